@@ -1,0 +1,81 @@
+# sglattn - top-level build.  Each directory owns a module.mk fragment that
+# appends to the lists below; this file holds only the shared conventions.
+#
+#   make            build everything this machine can build (says what it skipped)
+#   make demo       list plugins, then a real attention run on the CPU default
+#   make test       the whole suite: unit tests, conformance, sanitizers, valgrind
+#   make install PREFIX=/usr/local
+#
+# Build layout mirrors the install layout, so the library finds its plugins
+# and conf relative to itself in both:
+#   $(BUILD)/lib/libsglattn.so.1   $(BUILD)/lib/sglattn/plugins/*.so
+#   $(BUILD)/bin/attnctl           $(BUILD)/etc/sglattn/sglattn.json
+#   $(BUILD)/include/sglattn/*.h   $(BUILD)/tests/*
+
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+SAN ?=
+ifeq ($(SAN),asan)
+  BUILD ?= build-asan
+  SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else ifeq ($(SAN),tsan)
+  BUILD ?= build-tsan
+  SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
+else
+  BUILD ?= build
+  SANFLAGS :=
+endif
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+VERSION := 0.1.0
+SOMAJOR := 1
+
+CC ?= cc
+CSTD := -std=c11 -D_GNU_SOURCE
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
+OPT ?= -O2 -g
+CFLAGS_COMMON := $(CSTD) $(WARN) $(OPT) -fPIC -pthread -fvisibility=hidden -Iabi -Ihost $(SANFLAGS)
+LDFLAGS_COMMON := -pthread $(SANFLAGS)
+
+LIBDIR := $(BUILD)/lib
+BINDIR := $(BUILD)/bin
+PLUGDIR := $(LIBDIR)/sglattn/plugins
+TESTDIR := $(BUILD)/tests
+OBJDIR := $(BUILD)/obj
+ETCDIR := $(BUILD)/etc/sglattn
+INCDIR := $(BUILD)/include/sglattn
+
+LIBSGLATTN := $(LIBDIR)/libsglattn.so.$(SOMAJOR)
+ATTNCTL := $(BINDIR)/attnctl
+
+# Toolchains, found once.  Absent ones are skipped with a message.
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+HIPCC ?= $(shell command -v hipcc 2>/dev/null)
+HAVE_OPENCL := $(shell test -f /usr/include/CL/cl.h && echo 1)
+HAVE_ZE := $(shell test -f /usr/include/level_zero/ze_api.h && echo 1)
+
+# Lists the fragments append to.
+ALL :=          # everything `make` builds
+PLUGINS :=      # plugin .so files (in $(PLUGDIR))
+TESTS :=        # cmocka test executables run by `make unit`
+SKIPPED :=      # names of parts not built; SKIP_WHY_<name> says why
+INSTALL_HOOKS :=
+
+# Object rule shared by all C sources: $(OBJDIR)/<path>.o from <path>.c
+$(OBJDIR)/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(CFLAGS_$(subst /,_,$(dir $<))) -MMD -MP -c $< -o $@
+
+include $(sort $(wildcard */module.mk) $(wildcard plugins/*/module.mk))
+
+all: $(ALL)
+	@$(foreach s,$(SKIPPED),echo "skipped $(s): $(SKIP_WHY_$(s))";) true
+
+-include $(shell test -d $(OBJDIR) && find $(OBJDIR) -name '*.d' 2>/dev/null)
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz
+
+.PHONY: all clean demo test unit install

@@ -1,0 +1,490 @@
+/*
+ * sgl_attn_abi.h - the one header a sglattn plugin includes.
+ *
+ * ABI 1.0.  Rules (see docs/abi.md):
+ *  - Every public struct starts with `uint32_t struct_size`.  Structs are
+ *    append-only: a new field goes at the end and bumps SGL_ATTN_ABI_MINOR.
+ *    A reader never touches a field beyond the struct_size it was given.
+ *  - The host loads a plugin built for the same major and an equal or older
+ *    minor.  Negotiation (sgl_attn_plugin_entry) is the first plugin call.
+ *  - Structs the host fills for a plugin (caps, batch, forward args) are the
+ *    host's size, which is never smaller than the plugin's.  Structs the
+ *    plugin hands to the host (descriptor, backend ops) may be older; the
+ *    host reads only their struct_size bytes and defaults the rest.
+ *  - Tensors are DLPack 0.6 DLTensors.  Plugins never link the host.
+ */
+#ifndef SGL_ATTN_ABI_H
+#define SGL_ATTN_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SGL_ATTN_ABI_MAJOR 1
+#define SGL_ATTN_ABI_MINOR 0
+
+/* The one symbol a plugin exports. */
+#define SGL_ATTN_PLUGIN_ENTRY_SYMBOL "sgl_attn_plugin_entry"
+
+#if defined(_WIN32)
+#define SGL_ATTN_EXPORT __declspec(dllexport)
+#else
+#define SGL_ATTN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum sgl_attn_status {
+    SGL_ATTN_OK = 0,
+    SGL_ATTN_E_INVALID = -1,     /* bad argument: shape, dtype, index, length */
+    SGL_ATTN_E_UNSUPPORTED = -2, /* valid request this backend does not serve */
+    SGL_ATTN_E_NOMEM = -3,
+    SGL_ATTN_E_DEVICE = -4,      /* the device runtime failed */
+    SGL_ATTN_E_ABI = -5,         /* version negotiation refused */
+    SGL_ATTN_E_NOT_FOUND = -6,   /* no such device / plugin / name */
+    SGL_ATTN_E_STATE = -7,       /* call out of order (e.g. forward before metadata) */
+    SGL_ATTN_E_INTERNAL = -8
+} sgl_attn_status;
+
+/* ------------------------------------------------------------- enumerations */
+
+typedef enum sgl_attn_platform {
+    SGL_ATTN_PLATFORM_NONE = 0, /* layers that run on whatever their inner runs on */
+    SGL_ATTN_PLATFORM_CPU = 1,
+    SGL_ATTN_PLATFORM_CUDA = 2,
+    SGL_ATTN_PLATFORM_HIP = 3,
+    SGL_ATTN_PLATFORM_XPU = 4,
+    SGL_ATTN_PLATFORM_NPU = 5,
+    SGL_ATTN_PLATFORM_COUNT_ /* first invalid value */
+} sgl_attn_platform;
+
+typedef enum sgl_attn_role {
+    SGL_ATTN_ROLE_FULL = 1,   /* computes full attention */
+    SGL_ATTN_ROLE_HYBRID = 2, /* wraps a full backend, computes linear-attention layers */
+    SGL_ATTN_ROLE_LAYER = 3,  /* wraps any backend and forwards every call (validation) */
+    SGL_ATTN_ROLE_COUNT_
+} sgl_attn_role;
+
+typedef enum sgl_attn_hybrid_kind {
+    SGL_ATTN_HYBRID_NONE = 0,
+    SGL_ATTN_HYBRID_GDN = 1,            /* Gated DeltaNet (Qwen3-Next, Qwen3.5) */
+    SGL_ATTN_HYBRID_MAMBA2 = 2,         /* Nemotron-H, Falcon-H1, Zamba2 */
+    SGL_ATTN_HYBRID_SHORT_CONV = 3,     /* LFM2, ZAYA */
+    SGL_ATTN_HYBRID_KDA = 4,            /* Kimi-Linear */
+    SGL_ATTN_HYBRID_LIGHTNING = 5,      /* MiniMax-01 lightning attention */
+    SGL_ATTN_HYBRID_MINIMAX_SPARSE = 6, /* MiniMax sparse layers */
+    SGL_ATTN_HYBRID_CUSTOM = 7,         /* third party; model_types says which models */
+    SGL_ATTN_HYBRID_COUNT_
+} sgl_attn_hybrid_kind;
+
+/* Bit set of dtypes, for capabilities.  sgl_attn_dtype_bit() maps a DLDataType. */
+enum {
+    SGL_ATTN_DT_F32 = 1u << 0,
+    SGL_ATTN_DT_F16 = 1u << 1,
+    SGL_ATTN_DT_BF16 = 1u << 2,
+    SGL_ATTN_DT_F64 = 1u << 3,
+    SGL_ATTN_DT_FP8_E4M3 = 1u << 4
+};
+
+/* DLPack 0.6 has no fp8 code: ours is {kDLOpaqueHandle-free code 0x80, 8, 1}. */
+#define SGL_ATTN_DL_FLOAT8_E4M3_CODE 0x80u
+
+/* Attention shapes a plugin serves (bit set). */
+enum {
+    SGL_ATTN_KIND_MHA = 1u << 0,   /* num_kv_heads == num_q_heads */
+    SGL_ATTN_KIND_GQA = 1u << 1,   /* 1 < ratio < num_q_heads */
+    SGL_ATTN_KIND_MQA = 1u << 2,   /* num_kv_heads == 1 */
+    SGL_ATTN_KIND_MLA = 1u << 3,   /* latent pool [slots, 1, kv_lora_rank + rope] */
+    SGL_ATTN_KIND_CROSS = 1u << 4  /* encoder-decoder cross attention */
+};
+
+/* Features (bit set). */
+enum {
+    SGL_ATTN_FEAT_EXTEND = 1u << 0,         /* prefill / extend with cached prefix */
+    SGL_ATTN_FEAT_DECODE = 1u << 1,
+    SGL_ATTN_FEAT_SLIDING_WINDOW = 1u << 2,
+    SGL_ATTN_FEAT_SOFTCAP = 1u << 3,        /* logit soft-cap (tanh) */
+    SGL_ATTN_FEAT_SINKS = 1u << 4,          /* learned per-head sink logit */
+    SGL_ATTN_FEAT_GRAPH_CAPTURE = 1u << 5,  /* CUDA/HIP graph capture and replay */
+    SGL_ATTN_FEAT_SPEC_DECODE = 1u << 6,    /* several query tokens per request in decode */
+    SGL_ATTN_FEAT_MLA_EXTEND = 1u << 7,     /* MLA extend (absorbed or expanded) */
+    SGL_ATTN_FEAT_DIFF_HEAD_DIMS = 1u << 8  /* v head dim may differ from qk head dim */
+};
+
+typedef enum sgl_attn_forward_mode {
+    SGL_ATTN_MODE_IDLE = 0,
+    SGL_ATTN_MODE_EXTEND = 1,        /* prefill / extend */
+    SGL_ATTN_MODE_DECODE = 2,        /* one new token per request */
+    SGL_ATTN_MODE_TARGET_VERIFY = 3  /* speculative verify: several tokens per request */
+} sgl_attn_forward_mode;
+
+typedef enum sgl_attn_log_level {
+    SGL_ATTN_LOG_ERROR = 0,
+    SGL_ATTN_LOG_WARN = 1,
+    SGL_ATTN_LOG_INFO = 2,
+    SGL_ATTN_LOG_DEBUG = 3
+} sgl_attn_log_level;
+
+/* Limits that keep fixed-size fields honest. */
+#define SGL_ATTN_NAME_MAX 63       /* plugin names: [a-z0-9_]{1,63} */
+#define SGL_ATTN_REASON_MAX 256
+#define SGL_ATTN_MAX_LAYERS 1024
+#define SGL_ATTN_MAX_LIST 16
+
+/* ------------------------------------------------------ host <-> plugin */
+
+/* What the host offers at negotiation; valid for the plugin's lifetime. */
+typedef struct sgl_attn_host_api {
+    uint32_t struct_size;
+    uint16_t abi_major;     /* the host's major */
+    uint16_t abi_minor_min; /* oldest minor of that major the host loads (0) */
+    uint16_t abi_minor_max; /* the host's own minor */
+    uint16_t reserved_;
+    const char *host_version; /* "0.1.0" */
+    void *host_ctx;           /* opaque, first argument of the callbacks */
+    /* printf-style log; thread-safe.  May be called from any plugin function. */
+    void (*log)(void *host_ctx, int level, const char *plugin, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 4, 5)))
+#endif
+        ;
+    /* A plugin option from conf ("plugin_options": {"<plugin>": {"key": value}}),
+     * as a string ("1", "true", "64"...), or NULL.  Thread-safe. */
+    const char *(*get_option)(void *host_ctx, const char *plugin, const char *key);
+} sgl_attn_host_api;
+
+/* The plugin's answer. */
+typedef struct sgl_attn_plugin_answer {
+    uint32_t struct_size;
+    uint16_t abi_major; /* what the plugin was built for */
+    uint16_t abi_minor;
+    const struct sgl_attn_plugin *plugin; /* static, lives until unload */
+    char refusal[SGL_ATTN_REASON_MAX];   /* set when the entry refuses */
+} sgl_attn_plugin_answer;
+
+/* The entry point: `SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const
+ * sgl_attn_host_api *, sgl_attn_plugin_answer *)`.  It fills `answer` with the
+ * versions it speaks and its descriptor, and returns SGL_ATTN_OK, or
+ * SGL_ATTN_E_ABI with `refusal` set.  It runs no other plugin code. */
+typedef int (*sgl_attn_plugin_entry_fn)(const sgl_attn_host_api *host,
+                                        sgl_attn_plugin_answer *answer);
+
+/* ------------------------------------------------------------ capabilities */
+
+typedef struct sgl_attn_head_dims {
+    uint16_t qk;
+    uint16_t v;
+} sgl_attn_head_dims;
+
+/* One device as the plugin sees it.  The host zero-fills and sets
+ * struct_size; the plugin fills what it knows. */
+typedef struct sgl_attn_caps {
+    uint32_t struct_size;
+    uint32_t available;                 /* 1: this device can run the plugin now */
+    char reason[SGL_ATTN_REASON_MAX];   /* when not: the runtime's own words */
+    char device_name[96];               /* "NVIDIA H200", "pthreads x 2 (x86_64)" */
+    char arch_name[48];                 /* "sm_90", "gfx90a", "Intel(R) Arc(TM) A770" */
+    int32_t arch_major, arch_minor;     /* CUDA SM; -1 where none applies */
+    int32_t arch_min_major, arch_min_minor; /* needed range, -1 = unbounded */
+    int32_t arch_max_major, arch_max_minor;
+    uint64_t memory_bytes;
+    uint32_t compute_units;             /* SMs, CUs, EUs or cores */
+    uint32_t attn_kinds;                /* SGL_ATTN_KIND_* */
+    uint32_t q_dtypes;                  /* SGL_ATTN_DT_* */
+    uint32_t kv_dtypes;                 /* SGL_ATTN_DT_* */
+    uint32_t features;                  /* SGL_ATTN_FEAT_* */
+    /* Head dims: exact (qk, v) pairs when n_head_dims > 0, else any pair with
+     * qk <= head_dim_qk_max and v <= head_dim_v_max. */
+    uint32_t head_dim_qk_max, head_dim_v_max;
+    uint32_t n_head_dims;
+    sgl_attn_head_dims head_dims[SGL_ATTN_MAX_LIST];
+    /* Page sizes: exact list when n_page_sizes > 0, else any 1..page_size_max. */
+    uint32_t page_size_max;
+    uint32_t n_page_sizes;
+    uint32_t page_sizes[SGL_ATTN_MAX_LIST];
+    uint32_t max_gqa_ratio;             /* 0 = any */
+    int32_t score;                      /* automatic choice: higher first; <= 0 never automatic */
+    uint32_t state_dtypes;              /* hybrid wrappers: SSM state dtypes */
+} sgl_attn_caps;
+
+/* ------------------------------------------------------------------ model */
+
+/* A model as the host understood it (from our JSON or an HF config.json).
+ * Head counts are per tensor-parallel rank. */
+typedef struct sgl_attn_model {
+    uint32_t struct_size;
+    char name[64];            /* free text */
+    char model_type[64];      /* HF model_type, e.g. "qwen3_next" */
+    int32_t num_layers;
+    int32_t num_q_heads;
+    int32_t num_kv_heads;
+    int32_t head_dim_qk;      /* MLA: kv_lora_rank + qk_rope_head_dim (absorbed) */
+    int32_t head_dim_v;       /* MLA: kv_lora_rank */
+    uint32_t dtype;           /* SGL_ATTN_DT_* of q/out */
+    uint32_t kv_dtype;        /* SGL_ATTN_DT_* of the KV pool */
+    int32_t is_mla;
+    int32_t kv_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim;
+    int32_t is_encoder_decoder;
+    int32_t sliding_window;   /* largest left window of any layer; -1 none */
+    float logit_softcap;      /* 0 none */
+    int32_t has_sinks;
+    int32_t index_topk;       /* DeepSeek sparse attention (dsa); 0 none */
+    int32_t page_size;        /* requested page size; 0 = backend default */
+    int32_t is_draft;         /* draft worker of speculative decoding */
+    int32_t spec_tokens;      /* query tokens per request when verifying; 0/1 none */
+    /* hybrid */
+    uint32_t hybrid_kind;     /* sgl_attn_hybrid_kind; NONE for plain models */
+    char hybrid_custom_kind[32];
+    /* Bit i set: layer i is a full-attention layer (always all layers when
+     * not hybrid; [0] for a draft worker). */
+    uint64_t full_attention_mask[SGL_ATTN_MAX_LAYERS / 64];
+    /* MiniMax sparse: bit i set = layer i is sparse */
+    uint64_t sparse_layer_mask[SGL_ATTN_MAX_LAYERS / 64];
+    /* linear attention shapes (per TP rank) */
+    int32_t lin_num_k_heads;  /* gdn/kda: qk heads; mamba2: n_groups */
+    int32_t lin_num_v_heads;  /* gdn/kda: value heads; mamba2/lightning: heads */
+    int32_t lin_head_k_dim;   /* gdn/kda: K; mamba2: d_state; lightning: head dim */
+    int32_t lin_head_v_dim;   /* gdn/kda: V; mamba2: head dim P; lightning: head dim */
+    int32_t lin_conv_kernel;  /* conv1d width (gdn/kda/mamba2/short_conv); 0 none */
+    int32_t lin_hidden;       /* short_conv: channels */
+    uint32_t lin_state_dtype; /* SGL_ATTN_DT_F32 or BF16 */
+    int32_t sparse_topk_blocks;   /* minimax_sparse: blocks kept per query */
+    int32_t sparse_block_size;    /* minimax_sparse: tokens per block */
+} sgl_attn_model;
+
+static inline int sgl_attn_model_layer_is_full(const sgl_attn_model *m, int layer) {
+    if (layer < 0 || layer >= SGL_ATTN_MAX_LAYERS) return 0;
+    return (int)((m->full_attention_mask[layer >> 6] >> (layer & 63)) & 1u);
+}
+static inline int sgl_attn_model_layer_is_sparse(const sgl_attn_model *m, int layer) {
+    if (layer < 0 || layer >= SGL_ATTN_MAX_LAYERS) return 0;
+    return (int)((m->sparse_layer_mask[layer >> 6] >> (layer & 63)) & 1u);
+}
+
+/* ------------------------------------------------------------ batch (sglang) */
+
+/* Batch metadata in sglang's token-pool model.  Device tensors live on the
+ * backend's device; the *_cpu mirrors (optional, may be NULL) let a backend
+ * plan without a device->host copy.  Integer tensors are int32 or int64. */
+typedef struct sgl_attn_batch {
+    uint32_t struct_size;
+    int32_t forward_mode;                 /* sgl_attn_forward_mode */
+    int32_t batch_size;                   /* bs */
+    int32_t num_tokens;                   /* new tokens T (decode: bs * tokens_per_req) */
+    int32_t page_size;                    /* pool page size, >= 1 */
+    int32_t tokens_per_req;               /* decode/verify: query tokens per request (1) */
+    int32_t reserved_;
+    int64_t seq_lens_sum;
+    const DLTensor *req_to_token;         /* [max_reqs, max_ctx] slot of each token */
+    const DLTensor *req_pool_indices;     /* [bs] row of req_to_token */
+    const DLTensor *seq_lens;             /* [bs] tokens incl. the new ones */
+    const DLTensor *extend_prefix_lens;   /* [bs] cached prefix (extend) */
+    const DLTensor *extend_seq_lens;      /* [bs] new tokens (extend) */
+    const DLTensor *out_cache_loc;        /* [T] slot for each new token */
+    const DLTensor *positions;            /* [T] */
+    const DLTensor *encoder_lens;         /* [bs] enc-dec only, else NULL */
+    const DLTensor *seq_lens_cpu;         /* host mirrors, optional */
+    const DLTensor *extend_prefix_lens_cpu;
+    const DLTensor *extend_seq_lens_cpu;
+    const DLTensor *encoder_lens_cpu;
+    /* hybrid: slot of each request in the wrapper's state pool, -1 = padding */
+    const DLTensor *state_indices;        /* [bs] */
+    void *stream;                         /* cudaStream_t / hipStream_t / cl_command_queue */
+} sgl_attn_batch;
+
+/* One attention layer's constants and its KV pool. */
+typedef struct sgl_attn_layer {
+    uint32_t struct_size;
+    int32_t layer_id;
+    int32_t num_q_heads;
+    int32_t num_kv_heads;
+    int32_t head_dim_qk;
+    int32_t head_dim_v;
+    float sm_scale;
+    float logit_softcap;       /* 0 = off: s = cap * tanh(s / cap) otherwise */
+    int32_t sliding_window;    /* < 0 off; else query at position p sees keys p-w..p */
+    int32_t is_cross;          /* enc-dec cross attention: non-causal over encoder KV */
+    const DLTensor *sinks;     /* [num_q_heads] fp32 or NULL */
+    DLTensor *k_cache;         /* [slots, kv_heads, head_dim_qk]; MLA [slots, 1, rank+rope] */
+    DLTensor *v_cache;         /* [slots, kv_heads, head_dim_v];  MLA: NULL (value = k_cache[..., :rank]) */
+    float k_scale, v_scale;    /* fp8 KV dequant scales; 1 otherwise */
+} sgl_attn_layer;
+
+/* Inputs of a linear-attention layer (hybrid wrappers).  Which fields a kind
+ * reads, and their shapes, are in docs/hybrid.md; unused ones are NULL. */
+typedef struct sgl_attn_linear_io {
+    uint32_t struct_size;
+    int32_t kind;                  /* sgl_attn_hybrid_kind of the layer */
+    const DLTensor *x;             /* gdn/kda: mixed qkv [T, conv_dim]; mamba2: xBC; short_conv: BCx [T, 3*D] */
+    const DLTensor *a;             /* gdn: a [T, HV]; kda: gate [T, HV*K]; mamba2: dt [T, H]; lightning: NULL */
+    const DLTensor *b;             /* gdn/kda: beta logits [T, HV] */
+    const DLTensor *conv_weight;   /* [conv_dim, width] */
+    const DLTensor *conv_bias;     /* [conv_dim] or NULL */
+    const DLTensor *A_log;         /* gdn/kda/mamba2: [HV] */
+    const DLTensor *dt_bias;       /* gdn: [HV]; kda: [HV*K]; mamba2: [H] */
+    const DLTensor *D;             /* mamba2: [H] skip */
+    const DLTensor *decay;         /* lightning: per-head slope [H] */
+    DLTensor *out;                 /* gdn/kda [T, HV, V]; mamba2 [T, H, P]; short_conv [T, D]; lightning [T, H, D] */
+    /* speculative verify: per-draft-token intermediate states are kept when set */
+    int32_t keep_intermediate;
+    int32_t use_qk_l2norm;         /* gdn/kda: l2-normalise q and k (sglang default 1) */
+} sgl_attn_linear_io;
+
+/* One forward call. */
+typedef struct sgl_attn_forward_args {
+    uint32_t struct_size;
+    int32_t save_kv_cache;         /* write k/v at out_cache_loc before attending */
+    const sgl_attn_layer *layer;
+    const sgl_attn_batch *batch;   /* the batch given to init_forward_metadata */
+    const DLTensor *q;             /* [T, Hq, Dqk]; lightning: q */
+    const DLTensor *k;             /* [T, Hkv, Dqk] new keys (MLA: [T, 1, rank+rope]) */
+    const DLTensor *v;             /* [T, Hkv, Dv] new values (MLA: NULL) */
+    DLTensor *out;                 /* [T, Hq, Dv] */
+    const sgl_attn_linear_io *linear; /* non-NULL for a linear-attention layer */
+} sgl_attn_forward_args;
+
+/* ----------------------------------------------------- backend instance */
+
+typedef struct sgl_attn_backend sgl_attn_backend;
+
+/* Graph capture/replay arguments (sglang's init_forward_metadata_*_cuda_graph). */
+typedef struct sgl_attn_graph_args {
+    uint32_t struct_size;
+    int32_t batch_size;
+    int32_t num_tokens;
+    int32_t forward_mode;
+    const sgl_attn_batch *batch;   /* tensors at the addresses the graph captures */
+} sgl_attn_graph_args;
+
+/* The backend vtable (like SQLite's sqlite3_io_methods). */
+typedef struct sgl_attn_backend_ops {
+    uint32_t struct_size;
+    /* Per batch, before the layers' forwards: plan, fill index buffers. */
+    int (*init_forward_metadata)(sgl_attn_backend *b, const sgl_attn_batch *batch);
+    int (*forward_extend)(sgl_attn_backend *b, const sgl_attn_forward_args *a);
+    int (*forward_decode)(sgl_attn_backend *b, const sgl_attn_forward_args *a);
+    /* Graphs: allocate static buffers once, then capture and replay. */
+    int (*init_graph_state)(sgl_attn_backend *b, int32_t max_bs, int32_t max_num_tokens);
+    int (*init_forward_metadata_capture)(sgl_attn_backend *b, const sgl_attn_graph_args *g);
+    int (*init_forward_metadata_replay)(sgl_attn_backend *b, const sgl_attn_graph_args *g);
+    int32_t (*graph_seq_len_fill_value)(sgl_attn_backend *b);
+    /* The last error on this instance, "" if none.  Valid until the next call. */
+    const char *(*last_error)(sgl_attn_backend *b);
+    void (*destroy)(sgl_attn_backend *b);
+    /* Hybrid state pool (NULL for full-attention backends). */
+    int (*state_clear)(sgl_attn_backend *b, int32_t slot);
+    int (*state_copy)(sgl_attn_backend *b, int32_t src_slot, int32_t dst_slot);
+    /* After verification: make step accepted[i] of request i its state (-1 = keep). */
+    int (*state_commit)(sgl_attn_backend *b, const DLTensor *accepted_steps);
+} sgl_attn_backend_ops;
+
+/* Every instance starts with this header; the plugin's state follows. */
+struct sgl_attn_backend {
+    const sgl_attn_backend_ops *ops;
+    uint32_t ops_size;   /* == ops->struct_size, cached */
+    int32_t device;
+    void *host_reserved; /* the host's; a plugin leaves it alone */
+};
+
+typedef struct sgl_attn_create_args {
+    uint32_t struct_size;
+    const sgl_attn_model *model;
+    int32_t device;               /* the plugin's own device index */
+    int32_t max_reqs;             /* rows of req_to_token / state pool slots */
+    int32_t max_tokens;           /* largest T of one call */
+    int32_t max_context;          /* columns of req_to_token */
+    sgl_attn_backend *inner;      /* wrappers: the backend they wrap, else NULL */
+    const sgl_attn_caps *inner_caps; /* wrappers: the inner's caps */
+    char *error;                  /* where create explains a failure */
+    uint32_t error_size;
+} sgl_attn_create_args;
+
+/* Device memory, so the harness and engines can stage tensors without linking
+ * the runtime.  NULL ops (CPU) means host memory. */
+typedef struct sgl_attn_device_ops {
+    uint32_t struct_size;
+    int (*alloc)(int32_t device, size_t bytes, void **ptr);
+    int (*free)(int32_t device, void *ptr);
+    int (*copy_to_device)(int32_t device, void *dst, const void *src, size_t bytes);
+    int (*copy_to_host)(int32_t device, void *dst, const void *src, size_t bytes);
+    int (*synchronize)(int32_t device, void *stream);
+    /* Optional: a stream of the device's runtime (NULL = default stream). */
+    int (*stream_create)(int32_t device, void **stream);
+    int (*stream_destroy)(int32_t device, void *stream);
+    const char *(*error_string)(int code);
+} sgl_attn_device_ops;
+
+/* ------------------------------------------------------- plugin descriptor */
+
+typedef struct sgl_attn_plugin {
+    uint32_t struct_size;
+    uint16_t abi_major, abi_minor;
+    const char *name;             /* [a-z0-9_]{1,63}, unique */
+    const char *version;          /* the plugin's own version */
+    const char *description;
+    const char *license;          /* SPDX id */
+    int32_t platform;             /* sgl_attn_platform */
+    int32_t role;                 /* sgl_attn_role */
+    int32_t hybrid_kind;          /* sgl_attn_hybrid_kind (HYBRID role) */
+    int32_t reserved_;
+    const char *custom_kind;      /* HYBRID_CUSTOM: the kind's name */
+    const char *const *aliases;   /* NULL-terminated: sglang names it fills in */
+    const char *const *model_types; /* hybrid: HF model_types it serves, NULL-terminated */
+    /* Device `index` (0..): fill caps.  Index 0 always answers (with
+     * available = 0 and a reason when there is no device); a larger index past
+     * the last device returns SGL_ATTN_E_NOT_FOUND. */
+    int (*probe)(uint32_t index, sgl_attn_caps *caps);
+    /* Plugin-specific model checks beyond caps; NULL = none.  0 = ok, else
+     * SGL_ATTN_E_UNSUPPORTED with `why` set. */
+    int (*supports_model)(const sgl_attn_model *m, const sgl_attn_caps *caps,
+                          char *why, size_t why_size);
+    int (*create)(const sgl_attn_create_args *args, sgl_attn_backend **out);
+    /* hybrid: state bytes one request needs in the pool (all layers). */
+    uint64_t (*state_bytes_per_request)(const sgl_attn_model *m);
+    const sgl_attn_device_ops *device_ops; /* NULL: host memory */
+} sgl_attn_plugin;
+
+/* --------------------------------------------------------------- helpers */
+
+/* Smallest struct_size the host accepts for each struct at ABI 1.0. */
+#define SGL_ATTN_PLUGIN_SIZE_V1_0 ((uint32_t)sizeof(sgl_attn_plugin))
+#define SGL_ATTN_BACKEND_OPS_SIZE_V1_0 ((uint32_t)sizeof(sgl_attn_backend_ops))
+
+static inline uint32_t sgl_attn_dtype_bit(DLDataType t) {
+    if (t.lanes != 1) return 0;
+    if (t.code == kDLFloat && t.bits == 32) return SGL_ATTN_DT_F32;
+    if (t.code == kDLFloat && t.bits == 16) return SGL_ATTN_DT_F16;
+    if (t.code == kDLBfloat && t.bits == 16) return SGL_ATTN_DT_BF16;
+    if (t.code == kDLFloat && t.bits == 64) return SGL_ATTN_DT_F64;
+    if (t.code == SGL_ATTN_DL_FLOAT8_E4M3_CODE && t.bits == 8) return SGL_ATTN_DT_FP8_E4M3;
+    return 0;
+}
+
+/* The plugin side of negotiation, for plugins that need nothing special:
+ *   return sgl_attn_answer(host, answer, &my_plugin);  */
+static inline int sgl_attn_answer(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer,
+                                  const sgl_attn_plugin *plugin) {
+    if (!host || !answer || answer->struct_size < sizeof(*answer)) return SGL_ATTN_E_ABI;
+    answer->abi_major = SGL_ATTN_ABI_MAJOR;
+    answer->abi_minor = SGL_ATTN_ABI_MINOR;
+    answer->plugin = 0;
+    answer->refusal[0] = 0;
+    if (host->abi_major != SGL_ATTN_ABI_MAJOR || host->abi_minor_max < SGL_ATTN_ABI_MINOR) {
+        const char *msg = "host ABI too old for this plugin";
+        size_t i = 0;
+        for (; msg[i] && i + 1 < sizeof answer->refusal; i++) answer->refusal[i] = msg[i];
+        answer->refusal[i] = 0;
+        return SGL_ATTN_E_ABI;
+    }
+    answer->plugin = plugin;
+    return SGL_ATTN_OK;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SGL_ATTN_ABI_H */

@@ -1,0 +1,236 @@
+/*
+ * host_internal.h - how the parts of libsglattn fit together.  Not installed.
+ *
+ * Layers (one file each, see docs/architecture.md):
+ *   log.c        log lines, levels
+ *   paths.c      search directories and where each came from
+ *   scan.c       candidate files: sorted, deduplicated by (dev, ino), unsafe-location check
+ *   load.c       libltdl loading with a precise reason when it fails
+ *   negotiate.c  ABI negotiation and descriptor checks
+ *   probe.c      per-device probing, optionally in a child process
+ *   conf.c       the conf file (cJSON, line/column errors, strict keys)
+ *   model_json.c / model_hf.c   model descriptions
+ *   select.c     the pure selection function
+ *   stack.c      creating stacks (wrappers over inners, split prefill/decode)
+ *   host.c       the public API glue
+ *
+ * Global state: exactly one once-init (host_once_init in load.c) that
+ * initialises libltdl and the mutex that serialises libltdl calls, since
+ * libltdl is not thread-safe.
+ */
+#ifndef SGL_ATTN_HOST_INTERNAL_H
+#define SGL_ATTN_HOST_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sgl_attn.h"
+
+/* ------------------------------------------------------------------ log.c */
+
+typedef struct hlog {
+    void (*fn)(void *user, int level, const char *line);
+    void *user;
+    int level; /* lines above this level are dropped */
+} hlog;
+
+void hlog_init_default(hlog *l);  /* stderr, WARN, raised by SGL_ATTN_DEBUG */
+void hlog_printf(const hlog *l, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Bounded, always-terminated formatting into a fixed buffer. */
+void str_printf(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void str_copy(char *dst, size_t size, const char *src);
+
+/* ---------------------------------------------------------------- paths.c */
+
+typedef struct search_dir {
+    char *dir;            /* absolute or as given */
+    const char *source;   /* "options", "SGL_ATTN_PLUGIN_PATH", "drop-in", "build-tree" */
+    char note[256];       /* e.g. "empty component ignored", "does not exist" */
+} search_dir;
+
+typedef struct search_path {
+    search_dir *dirs;
+    size_t n, cap;
+    /* Lines worth telling the user (ignored variables under setuid...). */
+    char notes[4][256];
+    size_t n_notes;
+} search_path;
+
+int search_path_build(search_path *sp, const sgl_attn_host_options *o, const hlog *log);
+void search_path_free(search_path *sp);
+/* The drop-in directory: the build tree's plugins/ when this library runs
+ * from the build tree, else the installed one. */
+const char *search_path_default_dir(char *buf, size_t size);
+
+/* ----------------------------------------------------------------- scan.c */
+
+typedef struct plugin_file {
+    char *path;
+    const char *source;
+    dev_t dev;
+    ino_t ino;
+    int unsafe;                 /* world-writable / foreign owner */
+    char unsafe_reason[256];
+    int unreadable;             /* stat/open failed */
+    char unreadable_reason[256];
+} plugin_file;
+
+typedef struct plugin_file_list {
+    plugin_file *v;
+    size_t n, cap;
+} plugin_file_list;
+
+/* Every "*.so" file in the search directories, in order: directories in path
+ * order, files sorted by name; one file reached twice is listed once. */
+int scan_search_path(const search_path *sp, plugin_file_list *out, const hlog *log);
+void plugin_file_list_free(plugin_file_list *l);
+
+/* ----------------------------------------------------------------- load.c */
+
+void host_once_init(void);
+void host_ltdl_lock(void);
+void host_ltdl_unlock(void);
+
+typedef struct loaded_module {
+    void *handle; /* lt_dlhandle */
+    sgl_attn_plugin_entry_fn entry;
+} loaded_module;
+
+/* Load `path` and find the entry point.  On failure returns
+ * SGL_ATTN_PLUGIN_LOAD_ERROR with a precise `why`: "not an ELF file",
+ * "truncated ELF", "ELF for another machine (ARM aarch64)", "missing
+ * dependency libfoo.so.1", "undefined symbol bar", "no entry point
+ * sgl_attn_plugin_entry". */
+int module_load(const char *path, loaded_module *m, char *why, size_t why_size);
+void module_unload(loaded_module *m, int never_unload);
+
+/* ------------------------------------------------------------ negotiate.c */
+
+/* Call the entry with the host's offer.  Returns SGL_ATTN_PLUGIN_USABLE (the
+ * descriptor is copied into *desc, with defaults for fields past an older
+ * struct_size), SGL_ATTN_PLUGIN_ABI_MISMATCH (both versions in `why`) or
+ * SGL_ATTN_PLUGIN_LOAD_ERROR (bad descriptor, NULL answer...). */
+int plugin_negotiate(sgl_attn_plugin_entry_fn entry, const sgl_attn_host_api *api,
+                     sgl_attn_plugin *desc, uint16_t *abi_major, uint16_t *abi_minor,
+                     char *why, size_t why_size);
+/* Descriptor sanity: name, enums, function pointers. */
+int plugin_descriptor_check(const sgl_attn_plugin *d, char *why, size_t why_size);
+/* Capability sanity after a probe: list lengths, ranges. */
+int plugin_caps_check(const sgl_attn_caps *c, char *why, size_t why_size);
+
+/* ---------------------------------------------------------------- probe.c */
+
+/* Probe every device of `d`.  *caps is malloc'd (>= 1 entry on success).
+ * With isolate, runs in a child with timeout_ms and reports "probe crashed
+ * (signal N)" / "probe timed out after N ms" in why. */
+int probe_plugin(const sgl_attn_plugin *d, int isolate, int timeout_ms, sgl_attn_caps **caps,
+                 uint32_t *n_caps, char *why, size_t why_size);
+
+/* ----------------------------------------------------------------- conf.c */
+
+typedef struct conf conf; /* opaque; defined in conf.c */
+
+/* Load: explicit path, else SGL_ATTN_CONF, else sysconfdir, else build tree.
+ * *out is NULL when no file exists anywhere (then built-in defaults apply). */
+int conf_load(const char *explicit_path, conf **out, char *used_path, size_t used_size,
+              char *err, size_t err_size);
+int conf_parse(const char *text, size_t len, const char *origin, conf **out, char *err,
+               size_t err_size);
+void conf_free(conf *c);
+/* Queries (c may be NULL = defaults). */
+int conf_is_disabled(const conf *c, const char *plugin, const char **pattern);
+int conf_allow_unsafe_paths(const conf *c);
+const char *conf_plugin_option(const conf *c, const char *plugin, const char *key);
+int conf_priority(const conf *c, const char *plugin, int32_t *score);
+
+/* ------------------------------------------------------ model_*.c */
+
+int model_from_ours(const void *cjson_root, const char *origin, int tp_size, sgl_attn_model *m,
+                    char *err, size_t err_size);
+int model_from_hf(const void *cjson_root, const char *origin, int tp_size, sgl_attn_model *m,
+                  char *err, size_t err_size);
+
+/* ---------------------------------------------------------------- host.c */
+
+typedef struct plugin_entry {
+    sgl_attn_plugin_info info;
+    sgl_attn_plugin desc;     /* copy, defaults past the plugin's struct_size */
+    int loaded;               /* desc valid */
+    loaded_module module;     /* handle NULL for embedded plugins */
+    sgl_attn_caps *caps;      /* probed devices */
+    uint32_t n_caps;
+} plugin_entry;
+
+struct sgl_attn_host {
+    hlog log;
+    search_path paths;
+    conf *conf;
+    char conf_path[4096];
+    plugin_entry *plugins;
+    size_t n_plugins;
+    sgl_attn_host_api api;
+    int never_unload;
+    int validate;
+    /* Instances alive; close() defers unloading until the last is destroyed. */
+    atomic_int live;
+    atomic_int closing;
+};
+
+/* Embedded plugins (compiled into the library), scanned after the directories. */
+typedef struct embedded_plugin {
+    const char *name;
+    sgl_attn_plugin_entry_fn entry;
+} embedded_plugin;
+extern const embedded_plugin sgl_attn_embedded_plugins[];
+extern const size_t sgl_attn_embedded_plugin_count;
+
+void host_release(sgl_attn_host *h); /* drop one `live` ref; frees after close */
+
+/* ---------------------------------------------------------------- select.c */
+
+/* One (plugin, device) pair as selection sees it: all data, no I/O. */
+typedef struct sel_candidate {
+    size_t plugin_index;             /* into host->plugins */
+    const sgl_attn_plugin_info *info;
+    const sgl_attn_caps *caps;       /* this device */
+    uint32_t device;
+    int32_t score;                   /* caps->score, or the conf override */
+    int model_ok;                    /* supports_model() answer, computed before */
+    char model_why[256];
+} sel_candidate;
+
+typedef struct sel_input {
+    const sgl_attn_model *model;
+    const sgl_attn_select_request *req;
+    const sel_candidate *cands;
+    size_t n_cands;
+    const conf *rules;
+} sel_input;
+
+struct sgl_attn_selection {
+    /* decode (or the only) stack, outermost first, and the prefill stack */
+    char stack[4][SGL_ATTN_NAME_MAX + 1];
+    size_t depth;
+    char prefill_stack[4][SGL_ATTN_NAME_MAX + 1];
+    size_t prefill_depth;
+    int split;
+    int32_t device;
+    int32_t prefill_device;
+    char label[4 * (SGL_ATTN_NAME_MAX + 2) * 2 + 32];
+    sgl_attn_verdict *verdicts;
+    size_t n_verdicts, cap_verdicts;
+    char warnings[4][384];
+    size_t n_warnings;
+    uint64_t state_bytes;
+    sgl_attn_model model;            /* with full_attention_mask as routed */
+};
+
+/* The pure function: fills `out` (verdicts always), returns SGL_ATTN_OK or
+ * SGL_ATTN_E_UNSUPPORTED / SGL_ATTN_E_NOT_FOUND with the headline in err. */
+int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t err_size);
+
+#endif
