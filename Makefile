@@ -68,7 +68,7 @@ $(OBJDIR)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_$(subst /,_,$(dir $<))) -MMD -MP -c $< -o $@
 
-include $(sort $(wildcard */module.mk) $(wildcard plugins/*/module.mk))
+include $(sort $(wildcard */module.mk) $(wildcard plugins/*/module.mk) $(wildcard plugins/*/*/module.mk))
 
 all: $(ALL)
 	@$(foreach s,$(SKIPPED),echo "skipped $(s): $(SKIP_WHY_$(s))";) true
