@@ -62,18 +62,28 @@ PLUGINS :=      # plugin .so files (in $(PLUGDIR))
 TESTS :=        # cmocka test executables run by `make unit`
 SKIPPED :=      # names of parts not built; SKIP_WHY_<name> says why
 INSTALL_HOOKS :=
+TEST_STEPS :=   # phony targets `make test` runs, in order (unit first)
 
 # Object rule shared by all C sources: $(OBJDIR)/<path>.o from <path>.c
 $(OBJDIR)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_$(subst /,_,$(dir $<))) -MMD -MP -c $< -o $@
 
-include $(sort $(wildcard */module.mk) $(wildcard plugins/*/module.mk) $(wildcard plugins/*/*/module.mk))
+include $(sort $(wildcard */module.mk) $(wildcard plugins/*/module.mk) $(wildcard plugins/*/*/module.mk) \
+                $(wildcard tests/*/module.mk))
 
 all: $(ALL)
 	@$(foreach s,$(SKIPPED),echo "skipped $(s): $(SKIP_WHY_$(s))";) true
 
 -include $(shell test -d $(OBJDIR) && find $(OBJDIR) -name '*.d' 2>/dev/null)
+
+# Every cmocka test binary, one after the other; the first failure stops.
+unit: $(ALL) $(TESTS)
+	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
+
+# The whole suite, step by step (each module appends its steps).
+test:
+	@set -e; for s in unit $(TEST_STEPS); do echo "==== make $$s"; $(MAKE) --no-print-directory $$s; done
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
