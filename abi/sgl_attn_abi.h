@@ -473,7 +473,8 @@ static inline int sgl_attn_answer(const sgl_attn_host_api *host, sgl_attn_plugin
     answer->abi_minor = SGL_ATTN_ABI_MINOR;
     answer->plugin = 0;
     answer->refusal[0] = 0;
-    if (host->abi_major != SGL_ATTN_ABI_MAJOR || host->abi_minor_max < SGL_ATTN_ABI_MINOR) {
+    /* "+ 1 <=" not "<": with minor 0, gcc -Wextra flags "uint16 < 0" as always false */
+    if (host->abi_major != SGL_ATTN_ABI_MAJOR || host->abi_minor_max + 1 <= SGL_ATTN_ABI_MINOR) {
         const char *msg = "host ABI too old for this plugin";
         size_t i = 0;
         for (; msg[i] && i + 1 < sizeof answer->refusal; i++) answer->refusal[i] = msg[i];
