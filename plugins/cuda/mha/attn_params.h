@@ -1,0 +1,127 @@
+/*
+ * attn_params.h - what the host side hands the kernels: plain C, shared by the
+ * C backend, the CUDA launchers and (through kern_*_portable.cuh) the HIP
+ * plugin.
+ *
+ * Index tensors may be int32 or int64 (docs/contributing.md).  Kernels read
+ * them as int32 words: element i is word (i << shift) (shift 1 for int64, the
+ * low word on a little-endian device).  Every index read on the device is
+ * clamped into its tensor's range, so wrong indices give wrong numbers, never
+ * an out-of-bounds access.
+ *
+ * Planning happens on the device (plan kernels, one block, run by
+ * init_forward_metadata and the graph hooks) from the batch's device tensors,
+ * so a captured graph replays with whatever the replay hook planned.
+ */
+#ifndef SGL_CUDA_ATTN_PARAMS_H
+#define SGL_CUDA_ATTN_PARAMS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* An index tensor as the kernels read it. */
+typedef struct attn_index {
+    const int32_t *p; /* NULL = absent */
+    int32_t shift;    /* 0 int32, 1 int64 */
+    int32_t n;        /* elements (clamp bound for reads) */
+} attn_index;
+
+/* One decode work item: KV columns [kv_begin, kv_end) of req_to_token row
+ * `row` for request b, split `split` of `nsplit`.  part is the partial-result
+ * slot of this item when nsplit > 1 (else -1); a request's parts are
+ * consecutive.  q_pos is the query's column (for a per-layer window). */
+typedef struct attn_decode_item {
+    int32_t b, row, kv_begin, kv_end;
+    int32_t split, nsplit, part, q_pos; /* q_pos: the query's position (window) */
+} attn_decode_item;
+
+/* One extend work item: q rows [q_tok0, q_tok0 + nrows) of request b (token
+ * indices into q/out) attending KV columns [kv_lo, kv_hi) of req_to_token row
+ * `row`.  Positions are columns too: q row r sits at column q_pos0 + r and,
+ * when `causal`, sees columns <= its own (and >= its own - window). */
+typedef struct attn_extend_item {
+    int32_t b, row, q_tok0, nrows;
+    int32_t q_pos0, kv_lo, kv_hi, causal;
+} attn_extend_item;
+
+/* The batch, as the plan kernels read it. */
+typedef struct attn_plan_in {
+    attn_index req_pool_indices, seq_lens, extend_seq_lens, encoder_lens;
+    int32_t bs;
+    int32_t max_reqs, max_ctx; /* rows / columns of req_to_token */
+} attn_plan_in;
+
+/* What a decode plan writes (device buffers sized at create). */
+typedef struct attn_decode_plan {
+    attn_decode_item *items;
+    int32_t *num_items;
+    int32_t max_items;      /* capacity of items */
+    int32_t max_parts;      /* capacity of the partial-result slots */
+    int32_t target_items;   /* items to aim at (fills the GPU with the kv heads) */
+    int32_t min_chunk;      /* fewest KV columns per split */
+    int32_t chunk_align;    /* split sizes are multiples of this (the KV tile) */
+    int32_t window;         /* < 0: none; else plan only the window's columns */
+    int32_t cross;          /* 1: attend [0, enc); else [enc, enc + len) */
+    int32_t *counters;      /* [max_reqs * counters_per_req], zeroed by the plan */
+    int32_t counters_per_req;
+} attn_decode_plan;
+
+typedef struct attn_extend_plan {
+    attn_extend_item *items;
+    int32_t *num_items;
+    int32_t max_items;
+    int32_t block_m;        /* q rows per item (the kernel's tile) */
+    int32_t block_n;        /* KV columns per tile: cost unit for the longest-first order */
+    int32_t cross;
+} attn_extend_plan;
+
+/* One forward's tensors and constants. */
+typedef struct attn_fwd {
+    const void *q;      /* [T, Hq, D] */
+    void *out;          /* [T, Hq, D] */
+    const void *k_cache, *v_cache; /* [slots, Hkv, D] */
+    const float *sinks; /* [Hq] or NULL */
+    attn_index req_to_token;       /* [max_reqs, max_ctx] */
+    int64_t r2t_row_words;         /* int32 words per req_to_token row */
+    int64_t q_stride_t, q_stride_h; /* elements */
+    int64_t o_stride_t, o_stride_h;
+    int64_t kc_stride_s, kc_stride_h;
+    int64_t vc_stride_s, vc_stride_h;
+    int64_t num_slots;
+    int32_t hq, hkv, group;         /* group = hq / hkv */
+    int32_t max_reqs, max_ctx;
+    int32_t num_tokens; /* rows of q/out (T): rows past it are never touched */
+    float scale;        /* sm_scale */
+    float scale_log2;   /* sm_scale * log2(e) */
+    float softcap;      /* 0 off */
+    int32_t window;     /* < 0 off (cross layers: always off) */
+    /* decode: items and split buffers */
+    const attn_decode_item *ditems;
+    const attn_extend_item *eitems;
+    const int32_t *num_items;
+    float *part_o;      /* [max_parts, hq, D] */
+    float *part_lse;    /* [max_parts, hq] (log2 domain) */
+    int32_t *counters;  /* [max_reqs, counters_per_req] */
+    int32_t counters_per_req;
+    int32_t reserved2_;
+} attn_fwd;
+
+/* Save new K/V at out_cache_loc. */
+typedef struct attn_save {
+    const void *k, *v;  /* [T, Hkv, D] */
+    void *k_cache, *v_cache;
+    attn_index loc;     /* [T] */
+    int64_t k_stride_t, k_stride_h, v_stride_t, v_stride_h;
+    int64_t kc_stride_s, kc_stride_h, vc_stride_s, vc_stride_h;
+    int64_t num_slots;
+    int32_t t, hkv, d;
+    int32_t reserved_;
+} attn_save;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

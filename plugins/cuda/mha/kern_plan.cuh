@@ -1,0 +1,233 @@
+/*
+ * kern_plan.cuh - the plan kernels: one block turns the batch's device
+ * tensors into work lists, so that planning needs no host copy and a
+ * captured graph replays whatever the replay hook planned.  Portable.
+ *
+ * Decode: split-KV.  The split size is chosen from the total KV length so the
+ * items (times the kv-head blocks) fill the GPU:
+ *     chunk = roundup(max(min_chunk, ceil(total / target_items)), align)
+ * which bounds the items by target_items + bs (sum of ceil(len_i / chunk)
+ * <= total / chunk + bs), and the split items by 2 * target_items (each
+ * split request has len > (n - 1) * chunk).  The host sizes the buffers and
+ * the grid from these bounds.
+ *
+ * Extend: one item per (request, q tile), ordered longest-first (most KV
+ * tiles first) by a counting sort, so the causal tail does not idle the GPU.
+ */
+#ifndef SGL_CUDA_KERN_PLAN_CUH
+#define SGL_CUDA_KERN_PLAN_CUH
+
+#include "kern_common.cuh"
+
+#define ATTN_PLAN_THREADS 1024
+#define ATTN_PLAN_BUCKETS 1024
+
+/* Exclusive scan of one value per thread across the block; returns this
+ * thread's offset and adds the block total to *carry (all threads). */
+template <typename T>
+GC_DEV T plan_block_scan(T v, T *tmp, T *carry) {
+    const int t = threadIdx.x;
+    tmp[t] = v;
+    __syncthreads();
+    for (int off = 1; off < ATTN_PLAN_THREADS; off <<= 1) {
+        T add = t >= off ? tmp[t - off] : (T)0;
+        __syncthreads();
+        tmp[t] += add;
+        __syncthreads();
+    }
+    T incl = tmp[t];
+    T total = tmp[ATTN_PLAN_THREADS - 1];
+    T base = *carry;
+    __syncthreads();
+    if (t == 0) *carry = base + total;
+    __syncthreads();
+    return base + incl - v;
+}
+
+template <typename T> GC_DEV T plan_block_sum(T v, T *tmp) {
+    T c = 0;
+    __shared__ T carry;
+    if (threadIdx.x == 0) carry = 0;
+    __syncthreads();
+    (void)plan_block_scan<T>(v, tmp, &carry);
+    c = carry;
+    __syncthreads();
+    return c;
+}
+
+/* The KV columns request b attends in decode, and its query's column. */
+struct plan_decode_range {
+    int row, lo, hi, qpos;
+};
+GC_DEV plan_decode_range plan_decode_req(const attn_plan_in &in, const attn_decode_plan &pl, int b) {
+    plan_decode_range r;
+    r.row = attn_clampi(attn_idx(in.req_pool_indices, b), 0, in.max_reqs - 1);
+    int enc = in.encoder_lens.p ? attn_clampi(attn_idx(in.encoder_lens, b), 0, in.max_ctx) : 0;
+    int len = attn_clampi(attn_idx(in.seq_lens, b), 0, in.max_ctx - enc);
+    if (pl.cross) {
+        r.lo = 0;
+        r.hi = enc;
+        r.qpos = 0x7fffffff;
+    } else {
+        r.lo = enc + (pl.window >= 0 && len - 1 - pl.window > 0 ? len - 1 - pl.window : 0);
+        r.hi = enc + len;
+        r.qpos = enc + len - 1;
+    }
+    return r;
+}
+
+__global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(attn_plan_in in,
+                                                                            attn_decode_plan pl) {
+    __shared__ long long tmp64[ATTN_PLAN_THREADS];
+    __shared__ int tmp32[ATTN_PLAN_THREADS];
+    __shared__ int carry_items, carry_parts;
+    const int t = threadIdx.x;
+
+    long long local = 0;
+    for (int b = t; b < in.bs; b += ATTN_PLAN_THREADS) {
+        plan_decode_range r = plan_decode_req(in, pl, b);
+        local += r.hi - r.lo;
+    }
+    const long long total = plan_block_sum<long long>(local, tmp64);
+    long long chunk = (total + pl.target_items - 1) / (pl.target_items > 0 ? pl.target_items : 1);
+    if (chunk < pl.min_chunk) chunk = pl.min_chunk;
+    if (chunk < 1) chunk = 1;
+    chunk = (chunk + pl.chunk_align - 1) / pl.chunk_align * pl.chunk_align;
+
+    if (t == 0) carry_items = carry_parts = 0;
+    __syncthreads();
+    for (int b0 = 0; b0 < in.bs; b0 += ATTN_PLAN_THREADS) {
+        const int b = b0 + t;
+        plan_decode_range r;
+        int n = 0, parts = 0;
+        if (b < in.bs) {
+            r = plan_decode_req(in, pl, b);
+            const int len = r.hi - r.lo;
+            n = len <= 0 ? 1 : (int)((len + chunk - 1) / chunk);
+            parts = n > 1 ? n : 0;
+        }
+        const int off = plan_block_scan<int>(n, tmp32, &carry_items);
+        const int poff = plan_block_scan<int>(parts, tmp32, &carry_parts);
+        for (int s = 0; s < n; s++) {
+            if (off + s >= pl.max_items) break;           /* never, by the bound */
+            if (n > 1 && poff + s >= pl.max_parts) break; /* never, by the bound */
+            attn_decode_item it;
+            it.b = b;
+            it.row = r.row;
+            it.kv_begin = (int)(r.lo + s * chunk < r.hi ? r.lo + s * chunk : r.hi);
+            it.kv_end = (int)(r.lo + (s + 1) * chunk < r.hi ? r.lo + (s + 1) * chunk : r.hi);
+            it.split = s;
+            it.nsplit = n;
+            it.part = n > 1 ? poff + s : -1;
+            it.q_pos = r.qpos;
+            pl.items[off + s] = it;
+        }
+    }
+    for (int i = t; i < in.bs * pl.counters_per_req; i += ATTN_PLAN_THREADS) pl.counters[i] = 0;
+    __syncthreads();
+    if (t == 0) *pl.num_items = carry_items < pl.max_items ? carry_items : pl.max_items;
+}
+
+/* Request b in extend: where its q rows are, what it attends. */
+struct plan_extend_req {
+    int row, ext, q_pos0, kv_lo, kv_hi;
+};
+GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend_plan &pl, int b) {
+    plan_extend_req r;
+    r.row = attn_clampi(attn_idx(in.req_pool_indices, b), 0, in.max_reqs - 1);
+    int enc = in.encoder_lens.p ? attn_clampi(attn_idx(in.encoder_lens, b), 0, in.max_ctx) : 0;
+    int len = attn_clampi(attn_idx(in.seq_lens, b), 0, in.max_ctx - enc);
+    r.ext = attn_clampi(attn_idx(in.extend_seq_lens, b), 0, len);
+    r.q_pos0 = enc + len - r.ext;
+    if (pl.cross) {
+        r.kv_lo = 0;
+        r.kv_hi = enc;
+    } else {
+        r.kv_lo = enc;
+        r.kv_hi = enc + len;
+    }
+    return r;
+}
+
+/* KV tiles a (request, q tile) item visits: its cost for the ordering. */
+GC_DEV int plan_extend_cost(const plan_extend_req &r, int tile, const attn_extend_plan &pl) {
+    int rows = r.ext - tile * pl.block_m;
+    if (rows > pl.block_m) rows = pl.block_m;
+    int hi = r.kv_hi;
+    if (!pl.cross && r.q_pos0 + tile * pl.block_m + rows < hi) hi = r.q_pos0 + tile * pl.block_m + rows;
+    int cols = hi - r.kv_lo;
+    return cols <= 0 ? 0 : (cols + pl.block_n - 1) / pl.block_n;
+}
+
+__global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_extend_kernel(attn_plan_in in,
+                                                                            attn_extend_plan pl) {
+    __shared__ int tmp[ATTN_PLAN_THREADS];
+    __shared__ int hist[ATTN_PLAN_BUCKETS];
+    __shared__ int carry_q, carry_b, maxcost_s;
+    const int t = threadIdx.x;
+    for (int i = t; i < ATTN_PLAN_BUCKETS; i += ATTN_PLAN_THREADS) hist[i] = 0;
+    if (t == 0) maxcost_s = 1;
+    __syncthreads();
+
+    /* Pass 1: the largest cost (the first tile-cost bound for the buckets). */
+    for (int b = t; b < in.bs; b += ATTN_PLAN_THREADS) {
+        plan_extend_req r = plan_extend_get(in, pl, b);
+        int tiles = (r.ext + pl.block_m - 1) / pl.block_m;
+        for (int k = 0; k < tiles; k++) atomicMax(&maxcost_s, plan_extend_cost(r, k, pl));
+    }
+    __syncthreads();
+    const int maxcost = maxcost_s;
+    /* bucket 0 = most expensive */
+#define PLAN_BUCKET(c) ((ATTN_PLAN_BUCKETS - 1) - (int)(((long long)(c) * (ATTN_PLAN_BUCKETS - 1)) / maxcost))
+    for (int b = t; b < in.bs; b += ATTN_PLAN_THREADS) {
+        plan_extend_req r = plan_extend_get(in, pl, b);
+        int tiles = (r.ext + pl.block_m - 1) / pl.block_m;
+        for (int k = 0; k < tiles; k++) atomicAdd(&hist[PLAN_BUCKET(plan_extend_cost(r, k, pl))], 1);
+    }
+    __syncthreads();
+    /* Exclusive scan of the histogram: each bucket's first slot. */
+    if (t == 0) carry_b = 0;
+    __syncthreads();
+    for (int i0 = 0; i0 < ATTN_PLAN_BUCKETS; i0 += ATTN_PLAN_THREADS) {
+        int v = i0 + t < ATTN_PLAN_BUCKETS ? hist[i0 + t] : 0;
+        int off = plan_block_scan<int>(v, tmp, &carry_b);
+        if (i0 + t < ATTN_PLAN_BUCKETS) hist[i0 + t] = off;
+    }
+    __syncthreads();
+    /* Pass 2: scatter; q token offsets are the scan of the extend lengths. */
+    if (t == 0) carry_q = 0;
+    __syncthreads();
+    for (int b0 = 0; b0 < in.bs; b0 += ATTN_PLAN_THREADS) {
+        const int b = b0 + t;
+        plan_extend_req r;
+        int ext = 0;
+        if (b < in.bs) {
+            r = plan_extend_get(in, pl, b);
+            ext = r.ext;
+        }
+        const int qoff = plan_block_scan<int>(ext, tmp, &carry_q);
+        const int tiles = (ext + pl.block_m - 1) / pl.block_m;
+        for (int k = 0; k < tiles; k++) {
+            int slot = atomicAdd(&hist[PLAN_BUCKET(plan_extend_cost(r, k, pl))], 1);
+            if (slot >= pl.max_items) continue; /* never, by the bound */
+            attn_extend_item it;
+            it.b = b;
+            it.row = r.row;
+            it.q_tok0 = qoff + k * pl.block_m;
+            it.nrows = ext - k * pl.block_m < pl.block_m ? ext - k * pl.block_m : pl.block_m;
+            it.q_pos0 = r.q_pos0 + k * pl.block_m;
+            it.kv_lo = r.kv_lo;
+            it.kv_hi = r.kv_hi;
+            it.causal = !pl.cross;
+            pl.items[slot] = it;
+        }
+    }
+#undef PLAN_BUCKET
+    __syncthreads();
+    if (t == 0) {
+        int n = carry_b;
+        *pl.num_items = n < pl.max_items ? n : pl.max_items;
+    }
+}
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * kern_savekv.cuh - write the new tokens' K/V into the pool at out_cache_loc
+ * (before attending, as sglang's save_kv_cache).  One thread per 16 bytes;
+ * a slot outside the pool is skipped, never clamped (clamping would
+ * overwrite another token).  Portable.
+ */
+#ifndef SGL_CUDA_KERN_SAVEKV_CUH
+#define SGL_CUDA_KERN_SAVEKV_CUH
+
+#include "kern_common.cuh"
+
+__global__ __launch_bounds__(256) void attn_save_kv_kernel(attn_save s) {
+    const int chunks = s.d / 8; /* 16-byte pieces per head row */
+    const long long n = (long long)s.t * s.hkv * chunks;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        const int c = (int)(i % chunks);
+        const int h = (int)((i / chunks) % s.hkv);
+        const int tok = (int)(i / ((long long)chunks * s.hkv));
+        const int64_t slot = attn_idx(s.loc, tok);
+        if (slot < 0 || slot >= s.num_slots) continue;
+        const uint16_t *k = (const uint16_t *)s.k + tok * s.k_stride_t + h * s.k_stride_h + c * 8;
+        const uint16_t *v = (const uint16_t *)s.v + tok * s.v_stride_t + h * s.v_stride_h + c * 8;
+        uint16_t *kc = (uint16_t *)s.k_cache + slot * s.kc_stride_s + h * s.kc_stride_h + c * 8;
+        uint16_t *vc = (uint16_t *)s.v_cache + slot * s.vc_stride_s + h * s.vc_stride_h + c * 8;
+        *(uint4 *)kc = *(const uint4 *)k;
+        *(uint4 *)vc = *(const uint4 *)v;
+    }
+}
+
+#endif
