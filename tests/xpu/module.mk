@@ -1,0 +1,16 @@
+# tests/xpu - the xpu_ocl plugin run for real on an OpenCL CPU device (PoCL).
+# attn_ref / attn_case / plugin_harness are shared with tests/npu.
+# `make xpu` builds the plugin and this test.
+
+PLATFORM_TEST_OBJS := $(OBJDIR)/tests/xpu/attn_ref.o $(OBJDIR)/tests/xpu/attn_case.o \
+                      $(OBJDIR)/tests/xpu/plugin_harness.o
+CFLAGS_tests_xpu_ := -Itests/xpu -DXPU_PLUGIN_PATH='"$(abspath $(PLUGDIR))/xpu_ocl.so"'
+
+ifeq ($(HAVE_OPENCL),1)
+$(TESTDIR)/test_xpu_ocl: $(OBJDIR)/tests/xpu/test_xpu_ocl.o $(PLATFORM_TEST_OBJS) | $(XPU_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) $^ -lcmocka -lm -ldl -o $@
+
+TESTS += $(TESTDIR)/test_xpu_ocl
+xpu: $(TESTDIR)/test_xpu_ocl
+endif

@@ -1,0 +1,51 @@
+/* plugin_harness.h - loading one plugin .so with a stand-in host API, staging
+ * tensors through its device_ops.  Shared by the xpu and npu tests. */
+#ifndef SGL_TEST_PLUGIN_HARNESS_H
+#define SGL_TEST_PLUGIN_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sgl_attn_abi.h"
+
+typedef struct tplugin {
+    void *so;
+    const sgl_attn_plugin *p;
+    /* options the stand-in host answers: key=value pairs for this plugin */
+    const char *opt_keys[8];
+    const char *opt_vals[8];
+} tplugin;
+
+/* dlopen `path`, negotiate with a host API whose get_option answers from
+ * tp->opt_*.  Returns 0 or -1 with err set. */
+int tplugin_open(tplugin *tp, const char *path, char *err, size_t err_size);
+/* Call the entry again (after changing options). */
+int tplugin_renegotiate(tplugin *tp);
+void tplugin_close(tplugin *tp);
+
+/* A device tensor: allocated through device_ops (host memory when NULL). */
+typedef struct dtensor {
+    DLTensor t;
+    int64_t shape[4];
+    void *base;      /* what alloc returned */
+    size_t bytes;    /* payload bytes */
+    size_t off;      /* payload offset inside base */
+    int32_t device;
+    const sgl_attn_device_ops *ops;
+} dtensor;
+
+/* off_mode: 0 payload at base; 1 byte_offset = off; 2 data = base + off
+ * (SVM / host pointers only).  Returns the ops status. */
+int dtensor_put(dtensor *x, const sgl_attn_device_ops *ops, int32_t device, DLDataType dt, int ndim,
+                const int64_t *shape, const void *host, size_t off, int off_mode);
+int dtensor_get(const dtensor *x, void *host);
+void dtensor_free(dtensor *x);
+
+/* A host (kDLCPU) 1-dim view of n int64 values. */
+DLTensor host_index_view(int64_t *v, int64_t *shape_storage, int64_t n);
+
+DLDataType dl_float(int bits);
+DLDataType dl_bf16(void);
+DLDataType dl_int(int bits);
+
+#endif
