@@ -1,0 +1,139 @@
+/* create.c - a wrapper instance: dims from the model, the layer routing, the
+ * state pool, and every buffer a forward will touch, so forwards never
+ * allocate.  The instance does not own the inner backend (the host built it
+ * and destroys it). */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hyb.h"
+
+size_t hyb_wbuf_elems(const hyb_dims *d, const sgl_attn_model *m, int32_t max_context) {
+    size_t need = 0;
+    /* phase A: new history + a working copy of the conv state + one row of x */
+    size_t a = 2 * (size_t)d->conv_elems + (size_t)d->x_dim;
+    need = a > need ? a : need;
+    if (d->ssm_elems) { /* phase B: see carve() in drive.c */
+        const size_t C = HYB_CHUNK_MAX, K = (size_t)d->dk, V = (size_t)d->dv;
+        size_t w1 = hyb_delta_work_elems_f64(d->dk, d->dv, HYB_CHUNK_MAX);
+        size_t w2 = hyb_declin_work_elems_f64(d->dk, d->dv, HYB_CHUNK_MAX);
+        size_t b = C * (3 * K + 3 * V + 1) + V * K + (w1 > w2 ? w1 : w2);
+        need = b > need ? b : need;
+    }
+    if (d->kind == SGL_ATTN_HYBRID_MINIMAX_SPARSE) { /* see item() in minimax_sparse.c */
+        const size_t G = (size_t)(m->num_q_heads / m->num_kv_heads), ctx = (size_t)max_context;
+        const size_t Dk = (size_t)m->head_dim_qk, Dv = (size_t)m->head_dim_v;
+        size_t s = ctx * (2 + G) + G * Dk + Dk + Dv + G * Dv + (2 * ctx) / sizeof(float) + 2;
+        size_t row = (size_t)m->num_kv_heads * (Dk > Dv ? Dk : Dv);
+        need = s > need ? s : need;
+        need = row > need ? row : need;
+    }
+    return need + 8;
+}
+
+int hyb_supports_model(int kind, const sgl_attn_model *m, char *why, size_t n) {
+    hyb_dims d;
+    if (!m) {
+        hyb_str(why, n, "no model");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (kind == SGL_ATTN_HYBRID_GDN && m->is_mla) {
+        hyb_str(why, n, "hybrid_gdn can only be used with non-MLA models.");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return hyb_dims_from_model(kind, m, &d, why, n);
+}
+
+static int threads_wanted(void) {
+    const char *e = getenv("SGL_ATTN_HYBRID_THREADS"); /* read once per create */
+    long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
+}
+
+static void *alloc_bytes(size_t elems, size_t esz, int *fail) {
+    size_t n;
+    if (__builtin_mul_overflow(elems ? elems : 1, esz, &n)) { *fail = 1; return NULL; }
+    void *p = calloc(1, n);
+    if (!p) *fail = 1;
+    return p;
+}
+
+int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_attn_backend **out) {
+    char *err = a ? a->error : NULL;
+    size_t en = a ? a->error_size : 0;
+    if (out) *out = NULL;
+    if (!a || !out || !a->model) {
+        hyb_str(err, en, "%s: create needs args, a model and an out pointer", impl->name);
+        return SGL_ATTN_E_INVALID;
+    }
+    const sgl_attn_model *m = a->model;
+    if (!a->inner || !a->inner->ops) {
+        hyb_str(err, en, "%s is a hybrid wrapper: create_args.inner must be the full-attention "
+                         "backend it wraps", impl->name);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (a->max_reqs < 1 || a->max_tokens < 1 || a->max_context < 1) {
+        hyb_str(err, en, "%s: max_reqs = %d, max_tokens = %d, max_context = %d; expected all >= 1",
+                impl->name, a->max_reqs, a->max_tokens, a->max_context);
+        return SGL_ATTN_E_INVALID;
+    }
+    char why[256];
+    hyb_dims d;
+    int rc = hyb_supports_model(impl->kind, m, why, sizeof why);
+    if (rc || (rc = hyb_dims_from_model(impl->kind, m, &d, why, sizeof why))) {
+        hyb_str(err, en, "%s: %s", impl->name, why);
+        return rc;
+    }
+    hyb_inst *w = calloc(1, sizeof *w);
+    if (!w) {
+        hyb_str(err, en, "%s: out of memory", impl->name);
+        return SGL_ATTN_E_NOMEM;
+    }
+    w->base.ops = &hyb_backend_ops;
+    w->base.ops_size = hyb_backend_ops.struct_size;
+    w->base.device = a->device;
+    w->impl = impl;
+    w->model = *m; /* the host's struct is never smaller than ours */
+    w->d = d;
+    w->inner = a->inner;
+    const size_t esz = hyb_state_esz(m);
+    w->f64 = esz == 8;
+    w->chunk = w->f64 ? 0 : HYB_CHUNK_DEFAULT; /* the reference extends token by token */
+    w->max_reqs = a->max_reqs;
+    w->max_tokens = a->max_tokens;
+    w->max_context = a->max_context;
+    for (int l = 0, i = 0; l < SGL_ATTN_MAX_LAYERS; l++)
+        w->lin_index[l] = (int16_t)(hyb_layer_is_own(impl->kind, m, l) ? i++ : -1);
+
+    if ((rc = hyb_pool_init(&w->pool, &d, a->max_reqs, m->spec_tokens, esz, why, sizeof why))) {
+        hyb_str(err, en, "%s: %s", impl->name, why);
+        free(w);
+        return rc;
+    }
+    int fail = 0;
+    w->plan.req = alloc_bytes((size_t)a->max_reqs, sizeof(hyb_req), &fail);
+    w->plan.seen = alloc_bytes((size_t)a->max_reqs, 1, &fail);
+    w->verify_slots = alloc_bytes((size_t)a->max_reqs, sizeof(int32_t), &fail);
+    w->scratch = alloc_bytes((size_t)a->max_tokens * (size_t)d.conv_dim, esz, &fail);
+    w->params = alloc_bytes((size_t)d.conv_dim * (size_t)(d.conv_w + 1) + (size_t)d.hv * (size_t)d.dk +
+                                4 * (size_t)d.hv + 16, esz, &fail);
+    if (!fail) fail = hyb_workers_create(threads_wanted(), &w->workers) != SGL_ATTN_OK;
+    if (!fail) {
+        w->n_workers = hyb_workers_count(w->workers);
+        w->wbuf = calloc((size_t)w->n_workers, sizeof *w->wbuf);
+        const size_t we = hyb_wbuf_elems(&d, m, a->max_context);
+        for (int i = 0; !fail && w->wbuf && i < w->n_workers; i++) {
+            w->wbuf[i].mem = alloc_bytes(we, sizeof(double), &fail);
+            w->wbuf[i].bytes = we * sizeof(double);
+        }
+        fail |= !w->wbuf;
+    }
+    if (fail) {
+        hyb_str(err, en, "%s: out of memory for the working buffers (max_tokens %d x %d channels, "
+                         "%d threads)", impl->name, a->max_tokens, d.conv_dim, threads_wanted());
+        w->base.ops->destroy(&w->base);
+        return SGL_ATTN_E_NOMEM;
+    }
+    *out = &w->base;
+    return SGL_ATTN_OK;
+}

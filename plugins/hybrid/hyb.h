@@ -1,0 +1,233 @@
+/*
+ * hyb.h - internals shared by the hybrid (linear-attention) wrapper plugins.
+ *
+ * One .so per kind (gdn, kda, mamba2, short_conv, lightning, minimax_sparse),
+ * all built from these sources:
+ *   wrapper.c      the backend vtable: routes layers to the inner or the kind
+ *   create.c       instance creation: dims, pool, scratch, workers
+ *   plan.c         per-batch plan (token ranges, slots) from init_forward_metadata
+ *   state_pool.c   conv + ssm state per (layer, slot), intermediates for verify
+ *   shapes.c       what each kind reads and its state size (docs/hybrid.md)
+ *   tensor_io.c    DLTensor checks, dtype load/store
+ *   workers.c      a fixed thread pool, created with the instance
+ *   probe.c        the caps every wrapper reports
+ *   conv1d.c, delta_rule.c, declin.c   the shared numeric cores
+ *   drive.c        the per-(request, head) driver of the recurrent cores
+ *   gdn.c kda.c mamba2.c short_conv.c lightning.c minimax_sparse.c   one per kind
+ *   plugin_<kind>.c  the descriptor; entry.c the exported entry (per .so)
+ *
+ * Files marked "templated" below are compiled twice: with HYB_F64 undefined
+ * (R = float, names suffixed _f32) and defined (R = double, suffix _f64).  The
+ * f64 build is the reference path the harness compares against.
+ */
+#ifndef HYB_H
+#define HYB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sgl_attn_abi.h"
+
+#define HYB_CHUNK_DEFAULT 64 /* extend chunk (tokens) of the chunked forms */
+#define HYB_CHUNK_MAX 128
+#define HYB_CONV_W_MAX 8     /* conv1d width limit */
+#define HYB_DIM_MAX 1024     /* K, V, N, P, head dims of linear layers */
+#define HYB_ERR_MAX 512
+
+/* ------------------------------------------------------------ shapes.c */
+
+/* What one kind reads, derived from the model once, at create. */
+typedef struct hyb_dims {
+    int32_t kind;
+    int32_t hk;        /* gdn/kda: qk heads HK; mamba2: groups G; lightning: H */
+    int32_t hv;        /* gdn/kda: value heads HV; mamba2/lightning: heads H */
+    int32_t dk;        /* gdn/kda: K; mamba2: d_state N; lightning: Dk */
+    int32_t dv;        /* gdn/kda: V; mamba2: head dim P; lightning: Dv */
+    int32_t conv_w;    /* conv1d width; 0 = no conv (lightning, minimax_sparse) */
+    int32_t conv_dim;  /* channels convolved; short_conv: D */
+    int32_t x_dim;     /* columns of linear->x (short_conv: 3*D) */
+    int64_t conv_elems; /* per layer per slot: conv_dim * (conv_w - 1) */
+    int64_t ssm_elems;  /* per layer per slot: hv * dv * dk (0 for short_conv) */
+    int32_t n_lin;      /* layers this wrapper computes */
+    int32_t stateful;   /* 0 for minimax_sparse */
+    /* minimax_sparse */
+    int32_t block, topk, init_blocks, local_blocks;
+} hyb_dims;
+
+/* Fill d from m for `kind`; SGL_ATTN_E_UNSUPPORTED with `why` (naming the
+ * model field, its value and what was expected) when the model does not fit. */
+int hyb_dims_from_model(int kind, const sgl_attn_model *m, hyb_dims *d, char *why, size_t n);
+/* Element size of the state pool for the model (4 or 8), 0 when unsupported. */
+size_t hyb_state_esz(const sgl_attn_model *m);
+uint64_t hyb_state_bytes(int kind, const sgl_attn_model *m);
+/* Route of a layer id: 1 = the wrapper computes it, 0 = the inner does. */
+int hyb_layer_is_own(int kind, const sgl_attn_model *m, int layer);
+
+/* --------------------------------------------------------- tensor_io.c */
+
+/* Checks `t` is a compact CPU tensor of a loadable dtype with `ndim` dims of
+ * the given sizes (-1 = any); on failure writes "<what> ..." to err. */
+int hyb_tensor_check(const DLTensor *t, const char *what, int ndim, const int64_t *shape,
+                     char *err, size_t n);
+int hyb_index_check(const DLTensor *t, const char *what, int64_t min_len, char *err, size_t n);
+int64_t hyb_index_get(const DLTensor *t, int64_t i); /* int32 / int64 */
+const char *hyb_dtype_name(DLDataType t);
+/* n contiguous elements from element index `at`, converted. */
+void hyb_load_f32(const DLTensor *t, int64_t at, float *dst, int64_t n);
+void hyb_load_f64(const DLTensor *t, int64_t at, double *dst, int64_t n);
+void hyb_store_f32(DLTensor *t, int64_t at, const float *src, int64_t n);
+void hyb_store_f64(DLTensor *t, int64_t at, const double *src, int64_t n);
+void hyb_zero(DLTensor *t, int64_t at, int64_t n);
+
+/* ----------------------------------------------------------- workers.c */
+
+typedef void (*hyb_task_fn)(void *ctx, int64_t item, int worker);
+typedef struct hyb_workers hyb_workers;
+/* n_threads >= 1; the calling thread is worker 0. */
+int hyb_workers_create(int n_threads, hyb_workers **out);
+int hyb_workers_count(const hyb_workers *w);
+/* fn(ctx, i, worker) for every i in [0, n_items), then return. */
+void hyb_workers_run(hyb_workers *w, int64_t n_items, hyb_task_fn fn, void *ctx);
+void hyb_workers_destroy(hyb_workers *w);
+
+/* -------------------------------------------------------- state_pool.c */
+
+typedef struct hyb_pool {
+    size_t esz;              /* bytes per element: 4 (f32) or 8 (f64) */
+    int32_t layers, slots, steps; /* steps: intermediate states per slot (verify) */
+    int64_t conv_elems, ssm_elems;
+    unsigned char *conv, *ssm;   /* [layers][slots][elems] */
+    unsigned char *iconv, *issm; /* [layers][slots][steps][elems], NULL when steps == 0 */
+} hyb_pool;
+
+int hyb_pool_init(hyb_pool *p, const hyb_dims *d, int32_t slots, int32_t steps, size_t esz,
+                  char *err, size_t n);
+void hyb_pool_free(hyb_pool *p);
+void *hyb_pool_conv(const hyb_pool *p, int layer, int slot);
+void *hyb_pool_ssm(const hyb_pool *p, int layer, int slot);
+void *hyb_pool_iconv(const hyb_pool *p, int layer, int slot, int step);
+void *hyb_pool_issm(const hyb_pool *p, int layer, int slot, int step);
+void hyb_pool_clear(hyb_pool *p, int slot);
+void hyb_pool_copy(hyb_pool *p, int src, int dst);
+void hyb_pool_commit(hyb_pool *p, int slot, int step);
+
+/* -------------------------------------------------------------- plan.c */
+
+/* One request of the current batch as the linear layers see it. */
+typedef struct hyb_req {
+    int64_t tok;      /* first row of its tokens in the call's [T, ...] tensors */
+    int32_t n;        /* its new tokens in this call */
+    int32_t slot;     /* state pool slot; -1 = padding (skipped, output zeroed) */
+    int32_t has_init; /* 1: start from the pool state; 0: from zeros (no prefix) */
+    int32_t row;      /* req_to_token row (minimax_sparse) */
+    int64_t seq_len;  /* tokens including the new ones */
+} hyb_req;
+
+typedef struct hyb_plan {
+    int32_t valid;    /* init_forward_metadata succeeded */
+    int32_t mode;     /* sgl_attn_forward_mode */
+    int32_t bs, T, tpr;
+    int64_t max_kv_slot;  /* largest KV slot the batch names (minimax_sparse), -1 none */
+    const sgl_attn_batch *batch;
+    hyb_req *req;     /* [max_reqs] */
+    uint8_t *seen;    /* [max_reqs] duplicate-slot check */
+} hyb_plan;
+
+struct hyb_inst;
+int hyb_plan_build(struct hyb_inst *w, const sgl_attn_batch *b);
+
+/* ------------------------------------------------------------ instance */
+
+typedef struct hyb_call hyb_call;
+typedef int (*hyb_forward_fn)(hyb_call *c);
+
+/* What a kind's plugin file hands the common code. */
+typedef struct hyb_kind_impl {
+    int32_t kind;
+    const char *name;                  /* plugin name, for messages */
+    hyb_forward_fn fwd_f32, fwd_f64;   /* compute one own layer */
+} hyb_kind_impl;
+
+/* Per-worker scratch (see create.c for the sizes). */
+typedef struct hyb_wbuf {
+    void *mem;
+    size_t bytes;
+} hyb_wbuf;
+
+typedef struct hyb_inst {
+    sgl_attn_backend base; /* first: the ABI's instance header */
+    const hyb_kind_impl *impl;
+    sgl_attn_model model;
+    hyb_dims d;
+    sgl_attn_backend *inner;
+    int32_t f64;           /* state and compute in double (the reference path) */
+    int32_t chunk;         /* extend chunk; 0 = token-by-token extend */
+    int32_t max_reqs, max_tokens, max_context;
+    int16_t lin_index[SGL_ATTN_MAX_LAYERS]; /* -1: inner's; else pool layer */
+    hyb_pool pool;
+    hyb_plan plan;
+    /* The last verify batch, for state_commit. */
+    int32_t *verify_slots;
+    int32_t verify_n, verify_steps, verify_kept;
+    void *scratch;         /* [max_tokens][conv_dim] R: conv outputs */
+    void *params;          /* per-call parameter rows (weights, A, dt_bias...) R */
+    hyb_workers *workers;
+    int32_t n_workers;
+    hyb_wbuf *wbuf;        /* one per worker */
+    char err[HYB_ERR_MAX];
+} hyb_inst;
+
+/* One own-layer forward, prepared by wrapper.c for the kind. */
+struct hyb_call {
+    hyb_inst *w;
+    const sgl_attn_forward_args *a;
+    const sgl_attn_linear_io *io;
+    DLTensor *out;
+    int32_t li;      /* pool layer */
+    int32_t keep;    /* verify: keep per-step states, leave the main state */
+    int32_t chunk;   /* 0 = recurrent (token by token) */
+};
+
+int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_attn_backend **out);
+int hyb_supports_model(int kind, const sgl_attn_model *m, char *why, size_t n);
+int hyb_probe(uint32_t index, sgl_attn_caps *caps, int kind);
+void hyb_set_err(hyb_inst *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hyb_str(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+extern const sgl_attn_backend_ops hyb_backend_ops;
+
+/* Validation of an own layer's inputs (shapes.c): io tensors against dims. */
+int hyb_check_io(hyb_inst *w, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io);
+
+/* ------------------------------------------------- templated prototypes */
+
+#define HYB_DECL(R, S)                                                                         \
+    void hyb_conv1d_step_##S(R *state, int C, int W, const R *w, const R *bias, const R *in,  \
+                             R *out, int silu);                                               \
+    void hyb_conv1d_seq_##S(R *state, int C, int W, const R *w, const R *bias, R *x, int n,   \
+                            int silu, R *hist);                                               \
+    void hyb_delta_step_##S(R *S_, int K, int V, const R *q, const R *k, const R *v,          \
+                            const R *g, int g_per_channel, R beta, R scale, R *o);            \
+    void hyb_delta_chunk_##S(R *S_, int K, int V, int n, const R *q, const R *k, const R *v,  \
+                             const R *g, int g_per_channel, const R *beta, R scale, R *o,     \
+                             R *work);                                                         \
+    size_t hyb_delta_work_elems_##S(int K, int V, int C);                                      \
+    void hyb_declin_step_##S(R *S_, int K, int V, const R *q, const R *k, const R *v, R g,     \
+                             R scale, R *o);                                                   \
+    void hyb_declin_chunk_##S(R *S_, int K, int V, int n, const R *q, const R *k, const R *v,  \
+                              const R *g, R scale, R *o, R *work);                             \
+    size_t hyb_declin_work_elems_##S(int K, int V, int C);                                     \
+    int hyb_gdn_forward_##S(hyb_call *c);                                                      \
+    int hyb_kda_forward_##S(hyb_call *c);                                                      \
+    int hyb_mamba2_forward_##S(hyb_call *c);                                                   \
+    int hyb_short_conv_forward_##S(hyb_call *c);                                               \
+    int hyb_lightning_forward_##S(hyb_call *c);                                                \
+    int hyb_minimax_sparse_forward_##S(hyb_call *c);
+
+HYB_DECL(float, f32)
+HYB_DECL(double, f64)
+#undef HYB_DECL
+
+/* Per-worker scratch every kind may use, in elements of the compute type. */
+size_t hyb_wbuf_elems(const hyb_dims *d, const sgl_attn_model *m, int32_t max_context);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * hyb_tmpl.h - precision template for the compute files.  Each file that
+ * includes this is compiled twice: HYB_F64 undefined gives real_t = float and
+ * names ending in _f32 (the fast path); HYB_F64 defined gives double and _f64
+ * (the reference path).  FN(name) appends the suffix.
+ */
+#ifndef HYB_TMPL_H
+#define HYB_TMPL_H
+
+#include <math.h>
+
+#include "hyb.h"
+
+#define HYB_CAT_(a, b) a##_##b
+#define HYB_CAT(a, b) HYB_CAT_(a, b)
+
+#ifdef HYB_F64
+typedef double real_t;
+#define HYB_SUF f64
+#define RX(x) x
+#define hyb_load_r hyb_load_f64
+#define hyb_store_r hyb_store_f64
+#else
+typedef float real_t;
+#define HYB_SUF f32
+#define RX(x) x##f
+#define hyb_load_r hyb_load_f32
+#define hyb_store_r hyb_store_f32
+#endif
+#define FN(name) HYB_CAT(name, HYB_SUF)
+
+/* libm in the working precision: expf / exp, ... */
+#define r_exp RX(exp)
+#define r_log1p RX(log1p)
+#define r_sqrt RX(sqrt)
+
+static inline real_t FN(hyb_silu)(real_t x) { return x / ((real_t)1 + r_exp(-x)); }
+static inline real_t FN(hyb_sigmoid)(real_t x) { return (real_t)1 / ((real_t)1 + r_exp(-x)); }
+/* torch.nn.functional.softplus(x, beta=1, threshold=20), as sglang's gating uses. */
+static inline real_t FN(hyb_softplus)(real_t x) { return x > (real_t)20 ? x : r_log1p(r_exp(x)); }
+
+/* ------------------------------------------------------------ drive.c */
+
+enum { HYB_CORE_DELTA = 1, HYB_CORE_DECLIN = 2 };
+
+/* One token's operands for one head, as a kind's gather produces them:
+ * q, k [K]; v [V]; g: log-decay, [K] when per channel else g[0]; beta (delta
+ * only); skip [V] added to the output after the core (mamba2's D*x). */
+typedef struct FN(hyb_spec) FN(hyb_spec);
+typedef void (*FN(hyb_gather_fn))(const hyb_call *c, const FN(hyb_spec) *s, int head,
+                                  int64_t tok, real_t *q, real_t *k, real_t *v, real_t *g,
+                                  real_t *beta, real_t *skip);
+struct FN(hyb_spec) {
+    int core;           /* HYB_CORE_* */
+    int g_per_channel;  /* kda: one log-gate per key channel */
+    int has_skip;
+    real_t scale;       /* output scale */
+    const real_t *par;  /* the kind's parameter rows, in w->params */
+    FN(hyb_gather_fn) gather;
+};
+
+/* Phase A: causal conv1d (+ SiLU when silu) of linear->x over each request's
+ * tokens, state from / to the pool, into w->scratch [T][conv_dim]. */
+void FN(hyb_conv_phase)(hyb_call *c, const real_t *weight, const real_t *bias, int silu);
+/* Phase B: the recurrence of every (request, head). */
+int FN(hyb_drive)(hyb_call *c, const FN(hyb_spec) *s);
+/* Conv weight [conv_dim][W] and bias [conv_dim] (zeros when NULL) into par. */
+void FN(hyb_load_conv)(const sgl_attn_linear_io *io, const hyb_dims *d, real_t *par);
+
+#endif
