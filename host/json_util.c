@@ -1,0 +1,527 @@
+/* json_util.c - strict JSON checking with line:column messages, node
+ * positions by path, typed reads, and the arena the conf lives in. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_internal.h"
+#include "json_util.h"
+
+#define SCAN_MAX_DEPTH 64
+
+/* ------------------------------------------------------------- positions */
+
+void ju_linecol(const char *text, size_t len, size_t offset, int *line, int *col) {
+    int l = 1, c = 1;
+    if (offset > len) offset = len;
+    for (size_t i = 0; i < offset; i++) {
+        if (text[i] == '\n') {
+            l++;
+            c = 1;
+        } else {
+            c++;
+        }
+    }
+    *line = l;
+    *col = c;
+}
+
+void ju_append(char *dst, size_t size, const char *fmt, ...) {
+    size_t used = strnlen(dst, size);
+    if (used + 1 >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + used, size - used, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------ the strict scanner */
+
+typedef struct scanner {
+    const char *s;
+    size_t n, i;
+    int depth;
+    size_t err_at;
+    char msg[200];
+} scanner;
+
+static int scan_fail(scanner *sc, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int scan_fail(scanner *sc, size_t at, const char *fmt, ...) {
+    sc->err_at = at;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sc->msg, sizeof sc->msg, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void scan_ws(scanner *sc) {
+    while (sc->i < sc->n) {
+        char c = sc->s[sc->i];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r') break;
+        sc->i++;
+    }
+}
+
+/* What the user wrote, for "found ..." (a character, or "end of file"). */
+static const char *found(const scanner *sc, char *buf, size_t size) {
+    if (sc->i >= sc->n) return "end of file";
+    unsigned char c = (unsigned char)sc->s[sc->i];
+    if (c == '/') return "'/' (comments are not allowed in JSON)";
+    if (c == '\'') return "\"'\" (strings take double quotes)";
+    if (c >= 0x20 && c < 0x7f) snprintf(buf, size, "'%c'", c);
+    else snprintf(buf, size, "byte 0x%02x", c);
+    return buf;
+}
+
+static int hexval(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int scan_string(scanner *sc) {
+    size_t open = sc->i++;
+    while (sc->i < sc->n) {
+        unsigned char c = (unsigned char)sc->s[sc->i];
+        if (c == '"') {
+            sc->i++;
+            return 0;
+        }
+        if (c < 0x20)
+            return scan_fail(sc, sc->i, "control character 0x%02x inside a string (write it as an escape)", c);
+        if (c == '\\') {
+            if (sc->i + 1 >= sc->n) break;
+            char e = sc->s[sc->i + 1];
+            if (e == 'u') {
+                for (int k = 2; k < 6; k++)
+                    if (sc->i + (size_t)k >= sc->n || hexval(sc->s[sc->i + (size_t)k]) < 0)
+                        return scan_fail(sc, sc->i, "invalid escape: expected \\u and 4 hex digits");
+                sc->i += 6;
+                continue;
+            }
+            if (!strchr("\"\\/bfnrt", e) || e == 0)
+                return scan_fail(sc, sc->i,
+                                 "invalid escape '\\%c' (expected one of \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)",
+                                 (e >= 0x20 && e < 0x7f) ? e : '?');
+            sc->i += 2;
+            continue;
+        }
+        sc->i++;
+    }
+    int l, c;
+    ju_linecol(sc->s, sc->n, open, &l, &c);
+    return scan_fail(sc, sc->n, "unterminated string (opened at %d:%d): expected '\"'", l, c);
+}
+
+static int digits(scanner *sc) {
+    size_t start = sc->i;
+    while (sc->i < sc->n && sc->s[sc->i] >= '0' && sc->s[sc->i] <= '9') sc->i++;
+    return sc->i > start;
+}
+
+static int scan_number(scanner *sc) {
+    if (sc->s[sc->i] == '-') sc->i++;
+    if (sc->i >= sc->n || sc->s[sc->i] < '0' || sc->s[sc->i] > '9')
+        return scan_fail(sc, sc->i, "expected a digit in the number");
+    if (sc->s[sc->i] == '0' && sc->i + 1 < sc->n && sc->s[sc->i + 1] >= '0' && sc->s[sc->i + 1] <= '9')
+        return scan_fail(sc, sc->i, "a number cannot start with 0 followed by digits");
+    digits(sc);
+    if (sc->i < sc->n && sc->s[sc->i] == '.') {
+        sc->i++;
+        if (!digits(sc)) return scan_fail(sc, sc->i, "expected a digit after '.'");
+    }
+    if (sc->i < sc->n && (sc->s[sc->i] == 'e' || sc->s[sc->i] == 'E')) {
+        sc->i++;
+        if (sc->i < sc->n && (sc->s[sc->i] == '+' || sc->s[sc->i] == '-')) sc->i++;
+        if (!digits(sc)) return scan_fail(sc, sc->i, "expected a digit in the exponent");
+    }
+    return 0;
+}
+
+static int scan_literal(scanner *sc, const char *word) {
+    size_t k = strlen(word);
+    if (sc->n - sc->i < k || memcmp(sc->s + sc->i, word, k) != 0)
+        return scan_fail(sc, sc->i, "expected '%s'", word);
+    sc->i += k;
+    return 0;
+}
+
+static int scan_value(scanner *sc);
+
+static int scan_container(scanner *sc, char close) {
+    size_t open = sc->i++;
+    int ol, oc;
+    ju_linecol(sc->s, sc->n, open, &ol, &oc);
+    if (++sc->depth > SCAN_MAX_DEPTH)
+        return scan_fail(sc, open, "nested deeper than %d levels", SCAN_MAX_DEPTH);
+    const char *what = close == '}' ? "object" : "array";
+    char fb[32];
+    scan_ws(sc);
+    if (sc->i < sc->n && sc->s[sc->i] == close) {
+        sc->i++;
+        sc->depth--;
+        return 0;
+    }
+    for (int first = 1;; first = 0) {
+        scan_ws(sc);
+        if (close == '}') {
+            if (sc->i >= sc->n || sc->s[sc->i] != '"')
+                return scan_fail(sc, sc->i, first ? "expected a key in double quotes or '}', found %s"
+                                                  : "expected a key in double quotes after ',', found %s "
+                                                    "(trailing commas are not allowed)",
+                                 found(sc, fb, sizeof fb));
+            if (scan_string(sc)) return -1;
+            scan_ws(sc);
+            if (sc->i >= sc->n || sc->s[sc->i] != ':')
+                return scan_fail(sc, sc->i, "expected ':' after the key, found %s", found(sc, fb, sizeof fb));
+            sc->i++;
+            scan_ws(sc);
+        } else if (!first && sc->i < sc->n && sc->s[sc->i] == ']') {
+            return scan_fail(sc, sc->i, "expected a value after ',', found ']' (trailing commas are not allowed)");
+        }
+        if (scan_value(sc)) return -1;
+        scan_ws(sc);
+        if (sc->i < sc->n && sc->s[sc->i] == ',') {
+            sc->i++;
+            continue;
+        }
+        if (sc->i < sc->n && sc->s[sc->i] == close) {
+            sc->i++;
+            sc->depth--;
+            return 0;
+        }
+        return scan_fail(sc, sc->i, "expected ',' or '%c' in the %s opened at %d:%d, found %s", close, what, ol,
+                         oc, found(sc, fb, sizeof fb));
+    }
+}
+
+static int scan_value(scanner *sc) {
+    char fb[48];
+    if (sc->i >= sc->n) return scan_fail(sc, sc->i, "unexpected end of file: expected a value");
+    char c = sc->s[sc->i];
+    if (c == '{') return scan_container(sc, '}');
+    if (c == '[') return scan_container(sc, ']');
+    if (c == '"') return scan_string(sc);
+    if (c == '-' || (c >= '0' && c <= '9')) return scan_number(sc);
+    if (c == 't') return scan_literal(sc, "true");
+    if (c == 'f') return scan_literal(sc, "false");
+    if (c == 'n') return scan_literal(sc, "null");
+    return scan_fail(sc, sc->i, "expected a value (object, array, string, number, true, false or null), found %s",
+                     found(sc, fb, sizeof fb));
+}
+
+int ju_parse(ju_doc *d, const char *text, size_t len, const char *origin, char *err, size_t err_size) {
+    memset(d, 0, sizeof *d);
+    d->text = text;
+    d->len = len;
+    d->origin = origin ? origin : "(json)";
+    scanner sc = {.s = text, .n = len};
+    int line, col;
+    scan_ws(&sc);
+    if (sc.i >= sc.n) {
+        str_printf(err, err_size, "%s:1:1: empty file: expected a JSON value", d->origin);
+        return SGL_ATTN_E_INVALID;
+    }
+    int rc = scan_value(&sc);
+    if (rc == 0) {
+        scan_ws(&sc);
+        if (sc.i < sc.n) rc = scan_fail(&sc, sc.i, "expected end of file after the top-level value");
+    }
+    if (rc) {
+        ju_linecol(text, len, sc.err_at, &line, &col);
+        str_printf(err, err_size, "%s:%d:%d: %s", d->origin, line, col, sc.msg);
+        return SGL_ATTN_E_INVALID;
+    }
+    const char *end = NULL;
+    d->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!d->root) {
+        /* Our scanner accepted it, so this is a cJSON limit (nesting, memory). */
+        size_t at = end && end >= text ? (size_t)(end - text) : 0;
+        ju_linecol(text, len, at, &line, &col);
+        str_printf(err, err_size, "%s:%d:%d: cJSON could not parse from here (out of memory or nested too deep)",
+                   d->origin, line, col);
+        return SGL_ATTN_E_INVALID;
+    }
+    return SGL_ATTN_OK;
+}
+
+void ju_doc_free(ju_doc *d) {
+    if (d->root) cJSON_Delete(d->root);
+    d->root = NULL;
+}
+
+/* --------------------------------------------------------------- paths */
+
+ju_path ju_key(const ju_path *p, const char *key) {
+    ju_path q = *p;
+    if (q.depth < JU_MAX_DEPTH) {
+        q.seg[q.depth].key = key;
+        q.seg[q.depth].index = -1;
+    }
+    q.depth++;
+    return q;
+}
+
+ju_path ju_idx(const ju_path *p, int index) {
+    ju_path q = *p;
+    if (q.depth < JU_MAX_DEPTH) {
+        q.seg[q.depth].key = NULL;
+        q.seg[q.depth].index = index;
+    }
+    q.depth++;
+    return q;
+}
+
+void ju_path_str(const ju_path *p, char *buf, size_t size) {
+    if (!size) return;
+    buf[0] = 0;
+    if (p->depth == 0) {
+        str_copy(buf, size, "(top level)");
+        return;
+    }
+    int n = p->depth < JU_MAX_DEPTH ? p->depth : JU_MAX_DEPTH;
+    for (int i = 0; i < n; i++) {
+        if (p->seg[i].key) ju_append(buf, size, "%s%s", i ? "." : "", p->seg[i].key);
+        else ju_append(buf, size, "[%d]", p->seg[i].index);
+    }
+}
+
+/* Skip one value of text already known to be valid JSON. */
+static size_t skip_ws_at(const char *s, size_t n, size_t i) {
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
+    return i;
+}
+
+static size_t skip_string_at(const char *s, size_t n, size_t i) {
+    for (i++; i < n && s[i] != '"'; i++)
+        if (s[i] == '\\') i++;
+    return i < n ? i + 1 : n;
+}
+
+static size_t skip_value_at(const char *s, size_t n, size_t i) {
+    if (i >= n) return n;
+    if (s[i] == '"') return skip_string_at(s, n, i);
+    if (s[i] == '{' || s[i] == '[') {
+        int depth = 0;
+        for (; i < n; i++) {
+            if (s[i] == '"') {
+                i = skip_string_at(s, n, i) - 1;
+            } else if (s[i] == '{' || s[i] == '[') {
+                depth++;
+            } else if (s[i] == '}' || s[i] == ']') {
+                if (--depth == 0) return i + 1;
+            }
+        }
+        return n;
+    }
+    while (i < n && !strchr(",}] \t\r\n", s[i])) i++;
+    return i;
+}
+
+/* Does the raw JSON string at [i, end) (quotes included) decode to `key`?
+ * Escapes other than the simple ones never match (keys we look for are ASCII). */
+static int key_equals(const char *s, size_t i, size_t end, const char *key) {
+    size_t k = 0;
+    for (i++; i + 1 < end; i++, k++) {
+        char c = s[i];
+        if (c == '\\') {
+            char e = s[++i];
+            c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
+            if (e == 'u') return 0;
+        }
+        if (key[k] != c) return 0;
+    }
+    return key[k] == 0;
+}
+
+/* Offset of the node at p; for the last segment, the nth (0-based) member
+ * with that key.  Falls back to the deepest node found. */
+static size_t locate(const ju_doc *d, const ju_path *p, int at_key, int nth) {
+    const char *s = d->text;
+    size_t n = d->len, pos = skip_ws_at(s, n, 0);
+    int depth = p->depth < JU_MAX_DEPTH ? p->depth : JU_MAX_DEPTH;
+    for (int level = 0; level < depth; level++) {
+        int last = level == depth - 1;
+        if (pos >= n) return pos;
+        if (p->seg[level].key) {
+            if (s[pos] != '{') return pos;
+            size_t i = skip_ws_at(s, n, pos + 1), hit = (size_t)-1, hit_key = 0;
+            int seen = 0;
+            while (i < n && s[i] == '"') {
+                size_t kend = skip_string_at(s, n, i);
+                size_t v = skip_ws_at(s, n, skip_ws_at(s, n, kend) + 1);
+                if (key_equals(s, i, kend, p->seg[level].key) && seen++ == (last ? nth : 0)) {
+                    hit = v;
+                    hit_key = i;
+                    break;
+                }
+                i = skip_ws_at(s, n, skip_value_at(s, n, v));
+                if (i < n && s[i] == ',') i = skip_ws_at(s, n, i + 1);
+            }
+            if (hit == (size_t)-1) return pos;
+            if (last && at_key) return hit_key;
+            pos = hit;
+        } else {
+            if (s[pos] != '[') return pos;
+            size_t i = skip_ws_at(s, n, pos + 1);
+            for (int k = 0; k < p->seg[level].index && i < n && s[i] != ']'; k++) {
+                i = skip_ws_at(s, n, skip_value_at(s, n, i));
+                if (i < n && s[i] == ',') i = skip_ws_at(s, n, i + 1);
+            }
+            if (i >= n || s[i] == ']') return pos;
+            pos = i;
+        }
+    }
+    return pos;
+}
+
+size_t ju_locate(const ju_doc *d, const ju_path *p, int at_key) { return locate(d, p, at_key, 0); }
+
+static int fail_at(const ju_doc *d, size_t at, char *err, size_t err_size, const char *fmt, va_list ap) {
+    int line, col;
+    ju_linecol(d->text, d->len, at, &line, &col);
+    char msg[768];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    str_printf(err, err_size, "%s:%d:%d: %s", d->origin, line, col, msg);
+    return SGL_ATTN_E_INVALID;
+}
+
+int ju_fail(const ju_doc *d, const ju_path *p, int at_key, char *err, size_t err_size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = fail_at(d, locate(d, p, at_key, 0), err, err_size, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int fail_nth(const ju_doc *d, const ju_path *p, int nth, char *err, size_t err_size, const char *fmt,
+                    ...) __attribute__((format(printf, 6, 7)));
+static int fail_nth(const ju_doc *d, const ju_path *p, int nth, char *err, size_t err_size, const char *fmt,
+                    ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = fail_at(d, locate(d, p, 1, nth), err, err_size, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* ------------------------------------------------------------ typed reads */
+
+const char *ju_type_name(const cJSON *n) {
+    if (!n) return "nothing";
+    if (cJSON_IsString(n)) return "a string";
+    if (cJSON_IsNumber(n)) return "a number";
+    if (cJSON_IsBool(n)) return "a boolean";
+    if (cJSON_IsNull(n)) return "null";
+    if (cJSON_IsArray(n)) return "an array";
+    if (cJSON_IsObject(n)) return "an object";
+    return "an unknown value";
+}
+
+int ju_check_keys(const ju_doc *d, const ju_path *p, const cJSON *obj, const char *const *allowed, char *err,
+                  size_t err_size) {
+    char where[256];
+    ju_path_str(p, where, sizeof where);
+    for (const cJSON *c = obj->child; c; c = c->next) {
+        int ok = 0;
+        for (size_t k = 0; allowed[k]; k++)
+            if (!strcmp(c->string, allowed[k])) ok = 1;
+        ju_path kp = ju_key(p, c->string);
+        if (!ok) {
+            char list[512] = "";
+            for (size_t k = 0; allowed[k]; k++)
+                if (allowed[k][0] != '_') ju_append(list, sizeof list, "%s%s", list[0] ? ", " : "", allowed[k]);
+            if (p->depth == 0)
+                return ju_fail(d, &kp, 1, err, err_size, "unknown key \"%s\" at the top level (expected one of: %s)",
+                               c->string, list);
+            return ju_fail(d, &kp, 1, err, err_size, "unknown key \"%s\" in \"%s\" (expected one of: %s)", c->string,
+                           where, list);
+        }
+        int count = 0;
+        for (const cJSON *e = obj->child; e != c; e = e->next)
+            if (!strcmp(e->string, c->string)) count++;
+        if (count) {
+            int l, col;
+            size_t first = locate(d, &kp, 1, 0);
+            ju_linecol(d->text, d->len, first, &l, &col);
+            return fail_nth(d, &kp, count, err, err_size, "duplicate key \"%s\" in \"%s\" (first at %d:%d)",
+                            c->string, where, l, col);
+        }
+    }
+    return SGL_ATTN_OK;
+}
+
+int ju_want(const ju_doc *d, const ju_path *p, const cJSON *n, int type_mask, const char *expected, char *err,
+            size_t err_size) {
+    if (n && (n->type & 0xff & type_mask)) return SGL_ATTN_OK;
+    char where[256];
+    ju_path_str(p, where, sizeof where);
+    return ju_fail(d, p, 0, err, err_size, "\"%s\": expected %s, found %s", where, expected, ju_type_name(n));
+}
+
+int ju_get_int(const ju_doc *d, const ju_path *p, const cJSON *n, int64_t lo, int64_t hi, int64_t *out, char *err,
+               size_t err_size) {
+    char where[256];
+    ju_path_str(p, where, sizeof where);
+    if (!cJSON_IsNumber(n))
+        return ju_fail(d, p, 0, err, err_size, "\"%s\": expected an integer in [%lld, %lld], found %s", where,
+                       (long long)lo, (long long)hi, ju_type_name(n));
+    double v = n->valuedouble;
+    if (!(v >= (double)lo && v <= (double)hi) || floor(v) != v)
+        return ju_fail(d, p, 0, err, err_size, "\"%s\": expected an integer in [%lld, %lld], found %g", where,
+                       (long long)lo, (long long)hi, v);
+    *out = (int64_t)v;
+    return SGL_ATTN_OK;
+}
+
+int ju_get_bool(const ju_doc *d, const ju_path *p, const cJSON *n, int *out, char *err, size_t err_size) {
+    int rc = ju_want(d, p, n, cJSON_True | cJSON_False, "true or false", err, err_size);
+    if (rc == 0) *out = cJSON_IsTrue(n);
+    return rc;
+}
+
+/* --------------------------------------------------------------- arena */
+
+struct ju_arena_block {
+    ju_arena_block *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+void *ju_arena_alloc(ju_arena *a, size_t size) {
+    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    if (size == 0) size = sizeof(max_align_t);
+    ju_arena_block *b = a->head;
+    if (!b || b->cap - b->used < size) {
+        size_t cap = size > 16384 ? size : 16384;
+        b = calloc(1, sizeof *b + cap);
+        if (!b) return NULL;
+        b->cap = cap;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += size;
+    return p; /* calloc'd and never reused: already zero */
+}
+
+char *ju_arena_strdup(ju_arena *a, const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = ju_arena_alloc(a, n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+
+void ju_arena_free(ju_arena *a) {
+    ju_arena_block *b = a->head;
+    while (b) {
+        ju_arena_block *next = b->next;
+        free(b);
+        b = next;
+    }
+    a->head = NULL;
+}

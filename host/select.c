@@ -1,0 +1,554 @@
+/* select.c - the pure selection function (docs/selection.md):
+ * requirements(model, stage) x capabilities(candidate) x rules(conf) ->
+ * ordered candidates, each with the rule that took or refused it. */
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "select_policy.h"
+
+static const char *const stage_names[] = {"full", "prefill", "decode", "wrapper", "layer"};
+
+/* One stage's evaluation of every candidate, and its ranking. */
+typedef struct stage_run {
+    int stage;
+    sel_req req;
+    eval *ev;        /* per candidate (only role-full ones are evaluated) */
+    size_t *order;   /* eligible (ranked), then passing-not-eligible, then refused */
+    size_t n_order, n_eligible, n_passing;
+    int *note;       /* per candidate: why an eligible one was not taken (0 none) */
+} stage_run;
+
+enum { NOTE_NONE, NOTE_NO_WRAPPER, NOTE_SPLIT };
+
+typedef struct sort_ctx {
+    const sel_ctx *cx;
+    const stage_run *st;
+    const int32_t *platform_best;
+} sort_ctx;
+
+static int is_full_stage_cand(const sel_candidate *c) {
+    return !c->info || !c->info->name[0] || c->info->role == SGL_ATTN_ROLE_FULL;
+}
+
+static int in_fallback(const sel_ctx *cx, const sel_candidate *c) {
+    for (size_t i = 0; cx->rules && i < cx->rules->n_fallback; i++)
+        if (sel_name_serves(cx, cx->rules->fallback[i], c)) return 1;
+    return 0;
+}
+
+static int eligible(const sel_ctx *cx, const stage_run *st, size_t i) {
+    if (!st->ev[i].pass) return 0;
+    return st->req.kind != REQ_AUTO || st->ev[i].score > 0 || in_fallback(cx, &cx->in->cands[i]);
+}
+
+/* Higher first: platform best, conf priority, then the default list, then score. */
+static int cmp_ranked(const sort_ctx *s, size_t a, size_t b) {
+    const eval *x = &s->st->ev[a], *y = &s->st->ev[b];
+    int pa = sel_cand_platform(&s->cx->in->cands[a]), pb = sel_cand_platform(&s->cx->in->cands[b]);
+    if (s->platform_best[pa] != s->platform_best[pb]) return s->platform_best[pa] > s->platform_best[pb] ? -1 : 1;
+    if (pa != pb) return pa < pb ? -1 : 1;
+    if (x->has_prio != y->has_prio) return x->has_prio ? -1 : 1;
+    if (x->has_prio && x->score != y->score) return x->score > y->score ? -1 : 1;
+    if (x->default_rank != y->default_rank) return x->default_rank < y->default_rank ? -1 : 1;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static void sort_range(const sort_ctx *s, size_t *v, size_t n) {
+    for (size_t i = 1; i < n; i++) /* insertion sort: few candidates, stable */
+        for (size_t j = i; j > 0 && cmp_ranked(s, v[j], v[j - 1]) < 0; j--) {
+            size_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+}
+
+static int run_stage(const sel_ctx *cx, stage_run *st) {
+    size_t n = cx->in->n_cands;
+    st->ev = calloc(n ? n : 1, sizeof *st->ev);
+    st->order = calloc(n ? n : 1, sizeof *st->order);
+    st->note = calloc(n ? n : 1, sizeof *st->note);
+    int32_t best[SGL_ATTN_PLATFORM_COUNT_];
+    if (!st->ev || !st->order || !st->note) return SGL_ATTN_E_NOMEM;
+    for (int p = 0; p < SGL_ATTN_PLATFORM_COUNT_; p++) best[p] = INT32_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_full_stage_cand(&cx->in->cands[i])) continue;
+        sel_eval_full(cx, st->stage, &st->req, &cx->in->cands[i], &st->ev[i]);
+        int p = sel_cand_platform(&cx->in->cands[i]);
+        if (eligible(cx, st, i) && p >= 0 && p < SGL_ATTN_PLATFORM_COUNT_ && st->ev[i].score > best[p])
+            best[p] = st->ev[i].score;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (is_full_stage_cand(&cx->in->cands[i]) && eligible(cx, st, i)) st->order[st->n_order++] = i;
+    st->n_eligible = st->n_order;
+    sort_ctx s = {cx, st, best};
+    sort_range(&s, st->order, st->n_eligible);
+    for (size_t i = 0; i < n; i++)
+        if (is_full_stage_cand(&cx->in->cands[i]) && st->ev[i].pass && !eligible(cx, st, i))
+            st->order[st->n_order++] = i;
+    st->n_passing = st->n_order;
+    for (size_t i = 0; i < n; i++)
+        if (is_full_stage_cand(&cx->in->cands[i]) && !st->ev[i].pass) st->order[st->n_order++] = i;
+    return SGL_ATTN_OK;
+}
+
+static void stage_free(stage_run *st) {
+    free(st->ev);
+    free(st->order);
+    free(st->note);
+}
+
+/* The best wrapper next to an inner on (platform, device); -1 if none. */
+static long pick_wrapper(const sel_ctx *cx, int platform, uint32_t device) {
+    long best = -1;
+    int32_t best_score = INT32_MIN;
+    for (size_t i = 0; i < cx->in->n_cands; i++) {
+        const sel_candidate *w = &cx->in->cands[i];
+        if (sel_cand_role(w) != SGL_ATTN_ROLE_HYBRID) continue;
+        eval e;
+        sel_eval_wrapper(cx, w, platform, device, &e);
+        if (e.pass && e.score > best_score) {
+            best = (long)i;
+            best_score = e.score;
+        }
+    }
+    return best;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static int add_verdict(sgl_attn_selection *out, const sel_candidate *c, const char *stage, int taken, int32_t score,
+                       const char *rule, const char *message) {
+    if (out->n_verdicts == out->cap_verdicts) {
+        size_t cap = out->cap_verdicts ? out->cap_verdicts * 2 : 16;
+        sgl_attn_verdict *v = realloc(out->verdicts, cap * sizeof *v);
+        if (!v) return SGL_ATTN_E_NOMEM;
+        out->verdicts = v;
+        out->cap_verdicts = cap;
+    }
+    sgl_attn_verdict *v = &out->verdicts[out->n_verdicts++];
+    memset(v, 0, sizeof *v);
+    const char *name = sel_cand_name(c);
+    if (!name[0] && c->info) {
+        const char *slash = strrchr(c->info->path, '/');
+        name = slash ? slash + 1 : c->info->path;
+    }
+    str_copy(v->plugin, sizeof v->plugin, name);
+    v->device = (int32_t)c->device;
+    v->taken = taken;
+    v->score = score;
+    str_copy(v->stage, sizeof v->stage, stage);
+    str_copy(v->rule, sizeof v->rule, rule);
+    str_copy(v->message, sizeof v->message, message);
+    return SGL_ATTN_OK;
+}
+
+static void add_warning(sgl_attn_selection *out, const char *w) {
+    if (!w[0]) return;
+    for (size_t i = 0; i < out->n_warnings; i++)
+        if (!strcmp(out->warnings[i], w)) return;
+    if (out->n_warnings < sizeof out->warnings / sizeof out->warnings[0])
+        str_copy(out->warnings[out->n_warnings++], sizeof out->warnings[0], w);
+}
+
+/* The first conf alias (then plugin) that would serve this model here, for
+ * messages that say what to use instead. */
+static void alternative(const sel_ctx *cx, const sel_req *refused, char *buf, size_t size) {
+    for (size_t i = 0; cx->rules && i < cx->rules->n_aliases; i++) {
+        const conf_alias *a = &cx->rules->aliases[i];
+        if (a->deprecated_for || (refused->name && !strcmp(a->name, refused->name)) ||
+            (refused->asked && !strcmp(a->name, refused->asked)))
+            continue;
+        sel_req r = {.kind = REQ_ALIAS, .asked = a->name, .name = a->name, .alias = a};
+        for (size_t k = 0; k < cx->in->n_cands; k++) {
+            eval e;
+            if (!is_full_stage_cand(&cx->in->cands[k])) continue;
+            sel_eval_full(cx, ST_FULL, &r, &cx->in->cands[k], &e);
+            if (e.pass) {
+                str_copy(buf, size, a->name);
+                return;
+            }
+        }
+    }
+    sel_req r = {.kind = REQ_AUTO};
+    for (size_t k = 0; k < cx->in->n_cands; k++) {
+        eval e;
+        if (!is_full_stage_cand(&cx->in->cands[k])) continue;
+        sel_eval_full(cx, ST_FULL, &r, &cx->in->cands[k], &e);
+        if (e.pass) {
+            str_copy(buf, size, sel_cand_name(&cx->in->cands[k]));
+            return;
+        }
+    }
+    str_copy(buf, size, "(none here serves this model)");
+}
+
+/* Replace {alternative} in a message. */
+static void expand(const sel_ctx *cx, const sel_req *r, const char *msg, char *out, size_t size) {
+    const char *at = strstr(msg, "{alternative}");
+    if (!at) {
+        str_copy(out, size, msg);
+        return;
+    }
+    char alt[96];
+    alternative(cx, r, alt, sizeof alt);
+    str_printf(out, size, "%.*s%s%s", (int)(at - msg), msg, alt, at + strlen("{alternative}"));
+}
+
+static void alternatives_list(const sel_ctx *cx, char *buf, size_t size) {
+    sel_req r = {.kind = REQ_AUTO};
+    buf[0] = 0;
+    for (size_t k = 0; k < cx->in->n_cands; k++) {
+        eval e;
+        const sel_candidate *c = &cx->in->cands[k];
+        if (!is_full_stage_cand(c)) continue;
+        sel_eval_full(cx, ST_FULL, &r, c, &e);
+        if (!e.pass) continue;
+        int dup = 0;
+        for (size_t j = 0; j < k; j++) dup |= !strcmp(sel_cand_name(&cx->in->cands[j]), sel_cand_name(c));
+        if (!dup) ju_append(buf, size, "%s%s", buf[0] ? ", " : "", sel_cand_name(c));
+    }
+    if (!buf[0]) str_copy(buf, size, "none");
+}
+
+static int emit_stage(const sel_ctx *cx, const stage_run *st, long taken, const char *taken_why,
+                      sgl_attn_selection *out) {
+    const char *sn = stage_names[st->stage];
+    char msg[384], exp[384];
+    const sel_candidate *tc = taken >= 0 ? &cx->in->cands[taken] : NULL;
+    for (size_t k = 0; k < st->n_order; k++) {
+        size_t i = st->order[k];
+        const sel_candidate *c = &cx->in->cands[i];
+        const eval *e = &st->ev[i];
+        int rc;
+        if ((long)i == taken) {
+            rc = add_verdict(out, c, sn, 1, e->score, st->req.kind == REQ_AUTO ? "auto" : "asked", taken_why);
+        } else if (k < st->n_eligible) {
+            if (st->note[i] == NOTE_NO_WRAPPER)
+                snprintf(msg, sizeof msg, "passes, but no hybrid wrapper for the model runs beside it");
+            else if (st->note[i] == NOTE_SPLIT)
+                snprintf(msg, sizeof msg, "passes, but the other stage's plugin runs on another device");
+            else
+                snprintf(msg, sizeof msg, "passes; ranked after %s (score %d%s%s)", tc ? sel_cand_name(tc) : "the taken one",
+                         e->score, e->default_why[0] ? "; " : "", e->default_why);
+            rc = add_verdict(out, c, sn, 0, e->score,
+                             st->note[i] == NOTE_NO_WRAPPER ? "hybrid-no-wrapper"
+                             : st->note[i] == NOTE_SPLIT    ? "split-device"
+                                                            : "ranked-lower",
+                             msg);
+        } else if (e->pass) {
+            snprintf(msg, sizeof msg, "passes, but score %d: never chosen automatically (name it to use it)",
+                     e->score);
+            rc = add_verdict(out, c, sn, 0, e->score, "score", msg);
+        } else {
+            expand(cx, &st->req, e->message, exp, sizeof exp);
+            rc = add_verdict(out, c, sn, 0, e->score, e->rule, exp);
+        }
+        if (rc) return rc;
+    }
+    return SGL_ATTN_OK;
+}
+
+/* Why the taken candidate was taken, for --explain. */
+static void taken_why(const sel_ctx *cx, const stage_run *st, size_t i, char *buf, size_t size) {
+    const eval *e = &st->ev[i];
+    const sel_candidate *c = &cx->in->cands[i];
+    if (st->req.kind != REQ_AUTO) {
+        if (st->req.kind == REQ_PLUGIN) str_printf(buf, size, "asked for by name");
+        else str_printf(buf, size, "asked for as '%s'%s%s", st->req.asked,
+                        strcmp(st->req.asked, st->req.name) ? ", now " : "",
+                        strcmp(st->req.asked, st->req.name) ? st->req.name : "");
+        return;
+    }
+    str_printf(buf, size, "chosen automatically on %s: %s %d", sgl_attn_platform_name(sel_cand_platform(c)),
+               e->has_prio ? "conf priority" : "score", e->score);
+    if (e->default_why[0]) ju_append(buf, size, "; %s", e->default_why);
+    if (in_fallback(cx, c) && st->n_eligible == 1) ju_append(buf, size, "; the fallback");
+}
+
+/* The deepest refusal among candidates that were asked for (or all). */
+static long deepest(const sel_ctx *cx, const stage_run *st) {
+    long best = -1;
+    for (size_t k = 0; k < st->n_order; k++) {
+        size_t i = st->order[k];
+        if (st->ev[i].pass) continue;
+        if (best < 0 || st->ev[i].depth > st->ev[best].depth) best = (long)i;
+    }
+    (void)cx;
+    return best;
+}
+
+static void headline(const sel_ctx *cx, const stage_run *st, const char *extra, char *err, size_t err_size) {
+    char alts[512], msg[384] = "";
+    alternatives_list(cx, alts, sizeof alts);
+    long d = deepest(cx, st);
+    const char *what = st->req.kind == REQ_AUTO ? "no attention backend here serves this model" : NULL;
+    char head[160];
+    if (!what) {
+        snprintf(head, sizeof head, "cannot use %s%s", st->req.asked,
+                 st->stage == ST_PREFILL ? " for prefill" : st->stage == ST_DECODE ? " for decode" : "");
+        what = head;
+    }
+    if (extra) {
+        str_printf(err, err_size, "%s: %s. Alternatives here: %s", what, extra, alts);
+        return;
+    }
+    if (d >= 0) {
+        expand(cx, &st->req, st->ev[d].message, msg, sizeof msg);
+        str_printf(err, err_size, "%s: %s [%s: %s]. Alternatives here: %s", what, msg,
+                   sel_cand_name(&cx->in->cands[d])[0] ? sel_cand_name(&cx->in->cands[d]) : "?", st->ev[d].rule, alts);
+    } else {
+        str_printf(err, err_size, "%s: no candidate plugins at all. Alternatives here: %s", what, alts);
+    }
+}
+
+/* ------------------------------------------------------------ the model */
+
+static int check_model(const sgl_attn_model *m, char *err, size_t err_size) {
+    if (!m || m->struct_size < sizeof *m) {
+        str_printf(err, err_size, "model: struct_size %u, expected %zu (fill it with sgl_attn_model_init)",
+                   m ? m->struct_size : 0, sizeof *m);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (m->num_layers < 1 || m->num_layers > SGL_ATTN_MAX_LAYERS || m->num_q_heads < 1 || m->num_kv_heads < 1 ||
+        m->num_kv_heads > m->num_q_heads || m->num_q_heads % m->num_kv_heads || m->head_dim_qk < 1 ||
+        m->head_dim_v < 1 || m->hybrid_kind >= SGL_ATTN_HYBRID_COUNT_) {
+        str_printf(err, err_size,
+                   "model: %d layers, %d q heads, %d kv heads, head dims %d/%d, hybrid kind %u: expected 1..%d layers, "
+                   "positive heads with q a multiple of kv, positive head dims, a known hybrid kind",
+                   m->num_layers, m->num_q_heads, m->num_kv_heads, m->head_dim_qk, m->head_dim_v, m->hybrid_kind,
+                   SGL_ATTN_MAX_LAYERS);
+        return SGL_ATTN_E_INVALID;
+    }
+    return SGL_ATTN_OK;
+}
+
+void select_route(const sgl_attn_model *m, int is_draft, sgl_attn_model *r) {
+    *r = *m;
+    r->hybrid_custom_kind[sizeof r->hybrid_custom_kind - 1] = 0;
+    r->model_type[sizeof r->model_type - 1] = 0;
+    r->name[sizeof r->name - 1] = 0;
+    if (is_draft) r->is_draft = 1;
+    if (r->hybrid_kind == SGL_ATTN_HYBRID_NONE) {
+        memset(r->full_attention_mask, 0, sizeof r->full_attention_mask);
+        for (int i = 0; i < r->num_layers; i++) r->full_attention_mask[i >> 6] |= 1ull << (i & 63);
+    } else if (r->is_draft) {
+        /* sglang: MTP/NEXTN draft workers run full attention on layer 0 only. */
+        memset(r->full_attention_mask, 0, sizeof r->full_attention_mask);
+        r->full_attention_mask[0] = 1;
+    }
+}
+
+/* ------------------------------------------------------------ the choice */
+
+static void set_stack(char (*stack)[SGL_ATTN_NAME_MAX + 1], size_t *depth, const char *layer, const char *wrapper,
+                      const char *inner) {
+    *depth = 0;
+    if (layer) str_copy(stack[(*depth)++], SGL_ATTN_NAME_MAX + 1, layer);
+    if (wrapper) str_copy(stack[(*depth)++], SGL_ATTN_NAME_MAX + 1, wrapper);
+    str_copy(stack[(*depth)++], SGL_ATTN_NAME_MAX + 1, inner);
+}
+
+/* The validation layer: the conf's named one, else the first usable layer. */
+static long pick_layer(const sel_ctx *cx, int platform, sgl_attn_selection *out, int emit) {
+    long taken = -1;
+    int want = cx->in->req && cx->in->req->validate;
+    for (size_t i = 0; i < cx->in->n_cands; i++) {
+        const sel_candidate *c = &cx->in->cands[i];
+        if (sel_cand_role(c) != SGL_ATTN_ROLE_LAYER) continue;
+        const char *rule = NULL;
+        char msg[384] = "";
+        const char *glob;
+        if (!want) {
+            rule = "not-asked";
+            str_copy(msg, sizeof msg, "validation was not asked for");
+        } else if (cx->rules && cx->rules->validation_layer && strcmp(cx->rules->validation_layer, c->info->name)) {
+            rule = "name";
+            str_printf(msg, sizeof msg, "conf names %s as the validation layer", cx->rules->validation_layer);
+        } else if (c->info->status != SGL_ATTN_PLUGIN_USABLE) {
+            rule = sgl_attn_plugin_status_name(c->info->status);
+            str_copy(msg, sizeof msg, c->info->reason);
+        } else if (conf_is_disabled(cx->rules, c->info->name, &glob)) {
+            rule = "disabled";
+            str_printf(msg, sizeof msg, "disabled by conf \"disabled\": \"%s\"", glob);
+        } else if (c->info->platform != SGL_ATTN_PLATFORM_NONE && c->info->platform != platform) {
+            rule = "platform";
+            str_printf(msg, sizeof msg, "runs on %s, not beside %s", sgl_attn_platform_name(c->info->platform),
+                       sgl_attn_platform_name(platform));
+        } else if (taken >= 0) {
+            rule = "ranked-lower";
+            str_printf(msg, sizeof msg, "passes; %s came first", sel_cand_name(&cx->in->cands[taken]));
+        } else {
+            taken = (long)i;
+            str_copy(msg, sizeof msg, "validation layer, outermost");
+        }
+        if (emit && add_verdict(out, c, "layer", taken == (long)i, c->score, rule ? rule : "validate", msg))
+            return -2;
+    }
+    return taken;
+}
+
+static int emit_wrappers(const sel_ctx *cx, int platform, uint32_t device, long taken, sgl_attn_selection *out) {
+    for (size_t i = 0; i < cx->in->n_cands; i++) {
+        const sel_candidate *w = &cx->in->cands[i];
+        if (sel_cand_role(w) != SGL_ATTN_ROLE_HYBRID) continue;
+        int rc;
+        if (cx->model.hybrid_kind == SGL_ATTN_HYBRID_NONE) {
+            rc = add_verdict(out, w, "wrapper", 0, w->score, "not-hybrid", "the model has no linear-attention layers");
+        } else {
+            eval e;
+            sel_eval_wrapper(cx, w, platform, device, &e);
+            if ((long)i == taken) rc = add_verdict(out, w, "wrapper", 1, e.score, "hybrid", "wraps the full-attention plugin");
+            else if (e.pass) rc = add_verdict(out, w, "wrapper", 0, e.score, "ranked-lower", "passes; a higher score came first");
+            else rc = add_verdict(out, w, "wrapper", 0, e.score, e.rule, e.message);
+        }
+        if (rc) return rc;
+    }
+    return SGL_ATTN_OK;
+}
+
+/* Message for a hybrid model no wrapper plugin declares. */
+static void unknown_hybrid(const sel_ctx *cx, char *buf, size_t size) {
+    const sgl_attn_model *m = &cx->model;
+    str_printf(buf, size,
+               "the model (model_type \"%s\") has linear-attention layers of kind \"%s\" that no wrapper plugin "
+               "serves. A custom hybrid wrapper plugin declares the models it serves in its descriptor: role = "
+               "SGL_ATTN_ROLE_HYBRID, hybrid_kind = SGL_ATTN_HYBRID_CUSTOM, custom_kind = \"%s\", model_types = "
+               "{\"%s\", NULL} (sglang's register_linear_attn_model); put it in a directory of SGL_ATTN_PLUGIN_PATH",
+               m->model_type, m->hybrid_kind == SGL_ATTN_HYBRID_CUSTOM ? m->hybrid_custom_kind
+                                                                       : sgl_attn_hybrid_kind_name((int)m->hybrid_kind),
+               m->hybrid_kind == SGL_ATTN_HYBRID_CUSTOM ? m->hybrid_custom_kind : "<kind>",
+               m->model_type[0] ? m->model_type : "<model_type>");
+}
+
+void select_clear(sgl_attn_selection *s) {
+    free(s->verdicts);
+    memset(s, 0, sizeof *s);
+}
+
+int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t err_size) {
+    memset(out, 0, sizeof *out);
+    out->device = out->prefill_device = -1;
+    if (err && err_size) err[0] = 0;
+    int rc = check_model(in->model, err, err_size);
+    if (rc) return rc;
+    const sgl_attn_select_request *q = in->req;
+    sel_ctx cx = {.in = in, .rules = in->rules};
+    select_route(in->model, q && q->is_draft, &cx.model);
+    cx.need_graph = q && q->cuda_graph;
+    out->model = cx.model;
+    int split = q && (q->prefill_backend || q->decode_backend);
+    stage_run st[2];
+    memset(st, 0, sizeof st);
+    size_t n_st = split ? 2 : 1;
+    st[0].stage = split ? ST_PREFILL : ST_FULL;
+    st[1].stage = ST_DECODE;
+    const char *names[2] = {q ? q->backend : NULL, q ? q->backend : NULL};
+    if (split) {
+        if (q->prefill_backend) names[0] = q->prefill_backend;
+        if (q->decode_backend) names[1] = q->decode_backend;
+    }
+    for (size_t s = 0; s < n_st; s++) {
+        if ((rc = sel_resolve(&cx, names[s], &st[s].req, err, err_size))) return rc;
+        add_warning(out, st[s].req.warning);
+    }
+    for (size_t s = 0; s < n_st && !rc; s++) rc = run_stage(&cx, &st[s]);
+    if (rc) goto done;
+
+    int hybrid = cx.model.hybrid_kind != SGL_ATTN_HYBRID_NONE, known_wrapper = 0;
+    for (size_t i = 0; hybrid && i < in->n_cands; i++) known_wrapper |= sel_wrapper_kind_matches(&cx, &in->cands[i]);
+
+    /* Pair stages (and the wrapper): first ranked combination that works. */
+    long pick[2] = {-1, -1}, wrapper = -1;
+    stage_run *outer = &st[n_st - 1], *inner = &st[0];
+    for (size_t a = 0; a < outer->n_eligible && pick[n_st - 1] < 0; a++) {
+        size_t i = outer->order[a];
+        const sel_candidate *ci = &in->cands[i];
+        for (size_t b = 0; b < (split ? inner->n_eligible : 1); b++) {
+            size_t j = split ? inner->order[b] : i;
+            const sel_candidate *cj = &in->cands[j];
+            if (split && (sel_cand_platform(ci) != sel_cand_platform(cj) || ci->device != cj->device)) {
+                if (!inner->note[j]) inner->note[j] = NOTE_SPLIT;
+                continue;
+            }
+            long w = hybrid ? pick_wrapper(&cx, sel_cand_platform(ci), ci->device) : -1;
+            if (hybrid && w < 0) {
+                outer->note[i] = NOTE_NO_WRAPPER;
+                break;
+            }
+            pick[n_st - 1] = (long)i;
+            pick[0] = (long)j;
+            wrapper = w;
+            inner->note[j] = NOTE_NONE;
+            break;
+        }
+        if (pick[n_st - 1] < 0 && split && !outer->note[i]) outer->note[i] = NOTE_SPLIT;
+    }
+
+    char why[384] = "";
+    for (size_t s = 0; s < n_st; s++) {
+        if (pick[s] >= 0) taken_why(&cx, &st[s], (size_t)pick[s], why, sizeof why);
+        if ((rc = emit_stage(&cx, &st[s], pick[s], why, out))) goto done;
+    }
+    const sel_candidate *chosen = pick[n_st - 1] >= 0 ? &in->cands[pick[n_st - 1]] : NULL;
+    int plat = chosen ? sel_cand_platform(chosen) : 0;
+    uint32_t dev = chosen ? chosen->device : 0;
+    if (!chosen && hybrid && outer->n_eligible) {
+        plat = sel_cand_platform(&in->cands[outer->order[0]]);
+        dev = in->cands[outer->order[0]].device;
+    }
+    if ((rc = emit_wrappers(&cx, plat, dev, wrapper, out))) goto done;
+    long layer = pick_layer(&cx, plat, out, 1);
+    if (layer == -2) {
+        rc = SGL_ATTN_E_NOMEM;
+        goto done;
+    }
+
+    if (!chosen) {
+        rc = SGL_ATTN_E_UNSUPPORTED;
+        stage_run *bad = split && !st[0].n_eligible ? &st[0] : outer;
+        char extra[1024];
+        if (hybrid && bad->n_eligible && !known_wrapper) {
+            unknown_hybrid(&cx, extra, sizeof extra);
+            headline(&cx, bad, extra, err, err_size);
+        } else if (hybrid && bad->n_eligible) {
+            str_printf(extra, sizeof extra, "no usable %s wrapper runs beside %s (see the wrapper verdicts)",
+                       cx.model.hybrid_kind == SGL_ATTN_HYBRID_CUSTOM ? cx.model.hybrid_custom_kind
+                                                                      : sgl_attn_hybrid_kind_name((int)cx.model.hybrid_kind),
+                       sel_cand_name(&in->cands[bad->order[0]]));
+            headline(&cx, bad, extra, err, err_size);
+        } else if (split && st[0].n_eligible && st[1].n_eligible) {
+            headline(&cx, bad, "the prefill and decode plugins run on different devices", err, err_size);
+        } else {
+            headline(&cx, bad, NULL, err, err_size);
+        }
+        goto done;
+    }
+    if (cx.model.is_draft || hybrid) out->model = cx.model;
+    if (q && q->validate && layer < 0) {
+        rc = SGL_ATTN_E_UNSUPPORTED;
+        str_printf(err, err_size, "validation was asked for, but no usable validation layer plugin is here");
+        goto done;
+    }
+    const char *lname = layer >= 0 ? sel_cand_name(&in->cands[layer]) : NULL;
+    const char *wname = wrapper >= 0 ? sel_cand_name(&in->cands[wrapper]) : NULL;
+    const sel_candidate *pre = &in->cands[pick[0]];
+    set_stack(out->stack, &out->depth, lname, wname, sel_cand_name(chosen));
+    set_stack(out->prefill_stack, &out->prefill_depth, lname, wname, sel_cand_name(pre));
+    out->device = (int32_t)chosen->device;
+    out->prefill_device = (int32_t)pre->device;
+    out->split = split && pick[0] != pick[1];
+    char a[4 * (SGL_ATTN_NAME_MAX + 2)] = "", b[4 * (SGL_ATTN_NAME_MAX + 2)] = "";
+    for (size_t i = 0; i < out->depth; i++) ju_append(a, sizeof a, "%s%s", i ? "/" : "", out->stack[i]);
+    for (size_t i = 0; i < out->prefill_depth; i++) ju_append(b, sizeof b, "%s%s", i ? "/" : "", out->prefill_stack[i]);
+    if (out->split) str_printf(out->label, sizeof out->label, "prefill=%s decode=%s", b, a);
+    else str_copy(out->label, sizeof out->label, a);
+    rc = SGL_ATTN_OK;
+done:
+    for (size_t s = 0; s < 2; s++) stage_free(&st[s]);
+    if (rc == SGL_ATTN_E_NOMEM) str_printf(err, err_size, "selection: out of memory");
+    return rc;
+}
