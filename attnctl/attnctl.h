@@ -32,8 +32,14 @@ typedef struct attnctl_common {
 int attnctl_common_opt(attnctl_common *c, int argc, char **argv, int *i);
 /* Open a host from the common options; prints the error and returns NULL. */
 sgl_attn_host *attnctl_open_host(const attnctl_common *c);
-/* JSON string escaping to a stream. */
+/* JSON string escaping to a stream (invalid UTF-8 becomes U+FFFD). */
 void attnctl_json_str(FILE *f, const char *s);
+/* "full", "hybrid:<kind>" or "layer". */
+const char *attnctl_role(const sgl_attn_plugin_info *in, char *buf, size_t size);
+/* 1 when the plugin's descriptor was read (name, version... are valid). */
+int attnctl_has_descriptor(const sgl_attn_plugin_info *in);
+/* One device's caps as a JSON object (devices.c). */
+void attnctl_json_caps(FILE *f, const sgl_attn_caps *c, uint32_t index);
 
 int cmd_list_plugins(int argc, char **argv);
 int cmd_search_paths(int argc, char **argv);

@@ -65,6 +65,11 @@ void search_path_free(search_path *sp);
 /* The drop-in directory: the build tree's plugins/ when this library runs
  * from the build tree, else the installed one. */
 const char *search_path_default_dir(char *buf, size_t size);
+/* The conf beside this library: <libdir>/../etc/sglattn/sglattn.json (the
+ * install tree's sysconfdir, or the build tree's). */
+const char *search_path_default_conf(char *buf, size_t size);
+/* This library's own file (dladdr, resolved); "" when unknown. */
+const char *host_library_path(char *buf, size_t size);
 
 /* ----------------------------------------------------------------- scan.c */
 
@@ -189,6 +194,15 @@ extern const embedded_plugin sgl_attn_embedded_plugins[];
 extern const size_t sgl_attn_embedded_plugin_count;
 
 void host_release(sgl_attn_host *h); /* drop one `live` ref; frees after close */
+
+/* ---------------------------------------------------------------- stack.c */
+
+/* A wrapper's effective caps: its own intersected with its inner's (dtypes,
+ * kinds, features, head dims, page sizes, arch range); device fields are the
+ * inner's.  A zero maximum (head dims, page size) means "no limit".  Returns
+ * 0, or SGL_ATTN_E_UNSUPPORTED with `why` when nothing is left in common. */
+int stack_caps_intersect(const sgl_attn_caps *own, const sgl_attn_caps *inner, sgl_attn_caps *out,
+                         char *why, size_t why_size);
 
 /* ---------------------------------------------------------------- select.c */
 

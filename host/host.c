@@ -1,0 +1,338 @@
+/* host.c - the public host API: open (search, scan, load, negotiate, probe),
+ * enumerate, close.
+ *
+ * A host is immutable after open, so every query may run from any thread
+ * without a lock.  `live` counts one reference for the open handle plus one
+ * per backend instance; close drops the handle's reference and the last
+ * reference frees the host, so nothing is unloaded while an instance lives.
+ *
+ * Output structs (plugin info, caps) are written up to the struct_size the
+ * caller set, 0 meaning this header's size. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_internal.h"
+
+/* ------------------------------------------------------ callbacks for plugins */
+
+static void plugin_log(void *ctx, int level, const char *plugin, const char *fmt, ...) {
+    const sgl_attn_host *h = ctx;
+    if (!h || !fmt || level > h->log.level) return;
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    hlog_printf(&h->log, level, "%s: %s", plugin ? plugin : "plugin", msg);
+}
+
+static const char *plugin_get_option(void *ctx, const char *plugin, const char *key) {
+    const sgl_attn_host *h = ctx;
+    if (!h || !plugin || !key) return NULL;
+    return conf_plugin_option(h->conf, plugin, key);
+}
+
+/* ------------------------------------------------------------- admission */
+
+static int env_is_1(const char *name) {
+    const char *v = secure_getenv(name);
+    return v && !strcmp(v, "1");
+}
+
+static void copy_list(char dst[][32], uint32_t *n, const char *const *src) {
+    *n = 0;
+    for (size_t i = 0; src && src[i] && i < SGL_ATTN_MAX_LIST; i++) str_copy(dst[(*n)++], 32, src[i]);
+}
+
+static void fill_info_from_desc(sgl_attn_plugin_info *in, const sgl_attn_plugin *d, uint16_t maj,
+                                uint16_t min) {
+    str_copy(in->name, sizeof in->name, d->name);
+    str_copy(in->version, sizeof in->version, d->version);
+    str_copy(in->description, sizeof in->description, d->description);
+    str_copy(in->license, sizeof in->license, d->license);
+    in->platform = d->platform;
+    in->role = d->role;
+    in->hybrid_kind = d->hybrid_kind;
+    str_copy(in->custom_kind, sizeof in->custom_kind, d->custom_kind);
+    in->abi_major = maj;
+    in->abi_minor = min;
+    copy_list(in->aliases, &in->n_aliases, d->aliases);
+    copy_list(in->model_types, &in->n_model_types, d->model_types);
+}
+
+static const plugin_entry *name_owner(const sgl_attn_host *h, size_t upto, const char *name) {
+    for (size_t j = 0; j < upto; j++) {
+        const plugin_entry *p = &h->plugins[j];
+        if (p->info.name[0] && p->info.status != SGL_ATTN_PLUGIN_SHADOWED && !strcmp(p->info.name, name))
+            return p;
+    }
+    return NULL;
+}
+
+static void drop_module(sgl_attn_host *h, plugin_entry *e) {
+    module_unload(&e->module, h->never_unload);
+    e->loaded = 0;
+    memset(&e->desc, 0, sizeof e->desc); /* its pointers die with the module */
+}
+
+/* Negotiate, then shadowing, conf, probe: the entry's final status. */
+static void admit(sgl_attn_host *h, plugin_entry *e, sgl_attn_plugin_entry_fn entry,
+                  const sgl_attn_host_options *o) {
+    sgl_attn_plugin_info *in = &e->info;
+    uint16_t maj, min;
+    int st = plugin_negotiate(entry, &h->api, &e->desc, &maj, &min, in->reason, sizeof in->reason);
+    in->abi_major = maj;
+    in->abi_minor = min;
+    if (st != SGL_ATTN_PLUGIN_USABLE) {
+        in->status = st;
+        drop_module(h, e);
+        return;
+    }
+    e->loaded = 1;
+    fill_info_from_desc(in, &e->desc, maj, min);
+    const plugin_entry *owner = name_owner(h, (size_t)(e - h->plugins), in->name);
+    if (owner) {
+        in->status = SGL_ATTN_PLUGIN_SHADOWED;
+        str_printf(in->reason, sizeof in->reason, "shadowed by %s", owner->info.path);
+        drop_module(h, e);
+        return;
+    }
+    const char *pattern = NULL;
+    if (conf_is_disabled(h->conf, in->name, &pattern)) {
+        in->status = SGL_ATTN_PLUGIN_DISABLED;
+        str_printf(in->reason, sizeof in->reason, "disabled by conf pattern \"%s\"%s%s",
+                   pattern ? pattern : "?", h->conf_path[0] ? " in " : "", h->conf_path);
+        drop_module(h, e);
+        return;
+    }
+    char why[SGL_ATTN_REASON_MAX + 64];
+    int rc = probe_plugin(&e->desc, o->isolate_probes, o->probe_timeout_ms, &e->caps, &e->n_caps, why,
+                          sizeof why);
+    if (rc != SGL_ATTN_OK) {
+        in->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
+        str_copy(in->reason, sizeof in->reason, why);
+        drop_module(h, e);
+        return;
+    }
+    in->n_devices = e->n_caps;
+    in->status = SGL_ATTN_PLUGIN_UNAVAILABLE;
+    for (uint32_t d = 0; d < e->n_caps; d++)
+        if (e->caps[d].available) in->status = SGL_ATTN_PLUGIN_USABLE;
+    if (in->status == SGL_ATTN_PLUGIN_UNAVAILABLE)
+        str_copy(in->reason, sizeof in->reason,
+                 e->caps[0].reason[0] ? e->caps[0].reason : "the probe found no available device");
+    else
+        in->reason[0] = 0;
+}
+
+static void admit_file(sgl_attn_host *h, plugin_entry *e, const plugin_file *f,
+                       const sgl_attn_host_options *o) {
+    sgl_attn_plugin_info *in = &e->info;
+    if (f->unreadable) {
+        in->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
+        str_copy(in->reason, sizeof in->reason, f->unreadable_reason);
+        return;
+    }
+    if (f->unsafe && !conf_allow_unsafe_paths(h->conf)) {
+        in->status = SGL_ATTN_PLUGIN_DISABLED;
+        str_printf(in->reason, sizeof in->reason,
+                   "unsafe location, not loaded: %s (conf \"allow_unsafe_paths\" permits it)",
+                   f->unsafe_reason);
+        return;
+    }
+    if (f->unsafe)
+        hlog_printf(&h->log, SGL_ATTN_LOG_WARN, "%s: loading from an unsafe location (allowed by conf): %s",
+                    f->path, f->unsafe_reason);
+    int st = module_load(f->path, &e->module, in->reason, sizeof in->reason);
+    if (st != SGL_ATTN_PLUGIN_USABLE) {
+        in->status = st;
+        return;
+    }
+    admit(h, e, e->module.entry, o);
+}
+
+/* ------------------------------------------------------------- open/close */
+
+static void host_free(sgl_attn_host *h) {
+    for (size_t i = 0; i < h->n_plugins; i++) {
+        module_unload(&h->plugins[i].module, h->never_unload);
+        free(h->plugins[i].caps);
+    }
+    free(h->plugins);
+    search_path_free(&h->paths);
+    if (h->conf) conf_free(h->conf);
+    free(h);
+}
+
+void host_release(sgl_attn_host *h) {
+    if (atomic_fetch_sub(&h->live, 1) == 1) host_free(h);
+}
+
+static void read_options(const sgl_attn_host_options *opts, sgl_attn_host_options *o) {
+    memset(o, 0, sizeof *o);
+    if (opts) {
+        size_t n = opts->struct_size && opts->struct_size < sizeof *o ? opts->struct_size : sizeof *o;
+        memcpy(o, opts, n);
+    }
+    o->struct_size = sizeof *o;
+}
+
+int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out, char *err,
+                       size_t err_size) {
+    if (err && err_size) err[0] = 0;
+    if (!out) {
+        str_copy(err, err_size, "sgl_attn_host_open: out is NULL");
+        return SGL_ATTN_E_INVALID;
+    }
+    *out = NULL;
+    host_once_init();
+    sgl_attn_host_options o;
+    read_options(opts, &o);
+    sgl_attn_host *h = calloc(1, sizeof *h);
+    if (!h) {
+        str_copy(err, err_size, "out of memory");
+        return SGL_ATTN_E_NOMEM;
+    }
+    if (o.log) {
+        h->log.fn = o.log;
+        h->log.user = o.log_user;
+        h->log.level = o.log_level ? o.log_level : SGL_ATTN_LOG_WARN;
+    } else {
+        hlog_init_default(&h->log);
+    }
+    h->never_unload = o.never_unload || env_is_1("SGL_ATTN_NO_UNLOAD");
+    h->validate = o.validate || env_is_1("SGL_ATTN_VALIDATE");
+    atomic_init(&h->live, 1);
+    atomic_init(&h->closing, 0);
+    h->api.struct_size = sizeof h->api;
+    h->api.abi_major = SGL_ATTN_ABI_MAJOR;
+    h->api.abi_minor_min = 0;
+    h->api.abi_minor_max = SGL_ATTN_ABI_MINOR;
+    h->api.host_version = SGL_ATTN_VERSION;
+    h->api.host_ctx = h;
+    h->api.log = plugin_log;
+    h->api.get_option = plugin_get_option;
+
+    int rc;
+    if (!o.no_conf &&
+        (rc = conf_load(o.conf_path, &h->conf, h->conf_path, sizeof h->conf_path, err, err_size))) {
+        host_free(h);
+        return rc;
+    }
+    if ((rc = search_path_build(&h->paths, &o, &h->log))) {
+        str_copy(err, err_size, "out of memory building the search path");
+        host_free(h);
+        return rc;
+    }
+    plugin_file_list files;
+    if ((rc = scan_search_path(&h->paths, &files, &h->log))) {
+        str_copy(err, err_size, "out of memory scanning the plugin directories");
+        host_free(h);
+        return rc;
+    }
+    size_t total = files.n + sgl_attn_embedded_plugin_count;
+    h->plugins = total ? calloc(total, sizeof *h->plugins) : NULL;
+    if (total && !h->plugins) {
+        plugin_file_list_free(&files);
+        str_copy(err, err_size, "out of memory");
+        host_free(h);
+        return SGL_ATTN_E_NOMEM;
+    }
+    for (size_t i = 0; i < files.n; i++) {
+        plugin_entry *e = &h->plugins[h->n_plugins++];
+        e->info.struct_size = sizeof e->info;
+        str_copy(e->info.path, sizeof e->info.path, files.v[i].path);
+        str_copy(e->info.source, sizeof e->info.source, files.v[i].source);
+        admit_file(h, e, &files.v[i], &o);
+    }
+    plugin_file_list_free(&files);
+    char lib[sizeof h->plugins[0].info.path];
+    if (sgl_attn_embedded_plugin_count) host_library_path(lib, sizeof lib);
+    for (size_t i = 0; i < sgl_attn_embedded_plugin_count; i++) {
+        plugin_entry *e = &h->plugins[h->n_plugins++];
+        e->info.struct_size = sizeof e->info;
+        str_copy(e->info.path, sizeof e->info.path, lib[0] ? lib : "libsglattn");
+        str_copy(e->info.source, sizeof e->info.source, "embedded");
+        admit(h, e, sgl_attn_embedded_plugins[i].entry, &o);
+    }
+    for (size_t i = 0; i < h->n_plugins; i++) {
+        const sgl_attn_plugin_info *in = &h->plugins[i].info;
+        hlog_printf(&h->log, SGL_ATTN_LOG_INFO, "%s: %s%s%s", in->path,
+                    sgl_attn_plugin_status_name(in->status), in->reason[0] ? ": " : "", in->reason);
+    }
+    *out = h;
+    return SGL_ATTN_OK;
+}
+
+void sgl_attn_host_close(sgl_attn_host *h) {
+    if (!h) return;
+    atomic_store(&h->closing, 1);
+    host_release(h);
+}
+
+/* ------------------------------------------------------------- queries */
+
+size_t sgl_attn_host_plugin_count(const sgl_attn_host *h) { return h ? h->n_plugins : 0; }
+
+int sgl_attn_host_plugin_info(const sgl_attn_host *h, size_t i, sgl_attn_plugin_info *out) {
+    if (!h || !out) return SGL_ATTN_E_INVALID;
+    if (i >= h->n_plugins) return SGL_ATTN_E_NOT_FOUND;
+    size_t n = out->struct_size && out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
+    memcpy(out, &h->plugins[i].info, n);
+    out->struct_size = (uint32_t)n;
+    return SGL_ATTN_OK;
+}
+
+int sgl_attn_host_plugin_caps(const sgl_attn_host *h, size_t i, uint32_t d, sgl_attn_caps *out) {
+    if (!h || !out) return SGL_ATTN_E_INVALID;
+    if (i >= h->n_plugins || d >= h->plugins[i].n_caps) return SGL_ATTN_E_NOT_FOUND;
+    size_t n = out->struct_size && out->struct_size < sizeof *out ? out->struct_size : sizeof *out;
+    memcpy(out, &h->plugins[i].caps[d], n);
+    out->struct_size = (uint32_t)n;
+    return SGL_ATTN_OK;
+}
+
+long sgl_attn_host_find_plugin(const sgl_attn_host *h, const char *name) {
+    if (!h || !name) return -1;
+    for (size_t i = 0; i < h->n_plugins; i++) {
+        const plugin_entry *e = &h->plugins[i];
+        if (e->loaded && !strcmp(e->info.name, name)) return (long)i;
+    }
+    return -1;
+}
+
+const sgl_attn_device_ops *sgl_attn_host_device_ops(const sgl_attn_host *h, size_t i) {
+    if (!h || i >= h->n_plugins || !h->plugins[i].loaded) return NULL;
+    return h->plugins[i].desc.device_ops;
+}
+
+/* Directories first, then the notes that are not about one directory
+ * (ignored variables, empty components) as rows with an empty dir. */
+size_t sgl_attn_host_search_path_count(const sgl_attn_host *h) {
+    return h ? h->paths.n + h->paths.n_notes : 0;
+}
+
+int sgl_attn_host_search_path(const sgl_attn_host *h, size_t i, const char **dir, const char **source,
+                              const char **note) {
+    if (!h) return SGL_ATTN_E_INVALID;
+    const char *d, *s, *n;
+    if (i < h->paths.n) {
+        d = h->paths.dirs[i].dir;
+        s = h->paths.dirs[i].source;
+        n = h->paths.dirs[i].note;
+    } else if (i < h->paths.n + h->paths.n_notes) {
+        d = "";
+        s = "note";
+        n = h->paths.notes[i - h->paths.n];
+    } else {
+        return SGL_ATTN_E_NOT_FOUND;
+    }
+    if (dir) *dir = d;
+    if (source) *source = s;
+    if (note) *note = n;
+    return SGL_ATTN_OK;
+}
+
+const char *sgl_attn_host_conf_path(const sgl_attn_host *h) { return h ? h->conf_path : ""; }

@@ -1,0 +1,145 @@
+/* paths.c - the plugin search path and where each directory came from.
+ *
+ * Order: options->plugin_path, then SGL_ATTN_PLUGIN_PATH, then the drop-in
+ * directory next to this library (<libdir>/sglattn/plugins, which is the
+ * build tree's when the library runs from build/, since build/ mirrors the
+ * install layout).  An empty component never means the current directory. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "host_internal.h"
+
+#define PATH_ENV "SGL_ATTN_PLUGIN_PATH"
+
+/* Anything in this library will do as a dladdr anchor; a constant keeps it
+ * free of mutable state. */
+static const char lib_anchor = 0;
+
+const char *host_library_path(char *buf, size_t size) {
+    Dl_info info;
+    str_copy(buf, size, "");
+    if (!dladdr(&lib_anchor, &info) || !info.dli_fname) return buf;
+    char *real = realpath(info.dli_fname, NULL);
+    str_copy(buf, size, real ? real : info.dli_fname);
+    free(real);
+    return buf;
+}
+
+/* <libdir> + suffix, or "" when the library cannot say where it is. */
+static const char *beside_library(char *buf, size_t size, const char *suffix) {
+    char lib[PATH_MAX];
+    host_library_path(lib, sizeof lib);
+    char *slash = strrchr(lib, '/');
+    if (!slash) {
+        str_copy(buf, size, "");
+        return buf;
+    }
+    *slash = 0;
+    str_printf(buf, size, "%s/%s", lib, suffix);
+    return buf;
+}
+
+const char *search_path_default_dir(char *buf, size_t size) {
+    return beside_library(buf, size, "sglattn/plugins");
+}
+
+const char *search_path_default_conf(char *buf, size_t size) {
+    return beside_library(buf, size, "../etc/sglattn/sglattn.json");
+}
+
+static void add_note(search_path *sp, const hlog *log, int level, const char *text) {
+    hlog_printf(log, level, "%s", text);
+    if (sp->n_notes < sizeof sp->notes / sizeof sp->notes[0])
+        str_copy(sp->notes[sp->n_notes++], sizeof sp->notes[0], text);
+}
+
+static int add_dir(search_path *sp, const char *dir, size_t len, const char *source) {
+    if (sp->n == sp->cap) {
+        size_t cap = sp->cap ? sp->cap * 2 : 8;
+        search_dir *v = realloc(sp->dirs, cap * sizeof *v);
+        if (!v) return SGL_ATTN_E_NOMEM;
+        sp->dirs = v;
+        sp->cap = cap;
+    }
+    search_dir *d = &sp->dirs[sp->n];
+    d->dir = strndup(dir, len);
+    if (!d->dir) return SGL_ATTN_E_NOMEM;
+    d->source = source;
+    d->note[0] = 0;
+    struct stat st;
+    if (stat(d->dir, &st) != 0)
+        str_printf(d->note, sizeof d->note, "%s", errno == ENOENT ? "does not exist" : strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        str_copy(d->note, sizeof d->note, "not a directory");
+    else if (d->dir[0] != '/')
+        str_copy(d->note, sizeof d->note, "relative: resolved against the current directory");
+    sp->n++;
+    return SGL_ATTN_OK;
+}
+
+/* Split a colon-separated list; empty components are counted, not added. */
+static int add_list(search_path *sp, const hlog *log, const char *list, const char *source) {
+    size_t empty = 0;
+    const char *p = list;
+    for (;;) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        if (len == 0) {
+            empty++;
+        } else {
+            int rc = add_dir(sp, p, len, source);
+            if (rc) return rc;
+        }
+        if (!colon) break;
+        p = colon + 1;
+    }
+    if (empty) {
+        char note[256];
+        str_printf(note, sizeof note,
+                   "%s: %zu empty component%s ignored (an empty component never means the current "
+                   "directory)",
+                   source, empty, empty == 1 ? "" : "s");
+        add_note(sp, log, SGL_ATTN_LOG_INFO, note);
+    }
+    return SGL_ATTN_OK;
+}
+
+int search_path_build(search_path *sp, const sgl_attn_host_options *o, const hlog *log) {
+    memset(sp, 0, sizeof *sp);
+    int rc = SGL_ATTN_OK;
+    if (o && o->plugin_path && (rc = add_list(sp, log, o->plugin_path, "options"))) goto fail;
+    if (!o || !o->ignore_env_path) {
+        const char *env = secure_getenv(PATH_ENV);
+        /* secure_getenv hides the variable from a setuid/setgid program; say so
+         * rather than ignore it silently. */
+        if (!env && getenv(PATH_ENV))
+            add_note(sp, log, SGL_ATTN_LOG_WARN,
+                     PATH_ENV " ignored: the program runs setuid/setgid (secure_getenv)");
+        if (env && (rc = add_list(sp, log, env, PATH_ENV))) goto fail;
+    }
+    if (!o || !o->no_default_dir) {
+        char dir[PATH_MAX];
+        search_path_default_dir(dir, sizeof dir);
+        if (dir[0]) {
+            if ((rc = add_dir(sp, dir, strlen(dir), "drop-in"))) goto fail;
+        } else {
+            add_note(sp, log, SGL_ATTN_LOG_WARN,
+                     "drop-in directory unknown: dladdr could not locate libsglattn");
+        }
+    }
+    return SGL_ATTN_OK;
+fail:
+    search_path_free(sp);
+    return rc;
+}
+
+void search_path_free(search_path *sp) {
+    for (size_t i = 0; i < sp->n; i++) free(sp->dirs[i].dir);
+    free(sp->dirs);
+    sp->dirs = NULL;
+    sp->n = sp->cap = 0;
+}

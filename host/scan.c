@@ -1,0 +1,212 @@
+/* scan.c - candidate plugin files in the search directories.
+ *
+ * Directories in path order, "*.so" names sorted with strcmp inside each, one
+ * file reached twice (two path entries, a symlink) listed once by (dev, ino).
+ * Names not ending in ".so" cost one readdir entry and a suffix compare, no
+ * syscall, so a directory of many unrelated files stays linear and cheap.
+ * Failures (unreadable directory, symlink loop...) become listed entries so
+ * the user sees them; nothing here aborts the scan. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "host_internal.h"
+
+static int push(plugin_file_list *l, const char *path, const char *source, plugin_file **out) {
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        plugin_file *v = realloc(l->v, cap * sizeof *v);
+        if (!v) return SGL_ATTN_E_NOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    plugin_file *f = &l->v[l->n];
+    memset(f, 0, sizeof *f);
+    f->path = strdup(path);
+    if (!f->path) return SGL_ATTN_E_NOMEM;
+    f->source = source;
+    l->n++;
+    *out = f;
+    return SGL_ATTN_OK;
+}
+
+static int push_failure(plugin_file_list *l, const char *path, const char *source, const char *why) {
+    plugin_file *f;
+    int rc = push(l, path, source, &f);
+    if (rc) return rc;
+    f->unreadable = 1;
+    str_copy(f->unreadable_reason, sizeof f->unreadable_reason, why);
+    return SGL_ATTN_OK;
+}
+
+/* The StrictModes rule of ssh: nobody but root and the current user may be
+ * able to change what we load.  "" when safe. */
+static void unsafe_reason(const struct stat *st, const char *what, const char *path, char *why,
+                          size_t size) {
+    why[0] = 0;
+    if (st->st_mode & S_IWOTH)
+        str_printf(why, size, "%s %s is world-writable (mode %04o)", what, path,
+                   (unsigned)(st->st_mode & 07777));
+    else if (st->st_uid != 0 && st->st_uid != geteuid())
+        str_printf(why, size, "%s %s is owned by uid %u, neither root nor the current user (uid %u)",
+                   what, path, (unsigned)st->st_uid, (unsigned)geteuid());
+}
+
+static int cmp_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int has_so_suffix(const char *name) {
+    size_t n = strlen(name);
+    return n > 3 && memcmp(name + n - 3, ".so", 3) == 0;
+}
+
+static int seen_before(const plugin_file_list *l, dev_t dev, ino_t ino) {
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].ino && l->v[i].dev == dev && l->v[i].ino == ino) return 1; /* failures have ino 0 */
+    return 0;
+}
+
+/* Sorted "*.so" names of an open directory; the stream is consumed. */
+static int list_names(DIR *d, char ***names, size_t *n) {
+    size_t cap = 0;
+    *names = NULL;
+    *n = 0;
+    struct dirent *e;
+    errno = 0;
+    while ((e = readdir(d))) {
+        if (e->d_type == DT_DIR || !has_so_suffix(e->d_name)) continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **v = realloc(*names, cap * sizeof *v);
+            if (!v) return SGL_ATTN_E_NOMEM;
+            *names = v;
+        }
+        if (!((*names)[*n] = strdup(e->d_name))) return SGL_ATTN_E_NOMEM;
+        (*n)++;
+    }
+    if (*n) qsort(*names, *n, sizeof **names, cmp_names);
+    return SGL_ATTN_OK;
+}
+
+/* A symlink's target may sit in another directory: check that one too. */
+static void check_link_target_dir(int dfd, const char *name, const char *path, plugin_file *f) {
+    struct stat lst;
+    if (fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(lst.st_mode)) return;
+    char *real = realpath(path, NULL);
+    if (!real) return;
+    char *slash = strrchr(real, '/');
+    if (slash && slash != real) {
+        *slash = 0;
+        struct stat dst;
+        if (stat(real, &dst) == 0)
+            unsafe_reason(&dst, "directory of the symlink's target", real, f->unsafe_reason,
+                          sizeof f->unsafe_reason);
+        f->unsafe = f->unsafe_reason[0] != 0;
+    }
+    free(real);
+}
+
+static int scan_one_file(plugin_file_list *out, int dfd, const search_dir *sd, const char *name,
+                         const char *dir_unsafe, const hlog *log) {
+    char path[PATH_MAX];
+    const char *sep = sd->dir[strlen(sd->dir) - 1] == '/' ? "" : "/";
+    str_printf(path, sizeof path, "%s%s%s", sd->dir, sep, name);
+    struct stat st;
+    if (fstatat(dfd, name, &st, 0) != 0) {
+        char why[256];
+        int e = errno;
+        if (e == ELOOP)
+            str_copy(why, sizeof why, "symlink loop (too many levels of symbolic links)");
+        else if (e == ENOENT)
+            str_copy(why, sizeof why, "dangling symlink: its target does not exist");
+        else
+            str_printf(why, sizeof why, "cannot stat: %s", strerror(e));
+        return push_failure(out, path, sd->source, why);
+    }
+    if (S_ISDIR(st.st_mode)) return SGL_ATTN_OK; /* a directory named x.so */
+    if (!S_ISREG(st.st_mode)) return push_failure(out, path, sd->source, "not a regular file");
+    if (seen_before(out, st.st_dev, st.st_ino)) {
+        hlog_printf(log, SGL_ATTN_LOG_DEBUG, "%s: same file as one already listed, skipped", path);
+        return SGL_ATTN_OK;
+    }
+    plugin_file *f;
+    int rc = push(out, path, sd->source, &f);
+    if (rc) return rc;
+    f->dev = st.st_dev;
+    f->ino = st.st_ino;
+    if (dir_unsafe[0]) {
+        str_copy(f->unsafe_reason, sizeof f->unsafe_reason, dir_unsafe);
+    } else {
+        unsafe_reason(&st, "plugin file", path, f->unsafe_reason, sizeof f->unsafe_reason);
+        if (!f->unsafe_reason[0]) check_link_target_dir(dfd, name, path, f);
+    }
+    f->unsafe = f->unsafe_reason[0] != 0;
+    if (faccessat(dfd, name, R_OK, AT_EACCESS) != 0) {
+        f->unreadable = 1;
+        str_printf(f->unreadable_reason, sizeof f->unreadable_reason, "cannot read: %s",
+                   strerror(errno));
+    }
+    return SGL_ATTN_OK;
+}
+
+static int scan_dir(const search_dir *sd, plugin_file_list *out, const hlog *log) {
+    int dfd = open(sd->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        int e = errno;
+        /* Missing directories are normal (noted by paths.c), not failures. */
+        if (e == ENOENT || e == ENOTDIR) return SGL_ATTN_OK;
+        char why[256];
+        if (e == ELOOP)
+            str_copy(why, sizeof why, "plugin directory is a symlink loop");
+        else
+            str_printf(why, sizeof why, "cannot read plugin directory: %s", strerror(e));
+        return push_failure(out, sd->dir, sd->source, why);
+    }
+    char dir_unsafe[256];
+    struct stat dst;
+    if (fstat(dfd, &dst) == 0)
+        unsafe_reason(&dst, "plugin directory", sd->dir, dir_unsafe, sizeof dir_unsafe);
+    else
+        dir_unsafe[0] = 0;
+    DIR *d = fdopendir(dfd); /* owns dfd from here; dfd stays valid for *at() */
+    if (!d) {
+        char why[256];
+        str_printf(why, sizeof why, "cannot read plugin directory: %s", strerror(errno));
+        close(dfd);
+        return push_failure(out, sd->dir, sd->source, why);
+    }
+    char **names;
+    size_t n;
+    int rc = list_names(d, &names, &n);
+    for (size_t i = 0; i < n && rc == SGL_ATTN_OK; i++)
+        rc = scan_one_file(out, dfd, sd, names[i], dir_unsafe, log);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    closedir(d);
+    return rc;
+}
+
+int scan_search_path(const search_path *sp, plugin_file_list *out, const hlog *log) {
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < sp->n; i++) {
+        int rc = scan_dir(&sp->dirs[i], out, log);
+        if (rc) {
+            plugin_file_list_free(out);
+            return rc;
+        }
+    }
+    return SGL_ATTN_OK;
+}
+
+void plugin_file_list_free(plugin_file_list *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->v[i].path);
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
