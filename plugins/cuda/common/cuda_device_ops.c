@@ -85,7 +85,7 @@ static const char *op_error_string(int code) {
     return sgl_cuda_error_text(code);
 }
 
-static const sgl_attn_device_ops k_ops = {
+const sgl_attn_device_ops sgl_cuda_device_ops_table = {
     .struct_size = sizeof(sgl_attn_device_ops),
     .alloc = op_alloc,
     .free = op_free,
@@ -97,4 +97,4 @@ static const sgl_attn_device_ops k_ops = {
     .error_string = op_error_string,
 };
 
-const sgl_attn_device_ops *sgl_cuda_device_ops(void) { return &k_ops; }
+const sgl_attn_device_ops *sgl_cuda_device_ops(void) { return &sgl_cuda_device_ops_table; }

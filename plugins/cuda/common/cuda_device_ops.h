@@ -16,6 +16,8 @@
 extern "C" {
 #endif
 
+/* The table itself (usable in a static descriptor initialiser), and a getter. */
+extern const sgl_attn_device_ops sgl_cuda_device_ops_table;
 const sgl_attn_device_ops *sgl_cuda_device_ops(void);
 
 #ifdef __cplusplus

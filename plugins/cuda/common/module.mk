@@ -21,10 +21,10 @@ NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 \
 NVCC_FLAGS := -std=c++17 -O3 -lineinfo $(NVCC_GENCODE) -Werror all-warnings \
               -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra \
               -Iabi -Ihost -Iplugins/cuda/common
-# -Wno-type-limits: the ABI header's sgl_attn_answer() compares a uint16 with 0 at ABI minor 0.
-CUDA_CFLAGS := -I$(CUDA_HOME)/include -Iplugins/cuda/common -Wno-type-limits
+CUDA_CFLAGS := -I$(CUDA_HOME)/include -Iplugins/cuda/common
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -pthread
-CUDA_LINK = $(CXX) -shared -Wl,--no-undefined -Wl,-z,defs $(LDFLAGS_COMMON)
+# --exclude-libs: the static cudart's symbols stay inside the plugin.
+CUDA_LINK = $(CXX) -shared -Wl,--no-undefined -Wl,-z,defs -Wl,--exclude-libs,ALL $(LDFLAGS_COMMON)
 
 CUDA_COMMON_SRCS := plugins/cuda/common/cuda_error.c plugins/cuda/common/cuda_probe.c \
                     plugins/cuda/common/cuda_device_ops.c

@@ -17,6 +17,7 @@
 #ifndef SGL_CUDA_KERN_PLAN_CUH
 #define SGL_CUDA_KERN_PLAN_CUH
 
+#include "attn_plan_math.h"
 #include "kern_common.cuh"
 
 #define ATTN_PLAN_THREADS 1024
@@ -89,10 +90,7 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
         local += r.hi - r.lo;
     }
     const long long total = plan_block_sum<long long>(local, tmp64);
-    long long chunk = (total + pl.target_items - 1) / (pl.target_items > 0 ? pl.target_items : 1);
-    if (chunk < pl.min_chunk) chunk = pl.min_chunk;
-    if (chunk < 1) chunk = 1;
-    chunk = (chunk + pl.chunk_align - 1) / pl.chunk_align * pl.chunk_align;
+    const long long chunk = attn_plan_chunk(total, pl.target_items, pl.min_chunk, pl.chunk_align);
 
     if (t == 0) carry_items = carry_parts = 0;
     __syncthreads();
@@ -103,7 +101,7 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
         if (b < in.bs) {
             r = plan_decode_req(in, pl, b);
             const int len = r.hi - r.lo;
-            n = len <= 0 ? 1 : (int)((len + chunk - 1) / chunk);
+            n = attn_plan_nsplit(len, chunk);
             parts = n > 1 ? n : 0;
         }
         const int off = plan_block_scan<int>(n, tmp32, &carry_items);

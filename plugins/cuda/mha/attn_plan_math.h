@@ -1,0 +1,34 @@
+/*
+ * attn_plan_math.h - the split-KV arithmetic, shared by the plan kernel and
+ * the host-side tests (plain C; __host__ __device__ under nvcc/hipcc).  The
+ * bounds the buffers are sized from are proven in kern_plan.cuh and checked
+ * with random lengths in tests/cuda/test_cuda_attn_plan.c.
+ */
+#ifndef SGL_CUDA_ATTN_PLAN_MATH_H
+#define SGL_CUDA_ATTN_PLAN_MATH_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define ATTN_HD __host__ __device__ static inline
+#else
+#define ATTN_HD static inline
+#endif
+
+/* KV columns per split: enough that total / chunk <= target, at least
+ * min_chunk, a multiple of align. */
+ATTN_HD int64_t attn_plan_chunk(int64_t total, int32_t target, int32_t min_chunk, int32_t align) {
+    int64_t c = (total + (target > 0 ? target : 1) - 1) / (target > 0 ? target : 1);
+    if (c < min_chunk) c = min_chunk;
+    if (c < 1) c = 1;
+    if (align < 1) align = 1;
+    return (c + align - 1) / align * align;
+}
+
+/* Splits of one request of `len` columns (an empty request still gets the
+ * one item that writes its output). */
+ATTN_HD int32_t attn_plan_nsplit(int64_t len, int64_t chunk) {
+    return len <= 0 ? 1 : (int32_t)((len + chunk - 1) / chunk);
+}
+
+#endif

@@ -1,0 +1,371 @@
+/* cuda_attn_forward.c - init_forward_metadata (checks, then the plan kernels
+ * on the batch's stream) and the two forwards (checks, then launches on the
+ * batch's stream: nothing allocated, nothing synchronised, nothing looked
+ * up by name). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_attn.h"
+#include "cuda_error.h"
+
+static char *dev_at(ca_backend *b, size_t off) { return (char *)b->dev_mem + off; }
+static int32_t *num_items_ptr(ca_backend *b, int set) { return (int32_t *)dev_at(b, b->sz.off_num) + set; }
+
+static attn_index index_of(const DLTensor *t) {
+    attn_index ix;
+    memset(&ix, 0, sizeof ix);
+    if (!t) return ix;
+    ix.p = (const int32_t *)ca_data(t);
+    ix.shift = t->dtype.bits == 64 ? 1 : 0;
+    int64_t n = 1;
+    for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
+    ix.n = (int32_t)(n > INT32_MAX ? INT32_MAX : n);
+    return ix;
+}
+
+/* Value i of an optional host mirror (int32/int64, 1-D, >= n long), or -1
+ * when the mirror is absent or not usable. */
+static int mirror_ok(const DLTensor *t, int64_t n) {
+    return t && t->data && t->device.device_type == kDLCPU && t->ndim == 1 && t->shape && t->shape[0] >= n &&
+           t->dtype.code == kDLInt && (t->dtype.bits == 32 || t->dtype.bits == 64) && !t->strides;
+}
+static int64_t mirror_at(const DLTensor *t, int64_t i) {
+    const char *d = (const char *)ca_data(t);
+    return t->dtype.bits == 64 ? ((const int64_t *)d)[i] : ((const int32_t *)d)[i];
+}
+
+/* Lengths the host mirrors show, checked before any kernel sees them. */
+static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens, int mode,
+                         const char *call) {
+    const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu, *en = bt->encoder_lens_cpu;
+    const int have_sl = mirror_ok(sl, bs), have_el = mirror_ok(el, bs), have_en = mirror_ok(en, bs);
+    int64_t sum_ext = 0;
+    for (int32_t i = 0; i < bs; i++) {
+        const int64_t enc = have_en ? mirror_at(en, i) : 0;
+        if (enc < 0 || enc > b->r2t_cols) {
+            snprintf(b->err, sizeof b->err, "%s: encoder_lens[%d] = %" PRId64 ": expected 0..%d (req_to_token columns)",
+                     call, i, enc, b->r2t_cols);
+            return SGL_ATTN_E_INVALID;
+        }
+        if (!have_sl) continue;
+        const int64_t len = mirror_at(sl, i);
+        if (len < (mode == SGL_ATTN_MODE_DECODE ? 1 : 0) || enc + len > b->r2t_cols) {
+            snprintf(b->err, sizeof b->err,
+                     "%s: seq_lens[%d] = %" PRId64 ": expected %d..%" PRId64 " (req_to_token has %d columns%s)", call,
+                     i, len, mode == SGL_ATTN_MODE_DECODE ? 1 : 0, (int64_t)b->r2t_cols - enc, b->r2t_cols,
+                     enc ? ", minus the encoder tokens" : "");
+            return SGL_ATTN_E_INVALID;
+        }
+        if (mode == SGL_ATTN_MODE_EXTEND && have_el) {
+            const int64_t ext = mirror_at(el, i);
+            if (ext < 0 || ext > len) {
+                snprintf(b->err, sizeof b->err, "%s: extend_seq_lens[%d] = %" PRId64 ": expected 0..seq_lens[%d] = %" PRId64,
+                         call, i, ext, i, len);
+                return SGL_ATTN_E_INVALID;
+            }
+            sum_ext += ext;
+        }
+    }
+    if (mode == SGL_ATTN_MODE_EXTEND && have_el && sum_ext != tokens) {
+        snprintf(b->err, sizeof b->err, "%s: extend_seq_lens sum to %" PRId64 ": expected num_tokens = %d", call,
+                 sum_ext, tokens);
+        return SGL_ATTN_E_INVALID;
+    }
+    return SGL_ATTN_OK;
+}
+
+int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens, int mode) {
+    const char *call = "init_forward_metadata";
+    ca_msg m = {b->err, sizeof b->err, call};
+    b->err[0] = 0;
+    b->planned_mode = 0;
+    if (!bt || bt->struct_size < sizeof(sgl_attn_batch)) {
+        snprintf(b->err, sizeof b->err, "%s: batch is NULL or older than ABI 1.0 (struct_size %u)", call,
+                 bt ? bt->struct_size : 0u);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (mode == SGL_ATTN_MODE_IDLE) {
+        b->planned_mode = SGL_ATTN_MODE_IDLE;
+        return SGL_ATTN_OK;
+    }
+    if (mode == SGL_ATTN_MODE_TARGET_VERIFY) {
+        snprintf(b->err, sizeof b->err, "%s: forward_mode target_verify: cuda_attn does not serve speculative verify", call);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (mode != SGL_ATTN_MODE_DECODE && mode != SGL_ATTN_MODE_EXTEND) {
+        snprintf(b->err, sizeof b->err, "%s: forward_mode %d: expected idle, extend or decode", call, mode);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (bs < 0 || bs > b->sz.max_reqs) {
+        snprintf(b->err, sizeof b->err, "%s: batch_size %d: expected 0..%d (create's max_reqs)", call, bs, b->sz.max_reqs);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (mode == SGL_ATTN_MODE_DECODE) {
+        if (bt->tokens_per_req > 1) {
+            snprintf(b->err, sizeof b->err, "%s: tokens_per_req %d: cuda_attn decodes one token per request", call,
+                     bt->tokens_per_req);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        if (tokens != bs) {
+            snprintf(b->err, sizeof b->err, "%s: decode num_tokens %d: expected batch_size %d", call, tokens, bs);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if (tokens < 0 || tokens > b->sz.max_tokens) {
+        snprintf(b->err, sizeof b->err, "%s: num_tokens %d: expected 0..%d (create's max_tokens)", call, tokens,
+                 b->sz.max_tokens);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (bt->page_size < 1 || bt->page_size > 1024) {
+        snprintf(b->err, sizeof b->err, "%s: page_size %d: expected 1..1024", call, bt->page_size);
+        return bt->page_size < 1 ? SGL_ATTN_E_INVALID : SGL_ATTN_E_UNSUPPORTED;
+    }
+    int rc = ca_check_index2(&m, bt->req_to_token, "req_to_token", b->device, 1, 1);
+    if (!rc) rc = ca_check_index1(&m, bt->req_pool_indices, "req_pool_indices", b->device, bs);
+    if (!rc) rc = ca_check_index1(&m, bt->seq_lens, "seq_lens", b->device, bs);
+    if (!rc && mode == SGL_ATTN_MODE_EXTEND)
+        rc = ca_check_index1(&m, bt->extend_seq_lens, "extend_seq_lens", b->device, bs);
+    if (!rc && bt->encoder_lens) rc = ca_check_index1(&m, bt->encoder_lens, "encoder_lens", b->device, bs);
+    if (rc) return rc;
+    b->r2t_rows = (int32_t)bt->req_to_token->shape[0];
+    b->r2t_cols = (int32_t)bt->req_to_token->shape[1];
+    rc = check_mirrors(b, bt, bs, tokens, mode, call);
+    if (rc) return rc;
+
+    attn_plan_in in;
+    memset(&in, 0, sizeof in);
+    in.req_pool_indices = index_of(bt->req_pool_indices);
+    in.seq_lens = index_of(bt->seq_lens);
+    in.extend_seq_lens = index_of(mode == SGL_ATTN_MODE_EXTEND ? bt->extend_seq_lens : NULL);
+    in.encoder_lens = index_of(bt->encoder_lens);
+    in.bs = bs;
+    in.max_reqs = b->r2t_rows;
+    in.max_ctx = b->r2t_cols;
+    memset(b->has_dplan, 0, sizeof b->has_dplan);
+    memset(b->has_eplan, 0, sizeof b->has_eplan);
+    int ce = 0;
+    if (mode == SGL_ATTN_MODE_DECODE) {
+        for (int set = 0; set < CA_DPLAN_COUNT && !ce; set++) {
+            if (set == CA_DPLAN_WINDOW && b->model_window < 0) continue;
+            if (set == CA_DPLAN_CROSS && !bt->encoder_lens) continue;
+            attn_decode_plan pl;
+            memset(&pl, 0, sizeof pl);
+            pl.items = (attn_decode_item *)dev_at(b, b->sz.off_ditems[set]);
+            pl.num_items = num_items_ptr(b, set);
+            pl.max_items = b->sz.decode_max_items;
+            pl.max_parts = b->sz.decode_max_parts;
+            pl.target_items = b->sz.decode_target_items;
+            pl.min_chunk = b->sz.decode_min_chunk;
+            pl.chunk_align = b->sz.decode_chunk_align;
+            pl.window = set == CA_DPLAN_WINDOW ? b->model_window : -1;
+            pl.cross = set == CA_DPLAN_CROSS;
+            pl.counters = (int32_t *)dev_at(b, b->sz.off_counters);
+            pl.counters_per_req = b->sz.counters_per_req;
+            ce = attn_launch_plan_decode(&in, &pl, bt->stream);
+            b->has_dplan[set] = 1;
+        }
+        b->grid_items = ca_decode_grid_items(&b->sz, bs);
+    } else {
+        for (int set = 0; set < CA_EPLAN_COUNT && !ce; set++) {
+            if (set == CA_EPLAN_CROSS && !bt->encoder_lens) continue;
+            attn_extend_plan pl;
+            memset(&pl, 0, sizeof pl);
+            pl.items = (attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
+            pl.num_items = num_items_ptr(b, CA_DPLAN_COUNT + set);
+            pl.max_items = b->sz.extend_max_items;
+            pl.block_m = b->sz.extend_block_m;
+            pl.block_n = b->sz.extend_block_n;
+            pl.cross = set == CA_EPLAN_CROSS;
+            ce = attn_launch_plan_extend(&in, &pl, bt->stream);
+            b->has_eplan[set] = 1;
+        }
+        b->grid_items = ca_extend_grid_items(&b->sz, bs, tokens);
+    }
+    if (ce) {
+        sgl_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
+        return SGL_ATTN_E_DEVICE;
+    }
+    b->planned_mode = mode;
+    b->planned_bs = bs;
+    b->planned_tokens = tokens;
+    return SGL_ATTN_OK;
+}
+
+int ca_init_forward_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
+    ca_backend *b = (ca_backend *)bb;
+    if (!bt) {
+        snprintf(b->err, sizeof b->err, "init_forward_metadata: batch is NULL");
+        return SGL_ATTN_E_INVALID;
+    }
+    return ca_plan(b, bt, bt->batch_size, bt->num_tokens, bt->forward_mode);
+}
+
+/* Checks shared by both forwards; fills p (all but the work lists). */
+static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode, const char *call, attn_fwd *p,
+                         int32_t *T) {
+    ca_msg m = {b->err, sizeof b->err, call};
+    b->err[0] = 0;
+    if (!a || !a->layer || !a->batch) {
+        snprintf(b->err, sizeof b->err, "%s: args, layer or batch is NULL", call);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (b->planned_mode != mode) {
+        snprintf(b->err, sizeof b->err, "%s: init_forward_metadata planned %s: call it with this mode first", call,
+                 b->planned_mode == SGL_ATTN_MODE_DECODE ? "decode"
+                 : b->planned_mode == SGL_ATTN_MODE_EXTEND ? "extend"
+                 : b->planned_mode == SGL_ATTN_MODE_IDLE ? "idle" : "nothing");
+        return SGL_ATTN_E_STATE;
+    }
+    const sgl_attn_layer *L = a->layer;
+    if (L->num_q_heads != b->hq || L->num_kv_heads != b->hkv || L->head_dim_qk != b->head_dim ||
+        L->head_dim_v != b->head_dim) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: layer %d has heads %d/%d, dims %d/%d: expected %d/%d, %d/%d (the model's)", call, L->layer_id,
+                 L->num_q_heads, L->num_kv_heads, L->head_dim_qk, L->head_dim_v, b->hq, b->hkv, b->head_dim,
+                 b->head_dim);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!isfinite(L->sm_scale) || !isfinite(L->logit_softcap) || L->logit_softcap < 0.f) {
+        snprintf(b->err, sizeof b->err, "%s: layer %d sm_scale %g / logit_softcap %g: expected finite, soft-cap >= 0",
+                 call, L->layer_id, (double)L->sm_scale, (double)L->logit_softcap);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (L->is_cross && !(mode == SGL_ATTN_MODE_DECODE ? b->has_dplan[CA_DPLAN_CROSS] : b->has_eplan[CA_EPLAN_CROSS])) {
+        snprintf(b->err, sizeof b->err, "%s: layer %d is cross attention but the batch had no encoder_lens", call,
+                 L->layer_id);
+        return SGL_ATTN_E_STATE;
+    }
+    const int32_t t = b->planned_tokens;
+    *T = t;
+    int64_t qs[3], os[3], ks[3], vs[3];
+    int rc = ca_check_float3(&m, a->q, "q", b->device, b->dt_bit, t, b->hq, b->head_dim, 1, qs);
+    if (!rc) rc = ca_check_float3(&m, a->out, "out", b->device, b->dt_bit, t, b->hq, b->head_dim, 1, os);
+    const int64_t slots = L->k_cache && L->k_cache->ndim >= 1 && L->k_cache->shape ? L->k_cache->shape[0] : 0;
+    if (!rc) rc = ca_check_float3(&m, L->k_cache, "layer.k_cache", b->device, b->dt_bit, slots, b->hkv, b->head_dim, 0, ks);
+    if (!rc) rc = ca_check_float3(&m, L->v_cache, "layer.v_cache", b->device, b->dt_bit, slots, b->hkv, b->head_dim, 0, vs);
+    if (!rc && slots < 1) {
+        snprintf(b->err, sizeof b->err, "%s: the KV pool has no slots", call);
+        rc = SGL_ATTN_E_INVALID;
+    }
+    if (!rc && L->sinks) rc = ca_check_f32_1(&m, L->sinks, "layer.sinks", b->device, b->hq);
+    if (rc) return rc;
+    if (!a->batch->req_to_token || a->batch->req_to_token->shape[0] != b->r2t_rows ||
+        a->batch->req_to_token->shape[1] != b->r2t_cols) {
+        snprintf(b->err, sizeof b->err, "%s: batch.req_to_token changed shape since init_forward_metadata", call);
+        return SGL_ATTN_E_STATE;
+    }
+    memset(p, 0, sizeof *p);
+    p->q = ca_data(a->q);
+    p->out = (void *)ca_data(a->out);
+    p->k_cache = ca_data(L->k_cache);
+    p->v_cache = ca_data(L->v_cache);
+    p->sinks = L->sinks ? (const float *)ca_data(L->sinks) : NULL;
+    p->req_to_token = index_of(a->batch->req_to_token);
+    p->r2t_row_words = (int64_t)b->r2t_cols << p->req_to_token.shift;
+    p->q_stride_t = qs[0];
+    p->q_stride_h = qs[1];
+    p->o_stride_t = os[0];
+    p->o_stride_h = os[1];
+    p->kc_stride_s = ks[0];
+    p->kc_stride_h = ks[1];
+    p->vc_stride_s = vs[0];
+    p->vc_stride_h = vs[1];
+    p->num_slots = slots;
+    p->hq = b->hq;
+    p->hkv = b->hkv;
+    p->group = b->group;
+    p->max_reqs = b->r2t_rows;
+    p->max_ctx = b->r2t_cols;
+    p->num_tokens = t;
+    p->scale = L->sm_scale;
+    p->scale_log2 = L->sm_scale * 1.4426950408889634f;
+    p->softcap = L->logit_softcap;
+    p->window = L->is_cross ? -1 : (L->sliding_window < 0 ? -1 : L->sliding_window);
+    p->part_o = (float *)dev_at(b, b->sz.off_part_o);
+    p->part_lse = (float *)dev_at(b, b->sz.off_part_lse);
+    p->counters = (int32_t *)dev_at(b, b->sz.off_counters);
+    p->counters_per_req = b->sz.counters_per_req;
+
+    /* Save the new K/V first, so the attention below sees them. */
+    if (a->save_kv_cache && t > 0) {
+        if (L->is_cross) {
+            snprintf(b->err, sizeof b->err,
+                     "%s: save_kv_cache on cross-attention layer %d: write the encoder K/V into the pool first", call,
+                     L->layer_id);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        int64_t kst[3], vst[3];
+        rc = ca_check_float3(&m, a->k, "k", b->device, b->dt_bit, t, b->hkv, b->head_dim, 1, kst);
+        if (!rc) rc = ca_check_float3(&m, a->v, "v", b->device, b->dt_bit, t, b->hkv, b->head_dim, 1, vst);
+        if (!rc) rc = ca_check_index1(&m, a->batch->out_cache_loc, "batch.out_cache_loc", b->device, t);
+        if (rc) return rc;
+        attn_save s;
+        memset(&s, 0, sizeof s);
+        s.k = ca_data(a->k);
+        s.v = ca_data(a->v);
+        s.k_cache = (void *)p->k_cache;
+        s.v_cache = (void *)p->v_cache;
+        s.loc = index_of(a->batch->out_cache_loc);
+        s.k_stride_t = kst[0];
+        s.k_stride_h = kst[1];
+        s.v_stride_t = vst[0];
+        s.v_stride_h = vst[1];
+        s.kc_stride_s = ks[0];
+        s.kc_stride_h = ks[1];
+        s.vc_stride_s = vs[0];
+        s.vc_stride_h = vs[1];
+        s.num_slots = slots;
+        s.t = t;
+        s.hkv = b->hkv;
+        s.d = b->head_dim;
+        int ce = attn_launch_save_kv(&s, a->batch->stream);
+        if (ce) {
+            sgl_cuda_format_error(b->err, sizeof b->err, "save_kv_cache launch", ce);
+            return SGL_ATTN_E_DEVICE;
+        }
+    }
+    return SGL_ATTN_OK;
+}
+
+int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
+    ca_backend *b = (ca_backend *)bb;
+    attn_fwd p;
+    int32_t T = 0;
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T);
+    if (rc) return rc;
+    if (T == 0) return SGL_ATTN_OK;
+    const sgl_attn_layer *L = a->layer;
+    int set = CA_DPLAN_FULL;
+    if (L->is_cross)
+        set = CA_DPLAN_CROSS;
+    else if (L->sliding_window >= 0 && L->sliding_window == b->model_window && b->has_dplan[CA_DPLAN_WINDOW])
+        set = CA_DPLAN_WINDOW; /* planned for this window; the kernel still applies it */
+    p.ditems = (const attn_decode_item *)dev_at(b, b->sz.off_ditems[set]);
+    p.num_items = num_items_ptr(b, set);
+    int ce = attn_launch_decode(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
+    if (ce) {
+        sgl_cuda_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
+        return SGL_ATTN_E_DEVICE;
+    }
+    return SGL_ATTN_OK;
+}
+
+int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
+    ca_backend *b = (ca_backend *)bb;
+    attn_fwd p;
+    int32_t T = 0;
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T);
+    if (rc) return rc;
+    if (T == 0) return SGL_ATTN_OK;
+    const int set = a->layer->is_cross ? CA_EPLAN_CROSS : CA_EPLAN_SELF;
+    p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
+    p.num_items = num_items_ptr(b, CA_DPLAN_COUNT + set);
+    int ce = attn_launch_extend(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
+    if (ce) {
+        sgl_cuda_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
+        return SGL_ATTN_E_DEVICE;
+    }
+    return SGL_ATTN_OK;
+}

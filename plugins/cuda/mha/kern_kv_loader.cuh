@@ -1,0 +1,45 @@
+/*
+ * kern_kv_loader.cuh - gathers a tile of ROWS KV tokens through the page table
+ * into swizzled shared memory with cp.async (CUDA, SM 8.0+).  Each of NT
+ * threads owns one 16-byte chunk column and every (NT / chunks)-th row; the
+ * slots of the next tile are read into registers one tile ahead, so their
+ * latency hides behind a tile of compute and the copies can be issued at once.
+ */
+#ifndef SGL_CUDA_KERN_KV_LOADER_CUH
+#define SGL_CUDA_KERN_KV_LOADER_CUH
+
+#include "kern_mma_sm80.cuh"
+
+template <int D, int ROWS, int NT> struct kv_loader {
+    static constexpr int CH = D / 8;
+    static constexpr int RSTEP = NT / CH;
+    static constexpr int RPT = ROWS / RSTEP;
+    static_assert(NT % CH == 0 && ROWS % RSTEP == 0 && RPT >= 1, "tile split");
+    int32_t slot[RPT];
+    int c, r0;
+
+    GC_DEV kv_loader() : c((int)threadIdx.x % CH), r0((int)threadIdx.x / CH) {}
+
+    /* Slots of the tile starting at column t0 (columns >= end: slot 0, never read). */
+    GC_DEV void fetch_slots(const attn_fwd &p, int req_row, int t0, int end) {
+#pragma unroll
+        for (int k = 0; k < RPT; k++) {
+            const int tok = t0 + r0 + k * RSTEP;
+            slot[k] = tok < end ? attn_slot32(p, req_row, tok) : 0;
+        }
+    }
+    /* cp.async the tile whose slots were fetched; rows past `end` are zero-filled. */
+    GC_DEV void issue(const attn_fwd &p, int kvh, uint16_t *ks, uint16_t *vs, int t0, int end) const {
+        const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)kvh * p.kc_stride_h + c * 8;
+        const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)kvh * p.vc_stride_h + c * 8;
+#pragma unroll
+        for (int k = 0; k < RPT; k++) {
+            const int row = r0 + k * RSTEP;
+            const bool ok = t0 + row < end;
+            gc_cp_async16(ks + swz<D>(row, c), kb + (int64_t)slot[k] * p.kc_stride_s, ok);
+            gc_cp_async16(vs + swz<D>(row, c), vb + (int64_t)slot[k] * p.vc_stride_s, ok);
+        }
+    }
+};
+
+#endif

@@ -1,0 +1,40 @@
+# plugins/cuda/mha - the cuda_attn plugin (paged MHA/GQA/MQA/cross attention).
+#   make cuda_attn            the plugin .so
+#   make cuda_attn_resources  ptxas resource report -> $(BUILD)/cuda_attn_resources.txt
+# Needs nvcc (plugins/cuda/common/module.mk finds it); skipped with the reason otherwise.
+
+CUDA_ATTN_SO := $(PLUGDIR)/cuda_attn.so
+CUDA_ATTN_C := cuda_attn_plugin.c cuda_attn_backend.c cuda_attn_forward.c cuda_attn_check.c \
+               cuda_attn_sizing.c attn_dispatch.c
+CUDA_ATTN_CU := launch_misc.cu launch_simple.cu launch_mma.cu launch_wgmma.cu
+CUDA_ATTN_OBJS := $(addprefix $(OBJDIR)/plugins/cuda/mha/,$(CUDA_ATTN_C:.c=.o) $(CUDA_ATTN_CU:.cu=.cu.o))
+# The pure-C parts tests/cuda/ links without CUDA.
+CUDA_ATTN_PURE_OBJS := $(OBJDIR)/plugins/cuda/mha/cuda_attn_check.o $(OBJDIR)/plugins/cuda/mha/cuda_attn_sizing.o
+
+ifeq ($(HAVE_CUDA),1)
+CFLAGS_plugins_cuda_mha_ := $(CUDA_CFLAGS) -Iplugins/cuda/mha
+NVCCFLAGS_plugins_cuda_mha_ := -Iplugins/cuda/mha
+
+ALL += $(CUDA_ATTN_SO)
+PLUGINS += $(CUDA_ATTN_SO)
+
+$(CUDA_ATTN_SO): $(CUDA_ATTN_OBJS) $(CUDA_COMMON_OBJS)
+	@mkdir -p $(@D)
+	$(CUDA_LINK) -o $@ $^ $(CUDA_LDLIBS)
+
+cuda_attn: $(CUDA_ATTN_SO)
+
+cuda_attn_resources: $(CUDA_ATTN_CU:%=plugins/cuda/mha/%)
+	@mkdir -p $(BUILD)
+	@for f in $^; do echo "== $$f"; \
+	  $(NVCC) $(NVCC_FLAGS) -Iplugins/cuda/mha -Xptxas -v -c $$f -o /dev/null 2>&1 | \
+	  grep -E "Compiling entry|registers|spill" | sed -e 's/ptxas info    : //'; done > $(BUILD)/cuda_attn_resources.txt
+	@echo "wrote $(BUILD)/cuda_attn_resources.txt"
+else
+CFLAGS_plugins_cuda_mha_ := -Iplugins/cuda/mha
+SKIPPED += cuda_attn
+SKIP_WHY_cuda_attn := nvcc not found (set NVCC=/path/to/nvcc)
+cuda_attn cuda_attn_resources:
+	@echo "cuda_attn skipped: $(SKIP_WHY_cuda_attn)"
+endif
+.PHONY: cuda_attn cuda_attn_resources
