@@ -177,10 +177,9 @@ static int vl_state_commit(sgl_attn_backend *bb, const DLTensor *accepted) {
 }
 
 static void vl_destroy(sgl_attn_backend *bb) {
-    vl_backend *b = self(bb);
-    /* The layer owns the backend it wraps (a stack is destroyed from the top). */
-    if (b->inner_ops.destroy) b->inner_ops.destroy(b->inner);
-    free(b);
+    /* The host destroys a stack outermost first, layer by layer (stack.c):
+     * the inner is not ours to destroy. */
+    free(self(bb));
 }
 
 /* Our vtable mirrors the inner's: an optional entry the inner lacks stays

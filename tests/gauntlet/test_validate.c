@@ -516,7 +516,7 @@ static void run_violation(const violation *v, uint64_t *seed) {
         const char *msg = b->ops->last_error(b);
         if (!strstr(msg, expect)) fail_msg("%s: last_error \"%s\" lacks \"%s\"", v->name, msg, expect);
         b->ops->destroy(b);
-        assert_int_equal(inner.n_destroy, 1);
+        assert_int_equal(inner.n_destroy, 0); /* the host destroys each layer itself */
         fx_free(&f);
         return;
     }
@@ -690,7 +690,7 @@ static void test_optional_ops(void **state) {
     assert_int_equal(full.n_graph, 2);
     assert_int_equal(full.n_state, 1);
     b->ops->destroy(b);
-    assert_int_equal(full.n_destroy, 1);
+    assert_int_equal(full.n_destroy, 0);
     fx_free(&f);
 }
 
