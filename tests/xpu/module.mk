@@ -14,3 +14,13 @@ $(TESTDIR)/test_xpu_ocl: $(OBJDIR)/tests/xpu/test_xpu_ocl.o $(PLATFORM_TEST_OBJS
 TESTS += $(TESTDIR)/test_xpu_ocl
 xpu: $(TESTDIR)/test_xpu_ocl
 endif
+
+# The same test under valgrind, quick subset (PoCL's JIT makes the full one
+# take minutes there); PoCL/LLVM's own leaks are suppressed (tests/xpu/pocl.supp).
+ifeq ($(HAVE_OPENCL),1)
+xpu-valgrind: $(TESTDIR)/test_xpu_ocl
+	XPU_TEST_QUICK=1 SGL_ATTN_NO_UNLOAD=1 valgrind --quiet --error-exitcode=9 --leak-check=full \
+	  --errors-for-leak-kinds=definite --suppressions=tests/xpu/pocl.supp $(TESTDIR)/test_xpu_ocl
+TEST_STEPS += xpu-valgrind
+.PHONY: xpu-valgrind
+endif
