@@ -1,0 +1,35 @@
+# tests/cuda - cuda_attn's tests.
+#   test_cuda_attn_plan   pure C (sizing, bounds, checks): builds and runs everywhere
+#   test_cuda_attn_load   the built plugin: loads, descriptor, probe, create refusals (no GPU needed)
+#   test_cuda_graph       graph capture / replay on a GPU; skipped with the probe's reason elsewhere
+#   make cuda-tests       build and run them
+
+CUDA_TEST_PLAN := $(TESTDIR)/test_cuda_attn_plan
+$(CUDA_TEST_PLAN): $(OBJDIR)/tests/cuda/test_cuda_attn_plan.o $(CUDA_ATTN_PURE_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -lm
+CFLAGS_tests_cuda_ := -Iplugins/cuda/mha -DCUDA_ATTN_SO='"$(abspath $(PLUGDIR))/cuda_attn.so"'
+TESTS += $(CUDA_TEST_PLAN)
+CUDA_TESTS := $(CUDA_TEST_PLAN)
+
+ifeq ($(HAVE_CUDA),1)
+CFLAGS_tests_cuda_ += $(CUDA_CFLAGS)
+CUDA_TEST_LOAD := $(TESTDIR)/test_cuda_attn_load
+CUDA_TEST_GRAPH := $(TESTDIR)/test_cuda_graph
+$(CUDA_TEST_LOAD): $(OBJDIR)/tests/cuda/test_cuda_attn_load.o | $(CUDA_ATTN_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -ldl
+$(CUDA_TEST_GRAPH): $(OBJDIR)/tests/cuda/test_cuda_graph.o | $(CUDA_ATTN_SO)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -ldl -lm $(CUDA_LDLIBS)
+TESTS += $(CUDA_TEST_LOAD) $(CUDA_TEST_GRAPH)
+CUDA_TESTS += $(CUDA_TEST_LOAD) $(CUDA_TEST_GRAPH)
+else
+SKIPPED += cuda_tests
+SKIP_WHY_cuda_tests := nvcc not found: only the pure-C cuda_attn test is built
+endif
+.SECONDARY: $(patsubst $(TESTDIR)/%,$(OBJDIR)/tests/cuda/%.o,$(CUDA_TESTS))
+
+cuda-tests: $(CUDA_TESTS)
+	@set -e; for t in $(CUDA_TESTS); do echo "== $$t"; $$t; done
+.PHONY: cuda-tests

@@ -1,0 +1,250 @@
+/* test_cuda_attn_plan.c - the pure-C parts of cuda_attn, no GPU needed:
+ * buffer sizing and grid bounds against the split arithmetic the plan kernel
+ * uses (random lengths), variant names, tensor and model checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "attn_plan_math.h"
+#include "cuda_attn.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(uint32_t n) { /* xorshift64*, [0, n) */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 33) % n;
+}
+
+/* The decode plan's item and part counts stay under the buffers and the grid
+ * bound for any lengths. */
+static void test_decode_bounds_random(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 2000; trial++) {
+        const int variant = (int)rnd(3);
+        const int hkv = 1 << rnd(5), group = 1 + (int)rnd(16), hq = hkv * group;
+        const int d = 64 << rnd(3);
+        const int max_reqs = 1 + (int)rnd(512), max_ctx = 1 + (int)rnd(200000);
+        const int sms = 1 + (int)rnd(160);
+        attn_tiles t = attn_variant_tiles(variant, d, group);
+        ca_sizing s;
+        char err[256];
+        assert_int_equal(ca_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms, 4, err, sizeof err), 0);
+        const int bs = 1 + (int)rnd((uint32_t)max_reqs);
+        int64_t lens[512], total = 0;
+        for (int i = 0; i < bs; i++) {
+            lens[i] = rnd(4) == 0 ? 0 : rnd((uint32_t)max_ctx + 1);
+            total += lens[i];
+        }
+        const int64_t chunk = attn_plan_chunk(total, s.decode_target_items, s.decode_min_chunk, s.decode_chunk_align);
+        assert_true(chunk >= s.decode_min_chunk && chunk % s.decode_chunk_align == 0);
+        int64_t items = 0, parts = 0;
+        for (int i = 0; i < bs; i++) {
+            const int n = attn_plan_nsplit(lens[i], chunk);
+            assert_true(n >= 1);
+            /* the splits cover the request exactly: (n-1) chunks < len <= n chunks */
+            if (lens[i] > 0) assert_true((int64_t)(n - 1) * chunk < lens[i] && lens[i] <= (int64_t)n * chunk);
+            items += n;
+            if (n > 1) parts += n;
+        }
+        assert_true(items <= ca_decode_grid_items(&s, bs));
+        assert_true(items <= s.decode_max_items);
+        assert_true(parts <= s.decode_max_parts);
+        /* every decode launch's grid.y fits the counters of a request */
+        assert_true(hkv * s.decode_hblocks <= s.counters_per_req);
+    }
+}
+
+static void test_extend_bounds_random(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 2000; trial++) {
+        const int variant = (int)rnd(3), d = 64 << rnd(3);
+        attn_tiles t = attn_variant_tiles(variant, d, 1 + (int)rnd(8));
+        const int max_reqs = 1 + (int)rnd(256), max_tokens = 1 + (int)rnd(32768);
+        ca_sizing s;
+        char err[256];
+        assert_int_equal(ca_sizing_compute(&s, max_reqs, max_tokens, 65536, 8, 8, d, &t, 132, 4, err, sizeof err), 0);
+        const int bs = 1 + (int)rnd((uint32_t)max_reqs);
+        int64_t tokens = 0, items = 0;
+        for (int i = 0; i < bs; i++) {
+            int64_t left = max_tokens - tokens;
+            int64_t e = left > 0 ? rnd((uint32_t)(left / (bs - i) * 2 + 1)) : 0;
+            if (e > left) e = left;
+            tokens += e;
+            items += (e + s.extend_block_m - 1) / s.extend_block_m;
+        }
+        assert_true(tokens <= max_tokens);
+        assert_true(items <= ca_extend_grid_items(&s, bs, (int32_t)tokens));
+        assert_true(items <= s.extend_max_items);
+    }
+}
+
+/* The regions carved from the one allocation are aligned and disjoint. */
+static void test_layout(void **state) {
+    (void)state;
+    for (int trial = 0; trial < 200; trial++) {
+        attn_tiles t = attn_variant_tiles((int)rnd(3), 128, 4);
+        ca_sizing s;
+        char err[256];
+        const int hkv = 1 + (int)rnd(16);
+        assert_int_equal(ca_sizing_compute(&s, 1 + (int)rnd(1000), 1 + (int)rnd(20000), 1 + (int)rnd(100000),
+                                           hkv * 4, hkv, 128, &t, 132, 4, err, sizeof err), 0);
+        size_t starts[] = {s.off_ditems[0], s.off_ditems[1], s.off_ditems[2], s.off_eitems[0], s.off_eitems[1],
+                           s.off_num, s.off_part_o, s.off_part_lse, s.off_counters, s.total_bytes};
+        size_t sizes[] = {s.decode_max_items * sizeof(attn_decode_item), s.decode_max_items * sizeof(attn_decode_item),
+                          s.decode_max_items * sizeof(attn_decode_item), s.extend_max_items * sizeof(attn_extend_item),
+                          s.extend_max_items * sizeof(attn_extend_item), 5 * sizeof(int32_t),
+                          (size_t)s.decode_max_parts * s.hq * 128 * 4, (size_t)s.decode_max_parts * s.hq * 4,
+                          (size_t)s.max_reqs * s.counters_per_req * 4};
+        for (int i = 0; i < 9; i++) {
+            assert_int_equal(starts[i] % 256, 0);
+            assert_true(starts[i] + sizes[i] <= starts[i + 1]);
+        }
+    }
+}
+
+static void test_sizing_refuses(void **state) {
+    (void)state;
+    attn_tiles t = attn_variant_tiles(ATTN_VARIANT_MMA, 128, 4);
+    ca_sizing s;
+    char err[256];
+    assert_int_equal(ca_sizing_compute(&s, 0, 16, 16, 8, 2, 128, &t, 132, 4, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "max_reqs 0"));
+    assert_int_equal(ca_sizing_compute(&s, 4, 16, 16, 6, 4, 128, &t, 132, 4, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "num_q_heads 6"));
+}
+
+static void test_variants(void **state) {
+    (void)state;
+    for (int v = 0; v < ATTN_VARIANT_COUNT_; v++) assert_int_equal(ca_variant_parse(ca_variant_name(v)), v);
+    assert_int_equal(ca_variant_parse("auto"), -1);
+    assert_int_equal(ca_variant_parse(NULL), -1);
+    assert_int_equal(ca_variant_parse("fast"), -2);
+}
+
+static sgl_attn_model good_model(void) {
+    sgl_attn_model m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.num_q_heads = 32;
+    m.num_kv_heads = 8;
+    m.head_dim_qk = m.head_dim_v = 128;
+    m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16;
+    m.sliding_window = -1;
+    return m;
+}
+
+static void test_model_check(void **state) {
+    (void)state;
+    char why[256];
+    sgl_attn_model m = good_model();
+    assert_int_equal(ca_model_check(&m, why, sizeof why), 0);
+    m.is_mla = 1;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "MLA"));
+    m = good_model();
+    m.head_dim_qk = m.head_dim_v = 96;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "head dim 96"));
+    m = good_model();
+    m.head_dim_v = 64;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    m = good_model();
+    m.kv_dtype = SGL_ATTN_DT_F16;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "kv dtype f16"));
+    m = good_model();
+    m.dtype = m.kv_dtype = SGL_ATTN_DT_F32;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "f32"));
+    m = good_model();
+    m.num_kv_heads = 5;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_INVALID);
+}
+
+/* A fake device tensor (never dereferenced by the checks). */
+static DLTensor tensor(void *data, int ndim, int64_t *shape, uint8_t code, uint8_t bits) {
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.device.device_type = kDLCUDA;
+    t.device.device_id = 0;
+    t.ndim = ndim;
+    t.shape = shape;
+    t.dtype.code = code;
+    t.dtype.bits = bits;
+    t.dtype.lanes = 1;
+    return t;
+}
+
+static void test_tensor_checks(void **state) {
+    (void)state;
+    static _Alignas(16) char buf[64];
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "forward_decode"};
+    int64_t st[3];
+    const int hq = 1 + (int)rnd(32), T = 1 + (int)rnd(64);
+    int64_t shape[3] = {T, hq, 128};
+    DLTensor q = tensor(buf, 3, shape, kDLBfloat, 16);
+    assert_int_equal(ca_check_float3(&m, &q, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), 0);
+    assert_int_equal(st[0], (int64_t)hq * 128);
+    assert_int_equal(st[1], 128);
+    /* merged [T, hq * D] as sglang passes it */
+    int64_t merged[2] = {T, (int64_t)hq * 128};
+    DLTensor q2 = tensor(buf, 2, merged, kDLBfloat, 16);
+    assert_int_equal(ca_check_float3(&m, &q2, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), 0);
+    assert_int_equal(ca_check_float3(&m, &q2, "k_cache", 0, SGL_ATTN_DT_BF16, T, hq, 128, 0, st), SGL_ATTN_E_INVALID);
+    /* wrong dtype: a valid one we do not serve is unsupported, and named */
+    DLTensor qf = tensor(buf, 3, shape, kDLFloat, 16);
+    assert_int_equal(ca_check_float3(&m, &qf, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "q dtype is f16"));
+    /* wrong head dim */
+    int64_t bad[3] = {T, hq, 96};
+    DLTensor qb = tensor(buf, 3, bad, kDLBfloat, 16);
+    assert_int_equal(ca_check_float3(&m, &qb, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "96"));
+    /* wrong device and host memory */
+    DLTensor qd = q;
+    qd.device.device_id = 3;
+    assert_int_equal(ca_check_float3(&m, &qd, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "device 3"));
+    qd.device.device_type = kDLCPU;
+    assert_int_equal(ca_check_float3(&m, &qd, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_INVALID);
+    /* misaligned data and odd strides are refused, not launched */
+    DLTensor qm = tensor(buf + 2, 3, shape, kDLBfloat, 16);
+    assert_int_equal(ca_check_float3(&m, &qm, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_UNSUPPORTED);
+    int64_t strides[3] = {hq * 128 + 4, 128, 1};
+    DLTensor qs = q;
+    qs.strides = strides;
+    assert_int_equal(ca_check_float3(&m, &qs, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_UNSUPPORTED);
+    strides[0] = (int64_t)hq * 256; /* a strided view (every other token row) is fine */
+    assert_int_equal(ca_check_float3(&m, &qs, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), 0);
+    assert_int_equal(st[0], (int64_t)hq * 256);
+    /* index tensors */
+    int64_t n1[1] = {T};
+    DLTensor ix = tensor(buf, 1, n1, kDLInt, 64);
+    assert_int_equal(ca_check_index1(&m, &ix, "seq_lens", 0, T), 0);
+    assert_int_equal(ca_check_index1(&m, &ix, "seq_lens", 0, T + 1), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "seq_lens"));
+    DLTensor ixf = tensor(buf, 1, n1, kDLFloat, 32);
+    assert_int_equal(ca_check_index1(&m, &ixf, "seq_lens", 0, T), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "int32 or int64"));
+    assert_int_equal(ca_check_index1(&m, NULL, "seq_lens", 0, T), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "seq_lens is NULL"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
+        cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
+        cmocka_unit_test(test_variants),             cmocka_unit_test(test_model_check),
+        cmocka_unit_test(test_tensor_checks),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
