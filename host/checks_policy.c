@@ -338,6 +338,7 @@ int sel_wrapper_kind_matches(const sel_ctx *cx, const sel_candidate *w) {
 
 void sel_eval_wrapper(const sel_ctx *cx, const sel_candidate *w, int platform, uint32_t device, eval *e) {
     memset(e, 0, sizeof *e);
+    e->score = w->score;
     const sgl_attn_model *m = &cx->model;
     const sgl_attn_plugin_info *info = w->info;
     if (!sel_wrapper_kind_matches(cx, w)) {

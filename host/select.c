@@ -296,6 +296,30 @@ static void headline(const sel_ctx *cx, const stage_run *st, const char *extra, 
         str_printf(err, err_size, "%s: %s. Alternatives here: %s", what, extra, alts);
         return;
     }
+    if (st->req.kind != REQ_AUTO && (d < 0 || st->ev[d].depth == D_NAME)) {
+        /* Nothing here answers to the name: the name's own rules first (the
+         * seed checks them before anything else), else what it maps to. */
+        const conf_alias *a = st->req.alias;
+        for (size_t i = 0; a && i < a->n_requires; i++)
+            if (!sel_row_uses_arch(&a->requires[i]) && !sel_row_holds(&a->requires[i], &cx->model, NULL)) {
+                expand(cx, &st->req, a->requires[i].message, msg, sizeof msg);
+                str_printf(err, err_size, "%s: %s Alternatives here: %s", what, msg, alts);
+                return;
+            }
+        if (a && a->message) {
+            str_printf(err, err_size, "%s: %s Alternatives here: %s", what, a->message, alts);
+            return;
+        }
+        char maps[256] = "";
+        for (size_t i = 0; a && i < a->n_plugins; i++) ju_append(maps, sizeof maps, "%s%s", i ? ", " : "", a->plugins[i]);
+        for (int p = 0; a && p < SGL_ATTN_PLATFORM_COUNT_; p++)
+            for (size_t i = 0; a->has_platform[p] && i < a->n_platform_plugins[p]; i++)
+                ju_append(maps, sizeof maps, "%s%s (%s)", maps[0] ? ", " : "", a->platform_plugins[p][i],
+                          sgl_attn_platform_name(p));
+        str_printf(err, err_size, "%s: no plugin here serves it%s%s%s. Alternatives here: %s", what,
+                   maps[0] ? " (conf maps it to " : "", maps, maps[0] ? ", none of them found)" : "", alts);
+        return;
+    }
     if (d >= 0) {
         expand(cx, &st->req, st->ev[d].message, msg, sizeof msg);
         str_printf(err, err_size, "%s: %s [%s: %s]. Alternatives here: %s", what, msg,

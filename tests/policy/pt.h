@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "select_policy.h"
+#include "model_policy.h"
 
 #define PT_MAX 24
 
