@@ -183,7 +183,7 @@ int cmd_select(int argc, char **argv) {
     int rc = sgl_attn_model_from_file(o.model, o.tp, &m, err, sizeof err);
     if (rc != SGL_ATTN_OK) {
         fprintf(stderr, "attnctl select: %s\n", err);
-        return rc == SGL_ATTN_E_NOT_FOUND ? ATTNCTL_EXIT_NOT_FOUND : ATTNCTL_EXIT_ENV;
+        return ATTNCTL_EXIT_ENV; /* the model file is the environment */
     }
     sgl_attn_host *h = attnctl_open_host(&c);
     if (!h) return ATTNCTL_EXIT_ENV;

@@ -21,3 +21,12 @@ test-policy: $(POLICY_TESTS)
 	@set -e; for t in $(POLICY_TESTS); do echo "== $$t"; $$t; done
 
 .PHONY: test-policy
+
+# Valgrind over the policy tests (ASan runs come with `make SAN=asan test-policy`).
+policy-valgrind: $(POLICY_TESTS)
+	@set -e; for t in $(POLICY_TESTS); do echo "== valgrind $$t"; \
+	    valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 $$t >/dev/null; done
+	@echo "policy-valgrind: $(words $(POLICY_TESTS)) test binaries clean"
+
+TEST_STEPS += policy-valgrind
+.PHONY: policy-valgrind
