@@ -2,6 +2,7 @@
 # Selection tests use fake candidates only (no plugin is loaded); they link
 # the policy objects directly, with core's log/paths/names.
 #
+#   make policy         build the policy objects and these tests
 #   make test-policy    build and run these tests alone
 
 POLICY_HOST_OBJS := $(addprefix $(OBJDIR)/host/,json_util.o conf.o conf_rows_policy.o names_policy.o names.o \
@@ -17,10 +18,12 @@ $(TESTDIR)/test_policy_%: $(OBJDIR)/tests/policy/test_policy_%.o $(OBJDIR)/tests
 
 TESTS += $(POLICY_TESTS)
 
+policy: $(POLICY_TESTS)
+
 test-policy: $(POLICY_TESTS)
 	@set -e; for t in $(POLICY_TESTS); do echo "== $$t"; $$t; done
 
-.PHONY: test-policy
+.PHONY: policy test-policy
 
 # Valgrind over the policy tests (ASan runs come with `make SAN=asan test-policy`).
 policy-valgrind: $(POLICY_TESTS)
