@@ -36,7 +36,7 @@ if command -v cuobjdump >/dev/null; then
        "$OUT/cuda_attn.sass" | sort > "$OUT/sass_summary.txt"
   grep -c . "$OUT/sass_summary.txt"
 fi
-timeout 120 "$A" list-plugins > "$OUT/list_plugins.txt" 2>&1; grep -i cuda "$OUT/list_plugins.txt"
+timeout 30 "$A" list-plugins > "$OUT/list_plugins.txt" 2>&1; grep -i cuda "$OUT/list_plugins.txt"
 step "graph capture test"; el
 timeout 60 build/tests/test_cuda_graph 2>&1 | tee "$OUT/graph_test.log" | tail -6
 

@@ -249,6 +249,11 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         snprintf(b->err, sizeof b->err, "%s: the KV pool has no slots", call);
         rc = SGL_ATTN_E_INVALID;
     }
+    if (!rc && slots > INT32_MAX) { /* the kernels keep slots in 32-bit registers */
+        snprintf(b->err, sizeof b->err, "%s: the KV pool has %" PRId64 " slots: cuda_attn serves up to 2^31 - 1", call,
+                 slots);
+        rc = SGL_ATTN_E_UNSUPPORTED;
+    }
     if (!rc && L->sinks) rc = ca_check_f32_1(&m, L->sinks, "layer.sinks", b->device, b->hq);
     if (rc) return rc;
     if (!a->batch->req_to_token || a->batch->req_to_token->shape[0] != b->r2t_rows ||
