@@ -18,6 +18,12 @@ extern "C" {
 
 #define SGL_ATTN_VERSION "0.1.0"
 
+/* The library is built with -fvisibility=hidden; these declarations are its
+ * exported API, whatever order a source file includes headers in. */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 typedef struct sgl_attn_host sgl_attn_host;
 
 /* ------------------------------------------------------------------ open */
@@ -137,6 +143,9 @@ typedef struct sgl_attn_select_request {
     int32_t platform;             /* restrict to one platform; 0 = any */
     int32_t is_draft;             /* draft worker: full-attention layers = [0] */
     int32_t validate;             /* stack the validation layer on top */
+    /* Appended (read only within struct_size): 1 = the engine captures
+     * CUDA/HIP graphs, so every chosen plugin must support graph capture. */
+    int32_t cuda_graph;
 } sgl_attn_select_request;
 
 /* One candidate the selection looked at, with the rule that took or refused it. */
@@ -208,6 +217,10 @@ const char *sgl_attn_last_error(sgl_attn_backend *b);
 int sgl_attn_init_forward_metadata(sgl_attn_backend *b, const sgl_attn_batch *batch);
 int sgl_attn_forward_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a);
 int sgl_attn_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }
