@@ -71,6 +71,30 @@ static const char *human_bytes(uint64_t b, char *buf, size_t size) {
     return buf;
 }
 
+typedef struct dev_row {
+    char plugin[SGL_ATTN_NAME_MAX + 1], dev[16], name[96], arch[48], mem[32], cus[16];
+    const char *avail;
+    char reason[SGL_ATTN_REASON_MAX];
+} dev_row;
+
+static void print_row(const dev_row *r, const int *w) {
+    printf("%-*s  %*s  %-*s  %-*s  %*s  %*s  %s%s%s\n", w[0], r->plugin, w[1], r->dev, w[2], r->name, w[3],
+           r->arch, w[4], r->mem, w[5], r->cus, r->avail, r->reason[0] ? ": " : "", r->reason);
+}
+
+static void fill_row(dev_row *r, const char *plugin, uint32_t d, const sgl_attn_caps *cp) {
+    snprintf(r->plugin, sizeof r->plugin, "%s", plugin);
+    snprintf(r->dev, sizeof r->dev, "%u", d);
+    snprintf(r->name, sizeof r->name, "%s", cp->device_name[0] ? cp->device_name : "-");
+    snprintf(r->arch, sizeof r->arch, "%s", cp->arch_name[0] ? cp->arch_name : "-");
+    human_bytes(cp->memory_bytes, r->mem, sizeof r->mem);
+    if (cp->compute_units) snprintf(r->cus, sizeof r->cus, "%u", cp->compute_units);
+    else snprintf(r->cus, sizeof r->cus, "-");
+    r->avail = cp->available ? "yes" : "no";
+    snprintf(r->reason, sizeof r->reason, "%s",
+             cp->available ? "" : cp->reason[0] ? cp->reason : "(no reason given)");
+}
+
 int cmd_devices(int argc, char **argv) {
     attnctl_common c = {.isolate = 1}; /* probes run in a child by default */
     for (int i = 1; i < argc; i++) {
@@ -89,31 +113,42 @@ int cmd_devices(int argc, char **argv) {
     sgl_attn_host *h = attnctl_open_host(&c);
     if (!h) return ATTNCTL_EXIT_ENV;
     size_t n = sgl_attn_host_plugin_count(h), rows = 0;
+    static const dev_row head = {"PLUGIN", "DEV", "DEVICE", "ARCH", "MEMORY", "CUS", "AVAILABLE", ""};
+    int w[6] = {0};
     if (c.json) fputc('[', stdout);
-    else printf("%-16s %3s  %-28s %-16s %10s %5s  %s\n", "PLUGIN", "DEV", "DEVICE", "ARCH", "MEMORY",
-                "CUS", "AVAILABLE");
-    for (size_t i = 0; i < n; i++) {
-        sgl_attn_plugin_info in = {.struct_size = sizeof in};
-        if (sgl_attn_host_plugin_info(h, i, &in) != SGL_ATTN_OK || !in.n_devices) continue;
-        for (uint32_t d = 0; d < in.n_devices; d++) {
-            sgl_attn_caps cp = {.struct_size = sizeof cp};
-            if (sgl_attn_host_plugin_caps(h, i, d, &cp) != SGL_ATTN_OK) continue;
-            if (c.json) {
-                fputs(rows ? ",\n{\"plugin\":" : "\n{\"plugin\":", stdout);
-                attnctl_json_str(stdout, in.name);
-                fputs(",\"device\":", stdout);
-                attnctl_json_caps(stdout, &cp, d);
-                fputc('}', stdout);
-            } else {
-                char mem[32], cus[16];
-                snprintf(cus, sizeof cus, "%u", cp.compute_units);
-                printf("%-16s %3u  %-28s %-16s %10s %5s  %s%s%s\n", in.name, d,
-                       cp.device_name[0] ? cp.device_name : "-", cp.arch_name[0] ? cp.arch_name : "-",
-                       human_bytes(cp.memory_bytes, mem, sizeof mem), cp.compute_units ? cus : "-",
-                       cp.available ? "yes" : "no", cp.available ? "" : ": ",
-                       cp.available ? "" : (cp.reason[0] ? cp.reason : "(no reason given)"));
+    /* Two passes over the devices: column widths, then the rows. */
+    for (int pass = 0; pass < (c.json ? 1 : 2); pass++) {
+        if (pass == 1) print_row(&head, w);
+        for (size_t i = 0; i < n; i++) {
+            sgl_attn_plugin_info in = {.struct_size = sizeof in};
+            if (sgl_attn_host_plugin_info(h, i, &in) != SGL_ATTN_OK) continue;
+            for (uint32_t d = 0; d < in.n_devices; d++) {
+                sgl_attn_caps cp = {.struct_size = sizeof cp};
+                if (sgl_attn_host_plugin_caps(h, i, d, &cp) != SGL_ATTN_OK) continue;
+                if (c.json) {
+                    fputs(rows ? ",\n{\"plugin\":" : "\n{\"plugin\":", stdout);
+                    attnctl_json_str(stdout, in.name);
+                    fputs(",\"device\":", stdout);
+                    attnctl_json_caps(stdout, &cp, d);
+                    fputc('}', stdout);
+                    rows++;
+                    continue;
+                }
+                dev_row r;
+                fill_row(&r, in.name, d, &cp);
+                if (pass == 1) {
+                    print_row(&r, w);
+                    rows++;
+                    continue;
+                }
+                const char *cells[6] = {r.plugin, r.dev, r.name, r.arch, r.mem, r.cus};
+                const char *hcells[6] = {head.plugin, head.dev, head.name, head.arch, head.mem, head.cus};
+                for (int k = 0; k < 6; k++) {
+                    int l = (int)strlen(cells[k]), hl = (int)strlen(hcells[k]);
+                    if (l > w[k]) w[k] = l;
+                    if (hl > w[k]) w[k] = hl;
+                }
             }
-            rows++;
         }
     }
     if (c.json) fputs(rows ? "\n]\n" : "]\n", stdout);

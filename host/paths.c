@@ -47,8 +47,21 @@ const char *search_path_default_dir(char *buf, size_t size) {
     return beside_library(buf, size, "sglattn/plugins");
 }
 
+/* <libdir>/../etc/sglattn/sglattn.json, with the ".." resolved so the path
+ * reads as the user would write it. */
 const char *search_path_default_conf(char *buf, size_t size) {
-    return beside_library(buf, size, "../etc/sglattn/sglattn.json");
+    char lib[PATH_MAX];
+    host_library_path(lib, sizeof lib);
+    for (int up = 0; up < 2; up++) { /* the file, then <libdir> */
+        char *slash = strrchr(lib, '/');
+        if (!slash) {
+            str_copy(buf, size, "");
+            return buf;
+        }
+        *slash = 0;
+    }
+    str_printf(buf, size, "%s/etc/sglattn/sglattn.json", lib);
+    return buf;
 }
 
 static void add_note(search_path *sp, const hlog *log, int level, const char *text) {

@@ -49,13 +49,13 @@ $(TESTDIR)/host/test_host_internals: $(OBJDIR)/tests/host/test_host_internals.o 
 	$(CC) -o $@ $^ $(LDFLAGS_COMMON) -lcmocka $(HOST_LIBS)
 
 $(filter-out %/test_host_internals,$(HOST_TESTS)): $(TESTDIR)/host/%: $(OBJDIR)/tests/host/%.o \
-    $(OBJDIR)/tests/host/th.o $(LIBSGLATTN) $(HOST_FAKES) $(TESTDIR)/host/secure_helper
+    $(OBJDIR)/tests/host/th.o $(LIBSGLATTN) $(HOST_FAKES) $(TESTDIR)/host/secure_helper | $(LIBSGLATTN_LINK)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $(OBJDIR)/tests/host/$*.o $(OBJDIR)/tests/host/th.o $(HOST_TEST_LDFLAGS) -lpthread
 
 # Exec'd setgid by test_host_paths: an absolute rpath, since the loader
 # ignores $ORIGIN for a setgid program.
-$(TESTDIR)/host/secure_helper: $(OBJDIR)/tests/host/secure_helper.o $(LIBSGLATTN)
+$(TESTDIR)/host/secure_helper: $(OBJDIR)/tests/host/secure_helper.o $(LIBSGLATTN) | $(LIBSGLATTN_LINK)
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< -L$(LIBDIR) -lsglattn -Wl,-rpath,$(abspath $(LIBDIR)) $(LDFLAGS_COMMON)
 

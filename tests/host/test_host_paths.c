@@ -93,7 +93,9 @@ static void test_drop_in_beside_library(void **state) {
     assert_non_null(real);
     snprintf(want, sizeof want, "%s/sglattn/plugins", real);
     free(real);
-    sgl_attn_host_options o = {.struct_size = sizeof o, .ignore_env_path = 1, .no_conf = 1};
+    /* never_unload: this loads the real drop-in plugins, and one of them
+     * (xpu_ocl, through libOpenCL) leaves allocations behind when unloaded. */
+    sgl_attn_host_options o = {.struct_size = sizeof o, .ignore_env_path = 1, .no_conf = 1, .never_unload = 1};
     sgl_attn_host *h;
     char err[256];
     assert_int_equal(sgl_attn_host_open(&o, &h, err, sizeof err), SGL_ATTN_OK);

@@ -89,7 +89,9 @@ static int create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     wrap_backend *w = calloc(1, sizeof *w);
     if (!w) return SGL_ATTN_E_NOMEM;
+    pthread_mutex_lock(&fake_mu); /* creates may run on several threads */
     last_inner = *a->inner_caps;
+    pthread_mutex_unlock(&fake_mu);
     w->base.ops = &ops;
     w->base.ops_size = ops.struct_size;
     w->base.device = a->device;
