@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "host_internal.h"
+#include "rules.h" /* struct conf: the validation_layer name */
 
 #define STACK_MAX 8
 #define DEFAULT_MAX_REQS 16
@@ -468,12 +469,27 @@ static int build_ctx_init(build_ctx *x, sgl_attn_host *h, const sgl_attn_model *
     return SGL_ATTN_OK;
 }
 
-static int want_validate(const build_ctx *x, const char *outermost) {
-    if (!x->h->validate || !strcmp(outermost, "validate")) return 0;
-    if (sgl_attn_host_find_plugin(x->h, "validate") >= 0) return 1;
-    hlog_printf(&x->h->log, SGL_ATTN_LOG_WARN,
-                "validation was asked for, but no plugin named validate is loaded");
-    return 0;
+/* The validation layer to stack on top when the host was opened with
+ * validate (option or SGL_ATTN_VALIDATE=1), or NULL: none when the stack
+ * already ends in a layer (a selection made with validate put it there);
+ * else the conf's "validation_layer", else "validate", else the first usable
+ * layer plugin. */
+static const char *want_validate(const build_ctx *x, const char *outermost) {
+    const sgl_attn_host *h = x->h;
+    if (!h->validate) return NULL;
+    long top = outermost ? sgl_attn_host_find_plugin(h, outermost) : -1;
+    if (top >= 0 && h->plugins[top].info.role == SGL_ATTN_ROLE_LAYER) return NULL;
+    const char *named = h->conf ? h->conf->validation_layer : NULL;
+    long i = sgl_attn_host_find_plugin(h, named ? named : "validate");
+    for (size_t j = 0; i < 0 && !named && j < h->n_plugins; j++)
+        if (h->plugins[j].loaded && h->plugins[j].info.role == SGL_ATTN_ROLE_LAYER) i = (long)j;
+    if (i >= 0 && h->plugins[i].info.status == SGL_ATTN_PLUGIN_USABLE) return h->plugins[i].info.name;
+    if (named)
+        hlog_printf(&h->log, SGL_ATTN_LOG_WARN,
+                    "validation was asked for, but the conf's validation_layer %s is not loaded and usable", named);
+    else
+        hlog_printf(&h->log, SGL_ATTN_LOG_WARN, "validation was asked for, but no layer plugin is loaded and usable");
+    return NULL;
 }
 
 /* The record goes into the outermost backend; the host stays referenced. */
@@ -513,7 +529,8 @@ int sgl_attn_create_stack(sgl_attn_host *h, const char *const *names, size_t n, 
         }
     const char *all[STACK_MAX];
     size_t k = 0;
-    if (want_validate(&x, names[0])) all[k++] = "validate";
+    const char *layer = want_validate(&x, names[0]);
+    if (layer) all[k++] = layer;
     for (size_t i = 0; i < n; i++) all[k++] = names[i];
     chain c = {.n = 0};
     sgl_attn_backend *top;
@@ -572,7 +589,8 @@ int sgl_attn_create(sgl_attn_host *h, const sgl_attn_selection *s, const sgl_att
     split_caps(&ep, &ed, &es);
     const char *outer[STACK_MAX];
     size_t no = 0;
-    if (want_validate(&x, shared ? dec[0] : "")) outer[no++] = "validate";
+    const char *layer = want_validate(&x, shared ? dec[0] : NULL);
+    if (layer) outer[no++] = layer;
     for (size_t i = 0; i < shared; i++) outer[no++] = dec[i];
     top = &sb->base;
     if (no) {
