@@ -28,71 +28,92 @@
 
 #include "hyb_tmpl.h"
 
-/* s *= e (per channel or scalar); returns s . k (8 partial sums: vectorises) */
-static inline real_t decay_dot(real_t *restrict s, const real_t *restrict k,
-                               const real_t *restrict e, real_t e0, int K) {
-    real_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int c = 0;
-    if (e) {
-        for (; c + 8 <= K; c += 8)
-            for (int j = 0; j < 8; j++) {
-                real_t x = s[c + j] * e[c + j];
-                s[c + j] = x;
-                acc[j] += x * k[c + j];
-            }
-        for (; c < K; c++) { s[c] *= e[c]; acc[0] += s[c] * k[c]; }
-    } else {
-        for (; c + 8 <= K; c += 8)
-            for (int j = 0; j < 8; j++) {
-                real_t x = s[c + j] * e0;
-                s[c + j] = x;
-                acc[j] += x * k[c + j];
-            }
-        for (; c < K; c++) { s[c] *= e0; acc[0] += s[c] * k[c]; }
-    }
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-}
-
-/* s += u k; returns s . q */
-static inline real_t axpy_dot(real_t *restrict s, const real_t *restrict k, real_t u,
-                              const real_t *restrict q, int K) {
-    real_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int c = 0;
-    for (; c + 8 <= K; c += 8)
-        for (int j = 0; j < 8; j++) {
-            real_t x = s[c + j] + u * k[c + j];
-            s[c + j] = x;
-            acc[j] += x * q[c + j];
-        }
-    for (; c < K; c++) { s[c] += u * k[c]; acc[0] += s[c] * q[c]; }
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+/* Fixed-width vectors (GCC/clang vector extensions): 4 floats or 2 doubles,
+ * one SSE register on baseline x86-64, NEON on aarch64. */
+typedef real_t vr __attribute__((vector_size(16)));
+#define VL ((int)(16 / sizeof(real_t)))
+static inline vr vload(const real_t *p) { vr v; memcpy(&v, p, sizeof v); return v; }
+static inline void vstore(real_t *p, vr v) { memcpy(p, &v, sizeof v); }
+static inline real_t vsum(vr v) {
+    real_t s = 0;
+    for (int i = 0; i < VL; i++) s += v[i];
+    return s;
 }
 
 static inline real_t dot(const real_t *restrict a, const real_t *restrict b, int K) {
-    real_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    vr acc = {0};
     int c = 0;
-    for (; c + 8 <= K; c += 8)
-        for (int j = 0; j < 8; j++) acc[j] += a[c + j] * b[c + j];
-    for (; c < K; c++) acc[0] += a[c] * b[c];
-    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for (; c + VL <= K; c += VL) acc += vload(a + c) * vload(b + c);
+    real_t s = vsum(acc);
+    for (; c < K; c++) s += a[c] * b[c];
+    return s;
+}
+
+/* The recurrent step, rewritten so each state row is read once for both
+ * products and written once.  With e = exp(g) (per channel or scalar):
+ *     S'k = s . (e*k),   S_new q = s . (e*q) + u (k . q),   s_new = e*s + u k
+ * where u = beta (v_r - S'k).  ek, eq and k.q are per head, not per row. */
+static void delta_rows(real_t *S, int K, int V, const real_t *k, const real_t *ek,
+                       const real_t *eq, const real_t *e, real_t e0, real_t kq,
+                       const real_t *v, real_t beta, real_t scale, real_t *o) {
+    const vr E0 = (vr){0} + e0;
+    /* Rows ahead are fetched while this one computes: each row waits for its
+     * own dot products before it can be written, which leaves the hardware
+     * prefetcher too little lead on its own. */
+    const int ahead = 8, lines = (int)((size_t)K * sizeof(real_t) / 64);
+    for (int r = 0; r < V; r++) {
+        real_t *s = S + (size_t)r * K;
+        if (r + ahead < V)
+            for (int l = 0; l < lines; l++) __builtin_prefetch(s + (size_t)ahead * K + (size_t)l * (64 / sizeof(real_t)), 1, 3);
+        /* four independent sums per product: the adds' latency, not the
+         * loads, would otherwise bound the loop */
+        vr a1 = {0}, a2 = {0}, b1 = {0}, b2 = {0}, c1 = {0}, c2 = {0}, d1 = {0}, d2 = {0};
+        int c = 0;
+        for (; c + 4 * VL <= K; c += 4 * VL) {
+            vr x0 = vload(s + c), x1 = vload(s + c + VL), x2 = vload(s + c + 2 * VL),
+               x3 = vload(s + c + 3 * VL);
+            a1 += x0 * vload(ek + c);
+            a2 += x0 * vload(eq + c);
+            b1 += x1 * vload(ek + c + VL);
+            b2 += x1 * vload(eq + c + VL);
+            c1 += x2 * vload(ek + c + 2 * VL);
+            c2 += x2 * vload(eq + c + 2 * VL);
+            d1 += x3 * vload(ek + c + 3 * VL);
+            d2 += x3 * vload(eq + c + 3 * VL);
+        }
+        for (; c + VL <= K; c += VL) {
+            vr x = vload(s + c);
+            a1 += x * vload(ek + c);
+            a2 += x * vload(eq + c);
+        }
+        real_t m = vsum((a1 + b1) + (c1 + d1)), sq = vsum((a2 + b2) + (c2 + d2));
+        for (int t = c; t < K; t++) { m += s[t] * ek[t]; sq += s[t] * eq[t]; }
+        const real_t u = beta * (v[r] - m);
+        const vr U = (vr){0} + u;
+        c = 0;
+        if (e)
+            for (; c + VL <= K; c += VL) vstore(s + c, vload(s + c) * vload(e + c) + U * vload(k + c));
+        else
+            for (; c + VL <= K; c += VL) vstore(s + c, vload(s + c) * E0 + U * vload(k + c));
+        for (; c < K; c++) s[c] = s[c] * (e ? e[c] : e0) + u * k[c];
+        o[r] = scale * (sq + u * kq);
+    }
 }
 
 void FN(hyb_delta_step)(real_t *S, int K, int V, const real_t *q, const real_t *k,
                         const real_t *v, const real_t *g, int g_per_channel, real_t beta,
                         real_t scale, real_t *o) {
-    real_t eg[HYB_DIM_MAX];
-    real_t e0 = r_exp(g[0]);
-    if (g_per_channel)
-        for (int c = 0; c < K; c++) eg[c] = r_exp(g[c]);
-    /* Each value row is independent: one pass over its K floats decays and
-     * reads S'k, a second (in L1) adds u k and reads S q.  The state streams
-     * through memory once per token, read and written. */
-    for (int r = 0; r < V; r++) {
-        real_t *s = S + (size_t)r * K;
-        real_t m = decay_dot(s, k, g_per_channel ? eg : NULL, e0, K);
-        real_t u = beta * (v[r] - m);
-        o[r] = scale * axpy_dot(s, k, u, q, K);
+    real_t e[HYB_DIM_MAX], ek[HYB_DIM_MAX], eq[HYB_DIM_MAX];
+    const real_t e0 = r_exp(g[0]);
+    for (int c = 0; c < K; c++) {
+        real_t ec = g_per_channel ? r_exp(g[c]) : e0;
+        e[c] = ec;
+        ek[c] = ec * k[c];
+        eq[c] = ec * q[c];
     }
+    /* Each value row is independent; the state streams through memory once
+     * per token, read and written. */
+    delta_rows(S, K, V, k, ek, eq, g_per_channel ? e : NULL, e0, dot(k, q, K), v, beta, scale, o);
 }
 
 size_t FN(hyb_delta_work_elems)(int K, int V, int C) {

@@ -45,3 +45,6 @@ PLUGINS += $(HYB_PLUGINS)
 
 hybrid: $(HYB_PLUGINS)
 .PHONY: hybrid hybrid-check
+
+# The top Makefile does not scan bench/*/: this module's bench comes with it.
+include bench/hybrid/module.mk

@@ -80,7 +80,15 @@ static int own_forward(hyb_inst *w, const sgl_attn_forward_args *a) {
             return SGL_ATTN_E_INVALID;
         }
     }
-    rc = w->f64 ? w->impl->fwd_f64(&c) : w->impl->fwd_f32(&c);
+    /* Stateful kinds compute in the pool's precision; the stateless sparse
+     * layers follow their tensors (any float64 one selects the reference path). */
+    int f64 = w->f64;
+    if (!w->d.stateful) {
+        const DLTensor *ts[] = {a->q, a->k, a->v, a->out, a->layer->k_cache, a->layer->v_cache};
+        for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
+            f64 |= sgl_attn_dtype_bit(ts[i]->dtype) == SGL_ATTN_DT_F64;
+    }
+    rc = f64 ? w->impl->fwd_f64(&c) : w->impl->fwd_f32(&c);
     if (!rc && c.keep) w->verify_kept = 1;
     return rc;
 }

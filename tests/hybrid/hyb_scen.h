@@ -1,0 +1,45 @@
+/* hyb_scen.h - a wrapper instance driven batch by batch next to the float64
+ * reference (linear_ref.c), which keeps its own copy of every slot's state. */
+#ifndef HYB_SCEN_H
+#define HYB_SCEN_H
+
+#include "hyb_test_util.h"
+
+#define SLOTS 8
+#define OWN 2    /* own layers: ids 0 and 2 */
+#define STEPS 4  /* verify: intermediate states kept per slot */
+
+typedef struct layer_w {
+    ttensor conv_w, conv_b, A_log, dt_bias, D, decay;
+    double *conv_wd, *conv_bd, *A_logd, *dt_biasd, *Dd, *decayd;
+} layer_w;
+
+typedef struct scen {
+    int kind;
+    uint32_t in_dt, state_dt;
+    int chunk;           /* -1: the instance's default */
+    double tol;          /* NMSE limit */
+    sgl_attn_model m;
+    hyb_inst *w;
+    sgl_attn_backend *b;
+    fake_inner inner;
+    layer_w lw[OWN];
+    double *ref_conv[OWN][SLOTS], *ref_ssm[OWN][SLOTS];
+    double *ref_iconv[OWN][SLOTS], *ref_issm[OWN][SLOTS]; /* [STEPS][...] */
+    trng r;
+    double worst;
+} scen;
+
+/* spec_tokens > 1 gives the instance a verify pool of that many steps */
+void scen_open(scen *s, int kind, const tu_shape *shape, uint32_t in_dt, uint32_t state_dt,
+               int chunk, double tol, uint64_t seed, int spec_tokens);
+void scen_close(scen *s);
+/* One batch through both own layers (compared with the reference) and one
+ * full layer (must reach the inner).  keep: verify with intermediate states. */
+void run_batch(scen *s, int mode, int bs, const int *slots, const int *n, const int *prefix, int keep);
+/* The reference side of the pool operations. */
+void scen_ref_copy(scen *s, int src, int dst);
+void scen_ref_clear(scen *s, int slot);
+void scen_ref_commit(scen *s, int slot, int step);
+
+#endif
