@@ -101,7 +101,7 @@ int acase_run(const sgl_attn_plugin *p, int32_t device, const acase *c, uint64_t
         }
     }
     for (int i = 0; i < bs; i++) rpi[i] = b.row[i];
-    if (tamper) tamper(&b, rpi, tamper_ctx);
+    const int tampered = tamper && tamper(&b, rpi, tamper_ctx);
     for (size_t i = 0; i < (size_t)b.rows * b.cols; i++) store_index(r2t_h, c->idx64, i, b.r2t[i]);
     for (int i = 0; i < bs; i++) {
         store_index(rpi_h, c->idx64, (size_t)i, rpi[i]);
@@ -254,7 +254,7 @@ int acase_run(const sgl_attn_plugin *p, int32_t device, const acase *c, uint64_t
     snprintf(r->err, sizeof r->err, "%s", be->ops->last_error(be));
 
     /* compare (a tampered batch has no meaningful reference) */
-    if (tamper) goto done;
+    if (tampered) goto done;
     if (dtensor_get(&dt[9], out_h)) {
         r->stage = 4;
         snprintf(r->err, sizeof r->err, "downloading out failed");

@@ -39,8 +39,10 @@ typedef struct aresult {
     char pool_msg[200];
 } aresult;
 
-/* Edits the host-side batch before it is staged (bad-input tests). */
-typedef void (*acase_tamper)(ref_batch *b, int64_t *rpi, void *ctx);
+/* Sees (and may edit) the host-side batch before it is staged.  Returns
+ * nonzero when it changed it: the output is then not compared (bad-input
+ * tests); zero to only observe (call-log tests). */
+typedef int (*acase_tamper)(ref_batch *b, int64_t *rpi, void *ctx);
 
 int acase_run(const sgl_attn_plugin *p, int32_t device, const acase *c, uint64_t seed, acase_tamper tamper,
               void *tamper_ctx, aresult *r);

@@ -68,6 +68,8 @@ void tplugin_close(tplugin *tp) {
     tp->p = NULL;
 }
 
+int dtensor_device_type = kDLOpenCL;
+
 static size_t dl_bytes(DLDataType dt, int ndim, const int64_t *shape) {
     size_t n = (size_t)dt.bits / 8;
     for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
@@ -97,7 +99,7 @@ int dtensor_put(dtensor *x, const sgl_attn_device_ops *ops, int32_t device, DLDa
         if (!x->base) return -1;
         if (host) memcpy((char *)x->base + x->off, host, x->bytes);
     }
-    x->t.device.device_type = ops ? kDLOpenCL : kDLCPU;
+    x->t.device.device_type = ops ? (DLDeviceType)dtensor_device_type : kDLCPU;
     x->t.device.device_id = device;
     x->t.ndim = ndim;
     x->t.dtype = dt;

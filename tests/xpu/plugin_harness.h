@@ -34,6 +34,9 @@ typedef struct dtensor {
     const sgl_attn_device_ops *ops;
 } dtensor;
 
+/* DLPack device type given to device tensors (kDLOpenCL unless a test sets it). */
+extern int dtensor_device_type;
+
 /* off_mode: 0 payload at base; 1 byte_offset = off; 2 data = base + off
  * (SVM / host pointers only).  Returns the ops status. */
 int dtensor_put(dtensor *x, const sgl_attn_device_ops *ops, int32_t device, DLDataType dt, int ndim,

@@ -247,15 +247,17 @@ static void test_program_cache(void **state) {
 
 /* -------------------------------------------------------------- bad input */
 
-static void bad_row(ref_batch *b, int64_t *rpi, void *ctx) {
+static int bad_row(ref_batch *b, int64_t *rpi, void *ctx) {
     (void)ctx;
     rpi[b->bs - 1] = b->rows + 3;
+    return 1;
 }
-static void bad_slot(ref_batch *b, int64_t *rpi, void *ctx) {
+static int bad_slot(ref_batch *b, int64_t *rpi, void *ctx) {
     (void)rpi;
     (void)ctx;
     /* first token of request 0 points far outside the pool */
     b->r2t[(size_t)b->row[0] * b->cols] = (int64_t)b->slots + 1000;
+    return 1;
 }
 
 static void test_bad_indices_reported_async(void **state) {
@@ -293,10 +295,11 @@ static void test_bad_indices_checked_mode(void **state) {
     unsetenv("SGL_ATTN_XPU_CHECK");
 }
 
-static void bad_seq_host(ref_batch *b, int64_t *rpi, void *ctx) {
+static int bad_seq_host(ref_batch *b, int64_t *rpi, void *ctx) {
     (void)rpi;
     (void)ctx;
     b->seq[0] = b->cols + 7; /* the host mirror carries it too */
+    return 1;
 }
 
 static void test_bad_host_mirror_is_synchronous(void **state) {
