@@ -60,7 +60,8 @@ SKIP_WHY_gauntlet_aarch64 := no clang + ld.lld for an aarch64 build; the gauntle
 endif
 
 # Tests: the validation layer alone, then the gauntlet through libsglattn.
-GAUNTLET_HOST_TESTS := test_gauntlet_load test_gauntlet_fs test_gauntlet_probe test_gauntlet_setuid
+GAUNTLET_HOST_TESTS := test_validate_host test_gauntlet_load test_gauntlet_fs test_gauntlet_probe \
+    test_gauntlet_setuid
 GAUNTLET_TESTS := $(TESTDIR)/test_validate $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%)
 
 $(TESTDIR)/test_validate: $(OBJDIR)/tests/gauntlet/test_validate.o $(GAUNTLET_FIXTURE_OBJS) $(VALIDATE_OBJS)
