@@ -16,3 +16,21 @@ TESTS += $(HYBT_BINS)
 hybrid: $(HYBT_BINS)
 hybrid-check: $(HYBT_BINS)
 	@set -e; for t in $(HYBT_BINS); do echo "== $$t"; $$t; done
+
+# The third-party wrapper: a plugin of its own, outside the plugin directory
+# (the test copies it into a temporary SGL_ATTN_PLUGIN_PATH directory).
+HYBT_CUSTOM_SO := $(TESTDIR)/plugins/toy_retention.so
+$(HYBT_CUSTOM_SO): $(OBJDIR)/$(HYBT_DIR)/custom_wrapper.o
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $^ $(LDFLAGS_COMMON) -Wl,-z,defs
+
+$(OBJDIR)/$(HYBT_DIR)/test_hybrid_custom.o: CFLAGS_tests_hybrid_ += \
+    -DHYBT_CUSTOM_SO='"$(abspath $(HYBT_CUSTOM_SO))"' -DHYBT_SRCDIR='"$(CURDIR)"'
+$(TESTDIR)/test_hybrid_custom: $(OBJDIR)/$(HYBT_DIR)/test_hybrid_custom.o $(HYBT_UTIL) $(HYB_LIB) \
+                               $(LIBSGLATTN) | $(HYBT_CUSTOM_SO) $(HYB_PLUGINS)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(filter %.o %.a,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON) -lcmocka -lm
+
+HYBT_BINS += $(TESTDIR)/test_hybrid_custom
+TESTS += $(TESTDIR)/test_hybrid_custom
+hybrid: $(TESTDIR)/test_hybrid_custom $(HYBT_CUSTOM_SO)
