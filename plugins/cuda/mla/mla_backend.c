@@ -1,0 +1,404 @@
+/* mla_backend.c - create / destroy, planning (init_forward_metadata and the
+ * graph hooks) of the cuda_mla backend.  See mla_backend.h. */
+#include "mla_backend.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda_error.h"
+#include "mla_check.h"
+
+int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->err, sizeof b->err, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t page, int32_t rows,
+                           int32_t sm_major, int wgmma_built) {
+    if (kv_dt == MLA_DT_FP8 || q_dt != kv_dt || pref == MLA_KERNEL_SIMPLE) return MLA_KERNEL_SIMPLE;
+    /* TMA boxes are min(page, 64) rows of one page, 1024-byte aligned in smem. */
+    const int page_ok = page == 8 || page == 16 || page == 32 || (page > 0 && page % 64 == 0);
+    const int wg = wgmma_built && sm_major == 9 && q_dt == MLA_DT_BF16 && page_ok;
+    if (pref == MLA_KERNEL_WGMMA) return wg ? MLA_KERNEL_WGMMA : MLA_KERNEL_MMA;
+    if (pref == MLA_KERNEL_MMA) return MLA_KERNEL_MMA;
+    /* auto: 64-row tiles need >= 64 rows a request; below that the mma
+     * kernel's 16/32-row tiles waste no tensor-core work. */
+    return wg && rows >= 64 ? MLA_KERNEL_WGMMA : MLA_KERNEL_MMA;
+}
+
+int mla_cuda_fail(mla_backend *b, const char *what, int code) {
+    cudaError_t e = (cudaError_t)code;
+    (void)cudaGetLastError();
+    sgl_cuda_format_error(b->err, sizeof b->err, what, (int)e);
+    return e == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+}
+
+int mla_ensure_device(mla_backend *b) {
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == b->device) return SGL_ATTN_OK;
+    cudaError_t e = cudaSetDevice(b->device);
+    return e == cudaSuccess ? SGL_ATTN_OK : mla_cuda_fail(b, "cudaSetDevice", e);
+}
+
+static const char *mla_last_error(sgl_attn_backend *bk) { return ((mla_backend *)bk)->err; }
+
+static void mla_destroy(sgl_attn_backend *bk) {
+    mla_backend *b = (mla_backend *)bk;
+    if (!b) return;
+    if (cudaSetDevice(b->device) == cudaSuccess) {
+        for (int i = 0; i < MLA_RING; i++) {
+            if (b->plan_event[i]) {
+                (void)cudaEventSynchronize((cudaEvent_t)b->plan_event[i]);
+                (void)cudaEventDestroy((cudaEvent_t)b->plan_event[i]);
+            }
+            if (b->plan_host[i]) (void)cudaFreeHost(b->plan_host[i]);
+        }
+        if (b->plan_dev) (void)cudaFree(b->plan_dev);
+        if (b->part_o) (void)cudaFree(b->part_o);
+        if (b->part_lse) (void)cudaFree(b->part_lse);
+    }
+    (void)cudaGetLastError();
+    free(b->q_len);
+    free(b->prefix);
+    free(b->lens_tmp);
+    free(b->tmaps);
+    free(b);
+}
+
+/* Lengths of the batch into b->q_len / b->prefix: from the host mirrors, or
+ * (documented fallback, a synchronous copy here and never in forward) from
+ * the device tensors. */
+static int host_mirror(mla_backend *b, const DLTensor *dev, int32_t bs, DLTensor *tmp, int64_t *shape,
+                       int64_t *storage, const char *name) {
+    if (!dev) return mla_set_error(b, SGL_ATTN_E_INVALID, "%s: NULL and no host mirror given", name);
+    if (dev->ndim != 1 || !dev->shape || dev->shape[0] < bs || dev->dtype.code != kDLInt ||
+        (dev->dtype.bits != 32 && dev->dtype.bits != 64) || !dev->data)
+        return mla_set_error(b, SGL_ATTN_E_INVALID, "%s: expected an int32/int64 tensor of >= %d elements",
+                             name, bs);
+    const size_t bytes = (size_t)bs * (dev->dtype.bits / 8);
+    cudaError_t e = cudaMemcpy(storage, (const char *)dev->data + dev->byte_offset, bytes,
+                               cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return mla_cuda_fail(b, name, e);
+    memset(tmp, 0, sizeof *tmp);
+    tmp->data = storage;
+    tmp->ndim = 1;
+    shape[0] = bs;
+    tmp->shape = shape;
+    tmp->dtype = dev->dtype;
+    tmp->device.device_type = kDLCPU;
+    return SGL_ATTN_OK;
+}
+
+static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
+    b->planned = 0;
+    if (!batch) return mla_set_error(b, SGL_ATTN_E_INVALID, "init_forward_metadata: batch is NULL");
+    int rc = mla_ensure_device(b);
+    if (rc) return rc;
+    if (batch->page_size < 1)
+        return mla_set_error(b, SGL_ATTN_E_INVALID, "page_size %d; expected >= 1", batch->page_size);
+    cudaStream_t st = (cudaStream_t)batch->stream;
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(st, &cap) == cudaSuccess && cap != cudaStreamCaptureStatusNone)
+        return mla_set_error(b, SGL_ATTN_E_STATE,
+                             "init_forward_metadata inside a stream capture: plan before capturing "
+                             "(its host-to-device copy must not be part of the graph)");
+    (void)cudaGetLastError();
+
+    const int32_t bs = batch->forward_mode == SGL_ATTN_MODE_IDLE ? 0 : batch->batch_size;
+    if (batch->forward_mode == SGL_ATTN_MODE_IDLE || bs == 0) {
+        b->mode = batch->forward_mode;
+        b->bs = bs;
+        b->t = 0;
+        b->n_items = b->n_comb = 0;
+        b->planned = 1;
+        return SGL_ATTN_OK;
+    }
+    /* Host lengths: the mirrors, else a copy of the device tensors. */
+    DLTensor tmp[3];
+    int64_t shp[3];
+    const DLTensor *seq = batch->seq_lens_cpu, *pre = batch->extend_prefix_lens_cpu,
+                   *ext = batch->extend_seq_lens_cpu;
+    const int extend = batch->forward_mode == SGL_ATTN_MODE_EXTEND;
+    if (bs > b->max_reqs)
+        return mla_set_error(b, SGL_ATTN_E_INVALID, "batch_size %d; expected 0..%d (max_reqs given at create)",
+                             bs, b->max_reqs);
+    if (!extend && !seq) {
+        if ((rc = host_mirror(b, batch->seq_lens, bs, &tmp[0], &shp[0], b->lens_tmp, "seq_lens"))) return rc;
+        seq = &tmp[0];
+    }
+    if (extend && !pre) {
+        if ((rc = host_mirror(b, batch->extend_prefix_lens, bs, &tmp[1], &shp[1], b->lens_tmp + b->max_reqs,
+                              "extend_prefix_lens")))
+            return rc;
+        pre = &tmp[1];
+    }
+    if (extend && !ext) {
+        if ((rc = host_mirror(b, batch->extend_seq_lens, bs, &tmp[2], &shp[2], b->lens_tmp + 2 * (size_t)b->max_reqs,
+                              "extend_seq_lens")))
+            return rc;
+        ext = &tmp[2];
+    }
+    rc = mla_batch_lengths(batch, b->max_reqs, b->max_tokens, b->max_context, seq, pre, ext, b->q_len,
+                           b->prefix, b->err, sizeof b->err);
+    if (rc) return rc;
+
+    /* The kernel, its tile rows, the plan. */
+    int32_t max_q = 0;
+    for (int32_t i = 0; i < bs; i++) max_q = b->q_len[i] > max_q ? b->q_len[i] : max_q;
+    const int64_t rows64 = (int64_t)max_q * b->hq;
+    const int32_t rows = rows64 > (1 << 24) ? (1 << 24) : (int32_t)rows64;
+    const int wg_ok = b->encode_fn != NULL && b->dev.smem_per_block_optin >= mla_wgmma_smem_bytes();
+    int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size,
+                                        rows, b->dev.sm_major, wg_ok);
+    int32_t rpt = kernel == MLA_KERNEL_WGMMA || extend ? 64 : mla_rows_per_tile(rows);
+    if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, b->dev.smem_per_block_optin) == 0)
+        kernel = MLA_KERNEL_SIMPLE;
+    mla_plan_params p;
+    memset(&p, 0, sizeof p);
+    p.hq = b->hq;
+    p.rows_per_tile = rpt;
+    p.target_ctas = b->dev.sm_count > 0 ? b->dev.sm_count : 1;
+    p.min_chunk = 256;     /* 4 blocks: an item's start costs about 2 */
+    p.item_overhead = 128;
+    p.no_split = kernel == MLA_KERNEL_SIMPLE;
+    p.max_context = b->max_context;
+    p.max_part_rows = b->part_rows;
+
+    const int slot = b->ring_next;
+    b->ring_next = (b->ring_next + 1) % MLA_RING;
+    cudaError_t e = cudaEventSynchronize((cudaEvent_t)b->plan_event[slot]); /* its last copy ran */
+    if (e != cudaSuccess) return mla_cuda_fail(b, "cudaEventSynchronize (plan ring)", e);
+    unsigned char *host = b->plan_host[slot];
+    rc = mla_plan_build(&p, &b->caps, b->q_len, b->prefix, bs, batch->num_tokens, host, b->err,
+                        sizeof b->err);
+    if (rc) return rc;
+    const mla_plan_hdr *hdr = (const mla_plan_hdr *)host;
+    const struct {
+        uint64_t off, bytes;
+    } parts[3] = {
+        {0, b->lay.items + (uint64_t)hdr->n_items * sizeof(mla_item)},
+        {b->lay.comb, (uint64_t)hdr->n_comb * sizeof(mla_comb)},
+        {b->lay.toks, (uint64_t)hdr->n_tokens * sizeof(mla_tok)},
+    };
+    for (int i = 0; i < 3; i++) {
+        if (!parts[i].bytes) continue;
+        e = cudaMemcpyAsync((char *)b->plan_dev + parts[i].off, host + parts[i].off, parts[i].bytes,
+                            cudaMemcpyHostToDevice, st);
+        if (e != cudaSuccess) return mla_cuda_fail(b, "cudaMemcpyAsync (plan to device)", e);
+    }
+    e = cudaEventRecord((cudaEvent_t)b->plan_event[slot], st);
+    if (e != cudaSuccess) return mla_cuda_fail(b, "cudaEventRecord (plan ring)", e);
+
+    b->mode = batch->forward_mode;
+    b->bs = bs;
+    b->t = batch->num_tokens;
+    b->kernel = kernel;
+    b->rows_per_tile = rpt;
+    b->page = batch->page_size;
+    b->n_items = hdr->n_items;
+    b->n_comb = hdr->n_comb;
+    b->planned = 1;
+    return SGL_ATTN_OK;
+}
+
+static int mla_init_forward_metadata(sgl_attn_backend *bk, const sgl_attn_batch *batch) {
+    mla_backend *b = (mla_backend *)bk;
+    b->graph = 0;
+    return plan_batch(b, batch);
+}
+
+static int mla_init_graph_state(sgl_attn_backend *bk, int32_t max_bs, int32_t max_num_tokens) {
+    mla_backend *b = (mla_backend *)bk;
+    if (max_bs < 1 || max_bs > b->max_reqs || max_num_tokens < 1 || max_num_tokens > b->max_tokens)
+        return mla_set_error(b, SGL_ATTN_E_INVALID,
+                             "init_graph_state(%d, %d): expected 1..%d requests and 1..%d tokens "
+                             "(the create limits; buffers are sized there)",
+                             max_bs, max_num_tokens, b->max_reqs, b->max_tokens);
+    return SGL_ATTN_OK;
+}
+
+/* Capture and replay plan like init_forward_metadata; the forward then sizes
+ * its grids from the batch shape alone (persistent attention grid of one CTA
+ * per SM, combine grid for every tile the shape can have), so what a graph
+ * captured fits any lengths a replay of the same shape plans. */
+static int graph_hook(mla_backend *b, const sgl_attn_graph_args *g) {
+    if (!g || !g->batch) return mla_set_error(b, SGL_ATTN_E_INVALID, "graph hook: args or batch is NULL");
+    if (g->batch->batch_size != g->batch_size || g->batch->num_tokens != g->num_tokens ||
+        g->batch->forward_mode != g->forward_mode)
+        return mla_set_error(b, SGL_ATTN_E_INVALID,
+                             "graph hook: args say bs %d / %d tokens / mode %d but the batch has %d / %d / %d",
+                             g->batch_size, g->num_tokens, g->forward_mode, g->batch->batch_size,
+                             g->batch->num_tokens, g->batch->forward_mode);
+    int rc = plan_batch(b, g->batch);
+    if (rc) return rc;
+    b->graph = 1;
+    return SGL_ATTN_OK;
+}
+
+static int mla_capture(sgl_attn_backend *bk, const sgl_attn_graph_args *g) {
+    return graph_hook((mla_backend *)bk, g);
+}
+static int mla_replay(sgl_attn_backend *bk, const sgl_attn_graph_args *g) {
+    return graph_hook((mla_backend *)bk, g);
+}
+static int32_t mla_fill_value(sgl_attn_backend *bk) {
+    (void)bk;
+    return 1;
+}
+
+static const sgl_attn_backend_ops k_ops = {
+    .struct_size = sizeof(sgl_attn_backend_ops),
+    .init_forward_metadata = mla_init_forward_metadata,
+    .forward_extend = mla_forward,
+    .forward_decode = mla_forward,
+    .init_graph_state = mla_init_graph_state,
+    .init_forward_metadata_capture = mla_capture,
+    .init_forward_metadata_replay = mla_replay,
+    .graph_seq_len_fill_value = mla_fill_value,
+    .last_error = mla_last_error,
+    .destroy = mla_destroy,
+    .state_clear = NULL,
+    .state_copy = NULL,
+    .state_commit = NULL,
+};
+
+static int32_t kernel_pref(const char *s) {
+    if (!s || !*s || !strcmp(s, "auto")) return MLA_KERNEL_AUTO;
+    if (!strcmp(s, "simple")) return MLA_KERNEL_SIMPLE;
+    if (!strcmp(s, "mma")) return MLA_KERNEL_MMA;
+    if (!strcmp(s, "wgmma")) return MLA_KERNEL_WGMMA;
+    return -1;
+}
+
+static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, const char *msg) {
+    if (a->error && a->error_size) snprintf(a->error, a->error_size, "%s: %s", MLA_NAME, msg);
+    mla_destroy(&b->base);
+    return rc;
+}
+
+int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
+    if (!out) return SGL_ATTN_E_INVALID;
+    *out = NULL;
+    if (!a || !a->model) return SGL_ATTN_E_INVALID;
+    mla_backend *b = (mla_backend *)calloc(1, sizeof *b);
+    if (!b) return SGL_ATTN_E_NOMEM;
+    b->base.ops = &k_ops;
+    b->base.ops_size = sizeof k_ops;
+    b->base.device = a->device;
+    b->device = a->device;
+    for (int i = 0; i < MLA_RING; i++) b->plan_event[i] = NULL;
+    const sgl_attn_model *m = a->model;
+    char msg[sizeof b->err];
+
+    const char *env = getenv("SGL_ATTN_MLA_KERNEL");
+    b->kernel_pref = kernel_pref(env);
+    if (b->kernel_pref < 0) {
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_KERNEL=%s; expected simple, mma, wgmma or auto", env);
+        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+    }
+    if (!m->is_mla || m->head_dim_qk != MLA_D_QK || m->head_dim_v != MLA_D_V || m->num_kv_heads != 1) {
+        snprintf(msg, sizeof msg,
+                 "model %s: cuda_mla serves absorbed MLA only (is_mla, head dims 576/512, one KV head); "
+                 "got is_mla %d, head dims %d/%d, %d KV head(s)",
+                 m->name, m->is_mla, m->head_dim_qk, m->head_dim_v, m->num_kv_heads);
+        return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
+    }
+    if (m->num_q_heads < 1 || m->num_q_heads > 65535) {
+        snprintf(msg, sizeof msg, "model %s: num_q_heads %d; expected 1..65535", m->name, m->num_q_heads);
+        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+    }
+    b->hq = m->num_q_heads;
+    b->model_q_dt = m->dtype == SGL_ATTN_DT_F16 ? MLA_DT_F16 : MLA_DT_BF16;
+    b->model_kv_dt = m->kv_dtype == SGL_ATTN_DT_FP8_E4M3 ? MLA_DT_FP8
+                   : m->kv_dtype == SGL_ATTN_DT_F16       ? MLA_DT_F16
+                   : m->kv_dtype == 0                     ? b->model_q_dt
+                                                          : MLA_DT_BF16;
+    if ((m->dtype & ~(uint32_t)(SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16)) ||
+        (m->kv_dtype & ~(uint32_t)(SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_FP8_E4M3))) {
+        snprintf(msg, sizeof msg, "model %s: dtype bits 0x%x / kv 0x%x; cuda_mla runs bf16/f16 (fp8 e4m3 pool)",
+                 m->name, m->dtype, m->kv_dtype);
+        return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
+    }
+    if (a->max_reqs < 1 || a->max_tokens < 1 || a->max_context < 1) {
+        snprintf(msg, sizeof msg, "max_reqs %d, max_tokens %d, max_context %d: each must be >= 1",
+                 a->max_reqs, a->max_tokens, a->max_context);
+        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+    }
+    b->max_reqs = a->max_reqs;
+    b->max_tokens = a->max_tokens;
+    b->max_context = a->max_context;
+
+    int rc = sgl_cuda_device_query(a->device, &b->dev, msg, sizeof msg);
+    if (rc) return create_fail(a, b, rc, msg);
+    if (b->dev.sm_major < 8) {
+        snprintf(msg, sizeof msg, "device %d (%s) is SM %d.%d; cuda_mla needs SM 8.0 or newer", a->device,
+                 b->dev.name, b->dev.sm_major, b->dev.sm_minor);
+        return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
+    }
+    if (cudaSetDevice(a->device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return create_fail(a, b, SGL_ATTN_E_DEVICE, "cudaSetDevice failed");
+    }
+    rc = mla_kernels_init(b->dev.sm_major, b->dev.smem_per_block_optin, msg, sizeof msg);
+    if (rc) return create_fail(a, b, SGL_ATTN_E_DEVICE, msg);
+
+    /* Partial rows: enough for the planner's splits (4 waves of 64-row tiles). */
+    b->part_rows = 4 * 64 * (b->dev.sm_count > 0 ? b->dev.sm_count : 1);
+    b->caps = mla_plan_caps_for(b->max_reqs, b->max_tokens, b->hq, b->part_rows);
+    b->lay = mla_plan_layout_of(&b->caps);
+    cudaError_t e;
+    struct {
+        void **p;
+        size_t bytes;
+        const char *what;
+    } dev_allocs[] = {
+        {&b->plan_dev, (size_t)b->lay.total, "cudaMalloc (plan)"},
+        {(void **)&b->part_o, (size_t)b->part_rows * MLA_D_V * sizeof(float), "cudaMalloc (split partials)"},
+        {(void **)&b->part_lse, (size_t)b->part_rows * sizeof(float), "cudaMalloc (split lse)"},
+    };
+    for (size_t i = 0; i < sizeof dev_allocs / sizeof dev_allocs[0]; i++) {
+        if ((e = cudaMalloc(dev_allocs[i].p, dev_allocs[i].bytes)) != cudaSuccess) {
+            rc = mla_cuda_fail(b, dev_allocs[i].what, e);
+            snprintf(msg, sizeof msg, "%s", b->err);
+            return create_fail(a, b, rc, msg);
+        }
+    }
+    for (int i = 0; i < MLA_RING; i++) {
+        if ((e = cudaHostAlloc((void **)&b->plan_host[i], (size_t)b->lay.total, cudaHostAllocDefault)) !=
+                cudaSuccess ||
+            (e = cudaEventCreateWithFlags((cudaEvent_t *)&b->plan_event[i], cudaEventDisableTiming)) !=
+                cudaSuccess) {
+            rc = mla_cuda_fail(b, "cudaHostAlloc / cudaEventCreate (plan ring)", e);
+            snprintf(msg, sizeof msg, "%s", b->err);
+            return create_fail(a, b, rc, msg);
+        }
+    }
+    b->q_len = (int32_t *)calloc((size_t)b->max_reqs, sizeof(int32_t));
+    b->prefix = (int32_t *)calloc((size_t)b->max_reqs, sizeof(int32_t));
+    b->lens_tmp = (int64_t *)calloc(3 * (size_t)b->max_reqs, sizeof(int64_t));
+    b->tmaps = (mla_tmap_entry *)aligned_alloc(64, (MLA_TMAP_CACHE + 1) * sizeof(mla_tmap_entry));
+    if (b->tmaps) memset(b->tmaps, 0, (MLA_TMAP_CACHE + 1) * sizeof(mla_tmap_entry));
+    if (!b->q_len || !b->prefix || !b->lens_tmp || !b->tmaps)
+        return create_fail(a, b, SGL_ATTN_E_NOMEM, "out of host memory");
+
+    /* The TMA encoder (driver entry point; the plugin never links libcuda). */
+    if (b->dev.sm_major == 9) {
+        void *fn = NULL;
+        enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) ==
+                cudaSuccess &&
+            q == cudaDriverEntryPointSuccess)
+            b->encode_fn = fn;
+        (void)cudaGetLastError();
+    }
+    b->err[0] = 0;
+    *out = &b->base;
+    return SGL_ATTN_OK;
+}

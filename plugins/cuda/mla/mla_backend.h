@@ -1,0 +1,87 @@
+/*
+ * mla_backend.h - the cuda_mla backend instance (shared by the C files of the
+ * plugin: mla_backend.c creates and plans, mla_forward.c runs).
+ *
+ * Memory, all allocated at create: the device plan buffer, a ring of pinned
+ * host plan buffers (each with an event: a slot is rewritten only once its
+ * copy to the device has run), the split partial results, host length arrays,
+ * and a per-layer cache of the pool's TMA descriptor.  Nothing is allocated or
+ * synchronised after create except the documented length fallback of
+ * init_forward_metadata (a batch without host length mirrors).
+ */
+#ifndef SGL_MLA_BACKEND_H
+#define SGL_MLA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_probe.h"
+#include "mla_kernels.h"
+#include "mla_plan.h"
+#include "sgl_attn_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLA_NAME "cuda_mla"
+#define MLA_RING 4
+#define MLA_TMAP_CACHE 1024 /* layer ids 0..1023 (SGL_ATTN_MAX_LAYERS) */
+
+typedef struct mla_tmap_entry {
+    const void *pool;
+    int64_t num_slots;
+    int32_t box;
+    int32_t valid;
+    _Alignas(64) unsigned char map[128]; /* the encoder wants 64-byte alignment */
+} mla_tmap_entry;
+
+typedef struct mla_backend {
+    sgl_attn_backend base; /* first: the ABI's header */
+    sgl_cuda_device_info dev;
+    int32_t device;
+    int32_t kernel_pref;  /* MLA_KERNEL_*: SGL_ATTN_MLA_KERNEL / plugin option "kernel" */
+    int32_t hq;           /* the model's q heads per rank: plans are made for them */
+    int32_t model_q_dt, model_kv_dt;
+    int32_t max_reqs, max_tokens, max_context;
+    int32_t part_rows;
+    mla_plan_caps caps;
+    mla_plan_layout lay;
+    void *plan_dev;
+    unsigned char *plan_host[MLA_RING];
+    void *plan_event[MLA_RING];
+    int32_t ring_next;
+    float *part_o, *part_lse;
+    int32_t *q_len, *prefix;
+    int64_t *lens_tmp; /* device -> host copies when a batch has no host mirror */
+    void *encode_fn;   /* cuTensorMapEncodeTiled, NULL when unavailable */
+    mla_tmap_entry *tmaps; /* [MLA_TMAP_CACHE + 1]: by layer id, the last for other ids */
+    /* the current plan */
+    int32_t planned;
+    int32_t mode, bs, t, kernel, rows_per_tile, page;
+    int32_t n_items, n_comb;
+    /* 1: planned by a graph hook; the forward sizes grids from the shape */
+    int32_t graph;
+    char err[768];
+} mla_backend;
+
+int mla_backend_create(const sgl_attn_create_args *args, sgl_attn_backend **out);
+
+/* mla_backend.c */
+int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Make the backend's device current (a no-op when it is). */
+int mla_ensure_device(mla_backend *b);
+/* Record a runtime failure ("<what>: <cudaError name> (<n>): <words>") and map it. */
+int mla_cuda_fail(mla_backend *b, const char *what, int code);
+/* The kernel a batch runs: the preference, what the model's dtypes and the
+ * page size allow, and what the device is. */
+int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t page, int32_t rows,
+                           int32_t sm_major, int wgmma_built);
+
+/* mla_forward.c */
+int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

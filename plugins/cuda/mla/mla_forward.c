@@ -1,0 +1,128 @@
+/* mla_forward.c - forward_decode / forward_extend of cuda_mla: check, save
+ * the new latent rows, launch the planned kernel (and the split combine).
+ * Allocates nothing, never synchronises, looks nothing up: the plan, the
+ * buffers and the TMA encoder were prepared before. */
+#include <stdio.h>
+#include <string.h>
+
+#include "mla_backend.h"
+#include "mla_check.h"
+
+/* The pool's TMA map for this layer, re-encoded only when the pool changed. */
+static const void *layer_tmap(mla_backend *b, int32_t layer_id, const void *pool, int64_t slots, int32_t box,
+                              int *cu_err) {
+    mla_tmap_entry *t = &b->tmaps[layer_id >= 0 && layer_id < MLA_TMAP_CACHE ? layer_id : MLA_TMAP_CACHE];
+    if (!t->valid || t->pool != pool || t->num_slots != slots || t->box != box) {
+        t->valid = 0;
+        *cu_err = mla_tmap_encode(b->encode_fn, t->map, pool, slots, box);
+        if (*cu_err) return NULL;
+        t->pool = pool;
+        t->num_slots = slots;
+        t->box = box;
+        t->valid = 1;
+    }
+    return t->map;
+}
+
+static const char *kernel_name(int32_t k) {
+    return k == MLA_KERNEL_WGMMA ? "wgmma" : k == MLA_KERNEL_MMA ? "mma" : "simple";
+}
+
+int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
+    mla_backend *b = (mla_backend *)bk;
+    if (!b->planned)
+        return mla_set_error(b, SGL_ATTN_E_STATE, "forward before init_forward_metadata (or after it failed)");
+    if (a && a->batch && a->batch->forward_mode != b->mode)
+        return mla_set_error(b, SGL_ATTN_E_STATE, "forward: batch forward_mode %d but the plan is for mode %d",
+                             a->batch->forward_mode, b->mode);
+    mla_fwd_view v;
+    int rc = mla_check_forward(a, b->device, b->t, b->bs, &v, b->err, sizeof b->err);
+    if (rc) return rc;
+    if (v.hq != b->hq)
+        return mla_set_error(b, SGL_ATTN_E_INVALID,
+                             "layer %d: %d q heads, but the model (and the plan) has %d", a->layer->layer_id,
+                             v.hq, b->hq);
+    if (b->t == 0) return SGL_ATTN_OK;
+    if ((rc = mla_ensure_device(b))) return rc;
+    void *stream = a->batch->stream;
+
+    if (a->save_kv_cache) {
+        mla_save_args s;
+        memset(&s, 0, sizeof s);
+        s.k = v.k;
+        s.pool = v.pool;
+        s.loc = v.loc;
+        s.num_slots = v.num_slots;
+        s.t = b->t;
+        s.k_dt = v.q_dt;
+        s.kv_dt = v.kv_dt;
+        s.inv_k_scale = 1.f / v.k_scale;
+        s.stream = stream;
+        int e = mla_launch_save(&s);
+        if (e) return mla_cuda_fail(b, "save_kv_cache kernel launch", e);
+    }
+
+    /* The plan's kernel, unless these tensors' dtypes rule it out. */
+    int32_t kernel = b->kernel;
+    if (v.kv_dt != v.q_dt) kernel = MLA_KERNEL_SIMPLE;
+    if (kernel == MLA_KERNEL_WGMMA && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
+
+    mla_fwd_args f;
+    memset(&f, 0, sizeof f);
+    f.q = v.q;
+    f.out = v.out;
+    f.pool = v.pool;
+    f.num_slots = v.num_slots;
+    f.req_to_token = v.req_to_token;
+    f.r2t_rows = v.r2t_rows;
+    f.r2t_cols = v.r2t_cols;
+    f.req_pool_indices = v.req_pool_indices;
+    f.plan = b->plan_dev;
+    f.lay = b->lay;
+    f.part_o = b->part_o;
+    f.part_lse = b->part_lse;
+    f.hq = v.hq;
+    f.num_tokens = b->t;
+    f.scale_log2 = v.scale_log2;
+    f.k_scale = v.k_scale;
+    f.q_dt = v.q_dt;
+    f.kv_dt = v.kv_dt;
+    f.page_size = b->page;
+    f.rows_per_tile = b->rows_per_tile;
+    f.stream = stream;
+    const int32_t sms = b->dev.sm_count > 0 ? b->dev.sm_count : 1;
+    if (b->graph) {
+        /* a captured grid must fit whatever a replay of this shape plans */
+        int64_t tiles = ((int64_t)b->t * v.hq + b->rows_per_tile - 1) / b->rows_per_tile + b->bs;
+        f.grid_items = sms;
+        f.grid_comb = (int32_t)(tiles < b->caps.max_comb ? tiles : b->caps.max_comb);
+    } else {
+        f.grid_items = b->n_items < sms ? b->n_items : sms;
+        f.grid_comb = b->n_comb;
+    }
+
+    int e = 0;
+    if (kernel == MLA_KERNEL_WGMMA) {
+        int cu = 0;
+        f.tmap = layer_tmap(b, a->layer->layer_id, v.pool, v.num_slots, b->page < 64 ? b->page : 64, &cu);
+        if (!f.tmap)
+            return mla_set_error(b, SGL_ATTN_E_DEVICE,
+                                 "cuTensorMapEncodeTiled for the pool of layer %d (%lld slots): CUresult %d",
+                                 a->layer->layer_id, (long long)v.num_slots, cu);
+        e = mla_launch_wgmma(&f);
+    } else if (kernel == MLA_KERNEL_MMA) {
+        e = mla_launch_mma(&f, b->dev.smem_per_block_optin);
+    } else {
+        e = mla_launch_simple(&f);
+    }
+    if (e) {
+        char what[64];
+        snprintf(what, sizeof what, "%s attention kernel launch", kernel_name(kernel));
+        return mla_cuda_fail(b, what, e);
+    }
+    if (kernel != MLA_KERNEL_SIMPLE && f.grid_comb > 0) {
+        e = mla_launch_combine(&f);
+        if (e) return mla_cuda_fail(b, "split combine kernel launch", e);
+    }
+    return SGL_ATTN_OK;
+}

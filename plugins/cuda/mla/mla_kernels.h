@@ -1,0 +1,104 @@
+/*
+ * mla_kernels.h - what the C backend hands the MLA kernels, and the launchers
+ * (mla_launch.cu).  Plain C.
+ *
+ * Kernels (docs/cuda_mla.md):
+ *   simple  one CTA per (token, head), CUDA cores, any page size, fp8 KV;
+ *           the obviously-correct path every other one is checked against
+ *   mma     mma.sync (SM 8.0+): a tile of 16/32/64 rows shares each KV tile,
+ *           cp.async multi-stage, split-KV
+ *   wgmma   SM 9.0a: 64-row tile, two warpgroups (each owns 256 value columns)
+ *           in FlashMLA's "seesaw" order, TMA loads, page sizes 16/32/64
+ * plus the split combine and the KV save.
+ *
+ * Launchers return 0 or a cudaError_t (as int); they never synchronise.
+ */
+#ifndef SGL_MLA_KERNELS_H
+#define SGL_MLA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mla_sched.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { MLA_DT_F16 = 0, MLA_DT_BF16 = 1, MLA_DT_FP8 = 2 };
+
+enum { MLA_KERNEL_AUTO = 0, MLA_KERNEL_SIMPLE = 1, MLA_KERNEL_MMA = 2, MLA_KERNEL_WGMMA = 3 };
+
+/* An int32/int64 index tensor, read as 32-bit words (element i = word i << shift;
+ * little-endian low word).  Reads are clamped into [0, n). */
+typedef struct mla_index {
+    const int32_t *p;
+    int64_t n;
+    int32_t shift;
+    int32_t reserved_;
+} mla_index;
+
+typedef struct mla_fwd_args {
+    const void *q;    /* [T, Hq, 576] */
+    void *out;        /* [T, Hq, 512] */
+    const void *pool; /* [slots, 576] (the k_cache) */
+    int64_t num_slots;
+    mla_index req_to_token; /* [rows, cols] */
+    int64_t r2t_rows, r2t_cols;
+    mla_index req_pool_indices; /* [bs] */
+    const void *plan; /* device plan buffer (mla_sched.h) */
+    mla_plan_layout lay;
+    float *part_o;    /* [max_parts, 512] */
+    float *part_lse;  /* [max_parts] (log2 domain) */
+    int32_t hq;
+    int32_t num_tokens;
+    float scale_log2; /* sm_scale * log2(e) */
+    float k_scale;    /* fp8 pool: stored value * k_scale */
+    int32_t q_dt;     /* MLA_DT_F16 / MLA_DT_BF16 (also out) */
+    int32_t kv_dt;    /* MLA_DT_*: the pool */
+    int32_t page_size;
+    int32_t rows_per_tile; /* 16 / 32 / 64, as planned */
+    int32_t grid_items;    /* CTAs of the attention kernel */
+    int32_t grid_comb;     /* tiles the combine grid covers */
+    void *stream;
+    const void *tmap; /* host copy of the pool's CUtensorMap (wgmma only) */
+} mla_fwd_args;
+
+typedef struct mla_save_args {
+    const void *k;   /* [T, 1, 576] new latent rows, q's dtype */
+    void *pool;      /* [slots, 576] */
+    mla_index loc;   /* out_cache_loc [T] */
+    int64_t num_slots;
+    int32_t t;
+    int32_t k_dt, kv_dt;
+    float inv_k_scale; /* fp8 pool: stored = value / k_scale */
+    void *stream;
+} mla_save_args;
+
+/* Kernel attributes (dynamic shared memory) for every instantiation the
+ * device can run; call once per device at create. */
+int mla_kernels_init(int sm_major, size_t smem_optin, char *err, size_t err_size);
+
+/* Dynamic shared memory of the mma kernel for `rows_per_tile` rows on a
+ * device with `smem_optin` bytes per block (0: it does not fit). */
+size_t mla_mma_smem_bytes(int32_t rows_per_tile, size_t smem_optin);
+/* Same for the wgmma kernel. */
+size_t mla_wgmma_smem_bytes(void);
+
+int mla_launch_simple(const mla_fwd_args *a);
+int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin);
+int mla_launch_wgmma(const mla_fwd_args *a);
+int mla_launch_combine(const mla_fwd_args *a);
+int mla_launch_save(const mla_save_args *s);
+
+/* Encode the pool's TMA map (wgmma): rows of 576 elements, boxes of 64
+ * elements x box_rows rows, 128-byte swizzle.  `encode` is
+ * cuTensorMapEncodeTiled (from cudaGetDriverEntryPoint).  Returns 0 or the
+ * CUresult. */
+int mla_tmap_encode(void *encode_fn, void *tmap128, const void *pool, int64_t num_slots,
+                    int32_t box_rows);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,290 @@
+/*
+ * mla_mma.cu - the SM 8.0+ tensor-core MLA kernel (mma.sync m16n8k16).
+ *
+ * One CTA (8 warps) takes one work item at a time (persistent loop over the
+ * plan): a tile of BM = 16 * RG query rows against a key range, 32 keys per
+ * step, every key tile read from global memory once for all BM rows.
+ *
+ *   warp w = (rg, cg): row group rg (16 rows), column group cg of CG = 8 / RG.
+ *   S = Q K^T:  the first SW warps of a row group split the 32 keys (8 or 16
+ *               each) over the full 576 dims; row max / sum are exchanged in
+ *               shared memory, P goes to shared memory as 16-bit values.
+ *   O += P V:   each warp owns 16 rows x 512 / CG value columns (128, 64 or
+ *               32 fp32 registers), V read with ldmatrix.trans from the same
+ *               key tile (the value is the first 512 dims of the latent row).
+ *   Loads:      cp.async, STAGES tiles in flight, rows padded to 1168 bytes so
+ *               ldmatrix is conflict-free; the slot of each key is read one
+ *               tile ahead (4 lanes per warp) and broadcast by shuffle.
+ */
+#include "mla_mma_ops.cuh"
+
+#define MMA_THREADS 256
+#define MMA_BN 32
+#define MMA_ROW (MLA_D_QK + 8) /* padded smem row, elements */
+#define MMA_PROW (MMA_BN + 8)
+
+template <int RG, int STAGES> struct MmaCfg {
+    static constexpr int BM = 16 * RG;
+    static constexpr int CG = 8 / RG;
+    static constexpr int SW = CG < MMA_BN / 8 ? CG : MMA_BN / 8; /* S-warps per row group */
+    static constexpr int KPW = MMA_BN / SW;                        /* keys per S-warp */
+    static constexpr int NCOL = MLA_D_V / CG;                      /* value columns per warp */
+    static constexpr size_t Q_BYTES = (size_t)BM * MMA_ROW * 2;
+    static constexpr size_t KV_BYTES = (size_t)STAGES * MMA_BN * MMA_ROW * 2;
+    static constexpr size_t P_BYTES = (size_t)BM * MMA_PROW * 2;
+    static constexpr size_t RED_BYTES = (size_t)2 * BM * SW * 4;
+    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES;
+    static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
+};
+
+template <int RG, int STAGES, int DT>
+__global__ __launch_bounds__(MMA_THREADS, 1) void mla_mma_kernel(mla_fwd_args a) {
+    typedef MmaCfg<RG, STAGES> C;
+    extern __shared__ __align__(16) unsigned char smem[];
+    uint16_t *sQ = (uint16_t *)smem;
+    uint16_t *sKV = (uint16_t *)(smem + C::Q_BYTES);
+    uint16_t *sP = (uint16_t *)(smem + C::Q_BYTES + C::KV_BYTES);
+    float *sMax = (float *)(smem + C::Q_BYTES + C::KV_BYTES + C::P_BYTES);
+    float *sSum = sMax + C::BM * C::SW;
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int rg = warp / C::CG, cg = warp % C::CG;
+    const int g = lane >> 2, q4 = lane & 3;
+    const bool s_warp = cg < C::SW;
+    const uint16_t *qg = (const uint16_t *)a.q;
+    const uint16_t *pool = (const uint16_t *)a.pool;
+    const int n_items = mla_hdr(a)->n_items;
+
+    for (int it = blockIdx.x; it < n_items; it += gridDim.x) {
+        const mla_item item = mla_items(a)[it];
+        const int64_t prow = mla_pool_row(a, item.b);
+        const int nt = (item.kv_end - item.kv_begin + MMA_BN - 1) / MMA_BN;
+
+        /* Q tile (rows past nrows zero); it joins the first KV tile's group. */
+        for (int c = tid; c < C::BM * 72; c += MMA_THREADS) {
+            const int r = c / 72, col = c % 72;
+            const bool ok = r < item.nrows;
+            const uint16_t *src = qg + ((int64_t)item.q_row0 + (ok ? r : 0)) * MLA_D_QK + col * 8;
+            gc_cp_async16(sQ + r * MMA_ROW + col * 8, src, ok);
+        }
+        /* Lane kk < 4 of warp w knows the slot of key w + 8 kk of a tile (-1 past the end). */
+        auto slot_of = [&](int tile) -> int64_t {
+            const int key = item.kv_begin + tile * MMA_BN + warp + 8 * lane;
+            return lane < 4 && key < item.kv_end ? mla_slot(a, prow, key) : (int64_t)-1;
+        };
+        auto issue = [&](int tile, int64_t myslot) {
+            uint16_t *dst = sKV + (size_t)(tile % STAGES) * MMA_BN * MMA_ROW;
+#pragma unroll
+            for (int i = 0; i < 9; i++) { /* 4 keys x 72 chunks = 288 = 9 x 32 */
+                const int c = lane + 32 * i, kk = c / 72, col = c % 72;
+                const int64_t s = __shfl_sync(0xffffffffu, myslot, kk);
+                const bool ok = s >= 0;
+                gc_cp_async16(dst + (warp + 8 * kk) * MMA_ROW + col * 8,
+                              pool + (ok ? s : 0) * MLA_D_QK + col * 8, ok);
+            }
+        };
+#pragma unroll
+        for (int st = 0; st < STAGES - 1; st++) {
+            if (st < nt) issue(st, slot_of(st));
+            gc_cp_async_commit();
+        }
+        int64_t pf = STAGES - 1 < nt ? slot_of(STAGES - 1) : -1;
+
+        /* The two rows this thread holds in S / O fragments: rg*16 + g (+8). */
+        int lim[2];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int r = rg * 16 + g + 8 * i;
+            const int see = item.key_base + (item.row0 + r) / a.hq + 1;
+            lim[i] = r < item.nrows && see < item.kv_end ? see : item.kv_end;
+        }
+        float m[2] = {MLA_M_INIT, MLA_M_INIT}, l[2] = {0.f, 0.f};
+        float o[C::NCOL / 8][4];
+#pragma unroll
+        for (int n = 0; n < C::NCOL / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+
+        for (int j = 0; j < nt; j++) {
+            gc_cp_async_wait<STAGES - 2>();
+            __syncthreads(); /* tile j visible; everyone is done with tile j - 1 */
+            {
+                const int u = j + STAGES - 1;
+                if (u < nt) issue(u, pf);
+                gc_cp_async_commit();
+                pf = u + 1 < nt ? slot_of(u + 1) : -1;
+            }
+            const uint16_t *kv = sKV + (size_t)(j % STAGES) * MMA_BN * MMA_ROW;
+            const int kbase = item.kv_begin + j * MMA_BN;
+
+            float sacc[C::KPW / 8][4];
+            if (s_warp) {
+#pragma unroll
+                for (int n = 0; n < C::KPW / 8; n++) sacc[n][0] = sacc[n][1] = sacc[n][2] = sacc[n][3] = 0.f;
+#pragma unroll 4
+                for (int ks = 0; ks < MLA_D_QK / 16; ks++) {
+                    uint32_t af[4];
+                    mla_ldsm_x4(af, sQ + (rg * 16 + (lane & 15)) * MMA_ROW + ks * 16 + (lane >> 4) * 8);
+#pragma unroll
+                    for (int n = 0; n < C::KPW / 8; n++) {
+                        uint32_t bf[2];
+                        mla_ldsm_x2(bf, kv + (cg * C::KPW + n * 8 + (lane & 7)) * MMA_ROW + ks * 16 +
+                                            ((lane >> 3) & 1) * 8);
+                        mla_mma<DT>(sacc[n], af, bf[0], bf[1]);
+                    }
+                }
+                float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+                for (int n = 0; n < C::KPW / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int key = kbase + cg * C::KPW + n * 8 + 2 * q4 + (e & 1);
+                        const float s = key < lim[e >> 1] ? sacc[n][e] * a.scale_log2 : -INFINITY;
+                        sacc[n][e] = s;
+                        mx[e >> 1] = fmaxf(mx[e >> 1], s);
+                    }
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+                    mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+                    if (q4 == 0) sMax[(rg * 16 + g + 8 * i) * C::SW + cg] = mx[i];
+                }
+            }
+            __syncthreads(); /* row maxima of the tile */
+            float mnew[2], alpha[2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                float mt = -INFINITY;
+#pragma unroll
+                for (int w = 0; w < C::SW; w++) mt = fmaxf(mt, sMax[(rg * 16 + g + 8 * i) * C::SW + w]);
+                mnew[i] = fmaxf(m[i], mt);
+                alpha[i] = gc_exp2(m[i] - mnew[i]);
+            }
+            if (s_warp) {
+                float ps[2] = {0.f, 0.f};
+#pragma unroll
+                for (int n = 0; n < C::KPW / 8; n++) {
+                    const float p0 = gc_exp2(sacc[n][0] - mnew[0]), p1 = gc_exp2(sacc[n][1] - mnew[0]);
+                    const float p2 = gc_exp2(sacc[n][2] - mnew[1]), p3 = gc_exp2(sacc[n][3] - mnew[1]);
+                    ps[0] += p0 + p1;
+                    ps[1] += p2 + p3;
+                    const int col = cg * C::KPW + n * 8 + 2 * q4;
+                    *(uint32_t *)(sP + (rg * 16 + g) * MMA_PROW + col) = mla_pack2<DT>(p0, p1);
+                    *(uint32_t *)(sP + (rg * 16 + g + 8) * MMA_PROW + col) = mla_pack2<DT>(p2, p3);
+                }
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 1);
+                    ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 2);
+                    if (q4 == 0) sSum[(rg * 16 + g + 8 * i) * C::SW + cg] = ps[i];
+                }
+            }
+            __syncthreads(); /* P and the row sums */
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                float ps = 0.f;
+#pragma unroll
+                for (int w = 0; w < C::SW; w++) ps += sSum[(rg * 16 + g + 8 * i) * C::SW + w];
+                l[i] = l[i] * alpha[i] + ps;
+                m[i] = mnew[i];
+            }
+#pragma unroll
+            for (int n = 0; n < C::NCOL / 8; n++) {
+                o[n][0] *= alpha[0];
+                o[n][1] *= alpha[0];
+                o[n][2] *= alpha[1];
+                o[n][3] *= alpha[1];
+            }
+#pragma unroll
+            for (int kk = 0; kk < MMA_BN / 16; kk++) {
+                uint32_t af[4];
+                mla_ldsm_x4(af, sP + (rg * 16 + (lane & 15)) * MMA_PROW + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+                for (int nn = 0; nn < C::NCOL / 16; nn++) {
+                    uint32_t bf[4];
+                    mla_ldsm_x4_t(bf, kv + (kk * 16 + (lane & 15)) * MMA_ROW + cg * C::NCOL + nn * 16 +
+                                          (lane >> 4) * 8);
+                    mla_mma<DT>(o[2 * nn], af, bf[0], bf[1]);
+                    mla_mma<DT>(o[2 * nn + 1], af, bf[2], bf[3]);
+                }
+            }
+        }
+        gc_cp_async_wait<0>();
+
+        /* Epilogue: rows < nrows only. */
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int r = rg * 16 + g + 8 * i;
+            if (r >= item.nrows) continue;
+            const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
+            if (item.part < 0) {
+                uint16_t *orow = (uint16_t *)a.out + ((int64_t)item.q_row0 + r) * MLA_D_V + cg * C::NCOL + 2 * q4;
+#pragma unroll
+                for (int n = 0; n < C::NCOL / 8; n++)
+                    *(uint32_t *)(orow + n * 8) = mla_pack2<DT>(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
+            } else {
+                const int64_t prow_o = (int64_t)item.part + r;
+                float *orow = a.part_o + prow_o * MLA_D_V + cg * C::NCOL + 2 * q4;
+#pragma unroll
+                for (int n = 0; n < C::NCOL / 8; n++)
+                    *(float2 *)(orow + n * 8) = make_float2(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
+                if (cg == 0 && q4 == 0) a.part_lse[prow_o] = l[i] > 0.f ? m[i] + __log2f(l[i]) : -INFINITY;
+            }
+        }
+        __syncthreads(); /* the next item rewrites shared memory */
+    }
+}
+
+/* Stages per row-group count: sized to fit 163 KB (SM 8.0) as well as 227 KB. */
+template <int RG> struct MmaStages { static constexpr int S = RG == 4 ? 2 : 3; };
+
+template <int RG, int DT> static int launch_mma_t(const mla_fwd_args *a) {
+    typedef MmaCfg<RG, MmaStages<RG>::S> C;
+    if (a->grid_items <= 0) return 0;
+    mla_mma_kernel<RG, MmaStages<RG>::S, DT>
+        <<<a->grid_items, MMA_THREADS, C::SMEM, (cudaStream_t)a->stream>>>(*a);
+    return (int)cudaGetLastError();
+}
+
+template <int DT> static int launch_mma_dt(const mla_fwd_args *a) {
+    switch (a->rows_per_tile) {
+    case 16: return launch_mma_t<1, DT>(a);
+    case 32: return launch_mma_t<2, DT>(a);
+    case 64: return launch_mma_t<4, DT>(a);
+    default: return (int)cudaErrorInvalidValue;
+    }
+}
+
+extern "C" size_t mla_mma_smem_bytes(int32_t rows_per_tile, size_t smem_optin) {
+    size_t s = 0;
+    switch (rows_per_tile) {
+    case 16: s = MmaCfg<1, MmaStages<1>::S>::SMEM; break;
+    case 32: s = MmaCfg<2, MmaStages<2>::S>::SMEM; break;
+    case 64: s = MmaCfg<4, MmaStages<4>::S>::SMEM; break;
+    default: return 0;
+    }
+    return s <= smem_optin ? s : 0;
+}
+
+extern "C" int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin) {
+    if (mla_mma_smem_bytes(a->rows_per_tile, smem_optin) == 0) return (int)cudaErrorInvalidConfiguration;
+    if (a->kv_dt != a->q_dt) return (int)cudaErrorInvalidValue;
+    return a->q_dt == MLA_DT_BF16 ? launch_mma_dt<MLA_DT_BF16>(a) : launch_mma_dt<MLA_DT_F16>(a);
+}
+
+template <int RG, int DT> static cudaError_t mma_attr_t(size_t optin) {
+    typedef MmaCfg<RG, MmaStages<RG>::S> C;
+    if (C::SMEM > optin) return cudaSuccess; /* not runnable here; launch refuses */
+    return cudaFuncSetAttribute(mla_mma_kernel<RG, MmaStages<RG>::S, DT>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM);
+}
+
+/* Called by mla_kernels_init (mla_launch.cu). */
+extern "C" int mla_mma_init(size_t smem_optin) {
+    cudaError_t e;
+    if ((e = mma_attr_t<1, MLA_DT_BF16>(smem_optin)) != cudaSuccess) return (int)e;
+    if ((e = mma_attr_t<2, MLA_DT_BF16>(smem_optin)) != cudaSuccess) return (int)e;
+    if ((e = mma_attr_t<4, MLA_DT_BF16>(smem_optin)) != cudaSuccess) return (int)e;
+    if ((e = mma_attr_t<1, MLA_DT_F16>(smem_optin)) != cudaSuccess) return (int)e;
+    if ((e = mma_attr_t<2, MLA_DT_F16>(smem_optin)) != cudaSuccess) return (int)e;
+    if ((e = mma_attr_t<4, MLA_DT_F16>(smem_optin)) != cudaSuccess) return (int)e;
+    return 0;
+}

@@ -1,0 +1,50 @@
+/*
+ * mla_mma_ops.cuh - the SM 8.0 building blocks of the mma kernel: ldmatrix
+ * and mma.sync m16n8k16 (fp32 accumulate) for bf16 and fp16.  CUDA only.
+ */
+#ifndef SGL_MLA_MMA_OPS_CUH
+#define SGL_MLA_MMA_OPS_CUH
+
+#include "mla_kern_common.cuh"
+
+GC_DEV uint32_t mla_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+GC_DEV void mla_ldsm_x4(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(mla_smem_u32(p))
+                 : "memory");
+}
+GC_DEV void mla_ldsm_x4_t(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(mla_smem_u32(p))
+                 : "memory");
+}
+GC_DEV void mla_ldsm_x2(uint32_t r[2], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(mla_smem_u32(p))
+                 : "memory");
+}
+
+/* d += a * b for one m16n8k16 tile (row-major A, column-major B). */
+template <int DT> GC_DEV void mla_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (DT == MLA_DT_BF16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+                     "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+                     "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d; (void)a; (void)b0; (void)b1;
+    __trap();
+#endif
+}
+
+#endif

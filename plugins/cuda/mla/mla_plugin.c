@@ -1,0 +1,92 @@
+/* mla_plugin.c - the cuda_mla descriptor, entry point, probe and model check.
+ * MLA only: the sglang MLA backends (FlashMLA, CUTLASS MLA, TRT-LLM MLA,
+ * CuTe-DSL MLA, TokenSpeed MLA) map to it; conf/ holds the "can only be used
+ * with MLA models" rule.  With no driver or no GPU the probe answers
+ * unavailable in the CUDA runtime's words (the static cudart loads anyway). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_device_ops.h"
+#include "cuda_probe.h"
+#include "mla_backend.h"
+
+static const char *const mla_aliases[] = {"flashmla", "cutlass_mla", "trtllm_mla", "cutedsl_mla",
+                                          "tokenspeed_mla", NULL};
+
+static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
+    if (!caps || caps->struct_size < sizeof *caps) return SGL_ATTN_E_INVALID;
+    int rc = sgl_cuda_probe_device(index, caps, 8, 0);
+    if (rc) return rc;
+    caps->attn_kinds = SGL_ATTN_KIND_MLA;
+    caps->q_dtypes = SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F16;
+    /* fp8 e4m3 pools run on the simple kernel (docs/cuda_mla.md) */
+    caps->kv_dtypes = SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_FP8_E4M3;
+    caps->features = SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_MLA_EXTEND |
+                     SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_GRAPH_CAPTURE |
+                     SGL_ATTN_FEAT_DIFF_HEAD_DIMS;
+    caps->n_head_dims = 1;
+    caps->head_dims[0].qk = MLA_D_QK;
+    caps->head_dims[0].v = MLA_D_V;
+    caps->head_dim_qk_max = MLA_D_QK;
+    caps->head_dim_v_max = MLA_D_V;
+    static const uint32_t pages[] = {1, 16, 32, 64};
+    caps->n_page_sizes = 4;
+    for (int i = 0; i < 4; i++) caps->page_sizes[i] = pages[i];
+    caps->page_size_max = 64;
+    caps->max_gqa_ratio = 0;
+    caps->score = caps->available ? 60 : 0;
+    return SGL_ATTN_OK;
+}
+
+static int mla_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps, char *why, size_t n) {
+    (void)caps;
+    if (!m) return SGL_ATTN_E_INVALID;
+    if (!m->is_mla) {
+        snprintf(why, n, "%s is not an MLA model: cuda_mla serves MLA (DeepSeek latent attention) only",
+                 m->name[0] ? m->name : "the model");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (m->head_dim_qk != MLA_D_QK || m->head_dim_v != MLA_D_V || m->num_kv_heads != 1) {
+        snprintf(why, n,
+                 "MLA with head dims %d/%d and %d KV head(s): cuda_mla runs kv_lora_rank 512 + rope 64 "
+                 "(576/512) with one latent head",
+                 m->head_dim_qk, m->head_dim_v, m->num_kv_heads);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (m->index_topk > 0) {
+        snprintf(why, n, "DeepSeek sparse attention (index_topk %d): cuda_mla is dense MLA", m->index_topk);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (m->sliding_window >= 0 || m->logit_softcap != 0.f || m->has_sinks || m->is_encoder_decoder) {
+        snprintf(why, n, "cuda_mla has no sliding window, soft-cap, sinks or encoder-decoder attention");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
+}
+
+static const sgl_attn_plugin mla_plugin = {
+    .struct_size = sizeof(sgl_attn_plugin),
+    .abi_major = SGL_ATTN_ABI_MAJOR,
+    .abi_minor = SGL_ATTN_ABI_MINOR,
+    .name = MLA_NAME,
+    .version = "0.1.0",
+    .description = "CUDA absorbed MLA (DeepSeek): split-KV decode/verify and extend, mma.sync + sm_90a wgmma",
+    .license = "Apache-2.0",
+    .platform = SGL_ATTN_PLATFORM_CUDA,
+    .role = SGL_ATTN_ROLE_FULL,
+    .hybrid_kind = SGL_ATTN_HYBRID_NONE,
+    .custom_kind = NULL,
+    .aliases = mla_aliases,
+    .model_types = NULL,
+    .probe = mla_probe,
+    .supports_model = mla_supports_model,
+    .create = mla_backend_create,
+    .state_bytes_per_request = NULL,
+    .device_ops = &sgl_cuda_device_ops_table,
+};
+
+SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
+
+SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
+    return sgl_attn_answer(host, answer, &mla_plugin);
+}

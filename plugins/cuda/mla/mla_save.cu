@@ -1,0 +1,46 @@
+/*
+ * mla_save.cu - write the new latent rows k[T, 1, 576] into the pool at
+ * out_cache_loc before attention (save_kv_cache).  Same dtype: a bit copy.
+ * fp8 pool: value / k_scale rounded to e4m3 (saturating).  A slot outside the
+ * pool is skipped, never clamped: writing another token's row would corrupt it.
+ */
+#include "mla_kern_common.cuh"
+
+#define SAVE_THREADS 128
+
+template <int KDT, int PDT> __global__ __launch_bounds__(SAVE_THREADS) void mla_save_kernel(mla_save_args s) {
+    const int64_t t = blockIdx.x;
+    if (t >= s.t) return;
+    const int64_t slot = mla_idx(s.loc, t);
+    if (slot < 0 || slot >= s.num_slots) return;
+    const uint16_t *src = (const uint16_t *)s.k + t * MLA_D_QK;
+    if (PDT == MLA_DT_FP8) {
+        uint8_t *dst = (uint8_t *)s.pool + slot * MLA_D_QK;
+        for (int d = threadIdx.x; d < MLA_D_QK; d += SAVE_THREADS) {
+            float v = gc_to_f32<KDT == MLA_DT_BF16 ? GC_BF16 : GC_F16>(src[d]) * s.inv_k_scale;
+            dst[d] = mla_f32_to_e4m3(v);
+        }
+    } else {
+        /* 576 x 2 bytes = 72 x 16 bytes */
+        const uint4 *s4 = (const uint4 *)src;
+        uint4 *d4 = (uint4 *)((uint16_t *)s.pool + slot * MLA_D_QK);
+        for (int i = threadIdx.x; i < MLA_D_QK / 8; i += SAVE_THREADS) d4[i] = s4[i];
+    }
+}
+
+extern "C" int mla_launch_save(const mla_save_args *s) {
+    if (s->t <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)s->stream;
+    dim3 grid((unsigned)s->t);
+    if (s->kv_dt == MLA_DT_FP8) {
+        if (s->k_dt == MLA_DT_BF16)
+            mla_save_kernel<MLA_DT_BF16, MLA_DT_FP8><<<grid, SAVE_THREADS, 0, st>>>(*s);
+        else
+            mla_save_kernel<MLA_DT_F16, MLA_DT_FP8><<<grid, SAVE_THREADS, 0, st>>>(*s);
+    } else if (s->kv_dt == s->k_dt) {
+        mla_save_kernel<MLA_DT_BF16, MLA_DT_BF16><<<grid, SAVE_THREADS, 0, st>>>(*s);
+    } else {
+        return (int)cudaErrorInvalidValue;
+    }
+    return (int)cudaGetLastError();
+}
