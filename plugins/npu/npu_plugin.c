@@ -3,7 +3,7 @@
  * through CANN's fused inference attention operator
  * (aclnnFusedInferAttentionScoreV2), CANN loaded at run time.
  *
- * Serves sglang's "ascend" (and "dsv4" on NPU for its non-sparse layers).
+ * Serves sglang's "ascend".
  * Not run on Ascend hardware: tested against the fake CANN in tests/npu/.
  */
 #include <stdio.h>
@@ -12,7 +12,8 @@
 
 #include "npu_internal.h"
 
-static const char *const aliases[] = {"ascend", "dsv4", NULL};
+/* "dsv4" on NPU is conf's (conf/sglattn.json maps it per platform). */
+static const char *const aliases[] = {"ascend", NULL};
 
 static int npu_probe(uint32_t index, sgl_attn_caps *c);
 static int npu_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps, char *why, size_t why_size);
