@@ -74,9 +74,9 @@ static int xpu_probe(uint32_t index, sgl_attn_caps *c) {
         int cpus = xpu_devices_count(); /* only CPUs can be hidden */
         c->available = 0;
         c->score = 0;
-        snprintf(c->reason, sizeof c->reason, "no usable OpenCL GPU. %s. %s%s", xpu_devices_levelzero_note(),
-                 xpu_devices_summary(),
-                 cpus ? ". CPU devices need SGL_ATTN_XPU_ALLOW_CPU=1 or plugin_options.xpu_ocl.allow_cpu" : "");
+        snprintf(c->reason, sizeof c->reason, "no usable OpenCL GPU%s. %s. %s",
+                 cpus ? " (a CPU device needs SGL_ATTN_XPU_ALLOW_CPU=1 or plugin_options.xpu_ocl.allow_cpu)" : "",
+                 xpu_devices_levelzero_note(), xpu_devices_summary());
         snprintf(c->device_name, sizeof c->device_name, "none");
         return SGL_ATTN_OK;
     }
