@@ -13,49 +13,45 @@
  * i.e. an intra-chunk causal "attention" with the decay mask L[t][i] =
  * exp(G_t - G_i) (Mamba-2's SSD quadratic form) plus the carried state.
  */
-#include <string.h>
-
 #include "hyb_tmpl.h"
 
-typedef real_t vr __attribute__((vector_size(16)));
-#define VL ((int)(16 / sizeof(real_t)))
-static inline vr vload(const real_t *p) { vr v; memcpy(&v, p, sizeof v); return v; }
-static inline void vstore(real_t *p, vr v) { memcpy(p, &v, sizeof v); }
-static inline real_t vsum(vr v) {
-    real_t s = 0;
-    for (int i = 0; i < VL; i++) s += v[i];
-    return s;
-}
-
 static inline real_t dot(const real_t *restrict a, const real_t *restrict b, int K) {
-    vr acc = {0};
+    real_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int c = 0;
-    for (; c + VL <= K; c += VL) acc += vload(a + c) * vload(b + c);
-    real_t s = vsum(acc);
-    for (; c < K; c++) s += a[c] * b[c];
-    return s;
+    for (; c + 8 <= K; c += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[c + j] * b[c + j];
+    for (; c < K; c++) acc[0] += a[c] * b[c];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
 /* One pass per state row: s = e*s + v_r k, reading S q on the way. */
-void FN(hyb_declin_step)(real_t *S, int K, int V, const real_t *q, const real_t *k,
-                         const real_t *v, real_t g, real_t scale, real_t *o) {
-    const real_t e = r_exp(g);
-    const vr E = (vr){0} + e;
+HYB_CLONES
+static void declin_rows(real_t *S, int K, int V, const real_t *q, const real_t *k,
+                        const real_t *v, real_t e, real_t scale, real_t *o) {
+    const int VL = HYB_VL;
     for (int r = 0; r < V; r++) {
         real_t *restrict s = S + (size_t)r * K;
-        const real_t vr_ = v[r];
-        const vr VR = (vr){0} + vr_;
-        vr acc = {0};
+        const real_t vr = v[r];
+        hyb_vec acc = {0}, x, y, z;
         int c = 0;
         for (; c + VL <= K; c += VL) {
-            vr x = E * vload(s + c) + VR * vload(k + c);
-            vstore(s + c, x);
-            acc += x * vload(q + c);
+            HYB_VLOAD(x, s + c);
+            HYB_VLOAD(y, k + c);
+            HYB_VLOAD(z, q + c);
+            x = e * x + vr * y;
+            HYB_VSTORE(s + c, x);
+            acc += x * z;
         }
-        real_t sum = vsum(acc);
-        for (; c < K; c++) { s[c] = e * s[c] + vr_ * k[c]; sum += s[c] * q[c]; }
+        real_t sum = 0;
+        for (int i = 0; i < VL; i++) sum += acc[i];
+        for (; c < K; c++) { s[c] = e * s[c] + vr * k[c]; sum += s[c] * q[c]; }
         o[r] = scale * sum;
     }
+}
+
+void FN(hyb_declin_step)(real_t *S, int K, int V, const real_t *q, const real_t *k,
+                         const real_t *v, real_t g, real_t scale, real_t *o) {
+    declin_rows(S, K, V, q, k, v, r_exp(g), scale, o);
 }
 
 size_t FN(hyb_declin_work_elems)(int K, int V, int C) {

@@ -24,39 +24,28 @@
  * same steps: A and M are n x n GEMMs (with the gate ratios folded in per
  * sub-chunk for kda), the solve is a small triangular inverse, the rest GEMMs.
  */
-#include <string.h>
-
 #include "hyb_tmpl.h"
 
-/* Fixed-width vectors (GCC/clang vector extensions): 4 floats or 2 doubles,
- * one SSE register on baseline x86-64, NEON on aarch64. */
-typedef real_t vr __attribute__((vector_size(16)));
-#define VL ((int)(16 / sizeof(real_t)))
-static inline vr vload(const real_t *p) { vr v; memcpy(&v, p, sizeof v); return v; }
-static inline void vstore(real_t *p, vr v) { memcpy(p, &v, sizeof v); }
-static inline real_t vsum(vr v) {
-    real_t s = 0;
-    for (int i = 0; i < VL; i++) s += v[i];
-    return s;
-}
-
 static inline real_t dot(const real_t *restrict a, const real_t *restrict b, int K) {
-    vr acc = {0};
+    real_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
     int c = 0;
-    for (; c + VL <= K; c += VL) acc += vload(a + c) * vload(b + c);
-    real_t s = vsum(acc);
-    for (; c < K; c++) s += a[c] * b[c];
-    return s;
+    for (; c + 8 <= K; c += 8)
+        for (int j = 0; j < 8; j++) acc[j] += a[c + j] * b[c + j];
+    for (; c < K; c++) acc[0] += a[c] * b[c];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
 /* The recurrent step, rewritten so each state row is read once for both
  * products and written once.  With e = exp(g) (per channel or scalar):
  *     S'k = s . (e*k),   S_new q = s . (e*q) + u (k . q),   s_new = e*s + u k
- * where u = beta (v_r - S'k).  ek, eq and k.q are per head, not per row. */
+ * where u = beta (v_r - S'k).  ek, eq and k.q are per head, not per row.
+ * This loop is the whole cost of a decode step: it is cloned for AVX2 and
+ * AVX-512 and works on 64-byte vectors with two sums per product. */
+HYB_CLONES
 static void delta_rows(real_t *S, int K, int V, const real_t *k, const real_t *ek,
                        const real_t *eq, const real_t *e, real_t e0, real_t kq,
                        const real_t *v, real_t beta, real_t scale, real_t *o) {
-    const vr E0 = (vr){0} + e0;
+    const int VL = HYB_VL;
     /* Rows ahead are fetched while this one computes: each row waits for its
      * own dot products before it can be written, which leaves the hardware
      * prefetcher too little lead on its own. */
@@ -65,36 +54,50 @@ static void delta_rows(real_t *S, int K, int V, const real_t *k, const real_t *e
         real_t *s = S + (size_t)r * K;
         if (r + ahead < V)
             for (int l = 0; l < lines; l++) __builtin_prefetch(s + (size_t)ahead * K + (size_t)l * (64 / sizeof(real_t)), 1, 3);
-        /* four independent sums per product: the adds' latency, not the
-         * loads, would otherwise bound the loop */
-        vr a1 = {0}, a2 = {0}, b1 = {0}, b2 = {0}, c1 = {0}, c2 = {0}, d1 = {0}, d2 = {0};
+        hyb_vec a1 = {0}, a2 = {0}, b1 = {0}, b2 = {0}, x, y, z;
         int c = 0;
-        for (; c + 4 * VL <= K; c += 4 * VL) {
-            vr x0 = vload(s + c), x1 = vload(s + c + VL), x2 = vload(s + c + 2 * VL),
-               x3 = vload(s + c + 3 * VL);
-            a1 += x0 * vload(ek + c);
-            a2 += x0 * vload(eq + c);
-            b1 += x1 * vload(ek + c + VL);
-            b2 += x1 * vload(eq + c + VL);
-            c1 += x2 * vload(ek + c + 2 * VL);
-            c2 += x2 * vload(eq + c + 2 * VL);
-            d1 += x3 * vload(ek + c + 3 * VL);
-            d2 += x3 * vload(eq + c + 3 * VL);
+        for (; c + 2 * VL <= K; c += 2 * VL) {
+            HYB_VLOAD(x, s + c);
+            HYB_VLOAD(y, ek + c);
+            HYB_VLOAD(z, eq + c);
+            a1 += x * y;
+            a2 += x * z;
+            HYB_VLOAD(x, s + c + VL);
+            HYB_VLOAD(y, ek + c + VL);
+            HYB_VLOAD(z, eq + c + VL);
+            b1 += x * y;
+            b2 += x * z;
         }
+        a1 += b1;
+        a2 += b2;
         for (; c + VL <= K; c += VL) {
-            vr x = vload(s + c);
-            a1 += x * vload(ek + c);
-            a2 += x * vload(eq + c);
+            HYB_VLOAD(x, s + c);
+            HYB_VLOAD(y, ek + c);
+            HYB_VLOAD(z, eq + c);
+            a1 += x * y;
+            a2 += x * z;
         }
-        real_t m = vsum((a1 + b1) + (c1 + d1)), sq = vsum((a2 + b2) + (c2 + d2));
+        real_t m = 0, sq = 0;
+        for (int i = 0; i < VL; i++) { m += a1[i]; sq += a2[i]; }
         for (int t = c; t < K; t++) { m += s[t] * ek[t]; sq += s[t] * eq[t]; }
         const real_t u = beta * (v[r] - m);
-        const vr U = (vr){0} + u;
         c = 0;
-        if (e)
-            for (; c + VL <= K; c += VL) vstore(s + c, vload(s + c) * vload(e + c) + U * vload(k + c));
-        else
-            for (; c + VL <= K; c += VL) vstore(s + c, vload(s + c) * E0 + U * vload(k + c));
+        if (e) {
+            for (; c + VL <= K; c += VL) {
+                HYB_VLOAD(x, s + c);
+                HYB_VLOAD(y, e + c);
+                HYB_VLOAD(z, k + c);
+                x = x * y + u * z;
+                HYB_VSTORE(s + c, x);
+            }
+        } else {
+            for (; c + VL <= K; c += VL) {
+                HYB_VLOAD(x, s + c);
+                HYB_VLOAD(z, k + c);
+                x = x * e0 + u * z;
+                HYB_VSTORE(s + c, x);
+            }
+        }
         for (; c < K; c++) s[c] = s[c] * (e ? e[c] : e0) + u * k[c];
         o[r] = scale * (sq + u * kq);
     }

@@ -33,9 +33,15 @@ static bufs carve(hyb_inst *w, int worker) {
     return b;
 }
 
+/* conv_weight [C][W] arrives channel-major; conv1d.c wants it tap-major,
+ * [W][C], so its loops run along channels. */
 void FN(hyb_load_conv)(const sgl_attn_linear_io *io, const hyb_dims *d, real_t *par) {
     const int64_t C = d->conv_dim, W = d->conv_w;
-    hyb_load_r(io->conv_weight, 0, par, C * W);
+    real_t row[HYB_CONV_W_MAX];
+    for (int64_t c = 0; c < C; c++) {
+        hyb_load_r(io->conv_weight, c * W, row, W);
+        for (int64_t j = 0; j < W; j++) par[j * C + c] = row[j];
+    }
     if (io->conv_bias) hyb_load_r(io->conv_bias, 0, par + C * W, C);
     else memset(par + C * W, 0, (size_t)C * sizeof(real_t));
 }
@@ -56,7 +62,7 @@ static void item_a(void *p, int64_t r, int worker) {
     if (rq->n <= 0 || rq->slot < 0) return;
     const int C = w->d.conv_dim, W = w->d.conv_w;
     const size_t hist_elems = (size_t)C * (size_t)(W - 1);
-    real_t *hist = w->wbuf[worker].mem, *tmp = hist + hist_elems;
+    real_t *hist = w->wbuf[worker].mem, *tmp = hist + hist_elems, *in = tmp + hist_elems;
     real_t *st = hyb_pool_conv(&w->pool, c->li, rq->slot);
     if (c->keep) {
         if (rq->has_init) memcpy(tmp, st, hist_elems * sizeof(real_t));
@@ -66,15 +72,15 @@ static void item_a(void *p, int64_t r, int worker) {
         memset(st, 0, hist_elems * sizeof(real_t));
     }
     real_t *xs = (real_t *)w->scratch + (size_t)rq->tok * C;
-    for (int j = 0; j < rq->n; j++)
-        hyb_load_r(c->io->x, (rq->tok + j) * (int64_t)w->d.x_dim, xs + (size_t)j * C, C);
     if (c->chunk > 0) {
+        for (int j = 0; j < rq->n; j++)
+            hyb_load_r(c->io->x, (rq->tok + j) * (int64_t)w->d.x_dim, xs + (size_t)j * C, C);
         FN(hyb_conv1d_seq)(st, C, W, x->weight, x->bias, xs, rq->n, x->silu, hist);
         return;
     }
     for (int j = 0; j < rq->n; j++) {
-        real_t *row = xs + (size_t)j * C;
-        FN(hyb_conv1d_step)(st, C, W, x->weight, x->bias, row, row, x->silu);
+        hyb_load_r(c->io->x, (rq->tok + j) * (int64_t)w->d.x_dim, in, C);
+        FN(hyb_conv1d_step)(st, C, W, x->weight, x->bias, in, xs + (size_t)j * C, x->silu);
         if (c->keep)
             memcpy(hyb_pool_iconv(&w->pool, c->li, rq->slot, j), st, hist_elems * sizeof(real_t));
     }

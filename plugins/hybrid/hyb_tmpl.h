@@ -8,6 +8,7 @@
 #define HYB_TMPL_H
 
 #include <math.h>
+#include <string.h>
 
 #include "hyb.h"
 
@@ -28,6 +29,23 @@ typedef float real_t;
 #define hyb_store_r hyb_store_f32
 #endif
 #define FN(name) HYB_CAT(name, HYB_SUF)
+
+/* Wide vectors for the hot loops (GCC/clang vector extensions), 64 bytes:
+ * one AVX-512 register, two AVX2 or four SSE/NEON registers, whichever the
+ * clone being compiled has.  Moved with memcpy (no alignment assumed) through
+ * macros, so no function passes a vector by value (no ABI differences). */
+typedef real_t hyb_vec __attribute__((vector_size(64)));
+#define HYB_VL ((int)(64 / sizeof(real_t)))
+#define HYB_VLOAD(v, p) memcpy(&(v), (p), sizeof(hyb_vec))
+#define HYB_VSTORE(p, v) memcpy((p), &(v), sizeof(hyb_vec))
+
+/* Runtime-dispatched copies of a hot function for wider x86 vector units
+ * (GCC function multi-versioning; the loader picks one at startup). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HYB_NO_CLONES)
+#define HYB_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define HYB_CLONES
+#endif
 
 /* libm in the working precision: expf / exp, ... */
 #define r_exp RX(exp)

@@ -8,7 +8,7 @@ HYB_KINDS := gdn kda mamba2 short_conv lightning minimax_sparse
 HYB_COMMON := wrapper create plan state_pool shapes tensor_io workers probe
 HYB_CORES := conv1d delta_rule declin drive
 
-CFLAGS_plugins_hybrid_ := -O3
+CFLAGS_plugins_hybrid_ := -O3 -ffp-contract=fast
 
 hyb_obj = $(addprefix $(OBJDIR)/$(HYB_DIR)/,$(addsuffix .o,$(1)))
 hyb_obj64 = $(addprefix $(OBJDIR)/$(HYB_DIR)/,$(addsuffix .f64.o,$(1)))

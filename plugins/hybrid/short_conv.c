@@ -42,7 +42,8 @@ static void item(void *p, int64_t r, int worker) {
     } else {
         for (int j = 0; j < rq->n; j++) {
             real_t *bx = xs + (size_t)j * D;
-            FN(hyb_conv1d_step)(st, D, W, weight, bias, bx, bx, 0);
+            memcpy(row, bx, (size_t)D * sizeof(real_t)); /* the step's input and output are apart */
+            FN(hyb_conv1d_step)(st, D, W, weight, bias, row, bx, 0);
             if (c->keep)
                 memcpy(hyb_pool_iconv(&w->pool, c->li, rq->slot, j), st, hist_elems * sizeof(real_t));
         }

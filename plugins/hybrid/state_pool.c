@@ -1,6 +1,6 @@
 /* state_pool.c - per-request state of the linear layers, indexed by the
  * request's slot (batch->state_indices), allocated once at create:
- *   conv [layers][slots][conv_dim * (W-1)]     the conv1d history
+ *   conv [layers][slots][W-1][conv_dim]        the conv1d history, time-major
  *   ssm  [layers][slots][HV * V * K]           the recurrent state
  * and, when the model verifies speculative drafts (spec_tokens > 1), the
  * state after each draft token, [layers][slots][steps][...], which

@@ -162,31 +162,58 @@ static void test_declin(void **st) {
 }
 
 /* conv1d: the sequence form over ragged pieces equals one-token steps, state
- * carried across the calls. */
+ * carried across the calls; both equal the convolution written out; the f32
+ * forms (vector SiLU) agree with it too.  C = 37: two 16-lane vectors and a tail. */
 static void test_conv1d(void **st) {
     (void)st;
     trng r = {7};
-    const int C = 11;
-    for (int W = 1; W <= 5; W++)
+    enum { C = 37, N = 23, WM = 5 };
+    for (int W = 1; W <= WM; W++)
         for (int silu = 0; silu <= 1; silu++) {
-            const int n = 23, H = W - 1;
-            double w[11 * 5], bias[11], s_seq[11 * 4], s_step[11 * 4], hist[11 * 4];
-            double x[23 * 11], y_seq[23 * 11], y_step[23 * 11];
+            const int H = W - 1;
+            double w[C * WM], bias[C], s0[C * WM], s_seq[C * WM], s_step[C * WM], hist[C * WM];
+            double x[N * C], y_seq[N * C], y_step[N * C], y_want[N * C];
+            float wf[C * WM], bf[C], sf_seq[C * WM], sf_step[C * WM], histf[C * WM], yf_seq[N * C], yf_step[N * C];
+            double yd_seq[N * C], yd_step[N * C];
             for (int i = 0; i < C * W; i++) w[i] = tr_normal(&r);
             for (int i = 0; i < C; i++) bias[i] = tr_normal(&r);
-            for (int i = 0; i < C * H; i++) s_seq[i] = s_step[i] = tr_normal(&r);
-            for (int i = 0; i < n * C; i++) x[i] = tr_normal(&r);
+            for (int i = 0; i < C * H; i++) s0[i] = s_seq[i] = s_step[i] = tr_normal(&r);
+            for (int i = 0; i < N * C; i++) x[i] = 3 * tr_normal(&r);
+            for (int t = 0; t < N; t++) /* w and the state are tap-major: [j][c] */
+                for (int c = 0; c < C; c++) {
+                    double acc = bias[c];
+                    for (int j = 0; j <= H; j++) {
+                        int p = t - H + j;
+                        acc += w[j * C + c] * (p >= 0 ? x[p * C + c] : s0[(H + p) * C + c]);
+                    }
+                    y_want[t * C + c] = silu ? acc / (1 + exp(-acc)) : acc;
+                }
             memcpy(y_seq, x, sizeof x);
-            const int cuts[] = {0, 1, 3, 4, 11, 23}; /* pieces of 1, 2, 1, 7, 12 tokens */
+            const int cuts[] = {0, 1, 3, 4, 11, N}; /* pieces of 1, 2, 1, 7, 12 tokens */
             for (int p = 0; p + 1 < 6; p++)
                 hyb_conv1d_seq_f64(s_seq, C, W, w, bias, y_seq + cuts[p] * C, cuts[p + 1] - cuts[p], silu, hist);
-            for (int t = 0; t < n; t++) hyb_conv1d_step_f64(s_step, C, W, w, bias, x + t * C, y_step + t * C, silu);
-            assert_true(max_abs(y_step, (size_t)n * C) > 1e-2);
-            assert_true(rel_err(y_step, y_seq, (size_t)n * C) < 1e-14);
+            for (int t = 0; t < N; t++) hyb_conv1d_step_f64(s_step, C, W, w, bias, x + t * C, y_step + t * C, silu);
+            assert_true(max_abs(y_step, (size_t)N * C) > 1e-2);
+            assert_true(rel_err(y_want, y_step, (size_t)N * C) < 1e-13);
+            assert_true(rel_err(y_step, y_seq, (size_t)N * C) < 1e-14);
             if (H) assert_true(rel_err(s_step, s_seq, (size_t)C * H) == 0);
-            /* the state is the last W-1 inputs */
-            for (int c = 0; c < C; c++)
-                for (int j = 0; j < H; j++) assert_true(s_step[c * H + j] == x[(n - H + j) * C + c]);
+            for (int c = 0; c < C; c++) /* the state is the last W-1 inputs */
+                for (int j = 0; j < H; j++) assert_true(s_step[j * C + c] == x[(N - H + j) * C + c]);
+            /* f32 */
+            for (int i = 0; i < C * W; i++) wf[i] = (float)w[i];
+            for (int i = 0; i < C; i++) bf[i] = (float)bias[i];
+            for (int i = 0; i < C * H; i++) sf_seq[i] = sf_step[i] = (float)s0[i];
+            for (int i = 0; i < N * C; i++) yf_seq[i] = (float)x[i];
+            for (int p = 0; p + 1 < 6; p++)
+                hyb_conv1d_seq_f32(sf_seq, C, W, wf, bf, yf_seq + cuts[p] * C, cuts[p + 1] - cuts[p], silu, histf);
+            for (int t = 0; t < N; t++) {
+                float xf[C];
+                for (int c = 0; c < C; c++) xf[c] = (float)x[t * C + c];
+                hyb_conv1d_step_f32(sf_step, C, W, wf, bf, xf, yf_step + t * C, silu);
+            }
+            for (int i = 0; i < N * C; i++) { yd_seq[i] = yf_seq[i]; yd_step[i] = yf_step[i]; }
+            assert_true(rel_err(y_want, yd_step, (size_t)N * C) < 3e-6);
+            assert_true(rel_err(y_want, yd_seq, (size_t)N * C) < 3e-6);
         }
 }
 
