@@ -1,0 +1,18 @@
+# bench/cpu - cpu_ref's decode bandwidth against this machine's memory-read
+# bandwidth (issue 3's speed goal).  A benchmark, not a test:
+#
+#   make cpu-bench      build build/bench/cpu_decode_bw and run it
+
+CPU_BENCH := $(BUILD)/bench/cpu_decode_bw
+CPU_BENCH_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(wildcard bench/cpu/*.c))
+CFLAGS_bench_cpu_ := -O3
+
+$(CPU_BENCH): $(CPU_BENCH_OBJS) $(CPU_REF_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lm
+
+ALL += $(CPU_BENCH)
+
+cpu-bench: $(CPU_BENCH)
+	$(CPU_BENCH)
+.PHONY: cpu-bench

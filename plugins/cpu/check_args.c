@@ -1,0 +1,262 @@
+/* check_args.c - forward: check the layer and every tensor against the
+ * planned batch before anything is written, then resolve them into the job
+ * the loops read. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_ref.h"
+#include "tensor_check.h"
+
+static int check_layer(cref_backend *b, const sgl_attn_layer *L, int save) {
+    const int id = L->layer_id;
+    if (L->struct_size < sizeof *L) {
+        cref_set_error(b, "layer %d: struct_size %u < %zu (ABI 1.0)", id, L->struct_size, sizeof *L);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (L->num_q_heads < 1 || L->num_kv_heads < 1 || L->num_q_heads % L->num_kv_heads) {
+        cref_set_error(b, "layer %d: num_q_heads %d, num_kv_heads %d; expected >= 1 and q a multiple of kv", id,
+                       L->num_q_heads, L->num_kv_heads);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (L->head_dim_qk < 1 || L->head_dim_qk > CREF_MAX_HEAD_DIM || L->head_dim_v < 1 ||
+        L->head_dim_v > CREF_MAX_HEAD_DIM) {
+        cref_set_error(b, "layer %d: head_dim_qk %d, head_dim_v %d; cpu_ref serves 1..%d", id, L->head_dim_qk,
+                       L->head_dim_v, CREF_MAX_HEAD_DIM);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (L->head_dim_qk > b->max_dqk || L->head_dim_v > b->max_dv) {
+        cref_set_error(b,
+                       "layer %d: head dims qk %d, v %d exceed the model's %d, %d that create sized this backend's "
+                       "scratch for",
+                       id, L->head_dim_qk, L->head_dim_v, b->max_dqk, b->max_dv);
+        return SGL_ATTN_E_INVALID;
+    }
+    int group = L->num_q_heads / L->num_kv_heads;
+    if (group > b->rows_cap) {
+        cref_set_error(b, "layer %d: %d q heads per kv head exceed the %d rows create sized scratch for", id, group,
+                       b->rows_cap);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!isfinite(L->sm_scale) || !isfinite(L->logit_softcap) || L->logit_softcap < 0) {
+        cref_set_error(b, "layer %d: sm_scale %g, logit_softcap %g; expected finite numbers, softcap >= 0", id,
+                       (double)L->sm_scale, (double)L->logit_softcap);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (L->is_cross) {
+        if (!b->has_enc) {
+            cref_set_error(b, "layer %d is cross attention but the batch has no encoder_lens", id);
+            return SGL_ATTN_E_INVALID;
+        }
+        if (save) {
+            cref_set_error(b,
+                           "layer %d: save_kv_cache on a cross-attention layer: cpu_ref reads encoder K/V the "
+                           "caller stored at req_to_token[row][0, encoder_len) and writes none",
+                           id);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+    }
+    if (L->sinks) {
+        int rc = cref_check_host(b, L->sinks, "layer.sinks");
+        if (rc) return rc;
+        if (sgl_attn_dtype_bit(L->sinks->dtype) != SGL_ATTN_DT_F32) {
+            char buf[64];
+            cref_set_error(b, "layer %d: sinks have dtype %s; expected f32", id,
+                           cref_dtype_name(L->sinks->dtype, buf, sizeof buf));
+            return SGL_ATTN_E_INVALID;
+        }
+        const int64_t s[1] = {L->num_q_heads};
+        if ((rc = cref_check_shape(b, L->sinks, "layer.sinks", 1, s, "num_q_heads"))) return rc;
+    }
+    return SGL_ATTN_OK;
+}
+
+/* The pool: [slots, kv heads, dim]; MLA: k_cache only, value inside it. */
+static int check_pool(cref_backend *b, const sgl_attn_layer *L, int mla, uint32_t *kv_dt) {
+    int rc;
+    const int id = L->layer_id;
+    if ((rc = cref_check_host(b, L->k_cache, "layer.k_cache"))) return rc;
+    if ((rc = cref_check_float(b, L->k_cache, "layer.k_cache", kv_dt))) return rc;
+    const int64_t slots = L->k_cache->shape[0];
+    const int64_t ks[3] = {slots, L->num_kv_heads, L->head_dim_qk};
+    if ((rc = cref_check_shape(b, L->k_cache, "layer.k_cache", 3, ks, "slots, num_kv_heads, head_dim_qk"))) return rc;
+    if (!mla) {
+        uint32_t vdt;
+        if ((rc = cref_check_host(b, L->v_cache, "layer.v_cache"))) return rc;
+        if ((rc = cref_check_float(b, L->v_cache, "layer.v_cache", &vdt))) return rc;
+        if (vdt != *kv_dt) {
+            char b1[32], b2[32];
+            cref_set_error(b, "layer %d: k_cache is %s but v_cache is %s; expected one pool dtype", id,
+                           cref_dtype_name(L->k_cache->dtype, b1, sizeof b1),
+                           cref_dtype_name(L->v_cache->dtype, b2, sizeof b2));
+            return SGL_ATTN_E_INVALID;
+        }
+        const int64_t vs[3] = {slots, L->num_kv_heads, L->head_dim_v};
+        if ((rc = cref_check_shape(b, L->v_cache, "layer.v_cache", 3, vs, "k_cache's slots, num_kv_heads, head_dim_v")))
+            return rc;
+    }
+    if (b->max_slot >= slots) {
+        cref_set_error(b, "layer %d: %s is outside the pool (k_cache has %lld slots)", id, b->max_slot_where,
+                       (long long)slots);
+        return SGL_ATTN_E_INVALID;
+    }
+    return SGL_ATTN_OK;
+}
+
+static int check_io(cref_backend *b, const sgl_attn_forward_args *a, int mla, int64_t T, uint32_t *q_dt,
+                    uint32_t *out_dt) {
+    const sgl_attn_layer *L = a->layer;
+    int rc;
+    if ((rc = cref_check_host(b, a->q, "q")) || (rc = cref_check_float(b, a->q, "q", q_dt)) ||
+        (rc = cref_check_shape3(b, a->q, "q", T, L->num_q_heads, L->head_dim_qk, "num_tokens, num_q_heads, head_dim_qk")))
+        return rc;
+    if ((rc = cref_check_host(b, a->out, "out")) || (rc = cref_check_float(b, a->out, "out", out_dt)) ||
+        (rc = cref_check_shape3(b, a->out, "out", T, L->num_q_heads, L->head_dim_v, "num_tokens, num_q_heads, head_dim_v")))
+        return rc;
+    if (!a->save_kv_cache) return SGL_ATTN_OK;
+    if (!b->out_cache_loc) {
+        cref_set_error(b, "save_kv_cache is set but the batch has no out_cache_loc");
+        return SGL_ATTN_E_INVALID;
+    }
+    if ((rc = cref_check_host(b, a->k, "k")) || (rc = cref_check_float(b, a->k, "k", &b->k_dt)) ||
+        (rc = cref_check_shape3(b, a->k, "k", T, L->num_kv_heads, L->head_dim_qk, "num_tokens, num_kv_heads, head_dim_qk")))
+        return rc;
+    b->v_dt = b->k_dt;
+    if (!mla) {
+        if ((rc = cref_check_host(b, a->v, "v")) || (rc = cref_check_float(b, a->v, "v", &b->v_dt)) ||
+            (rc = cref_check_shape3(b, a->v, "v", T, L->num_kv_heads, L->head_dim_v, "num_tokens, num_kv_heads, head_dim_v")))
+            return rc;
+    } else if (a->v) {
+        cref_set_error(b, "layer %d is MLA (v_cache NULL) but v is given; the value is part of k", L->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    return SGL_ATTN_OK;
+}
+
+/* Work items.  Extend: query blocks of `qblock` tokens per request and KV
+ * head (the K/V tile is shared by many query rows).  Decode/verify: all
+ * query tokens of a request and as many KV heads as the rows allow, so each
+ * token's K/V rows are read as one contiguous run; then KV splits when there
+ * are too few items for the threads. */
+static void plan_items(cref_backend *b) {
+    cref_job *J = &b->job;
+    const int extend = b->mode == SGL_ATTN_MODE_EXTEND;
+    J->qblock = b->rows_cap / J->group;
+    J->heads = 1;
+    if (!extend && b->tokens_per_req <= J->qblock) {
+        J->qblock = b->tokens_per_req;
+        int h = b->rows_cap / (J->group * b->tokens_per_req);
+        J->heads = h < 1 ? 1 : h > J->hkv ? J->hkv : h;
+    }
+    J->n_hgroups = (J->hkv + J->heads - 1) / J->heads;
+    int32_t nqb = 0;
+    for (int i = 0; i < b->n_reqs; i++) {
+        b->reqs[i].qb0 = nqb;
+        nqb += (b->reqs[i].n_new + J->qblock - 1) / J->qblock;
+    }
+    J->n_qblocks = nqb;
+    const int64_t base = (int64_t)nqb * J->n_hgroups;
+    J->nsplit = 1;
+    const int32_t longest = J->cross ? b->max_enc : b->max_kv_len;
+    const int64_t cap_items = b->partial ? (int64_t)(b->partial_bytes / J->partial_stride) : 0;
+    if (base > 0 && base < 2 * (int64_t)b->nthreads && longest >= 2 * CREF_SPLIT_MIN_KEYS) {
+        int64_t n = (2 * (int64_t)b->nthreads + base - 1) / base;
+        if (n > longest / CREF_SPLIT_MIN_KEYS) n = longest / CREF_SPLIT_MIN_KEYS;
+        if (n > cap_items / base) n = cap_items / base;
+        if (n >= 2) J->nsplit = (int32_t)n;
+    }
+    b->n_items = (int32_t)(base * J->nsplit);
+}
+
+int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
+    if (!a) {
+        cref_set_error(b, "forward args are NULL");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (a->struct_size < sizeof *a) {
+        cref_set_error(b, "forward args struct_size %u < %zu (ABI 1.0)", a->struct_size, sizeof *a);
+        return SGL_ATTN_E_INVALID;
+    }
+    /* A batch other than the planned one (a wrapper's copy): plan it now. */
+    if (a->batch && a->batch != b->batch) {
+        int rc = cref_plan_batch(b, a->batch);
+        if (rc) return rc;
+    }
+    if (!b->batch) {
+        cref_set_error(b, "forward without a planned batch: init_forward_metadata was not called or failed");
+        return SGL_ATTN_E_STATE;
+    }
+    b->n_items = 0;
+    if (b->mode == SGL_ATTN_MODE_IDLE || b->num_tokens == 0) return SGL_ATTN_OK;
+    const sgl_attn_layer *L = a->layer;
+    if (!L) {
+        cref_set_error(b, "forward args: layer is NULL");
+        return SGL_ATTN_E_INVALID;
+    }
+    int rc;
+    const int save = a->save_kv_cache != 0;
+    if ((rc = check_layer(b, L, save))) return rc;
+    const int mla = L->v_cache == NULL;
+    if (mla && (L->num_kv_heads != 1 || L->head_dim_v > L->head_dim_qk)) {
+        cref_set_error(b,
+                       "layer %d: v_cache is NULL (MLA) but num_kv_heads %d, head_dim_v %d > head_dim_qk %d; MLA "
+                       "needs one latent head whose first head_dim_v dims are the value",
+                       L->layer_id, L->num_kv_heads, L->head_dim_v, L->head_dim_qk);
+        return SGL_ATTN_E_INVALID;
+    }
+    uint32_t kv_dt, q_dt, out_dt;
+    if ((rc = check_pool(b, L, mla, &kv_dt))) return rc;
+    if ((rc = check_io(b, a, mla, b->num_tokens, &q_dt, &out_dt))) return rc;
+    /* The f64 path is all-f64; the f32 path takes any mix of f32/f16/bf16. */
+    int n64 = (q_dt == SGL_ATTN_DT_F64) + (out_dt == SGL_ATTN_DT_F64) + (kv_dt == SGL_ATTN_DT_F64);
+    int n_all = 3;
+    if (save) {
+        n64 += (b->k_dt == SGL_ATTN_DT_F64) + (!mla && b->v_dt == SGL_ATTN_DT_F64);
+        n_all += 1 + !mla;
+    }
+    if (n64 != 0 && n64 != n_all) {
+        cref_set_error(b, "layer %d: some of q, out, the pool%s are f64 and some not; the f64 path needs all f64",
+                       L->layer_id, save ? ", k, v" : "");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+
+    cref_job *J = &b->job;
+    J->hq = L->num_q_heads;
+    J->hkv = L->num_kv_heads;
+    J->group = L->num_q_heads / L->num_kv_heads;
+    J->dqk = L->head_dim_qk;
+    J->dv = L->head_dim_v;
+    J->cross = L->is_cross != 0;
+    J->window = L->sliding_window;
+    J->scale = L->sm_scale;
+    J->softcap = L->logit_softcap;
+    J->sinks = L->sinks ? cref_data(L->sinks) : NULL;
+    J->q_dt = q_dt;
+    J->out_dt = out_dt;
+    J->kv_dt = kv_dt;
+    J->q = cref_data(a->q);
+    J->out = (unsigned char *)(uintptr_t)cref_data(a->out);
+    J->k_cache = cref_data(L->k_cache);
+    J->k_slot = (int64_t)J->hkv * J->dqk;
+    if (mla) {
+        J->v_cache = J->k_cache;
+        J->v_slot = J->k_slot;
+        J->v_head = 0;
+    } else {
+        J->v_cache = cref_data(L->v_cache);
+        J->v_slot = (int64_t)J->hkv * J->dv;
+        J->v_head = J->dv;
+    }
+    J->r2t = cref_data(b->batch->req_to_token);
+    J->r2t_64 = b->batch->req_to_token->dtype.bits == 64;
+    J->r2t_cols = b->batch->req_to_token->shape[1];
+    J->reqs = b->reqs;
+    J->n_reqs = b->n_reqs;
+    J->rows_cap = b->rows_cap;
+    J->partial = b->partial;
+    b->save = save;
+    b->k_new = save ? cref_data(a->k) : NULL;
+    b->v_new = save && !mla ? cref_data(a->v) : NULL;
+    plan_items(b);
+    return SGL_ATTN_OK;
+}

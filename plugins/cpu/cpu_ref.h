@@ -1,0 +1,194 @@
+/*
+ * cpu_ref.h - internals of cpu_ref, the reference CPU attention plugin
+ * (docs/cpu_ref.md).  One file per job:
+ *   entry.c        descriptor, entry point, probe, supports_model
+ *   cpu_info.c     what this CPU is (name, cores, memory, SIMD level)
+ *   backend.c      create / destroy, the ops table, last_error
+ *   plan_batch.c   init_forward_metadata: checks the batch, plans requests
+ *   check_args.c   forward: checks the layer and tensors, fills the job
+ *   forward.c      forward: save K/V, attend, combine, on the thread pool
+ *   threads.c      the persistent thread pool
+ *   kernel_impl.h  the attention loops, compiled per variant by kernel_*.c
+ */
+#ifndef CPU_REF_H
+#define CPU_REF_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sgl_attn_abi.h"
+
+#define CREF_NAME "cpu_ref"
+#define CREF_VERSION "0.1.0"
+#define CREF_MAX_HEAD_DIM 576
+#define CREF_TILE 32             /* KV positions per tile */
+#define CREF_MIN_ROWS 64         /* query rows (token x head) per work item, at least */
+#define CREF_SPLIT_MIN_KEYS 512  /* a decode split covers at least this many keys */
+#define CREF_SPLIT_BYTES_MAX ((size_t)64 << 20)
+#define CREF_ERR_MAX 640
+#define CREF_ALIGN 64
+
+/* ------------------------------------------------------------ threads.c */
+
+typedef struct cref_threads cref_threads;
+typedef void (*cref_task_fn)(void *ctx, int tid);
+
+int cref_threads_create(int n, cref_threads **out, char *err, size_t err_size);
+int cref_threads_count(const cref_threads *t);
+/* Run fn(ctx, tid) on every thread (the caller is tid 0); returns when all are done. */
+void cref_threads_run(cref_threads *t, cref_task_fn fn, void *ctx);
+void cref_threads_destroy(cref_threads *t);
+
+/* ------------------------------------------------------------ cpu_info.c */
+
+typedef struct cref_cpu {
+    char name[96];
+    int cores;           /* CPUs this process may run on */
+    uint64_t memory;     /* physical memory, bytes */
+    int avx2;            /* AVX2 + FMA + F16C usable */
+} cref_cpu;
+
+void cref_cpu_query(cref_cpu *c);
+/* Threads for a backend: $SGL_ATTN_CPU_REF_THREADS if set (1..1024), else cores. */
+int cref_thread_count(const cref_cpu *c);
+
+/* ------------------------------------------------------------ the job */
+
+/* One request of the planned batch. */
+typedef struct cref_req {
+    int64_t row;      /* req_to_token row */
+    int32_t seq_len;  /* self-attention keys, incl. the new tokens */
+    int32_t n_new;    /* query tokens */
+    int32_t prefix;   /* position of the first query token */
+    int32_t enc;      /* encoder tokens at the start of the row (0: none) */
+    int32_t tok0;     /* index of the first query token in q / out */
+    int32_t qb0;      /* index of its first query block (per forward) */
+} cref_req;
+
+/* Everything the attention loops read, checked and resolved by check_args.c. */
+typedef struct cref_job {
+    int32_t hq, hkv, group, dqk, dv;
+    int32_t cross;          /* keys: the encoder's, non-causal */
+    int32_t window;         /* < 0: off */
+    double scale, softcap;  /* softcap 0: off */
+    const float *sinks;     /* [hq] or NULL */
+    uint32_t q_dt, out_dt, kv_dt; /* SGL_ATTN_DT_* */
+    const unsigned char *q;       /* [T, hq, dqk] compact */
+    unsigned char *out;           /* [T, hq, dv] compact */
+    const unsigned char *k_cache; /* slot s, head h at (s * k_slot + h * dqk) elements */
+    const unsigned char *v_cache; /* MLA: = k_cache (value = first dv dims) */
+    int64_t k_slot, v_slot, v_head;
+    const void *r2t;
+    int r2t_64;
+    int64_t r2t_cols;
+    const cref_req *reqs;
+    int32_t n_reqs;
+    int32_t qblock;         /* query tokens per work item */
+    int32_t n_qblocks;      /* over all requests */
+    int32_t heads;          /* KV heads per work item (decode: several, so a
+                             * token's K/V rows are read contiguously) */
+    int32_t n_hgroups;      /* ceil(hkv / heads) */
+    int32_t nsplit;         /* decode: KV splits per (request, head); 1 = none */
+    int32_t rows_cap;       /* scratch rows, set at create */
+    unsigned char *partial; /* nsplit > 1: [items][rows_cap][dv + 2] of the compute type */
+    size_t partial_stride;  /* bytes per item */
+} cref_job;
+
+/* One work item: query tokens [j0, j0 + nq) of a request, KV heads
+ * [h0, h0 + nh), keys at positions [kb, ke) (a split) and where the result
+ * goes.  Its rows are ordered (token, kv head, q head of the group). */
+typedef struct cref_item {
+    const cref_req *req;
+    int32_t h0, nh, j0, nq, kb, ke;
+    unsigned char *partial; /* NULL: normalise and write out */
+} cref_item;
+
+typedef void (*cref_attend_fn)(const cref_job *job, const cref_item *it, void *scratch);
+/* Combine the job->nsplit partials of one (query block, head group) into out. */
+typedef void (*cref_combine_fn)(const cref_job *job, const cref_item *it, unsigned char *parts);
+
+/* Scratch bytes one thread needs for rows_cap rows of dqk/dv dims. */
+size_t cref_scratch_bytes(int rows_cap, int dqk, int dv);
+
+/* kernel_f32.c (baseline), kernel_f32_avx2.c (AVX2/FMA/F16C), kernel_f64.c */
+void cref_attend_f32(const cref_job *, const cref_item *, void *);
+void cref_combine_f32(const cref_job *, const cref_item *, unsigned char *);
+void cref_attend_f32_avx2(const cref_job *, const cref_item *, void *);
+void cref_combine_f32_avx2(const cref_job *, const cref_item *, unsigned char *);
+void cref_attend_f64(const cref_job *, const cref_item *, void *);
+void cref_combine_f64(const cref_job *, const cref_item *, unsigned char *);
+/* save_kv.c: token t's k (and v) converted into the pool at `slot`. */
+void cref_save_token(const cref_job *job, const unsigned char *k, uint32_t k_dt,
+                     const unsigned char *v, uint32_t v_dt, int64_t t, int64_t slot);
+
+/* ------------------------------------------------------------ the backend */
+
+typedef struct cref_backend {
+    sgl_attn_backend base; /* first: the ABI's header */
+    char err[CREF_ERR_MAX];
+    cref_threads *threads;
+    int nthreads;
+    /* limits from create */
+    int32_t max_reqs, max_tokens, max_context;
+    int32_t max_hq, max_group, max_dqk, max_dv;
+    int32_t rows_cap;
+    size_t scratch_stride;      /* bytes per thread */
+    unsigned char *scratch;     /* [nthreads][scratch_stride] */
+    unsigned char *partial;     /* decode split results */
+    size_t partial_bytes;
+    cref_attend_fn attend_f32;  /* the variant chosen at create */
+    cref_combine_fn combine_f32;
+    /* init_forward_metadata's plan */
+    const sgl_attn_batch *batch; /* NULL until a batch was planned */
+    int32_t mode;
+    int32_t n_reqs, num_tokens, tokens_per_req;
+    int has_enc;
+    cref_req *reqs;              /* [max_reqs] */
+    int32_t max_kv_len;          /* longest self-attention KV of the batch */
+    int32_t max_enc;
+    /* largest slot the batch names, and where (for the pool-size check) */
+    int64_t max_slot;
+    char max_slot_where[96];
+    const void *out_cache_loc;
+    int ocl_64;
+    /* forward scratch state (one forward at a time per instance) */
+    cref_job job;
+    atomic_int next;
+    int32_t n_items;
+    uint32_t k_dt, v_dt;
+    const unsigned char *k_new, *v_new;
+    int save;
+} cref_backend;
+
+/* backend.c */
+void cref_set_error(cref_backend *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+int cref_create(const sgl_attn_create_args *args, sgl_attn_backend **out);
+
+/* plan_batch.c */
+int cref_plan_batch(cref_backend *b, const sgl_attn_batch *batch);
+
+/* check_args.c: 0 and b->job filled, or an error status with b->err set. */
+int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);
+
+/* forward.c */
+int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);
+
+/* entry.c */
+const char *cref_dtype_name(DLDataType t, char *buf, size_t size);
+/* Model checks beyond the caps (supports_model and create). */
+int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size);
+extern const sgl_attn_plugin cref_plugin;
+/* The entry host/embedded.c calls (hidden: the library exports no plugin entry). */
+int sgl_attn_cpu_ref_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
+
+/* Index tensors are int32 or int64. */
+static inline int64_t cref_idx(const void *p, int is64, int64_t i) {
+    return is64 ? ((const int64_t *)p)[i] : (int64_t)((const int32_t *)p)[i];
+}
+
+#endif

@@ -1,0 +1,28 @@
+# tests/cpu - cmocka tests of cpu_ref itself (linked against its objects, no
+# host needed), and the conformance step that runs the whole matrix.
+#
+#   make cpu-ref-tests      build and run these tests
+#   make conformance-cpu    attnctl check --plugin cpu_ref (the full matrix)
+
+CPU_REF_TEST_NAMES := $(basename $(notdir $(wildcard tests/cpu/test_*.c)))
+CPU_REF_TESTS := $(addprefix $(TESTDIR)/,$(CPU_REF_TEST_NAMES))
+CPU_REF_TEST_FIXTURE := $(OBJDIR)/tests/cpu/cref_fixture.o
+
+$(TESTDIR)/test_cpu_ref_%: $(OBJDIR)/tests/cpu/test_cpu_ref_%.o $(CPU_REF_TEST_FIXTURE) $(CPU_REF_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -lm
+
+TESTS += $(CPU_REF_TESTS)
+# keep the objects (make would delete them as intermediates)
+.SECONDARY: $(CPU_REF_TEST_FIXTURE) $(patsubst %,$(OBJDIR)/tests/cpu/%.o,$(CPU_REF_TEST_NAMES))
+
+cpu-ref-tests: $(CPU_REF_TESTS)
+	@set -e; for t in $(CPU_REF_TESTS); do echo "== $$t"; $$t; done
+
+# The conformance matrix of the reference itself, without sanitizers (it must
+# stay within a few minutes on 2 cores).
+conformance-cpu: $(ATTNCTL)
+	$(ATTNCTL) check --plugin cpu_ref
+
+TEST_STEPS += conformance-cpu
+.PHONY: cpu-ref-tests conformance-cpu
