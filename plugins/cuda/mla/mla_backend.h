@@ -73,11 +73,6 @@ int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) __attribute__((f
 int mla_ensure_device(mla_backend *b);
 /* Record a runtime failure ("<what>: <cudaError name> (<n>): <words>") and map it. */
 int mla_cuda_fail(mla_backend *b, const char *what, int code);
-/* The kernel a batch runs: the preference, what the model's dtypes and the
- * page size allow, and what the device is. */
-int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t page, int32_t rows,
-                           int32_t sm_major, int wgmma_built);
-
 /* mla_forward.c */
 int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a);
 

@@ -1,0 +1,257 @@
+/* test_mla_check.c - cuda_mla's input checks (pure C, no GPU): a valid call
+ * passes and yields the view the launchers use; each broken field is refused
+ * with a message naming it and the value; batch lengths for decode, verify
+ * and extend, and their refusals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "mla_check.h"
+
+enum { T = 6, HQ = 16, SLOTS = 4096, ROWS = 8, COLS = 512, BS = 3 };
+
+typedef struct fx {
+    int64_t qs[3], os[3], ks[3], kn[3], r2s[2], ps[1], ls[1];
+    DLTensor q, out, kc, k, r2t, rpi, loc;
+    sgl_attn_layer layer;
+    sgl_attn_batch batch;
+    sgl_attn_forward_args a;
+    char err[512];
+} fx;
+
+static DLTensor mk(int64_t *shape, int ndim, uint8_t code, uint8_t bits, void *data) {
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.device.device_type = kDLCUDA;
+    t.device.device_id = 1;
+    t.ndim = ndim;
+    t.dtype.code = code;
+    t.dtype.bits = bits;
+    t.dtype.lanes = 1;
+    t.shape = shape;
+    return t;
+}
+
+static void setup_fx(fx *f) {
+    memset(f, 0, sizeof *f);
+    void *fake = (void *)(uintptr_t)0x10000; /* never dereferenced: device memory */
+    f->qs[0] = T, f->qs[1] = HQ, f->qs[2] = 576;
+    f->os[0] = T, f->os[1] = HQ, f->os[2] = 512;
+    f->ks[0] = SLOTS, f->ks[1] = 1, f->ks[2] = 576;
+    f->kn[0] = T, f->kn[1] = 1, f->kn[2] = 576;
+    f->r2s[0] = ROWS, f->r2s[1] = COLS;
+    f->ps[0] = BS;
+    f->ls[0] = T;
+    f->q = mk(f->qs, 3, kDLBfloat, 16, fake);
+    f->out = mk(f->os, 3, kDLBfloat, 16, fake);
+    f->kc = mk(f->ks, 3, kDLBfloat, 16, fake);
+    f->k = mk(f->kn, 3, kDLBfloat, 16, fake);
+    f->r2t = mk(f->r2s, 2, kDLInt, 32, fake);
+    f->rpi = mk(f->ps, 1, kDLInt, 64, fake);
+    f->loc = mk(f->ls, 1, kDLInt, 32, fake);
+    f->layer.struct_size = sizeof f->layer;
+    f->layer.layer_id = 7;
+    f->layer.num_q_heads = HQ;
+    f->layer.num_kv_heads = 1;
+    f->layer.head_dim_qk = 576;
+    f->layer.head_dim_v = 512;
+    f->layer.sm_scale = 0.0721f;
+    f->layer.sliding_window = -1;
+    f->layer.k_cache = &f->kc;
+    f->layer.k_scale = f->layer.v_scale = 1.f;
+    f->batch.struct_size = sizeof f->batch;
+    f->batch.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
+    f->batch.batch_size = BS;
+    f->batch.num_tokens = T;
+    f->batch.page_size = 64;
+    f->batch.tokens_per_req = 2;
+    f->batch.req_to_token = &f->r2t;
+    f->batch.req_pool_indices = &f->rpi;
+    f->batch.out_cache_loc = &f->loc;
+    f->a.struct_size = sizeof f->a;
+    f->a.save_kv_cache = 1;
+    f->a.layer = &f->layer;
+    f->a.batch = &f->batch;
+    f->a.q = &f->q;
+    f->a.k = &f->k;
+    f->a.out = &f->out;
+}
+
+static int run(fx *f, mla_fwd_view *v) { return mla_check_forward(&f->a, 1, T, BS, v, f->err, sizeof f->err); }
+
+static void test_valid_view(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    setup_fx(&f);
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.t, T);
+    assert_int_equal(v.hq, HQ);
+    assert_int_equal(v.q_dt, MLA_DT_BF16);
+    assert_int_equal(v.kv_dt, MLA_DT_BF16);
+    assert_int_equal(v.num_slots, SLOTS);
+    assert_int_equal(v.r2t_rows, ROWS);
+    assert_int_equal(v.r2t_cols, COLS);
+    assert_int_equal(v.req_pool_indices.shift, 1);
+    assert_int_equal(v.req_to_token.shift, 0);
+    assert_int_equal(v.loc.n, T);
+    assert_true(v.scale_log2 > 0.104f && v.scale_log2 < 0.1041f); /* 0.0721 * log2(e) */
+    /* fp8 pool: accepted with its scale */
+    f.kc.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3_CODE;
+    f.kc.dtype.bits = 8;
+    f.layer.k_scale = 0.5f;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.kv_dt, MLA_DT_FP8);
+    assert_true(v.k_scale == 0.5f);
+    f.layer.k_scale = 0.f;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "k_scale"));
+}
+
+/* One broken field at a time: status and the words naming it. */
+static void test_refusals(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    struct {
+        int which;
+        int rc;
+        const char *words;
+    } cases[] = {
+        {0, SGL_ATTN_E_UNSUPPORTED, "head dims (qk 192"},
+        {1, SGL_ATTN_E_UNSUPPORTED, "num_kv_heads 2"},
+        {2, SGL_ATTN_E_UNSUPPORTED, "soft-cap"},
+        {3, SGL_ATTN_E_UNSUPPORTED, "sliding window"},
+        {4, SGL_ATTN_E_INVALID, "q: shape [6, 16, 512]"},
+        {5, SGL_ATTN_E_UNSUPPORTED, "q: dtype float32"},
+        {6, SGL_ATTN_E_INVALID, "out: dtype f16"},
+        {7, SGL_ATTN_E_INVALID, "on CUDA device 0"},
+        {8, SGL_ATTN_E_UNSUPPORTED, "k_cache: dtype f16"},
+        {9, SGL_ATTN_E_INVALID, "req_to_token: dtype float32"},
+        {10, SGL_ATTN_E_INVALID, "req_pool_indices: shape [2]"},
+        {11, SGL_ATTN_E_INVALID, "out_cache_loc: NULL"},
+        {12, SGL_ATTN_E_STATE, "planned 6 / 3"},
+        {13, SGL_ATTN_E_UNSUPPORTED, "strided"},
+        {14, SGL_ATTN_E_INVALID, "sm_scale"},
+        {15, SGL_ATTN_E_UNSUPPORTED, "not 16-byte aligned"},
+        {16, SGL_ATTN_E_INVALID, "k: shape [6, 2, 576]"},
+    };
+    int64_t bad_strides[3] = {576 * 32, 576, 1};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setup_fx(&f);
+        switch (cases[i].which) {
+        case 0: f.layer.head_dim_qk = 192; break;
+        case 1: f.layer.num_kv_heads = 2; break;
+        case 2: f.layer.logit_softcap = 30.f; break;
+        case 3: f.layer.sliding_window = 128; break;
+        case 4: f.qs[2] = 512; break;
+        case 5: f.q.dtype.code = kDLFloat, f.q.dtype.bits = 32; break;
+        case 6: f.out.dtype.code = kDLFloat; break;
+        case 7: f.out.device.device_id = 0; break;
+        case 8: f.kc.dtype.code = kDLFloat; break;
+        case 9: f.r2t.dtype.code = kDLFloat; break;
+        case 10: f.ps[0] = 2; break;
+        case 11: f.batch.out_cache_loc = NULL; break;
+        case 12: f.batch.num_tokens = 4; break;
+        case 13: f.q.strides = bad_strides; break;
+        case 14: f.layer.sm_scale = -1.f; break;
+        case 15: f.q.byte_offset = 2; break;
+        case 16: f.kn[1] = 2; break;
+        }
+        int rc = run(&f, &v);
+        if (rc != cases[i].rc || !strstr(f.err, cases[i].words))
+            fail_msg("case %d: rc %d (want %d), message \"%s\" (want \"%s\")", cases[i].which, rc,
+                     cases[i].rc, f.err, cases[i].words);
+    }
+    /* save_kv_cache off: k and out_cache_loc are not needed */
+    setup_fx(&f);
+    f.a.save_kv_cache = 0;
+    f.a.k = NULL;
+    f.batch.out_cache_loc = NULL;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+}
+
+static DLTensor host_lens(int64_t *shape, int64_t n, int32_t *data) {
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.device.device_type = kDLCPU;
+    t.ndim = 1;
+    shape[0] = n;
+    t.shape = shape;
+    t.dtype.code = kDLInt;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    return t;
+}
+
+static void test_batch_lengths(void **st) {
+    (void)st;
+    char err[512];
+    int32_t q_len[4], prefix[4];
+    int64_t s0[1], s1[1], s2[1];
+    sgl_attn_batch b;
+    memset(&b, 0, sizeof b);
+    /* verify, 2 tokens a request: prefix = seq_len - 2 */
+    int32_t seq[3] = {2, 100, 41};
+    DLTensor ts = host_lens(s0, 3, seq);
+    b.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
+    b.batch_size = 3;
+    b.num_tokens = 6;
+    b.tokens_per_req = 2;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &ts, NULL, NULL, q_len, prefix, err, sizeof err), 0);
+    assert_int_equal(q_len[0], 2);
+    assert_int_equal(prefix[0], 0);
+    assert_int_equal(prefix[1], 98);
+    assert_int_equal(prefix[2], 39);
+    /* a sequence shorter than its new tokens */
+    seq[0] = 1;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &ts, NULL, NULL, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "seq_lens_cpu[0] = 1"));
+    /* token count disagreeing with bs x tokens_per_req */
+    seq[0] = 5;
+    b.num_tokens = 5;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &ts, NULL, NULL, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "num_tokens = 5"));
+    /* past max_context */
+    b.num_tokens = 6;
+    seq[1] = 129;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &ts, NULL, NULL, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "seq_lens_cpu[1] = 129"));
+    /* extend: prefix and new tokens from their mirrors, checked against seq_lens */
+    int32_t pre[3] = {0, 7, 30}, ext[3] = {4, 1, 3}, sl[3] = {4, 8, 33};
+    DLTensor tp = host_lens(s1, 3, pre), te = host_lens(s2, 3, ext), tsl = host_lens(s0, 3, sl);
+    b.forward_mode = SGL_ATTN_MODE_EXTEND;
+    b.num_tokens = 8;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err), 0);
+    assert_int_equal(q_len[0], 4);
+    assert_int_equal(prefix[2], 30);
+    sl[1] = 9;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "seq_lens_cpu[1] = 9"));
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, NULL, NULL, &te, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "extend_prefix_lens_cpu: NULL"));
+    /* encoder lengths: not served */
+    b.encoder_lens_cpu = &tp;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_UNSUPPORTED);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_valid_view),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_batch_lengths),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

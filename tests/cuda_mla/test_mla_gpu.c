@@ -1,0 +1,184 @@
+/* test_mla_gpu.c - every cuda_mla kernel against a float64 reference on the
+ * GPU (skipped with the probe's reason where there is none): decode, 2-token
+ * verify, ragged extend, 16 to 128 heads, page sizes 1/16/32/64, bf16 / f16 /
+ * fp8 pools, a long split decode; the output poisoned first, the saved rows
+ * checked; then CUDA-graph capture and replay with new lengths.
+ * MLA_GPU_QUICK=1 runs a small subset (compute-sanitizer). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cuda_runtime_api.h>
+
+#include "mla_gpu_util.h"
+
+static mg_plugin pl;
+static char why[512];
+
+static const char *const kernels[] = {"simple", "mma", "wgmma", "auto"};
+
+static int setup(void **st) {
+    (void)st;
+    int rc = mg_open(&pl, why, sizeof why);
+    if (rc < 0) fprintf(stderr, "cuda_mla: %s\n", why);
+    return rc < 0 ? -1 : 0;
+}
+static int teardown(void **st) {
+    (void)st;
+    mg_close(&pl);
+    return 0;
+}
+
+static void run_case(const mg_case *c, const char *name) {
+    if (!pl.caps.available) {
+        print_message("skipped: %s\n", why);
+        skip();
+    }
+    char err[1024];
+    mg_run r;
+    mg_case cc = *c;
+    cc.ref = 1;
+    if (mg_setup(&r, &pl, &cc, 0x51ed + (uint64_t)c->len * 31 + c->hq, err, sizeof err)) fail_msg("%s: %s", name, err);
+    const double lim = c->dt == MG_F16 && c->kv_dt != MG_FP8 ? 1e-5 : 1e-4;
+    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+        sgl_attn_backend *b = NULL;
+        if (mg_create(&r, kernels[k], &b, err, sizeof err)) fail_msg("%s: %s", name, err);
+        if (mg_reset_pool(&r, err, sizeof err) || mg_poison(&r, err, sizeof err)) fail_msg("%s", err);
+        if (mg_forward(&r, b, err, sizeof err)) fail_msg("%s/%s: %s", name, kernels[k], err);
+        double nmse = mg_compare(&r, err, sizeof err);
+        print_message("%-34s %-6s nmse %.3e\n", name, kernels[k], nmse);
+        b->ops->destroy(b);
+        if (nmse < 0) fail_msg("%s/%s: %s", name, kernels[k], err);
+        if (nmse > lim) fail_msg("%s/%s: nmse %.3e > %.0e", name, kernels[k], nmse, lim);
+    }
+    mg_free(&r);
+}
+
+/* mode, bs, len, q, hq, page, dt, kv_dt, ragged */
+static void test_decode_16h(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 4, 700, 1, 16, 64, MG_BF16, MG_BF16, 1, 1, 0};
+    run_case(&c, "decode b4 l700 h16 p64 ragged");
+}
+static void test_decode_128h_p16(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 3, 300, 1, 128, 16, MG_BF16, MG_BF16, 0, 1, 0};
+    run_case(&c, "decode b3 l300 h128 p16");
+}
+static void test_verify_64h(void **st) {
+    (void)st;
+    mg_case c = {MG_VERIFY, 4, 520, 2, 64, 64, MG_BF16, MG_BF16, 1, 1, 0};
+    run_case(&c, "verify q2 b4 l520 h64 p64 ragged");
+}
+static void test_verify_16h_p1(void **st) {
+    (void)st;
+    mg_case c = {MG_VERIFY, 5, 200, 2, 16, 1, MG_BF16, MG_BF16, 1, 1, 0};
+    run_case(&c, "verify q2 b5 l200 h16 p1");
+}
+static void test_extend_ragged(void **st) {
+    (void)st;
+    mg_case c = {MG_EXTEND, 3, 300, 70, 16, 32, MG_BF16, MG_BF16, 1, 1, 0};
+    run_case(&c, "extend b3 l300 q70 h16 p32 ragged");
+}
+static void test_extend_128h(void **st) {
+    (void)st;
+    mg_case c = {MG_EXTEND, 2, 130, 130, 128, 64, MG_BF16, MG_BF16, 0, 1, 0};
+    run_case(&c, "extend b2 l130 q130 h128 p64");
+}
+static void test_fp8_pool(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 2, 300, 1, 16, 64, MG_BF16, MG_FP8, 0, 1, 0};
+    run_case(&c, "decode fp8 pool b2 l300 h16");
+}
+static void test_f16(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 2, 257, 1, 32, 16, MG_F16, MG_F16, 0, 1, 0};
+    run_case(&c, "decode f16 b2 l257 h32 p16");
+}
+static void test_long_split(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 1, 20000, 1, 16, 64, MG_BF16, MG_BF16, 0, 1, 0};
+    run_case(&c, "decode b1 l20000 h16 (split)");
+}
+
+/* Capture a verify forward into a graph, then replay with other lengths. */
+static void test_graph_replay(void **st) {
+    (void)st;
+    if (!pl.caps.available) {
+        print_message("skipped: %s\n", why);
+        skip();
+    }
+    static const char *const ks[] = {"mma", "wgmma"};
+    for (int ki = 0; ki < 2; ki++) {
+        char err[1024];
+        mg_run r, r2;
+        mg_case c = {MG_VERIFY, 4, 900, 2, 64, 64, MG_BF16, MG_BF16, 1, 1, 0};
+        if (mg_setup(&r, &pl, &c, 77, err, sizeof err)) fail_msg("%s", err);
+        sgl_attn_backend *b = NULL;
+        if (mg_create(&r, ks[ki], &b, err, sizeof err)) fail_msg("%s", err);
+        if (b->ops->init_graph_state(b, 4, 8)) fail_msg("init_graph_state: %s", b->ops->last_error(b));
+        sgl_attn_graph_args g = {sizeof g, 4, 8, SGL_ATTN_MODE_TARGET_VERIFY, &r.batch};
+        if (b->ops->init_forward_metadata_capture(b, &g)) fail_msg("capture hook: %s", b->ops->last_error(b));
+        cudaStream_t s = (cudaStream_t)r.stream;
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        assert_int_equal(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), 0);
+        if (mg_forward_only(&r, b, err, sizeof err)) fail_msg("forward under capture: %s", err);
+        assert_int_equal(cudaStreamEndCapture(s, &graph), 0);
+        assert_int_equal(cudaGraphInstantiate(&exec, graph, 0), 0);
+        /* new lengths: same shape and pool size, other seed (other ragged lengths) */
+        mg_case c2 = c;
+        if (mg_setup(&r2, &pl, &c2, 78, err, sizeof err)) fail_msg("%s", err);
+        /* replay needs r's tensor addresses: copy r2's inputs into them */
+        const sgl_attn_device_ops *ops = pl.ops;
+        assert_int_equal(ops->copy_to_device(0, r.d_q, r2.q, (size_t)r2.t * c.hq * 576 * 2), 0);
+        assert_int_equal(ops->copy_to_device(0, r.d_k, r2.k, (size_t)r2.t * 576 * 2), 0);
+        if (r2.pool_bytes != r.pool_bytes || r2.maxctx != r.maxctx) fail_msg("shape changed");
+        r.pool_bytes = r2.pool_bytes;
+        free(r.pool);
+        r.pool = r2.pool, r2.pool = NULL;
+        if (mg_reset_pool(&r, err, sizeof err)) fail_msg("%s", err);
+        assert_int_equal(ops->copy_to_device(0, r.d_r2t, r2.r2t, sizeof(int32_t) * 6 * (size_t)r2.maxctx), 0);
+        assert_int_equal(ops->copy_to_device(0, r.d_rpi, r2.rpi, sizeof(int32_t) * 4), 0);
+        assert_int_equal(ops->copy_to_device(0, r.d_loc, r2.loc, sizeof(int32_t) * 8), 0);
+        memcpy(r.seq, r2.seq, 4 * sizeof(int32_t));
+        memcpy(r.prefix, r2.prefix, 4 * sizeof(int32_t));
+        memcpy(r.loc, r2.loc, 8 * sizeof(int32_t));
+        free(r.ref);
+        r.ref = r2.ref, r2.ref = NULL;
+        if (mg_poison(&r, err, sizeof err)) fail_msg("%s", err);
+        if (b->ops->init_forward_metadata_replay(b, &g)) fail_msg("replay hook: %s", b->ops->last_error(b));
+        assert_int_equal(cudaGraphLaunch(exec, s), 0);
+        double nmse = mg_compare(&r, err, sizeof err);
+        print_message("graph replay %-6s nmse %.3e\n", ks[ki], nmse);
+        if (nmse < 0 || nmse > 1e-4) fail_msg("graph replay %s: %s nmse %.3e", ks[ki], err, nmse);
+        cudaGraphExecDestroy(exec);
+        cudaGraphDestroy(graph);
+        b->ops->destroy(b);
+        mg_free(&r2);
+        mg_free(&r);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest all[] = {
+        cmocka_unit_test(test_decode_16h),    cmocka_unit_test(test_decode_128h_p16),
+        cmocka_unit_test(test_verify_64h),    cmocka_unit_test(test_verify_16h_p1),
+        cmocka_unit_test(test_extend_ragged), cmocka_unit_test(test_extend_128h),
+        cmocka_unit_test(test_fp8_pool),      cmocka_unit_test(test_f16),
+        cmocka_unit_test(test_long_split),    cmocka_unit_test(test_graph_replay),
+    };
+    const struct CMUnitTest quick[] = {
+        cmocka_unit_test(test_decode_16h),
+        cmocka_unit_test(test_verify_64h),
+        cmocka_unit_test(test_extend_ragged),
+    };
+    const char *q = getenv("MLA_GPU_QUICK");
+    if (q && *q == '1') return cmocka_run_group_tests(quick, setup, teardown);
+    return cmocka_run_group_tests(all, setup, teardown);
+}
