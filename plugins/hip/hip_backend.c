@@ -87,6 +87,12 @@ static int hb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     }
     const int mode = bt->forward_mode;
     const int32_t bs = bt->batch_size, tokens = bt->num_tokens;
+    /* HIP's current device is per thread: the engine's thread may not be create's. */
+    hipError_t he = hipSetDevice(b->device);
+    if (he != hipSuccess) {
+        ha_format_error(b->err, sizeof b->err, "init_forward_metadata: hipSetDevice", (int)he);
+        return SGL_ATTN_E_DEVICE;
+    }
     if (mode == SGL_ATTN_MODE_IDLE) {
         b->planned_mode = mode;
         return SGL_ATTN_OK;

@@ -139,6 +139,11 @@ static int nb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     b->err[0] = 0;
     if (!bt || bt->struct_size < sizeof(sgl_attn_batch))
         return FAIL(b, SGL_ATTN_E_INVALID, "npu_ascend: batch is NULL or older than ABI 1.0");
+    /* ACL's current device is per thread: the engine's thread may not be create's. */
+    if ((rc = rt->aclrtSetDevice(b->base.device))) {
+        npu_describe(rt, rc, e, sizeof e);
+        return FAIL(b, SGL_ATTN_E_DEVICE, "npu_ascend: aclrtSetDevice(%d) -> %s", b->base.device, e);
+    }
     aclrtStream s = bt->stream ? bt->stream : b->own_stream;
     /* The previous batch's operators read the table we are about to rewrite:
      * wait for them (on this batch's stream, and on our own if they ran there;

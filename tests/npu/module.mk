@@ -26,9 +26,3 @@ $(TESTDIR)/test_npu_ascend: $(OBJDIR)/tests/npu/test_npu_ascend.o $(NPU_TEST_SHA
 TESTS += $(TESTDIR)/test_npu_ascend
 npu: $(TESTDIR)/test_npu_ascend $(NPU_FAKE_LIBS)
 
-# Under valgrind (the fake CANN is small, so the whole test).
-npu-valgrind: $(TESTDIR)/test_npu_ascend $(NPU_FAKE_LIBS)
-	SGL_ATTN_NO_UNLOAD=1 valgrind --quiet --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite \
-	  $(TESTDIR)/test_npu_ascend
-TEST_STEPS += npu-valgrind
-.PHONY: npu-valgrind

@@ -24,3 +24,17 @@ xpu-valgrind: $(TESTDIR)/test_xpu_ocl
 TEST_STEPS += xpu-valgrind
 .PHONY: xpu-valgrind
 endif
+
+# The conformance harness on PoCL: xpu_ocl against cpu_ref's float64
+# reference, for real, on the CPU OpenCL device (docs/platforms.md).
+XPU_POCL_ICD := $(wildcard /etc/OpenCL/vendors/pocl.icd)
+ifeq ($(HAVE_OPENCL),1)
+xpu-check: $(ATTNCTL) $(XPU_SO)
+ifneq ($(XPU_POCL_ICD),)
+	SGL_ATTN_XPU_ALLOW_CPU=1 OCL_ICD_VENDORS=$(XPU_POCL_ICD) $(ATTNCTL) check --plugin xpu_ocl --quick
+else
+	@echo "xpu-check skipped: no PoCL ICD at /etc/OpenCL/vendors/pocl.icd (install pocl-opencl-icd)"
+endif
+TEST_STEPS += xpu-check
+.PHONY: xpu-check
+endif
