@@ -87,3 +87,5 @@ $(TESTDIR)/test_gauntlet_probe: | $(ATTNCTL)
 TESTS += $(GAUNTLET_TESTS)
 gauntlet: $(GAUNTLET_TESTS) $(GAUNTLET_PLUGINS)
 .PHONY: gauntlet
+
+include bench/gauntlet/module.mk

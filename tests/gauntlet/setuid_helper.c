@@ -9,6 +9,14 @@
 
 #include "sgl_attn.h"
 
+/* ASan build: LeakSanitizer cannot inspect a setgid (non-dumpable) process
+ * and cannot even read ASAN_OPTIONS from its /proc/self/environ, so the
+ * helper turns it off itself.  Unused in other builds. */
+const char *__asan_default_options(void);
+__attribute__((visibility("default"), used)) const char *__asan_default_options(void) {
+    return "detect_leaks=0";
+}
+
 int main(void) {
     printf("AT_SECURE=%lu\n", getauxval(AT_SECURE));
     sgl_attn_host_options o = {.struct_size = sizeof o};
