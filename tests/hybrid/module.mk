@@ -34,3 +34,22 @@ $(TESTDIR)/test_hybrid_custom: $(OBJDIR)/$(HYBT_DIR)/test_hybrid_custom.o $(HYBT
 HYBT_BINS += $(TESTDIR)/test_hybrid_custom
 TESTS += $(TESTDIR)/test_hybrid_custom
 hybrid: $(TESTDIR)/test_hybrid_custom $(HYBT_CUSTOM_SO)
+
+# The linear case families with the harness core (an archive, so only the
+# core objects they need are linked; no attnctl, no registry).
+HYBT_FAMILY_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(wildcard attnctl/harness/linear_*.c))
+HYBT_CORE_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(filter-out attnctl/harness/linear_% attnctl/harness/registry.c,\
+                    $(wildcard attnctl/harness/*.c)))
+HYBT_CORE_A := $(OBJDIR)/$(HYBT_DIR)/libharness_core.a
+$(HYBT_CORE_A): $(HYBT_CORE_OBJS)
+	@mkdir -p $(@D)
+	rm -f $@ && ar rcs $@ $^
+$(OBJDIR)/$(HYBT_DIR)/test_hybrid_families.o: CFLAGS_tests_hybrid_ += -Iattnctl
+$(TESTDIR)/test_hybrid_families: $(OBJDIR)/$(HYBT_DIR)/test_hybrid_families.o $(HYBT_FAMILY_OBJS) $(HYBT_CORE_A) \
+                                 $(LIBSGLATTN) | $(HYB_PLUGINS)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $(filter %.o %.a,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON) -lcmocka -lm
+
+HYBT_BINS += $(TESTDIR)/test_hybrid_families
+TESTS += $(TESTDIR)/test_hybrid_families
+hybrid: $(TESTDIR)/test_hybrid_families
