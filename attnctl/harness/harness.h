@@ -187,6 +187,8 @@ void htensor_poison(htensor *t);
 int htensor_is_poison(const htensor *t, size_t i);
 /* Fill with N(0, sigma) values rounded to the tensor's dtype. */
 void htensor_fill_normal(htensor *t, hrng *r, double sigma);
+/* Uniform values of deviation sigma: cheaper, for large pools. */
+void htensor_fill_uniform(htensor *t, hrng *r, double sigma);
 /* Index tensors (i32 / i64): set / get element i. */
 void htensor_set_index(htensor *t, size_t i, int64_t v);
 int64_t htensor_get_index(const htensor *t, size_t i);
@@ -215,6 +217,7 @@ typedef struct htarget {
     const char *names[4];      /* stack outermost first; a wrapper/layer named
                                 * alone gets cpu_ref as its inner */
     size_t n_names;
+    char name_buf[4][SGL_ATTN_NAME_MAX + 1];
     char label[160];           /* "cuda_mha", "validate/cpu_ref" */
     long plugin_index;         /* the innermost plugin (whose device we stage on) */
     sgl_attn_plugin_info info; /* outermost plugin */
