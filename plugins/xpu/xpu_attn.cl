@@ -53,21 +53,25 @@ long ldi(const global uchar *b, ulong i, int is64) {
     return is64 ? ((const global long *)b)[i] : (long)((const global int *)b)[i];
 }
 
-/* One work-item per request: map each new token to (req_to_token row, position).
- * plan[] was filled with -1 beforehand, so tokens no request claims stay invalid. */
+/* One work-item per request: map each new token to (req_to_token row, position,
+ * encoder length).  In an encoder-decoder batch the decoder's tokens start at
+ * column enc of the row and cross attention reads columns [0, enc).  plan[]
+ * was filled with -1 beforehand, so tokens no request claims stay invalid. */
 kernel void sgl_plan(int mode, int bs, int T, int tpr,
                      const global uchar *rpi, ulong rpi_off, int rpi64,
                      const global uchar *sl, ulong sl_off, int sl64,
                      const global uchar *pre, ulong pre_off, int pre64, int has_pre,
                      const global uchar *ext, ulong ext_off, int ext64,
+                     const global uchar *en, ulong en_off, int en64, int has_enc,
                      int rows, int cols, global int *plan, volatile global int *err) {
     int b = get_global_id(0);
     if (b >= bs) return;
     long row = ldi(rpi + rpi_off, b, rpi64);
     long seq = ldi(sl + sl_off, b, sl64);
+    long enc = has_enc ? ldi(en + en_off, b, en64) : 0;
     int bad = 0;
     if (row < 0 || row >= rows) bad |= E_ROW;
-    if (seq < 1 || seq > cols) bad |= E_SEQ;
+    if (seq < 1 || enc < 0 || enc + seq > cols) bad |= E_SEQ;
     long start, n, first;
     if (mode == MODE_EXTEND) {
         start = 0;
@@ -88,8 +92,9 @@ kernel void sgl_plan(int mode, int bs, int T, int tpr,
         return;
     }
     for (long j = 0; j < n; j++) {
-        plan[2 * (start + j)] = (int)row;
-        plan[2 * (start + j) + 1] = (int)(first + j);
+        plan[3 * (start + j)] = (int)row;
+        plan[3 * (start + j) + 1] = (int)(first + j);
+        plan[3 * (start + j) + 2] = (int)enc;
     }
 }
 
@@ -116,7 +121,9 @@ kernel void sgl_save(const global uchar *src, ulong src_off, int src_dt, ulong n
  * output dims d = lid + i*WG with the usual online-softmax rescaling.
  * A sink logit starts the running max and denominator (m = sink, l = 1) and
  * contributes no value.  MLA passes the latent pool as both k and v with
- * v_slot_stride = rank + rope and Dv = rank.
+ * v_slot_stride = rank + rope and Dv = rank.  Self-attention reads columns
+ * enc + [lo, pos] of the row (causal, windowed); cross attention reads
+ * columns [0, enc), non-causal.
  */
 kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sgl_attn(const global int *plan,
@@ -125,7 +132,7 @@ void sgl_attn(const global int *plan,
               const global uchar *kc, ulong kc_off, const global uchar *vc, ulong vc_off, int kv_dt,
               ulong k_slot_stride, ulong v_slot_stride, ulong slots,
               global uchar *o, ulong o_off, int o_dt,
-              int Hq, int Hkv, int Dqk, int Dv, float scale, float softcap, int window,
+              int Hq, int Hkv, int Dqk, int Dv, float scale, float softcap, int window, int is_cross,
               const global uchar *sinks, ulong sinks_off, int has_sinks,
               volatile global int *err) {
     local float qs[QMAX];
@@ -136,8 +143,9 @@ void sgl_attn(const global int *plan,
     const int h = get_group_id(0);
     const int t = get_group_id(1);
     const ulong obase = ((ulong)t * Hq + h) * Dv;
-    const int row = plan[2 * t];
-    const int qpos = plan[2 * t + 1];
+    const int row = plan[3 * t];
+    const int qpos = plan[3 * t + 1];
+    const int enc = plan[3 * t + 2];
     if (row < 0) { /* uniform for the whole group */
         for (int d = lid; d < Dv; d += WG) st(o + o_off, obase + d, o_dt, 0.0f);
         return;
@@ -147,9 +155,9 @@ void sgl_attn(const global int *plan,
     for (int d = lid; d < Dqk; d += WG) qs[d] = ld(q + q_off, qbase + d, q_dt);
     barrier(CLK_LOCAL_MEM_FENCE);
 
-    const int lo = window >= 0 ? max(0, qpos - window) : 0;
-    const int hi = qpos + 1;
-    const ulong rbase = (ulong)row * (ulong)cols;
+    const int lo = is_cross ? 0 : window >= 0 ? max(0, qpos - window) : 0;
+    const int hi = is_cross ? enc : qpos + 1;
+    const ulong rbase = (ulong)row * (ulong)cols + (ulong)(is_cross ? 0 : enc);
     const ulong kh = (ulong)kvh * (ulong)Dqk;
     const ulong vh = (ulong)kvh * (ulong)Dv;
     float m = -INFINITY, l = 0.0f;

@@ -15,7 +15,7 @@ typedef struct xpu_backend {
     sgl_attn_backend base; /* first: the host sees only this */
     xpu_device *dev;
     cl_kernel k_plan, k_save, k_attn;
-    cl_mem plan;   /* [max_tokens][2] int: req_to_token row, query position */
+    cl_mem plan;   /* [max_tokens][3] int: req_to_token row, query position, encoder length */
     cl_mem errw;   /* one int of XPU_E_* bits */
     int32_t max_reqs, max_tokens;
     int check_sync;
@@ -23,6 +23,7 @@ typedef struct xpu_backend {
     const sgl_attn_batch *batch;
     cl_command_queue queue;
     int32_t mode, T;
+    int has_enc;
     int64_t r2t_rows, r2t_cols;
     int pending;   /* kernels queued since the error word was last read */
     char err[640];
@@ -101,12 +102,15 @@ static int host_checks(xpu_backend *b, const sgl_attn_batch *bt) {
     const DLTensor *sl = bt->seq_lens_cpu;
     if (sl) {
         if ((rc = xpu_host_index_check(sl, "batch.seq_lens_cpu", bs, e, sizeof e))) return FAIL(b, rc, "xpu_ocl: %s", e);
+        const DLTensor *en = bt->encoder_lens_cpu;
+        const int have_en = en && xpu_host_index_check(en, "batch.encoder_lens_cpu", bs, e, sizeof e) == SGL_ATTN_OK;
         for (int32_t i = 0; i < bs; i++) {
-            int64_t v = xpu_host_index(sl, i);
+            int64_t v = xpu_host_index(sl, i), enc = have_en ? xpu_host_index(en, i) : 0;
             int64_t lo = bt->forward_mode == SGL_ATTN_MODE_EXTEND ? 1 : bt->tokens_per_req;
-            if (v < lo || v > b->r2t_cols)
+            if (v < lo || enc < 0 || enc + v > b->r2t_cols)
                 return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: batch.seq_lens_cpu[%d] = %" PRId64 ", expected %" PRId64
-                            "..%" PRId64 " (req_to_token has %" PRId64 " columns)", i, v, lo, b->r2t_cols, b->r2t_cols);
+                            "..%" PRId64 " (req_to_token has %" PRId64 " columns%s)", i, v, lo, b->r2t_cols - enc,
+                            b->r2t_cols, enc ? ", minus the encoder tokens" : "");
         }
     }
     const DLTensor *ex = bt->extend_seq_lens_cpu, *pre = bt->extend_prefix_lens_cpu;
@@ -156,9 +160,7 @@ static int xb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     if (mode != SGL_ATTN_MODE_EXTEND && (tpr < 1 || (int64_t)bs * tpr != T))
         return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: batch.tokens_per_req = %d with batch_size %d does not give "
                     "num_tokens %d", tpr, bs, T);
-    if (bt->encoder_lens)
-        return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "xpu_ocl: encoder-decoder batches (encoder_lens) are not supported");
-    xpu_tview r2t, rpi, sl, pre = {0}, ext = {0};
+    xpu_tview r2t, rpi, sl, pre = {0}, ext = {0}, en = {0};
     int64_t got[2];
     const int64_t any2[2] = {-1, -1}, bs1[1] = {bs};
     if ((rc = xpu_tensor_check_(b, bt->req_to_token, "batch.req_to_token", 2, any2, XPU_T_INDEX, &r2t, got, e, sizeof e)))
@@ -183,6 +185,12 @@ static int xb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
             has_pre = 1;
         }
     }
+    cl_int has_enc = 0;
+    if (bt->encoder_lens) {
+        if ((rc = xpu_tensor_check_(b, bt->encoder_lens, "batch.encoder_lens", 1, bs1, XPU_T_INDEX, &en, NULL, e, sizeof e)))
+            return FAIL(b, rc, "xpu_ocl: %s", e);
+        has_enc = 1;
+    }
     if ((rc = host_checks(b, bt))) return rc;
 
     cl_command_queue q = b->dev->queue;
@@ -197,7 +205,7 @@ static int xb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     const cl_int zero = 0, minus1 = -1;
     cl_int ce = clEnqueueFillBuffer(q, b->errw, &zero, sizeof zero, 0, sizeof zero, 0, NULL, NULL);
     if (ce == CL_SUCCESS)
-        ce = clEnqueueFillBuffer(q, b->plan, &minus1, sizeof minus1, 0, (size_t)T * 2 * sizeof(cl_int), 0, NULL, NULL);
+        ce = clEnqueueFillBuffer(q, b->plan, &minus1, sizeof minus1, 0, (size_t)T * 3 * sizeof(cl_int), 0, NULL, NULL);
     cl_int m = mode == SGL_ATTN_MODE_EXTEND ? 1 : 2, cbs = bs, cT = T, ctpr = tpr;
     cl_int rows = (cl_int)b->r2t_rows, cols = (cl_int)b->r2t_cols;
     cl_kernel k = b->k_plan;
@@ -210,6 +218,9 @@ static int xb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     ARG(k, has_pre);
     MEM(k, ext);
     ARG(k, ext.code);
+    MEM(k, en);
+    ARG(k, en.code);
+    ARG(k, has_enc);
     ARG(k, rows); ARG(k, cols); ARG(k, b->plan); ARG(k, b->errw);
     size_t gsz = (size_t)bs;
     if (ce == CL_SUCCESS) ce = clEnqueueNDRangeKernel(q, k, 1, NULL, &gsz, NULL, 0, NULL, NULL);
@@ -218,6 +229,7 @@ static int xb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     b->queue = q;
     b->mode = mode;
     b->T = T;
+    b->has_enc = has_enc;
     b->pending = 1;
     b->batch = bt;
     if (b->check_sync && read_error_word(b)) return SGL_ATTN_E_INVALID;
@@ -243,7 +255,12 @@ static int forward(xpu_backend *b, const sgl_attn_forward_args *a, int decode) {
     const sgl_attn_layer *L = a->layer;
     if (!L || L->struct_size < sizeof(sgl_attn_layer))
         return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: layer is NULL or older than ABI 1.0");
-    if (L->is_cross) return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "xpu_ocl: cross attention is not supported");
+    if (L->is_cross && !b->has_enc)
+        return FAIL(b, SGL_ATTN_E_STATE, "xpu_ocl: layer %d is cross attention but the batch had no encoder_lens",
+                    L->layer_id);
+    if (L->is_cross && a->save_kv_cache)
+        return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "xpu_ocl: layer %d: save_kv_cache on a cross-attention layer (write the "
+                    "encoder K/V into the pool first)", L->layer_id);
     const int32_t Hq = L->num_q_heads, Hkv = L->num_kv_heads, Dqk = L->head_dim_qk, Dv = L->head_dim_v;
     if (Hq < 1 || Hkv < 1 || Hq % Hkv)
         return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: layer %d: num_q_heads %d is not a multiple of num_kv_heads %d",
@@ -319,6 +336,7 @@ static int forward(xpu_backend *b, const sgl_attn_forward_args *a, int decode) {
     }
     cl_kernel ka = b->k_attn;
     cl_int cols = (cl_int)b->r2t_cols, cHq = Hq, cHkv = Hkv, cDqk = Dqk, cDv = Dv, window = L->sliding_window;
+    cl_int cross = L->is_cross != 0;
     if (window < 0) window = -1;
     cl_float scale = L->sm_scale, cap = L->logit_softcap;
     cl_ulong kstride = (cl_ulong)(mla ? 1 : Hkv) * (cl_ulong)Dqk;
@@ -331,7 +349,7 @@ static int forward(xpu_backend *b, const sgl_attn_forward_args *a, int decode) {
     ARG(ka, kstride); ARG(ka, vstride); ARG(ka, slots);
     MEM(ka, o); ARG(ka, o.code);
     ARG(ka, cHq); ARG(ka, cHkv); ARG(ka, cDqk); ARG(ka, cDv);
-    ARG(ka, scale); ARG(ka, cap); ARG(ka, window);
+    ARG(ka, scale); ARG(ka, cap); ARG(ka, window); ARG(ka, cross);
     MEM(ka, sk);
     ARG(ka, has_sinks); ARG(ka, b->errw);
     size_t gsz[2] = {(size_t)Hq * XPU_WG, (size_t)T}, lsz[2] = {XPU_WG, 1};
@@ -407,7 +425,7 @@ int xpu_create(const sgl_attn_create_args *args, sgl_attn_backend **out) {
     if (e == CL_SUCCESS) b->k_save = clCreateKernel(prog, "sgl_save", &e);
     if (e == CL_SUCCESS) b->k_attn = clCreateKernel(prog, "sgl_attn", &e);
     if (e == CL_SUCCESS)
-        b->plan = clCreateBuffer(b->dev->ctx, CL_MEM_READ_WRITE, (size_t)b->max_tokens * 2 * sizeof(cl_int), NULL, &e);
+        b->plan = clCreateBuffer(b->dev->ctx, CL_MEM_READ_WRITE, (size_t)b->max_tokens * 3 * sizeof(cl_int), NULL, &e);
     if (e == CL_SUCCESS) b->errw = clCreateBuffer(b->dev->ctx, CL_MEM_READ_WRITE, sizeof(cl_int), NULL, &e);
     if (e != CL_SUCCESS) {
         snprintf(err, es, "xpu_ocl: setting up kernels on '%s': %s", b->dev->name, xpu_cl_error_name(e));

@@ -55,7 +55,7 @@ static void fill_static_caps(sgl_attn_caps *c) {
     c->arch_major = c->arch_minor = -1;
     c->arch_min_major = c->arch_min_minor = -1;
     c->arch_max_major = c->arch_max_minor = -1;
-    c->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA;
+    c->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA | SGL_ATTN_KIND_CROSS;
     c->q_dtypes = c->kv_dtypes = SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
     c->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
                   SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_SPEC_DECODE |
@@ -117,10 +117,6 @@ static int xpu_probe(uint32_t index, sgl_attn_caps *c) {
 
 static int xpu_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps, char *why, size_t why_size) {
     (void)caps;
-    if (m->is_encoder_decoder) {
-        snprintf(why, why_size, "xpu_ocl has no cross attention (encoder-decoder model)");
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
     if (m->index_topk > 0) {
         snprintf(why, why_size, "xpu_ocl has no DeepSeek sparse attention (index_topk %d)", m->index_topk);
         return SGL_ATTN_E_UNSUPPORTED;

@@ -31,7 +31,7 @@ XPU_POCL_ICD := $(wildcard /etc/OpenCL/vendors/pocl.icd)
 ifeq ($(HAVE_OPENCL),1)
 xpu-check: $(ATTNCTL) $(XPU_SO)
 ifneq ($(XPU_POCL_ICD),)
-	SGL_ATTN_XPU_ALLOW_CPU=1 OCL_ICD_VENDORS=$(XPU_POCL_ICD) $(ATTNCTL) check --plugin xpu_ocl --quick
+	SGL_ATTN_XPU_ALLOW_CPU=1 OCL_ICD_VENDORS=$(XPU_POCL_ICD) $(ATTNCTL) check --plugin xpu_ocl
 else
 	@echo "xpu-check skipped: no PoCL ICD at /etc/OpenCL/vendors/pocl.icd (install pocl-opencl-icd)"
 endif

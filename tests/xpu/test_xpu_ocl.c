@@ -400,8 +400,9 @@ static void test_bad_tensors(void **state) {
     L.head_dim_v = 600;
     assert_int_equal(be->ops->forward_decode(be, &fa), SGL_ATTN_E_UNSUPPORTED);
     L.head_dim_v = 32;
-    L.is_cross = 1;
-    assert_int_equal(be->ops->forward_decode(be, &fa), SGL_ATTN_E_UNSUPPORTED);
+    L.is_cross = 1; /* no encoder_lens in this batch */
+    assert_int_equal(be->ops->forward_decode(be, &fa), SGL_ATTN_E_STATE);
+    assert_non_null(strstr(be->ops->last_error(be), "no encoder_lens"));
     L.is_cross = 0;
     assert_int_equal(be->ops->forward_decode(be, &fa), SGL_ATTN_E_INVALID); /* q is NULL */
     assert_non_null(strstr(be->ops->last_error(be), "q is NULL"));
@@ -422,9 +423,11 @@ static void test_supports_model(void **state) {
     m.num_kv_heads = 8;
     char why[256];
     assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
-    m.is_encoder_decoder = 1;
+    m.is_encoder_decoder = 1; /* cross attention is served */
+    assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
+    m.index_topk = 2048;
     assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
-    assert_non_null(strstr(why, "cross attention"));
+    assert_non_null(strstr(why, "sparse"));
     assert_string_equal(tp.p->name, "xpu_ocl");
     assert_int_equal(tp.p->platform, SGL_ATTN_PLATFORM_XPU);
     assert_string_equal(tp.p->aliases[0], "intel_xpu");
