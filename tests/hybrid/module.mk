@@ -29,7 +29,7 @@ $(OBJDIR)/$(HYBT_DIR)/test_hybrid_custom.o: CFLAGS_tests_hybrid_ += \
 $(TESTDIR)/test_hybrid_custom: $(OBJDIR)/$(HYBT_DIR)/test_hybrid_custom.o $(HYBT_UTIL) $(HYB_LIB) \
                                $(LIBSGLATTN) | $(HYBT_CUSTOM_SO) $(HYB_PLUGINS)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(filter %.o %.a,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON) -lcmocka -lm
+	$(CC) -o $@ $(filter %.o %.a,$^) $(LIBSGLATTN) -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON) -lcmocka -lm
 
 HYBT_BINS += $(TESTDIR)/test_hybrid_custom
 TESTS += $(TESTDIR)/test_hybrid_custom
@@ -48,7 +48,7 @@ $(OBJDIR)/$(HYBT_DIR)/test_hybrid_families.o: CFLAGS_tests_hybrid_ += -Iattnctl
 $(TESTDIR)/test_hybrid_families: $(OBJDIR)/$(HYBT_DIR)/test_hybrid_families.o $(HYBT_FAMILY_OBJS) $(HYBT_CORE_A) \
                                  $(LIBSGLATTN) | $(HYB_PLUGINS)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(filter %.o %.a,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON) -lcmocka -lm
+	$(CC) -o $@ $(filter %.o %.a,$^) $(LIBSGLATTN) -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON) -lcmocka -lm
 
 HYBT_BINS += $(TESTDIR)/test_hybrid_families
 TESTS += $(TESTDIR)/test_hybrid_families
