@@ -11,14 +11,14 @@
  *   tensor_io.c    DLTensor checks, dtype load/store
  *   workers.c      a fixed thread pool, created with the instance
  *   probe.c        the caps every wrapper reports
- *   conv1d.c, delta_rule.c, declin.c   the shared numeric cores
- *   drive.c        the per-(request, head) driver of the recurrent cores
+ *   plugin_def.h, plugin_<kind>.c   the descriptors; entry.c the export (per .so)
+ * and the compute, templated over the precision (hyb_tmpl.h):
+ *   conv1d.c, delta_rule.c, declin.c   the numeric cores
+ *   drive.c        the per-request / per-(request, head) driver of the cores
  *   gdn.c kda.c mamba2.c short_conv.c lightning.c minimax_sparse.c   one per kind
- *   plugin_<kind>.c  the descriptor; entry.c the exported entry (per .so)
- *
- * Files marked "templated" below are compiled twice: with HYB_F64 undefined
- * (R = float, names suffixed _f32) and defined (R = double, suffix _f64).  The
- * f64 build is the reference path the harness compares against.
+ * Each templated file is compiled twice: HYB_F64 undefined gives float and
+ * names ending _f32 (the fast path), defined gives double and _f64 (the
+ * reference path, also what the chunked-vs-recurrent tests run exactly).
  */
 #ifndef HYB_H
 #define HYB_H
