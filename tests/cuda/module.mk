@@ -33,3 +33,6 @@ endif
 cuda-tests: $(CUDA_TESTS)
 	@set -e; for t in $(CUDA_TESTS); do echo "== $$t"; $$t; done
 .PHONY: cuda-tests
+
+# The sm_90a wgmma self-test has its own fragment (the top Makefile includes only module.mk files).
+include tests/cuda/wgmma.mk

@@ -1,18 +1,155 @@
 /*
- * launch_wgmma.cu - the sm_90a extend path.  NOT WRITTEN YET: until a
- * warpgroup-MMA kernel exists and has been validated on an H200,
- * attn_wgmma_available() answers 0, so "auto" picks mma and an explicit
- * SGL_ATTN_CUDA_KERNEL=wgmma falls back to mma with a warning (create logs it).
+ * launch_wgmma.cu - the sm_90a extend path (kern_extend_wgmma.cuh): the
+ * availability probe, per-create setup, the launcher.
+ *
+ * Safe to try: attn_wgmma_available() says 1 only on an SM 9.0 device that
+ * loads this binary's sm_90a image (a __device__ flag initialised per
+ * compilation pass tells which image the runtime picked), and the launcher
+ * refuses (cudaErrorInvalidDeviceFunction, nothing launched) on a device its
+ * setup did not accept, so the empty sm_80 / compute_90 stub never runs.
+ * The kernel serves every extend feature cuda_attn claims (window, soft-cap,
+ * sinks, cross, any page size, ragged batches): no per-call fallback, which
+ * matters because the wgmma plan's 128-row items would be half-served by the
+ * 64-row mma kernel.
+ *
+ * Knobs for bisecting on the GPU (read at create; default 1):
+ *   SGL_ATTN_WGMMA_OVERLAP=0   the consumer without the intra-warpgroup
+ *                              softmax / P.V overlap (a second kernel)
+ *   SGL_ATTN_WGMMA_PINGPONG=0  no turn order between the two consumer
+ *                              warpgroups (a kernel flag; overlap variant only)
  */
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+
 #include "attn_launch.h"
+#include "kern_extend_wgmma.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ATTN_WG_IMAGE 1
+#else
+#define ATTN_WG_IMAGE 0
+#endif
+/* 1 in the sm_90a image, 0 in the sm_80 and compute_90 ones. */
+__device__ int attn_wgmma_image_flag = ATTN_WG_IMAGE;
+
+#define ATTN_WG_MAX_DEVICES 256
+/* Per device: 0 not set up, else the SM count (the persistent grid). */
+static std::atomic<int> g_wg_sms[ATTN_WG_MAX_DEVICES];
+static std::atomic<int> g_wg_overlap{1};
+static std::atomic<int> g_wg_flags{ATTN_WG_PINGPONG};
 
 extern "C" int attn_wgmma_available(int device) {
-    (void)device;
+    int major = 0, minor = 0, cur = -1, flag = 0;
+    if (device < 0 || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (major != 9 || minor != 0) return 0;
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (cur != device && cudaSetDevice(device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const cudaError_t e = cudaMemcpyFromSymbol(&flag, attn_wgmma_image_flag, sizeof flag);
+    if (cur != device) (void)cudaSetDevice(cur);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return flag == 1;
+}
+
+/* Dynamic shared memory limit of both variants, and the register count the
+ * setmaxnreg split assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY
+ * registers and the consumers' setmaxnreg.inc waits for exactly what the
+ * producer gives back; a kernel built with fewer would hang there. */
+template <int DT, int D, bool OVL> static int setup_kernel() {
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, attn_extend_wgmma_kernel<DT, D, OVL>);
+    if (e != cudaSuccess) return (int)e;
+    if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
+    return (int)cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D, OVL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)extend_wg_cfg<D>::SMEM);
+}
+/* d256 runs the plain consumer: the overlapped one needs a few registers more
+ * than the 224 it gets (O alone is 128) and would spill. */
+template <int D> static constexpr bool overlap_ok() { return D != 256; }
+
+template <int DT, int D> static int setup_one() {
+    int e = 0;
+    if constexpr (overlap_ok<D>()) e = setup_kernel<DT, D, true>();
+    return e ? e : setup_kernel<DT, D, false>();
+}
+
+template <int DT, int D> static int extend_wg(const attn_fwd *p, int blocks, int ovl, int flags, cudaStream_t st) {
+    if constexpr (overlap_ok<D>())
+        if (ovl) {
+            attn_extend_wgmma_kernel<DT, D, true><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags);
+            return (int)cudaGetLastError();
+        }
+    attn_extend_wgmma_kernel<DT, D, false><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags);
+    return (int)cudaGetLastError();
+}
+
+#define ATTN_WG_DISPATCH(fn, dtype, d, ...)                                                \
+    do {                                                                                   \
+        if (dtype == ATTN_DT_BF16) {                                                       \
+            if (d == 64) return fn<GC_BF16, 64>(__VA_ARGS__);                              \
+            if (d == 128) return fn<GC_BF16, 128>(__VA_ARGS__);                            \
+            if (d == 256) return fn<GC_BF16, 256>(__VA_ARGS__);                            \
+        } else {                                                                           \
+            if (d == 64) return fn<GC_F16, 64>(__VA_ARGS__);                               \
+            if (d == 128) return fn<GC_F16, 128>(__VA_ARGS__);                             \
+            if (d == 256) return fn<GC_F16, 256>(__VA_ARGS__);                             \
+        }                                                                                  \
+        return (int)cudaErrorInvalidValue;                                                 \
+    } while (0)
+
+static int setup_kernels(int dtype, int d) { ATTN_WG_DISPATCH(setup_one, dtype, d, ); }
+
+static int launch(int dtype, int d, const attn_fwd *p, int blocks, int ovl, int flags, cudaStream_t st) {
+    ATTN_WG_DISPATCH(extend_wg, dtype, d, p, blocks, ovl, flags, st);
+}
+
+static int env_on(const char *name) {
+    const char *v = getenv(name);
+    return !(v && !strcmp(v, "0"));
+}
+
+/* Create time, on the create's device (current): shared-memory limits, the
+ * SM count, the overlap knob.  Refuses a device attn_wgmma_available rejects. */
+extern "C" int attn_wgmma_setup(int dtype, int head_dim) {
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return (int)e;
+    if (dev >= ATTN_WG_MAX_DEVICES || !attn_wgmma_available(dev)) return (int)cudaErrorInvalidDeviceFunction;
+    e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e != cudaSuccess) return (int)e;
+    const int rc = setup_kernels(dtype, head_dim);
+    if (rc) return rc;
+    g_wg_overlap.store(env_on("SGL_ATTN_WGMMA_OVERLAP"));
+    g_wg_flags.store(env_on("SGL_ATTN_WGMMA_PINGPONG") ? ATTN_WG_PINGPONG : 0);
+    g_wg_sms[dev].store(sms > 0 ? sms : 1);
     return 0;
 }
 
-extern "C" int attn_wgmma_setup(int dtype, int head_dim) { return attn_mma_setup(dtype, head_dim); }
-
-extern "C" int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream) {
-    return attn_launch_extend_mma(dtype, head_dim, p, grid_items, stream);
+/* One persistent block per SM (fewer when the batch has fewer (item, head)
+ * pairs); the kernel reads the planned item count from device memory, so a
+ * captured graph replays any batch up to the capture's bound. */
+extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+    if (grid_items <= 0 || p->hq <= 0) return 0;
+    int dev = 0;
+    const cudaError_t e = cudaGetDevice(&dev);
+    if (e != cudaSuccess) return (int)e;
+    const int sms = dev >= 0 && dev < ATTN_WG_MAX_DEVICES ? g_wg_sms[dev].load() : 0;
+    if (sms <= 0) return (int)cudaErrorInvalidDeviceFunction; /* not set up here: never start the stub */
+    const long long pairs = (long long)grid_items * p->hq;
+    const int blocks = pairs < sms ? (int)pairs : sms;
+    return launch(dtype, d, p, blocks, g_wg_overlap.load(), g_wg_flags.load(), (cudaStream_t)stream);
 }
