@@ -9,6 +9,8 @@
  *   forward.c      forward: save K/V, attend, combine, on the thread pool
  *   threads.c      the persistent thread pool
  *   kernel_impl.h  the attention loops, compiled per variant by kernel_*.c
+ *   save_kv.c      save_kv_cache: new K/V into the pool
+ *   tensor_check.c DLTensor checks with messages
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -111,13 +113,16 @@ typedef void (*cref_combine_fn)(const cref_job *job, const cref_item *it, unsign
 /* Scratch bytes one thread needs for rows_cap rows of dqk/dv dims. */
 size_t cref_scratch_bytes(int rows_cap, int dqk, int dv);
 
-/* kernel_f32.c (baseline), kernel_f32_avx2.c (AVX2/FMA/F16C), kernel_f64.c */
+/* kernel_f32.c (baseline), kernel_f32_avx2.c (AVX2/FMA), kernel_f64.c,
+ * kernel_f64_avx2.c */
 void cref_attend_f32(const cref_job *, const cref_item *, void *);
 void cref_combine_f32(const cref_job *, const cref_item *, unsigned char *);
 void cref_attend_f32_avx2(const cref_job *, const cref_item *, void *);
 void cref_combine_f32_avx2(const cref_job *, const cref_item *, unsigned char *);
 void cref_attend_f64(const cref_job *, const cref_item *, void *);
 void cref_combine_f64(const cref_job *, const cref_item *, unsigned char *);
+void cref_attend_f64_avx2(const cref_job *, const cref_item *, void *);
+void cref_combine_f64_avx2(const cref_job *, const cref_item *, unsigned char *);
 /* save_kv.c: token t's k (and v) converted into the pool at `slot`. */
 void cref_save_token(const cref_job *job, const unsigned char *k, uint32_t k_dt,
                      const unsigned char *v, uint32_t v_dt, int64_t t, int64_t slot);
@@ -137,8 +142,10 @@ typedef struct cref_backend {
     unsigned char *scratch;     /* [nthreads][scratch_stride] */
     unsigned char *partial;     /* decode split results */
     size_t partial_bytes;
-    cref_attend_fn attend_f32;  /* the variant chosen at create */
+    cref_attend_fn attend_f32;  /* the variants chosen at create */
     cref_combine_fn combine_f32;
+    cref_attend_fn attend_f64;
+    cref_combine_fn combine_f64;
     /* init_forward_metadata's plan */
     const sgl_attn_batch *batch; /* NULL until a batch was planned */
     int32_t mode;

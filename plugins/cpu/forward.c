@@ -59,7 +59,7 @@ static void item_of(const cref_backend *b, int32_t idx, cref_item *it, int32_t *
 static void attend_task(void *ctx, int tid) {
     cref_backend *b = ctx;
     void *scratch = b->scratch + (size_t)tid * b->scratch_stride;
-    const cref_attend_fn fn = b->job.kv_dt == SGL_ATTN_DT_F64 ? cref_attend_f64 : b->attend_f32;
+    const cref_attend_fn fn = b->job.kv_dt == SGL_ATTN_DT_F64 ? b->attend_f64 : b->attend_f32;
     int32_t k;
     /* From the last item down: later query blocks see more keys, so the big
      * ones start first and the small ones fill the gaps. */
@@ -75,7 +75,7 @@ static void combine_task(void *ctx, int tid) {
     cref_backend *b = ctx;
     (void)tid;
     const cref_job *J = &b->job;
-    const cref_combine_fn fn = J->kv_dt == SGL_ATTN_DT_F64 ? cref_combine_f64 : b->combine_f32;
+    const cref_combine_fn fn = J->kv_dt == SGL_ATTN_DT_F64 ? b->combine_f64 : b->combine_f32;
     const int32_t n_base = b->n_items / J->nsplit;
     int32_t k;
     while ((k = atomic_fetch_add_explicit(&b->next, 1, memory_order_relaxed)) < n_base) {

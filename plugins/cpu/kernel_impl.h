@@ -260,6 +260,22 @@ ALWAYS void prefetch_bytes(const unsigned char *p, int64_t bytes) {
     for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
 }
 
+/* Scores of rows [r0, r1) (all of one KV head) against K row kp at tile
+ * position t: four rows per pass over the K row. */
+ALWAYS void qk_run(scr *S, int r0, int r1, const unsigned char *kp, int t, int D, const uint32_t kdt) {
+    int r = r0;
+    for (; r + 4 <= r1; r += 4) dot4(S->q + (size_t)r * D, D, kp, D, kdt, S->s + (size_t)r * CREF_TILE + t, CREF_TILE);
+    for (; r < r1; r++) S->s[(size_t)r * CREF_TILE + t] = dot1(S->q + (size_t)r * D, kp, D, kdt);
+}
+
+/* Rows [r0, r1) (all of one KV head) += P x the tile's V rows at voff. */
+ALWAYS void pv_run(scr *S, int r0, int r1, int64_t voff, int nt, int DV, const uint32_t kdt) {
+    int r = r0;
+    for (; r + 4 <= r1; r += 4)
+        pv_tile4(S->o + (size_t)r * DV, DV, S->s + (size_t)r * CREF_TILE, CREF_TILE, S->vp, voff, nt, DV, kdt);
+    for (; r < r1; r++) pv_tile1(S->o + (size_t)r * DV, S->s + (size_t)r * CREF_TILE, S->vp, voff, nt, DV, kdt);
+}
+
 /* Row r of an item is (token jj, kv head hl, q head g of its group). */
 ALWAYS int64_t row_head(const cref_item *it, int G, int r) {
     const int per_tok = it->nh * G, rem = r % per_tok;
@@ -325,7 +341,8 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
             S.kp[t] = J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz;
             S.vp[t] = J->v_cache + (slot * J->v_slot + (int64_t)it->h0 * J->v_head) * ksz;
         }
-        /* scores: each K row once, for the G rows of its head (per token) */
+        /* scores: each K row read once for every row of its head */
+        const int ra = ja * per_tok, rb = jb * per_tok;
         const int32_t tn = ts + CREF_TILE;
         for (int t = 0; t < nt; t++) {
             if (tn + t < uhi) {
@@ -335,15 +352,14 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
                     prefetch_bytes(J->v_cache + (slot * J->v_slot + (int64_t)it->h0 * J->v_head) * ksz,
                                    nh * v_head);
             }
+            /* one KV head: every row of the item shares the K row */
+            if (nh == 1) {
+                qk_run(&S, ra, rb, S.kp[t], t, D, kdt);
+                continue;
+            }
             for (int jj = ja; jj < jb; jj++)
-                for (int hl = 0; hl < nh; hl++) {
-                    const unsigned char *kp = S.kp[t] + hl * k_head;
-                    const int r0 = jj * per_tok + hl * G;
-                    int r = r0;
-                    for (; r + 4 <= r0 + G; r += 4)
-                        dot4(S.q + (size_t)r * D, D, kp, D, kdt, S.s + (size_t)r * CREF_TILE + t, CREF_TILE);
-                    for (; r < r0 + G; r++) S.s[(size_t)r * CREF_TILE + t] = dot1(S.q + (size_t)r * D, kp, D, kdt);
-                }
+                for (int hl = 0; hl < nh; hl++)
+                    qk_run(&S, jj * per_tok + hl * G, jj * per_tok + (hl + 1) * G, S.kp[t] + hl * k_head, t, D, kdt);
         }
         /* mask, soft-cap, online softmax */
         for (int jj = ja; jj < jb; jj++) {
@@ -384,17 +400,14 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
                 }
             }
         }
-        /* P x V: the tile's V rows of each head, for the G rows of that head */
-        for (int jj = ja; jj < jb; jj++)
-            for (int hl = 0; hl < nh; hl++) {
-                const int r0 = jj * per_tok + hl * G;
-                const int64_t voff = hl * v_head;
-                int r = r0;
-                for (; r + 4 <= r0 + G; r += 4)
-                    pv_tile4(S.o + (size_t)r * DV, DV, S.s + (size_t)r * CREF_TILE, CREF_TILE, S.vp, voff, nt, DV, kdt);
-                for (; r < r0 + G; r++)
-                    pv_tile1(S.o + (size_t)r * DV, S.s + (size_t)r * CREF_TILE, S.vp, voff, nt, DV, kdt);
-            }
+        /* P x V: the tile's V rows of each head, for the rows of that head */
+        if (nh == 1) {
+            pv_run(&S, ra, rb, 0, nt, DV, kdt);
+        } else {
+            for (int jj = ja; jj < jb; jj++)
+                for (int hl = 0; hl < nh; hl++)
+                    pv_run(&S, jj * per_tok + hl * G, jj * per_tok + (hl + 1) * G, hl * v_head, nt, DV, kdt);
+        }
     }
 
     /* results: a split's partial (m, l, o) or the normalised output */
