@@ -12,8 +12,8 @@
  *      shuffled page table (pages 1 and 16) into the STAGES-deep ring over
  *      many items; consumers follow the kernel's barrier protocol and check
  *      every byte of every stage in place (swizzle, zero fill, phases, WAR)
- *   5. the whole kernel (plan kernel + attn_extend_wgmma_kernel, both the
- *      overlapped and the plain consumer) against a float64 reference:
+ *   5. the whole kernel (plan kernel + attn_extend_wgmma_kernel: overlapped
+ *      consumer with and without pingpong, plain consumer) against float64:
  *      causal with prefix, ragged, page 1/16, window, soft-cap, sinks, cross,
  *      GQA, fp16/bf16, d64/128/256, a small persistent grid
  * Exit status: 0 all passed (or no SM 9.0 device: SKIP), 1 a failure,
@@ -665,7 +665,7 @@ template <int D> static void test4(batch &b) {
 }
 
 /* 5: the kernel on batch b, one variant, against the float64 reference. */
-template <int DT, int D, bool OVL> static void test5_run(batch &b, int flags) {
+template <int DT, int D, bool OVL> static void test5_run(batch &b, const std::vector<double> &ref, int flags) {
     using C = extend_wg_cfg<D>;
     const batch_spec &s = b.s;
     attn_fwd p = plan_batch(b);
@@ -680,23 +680,17 @@ template <int DT, int D, bool OVL> static void test5_run(batch &b, int flags) {
     std::vector<uint16_t> out = host_copy(b.dout, (size_t)b.T * s.hq * D);
     double num = 0, den = 0, maxe = 0;
     long long nan_count = 0;
-    std::vector<double> ref(D);
-    for (int r = 0; r < b.bs; r++)
-        for (int j = 0; j < s.ext[r]; j++)
-            for (int h = 0; h < s.hq; h++) {
-                ref_row(b, r, j, h, ref.data());
-                for (int x = 0; x < D; x++) {
-                    const double got = from16<DT>(out[((size_t)(b.qoff[r] + j) * s.hq + h) * D + x]);
-                    if (!isfinite(got)) {
-                        nan_count++;
-                        continue;
-                    }
-                    const double e = fabs(got - ref[x]);
-                    num += e * e;
-                    den += ref[x] * ref[x];
-                    maxe = e > maxe ? e : maxe;
-                }
-            }
+    for (size_t i = 0; i < out.size(); i++) {
+        const double got = from16<DT>(out[i]);
+        if (!isfinite(got)) {
+            nan_count++;
+            continue;
+        }
+        const double e = fabs(got - ref[i]);
+        num += e * e;
+        den += ref[i] * ref[i];
+        maxe = e > maxe ? e : maxe;
+    }
     const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
     const double tol = DT == GC_BF16 ? 1e-2 : 2e-3;
     char what[160];
@@ -709,9 +703,15 @@ template <int DT, int D, bool OVL> static void test5_run(batch &b, int flags) {
 template <int DT, int D> static void test5(const batch_spec &s) {
     batch b;
     make_batch<DT>(b, s);
-    test5_run<DT, D, true>(b, ATTN_WG_PINGPONG);
-    test5_run<DT, D, true>(b, 0);
-    test5_run<DT, D, false>(b, 0);
+    std::vector<double> ref((size_t)b.T * s.hq * D); /* [T, hq, D], like out */
+    for (int r = 0; r < b.bs; r++)
+        for (int j = 0; j < s.ext[r]; j++)
+            for (int h = 0; h < s.hq; h++) ref_row(b, r, j, h, &ref[((size_t)(b.qoff[r] + j) * s.hq + h) * D]);
+    if constexpr (extend_wg_cfg<D>::STAGES >= 3) { /* the overlapped consumer needs 3 stages (not d256) */
+        test5_run<DT, D, true>(b, ref, ATTN_WG_PINGPONG);
+        test5_run<DT, D, true>(b, ref, 0);
+    }
+    test5_run<DT, D, false>(b, ref, 0);
     free_batch(b);
 }
 
@@ -776,6 +776,7 @@ int main(int argc, char **argv) {
     test5<GC_F16, 128>({"win+cap+sinks", GC_F16, 128, 4, 2, 16, {64, 0}, {250, 190}, {}, 0, 100, 30.f, 1, 0});
     test5<GC_BF16, 128>({"GQA 8/2 sinks", GC_BF16, 128, 8, 2, 16, {130, 7}, {140, 300}, {}, 0, -1, 0.f, 1, 0});
     test5<GC_BF16, 128>({"cross enc", GC_BF16, 128, 4, 4, 16, {0, 3}, {40, 130}, {77, 300}, 1, -1, 0.f, 0, 0});
+    test5<GC_BF16, 128>({"enc offset self", GC_BF16, 128, 4, 2, 16, {10, 0}, {100, 200}, {90, 33}, 0, -1, 0.f, 0, 0});
     test5<GC_BF16, 128>({"long, grid 5", GC_BF16, 128, 2, 1, 16, {0}, {2048}, {}, 0, -1, 0.f, 0, 5});
     test5<GC_BF16, 64>({"d64 ragged", GC_BF16, 64, 4, 2, 16, {0, 500}, {400, 129}, {}, 0, -1, 0.f, 0, 0});
     test5<GC_F16, 64>({"d64 win", GC_F16, 64, 2, 2, 1, {100}, {300}, {}, 0, 64, 0.f, 1, 0});

@@ -1,9 +1,18 @@
-# tests/cuda/wgmma.mk - the sm_90a wgmma extend path's self-test
-# (tests/cuda/test_wgmma_primitives.cu: wgmma, S tile, P.V, producer ring, the
-# whole kernel, each against a host reference).
-#   make wgmma-selftest   builds $(TESTDIR)/test_wgmma_primitives (sm_90a only)
-# It needs an SM 9.0 GPU (bench/gpu/wgmma.sh runs it there) and prints SKIP on
-# any other machine, so it is built with everything but not run by `make unit`.
+# tests/cuda/wgmma.mk - the sm_90a wgmma extend path's tests.
+#   make wgmma-selftest   builds $(TESTDIR)/test_wgmma_primitives (sm_90a only):
+#                         wgmma, S tile, P.V, producer ring, the whole kernel,
+#                         each against a host reference.  It needs an SM 9.0 GPU
+#                         (bench/gpu/wgmma.sh runs it there) and prints SKIP
+#                         elsewhere, so it is built with everything, not run by
+#                         `make unit`.
+#   make wgmma-model      replays the kernel's barrier protocol on the host under
+#                         random interleavings (deadlocks, stage/Q hazards); no
+#                         GPU, a step of `make test`.
+
+wgmma-model:
+	python3 tests/cuda/wgmma_protocol_model.py 1000
+TEST_STEPS += wgmma-model
+.PHONY: wgmma-model
 
 ifeq ($(HAVE_CUDA),1)
 WGMMA_SELFTEST := $(TESTDIR)/test_wgmma_primitives

@@ -32,7 +32,9 @@
  * an event (Q or a tile) after cp.async.wait_group shows its copies landed
  * and a fence.proxy.async (generic-proxy writes -> wgmma's async-proxy
  * reads).  It signals event e after issuing e + 1, so copies overlap, but
- * flushes before waiting on q_empty (which depends on the last tile).
+ * flushes before waiting on q_empty (which depends on the previous pair's
+ * last tile).  A pair's tile 0 is issued before its Q, so it loads while the
+ * consumers finish the previous pair.
  *
  * Numerics and masking are the mma kernel's (kern_extend_mma.cuh):
  * attn_score (scale, soft-cap, log2 domain), attn_visible (causal, window),
@@ -86,6 +88,7 @@ template <int D> struct extend_wg_cfg {
     static_assert(D == 64 || D == 128 || D == 256, "head dims 64/128/256");
     static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16 (n64 or n128)");
     static_assert(BM == 128, "two consumer warpgroups of 64 rows");
+    static_assert(STAGES >= 2, "the producer signals a tile after issuing the next one");
     static_assert(OFF_K % ATTN_SW_ATOM_BYTES == 0 && OFF_V % ATTN_SW_ATOM_BYTES == 0 &&
                       KV_BYTES % ATTN_SW_ATOM_BYTES == 0 && Q_BYTES % ATTN_SW_ATOM_BYTES == 0,
                   "every sw128 block starts on a 1024-byte boundary (descriptor base offset 0)");
@@ -197,29 +200,34 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
     using C = extend_wg_cfg<D>;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     uint32_t g = 0, kq = 0, pending = 0;
+    /* K/V tile j of pair k into the next stage; signals the event before it. */
+    auto issue_tile = [&](const wg_work &k, int j) {
+        const int t0 = k.lo + j * C::BN;
+        const int32_t slot = wg_tile_slot<D>(p, k, t0, warp, lane); /* in flight during the wait */
+        const int s = (int)(g % C::STAGES);
+        mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
+        fence_proxy_async(); /* the wgmma reads of the stage's old tile are done (async -> generic) */
+        wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp, lane);
+        gc_cp_async_commit();
+        wg_signal<1>(pending);
+        pending = bar.full(s);
+        g++;
+    };
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
         const wg_work k = wg_work_at<C::BN>(p, w);
-        /* Q: the consumers release it after their last S of the previous item,
-         * which needs that item's last tile: signal it first. */
+        /* Tile 0 first: it needs only a free stage (a tile >= 2 back, already
+         * signalled), so its copies overlap the previous pair's last tile. */
+        if (k.ntiles > 0) issue_tile(k, 0);
+        /* Q: the consumers release it after their last S of the previous pair,
+         * which needs that pair's last tile: signal everything first. */
         wg_signal<0>(pending);
         mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
-        fence_proxy_async(); /* the wgmma reads of the old Q are done (async -> generic) */
+        fence_proxy_async();
         wg_load_q<D>(p, k, sm + C::OFF_Q, t);
         gc_cp_async_commit();
         pending = bar.q_full();
         kq++;
-        for (int j = 0; j < k.ntiles; j++, g++) {
-            const int t0 = k.lo + j * C::BN;
-            const int32_t slot = wg_tile_slot<D>(p, k, t0, warp, lane); /* in flight during the wait */
-            const int s = (int)(g % C::STAGES);
-            mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
-            fence_proxy_async();
-            wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp,
-                          lane);
-            gc_cp_async_commit();
-            wg_signal<1>(pending); /* the previous event (Q or tile g - 1) */
-            pending = bar.full(s);
-        }
+        for (int j = 1; j < k.ntiles; j++) issue_tile(k, j);
     }
     wg_signal<0>(pending);
 }
@@ -358,6 +366,11 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
                         int flags) {
     using C = extend_wg_cfg<D>;
     constexpr int BN = C::BN, ST = C::STAGES;
+    /* The overlapped consumer releases tile g's stage only after it has waited
+     * for tile g + 1, which the producer signals after issuing tile g + 2 into
+     * the stage of tile g + 2 - STAGES: with 2 stages that is tile g's own
+     * stage, a cycle. */
+    static_assert(!OVL || ST >= 3, "the overlapped consumer needs >= 3 stages");
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
     const int row_lo = 64 * wg + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
     const uint32_t q_addr = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;

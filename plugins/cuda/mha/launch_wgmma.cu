@@ -77,9 +77,9 @@ template <int DT, int D, bool OVL> static int setup_kernel() {
     return (int)cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D, OVL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)extend_wg_cfg<D>::SMEM);
 }
-/* d256 runs the plain consumer: the overlapped one needs a few registers more
- * than the 224 it gets (O alone is 128) and would spill. */
-template <int D> static constexpr bool overlap_ok() { return D != 256; }
+/* d256 runs the plain consumer: its ring has 2 stages (the overlapped consumer
+ * needs 3, kern_extend_wgmma.cuh) and its O alone is 128 registers. */
+template <int D> static constexpr bool overlap_ok() { return extend_wg_cfg<D>::STAGES >= 3; }
 
 template <int DT, int D> static int setup_one() {
     int e = 0;

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""wgmma_protocol_model.py - the synchronisation protocol of the sm_90a extend
+kernel (plugins/cuda/mha/kern_extend_wgmma.cuh), replayed on the host under
+random interleavings: no GPU needed.
+
+Agents mirror the kernel's code step by step: the producer warpgroup (its 128
+threads act alike: one agent, barrier counts scaled down), two consumer
+warpgroups (overlapped or plain consumer, pingpong turns on named barriers).
+cp.async groups land at random later times; wgmma groups complete at random
+times before their wait_group returns.  Checked on every step:
+  - deadlock: no agent can move and nothing is in flight;
+  - a consumer's wgmma reads a stage / the Q buffer that does not hold the
+    tile / pair it expects (not landed, or overwritten);
+  - the producer writes a stage or Q while a wgmma still reads it;
+  - every pair's output is produced exactly once per consumer warpgroup.
+usage: wgmma_protocol_model.py [RUNS]   (exit 0: all runs clean)
+"""
+import random
+import sys
+
+
+class MBar:
+    """mbarrier: phase counter, pending arrivals; waits look at parity only."""
+
+    def __init__(self, count):
+        self.count, self.pending, self.phase = count, count, 0
+
+    def arrive(self):
+        self.pending -= 1
+        assert self.pending >= 0
+        if self.pending == 0:
+            self.phase += 1
+            self.pending = self.count
+
+    def done(self, parity):  # try_wait.parity
+        return (self.phase & 1) != parity
+
+
+class NamedBar:
+    """bar.sync / bar.arrive with an expected count of 2 warpgroups."""
+
+    def __init__(self):
+        self.arrived, self.gen = 0, 0
+
+    def arrive(self):
+        self.arrived += 1
+        assert self.arrived <= 2, "named barrier over-arrived (a phase mixed two turns)"
+        if self.arrived == 2:
+            self.arrived, self.gen = 0, self.gen + 1
+
+
+class World:
+    def __init__(self, rng, stages, ovl, pp, pairs):
+        self.rng, self.ST, self.ovl, self.pp = rng, stages, ovl, pp
+        self.pairs = pairs  # ntiles of each (item, head) pair this block walks
+        self.full = [MBar(1) for _ in range(stages)]
+        self.empty = [MBar(2) for _ in range(stages)]
+        self.q_full, self.q_empty = MBar(1), MBar(2)
+        self.turn = [NamedBar(), NamedBar()]
+        self.stage = [None] * stages  # landed content: (pair, tile)
+        self.stage_writing = [None] * stages  # in-flight cp.async content
+        self.q = None
+        self.q_writing = None
+        self.readers = {}  # ('K'|'V'|'Q', idx) -> set of consumer ids with wgmma in flight
+        self.groups = []  # producer cp.async groups in flight
+        self.issued = []  # every group the producer committed, in order
+        self.outputs = {}
+        self.errors = []
+
+    def err(self, msg):
+        self.errors.append(msg)
+
+
+def producer(w):
+    """wg_producer."""
+    g, kq, pending = 0, 0, None
+    ST = w.ST
+
+    def signal(keep):
+        nonlocal pending
+        if pending is None:
+            return
+        mine = list(w.issued[:-keep] if keep else w.issued)
+        yield lambda: all(gr["landed"] for gr in mine)  # cp.async.wait_group keep
+        # fence.proxy.async; mbarrier.arrive
+        pending.arrive()
+        pending = None
+
+    def issue_tile(pi, j):
+        nonlocal g, pending
+        s = g % ST
+        ph = ((g // ST) & 1) ^ 1
+        yield lambda: w.empty[s].done(ph)
+        for kind in ("K", "V"):
+            if w.readers.get((kind, s)):
+                w.err(f"producer overwrites {kind} stage {s} while a wgmma reads it (tile {g})")
+        w.stage[s] = None  # being overwritten
+        gr = {"kind": "stage", "idx": s, "content": (pi, j), "landed": False}
+        w.groups.append(gr)
+        w.issued.append(gr)
+        yield None
+        yield from signal(1)
+        pending = w.full[s]
+        g += 1
+
+    for pi, nt in enumerate(w.pairs):
+        if nt > 0:
+            yield from issue_tile(pi, 0)
+        yield from signal(0)
+        ph = (kq & 1) ^ 1
+        yield lambda: w.q_empty.done(ph)
+        if w.readers.get(("Q", 0)):
+            w.err(f"producer overwrites Q while a wgmma reads it (pair {pi})")
+        w.q = None
+        gr = {"kind": "q", "idx": 0, "content": pi, "landed": False}
+        w.groups.append(gr)
+        w.issued.append(gr)
+        yield None
+        pending = w.q_full
+        kq += 1
+        for j in range(1, nt):
+            yield from issue_tile(pi, j)
+    yield from signal(0)
+
+
+def consumer(w, wg):
+    """wg_consumer (overlapped or plain), pingpong turns when w.pp."""
+    ST = w.ST
+    g, kq = 0, 0
+    inflight = []  # wgmma groups of this warpgroup: list of list of (kind, idx)
+    booted = False
+    pp = w.ovl and w.pp
+
+    def read(kind, idx, want):
+        have = w.q if kind == "Q" else w.stage[idx]
+        if have != want:
+            w.err(f"wg{wg} wgmma reads {kind}[{idx}] = {have}, expected {want}")
+        w.readers.setdefault((kind, idx), set()).add(wg)
+
+    def commit(reads):
+        inflight.append(reads)
+
+    def wait(n):  # wgmma.wait_group n: the oldest groups complete (after a random while)
+        while len(inflight) > n:
+            yield None
+            done = inflight.pop(0)
+            for kind, idx in done:
+                w.readers[(kind, idx)].discard(wg)
+
+    def turn_begin():
+        if pp:
+            b = w.turn[wg]
+            gen = b.gen
+            b.arrive()
+            yield lambda: b.gen != gen
+
+    def turn_end(keep=False):
+        if pp:
+            if wg == 0:
+                w.turn[1].arrive()
+            elif not keep:
+                w.turn[0].arrive()
+        if False:
+            yield
+
+    def more_turns(pi):
+        return any(nt > 0 for nt in w.pairs[pi + 1:])
+
+    for pi, nt in enumerate(w.pairs):
+        ph = kq & 1
+        yield lambda: w.q_full.done(ph)
+        kq += 1
+        if nt == 0:
+            w.q_empty.arrive()
+        if not w.ovl:
+            for j in range(nt):
+                s = g % ST
+                ph = (g // ST) & 1
+                yield lambda: w.full[s].done(ph)
+                read("Q", 0, pi)
+                read("K", s, (pi, j))
+                commit([("Q", 0), ("K", s)])
+                yield from wait(0)
+                if j == nt - 1:
+                    w.q_empty.arrive()
+                yield None
+                read("V", s, (pi, j))
+                commit([("V", s)])
+                yield from wait(0)
+                w.empty[s].arrive()
+                g += 1
+        elif nt > 0:
+            if pp and wg == 1 and not booted:
+                w.turn[0].arrive()
+            booted = True
+            sidx = g % ST
+            ph = (g // ST) & 1
+            yield lambda: w.full[sidx].done(ph)
+            yield from turn_begin()
+            read("Q", 0, pi)
+            read("K", sidx, (pi, 0))
+            commit([("Q", 0), ("K", sidx)])
+            yield from turn_end()
+            yield from wait(0)
+            if nt == 1:
+                w.q_empty.arrive()
+            yield None
+            for j in range(1, nt):
+                sprev = sidx
+                gj = g + j
+                sidx = gj % ST
+                ph = (gj // ST) & 1
+                yield lambda: w.full[sidx].done(ph)
+                yield from turn_begin()
+                read("Q", 0, pi)
+                read("K", sidx, (pi, j))
+                commit([("Q", 0), ("K", sidx)])
+                read("V", sprev, (pi, j - 1))
+                commit([("V", sprev)])
+                yield from turn_end()
+                yield from wait(1)
+                if j == nt - 1:
+                    w.q_empty.arrive()
+                yield None
+                yield from wait(0)
+                w.empty[sprev].arrive()
+            last = pp and wg == 1 and not more_turns(pi)
+            yield from turn_begin()
+            read("V", sidx, (pi, nt - 1))
+            commit([("V", sidx)])
+            yield from turn_end(last)
+            yield from wait(0)
+            w.empty[sidx].arrive()
+            g += nt
+        key = (pi, wg)
+        w.outputs[key] = w.outputs.get(key, 0) + 1
+        yield None
+
+
+def run(seed, stages, ovl, pp, pairs):
+    rng = random.Random(seed)
+    w = World(rng, stages, ovl, pp, pairs)
+    live = {"P": producer(w), "C0": consumer(w, 0), "C1": consumer(w, 1)}
+    waiting = {a: None for a in live}  # the predicate an agent is parked on
+    for _ in range(1000000):
+        if not live and not w.groups:
+            break
+        runnable = [a for a in live if waiting[a] is None or waiting[a]()]
+        choices = runnable + (["land"] if w.groups else [])
+        if not choices:
+            return "deadlock: " + ", ".join(sorted(live))
+        pick = rng.choice(choices)
+        if pick == "land":  # some in-flight cp.async group lands (any order)
+            gr = w.groups.pop(rng.randrange(len(w.groups)))
+            gr["landed"] = True
+            if gr["kind"] == "stage":
+                w.stage[gr["idx"]] = gr["content"]
+            else:
+                w.q = gr["content"]
+            continue
+        try:
+            waiting[pick] = next(live[pick])
+        except StopIteration:
+            del live[pick]
+        if w.errors:
+            return w.errors[0]
+    else:
+        return "no end"
+    for pi in range(len(pairs)):
+        for wg in (0, 1):
+            if w.outputs.get((pi, wg)) != 1:
+                return f"pair {pi} wg {wg} stored {w.outputs.get((pi, wg), 0)} times"
+    for b in w.turn:
+        if b.arrived:
+            return "a named barrier is left half-arrived at exit"
+    return None
+
+
+def main():
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
+    bad = 0
+    configs = [(3, True, True), (3, True, False), (3, False, False), (4, True, True), (2, False, False),
+               (2, True, True)]  # (2, overlapped) must deadlock: the kernel's static_assert forbids it
+    for stages, ovl, pp in configs:
+        fails = 0
+        first = None
+        for r in range(runs):
+            rng = random.Random(r * 7919 + stages)
+            n = rng.randint(1, 6)
+            pairs = [rng.choice([0, 1, 1, 2, 3, 5, 8]) for _ in range(n)]
+            res = run(r, stages, ovl, pp, pairs)
+            if res:
+                fails += 1
+                first = first or f"{res} (pairs {pairs}, seed {r})"
+        expect_fail = stages == 2 and ovl
+        ok = (fails > 0) if expect_fail else (fails == 0)
+        tag = "PASS" if ok else "FAIL"
+        label = f"stages {stages} {'overlap' if ovl else 'plain'}{' +pingpong' if pp and ovl else ''}"
+        note = " (expected to deadlock: forbidden by static_assert)" if expect_fail else ""
+        print(f"{tag} {label}: {fails}/{runs} runs failed{note}" + (f"; first: {first}" if first else ""))
+        bad += not ok
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
