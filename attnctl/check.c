@@ -193,6 +193,20 @@ int cmd_check(int argc, char **argv) {
     if (!o.list)
         fprintf(out_text(&o), "attnctl check: seed 0x%016llx (replay: --seed 0x%016llx)\n",
                 (unsigned long long)o.seed, (unsigned long long)o.seed);
+    /* explicit cases that no family owns are errors, reported once */
+    for (int i = 0; i < o.n_cases; i++) {
+        hcase c;
+        char e[512] = "";
+        if (!hcase_parse(o.cases[i], &c, e, sizeof e) && harness_family_for_mode(c.mode)) continue;
+        row *w = push(&rs);
+        if (!w) break;
+        snprintf(w->target, sizeof w->target, "-");
+        snprintf(w->text, sizeof w->text, "%s", o.cases[i]);
+        hresult_init(&w->r);
+        if (e[0]) hresult_error(&w->r, "%s", e);
+        else hresult_error(&w->r, "no case family owns mode '%s'", c.mode);
+        fprintf(out_text(&o), "  %-13s %s\n      %s\n", hverdict_name(w->r.verdict), o.cases[i], w->r.message);
+    }
     /* the targets: the named one, or every usable plugin a family applies to */
     size_t n_plugins = o.plugin ? 1 : sgl_attn_host_plugin_count(h);
     int checked = 0;

@@ -24,5 +24,15 @@ cpu-ref-tests: $(CPU_REF_TESTS)
 conformance-cpu: $(ATTNCTL)
 	$(ATTNCTL) check --plugin cpu_ref
 
-TEST_STEPS += conformance-cpu
-.PHONY: cpu-ref-tests conformance-cpu
+# The harness judging plugins it must fail: a layer plugin that breaks the
+# reference's results on purpose, one way per run (tests/cpu/harness_victim.c).
+HARNESS_VICTIM := $(TESTDIR)/victim/harness_victim.so
+$(HARNESS_VICTIM): $(OBJDIR)/tests/cpu/harness_victim.o
+	@mkdir -p $(@D)
+	$(CC) -shared $(LDFLAGS_COMMON) -o $@ $^
+
+harness-selftest: $(ATTNCTL) $(HARNESS_VICTIM)
+	tests/cpu/harness_selftest.sh $(ATTNCTL) $(dir $(HARNESS_VICTIM))
+
+TEST_STEPS += conformance-cpu harness-selftest
+.PHONY: cpu-ref-tests conformance-cpu harness-selftest
