@@ -304,6 +304,7 @@ static int phase_forward(lctx *x, lphase *p, hresult *r) {
 /* Run, download, compare with the reference (which advances its states). */
 static int phase_check(lctx *x, lphase *p, const char *what, hresult *r) {
     char err[256];
+    double t0 = htime_now();
     int rc = sgl_attn_init_forward_metadata(x->be, &p->batch);
     if (rc) {
         hresult_from_call(r, x->be, "init_forward_metadata", rc);
@@ -311,6 +312,7 @@ static int phase_check(lctx *x, lphase *p, const char *what, hresult *r) {
     }
     if (phase_forward(x, p, r)) return -1;
     if (hdev_sync(&x->t->dev, err, sizeof err)) { hresult_fail(r, "%s: %s", what, err); return -1; }
+    r->ms_plugin += 1e3 * (htime_now() - t0);
     htensor *dn[] = {&p->out, &p->x, &p->a, &p->b, &p->q, &p->k, &p->v};
     for (size_t i = 0; i < sizeof dn / sizeof *dn; i++)
         if (htensor_download(dn[i], err, sizeof err)) { hresult_fail(r, "%s: %s", what, err); return -1; }
@@ -319,6 +321,7 @@ static int phase_check(lctx *x, lphase *p, const char *what, hresult *r) {
     double *xd = dcopy(&p->x), *ad = dcopy(&p->a), *bd = dcopy(&p->b), *qd = dcopy(&p->q), *kd = dcopy(&p->k),
            *vd = dcopy(&p->v);
     int ok = ref && xd && ad && bd && qd && kd && vd;
+    t0 = htime_now();
     for (int i = 0, tok = 0; ok && i < p->bs; tok += p->n[i], i++) {
         const int q = p->req[i];
         if (x->slot[q] < 0) continue; /* padded: zeros */
@@ -339,6 +342,7 @@ static int phase_check(lctx *x, lphase *p, const char *what, hresult *r) {
         lref_run(&x->ld, p->n[i], &in, cs, ss, ref + (size_t)tok * x->orow,
                  p->keep ? x->sconv[q] + x->conv_n : NULL, p->keep ? x->sssm[q] + x->ssm_n : NULL);
     }
+    r->ms_ref += 1e3 * (htime_now() - t0);
     if (ok) {
         hcompare cmp;
         hcompare_run(&p->out, ref, &cmp);

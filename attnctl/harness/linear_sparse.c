@@ -211,11 +211,13 @@ void lfam_sparse_check(const htarget *t, const hcase *c, uint64_t seed, hresult 
     a.k = &k.t;
     a.v = &v.t;
     a.out = &out.t;
+    double t0 = htime_now();
     int rc = sgl_attn_init_forward_metadata(be, &B);
     if (rc) { hresult_from_call(r, be, "init_forward_metadata", rc); goto done; }
     rc = s.decode ? sgl_attn_forward_decode(be, &a) : sgl_attn_forward_extend(be, &a);
     if (rc) { hresult_from_call(r, be, s.decode ? "forward_decode" : "forward_extend", rc); goto done; }
     if (hdev_sync(&t->dev, err, sizeof err)) { hresult_fail(r, "%s", err); goto done; }
+    r->ms_plugin = 1e3 * (htime_now() - t0);
     for (size_t i = 0; i < sizeof all / sizeof *all; i++)
         if (htensor_download(all[i], err, sizeof err)) { hresult_fail(r, "%s", err); goto done; }
     for (size_t i = 0; i < kc.count; i++)
@@ -228,6 +230,7 @@ void lfam_sparse_check(const htarget *t, const hcase *c, uint64_t seed, hresult 
     vv = calloc((size_t)max_ctx * s.hkv * s.dv, sizeof *vv);
     qq = calloc((size_t)s.hq * s.d, sizeof *qq);
     if (!ref || !kk || !vv || !qq) { hresult_error(r, "out of memory"); goto done; }
+    t0 = htime_now();
     for (int i = 0, tok = 0; i < s.b; i++) {
         int row = s.b - i;
         for (int j = 0; j < len[i]; j++) {
@@ -241,6 +244,7 @@ void lfam_sparse_check(const htarget *t, const hcase *c, uint64_t seed, hresult 
                               (double)L.sm_scale, ref + (size_t)tok * s.hq * s.dv);
         }
     }
+    r->ms_ref = 1e3 * (htime_now() - t0);
     hcompare cmp;
     hcompare_run(&out, ref, &cmp);
     r->nmse = cmp.nmse;
