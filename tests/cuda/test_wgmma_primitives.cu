@@ -715,6 +715,16 @@ template <int DT, int D> static void test5(const batch_spec &s) {
     free_batch(b);
 }
 
+template <int DT, int D, bool OVL> static void attrs() {
+    cudaFuncAttributes fa;
+    CK(cudaFuncGetAttributes(&fa, attn_extend_wgmma_kernel<DT, D, OVL>));
+    char what[128];
+    snprintf(what, sizeof what, "%s d%d %s: %d regs, %zu B local, binary sm_%d", dtn(DT), D, OVL ? "overlap" : "plain",
+             fa.numRegs, fa.localSizeBytes, fa.binaryVersion);
+    report("0-attr", what, fa.numRegs == ATTN_WG_REGS_ENTRY && fa.localSizeBytes == 0 && fa.binaryVersion == 90,
+           (double)fa.numRegs, "registers");
+}
+
 int main(int argc, char **argv) {
     g_rng = argc > 1 ? strtoull(argv[1], nullptr, 0) : (uint64_t)time(nullptr) * 2654435761ull;
     if (!g_rng) g_rng = 88172645463325252ull;
@@ -733,6 +743,11 @@ int main(int argc, char **argv) {
         return 0;
     }
 
+    printf("-- 0. kernel attributes (the setmaxnreg split assumes %d registers at entry)\n", ATTN_WG_REGS_ENTRY);
+    attrs<GC_BF16, 128, true>();
+    attrs<GC_BF16, 128, false>();
+    attrs<GC_F16, 64, true>();
+    attrs<GC_BF16, 256, false>();
     printf("-- 1. one wgmma (descriptor, swizzle, k-step)\n");
     test1<GC_BF16>();
     test1<GC_F16>();
