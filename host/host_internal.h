@@ -180,7 +180,8 @@ struct sgl_attn_host {
     sgl_attn_host_api api;
     int never_unload;
     int validate;
-    /* Instances alive; close() defers unloading until the last is destroyed. */
+    /* References: 1 for the open handle + 1 per live instance; the last
+     * release (close or the last destroy) unloads and frees. */
     atomic_int live;
     atomic_int closing;
 };
