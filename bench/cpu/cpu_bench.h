@@ -4,9 +4,11 @@
 
 #include <stddef.h>
 
-/* Read bandwidth with `threads` readers over `bytes`, `reps` passes:
- * best and median GB/s.  0 on success. */
-int cpu_read_bandwidth(int threads, size_t bytes, int reps, double *best_gbps, double *median_gbps);
+/* Memory-read bandwidth: `threads` readers over `bytes` (read_bw.c). */
+typedef struct cpu_bw cpu_bw;
+cpu_bw *cpu_bw_open(int threads, size_t bytes);
+double cpu_bw_pass(cpu_bw *b); /* one timed pass over the buffer: GB/s */
+void cpu_bw_close(cpu_bw *b);
 
 double cpu_bench_median(double *v, int n); /* sorts v */
 double cpu_bench_max(const double *v, int n);

@@ -1,6 +1,8 @@
 /* read_bw.c - this machine's memory-read bandwidth: every thread sums its
  * own slice of a buffer far larger than the last-level cache, with enough
- * independent accumulators that loads, not adds, are the limit. */
+ * independent accumulators that loads, not adds, are the limit.  Threads
+ * and buffer stay up between passes, so passes can be interleaved with the
+ * decode being measured and both see the same machine. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,12 +11,20 @@
 #include "cpu_bench.h"
 
 typedef struct slice {
+    struct cpu_bw *bw;
     const float *p;
     size_t n;
-    int reps;
-    pthread_barrier_t *bar;
     double sink;
 } slice;
+
+struct cpu_bw {
+    float *buf;
+    size_t n;
+    int threads, stop;
+    pthread_barrier_t bar;
+    pthread_t tid[256];
+    slice sl[256];
+};
 
 static double now(void) {
     struct timespec ts;
@@ -25,11 +35,12 @@ static double now(void) {
 static void *reader(void *arg) {
     slice *s = arg;
     float acc[64] = {0};
-    for (int r = 0; r < s->reps; r++) {
-        pthread_barrier_wait(s->bar);
+    for (;;) {
+        pthread_barrier_wait(&s->bw->bar);
+        if (s->bw->stop) break;
         for (size_t i = 0; i + 64 <= s->n; i += 64)
             for (int j = 0; j < 64; j++) acc[j] += s->p[i + j];
-        pthread_barrier_wait(s->bar);
+        pthread_barrier_wait(&s->bw->bar);
     }
     double t = 0;
     for (int j = 0; j < 64; j++) t += acc[j];
@@ -37,32 +48,40 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-int cpu_read_bandwidth(int threads, size_t bytes, int reps, double *best_gbps, double *median_gbps) {
-    if (threads < 1 || threads > 256 || reps < 1 || reps > 64) return -1;
-    size_t n = bytes / sizeof(float);
-    n -= n % (64 * (size_t)threads);
-    float *buf = aligned_alloc(64, n * sizeof(float));
-    if (!buf) return -1;
-    for (size_t i = 0; i < n; i++) buf[i] = (float)(i & 1023) * 0.5f; /* touch every page */
-    pthread_barrier_t bar;
-    pthread_barrier_init(&bar, NULL, (unsigned)threads + 1);
-    pthread_t tid[256];
-    slice sl[256];
+cpu_bw *cpu_bw_open(int threads, size_t bytes) {
+    if (threads < 1 || threads > 256) return NULL;
+    cpu_bw *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->threads = threads;
+    b->n = bytes / sizeof(float);
+    b->n -= b->n % (64 * (size_t)threads);
+    b->buf = aligned_alloc(64, b->n * sizeof(float));
+    if (!b->buf) {
+        free(b);
+        return NULL;
+    }
+    for (size_t i = 0; i < b->n; i++) b->buf[i] = (float)(i & 1023) * 0.5f; /* touch every page */
+    pthread_barrier_init(&b->bar, NULL, (unsigned)threads + 1);
     for (int t = 0; t < threads; t++) {
-        sl[t] = (slice){buf + n / (size_t)threads * (size_t)t, n / (size_t)threads, reps, &bar, 0};
-        pthread_create(&tid[t], NULL, reader, &sl[t]);
+        b->sl[t] = (slice){b, b->buf + b->n / (size_t)threads * (size_t)t, b->n / (size_t)threads, 0};
+        pthread_create(&b->tid[t], NULL, reader, &b->sl[t]);
     }
-    double gbps[64];
-    for (int r = 0; r < reps; r++) {
-        pthread_barrier_wait(&bar);
-        double t0 = now();
-        pthread_barrier_wait(&bar);
-        gbps[r] = (double)(n * sizeof(float)) / (now() - t0) / 1e9;
-    }
-    for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
-    pthread_barrier_destroy(&bar);
-    free(buf);
-    *best_gbps = cpu_bench_max(gbps, reps);
-    *median_gbps = cpu_bench_median(gbps, reps);
-    return 0;
+    return b;
+}
+
+double cpu_bw_pass(cpu_bw *b) {
+    pthread_barrier_wait(&b->bar);
+    double t0 = now();
+    pthread_barrier_wait(&b->bar);
+    return (double)(b->n * sizeof(float)) / (now() - t0) / 1e9;
+}
+
+void cpu_bw_close(cpu_bw *b) {
+    if (!b) return;
+    b->stop = 1;
+    pthread_barrier_wait(&b->bar);
+    for (int t = 0; t < b->threads; t++) pthread_join(b->tid[t], NULL);
+    pthread_barrier_destroy(&b->bar);
+    free(b->buf);
+    free(b);
 }

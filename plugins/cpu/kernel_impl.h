@@ -257,7 +257,14 @@ static void finalize_row(const cref_job *J, int head, REAL m, REAL l, const REAL
 /* Ask for the next tile's K/V while this one computes: pages of the pool
  * are scattered, and hardware prefetchers stop at every 4 KiB boundary. */
 ALWAYS void prefetch_bytes(const unsigned char *p, int64_t bytes) {
-    for (int64_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+    int64_t o = 0;
+    for (; o + 256 <= bytes; o += 256) { /* four lines per turn: less loop per line */
+        __builtin_prefetch(p + o, 0, 3);
+        __builtin_prefetch(p + o + 64, 0, 3);
+        __builtin_prefetch(p + o + 128, 0, 3);
+        __builtin_prefetch(p + o + 192, 0, 3);
+    }
+    for (; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
 }
 
 /* Scores of rows [r0, r1) (all of one KV head) against K row kp at tile
