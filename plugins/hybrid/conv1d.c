@@ -29,7 +29,9 @@ typedef int32_t hyb_ivec __attribute__((vector_size(64)));
         a_ = (a_ & (mask)) | (b_ & ~(mask));                   \
         memcpy(&(out), &a_, sizeof a_);                        \
     } while (0)
-static inline void vexp(hyb_vec *v) {
+/* always_inline: inlined into each target clone of its callers, so it gets
+ * their vector width (a plain call would run the baseline version) */
+static inline __attribute__((always_inline)) void vexp(hyb_vec *v) {
     hyb_vec x = *v;
     const hyb_vec hi = x * 0 + 88.3762626647949f, lo = x * 0 - 87.3365447504019f;
     VSEL(x, (hyb_ivec)(x < hi), x, hi);
@@ -55,7 +57,7 @@ static inline void vexp(hyb_vec *v) {
 #endif
 
 /* out[c] = silu(out[c]) over C channels */
-static inline void silu_row(real_t *o, int C) {
+static inline __attribute__((always_inline)) void silu_row(real_t *o, int C) {
     int c = 0;
 #ifndef HYB_F64
     for (; c + HYB_VL <= C; c += HYB_VL) {
@@ -75,6 +77,20 @@ HYB_CLONES
 void FN(hyb_conv1d_step)(real_t *state, int C, int W, const real_t *wt, const real_t *bias,
                          const real_t *in, real_t *out, int silu) {
     const int H = W - 1;
+    if (H == 3) { /* width 4 (Qwen3-Next, Mamba-2, Kimi): one pass reads, shifts and sums */
+        real_t *restrict s0 = state, *restrict s1 = state + C, *restrict s2 = state + 2 * (size_t)C;
+        const real_t *restrict w0 = wt, *restrict w1 = wt + C, *restrict w2 = wt + 2 * (size_t)C,
+                               *restrict w3 = wt + 3 * (size_t)C;
+        for (int c = 0; c < C; c++) {
+            const real_t a = s0[c], b = s1[c], d = s2[c], x = in[c];
+            out[c] = (bias ? bias[c] : 0) + w0[c] * a + w1[c] * b + w2[c] * d + w3[c] * x;
+            s0[c] = b;
+            s1[c] = d;
+            s2[c] = x;
+        }
+        if (silu) silu_row(out, C);
+        return;
+    }
     const real_t *wl = wt + (size_t)H * C;
     for (int c = 0; c < C; c++) out[c] = (bias ? bias[c] : 0) + wl[c] * in[c];
     for (int j = 0; j < H; j++) {
