@@ -450,9 +450,10 @@ typedef struct sgl_attn_plugin {
 
 /* --------------------------------------------------------------- helpers */
 
-/* Smallest struct_size the host accepts for each struct at ABI 1.0. */
-#define SGL_ATTN_PLUGIN_SIZE_V1_0 ((uint32_t)sizeof(sgl_attn_plugin))
-#define SGL_ATTN_BACKEND_OPS_SIZE_V1_0 ((uint32_t)sizeof(sgl_attn_backend_ops))
+/* Smallest struct_size the host accepts for the structs a plugin hands over:
+ * the ABI 1.0 sizes (LP64), as literals so they never grow with the structs. */
+#define SGL_ATTN_PLUGIN_SIZE_V1_0 120u
+#define SGL_ATTN_BACKEND_OPS_SIZE_V1_0 104u
 
 static inline uint32_t sgl_attn_dtype_bit(DLDataType t) {
     if (t.lanes != 1) return 0;
