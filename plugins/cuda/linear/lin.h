@@ -1,0 +1,168 @@
+/*
+ * lin.h - internals of the CUDA linear-attention wrapper plugins
+ * (gdn_cuda, mamba2_cuda, short_conv_cuda, kda_cuda, lightning_cuda): one .so
+ * per kind, all built from these sources.
+ *
+ *   lin_plugin.c   descriptor, entry, probe, supports_model (built once per kind)
+ *   lin_dims.c     what a kind reads from the model; state size; layer routing (pure C)
+ *   lin_sizing.c   device pool, plan and scratch layout; which kernel paths fit (pure C)
+ *   lin_check.c    checks of device tensors and index tensors, with messages (pure C)
+ *   lin_create.c   create / destroy: the one device allocation
+ *   lin_plan.c     init_forward_metadata and the graph hooks (plan kernel)
+ *   lin_forward.c  layer routing, input checks, kernel dispatch
+ *   lin_state.c    state_clear / state_copy / state_commit
+ *   lk_*.cu(h)     kernels and launchers (lin_params.h)
+ *
+ * The semantics are the CPU wrappers' (plugins/hybrid/, docs/hybrid.md); the
+ * pure-C files build without CUDA so tests/cuda_linear can test them here.
+ */
+#ifndef SGL_LIN_H
+#define SGL_LIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lin_params.h"
+#include "sgl_attn_abi.h"
+
+#define LIN_ERR_MAX 512
+
+/* ------------------------------------------------------------ lin_dims.c */
+
+typedef struct lin_dims {
+    int32_t kind;
+    int32_t hk, hv, dk, dv; /* gdn/kda: HK HV K V; mamba2: G H N P; lightning: H H Dk Dv */
+    int32_t conv_w;         /* 0: no conv (lightning) */
+    int32_t conv_dim;       /* channels convolved; short_conv: D */
+    int32_t x_dim;          /* columns of linear->x (short_conv: 3*D) */
+    int32_t gsz;            /* value heads per key head / group */
+    int32_t gc;             /* log-decays per (token, head): K for kda, else 1 */
+    int64_t conv_elems;     /* per layer per slot */
+    int64_t ssm_elems;
+    int32_t n_lin;          /* layers this wrapper computes */
+    int32_t st_dt;          /* LIN_DT_F32 / LIN_DT_BF16 */
+    int32_t esz;            /* bytes per state element */
+} lin_dims;
+
+/* SGL_ATTN_E_UNSUPPORTED with `why` naming the model field, its value and
+ * what was expected, when the model does not fit the kind. */
+int lin_dims_from_model(int kind, const sgl_attn_model *m, lin_dims *d, char *why, size_t n);
+uint64_t lin_state_bytes(int kind, const sgl_attn_model *m);
+int lin_layer_is_own(const sgl_attn_model *m, int layer);
+const char *lin_kind_name(int kind); /* "gdn" ... */
+
+/* ---------------------------------------------------------- lin_sizing.c */
+
+enum { LIN_VARIANT_SIMPLE = 0, LIN_VARIANT_FAST = 1 };
+
+/* Byte offsets into the one device allocation. */
+typedef struct lin_layout {
+    int32_t max_reqs, max_tokens, max_chunks, steps;
+    int need_simple, need_tc; /* scratch of the token-by-token and tensor-core paths */
+    size_t conv, ssm, iconv, issm;       /* pools */
+    size_t plan[14];                     /* lin_plan_dev arrays, in struct order */
+    size_t X, G, B;                      /* simple path */
+    size_t Wt, QGt, KDt, Ut, Mt, eG, Sk; /* tensor-core path */
+    size_t stage;                        /* host-index staging: 3 x max_reqs int32 */
+    size_t total;
+} lin_layout;
+
+/* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
+int lin_tc_dims_ok(const lin_dims *d);
+/* 1 when the fused decode kernel serves these dims with n tokens per request. */
+int lin_decode_dims_ok(const lin_dims *d, int n);
+/* Lay the allocation out; SGL_ATTN_E_NOMEM with a message on overflow. */
+/* tc_ok: the model's activations are 16-bit and the device has the shared
+ * memory of the tensor-core kernels. */
+int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens,
+                       int32_t steps, int variant, int tc_ok, char *err, size_t n);
+/* "simple" / "fast" / NULL or "" (default fast); -1 unknown */
+int lin_variant_parse(const char *s);
+const char *lin_variant_name(int v);
+
+/* ----------------------------------------------------------- lin_check.c */
+
+/* A float tensor (f32/f16/bf16) the kernels read or write: CUDA memory of
+ * `device` (or pinned host memory), compact, with the given shape (-1 any).
+ * `what` names it in the message ("gdn_cuda layer 2: linear.x"). */
+int lin_check_float(const DLTensor *t, const char *what, int device, int ndim, const int64_t *shape,
+                    char *err, size_t n);
+/* An int32/int64 index tensor with >= min_len elements; *on_host = 1 when it
+ * is pageable host memory (the kernels cannot read it). */
+int lin_check_index(const DLTensor *t, const char *what, int device, int64_t min_len, int *on_host,
+                    char *err, size_t n);
+int64_t lin_index_at(const DLTensor *t, int64_t i); /* host memory only */
+int lin_dt_of(DLDataType t);                        /* LIN_DT_*, -1 other */
+const char *lin_dtype_name(DLDataType t);
+const void *lin_data(const DLTensor *t);            /* data + byte_offset */
+
+/* ----------------------------------------------------------- instance */
+
+typedef struct lin_inst {
+    sgl_attn_backend base; /* first: the ABI's instance header */
+    int32_t kind;
+    const char *name;      /* plugin name, for messages */
+    sgl_attn_model model;
+    lin_dims d;
+    sgl_attn_backend *inner;
+    int32_t device;
+    int variant;
+    int vt;                /* phase-2 value tile: 16, 32, or 0 = automatic */
+    int sync_check;        /* synchronise after planning to report device-found errors */
+    int sm_count;
+    int32_t max_reqs, max_tokens, max_context;
+    int16_t lin_index[SGL_ATTN_MAX_LAYERS]; /* -1: the inner's; else pool layer */
+    lin_layout L;
+    unsigned char *dev;    /* the one device allocation */
+    int32_t *host_stage;   /* [3 * max_reqs] host copies of host-memory index tensors */
+    uint8_t *seen;         /* [max_reqs] duplicate-slot check of host-memory state_indices */
+    /* the current batch */
+    int32_t planned;       /* 0 none, 1 planned */
+    int32_t mode, bs, T, tpr;
+    void *stream;          /* the batch's stream; state ops use the last one */
+    /* the last verify batch, for state_commit */
+    int32_t verify_n, verify_steps, verify_kept;
+    int32_t graph_max_bs, graph_max_tokens;
+    int32_t graph_replaying; /* 1 inside the replay hook: no sync_check */
+    char err[LIN_ERR_MAX];
+} lin_inst;
+
+/* lin_probe.c: the host's API (log, options), remembered by the entry point */
+void lin_set_host(const sgl_attn_host_api *host);
+const sgl_attn_host_api *lin_host(void);
+void lin_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* env var, else the conf's plugin option (plugins_options.<name>.<key>), else NULL */
+const char *lin_option(const char *plugin, const char *env, const char *key);
+
+int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_attn_backend **out);
+int lin_supports_model(int kind, const sgl_attn_model *m, char *why, size_t n);
+int lin_probe(uint32_t index, sgl_attn_caps *caps, int kind);
+void lin_set_err(lin_inst *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void lin_str(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+lin_plan_dev lin_plan_ptrs(const lin_inst *w);
+
+/* lin_plan.c */
+int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_t mode);
+int lin_init_forward_metadata(sgl_attn_backend *b, const sgl_attn_batch *batch);
+int lin_init_graph_state(sgl_attn_backend *b, int32_t max_bs, int32_t max_num_tokens);
+int lin_graph_capture(sgl_attn_backend *b, const sgl_attn_graph_args *g);
+int lin_graph_replay(sgl_attn_backend *b, const sgl_attn_graph_args *g);
+/* lin_forward.c: own layers computed here, the others go to the inner */
+int lin_forward_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a);
+int lin_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a);
+/* lin_state.c */
+int lin_state_clear(sgl_attn_backend *b, int32_t slot);
+int lin_state_copy(sgl_attn_backend *b, int32_t src, int32_t dst);
+int lin_state_commit(sgl_attn_backend *b, const DLTensor *accepted);
+/* Report a device-found batch error (err[4] read back), E_INVALID. */
+int lin_report_device_err(lin_inst *w, const int32_t e[4], const char *call);
+extern const sgl_attn_backend_ops lin_backend_ops;
+
+/* The inner's op `f`, when its (possibly older) vtable has it. */
+#define LIN_INNER_OP(w, f)                                                                  \
+    ((w)->inner->ops_size >= offsetof(sgl_attn_backend_ops, f) + sizeof((w)->inner->ops->f) \
+         ? (w)->inner->ops->f                                                               \
+         : NULL)
+int lin_inner_failed(lin_inst *w, int rc, const char *what);
+
+#endif

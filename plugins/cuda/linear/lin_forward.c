@@ -1,0 +1,248 @@
+/* lin_forward.c - the forwards: a layer in the model's full-attention set goes
+ * to the inner backend untouched; any other layer is checked here and
+ * computed by one of the kernel paths on the batch's stream (nothing
+ * allocated, nothing synchronised, nothing looked up by name):
+ *   decode / verify   fused kernel (fast) or prep + conv state + recurrence (simple)
+ *   extend            chunked tensor-core kernels (fast, 16-bit activations,
+ *                     K = 128) or the token-by-token path
+ *   short_conv        conv + conv state (both variants) */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_error.h"
+#include "lin.h"
+
+#define CHECK(t, what, nd, ...)                                                                    \
+    do {                                                                                           \
+        const int64_t shp_[] = {__VA_ARGS__};                                                      \
+        char pre_[96];                                                                             \
+        snprintf(pre_, sizeof pre_, "%s layer %d: %s", w->name, lid, (what));                      \
+        int rc_ = lin_check_float((t), pre_, w->device, (nd), shp_, w->err, sizeof w->err);        \
+        if (rc_) return rc_;                                                                       \
+    } while (0)
+
+static lin_in in_of(const DLTensor *t) {
+    lin_in r = {NULL, 0, 0};
+    if (t) {
+        r.p = lin_data(t);
+        r.dt = lin_dt_of(t->dtype);
+    }
+    return r;
+}
+
+/* The inputs a kind reads (docs/hybrid.md), checked against the dims. */
+static int check_io(lin_inst *w, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io, int lid) {
+    const lin_dims *d = &w->d;
+    if (!io) {
+        lin_set_err(w, "%s layer %d is a linear-attention layer (not in the model's full-attention set) but forward "
+                    "args carry no linear inputs (args->linear is NULL)", w->name, lid);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (io->struct_size < sizeof *io) {
+        lin_set_err(w, "%s layer %d: linear.struct_size = %u; expected >= %zu (ABI 1.0)", w->name, lid,
+                    io->struct_size, sizeof *io);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (io->kind != d->kind) {
+        lin_set_err(w, "%s layer %d: linear->kind = %d; expected %d (%s)", w->name, lid, io->kind, d->kind,
+                    lin_kind_name(d->kind));
+        return SGL_ATTN_E_INVALID;
+    }
+    const int64_t T = w->T, C = d->conv_dim, W = d->conv_w, HV = d->hv, K = d->dk, V = d->dv;
+    if (W > 0) {
+        CHECK(io->x, "linear.x", 2, T, d->x_dim);
+        CHECK(io->conv_weight, "linear.conv_weight", 2, C, W);
+        if (io->conv_bias) CHECK(io->conv_bias, "linear.conv_bias", 1, C);
+    }
+    const DLTensor *out = io->out ? io->out : a->out;
+    switch (d->kind) {
+    case SGL_ATTN_HYBRID_GDN:
+    case SGL_ATTN_HYBRID_KDA: {
+        const int gdn = d->kind == SGL_ATTN_HYBRID_GDN;
+        CHECK(io->a, gdn ? "linear.a" : "linear.a (gate)", 2, T, gdn ? HV : HV * K);
+        CHECK(io->b, "linear.b", 2, T, HV);
+        CHECK(io->A_log, "linear.A_log", 1, HV);
+        CHECK(io->dt_bias, "linear.dt_bias", 1, gdn ? HV : HV * K);
+        CHECK(out, "linear.out", 3, T, HV, V);
+        break;
+    }
+    case SGL_ATTN_HYBRID_MAMBA2:
+        CHECK(io->a, "linear.a (dt)", 2, T, HV);
+        CHECK(io->A_log, "linear.A_log", 1, HV);
+        CHECK(io->dt_bias, "linear.dt_bias", 1, HV);
+        if (io->D) CHECK(io->D, "linear.D", 1, HV);
+        CHECK(out, "linear.out", 3, T, HV, V);
+        break;
+    case SGL_ATTN_HYBRID_SHORT_CONV:
+        CHECK(out, "linear.out", 2, T, C);
+        break;
+    case SGL_ATTN_HYBRID_LIGHTNING:
+        CHECK(a->q, "q", 3, T, HV, K);
+        CHECK(a->k, "k", 3, T, HV, K);
+        CHECK(a->v, "v", 3, T, HV, V);
+        CHECK(io->decay, "linear.decay", 1, HV);
+        CHECK(out, "linear.out", 3, T, HV, V);
+        break;
+    default:
+        lin_set_err(w, "%s: kind %d has no compute", w->name, d->kind);
+        return SGL_ATTN_E_INTERNAL;
+    }
+    return SGL_ATTN_OK;
+}
+
+static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io, int li, int keep,
+                        lin_fwd *p) {
+    const lin_dims *d = &w->d;
+    const lin_layout *L = &w->L;
+    memset(p, 0, sizeof *p);
+    p->kind = d->kind;
+    p->hk = d->hk;
+    p->hv = d->hv;
+    p->K = d->dk;
+    p->V = d->dv;
+    p->conv_dim = d->conv_dim;
+    p->conv_w = d->conv_w;
+    p->x_dim = d->x_dim;
+    p->gsz = d->gsz;
+    p->gc = d->gc;
+    p->bs = w->bs;
+    p->T = w->T;
+    p->tpr = w->tpr;
+    p->keep = keep;
+    p->l2norm = io->use_qk_l2norm != 0;
+    p->steps = L->steps;
+    const int delta = d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_KDA;
+    p->scale = delta ? (float)(1.0 / sqrt((double)d->dk)) : 1.0f;
+    p->st_dt = d->st_dt;
+    DLTensor *out = io->out ? io->out : a->out;
+    p->out = (void *)lin_data(out);
+    p->out_dt = lin_dt_of(out->dtype);
+    p->x = in_of(io->x);
+    p->a = in_of(io->a);
+    p->b = in_of(io->b);
+    p->conv_weight = in_of(io->conv_weight);
+    p->conv_bias = in_of(io->conv_bias);
+    p->A_log = in_of(io->A_log);
+    p->dt_bias = in_of(io->dt_bias);
+    p->D = in_of(io->D);
+    p->decay = in_of(io->decay);
+    if (d->kind == SGL_ATTN_HYBRID_LIGHTNING) {
+        p->q = in_of(a->q);
+        p->k = in_of(a->k);
+        p->v = in_of(a->v);
+    }
+    const size_t R = (size_t)w->max_reqs, esz = (size_t)d->esz, S = (size_t)L->steps;
+    p->conv_elems = d->conv_elems;
+    p->ssm_elems = d->ssm_elems;
+    p->conv_state = d->conv_elems ? w->dev + L->conv + (size_t)li * R * (size_t)d->conv_elems * esz : NULL;
+    p->ssm_state = d->ssm_elems ? w->dev + L->ssm + (size_t)li * R * (size_t)d->ssm_elems * esz : NULL;
+    if (S) {
+        p->iconv = d->conv_elems ? w->dev + L->iconv + (size_t)li * R * S * (size_t)d->conv_elems * esz : NULL;
+        p->issm = d->ssm_elems ? w->dev + L->issm + (size_t)li * R * S * (size_t)d->ssm_elems * esz : NULL;
+    }
+    p->pl = lin_plan_ptrs(w);
+    p->X = (float *)(w->dev + L->X);
+    p->G = (float *)(w->dev + L->G);
+    p->B = (float *)(w->dev + L->B);
+    p->Wt = w->dev + L->Wt;
+    p->QGt = w->dev + L->QGt;
+    p->KDt = w->dev + L->KDt;
+    p->Ut = w->dev + L->Ut;
+    p->Mt = w->dev + L->Mt;
+    p->eG = (float *)(w->dev + L->eG);
+    p->Sk = (float *)(w->dev + L->Sk);
+    p->max_chunks = L->max_chunks;
+}
+
+static int launch(lin_inst *w, const lin_fwd *p, int lid) {
+    const lin_dims *d = &w->d;
+    const int fast = w->variant == LIN_VARIANT_FAST;
+    const int simple_ready = w->L.need_simple || d->kind == SGL_ATTN_HYBRID_LIGHTNING ||
+                             d->kind == SGL_ATTN_HYBRID_SHORT_CONV;
+    const char *path = "simple";
+    int ce;
+    if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV) {
+        ce = lin_launch_simple(p, w->stream);
+    } else if (w->mode == SGL_ATTN_MODE_EXTEND) {
+        const lin_in act = d->kind == SGL_ATTN_HYBRID_LIGHTNING ? p->q : p->x;
+        if (fast && w->L.need_tc && (act.dt == LIN_DT_BF16 || act.dt == LIN_DT_F16)) {
+            int vt = w->vt;
+            if (!vt) vt = (int64_t)w->bs * d->hv * (d->dv / 32) < w->sm_count ? 16 : 32;
+            path = "chunked";
+            ce = lin_launch_chunk(p, act.dt, vt, w->stream);
+        } else if (simple_ready) {
+            ce = lin_launch_simple(p, w->stream);
+        } else {
+            lin_set_err(w, "%s layer %d: extend with %s activations needs the token-by-token path, which this "
+                        "instance did not allocate (it was created for a model with dtype 0x%x)", w->name, lid,
+                        act.dt == LIN_DT_F32 ? "float32" : "16-bit", (unsigned)w->model.dtype);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+    } else if (fast && lin_decode_dims_ok(d, w->tpr)) {
+        path = "fused decode";
+        ce = lin_launch_decode(p, w->stream);
+    } else if (simple_ready) {
+        ce = lin_launch_simple(p, w->stream);
+    } else {
+        lin_set_err(w, "%s layer %d: %d tokens per request take the token-by-token path, which this instance did not "
+                    "allocate (model.spec_tokens = %d)", w->name, lid, w->tpr, w->model.spec_tokens);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (ce) {
+        char what[96];
+        snprintf(what, sizeof what, "%s layer %d: %s kernel launch", w->name, lid, path);
+        sgl_cuda_format_error(w->err, sizeof w->err, what, ce);
+        return SGL_ATTN_E_DEVICE;
+    }
+    return SGL_ATTN_OK;
+}
+
+static int own_forward(lin_inst *w, const sgl_attn_forward_args *a) {
+    const int lid = a->layer->layer_id;
+    if (!w->planned) {
+        lin_set_err(w, "%s layer %d: forward without a successful init_forward_metadata for this batch", w->name, lid);
+        return SGL_ATTN_E_STATE;
+    }
+    if (w->T == 0) return SGL_ATTN_OK;
+    const sgl_attn_linear_io *io = a->linear;
+    int rc = check_io(w, a, io, lid);
+    if (rc) return rc;
+    const int keep = w->mode == SGL_ATTN_MODE_TARGET_VERIFY && io->keep_intermediate;
+    if (keep && w->L.steps < w->tpr) {
+        lin_set_err(w, "%s layer %d: verify keeps %d intermediate states per request but the pool was created for %d "
+                    "(model.spec_tokens)", w->name, lid, w->tpr, w->L.steps);
+        return SGL_ATTN_E_INVALID;
+    }
+    lin_fwd p;
+    fill_params(w, a, io, w->lin_index[lid], keep, &p);
+    if ((rc = launch(w, &p, lid))) return rc;
+    if (keep) w->verify_kept = 1;
+    return SGL_ATTN_OK;
+}
+
+static int route(sgl_attn_backend *b, const sgl_attn_forward_args *a, int extend) {
+    lin_inst *w = (lin_inst *)b;
+    if (!a || !a->layer) {
+        lin_set_err(w, "%s: forward args or args->layer is NULL", w->name);
+        return SGL_ATTN_E_INVALID;
+    }
+    const int lid = a->layer->layer_id;
+    if (lid < 0 || lid >= w->model.num_layers) {
+        lin_set_err(w, "%s: layer_id %d; the model has layers 0..%d", w->name, lid, w->model.num_layers - 1);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (w->lin_index[lid] >= 0) return own_forward(w, a);
+    int (*f)(sgl_attn_backend *, const sgl_attn_forward_args *) =
+        extend ? LIN_INNER_OP(w, forward_extend) : LIN_INNER_OP(w, forward_decode);
+    if (!f) {
+        lin_set_err(w, "%s: layer %d is a full-attention layer and the inner backend has no forward_%s", w->name, lid,
+                    extend ? "extend" : "decode");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    int rc = f(w->inner, a);
+    return rc ? lin_inner_failed(w, rc, extend ? "forward_extend" : "forward_decode") : SGL_ATTN_OK;
+}
+
+int lin_forward_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a) { return route(b, a, 1); }
+int lin_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a) { return route(b, a, 0); }

@@ -1,0 +1,144 @@
+/*
+ * lin_params.h - what the host C of the CUDA linear-attention plugins hands
+ * the kernels (plain C structs, passed by value), and the launchers.  Shared
+ * by the .c and the .cu files.
+ *
+ * Tensors are compact row-major (docs/hybrid.md for each kind):
+ *   x [T, x_dim]  a [T, HV] (kda: [T, HV*K])  b [T, HV]  conv_weight [C, W]
+ *   conv_bias [C]  A_log [HV]  dt_bias [HV] (kda [HV*K])  D [HV]  decay [HV]
+ *   lightning q, k [T, HV, K], v [T, HV, V];  out [T, HV, V] (short_conv [T, C])
+ * State pool (lin_sizing.c): conv [layer][slot][C][W-1], ssm [layer][slot][HV][V][K],
+ * per-draft-token copies [layer][slot][step][...] for verify.
+ */
+#ifndef SGL_LIN_PARAMS_H
+#define SGL_LIN_PARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { LIN_DT_F32 = 0, LIN_DT_F16 = 1, LIN_DT_BF16 = 2 };
+/* = sgl_attn_forward_mode */
+enum { LIN_MODE_EXTEND = 1, LIN_MODE_DECODE = 2, LIN_MODE_VERIFY = 3 };
+/* = sgl_attn_hybrid_kind */
+enum { LIN_GDN = 1, LIN_MAMBA2 = 2, LIN_SHORT_CONV = 3, LIN_KDA = 4, LIN_LIGHTNING = 5 };
+
+#define LIN_CHUNK 64          /* extend chunk (tokens) of the chunked forms */
+#define LIN_CONV_W_MAX 8
+#define LIN_DIM_MAX 1024
+#define LIN_DECODE_NMAX 16    /* tokens per request the fused decode kernel takes */
+#define LIN_TC_K 128          /* the tensor-core chunked path: K = 128 ... */
+#define LIN_TC_VMAX 128       /* ... and V a multiple of 32 up to 128 */
+#define LIN_PLAN_THREADS 1024
+
+/* Device-detected batch errors (the plan kernel and commit kernel). */
+enum { LIN_ERR_NONE = 0, LIN_ERR_SLOT = 1, LIN_ERR_DUP_SLOT = 2, LIN_ERR_LEN = 3, LIN_ERR_PREFIX = 4,
+       LIN_ERR_SUM = 5, LIN_ERR_ACCEPT = 6 };
+
+typedef struct lin_in {
+    const void *p; /* NULL = absent (optional inputs) */
+    int32_t dt;    /* LIN_DT_* */
+    int32_t pad_;
+} lin_in;
+
+typedef struct lin_idx {
+    const void *p;
+    int32_t is64;
+    int32_t pad_;
+} lin_idx;
+
+/* The per-batch plan, in device memory (carved by lin_sizing.c). */
+typedef struct lin_plan_dev {
+    int32_t *req_tok0, *req_n, *req_slot, *req_init, *req_chunk0, *req_nchunk; /* [max_reqs] */
+    int32_t *tok_req;                          /* [max_tokens]: request of each token, -1 none */
+    int32_t *chunk_req, *chunk_tok0, *chunk_len; /* [max_chunks] */
+    int32_t *num_chunks;                       /* [1] */
+    int32_t *slot_owner;                       /* [max_reqs] duplicate-slot check */
+    int32_t *verify_slot;                      /* [max_reqs] slots of the last verify batch */
+    int32_t *err;                              /* [4]: code, index, value lo, value hi */
+} lin_plan_dev;
+
+typedef struct lin_plan_args {
+    lin_plan_dev d;
+    lin_idx state_indices, ext_lens, ext_prefix; /* ext_*: extend only */
+    int32_t mode, bs, T, tpr, max_reqs, chunk, verify;
+} lin_plan_args;
+
+/* One own layer's forward. */
+typedef struct lin_fwd {
+    int32_t kind, hk, hv, K, V, conv_dim, conv_w, x_dim, gsz, gc;
+    int32_t bs, T, tpr, keep, l2norm, steps;
+    float scale;
+    int32_t st_dt;   /* LIN_DT_F32 or LIN_DT_BF16 */
+    int32_t out_dt;
+    lin_in x, a, b, conv_weight, conv_bias, A_log, dt_bias, D, decay, q, k, v;
+    void *out;
+    void *conv_state, *ssm_state; /* this layer's [slots][elems] */
+    void *iconv, *issm;           /* this layer's [slots][steps][elems], NULL without verify */
+    int64_t conv_elems, ssm_elems;
+    lin_plan_dev pl;
+    /* simple path: conv outputs (l2-normalised q/k), log-decays, beta (mamba2: dt) */
+    float *X, *G, *B;
+    /* tensor-core path, per token and value head (16-bit) + per chunk decay, mamba2 skip */
+    void *Wt, *QGt, *KDt, *Ut, *Mt;
+    float *eG, *Sk;
+    int32_t max_chunks;
+} lin_fwd;
+
+/* After verify: copy step accepted[i] of request i into its main state. */
+typedef struct lin_commit_args {
+    lin_idx accepted;             /* device int32/int64 [n] */
+    const int32_t *verify_slot;   /* [n] */
+    int32_t *err;
+    void *conv, *ssm, *iconv, *issm; /* whole pools */
+    int64_t conv_elems, ssm_elems;
+    int32_t n, steps, layers, slots, esz;
+} lin_commit_args;
+
+/* Shared memory (bytes) of the fused decode kernel for n tokens per request:
+ * q[n][K] k[n][K] kq[n] v[n][gsz][V] e[n][gsz][gc] beta[n][gsz] (+ skip[n][gsz][V]). */
+static inline size_t lin_decode_smem_bytes(int kind, int K, int V, int gsz, int gc, int n) {
+    size_t per = (size_t)2 * K + 1 + (size_t)gsz * ((size_t)V + gc + 1 + (kind == LIN_MAMBA2 ? (size_t)V : 0));
+    return (size_t)n * per * sizeof(float);
+}
+#define LIN_DECODE_SMEM_MAX 49152 /* no opt-in needed */
+
+/* Shared memory of the chunked tensor-core kernels (K = 128, chunk 64).
+ * Phase 1: q, k, beta*k*exp(G), beta*v tiles (16-bit, rows padded by 8), T
+ * (16-bit), an fp32 region (conv tile [64 + W - 1][128], then A and T),
+ * kda's per-channel cumulative gates, g, beta, exp(G_t), exp(G_last - G_t).  Phase 2: two stages of (W, QG, KD, M, U
+ * tile, exp(G_last)), the state tile and the new-values tile (16-bit). */
+#define LIN_C1_F32 ((LIN_CHUNK + LIN_CONV_W_MAX - 1) * LIN_TC_K > 2 * LIN_CHUNK * (LIN_CHUNK + 1) \
+                        ? (LIN_CHUNK + LIN_CONV_W_MAX - 1) * LIN_TC_K                      \
+                        : 2 * LIN_CHUNK * (LIN_CHUNK + 1))
+#define LIN_C1_SMEM                                                                                    \
+    ((size_t)(3 * LIN_CHUNK * (LIN_TC_K + 8) * 2 + LIN_CHUNK * (LIN_TC_VMAX + 8) * 2 +               \
+              LIN_CHUNK * (LIN_CHUNK + 8) * 2 + LIN_C1_F32 * 4 + LIN_CHUNK * LIN_TC_K * 4 + 4 * LIN_CHUNK * 4))
+#define LIN_C2_STAGE(vt)                                                                             \
+    (3 * LIN_CHUNK * (LIN_TC_K + 8) * 2 + LIN_CHUNK * (LIN_CHUNK + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2 + \
+     LIN_TC_K * 4)
+#define LIN_C2_SMEM(vt) ((size_t)(2 * LIN_C2_STAGE(vt) + (vt) * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2))
+
+/* Launchers: 0 or a cudaError_t. */
+int lin_launch_plan(const lin_plan_args *a, void *stream);
+/* prep + conv state + token-by-token recurrence (short_conv: conv + state) */
+int lin_launch_simple(const lin_fwd *p, void *stream);
+/* fused decode/verify kernel (K = 32, 64, 128 or 256; lin_decode_dims_ok) */
+int lin_launch_decode(const lin_fwd *p, void *stream);
+/* chunked tensor-core extend: phase 1, conv state, phase 2.  ot: LIN_DT_F16/BF16, vt: 16/32 */
+int lin_launch_chunk(const lin_fwd *p, int ot, int vt, void *stream);
+int lin_launch_commit(const lin_commit_args *c, void *stream);
+/* pieces the launchers above share (lk_simple.cu, lk_chunk1.cu) */
+int lin_launch_convstate(const lin_fwd *p, void *stream);
+int lin_launch_chunk1(const lin_fwd *p, int ot, void *stream);
+int lin_chunk1_setup(void);
+/* cudaFuncSetAttribute for the kernels with > 48 KiB of shared memory. */
+int lin_kernels_setup(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+/* lin_sizing.c - the layout of an instance's one device allocation (state
+ * pools, plan arrays, scratch of the kernel paths it may take) and which
+ * kernel paths fit a model.  Pure C: tests/cuda_linear checks it here. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lin.h"
+
+int lin_variant_parse(const char *s) {
+    if (!s || !*s || !strcasecmp(s, "fast") || !strcasecmp(s, "auto")) return LIN_VARIANT_FAST;
+    if (!strcasecmp(s, "simple")) return LIN_VARIANT_SIMPLE;
+    return -1;
+}
+
+const char *lin_variant_name(int v) { return v == LIN_VARIANT_SIMPLE ? "simple" : "fast"; }
+
+int lin_tc_dims_ok(const lin_dims *d) {
+    if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV) return 0;
+    return d->dk == LIN_TC_K && d->dv >= 32 && d->dv <= LIN_TC_VMAX && d->dv % 32 == 0;
+}
+
+int lin_decode_dims_ok(const lin_dims *d, int n) {
+    if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV || n < 1 || n > LIN_DECODE_NMAX) return 0;
+    if (d->dk != 32 && d->dk != 64 && d->dk != 128 && d->dk != 256) return 0;
+    return lin_decode_smem_bytes(d->kind, d->dk, d->dv, d->gsz, d->gc, n) <= LIN_DECODE_SMEM_MAX;
+}
+
+/* acc += a * b * c bytes, rounded up to 256; 0 on overflow. */
+static int add(size_t *acc, size_t *at, size_t a, size_t b, size_t c) {
+    size_t n;
+    if (__builtin_mul_overflow(a, b, &n) || __builtin_mul_overflow(n, c, &n)) return 0;
+    if (__builtin_add_overflow(n, (size_t)255, &n)) return 0;
+    n &= ~(size_t)255;
+    *at = *acc;
+    return !__builtin_add_overflow(*acc, n, acc);
+}
+
+int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
+                       int variant, int tc_ok, char *err, size_t n) {
+    memset(L, 0, sizeof *L);
+    if (max_reqs < 1 || max_tokens < 1) {
+        lin_str(err, n, "max_reqs = %d, max_tokens = %d; expected both >= 1", max_reqs, max_tokens);
+        return SGL_ATTN_E_INVALID;
+    }
+    L->max_reqs = max_reqs;
+    L->max_tokens = max_tokens;
+    L->max_chunks = (int32_t)((max_tokens + LIN_CHUNK - 1) / LIN_CHUNK) + max_reqs;
+    L->steps = steps > 1 ? steps : 0;
+    const int recurrent = d->ssm_elems > 0;
+    L->need_tc = variant == LIN_VARIANT_FAST && recurrent && tc_ok && lin_tc_dims_ok(d);
+    /* The token-by-token path: the simple variant, or whatever the fast one
+     * cannot take (f32 activations, dims, too many verify tokens). */
+    const int decode_ok = lin_decode_dims_ok(d, L->steps > 0 ? L->steps : 1);
+    L->need_simple = recurrent && d->kind != SGL_ATTN_HYBRID_LIGHTNING &&
+                     (variant == LIN_VARIANT_SIMPLE || !L->need_tc || !decode_ok);
+    const size_t esz = (size_t)d->esz, R = (size_t)max_reqs, T = (size_t)max_tokens;
+    const size_t NL = (size_t)d->n_lin, S = (size_t)(L->steps ? L->steps : 1);
+    const size_t HV = (size_t)d->hv, K = (size_t)d->dk, V = (size_t)d->dv, CH = (size_t)L->max_chunks;
+    size_t acc = 0;
+    int ok = 1;
+    ok &= add(&acc, &L->conv, NL * R, (size_t)d->conv_elems, esz);
+    ok &= add(&acc, &L->ssm, NL * R, (size_t)d->ssm_elems, esz);
+    ok &= add(&acc, &L->iconv, NL * R * S, L->steps ? (size_t)d->conv_elems : 0, esz);
+    ok &= add(&acc, &L->issm, NL * R * S, L->steps ? (size_t)d->ssm_elems : 0, esz);
+    /* plan arrays, in lin_plan_dev order */
+    const size_t plan_len[14] = {R, R, R, R, R, R, T, CH, CH, CH, 1, R, R, 4};
+    for (int i = 0; i < 14; i++) ok &= add(&acc, &L->plan[i], plan_len[i], 1, sizeof(int32_t));
+    const int xconv = d->kind != SGL_ATTN_HYBRID_LIGHTNING && d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
+    ok &= add(&acc, &L->X, L->need_simple && xconv ? T : 0, (size_t)d->conv_dim, sizeof(float));
+    ok &= add(&acc, &L->G, L->need_simple ? T : 0, HV * (size_t)d->gc, sizeof(float));
+    ok &= add(&acc, &L->B, L->need_simple ? T : 0, HV, sizeof(float));
+    const int delta = d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_KDA;
+    const size_t tc = L->need_tc ? T * HV : 0;
+    ok &= add(&acc, &L->Wt, delta ? tc : 0, K, 2);
+    ok &= add(&acc, &L->QGt, tc, K, 2);
+    ok &= add(&acc, &L->KDt, tc, K, 2);
+    ok &= add(&acc, &L->Ut, tc, V, 2);
+    ok &= add(&acc, &L->Mt, tc, LIN_CHUNK, 2);
+    ok &= add(&acc, &L->eG, L->need_tc ? CH * HV : 0, K, sizeof(float));
+    ok &= add(&acc, &L->Sk, d->kind == SGL_ATTN_HYBRID_MAMBA2 ? tc : 0, V, sizeof(float));
+    ok &= add(&acc, &L->stage, 3 * R, 1, sizeof(int32_t));
+    L->total = acc;
+    if (!ok) {
+        lin_str(err, n, "the device buffers overflow size_t: %d layers x %d slots, max_tokens %d", d->n_lin,
+                max_reqs, max_tokens);
+        return SGL_ATTN_E_NOMEM;
+    }
+    return SGL_ATTN_OK;
+}

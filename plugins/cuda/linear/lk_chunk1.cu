@@ -1,0 +1,361 @@
+/* lk_chunk1.cu - phase 1 of the chunked extend (K = 128, chunks of 64 tokens
+ * that never cross a request): everything about a chunk that does not depend
+ * on the state, for every chunk at once.  One block per (chunk, key head
+ * group), 4 warps; it builds the group's q and k once (conv + SiLU from x and
+ * the slot's conv history, l2norm; lightning: the forward's q, k), then for
+ * each value head of the group, with G_t the cumulative log-decay in the
+ * chunk (per channel for kda):
+ *   M[t][i] = scale * sum_c q_t[c] k_i[c] exp(G_t - G_i)   (i <= t)
+ *   QG_t    = scale * q_t * exp(G_t),   KD_i = k_i * exp(G_last - G_i)
+ *   eG      = exp(G_last)
+ * delta rule (gdn, kda) only, the UT transform of the chunk:
+ *   A[t][i] = beta_t sum_c k_t[c] k_i[c] exp(G_t - G_i)    (i < t)
+ *   T = (I + A)^-1,  W = T (beta * k * exp(G)),  U = T (beta * v)
+ * declin (mamba2, lightning): U = v (mamba2: dt x, and the skip D x).
+ * Phase 2 then needs only  Unew = U - W S^T,  o = QG S^T + M Unew,
+ * S <- S diag(eG) + Unew^T KD  per chunk (delta_rule.c's chunked form).
+ * Matmuls on tensor cores (q k^T, k k^T: scalar-gate kinds; T products: all
+ * delta kinds); kda's per-channel decays inside the q.k and k.k sums are
+ * computed in float32, never as exp of a positive number. */
+#include "lk_mma.cuh"
+
+#define LK_C1_THREADS 128
+
+/* Conv + SiLU of channels ch0 .. ch0 + nch - 1 (nch <= 128) at the chunk's
+ * tokens.  tile [(64 + H)][nch] fp32: row r holds the input at position
+ * crel - H + r of the request (history rows from the slot's conv state when
+ * init, else 0; rows past the chunk's length 0), loaded with every thread at
+ * once; then each channel is convolved in place from the last token down, so
+ * no row is overwritten before its last use.  Output row t is tile row t + H
+ * (0 past len).  Same order of additions as the CPU wrappers. */
+LK_DEV void lk_conv_tile(const lin_fwd &p, int64_t rt0, int crel, int len, int slot, int init, int ch0, int nch,
+                         float *tile) {
+    const int W = p.conv_w, H = W - 1, rows = LIN_CHUNK + H;
+    for (int idx = threadIdx.x; idx < rows * nch; idx += blockDim.x) {
+        const int r = idx / nch, c = idx % nch, ch = ch0 + c, pos = crel - H + r;
+        float e = 0.f;
+        if (pos >= 0) {
+            if (r - H < len) e = lk_conv_input(p, rt0 + pos, ch);
+        } else if (init) {
+            e = lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)ch * H + H + pos);
+        }
+        tile[idx] = e;
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < nch; c += blockDim.x) {
+        const int ch = ch0 + c;
+        float wt[LIN_CONV_W_MAX];
+#pragma unroll
+        for (int m = 0; m < LIN_CONV_W_MAX; m++) wt[m] = m < W ? lk_in(p.conv_weight, (int64_t)ch * W + m) : 0.f;
+        const float bias = lk_in0(p.conv_bias, ch);
+        for (int t = len - 1; t >= 0; t--) {
+            float acc = bias;
+#pragma unroll
+            for (int m = 0; m < LIN_CONV_W_MAX; m++)
+                if (m < W) acc += wt[m] * tile[(t + m) * nch + c];
+            tile[(t + H) * nch + c] = lk_silu(acc);
+        }
+    }
+    __syncthreads();
+}
+
+/* dst = T (64 x 64, 16-bit, rows padded to CP) times src (64 x ncols, k-major
+ * rows padded to lds), rows < len stored to global rows of stride `gst`
+ * elements (16-bit) from dst0.  Each warp makes 16 rows. */
+template <int OT>
+LK_DEV void lk_tmul_store(const uint32_t at[4][4], const uint16_t *src, int lds, int ncols, uint16_t *dst0,
+                          int64_t gst, int len) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t4 = lane & 3;
+    for (int c0 = 0; c0 < ncols; c0 += 32) {
+        float acc[4][4];
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < LIN_CHUNK / 16; kk++)
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                uint32_t b[4];
+                lk_ldb_k(b, src, lds, 16 * kk, c0 + 16 * np);
+                lk_mma<OT>(acc[2 * np], at[kk], b[0], b[1]);
+                lk_mma<OT>(acc[2 * np + 1], at[kk], b[2], b[3]);
+            }
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int t = 16 * warp + g + 8 * hf, c = c0 + 8 * nt + 2 * t4;
+                if (t < len) *(uint32_t *)(dst0 + t * gst + c) = lk_pack2<OT>(acc[nt][2 * hf], acc[nt][2 * hf + 1]);
+            }
+    }
+}
+
+/* The kind is a runtime value (uniform branches): one kernel per operand type. */
+template <int OT>
+__global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
+    constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
+    const int KIND = p.kind;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA;
+    LK_DYN_SMEM(unsigned char, smraw);
+    uint16_t *qs = (uint16_t *)smraw, *ks = qs + C * KP, *bkg = ks + C * KP, *bv = bkg + C * KP, *t16 = bv + C * VP;
+    float *f32 = (float *)(t16 + C * CP); /* conv staging [C][K], then A [C][AP] and T [C][AP] */
+    float *Gc = f32 + LIN_C1_F32, *Gs = Gc + C * K, *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    static_assert(3 * C * KP * 2 + C * VP * 2 + C * CP * 2 + LIN_C1_F32 * 4 + C * K * 4 + 4 * C * 4 == LIN_C1_SMEM,
+                  "lin_params.h LIN_C1_SMEM and this carve differ");
+
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int grp = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    if (slot < 0) return; /* padding: phase 2 zeroes the output */
+    const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
+    const int len = p.pl.chunk_len[j], init = p.pl.req_init[i], crel = (int)(ct0 - rt0);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int HV = p.hv, HK = p.hk, V = p.V, gsz = p.gsz;
+    const int CH = KIND == LIN_LIGHTNING ? 0 : p.conv_w - 1; /* conv history rows in front of a conv tile */
+    const float scale = p.scale;
+
+    /* ---- q and k of the group: fp32 staging, l2norm, 16-bit tiles */
+    for (int which = 0; which < 2; which++) {
+        uint16_t *dst = which ? ks : qs;
+        const float *rows = f32 + (KIND == LIN_LIGHTNING ? 0 : CH * K); /* output row t at rows + t K */
+        if (KIND == LIN_LIGHTNING) {
+            for (int idx = tid; idx < C * K; idx += LK_C1_THREADS) {
+                const int t = idx / K, c = idx % K;
+                f32[idx] = t < len ? lk_in(which ? p.k : p.q, ((ct0 + t) * HV + grp) * K + c) : 0.f;
+            }
+            __syncthreads();
+        } else {
+            int ch0;
+            if (KIND == LIN_MAMBA2) /* x [H*P] | B [G*N] | C [G*N]: q = C, k = B */
+                ch0 = HV * V + (which ? 0 : HK * K) + grp * K;
+            else /* q [HK*K] | k [HK*K] | v [HV*V] */
+                ch0 = (which ? HK + grp : grp) * K;
+            lk_conv_tile(p, rt0, crel, len, slot, init, ch0, K, f32);
+        }
+        for (int t = warp; t < C; t += LK_C1_THREADS / 32) {
+            const float *row = rows + t * K;
+            float inv = 1.f;
+            if (DELTA && p.l2norm) {
+                float ss = 0.f;
+                for (int c = lane; c < K; c += 32) ss += row[c] * row[c];
+                inv = 1.f / sqrtf(lk_warp_sum(ss) + 1e-6f);
+            }
+            for (int c = lane; c < K; c += 32) dst[t * KP + c] = lk_to16<OT>(row[c] * inv);
+        }
+        __syncthreads();
+    }
+
+    /* ---- q k^T and k k^T on tensor cores (scalar gates): rows 16*warp.. */
+    float qk[C / 8][4], kk[C / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < C / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) qk[nt][e] = kk[nt][e] = 0.f;
+    if (!GCH) {
+#pragma unroll
+        for (int k16 = 0; k16 < K / 16; k16++) {
+            uint32_t aq[4], ak[4];
+            lk_lda(aq, qs, KP, 16 * warp, 16 * k16);
+            if (DELTA) lk_lda(ak, ks, KP, 16 * warp, 16 * k16);
+#pragma unroll
+            for (int np = 0; np < C / 16; np++) {
+                uint32_t b[4];
+                lk_ldb_n(b, ks, KP, 16 * np, 16 * k16);
+                lk_mma<OT>(qk[2 * np], aq, b[0], b[1]);
+                lk_mma<OT>(qk[2 * np + 1], aq, b[2], b[3]);
+                if (DELTA) {
+                    lk_mma<OT>(kk[2 * np], ak, b[0], b[1]);
+                    lk_mma<OT>(kk[2 * np + 1], ak, b[2], b[3]);
+                }
+            }
+        }
+    }
+
+    for (int jh = 0; jh < gsz; jh++) {
+        const int h = grp * gsz + jh;
+        const int64_t hrow = HV; /* token-row stride of the per-head scratch, in heads */
+        __syncthreads(); /* the previous head is done with the shared tiles */
+        /* ---- gates: G (cumulative), beta (mamba2: dt) */
+        if (GCH) {
+            const float negA = -expf(lk_in(p.A_log, h));
+            for (int c = tid; c < K; c += LK_C1_THREADS) {
+                float G = 0.f;
+                for (int t = 0; t < C; t++) {
+                    if (t < len) {
+                        const float raw = lk_in(p.a, ((ct0 + t) * HV + h) * K + c) + lk_in(p.dt_bias, (int64_t)h * K + c);
+                        G += negA * lk_softplus(raw);
+                    }
+                    Gc[t * K + c] = G;
+                }
+            }
+            for (int t = tid; t < C; t += LK_C1_THREADS)
+                bs[t] = t < len ? lk_sigmoid(lk_in(p.b, (ct0 + t) * HV + h)) : 0.f;
+        } else {
+            for (int t = tid; t < C; t += LK_C1_THREADS) {
+                float gv = 0.f, bv_ = 0.f;
+                if (t < len) {
+                    const int64_t tok = ct0 + t;
+                    if (KIND == LIN_GDN) {
+                        gv = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, tok * HV + h) + lk_in(p.dt_bias, h));
+                        bv_ = lk_sigmoid(lk_in(p.b, tok * HV + h));
+                    } else if (KIND == LIN_MAMBA2) {
+                        bv_ = lk_softplus(lk_in(p.a, tok * HV + h) + lk_in(p.dt_bias, h)); /* dt */
+                        gv = -expf(lk_in(p.A_log, h)) * bv_;
+                    } else {
+                        gv = -lk_in(p.decay, h);
+                    }
+                }
+                Gs[t] = gv;
+                bs[t] = bv_;
+            }
+            __syncthreads();
+            if (tid == 0) /* cumulative sum, in token order as the CPU form */
+                for (int t = 1; t < C; t++) Gs[t] += Gs[t - 1];
+            __syncthreads();
+            for (int t = tid; t < C; t += LK_C1_THREADS) { /* G <= 0 and G_last <= G_t: never exp of a positive */
+                eGt[t] = expf(Gs[t]);
+                eGr[t] = expf(Gs[C - 1] - Gs[t]);
+            }
+        }
+        __syncthreads();
+
+        /* ---- values: into the fp32 staging, row t at vrows + t V */
+        const float *vrows = f32 + CH * V;
+        if (KIND == LIN_LIGHTNING) {
+            for (int idx = tid; idx < C * V; idx += LK_C1_THREADS) {
+                const int t = idx / V, r = idx % V;
+                f32[idx] = t < len ? lk_in(p.v, ((ct0 + t) * HV + h) * V + r) : 0.f;
+            }
+            __syncthreads();
+        } else {
+            const int ch0 = (KIND == LIN_MAMBA2 ? 0 : 2 * HK * K) + h * V;
+            lk_conv_tile(p, rt0, crel, len, slot, init, ch0, V, f32);
+        }
+        uint16_t *Ug = (uint16_t *)p.Ut + (ct0 * hrow + h) * V;
+        if (DELTA) {
+            for (int idx = tid; idx < C * V; idx += LK_C1_THREADS) {
+                const int t = idx / V, r = idx % V;
+                bv[t * VP + r] = lk_to16<OT>(bs[t] * vrows[idx]);
+            }
+        } else {
+            for (int idx = tid; idx < len * V; idx += LK_C1_THREADS) {
+                const int t = idx / V, r = idx % V;
+                const float x = vrows[idx];
+                Ug[t * hrow * V + r] = lk_to16<OT>(KIND == LIN_MAMBA2 ? bs[t] * x : x); /* mamba2: dt x */
+                if (KIND == LIN_MAMBA2) p.Sk[((ct0 + t) * hrow + h) * V + r] = lk_in0(p.D, h) * x;
+            }
+        }
+        for (int c = tid; c < K; c += LK_C1_THREADS)
+            p.eG[((int64_t)j * HV + h) * K + c] = expf(GCH ? Gc[(C - 1) * K + c] : Gs[C - 1]);
+        __syncthreads(); /* the staging is free: A and T go there */
+
+        /* ---- M (to global) and A (delta) */
+        float *Af = f32, *Tf = f32 + C * AP;
+        uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
+        if (!GCH) {
+#pragma unroll
+            for (int nt = 0; nt < C / 8; nt++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int t = 16 * warp + g + 8 * hf, i0 = 8 * nt + 2 * t4;
+                    float m2[2];
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int ii = i0 + e;
+                        const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f; /* never exp of a positive */
+                        m2[e] = scale * dec * qk[nt][2 * hf + e];
+                        if (DELTA) Af[t * AP + ii] = ii < t ? bs[t] * dec * kk[nt][2 * hf + e] : 0.f;
+                    }
+                    if (t < len) *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
+                }
+        } else {
+            for (int idx = tid; idx < C * C; idx += LK_C1_THREADS) {
+                const int t = idx / C, ii = idx % C;
+                float akk = 0.f, aqk = 0.f;
+                if (ii <= t && t < len)
+                    for (int c = 0; c < K; c++) {
+                        const float d = expf(Gc[t * K + c] - Gc[ii * K + c]) * lk_from16<OT>(ks[ii * KP + c]);
+                        akk += lk_from16<OT>(ks[t * KP + c]) * d;
+                        aqk += lk_from16<OT>(qs[t * KP + c]) * d;
+                    }
+                Af[t * AP + ii] = ii < t ? bs[t] * akk : 0.f;
+                if (t < len) Mg[t * hrow * C + ii] = lk_to16<OT>(scale * aqk);
+            }
+        }
+        __syncthreads();
+
+        if (DELTA) {
+            /* ---- T = (I + A)^-1: columns are independent; two threads per
+             * column split each row's sum (T[i][col] = 0 for i < col). */
+            for (int idx = tid; idx < C * AP; idx += LK_C1_THREADS) Tf[idx] = idx / AP == idx % AP ? 1.f : 0.f;
+            __syncthreads();
+            {
+                const int col = tid >> 1, part = tid & 1;
+                for (int t = 1; t < C; t++) {
+                    float acc = 0.f;
+                    for (int ii = part; ii < t; ii += 2) acc += Af[t * AP + ii] * Tf[ii * AP + col];
+                    acc += __shfl_xor_sync(0xffffffffu, acc, 1);
+                    if (part == 0 && t > col) Tf[t * AP + col] = -acc;
+                    __syncwarp();
+                }
+            }
+            __syncthreads();
+            for (int idx = tid; idx < C * C; idx += LK_C1_THREADS) {
+                const int t = idx / C, ii = idx % C;
+                t16[t * CP + ii] = lk_to16<OT>(Tf[t * AP + ii]);
+            }
+            for (int idx = tid; idx < C * K; idx += LK_C1_THREADS) {
+                const int t = idx / K, c = idx % K;
+                const float eg = GCH ? expf(Gc[t * K + c]) : eGt[t];
+                bkg[t * KP + c] = lk_to16<OT>(bs[t] * lk_from16<OT>(ks[t * KP + c]) * eg);
+            }
+            __syncthreads();
+            /* ---- W = T (beta k e^G), U = T (beta v) */
+            uint32_t at[C / 16][4];
+#pragma unroll
+            for (int k16 = 0; k16 < C / 16; k16++) lk_lda(at[k16], t16, CP, 16 * warp, 16 * k16);
+            lk_tmul_store<OT>(at, bkg, KP, K, (uint16_t *)p.Wt + (ct0 * hrow + h) * K, hrow * K, len);
+            lk_tmul_store<OT>(at, bv, VP, V, Ug, hrow * V, len);
+        }
+
+        /* ---- QG, KD (pairs of columns) */
+        uint16_t *QGg = (uint16_t *)p.QGt + (ct0 * hrow + h) * K, *KDg = (uint16_t *)p.KDt + (ct0 * hrow + h) * K;
+        for (int idx = tid; idx < len * (K / 2); idx += LK_C1_THREADS) {
+            const int t = idx / (K / 2), c = 2 * (idx % (K / 2));
+            float qg[2], kd[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float et = eGt[t], er = eGr[t];
+                if (GCH) {
+                    const float gt = Gc[t * K + c + e];
+                    et = expf(gt);
+                    er = expf(Gc[(C - 1) * K + c + e] - gt);
+                }
+                qg[e] = scale * lk_from16<OT>(qs[t * KP + c + e]) * et;
+                kd[e] = lk_from16<OT>(ks[t * KP + c + e]) * er;
+            }
+            *(uint32_t *)(QGg + t * hrow * K + c) = lk_pack2<OT>(qg[0], qg[1]);
+            *(uint32_t *)(KDg + t * hrow * K + c) = lk_pack2<OT>(kd[0], kd[1]);
+        }
+    }
+}
+
+extern "C" int lin_chunk1_setup(void) {
+    void (*k[2])(lin_fwd) = {lin_chunk1_kernel<LIN_DT_BF16>, lin_chunk1_kernel<LIN_DT_F16>};
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < 2 && e == cudaSuccess; i++)
+        e = cudaFuncSetAttribute((const void *)k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)LIN_C1_SMEM);
+    return (int)e;
+}
+
+extern "C" int lin_launch_chunk1(const lin_fwd *pp, int ot, void *stream) {
+    const lin_fwd &p = *pp;
+    int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
+    if (chunks > p.max_chunks) chunks = p.max_chunks;
+    if (chunks <= 0) return 0;
+    if (p.kind != LIN_GDN && p.kind != LIN_KDA && p.kind != LIN_MAMBA2 && p.kind != LIN_LIGHTNING)
+        return (int)cudaErrorInvalidValue;
+    dim3 grid((unsigned)chunks, (unsigned)p.hk); /* lightning: hk = hv */
+    void (*k)(lin_fwd) = ot == LIN_DT_BF16 ? lin_chunk1_kernel<LIN_DT_BF16> : lin_chunk1_kernel<LIN_DT_F16>;
+    LK_LAUNCH(k, grid, LK_C1_THREADS, LIN_C1_SMEM, (cudaStream_t)stream, p);
+    return (int)cudaGetLastError();
+}

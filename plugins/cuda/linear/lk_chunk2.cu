@@ -1,0 +1,246 @@
+/* lk_chunk2.cu - phase 2 of the chunked extend: the state passes through a
+ * request's chunks in order.  One block per (request, value head, tile of VT
+ * state rows), 4 warps; the tile [VT][128] stays in float32 registers as mma
+ * accumulators (warp w owns columns 32w .. 32w+31).  Per chunk (its W, QG,
+ * KD, M, U tile and exp(G_last) double-buffered in shared memory by cp.async):
+ *   Unew = U - W S^T                      (declin: Unew = U)
+ *   o    = QG S^T + M Unew  (+ D x)       -> out, rows of the chunk
+ *   S    = S diag(eG) + Unew^T KD
+ * S enters the products as 16-bit (a copy in shared memory); it is carried in
+ * float32.  The pool's state is read at the start (zero without a prefix) and
+ * written at the end.  Also here: the extend launcher (phase 1, the conv
+ * history, phase 2) and the kernels' shared-memory setup. */
+#include "lk_mma.cuh"
+
+#define LK_C2_THREADS 128
+
+/* The kind and the state dtype are runtime values (uniform branches): one
+ * kernel per (operand type, tile). */
+template <int OT, int VT>
+__global__ __launch_bounds__(LK_C2_THREADS) void lin_chunk2_kernel(lin_fwd p) {
+    constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
+    const int KIND = p.kind;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
+    const bool SBF = p.st_dt == LIN_DT_BF16;
+    constexpr int STAGE = LIN_C2_STAGE(VT);
+    static_assert(STAGE == 3 * C * KP * 2 + C * CP * 2 + C * VTP * 2 + K * 4, "lin_params.h LIN_C2_STAGE differs");
+    LK_DYN_SMEM(unsigned char, smraw);
+    uint16_t *Sb = (uint16_t *)(smraw + 2 * STAGE); /* [VT][KP] */
+    uint16_t *Ub = Sb + VT * KP;                   /* [C][VTP] */
+
+    const int nvt = p.V / VT;
+    const int i = blockIdx.x, h = blockIdx.y / nvt, vt = blockIdx.y % nvt;
+    const int n = p.pl.req_n[i];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
+    const int64_t tok0 = p.pl.req_tok0[i];
+    const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of an out row */
+    if (slot < 0) { /* padding */
+        for (int idx = tid; idx < n * VT; idx += LK_C2_THREADS)
+            lk_st(p.out, p.out_dt, (tok0 + idx / VT) * HV * V + ocol + idx % VT, 0.f);
+        return;
+    }
+    const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
+
+    /* one chunk's operands into stage s (rows past the chunk's length are zero) */
+    auto issue = [&](int s, int jc) {
+        unsigned char *base = smraw + s * STAGE;
+        uint16_t *Ws = (uint16_t *)base, *QGs = Ws + C * KP, *KDs = QGs + C * KP, *Ms = KDs + C * KP,
+                 *Us = Ms + C * CP;
+        float *eGs = (float *)(Us + C * VTP);
+        const int64_t ct0 = p.pl.chunk_tok0[jc];
+        const int len = p.pl.chunk_len[jc];
+        for (int idx = tid; idx < C * (K / 8); idx += LK_C2_THREADS) {
+            const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+            const bool ok = t < len;
+            const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
+            if (DELTA) gc_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
+            gc_cp_async16(QGs + t * KP + cc, (const uint16_t *)p.QGt + src, ok);
+            gc_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
+        }
+        for (int idx = tid; idx < C * (C / 8); idx += LK_C2_THREADS) {
+            const int t = idx / (C / 8), cc = (idx % (C / 8)) * 8;
+            const bool ok = t < len;
+            gc_cp_async16(Ms + t * CP + cc, (const uint16_t *)p.Mt + ((ct0 + (ok ? t : 0)) * HV + h) * C + cc, ok);
+        }
+        for (int idx = tid; idx < C * (VT / 8); idx += LK_C2_THREADS) {
+            const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
+            const bool ok = t < len;
+            gc_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
+        }
+        for (int idx = tid; idx < K / 4; idx += LK_C2_THREADS)
+            gc_cp_async16(eGs + idx * 4, p.eG + ((int64_t)jc * HV + h) * K + idx * 4, true);
+    };
+
+    /* the state tile: element e of (m-tile a, n-tile b) is row 16a + g + 8(e >> 1),
+     * column 32 warp + 8b + 2 t4 + (e & 1) */
+    float S[MT][4][4];
+    const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
+                else if (SBF) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                else lk_sld<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
+            }
+    if (nch > 0) issue(0, c0);
+    gc_cp_async_commit();
+
+    for (int q = 0; q < nch; q++) {
+        gc_cp_async_wait<0>();
+        __syncthreads(); /* chunk q landed; Sb holds S; every warp is done with chunk q-1 */
+        if (q + 1 < nch) issue((q + 1) & 1, c0 + q + 1);
+        gc_cp_async_commit();
+        unsigned char *base = smraw + (q & 1) * STAGE;
+        const uint16_t *Ws = (const uint16_t *)base, *QGs = Ws + C * KP, *KDs = QGs + C * KP, *Ms = KDs + C * KP,
+                       *Us = Ms + C * CP;
+        const float *eGs = (const float *)(Us + C * VTP);
+        const int64_t ct0 = p.pl.chunk_tok0[c0 + q];
+        const int len = p.pl.chunk_len[c0 + q];
+
+        /* X = W S^T and O = QG S^T: rows 16 warp .. (tokens), VT columns */
+        float X[VT / 8][4], O[VT / 8][4];
+#pragma unroll
+        for (int nt = 0; nt < VT / 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) X[nt][e] = O[nt][e] = 0.f;
+#pragma unroll
+        for (int k16 = 0; k16 < K / 16; k16++) {
+            uint32_t aq[4], aw[4];
+            lk_lda(aq, QGs, KP, 16 * warp, 16 * k16);
+            if (DELTA) lk_lda(aw, Ws, KP, 16 * warp, 16 * k16);
+#pragma unroll
+            for (int np = 0; np < VT / 16; np++) {
+                uint32_t b[4];
+                lk_ldb_n(b, Sb, KP, 16 * np, 16 * k16);
+                lk_mma<OT>(O[2 * np], aq, b[0], b[1]);
+                lk_mma<OT>(O[2 * np + 1], aq, b[2], b[3]);
+                if (DELTA) {
+                    lk_mma<OT>(X[2 * np], aw, b[0], b[1]);
+                    lk_mma<OT>(X[2 * np + 1], aw, b[2], b[3]);
+                }
+            }
+        }
+        const uint16_t *UB = Us;
+        if (DELTA) { /* Unew = U - W S^T, 16-bit, for both products below */
+#pragma unroll
+            for (int nt = 0; nt < VT / 8; nt++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+                    const float u0 = lk_from16<OT>(Us[t * VTP + v]) - X[nt][2 * hf];
+                    const float u1 = lk_from16<OT>(Us[t * VTP + v + 1]) - X[nt][2 * hf + 1];
+                    *(uint32_t *)(Ub + t * VTP + v) = lk_pack2<OT>(u0, u1);
+                }
+            UB = Ub;
+        }
+        __syncthreads(); /* Unew complete; nobody reads Sb any more this chunk */
+
+        /* O += M Unew; store the chunk's rows */
+#pragma unroll
+        for (int k16 = 0; k16 < C / 16; k16++) {
+            uint32_t am[4];
+            lk_lda(am, Ms, CP, 16 * warp, 16 * k16);
+#pragma unroll
+            for (int np = 0; np < VT / 16; np++) {
+                uint32_t b[4];
+                lk_ldb_k(b, UB, VTP, 16 * k16, 16 * np);
+                lk_mma<OT>(O[2 * np], am, b[0], b[1]);
+                lk_mma<OT>(O[2 * np + 1], am, b[2], b[3]);
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < VT / 8; nt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+                if (t >= len) continue;
+                const int64_t at = (ct0 + t) * HV * V + ocol + v;
+                float o0 = O[nt][2 * hf], o1 = O[nt][2 * hf + 1];
+                if (SKIP) {
+                    o0 += p.Sk[at];
+                    o1 += p.Sk[at + 1];
+                }
+                lk_st(p.out, p.out_dt, at, o0);
+                lk_st(p.out, p.out_dt, at + 1, o1);
+            }
+
+        /* S = S diag(eG) + Unew^T KD */
+#pragma unroll
+        for (int a = 0; a < MT; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) S[a][b][e] *= eGs[GCH ? 32 * warp + 8 * b + 2 * t4 + (e & 1) : 0];
+#pragma unroll
+        for (int k16 = 0; k16 < C / 16; k16++) {
+            uint32_t bk[2][4];
+#pragma unroll
+            for (int bp = 0; bp < 2; bp++) lk_ldb_k(bk[bp], KDs, KP, 16 * k16, 32 * warp + 16 * bp);
+#pragma unroll
+            for (int a = 0; a < MT; a++) {
+                uint32_t au[4];
+                lk_lda_t(au, UB, VTP, 16 * k16, 16 * a);
+#pragma unroll
+                for (int bp = 0; bp < 2; bp++) {
+                    lk_mma<OT>(S[a][2 * bp], au, bk[bp][0], bk[bp][1]);
+                    lk_mma<OT>(S[a][2 * bp + 1], au, bk[bp][2], bk[bp][3]);
+                }
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < MT; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                    *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
+                }
+    }
+    gc_cp_async_wait<0>();
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                if (SBF) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                else lk_sst<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+            }
+}
+
+/* ------------------------------------------------------------ launchers */
+
+extern "C" int lin_kernels_setup(void) {
+    int e = lin_chunk1_setup();
+    const void *k2[4] = {(const void *)lin_chunk2_kernel<LIN_DT_BF16, 16>, (const void *)lin_chunk2_kernel<LIN_DT_BF16, 32>,
+                         (const void *)lin_chunk2_kernel<LIN_DT_F16, 16>, (const void *)lin_chunk2_kernel<LIN_DT_F16, 32>};
+    for (int i = 0; i < 4 && !e; i++)
+        e = (int)cudaFuncSetAttribute(k2[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)LIN_C2_SMEM(i % 2 ? 32 : 16));
+    return e;
+}
+
+extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream) {
+    const lin_fwd &p = *pp;
+    if (p.T <= 0 || p.bs <= 0) return 0;
+    if (p.K != LIN_TC_K || p.V % 32 || p.V > LIN_TC_VMAX || (vt != 16 && vt != 32)) return (int)cudaErrorInvalidValue;
+    cudaStream_t st = (cudaStream_t)stream;
+    int e = lin_launch_chunk1(pp, ot, stream);
+    /* the conv history moves on only after phase 1 read the old one */
+    if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
+    if (e) return e;
+    dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
+    void (*k)(lin_fwd) = ot == LIN_DT_BF16 ? (vt == 16 ? lin_chunk2_kernel<LIN_DT_BF16, 16> : lin_chunk2_kernel<LIN_DT_BF16, 32>)
+                                          : (vt == 16 ? lin_chunk2_kernel<LIN_DT_F16, 16> : lin_chunk2_kernel<LIN_DT_F16, 32>);
+    LK_LAUNCH(k, grid, LK_C2_THREADS, LIN_C2_SMEM(vt), st, p);
+    return (int)cudaGetLastError();
+}

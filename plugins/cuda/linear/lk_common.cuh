@@ -1,0 +1,190 @@
+/*
+ * lk_common.cuh - what every linear-attention kernel shares: loads and stores
+ * of the input dtypes, the state dtypes (vectorised), the gating functions in
+ * the CPU wrappers' exact forms, warp sums, and the causal conv1d of one
+ * channel at one position.
+ */
+#ifndef SGL_LK_COMMON_CUH
+#define SGL_LK_COMMON_CUH
+
+#include "gpu_compat.h"
+#include "lin_params.h"
+
+#define LK_DEV GC_DEV
+
+/* Dynamic shared memory and kernel launches go through these, so the same
+ * kernels and launchers also build for the CPU emulator of the tests
+ * (tests/cuda_linear/emu, LK_EMU): there a "thread" is a fiber. */
+#ifdef LK_EMU
+#define LK_DYN_SMEM(T, name) T *name = (T *)lk_emu_dyn_smem()
+#define LK_LAUNCH(kern, grid, block, smem, stream, ...) \
+    lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); })
+#else
+#define LK_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
+#define LK_LAUNCH(kern, grid, block, smem, stream, ...) kern<<<grid, block, smem, stream>>>(__VA_ARGS__)
+#endif
+
+/* ------------------------------------------------------------- inputs */
+
+LK_DEV float lk_ld(const void *p, int dt, int64_t i) {
+    if (dt == LIN_DT_F32) return ((const float *)p)[i];
+    if (dt == LIN_DT_BF16) return gc_bf16_to_f32(((const uint16_t *)p)[i]);
+    return gc_f16_to_f32(((const uint16_t *)p)[i]);
+}
+LK_DEV float lk_in(const lin_in &t, int64_t i) { return lk_ld(t.p, t.dt, i); }
+/* optional input: 0 when absent */
+LK_DEV float lk_in0(const lin_in &t, int64_t i) { return t.p ? lk_ld(t.p, t.dt, i) : 0.f; }
+
+LK_DEV void lk_st(void *p, int dt, int64_t i, float v) {
+    if (dt == LIN_DT_F32) ((float *)p)[i] = v;
+    else if (dt == LIN_DT_BF16) ((uint16_t *)p)[i] = gc_f32_to_bf16(v);
+    else ((uint16_t *)p)[i] = gc_f32_to_f16(v);
+}
+
+LK_DEV int64_t lk_idx(const lin_idx &t, int64_t i) {
+    return t.is64 ? ((const int64_t *)t.p)[i] : (int64_t)((const int32_t *)t.p)[i];
+}
+
+/* Record the first device-found error: code, index, value (read by the host
+ * after the kernel). */
+LK_DEV void lk_flag(int32_t *err, int code, int idx, int64_t v) {
+    if (atomicCAS(err, 0, code) == 0) {
+        err[1] = idx;
+        err[2] = (int32_t)(uint32_t)(uint64_t)v;
+        err[3] = (int32_t)(uint32_t)((uint64_t)v >> 32);
+    }
+}
+
+/* -------------------------------------------------------------- state */
+
+/* State elements: SDT = LIN_DT_F32 or LIN_DT_BF16.  lk_sld/lk_sst move N
+ * consecutive elements starting at element i (i a multiple of N, N in
+ * 1, 2, 4, 8) in one access. */
+template <int SDT> LK_DEV float lk_s1(const void *base, int64_t i) {
+    if (SDT == LIN_DT_F32) return ((const float *)base)[i];
+    return gc_bf16_to_f32(((const uint16_t *)base)[i]);
+}
+template <int SDT> LK_DEV void lk_s1st(void *base, int64_t i, float v) {
+    if (SDT == LIN_DT_F32) ((float *)base)[i] = v;
+    else ((uint16_t *)base)[i] = gc_f32_to_bf16(v);
+}
+
+template <int SDT, int N> LK_DEV void lk_sld(const void *base, int64_t i, float *o) {
+    if (SDT == LIN_DT_F32) {
+        const float *p = (const float *)base + i;
+        if (N % 4 == 0) {
+#pragma unroll
+            for (int k = 0; k < N; k += 4) {
+                float4 v = *(const float4 *)(p + k);
+                o[k] = v.x, o[k + 1] = v.y, o[k + 2] = v.z, o[k + 3] = v.w;
+            }
+        } else if (N == 2) {
+            float2 v = *(const float2 *)p;
+            o[0] = v.x, o[1] = v.y;
+        } else {
+#pragma unroll
+            for (int k = 0; k < N; k++) o[k] = p[k];
+        }
+    } else {
+        const uint16_t *p = (const uint16_t *)base + i;
+        if (N % 8 == 0) {
+#pragma unroll
+            for (int k = 0; k < N; k += 8) gc_unpack8<GC_BF16>(*(const uint4 *)(p + k), o + k);
+        } else if (N == 4) {
+            uint2 v = *(const uint2 *)p;
+            o[0] = gc_bf16_to_f32((uint16_t)(v.x & 0xffffu)), o[1] = gc_bf16_to_f32((uint16_t)(v.x >> 16));
+            o[2] = gc_bf16_to_f32((uint16_t)(v.y & 0xffffu)), o[3] = gc_bf16_to_f32((uint16_t)(v.y >> 16));
+        } else if (N == 2) {
+            uint32_t v = *(const uint32_t *)p;
+            o[0] = gc_bf16_to_f32((uint16_t)(v & 0xffffu)), o[1] = gc_bf16_to_f32((uint16_t)(v >> 16));
+        } else {
+            o[0] = gc_bf16_to_f32(p[0]);
+        }
+    }
+}
+
+template <int SDT, int N> LK_DEV void lk_sst(void *base, int64_t i, const float *v) {
+    if (SDT == LIN_DT_F32) {
+        float *p = (float *)base + i;
+        if (N % 4 == 0) {
+#pragma unroll
+            for (int k = 0; k < N; k += 4) *(float4 *)(p + k) = make_float4(v[k], v[k + 1], v[k + 2], v[k + 3]);
+        } else if (N == 2) {
+            *(float2 *)p = make_float2(v[0], v[1]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < N; k++) p[k] = v[k];
+        }
+    } else {
+        uint16_t *p = (uint16_t *)base + i;
+        if (N % 8 == 0) {
+#pragma unroll
+            for (int k = 0; k < N; k += 8) *(uint4 *)(p + k) = gc_pack8<GC_BF16>(v + k);
+        } else if (N == 4) {
+            uint2 u;
+            u.x = (uint32_t)gc_f32_to_bf16(v[0]) | ((uint32_t)gc_f32_to_bf16(v[1]) << 16);
+            u.y = (uint32_t)gc_f32_to_bf16(v[2]) | ((uint32_t)gc_f32_to_bf16(v[3]) << 16);
+            *(uint2 *)p = u;
+        } else if (N == 2) {
+            *(uint32_t *)p = (uint32_t)gc_f32_to_bf16(v[0]) | ((uint32_t)gc_f32_to_bf16(v[1]) << 16);
+        } else {
+            p[0] = gc_f32_to_bf16(v[0]);
+        }
+    }
+}
+
+/* Runtime state dtype, for the simple kernels. */
+LK_DEV float lk_sget(const void *base, int dt, int64_t i) {
+    return dt == LIN_DT_F32 ? ((const float *)base)[i] : gc_bf16_to_f32(((const uint16_t *)base)[i]);
+}
+LK_DEV void lk_sput(void *base, int dt, int64_t i, float v) {
+    if (dt == LIN_DT_F32) ((float *)base)[i] = v;
+    else ((uint16_t *)base)[i] = gc_f32_to_bf16(v);
+}
+LK_DEV size_t lk_sesz(int dt) { return dt == LIN_DT_F32 ? 4 : 2; }
+/* element offset -> pointer, for any state dtype */
+LK_DEV void *lk_sptr(void *base, int dt, int64_t i) { return (char *)base + (size_t)i * lk_sesz(dt); }
+
+/* ------------------------------------------------------------ gating */
+
+/* torch softplus(beta=1, threshold=20), sigmoid and SiLU, in float32 with the
+ * accurate expf/log1pf (the CPU wrappers' forms). */
+LK_DEV float lk_softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
+LK_DEV float lk_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
+LK_DEV float lk_silu(float x) { return x / (1.f + expf(-x)); }
+
+LK_DEV float lk_warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o; o >>= 1) v += gc_shfl_xor(v, o);
+    return v;
+}
+
+/* --------------------------------------------------------------- conv */
+
+/* The conv input of channel ch at token row `tok`: x, or short_conv's B*x. */
+LK_DEV float lk_conv_input(const lin_fwd &p, int64_t tok, int ch) {
+    if (p.kind == LIN_SHORT_CONV)
+        return lk_in(p.x, tok * p.x_dim + ch) * lk_in(p.x, tok * p.x_dim + 2 * p.conv_dim + ch);
+    return lk_in(p.x, tok * p.x_dim + ch);
+}
+
+/* Causal conv1d of channel ch at position rel (0-based) of the request whose
+ * first token row is tok0: positions < 0 read the slot's conv history
+ * (oldest first) when init, else zero.  act: SiLU.  Same order of additions
+ * as the CPU wrappers (bias, history oldest first, then the newest). */
+LK_DEV float lk_conv_at(const lin_fwd &p, int64_t tok0, int rel, int ch, int slot, int init, int act) {
+    const int W = p.conv_w, H = W - 1;
+    float acc = lk_in0(p.conv_bias, ch);
+    for (int j = 0; j < W; j++) {
+        const int pos = rel - H + j;
+        float e;
+        if (pos >= 0)
+            e = lk_conv_input(p, tok0 + pos, ch);
+        else
+            e = init ? lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)ch * H + H + pos) : 0.f;
+        acc += lk_in(p.conv_weight, (int64_t)ch * W + j) * e;
+    }
+    return act ? lk_silu(acc) : acc;
+}
+
+#endif

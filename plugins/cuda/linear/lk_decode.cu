@@ -1,0 +1,271 @@
+/* lk_decode.cu - the fused decode / verify step of gdn, kda, mamba2 and
+ * lightning: one block per (request, key head group), 8 warps.
+ *
+ * Phase A (shared memory): the causal conv1d + SiLU of every channel the
+ * group owns (q, k of its key head, v of its value heads; mamba2: B, C of the
+ * group, x of its heads) for the request's n tokens, the slot's conv history
+ * updated in place (each channel belongs to exactly one block, so no other
+ * block reads it); l2norm, gates, beta, k.q.
+ * Phase B: the state rows of the group's heads stream through registers: a
+ * warp holds 4 rows (lane l: columns l*K/32 ..), so each row is read and
+ * written once per call whatever n is.  Per token, with e = exp(g):
+ *   delta:  m = s.(e k), sq = s.(e q), u = beta (v - m), s = e s + u k,
+ *           o = scale (sq + u k.q)                     (= S_new q)
+ *   declin: s = e s + v k, o = scale s.q (+ D x for mamba2)
+ * Verify with keep writes the state after each token to the step copies and
+ * leaves the main state (and conv history) alone. */
+#include "lk_common.cuh"
+
+#define LK_DEC_THREADS 256
+#define LK_DEC_RPW 4 /* rows per warp in flight */
+
+/* State rows: N consecutive elements at element i, either state dtype (the
+ * branch is uniform over the grid). */
+template <int N> LK_DEV void lk_srow_ld(const lin_fwd &p, const void *base, int64_t i, float *o) {
+    if (p.st_dt == LIN_DT_BF16) lk_sld<LIN_DT_BF16, N>(base, i, o);
+    else lk_sld<LIN_DT_F32, N>(base, i, o);
+}
+template <int N> LK_DEV void lk_srow_st(const lin_fwd &p, void *base, int64_t i, const float *v) {
+    if (p.st_dt == LIN_DT_BF16) lk_sst<LIN_DT_BF16, N>(base, i, v);
+    else lk_sst<LIN_DT_F32, N>(base, i, v);
+}
+
+/* K = 32 * EPL; the kind is a runtime value (uniform branches), which keeps
+ * one kernel per K in the binary. */
+template <int EPL>
+__global__ __launch_bounds__(LK_DEC_THREADS, 3) void lin_decode_kernel(lin_fwd p) {
+    constexpr int K = 32 * EPL;
+    const int KIND = p.kind;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA;
+    const bool GCH = KIND == LIN_KDA;
+    const int GC = GCH ? K : 1;
+    LK_DYN_SMEM(float, sm);
+    const int i = blockIdx.x, grp = blockIdx.y;
+    const int n = p.pl.req_n[i];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[i];
+    const int64_t tok0 = p.pl.req_tok0[i];
+    const int V = p.V, HV = p.hv, gsz = p.gsz, h0 = grp * gsz;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = LK_DEC_THREADS / 32;
+    if (slot < 0) { /* padding */
+        for (int idx = tid; idx < n * gsz * V; idx += LK_DEC_THREADS) {
+            const int j = idx / (gsz * V), rem = idx % (gsz * V);
+            lk_st(p.out, p.out_dt, ((tok0 + j) * HV + h0 + rem / V) * V + rem % V, 0.f);
+        }
+        return;
+    }
+    float *qv = sm, *kv = qv + n * K, *kq = kv + n * K, *vv = kq + n, *ee = vv + n * gsz * V;
+    float *bb = ee + n * gsz * GC, *sk = bb + n * gsz;
+
+    /* ---- phase A: operands */
+    if (KIND != LIN_LIGHTNING) {
+        const int W = p.conv_w, H = W - 1, nch = 2 * K + gsz * V;
+        for (int idx = tid; idx < nch; idx += LK_DEC_THREADS) {
+            int ch, stride;
+            float *dst;
+            if (idx < 2 * K) {
+                const int c = idx % K;
+                const bool first = idx < K; /* gdn/kda: q then k; mamba2: B then C */
+                if (KIND == LIN_MAMBA2) {
+                    ch = HV * V + (first ? 0 : p.hk * K) + grp * K + c;
+                    dst = (first ? kv : qv) + c;
+                } else {
+                    ch = (first ? grp : p.hk + grp) * K + c;
+                    dst = (first ? qv : kv) + c;
+                }
+                stride = K;
+            } else {
+                const int r2 = idx - 2 * K;
+                ch = (KIND == LIN_MAMBA2 ? 0 : 2 * p.hk * K) + h0 * V + r2;
+                dst = vv + r2;
+                stride = gsz * V;
+            }
+            const int64_t at = (int64_t)slot * p.conv_elems + (int64_t)ch * H;
+            float hist[LIN_CONV_W_MAX];
+#pragma unroll
+            for (int m = 0; m < LIN_CONV_W_MAX; m++) hist[m] = m < H ? lk_sget(p.conv_state, p.st_dt, at + m) : 0.f;
+            const float bias = lk_in0(p.conv_bias, ch);
+            for (int j = 0; j < n; j++) {
+                const float x = lk_in(p.x, (tok0 + j) * p.x_dim + ch);
+                float acc = bias;
+#pragma unroll
+                for (int m = 0; m < LIN_CONV_W_MAX; m++)
+                    if (m < H) acc += lk_in(p.conv_weight, (int64_t)ch * W + m) * hist[m];
+                acc += lk_in(p.conv_weight, (int64_t)ch * W + H) * x;
+#pragma unroll
+                for (int m = 0; m + 1 < LIN_CONV_W_MAX; m++)
+                    if (m + 1 < H) hist[m] = hist[m + 1];
+#pragma unroll
+                for (int m = 0; m < LIN_CONV_W_MAX; m++)
+                    if (m == H - 1) hist[m] = x;
+                dst[j * stride] = lk_silu(acc);
+                if (p.keep) {
+                    const int64_t st = ((int64_t)slot * p.steps + j) * p.conv_elems + (int64_t)ch * H;
+#pragma unroll
+                    for (int m = 0; m < LIN_CONV_W_MAX; m++)
+                        if (m < H) lk_sput(p.iconv, p.st_dt, st + m, hist[m]);
+                }
+            }
+            if (!p.keep) {
+#pragma unroll
+                for (int m = 0; m < LIN_CONV_W_MAX; m++)
+                    if (m < H) lk_sput(p.conv_state, p.st_dt, at + m, hist[m]);
+            }
+        }
+    } else { /* lightning: q, k, v of head h0 from the forward args */
+        for (int idx = tid; idx < n * K; idx += LK_DEC_THREADS) {
+            const int j = idx / K, c = idx % K;
+            qv[idx] = lk_in(p.q, ((tok0 + j) * HV + h0) * K + c);
+            kv[idx] = lk_in(p.k, ((tok0 + j) * HV + h0) * K + c);
+        }
+        for (int idx = tid; idx < n * V; idx += LK_DEC_THREADS) {
+            const int j = idx / V, r = idx % V;
+            vv[idx] = lk_in(p.v, ((tok0 + j) * HV + h0) * V + r);
+        }
+    }
+    __syncthreads();
+    if (DELTA && p.l2norm) {
+        for (int vec = warp; vec < 2 * n; vec += nw) {
+            float *x = vec < n ? qv + vec * K : kv + (vec - n) * K, ss = 0.f;
+#pragma unroll
+            for (int e = 0; e < EPL; e++) ss += x[lane * EPL + e] * x[lane * EPL + e];
+            ss = lk_warp_sum(ss);
+            const float inv = 1.f / sqrtf(ss + 1e-6f);
+#pragma unroll
+            for (int e = 0; e < EPL; e++) x[lane * EPL + e] *= inv;
+        }
+    }
+    for (int idx = tid; idx < n * gsz; idx += LK_DEC_THREADS) {
+        const int j = idx / gsz, h = h0 + idx % gsz;
+        const int64_t t = tok0 + j;
+        if (KIND == LIN_GDN) {
+            const float g = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, t * HV + h) + lk_in(p.dt_bias, h));
+            ee[idx] = expf(g);
+        } else if (KIND == LIN_MAMBA2) {
+            const float dt = lk_softplus(lk_in(p.a, t * HV + h) + lk_in(p.dt_bias, h));
+            ee[idx] = expf(-expf(lk_in(p.A_log, h)) * dt);
+            bb[idx] = dt;
+        } else if (KIND == LIN_LIGHTNING) {
+            ee[idx] = expf(-lk_in(p.decay, h));
+        }
+        if (DELTA) bb[idx] = lk_sigmoid(lk_in(p.b, t * HV + h));
+    }
+    if (GCH)
+        for (int idx = tid; idx < n * gsz * K; idx += LK_DEC_THREADS) {
+            const int j = idx / (gsz * K), rem = idx % (gsz * K), h = h0 + rem / K, c = rem % K;
+            const int64_t t = tok0 + j;
+            const float raw = lk_in(p.a, (t * HV + h) * K + c) + lk_in(p.dt_bias, (int64_t)h * K + c);
+            ee[idx] = expf(-expf(lk_in(p.A_log, h)) * lk_softplus(raw));
+        }
+    __syncthreads();
+    if (KIND == LIN_MAMBA2)
+        for (int idx = tid; idx < n * gsz * V; idx += LK_DEC_THREADS) {
+            const int jh = (idx / V) % gsz;
+            const float x = vv[idx];
+            sk[idx] = lk_in0(p.D, h0 + jh) * x;
+            vv[idx] = bb[idx / V] * x; /* v = dt x */
+        }
+    if (DELTA)
+        for (int j = warp; j < n; j += nw) {
+            float d = 0.f;
+#pragma unroll
+            for (int e = 0; e < EPL; e++) d += kv[j * K + lane * EPL + e] * qv[j * K + lane * EPL + e];
+            d = lk_warp_sum(d);
+            if (lane == 0) kq[j] = d;
+        }
+    __syncthreads();
+
+    /* ---- phase B: the state rows */
+    const int R = gsz * V;
+    const int64_t sbase = (int64_t)slot * p.ssm_elems;
+    for (int r0 = warp * LK_DEC_RPW; r0 < R; r0 += nw * LK_DEC_RPW) {
+        float s[LK_DEC_RPW][EPL];
+        int jh[LK_DEC_RPW], vr[LK_DEC_RPW];
+#pragma unroll
+        for (int q = 0; q < LK_DEC_RPW; q++) {
+            const int r = min(r0 + q, R - 1); /* rows past R repeat the last: computed, never stored */
+            jh[q] = r / V;
+            vr[q] = r % V;
+            lk_srow_ld<EPL>(p, p.ssm_state, sbase + ((int64_t)(h0 + jh[q]) * V + vr[q]) * K + lane * EPL, s[q]);
+        }
+        for (int j = 0; j < n; j++) {
+            float kj[EPL], qj[EPL];
+#pragma unroll
+            for (int e = 0; e < EPL; e++) {
+                kj[e] = kv[j * K + lane * EPL + e];
+                qj[e] = qv[j * K + lane * EPL + e];
+            }
+            /* e = exp(g): one per row (scalar gates) or per column (kda, from shared memory) */
+            float a1[LK_DEC_RPW], a2[LK_DEC_RPW], e1[LK_DEC_RPW];
+#pragma unroll
+            for (int q = 0; q < LK_DEC_RPW; q++) {
+                const int hj = j * gsz + jh[q];
+                const float *ec = ee + hj * K + lane * EPL;
+                e1[q] = GCH ? 0.f : ee[hj];
+                a1[q] = a2[q] = 0.f;
+                if (DELTA) {
+#pragma unroll
+                    for (int e = 0; e < EPL; e++) {
+                        const float ev = GCH ? ec[e] : e1[q];
+                        a1[q] += s[q][e] * (ev * kj[e]);
+                        a2[q] += s[q][e] * (ev * qj[e]);
+                    }
+                } else {
+                    const float v = vv[hj * V + vr[q]];
+#pragma unroll
+                    for (int e = 0; e < EPL; e++) {
+                        s[q][e] = e1[q] * s[q][e] + v * kj[e];
+                        a2[q] += s[q][e] * qj[e];
+                    }
+                }
+            }
+#pragma unroll
+            for (int o = 16; o; o >>= 1)
+#pragma unroll
+                for (int q = 0; q < LK_DEC_RPW; q++) {
+                    if (DELTA) a1[q] += gc_shfl_xor(a1[q], o);
+                    a2[q] += gc_shfl_xor(a2[q], o);
+                }
+#pragma unroll
+            for (int q = 0; q < LK_DEC_RPW; q++) {
+                const int hj = j * gsz + jh[q];
+                float out;
+                if (DELTA) {
+                    const float u = bb[hj] * (vv[hj * V + vr[q]] - a1[q]);
+                    const float *ec = ee + hj * K + lane * EPL;
+#pragma unroll
+                    for (int e = 0; e < EPL; e++) s[q][e] = (GCH ? ec[e] : e1[q]) * s[q][e] + u * kj[e];
+                    out = p.scale * (a2[q] + u * kq[j]);
+                } else {
+                    out = p.scale * a2[q] + (KIND == LIN_MAMBA2 ? sk[hj * V + vr[q]] : 0.f);
+                }
+                if (r0 + q < R) {
+                    const int64_t row = (int64_t)(h0 + jh[q]) * V + vr[q];
+                    if (lane == q) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + h0 + jh[q]) * V + vr[q], out);
+                    if (p.keep) lk_srow_st<EPL>(p, p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + row * K + lane * EPL, s[q]);
+                }
+            }
+        }
+        if (!p.keep)
+#pragma unroll
+            for (int q = 0; q < LK_DEC_RPW; q++)
+                if (r0 + q < R)
+                    lk_srow_st<EPL>(p, p.ssm_state, sbase + ((int64_t)(h0 + jh[q]) * V + vr[q]) * K + lane * EPL, s[q]);
+    }
+}
+
+extern "C" int lin_launch_decode(const lin_fwd *pp, void *stream) {
+    const lin_fwd &p = *pp;
+    if (p.T <= 0 || p.bs <= 0) return 0;
+    if (p.kind != LIN_GDN && p.kind != LIN_KDA && p.kind != LIN_MAMBA2 && p.kind != LIN_LIGHTNING)
+        return (int)cudaErrorInvalidValue;
+    const size_t smem = lin_decode_smem_bytes(p.kind, p.K, p.V, p.gsz, p.gc, p.tpr);
+    if (smem > LIN_DECODE_SMEM_MAX) return (int)cudaErrorInvalidValue;
+    cudaStream_t st = (cudaStream_t)stream;
+    dim3 grid((unsigned)p.bs, (unsigned)p.hk); /* lightning: hk = hv, one head per group */
+    void (*k)(lin_fwd) = p.K == 32 ? lin_decode_kernel<1> : p.K == 64 ? lin_decode_kernel<2>
+                         : p.K == 128 ? lin_decode_kernel<4> : p.K == 256 ? lin_decode_kernel<8> : nullptr;
+    if (!k) return (int)cudaErrorInvalidValue;
+    LK_LAUNCH(k, grid, LK_DEC_THREADS, smem, st, p);
+    return (int)cudaGetLastError();
+}

@@ -1,0 +1,85 @@
+/*
+ * lk_mma.cuh - tensor-core building blocks of the chunked kernels (SM 8.0+):
+ * mma.sync m16n8k16 (16-bit in, f32 accumulate) and ldmatrix address helpers
+ * for tiles stored row-major with rows padded by 8 elements (16 bytes), which
+ * keeps the 8 row addresses of an ldmatrix in 8 different bank groups.
+ *
+ * Fragments (PTX ISA, g = lane / 4, t = lane % 4):
+ *   A 16x16: a0 (g, 2t..2t+1) a1 (g+8, 2t..) a2 (g, 8+2t..) a3 (g+8, 8+2t..)
+ *   B 16x8:  b0 (k 2t..2t+1, n g) b1 (k 8+2t.., n g)
+ *   C 16x8:  c0 c1 (g, 2t..2t+1) c2 c3 (g+8, 2t..2t+1)
+ * The four loaders below return, for a tile at (r0, c0) of a row-major array
+ * with `ld` elements per row:
+ *   lk_lda     A = the tile (rows m, cols k)                        ldmatrix
+ *   lk_lda_t   A = transpose of the tile (tile rows k, cols m)      ldmatrix.trans
+ *   lk_ldb_n   B for two n8 tiles, tile rows n, cols k ("n-major")  ldmatrix
+ *   lk_ldb_k   B for two n8 tiles, tile rows k, cols n ("k-major")  ldmatrix.trans
+ * (the B loaders: r[0], r[1] = b0, b1 of n-tile n0; r[2], r[3] of n0 + 8).
+ */
+#ifndef SGL_LK_MMA_CUH
+#define SGL_LK_MMA_CUH
+
+#include "lk_common.cuh"
+
+#ifdef LK_EMU /* the CPU emulator of the tests: same fragment semantics */
+LK_DEV void lk_ldsm4(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 0); }
+LK_DEV void lk_ldsm4_t(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 1); }
+#else
+LK_DEV uint32_t lk_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+LK_DEV void lk_ldsm4(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(lk_smem_u32(p)));
+}
+LK_DEV void lk_ldsm4_t(uint32_t r[4], const void *p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(lk_smem_u32(p)));
+}
+#endif
+
+/* lane's row address of each loader (see the table above) */
+LK_DEV void lk_lda(uint32_t r[4], const uint16_t *base, int ld, int r0, int c0) {
+    const int l = threadIdx.x & 31;
+    lk_ldsm4(r, base + (r0 + (l & 15)) * ld + c0 + (l >> 4) * 8);
+}
+LK_DEV void lk_lda_t(uint32_t r[4], const uint16_t *base, int ld, int k0, int m0) {
+    const int l = threadIdx.x & 31;
+    lk_ldsm4_t(r, base + (k0 + (l & 7) + ((l >> 4) << 3)) * ld + m0 + ((l >> 3) & 1) * 8);
+}
+LK_DEV void lk_ldb_n(uint32_t r[4], const uint16_t *base, int ld, int n0, int k0) {
+    const int l = threadIdx.x & 31;
+    lk_ldsm4(r, base + (n0 + (l & 7) + ((l >> 4) << 3)) * ld + k0 + ((l >> 3) & 1) * 8);
+}
+LK_DEV void lk_ldb_k(uint32_t r[4], const uint16_t *base, int ld, int k0, int n0) {
+    const int l = threadIdx.x & 31;
+    lk_ldsm4_t(r, base + (k0 + (l & 7) + ((l >> 3) & 1) * 8) * ld + n0 + (l >> 4) * 8);
+}
+
+/* c += a * b (16x8x16); OT = LIN_DT_BF16 or LIN_DT_F16. */
+template <int OT> LK_DEV void lk_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+#ifdef LK_EMU
+    lk_emu_mma(c, a, b0, b1, OT == LIN_DT_BF16);
+#else
+    if (OT == LIN_DT_BF16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                     "{%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+                     "{%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+/* 16-bit operand values */
+template <int OT> LK_DEV uint16_t lk_to16(float f) { return OT == LIN_DT_BF16 ? gc_f32_to_bf16(f) : gc_f32_to_f16(f); }
+template <int OT> LK_DEV float lk_from16(uint16_t h) { return OT == LIN_DT_BF16 ? gc_bf16_to_f32(h) : gc_f16_to_f32(h); }
+template <int OT> LK_DEV uint32_t lk_pack2(float lo, float hi) {
+    return (uint32_t)lk_to16<OT>(lo) | ((uint32_t)lk_to16<OT>(hi) << 16);
+}
+
+#endif

@@ -1,0 +1,274 @@
+/* bench_lin.c - times gdn_cuda on the issue-9 shapes (GPU only).
+ *
+ * Decode (Qwen3-Next: 32 value heads, 16 qk heads, K = V = 128, conv 4, fp32
+ * state; also the TP2 shapes of the vLLM anchor: 16 / 8): one forward_decode
+ * of one GDN layer, B in {32, 256, 1024}.  Bytes = the state read and written
+ * per step, B * HV * K * V * 4 * 2 (the issue's count).
+ * Prefill (Qwen3.5 TP8: 2 qk heads, 8 value heads, K = V = 128, bf16): one
+ * forward_extend of one 64k-token sequence.  FLOPs: FlashInfer's count,
+ * 4 * T * HV * K * V (two matrix-vector products per token and head), and
+ * the chunked algorithm's own matmul FLOPs (docs/cuda_linear.md).
+ *
+ *   bench_lin OUT.json [plugin_dir]     BENCH_QUICK=1: fewer repetitions
+ * Each case: warm-up, then 5 timed runs of N calls between CUDA events on a
+ * non-blocking stream; the median per call is reported.  The kernel variant
+ * and the phase-2 tile are set per case through SGL_ATTN_LIN_KERNEL /
+ * SGL_ATTN_LIN_VT before create. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "lin_params.h"
+#include "lt_util.h"
+
+
+static const sgl_attn_plugin *plugin;
+static FILE *json;
+static int first_case = 1;
+static double peak_bw = 4.26e12; /* the H200's measured bandwidth (the issue) */
+
+typedef struct bcase {
+    const char *name, *variant, *vt;
+    int mode; /* SGL_ATTN_MODE_DECODE / EXTEND */
+    int hk, hv, B, T;
+    uint32_t state_dt;
+    int io_dt;
+} bcase;
+
+static int cmp_d(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void run_case(const bcase *c) {
+    setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
+    setenv("SGL_ATTN_LIN_VT", c->vt, 1);
+    const int K = 128, V = 128, W = 4, C = 2 * c->hk * K + c->hv * V;
+    const int T = c->mode == SGL_ATTN_MODE_DECODE ? c->B : c->T, bs = c->mode == SGL_ATTN_MODE_DECODE ? c->B : 1;
+    sgl_attn_model m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    snprintf(m.name, sizeof m.name, "bench");
+    snprintf(m.model_type, sizeof m.model_type, "qwen3_next");
+    m.num_layers = 2;
+    m.num_q_heads = 16;
+    m.num_kv_heads = 2;
+    m.head_dim_qk = m.head_dim_v = 256;
+    m.dtype = m.kv_dtype = c->io_dt == LT_BF16 ? SGL_ATTN_DT_BF16 : SGL_ATTN_DT_F32;
+    m.hybrid_kind = SGL_ATTN_HYBRID_GDN;
+    m.full_attention_mask[0] = 2; /* layer 0 linear, layer 1 full */
+    m.lin_num_k_heads = c->hk;
+    m.lin_num_v_heads = c->hv;
+    m.lin_head_k_dim = K;
+    m.lin_head_v_dim = V;
+    m.lin_conv_kernel = W;
+    m.lin_state_dtype = c->state_dt;
+    lt_inner inner;
+    lt_inner_init(&inner);
+    char err[512] = "";
+    sgl_attn_create_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.model = &m;
+    a.max_reqs = bs;
+    a.max_tokens = T;
+    a.max_context = T + 16;
+    a.inner = &inner.base;
+    a.error = err;
+    a.error_size = sizeof err;
+    sgl_attn_backend *b = NULL;
+    if (plugin->create(&a, &b) != SGL_ATTN_OK) {
+        printf("%-44s %-7s create failed: %s\n", c->name, c->variant, err);
+        return;
+    }
+    lt_rng r = {0xbe11c4ull};
+    lt_tensor x, ga, gb, cw, cb, al, dtb, out, si, el, ep;
+    lt_make(&x, c->io_dt, 2, (int64_t[]){T, C}, 0);
+    lt_fill_normal(&x, &r, 1.0);
+    lt_make(&ga, c->io_dt, 2, (int64_t[]){T, c->hv}, 0);
+    lt_fill_normal(&ga, &r, 1.0);
+    lt_make(&gb, c->io_dt, 2, (int64_t[]){T, c->hv}, 0);
+    lt_fill_normal(&gb, &r, 1.0);
+    lt_make(&cw, LT_F32, 2, (int64_t[]){C, W}, 0);
+    lt_fill_normal(&cw, &r, 0.5);
+    lt_make(&cb, LT_F32, 1, (int64_t[]){C}, 0);
+    lt_fill_normal(&cb, &r, 0.2);
+    lt_make(&al, LT_F32, 1, (int64_t[]){c->hv}, 0);
+    lt_fill_uniform(&al, &r, -1.5, 0.5);
+    lt_make(&dtb, LT_F32, 1, (int64_t[]){c->hv}, 0);
+    lt_fill_normal(&dtb, &r, 0.5);
+    lt_make(&out, c->io_dt, 3, (int64_t[]){T, c->hv, V}, 0);
+    lt_make(&si, LT_I32, 1, (int64_t[]){bs}, 0);
+    lt_make(&el, LT_I32, 1, (int64_t[]){bs}, 0);
+    lt_make(&ep, LT_I32, 1, (int64_t[]){bs}, 0);
+    for (int i = 0; i < bs; i++) {
+        lt_set(&si, i, i);
+        lt_set(&el, i, c->mode == SGL_ATTN_MODE_DECODE ? 1 : T);
+        lt_set(&ep, i, 0);
+    }
+    lt_upload(&si);
+    lt_upload(&el);
+    lt_upload(&ep);
+    cudaStream_t st;
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    bt.forward_mode = c->mode;
+    bt.batch_size = bs;
+    bt.num_tokens = T;
+    bt.page_size = 1;
+    bt.tokens_per_req = 1;
+    bt.state_indices = &si.t;
+    if (c->mode == SGL_ATTN_MODE_EXTEND) {
+        bt.extend_seq_lens = &el.t;
+        bt.extend_prefix_lens = &ep.t;
+    }
+    bt.stream = st;
+    sgl_attn_linear_io io;
+    memset(&io, 0, sizeof io);
+    io.struct_size = sizeof io;
+    io.kind = SGL_ATTN_HYBRID_GDN;
+    io.x = &x.t;
+    io.a = &ga.t;
+    io.b = &gb.t;
+    io.conv_weight = &cw.t;
+    io.conv_bias = &cb.t;
+    io.A_log = &al.t;
+    io.dt_bias = &dtb.t;
+    io.out = &out.t;
+    io.use_qk_l2norm = 1;
+    sgl_attn_layer L;
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    L.layer_id = 0;
+    sgl_attn_forward_args fa;
+    memset(&fa, 0, sizeof fa);
+    fa.struct_size = sizeof fa;
+    fa.layer = &L;
+    fa.batch = &bt;
+    fa.out = &out.t;
+    fa.linear = &io;
+    int rc = b->ops->init_forward_metadata(b, &bt);
+    int (*fwd)(sgl_attn_backend *, const sgl_attn_forward_args *) =
+        c->mode == SGL_ATTN_MODE_DECODE ? b->ops->forward_decode : b->ops->forward_extend;
+    if (!rc) rc = fwd(b, &fa); /* warm-up and a check that it runs */
+    cudaError_t e = cudaStreamSynchronize(st);
+    if (rc || e != cudaSuccess) {
+        printf("%-44s %-7s failed: %d %s %s\n", c->name, c->variant, rc, b->ops->last_error(b), cudaGetErrorString(e));
+    } else {
+        cudaEvent_t e0, e1;
+        cudaEventCreate(&e0);
+        cudaEventCreate(&e1);
+        /* calls per timed run: about 20 ms of work, from the warm-up's time */
+        cudaEventRecord(e0, st);
+        fwd(b, &fa);
+        cudaEventRecord(e1, st);
+        cudaEventSynchronize(e1);
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        const int quick = getenv("BENCH_QUICK") && atoi(getenv("BENCH_QUICK"));
+        int n = (int)(20.0 / (ms > 1e-3 ? ms : 1e-3));
+        n = n < 3 ? 3 : n > 2000 ? 2000 : n;
+        if (quick) n = n > 50 ? 50 : n;
+        double t[5];
+        for (int rep = 0; rep < 5; rep++) {
+            cudaEventRecord(e0, st);
+            for (int k = 0; k < n; k++) fwd(b, &fa);
+            cudaEventRecord(e1, st);
+            cudaEventSynchronize(e1);
+            cudaEventElapsedTime(&ms, e0, e1);
+            t[rep] = ms * 1e-3 / n;
+        }
+        qsort(t, 5, sizeof *t, cmp_d);
+        const double sec = t[2], us = sec * 1e6;
+        const double esz = c->state_dt == SGL_ATTN_DT_BF16 ? 2 : 4;
+        if (c->mode == SGL_ATTN_MODE_DECODE) {
+            const double bytes = (double)c->B * c->hv * K * V * esz * 2;
+            printf("%-44s %-7s vt=%-4s %9.1f us %7.3f TB/s  %5.1f%% of %.2f TB/s\n", c->name, c->variant, c->vt, us,
+                   bytes / sec / 1e12, 100 * bytes / sec / peak_bw, peak_bw / 1e12);
+            fprintf(json, "%s\n  {\"case\": \"%s\", \"mode\": \"decode\", \"variant\": \"%s\", \"vt\": \"%s\", \"B\": %d, "
+                    "\"hv\": %d, \"hk\": %d, \"state\": \"%s\", \"us\": %.2f, \"bytes\": %.0f, \"tbps\": %.4f, "
+                    "\"frac_bw\": %.4f}", first_case ? "" : ",", c->name, c->variant, c->vt, c->B, c->hv, c->hk,
+                    esz == 2 ? "bf16" : "f32", us, bytes, bytes / sec / 1e12, bytes / sec / peak_bw);
+        } else {
+            const double std_flops = 4.0 * T * c->hv * K * V;
+            /* the chunked algorithm's matmuls per 64-token chunk: per key head q k^T
+             * and k k^T (2 C^2 K each); per value head W = T (b k e^G), U = T (b v)
+             * (2 C^2 K, 2 C^2 V), then W S^T, QG S^T, Unew^T KD (2 C K V each) and
+             * M Unew (2 C^2 V).  The T solve and the elementwise work are not counted. */
+            const double Cc = LIN_CHUNK, chunks = ceil(T / Cc);
+            const double real = chunks * (c->hk * 2 * (2 * Cc * Cc * K) +
+                                          c->hv * (2 * Cc * Cc * K + 2 * Cc * Cc * V + 3 * 2 * Cc * K * V + 2 * Cc * Cc * V));
+            printf("%-44s %-7s vt=%-4s %9.1f us %7.1f TFLOP/s (FlashInfer count), %6.1f TFLOP/s of chunked matmuls\n",
+                   c->name, c->variant, c->vt, us, std_flops / sec / 1e12, real / sec / 1e12);
+            fprintf(json, "%s\n  {\"case\": \"%s\", \"mode\": \"prefill\", \"variant\": \"%s\", \"vt\": \"%s\", \"T\": %d, "
+                    "\"hv\": %d, \"hk\": %d, \"us\": %.2f, \"flops_std\": %.0f, \"tflops_std\": %.3f, "
+                    "\"flops_chunked\": %.0f, \"tflops_chunked\": %.3f}", first_case ? "" : ",", c->name, c->variant,
+                    c->vt, T, c->hv, c->hk, us, std_flops, std_flops / sec / 1e12, real, real / sec / 1e12);
+        }
+        first_case = 0;
+        fflush(stdout);
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    b->ops->destroy(b);
+    cudaStreamDestroy(st);
+    lt_tensor *ts[] = {&x, &ga, &gb, &cw, &cb, &al, &dtb, &out, &si, &el, &ep};
+    for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) lt_free(ts[i]);
+}
+
+int main(int argc, char **argv) {
+    const char *out = argc > 1 ? argv[1] : "bench_lin.json";
+    const char *dir = lt_plugdir(argc - 1, argv + 1);
+    if (getenv("BENCH_PEAK_BW")) peak_bw = atof(getenv("BENCH_PEAK_BW")) * 1e12;
+    void *h = NULL;
+    plugin = lt_load(dir, "gdn_cuda", &h);
+    if (!plugin) {
+        printf("FAIL: cannot load gdn_cuda from %s\n", dir);
+        return 1;
+    }
+    sgl_attn_caps caps;
+    memset(&caps, 0, sizeof caps);
+    caps.struct_size = sizeof caps;
+    if (plugin->probe(0, &caps) != SGL_ATTN_OK || !caps.available) {
+        char why[400];
+        snprintf(why, sizeof why, "gdn_cuda is not available here: %s", caps.reason);
+        lt_skip(why);
+    }
+    json = fopen(out, "w");
+    if (!json) {
+        printf("FAIL: cannot write %s\n", out);
+        return 1;
+    }
+    char date[32];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+    const char *commit = getenv("SGL_ATTN_COMMIT") ? getenv("SGL_ATTN_COMMIT") : "unknown";
+    fprintf(json, "{\"tool\": \"bench_lin\", \"plugin\": \"gdn_cuda\", \"gpu\": \"%s\", \"arch\": \"%s\", \"date\": \"%s\", "
+            "\"commit\": \"%s\", \"peak_bw_tbps\": %.3f, \"cases\": [", caps.device_name, caps.arch_name, date, commit,
+            peak_bw / 1e12);
+    printf("device %s (%s), %u SMs\n", caps.device_name, caps.arch_name, caps.compute_units);
+    const bcase cases[] = {
+        {"decode qwen3-next hv32/hk16 B=32", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 32, 0, SGL_ATTN_DT_F32, LT_BF16},
+        {"decode qwen3-next hv32/hk16 B=256", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_F32, LT_BF16},
+        {"decode qwen3-next hv32/hk16 B=1024", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 1024, 0, SGL_ATTN_DT_F32, LT_BF16},
+        {"decode qwen3-next tp2 hv16/hk8 B=32", "fast", "auto", SGL_ATTN_MODE_DECODE, 8, 16, 32, 0, SGL_ATTN_DT_F32, LT_BF16},
+        {"decode qwen3-next tp2 hv16/hk8 B=1024", "fast", "auto", SGL_ATTN_MODE_DECODE, 8, 16, 1024, 0, SGL_ATTN_DT_F32, LT_BF16},
+        {"decode qwen3-next hv32/hk16 B=256 bf16 state", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_BF16, LT_BF16},
+        {"decode qwen3-next hv32/hk16 B=256", "simple", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3.5 tp8 hv8/hk2 T=65536", "fast", "16", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3.5 tp8 hv8/hk2 T=65536", "fast", "32", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "simple", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+    fprintf(json, "\n]}\n");
+    fclose(json);
+    printf("wrote %s\n", out);
+    return 0;
+}

@@ -1,0 +1,172 @@
+/* emu_cudart.cpp - the part of the CUDA runtime the linear plugins and their
+ * tests call, over host memory, for the CPU emulator.  One device ("EMU",
+ * SM 9.0, the H200's limits); every call runs at once in call order, which is
+ * a legal schedule of the streams the plugins use.  Allocations are poisoned
+ * (NaN bytes) so a read of memory nobody wrote shows.  Graph capture records
+ * the launches on the capturing stream; a graph launch replays them. */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "emu_prelude.h"
+
+void emu_capture_begin(cudaStream_t st, std::vector<std::function<void()>> *list);
+void emu_capture_end(void);
+int emu_capturing(cudaStream_t st);
+
+namespace {
+std::vector<std::function<void()>> *capturing;
+cudaStream_t capture_stream;
+
+[[noreturn]] void die(const char *what) {
+    fprintf(stderr, "EMU runtime: %s\n", what);
+    abort();
+}
+void no_capture(cudaStream_t st, const char *what) {
+    if (capturing && (st == capture_stream || st == nullptr)) {
+        fprintf(stderr, "EMU runtime: %s during stream capture\n", what);
+        abort();
+    }
+}
+} // namespace
+
+extern "C" {
+
+cudaError_t cudaMalloc(void **p, size_t n) {
+    no_capture(nullptr, "cudaMalloc");
+    *p = aligned_alloc(256, (n + 255) / 256 * 256 + 256);
+    if (!*p) return cudaErrorMemoryAllocation;
+    std::memset(*p, 0xff, (n + 255) / 256 * 256 + 256);
+    return cudaSuccess;
+}
+cudaError_t cudaFree(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t cudaMemset(void *p, int v, size_t n) {
+    no_capture(nullptr, "cudaMemset");
+    std::memset(p, v, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t st) {
+    no_capture(st, "cudaMemsetAsync");
+    std::memset(p, v, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int v, size_t w, size_t h, cudaStream_t st) {
+    no_capture(st, "cudaMemset2DAsync");
+    if (w > pitch && h > 1) return cudaErrorInvalidValue;
+    for (size_t r = 0; r < h; r++) std::memset((char *)p + r * pitch, v, w);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void *d, const void *s, size_t n, enum cudaMemcpyKind k) {
+    (void)k;
+    no_capture(nullptr, "cudaMemcpy");
+    std::memmove(d, s, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void *d, const void *s, size_t n, enum cudaMemcpyKind k, cudaStream_t st) {
+    (void)k;
+    no_capture(st, "cudaMemcpyAsync");
+    std::memmove(d, s, n);
+    return cudaSuccess;
+}
+cudaError_t cudaMemcpy2DAsync(void *d, size_t dp, const void *s, size_t sp, size_t w, size_t h,
+                              enum cudaMemcpyKind k, cudaStream_t st) {
+    (void)k;
+    no_capture(st, "cudaMemcpy2DAsync");
+    if ((w > dp || w > sp) && h > 1) return cudaErrorInvalidValue;
+    for (size_t r = 0; r < h; r++) std::memmove((char *)d + r * dp, (const char *)s + r * sp, w);
+    return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
+cudaError_t cudaGetDevice(int *d) {
+    *d = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceCount(int *n) {
+    *n = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) {
+    if (d != 0) return cudaErrorInvalidDevice;
+    std::memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "EMU (CUDA emulated on the CPU)");
+    p->major = 9;
+    p->minor = 0;
+    p->multiProcessorCount = 132;
+    p->totalGlobalMem = (size_t)16 << 30;
+    p->sharedMemPerBlockOptin = 232448;
+    p->sharedMemPerMultiprocessor = 233472;
+    p->l2CacheSize = 60 << 20;
+    p->maxThreadsPerMultiProcessor = 2048;
+    return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaPeekAtLastError(void) { return cudaSuccess; }
+const char *cudaGetErrorName(cudaError_t e) { return e == cudaSuccess ? "cudaSuccess" : "cudaErrorEmu"; }
+const char *cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "emulated error"; }
+cudaError_t cudaDeviceSynchronize(void) {
+    no_capture(nullptr, "cudaDeviceSynchronize");
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t st) {
+    no_capture(st, "cudaStreamSynchronize");
+    return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *st, unsigned flags) {
+    (void)flags;
+    *st = (cudaStream_t)malloc(16);
+    return *st ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t st) {
+    free(st);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamIsCapturing(cudaStream_t st, enum cudaStreamCaptureStatus *s) {
+    *s = emu_capturing(st) ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+    return cudaSuccess;
+}
+cudaError_t cudaStreamBeginCapture(cudaStream_t st, enum cudaStreamCaptureMode mode) {
+    (void)mode;
+    if (capturing) die("nested capture");
+    capturing = new std::vector<std::function<void()>>();
+    capture_stream = st;
+    emu_capture_begin(st, capturing);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t st, cudaGraph_t *g) {
+    if (!capturing || st != capture_stream) die("end of a capture that did not begin");
+    *g = (cudaGraph_t)capturing;
+    capturing = nullptr;
+    emu_capture_end();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *e, cudaGraph_t g, unsigned long long flags) {
+    (void)flags;
+    *e = (cudaGraphExec_t)g;
+    return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t st) {
+    no_capture(st, "cudaGraphLaunch");
+    for (auto &f : *(std::vector<std::function<void()>> *)e) f();
+    return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+    (void)e; /* owned by the graph */
+    return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+    delete (std::vector<std::function<void()>> *)g;
+    return cudaSuccess;
+}
+cudaError_t cudaFuncSetAttribute(const void *f, enum cudaFuncAttribute a, int v) {
+    (void)f;
+    if (a == cudaFuncAttributeMaxDynamicSharedMemorySize && (v < 0 || v > 232448)) return cudaErrorInvalidValue;
+    return cudaSuccess;
+}
+
+} // extern "C"

@@ -1,0 +1,388 @@
+/* lt_scen.c - see lt_scen.h. */
+#include "lt_scen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+static uint32_t dt_bit(int dt) {
+    return dt == LT_BF16 ? SGL_ATTN_DT_BF16 : dt == LT_F16 ? SGL_ATTN_DT_F16 : SGL_ATTN_DT_F32;
+}
+
+void lt_model(sgl_attn_model *m, int kind, const lt_shape *s, uint32_t io_dt_bit, uint32_t state_dt_bit) {
+    memset(m, 0, sizeof *m);
+    m->struct_size = sizeof *m;
+    snprintf(m->name, sizeof m->name, "test");
+    snprintf(m->model_type, sizeof m->model_type, "test_hybrid");
+    m->num_layers = 4;
+    m->num_q_heads = 4;
+    m->num_kv_heads = 2;
+    m->head_dim_qk = m->head_dim_v = 128;
+    m->dtype = m->kv_dtype = io_dt_bit;
+    m->sliding_window = -1;
+    m->hybrid_kind = (uint32_t)kind;
+    m->full_attention_mask[0] = (1u << 1) | (1u << 3);
+    m->lin_num_k_heads = s->hk;
+    m->lin_num_v_heads = s->hv;
+    m->lin_head_k_dim = s->dk;
+    m->lin_head_v_dim = s->dv;
+    m->lin_conv_kernel = s->conv_w;
+    m->lin_hidden = s->hidden;
+    m->lin_state_dtype = state_dt_bit;
+    m->spec_tokens = LT_STEPS;
+}
+
+static double *zalloc(size_t n) {
+    double *p = calloc(n ? n : 1, sizeof *p);
+    if (!p) {
+        fprintf(stderr, "FATAL: out of host memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *sh, int io_dt, uint32_t state_dt_bit,
+              double tol, uint64_t seed, const char *label) {
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->io_dt = io_dt;
+    s->tol = tol;
+    s->plugin = pl;
+    s->l2norm = 1;
+    s->x_sigma = 1.0;
+    s->r.s = seed | 1;
+    snprintf(s->label, sizeof s->label, "%s", label);
+    lt_model(&s->m, kind, sh, dt_bit(io_dt), state_dt_bit);
+    lt_inner_init(&s->inner);
+    sgl_attn_caps caps;
+    lt_inner_caps(&caps);
+    char err[512] = "";
+    sgl_attn_create_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.model = &s->m;
+    a.device = 0;
+    a.max_reqs = LT_SLOTS;
+    a.max_tokens = 512;
+    a.max_context = 1024;
+    a.inner = &s->inner.base;
+    a.inner_caps = &caps;
+    a.error = err;
+    a.error_size = sizeof err;
+    int rc = pl->create(&a, &s->b);
+    if (rc || !s->b) {
+        lt_note("%s: create failed (%d): %s", label, rc, err);
+        return -1;
+    }
+    /* dims as the reference sees them */
+    const int conv = kind != SGL_ATTN_HYBRID_LIGHTNING;
+    s->rd.kind = kind;
+    s->rd.hk = kind == SGL_ATTN_HYBRID_LIGHTNING ? sh->hv : sh->hk;
+    s->rd.hv = sh->hv;
+    s->rd.dk = sh->dk;
+    s->rd.dv = kind == SGL_ATTN_HYBRID_LIGHTNING && !sh->dv ? sh->dk : sh->dv;
+    s->rd.conv_w = conv ? sh->conv_w : 0;
+    s->rd.conv_dim = kind == SGL_ATTN_HYBRID_SHORT_CONV ? sh->hidden : conv ? 2 * sh->hk * sh->dk + sh->hv * sh->dv : 0;
+    s->x_dim = kind == SGL_ATTN_HYBRID_SHORT_CONV ? 3 * s->rd.conv_dim : s->rd.conv_dim;
+    s->conv_n = conv && s->rd.conv_w > 1 ? (size_t)s->rd.conv_dim * (s->rd.conv_w - 1) : 0;
+    s->ssm_n = kind == SGL_ATTN_HYBRID_SHORT_CONV ? 0 : (size_t)s->rd.hv * s->rd.dv * s->rd.dk;
+    for (int l = 0; l < LT_OWN; l++)
+        for (int k = 0; k < LT_SLOTS; k++) {
+            s->conv[l][k] = zalloc(s->conv_n);
+            s->ssm[l][k] = zalloc(s->ssm_n);
+            s->iconv[l][k] = zalloc(s->conv_n * LT_STEPS);
+            s->issm[l][k] = zalloc(s->ssm_n * LT_STEPS);
+        }
+    /* weights, per own layer, float32 (what a model passes them as) */
+    for (int l = 0; l < LT_OWN; l++) {
+        lt_layer *w = &s->lw[l];
+        const int64_t C = s->rd.conv_dim, W = s->rd.conv_w, HV = sh->hv, HK = (int64_t)sh->dk * HV;
+        if (conv) {
+            lt_make(&w->conv_w, LT_F32, 2, (int64_t[]){C, W}, 0);
+            lt_fill_normal(&w->conv_w, &s->r, 0.5);
+            lt_make(&w->conv_b, LT_F32, 1, (int64_t[]){C}, 0);
+            lt_fill_normal(&w->conv_b, &s->r, 0.2);
+        }
+        lt_make(&w->A_log, LT_F32, 1, (int64_t[]){HV}, 0);
+        lt_fill_uniform(&w->A_log, &s->r, -1.5, 0.5);
+        lt_make(&w->dt_bias, LT_F32, 1, (int64_t[]){kind == SGL_ATTN_HYBRID_KDA ? HK : HV}, 0);
+        lt_fill_normal(&w->dt_bias, &s->r, 0.5);
+        lt_make(&w->D, LT_F32, 1, (int64_t[]){HV}, 0);
+        lt_fill_normal(&w->D, &s->r, 1.0);
+        lt_make(&w->decay, LT_F32, 1, (int64_t[]){HV}, 0);
+        lt_fill_uniform(&w->decay, &s->r, 0.05, 0.8);
+    }
+    cudaStream_t st = NULL;
+    if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) {
+        lt_note("%s: cudaStreamCreate failed", label);
+        return -1;
+    }
+    s->stream = st;
+    return 0;
+}
+
+void scen_close(lt_scen *s) {
+    if (s->b) s->b->ops->destroy(s->b);
+    s->b = NULL;
+    for (int l = 0; l < LT_OWN; l++) {
+        lt_layer *w = &s->lw[l];
+        lt_tensor *ts[] = {&w->conv_w, &w->conv_b, &w->A_log, &w->dt_bias, &w->D, &w->decay};
+        for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
+            if (ts[i]->ref) lt_free(ts[i]);
+        for (int k = 0; k < LT_SLOTS; k++) {
+            free(s->conv[l][k]);
+            free(s->ssm[l][k]);
+            free(s->iconv[l][k]);
+            free(s->issm[l][k]);
+        }
+    }
+    if (s->stream) cudaStreamDestroy((cudaStream_t)s->stream);
+    s->stream = NULL;
+}
+
+void lt_index_tensor(lt_tensor *t, int n, const int *v, int on_host) {
+    lt_make(t, LT_I32, 1, (int64_t[]){n > 0 ? n : 1}, on_host);
+    for (int i = 0; i < n; i++) lt_set(t, (size_t)i, v[i]);
+    lt_upload(t);
+}
+
+void lt_io_make(lt_scen *s, int l, int T, int keep, const sgl_attn_batch *bt, lt_io *o) {
+    const int kind = s->kind, HV = s->rd.hv, K = s->rd.dk, V = s->rd.dv;
+    const int light = kind == SGL_ATTN_HYBRID_LIGHTNING, sc = kind == SGL_ATTN_HYBRID_SHORT_CONV;
+    lt_layer *w = &s->lw[l];
+    memset(o, 0, sizeof *o);
+    if (!light) {
+        lt_make(&o->x, s->io_dt, 2, (int64_t[]){T, s->x_dim}, 0);
+        lt_fill_normal(&o->x, &s->r, s->x_sigma);
+    }
+    if (!sc && !light) {
+        lt_make(&o->a, s->io_dt, 2, (int64_t[]){T, kind == SGL_ATTN_HYBRID_KDA ? (int64_t)HV * K : HV}, 0);
+        lt_fill_normal(&o->a, &s->r, 1.0);
+        lt_make(&o->b, s->io_dt, 2, (int64_t[]){T, HV}, 0);
+        lt_fill_normal(&o->b, &s->r, 1.0);
+    }
+    if (light) {
+        lt_make(&o->q, s->io_dt, 3, (int64_t[]){T, HV, K}, 0);
+        lt_fill_normal(&o->q, &s->r, 0.2);
+        lt_make(&o->k, s->io_dt, 3, (int64_t[]){T, HV, K}, 0);
+        lt_fill_normal(&o->k, &s->r, 0.2);
+        lt_make(&o->v, s->io_dt, 3, (int64_t[]){T, HV, V}, 0);
+        lt_fill_normal(&o->v, &s->r, 1.0);
+    }
+    if (sc) lt_make(&o->out, s->io_dt, 2, (int64_t[]){T, s->rd.conv_dim}, 0);
+    else lt_make(&o->out, s->io_dt, 3, (int64_t[]){T, HV, V}, 0);
+    lt_poison(&o->out);
+    sgl_attn_linear_io *io = &o->io;
+    io->struct_size = sizeof *io;
+    io->kind = kind;
+    io->x = light ? NULL : &o->x.t;
+    io->a = (!sc && !light) ? &o->a.t : NULL;
+    io->b = (kind == SGL_ATTN_HYBRID_GDN || kind == SGL_ATTN_HYBRID_KDA) ? &o->b.t : NULL;
+    io->conv_weight = light ? NULL : &w->conv_w.t;
+    io->conv_bias = light ? NULL : &w->conv_b.t;
+    io->A_log = (!sc && !light) ? &w->A_log.t : NULL;
+    io->dt_bias = (!sc && !light) ? &w->dt_bias.t : NULL;
+    io->D = kind == SGL_ATTN_HYBRID_MAMBA2 ? &w->D.t : NULL;
+    io->decay = light ? &w->decay.t : NULL;
+    io->out = &o->out.t;
+    io->keep_intermediate = keep;
+    io->use_qk_l2norm = s->l2norm;
+    o->layer.struct_size = sizeof o->layer;
+    o->layer.layer_id = 2 * l;
+    o->layer.sliding_window = -1;
+    o->fa.struct_size = sizeof o->fa;
+    o->fa.layer = &o->layer;
+    o->fa.batch = bt;
+    o->fa.q = light ? &o->q.t : NULL;
+    o->fa.k = light ? &o->k.t : NULL;
+    o->fa.v = light ? &o->v.t : NULL;
+    o->fa.out = &o->out.t;
+    o->fa.linear = io;
+}
+
+void lt_io_free(lt_io *o) {
+    lt_tensor *ts[] = {&o->x, &o->a, &o->b, &o->q, &o->k, &o->v, &o->out};
+    for (size_t e = 0; e < sizeof ts / sizeof *ts; e++)
+        if (ts[e]->ref) lt_free(ts[e]);
+}
+
+void lt_io_check(lt_scen *s, int l, lt_io *o, int mode, int bs, const int *slots, const int *n, const int *prefix,
+                 int keep, int T) {
+    const int kind = s->kind, HV = s->rd.hv, K = s->rd.dk, V = s->rd.dv;
+    const int light = kind == SGL_ATTN_HYBRID_LIGHTNING, sc = kind == SGL_ATTN_HYBRID_SHORT_CONV;
+    lt_layer *w = &s->lw[l];
+    const size_t orow = sc ? (size_t)s->rd.conv_dim : (size_t)HV * V;
+    double *want = zalloc((size_t)T * orow);
+    int tok = 0;
+    for (int i = 0; i < bs; i++) {
+        const int ni = n[i], sl = slots[i];
+        if (sl >= 0 && ni > 0) {
+            double *cs = s->conv[l][sl], *ss = s->ssm[l][sl];
+            double *ck = NULL, *sk = NULL;
+            if (mode == SGL_ATTN_MODE_EXTEND && prefix[i] == 0) { /* no prefix: zero state, whatever the pool holds */
+                memset(cs, 0, s->conv_n * sizeof(double));
+                memset(ss, 0, s->ssm_n * sizeof(double));
+            }
+            if (keep) { /* work on copies; the steps go to the verify copies */
+                ck = zalloc(s->conv_n);
+                sk = zalloc(s->ssm_n);
+                memcpy(ck, cs, s->conv_n * sizeof(double));
+                memcpy(sk, ss, s->ssm_n * sizeof(double));
+                cs = ck;
+                ss = sk;
+            }
+            lref_in in;
+            memset(&in, 0, sizeof in);
+            in.x = light ? NULL : o->x.ref + (size_t)tok * s->x_dim;
+            in.a = (!sc && !light) ? o->a.ref + (size_t)tok * o->a.shape[1] : NULL;
+            in.b = o->b.ref ? o->b.ref + (size_t)tok * HV : NULL;
+            in.q = light ? o->q.ref + (size_t)tok * HV * K : NULL;
+            in.k = light ? o->k.ref + (size_t)tok * HV * K : NULL;
+            in.v = light ? o->v.ref + (size_t)tok * HV * V : NULL;
+            in.conv_weight = light ? NULL : w->conv_w.ref;
+            in.conv_bias = light ? NULL : w->conv_b.ref;
+            in.A_log = w->A_log.ref;
+            in.dt_bias = w->dt_bias.ref;
+            in.D = w->D.ref;
+            in.decay = w->decay.ref;
+            in.use_qk_l2norm = s->l2norm;
+            lref_run(&s->rd, ni, &in, cs, ss, want + (size_t)tok * orow, keep ? s->iconv[l][sl] : NULL,
+                     keep ? s->issm[l][sl] : NULL);
+            free(ck);
+            free(sk);
+        }
+        tok += ni;
+    }
+    for (size_t e = 0; e < (size_t)T * orow; e++) want[e] = lt_round(s->io_dt, want[e]);
+    const double nm = lt_nmse(&o->out, want);
+    if (nm > s->worst || nm != nm) s->worst = nm;
+    LT_CHECK(nm == nm && nm <= s->tol, "%s layer %d mode %d bs %d: NMSE %.3g (limit %.1g)", s->label, 2 * l, mode, bs,
+             nm, s->tol);
+    double *got = zalloc(o->out.n); /* padded requests: exact zeros */
+    lt_download(&o->out, got);
+    tok = 0;
+    for (int i = 0; i < bs; i++) {
+        if (slots[i] < 0)
+            for (size_t e = (size_t)tok * orow; e < (size_t)(tok + n[i]) * orow; e++)
+                if (got[e] != 0.0) {
+                    LT_CHECK(got[e] == 0.0, "%s: padded request %d output[%zu] = %g", s->label, i, e, got[e]);
+                    break;
+                }
+        tok += n[i];
+    }
+    free(got);
+    free(want);
+}
+
+/* one own layer of one batch, and its reference */
+static void own_layer(lt_scen *s, int l, const sgl_attn_batch *bt, int mode, int bs, const int *slots, const int *n,
+                      const int *prefix, int keep, int T) {
+    lt_io o;
+    lt_io_make(s, l, T, keep, bt, &o);
+    int rc = mode == SGL_ATTN_MODE_EXTEND ? s->b->ops->forward_extend(s->b, &o.fa)
+                                          : s->b->ops->forward_decode(s->b, &o.fa);
+    LT_CHECK(rc == SGL_ATTN_OK, "%s layer %d: forward returned %d: %s", s->label, 2 * l, rc,
+             s->b->ops->last_error(s->b));
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)s->stream);
+    LT_CHECK(e == cudaSuccess, "%s layer %d: the stream failed: %s", s->label, 2 * l, cudaGetErrorString(e));
+    lt_io_check(s, l, &o, mode, bs, slots, n, prefix, keep, T);
+    lt_io_free(&o);
+}
+
+void scen_batch(lt_scen *s, int mode, int bs, const int *slots, const int *n, const int *prefix, int keep) {
+    int T = 0, pre[LT_SLOTS] = {0}, seq[LT_SLOTS] = {0};
+    for (int i = 0; i < bs; i++) {
+        T += n[i];
+        pre[i] = mode == SGL_ATTN_MODE_EXTEND ? prefix[i] : 0;
+        seq[i] = pre[i] + n[i];
+    }
+    lt_tensor si, el, ep, sl;
+    lt_index_tensor(&si, bs, slots, 0);
+    lt_index_tensor(&el, bs, n, 0);
+    lt_index_tensor(&ep, bs, pre, 0);
+    lt_index_tensor(&sl, bs, seq, 0);
+    lt_tensor elh, eph, slh; /* the host mirrors */
+    lt_index_tensor(&elh, bs, n, 1);
+    lt_index_tensor(&eph, bs, pre, 1);
+    lt_index_tensor(&slh, bs, seq, 1);
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    bt.forward_mode = mode;
+    bt.batch_size = bs;
+    bt.num_tokens = T;
+    bt.page_size = 1;
+    bt.tokens_per_req = mode == SGL_ATTN_MODE_EXTEND ? 1 : (bs ? n[0] : 1);
+    bt.state_indices = &si.t;
+    bt.seq_lens = &sl.t;
+    bt.seq_lens_cpu = &slh.t;
+    if (mode == SGL_ATTN_MODE_EXTEND) {
+        bt.extend_seq_lens = &el.t;
+        bt.extend_prefix_lens = &ep.t;
+        bt.extend_seq_lens_cpu = &elh.t;
+        bt.extend_prefix_lens_cpu = &eph.t;
+    }
+    bt.stream = s->stream;
+    int rc = s->b->ops->init_forward_metadata(s->b, &bt);
+    LT_CHECK(rc == SGL_ATTN_OK, "%s: init_forward_metadata returned %d: %s", s->label, rc, s->b->ops->last_error(s->b));
+    if (rc == SGL_ATTN_OK) {
+        for (int l = 0; l < LT_OWN; l++) own_layer(s, l, &bt, mode, bs, slots, n, prefix, keep, T);
+        /* a full-attention layer goes to the inner untouched */
+        sgl_attn_layer layer;
+        memset(&layer, 0, sizeof layer);
+        layer.struct_size = sizeof layer;
+        layer.layer_id = 1;
+        sgl_attn_forward_args fa;
+        memset(&fa, 0, sizeof fa);
+        fa.struct_size = sizeof fa;
+        fa.layer = &layer;
+        fa.batch = &bt;
+        const int before = s->inner.n_extend + s->inner.n_decode;
+        rc = mode == SGL_ATTN_MODE_EXTEND ? s->b->ops->forward_extend(s->b, &fa) : s->b->ops->forward_decode(s->b, &fa);
+        LT_CHECK(rc == SGL_ATTN_OK && s->inner.n_extend + s->inner.n_decode == before + 1 && s->inner.last_layer == 1,
+                 "%s: full-attention layer 1 did not reach the inner (rc %d)", s->label, rc);
+    }
+    if (mode == SGL_ATTN_MODE_TARGET_VERIFY) {
+        s->verify_bs = bs;
+        memcpy(s->verify_slots, slots, (size_t)bs * sizeof(int));
+    }
+    lt_tensor *ts[] = {&si, &el, &ep, &sl, &elh, &eph, &slh};
+    for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) lt_free(ts[i]);
+}
+
+void scen_commit(lt_scen *s, const int *accepted) {
+    lt_tensor acc;
+    lt_index_tensor(&acc, s->verify_bs, accepted, 0);
+    int rc = s->b->ops->state_commit(s->b, &acc.t);
+    LT_CHECK(rc == SGL_ATTN_OK, "%s: state_commit returned %d: %s", s->label, rc, s->b->ops->last_error(s->b));
+    for (int i = 0; i < s->verify_bs; i++) {
+        const int sl = s->verify_slots[i], st = accepted[i];
+        if (sl < 0 || st < 0) continue;
+        for (int l = 0; l < LT_OWN; l++) {
+            memcpy(s->conv[l][sl], s->iconv[l][sl] + (size_t)st * s->conv_n, s->conv_n * sizeof(double));
+            memcpy(s->ssm[l][sl], s->issm[l][sl] + (size_t)st * s->ssm_n, s->ssm_n * sizeof(double));
+        }
+    }
+    lt_free(&acc);
+}
+
+void scen_copy(lt_scen *s, int src, int dst) {
+    int rc = s->b->ops->state_copy(s->b, src, dst);
+    LT_CHECK(rc == SGL_ATTN_OK, "%s: state_copy returned %d: %s", s->label, rc, s->b->ops->last_error(s->b));
+    for (int l = 0; l < LT_OWN; l++) {
+        memcpy(s->conv[l][dst], s->conv[l][src], s->conv_n * sizeof(double));
+        memcpy(s->ssm[l][dst], s->ssm[l][src], s->ssm_n * sizeof(double));
+    }
+}
+
+void scen_clear(lt_scen *s, int slot) {
+    int rc = s->b->ops->state_clear(s->b, slot);
+    LT_CHECK(rc == SGL_ATTN_OK, "%s: state_clear returned %d: %s", s->label, rc, s->b->ops->last_error(s->b));
+    for (int l = 0; l < LT_OWN; l++) {
+        memset(s->conv[l][slot], 0, s->conv_n * sizeof(double));
+        memset(s->ssm[l][slot], 0, s->ssm_n * sizeof(double));
+    }
+}

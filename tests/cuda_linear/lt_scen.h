@@ -1,0 +1,75 @@
+/* lt_scen.h - a CUDA linear wrapper instance (over a fake inner) driven batch
+ * by batch next to the float64 reference (attnctl/harness/linear_ref.c),
+ * which keeps its own copy of every slot's state.  Every own-layer output is
+ * compared with the reference (NMSE), padded requests must give zeros, and a
+ * full-attention layer must reach the inner. */
+#ifndef LT_SCEN_H
+#define LT_SCEN_H
+
+#include "linear_ref.h"
+#include "lt_util.h"
+
+#define LT_SLOTS 8
+#define LT_OWN 2   /* own layers: ids 0 and 2 (1 and 3 are full attention) */
+#define LT_STEPS 3 /* verify: draft tokens per request */
+
+typedef struct lt_shape {
+    int hk, hv, dk, dv, conv_w, hidden;
+} lt_shape;
+
+typedef struct lt_layer {
+    lt_tensor conv_w, conv_b, A_log, dt_bias, D, decay;
+} lt_layer;
+
+typedef struct lt_scen {
+    int kind, io_dt, l2norm;
+    double x_sigma, tol, worst;
+    char label[128];
+    const sgl_attn_plugin *plugin;
+    sgl_attn_model m;
+    sgl_attn_backend *b;
+    lt_inner inner;
+    lt_layer lw[LT_OWN];
+    lref_dims rd;
+    int x_dim;
+    size_t conv_n, ssm_n;
+    double *conv[LT_OWN][LT_SLOTS], *ssm[LT_OWN][LT_SLOTS];
+    double *iconv[LT_OWN][LT_SLOTS], *issm[LT_OWN][LT_SLOTS]; /* [LT_STEPS][...] */
+    int verify_bs, verify_slots[LT_SLOTS];
+    lt_rng r;
+    void *stream;
+} lt_scen;
+
+/* A 4-layer model of `kind` (layers 1, 3 full attention). */
+void lt_model(sgl_attn_model *m, int kind, const lt_shape *s, uint32_t io_dt_bit, uint32_t state_dt_bit);
+/* Create the instance (env SGL_ATTN_LIN_* as the caller set it); -1 with a
+ * note when create fails. */
+int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *sh, int io_dt, uint32_t state_dt_bit,
+              double tol, uint64_t seed, const char *label);
+void scen_close(lt_scen *s);
+/* One batch through both own layers and one full layer.  mode:
+ * SGL_ATTN_MODE_*; n[i]: new tokens of request i (decode/verify: all equal);
+ * prefix: extend only; slots -1 = padding. */
+void scen_batch(lt_scen *s, int mode, int bs, const int *slots, const int *n, const int *prefix, int keep);
+/* state_commit with the accepted step of each request of the last verify. */
+void scen_commit(lt_scen *s, const int *accepted);
+void scen_copy(lt_scen *s, int src, int dst);
+/* An int32 index tensor of n values (device memory, or host when on_host). */
+void lt_index_tensor(lt_tensor *t, int n, const int *v, int on_host);
+
+/* The inputs of one own layer (random) and its forward args, for callers
+ * that run the forward themselves (graph capture); lt_io_check computes the
+ * reference for the batch and compares. */
+typedef struct lt_io {
+    lt_tensor x, a, b, q, k, v, out;
+    sgl_attn_linear_io io;
+    sgl_attn_layer layer;
+    sgl_attn_forward_args fa;
+} lt_io;
+void lt_io_make(lt_scen *s, int l, int T, int keep, const sgl_attn_batch *bt, lt_io *o);
+void lt_io_check(lt_scen *s, int l, lt_io *o, int mode, int bs, const int *slots, const int *n, const int *prefix,
+                 int keep, int T);
+void lt_io_free(lt_io *o);
+void scen_clear(lt_scen *s, int slot);
+
+#endif

@@ -1,0 +1,361 @@
+/* test_lin_gpu.c - the five CUDA linear wrappers against the float64
+ * reference, on a GPU (skipped with the probe's reason elsewhere).
+ *
+ * For each kind, kernel variant (SGL_ATTN_LIN_KERNEL simple / fast, the
+ * phase-2 tile SGL_ATTN_LIN_VT), activation dtype and state dtype, one
+ * scenario of batches over two own layers: ragged extends across chunk
+ * boundaries, state carried across extend calls, a slot restarted without
+ * prefix, decode with a padded row, verify keeping the draft states then
+ * state_commit, state_copy / state_clear, verify without keep, an extend
+ * with an empty request.  Then CUDA-graph capture and replay of a decode
+ * step (different slots at replay), and bad inputs (clear errors, no launch).
+ *
+ *   test_lin_gpu [plugin_dir]     LT_QUICK=1: a subset (compute-sanitizer runs)
+ * Exit 0 when everything passed (or SKIP), 1 on a failure. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "lt_scen.h"
+
+
+enum { GDN = SGL_ATTN_HYBRID_GDN, KDA = SGL_ATTN_HYBRID_KDA, MAMBA2 = SGL_ATTN_HYBRID_MAMBA2,
+       SHORT = SGL_ATTN_HYBRID_SHORT_CONV, LIGHT = SGL_ATTN_HYBRID_LIGHTNING };
+
+static const char *plugin_name(int kind) {
+    switch (kind) {
+    case GDN: return "gdn_cuda";
+    case KDA: return "kda_cuda";
+    case MAMBA2: return "mamba2_cuda";
+    case SHORT: return "short_conv_cuda";
+    default: return "lightning_cuda";
+    }
+}
+
+static const sgl_attn_plugin *plugins[8];
+
+typedef struct cfg {
+    int kind;
+    lt_shape sh;
+    int io_dt;
+    uint32_t st;       /* SGL_ATTN_DT_F32 / BF16 */
+    const char *variant, *vt;
+    int l2norm;
+    double x_sigma;
+} cfg;
+
+/* the shapes: TC-eligible (K = 128, V % 32 == 0) and odd ones (fallbacks) */
+static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 4, 0},
+                      SH_MAMBA2 = {2, 4, 128, 64, 4, 0}, SH_LIGHT = {2, 2, 128, 128, 0, 0},
+                      SH_SHORT = {0, 0, 0, 0, 3, 200}, SH_GDN_ODD = {1, 3, 96, 40, 4, 0},
+                      SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0};
+
+static double tol_of(const cfg *c) {
+    if (c->st == SGL_ATTN_DT_BF16) return 2e-3; /* the state itself rounded every step */
+    return c->io_dt == LT_F32 ? 1e-8 : 1e-4;    /* docs/harness.md limits */
+}
+
+static void scenario(lt_scen *s) {
+    /* B0: slot 6 gets a state; B2 restarts it without prefix */
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 1, (int[]){6}, (int[]){9}, (int[]){0}, 0);
+    /* B1: ragged, across chunk boundaries (64) */
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 3, (int[]){5, 1, 3}, (int[]){70, 1, 130}, (int[]){0, 0, 0}, 0);
+    /* B2: state carried across extend calls */
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 3, (int[]){1, 3, 6}, (int[]){65, 17, 1}, (int[]){1, 130, 0}, 0);
+    /* B3, B4: decode, a padded row */
+    scen_batch(s, SGL_ATTN_MODE_DECODE, 4, (int[]){5, -1, 1, 3}, (int[]){1, 1, 1, 1}, NULL, 0);
+    scen_batch(s, SGL_ATTN_MODE_DECODE, 4, (int[]){3, 5, 1, 6}, (int[]){1, 1, 1, 1}, NULL, 0);
+    /* B5: verify keeping the draft states, commit steps 2, keep, 0 */
+    scen_batch(s, SGL_ATTN_MODE_TARGET_VERIFY, 3, (int[]){1, 5, 6}, (int[]){3, 3, 3}, NULL, 1);
+    scen_commit(s, (int[]){2, -1, 0});
+    scen_batch(s, SGL_ATTN_MODE_DECODE, 3, (int[]){1, 5, 6}, (int[]){1, 1, 1}, NULL, 0);
+    /* prefix reuse */
+    scen_copy(s, 5, 7);
+    scen_clear(s, 3);
+    scen_batch(s, SGL_ATTN_MODE_DECODE, 2, (int[]){7, 3}, (int[]){1, 1}, NULL, 0);
+    /* verify without keep moves the main state */
+    scen_batch(s, SGL_ATTN_MODE_TARGET_VERIFY, 2, (int[]){7, 5}, (int[]){2, 2}, NULL, 0);
+    /* an empty request in an extend */
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 3, (int[]){0, 7, 2}, (int[]){64, 3, 0}, (int[]){0, 4, 0}, 0);
+}
+
+static void run_cfg(const cfg *c) {
+    char label[128];
+    snprintf(label, sizeof label, "%s %s vt=%s io=%s state=%s%s", plugin_name(c->kind), c->variant, c->vt,
+             lt_dt_name(c->io_dt), c->st == SGL_ATTN_DT_BF16 ? "bf16" : "f32", c->l2norm ? "" : " l2norm=0");
+    setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
+    setenv("SGL_ATTN_LIN_VT", c->vt, 1);
+    lt_scen s;
+    const int before = lt_failures;
+    if (scen_open(&s, plugins[c->kind], c->kind, &c->sh, c->io_dt, c->st, tol_of(c), 0x1234 + (uint64_t)c->kind,
+                  label) != 0) {
+        LT_CHECK(0, "%s: could not create the instance", label);
+        scen_close(&s);
+        return;
+    }
+    s.l2norm = c->l2norm;
+    s.x_sigma = c->x_sigma;
+    scenario(&s);
+    printf("%-4s %-70s worst NMSE %.3g (limit %.1g)\n", lt_failures == before ? "ok" : "FAIL", label, s.worst, s.tol);
+    fflush(stdout);
+    scen_close(&s);
+}
+
+/* Capture one decode step of both own layers in a CUDA graph; replay it,
+ * then change the slots in device memory, re-plan with the replay hook and
+ * replay again: the outputs follow the reference each time. */
+static void graph_test(int kind, const lt_shape *sh) {
+    setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
+    setenv("SGL_ATTN_LIN_VT", "auto", 1);
+    lt_scen s;
+    char label[64];
+    snprintf(label, sizeof label, "%s graph capture/replay", plugin_name(kind));
+    if (scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 99, label) != 0) {
+        LT_CHECK(0, "%s: could not create the instance", label);
+        scen_close(&s);
+        return;
+    }
+    const int before = lt_failures;
+    scen_batch(&s, SGL_ATTN_MODE_EXTEND, 4, (int[]){0, 1, 2, 3}, (int[]){5, 66, 1, 20}, (int[]){0, 0, 0, 0}, 0);
+    int rc = s.b->ops->init_graph_state(s.b, 4, 4);
+    LT_CHECK(rc == SGL_ATTN_OK, "init_graph_state: %d %s", rc, s.b->ops->last_error(s.b));
+    int slots[4] = {0, 1, 2, 3}, n[4] = {1, 1, 1, 1}, seq[4] = {6, 67, 2, 21};
+    lt_tensor si, sl;
+    lt_index_tensor(&si, 4, slots, 0);
+    lt_index_tensor(&sl, 4, seq, 0);
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    bt.forward_mode = SGL_ATTN_MODE_DECODE;
+    bt.batch_size = 4;
+    bt.num_tokens = 4;
+    bt.page_size = 1;
+    bt.tokens_per_req = 1;
+    bt.state_indices = &si.t;
+    bt.seq_lens = &sl.t;
+    bt.stream = s.stream;
+    sgl_attn_graph_args g;
+    memset(&g, 0, sizeof g);
+    g.struct_size = sizeof g;
+    g.batch_size = 4;
+    g.num_tokens = 4;
+    g.forward_mode = SGL_ATTN_MODE_DECODE;
+    g.batch = &bt;
+    rc = s.b->ops->init_forward_metadata_capture(s.b, &g);
+    LT_CHECK(rc == SGL_ATTN_OK, "capture hook: %d %s", rc, s.b->ops->last_error(s.b));
+    lt_io io[LT_OWN];
+    for (int l = 0; l < LT_OWN; l++) lt_io_make(&s, l, 4, 0, &bt, &io[l]);
+    cudaStream_t st = (cudaStream_t)s.stream;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+    for (int l = 0; l < LT_OWN && e == cudaSuccess; l++) {
+        rc = s.b->ops->forward_decode(s.b, &io[l].fa);
+        LT_CHECK(rc == SGL_ATTN_OK, "forward_decode under capture: %d %s", rc, s.b->ops->last_error(s.b));
+    }
+    if (e == cudaSuccess) e = cudaStreamEndCapture(st, &graph);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    LT_CHECK(e == cudaSuccess, "capture: %s", cudaGetErrorString(e));
+    for (int rep = 0; rep < 3 && e == cudaSuccess; rep++) {
+        if (rep == 2) { /* other slots, one padded, same grid */
+            const int s2[4] = {3, 2, -1, 0};
+            memcpy(slots, s2, sizeof slots);
+            for (int i = 0; i < 4; i++) lt_set(&si, (size_t)i, slots[i]);
+            lt_upload(&si);
+            rc = s.b->ops->init_forward_metadata_replay(s.b, &g);
+            LT_CHECK(rc == SGL_ATTN_OK, "replay hook: %d %s", rc, s.b->ops->last_error(s.b));
+        }
+        for (int l = 0; l < LT_OWN; l++) lt_poison(&io[l].out);
+        e = cudaGraphLaunch(exec, st);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+        LT_CHECK(e == cudaSuccess, "replay %d: %s", rep, cudaGetErrorString(e));
+        for (int l = 0; l < LT_OWN && e == cudaSuccess; l++)
+            lt_io_check(&s, l, &io[l], SGL_ATTN_MODE_DECODE, 4, slots, n, NULL, 0, 4);
+    }
+    LT_CHECK(s.inner.n_capture == 1 && s.inner.n_replay == 1 && s.inner.n_graph_init == 1,
+             "graph hooks reached the inner %d/%d/%d times", s.inner.n_graph_init, s.inner.n_capture,
+             s.inner.n_replay);
+    LT_CHECK(s.b->ops->graph_seq_len_fill_value(s.b) == 7, "the fill value is the inner's");
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    for (int l = 0; l < LT_OWN; l++) lt_io_free(&io[l]);
+    lt_free(&si);
+    lt_free(&sl);
+    printf("%-4s %-70s worst NMSE %.3g\n", lt_failures == before ? "ok" : "FAIL", label, s.worst);
+    scen_close(&s);
+}
+
+static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+
+/* Bad inputs: a clear error naming the argument, nothing launched. */
+static void error_tests(void) {
+    setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
+    setenv("SGL_ATTN_LIN_VT", "auto", 1);
+    lt_scen s;
+    const int before = lt_failures;
+    if (scen_open(&s, plugins[GDN], GDN, &SH_GDN, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 7, "gdn_cuda errors") != 0) {
+        LT_CHECK(0, "could not create the instance");
+        scen_close(&s);
+        return;
+    }
+    const sgl_attn_backend_ops *ops = s.b->ops;
+    lt_tensor si, el, ep;
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    bt.forward_mode = SGL_ATTN_MODE_DECODE;
+    bt.batch_size = 2;
+    bt.num_tokens = 2;
+    bt.page_size = 1;
+    bt.tokens_per_req = 1;
+    bt.stream = s.stream;
+    /* a slot out of range, only on the device: the plan kernel finds it */
+    lt_index_tensor(&si, 2, (int[]){1, 99}, 0);
+    bt.state_indices = &si.t;
+    int rc = ops->init_forward_metadata(s.b, &bt);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "state_indices[1] = 99"),
+             "device slot 99: rc %d, '%s'", rc, ops->last_error(s.b));
+    lt_free(&si);
+    /* duplicate slots, host memory */
+    lt_index_tensor(&si, 2, (int[]){4, 4}, 1);
+    rc = ops->init_forward_metadata(s.b, &bt);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "already uses"), "duplicate slots: rc %d, '%s'",
+             rc, ops->last_error(s.b));
+    lt_free(&si);
+    /* extend lengths that do not sum to num_tokens (device only) */
+    lt_index_tensor(&si, 2, (int[]){1, 2}, 0);
+    lt_index_tensor(&el, 2, (int[]){3, 3}, 0);
+    lt_index_tensor(&ep, 2, (int[]){0, 0}, 0);
+    bt.forward_mode = SGL_ATTN_MODE_EXTEND;
+    bt.num_tokens = 7;
+    bt.state_indices = &si.t;
+    bt.extend_seq_lens = &el.t;
+    bt.extend_prefix_lens = &ep.t;
+    rc = ops->init_forward_metadata(s.b, &bt);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "sum to 6"), "length sum: rc %d, '%s'", rc,
+             ops->last_error(s.b));
+    /* a good batch, then a forward with a wrong x */
+    bt.num_tokens = 6;
+    rc = ops->init_forward_metadata(s.b, &bt);
+    LT_CHECK(rc == SGL_ATTN_OK, "good extend: rc %d '%s'", rc, ops->last_error(s.b));
+    lt_io io;
+    lt_io_make(&s, 0, 6, 0, &bt, &io);
+    io.x.shape[1] -= 1;
+    rc = ops->forward_extend(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "linear.x has shape"), "bad x: rc %d, '%s'", rc,
+             ops->last_error(s.b));
+    io.x.shape[1] += 1;
+    io.x.t.device.device_type = kDLCPU;
+    rc = ops->forward_extend(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_UNSUPPORTED && contains(ops->last_error(s.b), "kDLCPU"), "host x: rc %d, '%s'", rc,
+             ops->last_error(s.b));
+    io.x.t.device.device_type = kDLCUDA;
+    io.io.kind = KDA;
+    rc = ops->forward_extend(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "linear->kind"), "kind: rc %d, '%s'", rc,
+             ops->last_error(s.b));
+    io.io.kind = GDN;
+    io.fa.linear = NULL;
+    rc = ops->forward_extend(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "args->linear is NULL"), "no io: rc %d, '%s'",
+             rc, ops->last_error(s.b));
+    io.fa.linear = &io.io;
+    io.layer.layer_id = 4;
+    rc = ops->forward_extend(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "layer_id 4"), "layer 4: rc %d, '%s'", rc,
+             ops->last_error(s.b));
+    io.layer.layer_id = 0;
+    /* commit without a verify that kept states */
+    rc = ops->state_commit(s.b, &si.t);
+    LT_CHECK(rc == SGL_ATTN_E_STATE, "commit before verify: rc %d '%s'", rc, ops->last_error(s.b));
+    rc = ops->state_clear(s.b, 8);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "slot 8"), "clear 8: rc %d '%s'", rc,
+             ops->last_error(s.b));
+    rc = ops->state_copy(s.b, -1, 2);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID, "copy -1: rc %d", rc);
+    lt_io_free(&io);
+    lt_free(&si);
+    lt_free(&el);
+    lt_free(&ep);
+    /* a verify that keeps, then accepted steps out of range (device: nothing copied, reported) */
+    scen_batch(&s, SGL_ATTN_MODE_TARGET_VERIFY, 2, (int[]){1, 2}, (int[]){3, 3}, NULL, 1);
+    lt_index_tensor(&si, 2, (int[]){1, 3}, 0);
+    rc = ops->state_commit(s.b, &si.t);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "accepted_steps[1] = 3"),
+             "accepted 3: rc %d '%s'", rc, ops->last_error(s.b));
+    lt_free(&si);
+    lt_index_tensor(&si, 2, (int[]){-2, 0}, 1);
+    rc = ops->state_commit(s.b, &si.t);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "accepted_steps[0] = -2"),
+             "accepted -2 (host): rc %d '%s'", rc, ops->last_error(s.b));
+    lt_free(&si);
+    /* the states did not move: a decode still matches the reference */
+    scen_batch(&s, SGL_ATTN_MODE_DECODE, 2, (int[]){1, 2}, (int[]){1, 1}, NULL, 0);
+    cudaError_t e = cudaDeviceSynchronize();
+    LT_CHECK(e == cudaSuccess, "the device is fine after the bad inputs: %s", cudaGetErrorString(e));
+    printf("%-4s %-70s\n", lt_failures == before ? "ok" : "FAIL", "gdn_cuda bad inputs");
+    scen_close(&s);
+}
+
+int main(int argc, char **argv) {
+    const char *dir = lt_plugdir(argc, argv);
+    const int quick = getenv("LT_QUICK") && atoi(getenv("LT_QUICK"));
+    void *handles[8] = {0};
+    const int kinds[] = {GDN, KDA, MAMBA2, SHORT, LIGHT};
+    for (int i = 0; i < 5; i++) {
+        plugins[kinds[i]] = lt_load(dir, plugin_name(kinds[i]), &handles[kinds[i]]);
+        if (!plugins[kinds[i]]) {
+            printf("FAIL: cannot load %s from %s\n", plugin_name(kinds[i]), dir);
+            return 1;
+        }
+    }
+    sgl_attn_caps caps;
+    memset(&caps, 0, sizeof caps);
+    caps.struct_size = sizeof caps;
+    if (plugins[GDN]->probe(0, &caps) != SGL_ATTN_OK || !caps.available) {
+        char why[400];
+        snprintf(why, sizeof why, "gdn_cuda is not available here: %s", caps.reason);
+        lt_skip(why);
+    }
+    printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", quick subset" : "");
+    cfg cs[64];
+    int n = 0;
+    const struct { int kind; const lt_shape *sh; } main_shapes[] = {
+        {GDN, &SH_GDN}, {KDA, &SH_KDA}, {MAMBA2, &SH_MAMBA2}, {SHORT, &SH_SHORT}, {LIGHT, &SH_LIGHT}};
+    for (int k = 0; k < 5; k++) {
+        const char *vars[] = {"fast", "simple"};
+        const int ios[] = {LT_BF16, LT_F32};
+        for (int v = 0; v < 2; v++)
+            for (int d = 0; d < 2; d++) {
+                if (quick && (v == 1 || d == 1)) continue;
+                cs[n++] = (cfg){main_shapes[k].kind, *main_shapes[k].sh, ios[d], SGL_ATTN_DT_F32, vars[v], "auto", 1, 1};
+            }
+    }
+    /* the tensor-core tiles, f16 operands, bf16 state, the fallbacks, l2norm off */
+    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1};
+    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1};
+    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1};
+    if (!quick) {
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1};
+        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1};
+        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1};
+        cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1};
+        cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1};
+        cs[n++] = (cfg){KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05};
+    }
+    for (int i = 0; i < n; i++) run_cfg(&cs[i]);
+    graph_test(GDN, &SH_GDN);
+    if (!quick) graph_test(MAMBA2, &SH_MAMBA2);
+    error_tests();
+    printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
+    (void)handles;
+    return lt_failures ? 1 : 0;
+}

@@ -1,0 +1,234 @@
+/* test_lin_pure.c - the pure-C parts of the CUDA linear wrappers, here (no
+ * CUDA, no GPU): dims from random models of every kind against the formulas
+ * of docs/hybrid.md, state sizes, the device layout (aligned, disjoint, every
+ * path's buffers present exactly when it may run), path eligibility, and the
+ * tensor checks' verdicts and messages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lin.h"
+#include "lt_check.h"
+
+static sgl_attn_model model_of(int kind, int hk, int hv, int dk, int dv, int w, int hidden, uint32_t st,
+                               int layers, uint64_t full_mask) {
+    sgl_attn_model m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    snprintf(m.name, sizeof m.name, "rand");
+    snprintf(m.model_type, sizeof m.model_type, "test");
+    m.num_layers = layers;
+    m.num_q_heads = 8;
+    m.num_kv_heads = 2;
+    m.head_dim_qk = m.head_dim_v = 128;
+    m.dtype = SGL_ATTN_DT_BF16;
+    m.hybrid_kind = (uint32_t)kind;
+    m.full_attention_mask[0] = full_mask;
+    m.lin_num_k_heads = hk;
+    m.lin_num_v_heads = hv;
+    m.lin_head_k_dim = dk;
+    m.lin_head_v_dim = dv;
+    m.lin_conv_kernel = w;
+    m.lin_hidden = hidden;
+    m.lin_state_dtype = st;
+    return m;
+}
+
+static void test_dims(void) {
+    uint64_t rs = 0x9e3779b97f4a7c15ull;
+    const int kinds[] = {SGL_ATTN_HYBRID_GDN, SGL_ATTN_HYBRID_KDA, SGL_ATTN_HYBRID_MAMBA2, SGL_ATTN_HYBRID_SHORT_CONV,
+                         SGL_ATTN_HYBRID_LIGHTNING};
+    for (int it = 0; it < 200; it++) {
+        const int kind = kinds[lt_rand(&rs, 0, 4)];
+        const int hk = lt_rand(&rs, 1, 8), hv = hk * lt_rand(&rs, 1, 4), dk = lt_rand(&rs, 1, 256),
+                  dv = lt_rand(&rs, 1, 256), w = lt_rand(&rs, 1, 8), hidden = lt_rand(&rs, 1, 5000);
+        const int layers = lt_rand(&rs, 1, 64);
+        const uint64_t mask = rs; /* random full-attention layers */
+        const uint32_t st = lt_rand(&rs, 0, 1) ? SGL_ATTN_DT_BF16 : SGL_ATTN_DT_F32;
+        sgl_attn_model m = model_of(kind, hk, hv, dk, dv, w, hidden, st, layers, mask);
+        lin_dims d;
+        char why[256] = "";
+        int rc = lin_dims_from_model(kind, &m, &d, why, sizeof why);
+        LT_CHECK(rc == SGL_ATTN_OK, "kind %d: %s", kind, why);
+        if (rc) continue;
+        int nlin = 0;
+        for (int l = 0; l < layers; l++) nlin += !((mask >> l) & 1u);
+        LT_CHECK(d.n_lin == nlin, "n_lin %d, expected %d", d.n_lin, nlin);
+        LT_CHECK(d.esz == (st == SGL_ATTN_DT_BF16 ? 2 : 4), "esz %d", d.esz);
+        int64_t conv_dim, ssm, x_dim, ew;
+        switch (kind) {
+        case SGL_ATTN_HYBRID_SHORT_CONV:
+            conv_dim = hidden, ssm = 0, x_dim = 3 * hidden, ew = w;
+            break;
+        case SGL_ATTN_HYBRID_LIGHTNING:
+            conv_dim = 0, ssm = (int64_t)hv * dv * dk, x_dim = 0, ew = 0;
+            break;
+        default:
+            conv_dim = 2 * hk * dk + hv * dv, ssm = (int64_t)hv * dv * dk, x_dim = conv_dim, ew = w;
+        }
+        LT_CHECK(d.conv_dim == conv_dim && d.ssm_elems == ssm && d.x_dim == x_dim && d.conv_w == ew,
+                 "kind %d dims: conv %d/%lld ssm %lld/%lld x %d/%lld w %d/%lld", kind, d.conv_dim, (long long)conv_dim,
+                 (long long)d.ssm_elems, (long long)ssm, d.x_dim, (long long)x_dim, d.conv_w, (long long)ew);
+        LT_CHECK(d.conv_elems == (ew > 0 ? conv_dim * (ew - 1) : 0), "conv_elems");
+        LT_CHECK(d.gc == (kind == SGL_ATTN_HYBRID_KDA ? dk : 1), "gc");
+        const uint64_t want = (uint64_t)nlin * (uint64_t)(d.conv_elems + d.ssm_elems) * (uint64_t)d.esz;
+        LT_CHECK(lin_state_bytes(kind, &m) == want, "state bytes %llu, expected %llu",
+                 (unsigned long long)lin_state_bytes(kind, &m), (unsigned long long)want);
+        for (int l = 0; l < layers; l++)
+            LT_CHECK(lin_layer_is_own(&m, l) == !((mask >> l) & 1u), "layer %d routing", l);
+        /* the layout: 256-aligned, disjoint, inside the total */
+        lin_layout L;
+        rc = lin_layout_compute(&L, &d, lt_rand(&rs, 1, 64), lt_rand(&rs, 1, 4096), lt_rand(&rs, 0, 5),
+                                lt_rand(&rs, 0, 1), lt_rand(&rs, 0, 1), why, sizeof why);
+        LT_CHECK(rc == SGL_ATTN_OK, "layout: %s", why);
+        size_t offs[40];
+        int no = 0;
+        offs[no++] = L.conv, offs[no++] = L.ssm, offs[no++] = L.iconv, offs[no++] = L.issm;
+        for (int i = 0; i < 14; i++) offs[no++] = L.plan[i];
+        size_t more[] = {L.X, L.G, L.B, L.Wt, L.QGt, L.KDt, L.Ut, L.Mt, L.eG, L.Sk, L.stage};
+        for (size_t i = 0; i < sizeof more / sizeof *more; i++) offs[no++] = more[i];
+        for (int i = 0; i < no; i++) {
+            LT_CHECK(offs[i] % 256 == 0 && offs[i] <= L.total, "offset %d = %zu (total %zu)", i, offs[i], L.total);
+            if (i) LT_CHECK(offs[i] >= offs[i - 1], "offsets in order at %d", i);
+        }
+        LT_CHECK(L.max_chunks >= (L.max_tokens + LIN_CHUNK - 1) / LIN_CHUNK + L.max_reqs - 0, "max_chunks");
+    }
+}
+
+static void test_refusals(void) {
+    char why[256];
+    lin_dims d;
+    sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F64, 4, 0xa);
+    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(why, "lin_state_dtype"), "f64 state: %s", why);
+    m = model_of(SGL_ATTN_HYBRID_GDN, 2, 5, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
+    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(why, "lin_num_v_heads = 5"), "hv 5 over hk 2: %s", why);
+    m = model_of(SGL_ATTN_HYBRID_MAMBA2, 2, 4, 128, 128, 9, 0, SGL_ATTN_DT_F32, 4, 0xa);
+    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_MAMBA2, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(why, "lin_conv_kernel = 9"), "conv 9: %s", why);
+    m = model_of(SGL_ATTN_HYBRID_KDA, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
+    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(why, "this wrapper computes gdn"), "kind mismatch: %s", why);
+    m = model_of(SGL_ATTN_HYBRID_GDN, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
+    m.is_mla = 1;
+    LT_CHECK(lin_supports_model(SGL_ATTN_HYBRID_GDN, &m, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(why, "non-MLA"), "gdn + MLA: %s", why);
+    LT_CHECK(lin_supports_model(SGL_ATTN_HYBRID_KDA, &m, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED,
+             "kda refuses a gdn model");
+    LT_CHECK(lin_variant_parse("simple") == LIN_VARIANT_SIMPLE && lin_variant_parse(NULL) == LIN_VARIANT_FAST &&
+                 lin_variant_parse("fast") == LIN_VARIANT_FAST && lin_variant_parse("mma") == -1,
+             "variant names");
+}
+
+static void test_paths(void) {
+    char why[128];
+    lin_dims d;
+    sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_tc_dims_ok(&d) && lin_decode_dims_ok(&d, 1) && lin_decode_dims_ok(&d, 4), "qwen3-next dims fit");
+    LT_CHECK(!lin_decode_dims_ok(&d, LIN_DECODE_NMAX + 1), "too many verify tokens");
+    lin_layout L;
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(L.need_tc && !L.need_simple, "fast, bf16: tensor-core scratch only");
+    LT_CHECK(L.Wt < L.QGt && L.QGt - L.Wt >= (size_t)8192 * 32 * 128 * 2, "W scratch size");
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 0, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(!L.need_tc && L.need_simple, "fast, f32 activations: the token-by-token path");
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_SIMPLE, 1, why, sizeof why) == SGL_ATTN_OK, "%s",
+             why);
+    LT_CHECK(!L.need_tc && L.need_simple && L.G < L.B && L.B - L.G >= (size_t)8192 * 32 * 4, "simple: X, G, B");
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 32, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(L.need_tc && L.need_simple && L.steps == 32, "32 verify tokens: the fused kernel cannot take them");
+    LT_CHECK(L.issm - L.iconv >= (size_t)d.n_lin * 64 * 32 * (size_t)d.conv_elems * 4, "verify copies");
+    d.dk = 96;
+    LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_dims_ok(&d, 1), "K = 96: token-by-token");
+    d.dk = 128;
+    d.dv = 48;
+    LT_CHECK(!lin_tc_dims_ok(&d) && lin_decode_dims_ok(&d, 1), "V = 48: fused decode, no tensor cores");
+    d.kind = SGL_ATTN_HYBRID_SHORT_CONV;
+    LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_dims_ok(&d, 1), "short_conv: its own kernels");
+    /* shared memory formulas */
+    LT_CHECK(lin_decode_smem_bytes(LIN_GDN, 128, 128, 2, 1, 1) == (2 * 128 + 1 + 2 * (128 + 1 + 1)) * 4,
+             "decode smem");
+    LT_CHECK(LIN_C2_SMEM(32) <= 166912 && LIN_C1_SMEM <= 166912, "the chunk kernels fit an A100 (163 KiB)");
+    /* overflow is an error, not a wrap */
+    sgl_attn_model big = model_of(SGL_ATTN_HYBRID_GDN, 64, 1024, 1024, 1024, 8, 0, SGL_ATTN_DT_F32, 1024, 0);
+    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &big, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_layout_compute(&L, &d, 1 << 30, 1 << 30, 16, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_E_NOMEM &&
+                 strstr(why, "overflow"), "overflow: %s", why);
+}
+
+static void test_checks(void) {
+    char err[256];
+    float buf[64];
+    int64_t shape[3] = {4, 2, 8}, strides[3] = {32, 8, 1}; /* row stride 32: padded rows */
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    t.data = buf;
+    t.device.device_type = kDLCUDA;
+    t.device.device_id = 1;
+    t.ndim = 3;
+    t.dtype.code = kDLFloat;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = shape;
+    const int64_t want[3] = {4, 2, 8}, want2[3] = {4, -1, 9};
+    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_OK, "%s", err);
+    LT_CHECK(lin_check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(err, "CUDA device 1") && strstr(err, "device 0"), "other device: %s", err);
+    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want2, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 !strcmp(err, "linear.x has shape [4, 2, 8]; expected [4, *, 9]"), "shape: %s", err);
+    t.strides = strides;
+    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(err, "strided"), "strided: %s", err);
+    t.strides = NULL;
+    t.dtype.bits = 64;
+    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(err, "float64"), "f64: %s", err);
+    t.dtype.bits = 32;
+    t.device.device_type = kDLCPU;
+    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
+                 strstr(err, "kDLCPU"), "host: %s", err);
+    t.device.device_type = kDLCUDAHost; /* pinned: readable by the kernels */
+    LT_CHECK(lin_check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_OK, "pinned: %s", err);
+    t.byte_offset = 2;
+    LT_CHECK(lin_check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 strstr(err, "aligned"), "misaligned: %s", err);
+    t.byte_offset = 0;
+    LT_CHECK(lin_check_float(NULL, "linear.b", 0, 3, want, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 !strcmp(err, "linear.b is NULL"), "NULL: %s", err);
+    /* index tensors */
+    int32_t idx[4] = {3, -1, 0, 2};
+    int64_t n4[1] = {4};
+    DLTensor ix;
+    memset(&ix, 0, sizeof ix);
+    ix.data = idx;
+    ix.device.device_type = kDLCPU;
+    ix.ndim = 1;
+    ix.dtype.code = kDLInt;
+    ix.dtype.bits = 32;
+    ix.dtype.lanes = 1;
+    ix.shape = n4;
+    int on_host = 0;
+    LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 4, &on_host, err, sizeof err) == SGL_ATTN_OK && on_host,
+             "host index: %s", err);
+    LT_CHECK(lin_index_at(&ix, 1) == -1 && lin_index_at(&ix, 3) == 2, "index values");
+    LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 5, &on_host, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 strstr(err, "has 4 entries; expected at least 5"), "short: %s", err);
+    ix.dtype.bits = 16;
+    LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 4, &on_host, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 strstr(err, "int32 or int64"), "int16: %s", err);
+    ix.dtype.bits = 32;
+    ix.device.device_type = kDLCUDA;
+    LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 4, &on_host, err, sizeof err) == SGL_ATTN_OK && !on_host,
+             "device index: %s", err);
+}
+
+int main(void) {
+    test_dims();
+    test_refusals();
+    test_paths();
+    test_checks();
+    printf("test_lin_pure: %d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
+    return lt_failures ? 1 : 0;
+}
