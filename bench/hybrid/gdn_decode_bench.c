@@ -237,12 +237,22 @@ int main(int argc, char **argv) {
         char date[32];
         strftime(date, sizeof date, "%Y-%m-%d", gmtime(&tt));
         const char *commit = getenv("SGL_ATTN_COMMIT");
-        fprintf(f, "{\"tool\": \"gdn_decode_bench\", \"device\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\",\n"
+        char cpu[128] = "CPU";
+        FILE *ci = fopen("/proc/cpuinfo", "r");
+        char line[256];
+        while (ci && fgets(line, sizeof line, ci))
+            if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+                snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+                cpu[strcspn(cpu, "\n")] = 0;
+                break;
+            }
+        if (ci) fclose(ci);
+        fprintf(f, "{\"tool\": \"gdn_decode_bench\", \"device\": \"%s (%d threads)\", \"date\": \"%s\", \"commit\": \"%s\",\n"
                    " \"case\": {\"batch\": %d, \"hv\": %d, \"hk\": %d, \"k\": %d, \"v\": %d, \"state\": \"f32\", \"threads\": %d},\n"
                    " \"rounds\": %d, \"median_us\": %.1f, \"min_us\": %.1f, \"state_bytes_per_step\": %.0f, \"gbps\": %.3f,\n"
                    " \"bw_read_gbps\": %.3f, \"bw_copy_gbps\": %.3f, \"bw_inplace_gbps\": %.3f, \"ratio\": %.4f,\n"
                    " \"ratio_per_round_median\": %.4f}\n",
-                "CPU (pthreads)", date, commit ? commit : "", B, HV, HK, K, V, w->n_workers, nt, med * 1e6,
+                cpu, w->n_workers, date, commit ? commit : "", B, HV, HK, K, V, w->n_workers, nt, med * 1e6,
                 t_dec[0] * 1e6, state_bytes, gbps, bw_read, bw_copy, bw_rw, gbps / bw, ratio[nt / 2]);
         fclose(f);
     }
