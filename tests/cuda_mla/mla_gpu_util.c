@@ -1,5 +1,6 @@
 /* mla_gpu_util.c - see mla_gpu_util.h. */
 #include "mla_gpu_util.h"
+#include "mla_plugin_path.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -66,9 +67,14 @@ static int64_t irand(int64_t n) { return (int64_t)(urand() * (double)n); }
 
 int mg_open(mg_plugin *pl, char *why, size_t n) {
     memset(pl, 0, sizeof *pl);
-    pl->handle = dlopen(CUDA_MLA_SO, RTLD_NOW | RTLD_LOCAL);
+    char so[4200];
+    if (mla_plugin_path(so, sizeof so)) {
+        snprintf(why, n, "%s", so);
+        return -1;
+    }
+    pl->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (!pl->handle) {
-        snprintf(why, n, "dlopen %s: %s", CUDA_MLA_SO, dlerror());
+        snprintf(why, n, "dlopen %s: %s", so, dlerror());
         return -1;
     }
     sgl_attn_plugin_entry_fn entry = (sgl_attn_plugin_entry_fn)dlsym(pl->handle, SGL_ATTN_PLUGIN_ENTRY_SYMBOL);

@@ -9,8 +9,8 @@
 
 MLA_TEST_PLAN := $(TESTDIR)/test_mla_plan
 MLA_TEST_CHECK := $(TESTDIR)/test_mla_check
-CFLAGS_tests_cuda_mla_ := -Iplugins/cuda/mla -Iplugins/cuda/common \
-    -DCUDA_MLA_SO='"$(abspath $(PLUGDIR))/cuda_mla.so"'
+# The plugin is found at run time (mla_plugin_path.h), never by a built-in path.
+CFLAGS_tests_cuda_mla_ := -Iplugins/cuda/mla -Iplugins/cuda/common
 $(MLA_TEST_PLAN): $(OBJDIR)/tests/cuda_mla/test_mla_plan.o $(OBJDIR)/plugins/cuda/mla/mla_plan.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka

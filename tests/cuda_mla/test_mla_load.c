@@ -8,11 +8,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "mla_plugin_path.h"
 #include "sgl_attn_abi.h"
 
 static void *h;
@@ -20,8 +22,13 @@ static const sgl_attn_plugin *p;
 
 static int setup(void **st) {
     (void)st;
-    h = dlopen(CUDA_MLA_SO, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return -1;
+    char so[4200];
+    if (mla_plugin_path(so, sizeof so)) return -1;
+    h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "dlopen %s: %s\n", so, dlerror());
+        return -1;
+    }
     sgl_attn_plugin_entry_fn e = (sgl_attn_plugin_entry_fn)dlsym(h, SGL_ATTN_PLUGIN_ENTRY_SYMBOL);
     if (!e) return -1;
     static sgl_attn_host_api api = {.struct_size = sizeof(sgl_attn_host_api), .abi_major = SGL_ATTN_ABI_MAJOR,
