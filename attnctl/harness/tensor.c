@@ -3,9 +3,12 @@
  * device allocation and byte_offset skips the front guard, which is valid
  * for pointer devices and for handle devices (an OpenCL cl_mem) alike;
  * copies always move the whole allocation. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 
@@ -166,15 +169,58 @@ int htensor_is_poison(const htensor *t, size_t i) {
     }
 }
 
-void htensor_fill_normal(htensor *t, hrng *r, double sigma) {
-    void *p = htensor_data(t);
-    for (size_t i = 0; i < t->count; i++) hdtype_store(t->dt, p, i, sigma * hrng_normal(r));
+/* Filling is chunked: chunk c draws from its own stream seeded by (one draw
+ * of the caller's rng, c), so the values depend on the seed alone, never on
+ * how many threads ran.  Threads matter for bench pools of many GB. */
+#define FILL_CHUNK ((size_t)1 << 20)
+
+typedef struct fill_job {
+    htensor *t;
+    uint64_t base;
+    double scale;
+    int normal;
+    size_t n_chunks;
+    atomic_size_t next;
+} fill_job;
+
+static void fill_chunk(fill_job *j, size_t c) {
+    hrng r;
+    hrng_seed(&r, j->base ^ (0x9e3779b97f4a7c15ull * (uint64_t)(c + 1)));
+    void *p = htensor_data(j->t);
+    size_t lo = c * FILL_CHUNK, hi = lo + FILL_CHUNK < j->t->count ? lo + FILL_CHUNK : j->t->count;
+    for (size_t i = lo; i < hi; i++) {
+        double v = j->normal ? hrng_normal(&r) : 2.0 * hrng_uniform(&r) - 1.0;
+        hdtype_store(j->t->dt, p, i, j->scale * v);
+    }
 }
 
+static void *fill_worker(void *arg) {
+    fill_job *j = arg;
+    for (size_t c; (c = atomic_fetch_add(&j->next, 1)) < j->n_chunks;) fill_chunk(j, c);
+    return NULL;
+}
+
+static void fill(htensor *t, hrng *r, double scale, int normal) {
+    fill_job j = {.t = t, .base = hrng_next(r), .scale = scale, .normal = normal,
+                  .n_chunks = (t->count + FILL_CHUNK - 1) / FILL_CHUNK};
+    atomic_init(&j.next, 0);
+    enum { MAX_THREADS = 32 };
+    pthread_t th[MAX_THREADS];
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t want = j.n_chunks < 2 ? 0 : (size_t)(cpus > 1 ? cpus : 1);
+    if (want > MAX_THREADS) want = MAX_THREADS;
+    if (want > j.n_chunks) want = j.n_chunks;
+    size_t started = 0;
+    for (; started < want; started++)
+        if (pthread_create(&th[started], NULL, fill_worker, &j)) break;
+    fill_worker(&j); /* this thread works too, and finishes alone if none started */
+    for (size_t i = 0; i < started; i++) pthread_join(th[i], NULL);
+}
+
+void htensor_fill_normal(htensor *t, hrng *r, double sigma) { fill(t, r, sigma, 1); }
+
 void htensor_fill_uniform(htensor *t, hrng *r, double sigma) {
-    void *p = htensor_data(t);
-    const double a = sigma * 1.7320508075688772; /* uniform(-a, a) has deviation sigma */
-    for (size_t i = 0; i < t->count; i++) hdtype_store(t->dt, p, i, a * (2.0 * hrng_uniform(r) - 1.0));
+    fill(t, r, sigma * 1.7320508075688772, 0); /* uniform(-a, a) has deviation sigma */
 }
 
 void htensor_set_index(htensor *t, size_t i, int64_t v) {
