@@ -266,7 +266,16 @@ int main(int argc, char **argv) {
         {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
         {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "simple", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
+    /* BENCH_SMOKE=1: tiny shapes, to check the tool itself (the CPU emulator runs it) */
+    const bcase smoke[] = {
+        {"decode smoke hv4/hk2 B=3", "fast", "auto", SGL_ATTN_MODE_DECODE, 2, 4, 3, 0, SGL_ATTN_DT_F32, LT_BF16},
+        {"decode smoke hv4/hk2 B=3", "simple", "auto", SGL_ATTN_MODE_DECODE, 2, 4, 3, 0, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill smoke hv4/hk2 T=130", "fast", "16", SGL_ATTN_MODE_EXTEND, 2, 4, 1, 130, SGL_ATTN_DT_F32, LT_BF16},
+    };
+    const int smoke_on = getenv("BENCH_SMOKE") && atoi(getenv("BENCH_SMOKE"));
+    const bcase *run = smoke_on ? smoke : cases;
+    const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke : sizeof cases / sizeof *cases;
+    for (size_t i = 0; i < nrun; i++) run_case(&run[i]);
     fprintf(json, "\n]}\n");
     fclose(json);
     printf("wrote %s\n", out);

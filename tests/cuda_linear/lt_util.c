@@ -146,7 +146,7 @@ void lt_make(lt_tensor *x, int dt, int ndim, const int64_t *shape, int on_host) 
     x->n = 1;
     for (int i = 0; i < ndim; i++) x->n *= (size_t)(x->shape[i] = shape[i]);
     x->on_host = on_host;
-    const size_t bytes = x->n * lt_esz(dt) + 16;
+    const size_t bytes = x->n ? x->n * lt_esz(dt) : 1; /* exact: overruns show under the emulator's ASan */
     if (on_host) {
         x->dev = calloc(1, bytes);
         if (!x->dev) die_cuda(cudaErrorMemoryAllocation, "host tensor");

@@ -45,7 +45,7 @@ $(LINT_BENCH): $(call LINT_OBJ,bench_lin) $(LINT_UTIL) | $(LIN_SOS)
 # built for a CPU emulator of CUDA (emu/: fibers for threads, warp collectives,
 # ldmatrix / mma.sync semantics, a host-memory runtime), so they run here.
 LINE_OBJ := $(OBJDIR)/$(LINT_DIR)/emu
-LINE_CXXFLAGS := -std=c++17 -O1 -g -fPIC -DLK_EMU -include $(LINT_DIR)/emu/emu_prelude.h -I$(CUDA_HOME)/include \
+LINE_CXXFLAGS := -std=c++17 -O1 -g -fPIC $(SANFLAGS) -DLK_EMU -include $(LINT_DIR)/emu/emu_prelude.h -I$(CUDA_HOME)/include \
                  -Iabi -Ihost -Iplugins/cuda/common -I$(LIN_DIR) -I$(LINT_DIR)/emu -Wall -Wextra -Werror \
                  -Wno-attributes -Wno-unknown-pragmas -Wno-unused-parameter -Wno-unused-function
 LINE_KERNELS := $(addprefix $(LINE_OBJ)/,$(addsuffix .cu.o,$(LIN_CU)))
@@ -69,6 +69,15 @@ $(LINT_EMU): $(call LINT_OBJ,test_lin_gpu lt_scen lt_check) $(LINE_OBJ)/lt_util.
              $(LINE_OBJ)/emu_simt.o $(LINE_OBJ)/emu_cudart.o
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
+
+# bench_lin on the emulator, for `BENCH_SMOKE=1 build/tests/bench_lin_emu` (the tool's own check)
+LINT_BENCH_EMU := $(TESTDIR)/bench_lin_emu
+$(LINT_BENCH_EMU): $(call LINT_OBJ,bench_lin lt_check) $(LINE_OBJ)/lt_util.o $(LINE_PLUGINS) \
+                   $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(CUDA_COMMON_OBJS) $(LINE_OBJ)/emu_simt.o \
+                   $(LINE_OBJ)/emu_cudart.o
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(LINT_BENCH_EMU)
 
 TESTS += $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E) $(LINT_EMU)
 LINT_TESTS += $(LINT_EMU) $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E)

@@ -84,7 +84,10 @@ LK_DEV void lk_tmul_store(const uint32_t at[4][4], const uint16_t *src, int lds,
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const int t = 16 * warp + g + 8 * hf, c = c0 + 8 * nt + 2 * t4;
-                if (t < len) *(uint32_t *)(dst0 + t * gst + c) = lk_pack2<OT>(acc[nt][2 * hf], acc[nt][2 * hf + 1]);
+                if (t < len) {
+                    LK_ALIGNED(dst0 + t * gst + c, 4);
+                    *(uint32_t *)(dst0 + t * gst + c) = lk_pack2<OT>(acc[nt][2 * hf], acc[nt][2 * hf + 1]);
+                }
             }
     }
 }

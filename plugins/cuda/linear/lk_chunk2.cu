@@ -55,22 +55,22 @@ __global__ __launch_bounds__(LK_C2_THREADS) void lin_chunk2_kernel(lin_fwd p) {
             const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
             const bool ok = t < len;
             const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
-            if (DELTA) gc_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
-            gc_cp_async16(QGs + t * KP + cc, (const uint16_t *)p.QGt + src, ok);
-            gc_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
+            if (DELTA) lk_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
+            lk_cp_async16(QGs + t * KP + cc, (const uint16_t *)p.QGt + src, ok);
+            lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
         }
         for (int idx = tid; idx < C * (C / 8); idx += LK_C2_THREADS) {
             const int t = idx / (C / 8), cc = (idx % (C / 8)) * 8;
             const bool ok = t < len;
-            gc_cp_async16(Ms + t * CP + cc, (const uint16_t *)p.Mt + ((ct0 + (ok ? t : 0)) * HV + h) * C + cc, ok);
+            lk_cp_async16(Ms + t * CP + cc, (const uint16_t *)p.Mt + ((ct0 + (ok ? t : 0)) * HV + h) * C + cc, ok);
         }
         for (int idx = tid; idx < C * (VT / 8); idx += LK_C2_THREADS) {
             const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
             const bool ok = t < len;
-            gc_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
+            lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
         }
         for (int idx = tid; idx < K / 4; idx += LK_C2_THREADS)
-            gc_cp_async16(eGs + idx * 4, p.eG + ((int64_t)jc * HV + h) * K + idx * 4, true);
+            lk_cp_async16(eGs + idx * 4, p.eG + ((int64_t)jc * HV + h) * K + idx * 4, true);
     };
 
     /* the state tile: element e of (m-tile a, n-tile b) is row 16a + g + 8(e >> 1),
@@ -90,13 +90,13 @@ __global__ __launch_bounds__(LK_C2_THREADS) void lin_chunk2_kernel(lin_fwd p) {
                 *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
             }
     if (nch > 0) issue(0, c0);
-    gc_cp_async_commit();
+    lk_cp_async_commit();
 
     for (int q = 0; q < nch; q++) {
-        gc_cp_async_wait<0>();
+        lk_cp_async_wait_all();
         __syncthreads(); /* chunk q landed; Sb holds S; every warp is done with chunk q-1 */
         if (q + 1 < nch) issue((q + 1) & 1, c0 + q + 1);
-        gc_cp_async_commit();
+        lk_cp_async_commit();
         unsigned char *base = smraw + (q & 1) * STAGE;
         const uint16_t *Ws = (const uint16_t *)base, *QGs = Ws + C * KP, *KDs = QGs + C * KP, *Ms = KDs + C * KP,
                        *Us = Ms + C * CP;
@@ -204,7 +204,7 @@ __global__ __launch_bounds__(LK_C2_THREADS) void lin_chunk2_kernel(lin_fwd p) {
                     *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
                 }
     }
-    gc_cp_async_wait<0>();
+    lk_cp_async_wait_all();
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll

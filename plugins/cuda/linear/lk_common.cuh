@@ -17,10 +17,19 @@
  * (tests/cuda_linear/emu, LK_EMU): there a "thread" is a fiber. */
 #ifdef LK_EMU
 #define LK_DYN_SMEM(T, name) T *name = (T *)lk_emu_dyn_smem()
+#define LK_ALIGNED(p, n) lk_emu_aligned((const void *)(p), (n))
+/* the emulator lands async copies only at the wait, as the hardware may */
+#define lk_cp_async16(dst, src, pred) lk_emu_cp_async16((dst), (src), (pred))
+#define lk_cp_async_commit() ((void)0)
+#define lk_cp_async_wait_all() lk_emu_cp_async_wait()
 #define LK_LAUNCH(kern, grid, block, smem, stream, ...) \
     lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); })
 #else
 #define LK_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
+#define LK_ALIGNED(p, n) ((void)0)
+#define lk_cp_async16(dst, src, pred) gc_cp_async16((dst), (src), (pred))
+#define lk_cp_async_commit() gc_cp_async_commit()
+#define lk_cp_async_wait_all() gc_cp_async_wait<0>()
 #define LK_LAUNCH(kern, grid, block, smem, stream, ...) kern<<<grid, block, smem, stream>>>(__VA_ARGS__)
 #endif
 
@@ -70,6 +79,7 @@ template <int SDT> LK_DEV void lk_s1st(void *base, int64_t i, float v) {
 }
 
 template <int SDT, int N> LK_DEV void lk_sld(const void *base, int64_t i, float *o) {
+    LK_ALIGNED((const char *)base + i * (SDT == LIN_DT_F32 ? 4 : 2), (N * (SDT == LIN_DT_F32 ? 4 : 2)) > 16 ? 16 : N * (SDT == LIN_DT_F32 ? 4 : 2));
     if (SDT == LIN_DT_F32) {
         const float *p = (const float *)base + i;
         if (N % 4 == 0) {
@@ -104,6 +114,7 @@ template <int SDT, int N> LK_DEV void lk_sld(const void *base, int64_t i, float 
 }
 
 template <int SDT, int N> LK_DEV void lk_sst(void *base, int64_t i, const float *v) {
+    LK_ALIGNED((const char *)base + i * (SDT == LIN_DT_F32 ? 4 : 2), (N * (SDT == LIN_DT_F32 ? 4 : 2)) > 16 ? 16 : N * (SDT == LIN_DT_F32 ? 4 : 2));
     if (SDT == LIN_DT_F32) {
         float *p = (float *)base + i;
         if (N % 4 == 0) {

@@ -61,6 +61,12 @@ template <class F> static inline void lk_emu_launch(dim3 grid, dim3 block, size_
 }
 /* ldmatrix.x4 (trans: .trans) from the 32 lanes' row addresses */
 void lk_emu_ldsm(uint32_t r[4], const void *p, int trans);
+/* cp.async: queued per thread, landed at the thread's wait (a missing wait
+ * reads the poisoned shared memory) */
+void lk_emu_cp_async16(void *dst, const void *src, bool pred);
+void lk_emu_cp_async_wait(void);
+/* abort unless p is n-byte aligned (vector loads and stores) */
+void lk_emu_aligned(const void *p, size_t n);
 /* mma.sync m16n8k16 row.col, f32 accumulate; bf16 or f16 operands */
 void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int bf16);
 

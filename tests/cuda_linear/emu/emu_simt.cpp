@@ -15,6 +15,13 @@
 
 #include "emu_prelude.h"
 
+/* AddressSanitizer must know when the stack changes (emu runs under SAN=asan). */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define EMU_ASAN 1
+#endif
+
 emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 extern "C" void emu_ctx_switch(void **save_sp, void *to_sp);
@@ -47,11 +54,17 @@ enum { RUN = 0, WAIT = 1, DONE = 2 };
 enum { OP_NONE = 0, OP_SYNCWARP, OP_SHFL, OP_LDSM, OP_MMA };
 constexpr size_t STACK = 192 * 1024;
 
+struct Copy {
+    void *dst;
+    unsigned char data[16];
+};
+
 struct Fiber {
     void *sp;
     char *stack;
     unsigned tid;
     int state;
+    std::vector<Copy> pending; /* cp.async not yet waited for */
 };
 
 struct Warp {
@@ -74,6 +87,36 @@ std::vector<unsigned char> dyn;
     abort();
 }
 
+#ifdef EMU_ASAN
+const void *main_bottom;
+size_t main_size;
+#endif
+
+/* scheduler -> fiber f */
+void enter(Fiber &f) {
+#ifdef EMU_ASAN
+    void *fake = nullptr;
+    __sanitizer_start_switch_fiber(&fake, f.stack, STACK);
+    emu_ctx_switch(&sched_sp, f.sp);
+    __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+#else
+    emu_ctx_switch(&sched_sp, f.sp);
+#endif
+}
+
+/* fiber -> scheduler; finished: the fiber never resumes */
+void leave(bool finished) {
+#ifdef EMU_ASAN
+    void *fake = nullptr;
+    __sanitizer_start_switch_fiber(finished ? nullptr : &fake, main_bottom, main_size);
+    emu_ctx_switch(&cur->sp, sched_sp);
+    __sanitizer_finish_switch_fiber(fake, &main_bottom, &main_size);
+#else
+    (void)finished;
+    emu_ctx_switch(&cur->sp, sched_sp);
+#endif
+}
+
 void set_thread(const Fiber *f) {
     threadIdx.x = f->tid % blockDim.x;
     threadIdx.y = f->tid / blockDim.x % blockDim.y;
@@ -82,7 +125,7 @@ void set_thread(const Fiber *f) {
 
 void wait_here() {
     cur->state = WAIT;
-    emu_ctx_switch(&cur->sp, sched_sp);
+    leave(false);
     set_thread(cur);
 }
 
@@ -95,13 +138,17 @@ void release_block() {
 }
 
 void trampoline() {
+#ifdef EMU_ASAN
+    __sanitizer_finish_switch_fiber(nullptr, &main_bottom, &main_size);
+#endif
     (*body)();
+    if (!cur->pending.empty()) die("a thread exited with cp.async copies it never waited for");
     cur->state = DONE;
     live--;
     Warp &w = warps[cur->tid / 32];
     if (w.arrived) die("a lane exited while its warp waits at a collective");
     if (bar_arrived && bar_arrived == live) release_block();
-    emu_ctx_switch(&cur->sp, sched_sp);
+    leave(true);
     die("a finished fiber was resumed");
 }
 
@@ -226,6 +273,28 @@ int atomicCAS(int *address, int compare, int val) {
 
 float __ldcg(const float *p) { return *p; }
 
+/* ------------------------------------------------------------ cp.async */
+
+void lk_emu_cp_async16(void *dst, const void *src, bool pred) {
+    const unsigned char *lo = dyn.data(), *hi = dyn.data() + dyn.size();
+    if ((const unsigned char *)dst < lo || (const unsigned char *)dst + 16 > hi) die("cp.async outside shared memory");
+    if ((uintptr_t)dst % 16 || (pred && (uintptr_t)src % 16)) die("cp.async address not 16-byte aligned");
+    Copy c;
+    c.dst = dst;
+    if (pred) std::memcpy(c.data, src, 16); /* the source is read now, as the issue does */
+    else std::memset(c.data, 0, 16);
+    cur->pending.push_back(c);
+}
+
+void lk_emu_cp_async_wait(void) {
+    for (const Copy &c : cur->pending) std::memcpy(c.dst, c.data, 16);
+    cur->pending.clear();
+}
+
+void lk_emu_aligned(const void *p, size_t n) {
+    if ((uintptr_t)p % n) die("a vector access is not aligned to its size");
+}
+
 /* ------------------------------------------------------ tensor cores */
 
 void lk_emu_ldsm(uint32_t r[4], const void *p, int trans) {
@@ -310,7 +379,13 @@ void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int b
 
 void *lk_emu_dyn_smem(void) { return dyn.data(); }
 
+static void free_stacks() {
+    for (auto &f : fibers) free(f.stack);
+    fibers.clear();
+}
+
 static void run_block(unsigned nthreads) {
+    if (fibers.empty()) atexit(free_stacks);
     if (fibers.size() < nthreads) {
         const size_t old = fibers.size();
         fibers.resize(nthreads);
@@ -324,6 +399,10 @@ static void run_block(unsigned nthreads) {
         Fiber &f = fibers[i];
         f.tid = i;
         f.state = RUN;
+        f.pending.clear();
+#ifdef EMU_ASAN
+        __asan_unpoison_memory_region(f.stack, STACK); /* redzones of the last block's frames */
+#endif
         uintptr_t top = ((uintptr_t)f.stack + STACK) & ~(uintptr_t)15;
         void **sp = (void **)top;
         *--sp = nullptr;                   /* the trampoline's return address: never used */
@@ -342,7 +421,7 @@ static void run_block(unsigned nthreads) {
             if (f.state != RUN) continue;
             cur = &f;
             set_thread(&f);
-            emu_ctx_switch(&sched_sp, f.sp);
+            enter(f);
             progress = true;
         }
         if (all_done) break;
