@@ -229,6 +229,28 @@ static void test_world_writable_dir_and_file(void **state) {
     sgl_attn_host_close(h);
 }
 
+/* A symlink in a safe directory to a plugin in a world-writable one: the
+ * target's directory is what an attacker could change, so it is refused. */
+static void test_symlink_into_unsafe_dir(void **state) {
+    fs_state *s = *state;
+    char safe[600], open_dir[600], link[700], target[700];
+    subdir(s, "safe", safe, sizeof safe, 0755);
+    subdir(s, "dropbox", open_dir, sizeof open_dir, 0777);
+    gu_install(open_dir, "good.so", NULL);
+    assert_int_equal(chmod(open_dir, 0777), 0);
+    snprintf(target, sizeof target, "%s/good.so", open_dir);
+    snprintf(link, sizeof link, "%s/linked.so", safe);
+    assert_int_equal(symlink(target, link), 0);
+    gu_install(safe, "good.so", "zz_good.so");
+    sgl_attn_host *h = gu_open(safe, NULL, 0, 0, NULL);
+    char want[800];
+    snprintf(want, sizeof want, "directory of the symlink's target %s is world-writable", open_dir);
+    gu_expect(h, "linked.so", SGL_ATTN_PLUGIN_DISABLED, want);
+    gu_expect(h, "zz_good.so", SGL_ATTN_PLUGIN_USABLE, "");
+    gu_good_works(h);
+    sgl_attn_host_close(h);
+}
+
 static void test_foreign_owner(void **state) {
     fs_state *s = *state;
     if (!gu_is_root()) {
@@ -304,6 +326,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_symlink_loop_and_dangling, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_file_and_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_world_writable_dir_and_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_symlink_into_unsafe_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ten_thousand_files, setup, teardown),
     };
