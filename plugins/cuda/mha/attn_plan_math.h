@@ -31,4 +31,26 @@ ATTN_HD int32_t attn_plan_nsplit(int64_t len, int64_t chunk) {
     return len <= 0 ? 1 : (int32_t)((len + chunk - 1) / chunk);
 }
 
+/* The decode plan's split count: floor(len / chunk), at least 1.  Summed over
+ * the requests the split ones stay <= total / chunk <= target, so a batch
+ * plans at most target + bs items (<= target when every request has a chunk
+ * or more), never the ~target + bs/2 that rounding up gives: one wave fewer
+ * when the target is a whole number of waves.  Never more than
+ * attn_plan_nsplit, so every bound of that one holds. */
+ATTN_HD int32_t attn_plan_nsplit_fit(int64_t len, int64_t chunk) {
+    const int64_t n = chunk > 0 ? len / chunk : 1;
+    return n < 1 ? 1 : (int32_t)n;
+}
+
+/* Columns per split when n splits share len columns evenly, rounded up to
+ * align; ceil(len / result) <= n splits then cover the request, and no split
+ * is a sliver (the old last-split remainder of < align columns). */
+ATTN_HD int64_t attn_plan_split_len(int64_t len, int32_t n, int32_t align) {
+    if (n < 1) n = 1;
+    if (align < 1) align = 1;
+    int64_t c = (len + n - 1) / n;
+    if (c < 1) c = 1;
+    return (c + align - 1) / align * align;
+}
+
 #endif

@@ -7,8 +7,10 @@
  * either write the output (request not split), or write a partial result and,
  * in the block that finishes last, merge the splits (the "fast combine": no
  * second launch, so it stays graph-capturable).  The last block is found with
- * a per-(request, head-block) counter: every block fences its partial, then
- * bumps the counter; the one that sees nsplit - 1 merges and re-arms it to 0.
+ * a per-(request, head-block) counter (hblock: the block's kv head x
+ * head-block index, whatever order the grid runs in): every block fences its
+ * partial, then bumps the counter; the one that sees nsplit - 1 merges and
+ * re-arms it to 0.
  * Sinks join the denominator here, once.  Portable.
  */
 #ifndef SGL_CUDA_KERN_DECODE_FINISH_CUH
@@ -18,7 +20,7 @@
 
 template <int DT, int D>
 GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, int qh0, int nh,
-                               const float *so, const float *sm, const float *sl) {
+                               const float *so, const float *sm, const float *sl, int hblock) {
     const int tid = threadIdx.x, nt = blockDim.x;
     __shared__ int s_last;
     if (it.nsplit <= 1) {
@@ -50,7 +52,7 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
     __threadfence();
     __syncthreads();
     if (tid == 0) {
-        int *cnt = p.counters + (int64_t)it.b * p.counters_per_req + blockIdx.y;
+        int *cnt = p.counters + (int64_t)it.b * p.counters_per_req + hblock;
         const int old = atomicAdd(cnt, 1);
         s_last = old == it.nsplit - 1;
         if (s_last) atomicExch(cnt, 0);
@@ -81,6 +83,14 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
         uint16_t *out = (uint16_t *)p.out + (int64_t)it.b * p.o_stride_t + (int64_t)(qh0 + h) * p.o_stride_h;
         out[d] = gc_from_f32<DT>(den > 0.f ? num / den : 0.f);
     }
+}
+
+/* The same for a block whose head-block is blockIdx.y (kernels that do not
+ * reorder their grid). */
+template <int DT, int D>
+GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, int qh0, int nh,
+                               const float *so, const float *sm, const float *sl) {
+    attn_decode_finish<DT, D>(p, it, qh0, nh, so, sm, sl, (int)blockIdx.y);
 }
 
 #endif

@@ -23,8 +23,11 @@
 #define ATTN_DM_TILE 64 /* tokens per tile: 16 per warp */
 #define ATTN_DM_ROWS 16 /* q heads per block */
 
-template <int D> struct decode_mma_cfg {
-    static constexpr int STAGES = D <= 128 ? 3 : 2;
+/* Default cp.async depth: 3 tiles (100 KB at d128, 2 blocks per SM), 2 at d256. */
+template <int D> constexpr int decode_mma_default_stages() { return D <= 128 ? 3 : 2; }
+
+template <int D, int S_ = decode_mma_default_stages<D>()> struct decode_mma_cfg {
+    static constexpr int STAGES = S_;
     static constexpr int Q_ELEMS = ATTN_DM_ROWS * D;
     static constexpr int KV_ELEMS = ATTN_DM_TILE * D; /* one K or V tile */
     static constexpr size_t PIPE_BYTES = (size_t)(Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
@@ -35,9 +38,10 @@ template <int D> struct decode_mma_cfg {
     static constexpr size_t SMEM = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
 };
 
-template <int DT, int D>
-__global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_fwd p) {
-    using C = decode_mma_cfg<D>;
+/* order 1: blocks run heads-fastest (the kv heads of one item side by side). */
+template <int DT, int D, int S_ = decode_mma_default_stages<D>()>
+__global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_fwd p, int order) {
+    using C = decode_mma_cfg<D, S_>;
     constexpr int S = C::STAGES, TILE = ATTN_DM_TILE, CH = D / 8, NB = D / 8;
     constexpr bool QREG = D <= 128; /* Q fragments kept in registers */
     extern __shared__ __align__(128) uint16_t smem[];
@@ -45,10 +49,16 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
     uint16_t *ks = smem + C::Q_ELEMS;
     uint16_t *vs = ks + S * C::KV_ELEMS;
 
-    if ((int)blockIdx.x >= *p.num_items) return;
-    const attn_decode_item it = p.ditems[blockIdx.x];
+    int item = blockIdx.x, hblock = blockIdx.y;
+    if (order) {
+        const int lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+        item = lin / (int)gridDim.y;
+        hblock = lin % (int)gridDim.y;
+    }
+    if (item >= *p.num_items) return;
+    const attn_decode_item it = p.ditems[item];
     const int hblocks = (p.group + ATTN_DM_ROWS - 1) / ATTN_DM_ROWS;
-    const int kvh = blockIdx.y / hblocks, hb = blockIdx.y % hblocks;
+    const int kvh = hblock / hblocks, hb = hblock % hblocks;
     const int qh0 = kvh * p.group + hb * ATTN_DM_ROWS;
     const int nh = min(ATTN_DM_ROWS, p.group - hb * ATTN_DM_ROWS);
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -218,7 +228,7 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
         }
     }
     __syncthreads();
-    attn_decode_finish<DT, D>(p, it, qh0, nh, so, sm, sl);
+    attn_decode_finish<DT, D>(p, it, qh0, nh, so, sm, sl, hblock);
 }
 
 #endif

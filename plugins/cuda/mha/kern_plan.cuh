@@ -6,10 +6,12 @@
  * Decode: split-KV.  The split size is chosen from the total KV length so the
  * items (times the kv-head blocks) fill the GPU:
  *     chunk = roundup(max(min_chunk, ceil(total / target_items)), align)
- * which bounds the items by target_items + bs (sum of ceil(len_i / chunk)
- * <= total / chunk + bs), and the split items by 2 * target_items (each
- * split request has len > (n - 1) * chunk).  The host sizes the buffers and
- * the grid from these bounds.
+ * then request i gets n_i = max(1, floor(len_i / chunk)) splits of equal
+ * length split_i = roundup(ceil(len_i / n_i), align) (the last one shorter).
+ * Bounds: sum n_i over split requests <= total / chunk <= target_items, so
+ * the items stay <= target_items + bs and the partial slots <= target_items
+ * (<= 2 * target_items + 2, what the host sizes); ceil(len_i / split_i) <= n_i
+ * keeps them there.  The host sizes the buffers and the grid from these.
  *
  * Extend: one item per (request, q tile), ordered longest-first (most KV
  * tiles first) by a counting sort, so the causal tail does not idle the GPU.
@@ -98,10 +100,13 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
         const int b = b0 + t;
         plan_decode_range r;
         int n = 0, parts = 0;
+        long long split = chunk;
         if (b < in.bs) {
             r = plan_decode_req(in, pl, b);
             const int len = r.hi - r.lo;
-            n = attn_plan_nsplit(len, chunk);
+            n = attn_plan_nsplit_fit(len, chunk);
+            split = attn_plan_split_len(len, n, pl.chunk_align);
+            n = attn_plan_nsplit(len, split); /* <= the fit count */
             parts = n > 1 ? n : 0;
         }
         const int off = plan_block_scan<int>(n, tmp32, &carry_items);
@@ -112,8 +117,8 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
             attn_decode_item it;
             it.b = b;
             it.row = r.row;
-            it.kv_begin = (int)(r.lo + s * chunk < r.hi ? r.lo + s * chunk : r.hi);
-            it.kv_end = (int)(r.lo + (s + 1) * chunk < r.hi ? r.lo + (s + 1) * chunk : r.hi);
+            it.kv_begin = (int)(r.lo + s * split < r.hi ? r.lo + s * split : r.hi);
+            it.kv_end = (int)(r.lo + (s + 1) * split < r.hi ? r.lo + (s + 1) * split : r.hi);
             it.split = s;
             it.nsplit = n;
             it.part = n > 1 ? poff + s : -1;

@@ -1,22 +1,78 @@
-/* launch_mma.cu - launchers of the mma.sync decode and extend kernels. */
+/* launch_mma.cu - launchers of the mma.sync decode and extend kernels, and of
+ * the decode variants the sweep compares (docs/cuda.md, "decode performance"):
+ * the smem-staged mma decode at other cp.async depths, and the register-fed
+ * "reg" decode (kern_decode_reg.cuh) in its warp / buffer configurations. */
 #include "attn_launch.h"
 #include "kern_decode_mma.cuh"
+#include "kern_decode_reg.cuh"
 #include "kern_extend_mma.cuh"
 
+/* The decode depths beside the default that are compiled (d128 only: the
+ * shape the sweep measures; other head dims keep their default). */
+#define ATTN_DM_ALT_STAGES_D 128
+
+template <int DT, int D, int S> static cudaError_t set_decode_smem() {
+    return cudaFuncSetAttribute(attn_decode_mma_kernel<DT, D, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)decode_mma_cfg<D, S>::SMEM);
+}
+
 template <int DT, int D> static int setup_one() {
-    cudaError_t e = cudaFuncSetAttribute(attn_decode_mma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)decode_mma_cfg<D>::SMEM);
+    cudaError_t e = set_decode_smem<DT, D, decode_mma_default_stages<D>()>();
+    if constexpr (D == ATTN_DM_ALT_STAGES_D) {
+        if (e == cudaSuccess) e = set_decode_smem<DT, D, 2>();
+        if (e == cudaSuccess) e = set_decode_smem<DT, D, 4>();
+    }
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(attn_extend_mma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)extend_mma_cfg<D>::SMEM);
     return (int)e;
 }
 
-template <int DT, int D> static int decode_mma(const attn_fwd *p, int grid_items, cudaStream_t st) {
+template <int DT, int D, int S>
+static int decode_mma_s(const attn_fwd *p, int grid_items, cudaStream_t st, int order) {
     const int hblocks = (p->group + ATTN_DM_ROWS - 1) / ATTN_DM_ROWS;
     dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
-    attn_decode_mma_kernel<DT, D><<<grid, ATTN_DM_THREADS, decode_mma_cfg<D>::SMEM, st>>>(*p);
+    attn_decode_mma_kernel<DT, D, S><<<grid, ATTN_DM_THREADS, decode_mma_cfg<D, S>::SMEM, st>>>(*p, order);
     return (int)cudaGetLastError();
+}
+
+/* stages 0: the default depth; a depth not compiled for this head dim is refused. */
+template <int DT, int D>
+static int decode_mma(const attn_fwd *p, int grid_items, cudaStream_t st, int stages, int order) {
+    if (stages == 0 || stages == decode_mma_default_stages<D>())
+        return decode_mma_s<DT, D, decode_mma_default_stages<D>()>(p, grid_items, st, order);
+    if constexpr (D == ATTN_DM_ALT_STAGES_D) {
+        if (stages == 2) return decode_mma_s<DT, D, 2>(p, grid_items, st, order);
+        if (stages == 4) return decode_mma_s<DT, D, 4>(p, grid_items, st, order);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+template <int DT, int D, int NW, int NB>
+static int decode_reg_k(const attn_fwd *p, int grid_items, cudaStream_t st, int order, int diag) {
+    /* grid.y as the plan sized it: kv heads x blocks of 16 q heads (group <= 8: one) */
+    const int hblocks = (p->group + ATTN_DR_HBLOCK - 1) / ATTN_DR_HBLOCK;
+    dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
+    attn_decode_reg_kernel<DT, D, NW, NB><<<grid, NW * 32, 0, st>>>(*p, order, diag);
+    return (int)cudaGetLastError();
+}
+
+/* The (warps, buffers) configurations compiled; head dims 64 and 128. */
+static int reg_config_ok(int d, int warps, int bufs) {
+    if (d != 64 && d != 128) return 0;
+    return (warps == 4 && (bufs == 1 || bufs == 2)) || (bufs == 2 && (warps == 2 || warps == 8));
+}
+
+template <int DT, int D>
+static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st, int warps, int bufs, int order, int diag) {
+    if constexpr (D == 64 || D == 128) {
+        if (p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
+        if (warps == 4 && bufs == 2) return decode_reg_k<DT, D, 4, 2>(p, grid_items, st, order, diag);
+        if (warps == 4 && bufs == 1) return decode_reg_k<DT, D, 4, 1>(p, grid_items, st, order, diag);
+        if (warps == 2 && bufs == 2) return decode_reg_k<DT, D, 2, 2>(p, grid_items, st, order, diag);
+        if (warps == 8 && bufs == 2) return decode_reg_k<DT, D, 8, 2>(p, grid_items, st, order, diag);
+    }
+    return (int)cudaErrorInvalidValue;
 }
 
 template <int DT, int D> static int extend_mma(const attn_fwd *p, int grid_items, cudaStream_t st) {
@@ -43,7 +99,29 @@ extern "C" int attn_mma_setup(int dtype, int d) { ATTN_DISPATCH(setup_one, dtype
 
 extern "C" int attn_launch_decode_mma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
-    ATTN_DISPATCH(decode_mma, dtype, d, p, grid_items, (cudaStream_t)stream);
+    ATTN_DISPATCH(decode_mma, dtype, d, p, grid_items, (cudaStream_t)stream, 0, 0);
+}
+
+/* The decode variants (attn_dispatch.c declares these). */
+extern "C" int attn_decode_mma_stages_ok(int d, int stages) {
+    return stages == 0 || (d == 64 && stages == 3) || (d == 128 && stages >= 2 && stages <= 4) ||
+           (d == 256 && stages == 2);
+}
+
+extern "C" int attn_decode_reg_ok(int d, int group, int warps, int bufs) {
+    return group >= 1 && group <= ATTN_DR_HEADS && reg_config_ok(d, warps, bufs);
+}
+
+extern "C" int attn_launch_decode_mma_cfg(int dtype, int d, const attn_fwd *p, int grid_items, void *stream,
+                                          int stages, int order) {
+    if (grid_items <= 0) return 0;
+    ATTN_DISPATCH(decode_mma, dtype, d, p, grid_items, (cudaStream_t)stream, stages, order);
+}
+
+extern "C" int attn_launch_decode_reg(int dtype, int d, const attn_fwd *p, int grid_items, void *stream, int warps,
+                                      int bufs, int order, int diag) {
+    if (grid_items <= 0) return 0;
+    ATTN_DISPATCH(decode_reg, dtype, d, p, grid_items, (cudaStream_t)stream, warps, bufs, order, diag);
 }
 
 extern "C" int attn_launch_extend_mma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
