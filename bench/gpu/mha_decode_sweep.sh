@@ -14,7 +14,7 @@
 #   4. the table variant x shape -> TB/s (K+V bytes / kernel time), last
 # Run from the repo root with a prebuilt build/ (libcjson.so.1 in build/lib):
 #   OUT=/some/dir bash bench/gpu/mha_decode_sweep.sh     (or bench/gpu/run.sh mha_decode_sweep)
-# Knobs: SWEEP_BUDGET_S (default 225: seconds before the last shape may start),
+# Knobs: SWEEP_BUDGET_S (default 220: the last shape must be done by then),
 # SWEEP_VARIANTS (space-separated), BENCH_VARIANT (default reg.w4b2),
 # SWEEP_CASES (space-separated case strings, replaces the default list),
 # TORCH_JSON (bench/cuda/torch_side_by_side.py output for the cuDNN / flash
@@ -25,7 +25,7 @@ mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SGL_ATTN_COMMIT=${SGL_ATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
 A=build/bin/attnctl
-BUDGET=${SWEEP_BUDGET_S:-225}
+BUDGET=${SWEEP_BUDGET_S:-220}
 VARIANTS=${SWEEP_VARIANTS:-"mma mma.s2 mma.s4 mma.h reg.w4b2 reg.w4b1 reg.w2b2 reg.w8b2 reg.w4b2.h reg.w2b2.h"}
 BENCH_VARIANT=${BENCH_VARIANT:-reg.w4b2}
 PROBE=reg.w4b2.contig # page table ignored: wrong outputs, timing only
@@ -61,7 +61,7 @@ echo "timed: $list"
 step "2. compute-sanitizer memcheck (register-fed decodes, small cases)"
 for v in reg.w4b2 reg.w4b1; do
   case " $ok " in *" $v "*) ;; *) echo "$v: skipped (check failed)"; continue;; esac
-  SGL_ATTN_CUDA_DECODE=$v SGL_ATTN_NO_UNLOAD=1 timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  SGL_ATTN_CUDA_DECODE=$v SGL_ATTN_NO_UNLOAD=1 timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$A" check --plugin cuda_attn --filter 'decode:b=(1|2|3|4),' > "$OUT/memcheck_$v.log" 2>&1
   echo "memcheck $v: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_$v.log" | tail -1)"
 done
