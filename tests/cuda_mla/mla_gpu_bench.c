@@ -1,10 +1,19 @@
-/* mla_gpu_bench.c - times cuda_mla's kernels on issue 7's shapes (GPU only).
+/* mla_gpu_bench.c - times cuda_mla's kernels and tuning variants on issue 7's
+ * shapes (GPU only), the timer of the GPU sweep (bench/gpu/mla.sh).
+ *
  * Each shape is staged once (pool: a random 64 Ki-row block repeated, never
- * zeros), the backend planned once, then batches of forwards are timed with a
- * synchronisation at the end of each batch; the median batch gives the time
- * per call.  Bytes = the latent rows read once; FLOPs = 2 hq (576 + 512) per
- * query token and key it sees.  Prints a table and (argv[1]) writes JSON.
- *   mla_gpu_bench [out.json] [kernels: simple,mma,wgmma,auto] */
+ * zeros; pages shuffled over the whole pool, as a serving pool is), then for
+ * every variant a backend is created and planned once and batches of forwards
+ * are timed with a synchronisation at the end of each batch; the median batch
+ * gives the time per call.  Bytes = the latent rows read once; FLOPs =
+ * 2 hq (576 + 512) per query token and key it sees.
+ *
+ *   mla_gpu_bench OUT.json [MEM_VARIANTS] [COMPUTE_VARIANTS] [all]
+ *
+ * Variants are comma-separated "kernel[+pfN][+base|+deep|+two]" (see
+ * mla_gpu_util.h); MEM_VARIANTS run on the memory-bound shapes (h_q s_q < 64),
+ * COMPUTE_VARIANTS on the others; "all" adds two extend shapes.  The JSON
+ * carries the device, the date and $SGL_ATTN_COMMIT. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +32,32 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+#define DEF_MEM "auto,mma,mma+deep+pf6,mma+two+pf4,wgmma,wgmma+pf2,narrow+pf0,narrow,narrow+pf4"
+#define DEF_COMPUTE "auto,wgmma,wgmma+pf1,wgmma+pf2"
+
+/* Median seconds per forward of a planned backend, or -1 (err says why). */
+static double time_forward(mg_run *r, const mg_plugin *pl, sgl_attn_backend *b, char *err, size_t n) {
+    int ok = 1;
+    double t0 = now();
+    for (int i = 0; i < 3 && ok; i++) ok = !mg_forward_only(r, b, err, n);
+    ok = ok && !pl->ops->synchronize(0, r->stream);
+    const double one = (now() - t0) / 3;
+    const int calls = one > 0 ? (int)(0.04 / one) + 1 : 1; /* ~40 ms batches */
+    double tb[7];
+    for (int bi = 0; bi < 7 && ok; bi++) {
+        t0 = now();
+        for (int i = 0; i < calls && ok; i++) ok = !mg_forward_only(r, b, err, n);
+        ok = ok && !pl->ops->synchronize(0, r->stream);
+        tb[bi] = (now() - t0) / calls;
+    }
+    if (!ok) {
+        if (!*err) snprintf(err, n, "synchronize failed");
+        return -1;
+    }
+    qsort(tb, 7, sizeof tb[0], cmp);
+    return tb[3];
+}
+
 int main(int argc, char **argv) {
     mg_plugin pl;
     char why[1024];
@@ -31,9 +66,22 @@ int main(int argc, char **argv) {
         printf("cuda_mla bench skipped: %s\n", why);
         return rc < 0 ? 1 : 0;
     }
-    const char *klist = argc > 2 ? argv[2] : "mma,wgmma,auto";
+    const char *mem_list = argc > 2 && *argv[2] ? argv[2] : DEF_MEM;
+    const char *cmp_list = argc > 3 && *argv[3] ? argv[3] : DEF_COMPUTE;
+    const int with_extend = argc > 4 && !strcmp(argv[4], "all");
     FILE *js = argc > 1 ? fopen(argv[1], "w") : NULL;
-    if (js) fprintf(js, "{\"device\": \"%s\", \"cases\": [\n", pl.caps.device_name);
+    if (argc > 1 && !js) {
+        printf("cannot write %s\n", argv[1]);
+        return 1;
+    }
+    if (js) {
+        char date[32];
+        time_t tt = time(NULL);
+        strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime(&tt));
+        const char *commit = getenv("SGL_ATTN_COMMIT");
+        fprintf(js, "{\"tool\": \"mla_gpu_bench\", \"device\": \"%s\", \"date\": \"%s\", \"commit\": \"%s\", \"cases\": [\n",
+                pl.caps.device_name, date, commit ? commit : "unknown");
+    }
     /* mode, bs, len, q, hq, page, dt, kv_dt, ragged, ref, fill */
     const mg_case cases[] = {
         {MG_DECODE, 64, 4096, 1, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
@@ -49,59 +97,49 @@ int main(int argc, char **argv) {
         {MG_EXTEND, 4, 4096, 512, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_EXTEND, 1, 8192, 8192, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
     };
-    printf("%-44s %-7s %10s %8s %9s\n", "case", "kernel", "us", "TB/s", "TFLOP/s");
+    const size_t n_cases = sizeof cases / sizeof cases[0] - (with_extend ? 0 : 2);
+    printf("%-44s %-14s %10s %8s %9s\n", "case", "variant", "us", "TB/s", "TFLOP/s");
     int first = 1;
-    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+    for (size_t ci = 0; ci < n_cases; ci++) {
         const mg_case *c = &cases[ci];
         char name[96], err[1024];
-        snprintf(name, sizeof name, "%s:b=%d,l=%d,q=%d,hq=%d,page=%d", c->mode == MG_DECODE ? "decode"
-                 : c->mode == MG_VERIFY ? "verify" : "extend", c->bs, c->len, c->q, c->hq, c->page);
+        snprintf(name, sizeof name, "%s:b=%d,l=%d,q=%d,hq=%d,page=%d",
+                 c->mode == MG_DECODE ? "decode" : c->mode == MG_VERIFY ? "verify" : "extend", c->bs, c->len, c->q,
+                 c->hq, c->page);
         mg_run r;
+        const double ts = now();
         if (mg_setup(&r, &pl, c, 1000 + ci, err, sizeof err)) {
             printf("%-44s setup failed: %s\n", name, err);
             mg_free(&r);
             continue;
         }
-        char kl[64];
-        snprintf(kl, sizeof kl, "%s", klist);
-        for (char *k = strtok(kl, ","); k; k = strtok(NULL, ",")) {
+        printf("%-44s (staged in %.1f s)\n", name, now() - ts);
+        const int mem = c->hq * (c->mode == MG_DECODE ? 1 : c->q) < 64 && c->mode != MG_EXTEND;
+        char kl[512];
+        snprintf(kl, sizeof kl, "%s", mem ? mem_list : cmp_list);
+        char *save = NULL;
+        for (char *k = strtok_r(kl, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
             sgl_attn_backend *b = NULL;
+            err[0] = 0;
             if (mg_create(&r, k, &b, err, sizeof err)) {
-                printf("%-44s %-7s %s\n", name, k, err);
+                printf("%-44s %-14s %s\n", name, k, err);
                 continue;
             }
             r.fa.save_kv_cache = 0; /* time attention alone */
             double med = -1;
-            if (b->ops->init_forward_metadata(b, &r.batch)) {
-                printf("%-44s %-7s plan: %s\n", name, k, b->ops->last_error(b));
-            } else {
-                /* warm up, then size batches to ~50 ms */
-                int ok = 1, n = 1;
-                double t0 = now();
-                for (int i = 0; i < 3 && ok; i++) ok = !mg_forward_only(&r, b, err, sizeof err);
-                ok = ok && !pl.ops->synchronize(0, r.stream);
-                double one = (now() - t0) / 3;
-                n = one > 0 ? (int)(0.05 / one) + 1 : 1;
-                double tb[9];
-                for (int bi = 0; bi < 9 && ok; bi++) {
-                    t0 = now();
-                    for (int i = 0; i < n && ok; i++) ok = !mg_forward_only(&r, b, err, sizeof err);
-                    ok = ok && !pl.ops->synchronize(0, r.stream);
-                    tb[bi] = (now() - t0) / n;
-                }
-                if (ok) {
-                    qsort(tb, 9, sizeof tb[0], cmp);
-                    med = tb[4];
-                } else {
-                    printf("%-44s %-7s run failed: %s\n", name, k, err);
-                }
-            }
+            if (b->ops->init_forward_metadata(b, &r.batch))
+                printf("%-44s %-14s plan: %s\n", name, k, b->ops->last_error(b));
+            else if ((med = time_forward(&r, &pl, b, err, sizeof err)) < 0)
+                printf("%-44s %-14s run failed: %s\n", name, k, err);
             if (med > 0) {
                 const double tbs = mg_bytes(&r) / med / 1e12, tfl = mg_flops(&r) / med / 1e12;
-                printf("%-44s %-7s %10.1f %8.3f %9.1f\n", name, k, med * 1e6, tbs, tfl);
+                printf("%-44s %-14s %10.1f %8.3f %9.1f\n", name, k, med * 1e6, tbs, tfl);
                 if (js)
-                    fprintf(js, "%s {\"case\": \"%s\", \"kernel\": \"%s\", \"median_us\": %.2f, \"tbps\": %.4f, \"tflops\": %.2f}",
-                            first ? "" : ",\n", name, k, med * 1e6, tbs, tfl), first = 0;
+                    fprintf(js,
+                            "%s {\"case\": \"%s\", \"kernel\": \"%s\", \"memory_bound\": %s, \"median_us\": %.2f, "
+                            "\"tbps\": %.4f, \"tflops\": %.2f}",
+                            first ? "" : ",\n", name, k, mem ? "true" : "false", med * 1e6, tbs, tfl),
+                        first = 0;
             }
             fflush(stdout);
             b->ops->destroy(b);

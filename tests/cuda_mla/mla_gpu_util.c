@@ -362,8 +362,31 @@ int mg_setup(mg_run *r, const mg_plugin *pl, const mg_case *c, uint64_t seed, ch
     return 0;
 }
 
+int mg_variant_env(const char *variant, char *err, size_t n) {
+    char buf[96];
+    if (snprintf(buf, sizeof buf, "%s", variant) >= (int)sizeof buf) {
+        snprintf(err, n, "variant %s: too long", variant);
+        return -1;
+    }
+    unsetenv("SGL_ATTN_MLA_PREFETCH");
+    unsetenv("SGL_ATTN_MLA_MMA");
+    char *save = NULL, *tok = strtok_r(buf, "+", &save);
+    setenv("SGL_ATTN_MLA_KERNEL", tok ? tok : "auto", 1);
+    while ((tok = strtok_r(NULL, "+", &save))) {
+        if (!strncmp(tok, "pf", 2) && tok[2]) {
+            setenv("SGL_ATTN_MLA_PREFETCH", tok + 2, 1);
+        } else if (!strcmp(tok, "base") || !strcmp(tok, "deep") || !strcmp(tok, "two")) {
+            setenv("SGL_ATTN_MLA_MMA", tok, 1);
+        } else {
+            snprintf(err, n, "variant %s: unknown part '%s' (expected pfN, base, deep or two)", variant, tok);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int mg_create(mg_run *r, const char *kernel, sgl_attn_backend **b, char *err, size_t n) {
-    setenv("SGL_ATTN_MLA_KERNEL", kernel, 1);
+    if (mg_variant_env(kernel, err, n)) return -1;
     char why[512] = "";
     sgl_attn_create_args a;
     memset(&a, 0, sizeof a);

@@ -1,9 +1,13 @@
-/* test_mla_gpu.c - every cuda_mla kernel against a float64 reference on the
- * GPU (skipped with the probe's reason where there is none): decode, 2-token
- * verify, ragged extend, 16 to 128 heads, page sizes 1/16/32/64, bf16 / f16 /
- * fp8 pools, a long split decode; the output poisoned first, the saved rows
- * checked; then CUDA-graph capture and replay with new lengths.
- * MLA_GPU_QUICK=1 runs a small subset (compute-sanitizer). */
+/* test_mla_gpu.c - every cuda_mla kernel and tuning variant against a
+ * float64 reference on the GPU (skipped with the probe's reason where there is
+ * none): decode, 2-token verify, ragged extend, 16 to 128 heads, page sizes
+ * 1/16/32/64, bf16 / f16 / fp8 pools, a long split decode, many items per CTA
+ * (the narrow kernel's ring runs across items); the output poisoned first, the
+ * saved rows checked; then CUDA-graph capture and replay with new lengths.
+ *   MLA_GPU_QUICK=1   a subset that still reaches every kernel path
+ *   MLA_GPU_QUICK=2   two small cases (compute-sanitizer)
+ *   MLA_GPU_VARIANTS  comma-separated variants to run (mg_variant_env), default
+ *                     all of them */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,7 +24,30 @@
 static mg_plugin pl;
 static char why[512];
 
-static const char *const kernels[] = {"simple", "mma", "wgmma", "auto"};
+/* simple is the reference path; the rest are every kernel and every tuning
+ * knob the GPU sweep may pick (an inapplicable kernel falls back, so each
+ * variant runs on every case). */
+static const char *const all_variants[] = {
+    "simple",        "mma",           "mma+deep+pf6", "mma+two+pf4", "wgmma",
+    "wgmma+pf1",     "wgmma+pf2",     "narrow+pf0",   "narrow",      "narrow+pf4",
+    "auto",
+};
+static const char *variants[32];
+static size_t n_variants;
+
+static void pick_variants(void) {
+    static char buf[512];
+    const char *env = getenv("MLA_GPU_VARIANTS");
+    n_variants = 0;
+    if (!env || !*env) {
+        for (size_t i = 0; i < sizeof all_variants / sizeof all_variants[0]; i++) variants[n_variants++] = all_variants[i];
+        return;
+    }
+    snprintf(buf, sizeof buf, "%s", env);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t && n_variants < 32; t = strtok_r(NULL, ",", &save))
+        variants[n_variants++] = t;
+}
 
 static int setup(void **st) {
     (void)st;
@@ -45,16 +72,16 @@ static void run_case(const mg_case *c, const char *name) {
     cc.ref = 1;
     if (mg_setup(&r, &pl, &cc, 0x51ed + (uint64_t)c->len * 31 + c->hq, err, sizeof err)) fail_msg("%s: %s", name, err);
     const double lim = c->dt == MG_F16 && c->kv_dt != MG_FP8 ? 1e-5 : 1e-4;
-    for (size_t k = 0; k < sizeof kernels / sizeof kernels[0]; k++) {
+    for (size_t k = 0; k < n_variants; k++) {
         sgl_attn_backend *b = NULL;
-        if (mg_create(&r, kernels[k], &b, err, sizeof err)) fail_msg("%s: %s", name, err);
+        if (mg_create(&r, variants[k], &b, err, sizeof err)) fail_msg("%s: %s", name, err);
         if (mg_reset_pool(&r, err, sizeof err) || mg_poison(&r, err, sizeof err)) fail_msg("%s", err);
-        if (mg_forward(&r, b, err, sizeof err)) fail_msg("%s/%s: %s", name, kernels[k], err);
+        if (mg_forward(&r, b, err, sizeof err)) fail_msg("%s/%s: %s", name, variants[k], err);
         double nmse = mg_compare(&r, err, sizeof err);
-        print_message("%-34s %-6s nmse %.3e\n", name, kernels[k], nmse);
+        print_message("%-36s %-14s nmse %.3e\n", name, variants[k], nmse);
         b->ops->destroy(b);
-        if (nmse < 0) fail_msg("%s/%s: %s", name, kernels[k], err);
-        if (nmse > lim) fail_msg("%s/%s: nmse %.3e > %.0e", name, kernels[k], nmse, lim);
+        if (nmse < 0) fail_msg("%s/%s: %s", name, variants[k], err);
+        if (nmse > lim) fail_msg("%s/%s: nmse %.3e > %.0e", name, variants[k], nmse, lim);
     }
     mg_free(&r);
 }
@@ -105,6 +132,24 @@ static void test_long_split(void **st) {
     mg_case c = {MG_DECODE, 1, 20000, 1, 16, 64, MG_BF16, MG_BF16, 0, 1, 0};
     run_case(&c, "decode b1 l20000 h16 (split)");
 }
+/* more items than CTAs, 4 boxes a sub-tile, ragged tails in every split */
+static void test_many_items(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 40, 3000, 1, 16, 16, MG_BF16, MG_BF16, 1, 1, 0};
+    run_case(&c, "decode b40 l3000 h16 p16 ragged");
+}
+/* 32-row tiles (16 heads x 2 tokens), page 32 */
+static void test_verify_16h_p32(void **st) {
+    (void)st;
+    mg_case c = {MG_VERIFY, 6, 2000, 2, 16, 32, MG_BF16, MG_BF16, 1, 1, 0};
+    run_case(&c, "verify q2 b6 l2000 h16 p32 ragged");
+}
+/* 32 heads: 32-row tiles in decode, page 8 (8 boxes a sub-tile) */
+static void test_decode_32h_p8(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 3, 900, 1, 32, 8, MG_BF16, MG_BF16, 1, 1, 0};
+    run_case(&c, "decode b3 l900 h32 p8 ragged");
+}
 
 /* Capture a verify forward into a graph, then replay with other lengths. */
 static void test_graph_replay(void **st) {
@@ -113,14 +158,18 @@ static void test_graph_replay(void **st) {
         print_message("skipped: %s\n", why);
         skip();
     }
-    static const char *const ks[] = {"mma", "wgmma"};
-    for (int ki = 0; ki < 2; ki++) {
+    /* (variant, heads): 64 heads x 2 tokens = 128 rows; 16 x 2 = 32 rows (narrow) */
+    static const struct {
+        const char *v;
+        int hq;
+    } ks[] = {{"mma", 64}, {"wgmma+pf2", 64}, {"narrow", 16}, {"mma+two+pf4", 16}};
+    for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
         char err[1024];
         mg_run r, r2;
-        mg_case c = {MG_VERIFY, 4, 900, 2, 64, 64, MG_BF16, MG_BF16, 1, 1, 0};
+        mg_case c = {MG_VERIFY, 4, 900, 2, ks[ki].hq, 64, MG_BF16, MG_BF16, 1, 1, 0};
         if (mg_setup(&r, &pl, &c, 77, err, sizeof err)) fail_msg("%s", err);
         sgl_attn_backend *b = NULL;
-        if (mg_create(&r, ks[ki], &b, err, sizeof err)) fail_msg("%s", err);
+        if (mg_create(&r, ks[ki].v, &b, err, sizeof err)) fail_msg("%s", err);
         if (b->ops->init_graph_state(b, 4, 8)) fail_msg("init_graph_state: %s", b->ops->last_error(b));
         sgl_attn_graph_args g = {sizeof g, 4, 8, SGL_ATTN_MODE_TARGET_VERIFY, &r.batch};
         if (b->ops->init_forward_metadata_capture(b, &g)) fail_msg("capture hook: %s", b->ops->last_error(b));
@@ -155,8 +204,8 @@ static void test_graph_replay(void **st) {
         if (b->ops->init_forward_metadata_replay(b, &g)) fail_msg("replay hook: %s", b->ops->last_error(b));
         assert_int_equal(cudaGraphLaunch(exec, s), 0);
         double nmse = mg_compare(&r, err, sizeof err);
-        print_message("graph replay %-6s nmse %.3e\n", ks[ki], nmse);
-        if (nmse < 0 || nmse > 1e-4) fail_msg("graph replay %s: %s nmse %.3e", ks[ki], err, nmse);
+        print_message("graph replay h%-3d %-14s nmse %.3e\n", ks[ki].hq, ks[ki].v, nmse);
+        if (nmse < 0 || nmse > 1e-4) fail_msg("graph replay %s: %s nmse %.3e", ks[ki].v, err, nmse);
         cudaGraphExecDestroy(exec);
         cudaGraphDestroy(graph);
         b->ops->destroy(b);
@@ -166,19 +215,27 @@ static void test_graph_replay(void **st) {
 }
 
 int main(void) {
+    pick_variants();
     const struct CMUnitTest all[] = {
-        cmocka_unit_test(test_decode_16h),    cmocka_unit_test(test_decode_128h_p16),
-        cmocka_unit_test(test_verify_64h),    cmocka_unit_test(test_verify_16h_p1),
-        cmocka_unit_test(test_extend_ragged), cmocka_unit_test(test_extend_128h),
-        cmocka_unit_test(test_fp8_pool),      cmocka_unit_test(test_f16),
-        cmocka_unit_test(test_long_split),    cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_decode_16h),     cmocka_unit_test(test_decode_128h_p16),
+        cmocka_unit_test(test_verify_64h),     cmocka_unit_test(test_verify_16h_p1),
+        cmocka_unit_test(test_extend_ragged),  cmocka_unit_test(test_extend_128h),
+        cmocka_unit_test(test_fp8_pool),       cmocka_unit_test(test_f16),
+        cmocka_unit_test(test_long_split),     cmocka_unit_test(test_many_items),
+        cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_decode_32h_p8),
+        cmocka_unit_test(test_graph_replay),
     };
     const struct CMUnitTest quick[] = {
+        cmocka_unit_test(test_decode_16h),     cmocka_unit_test(test_verify_64h),
+        cmocka_unit_test(test_extend_ragged),  cmocka_unit_test(test_many_items),
+        cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_graph_replay),
+    };
+    const struct CMUnitTest tiny[] = {
         cmocka_unit_test(test_decode_16h),
         cmocka_unit_test(test_verify_64h),
-        cmocka_unit_test(test_extend_ragged),
     };
     const char *q = getenv("MLA_GPU_QUICK");
     if (q && *q == '1') return cmocka_run_group_tests(quick, setup, teardown);
+    if (q && *q == '2') return cmocka_run_group_tests(tiny, setup, teardown);
     return cmocka_run_group_tests(all, setup, teardown);
 }

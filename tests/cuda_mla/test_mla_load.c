@@ -144,6 +144,18 @@ static void test_refusals(void **st) {
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "SGL_ATTN_MLA_KERNEL=fast"));
     unsetenv("SGL_ATTN_MLA_KERNEL");
+    /* the tuning knobs are checked at create too */
+    setenv("SGL_ATTN_MLA_MMA", "wide", 1);
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "SGL_ATTN_MLA_MMA=wide"));
+    unsetenv("SGL_ATTN_MLA_MMA");
+    static const char *const bad_pf[] = {"-1", "65", "2x", "x"};
+    for (size_t i = 0; i < sizeof bad_pf / sizeof bad_pf[0]; i++) {
+        setenv("SGL_ATTN_MLA_PREFETCH", bad_pf[i], 1);
+        assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "SGL_ATTN_MLA_PREFETCH="));
+    }
+    unsetenv("SGL_ATTN_MLA_PREFETCH");
 }
 
 int main(void) {

@@ -228,22 +228,36 @@ static void test_rows_and_kernel_choice(void **st) {
     assert_int_equal(mla_rows_per_tile(48), 64);
     assert_int_equal(mla_rows_per_tile(4096), 64);
     const int B = MLA_DT_BF16, H = MLA_DT_F16, F8 = MLA_DT_FP8;
+    /* args: pref, q, kv, page, rows, extend, sm_major, wgmma paths built */
     /* fp8 pools and the simple preference: simple everywhere */
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, F8, 64, 128, 9, 1), MLA_KERNEL_SIMPLE);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_SIMPLE, B, B, 64, 128, 9, 1), MLA_KERNEL_SIMPLE);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, F8, 64, 128, 0, 9, 1), MLA_KERNEL_SIMPLE);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_SIMPLE, B, B, 64, 128, 0, 9, 1), MLA_KERNEL_SIMPLE);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, F8, 64, 16, 0, 9, 1), MLA_KERNEL_SIMPLE);
     /* auto on SM 9.0: wgmma for >= 64 rows a request and a page it can box */
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 128, 9, 1), MLA_KERNEL_WGMMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 16, 64, 9, 1), MLA_KERNEL_WGMMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 16, 9, 1), MLA_KERNEL_MMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 1, 128, 9, 1), MLA_KERNEL_MMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, H, H, 64, 128, 9, 1), MLA_KERNEL_MMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 128, 8, 1), MLA_KERNEL_MMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 128, 10, 1), MLA_KERNEL_MMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 128, 9, 0), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 128, 0, 9, 1), MLA_KERNEL_WGMMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 16, 64, 0, 9, 1), MLA_KERNEL_WGMMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 16, 0, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 1, 128, 0, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, H, H, 64, 128, 0, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 128, 0, 8, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 128, 0, 10, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_AUTO, B, B, 64, 128, 0, 9, 0), MLA_KERNEL_MMA);
     /* an explicit wgmma request falls back when the case cannot run it */
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA, B, B, 64, 16, 9, 1), MLA_KERNEL_WGMMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA, B, B, 1, 16, 9, 1), MLA_KERNEL_MMA);
-    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_MMA, B, B, 64, 128, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA, B, B, 64, 16, 0, 9, 1), MLA_KERNEL_WGMMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA, B, B, 1, 16, 0, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_MMA, B, B, 64, 128, 0, 9, 1), MLA_KERNEL_MMA);
+    /* narrow: decode / verify of <= 32 rows on SM 9.0 bf16 with a boxable page;
+     * elsewhere it resolves as auto does */
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 64, 16, 0, 9, 1), MLA_KERNEL_NARROW);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 16, 32, 0, 9, 1), MLA_KERNEL_NARROW);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 8, 3, 0, 9, 1), MLA_KERNEL_NARROW);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 64, 33, 0, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 64, 128, 0, 9, 1), MLA_KERNEL_WGMMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 64, 16, 1, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 1, 16, 0, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, H, H, 64, 16, 0, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 64, 16, 0, 8, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 64, 16, 0, 9, 0), MLA_KERNEL_MMA);
 }
 
 int main(void) {

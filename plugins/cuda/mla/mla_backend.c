@@ -141,17 +141,21 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     for (int32_t i = 0; i < bs; i++) max_q = b->q_len[i] > max_q ? b->q_len[i] : max_q;
     const int64_t rows64 = (int64_t)max_q * b->hq;
     const int32_t rows = rows64 > (1 << 24) ? (1 << 24) : (int32_t)rows64;
-    const int wg_ok = b->encode_fn != NULL && b->dev.smem_per_block_optin >= mla_wgmma_smem_bytes();
+    const size_t optin = b->dev.smem_per_block_optin;
+    const int wg_ok = b->encode_fn != NULL && optin >= mla_wgmma_smem_bytes() && optin >= mla_narrow_smem_bytes(32);
     int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size,
-                                        rows, b->dev.sm_major, wg_ok);
+                                        rows, extend, b->dev.sm_major, wg_ok);
     int32_t rpt = kernel == MLA_KERNEL_WGMMA || extend ? 64 : mla_rows_per_tile(rows);
-    if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, b->dev.smem_per_block_optin) == 0)
+    if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, b->mma_cfg_pref, optin) == 0)
         kernel = MLA_KERNEL_SIMPLE;
+    const int32_t mcfg = kernel == MLA_KERNEL_MMA ? mla_mma_effective_cfg(rpt, b->mma_cfg_pref, optin) : MLA_MMA_BASE;
+    const int32_t sms = b->dev.sm_count > 0 ? b->dev.sm_count : 1;
+    const int32_t ctas = sms * (kernel == MLA_KERNEL_MMA ? mla_mma_ctas_per_sm(mcfg) : 1);
     mla_plan_params p;
     memset(&p, 0, sizeof p);
     p.hq = b->hq;
     p.rows_per_tile = rpt;
-    p.target_ctas = b->dev.sm_count > 0 ? b->dev.sm_count : 1;
+    p.target_ctas = ctas;
     p.min_chunk = 256;     /* 4 blocks: an item's start costs about 2 */
     p.item_overhead = 128;
     p.no_split = kernel == MLA_KERNEL_SIMPLE;
@@ -188,6 +192,11 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->t = batch->num_tokens;
     b->kernel = kernel;
     b->rows_per_tile = rpt;
+    b->mma_cfg = mcfg;
+    b->ctas = ctas;
+    /* the kernels' defaults: off for the tuned-as-built wgmma / mma paths (the
+     * GPU sweep decides), two blocks ahead for narrow */
+    b->prefetch = b->prefetch_env >= 0 ? b->prefetch_env : kernel == MLA_KERNEL_NARROW ? 2 : 0;
     b->page = batch->page_size;
     b->n_items = hdr->n_items;
     b->n_comb = hdr->n_comb;
@@ -261,7 +270,23 @@ static int32_t kernel_pref(const char *s) {
     if (!strcmp(s, "simple")) return MLA_KERNEL_SIMPLE;
     if (!strcmp(s, "mma")) return MLA_KERNEL_MMA;
     if (!strcmp(s, "wgmma")) return MLA_KERNEL_WGMMA;
+    if (!strcmp(s, "narrow")) return MLA_KERNEL_NARROW;
     return -1;
+}
+
+static int32_t mma_cfg_pref(const char *s) {
+    if (!s || !*s || !strcmp(s, "base")) return MLA_MMA_BASE;
+    if (!strcmp(s, "deep")) return MLA_MMA_DEEP;
+    if (!strcmp(s, "two")) return MLA_MMA_TWO;
+    return -1;
+}
+
+/* SGL_ATTN_MLA_PREFETCH: unset or empty -> -1 (the kernel's default), else 0..64. */
+static int32_t prefetch_pref(const char *s) {
+    if (!s || !*s) return -1;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    return *end || v < 0 || v > 64 ? -2 : (int32_t)v;
 }
 
 static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, const char *msg) {
@@ -284,10 +309,23 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     const sgl_attn_model *m = a->model;
     char msg[sizeof b->err];
 
+    /* Tuning knobs (docs/cuda_mla.md), read once here. */
     const char *env = getenv("SGL_ATTN_MLA_KERNEL");
     b->kernel_pref = kernel_pref(env);
     if (b->kernel_pref < 0) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_KERNEL=%s; expected simple, mma, wgmma or auto", env);
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_KERNEL=%s; expected simple, mma, wgmma, narrow or auto", env);
+        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+    }
+    env = getenv("SGL_ATTN_MLA_MMA");
+    b->mma_cfg_pref = mma_cfg_pref(env);
+    if (b->mma_cfg_pref < 0) {
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_MMA=%s; expected base, deep or two", env);
+        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+    }
+    env = getenv("SGL_ATTN_MLA_PREFETCH");
+    b->prefetch_env = prefetch_pref(env);
+    if (b->prefetch_env < -1) {
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_PREFETCH=%s; expected an integer 0..64 (blocks / tiles ahead)", env);
         return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
     }
     if (!m->is_mla || m->head_dim_qk != MLA_D_QK || m->head_dim_v != MLA_D_V || m->num_kv_heads != 1) {
@@ -336,7 +374,8 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     rc = mla_kernels_init(b->dev.sm_major, b->dev.smem_per_block_optin, msg, sizeof msg);
     if (rc) return create_fail(a, b, SGL_ATTN_E_DEVICE, msg);
 
-    /* Partial rows: enough for the planner's splits (4 waves of 64-row tiles). */
+    /* Partial rows: enough for the planner's splits (4 waves of 64-row tiles;
+     * the planner takes fewer splits rather than more rows). */
     b->part_rows = 4 * 64 * (b->dev.sm_count > 0 ? b->dev.sm_count : 1);
     b->caps = mla_plan_caps_for(b->max_reqs, b->max_tokens, b->hq, b->part_rows);
     b->lay = mla_plan_layout_of(&b->caps);

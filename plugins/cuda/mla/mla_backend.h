@@ -40,7 +40,9 @@ typedef struct mla_backend {
     sgl_attn_backend base; /* first: the ABI's header */
     sgl_cuda_device_info dev;
     int32_t device;
-    int32_t kernel_pref;  /* MLA_KERNEL_*: SGL_ATTN_MLA_KERNEL / plugin option "kernel" */
+    int32_t kernel_pref;  /* MLA_KERNEL_*: SGL_ATTN_MLA_KERNEL */
+    int32_t prefetch_env; /* SGL_ATTN_MLA_PREFETCH (-1: unset: the kernel's default) */
+    int32_t mma_cfg_pref; /* MLA_MMA_*: SGL_ATTN_MLA_MMA */
     int32_t hq;           /* the model's q heads per rank: plans are made for them */
     int32_t model_q_dt, model_kv_dt;
     int32_t max_reqs, max_tokens, max_context;
@@ -59,6 +61,9 @@ typedef struct mla_backend {
     /* the current plan */
     int32_t planned;
     int32_t mode, bs, t, kernel, rows_per_tile, page;
+    int32_t mma_cfg;  /* effective MLA_MMA_* of the plan (mma kernel) */
+    int32_t ctas;     /* CTAs resident at once: the plan's target and the persistent grid */
+    int32_t prefetch; /* L2 prefetch distance handed to the kernel */
     int32_t n_items, n_comb;
     /* 1: planned by a graph hook; the forward sizes grids from the shape */
     int32_t graph;

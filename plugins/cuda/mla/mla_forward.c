@@ -25,7 +25,7 @@ static const void *layer_tmap(mla_backend *b, int32_t layer_id, const void *pool
 }
 
 static const char *kernel_name(int32_t k) {
-    return k == MLA_KERNEL_WGMMA ? "wgmma" : k == MLA_KERNEL_MMA ? "mma" : "simple";
+    return k == MLA_KERNEL_NARROW ? "narrow" : k == MLA_KERNEL_WGMMA ? "wgmma" : k == MLA_KERNEL_MMA ? "mma" : "simple";
 }
 
 int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
@@ -65,7 +65,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     /* The plan's kernel, unless these tensors' dtypes rule it out. */
     int32_t kernel = b->kernel;
     if (v.kv_dt != v.q_dt) kernel = MLA_KERNEL_SIMPLE;
-    if (kernel == MLA_KERNEL_WGMMA && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
+    if ((kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW) && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
 
     mla_fwd_args f;
     memset(&f, 0, sizeof f);
@@ -89,27 +89,30 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     f.kv_dt = v.kv_dt;
     f.page_size = b->page;
     f.rows_per_tile = b->rows_per_tile;
+    f.prefetch = b->prefetch;
+    f.mma_cfg = b->mma_cfg;
     f.stream = stream;
-    const int32_t sms = b->dev.sm_count > 0 ? b->dev.sm_count : 1;
+    /* persistent grids: the CTAs resident at once (the plan's target) */
+    const int32_t ctas = b->ctas > 0 ? b->ctas : 1;
     if (b->graph) {
         /* a captured grid must fit whatever a replay of this shape plans */
         int64_t tiles = ((int64_t)b->t * v.hq + b->rows_per_tile - 1) / b->rows_per_tile + b->bs;
-        f.grid_items = sms;
+        f.grid_items = ctas;
         f.grid_comb = (int32_t)(tiles < b->caps.max_comb ? tiles : b->caps.max_comb);
     } else {
-        f.grid_items = b->n_items < sms ? b->n_items : sms;
+        f.grid_items = b->n_items < ctas ? b->n_items : ctas;
         f.grid_comb = b->n_comb;
     }
 
     int e = 0;
-    if (kernel == MLA_KERNEL_WGMMA) {
+    if (kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW) {
         int cu = 0;
         f.tmap = layer_tmap(b, a->layer->layer_id, v.pool, v.num_slots, b->page < 64 ? b->page : 64, &cu);
         if (!f.tmap)
             return mla_set_error(b, SGL_ATTN_E_DEVICE,
                                  "cuTensorMapEncodeTiled for the pool of layer %d (%lld slots): CUresult %d",
                                  a->layer->layer_id, (long long)v.num_slots, cu);
-        e = mla_launch_wgmma(&f);
+        e = kernel == MLA_KERNEL_WGMMA ? mla_launch_wgmma(&f) : mla_launch_narrow(&f);
     } else if (kernel == MLA_KERNEL_MMA) {
         e = mla_launch_mma(&f, b->dev.smem_per_block_optin);
     } else {

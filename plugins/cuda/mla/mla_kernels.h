@@ -8,7 +8,11 @@
  *   mma     mma.sync (SM 8.0+): a tile of 16/32/64 rows shares each KV tile,
  *           cp.async multi-stage, split-KV
  *   wgmma   SM 9.0a: 64-row tile, two warpgroups (each owns 256 value columns)
- *           in FlashMLA's "seesaw" order, TMA loads, page sizes 16/32/64
+ *           in FlashMLA's "seesaw" order, TMA loads, page sizes 8/16/32/64k
+ *   narrow  SM 9.0a: 16/32-row tiles (decode at 16 heads and the like) computed
+ *           transposed (S^T = K Q^T, O^T = V^T P^T: keys and value columns are
+ *           wgmma's M, the query rows its N), so no tensor work is padded; a
+ *           producer warp streams 8 KB sub-tiles through a ring with TMA
  * plus the split combine and the KV save.
  *
  * Launchers return 0 or a cudaError_t (as int); they never synchronise.
@@ -27,7 +31,19 @@ extern "C" {
 
 enum { MLA_DT_F16 = 0, MLA_DT_BF16 = 1, MLA_DT_FP8 = 2 };
 
-enum { MLA_KERNEL_AUTO = 0, MLA_KERNEL_SIMPLE = 1, MLA_KERNEL_MMA = 2, MLA_KERNEL_WGMMA = 3 };
+enum {
+    MLA_KERNEL_AUTO = 0,
+    MLA_KERNEL_SIMPLE = 1,
+    MLA_KERNEL_MMA = 2,
+    MLA_KERNEL_WGMMA = 3,
+    MLA_KERNEL_NARROW = 4
+};
+
+/* mma kernel configurations (SGL_ATTN_MLA_MMA): the tuning variants the GPU
+ * sweep picks from.  BASE: 3 stages (2 for 64-row tiles), one CTA per SM;
+ * DEEP: as many stages as 227 KB holds (5 / 4 / 3), one CTA per SM; TWO: two
+ * CTAs per SM with 2 stages each (16- and 32-row tiles; 64-row tiles run BASE). */
+enum { MLA_MMA_BASE = 0, MLA_MMA_DEEP = 1, MLA_MMA_TWO = 2 };
 
 /* An int32/int64 index tensor, read as 32-bit words (element i = word i << shift;
  * little-endian low word).  Reads are clamped into [0, n). */
@@ -59,6 +75,9 @@ typedef struct mla_fwd_args {
     int32_t page_size;
     int32_t rows_per_tile; /* 16 / 32 / 64, as planned */
     int32_t grid_items;    /* CTAs of the attention kernel */
+    int32_t prefetch;      /* L2 prefetch distance (0: off): wgmma pairs of blocks,
+                              narrow 64-key blocks, mma 32-key tiles ahead */
+    int32_t mma_cfg;       /* MLA_MMA_* */
     int32_t grid_comb;     /* tiles the combine grid covers */
     void *stream;
     const void *tmap; /* host copy of the pool's CUtensorMap (wgmma only) */
@@ -79,15 +98,24 @@ typedef struct mla_save_args {
  * device can run; call once per device at create. */
 int mla_kernels_init(int sm_major, size_t smem_optin, char *err, size_t err_size);
 
-/* Dynamic shared memory of the mma kernel for `rows_per_tile` rows on a
- * device with `smem_optin` bytes per block (0: it does not fit). */
-size_t mla_mma_smem_bytes(int32_t rows_per_tile, size_t smem_optin);
-/* Same for the wgmma kernel. */
+/* Dynamic shared memory of the mma kernel for `rows_per_tile` rows and
+ * configuration `cfg` (MLA_MMA_*) on a device with `smem_optin` bytes per
+ * block (0: it does not fit). */
+size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t smem_optin);
+/* The configuration the mma launcher really runs for these rows (TWO runs
+ * BASE for 64-row tiles; DEEP / TWO run BASE where they do not fit). */
+int32_t mla_mma_effective_cfg(int32_t rows_per_tile, int32_t cfg, size_t smem_optin);
+/* CTAs per SM the mma kernel is built for (the planner's and grid's
+ * multiplier): 2 for MLA_MMA_TWO, else 1. */
+int32_t mla_mma_ctas_per_sm(int32_t effective_cfg);
+/* Same for the wgmma and narrow kernels. */
 size_t mla_wgmma_smem_bytes(void);
+size_t mla_narrow_smem_bytes(int32_t rows_per_tile);
 
 int mla_launch_simple(const mla_fwd_args *a);
 int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin);
 int mla_launch_wgmma(const mla_fwd_args *a);
+int mla_launch_narrow(const mla_fwd_args *a);
 int mla_launch_combine(const mla_fwd_args *a);
 int mla_launch_save(const mla_save_args *s);
 

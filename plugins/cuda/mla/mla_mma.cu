@@ -13,8 +13,14 @@
  *               32 fp32 registers), V read with ldmatrix.trans from the same
  *               key tile (the value is the first 512 dims of the latent row).
  *   Loads:      cp.async, STAGES tiles in flight, rows padded to 1168 bytes so
- *               ldmatrix is conflict-free; the slot of each key is read one
- *               tile ahead (4 lanes per warp) and broadcast by shuffle.
+ *               ldmatrix is conflict-free; the slot of each key is read two
+ *               tiles before its load is issued (4 lanes per warp) and
+ *               broadcast by shuffle: a page-table load must never be waited
+ *               for in the loop (the first GPU run: it was, one tile ahead).
+ *   Prefetch:   with a.prefetch = d > 0, the rows of tile j + d are prefetched
+ *               into L2 while tile j is computed, so DRAM latency is covered
+ *               by L2 rather than by shared-memory stages.
+ * Configurations (MLA_MMA_*): stages and CTAs per SM, chosen at run time.
  */
 #include "mla_mma_ops.cuh"
 
@@ -37,8 +43,19 @@ template <int RG, int STAGES> struct MmaCfg {
     static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
 };
 
-template <int RG, int STAGES, int DT>
-__global__ __launch_bounds__(MMA_THREADS, 1) void mla_mma_kernel(mla_fwd_args a) {
+/* L2 prefetch of one latent row (1152 bytes). */
+GC_DEV void mma_prefetch_row(const uint16_t *row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(row), "r"(MLA_D_QK * 2) : "memory");
+#else
+#pragma unroll
+    for (int i = 0; i < MLA_D_QK * 2 / 128; i++)
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"((const char *)row + 128 * i) : "memory");
+#endif
+}
+
+template <int RG, int STAGES, int DT, int MINB>
+__global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args a) {
     typedef MmaCfg<RG, STAGES> C;
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sQ = (uint16_t *)smem;
@@ -88,7 +105,14 @@ __global__ __launch_bounds__(MMA_THREADS, 1) void mla_mma_kernel(mla_fwd_args a)
             if (st < nt) issue(st, slot_of(st));
             gc_cp_async_commit();
         }
-        int64_t pf = STAGES - 1 < nt ? slot_of(STAGES - 1) : -1;
+        /* Slots of tiles u and u + 1 (u = the next tile to load): a load's slot
+         * is read two iterations before it is used. */
+        int64_t kq0 = STAGES - 1 < nt ? slot_of(STAGES - 1) : -1;
+        int64_t kq1 = STAGES < nt ? slot_of(STAGES) : -1;
+        /* L2 prefetch stream, same two-deep queue, pd tiles ahead. */
+        const int pd = a.prefetch > STAGES - 1 ? a.prefetch : 0;
+        int64_t pq0 = pd && pd < nt ? slot_of(pd) : -1;
+        int64_t pq1 = pd && pd + 1 < nt ? slot_of(pd + 1) : -1;
 
         /* The two rows this thread holds in S / O fragments: rg*16 + g (+8). */
         int lim[2];
@@ -108,17 +132,29 @@ __global__ __launch_bounds__(MMA_THREADS, 1) void mla_mma_kernel(mla_fwd_args a)
             __syncthreads(); /* tile j visible; everyone is done with tile j - 1 */
             {
                 const int u = j + STAGES - 1;
-                if (u < nt) issue(u, pf);
+                if (u < nt) issue(u, kq0);
                 gc_cp_async_commit();
-                pf = u + 1 < nt ? slot_of(u + 1) : -1;
+                kq0 = kq1;
+                kq1 = u + 2 < nt ? slot_of(u + 2) : -1;
+                if (pd) {
+                    if (pq0 >= 0) mma_prefetch_row(pool + pq0 * MLA_D_QK);
+                    pq0 = pq1;
+                    pq1 = j + pd + 2 < nt ? slot_of(j + pd + 2) : -1;
+                }
             }
             const uint16_t *kv = sKV + (size_t)(j % STAGES) * MMA_BN * MMA_ROW;
             const int kbase = item.kv_begin + j * MMA_BN;
 
             float sacc[C::KPW / 8][4];
             if (s_warp) {
+                /* One 8-key tile per warp is one dependent chain of 36 mma: run
+                 * two chains (even / odd k-steps) and add them. */
+                constexpr int NCH = C::KPW / 8 == 1 ? 2 : 1;
+                float sch[NCH][C::KPW / 8][4];
 #pragma unroll
-                for (int n = 0; n < C::KPW / 8; n++) sacc[n][0] = sacc[n][1] = sacc[n][2] = sacc[n][3] = 0.f;
+                for (int h = 0; h < NCH; h++)
+#pragma unroll
+                    for (int n = 0; n < C::KPW / 8; n++) sch[h][n][0] = sch[h][n][1] = sch[h][n][2] = sch[h][n][3] = 0.f;
 #pragma unroll 4
                 for (int ks = 0; ks < MLA_D_QK / 16; ks++) {
                     uint32_t af[4];
@@ -128,9 +164,13 @@ __global__ __launch_bounds__(MMA_THREADS, 1) void mla_mma_kernel(mla_fwd_args a)
                         uint32_t bf[2];
                         mla_ldsm_x2(bf, kv + (cg * C::KPW + n * 8 + (lane & 7)) * MMA_ROW + ks * 16 +
                                             ((lane >> 3) & 1) * 8);
-                        mla_mma<DT>(sacc[n], af, bf[0], bf[1]);
+                        mla_mma<DT>(sch[ks % NCH][n], af, bf[0], bf[1]);
                     }
                 }
+#pragma unroll
+                for (int n = 0; n < C::KPW / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) sacc[n][e] = NCH == 2 ? sch[0][n][e] + sch[NCH - 1][n][e] : sch[0][n][e];
                 float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
                 for (int n = 0; n < C::KPW / 8; n++)
@@ -233,58 +273,101 @@ __global__ __launch_bounds__(MMA_THREADS, 1) void mla_mma_kernel(mla_fwd_args a)
     }
 }
 
-/* Stages per row-group count: sized to fit 163 KB (SM 8.0) as well as 227 KB. */
-template <int RG> struct MmaStages { static constexpr int S = RG == 4 ? 2 : 3; };
+/* Stages and CTAs per SM of each configuration (MLA_MMA_*). */
+template <int RG, int CFG> struct MmaVar {
+    static constexpr int S = CFG == MLA_MMA_DEEP ? (RG == 1 ? 5 : RG == 2 ? 4 : 3)
+                           : CFG == MLA_MMA_TWO  ? 2
+                                                 : (RG == 4 ? 2 : 3);
+    static constexpr int MINB = CFG == MLA_MMA_TWO ? 2 : 1;
+    static constexpr size_t SMEM = MmaCfg<RG, S>::SMEM;
+};
 
-template <int RG, int DT> static int launch_mma_t(const mla_fwd_args *a) {
-    typedef MmaCfg<RG, MmaStages<RG>::S> C;
-    if (a->grid_items <= 0) return 0;
-    mla_mma_kernel<RG, MmaStages<RG>::S, DT>
-        <<<a->grid_items, MMA_THREADS, C::SMEM, (cudaStream_t)a->stream>>>(*a);
+static size_t mma_smem(int32_t rows, int32_t cfg) {
+#define MMA_SMEM_CASE(RG)                                                    \
+    switch (cfg) {                                                           \
+    case MLA_MMA_DEEP: return MmaVar<RG, MLA_MMA_DEEP>::SMEM;                \
+    case MLA_MMA_TWO: return RG == 4 ? 0 : MmaVar<RG, MLA_MMA_TWO>::SMEM;    \
+    default: return MmaVar<RG, MLA_MMA_BASE>::SMEM;                          \
+    }
+    switch (rows) {
+    case 16: MMA_SMEM_CASE(1)
+    case 32: MMA_SMEM_CASE(2)
+    case 64: MMA_SMEM_CASE(4)
+    default: return 0;
+    }
+#undef MMA_SMEM_CASE
+}
+
+extern "C" int32_t mla_mma_effective_cfg(int32_t rows, int32_t cfg, size_t smem_optin) {
+    if (cfg == MLA_MMA_DEEP && mma_smem(rows, cfg) <= smem_optin) return MLA_MMA_DEEP;
+    /* two CTAs: both blocks and their 1 KB reserve fit in the SM (opt-in + 1 KB) */
+    const size_t two = mma_smem(rows, MLA_MMA_TWO);
+    if (cfg == MLA_MMA_TWO && two && 2 * (two + 1024) <= smem_optin + 1024) return MLA_MMA_TWO;
+    return MLA_MMA_BASE;
+}
+
+extern "C" int32_t mla_mma_ctas_per_sm(int32_t effective_cfg) { return effective_cfg == MLA_MMA_TWO ? 2 : 1; }
+
+extern "C" size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t smem_optin) {
+    const size_t s = mma_smem(rows_per_tile, mla_mma_effective_cfg(rows_per_tile, cfg, smem_optin));
+    return s && s <= smem_optin ? s : 0;
+}
+
+template <int RG, int CFG, int DT> static int launch_mma_t(const mla_fwd_args *a) {
+    typedef MmaVar<RG, CFG> V;
+    mla_mma_kernel<RG, V::S, DT, V::MINB><<<a->grid_items, MMA_THREADS, V::SMEM, (cudaStream_t)a->stream>>>(*a);
     return (int)cudaGetLastError();
 }
 
-template <int DT> static int launch_mma_dt(const mla_fwd_args *a) {
-    switch (a->rows_per_tile) {
-    case 16: return launch_mma_t<1, DT>(a);
-    case 32: return launch_mma_t<2, DT>(a);
-    case 64: return launch_mma_t<4, DT>(a);
+template <int DT> static int launch_mma_dt(const mla_fwd_args *a, int32_t cfg) {
+    switch (a->rows_per_tile * 4 + cfg) {
+    case 16 * 4 + MLA_MMA_BASE: return launch_mma_t<1, MLA_MMA_BASE, DT>(a);
+    case 16 * 4 + MLA_MMA_DEEP: return launch_mma_t<1, MLA_MMA_DEEP, DT>(a);
+    case 16 * 4 + MLA_MMA_TWO: return launch_mma_t<1, MLA_MMA_TWO, DT>(a);
+    case 32 * 4 + MLA_MMA_BASE: return launch_mma_t<2, MLA_MMA_BASE, DT>(a);
+    case 32 * 4 + MLA_MMA_DEEP: return launch_mma_t<2, MLA_MMA_DEEP, DT>(a);
+    case 32 * 4 + MLA_MMA_TWO: return launch_mma_t<2, MLA_MMA_TWO, DT>(a);
+    case 64 * 4 + MLA_MMA_BASE: return launch_mma_t<4, MLA_MMA_BASE, DT>(a);
+    case 64 * 4 + MLA_MMA_DEEP: return launch_mma_t<4, MLA_MMA_DEEP, DT>(a);
     default: return (int)cudaErrorInvalidValue;
     }
 }
 
-extern "C" size_t mla_mma_smem_bytes(int32_t rows_per_tile, size_t smem_optin) {
-    size_t s = 0;
-    switch (rows_per_tile) {
-    case 16: s = MmaCfg<1, MmaStages<1>::S>::SMEM; break;
-    case 32: s = MmaCfg<2, MmaStages<2>::S>::SMEM; break;
-    case 64: s = MmaCfg<4, MmaStages<4>::S>::SMEM; break;
-    default: return 0;
-    }
-    return s <= smem_optin ? s : 0;
-}
-
 extern "C" int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin) {
-    if (mla_mma_smem_bytes(a->rows_per_tile, smem_optin) == 0) return (int)cudaErrorInvalidConfiguration;
+    if (mla_mma_smem_bytes(a->rows_per_tile, a->mma_cfg, smem_optin) == 0) return (int)cudaErrorInvalidConfiguration;
     if (a->kv_dt != a->q_dt) return (int)cudaErrorInvalidValue;
-    return a->q_dt == MLA_DT_BF16 ? launch_mma_dt<MLA_DT_BF16>(a) : launch_mma_dt<MLA_DT_F16>(a);
+    if (a->grid_items <= 0) return 0;
+    const int32_t cfg = mla_mma_effective_cfg(a->rows_per_tile, a->mma_cfg, smem_optin);
+    return a->q_dt == MLA_DT_BF16 ? launch_mma_dt<MLA_DT_BF16>(a, cfg) : launch_mma_dt<MLA_DT_F16>(a, cfg);
 }
 
-template <int RG, int DT> static cudaError_t mma_attr_t(size_t optin) {
-    typedef MmaCfg<RG, MmaStages<RG>::S> C;
-    if (C::SMEM > optin) return cudaSuccess; /* not runnable here; launch refuses */
-    return cudaFuncSetAttribute(mla_mma_kernel<RG, MmaStages<RG>::S, DT>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM);
+template <int RG, int CFG, int DT> static cudaError_t mma_attr_t(size_t optin) {
+    typedef MmaVar<RG, CFG> V;
+    if (V::SMEM > optin) return cudaSuccess; /* not runnable here; the launcher never picks it */
+    cudaError_t e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)V::SMEM);
+    /* two CTAs per SM need the whole carveout for shared memory */
+    if (e == cudaSuccess && V::MINB > 1)
+        e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB>,
+                                 cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
+    return e;
+}
+
+template <int DT> static cudaError_t mma_attr_dt(size_t optin) {
+    cudaError_t e;
+    if ((e = mma_attr_t<1, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<1, MLA_MMA_DEEP, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<1, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<2, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<2, MLA_MMA_DEEP, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<2, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<4, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
+    return mma_attr_t<4, MLA_MMA_DEEP, DT>(optin);
 }
 
 /* Called by mla_kernels_init (mla_launch.cu). */
 extern "C" int mla_mma_init(size_t smem_optin) {
-    cudaError_t e;
-    if ((e = mma_attr_t<1, MLA_DT_BF16>(smem_optin)) != cudaSuccess) return (int)e;
-    if ((e = mma_attr_t<2, MLA_DT_BF16>(smem_optin)) != cudaSuccess) return (int)e;
-    if ((e = mma_attr_t<4, MLA_DT_BF16>(smem_optin)) != cudaSuccess) return (int)e;
-    if ((e = mma_attr_t<1, MLA_DT_F16>(smem_optin)) != cudaSuccess) return (int)e;
-    if ((e = mma_attr_t<2, MLA_DT_F16>(smem_optin)) != cudaSuccess) return (int)e;
-    if ((e = mma_attr_t<4, MLA_DT_F16>(smem_optin)) != cudaSuccess) return (int)e;
-    return 0;
+    cudaError_t e = mma_attr_dt<MLA_DT_BF16>(smem_optin);
+    if (e == cudaSuccess) e = mma_attr_dt<MLA_DT_F16>(smem_optin);
+    return (int)e;
 }

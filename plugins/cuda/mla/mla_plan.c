@@ -223,15 +223,16 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
 }
 
 int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t page, int32_t rows,
-                           int32_t sm_major, int wgmma_built) {
+                           int32_t extend, int32_t sm_major, int wgmma_built) {
     if (kv_dt == MLA_DT_FP8 || q_dt != kv_dt || pref == MLA_KERNEL_SIMPLE) return MLA_KERNEL_SIMPLE;
     /* TMA boxes are min(page, 64) rows of one page, 1024-byte aligned in smem. */
     const int page_ok = page == 8 || page == 16 || page == 32 || (page > 0 && page % 64 == 0);
     const int wg = wgmma_built && sm_major == 9 && q_dt == MLA_DT_BF16 && page_ok;
+    if (pref == MLA_KERNEL_NARROW && wg && rows <= 32 && !extend) return MLA_KERNEL_NARROW;
     if (pref == MLA_KERNEL_WGMMA) return wg ? MLA_KERNEL_WGMMA : MLA_KERNEL_MMA;
     if (pref == MLA_KERNEL_MMA) return MLA_KERNEL_MMA;
-    /* auto: 64-row tiles need >= 64 rows a request; below that the mma
-     * kernel's 16/32-row tiles waste no tensor-core work. */
+    /* auto (and narrow where it does not apply): 64-row tiles need >= 64 rows
+     * a request; below that the mma kernel's 16/32-row tiles waste no
+     * tensor-core work. */
     return wg && rows >= 64 ? MLA_KERNEL_WGMMA : MLA_KERNEL_MMA;
 }
-

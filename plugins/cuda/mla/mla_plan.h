@@ -51,12 +51,14 @@ mla_plan_caps mla_plan_caps_for(int32_t max_reqs, int32_t max_tokens, int32_t hq
  * 64 (the mma kernels' 1, 2 or 4 row groups; 48 rounds to 64). */
 int32_t mla_rows_per_tile(int32_t max_rows);
 
-/* The kernel (MLA_KERNEL_SIMPLE / MMA / WGMMA) a batch runs: the preference
- * (MLA_KERNEL_*), what the model's dtypes (MLA_DT_*) and the page size allow,
- * the device's SM major, and whether the wgmma path can run here (TMA encoder
- * and shared memory).  rows = query rows of the largest request. */
+/* The kernel (MLA_KERNEL_SIMPLE / MMA / WGMMA / NARROW) a batch runs: the
+ * preference (MLA_KERNEL_*), what the model's dtypes (MLA_DT_*) and the page
+ * size allow, the device's SM major, and whether the wgmma paths can run here
+ * (TMA encoder and shared memory).  rows = query rows of the largest request;
+ * extend = 1 for an extend batch (64-row tiles: narrow does not apply).
+ * NARROW where it does not apply (> 32 rows, extend) resolves as AUTO does. */
 int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t page, int32_t rows,
-                           int32_t sm_major, int wgmma_built);
+                           int32_t extend, int32_t sm_major, int wgmma_built);
 
 #ifdef __cplusplus
 }

@@ -44,8 +44,9 @@
 #define WG_OFF_K1 (WG_OFF_K0 + 9 * WG_SUB)
 #define WG_OFF_P0 (WG_OFF_K1 + 9 * WG_SUB)
 #define WG_OFF_P1 (WG_OFF_P0 + WG_SUB)
-#define WG_OFF_STAT (WG_OFF_P1 + WG_SUB)  /* 6 x 64 floats */
-#define WG_OFF_BAR (WG_OFF_STAT + 6 * 64 * 4) /* 18 mbarriers */
+#define WG_OFF_STAT (WG_OFF_P1 + WG_SUB)  /* 4 x 64 floats (the row sums reuse two) */
+#define WG_OFF_SLOT (WG_OFF_STAT + 4 * 64 * 4) /* page-table ring, 2 x 4 pairs x 2 blocks x 4 boxes x 8 B */
+#define WG_OFF_BAR (WG_OFF_SLOT + 2 * 64 * 8) /* 18 mbarriers */
 #define WG_SMEM_USED (WG_OFF_BAR + 18 * 8)
 #define WG_SMEM_ALLOC (WG_SMEM_USED + 1024) /* room to align the base to 1024 */
 
@@ -147,6 +148,9 @@ GC_DEV void wg_store_p(unsigned char *tile, const WgCtx &c, const float (&s)[32]
 }
 
 GC_DEV void wg_scale_o(float (&o)[128], const float f[2]) {
+    /* Once the running max settles most blocks leave it unchanged (alpha is
+     * exactly 1): skip the 128 multiplies, per warp (each owns its rows). */
+    if (__all_sync(0xffffffffu, f[0] == 1.f && f[1] == 1.f)) return;
 #pragma unroll
     for (int j = 0; j < 32; j++) {
         o[4 * j] *= f[0];
@@ -184,7 +188,10 @@ __global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_kernel(const __grid_c
     c.q4 = lane & 3;
     c.scale_log2 = a.scale_log2;
     float *sMa = (float *)(smem + WG_OFF_STAT), *sAa = sMa + 64, *sMb = sAa + 64, *sAb = sMb + 64;
-    float *sL0 = sAb + 64, *sL1 = sL0 + 64;
+    /* Row sums in the epilogue: WG0 writes sMa only after BAR_B (WG1 read it
+     * before arriving there), WG1 writes sAb only after BAR_P0 (WG0 read it
+     * before arriving there). */
+    float *sL0 = sMa, *sL1 = sAb;
     const uint32_t bar0 = c.sbase + WG_OFF_BAR; /* full[buf][sub] = bar0 + 8 (9 buf + sub) */
     const uint32_t kbuf0 = c.sbase + WG_OFF_K0, kbuf1 = c.sbase + WG_OFF_K1;
     const int box = a.page_size < 64 ? a.page_size : 64, nseg = 64 / box;
@@ -203,34 +210,80 @@ __global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_kernel(const __grid_c
         const int nblk = (item.kv_end - item.kv_begin + 63) / 64;
         const int tail = item.kv_end - (item.kv_begin + 64 * (nblk - 1)); /* 1..64 valid rows */
 
-        /* Slots of block j's boxes (-1: past the end, not loaded). */
-        auto slots = [&](int j, int32_t (&sl)[4]) {
-#pragma unroll
-            for (int s = 0; s < 4; s++) {
-                const int key = item.kv_begin + 64 * j + box * s;
-                sl[s] = s < nseg && j < nblk && key < item.kv_end ? (int32_t)mla_slot(a, prow, key) : -1;
-            }
+        /* Page-table ring: thread 0 of each warpgroup copies the words of the
+         * boxes of pair p (blocks 2p, 2p+1) into entry p % 4 with cp.async,
+         * LA pairs before they are used, so no TMA issue or L2 prefetch ever
+         * waits for a page-table load.  Validity is arithmetic (box past the
+         * end: not loaded). */
+        const int npair = (nblk + 1) / 2;
+        const uint32_t ring = c.sbase + WG_OFF_SLOT + (uint32_t)wg * 512u;
+        auto box_ok = [&](int j, int sb) {
+            return sb < nseg && j < nblk && item.kv_begin + 64 * j + box * sb < item.kv_end;
         };
-        auto issue = [&](int j, int sub, const int32_t (&sl)[4]) {
+        auto lookup = [&](int p) {
+            if (p < npair) {
+#pragma unroll
+                for (int blk = 0; blk < 2; blk++)
+#pragma unroll
+                    for (int sb = 0; sb < 4; sb++) {
+                        const int j = 2 * p + blk;
+                        if (!box_ok(j, sb)) continue;
+                        const uint32_t dst = ring + (uint32_t)((((p & 3) * 2 + blk) * 4 + sb) * 8);
+                        const mla_index &ix = a.req_to_token;
+                        if (ix.n <= 0) {
+                            *(int64_t *)(smem + (dst - c.sbase)) = 0;
+                            continue;
+                        }
+                        const int64_t col = mla_clamp64(item.kv_begin + 64 * j + box * sb, 0, a.r2t_cols - 1);
+                        const int64_t e = mla_clamp64(prow * a.r2t_cols + col, 0, ix.n - 1);
+                        mla_cp_async_word(dst, ix.p + (e << ix.shift), ix.shift);
+                    }
+            }
+            mla_cp_async_commit(); /* empty groups keep the count per pair */
+        };
+        auto slot_of = [&](int j, int sb) -> int32_t {
+            const unsigned char *e = smem + (ring - c.sbase) + ((((j >> 1) & 3) * 2 + (j & 1)) * 4 + sb) * 8;
+            const int64_t v = a.req_to_token.shift ? *(const int64_t *)e : (int64_t) * (const int32_t *)e;
+            return (int32_t)mla_clamp64(v, 0, a.num_slots - 1);
+        };
+        auto issue = [&](int j, int sub) {
             const int buf = j & 1;
             const uint32_t bar = bar0 + 8 * (9 * buf + sub);
             const uint32_t dst = (buf ? kbuf1 : kbuf0) + sub * WG_SUB;
             int nv = 0;
 #pragma unroll
-            for (int s = 0; s < 4; s++) nv += sl[s] >= 0;
+            for (int sb = 0; sb < 4; sb++) nv += box_ok(j, sb);
             mla_mbar_expect_tx(bar, (uint32_t)(nv * box * 128));
 #pragma unroll
-            for (int s = 0; s < 4; s++)
-                if (sl[s] >= 0) mla_tma_load_2d(dst + s * box * 128, &tmap, sub * 64, sl[s], bar);
+            for (int sb = 0; sb < 4; sb++)
+                if (box_ok(j, sb)) mla_tma_load_2d(dst + sb * box * 128, &tmap, sub * 64, slot_of(j, sb), bar);
         };
-
-        int32_t slA[4], slB[4]; /* next even / odd block (issuing threads only) */
-        if (tid == 0) {
-            slots(0, slA);
-            slots(1, slB);
-            for (int sub = 0; sub < 9; sub++) issue(0, sub == 0 ? 8 : sub - 1, slA);
-            if (nblk > 1)
-                for (int sub = 0; sub < 9; sub++) issue(1, sub == 0 ? 8 : sub - 1, slB);
+        /* L2 prefetch of both blocks of pair p (rows of a box are contiguous in the pool). */
+        auto prefetch = [&](int p) {
+#pragma unroll
+            for (int blk = 0; blk < 2; blk++)
+#pragma unroll
+                for (int sb = 0; sb < 4; sb++) {
+                    const int j = 2 * p + blk;
+                    if (p >= npair || !box_ok(j, sb)) continue;
+                    const int64_t sl = slot_of(j, sb);
+                    const int64_t rows = a.num_slots - sl < box ? a.num_slots - sl : box;
+                    mla_prefetch_l2((const uint16_t *)a.pool + sl * MLA_D_QK, (uint32_t)(rows * MLA_D_QK * 2));
+                }
+        };
+        /* Lookahead: pair i + 1 is loaded during pair i, pair i + PF prefetched
+         * at its start; LA = max(PF, 1) + 1 pairs of lookups are in flight. */
+        const int pf = a.prefetch < 0 ? 0 : (a.prefetch > 2 ? 2 : a.prefetch);
+        const int la = (pf > 1 ? pf : 1) + 1;
+        if (c.t == 0) {
+            for (int p = 0; p < la; p++) lookup(p);
+            mla_cp_async_wait<0>(); /* once per item */
+            if (tid == 0) {
+                for (int sub = 0; sub < 9; sub++) issue(0, sub == 0 ? 8 : sub - 1);
+                if (nblk > 1)
+                    for (int sub = 0; sub < 9; sub++) issue(1, sub == 0 ? 8 : sub - 1);
+                for (int p = 1; p <= pf; p++) prefetch(p);
+            }
         }
 
         /* Q: dims 0-511 to shared memory (K-major swizzled), 64-575 to registers. */
@@ -290,9 +343,14 @@ __global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_kernel(const __grid_c
         for (int i = 0; 2 * i < nblk; i++) {
             const int ja = 2 * i, jb = 2 * i + 1;
             const bool has_b = jb < nblk, has_a2 = ja + 2 < nblk, has_b2 = jb + 2 < nblk;
-            if (c.t == 0) { /* slots of the next pair, read well before their use */
-                slots(ja + 2, slA);
-                slots(jb + 2, slB);
+            if (c.t == 0) {
+                lookup(i + la);
+                mla_cp_async_wait<1>(); /* pairs <= i + la - 1 (issued a pair ago) are in */
+                if (pf > 0 && wg == 0) prefetch(i + pf);
+                /* The rope sub-tile of this warpgroup's buffer is free once its S
+                 * is done (it is no value column): reload it first. */
+                if (wg == 0 && has_a2) issue(ja + 2, 8);
+                if (wg == 1 && has_b2) issue(jb + 2, 8);
             }
             if (wg == 0) {
                 /* --- WG0: block a (buffer K0) --- */
@@ -319,10 +377,8 @@ __global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_kernel(const __grid_c
                     mla_wgmma_wait<0>();
                     mla_fence_regs(o);
                 }
-                if (c.t == 0 && has_a2) { /* K0 sub-tiles 0-3 and rope are free: next even block */
-                    issue(ja + 2, 8, slA);
-                    for (int sub = 0; sub < 4; sub++) issue(ja + 2, sub, slA);
-                }
+                if (c.t == 0 && has_a2) /* K0 sub-tiles 0-3 are free: next even block */
+                    for (int sub = 0; sub < 4; sub++) issue(ja + 2, sub);
                 mla_bar_sync(BAR_B, WG_THREADS);
                 const float al_b[2] = {sAb[c.g], sAb[c.g + 8]};
                 m_run[0] = sMb[c.g];
@@ -354,7 +410,7 @@ __global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_kernel(const __grid_c
                     mla_wgmma_wait<1>(); /* P_b V_bL is done: K1 sub-tiles 0-3 are free */
                     mla_fence_regs(o);
                     if (c.t == 0 && has_b2)
-                        for (int sub = 0; sub < 4; sub++) issue(jb + 2, sub, slB);
+                        for (int sub = 0; sub < 4; sub++) issue(jb + 2, sub);
 #pragma unroll
                     for (int sub = 4; sub < 8; sub++) wg_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
                     mla_wgmma_commit();
@@ -410,14 +466,12 @@ __global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_kernel(const __grid_c
                                     mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
                 mla_wgmma_commit();
                 mla_wgmma_wait<1>();
-                if (c.t == 0 && has_b2) { /* K1 sub-tiles 4-7 and rope are free */
-                    issue(jb + 2, 8, slB);
-                    for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
-                }
+                if (c.t == 0 && has_b2) /* K1 sub-tiles 4-7 are free */
+                    for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub);
                 mla_wgmma_wait<0>();
                 mla_fence_regs(o);
                 if (c.t == 0 && has_a2) /* K0 sub-tiles 4-7 are free */
-                    for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
+                    for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub);
                 if (has_b2) {
                     const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
 #pragma unroll
