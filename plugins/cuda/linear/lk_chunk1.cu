@@ -30,16 +30,24 @@
  * (0 past len).  Same order of additions as the CPU wrappers. */
 LK_DEV void lk_conv_tile(const lin_fwd &p, int64_t rt0, int crel, int len, int slot, int init, int ch0, int nch,
                          float *tile) {
-    const int W = p.conv_w, H = W - 1, rows = LIN_CHUNK + H;
-    for (int idx = threadIdx.x; idx < rows * nch; idx += blockDim.x) {
-        const int r = idx / nch, c = idx % nch, ch = ch0 + c, pos = crel - H + r;
-        float e = 0.f;
-        if (pos >= 0) {
-            if (r - H < len) e = lk_conv_input(p, rt0 + pos, ch);
-        } else if (init) {
-            e = lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)ch * H + H + pos);
+    const int W = p.conv_w, H = W - 1, total = (LIN_CHUNK + H) * nch, nt = blockDim.x;
+    /* 8 independent loads per thread in flight before any store */
+    for (int base = threadIdx.x; base < total; base += 8 * nt) {
+        float e[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const int idx = base + u * nt, r = idx / nch, c = idx % nch, ch = ch0 + c, pos = crel - H + r;
+            e[u] = 0.f;
+            if (idx >= total) continue;
+            if (pos >= 0) {
+                if (r - H < len) e[u] = lk_conv_input(p, rt0 + pos, ch);
+            } else if (init) {
+                e[u] = lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)ch * H + H + pos);
+            }
         }
-        tile[idx] = e;
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            if (base + u * nt < total) tile[base + u * nt] = e[u];
     }
     __syncthreads();
     for (int c = threadIdx.x; c < nch; c += blockDim.x) {
@@ -294,8 +302,14 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
             {
                 const int col = tid >> 1, part = tid & 1;
                 for (int t = 1; t < C; t++) {
-                    float acc = 0.f;
-                    for (int ii = part; ii < t; ii += 2) acc += Af[t * AP + ii] * Tf[ii * AP + col];
+                    float a0 = 0.f, a1 = 0.f; /* two chains: the adds' latency, not the loads, bounds this */
+                    int ii = part;
+                    for (; ii + 2 < t; ii += 4) {
+                        a0 += Af[t * AP + ii] * Tf[ii * AP + col];
+                        a1 += Af[t * AP + ii + 2] * Tf[(ii + 2) * AP + col];
+                    }
+                    for (; ii < t; ii += 2) a0 += Af[t * AP + ii] * Tf[ii * AP + col];
+                    float acc = a0 + a1;
                     acc += __shfl_xor_sync(0xffffffffu, acc, 1);
                     if (part == 0 && t > col) Tf[t * AP + col] = -acc;
                     __syncwarp();

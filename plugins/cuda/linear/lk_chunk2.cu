@@ -17,7 +17,7 @@
 /* The kind and the state dtype are runtime values (uniform branches): one
  * kernel per (operand type, tile). */
 template <int OT, int VT>
-__global__ __launch_bounds__(LK_C2_THREADS) void lin_chunk2_kernel(lin_fwd p) {
+__global__ __launch_bounds__(LK_C2_THREADS, 1) void lin_chunk2_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;

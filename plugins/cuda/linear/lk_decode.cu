@@ -30,10 +30,24 @@ template <int N> LK_DEV void lk_srow_st(const lin_fwd &p, void *base, int64_t i,
     else lk_sst<LIN_DT_F32, N>(base, i, v);
 }
 
+/* Rows r0 .. r0+3 of the group's state (rows past R repeat the last: they
+ * are computed, never stored); lane l holds columns l*EPL .. */
+template <int EPL>
+LK_DEV void lk_dec_rows(const lin_fwd &p, int64_t sbase, int h0, int r0, int R, float (*s)[EPL], int *jh, int *vr) {
+    const int lane = threadIdx.x & 31, K = 32 * EPL;
+#pragma unroll
+    for (int q = 0; q < LK_DEC_RPW; q++) {
+        const int r = min(r0 + q, R - 1);
+        jh[q] = r / p.V;
+        vr[q] = r % p.V;
+        lk_srow_ld<EPL>(p, p.ssm_state, sbase + ((int64_t)(h0 + jh[q]) * p.V + vr[q]) * K + lane * EPL, s[q]);
+    }
+}
+
 /* K = 32 * EPL; the kind is a runtime value (uniform branches), which keeps
  * one kernel per K in the binary. */
 template <int EPL>
-__global__ __launch_bounds__(LK_DEC_THREADS, 3) void lin_decode_kernel(lin_fwd p) {
+__global__ __launch_bounds__(LK_DEC_THREADS, 2) void lin_decode_kernel(lin_fwd p) {
     constexpr int K = 32 * EPL;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA;
@@ -56,6 +70,13 @@ __global__ __launch_bounds__(LK_DEC_THREADS, 3) void lin_decode_kernel(lin_fwd p
     }
     float *qv = sm, *kv = qv + n * K, *kq = kv + n * K, *vv = kq + n, *ee = vv + n * gsz * V;
     float *bb = ee + n * gsz * GC, *sk = bb + n * gsz;
+    /* The first rows' loads fly while phase A runs (phase A never touches
+     * the recurrent state). */
+    const int R = gsz * V, stride = nw * LK_DEC_RPW;
+    const int64_t sbase = (int64_t)slot * p.ssm_elems;
+    float s[LK_DEC_RPW][EPL];
+    int jh[LK_DEC_RPW], vr[LK_DEC_RPW];
+    if (warp * LK_DEC_RPW < R) lk_dec_rows<EPL>(p, sbase, h0, warp * LK_DEC_RPW, R, s, jh, vr);
 
     /* ---- phase A: operands */
     if (KIND != LIN_LIGHTNING) {
@@ -175,19 +196,13 @@ __global__ __launch_bounds__(LK_DEC_THREADS, 3) void lin_decode_kernel(lin_fwd p
         }
     __syncthreads();
 
-    /* ---- phase B: the state rows */
-    const int R = gsz * V;
-    const int64_t sbase = (int64_t)slot * p.ssm_elems;
-    for (int r0 = warp * LK_DEC_RPW; r0 < R; r0 += nw * LK_DEC_RPW) {
-        float s[LK_DEC_RPW][EPL];
-        int jh[LK_DEC_RPW], vr[LK_DEC_RPW];
-#pragma unroll
-        for (int q = 0; q < LK_DEC_RPW; q++) {
-            const int r = min(r0 + q, R - 1); /* rows past R repeat the last: computed, never stored */
-            jh[q] = r / V;
-            vr[q] = r % V;
-            lk_srow_ld<EPL>(p, p.ssm_state, sbase + ((int64_t)(h0 + jh[q]) * V + vr[q]) * K + lane * EPL, s[q]);
-        }
+    /* ---- phase B: the state rows; the next group's loads fly while this
+     * group computes */
+    for (int r0 = warp * LK_DEC_RPW; r0 < R; r0 += stride) {
+        float nx[LK_DEC_RPW][EPL];
+        int njh[LK_DEC_RPW], nvr[LK_DEC_RPW];
+        const bool more = r0 + stride < R;
+        if (more) lk_dec_rows<EPL>(p, sbase, h0, r0 + stride, R, nx, njh, nvr);
         for (int j = 0; j < n; j++) {
             float kj[EPL], qj[EPL];
 #pragma unroll
@@ -251,6 +266,14 @@ __global__ __launch_bounds__(LK_DEC_THREADS, 3) void lin_decode_kernel(lin_fwd p
             for (int q = 0; q < LK_DEC_RPW; q++)
                 if (r0 + q < R)
                     lk_srow_st<EPL>(p, p.ssm_state, sbase + ((int64_t)(h0 + jh[q]) * V + vr[q]) * K + lane * EPL, s[q]);
+        if (more)
+#pragma unroll
+            for (int q = 0; q < LK_DEC_RPW; q++) {
+                jh[q] = njh[q];
+                vr[q] = nvr[q];
+#pragma unroll
+                for (int e = 0; e < EPL; e++) s[q][e] = nx[q][e];
+            }
     }
 }
 
