@@ -39,7 +39,8 @@ int attn_launch_extend(int variant, int dtype, int head_dim, const attn_fwd *p, 
  * SGL_ATTN_CUDA_DECODE names the decode kernel of the mma / wgmma variants
  * (docs/cuda.md, "decode performance"):
  *   mma[.sN][.h]             smem-staged mma.sync decode, N cp.async stages
- *                            (2..4 at d128; other head dims keep their default)
+ *                            (2..4 at d128; other head dims keep their default;
+ *                            .h with the default depth at d128 only)
  *   reg[.wNbM][.h][.contig]  register-fed decode, N warps, M register tiles
  *                            (w4b2 w4b1 w2b2 w8b2; d64/d128, group <= 8,
  *                            else the mma decode runs)

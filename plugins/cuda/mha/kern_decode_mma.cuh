@@ -38,9 +38,10 @@ template <int D, int S_ = decode_mma_default_stages<D>()> struct decode_mma_cfg 
     static constexpr size_t SMEM = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
 };
 
-/* order 1: blocks run heads-fastest (the kv heads of one item side by side). */
-template <int DT, int D, int S_ = decode_mma_default_stages<D>()>
-__global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_fwd p, int order) {
+/* ORDER 1: blocks run heads-fastest (the kv heads of one item side by side);
+ * a template parameter so the default kernel pays no registers for it. */
+template <int DT, int D, int S_ = decode_mma_default_stages<D>(), int ORDER = 0>
+__global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_fwd p) {
     using C = decode_mma_cfg<D, S_>;
     constexpr int S = C::STAGES, TILE = ATTN_DM_TILE, CH = D / 8, NB = D / 8;
     constexpr bool QREG = D <= 128; /* Q fragments kept in registers */
@@ -50,7 +51,7 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
     uint16_t *vs = ks + S * C::KV_ELEMS;
 
     int item = blockIdx.x, hblock = blockIdx.y;
-    if (order) {
+    if (ORDER) {
         const int lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
         item = lin / (int)gridDim.y;
         hblock = lin % (int)gridDim.y;

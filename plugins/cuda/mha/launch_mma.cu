@@ -11,14 +11,15 @@
  * shape the sweep measures; other head dims keep their default). */
 #define ATTN_DM_ALT_STAGES_D 128
 
-template <int DT, int D, int S> static cudaError_t set_decode_smem() {
-    return cudaFuncSetAttribute(attn_decode_mma_kernel<DT, D, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+template <int DT, int D, int S, int ORDER = 0> static cudaError_t set_decode_smem() {
+    return cudaFuncSetAttribute(attn_decode_mma_kernel<DT, D, S, ORDER>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 (int)decode_mma_cfg<D, S>::SMEM);
 }
 
 template <int DT, int D> static int setup_one() {
     cudaError_t e = set_decode_smem<DT, D, decode_mma_default_stages<D>()>();
     if constexpr (D == ATTN_DM_ALT_STAGES_D) {
+        if (e == cudaSuccess) e = set_decode_smem<DT, D, decode_mma_default_stages<D>(), 1>();
         if (e == cudaSuccess) e = set_decode_smem<DT, D, 2>();
         if (e == cudaSuccess) e = set_decode_smem<DT, D, 4>();
     }
@@ -28,23 +29,27 @@ template <int DT, int D> static int setup_one() {
     return (int)e;
 }
 
-template <int DT, int D, int S>
-static int decode_mma_s(const attn_fwd *p, int grid_items, cudaStream_t st, int order) {
+template <int DT, int D, int S, int ORDER = 0>
+static int decode_mma_s(const attn_fwd *p, int grid_items, cudaStream_t st) {
     const int hblocks = (p->group + ATTN_DM_ROWS - 1) / ATTN_DM_ROWS;
     dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
-    attn_decode_mma_kernel<DT, D, S><<<grid, ATTN_DM_THREADS, decode_mma_cfg<D, S>::SMEM, st>>>(*p, order);
+    attn_decode_mma_kernel<DT, D, S, ORDER><<<grid, ATTN_DM_THREADS, decode_mma_cfg<D, S>::SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
-/* stages 0: the default depth; a depth not compiled for this head dim is refused. */
+/* stages 0: the default depth; a depth not compiled for this head dim is
+ * refused.  The heads-fastest order is compiled at d128 (default depth) only;
+ * elsewhere it runs in the plain order. */
 template <int DT, int D>
 static int decode_mma(const attn_fwd *p, int grid_items, cudaStream_t st, int stages, int order) {
-    if (stages == 0 || stages == decode_mma_default_stages<D>())
-        return decode_mma_s<DT, D, decode_mma_default_stages<D>()>(p, grid_items, st, order);
+    constexpr int S0 = decode_mma_default_stages<D>();
+    (void)order;
     if constexpr (D == ATTN_DM_ALT_STAGES_D) {
-        if (stages == 2) return decode_mma_s<DT, D, 2>(p, grid_items, st, order);
-        if (stages == 4) return decode_mma_s<DT, D, 4>(p, grid_items, st, order);
+        if (order && (stages == 0 || stages == S0)) return decode_mma_s<DT, D, S0, 1>(p, grid_items, st);
+        if (stages == 2) return decode_mma_s<DT, D, 2>(p, grid_items, st);
+        if (stages == 4) return decode_mma_s<DT, D, 4>(p, grid_items, st);
     }
+    if (stages == 0 || stages == S0) return decode_mma_s<DT, D, S0>(p, grid_items, st);
     return (int)cudaErrorInvalidValue;
 }
 
