@@ -30,9 +30,10 @@ t0=$(date +%s)
 el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 
 # variants: memory-bound shapes (16 heads) and compute-bound ones (128 rows)
-MEM_V="auto mma mma+deep+pf6 mma+two+pf4 wgmma wgmma+pf2 narrow+pf0 narrow narrow+pf4"
-CMP_V="auto wgmma wgmma+pf1 wgmma+pf2"
-FAMILIES=("simple,mma,mma+deep+pf6,mma+two+pf4" "wgmma,wgmma+pf1,wgmma+pf2" "narrow+pf0,narrow,narrow+pf4" "auto")
+# wgmma0 = the wgmma kernel exactly as in the first run (same-run baseline)
+MEM_V="auto mma mma+deep+pf6 mma+two+pf4 wgmma0 wgmma wgmma+pf2 narrow+pf0 narrow narrow+pf4"
+CMP_V="auto wgmma0 wgmma wgmma+pf1 wgmma+pf2"
+FAMILIES=("simple,mma,mma+deep+pf6,mma+two+pf4" "wgmma0" "wgmma,wgmma+pf1,wgmma+pf2" "narrow+pf0,narrow,narrow+pf4" "auto")
 
 venv() { # variant -> environment assignments
   local k=${1%%+*} e="SGL_ATTN_MLA_KERNEL=${1%%+*}" p

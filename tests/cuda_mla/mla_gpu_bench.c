@@ -32,8 +32,8 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-#define DEF_MEM "auto,mma,mma+deep+pf6,mma+two+pf4,wgmma,wgmma+pf2,narrow+pf0,narrow,narrow+pf4"
-#define DEF_COMPUTE "auto,wgmma,wgmma+pf1,wgmma+pf2"
+#define DEF_MEM "auto,mma,mma+deep+pf6,mma+two+pf4,wgmma0,wgmma,wgmma+pf2,narrow+pf0,narrow,narrow+pf4"
+#define DEF_COMPUTE "auto,wgmma0,wgmma,wgmma+pf1,wgmma+pf2"
 
 /* Median seconds per forward of a planned backend, or -1 (err says why). */
 static double time_forward(mg_run *r, const mg_plugin *pl, sgl_attn_backend *b, char *err, size_t n) {

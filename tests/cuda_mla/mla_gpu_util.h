@@ -60,7 +60,7 @@ typedef struct mg_run {
 /* Inputs, staging and (c->ref) the reference. */
 int mg_setup(mg_run *r, const mg_plugin *pl, const mg_case *c, uint64_t seed, char *err, size_t n);
 /* A tuning variant "kernel[+pfN][+base|+deep|+two]" (kernel: simple, mma,
- * wgmma, narrow, auto; pfN: SGL_ATTN_MLA_PREFETCH=N; base/deep/two:
+ * wgmma, wgmma0, narrow, auto; pfN: SGL_ATTN_MLA_PREFETCH=N; base/deep/two:
  * SGL_ATTN_MLA_MMA) into the environment the plugin reads at create. */
 int mg_variant_env(const char *variant, char *err, size_t n);
 /* A backend for a variant (as above). */

@@ -246,6 +246,10 @@ static void test_rows_and_kernel_choice(void **st) {
     assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA, B, B, 64, 16, 0, 9, 1), MLA_KERNEL_WGMMA);
     assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA, B, B, 1, 16, 0, 9, 1), MLA_KERNEL_MMA);
     assert_int_equal(mla_resolve_kernel(MLA_KERNEL_MMA, B, B, 64, 128, 0, 9, 1), MLA_KERNEL_MMA);
+    /* wgmma0 (the first-run kernel) resolves as wgmma does */
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA0, B, B, 64, 16, 0, 9, 1), MLA_KERNEL_WGMMA0);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA0, B, B, 1, 128, 0, 9, 1), MLA_KERNEL_MMA);
+    assert_int_equal(mla_resolve_kernel(MLA_KERNEL_WGMMA0, H, H, 64, 128, 0, 9, 1), MLA_KERNEL_MMA);
     /* narrow: decode / verify of <= 32 rows on SM 9.0 bf16 with a boxable page;
      * elsewhere it resolves as auto does */
     assert_int_equal(mla_resolve_kernel(MLA_KERNEL_NARROW, B, B, 64, 16, 0, 9, 1), MLA_KERNEL_NARROW);

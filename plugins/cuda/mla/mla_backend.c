@@ -12,6 +12,15 @@
 #include "cuda_error.h"
 #include "mla_check.h"
 
+/* What runs when the SGL_ATTN_MLA_* tuning knobs are unset.  These are the
+ * choices as first measured; the GPU sweep (bench/gpu/mla.sh, docs/cuda_mla.md
+ * "First GPU run and tuning") says which to flip. */
+#define MLA_DEFAULT_AUTO_NARROW 0          /* 1: auto runs narrow for <= 32 rows */
+#define MLA_DEFAULT_MMA_CFG MLA_MMA_BASE   /* base / deep / two */
+#define MLA_DEFAULT_PF_MMA 0               /* 32-key tiles ahead (acts above the stage count) */
+#define MLA_DEFAULT_PF_WGMMA 0             /* pairs of 64-key blocks ahead, 0-2 (also wgmma0: unused) */
+#define MLA_DEFAULT_PF_NARROW 2            /* 64-key blocks ahead */
+
 int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -142,10 +151,13 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     const int64_t rows64 = (int64_t)max_q * b->hq;
     const int32_t rows = rows64 > (1 << 24) ? (1 << 24) : (int32_t)rows64;
     const size_t optin = b->dev.smem_per_block_optin;
-    const int wg_ok = b->encode_fn != NULL && optin >= mla_wgmma_smem_bytes() && optin >= mla_narrow_smem_bytes(32);
-    int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size,
+    const int wg_ok = b->encode_fn != NULL && optin >= mla_wgmma_smem_bytes() && optin >= mla_narrow_smem_bytes(32) &&
+                      optin >= mla_wgmma0_smem_bytes();
+    /* narrow resolves as auto does where it does not apply */
+    const int32_t pref = b->kernel_pref == MLA_KERNEL_AUTO && MLA_DEFAULT_AUTO_NARROW ? MLA_KERNEL_NARROW : b->kernel_pref;
+    int32_t kernel = mla_resolve_kernel(pref, b->model_q_dt, b->model_kv_dt, batch->page_size,
                                         rows, extend, b->dev.sm_major, wg_ok);
-    int32_t rpt = kernel == MLA_KERNEL_WGMMA || extend ? 64 : mla_rows_per_tile(rows);
+    int32_t rpt = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_WGMMA0 || extend ? 64 : mla_rows_per_tile(rows);
     if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, b->mma_cfg_pref, optin) == 0)
         kernel = MLA_KERNEL_SIMPLE;
     const int32_t mcfg = kernel == MLA_KERNEL_MMA ? mla_mma_effective_cfg(rpt, b->mma_cfg_pref, optin) : MLA_MMA_BASE;
@@ -194,9 +206,11 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->rows_per_tile = rpt;
     b->mma_cfg = mcfg;
     b->ctas = ctas;
-    /* the kernels' defaults: off for the tuned-as-built wgmma / mma paths (the
-     * GPU sweep decides), two blocks ahead for narrow */
-    b->prefetch = b->prefetch_env >= 0 ? b->prefetch_env : kernel == MLA_KERNEL_NARROW ? 2 : 0;
+    b->prefetch = b->prefetch_env >= 0              ? b->prefetch_env
+                : kernel == MLA_KERNEL_NARROW       ? MLA_DEFAULT_PF_NARROW
+                : kernel == MLA_KERNEL_WGMMA        ? MLA_DEFAULT_PF_WGMMA
+                : kernel == MLA_KERNEL_MMA          ? MLA_DEFAULT_PF_MMA
+                                                    : 0;
     b->page = batch->page_size;
     b->n_items = hdr->n_items;
     b->n_comb = hdr->n_comb;
@@ -271,11 +285,13 @@ static int32_t kernel_pref(const char *s) {
     if (!strcmp(s, "mma")) return MLA_KERNEL_MMA;
     if (!strcmp(s, "wgmma")) return MLA_KERNEL_WGMMA;
     if (!strcmp(s, "narrow")) return MLA_KERNEL_NARROW;
+    if (!strcmp(s, "wgmma0")) return MLA_KERNEL_WGMMA0;
     return -1;
 }
 
 static int32_t mma_cfg_pref(const char *s) {
-    if (!s || !*s || !strcmp(s, "base")) return MLA_MMA_BASE;
+    if (!s || !*s) return MLA_DEFAULT_MMA_CFG;
+    if (!strcmp(s, "base")) return MLA_MMA_BASE;
     if (!strcmp(s, "deep")) return MLA_MMA_DEEP;
     if (!strcmp(s, "two")) return MLA_MMA_TWO;
     return -1;
@@ -313,7 +329,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     const char *env = getenv("SGL_ATTN_MLA_KERNEL");
     b->kernel_pref = kernel_pref(env);
     if (b->kernel_pref < 0) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_KERNEL=%s; expected simple, mma, wgmma, narrow or auto", env);
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_KERNEL=%s; expected simple, mma, wgmma, narrow, wgmma0 or auto", env);
         return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
     }
     env = getenv("SGL_ATTN_MLA_MMA");

@@ -25,7 +25,11 @@ static const void *layer_tmap(mla_backend *b, int32_t layer_id, const void *pool
 }
 
 static const char *kernel_name(int32_t k) {
-    return k == MLA_KERNEL_NARROW ? "narrow" : k == MLA_KERNEL_WGMMA ? "wgmma" : k == MLA_KERNEL_MMA ? "mma" : "simple";
+    return k == MLA_KERNEL_NARROW   ? "narrow"
+         : k == MLA_KERNEL_WGMMA0 ? "wgmma0"
+         : k == MLA_KERNEL_WGMMA  ? "wgmma"
+         : k == MLA_KERNEL_MMA    ? "mma"
+                                  : "simple";
 }
 
 int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
@@ -65,7 +69,8 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     /* The plan's kernel, unless these tensors' dtypes rule it out. */
     int32_t kernel = b->kernel;
     if (v.kv_dt != v.q_dt) kernel = MLA_KERNEL_SIMPLE;
-    if ((kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW) && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
+    const int tma = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW || kernel == MLA_KERNEL_WGMMA0;
+    if (tma && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
 
     mla_fwd_args f;
     memset(&f, 0, sizeof f);
@@ -105,14 +110,16 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     }
 
     int e = 0;
-    if (kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW) {
+    if (kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW || kernel == MLA_KERNEL_WGMMA0) {
         int cu = 0;
         f.tmap = layer_tmap(b, a->layer->layer_id, v.pool, v.num_slots, b->page < 64 ? b->page : 64, &cu);
         if (!f.tmap)
             return mla_set_error(b, SGL_ATTN_E_DEVICE,
                                  "cuTensorMapEncodeTiled for the pool of layer %d (%lld slots): CUresult %d",
                                  a->layer->layer_id, (long long)v.num_slots, cu);
-        e = kernel == MLA_KERNEL_WGMMA ? mla_launch_wgmma(&f) : mla_launch_narrow(&f);
+        e = kernel == MLA_KERNEL_WGMMA    ? mla_launch_wgmma(&f)
+          : kernel == MLA_KERNEL_WGMMA0 ? mla_launch_wgmma0(&f)
+                                        : mla_launch_narrow(&f);
     } else if (kernel == MLA_KERNEL_MMA) {
         e = mla_launch_mma(&f, b->dev.smem_per_block_optin);
     } else {

@@ -36,7 +36,8 @@ enum {
     MLA_KERNEL_SIMPLE = 1,
     MLA_KERNEL_MMA = 2,
     MLA_KERNEL_WGMMA = 3,
-    MLA_KERNEL_NARROW = 4
+    MLA_KERNEL_NARROW = 4,
+    MLA_KERNEL_WGMMA0 = 5 /* the wgmma kernel as first measured (mla_wgmma0.cu): baseline */
 };
 
 /* mma kernel configurations (SGL_ATTN_MLA_MMA): the tuning variants the GPU
@@ -111,11 +112,13 @@ int32_t mla_mma_ctas_per_sm(int32_t effective_cfg);
 /* Same for the wgmma and narrow kernels. */
 size_t mla_wgmma_smem_bytes(void);
 size_t mla_narrow_smem_bytes(int32_t rows_per_tile);
+size_t mla_wgmma0_smem_bytes(void);
 
 int mla_launch_simple(const mla_fwd_args *a);
 int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin);
 int mla_launch_wgmma(const mla_fwd_args *a);
 int mla_launch_narrow(const mla_fwd_args *a);
+int mla_launch_wgmma0(const mla_fwd_args *a);
 int mla_launch_combine(const mla_fwd_args *a);
 int mla_launch_save(const mla_save_args *s);
 

@@ -10,6 +10,7 @@
 extern "C" int mla_mma_init(size_t smem_optin);
 extern "C" int mla_wgmma_init(void);
 extern "C" int mla_narrow_init(void);
+extern "C" int mla_wgmma0_init(void);
 
 extern "C" int mla_kernels_init(int sm_major, size_t smem_optin, char *err, size_t err_size) {
     int e = mla_mma_init(smem_optin);
@@ -19,6 +20,7 @@ extern "C" int mla_kernels_init(int sm_major, size_t smem_optin, char *err, size
     }
     if (sm_major == 9 && smem_optin >= mla_wgmma_smem_bytes()) {
         e = mla_wgmma_init();
+        if (!e && smem_optin >= mla_wgmma0_smem_bytes()) e = mla_wgmma0_init();
         if (e) {
             snprintf(err, err_size, "cudaFuncSetAttribute (wgmma kernel, %zu bytes): %s",
                      mla_wgmma_smem_bytes(), cudaGetErrorString((cudaError_t)e));

@@ -230,6 +230,7 @@ int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t pa
     const int wg = wgmma_built && sm_major == 9 && q_dt == MLA_DT_BF16 && page_ok;
     if (pref == MLA_KERNEL_NARROW && wg && rows <= 32 && !extend) return MLA_KERNEL_NARROW;
     if (pref == MLA_KERNEL_WGMMA) return wg ? MLA_KERNEL_WGMMA : MLA_KERNEL_MMA;
+    if (pref == MLA_KERNEL_WGMMA0) return wg ? MLA_KERNEL_WGMMA0 : MLA_KERNEL_MMA;
     if (pref == MLA_KERNEL_MMA) return MLA_KERNEL_MMA;
     /* auto (and narrow where it does not apply): 64-row tiles need >= 64 rows
      * a request; below that the mma kernel's 16/32-row tiles waste no

@@ -51,7 +51,7 @@ mla_plan_caps mla_plan_caps_for(int32_t max_reqs, int32_t max_tokens, int32_t hq
  * 64 (the mma kernels' 1, 2 or 4 row groups; 48 rounds to 64). */
 int32_t mla_rows_per_tile(int32_t max_rows);
 
-/* The kernel (MLA_KERNEL_SIMPLE / MMA / WGMMA / NARROW) a batch runs: the
+/* The kernel (MLA_KERNEL_SIMPLE / MMA / WGMMA / NARROW / WGMMA0) a batch runs: the
  * preference (MLA_KERNEL_*), what the model's dtypes (MLA_DT_*) and the page
  * size allow, the device's SM major, and whether the wgmma paths can run here
  * (TMA encoder and shared memory).  rows = query rows of the largest request;
