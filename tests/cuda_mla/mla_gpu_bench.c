@@ -121,6 +121,7 @@ int main(int argc, char **argv) {
         for (char *k = strtok_r(kl, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
             sgl_attn_backend *b = NULL;
             err[0] = 0;
+            fprintf(stderr, "running %s %s\n", name, k); /* a hang is attributable from the log */
             if (mg_create(&r, k, &b, err, sizeof err)) {
                 printf("%-44s %-14s %s\n", name, k, err);
                 continue;
@@ -140,6 +141,7 @@ int main(int argc, char **argv) {
                             "\"tbps\": %.4f, \"tflops\": %.2f}",
                             first ? "" : ",\n", name, k, mem ? "true" : "false", med * 1e6, tbs, tfl),
                         first = 0;
+                if (js) fflush(js); /* a killed run keeps what it measured (the summary closes the list) */
             }
             fflush(stdout);
             b->ops->destroy(b);

@@ -4,8 +4,9 @@
  * 1/16/32/64, bf16 / f16 / fp8 pools, a long split decode, many items per CTA
  * (the narrow kernel's ring runs across items); the output poisoned first, the
  * saved rows checked; then CUDA-graph capture and replay with new lengths.
- *   MLA_GPU_QUICK=1   a subset that still reaches every kernel path
+ *   MLA_GPU_QUICK=1   a subset that still reaches every kernel path (no graphs)
  *   MLA_GPU_QUICK=2   two small cases (compute-sanitizer)
+ *   MLA_GPU_QUICK=3   the graph capture / replay test alone
  *   MLA_GPU_VARIANTS  comma-separated variants to run (mg_variant_env), default
  *                     all of them */
 #include <setjmp.h>
@@ -229,10 +230,11 @@ int main(void) {
         cmocka_unit_test(test_graph_replay),
     };
     const struct CMUnitTest quick[] = {
-        cmocka_unit_test(test_decode_16h),     cmocka_unit_test(test_verify_64h),
-        cmocka_unit_test(test_extend_ragged),  cmocka_unit_test(test_many_items),
-        cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_decode_16h),    cmocka_unit_test(test_verify_64h),
+        cmocka_unit_test(test_extend_ragged), cmocka_unit_test(test_many_items),
+        cmocka_unit_test(test_verify_16h_p32),
     };
+    const struct CMUnitTest graphs[] = {cmocka_unit_test(test_graph_replay)};
     const struct CMUnitTest tiny[] = {
         cmocka_unit_test(test_decode_16h),
         cmocka_unit_test(test_verify_64h),
@@ -240,5 +242,6 @@ int main(void) {
     const char *q = getenv("MLA_GPU_QUICK");
     if (q && *q == '1') return cmocka_run_group_tests(quick, setup, teardown);
     if (q && *q == '2') return cmocka_run_group_tests(tiny, setup, teardown);
+    if (q && *q == '3') return cmocka_run_group_tests(graphs, setup, teardown);
     return cmocka_run_group_tests(all, setup, teardown);
 }
