@@ -5,6 +5,33 @@
 
 #include "harness.h"
 
+/* The usable full-attention plugin to run a lone wrapper over: the
+ * highest-scoring one of the wrapper's platform that serves MHA/GQA on its
+ * device 0, or cpu_ref when the wrapper runs anywhere (platform NONE) or no
+ * plugin of its platform is usable. */
+static long same_platform_inner(sgl_attn_host *host, int32_t platform) {
+    long best = -1;
+    int32_t best_score = 0;
+    if (platform != SGL_ATTN_PLATFORM_NONE && platform != SGL_ATTN_PLATFORM_CPU) {
+        for (size_t i = 0; i < sgl_attn_host_plugin_count(host); i++) {
+            sgl_attn_plugin_info in;
+            sgl_attn_caps c;
+            memset(&in, 0, sizeof in);
+            in.struct_size = sizeof in;
+            memset(&c, 0, sizeof c);
+            c.struct_size = sizeof c;
+            if (sgl_attn_host_plugin_info(host, i, &in) || in.status != SGL_ATTN_PLUGIN_USABLE ||
+                in.role != SGL_ATTN_ROLE_FULL || in.platform != platform)
+                continue;
+            if (sgl_attn_host_plugin_caps(host, i, 0, &c) || !c.available ||
+                !(c.attn_kinds & (SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA)))
+                continue;
+            if (best < 0 || c.score > best_score) best = (long)i, best_score = c.score;
+        }
+    }
+    return best >= 0 ? best : sgl_attn_host_find_plugin(host, "cpu_ref");
+}
+
 int htarget_open(htarget *t, sgl_attn_host *host, const char *spec, uint32_t device, char *err, size_t err_size) {
     memset(t, 0, sizeof *t);
     t->host = host;
@@ -41,17 +68,18 @@ int htarget_open(htarget *t, sgl_attn_host *host, const char *spec, uint32_t dev
         t->inner_info = info;
         t->plugin_index = k;
     }
-    /* a wrapper or layer named alone runs over the reference */
+    /* a wrapper or layer named alone runs over a full backend of its own
+     * platform (a CUDA wrapper needs device tensors), else the reference */
     if (t->inner_info.role != SGL_ATTN_ROLE_FULL) {
-        long k = sgl_attn_host_find_plugin(host, "cpu_ref");
+        long k = same_platform_inner(host, t->inner_info.platform);
         if (k < 0 || n == 3) {
             snprintf(err, err_size, "%s wraps a full-attention backend: name one (NAME/INNER)", t->name_buf[n - 1]);
             return -1;
         }
-        snprintf(t->name_buf[n++], sizeof t->name_buf[0], "cpu_ref");
         memset(&t->inner_info, 0, sizeof t->inner_info);
         t->inner_info.struct_size = sizeof t->inner_info;
         sgl_attn_host_plugin_info(host, (size_t)k, &t->inner_info);
+        snprintf(t->name_buf[n++], sizeof t->name_buf[0], "%s", t->inner_info.name);
         t->plugin_index = k;
         t->device = 0;
     }
