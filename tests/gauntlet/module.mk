@@ -59,6 +59,13 @@ SKIPPED += gauntlet_aarch64
 SKIP_WHY_gauntlet_aarch64 := no clang + ld.lld for an aarch64 build; the gauntlet patches e_machine of a copy instead
 endif
 
+# The setuid helper is copied and made setuid-root by the test: an absolute
+# rpath, since a secure-mode loader ignores $ORIGIN.
+$(GAUNTLET_DIR)/setuid_helper: $(OBJDIR)/tests/gauntlet/setuid_helper.o $(LIBSGLATTN) | $(LIBDIR)/libsglattn.so
+	@mkdir -p $(@D)
+	$(CC) -o $@ $< -L$(LIBDIR) -lsglattn -Wl,-rpath,$(abspath $(LIBDIR)) $(LDFLAGS_COMMON)
+GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/setuid_helper
+
 # Tests: the validation layer alone, then the gauntlet through libsglattn.
 GAUNTLET_HOST_TESTS := test_validate_host test_gauntlet_load test_gauntlet_fs test_gauntlet_probe \
     test_gauntlet_setuid
@@ -74,12 +81,6 @@ $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%): $(TESTDIR)/%: $(OBJDIR)/tests/gauntlet/%.
 	$(CC) -o $@ $(filter %.o,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' \
 	    $(LDFLAGS_COMMON) -lcmocka -lm
 
-# The setuid helper is copied and made setuid-root by the test: an absolute
-# rpath, since a secure-mode loader ignores $ORIGIN.
-$(GAUNTLET_DIR)/setuid_helper: $(OBJDIR)/tests/gauntlet/setuid_helper.o $(LIBSGLATTN) | $(LIBDIR)/libsglattn.so
-	@mkdir -p $(@D)
-	$(CC) -o $@ $< -L$(LIBDIR) -lsglattn -Wl,-rpath,$(abspath $(LIBDIR)) $(LDFLAGS_COMMON)
-GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/setuid_helper
 
 # list-plugins' own isolation is part of what test_gauntlet_probe checks.
 $(TESTDIR)/test_gauntlet_probe: | $(ATTNCTL)
