@@ -38,6 +38,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     fs_state *s = *state;
+    if (!s) return 0; /* setup failed before making it */
     gu_rmtree(s->root);
     free(s);
     return 0;

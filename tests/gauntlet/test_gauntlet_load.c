@@ -149,6 +149,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     dir_state *s = *state;
+    if (!s) return 0; /* setup failed before making it */
     gu_rmtree(s->dir);
     free(s);
     return 0;

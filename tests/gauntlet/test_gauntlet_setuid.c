@@ -58,6 +58,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     suid_state *s = *state;
+    if (!s) return 0; /* setup failed before making it */
     gu_rmtree(s->dir);
     free(s);
     return 0;

@@ -232,6 +232,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
     shared *sh = *state;
+    if (!sh) return 0; /* setup failed before making it */
     free(sh->expect);
     free(sh);
     return 0;
