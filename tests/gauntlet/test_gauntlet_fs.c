@@ -31,8 +31,8 @@ typedef struct fs_state {
 static int setup(void **state) {
     fs_state *s = calloc(1, sizeof *s);
     assert_non_null(s);
+    *state = s; /* first, so teardown cleans up after a failure below */
     gu_mkdtemp(s->root, sizeof s->root);
-    *state = s;
     return 0;
 }
 

@@ -138,12 +138,12 @@ static void craft(dir_state *s) {
 static int setup(void **state) {
     dir_state *s = calloc(1, sizeof *s);
     assert_non_null(s);
+    *state = s; /* first, so teardown cleans up after a failure below */
     gu_mkdtemp(s->dir, sizeof s->dir);
     for (size_t i = 0; i < sizeof built / sizeof built[0]; i++)
         gu_install(s->dir, built[i].file, NULL);
     gu_install(s->dir, "good.so", NULL);
     craft(s);
-    *state = s;
     return 0;
 }
 

@@ -28,11 +28,11 @@ typedef struct probe_state {
 static int setup(void **state) {
     probe_state *s = calloc(1, sizeof *s);
     assert_non_null(s);
+    *state = s; /* first, so teardown cleans up after a failure below */
     gu_mkdtemp(s->dir, sizeof s->dir);
     gu_install(s->dir, "bad_probe_crash.so", NULL);
     gu_install(s->dir, "bad_probe_hang.so", NULL);
     gu_install(s->dir, "good.so", NULL);
-    *state = s;
     return 0;
 }
 

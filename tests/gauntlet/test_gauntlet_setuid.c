@@ -45,6 +45,7 @@ static void exec_helper(void *arg) {
 static int setup(void **state) {
     suid_state *s = calloc(1, sizeof *s);
     assert_non_null(s);
+    *state = s; /* first, so teardown cleans up after a failure below */
     gu_mkdtemp(s->dir, sizeof s->dir);
     snprintf(s->plugins, sizeof s->plugins, "%s/plugins", s->dir);
     assert_int_equal(mkdir(s->plugins, 0755), 0);
@@ -52,7 +53,6 @@ static int setup(void **state) {
     gu_install(s->dir, "setuid_helper", "plain");
     gu_install(s->dir, "setuid_helper", "suid");
     gu_install(s->dir, "setuid_helper", "sgid");
-    *state = s;
     return 0;
 }
 
