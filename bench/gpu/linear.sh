@@ -56,7 +56,7 @@ tail -3 "$OUT/test_lin_e2e.log"
 step "3. attnctl check per kind and variant"; el
 for k in $KINDS; do
   for v in fast simple; do
-    SGL_ATTN_LIN_KERNEL=$v timeout 20 "$A" check --plugin ${k}_cuda/cuda_attn --quick --json \
+    SGL_ATTN_LIN_KERNEL=$v timeout 40 "$A" check --plugin ${k}_cuda/cuda_attn --json \
       > "$OUT/check_${k}_$v.json" 2> "$OUT/check_${k}_$v.log"
     echo "check ${k}_cuda/cuda_attn $v: rc=$? $(tail -1 "$OUT/check_${k}_$v.log")"
   done

@@ -61,7 +61,7 @@ int attn_launch_extend(int variant, int dtype, int head_dim, const attn_fwd *p, 
  * bench/gpu/mha_decode_sweep.sh drives it: one pool build per shape instead
  * of one per (shape, variant). */
 
-#define ATTN_DECODE_DEFAULT "mma"
+#define ATTN_DECODE_DEFAULT "reg.w2b2.h" /* H200 sweep 2026-12-02: best geomean, 0.90-1.01x cuDNN */
 
 /* launch_mma.cu */
 int attn_decode_mma_stages_ok(int d, int stages);
