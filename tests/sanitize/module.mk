@@ -31,10 +31,10 @@ SAN_VALGRIND_CHECK_FILTER ?= ^(decode|verify):b=(1|2|3),
 SAN_TESTS = $(filter-out $(addprefix %/,$(SAN_TESTS_SKIP)),$(TESTS))
 # Not under valgrind: tests/xpu runs its test there itself (xpu-valgrind, PoCL
 # suppressions); cpu_ref's naive-reference and invariance matrices (8.6 and
-# 5.3 min there) and cuda_mla's planner sweep (82 s) are arithmetic loops that
-# the ASan step covers in seconds; they rejoin when they honour
-# SGL_ATTN_TEST_QUICK.
-SAN_VALGRIND_SKIP += test_xpu_ocl test_cpu_ref_naive test_cpu_ref_invariance test_mla_plan
+# 5.3 min there), cuda_mla's planner sweep (82 s) and the CUDA linear kernels
+# on the CPU emulator (15.5 min) are arithmetic loops that the ASan step
+# covers; they rejoin when they honour SGL_ATTN_TEST_QUICK.
+SAN_VALGRIND_SKIP += test_xpu_ocl test_cpu_ref_naive test_cpu_ref_invariance test_mla_plan test_lin_emu
 SAN_VALGRIND_TESTS = $(filter-out $(addprefix %/,$(SAN_TESTS_SKIP) $(SAN_VALGRIND_SKIP)),$(TESTS))
 
 # Runs each test binary in $(1) with the environment $(2) and wrapper $(3),
