@@ -72,8 +72,10 @@ sanitize-asan:
 	    -exec cp -p -u --parents {} $(abspath $(SAN_ASAN_OBJDIR))/ \;); fi
 	@$(MAKE) --no-print-directory SAN=asan sanitize-asan-run
 
+# Prerequisites expanded late: modules read after this one add tests too.
+.SECONDEXPANSION:
 ifeq ($(SAN),asan)
-sanitize-asan-run: $(ALL) $(TESTS)
+sanitize-asan-run: $$(ALL) $$(TESTS)
 	$(call san_run_tests,$(SAN_TESTS),$(ASAN_RUN_ENV),,asan)
 	@echo "== asan attnctl list-plugins (probes isolated, then in process)"
 	env $(SAN_ENV) $(ASAN_RUN_ENV) $(ATTNCTL) list-plugins --all > /dev/null
@@ -83,7 +85,7 @@ endif
 
 # ------------------------------------------------------------------ valgrind
 
-sanitize-valgrind: $(ALL) $(TESTS)
+sanitize-valgrind: $$(ALL) $$(TESTS)
 	$(call san_run_tests,$(SAN_VALGRIND_TESTS),,$(VALGRIND),valgrind)
 	@echo "== valgrind attnctl list-plugins"
 	env $(SAN_ENV) $(VALGRIND) $(ATTNCTL) list-plugins --all --no-isolate > /dev/null
