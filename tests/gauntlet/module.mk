@@ -59,11 +59,13 @@ SKIPPED += gauntlet_aarch64
 SKIP_WHY_gauntlet_aarch64 := no clang + ld.lld for an aarch64 build; the gauntlet patches e_machine of a copy instead
 endif
 
-# The setuid helper is copied and made setuid-root by the test: an absolute
-# rpath, since a secure-mode loader ignores $ORIGIN.
-$(GAUNTLET_DIR)/setuid_helper: $(OBJDIR)/tests/gauntlet/setuid_helper.o $(LIBSGLATTN) | $(LIBDIR)/libsglattn.so
+# The setuid helper is copied and made setuid-root by the test and run as
+# nobody: it links the host's objects in, so it needs nothing from the build
+# tree (a secure-mode loader ignores $ORIGIN, and nobody may not be able to
+# reach a checkout under a 0700 directory, as in a `mktemp -d` clone).
+$(GAUNTLET_DIR)/setuid_helper: $(OBJDIR)/tests/gauntlet/setuid_helper.o $(HOST_OBJS) $$(HOST_EMBED_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -o $@ $< -L$(LIBDIR) -lsglattn -Wl,-rpath,$(abspath $(LIBDIR)) $(LDFLAGS_COMMON)
+	$(CC) -o $@ $< $(HOST_OBJS) $(HOST_EMBED_OBJS) $(LDFLAGS_COMMON) $(HOST_LIBS)
 GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/setuid_helper
 
 # Tests: the validation layer alone, then the gauntlet through libsglattn.
