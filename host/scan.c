@@ -66,10 +66,42 @@ static int has_so_suffix(const char *name) {
     return n > 3 && memcmp(name + n - 3, ".so", 3) == 0;
 }
 
-static int seen_before(const plugin_file_list *l, dev_t dev, ino_t ino) {
-    for (size_t i = 0; i < l->n; i++)
-        if (l->v[i].ino && l->v[i].dev == dev && l->v[i].ino == ino) return 1; /* failures have ino 0 */
-    return 0;
+/* Files already listed, by (dev, ino): open addressing, so a directory of
+ * many plugins scans in linear time.  ino 0 marks an empty slot (no real
+ * file has inode 0). */
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+} file_id;
+
+typedef struct id_set {
+    file_id *slots;
+    size_t cap, n; /* cap is 0 or a power of two */
+} id_set;
+
+static size_t id_slot(const id_set *s, dev_t dev, ino_t ino) {
+    uint64_t h = ((uint64_t)ino * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)dev * 0xbf58476d1ce4e5b9ull);
+    return (size_t)(h ^ (h >> 31)) & (s->cap - 1);
+}
+
+/* 1: already there; 0: added; SGL_ATTN_E_NOMEM. */
+static int id_set_add(id_set *s, dev_t dev, ino_t ino) {
+    if (2 * (s->n + 1) > s->cap) {
+        id_set g = {calloc(s->cap ? 2 * s->cap : 64, sizeof(file_id)), s->cap ? 2 * s->cap : 64, 0};
+        if (!g.slots) return SGL_ATTN_E_NOMEM;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i].ino) id_set_add(&g, s->slots[i].dev, s->slots[i].ino);
+        free(s->slots);
+        *s = g;
+    }
+    for (size_t i = id_slot(s, dev, ino);; i = (i + 1) & (s->cap - 1)) {
+        if (!s->slots[i].ino) {
+            s->slots[i] = (file_id){dev, ino};
+            s->n++;
+            return 0;
+        }
+        if (s->slots[i].dev == dev && s->slots[i].ino == ino) return 1;
+    }
 }
 
 /* Sorted "*.so" names of an open directory; the stream is consumed. */
@@ -112,8 +144,8 @@ static void check_link_target_dir(int dfd, const char *name, const char *path, p
     free(real);
 }
 
-static int scan_one_file(plugin_file_list *out, int dfd, const search_dir *sd, const char *name,
-                         const char *dir_unsafe, const hlog *log) {
+static int scan_one_file(plugin_file_list *out, id_set *seen, int dfd, const search_dir *sd,
+                         const char *name, const char *dir_unsafe, const hlog *log) {
     char path[PATH_MAX];
     const char *sep = sd->dir[strlen(sd->dir) - 1] == '/' ? "" : "/";
     str_printf(path, sizeof path, "%s%s%s", sd->dir, sep, name);
@@ -131,7 +163,9 @@ static int scan_one_file(plugin_file_list *out, int dfd, const search_dir *sd, c
     }
     if (S_ISDIR(st.st_mode)) return SGL_ATTN_OK; /* a directory named x.so */
     if (!S_ISREG(st.st_mode)) return push_failure(out, path, sd->source, "not a regular file");
-    if (seen_before(out, st.st_dev, st.st_ino)) {
+    int dup = st.st_ino ? id_set_add(seen, st.st_dev, st.st_ino) : 0;
+    if (dup < 0) return dup;
+    if (dup) {
         hlog_printf(log, SGL_ATTN_LOG_DEBUG, "%s: same file as one already listed, skipped", path);
         return SGL_ATTN_OK;
     }
@@ -155,7 +189,7 @@ static int scan_one_file(plugin_file_list *out, int dfd, const search_dir *sd, c
     return SGL_ATTN_OK;
 }
 
-static int scan_dir(const search_dir *sd, plugin_file_list *out, const hlog *log) {
+static int scan_dir(const search_dir *sd, plugin_file_list *out, id_set *seen, const hlog *log) {
     int dfd = open(sd->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0) {
         int e = errno;
@@ -185,7 +219,7 @@ static int scan_dir(const search_dir *sd, plugin_file_list *out, const hlog *log
     size_t n;
     int rc = list_names(d, &names, &n);
     for (size_t i = 0; i < n && rc == SGL_ATTN_OK; i++)
-        rc = scan_one_file(out, dfd, sd, names[i], dir_unsafe, log);
+        rc = scan_one_file(out, seen, dfd, sd, names[i], dir_unsafe, log);
     for (size_t i = 0; i < n; i++) free(names[i]);
     free(names);
     closedir(d);
@@ -194,14 +228,12 @@ static int scan_dir(const search_dir *sd, plugin_file_list *out, const hlog *log
 
 int scan_search_path(const search_path *sp, plugin_file_list *out, const hlog *log) {
     memset(out, 0, sizeof *out);
-    for (size_t i = 0; i < sp->n; i++) {
-        int rc = scan_dir(&sp->dirs[i], out, log);
-        if (rc) {
-            plugin_file_list_free(out);
-            return rc;
-        }
-    }
-    return SGL_ATTN_OK;
+    id_set seen = {NULL, 0, 0};
+    int rc = SGL_ATTN_OK;
+    for (size_t i = 0; i < sp->n && rc == SGL_ATTN_OK; i++) rc = scan_dir(&sp->dirs[i], out, &seen, log);
+    free(seen.slots);
+    if (rc) plugin_file_list_free(out);
+    return rc;
 }
 
 void plugin_file_list_free(plugin_file_list *l) {
