@@ -62,10 +62,14 @@ static void fill_info_from_desc(sgl_attn_plugin_info *in, const sgl_attn_plugin 
     copy_list(in->model_types, &in->n_model_types, d->model_types);
 }
 
+/* The earlier plugin that owns `name`: a broken one (its probe crashed, its
+ * caps were refused) owns nothing, so a good copy later in the path serves. */
 static const plugin_entry *name_owner(const sgl_attn_host *h, size_t upto, const char *name) {
     for (size_t j = 0; j < upto; j++) {
         const plugin_entry *p = &h->plugins[j];
-        if (p->info.name[0] && p->info.status != SGL_ATTN_PLUGIN_SHADOWED && !strcmp(p->info.name, name))
+        int owns = p->info.status == SGL_ATTN_PLUGIN_USABLE || p->info.status == SGL_ATTN_PLUGIN_UNAVAILABLE ||
+                   p->info.status == SGL_ATTN_PLUGIN_DISABLED;
+        if (owns && p->info.name[0] && !strcmp(p->info.name, name))
             return p;
     }
     return NULL;

@@ -31,6 +31,12 @@ $(GAUNTLET_DIR)/good.so: tests/gauntlet/good_plugin.c abi/sgl_attn_abi.h
 $(GAUNTLET_DIR)/good_twin.so: tests/gauntlet/good_plugin.c abi/sgl_attn_abi.h
 	@mkdir -p $(@D)
 	$(CC) $(GAUNTLET_PLUGIN_CFLAGS) -DGOOD_NAME='"gauntlet_good"' -DGOOD_TWIN -shared $< -o $@ $(LDFLAGS_COMMON)
+# A probe that crashes, under the good plugin's name: a broken plugin must
+# not shadow a good one of its name later in the path.
+$(GAUNTLET_DIR)/crash_named_good.so: tests/gauntlet/bad_plugin.c abi/sgl_attn_abi.h
+	@mkdir -p $(@D)
+	$(CC) $(GAUNTLET_PLUGIN_CFLAGS) -DBAD_PROBE_CRASH -DBAD_KIND_NAME='"gauntlet_good"' -shared $< -o $@ $(LDFLAGS_COMMON)
+GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/crash_named_good.so
 # An object file named like a plugin (ELF, but not linked).
 $(GAUNTLET_DIR)/object.so: tests/gauntlet/good_plugin.c abi/sgl_attn_abi.h
 	@mkdir -p $(@D)

@@ -68,6 +68,24 @@ static void test_library_isolation(void **state) {
     assert_true(took < timeout_ms + 3000);
 }
 
+/* A plugin whose probe crashed owns no name: a good plugin of the same name
+ * later in the path is usable, not shadowed by the broken one. */
+static void test_broken_plugin_shadows_nothing(void **state) {
+    probe_state *s = *state;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/same_name", s->dir);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    gu_install(dir, "crash_named_good.so", "a_crash.so"); /* sorts first */
+    gu_install(dir, "good.so", "b_good.so");
+    sgl_attn_host *h = gu_open(dir, NULL, 1, 2000, NULL);
+    char want[64];
+    snprintf(want, sizeof want, "probe crashed (signal %d", SIGSEGV);
+    gu_expect(h, "a_crash.so", SGL_ATTN_PLUGIN_LOAD_ERROR, want);
+    gu_expect(h, "b_good.so", SGL_ATTN_PLUGIN_USABLE, "");
+    gu_good_works(h);
+    sgl_attn_host_close(h);
+}
+
 static void open_in_process(void *arg) {
     const probe_state *s = arg;
     sgl_attn_host_options o = {.struct_size = sizeof o};
@@ -123,6 +141,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_library_isolation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_without_isolation_the_crash_is_fatal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broken_plugin_shadows_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_attnctl_isolates_by_default, setup, teardown),
     };
     return cmocka_run_group_tests_name("gauntlet_probe", tests, NULL, NULL);
