@@ -1,7 +1,7 @@
 /*
  * sgl_attn_abi.h - the one header a sglattn plugin includes.
  *
- * ABI 1.0.  Rules (see docs/abi.md):
+ * ABI 1.1 (1.1 appended sgl_attn_create_args.host).  Rules (see docs/abi.md):
  *  - Every public struct starts with `uint32_t struct_size`.  Structs are
  *    append-only: a new field goes at the end and bumps SGL_ATTN_ABI_MINOR.
  *    A reader never touches a field beyond the struct_size it was given.
@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define SGL_ATTN_ABI_MAJOR 1
-#define SGL_ATTN_ABI_MINOR 0
+#define SGL_ATTN_ABI_MINOR 1
 
 /* The one symbol a plugin exports. */
 #define SGL_ATTN_PLUGIN_ENTRY_SYMBOL "sgl_attn_plugin_entry"
@@ -401,6 +401,11 @@ typedef struct sgl_attn_create_args {
     const sgl_attn_caps *inner_caps; /* wrappers: the inner's caps */
     char *error;                  /* where create explains a failure */
     uint32_t error_size;
+    /* ABI 1.1: the host creating this instance (log, get_option), valid for
+     * the instance's life.  Read it from here rather than keeping the entry
+     * point's pointer: one process may open several hosts.  A plugin built
+     * for 1.0 never sees it; check struct_size before reading. */
+    const sgl_attn_host_api *host;
 } sgl_attn_create_args;
 
 /* Device memory, so the harness and engines can stage tensors without linking

@@ -422,6 +422,7 @@ static int build_chain(build_ctx *x, const char *const *names, size_t n, int32_t
         a.inner_caps = inner ? &cur : NULL;
         a.error = perr;
         a.error_size = sizeof perr;
+        a.host = &x->h->api;
         sgl_attn_backend *b = NULL;
         int rc = e->desc.create(&a, &b);
         perr[sizeof perr - 1] = 0;

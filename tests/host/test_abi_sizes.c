@@ -43,6 +43,27 @@ static const size_row rows[] = {
     ROW(sgl_attn_select_request, 0, 48),
     ROW(sgl_attn_verdict, 0, 524),
     ROW(sgl_attn_create_options, 0, 16),
+    /* ABI 1.1: sgl_attn_create_args gained `host` */
+    ROW(sgl_attn_host_api, 1, 48),
+    ROW(sgl_attn_plugin_answer, 1, 272),
+    ROW(sgl_attn_head_dims, 1, 4),
+    ROW(sgl_attn_caps, 1, 624),
+    ROW(sgl_attn_model, 1, 544),
+    ROW(sgl_attn_batch, 1, 152),
+    ROW(sgl_attn_layer, 1, 72),
+    ROW(sgl_attn_linear_io, 1, 96),
+    ROW(sgl_attn_forward_args, 1, 64),
+    ROW(sgl_attn_backend, 1, 24),
+    ROW(sgl_attn_graph_args, 1, 24),
+    ROW(sgl_attn_backend_ops, 1, 104),
+    ROW(sgl_attn_create_args, 1, 72),
+    ROW(sgl_attn_device_ops, 1, 72),
+    ROW(sgl_attn_plugin, 1, 120),
+    ROW(sgl_attn_host_options, 1, 72),
+    ROW(sgl_attn_plugin_info, 1, 6052),
+    ROW(sgl_attn_select_request, 1, 48),
+    ROW(sgl_attn_verdict, 1, 524),
+    ROW(sgl_attn_create_options, 1, 16),
 };
 #define N_ROWS (sizeof rows / sizeof rows[0])
 
