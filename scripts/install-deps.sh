@@ -8,7 +8,7 @@ pkgs=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo  # XPU plugin on OpenCL (PoCL runs it on the CPU)
   libze-dev                                                 # Level Zero probe
   hipcc libamdhip64-dev                                     # HIP plugin (compiled for gfx90a/gfx940/gfx1030)
-  valgrind clang libclang-rt-14-dev                         # sanitizers, valgrind, libFuzzer
+  valgrind clang libclang-rt-14-dev lld                     # sanitizers, valgrind, libFuzzer, a foreign-ELF test plugin
   dpkg-dev                                                  # apt-get source (cJSON for the fuzzers)
 )
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
