@@ -14,7 +14,8 @@
 #   5. compute-sanitizer memcheck and racecheck, two small cases, fast kernels
 #   6. the tables (every variant, class winners, ratios and targets) printed
 #      last, and $OUT/mla_summary.json (GPU name, date, commit, winners)
-# A variant is "kernel[+pfN][+base|+deep|+two]": SGL_ATTN_MLA_KERNEL, _PREFETCH, _MMA.
+# A variant is "kernel[+pfN][+base|+deep|+two][+bal]": SGL_ATTN_MLA_KERNEL, _PREFETCH, _MMA, _PLAN.
+# The record run's part is bench/gpu/final_mla.sh (this sweep is the long form).
 # Run from the repo root with a prebuilt build/ (make cuda_mla cuda_mla_tests
 # attnctl; cmocka / cJSON in build/lib):   OUT=/some/dir bash bench/gpu/mla.sh
 set -u
@@ -32,15 +33,19 @@ el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 
 # variants: memory-bound shapes (16 heads) and compute-bound ones (128 rows)
 # wgmma0 = the wgmma kernel exactly as in the first run (same-run baseline)
-MEM_V="auto mma mma+deep+pf6 mma+two+pf4 wgmma0 wgmma wgmma+pf2 narrow+pf0 narrow narrow+pf4"
+MEM_V="auto mma mma+two+pf4 mma+two+pf4+bal wgmma0 narrow+pf0 narrow narrow+pf4 narrow+bal"
 CMP_V="auto wgmma0 wgmma wgmma+pf1 wgmma+pf2"
-FAMILIES=("simple,mma,mma+deep+pf6,mma+two+pf4" "wgmma0" "wgmma,wgmma+pf1,wgmma+pf2" "narrow+pf0,narrow,narrow+pf4" "auto")
+FAMILIES=("simple,mma,mma+deep+pf6,mma+two+pf4,mma+two+pf4+bal" "wgmma0" "wgmma,wgmma+pf1,wgmma+pf2" "narrow+pf0,narrow,narrow+pf4,narrow+bal" "auto")
+# a kernel this device cannot run fails at create instead of running mma under
+# the variant's name (run 2 timed mma for every TMA variant)
+export SGL_ATTN_MLA_STRICT=1
 
 venv() { # variant -> environment assignments
   local k=${1%%+*} e="SGL_ATTN_MLA_KERNEL=${1%%+*}" p
   local rest=${1#"$k"}
   for p in ${rest//+/ }; do
-    case $p in pf*) e="$e SGL_ATTN_MLA_PREFETCH=${p#pf}";; base|deep|two) e="$e SGL_ATTN_MLA_MMA=$p";; esac
+    case $p in pf*) e="$e SGL_ATTN_MLA_PREFETCH=${p#pf}";; base|deep|two) e="$e SGL_ATTN_MLA_MMA=$p";;
+      bal) e="$e SGL_ATTN_MLA_PLAN=balanced";; esac
   done
   echo "$e"
 }
@@ -97,7 +102,7 @@ fi
 
 step "3. timing (mla_gpu_bench; memory-bound: $MEM_RUN; compute-bound: $CMP_RUN)"; el
 if [ -n "$MEM_RUN$CMP_RUN" ]; then
-  timeout 150 $T/mla_gpu_bench "$OUT/mla_bench.json" "${MEM_RUN:-auto}" "${CMP_RUN:-auto}" \
+  SGL_ATTN_MLA_LOG=1 timeout 150 $T/mla_gpu_bench "$OUT/mla_bench.json" "${MEM_RUN:-auto}" "${CMP_RUN:-auto}" \
     2> "$OUT/mla_bench.err" | tee "$OUT/mla_bench.log" | grep -v "^ *$"
   rc=${PIPESTATUS[0]}; echo "bench rc=$rc"
   [ $rc = 124 ] && echo "bench timed out; last started: $(tail -1 "$OUT/mla_bench.err")"

@@ -370,6 +370,7 @@ int mg_variant_env(const char *variant, char *err, size_t n) {
     }
     unsetenv("SGL_ATTN_MLA_PREFETCH");
     unsetenv("SGL_ATTN_MLA_MMA");
+    unsetenv("SGL_ATTN_MLA_PLAN");
     char *save = NULL, *tok = strtok_r(buf, "+", &save);
     setenv("SGL_ATTN_MLA_KERNEL", tok ? tok : "auto", 1);
     while ((tok = strtok_r(NULL, "+", &save))) {
@@ -377,8 +378,10 @@ int mg_variant_env(const char *variant, char *err, size_t n) {
             setenv("SGL_ATTN_MLA_PREFETCH", tok + 2, 1);
         } else if (!strcmp(tok, "base") || !strcmp(tok, "deep") || !strcmp(tok, "two")) {
             setenv("SGL_ATTN_MLA_MMA", tok, 1);
+        } else if (!strcmp(tok, "bal")) {
+            setenv("SGL_ATTN_MLA_PLAN", "balanced", 1);
         } else {
-            snprintf(err, n, "variant %s: unknown part '%s' (expected pfN, base, deep or two)", variant, tok);
+            snprintf(err, n, "variant %s: unknown part '%s' (expected pfN, base, deep, two or bal)", variant, tok);
             return -1;
         }
     }

@@ -10,6 +10,8 @@
  *   MLA_GPU_VARIANTS  comma-separated variants to run (mg_variant_env), default
  *                     all of them */
 #include <setjmp.h>
+#include <signal.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,8 +31,8 @@ static char why[512];
  * knob the GPU sweep may pick (an inapplicable kernel falls back, so each
  * variant runs on every case). */
 static const char *const all_variants[] = {
-    "simple",     "mma",        "mma+deep+pf6", "mma+two+pf4", "wgmma0", "wgmma",
-    "wgmma+pf1",  "wgmma+pf2",  "narrow+pf0",   "narrow",      "narrow+pf4", "auto",
+    "simple",    "mma",       "mma+deep+pf6", "mma+two+pf4", "wgmma0",     "wgmma",          "wgmma+pf1",
+    "wgmma+pf2", "narrow+pf0", "narrow",      "narrow+pf4",  "narrow+bal", "mma+two+pf4+bal", "auto",
 };
 static const char *variants[32];
 static size_t n_variants;
@@ -61,6 +63,31 @@ static int teardown(void **st) {
     return 0;
 }
 
+/* MLA_GPU_VARIANT_TIMEOUT=S: a variant whose case takes longer than S seconds
+ * (a kernel that never ends) ends the process with "VARIANT_HANG <variant>
+ * <case>" on stderr and exit code 3, so a script can drop it and go on. */
+static const char *volatile cur_variant = "", *volatile cur_case = "";
+static unsigned variant_timeout;
+static void on_alarm(int sig) {
+    (void)sig;
+    const char *parts[] = {"VARIANT_HANG ", (const char *)cur_variant, " ", (const char *)cur_case, "\n"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (write(2, parts[i], strlen(parts[i])) < 0) break;
+    _exit(3);
+}
+
+/* After a kernel fault the context is lost for every later launch. */
+static int mg_is_healthy(const mg_plugin *p) {
+    (void)p;
+    return cudaDeviceSynchronize() == cudaSuccess;
+}
+
+/* Every selected variant runs on the case even when an earlier one fails (a
+ * run names every failing variant: "VARIANT_FAIL <variant> <case>: <why>" on
+ * stderr, "running <case> <variant>" before each, so a hang is attributable);
+ * the case fails at the end if any did.  A failure that leaves the device
+ * unusable (a kernel fault) ends the process: "VARIANT_FAULT <variant>
+ * <case>", exit code 4. */
 static void run_case(const mg_case *c, const char *name) {
     if (!pl.caps.available) {
         print_message("skipped: %s\n", why);
@@ -72,18 +99,40 @@ static void run_case(const mg_case *c, const char *name) {
     cc.ref = 1;
     if (mg_setup(&r, &pl, &cc, 0x51ed + (uint64_t)c->len * 31 + c->hq, err, sizeof err)) fail_msg("%s: %s", name, err);
     const double lim = c->dt == MG_F16 && c->kv_dt != MG_FP8 ? 1e-5 : 1e-4;
+    char bad[512] = "";
+    int n_bad = 0;
     for (size_t k = 0; k < n_variants; k++) {
+        fprintf(stderr, "running %s %s\n", name, variants[k]);
+        fflush(stderr);
+        cur_variant = variants[k], cur_case = name;
+        if (variant_timeout) alarm(variant_timeout);
         sgl_attn_backend *b = NULL;
-        if (mg_create(&r, variants[k], &b, err, sizeof err)) fail_msg("%s: %s", name, err);
-        if (mg_reset_pool(&r, err, sizeof err) || mg_poison(&r, err, sizeof err)) fail_msg("%s", err);
-        if (mg_forward(&r, b, err, sizeof err)) fail_msg("%s/%s: %s", name, variants[k], err);
-        double nmse = mg_compare(&r, err, sizeof err);
-        print_message("%-36s %-14s nmse %.3e\n", name, variants[k], nmse);
-        b->ops->destroy(b);
-        if (nmse < 0) fail_msg("%s/%s: %s", name, variants[k], err);
-        if (nmse > lim) fail_msg("%s/%s: nmse %.3e > %.0e", name, variants[k], nmse, lim);
+        double nmse = -1;
+        err[0] = 0;
+        if (mg_create(&r, variants[k], &b, err, sizeof err) == 0) {
+            if (!mg_reset_pool(&r, err, sizeof err) && !mg_poison(&r, err, sizeof err) && !mg_forward(&r, b, err, sizeof err))
+                nmse = mg_compare(&r, err, sizeof err);
+            b->ops->destroy(b);
+        }
+        alarm(0);
+        if (nmse >= 0 && nmse <= lim) {
+            print_message("%-36s %-16s nmse %.3e\n", name, variants[k], nmse);
+            continue;
+        }
+        if (nmse > lim) snprintf(err, sizeof err, "nmse %.3e > %.0e", nmse, lim);
+        print_message("%-36s %-16s FAILED: %s\n", name, variants[k], err);
+        fprintf(stderr, "VARIANT_FAIL %s %s: %s\n", variants[k], name, err);
+        fflush(stderr);
+        n_bad++;
+        if (strlen(bad) + strlen(variants[k]) + 2 < sizeof bad) strcat(strcat(bad, " "), variants[k]);
+        if (!mg_is_healthy(&pl)) { /* a sticky device error: every later launch fails too */
+            fprintf(stderr, "VARIANT_FAULT %s %s\n", variants[k], name);
+            fflush(stderr);
+            _exit(4); /* a script drops this variant and runs the others again */
+        }
     }
     mg_free(&r);
+    if (n_bad) fail_msg("%s: %d variant(s) failed:%s", name, n_bad, bad);
 }
 
 /* mode, bs, len, q, hq, page, dt, kv_dt, ragged */
@@ -162,8 +211,8 @@ static void test_graph_replay(void **st) {
     static const struct {
         const char *v;
         int hq;
-    } ks[] = {{"mma", 64},    {"wgmma0", 64},      {"wgmma+pf2", 64},
-              {"narrow", 16}, {"mma+two+pf4", 16}, {"auto", 16}};
+    } ks[] = {{"mma", 64},    {"wgmma0", 64},      {"wgmma+pf2", 64}, {"wgmma", 64}, {"auto", 64},
+              {"narrow", 16}, {"mma+two+pf4", 16}, {"auto", 16},      {"narrow+bal", 16}};
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
         int picked = 0; /* only the selected variants (a broken one must not fail the others' run) */
         for (size_t v = 0; v < n_variants; v++) picked |= !strcmp(variants[v], ks[ki].v);
@@ -220,6 +269,9 @@ static void test_graph_replay(void **st) {
 
 int main(void) {
     pick_variants();
+    const char *vt = getenv("MLA_GPU_VARIANT_TIMEOUT");
+    variant_timeout = vt && *vt ? (unsigned)atoi(vt) : 0;
+    if (variant_timeout) signal(SIGALRM, on_alarm);
     const struct CMUnitTest all[] = {
         cmocka_unit_test(test_decode_16h),     cmocka_unit_test(test_decode_128h_p16),
         cmocka_unit_test(test_verify_64h),     cmocka_unit_test(test_verify_16h_p1),

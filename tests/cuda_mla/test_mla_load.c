@@ -156,6 +156,22 @@ static void test_refusals(void **st) {
         assert_non_null(strstr(err, "SGL_ATTN_MLA_PREFETCH="));
     }
     unsetenv("SGL_ATTN_MLA_PREFETCH");
+    setenv("SGL_ATTN_MLA_PLAN", "fair", 1);
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "SGL_ATTN_MLA_PLAN=fair"));
+    unsetenv("SGL_ATTN_MLA_PLAN");
+    /* the strict and log switches take 0 or 1 */
+    static const char *const flags[] = {"SGL_ATTN_MLA_STRICT", "SGL_ATTN_MLA_LOG"};
+    for (size_t i = 0; i < 2; i++) {
+        setenv(flags[i], "yes", 1);
+        assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, flags[i]));
+        setenv(flags[i], "0", 1);
+        m.is_mla = 0; /* well-formed: the model check is next */
+        assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
+        m.is_mla = 1;
+        unsetenv(flags[i]);
+    }
 }
 
 int main(void) {

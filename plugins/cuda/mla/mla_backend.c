@@ -12,14 +12,20 @@
 #include "cuda_error.h"
 #include "mla_check.h"
 
-/* What runs when the SGL_ATTN_MLA_* tuning knobs are unset.  These are the
- * choices as first measured; the GPU sweep (bench/gpu/mla.sh, docs/cuda_mla.md
- * "First GPU run and tuning") says which to flip. */
-#define MLA_DEFAULT_AUTO_NARROW 0          /* 1: auto runs narrow for <= 32 rows */
-#define MLA_DEFAULT_MMA_CFG MLA_MMA_BASE   /* base / deep / two */
-#define MLA_DEFAULT_PF_MMA 0               /* 32-key tiles ahead (acts above the stage count) */
-#define MLA_DEFAULT_PF_WGMMA 0             /* pairs of 64-key blocks ahead, 0-2 (also wgmma0: unused) */
-#define MLA_DEFAULT_PF_NARROW 2            /* 64-key blocks ahead */
+/* What runs when the SGL_ATTN_MLA_* tuning knobs are unset: only what a GPU
+ * run measured (docs/cuda_mla.md, "Second GPU run").
+ *  - <= 32 rows (decode / verify at 16 heads): mma, two CTAs per SM, L2
+ *    prefetch 4 tiles ahead (run 2: 2.25-2.56 TB/s against 1.73-1.85 for the
+ *    one-CTA configurations; it is the only configuration that ran as named).
+ *  - >= 64 rows: wgmma0, the kernel run 1 measured at 309 TFLOP/s; the
+ *    reworked wgmma and narrow have not run yet (run 2 fell back to mma). */
+#define MLA_DEFAULT_AUTO_NARROW 0              /* 1: auto runs narrow for <= 32 rows */
+#define MLA_DEFAULT_AUTO_WIDE MLA_KERNEL_WGMMA0 /* auto at >= 64 rows: WGMMA0 or WGMMA */
+#define MLA_DEFAULT_MMA_CFG MLA_MMA_TWO        /* base / deep / two (two runs base for 64-row tiles) */
+#define MLA_DEFAULT_PF_MMA_TWO 4               /* 32-key tiles ahead, when two CTAs per SM run */
+#define MLA_DEFAULT_PF_MMA 0                   /* the same for base / deep (acts above the stage count) */
+#define MLA_DEFAULT_PF_WGMMA 0                 /* pairs of 64-key blocks ahead, 0-2 (wgmma0: unused) */
+#define MLA_DEFAULT_PF_NARROW 2                /* 64-key blocks ahead */
 
 int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) {
     va_list ap;
@@ -151,12 +157,10 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     const int64_t rows64 = (int64_t)max_q * b->hq;
     const int32_t rows = rows64 > (1 << 24) ? (1 << 24) : (int32_t)rows64;
     const size_t optin = b->dev.smem_per_block_optin;
-    const int wg_ok = b->encode_fn != NULL && optin >= mla_wgmma_smem_bytes() && optin >= mla_narrow_smem_bytes(32) &&
-                      optin >= mla_wgmma0_smem_bytes();
-    /* narrow resolves as auto does where it does not apply */
-    const int32_t pref = b->kernel_pref == MLA_KERNEL_AUTO && MLA_DEFAULT_AUTO_NARROW ? MLA_KERNEL_NARROW : b->kernel_pref;
-    int32_t kernel = mla_resolve_kernel(pref, b->model_q_dt, b->model_kv_dt, batch->page_size,
-                                        rows, extend, b->dev.sm_major, wg_ok);
+    const mla_kernel_policy pol = {b->avail, MLA_DEFAULT_AUTO_WIDE,
+                                   MLA_DEFAULT_AUTO_NARROW ? MLA_KERNEL_NARROW : MLA_KERNEL_MMA};
+    int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size,
+                                        rows, extend, b->dev.sm_major, &pol);
     int32_t rpt = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_WGMMA0 || extend ? 64 : mla_rows_per_tile(rows);
     if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, b->mma_cfg_pref, optin) == 0)
         kernel = MLA_KERNEL_SIMPLE;
@@ -173,6 +177,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     p.no_split = kernel == MLA_KERNEL_SIMPLE;
     p.max_context = b->max_context;
     p.max_part_rows = b->part_rows;
+    p.balanced = b->balanced;
 
     const int slot = b->ring_next;
     b->ring_next = (b->ring_next + 1) % MLA_RING;
@@ -209,12 +214,22 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->prefetch = b->prefetch_env >= 0              ? b->prefetch_env
                 : kernel == MLA_KERNEL_NARROW       ? MLA_DEFAULT_PF_NARROW
                 : kernel == MLA_KERNEL_WGMMA        ? MLA_DEFAULT_PF_WGMMA
-                : kernel == MLA_KERNEL_MMA          ? MLA_DEFAULT_PF_MMA
+                : kernel == MLA_KERNEL_MMA          ? (mcfg == MLA_MMA_TWO ? MLA_DEFAULT_PF_MMA_TWO : MLA_DEFAULT_PF_MMA)
                                                     : 0;
     b->page = batch->page_size;
     b->n_items = hdr->n_items;
     b->n_comb = hdr->n_comb;
     b->planned = 1;
+    if (b->log) {
+        static const char *const cfg_name[] = {"base", "deep", "two"};
+        fprintf(stderr,
+                "cuda_mla: plan: mode %d, %d requests, %d rows a request, page %d: asked %s, runs %s "
+                "(%d-row tiles%s%s, prefetch %d), %d CTAs, %d items, %d split tiles%s\n",
+                (int)b->mode, (int)bs, (int)rows, (int)b->page, mla_kernel_name(b->kernel_pref),
+                mla_kernel_name(kernel), (int)rpt, kernel == MLA_KERNEL_MMA ? ", mma " : "",
+                kernel == MLA_KERNEL_MMA ? cfg_name[mcfg >= 0 && mcfg <= 2 ? mcfg : 0] : "", (int)b->prefetch,
+                (int)ctas, (int)b->n_items, (int)b->n_comb, b->balanced ? ", balanced plan asked" : "");
+    }
     return SGL_ATTN_OK;
 }
 
@@ -278,6 +293,24 @@ static const sgl_attn_backend_ops k_ops = {
     .state_copy = NULL,
     .state_commit = NULL,
 };
+
+const char *mla_kernel_name(int32_t k) {
+    switch (k) {
+    case MLA_KERNEL_AUTO: return "auto";
+    case MLA_KERNEL_SIMPLE: return "simple";
+    case MLA_KERNEL_MMA: return "mma";
+    case MLA_KERNEL_WGMMA: return "wgmma";
+    case MLA_KERNEL_NARROW: return "narrow";
+    case MLA_KERNEL_WGMMA0: return "wgmma0";
+    default: return "?";
+    }
+}
+
+/* SGL_ATTN_MLA_STRICT / SGL_ATTN_MLA_LOG: unset, empty or "0" -> 0, "1" -> 1, else -1. */
+static int32_t flag_pref(const char *s) {
+    if (!s || !*s || !strcmp(s, "0")) return 0;
+    return strcmp(s, "1") ? -1 : 1;
+}
 
 static int32_t kernel_pref(const char *s) {
     if (!s || !*s || !strcmp(s, "auto")) return MLA_KERNEL_AUTO;
@@ -343,6 +376,21 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (b->prefetch_env < -1) {
         snprintf(msg, sizeof msg, "SGL_ATTN_MLA_PREFETCH=%s; expected an integer 0..64 (blocks / tiles ahead)", env);
         return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+    }
+    env = getenv("SGL_ATTN_MLA_PLAN");
+    if (env && *env && strcmp(env, "even") && strcmp(env, "balanced")) {
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_PLAN=%s; expected even or balanced", env);
+        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+    }
+    b->balanced = env && !strcmp(env, "balanced");
+    static const char *const flags[2] = {"SGL_ATTN_MLA_STRICT", "SGL_ATTN_MLA_LOG"};
+    int32_t *const flag_dst[2] = {&b->strict, &b->log};
+    for (int i = 0; i < 2; i++) {
+        env = getenv(flags[i]);
+        if ((*flag_dst[i] = flag_pref(env)) < 0) {
+            snprintf(msg, sizeof msg, "%s=%s; expected 0 or 1", flags[i], env);
+            return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+        }
     }
     if (!m->is_mla || m->head_dim_qk != MLA_D_QK || m->head_dim_v != MLA_D_V || m->num_kv_heads != 1) {
         snprintf(msg, sizeof msg,
@@ -440,6 +488,26 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
             b->encode_fn = fn;
         (void)cudaGetLastError();
     }
+    b->avail = mla_kernel_avail(b->dev.sm_major, b->dev.smem_per_block_optin, b->encode_fn != NULL);
+    const int32_t kp = b->kernel_pref;
+    if (b->strict && (kp == MLA_KERNEL_WGMMA || kp == MLA_KERNEL_WGMMA0 || kp == MLA_KERNEL_NARROW) &&
+        !(b->avail >> kp & 1u)) {
+        /* the second GPU run timed mma under these names for want of this check */
+        const size_t need = kp == MLA_KERNEL_WGMMA    ? mla_wgmma_smem_bytes()
+                          : kp == MLA_KERNEL_WGMMA0 ? mla_wgmma0_smem_bytes()
+                                                    : mla_narrow_smem_bytes(32);
+        snprintf(msg, sizeof msg,
+                 "SGL_ATTN_MLA_STRICT=1: SGL_ATTN_MLA_KERNEL=%s cannot run on device %d (%s, SM %d.%d): "
+                 "it needs SM 9.0, the TMA encoder (%s) and %zu bytes of shared memory per block (opt-in %zu)",
+                 mla_kernel_name(kp), a->device, b->dev.name, b->dev.sm_major, b->dev.sm_minor,
+                 b->encode_fn ? "found" : "not found", need, (size_t)b->dev.smem_per_block_optin);
+        return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
+    }
+    if (b->log)
+        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernels wgmma %s, wgmma0 %s, narrow %s\n",
+                b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,
+                b->avail >> MLA_KERNEL_WGMMA & 1u ? "yes" : "no", b->avail >> MLA_KERNEL_WGMMA0 & 1u ? "yes" : "no",
+                b->avail >> MLA_KERNEL_NARROW & 1u ? "yes" : "no");
     b->err[0] = 0;
     *out = &b->base;
     return SGL_ATTN_OK;

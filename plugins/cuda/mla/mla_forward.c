@@ -24,14 +24,6 @@ static const void *layer_tmap(mla_backend *b, int32_t layer_id, const void *pool
     return t->map;
 }
 
-static const char *kernel_name(int32_t k) {
-    return k == MLA_KERNEL_NARROW   ? "narrow"
-         : k == MLA_KERNEL_WGMMA0 ? "wgmma0"
-         : k == MLA_KERNEL_WGMMA  ? "wgmma"
-         : k == MLA_KERNEL_MMA    ? "mma"
-                                  : "simple";
-}
-
 int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     mla_backend *b = (mla_backend *)bk;
     if (!b->planned)
@@ -127,7 +119,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     }
     if (e) {
         char what[64];
-        snprintf(what, sizeof what, "%s attention kernel launch", kernel_name(kernel));
+        snprintf(what, sizeof what, "%s attention kernel launch", mla_kernel_name(kernel));
         return mla_cuda_fail(b, what, e);
     }
     if (kernel != MLA_KERNEL_SIMPLE && f.grid_comb > 0) {

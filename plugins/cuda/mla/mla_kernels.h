@@ -98,6 +98,10 @@ typedef struct mla_save_args {
 /* Kernel attributes (dynamic shared memory) for every instantiation the
  * device can run; call once per device at create. */
 int mla_kernels_init(int sm_major, size_t smem_optin, char *err, size_t err_size);
+/* The TMA kernels this device can run, as bits 1u << MLA_KERNEL_WGMMA /
+ * _WGMMA0 / _NARROW: SM 9.0, the TMA encoder found, and each kernel's
+ * dynamic shared memory within the opt-in (checked per kernel). */
+uint32_t mla_kernel_avail(int sm_major, size_t smem_optin, int have_encoder);
 
 /* Dynamic shared memory of the mma kernel for `rows_per_tile` rows and
  * configuration `cfg` (MLA_MMA_*) on a device with `smem_optin` bytes per

@@ -45,10 +45,19 @@
 #define WG_OFF_P0 (WG_OFF_K1 + 9 * WG_SUB)
 #define WG_OFF_P1 (WG_OFF_P0 + WG_SUB)
 #define WG_OFF_STAT (WG_OFF_P1 + WG_SUB)  /* 4 x 64 floats (the row sums reuse two) */
-#define WG_OFF_SLOT (WG_OFF_STAT + 4 * 64 * 4) /* page-table ring, 2 x 4 pairs x 2 blocks x 4 boxes x 8 B */
-#define WG_OFF_BAR (WG_OFF_SLOT + 2 * 64 * 8) /* 18 mbarriers */
+/* page-table ring, 2 warpgroups x 4 pairs x 2 blocks x 4 boxes x 4 B (the low
+ * word of an int64 entry, as mla_index documents).  8-byte entries made the
+ * kernel 144 bytes too big for SM 9.0 (232592 > 232448): the second GPU run
+ * then never launched it, nor wgmma0 or narrow (every "variant" ran mma). */
+#define WG_OFF_SLOT (WG_OFF_STAT + 4 * 64 * 4)
+#define WG_SLOT_WG_BYTES (4 * 2 * 4 * 4)
+#define WG_OFF_BAR (WG_OFF_SLOT + 2 * WG_SLOT_WG_BYTES) /* 18 mbarriers */
 #define WG_SMEM_USED (WG_OFF_BAR + 18 * 8)
 #define WG_SMEM_ALLOC (WG_SMEM_USED + 1024) /* room to align the base to 1024 */
+/* sharedMemPerBlockOptin of SM 9.0 (H100 / H200): 227 KB.  A kernel that asks
+ * for more cannot run there; the build must fail rather than the plan fall back. */
+#define WG_SMEM_OPTIN_SM90 232448
+static_assert(WG_SMEM_ALLOC <= WG_SMEM_OPTIN_SM90, "mla_wgmma_kernel: dynamic shared memory above the SM 9.0 opt-in");
 
 /* Named barriers: 0 is __syncthreads. */
 #define BAR_A 1  /* WG0 -> WG1: m_a, alpha_a */
@@ -216,7 +225,7 @@ __global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_kernel(const __grid_c
          * waits for a page-table load.  Validity is arithmetic (box past the
          * end: not loaded). */
         const int npair = (nblk + 1) / 2;
-        const uint32_t ring = c.sbase + WG_OFF_SLOT + (uint32_t)wg * 512u;
+        const uint32_t ring = c.sbase + WG_OFF_SLOT + (uint32_t)wg * WG_SLOT_WG_BYTES;
         auto box_ok = [&](int j, int sb) {
             return sb < nseg && j < nblk && item.kv_begin + 64 * j + box * sb < item.kv_end;
         };
@@ -228,23 +237,22 @@ __global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_kernel(const __grid_c
                     for (int sb = 0; sb < 4; sb++) {
                         const int j = 2 * p + blk;
                         if (!box_ok(j, sb)) continue;
-                        const uint32_t dst = ring + (uint32_t)((((p & 3) * 2 + blk) * 4 + sb) * 8);
+                        const uint32_t dst = ring + (uint32_t)((((p & 3) * 2 + blk) * 4 + sb) * 4);
                         const mla_index &ix = a.req_to_token;
                         if (ix.n <= 0) {
-                            *(int64_t *)(smem + (dst - c.sbase)) = 0;
+                            *(int32_t *)(smem + (dst - c.sbase)) = 0;
                             continue;
                         }
                         const int64_t col = mla_clamp64(item.kv_begin + 64 * j + box * sb, 0, a.r2t_cols - 1);
                         const int64_t e = mla_clamp64(prow * a.r2t_cols + col, 0, ix.n - 1);
-                        mla_cp_async_word(dst, ix.p + (e << ix.shift), ix.shift);
+                        mla_cp_async_word(dst, ix.p + (e << ix.shift), 0); /* the low word */
                     }
             }
             mla_cp_async_commit(); /* empty groups keep the count per pair */
         };
         auto slot_of = [&](int j, int sb) -> int32_t {
-            const unsigned char *e = smem + (ring - c.sbase) + ((((j >> 1) & 3) * 2 + (j & 1)) * 4 + sb) * 8;
-            const int64_t v = a.req_to_token.shift ? *(const int64_t *)e : (int64_t) * (const int32_t *)e;
-            return (int32_t)mla_clamp64(v, 0, a.num_slots - 1);
+            const unsigned char *e = smem + (ring - c.sbase) + ((((j >> 1) & 3) * 2 + (j & 1)) * 4 + sb) * 4;
+            return (int32_t)mla_clamp64((int64_t) * (const int32_t *)e, 0, a.num_slots - 1);
         };
         auto issue = [&](int j, int sub) {
             const int buf = j & 1;

@@ -21,6 +21,7 @@
 #define WG_OFF_BAR (WG_OFF_STAT + 6 * 64 * 4) /* 18 mbarriers */
 #define WG_SMEM_USED (WG_OFF_BAR + 18 * 8)
 #define WG_SMEM_ALLOC (WG_SMEM_USED + 1024) /* room to align the base to 1024 */
+static_assert(WG_SMEM_ALLOC <= 232448, "mla_wgmma0_kernel: dynamic shared memory above the SM 9.0 opt-in (227 KB)");
 
 /* Named barriers: 0 is __syncthreads. */
 #define BAR_A 1  /* WG0 -> WG1: m_a, alpha_a */
