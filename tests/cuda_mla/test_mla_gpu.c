@@ -284,7 +284,7 @@ int main(void) {
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(test_decode_16h),    cmocka_unit_test(test_verify_64h),
         cmocka_unit_test(test_extend_ragged), cmocka_unit_test(test_many_items),
-        cmocka_unit_test(test_verify_16h_p32),
+        cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_decode_128h_p16), /* 4 TMA boxes a block */
     };
     const struct CMUnitTest graphs[] = {cmocka_unit_test(test_graph_replay)};
     const struct CMUnitTest tiny[] = {
