@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     m.lin_state_dtype = SGL_ATTN_DT_F32;
     sgl_attn_backend inner = {&fake_ops, sizeof fake_ops, 0, NULL}, *b = NULL;
     char err[512] = "";
-    sgl_attn_create_args ca = {sizeof ca, &m, 0, B, B, 16, &inner, NULL, err, sizeof err};
+    sgl_attn_create_args ca = {sizeof ca, &m, 0, B, B, 16, &inner, NULL, err, sizeof err, NULL};
     if (hyb_plugin_gdn.create(&ca, &b)) {
         fprintf(stderr, "create: %s\n", err);
         return 1;

@@ -167,7 +167,7 @@ static void run_variant(const char *variant) {
     m.num_q_heads = HQ, m.num_kv_heads = HKV, m.head_dim_qk = m.head_dim_v = D;
     m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16, m.sliding_window = -1, m.num_layers = 1;
     char err[512] = "";
-    sgl_attn_create_args ca = {sizeof ca, &m, 0, BS, BS, MAXCTX, NULL, NULL, err, sizeof err};
+    sgl_attn_create_args ca = {sizeof ca, &m, 0, BS, BS, MAXCTX, NULL, NULL, err, sizeof err, NULL};
     sgl_attn_backend *be = NULL;
     int rc = plugin->create(&ca, &be);
     if (rc) fprintf(stderr, "create: %s\n", err);
