@@ -15,7 +15,10 @@
  *   5. the whole kernel (plan kernel + attn_extend_wgmma_kernel: overlapped
  *      consumer with and without pingpong, plain consumer) against float64:
  *      causal with prefix, ragged, page 1/16, window, soft-cap, sinks, cross,
- *      GQA, fp16/bf16, d64/128/256, a small persistent grid
+ *      GQA, fp16/bf16, d64/128/256, a small persistent grid; version 2 of
+ *      the kernel (SGL_ATTN_WGMMA_V2=1: producer reading page-table words a
+ *      tile ahead, branch-free masks, FA3's rescale order) at d128, and its
+ *      producer in block 4
  * Exit status: 0 all passed (or no SM 9.0 device: SKIP), 1 a failure,
  * 2 a CUDA error.  Needs the sm_90a build (tests/cuda/wgmma.mk).
  */
@@ -237,7 +240,7 @@ template <int DT, int D> __global__ void t3_kernel(const float *P, const uint16_
 /* 4: the kernel's producer feeding checking consumers (same barrier protocol
  * as wg_consumer).  err[0]: mismatching chunks; err[1..4]: the first one
  * (kind 0 Q / 1 K / 2 V, item pair, row, chunk). */
-template <int D> __global__ __launch_bounds__(384, 1) void t4_kernel(const attn_fwd p, int *err) {
+template <int D, int V = 0> __global__ __launch_bounds__(384, 1) void t4_kernel(const attn_fwd p, int *err) {
 #if defined(ATTN_HAVE_WGMMA)
     using C = extend_wg_cfg<D>;
     extern __shared__ uint8_t raw[];
@@ -256,7 +259,8 @@ template <int D> __global__ __launch_bounds__(384, 1) void t4_kernel(const attn_
     __syncthreads();
     const long long total = (long long)*p.num_items * p.hq;
     if (threadIdx.x < 128) {
-        wg_producer<D>(p, sm, bar, total);
+        if constexpr (V >= 1) wg_producer_v2<D>(p, sm, bar, total, 0);
+        else wg_producer<D>(p, sm, bar, total);
         return;
     }
     const int t = threadIdx.x - 128, lane = t & 31;
@@ -640,15 +644,15 @@ static int sm_count() {
 }
 
 /* 4: the ring, on batch b (only the data layout matters, not the options). */
-template <int D> static void test4(batch &b) {
+template <int D, int V = 0> static void test4(batch &b) {
     using C = extend_wg_cfg<D>;
     attn_fwd p = plan_batch(b);
     int *derr;
     CK(cudaMalloc(&derr, 5 * sizeof(int)));
     CK(cudaMemset(derr, 0, 5 * sizeof(int)));
-    CK(cudaFuncSetAttribute(t4_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+    CK(cudaFuncSetAttribute(t4_kernel<D, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
     const int grid = b.s.grid > 0 ? b.s.grid : sm_count();
-    t4_kernel<D><<<grid, 384, C::SMEM>>>(p, derr);
+    t4_kernel<D, V><<<grid, 384, C::SMEM>>>(p, derr);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     if (watchdog_fired("4-ring")) {
@@ -657,7 +661,8 @@ template <int D> static void test4(batch &b) {
     }
     std::vector<int> e = host_copy(derr, 5);
     char what[128];
-    snprintf(what, sizeof what, "ring %s: d%d page %d, %d stages, grid %d", b.s.name, D, b.s.page, C::STAGES, grid);
+    snprintf(what, sizeof what, "ring %s: d%d page %d, %d stages, grid %d%s", b.s.name, D, b.s.page, C::STAGES, grid,
+             V ? ", producer v2" : "");
     report("4-ring", what, e[0] == 0, (double)e[0], "bad 16B chunks");
     if (e[0])
         printf("     first: %s, pair %d, row %d, chunk %d\n", e[1] == 0 ? "Q" : e[1] == 1 ? "K" : "V", e[2], e[3], e[4]);
@@ -665,15 +670,16 @@ template <int D> static void test4(batch &b) {
 }
 
 /* 5: the kernel on batch b, one variant, against the float64 reference. */
-template <int DT, int D, bool OVL> static void test5_run(batch &b, const std::vector<double> &ref, int flags) {
+template <int DT, int D, bool OVL, int V = 0>
+static void test5_run(batch &b, const std::vector<double> &ref, int flags) {
     using C = extend_wg_cfg<D>;
     const batch_spec &s = b.s;
     attn_fwd p = plan_batch(b);
     CK(cudaMemset(b.dout, 0xFF, (size_t)b.T * s.hq * D * 2)); /* NaN poison: every element must be written */
-    CK(cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D, OVL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CK(cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D, OVL, V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)C::SMEM));
     const int grid = s.grid > 0 ? s.grid : sm_count();
-    attn_extend_wgmma_kernel<DT, D, OVL><<<grid, ATTN_WG_THREADS, C::SMEM>>>(p, flags);
+    attn_extend_wgmma_kernel<DT, D, OVL, V><<<grid, ATTN_WG_THREADS, C::SMEM>>>(p, flags);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     if (watchdog_fired("5-attn")) return;
@@ -694,8 +700,9 @@ template <int DT, int D, bool OVL> static void test5_run(batch &b, const std::ve
     const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
     const double tol = DT == GC_BF16 ? 1e-2 : 2e-3;
     char what[160];
-    snprintf(what, sizeof what, "%s %s d%d %s (rel L2 %.2e%s)", s.name, dtn(DT), D,
-             OVL ? (flags & ATTN_WG_PINGPONG ? "ovl+pingpong" : "overlap") : "plain", rel, nan_count ? ", NON-FINITE" : "");
+    snprintf(what, sizeof what, "%s %s d%d %s%s (rel L2 %.2e%s)", s.name, dtn(DT), D,
+             OVL ? (flags & ATTN_WG_PINGPONG ? "ovl+pingpong" : "overlap") : "plain", V ? " v2" : "", rel,
+             nan_count ? ", NON-FINITE" : "");
     report("5-attn", what, nan_count == 0 && rel <= tol && maxe <= 10 * tol, maxe, "max abs err");
     if (nan_count) printf("     %lld outputs not finite (unwritten or NaN)\n", nan_count);
 }
@@ -712,15 +719,20 @@ template <int DT, int D> static void test5(const batch_spec &s) {
         test5_run<DT, D, true>(b, ref, 0);
     }
     test5_run<DT, D, false>(b, ref, 0);
+    if constexpr (D == 128) { /* version 2 (SGL_ATTN_WGMMA_V2=1) is compiled at d128 only */
+        test5_run<DT, D, true, 1>(b, ref, ATTN_WG_PINGPONG);
+        test5_run<DT, D, true, 1>(b, ref, 0);
+        test5_run<DT, D, false, 1>(b, ref, 0);
+    }
     free_batch(b);
 }
 
-template <int DT, int D, bool OVL> static void attrs() {
+template <int DT, int D, bool OVL, int V = 0> static void attrs() {
     cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, attn_extend_wgmma_kernel<DT, D, OVL>));
+    CK(cudaFuncGetAttributes(&fa, attn_extend_wgmma_kernel<DT, D, OVL, V>));
     char what[128];
-    snprintf(what, sizeof what, "%s d%d %s: %d regs, %zu B local, binary sm_%d", dtn(DT), D, OVL ? "overlap" : "plain",
-             fa.numRegs, fa.localSizeBytes, fa.binaryVersion);
+    snprintf(what, sizeof what, "%s d%d %s%s: %d regs, %zu B local, binary sm_%d", dtn(DT), D, OVL ? "overlap" : "plain",
+             V ? " v2" : "", fa.numRegs, fa.localSizeBytes, fa.binaryVersion);
     report("0-attr", what, fa.numRegs == ATTN_WG_REGS_ENTRY && fa.localSizeBytes == 0 && fa.binaryVersion == 90,
            (double)fa.numRegs, "registers");
 }
@@ -746,6 +758,8 @@ int main(int argc, char **argv) {
     printf("-- 0. kernel attributes (the setmaxnreg split assumes %d registers at entry)\n", ATTN_WG_REGS_ENTRY);
     attrs<GC_BF16, 128, true>();
     attrs<GC_BF16, 128, false>();
+    attrs<GC_BF16, 128, true, 1>();
+    attrs<GC_F16, 128, false, 1>();
     attrs<GC_F16, 64, true>();
     attrs<GC_BF16, 256, false>();
     printf("-- 1. one wgmma (descriptor, swizzle, k-step)\n");
@@ -768,11 +782,13 @@ int main(int argc, char **argv) {
         batch b;
         make_batch<GC_BF16>(b, s);
         test4<128>(b);
+        test4<128, 1>(b);
         free_batch(b);
         s.page = 16;
         s.grid = 3; /* several pairs per block: the ring and Q barriers cross items */
         make_batch<GC_BF16>(b, s);
         test4<128>(b);
+        test4<128, 1>(b);
         free_batch(b);
         batch_spec s64{"ragged", GC_BF16, 64, 2, 2, 16, {5, 300}, {260, 64}, {}, 0, -1, 0.f, 0, 2};
         make_batch<GC_BF16>(b, s64);

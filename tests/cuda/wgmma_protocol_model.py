@@ -13,6 +13,12 @@ times before their wait_group returns.  Checked on every step:
     tile / pair it expects (not landed, or overwritten);
   - the producer writes a stage or Q while a wgmma still reads it;
   - every pair's output is produced exactly once per consumer warpgroup.
+Version 2 of the kernel (SGL_ATTN_WGMMA_V2=1) runs the same sequence of
+barrier, cp.async-group and wgmma-group operations in each role: its producer
+only reads the page-table word of tile j + 1 while issuing tile j, and its
+overlapped consumer only moves register work (O's rescale between the S_j and
+the P_{j-1} V_{j-1} issues; the wait for P.V under an always-true branch on the
+row sums), so this model covers both versions.
 usage: wgmma_protocol_model.py [RUNS]   (exit 0: all runs clean)
 """
 import random

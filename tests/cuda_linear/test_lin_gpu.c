@@ -11,8 +11,11 @@
  * step (different slots at replay), and bad inputs (clear errors, no launch).
  *
  *   test_lin_gpu [plugin_dir]     LT_QUICK=1: the fast variants of each kind, the
- *                                 tiles, a graph, bad inputs; LT_QUICK=2: gdn fast and
- *                                 its graph (compute-sanitizer runs)
+ *                                 tiles, the split kernels, a graph, bad inputs;
+ *                                 LT_QUICK=2: gdn fast and its graph (compute-sanitizer
+ *                                 runs); LT_QUICK=3: only the split kernels (their
+ *                                 configs and graphs: the new kernels' sanitizer run)
+ *   LT_SPLIT=0: leave the split kernels out
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -47,13 +50,22 @@ typedef struct cfg {
     const char *variant, *vt;
     int l2norm;
     double x_sigma;
+    const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the opt-in split kernels) */
 } cfg;
 
 /* the shapes: TC-eligible (K = 128, V % 32 == 0) and odd ones (fallbacks) */
 static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 4, 0},
                       SH_MAMBA2 = {2, 4, 128, 64, 4, 0}, SH_LIGHT = {2, 2, 128, 128, 0, 0},
                       SH_SHORT = {0, 0, 0, 0, 3, 200}, SH_GDN_ODD = {1, 3, 96, 40, 4, 0},
-                      SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0};
+                      SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0},
+                      SH_GDN96 = {1, 2, 128, 96, 4, 0};
+
+/* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 from a cfg's split list */
+static void set_split(const char *split) {
+    setenv("SGL_ATTN_LIN_DECODE", split && strstr(split, "dec") ? "split" : "fused", 1);
+    setenv("SGL_ATTN_LIN_CHUNK1", split && strstr(split, "c1") ? "split" : "fused", 1);
+    setenv("SGL_ATTN_LIN_CHUNK2", split && strstr(split, "c2") ? "split" : "fused", 1);
+}
 
 static double tol_of(const cfg *c) {
     if (c->st == SGL_ATTN_DT_BF16) return 2e-3; /* the state itself rounded every step */
@@ -86,10 +98,12 @@ static void scenario(lt_scen *s) {
 
 static void run_cfg(const cfg *c) {
     char label[128];
-    snprintf(label, sizeof label, "%s %s vt=%s io=%s state=%s%s", plugin_name(c->kind), c->variant, c->vt,
-             lt_dt_name(c->io_dt), c->st == SGL_ATTN_DT_BF16 ? "bf16" : "f32", c->l2norm ? "" : " l2norm=0");
+    snprintf(label, sizeof label, "%s %s vt=%s io=%s state=%s%s%s%s V=%d", plugin_name(c->kind), c->variant, c->vt,
+             lt_dt_name(c->io_dt), c->st == SGL_ATTN_DT_BF16 ? "bf16" : "f32", c->l2norm ? "" : " l2norm=0",
+             c->split ? " split=" : "", c->split ? c->split : "", c->sh.dv);
     setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
     setenv("SGL_ATTN_LIN_VT", c->vt, 1);
+    set_split(c->split);
     lt_scen s;
     const int before = lt_failures;
     if (scen_open(&s, plugins[c->kind], c->kind, &c->sh, c->io_dt, c->st, tol_of(c), 0x1234 + (uint64_t)c->kind,
@@ -109,12 +123,14 @@ static void run_cfg(const cfg *c) {
 /* Capture one decode step of both own layers in a CUDA graph; replay it,
  * then change the slots in device memory, re-plan with the replay hook and
  * replay again: the outputs follow the reference each time. */
-static void graph_test(int kind, const lt_shape *sh) {
+static void graph_test(int kind, const lt_shape *sh, const char *split) {
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
+    set_split(split);
     lt_scen s;
-    char label[64];
-    snprintf(label, sizeof label, "%s graph capture/replay", plugin_name(kind));
+    char label[96];
+    snprintf(label, sizeof label, "%s graph capture/replay%s%s", plugin_name(kind), split ? " split=" : "",
+             split ? split : "");
     if (scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 99, label) != 0) {
         LT_CHECK(0, "%s: could not create the instance", label);
         scen_close(&s);
@@ -196,6 +212,7 @@ static int contains(const char *s, const char *sub) { return s && strstr(s, sub)
 static void error_tests(void) {
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
+    set_split(NULL);
     lt_scen s;
     const int before = lt_failures;
     if (scen_open(&s, plugins[GDN], GDN, &SH_GDN, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 7, "gdn_cuda errors") != 0) {
@@ -323,7 +340,7 @@ int main(int argc, char **argv) {
         lt_skip(why);
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", quick subset" : "");
-    cfg cs[64];
+    cfg cs[96];
     int n = 0;
     const struct { int kind; const lt_shape *sh; } main_shapes[] = {
         {GDN, &SH_GDN}, {KDA, &SH_KDA}, {MAMBA2, &SH_MAMBA2}, {SHORT, &SH_SHORT}, {LIGHT, &SH_LIGHT}};
@@ -333,30 +350,59 @@ int main(int argc, char **argv) {
         for (int v = 0; v < 2; v++)
             for (int d = 0; d < 2; d++) {
                 if (quick && (v == 1 || d == 1)) continue;
-                cs[n++] = (cfg){main_shapes[k].kind, *main_shapes[k].sh, ios[d], SGL_ATTN_DT_F32, vars[v], "auto", 1, 1};
+                cs[n++] = (cfg){main_shapes[k].kind, *main_shapes[k].sh, ios[d], SGL_ATTN_DT_F32, vars[v], "auto", 1, 1, NULL};
             }
     }
     /* the tensor-core tiles, f16 operands, bf16 state, the fallbacks, l2norm off */
-    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1};
-    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1};
-    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1};
+    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, NULL};
+    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL};
+    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, NULL};
     if (!quick) {
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1};
-        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1};
-        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1};
-        cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1};
-        cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1};
-        cs[n++] = (cfg){KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL};
+        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, NULL};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, NULL};
+        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, NULL};
+        cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL};
+        cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, NULL};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL};
+        cs[n++] = (cfg){KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05, NULL};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, NULL};
     }
-    if (quick >= 2) n = 1; /* gdn fast bf16 */
+    if (quick == 2) n = 1; /* gdn fast bf16 */
+    /* the opt-in split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split) */
+    const int split_on = !getenv("LT_SPLIT") || atoi(getenv("LT_SPLIT"));
+    if (quick == 3) n = 0;
+    if (split_on && quick != 2) {
+        const char *all = "dec,c1,c2";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all};
+        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
+        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, all};
+        if (!quick || quick == 3) {
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1"};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c2"};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, all};
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all};
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, all};
+            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all};
+            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all};
+            cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
+        }
+    }
     for (int i = 0; i < n; i++) run_cfg(&cs[i]);
-    graph_test(GDN, &SH_GDN);
-    if (!quick) graph_test(MAMBA2, &SH_MAMBA2);
+    if (quick != 3) graph_test(GDN, &SH_GDN, NULL);
+    if (!quick) graph_test(MAMBA2, &SH_MAMBA2, NULL);
+    if (split_on && quick != 2) {
+        graph_test(GDN, &SH_GDN, "dec,c1,c2");
+        if (!quick || quick == 3) graph_test(KDA, &SH_KDA, "dec,c1,c2");
+    }
     if (quick < 2) error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
     (void)handles;

@@ -63,12 +63,24 @@ typedef struct lin_layout {
     size_t plan[14];                     /* lin_plan_dev arrays, in struct order */
     size_t X, G, B;                      /* simple path */
     size_t Wt, QGt, KDt, Ut, Mt, eG, Sk; /* tensor-core path */
+    size_t cnt;                          /* split decode: [max_reqs][hk] int32 (zero) */
+    size_t Qc, Kc, Vc;                   /* split phase 1: conv outputs, 16-bit */
+    size_t Hs;                           /* split phase 2/3: per-chunk states, 16-bit */
+    int need_dec2, need_c1s, need_c2s;   /* the split paths' buffers are there */
     size_t stage;                        /* host-index staging: 3 x max_reqs int32 */
     size_t total;
 } lin_layout;
 
+/* The opt-in split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split). */
+typedef struct lin_paths {
+    int dec_split, c1_split, c2_split;
+} lin_paths;
 /* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
 int lin_tc_dims_ok(const lin_dims *d);
+/* 1 when the split decode kernel serves these dims with n tokens per request. */
+int lin_decode2_dims_ok(const lin_dims *d, int n);
+/* 1 when the split phase 1 serves the kind (scalar gates: not kda). */
+int lin_c1split_kind_ok(const lin_dims *d);
 /* 1 when the fused decode kernel serves these dims with n tokens per request. */
 int lin_decode_dims_ok(const lin_dims *d, int n);
 /* Lay the allocation out; SGL_ATTN_E_NOMEM with a message on overflow. */
@@ -76,6 +88,11 @@ int lin_decode_dims_ok(const lin_dims *d, int n);
  * memory of the tensor-core kernels. */
 int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens,
                        int32_t steps, int variant, int tc_ok, char *err, size_t n);
+/* the same with the split paths' buffers (paths NULL: none) */
+int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
+                        int variant, int tc_ok, const lin_paths *paths, char *err, size_t n);
+/* "fused" / "split" / NULL or "" or "auto" (fused); -1 unknown */
+int lin_split_parse(const char *s);
 /* "simple" / "fast" / NULL or "" (default fast); -1 unknown */
 int lin_variant_parse(const char *s);
 const char *lin_variant_name(int v);
@@ -108,6 +125,7 @@ typedef struct lin_inst {
     int32_t device;
     int variant;
     int vt;                /* phase-2 value tile: 16, 32, or 0 = automatic */
+    lin_paths paths;       /* the opt-in split kernels */
     int sync_check;        /* synchronise after planning to report device-found errors */
     int sm_count;
     int32_t max_reqs, max_tokens, max_context;

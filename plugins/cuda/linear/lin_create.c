@@ -133,6 +133,22 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         lin_str(err, en, "%s: SGL_ATTN_LIN_VT / plugin option value_tile = %d: expected 16, 32 or auto", name, vt);
         return SGL_ATTN_E_INVALID;
     }
+    /* the opt-in split kernels (docs/cuda_linear.md) */
+    lin_paths paths;
+    {
+        const char *env[3] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2"};
+        const char *key[3] = {"decode", "chunk1", "chunk2"};
+        int *dst[3] = {&paths.dec_split, &paths.c1_split, &paths.c2_split};
+        for (int k = 0; k < 3; k++) {
+            const char *v = lin_option(name, env[k], key[k]);
+            const int x = lin_split_parse(v);
+            if (x < 0) {
+                lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected fused or split", name, env[k], key[k], v);
+                return SGL_ATTN_E_INVALID;
+            }
+            *dst[k] = x;
+        }
+    }
     sgl_cuda_device_info dev;
     if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
     if (dev.sm_major < 8) {
@@ -160,6 +176,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->device = a->device;
     w->variant = variant;
     w->vt = vt;
+    w->paths = paths;
     w->sync_check = sync_check;
     w->sm_count = dev.sm_count;
     w->max_reqs = a->max_reqs;
@@ -167,8 +184,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->max_context = a->max_context;
     for (int l = 0, i = 0; l < SGL_ATTN_MAX_LAYERS; l++)
         w->lin_index[l] = (int16_t)(lin_layer_is_own(m, l) ? i++ : -1);
-    if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, m->spec_tokens, variant, tc_ok, why,
-                                 sizeof why))) {
+    if ((rc = lin_layout_compute2(&w->L, &d, a->max_reqs, a->max_tokens, m->spec_tokens, variant, tc_ok, &paths, why,
+                                  sizeof why))) {
         lin_str(err, en, "%s: %s", name, why);
         free(w);
         return rc;
@@ -189,10 +206,11 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         destroy(&w->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    lin_log(SGL_ATTN_LOG_INFO, "%s on device %d (%s, SM %d.%d): kernels %s%s%s, %zu bytes on the device", name,
+    lin_log(SGL_ATTN_LOG_INFO, "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name,
             a->device, dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(variant),
             w->L.need_tc ? " (tensor-core extend)" : "", w->L.need_simple ? " (token-by-token path ready)" : "",
-            w->L.total);
+            w->L.need_dec2 ? " (split decode)" : "", w->L.need_c1s ? " (split phase 1)" : "",
+            w->L.need_c2s ? " (split phase 2/3)" : "", w->L.total);
     *out = &w->base;
     return SGL_ATTN_OK;
 }

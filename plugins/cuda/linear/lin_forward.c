@@ -153,6 +153,12 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->eG = (float *)(w->dev + L->eG);
     p->Sk = (float *)(w->dev + L->Sk);
     p->max_chunks = L->max_chunks;
+    p->cnt = L->need_dec2 ? (int32_t *)(w->dev + L->cnt) : NULL;
+    p->Qc = L->need_c1s ? w->dev + L->Qc : NULL;
+    p->Kc = L->need_c1s ? w->dev + L->Kc : NULL;
+    p->Vc = L->need_c1s ? w->dev + L->Vc : NULL;
+    p->Hs = L->need_c2s ? w->dev + L->Hs : NULL;
+    p->c1_split = L->need_c1s;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid) {
@@ -169,8 +175,8 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
         if (fast && w->L.need_tc && (act.dt == LIN_DT_BF16 || act.dt == LIN_DT_F16)) {
             int vt = w->vt;
             if (!vt) vt = (int64_t)w->bs * d->hv * (d->dv / 32) < w->sm_count ? 16 : 32;
-            path = "chunked";
-            ce = lin_launch_chunk(p, act.dt, vt, w->stream);
+            path = w->L.need_c1s || w->L.need_c2s ? "chunked (split)" : "chunked";
+            ce = lin_launch_chunk(p, act.dt, vt, w->L.need_c2s, w->stream);
         } else if (simple_ready) {
             ce = lin_launch_simple(p, w->stream);
         } else {
@@ -179,6 +185,9 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
                         act.dt == LIN_DT_F32 ? "float32" : "16-bit", (unsigned)w->model.dtype);
             return SGL_ATTN_E_UNSUPPORTED;
         }
+    } else if (fast && w->L.need_dec2 && lin_decode2_dims_ok(d, w->tpr)) {
+        path = "split decode";
+        ce = lin_launch_decode2(p, w->stream);
     } else if (fast && lin_decode_dims_ok(d, w->tpr)) {
         path = "fused decode";
         ce = lin_launch_decode(p, w->stream);

@@ -86,6 +86,12 @@ typedef struct lin_fwd {
     void *Wt, *QGt, *KDt, *Ut, *Mt;
     float *eG, *Sk;
     int32_t max_chunks;
+    /* the split paths (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split) */
+    int32_t *cnt;       /* [max_reqs][hk] zero between launches: split decode's q/k history hand-off */
+    void *Qc, *Kc, *Vc; /* split phase 1 inputs (16-bit): q, k [T][hk][K] after conv + l2norm, [T][hv][V]
+                           beta v (delta) / dt x (mamba2) / v (lightning) */
+    void *Hs;           /* split phase 2 -> 3: the state at each chunk's start, 16-bit [chunk][hv][V][K] */
+    int32_t c1_split;   /* phase 1 is the split one (P2 fused needs QG, M from it either way) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
@@ -105,6 +111,15 @@ static inline size_t lin_decode_smem_bytes(int kind, int K, int V, int gsz, int 
     return (size_t)n * per * sizeof(float);
 }
 #define LIN_DECODE_SMEM_MAX 49152 /* no opt-in needed */
+/* The split decode kernel (lk_decode2.cu, K = 128): state rows per block, by
+ * state dtype (4 warps x 8 loads of 16 bytes per lane). */
+#define LIN_D2_ROWS(st_dt) ((st_dt) == LIN_DT_F32 ? 32 : 64)
+/* its shared memory, for a tile of rt state rows of
+ * one value head; q[n][K] k[n][K] kq[n] v[n][rt] e[n][gc] beta[n] (+ skip[n][rt]). */
+static inline size_t lin_decode2_smem_bytes(int kind, int K, int rt, int gc, int n) {
+    size_t per = (size_t)2 * K + 1 + (size_t)rt + (size_t)gc + 1 + (kind == LIN_MAMBA2 ? (size_t)rt : 0);
+    return (size_t)n * per * sizeof(float);
+}
 
 /* Shared memory of the chunked tensor-core kernels (K = 128, chunk 64).
  * Phase 1: q, k, beta*k*exp(G), beta*v tiles (16-bit, rows padded by 8), T
@@ -128,8 +143,15 @@ int lin_launch_plan(const lin_plan_args *a, void *stream);
 int lin_launch_simple(const lin_fwd *p, void *stream);
 /* fused decode/verify kernel (K = 32, 64, 128 or 256; lin_decode_dims_ok) */
 int lin_launch_decode(const lin_fwd *p, void *stream);
-/* chunked tensor-core extend: phase 1, conv state, phase 2.  ot: LIN_DT_F16/BF16, vt: 16/32 */
-int lin_launch_chunk(const lin_fwd *p, int ot, int vt, void *stream);
+/* split decode/verify kernel (K = 128; lin_decode2_dims_ok) */
+int lin_launch_decode2(const lin_fwd *p, void *stream);
+/* chunked tensor-core extend: phase 1 (p->c1_split: the split conv + UT kernels), conv state,
+ * phase 2 (split2: the split state + output kernels).  ot: LIN_DT_F16/BF16, vt: 16/32 */
+int lin_launch_chunk(const lin_fwd *p, int ot, int vt, int split2, void *stream);
+/* the split kernels (lk_split1.cu, lk_split2.cu) */
+int lin_launch_split1(const lin_fwd *p, int ot, void *stream); /* conv + l2norm, then the UT transform */
+int lin_launch_split2(const lin_fwd *p, int ot, int vt, void *stream); /* state pass, then the outputs */
+int lin_split_setup(void);
 int lin_launch_commit(const lin_commit_args *c, void *stream);
 /* pieces the launchers above share (lk_simple.cu, lk_chunk1.cu) */
 int lin_launch_convstate(const lin_fwd *p, void *stream);

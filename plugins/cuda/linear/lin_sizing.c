@@ -15,9 +15,25 @@ int lin_variant_parse(const char *s) {
 
 const char *lin_variant_name(int v) { return v == LIN_VARIANT_SIMPLE ? "simple" : "fast"; }
 
+int lin_split_parse(const char *s) {
+    if (!s || !*s || !strcasecmp(s, "fused") || !strcasecmp(s, "auto")) return 0;
+    if (!strcasecmp(s, "split")) return 1;
+    return -1;
+}
+
 int lin_tc_dims_ok(const lin_dims *d) {
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV) return 0;
     return d->dk == LIN_TC_K && d->dv >= 32 && d->dv <= LIN_TC_VMAX && d->dv % 32 == 0;
+}
+
+int lin_decode2_dims_ok(const lin_dims *d, int n) {
+    if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV || n < 1 || n > LIN_DECODE_NMAX || d->dk != LIN_TC_K || d->dv < 1)
+        return 0;
+    return lin_decode2_smem_bytes(d->kind, d->dk, LIN_D2_ROWS(d->st_dt), d->gc, n) <= LIN_DECODE_SMEM_MAX;
+}
+
+int lin_c1split_kind_ok(const lin_dims *d) {
+    return d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_MAMBA2 || d->kind == SGL_ATTN_HYBRID_LIGHTNING;
 }
 
 int lin_decode_dims_ok(const lin_dims *d, int n) {
@@ -38,6 +54,13 @@ static int add(size_t *acc, size_t *at, size_t a, size_t b, size_t c) {
 
 int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
                        int variant, int tc_ok, char *err, size_t n) {
+    return lin_layout_compute2(L, d, max_reqs, max_tokens, steps, variant, tc_ok, NULL, err, n);
+}
+
+int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
+                        int variant, int tc_ok, const lin_paths *paths, char *err, size_t n) {
+    const lin_paths none = {0, 0, 0};
+    if (!paths) paths = &none;
     memset(L, 0, sizeof *L);
     if (max_reqs < 1 || max_tokens < 1) {
         lin_str(err, n, "max_reqs = %d, max_tokens = %d; expected both >= 1", max_reqs, max_tokens);
@@ -54,6 +77,11 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     const int decode_ok = lin_decode_dims_ok(d, L->steps > 0 ? L->steps : 1);
     L->need_simple = recurrent && d->kind != SGL_ATTN_HYBRID_LIGHTNING &&
                      (variant == LIN_VARIANT_SIMPLE || !L->need_tc || !decode_ok);
+    /* the split kernels, opted in, where they apply (lin_forward.c takes them then) */
+    L->need_dec2 = variant == LIN_VARIANT_FAST && recurrent && paths->dec_split && d->dk == LIN_TC_K &&
+                   d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
+    L->need_c1s = L->need_tc && paths->c1_split && lin_c1split_kind_ok(d);
+    L->need_c2s = L->need_tc && paths->c2_split;
     const size_t esz = (size_t)d->esz, R = (size_t)max_reqs, T = (size_t)max_tokens;
     const size_t NL = (size_t)d->n_lin, S = (size_t)(L->steps ? L->steps : 1);
     const size_t HV = (size_t)d->hv, K = (size_t)d->dk, V = (size_t)d->dv, CH = (size_t)L->max_chunks;
@@ -79,6 +107,11 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     ok &= add(&acc, &L->Mt, tc, LIN_CHUNK, 2);
     ok &= add(&acc, &L->eG, L->need_tc ? CH * HV : 0, K, sizeof(float));
     ok &= add(&acc, &L->Sk, d->kind == SGL_ATTN_HYBRID_MAMBA2 ? tc : 0, V, sizeof(float));
+    ok &= add(&acc, &L->cnt, L->need_dec2 ? R : 0, (size_t)d->hk, sizeof(int32_t));
+    ok &= add(&acc, &L->Qc, L->need_c1s ? T * (size_t)d->hk : 0, K, 2);
+    ok &= add(&acc, &L->Kc, L->need_c1s ? T * (size_t)d->hk : 0, K, 2);
+    ok &= add(&acc, &L->Vc, L->need_c1s ? T * HV : 0, V, 2);
+    ok &= add(&acc, &L->Hs, L->need_c2s ? CH * HV : 0, V * K, 2);
     ok &= add(&acc, &L->stage, 3 * R, 1, sizeof(int32_t));
     L->total = acc;
     if (!ok) {

@@ -226,18 +226,21 @@ extern "C" int lin_kernels_setup(void) {
     for (int i = 0; i < 4 && !e; i++)
         e = (int)cudaFuncSetAttribute(k2[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_C2_SMEM(i % 2 ? 32 : 16));
+    if (!e) e = lin_split_setup();
     return e;
 }
 
-extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream) {
+extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, int split2, void *stream) {
     const lin_fwd &p = *pp;
     if (p.T <= 0 || p.bs <= 0) return 0;
     if (p.K != LIN_TC_K || p.V % 32 || p.V > LIN_TC_VMAX || (vt != 16 && vt != 32)) return (int)cudaErrorInvalidValue;
     cudaStream_t st = (cudaStream_t)stream;
-    int e = lin_launch_chunk1(pp, ot, stream);
-    /* the conv history moves on only after phase 1 read the old one */
-    if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
+    /* phase 1 (split: conv + l2norm kernel, then the UT kernel after the history moved on);
+     * the split kernels are built for bf16 operands only (f16 takes the fused ones) */
+    const int bf = ot == LIN_DT_BF16;
+    int e = p.c1_split && bf ? lin_launch_split1(pp, ot, stream) : lin_launch_chunk1(pp, ot, stream);
     if (e) return e;
+    if (split2 && bf) return lin_launch_split2(pp, ot, vt, stream);
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
     void (*k)(lin_fwd) = ot == LIN_DT_BF16 ? (vt == 16 ? lin_chunk2_kernel<LIN_DT_BF16, 16> : lin_chunk2_kernel<LIN_DT_BF16, 32>)
                                           : (vt == 16 ? lin_chunk2_kernel<LIN_DT_F16, 16> : lin_chunk2_kernel<LIN_DT_F16, 32>);

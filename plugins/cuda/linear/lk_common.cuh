@@ -20,8 +20,9 @@
 #define LK_ALIGNED(p, n) lk_emu_aligned((const void *)(p), (n))
 /* the emulator lands async copies only at the wait, as the hardware may */
 #define lk_cp_async16(dst, src, pred) lk_emu_cp_async16((dst), (src), (pred))
-#define lk_cp_async_commit() ((void)0)
+#define lk_cp_async_commit() lk_emu_cp_async_commit()
 #define lk_cp_async_wait_all() lk_emu_cp_async_wait()
+template <int N> static inline void lk_cp_async_wait(void) { lk_emu_cp_async_wait_n(N); }
 #define LK_LAUNCH(kern, grid, block, smem, stream, ...) \
     lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); })
 #else
@@ -30,6 +31,7 @@
 #define lk_cp_async16(dst, src, pred) gc_cp_async16((dst), (src), (pred))
 #define lk_cp_async_commit() gc_cp_async_commit()
 #define lk_cp_async_wait_all() gc_cp_async_wait<0>()
+template <int N> GC_DEV void lk_cp_async_wait(void) { gc_cp_async_wait<N>(); }
 #define LK_LAUNCH(kern, grid, block, smem, stream, ...) kern<<<grid, block, smem, stream>>>(__VA_ARGS__)
 #endif
 

@@ -43,6 +43,8 @@
 #ifndef SGL_CUDA_KERN_EXTEND_WGMMA_CUH
 #define SGL_CUDA_KERN_EXTEND_WGMMA_CUH
 
+#include <limits.h>
+
 #include "kern_mma_sm80.cuh" /* pack2, attn_slot32 */
 #include "kern_wgmma_sm90.cuh"
 
@@ -60,6 +62,11 @@
 
 /* Flags of the kernel's second argument. */
 #define ATTN_WG_PINGPONG 1 /* order the two consumer warpgroups' GEMM issues (FA3 s3.1) */
+/* Bench probe, version 2 only (SGL_ATTN_WGMMA_PROBE=noload): the producer keeps
+ * the barrier protocol but copies no K/V (the consumers compute on whatever the
+ * stages hold: WRONG outputs).  Times the kernel without its gather, to tell
+ * the consumers' limit from the loads'. */
+#define ATTN_WG_PROBE_NOLOAD 2
 
 /* Named barriers of the pingpong order (0 is __syncthreads): warpgroup w waits
  * on 1 + w for its turn and hands the turn over on 1 + (w ^ 1). */
@@ -232,6 +239,62 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
     wg_signal<0>(pending);
 }
 
+/* Version 2 of the producer (SGL_ATTN_WGMMA_V2=1): the same barrier protocol,
+ * copies and order; only the page-table read moves.  Version 1 read a tile's
+ * slot right before using it (a branch around the load, the clamp right
+ * behind it: the producer waited out an L2 round trip per tile, SASS of the
+ * 2026-12-02 H200 run).  Here the raw word of tile j + 1 is loaded when tile
+ * j is issued (one unconditional load per lane, a column past hi reads hi - 1)
+ * and clamped into the pool when tile j + 1 uses it; a pair's tile 0 is read
+ * at the pair's start, as before. */
+template <int D>
+GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total, int flags) {
+    const bool noload = flags & ATTN_WG_PROBE_NOLOAD;
+    using C = extend_wg_cfg<D>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
+    const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
+    const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
+    uint32_t g = 0, kq = 0, pending = 0;
+    int32_t raw = 0; /* req_to_token word of the next tile's row myrow, unclamped */
+    auto tile_raw = [&](const wg_work &k, int j) -> int32_t {
+        const int tok = k.lo + j * C::BN + myrow;
+        const int col = tok < k.hi ? tok : k.hi - 1; /* hi > lo >= 0 when the pair has tiles */
+        return __ldg(p.req_to_token.p + (int64_t)k.row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift));
+    };
+    auto issue_tile = [&](const wg_work &k, int j) {
+        const int t0 = k.lo + j * C::BN;
+        const int64_t sw = raw; /* attn_slot's clamp */
+        const int32_t slot = t0 + myrow < k.hi ? (int32_t)(sw < 0 ? 0 : (sw >= p.num_slots ? p.num_slots - 1 : sw)) : 0;
+        if (j + 1 < k.ntiles) raw = tile_raw(k, j + 1); /* in flight during this tile's wait and copies */
+        const int s = (int)(g % C::STAGES);
+        mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
+        fence_proxy_async();
+        if (!noload)
+            wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp,
+                          lane);
+        gc_cp_async_commit();
+        wg_signal<1>(pending);
+        pending = bar.full(s);
+        g++;
+    };
+    for (long long w = blockIdx.x; w < total; w += gridDim.x) {
+        const wg_work k = wg_work_at<C::BN>(p, w);
+        if (k.ntiles > 0) {
+            raw = tile_raw(k, 0);
+            issue_tile(k, 0);
+        }
+        wg_signal<0>(pending);
+        mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
+        fence_proxy_async();
+        wg_load_q<D>(p, k, sm + C::OFF_Q, t);
+        gc_cp_async_commit();
+        pending = bar.q_full();
+        kq++;
+        for (int j = 1; j < k.ntiles; j++) issue_tile(k, j);
+    }
+    wg_signal<0>(pending);
+}
+
 /* ------------------------------------------------------------- the consumers */
 
 /* S[64 x BN] = Q_wg[64 x D] K^T: D / 16 SS wgmmas (first one overwrites S). */
@@ -276,7 +339,7 @@ struct wg_rows {
  * soft-cap the scale folds into the exponent (one FFMA + EX2 per score, FA3's
  * trick; the row max of the raw scores scales to the max of the scaled ones
  * because scale > 0); with one, each score goes through attn_score first. */
-template <int BN>
+template <int BN, int V = 0>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
                        bool need_mask, int q4) {
     const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
@@ -285,7 +348,26 @@ GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const att
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) s[i] = attn_score(p, s[i]);
     }
-    if (need_mask) {
+    if (V >= 1 && need_mask) {
+        /* Version 2: attn_visible as per-row column bounds [clo, chi) and a
+         * select per score (version 1's early returns compiled to two
+         * branches per score: ~10 instructions and a reconvergence each, on
+         * every diagonal tile). */
+        int chi[2], clo[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            chi[h] = k.causal && st.qpos[h] + 1 < k.hi ? st.qpos[h] + 1 : k.hi;
+            clo[h] = k.window >= 0 ? st.qpos[h] - k.window : INT_MIN;
+        }
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int col = t0 + 8 * j + 2 * q4 + (i & 1);
+                const bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                s[4 * j + i] = vis ? s[4 * j + i] : ATTN_NEG_INF;
+            }
+    } else if (need_mask) {
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
 #pragma unroll
@@ -361,7 +443,14 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
     if (lane == 0) mbar_arrive(bar);
 }
 
-template <int DT, int D, bool OVL>
+/* V: 0 the first version; 1 (SGL_ATTN_WGMMA_V2=1) branch-free masks and, in
+ * the overlapped consumer, FA3's order: O is rescaled between the S_j issue
+ * and the P_{j-1} V_{j-1} issue, so after the softmax of S_j only P's packing
+ * waits for P.V.  Version 0 rescaled O after that wait; in the H200 SASS ptxas
+ * hoisted the WARPGROUP.DEPBAR (wait_group 0) above the whole softmax to
+ * interleave O's 64 FMULs with the EX2s, which serialised softmax and P.V:
+ * the overlap paid its register cost and gained nothing. */
+template <int DT, int D, bool OVL, int V = 0>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar, long long total, int wg,
                         int flags) {
     using C = extend_wg_cfg<D>;
@@ -438,7 +527,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
                 wg_pin(s);
                 if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
                 float corr[2];
-                wg_softmax<BN>(s, st, corr, p, k, t0, need_mask(t0), q4);
+                wg_softmax<BN, V>(s, st, corr, p, k, t0, need_mask(t0), q4);
                 wg_scale_o<D>(o, corr);
                 wg_pack_p<DT, BN>(pa, s);
                 wg_pin(o);
@@ -468,7 +557,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
             wg_pin(s);
             if (k.ntiles == 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN>(s, st, corr, p, k, k.lo, need_mask(k.lo), q4);
+            wg_softmax<BN, V>(s, st, corr, p, k, k.lo, need_mask(k.lo), q4);
             wg_pack_p<DT, BN>(pa, s);
             for (int j = 1; j < k.ntiles; j++) {
                 const int sprev = sidx, t0 = k.lo + j * BN;
@@ -483,20 +572,44 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
                 wg_fence();
                 wg_qk<DT, D, BN>(s, q_addr, k_addr + sidx * C::KV_BYTES);
                 wg_commit();
+                if (V >= 1) {
+                    /* O holds tiles < j - 1 (P.V of j - 2 has been waited for):
+                     * bring it to tile j - 1's max while S_j runs. */
+                    wg_scale_o<D>(o, corr);
+                    wg_pin(o);
+                    wg_fence(); /* O's registers were written: order them before the P.V wgmma */
+                }
                 wg_pv<DT, D, BN>(o, pa, v_addr + sprev * C::KV_BYTES);
                 wg_commit();
                 turn_end(false);
                 wg_wait<1>(); /* S_j (groups complete in order); P_{j-1} V_{j-1} may still run */
                 wg_pin(s);
                 if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
-                wg_softmax<BN>(s, st, corr, p, k, t0, need_mask(t0), q4);
-                wg_wait<0>();
+                wg_softmax<BN, V>(s, st, corr, p, k, t0, need_mask(t0), q4);
+                if constexpr (V >= 1) {
+                    /* Keep the wait for P_{j-1} V_{j-1} behind the softmax in SASS too:
+                     * the wait sits under a branch on lane 0's row sums, which are
+                     * always >= 0 (sums of exp2 values times factors >= 0; a NaN
+                     * also passes), so ptxas cannot hoist it above the EX2s as it
+                     * did in version 0 (it scheduled the wait first to interleave
+                     * P's packing, whose registers the P.V in flight reads).  The
+                     * condition is warp-uniform (a broadcast): the .aligned wait
+                     * is executed by every thread or by none; the other arm
+                     * cannot happen, and traps rather than race if it ever did. */
+                    wg_pin(s);
+                    const float lsum = __shfl_sync(0xffffffffu, st.l[0] + st.l[1], 0);
+                    if (!(lsum < 0.f)) wg_wait<0>();
+                    else __trap();
+                } else {
+                    wg_wait<0>();
+                }
                 wg_pin(o);
                 wg_pin(pa);
                 wg_release(bar.empty(sprev), lane);
-                wg_scale_o<D>(o, corr);
+                if (V == 0) wg_scale_o<D>(o, corr);
                 wg_pack_p<DT, BN>(pa, s);
             }
+            if (V >= 1) wg_scale_o<D>(o, corr); /* to the last tile's max, before its P.V */
             const bool last_turn = pp && wg == 1 && !more_turns(w);
             wg_pin(o);
             wg_pin(pa);
@@ -520,7 +633,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
 /* The kernel: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<D>::SMEM
  * bytes of dynamic shared memory (set by attn_wgmma_setup); flags:
  * ATTN_WG_PINGPONG. */
-template <int DT, int D, bool OVL>
+template <int DT, int D, bool OVL, int V = 0>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p, int flags) {
 #if defined(ATTN_HAVE_WGMMA)
     using C = extend_wg_cfg<D>;
@@ -543,10 +656,11 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(c
     const long long total = (long long)(n > 0 ? n : 0) * p.hq;
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        wg_producer<D>(p, sm, bar, total);
+        if constexpr (V >= 1) wg_producer_v2<D>(p, sm, bar, total, flags);
+        else wg_producer<D>(p, sm, bar, total);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, D, OVL>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, flags);
+        wg_consumer<DT, D, OVL, V>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, flags);
     }
 #else
     (void)p;

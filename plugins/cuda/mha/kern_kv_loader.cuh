@@ -42,4 +42,51 @@ template <int D, int ROWS, int NT> struct kv_loader {
     }
 };
 
+/* The extend kernels' loader (kv_loader above stays as the decode kernel has
+ * it).  Same tile split and copies, but the page-table words of a tile are
+ * read raw, all at once and without a branch (a column past `end` reads the
+ * last visible one instead), and clamped into the pool only where `issue`
+ * uses them.  kv_loader's per-row `tok < end ? attn_slot32 : 0` compiled to a
+ * branch around each load with the clamp right behind it: every one of the
+ * tile's RPT loads waited out its own L2 round trip before the next was sent
+ * (SASS of attn_extend_mma_kernel on the H200, 2026-12-02).  Here the loads of
+ * tile j + S are in flight during tile j's compute. */
+template <int D, int ROWS, int NT> struct kv_loader_pf {
+    static constexpr int CH = D / 8;
+    static constexpr int RSTEP = NT / CH;
+    static constexpr int RPT = ROWS / RSTEP;
+    static_assert(NT % CH == 0 && ROWS % RSTEP == 0 && RPT >= 1, "tile split");
+    int32_t raw[RPT]; /* req_to_token words, not yet clamped */
+    int c, r0;
+
+    GC_DEV kv_loader_pf() : c((int)threadIdx.x % CH), r0((int)threadIdx.x / CH) {}
+
+    /* Raw slots of the tile starting at column t0 (columns >= end read column
+     * max(end - 1, 0), a column of the row that exists; issue never uses them). */
+    GC_DEV void fetch_slots(const attn_fwd &p, int req_row, int t0, int end) {
+        const int last = end > 0 ? end - 1 : 0;
+        const int32_t *base = p.req_to_token.p + (int64_t)req_row * p.r2t_row_words;
+#pragma unroll
+        for (int k = 0; k < RPT; k++) {
+            const int tok = t0 + r0 + k * RSTEP;
+            const int col = tok < end ? tok : last;
+            raw[k] = __ldg(base + ((int64_t)col << p.req_to_token.shift));
+        }
+    }
+    /* cp.async the fetched tile; rows past `end` are zero-filled (slot 0, as kv_loader). */
+    GC_DEV void issue(const attn_fwd &p, int kvh, uint16_t *ks, uint16_t *vs, int t0, int end) const {
+        const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)kvh * p.kc_stride_h + c * 8;
+        const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)kvh * p.vc_stride_h + c * 8;
+#pragma unroll
+        for (int k = 0; k < RPT; k++) {
+            const int row = r0 + k * RSTEP;
+            const bool ok = t0 + row < end;
+            const int64_t s = raw[k]; /* attn_slot's clamp, here instead of at the load */
+            const int64_t slot = ok ? (s < 0 ? 0 : (s >= p.num_slots ? p.num_slots - 1 : s)) : 0;
+            gc_cp_async16(ks + swz<D>(row, c), kb + slot * p.kc_stride_s, ok);
+            gc_cp_async16(vs + swz<D>(row, c), vb + slot * p.vc_stride_s, ok);
+        }
+    }
+};
+
 #endif

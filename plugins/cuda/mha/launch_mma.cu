@@ -1,7 +1,20 @@
 /* launch_mma.cu - launchers of the mma.sync decode and extend kernels, and of
  * the decode variants the sweep compares (docs/cuda.md, "decode performance"):
  * the smem-staged mma decode at other cp.async depths, and the register-fed
- * "reg" decode (kern_decode_reg.cuh) in its warp / buffer configurations. */
+ * "reg" decode (kern_decode_reg.cuh) in its warp / buffer configurations.
+ *
+ * Extend kernel choice (read at create, process-wide like the environment):
+ *   SGL_ATTN_MMA_EXTEND unset or "v1"  attn_extend_mma_kernel (the default)
+ *   SGL_ATTN_MMA_EXTEND=v2             attn_extend_mma_v2_kernel (page-table
+ *                                      reads batched, soft-cap and mask out of
+ *                                      the per-score path; docs/cuda.md,
+ *                                      "Prefill performance")
+ * Anything else is read as v1. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <atomic>
+
 #include "attn_launch.h"
 #include "kern_decode_mma.cuh"
 #include "kern_decode_reg.cuh"
@@ -26,7 +39,17 @@ template <int DT, int D> static int setup_one() {
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(attn_extend_mma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)extend_mma_cfg<D>::SMEM);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(attn_extend_mma_v2_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)extend_mma_cfg<D>::SMEM);
     return (int)e;
+}
+
+/* 2: SGL_ATTN_MMA_EXTEND=v2 at the last setup; else 1. */
+static std::atomic<int> g_em_version{1};
+static int em_version_env() {
+    const char *v = getenv("SGL_ATTN_MMA_EXTEND");
+    return v && !strcmp(v, "v2") ? 2 : 1;
 }
 
 template <int DT, int D, int S, int ORDER = 0>
@@ -82,7 +105,10 @@ static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st, int wa
 
 template <int DT, int D> static int extend_mma(const attn_fwd *p, int grid_items, cudaStream_t st) {
     dim3 grid((unsigned)p->hq, (unsigned)grid_items);
-    attn_extend_mma_kernel<DT, D><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D>::SMEM, st>>>(*p);
+    if (g_em_version.load(std::memory_order_relaxed) == 2)
+        attn_extend_mma_v2_kernel<DT, D><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D>::SMEM, st>>>(*p);
+    else
+        attn_extend_mma_kernel<DT, D><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D>::SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
@@ -100,7 +126,13 @@ template <int DT, int D> static int extend_mma(const attn_fwd *p, int grid_items
         return (int)cudaErrorInvalidValue;                                                 \
     } while (0)
 
-extern "C" int attn_mma_setup(int dtype, int d) { ATTN_DISPATCH(setup_one, dtype, d, ); }
+static int mma_setup_kernels(int dtype, int d) { ATTN_DISPATCH(setup_one, dtype, d, ); }
+
+extern "C" int attn_mma_setup(int dtype, int d) {
+    const int e = mma_setup_kernels(dtype, d);
+    if (!e) g_em_version.store(em_version_env());
+    return e;
+}
 
 extern "C" int attn_launch_decode_mma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;

@@ -12,11 +12,22 @@
  * matters because the wgmma plan's 128-row items would be half-served by the
  * 64-row mma kernel.
  *
- * Knobs for bisecting on the GPU (read at create; default 1):
- *   SGL_ATTN_WGMMA_OVERLAP=0   the consumer without the intra-warpgroup
- *                              softmax / P.V overlap (a second kernel)
+ * Knobs (read at create, process-wide like the environment):
+ *   SGL_ATTN_WGMMA_OVERLAP=1   the consumer with the intra-warpgroup softmax /
+ *                              P.V overlap (a second kernel).  Default: the
+ *                              plain consumer, the fastest on the 2026-12-02
+ *                              H200 run (417 against 350 TFLOP/s at s = 16k).
  *   SGL_ATTN_WGMMA_PINGPONG=0  no turn order between the two consumer
  *                              warpgroups (a kernel flag; overlap variant only)
+ *   SGL_ATTN_WGMMA_V2=1        version 2 of the kernel (head dim 128 only; other
+ *                              head dims keep version 1): page-table reads one
+ *                              tile ahead in the producer, branch-free masks, and
+ *                              FA3's rescale order in the overlapped consumer
+ *                              (kern_extend_wgmma.cuh).  Not the default until
+ *                              an H200 run has checked and timed it.
+ *   SGL_ATTN_WGMMA_PROBE=noload  bench probe with SGL_ATTN_WGMMA_V2=1: the
+ *                              producer copies no K/V (WRONG outputs): the
+ *                              kernel's time without its gather.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +48,12 @@ __device__ int attn_wgmma_image_flag = ATTN_WG_IMAGE;
 #define ATTN_WG_MAX_DEVICES 256
 /* Per device: 0 not set up, else the SM count (the persistent grid). */
 static std::atomic<int> g_wg_sms[ATTN_WG_MAX_DEVICES];
-static std::atomic<int> g_wg_overlap{1};
+static std::atomic<int> g_wg_overlap{0};
 static std::atomic<int> g_wg_flags{ATTN_WG_PINGPONG};
+static std::atomic<int> g_wg_v2{0};
+
+/* The head dim version 2 is compiled for. */
+#define ATTN_WG_V2_D 128
 
 extern "C" int attn_wgmma_available(int device) {
     int major = 0, minor = 0, cur = -1, flag = 0;
@@ -69,32 +84,49 @@ extern "C" int attn_wgmma_available(int device) {
  * setmaxnreg split assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY
  * registers and the consumers' setmaxnreg.inc waits for exactly what the
  * producer gives back; a kernel built with fewer would hang there. */
-template <int DT, int D, bool OVL> static int setup_kernel() {
+template <int DT, int D, bool OVL, int V = 0> static int setup_kernel() {
     cudaFuncAttributes fa;
-    cudaError_t e = cudaFuncGetAttributes(&fa, attn_extend_wgmma_kernel<DT, D, OVL>);
+    cudaError_t e = cudaFuncGetAttributes(&fa, attn_extend_wgmma_kernel<DT, D, OVL, V>);
     if (e != cudaSuccess) return (int)e;
     if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
-    return (int)cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D, OVL>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)extend_wg_cfg<D>::SMEM);
+    return (int)cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D, OVL, V>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_wg_cfg<D>::SMEM);
 }
 /* d256 runs the plain consumer: its ring has 2 stages (the overlapped consumer
  * needs 3, kern_extend_wgmma.cuh) and its O alone is 128 registers. */
 template <int D> static constexpr bool overlap_ok() { return extend_wg_cfg<D>::STAGES >= 3; }
 
-template <int DT, int D> static int setup_one() {
+/* v2: also set up version 2 (head dim ATTN_WG_V2_D only; a setup that fails
+ * leaves version 1 in use). */
+template <int DT, int D> static int setup_one(int v2) {
     int e = 0;
     if constexpr (overlap_ok<D>()) e = setup_kernel<DT, D, true>();
-    return e ? e : setup_kernel<DT, D, false>();
+    if (!e) e = setup_kernel<DT, D, false>();
+    if constexpr (D == ATTN_WG_V2_D)
+        if (!e && v2) {
+            e = setup_kernel<DT, D, true, 1>();
+            if (!e) e = setup_kernel<DT, D, false, 1>();
+        }
+    return e;
 }
 
-template <int DT, int D> static int extend_wg(const attn_fwd *p, int blocks, int ovl, int flags, cudaStream_t st) {
+template <int DT, int D, int V>
+static int extend_wg_v(const attn_fwd *p, int blocks, int ovl, int flags, cudaStream_t st) {
     if constexpr (overlap_ok<D>())
         if (ovl) {
-            attn_extend_wgmma_kernel<DT, D, true><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags);
+            attn_extend_wgmma_kernel<DT, D, true, V><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags);
             return (int)cudaGetLastError();
         }
-    attn_extend_wgmma_kernel<DT, D, false><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags);
+    attn_extend_wgmma_kernel<DT, D, false, V><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags);
     return (int)cudaGetLastError();
+}
+
+template <int DT, int D>
+static int extend_wg(const attn_fwd *p, int blocks, int ovl, int flags, int v2, cudaStream_t st) {
+    if constexpr (D == ATTN_WG_V2_D)
+        if (v2) return extend_wg_v<DT, D, 1>(p, blocks, ovl, flags, st);
+    (void)v2;
+    return extend_wg_v<DT, D, 0>(p, blocks, ovl, flags, st);
 }
 
 #define ATTN_WG_DISPATCH(fn, dtype, d, ...)                                                \
@@ -111,15 +143,20 @@ template <int DT, int D> static int extend_wg(const attn_fwd *p, int blocks, int
         return (int)cudaErrorInvalidValue;                                                 \
     } while (0)
 
-static int setup_kernels(int dtype, int d) { ATTN_WG_DISPATCH(setup_one, dtype, d, ); }
+static int setup_kernels(int dtype, int d, int v2) { ATTN_WG_DISPATCH(setup_one, dtype, d, v2); }
 
-static int launch(int dtype, int d, const attn_fwd *p, int blocks, int ovl, int flags, cudaStream_t st) {
-    ATTN_WG_DISPATCH(extend_wg, dtype, d, p, blocks, ovl, flags, st);
+static int launch(int dtype, int d, const attn_fwd *p, int blocks, int ovl, int flags, int v2, cudaStream_t st) {
+    ATTN_WG_DISPATCH(extend_wg, dtype, d, p, blocks, ovl, flags, v2, st);
 }
 
+/* Default on: anything but "0".  Default off: only "1". */
 static int env_on(const char *name) {
     const char *v = getenv(name);
     return !(v && !strcmp(v, "0"));
+}
+static int env_is1(const char *name) {
+    const char *v = getenv(name);
+    return v && !strcmp(v, "1");
 }
 
 /* Create time, on the create's device (current): shared-memory limits, the
@@ -131,10 +168,14 @@ extern "C" int attn_wgmma_setup(int dtype, int head_dim) {
     if (dev >= ATTN_WG_MAX_DEVICES || !attn_wgmma_available(dev)) return (int)cudaErrorInvalidDeviceFunction;
     e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return (int)e;
-    const int rc = setup_kernels(dtype, head_dim);
+    const int v2 = env_is1("SGL_ATTN_WGMMA_V2");
+    const int rc = setup_kernels(dtype, head_dim, v2);
     if (rc) return rc;
-    g_wg_overlap.store(env_on("SGL_ATTN_WGMMA_OVERLAP"));
-    g_wg_flags.store(env_on("SGL_ATTN_WGMMA_PINGPONG") ? ATTN_WG_PINGPONG : 0);
+    g_wg_overlap.store(env_is1("SGL_ATTN_WGMMA_OVERLAP"));
+    const char *probe = getenv("SGL_ATTN_WGMMA_PROBE");
+    g_wg_flags.store((env_on("SGL_ATTN_WGMMA_PINGPONG") ? ATTN_WG_PINGPONG : 0) |
+                     (probe && !strcmp(probe, "noload") ? ATTN_WG_PROBE_NOLOAD : 0));
+    g_wg_v2.store(v2 && head_dim == ATTN_WG_V2_D);
     g_wg_sms[dev].store(sms > 0 ? sms : 1);
     return 0;
 }
@@ -151,5 +192,5 @@ extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, int
     if (sms <= 0) return (int)cudaErrorInvalidDeviceFunction; /* not set up here: never start the stub */
     const long long pairs = (long long)grid_items * p->hq;
     const int blocks = pairs < sms ? (int)pairs : sms;
-    return launch(dtype, d, p, blocks, g_wg_overlap.load(), g_wg_flags.load(), (cudaStream_t)stream);
+    return launch(dtype, d, p, blocks, g_wg_overlap.load(), g_wg_flags.load(), g_wg_v2.load(), (cudaStream_t)stream);
 }

@@ -5,8 +5,9 @@
  * kernel is declared here and implemented there with the same semantics:
  * the block barrier (non-exited threads), warp collectives that check all 32
  * lanes take part in the same operation, ldmatrix and mma.sync m16n8k16
- * fragment layouts, atomics.  Blocks run one after another, so __shared__
- * variables are statics.
+ * fragment layouts, atomics.  Blocks run one after another (in grid order,
+ * or reversed / shuffled with EMU_ORDER=rev / shuf, which shows a kernel
+ * that assumes an order of blocks), so __shared__ variables are statics.
  */
 #ifndef EMU_PRELUDE_H
 #define EMU_PRELUDE_H
@@ -38,6 +39,9 @@ int __shfl_sync(unsigned mask, int v, int src, int width = 32);
 float __shfl_sync(unsigned mask, float v, int src, int width = 32);
 long __shfl_up_sync(unsigned mask, long v, unsigned delta, int width = 32);
 int atomicCAS(int *address, int compare, int val);
+int atomicAdd(int *address, int val);
+/* blocks run one after another: every write is visible to later blocks */
+static inline void __threadfence(void) {}
 float __ldcg(const float *p);
 static inline float __uint_as_float(uint32_t u) {
     float f;
@@ -65,6 +69,10 @@ void lk_emu_ldsm(uint32_t r[4], const void *p, int trans);
  * reads the poisoned shared memory) */
 void lk_emu_cp_async16(void *dst, const void *src, bool pred);
 void lk_emu_cp_async_wait(void);
+/* cp.async.commit_group / cp.async.wait_group n: the copies of all but the
+ * newest n committed groups land (copies not yet committed stay queued) */
+void lk_emu_cp_async_commit(void);
+void lk_emu_cp_async_wait_n(int n);
 /* abort unless p is n-byte aligned (vector loads and stores) */
 void lk_emu_aligned(const void *p, size_t n);
 /* mma.sync m16n8k16 row.col, f32 accumulate; bf16 or f16 operands */

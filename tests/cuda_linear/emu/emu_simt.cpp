@@ -11,6 +11,7 @@
  * every block so reads of unwritten values show. */
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "emu_prelude.h"
@@ -56,6 +57,7 @@ constexpr size_t STACK = 192 * 1024;
 
 struct Copy {
     void *dst;
+    unsigned group; /* the commit group it belongs to (the open one until committed) */
     unsigned char data[16];
 };
 
@@ -65,6 +67,7 @@ struct Fiber {
     unsigned tid;
     int state;
     std::vector<Copy> pending; /* cp.async not yet waited for */
+    unsigned committed;        /* cp.async groups committed so far */
 };
 
 struct Warp {
@@ -265,6 +268,12 @@ long __shfl_up_sync(unsigned mask, long v, unsigned delta, int width) {
     return r;
 }
 
+int atomicAdd(int *address, int val) {
+    const int old = *address;
+    *address = old + val;
+    return old;
+}
+
 int atomicCAS(int *address, int compare, int val) {
     const int old = *address;
     if (old == compare) *address = val;
@@ -281,6 +290,7 @@ void lk_emu_cp_async16(void *dst, const void *src, bool pred) {
     if ((uintptr_t)dst % 16 || (pred && (uintptr_t)src % 16)) die("cp.async address not 16-byte aligned");
     Copy c;
     c.dst = dst;
+    c.group = cur->committed;
     if (pred) std::memcpy(c.data, src, 16); /* the source is read now, as the issue does */
     else std::memset(c.data, 0, 16);
     cur->pending.push_back(c);
@@ -289,6 +299,19 @@ void lk_emu_cp_async16(void *dst, const void *src, bool pred) {
 void lk_emu_cp_async_wait(void) {
     for (const Copy &c : cur->pending) std::memcpy(c.dst, c.data, 16);
     cur->pending.clear();
+}
+
+void lk_emu_cp_async_commit(void) { cur->committed++; }
+
+void lk_emu_cp_async_wait_n(int n) {
+    if (n < 0) die("cp.async.wait_group with a negative count");
+    const unsigned keep_from = cur->committed > (unsigned)n ? cur->committed - (unsigned)n : 0u;
+    std::vector<Copy> rest;
+    for (const Copy &c : cur->pending) {
+        if (c.group < keep_from) std::memcpy(c.dst, c.data, 16);
+        else rest.push_back(c);
+    }
+    cur->pending.swap(rest);
 }
 
 void lk_emu_aligned(const void *p, size_t n) {
@@ -400,6 +423,7 @@ static void run_block(unsigned nthreads) {
         f.tid = i;
         f.state = RUN;
         f.pending.clear();
+        f.committed = 0;
 #ifdef EMU_ASAN
         __asan_unpoison_memory_region(f.stack, STACK); /* redzones of the last block's frames */
 #endif
@@ -469,12 +493,28 @@ void lk_emu_launch_fn(dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::
     blockDim = {block.x, block.y, block.z};
     gridDim = {grid.x, grid.y, grid.z};
     body = &fn;
-    for (unsigned z = 0; z < grid.z; z++)
-        for (unsigned y = 0; y < grid.y; y++)
-            for (unsigned x = 0; x < grid.x; x++) {
-                blockIdx = {x, y, z};
-                dyn.assign(smem ? smem : 16, 0xff); /* NaN in every float type */
-                run_block(nthreads);
-            }
+    /* EMU_ORDER=rev / shuf: the blocks in reverse / a shuffled order (a kernel
+     * may not depend on the order its blocks run in) */
+    const char *ord = getenv("EMU_ORDER");
+    const int mode = ord && !strcmp(ord, "rev") ? 1 : ord && !strcmp(ord, "shuf") ? 2 : 0;
+    const size_t nb = (size_t)grid.x * grid.y * grid.z;
+    std::vector<size_t> order(nb);
+    for (size_t b = 0; b < nb; b++) order[b] = mode == 1 ? nb - 1 - b : b;
+    if (mode == 2) {
+        static uint64_t st = 0x9e3779b97f4a7c15ull;
+        for (size_t b = nb; b > 1; b--) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            const size_t k = (size_t)((st >> 33) % b);
+            const size_t t = order[b - 1];
+            order[b - 1] = order[k];
+            order[k] = t;
+        }
+    }
+    for (size_t b = 0; b < nb; b++) {
+        const size_t o = order[b];
+        blockIdx = {(unsigned)(o % grid.x), (unsigned)(o / grid.x % grid.y), (unsigned)(o / ((size_t)grid.x * grid.y))};
+        dyn.assign(smem ? smem : 16, 0xff); /* NaN in every float type */
+        run_block(nthreads);
+    }
     body = nullptr;
 }

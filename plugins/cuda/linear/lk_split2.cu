@@ -1,0 +1,345 @@
+/* lk_split2.cu - phase 2 of the chunked extend split in two
+ * (SGL_ATTN_LIN_CHUNK2=split): the sequential pass over a request's chunks
+ * does only what the recurrence needs, and the outputs are a third, fully
+ * parallel kernel.  Inputs: phase 1's W, KD, U, exp(G_last) (state pass) and
+ * QG, M (outputs), either phase 1.
+ *
+ * State pass: one block per (request, value head, tile of VT state rows), 4
+ * compute warps, the tile [VT][128] in float32 mma accumulators (warp w owns
+ * columns 32w ..), and a producer warp that keeps the chunks' W, KD, U tile,
+ * exp(G_last) coming in a 3-stage cp.async ring (two chunks in flight while
+ * one computes) and stores the per-chunk states, so the compute warps' chain
+ * per chunk is only W S^T (two accumulator chains), a barrier, the update, a
+ * barrier.  Per chunk:
+ *   Hs[chunk] = S (16-bit: the operand the outputs use; the old phase 2's
+ *               shared-memory copy, stored)
+ *   Unew      = U - W S^T  (delta; declin: U)  -> in place of U
+ *   S         = S diag(eG) + Unew^T KD
+ * Output pass: one block per (chunk, value head, half of V), 4 warps (16
+ * token rows each): o = QG Hs[chunk]^T + M Unew (+ D x), the same products
+ * in the same order as lk_chunk2.cu, so both give the same outputs. */
+#include "lk_mma.cuh"
+
+#define LK_S2_CWARPS 4                      /* compute warps of the state pass ... */
+#define LK_S2_THREADS (32 * LK_S2_CWARPS + 32) /* ... and one producer warp */
+#define LK_S2_NS 3                          /* stages of its cp.async ring */
+#define LK_S3_THREADS 128
+
+template <int VT> struct lk_s2 {
+    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, VTP = VT + 8;
+    static constexpr int STAGE = 2 * C * KP * 2 + C * VTP * 2 + K * 4; /* W, KD, U tile, eG */
+    static constexpr int SMEM = LK_S2_NS * STAGE + VT * KP * 2 + C * VTP * 2 + 2 * LK_S2_NS * 4;
+};
+template <int VH> struct lk_s3 {
+    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VHP = VH + 8;
+    static constexpr int SMEM = C * KP * 2 + VH * KP * 2 + C * CP * 2 + C * VHP * 2; /* QG, S, M, Unew */
+};
+#define LK_S3_VH 64 /* output columns per block */
+
+template <int OT, int VT>
+__global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_cstate_kernel(lin_fwd p) {
+    using L = lk_s2<VT>;
+    constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, NS = LK_S2_NS, STAGE = L::STAGE;
+    const int KIND = p.kind;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA;
+    const bool SBF = p.st_dt == LIN_DT_BF16;
+    LK_DYN_SMEM(unsigned char, smraw);
+    uint16_t *Sb = (uint16_t *)(smraw + NS * STAGE); /* [VT][KP] */
+    uint16_t *Ub = Sb + VT * KP;                    /* [C][VTP] */
+    int *meta = (int *)(Ub + C * VTP);              /* [NS][2]: the staged chunk's first token row, length */
+
+    const int nvt = p.V / VT;
+    const int i = blockIdx.x, h = blockIdx.y / nvt, vt = blockIdx.y % nvt;
+    const int n = p.pl.req_n[i];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
+    if (slot < 0) return; /* padding: the output pass zeroes its rows */
+    const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const bool producer = warp == LK_S2_CWARPS; /* the last warp moves data; the others compute */
+    const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of a [T][HV][V] row */
+    const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
+
+    /* the producer warp: one chunk's operands into stage s (rows past the chunk's length zero) */
+    auto issue = [&](int s, int jc) {
+        unsigned char *base = smraw + s * STAGE;
+        uint16_t *Ws = (uint16_t *)base, *KDs = Ws + C * KP, *Us = KDs + C * KP;
+        float *eGs = (float *)(Us + C * VTP);
+        const int64_t ct0 = p.pl.chunk_tok0[jc];
+        const int len = p.pl.chunk_len[jc];
+        if (lane == 0) {
+            meta[2 * s] = (int)(ct0 - p.pl.req_tok0[i]); /* relative: fits an int */
+            meta[2 * s + 1] = len;
+        }
+#pragma unroll 4
+        for (int idx = lane; idx < C * (K / 8); idx += 32) {
+            const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+            const bool ok = t < len;
+            const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
+            if (DELTA) lk_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
+            lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
+        }
+        for (int idx = lane; idx < C * (VT / 8); idx += 32) {
+            const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
+            const bool ok = t < len;
+            lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
+        }
+        lk_cp_async16(eGs + lane * 4, p.eG + ((int64_t)jc * HV + h) * K + lane * 4, true); /* K / 4 = 32 */
+    };
+    static_assert(K / 4 == 32, "one eG load per producer lane");
+
+    /* the state tile (compute warps): element e of (m-tile a, n-tile b) is row
+     * 16a + g + 8(e >> 1), column 32 warp + 8b + 2 t4 + (e & 1) */
+    float S[MT][4][4];
+    const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
+    if (!producer) {
+#pragma unroll
+        for (int a = 0; a < MT; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                    if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
+                    else if (SBF) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                    else lk_sld<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                    *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
+                }
+    } else {
+#pragma unroll
+        for (int s = 0; s < NS - 1; s++) {
+            if (s < nch) issue(s, c0 + s);
+            lk_cp_async_commit();
+        }
+    }
+    const int64_t rtok0 = p.pl.req_tok0[i];
+
+    for (int q = 0; q < nch; q++) {
+        if (producer) lk_cp_async_wait<NS - 2>(); /* chunk q landed */
+        __syncthreads(); /* chunk q visible; Sb holds S; every warp is done with chunk q-1 */
+        const int st = q % NS, jc = c0 + q;
+        const unsigned char *base = smraw + st * STAGE;
+        const uint16_t *Ws = (const uint16_t *)base, *KDs = Ws + C * KP, *Us = KDs + C * KP;
+        const float *eGs = (const float *)(Us + C * VTP);
+        if (producer) {
+            if (q + NS - 1 < nch) issue((q + NS - 1) % NS, c0 + q + NS - 1);
+            lk_cp_async_commit();
+            /* the state at the chunk's start, for the output pass */
+            uint16_t *dst = (uint16_t *)p.Hs + ((int64_t)jc * HV + h) * V * K + (int64_t)vt * VT * K;
+#pragma unroll
+            for (int idx = lane; idx < VT * (K / 8); idx += 32) {
+                const int v = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+                LK_ALIGNED(dst + v * K + cc, 16);
+                *(uint4 *)(dst + v * K + cc) = *(const uint4 *)(Sb + v * KP + cc);
+            }
+        } else if (DELTA) { /* Unew = U - W S^T: rows 16 warp .., VT columns; two chains over K */
+            const int64_t ct0 = rtok0 + meta[2 * st];
+            const int len = meta[2 * st + 1];
+            float X[2][VT / 8][4];
+#pragma unroll
+            for (int hk = 0; hk < 2; hk++)
+#pragma unroll
+                for (int nt = 0; nt < VT / 8; nt++) X[hk][nt][0] = X[hk][nt][1] = X[hk][nt][2] = X[hk][nt][3] = 0.f;
+#pragma unroll
+            for (int k16 = 0; k16 < K / 16; k16++) {
+                uint32_t aw[4];
+                lk_lda(aw, Ws, KP, 16 * warp, 16 * k16);
+#pragma unroll
+                for (int np = 0; np < VT / 16; np++) {
+                    uint32_t b[4];
+                    lk_ldb_n(b, Sb, KP, 16 * np, 16 * k16);
+                    lk_mma<OT>(X[k16 & 1][2 * np], aw, b[0], b[1]);
+                    lk_mma<OT>(X[k16 & 1][2 * np + 1], aw, b[2], b[3]);
+                }
+            }
+            uint16_t *Ug = (uint16_t *)p.Ut + ct0 * HV * V + ocol;
+#pragma unroll
+            for (int nt = 0; nt < VT / 8; nt++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+                    const float u0 = lk_from16<OT>(Us[t * VTP + v]) - (X[0][nt][2 * hf] + X[1][nt][2 * hf]);
+                    const float u1 = lk_from16<OT>(Us[t * VTP + v + 1]) - (X[0][nt][2 * hf + 1] + X[1][nt][2 * hf + 1]);
+                    const uint32_t pk = lk_pack2<OT>(u0, u1);
+                    *(uint32_t *)(Ub + t * VTP + v) = pk;
+                    if (t < len) {
+                        LK_ALIGNED(Ug + (int64_t)t * HV * V + v, 4);
+                        *(uint32_t *)(Ug + (int64_t)t * HV * V + v) = pk;
+                    }
+                }
+        }
+        __syncthreads(); /* Unew complete; Sb read by everyone (Hs, W S^T) */
+        if (producer) continue;
+
+        /* S = S diag(eG) + Unew^T KD */
+        const uint16_t *UB = DELTA ? Ub : Us;
+#pragma unroll
+        for (int a = 0; a < MT; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) S[a][b][e] *= eGs[GCH ? 32 * warp + 8 * b + 2 * t4 + (e & 1) : 0];
+#pragma unroll
+        for (int k16 = 0; k16 < C / 16; k16++) {
+            uint32_t bk[2][4];
+#pragma unroll
+            for (int bp = 0; bp < 2; bp++) lk_ldb_k(bk[bp], KDs, KP, 16 * k16, 32 * warp + 16 * bp);
+#pragma unroll
+            for (int a = 0; a < MT; a++) {
+                uint32_t au[4];
+                lk_lda_t(au, UB, VTP, 16 * k16, 16 * a);
+#pragma unroll
+                for (int bp = 0; bp < 2; bp++) {
+                    lk_mma<OT>(S[a][2 * bp], au, bk[bp][0], bk[bp][1]);
+                    lk_mma<OT>(S[a][2 * bp + 1], au, bk[bp][2], bk[bp][3]);
+                }
+            }
+        }
+#pragma unroll
+        for (int a = 0; a < MT; a++)
+#pragma unroll
+            for (int b = 0; b < 4; b++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                    *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
+                }
+    }
+    if (producer) {
+        lk_cp_async_wait_all();
+        return;
+    }
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                if (SBF) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                else lk_sst<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+            }
+}
+
+/* Grid: (chunk, value head, V / VH). */
+template <int OT>
+__global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
+    constexpr int VH = LK_S3_VH;
+    using L = lk_s3<VH>;
+    constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VHP = L::VHP;
+    LK_DYN_SMEM(unsigned char, smraw);
+    uint16_t *QGs = (uint16_t *)smraw, *Ss = QGs + C * KP, *Ms = Ss + VH * KP, *Us = Ms + C * CP;
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int h = blockIdx.y, V = p.V, HV = p.hv, v0 = (int)blockIdx.z * VH, nv = min(VH, V - v0);
+    const int i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    const int64_t ct0 = p.pl.chunk_tok0[j];
+    const int len = p.pl.chunk_len[j];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int64_t ocol = (int64_t)h * V + v0;
+    if (slot < 0) { /* padding */
+        for (int idx = tid; idx < len * nv; idx += LK_S3_THREADS)
+            lk_st(p.out, p.out_dt, (ct0 + idx / nv) * HV * V + ocol + idx % nv, 0.f);
+        return;
+    }
+    for (int idx = tid; idx < C * (K / 8); idx += LK_S3_THREADS) {
+        const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+        const bool ok = t < len;
+        lk_cp_async16(QGs + t * KP + cc, (const uint16_t *)p.QGt + ((ct0 + (ok ? t : 0)) * HV + h) * K + cc, ok);
+    }
+    for (int idx = tid; idx < VH * (K / 8); idx += LK_S3_THREADS) {
+        const int v = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+        const bool ok = v < nv;
+        lk_cp_async16(Ss + v * KP + cc, (const uint16_t *)p.Hs + (((int64_t)j * HV + h) * V + v0 + (ok ? v : 0)) * K + cc,
+                      ok);
+    }
+    for (int idx = tid; idx < C * (C / 8); idx += LK_S3_THREADS) {
+        const int t = idx / (C / 8), cc = (idx % (C / 8)) * 8;
+        const bool ok = t < len;
+        lk_cp_async16(Ms + t * CP + cc, (const uint16_t *)p.Mt + ((ct0 + (ok ? t : 0)) * HV + h) * C + cc, ok);
+    }
+    for (int idx = tid; idx < C * (VH / 8); idx += LK_S3_THREADS) {
+        const int t = idx / (VH / 8), cc = (idx % (VH / 8)) * 8;
+        const bool ok = t < len && cc < nv;
+        lk_cp_async16(Us + t * VHP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + (ok ? cc : 0), ok);
+    }
+    lk_cp_async_wait_all();
+    __syncthreads();
+    float O[VH / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < VH / 8; nt++) O[nt][0] = O[nt][1] = O[nt][2] = O[nt][3] = 0.f;
+#pragma unroll
+    for (int k16 = 0; k16 < K / 16; k16++) {
+        uint32_t aq[4];
+        lk_lda(aq, QGs, KP, 16 * warp, 16 * k16);
+#pragma unroll
+        for (int np = 0; np < VH / 16; np++) {
+            uint32_t b[4];
+            lk_ldb_n(b, Ss, KP, 16 * np, 16 * k16);
+            lk_mma<OT>(O[2 * np], aq, b[0], b[1]);
+            lk_mma<OT>(O[2 * np + 1], aq, b[2], b[3]);
+        }
+    }
+#pragma unroll
+    for (int k16 = 0; k16 < C / 16; k16++) {
+        uint32_t am[4];
+        lk_lda(am, Ms, CP, 16 * warp, 16 * k16);
+#pragma unroll
+        for (int np = 0; np < VH / 16; np++) {
+            uint32_t b[4];
+            lk_ldb_k(b, Us, VHP, 16 * k16, 16 * np);
+            lk_mma<OT>(O[2 * np], am, b[0], b[1]);
+            lk_mma<OT>(O[2 * np + 1], am, b[2], b[3]);
+        }
+    }
+    const bool SKIP = p.kind == LIN_MAMBA2;
+#pragma unroll
+    for (int nt = 0; nt < VH / 8; nt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+            if (t >= len || v >= nv) continue;
+            const int64_t at = (ct0 + t) * HV * V + ocol + v;
+            float o0 = O[nt][2 * hf], o1 = O[nt][2 * hf + 1];
+            if (SKIP) {
+                o0 += p.Sk[at];
+                o1 += p.Sk[at + 1];
+            }
+            lk_st(p.out, p.out_dt, at, o0);
+            lk_st(p.out, p.out_dt, at + 1, o1);
+        }
+}
+
+/* ------------------------------------------------------------ launchers */
+
+static_assert(lk_s2<32>::SMEM <= (int)LIN_C1_SMEM && lk_s3<LK_S3_VH>::SMEM <= (int)LIN_C1_SMEM,
+              "the split kernels need at most phase 1's shared memory (lin_create.c checks that one)");
+
+int lk_split1_setup(void); /* lk_split1.cu */
+
+extern "C" int lin_split_setup(void) {
+    const void *k[3] = {(const void *)lin_cstate_kernel<LIN_DT_BF16, 16>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 32>,
+                        (const void *)lin_cout_kernel<LIN_DT_BF16>};
+    const int sm[3] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM, lk_s3<LK_S3_VH>::SMEM};
+    int e = 0;
+    for (int i = 0; i < 3 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    if (!e) e = lk_split1_setup();
+    return e;
+}
+
+extern "C" int lin_launch_split2(const lin_fwd *pp, int ot, int vt, void *stream) {
+    const lin_fwd &p = *pp;
+    /* bf16 operands only (the binary's size: f16 takes the fused phase 2) */
+    if (!p.Hs || (vt != 16 && vt != 32) || ot != LIN_DT_BF16) return (int)cudaErrorInvalidValue;
+    cudaStream_t st = (cudaStream_t)stream;
+    dim3 g2((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
+    void (*k2)(lin_fwd) = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16> : lin_cstate_kernel<LIN_DT_BF16, 32>;
+    LK_LAUNCH(k2, g2, LK_S2_THREADS, vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, st, p);
+    int e = (int)cudaGetLastError();
+    if (e) return e;
+    int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
+    if (chunks > p.max_chunks) chunks = p.max_chunks;
+    dim3 g3((unsigned)chunks, (unsigned)p.hv, (unsigned)((p.V + LK_S3_VH - 1) / LK_S3_VH));
+    void (*k3)(lin_fwd) = lin_cout_kernel<LIN_DT_BF16>;
+    LK_LAUNCH(k3, g3, LK_S3_THREADS, lk_s3<LK_S3_VH>::SMEM, st, p);
+    return (int)cudaGetLastError();
+}
