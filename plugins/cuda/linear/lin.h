@@ -148,9 +148,11 @@ typedef struct lin_inst {
 /* lin_probe.c: the host's API (log, options), remembered by the entry point */
 void lin_set_host(const sgl_attn_host_api *host);
 const sgl_attn_host_api *lin_host(void);
+/* The host that creates: create_args.host (ABI 1.1), else the entry's. */
+const sgl_attn_host_api *lin_create_host(const sgl_attn_create_args *a);
 void lin_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* env var, else the conf's plugin option (plugins_options.<name>.<key>), else NULL */
-const char *lin_option(const char *plugin, const char *env, const char *key);
+/* env var, else the conf's plugin option (plugins_options.<name>.<key>) from host h, else NULL */
+const char *lin_option(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key);
 
 int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_attn_backend **out);
 int lin_supports_model(int kind, const sgl_attn_model *m, char *why, size_t n);

@@ -72,9 +72,9 @@ const sgl_attn_backend_ops lin_backend_ops = {
     .state_commit = lin_state_commit,
 };
 
-static int opt_int(const char *plugin, const char *env, const char *key, int def, int lo, int hi, int *out,
-                   char *err, size_t n) {
-    const char *v = lin_option(plugin, env, key);
+static int opt_int(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key, int def, int lo,
+                   int hi, int *out, char *err, size_t n) {
+    const char *v = lin_option(h, plugin, env, key);
     if (!v || !*v || !strcmp(v, "auto")) {
         *out = def;
         return SGL_ATTN_OK;
@@ -119,15 +119,16 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         lin_str(err, en, "%s: %s", name, why);
         return rc;
     }
-    const char *vs = lin_option(name, "SGL_ATTN_LIN_KERNEL", "kernel");
+    const sgl_attn_host_api *host = lin_create_host(a);
+    const char *vs = lin_option(host, name, "SGL_ATTN_LIN_KERNEL", "kernel");
     const int variant = lin_variant_parse(vs);
     if (variant < 0) {
         lin_str(err, en, "%s: SGL_ATTN_LIN_KERNEL / plugin option kernel = \"%s\": expected simple or fast", name, vs);
         return SGL_ATTN_E_INVALID;
     }
     int vt = 0, sync_check = 1;
-    if ((rc = opt_int(name, "SGL_ATTN_LIN_VT", "value_tile", 0, 0, 32, &vt, err, en)) ||
-        (rc = opt_int(name, "SGL_ATTN_LIN_SYNC_CHECK", "sync_check", 1, 0, 1, &sync_check, err, en)))
+    if ((rc = opt_int(host, name, "SGL_ATTN_LIN_VT", "value_tile", 0, 0, 32, &vt, err, en)) ||
+        (rc = opt_int(host, name, "SGL_ATTN_LIN_SYNC_CHECK", "sync_check", 1, 0, 1, &sync_check, err, en)))
         return rc;
     if (vt != 0 && vt != 16 && vt != 32) {
         lin_str(err, en, "%s: SGL_ATTN_LIN_VT / plugin option value_tile = %d: expected 16, 32 or auto", name, vt);
@@ -140,7 +141,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         const char *key[3] = {"decode", "chunk1", "chunk2"};
         int *dst[3] = {&paths.dec_split, &paths.c1_split, &paths.c2_split};
         for (int k = 0; k < 3; k++) {
-            const char *v = lin_option(name, env[k], key[k]);
+            const char *v = lin_option(host, name, env[k], key[k]);
             const int x = lin_split_parse(v);
             if (x < 0) {
                 lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected fused or split", name, env[k], key[k], v);

@@ -17,6 +17,11 @@ static _Atomic(const sgl_attn_host_api *) g_host;
 void lin_set_host(const sgl_attn_host_api *host) { atomic_store(&g_host, host); }
 const sgl_attn_host_api *lin_host(void) { return atomic_load(&g_host); }
 
+const sgl_attn_host_api *lin_create_host(const sgl_attn_create_args *a) {
+    if (a && a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host && a->host) return a->host;
+    return lin_host();
+}
+
 void lin_log(int level, const char *fmt, ...) {
     const sgl_attn_host_api *h = lin_host();
     if (!h || h->struct_size < offsetof(sgl_attn_host_api, log) + sizeof h->log || !h->log) return;
@@ -28,10 +33,9 @@ void lin_log(int level, const char *fmt, ...) {
     h->log(h->host_ctx, level, "cuda_linear", "%s", line);
 }
 
-const char *lin_option(const char *plugin, const char *env, const char *key) {
+const char *lin_option(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key) {
     const char *v = getenv(env);
     if (v && *v) return v;
-    const sgl_attn_host_api *h = lin_host();
     if (h && h->struct_size >= offsetof(sgl_attn_host_api, get_option) + sizeof h->get_option && h->get_option)
         return h->get_option(h->host_ctx, plugin, key);
     return NULL;

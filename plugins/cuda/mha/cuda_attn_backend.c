@@ -95,12 +95,11 @@ static const sgl_attn_backend_ops ca_ops = {
 };
 
 /* The variant asked for (env first, then the conf option), or auto. */
-static int requested_variant(char *err, size_t err_size) {
+static int requested_variant(const sgl_attn_host_api *h, char *err, size_t err_size) {
     const char *src = "SGL_ATTN_CUDA_KERNEL";
     const char *v = getenv("SGL_ATTN_CUDA_KERNEL");
     if (!v || !*v) {
-        const sgl_attn_host_api *h = ca_host();
-        v = h && h->get_option ? h->get_option(h->host_ctx, CA_NAME, "kernel") : NULL;
+        v = h && h->struct_size >= offsetof(sgl_attn_host_api, get_option) + sizeof h->get_option && h->get_option ? h->get_option(h->host_ctx, CA_NAME, "kernel") : NULL;
         src = "plugin option cuda_attn.kernel";
     }
     int r = ca_variant_parse(v);
@@ -138,7 +137,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         sgl_cuda_format_error(err, err_size, "create: cudaSetDevice", (int)ce);
         return SGL_ATTN_E_DEVICE;
     }
-    int variant = requested_variant(err, err_size);
+    /* the creating host (ABI 1.1), else the entry's */
+    const sgl_attn_host_api *host =
+        a && a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host && a->host ? a->host : ca_host();
+    int variant = requested_variant(host, err, err_size);
     if (variant == -2) return SGL_ATTN_E_INVALID;
     const int wg_ok = dev.sm_major == 9 && m->head_dim_qk == 128 && attn_wgmma_available(a->device);
     /* auto: wgmma where it runs (SM 9.0, head dim 128, the sm_90a image), else
