@@ -50,7 +50,7 @@ typedef struct cfg {
     const char *variant, *vt;
     int l2norm;
     double x_sigma;
-    const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the opt-in split kernels) */
+    const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the split kernels; the others run fused) */
 } cfg;
 
 /* the shapes: TC-eligible (K = 128, V % 32 == 0) and odd ones (fallbacks) */
@@ -371,7 +371,7 @@ int main(int argc, char **argv) {
         cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, NULL};
     }
     if (quick == 2) n = 1; /* gdn fast bf16 */
-    /* the opt-in split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split) */
+    /* the split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split; auto splits CHUNK1/2) */
     const int split_on = !getenv("LT_SPLIT") || atoi(getenv("LT_SPLIT"));
     if (quick == 3) n = 0;
     if (split_on && quick != 2) {

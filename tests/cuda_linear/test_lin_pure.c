@@ -119,6 +119,9 @@ static void test_refusals(void) {
     LT_CHECK(lin_variant_parse("simple") == LIN_VARIANT_SIMPLE && lin_variant_parse(NULL) == LIN_VARIANT_FAST &&
                  lin_variant_parse("fast") == LIN_VARIANT_FAST && lin_variant_parse("mma") == -1,
              "variant names");
+    LT_CHECK(lin_split_parse(NULL, 1) == 1 && lin_split_parse("auto", 0) == 0 && lin_split_parse("", 1) == 1 &&
+                 lin_split_parse("fused", 1) == 0 && lin_split_parse("SPLIT", 0) == 1 && lin_split_parse("yes", 0) == -1,
+             "split names: auto is the per-phase default");
 }
 
 static void test_paths(void) {

@@ -71,7 +71,9 @@ typedef struct lin_layout {
     size_t total;
 } lin_layout;
 
-/* The opt-in split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split). */
+/* The split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = fused / split /
+ * auto).  auto: the chunked extend's split phases (2.5x the fused ones on the
+ * 2026-12-02 H200 run at 64k tokens), the fused decode (1.1-1.2x the split). */
 typedef struct lin_paths {
     int dec_split, c1_split, c2_split;
 } lin_paths;
@@ -91,8 +93,8 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
 /* the same with the split paths' buffers (paths NULL: none) */
 int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
                         int variant, int tc_ok, const lin_paths *paths, char *err, size_t n);
-/* "fused" / "split" / NULL or "" or "auto" (fused); -1 unknown */
-int lin_split_parse(const char *s);
+/* "fused" 0 / "split" 1 / NULL or "" or "auto": def; -1 unknown */
+int lin_split_parse(const char *s, int def);
 /* "simple" / "fast" / NULL or "" (default fast); -1 unknown */
 int lin_variant_parse(const char *s);
 const char *lin_variant_name(int v);
@@ -125,7 +127,7 @@ typedef struct lin_inst {
     int32_t device;
     int variant;
     int vt;                /* phase-2 value tile: 16, 32, or 0 = automatic */
-    lin_paths paths;       /* the opt-in split kernels */
+    lin_paths paths;       /* fused or split kernels per phase */
     int sync_check;        /* synchronise after planning to report device-found errors */
     int sm_count;
     int32_t max_reqs, max_tokens, max_context;

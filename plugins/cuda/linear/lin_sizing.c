@@ -15,8 +15,9 @@ int lin_variant_parse(const char *s) {
 
 const char *lin_variant_name(int v) { return v == LIN_VARIANT_SIMPLE ? "simple" : "fast"; }
 
-int lin_split_parse(const char *s) {
-    if (!s || !*s || !strcasecmp(s, "fused") || !strcasecmp(s, "auto")) return 0;
+int lin_split_parse(const char *s, int def) {
+    if (!s || !*s || !strcasecmp(s, "auto")) return def;
+    if (!strcasecmp(s, "fused")) return 0;
     if (!strcasecmp(s, "split")) return 1;
     return -1;
 }
