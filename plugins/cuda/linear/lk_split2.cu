@@ -262,6 +262,9 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
         const bool ok = t < len && cc < nv;
         lk_cp_async16(Us + t * VHP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + (ok ? cc : 0), ok);
     }
+    /* wait_group waits for committed groups only: without this commit the
+     * reads below raced the copies (racecheck, H200, 2026-12-02) */
+    lk_cp_async_commit();
     lk_cp_async_wait_all();
     __syncthreads();
     float O[VH / 8][4];
