@@ -4,12 +4,14 @@
  * "reg" decode (kern_decode_reg.cuh) in its warp / buffer configurations.
  *
  * Extend kernel choice (read at create, process-wide like the environment):
- *   SGL_ATTN_MMA_EXTEND unset or "v1"  attn_extend_mma_kernel (the default)
- *   SGL_ATTN_MMA_EXTEND=v2             attn_extend_mma_v2_kernel (page-table
+ *   SGL_ATTN_MMA_EXTEND unset or "v2"  attn_extend_mma_v2_kernel (page-table
  *                                      reads batched, soft-cap and mask out of
  *                                      the per-score path; docs/cuda.md,
- *                                      "Prefill performance")
- * Anything else is read as v1. */
+ *                                      "Prefill performance"): checked and
+ *                                      timed at 1.8-2.1x v1 on the H200
+ *                                      (bench/results/h200-2026-12-02/run3)
+ *   SGL_ATTN_MMA_EXTEND=v1             attn_extend_mma_kernel
+ * Anything else is read as v2. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,11 +47,11 @@ template <int DT, int D> static int setup_one() {
     return (int)e;
 }
 
-/* 2: SGL_ATTN_MMA_EXTEND=v2 at the last setup; else 1. */
-static std::atomic<int> g_em_version{1};
+/* 1: SGL_ATTN_MMA_EXTEND=v1 at the last setup; else 2. */
+static std::atomic<int> g_em_version{2};
 static int em_version_env() {
     const char *v = getenv("SGL_ATTN_MMA_EXTEND");
-    return v && !strcmp(v, "v2") ? 2 : 1;
+    return v && !strcmp(v, "v1") ? 1 : 2;
 }
 
 template <int DT, int D, int S, int ORDER = 0>

@@ -19,12 +19,13 @@
  *                              H200 run (417 against 350 TFLOP/s at s = 16k).
  *   SGL_ATTN_WGMMA_PINGPONG=0  no turn order between the two consumer
  *                              warpgroups (a kernel flag; overlap variant only)
- *   SGL_ATTN_WGMMA_V2=1        version 2 of the kernel (head dim 128 only; other
- *                              head dims keep version 1): page-table reads one
- *                              tile ahead in the producer, branch-free masks, and
- *                              FA3's rescale order in the overlapped consumer
- *                              (kern_extend_wgmma.cuh).  Not the default until
- *                              an H200 run has checked and timed it.
+ *   SGL_ATTN_WGMMA_V2=0        version 1 of the kernel.  Default: version 2 at
+ *                              head dim 128 (other head dims keep version 1):
+ *                              page-table reads one tile ahead in the producer,
+ *                              branch-free masks, and FA3's rescale order in the
+ *                              overlapped consumer (kern_extend_wgmma.cuh);
+ *                              checked and timed on the H200 (run 3: 1.00-1.04x
+ *                              version 1 at every length).
  *   SGL_ATTN_WGMMA_PROBE=noload  bench probe with SGL_ATTN_WGMMA_V2=1: the
  *                              producer copies no K/V (WRONG outputs): the
  *                              kernel's time without its gather.
@@ -168,7 +169,7 @@ extern "C" int attn_wgmma_setup(int dtype, int head_dim) {
     if (dev >= ATTN_WG_MAX_DEVICES || !attn_wgmma_available(dev)) return (int)cudaErrorInvalidDeviceFunction;
     e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return (int)e;
-    const int v2 = env_is1("SGL_ATTN_WGMMA_V2");
+    const int v2 = env_on("SGL_ATTN_WGMMA_V2");
     const int rc = setup_kernels(dtype, head_dim, v2);
     if (rc) return rc;
     g_wg_overlap.store(env_is1("SGL_ATTN_WGMMA_OVERLAP"));
