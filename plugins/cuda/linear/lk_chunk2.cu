@@ -172,37 +172,7 @@ __global__ __launch_bounds__(LK_C2_THREADS, 1) void lin_chunk2_kernel(lin_fwd p)
             }
 
         /* S = S diag(eG) + Unew^T KD */
-#pragma unroll
-        for (int a = 0; a < MT; a++)
-#pragma unroll
-            for (int b = 0; b < 4; b++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) S[a][b][e] *= eGs[GCH ? 32 * warp + 8 * b + 2 * t4 + (e & 1) : 0];
-#pragma unroll
-        for (int k16 = 0; k16 < C / 16; k16++) {
-            uint32_t bk[2][4];
-#pragma unroll
-            for (int bp = 0; bp < 2; bp++) lk_ldb_k(bk[bp], KDs, KP, 16 * k16, 32 * warp + 16 * bp);
-#pragma unroll
-            for (int a = 0; a < MT; a++) {
-                uint32_t au[4];
-                lk_lda_t(au, UB, VTP, 16 * k16, 16 * a);
-#pragma unroll
-                for (int bp = 0; bp < 2; bp++) {
-                    lk_mma<OT>(S[a][2 * bp], au, bk[bp][0], bk[bp][1]);
-                    lk_mma<OT>(S[a][2 * bp + 1], au, bk[bp][2], bk[bp][3]);
-                }
-            }
-        }
-#pragma unroll
-        for (int a = 0; a < MT; a++)
-#pragma unroll
-            for (int b = 0; b < 4; b++)
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
-                    *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
-                }
+        lk_state_step<OT, MT, C>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
     }
     lk_cp_async_wait_all();
 #pragma unroll

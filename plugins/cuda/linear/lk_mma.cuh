@@ -82,4 +82,46 @@ template <int OT> LK_DEV uint32_t lk_pack2(float lo, float hi) {
     return (uint32_t)lk_to16<OT>(lo) | ((uint32_t)lk_to16<OT>(hi) << 16);
 }
 
+
+/* One chunk's state update of the phase-2 kernels (lk_chunk2.cu, lk_split2.cu),
+ * for warp w's columns 32w .. 32w + 31 of a [16 MT][K] state tile held in
+ * float32 mma accumulators:  S = S diag(eG) + U^T KD  (C = 64 tokens), then the
+ * 16-bit copy Sb the next chunk's products read.  eGs: per key column (gch,
+ * kda) or one value. */
+template <int OT, int MT, int C>
+LK_DEV void lk_state_step(float (&S)[MT][4][4], const float *eGs, bool gch, const uint16_t *KDs, int kp,
+                          const uint16_t *U, int ldu, uint16_t *Sb, int warp, int g, int t4) {
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) S[a][b][e] *= eGs[gch ? 32 * warp + 8 * b + 2 * t4 + (e & 1) : 0];
+#pragma unroll
+    for (int k16 = 0; k16 < C / 16; k16++) {
+        uint32_t bk[2][4];
+#pragma unroll
+        for (int bp = 0; bp < 2; bp++) lk_ldb_k(bk[bp], KDs, kp, 16 * k16, 32 * warp + 16 * bp);
+#pragma unroll
+        for (int a = 0; a < MT; a++) {
+            uint32_t au[4];
+            lk_lda_t(au, U, ldu, 16 * k16, 16 * a);
+#pragma unroll
+            for (int bp = 0; bp < 2; bp++) {
+                lk_mma<OT>(S[a][2 * bp], au, bk[bp][0], bk[bp][1]);
+                lk_mma<OT>(S[a][2 * bp + 1], au, bk[bp][2], bk[bp][3]);
+            }
+        }
+    }
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                *(uint32_t *)(Sb + v * kp + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
+            }
+}
+
 #endif
