@@ -7,7 +7,10 @@
 /* Memory-read bandwidth: `threads` readers over `bytes` (read_bw.c). */
 typedef struct cpu_bw cpu_bw;
 cpu_bw *cpu_bw_open(int threads, size_t bytes);
-double cpu_bw_pass(cpu_bw *b); /* one timed pass over the buffer: GB/s */
+/* One timed pass over the buffer: GB/s; *cpu_s (if not NULL) the process
+ * CPU time it took (all readers). */
+double cpu_bw_pass(cpu_bw *b, double *cpu_s);
+size_t cpu_bw_bytes(const cpu_bw *b);
 void cpu_bw_close(cpu_bw *b);
 
 double cpu_bench_median(double *v, int n); /* sorts v */

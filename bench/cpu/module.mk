@@ -4,14 +4,20 @@
 #   make cpu-bench      build build/bench/cpu_decode_bw and run it
 
 CPU_BENCH := $(BUILD)/bench/cpu_decode_bw
-CPU_BENCH_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(wildcard bench/cpu/*.c))
+CPU_ICOUNT := $(BUILD)/bench/cpu_icount
+CPU_BENCH_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(filter-out bench/cpu/icount.c,$(wildcard bench/cpu/*.c)))
 CFLAGS_bench_cpu_ := -O3
 
 $(CPU_BENCH): $(CPU_BENCH_OBJS) $(CPU_REF_OBJS)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lm
 
-ALL += $(CPU_BENCH)
+# Instructions of the decode loops, counted by single-stepping (icount.c).
+$(CPU_ICOUNT): $(OBJDIR)/bench/cpu/icount.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^
+
+ALL += $(CPU_BENCH) $(CPU_ICOUNT)
 
 cpu-bench: $(CPU_BENCH)
 	$(CPU_BENCH)

@@ -69,12 +69,22 @@ cpu_bw *cpu_bw_open(int threads, size_t bytes) {
     return b;
 }
 
-double cpu_bw_pass(cpu_bw *b) {
-    pthread_barrier_wait(&b->bar);
-    double t0 = now();
-    pthread_barrier_wait(&b->bar);
-    return (double)(b->n * sizeof(float)) / (now() - t0) / 1e9;
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+
+double cpu_bw_pass(cpu_bw *b, double *cpu_s) {
+    pthread_barrier_wait(&b->bar);
+    double t0 = now(), c0 = cpu_now();
+    pthread_barrier_wait(&b->bar);
+    double t = now() - t0;
+    if (cpu_s) *cpu_s = cpu_now() - c0;
+    return (double)(b->n * sizeof(float)) / t / 1e9;
+}
+
+size_t cpu_bw_bytes(const cpu_bw *b) { return b->n * sizeof(float); }
 
 void cpu_bw_close(cpu_bw *b) {
     if (!b) return;

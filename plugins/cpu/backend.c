@@ -124,9 +124,10 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->max_dv = m->head_dim_v > 0 ? m->head_dim_v : m->head_dim_qk;
     b->rows_cap = b->max_group > CREF_MIN_ROWS ? b->max_group : CREF_MIN_ROWS;
     b->nthreads = cref_thread_count(&cpu);
-    b->attend_f32 = cpu.avx2 ? cref_attend_f32_avx2 : cref_attend_f32;
-    b->combine_f32 = cpu.avx2 ? cref_combine_f32_avx2 : cref_combine_f32;
+    b->attend_f32 = cpu.avx512 ? cref_attend_f32_avx512 : cpu.avx2 ? cref_attend_f32_avx2 : cref_attend_f32;
+    b->combine_f32 = cpu.avx512 ? cref_combine_f32_avx512 : cpu.avx2 ? cref_combine_f32_avx2 : cref_combine_f32;
     b->attend_f64 = cpu.avx2 ? cref_attend_f64_avx2 : cref_attend_f64;
+    b->bf16dot = cpu.avx512bf16;
     b->combine_f64 = cpu.avx2 ? cref_combine_f64_avx2 : cref_combine_f64;
 
     b->scratch_stride = round_up(cref_scratch_bytes(b->rows_cap, b->max_dqk, b->max_dv), CREF_ALIGN);

@@ -254,6 +254,7 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     J->n_reqs = b->n_reqs;
     J->rows_cap = b->rows_cap;
     J->partial = b->partial;
+    J->bf16dot = b->bf16dot;
     b->save = save;
     b->k_new = save ? cref_data(a->k) : NULL;
     b->v_new = save && !mla ? cref_data(a->v) : NULL;

@@ -47,7 +47,14 @@ void cref_cpu_query(cref_cpu *c) {
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     c->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    c->avx512 = c->avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    c->avx512bf16 = c->avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
+    const char *env = getenv("SGL_ATTN_CPU_REF_SIMD");
+    if (env && !strcmp(env, "plain")) c->avx2 = c->avx512 = c->avx512bf16 = 0;
+    else if (env && !strcmp(env, "avx2")) c->avx512 = c->avx512bf16 = 0;
+    else if (env && !strcmp(env, "avx512")) c->avx512bf16 = 0;
 }
 
 int cref_thread_count(const cref_cpu *c) {

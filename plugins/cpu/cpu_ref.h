@@ -48,9 +48,13 @@ typedef struct cref_cpu {
     char name[96];
     int cores;           /* CPUs this process may run on */
     uint64_t memory;     /* physical memory, bytes */
-    int avx2;            /* AVX2 + FMA + F16C usable */
+    int avx2;            /* AVX2 + FMA usable */
+    int avx512;          /* AVX-512 F/BW/DQ/VL usable (and avx2) */
+    int avx512bf16;      /* and AVX512_BF16 (vdpbf16ps) */
 } cref_cpu;
 
+/* What this CPU has, lowered by $SGL_ATTN_CPU_REF_SIMD (plain, avx2 or
+ * avx512: the most that may be used; for testing the other loops). */
 void cref_cpu_query(cref_cpu *c);
 /* Threads for a backend: $SGL_ATTN_CPU_REF_THREADS if set (1..1024), else cores. */
 int cref_thread_count(const cref_cpu *c);
@@ -93,6 +97,7 @@ typedef struct cref_job {
     int32_t n_hgroups;      /* ceil(hkv / heads) */
     int32_t nsplit;         /* decode: KV splits per (request, head); 1 = none */
     int32_t rows_cap;       /* scratch rows, set at create */
+    int32_t bf16dot;        /* vdpbf16ps usable (create) */
     unsigned char *partial; /* nsplit > 1: [items][rows_cap][dv + 2] of the compute type */
     size_t partial_stride;  /* bytes per item */
 } cref_job;
@@ -113,12 +118,14 @@ typedef void (*cref_combine_fn)(const cref_job *job, const cref_item *it, unsign
 /* Scratch bytes one thread needs for rows_cap rows of dqk/dv dims. */
 size_t cref_scratch_bytes(int rows_cap, int dqk, int dv);
 
-/* kernel_f32.c (baseline), kernel_f32_avx2.c (AVX2/FMA), kernel_f64.c,
- * kernel_f64_avx2.c */
+/* kernel_f32.c (baseline), kernel_f32_avx2.c (AVX2/FMA), kernel_f32_avx512.c
+ * (bf16 KV with AVX-512, else as AVX2), kernel_f64.c, kernel_f64_avx2.c */
 void cref_attend_f32(const cref_job *, const cref_item *, void *);
 void cref_combine_f32(const cref_job *, const cref_item *, unsigned char *);
 void cref_attend_f32_avx2(const cref_job *, const cref_item *, void *);
 void cref_combine_f32_avx2(const cref_job *, const cref_item *, unsigned char *);
+void cref_attend_f32_avx512(const cref_job *, const cref_item *, void *);
+void cref_combine_f32_avx512(const cref_job *, const cref_item *, unsigned char *);
 void cref_attend_f64(const cref_job *, const cref_item *, void *);
 void cref_combine_f64(const cref_job *, const cref_item *, unsigned char *);
 void cref_attend_f64_avx2(const cref_job *, const cref_item *, void *);
@@ -146,6 +153,7 @@ typedef struct cref_backend {
     cref_combine_fn combine_f32;
     cref_attend_fn attend_f64;
     cref_combine_fn combine_f64;
+    int bf16dot;                /* the CPU has AVX512_BF16 */
     /* init_forward_metadata's plan */
     const sgl_attn_batch *batch; /* NULL until a batch was planned */
     int32_t mode;

@@ -35,7 +35,7 @@ static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->available = 1;
     caps->reason[0] = 0;
     snprintf(caps->device_name, sizeof caps->device_name, "%.60s (%d threads%s)", cpu.name, cref_thread_count(&cpu),
-             cpu.avx2 ? ", AVX2" : "");
+             cpu.avx512 ? ", AVX-512" : cpu.avx2 ? ", AVX2" : "");
 #if defined(__x86_64__)
     snprintf(caps->arch_name, sizeof caps->arch_name, "x86_64");
 #elif defined(__aarch64__)

@@ -10,7 +10,7 @@ size_t cref_scratch_bytes(int rows, int dqk, int dv) {
     const size_t a = CREF_ALIGN, e = sizeof(double), r = (size_t)rows;
 #define UP(n) (((n) + a - 1) / a * a)
     return UP(r * (size_t)dqk * e) + UP(r * (size_t)dv * e) + UP(r * CREF_TILE * e) + 2 * UP(r * e) +
-           2 * UP(r * sizeof(int32_t)) + 2 * UP(CREF_TILE * sizeof(void *));
+           2 * UP(r * sizeof(int32_t)) + 2 * UP(2 * CREF_TILE * sizeof(void *));
 #undef UP
 }
 

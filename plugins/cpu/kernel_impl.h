@@ -234,7 +234,8 @@ static scr carve(void *base, int rows, int dqk, int dv) {
     s.l = (REAL *)(void *)p, p += up((size_t)rows * sizeof(REAL));
     s.lo = (int32_t *)(void *)p, p += up((size_t)rows * sizeof(int32_t));
     s.hi = (int32_t *)(void *)p, p += up((size_t)rows * sizeof(int32_t));
-    s.kp = (const unsigned char **)(void *)p, p += up(CREF_TILE * sizeof(void *));
+    /* 2 * CREF_TILE each: cref_tile512.h keeps three tiles of 16 */
+    s.kp = (const unsigned char **)(void *)p, p += up(2 * CREF_TILE * sizeof(void *));
     s.vp = (const unsigned char **)(void *)p;
     return s;
 }
@@ -432,10 +433,20 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
     }
 }
 
+#ifdef CREF_TILE512
+#include "cref_tile512.h"
+#endif
+
 void CREF_FN(cref_attend)(const cref_job *J, const cref_item *it, void *scratch) {
 #if CREF_F64
     attend_dt(J, it, scratch, SGL_ATTN_DT_F64);
 #else
+#ifdef CREF_TILE512
+    if (tile512_takes(J)) {
+        tile512_attend(J, it, scratch);
+        return;
+    }
+#endif
     switch (J->kv_dt) {
     case SGL_ATTN_DT_BF16: attend_dt(J, it, scratch, SGL_ATTN_DT_BF16); break;
     case SGL_ATTN_DT_F16: attend_dt(J, it, scratch, SGL_ATTN_DT_F16); break;

@@ -12,9 +12,12 @@ CPU_REF_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(CPU_REF_SRCS))
 # branches (results are unchanged: nothing reads FP exception flags).
 CFLAGS_plugins_cpu_ := -O3 -ffp-contract=fast -fno-trapping-math
 
-# The AVX2 variants of the loops, chosen at create on CPUs that have it.
+# The AVX2 variants of the loops, chosen at create on CPUs that have it.  The
+# AVX-512 one is built for AVX2 too: only its bf16 loops (cref_tile512.h)
+# use AVX-512, through a target pragma.
 ifneq ($(filter x86_64 amd64,$(shell uname -m)),)
-$(OBJDIR)/plugins/cpu/kernel_f32_avx2.o $(OBJDIR)/plugins/cpu/kernel_f64_avx2.o: CFLAGS_plugins_cpu_ += -mavx2 -mfma
+$(OBJDIR)/plugins/cpu/kernel_f32_avx2.o $(OBJDIR)/plugins/cpu/kernel_f64_avx2.o \
+$(OBJDIR)/plugins/cpu/kernel_f32_avx512.o: CFLAGS_plugins_cpu_ += -mavx2 -mfma
 endif
 
 cpu-ref: $(CPU_REF_OBJS)

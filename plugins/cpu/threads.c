@@ -37,7 +37,7 @@ struct cref_threads {
     worker *args;
     atomic_uint gen;       /* bumped per run; workers wait for a change */
     int pending;           /* workers still running the current task */
-    int stop;
+    atomic_int stop;       /* set by destroy; the spin loop reads it too */
     cref_task_fn fn;
     void *ctx;
 };
@@ -47,14 +47,17 @@ static void *worker_main(void *p) {
     struct cref_threads *t = w->pool;
     unsigned seen = 0;
     for (;;) {
-        /* Spin on the generation first: cheap wake-up between layers. */
-        for (int i = 0; i < SPIN_ROUNDS && atomic_load_explicit(&t->gen, memory_order_acquire) == seen;
+        /* Spin on the generation first: cheap wake-up between layers (and
+         * out at once when destroy asks us to stop). */
+        for (int i = 0; i < SPIN_ROUNDS && atomic_load_explicit(&t->gen, memory_order_acquire) == seen &&
+                        !atomic_load_explicit(&t->stop, memory_order_acquire);
              i++)
             cpu_relax();
         pthread_mutex_lock(&t->mu);
-        while (atomic_load_explicit(&t->gen, memory_order_relaxed) == seen && !t->stop)
+        while (atomic_load_explicit(&t->gen, memory_order_relaxed) == seen &&
+               !atomic_load_explicit(&t->stop, memory_order_relaxed))
             pthread_cond_wait(&t->go, &t->mu);
-        if (t->stop) {
+        if (atomic_load_explicit(&t->stop, memory_order_relaxed)) {
             pthread_mutex_unlock(&t->mu);
             return NULL;
         }
@@ -79,6 +82,7 @@ int cref_threads_create(int n, cref_threads **out, char *err, size_t err_size) {
     }
     t->n = n;
     atomic_init(&t->gen, 0);
+    atomic_init(&t->stop, 0);
     if (pthread_mutex_init(&t->mu, NULL) || pthread_cond_init(&t->go, NULL) ||
         pthread_cond_init(&t->done, NULL)) {
         snprintf(err, err_size, "cpu_ref: pthread mutex/cond init failed");
@@ -138,7 +142,7 @@ void cref_threads_run(cref_threads *t, cref_task_fn fn, void *ctx) {
 void cref_threads_destroy(cref_threads *t) {
     if (!t) return;
     pthread_mutex_lock(&t->mu);
-    t->stop = 1;
+    atomic_store_explicit(&t->stop, 1, memory_order_release);
     pthread_cond_broadcast(&t->go);
     pthread_mutex_unlock(&t->mu);
     for (int i = 1; i < t->n; i++) pthread_join(t->tids[i - 1], NULL);

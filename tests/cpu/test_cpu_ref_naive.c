@@ -200,11 +200,63 @@ static void test_split_decode(void **state) {
     unsetenv("SGL_ATTN_CPU_REF_THREADS");
 }
 
+/* bf16 pools with head dims multiples of 32: on CPUs with AVX-512 these take
+ * the tile loops of cref_tile512.h (tiles of 16 keys, query rows in blocks of
+ * up to 4).  Group sizes that leave blocks of 1-3 rows, lengths that end
+ * inside a tile or a 4-key step, every feature, f32 and bf16 queries; each
+ * spec under every SIMD level this CPU has ($SGL_ATTN_CPU_REF_SIMD lowers it:
+ * avx512 = the tile loops without vdpbf16ps, unset = with it where the CPU
+ * has AVX512_BF16), and with 4 threads for the decode splits. */
+static void test_bf16_tiles(void **state) {
+    (void)state;
+    static const char *const simd[] = {NULL, "avx512", "avx2"};
+    static const int dims[] = {32, 64, 96, 128, 256};
+    static const int groups[] = {1, 2, 3, 4, 5, 6, 7, 8, 16};
+    uint64_t st = 53;
+    for (int it = 0; it < 40; it++) {
+        int mode = it % 5 == 4 ? SGL_ATTN_MODE_EXTEND : it % 5 == 3 ? SGL_ATTN_MODE_TARGET_VERIFY : SGL_ATTN_MODE_DECODE;
+        tc_spec s = base(mode, it % 2 ? SGL_ATTN_DT_BF16 : SGL_ATTN_DT_F32);
+        s.kv_dt = SGL_ATTN_DT_BF16;
+        if (mode == SGL_ATTN_MODE_TARGET_VERIFY) s.tpr = 1 + (int)(tc_rand(&st) % 4);
+        random_shape(&s, &st);
+        s.hkv = 1 + (int)(tc_rand(&st) % 3);
+        s.hq = s.hkv * groups[tc_rand(&st) % 9];
+        s.dqk = dims[tc_rand(&st) % 5];
+        s.dv = tc_rand(&st) % 4 == 0 ? dims[tc_rand(&st) % 5] : s.dqk;
+        for (int i = 0; i < s.bs; i++) /* short ones too: 1..15 keys end inside the first tile */
+            if (tc_rand(&st) % 3 == 0) {
+                s.seq[i] = 1 + (int)(tc_rand(&st) % 15);
+                if (s.seq[i] < s.tpr) s.seq[i] = s.tpr;
+                if (mode == SGL_ATTN_MODE_EXTEND) s.prefix[i] = (int)(tc_rand(&st) % (uint64_t)s.seq[i]);
+            }
+        if (it % 4 == 1) s.window = (int)(tc_rand(&st) % 40);
+        if (it % 6 == 2) s.softcap = 5.0f + (float)(tc_rand(&st) % 30);
+        s.sinks = it % 3 == 0;
+        if (it % 8 == 5) { /* long: the decode splits with 4 threads */
+            s.bs = 1;
+            s.seq[0] = 1000 + (int)(tc_rand(&st) % 2000);
+            s.prefix[0] = s.seq[0] - 1 - (int)(tc_rand(&st) % 20);
+        }
+        if (it % 8 == 5) setenv("SGL_ATTN_CPU_REF_THREADS", "4", 1);
+        for (int v = 0; v < 3; v++) {
+            if (simd[v]) setenv("SGL_ATTN_CPU_REF_SIMD", simd[v], 1);
+            else unsetenv("SGL_ATTN_CPU_REF_SIMD");
+            char what[128];
+            snprintf(what, sizeof what, "bf16 tiles #%d (simd %s, hq %d hkv %d d %d/%d w %d cap %g)", it,
+                     simd[v] ? simd[v] : "default", s.hq, s.hkv, s.dqk, s.dv, s.window, (double)s.softcap);
+            run_and_compare(&s, 700 + (uint64_t)it, what);
+        }
+        unsetenv("SGL_ATTN_CPU_REF_SIMD");
+        unsetenv("SGL_ATTN_CPU_REF_THREADS");
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_random_plain),  cmocka_unit_test(test_random_features),
         cmocka_unit_test(test_cross),         cmocka_unit_test(test_mixed_dtypes),
         cmocka_unit_test(test_mla),           cmocka_unit_test(test_split_decode),
+        cmocka_unit_test(test_bf16_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
