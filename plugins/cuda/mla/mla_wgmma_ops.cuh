@@ -50,8 +50,25 @@ template <int N> GC_DEV void mla_fence_regs(uint32_t (&r)[N]) {
 /* Generic-proxy shared-memory writes made visible to wgmma / TMA. */
 GC_DEV void mla_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
+/* MLA_RACECHECK_BAR0 (implies MLA_RACECHECK_SYNC_ONLY below): a barrier that
+ * every thread of the block meets is issued as __syncthreads() instead of a
+ * named one with the same count, which is the same barrier for the hardware;
+ * a build that asks whether racecheck's reports on these kernels come from its
+ * model of named barriers (bench/gpu/lever_mla_race.sh). */
+#ifdef MLA_RACECHECK_BAR0
+#ifndef MLA_RACECHECK_SYNC_ONLY
+#define MLA_RACECHECK_SYNC_ONLY
+#endif
+GC_DEV void mla_bar_sync(int id, int n) {
+    if (n == (int)blockDim.x)
+        __syncthreads();
+    else
+        asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+#else
 /* Named barriers between the two warpgroups (id 0 is __syncthreads). */
 GC_DEV void mla_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
+#endif
 /* MLA_RACECHECK_SYNC_ONLY: every arrive waits too (bar.sync), a build for
  * telling compute-sanitizer racecheck's view of bar.arrive hand-offs apart from
  * real races (bench/gpu/final_recheck2.sh); both warpgroups meet the
