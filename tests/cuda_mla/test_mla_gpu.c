@@ -7,6 +7,9 @@
  *   MLA_GPU_QUICK=1   a subset that still reaches every kernel path (no graphs)
  *   MLA_GPU_QUICK=2   two small cases (compute-sanitizer)
  *   MLA_GPU_QUICK=3   the graph capture / replay test alone
+ *   MLA_GPU_QUICK=4   16-head decode with short, many and long items (the mma
+ *                     ring, bench/gpu/lever_mla.sh)
+ *   MLA_GPU_QUICK=5   16-head decode, short and long items (compute-sanitizer)
  *   MLA_GPU_VARIANTS  comma-separated variants to run (mg_variant_env), default
  *                     all of them */
 #include <setjmp.h>
@@ -33,6 +36,8 @@ static char why[512];
 static const char *const all_variants[] = {
     "simple",    "mma",       "mma+deep+pf6", "mma+two+pf4", "wgmma0",     "wgmma",          "wgmma+pf1",
     "wgmma+pf2", "narrow+pf0", "narrow",      "narrow+pf4",  "narrow+bal", "mma+two+pf4+bal", "auto",
+    /* mma + page-table ring (SGL_ATTN_MLA_MMA=ring): default prefetch, none, the ring's deepest */
+    "mma+ring+pf4", "mma+ring+pf0", "mma+ring+pf15", "mma+ring+pf4+bal",
 };
 static const char *variants[32];
 static size_t n_variants;
@@ -200,6 +205,15 @@ static void test_decode_32h_p8(void **st) {
     run_case(&c, "decode b3 l900 h32 p8 ragged");
 }
 
+/* 140 16-row tiles: no split at 132 or 264 CTAs, so each item is 19 tiles of
+ * 32 keys and the mma ring's 16 page-table entries (SGL_ATTN_MLA_MMA=ring) are
+ * reused within an item (the quick cases' items are <= 16 tiles). */
+static void test_long_items(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 140, 600, 1, 16, 64, MG_BF16, MG_BF16, 0, 1, 0};
+    run_case(&c, "decode b140 l600 h16 p64 (long items)");
+}
+
 /* Capture a verify forward into a graph, then replay with other lengths. */
 static void test_graph_replay(void **st) {
     (void)st;
@@ -279,7 +293,7 @@ int main(void) {
         cmocka_unit_test(test_fp8_pool),       cmocka_unit_test(test_f16),
         cmocka_unit_test(test_long_split),     cmocka_unit_test(test_many_items),
         cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_decode_32h_p8),
-        cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_long_items),     cmocka_unit_test(test_graph_replay),
     };
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(test_decode_16h),    cmocka_unit_test(test_verify_64h),
@@ -287,6 +301,15 @@ int main(void) {
         cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_decode_128h_p16), /* 4 TMA boxes a block */
     };
     const struct CMUnitTest graphs[] = {cmocka_unit_test(test_graph_replay)};
+    const struct CMUnitTest ring[] = {
+        cmocka_unit_test(test_decode_16h),
+        cmocka_unit_test(test_many_items),
+        cmocka_unit_test(test_long_items),
+    };
+    const struct CMUnitTest ring_san[] = {
+        cmocka_unit_test(test_decode_16h),
+        cmocka_unit_test(test_long_items),
+    };
     const struct CMUnitTest tiny[] = {
         cmocka_unit_test(test_decode_16h),
         cmocka_unit_test(test_verify_64h),
@@ -295,5 +318,7 @@ int main(void) {
     if (q && *q == '1') return cmocka_run_group_tests(quick, setup, teardown);
     if (q && *q == '2') return cmocka_run_group_tests(tiny, setup, teardown);
     if (q && *q == '3') return cmocka_run_group_tests(graphs, setup, teardown);
+    if (q && *q == '4') return cmocka_run_group_tests(ring, setup, teardown);
+    if (q && *q == '5') return cmocka_run_group_tests(ring_san, setup, teardown);
     return cmocka_run_group_tests(all, setup, teardown);
 }

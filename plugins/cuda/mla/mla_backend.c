@@ -214,20 +214,20 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->prefetch = b->prefetch_env >= 0              ? b->prefetch_env
                 : kernel == MLA_KERNEL_NARROW       ? MLA_DEFAULT_PF_NARROW
                 : kernel == MLA_KERNEL_WGMMA        ? MLA_DEFAULT_PF_WGMMA
-                : kernel == MLA_KERNEL_MMA          ? (mcfg == MLA_MMA_TWO ? MLA_DEFAULT_PF_MMA_TWO : MLA_DEFAULT_PF_MMA)
+                : kernel == MLA_KERNEL_MMA          ? (mcfg == MLA_MMA_TWO || mcfg == MLA_MMA_RING ? MLA_DEFAULT_PF_MMA_TWO : MLA_DEFAULT_PF_MMA)
                                                     : 0;
     b->page = batch->page_size;
     b->n_items = hdr->n_items;
     b->n_comb = hdr->n_comb;
     b->planned = 1;
     if (b->log) {
-        static const char *const cfg_name[] = {"base", "deep", "two"};
+        static const char *const cfg_name[] = {"base", "deep", "two", "ring"};
         fprintf(stderr,
                 "cuda_mla: plan: mode %d, %d requests, %d rows a request, page %d: asked %s, runs %s "
                 "(%d-row tiles%s%s, prefetch %d), %d CTAs, %d items, %d split tiles%s\n",
                 (int)b->mode, (int)bs, (int)rows, (int)b->page, mla_kernel_name(b->kernel_pref),
                 mla_kernel_name(kernel), (int)rpt, kernel == MLA_KERNEL_MMA ? ", mma " : "",
-                kernel == MLA_KERNEL_MMA ? cfg_name[mcfg >= 0 && mcfg <= 2 ? mcfg : 0] : "", (int)b->prefetch,
+                kernel == MLA_KERNEL_MMA ? cfg_name[mcfg >= 0 && mcfg <= 3 ? mcfg : 0] : "", (int)b->prefetch,
                 (int)ctas, (int)b->n_items, (int)b->n_comb, b->balanced ? ", balanced plan asked" : "");
     }
     return SGL_ATTN_OK;
@@ -327,6 +327,7 @@ static int32_t mma_cfg_pref(const char *s) {
     if (!strcmp(s, "base")) return MLA_MMA_BASE;
     if (!strcmp(s, "deep")) return MLA_MMA_DEEP;
     if (!strcmp(s, "two")) return MLA_MMA_TWO;
+    if (!strcmp(s, "ring")) return MLA_MMA_RING;
     return -1;
 }
 
@@ -368,7 +369,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     env = getenv("SGL_ATTN_MLA_MMA");
     b->mma_cfg_pref = mma_cfg_pref(env);
     if (b->mma_cfg_pref < 0) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_MMA=%s; expected base, deep or two", env);
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_MMA=%s; expected base, deep, two or ring", env);
         return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
     }
     env = getenv("SGL_ATTN_MLA_PREFETCH");

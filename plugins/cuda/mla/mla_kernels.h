@@ -43,8 +43,11 @@ enum {
 /* mma kernel configurations (SGL_ATTN_MLA_MMA): the tuning variants the GPU
  * sweep picks from.  BASE: 3 stages (2 for 64-row tiles), one CTA per SM;
  * DEEP: as many stages as 227 KB holds (5 / 4 / 3), one CTA per SM; TWO: two
- * CTAs per SM with 2 stages each (16- and 32-row tiles; 64-row tiles run BASE). */
-enum { MLA_MMA_BASE = 0, MLA_MMA_DEEP = 1, MLA_MMA_TWO = 2 };
+ * CTAs per SM with 2 stages each (16- and 32-row tiles; 64-row tiles run BASE);
+ * RING: TWO plus a 2 KB shared-memory ring of page-table words filled by
+ * cp.async ahead of use, so the loop never waits for a page-table load (not
+ * default; 16-row tiles on SM 9.0, 32-row tiles run TWO, 64-row tiles BASE). */
+enum { MLA_MMA_BASE = 0, MLA_MMA_DEEP = 1, MLA_MMA_TWO = 2, MLA_MMA_RING = 3 };
 
 /* An int32/int64 index tensor, read as 32-bit words (element i = word i << shift;
  * little-endian low word).  Reads are clamped into [0, n). */
@@ -108,10 +111,11 @@ uint32_t mla_kernel_avail(int sm_major, size_t smem_optin, int have_encoder);
  * block (0: it does not fit). */
 size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t smem_optin);
 /* The configuration the mma launcher really runs for these rows (TWO runs
- * BASE for 64-row tiles; DEEP / TWO run BASE where they do not fit). */
+ * BASE for 64-row tiles; DEEP / TWO run BASE where they do not fit; RING runs
+ * TWO where two blocks of it do not fit, BASE where neither does). */
 int32_t mla_mma_effective_cfg(int32_t rows_per_tile, int32_t cfg, size_t smem_optin);
 /* CTAs per SM the mma kernel is built for (the planner's and grid's
- * multiplier): 2 for MLA_MMA_TWO, else 1. */
+ * multiplier): 2 for MLA_MMA_TWO and MLA_MMA_RING, else 1. */
 int32_t mla_mma_ctas_per_sm(int32_t effective_cfg);
 /* Same for the wgmma and narrow kernels. */
 size_t mla_wgmma_smem_bytes(void);

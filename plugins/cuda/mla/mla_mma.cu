@@ -21,6 +21,16 @@
  *               into L2 while tile j is computed, so DRAM latency is covered
  *               by L2 rather than by shared-memory stages.
  * Configurations (MLA_MMA_*): stages and CTAs per SM, chosen at run time.
+ *   Page-table ring (PTR = 1, MLA_MMA_RING only): the slot_of reads above still
+ *   waited, since the clamp of a loaded word runs right after the load (PTX:
+ *   cvt / min / setp in the block that joins the load's branch), twice a tile
+ *   (the load's slots and the prefetch's).  With PTR the 32 page-table words
+ *   of tile t are copied by warp 0 with 4-byte cp.async into a ring of
+ *   MMA_PT_R tiles in shared memory LA tiles ahead (in the group of the KV
+ *   load of that iteration, so the existing wait covers them), their lines
+ *   are prefetched into L2 MMA_PT_AHEAD tiles before that, and the clamp runs
+ *   when a slot is read from the ring: no global load is waited for by the
+ *   loop.  The words are the low 32 bits of each index (as mla_index reads).
  */
 #include "mla_mma_ops.cuh"
 
@@ -28,8 +38,10 @@
 #define MMA_BN 32
 #define MMA_ROW (MLA_D_QK + 8) /* padded smem row, elements */
 #define MMA_PROW (MMA_BN + 8)
+#define MMA_PT_R 16      /* page-table ring: tiles of MMA_BN words (PTR only) */
+#define MMA_PT_AHEAD 8   /* page-table lines prefetched into L2, tiles beyond the ring's lookahead */
 
-template <int RG, int STAGES> struct MmaCfg {
+template <int RG, int STAGES, int PTR = 0> struct MmaCfg {
     static constexpr int BM = 16 * RG;
     static constexpr int CG = 8 / RG;
     static constexpr int SW = CG < MMA_BN / 8 ? CG : MMA_BN / 8; /* S-warps per row group */
@@ -39,7 +51,8 @@ template <int RG, int STAGES> struct MmaCfg {
     static constexpr size_t KV_BYTES = (size_t)STAGES * MMA_BN * MMA_ROW * 2;
     static constexpr size_t P_BYTES = (size_t)BM * MMA_PROW * 2;
     static constexpr size_t RED_BYTES = (size_t)2 * BM * SW * 4;
-    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES;
+    static constexpr size_t PT_BYTES = PTR ? (size_t)MMA_PT_R * MMA_BN * 4 : 0;
+    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + PT_BYTES;
     static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
 };
 
@@ -54,15 +67,27 @@ GC_DEV void mma_prefetch_row(const uint16_t *row) {
 #endif
 }
 
-template <int RG, int STAGES, int DT, int MINB>
+/* 4-byte cp.async (page-table word); !ok: the word is zero-filled, src not read. */
+GC_DEV void mma_cp_async4(void *smem_dst, const void *gmem_src, bool ok) {
+#ifdef GC_HAVE_CP_ASYNC
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(smem_dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(gmem_src), "r"(ok ? 4 : 0)
+                 : "memory");
+#else
+    *(int32_t *)smem_dst = ok ? *(const int32_t *)gmem_src : 0;
+#endif
+}
+
+template <int RG, int STAGES, int DT, int MINB, int PTR = 0>
 __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args a) {
-    typedef MmaCfg<RG, STAGES> C;
+    typedef MmaCfg<RG, STAGES, PTR> C;
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sQ = (uint16_t *)smem;
     uint16_t *sKV = (uint16_t *)(smem + C::Q_BYTES);
     uint16_t *sP = (uint16_t *)(smem + C::Q_BYTES + C::KV_BYTES);
     float *sMax = (float *)(smem + C::Q_BYTES + C::KV_BYTES + C::P_BYTES);
     float *sSum = sMax + C::BM * C::SW;
+    int32_t *sPT = (int32_t *)(smem + C::Q_BYTES + C::KV_BYTES + C::P_BYTES + C::RED_BYTES); /* PTR only */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int rg = warp / C::CG, cg = warp % C::CG;
@@ -89,9 +114,47 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
             const int key = item.kv_begin + tile * MMA_BN + warp + 8 * lane;
             return lane < 4 && key < item.kv_end ? mla_slot(a, prow, key) : (int64_t)-1;
         };
+        /* PTR: the ring's lookahead LA and prefetch distance (docs/cuda_mla.md). */
+        const int pd_r = PTR ? min(a.prefetch > STAGES - 1 ? a.prefetch : 0, MMA_PT_R - STAGES + 1) : 0;
+        const int la = (pd_r > STAGES - 1 ? pd_r : STAGES - 1) + STAGES - 1;
+        /* Word `lane` of tile t: its req_to_token element (mla_slot's clamps). */
+        auto pt_src = [&](int t, bool &ok) -> const int32_t * {
+            const mla_index &ix = a.req_to_token;
+            const int key = item.kv_begin + t * MMA_BN + lane;
+            ok = key < item.kv_end && ix.n > 0;
+            const int64_t col = mla_clamp64(key, 0, a.r2t_cols - 1);
+            const int64_t e = ok ? mla_clamp64(prow * a.r2t_cols + col, 0, ix.n - 1) : 0;
+            return ix.p + (e << ix.shift);
+        };
+        auto pt_copy = [&](int t) { /* warp 0 */
+            bool ok;
+            const int32_t *src = pt_src(t, ok);
+            mma_cp_async4(sPT + (t % MMA_PT_R) * MMA_BN + lane, src, ok);
+        };
+        auto pt_l2 = [&](int t) { /* warp 0 */
+            bool ok;
+            const int32_t *src = pt_src(t, ok);
+            if (ok) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src) : "memory");
+        };
+        /* Lane kk < 4 of warp w: the slot of key w + 8 kk of tile t, from the ring. */
+        auto slot_rd = [&](int tile) -> int64_t {
+            const int key = item.kv_begin + tile * MMA_BN + warp + 8 * lane;
+            return lane < 4 && key < item.kv_end
+                       ? mla_clamp64((int64_t)sPT[(tile % MMA_PT_R) * MMA_BN + warp + 8 * lane], 0, a.num_slots - 1)
+                       : (int64_t)-1;
+        };
+        if constexpr (PTR) {
+            if (warp == 0) {
+                for (int t = 0; t < la && t < nt; t++) pt_copy(t);
+                for (int t = la; t < la + MMA_PT_AHEAD && t < nt; t++) pt_l2(t);
+            }
+            gc_cp_async_commit();
+            gc_cp_async_wait<0>();
+            __syncthreads(); /* the first LA tiles' words (and Q) are in shared memory */
+        }
         auto issue = [&](int tile, int64_t myslot) {
             uint16_t *dst = sKV + (size_t)(tile % STAGES) * MMA_BN * MMA_ROW;
-#pragma unroll
+#pragma unroll(PTR ? 3 : 9)
             for (int i = 0; i < 9; i++) { /* 4 keys x 72 chunks = 288 = 9 x 32 */
                 const int c = lane + 32 * i, kk = c / 72, col = c % 72;
                 const int64_t s = __shfl_sync(0xffffffffu, myslot, kk);
@@ -102,17 +165,17 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
         };
 #pragma unroll
         for (int st = 0; st < STAGES - 1; st++) {
-            if (st < nt) issue(st, slot_of(st));
+            if (st < nt) issue(st, PTR ? slot_rd(st) : slot_of(st));
             gc_cp_async_commit();
         }
         /* Slots of tiles u and u + 1 (u = the next tile to load): a load's slot
-         * is read two iterations before it is used. */
-        int64_t kq0 = STAGES - 1 < nt ? slot_of(STAGES - 1) : -1;
-        int64_t kq1 = STAGES < nt ? slot_of(STAGES) : -1;
+         * is read two iterations before it is used (PTR: from the ring). */
+        int64_t kq0 = !PTR && STAGES - 1 < nt ? slot_of(STAGES - 1) : -1;
+        int64_t kq1 = !PTR && STAGES < nt ? slot_of(STAGES) : -1;
         /* L2 prefetch stream, same two-deep queue, pd tiles ahead. */
-        const int pd = a.prefetch > STAGES - 1 ? a.prefetch : 0;
-        int64_t pq0 = pd && pd < nt ? slot_of(pd) : -1;
-        int64_t pq1 = pd && pd + 1 < nt ? slot_of(pd + 1) : -1;
+        const int pd = PTR ? pd_r : a.prefetch > STAGES - 1 ? a.prefetch : 0;
+        int64_t pq0 = !PTR && pd && pd < nt ? slot_of(pd) : -1;
+        int64_t pq1 = !PTR && pd && pd + 1 < nt ? slot_of(pd + 1) : -1;
 
         /* The two rows this thread holds in S / O fragments: rg*16 + g (+8). */
         int lim[2];
@@ -130,7 +193,22 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
         for (int j = 0; j < nt; j++) {
             gc_cp_async_wait<STAGES - 2>();
             __syncthreads(); /* tile j visible; everyone is done with tile j - 1 */
-            {
+            if constexpr (PTR) {
+                /* Every thread read the ring entries of tiles < j + STAGES - 1
+                 * and of tile j - 1 + pd before the barrier above; tile j + la
+                 * takes the entry of tile j + la - MMA_PT_R (la <= MMA_PT_R). */
+                const int u = j + STAGES - 1;
+                if (u < nt) issue(u, slot_rd(u));
+                if (warp == 0) {
+                    if (j + la < nt) pt_copy(j + la);
+                    if (j + la + MMA_PT_AHEAD < nt) pt_l2(j + la + MMA_PT_AHEAD);
+                }
+                gc_cp_async_commit(); /* complete at the top of iteration j + STAGES - 1 */
+                if (pd && j + pd < nt) {
+                    const int64_t s = slot_rd(j + pd);
+                    if (s >= 0) mma_prefetch_row(pool + s * MLA_D_QK);
+                }
+            } else {
                 const int u = j + STAGES - 1;
                 if (u < nt) issue(u, kq0);
                 gc_cp_async_commit();
@@ -233,7 +311,7 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
                 o[n][2] *= alpha[1];
                 o[n][3] *= alpha[1];
             }
-#pragma unroll
+#pragma unroll(PTR && RG > 1 ? 1 : 2)
             for (int kk = 0; kk < MMA_BN / 16; kk++) {
                 uint32_t af[4];
                 mla_ldsm_x4(af, sP + (rg * 16 + (lane & 15)) * MMA_PROW + kk * 16 + (lane >> 4) * 8);
@@ -276,10 +354,11 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
 /* Stages and CTAs per SM of each configuration (MLA_MMA_*). */
 template <int RG, int CFG> struct MmaVar {
     static constexpr int S = CFG == MLA_MMA_DEEP ? (RG == 1 ? 5 : RG == 2 ? 4 : 3)
-                           : CFG == MLA_MMA_TWO  ? 2
-                                                 : (RG == 4 ? 2 : 3);
-    static constexpr int MINB = CFG == MLA_MMA_TWO ? 2 : 1;
-    static constexpr size_t SMEM = MmaCfg<RG, S>::SMEM;
+                           : CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING ? 2
+                                                                       : (RG == 4 ? 2 : 3);
+    static constexpr int MINB = CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING ? 2 : 1;
+    static constexpr int PTR = CFG == MLA_MMA_RING ? 1 : 0;
+    static constexpr size_t SMEM = MmaCfg<RG, S, PTR>::SMEM;
 };
 
 static size_t mma_smem(int32_t rows, int32_t cfg) {
@@ -287,6 +366,7 @@ static size_t mma_smem(int32_t rows, int32_t cfg) {
     switch (cfg) {                                                           \
     case MLA_MMA_DEEP: return MmaVar<RG, MLA_MMA_DEEP>::SMEM;                \
     case MLA_MMA_TWO: return RG == 4 ? 0 : MmaVar<RG, MLA_MMA_TWO>::SMEM;    \
+    case MLA_MMA_RING: return RG == 4 ? 0 : MmaVar<RG, MLA_MMA_RING>::SMEM;  \
     default: return MmaVar<RG, MLA_MMA_BASE>::SMEM;                          \
     }
     switch (rows) {
@@ -303,10 +383,17 @@ extern "C" int32_t mla_mma_effective_cfg(int32_t rows, int32_t cfg, size_t smem_
     /* two CTAs: both blocks and their 1 KB reserve fit in the SM (opt-in + 1 KB) */
     const size_t two = mma_smem(rows, MLA_MMA_TWO);
     if (cfg == MLA_MMA_TWO && two && 2 * (two + 1024) <= smem_optin + 1024) return MLA_MMA_TWO;
+    /* ring: two plus 2 KB of page-table ring; where two blocks of it do not fit
+     * (32-row tiles on SM 9.0: 2 x 115 KB) it runs two */
+    const size_t ring = mma_smem(rows, MLA_MMA_RING);
+    if (cfg == MLA_MMA_RING && ring && 2 * (ring + 1024) <= smem_optin + 1024) return MLA_MMA_RING;
+    if (cfg == MLA_MMA_RING && two && 2 * (two + 1024) <= smem_optin + 1024) return MLA_MMA_TWO;
     return MLA_MMA_BASE;
 }
 
-extern "C" int32_t mla_mma_ctas_per_sm(int32_t effective_cfg) { return effective_cfg == MLA_MMA_TWO ? 2 : 1; }
+extern "C" int32_t mla_mma_ctas_per_sm(int32_t effective_cfg) {
+    return effective_cfg == MLA_MMA_TWO || effective_cfg == MLA_MMA_RING ? 2 : 1;
+}
 
 extern "C" size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t smem_optin) {
     const size_t s = mma_smem(rows_per_tile, mla_mma_effective_cfg(rows_per_tile, cfg, smem_optin));
@@ -315,7 +402,7 @@ extern "C" size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t 
 
 template <int RG, int CFG, int DT> static int launch_mma_t(const mla_fwd_args *a) {
     typedef MmaVar<RG, CFG> V;
-    mla_mma_kernel<RG, V::S, DT, V::MINB><<<a->grid_items, MMA_THREADS, V::SMEM, (cudaStream_t)a->stream>>>(*a);
+    mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR><<<a->grid_items, MMA_THREADS, V::SMEM, (cudaStream_t)a->stream>>>(*a);
     return (int)cudaGetLastError();
 }
 
@@ -324,9 +411,11 @@ template <int DT> static int launch_mma_dt(const mla_fwd_args *a, int32_t cfg) {
     case 16 * 4 + MLA_MMA_BASE: return launch_mma_t<1, MLA_MMA_BASE, DT>(a);
     case 16 * 4 + MLA_MMA_DEEP: return launch_mma_t<1, MLA_MMA_DEEP, DT>(a);
     case 16 * 4 + MLA_MMA_TWO: return launch_mma_t<1, MLA_MMA_TWO, DT>(a);
+    case 16 * 4 + MLA_MMA_RING: return launch_mma_t<1, MLA_MMA_RING, DT>(a);
     case 32 * 4 + MLA_MMA_BASE: return launch_mma_t<2, MLA_MMA_BASE, DT>(a);
     case 32 * 4 + MLA_MMA_DEEP: return launch_mma_t<2, MLA_MMA_DEEP, DT>(a);
     case 32 * 4 + MLA_MMA_TWO: return launch_mma_t<2, MLA_MMA_TWO, DT>(a);
+    case 32 * 4 + MLA_MMA_RING: return launch_mma_t<2, MLA_MMA_RING, DT>(a);
     case 64 * 4 + MLA_MMA_BASE: return launch_mma_t<4, MLA_MMA_BASE, DT>(a);
     case 64 * 4 + MLA_MMA_DEEP: return launch_mma_t<4, MLA_MMA_DEEP, DT>(a);
     default: return (int)cudaErrorInvalidValue;
@@ -344,11 +433,11 @@ extern "C" int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin) {
 template <int RG, int CFG, int DT> static cudaError_t mma_attr_t(size_t optin) {
     typedef MmaVar<RG, CFG> V;
     if (V::SMEM > optin) return cudaSuccess; /* not runnable here; the launcher never picks it */
-    cudaError_t e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB>,
+    cudaError_t e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)V::SMEM);
     /* two CTAs per SM need the whole carveout for shared memory */
     if (e == cudaSuccess && V::MINB > 1)
-        e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB>,
+        e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR>,
                                  cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
     return e;
 }
@@ -358,9 +447,11 @@ template <int DT> static cudaError_t mma_attr_dt(size_t optin) {
     if ((e = mma_attr_t<1, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<1, MLA_MMA_DEEP, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<1, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<1, MLA_MMA_RING, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_DEEP, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<2, MLA_MMA_RING, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<4, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
     return mma_attr_t<4, MLA_MMA_DEEP, DT>(optin);
 }
