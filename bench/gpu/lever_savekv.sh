@@ -64,7 +64,7 @@ for t in memcheck racecheck; do
 done
 # did the switch take? (the backend's create line at SGL_ATTN_DEBUG=1 says "(extend: fused save)")
 if grep -q "fused save" "$OUT/kernels_fused.log"; then echo "fused save: on ($(grep -m1 -o 'kernels [^,]*' "$OUT/kernels_fused.log"))"
-else echo "fused save: NOT ON (the checks above ran the separate save)"; grep -m3 -iE "kernels|warn|error" "$OUT/kernels_fused.log" | cut -c1-200; fi
+else echo "fused save: no '(extend: fused save)' create line in kernels_fused.log: OFF (the fused checks ran the separate save)?"; grep -m3 -iE "kernels|warn|error" "$OUT/kernels_fused.log" | cut -c1-200; fi
 
 step "2. bench"
 shapes() { python3 - "$1" <<'PY'
