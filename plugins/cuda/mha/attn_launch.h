@@ -53,6 +53,9 @@ int attn_launch_extend_mma(int dtype, int head_dim, const attn_fwd *p, int grid_
 int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 int attn_mma_setup(int dtype, int head_dim);
 int attn_wgmma_setup(int dtype, int head_dim);
+/* 1 when attn_launch_extend_wgmma takes the save_kv_cache itself (attn_fwd
+ * save_k ...; SGL_ATTN_WGMMA_FUSED_SAVE=1 at create, version 2, head dim 128). */
+int attn_wgmma_fused_save(int dtype, int head_dim);
 
 #ifdef __cplusplus
 }

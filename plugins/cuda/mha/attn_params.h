@@ -107,6 +107,15 @@ typedef struct attn_fwd {
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
     int32_t reserved2_;
+    /* Fused save_kv_cache (wgmma extend only, SGL_ATTN_WGMMA_FUSED_SAVE=1;
+     * launch_wgmma.cu): save_k NULL = off, the host saved first.  When on, the
+     * extend kernel reads the keys of a request's new tokens from save_k /
+     * save_v instead of the pool and writes each new token's K/V row into the
+     * pool at save_loc once (kern_extend_wgmma.cuh). */
+    const void *save_k, *save_v;                 /* [T, Hkv, D] */
+    int64_t sk_stride_t, sk_stride_h, sv_stride_t, sv_stride_h;
+    attn_index save_loc;                         /* out_cache_loc [T] */
+    attn_index ext_lens;                         /* extend_seq_lens [bs], as planned */
 } attn_fwd;
 
 /* Save new K/V at out_cache_loc. */

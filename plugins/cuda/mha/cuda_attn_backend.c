@@ -193,8 +193,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    ca_log(SGL_ATTN_LOG_INFO, "device %d %s SM %d.%d, %d SMs: kernels %s, %zu bytes of work buffers", a->device,
-           dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_variant_name(variant), b->sz.total_bytes);
+    ca_log(SGL_ATTN_LOG_INFO, "device %d %s SM %d.%d, %d SMs: kernels %s%s, %zu bytes of work buffers", a->device,
+           dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_variant_name(variant),
+           variant == ATTN_VARIANT_WGMMA && attn_wgmma_fused_save(b->dtype, b->head_dim) ? " (extend: fused save)" : "",
+           b->sz.total_bytes);
     *out = &b->base;
     return SGL_ATTN_OK;
 }

@@ -306,6 +306,22 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         if (!rc) rc = ca_check_float3(&m, a->v, "v", b->device, b->dt_bit, t, b->hkv, b->head_dim, 1, vst);
         if (!rc) rc = ca_check_index1(&m, a->batch->out_cache_loc, "batch.out_cache_loc", b->device, t);
         if (rc) return rc;
+        /* The wgmma extend kernel saves inside (SGL_ATTN_WGMMA_FUSED_SAVE=1,
+         * launch_wgmma.cu): hand it the save, skip the separate launch.  Every
+         * other kernel (decode, mma, simple, other head dims) reads the pool
+         * only, so it keeps the save first. */
+        if (mode == SGL_ATTN_MODE_EXTEND && b->variant == ATTN_VARIANT_WGMMA && a->batch->extend_seq_lens &&
+            attn_wgmma_fused_save(b->dtype, b->head_dim)) {
+            p->save_k = ca_data(a->k);
+            p->save_v = ca_data(a->v);
+            p->sk_stride_t = kst[0];
+            p->sk_stride_h = kst[1];
+            p->sv_stride_t = vst[0];
+            p->sv_stride_h = vst[1];
+            p->save_loc = index_of(a->batch->out_cache_loc);
+            p->ext_lens = index_of(a->batch->extend_seq_lens);
+            return SGL_ATTN_OK;
+        }
         attn_save s;
         memset(&s, 0, sizeof s);
         s.k = ca_data(a->k);

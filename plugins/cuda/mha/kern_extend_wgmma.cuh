@@ -202,6 +202,93 @@ template <int D> GC_DEV int32_t wg_tile_slot(const attn_fwd &p, const wg_work &k
     return tok < k.hi ? attn_slot32(p, k.row, tok) : 0;
 }
 
+/* Fused save (V 2): what a pair needs beyond wg_work.  Column col >= new0 of
+ * the pair's request is a new token, input row col + dtok of save_k / save_v
+ * (the plan lays a request's q rows out contiguously: q_tok0 - q_pos0 is the
+ * same for all its items).  The pair (item, head) with head % group == 0
+ * owns the save of its item's q rows for kv head kvh: the items of a request
+ * split its new tokens into disjoint q tiles and every token is in one
+ * request, so each (token, kv head) has exactly one owner, whatever the key
+ * tiles, window or GQA group. */
+struct wg_fsave {
+    int new0, dtok;
+    bool owner;
+};
+GC_DEV wg_fsave wg_fsave_at(const attn_fwd &p, const wg_work &k, long long w) {
+    const attn_extend_item &it = p.eitems[w / p.hq];
+    wg_fsave f;
+    const int ext = attn_clampi(attn_idx(p.ext_lens, it.b), 0, it.kv_hi > it.kv_lo ? it.kv_hi - it.kv_lo : 0);
+    f.new0 = it.causal ? it.kv_hi - ext : INT_MAX; /* cross items (never fused) read the pool only */
+    f.dtok = k.q_tok0 - k.q_pos0;
+    f.owner = it.causal && k.head % p.group == 0;
+    return f;
+}
+
+/* wg_load_kv with the fused save's source rule: columns >= new0 come from
+ * the input K/V (row clamped into [0, T): a wrong plan reads wrong rows,
+ * never outside the tensor), the others from the pool as before. */
+template <int D>
+GC_DEV void wg_load_kv_fused(const attn_fwd &p, const wg_work &k, const wg_fsave &f, int t0, int32_t slot,
+                             uint8_t *ks, uint8_t *vs, int warp, int lane) {
+    using C = extend_wg_cfg<D>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
+    const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
+    const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)k.kvh * p.vc_stride_h;
+    const uint16_t *ki = (const uint16_t *)p.save_k + (int64_t)k.kvh * p.sk_stride_h;
+    const uint16_t *vi = (const uint16_t *)p.save_v + (int64_t)k.kvh * p.sv_stride_h;
+#pragma unroll
+    for (int i = 0; i < C::PRODUCER_ITERS; i++) {
+        const int e = i * 32 + lane, rl = e / C::CH, c = e % C::CH, r = warp * RPW + rl;
+        const int32_t sl = __shfl_sync(0xffffffffu, slot, rl);
+        const int col = t0 + r;
+        const bool ok = col < k.hi;
+        const bool in = col >= f.new0;
+        const int tok = attn_clampi(col + f.dtok, 0, p.num_tokens - 1);
+        const uint16_t *ksrc = in ? ki + (int64_t)tok * p.sk_stride_t : kb + (int64_t)sl * p.kc_stride_s;
+        const uint16_t *vsrc = in ? vi + (int64_t)tok * p.sv_stride_t : vb + (int64_t)sl * p.vc_stride_s;
+        gc_cp_async16(ks + wg_sw_off<C::BN>(r, c), ksrc + c * 8, ok);
+        gc_cp_async16(vs + wg_sw_off<C::BN>(r, c), vsrc + c * 8, ok);
+    }
+}
+
+/* The owner's save of one K/V tile already in shared memory (stage ks / vs,
+ * columns from t0): each of the item's own q rows in it (columns [q_pos0,
+ * hi), tokens < T) goes from there into the pool at save_loc, as
+ * attn_save_kv_kernel writes it (a slot outside the pool is skipped, never
+ * clamped).  Every thread reads back only the chunks its own cp.async wrote
+ * (wg_load_kv's split) after waiting for them, so no barrier is needed; no
+ * thread overwrites them before it issues a later tile into this stage.
+ * Lane l reads the out_cache_loc word of tile row warp RPW + l % RPW; the
+ * copy loop takes it by shuffle, as the loader takes slots. */
+template <int D>
+GC_DEV void wg_save_tile(const attn_fwd &p, const wg_work &k, const wg_fsave &f, int t0, uint32_t ks, uint32_t vs,
+                         int warp, int lane) {
+    using C = extend_wg_cfg<D>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
+    const int col = t0 + warp * RPW + lane % RPW;
+    const bool own = col >= k.q_pos0 && col < k.hi && col + f.dtok < p.num_tokens;
+    const int32_t loc = own ? attn_idx(p.save_loc, col + f.dtok) : -1;
+    /* K, then V: one operand's chunk live at a time (the producer's budget) */
+#pragma unroll 1
+    for (int op = 0; op < 2; op++) {
+        const uint32_t sb = op ? vs : ks;
+        uint16_t *pool = (uint16_t *)(op ? p.v_cache : p.k_cache) + (int64_t)k.kvh * (op ? p.vc_stride_h : p.kc_stride_h);
+        const int64_t ss = op ? p.vc_stride_s : p.kc_stride_s;
+#pragma unroll 2
+        for (int i = 0; i < C::PRODUCER_ITERS; i++) {
+            const int e = i * 32 + lane, rl = e / C::CH, c = e % C::CH, r = warp * RPW + rl;
+            const int32_t sl = __shfl_sync(0xffffffffu, loc, rl);
+            if (sl < 0 || sl >= p.num_slots) continue;
+            uint4 x;
+            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
+                         : "r"(sb + (uint32_t)wg_sw_off<C::BN>(r, c))
+                         : "memory");
+            *(uint4 *)(pool + (int64_t)sl * ss + c * 8) = x;
+        }
+    }
+}
+
 template <int D>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total) {
     using C = extend_wg_cfg<D>;
@@ -247,7 +334,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
  * j is issued (one unconditional load per lane, a column past hi reads hi - 1)
  * and clamped into the pool when tile j + 1 uses it; a pair's tile 0 is read
  * at the pair's start, as before. */
-template <int D>
+template <int D, bool FUSED = false>
 GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total, int flags) {
     const bool noload = flags & ATTN_WG_PROBE_NOLOAD;
     using C = extend_wg_cfg<D>;
@@ -261,6 +348,7 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
         const int col = tok < k.hi ? tok : k.hi - 1; /* hi > lo >= 0 when the pair has tiles */
         return __ldg(p.req_to_token.p + (int64_t)k.row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift));
     };
+    wg_fsave fs{INT_MAX, 0, false}; /* FUSED only */
     auto issue_tile = [&](const wg_work &k, int j) {
         const int t0 = k.lo + j * C::BN;
         const int64_t sw = raw; /* attn_slot's clamp */
@@ -269,7 +357,10 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
         const int s = (int)(g % C::STAGES);
         mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
         fence_proxy_async();
-        if (!noload)
+        if constexpr (FUSED)
+            wg_load_kv_fused<D>(p, k, fs, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES,
+                                warp, lane);
+        else if (!noload)
             wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp,
                           lane);
         gc_cp_async_commit();
@@ -279,6 +370,7 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
     };
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
         const wg_work k = wg_work_at<C::BN>(p, w);
+        if constexpr (FUSED) fs = wg_fsave_at(p, k, w);
         if (k.ntiles > 0) {
             raw = tile_raw(k, 0);
             issue_tile(k, 0);
@@ -291,6 +383,27 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
         pending = bar.q_full();
         kq++;
         for (int j = 1; j < k.ntiles; j++) issue_tile(k, j);
+        /* Fused save: after the pair's last tile is signalled (the consumers
+         * have STAGES tiles to work on meanwhile).  Nothing in this kernel
+         * reads the pool at new-token slots (the loader takes those columns
+         * from the input), so the writes need no ordering with any block. */
+        if constexpr (FUSED)
+            if (fs.owner && k.ntiles > 0) {
+                /* The item's own rows are key columns [q_pos0, hi), hi - q_pos0
+                 * <= BM = BN: in the pair's last tile or last two, both still
+                 * in their stages (STAGES >= 2; only this warpgroup refills a
+                 * stage, later).  Wait for this thread's copies, signal, save. */
+                static_assert(C::STAGES >= 2 && C::BN >= C::BM, "own rows in the last two tiles");
+                wg_signal<0>(pending);
+                for (int j = k.ntiles >= 2 ? k.ntiles - 2 : 0; j < k.ntiles; j++) {
+                    const int t0 = k.lo + j * C::BN;
+                    if (t0 + C::BN <= k.q_pos0) continue;
+                    const int s = (int)((g - (uint32_t)(k.ntiles - j)) % C::STAGES);
+                    const uint32_t sb = wg_smem(sm);
+                    wg_save_tile<D>(p, k, fs, t0, sb + C::OFF_K + s * C::KV_BYTES, sb + C::OFF_V + s * C::KV_BYTES,
+                                    warp, lane);
+                }
+            }
     }
     wg_signal<0>(pending);
 }
@@ -632,7 +745,9 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
 
 /* The kernel: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<D>::SMEM
  * bytes of dynamic shared memory (set by attn_wgmma_setup); flags:
- * ATTN_WG_PINGPONG. */
+ * ATTN_WG_PINGPONG.  V: 0 version 1, 1 version 2, 2 version 2 with the fused
+ * save_kv_cache (p.save_k set; the producer's wg_load_kv_fused and
+ * wg_save_tile; the consumers are version 2's). */
 template <int DT, int D, bool OVL, int V = 0>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p, int flags) {
 #if defined(ATTN_HAVE_WGMMA)
@@ -656,11 +771,12 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(c
     const long long total = (long long)(n > 0 ? n : 0) * p.hq;
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        if constexpr (V >= 1) wg_producer_v2<D>(p, sm, bar, total, flags);
+        if constexpr (V >= 2) wg_producer_v2<D, true>(p, sm, bar, total, flags);
+        else if constexpr (V >= 1) wg_producer_v2<D>(p, sm, bar, total, flags);
         else wg_producer<D>(p, sm, bar, total);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, D, OVL, V>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, flags);
+        wg_consumer<DT, D, OVL, (V >= 1 ? 1 : 0)>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, flags);
     }
 #else
     (void)p;

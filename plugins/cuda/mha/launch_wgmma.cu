@@ -29,6 +29,15 @@
  *   SGL_ATTN_WGMMA_PROBE=noload  bench probe with SGL_ATTN_WGMMA_V2=1: the
  *                              producer copies no K/V (WRONG outputs): the
  *                              kernel's time without its gather.
+ *   SGL_ATTN_WGMMA_FUSED_SAVE=1  (opt-in; needs version 2, head dim 128)
+ *                              forward_extend's save_kv_cache runs inside the
+ *                              kernel (a third kernel, the plain consumer
+ *                              whatever SGL_ATTN_WGMMA_OVERLAP says): new
+ *                              tokens' keys come from the input k/v, and the
+ *                              owner pair writes them into the pool
+ *                              (kern_extend_wgmma.cuh wg_fsave_at); the host
+ *                              skips attn_save_kv_kernel only when
+ *                              attn_wgmma_fused_save says yes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +61,8 @@ static std::atomic<int> g_wg_sms[ATTN_WG_MAX_DEVICES];
 static std::atomic<int> g_wg_overlap{0};
 static std::atomic<int> g_wg_flags{ATTN_WG_PINGPONG};
 static std::atomic<int> g_wg_v2{0};
+/* Fused save set up: bit dtype (ATTN_DT_*), head dim ATTN_WG_V2_D only. */
+static std::atomic<int> g_wg_fused{0};
 
 /* The head dim version 2 is compiled for. */
 #define ATTN_WG_V2_D 128
@@ -98,16 +109,20 @@ template <int DT, int D, bool OVL, int V = 0> static int setup_kernel() {
 template <int D> static constexpr bool overlap_ok() { return extend_wg_cfg<D>::STAGES >= 3; }
 
 /* v2: also set up version 2 (head dim ATTN_WG_V2_D only; a setup that fails
- * leaves version 1 in use). */
-template <int DT, int D> static int setup_one(int v2) {
+ * leaves version 1 in use).  fused (with v2): also the fused-save kernel; its
+ * setup failing only leaves it off (*fused_ok 0), the separate save runs. */
+template <int DT, int D> static int setup_one(int v2, int fused, int *fused_ok) {
     int e = 0;
+    *fused_ok = 0;
     if constexpr (overlap_ok<D>()) e = setup_kernel<DT, D, true>();
     if (!e) e = setup_kernel<DT, D, false>();
     if constexpr (D == ATTN_WG_V2_D)
         if (!e && v2) {
             e = setup_kernel<DT, D, true, 1>();
             if (!e) e = setup_kernel<DT, D, false, 1>();
+            if (!e && fused) *fused_ok = setup_kernel<DT, D, false, 2>() == 0;
         }
+    (void)fused;
     return e;
 }
 
@@ -122,10 +137,20 @@ static int extend_wg_v(const attn_fwd *p, int blocks, int ovl, int flags, cudaSt
     return (int)cudaGetLastError();
 }
 
+/* p->save_k set: the fused-save kernel or nothing (the host skipped the
+ * separate save, so no other kernel may run in its place). */
 template <int DT, int D>
 static int extend_wg(const attn_fwd *p, int blocks, int ovl, int flags, int v2, cudaStream_t st) {
-    if constexpr (D == ATTN_WG_V2_D)
+    if constexpr (D == ATTN_WG_V2_D) {
+        if (p->save_k) {
+            if (!(g_wg_fused.load() & (1 << (DT == GC_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16))))
+                return (int)cudaErrorInvalidValue;
+            attn_extend_wgmma_kernel<DT, D, false, 2><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags);
+            return (int)cudaGetLastError();
+        }
         if (v2) return extend_wg_v<DT, D, 1>(p, blocks, ovl, flags, st);
+    }
+    if (p->save_k) return (int)cudaErrorInvalidValue;
     (void)v2;
     return extend_wg_v<DT, D, 0>(p, blocks, ovl, flags, st);
 }
@@ -144,7 +169,9 @@ static int extend_wg(const attn_fwd *p, int blocks, int ovl, int flags, int v2, 
         return (int)cudaErrorInvalidValue;                                                 \
     } while (0)
 
-static int setup_kernels(int dtype, int d, int v2) { ATTN_WG_DISPATCH(setup_one, dtype, d, v2); }
+static int setup_kernels(int dtype, int d, int v2, int fused, int *fused_ok) {
+    ATTN_WG_DISPATCH(setup_one, dtype, d, v2, fused, fused_ok);
+}
 
 static int launch(int dtype, int d, const attn_fwd *p, int blocks, int ovl, int flags, int v2, cudaStream_t st) {
     ATTN_WG_DISPATCH(extend_wg, dtype, d, p, blocks, ovl, flags, v2, st);
@@ -170,8 +197,11 @@ extern "C" int attn_wgmma_setup(int dtype, int head_dim) {
     e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return (int)e;
     const int v2 = env_on("SGL_ATTN_WGMMA_V2");
-    const int rc = setup_kernels(dtype, head_dim, v2);
+    int fused_ok = 0;
+    const int rc = setup_kernels(dtype, head_dim, v2, env_is1("SGL_ATTN_WGMMA_FUSED_SAVE"), &fused_ok);
     if (rc) return rc;
+    if (fused_ok && head_dim == ATTN_WG_V2_D && (dtype == ATTN_DT_F16 || dtype == ATTN_DT_BF16))
+        g_wg_fused.fetch_or(1 << dtype);
     g_wg_overlap.store(env_is1("SGL_ATTN_WGMMA_OVERLAP"));
     const char *probe = getenv("SGL_ATTN_WGMMA_PROBE");
     g_wg_flags.store((env_on("SGL_ATTN_WGMMA_PINGPONG") ? ATTN_WG_PINGPONG : 0) |
@@ -179,6 +209,13 @@ extern "C" int attn_wgmma_setup(int dtype, int head_dim) {
     g_wg_v2.store(v2 && head_dim == ATTN_WG_V2_D);
     g_wg_sms[dev].store(sms > 0 ? sms : 1);
     return 0;
+}
+
+/* 1: forward_extend may hand this launcher a save (p->save_k) for dtype /
+ * head_dim instead of running attn_save_kv_kernel first. */
+extern "C" int attn_wgmma_fused_save(int dtype, int head_dim) {
+    return head_dim == ATTN_WG_V2_D && (dtype == ATTN_DT_F16 || dtype == ATTN_DT_BF16) &&
+           ((g_wg_fused.load() >> dtype) & 1);
 }
 
 /* One persistent block per SM (fewer when the batch has fewer (item, head)
