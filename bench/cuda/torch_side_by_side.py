@@ -3,7 +3,8 @@
 Decode: contiguous KV (torch has no paged kernel), one query token, GQA 32/8,
 d128, bf16; bandwidth counts K and V read once (2*B*Hkv*L*d*2 bytes).
 Prefill: causal, 16 heads, d128, bf16, B*S = 16k; TFLOP/s = 4*B*H*S^2*d/2.
-Writes JSON (GPU, date, commit, torch) to argv[1]."""
+Writes JSON (GPU, date, commit, torch) to argv[1].  TORCH_PARTS=prefill (or
+decode) runs one half only."""
 import datetime, json, os, subprocess, sys
 
 import torch
@@ -29,7 +30,8 @@ def main(out):
     res = {"tool": "bench/cuda/torch_side_by_side.py", "gpu": torch.cuda.get_device_name(),
            "torch": torch.__version__, "date": datetime.datetime.utcnow().isoformat() + "Z",
            "commit": commit, "decode": [], "prefill": []}
-    for b, l in DECODE:
+    parts = os.environ.get("TORCH_PARTS", "decode,prefill").split(",")
+    for b, l in (DECODE if "decode" in parts else []):
         hq, hk, d = 32, 8, 128
         q = torch.randn(b, hq, 1, d, dtype=torch.bfloat16, device=dev)
         k = torch.randn(b, hk, l, d, dtype=torch.bfloat16, device=dev)
@@ -47,7 +49,7 @@ def main(out):
         res["decode"].append(row)
         print("torch decode", row, flush=True)
         del q, k, v
-    for b, s in PREFILL:
+    for b, s in (PREFILL if "prefill" in parts else []):
         h, d = 16, 128
         q, k, v = (torch.randn(b, h, s, d, dtype=torch.bfloat16, device=dev) for _ in range(3))
         flops = 4 * b * h * s * s * d / 2
