@@ -203,6 +203,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaMemset(w->dev, 0, w->L.total);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_kernels_setup();
+    if (ce == cudaSuccess && w->L.need_dec3 && paths.dec_stream == 2) ce = (cudaError_t)lin_decode3_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];

@@ -162,6 +162,7 @@ int lin_launch_decode2(const lin_fwd *p, void *stream);
 /* stream decode/verify: the operand prep kernel, then the state stream kernel (K = 128;
  * lin_decode3_dims_ok; p->dq) */
 int lin_launch_decode3(const lin_fwd *p, void *stream);
+int lin_decode3_setup(void); /* the cp.async form's shared-memory carveout (at create) */
 /* chunked tensor-core extend: phase 1 (p->c1_split: the split conv + UT kernels), conv state,
  * phase 2 (split2: the split state + output kernels).  ot: LIN_DT_F16/BF16, vt: 16/32 */
 int lin_launch_chunk(const lin_fwd *p, int ot, int vt, int split2, void *stream);

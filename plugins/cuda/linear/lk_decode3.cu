@@ -267,6 +267,18 @@ __global__ __launch_bounds__(LK_D3_THREADS, lk_d3<SDT>::MINB_CP) void lin_decode
     }
 }
 
+/* At create (never under capture): the cp.async form wants the whole
+ * carveout as shared memory (12 x 16 KB per SM); a refusal only costs
+ * occupancy, so it is not an error. */
+extern "C" int lin_decode3_setup(void) {
+    const void *k[2] = {(const void *)lin_decode3a_kernel<LIN_DT_F32>, (const void *)lin_decode3a_kernel<LIN_DT_BF16>};
+    for (int i = 0; i < 2; i++)
+        if (cudaFuncSetAttribute(k[i], cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared) !=
+            cudaSuccess)
+            (void)cudaGetLastError();
+    return 0;
+}
+
 extern "C" int lin_launch_decode3(const lin_fwd *pp, void *stream) {
     lin_fwd p = *pp;
     if (p.T <= 0 || p.bs <= 0) return 0;
