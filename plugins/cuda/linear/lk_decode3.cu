@@ -40,7 +40,8 @@ template <int SDT> struct lk_d3 {
 static_assert(lk_d3<LIN_DT_F32>::RT == LIN_D3_ROWS(LIN_DT_F32) && lk_d3<LIN_DT_BF16>::RT == LIN_D3_ROWS(LIN_DT_BF16),
               "lin_params.h LIN_D3_ROWS and the kernel's tile differ");
 
-__global__ __launch_bounds__(LK_DEC_THREADS) void lin_decprep_kernel(lin_fwd p) {
+/* 6 blocks per SM (40 registers; at 8 ptxas spills): it is latency-bound */
+__global__ __launch_bounds__(LK_DEC_THREADS, 6) void lin_decprep_kernel(lin_fwd p) {
     constexpr int K = LIN_TC_K;
     LK_DYN_SMEM(float, sm);
     const int i = blockIdx.x, grp = blockIdx.y;
