@@ -9,7 +9,8 @@
  * 4 * T * HV * K * V (two matrix-vector products per token and head), and
  * the chunked algorithm's own matmul FLOPs (docs/cuda_linear.md).
  *
- *   bench_lin OUT.json [plugin_dir]     BENCH_QUICK=1: fewer repetitions
+ *   bench_lin OUT.json [plugin_dir]     BENCH_QUICK=1: fewer repetitions; BENCH_FILTER=text: only
+ *                                     the cases whose name has it; BENCH_VARIANT=fast / simple
  * Each case: warm-up, then 5 timed runs of N calls between CUDA events on a
  * non-blocking stream; the median per call is reported.  The kernel variant
  * and the phase-2 tile are set per case through SGL_ATTN_LIN_KERNEL /
@@ -275,7 +276,10 @@ int main(int argc, char **argv) {
     const int smoke_on = getenv("BENCH_SMOKE") && atoi(getenv("BENCH_SMOKE"));
     const bcase *run = smoke_on ? smoke : cases;
     const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke : sizeof cases / sizeof *cases;
-    for (size_t i = 0; i < nrun; i++) run_case(&run[i]);
+    /* BENCH_FILTER=substring of the case name, BENCH_VARIANT=fast/simple: a subset (bench/gpu/lever_lindec.sh) */
+    const char *filt = getenv("BENCH_FILTER"), *var = getenv("BENCH_VARIANT");
+    for (size_t i = 0; i < nrun; i++)
+        if ((!filt || strstr(run[i].name, filt)) && (!var || !strcmp(run[i].variant, var))) run_case(&run[i]);
     fprintf(json, "\n]}\n");
     fclose(json);
     printf("wrote %s\n", out);

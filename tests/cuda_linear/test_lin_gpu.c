@@ -14,8 +14,11 @@
  *                                 tiles, the split kernels, a graph, bad inputs;
  *                                 LT_QUICK=2: gdn fast and its graph (compute-sanitizer
  *                                 runs); LT_QUICK=3: only the split kernels (their
- *                                 configs and graphs: the new kernels' sanitizer run)
- *   LT_SPLIT=0: leave the split kernels out
+ *                                 configs and graphs: the new kernels' sanitizer run);
+ *                                 LT_QUICK=4: only the stream decode (SGL_ATTN_LIN_DECODE=stream,
+ *                                 stream_cp); LT_QUICK=5: a few of those with f32 activations
+ *                                 (extends token by token: their compute-sanitizer run)
+ *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -50,7 +53,8 @@ typedef struct cfg {
     const char *variant, *vt;
     int l2norm;
     double x_sigma;
-    const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the split kernels; the others run fused) */
+    const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the split kernels; the others run
+                          fused), "stream" / "stream_cp" (the stream decode) */
 } cfg;
 
 /* the shapes: TC-eligible (K = 128, V % 32 == 0) and odd ones (fallbacks) */
@@ -58,11 +62,13 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_MAMBA2 = {2, 4, 128, 64, 4, 0}, SH_LIGHT = {2, 2, 128, 128, 0, 0},
                       SH_SHORT = {0, 0, 0, 0, 3, 200}, SH_GDN_ODD = {1, 3, 96, 40, 4, 0},
                       SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0},
-                      SH_GDN96 = {1, 2, 128, 96, 4, 0};
+                      SH_GDN96 = {1, 2, 128, 96, 4, 0}, SH_GDN40 = {1, 2, 128, 40, 4, 0};
 
 /* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 from a cfg's split list */
 static void set_split(const char *split) {
-    setenv("SGL_ATTN_LIN_DECODE", split && strstr(split, "dec") ? "split" : "fused", 1);
+    setenv("SGL_ATTN_LIN_DECODE",
+           split && strstr(split, "stream_cp") ? "stream_cp" : split && strstr(split, "stream") ? "stream"
+           : split && strstr(split, "dec") ? "split" : "fused", 1);
     setenv("SGL_ATTN_LIN_CHUNK1", split && strstr(split, "c1") ? "split" : "fused", 1);
     setenv("SGL_ATTN_LIN_CHUNK2", split && strstr(split, "c2") ? "split" : "fused", 1);
 }
@@ -373,8 +379,8 @@ int main(int argc, char **argv) {
     if (quick == 2) n = 1; /* gdn fast bf16 */
     /* the split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split; auto splits CHUNK1/2) */
     const int split_on = !getenv("LT_SPLIT") || atoi(getenv("LT_SPLIT"));
-    if (quick == 3) n = 0;
-    if (split_on && quick != 2) {
+    if (quick >= 3) n = 0;
+    if (split_on && quick != 2 && quick < 4) {
         const char *all = "dec,c1,c2";
         cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
         cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all};
@@ -396,10 +402,57 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
         }
     }
+    /* the stream decode (SGL_ATTN_LIN_DECODE=stream; extends: the default split phases): every
+     * recurrent kind, both state dtypes, partial row tiles (V 96 bf16, V 40), f32 and f16
+     * activations, l2norm off, and a shape it does not serve (K 96: the fused kernel) */
+    const int stream_on = !getenv("LT_STREAM") || atoi(getenv("LT_STREAM"));
+    if (stream_on && quick == 5) {
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream"};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream"};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_cp"};
+        cs[n++] = (cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"};
+    }
+    if (stream_on && quick != 2 && quick != 3 && quick != 5) {
+        const char *st = "stream,c1,c2";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, st};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st};
+        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+        if (!quick || quick == 4) {
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, st};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, st};
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st};
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, st};
+            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st};
+            cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+        }
+        /* the cp.async form (SGL_ATTN_LIN_DECODE=stream_cp) */
+        const char *cp = "stream_cp,c1,c2";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp};
+        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
+        if (!quick || quick == 4) {
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
+            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
+        }
+    }
     for (int i = 0; i < n; i++) run_cfg(&cs[i]);
-    if (quick != 3) graph_test(GDN, &SH_GDN, NULL);
+    if (quick < 3) graph_test(GDN, &SH_GDN, NULL);
     if (!quick) graph_test(MAMBA2, &SH_MAMBA2, NULL);
-    if (split_on && quick != 2) {
+    if (stream_on && quick != 2 && quick != 3 && quick != 5) {
+        graph_test(GDN, &SH_GDN, "stream,c1,c2");
+        graph_test(GDN, &SH_GDN, "stream_cp,c1,c2");
+        if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream,c1,c2");
+    }
+    if (split_on && quick != 2 && quick < 4) {
         graph_test(GDN, &SH_GDN, "dec,c1,c2");
         if (!quick || quick == 3) graph_test(KDA, &SH_KDA, "dec,c1,c2");
     }

@@ -122,6 +122,9 @@ static void test_refusals(void) {
     LT_CHECK(lin_split_parse(NULL, 1) == 1 && lin_split_parse("auto", 0) == 0 && lin_split_parse("", 1) == 1 &&
                  lin_split_parse("fused", 1) == 0 && lin_split_parse("SPLIT", 0) == 1 && lin_split_parse("yes", 0) == -1,
              "split names: auto is the per-phase default");
+    LT_CHECK(lin_decode_parse("stream", 0) == 2 && lin_decode_parse("STREAM", 0) == 2 && lin_decode_parse("stream_cp", 0) == 3 && lin_decode_parse(NULL, 0) == 0 &&
+                 lin_decode_parse("split", 0) == 1 && lin_decode_parse("fused", 1) == 0 && lin_decode_parse("x", 0) == -1,
+             "decode names: fused, split, stream, auto");
 }
 
 static void test_paths(void) {
@@ -143,8 +146,20 @@ static void test_paths(void) {
     LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 32, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(L.need_tc && L.need_simple && L.steps == 32, "32 verify tokens: the fused kernel cannot take them");
     LT_CHECK(L.issm - L.iconv >= (size_t)d.n_lin * 64 * 32 * (size_t)d.conv_elems * 4, "verify copies");
+    /* the stream decode: opted in, its operand scratch (K = 128 only) */
+    const lin_paths stream = {0, 1, 1, 1};
+    LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, &stream, why, sizeof why) == SGL_ATTN_OK,
+             "%s", why);
+    LT_CHECK(L.need_dec3 && !L.need_dec2 && L.Qc > L.dq &&
+                 L.Qc - L.dq >= (size_t)64 * 16 * lin_decode3_per(LIN_GDN, 128, 128, 2, 1, 4) * 4 &&
+                 lin_decode3_per(LIN_GDN, 128, 128, 2, 1, 4) % 4 == 0 && lin_decode3_dims_ok(&d, 4) &&
+                 !lin_decode3_dims_ok(&d, LIN_DECODE_NMAX + 1),
+             "stream decode scratch: %zu bytes", L.Qc - L.dq);
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
+                 !L.need_dec3 && L.Qc == L.dq,
+             "no stream decode scratch unless opted in");
     d.dk = 96;
-    LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_dims_ok(&d, 1), "K = 96: token-by-token");
+    LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_dims_ok(&d, 1) && !lin_decode3_dims_ok(&d, 1), "K = 96: token-by-token");
     d.dk = 128;
     d.dv = 48;
     LT_CHECK(!lin_tc_dims_ok(&d) && lin_decode_dims_ok(&d, 1), "V = 48: fused decode, no tensor cores");

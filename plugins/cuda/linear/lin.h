@@ -67,6 +67,8 @@ typedef struct lin_layout {
     size_t Qc, Kc, Vc;                   /* split phase 1: conv outputs, 16-bit */
     size_t Hs;                           /* split phase 2/3: per-chunk states, 16-bit */
     int need_dec2, need_c1s, need_c2s;   /* the split paths' buffers are there */
+    size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode3_per] */
+    int need_dec3;                       /* ... and its buffer is there */
     size_t stage;                        /* host-index staging: 3 x max_reqs int32 */
     size_t total;
 } lin_layout;
@@ -76,11 +78,14 @@ typedef struct lin_layout {
  * 2026-12-02 H200 run at 64k tokens), the fused decode (1.1-1.2x the split). */
 typedef struct lin_paths {
     int dec_split, c1_split, c2_split;
+    int dec_stream; /* SGL_ATTN_LIN_DECODE=stream (1) / stream_cp (2), opt-in: the stream decode where it applies */
 } lin_paths;
 /* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
 int lin_tc_dims_ok(const lin_dims *d);
 /* 1 when the split decode kernel serves these dims with n tokens per request. */
 int lin_decode2_dims_ok(const lin_dims *d, int n);
+/* 1 when the stream decode serves these dims with n tokens per request. */
+int lin_decode3_dims_ok(const lin_dims *d, int n);
 /* 1 when the split phase 1 serves the kind (scalar gates: not kda). */
 int lin_c1split_kind_ok(const lin_dims *d);
 /* 1 when the fused decode kernel serves these dims with n tokens per request. */
@@ -95,6 +100,9 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
                         int variant, int tc_ok, const lin_paths *paths, char *err, size_t n);
 /* "fused" 0 / "split" 1 / NULL or "" or "auto": def; -1 unknown */
 int lin_split_parse(const char *s, int def);
+/* SGL_ATTN_LIN_DECODE: "fused" 0 / "split" 1 / "stream" 2 / "stream_cp" 3 / NULL or "" or "auto": def;
+ * -1 unknown */
+int lin_decode_parse(const char *s, int def);
 /* "simple" / "fast" / NULL or "" (default fast); -1 unknown */
 int lin_variant_parse(const char *s);
 const char *lin_variant_name(int v);

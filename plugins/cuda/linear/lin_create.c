@@ -143,13 +143,17 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         const int def[3] = {0, 1, 1};
         for (int k = 0; k < 3; k++) {
             const char *v = lin_option(host, name, env[k], key[k]);
-            const int x = lin_split_parse(v, def[k]);
+            const int x = k == 0 ? lin_decode_parse(v, def[k]) : lin_split_parse(v, def[k]);
             if (x < 0) {
-                lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected fused, split or auto", name, env[k], key[k], v);
+                lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected fused, split%s or auto", name, env[k],
+                        key[k], v, k == 0 ? ", stream, stream_cp" : "");
                 return SGL_ATTN_E_INVALID;
             }
             *dst[k] = x;
         }
+        /* decode: 2 = stream, 3 = stream_cp (their own flag; dec_split stays the split kernel's) */
+        paths.dec_stream = paths.dec_split >= 2 ? paths.dec_split - 1 : 0;
+        if (paths.dec_stream) paths.dec_split = 0;
     }
     sgl_cuda_device_info dev;
     if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
@@ -199,6 +203,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaMemset(w->dev, 0, w->L.total);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_kernels_setup();
+    if (ce == cudaSuccess && w->L.need_dec3 && paths.dec_stream == 2) ce = (cudaError_t)lin_decode3_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];
@@ -211,7 +216,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     lin_log(SGL_ATTN_LOG_INFO, "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name,
             a->device, dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(variant),
             w->L.need_tc ? " (tensor-core extend)" : "", w->L.need_simple ? " (token-by-token path ready)" : "",
-            w->L.need_dec2 ? " (split decode)" : "", w->L.need_c1s ? " (split phase 1)" : "",
+            w->L.need_dec2 ? " (split decode)" : w->L.need_dec3 ? " (stream decode)" : "", w->L.need_c1s ? " (split phase 1)" : "",
             w->L.need_c2s ? " (split phase 2/3)" : "", w->L.total);
     *out = &w->base;
     return SGL_ATTN_OK;

@@ -2,7 +2,7 @@
  * to the inner backend untouched; any other layer is checked here and
  * computed by one of the kernel paths on the batch's stream (nothing
  * allocated, nothing synchronised, nothing looked up by name):
- *   decode / verify   fused kernel (fast) or prep + conv state + recurrence (simple)
+ *   decode / verify   fused kernel (fast; opt-in: split, stream) or prep + conv state + recurrence (simple)
  *   extend            chunked tensor-core kernels (fast, 16-bit activations,
  *                     K = 128) or the token-by-token path
  *   short_conv        conv + conv state (both variants) */
@@ -159,6 +159,8 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->Vc = L->need_c1s ? w->dev + L->Vc : NULL;
     p->Hs = L->need_c2s ? w->dev + L->Hs : NULL;
     p->c1_split = L->need_c1s;
+    p->dq = L->need_dec3 ? (float *)(w->dev + L->dq) : NULL;
+    p->dq_async = w->paths.dec_stream == 2;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid) {
@@ -185,6 +187,9 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
                         act.dt == LIN_DT_F32 ? "float32" : "16-bit", (unsigned)w->model.dtype);
             return SGL_ATTN_E_UNSUPPORTED;
         }
+    } else if (fast && w->L.need_dec3 && w->tpr <= (w->L.steps > 0 ? w->L.steps : 1) && lin_decode3_dims_ok(d, w->tpr)) {
+        path = "stream decode";
+        ce = lin_launch_decode3(p, w->stream);
     } else if (fast && w->L.need_dec2 && lin_decode2_dims_ok(d, w->tpr)) {
         path = "split decode";
         ce = lin_launch_decode2(p, w->stream);

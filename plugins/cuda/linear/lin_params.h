@@ -92,6 +92,11 @@ typedef struct lin_fwd {
                            beta v (delta) / dt x (mamba2) / v (lightning) */
     void *Hs;           /* split phase 2 -> 3: the state at each chunk's start, 16-bit [chunk][hv][V][K] */
     int32_t c1_split;   /* phase 1 is the split one (P2 fused needs QG, M from it either way) */
+    /* the stream decode (SGL_ATTN_LIN_DECODE=stream): the prep kernel's operands per (request,
+     * key head group), lin_decode3_per floats each, in the fused kernel's shared-memory layout */
+    float *dq;
+    int32_t dq_per;   /* floats per group (lin_launch_decode3 sets it) */
+    int32_t dq_async; /* SGL_ATTN_LIN_DECODE=stream_cp: the tile lands in shared memory by cp.async */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
@@ -121,6 +126,15 @@ static inline size_t lin_decode2_smem_bytes(int kind, int K, int rt, int gc, int
     return (size_t)n * per * sizeof(float);
 }
 
+/* The stream decode (lk_decode3.cu, K = 128): floats per (request, key head
+ * group) of its operand scratch (the fused kernel's shared-memory layout,
+ * padded to 16 bytes), and the state rows per block by state dtype (4 warps x
+ * 8 loads of 16 bytes per lane). */
+static inline size_t lin_decode3_per(int kind, int K, int V, int gsz, int gc, int n) {
+    return (lin_decode_smem_bytes(kind, K, V, gsz, gc, n) / sizeof(float) + 3) & ~(size_t)3;
+}
+#define LIN_D3_ROWS(st_dt) ((st_dt) == LIN_DT_F32 ? 32 : 64)
+
 /* Shared memory of the chunked tensor-core kernels (K = 128, chunk 64).
  * Phase 1: q, k, beta*k*exp(G), beta*v tiles (16-bit, rows padded by 8), T
  * (16-bit), an fp32 region (conv tile [64 + W - 1][128], then A and T),
@@ -145,6 +159,10 @@ int lin_launch_simple(const lin_fwd *p, void *stream);
 int lin_launch_decode(const lin_fwd *p, void *stream);
 /* split decode/verify kernel (K = 128; lin_decode2_dims_ok) */
 int lin_launch_decode2(const lin_fwd *p, void *stream);
+/* stream decode/verify: the operand prep kernel, then the state stream kernel (K = 128;
+ * lin_decode3_dims_ok; p->dq) */
+int lin_launch_decode3(const lin_fwd *p, void *stream);
+int lin_decode3_setup(void); /* the cp.async form's shared-memory carveout (at create) */
 /* chunked tensor-core extend: phase 1 (p->c1_split: the split conv + UT kernels), conv state,
  * phase 2 (split2: the split state + output kernels).  ot: LIN_DT_F16/BF16, vt: 16/32 */
 int lin_launch_chunk(const lin_fwd *p, int ot, int vt, int split2, void *stream);

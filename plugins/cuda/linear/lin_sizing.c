@@ -22,6 +22,12 @@ int lin_split_parse(const char *s, int def) {
     return -1;
 }
 
+int lin_decode_parse(const char *s, int def) {
+    if (s && !strcasecmp(s, "stream")) return 2;
+    if (s && !strcasecmp(s, "stream_cp")) return 3;
+    return lin_split_parse(s, def);
+}
+
 int lin_tc_dims_ok(const lin_dims *d) {
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV) return 0;
     return d->dk == LIN_TC_K && d->dv >= 32 && d->dv <= LIN_TC_VMAX && d->dv % 32 == 0;
@@ -31,6 +37,13 @@ int lin_decode2_dims_ok(const lin_dims *d, int n) {
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV || n < 1 || n > LIN_DECODE_NMAX || d->dk != LIN_TC_K || d->dv < 1)
         return 0;
     return lin_decode2_smem_bytes(d->kind, d->dk, LIN_D2_ROWS(d->st_dt), d->gc, n) <= LIN_DECODE_SMEM_MAX;
+}
+
+int lin_decode3_dims_ok(const lin_dims *d, int n) {
+    if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV || n < 1 || n > LIN_DECODE_NMAX || d->dk != LIN_TC_K || d->dv < 1)
+        return 0;
+    /* the prep kernel is the fused kernel's phase A: its shared memory */
+    return lin_decode_smem_bytes(d->kind, d->dk, d->dv, d->gsz, d->gc, n) <= LIN_DECODE_SMEM_MAX;
 }
 
 int lin_c1split_kind_ok(const lin_dims *d) {
@@ -60,7 +73,7 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
 
 int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
                         int variant, int tc_ok, const lin_paths *paths, char *err, size_t n) {
-    const lin_paths none = {0, 0, 0};
+    const lin_paths none = {0, 0, 0, 0};
     if (!paths) paths = &none;
     memset(L, 0, sizeof *L);
     if (max_reqs < 1 || max_tokens < 1) {
@@ -80,6 +93,8 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
                      (variant == LIN_VARIANT_SIMPLE || !L->need_tc || !decode_ok);
     /* the split kernels, opted in, where they apply (lin_forward.c takes them then) */
     L->need_dec2 = variant == LIN_VARIANT_FAST && recurrent && paths->dec_split && d->dk == LIN_TC_K &&
+                   d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
+    L->need_dec3 = variant == LIN_VARIANT_FAST && recurrent && paths->dec_stream && d->dk == LIN_TC_K &&
                    d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
     L->need_c1s = L->need_tc && paths->c1_split && lin_c1split_kind_ok(d);
     L->need_c2s = L->need_tc && paths->c2_split;
@@ -109,6 +124,8 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
     ok &= add(&acc, &L->eG, L->need_tc ? CH * HV : 0, K, sizeof(float));
     ok &= add(&acc, &L->Sk, d->kind == SGL_ATTN_HYBRID_MAMBA2 ? tc : 0, V, sizeof(float));
     ok &= add(&acc, &L->cnt, L->need_dec2 ? R : 0, (size_t)d->hk, sizeof(int32_t));
+    ok &= add(&acc, &L->dq, L->need_dec3 ? R * (size_t)d->hk : 0,
+              lin_decode3_per(d->kind, d->dk, d->dv, d->gsz, d->gc, (int)S), sizeof(float));
     ok &= add(&acc, &L->Qc, L->need_c1s ? T * (size_t)d->hk : 0, K, 2);
     ok &= add(&acc, &L->Kc, L->need_c1s ? T * (size_t)d->hk : 0, K, 2);
     ok &= add(&acc, &L->Vc, L->need_c1s ? T * HV : 0, V, 2);

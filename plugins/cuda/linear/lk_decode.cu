@@ -1,8 +1,8 @@
 /* lk_decode.cu - the fused decode / verify step of gdn, kda, mamba2 and
  * lightning: one block per (request, key head group), 8 warps.
  *
- * Phase A (shared memory): the causal conv1d + SiLU of every channel the
- * group owns (q, k of its key head, v of its value heads; mamba2: B, C of the
+ * Phase A (shared memory; lk_decop.cuh, shared with the stream decode's
+ * prep kernel): the causal conv1d + SiLU of every channel the group owns (q, k of its key head, v of its value heads; mamba2: B, C of the
  * group, x of its heads) for the request's n tokens, the slot's conv history
  * updated in place (each channel belongs to exactly one block, so no other
  * block reads it); l2norm, gates, beta, k.q.
@@ -14,9 +14,8 @@
  *   declin: s = e s + v k, o = scale s.q (+ D x for mamba2)
  * Verify with keep writes the state after each token to the step copies and
  * leaves the main state (and conv history) alone. */
-#include "lk_common.cuh"
+#include "lk_decop.cuh"
 
-#define LK_DEC_THREADS 256
 #define LK_DEC_RPW 4 /* rows per warp in flight */
 
 /* State rows: N consecutive elements at element i, either state dtype (the
@@ -78,123 +77,7 @@ __global__ __launch_bounds__(LK_DEC_THREADS, 2) void lin_decode_kernel(lin_fwd p
     int jh[LK_DEC_RPW], vr[LK_DEC_RPW];
     if (warp * LK_DEC_RPW < R) lk_dec_rows<EPL>(p, sbase, h0, warp * LK_DEC_RPW, R, s, jh, vr);
 
-    /* ---- phase A: operands */
-    if (KIND != LIN_LIGHTNING) {
-        const int W = p.conv_w, H = W - 1, nch = 2 * K + gsz * V;
-        for (int idx = tid; idx < nch; idx += LK_DEC_THREADS) {
-            int ch, stride;
-            float *dst;
-            if (idx < 2 * K) {
-                const int c = idx % K;
-                const bool first = idx < K; /* gdn/kda: q then k; mamba2: B then C */
-                if (KIND == LIN_MAMBA2) {
-                    ch = HV * V + (first ? 0 : p.hk * K) + grp * K + c;
-                    dst = (first ? kv : qv) + c;
-                } else {
-                    ch = (first ? grp : p.hk + grp) * K + c;
-                    dst = (first ? qv : kv) + c;
-                }
-                stride = K;
-            } else {
-                const int r2 = idx - 2 * K;
-                ch = (KIND == LIN_MAMBA2 ? 0 : 2 * p.hk * K) + h0 * V + r2;
-                dst = vv + r2;
-                stride = gsz * V;
-            }
-            const int64_t at = (int64_t)slot * p.conv_elems + (int64_t)ch * H;
-            float hist[LIN_CONV_W_MAX];
-#pragma unroll
-            for (int m = 0; m < LIN_CONV_W_MAX; m++) hist[m] = m < H ? lk_sget(p.conv_state, p.st_dt, at + m) : 0.f;
-            const float bias = lk_in0(p.conv_bias, ch);
-            for (int j = 0; j < n; j++) {
-                const float x = lk_in(p.x, (tok0 + j) * p.x_dim + ch);
-                float acc = bias;
-#pragma unroll
-                for (int m = 0; m < LIN_CONV_W_MAX; m++)
-                    if (m < H) acc += lk_in(p.conv_weight, (int64_t)ch * W + m) * hist[m];
-                acc += lk_in(p.conv_weight, (int64_t)ch * W + H) * x;
-#pragma unroll
-                for (int m = 0; m + 1 < LIN_CONV_W_MAX; m++)
-                    if (m + 1 < H) hist[m] = hist[m + 1];
-#pragma unroll
-                for (int m = 0; m < LIN_CONV_W_MAX; m++)
-                    if (m == H - 1) hist[m] = x;
-                dst[j * stride] = lk_silu(acc);
-                if (p.keep) {
-                    const int64_t st = ((int64_t)slot * p.steps + j) * p.conv_elems + (int64_t)ch * H;
-#pragma unroll
-                    for (int m = 0; m < LIN_CONV_W_MAX; m++)
-                        if (m < H) lk_sput(p.iconv, p.st_dt, st + m, hist[m]);
-                }
-            }
-            if (!p.keep) {
-#pragma unroll
-                for (int m = 0; m < LIN_CONV_W_MAX; m++)
-                    if (m < H) lk_sput(p.conv_state, p.st_dt, at + m, hist[m]);
-            }
-        }
-    } else { /* lightning: q, k, v of head h0 from the forward args */
-        for (int idx = tid; idx < n * K; idx += LK_DEC_THREADS) {
-            const int j = idx / K, c = idx % K;
-            qv[idx] = lk_in(p.q, ((tok0 + j) * HV + h0) * K + c);
-            kv[idx] = lk_in(p.k, ((tok0 + j) * HV + h0) * K + c);
-        }
-        for (int idx = tid; idx < n * V; idx += LK_DEC_THREADS) {
-            const int j = idx / V, r = idx % V;
-            vv[idx] = lk_in(p.v, ((tok0 + j) * HV + h0) * V + r);
-        }
-    }
-    __syncthreads();
-    if (DELTA && p.l2norm) {
-        for (int vec = warp; vec < 2 * n; vec += nw) {
-            float *x = vec < n ? qv + vec * K : kv + (vec - n) * K, ss = 0.f;
-#pragma unroll
-            for (int e = 0; e < EPL; e++) ss += x[lane * EPL + e] * x[lane * EPL + e];
-            ss = lk_warp_sum(ss);
-            const float inv = 1.f / sqrtf(ss + 1e-6f);
-#pragma unroll
-            for (int e = 0; e < EPL; e++) x[lane * EPL + e] *= inv;
-        }
-    }
-    for (int idx = tid; idx < n * gsz; idx += LK_DEC_THREADS) {
-        const int j = idx / gsz, h = h0 + idx % gsz;
-        const int64_t t = tok0 + j;
-        if (KIND == LIN_GDN) {
-            const float g = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, t * HV + h) + lk_in(p.dt_bias, h));
-            ee[idx] = expf(g);
-        } else if (KIND == LIN_MAMBA2) {
-            const float dt = lk_softplus(lk_in(p.a, t * HV + h) + lk_in(p.dt_bias, h));
-            ee[idx] = expf(-expf(lk_in(p.A_log, h)) * dt);
-            bb[idx] = dt;
-        } else if (KIND == LIN_LIGHTNING) {
-            ee[idx] = expf(-lk_in(p.decay, h));
-        }
-        if (DELTA) bb[idx] = lk_sigmoid(lk_in(p.b, t * HV + h));
-    }
-    if (GCH)
-        for (int idx = tid; idx < n * gsz * K; idx += LK_DEC_THREADS) {
-            const int j = idx / (gsz * K), rem = idx % (gsz * K), h = h0 + rem / K, c = rem % K;
-            const int64_t t = tok0 + j;
-            const float raw = lk_in(p.a, (t * HV + h) * K + c) + lk_in(p.dt_bias, (int64_t)h * K + c);
-            ee[idx] = expf(-expf(lk_in(p.A_log, h)) * lk_softplus(raw));
-        }
-    __syncthreads();
-    if (KIND == LIN_MAMBA2)
-        for (int idx = tid; idx < n * gsz * V; idx += LK_DEC_THREADS) {
-            const int jh = (idx / V) % gsz;
-            const float x = vv[idx];
-            sk[idx] = lk_in0(p.D, h0 + jh) * x;
-            vv[idx] = bb[idx / V] * x; /* v = dt x */
-        }
-    if (DELTA)
-        for (int j = warp; j < n; j += nw) {
-            float d = 0.f;
-#pragma unroll
-            for (int e = 0; e < EPL; e++) d += kv[j * K + lane * EPL + e] * qv[j * K + lane * EPL + e];
-            d = lk_warp_sum(d);
-            if (lane == 0) kq[j] = d;
-        }
-    __syncthreads();
+    lk_dec_operands<EPL>(p, sm, grp, slot, n, tok0);
 
     /* ---- phase B: the state rows; the next group's loads fly while this
      * group computes */

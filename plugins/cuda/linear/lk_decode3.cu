@@ -1,0 +1,308 @@
+/* lk_decode3.cu - the stream decode / verify step (SGL_ATTN_LIN_DECODE=stream)
+ * of gdn, kda, mamba2 and lightning, K = 128, in two launches:
+ *
+ * 1. prep, one block per (request, key head group), 8 warps: the fused
+ *    kernel's phase A (lk_decop.cuh: conv1d + SiLU with the slot's conv
+ *    history moved on in place, l2norm, gates, beta, k.q; padding rows'
+ *    zero outputs), its shared memory copied to the operand scratch p.dq.
+ * 2. stream, one block per (request, value head, tile of RT state rows), 4
+ *    warps: nothing serial in front of the state: every thread issues all of
+ *    its NLD 16-byte state loads first (16 KB per block in flight, fp32 rows
+ *    of 128 = 32 lanes x 4, bf16 = 16 lanes x 8), then its operands (L2
+ *    hits), then per token the fused kernel's formulas, in the same order:
+ *      delta:  m = s.(e k), sq = s.(e q), u = beta (v - m), s = e s + u k,
+ *              o = scale (sq + u k.q)
+ *      declin: s = e s + v k, o = scale s.q (+ D x for mamba2)
+ *    and the stores.  Blocks are short and many (B 256, Qwen3-Next: 32k), 8
+ *    resident per SM, so that the loads of some overlap the math and stores
+ *    of others: ~128 KB of state reads in flight per SM (the fused kernel:
+ *    ~64 KB at its peak, none during its serial phase A).
+ *    SGL_ATTN_LIN_DECODE=stream_cp: the same with the tile landing in shared
+ *    memory by cp.async (lin_decode3a_kernel): 12 blocks of 16 KB per SM.
+ * Verify with keep writes the state after each token to the step copies and
+ * leaves the main state alone (the prep kernel: the conv step copies). */
+#include "lk_decop.cuh"
+
+#define LK_D3_THREADS 128
+#define LK_D3_NLD 8 /* 16-byte state loads per thread */
+
+template <int SDT> struct lk_d3 {
+    static constexpr int K = LIN_TC_K, ESZ = SDT == LIN_DT_F32 ? 4 : 2, CPL = 16 / ESZ, LPR = K / CPL,
+                         RPI = 32 / LPR, RPW = LK_D3_NLD * RPI, RT = 4 * RPW;
+    /* resident blocks per SM the registers are budgeted for (fp32: 6 x 16 KB in flight, 80
+     * registers; at 8 blocks ptxas spills) */
+    static constexpr int MINB = SDT == LIN_DT_F32 ? 6 : 4;
+    /* the cp.async form: 12 (fp32, 38 registers) / 7 (bf16, 72; at 8 ptxas spills on sm_80) blocks
+     * of 16 KB (shared memory: 12 x 17 KB fits the H200's 228 KB) */
+    static constexpr int MINB_CP = SDT == LIN_DT_F32 ? 12 : 7;
+};
+
+static_assert(lk_d3<LIN_DT_F32>::RT == LIN_D3_ROWS(LIN_DT_F32) && lk_d3<LIN_DT_BF16>::RT == LIN_D3_ROWS(LIN_DT_BF16),
+              "lin_params.h LIN_D3_ROWS and the kernel's tile differ");
+
+/* 6 blocks per SM (40 registers; at 8 ptxas spills): it is latency-bound */
+__global__ __launch_bounds__(LK_DEC_THREADS, 6) void lin_decprep_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K;
+    LK_DYN_SMEM(float, sm);
+    const int i = blockIdx.x, grp = blockIdx.y;
+    const int n = p.pl.req_n[i];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[i];
+    const int64_t tok0 = p.pl.req_tok0[i];
+    const int V = p.V, HV = p.hv, gsz = p.gsz, h0 = grp * gsz, tid = threadIdx.x;
+    if (slot < 0) { /* padding: zero outputs; the stream kernel skips it */
+        for (int idx = tid; idx < n * gsz * V; idx += LK_DEC_THREADS) {
+            const int j = idx / (gsz * V), rem = idx % (gsz * V);
+            lk_st(p.out, p.out_dt, ((tok0 + j) * HV + h0 + rem / V) * V + rem % V, 0.f);
+        }
+        return;
+    }
+    lk_dec_operands<K / 32>(p, sm, grp, slot, n, tok0); /* ends with a barrier */
+    /* lin_decode_smem_bytes / 4 */
+    const int used = n * (2 * K + 1 + gsz * (V + p.gc + 1 + (p.kind == LIN_MAMBA2 ? V : 0)));
+    float *dst = p.dq + (int64_t)(i * p.hk + grp) * p.dq_per;
+    for (int idx = tid; idx < used; idx += LK_DEC_THREADS) dst[idx] = sm[idx];
+}
+
+template <int SDT>
+__global__ __launch_bounds__(LK_D3_THREADS, lk_d3<SDT>::MINB) void lin_decode3_kernel(lin_fwd p) {
+    using D = lk_d3<SDT>;
+    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_D3_NLD;
+    const int KIND = p.kind;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
+    const int GC = GCH ? K : 1;
+    const int i = blockIdx.x, h = blockIdx.y, r0 = (int)blockIdx.z * RT;
+    const int n = p.pl.req_n[i];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[i];
+    if (slot < 0) return; /* padding: the prep kernel wrote its zero outputs */
+    const int64_t tok0 = p.pl.req_tok0[i];
+    const int V = p.V, HV = p.hv, gsz = p.gsz, grp = h / gsz, jh = h % gsz;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nr = min(RT, V - r0); /* rows of this tile */
+    const int sub = lane / LPR, cc = (lane % LPR) * CPL;
+
+    /* ---- the tile's state: every load issued before anything else */
+    const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)h * V * K;
+    float s[NLD][CPL];
+#pragma unroll
+    for (int l = 0; l < NLD; l++) {
+        const int r = r0 + warp * RPW + l * RPI + sub;
+        if (r < V) {
+            lk_sld<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
+        } else {
+#pragma unroll
+            for (int e = 0; e < CPL; e++) s[l][e] = 0.f;
+        }
+    }
+
+    /* ---- the operands of the prep kernel (lk_decop.cuh's layout) */
+    const float *op = p.dq + (int64_t)(i * p.hk + grp) * p.dq_per;
+    /* offsets from op (32-bit: fewer registers than eight pointers) */
+    const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
+              osk = obb + n * gsz;
+
+    for (int j = 0; j < n; j++) {
+        const int hj = j * gsz + jh;
+        float kj[CPL], qj[CPL], ec[CPL];
+        lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
+        lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
+        if (GCH) { /* kda: per channel, scalar loads (the layout leaves them unaligned) */
+#pragma unroll
+            for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
+        } else {
+            const float e1 = op[oee + hj];
+#pragma unroll
+            for (int e = 0; e < CPL; e++) ec[e] = e1;
+        }
+        const float beta = DELTA ? op[obb + hj] : 0.f, kqj = DELTA ? op[okq + j] : 0.f;
+        float a1[NLD], a2[NLD];
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            a1[l] = a2[l] = 0.f;
+            if (DELTA) {
+#pragma unroll
+                for (int e = 0; e < CPL; e++) {
+                    a1[l] += s[l][e] * (ec[e] * kj[e]);
+                    a2[l] += s[l][e] * (ec[e] * qj[e]);
+                }
+            } else {
+                const int rl = warp * RPW + l * RPI + sub;
+                const float v = rl < nr ? op[ovv + hj * V + r0 + rl] : 0.f;
+#pragma unroll
+                for (int e = 0; e < CPL; e++) {
+                    s[l][e] = ec[e] * s[l][e] + v * kj[e];
+                    a2[l] += s[l][e] * qj[e];
+                }
+            }
+        }
+#pragma unroll
+        for (int o = LPR / 2; o; o >>= 1)
+#pragma unroll
+            for (int l = 0; l < NLD; l++) {
+                if (DELTA) a1[l] += gc_shfl_xor(a1[l], o);
+                a2[l] += gc_shfl_xor(a2[l], o);
+            }
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            const int rl = warp * RPW + l * RPI + sub, r = r0 + rl;
+            const bool live = rl < nr;
+            float out;
+            if (DELTA) {
+                const float u = live ? beta * (op[ovv + hj * V + r] - a1[l]) : 0.f;
+#pragma unroll
+                for (int e = 0; e < CPL; e++) s[l][e] = ec[e] * s[l][e] + u * kj[e];
+                out = p.scale * (a2[l] + u * kqj);
+            } else {
+                out = p.scale * a2[l] + (M2 && live ? op[osk + hj * V + r] : 0.f);
+            }
+            if (live) {
+                if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + h) * V + r, out);
+                if (p.keep)
+                    lk_sst<SDT, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + ((int64_t)h * V + r) * K + cc,
+                                     s[l]);
+            }
+        }
+    }
+    if (!p.keep)
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            const int r = r0 + warp * RPW + l * RPI + sub;
+            if (r < V) lk_sst<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
+        }
+}
+
+/* The same step with the tile landing in shared memory by cp.async
+ * (SGL_ATTN_LIN_DECODE=stream_cp): no registers hold the bytes in flight, so
+ * a thread needs few (one row at a time, its tokens innermost) and more
+ * blocks fit an SM (12 x 16 KB in flight).  Each thread reads back only the
+ * 16-byte pieces it copied itself: its own cp.async.wait_group 0, no barrier.
+ * Per row the same arithmetic in the same order as above. */
+template <int SDT>
+__global__ __launch_bounds__(LK_D3_THREADS, lk_d3<SDT>::MINB_CP) void lin_decode3a_kernel(lin_fwd p) {
+    using D = lk_d3<SDT>;
+    constexpr int K = D::K, ESZ = D::ESZ, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT,
+                  NLD = LK_D3_NLD;
+    LK_DYN_SMEM(unsigned char, tile); /* [RT][K] state elements */
+    const int KIND = p.kind;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
+    const int GC = GCH ? K : 1;
+    const int i = blockIdx.x, h = blockIdx.y, r0 = (int)blockIdx.z * RT;
+    const int n = p.pl.req_n[i];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[i];
+    if (slot < 0) return; /* padding: the prep kernel wrote its zero outputs */
+    const int64_t tok0 = p.pl.req_tok0[i];
+    const int V = p.V, HV = p.hv, gsz = p.gsz, grp = h / gsz, jh = h % gsz;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int nr = min(RT, V - r0);
+    const int sub = lane / LPR, cc = (lane % LPR) * CPL;
+    const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)h * V * K;
+    const char *src = (const char *)p.ssm_state;
+#pragma unroll
+    for (int l = 0; l < NLD; l++) {
+        const int rl = warp * RPW + l * RPI + sub;
+        const int r = r0 + rl < V ? r0 + rl : V - 1; /* rows past V: zero-filled, never stored */
+        lk_cp_async16(tile + ((size_t)rl * K + cc) * ESZ, src + (size_t)(sbase + (int64_t)r * K + cc) * ESZ, r0 + rl < V);
+    }
+    lk_cp_async_commit();
+    const float *op = p.dq + (int64_t)(i * p.hk + grp) * p.dq_per;
+    const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
+              osk = obb + n * gsz;
+    lk_cp_async_wait_all();
+#pragma unroll 2
+    for (int l = 0; l < NLD; l++) {
+        const int rl = warp * RPW + l * RPI + sub, r = r0 + rl;
+        const bool live = rl < nr;
+        float s[CPL];
+        lk_sld<SDT, CPL>(tile, (int64_t)rl * K + cc, s);
+        for (int j = 0; j < n; j++) {
+            const int hj = j * gsz + jh;
+            float kj[CPL], qj[CPL], ec[CPL];
+            lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
+            lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
+            if (GCH) {
+#pragma unroll
+                for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
+            } else {
+                const float e1 = op[oee + hj];
+#pragma unroll
+                for (int e = 0; e < CPL; e++) ec[e] = e1;
+            }
+            float a1 = 0.f, a2 = 0.f;
+            if (DELTA) {
+#pragma unroll
+                for (int e = 0; e < CPL; e++) {
+                    a1 += s[e] * (ec[e] * kj[e]);
+                    a2 += s[e] * (ec[e] * qj[e]);
+                }
+            } else {
+                const float v = live ? op[ovv + hj * V + r] : 0.f;
+#pragma unroll
+                for (int e = 0; e < CPL; e++) {
+                    s[e] = ec[e] * s[e] + v * kj[e];
+                    a2 += s[e] * qj[e];
+                }
+            }
+#pragma unroll
+            for (int o = LPR / 2; o; o >>= 1) {
+                if (DELTA) a1 += gc_shfl_xor(a1, o);
+                a2 += gc_shfl_xor(a2, o);
+            }
+            float out;
+            if (DELTA) {
+                const float u = live ? op[obb + hj] * (op[ovv + hj * V + r] - a1) : 0.f;
+#pragma unroll
+                for (int e = 0; e < CPL; e++) s[e] = ec[e] * s[e] + u * kj[e];
+                out = p.scale * (a2 + u * op[okq + j]);
+            } else {
+                out = p.scale * a2 + (M2 && live ? op[osk + hj * V + r] : 0.f);
+            }
+            if (live) {
+                if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + h) * V + r, out);
+                if (p.keep)
+                    lk_sst<SDT, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + ((int64_t)h * V + r) * K + cc, s);
+            }
+        }
+        if (!p.keep && live) lk_sst<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s);
+    }
+}
+
+/* At create (never under capture): the cp.async form wants the whole
+ * carveout as shared memory (12 x 16 KB per SM); a refusal only costs
+ * occupancy, so it is not an error. */
+extern "C" int lin_decode3_setup(void) {
+    const void *k[2] = {(const void *)lin_decode3a_kernel<LIN_DT_F32>, (const void *)lin_decode3a_kernel<LIN_DT_BF16>};
+    for (int i = 0; i < 2; i++)
+        if (cudaFuncSetAttribute(k[i], cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared) !=
+            cudaSuccess)
+            (void)cudaGetLastError();
+    return 0;
+}
+
+extern "C" int lin_launch_decode3(const lin_fwd *pp, void *stream) {
+    lin_fwd p = *pp;
+    if (p.T <= 0 || p.bs <= 0) return 0;
+    if ((p.kind != LIN_GDN && p.kind != LIN_KDA && p.kind != LIN_MAMBA2 && p.kind != LIN_LIGHTNING) ||
+        p.K != LIN_TC_K || !p.dq)
+        return (int)cudaErrorInvalidValue;
+    const size_t smem = lin_decode_smem_bytes(p.kind, p.K, p.V, p.gsz, p.gc, p.tpr);
+    if (smem > LIN_DECODE_SMEM_MAX) return (int)cudaErrorInvalidValue;
+    /* the scratch stride: the whole call's tokens per request (no request has more) */
+    p.dq_per = (int32_t)lin_decode3_per(p.kind, p.K, p.V, p.gsz, p.gc, p.tpr);
+    cudaStream_t st = (cudaStream_t)stream;
+    /* lightning: hk = hv, one head per group */
+    LK_LAUNCH(lin_decprep_kernel, dim3((unsigned)p.bs, (unsigned)p.hk), LK_DEC_THREADS, smem, st, p);
+    const int RT = LIN_D3_ROWS(p.st_dt);
+    dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));
+    if (p.dq_async) { /* the tile in shared memory: RT rows of K elements */
+        const size_t tb = (size_t)RT * LIN_TC_K * (p.st_dt == LIN_DT_BF16 ? 2 : 4);
+        if (p.st_dt == LIN_DT_BF16) LK_LAUNCH(lin_decode3a_kernel<LIN_DT_BF16>, grid, LK_D3_THREADS, tb, st, p);
+        else LK_LAUNCH(lin_decode3a_kernel<LIN_DT_F32>, grid, LK_D3_THREADS, tb, st, p);
+    } else if (p.st_dt == LIN_DT_BF16) {
+        LK_LAUNCH(lin_decode3_kernel<LIN_DT_BF16>, grid, LK_D3_THREADS, 0, st, p);
+    } else {
+        LK_LAUNCH(lin_decode3_kernel<LIN_DT_F32>, grid, LK_D3_THREADS, 0, st, p);
+    }
+    return (int)cudaGetLastError();
+}
