@@ -21,8 +21,12 @@
  *    reworked wgmma and narrow have not run yet (run 2 fell back to mma). */
 #define MLA_DEFAULT_AUTO_NARROW 0              /* 1: auto runs narrow for <= 32 rows */
 #define MLA_DEFAULT_AUTO_WIDE MLA_KERNEL_WGMMA0 /* auto at >= 64 rows: WGMMA0 or WGMMA */
-#define MLA_DEFAULT_MMA_CFG MLA_MMA_TWO        /* base / deep / two (two runs base for 64-row tiles) */
+/* ring (two + the page-table ring) measured 1.041x two at 16 heads on the H200 (geomean of 6 shapes,
+ * bench/results/h200-2026-12-03/run2-3a74f60/lever_mla; prefetch 2 > 4 > 8); it runs two for 32-row
+ * tiles and base for 64-row tiles */
+#define MLA_DEFAULT_MMA_CFG MLA_MMA_RING       /* base / deep / two / ring */
 #define MLA_DEFAULT_PF_MMA_TWO 4               /* 32-key tiles ahead, when two CTAs per SM run */
+#define MLA_DEFAULT_PF_MMA_RING 2              /* the same for ring */
 #define MLA_DEFAULT_PF_MMA 0                   /* the same for base / deep (acts above the stage count) */
 #define MLA_DEFAULT_PF_WGMMA 0                 /* pairs of 64-key blocks ahead, 0-2 (wgmma0: unused) */
 #define MLA_DEFAULT_PF_NARROW 2                /* 64-key blocks ahead */
@@ -214,7 +218,9 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->prefetch = b->prefetch_env >= 0              ? b->prefetch_env
                 : kernel == MLA_KERNEL_NARROW       ? MLA_DEFAULT_PF_NARROW
                 : kernel == MLA_KERNEL_WGMMA        ? MLA_DEFAULT_PF_WGMMA
-                : kernel == MLA_KERNEL_MMA          ? (mcfg == MLA_MMA_TWO || mcfg == MLA_MMA_RING ? MLA_DEFAULT_PF_MMA_TWO : MLA_DEFAULT_PF_MMA)
+                : kernel == MLA_KERNEL_MMA          ? (mcfg == MLA_MMA_RING  ? MLA_DEFAULT_PF_MMA_RING
+                                       : mcfg == MLA_MMA_TWO ? MLA_DEFAULT_PF_MMA_TWO
+                                                             : MLA_DEFAULT_PF_MMA)
                                                     : 0;
     b->page = batch->page_size;
     b->n_items = hdr->n_items;

@@ -45,8 +45,8 @@ enum {
  * DEEP: as many stages as 227 KB holds (5 / 4 / 3), one CTA per SM; TWO: two
  * CTAs per SM with 2 stages each (16- and 32-row tiles; 64-row tiles run BASE);
  * RING: TWO plus a 2 KB shared-memory ring of page-table words filled by
- * cp.async ahead of use, so the loop never waits for a page-table load (not
- * default; 16-row tiles on SM 9.0, 32-row tiles run TWO, 64-row tiles BASE). */
+ * cp.async ahead of use, so the loop never waits for a page-table load (the
+ * default: 1.04x TWO at 16 heads; 32-row tiles run TWO, 64-row tiles BASE). */
 enum { MLA_MMA_BASE = 0, MLA_MMA_DEEP = 1, MLA_MMA_TWO = 2, MLA_MMA_RING = 3 };
 
 /* An int32/int64 index tensor, read as 32-bit words (element i = word i << shift;
