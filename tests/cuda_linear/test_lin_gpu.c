@@ -16,9 +16,12 @@
  *                                 runs); LT_QUICK=3: only the split kernels (their
  *                                 configs and graphs: the new kernels' sanitizer run);
  *                                 LT_QUICK=4: only the stream decode (SGL_ATTN_LIN_DECODE=stream,
- *                                 stream_cp); LT_QUICK=5: a few of those with f32 activations
- *                                 (extends token by token: their compute-sanitizer run)
+ *                                 stream_cp, stream_pdl, stream_pdl64); LT_QUICK=5: a few of those
+ *                                 with f32 activations (extends token by token: their
+ *                                 compute-sanitizer run)
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
+ *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
+ *   stream_cp, stream_pdl, stream_pdl64) is one of these (a sanitizer run of one form)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -54,7 +57,8 @@ typedef struct cfg {
     int l2norm;
     double x_sigma;
     const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the split kernels; the others run
-                          fused), "stream" / "stream_cp" (the stream decode) */
+                          fused), "stream" / "stream_cp" / "stream_pdl" / "stream_pdl64" (the stream decode,
+                          first in the list) */
 } cfg;
 
 /* the shapes: TC-eligible (K = 128, V % 32 == 0) and odd ones (fallbacks) */
@@ -64,11 +68,32 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0},
                       SH_GDN96 = {1, 2, 128, 96, 4, 0}, SH_GDN40 = {1, 2, 128, 40, 4, 0};
 
+/* SGL_ATTN_LIN_DECODE of a cfg's split list: its first item when that is a stream form */
+static const char *dec_of(const char *split) {
+    static char buf[32];
+    if (split && !strncmp(split, "stream", 6)) {
+        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(split, ","), split);
+        return buf;
+    }
+    return split && strstr(split, "dec") ? "split" : "fused";
+}
+
+/* LT_DECODE unset, or the split list's decode option is one of its items */
+static int dec_wanted(const char *split) {
+    const char *want = getenv("LT_DECODE"), *d = dec_of(split);
+    if (!want || !*want) return 1;
+    const size_t n = strlen(d);
+    for (const char *p = want; *p;) {
+        const size_t m = strcspn(p, ",");
+        if (m == n && !strncmp(p, d, n)) return 1;
+        p += m + (p[m] == ',');
+    }
+    return 0;
+}
+
 /* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 from a cfg's split list */
 static void set_split(const char *split) {
-    setenv("SGL_ATTN_LIN_DECODE",
-           split && strstr(split, "stream_cp") ? "stream_cp" : split && strstr(split, "stream") ? "stream"
-           : split && strstr(split, "dec") ? "split" : "fused", 1);
+    setenv("SGL_ATTN_LIN_DECODE", dec_of(split), 1);
     setenv("SGL_ATTN_LIN_CHUNK1", split && strstr(split, "c1") ? "split" : "fused", 1);
     setenv("SGL_ATTN_LIN_CHUNK2", split && strstr(split, "c2") ? "split" : "fused", 1);
 }
@@ -130,6 +155,7 @@ static void run_cfg(const cfg *c) {
  * then change the slots in device memory, re-plan with the replay hook and
  * replay again: the outputs follow the reference each time. */
 static void graph_test(int kind, const lt_shape *sh, const char *split) {
+    if (!dec_wanted(split)) return;
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
     set_split(split);
@@ -346,7 +372,7 @@ int main(int argc, char **argv) {
         lt_skip(why);
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", quick subset" : "");
-    cfg cs[96];
+    cfg cs[128];
     int n = 0;
     const struct { int kind; const lt_shape *sh; } main_shapes[] = {
         {GDN, &SH_GDN}, {KDA, &SH_KDA}, {MAMBA2, &SH_MAMBA2}, {SHORT, &SH_SHORT}, {LIGHT, &SH_LIGHT}};
@@ -413,6 +439,12 @@ int main(int argc, char **argv) {
         cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"};
         cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_cp"};
         cs[n++] = (cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"};
+        /* programmatic dependent launch: the state loads before griddepcontrol.wait */
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl"};
+        cs[n++] = (cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl"};
+        cs[n++] = (cfg){GDN, SH_GDN40, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl64"};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"};
     }
     if (stream_on && quick != 2 && quick != 3 && quick != 5) {
         const char *st = "stream,c1,c2";
@@ -443,14 +475,36 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp};
             cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
         }
+        /* programmatic dependent launch of the stream kernel (stream_pdl) and its 8-warp blocks (stream_pdl64,
+         * 64 fp32 / 128 bf16 rows: V 40 and 96 partial, V 64 / 128 bf16 one block per head) */
+        const char *pd = "stream_pdl,c1,c2", *pw = "stream_pdl64,c1,c2";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pd};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
+        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw};
+        if (!quick || quick == 4) {
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd};
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pd};
+            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd};
+            cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd};
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw};
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
+            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
+        }
     }
-    for (int i = 0; i < n; i++) run_cfg(&cs[i]);
+    for (int i = 0; i < n; i++)
+        if (dec_wanted(cs[i].split)) run_cfg(&cs[i]);
     if (quick < 3) graph_test(GDN, &SH_GDN, NULL);
     if (!quick) graph_test(MAMBA2, &SH_MAMBA2, NULL);
     if (stream_on && quick != 2 && quick != 3 && quick != 5) {
         graph_test(GDN, &SH_GDN, "stream,c1,c2");
         graph_test(GDN, &SH_GDN, "stream_cp,c1,c2");
         if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream,c1,c2");
+        graph_test(GDN, &SH_GDN, "stream_pdl,c1,c2");
+        graph_test(GDN, &SH_GDN, "stream_pdl64,c1,c2");
+        if (!quick || quick == 4) graph_test(KDA, &SH_KDA, "stream_pdl,c1,c2");
     }
     if (split_on && quick != 2 && quick < 4) {
         graph_test(GDN, &SH_GDN, "dec,c1,c2");

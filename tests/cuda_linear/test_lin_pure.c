@@ -125,6 +125,10 @@ static void test_refusals(void) {
     LT_CHECK(lin_decode_parse("stream", 0) == 2 && lin_decode_parse("STREAM", 0) == 2 && lin_decode_parse("stream_cp", 0) == 3 && lin_decode_parse(NULL, 0) == 0 &&
                  lin_decode_parse("split", 0) == 1 && lin_decode_parse("fused", 1) == 0 && lin_decode_parse("x", 0) == -1,
              "decode names: fused, split, stream, auto");
+    LT_CHECK(lin_decode_parse("stream_pdl", 0) == 4 && lin_decode_parse("Stream_PDL", 2) == 4 &&
+                 lin_decode_parse("stream_pdl64", 0) == 5 && lin_decode_parse("stream_pdl6", 0) == -1 &&
+                 lin_decode_parse("stream_pdl128", 0) == -1 && lin_decode_parse("auto", 2) == 2,
+             "decode names: stream_pdl, stream_pdl64");
 }
 
 static void test_paths(void) {

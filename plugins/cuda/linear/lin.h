@@ -78,7 +78,8 @@ typedef struct lin_layout {
  * 2026-12-02 H200 run at 64k tokens), the fused decode (1.1-1.2x the split). */
 typedef struct lin_paths {
     int dec_split, c1_split, c2_split;
-    int dec_stream; /* SGL_ATTN_LIN_DECODE=stream (1, the default) / stream_cp (2): the stream decode where it applies */
+    int dec_stream; /* SGL_ATTN_LIN_DECODE=stream (1, the default) / stream_cp (2) / stream_pdl (3) /
+                       stream_pdl64 (4): the stream decode where it applies */
 } lin_paths;
 /* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
 int lin_tc_dims_ok(const lin_dims *d);
@@ -100,8 +101,8 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
                         int variant, int tc_ok, const lin_paths *paths, char *err, size_t n);
 /* "fused" 0 / "split" 1 / NULL or "" or "auto": def; -1 unknown */
 int lin_split_parse(const char *s, int def);
-/* SGL_ATTN_LIN_DECODE: "fused" 0 / "split" 1 / "stream" 2 / "stream_cp" 3 / NULL or "" or "auto": def;
- * -1 unknown */
+/* SGL_ATTN_LIN_DECODE: "fused" 0 / "split" 1 / "stream" 2 / "stream_cp" 3 / "stream_pdl" 4 /
+ * "stream_pdl64" 5 / NULL or "" or "auto": def; -1 unknown */
 int lin_decode_parse(const char *s, int def);
 /* "simple" / "fast" / NULL or "" (default fast); -1 unknown */
 int lin_variant_parse(const char *s);
@@ -138,6 +139,7 @@ typedef struct lin_inst {
     lin_paths paths;       /* fused or split kernels per phase */
     int sync_check;        /* synchronise after planning to report device-found errors */
     int sm_count;
+    int sm_major;          /* stream_pdl: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;
     int16_t lin_index[SGL_ATTN_MAX_LAYERS]; /* -1: the inner's; else pool layer */
     lin_layout L;

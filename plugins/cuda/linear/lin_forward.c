@@ -3,7 +3,7 @@
  * computed by one of the kernel paths on the batch's stream (nothing
  * allocated, nothing synchronised, nothing looked up by name):
  *   decode / verify   stream kernels (fast, default; the fused one where they do
- *                     not apply; opt-in: fused, split, stream_cp) or prep + conv
+ *                     not apply; opt-in: fused, split, stream_cp, stream_pdl[64]) or prep + conv
  *                     state + recurrence (simple)
  *   extend            chunked tensor-core kernels (fast, 16-bit activations,
  *                     K = 128) or the token-by-token path
@@ -163,6 +163,9 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->c1_split = L->need_c1s;
     p->dq = L->need_dec3 ? (float *)(w->dev + L->dq) : NULL;
     p->dq_async = w->paths.dec_stream == 2;
+    /* stream_pdl / stream_pdl64: griddepcontrol needs SM 9.0; on 8.x the same kernels, plain launches */
+    p->dq_pdl = w->paths.dec_stream >= 3 && w->sm_major >= 9;
+    p->dq_wide = w->paths.dec_stream == 4;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid) {

@@ -97,6 +97,9 @@ typedef struct lin_fwd {
     float *dq;
     int32_t dq_per;   /* floats per group (lin_launch_decode3 sets it) */
     int32_t dq_async; /* SGL_ATTN_LIN_DECODE=stream_cp: the tile lands in shared memory by cp.async */
+    int32_t dq_pdl;   /* stream_pdl / stream_pdl64 on SM 9.0+: the stream kernel is a programmatic dependent
+                         launch of the prep kernel (its state loads overlap the prep) */
+    int32_t dq_wide;  /* stream_pdl64: 8-warp stream blocks (64 fp32 / 128 bf16 state rows each) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */

@@ -25,6 +25,8 @@ int lin_split_parse(const char *s, int def) {
 int lin_decode_parse(const char *s, int def) {
     if (s && !strcasecmp(s, "stream")) return 2;
     if (s && !strcasecmp(s, "stream_cp")) return 3;
+    if (s && !strcasecmp(s, "stream_pdl")) return 4;
+    if (s && !strcasecmp(s, "stream_pdl64")) return 5;
     return lin_split_parse(s, def);
 }
 

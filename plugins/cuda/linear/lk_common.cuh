@@ -25,6 +25,9 @@
 template <int N> static inline void lk_cp_async_wait(void) { lk_emu_cp_async_wait_n(N); }
 #define LK_LAUNCH(kern, grid, block, smem, stream, ...) \
     lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); })
+/* blocks run grid after grid: a programmatic dependent launch is a plain one */
+#define LK_LAUNCH_PDL(pdl, kern, grid, block, smem, stream, ...) \
+    ((void)(pdl), lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); }), cudaSuccess)
 #else
 #define LK_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
 #define LK_ALIGNED(p, n) ((void)0)
@@ -33,7 +36,48 @@ template <int N> static inline void lk_cp_async_wait(void) { lk_emu_cp_async_wai
 #define lk_cp_async_wait_all() gc_cp_async_wait<0>()
 template <int N> GC_DEV void lk_cp_async_wait(void) { gc_cp_async_wait<N>(); }
 #define LK_LAUNCH(kern, grid, block, smem, stream, ...) kern<<<grid, block, smem, stream>>>(__VA_ARGS__)
+/* pdl != 0: a programmatic dependent launch (SM 9.0+, runtime API only): the
+ * kernel may start once every block of the one before it in the stream has
+ * run lk_pdl_trigger (or exited); it sees that kernel's writes only after
+ * lk_pdl_wait.  Stream capture (CUDA 12.3+) records it as a programmatic edge. */
+template <class... P, class... A>
+static inline cudaError_t lk_launch_pdl(int pdl, void (*kern)(P...), dim3 grid, dim3 block, size_t smem,
+                                        cudaStream_t st, A... args) {
+    if (!pdl) {
+        kern<<<grid, block, smem, st>>>(args...);
+        return cudaSuccess;
+    }
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelEx(&cfg, kern, args...);
+}
+#define LK_LAUNCH_PDL(pdl, kern, grid, block, smem, stream, ...) \
+    lk_launch_pdl((pdl), kern, dim3(grid), dim3(block), (size_t)(smem), (stream), __VA_ARGS__)
 #endif
+
+/* Programmatic dependent launch, device side (griddepcontrol, SM 9.0+; no-ops
+ * on SM 8.x and in the emulator, where the launch is a plain one):
+ * lk_pdl_trigger lets the dependent grid start (no memory ordering);
+ * lk_pdl_wait waits until the grid before has completed and its writes are
+ * visible (a no-op when this launch has no programmatic dependency). */
+LK_DEV void lk_pdl_trigger(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+LK_DEV void lk_pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
 
 /* ------------------------------------------------------------- inputs */
 

@@ -19,6 +19,14 @@
  *    ~64 KB at its peak, none during its serial phase A).
  *    SGL_ATTN_LIN_DECODE=stream_cp: the same with the tile landing in shared
  *    memory by cp.async (lin_decode3a_kernel): 12 blocks of 16 KB per SM.
+ *    SGL_ATTN_LIN_DECODE=stream_pdl (SM 9.0+): the stream kernel is a
+ *    programmatic dependent launch of the prep: the prep's blocks let it
+ *    start at once (griddepcontrol.launch_dependents), so its first blocks
+ *    are resident while the prep's last wave runs; they issue their state
+ *    loads (the prep never writes the state) and only then wait for the
+ *    prep's completion and memory (griddepcontrol.wait) to read dq.
+ *    stream_pdl64: the same with 8-warp blocks (64 fp32 / 128 bf16 rows, half
+ *    as many blocks, 3 / 2 of them per SM: the same bytes in flight).
  * Verify with keep writes the state after each token to the step copies and
  * leaves the main state alone (the prep kernel: the conv step copies). */
 #include "lk_decop.cuh"
@@ -26,12 +34,12 @@
 #define LK_D3_THREADS 128
 #define LK_D3_NLD 8 /* 16-byte state loads per thread */
 
-template <int SDT> struct lk_d3 {
+template <int SDT> struct lk_d3 { /* the 4-warp tile; NW warps: NW * RPW rows */
     static constexpr int K = LIN_TC_K, ESZ = SDT == LIN_DT_F32 ? 4 : 2, CPL = 16 / ESZ, LPR = K / CPL,
                          RPI = 32 / LPR, RPW = LK_D3_NLD * RPI, RT = 4 * RPW;
     /* resident blocks per SM the registers are budgeted for (fp32: 6 x 16 KB in flight, 80
      * registers; at 8 blocks ptxas spills) */
-    static constexpr int MINB = SDT == LIN_DT_F32 ? 6 : 4;
+    static constexpr int MINB = SDT == LIN_DT_F32 ? 6 : 4; /* NW warps: MINB * 4 / NW, the same registers */
     /* the cp.async form: 12 (fp32, 38 registers) / 7 (bf16, 72; at 8 ptxas spills on sm_80) blocks
      * of 16 KB (shared memory: 12 x 17 KB fits the H200's 228 KB) */
     static constexpr int MINB_CP = SDT == LIN_DT_F32 ? 12 : 7;
@@ -44,6 +52,9 @@ static_assert(lk_d3<LIN_DT_F32>::RT == LIN_D3_ROWS(LIN_DT_F32) && lk_d3<LIN_DT_B
 __global__ __launch_bounds__(LK_DEC_THREADS, 6) void lin_decprep_kernel(lin_fwd p) {
     constexpr int K = LIN_TC_K;
     LK_DYN_SMEM(float, sm);
+    /* stream_pdl: the stream kernel may start now (it reads dq only after its griddepcontrol.wait, which
+     * waits for this whole grid); without a programmatic dependent this does nothing */
+    lk_pdl_trigger();
     const int i = blockIdx.x, grp = blockIdx.y;
     const int n = p.pl.req_n[i];
     if (n <= 0) return;
@@ -64,10 +75,12 @@ __global__ __launch_bounds__(LK_DEC_THREADS, 6) void lin_decprep_kernel(lin_fwd 
     for (int idx = tid; idx < used; idx += LK_DEC_THREADS) dst[idx] = sm[idx];
 }
 
-template <int SDT>
-__global__ __launch_bounds__(LK_D3_THREADS, lk_d3<SDT>::MINB) void lin_decode3_kernel(lin_fwd p) {
+/* NW warps; PDL: a programmatic dependent of the prep kernel (stream_pdl): the state loads are issued
+ * before the wait for the prep's operands */
+template <int SDT, int NW, bool PDL>
+__global__ __launch_bounds__(NW * 32, lk_d3<SDT>::MINB * 4 / NW) void lin_decode3_kernel(lin_fwd p) {
     using D = lk_d3<SDT>;
-    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_D3_NLD;
+    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = NW * RPW, NLD = LK_D3_NLD;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
     const int GC = GCH ? K : 1;
@@ -96,7 +109,9 @@ __global__ __launch_bounds__(LK_D3_THREADS, lk_d3<SDT>::MINB) void lin_decode3_k
         }
     }
 
-    /* ---- the operands of the prep kernel (lk_decop.cuh's layout) */
+    /* ---- the operands of the prep kernel (lk_decop.cuh's layout); PDL: after the prep grid is done (the
+     * state loads above stay in flight; the plan arrays read before were written by an earlier kernel) */
+    if (PDL) lk_pdl_wait();
     const float *op = p.dq + (int64_t)(i * p.hk + grp) * p.dq_per;
     /* offsets from op (32-bit: fewer registers than eight pointers) */
     const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
@@ -295,14 +310,27 @@ extern "C" int lin_launch_decode3(const lin_fwd *pp, void *stream) {
     LK_LAUNCH(lin_decprep_kernel, dim3((unsigned)p.bs, (unsigned)p.hk), LK_DEC_THREADS, smem, st, p);
     const int RT = LIN_D3_ROWS(p.st_dt);
     dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));
-    if (p.dq_async) { /* the tile in shared memory: RT rows of K elements */
+    if (p.dq_wide || p.dq_pdl) { /* stream_pdl64: 8 warps, twice the rows; stream_pdl: 4 warps */
+        const int R = p.dq_wide ? 2 * RT : RT;
+        const dim3 gp((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + R - 1) / R));
+        const int bf = p.st_dt == LIN_DT_BF16;
+        cudaError_t e;
+        if (p.dq_wide && bf) e = LK_LAUNCH_PDL(p.dq_pdl, (lin_decode3_kernel<LIN_DT_BF16, 8, true>), gp, 256, 0, st, p);
+        else if (p.dq_wide) e = LK_LAUNCH_PDL(p.dq_pdl, (lin_decode3_kernel<LIN_DT_F32, 8, true>), gp, 256, 0, st, p);
+        else if (bf) e = LK_LAUNCH_PDL(1, (lin_decode3_kernel<LIN_DT_BF16, 4, true>), gp, LK_D3_THREADS, 0, st, p);
+        else e = LK_LAUNCH_PDL(1, (lin_decode3_kernel<LIN_DT_F32, 4, true>), gp, LK_D3_THREADS, 0, st, p);
+        if (e != cudaSuccess) { /* cudaLaunchKernelEx's refusal: not left behind for a later call */
+            (void)cudaGetLastError();
+            return (int)e;
+        }
+    } else if (p.dq_async) { /* the tile in shared memory: RT rows of K elements */
         const size_t tb = (size_t)RT * LIN_TC_K * (p.st_dt == LIN_DT_BF16 ? 2 : 4);
         if (p.st_dt == LIN_DT_BF16) LK_LAUNCH(lin_decode3a_kernel<LIN_DT_BF16>, grid, LK_D3_THREADS, tb, st, p);
         else LK_LAUNCH(lin_decode3a_kernel<LIN_DT_F32>, grid, LK_D3_THREADS, tb, st, p);
     } else if (p.st_dt == LIN_DT_BF16) {
-        LK_LAUNCH(lin_decode3_kernel<LIN_DT_BF16>, grid, LK_D3_THREADS, 0, st, p);
+        LK_LAUNCH((lin_decode3_kernel<LIN_DT_BF16, 4, false>), grid, LK_D3_THREADS, 0, st, p);
     } else {
-        LK_LAUNCH(lin_decode3_kernel<LIN_DT_F32>, grid, LK_D3_THREADS, 0, st, p);
+        LK_LAUNCH((lin_decode3_kernel<LIN_DT_F32, 4, false>), grid, LK_D3_THREADS, 0, st, p);
     }
     return (int)cudaGetLastError();
 }
