@@ -78,7 +78,7 @@ typedef struct lin_layout {
  * 2026-12-02 H200 run at 64k tokens), the fused decode (1.1-1.2x the split). */
 typedef struct lin_paths {
     int dec_split, c1_split, c2_split;
-    int dec_stream; /* SGL_ATTN_LIN_DECODE=stream (1, the default) / stream_cp (2) / stream_pdl (3) /
+    int dec_stream; /* SGL_ATTN_LIN_DECODE=stream (1) / stream_cp (2) / stream_pdl (3, the default) /
                        stream_pdl64 (4): the stream decode where it applies */
 } lin_paths;
 /* 1 when the tensor-core chunked extend serves these dims (before dtypes). */

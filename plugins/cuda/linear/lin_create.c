@@ -134,14 +134,15 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         lin_str(err, en, "%s: SGL_ATTN_LIN_VT / plugin option value_tile = %d: expected 16, 32 or auto", name, vt);
         return SGL_ATTN_E_INVALID;
     }
-    /* fused, split or stream kernels; auto: split extend phases, stream decode where it applies (1.43-1.44x
-     * the fused decode at B >= 256 on the H200, 2026-12-03; docs/cuda_linear.md), the fused one elsewhere */
+    /* fused, split or stream kernels; auto: split extend phases, stream decode launched with PDL where it
+     * applies (1.43-1.44x the fused decode at B >= 256, PDL 1.00-1.05x plain stream, H200 2026-12-03;
+     * docs/cuda_linear.md), the fused one elsewhere */
     lin_paths paths;
     {
         const char *env[3] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2"};
         const char *key[3] = {"decode", "chunk1", "chunk2"};
         int *dst[3] = {&paths.dec_split, &paths.c1_split, &paths.c2_split};
-        const int def[3] = {2, 1, 1};
+        const int def[3] = {4, 1, 1};
         for (int k = 0; k < 3; k++) {
             const char *v = lin_option(host, name, env[k], key[k]);
             const int x = k == 0 ? lin_decode_parse(v, def[k]) : lin_split_parse(v, def[k]);

@@ -2,9 +2,10 @@
  * to the inner backend untouched; any other layer is checked here and
  * computed by one of the kernel paths on the batch's stream (nothing
  * allocated, nothing synchronised, nothing looked up by name):
- *   decode / verify   stream kernels (fast, default; the fused one where they do
- *                     not apply; opt-in: fused, split, stream_cp, stream_pdl[64]) or prep + conv
- *                     state + recurrence (simple)
+ *   decode / verify   stream kernels, PDL-launched (fast, default; the fused one
+ *                     where they do not apply; opt-in: fused, split, stream,
+ *                     stream_cp, stream_pdl64) or prep + conv state + recurrence
+ *                     (simple)
  *   extend            chunked tensor-core kernels (fast, 16-bit activations,
  *                     K = 128) or the token-by-token path
  *   short_conv        conv + conv state (both variants) */
