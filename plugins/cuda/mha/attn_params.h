@@ -106,7 +106,7 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
-    int32_t reserved2_;
+    int32_t l2_sec_heads; /* wgmma extend work order: q heads per section, 0 item-major (launch_wgmma.cu) */
     /* Fused save_kv_cache (wgmma extend only, SGL_ATTN_WGMMA_FUSED_SAVE=1;
      * launch_wgmma.cu): save_k NULL = off, the host saved first.  When on, the
      * extend kernel reads the keys of a request's new tokens from save_k /

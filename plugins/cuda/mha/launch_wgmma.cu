@@ -29,6 +29,10 @@
  *   SGL_ATTN_WGMMA_PROBE=noload  bench probe with SGL_ATTN_WGMMA_V2=1: the
  *                              producer copies no K/V (WRONG outputs): the
  *                              kernel's time without its gather.
+ *   SGL_ATTN_WGMMA_L2SEC=N     work order in sections of N KV heads (0 or
+ *                              unset: item-major over all heads): the blocks
+ *                              running at once read few heads' pages, which
+ *                              stay in L2 (kern_extend_wgmma.cuh wg_work_split)
  *   SGL_ATTN_WGMMA_FUSED_SAVE=1  (opt-in; needs version 2, head dim 128)
  *                              forward_extend's save_kv_cache runs inside the
  *                              kernel (a third kernel, the plain consumer
@@ -61,6 +65,8 @@ static std::atomic<int> g_wg_sms[ATTN_WG_MAX_DEVICES];
 static std::atomic<int> g_wg_overlap{0};
 static std::atomic<int> g_wg_flags{ATTN_WG_PINGPONG};
 static std::atomic<int> g_wg_v2{0};
+/* KV heads per section of the work order (SGL_ATTN_WGMMA_L2SEC; 0 item-major). */
+static std::atomic<int> g_wg_l2sec{0};
 /* Fused save set up: bit dtype (ATTN_DT_*), head dim ATTN_WG_V2_D only. */
 static std::atomic<int> g_wg_fused{0};
 
@@ -207,6 +213,8 @@ extern "C" int attn_wgmma_setup(int dtype, int head_dim) {
     g_wg_flags.store((env_on("SGL_ATTN_WGMMA_PINGPONG") ? ATTN_WG_PINGPONG : 0) |
                      (probe && !strcmp(probe, "noload") ? ATTN_WG_PROBE_NOLOAD : 0));
     g_wg_v2.store(v2 && head_dim == ATTN_WG_V2_D);
+    const char *sec = getenv("SGL_ATTN_WGMMA_L2SEC");
+    g_wg_l2sec.store(sec && *sec ? atoi(sec) : 0);
     g_wg_sms[dev].store(sms > 0 ? sms : 1);
     return 0;
 }
@@ -230,5 +238,8 @@ extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, int
     if (sms <= 0) return (int)cudaErrorInvalidDeviceFunction; /* not set up here: never start the stub */
     const long long pairs = (long long)grid_items * p->hq;
     const int blocks = pairs < sms ? (int)pairs : sms;
-    return launch(dtype, d, p, blocks, g_wg_overlap.load(), g_wg_flags.load(), g_wg_v2.load(), (cudaStream_t)stream);
+    attn_fwd q = *p;
+    const long long sec = (long long)g_wg_l2sec.load() * p->group;
+    q.l2_sec_heads = sec > 0 && sec < p->hq ? (int32_t)sec : 0;
+    return launch(dtype, d, &q, blocks, g_wg_overlap.load(), g_wg_flags.load(), g_wg_v2.load(), (cudaStream_t)stream);
 }
