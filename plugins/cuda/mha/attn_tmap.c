@@ -56,18 +56,14 @@ const attn_kv_tmaps *attn_tmap_for(attn_tmap_cache *c, int32_t layer_id, const a
         return NULL;
     }
     attn_tmap_entry *t = &c->e[layer_id >= 0 && layer_id < ATTN_TMAP_CACHE ? layer_id : ATTN_TMAP_CACHE];
-    if (t->valid && t->k == p->k_cache && t->v == p->v_cache && t->num_slots == p->num_slots &&
+    if (t->valid != 0 && t->k == p->k_cache && t->v == p->v_cache && t->num_slots == p->num_slots &&
         t->kc_stride_s == p->kc_stride_s && t->kc_stride_h == p->kc_stride_h && t->vc_stride_s == p->vc_stride_s &&
         t->vc_stride_h == p->vc_stride_h && t->hkv == p->hkv && t->d == d)
-        return &t->maps;
-    t->valid = 0;
+        return t->valid > 0 ? &t->maps : NULL; /* < 0: this pool failed before (reported then) */
     encode_tiled_fn enc = (encode_tiled_fn)c->encode_fn;
     int e = encode(enc, t->maps.k, p->k_cache, d, p->hkv, p->num_slots, p->kc_stride_s, p->kc_stride_h);
     if (!e) e = encode(enc, t->maps.v, p->v_cache, d, p->hkv, p->num_slots, p->vc_stride_s, p->vc_stride_h);
-    if (e) {
-        *cu_err = e;
-        return NULL;
-    }
+    *cu_err = e;
     t->k = p->k_cache;
     t->v = p->v_cache;
     t->num_slots = p->num_slots;
@@ -77,6 +73,6 @@ const attn_kv_tmaps *attn_tmap_for(attn_tmap_cache *c, int32_t layer_id, const a
     t->vc_stride_h = p->vc_stride_h;
     t->hkv = p->hkv;
     t->d = d;
-    t->valid = 1;
-    return &t->maps;
+    t->valid = e ? -1 : 1;
+    return e ? NULL : &t->maps;
 }

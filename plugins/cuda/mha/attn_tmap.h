@@ -52,7 +52,9 @@ attn_tmap_cache *attn_tmap_cache_new(void);
 void attn_tmap_cache_free(attn_tmap_cache *c);
 /* The maps of p's pool (k_cache / v_cache, strides, slots, hkv) for head dim
  * d, from the layer's entry, re-encoded only when the pool changed (host-only
- * work: no allocation, no device call).  NULL with *cu_err set on failure. */
+ * work: no allocation, no device call).  NULL when the encoder refuses the
+ * pool (a layout TMA cannot describe): *cu_err is its CUresult the first time,
+ * 0 on later calls with the same pool; the caller runs the cp.async kernel. */
 const attn_kv_tmaps *attn_tmap_for(attn_tmap_cache *c, int32_t layer_id, const attn_fwd *p, int32_t d, int *cu_err);
 
 /* launch_wgmma.cu: 1 when the TMA kernel was set up at create for dtype /

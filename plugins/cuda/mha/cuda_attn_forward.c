@@ -391,12 +391,13 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     if (b->tmaps && !p.save_k && a->batch->page_size > 0 && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
         int cu = 0;
         const attn_kv_tmaps *tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &p, b->head_dim, &cu);
-        if (!tm) {
-            snprintf(b->err, sizeof b->err, "forward_extend: cuTensorMapEncodeTiled for the pool of layer %d: CUresult %d",
-                     a->layer->layer_id, cu);
-            return SGL_ATTN_E_DEVICE;
-        }
-        ce = attn_launch_extend_wgmma_tma(b->dtype, b->head_dim, &p, tm, b->grid_items, a->batch->stream);
+        if (cu)
+            ca_log(SGL_ATTN_LOG_WARN, "SGL_ATTN_WGMMA_TMA: cuTensorMapEncodeTiled refused the pool of layer %d "
+                   "(CUresult %d): cp.async for it", a->layer->layer_id, cu);
+        if (tm)
+            ce = attn_launch_extend_wgmma_tma(b->dtype, b->head_dim, &p, tm, b->grid_items, a->batch->stream);
+        else
+            ce = attn_launch_extend(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
     } else {
         ce = attn_launch_extend(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
     }
