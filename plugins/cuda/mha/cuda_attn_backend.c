@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "attn_tmap.h"
 #include "cuda_attn.h"
 #include "cuda_error.h"
 #include "cuda_probe.h"
@@ -25,6 +26,7 @@ static void ca_destroy(sgl_attn_backend *bb) {
         (void)cudaSetDevice(b->device);
         (void)cudaFree(b->dev_mem);
     }
+    attn_tmap_cache_free(b->tmaps);
     free(b);
 }
 
@@ -193,10 +195,16 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    ca_log(SGL_ATTN_LOG_INFO, "device %d %s SM %d.%d, %d SMs: kernels %s%s, %zu bytes of work buffers", a->device,
+    /* SGL_ATTN_WGMMA_TMA=1 (launch_wgmma.cu set the kernel up): the encoder
+     * and the per-layer map cache; without them the cp.async producer runs. */
+    if (variant == ATTN_VARIANT_WGMMA && attn_wgmma_tma(b->dtype, b->head_dim)) {
+        b->tmaps = attn_tmap_cache_new();
+        if (!b->tmaps) ca_log(SGL_ATTN_LOG_WARN, "SGL_ATTN_WGMMA_TMA: no cuTensorMapEncodeTiled (or host memory): off");
+    }
+    ca_log(SGL_ATTN_LOG_INFO, "device %d %s SM %d.%d, %d SMs: kernels %s%s%s, %zu bytes of work buffers", a->device,
            dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_variant_name(variant),
            variant == ATTN_VARIANT_WGMMA && attn_wgmma_fused_save(b->dtype, b->head_dim) ? " (extend: fused save)" : "",
-           b->sz.total_bytes);
+           b->tmaps ? " (extend: TMA)" : "", b->sz.total_bytes);
     *out = &b->base;
     return SGL_ATTN_OK;
 }

@@ -12,8 +12,10 @@
  *     BN-row K/V tiles through req_to_token with 16-byte cp.async into
  *     128B-swizzled shared memory (kern_wgmma_sm90.cuh), STAGES deep.  Every
  *     page size takes this path: a per-row gather costs one slot read per row
- *     per tile, whatever the page size (TMA would need a tensor map and
- *     pages >= the tile; not done).
+ *     per tile, whatever the page size.  The TMA producer (V 3, opt-in,
+ *     pages of a multiple of 16 tokens: wg_tma_boxes) brings each whole
+ *     16-row box of a page with one TMA copy per 64-column block instead,
+ *     and keeps cp.async for the rest (the last tile's partial box).
  *   warpgroups 1, 2 (consumers, setmaxnreg up): 64 q rows each.
  *     S = Q K^T: SS wgmma m64nBNk16 (K-major Q and K);  online softmax in
  *     registers (masks only on tiles that need them);  O += P V: RS wgmma
@@ -24,7 +26,7 @@
  *     runs, rescale O after it lands.
  *
  * Synchronisation (mbarriers in shared memory):
- *   full[s]  (128 arrivals: every producer thread) - stage s holds tile g
+ *   full[s]  (128 arrivals: every producer thread; + the TMA bytes, V 3) - stage s holds tile g
  *   empty[s] (8: lane 0 of each consumer warp)     - stage s may be refilled
  *   q_full (128) / q_empty (8)                      - the Q tile, per item
  * Global tile counter g (both roles count identically): stage g % STAGES,
@@ -46,6 +48,7 @@
 
 #include <limits.h>
 
+#include "attn_tmap.h"        /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
 #include "kern_mma_sm80.cuh" /* pack2, attn_slot32 */
 #include "kern_wgmma_sm90.cuh"
 
@@ -201,9 +204,9 @@ GC_DEV void wg_load_q(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
  * lane l holds the slot of row w RPW + l % RPW (one req_to_token read per
  * row), the copy loop takes it by shuffle.  Rows >= hi are zero-filled (their
  * scores are masked; zeros keep P.V finite). */
-template <int D>
+template <int D, bool COV = false>
 GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot, uint8_t *ks, uint8_t *vs,
-                       int warp, int lane) {
+                       int warp, int lane, uint32_t cov = 0) {
     using C = extend_wg_cfg<D>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
@@ -212,6 +215,8 @@ GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot
     for (int i = 0; i < C::PRODUCER_ITERS; i++) {
         const int e = i * 32 + lane, rl = e / C::CH, c = e % C::CH, r = warp * RPW + rl;
         const int32_t sl = __shfl_sync(0xffffffffu, slot, rl);
+        /* COV: rows of a box the TMA brings (bit rl & ~15 of cov: wg_tma_boxes) */
+        if (COV && ((cov >> (rl & ~(ATTN_TMA_BOX_ROWS - 1))) & 1u)) continue;
         const bool ok = t0 + r < k.hi;
         gc_cp_async16(ks + wg_sw_off<C::BN>(r, c), kb + (int64_t)sl * p.kc_stride_s + c * 8, ok);
         gc_cp_async16(vs + wg_sw_off<C::BN>(r, c), vb + (int64_t)sl * p.vc_stride_s + c * 8, ok);
@@ -350,6 +355,43 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
     wg_signal<0>(pending);
 }
 
+/* TMA producer (V 3, SGL_ATTN_WGMMA_TMA=1; the host launches it only for
+ * pages of a multiple of ATTN_TMA_BOX_ROWS tokens).  Warp w's rows [w RPW,
+ * (w+1) RPW) of the tile split into boxes of 16 rows; box b goes by TMA (one
+ * box of the pool's tensor map per 64-column block and operand, issued by one
+ * lane each) when its 16 columns are all < hi, start on a multiple of 16 and
+ * its first column's slot s0 (clamped, as the cp.async path uses it) is a
+ * multiple of 16 with s0 + 16 <= num_slots: the 16 columns then lie in one
+ * page, whose slots are s0 .. s0 + 15 (the page table's contract).  Any other
+ * row (the last tile's partial box, rows past hi, an unaligned window start)
+ * stays with cp.async and its zero-fill.  The lanes add the boxes' bytes to
+ * the stage's full barrier before the copies, and arrive later with the rest
+ * of the warpgroup as before (wg_signal), so the phase completes only when the
+ * cp.async rows have been signalled and the TMA bytes have landed.  Returns
+ * the warp's mask: bit rl of a box's first row rl set when TMA takes it. */
+template <int D>
+GC_DEV uint32_t wg_tma_boxes(const attn_fwd &p, const wg_work &k, int t0, int32_t slot, uint32_t ks, uint32_t vs,
+                             uint32_t full, const attn_kv_tmaps *tm, int warp, int lane) {
+    using C = extend_wg_cfg<D>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, BR = ATTN_TMA_BOX_ROWS;
+    constexpr int NOPS = RPW / BR * C::DB * 2; /* boxes x column blocks x (K, V) */
+    static_assert(RPW % BR == 0 && NOPS <= 32, "a warp's boxes, one copy per lane");
+    const int rl = lane % RPW, b0 = rl & ~(BR - 1);
+    const int32_t s0 = __shfl_sync(0xffffffffu, slot, b0);
+    const bool ok = (rl & (BR - 1)) == 0 && (t0 & (BR - 1)) == 0 && t0 + warp * RPW + b0 + BR <= k.hi &&
+                    (s0 & (BR - 1)) == 0 && (int64_t)s0 + BR <= p.num_slots;
+    const uint32_t cov = __ballot_sync(0xffffffffu, ok);
+    const int op = lane & 1, cb = (lane >> 1) % C::DB, br = (lane % NOPS) / (2 * C::DB) * BR;
+    const int32_t sb = __shfl_sync(0xffffffffu, slot, br);
+    if (lane < NOPS && ((cov >> br) & 1u)) {
+        const uint32_t dst =
+            (op ? vs : ks) + (uint32_t)(cb * (C::BN * ATTN_SW_ROW_BYTES) + (warp * RPW + br) * ATTN_SW_ROW_BYTES);
+        mbar_expect_tx(full, BR * ATTN_SW_ROW_BYTES);
+        tma_load_3d(dst, op ? (const void *)tm->v : (const void *)tm->k, cb * 64, k.kvh, sb, full);
+    }
+    return cov;
+}
+
 /* Version 2 of the producer (SGL_ATTN_WGMMA_V2=1): the same barrier protocol,
  * copies and order; only the page-table read moves.  Version 1 read a tile's
  * slot right before using it (a branch around the load, the clamp right
@@ -358,8 +400,10 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
  * j is issued (one unconditional load per lane, a column past hi reads hi - 1)
  * and clamped into the pool when tile j + 1 uses it; a pair's tile 0 is read
  * at the pair's start, as before. */
-template <int D, bool FUSED = false>
-GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total, int flags) {
+template <int D, bool FUSED = false, bool TMA = false>
+GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total, int flags,
+                           const attn_kv_tmaps *tm = nullptr) {
+    static_assert(!(FUSED && TMA), "the fused save reads new rows from the input: cp.async only");
     const bool noload = flags & ATTN_WG_PROBE_NOLOAD;
     using C = extend_wg_cfg<D>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
@@ -384,7 +428,17 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
         if constexpr (FUSED)
             wg_load_kv_fused<D>(p, k, fs, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES,
                                 warp, lane);
-        else if (!noload)
+        else if constexpr (TMA) {
+            if (!noload) {
+                const uint32_t sb = wg_smem(sm);
+                const uint32_t cov = wg_tma_boxes<D>(p, k, t0, slot, sb + C::OFF_K + s * C::KV_BYTES,
+                                                     sb + C::OFF_V + s * C::KV_BYTES, bar.full(s), tm, warp, lane);
+                /* every box by TMA: nothing left for cp.async (warp-uniform) */
+                if (cov != __ballot_sync(0xffffffffu, (myrow & (ATTN_TMA_BOX_ROWS - 1)) == 0))
+                    wg_load_kv<D, true>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES,
+                                        sm + C::OFF_V + s * C::KV_BYTES, warp, lane, cov);
+            }
+        } else if (!noload)
             wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp,
                           lane);
         gc_cp_async_commit();
@@ -767,14 +821,15 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
 
 #endif /* ATTN_HAVE_WGMMA */
 
-/* The kernel: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<D>::SMEM
+/* The kernels: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<D>::SMEM
  * bytes of dynamic shared memory (set by attn_wgmma_setup); flags:
  * ATTN_WG_PINGPONG.  V: 0 version 1, 1 version 2, 2 version 2 with the fused
  * save_kv_cache (p.save_k set; the producer's wg_load_kv_fused and
- * wg_save_tile; the consumers are version 2's). */
-template <int DT, int D, bool OVL, int V = 0>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p, int flags) {
+ * wg_save_tile; the consumers are version 2's), 3 version 2 with the TMA
+ * producer (wg_tma_boxes; attn_extend_wgmma_tma_kernel, which has the maps). */
 #if defined(ATTN_HAVE_WGMMA)
+template <int DT, int D, bool OVL, int V>
+GC_DEV void wg_kernel_body(const attn_fwd &p, int flags, const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<D>;
     extern __shared__ __align__(16) uint8_t wg_smem_raw[];
     const uint32_t raw = wg_smem(wg_smem_raw);
@@ -795,16 +850,40 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(c
     const long long total = (long long)(n > 0 ? n : 0) * p.hq;
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        if constexpr (V >= 2) wg_producer_v2<D, true>(p, sm, bar, total, flags);
-        else if constexpr (V >= 1) wg_producer_v2<D>(p, sm, bar, total, flags);
+        if constexpr (V == 3) wg_producer_v2<D, false, true>(p, sm, bar, total, flags, tm);
+        else if constexpr (V == 2) wg_producer_v2<D, true>(p, sm, bar, total, flags);
+        else if constexpr (V == 1) wg_producer_v2<D>(p, sm, bar, total, flags);
         else wg_producer<D>(p, sm, bar, total);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
         wg_consumer<DT, D, OVL, (V >= 1 ? 1 : 0)>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, flags);
     }
+    (void)tm;
+}
+#endif
+
+template <int DT, int D, bool OVL, int V = 0>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p, int flags) {
+    static_assert(V >= 0 && V <= 2, "V 3 is attn_extend_wgmma_tma_kernel");
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, D, OVL, V>(p, flags, nullptr);
 #else
     (void)p;
     (void)flags;
+#endif
+}
+
+/* Version 2 with the TMA producer: the pool's K and V tensor maps ride in
+ * the parameters (__grid_constant__: the TMA reads them there). */
+template <int DT, int D, bool OVL>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p, int flags,
+                                                                                 const __grid_constant__ attn_kv_tmaps tm) {
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, D, OVL, 3>(p, flags, &tm);
+#else
+    (void)p;
+    (void)flags;
+    (void)tm;
 #endif
 }
 

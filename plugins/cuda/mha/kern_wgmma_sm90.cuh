@@ -144,6 +144,24 @@ GC_DEV void mbar_wait(uint32_t bar, uint32_t parity) {
     }
 }
 
+/* TMA (SGL_ATTN_WGMMA_TMA): add `bytes` to the transaction count of the
+ * barrier's current phase without arriving (the thread still arrives with the
+ * others), then copies that complete_tx on it.  The phase completes once
+ * every arrival and every byte are in. */
+GC_DEV void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+/* The box at coordinates (c0, c1, c2) of a 3-D tensor map (a __grid_constant__
+ * kernel parameter) into shared memory at dst (the map's swizzle applied by
+ * address bits, so a 128B-swizzled box lands in the sw128 layout when dst is
+ * 1024-aligned, or a multiple of 8 rows past such a base). */
+GC_DEV void tma_load_3d(uint32_t dst, const void *tmap, int32_t c0, int32_t c1, int32_t c2, uint32_t bar) {
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+                 "l"((uint64_t)tmap), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+                 : "memory");
+}
+
 /* Generic-proxy shared-memory writes (st.shared, cp.async) <-> async-proxy
  * accesses (wgmma operand reads).  Writers fence before they release; readers
  * fence again after they acquire (cheap, and covers either reading of the

@@ -42,6 +42,12 @@
  *                              (kern_extend_wgmma.cuh wg_fsave_at); the host
  *                              skips attn_save_kv_kernel only when
  *                              attn_wgmma_fused_save says yes.
+ *   SGL_ATTN_WGMMA_TMA=1       (opt-in; needs version 2, head dim 128) the
+ *                              producer brings whole 16-row boxes of the pool
+ *                              by TMA (a fourth kernel, the maps in its
+ *                              parameters; kern_extend_wgmma.cuh wg_tma_boxes);
+ *                              the host launches it (attn_tmap.h) for pages of
+ *                              a multiple of 16 tokens and no fused save.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +75,8 @@ static std::atomic<int> g_wg_v2{0};
 static std::atomic<int> g_wg_l2sec{0};
 /* Fused save set up: bit dtype (ATTN_DT_*), head dim ATTN_WG_V2_D only. */
 static std::atomic<int> g_wg_fused{0};
+/* TMA kernels set up: bit dtype, head dim ATTN_WG_V2_D only. */
+static std::atomic<int> g_wg_tma{0};
 
 /* The head dim version 2 is compiled for. */
 #define ATTN_WG_V2_D 128
@@ -102,13 +110,15 @@ extern "C" int attn_wgmma_available(int device) {
  * setmaxnreg split assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY
  * registers and the consumers' setmaxnreg.inc waits for exactly what the
  * producer gives back; a kernel built with fewer would hang there. */
-template <int DT, int D, bool OVL, int V = 0> static int setup_kernel() {
+template <int D, typename K> static int setup_fn(K fn) {
     cudaFuncAttributes fa;
-    cudaError_t e = cudaFuncGetAttributes(&fa, attn_extend_wgmma_kernel<DT, D, OVL, V>);
+    cudaError_t e = cudaFuncGetAttributes(&fa, fn);
     if (e != cudaSuccess) return (int)e;
     if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
-    return (int)cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D, OVL, V>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_wg_cfg<D>::SMEM);
+    return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_wg_cfg<D>::SMEM);
+}
+template <int DT, int D, bool OVL, int V = 0> static int setup_kernel() {
+    return setup_fn<D>(attn_extend_wgmma_kernel<DT, D, OVL, V>);
 }
 /* d256 runs the plain consumer: its ring has 2 stages (the overlapped consumer
  * needs 3, kern_extend_wgmma.cuh) and its O alone is 128 registers. */
@@ -116,10 +126,12 @@ template <int D> static constexpr bool overlap_ok() { return extend_wg_cfg<D>::S
 
 /* v2: also set up version 2 (head dim ATTN_WG_V2_D only; a setup that fails
  * leaves version 1 in use).  fused (with v2): also the fused-save kernel; its
- * setup failing only leaves it off (*fused_ok 0), the separate save runs. */
-template <int DT, int D> static int setup_one(int v2, int fused, int *fused_ok) {
+ * setup failing only leaves it off (*fused_ok 0), the separate save runs.
+ * tma (with v2): the TMA kernels likewise (*tma_ok). */
+template <int DT, int D> static int setup_one(int v2, int fused, int *fused_ok, int tma, int *tma_ok) {
     int e = 0;
     *fused_ok = 0;
+    *tma_ok = 0;
     if constexpr (overlap_ok<D>()) e = setup_kernel<DT, D, true>();
     if (!e) e = setup_kernel<DT, D, false>();
     if constexpr (D == ATTN_WG_V2_D)
@@ -127,8 +139,12 @@ template <int DT, int D> static int setup_one(int v2, int fused, int *fused_ok) 
             e = setup_kernel<DT, D, true, 1>();
             if (!e) e = setup_kernel<DT, D, false, 1>();
             if (!e && fused) *fused_ok = setup_kernel<DT, D, false, 2>() == 0;
+            if (!e && tma)
+                *tma_ok = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, true>) == 0 &&
+                          setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, false>) == 0;
         }
     (void)fused;
+    (void)tma;
     return e;
 }
 
@@ -175,12 +191,39 @@ static int extend_wg(const attn_fwd *p, int blocks, int ovl, int flags, int v2, 
         return (int)cudaErrorInvalidValue;                                                 \
     } while (0)
 
-static int setup_kernels(int dtype, int d, int v2, int fused, int *fused_ok) {
-    ATTN_WG_DISPATCH(setup_one, dtype, d, v2, fused, fused_ok);
+static int setup_kernels(int dtype, int d, int v2, int fused, int *fused_ok, int tma, int *tma_ok) {
+    ATTN_WG_DISPATCH(setup_one, dtype, d, v2, fused, fused_ok, tma, tma_ok);
+}
+
+/* The TMA kernel (head dim ATTN_WG_V2_D; the host checked p->save_k is NULL). */
+template <int DT, int D>
+static int extend_wg_tma(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, int ovl, int flags, cudaStream_t st) {
+    if constexpr (D == ATTN_WG_V2_D) {
+        if (p->save_k || !(g_wg_tma.load() & (1 << (DT == GC_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16))))
+            return (int)cudaErrorInvalidValue;
+        if (ovl)
+            attn_extend_wgmma_tma_kernel<DT, D, true>
+                <<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags, *tm);
+        else
+            attn_extend_wgmma_tma_kernel<DT, D, false>
+                <<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, flags, *tm);
+        return (int)cudaGetLastError();
+    }
+    (void)p;
+    (void)tm;
+    (void)blocks;
+    (void)ovl;
+    (void)flags;
+    (void)st;
+    return (int)cudaErrorInvalidValue;
 }
 
 static int launch(int dtype, int d, const attn_fwd *p, int blocks, int ovl, int flags, int v2, cudaStream_t st) {
     ATTN_WG_DISPATCH(extend_wg, dtype, d, p, blocks, ovl, flags, v2, st);
+}
+static int launch_tma(int dtype, int d, const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, int ovl, int flags,
+                      cudaStream_t st) {
+    ATTN_WG_DISPATCH(extend_wg_tma, dtype, d, p, tm, blocks, ovl, flags, st);
 }
 
 /* Default on: anything but "0".  Default off: only "1". */
@@ -203,11 +246,14 @@ extern "C" int attn_wgmma_setup(int dtype, int head_dim) {
     e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
     if (e != cudaSuccess) return (int)e;
     const int v2 = env_on("SGL_ATTN_WGMMA_V2");
-    int fused_ok = 0;
-    const int rc = setup_kernels(dtype, head_dim, v2, env_is1("SGL_ATTN_WGMMA_FUSED_SAVE"), &fused_ok);
+    int fused_ok = 0, tma_ok = 0;
+    const int rc = setup_kernels(dtype, head_dim, v2, env_is1("SGL_ATTN_WGMMA_FUSED_SAVE"), &fused_ok,
+                                 env_is1("SGL_ATTN_WGMMA_TMA"), &tma_ok);
     if (rc) return rc;
     if (fused_ok && head_dim == ATTN_WG_V2_D && (dtype == ATTN_DT_F16 || dtype == ATTN_DT_BF16))
         g_wg_fused.fetch_or(1 << dtype);
+    if (tma_ok && head_dim == ATTN_WG_V2_D && (dtype == ATTN_DT_F16 || dtype == ATTN_DT_BF16))
+        g_wg_tma.fetch_or(1 << dtype);
     g_wg_overlap.store(env_is1("SGL_ATTN_WGMMA_OVERLAP"));
     const char *probe = getenv("SGL_ATTN_WGMMA_PROBE");
     g_wg_flags.store((env_on("SGL_ATTN_WGMMA_PINGPONG") ? ATTN_WG_PINGPONG : 0) |
@@ -226,10 +272,16 @@ extern "C" int attn_wgmma_fused_save(int dtype, int head_dim) {
            ((g_wg_fused.load() >> dtype) & 1);
 }
 
+extern "C" int attn_wgmma_tma(int dtype, int head_dim) {
+    return head_dim == ATTN_WG_V2_D && (dtype == ATTN_DT_F16 || dtype == ATTN_DT_BF16) &&
+           ((g_wg_tma.load() >> dtype) & 1);
+}
+
 /* One persistent block per SM (fewer when the batch has fewer (item, head)
  * pairs); the kernel reads the planned item count from device memory, so a
- * captured graph replays any batch up to the capture's bound. */
-extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+ * captured graph replays any batch up to the capture's bound.  tm: the TMA
+ * kernel with these maps (attn_launch_extend_wgmma_tma), NULL the others. */
+static int launch_extend(int dtype, int d, const attn_fwd *p, const attn_kv_tmaps *tm, int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     int dev = 0;
     const cudaError_t e = cudaGetDevice(&dev);
@@ -241,5 +293,16 @@ extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, int
     attn_fwd q = *p;
     const long long sec = (long long)g_wg_l2sec.load() * p->group;
     q.l2_sec_heads = sec > 0 && sec < p->hq ? (int32_t)sec : 0;
+    if (tm) return launch_tma(dtype, d, &q, tm, blocks, g_wg_overlap.load(), g_wg_flags.load(), (cudaStream_t)stream);
     return launch(dtype, d, &q, blocks, g_wg_overlap.load(), g_wg_flags.load(), g_wg_v2.load(), (cudaStream_t)stream);
+}
+
+extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+    return launch_extend(dtype, d, p, NULL, grid_items, stream);
+}
+
+extern "C" int attn_launch_extend_wgmma_tma(int dtype, int d, const attn_fwd *p, const attn_kv_tmaps *tm,
+                                            int grid_items, void *stream) {
+    if (!tm) return (int)cudaErrorInvalidValue;
+    return launch_extend(dtype, d, p, tm, grid_items, stream);
 }

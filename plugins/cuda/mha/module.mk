@@ -5,7 +5,7 @@
 
 CUDA_ATTN_SO := $(PLUGDIR)/cuda_attn.so
 CUDA_ATTN_C := cuda_attn_plugin.c cuda_attn_backend.c cuda_attn_forward.c cuda_attn_check.c \
-               cuda_attn_sizing.c attn_dispatch.c
+               cuda_attn_sizing.c attn_dispatch.c attn_tmap.c
 CUDA_ATTN_CU := launch_misc.cu launch_simple.cu launch_mma.cu launch_wgmma.cu
 CUDA_ATTN_OBJS := $(addprefix $(OBJDIR)/plugins/cuda/mha/,$(CUDA_ATTN_C:.c=.o) $(CUDA_ATTN_CU:.cu=.cu.o))
 # The pure-C parts tests/cuda/ links without CUDA.
