@@ -21,7 +21,7 @@ set -u
 OUT=${OUT:?set OUT to the output folder}
 mkdir -p "$OUT"
 BUDGET=${LEVER_MLATMA_BUDGET:-86}       # the racecheck step ends by then
-BENCH_END=${LEVER_MLATMA_BENCH_END:-58} # no bench variant starts after this
+BENCH_END=${LEVER_MLATMA_BENCH_END:-60} # no bench variant starts after this
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SGL_ATTN_COMMIT=${SGL_ATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
 export SGL_ATTN_MLA_STRICT=1
