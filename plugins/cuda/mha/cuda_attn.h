@@ -98,7 +98,7 @@ typedef struct ca_backend {
     attn_tiles tiles;
     ca_sizing sz;
     void *dev_mem;     /* one allocation, carved by sz */
-    struct attn_tmap_cache *tmaps; /* SGL_ATTN_WGMMA_TMA=1: the pools' tensor maps (attn_tmap.h); NULL off */
+    struct attn_tmap_cache *tmaps; /* SGL_ATTN_WGMMA_TMA (default on): the pools' tensor maps (attn_tmap.h); NULL off */
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
     int32_t planned_bs, planned_tokens;

@@ -195,7 +195,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    /* SGL_ATTN_WGMMA_TMA=1 (launch_wgmma.cu set the kernel up): the encoder
+    /* SGL_ATTN_WGMMA_TMA (default on; launch_wgmma.cu set the kernel up): the encoder
      * and the per-layer map cache; without them the cp.async producer runs. */
     if (variant == ATTN_VARIANT_WGMMA && attn_wgmma_tma(b->dtype, b->head_dim)) {
         b->tmaps = attn_tmap_cache_new();

@@ -385,7 +385,7 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
     p.num_items = num_items_ptr(b, CA_DPLAN_COUNT + set);
     int ce;
-    /* SGL_ATTN_WGMMA_TMA=1: the TMA producer where its boxes can lie in one
+    /* SGL_ATTN_WGMMA_TMA, on by default: the TMA producer where its boxes can lie in one
      * page (page size a multiple of 16) and no fused save asks for the input
      * rows; the layer's maps re-encoded only when its pool moved. */
     if (b->tmaps && !p.save_k && a->batch->page_size > 0 && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {

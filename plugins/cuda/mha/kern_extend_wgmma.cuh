@@ -355,14 +355,14 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
     wg_signal<0>(pending);
 }
 
-/* TMA producer (V 3, SGL_ATTN_WGMMA_TMA=1; the host launches it only for
+/* TMA producer (V 3, SGL_ATTN_WGMMA_TMA, on by default; the host launches it only for
  * pages of a multiple of ATTN_TMA_BOX_ROWS tokens).  Warp w's rows [w RPW,
  * (w+1) RPW) of the tile split into boxes of 16 rows; box b goes by TMA (one
  * box of the pool's tensor map per 64-column block and operand, issued by one
  * lane each) when its 16 columns are all < hi, start on a multiple of 16 and
  * its first column's slot s0 (clamped, as the cp.async path uses it) is a
- * multiple of 16 with s0 + 16 <= num_slots: the 16 columns then lie in one
- * page, whose slots are s0 .. s0 + 15 (the page table's contract).  Any other
+ * multiple of 16 with s0 + 16 <= num_slots, and its 16 rows' slots are
+ * s0 .. s0 + 15 (one page, the page table's contract; checked, not assumed).  Any other
  * row (the last tile's partial box, rows past hi, an unaligned window start)
  * stays with cp.async and its zero-fill.  The lanes add the boxes' bytes to
  * the stage's full barrier before the copies, and arrive later with the rest
@@ -375,11 +375,14 @@ GC_DEV uint32_t wg_tma_boxes(const attn_fwd &p, const wg_work &k, int t0, int32_
     using C = extend_wg_cfg<D>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, BR = ATTN_TMA_BOX_ROWS;
     constexpr int NOPS = RPW / BR * C::DB * 2; /* boxes x column blocks x (K, V) */
-    static_assert(RPW % BR == 0 && NOPS <= 32, "a warp's boxes, one copy per lane");
+    static_assert(RPW % BR == 0 && NOPS <= 32 && BR == 16, "a warp's boxes, one copy per lane; the gap mask is 16 bits");
     const int rl = lane % RPW, b0 = rl & ~(BR - 1);
     const int32_t s0 = __shfl_sync(0xffffffffu, slot, b0);
+    /* The box's rows really are slots s0 .. s0 + 15 (lanes < RPW hold every row
+     * once): a table that breaks the page contract loads by cp.async, correctly. */
+    const uint32_t gap = __ballot_sync(0xffffffffu, slot != s0 + (rl & (BR - 1)));
     const bool ok = (rl & (BR - 1)) == 0 && (t0 & (BR - 1)) == 0 && t0 + warp * RPW + b0 + BR <= k.hi &&
-                    (s0 & (BR - 1)) == 0 && (int64_t)s0 + BR <= p.num_slots;
+                    (s0 & (BR - 1)) == 0 && (int64_t)s0 + BR <= p.num_slots && ((gap >> b0) & 0xffffu) == 0;
     const uint32_t cov = __ballot_sync(0xffffffffu, ok);
     const int op = lane & 1, cb = (lane >> 1) % C::DB, br = (lane % NOPS) / (2 * C::DB) * BR;
     const int32_t sb = __shfl_sync(0xffffffffu, slot, br);

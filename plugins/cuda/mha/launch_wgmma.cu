@@ -42,7 +42,9 @@
  *                              (kern_extend_wgmma.cuh wg_fsave_at); the host
  *                              skips attn_save_kv_kernel only when
  *                              attn_wgmma_fused_save says yes.
- *   SGL_ATTN_WGMMA_TMA=1       (opt-in; needs version 2, head dim 128) the
+ *   SGL_ATTN_WGMMA_TMA=0       the cp.async-only producer.  Default (needs
+ *                              version 2, head dim 128; 1.02-1.16x on the H200,
+ *                              bench/results/h200-2026-12-03/run7-*): the
  *                              producer brings whole 16-row boxes of the pool
  *                              by TMA (a fourth kernel, the maps in its
  *                              parameters; kern_extend_wgmma.cuh wg_tma_boxes);
@@ -248,7 +250,7 @@ extern "C" int attn_wgmma_setup(int dtype, int head_dim) {
     const int v2 = env_on("SGL_ATTN_WGMMA_V2");
     int fused_ok = 0, tma_ok = 0;
     const int rc = setup_kernels(dtype, head_dim, v2, env_is1("SGL_ATTN_WGMMA_FUSED_SAVE"), &fused_ok,
-                                 env_is1("SGL_ATTN_WGMMA_TMA"), &tma_ok);
+                                 env_on("SGL_ATTN_WGMMA_TMA"), &tma_ok);
     if (rc) return rc;
     if (fused_ok && head_dim == ATTN_WG_V2_D && (dtype == ATTN_DT_F16 || dtype == ATTN_DT_BF16))
         g_wg_fused.fetch_or(1 << dtype);
