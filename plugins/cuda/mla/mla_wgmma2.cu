@@ -13,9 +13,10 @@
  * on BAR_B (so WG0 may overwrite it next pair), scales it by alpha_b in fp32,
  * and runs O_R += (P_a alpha_b) V_aR first (RS), then P_b V_bR.  So:
  *  - BAR_P0 and WG0's second P store are gone;
- *  - K0 4-7 are reloaded after WG1's first PV of the pair, a whole QK^T and
- *    two PVs ahead of their use; the rope sub-tiles (used only by QK^T) are
- *    reloaded at the start of the pair instead of after a PV;
+ *  - K0 4-7 are reloaded after WG1's first PV of the pair instead of its last,
+ *    so WG0's P_b V_bL and the first 5 sub-tiles of its next QK^T cover the
+ *    load; the rope sub-tiles (used only by QK^T) are reloaded at the first
+ *    PV of their buffer in the pair instead of after a later one;
  *  - WG0 waits for its P_a V_aL only after BAR_B (the two waits overlap).
  * P_a is rounded to bf16 twice (P_a, then P_a alpha_b) where wgmma0 rounded
  * once; alpha_b <= 1, so the error stays at bf16's level.
