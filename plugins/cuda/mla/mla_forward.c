@@ -61,7 +61,8 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     /* The plan's kernel, unless these tensors' dtypes rule it out. */
     int32_t kernel = b->kernel;
     if (v.kv_dt != v.q_dt) kernel = MLA_KERNEL_SIMPLE;
-    const int tma = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW || kernel == MLA_KERNEL_WGMMA0;
+    const int tma = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW || kernel == MLA_KERNEL_WGMMA0 ||
+                    kernel == MLA_KERNEL_WGMMA2;
     if (tma && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
 
     mla_fwd_args f;
@@ -102,7 +103,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     }
 
     int e = 0;
-    if (kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW || kernel == MLA_KERNEL_WGMMA0) {
+    if (tma) {
         int cu = 0;
         f.tmap = layer_tmap(b, a->layer->layer_id, v.pool, v.num_slots, b->page < 64 ? b->page : 64, &cu);
         if (!f.tmap)
@@ -111,6 +112,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
                                  a->layer->layer_id, (long long)v.num_slots, cu);
         e = kernel == MLA_KERNEL_WGMMA    ? mla_launch_wgmma(&f)
           : kernel == MLA_KERNEL_WGMMA0 ? mla_launch_wgmma0(&f)
+          : kernel == MLA_KERNEL_WGMMA2 ? mla_launch_wgmma2(&f)
                                         : mla_launch_narrow(&f);
     } else if (kernel == MLA_KERNEL_MMA) {
         e = mla_launch_mma(&f, b->dev.smem_per_block_optin);
