@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cuda_runtime_api.h>
 
@@ -158,6 +159,16 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         paths.dec_stream = paths.dec_split >= 2 ? paths.dec_split - 1 : 0;
         if (paths.dec_stream) paths.dec_split = 0;
     }
+    /* the split phase 1's prep kernel: v1 (default) or v2 (lk_split1.cu, opt-in until measured) */
+    int c1_prep = 1;
+    {
+        const char *v = lin_option(host, name, "SGL_ATTN_LIN_PREP", "prep");
+        if (v && !strcasecmp(v, "v2")) c1_prep = 2;
+        else if (v && *v && strcasecmp(v, "v1") && strcasecmp(v, "auto")) {
+            lin_str(err, en, "%s: SGL_ATTN_LIN_PREP / plugin option prep = \"%s\": expected v1, v2 or auto", name, v);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
     sgl_cuda_device_info dev;
     if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
     if (dev.sm_major < 8) {
@@ -186,6 +197,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->variant = variant;
     w->vt = vt;
     w->paths = paths;
+    w->c1_prep = c1_prep;
     w->sync_check = sync_check;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;

@@ -92,6 +92,120 @@ __global__ __launch_bounds__(LK_P0_THREADS) void lin_cprep_kernel(lin_fwd p) {
     }
 }
 
+/* Prep v2 (SGL_ATTN_LIN_PREP=v2; gdn, conv width 4, bf16 x): the same
+ * outputs as lin_cprep_kernel with nothing serial and no shared memory.  Why:
+ * v1 convolves each channel by one thread walking the chunk's 64 tokens
+ * through shared memory (a dependent chain per block, 34 KB of shared memory,
+ * scalar 2-byte loads and stores), 1.09 ms at 64k tokens for ~0.4 GB moved.
+ * Here one block per (chunk, head tile), 256 threads: lane group of 16
+ * threads per token slice, thread (slice s, octet o) owns channels 8o .. 8o+7
+ * of tokens 4s .. 4s+3; it loads its 4 + 3 input rows (16-byte loads, all
+ * issued before any use; history rows from the slot), convolves in registers
+ * (same order of additions: bias, oldest first), l2norm by a butterfly over
+ * the 16 threads of its slice, and stores 16 bytes per token. */
+#define LK_P2_THREADS 256
+#define LK_P2_TPT 4 /* tokens per thread */
+#define LK_P2_W 4   /* conv width served */
+#define LK_P2_SMEM (LIN_TC_VMAX * (LK_P2_W + 1) * 4)
+
+template <int OT>
+__global__ __launch_bounds__(LK_P2_THREADS) void lin_cprep2_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K, W = LK_P2_W, H = W - 1, TPT = LK_P2_TPT, R = TPT + H;
+    LK_DYN_SMEM(float, wsm); /* [128][W] weights | [128] biases */
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int y = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    if (slot < 0) return; /* padding: the outputs are zeroed by phase 2 */
+    const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
+    const int len = p.pl.chunk_len[j], init = p.pl.req_init[i], crel = (int)(ct0 - rt0);
+    const int HV = p.hv, HK = p.hk, V = p.V;
+    const int which = y < HK ? 0 : y < 2 * HK ? 1 : 2, hh = which == 0 ? y : which == 1 ? y - HK : y - 2 * HK;
+    const int nch = which < 2 ? K : V;
+    const int o = threadIdx.x & 15, s = threadIdx.x >> 4, t0 = TPT * s;
+    const int cb = which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V;
+    /* idle threads (V < 128) load nothing; every q/k thread stays for the butterfly */
+    const bool live = 8 * o < nch;
+    const int ch = cb + (live ? 8 * o : 0);
+
+    /* rows r = 0 .. R-1: the input at chunk token t0 - H + r */
+    float e[R][8];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int tc = t0 - H + r, pos = crel + tc;
+        if (pos >= 0 && tc < len && live) {
+            const uint16_t *src = (const uint16_t *)p.x.p + (rt0 + pos) * p.x_dim + ch;
+            LK_ALIGNED(src, 16);
+            const uint4 v = *(const uint4 *)src;
+            const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                e[r][2 * q] = gc_bf16_to_f32((uint16_t)(wv[q] & 0xffffu));
+                e[r][2 * q + 1] = gc_bf16_to_f32((uint16_t)(wv[q] >> 16));
+            }
+        } else {
+#pragma unroll
+            for (int c = 0; c < 8; c++)
+                e[r][c] = pos < 0 && init && live
+                              ? lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)(ch + c) * H + H + pos)
+                              : 0.f;
+        }
+    }
+    /* the tile's weights and biases in shared memory (registers for the rows: 3 blocks per SM) */
+    for (int idx = threadIdx.x; idx < nch * W; idx += LK_P2_THREADS) wsm[idx] = lk_in(p.conv_weight, (int64_t)cb * W + idx);
+    for (int c = threadIdx.x; c < nch; c += LK_P2_THREADS) wsm[LIN_TC_VMAX * W + c] = lk_in0(p.conv_bias, cb + c);
+    __syncthreads();
+    if (which == 2 && (!live || t0 >= len)) return;
+    const float *wt = wsm + 8 * o * W, *bias = wsm + LIN_TC_VMAX * W + 8 * o;
+    /* output u overwrites row u: its last reader */
+#pragma unroll
+    for (int u = 0; u < TPT; u++)
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            float acc = bias[c];
+#pragma unroll
+            for (int m = 0; m < W; m++) acc += wt[c * W + m] * e[u + m][c];
+            e[u][c] = lk_silu(acc);
+        }
+    if (which < 2) { /* q or k: l2norm over the 16 threads of the slice, 16-bit */
+        uint16_t *dst = (uint16_t *)(which ? p.Kc : p.Qc) + (ct0 * HK + hh) * K + 8 * o;
+#pragma unroll
+        for (int u = 0; u < TPT; u++) {
+            float inv = 1.f;
+            if (p.l2norm) {
+                float ss = 0.f;
+#pragma unroll
+                for (int c = 0; c < 8; c++) ss += e[u][c] * e[u][c];
+#pragma unroll
+                for (int d = 8; d; d >>= 1) ss += gc_shfl_xor(ss, d);
+                inv = 1.f / sqrtf(ss + 1e-6f);
+            }
+            if (t0 + u < len) {
+                uint4 v;
+                v.x = lk_pack2<OT>(e[u][0] * inv, e[u][1] * inv);
+                v.y = lk_pack2<OT>(e[u][2] * inv, e[u][3] * inv);
+                v.z = lk_pack2<OT>(e[u][4] * inv, e[u][5] * inv);
+                v.w = lk_pack2<OT>(e[u][6] * inv, e[u][7] * inv);
+                LK_ALIGNED(dst + (int64_t)(t0 + u) * HK * K, 16);
+                *(uint4 *)(dst + (int64_t)(t0 + u) * HK * K) = v;
+            }
+        }
+    } else { /* beta v */
+        uint16_t *dst = (uint16_t *)p.Vc + (ct0 * HV + hh) * V + 8 * o;
+#pragma unroll
+        for (int u = 0; u < TPT; u++) {
+            if (t0 + u >= len) break;
+            const float sc = lk_sigmoid(lk_in(p.b, (ct0 + t0 + u) * HV + hh));
+            uint4 v;
+            v.x = lk_pack2<OT>(sc * e[u][0], sc * e[u][1]);
+            v.y = lk_pack2<OT>(sc * e[u][2], sc * e[u][3]);
+            v.z = lk_pack2<OT>(sc * e[u][4], sc * e[u][5]);
+            v.w = lk_pack2<OT>(sc * e[u][6], sc * e[u][7]);
+            LK_ALIGNED(dst + (int64_t)(t0 + u) * HV * V, 16);
+            *(uint4 *)(dst + (int64_t)(t0 + u) * HV * V) = v;
+        }
+    }
+}
+
 template <int OT>
 __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
@@ -315,6 +429,13 @@ int lk_split1_setup(void) {
     return e;
 }
 
+/* prep v2 serves gdn with conv width 4, bf16 x in 16-byte rows (x_dim a
+ * multiple of 8, 16-byte aligned base); anything else takes v1 */
+static bool lk_prep2_ok(const lin_fwd &p) {
+    return p.c1_prep == 2 && p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
+           ((uintptr_t)p.x.p & 15) == 0 && p.K == LIN_TC_K && p.V % 8 == 0;
+}
+
 extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     const lin_fwd &p = *pp;
     /* bf16 operands only (the binary's size: f16 takes the fused phase 1) */
@@ -325,8 +446,13 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     if (chunks <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv));
-    void (*k0)(lin_fwd) = lin_cprep_kernel<LIN_DT_BF16>;
-    LK_LAUNCH(k0, g0, LK_P0_THREADS, LK_P0_SMEM, st, p);
+    if (lk_prep2_ok(p)) {
+        void (*k0)(lin_fwd) = lin_cprep2_kernel<LIN_DT_BF16>;
+        LK_LAUNCH(k0, g0, LK_P2_THREADS, LK_P2_SMEM, st, p);
+    } else {
+        void (*k0)(lin_fwd) = lin_cprep_kernel<LIN_DT_BF16>;
+        LK_LAUNCH(k0, g0, LK_P0_THREADS, LK_P0_SMEM, st, p);
+    }
     int e = (int)cudaGetLastError();
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
