@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# bench/gpu/lever_linpre.sh - the split phase 1's prep kernel v2 of the CUDA
-# linear wrappers (SGL_ATTN_LIN_PREP=v2, lin_cprep2_kernel in lk_split1.cu:
-# no shared-memory conv chain, 16-byte loads and stores) checked, sanitised
-# and timed against the default (v1) on the same binary.  Prebuilt build/,
-# repo root, OUT=dir; every step capped, 88 s of caps in all.
+# bench/gpu/lever_linpre.sh - two opt-in levers of the CUDA linear wrappers'
+# chunked prefill, checked, sanitised and timed against the defaults on the
+# same binary ("v2" below = both selected):
+#   SGL_ATTN_LIN_PREP=v2    lin_cprep2_kernel (lk_split1.cu): the split prep
+#                           without the shared-memory conv chain, 16-byte I/O
+#   SGL_ATTN_LIN_CSTATE=v2  lin_cstate_kernel<.., 4> (lk_split2.cu): the state
+#                           pass with 4 producer warps instead of 1
+# (ncu's per-kernel durations separate the two.)  Prebuilt build/, repo
+# root, OUT=dir; every step capped, 88 s of caps in all.
 #   1. test_lin_gpu LT_QUICK=3 (every split config and graph) with v2, and
-#      LT_QUICK=6 (three gdn split extends) with the default
+#      LT_QUICK=6 (three gdn split extends) with the defaults
 #   2. compute-sanitizer memcheck and racecheck, LT_QUICK=6 with v2
 #   3. bench_lin prefill T=65536 (Qwen3.5 TP8, tiles 16 and 32), v1 and v2:
 #      $OUT/bench_pre_{v1,v2}.json
@@ -16,33 +20,35 @@ OUT=${OUT:?}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 T=build/tests; P=build/lib/sglattn/plugins
 step() { echo; echo "### $* [$SECONDS s]"; }
-unset SGL_ATTN_LIN_DECODE SGL_ATTN_LIN_CHUNK1 SGL_ATTN_LIN_CHUNK2 SGL_ATTN_LIN_KERNEL SGL_ATTN_LIN_VT SGL_ATTN_LIN_PREP
+unset SGL_ATTN_LIN_DECODE SGL_ATTN_LIN_CHUNK1 SGL_ATTN_LIN_CHUNK2 SGL_ATTN_LIN_KERNEL SGL_ATTN_LIN_VT SGL_ATTN_LIN_PREP \
+  SGL_ATTN_LIN_CSTATE
+sel() { if [ "$1" = v2 ]; then echo "SGL_ATTN_LIN_PREP=v2 SGL_ATTN_LIN_CSTATE=v2"; else echo "SGL_ATTN_LIN_PREP=v1"; fi; }
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>/dev/null | head -1
 
-step "1. test_lin_gpu: split kernels with prep v2 (LT_QUICK=3), default (LT_QUICK=6)"
-SGL_ATTN_LIN_PREP=v2 LT_QUICK=3 timeout 15 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_v2.log" 2>&1
+step "1. test_lin_gpu: split kernels with v2 (LT_QUICK=3), default (LT_QUICK=6)"
+env $(sel v2) LT_QUICK=3 timeout 15 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_v2.log" 2>&1
 echo "v2 rc=$? $(tail -1 "$OUT/test_lin_gpu_v2.log")"
 grep -E "^FAIL|SKIP" "$OUT/test_lin_gpu_v2.log" | head -8
 LT_QUICK=6 timeout 5 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_v1.log" 2>&1
 echo "default rc=$? $(tail -1 "$OUT/test_lin_gpu_v1.log")"
 
-step "2. compute-sanitizer memcheck / racecheck (LT_QUICK=6, prep v2)"
+step "2. compute-sanitizer memcheck / racecheck (LT_QUICK=6, v2)"
 for tool in memcheck racecheck; do
-  SGL_ATTN_LIN_PREP=v2 LT_QUICK=6 timeout $([ $tool = memcheck ] && echo 10 || echo 12) \
+  env $(sel v2) LT_QUICK=6 timeout $([ $tool = memcheck ] && echo 10 || echo 12) \
     compute-sanitizer --tool $tool --error-exitcode 9 $T/test_lin_gpu $P > "$OUT/lin_prep2_$tool.log" 2>&1
   echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/lin_prep2_$tool.log" | tail -1) $(tail -1 "$OUT/lin_prep2_$tool.log")"
 done
 
 step "3. bench_lin prefill T=65536: v1 (default), v2"
 for v in v1 v2; do
-  SGL_ATTN_LIN_PREP=$v BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 8 \
+  env $(sel $v) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 8 \
     $T/bench_lin "$OUT/bench_pre_$v.json" $P > "$OUT/bench_pre_$v.log" 2>&1
   echo "$v rc=$?"; grep prefill "$OUT/bench_pre_$v.log"
 done
 
 step "4. ncu kernel durations (first 12 launches): v1, v2"
 for v in v1 v2; do
-  SGL_ATTN_LIN_PREP=$v BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 15 \
+  env $(sel $v) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 15 \
     ncu --clock-control none --metrics gpu__time_duration.sum -c 12 $T/bench_lin /dev/null $P > "$OUT/ncu_$v.txt" 2>&1
   echo "$v rc=$?"
 done
@@ -60,7 +66,7 @@ for v in ("v1", "v2"):
     try:
         for line in open(os.path.join(out, "ncu_%s.txt" % v)):
             m = re.match(r"^\s+(?:void )?(lin_\w+(?:<[^>]*>)?)\(", line)
-            if m: name = m.group(1); continue
+            if m: name = m.group(1).replace("cprep2", "cprep").replace(", 1>", ", NP>").replace(", 4>", ", NP>"); continue
             m = re.search(r"gpu__time_duration\.sum\s+(\w+)\s+([\d.,]+)", line)
             if m and name:
                 x = float(m.group(2).replace(",", "")) * {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0}.get(m.group(1), float("nan"))
@@ -68,14 +74,14 @@ for v in ("v1", "v2"):
     except Exception as e:
         print("%s: no ncu output (%s)" % (v, e))
     ms[v] = {k: sum(x) / len(x) for k, x in d.items()}
-print("%-28s %10s %10s %8s" % ("T=65536 prefill", "v1", "v2", "v2/v1"))
+print("%-28s %10s %10s %8s" % ("T=65536 prefill", "v1", "v2", "v2/v1")); print("(v2: lin_cprep2_kernel, lin_cstate_kernel NP = 4 producer warps; v1: NP = 1)")
 for vt in sorted(set(tf["v1"]) | set(tf["v2"])):
     a, b = tf["v1"].get(vt), tf["v2"].get(vt)
     fa = a["tflops_std"] if a else float("nan"); fb = b["tflops_std"] if b else float("nan")
     print("%-28s %10.2f %10.2f %8.3f" % ("TFLOP/s vt=%s" % vt, fa, fb, fb / fa if a and b and fa else float("nan")))
     print("%-28s %10.1f %10.1f" % ("us vt=%s" % vt, a["us"] if a else float("nan"), b["us"] if b else float("nan")))
-for k in sorted(set(ms["v1"]) | set(ms["v2"]), key=lambda k: k.replace("cprep2", "cprep")):
+for k in sorted(set(ms["v1"]) | set(ms["v2"]), key=lambda k: k):
     a, b = ms["v1"].get(k, float("nan")), ms["v2"].get(k, float("nan"))
-    print("%-28s %10.3f %10.3f   ms (mean over the launches profiled)" % (k, a, b))
+    print("%-28s %10.3f %10.3f %8.3f  ms (mean of the launches profiled)" % (k, a, b, b / a if a else float("nan")))
 EOF
 echo "lever_linpre: done [$SECONDS s]"

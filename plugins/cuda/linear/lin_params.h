@@ -94,6 +94,7 @@ typedef struct lin_fwd {
     int32_t c1_split;   /* phase 1 is the split one (P2 fused needs QG, M from it either way) */
     int32_t c1_prep;    /* SGL_ATTN_LIN_PREP=v2: the split prep without shared memory (gdn, conv width 4,
                            bf16 x; other shapes take v1) */
+    int32_t c2_np;      /* SGL_ATTN_LIN_CSTATE=v2: 4 producer warps in the split state pass (else 1) */
     /* the stream decode (SGL_ATTN_LIN_DECODE=stream): the prep kernel's operands per (request,
      * key head group), lin_decode3_per floats each, in the fused kernel's shared-memory layout */
     float *dq;
