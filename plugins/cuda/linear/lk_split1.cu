@@ -206,7 +206,31 @@ __global__ __launch_bounds__(LK_P2_THREADS) void lin_cprep2_kernel(lin_fwd p) {
     }
 }
 
-template <int OT>
+/* 8 16-bit values <-> floats (one 16-byte word) */
+template <int OT> LK_DEV void lk_unpack8(const uint16_t *src, float f[8]) {
+    LK_ALIGNED(src, 16);
+    const uint4 v = *(const uint4 *)src;
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        f[2 * q] = lk_from16<OT>((uint16_t)(w[q] & 0xffffu));
+        f[2 * q + 1] = lk_from16<OT>((uint16_t)(w[q] >> 16));
+    }
+}
+template <int OT> LK_DEV void lk_pack8(uint16_t *dst, const float f[8]) {
+    uint4 v;
+    v.x = lk_pack2<OT>(f[0], f[1]);
+    v.y = lk_pack2<OT>(f[2], f[3]);
+    v.z = lk_pack2<OT>(f[4], f[5]);
+    v.w = lk_pack2<OT>(f[6], f[7]);
+    LK_ALIGNED(dst, 16);
+    *(uint4 *)dst = v;
+}
+
+/* V2 (SGL_ATTN_LIN_PREP=v2): the element-wise passes (QG, KD; beta k e^G) 8
+ * values per thread and step with 16-byte shared and global accesses instead
+ * of 2 / 1 (the same values in the same order of operations). */
+template <int OT, int V2>
 __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
     const int KIND = p.kind;
@@ -330,6 +354,21 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     /* ---- QG, KD (pairs of columns), exp(G_last) */
     {
         uint16_t *QGg = (uint16_t *)p.QGt + (ct0 * hrow + h) * K, *KDg = (uint16_t *)p.KDt + (ct0 * hrow + h) * K;
+        if (V2)
+            for (int idx = tid; idx < len * (K / 8); idx += LK_U_THREADS) {
+                const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+                float qg[8], kd[8];
+                lk_unpack8<OT>(qs + t * KP + c, qg);
+                lk_unpack8<OT>(ks + t * KP + c, kd);
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    qg[e] = scale * qg[e] * eGt[t];
+                    kd[e] = kd[e] * eGr[t];
+                }
+                lk_pack8<OT>(QGg + t * hrow * K + c, qg);
+                lk_pack8<OT>(KDg + t * hrow * K + c, kd);
+            }
+        else
         for (int idx = tid; idx < len * (K / 2); idx += LK_U_THREADS) {
             const int t = idx / (K / 2), c = 2 * (idx % (K / 2));
             float qg[2], kd[2];
@@ -357,6 +396,16 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
         return;
     }
     /* ---- beta k e^G, in place of k */
+    if (V2)
+        for (int idx = tid; idx < C * (K / 8); idx += LK_U_THREADS) {
+            const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+            float kv[8];
+            lk_unpack8<OT>(ks + t * KP + c, kv);
+#pragma unroll
+            for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * eGt[t];
+            lk_pack8<OT>(ks + t * KP + c, kv);
+        }
+    else
     for (int idx = tid; idx < C * K; idx += LK_U_THREADS) {
         const int t = idx / K, c = idx % K;
         ks[t * KP + c] = lk_to16<OT>(bs[t] * lk_from16<OT>(ks[t * KP + c]) * eGt[t]);
@@ -422,10 +471,11 @@ static_assert(LK_U_SMEM <= (int)LIN_C1_SMEM && LK_P0_SMEM <= (int)LIN_C1_SMEM,
               "the split kernels need at most phase 1's shared memory (lin_create.c checks that one)");
 
 int lk_split1_setup(void) {
-    const void *k[2] = {(const void *)lin_ut_kernel<LIN_DT_BF16>, (const void *)lin_cprep_kernel<LIN_DT_BF16>};
-    const int sm[2] = {LK_U_SMEM, LK_P0_SMEM};
+    const void *k[3] = {(const void *)lin_ut_kernel<LIN_DT_BF16, 0>, (const void *)lin_cprep_kernel<LIN_DT_BF16>,
+                        (const void *)lin_ut_kernel<LIN_DT_BF16, 1>};
+    const int sm[3] = {LK_U_SMEM, LK_P0_SMEM, LK_U_SMEM};
     int e = 0;
-    for (int i = 0; i < 2 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int i = 0; i < 3 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     return e;
 }
 
@@ -458,7 +508,7 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e) return e;
     dim3 g1((unsigned)chunks, (unsigned)p.hv);
-    void (*k1)(lin_fwd) = lin_ut_kernel<LIN_DT_BF16>;
+    void (*k1)(lin_fwd) = p.c1_prep == 2 ? lin_ut_kernel<LIN_DT_BF16, 1> : lin_ut_kernel<LIN_DT_BF16, 0>;
     LK_LAUNCH(k1, g1, LK_U_THREADS, LK_U_SMEM, st, p);
     return (int)cudaGetLastError();
 }
