@@ -78,18 +78,37 @@ __global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin
             meta[2 * s] = (int)(ct0 - p.pl.req_tok0[i]); /* relative: fits an int */
             meta[2 * s + 1] = len;
         }
+        if (NP > 1) { /* v2: 32-bit offsets from the chunk's first row (fewer instructions per copy) */
+            const int rs = HV * K; /* token-row stride of W, KD */
+            const uint16_t *Wg = (const uint16_t *)p.Wt + (ct0 * HV + h) * K, *Kg = (const uint16_t *)p.KDt + (ct0 * HV + h) * K;
+            const uint16_t *Ugs = (const uint16_t *)p.Ut + ct0 * HV * V + ocol;
+#pragma unroll
+            for (int idx = pl; idx < C * (K / 8); idx += PT) {
+                const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+                const bool ok = t < len;
+                const int src = (ok ? t : 0) * rs + cc;
+                if (DELTA) lk_cp_async16(Ws + t * KP + cc, Wg + src, ok);
+                lk_cp_async16(KDs + t * KP + cc, Kg + src, ok);
+            }
+            for (int idx = pl; idx < C * (VT / 8); idx += PT) {
+                const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
+                const bool ok = t < len;
+                lk_cp_async16(Us + t * VTP + cc, Ugs + (ok ? t : 0) * HV * V + cc, ok);
+            }
+        } else {
 #pragma unroll 4
-        for (int idx = pl; idx < C * (K / 8); idx += PT) {
-            const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
-            const bool ok = t < len;
-            const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
-            if (DELTA) lk_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
-            lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
-        }
-        for (int idx = pl; idx < C * (VT / 8); idx += PT) {
-            const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
-            const bool ok = t < len;
-            lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
+            for (int idx = pl; idx < C * (K / 8); idx += PT) {
+                const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+                const bool ok = t < len;
+                const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
+                if (DELTA) lk_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
+                lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
+            }
+            for (int idx = pl; idx < C * (VT / 8); idx += PT) {
+                const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
+                const bool ok = t < len;
+                lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
+            }
         }
         if (pl < 32) lk_cp_async16(eGs + pl * 4, p.eG + ((int64_t)jc * HV + h) * K + pl * 4, true); /* K / 4 = 32 */
     };
