@@ -7,10 +7,11 @@
 #   SGL_ATTN_LIN_CSTATE=v2  lin_cstate_kernel<.., 4> (lk_split2.cu): the state
 #                           pass with 4 producer warps instead of 1
 # (ncu's per-kernel durations separate the two.)  Prebuilt build/, repo
-# root, OUT=dir; every step capped, 88 s of caps in all.
+# root, OUT=dir; every step capped, 89 s of caps in all.
 #   1. test_lin_gpu LT_QUICK=3 (every split config and graph) with v2, and
 #      LT_QUICK=6 (three gdn split extends) with the defaults
-#   2. compute-sanitizer memcheck and racecheck, LT_QUICK=6 with v2
+#   2. compute-sanitizer memcheck (LT_QUICK=6) and racecheck (LT_QUICK=7: VT 32
+#      and 16) with v2
 #   3. bench_lin prefill T=65536 (Qwen3.5 TP8, tiles 16 and 32), v1 and v2:
 #      $OUT/bench_pre_{v1,v2}.json
 #   4. ncu per-kernel durations of the first 12 launches, v1 and v2
@@ -26,29 +27,29 @@ sel() { if [ "$1" = v2 ]; then echo "SGL_ATTN_LIN_PREP=v2 SGL_ATTN_LIN_CSTATE=v2
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>/dev/null | head -1
 
 step "1. test_lin_gpu: split kernels with v2 (LT_QUICK=3), default (LT_QUICK=6)"
-env $(sel v2) LT_QUICK=3 timeout 15 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_v2.log" 2>&1
+env $(sel v2) LT_QUICK=3 timeout 10 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_v2.log" 2>&1
 echo "v2 rc=$? $(tail -1 "$OUT/test_lin_gpu_v2.log")"
 grep -E "^FAIL|SKIP" "$OUT/test_lin_gpu_v2.log" | head -8
 LT_QUICK=6 timeout 5 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_v1.log" 2>&1
 echo "default rc=$? $(tail -1 "$OUT/test_lin_gpu_v1.log")"
 
-step "2. compute-sanitizer memcheck / racecheck (LT_QUICK=6, v2)"
+step "2. compute-sanitizer memcheck (LT_QUICK=6) / racecheck (LT_QUICK=7), v2"
 for tool in memcheck racecheck; do
-  env $(sel v2) LT_QUICK=6 timeout $([ $tool = memcheck ] && echo 10 || echo 12) \
+  env $(sel v2) LT_QUICK=$([ $tool = memcheck ] && echo 6 || echo 7) timeout $([ $tool = memcheck ] && echo 12 || echo 26) \
     compute-sanitizer --tool $tool --error-exitcode 9 $T/test_lin_gpu $P > "$OUT/lin_prep2_$tool.log" 2>&1
   echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/lin_prep2_$tool.log" | tail -1) $(tail -1 "$OUT/lin_prep2_$tool.log")"
 done
 
 step "3. bench_lin prefill T=65536: v1 (default), v2"
 for v in v1 v2; do
-  env $(sel $v) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 8 \
+  env $(sel $v) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 7 \
     $T/bench_lin "$OUT/bench_pre_$v.json" $P > "$OUT/bench_pre_$v.log" 2>&1
   echo "$v rc=$?"; grep prefill "$OUT/bench_pre_$v.log"
 done
 
 step "4. ncu kernel durations (first 12 launches): v1, v2"
 for v in v1 v2; do
-  env $(sel $v) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 15 \
+  env $(sel $v) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 11 \
     ncu --clock-control none --metrics gpu__time_duration.sum -c 12 $T/bench_lin /dev/null $P > "$OUT/ncu_$v.txt" 2>&1
   echo "$v rc=$?"
 done
