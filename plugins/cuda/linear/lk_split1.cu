@@ -32,6 +32,8 @@
 #define LK_U_R2 (LIN_CHUNK * (LIN_TC_VMAX + 8) * 2)
 #define LK_U_R3 (LIN_CHUNK * (LIN_CHUNK + 1) * 4)
 #define LK_U_SMEM (2 * LK_U_R0 + LK_U_R2 + LK_U_R3 + 4 * LIN_CHUNK * 4)
+/* v2: the values land late, over q / T (f32) once T is in 16 bits: 51 KiB, 4 blocks per SM */
+#define LK_U_SMEM2 (LK_U_SMEM - LK_U_R2)
 #define LK_P0_SMEM ((LIN_CHUNK + LIN_CONV_W_MAX - 1) * LIN_TC_VMAX * 4)
 
 template <int OT>
@@ -236,11 +238,14 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN, M2 = KIND == LIN_MAMBA2;
     LK_DYN_SMEM(unsigned char, smraw);
-    uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0), *vs = (uint16_t *)(smraw + 2 * LK_U_R0);
+    constexpr int R2 = V2 ? 0 : LK_U_R2;
+    uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0);
+    uint16_t *vs = (uint16_t *)(smraw + (V2 ? 0 : 2 * LK_U_R0));    /* v2: over q / T, at the end */
     float *Tf = (float *)smraw;                                    /* over q, once QG is out */
-    float *Af = (float *)(smraw + 2 * LK_U_R0 + LK_U_R2);           /* A, then ... */
+    float *Af = (float *)(smraw + 2 * LK_U_R0 + R2);                /* A, then ... */
     uint16_t *t16 = (uint16_t *)Af;                                /* ... T in 16 bits */
-    float *Gs = (float *)(smraw + 2 * LK_U_R0 + LK_U_R2 + LK_U_R3), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    float *Gs = (float *)(smraw + 2 * LK_U_R0 + R2 + LK_U_R3), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    static_assert(C * (LIN_TC_VMAX + 8) * 2 <= LK_U_R0, "v2: the values fit over q");
     static_assert(C * AP * 4 <= LK_U_R0 && C * CP * 2 <= LK_U_R3, "the UT kernel's shared-memory reuse");
 
     const int j = blockIdx.x;
@@ -262,11 +267,14 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
         lk_cp_async16(qs + t * KP + cc, (const uint16_t *)p.Qc + src, ok);
         lk_cp_async16(ks + t * KP + cc, (const uint16_t *)p.Kc + src, ok);
     }
-    for (int idx = tid; idx < C * (V / 8); idx += LK_U_THREADS) {
-        const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
-        const bool ok = t < len;
-        lk_cp_async16(vs + t * VP + cc, (const uint16_t *)p.Vc + ((ct0 + (ok ? t : 0)) * HV + h) * V + cc, ok);
-    }
+    auto load_v = [&]() {
+        for (int idx = tid; idx < C * (V / 8); idx += LK_U_THREADS) {
+            const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
+            const bool ok = t < len;
+            lk_cp_async16(vs + t * VP + cc, (const uint16_t *)p.Vc + ((ct0 + (ok ? t : 0)) * HV + h) * V + cc, ok);
+        }
+    };
+    if (!V2) load_v();
     lk_cp_async_commit();
 
     /* ---- gates while the tiles fly: g, beta; G = cumulative g (warp 0 scans) */
@@ -387,6 +395,14 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
 
     uint16_t *Ug = (uint16_t *)p.Ut + (ct0 * hrow + h) * V;
+    if (!DELTA && V2) { /* U = the values, global to global */
+        for (int idx = tid; idx < len * (V / 8); idx += LK_U_THREADS) {
+            const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
+            LK_ALIGNED(Ug + t * hrow * V + cc, 16);
+            *(uint4 *)(Ug + t * hrow * V + cc) = *(const uint4 *)((const uint16_t *)p.Vc + ((ct0 + t) * HV + h) * V + cc);
+        }
+        return;
+    }
     if (!DELTA) { /* U = the values */
         for (int idx = tid; idx < len * (V / 8); idx += LK_U_THREADS) {
             const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
@@ -456,12 +472,20 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
         const int t = idx / C, ii = idx % C;
         t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);
     }
-    __syncthreads();
+    __syncthreads(); /* T (f32) is dead: v2 loads the values there while W is made */
+    if (V2) {
+        load_v();
+        lk_cp_async_commit();
+    }
     /* ---- W = T (beta k e^G), U = T (beta v) */
     uint32_t at[C / 16][4];
 #pragma unroll
     for (int k16 = 0; k16 < C / 16; k16++) lk_lda(at[k16], t16, CP, 16 * warp, 16 * k16);
     lk_tmul_store<OT>(at, ks, KP, K, (uint16_t *)p.Wt + (ct0 * hrow + h) * K, hrow * K, len);
+    if (V2) {
+        lk_cp_async_wait_all();
+        __syncthreads();
+    }
     lk_tmul_store<OT>(at, vs, VP, V, Ug, hrow * V, len);
 }
 
@@ -473,7 +497,7 @@ static_assert(LK_U_SMEM <= (int)LIN_C1_SMEM && LK_P0_SMEM <= (int)LIN_C1_SMEM,
 int lk_split1_setup(void) {
     const void *k[3] = {(const void *)lin_ut_kernel<LIN_DT_BF16, 0>, (const void *)lin_cprep_kernel<LIN_DT_BF16>,
                         (const void *)lin_ut_kernel<LIN_DT_BF16, 1>};
-    const int sm[3] = {LK_U_SMEM, LK_P0_SMEM, LK_U_SMEM};
+    const int sm[3] = {LK_U_SMEM, LK_P0_SMEM, LK_U_SMEM2};
     int e = 0;
     for (int i = 0; i < 3 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     return e;
@@ -509,6 +533,6 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     if (e) return e;
     dim3 g1((unsigned)chunks, (unsigned)p.hv);
     void (*k1)(lin_fwd) = p.c1_prep == 2 ? lin_ut_kernel<LIN_DT_BF16, 1> : lin_ut_kernel<LIN_DT_BF16, 0>;
-    LK_LAUNCH(k1, g1, LK_U_THREADS, LK_U_SMEM, st, p);
+    LK_LAUNCH(k1, g1, LK_U_THREADS, p.c1_prep == 2 ? LK_U_SMEM2 : LK_U_SMEM, st, p);
     return (int)cudaGetLastError();
 }
