@@ -21,7 +21,11 @@
  *   T_ij = -T_ii sum_{k=j}^{i-1} A_ik T_kj   (i - j = 1, 2, 3),
  * the same equations as lk_chunk1.cu's row-by-row substitution with a chain
  * of 16 + 3 x 2 steps instead of 63; W = T (beta k e^G), U = T (beta v) on
- * tensor cores. */
+ * tensor cores.
+ *
+ * SGL_ATTN_LIN_PREP=v2 (opt-in until measured): lin_cprep2_kernel for gdn
+ * (below) and lin_ut_kernel<., 1>: 16-byte element-wise passes, the values
+ * loaded late over q / T (51 KiB: 4 blocks per SM instead of 3). */
 #include "lk_tile.cuh"
 
 #define LK_P0_THREADS 128
