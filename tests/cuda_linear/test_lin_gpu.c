@@ -18,7 +18,9 @@
  *                                 LT_QUICK=4: only the stream decode (SGL_ATTN_LIN_DECODE=stream,
  *                                 stream_cp, stream_pdl, stream_pdl64); LT_QUICK=5: a few of those
  *                                 with f32 activations (extends token by token: their
- *                                 compute-sanitizer run)
+ *                                 compute-sanitizer run); LT_QUICK=6: three gdn split extends
+ *                                 (the split prep's sanitizer run, SGL_ATTN_LIN_PREP=v2);
+ *                                 LT_QUICK=7: two of those (VT 32 and 16), for racecheck
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
  *   stream_cp, stream_pdl, stream_pdl64) is one of these (a sanitizer run of one form)
@@ -494,11 +496,24 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
         }
     }
+    /* LT_QUICK=6: three gdn split extends (V 64 and 96, bf16 state, l2norm off): the sanitizer run of
+     * the split phase-1 prep (SGL_ATTN_LIN_PREP=v2 from the environment) */
+    if (quick == 6) {
+        n = 0;
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "c1,c2"};
+    }
+    if (quick == 7) { /* racecheck's shorter set: both state tiles */
+        n = 0;
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"};
+    }
     for (int i = 0; i < n; i++)
         if (dec_wanted(cs[i].split)) run_cfg(&cs[i]);
     if (quick < 3) graph_test(GDN, &SH_GDN, NULL);
     if (!quick) graph_test(MAMBA2, &SH_MAMBA2, NULL);
-    if (stream_on && quick != 2 && quick != 3 && quick != 5) {
+    if (stream_on && quick != 2 && quick != 3 && quick != 5 && quick < 6) {
         graph_test(GDN, &SH_GDN, "stream,c1,c2");
         graph_test(GDN, &SH_GDN, "stream_cp,c1,c2");
         if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream,c1,c2");

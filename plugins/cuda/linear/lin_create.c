@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cuda_runtime_api.h>
 
@@ -158,6 +159,20 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         paths.dec_stream = paths.dec_split >= 2 ? paths.dec_split - 1 : 0;
         if (paths.dec_stream) paths.dec_split = 0;
     }
+    /* v1 (default) or v2, opt-in until measured: the split phase 1's prep kernel (lk_split1.cu) and
+     * the split state pass's producer warps (lk_split2.cu) */
+    int v2[2] = {0, 0};
+    {
+        const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
+        for (int k = 0; k < 2; k++) {
+            const char *v = lin_option(host, name, env[k], key[k]);
+            if (v && !strcasecmp(v, "v2")) v2[k] = 1;
+            else if (v && *v && strcasecmp(v, "v1") && strcasecmp(v, "auto")) {
+                lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2 or auto", name, env[k], key[k], v);
+                return SGL_ATTN_E_INVALID;
+            }
+        }
+    }
     sgl_cuda_device_info dev;
     if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
     if (dev.sm_major < 8) {
@@ -186,6 +201,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->variant = variant;
     w->vt = vt;
     w->paths = paths;
+    w->c1_prep = v2[0] ? 2 : 1;
+    w->c2_np = v2[1] ? 4 : 1;
     w->sync_check = sync_check;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;

@@ -162,6 +162,8 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->Vc = L->need_c1s ? w->dev + L->Vc : NULL;
     p->Hs = L->need_c2s ? w->dev + L->Hs : NULL;
     p->c1_split = L->need_c1s;
+    p->c1_prep = w->c1_prep;
+    p->c2_np = w->c2_np;
     p->dq = L->need_dec3 ? (float *)(w->dev + L->dq) : NULL;
     p->dq_async = w->paths.dec_stream == 2;
     /* stream_pdl / stream_pdl64: griddepcontrol needs SM 9.0; on 8.x the same kernels, plain launches */

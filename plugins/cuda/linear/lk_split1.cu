@@ -21,7 +21,11 @@
  *   T_ij = -T_ii sum_{k=j}^{i-1} A_ik T_kj   (i - j = 1, 2, 3),
  * the same equations as lk_chunk1.cu's row-by-row substitution with a chain
  * of 16 + 3 x 2 steps instead of 63; W = T (beta k e^G), U = T (beta v) on
- * tensor cores. */
+ * tensor cores.
+ *
+ * SGL_ATTN_LIN_PREP=v2 (opt-in until measured): lin_cprep2_kernel for gdn
+ * (below) and lin_ut_kernel<., 1>: 16-byte element-wise passes, the values
+ * loaded late over q / T (51 KiB: 4 blocks per SM instead of 3). */
 #include "lk_tile.cuh"
 
 #define LK_P0_THREADS 128
@@ -32,6 +36,8 @@
 #define LK_U_R2 (LIN_CHUNK * (LIN_TC_VMAX + 8) * 2)
 #define LK_U_R3 (LIN_CHUNK * (LIN_CHUNK + 1) * 4)
 #define LK_U_SMEM (2 * LK_U_R0 + LK_U_R2 + LK_U_R3 + 4 * LIN_CHUNK * 4)
+/* v2: the values land late, over q / T (f32) once T is in 16 bits: 51 KiB, 4 blocks per SM */
+#define LK_U_SMEM2 (LK_U_SMEM - LK_U_R2)
 #define LK_P0_SMEM ((LIN_CHUNK + LIN_CONV_W_MAX - 1) * LIN_TC_VMAX * 4)
 
 template <int OT>
@@ -92,17 +98,158 @@ __global__ __launch_bounds__(LK_P0_THREADS) void lin_cprep_kernel(lin_fwd p) {
     }
 }
 
+/* Prep v2 (SGL_ATTN_LIN_PREP=v2; gdn, conv width 4, bf16 x): the same
+ * outputs as lin_cprep_kernel with nothing serial and no shared memory.  Why:
+ * v1 convolves each channel by one thread walking the chunk's 64 tokens
+ * through shared memory (a dependent chain per block, 34 KB of shared memory,
+ * scalar 2-byte loads and stores), 1.09 ms at 64k tokens for ~0.4 GB moved.
+ * Here one block per (chunk, head tile), 256 threads: lane group of 16
+ * threads per token slice, thread (slice s, octet o) owns channels 8o .. 8o+7
+ * of tokens 4s .. 4s+3; it loads its 4 + 3 input rows (16-byte loads, all
+ * issued before any use; history rows from the slot), convolves in registers
+ * (same order of additions: bias, oldest first), l2norm by a butterfly over
+ * the 16 threads of its slice, and stores 16 bytes per token. */
+#define LK_P2_THREADS 256
+#define LK_P2_TPT 4 /* tokens per thread */
+#define LK_P2_W 4   /* conv width served */
+#define LK_P2_SMEM (LIN_TC_VMAX * (LK_P2_W + 1) * 4)
+
 template <int OT>
+__global__ __launch_bounds__(LK_P2_THREADS) void lin_cprep2_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K, W = LK_P2_W, H = W - 1, TPT = LK_P2_TPT, R = TPT + H;
+    LK_DYN_SMEM(float, wsm); /* [128][W] weights | [128] biases */
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int y = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    if (slot < 0) return; /* padding: the outputs are zeroed by phase 2 */
+    const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
+    const int len = p.pl.chunk_len[j], init = p.pl.req_init[i], crel = (int)(ct0 - rt0);
+    const int HV = p.hv, HK = p.hk, V = p.V;
+    const int which = y < HK ? 0 : y < 2 * HK ? 1 : 2, hh = which == 0 ? y : which == 1 ? y - HK : y - 2 * HK;
+    const int nch = which < 2 ? K : V;
+    const int o = threadIdx.x & 15, s = threadIdx.x >> 4, t0 = TPT * s;
+    const int cb = which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V;
+    /* idle threads (V < 128) load nothing; every q/k thread stays for the butterfly */
+    const bool live = 8 * o < nch;
+    const int ch = cb + (live ? 8 * o : 0);
+
+    /* rows r = 0 .. R-1: the input at chunk token t0 - H + r */
+    float e[R][8];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int tc = t0 - H + r, pos = crel + tc;
+        if (pos >= 0 && tc < len && live) {
+            const uint16_t *src = (const uint16_t *)p.x.p + (rt0 + pos) * p.x_dim + ch;
+            LK_ALIGNED(src, 16);
+            const uint4 v = *(const uint4 *)src;
+            const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                e[r][2 * q] = gc_bf16_to_f32((uint16_t)(wv[q] & 0xffffu));
+                e[r][2 * q + 1] = gc_bf16_to_f32((uint16_t)(wv[q] >> 16));
+            }
+        } else {
+#pragma unroll
+            for (int c = 0; c < 8; c++)
+                e[r][c] = pos < 0 && init && live
+                              ? lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)(ch + c) * H + H + pos)
+                              : 0.f;
+        }
+    }
+    /* the tile's weights and biases in shared memory (registers for the rows: 3 blocks per SM) */
+    for (int idx = threadIdx.x; idx < nch * W; idx += LK_P2_THREADS) wsm[idx] = lk_in(p.conv_weight, (int64_t)cb * W + idx);
+    for (int c = threadIdx.x; c < nch; c += LK_P2_THREADS) wsm[LIN_TC_VMAX * W + c] = lk_in0(p.conv_bias, cb + c);
+    __syncthreads();
+    if (which == 2 && (!live || t0 >= len)) return;
+    const float *wt = wsm + 8 * o * W, *bias = wsm + LIN_TC_VMAX * W + 8 * o;
+    /* output u overwrites row u: its last reader */
+#pragma unroll
+    for (int u = 0; u < TPT; u++)
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            float acc = bias[c];
+#pragma unroll
+            for (int m = 0; m < W; m++) acc += wt[c * W + m] * e[u + m][c];
+            e[u][c] = lk_silu(acc);
+        }
+    if (which < 2) { /* q or k: l2norm over the 16 threads of the slice, 16-bit */
+        uint16_t *dst = (uint16_t *)(which ? p.Kc : p.Qc) + (ct0 * HK + hh) * K + 8 * o;
+#pragma unroll
+        for (int u = 0; u < TPT; u++) {
+            float inv = 1.f;
+            if (p.l2norm) {
+                float ss = 0.f;
+#pragma unroll
+                for (int c = 0; c < 8; c++) ss += e[u][c] * e[u][c];
+#pragma unroll
+                for (int d = 8; d; d >>= 1) ss += gc_shfl_xor(ss, d);
+                inv = 1.f / sqrtf(ss + 1e-6f);
+            }
+            if (t0 + u < len) {
+                uint4 v;
+                v.x = lk_pack2<OT>(e[u][0] * inv, e[u][1] * inv);
+                v.y = lk_pack2<OT>(e[u][2] * inv, e[u][3] * inv);
+                v.z = lk_pack2<OT>(e[u][4] * inv, e[u][5] * inv);
+                v.w = lk_pack2<OT>(e[u][6] * inv, e[u][7] * inv);
+                LK_ALIGNED(dst + (int64_t)(t0 + u) * HK * K, 16);
+                *(uint4 *)(dst + (int64_t)(t0 + u) * HK * K) = v;
+            }
+        }
+    } else { /* beta v */
+        uint16_t *dst = (uint16_t *)p.Vc + (ct0 * HV + hh) * V + 8 * o;
+#pragma unroll
+        for (int u = 0; u < TPT; u++) {
+            if (t0 + u >= len) break;
+            const float sc = lk_sigmoid(lk_in(p.b, (ct0 + t0 + u) * HV + hh));
+            uint4 v;
+            v.x = lk_pack2<OT>(sc * e[u][0], sc * e[u][1]);
+            v.y = lk_pack2<OT>(sc * e[u][2], sc * e[u][3]);
+            v.z = lk_pack2<OT>(sc * e[u][4], sc * e[u][5]);
+            v.w = lk_pack2<OT>(sc * e[u][6], sc * e[u][7]);
+            LK_ALIGNED(dst + (int64_t)(t0 + u) * HV * V, 16);
+            *(uint4 *)(dst + (int64_t)(t0 + u) * HV * V) = v;
+        }
+    }
+}
+
+/* 8 16-bit values <-> floats (one 16-byte word) */
+template <int OT> LK_DEV void lk_unpack8(const uint16_t *src, float f[8]) {
+    LK_ALIGNED(src, 16);
+    const uint4 v = *(const uint4 *)src;
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        f[2 * q] = lk_from16<OT>((uint16_t)(w[q] & 0xffffu));
+        f[2 * q + 1] = lk_from16<OT>((uint16_t)(w[q] >> 16));
+    }
+}
+template <int OT> LK_DEV void lk_pack8(uint16_t *dst, const float f[8]) {
+    uint4 v;
+    v.x = lk_pack2<OT>(f[0], f[1]);
+    v.y = lk_pack2<OT>(f[2], f[3]);
+    v.z = lk_pack2<OT>(f[4], f[5]);
+    v.w = lk_pack2<OT>(f[6], f[7]);
+    LK_ALIGNED(dst, 16);
+    *(uint4 *)dst = v;
+}
+
+/* V2 (SGL_ATTN_LIN_PREP=v2): the element-wise passes (QG, KD; beta k e^G) 8
+ * values per thread and step with 16-byte shared and global accesses instead
+ * of 2 / 1 (the same values in the same order of operations). */
+template <int OT, int V2>
 __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN, M2 = KIND == LIN_MAMBA2;
     LK_DYN_SMEM(unsigned char, smraw);
-    uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0), *vs = (uint16_t *)(smraw + 2 * LK_U_R0);
+    constexpr int R2 = V2 ? 0 : LK_U_R2;
+    uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0);
+    uint16_t *vs = (uint16_t *)(smraw + (V2 ? 0 : 2 * LK_U_R0));    /* v2: over q / T, at the end */
     float *Tf = (float *)smraw;                                    /* over q, once QG is out */
-    float *Af = (float *)(smraw + 2 * LK_U_R0 + LK_U_R2);           /* A, then ... */
+    float *Af = (float *)(smraw + 2 * LK_U_R0 + R2);                /* A, then ... */
     uint16_t *t16 = (uint16_t *)Af;                                /* ... T in 16 bits */
-    float *Gs = (float *)(smraw + 2 * LK_U_R0 + LK_U_R2 + LK_U_R3), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    float *Gs = (float *)(smraw + 2 * LK_U_R0 + R2 + LK_U_R3), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    static_assert(C * (LIN_TC_VMAX + 8) * 2 <= LK_U_R0, "v2: the values fit over q");
     static_assert(C * AP * 4 <= LK_U_R0 && C * CP * 2 <= LK_U_R3, "the UT kernel's shared-memory reuse");
 
     const int j = blockIdx.x;
@@ -124,11 +271,14 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
         lk_cp_async16(qs + t * KP + cc, (const uint16_t *)p.Qc + src, ok);
         lk_cp_async16(ks + t * KP + cc, (const uint16_t *)p.Kc + src, ok);
     }
-    for (int idx = tid; idx < C * (V / 8); idx += LK_U_THREADS) {
-        const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
-        const bool ok = t < len;
-        lk_cp_async16(vs + t * VP + cc, (const uint16_t *)p.Vc + ((ct0 + (ok ? t : 0)) * HV + h) * V + cc, ok);
-    }
+    auto load_v = [&]() {
+        for (int idx = tid; idx < C * (V / 8); idx += LK_U_THREADS) {
+            const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
+            const bool ok = t < len;
+            lk_cp_async16(vs + t * VP + cc, (const uint16_t *)p.Vc + ((ct0 + (ok ? t : 0)) * HV + h) * V + cc, ok);
+        }
+    };
+    if (!V2) load_v();
     lk_cp_async_commit();
 
     /* ---- gates while the tiles fly: g, beta; G = cumulative g (warp 0 scans) */
@@ -216,6 +366,21 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     /* ---- QG, KD (pairs of columns), exp(G_last) */
     {
         uint16_t *QGg = (uint16_t *)p.QGt + (ct0 * hrow + h) * K, *KDg = (uint16_t *)p.KDt + (ct0 * hrow + h) * K;
+        if (V2)
+            for (int idx = tid; idx < len * (K / 8); idx += LK_U_THREADS) {
+                const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+                float qg[8], kd[8];
+                lk_unpack8<OT>(qs + t * KP + c, qg);
+                lk_unpack8<OT>(ks + t * KP + c, kd);
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    qg[e] = scale * qg[e] * eGt[t];
+                    kd[e] = kd[e] * eGr[t];
+                }
+                lk_pack8<OT>(QGg + t * hrow * K + c, qg);
+                lk_pack8<OT>(KDg + t * hrow * K + c, kd);
+            }
+        else
         for (int idx = tid; idx < len * (K / 2); idx += LK_U_THREADS) {
             const int t = idx / (K / 2), c = 2 * (idx % (K / 2));
             float qg[2], kd[2];
@@ -234,6 +399,14 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
 
     uint16_t *Ug = (uint16_t *)p.Ut + (ct0 * hrow + h) * V;
+    if (!DELTA && V2) { /* U = the values, global to global */
+        for (int idx = tid; idx < len * (V / 8); idx += LK_U_THREADS) {
+            const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
+            LK_ALIGNED(Ug + t * hrow * V + cc, 16);
+            *(uint4 *)(Ug + t * hrow * V + cc) = *(const uint4 *)((const uint16_t *)p.Vc + ((ct0 + t) * HV + h) * V + cc);
+        }
+        return;
+    }
     if (!DELTA) { /* U = the values */
         for (int idx = tid; idx < len * (V / 8); idx += LK_U_THREADS) {
             const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
@@ -243,6 +416,16 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
         return;
     }
     /* ---- beta k e^G, in place of k */
+    if (V2)
+        for (int idx = tid; idx < C * (K / 8); idx += LK_U_THREADS) {
+            const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+            float kv[8];
+            lk_unpack8<OT>(ks + t * KP + c, kv);
+#pragma unroll
+            for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * eGt[t];
+            lk_pack8<OT>(ks + t * KP + c, kv);
+        }
+    else
     for (int idx = tid; idx < C * K; idx += LK_U_THREADS) {
         const int t = idx / K, c = idx % K;
         ks[t * KP + c] = lk_to16<OT>(bs[t] * lk_from16<OT>(ks[t * KP + c]) * eGt[t]);
@@ -293,12 +476,20 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
         const int t = idx / C, ii = idx % C;
         t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);
     }
-    __syncthreads();
+    __syncthreads(); /* T (f32) is dead: v2 loads the values there while W is made */
+    if (V2) {
+        load_v();
+        lk_cp_async_commit();
+    }
     /* ---- W = T (beta k e^G), U = T (beta v) */
     uint32_t at[C / 16][4];
 #pragma unroll
     for (int k16 = 0; k16 < C / 16; k16++) lk_lda(at[k16], t16, CP, 16 * warp, 16 * k16);
     lk_tmul_store<OT>(at, ks, KP, K, (uint16_t *)p.Wt + (ct0 * hrow + h) * K, hrow * K, len);
+    if (V2) {
+        lk_cp_async_wait_all();
+        __syncthreads();
+    }
     lk_tmul_store<OT>(at, vs, VP, V, Ug, hrow * V, len);
 }
 
@@ -308,11 +499,19 @@ static_assert(LK_U_SMEM <= (int)LIN_C1_SMEM && LK_P0_SMEM <= (int)LIN_C1_SMEM,
               "the split kernels need at most phase 1's shared memory (lin_create.c checks that one)");
 
 int lk_split1_setup(void) {
-    const void *k[2] = {(const void *)lin_ut_kernel<LIN_DT_BF16>, (const void *)lin_cprep_kernel<LIN_DT_BF16>};
-    const int sm[2] = {LK_U_SMEM, LK_P0_SMEM};
+    const void *k[3] = {(const void *)lin_ut_kernel<LIN_DT_BF16, 0>, (const void *)lin_cprep_kernel<LIN_DT_BF16>,
+                        (const void *)lin_ut_kernel<LIN_DT_BF16, 1>};
+    const int sm[3] = {LK_U_SMEM, LK_P0_SMEM, LK_U_SMEM2};
     int e = 0;
-    for (int i = 0; i < 2 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int i = 0; i < 3 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     return e;
+}
+
+/* prep v2 serves gdn with conv width 4, bf16 x in 16-byte rows (x_dim a
+ * multiple of 8, 16-byte aligned base); anything else takes v1 */
+static bool lk_prep2_ok(const lin_fwd &p) {
+    return p.c1_prep == 2 && p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
+           ((uintptr_t)p.x.p & 15) == 0 && p.K == LIN_TC_K && p.V % 8 == 0;
 }
 
 extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
@@ -325,14 +524,19 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     if (chunks <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv));
-    void (*k0)(lin_fwd) = lin_cprep_kernel<LIN_DT_BF16>;
-    LK_LAUNCH(k0, g0, LK_P0_THREADS, LK_P0_SMEM, st, p);
+    if (lk_prep2_ok(p)) {
+        void (*k0)(lin_fwd) = lin_cprep2_kernel<LIN_DT_BF16>;
+        LK_LAUNCH(k0, g0, LK_P2_THREADS, LK_P2_SMEM, st, p);
+    } else {
+        void (*k0)(lin_fwd) = lin_cprep_kernel<LIN_DT_BF16>;
+        LK_LAUNCH(k0, g0, LK_P0_THREADS, LK_P0_SMEM, st, p);
+    }
     int e = (int)cudaGetLastError();
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e) return e;
     dim3 g1((unsigned)chunks, (unsigned)p.hv);
-    void (*k1)(lin_fwd) = lin_ut_kernel<LIN_DT_BF16>;
-    LK_LAUNCH(k1, g1, LK_U_THREADS, LK_U_SMEM, st, p);
+    void (*k1)(lin_fwd) = p.c1_prep == 2 ? lin_ut_kernel<LIN_DT_BF16, 1> : lin_ut_kernel<LIN_DT_BF16, 0>;
+    LK_LAUNCH(k1, g1, LK_U_THREADS, p.c1_prep == 2 ? LK_U_SMEM2 : LK_U_SMEM, st, p);
     return (int)cudaGetLastError();
 }

@@ -22,6 +22,12 @@
 
 #define LK_S2_CWARPS 4                      /* compute warps of the state pass ... */
 #define LK_S2_THREADS (32 * LK_S2_CWARPS + 32) /* ... and one producer warp */
+/* SGL_ATTN_LIN_CSTATE=v2: four producer warps.  Why: one producer warp issues
+ * each chunk's ~68 cp.async per lane plus the Hs stores, ~700 instructions at
+ * ~5 cycles each (ncu, H200, run 5: 0.92 IPC, 5.4 cycles between a warp's
+ * issues, 2,700 cycles per chunk), longer than the compute warps' chain, and
+ * every barrier waits for it. */
+#define LK_S2_THREADS_NP(np) (32 * LK_S2_CWARPS + 32 * (np))
 #define LK_S2_NS 3                          /* stages of its cp.async ring */
 #define LK_S3_THREADS 128
 
@@ -36,8 +42,8 @@ template <int VH> struct lk_s3 {
 };
 #define LK_S3_VH 64 /* output columns per block */
 
-template <int OT, int VT>
-__global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_cstate_kernel(lin_fwd p) {
+template <int OT, int VT, int NP>
+__global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin_fwd p) {
     using L = lk_s2<VT>;
     constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, NS = LK_S2_NS, STAGE = L::STAGE;
     const int KIND = p.kind;
@@ -55,7 +61,9 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_cstate_kernel(lin_fwd p)
     const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
     if (slot < 0) return; /* padding: the output pass zeroes its rows */
     const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
-    const bool producer = warp == LK_S2_CWARPS; /* the last warp moves data; the others compute */
+    const bool producer = warp >= LK_S2_CWARPS; /* the last NP warps move data; the others compute */
+    constexpr int PT = 32 * NP;                  /* producer threads */
+    const int pl = tid - 32 * LK_S2_CWARPS;      /* producer thread index (when producer) */
     const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of a [T][HV][V] row */
     const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
 
@@ -66,24 +74,43 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_cstate_kernel(lin_fwd p)
         float *eGs = (float *)(Us + C * VTP);
         const int64_t ct0 = p.pl.chunk_tok0[jc];
         const int len = p.pl.chunk_len[jc];
-        if (lane == 0) {
+        if (pl == 0) {
             meta[2 * s] = (int)(ct0 - p.pl.req_tok0[i]); /* relative: fits an int */
             meta[2 * s + 1] = len;
         }
+        if (NP > 1) { /* v2: 32-bit offsets from the chunk's first row (fewer instructions per copy) */
+            const int rs = HV * K; /* token-row stride of W, KD */
+            const uint16_t *Wg = (const uint16_t *)p.Wt + (ct0 * HV + h) * K, *Kg = (const uint16_t *)p.KDt + (ct0 * HV + h) * K;
+            const uint16_t *Ugs = (const uint16_t *)p.Ut + ct0 * HV * V + ocol;
+#pragma unroll
+            for (int idx = pl; idx < C * (K / 8); idx += PT) {
+                const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+                const bool ok = t < len;
+                const int src = (ok ? t : 0) * rs + cc;
+                if (DELTA) lk_cp_async16(Ws + t * KP + cc, Wg + src, ok);
+                lk_cp_async16(KDs + t * KP + cc, Kg + src, ok);
+            }
+            for (int idx = pl; idx < C * (VT / 8); idx += PT) {
+                const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
+                const bool ok = t < len;
+                lk_cp_async16(Us + t * VTP + cc, Ugs + (ok ? t : 0) * HV * V + cc, ok);
+            }
+        } else {
 #pragma unroll 4
-        for (int idx = lane; idx < C * (K / 8); idx += 32) {
-            const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
-            const bool ok = t < len;
-            const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
-            if (DELTA) lk_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
-            lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
+            for (int idx = pl; idx < C * (K / 8); idx += PT) {
+                const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+                const bool ok = t < len;
+                const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
+                if (DELTA) lk_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
+                lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
+            }
+            for (int idx = pl; idx < C * (VT / 8); idx += PT) {
+                const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
+                const bool ok = t < len;
+                lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
+            }
         }
-        for (int idx = lane; idx < C * (VT / 8); idx += 32) {
-            const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
-            const bool ok = t < len;
-            lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
-        }
-        lk_cp_async16(eGs + lane * 4, p.eG + ((int64_t)jc * HV + h) * K + lane * 4, true); /* K / 4 = 32 */
+        if (pl < 32) lk_cp_async16(eGs + pl * 4, p.eG + ((int64_t)jc * HV + h) * K + pl * 4, true); /* K / 4 = 32 */
     };
     static_assert(K / 4 == 32, "one eG load per producer lane");
 
@@ -126,7 +153,7 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_cstate_kernel(lin_fwd p)
             /* the state at the chunk's start, for the output pass */
             uint16_t *dst = (uint16_t *)p.Hs + ((int64_t)jc * HV + h) * V * K + (int64_t)vt * VT * K;
 #pragma unroll
-            for (int idx = lane; idx < VT * (K / 8); idx += 32) {
+            for (int idx = pl; idx < VT * (K / 8); idx += PT) {
                 const int v = idx / (K / 8), cc = (idx % (K / 8)) * 8;
                 LK_ALIGNED(dst + v * K + cc, 16);
                 *(uint4 *)(dst + v * K + cc) = *(const uint4 *)(Sb + v * KP + cc);
@@ -290,11 +317,12 @@ static_assert(lk_s2<32>::SMEM <= (int)LIN_C1_SMEM && lk_s3<LK_S3_VH>::SMEM <= (i
 int lk_split1_setup(void); /* lk_split1.cu */
 
 extern "C" int lin_split_setup(void) {
-    const void *k[3] = {(const void *)lin_cstate_kernel<LIN_DT_BF16, 16>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 32>,
-                        (const void *)lin_cout_kernel<LIN_DT_BF16>};
-    const int sm[3] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM, lk_s3<LK_S3_VH>::SMEM};
+    const void *k[5] = {(const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 1>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 1>,
+                        (const void *)lin_cout_kernel<LIN_DT_BF16>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 4>,
+                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 4>};
+    const int sm[5] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM, lk_s3<LK_S3_VH>::SMEM, lk_s2<16>::SMEM, lk_s2<32>::SMEM};
     int e = 0;
-    for (int i = 0; i < 3 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int i = 0; i < 5 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     if (!e) e = lk_split1_setup();
     return e;
 }
@@ -305,8 +333,10 @@ extern "C" int lin_launch_split2(const lin_fwd *pp, int ot, int vt, void *stream
     if (!p.Hs || (vt != 16 && vt != 32) || ot != LIN_DT_BF16) return (int)cudaErrorInvalidValue;
     cudaStream_t st = (cudaStream_t)stream;
     dim3 g2((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    void (*k2)(lin_fwd) = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16> : lin_cstate_kernel<LIN_DT_BF16, 32>;
-    LK_LAUNCH(k2, g2, LK_S2_THREADS, vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, st, p);
+    void (*k2)(lin_fwd);
+    if (p.c2_np == 4) k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4> : lin_cstate_kernel<LIN_DT_BF16, 32, 4>;
+    else k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 1> : lin_cstate_kernel<LIN_DT_BF16, 32, 1>;
+    LK_LAUNCH(k2, g2, LK_S2_THREADS_NP(p.c2_np == 4 ? 4 : 1), vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, st, p);
     int e = (int)cudaGetLastError();
     if (e) return e;
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
