@@ -16,12 +16,12 @@
  *                                 runs); LT_QUICK=3: only the split kernels (their
  *                                 configs and graphs: the new kernels' sanitizer run);
  *                                 LT_QUICK=4: only the stream decode (SGL_ATTN_LIN_DECODE=stream,
- *                                 stream_cp, stream_pdl, stream_pdl64, stream_one); LT_QUICK=5: a few of those
+ *                                 stream_cp, stream_pdl, stream_pdl64, stream_one(_nopf)); LT_QUICK=5: a few of those
  *                                 with f32 activations (extends token by token: their
  *                                 compute-sanitizer run)
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
- *   stream_cp, stream_pdl, stream_pdl64, stream_one) is one of these (a sanitizer run of one form)
+ *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf) is one of these (a sanitizer run of one form)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -511,6 +511,10 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, po};
             cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
         }
+        /* the same without the prep items' L2 prefetch (stream_one_nopf) */
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one_nopf,c1,c2"};
+        if (!quick || quick == 4)
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "stream_one_nopf,c1,c2"};
     }
     for (int i = 0; i < n; i++)
         if (dec_wanted(cs[i].split)) run_cfg(&cs[i]);

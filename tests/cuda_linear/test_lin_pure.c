@@ -128,7 +128,8 @@ static void test_refusals(void) {
     LT_CHECK(lin_decode_parse("stream_pdl", 0) == 4 && lin_decode_parse("Stream_PDL", 2) == 4 &&
                  lin_decode_parse("stream_pdl64", 0) == 5 && lin_decode_parse("stream_pdl6", 0) == -1 &&
                  lin_decode_parse("stream_pdl128", 0) == -1 && lin_decode_parse("auto", 2) == 2 &&
-                 lin_decode_parse("stream_one", 0) == 6 && lin_decode_parse("Stream_One", 4) == 6,
+                 lin_decode_parse("stream_one", 0) == 6 && lin_decode_parse("Stream_One", 4) == 6 &&
+                 lin_decode_parse("stream_one_nopf", 0) == 7,
              "decode names: stream_pdl, stream_pdl64");
 }
 

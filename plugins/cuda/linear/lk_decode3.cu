@@ -272,6 +272,39 @@ __global__ __launch_bounds__(NW * 32, lk_d3<SDT>::MINB * 4 / NW) void lin_decode
  * (always held by a lower ticket: a block that already runs, so no deadlock), then lk_d3_tile as above.
  * The sync words reset themselves: the last block to finish rewinds the ticket and done counters and
  * advances the epoch the flags are compared with (CUDA-graph replays see the same clean state). */
+/* L2 prefetch of the 128-byte lines that bytes [off, off + len) of base touch (each line holds some of
+ * those bytes): line k by thread (k0 + k) % 128; k0 moves on, so consecutive ranges share the threads */
+LK_DEV void lk_d4_pf(const void *base, int64_t off, int64_t len, int &k0) {
+    const uintptr_t s0 = (uintptr_t)base + (uintptr_t)off, a = s0 & ~(uintptr_t)127;
+    const int64_t nl = (int64_t)((s0 + (uintptr_t)len - a + 127) >> 7);
+    const int first = ((int)threadIdx.x - k0 + LK_D3_THREADS) % LK_D3_THREADS;
+    for (int64_t k = first; k < nl; k += LK_D3_THREADS) {
+#if defined(__CUDA_ARCH__) && !defined(LK_EMU)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(a + ((uintptr_t)k << 7)));
+#else
+        (void)a;
+#endif
+    }
+    k0 = (int)((k0 + nl) % LK_D3_THREADS);
+}
+
+/* The prep item's conv histories (q, k of its key head, v of its value heads; mamba2: B, C, x) and
+ * this request's x columns: one L2 prefetch per line up front, so that lk_dec_operands' channel loop
+ * (4 channels per thread, one after another) waits on DRAM once rather than at every channel. */
+LK_DEV void lk_d4_prefetch(const lin_fwd &p, int slot, int64_t tok0, int n, int grp) {
+    constexpr int K = LIN_TC_K;
+    if (p.kind == LIN_LIGHTNING) return;
+    const int H = p.conv_w - 1, sesz = p.st_dt == LIN_DT_F32 ? 4 : 2, xesz = p.x.dt == LIN_DT_F32 ? 4 : 2;
+    const int M2 = p.kind == LIN_MAMBA2, vb = M2 ? 0 : 2 * p.hk * K, kb = M2 ? p.hv * p.V : 0;
+    const int c0[3] = {kb + grp * K, kb + p.hk * K + grp * K, vb + grp * p.gsz * p.V};
+    const int cn[3] = {K, K, p.gsz * p.V};
+    int k0 = 0;
+    for (int r = 0; r < 3; r++) {
+        lk_d4_pf(p.conv_state, ((int64_t)slot * p.conv_elems + (int64_t)c0[r] * H) * sesz, (int64_t)cn[r] * H * sesz, k0);
+        for (int j = 0; j < n; j++) lk_d4_pf(p.x.p, ((tok0 + j) * p.x_dim + c0[r]) * xesz, (int64_t)cn[r] * xesz, k0);
+    }
+}
+
 LK_DEV void lk_d4_prep(const lin_fwd &p, int i, int grp, int ep) {
     constexpr int K = LIN_TC_K;
     const int n = p.pl.req_n[i];
@@ -279,6 +312,7 @@ LK_DEV void lk_d4_prep(const lin_fwd &p, int i, int grp, int ep) {
         const int slot = p.pl.req_slot[i];
         const int64_t tok0 = p.pl.req_tok0[i];
         const int V = p.V, HV = p.hv, gsz = p.gsz, h0 = grp * gsz;
+        if (slot >= 0 && p.dq_pf) lk_d4_prefetch(p, slot, tok0, n, grp);
         if (slot < 0) { /* padding: zero outputs; the stream items skip it */
             for (int idx = threadIdx.x; idx < n * gsz * V; idx += LK_D3_THREADS) {
                 const int j = idx / (gsz * V), rem = idx % (gsz * V);
