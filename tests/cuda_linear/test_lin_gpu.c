@@ -21,7 +21,7 @@
  *                                 compute-sanitizer run)
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
- *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf) is one of these (a sanitizer run of one form)
+ *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static) is one of these (a sanitizer run of one form)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -511,10 +511,16 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, po};
             cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
         }
-        /* the same without the prep items' L2 prefetch (stream_one_nopf) */
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one_nopf,c1,c2"};
-        if (!quick || quick == 4)
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "stream_one_nopf,c1,c2"};
+        /* the same without the prep items' L2 prefetch (stream_one_nopf), and with the block index as the
+         * ticket (stream_one_static) */
+        const char *pn = "stream_one_nopf,c1,c2", *ps = "stream_one_static,c1,c2";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pn};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, ps};
+        if (!quick || quick == 4) {
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pn};
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps};
+        }
     }
     for (int i = 0; i < n; i++)
         if (dec_wanted(cs[i].split)) run_cfg(&cs[i]);
@@ -528,6 +534,7 @@ int main(int argc, char **argv) {
         graph_test(GDN, &SH_GDN, "stream_pdl64,c1,c2");
         if (!quick || quick == 4) graph_test(KDA, &SH_KDA, "stream_pdl,c1,c2");
         graph_test(GDN, &SH_GDN, "stream_one,c1,c2");
+        graph_test(GDN, &SH_GDN, "stream_one_static,c1,c2");
         if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream_one,c1,c2");
     }
     if (split_on && quick != 2 && quick < 4) {

@@ -129,7 +129,7 @@ static void test_refusals(void) {
                  lin_decode_parse("stream_pdl64", 0) == 5 && lin_decode_parse("stream_pdl6", 0) == -1 &&
                  lin_decode_parse("stream_pdl128", 0) == -1 && lin_decode_parse("auto", 2) == 2 &&
                  lin_decode_parse("stream_one", 0) == 6 && lin_decode_parse("Stream_One", 4) == 6 &&
-                 lin_decode_parse("stream_one_nopf", 0) == 7,
+                 lin_decode_parse("stream_one_nopf", 0) == 7 && lin_decode_parse("stream_one_static", 0) == 8,
              "decode names: stream_pdl, stream_pdl64");
 }
 

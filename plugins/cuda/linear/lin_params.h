@@ -101,7 +101,8 @@ typedef struct lin_fwd {
                          launch of the prep kernel (its state loads overlap the prep) */
     int32_t dq_wide;  /* stream_pdl64: 8-warp stream blocks (64 fp32 / 128 bf16 state rows each) */
     int32_t dq_one;   /* stream_one / stream_one_nopf: prep and stream items in one launch (lin_decode4_kernel) */
-    int32_t dq_pf;    /* stream_one: its prep items prefetch their conv histories and x to L2 first */
+    int32_t dq_pf;     /* stream_one(_static): its prep items prefetch their conv histories and x to L2 first */
+    int32_t dq_static; /* stream_one_static (SM 9.0+; else stream_one): the block index is the ticket (no atomic) */
     int32_t *dq_sync; /* stream_one: [4 + max_reqs * hk] int32, zero at create and again after every launch
                          but the epoch: ticket, done, epoch, pad, then the per-(request, group) ready flags */
 } lin_fwd;

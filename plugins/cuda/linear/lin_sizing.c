@@ -29,6 +29,7 @@ int lin_decode_parse(const char *s, int def) {
     if (s && !strcasecmp(s, "stream_pdl64")) return 5;
     if (s && !strcasecmp(s, "stream_one")) return 6;
     if (s && !strcasecmp(s, "stream_one_nopf")) return 7;
+    if (s && !strcasecmp(s, "stream_one_static")) return 8;
     return lin_split_parse(s, def);
 }
 

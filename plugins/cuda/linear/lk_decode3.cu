@@ -118,7 +118,14 @@ LK_DEV void lk_d4_wait(const int32_t *f, int ep) {
             abort();
         }
 #else
-        while (lk_d4_acquire(f) != ep) __nanosleep(64);
+        /* the spin count in shared memory: at the wait every register the tile has is taken */
+        __shared__ unsigned s_spin;
+        volatile unsigned *spin = &s_spin;
+        *spin = 0;
+        while (lk_d4_acquire(f) != ep) {
+            __nanosleep(64);
+            if ((*spin += 1) > (1u << 24)) __trap(); /* stream_one_static on blocks out of order: an error, not a hang */
+        }
         __threadfence();
 #endif
     }
@@ -327,11 +334,17 @@ LK_DEV void lk_d4_prep(const lin_fwd &p, int i, int grp, int ep) {
     if (threadIdx.x == 0) lk_d4_release(p.dq_sync + 4 + i * p.hk + grp, ep);
 }
 
-template <int SDT>
+/* TICKET = false (stream_one_static): the block index is the ticket, which saves the atomic's round
+ * trip in front of the state loads but relies on the hardware starting blocks in index order (what
+ * NVIDIA GPUs do, not a documented guarantee): a wait past ~1 s traps rather than hangs. */
+template <int SDT, bool TICKET>
 __global__ __launch_bounds__(LK_D3_THREADS, lk_d3<SDT>::MINB) void lin_decode4_kernel(lin_fwd p, int ntile) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    if (!TICKET) return; /* stream_one_static is launched on SM 9.0+ only (on 8.x its tile spills) */
+#endif
     __shared__ int s_ix[4]; /* request, value head / -(group + 1) for a prep item, tile, epoch */
     if (threadIdx.x == 0) {
-        const int t = atomicAdd(&p.dq_sync[0], 1);
+        const int t = TICKET ? atomicAdd(&p.dq_sync[0], 1) : (int)blockIdx.x;
         const int bs = p.bs, hk = p.hk, ns = p.hv * ntile, L = min(LIN_D4_LEAD, (bs + 1) / 2), seg = ns + hk;
         int i, r; /* r < 0: prep item (request i, group -r - 1); else stream item r of request i */
         if (t < L * hk) {
@@ -356,7 +369,7 @@ __global__ __launch_bounds__(LK_D3_THREADS, lk_d3<SDT>::MINB) void lin_decode4_k
         const int total = p.bs * (p.hk + p.hv * ntile);
         __threadfence(); /* this block's ticket and epoch reads before its count */
         if (atomicAdd(&p.dq_sync[1], 1) == total - 1) { /* every block has its ticket and epoch: rewind */
-            atomicAdd(&p.dq_sync[0], -total);
+            if (TICKET) atomicAdd(&p.dq_sync[0], -total);
             atomicAdd(&p.dq_sync[1], -total);
             atomicAdd(&p.dq_sync[2], 1);
         }
@@ -488,8 +501,11 @@ extern "C" int lin_launch_decode3(const lin_fwd *pp, void *stream) {
             return (int)cudaErrorInvalidValue;
         const int ntile = (p.V + RT - 1) / RT;
         const unsigned nb = (unsigned)(p.bs * (p.hk + p.hv * ntile));
-        if (p.st_dt == LIN_DT_BF16) LK_LAUNCH(lin_decode4_kernel<LIN_DT_BF16>, dim3(nb), LK_D3_THREADS, 0, st, p, ntile);
-        else LK_LAUNCH(lin_decode4_kernel<LIN_DT_F32>, dim3(nb), LK_D3_THREADS, 0, st, p, ntile);
+        const int bf = p.st_dt == LIN_DT_BF16;
+        if (bf && p.dq_static) LK_LAUNCH((lin_decode4_kernel<LIN_DT_BF16, false>), dim3(nb), LK_D3_THREADS, 0, st, p, ntile);
+        else if (bf) LK_LAUNCH((lin_decode4_kernel<LIN_DT_BF16, true>), dim3(nb), LK_D3_THREADS, 0, st, p, ntile);
+        else if (p.dq_static) LK_LAUNCH((lin_decode4_kernel<LIN_DT_F32, false>), dim3(nb), LK_D3_THREADS, 0, st, p, ntile);
+        else LK_LAUNCH((lin_decode4_kernel<LIN_DT_F32, true>), dim3(nb), LK_D3_THREADS, 0, st, p, ntile);
         return (int)cudaGetLastError();
     }
     /* lightning: hk = hv, one head per group */
