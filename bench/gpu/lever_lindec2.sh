@@ -5,7 +5,7 @@
 # on per-(request, key head group) ready flags after issuing their state loads;
 # prep items prefetch their conv histories to L2 first; stream_one_nopf: no
 # prefetch; stream_one_static: blockIdx as the ticket, no atomic in front of
-# the state loads, relying on in-order block dispatch (a wait > ~1 s traps))
+# the state loads, relying on in-order block dispatch (a long wait traps))
 # checked, sanitised and timed against the default stream_pdl.  Prebuilt
 # build/, repo root, OUT=dir; <= 90 s on the H200 (each step has its own
 # timeout, 88 s in all, ~70 s expected; racecheck last: a slow one costs only

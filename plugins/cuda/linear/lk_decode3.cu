@@ -336,7 +336,7 @@ LK_DEV void lk_d4_prep(const lin_fwd &p, int i, int grp, int ep) {
 
 /* TICKET = false (stream_one_static): the block index is the ticket, which saves the atomic's round
  * trip in front of the state loads but relies on the hardware starting blocks in index order (what
- * NVIDIA GPUs do, not a documented guarantee): a wait past ~1 s traps rather than hangs. */
+ * NVIDIA GPUs do, not a documented guarantee): a wait past 2^24 polls (seconds) traps, not hangs. */
 template <int SDT, bool TICKET>
 __global__ __launch_bounds__(LK_D3_THREADS, lk_d3<SDT>::MINB) void lin_decode4_kernel(lin_fwd p, int ntile) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
