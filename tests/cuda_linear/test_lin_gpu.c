@@ -16,14 +16,14 @@
  *                                 runs); LT_QUICK=3: only the split kernels (their
  *                                 configs and graphs: the new kernels' sanitizer run);
  *                                 LT_QUICK=4: only the stream decode (SGL_ATTN_LIN_DECODE=stream,
- *                                 stream_cp, stream_pdl, stream_pdl64); LT_QUICK=5: a few of those
+ *                                 stream_cp, stream_pdl, stream_pdl64, stream_one(_nopf)); LT_QUICK=5: a few of those
  *                                 with f32 activations (extends token by token: their
  *                                 compute-sanitizer run); LT_QUICK=6: three gdn split extends
  *                                 (the split prep's sanitizer run, SGL_ATTN_LIN_PREP=v2);
  *                                 LT_QUICK=7: two of those (VT 32 and 16), for racecheck
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
- *   stream_cp, stream_pdl, stream_pdl64) is one of these (a sanitizer run of one form)
+ *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static) is one of these (a sanitizer run of one form)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -447,6 +447,10 @@ int main(int argc, char **argv) {
         cs[n++] = (cfg){GDN, SH_GDN40, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"};
         cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl64"};
         cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"};
+        /* one launch, ticketed prep and stream items with ready flags (stream_one) */
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_one"};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"};
     }
     if (stream_on && quick != 2 && quick != 3 && quick != 5) {
         const char *st = "stream,c1,c2";
@@ -495,6 +499,30 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw};
             cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
         }
+        /* stream_one: prep and stream items of one launch (tickets, ready flags); V 40 / 96 partial tiles */
+        const char *po = "stream_one,c1,c2";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, po};
+        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
+        if (!quick || quick == 4) {
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, po};
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, po};
+            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, po};
+            cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
+        }
+        /* the same without the prep items' L2 prefetch (stream_one_nopf), and with the block index as the
+         * ticket (stream_one_static) */
+        const char *pn = "stream_one_nopf,c1,c2", *ps = "stream_one_static,c1,c2";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pn};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, ps};
+        if (!quick || quick == 4) {
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pn};
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps};
+        }
     }
     /* LT_QUICK=6: three gdn split extends (V 64 and 96, bf16 state, l2norm off): the sanitizer run of
      * the split phase-1 prep (SGL_ATTN_LIN_PREP=v2 from the environment) */
@@ -520,6 +548,9 @@ int main(int argc, char **argv) {
         graph_test(GDN, &SH_GDN, "stream_pdl,c1,c2");
         graph_test(GDN, &SH_GDN, "stream_pdl64,c1,c2");
         if (!quick || quick == 4) graph_test(KDA, &SH_KDA, "stream_pdl,c1,c2");
+        graph_test(GDN, &SH_GDN, "stream_one,c1,c2");
+        graph_test(GDN, &SH_GDN, "stream_one_static,c1,c2");
+        if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream_one,c1,c2");
     }
     if (split_on && quick != 2 && quick < 4) {
         graph_test(GDN, &SH_GDN, "dec,c1,c2");

@@ -127,7 +127,9 @@ static void test_refusals(void) {
              "decode names: fused, split, stream, auto");
     LT_CHECK(lin_decode_parse("stream_pdl", 0) == 4 && lin_decode_parse("Stream_PDL", 2) == 4 &&
                  lin_decode_parse("stream_pdl64", 0) == 5 && lin_decode_parse("stream_pdl6", 0) == -1 &&
-                 lin_decode_parse("stream_pdl128", 0) == -1 && lin_decode_parse("auto", 2) == 2,
+                 lin_decode_parse("stream_pdl128", 0) == -1 && lin_decode_parse("auto", 2) == 2 &&
+                 lin_decode_parse("stream_one", 0) == 6 && lin_decode_parse("Stream_One", 4) == 6 &&
+                 lin_decode_parse("stream_one_nopf", 0) == 7 && lin_decode_parse("stream_one_static", 0) == 8,
              "decode names: stream_pdl, stream_pdl64");
 }
 

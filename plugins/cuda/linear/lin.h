@@ -68,6 +68,7 @@ typedef struct lin_layout {
     size_t Hs;                           /* split phase 2/3: per-chunk states, 16-bit */
     int need_dec2, need_c1s, need_c2s;   /* the split paths' buffers are there */
     size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode3_per] */
+    size_t dsync;                        /* stream_one*: [4 + max_reqs * hk] int32 (zero) */
     int need_dec3;                       /* ... and its buffer is there */
     size_t stage;                        /* host-index staging: 3 x max_reqs int32 */
     size_t total;
@@ -79,7 +80,8 @@ typedef struct lin_layout {
 typedef struct lin_paths {
     int dec_split, c1_split, c2_split;
     int dec_stream; /* SGL_ATTN_LIN_DECODE=stream (1) / stream_cp (2) / stream_pdl (3, the default) /
-                       stream_pdl64 (4): the stream decode where it applies */
+                       stream_pdl64 (4) / stream_one (5) / stream_one_nopf (6) / stream_one_static (7): the
+                       stream decode where it applies */
 } lin_paths;
 /* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
 int lin_tc_dims_ok(const lin_dims *d);
@@ -102,7 +104,7 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
 /* "fused" 0 / "split" 1 / NULL or "" or "auto": def; -1 unknown */
 int lin_split_parse(const char *s, int def);
 /* SGL_ATTN_LIN_DECODE: "fused" 0 / "split" 1 / "stream" 2 / "stream_cp" 3 / "stream_pdl" 4 /
- * "stream_pdl64" 5 / NULL or "" or "auto": def; -1 unknown */
+ * "stream_pdl64" 5 / "stream_one" 6 / "stream_one_nopf" 7 / "stream_one_static" 8 / NULL or "" or "auto": def; -1 unknown */
 int lin_decode_parse(const char *s, int def);
 /* "simple" / "fast" / NULL or "" (default fast); -1 unknown */
 int lin_variant_parse(const char *s);

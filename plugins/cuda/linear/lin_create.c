@@ -149,12 +149,12 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
             const int x = k == 0 ? lin_decode_parse(v, def[k]) : lin_split_parse(v, def[k]);
             if (x < 0) {
                 lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected fused, split%s or auto", name, env[k],
-                        key[k], v, k == 0 ? ", stream, stream_cp, stream_pdl, stream_pdl64" : "");
+                        key[k], v, k == 0 ? ", stream, stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static" : "");
                 return SGL_ATTN_E_INVALID;
             }
             *dst[k] = x;
         }
-        /* decode: 2 = stream, 3 = stream_cp, 4 = stream_pdl, 5 = stream_pdl64 (their own flag; dec_split
+        /* decode: 2 = stream, 3 = stream_cp, 4 = stream_pdl, 5 = stream_pdl64, 6 = stream_one, 7 = stream_one_nopf, 8 = stream_one_static (their own flag; dec_split
          * stays the split kernel's) */
         paths.dec_stream = paths.dec_split >= 2 ? paths.dec_split - 1 : 0;
         if (paths.dec_stream) paths.dec_split = 0;

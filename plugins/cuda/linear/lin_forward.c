@@ -169,6 +169,10 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     /* stream_pdl / stream_pdl64: griddepcontrol needs SM 9.0; on 8.x the same kernels, plain launches */
     p->dq_pdl = w->paths.dec_stream >= 3 && w->sm_major >= 9;
     p->dq_wide = w->paths.dec_stream == 4;
+    p->dq_one = L->need_dec3 && w->paths.dec_stream >= 5;
+    p->dq_pf = w->paths.dec_stream == 5 || w->paths.dec_stream == 7;
+    p->dq_static = w->paths.dec_stream == 7 && w->sm_major >= 9; /* 8.x: stream_one (its tile spills there) */
+    p->dq_sync = p->dq_one ? (int32_t *)(w->dev + L->dsync) : NULL;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid) {

@@ -103,6 +103,11 @@ typedef struct lin_fwd {
     int32_t dq_pdl;   /* stream_pdl / stream_pdl64 on SM 9.0+: the stream kernel is a programmatic dependent
                          launch of the prep kernel (its state loads overlap the prep) */
     int32_t dq_wide;  /* stream_pdl64: 8-warp stream blocks (64 fp32 / 128 bf16 state rows each) */
+    int32_t dq_one;   /* stream_one / stream_one_nopf: prep and stream items in one launch (lin_decode4_kernel) */
+    int32_t dq_pf;     /* stream_one(_static): its prep items prefetch their conv histories and x to L2 first */
+    int32_t dq_static; /* stream_one_static (SM 9.0+; else stream_one): the block index is the ticket (no atomic) */
+    int32_t *dq_sync; /* stream_one: [4 + max_reqs * hk] int32, zero at create and again after every launch
+                         but the epoch: ticket, done, epoch, pad, then the per-(request, group) ready flags */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
@@ -140,6 +145,9 @@ static inline size_t lin_decode3_per(int kind, int K, int V, int gsz, int gc, in
     return (lin_decode_smem_bytes(kind, K, V, gsz, gc, n) / sizeof(float) + 3) & ~(size_t)3;
 }
 #define LIN_D3_ROWS(st_dt) ((st_dt) == LIN_DT_F32 ? 32 : 64)
+/* stream_one: a request's prep items come this many requests before its stream items (at most half
+ * the batch, so that small batches, the tests' too, interleave prep and stream items as well) */
+#define LIN_D4_LEAD 8
 
 /* Shared memory of the chunked tensor-core kernels (K = 128, chunk 64).
  * Phase 1: q, k, beta*k*exp(G), beta*v tiles (16-bit, rows padded by 8), T

@@ -27,6 +27,9 @@ int lin_decode_parse(const char *s, int def) {
     if (s && !strcasecmp(s, "stream_cp")) return 3;
     if (s && !strcasecmp(s, "stream_pdl")) return 4;
     if (s && !strcasecmp(s, "stream_pdl64")) return 5;
+    if (s && !strcasecmp(s, "stream_one")) return 6;
+    if (s && !strcasecmp(s, "stream_one_nopf")) return 7;
+    if (s && !strcasecmp(s, "stream_one_static")) return 8;
     return lin_split_parse(s, def);
 }
 
@@ -128,6 +131,7 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
     ok &= add(&acc, &L->cnt, L->need_dec2 ? R : 0, (size_t)d->hk, sizeof(int32_t));
     ok &= add(&acc, &L->dq, L->need_dec3 ? R * (size_t)d->hk : 0,
               lin_decode3_per(d->kind, d->dk, d->dv, d->gsz, d->gc, (int)S), sizeof(float));
+    ok &= add(&acc, &L->dsync, L->need_dec3 && paths->dec_stream >= 5 ? 4 + R * (size_t)d->hk : 0, 1, sizeof(int32_t));
     ok &= add(&acc, &L->Qc, L->need_c1s ? T * (size_t)d->hk : 0, K, 2);
     ok &= add(&acc, &L->Kc, L->need_c1s ? T * (size_t)d->hk : 0, K, 2);
     ok &= add(&acc, &L->Vc, L->need_c1s ? T * HV : 0, V, 2);

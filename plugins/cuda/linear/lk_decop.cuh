@@ -7,8 +7,10 @@
  * causal conv1d + SiLU of every channel the group owns (q, k of its key head,
  * v of its value heads; mamba2: B, C of the group, x of its heads) for the
  * request's n tokens, the slot's conv history updated in place (each channel
- * belongs to exactly one block), l2norm, gates, beta, k.q.  Needs
- * LK_DEC_THREADS threads; ends with a barrier. */
+ * belongs to exactly one block), l2norm, gates, beta, k.q.  Needs NT
+ * threads (a multiple of 32); ends with a barrier.  sm may be global memory
+ * (stream_one writes the operands straight to its scratch: the barriers order
+ * a block's global accesses as well). */
 #ifndef SGL_LK_DECOP_CUH
 #define SGL_LK_DECOP_CUH
 
@@ -16,7 +18,7 @@
 
 #define LK_DEC_THREADS 256
 
-template <int EPL>
+template <int EPL, int NT = LK_DEC_THREADS>
 LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int n, int64_t tok0) {
     constexpr int K = 32 * EPL;
     const int KIND = p.kind;
@@ -24,13 +26,13 @@ LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int 
     const bool GCH = KIND == LIN_KDA;
     const int GC = GCH ? K : 1;
     const int V = p.V, HV = p.hv, gsz = p.gsz, h0 = grp * gsz;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = LK_DEC_THREADS / 32;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = NT / 32;
     float *qv = sm, *kv = qv + n * K, *kq = kv + n * K, *vv = kq + n, *ee = vv + n * gsz * V;
     float *bb = ee + n * gsz * GC, *sk = bb + n * gsz;
     /* ---- phase A: operands */
     if (KIND != LIN_LIGHTNING) {
         const int W = p.conv_w, H = W - 1, nch = 2 * K + gsz * V;
-        for (int idx = tid; idx < nch; idx += LK_DEC_THREADS) {
+        for (int idx = tid; idx < nch; idx += NT) {
             int ch, stride;
             float *dst;
             if (idx < 2 * K) {
@@ -83,12 +85,12 @@ LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int 
             }
         }
     } else { /* lightning: q, k, v of head h0 from the forward args */
-        for (int idx = tid; idx < n * K; idx += LK_DEC_THREADS) {
+        for (int idx = tid; idx < n * K; idx += NT) {
             const int j = idx / K, c = idx % K;
             qv[idx] = lk_in(p.q, ((tok0 + j) * HV + h0) * K + c);
             kv[idx] = lk_in(p.k, ((tok0 + j) * HV + h0) * K + c);
         }
-        for (int idx = tid; idx < n * V; idx += LK_DEC_THREADS) {
+        for (int idx = tid; idx < n * V; idx += NT) {
             const int j = idx / V, r = idx % V;
             vv[idx] = lk_in(p.v, ((tok0 + j) * HV + h0) * V + r);
         }
@@ -105,7 +107,7 @@ LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int 
             for (int e = 0; e < EPL; e++) x[lane * EPL + e] *= inv;
         }
     }
-    for (int idx = tid; idx < n * gsz; idx += LK_DEC_THREADS) {
+    for (int idx = tid; idx < n * gsz; idx += NT) {
         const int j = idx / gsz, h = h0 + idx % gsz;
         const int64_t t = tok0 + j;
         if (KIND == LIN_GDN) {
@@ -121,7 +123,7 @@ LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int 
         if (DELTA) bb[idx] = lk_sigmoid(lk_in(p.b, t * HV + h));
     }
     if (GCH)
-        for (int idx = tid; idx < n * gsz * K; idx += LK_DEC_THREADS) {
+        for (int idx = tid; idx < n * gsz * K; idx += NT) {
             const int j = idx / (gsz * K), rem = idx % (gsz * K), h = h0 + rem / K, c = rem % K;
             const int64_t t = tok0 + j;
             const float raw = lk_in(p.a, (t * HV + h) * K + c) + lk_in(p.dt_bias, (int64_t)h * K + c);
@@ -129,7 +131,7 @@ LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int 
         }
     __syncthreads();
     if (KIND == LIN_MAMBA2)
-        for (int idx = tid; idx < n * gsz * V; idx += LK_DEC_THREADS) {
+        for (int idx = tid; idx < n * gsz * V; idx += NT) {
             const int jh = (idx / V) % gsz;
             const float x = vv[idx];
             sk[idx] = lk_in0(p.D, h0 + jh) * x;
