@@ -23,7 +23,7 @@ T=build/tests; P=build/lib/sglattn/plugins
 step() { echo; echo "### $* [$SECONDS s]"; }
 unset SGL_ATTN_LIN_DECODE SGL_ATTN_LIN_CHUNK1 SGL_ATTN_LIN_CHUNK2 SGL_ATTN_LIN_KERNEL SGL_ATTN_LIN_VT SGL_ATTN_LIN_PREP \
   SGL_ATTN_LIN_CSTATE
-sel() { if [ "$1" = v2 ]; then echo "SGL_ATTN_LIN_PREP=v2 SGL_ATTN_LIN_CSTATE=v2"; else echo "SGL_ATTN_LIN_PREP=v1"; fi; }
+sel() { if [ "$1" = v2 ]; then echo "SGL_ATTN_LIN_PREP=v2 SGL_ATTN_LIN_CSTATE=v2"; else echo "SGL_ATTN_LIN_PREP=v1 SGL_ATTN_LIN_CSTATE=v1"; fi; }
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>/dev/null | head -1
 
 step "1. test_lin_gpu: split kernels with v2 (LT_QUICK=3), default (LT_QUICK=6)"

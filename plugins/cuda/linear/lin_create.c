@@ -159,14 +159,15 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         paths.dec_stream = paths.dec_split >= 2 ? paths.dec_split - 1 : 0;
         if (paths.dec_stream) paths.dec_split = 0;
     }
-    /* v1 (default) or v2, opt-in until measured: the split phase 1's prep kernel (lk_split1.cu) and
-     * the split state pass's producer warps (lk_split2.cu) */
-    int v2[2] = {0, 0};
+    /* v2 (default, auto; 1.68x v1 on the 64k H200 prefill, bench/results/h200-2026-12-03/run8-*) or v1:
+     * the split phase 1's prep + UT kernels (lk_split1.cu) and the split state pass's producer
+     * warps (lk_split2.cu) */
+    int v2[2] = {1, 1};
     {
         const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
         for (int k = 0; k < 2; k++) {
             const char *v = lin_option(host, name, env[k], key[k]);
-            if (v && !strcasecmp(v, "v2")) v2[k] = 1;
+            if (v && !strcasecmp(v, "v1")) v2[k] = 0;
             else if (v && *v && strcasecmp(v, "v1") && strcasecmp(v, "auto")) {
                 lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2 or auto", name, env[k], key[k], v);
                 return SGL_ATTN_E_INVALID;
