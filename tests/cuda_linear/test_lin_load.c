@@ -126,6 +126,25 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
+        /* the split-kernel switches: v1, v2, auto pass the option check (a
+         * GPU-less create fails later, at the device), anything else is refused */
+        m.lin_state_dtype = SGL_ATTN_DT_F32;
+        const char *sw[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *val[5] = {"v1", "v2", "auto", "V2", "v3"};
+        for (int e = 0; e < 2; e++)
+            for (int i = 0; i < 5; i++) {
+                setenv(sw[e], val[i], 1);
+                err[0] = 0;
+                b = NULL;
+                const int rc = p->create(&a, &b);
+                const int named = strstr(err, sw[e]) != NULL;
+                if (i < 4)
+                    LT_CHECK(!named, "%s: %s=%s refused: %s", kinds[k].name, sw[e], val[i], err);
+                else
+                    LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v1, v2 or auto"),
+                             "%s: %s=%s: %s", kinds[k].name, sw[e], val[i], err);
+                if (b) b->ops->destroy(b);
+                unsetenv(sw[e]);
+            }
         dlclose(h);
     }
     printf("test_lin_load: %d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

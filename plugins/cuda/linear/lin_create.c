@@ -168,7 +168,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         for (int k = 0; k < 2; k++) {
             const char *v = lin_option(host, name, env[k], key[k]);
             if (v && !strcasecmp(v, "v1")) v2[k] = 0;
-            else if (v && *v && strcasecmp(v, "v1") && strcasecmp(v, "auto")) {
+            else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
                 lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2 or auto", name, env[k], key[k], v);
                 return SGL_ATTN_E_INVALID;
             }
