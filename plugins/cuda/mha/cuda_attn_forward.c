@@ -384,23 +384,19 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     const int set = a->layer->is_cross ? CA_EPLAN_CROSS : CA_EPLAN_SELF;
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
     p.num_items = num_items_ptr(b, CA_DPLAN_COUNT + set);
-    int ce;
     /* SGL_ATTN_WGMMA_TMA, on by default: the TMA producer where its boxes can lie in one
      * page (page size a multiple of 16) and no fused save asks for the input
      * rows; the layer's maps re-encoded only when its pool moved. */
+    const attn_kv_tmaps *tm = NULL;
     if (b->tmaps && !p.save_k && a->batch->page_size > 0 && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
         int cu = 0;
-        const attn_kv_tmaps *tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &p, b->head_dim, &cu);
+        tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &p, b->head_dim, &cu);
         if (cu)
             ca_log(SGL_ATTN_LOG_WARN, "SGL_ATTN_WGMMA_TMA: cuTensorMapEncodeTiled refused the pool of layer %d "
                    "(CUresult %d): cp.async for it", a->layer->layer_id, cu);
-        if (tm)
-            ce = attn_launch_extend_wgmma_tma(b->dtype, b->head_dim, &p, tm, b->grid_items, a->batch->stream);
-        else
-            ce = attn_launch_extend(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
-    } else {
-        ce = attn_launch_extend(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
     }
+    const int ce = tm ? attn_launch_extend_wgmma_tma(b->dtype, b->head_dim, &p, tm, b->grid_items, a->batch->stream)
+                      : attn_launch_extend(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
     if (ce) {
         sgl_cuda_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
