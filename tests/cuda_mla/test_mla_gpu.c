@@ -38,6 +38,8 @@ static const char *const all_variants[] = {
     "wgmma+pf2", "narrow+pf0", "narrow",      "narrow+pf4",  "narrow+bal", "mma+two+pf4+bal", "auto",
     /* mma + page-table ring (SGL_ATTN_MLA_MMA=ring): default prefetch, none, the ring's deepest */
     "mma+ring+pf4", "mma+ring+pf0", "mma+ring+pf15", "mma+ring+pf4+bal",
+    /* mma + bulk-copy (TMA) loads (SGL_ATTN_MLA_MMA=tma / tmadeep; SM 9.0, 16-row tiles) */
+    "mma+tma", "mma+tmadeep", "mma+tma+bal",
 };
 static const char *variants[32];
 static size_t n_variants;
