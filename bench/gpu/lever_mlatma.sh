@@ -1,95 +1,101 @@
 #!/usr/bin/env bash
 # bench/gpu/lever_mlatma.sh - the mma kernel with bulk-copy (TMA) loads
 # (SGL_ATTN_MLA_MMA=tma / tmadeep, opt-in, SM 9.0, 16-row tiles; mla_mma.cu
-# "Bulk-copy loads") against the shipped default (mma ring, L2 prefetch 2) at
-# 16 heads.  <= ~90 s on the H200 from the repo root, prebuilt build/ (make
-# cuda_mla build/tests/test_mla_gpu build/tests/mla_gpu_bench), OUT=dir.
-# Every step is capped; a step that fails or times out is reported and the
-# script goes on.
-#   1. test_mla_gpu vs float64, strict: the quick set (MLA_GPU_QUICK=1) and the
-#      16-head set (=4: short, many and long items; the long ones cross the
-#      stage ring's phases and the page-table ring), auto + the tma variants;
-#      the plan log (SGL_ATTN_MLA_LOG=1) must show "mma tma" / "mma tmadeep"
-#   2. compute-sanitizer memcheck (MLA_GPU_QUICK=5, mma+tma and mma+tmadeep)
-#   3. mla_gpu_bench on issue 7's 6 memory-bound shapes (16 heads x 1, B 64 /
-#      128, 4k / 16k / 32k): auto and mma+tma, mma+tmadeep, mma+tma+pf2,
-#      mma+tmadeep+pf6 (L2 prefetch on top), until BENCH_END; JSON in $OUT
-#   4. racecheck (MLA_GPU_QUICK=5, mma+tma: a stage is reloaded right after the
-#      barrier that ends its reads; then mma+tmadeep if time is left)
-#   5. TB/s and variant / auto per shape, geomean ($OUT/lever_mlatma_summary.json)
+# "Bulk-copy loads"), second version: global -> shared bulk copies only (the
+# first one's shared -> shared zero-row copy into its own CTA was the illegal
+# instruction of run 8).  Against the shipped default (mma ring, L2 prefetch 2)
+# at 16 heads.  <= 90 s on the H200 from the repo root, prebuilt build/
+# (cuda_mla.so, build/tests/test_mla_gpu, build/tests/mla_gpu_bench), OUT=dir.
+# Every step has its own timeout: a fault or hang ends that step only.
+#   1. at once (the float64 reference is host-bound; each variant its own
+#      process, so a fault in one leaves the others' answers):
+#      a. test_mla_gpu strict, MLA_GPU_QUICK=6 (every 16-row decode case: pages
+#         1/16/64, ragged, many items a CTA, long items, a split) for mma+tma,
+#         mma+tmadeep, mma+tma+bal; MLA_GPU_QUICK=1 (the quick set: 32/64-row
+#         tiles fall back to ring) for mma+tma,mma+tmadeep;
+#      b. compute-sanitizer memcheck and racecheck, MLA_GPU_QUICK=5 (short and
+#         long items), mma+tma and mma+tmadeep each;
+#      the plan log must show "mma tma" / "mma tmadeep" plans.
+#   2. mla_gpu_bench alone on issue 7's 6 memory-bound shapes (16 heads x 1,
+#      B 64 / 128, s_k 4k / 16k / 32k, page 64): auto (the default), mma+tma,
+#      mma+tmadeep; JSON in $OUT.
+#   3. the table: TB/s and x default per shape, geomean ($OUT/lever_mlatma_summary.json).
 set -u
 OUT=${OUT:?set OUT to the output folder}
 mkdir -p "$OUT"
-BUDGET=${LEVER_MLATMA_BUDGET:-86}       # the racecheck step ends by then
-BENCH_END=${LEVER_MLATMA_BENCH_END:-58} # no bench variant starts after this
+BUDGET=${LEVER_MLATMA_BUDGET:-88}
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export SGL_ATTN_COMMIT=${SGL_ATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
-export SGL_ATTN_MLA_STRICT=1
-unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_PREFETCH SGL_ATTN_MLA_MMA SGL_ATTN_MLA_PLAN SGL_ATTN_MLA_LOG
+export SGL_ATTN_COMMIT=${SGL_ATTN_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
+export SGL_ATTN_MLA_STRICT=1 SGL_ATTN_MLA_LOG=1
+unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_PREFETCH SGL_ATTN_MLA_MMA SGL_ATTN_MLA_PLAN
 T=build/tests
-TMA="mma+tma mma+tmadeep mma+tma+bal mma+tmadeep+pf6"
 step() { echo; echo "### $* [$SECONDS s]"; }
-plans() { echo "mma tma: $(grep -c 'mma tma,' "$1"), mma tmadeep: $(grep -c 'mma tmadeep' "$1"), mma ring: $(grep -c 'mma ring' "$1")"; }
+plans() { echo "tma $(grep -c 'mma tma,' "$1"), tmadeep $(grep -c 'mma tmadeep,' "$1"), ring $(grep -c 'mma ring,' "$1")"; }
 
 step "0. device, build"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.mem,memory.total --format=csv,noheader 2>&1
   echo "commit $SGL_ATTN_COMMIT"; date -u +%FT%TZ; } | tee "$OUT/gpu.txt"
 for f in "$T/test_mla_gpu" "$T/mla_gpu_bench" build/lib/sglattn/plugins/cuda_mla.so; do
   [ -e "$f" ] || echo "MISSING $f"; done
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
 
-step "1. test_mla_gpu vs float64 (strict): auto, $TMA"
-list="auto,$(echo $TMA | tr ' ' ',')"
-for q in 1 4; do
-  SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=$q MLA_GPU_VARIANTS=$list MLA_GPU_VARIANT_TIMEOUT=6 timeout -k 3 25 \
-    $T/test_mla_gpu > "$OUT/test_q$q.log" 2> "$OUT/test_q$q.err"
-  echo "quick=$q: rc=$? $(grep -v FAILED "$OUT/test_q$q.log" | grep -c ' nmse ') (case, variant) passed," \
-       "$(grep -c '^VARIANT_' "$OUT/test_q$q.err") failed; plans run as $(plans "$OUT/test_q$q.err")"
-  grep -hE '^VARIANT_' "$OUT/test_q$q.err" | head -8
-  grep -hE 'tma' "$OUT/test_q$q.log" | head -12
+step "1. test_mla_gpu (strict) and the sanitizers, at once (cap 40 s)"
+pids=""
+tst() { # name quick variants
+  MLA_GPU_QUICK=$2 MLA_GPU_VARIANTS=$3 MLA_GPU_VARIANT_TIMEOUT=10 timeout -k 3 36 \
+    $T/test_mla_gpu > "$OUT/test_$1.log" 2> "$OUT/test_$1.err"
+  echo $? > "$OUT/test_$1.rc"
+}
+san() { # tool variant
+  if [ -z "$SAN" ]; then echo "no compute-sanitizer" > "$OUT/$1_$2.log"; echo 127 > "$OUT/$1_$2.rc"; return; fi
+  MLA_GPU_QUICK=5 MLA_GPU_VARIANTS=$2 timeout -k 3 38 \
+    "$SAN" --tool "$1" --error-exitcode 9 $T/test_mla_gpu > "$OUT/$1_$2.log" 2>&1
+  echo $? > "$OUT/$1_$2.rc"
+}
+for v in mma+tma mma+tmadeep mma+tma+bal; do tst "q6_$v" 6 "$v" & pids="$pids $!"; done
+tst q1_tma 1 mma+tma,mma+tmadeep & pids="$pids $!"
+for v in mma+tma mma+tmadeep; do
+  san memcheck "$v" & pids="$pids $!"
+  san racecheck "$v" & pids="$pids $!"
 done
+wait $pids
+for n in q6_mma+tma q6_mma+tmadeep q6_mma+tma+bal q1_tma; do
+  f="$OUT/test_$n"
+  echo "test $n: rc=$(cat "$f.rc" 2>/dev/null || echo none)," \
+       "$(grep -v FAILED "$f.log" 2>/dev/null | grep -c ' nmse ') (case, variant) passed," \
+       "$(grep -cE '^VARIANT_(FAIL|HANG)' "$f.err" 2>/dev/null) failed; plans $(plans "$f.err")"
+  grep -hE '^VARIANT_' "$f.err" 2>/dev/null | head -4
+done
+grep -hE ' nmse ' "$OUT"/test_q6_mma+tma.log 2>/dev/null | head -5
+for t in memcheck racecheck; do for v in mma+tma mma+tmadeep; do
+  f="$OUT/${t}_$v"
+  echo "$t $v: rc=$(cat "$f.rc" 2>/dev/null || echo none)" \
+       "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$f.log" 2>/dev/null | tr '\n' ' ' | tr -s ' ')" \
+       "plans $(plans "$f.log")"
+  grep -E '^========= (Invalid|Illegal|Error|Warning)' "$f.log" 2>/dev/null | sort | uniq -c | head -3
+done; done
 
-step "2. compute-sanitizer memcheck (MLA_GPU_QUICK=5: short and long items), mma+tma, mma+tmadeep"
-SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=5 MLA_GPU_VARIANTS=mma+tma,mma+tmadeep timeout -k 3 22 \
-  compute-sanitizer --tool memcheck --error-exitcode 9 $T/test_mla_gpu > "$OUT/memcheck.log" 2>&1
-echo "memcheck: rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/memcheck.log" | tr '\n' ' ' | tr -s ' ')" \
-     "plans: $(plans "$OUT/memcheck.log")"
-
-step "3. mla_gpu_bench, 16 heads x 1 (memory-bound), default vs tma, until ${BENCH_END} s"
-only="decode:b=128,l=16384,q=1,hq=16,page=64;decode:b=64,l=4096,q=1,hq=16,page=64"
-only="$only;decode:b=128,l=4096,q=1,hq=16,page=64;decode:b=64,l=16384,q=1,hq=16,page=64"
-only="$only;decode:b=64,l=32768,q=1,hq=16,page=64;decode:b=128,l=32768,q=1,hq=16,page=64"
-mem="auto,mma+tma,mma+tmadeep,mma+tma+pf2,mma+tmadeep+pf6"
-left=$(( BENCH_END - SECONDS ))
-if [ $left -gt 5 ]; then
-  SGL_ATTN_MLA_LOG=1 MLA_BENCH_ONLY=$only MLA_BENCH_DEADLINE_S=$left timeout -k 3 $(( left + 8 )) \
-    $T/mla_gpu_bench "$OUT/lever_mlatma_bench.json" "$mem" "auto" > "$OUT/lever_mlatma_bench.log" 2> "$OUT/lever_mlatma_bench.err"
-  echo "rc=$?; plans run as $(plans "$OUT/lever_mlatma_bench.err")"
-  grep -vE '^ *$' "$OUT/lever_mlatma_bench.log"
+step "2. mla_gpu_bench alone, 16 heads x 1: auto (default) vs mma+tma vs mma+tmadeep"
+only="decode:b=64,l=4096,q=1,hq=16,page=64;decode:b=64,l=16384,q=1,hq=16,page=64"
+only="$only;decode:b=64,l=32768,q=1,hq=16,page=64;decode:b=128,l=4096,q=1,hq=16,page=64"
+only="$only;decode:b=128,l=16384,q=1,hq=16,page=64;decode:b=128,l=32768,q=1,hq=16,page=64"
+left=$(( BUDGET - 4 - SECONDS ))
+if [ $left -gt 8 ]; then
+  MLA_BENCH_ONLY=$only MLA_BENCH_DEADLINE_S=$(( left - 4 )) timeout -k 2 $left \
+    $T/mla_gpu_bench "$OUT/lever_mlatma_bench.json" "auto,mma+tma,mma+tmadeep" "auto" \
+    > "$OUT/lever_mlatma_bench.log" 2> "$OUT/lever_mlatma_bench.err"
+  echo "rc=$?; plans $(plans "$OUT/lever_mlatma_bench.err")"
+  grep -vE '^ *$' "$OUT/lever_mlatma_bench.log" | grep -v staged
 else
-  echo "skipped: the time budget is spent"
+  echo "skipped: $left s left"
 fi
 
-step "4. compute-sanitizer racecheck (MLA_GPU_QUICK=5), mma+tma then mma+tmadeep, until ${BUDGET} s"
-for v in mma+tma mma+tmadeep; do
-  left=$(( BUDGET - SECONDS )); [ $left -gt 25 ] && left=25
-  if [ $left -gt 4 ]; then
-    SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=5 MLA_GPU_VARIANTS=$v timeout -k 2 $left \
-      compute-sanitizer --tool racecheck --error-exitcode 9 $T/test_mla_gpu > "$OUT/racecheck_$v.log" 2>&1
-    echo "racecheck $v: rc=$? $(grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$OUT/racecheck_$v.log" | tr '\n' ' ' | tr -s ' ')" \
-         "plans: $(plans "$OUT/racecheck_$v.log")"
-    grep -E "^========= (Error|Warning)" "$OUT/racecheck_$v.log" | sort | uniq -c | head -6
-  else
-    echo "racecheck $v: skipped, the time budget is spent"
-  fi
-done
-
-step "5. tma / default"
-python3 - "$OUT" <<'PY'
+step "3. TB/s, x default"
+timeout 10 python3 - "$OUT" <<'PY'
 import json, math, sys, os
 out = sys.argv[1]
-p = os.path.join(out, "lever_mlatma_bench.json")
 try:
-    txt = open(p).read()
+    txt = open(os.path.join(out, "lever_mlatma_bench.json")).read()
 except OSError:
     print("no bench JSON"); sys.exit(0)
 try:
@@ -99,37 +105,30 @@ except ValueError:  # killed mid-run: close the list
 rows = {}
 for c in d.get("cases", []):
     rows.setdefault(c["case"], {})[c["kernel"]] = c["tbps"]
-variants = sorted({k for r in rows.values() for k in r if k != "auto"})
-print("%-42s %8s" % ("case (TB/s; x = / auto)", "auto") + "".join(" %20s" % v for v in variants))
-ratios = {v: [] for v in variants}
-tb = {v: [] for v in variants}
+vs = ["mma+tma", "mma+tmadeep"]
+print("%-40s %8s %16s %16s" % ("case (TB/s, x default)", "default", *vs))
+gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+tb = {v: [] for v in ["auto"] + vs}
+rat = {v: [] for v in vs}
 for case, r in rows.items():
     a = r.get("auto")
-    line = "%-42s %8s" % (case, "%.3f" % a if a else "-")
-    for v in variants:
+    line = "%-40s %8s" % (case, "%.3f" % a if a else "-")
+    if a:
+        tb["auto"].append(a)
+    for v in vs:
         t = r.get(v)
         if t:
             tb[v].append(t)
         if t and a:
-            ratios[v].append(t / a)
-            line += " %20s" % ("%.3f x%.3f" % (t, t / a))
-        else:
-            line += " %20s" % ("%.3f" % t if t else "-")
+            rat[v].append(t / a)
+        line += " %16s" % (("%.3f x%.3f" % (t, t / a)) if t and a else ("%.3f" % t if t else "-"))
     print(line)
-gm = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))
 summ = {"device": d.get("device"), "commit": d.get("commit"), "date": d.get("date"), "tbps": rows,
-        "geomean_ratio": {}, "geomean_tbps": {}}
-a = [r["auto"] for r in rows.values() if r.get("auto")]
-if a:
-    summ["geomean_tbps"]["auto"] = gm(a)
-    print("auto geomean %.3f TB/s over %d shapes (/3.2 target: %.2f)" % (gm(a), len(a), gm(a) / 3.2))
-for v in variants:
-    if tb[v]:
-        summ["geomean_tbps"][v] = gm(tb[v])
-    if ratios[v]:
-        summ["geomean_ratio"][v] = gm(ratios[v])
-        print("%-18s geomean %.3f TB/s (/3.2: %.2f), / auto over %d shapes: x%.3f"
-              % (v, gm(tb[v]), gm(tb[v]) / 3.2, len(ratios[v]), gm(ratios[v])))
+        "geomean_tbps": {v: gm(x) for v, x in tb.items() if x}, "geomean_x_default": {v: gm(x) for v, x in rat.items() if x}}
+for v, x in tb.items():
+    if x:
+        print("%-12s geomean %.3f TB/s (%.2f of 3.2) over %d shapes%s" % (v, gm(x), gm(x) / 3.2, len(x),
+              ", x%.3f default" % gm(rat[v]) if v in rat and rat[v] else ""))
 json.dump(summ, open(os.path.join(out, "lever_mlatma_summary.json"), "w"), indent=1)
 PY
 echo "lever_mlatma: done [$SECONDS s]"

@@ -35,10 +35,16 @@
  *   the L2 prefetch that covers cp.async's latency crosses the L2 twice per
  *   byte (a missing prefetch, then the load that hits: 45% hit rate, L2 90%
  *   busy, DRAM 62%).  Here each key row (1152 contiguous bytes) is one
- *   cp.async.bulk into the same padded row (1168 B: ldmatrix unchanged), lane
- *   kk < 4 of warp w the row of key w + 8 kk; a row past the item copies a
- *   zero row kept in shared memory, so all 32 rows complete on the stage's
- *   mbarrier (count 1: thread 0's arrive.expect_tx of 32 x 1152 bytes).  The
+ *   cp.async.bulk global -> shared into the same padded row (1168 B: ldmatrix
+ *   unchanged), lane kk < 4 of warp w the row of key w + 8 kk.  A key past the
+ *   item copies the row of the tile's first key (always in the item), so every
+ *   row is finite for P = 0 x V and all 32 copies complete the stage's
+ *   mbarrier (count 1: thread 0's arrive.expect_tx of 32 x 1152 bytes; a copy
+ *   landing before it leaves tx-count negative, which the phase allows).  No
+ *   shared -> shared bulk copy: its destination must be another CTA of the
+ *   cluster (the first version's zero-row copy to its own CTA was the illegal
+ *   instruction on the H200), and no generic-proxy write ever touches a stage
+ *   the bulk copies fill, so no proxy fence is needed.  The
  *   block waits on it after the top-of-tile __syncthreads, which also frees the
  *   stage reloaded in that iteration (its last reads were tile j - 1).  Stage
  *   and phase count tiles across items (gt), so no mbarrier is re-armed.  The
@@ -66,13 +72,14 @@ template <int RG, int STAGES, int PTR = 0, int TMA = 0> struct MmaCfg {
     static constexpr size_t P_BYTES = (size_t)BM * MMA_PROW * 2;
     static constexpr size_t RED_BYTES = (size_t)2 * BM * SW * 4;
     static constexpr size_t PT_BYTES = PTR ? (size_t)MMA_PT_R * MMA_BN * 4 : 0;
-    static constexpr size_t ZERO_BYTES = TMA ? (size_t)MLA_D_QK * 2 : 0; /* TMA: the zero row */
-    static constexpr size_t BAR_BYTES = TMA ? (size_t)STAGES * 8 : 0;    /* TMA: full mbarriers */
-    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + PT_BYTES + ZERO_BYTES + BAR_BYTES;
+    static constexpr size_t BAR_BYTES = TMA ? (size_t)STAGES * 8 : 0; /* TMA: full mbarriers (8-byte aligned) */
+    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + PT_BYTES + BAR_BYTES;
     static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
     static_assert(!TMA || PTR, "the bulk-copy loads read slots from the page-table ring");
-    static_assert((Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + PT_BYTES) % 16 == 0 && (MMA_ROW * 2) % 16 == 0,
-                  "bulk copies: 16-byte aligned rows and zero row");
+    static_assert(Q_BYTES % 16 == 0 && (MMA_ROW * 2) % 16 == 0 && (MLA_D_QK * 2) % 16 == 0 &&
+                      (Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + PT_BYTES) % 8 == 0,
+                  "bulk copies: 16-byte aligned destination rows, size a multiple of 16; 8-byte mbarriers");
+    static_assert(MMA_BN * MLA_D_QK * 2 < (1 << 20), "a stage's bytes fit the mbarrier tx-count");
 };
 
 /* L2 prefetch of one latent row (1152 bytes). */
@@ -115,15 +122,12 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
     const uint16_t *qg = (const uint16_t *)a.q;
     const uint16_t *pool = (const uint16_t *)a.pool;
     const int n_items = mla_hdr(a)->n_items;
-    /* TMA only: the zero row, the full mbarriers (one a stage), tiles loaded so far. */
-    uint16_t *sZero = (uint16_t *)(smem + C::SMEM - C::BAR_BYTES - C::ZERO_BYTES);
+    /* TMA only: the full mbarriers (one a stage), tiles loaded so far. */
     const uint32_t bar0 = mla_smem_u32(smem + C::SMEM - C::BAR_BYTES);
     int gt = 0;
     if constexpr (TMA) {
         if (tid < STAGES) mma_mbar_init(bar0 + 8 * tid, 1);
-        for (int c = tid; c < MLA_D_QK / 8; c += MMA_THREADS) *(uint4 *)(sZero + c * 8) = make_uint4(0, 0, 0, 0);
-        mma_fence_proxy_async(); /* the zero row, read by bulk copies */
-        __syncthreads();
+        __syncthreads(); /* initialised (and fenced) before any arrive or copy */
     }
 
     for (int it = blockIdx.x; it < n_items; it += gridDim.x) {
@@ -187,11 +191,13 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
                 const uint32_t bar = bar0 + 8 * st;
                 if (tid == 0) mma_mbar_expect_tx(bar, MMA_BN * MLA_D_QK * 2);
                 if (lane < 4) {
-                    const uint32_t d = mla_smem_u32(sKV + ((size_t)st * MMA_BN + warp + 8 * lane) * MMA_ROW);
-                    if (myslot >= 0)
-                        mma_bulk_g2s(d, pool + myslot * MLA_D_QK, MLA_D_QK * 2, bar);
-                    else
-                        mma_bulk_s2s(d, mla_smem_u32(sZero), MLA_D_QK * 2, bar);
+                    /* past the item: the tile's first key (tile < nt, so in the item; its ring word
+                     * is as visible as this lane's, both were waited for together) */
+                    const int64_t s = myslot >= 0 ? myslot
+                                                  : mla_clamp64((int64_t)sPT[(tile % MMA_PT_R) * MMA_BN], 0,
+                                                                a.num_slots - 1);
+                    mma_bulk_g2s(mla_smem_u32(sKV + ((size_t)st * MMA_BN + warp + 8 * lane) * MMA_ROW),
+                                 pool + s * MLA_D_QK, MLA_D_QK * 2, bar);
                 }
                 return;
             }

@@ -59,14 +59,6 @@ GC_DEV void mma_mbar_init(uint32_t bar, uint32_t count) {
     __trap();
 #endif
 }
-/* Generic-proxy shared-memory writes made visible to the bulk-copy engine. */
-GC_DEV void mma_fence_proxy_async(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#else
-    __trap();
-#endif
-}
 GC_DEV void mma_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
@@ -88,23 +80,13 @@ GC_DEV void mma_mbar_wait(uint32_t bar, uint32_t parity) {
 #endif
 }
 /* `bytes` (a multiple of 16, both addresses 16-byte aligned) from global src
- * to shared dst, completing on mbarrier bar. */
+ * to shared dst of this CTA, completing on mbarrier bar of this CTA (a
+ * shared::cta address is a valid shared::cluster one naming the executing CTA,
+ * with or without a cluster launch). */
 GC_DEV void mma_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
                  "l"(src), "r"(bytes), "r"(bar)
-                 : "memory");
-#else
-    (void)dst; (void)src; (void)bytes; (void)bar;
-    __trap();
-#endif
-}
-/* The same from shared memory of this CTA (a zero row for keys past an item). */
-GC_DEV void mma_bulk_s2s(uint32_t dst, uint32_t src, uint32_t bytes, uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-                     dst),
-                 "r"(src), "r"(bytes), "r"(bar)
                  : "memory");
 #else
     (void)dst; (void)src; (void)bytes; (void)bar;
