@@ -73,6 +73,10 @@ for t in memcheck racecheck; do for v in mma+tma mma+tmadeep; do
        "$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED' "$f.log" 2>/dev/null | tr '\n' ' ' | tr -s ' ')" \
        "plans $(plans "$f.log")"
   grep -E '^========= (Invalid|Illegal|Error|Warning)' "$f.log" 2>/dev/null | sort | uniq -c | head -3
+  # where (racecheck may not model mbarrier complete_tx: hazards at the bulk copy vs ldmatrix are suspect)
+  grep -A1 -E '^========= (Invalid|Illegal)' "$f.log" 2>/dev/null | grep -E '^=========  +at ' | sed -E 's/\+0x[0-9a-f]+//' | sort | uniq -c | head -3
+  grep -A1 -E 'Race reported between' "$f.log" 2>/dev/null | grep -vE '^--' | sed -E 's/\+0x[0-9a-f]+//; s/ *\[[0-9]+ hazards\]//' | paste - - \
+    | sed -E 's/ ?=========  +/ /g' | sort | uniq -c | sort -rn | head -4
 done; done
 
 step "2. mla_gpu_bench alone, 16 heads x 1: auto (default) vs mma+tma vs mma+tmadeep"
