@@ -12,7 +12,7 @@
  *   MLA_BENCH_ONLY="case;case;..."  only these cases (names as printed)
  *   MLA_BENCH_DEADLINE_S=S          start no variant after S seconds
  *
- * Variants are comma-separated "kernel[+pfN][+base|+deep|+two|+ring][+bal]" (see
+ * Variants are comma-separated "kernel[+pfN][+base|+deep|+two|+ring|+tma|+tmadeep][+bal]" (see
  * mla_gpu_util.h); MEM_VARIANTS run on the memory-bound shapes (h_q s_q < 64),
  * COMPUTE_VARIANTS on the others; "all" adds two extend shapes.  The JSON
  * carries the device, the date and $SGL_ATTN_COMMIT.

@@ -10,6 +10,9 @@
  *   MLA_GPU_QUICK=4   16-head decode with short, many and long items (the mma
  *                     ring, bench/gpu/lever_mla.sh)
  *   MLA_GPU_QUICK=5   16-head decode, short and long items (compute-sanitizer)
+ *   MLA_GPU_QUICK=6   every 16-row decode case (the mma bulk-copy variants,
+ *                     bench/gpu/lever_mlatma.sh): pages 1 / 16 / 64, ragged,
+ *                     many items a CTA, long items, a split
  *   MLA_GPU_VARIANTS  comma-separated variants to run (mg_variant_env), default
  *                     all of them */
 #include <setjmp.h>
@@ -38,6 +41,8 @@ static const char *const all_variants[] = {
     "wgmma+pf2", "narrow+pf0", "narrow",      "narrow+pf4",  "narrow+bal", "mma+two+pf4+bal", "auto",
     /* mma + page-table ring (SGL_ATTN_MLA_MMA=ring): default prefetch, none, the ring's deepest */
     "mma+ring+pf4", "mma+ring+pf0", "mma+ring+pf15", "mma+ring+pf4+bal",
+    /* mma + bulk-copy (TMA) loads (SGL_ATTN_MLA_MMA=tma / tmadeep; SM 9.0, 16-row tiles) */
+    "mma+tma", "mma+tmadeep", "mma+tma+bal",
 };
 static const char *variants[32];
 static size_t n_variants;
@@ -145,6 +150,12 @@ static void test_decode_16h(void **st) {
     (void)st;
     mg_case c = {MG_DECODE, 4, 700, 1, 16, 64, MG_BF16, MG_BF16, 1, 1, 0};
     run_case(&c, "decode b4 l700 h16 p64 ragged");
+}
+/* page 1 at 16 heads: 16-row tiles whose 32 keys are 32 unrelated slots */
+static void test_decode_16h_p1(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 3, 333, 1, 16, 1, MG_BF16, MG_BF16, 1, 1, 0};
+    run_case(&c, "decode b3 l333 h16 p1 ragged");
 }
 static void test_decode_128h_p16(void **st) {
     (void)st;
@@ -293,7 +304,8 @@ int main(void) {
         cmocka_unit_test(test_fp8_pool),       cmocka_unit_test(test_f16),
         cmocka_unit_test(test_long_split),     cmocka_unit_test(test_many_items),
         cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_decode_32h_p8),
-        cmocka_unit_test(test_long_items),     cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_long_items),     cmocka_unit_test(test_decode_16h_p1),
+        cmocka_unit_test(test_graph_replay),
     };
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(test_decode_16h),    cmocka_unit_test(test_verify_64h),
@@ -310,6 +322,10 @@ int main(void) {
         cmocka_unit_test(test_decode_16h),
         cmocka_unit_test(test_long_items),
     };
+    const struct CMUnitTest rows16[] = {
+        cmocka_unit_test(test_decode_16h),  cmocka_unit_test(test_decode_16h_p1), cmocka_unit_test(test_many_items),
+        cmocka_unit_test(test_long_items),  cmocka_unit_test(test_long_split),
+    };
     const struct CMUnitTest tiny[] = {
         cmocka_unit_test(test_decode_16h),
         cmocka_unit_test(test_verify_64h),
@@ -320,5 +336,6 @@ int main(void) {
     if (q && *q == '3') return cmocka_run_group_tests(graphs, setup, teardown);
     if (q && *q == '4') return cmocka_run_group_tests(ring, setup, teardown);
     if (q && *q == '5') return cmocka_run_group_tests(ring_san, setup, teardown);
+    if (q && *q == '6') return cmocka_run_group_tests(rows16, setup, teardown);
     return cmocka_run_group_tests(all, setup, teardown);
 }

@@ -148,6 +148,18 @@ static void test_refusals(void **st) {
     setenv("SGL_ATTN_MLA_MMA", "wide", 1);
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "SGL_ATTN_MLA_MMA=wide"));
+    setenv("SGL_ATTN_MLA_MMA", "tmax", 1);
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "SGL_ATTN_MLA_MMA=tmax"));
+    /* the bulk-copy variants are accepted (well-formed: the model check is next) */
+    static const char *const ok_mma[] = {"base", "deep", "two", "ring", "tma", "tmadeep"};
+    m.is_mla = 0;
+    for (size_t i = 0; i < sizeof ok_mma / sizeof ok_mma[0]; i++) {
+        setenv("SGL_ATTN_MLA_MMA", ok_mma[i], 1);
+        assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
+        assert_non_null(strstr(err, "absorbed MLA only"));
+    }
+    m.is_mla = 1;
     unsetenv("SGL_ATTN_MLA_MMA");
     static const char *const bad_pf[] = {"-1", "65", "2x", "x"};
     for (size_t i = 0; i < sizeof bad_pf / sizeof bad_pf[0]; i++) {

@@ -27,6 +27,7 @@
 #define MLA_DEFAULT_MMA_CFG MLA_MMA_RING       /* base / deep / two / ring */
 #define MLA_DEFAULT_PF_MMA_TWO 4               /* 32-key tiles ahead, when two CTAs per SM run */
 #define MLA_DEFAULT_PF_MMA_RING 2              /* the same for ring */
+#define MLA_DEFAULT_PF_MMA_TMA 0               /* tma / tmadeep: the bulk copies alone (no L2 double read) */
 #define MLA_DEFAULT_PF_MMA 0                   /* the same for base / deep (acts above the stage count) */
 #define MLA_DEFAULT_PF_WGMMA 0                 /* pairs of 64-key blocks ahead, 0-2 (wgmma0: unused) */
 #define MLA_DEFAULT_PF_NARROW 2                /* 64-key blocks ahead */
@@ -222,6 +223,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
                 : kernel == MLA_KERNEL_WGMMA        ? MLA_DEFAULT_PF_WGMMA
                 : kernel == MLA_KERNEL_MMA          ? (mcfg == MLA_MMA_RING  ? MLA_DEFAULT_PF_MMA_RING
                                        : mcfg == MLA_MMA_TWO ? MLA_DEFAULT_PF_MMA_TWO
+                                       : mcfg == MLA_MMA_TMA || mcfg == MLA_MMA_TMADEEP ? MLA_DEFAULT_PF_MMA_TMA
                                                              : MLA_DEFAULT_PF_MMA)
                                                     : 0;
     b->page = batch->page_size;
@@ -229,13 +231,13 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->n_comb = hdr->n_comb;
     b->planned = 1;
     if (b->log) {
-        static const char *const cfg_name[] = {"base", "deep", "two", "ring"};
+        static const char *const cfg_name[] = {"base", "deep", "two", "ring", "tma", "tmadeep"};
         fprintf(stderr,
                 "cuda_mla: plan: mode %d, %d requests, %d rows a request, page %d: asked %s, runs %s "
                 "(%d-row tiles%s%s, prefetch %d), %d CTAs, %d items, %d split tiles%s\n",
                 (int)b->mode, (int)bs, (int)rows, (int)b->page, mla_kernel_name(b->kernel_pref),
                 mla_kernel_name(kernel), (int)rpt, kernel == MLA_KERNEL_MMA ? ", mma " : "",
-                kernel == MLA_KERNEL_MMA ? cfg_name[mcfg >= 0 && mcfg <= 3 ? mcfg : 0] : "", (int)b->prefetch,
+                kernel == MLA_KERNEL_MMA ? cfg_name[mcfg >= 0 && mcfg <= 5 ? mcfg : 0] : "", (int)b->prefetch,
                 (int)ctas, (int)b->n_items, (int)b->n_comb, b->balanced ? ", balanced plan asked" : "");
     }
     return SGL_ATTN_OK;
@@ -338,6 +340,8 @@ static int32_t mma_cfg_pref(const char *s) {
     if (!strcmp(s, "deep")) return MLA_MMA_DEEP;
     if (!strcmp(s, "two")) return MLA_MMA_TWO;
     if (!strcmp(s, "ring")) return MLA_MMA_RING;
+    if (!strcmp(s, "tma")) return MLA_MMA_TMA;
+    if (!strcmp(s, "tmadeep")) return MLA_MMA_TMADEEP;
     return -1;
 }
 
@@ -379,7 +383,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     env = getenv("SGL_ATTN_MLA_MMA");
     b->mma_cfg_pref = mma_cfg_pref(env);
     if (b->mma_cfg_pref < 0) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_MMA=%s; expected base, deep, two or ring", env);
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_MMA=%s; expected base, deep, two, ring, tma or tmadeep", env);
         return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
     }
     env = getenv("SGL_ATTN_MLA_PREFETCH");
@@ -515,6 +519,16 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  mla_kernel_name(kp), a->device, b->dev.name, b->dev.sm_major, b->dev.sm_minor,
                  b->encode_fn ? "found" : "not found", need, (size_t)b->dev.smem_per_block_optin);
         return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
+    }
+    /* bulk-copy loads (SGL_ATTN_MLA_MMA=tma / tmadeep) are SM 9.0 code: ring elsewhere */
+    if ((b->mma_cfg_pref == MLA_MMA_TMA || b->mma_cfg_pref == MLA_MMA_TMADEEP) && b->dev.sm_major != 9) {
+        if (b->strict) {
+            snprintf(msg, sizeof msg, "SGL_ATTN_MLA_STRICT=1: SGL_ATTN_MLA_MMA=%s needs SM 9.0 (device %d is SM %d.%d)",
+                     b->mma_cfg_pref == MLA_MMA_TMA ? "tma" : "tmadeep", a->device, b->dev.sm_major,
+                     b->dev.sm_minor);
+            return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
+        }
+        b->mma_cfg_pref = MLA_MMA_RING;
     }
     if (b->log)
         fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernels wgmma %s, wgmma0 %s, wgmma2 %s, narrow %s\n",

@@ -47,8 +47,11 @@ enum {
  * CTAs per SM with 2 stages each (16- and 32-row tiles; 64-row tiles run BASE);
  * RING: TWO plus a 2 KB shared-memory ring of page-table words filled by
  * cp.async ahead of use, so the loop never waits for a page-table load (the
- * default: 1.04x TWO at 16 heads; 32-row tiles run TWO, 64-row tiles BASE). */
-enum { MLA_MMA_BASE = 0, MLA_MMA_DEEP = 1, MLA_MMA_TWO = 2, MLA_MMA_RING = 3 };
+ * default: 1.04x TWO at 16 heads; 32-row tiles run TWO, 64-row tiles BASE).
+ * TMA / TMADEEP (SM 9.0, 16-row tiles; elsewhere as RING): RING with the key
+ * rows loaded by cp.async.bulk on per-stage mbarriers instead of cp.async +
+ * L2 prefetch; TMA 2 stages and 2 CTAs per SM, TMADEEP 5 stages and one. */
+enum { MLA_MMA_BASE = 0, MLA_MMA_DEEP = 1, MLA_MMA_TWO = 2, MLA_MMA_RING = 3, MLA_MMA_TMA = 4, MLA_MMA_TMADEEP = 5 };
 
 /* An int32/int64 index tensor, read as 32-bit words (element i = word i << shift;
  * little-endian low word).  Reads are clamped into [0, n). */
@@ -116,7 +119,7 @@ size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t smem_optin)
  * TWO where two blocks of it do not fit, BASE where neither does). */
 int32_t mla_mma_effective_cfg(int32_t rows_per_tile, int32_t cfg, size_t smem_optin);
 /* CTAs per SM the mma kernel is built for (the planner's and grid's
- * multiplier): 2 for MLA_MMA_TWO and MLA_MMA_RING, else 1. */
+ * multiplier): 2 for MLA_MMA_TWO, MLA_MMA_RING and MLA_MMA_TMA, else 1. */
 int32_t mla_mma_ctas_per_sm(int32_t effective_cfg);
 /* Same for the wgmma and narrow kernels. */
 size_t mla_wgmma_smem_bytes(void);

@@ -31,6 +31,26 @@
  *   are prefetched into L2 MMA_PT_AHEAD tiles before that, and the clamp runs
  *   when a slot is read from the ring: no global load is waited for by the
  *   loop.  The words are the low 32 bits of each index (as mla_index reads).
+ *   Bulk-copy loads (TMA = 1, MLA_MMA_TMA / _TMADEEP, SM 9.0, 16-row tiles):
+ *   the L2 prefetch that covers cp.async's latency crosses the L2 twice per
+ *   byte (a missing prefetch, then the load that hits: 45% hit rate, L2 90%
+ *   busy, DRAM 62%).  Here each key row (1152 contiguous bytes) is one
+ *   cp.async.bulk global -> shared into the same padded row (1168 B: ldmatrix
+ *   unchanged), lane kk < 4 of warp w the row of key w + 8 kk.  A key past the
+ *   item copies the row of the tile's first key (always in the item), so every
+ *   row is finite for P = 0 x V and all 32 copies complete the stage's
+ *   mbarrier (count 1: thread 0's arrive.expect_tx of 32 x 1152 bytes; a copy
+ *   landing before it leaves tx-count negative, which the phase allows).  No
+ *   shared -> shared bulk copy: its destination must be another CTA of the
+ *   cluster (the first version's zero-row copy to its own CTA was the illegal
+ *   instruction on the H200), and no generic-proxy write ever touches a stage
+ *   the bulk copies fill, so no proxy fence is needed.  The
+ *   block waits on it after the top-of-tile __syncthreads, which also frees the
+ *   stage reloaded in that iteration (its last reads were tile j - 1).  Stage
+ *   and phase count tiles across items (gt), so no mbarrier is re-armed.  The
+ *   page-table ring (PTR) still uses cp.async groups; no L2 prefetch unless
+ *   asked.  TMA: 2 stages, 2 CTAs/SM; TMADEEP: 5 stages (4 tiles, 147 KB in
+ *   flight while one is computed), 1 CTA/SM.
  */
 #include "mla_mma_ops.cuh"
 
@@ -41,7 +61,7 @@
 #define MMA_PT_R 16      /* page-table ring: tiles of MMA_BN words (PTR only) */
 #define MMA_PT_AHEAD 8   /* page-table lines prefetched into L2, tiles beyond the ring's lookahead */
 
-template <int RG, int STAGES, int PTR = 0> struct MmaCfg {
+template <int RG, int STAGES, int PTR = 0, int TMA = 0> struct MmaCfg {
     static constexpr int BM = 16 * RG;
     static constexpr int CG = 8 / RG;
     static constexpr int SW = CG < MMA_BN / 8 ? CG : MMA_BN / 8; /* S-warps per row group */
@@ -52,8 +72,14 @@ template <int RG, int STAGES, int PTR = 0> struct MmaCfg {
     static constexpr size_t P_BYTES = (size_t)BM * MMA_PROW * 2;
     static constexpr size_t RED_BYTES = (size_t)2 * BM * SW * 4;
     static constexpr size_t PT_BYTES = PTR ? (size_t)MMA_PT_R * MMA_BN * 4 : 0;
-    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + PT_BYTES;
+    static constexpr size_t BAR_BYTES = TMA ? (size_t)STAGES * 8 : 0; /* TMA: full mbarriers (8-byte aligned) */
+    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + PT_BYTES + BAR_BYTES;
     static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
+    static_assert(!TMA || PTR, "the bulk-copy loads read slots from the page-table ring");
+    static_assert(Q_BYTES % 16 == 0 && (MMA_ROW * 2) % 16 == 0 && (MLA_D_QK * 2) % 16 == 0 &&
+                      (Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + PT_BYTES) % 8 == 0,
+                  "bulk copies: 16-byte aligned destination rows, size a multiple of 16; 8-byte mbarriers");
+    static_assert(MMA_BN * MLA_D_QK * 2 < (1 << 20), "a stage's bytes fit the mbarrier tx-count");
 };
 
 /* L2 prefetch of one latent row (1152 bytes). */
@@ -78,9 +104,9 @@ GC_DEV void mma_cp_async4(void *smem_dst, const void *gmem_src, bool ok) {
 #endif
 }
 
-template <int RG, int STAGES, int DT, int MINB, int PTR = 0>
+template <int RG, int STAGES, int DT, int MINB, int PTR = 0, int TMA = 0>
 __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args a) {
-    typedef MmaCfg<RG, STAGES, PTR> C;
+    typedef MmaCfg<RG, STAGES, PTR, TMA> C;
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sQ = (uint16_t *)smem;
     uint16_t *sKV = (uint16_t *)(smem + C::Q_BYTES);
@@ -96,6 +122,13 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
     const uint16_t *qg = (const uint16_t *)a.q;
     const uint16_t *pool = (const uint16_t *)a.pool;
     const int n_items = mla_hdr(a)->n_items;
+    /* TMA only: the full mbarriers (one a stage), tiles loaded so far. */
+    const uint32_t bar0 = mla_smem_u32(smem + C::SMEM - C::BAR_BYTES);
+    int gt = 0;
+    if constexpr (TMA) {
+        if (tid < STAGES) mma_mbar_init(bar0 + 8 * tid, 1);
+        __syncthreads(); /* initialised (and fenced) before any arrive or copy */
+    }
 
     for (int it = blockIdx.x; it < n_items; it += gridDim.x) {
         const mla_item item = mla_items(a)[it];
@@ -153,6 +186,21 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
             __syncthreads(); /* the first LA tiles' words (and Q) are in shared memory */
         }
         auto issue = [&](int tile, int64_t myslot) {
+            if constexpr (TMA) {
+                const int st = (gt + tile) % STAGES;
+                const uint32_t bar = bar0 + 8 * st;
+                if (tid == 0) mma_mbar_expect_tx(bar, MMA_BN * MLA_D_QK * 2);
+                if (lane < 4) {
+                    /* past the item: the tile's first key (tile < nt, so in the item; its ring word
+                     * is as visible as this lane's, both were waited for together) */
+                    const int64_t s = myslot >= 0 ? myslot
+                                                  : mla_clamp64((int64_t)sPT[(tile % MMA_PT_R) * MMA_BN], 0,
+                                                                a.num_slots - 1);
+                    mma_bulk_g2s(mla_smem_u32(sKV + ((size_t)st * MMA_BN + warp + 8 * lane) * MMA_ROW),
+                                 pool + s * MLA_D_QK, MLA_D_QK * 2, bar);
+                }
+                return;
+            }
             uint16_t *dst = sKV + (size_t)(tile % STAGES) * MMA_BN * MMA_ROW;
 #pragma unroll(PTR ? 3 : 9)
             for (int i = 0; i < 9; i++) { /* 4 keys x 72 chunks = 288 = 9 x 32 */
@@ -220,7 +268,9 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
                     pq1 = j + pd + 2 < nt ? slot_of(j + pd + 2) : -1;
                 }
             }
-            const uint16_t *kv = sKV + (size_t)(j % STAGES) * MMA_BN * MMA_ROW;
+            const int stage = TMA ? (gt + j) % STAGES : j % STAGES;
+            if constexpr (TMA) mma_mbar_wait(bar0 + 8 * stage, (uint32_t)((gt + j) / STAGES) & 1u); /* tile j landed */
+            const uint16_t *kv = sKV + (size_t)stage * MMA_BN * MMA_ROW;
             const int kbase = item.kv_begin + j * MMA_BN;
 
             float sacc[C::KPW / 8][4];
@@ -347,18 +397,20 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
                 if (cg == 0 && q4 == 0) a.part_lse[prow_o] = l[i] > 0.f ? m[i] + __log2f(l[i]) : -INFINITY;
             }
         }
+        gt += nt;
         __syncthreads(); /* the next item rewrites shared memory */
     }
 }
 
 /* Stages and CTAs per SM of each configuration (MLA_MMA_*). */
 template <int RG, int CFG> struct MmaVar {
-    static constexpr int S = CFG == MLA_MMA_DEEP ? (RG == 1 ? 5 : RG == 2 ? 4 : 3)
-                           : CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING ? 2
+    static constexpr int S = CFG == MLA_MMA_DEEP || CFG == MLA_MMA_TMADEEP ? (RG == 1 ? 5 : RG == 2 ? 4 : 3)
+                           : CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING || CFG == MLA_MMA_TMA ? 2
                                                                        : (RG == 4 ? 2 : 3);
-    static constexpr int MINB = CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING ? 2 : 1;
-    static constexpr int PTR = CFG == MLA_MMA_RING ? 1 : 0;
-    static constexpr size_t SMEM = MmaCfg<RG, S, PTR>::SMEM;
+    static constexpr int MINB = CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING || CFG == MLA_MMA_TMA ? 2 : 1;
+    static constexpr int TMA = CFG == MLA_MMA_TMA || CFG == MLA_MMA_TMADEEP ? 1 : 0;
+    static constexpr int PTR = CFG == MLA_MMA_RING || TMA ? 1 : 0;
+    static constexpr size_t SMEM = MmaCfg<RG, S, PTR, TMA>::SMEM;
 };
 
 static size_t mma_smem(int32_t rows, int32_t cfg) {
@@ -367,6 +419,8 @@ static size_t mma_smem(int32_t rows, int32_t cfg) {
     case MLA_MMA_DEEP: return MmaVar<RG, MLA_MMA_DEEP>::SMEM;                \
     case MLA_MMA_TWO: return RG == 4 ? 0 : MmaVar<RG, MLA_MMA_TWO>::SMEM;    \
     case MLA_MMA_RING: return RG == 4 ? 0 : MmaVar<RG, MLA_MMA_RING>::SMEM;  \
+    case MLA_MMA_TMA: return RG == 1 ? MmaVar<1, MLA_MMA_TMA>::SMEM : 0;     \
+    case MLA_MMA_TMADEEP: return RG == 1 ? MmaVar<1, MLA_MMA_TMADEEP>::SMEM : 0; \
     default: return MmaVar<RG, MLA_MMA_BASE>::SMEM;                          \
     }
     switch (rows) {
@@ -379,6 +433,13 @@ static size_t mma_smem(int32_t rows, int32_t cfg) {
 }
 
 extern "C" int32_t mla_mma_effective_cfg(int32_t rows, int32_t cfg, size_t smem_optin) {
+    /* bulk-copy loads (SM 9.0 only: the backend asks for them nowhere else):
+     * 16-row tiles where they fit, else what ring resolves to */
+    if (cfg == MLA_MMA_TMADEEP || cfg == MLA_MMA_TMA) {
+        const size_t t = mma_smem(rows, cfg);
+        if (t && (cfg == MLA_MMA_TMADEEP ? t <= smem_optin : 2 * (t + 1024) <= smem_optin + 1024)) return cfg;
+        cfg = MLA_MMA_RING;
+    }
     if (cfg == MLA_MMA_DEEP && mma_smem(rows, cfg) <= smem_optin) return MLA_MMA_DEEP;
     /* two CTAs: both blocks and their 1 KB reserve fit in the SM (opt-in + 1 KB) */
     const size_t two = mma_smem(rows, MLA_MMA_TWO);
@@ -392,7 +453,7 @@ extern "C" int32_t mla_mma_effective_cfg(int32_t rows, int32_t cfg, size_t smem_
 }
 
 extern "C" int32_t mla_mma_ctas_per_sm(int32_t effective_cfg) {
-    return effective_cfg == MLA_MMA_TWO || effective_cfg == MLA_MMA_RING ? 2 : 1;
+    return effective_cfg == MLA_MMA_TWO || effective_cfg == MLA_MMA_RING || effective_cfg == MLA_MMA_TMA ? 2 : 1;
 }
 
 extern "C" size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t smem_optin) {
@@ -402,22 +463,24 @@ extern "C" size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t 
 
 template <int RG, int CFG, int DT> static int launch_mma_t(const mla_fwd_args *a) {
     typedef MmaVar<RG, CFG> V;
-    mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR><<<a->grid_items, MMA_THREADS, V::SMEM, (cudaStream_t)a->stream>>>(*a);
+    mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA><<<a->grid_items, MMA_THREADS, V::SMEM, (cudaStream_t)a->stream>>>(*a);
     return (int)cudaGetLastError();
 }
 
 template <int DT> static int launch_mma_dt(const mla_fwd_args *a, int32_t cfg) {
-    switch (a->rows_per_tile * 4 + cfg) {
-    case 16 * 4 + MLA_MMA_BASE: return launch_mma_t<1, MLA_MMA_BASE, DT>(a);
-    case 16 * 4 + MLA_MMA_DEEP: return launch_mma_t<1, MLA_MMA_DEEP, DT>(a);
-    case 16 * 4 + MLA_MMA_TWO: return launch_mma_t<1, MLA_MMA_TWO, DT>(a);
-    case 16 * 4 + MLA_MMA_RING: return launch_mma_t<1, MLA_MMA_RING, DT>(a);
-    case 32 * 4 + MLA_MMA_BASE: return launch_mma_t<2, MLA_MMA_BASE, DT>(a);
-    case 32 * 4 + MLA_MMA_DEEP: return launch_mma_t<2, MLA_MMA_DEEP, DT>(a);
-    case 32 * 4 + MLA_MMA_TWO: return launch_mma_t<2, MLA_MMA_TWO, DT>(a);
-    case 32 * 4 + MLA_MMA_RING: return launch_mma_t<2, MLA_MMA_RING, DT>(a);
-    case 64 * 4 + MLA_MMA_BASE: return launch_mma_t<4, MLA_MMA_BASE, DT>(a);
-    case 64 * 4 + MLA_MMA_DEEP: return launch_mma_t<4, MLA_MMA_DEEP, DT>(a);
+    switch (a->rows_per_tile * 8 + cfg) {
+    case 16 * 8 + MLA_MMA_BASE: return launch_mma_t<1, MLA_MMA_BASE, DT>(a);
+    case 16 * 8 + MLA_MMA_DEEP: return launch_mma_t<1, MLA_MMA_DEEP, DT>(a);
+    case 16 * 8 + MLA_MMA_TWO: return launch_mma_t<1, MLA_MMA_TWO, DT>(a);
+    case 16 * 8 + MLA_MMA_RING: return launch_mma_t<1, MLA_MMA_RING, DT>(a);
+    case 16 * 8 + MLA_MMA_TMA: return launch_mma_t<1, MLA_MMA_TMA, DT>(a);
+    case 16 * 8 + MLA_MMA_TMADEEP: return launch_mma_t<1, MLA_MMA_TMADEEP, DT>(a);
+    case 32 * 8 + MLA_MMA_BASE: return launch_mma_t<2, MLA_MMA_BASE, DT>(a);
+    case 32 * 8 + MLA_MMA_DEEP: return launch_mma_t<2, MLA_MMA_DEEP, DT>(a);
+    case 32 * 8 + MLA_MMA_TWO: return launch_mma_t<2, MLA_MMA_TWO, DT>(a);
+    case 32 * 8 + MLA_MMA_RING: return launch_mma_t<2, MLA_MMA_RING, DT>(a);
+    case 64 * 8 + MLA_MMA_BASE: return launch_mma_t<4, MLA_MMA_BASE, DT>(a);
+    case 64 * 8 + MLA_MMA_DEEP: return launch_mma_t<4, MLA_MMA_DEEP, DT>(a);
     default: return (int)cudaErrorInvalidValue;
     }
 }
@@ -433,11 +496,11 @@ extern "C" int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin) {
 template <int RG, int CFG, int DT> static cudaError_t mma_attr_t(size_t optin) {
     typedef MmaVar<RG, CFG> V;
     if (V::SMEM > optin) return cudaSuccess; /* not runnable here; the launcher never picks it */
-    cudaError_t e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR>,
+    cudaError_t e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)V::SMEM);
     /* two CTAs per SM need the whole carveout for shared memory */
     if (e == cudaSuccess && V::MINB > 1)
-        e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR>,
+        e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA>,
                                  cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
     return e;
 }
@@ -448,6 +511,8 @@ template <int DT> static cudaError_t mma_attr_dt(size_t optin) {
     if ((e = mma_attr_t<1, MLA_MMA_DEEP, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<1, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<1, MLA_MMA_RING, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<1, MLA_MMA_TMA, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<1, MLA_MMA_TMADEEP, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_DEEP, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;

@@ -47,4 +47,51 @@ template <int DT> GC_DEV void mla_mma(float d[4], const uint32_t a[4], uint32_t 
 #endif
 }
 
+/* SM 9.0 bulk copies and mbarriers of the mma kernel's TMA variant (MLA_MMA_TMA*):
+ * plain sm_90 PTX (no 'a' features), so the compute_90 PTX carries them too.
+ * Below SM 9.0 they trap: the backend never selects that variant there. */
+GC_DEV void mma_mbar_init(uint32_t bar, uint32_t count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+#else
+    (void)bar; (void)count;
+    __trap();
+#endif
+}
+GC_DEV void mma_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+#else
+    (void)bar; (void)bytes;
+    __trap();
+#endif
+}
+GC_DEV void mma_mbar_wait(uint32_t bar, uint32_t parity) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("{\n.reg .pred p;\nMMA_MBAR_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+                 "@!p bra MMA_MBAR_WAIT;\n}\n" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+#else
+    (void)bar; (void)parity;
+    __trap();
+#endif
+}
+/* `bytes` (a multiple of 16, both addresses 16-byte aligned) from global src
+ * to shared dst of this CTA, completing on mbarrier bar of this CTA (a
+ * shared::cta address is a valid shared::cluster one naming the executing CTA,
+ * with or without a cluster launch). */
+GC_DEV void mma_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+#else
+    (void)dst; (void)src; (void)bytes; (void)bar;
+    __trap();
+#endif
+}
+
 #endif
