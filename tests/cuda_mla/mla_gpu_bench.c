@@ -9,7 +9,8 @@
  * 2 hq (576 + 512) per query token and key it sees.
  *
  *   mla_gpu_bench OUT.json [MEM_VARIANTS] [COMPUTE_VARIANTS] [all]
- *   MLA_BENCH_ONLY="case;case;..."  only these cases (names as printed)
+ *   MLA_BENCH_ONLY="case;case;..."  only these cases (names as printed); the
+ *                                   128-row 16k / 32k shapes run only when named
  *   MLA_BENCH_DEADLINE_S=S          start no variant after S seconds
  *
  * Variants are comma-separated "kernel[+pfN][+base|+deep|+two|+ring|+tma|+tmadeep][+bal]" (see
@@ -43,7 +44,7 @@ static int cmp(const void *a, const void *b) {
 }
 
 #define DEF_MEM "auto,mma,mma+two+pf4,mma+two+pf4+bal,narrow+pf0,narrow,narrow+pf4,narrow+bal,wgmma0"
-#define DEF_COMPUTE "auto,wgmma0,wgmma,wgmma+pf1,wgmma+pf2"
+#define DEF_COMPUTE "auto,wgmma0,wgmma,wgmma+pf1,wgmma+pf2,wgmma2,wgmma3"
 
 /* Median seconds per forward of a planned backend, or -1 (err says why). */
 static double time_forward(mg_run *r, const mg_plugin *pl, sgl_attn_backend *b, char *err, size_t n) {
@@ -106,14 +107,22 @@ int main(int argc, char **argv) {
         {MG_VERIFY, 128, 8192, 2, 64, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_EXTEND, 4, 4096, 512, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_EXTEND, 1, 8192, 8192, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
+        /* only when MLA_BENCH_ONLY names them: 128 rows at long contexts
+         * (bench/gpu/lever_mla3.sh); 4.8 GB pools at 32k */
+        {MG_DECODE, 128, 16384, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
+        {MG_VERIFY, 128, 16384, 2, 64, 64, MG_BF16, MG_BF16, 0, 0, 1},
+        {MG_DECODE, 128, 32768, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
+        {MG_VERIFY, 128, 32768, 2, 64, 64, MG_BF16, MG_BF16, 0, 0, 1},
     };
-    const size_t n_cases = sizeof cases / sizeof cases[0] - (with_extend ? 0 : 2);
+    const size_t n_cases = sizeof cases / sizeof cases[0], n_named_only = 4, first_extend = n_cases - n_named_only - 2;
     printf("%-44s %-16s %10s %8s %9s\n", "case", "variant", "us", "TB/s", "TFLOP/s");
     const char *only = getenv("MLA_BENCH_ONLY"), *dl = getenv("MLA_BENCH_DEADLINE_S");
     const double t_start = now(), deadline = dl && *dl ? atof(dl) : 1e30;
     int first = 1;
     for (size_t ci = 0; ci < n_cases; ci++) {
         const mg_case *c = &cases[ci];
+        if (!with_extend && ci >= first_extend && ci < first_extend + 2) continue;
+        if (ci >= n_cases - n_named_only && !(only && *only)) continue;
         char name[96], err[1024];
         snprintf(name, sizeof name, "%s:b=%d,l=%d,q=%d,hq=%d,page=%d",
                  c->mode == MG_DECODE ? "decode" : c->mode == MG_VERIFY ? "verify" : "extend", c->bs, c->len, c->q,

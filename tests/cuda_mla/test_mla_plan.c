@@ -353,6 +353,15 @@ static void test_rows_and_kernel_choice(void **st) {
     assert_int_equal(RK(WGMMA0, B, B, 1, 128, 0, 9, &P), MLA_KERNEL_MMA);
     assert_int_equal(RK(WGMMA0, B, B, 8, 128, 0, 9, &P), MLA_KERNEL_MMA);
     assert_int_equal(RK(WGMMA0, H, H, 64, 128, 0, 9, &P), MLA_KERNEL_MMA);
+    /* wgmma3 (opt-in): its own availability bit, the same page / dtype rules */
+    const mla_kernel_policy P3 = {ALL | 1u << MLA_KERNEL_WGMMA3, MLA_KERNEL_WGMMA0, MLA_KERNEL_MMA};
+    assert_int_equal(RK(WGMMA3, B, B, 64, 128, 0, 9, &P3), MLA_KERNEL_WGMMA3);
+    assert_int_equal(RK(WGMMA3, B, B, 16, 64, 1, 9, &P3), MLA_KERNEL_WGMMA3);
+    assert_int_equal(RK(WGMMA3, B, B, 64, 128, 0, 9, &P), MLA_KERNEL_MMA); /* not available */
+    assert_int_equal(RK(WGMMA3, B, B, 8, 128, 0, 9, &P3), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WGMMA3, H, H, 64, 128, 0, 9, &P3), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WGMMA3, B, B, 64, 128, 0, 8, &P3), MLA_KERNEL_MMA);
+    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P3), MLA_KERNEL_WGMMA0); /* auto unchanged */
     /* narrow: decode / verify of <= 32 rows on SM 9.0 bf16 with a boxable page
      * (8 included); elsewhere it resolves as auto does */
     assert_int_equal(RK(NARROW, B, B, 64, 16, 0, 9, &P), MLA_KERNEL_NARROW);

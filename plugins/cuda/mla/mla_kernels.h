@@ -38,7 +38,8 @@ enum {
     MLA_KERNEL_WGMMA = 3,
     MLA_KERNEL_NARROW = 4,
     MLA_KERNEL_WGMMA0 = 5, /* the wgmma kernel as first measured (mla_wgmma0.cu): baseline */
-    MLA_KERNEL_WGMMA2 = 6  /* wgmma0 with the pair reordered (mla_wgmma2.cu): opt-in */
+    MLA_KERNEL_WGMMA2 = 6, /* wgmma0 with the pair reordered (mla_wgmma2.cu): opt-in */
+    MLA_KERNEL_WGMMA3 = 7  /* wgmma2, WG1 one step deeper (mla_wgmma3.cu): opt-in */
 };
 
 /* mma kernel configurations (SGL_ATTN_MLA_MMA): the tuning variants the GPU
@@ -106,7 +107,7 @@ typedef struct mla_save_args {
  * device can run; call once per device at create. */
 int mla_kernels_init(int sm_major, size_t smem_optin, char *err, size_t err_size);
 /* The TMA kernels this device can run, as bits 1u << MLA_KERNEL_WGMMA /
- * _WGMMA0 / _WGMMA2 / _NARROW: SM 9.0, the TMA encoder found, and each kernel's
+ * _WGMMA0 / _WGMMA2 / _WGMMA3 / _NARROW: SM 9.0, the TMA encoder found, and each kernel's
  * dynamic shared memory within the opt-in (checked per kernel). */
 uint32_t mla_kernel_avail(int sm_major, size_t smem_optin, int have_encoder);
 
@@ -126,6 +127,7 @@ size_t mla_wgmma_smem_bytes(void);
 size_t mla_narrow_smem_bytes(int32_t rows_per_tile);
 size_t mla_wgmma0_smem_bytes(void);
 size_t mla_wgmma2_smem_bytes(void);
+size_t mla_wgmma3_smem_bytes(void);
 
 int mla_launch_simple(const mla_fwd_args *a);
 int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin);
@@ -133,6 +135,7 @@ int mla_launch_wgmma(const mla_fwd_args *a);
 int mla_launch_narrow(const mla_fwd_args *a);
 int mla_launch_wgmma0(const mla_fwd_args *a);
 int mla_launch_wgmma2(const mla_fwd_args *a);
+int mla_launch_wgmma3(const mla_fwd_args *a);
 int mla_launch_combine(const mla_fwd_args *a);
 int mla_launch_save(const mla_save_args *s);
 

@@ -1,0 +1,562 @@
+/*
+ * mla_seesaw.cuh - the seesaw wgmma kernel body shared by wgmma2 and wgmma3
+ * (mla_wgmma2.cu, mla_wgmma3.cu): 2 consumer warpgroups, 64 rows an item,
+ * WG0 owns value columns 0-255 and the even blocks' S, WG1 columns 256-511
+ * and the odd blocks' S (docs/cuda_mla.md).  mla_seesaw_body<V> is the
+ * whole kernel; V = 2 is wgmma2 exactly as measured (same cubin), V = 3
+ * changes only WG1's order within a pair (mla_wgmma3.cu says how and why).
+ */
+#ifndef SGL_MLA_SEESAW_CUH
+#define SGL_MLA_SEESAW_CUH
+
+#include <cuda.h>
+
+#include "mla_wgmma_ops.cuh"
+
+#define WG_THREADS 256
+#define WG_SUB 8192 /* one 64 x 64 bf16 sub-tile */
+#define WG_OFF_Q 0
+#define WG_OFF_K0 (WG_OFF_Q + 8 * WG_SUB)
+#define WG_OFF_K1 (WG_OFF_K0 + 9 * WG_SUB)
+#define WG_OFF_P0 (WG_OFF_K1 + 9 * WG_SUB)
+#define WG_OFF_P1 (WG_OFF_P0 + WG_SUB)
+#define WG_OFF_STAT (WG_OFF_P1 + WG_SUB)  /* 6 x 64 floats */
+#define WG_OFF_BAR (WG_OFF_STAT + 6 * 64 * 4) /* 18 mbarriers */
+#define WG_SMEM_USED (WG_OFF_BAR + 18 * 8)
+#define WG_SMEM_ALLOC (WG_SMEM_USED + 1024) /* room to align the base to 1024 */
+static_assert(WG_SMEM_ALLOC <= 232448, "mla_seesaw kernels: dynamic shared memory above the SM 9.0 opt-in (227 KB)");
+
+/* Named barriers: 0 is __syncthreads. */
+#define BAR_A 1  /* WG0 -> WG1: m_a, alpha_a */
+#define BAR_B 2  /* WG1 -> WG0: m_b, alpha_b, P_b */
+#define BAR_WG0 4 /* inside one warpgroup (128) */
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define MLA_HAVE_WGMMA 1
+#endif
+
+#ifdef MLA_HAVE_WGMMA
+
+/* Per-thread view of the accumulator layout (PTX "wgmma D fragment"): thread
+ * (warp w of the warpgroup, lane) holds rows 16 w + lane / 4 and that + 8;
+ * element 4 c + e is column 8 c + 2 (lane % 4) + (e & 1) of row (e < 2 ? r : r + 8). */
+struct Wg2Ctx {
+    uint32_t sbase;
+    int t, g, q4;
+    int lim[2];
+    float scale_log2;
+};
+
+GC_DEV void wg2_qk_sub(float (&s)[32], const Wg2Ctx &c, const uint32_t (&qr)[4][4], uint32_t kbuf,
+                      int sub, uint32_t bar, uint32_t parity) {
+    mla_mbar_wait(bar, parity);
+    /* After the wait loop (a branch), an explicit fence: else ptxas injects
+     * one on a divergent path and serialises every wgmma (C7519/C7520). */
+    mla_wgmma_fence();
+    const uint32_t kb = kbuf + sub * WG_SUB;
+    if (sub < 8) {
+        const uint32_t qb = c.sbase + WG_OFF_Q + sub * WG_SUB;
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            mla_wgmma_qk_ss(s, mla_desc_kmajor(qb + 32 * k), mla_desc_kmajor(kb + 32 * k));
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; k++) mla_wgmma_qk_rs(s, qr[k], mla_desc_kmajor(kb + 32 * k));
+    }
+}
+
+/* Mask and exponentiate S of the block starting at key kb against the
+ * incoming max: m_out = max(m_in, rowmax), alpha = 2^(m_in - m_out), S <- P,
+ * ps = this thread's part of the row sums. */
+GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_in[2], float m_out[2],
+                       float alpha[2], float ps[2]) {
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const int key = kb + 8 * j + 2 * c.q4 + (e & 1);
+            const float v = key < c.lim[e >> 1] ? s[4 * j + e] * c.scale_log2 : -INFINITY;
+            s[4 * j + e] = v;
+            mx[e >> 1] = fmaxf(mx[e >> 1], v);
+        }
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+        mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+        m_out[i] = fmaxf(m_in[i], mx[i]);
+        alpha[i] = gc_exp2(m_in[i] - m_out[i]);
+        ps[i] = 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const float p = gc_exp2(s[4 * j + e] - m_out[e >> 1]);
+            s[4 * j + e] = p;
+            ps[e >> 1] += p;
+        }
+}
+
+/* P (fp32 accumulator layout) as the A operand of m64nNk16: k-step k covers
+ * keys 16k..16k+15 = accumulator columns 8(2k) .. 8(2k+1)+7. */
+GC_DEV void wg2_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        pa[k][0] = mla_pack2<MLA_DT_BF16>(s[8 * k + 0], s[8 * k + 1]);
+        pa[k][1] = mla_pack2<MLA_DT_BF16>(s[8 * k + 2], s[8 * k + 3]);
+        pa[k][2] = mla_pack2<MLA_DT_BF16>(s[8 * k + 4], s[8 * k + 5]);
+        pa[k][3] = mla_pack2<MLA_DT_BF16>(s[8 * k + 6], s[8 * k + 7]);
+    }
+}
+
+/* P_a (packed A fragments) WG0 -> WG1 through P0: word (4k + e) of thread t
+ * at 4 (128 k + t) + e, one 16-byte store / load per k, no bank conflicts. */
+GC_DEV void wg2_put_pa(unsigned char *p0, int t, const uint32_t (&pa)[4][4]) {
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        *(uint4 *)(p0 + 16 * (128 * k + t)) = make_uint4(pa[k][0], pa[k][1], pa[k][2], pa[k][3]);
+}
+GC_DEV void wg2_get_pa(const unsigned char *p0, int t, uint32_t (&pa)[4][4]) {
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const uint4 v = *(const uint4 *)(p0 + 16 * (128 * k + t));
+        pa[k][0] = v.x;
+        pa[k][1] = v.y;
+        pa[k][2] = v.z;
+        pa[k][3] = v.w;
+    }
+}
+/* pa *= f per row, in fp32: words 0 and 2 of a k-step are row g, 1 and 3 row g + 8. */
+GC_DEV float wg2_bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
+GC_DEV float wg2_bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
+GC_DEV void wg2_scale_pa(uint32_t (&pa)[4][4], const float f[2]) {
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            const uint32_t w = pa[k][e];
+            pa[k][e] = mla_pack2<MLA_DT_BF16>(wg2_bf16_lo(w) * f[e & 1], wg2_bf16_hi(w) * f[e & 1]);
+        }
+}
+
+/* P * f (per row) into a 64 x 64 K-major swizzled tile in shared memory. */
+GC_DEV void wg2_store_p(unsigned char *tile, const Wg2Ctx &c, const float (&s)[32], const float f[2]) {
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+        const int chunk = (j ^ (c.g & 7)) << 4;
+        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) =
+            mla_pack2<MLA_DT_BF16>(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
+        *(uint32_t *)(tile + (c.g + 8) * 128 + chunk + 4 * c.q4) =
+            mla_pack2<MLA_DT_BF16>(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
+    }
+}
+
+GC_DEV void wg2_scale_o(float (&o)[128], const float f[2]) {
+#pragma unroll
+    for (int j = 0; j < 32; j++) {
+        o[4 * j] *= f[0];
+        o[4 * j + 1] *= f[0];
+        o[4 * j + 2] *= f[1];
+        o[4 * j + 3] *= f[1];
+    }
+}
+
+/* Zero rows [valid, 64) of the value sub-tiles 0-7 of a KV buffer (the last
+ * block of an item); the warpgroup's barrier publishes them to its own wgmma. */
+GC_DEV void wg2_zero_tail(unsigned char *kbuf, int valid, int t, int wg) {
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    for (int i = t; i < (64 - valid) * 64; i += 128) {
+        const int r = valid + i / 64, rem = i % 64;
+        *(uint4 *)(kbuf + (rem / 8) * WG_SUB + r * 128 + (rem % 8) * 16) = z;
+    }
+    mla_fence_proxy_async();
+    mla_bar_sync(BAR_WG0 + wg, 128);
+}
+
+
+/* The kernel of wgmma2 (V = 2) / wgmma3 (V = 3); the caller holds the
+ * __grid_constant__ parameters (TMA reads the map from the parameter space). */
+template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtensorMap &tmap) {
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    const uint32_t raw = mla_smem_u32(smem_raw);
+    unsigned char *smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
+    Wg2Ctx c;
+    c.sbase = mla_smem_u32(smem);
+    const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+    c.t = tid & 127;
+    c.g = 16 * (c.t >> 5) + (lane >> 2);
+    c.q4 = lane & 3;
+    c.scale_log2 = a.scale_log2;
+    float *sMa = (float *)(smem + WG_OFF_STAT), *sAa = sMa + 64, *sMb = sAa + 64, *sAb = sMb + 64;
+    float *sL0 = sAb + 64, *sL1 = sL0 + 64;
+    const uint32_t bar0 = c.sbase + WG_OFF_BAR; /* full[buf][sub] = bar0 + 8 (9 buf + sub) */
+    const uint32_t kbuf0 = c.sbase + WG_OFF_K0, kbuf1 = c.sbase + WG_OFF_K1;
+    const int box = a.page_size < 64 ? a.page_size : 64, nseg = 64 / box;
+
+    if (tid == 0) {
+        for (int i = 0; i < 18; i++) mla_mbar_init(bar0 + 8 * i, 1);
+        mla_mbar_init_fence();
+    }
+    __syncthreads();
+
+    uint32_t use0 = 0, use1 = 0; /* completed loads of each buffer: mbarrier phases */
+    const int n_items = mla_hdr(a)->n_items;
+    for (int itx = blockIdx.x; itx < n_items; itx += gridDim.x) {
+        const mla_item item = mla_items(a)[itx];
+        const int64_t prow = mla_pool_row(a, item.b);
+        const int nblk = (item.kv_end - item.kv_begin + 63) / 64;
+        const int tail = item.kv_end - (item.kv_begin + 64 * (nblk - 1)); /* 1..64 valid rows */
+
+        /* Slots of block j's boxes (-1: past the end, not loaded). */
+        auto slots = [&](int j, int32_t (&sl)[4]) {
+#pragma unroll
+            for (int s = 0; s < 4; s++) {
+                const int key = item.kv_begin + 64 * j + box * s;
+                sl[s] = s < nseg && j < nblk && key < item.kv_end ? (int32_t)mla_slot(a, prow, key) : -1;
+            }
+        };
+        auto issue = [&](int j, int sub, const int32_t (&sl)[4]) {
+            const int buf = j & 1;
+            const uint32_t bar = bar0 + 8 * (9 * buf + sub);
+            const uint32_t dst = (buf ? kbuf1 : kbuf0) + sub * WG_SUB;
+            int nv = 0;
+#pragma unroll
+            for (int s = 0; s < 4; s++) nv += sl[s] >= 0;
+            mla_mbar_expect_tx(bar, (uint32_t)(nv * box * 128));
+#pragma unroll
+            for (int s = 0; s < 4; s++)
+                if (sl[s] >= 0) mla_tma_load_2d(dst + s * box * 128, &tmap, sub * 64, sl[s], bar);
+        };
+
+        int32_t slA[4], slB[4]; /* next even / odd block (issuing threads only) */
+        if (tid == 0) {
+            slots(0, slA);
+            slots(1, slB);
+            for (int sub = 0; sub < 9; sub++) issue(0, sub == 0 ? 8 : sub - 1, slA);
+            if (nblk > 1)
+                for (int sub = 0; sub < 9; sub++) issue(1, sub == 0 ? 8 : sub - 1, slB);
+        }
+
+        /* Q: dims 0-511 to shared memory (K-major swizzled), 64-575 to registers. */
+        const uint16_t *qg = (const uint16_t *)a.q + (int64_t)item.q_row0 * MLA_D_QK;
+#pragma unroll
+        for (int half = 0; half < 2; half++) {
+            uint4 v[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const int ci = tid + WG_THREADS * (8 * half + i), r = ci >> 6, ch = ci & 63;
+                v[i] = r < item.nrows ? __ldg((const uint4 *)(qg + r * MLA_D_QK + ch * 8)) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                const int ci = tid + WG_THREADS * (8 * half + i), r = ci >> 6, ch = ci & 63;
+                *(uint4 *)(smem + WG_OFF_Q + (ch >> 3) * WG_SUB + r * 128 + (((ch & 7) ^ (r & 7)) << 4)) = v[i];
+            }
+        }
+        uint32_t qr[4][4];
+        {
+            const bool ok0 = c.g < item.nrows, ok1 = c.g + 8 < item.nrows;
+            const uint16_t *r0 = qg + c.g * MLA_D_QK + 512 + 2 * c.q4, *r1 = r0 + 8 * MLA_D_QK;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                qr[k][0] = ok0 ? __ldg((const uint32_t *)(r0 + 16 * k)) : 0u;
+                qr[k][1] = ok1 ? __ldg((const uint32_t *)(r1 + 16 * k)) : 0u;
+                qr[k][2] = ok0 ? __ldg((const uint32_t *)(r0 + 16 * k + 8)) : 0u;
+                qr[k][3] = ok1 ? __ldg((const uint32_t *)(r1 + 16 * k + 8)) : 0u;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            const int r = c.g + 8 * i;
+            const int see = item.key_base + (item.row0 + r) / a.hq + 1;
+            c.lim[i] = r < item.nrows && see < item.kv_end ? see : item.kv_end;
+        }
+        mla_fence_proxy_async();
+        __syncthreads();
+
+        float o[128], s[32], l[2] = {0.f, 0.f}, m_run[2] = {MLA_M_INIT, MLA_M_INIT};
+#pragma unroll
+        for (int i = 0; i < 128; i++) o[i] = 0.f;
+        /* S of the first block of this warpgroup's buffer. */
+        if (wg == 0 || nblk > 1) {
+#pragma unroll
+            for (int i = 0; i < 32; i++) s[i] = 0.f;
+            mla_wgmma_fence();
+            const uint32_t kb = wg ? kbuf1 : kbuf0, par = (wg ? use1 : use0) & 1u;
+#pragma unroll
+            for (int sub = 0; sub < 9; sub++)
+                wg2_qk_sub(s, c, qr, kb, sub == 0 ? 8 : sub - 1, bar0 + 8 * (9 * wg + (sub == 0 ? 8 : sub - 1)), par);
+            mla_wgmma_commit();
+            mla_wgmma_wait<0>();
+            mla_fence_regs(s);
+        }
+
+        for (int i = 0; 2 * i < nblk; i++) {
+            const int ja = 2 * i, jb = 2 * i + 1;
+            const bool has_b = jb < nblk, has_a2 = ja + 2 < nblk, has_b2 = jb + 2 < nblk;
+            if (c.t == 0) { /* slots of the next pair, read well before their use */
+                slots(ja + 2, slA);
+                slots(jb + 2, slB);
+            }
+            if (wg == 0) {
+                /* --- WG0: block a (buffer K0) --- */
+                if (ja == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K0, tail, c.t, 0);
+                float m_a[2], al_a[2], ps[2];
+                wg2_softmax(s, c, item.kv_begin + 64 * ja, m_run, m_a, al_a, ps);
+#pragma unroll
+                for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] + ps[r];
+                uint32_t pa[4][4];
+                wg2_pack_a(s, pa);
+                /* P0's last reader (WG1, previous pair) read it before BAR_B, which WG0 met */
+                wg2_put_pa(smem + WG_OFF_P0, c.t, pa);
+                if (c.q4 == 0) {
+                    sMa[c.g] = m_a[0];
+                    sMa[c.g + 8] = m_a[1];
+                    sAa[c.g] = al_a[0];
+                    sAa[c.g + 8] = al_a[1];
+                }
+                mla_bar_arrive(BAR_A, WG_THREADS);
+                wg2_scale_o(o, al_a);
+                mla_wgmma_fence();
+#pragma unroll
+                for (int k = 0; k < 4; k++) mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 2048 * k));
+                mla_wgmma_commit();
+                if (c.t == 0 && has_a2) issue(ja + 2, 8, slA); /* K0 rope: free since S_a */
+                mla_wgmma_wait<0>();
+                mla_fence_regs(o);
+                if (c.t == 0 && has_a2) /* K0 sub-tiles 0-3 are free: next even block */
+                    for (int sub = 0; sub < 4; sub++) issue(ja + 2, sub, slA);
+                mla_bar_sync(BAR_B, WG_THREADS);
+                const float al_b[2] = {sAb[c.g], sAb[c.g + 8]};
+                m_run[0] = sMb[c.g];
+                m_run[1] = sMb[c.g + 8];
+                wg2_scale_o(o, al_b);
+                l[0] *= al_b[0];
+                l[1] *= al_b[1];
+                if (has_b) {
+                    mla_wgmma_fence();
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        mla_wgmma_pv_ss(o, mla_desc_kmajor(c.sbase + WG_OFF_P1 + 32 * k),
+                                        mla_desc_mnmajor(kbuf1 + 2048 * k));
+                    mla_wgmma_commit();
+                }
+                if (has_a2) { /* (implies has_b) S of the next even block */
+                    const uint32_t par_a2 = (use0 + (uint32_t)i + 1u) & 1u;
+#pragma unroll
+                    for (int k = 0; k < 32; k++) s[k] = 0.f;
+                    mla_wgmma_fence();
+                    wg2_qk_sub(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
+#pragma unroll
+                    for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
+                    mla_wgmma_commit();
+                    mla_wgmma_wait<1>(); /* P_b V_bL is done: K1 sub-tiles 0-3 are free */
+                    mla_fence_regs(o);
+                    if (c.t == 0 && has_b2)
+                        for (int sub = 0; sub < 4; sub++) issue(jb + 2, sub, slB);
+#pragma unroll
+                    for (int sub = 4; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
+                    mla_wgmma_commit();
+                    mla_wgmma_wait<0>();
+                    mla_fence_regs(s);
+                } else { /* last pair: no next block in either buffer */
+                    mla_wgmma_wait<0>();
+                    mla_fence_regs(o);
+                }
+            } else if constexpr (V == 3) {
+                /* --- WG1, wgmma3: P_a V_aR issued before softmax(S_b) (mla_wgmma3.cu) --- */
+                mla_bar_sync(BAR_A, WG_THREADS);
+                const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
+                uint32_t pa[4][4]; /* read before BAR_B: WG0 rewrites P0 after it */
+                wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
+                wg2_scale_o(o, al_a); /* o is idle: the previous pair waited for its P V */
+                mla_wgmma_fence();
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
+                mla_wgmma_commit();
+                float al_b[2] = {1.f, 1.f};
+                if (has_b) {
+                    /* S_b is complete (waited at the end of the previous pair, or
+                     * before the loop): the softmax runs beside P_a V_aR */
+                    if (c.t == 0 && has_b2) issue(jb + 2, 8, slB); /* K1 rope: free since S_b */
+                    if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
+                    float ps[2];
+                    wg2_softmax(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
+#pragma unroll
+                    for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
+                    const float one[2] = {1.f, 1.f};
+                    wg2_store_p(smem + WG_OFF_P1, c, s, one);
+                } else {
+                    m_run[0] = m_a[0];
+                    m_run[1] = m_a[1];
+                    l[0] *= al_a[0];
+                    l[1] *= al_a[1];
+                }
+                if (c.q4 == 0) {
+                    sMb[c.g] = m_run[0];
+                    sMb[c.g + 8] = m_run[1];
+                    sAb[c.g] = al_b[0];
+                    sAb[c.g + 8] = al_b[1];
+                }
+                mla_fence_proxy_async();
+                mla_bar_arrive(BAR_B, WG_THREADS);
+                mla_wgmma_wait<0>(); /* P_a V_aR is done: K0 sub-tiles 4-7 are free */
+                mla_fence_regs(o);
+#pragma unroll
+                for (int k = 0; k < 4; k++) mla_fence_regs(pa[k]); /* live until the wgmma that read them is done */
+                if (c.t == 0 && has_a2)
+                    for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
+                if (has_b) {
+                    wg2_scale_o(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
+                    uint32_t pb[4][4];
+                    wg2_pack_a(s, pb);
+                    mla_wgmma_fence();
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        mla_wgmma_pv_rs(o, pb[k], mla_desc_mnmajor(kbuf1 + 4 * WG_SUB + 2048 * k));
+                    mla_wgmma_commit();
+                    if (has_b2) {
+                        /* S of the next odd block behind P_b V_bR, as WG0 does with its
+                         * next even block: rope and sub-tiles 0-3 first (not read by
+                         * P_b V_bR), then 4-7 once P_b V_bR is done and they reloaded */
+                        const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
+#pragma unroll
+                        for (int k = 0; k < 32; k++) s[k] = 0.f;
+                        mla_wgmma_fence();
+                        wg2_qk_sub(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
+#pragma unroll
+                        for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                        mla_wgmma_commit();
+                        mla_wgmma_wait<1>(); /* P_b V_bR is done: K1 sub-tiles 4-7 are free */
+                        mla_fence_regs(o);
+#pragma unroll
+                        for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
+                        if (c.t == 0)
+                            for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
+#pragma unroll
+                        for (int sub = 4; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                        mla_wgmma_commit();
+                        mla_wgmma_wait<0>();
+                        mla_fence_regs(s);
+                    } else {
+                        mla_wgmma_wait<0>();
+                        mla_fence_regs(o);
+#pragma unroll
+                        for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
+                    }
+                }
+            } else {
+                /* --- WG1: block b (buffer K1) --- */
+                mla_bar_sync(BAR_A, WG_THREADS);
+                const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
+                float al_b[2] = {1.f, 1.f};
+                if (has_b) {
+                    if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
+                    float ps[2];
+                    wg2_softmax(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
+#pragma unroll
+                    for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
+                    const float one[2] = {1.f, 1.f};
+                    wg2_store_p(smem + WG_OFF_P1, c, s, one);
+                } else {
+                    m_run[0] = m_a[0];
+                    m_run[1] = m_a[1];
+                    l[0] *= al_a[0];
+                    l[1] *= al_a[1];
+                }
+                uint32_t pa[4][4]; /* read before BAR_B: WG0 rewrites P0 after it */
+                wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
+                if (c.q4 == 0) {
+                    sMb[c.g] = m_run[0];
+                    sMb[c.g + 8] = m_run[1];
+                    sAb[c.g] = al_b[0];
+                    sAb[c.g + 8] = al_b[1];
+                }
+                mla_fence_proxy_async();
+                mla_bar_arrive(BAR_B, WG_THREADS);
+                const float f[2] = {al_a[0] * al_b[0], al_a[1] * al_b[1]};
+                wg2_scale_o(o, f);
+                wg2_scale_pa(pa, al_b);
+                mla_wgmma_fence();
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
+                mla_wgmma_commit();
+                if (has_b) {
+                    uint32_t pb[4][4];
+                    wg2_pack_a(s, pb);
+                    mla_wgmma_fence(); /* pb written by this thread before the wgmma reads it */
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        mla_wgmma_pv_rs(o, pb[k], mla_desc_mnmajor(kbuf1 + 4 * WG_SUB + 2048 * k));
+                    mla_wgmma_commit();
+                    mla_wgmma_wait<1>();
+                } else {
+                    mla_wgmma_wait<0>();
+                }
+                if (c.t == 0) { /* P_a V_aR is done: K0 sub-tiles 4-7 are free; K1 rope since S_b */
+                    if (has_a2)
+                        for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
+                    if (has_b2) issue(jb + 2, 8, slB);
+                }
+                mla_wgmma_wait<0>();
+                mla_fence_regs(o);
+                if (c.t == 0 && has_b2) /* K1 sub-tiles 4-7 are free */
+                    for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
+                if (has_b2) {
+                    const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
+#pragma unroll
+                    for (int k = 0; k < 32; k++) s[k] = 0.f;
+                    mla_wgmma_fence();
+                    wg2_qk_sub(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
+#pragma unroll
+                    for (int sub = 0; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                    mla_wgmma_commit();
+                    mla_wgmma_wait<0>();
+                    mla_fence_regs(s);
+                }
+            }
+        }
+
+        /* Epilogue: l = WG0's part + WG1's part; both halves are relative to m_run. */
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        }
+        if (c.q4 == 0) {
+            float *sl = wg ? sL1 : sL0;
+            sl[c.g] = l[0];
+            sl[c.g + 8] = l[1];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = c.g + 8 * r;
+            if (row >= item.nrows) continue;
+            const float lt = sL0[row] + sL1[row];
+            const float inv = lt > 0.f ? 1.f / lt : 0.f;
+            if (item.part < 0) {
+                uint16_t *orow = (uint16_t *)a.out + ((int64_t)item.q_row0 + row) * MLA_D_V + 256 * wg + 2 * c.q4;
+#pragma unroll
+                for (int j = 0; j < 32; j++)
+                    *(uint32_t *)(orow + 8 * j) = mla_pack2<MLA_DT_BF16>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+            } else {
+                const int64_t pr = (int64_t)item.part + row;
+                float *orow = a.part_o + pr * MLA_D_V + 256 * wg + 2 * c.q4;
+#pragma unroll
+                for (int j = 0; j < 32; j++)
+                    *(float2 *)(orow + 8 * j) = make_float2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+                if (wg == 0 && c.q4 == 0) a.part_lse[pr] = lt > 0.f ? m_run[r] + __log2f(lt) : -INFINITY;
+            }
+        }
+        use0 += (uint32_t)(nblk + 1) / 2;
+        use1 += (uint32_t)nblk / 2;
+        __syncthreads(); /* the next item rewrites Q, the buffers and the statistics */
+    }
+}
+
+#endif /* MLA_HAVE_WGMMA */
+#endif
