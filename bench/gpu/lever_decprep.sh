@@ -5,7 +5,7 @@
 # included; l2norm in registers, one barrier for k.q, operands straight to
 # dq) checked, sanitised and timed against v1 (lin_decprep_kernel, the
 # default) under the default stream_pdl.  Prebuilt build/, repo root,
-# OUT=dir; <= 90 s on the H200 (each step has its own timeout, 88 s in all,
+# OUT=dir; <= 90 s on the H200 (each step has its own timeout, 86 s in all,
 # ~55 s expected; racecheck last: a slow one costs only itself).
 #   1. test_lin_gpu LT_QUICK=4 with SGL_ATTN_LIN_DECPREP=v2, LT_DECODE = the
 #      dp2 configs (gdn V 64 / 96 / 40, both state dtypes, bf16 / f32 / f16 x,
@@ -20,9 +20,9 @@
 #   4. ncu gpu__time_duration at B 256 fp32 state of the first 6 decode
 #      launches (clocks left alone; ncu serialises PDL): v1's and v2's prep
 #      kernels and the stream kernel apart
-#   5. compute-sanitizer memcheck and racecheck, LT_QUICK=5 with the dp2
-#      configs (3 configs, f32 x: gdn V 64 f32 state, V 96 bf16 state,
-#      l2norm off under plain stream)
+#   5. compute-sanitizer memcheck, LT_QUICK=5 with the dp2 configs (3, f32
+#      x: gdn V 64 f32 state, V 96 bf16 state, l2norm off under plain
+#      stream), and racecheck on the first two
 # The prep's floor at B 256 (Qwen3-Next, fp32 conv state like the ssm state):
 # conv history 8192 ch x 3 x 4 B read + written = 192 KB / request (50.3 MB),
 # x 16 KB (4.2 MB), operands 33 KB (8.5 MB): ~63 MB = ~15 us at 4.26 TB/s.
@@ -37,14 +37,14 @@ nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format
 DP2="stream_pdl+dp2,stream+dp2,stream_cp+dp2,stream_pdl64+dp2"
 
 step "1. test_lin_gpu LT_QUICK=4, SGL_ATTN_LIN_DECPREP=v2: the dp2 configs + stream_pdl"
-SGL_ATTN_LIN_DECPREP=v2 LT_QUICK=4 LT_DECODE=$DP2,stream_pdl timeout 15 $T/test_lin_gpu $P \
+SGL_ATTN_LIN_DECPREP=v2 LT_QUICK=4 LT_DECODE=$DP2,stream_pdl timeout 14 $T/test_lin_gpu $P \
   > "$OUT/test_lin_gpu_decprep.log" 2>&1
 echo "rc=$? $(tail -1 "$OUT/test_lin_gpu_decprep.log") ok-lines=$(grep -cE '^ok' "$OUT/test_lin_gpu_decprep.log") (of 21)" \
      "dp2 ok-lines=$(grep -E '^ok' "$OUT/test_lin_gpu_decprep.log" | grep -c dp2) (of 13)"
 grep -E "^FAIL|SKIP" "$OUT/test_lin_gpu_decprep.log" | head -8
 
 step "2. test_lin_e2e, SGL_ATTN_LIN_DECPREP=v2"
-SGL_ATTN_LIN_DECPREP=v2 timeout 12 $T/test_lin_e2e $P > "$OUT/test_lin_e2e_decprep.log" 2>&1
+SGL_ATTN_LIN_DECPREP=v2 timeout 10 $T/test_lin_e2e $P > "$OUT/test_lin_e2e_decprep.log" 2>&1
 echo "rc=$? $(tail -1 "$OUT/test_lin_e2e_decprep.log")"
 
 step "3. bench_lin decode: v1, v2"
@@ -80,7 +80,7 @@ PY
 
 step "4. ncu durations at B 256 fp32 state (first 6 decode launches; ncu serialises PDL)"
 for v in v1 v2; do
-  SGL_ATTN_LIN_DECPREP=$v BENCH_FILTER="hv32/hk16 B=256" BENCH_VARIANT=fast BENCH_QUICK=1 timeout 8 \
+  SGL_ATTN_LIN_DECPREP=$v BENCH_FILTER="hv32/hk16 B=256" BENCH_VARIANT=fast BENCH_QUICK=1 timeout 7 \
     ncu --clock-control none --metrics gpu__time_duration.sum -k regex:lin_dec -c 6 \
     $T/bench_lin /dev/null $P > "$OUT/ncu_dec_$v.txt" 2>&1
   echo "$v rc=$?"
@@ -97,10 +97,11 @@ done
 
 step "5. compute-sanitizer memcheck / racecheck (LT_QUICK=5, the dp2 configs)"
 for tool in memcheck racecheck; do
-  lim=12; [ $tool = racecheck ] && lim=20
-  LT_QUICK=5 LT_DECODE=stream_pdl+dp2,stream+dp2 timeout $lim compute-sanitizer --tool $tool --error-exitcode 9 \
+  lim=12 dec=stream_pdl+dp2,stream+dp2 of=3
+  [ $tool = racecheck ] && lim=24 dec=stream_pdl+dp2 of=2
+  LT_QUICK=5 LT_DECODE=$dec timeout $lim compute-sanitizer --tool $tool --error-exitcode 9 \
     $T/test_lin_gpu $P > "$OUT/lin_decprep_$tool.log" 2>&1
   echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/lin_decprep_$tool.log" | tail -1)" \
-       "ok-lines=$(grep -cE '^ok' "$OUT/lin_decprep_$tool.log") (of 3) $(tail -1 "$OUT/lin_decprep_$tool.log")"
+       "ok-lines=$(grep -cE '^ok' "$OUT/lin_decprep_$tool.log") (of $of) $(tail -1 "$OUT/lin_decprep_$tool.log")"
 done
 echo "lever_decprep: done [$SECONDS s]"
