@@ -17,9 +17,9 @@
 #      state), v1 and v2; the table: forward us, TB/s (state bytes read +
 #      written), fraction of 4.26 TB/s, ratio to v1 (> 1: faster).
 #      JSON: $OUT/bench_dec_v1.json, bench_dec_v2.json, lever_decprep.json
-#   4. ncu gpu__time_duration at B 256 fp32 state of the first 6 decode
-#      launches (clocks left alone; ncu serialises PDL): v1's and v2's prep
-#      kernels and the stream kernel apart
+#   4. ncu gpu__time_duration and DRAM throughput (% of peak) at B 256 fp32
+#      state of the first 6 decode launches (clocks left alone; ncu
+#      serialises PDL): v1's and v2's prep kernels and the stream kernel apart
 #   5. compute-sanitizer memcheck, LT_QUICK=5 with the dp2 configs (3, f32
 #      x: gdn V 64 f32 state, V 96 bf16 state, l2norm off under plain
 #      stream), and racecheck on the first two
@@ -37,14 +37,14 @@ nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,driver_version --format
 DP2="stream_pdl+dp2,stream+dp2,stream_cp+dp2,stream_pdl64+dp2"
 
 step "1. test_lin_gpu LT_QUICK=4, SGL_ATTN_LIN_DECPREP=v2: the dp2 configs + stream_pdl"
-SGL_ATTN_LIN_DECPREP=v2 LT_QUICK=4 LT_DECODE=$DP2,stream_pdl timeout 14 $T/test_lin_gpu $P \
+SGL_ATTN_LIN_DECPREP=v2 LT_QUICK=4 LT_DECODE=$DP2,stream_pdl timeout 13 $T/test_lin_gpu $P \
   > "$OUT/test_lin_gpu_decprep.log" 2>&1
 echo "rc=$? $(tail -1 "$OUT/test_lin_gpu_decprep.log") ok-lines=$(grep -cE '^ok' "$OUT/test_lin_gpu_decprep.log") (of 21)" \
      "dp2 ok-lines=$(grep -E '^ok' "$OUT/test_lin_gpu_decprep.log" | grep -c dp2) (of 13)"
 grep -E "^FAIL|SKIP" "$OUT/test_lin_gpu_decprep.log" | head -8
 
 step "2. test_lin_e2e, SGL_ATTN_LIN_DECPREP=v2"
-SGL_ATTN_LIN_DECPREP=v2 timeout 10 $T/test_lin_e2e $P > "$OUT/test_lin_e2e_decprep.log" 2>&1
+SGL_ATTN_LIN_DECPREP=v2 timeout 9 $T/test_lin_e2e $P > "$OUT/test_lin_e2e_decprep.log" 2>&1
 echo "rc=$? $(tail -1 "$OUT/test_lin_e2e_decprep.log")"
 
 step "3. bench_lin decode: v1, v2"
@@ -80,18 +80,24 @@ PY
 
 step "4. ncu durations at B 256 fp32 state (first 6 decode launches; ncu serialises PDL)"
 for v in v1 v2; do
-  SGL_ATTN_LIN_DECPREP=$v BENCH_FILTER="hv32/hk16 B=256" BENCH_VARIANT=fast BENCH_QUICK=1 timeout 7 \
-    ncu --clock-control none --metrics gpu__time_duration.sum -k regex:lin_dec -c 6 \
+  SGL_ATTN_LIN_DECPREP=$v BENCH_FILTER="hv32/hk16 B=256" BENCH_VARIANT=fast BENCH_QUICK=1 timeout 8 \
+    ncu --clock-control none --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed \
+    -k regex:lin_dec -c 6 \
     $T/bench_lin /dev/null $P > "$OUT/ncu_dec_$v.txt" 2>&1
   echo "$v rc=$?"
   python3 - "$OUT/ncu_dec_$v.txt" <<'PY'
 import re, sys
-name = None
+cur = None  # the launch being read: name, duration, dram %
+def show(c):
+    if c and c[1]: print("   %-44s %14s  dram %s%%" % (c[0], c[1], c[2]))
 for line in open(sys.argv[1], errors="replace"):
     m = re.match(r"^\s+(?:void )?(lin_\w+(?:<[^>]*>)?)\(", line)
-    if m: name = m.group(1)
+    if m: show(cur); cur = [m.group(1), None, "?"]
+    m = re.search(r"dram__throughput\.avg\.pct_of_peak_sustained_elapsed\s+\S+\s+([\d.,]+)", line)
+    if m and cur: cur[2] = m.group(1)
     m = re.search(r"gpu__time_duration\.sum\s+(\S+)\s+([\d.,]+)", line)
-    if m and name: print("   %-44s %10s %s" % (name, m.group(2), m.group(1))); name = None
+    if m and cur: cur[1] = "%s %s" % (m.group(2), m.group(1))
+show(cur)
 PY
 done
 
