@@ -23,7 +23,9 @@
  *                                 LT_QUICK=7: two of those (VT 32 and 16), for racecheck
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
- *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static) is one of these (a sanitizer run of one form)
+ *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp2" for
+ *   the prep v2 configs, e.g. stream_pdl+dp2) is one of these (a sanitizer run of one form)
+ *   SGL_ATTN_LIN_DECPREP set: the configs without "dp2" run with it (the dp2 ones always with v2)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -80,9 +82,15 @@ static const char *dec_of(const char *split) {
     return split && strstr(split, "dec") ? "split" : "fused";
 }
 
+/* a split list with "dp2": the stream decode's prep v2 (SGL_ATTN_LIN_DECPREP=v2); its LT_DECODE name is
+ * the decode option + "+dp2" (stream_pdl+dp2) */
+static int dp2_of(const char *split) { return split && strstr(split, "dp2") != NULL; }
+
 /* LT_DECODE unset, or the split list's decode option is one of its items */
 static int dec_wanted(const char *split) {
-    const char *want = getenv("LT_DECODE"), *d = dec_of(split);
+    char d[48];
+    snprintf(d, sizeof d, "%s%s", dec_of(split), dp2_of(split) ? "+dp2" : "");
+    const char *want = getenv("LT_DECODE");
     if (!want || !*want) return 1;
     const size_t n = strlen(d);
     for (const char *p = want; *p;) {
@@ -93,9 +101,16 @@ static int dec_wanted(const char *split) {
     return 0;
 }
 
-/* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 from a cfg's split list */
+/* SGL_ATTN_LIN_DECPREP as the test started (the configs without dp2 run with it) */
+static char decprep0[16];
+static int decprep0_set;
+
+/* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 / DECPREP from a cfg's split list */
 static void set_split(const char *split) {
     setenv("SGL_ATTN_LIN_DECODE", dec_of(split), 1);
+    if (dp2_of(split)) setenv("SGL_ATTN_LIN_DECPREP", "v2", 1);
+    else if (decprep0_set) setenv("SGL_ATTN_LIN_DECPREP", decprep0, 1);
+    else unsetenv("SGL_ATTN_LIN_DECPREP");
     setenv("SGL_ATTN_LIN_CHUNK1", split && strstr(split, "c1") ? "split" : "fused", 1);
     setenv("SGL_ATTN_LIN_CHUNK2", split && strstr(split, "c2") ? "split" : "fused", 1);
 }
@@ -356,6 +371,10 @@ static void error_tests(void) {
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
+    if (getenv("SGL_ATTN_LIN_DECPREP")) {
+        snprintf(decprep0, sizeof decprep0, "%s", getenv("SGL_ATTN_LIN_DECPREP"));
+        decprep0_set = 1;
+    }
     void *handles[8] = {0};
     const int kinds[] = {GDN, KDA, MAMBA2, SHORT, LIGHT};
     for (int i = 0; i < 5; i++) {
@@ -451,6 +470,10 @@ int main(int argc, char **argv) {
         cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"};
         cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_one"};
         cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"};
+        /* the prep v2 (SGL_ATTN_LIN_DECPREP=v2): gdn, both state dtypes, V 96 */
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp2"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp2"};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp2"};
     }
     if (stream_on && quick != 2 && quick != 3 && quick != 5) {
         const char *st = "stream,c1,c2";
@@ -513,6 +536,24 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, po};
             cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
         }
+        /* the stream decode's prep v2 (SGL_ATTN_LIN_DECPREP=v2, "dp2"; gdn with conv width 4, bf16 / f32
+         * x; the other kinds and f16 x take v1): V 64 / 96 / 40, both state dtypes, l2norm off, each form
+         * that runs the prep kernel */
+        const char *d2 = "stream_pdl,c1,c2,dp2";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, d2};
+        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
+        if (!quick || quick == 4) {
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, d2};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, d2};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, d2};
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream,c1,c2,dp2"};
+            cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp2"};
+            cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp2"};
+        }
         /* the same without the prep items' L2 prefetch (stream_one_nopf), and with the block index as the
          * ticket (stream_one_static) */
         const char *pn = "stream_one_nopf,c1,c2", *ps = "stream_one_static,c1,c2";
@@ -551,6 +592,7 @@ int main(int argc, char **argv) {
         graph_test(GDN, &SH_GDN, "stream_one,c1,c2");
         graph_test(GDN, &SH_GDN, "stream_one_static,c1,c2");
         if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream_one,c1,c2");
+        graph_test(GDN, &SH_GDN, "stream_pdl,c1,c2,dp2");
     }
     if (split_on && quick != 2 && quick < 4) {
         graph_test(GDN, &SH_GDN, "dec,c1,c2");

@@ -129,8 +129,9 @@ int main(int argc, char **argv) {
         /* the split-kernel switches: v1, v2, auto pass the option check (a
          * GPU-less create fails later, at the device), anything else is refused */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
-        const char *sw[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *val[5] = {"v1", "v2", "auto", "V2", "v3"};
-        for (int e = 0; e < 2; e++)
+        const char *sw[3] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_DECPREP"},
+                   *val[5] = {"v1", "v2", "auto", "V2", "v3"};
+        for (int e = 0; e < 3; e++)
             for (int i = 0; i < 5; i++) {
                 setenv(sw[e], val[i], 1);
                 err[0] = 0;

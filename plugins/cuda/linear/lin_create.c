@@ -174,6 +174,16 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
             }
         }
     }
+    /* the stream decode's prep kernel: v1 (default, auto) or v2 (lk_decprep2.cu, opt-in until measured) */
+    int dprep = 1;
+    {
+        const char *v = lin_option(host, name, "SGL_ATTN_LIN_DECPREP", "decprep");
+        if (v && !strcasecmp(v, "v2")) dprep = 2;
+        else if (v && *v && strcasecmp(v, "v1") && strcasecmp(v, "auto")) {
+            lin_str(err, en, "%s: SGL_ATTN_LIN_DECPREP / plugin option decprep = \"%s\": expected v1, v2 or auto", name, v);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
     sgl_cuda_device_info dev;
     if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
     if (dev.sm_major < 8) {
@@ -204,6 +214,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->paths = paths;
     w->c1_prep = v2[0] ? 2 : 1;
     w->c2_np = v2[1] ? 4 : 1;
+    w->dec_prep = dprep;
     w->sync_check = sync_check;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;

@@ -509,7 +509,10 @@ extern "C" int lin_launch_decode3(const lin_fwd *pp, void *stream) {
         return (int)cudaGetLastError();
     }
     /* lightning: hk = hv, one head per group */
-    LK_LAUNCH(lin_decprep_kernel, dim3((unsigned)p.bs, (unsigned)p.hk), LK_DEC_THREADS, smem, st, p);
+    /* SGL_ATTN_LIN_DECPREP=v2: lk_decprep2.cu where it serves the shape (gdn, conv width 4), else v1 */
+    const int pv2 = p.dq_prep == 2 ? lin_launch_decprep2(&p, stream) : -1;
+    if (pv2 > 0) return pv2;
+    if (pv2 < 0) LK_LAUNCH(lin_decprep_kernel, dim3((unsigned)p.bs, (unsigned)p.hk), LK_DEC_THREADS, smem, st, p);
     dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));
     if (p.dq_wide || p.dq_pdl) { /* stream_pdl64: 8 warps, twice the rows; stream_pdl: 4 warps */
         const int R = p.dq_wide ? 2 * RT : RT;
