@@ -25,7 +25,11 @@
  *
  * SGL_ATTN_LIN_PREP=v2 (opt-in until measured): lin_cprep2_kernel for gdn
  * (below) and lin_ut_kernel<., 1>: 16-byte element-wise passes, the values
- * loaded late over q / T (51 KiB: 4 blocks per SM instead of 3). */
+ * loaded late over q / T (51 KiB: 4 blocks per SM instead of 3).
+ *
+ * SGL_ATTN_LIN_UT=v3 (opt-in until measured): lin_ut_kernel<., 2>, the prep
+ * fused into the UT kernel (gdn, conv width 4, bf16 x): no prep launch and
+ * no q / k / v round trip through global memory (lk_fconv below). */
 #include "lk_tile.cuh"
 
 #define LK_P0_THREADS 128
@@ -233,11 +237,129 @@ template <int OT> LK_DEV void lk_pack8(uint16_t *dst, const float f[8]) {
     *(uint4 *)dst = v;
 }
 
+/* The fused UT (SGL_ATTN_LIN_UT=v3; gdn, conv width 4, bf16 x): each block
+ * convolves its own q / k (key head h / gsz) and values (head h) from x
+ * instead of reading the prep's outputs.  Why: the prep (0.40 ms at 64k) and
+ * the UT's loads move ~0.4 GB through DRAM (q, k, v written, then read back)
+ * for work the UT block can do on a tile it holds anyway.  The q / k conv is
+ * then done once per value head (gsz times), which is cheap next to the UT.
+ * Same values, same order of operations as lin_cprep2_kernel, so the outputs
+ * are those of the v2 pair bit for bit.
+ *
+ * lk_fraw_load: the x rows of the chunk's tokens for one tile, by cp.async,
+ * straight into the tile's padded rows (rows past len: zero); the conv then
+ * runs in place.  lk_fw_load: the tile's conv weights [nch][4] and biases (at
+ * 512) in f32. */
+#define LK_F_H 3                   /* conv history rows (width 4) */
+#define LK_F_WF (LIN_TC_VMAX * 5) /* floats of one tile's weights + biases */
+#define LK_F_TPT 8                 /* tokens per thread */
+LK_DEV void lk_fraw_load(const lin_fwd &p, uint16_t *dst, int ld, int64_t ct0, int len, int ch0, int nch) {
+    const int n8 = nch / 8;
+    for (int idx = threadIdx.x; idx < LIN_CHUNK * n8; idx += LK_U_THREADS) {
+        const int t = idx / n8, cc = 8 * (idx % n8);
+        const bool ok = t < len;
+        lk_cp_async16(dst + t * ld + cc, (const uint16_t *)p.x.p + (ct0 + (ok ? t : 0)) * p.x_dim + ch0 + cc, ok);
+    }
+}
+LK_DEV void lk_fw_load(const lin_fwd &p, float *wsm, int ch0, int nch) {
+    for (int idx = threadIdx.x; idx < nch * 4; idx += LK_U_THREADS) wsm[idx] = lk_in(p.conv_weight, (int64_t)ch0 * 4 + idx);
+    for (int c = threadIdx.x; c < nch; c += LK_U_THREADS) wsm[4 * LIN_TC_VMAX + c] = lk_in0(p.conv_bias, ch0 + c);
+}
+/* 8 bf16 -> f32 */
+LK_DEV void lk_f8(const uint4 &v, float f[8]) {
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        f[2 * q] = gc_bf16_to_f32((uint16_t)(w[q] & 0xffffu));
+        f[2 * q + 1] = gc_bf16_to_f32((uint16_t)(w[q] >> 16));
+    }
+}
+/* conv + SiLU of the tile lk_fraw_load put at `tile` (ld elements per row), then
+ * (l2) the l2norm over the 16 threads of a token or (sc) times sc[t], 16-bit,
+ * in place (rows past len: zero).  Thread (s, o): tokens 8s .. 8s+7, channels
+ * 8o .. 8o+7.  Output row t replaces input row t, whose last reader is the
+ * same thread, except the 3 rows before a slice, which the thread of the
+ * slice before overwrites: every thread reads those first (from x or the
+ * slot's conv state before the chunk), then the block barrier. */
+template <int OT>
+LK_DEV void lk_fconv(const lin_fwd &p, uint16_t *tile, int ld, const float *wsm, int64_t rt0, int ch0, int nch, bool l2,
+                     const float *sc, int crel, int len, int slot, int init) {
+    const int o = threadIdx.x & 15, s = threadIdx.x >> 4, t0 = LK_F_TPT * s;
+    const bool live = 8 * o < nch;
+    float xw[4][8]; /* the last 4 input rows, row t in xw[(t + 3) & 3] */
+#pragma unroll
+    for (int r = 0; r < LK_F_H; r++) {
+        const int tc = t0 - LK_F_H + r, pos = crel + tc;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (live && tc >= 0) {
+            LK_ALIGNED(tile + tc * ld + 8 * o, 16);
+            v = *(const uint4 *)(tile + tc * ld + 8 * o);
+        } else if (live && pos >= 0) {
+            const uint16_t *src = (const uint16_t *)p.x.p + (rt0 + pos) * p.x_dim + ch0 + 8 * o;
+            LK_ALIGNED(src, 16);
+            v = *(const uint4 *)src;
+        }
+        lk_f8(v, xw[r]);
+        if (pos < 0)
+#pragma unroll
+            for (int c = 0; c < 8; c++)
+                xw[r][c] = init && live ? lk_sget(p.conv_state, p.st_dt,
+                                                  (int64_t)slot * p.conv_elems + (int64_t)(ch0 + 8 * o + c) * LK_F_H + LK_F_H + pos)
+                                        : 0.f;
+    }
+    float wt[8][4], bias[8];
+#pragma unroll
+    for (int c = 0; c < 8; c++) {
+#pragma unroll
+        for (int m = 0; m < 4; m++) wt[c][m] = live ? wsm[(8 * o + c) * 4 + m] : 0.f;
+        bias[c] = live ? wsm[4 * LIN_TC_VMAX + 8 * o + c] : 0.f;
+    }
+    __syncthreads();
+    uint16_t *row = tile + 8 * o;
+#pragma unroll
+    for (int u = 0; u < LK_F_TPT; u++) {
+        const int t = t0 + u;
+        uint4 in = make_uint4(0, 0, 0, 0);
+        if (live) {
+            LK_ALIGNED(row + t * ld, 16);
+            in = *(const uint4 *)(row + t * ld);
+        }
+        lk_f8(in, xw[(u + 3) & 3]);
+        float e[8];
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            float acc = bias[c];
+#pragma unroll
+            for (int m = 0; m < 4; m++) acc += wt[c][m] * xw[(u + m) & 3][c];
+            e[c] = lk_silu(acc);
+        }
+        float mul = 1.f;
+        if (l2) {
+            float ss = 0.f;
+#pragma unroll
+            for (int c = 0; c < 8; c++) ss += e[c] * e[c];
+#pragma unroll
+            for (int d = 8; d; d >>= 1) ss += gc_shfl_xor(ss, d);
+            mul = 1.f / sqrtf(ss + 1e-6f);
+        }
+        if (!live) continue;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (t < len) { /* (1 x e = e: q / k without l2norm) */
+            if (sc) mul = sc[t];
+            v.x = lk_pack2<OT>(mul * e[0], mul * e[1]);
+            v.y = lk_pack2<OT>(mul * e[2], mul * e[3]);
+            v.z = lk_pack2<OT>(mul * e[4], mul * e[5]);
+            v.w = lk_pack2<OT>(mul * e[6], mul * e[7]);
+        }
+        *(uint4 *)(row + t * ld) = v;
+    }
+}
+
 /* V2 (SGL_ATTN_LIN_PREP=v2): the element-wise passes (QG, KD; beta k e^G) 8
  * values per thread and step with 16-byte shared and global accesses instead
  * of 2 / 1 (the same values in the same order of operations). */
-template <int OT, int V2>
-__global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
+/* V2 = 2 (SGL_ATTN_LIN_UT=v3, lin_utf_kernel): v2 with the prep fused in (lk_fconv above). */
+template <int OT, int V2> LK_DEV void lin_ut_body(const lin_fwd &p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN, M2 = KIND == LIN_MAMBA2;
@@ -251,6 +373,10 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     float *Gs = (float *)(smraw + 2 * LK_U_R0 + R2 + LK_U_R3), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
     static_assert(C * (LIN_TC_VMAX + 8) * 2 <= LK_U_R0, "v2: the values fit over q");
     static_assert(C * AP * 4 <= LK_U_R0 && C * CP * 2 <= LK_U_R3, "the UT kernel's shared-memory reuse");
+    /* fused: the q and k weights over A, the values' after T in 16 bits */
+    static_assert(LIN_CHUNK == LK_F_TPT * LK_U_THREADS / 16 && 2 * LK_F_WF * 4 <= LK_U_R3 && C * CP * 2 + LK_F_WF * 4 <= LK_U_R3,
+                  "the fused UT kernel's shared-memory reuse");
+    constexpr bool FU = V2 == 2;
 
     const int j = blockIdx.x;
     if (j >= *p.pl.num_chunks) return;
@@ -262,8 +388,18 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     const int HV = p.hv, HK = p.hk, V = p.V, kh = h / p.gsz;
     const float scale = p.scale;
     const int64_t hrow = HV; /* token-row stride of the per-head scratch, in heads */
+    const int64_t rt0 = p.pl.req_tok0[i];
+    const int crel = (int)(ct0 - rt0), init = p.pl.req_init[i];
+    const int chq = kh * K, chk = (HK + kh) * K, chv = 2 * HK * K + h * V; /* fused: x channels */
+    float *wfv = (float *)((char *)Af + C * CP * 2);                       /* fused: the values' weights */
 
-    /* ---- q, k (key head kh), values (head h): rows past len zero */
+    /* ---- q, k (key head kh), values (head h): rows past len zero (fused: the x rows of q, k) */
+    if (FU) {
+        lk_fraw_load(p, qs, KP, ct0, len, chq, K);
+        lk_fraw_load(p, ks, KP, ct0, len, chk, K);
+        lk_fw_load(p, Af, chq, K);
+        lk_fw_load(p, Af + LK_F_WF, chk, K);
+    } else
     for (int idx = tid; idx < C * (K / 8); idx += LK_U_THREADS) {
         const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
         const bool ok = t < len;
@@ -318,6 +454,11 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     }
     lk_cp_async_wait_all();
     __syncthreads();
+    if (FU) { /* conv (+ l2norm) of q and k in place */
+        lk_fconv<OT>(p, qs, KP, Af, rt0, chq, K, p.l2norm != 0, nullptr, crel, len, slot, init);
+        lk_fconv<OT>(p, ks, KP, Af + LK_F_WF, rt0, chk, K, p.l2norm != 0, nullptr, crel, len, slot, init);
+        __syncthreads();
+    }
 
     /* ---- q k^T and k k^T, rows 16 warp .., columns up to the diagonal */
     float qk[C / 8][4], kk[C / 8][4];
@@ -399,6 +540,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
 
     uint16_t *Ug = (uint16_t *)p.Ut + (ct0 * hrow + h) * V;
+    if (FU && !DELTA) return; /* not launched: the fused form serves gdn only */
     if (!DELTA && V2) { /* U = the values, global to global */
         for (int idx = tid; idx < len * (V / 8); idx += LK_U_THREADS) {
             const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
@@ -476,8 +618,12 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
         const int t = idx / C, ii = idx % C;
         t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);
     }
-    __syncthreads(); /* T (f32) is dead: v2 loads the values there while W is made */
-    if (V2) {
+    if (FU) lk_fw_load(p, wfv, chv, V); /* A is dead */
+    __syncthreads(); /* T (f32) is dead: v2 loads the values there while W is made (fused: their x rows) */
+    if (FU) {
+        lk_fraw_load(p, vs, VP, ct0, len, chv, V);
+        lk_cp_async_commit();
+    } else if (V2) {
         load_v();
         lk_cp_async_commit();
     }
@@ -490,8 +636,17 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
         lk_cp_async_wait_all();
         __syncthreads();
     }
+    if (FU) { /* conv, times beta, in place */
+        lk_fconv<OT>(p, vs, VP, wfv, rt0, chv, V, false, bs, crel, len, slot, init);
+        __syncthreads();
+#pragma unroll /* T again: not held across the conv */
+        for (int k16 = 0; k16 < C / 16; k16++) lk_lda(at[k16], t16, CP, 16 * warp, 16 * k16);
+    }
     lk_tmul_store<OT>(at, vs, VP, V, Ug, hrow * V, len);
 }
+template <int OT, int V2> __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) { lin_ut_body<OT, V2>(p); }
+/* at most 128 registers: 4 blocks per SM, as the shared memory allows */
+template <int OT> __global__ __launch_bounds__(LK_U_THREADS, 4) void lin_utf_kernel(lin_fwd p) { lin_ut_body<OT, 2>(p); }
 
 /* ------------------------------------------------------------ launchers */
 
@@ -499,20 +654,23 @@ static_assert(LK_U_SMEM <= (int)LIN_C1_SMEM && LK_P0_SMEM <= (int)LIN_C1_SMEM,
               "the split kernels need at most phase 1's shared memory (lin_create.c checks that one)");
 
 int lk_split1_setup(void) {
-    const void *k[3] = {(const void *)lin_ut_kernel<LIN_DT_BF16, 0>, (const void *)lin_cprep_kernel<LIN_DT_BF16>,
-                        (const void *)lin_ut_kernel<LIN_DT_BF16, 1>};
-    const int sm[3] = {LK_U_SMEM, LK_P0_SMEM, LK_U_SMEM2};
+    const void *k[4] = {(const void *)lin_ut_kernel<LIN_DT_BF16, 0>, (const void *)lin_cprep_kernel<LIN_DT_BF16>,
+                        (const void *)lin_ut_kernel<LIN_DT_BF16, 1>, (const void *)lin_utf_kernel<LIN_DT_BF16>};
+    const int sm[4] = {LK_U_SMEM, LK_P0_SMEM, LK_U_SMEM2, LK_U_SMEM2};
     int e = 0;
-    for (int i = 0; i < 3 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int i = 0; i < 4 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     return e;
 }
 
 /* prep v2 serves gdn with conv width 4, bf16 x in 16-byte rows (x_dim a
  * multiple of 8, 16-byte aligned base); anything else takes v1 */
-static bool lk_prep2_ok(const lin_fwd &p) {
-    return p.c1_prep == 2 && p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
+static bool lk_x16_ok(const lin_fwd &p) {
+    return p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
            ((uintptr_t)p.x.p & 15) == 0 && p.K == LIN_TC_K && p.V % 8 == 0;
 }
+static bool lk_prep2_ok(const lin_fwd &p) { return p.c1_prep == 2 && lk_x16_ok(p); }
+/* the fused UT (SGL_ATTN_LIN_UT=v3): the same shapes as prep v2; anything else takes the prep + UT pair */
+static bool lk_fuse_ok(const lin_fwd &p) { return p.c1_ut == 3 && lk_x16_ok(p) && p.V <= LIN_TC_VMAX; }
 
 extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     const lin_fwd &p = *pp;
@@ -523,6 +681,14 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     if (chunks > p.max_chunks) chunks = p.max_chunks;
     if (chunks <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
+    dim3 g1((unsigned)chunks, (unsigned)p.hv);
+    if (lk_fuse_ok(p)) { /* one kernel; the conv history moves on after it read the old one */
+        void (*kf)(lin_fwd) = lin_utf_kernel<LIN_DT_BF16>;
+        LK_LAUNCH(kf, g1, LK_U_THREADS, LK_U_SMEM2, st, p);
+        int e = (int)cudaGetLastError();
+        if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
+        return e;
+    }
     dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv));
     if (lk_prep2_ok(p)) {
         void (*k0)(lin_fwd) = lin_cprep2_kernel<LIN_DT_BF16>;
@@ -535,7 +701,6 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e) return e;
-    dim3 g1((unsigned)chunks, (unsigned)p.hv);
     void (*k1)(lin_fwd) = p.c1_prep == 2 ? lin_ut_kernel<LIN_DT_BF16, 1> : lin_ut_kernel<LIN_DT_BF16, 0>;
     LK_LAUNCH(k1, g1, LK_U_THREADS, p.c1_prep == 2 ? LK_U_SMEM2 : LK_U_SMEM, st, p);
     return (int)cudaGetLastError();
