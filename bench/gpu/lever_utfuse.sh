@@ -2,9 +2,10 @@
 # bench/gpu/lever_utfuse.sh - the split phase 1's prep fused into its UT
 # kernel (SGL_ATTN_LIN_UT=v3: lin_utf_kernel in lk_split1.cu, gdn with conv
 # width 4 and bf16 x; each (chunk, value head) block convolves its q / k / v
-# tiles from x into shared memory: no lin_cprep2_kernel launch, no q / k / v
-# round trip through DRAM), checked, sanitised and timed against the default
-# (prep + UT) on the same binary.  Prebuilt build/, repo root, OUT=dir; every
+# tiles from x in place in shared memory: no lin_cprep2_kernel launch, no
+# q / k / v round trip through DRAM; 40 KiB, 92 registers: 5 blocks per SM, v2's
+# UT 4), checked, sanitised and timed against the default (prep + UT) on the
+# same binary.  Prebuilt build/, repo root, OUT=dir; every
 # step capped, 84 s of caps in all.
 #   1. test_lin_gpu LT_QUICK=3 with v3 from the environment: every split config
 #      (v3 where it applies, the pair elsewhere) and the ut3 entries / graph
