@@ -276,10 +276,13 @@ int main(int argc, char **argv) {
     const int smoke_on = getenv("BENCH_SMOKE") && atoi(getenv("BENCH_SMOKE"));
     const bcase *run = smoke_on ? smoke : cases;
     const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke : sizeof cases / sizeof *cases;
-    /* BENCH_FILTER=substring of the case name, BENCH_VARIANT=fast/simple: a subset (bench/gpu/lever_lindec.sh) */
-    const char *filt = getenv("BENCH_FILTER"), *var = getenv("BENCH_VARIANT");
+    /* BENCH_FILTER=substring of the case name, BENCH_VARIANT=fast/simple, BENCH_VT=16/32/auto: a subset
+     * (bench/gpu/lever_lindec.sh, lever_utfuse.sh) */
+    const char *filt = getenv("BENCH_FILTER"), *var = getenv("BENCH_VARIANT"), *vtf = getenv("BENCH_VT");
     for (size_t i = 0; i < nrun; i++)
-        if ((!filt || strstr(run[i].name, filt)) && (!var || !strcmp(run[i].variant, var))) run_case(&run[i]);
+        if ((!filt || strstr(run[i].name, filt)) && (!var || !strcmp(run[i].variant, var)) &&
+            (!vtf || !strcmp(run[i].vt, vtf)))
+            run_case(&run[i]);
     fprintf(json, "\n]}\n");
     fclose(json);
     printf("wrote %s\n", out);

@@ -19,7 +19,7 @@
  *                                 stream_cp, stream_pdl, stream_pdl64, stream_one(_nopf)); LT_QUICK=5: a few of those
  *                                 with f32 activations (extends token by token: their
  *                                 compute-sanitizer run); LT_QUICK=6: three gdn split extends
- *                                 (the split prep's sanitizer run, SGL_ATTN_LIN_PREP=v2);
+ *                                 (the split prep's sanitizer run, SGL_ATTN_LIN_PREP / _UT from the environment);
  *                                 LT_QUICK=7: two of those (VT 32 and 16), for racecheck
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
@@ -62,7 +62,7 @@ typedef struct cfg {
     double x_sigma;
     const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the split kernels; the others run
                           fused), "stream" / "stream_cp" / "stream_pdl" / "stream_pdl64" (the stream decode,
-                          first in the list) */
+                          first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel) */
 } cfg;
 
 /* the shapes: TC-eligible (K = 128, V % 32 == 0) and odd ones (fallbacks) */
@@ -105,7 +105,11 @@ static int dec_wanted(const char *split) {
 static char decprep0[16];
 static int decprep0_set;
 
-/* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 / DECPREP from a cfg's split list */
+/* SGL_ATTN_LIN_UT as the test started (a whole run with v3: SGL_ATTN_LIN_UT=v3 test_lin_gpu) */
+static char ut_env[16];
+static int ut_env_set;
+
+/* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 / DECPREP from a cfg's split list; SGL_ATTN_LIN_UT=v3 with "ut3", else the outer value */
 static void set_split(const char *split) {
     setenv("SGL_ATTN_LIN_DECODE", dec_of(split), 1);
     if (dp2_of(split)) setenv("SGL_ATTN_LIN_DECPREP", "v2", 1);
@@ -113,6 +117,9 @@ static void set_split(const char *split) {
     else unsetenv("SGL_ATTN_LIN_DECPREP");
     setenv("SGL_ATTN_LIN_CHUNK1", split && strstr(split, "c1") ? "split" : "fused", 1);
     setenv("SGL_ATTN_LIN_CHUNK2", split && strstr(split, "c2") ? "split" : "fused", 1);
+    if (split && strstr(split, "ut3")) setenv("SGL_ATTN_LIN_UT", "v3", 1);
+    else if (ut_env_set) setenv("SGL_ATTN_LIN_UT", ut_env, 1);
+    else unsetenv("SGL_ATTN_LIN_UT");
 }
 
 static double tol_of(const cfg *c) {
@@ -375,6 +382,10 @@ int main(int argc, char **argv) {
         snprintf(decprep0, sizeof decprep0, "%s", getenv("SGL_ATTN_LIN_DECPREP"));
         decprep0_set = 1;
     }
+    if (getenv("SGL_ATTN_LIN_UT")) {
+        ut_env_set = 1;
+        snprintf(ut_env, sizeof ut_env, "%s", getenv("SGL_ATTN_LIN_UT"));
+    }
     void *handles[8] = {0};
     const int kinds[] = {GDN, KDA, MAMBA2, SHORT, LIGHT};
     for (int i = 0; i < 5; i++) {
@@ -447,6 +458,16 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all};
             cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
             cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
+        }
+        /* the fused prep + UT (SGL_ATTN_LIN_UT=v3): V 64, 96 (bf16 state, 12 of 16 channel octets), l2norm
+         * off; V 40 and K 96 (no tensor-core extend: the other paths) */
+        const char *u3 = "c1,c2,ut3";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, u3};
+        if (!quick || quick == 3) {
+            cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, u3};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, u3};
+            cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3};
         }
     }
     /* the stream decode (SGL_ATTN_LIN_DECODE=stream; extends: the default split phases): every
@@ -597,6 +618,7 @@ int main(int argc, char **argv) {
     if (split_on && quick != 2 && quick < 4) {
         graph_test(GDN, &SH_GDN, "dec,c1,c2");
         if (!quick || quick == 3) graph_test(KDA, &SH_KDA, "dec,c1,c2");
+        graph_test(GDN, &SH_GDN, "c1,c2,ut3");
     }
     if (quick < 2) error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

@@ -146,6 +146,22 @@ int main(int argc, char **argv) {
                 if (b) b->ops->destroy(b);
                 unsetenv(sw[e]);
             }
+        /* SGL_ATTN_LIN_UT: v2, v3, auto pass; v1 is refused */
+        const char *uv[4] = {"v2", "v3", "auto", "v1"};
+        for (int i = 0; i < 4; i++) {
+            setenv("SGL_ATTN_LIN_UT", uv[i], 1);
+            err[0] = 0;
+            b = NULL;
+            const int rc = p->create(&a, &b);
+            const int named = strstr(err, "SGL_ATTN_LIN_UT") != NULL;
+            if (i < 3)
+                LT_CHECK(!named, "%s: SGL_ATTN_LIN_UT=%s refused: %s", kinds[k].name, uv[i], err);
+            else
+                LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v2, v3 or auto"),
+                         "%s: SGL_ATTN_LIN_UT=%s: %s", kinds[k].name, uv[i], err);
+            if (b) b->ops->destroy(b);
+            unsetenv("SGL_ATTN_LIN_UT");
+        }
         dlclose(h);
     }
     printf("test_lin_load: %d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

@@ -184,6 +184,17 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
             return SGL_ATTN_E_INVALID;
         }
     }
+    /* v3 (opt-in until measured): the split phase 1's prep fused into its UT kernel (lk_split1.cu);
+     * v2 (default, auto): the two kernels */
+    int ut3 = 0;
+    {
+        const char *v = lin_option(host, name, "SGL_ATTN_LIN_UT", "ut");
+        if (v && !strcasecmp(v, "v3")) ut3 = 1;
+        else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
+            lin_str(err, en, "%s: SGL_ATTN_LIN_UT / plugin option ut = \"%s\": expected v2, v3 or auto", name, v);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
     sgl_cuda_device_info dev;
     if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
     if (dev.sm_major < 8) {
@@ -215,6 +226,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->c1_prep = v2[0] ? 2 : 1;
     w->c2_np = v2[1] ? 4 : 1;
     w->dec_prep = dprep;
+    w->c1_ut = ut3 ? 3 : 2;
     w->sync_check = sync_check;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;

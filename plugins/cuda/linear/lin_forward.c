@@ -163,6 +163,7 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->Hs = L->need_c2s ? w->dev + L->Hs : NULL;
     p->c1_split = L->need_c1s;
     p->c1_prep = w->c1_prep;
+    p->c1_ut = w->c1_ut;
     p->c2_np = w->c2_np;
     p->dq = L->need_dec3 ? (float *)(w->dev + L->dq) : NULL;
     p->dq_async = w->paths.dec_stream == 2;

@@ -94,6 +94,8 @@ typedef struct lin_fwd {
     int32_t c1_split;   /* phase 1 is the split one (P2 fused needs QG, M from it either way) */
     int32_t c1_prep;    /* SGL_ATTN_LIN_PREP=v2 (2): split phase 1 v2: the prep without shared memory (gdn, conv
                            width 4, bf16 x; other shapes take v1) and lin_ut_kernel<., 1> (every split kind) */
+    int32_t c1_ut;      /* SGL_ATTN_LIN_UT=v3 (3): the prep fused into the UT kernel (gdn, conv width 4, bf16 x;
+                           other shapes take the prep + UT pair) */
     int32_t c2_np;      /* SGL_ATTN_LIN_CSTATE=v2: 4 producer warps in the split state pass (else 1) */
     /* the stream decode (SGL_ATTN_LIN_DECODE=stream): the prep kernel's operands per (request,
      * key head group), lin_decode3_per floats each, in the fused kernel's shared-memory layout */

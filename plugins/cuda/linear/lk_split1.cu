@@ -25,7 +25,10 @@
  *
  * SGL_ATTN_LIN_PREP=v2 (opt-in until measured): lin_cprep2_kernel for gdn
  * (below) and lin_ut_kernel<., 1>: 16-byte element-wise passes, the values
- * loaded late over q / T (51 KiB: 4 blocks per SM instead of 3). */
+ * loaded late over q / T (51 KiB: 4 blocks per SM instead of 3).
+ *
+ * SGL_ATTN_LIN_UT=v3 (opt-in until measured): lin_utf_kernel (below), the prep
+ * fused into the UT kernel (gdn, conv width 4, bf16 x). */
 #include "lk_tile.cuh"
 
 #define LK_P0_THREADS 128
@@ -493,26 +496,378 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_ut_kernel(lin_fwd p) {
     lk_tmul_store<OT>(at, vs, VP, V, Ug, hrow * V, len);
 }
 
+/* ------------------------------------------------- the fused UT (v3)
+ *
+ * SGL_ATTN_LIN_UT=v3 (gdn, conv width 4, bf16 x): lin_utf_kernel, the UT
+ * kernel whose (chunk, value head) block also makes its own q / k (key head
+ * h / gsz) and values from x instead of reading the prep's outputs.  Why: the
+ * prep (0.40 ms at 64k) and the UT's loads move ~0.4 GB through DRAM (q, k,
+ * v written, then read back) for work the UT block can do on tiles it holds
+ * anyway, and the UT is latency-bound (4 blocks per SM gave 1.22x over 3),
+ * so the layout also drops the separate A region: 40 KiB of shared memory
+ * and at most 96 registers, 5 blocks per SM.
+ *   - x rows land by cp.async in the tiles' padded rows; the conv runs in
+ *     place (lk_fconv4), the q / k conv once per value head (gsz times: cheap
+ *     next to the UT); the values' rows load late, over T, while W is made.
+ *   - QG / KD are stored before q k^T; A then goes transposed into the upper
+ *     triangle of the f32 T array over q (T is lower), the off-diagonal
+ *     solve's partial sums X into a small scratch, and T in 16 bits in place.
+ * Same values, same order of operations as lin_cprep2_kernel + lin_ut_kernel<., 1>,
+ * so the outputs are those of the v2 pair bit for bit. */
+#define LK_F_H 3                                /* conv history rows (width 4) */
+#define LK_F_WF (LIN_TC_VMAX * 5)              /* floats of one tile's weights [128][4] + biases */
+#define LK_F_SCR (2 * LK_F_WF * 4)              /* scratch: q, k weights | X (768 floats) | the values' weights */
+#define LK_F_SMEM (2 * LK_U_R0 + LK_F_SCR + 4 * LIN_CHUNK * 4)
+#define LK_F_TPT 16                             /* conv: tokens per thread (a warp per 16 tokens) */
+
+/* the chunk's x rows of one tile (channels ch0 ..), 16-bit, into rows t of dst (ld apart); past len: zero */
+LK_DEV void lk_fraw_load(const lin_fwd &p, uint16_t *dst, int ld, int64_t ct0, int len, int ch0, int nch) {
+    const int n8 = nch / 8;
+    for (int idx = threadIdx.x; idx < LIN_CHUNK * n8; idx += LK_U_THREADS) {
+        const int t = idx / n8, cc = 8 * (idx % n8);
+        const bool ok = t < len;
+        lk_cp_async16(dst + t * ld + cc, (const uint16_t *)p.x.p + (ct0 + (ok ? t : 0)) * p.x_dim + ch0 + cc, ok);
+    }
+}
+/* the tile's conv weights [nch][4] and biases (at 4 * 128), f32 */
+LK_DEV void lk_fw_load(const lin_fwd &p, float *wsm, int ch0, int nch) {
+    for (int idx = threadIdx.x; idx < nch * 4; idx += LK_U_THREADS) wsm[idx] = lk_in(p.conv_weight, (int64_t)ch0 * 4 + idx);
+    for (int c = threadIdx.x; c < nch; c += LK_U_THREADS) wsm[4 * LIN_TC_VMAX + c] = lk_in0(p.conv_bias, ch0 + c);
+}
+LK_DEV void lk_f4(const uint2 &v, float f[4]) {
+    f[0] = gc_bf16_to_f32((uint16_t)(v.x & 0xffffu)), f[1] = gc_bf16_to_f32((uint16_t)(v.x >> 16));
+    f[2] = gc_bf16_to_f32((uint16_t)(v.y & 0xffffu)), f[3] = gc_bf16_to_f32((uint16_t)(v.y >> 16));
+}
+
+/* conv + SiLU of the tile lk_fraw_load put at `tile`, then (l2) the l2norm or
+ * (sc) times sc[t], 16-bit, in place (rows past len: zero).  Lane l of warp w:
+ * channels 4l .. 4l+3 of tokens 16w .. 16w+15.  Output row t replaces input row
+ * t, whose last reader is the same thread, except the 3 rows before a warp's
+ * tokens, which the warp before overwrites: each thread reads those first (from
+ * the tile, from x before the chunk, or the slot's conv state before the
+ * request), then the block barrier.  The l2norm adds the squares of 8 channels
+ * in order (both lanes of a pair, from the pair's values), then a butterfly
+ * over the 16 pairs: lin_cprep2_kernel's order. */
+template <int OT>
+LK_DEV void lk_fconv4(const lin_fwd &p, uint16_t *tile, int ld, const float *wsm, int64_t rt0, int ch0, int nch, bool l2,
+                      const float *sc, int crel, int len, int slot, int init) {
+    const int l = threadIdx.x & 31, t0 = LK_F_TPT * (threadIdx.x >> 5);
+    const bool live = 4 * l < nch;
+    float xw[4][4]; /* the last 4 input rows: row t in xw[(t + 3) & 3] */
+#pragma unroll
+    for (int r = 0; r < LK_F_H; r++) {
+        const int tc = t0 - LK_F_H + r, pos = crel + tc;
+        uint2 v = make_uint2(0, 0);
+        if (live && tc >= 0) {
+            LK_ALIGNED(tile + tc * ld + 4 * l, 8);
+            v = *(const uint2 *)(tile + tc * ld + 4 * l);
+        } else if (live && pos >= 0) {
+            const uint16_t *src = (const uint16_t *)p.x.p + (rt0 + pos) * p.x_dim + ch0 + 4 * l;
+            LK_ALIGNED(src, 8);
+            v = *(const uint2 *)src;
+        }
+        lk_f4(v, xw[r]);
+        if (pos < 0)
+#pragma unroll
+            for (int c = 0; c < 4; c++)
+                xw[r][c] = init && live ? lk_sget(p.conv_state, p.st_dt,
+                                                  (int64_t)slot * p.conv_elems + (int64_t)(ch0 + 4 * l + c) * LK_F_H + LK_F_H + pos)
+                                        : 0.f;
+    }
+    float wt[4][4], bias[4];
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+#pragma unroll
+        for (int m = 0; m < 4; m++) wt[c][m] = live ? wsm[(4 * l + c) * 4 + m] : 0.f;
+        bias[c] = live ? wsm[4 * LIN_TC_VMAX + 4 * l + c] : 0.f;
+    }
+    __syncthreads();
+    uint16_t *row = tile + 4 * l;
+    for (int u0 = 0; u0 < LK_F_TPT; u0 += 4)
+#pragma unroll
+        for (int q = 0; q < 4; q++) { /* token u0 + q: input row in xw[(q + 3) & 3] (static indices) */
+            const int t = t0 + u0 + q;
+            uint2 in = make_uint2(0, 0);
+            if (live) {
+                LK_ALIGNED(row + t * ld, 8);
+                in = *(const uint2 *)(row + t * ld);
+            }
+            lk_f4(in, xw[(q + 3) & 3]);
+            float e[4];
+#pragma unroll
+            for (int c = 0; c < 4; c++) {
+                float acc = bias[c];
+#pragma unroll
+                for (int m = 0; m < 4; m++) acc += wt[c][m] * xw[(q + m) & 3][c];
+                e[c] = lk_silu(acc);
+            }
+            float mul = 1.f;
+            if (l2) {
+                float pe[4], ss = 0.f;
+#pragma unroll
+                for (int c = 0; c < 4; c++) pe[c] = gc_shfl_xor(e[c], 1);
+                const bool lo = !(l & 1); /* this lane has channels 0..3 of the octet */
+#pragma unroll
+                for (int c = 0; c < 8; c++) {
+                    const float a = (c < 4) == lo ? e[c & 3] : pe[c & 3];
+                    ss += a * a;
+                }
+#pragma unroll
+                for (int d = 16; d > 1; d >>= 1) ss += gc_shfl_xor(ss, d);
+                mul = 1.f / sqrtf(ss + 1e-6f);
+            }
+            if (!live) continue;
+            uint2 v = make_uint2(0, 0);
+            if (t < len) { /* (1 x e = e: q / k without l2norm) */
+                if (sc) mul = sc[t];
+                v.x = lk_pack2<OT>(mul * e[0], mul * e[1]);
+                v.y = lk_pack2<OT>(mul * e[2], mul * e[3]);
+            }
+            *(uint2 *)(row + t * ld) = v;
+        }
+}
+
+/* at most 96 registers: 5 blocks per SM, as the shared memory allows */
+template <int OT> __global__ __launch_bounds__(LK_U_THREADS, 5) void lin_utf_kernel(lin_fwd p) {
+    constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
+    LK_DYN_SMEM(unsigned char, smraw);
+    uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0);
+    uint16_t *vs = qs;                        /* the values, at the end */
+    float *Tf = (float *)smraw;               /* over q once QG and q k^T are done: T (lower), A^T (upper) */
+    uint16_t *t16 = qs;                       /* T in 16 bits, in place */
+    float *scr = (float *)(smraw + 2 * LK_U_R0); /* weights of q, k | X | weights of the values */
+    float *Gs = (float *)(smraw + 2 * LK_U_R0 + LK_F_SCR), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    static_assert(C * AP * 4 <= LK_U_R0 && C * CP * 2 <= LK_U_R0 && 3 * 256 * 4 <= LK_F_SCR,
+                  "the fused UT kernel's shared-memory reuse");
+    static_assert(LK_F_TPT * LK_U_THREADS / 32 == LIN_CHUNK && K == 4 * 32, "lk_fconv4: a warp per 16 tokens");
+
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int h = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    if (slot < 0) return;
+    const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
+    const int len = p.pl.chunk_len[j], crel = (int)(ct0 - rt0), init = p.pl.req_init[i];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int HV = p.hv, HK = p.hk, V = p.V, kh = h / p.gsz;
+    const float scale = p.scale;
+    const int64_t hrow = HV; /* token-row stride of the per-head scratch, in heads */
+    const int chq = kh * K, chk = (HK + kh) * K, chv = 2 * HK * K + h * V; /* x channels */
+
+    /* ---- the x rows of q, k; their conv weights */
+    lk_fraw_load(p, qs, KP, ct0, len, chq, K);
+    lk_fraw_load(p, ks, KP, ct0, len, chk, K);
+    lk_cp_async_commit();
+    lk_fw_load(p, scr, chq, K);
+    lk_fw_load(p, scr + LK_F_WF, chk, K);
+
+    /* ---- gates while the rows fly: g, beta; G = cumulative g (warp 0 scans) */
+    for (int t = tid; t < C; t += LK_U_THREADS) {
+        float gv = 0.f, bv_ = 0.f;
+        if (t < len) {
+            const int64_t tok = ct0 + t;
+            gv = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, tok * HV + h) + lk_in(p.dt_bias, h));
+            bv_ = lk_sigmoid(lk_in(p.b, tok * HV + h));
+        }
+        Gs[t] = gv;
+        bs[t] = bv_;
+    }
+    __syncthreads();
+    if (warp == 0) { /* lane l: tokens 2l, 2l+1 */
+        const float a0 = Gs[2 * lane], a1 = a0 + Gs[2 * lane + 1];
+        float incl = a1;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const float y = gc_shfl(incl, lane >= d ? lane - d : 0);
+            if (lane >= d) incl += y;
+        }
+        const float ex = incl - a1;
+        Gs[2 * lane] = ex + a0;
+        Gs[2 * lane + 1] = incl;
+    }
+    __syncthreads();
+    for (int t = tid; t < C; t += LK_U_THREADS) {
+        eGt[t] = expf(Gs[t]);
+        eGr[t] = expf(fminf(Gs[C - 1] - Gs[t], 0.f)); /* G_last <= G_t (up to the scan's rounding) */
+    }
+    lk_cp_async_wait_all();
+    __syncthreads();
+    /* ---- conv (+ l2norm) of q and k in place */
+    lk_fconv4<OT>(p, qs, KP, scr, rt0, chq, K, p.l2norm != 0, nullptr, crel, len, slot, init);
+    lk_fconv4<OT>(p, ks, KP, scr + LK_F_WF, rt0, chk, K, p.l2norm != 0, nullptr, crel, len, slot, init);
+    __syncthreads();
+
+    /* ---- QG, KD, exp(G_last) */
+    {
+        uint16_t *QGg = (uint16_t *)p.QGt + (ct0 * hrow + h) * K, *KDg = (uint16_t *)p.KDt + (ct0 * hrow + h) * K;
+        for (int idx = tid; idx < len * (K / 8); idx += LK_U_THREADS) {
+            const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+            float qg[8], kd[8];
+            lk_unpack8<OT>(qs + t * KP + c, qg);
+            lk_unpack8<OT>(ks + t * KP + c, kd);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                qg[e] = scale * qg[e] * eGt[t];
+                kd[e] = kd[e] * eGr[t];
+            }
+            lk_pack8<OT>(QGg + t * hrow * K + c, qg);
+            lk_pack8<OT>(KDg + t * hrow * K + c, kd);
+        }
+        const float eL = expf(Gs[C - 1]);
+        for (int c = tid; c < K; c += LK_U_THREADS) p.eG[((int64_t)j * HV + h) * K + c] = eL;
+    }
+
+    /* ---- q k^T and k k^T, rows 16 warp .., columns up to the diagonal */
+    float qk[C / 8][4], kk[C / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < C / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) qk[nt][e] = kk[nt][e] = 0.f;
+#pragma unroll
+    for (int k16 = 0; k16 < K / 16; k16++) {
+        uint32_t aq[4], ak[4];
+        lk_lda(aq, qs, KP, 16 * warp, 16 * k16);
+        lk_lda(ak, ks, KP, 16 * warp, 16 * k16);
+#pragma unroll
+        for (int np = 0; np < C / 16; np++) {
+            if (np > warp) continue; /* above the diagonal (warp-uniform) */
+            uint32_t b[4];
+            lk_ldb_n(b, ks, KP, 16 * np, 16 * k16);
+            lk_mma<OT>(qk[2 * np], aq, b[0], b[1]);
+            lk_mma<OT>(qk[2 * np + 1], aq, b[2], b[3]);
+            lk_mma<OT>(kk[2 * np], ak, b[0], b[1]);
+            lk_mma<OT>(kk[2 * np + 1], ak, b[2], b[3]);
+        }
+    }
+    __syncthreads(); /* q is free: T and A^T go there */
+    /* ---- M (to global), A (strictly lower) transposed: A[t][i] at Tf[i][t] */
+    uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
+#pragma unroll
+    for (int nt = 0; nt < C / 8; nt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int t = 16 * warp + g + 8 * hf, i0 = 8 * nt + 2 * t4;
+            float m2[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int ii = i0 + e;
+                const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
+                m2[e] = scale * dec * qk[nt][2 * hf + e];
+                if (ii < t) Tf[ii * AP + t] = bs[t] * dec * kk[nt][2 * hf + e];
+            }
+            if (t < len) {
+                LK_ALIGNED(Mg + t * hrow * C + i0, 4);
+                *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
+            }
+        }
+    /* ---- beta k e^G, in place of k (q k^T read k before the barrier, KD before that) */
+    for (int idx = tid; idx < C * (K / 8); idx += LK_U_THREADS) {
+        const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+        float kv[8];
+        lk_unpack8<OT>(ks + t * KP + c, kv);
+#pragma unroll
+        for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * eGt[t];
+        lk_pack8<OT>(ks + t * KP + c, kv);
+    }
+    __syncthreads();
+    /* ---- T = (I + A)^-1: the diagonal 16 x 16 blocks, warp b -> block b, lane c -> column c
+     * (lanes 16..31 compute zeros and store nothing) */
+    {
+        const int b = warp, c = lane;
+        float col[16];
+#pragma unroll
+        for (int r = 0; r < 16; r++) {
+            float acc = 0.f;
+#pragma unroll
+            for (int m = 0; m < r; m++) acc += Tf[(16 * b + m) * AP + 16 * b + r] * col[m];
+            col[r] = r < c ? 0.f : r == c ? 1.f : -acc;
+        }
+        __syncwarp(); /* the block's A^T is read (by this warp only); T_bb, zeros above its diagonal, replaces it */
+        if (lane < 16)
+#pragma unroll
+            for (int r = 0; r < 16; r++) Tf[(16 * b + r) * AP + 16 * b + c] = col[r];
+    }
+    __syncthreads();
+    /* the blocks below the diagonal, by distance d: X_ij = sum_{k=j}^{i-1} A_ik T_kj into the scratch,
+     * then T_ij = -T_ii X_ij */
+    float *X = scr;
+    for (int d = 1; d < 4; d++) {
+        const int nb = 4 - d;
+        for (int e = tid; e < nb * 256; e += LK_U_THREADS) {
+            const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
+            float acc = 0.f;
+            for (int kb = jb; kb < ib; kb++)
+#pragma unroll
+                for (int m = 0; m < 16; m++)
+                    acc += Tf[(16 * kb + m) * AP + 16 * ib + r] * Tf[(16 * kb + m) * AP + 16 * jb + c];
+            X[e] = acc;
+        }
+        __syncthreads();
+        for (int e = tid; e < nb * 256; e += LK_U_THREADS) {
+            const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
+            float acc = 0.f;
+#pragma unroll
+            for (int m = 0; m < 16; m++)
+                if (m <= r) acc += Tf[(16 * ib + r) * AP + 16 * ib + m] * X[(jb << 8) + (m << 4) + c];
+            Tf[(16 * ib + r) * AP + 16 * jb + c] = -acc;
+        }
+        __syncthreads();
+    }
+    /* T in 16 bits, in place (every thread reads its 32 entries, then the barrier); zero above the
+     * diagonal.  The values' conv weights over X. */
+    {
+        float tv[C * C / LK_U_THREADS];
+#pragma unroll
+        for (int k = 0; k < C * C / LK_U_THREADS; k++) {
+            const int idx = tid + k * LK_U_THREADS, t = idx / C, ii = idx % C;
+            tv[k] = ii <= t ? Tf[t * AP + ii] : 0.f;
+        }
+        lk_fw_load(p, scr, chv, V);
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < C * C / LK_U_THREADS; k++) {
+            const int idx = tid + k * LK_U_THREADS, t = idx / C, ii = idx % C;
+            t16[t * CP + ii] = lk_to16<OT>(tv[k]);
+        }
+    }
+    __syncthreads();
+    /* ---- W = T (beta k e^G), U = T (beta v); the values' x rows land over T once it is in registers */
+    uint32_t at[C / 16][4];
+#pragma unroll
+    for (int k16 = 0; k16 < C / 16; k16++) lk_lda(at[k16], t16, CP, 16 * warp, 16 * k16);
+    __syncthreads();
+    lk_fraw_load(p, vs, VP, ct0, len, chv, V);
+    lk_cp_async_commit();
+    lk_tmul_store<OT>(at, ks, KP, K, (uint16_t *)p.Wt + (ct0 * hrow + h) * K, hrow * K, len);
+    lk_cp_async_wait_all();
+    __syncthreads();
+    lk_fconv4<OT>(p, vs, VP, scr, rt0, chv, V, false, bs, crel, len, slot, init);
+    __syncthreads();
+    lk_tmul_store<OT>(at, vs, VP, V, (uint16_t *)p.Ut + (ct0 * hrow + h) * V, hrow * V, len);
+}
+
 /* ------------------------------------------------------------ launchers */
 
 static_assert(LK_U_SMEM <= (int)LIN_C1_SMEM && LK_P0_SMEM <= (int)LIN_C1_SMEM,
               "the split kernels need at most phase 1's shared memory (lin_create.c checks that one)");
 
 int lk_split1_setup(void) {
-    const void *k[3] = {(const void *)lin_ut_kernel<LIN_DT_BF16, 0>, (const void *)lin_cprep_kernel<LIN_DT_BF16>,
-                        (const void *)lin_ut_kernel<LIN_DT_BF16, 1>};
-    const int sm[3] = {LK_U_SMEM, LK_P0_SMEM, LK_U_SMEM2};
+    const void *k[4] = {(const void *)lin_ut_kernel<LIN_DT_BF16, 0>, (const void *)lin_cprep_kernel<LIN_DT_BF16>,
+                        (const void *)lin_ut_kernel<LIN_DT_BF16, 1>, (const void *)lin_utf_kernel<LIN_DT_BF16>};
+    const int sm[4] = {LK_U_SMEM, LK_P0_SMEM, LK_U_SMEM2, LK_F_SMEM};
     int e = 0;
-    for (int i = 0; i < 3 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int i = 0; i < 4 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     return e;
 }
 
 /* prep v2 serves gdn with conv width 4, bf16 x in 16-byte rows (x_dim a
  * multiple of 8, 16-byte aligned base); anything else takes v1 */
-static bool lk_prep2_ok(const lin_fwd &p) {
-    return p.c1_prep == 2 && p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
+static bool lk_x16_ok(const lin_fwd &p) {
+    return p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
            ((uintptr_t)p.x.p & 15) == 0 && p.K == LIN_TC_K && p.V % 8 == 0;
 }
+static bool lk_prep2_ok(const lin_fwd &p) { return p.c1_prep == 2 && lk_x16_ok(p); }
+/* the fused UT (SGL_ATTN_LIN_UT=v3): the same shapes as prep v2; anything else takes the prep + UT pair */
+static bool lk_fuse_ok(const lin_fwd &p) { return p.c1_ut == 3 && lk_x16_ok(p) && p.V <= LIN_TC_VMAX; }
 
 extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     const lin_fwd &p = *pp;
@@ -523,6 +878,14 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     if (chunks > p.max_chunks) chunks = p.max_chunks;
     if (chunks <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
+    dim3 g1((unsigned)chunks, (unsigned)p.hv);
+    if (lk_fuse_ok(p)) { /* one kernel; the conv history moves on after it read the old one */
+        void (*kf)(lin_fwd) = lin_utf_kernel<LIN_DT_BF16>;
+        LK_LAUNCH(kf, g1, LK_U_THREADS, LK_F_SMEM, st, p);
+        int e = (int)cudaGetLastError();
+        if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
+        return e;
+    }
     dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv));
     if (lk_prep2_ok(p)) {
         void (*k0)(lin_fwd) = lin_cprep2_kernel<LIN_DT_BF16>;
@@ -535,7 +898,6 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e) return e;
-    dim3 g1((unsigned)chunks, (unsigned)p.hv);
     void (*k1)(lin_fwd) = p.c1_prep == 2 ? lin_ut_kernel<LIN_DT_BF16, 1> : lin_ut_kernel<LIN_DT_BF16, 0>;
     LK_LAUNCH(k1, g1, LK_U_THREADS, p.c1_prep == 2 ? LK_U_SMEM2 : LK_U_SMEM, st, p);
     return (int)cudaGetLastError();
