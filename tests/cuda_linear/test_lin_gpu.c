@@ -23,9 +23,9 @@
  *                                 LT_QUICK=7: two of those (VT 32 and 16), for racecheck
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
- *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp2" for
- *   the prep v2 configs, e.g. stream_pdl+dp2) is one of these (a sanitizer run of one form)
- *   SGL_ATTN_LIN_DECPREP set: the configs without "dp2" run with it (the dp2 ones always with v2)
+ *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
+ *   "+dp2" for the configs pinned to prep v1 / v2, e.g. stream_pdl+dp2) is one of these
+ *   SGL_ATTN_LIN_DECPREP set: the configs without "dp1" / "dp2" run with it
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -82,14 +82,16 @@ static const char *dec_of(const char *split) {
     return split && strstr(split, "dec") ? "split" : "fused";
 }
 
-/* a split list with "dp2": the stream decode's prep v2 (SGL_ATTN_LIN_DECPREP=v2); its LT_DECODE name is
- * the decode option + "+dp2" (stream_pdl+dp2) */
-static int dp2_of(const char *split) { return split && strstr(split, "dp2") != NULL; }
+/* a split list with "dp1" / "dp2": the stream decode's prep v1 / v2 (SGL_ATTN_LIN_DECPREP; v2 is the
+ * default); its LT_DECODE name is the decode option + "+dp1" / "+dp2" (stream_pdl+dp2); 0: neither */
+static int dp_of(const char *split) {
+    return !split ? 0 : strstr(split, "dp1") ? 1 : strstr(split, "dp2") ? 2 : 0;
+}
 
 /* LT_DECODE unset, or the split list's decode option is one of its items */
 static int dec_wanted(const char *split) {
     char d[48];
-    snprintf(d, sizeof d, "%s%s", dec_of(split), dp2_of(split) ? "+dp2" : "");
+    snprintf(d, sizeof d, "%s%s", dec_of(split), dp_of(split) == 1 ? "+dp1" : dp_of(split) == 2 ? "+dp2" : "");
     const char *want = getenv("LT_DECODE");
     if (!want || !*want) return 1;
     const size_t n = strlen(d);
@@ -101,7 +103,7 @@ static int dec_wanted(const char *split) {
     return 0;
 }
 
-/* SGL_ATTN_LIN_DECPREP as the test started (the configs without dp2 run with it) */
+/* SGL_ATTN_LIN_DECPREP as the test started (the configs without dp1 / dp2 run with it) */
 static char decprep0[16];
 static int decprep0_set;
 
@@ -112,7 +114,7 @@ static int ut_env_set;
 /* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 / DECPREP from a cfg's split list; SGL_ATTN_LIN_UT=v3 with "ut3", else the outer value */
 static void set_split(const char *split) {
     setenv("SGL_ATTN_LIN_DECODE", dec_of(split), 1);
-    if (dp2_of(split)) setenv("SGL_ATTN_LIN_DECPREP", "v2", 1);
+    if (dp_of(split)) setenv("SGL_ATTN_LIN_DECPREP", dp_of(split) == 1 ? "v1" : "v2", 1);
     else if (decprep0_set) setenv("SGL_ATTN_LIN_DECPREP", decprep0, 1);
     else unsetenv("SGL_ATTN_LIN_DECPREP");
     setenv("SGL_ATTN_LIN_CHUNK1", split && strstr(split, "c1") ? "split" : "fused", 1);
@@ -495,6 +497,9 @@ int main(int argc, char **argv) {
         cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp2"};
         cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp2"};
         cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp2"};
+        /* the prep v1 (SGL_ATTN_LIN_DECPREP=v1) where v2, the default, would serve */
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp1"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp1"};
     }
     if (stream_on && quick != 2 && quick != 3 && quick != 5) {
         const char *st = "stream,c1,c2";
