@@ -13,18 +13,22 @@
 #include "mla_check.h"
 
 /* What runs when the SGL_ATTN_MLA_* tuning knobs are unset: only what a GPU
- * run measured (docs/cuda_mla.md, "Second GPU run").
- *  - <= 32 rows (decode / verify at 16 heads): mma, two CTAs per SM, L2
- *    prefetch 4 tiles ahead (run 2: 2.25-2.56 TB/s against 1.73-1.85 for the
- *    one-CTA configurations; it is the only configuration that ran as named).
- *  - >= 64 rows: wgmma0, the kernel run 1 measured at 309 TFLOP/s; the
- *    reworked wgmma and narrow have not run yet (run 2 fell back to mma). */
+ * run measured (docs/cuda_mla.md).
+ *  - <= 32 rows (decode / verify at 16 heads): mma, two CTAs per SM; on SM 9.0
+ *    16-row tiles with bulk-copy loads (tma), elsewhere the page-table ring
+ *    with L2 prefetch.
+ *  - >= 64 rows: wgmma3 (SM 9.0), else mma. */
 #define MLA_DEFAULT_AUTO_NARROW 0              /* 1: auto runs narrow for <= 32 rows */
-#define MLA_DEFAULT_AUTO_WIDE MLA_KERNEL_WGMMA0 /* auto at >= 64 rows: WGMMA0 or WGMMA */
+/* wgmma3 (WG1 one step deeper in the seesaw) measured 1.09-1.12x wgmma0 at 128 x 1 and 64 x 2, B 128
+ * (run 10, bench/results/h200-2026-12-03/run10-8297844/lever_mla3); wgmma0 before it */
+#define MLA_DEFAULT_AUTO_WIDE MLA_KERNEL_WGMMA3 /* auto at >= 64 rows: WGMMA3, WGMMA2, WGMMA0 or WGMMA */
 /* ring (two + the page-table ring) measured 1.041x two at 16 heads on the H200 (geomean of 6 shapes,
  * bench/results/h200-2026-12-03/run2-3a74f60/lever_mla; prefetch 2 > 4 > 8); it runs two for 32-row
  * tiles and base for 64-row tiles */
 #define MLA_DEFAULT_MMA_CFG MLA_MMA_RING       /* base / deep / two / ring */
+/* on SM 9.0: tma (bulk copies of the latent rows, one L2 crossing per byte) measured 1.27-1.34x ring at
+ * 16 heads, geomean 3.62 TB/s (run 10, .../run10-8297844/lever_mlatma); 16-row tiles, ring elsewhere */
+#define MLA_DEFAULT_MMA_CFG_SM90 MLA_MMA_TMA
 #define MLA_DEFAULT_PF_MMA_TWO 4               /* 32-key tiles ahead, when two CTAs per SM run */
 #define MLA_DEFAULT_PF_MMA_RING 2              /* the same for ring */
 #define MLA_DEFAULT_PF_MMA_TMA 0               /* tma / tmadeep: the bulk copies alone (no L2 double read) */
@@ -384,6 +388,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
     }
     env = getenv("SGL_ATTN_MLA_MMA");
+    const int mma_cfg_asked = env && *env;
     b->mma_cfg_pref = mma_cfg_pref(env);
     if (b->mma_cfg_pref < 0) {
         snprintf(msg, sizeof msg, "SGL_ATTN_MLA_MMA=%s; expected base, deep, two, ring, tma or tmadeep", env);
@@ -524,6 +529,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  b->encode_fn ? "found" : "not found", need, (size_t)b->dev.smem_per_block_optin);
         return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
     }
+    if (!mma_cfg_asked && b->dev.sm_major == 9) b->mma_cfg_pref = MLA_DEFAULT_MMA_CFG_SM90;
     /* bulk-copy loads (SGL_ATTN_MLA_MMA=tma / tmadeep) are SM 9.0 code: ring elsewhere */
     if ((b->mma_cfg_pref == MLA_MMA_TMA || b->mma_cfg_pref == MLA_MMA_TMADEEP) && b->dev.sm_major != 9) {
         if (b->strict) {
