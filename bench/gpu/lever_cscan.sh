@@ -8,8 +8,9 @@
 #   1. test_lin_gpu LT_QUICK=8 (the scan with groups of 1-3 chunks: the scenario,
 #      long ragged requests over many groups with state carried in and padding,
 #      every kind, both state dtypes, row tiles 64 and 32) and LT_QUICK=9 (one
-#      16k-token request then 8k more on its state, slowly decaying gates, groups
-#      of 16, scan and default side by side: the precision of long chains)
+#      32k-token request then 16k more on its state, one value head, slowly decaying
+#      gates, groups of 16 (32 + 16 groups), scan and default side by side: the
+#      precision of long chains)
 #   2. compute-sanitizer memcheck (LT_QUICK=10) and racecheck (LT_QUICK=11)
 #   3. bench_lin prefill T=65536 (Qwen3.5 TP8, the default's tile 16): default, scan
 #      with groups of 16 (row tile 64), of 16 with tile 32, of 32
@@ -35,17 +36,17 @@ sel() {
 }
 nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>/dev/null | head -1
 
-step "1. test_lin_gpu: the scan set (LT_QUICK=8), long chains scan vs default (LT_QUICK=9, LT_LONG=16384)"
+step "1. test_lin_gpu: the scan set (LT_QUICK=8), long chains scan vs default (LT_QUICK=9, LT_LONG=32768)"
 LT_QUICK=8 timeout 12 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_scan.log" 2>&1
 echo "scan set rc=$? $(tail -1 "$OUT/test_lin_gpu_scan.log")"
 grep -E "^FAIL +[a-z]|SKIP" "$OUT/test_lin_gpu_scan.log" | head -8
-LT_QUICK=9 LT_LONG=16384 timeout 15 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_long.log" 2>&1
+LT_QUICK=9 LT_LONG=32768 timeout 18 $T/test_lin_gpu $P > "$OUT/test_lin_gpu_long.log" 2>&1
 echo "long rc=$? $(tail -1 "$OUT/test_lin_gpu_long.log")"
 grep -E "^(ok|FAIL) +[a-z]" "$OUT/test_lin_gpu_long.log"
 
 step "2. compute-sanitizer memcheck (LT_QUICK=10) / racecheck (LT_QUICK=11), scan"
 for tool in memcheck racecheck; do
-  LT_QUICK=$([ $tool = memcheck ] && echo 10 || echo 11) timeout $([ $tool = memcheck ] && echo 12 || echo 18) \
+  LT_QUICK=$([ $tool = memcheck ] && echo 10 || echo 11) timeout $([ $tool = memcheck ] && echo 11 || echo 16) \
     compute-sanitizer --tool $tool --error-exitcode 9 $T/test_lin_gpu $P > "$OUT/lin_cscan_$tool.log" 2>&1
   echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/lin_cscan_$tool.log" | tail -1) $(tail -1 "$OUT/lin_cscan_$tool.log")"
 done
