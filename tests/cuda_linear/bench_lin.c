@@ -10,7 +10,8 @@
  * the chunked algorithm's own matmul FLOPs (docs/cuda_linear.md).
  *
  *   bench_lin OUT.json [plugin_dir]     BENCH_QUICK=1: fewer repetitions; BENCH_FILTER=text: only
- *                                     the cases whose name has it; BENCH_VARIANT=fast / simple
+ *                                     the cases whose name has it; BENCH_VARIANT=fast / simple;
+ *                                     BENCH_VT=16 / 32: only the cases of that tile
  * Each case: warm-up, then 5 timed runs of N calls between CUDA events on a
  * non-blocking stream; the median per call is reported.  The kernel variant
  * and the phase-2 tile are set per case through SGL_ATTN_LIN_KERNEL /
@@ -276,8 +277,8 @@ int main(int argc, char **argv) {
     const int smoke_on = getenv("BENCH_SMOKE") && atoi(getenv("BENCH_SMOKE"));
     const bcase *run = smoke_on ? smoke : cases;
     const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke : sizeof cases / sizeof *cases;
-    /* BENCH_FILTER=substring of the case name, BENCH_VARIANT=fast/simple, BENCH_VT=16/32/auto: a subset
-     * (bench/gpu/lever_lindec.sh, lever_utfuse.sh) */
+    /* BENCH_FILTER=substring of the case name, BENCH_VARIANT=fast/simple, BENCH_VT=16/32/auto (only the
+     * cases of that phase-2 tile): a subset (bench/gpu/lever_lindec.sh, lever_utfuse.sh, lever_cscan.sh) */
     const char *filt = getenv("BENCH_FILTER"), *var = getenv("BENCH_VARIANT"), *vtf = getenv("BENCH_VT");
     for (size_t i = 0; i < nrun; i++)
         if ((!filt || strstr(run[i].name, filt)) && (!var || !strcmp(run[i].variant, var)) &&

@@ -44,6 +44,8 @@ static double *zalloc(size_t n) {
     return p;
 }
 
+int lt_max_tokens = 512, lt_slow_decay = 0;
+
 int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *sh, int io_dt, uint32_t state_dt_bit,
               double tol, uint64_t seed, const char *label) {
     memset(s, 0, sizeof *s);
@@ -66,7 +68,7 @@ int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *s
     a.model = &s->m;
     a.device = 0;
     a.max_reqs = LT_SLOTS;
-    a.max_tokens = 512;
+    a.max_tokens = lt_max_tokens;
     a.max_context = 1024;
     a.inner = &s->inner.base;
     a.inner_caps = &caps;
@@ -107,13 +109,13 @@ int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *s
             lt_fill_normal(&w->conv_b, &s->r, 0.2);
         }
         lt_make(&w->A_log, LT_F32, 1, (int64_t[]){HV}, 0);
-        lt_fill_uniform(&w->A_log, &s->r, -1.5, 0.5);
+        lt_fill_uniform(&w->A_log, &s->r, lt_slow_decay ? -7.0 : -1.5, lt_slow_decay ? -5.0 : 0.5);
         lt_make(&w->dt_bias, LT_F32, 1, (int64_t[]){kind == SGL_ATTN_HYBRID_KDA ? HK : HV}, 0);
         lt_fill_normal(&w->dt_bias, &s->r, 0.5);
         lt_make(&w->D, LT_F32, 1, (int64_t[]){HV}, 0);
         lt_fill_normal(&w->D, &s->r, 1.0);
         lt_make(&w->decay, LT_F32, 1, (int64_t[]){HV}, 0);
-        lt_fill_uniform(&w->decay, &s->r, 0.05, 0.8);
+        lt_fill_uniform(&w->decay, &s->r, lt_slow_decay ? 0.001 : 0.05, lt_slow_decay ? 0.01 : 0.8);
     }
     cudaStream_t st = NULL;
     if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) {

@@ -20,7 +20,12 @@
  *                                 with f32 activations (extends token by token: their
  *                                 compute-sanitizer run); LT_QUICK=6: three gdn split extends
  *                                 (the split prep's sanitizer run, SGL_ATTN_LIN_PREP / _UT from the environment);
- *                                 LT_QUICK=7: two of those (VT 32 and 16), for racecheck
+ *                                 LT_QUICK=7: two of those (VT 32 and 16), for racecheck;
+ *                                 LT_QUICK=8: the scan state pass (SGL_ATTN_LIN_CSTATE=scan, small
+ *                                 groups): the scenario and long ragged requests over many groups;
+ *                                 LT_QUICK=9: one request of LT_LONG tokens (default 16384; one head), scan
+ *                                 (groups of 16) and the default pass, for the precision of long chains;
+ *                                 LT_QUICK=10 / 11: the scan's memcheck / racecheck sets
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
  *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
@@ -62,7 +67,9 @@ typedef struct cfg {
     double x_sigma;
     const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the split kernels; the others run
                           fused), "stream" / "stream_cp" / "stream_pdl" / "stream_pdl64" (the stream decode,
-                          first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel) */
+                          first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel),
+                          "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks); "long":
+                          scenario_long() instead of scenario(), "huge": scenario_one_long() */
 } cfg;
 
 /* the shapes: TC-eligible (K = 128, V % 32 == 0) and odd ones (fallbacks) */
@@ -70,7 +77,8 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_MAMBA2 = {2, 4, 128, 64, 4, 0}, SH_LIGHT = {2, 2, 128, 128, 0, 0},
                       SH_SHORT = {0, 0, 0, 0, 3, 200}, SH_GDN_ODD = {1, 3, 96, 40, 4, 0},
                       SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0},
-                      SH_GDN96 = {1, 2, 128, 96, 4, 0}, SH_GDN40 = {1, 2, 128, 40, 4, 0};
+                      SH_GDN96 = {1, 2, 128, 96, 4, 0}, SH_GDN40 = {1, 2, 128, 40, 4, 0},
+                      SH_GDN_LONG = {1, 1, 128, 64, 4, 0}; /* LT_QUICK=9: one head keeps the reference short */
 
 /* SGL_ATTN_LIN_DECODE of a cfg's split list: its first item when that is a stream form */
 static const char *dec_of(const char *split) {
@@ -111,8 +119,21 @@ static int decprep0_set;
 static char ut_env[16];
 static int ut_env_set;
 
-/* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 / DECPREP from a cfg's split list; SGL_ATTN_LIN_UT=v3 with "ut3", else the outer value */
+/* SGL_ATTN_LIN_CSTATE / CSCAN_M as the caller's environment had them (a cfg's "scanM" overrides) */
+static const char *env_cstate, *env_cscan_m;
+static void set_env(const char *k, const char *v) {
+    if (v) setenv(k, v, 1);
+    else unsetenv(k);
+}
+
+/* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 / DECPREP (and the scan) from a cfg's split list; SGL_ATTN_LIN_UT=v3
+ * with "ut3", else the outer value */
 static void set_split(const char *split) {
+    const char *scan = split ? strstr(split, "scan") : NULL;
+    set_env("SGL_ATTN_LIN_CSTATE", scan ? "scan" : env_cstate);
+    char m[16];
+    snprintf(m, sizeof m, "%d", scan ? atoi(scan + 4) : 0);
+    set_env("SGL_ATTN_LIN_CSCAN_M", scan && atoi(scan + 4) > 0 ? m : env_cscan_m);
     setenv("SGL_ATTN_LIN_DECODE", dec_of(split), 1);
     if (dp_of(split)) setenv("SGL_ATTN_LIN_DECPREP", dp_of(split) == 1 ? "v1" : "v2", 1);
     else if (decprep0_set) setenv("SGL_ATTN_LIN_DECPREP", decprep0, 1);
@@ -153,11 +174,37 @@ static void scenario(lt_scen *s) {
     scen_batch(s, SGL_ATTN_MODE_EXTEND, 3, (int[]){0, 7, 2}, (int[]){64, 3, 0}, (int[]){0, 4, 0}, 0);
 }
 
+static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
+
+/* Long ragged requests over many scan groups (small groups: LT_QUICK=8), state carried in, a padded
+ * request, then a decode step reading the pool (lt_max_tokens >= 1653) */
+static void scenario_long(lt_scen *s) {
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 3, (int[]){2, 5, 0}, (int[]){1000, 3, 650}, (int[]){0, 0, 0}, 0);
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 4, (int[]){5, -1, 2, 0}, (int[]){700, 70, 129, 64}, (int[]){3, 0, 1000, 650},
+               0);
+    scen_batch(s, SGL_ATTN_MODE_DECODE, 3, (int[]){2, 5, 0}, (int[]){1, 1, 1}, NULL, 0);
+}
+
+/* One request of LT_LONG tokens from zero, then LT_LONG / 2 more on its state */
+static int long_tokens(void) {
+    const int t = getenv("LT_LONG") ? atoi(getenv("LT_LONG")) : 16384;
+    return t > 64 ? t : 64;
+}
+static void scenario_one_long(lt_scen *s) {
+    const int t = long_tokens();
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 1, (int[]){3}, (int[]){t}, (int[]){0}, 0);
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 1, (int[]){3}, (int[]){t / 2}, (int[]){t}, 0);
+}
+
 static void run_cfg(const cfg *c) {
+    const int scen = contains(c->split, "long") ? 1 : contains(c->split, "huge") ? 2 : 0;
     char label[128];
-    snprintf(label, sizeof label, "%s %s vt=%s io=%s state=%s%s%s%s V=%d", plugin_name(c->kind), c->variant, c->vt,
+    snprintf(label, sizeof label, "%s %s vt=%s io=%s state=%s%s%s%s V=%d%s", plugin_name(c->kind), c->variant, c->vt,
              lt_dt_name(c->io_dt), c->st == SGL_ATTN_DT_BF16 ? "bf16" : "f32", c->l2norm ? "" : " l2norm=0",
-             c->split ? " split=" : "", c->split ? c->split : "", c->sh.dv);
+             c->split ? " split=" : "", c->split ? c->split : "", c->sh.dv,
+             scen == 2 ? " (one request of LT_LONG tokens)" : "");
+    lt_max_tokens = scen == 1 ? 2048 : scen == 2 ? long_tokens() : 512;
+    lt_slow_decay = scen != 0;
     setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
     setenv("SGL_ATTN_LIN_VT", c->vt, 1);
     set_split(c->split);
@@ -171,7 +218,9 @@ static void run_cfg(const cfg *c) {
     }
     s.l2norm = c->l2norm;
     s.x_sigma = c->x_sigma;
-    scenario(&s);
+    if (scen == 1) scenario_long(&s);
+    else if (scen == 2) scenario_one_long(&s);
+    else scenario(&s);
     printf("%-4s %-70s worst NMSE %.3g (limit %.1g)\n", lt_failures == before ? "ok" : "FAIL", label, s.worst, s.tol);
     fflush(stdout);
     scen_close(&s);
@@ -263,8 +312,6 @@ static void graph_test(int kind, const lt_shape *sh, const char *split) {
     printf("%-4s %-70s worst NMSE %.3g\n", lt_failures == before ? "ok" : "FAIL", label, s.worst);
     scen_close(&s);
 }
-
-static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
 
 /* Bad inputs: a clear error naming the argument, nothing launched. */
 static void error_tests(void) {
@@ -388,6 +435,8 @@ int main(int argc, char **argv) {
         ut_env_set = 1;
         snprintf(ut_env, sizeof ut_env, "%s", getenv("SGL_ATTN_LIN_UT"));
     }
+    env_cstate = getenv("SGL_ATTN_LIN_CSTATE");
+    env_cscan_m = getenv("SGL_ATTN_LIN_CSCAN_M");
     void *handles[8] = {0};
     const int kinds[] = {GDN, KDA, MAMBA2, SHORT, LIGHT};
     for (int i = 0; i < 5; i++) {
@@ -598,6 +647,30 @@ int main(int argc, char **argv) {
         cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2"};
         cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"};
         cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "c1,c2"};
+    }
+    /* the scan state pass (SGL_ATTN_LIN_CSTATE=scan): groups of 2-3 chunks so that the scenario's requests
+     * (up to 3 chunks) and the long ones (up to 16) span several; row tiles 64 (V 64) and 32 (V 96); every
+     * kind the split phase 2 serves; both state dtypes; in the full run and LT_QUICK=3, 8 */
+    if (split_on && (!quick || quick == 3 || quick == 8)) {
+        if (quick == 8) n = 0;
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan1,long"};
+        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"};
+        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"};
+        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"}; /* fused */
+    }
+    if (quick == 9) { /* long chains: the scan's products of many P_c against float64, beside the serial pass */
+        n = 0;
+        cs[n++] = (cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan16,huge"};
+        cs[n++] = (cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"};
+    }
+    if (quick == 10 || quick == 11) { /* the scan under compute-sanitizer: row tiles 64 and 32, all three steps */
+        n = 0;
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"};
     }
     if (quick == 7) { /* racecheck's shorter set: both state tiles */
         n = 0;

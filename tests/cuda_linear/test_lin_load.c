@@ -141,7 +141,7 @@ int main(int argc, char **argv) {
                 if (i < 4)
                     LT_CHECK(!named, "%s: %s=%s refused: %s", kinds[k].name, sw[e], val[i], err);
                 else
-                    LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v1, v2 or auto"),
+                    LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v1, v2"),
                              "%s: %s=%s: %s", kinds[k].name, sw[e], val[i], err);
                 if (b) b->ops->destroy(b);
                 unsetenv(sw[e]);
@@ -161,6 +161,22 @@ int main(int argc, char **argv) {
                          "%s: SGL_ATTN_LIN_UT=%s: %s", kinds[k].name, uv[i], err);
             if (b) b->ops->destroy(b);
             unsetenv("SGL_ATTN_LIN_UT");
+        }
+        /* cstate = scan passes (prep = scan does not); its group size is 1..4096 */
+        const char *sv[4][3] = {{"SGL_ATTN_LIN_CSTATE", "scan", NULL}, {"SGL_ATTN_LIN_PREP", "scan", "SGL_ATTN_LIN_PREP"},
+                                {"SGL_ATTN_LIN_CSCAN_M", "16", NULL}, {"SGL_ATTN_LIN_CSCAN_M", "0", "SGL_ATTN_LIN_CSCAN_M"}};
+        for (int i = 0; i < 4; i++) {
+            setenv(sv[i][0], sv[i][1], 1);
+            err[0] = 0;
+            b = NULL;
+            const int rc = p->create(&a, &b);
+            if (!sv[i][2])
+                LT_CHECK(!strstr(err, sv[i][0]), "%s: %s=%s refused: %s", kinds[k].name, sv[i][0], sv[i][1], err);
+            else
+                LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && strstr(err, sv[i][2]), "%s: %s=%s: %s", kinds[k].name,
+                         sv[i][0], sv[i][1], err);
+            if (b) b->ops->destroy(b);
+            unsetenv(sv[i][0]);
         }
         dlclose(h);
     }

@@ -66,6 +66,8 @@ typedef struct lin_layout {
     size_t cnt;                          /* split decode: [max_reqs][hk] int32 (zero) */
     size_t Qc, Kc, Vc;                   /* split phase 1: conv outputs, 16-bit */
     size_t Hs;                           /* split phase 2/3: per-chunk states, 16-bit */
+    size_t Zs;                           /* SGL_ATTN_LIN_CSTATE=scan: group states [groups][hv][V + K][K] f32 */
+    int need_cscan;                      /* ... and it is there (the scan runs) */
     int need_dec2, need_c1s, need_c2s;   /* the split paths' buffers are there */
     size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode3_per] */
     size_t dsync;                        /* stream_one*: [4 + max_reqs * hk] int32 (zero) */
@@ -82,6 +84,7 @@ typedef struct lin_paths {
     int dec_stream; /* SGL_ATTN_LIN_DECODE=stream (1) / stream_cp (2) / stream_pdl (3, the default) /
                        stream_pdl64 (4) / stream_one (5) / stream_one_nopf (6) / stream_one_static (7): the
                        stream decode where it applies */
+    int cscan_m;    /* SGL_ATTN_LIN_CSTATE=scan: chunks per group of the split state pass (0: serial) */
 } lin_paths;
 /* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
 int lin_tc_dims_ok(const lin_dims *d);
@@ -143,6 +146,7 @@ typedef struct lin_inst {
     int c1_ut;             /* SGL_ATTN_LIN_UT: 2 = prep + UT kernels (default) / 3 = v3, the two fused */
     int c2_np;             /* SGL_ATTN_LIN_CSTATE: producer warps of the split state pass, 1 (v1) / 4 (v2) */
     int dec_prep;          /* SGL_ATTN_LIN_DECPREP: the stream decode's prep kernel, 1 = v1 (default) / 2 = v2 */
+    int cscan_vt;          /* SGL_ATTN_LIN_CSTATE=scan: row tile of its group passes, 32 or 64 */
     int sync_check;        /* synchronise after planning to report device-found errors */
     int sm_count;
     int sm_major;          /* stream_pdl: programmatic dependent launch on 9 and newer */

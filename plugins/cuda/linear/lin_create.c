@@ -162,14 +162,18 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     /* v2 (default, auto; 1.68x v1 on the 64k H200 prefill, bench/results/h200-2026-12-03/run8-*) or v1:
      * the split phase 1's prep + UT kernels (lk_split1.cu) and the split state pass's producer
      * warps (lk_split2.cu) */
-    int v2[2] = {1, 1};
+    /* cstate = scan (opt-in): the state pass by groups of cscan_group chunks (lk_cscan.cu, with v2's
+     * producer warps) */
+    int v2[2] = {1, 1}, scan = 0, scan_m = 16;
     {
         const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
         for (int k = 0; k < 2; k++) {
             const char *v = lin_option(host, name, env[k], key[k]);
             if (v && !strcasecmp(v, "v1")) v2[k] = 0;
+            else if (k == 1 && v && !strcasecmp(v, "scan")) scan = 1;
             else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
-                lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2 or auto", name, env[k], key[k], v);
+                lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2%s or auto", name, env[k], key[k], v,
+                        k == 1 ? ", scan" : "");
                 return SGL_ATTN_E_INVALID;
             }
         }
@@ -196,6 +200,16 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
             return SGL_ATTN_E_INVALID;
         }
     }
+    int scan_vt = 0;
+    if ((rc = opt_int(host, name, "SGL_ATTN_LIN_CSCAN_M", "cscan_group", 16, 1, 4096, &scan_m, err, en)) ||
+        (rc = opt_int(host, name, "SGL_ATTN_LIN_CSCAN_VT", "cscan_tile", 0, 0, 64, &scan_vt, err, en)))
+        return rc;
+    if (scan_vt != 0 && scan_vt != 32 && scan_vt != 64) {
+        lin_str(err, en, "%s: SGL_ATTN_LIN_CSCAN_VT / plugin option cscan_tile = %d: expected 32, 64 or auto", name,
+                scan_vt);
+        return SGL_ATTN_E_INVALID;
+    }
+    paths.cscan_m = scan ? scan_m : 0;
     sgl_cuda_device_info dev;
     if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
     if (dev.sm_major < 8) {
@@ -228,6 +242,9 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->c2_np = v2[1] ? 4 : 1;
     w->dec_prep = dprep;
     w->c1_ut = ut3 ? 3 : 2;
+    /* the scan's row tile: 64 (W, KD loaded once per chunk for 64 rows) where V and the device allow it
+     * (auto, 64), else 32 */
+    w->cscan_vt = scan_vt != 32 && d.dv % 64 == 0 && dev.smem_per_block_optin >= LIN_CSCAN_SMEM(64) ? 64 : 32;
     w->sync_check = sync_check;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
@@ -249,6 +266,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaMemset(w->dev, 0, w->L.total);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_kernels_setup();
+    if (ce == cudaSuccess && w->L.need_cscan) ce = (cudaError_t)lin_cscan_setup(w->cscan_vt);
     if (ce == cudaSuccess && w->L.need_dec3 && paths.dec_stream == 2) ce = (cudaError_t)lin_decode3_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
@@ -263,7 +281,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
             a->device, dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(variant),
             w->L.need_tc ? " (tensor-core extend)" : "", w->L.need_simple ? " (token-by-token path ready)" : "",
             w->L.need_dec2 ? " (split decode)" : w->L.need_dec3 ? " (stream decode)" : "", w->L.need_c1s ? " (split phase 1)" : "",
-            w->L.need_c2s ? " (split phase 2/3)" : "", w->L.total);
+            w->L.need_c2s ? (w->L.need_cscan ? " (split phase 2/3, scan state pass)" : " (split phase 2/3)") : "",
+            w->L.total);
     *out = &w->base;
     return SGL_ATTN_OK;
 }

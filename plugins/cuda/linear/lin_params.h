@@ -97,6 +97,10 @@ typedef struct lin_fwd {
     int32_t c1_ut;      /* SGL_ATTN_LIN_UT=v3 (3): the prep fused into the UT kernel (gdn, conv width 4, bf16 x;
                            other shapes take the prep + UT pair) */
     int32_t c2_np;      /* SGL_ATTN_LIN_CSTATE=v2: 4 producer warps in the split state pass (else 1) */
+    /* SGL_ATTN_LIN_CSTATE=scan (lk_cscan.cu): chunks per group (0: the serial pass), the row tile of its
+     * group passes (32 or 64), and the group scratch [groups][hv][V + K][K] float32 (LIN_CSCAN_GROUPS) */
+    int32_t cscan_m, cscan_vt;
+    float *Zs;
     /* the stream decode (SGL_ATTN_LIN_DECODE=stream): the prep kernel's operands per (request,
      * key head group), lin_decode3_per floats each, in the fused kernel's shared-memory layout */
     float *dq;
@@ -169,6 +173,13 @@ static inline size_t lin_decode3_per(int kind, int K, int V, int gsz, int gc, in
      LIN_TC_K * 4)
 #define LIN_C2_SMEM(vt) ((size_t)(2 * LIN_C2_STAGE(vt) + (vt) * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2))
 
+/* SGL_ATTN_LIN_CSTATE=scan: groups of m chunks a batch can have (lk_cstate.cuh's numbering), and the
+ * shared memory of its group passes with row tile vt (= lk_s2<vt>::SMEM, checked in lk_cscan.cu) */
+#define LIN_CSCAN_GROUPS(max_chunks, m, max_reqs) ((max_chunks) / (m) + (max_reqs))
+#define LIN_CSCAN_SMEM(vt)                                                                                 \
+    ((size_t)(3 * (2 * LIN_CHUNK * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2 + LIN_TC_K * 4) +    \
+              (vt) * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2 + 6 * 4))
+
 /* Launchers: 0 or a cudaError_t. */
 int lin_launch_plan(const lin_plan_args *a, void *stream);
 /* prep + conv state + token-by-token recurrence (short_conv: conv + state) */
@@ -190,6 +201,9 @@ int lin_launch_chunk(const lin_fwd *p, int ot, int vt, int split2, void *stream)
 int lin_launch_split1(const lin_fwd *p, int ot, void *stream); /* conv + l2norm, then the UT transform */
 int lin_launch_split2(const lin_fwd *p, int ot, int vt, void *stream); /* state pass, then the outputs */
 int lin_split_setup(void);
+/* SGL_ATTN_LIN_CSTATE=scan: the state pass of lin_launch_split2 by groups of p->cscan_m chunks */
+int lin_launch_cscan(const lin_fwd *p, void *stream);
+int lin_cscan_setup(int vt);
 int lin_launch_commit(const lin_commit_args *c, void *stream);
 /* pieces the launchers above share (lk_simple.cu, lk_chunk1.cu) */
 int lin_launch_convstate(const lin_fwd *p, void *stream);

@@ -18,204 +18,13 @@
  * Output pass: one block per (chunk, value head, half of V), 4 warps (16
  * token rows each): o = QG Hs[chunk]^T + M Unew (+ D x), the same products
  * in the same order as lk_chunk2.cu, so both give the same outputs. */
-#include "lk_mma.cuh"
+#include "lk_cstate.cuh"
 
-#define LK_S2_CWARPS 4                      /* compute warps of the state pass ... */
-#define LK_S2_THREADS (32 * LK_S2_CWARPS + 32) /* ... and one producer warp */
-/* SGL_ATTN_LIN_CSTATE=v2: four producer warps.  Why: one producer warp issues
- * each chunk's ~68 cp.async per lane plus the Hs stores, ~700 instructions at
- * ~5 cycles each (ncu, H200, run 5: 0.92 IPC, 5.4 cycles between a warp's
- * issues, 2,700 cycles per chunk), longer than the compute warps' chain, and
- * every barrier waits for it. */
-#define LK_S2_THREADS_NP(np) (32 * LK_S2_CWARPS + 32 * (np))
-#define LK_S2_NS 3                          /* stages of its cp.async ring */
-#define LK_S3_THREADS 128
-
-template <int VT> struct lk_s2 {
-    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, VTP = VT + 8;
-    static constexpr int STAGE = 2 * C * KP * 2 + C * VTP * 2 + K * 4; /* W, KD, U tile, eG */
-    static constexpr int SMEM = LK_S2_NS * STAGE + VT * KP * 2 + C * VTP * 2 + 2 * LK_S2_NS * 4;
-};
 template <int VH> struct lk_s3 {
     static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VHP = VH + 8;
     static constexpr int SMEM = C * KP * 2 + VH * KP * 2 + C * CP * 2 + C * VHP * 2; /* QG, S, M, Unew */
 };
 #define LK_S3_VH 64 /* output columns per block */
-
-template <int OT, int VT, int NP>
-__global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin_fwd p) {
-    using L = lk_s2<VT>;
-    constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, NS = LK_S2_NS, STAGE = L::STAGE;
-    const int KIND = p.kind;
-    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA;
-    const bool SBF = p.st_dt == LIN_DT_BF16;
-    LK_DYN_SMEM(unsigned char, smraw);
-    uint16_t *Sb = (uint16_t *)(smraw + NS * STAGE); /* [VT][KP] */
-    uint16_t *Ub = Sb + VT * KP;                    /* [C][VTP] */
-    int *meta = (int *)(Ub + C * VTP);              /* [NS][2]: the staged chunk's first token row, length */
-
-    const int nvt = p.V / VT;
-    const int i = blockIdx.x, h = blockIdx.y / nvt, vt = blockIdx.y % nvt;
-    const int n = p.pl.req_n[i];
-    if (n <= 0) return;
-    const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
-    if (slot < 0) return; /* padding: the output pass zeroes its rows */
-    const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
-    const bool producer = warp >= LK_S2_CWARPS; /* the last NP warps move data; the others compute */
-    constexpr int PT = 32 * NP;                  /* producer threads */
-    const int pl = tid - 32 * LK_S2_CWARPS;      /* producer thread index (when producer) */
-    const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of a [T][HV][V] row */
-    const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
-
-    /* the producer warp: one chunk's operands into stage s (rows past the chunk's length zero) */
-    auto issue = [&](int s, int jc) {
-        unsigned char *base = smraw + s * STAGE;
-        uint16_t *Ws = (uint16_t *)base, *KDs = Ws + C * KP, *Us = KDs + C * KP;
-        float *eGs = (float *)(Us + C * VTP);
-        const int64_t ct0 = p.pl.chunk_tok0[jc];
-        const int len = p.pl.chunk_len[jc];
-        if (pl == 0) {
-            meta[2 * s] = (int)(ct0 - p.pl.req_tok0[i]); /* relative: fits an int */
-            meta[2 * s + 1] = len;
-        }
-        if (NP > 1) { /* v2: 32-bit offsets from the chunk's first row (fewer instructions per copy) */
-            const int rs = HV * K; /* token-row stride of W, KD */
-            const uint16_t *Wg = (const uint16_t *)p.Wt + (ct0 * HV + h) * K, *Kg = (const uint16_t *)p.KDt + (ct0 * HV + h) * K;
-            const uint16_t *Ugs = (const uint16_t *)p.Ut + ct0 * HV * V + ocol;
-#pragma unroll
-            for (int idx = pl; idx < C * (K / 8); idx += PT) {
-                const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
-                const bool ok = t < len;
-                const int src = (ok ? t : 0) * rs + cc;
-                if (DELTA) lk_cp_async16(Ws + t * KP + cc, Wg + src, ok);
-                lk_cp_async16(KDs + t * KP + cc, Kg + src, ok);
-            }
-            for (int idx = pl; idx < C * (VT / 8); idx += PT) {
-                const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
-                const bool ok = t < len;
-                lk_cp_async16(Us + t * VTP + cc, Ugs + (ok ? t : 0) * HV * V + cc, ok);
-            }
-        } else {
-#pragma unroll 4
-            for (int idx = pl; idx < C * (K / 8); idx += PT) {
-                const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
-                const bool ok = t < len;
-                const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
-                if (DELTA) lk_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + src, ok);
-                lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
-            }
-            for (int idx = pl; idx < C * (VT / 8); idx += PT) {
-                const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
-                const bool ok = t < len;
-                lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
-            }
-        }
-        if (pl < 32) lk_cp_async16(eGs + pl * 4, p.eG + ((int64_t)jc * HV + h) * K + pl * 4, true); /* K / 4 = 32 */
-    };
-    static_assert(K / 4 == 32, "one eG load per producer lane");
-
-    /* the state tile (compute warps): element e of (m-tile a, n-tile b) is row
-     * 16a + g + 8(e >> 1), column 32 warp + 8b + 2 t4 + (e & 1) */
-    float S[MT][4][4];
-    const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
-    if (!producer) {
-#pragma unroll
-        for (int a = 0; a < MT; a++)
-#pragma unroll
-            for (int b = 0; b < 4; b++)
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
-                    if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
-                    else if (SBF) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                    else lk_sld<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                    *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
-                }
-    } else {
-#pragma unroll
-        for (int s = 0; s < NS - 1; s++) {
-            if (s < nch) issue(s, c0 + s);
-            lk_cp_async_commit();
-        }
-    }
-    const int64_t rtok0 = p.pl.req_tok0[i];
-
-    for (int q = 0; q < nch; q++) {
-        if (producer) lk_cp_async_wait<NS - 2>(); /* chunk q landed */
-        __syncthreads(); /* chunk q visible; Sb holds S; every warp is done with chunk q-1 */
-        const int st = q % NS, jc = c0 + q;
-        const unsigned char *base = smraw + st * STAGE;
-        const uint16_t *Ws = (const uint16_t *)base, *KDs = Ws + C * KP, *Us = KDs + C * KP;
-        const float *eGs = (const float *)(Us + C * VTP);
-        if (producer) {
-            if (q + NS - 1 < nch) issue((q + NS - 1) % NS, c0 + q + NS - 1);
-            lk_cp_async_commit();
-            /* the state at the chunk's start, for the output pass */
-            uint16_t *dst = (uint16_t *)p.Hs + ((int64_t)jc * HV + h) * V * K + (int64_t)vt * VT * K;
-#pragma unroll
-            for (int idx = pl; idx < VT * (K / 8); idx += PT) {
-                const int v = idx / (K / 8), cc = (idx % (K / 8)) * 8;
-                LK_ALIGNED(dst + v * K + cc, 16);
-                *(uint4 *)(dst + v * K + cc) = *(const uint4 *)(Sb + v * KP + cc);
-            }
-        } else if (DELTA) { /* Unew = U - W S^T: rows 16 warp .., VT columns; two chains over K */
-            const int64_t ct0 = rtok0 + meta[2 * st];
-            const int len = meta[2 * st + 1];
-            float X[2][VT / 8][4];
-#pragma unroll
-            for (int hk = 0; hk < 2; hk++)
-#pragma unroll
-                for (int nt = 0; nt < VT / 8; nt++) X[hk][nt][0] = X[hk][nt][1] = X[hk][nt][2] = X[hk][nt][3] = 0.f;
-#pragma unroll
-            for (int k16 = 0; k16 < K / 16; k16++) {
-                uint32_t aw[4];
-                lk_lda(aw, Ws, KP, 16 * warp, 16 * k16);
-#pragma unroll
-                for (int np = 0; np < VT / 16; np++) {
-                    uint32_t b[4];
-                    lk_ldb_n(b, Sb, KP, 16 * np, 16 * k16);
-                    lk_mma<OT>(X[k16 & 1][2 * np], aw, b[0], b[1]);
-                    lk_mma<OT>(X[k16 & 1][2 * np + 1], aw, b[2], b[3]);
-                }
-            }
-            uint16_t *Ug = (uint16_t *)p.Ut + ct0 * HV * V + ocol;
-#pragma unroll
-            for (int nt = 0; nt < VT / 8; nt++)
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
-                    const float u0 = lk_from16<OT>(Us[t * VTP + v]) - (X[0][nt][2 * hf] + X[1][nt][2 * hf]);
-                    const float u1 = lk_from16<OT>(Us[t * VTP + v + 1]) - (X[0][nt][2 * hf + 1] + X[1][nt][2 * hf + 1]);
-                    const uint32_t pk = lk_pack2<OT>(u0, u1);
-                    *(uint32_t *)(Ub + t * VTP + v) = pk;
-                    if (t < len) {
-                        LK_ALIGNED(Ug + (int64_t)t * HV * V + v, 4);
-                        *(uint32_t *)(Ug + (int64_t)t * HV * V + v) = pk;
-                    }
-                }
-        }
-        __syncthreads(); /* Unew complete; Sb read by everyone (Hs, W S^T) */
-        if (producer) continue;
-
-        /* S = S diag(eG) + Unew^T KD */
-        const uint16_t *UB = DELTA ? Ub : Us;
-        lk_state_step<OT, MT, C>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
-    }
-    if (producer) {
-        lk_cp_async_wait_all();
-        return;
-    }
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < 4; b++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
-                if (SBF) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                else lk_sst<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-            }
-}
 
 /* Grid: (chunk, value head, V / VH). */
 template <int OT>
@@ -332,12 +141,17 @@ extern "C" int lin_launch_split2(const lin_fwd *pp, int ot, int vt, void *stream
     /* bf16 operands only (the binary's size: f16 takes the fused phase 2) */
     if (!p.Hs || (vt != 16 && vt != 32) || ot != LIN_DT_BF16) return (int)cudaErrorInvalidValue;
     cudaStream_t st = (cudaStream_t)stream;
-    dim3 g2((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    void (*k2)(lin_fwd);
-    if (p.c2_np == 4) k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4> : lin_cstate_kernel<LIN_DT_BF16, 32, 4>;
-    else k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 1> : lin_cstate_kernel<LIN_DT_BF16, 32, 1>;
-    LK_LAUNCH(k2, g2, LK_S2_THREADS_NP(p.c2_np == 4 ? 4 : 1), vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, st, p);
-    int e = (int)cudaGetLastError();
+    int e;
+    if (p.cscan_m > 0) { /* SGL_ATTN_LIN_CSTATE=scan: the same states by groups of chunks (lk_cscan.cu) */
+        e = lin_launch_cscan(pp, stream);
+    } else {
+        dim3 g2((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
+        void (*k2)(lin_fwd);
+        if (p.c2_np == 4) k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4> : lin_cstate_kernel<LIN_DT_BF16, 32, 4>;
+        else k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 1> : lin_cstate_kernel<LIN_DT_BF16, 32, 1>;
+        LK_LAUNCH(k2, g2, LK_S2_THREADS_NP(p.c2_np == 4 ? 4 : 1), vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, st, p);
+        e = (int)cudaGetLastError();
+    }
     if (e) return e;
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
     if (chunks > p.max_chunks) chunks = p.max_chunks;
