@@ -50,8 +50,9 @@ decode,128,16384,1,16 decode,128,8192,1,128 verify,128,8192,2,64 decode,64,32768
 VSHAPES="decode,128,4096,1,16 decode,64,16384,1,16 decode,128,4096,1,128 verify,128,4096,2,64"
 # variants, most informative first.  narrow and the reworked wgmma have never
 # run on a GPU (run 2 fell back to mma); bal = the balanced plan (new).
-MEM_VARIANTS="narrow narrow+pf4 auto+bal narrow+bal narrow+pf0"
-CMP_VARIANTS="wgmma+pf1 wgmma wgmma+pf2"
+# (MLA_FINAL_MEM / MLA_FINAL_CMP override them; empty: the defaults alone)
+MEM_VARIANTS=${MLA_FINAL_MEM-"narrow narrow+pf4 auto+bal narrow+bal narrow+pf0"}
+CMP_VARIANTS=${MLA_FINAL_CMP-"wgmma+pf1 wgmma wgmma+pf2"}
 TESTED="auto $MEM_VARIANTS $CMP_VARIANTS"
 
 step "0. device, build"
