@@ -13,13 +13,16 @@
  *  - the group's weights, bias, A_log and dt_bias are loaded once per block;
  *  - the plan words and first-token gate inputs (a, b) of all its requests
  *    land in shared memory up front (two round trips, once per block);
- *  - item t + LK_DP3_AHEAD's conv history and x lines are prefetched to L2
- *    (prefetch.global.L2: no register, no SM slot held while in flight) and
- *    item t + 1's are loaded into registers before item t's math and stores,
- *    so DRAM sees a steady stream, not wave-by-wave round trips.
+ *  - each thread's conv history and x of item t + NS - 1 go to a ring of NS
+ *    stages in shared memory by cp.async before item t's math and stores
+ *    (its own pieces only: cp.async.wait_group, no barrier), and item
+ *    t + LK_DP3_AHEAD's lines are prefetched to L2 (prefetch.global.L2), so
+ *    DRAM sees a steady stream, not wave-by-wave round trips, and no
+ *    register holds a byte in flight.
  *  Bytes: ~3 TB/s at ~1.5 us loaded latency wants ~4.5 MB in flight, ~34 KB
  *  per SM; an item is ~7 KB of history + x (512 channels x 12 B + 1 KB), so
- *  2 blocks x 4 items ahead = 56 KB per SM of L2 prefetches.
+ *  2 blocks x 3 items ahead = 42 KB per SM by cp.async (28 KB of ring per
+ *  block), L2 prefetches 3 items beyond.
  *  - all blocks are resident at once, so every block's griddepcontrol
  *    trigger fires at the start and the stream kernel's first blocks
  *    (4 per SM beside 2 prep blocks) issue their state loads while the prep
@@ -31,15 +34,12 @@
 #define LK_DP3_W 4       /* conv width served */
 #define LK_DP3_NTMAX 256 /* 2 + ceil(gsz V / 128) warps, at most 8 */
 #define LK_DP3_BPS 2     /* prep blocks per SM: the rest of the registers stay for stream blocks */
-#define LK_DP3_AHEAD 4   /* items prefetched to L2 ahead of the one computed */
+#define LK_DP3_NS 4      /* ring stages: items NS - 1 ahead in flight by cp.async */
+#define LK_DP3_AHEAD 6   /* items prefetched to L2 ahead of the one computed */
 #define LK_DP3_SMEM_MAX (48 * 1024)
-/* registers: 2 prep blocks of 4 warps at 96 leave 40 K, 4 stream blocks (80 registers x 128 threads);
- * on sm_90a only fp32 state with bf16 x (Qwen3-Next) fits 96 without spills, the others take 104 (3) */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define LK_DP3_NREG(SDT, XDT) ((SDT) == LIN_DT_F32 && (XDT) == LIN_DT_BF16 ? 96 : 104)
-#else
-#define LK_DP3_NREG(SDT, XDT) 96
-#endif
+/* registers: 2 prep blocks of 4 warps at 96 leave 40 K: 4 fp32 stream blocks (80 x 128 threads);
+ * ptxas fits every dtype pair in 92-96 without spills (sm_80, sm_90a) */
+#define LK_DP3_NREG 96
 
 struct lk_dp3_item { /* a request's plan words, in shared memory */
     int32_t n, slot;
@@ -55,15 +55,32 @@ LK_DEV void lk_dp3_pf(const void *a) {
 #endif
 }
 
+/* cp.async of N = 8 or 16 bytes (16: .cg, past L1; 8: .ca, the only form of that size) */
+template <int N> LK_DEV void lk_dp3_cp(void *dst, const void *src) {
+#ifdef LK_EMU
+    lk_emu_cp_async_n(dst, src, N);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    if (N == 16) asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(src) : "memory");
+    else asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(d), "l"(src), "n"(N) : "memory");
+#else
+    memcpy(dst, src, N); /* never launched below SM 8.0 (the plugins build sm_80 and up) */
+#endif
+}
+
 template <int SDT, int XDT, int WDT>
-__global__ __maxnreg__(LK_DP3_NREG(SDT, XDT)) void lin_decprep3_kernel(lin_fwd p) {
-    constexpr int K = LIN_TC_K, W = LK_DP3_W, H = W - 1, SESZ = SDT == LIN_DT_F32 ? 4 : 2;
-    LK_DYN_SMEM(float, sm); /* [ni] lk_dp3_item, ks [2][K], the first tokens' a, b [ni][gsz][2] */
+__global__ __maxnreg__(LK_DP3_NREG) void lin_decprep3_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K, W = LK_DP3_W, H = W - 1, NS = LK_DP3_NS;
+    constexpr int SESZ = SDT == LIN_DT_F32 ? 4 : 2, XESZ = XDT == LIN_DT_F32 ? 4 : 2, HB = 4 * SESZ, XB = 4 * XESZ;
+    /* the ring [NS][H][NT] history pieces of HB bytes + [NS][NT] x pieces of XB bytes (each thread's own),
+     * then [ni] lk_dp3_item, ks [2][K], the first tokens' a, b [ni][gsz][2] */
+    LK_DYN_SMEM(unsigned char, ring);
     lk_pdl_trigger(); /* at once: every block is resident, so the stream kernel starts beside them */
     const int bx = blockIdx.x, nbx = gridDim.x, grp = blockIdx.y, NT = (int)blockDim.x, tid = threadIdx.x;
     const int ni = (p.bs - bx + nbx - 1) / nbx; /* my requests: bx + t nbx, t < ni */
-    lk_dp3_item *it = (lk_dp3_item *)sm;
-    float *ks = sm + 4 * ni, *gab = ks + 2 * K; /* 16-byte items: 4 floats each */
+    const int SB = NT * (H * HB + XB);            /* a stage's bytes */
+    lk_dp3_item *it = (lk_dp3_item *)(ring + NS * SB);
+    float *ks = (float *)(it + ni), *gab = ks + 2 * K;
     for (int t = tid; t < ni; t += NT) {
         const int i = bx + t * nbx;
         it[t].n = p.pl.req_n[i];
@@ -93,8 +110,8 @@ __global__ __maxnreg__(LK_DP3_NREG(SDT, XDT)) void lin_decprep3_kernel(lin_fwd p
         gd = lk_in(p.dt_bias, h0 + lane);
     }
     __syncthreads(); /* the plan words */
-    /* every item's first-token gate inputs to shared memory (registers stay for the history pipeline);
-     * the barrier that publishes them waits on DRAM once, with item 0's history loads in flight */
+    /* every item's first-token gate inputs to shared memory (no register pipeline for them); the
+     * barrier that publishes them waits on DRAM once, with items 0 .. NS - 2's copies in flight */
     auto gates = [&] {
         for (int idx = tid; idx < ni * gsz; idx += NT) {
             const int t = idx / gsz, g = idx % gsz;
@@ -105,8 +122,8 @@ __global__ __maxnreg__(LK_DP3_NREG(SDT, XDT)) void lin_decprep3_kernel(lin_fwd p
         }
         __syncthreads();
     };
-    const int xesz = p.x.dt == LIN_DT_F32 ? 4 : 2;
-    /* item t's lines to L2: this thread's history (12 elements, at most 2 lines) and x */
+    /* item t's lines to L2 (a further LK_DP3_AHEAD - NS + 1 items ahead of the ring): this thread's
+     * history (12 elements, at most 2 lines) and x */
     auto prefetch = [&](int t) {
         const int n = it[t].n, slot = it[t].slot;
         if (n <= 0 || slot < 0) return;
@@ -115,35 +132,42 @@ __global__ __maxnreg__(LK_DP3_NREG(SDT, XDT)) void lin_decprep3_kernel(lin_fwd p
             const char *hb = (const char *)p.conv_state + ((int64_t)slot * p.conv_elems + (int64_t)ch * H) * SESZ;
             lk_dp3_pf(hb);
             lk_dp3_pf(hb + 4 * H * SESZ - 1);
-            lk_dp3_pf((const char *)p.x.p + (tok0 * p.x_dim + ch) * xesz);
+            lk_dp3_pf((const char *)p.x.p + (tok0 * p.x_dim + ch) * XESZ);
         }
     };
-    /* item t's first-token registers: history (oldest first per channel), x */
-    auto load = [&](int t, float *hh, float *xx) {
-        const int n = it[t].n, slot = it[t].slot;
-        const int64_t tok0 = it[t].tok0;
-        if (n > 0 && slot >= 0 && live) {
-            const int64_t at = (int64_t)slot * p.conv_elems + (int64_t)ch * H;
+    /* item t's first-token history (oldest first per channel) and x into ring stage t % NS, then the
+     * commit of this thread's group (empty for skipped items: every thread commits one per item) */
+    auto issue = [&](int t) {
+        if (t < ni && it[t].n > 0 && it[t].slot >= 0 && live) {
+            unsigned char *sg = ring + (t % NS) * SB;
+            const char *hs = (const char *)p.conv_state + ((int64_t)it[t].slot * p.conv_elems + (int64_t)ch * H) * SESZ;
 #pragma unroll
-            for (int m = 0; m < H; m++) lk_sld<SDT, 4>(p.conv_state, at + 4 * m, hh + 4 * m);
-            lk_sld<XDT, 4>(p.x.p, tok0 * p.x_dim + ch, xx);
-        } else {
-#pragma unroll
-            for (int m = 0; m < 4 * H; m++) hh[m] = 0.f;
-#pragma unroll
-            for (int c = 0; c < 4; c++) xx[c] = 0.f;
+            for (int m = 0; m < H; m++) lk_dp3_cp<HB>(sg + (m * NT + tid) * HB, hs + m * HB);
+            lk_dp3_cp<XB>(sg + H * NT * HB + tid * XB, (const char *)p.x.p + (it[t].tok0 * p.x_dim + ch) * XESZ);
         }
+        lk_cp_async_commit();
     };
     for (int t = 0; t < LK_DP3_AHEAD && t < ni; t++) prefetch(t);
-    float hist[4 * H], x[4];
-    if (ni > 0) load(0, hist, x);
+    for (int t = 0; t < NS - 1; t++) issue(t);
     gates();
     int ph = 0; /* barriers passed, mod 2: which half of ks the next token's k goes to */
     for (int t = 0; t < ni; t++) {
         if (t + LK_DP3_AHEAD < ni) prefetch(t + LK_DP3_AHEAD);
-        float hn[4 * H], xn[4];
-        if (t + 1 < ni) load(t + 1, hn, xn);
+        issue(t + NS - 1); /* into the stage item t - 1 left: only this thread read its pieces there */
+        lk_cp_async_wait<NS - 1>(); /* item t's group (this thread's copies) has landed */
         const int i = bx + t * nbx, n = it[t].n, slot = it[t].slot;
+        float hist[4 * H], x[4];
+        if (n > 0 && slot >= 0 && live) {
+            const unsigned char *sg = ring + (t % NS) * SB;
+#pragma unroll
+            for (int m = 0; m < H; m++) lk_sld<SDT, 4>(sg + (m * NT + tid) * HB, 0, hist + 4 * m);
+            lk_sld<XDT, 4>(sg + H * NT * HB + tid * XB, 0, x);
+        } else {
+#pragma unroll
+            for (int m = 0; m < 4 * H; m++) hist[m] = 0.f;
+#pragma unroll
+            for (int c = 0; c < 4; c++) x[c] = 0.f;
+        }
         const int64_t tok0 = it[t].tok0;
         if (n > 0 && slot < 0) { /* padding: zero outputs; the stream kernel skips it */
             for (int idx = tid; idx < n * gsz * V; idx += NT) {
@@ -216,18 +240,16 @@ __global__ __maxnreg__(LK_DP3_NREG(SDT, XDT)) void lin_decprep3_kernel(lin_fwd p
 #pragma unroll
                 for (int m = 0; m < H; m++) lk_sst<SDT, 4>(p.conv_state, at + 4 * m, hist + 4 * m);
         }
-        if (t + 1 < ni) {
-#pragma unroll
-            for (int m = 0; m < 4 * H; m++) hist[m] = hn[m];
-#pragma unroll
-            for (int c = 0; c < 4; c++) x[c] = xn[c];
-        }
     }
+    lk_cp_async_wait<0>(); /* nothing of this thread's left in flight (the last groups are empty) */
 }
 
-static int64_t lk_dp3_smem(int64_t ni, int gsz) {
-    return ni * (int64_t)sizeof(lk_dp3_item) + (2 * LIN_TC_K + 2 * ni * gsz) * (int64_t)sizeof(float);
+static int64_t lk_dp3_smem(int64_t ni, int gsz, int nt, int sesz, int xesz) {
+    return (int64_t)LK_DP3_NS * nt * 4 * ((LK_DP3_W - 1) * sesz + xesz) + ni * (int64_t)sizeof(lk_dp3_item) +
+           (2 * LIN_TC_K + 2 * ni * gsz) * (int64_t)sizeof(float);
 }
+
+static int lk_dp3_nt(const lin_fwd &p) { return 32 * (2 + (p.gsz * p.V + 127) / 128); }
 
 /* v3 serves v2's shapes (lk_decprep2.cu's lk_dp2_ok: gdn, conv width 4, K = 128, V % 4 == 0,
  * gsz V <= 768, gsz <= 32, x bf16 / f32, conv weights (+ bias) f32 / bf16, aligned vectors) with
@@ -242,7 +264,8 @@ static bool lk_dp3_ok(const lin_fwd &p, int nbx) {
            p.dq_per % 4 == 0 && ((uintptr_t)p.x.p % xe) == 0 && ((uintptr_t)p.conv_state % se) == 0 &&
            (!p.keep || ((uintptr_t)p.iconv % se) == 0) && ((uintptr_t)p.conv_weight.p % 16) == 0 &&
            ((uintptr_t)p.conv_bias.p % 16) == 0 && ((uintptr_t)p.dq % 16) == 0 &&
-           lk_dp3_smem(ni, p.gsz) <= LK_DP3_SMEM_MAX;
+           lk_dp3_smem(ni, p.gsz, lk_dp3_nt(p), p.st_dt == LIN_DT_F32 ? 4 : 2, p.x.dt == LIN_DT_F32 ? 4 : 2) <=
+               LK_DP3_SMEM_MAX;
 }
 
 template <int SDT, int XDT>
@@ -265,9 +288,8 @@ extern "C" int lin_launch_decprep3(const lin_fwd *pp, void *stream) {
     if (p.st_dt == LIN_DT_F32) k = p.x.dt == LIN_DT_F32 ? lk_dp3_pick_w<LIN_DT_F32, LIN_DT_F32>(wd)
                                                          : lk_dp3_pick_w<LIN_DT_F32, LIN_DT_BF16>(wd);
     else k = p.x.dt == LIN_DT_F32 ? lk_dp3_pick_w<LIN_DT_BF16, LIN_DT_F32>(wd) : lk_dp3_pick_w<LIN_DT_BF16, LIN_DT_BF16>(wd);
-    const int nt = 32 * (2 + (p.gsz * p.V + 127) / 128);
-    const int ni = (p.bs + nbx - 1) / nbx;
-    const size_t smem = (size_t)lk_dp3_smem(ni, p.gsz);
+    const int nt = lk_dp3_nt(p), ni = (p.bs + nbx - 1) / nbx;
+    const size_t smem = (size_t)lk_dp3_smem(ni, p.gsz, nt, p.st_dt == LIN_DT_F32 ? 4 : 2, p.x.dt == LIN_DT_F32 ? 4 : 2);
     LK_LAUNCH(k, dim3((unsigned)nbx, (unsigned)p.hk), nt, smem, (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }
