@@ -29,8 +29,8 @@
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
  *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
- *   "+dp2" for the configs pinned to prep v1 / v2, e.g. stream_pdl+dp2) is one of these
- *   SGL_ATTN_LIN_DECPREP set: the configs without "dp1" / "dp2" run with it
+ *   "+dp2" / "+dp3" for the configs pinned to prep v1 / v2 / v3, e.g. stream_pdl+dp2) is one of these
+ *   SGL_ATTN_LIN_DECPREP set: the configs without "dp1" / "dp2" / "dp3" run with it
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -90,16 +90,17 @@ static const char *dec_of(const char *split) {
     return split && strstr(split, "dec") ? "split" : "fused";
 }
 
-/* a split list with "dp1" / "dp2": the stream decode's prep v1 / v2 (SGL_ATTN_LIN_DECPREP; v2 is the
- * default); its LT_DECODE name is the decode option + "+dp1" / "+dp2" (stream_pdl+dp2); 0: neither */
+/* a split list with "dp1" / "dp2" / "dp3": the stream decode's prep v1 / v2 / v3 (SGL_ATTN_LIN_DECPREP;
+ * v2 is the default); its LT_DECODE name is the decode option + "+dp1" ... (stream_pdl+dp2); 0: none */
 static int dp_of(const char *split) {
-    return !split ? 0 : strstr(split, "dp1") ? 1 : strstr(split, "dp2") ? 2 : 0;
+    return !split ? 0 : strstr(split, "dp1") ? 1 : strstr(split, "dp2") ? 2 : strstr(split, "dp3") ? 3 : 0;
 }
 
 /* LT_DECODE unset, or the split list's decode option is one of its items */
 static int dec_wanted(const char *split) {
     char d[48];
-    snprintf(d, sizeof d, "%s%s", dec_of(split), dp_of(split) == 1 ? "+dp1" : dp_of(split) == 2 ? "+dp2" : "");
+    static const char *const dpn[4] = {"", "+dp1", "+dp2", "+dp3"};
+    snprintf(d, sizeof d, "%s%s", dec_of(split), dpn[dp_of(split)]);
     const char *want = getenv("LT_DECODE");
     if (!want || !*want) return 1;
     const size_t n = strlen(d);
@@ -135,7 +136,8 @@ static void set_split(const char *split) {
     snprintf(m, sizeof m, "%d", scan ? atoi(scan + 4) : 0);
     set_env("SGL_ATTN_LIN_CSCAN_M", scan && atoi(scan + 4) > 0 ? m : env_cscan_m);
     setenv("SGL_ATTN_LIN_DECODE", dec_of(split), 1);
-    if (dp_of(split)) setenv("SGL_ATTN_LIN_DECPREP", dp_of(split) == 1 ? "v1" : "v2", 1);
+    static const char *const dpv[4] = {"", "v1", "v2", "v3"};
+    if (dp_of(split)) setenv("SGL_ATTN_LIN_DECPREP", dpv[dp_of(split)], 1);
     else if (decprep0_set) setenv("SGL_ATTN_LIN_DECPREP", decprep0, 1);
     else unsetenv("SGL_ATTN_LIN_DECPREP");
     setenv("SGL_ATTN_LIN_CHUNK1", split && strstr(split, "c1") ? "split" : "fused", 1);
@@ -546,6 +548,10 @@ int main(int argc, char **argv) {
         cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp2"};
         cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp2"};
         cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp2"};
+        /* the prep v3 (SGL_ATTN_LIN_DECPREP=v3): the same three */
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp3"};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp3"};
+        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp3"};
         /* the prep v1 (SGL_ATTN_LIN_DECPREP=v1) where v2, the default, would serve */
         cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp1"};
         cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp1"};
@@ -629,6 +635,22 @@ int main(int argc, char **argv) {
             cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp2"};
             cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp2"};
         }
+        /* the prep v3 (SGL_ATTN_LIN_DECPREP=v3, "dp3": v2's shapes in a persistent grid): the same set */
+        const char *d3 = "stream_pdl,c1,c2,dp3";
+        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
+        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, d3};
+        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
+        if (!quick || quick == 4) {
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, d3};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, d3};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, d3};
+            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
+            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
+            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream,c1,c2,dp3"};
+            cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp3"};
+            cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp3"};
+        }
         /* the same without the prep items' L2 prefetch (stream_one_nopf), and with the block index as the
          * ticket (stream_one_static) */
         const char *pn = "stream_one_nopf,c1,c2", *ps = "stream_one_static,c1,c2";
@@ -692,6 +714,7 @@ int main(int argc, char **argv) {
         graph_test(GDN, &SH_GDN, "stream_one_static,c1,c2");
         if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream_one,c1,c2");
         graph_test(GDN, &SH_GDN, "stream_pdl,c1,c2,dp2");
+        graph_test(GDN, &SH_GDN, "stream_pdl,c1,c2,dp3");
     }
     if (split_on && quick != 2 && quick < 4) {
         graph_test(GDN, &SH_GDN, "dec,c1,c2");

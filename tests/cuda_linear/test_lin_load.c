@@ -131,9 +131,10 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const char *sw[3] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_DECPREP"},
                    *val[5] = {"v1", "v2", "auto", "V2", "v3"};
+        /* SGL_ATTN_LIN_DECPREP also takes v3 (v4 is its refused value) */
         for (int e = 0; e < 3; e++)
             for (int i = 0; i < 5; i++) {
-                setenv(sw[e], val[i], 1);
+                setenv(sw[e], e == 2 && i == 4 ? "v4" : val[i], 1);
                 err[0] = 0;
                 b = NULL;
                 const int rc = p->create(&a, &b);

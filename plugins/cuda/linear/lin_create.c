@@ -184,8 +184,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     {
         const char *v = lin_option(host, name, "SGL_ATTN_LIN_DECPREP", "decprep");
         if (v && !strcasecmp(v, "v1")) dprep = 1;
+        else if (v && !strcasecmp(v, "v3")) dprep = 3; /* opt-in until measured: lk_decprep3.cu */
         else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
-            lin_str(err, en, "%s: SGL_ATTN_LIN_DECPREP / plugin option decprep = \"%s\": expected v1, v2 or auto", name, v);
+            lin_str(err, en, "%s: SGL_ATTN_LIN_DECPREP / plugin option decprep = \"%s\": expected v1, v2, v3 or auto", name,
+                    v);
             return SGL_ATTN_E_INVALID;
         }
     }

@@ -177,6 +177,7 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->dq_pf = w->paths.dec_stream == 5 || w->paths.dec_stream == 7;
     p->dq_static = w->paths.dec_stream == 7 && w->sm_major >= 9; /* 8.x: stream_one (its tile spills there) */
     p->dq_prep = w->dec_prep;
+    p->dq_sms = w->sm_count;
     p->dq_sync = p->dq_one ? (int32_t *)(w->dev + L->dsync) : NULL;
 }
 

@@ -113,7 +113,8 @@ typedef struct lin_fwd {
     int32_t dq_pf;     /* stream_one(_static): its prep items prefetch their conv histories and x to L2 first */
     int32_t dq_static; /* stream_one_static (SM 9.0+; else stream_one): the block index is the ticket (no atomic) */
     int32_t dq_prep;   /* SGL_ATTN_LIN_DECPREP=v2 (2): the stream decode's prep v2 (lk_decprep2.cu: gdn, conv
-                          width 4; others take v1); stream_one keeps its own prep items */
+                          width 4; others take v1); stream_one keeps its own prep items; v3 (3): lk_decprep3.cu */
+    int32_t dq_sms;    /* the device's SMs (the prep v3's persistent grid) */
     int32_t *dq_sync; /* stream_one: [4 + max_reqs * hk] int32, zero at create and again after every launch
                          but the epoch: ticket, done, epoch, pad, then the per-(request, group) ready flags */
 } lin_fwd;
@@ -194,6 +195,8 @@ int lin_launch_decode3(const lin_fwd *p, void *stream);
 int lin_decode3_setup(void); /* the cp.async form's shared-memory carveout (at create) */
 /* its prep v2 (p->dq_prep == 2; p->dq_per set): 0 launched, -1 not served here (run v1), else a cudaError_t */
 int lin_launch_decprep2(const lin_fwd *p, void *stream);
+/* its prep v3 (p->dq_prep == 3; p->dq_per, p->dq_sms set): the same contract */
+int lin_launch_decprep3(const lin_fwd *p, void *stream);
 /* chunked tensor-core extend: phase 1 (p->c1_split: the split conv + UT kernels), conv state,
  * phase 2 (split2: the split state + output kernels).  ot: LIN_DT_F16/BF16, vt: 16/32 */
 int lin_launch_chunk(const lin_fwd *p, int ot, int vt, int split2, void *stream);

@@ -509,8 +509,14 @@ extern "C" int lin_launch_decode3(const lin_fwd *pp, void *stream) {
         return (int)cudaGetLastError();
     }
     /* lightning: hk = hv, one head per group */
-    /* SGL_ATTN_LIN_DECPREP=v2: lk_decprep2.cu where it serves the shape (gdn, conv width 4), else v1 */
-    const int pv2 = p.dq_prep == 2 ? lin_launch_decprep2(&p, stream) : -1;
+    /* SGL_ATTN_LIN_DECPREP=v2: lk_decprep2.cu where it serves the shape (gdn, conv width 4), else v1;
+     * v3: lk_decprep3.cu, else v2 (v3 also refuses more key heads than 2 blocks per SM), else v1 */
+    int pv2 = p.dq_prep == 3 ? lin_launch_decprep3(&p, stream) : -1;
+    if (pv2 < 0 && p.dq_prep >= 2) {
+        lin_fwd q = p;
+        q.dq_prep = 2;
+        pv2 = lin_launch_decprep2(&q, stream);
+    }
     if (pv2 > 0) return pv2;
     if (pv2 < 0) LK_LAUNCH(lin_decprep_kernel, dim3((unsigned)p.bs, (unsigned)p.hk), LK_DEC_THREADS, smem, st, p);
     dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));

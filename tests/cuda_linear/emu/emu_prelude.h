@@ -68,6 +68,8 @@ void lk_emu_ldsm(uint32_t r[4], const void *p, int trans);
 /* cp.async: queued per thread, landed at the thread's wait (a missing wait
  * reads the poisoned shared memory) */
 void lk_emu_cp_async16(void *dst, const void *src, bool pred);
+/* the same of n = 4, 8 or 16 bytes (src NULL: zeros) */
+void lk_emu_cp_async_n(void *dst, const void *src, int n);
 void lk_emu_cp_async_wait(void);
 /* cp.async.commit_group / cp.async.wait_group n: the copies of all but the
  * newest n committed groups land (copies not yet committed stay queued) */

@@ -58,6 +58,7 @@ constexpr size_t STACK = 192 * 1024;
 struct Copy {
     void *dst;
     unsigned group; /* the commit group it belongs to (the open one until committed) */
+    unsigned n;     /* bytes: 4, 8 or 16 */
     unsigned char data[16];
 };
 
@@ -284,20 +285,24 @@ float __ldcg(const float *p) { return *p; }
 
 /* ------------------------------------------------------------ cp.async */
 
-void lk_emu_cp_async16(void *dst, const void *src, bool pred) {
+void lk_emu_cp_async_n(void *dst, const void *src, int n) {
     const unsigned char *lo = dyn.data(), *hi = dyn.data() + dyn.size();
-    if ((const unsigned char *)dst < lo || (const unsigned char *)dst + 16 > hi) die("cp.async outside shared memory");
-    if ((uintptr_t)dst % 16 || (pred && (uintptr_t)src % 16)) die("cp.async address not 16-byte aligned");
+    if (n != 4 && n != 8 && n != 16) die("cp.async of other than 4, 8 or 16 bytes");
+    if ((const unsigned char *)dst < lo || (const unsigned char *)dst + n > hi) die("cp.async outside shared memory");
+    if ((uintptr_t)dst % n || (src && (uintptr_t)src % n)) die("cp.async address not aligned to its size");
     Copy c;
     c.dst = dst;
     c.group = cur->committed;
-    if (pred) std::memcpy(c.data, src, 16); /* the source is read now, as the issue does */
-    else std::memset(c.data, 0, 16);
+    c.n = (unsigned)n;
+    if (src) std::memcpy(c.data, src, n); /* the source is read now, as the issue does */
+    else std::memset(c.data, 0, n);
     cur->pending.push_back(c);
 }
 
+void lk_emu_cp_async16(void *dst, const void *src, bool pred) { lk_emu_cp_async_n(dst, pred ? src : nullptr, 16); }
+
 void lk_emu_cp_async_wait(void) {
-    for (const Copy &c : cur->pending) std::memcpy(c.dst, c.data, 16);
+    for (const Copy &c : cur->pending) std::memcpy(c.dst, c.data, c.n);
     cur->pending.clear();
 }
 
@@ -308,7 +313,7 @@ void lk_emu_cp_async_wait_n(int n) {
     const unsigned keep_from = cur->committed > (unsigned)n ? cur->committed - (unsigned)n : 0u;
     std::vector<Copy> rest;
     for (const Copy &c : cur->pending) {
-        if (c.group < keep_from) std::memcpy(c.dst, c.data, 16);
+        if (c.group < keep_from) std::memcpy(c.dst, c.data, c.n);
         else rest.push_back(c);
     }
     cur->pending.swap(rest);
