@@ -4,7 +4,8 @@
  * WG0 owns value columns 0-255 and the even blocks' S, WG1 columns 256-511
  * and the odd blocks' S (docs/cuda_mla.md).  mla_seesaw_body<V> is the
  * whole kernel; V = 2 is wgmma2 exactly as measured (same cubin), V = 3
- * changes only WG1's order within a pair (mla_wgmma3.cu says how and why).
+ * changes only WG1's order within a pair (mla_wgmma3.cu says how and why),
+ * V = 4 is wgmma3 with the lazy max and the skipped O rescales (mla_wgmma4.cu).
  */
 #ifndef SGL_MLA_SEESAW_CUH
 #define SGL_MLA_SEESAW_CUH
@@ -65,9 +66,17 @@ GC_DEV void wg2_qk_sub(float (&s)[32], const Wg2Ctx &c, const uint32_t (&qr)[4][
     }
 }
 
+/* wgmma4's lazy max (log2 units): the running max moves only when a block's
+ * row max exceeds it by more than this, so P <= 2^8 (exact range in bf16 and
+ * fp32, same relative rounding) and after a row's first blocks almost every
+ * alpha is exactly 1, which lets the O rescale be skipped (wg_scale_o_v). */
+#define WG4_LAZY_LOG2 8.f
+
 /* Mask and exponentiate S of the block starting at key kb against the
  * incoming max: m_out = max(m_in, rowmax), alpha = 2^(m_in - m_out), S <- P,
- * ps = this thread's part of the row sums. */
+ * ps = this thread's part of the row sums.  LAZY (wgmma4): m_out = m_in
+ * unless rowmax > m_in + WG4_LAZY_LOG2, and then alpha is exactly 1. */
+template <bool LAZY = false>
 GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_in[2], float m_out[2],
                        float alpha[2], float ps[2]) {
     float mx[2] = {-INFINITY, -INFINITY};
@@ -84,8 +93,16 @@ GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_i
     for (int i = 0; i < 2; i++) {
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-        m_out[i] = fmaxf(m_in[i], mx[i]);
-        alpha[i] = gc_exp2(m_in[i] - m_out[i]);
+        if constexpr (LAZY) {
+            /* the row's first block (m_in = MLA_M_INIT) always takes its max;
+             * a fully masked row (mx = -inf) keeps m_in */
+            const bool up = mx[i] > m_in[i] + WG4_LAZY_LOG2;
+            m_out[i] = up ? mx[i] : m_in[i];
+            alpha[i] = up ? gc_exp2(m_in[i] - m_out[i]) : 1.f;
+        } else {
+            m_out[i] = fmaxf(m_in[i], mx[i]);
+            alpha[i] = gc_exp2(m_in[i] - m_out[i]);
+        }
         ps[i] = 0.f;
     }
 #pragma unroll
@@ -162,6 +179,13 @@ GC_DEV void wg2_scale_o(float (&o)[128], const float f[2]) {
     }
 }
 
+/* wgmma4: O *= f only when some row of the warp has f != 1 (a warp vote, so
+ * the branch is uniform); with the lazy max most rescales vanish.  V < 4:
+ * always, as wgmma2 / wgmma3 were measured. */
+template <int V> GC_DEV void wg_scale_o_v(float (&o)[128], const float f[2]) {
+    if (V < 4 || __any_sync(0xffffffffu, f[0] != 1.f || f[1] != 1.f)) wg2_scale_o(o, f);
+}
+
 /* Zero rows [valid, 64) of the value sub-tiles 0-7 of a KV buffer (the last
  * block of an item); the warpgroup's barrier publishes them to its own wgmma. */
 GC_DEV void wg2_zero_tail(unsigned char *kbuf, int valid, int t, int wg) {
@@ -175,7 +199,7 @@ GC_DEV void wg2_zero_tail(unsigned char *kbuf, int valid, int t, int wg) {
 }
 
 
-/* The kernel of wgmma2 (V = 2) / wgmma3 (V = 3); the caller holds the
+/* The kernel of wgmma2 (V = 2) / wgmma3 (V = 3) / wgmma4 (V = 4); the caller holds the
  * __grid_constant__ parameters (TMA reads the map from the parameter space). */
 template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtensorMap &tmap) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -303,7 +327,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 /* --- WG0: block a (buffer K0) --- */
                 if (ja == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K0, tail, c.t, 0);
                 float m_a[2], al_a[2], ps[2];
-                wg2_softmax(s, c, item.kv_begin + 64 * ja, m_run, m_a, al_a, ps);
+                wg2_softmax<V >= 4>(s, c, item.kv_begin + 64 * ja, m_run, m_a, al_a, ps);
 #pragma unroll
                 for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] + ps[r];
                 uint32_t pa[4][4];
@@ -317,7 +341,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     sAa[c.g + 8] = al_a[1];
                 }
                 mla_bar_arrive(BAR_A, WG_THREADS);
-                wg2_scale_o(o, al_a);
+                wg_scale_o_v<V>(o, al_a);
                 mla_wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < 4; k++) mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 2048 * k));
@@ -331,7 +355,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 const float al_b[2] = {sAb[c.g], sAb[c.g + 8]};
                 m_run[0] = sMb[c.g];
                 m_run[1] = sMb[c.g + 8];
-                wg2_scale_o(o, al_b);
+                wg_scale_o_v<V>(o, al_b);
                 l[0] *= al_b[0];
                 l[1] *= al_b[1];
                 if (has_b) {
@@ -364,13 +388,13 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     mla_wgmma_wait<0>();
                     mla_fence_regs(o);
                 }
-            } else if constexpr (V == 3) {
-                /* --- WG1, wgmma3: P_a V_aR issued before softmax(S_b) (mla_wgmma3.cu) --- */
+            } else if constexpr (V >= 3) {
+                /* --- WG1, wgmma3 / 4: P_a V_aR issued before softmax(S_b) (mla_wgmma3.cu) --- */
                 mla_bar_sync(BAR_A, WG_THREADS);
                 const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
                 uint32_t pa[4][4]; /* read before BAR_B: WG0 rewrites P0 after it */
                 wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
-                wg2_scale_o(o, al_a); /* o is idle: the previous pair waited for its P V */
+                wg_scale_o_v<V>(o, al_a); /* o is idle: the previous pair waited for its P V */
                 mla_wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < 4; k++)
@@ -383,7 +407,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     if (c.t == 0 && has_b2) issue(jb + 2, 8, slB); /* K1 rope: free since S_b */
                     if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
                     float ps[2];
-                    wg2_softmax(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
+                    wg2_softmax<V >= 4>(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
 #pragma unroll
                     for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
                     const float one[2] = {1.f, 1.f};
@@ -409,7 +433,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 if (c.t == 0 && has_a2)
                     for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
                 if (has_b) {
-                    wg2_scale_o(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
+                    wg_scale_o_v<V>(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
                     uint32_t pb[4][4];
                     wg2_pack_a(s, pb);
                     mla_wgmma_fence();
