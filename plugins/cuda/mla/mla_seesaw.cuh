@@ -115,15 +115,30 @@ GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_i
         }
 }
 
+/* Two floats to packed bf16 (lo = a), round to nearest even.  HW (wgmma4):
+ * one cvt.rn.bf16x2.f32 instead of mla_pack2's ~12 integer instructions (the
+ * same bits for finite values; P is finite); it also keeps P a float value in
+ * the compiler's eyes, where the integer form made it carry S across the pair
+ * loop as b32 registers. */
+template <bool HW> GC_DEV uint32_t wg_pack(float a, float b) {
+    if constexpr (HW) {
+        uint32_t r;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+        return r;
+    } else {
+        return mla_pack2<MLA_DT_BF16>(a, b);
+    }
+}
+
 /* P (fp32 accumulator layout) as the A operand of m64nNk16: k-step k covers
  * keys 16k..16k+15 = accumulator columns 8(2k) .. 8(2k+1)+7. */
-GC_DEV void wg2_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
+template <bool HW = false> GC_DEV void wg2_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        pa[k][0] = mla_pack2<MLA_DT_BF16>(s[8 * k + 0], s[8 * k + 1]);
-        pa[k][1] = mla_pack2<MLA_DT_BF16>(s[8 * k + 2], s[8 * k + 3]);
-        pa[k][2] = mla_pack2<MLA_DT_BF16>(s[8 * k + 4], s[8 * k + 5]);
-        pa[k][3] = mla_pack2<MLA_DT_BF16>(s[8 * k + 6], s[8 * k + 7]);
+        pa[k][0] = wg_pack<HW>(s[8 * k + 0], s[8 * k + 1]);
+        pa[k][1] = wg_pack<HW>(s[8 * k + 2], s[8 * k + 3]);
+        pa[k][2] = wg_pack<HW>(s[8 * k + 4], s[8 * k + 5]);
+        pa[k][3] = wg_pack<HW>(s[8 * k + 6], s[8 * k + 7]);
     }
 }
 
@@ -158,14 +173,14 @@ GC_DEV void wg2_scale_pa(uint32_t (&pa)[4][4], const float f[2]) {
 }
 
 /* P * f (per row) into a 64 x 64 K-major swizzled tile in shared memory. */
+template <bool HW = false>
 GC_DEV void wg2_store_p(unsigned char *tile, const Wg2Ctx &c, const float (&s)[32], const float f[2]) {
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         const int chunk = (j ^ (c.g & 7)) << 4;
-        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) =
-            mla_pack2<MLA_DT_BF16>(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
+        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) = wg_pack<HW>(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
         *(uint32_t *)(tile + (c.g + 8) * 128 + chunk + 4 * c.q4) =
-            mla_pack2<MLA_DT_BF16>(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
+            wg_pack<HW>(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
     }
 }
 
@@ -331,7 +346,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
 #pragma unroll
                 for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] + ps[r];
                 uint32_t pa[4][4];
-                wg2_pack_a(s, pa);
+                wg2_pack_a<V >= 4>(s, pa);
                 /* P0's last reader (WG1, previous pair) read it before BAR_B, which WG0 met */
                 wg2_put_pa(smem + WG_OFF_P0, c.t, pa);
                 if (c.q4 == 0) {
@@ -411,7 +426,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
 #pragma unroll
                     for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
                     const float one[2] = {1.f, 1.f};
-                    wg2_store_p(smem + WG_OFF_P1, c, s, one);
+                    wg2_store_p<V >= 4>(smem + WG_OFF_P1, c, s, one);
                 } else {
                     m_run[0] = m_a[0];
                     m_run[1] = m_a[1];
@@ -435,7 +450,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 if (has_b) {
                     wg_scale_o_v<V>(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
                     uint32_t pb[4][4];
-                    wg2_pack_a(s, pb);
+                    wg2_pack_a<V >= 4>(s, pb);
                     mla_wgmma_fence();
 #pragma unroll
                     for (int k = 0; k < 4; k++)

@@ -1,8 +1,8 @@
 /*
- * mla_wgmma4.cu - wgmma4 (mla_wgmma4.cu) with a lazy running max and the O
- * rescales skipped when they are identities (SGL_ATTN_MLA_KERNEL=wgmma4,
- * opt-in).  The kernel body is mla_seesaw_body<4> (mla_seesaw.cuh); the
- * wgmma order is wgmma4's.
+ * mla_wgmma4.cu - wgmma3 (mla_wgmma3.cu) with a lazy running max, the O
+ * rescales skipped when they are identities and P packed to bf16 in hardware
+ * (SGL_ATTN_MLA_KERNEL=wgmma4, opt-in).  The kernel body is
+ * mla_seesaw_body<4> (mla_seesaw.cuh); the wgmma order is wgmma3's.
  *
  * Per pair each warpgroup scales its 128 O accumulators twice (by alpha_a and
  * alpha_b): 256 FMULs a thread, on the issue slots the softmax and the wgmma
@@ -15,7 +15,12 @@
  * relative to the same (stale) max, so the result and the partials' LSE are
  * unchanged up to rounding.  After a row's first block alpha is then almost
  * always exactly 1 and a warp vote skips the rescale (wg_scale_o_v).
- * Registers: the vote and the branch add none to wgmma4's 255 (ptxas -v).
+ * P is packed by cvt.rn.bf16x2.f32 (wg_pack<true>): one instruction a pair of
+ * values where mla_pack2's software rounding takes ~12 integer ones; 64
+ * conversions a thread a pair in WG1 (P1 store, P_b's A fragments) and 32 in
+ * WG0, the same bits for finite P.
+ * Registers: 254 (ptxas -v), no spills, no serialisation warning.
+ * Not done: S_{b+2} in flight across the next BAR_A (docs/cuda_mla.md).
  */
 #include <string.h>
 
