@@ -48,6 +48,26 @@ struct Wg2Ctx {
     float scale_log2;
 };
 
+/* S[64x64] (+)= Q_rope (registers) x K^T, wgmma4's first sub-tile of an S:
+ * scale-d = 0 on k-step 0, so S needs no 32 zeroing moves first. */
+GC_DEV void wg4_qk_rs_first(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
+        : "memory");
+}
+
+/* FIRST (wgmma4, rope sub-tile only): the sub-tile that starts S, from zero. */
+template <bool FIRST = false>
 GC_DEV void wg2_qk_sub(float (&s)[32], const Wg2Ctx &c, const uint32_t (&qr)[4][4], uint32_t kbuf,
                       int sub, uint32_t bar, uint32_t parity) {
     mla_mbar_wait(bar, parity);
@@ -62,7 +82,12 @@ GC_DEV void wg2_qk_sub(float (&s)[32], const Wg2Ctx &c, const uint32_t (&qr)[4][
             mla_wgmma_qk_ss(s, mla_desc_kmajor(qb + 32 * k), mla_desc_kmajor(kb + 32 * k));
     } else {
 #pragma unroll
-        for (int k = 0; k < 4; k++) mla_wgmma_qk_rs(s, qr[k], mla_desc_kmajor(kb + 32 * k));
+        for (int k = 0; k < 4; k++) {
+            if constexpr (FIRST)
+                wg4_qk_rs_first(s, qr[k], mla_desc_kmajor(kb + 32 * k), k);
+            else
+                mla_wgmma_qk_rs(s, qr[k], mla_desc_kmajor(kb + 32 * k));
+        }
     }
 }
 
@@ -383,10 +408,12 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 }
                 if (has_a2) { /* (implies has_b) S of the next even block */
                     const uint32_t par_a2 = (use0 + (uint32_t)i + 1u) & 1u;
+                    if constexpr (V < 4) {
 #pragma unroll
-                    for (int k = 0; k < 32; k++) s[k] = 0.f;
-                    mla_wgmma_fence();
-                    wg2_qk_sub(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
+                        for (int k = 0; k < 32; k++) s[k] = 0.f;
+                        mla_wgmma_fence();
+                    }
+                    wg2_qk_sub<V >= 4>(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
 #pragma unroll
                     for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
                     mla_wgmma_commit();
@@ -461,10 +488,12 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                          * next even block: rope and sub-tiles 0-3 first (not read by
                          * P_b V_bR), then 4-7 once P_b V_bR is done and they reloaded */
                         const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
+                        if constexpr (V < 4) {
 #pragma unroll
-                        for (int k = 0; k < 32; k++) s[k] = 0.f;
-                        mla_wgmma_fence();
-                        wg2_qk_sub(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
+                            for (int k = 0; k < 32; k++) s[k] = 0.f;
+                            mla_wgmma_fence();
+                        }
+                        wg2_qk_sub<V >= 4>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
 #pragma unroll
                         for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
                         mla_wgmma_commit();

@@ -18,7 +18,8 @@
  * P is packed by cvt.rn.bf16x2.f32 (wg_pack<true>): one instruction a pair of
  * values where mla_pack2's software rounding takes ~12 integer ones; 64
  * conversions a thread a pair in WG1 (P1 store, P_b's A fragments) and 32 in
- * WG0, the same bits for finite P.
+ * WG0, the same bits for finite P.  And each in-loop S starts with scale-d = 0
+ * on its first k-step (wg4_qk_rs_first) instead of 32 zeroing moves.
  * Registers: 254 (ptxas -v), no spills, no serialisation warning.
  * Not done: S_{b+2} in flight across the next BAR_A (docs/cuda_mla.md).
  */
