@@ -5,7 +5,8 @@
  * and the odd blocks' S (docs/cuda_mla.md).  mla_seesaw_body<V> is the
  * whole kernel; V = 2 is wgmma2 exactly as measured (same cubin), V = 3
  * changes only WG1's order within a pair (mla_wgmma3.cu says how and why),
- * V = 4 is wgmma3 with the lazy max and the skipped O rescales (mla_wgmma4.cu).
+ * V = 4 is wgmma3 with the lazy max and the skipped O rescales (mla_wgmma4.cu),
+ * V = 5 is wgmma4 with WG1 in a rotated loop of its own (mla_wgmma5.cu).
  */
 #ifndef SGL_MLA_SEESAW_CUH
 #define SGL_MLA_SEESAW_CUH
@@ -239,8 +240,9 @@ GC_DEV void wg2_zero_tail(unsigned char *kbuf, int valid, int t, int wg) {
 }
 
 
-/* The kernel of wgmma2 (V = 2) / wgmma3 (V = 3) / wgmma4 (V = 4); the caller holds the
- * __grid_constant__ parameters (TMA reads the map from the parameter space). */
+/* The kernel of wgmma2 (V = 2) / wgmma3 (V = 3) / wgmma4 (V = 4) / wgmma5
+ * (V = 5); the caller holds the __grid_constant__ parameters (TMA reads the
+ * map from the parameter space). */
 template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtensorMap &tmap) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t raw = mla_smem_u32(smem_raw);
@@ -356,7 +358,8 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
             mla_fence_regs(s);
         }
 
-        for (int i = 0; 2 * i < nblk; i++) {
+        /* wgmma5: WG1 runs its own loop (below) */
+        for (int i = 0; 2 * i < nblk && (V < 5 || wg == 0); i++) {
             const int ja = 2 * i, jb = 2 * i + 1;
             const bool has_b = jb < nblk, has_a2 = ja + 2 < nblk, has_b2 = jb + 2 < nblk;
             if (c.t == 0) { /* slots of the next pair, read well before their use */
@@ -430,6 +433,8 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     mla_wgmma_wait<0>();
                     mla_fence_regs(o);
                 }
+            } else if constexpr (V >= 5) {
+                /* WG1 never gets here */
             } else if constexpr (V >= 3) {
                 /* --- WG1, wgmma3 / 4: P_a V_aR issued before softmax(S_b) (mla_wgmma3.cu) --- */
                 mla_bar_sync(BAR_A, WG_THREADS);
@@ -584,6 +589,115 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     mla_wgmma_commit();
                     mla_wgmma_wait<0>();
                     mla_fence_regs(s);
+                }
+            }
+        }
+
+        if constexpr (V >= 5) {
+            if (wg == 1 && nblk > 0) { /* nblk > 0: as WG0's loop, which meets BAR_A per pair */
+                /* --- WG1, wgmma5: the pair loop rotated by half a pair (mla_wgmma5.cu):
+                 * S_{b+2}, issued behind P_b V_bR, stays in flight across the next
+                 * BAR_A and is waited for only behind the next P_a V_aR, all within one
+                 * iteration (ptxas serialises accumulators in flight across a back-edge). --- */
+                float al_b[2];
+                /* First half of pair i: BAR_A .. softmax(S_b) .. BAR_B, P_a V_aR done. */
+                auto first = [&](int i, bool known_b) {
+                    const int ja = 2 * i, jb = 2 * i + 1;
+                    const bool has_b = known_b || jb < nblk, has_a2 = ja + 2 < nblk, has_b2 = jb + 2 < nblk;
+                    if (c.t == 0) {
+                        slots(ja + 2, slA);
+                        slots(jb + 2, slB);
+                    }
+                    mla_bar_sync(BAR_A, WG_THREADS);
+                    const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
+                    uint32_t pa[4][4];
+                    wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
+                    wg_scale_o_v<V>(o, al_a); /* o is idle: its last P V was waited for */
+                    mla_wgmma_fence();
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
+                    mla_wgmma_commit();
+                    al_b[0] = al_b[1] = 1.f;
+                    if (has_b) {
+                        mla_wgmma_wait<1>(); /* S_b (in flight since the previous half) is done */
+                        mla_fence_regs(s);
+                        if (c.t == 0 && has_b2) issue(jb + 2, 8, slB); /* K1 rope: free since S_b */
+                        if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
+                        float ps[2];
+                        wg2_softmax<true>(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
+#pragma unroll
+                        for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
+                        const float one[2] = {1.f, 1.f};
+                        wg2_store_p<true>(smem + WG_OFF_P1, c, s, one);
+                    } else {
+                        m_run[0] = m_a[0];
+                        m_run[1] = m_a[1];
+                        l[0] *= al_a[0];
+                        l[1] *= al_a[1];
+                    }
+                    if (c.q4 == 0) {
+                        sMb[c.g] = m_run[0];
+                        sMb[c.g + 8] = m_run[1];
+                        sAb[c.g] = al_b[0];
+                        sAb[c.g + 8] = al_b[1];
+                    }
+                    mla_fence_proxy_async();
+                    mla_bar_arrive(BAR_B, WG_THREADS);
+                    mla_wgmma_wait<0>(); /* P_a V_aR is done: K0 sub-tiles 4-7 are free */
+                    mla_fence_regs(o);
+                    mla_fence_regs(s);
+#pragma unroll
+                    for (int k = 0; k < 4; k++) mla_fence_regs(pa[k]);
+                    if (c.t == 0 && has_a2)
+                        for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
+                };
+                /* Second half of pair i (it has a block b): P_b V_bR, then S_{b+2} issued
+                 * and left in flight. */
+                auto second = [&](int i, bool has_b2) {
+                    const int jb = 2 * i + 1;
+                    wg_scale_o_v<V>(o, al_b);
+                    uint32_t pb[4][4];
+                    wg2_pack_a<true>(s, pb);
+                    mla_wgmma_fence();
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        mla_wgmma_pv_rs(o, pb[k], mla_desc_mnmajor(kbuf1 + 4 * WG_SUB + 2048 * k));
+                    mla_wgmma_commit();
+                    if (has_b2) {
+                        const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
+                        wg2_qk_sub<true>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
+#pragma unroll
+                        for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                        mla_wgmma_commit();
+                        mla_wgmma_wait<1>(); /* P_b V_bR is done: K1 sub-tiles 4-7 are free */
+                        mla_fence_regs(o);
+#pragma unroll
+                        for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
+                        if (c.t == 0)
+                            for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
+#pragma unroll
+                        for (int sub = 4; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                        mla_wgmma_commit(); /* waited for in the next first half */
+                    } else {
+                        mla_wgmma_wait<0>();
+                        mla_fence_regs(o);
+#pragma unroll
+                        for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
+                    }
+                };
+                /* No wgmma is issued under a data-dependent branch inside the loop
+                 * (ptxas serialises otherwise): the pairs whose S_{b+2} exists run
+                 * in it, the last one or two pairs after it. */
+                first(0, false);
+                int i = 0;
+                for (; 2 * i + 3 < nblk; i++) { /* pairs i and i + 1 both have a block b */
+                    second(i, true);
+                    first(i + 1, true);
+                }
+                if (2 * i + 1 < nblk) { /* pair i has a block b, but no S_{b+2} */
+                    second(i, false);
+                    if (2 * i + 2 < nblk) first(i + 1, false); /* a last pair with block a only */
                 }
             }
         }
