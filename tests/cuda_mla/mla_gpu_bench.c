@@ -44,7 +44,7 @@ static int cmp(const void *a, const void *b) {
 }
 
 #define DEF_MEM "auto,mma,mma+two+pf4,mma+two+pf4+bal,narrow+pf0,narrow,narrow+pf4,narrow+bal,wgmma0"
-#define DEF_COMPUTE "auto,wgmma0,wgmma,wgmma+pf1,wgmma+pf2,wgmma2,wgmma3"
+#define DEF_COMPUTE "auto,wgmma0,wgmma,wgmma+pf1,wgmma+pf2,wgmma2,wgmma3,wgmma4,wgmma5"
 
 /* Median seconds per forward of a planned backend, or -1 (err says why). */
 static double time_forward(mg_run *r, const mg_plugin *pl, sgl_attn_backend *b, char *err, size_t n) {

@@ -60,7 +60,7 @@ typedef struct mg_run {
 /* Inputs, staging and (c->ref) the reference. */
 int mg_setup(mg_run *r, const mg_plugin *pl, const mg_case *c, uint64_t seed, char *err, size_t n);
 /* A tuning variant "kernel[+pfN][+base|+deep|+two|+ring|+tma|+tmadeep][+bal]"
- * (kernel: simple, mma, wgmma, wgmma0, wgmma2, wgmma3, narrow, auto; pfN: SGL_ATTN_MLA_PREFETCH=N;
+ * (kernel: simple, mma, wgmma, wgmma0, wgmma2, wgmma3, wgmma4, wgmma5, narrow, auto; pfN: SGL_ATTN_MLA_PREFETCH=N;
  * base/deep/two/ring/tma/tmadeep: SGL_ATTN_MLA_MMA; bal: SGL_ATTN_MLA_PLAN=balanced) into the
  * environment the plugin reads at create.  SGL_ATTN_MLA_STRICT / _LOG are
  * left as the caller set them. */

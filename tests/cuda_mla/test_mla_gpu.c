@@ -43,8 +43,8 @@ static const char *const all_variants[] = {
     "mma+ring+pf4", "mma+ring+pf0", "mma+ring+pf15", "mma+ring+pf4+bal",
     /* mma + bulk-copy (TMA) loads (SGL_ATTN_MLA_MMA=tma / tmadeep; SM 9.0, 16-row tiles) */
     "mma+tma", "mma+tmadeep", "mma+tma+bal",
-    /* the seesaw variants (opt-in): reordered pair, WG1 one step deeper */
-    "wgmma2", "wgmma3",
+    /* the seesaw variants: reordered pair, WG1 one step deeper, + lazy max (opt-in) */
+    "wgmma2", "wgmma3", "wgmma4", "wgmma5",
 };
 static const char *variants[32];
 static size_t n_variants;
@@ -240,7 +240,7 @@ static void test_graph_replay(void **st) {
         int hq;
     } ks[] = {{"mma", 64},    {"wgmma0", 64},      {"wgmma+pf2", 64}, {"wgmma", 64}, {"auto", 64},
               {"narrow", 16}, {"mma+two+pf4", 16}, {"auto", 16},      {"narrow+bal", 16},
-              {"wgmma3", 64}};
+              {"wgmma3", 64},  {"wgmma4", 64},     {"wgmma5", 64}};
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
         int picked = 0; /* only the selected variants (a broken one must not fail the others' run) */
         for (size_t v = 0; v < n_variants; v++) picked |= !strcmp(variants[v], ks[ki].v);

@@ -362,6 +362,27 @@ static void test_rows_and_kernel_choice(void **st) {
     assert_int_equal(RK(WGMMA3, H, H, 64, 128, 0, 9, &P3), MLA_KERNEL_MMA);
     assert_int_equal(RK(WGMMA3, B, B, 64, 128, 0, 8, &P3), MLA_KERNEL_MMA);
     assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P3), MLA_KERNEL_WGMMA0); /* auto unchanged */
+    /* wgmma4 (opt-in): likewise, and auto never picks it on its own */
+    const mla_kernel_policy P4 = {ALL | 1u << MLA_KERNEL_WGMMA4, MLA_KERNEL_WGMMA0, MLA_KERNEL_MMA};
+    const mla_kernel_policy P4W = {ALL | 1u << MLA_KERNEL_WGMMA4, MLA_KERNEL_WGMMA4, MLA_KERNEL_MMA};
+    assert_int_equal(RK(WGMMA4, B, B, 64, 128, 0, 9, &P4), MLA_KERNEL_WGMMA4);
+    assert_int_equal(RK(WGMMA4, B, B, 16, 64, 1, 9, &P4), MLA_KERNEL_WGMMA4);
+    assert_int_equal(RK(WGMMA4, B, B, 64, 128, 0, 9, &P3), MLA_KERNEL_MMA); /* not available */
+    assert_int_equal(RK(WGMMA4, B, B, 8, 128, 0, 9, &P4), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WGMMA4, H, H, 64, 128, 0, 9, &P4), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WGMMA4, B, B, 64, 128, 0, 8, &P4), MLA_KERNEL_MMA);
+    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P4), MLA_KERNEL_WGMMA0);
+    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P4W), MLA_KERNEL_WGMMA4); /* if auto's wide kernel */
+    assert_int_equal(RK(AUTO, B, B, 64, 32, 0, 9, &P4W), MLA_KERNEL_MMA);
+    /* wgmma5 (opt-in): likewise */
+    const mla_kernel_policy P5 = {ALL | 1u << MLA_KERNEL_WGMMA5, MLA_KERNEL_WGMMA0, MLA_KERNEL_MMA};
+    assert_int_equal(RK(WGMMA5, B, B, 64, 128, 0, 9, &P5), MLA_KERNEL_WGMMA5);
+    assert_int_equal(RK(WGMMA5, B, B, 16, 64, 1, 9, &P5), MLA_KERNEL_WGMMA5);
+    assert_int_equal(RK(WGMMA5, B, B, 64, 128, 0, 9, &P4), MLA_KERNEL_MMA); /* not available */
+    assert_int_equal(RK(WGMMA5, B, B, 8, 128, 0, 9, &P5), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WGMMA5, H, H, 64, 128, 0, 9, &P5), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WGMMA5, B, B, 64, 128, 0, 8, &P5), MLA_KERNEL_MMA);
+    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P5), MLA_KERNEL_WGMMA0);
     /* narrow: decode / verify of <= 32 rows on SM 9.0 bf16 with a boxable page
      * (8 included); elsewhere it resolves as auto does */
     assert_int_equal(RK(NARROW, B, B, 64, 16, 0, 9, &P), MLA_KERNEL_NARROW);

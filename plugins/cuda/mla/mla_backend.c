@@ -171,7 +171,8 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size,
                                         rows, extend, b->dev.sm_major, &pol);
     int32_t rpt = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_WGMMA0 || kernel == MLA_KERNEL_WGMMA2 ||
-                          kernel == MLA_KERNEL_WGMMA3 || extend
+                          kernel == MLA_KERNEL_WGMMA3 || kernel == MLA_KERNEL_WGMMA4 ||
+                          kernel == MLA_KERNEL_WGMMA5 || extend
                       ? 64
                       : mla_rows_per_tile(rows);
     if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, b->mma_cfg_pref, optin) == 0)
@@ -319,6 +320,8 @@ const char *mla_kernel_name(int32_t k) {
     case MLA_KERNEL_WGMMA0: return "wgmma0";
     case MLA_KERNEL_WGMMA2: return "wgmma2";
     case MLA_KERNEL_WGMMA3: return "wgmma3";
+    case MLA_KERNEL_WGMMA4: return "wgmma4";
+    case MLA_KERNEL_WGMMA5: return "wgmma5";
     default: return "?";
     }
 }
@@ -338,6 +341,8 @@ static int32_t kernel_pref(const char *s) {
     if (!strcmp(s, "wgmma0")) return MLA_KERNEL_WGMMA0;
     if (!strcmp(s, "wgmma2")) return MLA_KERNEL_WGMMA2;
     if (!strcmp(s, "wgmma3")) return MLA_KERNEL_WGMMA3;
+    if (!strcmp(s, "wgmma4")) return MLA_KERNEL_WGMMA4;
+    if (!strcmp(s, "wgmma5")) return MLA_KERNEL_WGMMA5;
     return -1;
 }
 
@@ -384,7 +389,8 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     const char *env = getenv("SGL_ATTN_MLA_KERNEL");
     b->kernel_pref = kernel_pref(env);
     if (b->kernel_pref < 0) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_KERNEL=%s; expected simple, mma, wgmma, narrow, wgmma0, wgmma2, wgmma3 or auto", env);
+        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_KERNEL=%s; expected simple, mma, wgmma, narrow, wgmma0, wgmma2, wgmma3, wgmma4, wgmma5 or auto",
+                 env);
         return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
     }
     env = getenv("SGL_ATTN_MLA_MMA");
@@ -514,13 +520,15 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->avail = mla_kernel_avail(b->dev.sm_major, b->dev.smem_per_block_optin, b->encode_fn != NULL);
     const int32_t kp = b->kernel_pref;
     if (b->strict && (kp == MLA_KERNEL_WGMMA || kp == MLA_KERNEL_WGMMA0 || kp == MLA_KERNEL_WGMMA2 || kp == MLA_KERNEL_WGMMA3 ||
-                      kp == MLA_KERNEL_NARROW) &&
+                      kp == MLA_KERNEL_WGMMA4 || kp == MLA_KERNEL_WGMMA5 || kp == MLA_KERNEL_NARROW) &&
         !(b->avail >> kp & 1u)) {
         /* the second GPU run timed mma under these names for want of this check */
         const size_t need = kp == MLA_KERNEL_WGMMA    ? mla_wgmma_smem_bytes()
                           : kp == MLA_KERNEL_WGMMA0 ? mla_wgmma0_smem_bytes()
                           : kp == MLA_KERNEL_WGMMA2 ? mla_wgmma2_smem_bytes()
                           : kp == MLA_KERNEL_WGMMA3 ? mla_wgmma3_smem_bytes()
+                          : kp == MLA_KERNEL_WGMMA4 ? mla_wgmma4_smem_bytes()
+                          : kp == MLA_KERNEL_WGMMA5 ? mla_wgmma5_smem_bytes()
                                                     : mla_narrow_smem_bytes(32);
         snprintf(msg, sizeof msg,
                  "SGL_ATTN_MLA_STRICT=1: SGL_ATTN_MLA_KERNEL=%s cannot run on device %d (%s, SM %d.%d): "
@@ -541,10 +549,11 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         b->mma_cfg_pref = MLA_MMA_RING;
     }
     if (b->log)
-        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernels wgmma %s, wgmma0 %s, wgmma2 %s, wgmma3 %s, narrow %s\n",
+        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernels wgmma %s, wgmma0 %s, wgmma2 %s, wgmma3 %s, wgmma4 %s, wgmma5 %s, narrow %s\n",
                 b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,
                 b->avail >> MLA_KERNEL_WGMMA & 1u ? "yes" : "no", b->avail >> MLA_KERNEL_WGMMA0 & 1u ? "yes" : "no",
                 b->avail >> MLA_KERNEL_WGMMA2 & 1u ? "yes" : "no", b->avail >> MLA_KERNEL_WGMMA3 & 1u ? "yes" : "no",
+                b->avail >> MLA_KERNEL_WGMMA4 & 1u ? "yes" : "no", b->avail >> MLA_KERNEL_WGMMA5 & 1u ? "yes" : "no",
                 b->avail >> MLA_KERNEL_NARROW & 1u ? "yes" : "no");
     b->err[0] = 0;
     *out = &b->base;

@@ -62,7 +62,8 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     int32_t kernel = b->kernel;
     if (v.kv_dt != v.q_dt) kernel = MLA_KERNEL_SIMPLE;
     const int tma = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW || kernel == MLA_KERNEL_WGMMA0 ||
-                    kernel == MLA_KERNEL_WGMMA2 || kernel == MLA_KERNEL_WGMMA3;
+                    kernel == MLA_KERNEL_WGMMA2 || kernel == MLA_KERNEL_WGMMA3 || kernel == MLA_KERNEL_WGMMA4 ||
+                    kernel == MLA_KERNEL_WGMMA5;
     if (tma && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
 
     mla_fwd_args f;
@@ -114,6 +115,8 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
           : kernel == MLA_KERNEL_WGMMA0 ? mla_launch_wgmma0(&f)
           : kernel == MLA_KERNEL_WGMMA2 ? mla_launch_wgmma2(&f)
           : kernel == MLA_KERNEL_WGMMA3 ? mla_launch_wgmma3(&f)
+          : kernel == MLA_KERNEL_WGMMA4 ? mla_launch_wgmma4(&f)
+          : kernel == MLA_KERNEL_WGMMA5 ? mla_launch_wgmma5(&f)
                                         : mla_launch_narrow(&f);
     } else if (kernel == MLA_KERNEL_MMA) {
         e = mla_launch_mma(&f, b->dev.smem_per_block_optin);

@@ -39,7 +39,9 @@ enum {
     MLA_KERNEL_NARROW = 4,
     MLA_KERNEL_WGMMA0 = 5, /* the wgmma kernel as first measured (mla_wgmma0.cu): baseline */
     MLA_KERNEL_WGMMA2 = 6, /* wgmma0 with the pair reordered (mla_wgmma2.cu): opt-in */
-    MLA_KERNEL_WGMMA3 = 7  /* wgmma2, WG1 one step deeper (mla_wgmma3.cu): opt-in */
+    MLA_KERNEL_WGMMA3 = 7, /* wgmma2, WG1 one step deeper (mla_wgmma3.cu) */
+    MLA_KERNEL_WGMMA4 = 8, /* wgmma3, lazy max + skipped O rescales (mla_wgmma4.cu): opt-in */
+    MLA_KERNEL_WGMMA5 = 9  /* wgmma4, WG1's next S in flight across BAR_A (mla_wgmma5.cu): opt-in */
 };
 
 /* mma kernel configurations (SGL_ATTN_MLA_MMA): the tuning variants the GPU
@@ -128,6 +130,8 @@ size_t mla_narrow_smem_bytes(int32_t rows_per_tile);
 size_t mla_wgmma0_smem_bytes(void);
 size_t mla_wgmma2_smem_bytes(void);
 size_t mla_wgmma3_smem_bytes(void);
+size_t mla_wgmma4_smem_bytes(void);
+size_t mla_wgmma5_smem_bytes(void);
 
 int mla_launch_simple(const mla_fwd_args *a);
 int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin);
@@ -136,6 +140,8 @@ int mla_launch_narrow(const mla_fwd_args *a);
 int mla_launch_wgmma0(const mla_fwd_args *a);
 int mla_launch_wgmma2(const mla_fwd_args *a);
 int mla_launch_wgmma3(const mla_fwd_args *a);
+int mla_launch_wgmma4(const mla_fwd_args *a);
+int mla_launch_wgmma5(const mla_fwd_args *a);
 int mla_launch_combine(const mla_fwd_args *a);
 int mla_launch_save(const mla_save_args *s);
 

@@ -346,7 +346,7 @@ int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t pa
 #define TMA_OK(k) ((avail >> (k) & 1u) && sm_major == 9 && q_dt == MLA_DT_BF16 && page_fits((k), page))
     if (pref == MLA_KERNEL_NARROW && TMA_OK(MLA_KERNEL_NARROW) && rows <= 32 && !extend) return MLA_KERNEL_NARROW;
     if (pref == MLA_KERNEL_WGMMA || pref == MLA_KERNEL_WGMMA0 || pref == MLA_KERNEL_WGMMA2 ||
-        pref == MLA_KERNEL_WGMMA3)
+        pref == MLA_KERNEL_WGMMA3 || pref == MLA_KERNEL_WGMMA4 || pref == MLA_KERNEL_WGMMA5)
         return TMA_OK(pref) ? pref : MLA_KERNEL_MMA;
     if (pref == MLA_KERNEL_MMA) return MLA_KERNEL_MMA;
     /* auto (and narrow where it does not apply): 64-row tiles need >= 64 rows
@@ -354,7 +354,8 @@ int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t pa
     const int32_t wide = pol ? pol->auto_wide : MLA_KERNEL_MMA, thin = pol ? pol->auto_narrow : MLA_KERNEL_MMA;
     if (rows >= 64)
         return (wide == MLA_KERNEL_WGMMA || wide == MLA_KERNEL_WGMMA0 || wide == MLA_KERNEL_WGMMA2 ||
-                wide == MLA_KERNEL_WGMMA3) && TMA_OK(wide)
+                wide == MLA_KERNEL_WGMMA3 || wide == MLA_KERNEL_WGMMA4 || wide == MLA_KERNEL_WGMMA5) &&
+                       TMA_OK(wide)
                    ? wide
                    : MLA_KERNEL_MMA;
     if (rows <= 32 && !extend && thin == MLA_KERNEL_NARROW && TMA_OK(MLA_KERNEL_NARROW)) return MLA_KERNEL_NARROW;

@@ -4,7 +4,9 @@
  * WG0 owns value columns 0-255 and the even blocks' S, WG1 columns 256-511
  * and the odd blocks' S (docs/cuda_mla.md).  mla_seesaw_body<V> is the
  * whole kernel; V = 2 is wgmma2 exactly as measured (same cubin), V = 3
- * changes only WG1's order within a pair (mla_wgmma3.cu says how and why).
+ * changes only WG1's order within a pair (mla_wgmma3.cu says how and why),
+ * V = 4 is wgmma3 with the lazy max and the skipped O rescales (mla_wgmma4.cu),
+ * V = 5 is wgmma4 with WG1 in a rotated loop of its own (mla_wgmma5.cu).
  */
 #ifndef SGL_MLA_SEESAW_CUH
 #define SGL_MLA_SEESAW_CUH
@@ -47,6 +49,26 @@ struct Wg2Ctx {
     float scale_log2;
 };
 
+/* S[64x64] (+)= Q_rope (registers) x K^T, wgmma4's first sub-tile of an S:
+ * scale-d = 0 on k-step 0, so S needs no 32 zeroing moves first. */
+GC_DEV void wg4_qk_rs_first(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
+        : "memory");
+}
+
+/* FIRST (wgmma4, rope sub-tile only): the sub-tile that starts S, from zero. */
+template <bool FIRST = false>
 GC_DEV void wg2_qk_sub(float (&s)[32], const Wg2Ctx &c, const uint32_t (&qr)[4][4], uint32_t kbuf,
                       int sub, uint32_t bar, uint32_t parity) {
     mla_mbar_wait(bar, parity);
@@ -61,13 +83,26 @@ GC_DEV void wg2_qk_sub(float (&s)[32], const Wg2Ctx &c, const uint32_t (&qr)[4][
             mla_wgmma_qk_ss(s, mla_desc_kmajor(qb + 32 * k), mla_desc_kmajor(kb + 32 * k));
     } else {
 #pragma unroll
-        for (int k = 0; k < 4; k++) mla_wgmma_qk_rs(s, qr[k], mla_desc_kmajor(kb + 32 * k));
+        for (int k = 0; k < 4; k++) {
+            if constexpr (FIRST)
+                wg4_qk_rs_first(s, qr[k], mla_desc_kmajor(kb + 32 * k), k);
+            else
+                mla_wgmma_qk_rs(s, qr[k], mla_desc_kmajor(kb + 32 * k));
+        }
     }
 }
 
+/* wgmma4's lazy max (log2 units): the running max moves only when a block's
+ * row max exceeds it by more than this, so P <= 2^8 (exact range in bf16 and
+ * fp32, same relative rounding) and after a row's first blocks almost every
+ * alpha is exactly 1, which lets the O rescale be skipped (wg_scale_o_v). */
+#define WG4_LAZY_LOG2 8.f
+
 /* Mask and exponentiate S of the block starting at key kb against the
  * incoming max: m_out = max(m_in, rowmax), alpha = 2^(m_in - m_out), S <- P,
- * ps = this thread's part of the row sums. */
+ * ps = this thread's part of the row sums.  LAZY (wgmma4): m_out = m_in
+ * unless rowmax > m_in + WG4_LAZY_LOG2, and then alpha is exactly 1. */
+template <bool LAZY = false>
 GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_in[2], float m_out[2],
                        float alpha[2], float ps[2]) {
     float mx[2] = {-INFINITY, -INFINITY};
@@ -84,8 +119,16 @@ GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_i
     for (int i = 0; i < 2; i++) {
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-        m_out[i] = fmaxf(m_in[i], mx[i]);
-        alpha[i] = gc_exp2(m_in[i] - m_out[i]);
+        if constexpr (LAZY) {
+            /* the row's first block (m_in = MLA_M_INIT) always takes its max;
+             * a fully masked row (mx = -inf) keeps m_in */
+            const bool up = mx[i] > m_in[i] + WG4_LAZY_LOG2;
+            m_out[i] = up ? mx[i] : m_in[i];
+            alpha[i] = up ? gc_exp2(m_in[i] - m_out[i]) : 1.f;
+        } else {
+            m_out[i] = fmaxf(m_in[i], mx[i]);
+            alpha[i] = gc_exp2(m_in[i] - m_out[i]);
+        }
         ps[i] = 0.f;
     }
 #pragma unroll
@@ -98,15 +141,30 @@ GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_i
         }
 }
 
+/* Two floats to packed bf16 (lo = a), round to nearest even.  HW (wgmma4):
+ * one cvt.rn.bf16x2.f32 instead of mla_pack2's ~12 integer instructions (the
+ * same bits for finite values; P is finite); it also keeps P a float value in
+ * the compiler's eyes, where the integer form made it carry S across the pair
+ * loop as b32 registers. */
+template <bool HW> GC_DEV uint32_t wg_pack(float a, float b) {
+    if constexpr (HW) {
+        uint32_t r;
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+        return r;
+    } else {
+        return mla_pack2<MLA_DT_BF16>(a, b);
+    }
+}
+
 /* P (fp32 accumulator layout) as the A operand of m64nNk16: k-step k covers
  * keys 16k..16k+15 = accumulator columns 8(2k) .. 8(2k+1)+7. */
-GC_DEV void wg2_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
+template <bool HW = false> GC_DEV void wg2_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        pa[k][0] = mla_pack2<MLA_DT_BF16>(s[8 * k + 0], s[8 * k + 1]);
-        pa[k][1] = mla_pack2<MLA_DT_BF16>(s[8 * k + 2], s[8 * k + 3]);
-        pa[k][2] = mla_pack2<MLA_DT_BF16>(s[8 * k + 4], s[8 * k + 5]);
-        pa[k][3] = mla_pack2<MLA_DT_BF16>(s[8 * k + 6], s[8 * k + 7]);
+        pa[k][0] = wg_pack<HW>(s[8 * k + 0], s[8 * k + 1]);
+        pa[k][1] = wg_pack<HW>(s[8 * k + 2], s[8 * k + 3]);
+        pa[k][2] = wg_pack<HW>(s[8 * k + 4], s[8 * k + 5]);
+        pa[k][3] = wg_pack<HW>(s[8 * k + 6], s[8 * k + 7]);
     }
 }
 
@@ -141,14 +199,14 @@ GC_DEV void wg2_scale_pa(uint32_t (&pa)[4][4], const float f[2]) {
 }
 
 /* P * f (per row) into a 64 x 64 K-major swizzled tile in shared memory. */
+template <bool HW = false>
 GC_DEV void wg2_store_p(unsigned char *tile, const Wg2Ctx &c, const float (&s)[32], const float f[2]) {
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         const int chunk = (j ^ (c.g & 7)) << 4;
-        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) =
-            mla_pack2<MLA_DT_BF16>(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
+        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) = wg_pack<HW>(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
         *(uint32_t *)(tile + (c.g + 8) * 128 + chunk + 4 * c.q4) =
-            mla_pack2<MLA_DT_BF16>(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
+            wg_pack<HW>(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
     }
 }
 
@@ -160,6 +218,13 @@ GC_DEV void wg2_scale_o(float (&o)[128], const float f[2]) {
         o[4 * j + 2] *= f[1];
         o[4 * j + 3] *= f[1];
     }
+}
+
+/* wgmma4: O *= f only when some row of the warp has f != 1 (a warp vote, so
+ * the branch is uniform); with the lazy max most rescales vanish.  V < 4:
+ * always, as wgmma2 / wgmma3 were measured. */
+template <int V> GC_DEV void wg_scale_o_v(float (&o)[128], const float f[2]) {
+    if (V < 4 || __any_sync(0xffffffffu, f[0] != 1.f || f[1] != 1.f)) wg2_scale_o(o, f);
 }
 
 /* Zero rows [valid, 64) of the value sub-tiles 0-7 of a KV buffer (the last
@@ -175,8 +240,9 @@ GC_DEV void wg2_zero_tail(unsigned char *kbuf, int valid, int t, int wg) {
 }
 
 
-/* The kernel of wgmma2 (V = 2) / wgmma3 (V = 3); the caller holds the
- * __grid_constant__ parameters (TMA reads the map from the parameter space). */
+/* The kernel of wgmma2 (V = 2) / wgmma3 (V = 3) / wgmma4 (V = 4) / wgmma5
+ * (V = 5); the caller holds the __grid_constant__ parameters (TMA reads the
+ * map from the parameter space). */
 template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtensorMap &tmap) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t raw = mla_smem_u32(smem_raw);
@@ -292,7 +358,8 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
             mla_fence_regs(s);
         }
 
-        for (int i = 0; 2 * i < nblk; i++) {
+        /* wgmma5: WG1 runs its own loop (below) */
+        for (int i = 0; 2 * i < nblk && (V < 5 || wg == 0); i++) {
             const int ja = 2 * i, jb = 2 * i + 1;
             const bool has_b = jb < nblk, has_a2 = ja + 2 < nblk, has_b2 = jb + 2 < nblk;
             if (c.t == 0) { /* slots of the next pair, read well before their use */
@@ -303,11 +370,11 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 /* --- WG0: block a (buffer K0) --- */
                 if (ja == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K0, tail, c.t, 0);
                 float m_a[2], al_a[2], ps[2];
-                wg2_softmax(s, c, item.kv_begin + 64 * ja, m_run, m_a, al_a, ps);
+                wg2_softmax<V >= 4>(s, c, item.kv_begin + 64 * ja, m_run, m_a, al_a, ps);
 #pragma unroll
                 for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] + ps[r];
                 uint32_t pa[4][4];
-                wg2_pack_a(s, pa);
+                wg2_pack_a<V >= 4>(s, pa);
                 /* P0's last reader (WG1, previous pair) read it before BAR_B, which WG0 met */
                 wg2_put_pa(smem + WG_OFF_P0, c.t, pa);
                 if (c.q4 == 0) {
@@ -317,7 +384,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     sAa[c.g + 8] = al_a[1];
                 }
                 mla_bar_arrive(BAR_A, WG_THREADS);
-                wg2_scale_o(o, al_a);
+                wg_scale_o_v<V>(o, al_a);
                 mla_wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < 4; k++) mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 2048 * k));
@@ -331,7 +398,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 const float al_b[2] = {sAb[c.g], sAb[c.g + 8]};
                 m_run[0] = sMb[c.g];
                 m_run[1] = sMb[c.g + 8];
-                wg2_scale_o(o, al_b);
+                wg_scale_o_v<V>(o, al_b);
                 l[0] *= al_b[0];
                 l[1] *= al_b[1];
                 if (has_b) {
@@ -344,10 +411,12 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 }
                 if (has_a2) { /* (implies has_b) S of the next even block */
                     const uint32_t par_a2 = (use0 + (uint32_t)i + 1u) & 1u;
+                    if constexpr (V < 4) {
 #pragma unroll
-                    for (int k = 0; k < 32; k++) s[k] = 0.f;
-                    mla_wgmma_fence();
-                    wg2_qk_sub(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
+                        for (int k = 0; k < 32; k++) s[k] = 0.f;
+                        mla_wgmma_fence();
+                    }
+                    wg2_qk_sub<V >= 4>(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
 #pragma unroll
                     for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
                     mla_wgmma_commit();
@@ -364,13 +433,15 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     mla_wgmma_wait<0>();
                     mla_fence_regs(o);
                 }
-            } else if constexpr (V == 3) {
-                /* --- WG1, wgmma3: P_a V_aR issued before softmax(S_b) (mla_wgmma3.cu) --- */
+            } else if constexpr (V >= 5) {
+                /* WG1 never gets here */
+            } else if constexpr (V >= 3) {
+                /* --- WG1, wgmma3 / 4: P_a V_aR issued before softmax(S_b) (mla_wgmma3.cu) --- */
                 mla_bar_sync(BAR_A, WG_THREADS);
                 const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
                 uint32_t pa[4][4]; /* read before BAR_B: WG0 rewrites P0 after it */
                 wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
-                wg2_scale_o(o, al_a); /* o is idle: the previous pair waited for its P V */
+                wg_scale_o_v<V>(o, al_a); /* o is idle: the previous pair waited for its P V */
                 mla_wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < 4; k++)
@@ -383,11 +454,11 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     if (c.t == 0 && has_b2) issue(jb + 2, 8, slB); /* K1 rope: free since S_b */
                     if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
                     float ps[2];
-                    wg2_softmax(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
+                    wg2_softmax<V >= 4>(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
 #pragma unroll
                     for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
                     const float one[2] = {1.f, 1.f};
-                    wg2_store_p(smem + WG_OFF_P1, c, s, one);
+                    wg2_store_p<V >= 4>(smem + WG_OFF_P1, c, s, one);
                 } else {
                     m_run[0] = m_a[0];
                     m_run[1] = m_a[1];
@@ -409,9 +480,9 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 if (c.t == 0 && has_a2)
                     for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
                 if (has_b) {
-                    wg2_scale_o(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
+                    wg_scale_o_v<V>(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
                     uint32_t pb[4][4];
-                    wg2_pack_a(s, pb);
+                    wg2_pack_a<V >= 4>(s, pb);
                     mla_wgmma_fence();
 #pragma unroll
                     for (int k = 0; k < 4; k++)
@@ -422,10 +493,12 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                          * next even block: rope and sub-tiles 0-3 first (not read by
                          * P_b V_bR), then 4-7 once P_b V_bR is done and they reloaded */
                         const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
+                        if constexpr (V < 4) {
 #pragma unroll
-                        for (int k = 0; k < 32; k++) s[k] = 0.f;
-                        mla_wgmma_fence();
-                        wg2_qk_sub(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
+                            for (int k = 0; k < 32; k++) s[k] = 0.f;
+                            mla_wgmma_fence();
+                        }
+                        wg2_qk_sub<V >= 4>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
 #pragma unroll
                         for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
                         mla_wgmma_commit();
@@ -516,6 +589,115 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     mla_wgmma_commit();
                     mla_wgmma_wait<0>();
                     mla_fence_regs(s);
+                }
+            }
+        }
+
+        if constexpr (V >= 5) {
+            if (wg == 1 && nblk > 0) { /* nblk > 0: as WG0's loop, which meets BAR_A per pair */
+                /* --- WG1, wgmma5: the pair loop rotated by half a pair (mla_wgmma5.cu):
+                 * S_{b+2}, issued behind P_b V_bR, stays in flight across the next
+                 * BAR_A and is waited for only behind the next P_a V_aR, all within one
+                 * iteration (ptxas serialises accumulators in flight across a back-edge). --- */
+                float al_b[2];
+                /* First half of pair i: BAR_A .. softmax(S_b) .. BAR_B, P_a V_aR done. */
+                auto first = [&](int i, bool known_b) {
+                    const int ja = 2 * i, jb = 2 * i + 1;
+                    const bool has_b = known_b || jb < nblk, has_a2 = ja + 2 < nblk, has_b2 = jb + 2 < nblk;
+                    if (c.t == 0) {
+                        slots(ja + 2, slA);
+                        slots(jb + 2, slB);
+                    }
+                    mla_bar_sync(BAR_A, WG_THREADS);
+                    const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
+                    uint32_t pa[4][4];
+                    wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
+                    wg_scale_o_v<V>(o, al_a); /* o is idle: its last P V was waited for */
+                    mla_wgmma_fence();
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
+                    mla_wgmma_commit();
+                    al_b[0] = al_b[1] = 1.f;
+                    if (has_b) {
+                        mla_wgmma_wait<1>(); /* S_b (in flight since the previous half) is done */
+                        mla_fence_regs(s);
+                        if (c.t == 0 && has_b2) issue(jb + 2, 8, slB); /* K1 rope: free since S_b */
+                        if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
+                        float ps[2];
+                        wg2_softmax<true>(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
+#pragma unroll
+                        for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
+                        const float one[2] = {1.f, 1.f};
+                        wg2_store_p<true>(smem + WG_OFF_P1, c, s, one);
+                    } else {
+                        m_run[0] = m_a[0];
+                        m_run[1] = m_a[1];
+                        l[0] *= al_a[0];
+                        l[1] *= al_a[1];
+                    }
+                    if (c.q4 == 0) {
+                        sMb[c.g] = m_run[0];
+                        sMb[c.g + 8] = m_run[1];
+                        sAb[c.g] = al_b[0];
+                        sAb[c.g + 8] = al_b[1];
+                    }
+                    mla_fence_proxy_async();
+                    mla_bar_arrive(BAR_B, WG_THREADS);
+                    mla_wgmma_wait<0>(); /* P_a V_aR is done: K0 sub-tiles 4-7 are free */
+                    mla_fence_regs(o);
+                    mla_fence_regs(s);
+#pragma unroll
+                    for (int k = 0; k < 4; k++) mla_fence_regs(pa[k]);
+                    if (c.t == 0 && has_a2)
+                        for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
+                };
+                /* Second half of pair i (it has a block b): P_b V_bR, then S_{b+2} issued
+                 * and left in flight. */
+                auto second = [&](int i, bool has_b2) {
+                    const int jb = 2 * i + 1;
+                    wg_scale_o_v<V>(o, al_b);
+                    uint32_t pb[4][4];
+                    wg2_pack_a<true>(s, pb);
+                    mla_wgmma_fence();
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        mla_wgmma_pv_rs(o, pb[k], mla_desc_mnmajor(kbuf1 + 4 * WG_SUB + 2048 * k));
+                    mla_wgmma_commit();
+                    if (has_b2) {
+                        const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
+                        wg2_qk_sub<true>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
+#pragma unroll
+                        for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                        mla_wgmma_commit();
+                        mla_wgmma_wait<1>(); /* P_b V_bR is done: K1 sub-tiles 4-7 are free */
+                        mla_fence_regs(o);
+#pragma unroll
+                        for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
+                        if (c.t == 0)
+                            for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
+#pragma unroll
+                        for (int sub = 4; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                        mla_wgmma_commit(); /* waited for in the next first half */
+                    } else {
+                        mla_wgmma_wait<0>();
+                        mla_fence_regs(o);
+#pragma unroll
+                        for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
+                    }
+                };
+                /* No wgmma is issued under a data-dependent branch inside the loop
+                 * (ptxas serialises otherwise): the pairs whose S_{b+2} exists run
+                 * in it, the last one or two pairs after it. */
+                first(0, false);
+                int i = 0;
+                for (; 2 * i + 3 < nblk; i++) { /* pairs i and i + 1 both have a block b */
+                    second(i, true);
+                    first(i + 1, true);
+                }
+                if (2 * i + 1 < nblk) { /* pair i has a block b, but no S_{b+2} */
+                    second(i, false);
+                    if (2 * i + 2 < nblk) first(i + 1, false); /* a last pair with block a only */
                 }
             }
         }
