@@ -457,8 +457,17 @@ int main(int argc, char **argv) {
         lt_skip(why);
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", quick subset" : "");
-    cfg cs[128];
+    cfg cs[256];
     int n = 0;
+    /* every config through one bounds check: an overflow of cs is a test-writing error, said as one */
+#define CS_ADD(...)                                                                                       \
+    do {                                                                                                  \
+        if (n >= (int)(sizeof cs / sizeof *cs)) {                                                         \
+            printf("FAIL: more than %d configs: raise cs[] in test_lin_gpu.c\n", (int)(sizeof cs / sizeof *cs)); \
+            return 1;                                                                                     \
+        }                                                                                                 \
+        cs[n++] = __VA_ARGS__;                                                                              \
+    } while (0)
     const struct { int kind; const lt_shape *sh; } main_shapes[] = {
         {GDN, &SH_GDN}, {KDA, &SH_KDA}, {MAMBA2, &SH_MAMBA2}, {SHORT, &SH_SHORT}, {LIGHT, &SH_LIGHT}};
     for (int k = 0; k < 5; k++) {
@@ -467,25 +476,25 @@ int main(int argc, char **argv) {
         for (int v = 0; v < 2; v++)
             for (int d = 0; d < 2; d++) {
                 if (quick && (v == 1 || d == 1)) continue;
-                cs[n++] = (cfg){main_shapes[k].kind, *main_shapes[k].sh, ios[d], SGL_ATTN_DT_F32, vars[v], "auto", 1, 1, NULL};
+                CS_ADD((cfg){main_shapes[k].kind, *main_shapes[k].sh, ios[d], SGL_ATTN_DT_F32, vars[v], "auto", 1, 1, NULL});
             }
     }
     /* the tensor-core tiles, f16 operands, bf16 state, the fallbacks, l2norm off */
-    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, NULL};
-    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL};
-    cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, NULL};
+    CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, NULL});
+    CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL});
+    CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, NULL});
     if (!quick) {
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL};
-        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, NULL};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, NULL};
-        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, NULL};
-        cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL};
-        cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, NULL};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL};
-        cs[n++] = (cfg){KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05, NULL};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, NULL};
+        CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, NULL});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, NULL});
+        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, NULL});
+        CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL});
+        CS_ADD((cfg){GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, NULL});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL});
+        CS_ADD((cfg){KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL});
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05, NULL});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, NULL});
     }
     if (quick == 2) n = 1; /* gdn fast bf16 */
     /* the split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split; auto splits CHUNK1/2) */
@@ -493,34 +502,34 @@ int main(int argc, char **argv) {
     if (quick >= 3) n = 0;
     if (split_on && quick != 2 && quick < 4) {
         const char *all = "dec,c1,c2";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all};
-        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
-        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, all};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
+        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, all});
         if (!quick || quick == 3) {
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1"};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c2"};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, all};
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all};
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, all};
-            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all};
-            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all};
-            cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all};
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1"});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c2"});
+            CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, all});
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all});
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, all});
+            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all});
+            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all});
+            CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
+            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
         }
         /* the fused prep + UT (SGL_ATTN_LIN_UT=v3): V 64, 96 (bf16 state, 12 of 16 channel octets), l2norm
          * off; V 40 and K 96 (no tensor-core extend: the other paths) */
         const char *u3 = "c1,c2,ut3";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, u3};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, u3});
         if (!quick || quick == 3) {
-            cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, u3};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, u3};
-            cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3};
+            CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, u3});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, u3});
+            CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3});
         }
     }
     /* the stream decode (SGL_ATTN_LIN_DECODE=stream; extends: the default split phases): every
@@ -528,176 +537,176 @@ int main(int argc, char **argv) {
      * activations, l2norm off, and a shape it does not serve (K 96: the fused kernel) */
     const int stream_on = !getenv("LT_STREAM") || atoi(getenv("LT_STREAM"));
     if (stream_on && quick == 5) {
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream"};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream"};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_cp"};
-        cs[n++] = (cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream"});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_cp"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"});
         /* programmatic dependent launch: the state loads before griddepcontrol.wait */
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl"};
-        cs[n++] = (cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl"};
-        cs[n++] = (cfg){GDN, SH_GDN40, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl64"};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl"});
+        CS_ADD((cfg){GDN, SH_GDN40, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl64"});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"});
         /* one launch, ticketed prep and stream items with ready flags (stream_one) */
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_one"};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_one"});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"});
         /* the prep v2 (SGL_ATTN_LIN_DECPREP=v2): gdn, both state dtypes, V 96 */
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp2"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp2"};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp2"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp2"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp2"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp2"});
         /* the prep v3 (SGL_ATTN_LIN_DECPREP=v3): the same three */
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp3"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp3"};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp3"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp3"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp3"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp3"});
         /* the prep v1 (SGL_ATTN_LIN_DECPREP=v1) where v2, the default, would serve */
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp1"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp1"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp1"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp1"});
     }
     if (stream_on && quick != 2 && quick != 3 && quick != 5) {
         const char *st = "stream,c1,c2";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, st};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st};
-        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
-        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
-        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, st});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st});
+        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
+        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
         if (!quick || quick == 4) {
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, st};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, st};
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st};
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, st};
-            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st};
-            cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st};
+            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
+            CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, st});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, st});
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st});
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, st});
+            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st});
+            CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
         }
         /* the cp.async form (SGL_ATTN_LIN_DECODE=stream_cp) */
         const char *cp = "stream_cp,c1,c2";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp};
-        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp});
+        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
         if (!quick || quick == 4) {
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
-            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp};
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
+            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp});
+            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
         }
         /* programmatic dependent launch of the stream kernel (stream_pdl) and its 8-warp blocks (stream_pdl64,
          * 64 fp32 / 128 bf16 rows: V 40 and 96 partial, V 64 / 128 bf16 one block per head) */
         const char *pd = "stream_pdl,c1,c2", *pw = "stream_pdl64,c1,c2";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pd};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
-        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pd});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw});
+        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw});
         if (!quick || quick == 4) {
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd};
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pd};
-            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd};
-            cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd};
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw};
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
-            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw};
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd});
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pd});
+            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd});
+            CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd});
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw});
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw});
+            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw});
+            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw});
         }
         /* stream_one: prep and stream items of one launch (tickets, ready flags); V 40 / 96 partial tiles */
         const char *po = "stream_one,c1,c2";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, po};
-        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, po});
+        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
         if (!quick || quick == 4) {
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, po};
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, po};
-            cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, po};
-            cs[n++] = (cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po};
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, po});
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, po});
+            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
+            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, po});
+            CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
         }
         /* the stream decode's prep v2 (SGL_ATTN_LIN_DECPREP=v2, "dp2"; gdn with conv width 4, bf16 / f32
          * x; the other kinds and f16 x take v1): V 64 / 96 / 40, both state dtypes, l2norm off, each form
          * that runs the prep kernel */
         const char *d2 = "stream_pdl,c1,c2,dp2";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, d2};
-        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, d2});
+        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
         if (!quick || quick == 4) {
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, d2};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, d2};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, d2};
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream,c1,c2,dp2"};
-            cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp2"};
-            cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp2"};
+            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, d2});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, d2});
+            CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, d2});
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream,c1,c2,dp2"});
+            CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp2"});
+            CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp2"});
         }
         /* the prep v3 (SGL_ATTN_LIN_DECPREP=v3, "dp3": v2's shapes in a persistent grid): the same set */
         const char *d3 = "stream_pdl,c1,c2,dp3";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, d3};
-        cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, d3});
+        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
         if (!quick || quick == 4) {
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, d3};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, d3};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, d3};
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3};
-            cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream,c1,c2,dp3"};
-            cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp3"};
-            cs[n++] = (cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp3"};
+            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, d3});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, d3});
+            CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, d3});
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
+            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream,c1,c2,dp3"});
+            CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp3"});
+            CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp3"});
         }
         /* the same without the prep items' L2 prefetch (stream_one_nopf), and with the block index as the
          * ticket (stream_one_static) */
         const char *pn = "stream_one_nopf,c1,c2", *ps = "stream_one_static,c1,c2";
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pn};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, ps};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pn});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, ps});
         if (!quick || quick == 4) {
-            cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pn};
-            cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps};
+            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pn});
+            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps});
         }
     }
     /* LT_QUICK=6: three gdn split extends (V 64 and 96, bf16 state, l2norm off): the sanitizer run of
      * the split phase-1 prep (SGL_ATTN_LIN_PREP=v2 from the environment) */
     if (quick == 6) {
         n = 0;
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "c1,c2"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "c1,c2"});
     }
     /* the scan state pass (SGL_ATTN_LIN_CSTATE=scan): groups of 2-3 chunks so that the scenario's requests
      * (up to 3 chunks) and the long ones (up to 16) span several; row tiles 64 (V 64) and 32 (V 96); every
      * kind the split phase 2 serves; both state dtypes; in the full run and LT_QUICK=3, 8 */
     if (split_on && (!quick || quick == 3 || quick == 8)) {
         if (quick == 8) n = 0;
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan1,long"};
-        cs[n++] = (cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"};
-        cs[n++] = (cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"};
-        cs[n++] = (cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"};
-        cs[n++] = (cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"}; /* fused */
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan1,long"});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"});
+        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"}); /* fused */
     }
     if (quick == 9) { /* long chains: the scan's products of many P_c against float64, beside the serial pass */
         n = 0;
-        cs[n++] = (cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan16,huge"};
-        cs[n++] = (cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"};
+        CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan16,huge"});
+        CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"});
     }
     if (quick == 10 || quick == 11) { /* the scan under compute-sanitizer: row tiles 64 and 32, all three steps */
         n = 0;
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"});
     }
     if (quick == 7) { /* racecheck's shorter set: both state tiles */
         n = 0;
-        cs[n++] = (cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2"};
-        cs[n++] = (cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"};
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"});
     }
     for (int i = 0; i < n; i++)
         if (dec_wanted(cs[i].split)) run_cfg(&cs[i]);
