@@ -25,7 +25,8 @@
  *                                 groups): the scenario and long ragged requests over many groups;
  *                                 LT_QUICK=9: one request of LT_LONG tokens (default 16384; one head), scan
  *                                 (groups of 16) and the default pass, for the precision of long chains;
- *                                 LT_QUICK=10 / 11: the scan's memcheck / racecheck sets
+ *                                 LT_QUICK=10 / 11: the scan's memcheck / racecheck sets;
+ *                                 LT_QUICK=12: prep v3 / output v2 ("pp3,co2"), each beside the defaults
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
  *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
@@ -68,6 +69,7 @@ typedef struct cfg {
     const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the split kernels; the others run
                           fused), "stream" / "stream_cp" / "stream_pdl" / "stream_pdl64" (the stream decode,
                           first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel),
+                          "pp3" (SGL_ATTN_LIN_PREP=v3), "co2" (SGL_ATTN_LIN_COUT=v2),
                           "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks); "long":
                           scenario_long() instead of scenario(), "huge": scenario_one_long() */
 } cfg;
@@ -78,6 +80,7 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_SHORT = {0, 0, 0, 0, 3, 200}, SH_GDN_ODD = {1, 3, 96, 40, 4, 0},
                       SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0},
                       SH_GDN96 = {1, 2, 128, 96, 4, 0}, SH_GDN40 = {1, 2, 128, 40, 4, 0},
+                      SH_GDN128 = {1, 2, 128, 128, 4, 0}, /* the output kernel's two column halves */
                       SH_GDN_LONG = {1, 1, 128, 64, 4, 0}; /* LT_QUICK=9: one head keeps the reference short */
 
 /* SGL_ATTN_LIN_DECODE of a cfg's split list: its first item when that is a stream form */
@@ -120,6 +123,9 @@ static int decprep0_set;
 static char ut_env[16];
 static int ut_env_set;
 
+/* SGL_ATTN_LIN_PREP / COUT as the test started (the configs without "pp3" / "co2" run with them) */
+static const char *env_prep, *env_cout;
+
 /* SGL_ATTN_LIN_CSTATE / CSCAN_M as the caller's environment had them (a cfg's "scanM" overrides) */
 static const char *env_cstate, *env_cscan_m;
 static void set_env(const char *k, const char *v) {
@@ -145,6 +151,8 @@ static void set_split(const char *split) {
     if (split && strstr(split, "ut3")) setenv("SGL_ATTN_LIN_UT", "v3", 1);
     else if (ut_env_set) setenv("SGL_ATTN_LIN_UT", ut_env, 1);
     else unsetenv("SGL_ATTN_LIN_UT");
+    set_env("SGL_ATTN_LIN_PREP", split && strstr(split, "pp3") ? "v3" : env_prep);
+    set_env("SGL_ATTN_LIN_COUT", split && strstr(split, "co2") ? "v2" : env_cout);
 }
 
 static double tol_of(const cfg *c) {
@@ -426,6 +434,43 @@ static void error_tests(void) {
     scen_close(&s);
 }
 
+/* prep v3 (SGL_ATTN_LIN_PREP=v3) and the output kernel v2 (SGL_ATTN_LIN_COUT=v2): V 64, 96, 128 (one
+ * and two column halves, a partial one), both state dtypes; with full: l2norm off, mamba2 (its skip:
+ * v1's stores), lightning, long ragged requests, and what takes other paths (f16 / f32 activations,
+ * V 40, K 96, kda).  pair: each followed by the default kernels on the same config (the same
+ * NMSE when the outputs are the same: LT_QUICK=12) */
+static int add_pc(cfg *cs, int cap, int n, int full, int pair) {
+    const char *pc = "c1,c2,pp3,co2";
+    const cfg a[] = {
+        {GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
+        {GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pc},
+        {GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pc},
+        {GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, pc},
+        {GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, pc},
+        {GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, pc},
+        {GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
+        {GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
+        {GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
+        {MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
+        {LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pc},
+        {KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
+        {GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,pp3,co2,long"},
+    };
+    const int na = full ? (int)(sizeof a / sizeof a[0]) : 3;
+    for (int k = 0; k < na; k++) {
+        if (n + 2 > cap) { /* as CS_ADD in main: a test-writing error, said as one */
+            printf("FAIL: more than %d configs: raise cs[] in test_lin_gpu.c\n", cap);
+            exit(1);
+        }
+        cs[n++] = a[k];
+        if (pair) {
+            cs[n] = a[k];
+            cs[n++].split = strstr(a[k].split, "long") ? "c1,c2,long" : "c1,c2";
+        }
+    }
+    return n;
+}
+
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
@@ -438,6 +483,11 @@ int main(int argc, char **argv) {
         snprintf(ut_env, sizeof ut_env, "%s", getenv("SGL_ATTN_LIN_UT"));
     }
     env_cstate = getenv("SGL_ATTN_LIN_CSTATE");
+    {
+        static char prep0[16], cout0[16]; /* copies: set_split rewrites the environment */
+        if (getenv("SGL_ATTN_LIN_PREP")) env_prep = strncpy(prep0, getenv("SGL_ATTN_LIN_PREP"), sizeof prep0 - 1);
+        if (getenv("SGL_ATTN_LIN_COUT")) env_cout = strncpy(cout0, getenv("SGL_ATTN_LIN_COUT"), sizeof cout0 - 1);
+    }
     env_cscan_m = getenv("SGL_ATTN_LIN_CSCAN_M");
     void *handles[8] = {0};
     const int kinds[] = {GDN, KDA, MAMBA2, SHORT, LIGHT};
@@ -531,6 +581,7 @@ int main(int argc, char **argv) {
             CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, u3});
             CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3});
         }
+        n = add_pc(cs, (int)(sizeof cs / sizeof *cs), n, !quick || quick == 3, 0);
     }
     /* the stream decode (SGL_ATTN_LIN_DECODE=stream; extends: the default split phases): every
      * recurrent kind, both state dtypes, partial row tiles (V 96 bf16, V 40), f32 and f16
@@ -703,6 +754,7 @@ int main(int argc, char **argv) {
         CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"});
         CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"});
     }
+    if (quick == 12) n = add_pc(cs, (int)(sizeof cs / sizeof *cs), 0, 1, 1); /* prep v3 / output v2 beside the defaults */
     if (quick == 7) { /* racecheck's shorter set: both state tiles */
         n = 0;
         CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2"});
@@ -711,6 +763,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++)
         if (dec_wanted(cs[i].split)) run_cfg(&cs[i]);
     if (quick < 3) graph_test(GDN, &SH_GDN, NULL);
+    if (quick == 12) graph_test(GDN, &SH_GDN96, "c1,c2,pp3,co2");
     if (!quick) graph_test(MAMBA2, &SH_MAMBA2, NULL);
     if (stream_on && quick != 2 && quick != 3 && quick != 5 && quick < 6) {
         graph_test(GDN, &SH_GDN, "stream,c1,c2");
@@ -729,6 +782,7 @@ int main(int argc, char **argv) {
         graph_test(GDN, &SH_GDN, "dec,c1,c2");
         if (!quick || quick == 3) graph_test(KDA, &SH_KDA, "dec,c1,c2");
         graph_test(GDN, &SH_GDN, "c1,c2,ut3");
+        graph_test(GDN, &SH_GDN96, "c1,c2,pp3,co2");
     }
     if (quick < 2) error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

@@ -126,20 +126,19 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the split-kernel switches: v1, v2, auto pass the option check (a
+        /* the split-kernel switches: v1, v2, auto (and prep's and decprep's v3) pass the option check (a
          * GPU-less create fails later, at the device), anything else is refused */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const char *sw[3] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_DECPREP"},
-                   *val[5] = {"v1", "v2", "auto", "V2", "v3"};
-        /* SGL_ATTN_LIN_DECPREP also takes v3 (v4 is its refused value) */
+                   *val[6] = {"v1", "v2", "auto", "V2", "v3", "v4"};
         for (int e = 0; e < 3; e++)
-            for (int i = 0; i < 5; i++) {
-                setenv(sw[e], e == 2 && i == 4 ? "v4" : val[i], 1);
+            for (int i = 0; i < 6; i++) {
+                setenv(sw[e], val[i], 1);
                 err[0] = 0;
                 b = NULL;
                 const int rc = p->create(&a, &b);
                 const int named = strstr(err, sw[e]) != NULL;
-                if (i < 4)
+                if (i < 4 || (i == 4 && e != 1)) /* v3: prep and decprep, not cstate */
                     LT_CHECK(!named, "%s: %s=%s refused: %s", kinds[k].name, sw[e], val[i], err);
                 else
                     LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v1, v2"),
@@ -147,6 +146,22 @@ int main(int argc, char **argv) {
                 if (b) b->ops->destroy(b);
                 unsetenv(sw[e]);
             }
+        /* SGL_ATTN_LIN_COUT: v1, v2, auto pass; v3 is refused */
+        const char *cv[4] = {"v1", "v2", "auto", "v3"};
+        for (int i = 0; i < 4; i++) {
+            setenv("SGL_ATTN_LIN_COUT", cv[i], 1);
+            err[0] = 0;
+            b = NULL;
+            const int rc = p->create(&a, &b);
+            const int named = strstr(err, "SGL_ATTN_LIN_COUT") != NULL;
+            if (i < 3)
+                LT_CHECK(!named, "%s: SGL_ATTN_LIN_COUT=%s refused: %s", kinds[k].name, cv[i], err);
+            else
+                LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v1, v2 or auto"),
+                         "%s: SGL_ATTN_LIN_COUT=%s: %s", kinds[k].name, cv[i], err);
+            if (b) b->ops->destroy(b);
+            unsetenv("SGL_ATTN_LIN_COUT");
+        }
         /* SGL_ATTN_LIN_UT: v2, v3, auto pass; v1 is refused */
         const char *uv[4] = {"v2", "v3", "auto", "v1"};
         for (int i = 0; i < 4; i++) {

@@ -164,16 +164,18 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
      * warps (lk_split2.cu) */
     /* cstate = scan (opt-in): the state pass by groups of cscan_group chunks (lk_cscan.cu, with v2's
      * producer warps) */
-    int v2[2] = {1, 1}, scan = 0, scan_m = 16;
+    /* prep = v3 (opt-in): v2's prep kernel with a quarter of its registers (lk_split1.cu) */
+    int v2[2] = {1, 1}, scan = 0, scan_m = 16, prep3 = 0;
     {
         const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
         for (int k = 0; k < 2; k++) {
             const char *v = lin_option(host, name, env[k], key[k]);
             if (v && !strcasecmp(v, "v1")) v2[k] = 0;
             else if (k == 1 && v && !strcasecmp(v, "scan")) scan = 1;
+            else if (k == 0 && v && !strcasecmp(v, "v3")) prep3 = 1;
             else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
                 lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2%s or auto", name, env[k], key[k], v,
-                        k == 1 ? ", scan" : "");
+                        k == 1 ? ", scan" : ", v3");
                 return SGL_ATTN_E_INVALID;
             }
         }
@@ -199,6 +201,16 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         if (v && !strcasecmp(v, "v3")) ut3 = 1;
         else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
             lin_str(err, en, "%s: SGL_ATTN_LIN_UT / plugin option ut = \"%s\": expected v2, v3 or auto", name, v);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    /* the split output kernel: v2 (opt-in until measured: lk_split2.cu) or v1 (default, auto) */
+    int cout2 = 0;
+    {
+        const char *v = lin_option(host, name, "SGL_ATTN_LIN_COUT", "cout");
+        if (v && !strcasecmp(v, "v2")) cout2 = 1;
+        else if (v && *v && strcasecmp(v, "v1") && strcasecmp(v, "auto")) {
+            lin_str(err, en, "%s: SGL_ATTN_LIN_COUT / plugin option cout = \"%s\": expected v1, v2 or auto", name, v);
             return SGL_ATTN_E_INVALID;
         }
     }
@@ -240,7 +252,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->variant = variant;
     w->vt = vt;
     w->paths = paths;
-    w->c1_prep = v2[0] ? 2 : 1;
+    w->c1_prep = prep3 ? 3 : v2[0] ? 2 : 1;
+    w->c3_out = cout2 ? 2 : 1;
     w->c2_np = v2[1] ? 4 : 1;
     w->dec_prep = dprep;
     w->c1_ut = ut3 ? 3 : 2;

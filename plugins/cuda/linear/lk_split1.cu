@@ -215,6 +215,124 @@ __global__ __launch_bounds__(LK_P2_THREADS) void lin_cprep2_kernel(lin_fwd p) {
     }
 }
 
+/* Prep v3 (SGL_ATTN_LIN_PREP=v3): v2's work and arithmetic (the same
+ * additions in the same order, bit-identical outputs) with a quarter of its
+ * live state.  Why: v2 holds its 7 input rows as 56 floats (117 registers: 2
+ * blocks of 256 threads per SM, 16 warps, DRAM 20% at 64k tokens), so each
+ * SM has little in flight while a block computes.  Here the rows stay packed
+ * as loaded (7 x 16 bytes: 28 registers) and are widened at use; the conv
+ * history (the first chunk of a request with an initial state: rows before
+ * its first token, any state dtype) is read at use.  At most 64 registers: 4
+ * blocks per SM, 32 warps, 4 x 256 x 112 = 112 KiB of row loads issued per
+ * SM before the first use. */
+/* shared-memory loads the compiler may not hoist out of a loop (the 40 conv
+ * weights per thread would stay live in registers: v2's 117) */
+LK_DEV float lk_lds_fresh(const float *a) {
+#ifdef LK_EMU
+    return *a;
+#else
+    float v;
+    asm volatile("ld.volatile.shared.f32 %0, [%1];" : "=f"(v) : "r"((uint32_t)__cvta_generic_to_shared(a)));
+    return v;
+#endif
+}
+LK_DEV void lk_lds_fresh4(const float *a, float v[4]) { /* a 16-byte aligned */
+#ifdef LK_EMU
+    LK_ALIGNED(a, 16);
+    for (int k = 0; k < 4; k++) v[k] = a[k];
+#else
+    asm volatile("ld.volatile.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v[0]), "=f"(v[1]), "=f"(v[2]), "=f"(v[3])
+                 : "r"((uint32_t)__cvta_generic_to_shared(a)));
+#endif
+}
+template <int OT>
+__global__ __launch_bounds__(LK_P2_THREADS, 4) void lin_cprep3_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K, W = LK_P2_W, H = W - 1, TPT = LK_P2_TPT, R = TPT + H;
+    LK_DYN_SMEM(float, wsm); /* [128][W] weights | [128] biases */
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int y = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    if (slot < 0) return; /* padding: the outputs are zeroed by phase 2 */
+    const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
+    const int len = p.pl.chunk_len[j], init = p.pl.req_init[i], crel = (int)(ct0 - rt0);
+    const int HV = p.hv, HK = p.hk, V = p.V;
+    const int which = y < HK ? 0 : y < 2 * HK ? 1 : 2, hh = which == 0 ? y : which == 1 ? y - HK : y - 2 * HK;
+    const int nch = which < 2 ? K : V;
+    const int o = threadIdx.x & 15, s = threadIdx.x >> 4, t0 = TPT * s;
+    const int cb = which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V;
+    const bool live = 8 * o < nch;
+    const int ch = cb + (live ? 8 * o : 0);
+
+    /* rows r = 0 .. R-1 (the input at chunk token t0 - H + r), packed; zero past len and in the history */
+    uint4 raw[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int tc = t0 - H + r, pos = crel + tc;
+        raw[r] = make_uint4(0u, 0u, 0u, 0u);
+        if (pos >= 0 && tc < len && live) {
+            const uint16_t *src = (const uint16_t *)p.x.p + (rt0 + pos) * p.x_dim + ch;
+            LK_ALIGNED(src, 16);
+            raw[r] = *(const uint4 *)src;
+        }
+    }
+    float bv[TPT]; /* beta's inputs, also in flight before the first use */
+#pragma unroll
+    for (int u = 0; u < TPT; u++) bv[u] = which == 2 && t0 + u < len ? lk_in(p.b, (ct0 + t0 + u) * HV + hh) : 0.f;
+    for (int idx = threadIdx.x; idx < nch * W; idx += LK_P2_THREADS) wsm[idx] = lk_in(p.conv_weight, (int64_t)cb * W + idx);
+    for (int c = threadIdx.x; c < nch; c += LK_P2_THREADS) wsm[LIN_TC_VMAX * W + c] = lk_in0(p.conv_bias, cb + c);
+    __syncthreads();
+    if (which == 2 && (!live || t0 >= len)) return;
+    const float *wt = wsm + 8 * o * W, *bias = wsm + LIN_TC_VMAX * W + 8 * o;
+    /* input row r, channel c: v2's e[r][c] (r static once unrolled: the history test only for r < H) */
+    auto xin = [&](int r, int c) -> float {
+        const int pos = crel + t0 - H + r;
+        if (r < H && pos < 0)
+            return init && live ? lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)(ch + c) * H + H + pos)
+                                : 0.f;
+        const uint32_t w = (c >> 1) == 0 ? raw[r].x : (c >> 1) == 1 ? raw[r].y : (c >> 1) == 2 ? raw[r].z : raw[r].w;
+        return gc_bf16_to_f32((uint16_t)(c & 1 ? w >> 16 : w & 0xffffu));
+    };
+    uint16_t *dst = which < 2 ? (uint16_t *)(which ? p.Kc : p.Qc) + (ct0 * HK + hh) * K + 8 * o
+                              : (uint16_t *)p.Vc + (ct0 * HV + hh) * V + 8 * o;
+    const int64_t tstride = which < 2 ? (int64_t)HK * K : (int64_t)HV * V;
+#pragma unroll
+    for (int u = 0; u < TPT; u++) {
+        if (which == 2 && t0 + u >= len) break; /* (q / k threads stay for the butterfly) */
+        float e[8];
+#pragma unroll
+        for (int c = 0; c < 8; c++) { /* bias, then the rows oldest first (v2's order) */
+            float w4[W];
+            lk_lds_fresh4(wt + c * W, w4);
+            float acc = lk_lds_fresh(bias + c);
+#pragma unroll
+            for (int m = 0; m < W; m++) acc += w4[m] * xin(u + m, c);
+            e[c] = lk_silu(acc);
+        }
+        float mul = 1.f;
+        if (which < 2) { /* q or k: l2norm over the 16 threads of the slice */
+            if (p.l2norm) {
+                float ss = 0.f;
+#pragma unroll
+                for (int c = 0; c < 8; c++) ss += e[c] * e[c];
+#pragma unroll
+                for (int d = 8; d; d >>= 1) ss += gc_shfl_xor(ss, d);
+                mul = 1.f / sqrtf(ss + 1e-6f);
+            }
+            if (t0 + u >= len) continue;
+        } else { /* beta v */
+            mul = lk_sigmoid(bv[u]);
+        }
+        uint4 v; /* (v2: e inv, sc e: the same products) */
+        v.x = lk_pack2<OT>(e[0] * mul, e[1] * mul);
+        v.y = lk_pack2<OT>(e[2] * mul, e[3] * mul);
+        v.z = lk_pack2<OT>(e[4] * mul, e[5] * mul);
+        v.w = lk_pack2<OT>(e[6] * mul, e[7] * mul);
+        LK_ALIGNED(dst + (int64_t)(t0 + u) * tstride, 16);
+        *(uint4 *)(dst + (int64_t)(t0 + u) * tstride) = v;
+    }
+}
+
 /* 8 16-bit values <-> floats (one 16-byte word) */
 template <int OT> LK_DEV void lk_unpack8(const uint16_t *src, float f[8]) {
     LK_ALIGNED(src, 16);
@@ -865,7 +983,7 @@ static bool lk_x16_ok(const lin_fwd &p) {
     return p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
            ((uintptr_t)p.x.p & 15) == 0 && p.K == LIN_TC_K && p.V % 8 == 0;
 }
-static bool lk_prep2_ok(const lin_fwd &p) { return p.c1_prep == 2 && lk_x16_ok(p); }
+static bool lk_prep2_ok(const lin_fwd &p) { return p.c1_prep >= 2 && lk_x16_ok(p); }
 /* the fused UT (SGL_ATTN_LIN_UT=v3): the same shapes as prep v2; anything else takes the prep + UT pair */
 static bool lk_fuse_ok(const lin_fwd &p) { return p.c1_ut == 3 && lk_x16_ok(p) && p.V <= LIN_TC_VMAX; }
 
@@ -887,8 +1005,8 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
         return e;
     }
     dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv));
-    if (lk_prep2_ok(p)) {
-        void (*k0)(lin_fwd) = lin_cprep2_kernel<LIN_DT_BF16>;
+    if (lk_prep2_ok(p)) { /* v3: v2's outputs, a quarter of its registers */
+        void (*k0)(lin_fwd) = p.c1_prep == 3 ? lin_cprep3_kernel<LIN_DT_BF16> : lin_cprep2_kernel<LIN_DT_BF16>;
         LK_LAUNCH(k0, g0, LK_P2_THREADS, LK_P2_SMEM, st, p);
     } else {
         void (*k0)(lin_fwd) = lin_cprep_kernel<LIN_DT_BF16>;
@@ -898,7 +1016,7 @@ extern "C" int lin_launch_split1(const lin_fwd *pp, int ot, void *stream) {
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e) return e;
-    void (*k1)(lin_fwd) = p.c1_prep == 2 ? lin_ut_kernel<LIN_DT_BF16, 1> : lin_ut_kernel<LIN_DT_BF16, 0>;
-    LK_LAUNCH(k1, g1, LK_U_THREADS, p.c1_prep == 2 ? LK_U_SMEM2 : LK_U_SMEM, st, p);
+    void (*k1)(lin_fwd) = p.c1_prep >= 2 ? lin_ut_kernel<LIN_DT_BF16, 1> : lin_ut_kernel<LIN_DT_BF16, 0>;
+    LK_LAUNCH(k1, g1, LK_U_THREADS, p.c1_prep >= 2 ? LK_U_SMEM2 : LK_U_SMEM, st, p);
     return (int)cudaGetLastError();
 }

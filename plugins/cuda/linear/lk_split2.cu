@@ -26,17 +26,26 @@ template <int VH> struct lk_s3 {
 };
 #define LK_S3_VH 64 /* output columns per block */
 
-/* Grid: (chunk, value head, V / VH). */
-template <int OT>
+/* Grid: (chunk, value head, V / VH).
+ * V2 (SGL_ATTN_LIN_COUT=v2): the same products in the same order (the same
+ * outputs), grid (chunk x V / VH, value head): the two column halves of a
+ * (chunk, head) run side by side, so the second one's QG and M come from L2
+ * (v1 runs all first halves, then all second halves: 0.2 GB more DRAM
+ * reads at 64k tokens); QG and the state land first (a cp.async group of
+ * their own) and QG Hs^T runs while M and Unew fly; 16-bit outputs leave as
+ * 16-byte rows staged in the warp's own QG rows (v1: 2-byte stores). */
+template <int OT, int V2 = 0>
 __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
     constexpr int VH = LK_S3_VH;
     using L = lk_s3<VH>;
     constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VHP = L::VHP;
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *QGs = (uint16_t *)smraw, *Ss = QGs + C * KP, *Ms = Ss + VH * KP, *Us = Ms + C * CP;
-    const int j = blockIdx.x;
+    const int NZ = V2 ? (p.V + VH - 1) / VH : 1;
+    const int j = (int)blockIdx.x / NZ;
     if (j >= *p.pl.num_chunks) return;
-    const int h = blockIdx.y, V = p.V, HV = p.hv, v0 = (int)blockIdx.z * VH, nv = min(VH, V - v0);
+    const int h = blockIdx.y, V = p.V, HV = p.hv, v0 = (V2 ? (int)blockIdx.x % NZ : (int)blockIdx.z) * VH;
+    const int nv = min(VH, V - v0);
     const int i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
     const int64_t ct0 = p.pl.chunk_tok0[j];
     const int len = p.pl.chunk_len[j];
@@ -58,6 +67,7 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
         lk_cp_async16(Ss + v * KP + cc, (const uint16_t *)p.Hs + (((int64_t)j * HV + h) * V + v0 + (ok ? v : 0)) * K + cc,
                       ok);
     }
+    if (V2) lk_cp_async_commit(); /* group 0: QG, the state */
     for (int idx = tid; idx < C * (C / 8); idx += LK_S3_THREADS) {
         const int t = idx / (C / 8), cc = (idx % (C / 8)) * 8;
         const bool ok = t < len;
@@ -71,7 +81,8 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
     /* wait_group waits for committed groups only: without this commit the
      * reads below raced the copies (racecheck, H200, 2026-12-02) */
     lk_cp_async_commit();
-    lk_cp_async_wait_all();
+    if (V2) lk_cp_async_wait<1>(); /* QG, the state */
+    else lk_cp_async_wait_all();
     __syncthreads();
     float O[VH / 8][4];
 #pragma unroll
@@ -88,6 +99,10 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
             lk_mma<OT>(O[2 * np + 1], aq, b[2], b[3]);
         }
     }
+    if (V2) { /* M, Unew */
+        lk_cp_async_wait_all();
+        __syncthreads();
+    }
 #pragma unroll
     for (int k16 = 0; k16 < C / 16; k16++) {
         uint32_t am[4];
@@ -101,6 +116,31 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
         }
     }
     const bool SKIP = p.kind == LIN_MAMBA2;
+    if (V2 && !SKIP && p.out_dt != LIN_DT_F32 && V % 8 == 0 && ((uintptr_t)p.out & 15) == 0) {
+        /* the warp's 16 rows x VH columns, 16-bit, over its own QG rows (only this warp read them) */
+        uint16_t *stg = QGs + 16 * warp * KP;
+        const bool bf = p.out_dt == LIN_DT_BF16;
+        __syncwarp();
+#pragma unroll
+        for (int nt = 0; nt < VH / 8; nt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const float o0 = O[nt][2 * hf], o1 = O[nt][2 * hf + 1];
+                *(uint32_t *)(stg + (g + 8 * hf) * KP + 8 * nt + 2 * t4) =
+                    bf ? lk_pack2<LIN_DT_BF16>(o0, o1) : lk_pack2<LIN_DT_F16>(o0, o1);
+            }
+        __syncwarp();
+#pragma unroll
+        for (int k = 0; k < 16 * VH / 8 / 32; k++) {
+            const int idx = lane + 32 * k, tl = idx / (VH / 8), c8 = 8 * (idx % (VH / 8)), t = 16 * warp + tl;
+            if (t >= len || c8 >= nv) continue;
+            uint16_t *dst = (uint16_t *)p.out + (ct0 + t) * HV * V + ocol + c8;
+            LK_ALIGNED(dst, 16);
+            LK_ALIGNED(stg + tl * KP + c8, 16);
+            *(uint4 *)dst = *(const uint4 *)(stg + tl * KP + c8);
+        }
+        return;
+    }
 #pragma unroll
     for (int nt = 0; nt < VH / 8; nt++)
 #pragma unroll
@@ -133,6 +173,8 @@ extern "C" int lin_split_setup(void) {
     int e = 0;
     for (int i = 0; i < 5 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     if (!e) e = lk_split1_setup();
+    if (!e) e = (int)cudaFuncSetAttribute((const void *)lin_cout_kernel<LIN_DT_BF16, 1>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, lk_s3<LK_S3_VH>::SMEM);
     return e;
 }
 
@@ -155,8 +197,13 @@ extern "C" int lin_launch_split2(const lin_fwd *pp, int ot, int vt, void *stream
     if (e) return e;
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
     if (chunks > p.max_chunks) chunks = p.max_chunks;
-    dim3 g3((unsigned)chunks, (unsigned)p.hv, (unsigned)((p.V + LK_S3_VH - 1) / LK_S3_VH));
+    const unsigned nz = (unsigned)((p.V + LK_S3_VH - 1) / LK_S3_VH);
+    dim3 g3((unsigned)chunks, (unsigned)p.hv, nz);
     void (*k3)(lin_fwd) = lin_cout_kernel<LIN_DT_BF16>;
+    if (p.c3_out == 2) { /* SGL_ATTN_LIN_COUT=v2: the column halves of a (chunk, head) side by side */
+        g3 = dim3((unsigned)chunks * nz, (unsigned)p.hv, 1);
+        k3 = lin_cout_kernel<LIN_DT_BF16, 1>;
+    }
     LK_LAUNCH(k3, g3, LK_S3_THREADS, lk_s3<LK_S3_VH>::SMEM, st, p);
     return (int)cudaGetLastError();
 }
