@@ -17,11 +17,12 @@
  *  - <= 32 rows (decode / verify at 16 heads): mma, two CTAs per SM; on SM 9.0
  *    16-row tiles with bulk-copy loads (tma), elsewhere the page-table ring
  *    with L2 prefetch.
- *  - >= 64 rows: wgmma3 (SM 9.0), else mma. */
+ *  - >= 64 rows: wgmma4 (SM 9.0), else mma. */
 #define MLA_DEFAULT_AUTO_NARROW 0              /* 1: auto runs narrow for <= 32 rows */
-/* wgmma3 (WG1 one step deeper in the seesaw) measured 1.09-1.12x wgmma0 at 128 x 1 and 64 x 2, B 128
- * (run 10, bench/results/h200-2026-12-03/run10-8297844/lever_mla3); wgmma0 before it */
-#define MLA_DEFAULT_AUTO_WIDE MLA_KERNEL_WGMMA3 /* auto at >= 64 rows: WGMMA3, WGMMA2, WGMMA0 or WGMMA */
+/* wgmma4 (wgmma3 + lazy running max, the O rescale skipped by warp vote, hardware bf16 packs) measured
+ * 1.14-1.16x wgmma3 at 128 x 1 and 64 x 2, B 128 (run 13, bench/results/h200-2026-12-03/run13-0533100/
+ * lever_mla4); wgmma3 (run 10: 1.09-1.12x wgmma0) and wgmma0 before it */
+#define MLA_DEFAULT_AUTO_WIDE MLA_KERNEL_WGMMA4 /* auto at >= 64 rows: WGMMA4, 3, 2, 0 or WGMMA */
 /* ring (two + the page-table ring) measured 1.041x two at 16 heads on the H200 (geomean of 6 shapes,
  * bench/results/h200-2026-12-03/run2-3a74f60/lever_mla; prefetch 2 > 4 > 8); it runs two for 32-row
  * tiles and base for 64-row tiles */
