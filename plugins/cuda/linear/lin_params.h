@@ -97,6 +97,7 @@ typedef struct lin_fwd {
     int32_t c1_ut;      /* SGL_ATTN_LIN_UT=v3 (3): the prep fused into the UT kernel (gdn, conv width 4, bf16 x;
                            other shapes take the prep + UT pair) */
     int32_t c2_np;      /* SGL_ATTN_LIN_CSTATE=v2: 4 producer warps in the split state pass (else 1) */
+    int32_t c2_cw;      /* SGL_ATTN_LIN_CSTATE=v3: 8 compute warps in it (else 4) */
     /* SGL_ATTN_LIN_CSTATE=scan (lk_cscan.cu): chunks per group (0: the serial pass), the row tile of its
      * group passes (32 or 64), and the group scratch [groups][hv][V + K][K] float32 (LIN_CSCAN_GROUPS) */
     int32_t cscan_m, cscan_vt;
