@@ -27,6 +27,8 @@
  *                                 (groups of 16) and the default pass, for the precision of long chains;
  *                                 LT_QUICK=10 / 11: the scan's memcheck / racecheck sets;
  *                                 LT_QUICK=12: prep v3 / output v2 ("pp3,co2"), each beside the defaults
+ *                                 LT_QUICK=14: the v3 state pass (SGL_ATTN_LIN_CSTATE=v3), LT_QUICK=15: its
+ *                                 sanitizer set
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
  *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
@@ -70,7 +72,8 @@ typedef struct cfg {
                           fused), "stream" / "stream_cp" / "stream_pdl" / "stream_pdl64" (the stream decode,
                           first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel),
                           "pp3" (SGL_ATTN_LIN_PREP=v3), "co2" (SGL_ATTN_LIN_COUT=v2),
-                          "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks); "long":
+                          "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks), "cs3" (SGL_ATTN_LIN_CSTATE=v3:
+                          8 compute warps in the state pass); "long":
                           scenario_long() instead of scenario(), "huge": scenario_one_long() */
 } cfg;
 
@@ -137,7 +140,7 @@ static void set_env(const char *k, const char *v) {
  * with "ut3", else the outer value */
 static void set_split(const char *split) {
     const char *scan = split ? strstr(split, "scan") : NULL;
-    set_env("SGL_ATTN_LIN_CSTATE", scan ? "scan" : env_cstate);
+    set_env("SGL_ATTN_LIN_CSTATE", scan ? "scan" : split && strstr(split, "cs3") ? "v3" : env_cstate);
     char m[16];
     snprintf(m, sizeof m, "%d", scan ? atoi(scan + 4) : 0);
     set_env("SGL_ATTN_LIN_CSCAN_M", scan && atoi(scan + 4) > 0 ? m : env_cscan_m);
@@ -743,6 +746,27 @@ int main(int argc, char **argv) {
         CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"});
         CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"});
         CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"}); /* fused */
+    }
+    /* the v3 state pass (SGL_ATTN_LIN_CSTATE=v3, 8 compute warps): row tiles 16 and 32, both state
+     * dtypes, every kind the split phase 2 serves, the scenario's and the long ragged requests (state
+     * carried in, padding); in the full run and LT_QUICK=3, 14 */
+    if (split_on && (!quick || quick == 3 || quick == 14)) {
+        if (quick == 14) n = 0;
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs3,long"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 0, 0.05, "c1,c2,cs3"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs3,long"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs3"});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs3,long"});
+        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs3,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs3"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3"}); /* fused */
+    }
+    if (quick == 15) { /* v3 under compute-sanitizer: both row tiles, both state dtypes */
+        n = 0;
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs3"});
     }
     if (quick == 9) { /* long chains: the scan's products of many P_c against float64, beside the serial pass */
         n = 0;

@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the split-kernel switches: v1, v2, auto (and prep's and decprep's v3) pass the option check (a
+        /* the split-kernel switches: v1, v2, auto (and v3: prep, cstate, decprep) pass the option check (a
          * GPU-less create fails later, at the device), anything else is refused */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const char *sw[3] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_DECPREP"},
@@ -138,7 +138,7 @@ int main(int argc, char **argv) {
                 b = NULL;
                 const int rc = p->create(&a, &b);
                 const int named = strstr(err, sw[e]) != NULL;
-                if (i < 4 || (i == 4 && e != 1)) /* v3: prep and decprep, not cstate */
+                if (i < 5) /* v1, v2, auto, V2, v3 */
                     LT_CHECK(!named, "%s: %s=%s refused: %s", kinds[k].name, sw[e], val[i], err);
                 else
                     LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v1, v2"),
@@ -178,10 +178,11 @@ int main(int argc, char **argv) {
             if (b) b->ops->destroy(b);
             unsetenv("SGL_ATTN_LIN_UT");
         }
-        /* cstate = scan passes (prep = scan does not); its group size is 1..4096 */
-        const char *sv[4][3] = {{"SGL_ATTN_LIN_CSTATE", "scan", NULL}, {"SGL_ATTN_LIN_PREP", "scan", "SGL_ATTN_LIN_PREP"},
-                                {"SGL_ATTN_LIN_CSCAN_M", "16", NULL}, {"SGL_ATTN_LIN_CSCAN_M", "0", "SGL_ATTN_LIN_CSCAN_M"}};
-        for (int i = 0; i < 4; i++) {
+        /* cstate = scan and v3 pass (prep = scan does not, cstate = v4 does not); the scan's group size is 1..4096 */
+        const char *sv[6][3] = {{"SGL_ATTN_LIN_CSTATE", "scan", NULL}, {"SGL_ATTN_LIN_PREP", "scan", "SGL_ATTN_LIN_PREP"},
+                                {"SGL_ATTN_LIN_CSCAN_M", "16", NULL}, {"SGL_ATTN_LIN_CSCAN_M", "0", "SGL_ATTN_LIN_CSCAN_M"},
+                                {"SGL_ATTN_LIN_CSTATE", "v3", NULL}, {"SGL_ATTN_LIN_CSTATE", "v4", "expected v1, v2, v3, scan"}};
+        for (int i = 0; i < 6; i++) {
             setenv(sv[i][0], sv[i][1], 1);
             err[0] = 0;
             b = NULL;

@@ -15,6 +15,16 @@
  * issues, 2,700 cycles per chunk), longer than the compute warps' chain, and
  * every barrier waits for it. */
 #define LK_S2_THREADS_NP(np) (32 * LK_S2_CWARPS + 32 * (np))
+/* SGL_ATTN_LIN_CSTATE=v3: 8 compute warps.  Why: the pass is one chunk after
+ * another, ~2,400 cycles each against ~150 of tensor-core work (ncu, run 5:
+ * 11% issue slots busy, 5.4 cycles between a warp's issues), so the step is
+ * latency: each compute warp's dependent chain and the barriers.  With 8 warps
+ * each owns 16 state columns (half the update's ldmatrix / mma / scale / pack /
+ * store), W S^T splits its VT columns between two warps per 16 chunk rows
+ * (half the mma, no cross-warp sum), both products run in shorter accumulator
+ * chains (2 mma deep), and the producers' cp.async move after the second
+ * barrier (it then waits only for their Hs copy). */
+#define LK_S2_THREADS_CW(cw, np) (32 * (cw) + 32 * (np))
 #define LK_S2_NS 3                          /* stages of its cp.async ring */
 #define LK_S3_THREADS 128
 
@@ -57,10 +67,15 @@ LK_DEV bool lk_cscan_group(const lin_fwd &p, int G, bool skip_last, lk_cgroup &r
  * end tile (float32) to p.Zs, nothing else stored; 3: from the group's start
  * state (p.Zs, or the pool for a one-group request), storing Hs and Unew as
  * MODE 0, the pool written by the request's last group. */
-template <int OT, int VT, int NP, int MODE = 0>
-__global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin_fwd p) {
+template <int OT, int VT, int NP, int MODE = 0, int CW = LK_S2_CWARPS>
+__global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel(lin_fwd p) {
     using L = lk_s2<VT>;
     constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, NS = LK_S2_NS, STAGE = L::STAGE;
+    /* CW compute warps: warp w owns state columns KW w .. (NB n8 tiles); in W S^T, rows 16 (w % 4) .. and
+     * columns VW (w / 4) .. (NX n8 tiles) */
+    constexpr int KW = K / CW, NB = KW / 8, VW = VT / (CW / 4), NX = VW / 8;
+    static_assert(CW == 4 || (CW == 8 && MODE == 0), "v3 (8 compute warps): the serial pass only");
+    static_assert(NB % 2 == 0 && (NX % 2 == 0 || NX == 1), "state tile split");
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA;
     const bool SBF = p.st_dt == LIN_DT_BF16;
@@ -83,9 +98,9 @@ __global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin
     const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
     if (slot < 0) return; /* padding: the output pass zeroes its rows */
     const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
-    const bool producer = warp >= LK_S2_CWARPS; /* the last NP warps move data; the others compute */
-    constexpr int PT = 32 * NP;                  /* producer threads */
-    const int pl = tid - 32 * LK_S2_CWARPS;      /* producer thread index (when producer) */
+    const bool producer = warp >= CW; /* the last NP warps move data; the others compute */
+    constexpr int PT = 32 * NP;        /* producer threads */
+    const int pl = tid - 32 * CW;      /* producer thread index (when producer) */
     const bool prow = MODE == 1 && vt * VT >= V;  /* augmented rows: no U, no stores but the end tile */
     const int64_t ocol = (int64_t)h * V + (prow ? 0 : vt * VT); /* this tile's first column of a [T][HV][V] row */
     const int c0 = MODE == 0 ? p.pl.req_chunk0[i] : gr.c0, nch = MODE == 0 ? p.pl.req_nchunk[i] : gr.nch;
@@ -143,17 +158,17 @@ __global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin
     static_assert(K / 4 == 32, "one eG load per producer lane");
 
     /* the state tile (compute warps): element e of (m-tile a, n-tile b) is row
-     * 16a + g + 8(e >> 1), column 32 warp + 8b + 2 t4 + (e & 1) */
-    float S[MT][4][4];
+     * 16a + g + 8(e >> 1), column KW warp + 8b + 2 t4 + (e & 1) */
+    float S[MT][NB][4];
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
     if (!producer) {
 #pragma unroll
         for (int a = 0; a < MT; a++)
 #pragma unroll
-            for (int b = 0; b < 4; b++)
+            for (int b = 0; b < NB; b++)
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
-                    const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                    const int v = 16 * a + g + 8 * hf, c = KW * warp + 8 * b + 2 * t4;
                     if (MODE == 1) { /* zero; augmented row V + r: e_r */
                         const int r = vt * VT + v - V;
                         S[a][b][2 * hf] = r == c ? 1.f : 0.f;
@@ -182,8 +197,12 @@ __global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin
         const uint16_t *Ws = (const uint16_t *)base, *KDs = Ws + C * KP, *Us = KDs + C * KP;
         const float *eGs = (const float *)(Us + C * VTP);
         if (producer) {
-            if (q + NS - 1 < nch) issue((q + NS - 1) % NS, c0 + q + NS - 1);
-            lk_cp_async_commit();
+            /* v3: the Hs copy first (the next barrier waits for it), the copies of chunk q + NS - 1 after
+             * that barrier, beside the update (its stage was last read by chunk q - 1's steps) */
+            if (CW != 8) {
+                if (q + NS - 1 < nch) issue((q + NS - 1) % NS, c0 + q + NS - 1);
+                lk_cp_async_commit();
+            }
             /* the state at the chunk's start, for the output pass (not MODE 1's) */
             uint16_t *dst = (uint16_t *)p.Hs + ((int64_t)jc * HV + h) * V * K + (int64_t)vt * VT * K;
 #pragma unroll
@@ -192,37 +211,54 @@ __global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin
                 LK_ALIGNED(dst + v * K + cc, 16);
                 *(uint4 *)(dst + v * K + cc) = *(const uint4 *)(Sb + v * KP + cc);
             }
-        } else if (DELTA) { /* Unew = U - W S^T: rows 16 warp .., VT columns; two chains over K */
+        } else if (DELTA) { /* Unew = U - W S^T: rows 16 rw .., VW columns from v0; two chains over K */
             const int64_t ct0 = rtok0 + meta[2 * st];
             const int len = meta[2 * st + 1];
+            const int rw = warp % 4, v0 = VW * (warp / 4);
             /* two accumulator chains over K; one at VT 64 (8 independent products per step already, and
-             * the registers: 64 rows of S and two chains of X spill) */
-            constexpr int XC = VT >= 64 ? 1 : 2;
-            float X[XC][VT / 8][4];
+             * the registers: 64 rows of S and two chains of X spill); v3: four (chains of 2 mma) */
+            constexpr int XC = CW == 8 ? 4 : VT >= 64 ? 1 : 2;
+            float X[XC][NX][4];
 #pragma unroll
             for (int hk = 0; hk < XC; hk++)
 #pragma unroll
-                for (int nt = 0; nt < VT / 8; nt++) X[hk][nt][0] = X[hk][nt][1] = X[hk][nt][2] = X[hk][nt][3] = 0.f;
+                for (int nt = 0; nt < NX; nt++) X[hk][nt][0] = X[hk][nt][1] = X[hk][nt][2] = X[hk][nt][3] = 0.f;
+            if (NX == 1) { /* one n8 tile: one ldmatrix per two k16 steps */
 #pragma unroll
-            for (int k16 = 0; k16 < K / 16; k16++) {
-                uint32_t aw[4];
-                lk_lda(aw, Ws, KP, 16 * warp, 16 * k16);
+                for (int k32 = 0; k32 < K / 32; k32++) {
+                    uint32_t aw0[4], aw1[4], b[4];
+                    lk_lda(aw0, Ws, KP, 16 * rw, 32 * k32);
+                    lk_lda(aw1, Ws, KP, 16 * rw, 32 * k32 + 16);
+                    lk_ldb_n1(b, Sb, KP, v0, 32 * k32);
+                    lk_mma<OT>(X[(2 * k32) % XC][0], aw0, b[0], b[1]);
+                    lk_mma<OT>(X[(2 * k32 + 1) % XC][0], aw1, b[2], b[3]);
+                }
+            } else {
 #pragma unroll
-                for (int np = 0; np < VT / 16; np++) {
-                    uint32_t b[4];
-                    lk_ldb_n(b, Sb, KP, 16 * np, 16 * k16);
-                    lk_mma<OT>(X[k16 % XC][2 * np], aw, b[0], b[1]);
-                    lk_mma<OT>(X[k16 % XC][2 * np + 1], aw, b[2], b[3]);
+                for (int k16 = 0; k16 < K / 16; k16++) {
+                    uint32_t aw[4];
+                    lk_lda(aw, Ws, KP, 16 * rw, 16 * k16);
+#pragma unroll
+                    for (int np = 0; np < NX / 2; np++) {
+                        uint32_t b[4];
+                        lk_ldb_n(b, Sb, KP, v0 + 16 * np, 16 * k16);
+                        lk_mma<OT>(X[k16 % XC][2 * np], aw, b[0], b[1]);
+                        lk_mma<OT>(X[k16 % XC][2 * np + 1], aw, b[2], b[3]);
+                    }
                 }
             }
             uint16_t *Ug = (uint16_t *)p.Ut + ct0 * HV * V + ocol;
 #pragma unroll
-            for (int nt = 0; nt < VT / 8; nt++)
+            for (int nt = 0; nt < NX; nt++)
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
-                    const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
-                    const float x0 = XC > 1 ? X[0][nt][2 * hf] + X[XC - 1][nt][2 * hf] : X[0][nt][2 * hf];
-                    const float x1 = XC > 1 ? X[0][nt][2 * hf + 1] + X[XC - 1][nt][2 * hf + 1] : X[0][nt][2 * hf + 1];
+                    const int t = 16 * rw + g + 8 * hf, v = v0 + 8 * nt + 2 * t4;
+                    float x0 = X[0][nt][2 * hf], x1 = X[0][nt][2 * hf + 1];
+#pragma unroll
+                    for (int hk = 1; hk < XC; hk++) {
+                        x0 += X[hk][nt][2 * hf];
+                        x1 += X[hk][nt][2 * hf + 1];
+                    }
                     const float u0 = lk_from16<OT>(Us[t * VTP + v]) - x0;
                     const float u1 = lk_from16<OT>(Us[t * VTP + v + 1]) - x1;
                     const uint32_t pk = lk_pack2<OT>(u0, u1);
@@ -234,11 +270,17 @@ __global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin
                 }
         }
         __syncthreads(); /* Unew complete; Sb read by everyone (Hs, W S^T) */
-        if (producer) continue;
+        if (producer) {
+            if (CW == 8) {
+                if (q + NS - 1 < nch) issue((q + NS - 1) % NS, c0 + q + NS - 1);
+                lk_cp_async_commit();
+            }
+            continue;
+        }
 
         /* S = S diag(eG) + Unew^T KD */
         const uint16_t *UB = DELTA ? Ub : Us;
-        lk_state_step<OT, MT, C>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
+        lk_state_step<OT, MT, C, NB, CW == 8 ? 2 : 1>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
     }
     if (producer) {
         lk_cp_async_wait_all();
@@ -248,10 +290,10 @@ __global__ __launch_bounds__(LK_S2_THREADS_NP(NP), 1) void lin_cstate_kernel(lin
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll
-        for (int b = 0; b < 4; b++)
+        for (int b = 0; b < NB; b++)
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
-                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                const int v = 16 * a + g + 8 * hf, c = KW * warp + 8 * b + 2 * t4;
                 if (MODE == 1) lk_sst<LIN_DT_F32, 2>(p.Zs, (zrow + v) * K + c, &S[a][b][2 * hf]);
                 else if (SBF) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
                 else lk_sst<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);

@@ -5,7 +5,7 @@
  * QG, M (outputs), either phase 1.
  *
  * State pass: one block per (request, value head, tile of VT state rows), 4
- * compute warps, the tile [VT][128] in float32 mma accumulators (warp w owns
+ * compute warps (v3: 8, lk_cstate.cuh), the tile [VT][128] in float32 mma accumulators (warp w owns
  * columns 32w ..), and a producer warp that keeps the chunks' W, KD, U tile,
  * exp(G_last) coming in a 3-stage cp.async ring (two chunks in flight while
  * one computes) and stores the per-chunk states, so the compute warps' chain
@@ -166,12 +166,15 @@ static_assert(lk_s2<32>::SMEM <= (int)LIN_C1_SMEM && lk_s3<LK_S3_VH>::SMEM <= (i
 int lk_split1_setup(void); /* lk_split1.cu */
 
 extern "C" int lin_split_setup(void) {
-    const void *k[5] = {(const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 1>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 1>,
+    const void *k[7] = {(const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 1>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 1>,
                         (const void *)lin_cout_kernel<LIN_DT_BF16>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 4>,
-                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 4>};
-    const int sm[5] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM, lk_s3<LK_S3_VH>::SMEM, lk_s2<16>::SMEM, lk_s2<32>::SMEM};
+                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 4>,
+                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 4, 0, 8>,
+                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 4, 0, 8>};
+    const int sm[7] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM, lk_s3<LK_S3_VH>::SMEM, lk_s2<16>::SMEM, lk_s2<32>::SMEM,
+                       lk_s2<16>::SMEM, lk_s2<32>::SMEM};
     int e = 0;
-    for (int i = 0; i < 5 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int i = 0; i < 7 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     if (!e) e = lk_split1_setup();
     if (!e) e = (int)cudaFuncSetAttribute((const void *)lin_cout_kernel<LIN_DT_BF16, 1>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, lk_s3<LK_S3_VH>::SMEM);
@@ -189,9 +192,13 @@ extern "C" int lin_launch_split2(const lin_fwd *pp, int ot, int vt, void *stream
     } else {
         dim3 g2((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
         void (*k2)(lin_fwd);
-        if (p.c2_np == 4) k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4> : lin_cstate_kernel<LIN_DT_BF16, 32, 4>;
+        int nth = LK_S2_THREADS_NP(p.c2_np == 4 ? 4 : 1);
+        if (p.c2_cw == 8) { /* SGL_ATTN_LIN_CSTATE=v3: 8 compute warps, v2's 4 producers */
+            k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4, 0, 8> : lin_cstate_kernel<LIN_DT_BF16, 32, 4, 0, 8>;
+            nth = LK_S2_THREADS_CW(8, 4);
+        } else if (p.c2_np == 4) k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4> : lin_cstate_kernel<LIN_DT_BF16, 32, 4>;
         else k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 1> : lin_cstate_kernel<LIN_DT_BF16, 32, 1>;
-        LK_LAUNCH(k2, g2, LK_S2_THREADS_NP(p.c2_np == 4 ? 4 : 1), vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, st, p);
+        LK_LAUNCH(k2, g2, nth, vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, st, p);
         e = (int)cudaGetLastError();
     }
     if (e) return e;
