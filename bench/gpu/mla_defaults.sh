@@ -11,7 +11,7 @@ export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_PREFETCH SGL_ATTN_MLA_MMA SGL_ATTN_MLA_PLAN
 A=build/bin/attnctl; T=build/tests
 step() { echo; echo "### $* [$SECONDS s]"; }
-plans() { echo "plans: tma $(grep -c 'mma tma' "$1"), ring $(grep -c 'mma ring' "$1"), wgmma3 $(grep -c 'runs wgmma3' "$1")"; }
+plans() { echo "plans: tma $(grep -c 'mma tma' "$1"), ring $(grep -c 'mma ring' "$1"), wgmma4 $(grep -c 'runs wgmma4' "$1")"; }
 step "1. test_mla_gpu: quick set (auto, mma+ring, wgmma0), full set (auto), graph replay"
 SGL_ATTN_MLA_STRICT=1 SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=1 MLA_GPU_VARIANTS=auto,mma+ring,wgmma0 timeout 40 $T/test_mla_gpu > "$OUT/test_mla_gpu.log" 2>&1
 echo "quick rc=$? $(grep -E 'PASSED|FAILED' "$OUT/test_mla_gpu.log" | tr '\n' ' ') $(plans "$OUT/test_mla_gpu.log")"
