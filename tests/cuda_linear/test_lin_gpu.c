@@ -28,7 +28,7 @@
  *                                 LT_QUICK=10 / 11: the scan's memcheck / racecheck sets;
  *                                 LT_QUICK=12: prep v3 / output v2 ("pp3,co2"), each beside the defaults
  *                                 LT_QUICK=14: the v3 state pass (SGL_ATTN_LIN_CSTATE=v3), LT_QUICK=15: its
- *                                 sanitizer set
+ *                                 sanitizer set; LT_QUICK=16 / 17: the same of v4 (SGL_ATTN_LIN_CSTATE=v4)
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
  *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
@@ -73,7 +73,7 @@ typedef struct cfg {
                           first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel),
                           "pp3" (SGL_ATTN_LIN_PREP=v3), "co2" (SGL_ATTN_LIN_COUT=v2),
                           "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks), "cs3" (SGL_ATTN_LIN_CSTATE=v3:
-                          8 compute warps in the state pass); "long":
+                          8 compute warps in the state pass), "cs4" (v4: named-barrier hand-offs); "long":
                           scenario_long() instead of scenario(), "huge": scenario_one_long() */
 } cfg;
 
@@ -140,7 +140,10 @@ static void set_env(const char *k, const char *v) {
  * with "ut3", else the outer value */
 static void set_split(const char *split) {
     const char *scan = split ? strstr(split, "scan") : NULL;
-    set_env("SGL_ATTN_LIN_CSTATE", scan ? "scan" : split && strstr(split, "cs3") ? "v3" : env_cstate);
+    set_env("SGL_ATTN_LIN_CSTATE", scan                              ? "scan"
+                                   : split && strstr(split, "cs3") ? "v3"
+                                   : split && strstr(split, "cs4") ? "v4"
+                                                                   : env_cstate);
     char m[16];
     snprintf(m, sizeof m, "%d", scan ? atoi(scan + 4) : 0);
     set_env("SGL_ATTN_LIN_CSCAN_M", scan && atoi(scan + 4) > 0 ? m : env_cscan_m);
@@ -767,6 +770,27 @@ int main(int argc, char **argv) {
         n = 0;
         CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3"});
         CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs3"});
+    }
+    /* the v4 state pass (SGL_ATTN_LIN_CSTATE=v4, named-barrier hand-offs): row tiles 16 and 32, both state
+     * dtypes, every kind the split phase 2 serves, the scenario's and the long ragged requests (state
+     * carried in, padding); in the full run and LT_QUICK=3, 16 */
+    if (split_on && (!quick || quick == 3 || quick == 16)) {
+        if (quick == 16) n = 0;
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs4,long"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 0, 0.05, "c1,c2,cs4"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs4,long"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs4"});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs4,long"});
+        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs4,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs4"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4"}); /* fused */
+    }
+    if (quick == 17) { /* v4 under compute-sanitizer: both row tiles, both state dtypes */
+        n = 0;
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs4"});
     }
     if (quick == 9) { /* long chains: the scan's products of many P_c against float64, beside the serial pass */
         n = 0;

@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
          * GPU-less create fails later, at the device), anything else is refused */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const char *sw[3] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_DECPREP"},
-                   *val[6] = {"v1", "v2", "auto", "V2", "v3", "v4"};
+                   *val[6] = {"v1", "v2", "auto", "V2", "v3", "v9"};
         for (int e = 0; e < 3; e++)
             for (int i = 0; i < 6; i++) {
                 setenv(sw[e], val[i], 1);
@@ -178,11 +178,12 @@ int main(int argc, char **argv) {
             if (b) b->ops->destroy(b);
             unsetenv("SGL_ATTN_LIN_UT");
         }
-        /* cstate = scan and v3 pass (prep = scan does not, cstate = v4 does not); the scan's group size is 1..4096 */
-        const char *sv[6][3] = {{"SGL_ATTN_LIN_CSTATE", "scan", NULL}, {"SGL_ATTN_LIN_PREP", "scan", "SGL_ATTN_LIN_PREP"},
+        /* cstate = scan, v3 and v4 pass (prep = scan does not, cstate = v5 does not); the scan's group size is 1..4096 */
+        const char *sv[7][3] = {{"SGL_ATTN_LIN_CSTATE", "scan", NULL}, {"SGL_ATTN_LIN_PREP", "scan", "SGL_ATTN_LIN_PREP"},
                                 {"SGL_ATTN_LIN_CSCAN_M", "16", NULL}, {"SGL_ATTN_LIN_CSCAN_M", "0", "SGL_ATTN_LIN_CSCAN_M"},
-                                {"SGL_ATTN_LIN_CSTATE", "v3", NULL}, {"SGL_ATTN_LIN_CSTATE", "v4", "expected v1, v2, v3, scan"}};
-        for (int i = 0; i < 6; i++) {
+                                {"SGL_ATTN_LIN_CSTATE", "v3", NULL}, {"SGL_ATTN_LIN_CSTATE", "v4", NULL},
+                                {"SGL_ATTN_LIN_CSTATE", "v5", "expected v1, v2, v3, v4, scan"}};
+        for (int i = 0; i < 7; i++) {
             setenv(sv[i][0], sv[i][1], 1);
             err[0] = 0;
             b = NULL;

@@ -147,6 +147,7 @@ typedef struct lin_inst {
     int c3_out;            /* SGL_ATTN_LIN_COUT: the split output kernel, 1 = v1 / 2 = v2 (default) */
     int c2_np;             /* SGL_ATTN_LIN_CSTATE: producer warps of the split state pass, 1 (v1) / 4 (v2, v3) */
     int c2_cw;             /* ... and its compute warps, 4 / 8 (v3) */
+    int c2_ws;             /* ... 1: v4, v2's warps with named-barrier hand-offs */
     int dec_prep;          /* SGL_ATTN_LIN_DECPREP: the stream decode's prep kernel, 1 = v1 / 2 = v2 (default) / 3 = v3 */
     int cscan_vt;          /* SGL_ATTN_LIN_CSTATE=scan: row tile of its group passes, 32 or 64 */
     int sync_check;        /* synchronise after planning to report device-found errors */

@@ -163,9 +163,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
      * the split phase 1's prep + UT kernels (lk_split1.cu) and the split state pass's producer
      * warps (lk_split2.cu) */
     /* cstate = scan (opt-in): the state pass by groups of cscan_group chunks (lk_cscan.cu, with v2's
-     * producer warps); v3 (opt-in): v2 with 8 compute warps (lk_cstate.cuh) */
+     * producer warps); v3 (opt-in): v2 with 8 compute warps; v4 (opt-in): v2 with named-barrier
+     * hand-offs between its compute and producer warps (lk_cstate.cuh) */
     /* prep = v3 (opt-in): v2's prep kernel with a quarter of its registers (lk_split1.cu) */
-    int v2[2] = {1, 1}, scan = 0, scan_m = 16, prep3 = 0, cs3 = 0;
+    int v2[2] = {1, 1}, scan = 0, scan_m = 16, prep3 = 0, cs3 = 0, cs4 = 0;
     {
         const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
         for (int k = 0; k < 2; k++) {
@@ -174,9 +175,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
             else if (k == 1 && v && !strcasecmp(v, "scan")) scan = 1;
             else if (k == 0 && v && !strcasecmp(v, "v3")) prep3 = 1;
             else if (k == 1 && v && !strcasecmp(v, "v3")) cs3 = 1;
+            else if (k == 1 && v && !strcasecmp(v, "v4")) cs4 = 1;
             else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
                 lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2%s or auto", name, env[k], key[k], v,
-                        k == 1 ? ", v3, scan" : ", v3");
+                        k == 1 ? ", v3, v4, scan" : ", v3");
                 return SGL_ATTN_E_INVALID;
             }
         }
@@ -258,6 +260,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->c3_out = cout2 ? 2 : 1;
     w->c2_np = v2[1] ? 4 : 1;
     w->c2_cw = cs3 ? 8 : 4;
+    w->c2_ws = cs4;
     w->dec_prep = dprep;
     w->c1_ut = ut3 ? 3 : 2;
     /* the scan's row tile: 64 (W, KD loaded once per chunk for 64 rows) where V and the device allow it

@@ -101,6 +101,7 @@ typedef struct lin_fwd {
                            cp.async groups, 16-byte output rows (else 1); c1_prep 3 (SGL_ATTN_LIN_PREP=v3):
                            v2's prep with a quarter of its registers */
     int32_t c2_cw;      /* SGL_ATTN_LIN_CSTATE=v3: 8 compute warps in it (else 4) */
+    int32_t c2_ws;      /* SGL_ATTN_LIN_CSTATE=v4 (1): v2 with named-barrier hand-offs (lk_cstate.cuh) */
     /* SGL_ATTN_LIN_CSTATE=scan (lk_cscan.cu): chunks per group (0: the serial pass), the row tile of its
      * group passes (32 or 64), and the group scratch [groups][hv][V + K][K] float32 (LIN_CSCAN_GROUPS) */
     int32_t cscan_m, cscan_vt;

@@ -23,6 +23,8 @@
 #define lk_cp_async_commit() lk_emu_cp_async_commit()
 #define lk_cp_async_wait_all() lk_emu_cp_async_wait()
 template <int N> static inline void lk_cp_async_wait(void) { lk_emu_cp_async_wait_n(N); }
+#define lk_bar_sync(id, n) lk_emu_bar((id), (n), 1)
+#define lk_bar_arrive(id, n) lk_emu_bar((id), (n), 0)
 #define LK_LAUNCH(kern, grid, block, smem, stream, ...) \
     lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); })
 /* blocks run grid after grid: a programmatic dependent launch is a plain one */
@@ -35,6 +37,11 @@ template <int N> static inline void lk_cp_async_wait(void) { lk_emu_cp_async_wai
 #define lk_cp_async_commit() gc_cp_async_commit()
 #define lk_cp_async_wait_all() gc_cp_async_wait<0>()
 template <int N> GC_DEV void lk_cp_async_wait(void) { gc_cp_async_wait<N>(); }
+/* named barrier id (1..15, 0 is __syncthreads') of n threads (a multiple of 32): bar.sync waits for the
+ * phase to complete, bar.arrive only counts; both order the caller's earlier shared-memory accesses
+ * before the waiters' later ones */
+GC_DEV void lk_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+GC_DEV void lk_bar_arrive(int id, int n) { asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 #define LK_LAUNCH(kern, grid, block, smem, stream, ...) kern<<<grid, block, smem, stream>>>(__VA_ARGS__)
 /* pdl != 0: a programmatic dependent launch (SM 9.0+, runtime API only): the
  * kernel may start once every block of the one before it in the stream has

@@ -25,6 +25,20 @@
  * chains (2 mma deep), and the producers' cp.async move after the second
  * barrier (it then waits only for their Hs copy). */
 #define LK_S2_THREADS_CW(cw, np) (32 * (cw) + 32 * (np))
+ /* SGL_ATTN_LIN_CSTATE=v4: v2 with warp-specialised synchronisation.  Why: v2's two __syncthreads per
+ * chunk make the compute warps wait for the producers' cp.async issue and Hs copy (the mid barrier) and
+ * every warp wait for every other (ncu, run 5: 41% of stalls at barriers).  v4 uses three named barriers
+ * of all the block's threads where one side only arrives (bar.arrive) and the other waits (bar.sync):
+ *   FULL  producers arrive (their copies of chunk q landed), compute waits before W S^T;
+ *   HS    producers arrive (Hs copied out of Sb), compute waits before the update writes Sb (and
+ *         among themselves: Unew in Ub complete, Sb read);
+ *   EMPTY compute arrives (the update of chunk q-1 done: Sb holds S, stage (q-1) % NS read for the
+ *         last time), producers wait before the Hs copy and the next copies into that stage.
+ * The producers arrive at FULL / HS of chunk q+1 only after EMPTY of q+1, which the compute warps
+ * reach only after passing FULL / HS of q, so no phase gets a second arrival before it completes. */
+#define LK_BAR_FULL 1
+#define LK_BAR_HS 2
+#define LK_BAR_EMPTY 3
 #define LK_S2_NS 3                          /* stages of its cp.async ring */
 #define LK_S3_THREADS 128
 
@@ -67,7 +81,7 @@ LK_DEV bool lk_cscan_group(const lin_fwd &p, int G, bool skip_last, lk_cgroup &r
  * end tile (float32) to p.Zs, nothing else stored; 3: from the group's start
  * state (p.Zs, or the pool for a one-group request), storing Hs and Unew as
  * MODE 0, the pool written by the request's last group. */
-template <int OT, int VT, int NP, int MODE = 0, int CW = LK_S2_CWARPS>
+template <int OT, int VT, int NP, int MODE = 0, int CW = LK_S2_CWARPS, bool WS = false>
 __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel(lin_fwd p) {
     using L = lk_s2<VT>;
     constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, NS = LK_S2_NS, STAGE = L::STAGE;
@@ -75,6 +89,8 @@ __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel
      * columns VW (w / 4) .. (NX n8 tiles) */
     constexpr int KW = K / CW, NB = KW / 8, VW = VT / (CW / 4), NX = VW / 8;
     static_assert(CW == 4 || (CW == 8 && MODE == 0), "v3 (8 compute warps): the serial pass only");
+    static_assert(!WS || (MODE == 0 && CW == 4), "v4 (named barriers): v2's serial pass only");
+    constexpr int NT = LK_S2_THREADS_CW(CW, NP); /* v4: every barrier counts all the block's threads */
     static_assert(NB % 2 == 0 && (NX % 2 == 0 || NX == 1), "state tile split");
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA;
@@ -190,8 +206,19 @@ __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel
     const int64_t rtok0 = p.pl.req_tok0[i];
 
     for (int q = 0; q < nch; q++) {
-        if (producer) lk_cp_async_wait<NS - 2>(); /* chunk q landed */
-        __syncthreads(); /* chunk q visible; Sb holds S; every warp is done with chunk q-1 */
+        if (WS) { /* v4: see LK_BAR_FULL */
+            if (producer) {
+                lk_cp_async_wait<NS - 2>();     /* chunk q landed (this thread's copies) */
+                lk_bar_sync(LK_BAR_EMPTY, NT);  /* Sb holds S; stage (q - 1) % NS free */
+                lk_bar_arrive(LK_BAR_FULL, NT); /* chunk q visible */
+            } else {
+                lk_bar_arrive(LK_BAR_EMPTY, NT); /* Sb written (init or chunk q-1); done with stage (q-1) % NS */
+                lk_bar_sync(LK_BAR_FULL, NT);    /* ... and every compute warp done with Ub */
+            }
+        } else {
+            if (producer) lk_cp_async_wait<NS - 2>(); /* chunk q landed */
+            __syncthreads(); /* chunk q visible; Sb holds S; every warp is done with chunk q-1 */
+        }
         const int st = q % NS, jc = c0 + q;
         const unsigned char *base = smraw + st * STAGE;
         const uint16_t *Ws = (const uint16_t *)base, *KDs = Ws + C * KP, *Us = KDs + C * KP;
@@ -199,7 +226,7 @@ __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel
         if (producer) {
             /* v3: the Hs copy first (the next barrier waits for it), the copies of chunk q + NS - 1 after
              * that barrier, beside the update (its stage was last read by chunk q - 1's steps) */
-            if (CW != 8) {
+            if (CW != 8 && !WS) {
                 if (q + NS - 1 < nch) issue((q + NS - 1) % NS, c0 + q + NS - 1);
                 lk_cp_async_commit();
             }
@@ -210,6 +237,12 @@ __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel
                 const int v = idx / (K / 8), cc = (idx % (K / 8)) * 8;
                 LK_ALIGNED(dst + v * K + cc, 16);
                 *(uint4 *)(dst + v * K + cc) = *(const uint4 *)(Sb + v * KP + cc);
+            }
+            if (WS) { /* v4: Sb read; then chunk q + NS - 1 into the stage chunk q - 1 left */
+                lk_bar_arrive(LK_BAR_HS, NT);
+                if (q + NS - 1 < nch) issue((q + NS - 1) % NS, c0 + q + NS - 1);
+                lk_cp_async_commit();
+                continue;
             }
         } else if (DELTA) { /* Unew = U - W S^T: rows 16 rw .., VW columns from v0; two chains over K */
             const int64_t ct0 = rtok0 + meta[2 * st];
@@ -269,7 +302,8 @@ __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel
                     }
                 }
         }
-        __syncthreads(); /* Unew complete; Sb read by everyone (Hs, W S^T) */
+        if (WS) lk_bar_sync(LK_BAR_HS, NT); /* v4, compute warps only (the producers went on above) */
+        else __syncthreads();               /* Unew complete; Sb read by everyone (Hs, W S^T) */
         if (producer) {
             if (CW == 8) {
                 if (q + NS - 1 < nch) issue((q + NS - 1) % NS, c0 + q + NS - 1);

@@ -166,15 +166,17 @@ static_assert(lk_s2<32>::SMEM <= (int)LIN_C1_SMEM && lk_s3<LK_S3_VH>::SMEM <= (i
 int lk_split1_setup(void); /* lk_split1.cu */
 
 extern "C" int lin_split_setup(void) {
-    const void *k[7] = {(const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 1>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 1>,
+    const void *k[9] = {(const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 1>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 1>,
                         (const void *)lin_cout_kernel<LIN_DT_BF16>, (const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 4>,
                         (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 4>,
                         (const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 4, 0, 8>,
-                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 4, 0, 8>};
-    const int sm[7] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM, lk_s3<LK_S3_VH>::SMEM, lk_s2<16>::SMEM, lk_s2<32>::SMEM,
-                       lk_s2<16>::SMEM, lk_s2<32>::SMEM};
+                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 4, 0, 8>,
+                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 16, 4, 0, 4, true>,
+                        (const void *)lin_cstate_kernel<LIN_DT_BF16, 32, 4, 0, 4, true>};
+    const int sm[9] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM, lk_s3<LK_S3_VH>::SMEM, lk_s2<16>::SMEM, lk_s2<32>::SMEM,
+                       lk_s2<16>::SMEM, lk_s2<32>::SMEM, lk_s2<16>::SMEM, lk_s2<32>::SMEM};
     int e = 0;
-    for (int i = 0; i < 7 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int i = 0; i < 9 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     if (!e) e = lk_split1_setup();
     if (!e) e = (int)cudaFuncSetAttribute((const void *)lin_cout_kernel<LIN_DT_BF16, 1>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, lk_s3<LK_S3_VH>::SMEM);
@@ -196,6 +198,8 @@ extern "C" int lin_launch_split2(const lin_fwd *pp, int ot, int vt, void *stream
         if (p.c2_cw == 8) { /* SGL_ATTN_LIN_CSTATE=v3: 8 compute warps, v2's 4 producers */
             k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4, 0, 8> : lin_cstate_kernel<LIN_DT_BF16, 32, 4, 0, 8>;
             nth = LK_S2_THREADS_CW(8, 4);
+        } else if (p.c2_ws && p.c2_np == 4) { /* SGL_ATTN_LIN_CSTATE=v4: v2 with named-barrier hand-offs */
+            k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4, 0, 4, true> : lin_cstate_kernel<LIN_DT_BF16, 32, 4, 0, 4, true>;
         } else if (p.c2_np == 4) k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 4> : lin_cstate_kernel<LIN_DT_BF16, 32, 4>;
         else k2 = vt == 16 ? lin_cstate_kernel<LIN_DT_BF16, 16, 1> : lin_cstate_kernel<LIN_DT_BF16, 32, 1>;
         LK_LAUNCH(k2, g2, nth, vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, st, p);

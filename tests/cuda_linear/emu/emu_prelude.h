@@ -75,6 +75,9 @@ void lk_emu_cp_async_wait(void);
  * newest n committed groups land (copies not yet committed stay queued) */
 void lk_emu_cp_async_commit(void);
 void lk_emu_cp_async_wait_n(int n);
+/* named barrier id (1..15) of n threads: bar.sync (wait 1) / bar.arrive
+ * (wait 0); a block that ends with a phase open aborts */
+void lk_emu_bar(int id, int n, int wait);
 /* abort unless p is n-byte aligned (vector loads and stores) */
 void lk_emu_aligned(const void *p, size_t n);
 /* mma.sync m16n8k16 row.col, f32 accumulate; bf16 or f16 operands */

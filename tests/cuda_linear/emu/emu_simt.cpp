@@ -69,6 +69,8 @@ struct Fiber {
     int state;
     std::vector<Copy> pending; /* cp.async not yet waited for */
     unsigned committed;        /* cp.async groups committed so far */
+    int nbar_id;               /* the named barrier it waits at (-1: none) */
+    unsigned nbar_phase;       /* ... and that barrier's phase when it arrived */
 };
 
 struct Warp {
@@ -83,6 +85,11 @@ Fiber *cur;
 void *sched_sp;
 std::function<void()> *body;
 int live, bar_arrived, bar_or_acc, bar_or_result;
+/* named barriers (bar.sync / bar.arrive id, n): arrivals of the open phase, its count, its phase */
+struct NamedBar {
+    int arrived, n;
+    unsigned phase;
+} nbar[16];
 std::vector<unsigned char> dyn;
 
 [[noreturn]] void die(const char *what) {
@@ -135,7 +142,7 @@ void wait_here() {
 
 void release_block() {
     for (auto &f : fibers)
-        if (f.state == WAIT) f.state = RUN;
+        if (f.state == WAIT && f.nbar_id < 0) f.state = RUN;
     bar_arrived = 0;
     bar_or_result = bar_or_acc;
     bar_or_acc = 0;
@@ -212,6 +219,29 @@ int __syncthreads_or(int v) {
     if (++bar_arrived == live) release_block();
     else wait_here();
     return bar_or_result;
+}
+
+void lk_emu_bar(int id, int n, int wait) {
+    if (id < 1 || id > 15 || n <= 0 || n % 32) die("a named barrier with a bad id or thread count");
+    if (warps[cur->tid / 32].arrived) die("a named barrier while lanes of its warp wait at a warp collective");
+    NamedBar &b = nbar[id];
+    if (b.arrived && b.n != n) die("a named barrier's arrivals disagree on its thread count");
+    b.n = n;
+    if (++b.arrived == n) { /* the phase completes: its waiters run on */
+        b.arrived = 0;
+        b.phase++;
+        for (auto &f : fibers)
+            if (f.state == WAIT && f.nbar_id == id) {
+                f.state = RUN;
+                f.nbar_id = -1;
+            }
+        return;
+    }
+    if (!wait) return;
+    cur->nbar_id = id;
+    cur->nbar_phase = b.phase;
+    wait_here();
+    if (cur->nbar_id >= 0 || nbar[id].phase == cur->nbar_phase) die("a named barrier waiter resumed early");
 }
 
 void __syncwarp(unsigned mask) {
@@ -429,6 +459,7 @@ static void run_block(unsigned nthreads) {
         f.state = RUN;
         f.pending.clear();
         f.committed = 0;
+        f.nbar_id = -1;
 #ifdef EMU_ASAN
         __asan_unpoison_memory_region(f.stack, STACK); /* redzones of the last block's frames */
 #endif
@@ -441,6 +472,7 @@ static void run_block(unsigned nthreads) {
     }
     live = (int)nthreads;
     bar_arrived = bar_or_acc = bar_or_result = 0;
+    std::memset(nbar, 0, sizeof nbar);
     for (;;) {
         bool progress = false, all_done = true;
         for (unsigned i = 0; i < nthreads; i++) {
@@ -456,6 +488,8 @@ static void run_block(unsigned nthreads) {
         if (all_done) break;
         if (!progress) die("no thread can make progress (a barrier not every thread reaches)");
     }
+    for (const NamedBar &b : nbar)
+        if (b.arrived) die("a block ended with a named barrier's phase open (unmatched bar.arrive)");
     cur = nullptr;
 }
 
