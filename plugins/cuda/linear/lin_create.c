@@ -162,10 +162,9 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     /* v2 (default, auto; 1.68x v1 on the 64k H200 prefill, bench/results/h200-2026-12-03/run8-*) or v1:
      * the split phase 1's prep + UT kernels (lk_split1.cu) and the split state pass's producer
      * warps (lk_split2.cu) */
-    /* cstate = scan (opt-in): the state pass by groups of cscan_group chunks (lk_cscan.cu, with v2's
-     * producer warps); v3 (opt-in): v2 with 8 compute warps; v4 (opt-in): v2 with named-barrier
-     * hand-offs between its compute and producer warps (lk_cstate.cuh) */
-    /* prep = v3 (opt-in): v2's prep kernel with a quarter of its registers (lk_split1.cu) */
+    /* opt-in levers kept as the record (docs/cuda_linear.md): cstate = scan, the state pass by groups of
+     * cscan_group chunks (lk_cscan.cu; lost, run 11); v3, 8 compute warps (lost, run 14); v4, named-barrier
+     * hand-offs (lk_cstate.cuh; not run on a GPU); prep = v3, a quarter of the registers (lost, run 13) */
     int v2[2] = {1, 1}, scan = 0, scan_m = 16, prep3 = 0, cs3 = 0, cs4 = 0;
     {
         const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
@@ -189,14 +188,14 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     {
         const char *v = lin_option(host, name, "SGL_ATTN_LIN_DECPREP", "decprep");
         if (v && !strcasecmp(v, "v1")) dprep = 1;
-        else if (v && !strcasecmp(v, "v3")) dprep = 3; /* opt-in until measured: lk_decprep3.cu */
+        else if (v && !strcasecmp(v, "v3")) dprep = 3; /* opt-in, lost (run 12): lk_decprep3.cu */
         else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
             lin_str(err, en, "%s: SGL_ATTN_LIN_DECPREP / plugin option decprep = \"%s\": expected v1, v2, v3 or auto", name,
                     v);
             return SGL_ATTN_E_INVALID;
         }
     }
-    /* v3 (opt-in until measured): the split phase 1's prep fused into its UT kernel (lk_split1.cu);
+    /* v3 (opt-in, lost in run 11): the split phase 1's prep fused into its UT kernel (lk_split1.cu);
      * v2 (default, auto): the two kernels */
     int ut3 = 0;
     {

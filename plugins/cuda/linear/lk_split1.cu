@@ -23,11 +23,11 @@
  * of 16 + 3 x 2 steps instead of 63; W = T (beta k e^G), U = T (beta v) on
  * tensor cores.
  *
- * SGL_ATTN_LIN_PREP=v2 (opt-in until measured): lin_cprep2_kernel for gdn
+ * SGL_ATTN_LIN_PREP=v2 (the default since run 8): lin_cprep2_kernel for gdn
  * (below) and lin_ut_kernel<., 1>: 16-byte element-wise passes, the values
  * loaded late over q / T (51 KiB: 4 blocks per SM instead of 3).
  *
- * SGL_ATTN_LIN_UT=v3 (opt-in until measured): lin_utf_kernel (below), the prep
+ * SGL_ATTN_LIN_UT=v3 (opt-in, lost in run 11): lin_utf_kernel (below), the prep
  * fused into the UT kernel (gdn, conv width 4, bf16 x). */
 #include "lk_tile.cuh"
 
