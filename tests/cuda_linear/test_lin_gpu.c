@@ -28,7 +28,9 @@
  *                                 LT_QUICK=10 / 11: the scan's memcheck / racecheck sets;
  *                                 LT_QUICK=12: prep v3 / output v2 ("pp3,co2"), each beside the defaults
  *                                 LT_QUICK=14: the v3 state pass (SGL_ATTN_LIN_CSTATE=v3), LT_QUICK=15: its
- *                                 sanitizer set; LT_QUICK=16 / 17: the same of v4 (SGL_ATTN_LIN_CSTATE=v4)
+ *                                 sanitizer set; LT_QUICK=16 / 17: the same of v4 (SGL_ATTN_LIN_CSTATE=v4);
+ *                                 LT_QUICK=18 / 19: the same of v5 (SGL_ATTN_LIN_CSTATE=v5; 18 also one
+ *                                 request of LT_LONG tokens beside the default pass)
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
  *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
@@ -73,7 +75,8 @@ typedef struct cfg {
                           first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel),
                           "pp3" (SGL_ATTN_LIN_PREP=v3), "co2" (SGL_ATTN_LIN_COUT=v2),
                           "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks), "cs3" (SGL_ATTN_LIN_CSTATE=v3:
-                          8 compute warps in the state pass), "cs4" (v4: named-barrier hand-offs); "long":
+                          8 compute warps in the state pass), "cs4" (v4: named-barrier hand-offs), "cs5" (v5: P = -W^T KD
+                          first, one product per chunk, Unew in the output kernel); "long":
                           scenario_long() instead of scenario(), "huge": scenario_one_long() */
 } cfg;
 
@@ -143,6 +146,7 @@ static void set_split(const char *split) {
     set_env("SGL_ATTN_LIN_CSTATE", scan                              ? "scan"
                                    : split && strstr(split, "cs3") ? "v3"
                                    : split && strstr(split, "cs4") ? "v4"
+                                   : split && strstr(split, "cs5") ? "v5"
                                                                    : env_cstate);
     char m[16];
     snprintf(m, sizeof m, "%d", scan ? atoi(scan + 4) : 0);
@@ -791,6 +795,29 @@ int main(int argc, char **argv) {
         n = 0;
         CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4"});
         CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs4"});
+    }
+    /* the v5 state pass (SGL_ATTN_LIN_CSTATE=v5: gdn and kda; the other kinds keep v2 under the switch): row
+     * tiles 16 and 32, both state dtypes, V 64 and 96 (the output kernel's Unew with a short column half),
+     * l2norm off, the scenario's and the long ragged requests (state carried in, slowly decaying gates,
+     * padding); in the full run and LT_QUICK=3, 18 (which adds one long request beside the default pass) */
+    if (split_on && (!quick || quick == 3 || quick == 18)) {
+        if (quick == 18) n = 0;
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs5"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs5,long"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 0, 0.05, "c1,c2,cs5"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs5,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs5,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs5"});
+        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs5"}); /* v2 runs */
+        if (quick == 18) {
+            CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,cs5,huge"});
+            CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"});
+        }
+    }
+    if (quick == 19) { /* v5 under compute-sanitizer: both row tiles, both state dtypes */
+        n = 0;
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs5"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs5"});
     }
     if (quick == 9) { /* long chains: the scan's products of many P_c against float64, beside the serial pass */
         n = 0;

@@ -68,6 +68,8 @@ typedef struct lin_layout {
     size_t Hs;                           /* split phase 2/3: per-chunk states, 16-bit */
     size_t Zs;                           /* SGL_ATTN_LIN_CSTATE=scan: group states [groups][hv][V + K][K] f32 */
     int need_cscan;                      /* ... and it is there (the scan runs) */
+    size_t Pq;                           /* SGL_ATTN_LIN_CSTATE=v5: P = -W^T KD [chunk][hv][K][K] 16-bit */
+    int need_pq;                         /* ... and it is there (gdn, kda with v5) */
     int need_dec2, need_c1s, need_c2s;   /* the split paths' buffers are there */
     size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode3_per] */
     size_t dsync;                        /* stream_one*: [4 + max_reqs * hk] int32 (zero) */
@@ -85,6 +87,7 @@ typedef struct lin_paths {
                        stream_pdl64 (4) / stream_one (5) / stream_one_nopf (6) / stream_one_static (7): the
                        stream decode where it applies */
     int cscan_m;    /* SGL_ATTN_LIN_CSTATE=scan: chunks per group of the split state pass (0: serial) */
+    int cstate5;    /* SGL_ATTN_LIN_CSTATE=v5: the state pass with P made first (gdn, kda; lk_cstate5.cu) */
 } lin_paths;
 /* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
 int lin_tc_dims_ok(const lin_dims *d);

@@ -102,6 +102,9 @@ typedef struct lin_fwd {
                            v2's prep with a quarter of its registers */
     int32_t c2_cw;      /* SGL_ATTN_LIN_CSTATE=v3: 8 compute warps in it (else 4) */
     int32_t c2_ws;      /* SGL_ATTN_LIN_CSTATE=v4 (1): v2 with named-barrier hand-offs (lk_cstate.cuh) */
+    int32_t c2_pq;      /* SGL_ATTN_LIN_CSTATE=v5 (1, gdn / kda): P = -W^T KD made first, one product per chunk
+                           in the state pass, Unew made by the output kernel (lk_cstate5.cu) */
+    void *Pq;           /* ... P per chunk, 16-bit [chunk][hv][K][K] */
     /* SGL_ATTN_LIN_CSTATE=scan (lk_cscan.cu): chunks per group (0: the serial pass), the row tile of its
      * group passes (32 or 64), and the group scratch [groups][hv][V + K][K] float32 (LIN_CSCAN_GROUPS) */
     int32_t cscan_m, cscan_vt;
@@ -186,6 +189,14 @@ static inline size_t lin_decode3_per(int kind, int K, int V, int gsz, int gc, in
     ((size_t)(3 * (2 * LIN_CHUNK * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2 + LIN_TC_K * 4) +    \
               (vt) * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2 + 6 * 4))
 
+/* SGL_ATTN_LIN_CSTATE=v5: the state pass's shared memory with row tile vt (= lk_s5<vt>::SMEM, checked in
+ * lk_cstate5.cu): three stages of (P [K][K + 8], KD [64][K + 8], U tile [64][vt + 8], eG) and two 16-bit
+ * copies of the state tile */
+#define LIN_C5_SMEM(vt)                                                                                    \
+    ((size_t)(3 * (LIN_TC_K * (LIN_TC_K + 8) * 2 + LIN_CHUNK * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2 + \
+                   LIN_TC_K * 4) +                                                                         \
+              2 * (vt) * (LIN_TC_K + 8) * 2))
+
 /* Launchers: 0 or a cudaError_t. */
 int lin_launch_plan(const lin_plan_args *a, void *stream);
 /* prep + conv state + token-by-token recurrence (short_conv: conv + state) */
@@ -212,6 +223,9 @@ int lin_split_setup(void);
 /* SGL_ATTN_LIN_CSTATE=scan: the state pass of lin_launch_split2 by groups of p->cscan_m chunks */
 int lin_launch_cscan(const lin_fwd *p, void *stream);
 int lin_cscan_setup(int vt);
+/* SGL_ATTN_LIN_CSTATE=v5 (lk_cstate5.cu): P for every chunk, then the serial pass (p->Pq; gdn, kda) */
+int lin_launch_cstate5(const lin_fwd *p, int vt, void *stream);
+int lin_cstate5_setup(void);
 int lin_launch_commit(const lin_commit_args *c, void *stream);
 /* pieces the launchers above share (lk_simple.cu, lk_chunk1.cu) */
 int lin_launch_convstate(const lin_fwd *p, void *stream);

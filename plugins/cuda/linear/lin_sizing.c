@@ -78,7 +78,7 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
 
 int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
                         int variant, int tc_ok, const lin_paths *paths, char *err, size_t n) {
-    const lin_paths none = {0, 0, 0, 0, 0};
+    const lin_paths none = {0, 0, 0, 0, 0, 0};
     if (!paths) paths = &none;
     memset(L, 0, sizeof *L);
     if (max_reqs < 1 || max_tokens < 1) {
@@ -104,6 +104,8 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
     L->need_c1s = L->need_tc && paths->c1_split && lin_c1split_kind_ok(d);
     L->need_c2s = L->need_tc && paths->c2_split;
     L->need_cscan = L->need_c2s && paths->cscan_m > 0;
+    L->need_pq = L->need_c2s && !L->need_cscan && paths->cstate5 &&
+                 (d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_KDA);
     const size_t esz = (size_t)d->esz, R = (size_t)max_reqs, T = (size_t)max_tokens;
     const size_t NL = (size_t)d->n_lin, S = (size_t)(L->steps ? L->steps : 1);
     const size_t HV = (size_t)d->hv, K = (size_t)d->dk, V = (size_t)d->dv, CH = (size_t)L->max_chunks;
@@ -139,6 +141,7 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
     ok &= add(&acc, &L->Hs, L->need_c2s ? CH * HV : 0, V * K, 2);
     ok &= add(&acc, &L->Zs, L->need_cscan ? (size_t)LIN_CSCAN_GROUPS(CH, (size_t)paths->cscan_m, R) * HV : 0,
               (V + K) * K, sizeof(float));
+    ok &= add(&acc, &L->Pq, L->need_pq ? CH * HV : 0, K * K, 2);
     ok &= add(&acc, &L->stage, 3 * R, 1, sizeof(int32_t));
     L->total = acc;
     if (!ok) {

@@ -20,9 +20,10 @@
  * in the same order as lk_chunk2.cu, so both give the same outputs. */
 #include "lk_cstate.cuh"
 
-template <int VH> struct lk_s3 {
+template <int VH, int UN = 0> struct lk_s3 {
     static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VHP = VH + 8;
-    static constexpr int SMEM = C * KP * 2 + VH * KP * 2 + C * CP * 2 + C * VHP * 2; /* QG, S, M, Unew */
+    /* QG, S, M, Unew (UN: U, then Unew in place), UN: W */
+    static constexpr int SMEM = C * KP * 2 + VH * KP * 2 + C * CP * 2 + C * VHP * 2 + UN * C * KP * 2;
 };
 #define LK_S3_VH 64 /* output columns per block */
 
@@ -33,14 +34,18 @@ template <int VH> struct lk_s3 {
  * (v1 runs all first halves, then all second halves: 0.2 GB more DRAM
  * reads at 64k tokens); QG and the state land first (a cp.async group of
  * their own) and QG Hs^T runs while M and Unew fly; 16-bit outputs leave as
- * 16-byte rows staged in the warp's own QG rows (v1: 2-byte stores). */
-template <int OT, int V2 = 0>
+ * 16-byte rows staged in the warp's own QG rows (v1: 2-byte stores).
+ * UN (with V2; SGL_ATTN_LIN_CSTATE=v5, whose state pass leaves U as it is):
+ * Unew = U - W Hs[chunk]^T first, rounded to 16 bits as the v2 state pass
+ * rounds it (W lands with QG and the state). */
+template <int OT, int V2 = 0, int UN = 0>
 __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
+    static_assert(!UN || V2, "Unew here: the v2 grid only");
     constexpr int VH = LK_S3_VH;
-    using L = lk_s3<VH>;
+    using L = lk_s3<VH, UN>;
     constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VHP = L::VHP;
     LK_DYN_SMEM(unsigned char, smraw);
-    uint16_t *QGs = (uint16_t *)smraw, *Ss = QGs + C * KP, *Ms = Ss + VH * KP, *Us = Ms + C * CP;
+    uint16_t *QGs = (uint16_t *)smraw, *Ss = QGs + C * KP, *Ms = Ss + VH * KP, *Us = Ms + C * CP, *Ws = Us + C * VHP;
     const int NZ = V2 ? (p.V + VH - 1) / VH : 1;
     const int j = (int)blockIdx.x / NZ;
     if (j >= *p.pl.num_chunks) return;
@@ -60,6 +65,7 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
         const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
         const bool ok = t < len;
         lk_cp_async16(QGs + t * KP + cc, (const uint16_t *)p.QGt + ((ct0 + (ok ? t : 0)) * HV + h) * K + cc, ok);
+        if (UN) lk_cp_async16(Ws + t * KP + cc, (const uint16_t *)p.Wt + ((ct0 + (ok ? t : 0)) * HV + h) * K + cc, ok);
     }
     for (int idx = tid; idx < VH * (K / 8); idx += LK_S3_THREADS) {
         const int v = idx / (K / 8), cc = (idx % (K / 8)) * 8;
@@ -99,9 +105,36 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
             lk_mma<OT>(O[2 * np + 1], aq, b[2], b[3]);
         }
     }
-    if (V2) { /* M, Unew */
+    if (V2) { /* M, Unew (UN: U) */
         lk_cp_async_wait_all();
         __syncthreads();
+    }
+    if (UN) { /* Unew = U - W S^T: the warp's 16 rows, in place */
+        float X[VH / 8][4];
+#pragma unroll
+        for (int nt = 0; nt < VH / 8; nt++) X[nt][0] = X[nt][1] = X[nt][2] = X[nt][3] = 0.f;
+#pragma unroll
+        for (int k16 = 0; k16 < K / 16; k16++) {
+            uint32_t aw[4];
+            lk_lda(aw, Ws, KP, 16 * warp, 16 * k16);
+#pragma unroll
+            for (int np = 0; np < VH / 16; np++) {
+                uint32_t b[4];
+                lk_ldb_n(b, Ss, KP, 16 * np, 16 * k16);
+                lk_mma<OT>(X[2 * np], aw, b[0], b[1]);
+                lk_mma<OT>(X[2 * np + 1], aw, b[2], b[3]);
+            }
+        }
+#pragma unroll
+        for (int nt = 0; nt < VH / 8; nt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+                uint16_t *u = Us + t * VHP + v;
+                const float u0 = lk_from16<OT>(u[0]) - X[nt][2 * hf], u1 = lk_from16<OT>(u[1]) - X[nt][2 * hf + 1];
+                *(uint32_t *)u = lk_pack2<OT>(u0, u1);
+            }
+        __syncthreads(); /* every row of Unew, for M Unew */
     }
 #pragma unroll
     for (int k16 = 0; k16 < C / 16; k16++) {
@@ -180,6 +213,8 @@ extern "C" int lin_split_setup(void) {
     if (!e) e = lk_split1_setup();
     if (!e) e = (int)cudaFuncSetAttribute((const void *)lin_cout_kernel<LIN_DT_BF16, 1>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, lk_s3<LK_S3_VH>::SMEM);
+    if (!e) e = (int)cudaFuncSetAttribute((const void *)lin_cout_kernel<LIN_DT_BF16, 1, 1>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, lk_s3<LK_S3_VH, 1>::SMEM);
     return e;
 }
 
@@ -189,8 +224,11 @@ extern "C" int lin_launch_split2(const lin_fwd *pp, int ot, int vt, void *stream
     if (!p.Hs || (vt != 16 && vt != 32) || ot != LIN_DT_BF16) return (int)cudaErrorInvalidValue;
     cudaStream_t st = (cudaStream_t)stream;
     int e;
+    const bool un = p.c2_pq && (p.kind == LIN_GDN || p.kind == LIN_KDA);
     if (p.cscan_m > 0) { /* SGL_ATTN_LIN_CSTATE=scan: the same states by groups of chunks (lk_cscan.cu) */
         e = lin_launch_cscan(pp, stream);
+    } else if (un) { /* SGL_ATTN_LIN_CSTATE=v5: P first, one product per chunk (lk_cstate5.cu) */
+        e = lin_launch_cstate5(pp, vt, stream);
     } else {
         dim3 g2((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
         void (*k2)(lin_fwd);
@@ -211,10 +249,11 @@ extern "C" int lin_launch_split2(const lin_fwd *pp, int ot, int vt, void *stream
     const unsigned nz = (unsigned)((p.V + LK_S3_VH - 1) / LK_S3_VH);
     dim3 g3((unsigned)chunks, (unsigned)p.hv, nz);
     void (*k3)(lin_fwd) = lin_cout_kernel<LIN_DT_BF16>;
-    if (p.c3_out == 2) { /* SGL_ATTN_LIN_COUT=v2: the column halves of a (chunk, head) side by side */
+    if (p.c3_out == 2 || un) { /* SGL_ATTN_LIN_COUT=v2: the column halves of a (chunk, head) side by side */
         g3 = dim3((unsigned)chunks * nz, (unsigned)p.hv, 1);
-        k3 = lin_cout_kernel<LIN_DT_BF16, 1>;
+        k3 = un ? lin_cout_kernel<LIN_DT_BF16, 1, 1> : lin_cout_kernel<LIN_DT_BF16, 1>;
     }
-    LK_LAUNCH(k3, g3, LK_S3_THREADS, lk_s3<LK_S3_VH>::SMEM, st, p);
+    const int sm3 = un ? lk_s3<LK_S3_VH, 1>::SMEM : lk_s3<LK_S3_VH>::SMEM;
+    LK_LAUNCH(k3, g3, LK_S3_THREADS, sm3, st, p);
     return (int)cudaGetLastError();
 }
