@@ -30,7 +30,9 @@
  *                                 LT_QUICK=14: the v3 state pass (SGL_ATTN_LIN_CSTATE=v3), LT_QUICK=15: its
  *                                 sanitizer set; LT_QUICK=16 / 17: the same of v4 (SGL_ATTN_LIN_CSTATE=v4);
  *                                 LT_QUICK=18 / 19: the same of v5 (SGL_ATTN_LIN_CSTATE=v5; 18 also one
- *                                 request of LT_LONG tokens beside the default pass)
+ *                                 request of LT_LONG tokens beside the default pass);
+ *                                 LT_QUICK=20 / 21: the same of v6 (SGL_ATTN_LIN_CSTATE=v6, the wgmma
+ *                                 state pass; on the emulator, which has no wgmma, v5 runs)
  *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
  *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
  *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
@@ -76,7 +78,8 @@ typedef struct cfg {
                           "pp3" (SGL_ATTN_LIN_PREP=v3), "co2" (SGL_ATTN_LIN_COUT=v2),
                           "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks), "cs3" (SGL_ATTN_LIN_CSTATE=v3:
                           8 compute warps in the state pass), "cs4" (v4: named-barrier hand-offs), "cs5" (v5: P = -W^T KD
-                          first, one product per chunk, Unew in the output kernel); "long":
+                          first, one product per chunk, Unew in the output kernel), "cs6" (v6: v5's pass on wgmma;
+                          SM 9.0, V % 64 == 0, else v5); "long":
                           scenario_long() instead of scenario(), "huge": scenario_one_long() */
 } cfg;
 
@@ -147,6 +150,7 @@ static void set_split(const char *split) {
                                    : split && strstr(split, "cs3") ? "v3"
                                    : split && strstr(split, "cs4") ? "v4"
                                    : split && strstr(split, "cs5") ? "v5"
+                                   : split && strstr(split, "cs6") ? "v6"
                                                                    : env_cstate);
     char m[16];
     snprintf(m, sizeof m, "%d", scan ? atoi(scan + 4) : 0);
@@ -813,6 +817,24 @@ int main(int argc, char **argv) {
             CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,cs5,huge"});
             CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"});
         }
+    }
+    /* the v6 state pass (wgmma; V % 64 == 0, else v5 runs): both state dtypes, V 64 and 128, kda, l2norm off,
+     * the scenario's and the long ragged requests, one long request beside the default pass */
+    if (split_on && quick == 20) {
+        n = 0;
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6,long"});
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 0, 0.05, "c1,c2,cs6,long"});
+        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6"}); /* V 96: v5 */
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs6"});
+        CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,cs6,huge"});
+        CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"});
+    }
+    if (quick == 21) { /* v6 under compute-sanitizer: both state dtypes, gdn and kda */
+        n = 0;
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs6"});
     }
     if (quick == 19) { /* v5 under compute-sanitizer: both row tiles, both state dtypes */
         n = 0;

@@ -178,14 +178,14 @@ int main(int argc, char **argv) {
             if (b) b->ops->destroy(b);
             unsetenv("SGL_ATTN_LIN_UT");
         }
-        /* cstate = scan, v3, v4 and v5 pass (prep = scan does not, cstate = v6 does not); the scan's group size is
+        /* cstate = scan, v3 .. v6 pass (prep = scan does not, cstate = v7 does not); the scan's group size is
          * 1..4096 */
-        const char *sv[8][3] = {{"SGL_ATTN_LIN_CSTATE", "scan", NULL}, {"SGL_ATTN_LIN_PREP", "scan", "SGL_ATTN_LIN_PREP"},
+        const char *sv[9][3] = {{"SGL_ATTN_LIN_CSTATE", "scan", NULL}, {"SGL_ATTN_LIN_PREP", "scan", "SGL_ATTN_LIN_PREP"},
                                 {"SGL_ATTN_LIN_CSCAN_M", "16", NULL}, {"SGL_ATTN_LIN_CSCAN_M", "0", "SGL_ATTN_LIN_CSCAN_M"},
                                 {"SGL_ATTN_LIN_CSTATE", "v3", NULL}, {"SGL_ATTN_LIN_CSTATE", "v4", NULL},
-                                {"SGL_ATTN_LIN_CSTATE", "v5", NULL},
-                                {"SGL_ATTN_LIN_CSTATE", "v6", "expected v1, v2, v3, v4, v5, scan"}};
-        for (int i = 0; i < 8; i++) {
+                                {"SGL_ATTN_LIN_CSTATE", "v5", NULL}, {"SGL_ATTN_LIN_CSTATE", "v6", NULL},
+                                {"SGL_ATTN_LIN_CSTATE", "v7", "expected v1, v2, v3, v4, v5, v6, scan"}};
+        for (int i = 0; i < 9; i++) {
             setenv(sv[i][0], sv[i][1], 1);
             err[0] = 0;
             b = NULL;

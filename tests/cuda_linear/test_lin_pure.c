@@ -153,7 +153,7 @@ static void test_paths(void) {
     LT_CHECK(L.need_tc && L.need_simple && L.steps == 32, "32 verify tokens: the fused kernel cannot take them");
     LT_CHECK(L.issm - L.iconv >= (size_t)d.n_lin * 64 * 32 * (size_t)d.conv_elems * 4, "verify copies");
     /* the stream decode: opted in, its operand scratch (K = 128 only) */
-    const lin_paths stream = {0, 1, 1, 1, 0, 0};
+    const lin_paths stream = {0, 1, 1, 1, 0, 0, 0};
     LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, &stream, why, sizeof why) == SGL_ATTN_OK,
              "%s", why);
     LT_CHECK(L.need_dec3 && !L.need_dec2 && L.Qc > L.dq &&

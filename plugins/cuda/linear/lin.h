@@ -88,6 +88,7 @@ typedef struct lin_paths {
                        stream decode where it applies */
     int cscan_m;    /* SGL_ATTN_LIN_CSTATE=scan: chunks per group of the split state pass (0: serial) */
     int cstate5;    /* SGL_ATTN_LIN_CSTATE=v5: the state pass with P made first (gdn, kda; lk_cstate5.cu) */
+    int cstate6;    /* SGL_ATTN_LIN_CSTATE=v6: v5 on warpgroup MMA (SM 9.0, V % 64 == 0; lk_cstate6.cu) */
 } lin_paths;
 /* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
 int lin_tc_dims_ok(const lin_dims *d);

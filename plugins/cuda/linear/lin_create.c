@@ -165,8 +165,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     /* opt-in levers kept as the record (docs/cuda_linear.md): cstate = scan, the state pass by groups of
      * cscan_group chunks (lk_cscan.cu; lost, run 11); v3, 8 compute warps (lost, run 14); v4, named-barrier
      * hand-offs (lk_cstate.cuh; 1.06x, run 15); v5, P = -W^T KD made first and one product per chunk
-     * (lk_cstate5.cu, gdn / kda); prep = v3, a quarter of the registers (lost, run 13) */
-    int v2[2] = {1, 1}, scan = 0, scan_m = 16, prep3 = 0, cs3 = 0, cs4 = 0, cs5 = 0;
+     * (lk_cstate5.cu, gdn / kda; lost, run 16); v6, v5 on warpgroup MMA (lk_cstate6.cu, SM 9.0); prep = v3, a quarter of the registers (lost, run 13) */
+    int v2[2] = {1, 1}, scan = 0, scan_m = 16, prep3 = 0, cs3 = 0, cs4 = 0, cs5 = 0, cs6 = 0;
     {
         const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
         for (int k = 0; k < 2; k++) {
@@ -177,9 +177,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
             else if (k == 1 && v && !strcasecmp(v, "v3")) cs3 = 1;
             else if (k == 1 && v && !strcasecmp(v, "v4")) cs4 = 1;
             else if (k == 1 && v && !strcasecmp(v, "v5")) cs5 = 1;
+            else if (k == 1 && v && !strcasecmp(v, "v6")) cs5 = cs6 = 1;
             else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
                 lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2%s or auto", name, env[k], key[k], v,
-                        k == 1 ? ", v3, v4, v5, scan" : ", v3");
+                        k == 1 ? ", v3, v4, v5, v6, scan" : ", v3");
                 return SGL_ATTN_E_INVALID;
             }
         }
@@ -244,6 +245,13 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (cs5 && !paths.cstate5)
         lin_log(SGL_ATTN_LOG_INFO, "%s: SGL_ATTN_LIN_CSTATE=v5 needs %zu bytes of shared memory per block; device %d "
                 "has %zu: the v2 state pass runs", name, LIN_C5_SMEM(32), a->device, (size_t)dev.smem_per_block_optin);
+    /* v6: the sm_90a kernel runs on SM 9.0 only (other devices would get the empty compute_90 body) */
+    paths.cstate6 = paths.cstate5 && cs6 && dev.sm_major == 9 && d.dv % 64 == 0 &&
+                    dev.smem_per_block_optin >= LIN_C6_SMEM && lin_cstate6_built();
+    if (cs6 && !paths.cstate6)
+        lin_log(SGL_ATTN_LOG_INFO, "%s: SGL_ATTN_LIN_CSTATE=v6 runs on SM 9.0 with V %% 64 == 0 and %zu bytes of "
+                "shared memory per block (device %d: SM %d.%d, V %d%s): the v5 state pass runs", name, LIN_C6_SMEM,
+                a->device, dev.sm_major, dev.sm_minor, d.dv, lin_cstate6_built() ? "" : ", no wgmma in this build");
 
     lin_inst *w = calloc(1, sizeof *w);
     if (!w) {
@@ -295,6 +303,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_kernels_setup();
     if (ce == cudaSuccess && w->L.need_cscan) ce = (cudaError_t)lin_cscan_setup(w->cscan_vt);
     if (ce == cudaSuccess && w->L.need_pq) ce = (cudaError_t)lin_cstate5_setup();
+    if (ce == cudaSuccess && w->L.need_pq && paths.cstate6) ce = (cudaError_t)lin_cstate6_setup();
     if (ce == cudaSuccess && w->L.need_dec3 && paths.dec_stream == 2) ce = (cudaError_t)lin_decode3_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
@@ -310,7 +319,9 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
             w->L.need_tc ? " (tensor-core extend)" : "", w->L.need_simple ? " (token-by-token path ready)" : "",
             w->L.need_dec2 ? " (split decode)" : w->L.need_dec3 ? " (stream decode)" : "", w->L.need_c1s ? " (split phase 1)" : "",
             w->L.need_c2s ? (w->L.need_cscan ? " (split phase 2/3, scan state pass)"
-                             : w->L.need_pq ? " (split phase 2/3, v5 state pass)" : " (split phase 2/3)") : "",
+                             : w->L.need_pq ? (paths.cstate6 ? " (split phase 2/3, v6 state pass)"
+                                                             : " (split phase 2/3, v5 state pass)")
+                                            : " (split phase 2/3)") : "",
             w->L.total);
     *out = &w->base;
     return SGL_ATTN_OK;

@@ -169,6 +169,7 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->c2_cw = w->c2_cw;
     p->c2_ws = w->c2_ws;
     p->c2_pq = L->need_pq;
+    p->c2_wg = L->need_pq && w->paths.cstate6;
     p->Pq = L->need_pq ? w->dev + L->Pq : NULL;
     p->cscan_m = L->need_cscan ? w->paths.cscan_m : 0;
     p->cscan_vt = w->cscan_vt;

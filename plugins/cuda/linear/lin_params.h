@@ -105,6 +105,7 @@ typedef struct lin_fwd {
     int32_t c2_pq;      /* SGL_ATTN_LIN_CSTATE=v5 (1, gdn / kda): P = -W^T KD made first, one product per chunk
                            in the state pass, Unew made by the output kernel (lk_cstate5.cu) */
     void *Pq;           /* ... P per chunk, 16-bit [chunk][hv][K][K] */
+    int32_t c2_wg;      /* SGL_ATTN_LIN_CSTATE=v6 (1): v5's pass on warpgroup MMA (SM 9.0, V % 64 == 0) */
     /* SGL_ATTN_LIN_CSTATE=scan (lk_cscan.cu): chunks per group (0: the serial pass), the row tile of its
      * group passes (32 or 64), and the group scratch [groups][hv][V + K][K] float32 (LIN_CSCAN_GROUPS) */
     int32_t cscan_m, cscan_vt;
@@ -197,6 +198,10 @@ static inline size_t lin_decode3_per(int kind, int K, int V, int gsz, int gc, in
                    LIN_TC_K * 4) +                                                                         \
               2 * (vt) * (LIN_TC_K + 8) * 2))
 
+/* SGL_ATTN_LIN_CSTATE=v6: its state pass's shared memory (lk_cstate6.cu: three 57 KiB stages + 1 KiB of
+ * alignment slack) */
+#define LIN_C6_SMEM ((size_t)(3 * 58368 + 1024))
+
 /* Launchers: 0 or a cudaError_t. */
 int lin_launch_plan(const lin_plan_args *a, void *stream);
 /* prep + conv state + token-by-token recurrence (short_conv: conv + state) */
@@ -226,6 +231,10 @@ int lin_cscan_setup(int vt);
 /* SGL_ATTN_LIN_CSTATE=v5 (lk_cstate5.cu): P for every chunk, then the serial pass (p->Pq; gdn, kda) */
 int lin_launch_cstate5(const lin_fwd *p, int vt, void *stream);
 int lin_cstate5_setup(void);
+/* SGL_ATTN_LIN_CSTATE=v6 (lk_cstate6.cu): the serial pass on wgmma (P made; p->c2_wg) */
+int lin_launch_cstate6(const lin_fwd *p, void *stream);
+int lin_cstate6_setup(void);
+int lin_cstate6_built(void); /* 0 in the tests' emulator (no wgmma there) */
 int lin_launch_commit(const lin_commit_args *c, void *stream);
 /* pieces the launchers above share (lk_simple.cu, lk_chunk1.cu) */
 int lin_launch_convstate(const lin_fwd *p, void *stream);

@@ -78,7 +78,7 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
 
 int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
                         int variant, int tc_ok, const lin_paths *paths, char *err, size_t n) {
-    const lin_paths none = {0, 0, 0, 0, 0, 0};
+    const lin_paths none = {0, 0, 0, 0, 0, 0, 0};
     if (!paths) paths = &none;
     memset(L, 0, sizeof *L);
     if (max_reqs < 1 || max_tokens < 1) {

@@ -297,6 +297,7 @@ extern "C" int lin_launch_cstate5(const lin_fwd *pp, int vt, void *stream) {
     LK_LAUNCH(lin_cpq_kernel<LIN_DT_BF16>, dim3((unsigned)chunks, (unsigned)p.hv), LK_PQ_THREADS, LK_PQ_SMEM, st, p);
     int e = (int)cudaGetLastError();
     if (e) return e;
+    if (p.c2_wg) return lin_launch_cstate6(pp, stream); /* SGL_ATTN_LIN_CSTATE=v6: the same pass on wgmma */
     dim3 g2((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
     void (*k)(lin_fwd) = vt == 16 ? lin_cstate5_kernel<LIN_DT_BF16, 16> : lin_cstate5_kernel<LIN_DT_BF16, 32>;
     LK_LAUNCH(k, g2, LK_S5_THREADS, vt == 16 ? lk_s5<16>::SMEM : lk_s5<32>::SMEM, st, p);

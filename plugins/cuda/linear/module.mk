@@ -8,7 +8,7 @@
 LIN_DIR := plugins/cuda/linear
 LIN_KINDS := gdn kda mamba2 short_conv lightning
 LIN_C := lin_dims lin_sizing lin_check lin_probe lin_create lin_plan lin_forward lin_state
-LIN_CU := lk_plan lk_simple lk_decode lk_decode2 lk_decode3 lk_decprep2 lk_decprep3 lk_chunk1 lk_chunk2 lk_split1 lk_split2 lk_cscan lk_cstate5 lk_state
+LIN_CU := lk_plan lk_simple lk_decode lk_decode2 lk_decode3 lk_decprep2 lk_decprep3 lk_chunk1 lk_chunk2 lk_split1 lk_split2 lk_cscan lk_cstate5 lk_cstate6 lk_state
 LIN_OBJS := $(addprefix $(OBJDIR)/$(LIN_DIR)/,$(addsuffix .o,$(LIN_C)) $(addsuffix .cu.o,$(LIN_CU)))
 # The pure-C parts tests/cuda_linear links without CUDA.
 LIN_PURE_OBJS := $(addprefix $(OBJDIR)/$(LIN_DIR)/,lin_dims.o lin_sizing.o lin_check.o)
