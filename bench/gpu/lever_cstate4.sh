@@ -41,7 +41,7 @@ done
 step "3. bench_lin prefill T=65536: tile 16, default and v4"
 for t in 16; do
   for v in default v4; do
-    env $(sel $v) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast BENCH_VT=$t timeout $([ $t = 16 ] && echo 6 || echo 5) \
+    env $(sel $v) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast BENCH_VT=$t timeout 12 \
       $T/bench_lin "$OUT/bench_pre_${v}_t$t.json" $P > "$OUT/bench_pre_${v}_t$t.log" 2>&1
     echo "$v t$t rc=$?"; grep prefill "$OUT/bench_pre_${v}_t$t.log"
   done

@@ -77,7 +77,8 @@ typedef struct cfg {
                           first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel),
                           "pp3" (SGL_ATTN_LIN_PREP=v3), "co2" (SGL_ATTN_LIN_COUT=v2),
                           "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks), "cs3" (SGL_ATTN_LIN_CSTATE=v3:
-                          8 compute warps in the state pass), "cs4" (v4: named-barrier hand-offs), "cs5" (v5: P = -W^T KD
+                          8 compute warps in the state pass), "cs4" (v4: named-barrier hand-offs; auto), "cs2" (v2, two
+                          __syncthreads per chunk), "cs5" (v5: P = -W^T KD
                           first, one product per chunk, Unew in the output kernel), "cs6" (v6: v5's pass on wgmma;
                           SM 9.0, V % 64 == 0, else v5); "long":
                           scenario_long() instead of scenario(), "huge": scenario_one_long() */
@@ -147,6 +148,7 @@ static void set_env(const char *k, const char *v) {
 static void set_split(const char *split) {
     const char *scan = split ? strstr(split, "scan") : NULL;
     set_env("SGL_ATTN_LIN_CSTATE", scan                              ? "scan"
+                                   : split && strstr(split, "cs2") ? "v2"
                                    : split && strstr(split, "cs3") ? "v3"
                                    : split && strstr(split, "cs4") ? "v4"
                                    : split && strstr(split, "cs5") ? "v5"
@@ -794,6 +796,10 @@ int main(int argc, char **argv) {
         CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4,long"});
         CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs4"});
         CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4"}); /* fused */
+    }
+    if (split_on && (!quick || quick == 3)) { /* v2, opt-in since v4 became auto: both tiles and state dtypes */
+        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs2,long"});
+        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs2"});
     }
     if (quick == 17) { /* v4 under compute-sanitizer: both row tiles, both state dtypes */
         n = 0;

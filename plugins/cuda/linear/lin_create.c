@@ -161,16 +161,18 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     }
     /* v2 (default, auto; 1.68x v1 on the 64k H200 prefill, bench/results/h200-2026-12-03/run8-*) or v1:
      * the split phase 1's prep + UT kernels (lk_split1.cu) and the split state pass's producer
-     * warps (lk_split2.cu) */
+     * warps (lk_split2.cu).  The state pass's auto is v4 (v2 with named-barrier hand-offs, lk_cstate.cuh:
+     * 1.06x on the 64k prefill in runs 15-17 of 2026-12-03); v2 keeps two __syncthreads per chunk. */
     /* opt-in levers kept as the record (docs/cuda_linear.md): cstate = scan, the state pass by groups of
-     * cscan_group chunks (lk_cscan.cu; lost, run 11); v3, 8 compute warps (lost, run 14); v4, named-barrier
-     * hand-offs (lk_cstate.cuh; 1.06x, run 15); v5, P = -W^T KD made first and one product per chunk
-     * (lk_cstate5.cu, gdn / kda; lost, run 16); v6, v5 on warpgroup MMA (lk_cstate6.cu, SM 9.0); prep = v3, a quarter of the registers (lost, run 13) */
+     * cscan_group chunks (lk_cscan.cu; lost, run 11); v3, 8 compute warps (lost, run 14); v5, P = -W^T KD
+     * made first and one product per chunk (lk_cstate5.cu, gdn / kda; lost, run 16); v6, v5 on warpgroup
+     * MMA (lk_cstate6.cu, SM 9.0; lost, run 17); prep = v3, a quarter of the registers (lost, run 13) */
     int v2[2] = {1, 1}, scan = 0, scan_m = 16, prep3 = 0, cs3 = 0, cs4 = 0, cs5 = 0, cs6 = 0;
     {
         const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
         for (int k = 0; k < 2; k++) {
             const char *v = lin_option(host, name, env[k], key[k]);
+            if (k == 1 && (!v || !*v || !strcasecmp(v, "auto"))) cs4 = 1;
             if (v && !strcasecmp(v, "v1")) v2[k] = 0;
             else if (k == 1 && v && !strcasecmp(v, "scan")) scan = 1;
             else if (k == 0 && v && !strcasecmp(v, "v3")) prep3 = 1;
