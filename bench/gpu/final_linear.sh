@@ -24,7 +24,7 @@ step "3. attnctl check gdn_cuda/cuda_attn (defaults)"
 timeout 30 "$A" check --plugin gdn_cuda/cuda_attn --quick --json > "$OUT/check_gdn.json" 2> "$OUT/check_gdn.log"
 echo "rc=$? $(tail -1 "$OUT/check_gdn.log")"
 step "4. memcheck, split kernels"
-LT_QUICK=3 timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $T/test_lin_gpu $P \
+LT_QUICK=3 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $T/test_lin_gpu $P \
   > "$OUT/sanitizer_memcheck_split.log" 2>&1
 echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/sanitizer_memcheck_split.log" | tail -1)"
 step "5. bench_lin: defaults, then split"
