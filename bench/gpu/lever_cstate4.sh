@@ -52,38 +52,7 @@ env $(sel v4) BENCH_QUICK=1 BENCH_FILTER="T=65536" BENCH_VARIANT=fast BENCH_VT=1
   ncu --clock-control none --metrics gpu__time_duration.sum -c 16 $T/bench_lin /dev/null $P > "$OUT/ncu_v4.txt" 2>&1
 echo "v4 rc=$?"
 
-python3 - "$OUT" <<'EOF'
-import json, os, re, sys
-out = sys.argv[1]
-V = ("default", "v4")
-print("%-24s" % "T=65536 prefill" + "".join("%11s" % v for v in V))
-print("(default: v2, two __syncthreads per chunk; v4: named-barrier hand-offs in the state pass)")
-for t in (16,):
-    tf = {}
-    for v in V:
-        try:
-            tf[v] = [c for c in json.load(open(os.path.join(out, "bench_pre_%s_t%d.json" % (v, t))))["cases"] if c.get("mode") == "prefill"]
-        except Exception as e:
-            print("%s t%d: no JSON (%s)" % (v, t, e)); tf[v] = []
-    row = [tf[v][0] if tf[v] else None for v in V]
-    f = [c["tflops_std"] if c else float("nan") for c in row]
-    print("%-24s" % ("tile %d TFLOP/s" % t) + "".join("%11.2f" % x for x in f))
-    print("%-24s" % ("tile %d us" % t) + "".join("%11.1f" % (c["us"] if c else float("nan")) for c in row))
-    print("%-24s" % ("tile %d x default" % t) + "".join("%11.3f" % (x / f[0] if f[0] == f[0] and f[0] else float("nan")) for x in f))
-d, name = {}, None
-try:
-    for line in open(os.path.join(out, "ncu_v4.txt")):
-        m = re.match(r"^\s+(?:void )?(lin_\w+(?:<[^>]*>)?)\(", line)
-        if m:
-            name = re.sub(r"\(int\)|\s", "", m.group(1)); continue
-        m = re.search(r"gpu__time_duration\.sum\s+(\w+)\s+([\d.,]+)", line)
-        if m and name:
-            x = float(m.group(2).replace(",", "")) * {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0}.get(m.group(1), float("nan"))
-            d.setdefault(name, []).append(x); name = None
-except Exception as e:
-    print("v4: no ncu output (%s)" % e)
-print("ms per kernel, v4 tile 16 (ncu, mean of the launches profiled; v2's state pass: 1.22 ms, run 8; v3's 1.343, run 14):")
-for k in sorted(d):
-    print("  %-64s %8.3f" % (k, sum(d[k]) / len(d[k])))
-EOF
+python3 bench/gpu/lever_table.py "$OUT" default,v4 16 ncu_v4.txt \
+  "default: v2, two __syncthreads per chunk; v4: named-barrier hand-offs in the state pass" \
+  "ms per kernel, v4 tile 16 (ncu, mean of the launches profiled; v2's state pass: 1.22 ms, run 8; v3's 1.343, run 14):"
 echo "lever_cstate4: done [$SECONDS s]"

@@ -55,38 +55,7 @@ for k in gdn kda; do
   echo "check v5 ${k}_cuda/cuda_attn rc=$? $(tail -1 "$OUT/check_v5_$k.log")"
 done
 
-python3 - "$OUT" <<'EOF'
-import json, os, re, sys
-out = sys.argv[1]
-V = ("default", "v4", "v5")
-print("%-24s" % "T=65536 prefill" + "".join("%11s" % v for v in V))
-print("(default: v2, two __syncthreads per chunk; v4: named-barrier hand-offs; v5: P first, one product per chunk)")
-for t in (16, 32):
-    tf = {}
-    for v in V:
-        try:
-            tf[v] = [c for c in json.load(open(os.path.join(out, "bench_pre_%s_t%d.json" % (v, t))))["cases"] if c.get("mode") == "prefill"]
-        except Exception as e:
-            print("%s t%d: no JSON (%s)" % (v, t, e)); tf[v] = []
-    row = [tf[v][0] if tf[v] else None for v in V]
-    f = [c["tflops_std"] if c else float("nan") for c in row]
-    print("%-24s" % ("tile %d TFLOP/s" % t) + "".join("%11.2f" % x for x in f))
-    print("%-24s" % ("tile %d us" % t) + "".join("%11.1f" % (c["us"] if c else float("nan")) for c in row))
-    print("%-24s" % ("tile %d x default" % t) + "".join("%11.3f" % (x / f[0] if f[0] == f[0] and f[0] else float("nan")) for x in f))
-d, name = {}, None
-try:
-    for line in open(os.path.join(out, "ncu_v5.txt")):
-        m = re.match(r"^\s+(?:void )?(lin_\w+(?:<[^>]*>)?)\(", line)
-        if m:
-            name = re.sub(r"\(int\)|\s", "", m.group(1)); continue
-        m = re.search(r"gpu__time_duration\.sum\s+(\w+)\s+([\d.,]+)", line)
-        if m and name:
-            x = float(m.group(2).replace(",", "")) * {"ns": 1e-6, "us": 1e-3, "usecond": 1e-3, "ms": 1.0, "msecond": 1.0}.get(m.group(1), float("nan"))
-            d.setdefault(name, []).append(x); name = None
-except Exception as e:
-    print("v5: no ncu output (%s)" % e)
-print("ms per kernel, v5 tile 16 (ncu, mean of the launches profiled; v2's state pass 1.22 ms, v4's 1.160 (run 15), output 0.208):")
-for k in sorted(d):
-    print("  %-64s %8.3f" % (k, sum(d[k]) / len(d[k])))
-EOF
+python3 bench/gpu/lever_table.py "$OUT" default,v4,v5 16,32 ncu_v5.txt \
+  "default: v2, two __syncthreads per chunk; v4: named-barrier hand-offs; v5: P first, one product per chunk" \
+  "ms per kernel, v5 tile 16 (ncu, mean of the launches profiled; v2's state pass 1.22 ms, v4's 1.160 (run 15), output 0.208):"
 echo "lever_cstate5: done [$SECONDS s]"

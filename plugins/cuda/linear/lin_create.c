@@ -73,6 +73,27 @@ const sgl_attn_backend_ops lin_backend_ops = {
     .state_commit = lin_state_commit,
 };
 
+/* A kernel-version option: unset, empty or auto -> def, else the index of the name it matches
+ * (case-insensitive) in names[0 .. nn - 1]; anything else is refused with the list. */
+static int opt_choice(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key,
+                      const char *const *names, int nn, int def, int *out, char *err, size_t n) {
+    const char *v = lin_option(h, plugin, env, key);
+    *out = def;
+    if (!v || !*v || !strcasecmp(v, "auto")) return SGL_ATTN_OK;
+    for (int i = 0; i < nn; i++)
+        if (!strcasecmp(v, names[i])) {
+            *out = i;
+            return SGL_ATTN_OK;
+        }
+    char list[128] = "";
+    for (int i = 0; i < nn; i++) {
+        const size_t at = strlen(list);
+        snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", names[i]);
+    }
+    lin_str(err, n, "%s: %s / plugin option %s = \"%s\": expected %s or auto", plugin, env, key, v, list);
+    return SGL_ATTN_E_INVALID;
+}
+
 static int opt_int(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key, int def, int lo,
                    int hi, int *out, char *err, size_t n) {
     const char *v = lin_option(h, plugin, env, key);
@@ -159,69 +180,28 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         paths.dec_stream = paths.dec_split >= 2 ? paths.dec_split - 1 : 0;
         if (paths.dec_stream) paths.dec_split = 0;
     }
-    /* v2 (default, auto; 1.68x v1 on the 64k H200 prefill, bench/results/h200-2026-12-03/run8-*) or v1:
-     * the split phase 1's prep + UT kernels (lk_split1.cu) and the split state pass's producer
-     * warps (lk_split2.cu).  The state pass's auto is v4 (v2 with named-barrier hand-offs, lk_cstate.cuh:
-     * 1.06x on the 64k prefill in runs 15-17 of 2026-12-03); v2 keeps two __syncthreads per chunk. */
-    /* opt-in levers kept as the record (docs/cuda_linear.md): cstate = scan, the state pass by groups of
-     * cscan_group chunks (lk_cscan.cu; lost, run 11); v3, 8 compute warps (lost, run 14); v5, P = -W^T KD
-     * made first and one product per chunk (lk_cstate5.cu, gdn / kda; lost, run 16); v6, v5 on warpgroup
-     * MMA (lk_cstate6.cu, SM 9.0; lost, run 17); prep = v3, a quarter of the registers (lost, run 13) */
-    int v2[2] = {1, 1}, scan = 0, scan_m = 16, prep3 = 0, cs3 = 0, cs4 = 0, cs5 = 0, cs6 = 0;
-    {
-        const char *env[2] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE"}, *key[2] = {"prep", "cstate"};
-        for (int k = 0; k < 2; k++) {
-            const char *v = lin_option(host, name, env[k], key[k]);
-            if (k == 1 && (!v || !*v || !strcasecmp(v, "auto"))) cs4 = 1;
-            if (v && !strcasecmp(v, "v1")) v2[k] = 0;
-            else if (k == 1 && v && !strcasecmp(v, "scan")) scan = 1;
-            else if (k == 0 && v && !strcasecmp(v, "v3")) prep3 = 1;
-            else if (k == 1 && v && !strcasecmp(v, "v3")) cs3 = 1;
-            else if (k == 1 && v && !strcasecmp(v, "v4")) cs4 = 1;
-            else if (k == 1 && v && !strcasecmp(v, "v5")) cs5 = 1;
-            else if (k == 1 && v && !strcasecmp(v, "v6")) cs5 = cs6 = 1;
-            else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
-                lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected v1, v2%s or auto", name, env[k], key[k], v,
-                        k == 1 ? ", v3, v4, v5, v6, scan" : ", v3");
-                return SGL_ATTN_E_INVALID;
-            }
-        }
-    }
-    /* the stream decode's prep kernel: v2 (default, auto: lk_decprep2.cu where it serves the shape,
-     * 1.06-1.12x the forward on the H200, run 10) or v1 */
-    int dprep = 2;
-    {
-        const char *v = lin_option(host, name, "SGL_ATTN_LIN_DECPREP", "decprep");
-        if (v && !strcasecmp(v, "v1")) dprep = 1;
-        else if (v && !strcasecmp(v, "v3")) dprep = 3; /* opt-in, lost (run 12): lk_decprep3.cu */
-        else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
-            lin_str(err, en, "%s: SGL_ATTN_LIN_DECPREP / plugin option decprep = \"%s\": expected v1, v2, v3 or auto", name,
-                    v);
-            return SGL_ATTN_E_INVALID;
-        }
-    }
-    /* v3 (opt-in, lost in run 11): the split phase 1's prep fused into its UT kernel (lk_split1.cu);
-     * v2 (default, auto): the two kernels */
-    int ut3 = 0;
-    {
-        const char *v = lin_option(host, name, "SGL_ATTN_LIN_UT", "ut");
-        if (v && !strcasecmp(v, "v3")) ut3 = 1;
-        else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
-            lin_str(err, en, "%s: SGL_ATTN_LIN_UT / plugin option ut = \"%s\": expected v2, v3 or auto", name, v);
-            return SGL_ATTN_E_INVALID;
-        }
-    }
-    /* the split output kernel: v2 (default, auto: 0.207 ms against v1's 0.366 at 64k tokens on the H200,
-     * run 13) or v1 */
-    int cout2 = 1;
-    {
-        const char *v = lin_option(host, name, "SGL_ATTN_LIN_COUT", "cout");
-        if (v && !strcasecmp(v, "v1")) cout2 = 0;
-        else if (v && *v && strcasecmp(v, "v2") && strcasecmp(v, "auto")) {
-            lin_str(err, en, "%s: SGL_ATTN_LIN_COUT / plugin option cout = \"%s\": expected v1, v2 or auto", name, v);
-            return SGL_ATTN_E_INVALID;
-        }
-    }
+    /* Kernel versions (docs/cuda_linear.md has each one's measurement):
+     * - prep (split phase 1's prep + UT kernels): v2 (auto; 1.68x v1 on the 64k H200 prefill, run 8 of
+     *   2026-12-03), v1, v3 (a quarter of the registers; lost, run 13);
+     * - cstate (the split state pass): v4 (auto: v2 with named-barrier hand-offs, lk_cstate.cuh; 1.06x in
+     *   runs 15-17), v2 (four producer warps, two __syncthreads per chunk), v1 (one producer warp), and
+     *   the levers that lost, kept as the record: v3 (8 compute warps, run 14), v5 (P = -W^T KD made
+     *   first, one product per chunk; lk_cstate5.cu, gdn / kda; run 16), v6 (v5 on warpgroup MMA;
+     *   lk_cstate6.cu, SM 9.0; run 17), scan (by groups of cscan_group chunks; lk_cscan.cu, run 11);
+     * - decprep (the stream decode's prep): v2 (auto: lk_decprep2.cu where it serves the shape, 1.06-1.12x
+     *   the forward, run 10), v1, v3 (persistent; lost, run 12);
+     * - ut (split phase 1): v2 (auto: prep + UT kernels), v3 (the prep fused into UT; lost, run 11);
+     * - cout (the split output kernel): v2 (auto: 0.207 ms against v1's 0.366 at 64k, run 13), v1. */
+    static const char *const v123[] = {"v1", "v2", "v3"}, *const v23[] = {"v2", "v3"}, *const v12[] = {"v1", "v2"},
+                             *const cstates[] = {"v1", "v2", "v3", "v4", "v5", "v6", "scan"};
+    int prep = 1, cst = 3, dprep = 1, ut = 0, cout = 1, scan_m = 16;
+    if ((rc = opt_choice(host, name, "SGL_ATTN_LIN_PREP", "prep", v123, 3, 1, &prep, err, en)) ||
+        (rc = opt_choice(host, name, "SGL_ATTN_LIN_CSTATE", "cstate", cstates, 7, 3, &cst, err, en)) ||
+        (rc = opt_choice(host, name, "SGL_ATTN_LIN_DECPREP", "decprep", v123, 3, 1, &dprep, err, en)) ||
+        (rc = opt_choice(host, name, "SGL_ATTN_LIN_UT", "ut", v23, 2, 0, &ut, err, en)) ||
+        (rc = opt_choice(host, name, "SGL_ATTN_LIN_COUT", "cout", v12, 2, 1, &cout, err, en)))
+        return rc;
+    const int scan = cst == 6, cs3 = cst == 2, cs4 = cst == 3, cs5 = cst == 4 || cst == 5, cs6 = cst == 5;
     int scan_vt = 0;
     if ((rc = opt_int(host, name, "SGL_ATTN_LIN_CSCAN_M", "cscan_group", 16, 1, 4096, &scan_m, err, en)) ||
         (rc = opt_int(host, name, "SGL_ATTN_LIN_CSCAN_VT", "cscan_tile", 0, 0, 64, &scan_vt, err, en)))
@@ -272,13 +252,13 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->variant = variant;
     w->vt = vt;
     w->paths = paths;
-    w->c1_prep = prep3 ? 3 : v2[0] ? 2 : 1;
-    w->c3_out = cout2 ? 2 : 1;
-    w->c2_np = v2[1] ? 4 : 1;
+    w->c1_prep = prep + 1;
+    w->c3_out = cout + 1;
+    w->c2_np = cst ? 4 : 1;
     w->c2_cw = cs3 ? 8 : 4;
     w->c2_ws = cs4;
-    w->dec_prep = dprep;
-    w->c1_ut = ut3 ? 3 : 2;
+    w->dec_prep = dprep + 1;
+    w->c1_ut = ut ? 3 : 2;
     /* the scan's row tile: 64 (W, KD loaded once per chunk for 64 rows) where V and the device allow it
      * (auto, 64), else 32 */
     w->cscan_vt = scan_vt != 32 && d.dv % 64 == 0 && dev.smem_per_block_optin >= LIN_CSCAN_SMEM(64) ? 64 : 32;

@@ -27,6 +27,26 @@ template <int VH, int UN = 0> struct lk_s3 {
 };
 #define LK_S3_VH 64 /* output columns per block */
 
+/* acc = A[r0 .. r0 + 15][0 .. K) S^T for the 8 NT state rows of Ss (both row-major, kp elements a row):
+ * one warp's 16 rows of QG S^T or W S^T */
+template <int OT, int K, int NT>
+LK_DEV void lk_rows_state_t(float (&acc)[NT][4], const uint16_t *A, const uint16_t *Ss, int kp, int r0) {
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+#pragma unroll
+    for (int k16 = 0; k16 < K / 16; k16++) {
+        uint32_t a[4];
+        lk_lda(a, A, kp, r0, 16 * k16);
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            uint32_t b[4];
+            lk_ldb_n(b, Ss, kp, 16 * np, 16 * k16);
+            lk_mma<OT>(acc[2 * np], a, b[0], b[1]);
+            lk_mma<OT>(acc[2 * np + 1], a, b[2], b[3]);
+        }
+    }
+}
+
 /* Grid: (chunk, value head, V / VH).
  * V2 (SGL_ATTN_LIN_COUT=v2): the same products in the same order (the same
  * outputs), grid (chunk x V / VH, value head): the two column halves of a
@@ -91,40 +111,14 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_cout_kernel(lin_fwd p) {
     else lk_cp_async_wait_all();
     __syncthreads();
     float O[VH / 8][4];
-#pragma unroll
-    for (int nt = 0; nt < VH / 8; nt++) O[nt][0] = O[nt][1] = O[nt][2] = O[nt][3] = 0.f;
-#pragma unroll
-    for (int k16 = 0; k16 < K / 16; k16++) {
-        uint32_t aq[4];
-        lk_lda(aq, QGs, KP, 16 * warp, 16 * k16);
-#pragma unroll
-        for (int np = 0; np < VH / 16; np++) {
-            uint32_t b[4];
-            lk_ldb_n(b, Ss, KP, 16 * np, 16 * k16);
-            lk_mma<OT>(O[2 * np], aq, b[0], b[1]);
-            lk_mma<OT>(O[2 * np + 1], aq, b[2], b[3]);
-        }
-    }
+    lk_rows_state_t<OT, K>(O, QGs, Ss, KP, 16 * warp); /* QG S^T */
     if (V2) { /* M, Unew (UN: U) */
         lk_cp_async_wait_all();
         __syncthreads();
     }
     if (UN) { /* Unew = U - W S^T: the warp's 16 rows, in place */
         float X[VH / 8][4];
-#pragma unroll
-        for (int nt = 0; nt < VH / 8; nt++) X[nt][0] = X[nt][1] = X[nt][2] = X[nt][3] = 0.f;
-#pragma unroll
-        for (int k16 = 0; k16 < K / 16; k16++) {
-            uint32_t aw[4];
-            lk_lda(aw, Ws, KP, 16 * warp, 16 * k16);
-#pragma unroll
-            for (int np = 0; np < VH / 16; np++) {
-                uint32_t b[4];
-                lk_ldb_n(b, Ss, KP, 16 * np, 16 * k16);
-                lk_mma<OT>(X[2 * np], aw, b[0], b[1]);
-                lk_mma<OT>(X[2 * np + 1], aw, b[2], b[3]);
-            }
-        }
+        lk_rows_state_t<OT, K>(X, Ws, Ss, KP, 16 * warp);
 #pragma unroll
         for (int nt = 0; nt < VH / 8; nt++)
 #pragma unroll
