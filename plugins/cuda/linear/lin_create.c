@@ -232,8 +232,9 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                     dev.smem_per_block_optin >= LIN_C6_SMEM && lin_cstate6_built();
     if (cs6 && !paths.cstate6)
         lin_log(SGL_ATTN_LOG_INFO, "%s: SGL_ATTN_LIN_CSTATE=v6 runs on SM 9.0 with V %% 64 == 0 and %zu bytes of "
-                "shared memory per block (device %d: SM %d.%d, V %d%s): the v5 state pass runs", name, LIN_C6_SMEM,
-                a->device, dev.sm_major, dev.sm_minor, d.dv, lin_cstate6_built() ? "" : ", no wgmma in this build");
+                "shared memory per block (device %d: SM %d.%d, V %d%s): the %s state pass runs", name, LIN_C6_SMEM,
+                a->device, dev.sm_major, dev.sm_minor, d.dv, lin_cstate6_built() ? "" : ", no wgmma in this build",
+                paths.cstate5 ? "v5" : "v2");
 
     lin_inst *w = calloc(1, sizeof *w);
     if (!w) {
