@@ -164,6 +164,22 @@ static void test_paths(void) {
     LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
                  !L.need_dec3 && L.Qc == L.dq,
              "no stream decode scratch unless opted in");
+    /* cstate = v5 / v6: the P scratch [chunks][hv][K][K] 16-bit with the split phase 2 of a delta kind only */
+    const lin_paths pq = {0, 1, 1, 0, 0, 1, 0}, pq_scan = {0, 1, 1, 0, 16, 1, 0};
+    LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, &pq, why, sizeof why) == SGL_ATTN_OK &&
+                 L.need_pq && L.stage > L.Pq && L.stage - L.Pq >= (size_t)L.max_chunks * 32 * 128 * 128 * 2,
+             "v5: P scratch %zu bytes", L.stage - L.Pq);
+    LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, &pq_scan, why, sizeof why) == SGL_ATTN_OK &&
+                 !L.need_pq && L.stage == L.Pq,
+             "the scan takes precedence: no P scratch");
+    d.kind = SGL_ATTN_HYBRID_MAMBA2;
+    LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, &pq, why, sizeof why) == SGL_ATTN_OK &&
+                 !L.need_pq && L.stage == L.Pq,
+             "mamba2 (no delta rule): no P scratch");
+    d.kind = SGL_ATTN_HYBRID_GDN;
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
+                 !L.need_pq && L.stage == L.Pq,
+             "no P scratch unless opted in");
     d.dk = 96;
     LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_dims_ok(&d, 1) && !lin_decode3_dims_ok(&d, 1), "K = 96: token-by-token");
     d.dk = 128;

@@ -24,7 +24,12 @@
  * Precision: v2 rounds Unew to 16 bits before its product with KD; v5
  * rounds P once (the same product's partial sums in float32 first) and
  * keeps U^T KD in float32 accumulators: the emulator's NMSE against float64
- * is v2's within a few percent (tests: LT_QUICK=18). */
+ * is v2's within a few percent (tests: LT_QUICK=18).
+ * Measured (H200, run 16 of 2026-12-03): lost, 0.875x the default on the 64k
+ * prefill; the step got slower with more mma / ldmatrix per compute warp
+ * (the pass is bound by its warps' instruction issue, docs/cuda_linear.md).
+ * Opt-in as the record; its P kernel and the output kernel's Unew also serve
+ * v6 (lk_cstate6.cu). */
 #include "lk_cstate.cuh"
 
 template <int VT> struct lk_s5 {
