@@ -204,6 +204,17 @@ template <int SDT, int N> LK_DEV void lk_sst(void *base, int64_t i, const float 
     }
 }
 
+/* N consecutive state elements at element i in the pool's dtype (p.st_dt; the branch is uniform over
+ * the grid). */
+template <int N> LK_DEV void lk_srow_ld(const lin_fwd &p, const void *base, int64_t i, float *o) {
+    if (p.st_dt == LIN_DT_BF16) lk_sld<LIN_DT_BF16, N>(base, i, o);
+    else lk_sld<LIN_DT_F32, N>(base, i, o);
+}
+template <int N> LK_DEV void lk_srow_st(const lin_fwd &p, void *base, int64_t i, const float *v) {
+    if (p.st_dt == LIN_DT_BF16) lk_sst<LIN_DT_BF16, N>(base, i, v);
+    else lk_sst<LIN_DT_F32, N>(base, i, v);
+}
+
 /* Runtime state dtype, for the simple kernels. */
 LK_DEV float lk_sget(const void *base, int dt, int64_t i) {
     return dt == LIN_DT_F32 ? ((const float *)base)[i] : gc_bf16_to_f32(((const uint16_t *)base)[i]);

@@ -94,7 +94,6 @@ __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel
     static_assert(NB % 2 == 0 && (NX % 2 == 0 || NX == 1), "state tile split");
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA;
-    const bool SBF = p.st_dt == LIN_DT_BF16;
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *Sb = (uint16_t *)(smraw + NS * STAGE); /* [VT][KP] */
     uint16_t *Ub = Sb + VT * KP;                    /* [C][VTP] */
@@ -192,8 +191,7 @@ __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel
                     } else if (MODE == 3 && gr.ng > 1) {
                         lk_sld<LIN_DT_F32, 2>(p.Zs, (zrow + v) * K + c, &S[a][b][2 * hf]);
                     } else if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
-                    else if (SBF) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                    else lk_sld<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                    else lk_srow_ld<2>(p, p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
                     *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
                 }
     } else {
@@ -329,8 +327,7 @@ __global__ __launch_bounds__(LK_S2_THREADS_CW(CW, NP), 1) void lin_cstate_kernel
             for (int hf = 0; hf < 2; hf++) {
                 const int v = 16 * a + g + 8 * hf, c = KW * warp + 8 * b + 2 * t4;
                 if (MODE == 1) lk_sst<LIN_DT_F32, 2>(p.Zs, (zrow + v) * K + c, &S[a][b][2 * hf]);
-                else if (SBF) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                else lk_sst<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                else lk_srow_st<2>(p, p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
             }
 }
 

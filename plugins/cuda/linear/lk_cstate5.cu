@@ -121,7 +121,7 @@ template <int OT, int VT> __global__ __launch_bounds__(LK_S5_THREADS, 1) void li
     const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
     if (slot < 0) return; /* padding: the output pass zeroes its rows */
     const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
-    const bool producer = warp >= 4, GCH = p.kind == LIN_KDA, SBF = p.st_dt == LIN_DT_BF16;
+    const bool producer = warp >= 4, GCH = p.kind == LIN_KDA;
     const int pl = tid - 128; /* producer thread index */
     const int64_t ocol = (int64_t)h * V + vt * VT;
     const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
@@ -168,8 +168,7 @@ template <int OT, int VT> __global__ __launch_bounds__(LK_S5_THREADS, 1) void li
                 for (int hf = 0; hf < 2; hf++) {
                     const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
                     if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
-                    else if (SBF) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                    else lk_sld<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                    else lk_srow_ld<2>(p, p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
                     *(uint32_t *)(Sb0 + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
                 }
     } else {
@@ -275,8 +274,7 @@ template <int OT, int VT> __global__ __launch_bounds__(LK_S5_THREADS, 1) void li
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
-                if (SBF) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                else lk_sst<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                lk_srow_st<2>(p, p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
             }
 }
 

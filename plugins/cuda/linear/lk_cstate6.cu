@@ -100,7 +100,7 @@ template <int OT> __global__ __launch_bounds__(LK_S6_THREADS, 1) void lin_cstate
     const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
     if (slot < 0) return; /* padding: the output pass zeroes its rows */
     const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
-    const bool producer = warp >= 4, GCH = p.kind == LIN_KDA, SBF = p.st_dt == LIN_DT_BF16;
+    const bool producer = warp >= 4, GCH = p.kind == LIN_KDA;
     const int pl = tid - 128;
     const int64_t ocol = (int64_t)h * V + vt * 64;
     const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
@@ -147,8 +147,7 @@ template <int OT> __global__ __launch_bounds__(LK_S6_THREADS, 1) void lin_cstate
             for (int hf = 0; hf < 2; hf++) {
                 const int64_t at = sb + (int64_t)(r0 + 8 * hf) * K + 8 * j + 2 * t4;
                 if (!init) d[4 * j + 2 * hf] = d[4 * j + 2 * hf + 1] = 0.f;
-                else if (SBF) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, at, &d[4 * j + 2 * hf]);
-                else lk_sld<LIN_DT_F32, 2>(p.ssm_state, at, &d[4 * j + 2 * hf]);
+                else lk_srow_ld<2>(p, p.ssm_state, at, &d[4 * j + 2 * hf]);
             }
     } else {
 #pragma unroll
@@ -212,8 +211,7 @@ template <int OT> __global__ __launch_bounds__(LK_S6_THREADS, 1) void lin_cstate
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
             const int64_t at = sb + (int64_t)(r0 + 8 * hf) * K + 8 * j + 2 * t4;
-            if (SBF) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, at, &d[4 * j + 2 * hf]);
-            else lk_sst<LIN_DT_F32, 2>(p.ssm_state, at, &d[4 * j + 2 * hf]);
+            lk_srow_st<2>(p, p.ssm_state, at, &d[4 * j + 2 * hf]);
         }
 #else
     (void)p;

@@ -18,17 +18,6 @@
 
 #define LK_DEC_RPW 4 /* rows per warp in flight */
 
-/* State rows: N consecutive elements at element i, either state dtype (the
- * branch is uniform over the grid). */
-template <int N> LK_DEV void lk_srow_ld(const lin_fwd &p, const void *base, int64_t i, float *o) {
-    if (p.st_dt == LIN_DT_BF16) lk_sld<LIN_DT_BF16, N>(base, i, o);
-    else lk_sld<LIN_DT_F32, N>(base, i, o);
-}
-template <int N> LK_DEV void lk_srow_st(const lin_fwd &p, void *base, int64_t i, const float *v) {
-    if (p.st_dt == LIN_DT_BF16) lk_sst<LIN_DT_BF16, N>(base, i, v);
-    else lk_sst<LIN_DT_F32, N>(base, i, v);
-}
-
 /* Rows r0 .. r0+3 of the group's state (rows past R repeat the last: they
  * are computed, never stored); lane l holds columns l*EPL .. */
 template <int EPL>
