@@ -3,7 +3,9 @@
 # kernel each plan ran and a same-run check of that timer against attnctl
 # bench), and last the ratio table of the defaults on issue 7's shapes against
 # the targets, the card and the PyTorch matmul path of the same run.
-#   python3 bench/cuda/mla_final_summary.py OUT_DIR
+#   python3 bench/cuda/mla_final_summary.py OUT_DIR [LAST_RECORD_JSON]
+# LAST_RECORD_JSON: the bench_default.json of an earlier record run; the ratio
+# table then adds "x last" (the earlier time / this one: below 1 is slower).
 # Issue 7's counting: bytes = the latent cache read once (B L 576 x 2), FLOPs =
 # 2 hq s_q L (576 + 512); the same for every tool here (attnctl's own GB/s also
 # counts q, out and the page table, so it is not used).
@@ -17,6 +19,7 @@ MEM_T, MEM_G, CARD_BW = 3.2, 3.8, 4.26  # TB/s: target, goal, measured copy
 CMP_T, CMP_G, RATIO_T = 450.0, 540.0, 2.8  # TFLOP/s target, goal; x torch target
 
 out = sys.argv[1] if len(sys.argv) > 1 else "."
+last_path = sys.argv[2] if len(sys.argv) > 2 else ""
 
 
 def path(name):
@@ -84,7 +87,7 @@ for line in sorted(set(re.findall(r"^VARIANT_(?:FAIL|HANG|FAULT) .*$", err, re.M
 g = read("test_mla_gpu_graphs.log")
 if g:
     print("graph replay:", "; ".join(l.strip() for l in g.splitlines() if "graph replay" in l or "FAILED" in l)[:300])
-for f in ("check_auto.log", "check_narrow.log", "check_wgmma.log"):
+for f in ("check_auto.log", "check_mma.log"):
     t = read(f).strip().splitlines()
     if t:
         print(f"{f[:-4]:13s}:", t[-1][:150])
@@ -114,6 +117,17 @@ for c in rows:
     if k:
         default[k] = dict(us=c["median_us"], kernel=case_kernel.get(c["case"], ("?", ""))[0],
                           detail=case_kernel.get(c["case"], ("?", ""))[1])
+
+last = {}
+if last_path:
+    try:
+        with open(last_path) as f:
+            for c in json.load(f).get("cases", []):
+                k = key_of(c.get("case"))
+                if k and "median_us" in c:
+                    last[k] = c["median_us"]
+    except (OSError, ValueError) as e:
+        print(f"last record {last_path}: {e}")
 
 torch = {}
 for c in (load_json("mla_torch.json") or {}).get("cases", []):
@@ -162,8 +176,9 @@ print()
 print("== issue 7, defaults as shipped (attnctl bench, min time 0.2 s); bytes = latent cache once, "
       f"FLOPs = 2 hq s_q L 1088; card copy {CARD_BW} TB/s")
 print(f"{'shape':22s} {'kernel':7s} {'us':>8s} {'TB/s':>5s} {'/3.2':>5s} {'/3.8':>5s} {'/card':>5s} "
-      f"{'TF/s':>5s} {'/450':>5s} {'/540':>5s} {'torch':>5s} {'x torch':>7s} {'/2.8':>5s}  best variant (mla_gpu_bench)")
-gm = {"mem": [], "cmp": [], "ratio": []}
+      f"{'TF/s':>5s} {'/450':>5s} {'/540':>5s} {'torch':>5s} {'x torch':>7s} {'/2.8':>5s} {'x last':>6s}  "
+      "best variant (mla_gpu_bench)")
+gm = {"mem": [], "cmp": [], "ratio": [], "last": []}
 for k in sorted(set(default) | set(torch), key=lambda k: (not memory_bound(k), k[1], k[2])):
     by, fl = counts(k)
     d = default.get(k)
@@ -183,10 +198,13 @@ for k in sorted(set(default) | set(torch), key=lambda k: (not memory_bound(k), k
         continue
     tbs, tfs = by / d["us"] / 1e6, fl / d["us"] / 1e6
     xt = tfs / ttf if ttf else 0
+    xl = last[k] / d["us"] if k in last else 0
+    if xl:
+        gm["last"].append(xl)
     mark = lambda v, t: f"{v / t:5.2f}"
     print(f"{name(k):22s} {d['kernel']:7s} {d['us']:8.1f} {tbs:5.2f} {mark(tbs, MEM_T)} {mark(tbs, MEM_G)} "
           f"{mark(tbs, CARD_BW)} {tfs:5.0f} {mark(tfs, CMP_T)} {mark(tfs, CMP_G)} "
-          f"{ttf:5.0f} {xt:7.2f} {xt / RATIO_T if xt else 0:5.2f}  {best}")
+          f"{ttf:5.0f} {xt:7.2f} {xt / RATIO_T if xt else 0:5.2f} {xl if xl else float('nan'):6.3f}  {best}")
     (gm["mem"] if memory_bound(k) else gm["cmp"]).append(tbs if memory_bound(k) else tfs)
     if not memory_bound(k) and xt:
         gm["ratio"].append(xt)
@@ -200,3 +218,6 @@ print(f"memory-bound (16 heads): geomean {geo(gm['mem']):.2f} TB/s = {geo(gm['me
       f"{geo(gm['mem']) / MEM_G:.2f} of the 3.8 goal, {geo(gm['mem']) / CARD_BW:.2f} of the card's copy")
 print(f"compute-bound (128 rows): geomean {geo(gm['cmp']):.0f} TFLOP/s = {geo(gm['cmp']) / CMP_T:.2f} of 450, "
       f"{geo(gm['cmp']) / CMP_G:.2f} of 540; x torch {geo(gm['ratio']):.2f} = {geo(gm['ratio']) / RATIO_T:.2f} of 2.8")
+if gm["last"]:
+    print(f"against the last record ({last_path}): x last {min(gm['last']):.3f} - {max(gm['last']):.3f}, "
+          f"geomean {geo(gm['last']):.3f} (earlier time / this one; below 0.98 is more than 2% slower)")

@@ -3,22 +3,22 @@
 # <= ~90 s on the H200 from the repo root, prebuilt build/ (make cuda_mla
 # cuda_mla_tests attnctl), OUT=dir.  Every step is capped; a step that fails
 # or times out is reported and the script goes on.
-#   1. test_mla_gpu (MLA_GPU_QUICK=1): the shipped default and every variant
-#      of step 5 against float64 in one process (every variant runs on every
-#      case; a variant that hangs is dropped and the rest re-run); graph replay
-#   2. attnctl check --plugin cuda_mla: defaults on the full matrix; the new
-#      kernels on the quick one
+#   1. test_mla_gpu (MLA_GPU_QUICK=1): the defaults and every kept kernel
+#      configuration (auto simple mma mma+ring mma+base wide, docs/cuda_mla.md)
+#      against float64 in one process (every variant runs on every case; a
+#      variant that hangs is dropped and the rest re-run); graph replay
+#   2. attnctl check --plugin cuda_mla: defaults on the full matrix; the mma
+#      fallback (SM 8.0's base configuration) on the quick one
 #   3. attnctl bench, defaults as shipped, issue 7's 10 shapes (the record)
 #   4. the PyTorch matmul path on the same shapes, same run
-#   5. mla_gpu_bench: the variants that passed step 1 and the default again on
-#      4 of the shapes (each shape staged once, every variant timed on it; the
-#      default's row checks this timer against step 3 in the same run), while
-#      the time budget lasts
-#   6. the tables, ratio table last (bench/cuda/mla_final_summary.py)
+#   5. mla_gpu_bench: the default again on 4 of the shapes (this timer checked
+#      against step 3 in the same run), beside MLA_FINAL_MEM / MLA_FINAL_CMP
+#      variants when given, while the time budget lasts
+#   6. the tables, ratio table last (bench/cuda/mla_final_summary.py), with
+#      "x last" against MLA_FINAL_LAST (an earlier record's bench_default.json)
 # SGL_ATTN_MLA_STRICT=1 throughout: a kernel this device cannot run fails at
-# create instead of running mma under the variant's name, which is what run 2
-# timed (docs/cuda_mla.md, "Second GPU run").  SGL_ATTN_MLA_LOG=1 on the bench
-# steps: the kernel every plan ran is in the logs and in the tables.
+# create instead of running another under its name.  SGL_ATTN_MLA_LOG=1 on the
+# bench steps: the kernel every plan ran is in the logs and in the tables.
 set -u
 OUT=${OUT:?set OUT to the output folder}
 mkdir -p "$OUT"
@@ -26,17 +26,14 @@ BUDGET=${MLA_FINAL_BUDGET:-88} # seconds after which no optional step starts
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SGL_ATTN_COMMIT=${SGL_ATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
 export SGL_ATTN_MLA_STRICT=1
-unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_PREFETCH SGL_ATTN_MLA_MMA SGL_ATTN_MLA_PLAN SGL_ATTN_MLA_LOG
+unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_MMA SGL_ATTN_MLA_LOG
 A=build/bin/attnctl
 T=${MLA_FINAL_TESTS:-build/tests} # (override: a dry run of this script)
 step() { echo; echo "### $* [$SECONDS s]"; }
 venv() { # variant -> environment assignments (as mg_variant_env)
-  local k=${1%%+*} rest p e
-  e="SGL_ATTN_MLA_KERNEL=$k"; rest=${1#"$k"}
-  for p in ${rest//+/ }; do
-    case $p in pf*) e="$e SGL_ATTN_MLA_PREFETCH=${p#pf}";; base|deep|two) e="$e SGL_ATTN_MLA_MMA=$p";;
-      bal) e="$e SGL_ATTN_MLA_PLAN=balanced";; esac
-  done
+  local k=${1%%+*} e
+  e="SGL_ATTN_MLA_KERNEL=$k"
+  case $1 in *+*) e="$e SGL_ATTN_MLA_MMA=${1#*+}";; esac
   echo "$e"
 }
 mla_case() { # mode b l q hq -> attnctl case
@@ -48,12 +45,13 @@ bench_name() { echo "$1:b=$2,l=$3,q=$4,hq=$5,page=64"; } # -> mla_gpu_bench / to
 SHAPES="decode,64,4096,1,16 decode,128,4096,1,16 decode,128,4096,1,128 verify,128,4096,2,64 decode,64,16384,1,16
 decode,128,16384,1,16 decode,128,8192,1,128 verify,128,8192,2,64 decode,64,32768,1,16 decode,128,32768,1,16"
 VSHAPES="decode,128,4096,1,16 decode,64,16384,1,16 decode,128,4096,1,128 verify,128,4096,2,64"
-# variants, most informative first.  narrow and the reworked wgmma have never
-# run on a GPU (run 2 fell back to mma); bal = the balanced plan (new).
-# (MLA_FINAL_MEM / MLA_FINAL_CMP override them; empty: the defaults alone)
-MEM_VARIANTS=${MLA_FINAL_MEM-"narrow narrow+pf4 auto+bal narrow+bal narrow+pf0"}
-CMP_VARIANTS=${MLA_FINAL_CMP-"wgmma+pf1 wgmma wgmma+pf2"}
-TESTED="auto $MEM_VARIANTS $CMP_VARIANTS"
+# every kept kernel configuration (tested, not timed); MLA_FINAL_MEM / _CMP:
+# variants to time beside the default (empty: the default alone)
+KEPT="auto simple mma mma+ring mma+base wide"
+MEM_VARIANTS=${MLA_FINAL_MEM-}
+CMP_VARIANTS=${MLA_FINAL_CMP-}
+TESTED=$(echo $KEPT $MEM_VARIANTS $CMP_VARIANTS | tr ' ' '\n' | awk '!seen[$0]++' | tr '\n' ' ')
+LAST=${MLA_FINAL_LAST-bench/results/h200-2026-12-03/run14-6932d88/final_mla/bench_default.json}
 
 step "0. device, build"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.mem,memory.total --format=csv,noheader 2>&1
@@ -61,7 +59,7 @@ step "0. device, build"
 for f in "$A" "$T/test_mla_gpu" "$T/mla_gpu_bench" build/lib/sglattn/plugins/cuda_mla.so; do
   [ -e "$f" ] || echo "MISSING $f"; done
 
-step "1. test_mla_gpu (quick) vs float64: default + variants"
+step "1. test_mla_gpu (quick) vs float64: defaults + every kept configuration"
 list=$(echo $TESTED | tr ' ' ',')
 : > "$OUT/test_variants.err"
 for attempt in 1 2 3; do
@@ -88,19 +86,20 @@ PASSED=""; for v in $TESTED; do
 echo "passed:$PASSED"; echo "failed: ${FAILED:-none}"
 grep -hE '^VARIANT_FAIL' "$OUT/test_variants.err" | sort -u | head -12
 ok() { case " $PASSED " in *" $1 "*) return 0;; esac; return 1; }
-g=""; for v in auto narrow narrow+bal wgmma; do ok "$v" && g="$g,$v"; done
+g=""; for v in auto mma mma+ring mma+base wide; do ok "$v" && g="$g,$v"; done
 if [ -n "$g" ]; then
   MLA_GPU_QUICK=3 MLA_GPU_VARIANTS=${g#,} timeout -k 3 20 $T/test_mla_gpu > "$OUT/test_mla_gpu_graphs.log" 2>&1
   echo "graph replay (${g#,}): rc=$? $(grep -E 'graph replay|PASSED|FAILED' "$OUT/test_mla_gpu_graphs.log" | tr '\n' ' ' | tr -s ' ')"
 fi
 
-step "2. attnctl check: defaults (full matrix), new kernels (quick)"
+step "2. attnctl check: defaults (full matrix), the mma fallback (quick)"
 timeout -k 3 40 "$A" check --plugin cuda_mla --json > "$OUT/check_auto.json" 2> "$OUT/check_auto.log"
 echo "check auto: rc=$? $(tail -1 "$OUT/check_auto.log")"
-for v in narrow wgmma; do
+for v in mma+base; do
   ok "$v" || { echo "check $v: skipped (failed step 1)"; continue; }
-  env $(venv "$v") timeout -k 3 20 "$A" check --plugin cuda_mla --quick --json > "$OUT/check_$v.json" 2> "$OUT/check_$v.log"
-  echo "check $v: rc=$? $(tail -1 "$OUT/check_$v.log")"
+  f=${v%%+*} # check_mma.*
+  env $(venv "$v") timeout -k 3 20 "$A" check --plugin cuda_mla --quick --json > "$OUT/check_$f.json" 2> "$OUT/check_$f.log"
+  echo "check $v: rc=$? $(tail -1 "$OUT/check_$f.log")"
 done
 
 step "3. attnctl bench, defaults as shipped, issue 7's shapes (min time 0.2 s)"
@@ -113,7 +112,7 @@ step "4. PyTorch matmul path, same shapes"
 timeout -k 3 30 python3 bench/cuda/mla_torch.py "$OUT/mla_torch.json" > "$OUT/mla_torch.log" 2>&1
 echo "torch rc=$?"
 
-step "5. variants beside the default (mla_gpu_bench, 4 shapes, until ${BUDGET} s)"
+step "5. mla_gpu_bench: the default (and MLA_FINAL_MEM / _CMP), 4 shapes, until ${BUDGET} s"
 mem="auto"; for v in $MEM_VARIANTS; do ok "$v" && mem="$mem,$v"; done
 cmp="auto"; for v in $CMP_VARIANTS; do ok "$v" && cmp="$cmp,$v"; done
 only=""; for sh in $VSHAPES; do IFS=, read -r m b l q h <<< "$sh"; only="$only;$(bench_name "$m" "$b" "$l" "$q" "$h")"; done
@@ -128,5 +127,5 @@ else
 fi
 
 step "6. summary"
-python3 bench/cuda/mla_final_summary.py "$OUT" | tee "$OUT/summary.txt"
+python3 bench/cuda/mla_final_summary.py "$OUT" ${LAST:+"$LAST"} | tee "$OUT/summary.txt"
 echo "final_mla: done [$SECONDS s]"

@@ -1,29 +1,40 @@
 #!/usr/bin/env bash
-# bench/gpu/mla_defaults.sh - cuda_mla's defaults re-checked after a flip
-# (third 2026-12-03 session: bulk-copy mma `tma` at <= 32 rows on SM 9.0,
-# wgmma3 at >= 64 rows): the defaults and the former ones against float64
-# (strict, plan log: which kernel each plan ran), the whole test set with the
-# defaults, graph replay, attnctl check on the full matrix, memcheck and
-# racecheck on --quick.  ~60 s.
+# bench/gpu/mla_defaults.sh - cuda_mla's checks on the GPU, no timing (every step capped):
+# every kept kernel configuration against float64 (strict, plan log: which
+# kernel each plan ran), the whole test set with the defaults, graph replay,
+# compute-sanitizer memcheck on every configuration and racecheck on the
+# defaults, attnctl check on the full matrix.  Variants (docs/cuda_mla.md):
+# auto = the defaults, mma = the mma kernel at every tile size, mma+ring = what
+# SM 10.x runs, mma+base = what SM 8.0 runs, wide, simple.
 set -u
 OUT=${OUT:?}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_PREFETCH SGL_ATTN_MLA_MMA SGL_ATTN_MLA_PLAN
+unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_MMA SGL_ATTN_MLA_LOG
 A=build/bin/attnctl; T=build/tests
+ALL=auto,simple,mma,mma+ring,mma+base,wide
 step() { echo; echo "### $* [$SECONDS s]"; }
-plans() { echo "plans: tma $(grep -c 'mma tma' "$1"), ring $(grep -c 'mma ring' "$1"), wgmma4 $(grep -c 'runs wgmma4' "$1")"; }
-step "1. test_mla_gpu: quick set (auto, mma+ring, wgmma0), full set (auto), graph replay"
-SGL_ATTN_MLA_STRICT=1 SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=1 MLA_GPU_VARIANTS=auto,mma+ring,wgmma0 timeout 40 $T/test_mla_gpu > "$OUT/test_mla_gpu.log" 2>&1
+plans() {
+  echo "plans: tma $(grep -c 'mma tma' "$1"), ring $(grep -c 'mma ring' "$1"), two $(grep -c 'mma two' "$1")," \
+       "base $(grep -c 'mma base' "$1"), wide $(grep -c 'runs wide' "$1"), simple $(grep -c 'runs simple' "$1")"
+}
+step "1. test_mla_gpu: quick set (every configuration), full set (defaults), graph replay"
+SGL_ATTN_MLA_STRICT=1 SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=1 MLA_GPU_VARIANTS=$ALL timeout 60 $T/test_mla_gpu > "$OUT/test_mla_gpu.log" 2>&1
 echo "quick rc=$? $(grep -E 'PASSED|FAILED' "$OUT/test_mla_gpu.log" | tr '\n' ' ') $(plans "$OUT/test_mla_gpu.log")"
+grep -E '^VARIANT_(FAIL|HANG|FAULT)' "$OUT/test_mla_gpu.log" | head -12
 SGL_ATTN_MLA_STRICT=1 SGL_ATTN_MLA_LOG=1 MLA_GPU_VARIANTS=auto timeout 40 $T/test_mla_gpu > "$OUT/test_mla_gpu_full.log" 2>&1
 echo "full rc=$? $(grep -E 'PASSED|FAILED' "$OUT/test_mla_gpu_full.log" | tr '\n' ' ') $(plans "$OUT/test_mla_gpu_full.log")"
-SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=3 MLA_GPU_VARIANTS=auto timeout 20 $T/test_mla_gpu > "$OUT/graphs.log" 2>&1
+SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=3 MLA_GPU_VARIANTS=$ALL timeout 30 $T/test_mla_gpu > "$OUT/graphs.log" 2>&1
 echo "graphs rc=$? $(grep -E 'graph replay|PASSED|FAILED' "$OUT/graphs.log" | tr '\n' ' ' | tr -s ' ') $(plans "$OUT/graphs.log")"
-step "2. attnctl check --plugin cuda_mla (full matrix, defaults), memcheck and racecheck on --quick"
-timeout 40 $A check --plugin cuda_mla --json > "$OUT/check.json" 2> "$OUT/check.log"; echo "check rc=$? $(tail -1 "$OUT/check.log")"
-timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $A check --plugin cuda_mla --quick > "$OUT/memcheck.log" 2>&1
-echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
-timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 $A check --plugin cuda_mla --quick > "$OUT/racecheck.log" 2>&1
-echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck.log" | tail -1)"
+step "2. compute-sanitizer: memcheck of every configuration (16 / 32 / 128 rows), racecheck of the defaults"
+SGL_ATTN_MLA_STRICT=1 MLA_GPU_QUICK=2 MLA_GPU_VARIANTS=$ALL timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  $T/test_mla_gpu > "$OUT/memcheck.log" 2>&1
+echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$OUT/memcheck.log" | tr '\n' ' ')"
+SGL_ATTN_MLA_STRICT=1 MLA_GPU_QUICK=2 MLA_GPU_VARIANTS=auto timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  $T/test_mla_gpu > "$OUT/racecheck.log" 2>&1
+echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$OUT/racecheck.log" | tr '\n' ' ')"
 grep -oE 'Race reported between [A-Za-z]+ access at [^(]+' "$OUT/racecheck.log" | sort | uniq -c | sort -rn | head -6
+step "3. attnctl check --plugin cuda_mla (full matrix, defaults), memcheck on --quick"
+timeout 40 $A check --plugin cuda_mla --json > "$OUT/check.json" 2> "$OUT/check.log"; echo "check rc=$? $(tail -1 "$OUT/check.log")"
+timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $A check --plugin cuda_mla --quick > "$OUT/check_memcheck.log" 2>&1
+echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/check_memcheck.log" | tail -1)"
 echo "mla_defaults: done [$SECONDS s]"

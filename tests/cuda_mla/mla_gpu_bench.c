@@ -1,5 +1,5 @@
-/* mla_gpu_bench.c - times cuda_mla's kernels and tuning variants on issue 7's
- * shapes (GPU only), the timer of the GPU sweep (bench/gpu/mla.sh).
+/* mla_gpu_bench.c - times cuda_mla's kernels and configurations on issue 7's
+ * shapes (GPU only), the variant timer of bench/gpu/final_mla.sh.
  *
  * Each shape is staged once (pool: a random 64 Ki-row block repeated, never
  * zeros; pages shuffled over the whole pool, as a serving pool is), then for
@@ -13,18 +13,15 @@
  *                                   128-row 16k / 32k shapes run only when named
  *   MLA_BENCH_DEADLINE_S=S          start no variant after S seconds
  *
- * Variants are comma-separated "kernel[+pfN][+base|+deep|+two|+ring|+tma|+tmadeep][+bal]" (see
- * mla_gpu_util.h); MEM_VARIANTS run on the memory-bound shapes (h_q s_q < 64),
+ * Variants are comma-separated "kernel[+base|+ring|+tma]" (mla_gpu_util.h);
+ * MEM_VARIANTS run on the memory-bound shapes (h_q s_q < 64),
  * COMPUTE_VARIANTS on the others; "all" adds two extend shapes.  The JSON
  * carries the device, the date and $SGL_ATTN_COMMIT.
  *
- * It times what attnctl bench times (forward alone after one plan; the two
- * agreed on the same kernel: 1315 / 1332 us at B 128, 16k, 16 heads).  Run 2's
- * equal numbers for every variant were not the timer: the wgmma kernel asked
- * for more shared memory than SM 9.0 has, so every TMA variant fell back to
- * mma (docs/cuda_mla.md).  Run it with SGL_ATTN_MLA_STRICT=1 (a variant that
- * cannot run then fails at create) and SGL_ATTN_MLA_LOG=1 (the kernel each
- * plan runs, on stderr). */
+ * It times what attnctl bench times (forward alone after one plan);
+ * final_mla.sh prints the ratio of the two on the shapes both time.  Run it
+ * with SGL_ATTN_MLA_STRICT=1 (a variant that cannot run then fails at
+ * create) and SGL_ATTN_MLA_LOG=1 (the kernel each plan runs, on stderr). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +40,9 @@ static int cmp(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-#define DEF_MEM "auto,mma,mma+two+pf4,mma+two+pf4+bal,narrow+pf0,narrow,narrow+pf4,narrow+bal,wgmma0"
-#define DEF_COMPUTE "auto,wgmma0,wgmma,wgmma+pf1,wgmma+pf2,wgmma2,wgmma3,wgmma4,wgmma5"
+/* the defaults beside the fallbacks of other devices (SM 10.x: ring; SM 8.0: base) */
+#define DEF_MEM "auto,mma+ring,mma+base"
+#define DEF_COMPUTE "auto,mma+base"
 
 /* Median seconds per forward of a planned backend, or -1 (err says why). */
 static double time_forward(mg_run *r, const mg_plugin *pl, sgl_attn_backend *b, char *err, size_t n) {
@@ -108,7 +106,7 @@ int main(int argc, char **argv) {
         {MG_EXTEND, 4, 4096, 512, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_EXTEND, 1, 8192, 8192, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
         /* only when MLA_BENCH_ONLY names them: 128 rows at long contexts
-         * (bench/gpu/lever_mla3.sh); 4.8 GB pools at 32k */
+         * (4.8 GB pools at 32k) */
         {MG_DECODE, 128, 16384, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_VERIFY, 128, 16384, 2, 64, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_DECODE, 128, 32768, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},

@@ -368,21 +368,14 @@ int mg_variant_env(const char *variant, char *err, size_t n) {
         snprintf(err, n, "variant %s: too long", variant);
         return -1;
     }
-    unsetenv("SGL_ATTN_MLA_PREFETCH");
     unsetenv("SGL_ATTN_MLA_MMA");
-    unsetenv("SGL_ATTN_MLA_PLAN");
     char *save = NULL, *tok = strtok_r(buf, "+", &save);
     setenv("SGL_ATTN_MLA_KERNEL", tok ? tok : "auto", 1);
     while ((tok = strtok_r(NULL, "+", &save))) {
-        if (!strncmp(tok, "pf", 2) && tok[2]) {
-            setenv("SGL_ATTN_MLA_PREFETCH", tok + 2, 1);
-        } else if (!strcmp(tok, "base") || !strcmp(tok, "deep") || !strcmp(tok, "two") || !strcmp(tok, "ring") ||
-                   !strcmp(tok, "tma") || !strcmp(tok, "tmadeep")) {
+        if (!strcmp(tok, "base") || !strcmp(tok, "ring") || !strcmp(tok, "tma")) {
             setenv("SGL_ATTN_MLA_MMA", tok, 1);
-        } else if (!strcmp(tok, "bal")) {
-            setenv("SGL_ATTN_MLA_PLAN", "balanced", 1);
         } else {
-            snprintf(err, n, "variant %s: unknown part '%s' (expected pfN, base, deep, two, ring, tma, tmadeep or bal)", variant, tok);
+            snprintf(err, n, "variant %s: unknown part '%s' (expected base, ring or tma)", variant, tok);
             return -1;
         }
     }

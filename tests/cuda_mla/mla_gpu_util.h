@@ -59,11 +59,9 @@ typedef struct mg_run {
 
 /* Inputs, staging and (c->ref) the reference. */
 int mg_setup(mg_run *r, const mg_plugin *pl, const mg_case *c, uint64_t seed, char *err, size_t n);
-/* A tuning variant "kernel[+pfN][+base|+deep|+two|+ring|+tma|+tmadeep][+bal]"
- * (kernel: simple, mma, wgmma, wgmma0, wgmma2, wgmma3, wgmma4, wgmma5, narrow, auto; pfN: SGL_ATTN_MLA_PREFETCH=N;
- * base/deep/two/ring/tma/tmadeep: SGL_ATTN_MLA_MMA; bal: SGL_ATTN_MLA_PLAN=balanced) into the
- * environment the plugin reads at create.  SGL_ATTN_MLA_STRICT / _LOG are
- * left as the caller set them. */
+/* A variant "kernel[+base|+ring|+tma]" (kernel: auto, simple, mma, wide;
+ * the suffix: SGL_ATTN_MLA_MMA) into the environment the plugin reads at
+ * create.  SGL_ATTN_MLA_STRICT / _LOG are left as the caller set them. */
 int mg_variant_env(const char *variant, char *err, size_t n);
 /* A backend for a variant (as above). */
 int mg_create(mg_run *r, const char *kernel, sgl_attn_backend **b, char *err, size_t n);

@@ -1,10 +1,10 @@
 # tests/cuda_mla - cuda_mla's tests.
 #   test_mla_plan    the planner and kernel choice (pure C): everywhere
 #   test_mla_check   the input checks and batch lengths (pure C): everywhere
-#   test_mla_load    the built plugin: loads, descriptor, probe, refusals (no GPU needed)
+#   test_mla_load    the built plugin: loads, descriptor, probe, refusals, options (no GPU needed)
 #   test_mla_gpu     every kernel against a float64 reference, fp8, graph replay (GPU only;
 #                    skipped with the probe's reason elsewhere)
-#   mla_gpu_bench    times the kernels on issue 7's shapes (GPU only; bench/gpu/mla.sh runs it)
+#   mla_gpu_bench    times the kernels on issue 7's shapes (GPU only; bench/gpu/final_mla.sh runs it)
 #   make cuda_mla_tests   build and run them
 
 MLA_TEST_PLAN := $(TESTDIR)/test_mla_plan

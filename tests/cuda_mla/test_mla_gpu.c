@@ -1,20 +1,22 @@
-/* test_mla_gpu.c - every cuda_mla kernel and tuning variant against a
+/* test_mla_gpu.c - every cuda_mla kernel and configuration against a
  * float64 reference on the GPU (skipped with the probe's reason where there is
- * none): decode, 2-token verify, ragged extend, 16 to 128 heads, page sizes
- * 1/16/32/64, bf16 / f16 / fp8 pools, a long split decode, many items per CTA
- * (the narrow kernel's ring runs across items); the output poisoned first, the
- * saved rows checked; then CUDA-graph capture and replay with new lengths.
- *   MLA_GPU_QUICK=1   a subset that still reaches every kernel path (no graphs)
- *   MLA_GPU_QUICK=2   two small cases (compute-sanitizer)
+ * none): decode, 2-token verify, ragged extend, 8 to 128 heads, page sizes
+ * 1/8/16/32/64, bf16 / f16 / fp8 pools, a long split decode, many items per
+ * CTA, items longer than the mma page-table ring; the output poisoned first,
+ * the saved rows checked; then CUDA-graph capture and replay with new lengths.
+ *   MLA_GPU_QUICK=1   a subset that still reaches every kernel instantiation
+ *                     (16-, 32- and 64-row tiles in bf16 and f16, fp8 pools
+ *                     with both q dtypes, extend, more items than CTAs)
+ *   MLA_GPU_QUICK=2   three small cases, 16 / 32 / 128 rows (compute-sanitizer)
  *   MLA_GPU_QUICK=3   the graph capture / replay test alone
- *   MLA_GPU_QUICK=4   16-head decode with short, many and long items (the mma
- *                     ring, bench/gpu/lever_mla.sh)
- *   MLA_GPU_QUICK=5   16-head decode, short and long items (compute-sanitizer)
- *   MLA_GPU_QUICK=6   every 16-row decode case (the mma bulk-copy variants,
- *                     bench/gpu/lever_mlatma.sh): pages 1 / 16 / 64, ragged,
- *                     many items a CTA, long items, a split
  *   MLA_GPU_VARIANTS  comma-separated variants to run (mg_variant_env), default
- *                     all of them */
+ *                     all of them
+ * On SM 9.0 the variants reach: auto = the defaults (mma tma at 16 rows, two
+ * at 32, the wide kernel at >= 64 rows for bf16 at pages 16 / 32 / k x 64,
+ * mma base at 64 rows elsewhere, simple for fp8 pools); mma = the mma kernel
+ * at every tile size; mma+ring = what SM 10.x runs (ring, two, base); mma+base
+ * = what SM 8.0 runs (base at every tile size); wide = the wide kernel
+ * wherever it can run (16- and 32-row requests padded to 64 rows); simple. */
 #include <setjmp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -33,19 +35,9 @@
 static mg_plugin pl;
 static char why[512];
 
-/* simple is the reference path; the rest are every kernel and every tuning
- * knob the GPU sweep may pick (an inapplicable kernel falls back, so each
- * variant runs on every case). */
-static const char *const all_variants[] = {
-    "simple",    "mma",       "mma+deep+pf6", "mma+two+pf4", "wgmma0",     "wgmma",          "wgmma+pf1",
-    "wgmma+pf2", "narrow+pf0", "narrow",      "narrow+pf4",  "narrow+bal", "mma+two+pf4+bal", "auto",
-    /* mma + page-table ring (SGL_ATTN_MLA_MMA=ring): default prefetch, none, the ring's deepest */
-    "mma+ring+pf4", "mma+ring+pf0", "mma+ring+pf15", "mma+ring+pf4+bal",
-    /* mma + bulk-copy (TMA) loads (SGL_ATTN_MLA_MMA=tma / tmadeep; SM 9.0, 16-row tiles) */
-    "mma+tma", "mma+tmadeep", "mma+tma+bal",
-    /* the seesaw variants: reordered pair, WG1 one step deeper, + lazy max (opt-in) */
-    "wgmma2", "wgmma3", "wgmma4", "wgmma5",
-};
+/* Each variant runs on every case (a kernel a case rules out falls back as
+ * in service). */
+static const char *const all_variants[] = {"auto", "simple", "mma", "mma+ring", "mma+base", "wide"};
 static const char *variants[32];
 static size_t n_variants;
 
@@ -199,7 +191,7 @@ static void test_long_split(void **st) {
     mg_case c = {MG_DECODE, 1, 20000, 1, 16, 64, MG_BF16, MG_BF16, 0, 1, 0};
     run_case(&c, "decode b1 l20000 h16 (split)");
 }
-/* more items than CTAs, 4 boxes a sub-tile, ragged tails in every split */
+/* more items than CTAs (the loops run across items), ragged tails in every split */
 static void test_many_items(void **st) {
     (void)st;
     mg_case c = {MG_DECODE, 40, 3000, 1, 16, 16, MG_BF16, MG_BF16, 1, 1, 0};
@@ -211,11 +203,29 @@ static void test_verify_16h_p32(void **st) {
     mg_case c = {MG_VERIFY, 6, 2000, 2, 16, 32, MG_BF16, MG_BF16, 1, 1, 0};
     run_case(&c, "verify q2 b6 l2000 h16 p32 ragged");
 }
-/* 32 heads: 32-row tiles in decode, page 8 (8 boxes a sub-tile) */
+/* 32 heads: 32-row tiles in decode; page 8 (8 TMA boxes a block: not the wide kernel) */
 static void test_decode_32h_p8(void **st) {
     (void)st;
     mg_case c = {MG_DECODE, 3, 900, 1, 32, 8, MG_BF16, MG_BF16, 1, 1, 0};
     run_case(&c, "decode b3 l900 h32 p8 ragged");
+}
+
+/* f16: 16-row tiles, 64-row tiles (the wide kernel is bf16 only: mma), and
+ * an fp8 pool read with f16 queries */
+static void test_f16_h16(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 3, 300, 1, 16, 64, MG_F16, MG_F16, 1, 1, 0};
+    run_case(&c, "decode f16 b3 l300 h16 p64 ragged");
+}
+static void test_f16_h64(void **st) {
+    (void)st;
+    mg_case c = {MG_VERIFY, 2, 257, 2, 64, 16, MG_F16, MG_F16, 0, 1, 0};
+    run_case(&c, "verify f16 q2 b2 l257 h64 p16");
+}
+static void test_fp8_pool_f16(void **st) {
+    (void)st;
+    mg_case c = {MG_DECODE, 2, 200, 1, 16, 16, MG_F16, MG_FP8, 0, 1, 0};
+    run_case(&c, "decode f16 fp8 pool b2 l200 h16");
 }
 
 /* 140 16-row tiles: no split at 132 or 264 CTAs, so each item is 19 tiles of
@@ -234,13 +244,12 @@ static void test_graph_replay(void **st) {
         print_message("skipped: %s\n", why);
         skip();
     }
-    /* (variant, heads): 64 heads x 2 tokens = 128 rows; 16 x 2 = 32 rows (narrow) */
+    /* (variant, heads) x 2 tokens: 64 heads = 128 rows (wide, mma base), 16 =
+     * 32 rows (mma two), 8 = 16 rows (mma tma, ring, base) */
     static const struct {
         const char *v;
         int hq;
-    } ks[] = {{"mma", 64},    {"wgmma0", 64},      {"wgmma+pf2", 64}, {"wgmma", 64}, {"auto", 64},
-              {"narrow", 16}, {"mma+two+pf4", 16}, {"auto", 16},      {"narrow+bal", 16},
-              {"wgmma3", 64},  {"wgmma4", 64},     {"wgmma5", 64}};
+    } ks[] = {{"auto", 64}, {"mma", 64}, {"wide", 64}, {"auto", 16}, {"auto", 8}, {"mma+ring", 8}, {"mma+base", 8}};
     for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
         int picked = 0; /* only the selected variants (a broken one must not fail the others' run) */
         for (size_t v = 0; v < n_variants; v++) picked |= !strcmp(variants[v], ks[ki].v);
@@ -308,37 +317,26 @@ int main(void) {
         cmocka_unit_test(test_long_split),     cmocka_unit_test(test_many_items),
         cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_decode_32h_p8),
         cmocka_unit_test(test_long_items),     cmocka_unit_test(test_decode_16h_p1),
-        cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_f16_h16),        cmocka_unit_test(test_f16_h64),
+        cmocka_unit_test(test_fp8_pool_f16),   cmocka_unit_test(test_graph_replay),
     };
     const struct CMUnitTest quick[] = {
-        cmocka_unit_test(test_decode_16h),    cmocka_unit_test(test_verify_64h),
-        cmocka_unit_test(test_extend_ragged), cmocka_unit_test(test_many_items),
-        cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_decode_128h_p16), /* 4 TMA boxes a block */
+        cmocka_unit_test(test_decode_16h),     cmocka_unit_test(test_verify_16h_p32),
+        cmocka_unit_test(test_verify_64h),     cmocka_unit_test(test_decode_128h_p16), /* 4 TMA boxes a block */
+        cmocka_unit_test(test_extend_ragged),  cmocka_unit_test(test_many_items),
+        cmocka_unit_test(test_fp8_pool),       cmocka_unit_test(test_f16_h16),
+        cmocka_unit_test(test_f16),            cmocka_unit_test(test_f16_h64),
+        cmocka_unit_test(test_fp8_pool_f16),
     };
     const struct CMUnitTest graphs[] = {cmocka_unit_test(test_graph_replay)};
-    const struct CMUnitTest ring[] = {
-        cmocka_unit_test(test_decode_16h),
-        cmocka_unit_test(test_many_items),
-        cmocka_unit_test(test_long_items),
-    };
-    const struct CMUnitTest ring_san[] = {
-        cmocka_unit_test(test_decode_16h),
-        cmocka_unit_test(test_long_items),
-    };
-    const struct CMUnitTest rows16[] = {
-        cmocka_unit_test(test_decode_16h),  cmocka_unit_test(test_decode_16h_p1), cmocka_unit_test(test_many_items),
-        cmocka_unit_test(test_long_items),  cmocka_unit_test(test_long_split),
-    };
     const struct CMUnitTest tiny[] = {
         cmocka_unit_test(test_decode_16h),
+        cmocka_unit_test(test_verify_16h_p32),
         cmocka_unit_test(test_verify_64h),
     };
     const char *q = getenv("MLA_GPU_QUICK");
     if (q && *q == '1') return cmocka_run_group_tests(quick, setup, teardown);
     if (q && *q == '2') return cmocka_run_group_tests(tiny, setup, teardown);
     if (q && *q == '3') return cmocka_run_group_tests(graphs, setup, teardown);
-    if (q && *q == '4') return cmocka_run_group_tests(ring, setup, teardown);
-    if (q && *q == '5') return cmocka_run_group_tests(ring_san, setup, teardown);
-    if (q && *q == '6') return cmocka_run_group_tests(rows16, setup, teardown);
     return cmocka_run_group_tests(all, setup, teardown);
 }

@@ -2,7 +2,8 @@
  * cudart, no driver needed), negotiates, describes itself truthfully (MLA
  * only, its aliases, 576/512, page sizes), its probe answers "unavailable"
  * with the runtime's reason on index 0 and NOT_FOUND past it, and it refuses
- * non-MLA models and a create with no device, with words that say why. */
+ * non-MLA models, a create with no device and malformed or removed options
+ * (environment or conf), with words that say why. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -93,6 +94,18 @@ static void test_probe(void **st) {
     assert_int_equal(p->probe(0, &c), SGL_ATTN_E_INVALID);
 }
 
+/* Option env=value makes create fail with E_INVALID and `words` in the error. */
+static void expect_option_refused(sgl_attn_create_args *a, sgl_attn_model *m, const char *env, const char *value,
+                                  const char *words) {
+    sgl_attn_backend *b = (sgl_attn_backend *)0x1;
+    setenv(env, value, 1);
+    m->is_mla = 1;
+    assert_int_equal(p->create(a, &b), SGL_ATTN_E_INVALID);
+    assert_null(b);
+    if (!strstr(a->error, words)) fail_msg("%s=%s: \"%s\" lacks \"%s\"", env, value, a->error, words);
+    unsetenv(env);
+}
+
 static void test_refusals(void **st) {
     (void)st;
     sgl_attn_model m;
@@ -139,51 +152,90 @@ static void test_refusals(void **st) {
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
     assert_null(b);
     assert_non_null(strstr(err, "absorbed MLA only"));
-    setenv("SGL_ATTN_MLA_KERNEL", "fast", 1);
     m.is_mla = 1;
-    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "SGL_ATTN_MLA_KERNEL=fast"));
-    unsetenv("SGL_ATTN_MLA_KERNEL");
-    /* the tuning knobs are checked at create too */
-    setenv("SGL_ATTN_MLA_MMA", "wide", 1);
-    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "SGL_ATTN_MLA_MMA=wide"));
-    setenv("SGL_ATTN_MLA_MMA", "tmax", 1);
-    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "SGL_ATTN_MLA_MMA=tmax"));
-    /* the bulk-copy variants are accepted (well-formed: the model check is next) */
-    static const char *const ok_mma[] = {"base", "deep", "two", "ring", "tma", "tmadeep"};
+    /* the options are checked at create, before the model and the device */
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_KERNEL", "fast", "SGL_ATTN_MLA_KERNEL=\"fast\"; expected auto, simple, mma or wide");
+    /* values that were removed (docs/lab/levers.md) are refused, not taken as auto */
+    static const char *const gone_kernels[] = {"wgmma", "wgmma0", "wgmma2", "wgmma3", "wgmma4", "wgmma5", "narrow"};
+    for (size_t i = 0; i < sizeof gone_kernels / sizeof gone_kernels[0]; i++)
+        expect_option_refused(&a, &m, "SGL_ATTN_MLA_KERNEL", gone_kernels[i], "expected auto, simple, mma or wide");
+    static const char *const gone_mma[] = {"deep", "two", "tmadeep", "wide"};
+    for (size_t i = 0; i < sizeof gone_mma / sizeof gone_mma[0]; i++)
+        expect_option_refused(&a, &m, "SGL_ATTN_MLA_MMA", gone_mma[i], "expected auto, base, ring or tma");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_STRICT", "yes", "SGL_ATTN_MLA_STRICT=\"yes\"; expected 0, 1, false or true");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_LOG", "2", "SGL_ATTN_MLA_LOG=\"2\"");
+    /* removed options are refused by name */
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_PREFETCH", "2", "SGL_ATTN_MLA_PREFETCH is no longer an option");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_PLAN", "even", "SGL_ATTN_MLA_PLAN is no longer an option");
+    /* every accepted value passes the option check (the model check refuses next) */
+    static const struct {
+        const char *env, *value;
+    } ok[] = {{"SGL_ATTN_MLA_KERNEL", "auto"}, {"SGL_ATTN_MLA_KERNEL", "simple"}, {"SGL_ATTN_MLA_KERNEL", "mma"},
+              {"SGL_ATTN_MLA_KERNEL", "wide"},  {"SGL_ATTN_MLA_MMA", "auto"},      {"SGL_ATTN_MLA_MMA", "base"},
+              {"SGL_ATTN_MLA_MMA", "ring"},     {"SGL_ATTN_MLA_MMA", "tma"},       {"SGL_ATTN_MLA_STRICT", "1"},
+              {"SGL_ATTN_MLA_STRICT", "false"}, {"SGL_ATTN_MLA_LOG", "0"},         {"SGL_ATTN_MLA_LOG", "true"}};
     m.is_mla = 0;
-    for (size_t i = 0; i < sizeof ok_mma / sizeof ok_mma[0]; i++) {
-        setenv("SGL_ATTN_MLA_MMA", ok_mma[i], 1);
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        setenv(ok[i].env, ok[i].value, 1);
         assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
         assert_non_null(strstr(err, "absorbed MLA only"));
+        unsetenv(ok[i].env);
     }
     m.is_mla = 1;
-    unsetenv("SGL_ATTN_MLA_MMA");
-    static const char *const bad_pf[] = {"-1", "65", "2x", "x"};
-    for (size_t i = 0; i < sizeof bad_pf / sizeof bad_pf[0]; i++) {
-        setenv("SGL_ATTN_MLA_PREFETCH", bad_pf[i], 1);
-        assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "SGL_ATTN_MLA_PREFETCH="));
-    }
-    unsetenv("SGL_ATTN_MLA_PREFETCH");
-    setenv("SGL_ATTN_MLA_PLAN", "fair", 1);
+}
+
+/* A host whose conf has plugin options for cuda_mla (get_option, ABI 1.1). */
+static const char *conf_kernel, *conf_mma;
+static const char *test_get_option(void *ctx, const char *plugin, const char *key) {
+    assert_ptr_equal(ctx, (void *)&conf_kernel);
+    assert_string_equal(plugin, "cuda_mla");
+    if (!strcmp(key, "kernel")) return conf_kernel;
+    if (!strcmp(key, "mma")) return conf_mma;
+    return NULL;
+}
+
+static void test_conf_options(void **st) {
+    (void)st;
+    sgl_attn_model m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    strcpy(m.name, "not-mla");
+    m.num_q_heads = 16, m.num_kv_heads = 1, m.head_dim_qk = 576, m.head_dim_v = 512, m.sliding_window = -1;
+    sgl_attn_host_api host = {.struct_size = sizeof host, .abi_major = SGL_ATTN_ABI_MAJOR,
+                              .abi_minor_max = SGL_ATTN_ABI_MINOR, .host_version = "t",
+                              .host_ctx = (void *)&conf_kernel, .get_option = test_get_option};
+    sgl_attn_create_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.model = &m;
+    a.max_reqs = 4, a.max_tokens = 8, a.max_context = 256;
+    a.host = &host;
+    char err[512] = "";
+    a.error = err, a.error_size = sizeof err;
+    sgl_attn_backend *b = (sgl_attn_backend *)0x1;
+    /* a conf value is checked like the environment's, and named as a plugin option */
+    conf_kernel = "wgmma4";
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "SGL_ATTN_MLA_PLAN=fair"));
-    unsetenv("SGL_ATTN_MLA_PLAN");
-    /* the strict and log switches take 0 or 1 */
-    static const char *const flags[] = {"SGL_ATTN_MLA_STRICT", "SGL_ATTN_MLA_LOG"};
-    for (size_t i = 0; i < 2; i++) {
-        setenv(flags[i], "yes", 1);
-        assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, flags[i]));
-        setenv(flags[i], "0", 1);
-        m.is_mla = 0; /* well-formed: the model check is next */
-        assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
-        m.is_mla = 1;
-        unsetenv(flags[i]);
-    }
+    assert_null(b);
+    assert_non_null(strstr(err, "plugin option cuda_mla.kernel=\"wgmma4\"; expected auto, simple, mma or wide"));
+    conf_kernel = "wide", conf_mma = "two";
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "plugin option cuda_mla.mma=\"two\""));
+    /* accepted: the model check is next */
+    conf_mma = "ring";
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(err, "absorbed MLA only"));
+    /* the environment overrides the conf */
+    conf_kernel = "bad";
+    setenv("SGL_ATTN_MLA_KERNEL", "mma", 1);
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
+    unsetenv("SGL_ATTN_MLA_KERNEL");
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "cuda_mla.kernel=\"bad\""));
+    /* a create args struct of ABI 1.0 (no host field) reads the environment only */
+    a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
+    conf_kernel = conf_mma = NULL;
 }
 
 int main(void) {
@@ -191,6 +243,7 @@ int main(void) {
         cmocka_unit_test(test_descriptor),
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_conf_options),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

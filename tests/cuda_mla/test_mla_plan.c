@@ -161,7 +161,6 @@ static void test_cover_random(void **st) {
         const int32_t rpt = mode == 2 || trial % 2 ? 64 : mla_rows_per_tile(max_rows);
         mla_plan_params p = params(hq, rpt, 4 + (int32_t)rnd(140));
         p.no_split = trial % 7 == 0;
-        p.balanced = trial % 3 == 1 || trial % 5 == 0; /* applies or falls back: coverage holds either way */
         plan_out o;
         int rc = build(&o, &p, q_len, prefix, bs, 4096, err);
         assert_int_equal(rc, 0);
@@ -201,87 +200,6 @@ static void test_split_policy(void **st) {
     free(o.buf);
 }
 
-/* The balanced plan: CTA c (items c, c + G, ...) streams floor or ceil of
- * total blocks / G, no CTA idles, coverage exact; a batch it cannot balance
- * (uneven item counts) plans as without the flag. */
-static void balanced_case(int32_t hq, int32_t rpt, int32_t g, int32_t bs, int32_t len, int32_t q) {
-    char err[512];
-    int32_t q_len[256], prefix[256];
-    for (int32_t i = 0; i < bs; i++) q_len[i] = q, prefix[i] = len - q;
-    mla_plan_params p = params(hq, rpt, g);
-    p.balanced = 1;
-    plan_out o;
-    assert_int_equal(build(&o, &p, q_len, prefix, bs, bs * q, err), 0);
-    check_cover(&o, &p, q_len, prefix, bs);
-    int64_t tb = 0;
-    for (int32_t i = 0; i < o.hdr->n_items; i++)
-        tb += (o.items[i].kv_end - o.items[i].kv_begin + MLA_KV_BLOCK - 1) / MLA_KV_BLOCK;
-    assert_true(o.hdr->n_items >= g && o.hdr->n_items <= 2 * g);
-    int64_t mn = INT64_MAX, mx = 0;
-    for (int32_t c = 0; c < g; c++) {
-        int64_t w = 0;
-        for (int32_t i = c; i < o.hdr->n_items; i += g)
-            w += (o.items[i].kv_end - o.items[i].kv_begin + MLA_KV_BLOCK - 1) / MLA_KV_BLOCK;
-        mn = w < mn ? w : mn, mx = w > mx ? w : mx;
-    }
-    print_message("balanced hq %d x q %d, B %d, len %d, %d CTAs: %d items, %d split tiles, %lld-%lld blocks a CTA "
-                  "(total %lld)\n", hq, q, bs, len, g, o.hdr->n_items, o.hdr->n_comb, (long long)mn, (long long)mx,
-                  (long long)tb);
-    assert_true(mx - mn <= 1);
-    assert_true(mn == tb / g);
-    free(o.buf);
-}
-
-static void test_balanced(void **st) {
-    (void)st;
-    balanced_case(16, 16, 132, 128, 16384, 1); /* narrow: 128 tiles on 132 SMs */
-    balanced_case(16, 16, 132, 64, 4096, 1);
-    balanced_case(16, 16, 264, 128, 4096, 1);  /* mma two: 2 CTAs per SM */
-    balanced_case(16, 16, 264, 64, 32768, 1);
-    balanced_case(16, 32, 132, 100, 3000, 2);  /* verify, 32-row tiles, ragged last block */
-    for (int trial = 0; trial < 40; trial++) {  /* random equal-length batches */
-        const int32_t g = 8 + (int32_t)rnd(300), bs = 1 + (int32_t)rnd(g - 1 < 200 ? g - 1 : 200);
-        const int32_t q = 1 + (int32_t)rnd(2), hq = q == 1 ? 16 : 8 + 8 * (int32_t)rnd(2);
-        const int32_t len = q + 256 * (g / bs + 1) + (int32_t)rnd(5000);
-        balanced_case(hq, mla_rows_per_tile(hq * q), g, bs, len, q);
-    }
-    /* not balanceable: shares below min_chunk (one request of 20000 keys on
-     * 132 CTAs: 2-3 blocks each), or (a share would hold many short tiles next to one holding a
-     * long one): the usual plan, still exact */
-    char err[512];
-    int32_t q_len[40], prefix[40];
-    for (int32_t i = 0; i < 40; i++) q_len[i] = 1, prefix[i] = i == 0 ? 60000 : 10;
-    mla_plan_params p = params(16, 16, 132), p0 = p;
-    p.balanced = 1;
-    plan_out o, o0;
-    q_len[0] = 1, prefix[0] = 19999;
-    assert_int_equal(build(&o, &p, q_len, prefix, 1, 1, err), 0);
-    assert_int_equal(build(&o0, &p0, q_len, prefix, 1, 1, err), 0);
-    check_cover(&o, &p, q_len, prefix, 1);
-    assert_int_equal(o.hdr->n_items, o0.hdr->n_items);
-    assert_memory_equal(o.items, o0.items, sizeof(mla_item) * (size_t)o.hdr->n_items);
-    free(o.buf);
-    free(o0.buf);
-    for (int32_t i = 0; i < 40; i++) q_len[i] = 1, prefix[i] = i == 0 ? 60000 : 10;
-    assert_int_equal(build(&o, &p, q_len, prefix, 40, 40, err), 0);
-    assert_int_equal(build(&o0, &p0, q_len, prefix, 40, 40, err), 0);
-    check_cover(&o, &p, q_len, prefix, 40);
-    assert_int_equal(o.hdr->n_items, o0.hdr->n_items);
-    assert_memory_equal(o.items, o0.items, sizeof(mla_item) * (size_t)o.hdr->n_items);
-    free(o.buf);
-    free(o0.buf);
-    /* many tiles (>= CTAs): the flag changes nothing */
-    for (int32_t i = 0; i < 40; i++) prefix[i] = 4095;
-    p = params(128, 64, 32), p0 = p;
-    p.balanced = 1;
-    assert_int_equal(build(&o, &p, q_len, prefix, 40, 40, err), 0);
-    assert_int_equal(build(&o0, &p0, q_len, prefix, 40, 40, err), 0);
-    assert_int_equal(o.hdr->n_items, 80);
-    assert_memory_equal(o.items, o0.items, sizeof(mla_item) * 80);
-    free(o.buf);
-    free(o0.buf);
-}
-
 static void test_bad_lengths(void **st) {
     (void)st;
     char err[512];
@@ -310,93 +228,35 @@ static void test_rows_and_kernel_choice(void **st) {
     assert_int_equal(mla_rows_per_tile(48), 64);
     assert_int_equal(mla_rows_per_tile(4096), 64);
     const int B = MLA_DT_BF16, H = MLA_DT_F16, F8 = MLA_DT_FP8;
-    const uint32_t ALL = 1u << MLA_KERNEL_WGMMA | 1u << MLA_KERNEL_WGMMA0 | 1u << MLA_KERNEL_NARROW;
-    /* the shipped policy (auto: wgmma0 at >= 64 rows, mma below), and variants of it */
-    const mla_kernel_policy P = {ALL, MLA_KERNEL_WGMMA0, MLA_KERNEL_MMA};
-    const mla_kernel_policy PW = {ALL, MLA_KERNEL_WGMMA, MLA_KERNEL_NARROW};
-    const mla_kernel_policy NONE = {0, MLA_KERNEL_WGMMA0, MLA_KERNEL_MMA};
-    /* run 2's device: wgmma too big, the other two fine (no longer all-or-nothing) */
-    const mla_kernel_policy NO_WG = {1u << MLA_KERNEL_WGMMA0 | 1u << MLA_KERNEL_NARROW, MLA_KERNEL_WGMMA, MLA_KERNEL_NARROW};
-#define RK(pref, q, kv, page, rows, ext, sm, pol) mla_resolve_kernel(MLA_KERNEL_##pref, q, kv, page, rows, ext, sm, pol)
-    /* args: pref, q, kv, page, rows, extend, sm_major, policy */
-    /* fp8 pools and the simple preference: simple everywhere */
-    assert_int_equal(RK(AUTO, B, F8, 64, 128, 0, 9, &P), MLA_KERNEL_SIMPLE);
-    assert_int_equal(RK(SIMPLE, B, B, 64, 128, 0, 9, &P), MLA_KERNEL_SIMPLE);
-    assert_int_equal(RK(NARROW, B, F8, 64, 16, 0, 9, &P), MLA_KERNEL_SIMPLE);
-    /* auto on SM 9.0: the policy's wide kernel for >= 64 rows a request and a page it can box */
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P), MLA_KERNEL_WGMMA0);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &PW), MLA_KERNEL_WGMMA);
-    assert_int_equal(RK(AUTO, B, B, 16, 64, 0, 9, &P), MLA_KERNEL_WGMMA0);
-    assert_int_equal(RK(AUTO, B, B, 32, 64, 1, 9, &P), MLA_KERNEL_WGMMA0);
-    assert_int_equal(RK(AUTO, B, B, 64, 16, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 48, 0, 9, &PW), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 1, 128, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 8, 128, 0, 9, &P), MLA_KERNEL_MMA); /* 8 boxes a block: not wgmma */
-    assert_int_equal(RK(AUTO, H, H, 64, 128, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 8, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 10, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &NONE), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, NULL), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &NO_WG), MLA_KERNEL_MMA);
-    /* auto at <= 32 rows: narrow only when the policy says so */
-    assert_int_equal(RK(AUTO, B, B, 64, 16, 0, 9, &PW), MLA_KERNEL_NARROW);
-    assert_int_equal(RK(AUTO, B, B, 64, 16, 1, 9, &PW), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 32, 0, 9, &NO_WG), MLA_KERNEL_NARROW);
-    /* an explicit wgmma / wgmma0 request falls back when the case or device cannot run it */
-    assert_int_equal(RK(WGMMA, B, B, 64, 16, 0, 9, &P), MLA_KERNEL_WGMMA);
-    assert_int_equal(RK(WGMMA, B, B, 1, 16, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA, B, B, 8, 128, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA, B, B, 64, 128, 0, 9, &NO_WG), MLA_KERNEL_MMA);
-    assert_int_equal(RK(MMA, B, B, 64, 128, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA0, B, B, 64, 16, 0, 9, &P), MLA_KERNEL_WGMMA0);
-    assert_int_equal(RK(WGMMA0, B, B, 64, 128, 0, 9, &NO_WG), MLA_KERNEL_WGMMA0);
-    assert_int_equal(RK(WGMMA0, B, B, 1, 128, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA0, B, B, 8, 128, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA0, H, H, 64, 128, 0, 9, &P), MLA_KERNEL_MMA);
-    /* wgmma3 (opt-in): its own availability bit, the same page / dtype rules */
-    const mla_kernel_policy P3 = {ALL | 1u << MLA_KERNEL_WGMMA3, MLA_KERNEL_WGMMA0, MLA_KERNEL_MMA};
-    assert_int_equal(RK(WGMMA3, B, B, 64, 128, 0, 9, &P3), MLA_KERNEL_WGMMA3);
-    assert_int_equal(RK(WGMMA3, B, B, 16, 64, 1, 9, &P3), MLA_KERNEL_WGMMA3);
-    assert_int_equal(RK(WGMMA3, B, B, 64, 128, 0, 9, &P), MLA_KERNEL_MMA); /* not available */
-    assert_int_equal(RK(WGMMA3, B, B, 8, 128, 0, 9, &P3), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA3, H, H, 64, 128, 0, 9, &P3), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA3, B, B, 64, 128, 0, 8, &P3), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P3), MLA_KERNEL_WGMMA0); /* auto unchanged */
-    /* wgmma4 (opt-in): likewise, and auto never picks it on its own */
-    const mla_kernel_policy P4 = {ALL | 1u << MLA_KERNEL_WGMMA4, MLA_KERNEL_WGMMA0, MLA_KERNEL_MMA};
-    const mla_kernel_policy P4W = {ALL | 1u << MLA_KERNEL_WGMMA4, MLA_KERNEL_WGMMA4, MLA_KERNEL_MMA};
-    assert_int_equal(RK(WGMMA4, B, B, 64, 128, 0, 9, &P4), MLA_KERNEL_WGMMA4);
-    assert_int_equal(RK(WGMMA4, B, B, 16, 64, 1, 9, &P4), MLA_KERNEL_WGMMA4);
-    assert_int_equal(RK(WGMMA4, B, B, 64, 128, 0, 9, &P3), MLA_KERNEL_MMA); /* not available */
-    assert_int_equal(RK(WGMMA4, B, B, 8, 128, 0, 9, &P4), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA4, H, H, 64, 128, 0, 9, &P4), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA4, B, B, 64, 128, 0, 8, &P4), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P4), MLA_KERNEL_WGMMA0);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P4W), MLA_KERNEL_WGMMA4); /* if auto's wide kernel */
-    assert_int_equal(RK(AUTO, B, B, 64, 32, 0, 9, &P4W), MLA_KERNEL_MMA);
-    /* wgmma5 (opt-in): likewise */
-    const mla_kernel_policy P5 = {ALL | 1u << MLA_KERNEL_WGMMA5, MLA_KERNEL_WGMMA0, MLA_KERNEL_MMA};
-    assert_int_equal(RK(WGMMA5, B, B, 64, 128, 0, 9, &P5), MLA_KERNEL_WGMMA5);
-    assert_int_equal(RK(WGMMA5, B, B, 16, 64, 1, 9, &P5), MLA_KERNEL_WGMMA5);
-    assert_int_equal(RK(WGMMA5, B, B, 64, 128, 0, 9, &P4), MLA_KERNEL_MMA); /* not available */
-    assert_int_equal(RK(WGMMA5, B, B, 8, 128, 0, 9, &P5), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA5, H, H, 64, 128, 0, 9, &P5), MLA_KERNEL_MMA);
-    assert_int_equal(RK(WGMMA5, B, B, 64, 128, 0, 8, &P5), MLA_KERNEL_MMA);
-    assert_int_equal(RK(AUTO, B, B, 64, 128, 0, 9, &P5), MLA_KERNEL_WGMMA0);
-    /* narrow: decode / verify of <= 32 rows on SM 9.0 bf16 with a boxable page
-     * (8 included); elsewhere it resolves as auto does */
-    assert_int_equal(RK(NARROW, B, B, 64, 16, 0, 9, &P), MLA_KERNEL_NARROW);
-    assert_int_equal(RK(NARROW, B, B, 16, 32, 0, 9, &P), MLA_KERNEL_NARROW);
-    assert_int_equal(RK(NARROW, B, B, 8, 3, 0, 9, &P), MLA_KERNEL_NARROW);
-    assert_int_equal(RK(NARROW, B, B, 64, 16, 0, 9, &NO_WG), MLA_KERNEL_NARROW);
-    assert_int_equal(RK(NARROW, B, B, 64, 33, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(NARROW, B, B, 64, 128, 0, 9, &P), MLA_KERNEL_WGMMA0);
-    assert_int_equal(RK(NARROW, B, B, 64, 128, 0, 9, &PW), MLA_KERNEL_WGMMA);
-    assert_int_equal(RK(NARROW, B, B, 64, 16, 1, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(NARROW, B, B, 1, 16, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(NARROW, H, H, 64, 16, 0, 9, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(NARROW, B, B, 64, 16, 0, 8, &P), MLA_KERNEL_MMA);
-    assert_int_equal(RK(NARROW, B, B, 64, 16, 0, 9, &NONE), MLA_KERNEL_MMA);
+#define RK(pref, q, kv, page, rows, wide_ok) mla_resolve_kernel(MLA_KERNEL_##pref, q, kv, page, rows, wide_ok)
+    /* args: preference, q dtype, pool dtype, page, rows of the largest request, wide kernel runnable */
+    /* fp8 pools, mixed dtypes and the simple preference: simple, whatever else holds */
+    assert_int_equal(RK(AUTO, B, F8, 64, 128, 1), MLA_KERNEL_SIMPLE);
+    assert_int_equal(RK(WIDE, B, F8, 64, 128, 1), MLA_KERNEL_SIMPLE);
+    assert_int_equal(RK(MMA, H, F8, 64, 16, 1), MLA_KERNEL_SIMPLE);
+    assert_int_equal(RK(AUTO, B, H, 64, 128, 1), MLA_KERNEL_SIMPLE);
+    assert_int_equal(RK(SIMPLE, B, B, 64, 128, 1), MLA_KERNEL_SIMPLE);
+    /* auto where the wide kernel runs: it takes >= 64 rows a request at a page it can box */
+    assert_int_equal(RK(AUTO, B, B, 64, 128, 1), MLA_KERNEL_WIDE);
+    assert_int_equal(RK(AUTO, B, B, 64, 64, 1), MLA_KERNEL_WIDE);
+    assert_int_equal(RK(AUTO, B, B, 16, 64, 1), MLA_KERNEL_WIDE);
+    assert_int_equal(RK(AUTO, B, B, 32, 130, 1), MLA_KERNEL_WIDE);
+    assert_int_equal(RK(AUTO, B, B, 128, 128, 1), MLA_KERNEL_WIDE);
+    assert_int_equal(RK(AUTO, B, B, 64, 48, 1), MLA_KERNEL_MMA); /* 16- / 32-row tiles: mma */
+    assert_int_equal(RK(AUTO, B, B, 64, 32, 1), MLA_KERNEL_MMA);
+    assert_int_equal(RK(AUTO, B, B, 64, 16, 1), MLA_KERNEL_MMA);
+    assert_int_equal(RK(AUTO, B, B, 1, 128, 1), MLA_KERNEL_MMA); /* page 1 / 8: 64 / 8 boxes a block */
+    assert_int_equal(RK(AUTO, B, B, 8, 128, 1), MLA_KERNEL_MMA);
+    assert_int_equal(RK(AUTO, B, B, 48, 128, 1), MLA_KERNEL_MMA);
+    assert_int_equal(RK(AUTO, H, H, 64, 128, 1), MLA_KERNEL_MMA); /* the wide kernel is bf16 */
+    assert_int_equal(RK(AUTO, B, B, 64, 128, 0), MLA_KERNEL_MMA); /* not SM 9.0, no encoder, no room */
+    /* asked: mma always; wide wherever it can run, at any rows, else mma */
+    assert_int_equal(RK(MMA, B, B, 64, 128, 1), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WIDE, B, B, 64, 16, 1), MLA_KERNEL_WIDE);
+    assert_int_equal(RK(WIDE, B, B, 32, 128, 1), MLA_KERNEL_WIDE);
+    assert_int_equal(RK(WIDE, B, B, 8, 128, 1), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WIDE, H, H, 64, 128, 1), MLA_KERNEL_MMA);
+    assert_int_equal(RK(WIDE, B, B, 64, 128, 0), MLA_KERNEL_MMA);
 #undef RK
 }
 
@@ -404,7 +264,6 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cover_random),
         cmocka_unit_test(test_split_policy),
-        cmocka_unit_test(test_balanced),
         cmocka_unit_test(test_bad_lengths),
         cmocka_unit_test(test_rows_and_kernel_choice),
     };

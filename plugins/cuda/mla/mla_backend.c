@@ -3,6 +3,7 @@
 #include "mla_backend.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,30 +13,17 @@
 #include "cuda_error.h"
 #include "mla_check.h"
 
-/* What runs when the SGL_ATTN_MLA_* tuning knobs are unset: only what a GPU
- * run measured (docs/cuda_mla.md).
- *  - <= 32 rows (decode / verify at 16 heads): mma, two CTAs per SM; on SM 9.0
- *    16-row tiles with bulk-copy loads (tma), elsewhere the page-table ring
- *    with L2 prefetch.
- *  - >= 64 rows: wgmma4 (SM 9.0), else mma. */
-#define MLA_DEFAULT_AUTO_NARROW 0              /* 1: auto runs narrow for <= 32 rows */
-/* wgmma4 (wgmma3 + lazy running max, the O rescale skipped by warp vote, hardware bf16 packs) measured
- * 1.14-1.16x wgmma3 at 128 x 1 and 64 x 2, B 128 (run 13, bench/results/h200-2026-12-03/run13-0533100/
- * lever_mla4); wgmma3 (run 10: 1.09-1.12x wgmma0) and wgmma0 before it */
-#define MLA_DEFAULT_AUTO_WIDE MLA_KERNEL_WGMMA4 /* auto at >= 64 rows: WGMMA4, 3, 2, 0 or WGMMA */
-/* ring (two + the page-table ring) measured 1.041x two at 16 heads on the H200 (geomean of 6 shapes,
- * bench/results/h200-2026-12-03/run2-3a74f60/lever_mla; prefetch 2 > 4 > 8); it runs two for 32-row
- * tiles and base for 64-row tiles */
-#define MLA_DEFAULT_MMA_CFG MLA_MMA_RING       /* base / deep / two / ring */
-/* on SM 9.0: tma (bulk copies of the latent rows, one L2 crossing per byte) measured 1.27-1.34x ring at
- * 16 heads, geomean 3.62 TB/s (run 10, .../run10-8297844/lever_mlatma); 16-row tiles, ring elsewhere */
-#define MLA_DEFAULT_MMA_CFG_SM90 MLA_MMA_TMA
-#define MLA_DEFAULT_PF_MMA_TWO 4               /* 32-key tiles ahead, when two CTAs per SM run */
-#define MLA_DEFAULT_PF_MMA_RING 2              /* the same for ring */
-#define MLA_DEFAULT_PF_MMA_TMA 0               /* tma / tmadeep: the bulk copies alone (no L2 double read) */
-#define MLA_DEFAULT_PF_MMA 0                   /* the same for base / deep (acts above the stage count) */
-#define MLA_DEFAULT_PF_WGMMA 0                 /* pairs of 64-key blocks ahead, 0-2 (wgmma0: unused) */
-#define MLA_DEFAULT_PF_NARROW 2                /* 64-key blocks ahead */
+/* L2 prefetch distance of each mma configuration, in 32-key tiles ahead of
+ * the tile being computed (docs/lab/mla.md has the measurements).  TMA: none,
+ * its bulk copies cross the L2 once and a prefetch would make that twice;
+ * BASE: none, with one CTA per SM a prefetch changed nothing measurable. */
+static int32_t mma_prefetch(int32_t effective_cfg) {
+    switch (effective_cfg) {
+    case MLA_MMA_RING: return 2;
+    case MLA_MMA_TWO: return 4;
+    default: return 0;
+    }
+}
 
 int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) {
     va_list ap;
@@ -167,15 +155,10 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     const int64_t rows64 = (int64_t)max_q * b->hq;
     const int32_t rows = rows64 > (1 << 24) ? (1 << 24) : (int32_t)rows64;
     const size_t optin = b->dev.smem_per_block_optin;
-    const mla_kernel_policy pol = {b->avail, MLA_DEFAULT_AUTO_WIDE,
-                                   MLA_DEFAULT_AUTO_NARROW ? MLA_KERNEL_NARROW : MLA_KERNEL_MMA};
-    int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size,
-                                        rows, extend, b->dev.sm_major, &pol);
-    int32_t rpt = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_WGMMA0 || kernel == MLA_KERNEL_WGMMA2 ||
-                          kernel == MLA_KERNEL_WGMMA3 || kernel == MLA_KERNEL_WGMMA4 ||
-                          kernel == MLA_KERNEL_WGMMA5 || extend
-                      ? 64
-                      : mla_rows_per_tile(rows);
+    int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size, rows,
+                                        b->wide_ok);
+    const int32_t rpt = kernel == MLA_KERNEL_WIDE || extend ? 64 : mla_rows_per_tile(rows);
+    /* no mma configuration fits this device's shared memory (SM 8.6 / 8.9 / 12.x): simple */
     if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, b->mma_cfg_pref, optin) == 0)
         kernel = MLA_KERNEL_SIMPLE;
     const int32_t mcfg = kernel == MLA_KERNEL_MMA ? mla_mma_effective_cfg(rpt, b->mma_cfg_pref, optin) : MLA_MMA_BASE;
@@ -191,7 +174,6 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     p.no_split = kernel == MLA_KERNEL_SIMPLE;
     p.max_context = b->max_context;
     p.max_part_rows = b->part_rows;
-    p.balanced = b->balanced;
 
     const int slot = b->ring_next;
     b->ring_next = (b->ring_next + 1) % MLA_RING;
@@ -225,27 +207,20 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->rows_per_tile = rpt;
     b->mma_cfg = mcfg;
     b->ctas = ctas;
-    b->prefetch = b->prefetch_env >= 0              ? b->prefetch_env
-                : kernel == MLA_KERNEL_NARROW       ? MLA_DEFAULT_PF_NARROW
-                : kernel == MLA_KERNEL_WGMMA        ? MLA_DEFAULT_PF_WGMMA
-                : kernel == MLA_KERNEL_MMA          ? (mcfg == MLA_MMA_RING  ? MLA_DEFAULT_PF_MMA_RING
-                                       : mcfg == MLA_MMA_TWO ? MLA_DEFAULT_PF_MMA_TWO
-                                       : mcfg == MLA_MMA_TMA || mcfg == MLA_MMA_TMADEEP ? MLA_DEFAULT_PF_MMA_TMA
-                                                             : MLA_DEFAULT_PF_MMA)
-                                                    : 0;
+    b->prefetch = kernel == MLA_KERNEL_MMA ? mma_prefetch(mcfg) : 0;
     b->page = batch->page_size;
     b->n_items = hdr->n_items;
     b->n_comb = hdr->n_comb;
     b->planned = 1;
     if (b->log) {
-        static const char *const cfg_name[] = {"base", "deep", "two", "ring", "tma", "tmadeep"};
+        static const char *const cfg_name[] = {"base", "two", "ring", "tma"};
         fprintf(stderr,
                 "cuda_mla: plan: mode %d, %d requests, %d rows a request, page %d: asked %s, runs %s "
-                "(%d-row tiles%s%s, prefetch %d), %d CTAs, %d items, %d split tiles%s\n",
+                "(%d-row tiles%s%s, prefetch %d), %d CTAs, %d items, %d split tiles\n",
                 (int)b->mode, (int)bs, (int)rows, (int)b->page, mla_kernel_name(b->kernel_pref),
                 mla_kernel_name(kernel), (int)rpt, kernel == MLA_KERNEL_MMA ? ", mma " : "",
-                kernel == MLA_KERNEL_MMA ? cfg_name[mcfg >= 0 && mcfg <= 5 ? mcfg : 0] : "", (int)b->prefetch,
-                (int)ctas, (int)b->n_items, (int)b->n_comb, b->balanced ? ", balanced plan asked" : "");
+                kernel == MLA_KERNEL_MMA ? cfg_name[mcfg >= 0 && mcfg <= 3 ? mcfg : 0] : "", (int)b->prefetch,
+                (int)ctas, (int)b->n_items, (int)b->n_comb);
     }
     return SGL_ATTN_OK;
 }
@@ -311,65 +286,76 @@ static const sgl_attn_backend_ops k_ops = {
     .state_commit = NULL,
 };
 
-const char *mla_kernel_name(int32_t k) {
-    switch (k) {
-    case MLA_KERNEL_AUTO: return "auto";
-    case MLA_KERNEL_SIMPLE: return "simple";
-    case MLA_KERNEL_MMA: return "mma";
-    case MLA_KERNEL_WGMMA: return "wgmma";
-    case MLA_KERNEL_NARROW: return "narrow";
-    case MLA_KERNEL_WGMMA0: return "wgmma0";
-    case MLA_KERNEL_WGMMA2: return "wgmma2";
-    case MLA_KERNEL_WGMMA3: return "wgmma3";
-    case MLA_KERNEL_WGMMA4: return "wgmma4";
-    case MLA_KERNEL_WGMMA5: return "wgmma5";
-    default: return "?";
-    }
-}
+/* Option values, indexed by what they select. */
+static const char *const k_kernel_names[] = {"auto", "simple", "mma", "wide", NULL}; /* MLA_KERNEL_* */
+static const char *const k_mma_names[] = {"auto", "base", "ring", "tma", NULL};
+static const int32_t k_mma_cfgs[] = {-1, MLA_MMA_BASE, MLA_MMA_RING, MLA_MMA_TMA};
+static const char *const k_flag_names[] = {"0", "1", "false", "true", NULL}; /* index & 1 */
 
-/* SGL_ATTN_MLA_STRICT / SGL_ATTN_MLA_LOG: unset, empty or "0" -> 0, "1" -> 1, else -1. */
-static int32_t flag_pref(const char *s) {
-    if (!s || !*s || !strcmp(s, "0")) return 0;
-    return strcmp(s, "1") ? -1 : 1;
-}
-
-static int32_t kernel_pref(const char *s) {
-    if (!s || !*s || !strcmp(s, "auto")) return MLA_KERNEL_AUTO;
-    if (!strcmp(s, "simple")) return MLA_KERNEL_SIMPLE;
-    if (!strcmp(s, "mma")) return MLA_KERNEL_MMA;
-    if (!strcmp(s, "wgmma")) return MLA_KERNEL_WGMMA;
-    if (!strcmp(s, "narrow")) return MLA_KERNEL_NARROW;
-    if (!strcmp(s, "wgmma0")) return MLA_KERNEL_WGMMA0;
-    if (!strcmp(s, "wgmma2")) return MLA_KERNEL_WGMMA2;
-    if (!strcmp(s, "wgmma3")) return MLA_KERNEL_WGMMA3;
-    if (!strcmp(s, "wgmma4")) return MLA_KERNEL_WGMMA4;
-    if (!strcmp(s, "wgmma5")) return MLA_KERNEL_WGMMA5;
-    return -1;
-}
-
-static int32_t mma_cfg_pref(const char *s) {
-    if (!s || !*s) return MLA_DEFAULT_MMA_CFG;
-    if (!strcmp(s, "base")) return MLA_MMA_BASE;
-    if (!strcmp(s, "deep")) return MLA_MMA_DEEP;
-    if (!strcmp(s, "two")) return MLA_MMA_TWO;
-    if (!strcmp(s, "ring")) return MLA_MMA_RING;
-    if (!strcmp(s, "tma")) return MLA_MMA_TMA;
-    if (!strcmp(s, "tmadeep")) return MLA_MMA_TMADEEP;
-    return -1;
-}
-
-/* SGL_ATTN_MLA_PREFETCH: unset or empty -> -1 (the kernel's default), else 0..64. */
-static int32_t prefetch_pref(const char *s) {
-    if (!s || !*s) return -1;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    return *end || v < 0 || v > 64 ? -2 : (int32_t)v;
-}
+const char *mla_kernel_name(int32_t k) { return k >= 0 && k <= MLA_KERNEL_WIDE ? k_kernel_names[k] : "?"; }
 
 static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, const char *msg) {
     if (a->error && a->error_size) snprintf(a->error, a->error_size, "%s: %s", MLA_NAME, msg);
     mla_destroy(&b->base);
     return rc;
+}
+
+/* One option: the environment variable when set (and not empty), else the
+ * conf plugin option cuda_mla.<key> through the creating host (ABI 1.1), else
+ * NULL.  `src` gets where it came from, for messages. */
+static const char *read_option(const sgl_attn_create_args *a, const char *env, const char *key, char *src,
+                               size_t n) {
+    const char *v = getenv(env);
+    snprintf(src, n, "%s", env);
+    if (v && *v) return v;
+    const sgl_attn_host_api *h =
+        a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host ? a->host : NULL;
+    if (!h || h->struct_size < offsetof(sgl_attn_host_api, get_option) + sizeof h->get_option || !h->get_option)
+        return NULL;
+    snprintf(src, n, "plugin option %s.%s", MLA_NAME, key);
+    v = h->get_option(h->host_ctx, MLA_NAME, key);
+    return v && *v ? v : NULL;
+}
+
+/* The index of an option's value in `names` (unset: 0, the first), or -1
+ * with msg naming the option, the value and what is accepted. */
+static int pick_option(const sgl_attn_create_args *a, const char *env, const char *key,
+                       const char *const *names, char *msg, size_t n) {
+    char src[96];
+    const char *v = read_option(a, env, key, src, sizeof src);
+    if (!v) return 0;
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(v, names[i])) return i;
+    int k = snprintf(msg, n, "%s=\"%s\"; expected", src, v);
+    for (int i = 0; names[i] && k > 0 && (size_t)k < n; i++)
+        k += snprintf(msg + k, n - (size_t)k, "%s %s", i ? (names[i + 1] ? "," : " or") : "", names[i]);
+    return -1;
+}
+
+/* The options (docs/cuda_mla.md), read once into the instance; 0 or a
+ * create error in msg.  Options that were removed are refused by name, so a
+ * script that still sets one does not measure the default under its name. */
+static int read_options(const sgl_attn_create_args *a, mla_backend *b, char *msg, size_t n) {
+    static const struct {
+        const char *env, *key;
+    } removed[] = {{"SGL_ATTN_MLA_PREFETCH", "prefetch"}, {"SGL_ATTN_MLA_PLAN", "plan"}};
+    for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
+        char src[96];
+        if (read_option(a, removed[i].env, removed[i].key, src, sizeof src)) {
+            snprintf(msg, n, "%s is no longer an option (docs/lab/levers.md); unset it", src);
+            return -1;
+        }
+    }
+    int v;
+    if ((v = pick_option(a, "SGL_ATTN_MLA_KERNEL", "kernel", k_kernel_names, msg, n)) < 0) return -1;
+    b->kernel_pref = v;
+    if ((v = pick_option(a, "SGL_ATTN_MLA_MMA", "mma", k_mma_names, msg, n)) < 0) return -1;
+    b->mma_cfg_pref = k_mma_cfgs[v];
+    if ((v = pick_option(a, "SGL_ATTN_MLA_STRICT", "strict", k_flag_names, msg, n)) < 0) return -1;
+    b->strict = v & 1;
+    if ((v = pick_option(a, "SGL_ATTN_MLA_LOG", "log", k_flag_names, msg, n)) < 0) return -1;
+    b->log = v & 1;
+    return 0;
 }
 
 int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
@@ -386,42 +372,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     const sgl_attn_model *m = a->model;
     char msg[sizeof b->err];
 
-    /* Tuning knobs (docs/cuda_mla.md), read once here. */
-    const char *env = getenv("SGL_ATTN_MLA_KERNEL");
-    b->kernel_pref = kernel_pref(env);
-    if (b->kernel_pref < 0) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_KERNEL=%s; expected simple, mma, wgmma, narrow, wgmma0, wgmma2, wgmma3, wgmma4, wgmma5 or auto",
-                 env);
-        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
-    }
-    env = getenv("SGL_ATTN_MLA_MMA");
-    const int mma_cfg_asked = env && *env;
-    b->mma_cfg_pref = mma_cfg_pref(env);
-    if (b->mma_cfg_pref < 0) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_MMA=%s; expected base, deep, two, ring, tma or tmadeep", env);
-        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
-    }
-    env = getenv("SGL_ATTN_MLA_PREFETCH");
-    b->prefetch_env = prefetch_pref(env);
-    if (b->prefetch_env < -1) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_PREFETCH=%s; expected an integer 0..64 (blocks / tiles ahead)", env);
-        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
-    }
-    env = getenv("SGL_ATTN_MLA_PLAN");
-    if (env && *env && strcmp(env, "even") && strcmp(env, "balanced")) {
-        snprintf(msg, sizeof msg, "SGL_ATTN_MLA_PLAN=%s; expected even or balanced", env);
-        return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
-    }
-    b->balanced = env && !strcmp(env, "balanced");
-    static const char *const flags[2] = {"SGL_ATTN_MLA_STRICT", "SGL_ATTN_MLA_LOG"};
-    int32_t *const flag_dst[2] = {&b->strict, &b->log};
-    for (int i = 0; i < 2; i++) {
-        env = getenv(flags[i]);
-        if ((*flag_dst[i] = flag_pref(env)) < 0) {
-            snprintf(msg, sizeof msg, "%s=%s; expected 0 or 1", flags[i], env);
-            return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
-        }
-    }
+    if (read_options(a, b, msg, sizeof msg)) return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
     if (!m->is_mla || m->head_dim_qk != MLA_D_QK || m->head_dim_v != MLA_D_V || m->num_kv_heads != 1) {
         snprintf(msg, sizeof msg,
                  "model %s: cuda_mla serves absorbed MLA only (is_mla, head dims 576/512, one KV head); "
@@ -518,44 +469,31 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
             b->encode_fn = fn;
         (void)cudaGetLastError();
     }
-    b->avail = mla_kernel_avail(b->dev.sm_major, b->dev.smem_per_block_optin, b->encode_fn != NULL);
-    const int32_t kp = b->kernel_pref;
-    if (b->strict && (kp == MLA_KERNEL_WGMMA || kp == MLA_KERNEL_WGMMA0 || kp == MLA_KERNEL_WGMMA2 || kp == MLA_KERNEL_WGMMA3 ||
-                      kp == MLA_KERNEL_WGMMA4 || kp == MLA_KERNEL_WGMMA5 || kp == MLA_KERNEL_NARROW) &&
-        !(b->avail >> kp & 1u)) {
-        /* the second GPU run timed mma under these names for want of this check */
-        const size_t need = kp == MLA_KERNEL_WGMMA    ? mla_wgmma_smem_bytes()
-                          : kp == MLA_KERNEL_WGMMA0 ? mla_wgmma0_smem_bytes()
-                          : kp == MLA_KERNEL_WGMMA2 ? mla_wgmma2_smem_bytes()
-                          : kp == MLA_KERNEL_WGMMA3 ? mla_wgmma3_smem_bytes()
-                          : kp == MLA_KERNEL_WGMMA4 ? mla_wgmma4_smem_bytes()
-                          : kp == MLA_KERNEL_WGMMA5 ? mla_wgmma5_smem_bytes()
-                                                    : mla_narrow_smem_bytes(32);
+    b->wide_ok = mla_wide_avail(b->dev.sm_major, b->dev.smem_per_block_optin, b->encode_fn != NULL);
+    if (b->strict && b->kernel_pref == MLA_KERNEL_WIDE && !b->wide_ok) {
         snprintf(msg, sizeof msg,
-                 "SGL_ATTN_MLA_STRICT=1: SGL_ATTN_MLA_KERNEL=%s cannot run on device %d (%s, SM %d.%d): "
-                 "it needs SM 9.0, the TMA encoder (%s) and %zu bytes of shared memory per block (opt-in %zu)",
-                 mla_kernel_name(kp), a->device, b->dev.name, b->dev.sm_major, b->dev.sm_minor,
-                 b->encode_fn ? "found" : "not found", need, (size_t)b->dev.smem_per_block_optin);
+                 "strict: kernel wide cannot run on device %d (%s, SM %d.%d): it needs SM 9.0, the TMA encoder "
+                 "(%s) and %zu bytes of shared memory per block (opt-in %zu)",
+                 a->device, b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->encode_fn ? "found" : "not found",
+                 mla_wide_smem_bytes(), (size_t)b->dev.smem_per_block_optin);
         return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
     }
-    if (!mma_cfg_asked && b->dev.sm_major == 9) b->mma_cfg_pref = MLA_DEFAULT_MMA_CFG_SM90;
-    /* bulk-copy loads (SGL_ATTN_MLA_MMA=tma / tmadeep) are SM 9.0 code: ring elsewhere */
-    if ((b->mma_cfg_pref == MLA_MMA_TMA || b->mma_cfg_pref == MLA_MMA_TMADEEP) && b->dev.sm_major != 9) {
+    /* mma auto: bulk-copy loads on SM 9.0, the page-table ring elsewhere; the
+     * bulk copies are SM 9.0 code, so an explicit tma elsewhere runs ring */
+    if (b->mma_cfg_pref < 0) b->mma_cfg_pref = b->dev.sm_major == 9 ? MLA_MMA_TMA : MLA_MMA_RING;
+    if (b->mma_cfg_pref == MLA_MMA_TMA && b->dev.sm_major != 9) {
         if (b->strict) {
-            snprintf(msg, sizeof msg, "SGL_ATTN_MLA_STRICT=1: SGL_ATTN_MLA_MMA=%s needs SM 9.0 (device %d is SM %d.%d)",
-                     b->mma_cfg_pref == MLA_MMA_TMA ? "tma" : "tmadeep", a->device, b->dev.sm_major,
-                     b->dev.sm_minor);
+            snprintf(msg, sizeof msg, "strict: mma tma needs SM 9.0 (device %d is SM %d.%d)", a->device,
+                     b->dev.sm_major, b->dev.sm_minor);
             return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
         }
         b->mma_cfg_pref = MLA_MMA_RING;
     }
     if (b->log)
-        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernels wgmma %s, wgmma0 %s, wgmma2 %s, wgmma3 %s, wgmma4 %s, wgmma5 %s, narrow %s\n",
+        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernel %s, wide kernel %s, mma %s\n",
                 b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,
-                b->avail >> MLA_KERNEL_WGMMA & 1u ? "yes" : "no", b->avail >> MLA_KERNEL_WGMMA0 & 1u ? "yes" : "no",
-                b->avail >> MLA_KERNEL_WGMMA2 & 1u ? "yes" : "no", b->avail >> MLA_KERNEL_WGMMA3 & 1u ? "yes" : "no",
-                b->avail >> MLA_KERNEL_WGMMA4 & 1u ? "yes" : "no", b->avail >> MLA_KERNEL_WGMMA5 & 1u ? "yes" : "no",
-                b->avail >> MLA_KERNEL_NARROW & 1u ? "yes" : "no");
+                mla_kernel_name(b->kernel_pref), b->wide_ok ? "runs here" : "cannot run here",
+                b->mma_cfg_pref == MLA_MMA_TMA ? "tma" : b->mma_cfg_pref == MLA_MMA_RING ? "ring" : "base");
     b->err[0] = 0;
     *out = &b->base;
     return SGL_ATTN_OK;

@@ -40,13 +40,12 @@ typedef struct mla_backend {
     sgl_attn_backend base; /* first: the ABI's header */
     sgl_cuda_device_info dev;
     int32_t device;
-    int32_t kernel_pref;  /* MLA_KERNEL_*: SGL_ATTN_MLA_KERNEL */
-    int32_t prefetch_env; /* SGL_ATTN_MLA_PREFETCH (-1: unset: the kernel's default) */
-    int32_t mma_cfg_pref; /* MLA_MMA_*: SGL_ATTN_MLA_MMA */
-    int32_t strict;       /* SGL_ATTN_MLA_STRICT=1: an explicit TMA kernel this device cannot run fails create */
-    int32_t log;          /* SGL_ATTN_MLA_LOG=1: one stderr line per create and per plan (the kernel that runs) */
-    uint32_t avail;       /* mla_kernel_avail: the TMA kernels this device can run */
-    int32_t balanced;     /* SGL_ATTN_MLA_PLAN=balanced: mla_plan_params.balanced */
+    /* options, read once at create (mla_backend.c, docs/cuda_mla.md) */
+    int32_t kernel_pref;  /* MLA_KERNEL_*: option kernel */
+    int32_t mma_cfg_pref; /* MLA_MMA_TMA / _RING / _BASE: option mma, auto resolved for the device */
+    int32_t strict;       /* 1: an asked kernel this device cannot run fails create */
+    int32_t log;          /* 1: one stderr line per create and per plan (the kernel that runs) */
+    int32_t wide_ok;      /* mla_wide_avail: this device runs the wide kernel */
     int32_t hq;           /* the model's q heads per rank: plans are made for them */
     int32_t model_q_dt, model_kv_dt;
     int32_t max_reqs, max_tokens, max_context;
@@ -82,7 +81,7 @@ int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) __attribute__((f
 int mla_ensure_device(mla_backend *b);
 /* Record a runtime failure ("<what>: <cudaError name> (<n>): <words>") and map it. */
 int mla_cuda_fail(mla_backend *b, const char *what, int code);
-/* "auto", "simple", "mma", "wgmma", "narrow", "wgmma0" */
+/* "auto", "simple", "mma", "wide" */
 const char *mla_kernel_name(int32_t kernel);
 /* mla_forward.c */
 int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a);

@@ -1,7 +1,9 @@
 /* mla_forward.c - forward_decode / forward_extend of cuda_mla: check, save
  * the new latent rows, launch the planned kernel (and the split combine).
- * Allocates nothing, never synchronises, looks nothing up: the plan, the
- * buffers and the TMA encoder were prepared before. */
+ * It reads no environment, file or clock, creates no event, never
+ * synchronises, allocates nothing and writes only its own instance (the error
+ * text, the per-layer TMA descriptor cache): the plan, the buffers and the TMA
+ * encoder were prepared before. */
 #include <stdio.h>
 #include <string.h>
 
@@ -58,13 +60,12 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
         if (e) return mla_cuda_fail(b, "save_kv_cache kernel launch", e);
     }
 
-    /* The plan's kernel, unless these tensors' dtypes rule it out. */
+    /* The plan's kernel, unless these tensors' dtypes rule it out (the plan
+     * went by the model's): the simple kernel for a pool of another dtype, the
+     * mma kernel's 64-row tiles for f16 where the wide kernel was planned. */
     int32_t kernel = b->kernel;
     if (v.kv_dt != v.q_dt) kernel = MLA_KERNEL_SIMPLE;
-    const int tma = kernel == MLA_KERNEL_WGMMA || kernel == MLA_KERNEL_NARROW || kernel == MLA_KERNEL_WGMMA0 ||
-                    kernel == MLA_KERNEL_WGMMA2 || kernel == MLA_KERNEL_WGMMA3 || kernel == MLA_KERNEL_WGMMA4 ||
-                    kernel == MLA_KERNEL_WGMMA5;
-    if (tma && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
+    if (kernel == MLA_KERNEL_WIDE && v.q_dt != MLA_DT_BF16) kernel = MLA_KERNEL_MMA;
 
     mla_fwd_args f;
     memset(&f, 0, sizeof f);
@@ -104,20 +105,14 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     }
 
     int e = 0;
-    if (tma) {
+    if (kernel == MLA_KERNEL_WIDE) {
         int cu = 0;
         f.tmap = layer_tmap(b, a->layer->layer_id, v.pool, v.num_slots, b->page < 64 ? b->page : 64, &cu);
         if (!f.tmap)
             return mla_set_error(b, SGL_ATTN_E_DEVICE,
                                  "cuTensorMapEncodeTiled for the pool of layer %d (%lld slots): CUresult %d",
                                  a->layer->layer_id, (long long)v.num_slots, cu);
-        e = kernel == MLA_KERNEL_WGMMA    ? mla_launch_wgmma(&f)
-          : kernel == MLA_KERNEL_WGMMA0 ? mla_launch_wgmma0(&f)
-          : kernel == MLA_KERNEL_WGMMA2 ? mla_launch_wgmma2(&f)
-          : kernel == MLA_KERNEL_WGMMA3 ? mla_launch_wgmma3(&f)
-          : kernel == MLA_KERNEL_WGMMA4 ? mla_launch_wgmma4(&f)
-          : kernel == MLA_KERNEL_WGMMA5 ? mla_launch_wgmma5(&f)
-                                        : mla_launch_narrow(&f);
+        e = mla_launch_wide(&f);
     } else if (kernel == MLA_KERNEL_MMA) {
         e = mla_launch_mma(&f, b->dev.smem_per_block_optin);
     } else {

@@ -47,7 +47,7 @@ template <int DT> GC_DEV void mla_mma(float d[4], const uint32_t a[4], uint32_t 
 #endif
 }
 
-/* SM 9.0 bulk copies and mbarriers of the mma kernel's TMA variant (MLA_MMA_TMA*):
+/* SM 9.0 bulk copies and mbarriers of the mma kernel's TMA configuration (MLA_MMA_TMA):
  * plain sm_90 PTX (no 'a' features), so the compute_90 PTX carries them too.
  * Below SM 9.0 they trap: the backend never selects that variant there. */
 GC_DEV void mma_mbar_init(uint32_t bar, uint32_t count) {

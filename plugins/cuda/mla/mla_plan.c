@@ -79,98 +79,6 @@ static int64_t choose_chunk(const mla_plan_params *p, const tile_len *t, int64_t
     return best;
 }
 
-/* Block b of the concatenated tiles belongs to share c with
- * floor(c TB / G) <= b < floor((c + 1) TB / G) (TB >= G: no share is empty). */
-static int64_t share_of(int64_t b, int64_t tb, int64_t g) { return ((b + 1) * g + tb - 1) / tb - 1; }
-static int64_t share_start(int64_t c, int64_t tb, int64_t g) { return c * tb / g; }
-
-/* The balanced plan (mla_plan.h); 0 when it does not apply (the caller then
- * plans as usual), 1 when written, < 0 an error code. */
-static int plan_balanced(const mla_plan_params *p, const mla_plan_caps *caps, const int32_t *q_len,
-                         const int32_t *prefix, int32_t bs, mla_item *items, mla_comb *comb, int64_t *n_items_out,
-                         int64_t *n_comb_out) {
-    const int64_t g = p->target_ctas, hq = p->hq, bm = p->rows_per_tile;
-    if (g < 1 || g > MLA_BALANCE_MAX_CTAS) return 0;
-    int64_t tb = 0;
-    for (int32_t b = 0; b < bs; b++) {
-        const int64_t rows = (int64_t)q_len[b] * hq;
-        for (int64_t r0 = 0; r0 < rows; r0 += bm) {
-            const int64_t nr = rows - r0 < bm ? rows - r0 : bm;
-            tb += cdiv64(prefix[b] + (r0 + nr - 1) / hq + 1, MLA_KV_BLOCK);
-        }
-    }
-    /* shares below min_chunk keys: an item's start would cost more than it saves */
-    const int64_t min_blocks = cdiv64(p->min_chunk > 0 ? p->min_chunk : MLA_KV_BLOCK, MLA_KV_BLOCK);
-    if (tb < g * min_blocks) return 0;
-    /* items per share: 1 + the tile starts strictly inside it; splits and partial rows per tile */
-    int32_t cnt[MLA_BALANCE_MAX_CTAS], slot[MLA_BALANCE_MAX_CTAS];
-    for (int64_t c = 0; c < g; c++) cnt[c] = 1;
-    int64_t gpos = 0, n_items = 0, n_comb = 0, parts = 0;
-    for (int32_t b = 0; b < bs; b++) {
-        const int64_t rows = (int64_t)q_len[b] * hq;
-        for (int64_t r0 = 0; r0 < rows; r0 += bm) {
-            const int64_t nr = rows - r0 < bm ? rows - r0 : bm;
-            const int64_t blocks = cdiv64(prefix[b] + (r0 + nr - 1) / hq + 1, MLA_KV_BLOCK);
-            const int64_t c0 = share_of(gpos, tb, g), c1 = share_of(gpos + blocks - 1, tb, g);
-            if (gpos > share_start(c0, tb, g)) cnt[c0]++;
-            const int64_t nsplit = c1 - c0 + 1;
-            if (nsplit > MLA_MAX_SPLITS) return 0;
-            if (nsplit > 1) parts += nsplit * nr, n_comb++;
-            n_items += nsplit;
-            gpos += blocks;
-        }
-    }
-    int32_t lo = cnt[0], hi = cnt[0];
-    for (int64_t c = 1; c < g; c++) lo = cnt[c] < lo ? cnt[c] : lo, hi = cnt[c] > hi ? cnt[c] : hi;
-    if (hi > lo + 1 || n_items > caps->max_items || n_comb > caps->max_comb || parts > caps->max_parts) return 0;
-    /* shares with lo + 1 items take the low CTA numbers: the last round is items lo G .. n_items - 1 */
-    int64_t n_hi = 0;
-    for (int64_t c = 0; c < g; c++) n_hi += cnt[c] > lo;
-    for (int64_t c = 0, h = 0, l = 0; c < g; c++) slot[c] = (int32_t)(cnt[c] > lo ? h++ : n_hi + l++);
-    for (int64_t c = 0; c < g; c++) cnt[c] = 0; /* now: the next item of share c */
-    gpos = 0, n_comb = 0, parts = 0;
-    int64_t q_start = 0, written = 0;
-    for (int32_t b = 0; b < bs; b++) {
-        const int64_t rows = (int64_t)q_len[b] * hq;
-        for (int64_t r0 = 0; r0 < rows; r0 += bm) {
-            const int64_t nr = rows - r0 < bm ? rows - r0 : bm;
-            const int64_t keys = prefix[b] + (r0 + nr - 1) / hq + 1, blocks = cdiv64(keys, MLA_KV_BLOCK);
-            const int64_t c0 = share_of(gpos, tb, g), c1 = share_of(gpos + blocks - 1, tb, g);
-            const int64_t nsplit = c1 - c0 + 1, part0 = parts;
-            if (nsplit > 1) {
-                comb[n_comb].q_row0 = (int32_t)(q_start * hq + r0);
-                comb[n_comb].nrows = (int32_t)nr;
-                comb[n_comb].part0 = (int32_t)part0;
-                comb[n_comb].nsplit = (int32_t)nsplit;
-                n_comb++;
-                parts += nsplit * nr;
-            }
-            for (int64_t c = c0, ps = gpos, sp = 0; c <= c1; c++, sp++) {
-                const int64_t e = share_start(c + 1, tb, g), pe = e < gpos + blocks ? e : gpos + blocks;
-                const int64_t pos = (int64_t)cnt[c]++ * g + slot[c];
-                if (pos >= n_items) return SGL_ATTN_E_INTERNAL; /* cannot happen: counted above */
-                mla_item *it = &items[pos];
-                it->b = b;
-                it->row0 = (int32_t)r0;
-                it->nrows = (int32_t)nr;
-                it->kv_begin = (int32_t)((ps - gpos) * MLA_KV_BLOCK);
-                it->kv_end = (int32_t)((pe - gpos) * MLA_KV_BLOCK < keys ? (pe - gpos) * MLA_KV_BLOCK : keys);
-                it->part = nsplit > 1 ? (int32_t)(part0 + sp * nr) : -1;
-                it->q_row0 = (int32_t)(q_start * hq + r0);
-                it->key_base = prefix[b];
-                written++;
-                ps = pe;
-            }
-            gpos += blocks;
-        }
-        q_start += q_len[b];
-    }
-    if (written != n_items) return SGL_ATTN_E_INTERNAL;
-    *n_items_out = n_items;
-    *n_comb_out = n_comb;
-    return 1;
-}
-
 int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const int32_t *q_len,
                    const int32_t *prefix, int32_t bs, int32_t num_tokens, void *buf, char *err,
                    size_t err_size) {
@@ -211,8 +119,7 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
     mla_tok *toks = (mla_tok *)(base + lay.toks);
     memset(hdr, 0, sizeof *hdr);
 
-    /* Tokens, and the tiles' key ranges (kept in the items array for now:
-     * the search needs only (nrows, keys); items are written after). */
+    /* Tokens, and the number of tiles. */
     const int64_t hq = p->hq, bm = p->rows_per_tile;
     int64_t nt = 0, max_keys = 0, tok = 0;
     for (int32_t b = 0; b < bs; b++) {
@@ -228,7 +135,9 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
                  (long long)nt, caps->max_comb);
         return SGL_ATTN_E_INVALID;
     }
-    /* The search's scratch: the comb array has room for every tile. */
+    /* The tiles' key ranges, for the chunk search (it needs only (nrows,
+     * keys); items are written after), in the comb array: it has room for
+     * every tile and is written only after the search. */
     tile_len *tl = (tile_len *)comb;
     _Static_assert(sizeof(tile_len) <= sizeof(mla_comb), "scratch fits in the comb array");
     nt = 0;
@@ -242,24 +151,6 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
             if (keys > max_keys) max_keys = keys;
             nt++;
         }
-    }
-    if (p->balanced && !p->no_split && nt < p->target_ctas) {
-        int64_t bi = 0, bc = 0;
-        const int rc = plan_balanced(p, caps, q_len, prefix, bs, items, comb, &bi, &bc);
-        if (rc < 0) {
-            snprintf(err, err_size, "plan: balanced plan inconsistent (internal error)");
-            return rc;
-        }
-        if (rc == 1) {
-            hdr->n_items = (int32_t)bi;
-            hdr->n_comb = (int32_t)bc;
-            hdr->n_tokens = num_tokens;
-            hdr->bs = bs;
-            hdr->rows_per_tile = p->rows_per_tile;
-            hdr->hq = p->hq;
-            return SGL_ATTN_OK;
-        }
-        /* 0: not applicable; nothing was written (the tile list in comb is intact) */
     }
     int64_t chunk = choose_chunk(p, tl, nt, max_keys);
 
@@ -332,33 +223,14 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
     return SGL_ATTN_OK;
 }
 
-/* TMA boxes are min(page, 64) rows of one page, 1024-byte aligned in smem.
- * The wgmma kernels hold up to 4 boxes a block (page 16 and up); narrow 8. */
-static int page_fits(int32_t kernel, int32_t page) {
-    const int pow_ok = page == 16 || page == 32 || (page > 0 && page % 64 == 0);
-    return kernel == MLA_KERNEL_NARROW ? pow_ok || page == 8 : pow_ok;
-}
-
 int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t page, int32_t rows,
-                           int32_t extend, int32_t sm_major, const mla_kernel_policy *pol) {
+                           int32_t wide_ok) {
     if (kv_dt == MLA_DT_FP8 || q_dt != kv_dt || pref == MLA_KERNEL_SIMPLE) return MLA_KERNEL_SIMPLE;
-    const uint32_t avail = pol ? pol->avail : 0;
-#define TMA_OK(k) ((avail >> (k) & 1u) && sm_major == 9 && q_dt == MLA_DT_BF16 && page_fits((k), page))
-    if (pref == MLA_KERNEL_NARROW && TMA_OK(MLA_KERNEL_NARROW) && rows <= 32 && !extend) return MLA_KERNEL_NARROW;
-    if (pref == MLA_KERNEL_WGMMA || pref == MLA_KERNEL_WGMMA0 || pref == MLA_KERNEL_WGMMA2 ||
-        pref == MLA_KERNEL_WGMMA3 || pref == MLA_KERNEL_WGMMA4 || pref == MLA_KERNEL_WGMMA5)
-        return TMA_OK(pref) ? pref : MLA_KERNEL_MMA;
     if (pref == MLA_KERNEL_MMA) return MLA_KERNEL_MMA;
-    /* auto (and narrow where it does not apply): 64-row tiles need >= 64 rows
-     * a request; below that the 16/32-row tiles waste no tensor-core work. */
-    const int32_t wide = pol ? pol->auto_wide : MLA_KERNEL_MMA, thin = pol ? pol->auto_narrow : MLA_KERNEL_MMA;
-    if (rows >= 64)
-        return (wide == MLA_KERNEL_WGMMA || wide == MLA_KERNEL_WGMMA0 || wide == MLA_KERNEL_WGMMA2 ||
-                wide == MLA_KERNEL_WGMMA3 || wide == MLA_KERNEL_WGMMA4 || wide == MLA_KERNEL_WGMMA5) &&
-                       TMA_OK(wide)
-                   ? wide
-                   : MLA_KERNEL_MMA;
-    if (rows <= 32 && !extend && thin == MLA_KERNEL_NARROW && TMA_OK(MLA_KERNEL_NARROW)) return MLA_KERNEL_NARROW;
-    return MLA_KERNEL_MMA;
-#undef TMA_OK
+    /* TMA boxes are min(page, 64) rows of one page, 1024-byte aligned in
+     * shared memory; the wide kernel holds up to 4 boxes a 64-key block */
+    const int page_ok = page == 16 || page == 32 || (page > 0 && page % 64 == 0);
+    const int wide = wide_ok && q_dt == MLA_DT_BF16 && page_ok;
+    if (pref == MLA_KERNEL_WIDE) return wide ? MLA_KERNEL_WIDE : MLA_KERNEL_MMA;
+    return wide && rows >= 64 ? MLA_KERNEL_WIDE : MLA_KERNEL_MMA;
 }

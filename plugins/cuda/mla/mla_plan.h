@@ -32,22 +32,7 @@ typedef struct mla_plan_params {
     int32_t no_split;      /* 1: one item per tile */
     int32_t max_context;   /* columns of req_to_token: prefix + q_len <= it */
     int32_t max_part_rows; /* rows of the partial buffers */
-    int32_t balanced;      /* 1: when tiles < target_ctas, cut the key blocks into target_ctas
-                              equal shares (SGL_ATTN_MLA_PLAN=balanced; see mla_plan_build) */
 } mla_plan_params;
-
-/* Balanced plan (p->balanced, tiles < target_ctas, G = target_ctas <=
- * MLA_BALANCE_MAX_CTAS): the tiles' 64-key blocks, concatenated in request
- * order, are cut into G shares of floor / ceil(total / G) blocks; a share is
- * one item per tile it touches.  Items are ordered so that the round-robin
- * loop of the persistent kernels (CTA c takes items c, c + G, ...) gives CTA
- * c exactly one share; it applies when shares are >= min_chunk keys and
- * every share has k or k + 1 items (the
- * shares with k + 1 take the low CTA numbers), else the batch is planned as
- * without the flag.  No CTA idles while another streams a whole tile (the
- * even split leaves G mod tiles of them idle), at the cost of more partial
- * rows. */
-#define MLA_BALANCE_MAX_CTAS 4096
 
 /* Plan a batch of bs requests (request b: q_len[b] new tokens after prefix[b]
  * cached ones; num_tokens = sum q_len) into `buf` (host memory laid out by
@@ -66,22 +51,19 @@ mla_plan_caps mla_plan_caps_for(int32_t max_reqs, int32_t max_tokens, int32_t hq
  * 64 (the mma kernels' 1, 2 or 4 row groups; 48 rounds to 64). */
 int32_t mla_rows_per_tile(int32_t max_rows);
 
-/* What the device can run and what auto picks (the backend's defaults). */
-typedef struct mla_kernel_policy {
-    uint32_t avail;      /* 1u << MLA_KERNEL_WGMMA / _WGMMA0 / _NARROW: runnable here (mla_kernel_avail) */
-    int32_t auto_wide;   /* auto at >= 64 rows a request: MLA_KERNEL_WGMMA0, _WGMMA or _MMA */
-    int32_t auto_narrow; /* auto at <= 32 rows (decode / verify): MLA_KERNEL_NARROW or _MMA */
-} mla_kernel_policy;
-
-/* The kernel (MLA_KERNEL_SIMPLE / MMA / WGMMA / NARROW / WGMMA0) a batch runs: the
- * preference (MLA_KERNEL_*), what the model's dtypes (MLA_DT_*) and the page
- * size allow (wgmma / wgmma0: pages 16, 32, k x 64; narrow also 8), the
- * device's SM major and `pol` (NULL: no TMA kernel, auto = mma).  rows =
- * query rows of the largest request; extend = 1 for an extend batch (64-row
- * tiles: narrow does not apply).  An explicit WGMMA / WGMMA0 that cannot run
- * resolves to MMA; NARROW where it does not apply resolves as AUTO does. */
+/* The kernel (MLA_KERNEL_SIMPLE / _MMA / _WIDE) a batch runs, from the
+ * preference (MLA_KERNEL_*), the model's dtypes (MLA_DT_*), the page size,
+ * rows = query rows of the largest request, and wide_ok = 1 when the device
+ * can run the wide kernel (mla_wide_avail: SM 9.0, the TMA encoder, its
+ * shared memory):
+ *  - an fp8 pool, a q dtype other than the pool's, or SIMPLE asked: SIMPLE;
+ *  - MMA asked: MMA;
+ *  - WIDE asked: WIDE wherever it can run (wide_ok, bf16, a page of 16, 32 or
+ *    k x 64 rows: a 64-key block is at most 4 TMA boxes), at any rows; else MMA;
+ *  - AUTO: WIDE for >= 64 rows a request where it can run, else MMA (16- and
+ *    32-row tiles waste no tensor-core work there). */
 int32_t mla_resolve_kernel(int32_t pref, int32_t q_dt, int32_t kv_dt, int32_t page, int32_t rows,
-                           int32_t extend, int32_t sm_major, const mla_kernel_policy *pol);
+                           int32_t wide_ok);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
 /*
- * mla_tmap.c - the pool's TMA descriptor for the wgmma kernel.  The driver's
+ * mla_tmap.c - the pool's TMA descriptor for the wide kernel.  The driver's
  * cuTensorMapEncodeTiled is reached through the runtime's entry-point query
  * (the plugin never links libcuda); the encode itself is host-only work.
  */

@@ -1,8 +1,9 @@
 /*
- * mla_wgmma_ops.cuh - the Hopper (sm_90a) building blocks of the wgmma kernel,
- * as inline PTX: wgmma (SS and RS forms), shared-memory matrix descriptors,
- * TMA tile loads, mbarriers, named barriers, proxy fences.  CUDA only; the
- * callers compile the kernel body only under __CUDA_ARCH_FEAT_SM90_ALL.
+ * mla_wgmma_ops.cuh - the Hopper (sm_90a) building blocks of the wide kernel
+ * (mla_decode_wide_sm90.cu), as inline PTX: wgmma (SS and RS forms),
+ * shared-memory matrix descriptors, TMA tile loads, mbarriers, named barriers,
+ * proxy fences.  CUDA only; the caller compiles its kernel body only under
+ * __CUDA_ARCH_FEAT_SM90_ALL.
  *
  * Shared-memory operand layouts (PTX ISA "matrix descriptor"; 128-byte swizzle,
  * every tile 1024-byte aligned so the descriptor's base offset stays 0):
@@ -50,28 +51,11 @@ template <int N> GC_DEV void mla_fence_regs(uint32_t (&r)[N]) {
 /* Generic-proxy shared-memory writes made visible to wgmma / TMA. */
 GC_DEV void mla_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-/* MLA_RACECHECK_BAR0 (implies MLA_RACECHECK_SYNC_ONLY below): a barrier that
- * every thread of the block meets is issued as __syncthreads() instead of a
- * named one with the same count, which is the same barrier for the hardware;
- * a build that asks whether racecheck's reports on these kernels come from its
- * model of named barriers (bench/gpu/lever_mla_race.sh). */
-#ifdef MLA_RACECHECK_BAR0
-#ifndef MLA_RACECHECK_SYNC_ONLY
-#define MLA_RACECHECK_SYNC_ONLY
-#endif
-GC_DEV void mla_bar_sync(int id, int n) {
-    if (n == (int)blockDim.x)
-        __syncthreads();
-    else
-        asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
-#else
 /* Named barriers between the two warpgroups (id 0 is __syncthreads). */
 GC_DEV void mla_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
-#endif
-/* MLA_RACECHECK_SYNC_ONLY: every arrive waits too (bar.sync), a build for
- * telling compute-sanitizer racecheck's view of bar.arrive hand-offs apart from
- * real races (bench/gpu/final_recheck2.sh); both warpgroups meet the
+/* MLA_RACECHECK_SYNC_ONLY: every arrive waits too (bar.sync).  A build for
+ * telling compute-sanitizer racecheck's view of the bar.arrive hand-offs apart
+ * from real races (docs/cuda_mla.md, "Sanitizers"); both warpgroups meet the
  * barriers in the same order, so the blocking form cannot deadlock. */
 #ifdef MLA_RACECHECK_SYNC_ONLY
 GC_DEV void mla_bar_arrive(int id, int n) { mla_bar_sync(id, n); }
@@ -207,63 +191,6 @@ GC_DEV void mla_wgmma_pv_ss(float d[128], uint64_t da, uint64_t db) {
           "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
         : "l"(da), "l"(db), "r"(1)
         : "memory");
-}
-
-/* Consumer release of a ring slot (an mbarrier of count 1). */
-GC_DEV void mla_mbar_arrive(uint32_t bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-/* Fire-and-forget L2 prefetch of `bytes` (a multiple of 16) at global `p`:
- * later loads of those lines hit L2, so DRAM latency is paid ahead of time
- * without holding shared memory. */
-GC_DEV void mla_prefetch_l2(const void *p, uint32_t bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
-}
-
-/* One page-table word (4 bytes, or 8 for an int64 tensor) copied to shared
- * memory asynchronously: the issuing thread reads it after its
- * cp.async.wait_group, so a lookup never stalls the thread that issues it. */
-GC_DEV void mla_cp_async_word(uint32_t dst, const void *src, int bytes8) {
-    if (bytes8)
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src) : "memory");
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-}
-GC_DEV void mla_cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N> GC_DEV void mla_cp_async_wait(void) {
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-/* The narrow kernel's products, m64nNk16 with both operands in shared memory:
- * S^T[64 keys x N] (+)= K (K-major) x Q^T (K-major)                    TA = 0
- * O^T[64 dims x N] += V^T (MN-major: V rows are keys) x P^T (K-major)  TA = 1
- * scale_d = 0 starts the accumulator from zero. */
-template <int TA> GC_DEV void mla_wgmma_n16(float (&d)[8], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1, %11, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
-        : "l"(da), "l"(db), "r"(scale_d), "n"(TA)
-        : "memory");
-}
-template <int TA> GC_DEV void mla_wgmma_n32(float (&d)[16], uint64_t da, uint64_t db, int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "l"(da), "l"(db), "r"(scale_d), "n"(TA)
-        : "memory");
-}
-template <int N, int TA> GC_DEV void mla_wgmma_nar(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
-    static_assert(N == 16 || N == 32, "narrow tiles are 16 or 32 rows");
-    if constexpr (N == 16)
-        mla_wgmma_n16<TA>(d, da, db, scale_d);
-    else
-        mla_wgmma_n32<TA>(d, da, db, scale_d);
 }
 
 #endif

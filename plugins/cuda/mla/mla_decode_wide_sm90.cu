@@ -1,15 +1,29 @@
 /*
- * mla_seesaw.cuh - the seesaw wgmma kernel body shared by wgmma2 and wgmma3
- * (mla_wgmma2.cu, mla_wgmma3.cu): 2 consumer warpgroups, 64 rows an item,
- * WG0 owns value columns 0-255 and the even blocks' S, WG1 columns 256-511
- * and the odd blocks' S (docs/cuda_mla.md).  mla_seesaw_body<V> is the
- * whole kernel; V = 2 is wgmma2 exactly as measured (same cubin), V = 3
- * changes only WG1's order within a pair (mla_wgmma3.cu says how and why),
- * V = 4 is wgmma3 with the lazy max and the skipped O rescales (mla_wgmma4.cu),
- * V = 5 is wgmma4 with WG1 in a rotated loop of its own (mla_wgmma5.cu).
+ * mla_decode_wide_sm90.cu - the wide kernel (sm_90a): tiles of 64 query rows
+ * (decode and verify of >= 64 rows a request, extend) with wgmma and TMA
+ * loads.  Auto runs it on SM 9.0 for a bf16 pool whose page size is 16, 32 or
+ * a multiple of 64 (mla_resolve_kernel); elsewhere the mma kernel takes these
+ * tiles.
+ *
+ * 256 threads = 2 consumer warpgroups, 64 rows an item.  The 64 x 512 fp32
+ * output needs 128 registers a thread even split in two, so WG0 owns value
+ * columns 0-255 and computes S of the even 64-key blocks (buffer K0), WG1 owns
+ * columns 256-511 and the odd blocks (K1) ("seesaw" order).  Per pair (a, b):
+ *   WG0: softmax(S_a) -> P_a to registers and to P0 -> BAR_A -> O_L += P_a V_aL
+ *        -> BAR_B -> O_L += P_b V_bL (P_b from P1) -> S of the next even block.
+ *   WG1: BAR_A -> O_R += P_a V_aR (P_a from P0), issued before softmax(S_b) so
+ *        the tensor pipe holds both warpgroups' P_a V_a while it runs ->
+ *        P_b to P1 -> BAR_B -> O_R += P_b V_bR -> S of the next odd block.
+ * A block is 9 sub-tiles of 64 keys x 64 dims (8 KB, 128-byte swizzle, one
+ * mbarrier each) loaded by TMA in boxes of min(page, 64) rows; the last user
+ * of a sub-tile reloads it with the next block of its buffer as soon as it is
+ * free, and the next QK^T starts on the sub-tiles that came back first.
+ * Softmax keeps a lazy running max (WIDE_LAZY_LOG2), so after a row's first
+ * block almost every O rescale is an identity and a warp vote skips it.
+ * Shared memory: Q 64 KB + 2 x 72 KB KV + 2 x 8 KB P + statistics + 18
+ * mbarriers, within SM 9.0's 227 KB opt-in (static_assert below).
  */
-#ifndef SGL_MLA_SEESAW_CUH
-#define SGL_MLA_SEESAW_CUH
+#include <string.h>
 
 #include <cuda.h>
 
@@ -26,10 +40,10 @@
 #define WG_OFF_BAR (WG_OFF_STAT + 6 * 64 * 4) /* 18 mbarriers */
 #define WG_SMEM_USED (WG_OFF_BAR + 18 * 8)
 #define WG_SMEM_ALLOC (WG_SMEM_USED + 1024) /* room to align the base to 1024 */
-static_assert(WG_SMEM_ALLOC <= 232448, "mla_seesaw kernels: dynamic shared memory above the SM 9.0 opt-in (227 KB)");
+static_assert(WG_SMEM_ALLOC <= 232448, "the wide kernel's dynamic shared memory is above the SM 9.0 opt-in (227 KB)");
 
 /* Named barriers: 0 is __syncthreads. */
-#define BAR_A 1  /* WG0 -> WG1: m_a, alpha_a */
+#define BAR_A 1  /* WG0 -> WG1: m_a, alpha_a, P_a */
 #define BAR_B 2  /* WG1 -> WG0: m_b, alpha_b, P_b */
 #define BAR_WG0 4 /* inside one warpgroup (128) */
 
@@ -42,16 +56,16 @@ static_assert(WG_SMEM_ALLOC <= 232448, "mla_seesaw kernels: dynamic shared memor
 /* Per-thread view of the accumulator layout (PTX "wgmma D fragment"): thread
  * (warp w of the warpgroup, lane) holds rows 16 w + lane / 4 and that + 8;
  * element 4 c + e is column 8 c + 2 (lane % 4) + (e & 1) of row (e < 2 ? r : r + 8). */
-struct Wg2Ctx {
+struct WideCtx {
     uint32_t sbase;
     int t, g, q4;
     int lim[2];
     float scale_log2;
 };
 
-/* S[64x64] (+)= Q_rope (registers) x K^T, wgmma4's first sub-tile of an S:
- * scale-d = 0 on k-step 0, so S needs no 32 zeroing moves first. */
-GC_DEV void wg4_qk_rs_first(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+/* S[64x64] (+)= Q_rope (registers) x K^T with scale-d = 0 on k-step 0: the
+ * first sub-tile of an in-loop S starts from zero without 32 zeroing moves. */
+GC_DEV void wide_qk_rs_first(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -67,10 +81,12 @@ GC_DEV void wg4_qk_rs_first(float (&d)[32], const uint32_t (&a)[4], uint64_t db,
         : "memory");
 }
 
-/* FIRST (wgmma4, rope sub-tile only): the sub-tile that starts S, from zero. */
+/* One sub-tile of S (+)= Q K^T: 8 value sub-tiles from Q in shared memory,
+ * the rope sub-tile (8) from Q's rope part in registers.  FIRST (rope
+ * sub-tile only): it starts S from zero. */
 template <bool FIRST = false>
-GC_DEV void wg2_qk_sub(float (&s)[32], const Wg2Ctx &c, const uint32_t (&qr)[4][4], uint32_t kbuf,
-                      int sub, uint32_t bar, uint32_t parity) {
+GC_DEV void wide_qk_sub(float (&s)[32], const WideCtx &c, const uint32_t (&qr)[4][4], uint32_t kbuf,
+                        int sub, uint32_t bar, uint32_t parity) {
     mla_mbar_wait(bar, parity);
     /* After the wait loop (a branch), an explicit fence: else ptxas injects
      * one on a divergent path and serialises every wgmma (C7519/C7520). */
@@ -85,26 +101,27 @@ GC_DEV void wg2_qk_sub(float (&s)[32], const Wg2Ctx &c, const uint32_t (&qr)[4][
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             if constexpr (FIRST)
-                wg4_qk_rs_first(s, qr[k], mla_desc_kmajor(kb + 32 * k), k);
+                wide_qk_rs_first(s, qr[k], mla_desc_kmajor(kb + 32 * k), k);
             else
                 mla_wgmma_qk_rs(s, qr[k], mla_desc_kmajor(kb + 32 * k));
         }
     }
 }
 
-/* wgmma4's lazy max (log2 units): the running max moves only when a block's
- * row max exceeds it by more than this, so P <= 2^8 (exact range in bf16 and
+/* The lazy running max (log2 units): the max moves only when a block's row
+ * max exceeds it by more than this, so P <= 2^8 (exact range in bf16 and
  * fp32, same relative rounding) and after a row's first blocks almost every
- * alpha is exactly 1, which lets the O rescale be skipped (wg_scale_o_v). */
-#define WG4_LAZY_LOG2 8.f
+ * alpha is exactly 1, which lets the O rescale be skipped (wide_scale_o).  O
+ * and l stay relative to the same (stale) max, so the output and the split
+ * partials' LSE (m + log2 l) are unchanged up to rounding. */
+#define WIDE_LAZY_LOG2 8.f
 
 /* Mask and exponentiate S of the block starting at key kb against the
- * incoming max: m_out = max(m_in, rowmax), alpha = 2^(m_in - m_out), S <- P,
- * ps = this thread's part of the row sums.  LAZY (wgmma4): m_out = m_in
- * unless rowmax > m_in + WG4_LAZY_LOG2, and then alpha is exactly 1. */
-template <bool LAZY = false>
-GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_in[2], float m_out[2],
-                       float alpha[2], float ps[2]) {
+ * incoming max: m_out = m_in unless the row max exceeds m_in + WIDE_LAZY_LOG2
+ * (then m_out = row max), alpha = 2^(m_in - m_out), S <- P, ps = this
+ * thread's part of the row sums. */
+GC_DEV void wide_softmax(float (&s)[32], const WideCtx &c, int kb, const float m_in[2], float m_out[2],
+                         float alpha[2], float ps[2]) {
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int j = 0; j < 8; j++)
@@ -119,16 +136,11 @@ GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_i
     for (int i = 0; i < 2; i++) {
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
         mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-        if constexpr (LAZY) {
-            /* the row's first block (m_in = MLA_M_INIT) always takes its max;
-             * a fully masked row (mx = -inf) keeps m_in */
-            const bool up = mx[i] > m_in[i] + WG4_LAZY_LOG2;
-            m_out[i] = up ? mx[i] : m_in[i];
-            alpha[i] = up ? gc_exp2(m_in[i] - m_out[i]) : 1.f;
-        } else {
-            m_out[i] = fmaxf(m_in[i], mx[i]);
-            alpha[i] = gc_exp2(m_in[i] - m_out[i]);
-        }
+        /* the row's first block (m_in = MLA_M_INIT) always takes its max;
+         * a fully masked row (mx = -inf) keeps m_in */
+        const bool up = mx[i] > m_in[i] + WIDE_LAZY_LOG2;
+        m_out[i] = up ? mx[i] : m_in[i];
+        alpha[i] = up ? gc_exp2(m_in[i] - m_out[i]) : 1.f;
         ps[i] = 0.f;
     }
 #pragma unroll
@@ -141,41 +153,36 @@ GC_DEV void wg2_softmax(float (&s)[32], const Wg2Ctx &c, int kb, const float m_i
         }
 }
 
-/* Two floats to packed bf16 (lo = a), round to nearest even.  HW (wgmma4):
- * one cvt.rn.bf16x2.f32 instead of mla_pack2's ~12 integer instructions (the
- * same bits for finite values; P is finite); it also keeps P a float value in
- * the compiler's eyes, where the integer form made it carry S across the pair
- * loop as b32 registers. */
-template <bool HW> GC_DEV uint32_t wg_pack(float a, float b) {
-    if constexpr (HW) {
-        uint32_t r;
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
-        return r;
-    } else {
-        return mla_pack2<MLA_DT_BF16>(a, b);
-    }
+/* Two floats to packed bf16 (lo = a), round to nearest even, in one
+ * cvt.rn.bf16x2.f32 (P is finite).  It also keeps P a float value in the
+ * compiler's eyes: an integer rounding made it carry S across the pair loop
+ * as b32 registers. */
+GC_DEV uint32_t wide_pack(float a, float b) {
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+    return r;
 }
 
 /* P (fp32 accumulator layout) as the A operand of m64nNk16: k-step k covers
  * keys 16k..16k+15 = accumulator columns 8(2k) .. 8(2k+1)+7. */
-template <bool HW = false> GC_DEV void wg2_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
+GC_DEV void wide_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        pa[k][0] = wg_pack<HW>(s[8 * k + 0], s[8 * k + 1]);
-        pa[k][1] = wg_pack<HW>(s[8 * k + 2], s[8 * k + 3]);
-        pa[k][2] = wg_pack<HW>(s[8 * k + 4], s[8 * k + 5]);
-        pa[k][3] = wg_pack<HW>(s[8 * k + 6], s[8 * k + 7]);
+        pa[k][0] = wide_pack(s[8 * k + 0], s[8 * k + 1]);
+        pa[k][1] = wide_pack(s[8 * k + 2], s[8 * k + 3]);
+        pa[k][2] = wide_pack(s[8 * k + 4], s[8 * k + 5]);
+        pa[k][3] = wide_pack(s[8 * k + 6], s[8 * k + 7]);
     }
 }
 
 /* P_a (packed A fragments) WG0 -> WG1 through P0: word (4k + e) of thread t
  * at 4 (128 k + t) + e, one 16-byte store / load per k, no bank conflicts. */
-GC_DEV void wg2_put_pa(unsigned char *p0, int t, const uint32_t (&pa)[4][4]) {
+GC_DEV void wide_put_pa(unsigned char *p0, int t, const uint32_t (&pa)[4][4]) {
 #pragma unroll
     for (int k = 0; k < 4; k++)
         *(uint4 *)(p0 + 16 * (128 * k + t)) = make_uint4(pa[k][0], pa[k][1], pa[k][2], pa[k][3]);
 }
-GC_DEV void wg2_get_pa(const unsigned char *p0, int t, uint32_t (&pa)[4][4]) {
+GC_DEV void wide_get_pa(const unsigned char *p0, int t, uint32_t (&pa)[4][4]) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
         const uint4 v = *(const uint4 *)(p0 + 16 * (128 * k + t));
@@ -185,51 +192,35 @@ GC_DEV void wg2_get_pa(const unsigned char *p0, int t, uint32_t (&pa)[4][4]) {
         pa[k][3] = v.w;
     }
 }
-/* pa *= f per row, in fp32: words 0 and 2 of a k-step are row g, 1 and 3 row g + 8. */
-GC_DEV float wg2_bf16_lo(uint32_t w) { return __uint_as_float(w << 16); }
-GC_DEV float wg2_bf16_hi(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-GC_DEV void wg2_scale_pa(uint32_t (&pa)[4][4], const float f[2]) {
-#pragma unroll
-    for (int k = 0; k < 4; k++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-            const uint32_t w = pa[k][e];
-            pa[k][e] = mla_pack2<MLA_DT_BF16>(wg2_bf16_lo(w) * f[e & 1], wg2_bf16_hi(w) * f[e & 1]);
-        }
-}
 
 /* P * f (per row) into a 64 x 64 K-major swizzled tile in shared memory. */
-template <bool HW = false>
-GC_DEV void wg2_store_p(unsigned char *tile, const Wg2Ctx &c, const float (&s)[32], const float f[2]) {
+GC_DEV void wide_store_p(unsigned char *tile, const WideCtx &c, const float (&s)[32], const float f[2]) {
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         const int chunk = (j ^ (c.g & 7)) << 4;
-        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) = wg_pack<HW>(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
+        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) = wide_pack(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
         *(uint32_t *)(tile + (c.g + 8) * 128 + chunk + 4 * c.q4) =
-            wg_pack<HW>(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
+            wide_pack(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
     }
 }
 
-GC_DEV void wg2_scale_o(float (&o)[128], const float f[2]) {
+/* O *= f per row, only when some row of the warp has f != 1 (a warp vote, so
+ * the branch is uniform): with the lazy max most rescales vanish. */
+GC_DEV void wide_scale_o(float (&o)[128], const float f[2]) {
+    if (__any_sync(0xffffffffu, f[0] != 1.f || f[1] != 1.f)) {
 #pragma unroll
-    for (int j = 0; j < 32; j++) {
-        o[4 * j] *= f[0];
-        o[4 * j + 1] *= f[0];
-        o[4 * j + 2] *= f[1];
-        o[4 * j + 3] *= f[1];
+        for (int j = 0; j < 32; j++) {
+            o[4 * j] *= f[0];
+            o[4 * j + 1] *= f[0];
+            o[4 * j + 2] *= f[1];
+            o[4 * j + 3] *= f[1];
+        }
     }
-}
-
-/* wgmma4: O *= f only when some row of the warp has f != 1 (a warp vote, so
- * the branch is uniform); with the lazy max most rescales vanish.  V < 4:
- * always, as wgmma2 / wgmma3 were measured. */
-template <int V> GC_DEV void wg_scale_o_v(float (&o)[128], const float f[2]) {
-    if (V < 4 || __any_sync(0xffffffffu, f[0] != 1.f || f[1] != 1.f)) wg2_scale_o(o, f);
 }
 
 /* Zero rows [valid, 64) of the value sub-tiles 0-7 of a KV buffer (the last
  * block of an item); the warpgroup's barrier publishes them to its own wgmma. */
-GC_DEV void wg2_zero_tail(unsigned char *kbuf, int valid, int t, int wg) {
+GC_DEV void wide_zero_tail(unsigned char *kbuf, int valid, int t, int wg) {
     const uint4 z = make_uint4(0, 0, 0, 0);
     for (int i = t; i < (64 - valid) * 64; i += 128) {
         const int r = valid + i / 64, rem = i % 64;
@@ -239,15 +230,13 @@ GC_DEV void wg2_zero_tail(unsigned char *kbuf, int valid, int t, int wg) {
     mla_bar_sync(BAR_WG0 + wg, 128);
 }
 
-
-/* The kernel of wgmma2 (V = 2) / wgmma3 (V = 3) / wgmma4 (V = 4) / wgmma5
- * (V = 5); the caller holds the __grid_constant__ parameters (TMA reads the
- * map from the parameter space). */
-template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtensorMap &tmap) {
+/* The kernel body; the kernel holds the __grid_constant__ parameters (TMA
+ * reads the map from the parameter space). */
+GC_DEV void mla_wide_body(const mla_fwd_args &a, const CUtensorMap &tmap) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t raw = mla_smem_u32(smem_raw);
     unsigned char *smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
-    Wg2Ctx c;
+    WideCtx c;
     c.sbase = mla_smem_u32(smem);
     const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
     c.t = tid & 127;
@@ -352,14 +341,13 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
             const uint32_t kb = wg ? kbuf1 : kbuf0, par = (wg ? use1 : use0) & 1u;
 #pragma unroll
             for (int sub = 0; sub < 9; sub++)
-                wg2_qk_sub(s, c, qr, kb, sub == 0 ? 8 : sub - 1, bar0 + 8 * (9 * wg + (sub == 0 ? 8 : sub - 1)), par);
+                wide_qk_sub(s, c, qr, kb, sub == 0 ? 8 : sub - 1, bar0 + 8 * (9 * wg + (sub == 0 ? 8 : sub - 1)), par);
             mla_wgmma_commit();
             mla_wgmma_wait<0>();
             mla_fence_regs(s);
         }
 
-        /* wgmma5: WG1 runs its own loop (below) */
-        for (int i = 0; 2 * i < nblk && (V < 5 || wg == 0); i++) {
+        for (int i = 0; 2 * i < nblk; i++) {
             const int ja = 2 * i, jb = 2 * i + 1;
             const bool has_b = jb < nblk, has_a2 = ja + 2 < nblk, has_b2 = jb + 2 < nblk;
             if (c.t == 0) { /* slots of the next pair, read well before their use */
@@ -368,15 +356,15 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
             }
             if (wg == 0) {
                 /* --- WG0: block a (buffer K0) --- */
-                if (ja == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K0, tail, c.t, 0);
+                if (ja == nblk - 1 && tail < 64) wide_zero_tail(smem + WG_OFF_K0, tail, c.t, 0);
                 float m_a[2], al_a[2], ps[2];
-                wg2_softmax<V >= 4>(s, c, item.kv_begin + 64 * ja, m_run, m_a, al_a, ps);
+                wide_softmax(s, c, item.kv_begin + 64 * ja, m_run, m_a, al_a, ps);
 #pragma unroll
                 for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] + ps[r];
                 uint32_t pa[4][4];
-                wg2_pack_a<V >= 4>(s, pa);
+                wide_pack_a(s, pa);
                 /* P0's last reader (WG1, previous pair) read it before BAR_B, which WG0 met */
-                wg2_put_pa(smem + WG_OFF_P0, c.t, pa);
+                wide_put_pa(smem + WG_OFF_P0, c.t, pa);
                 if (c.q4 == 0) {
                     sMa[c.g] = m_a[0];
                     sMa[c.g + 8] = m_a[1];
@@ -384,7 +372,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     sAa[c.g + 8] = al_a[1];
                 }
                 mla_bar_arrive(BAR_A, WG_THREADS);
-                wg_scale_o_v<V>(o, al_a);
+                wide_scale_o(o, al_a);
                 mla_wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < 4; k++) mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 2048 * k));
@@ -398,7 +386,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 const float al_b[2] = {sAb[c.g], sAb[c.g + 8]};
                 m_run[0] = sMb[c.g];
                 m_run[1] = sMb[c.g + 8];
-                wg_scale_o_v<V>(o, al_b);
+                wide_scale_o(o, al_b);
                 l[0] *= al_b[0];
                 l[1] *= al_b[1];
                 if (has_b) {
@@ -411,21 +399,16 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 }
                 if (has_a2) { /* (implies has_b) S of the next even block */
                     const uint32_t par_a2 = (use0 + (uint32_t)i + 1u) & 1u;
-                    if constexpr (V < 4) {
+                    wide_qk_sub<true>(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
 #pragma unroll
-                        for (int k = 0; k < 32; k++) s[k] = 0.f;
-                        mla_wgmma_fence();
-                    }
-                    wg2_qk_sub<V >= 4>(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
-#pragma unroll
-                    for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
+                    for (int sub = 0; sub < 4; sub++) wide_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
                     mla_wgmma_commit();
                     mla_wgmma_wait<1>(); /* P_b V_bL is done: K1 sub-tiles 0-3 are free */
                     mla_fence_regs(o);
                     if (c.t == 0 && has_b2)
                         for (int sub = 0; sub < 4; sub++) issue(jb + 2, sub, slB);
 #pragma unroll
-                    for (int sub = 4; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
+                    for (int sub = 4; sub < 8; sub++) wide_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
                     mla_wgmma_commit();
                     mla_wgmma_wait<0>();
                     mla_fence_regs(s);
@@ -433,15 +416,13 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     mla_wgmma_wait<0>();
                     mla_fence_regs(o);
                 }
-            } else if constexpr (V >= 5) {
-                /* WG1 never gets here */
-            } else if constexpr (V >= 3) {
-                /* --- WG1, wgmma3 / 4: P_a V_aR issued before softmax(S_b) (mla_wgmma3.cu) --- */
+            } else {
+                /* --- WG1: block b (buffer K1); P_a V_aR is issued before softmax(S_b) --- */
                 mla_bar_sync(BAR_A, WG_THREADS);
                 const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
                 uint32_t pa[4][4]; /* read before BAR_B: WG0 rewrites P0 after it */
-                wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
-                wg_scale_o_v<V>(o, al_a); /* o is idle: the previous pair waited for its P V */
+                wide_get_pa(smem + WG_OFF_P0, c.t, pa);
+                wide_scale_o(o, al_a); /* o is idle: the previous pair waited for its P V */
                 mla_wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < 4; k++)
@@ -452,13 +433,13 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                     /* S_b is complete (waited at the end of the previous pair, or
                      * before the loop): the softmax runs beside P_a V_aR */
                     if (c.t == 0 && has_b2) issue(jb + 2, 8, slB); /* K1 rope: free since S_b */
-                    if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
+                    if (jb == nblk - 1 && tail < 64) wide_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
                     float ps[2];
-                    wg2_softmax<V >= 4>(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
+                    wide_softmax(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
 #pragma unroll
                     for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
                     const float one[2] = {1.f, 1.f};
-                    wg2_store_p<V >= 4>(smem + WG_OFF_P1, c, s, one);
+                    wide_store_p(smem + WG_OFF_P1, c, s, one);
                 } else {
                     m_run[0] = m_a[0];
                     m_run[1] = m_a[1];
@@ -480,9 +461,9 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                 if (c.t == 0 && has_a2)
                     for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
                 if (has_b) {
-                    wg_scale_o_v<V>(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
+                    wide_scale_o(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
                     uint32_t pb[4][4];
-                    wg2_pack_a<V >= 4>(s, pb);
+                    wide_pack_a(s, pb);
                     mla_wgmma_fence();
 #pragma unroll
                     for (int k = 0; k < 4; k++)
@@ -493,14 +474,9 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                          * next even block: rope and sub-tiles 0-3 first (not read by
                          * P_b V_bR), then 4-7 once P_b V_bR is done and they reloaded */
                         const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
-                        if constexpr (V < 4) {
+                        wide_qk_sub<true>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
 #pragma unroll
-                            for (int k = 0; k < 32; k++) s[k] = 0.f;
-                            mla_wgmma_fence();
-                        }
-                        wg2_qk_sub<V >= 4>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
-#pragma unroll
-                        for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                        for (int sub = 0; sub < 4; sub++) wide_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
                         mla_wgmma_commit();
                         mla_wgmma_wait<1>(); /* P_b V_bR is done: K1 sub-tiles 4-7 are free */
                         mla_fence_regs(o);
@@ -509,7 +485,7 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
                         if (c.t == 0)
                             for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
 #pragma unroll
-                        for (int sub = 4; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                        for (int sub = 4; sub < 8; sub++) wide_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
                         mla_wgmma_commit();
                         mla_wgmma_wait<0>();
                         mla_fence_regs(s);
@@ -519,188 +495,10 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
 #pragma unroll
                         for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
                     }
-                }
-            } else {
-                /* --- WG1: block b (buffer K1) --- */
-                mla_bar_sync(BAR_A, WG_THREADS);
-                const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
-                float al_b[2] = {1.f, 1.f};
-                if (has_b) {
-                    if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
-                    float ps[2];
-                    wg2_softmax(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
-#pragma unroll
-                    for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
-                    const float one[2] = {1.f, 1.f};
-                    wg2_store_p(smem + WG_OFF_P1, c, s, one);
-                } else {
-                    m_run[0] = m_a[0];
-                    m_run[1] = m_a[1];
-                    l[0] *= al_a[0];
-                    l[1] *= al_a[1];
-                }
-                uint32_t pa[4][4]; /* read before BAR_B: WG0 rewrites P0 after it */
-                wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
-                if (c.q4 == 0) {
-                    sMb[c.g] = m_run[0];
-                    sMb[c.g + 8] = m_run[1];
-                    sAb[c.g] = al_b[0];
-                    sAb[c.g + 8] = al_b[1];
-                }
-                mla_fence_proxy_async();
-                mla_bar_arrive(BAR_B, WG_THREADS);
-                const float f[2] = {al_a[0] * al_b[0], al_a[1] * al_b[1]};
-                wg2_scale_o(o, f);
-                wg2_scale_pa(pa, al_b);
-                mla_wgmma_fence();
-#pragma unroll
-                for (int k = 0; k < 4; k++)
-                    mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
-                mla_wgmma_commit();
-                if (has_b) {
-                    uint32_t pb[4][4];
-                    wg2_pack_a(s, pb);
-                    mla_wgmma_fence(); /* pb written by this thread before the wgmma reads it */
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        mla_wgmma_pv_rs(o, pb[k], mla_desc_mnmajor(kbuf1 + 4 * WG_SUB + 2048 * k));
-                    mla_wgmma_commit();
-                    mla_wgmma_wait<1>();
-                } else {
-                    mla_wgmma_wait<0>();
-                }
-                if (c.t == 0) { /* P_a V_aR is done: K0 sub-tiles 4-7 are free; K1 rope since S_b */
-                    if (has_a2)
-                        for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
-                    if (has_b2) issue(jb + 2, 8, slB);
-                }
-                mla_wgmma_wait<0>();
-                mla_fence_regs(o);
-                if (c.t == 0 && has_b2) /* K1 sub-tiles 4-7 are free */
-                    for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
-                if (has_b2) {
-                    const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
-#pragma unroll
-                    for (int k = 0; k < 32; k++) s[k] = 0.f;
-                    mla_wgmma_fence();
-                    wg2_qk_sub(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
-#pragma unroll
-                    for (int sub = 0; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
-                    mla_wgmma_commit();
-                    mla_wgmma_wait<0>();
-                    mla_fence_regs(s);
                 }
             }
         }
 
-        if constexpr (V >= 5) {
-            if (wg == 1 && nblk > 0) { /* nblk > 0: as WG0's loop, which meets BAR_A per pair */
-                /* --- WG1, wgmma5: the pair loop rotated by half a pair (mla_wgmma5.cu):
-                 * S_{b+2}, issued behind P_b V_bR, stays in flight across the next
-                 * BAR_A and is waited for only behind the next P_a V_aR, all within one
-                 * iteration (ptxas serialises accumulators in flight across a back-edge). --- */
-                float al_b[2];
-                /* First half of pair i: BAR_A .. softmax(S_b) .. BAR_B, P_a V_aR done. */
-                auto first = [&](int i, bool known_b) {
-                    const int ja = 2 * i, jb = 2 * i + 1;
-                    const bool has_b = known_b || jb < nblk, has_a2 = ja + 2 < nblk, has_b2 = jb + 2 < nblk;
-                    if (c.t == 0) {
-                        slots(ja + 2, slA);
-                        slots(jb + 2, slB);
-                    }
-                    mla_bar_sync(BAR_A, WG_THREADS);
-                    const float m_a[2] = {sMa[c.g], sMa[c.g + 8]}, al_a[2] = {sAa[c.g], sAa[c.g + 8]};
-                    uint32_t pa[4][4];
-                    wg2_get_pa(smem + WG_OFF_P0, c.t, pa);
-                    wg_scale_o_v<V>(o, al_a); /* o is idle: its last P V was waited for */
-                    mla_wgmma_fence();
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
-                    mla_wgmma_commit();
-                    al_b[0] = al_b[1] = 1.f;
-                    if (has_b) {
-                        mla_wgmma_wait<1>(); /* S_b (in flight since the previous half) is done */
-                        mla_fence_regs(s);
-                        if (c.t == 0 && has_b2) issue(jb + 2, 8, slB); /* K1 rope: free since S_b */
-                        if (jb == nblk - 1 && tail < 64) wg2_zero_tail(smem + WG_OFF_K1, tail, c.t, 1);
-                        float ps[2];
-                        wg2_softmax<true>(s, c, item.kv_begin + 64 * jb, m_a, m_run, al_b, ps);
-#pragma unroll
-                        for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
-                        const float one[2] = {1.f, 1.f};
-                        wg2_store_p<true>(smem + WG_OFF_P1, c, s, one);
-                    } else {
-                        m_run[0] = m_a[0];
-                        m_run[1] = m_a[1];
-                        l[0] *= al_a[0];
-                        l[1] *= al_a[1];
-                    }
-                    if (c.q4 == 0) {
-                        sMb[c.g] = m_run[0];
-                        sMb[c.g + 8] = m_run[1];
-                        sAb[c.g] = al_b[0];
-                        sAb[c.g + 8] = al_b[1];
-                    }
-                    mla_fence_proxy_async();
-                    mla_bar_arrive(BAR_B, WG_THREADS);
-                    mla_wgmma_wait<0>(); /* P_a V_aR is done: K0 sub-tiles 4-7 are free */
-                    mla_fence_regs(o);
-                    mla_fence_regs(s);
-#pragma unroll
-                    for (int k = 0; k < 4; k++) mla_fence_regs(pa[k]);
-                    if (c.t == 0 && has_a2)
-                        for (int sub = 4; sub < 8; sub++) issue(ja + 2, sub, slA);
-                };
-                /* Second half of pair i (it has a block b): P_b V_bR, then S_{b+2} issued
-                 * and left in flight. */
-                auto second = [&](int i, bool has_b2) {
-                    const int jb = 2 * i + 1;
-                    wg_scale_o_v<V>(o, al_b);
-                    uint32_t pb[4][4];
-                    wg2_pack_a<true>(s, pb);
-                    mla_wgmma_fence();
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        mla_wgmma_pv_rs(o, pb[k], mla_desc_mnmajor(kbuf1 + 4 * WG_SUB + 2048 * k));
-                    mla_wgmma_commit();
-                    if (has_b2) {
-                        const uint32_t par_b2 = (use1 + (uint32_t)i + 1u) & 1u;
-                        wg2_qk_sub<true>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
-#pragma unroll
-                        for (int sub = 0; sub < 4; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
-                        mla_wgmma_commit();
-                        mla_wgmma_wait<1>(); /* P_b V_bR is done: K1 sub-tiles 4-7 are free */
-                        mla_fence_regs(o);
-#pragma unroll
-                        for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
-                        if (c.t == 0)
-                            for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
-#pragma unroll
-                        for (int sub = 4; sub < 8; sub++) wg2_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
-                        mla_wgmma_commit(); /* waited for in the next first half */
-                    } else {
-                        mla_wgmma_wait<0>();
-                        mla_fence_regs(o);
-#pragma unroll
-                        for (int k = 0; k < 4; k++) mla_fence_regs(pb[k]);
-                    }
-                };
-                /* No wgmma is issued under a data-dependent branch inside the loop
-                 * (ptxas serialises otherwise): the pairs whose S_{b+2} exists run
-                 * in it, the last one or two pairs after it. */
-                first(0, false);
-                int i = 0;
-                for (; 2 * i + 3 < nblk; i++) { /* pairs i and i + 1 both have a block b */
-                    second(i, true);
-                    first(i + 1, true);
-                }
-                if (2 * i + 1 < nblk) { /* pair i has a block b, but no S_{b+2} */
-                    second(i, false);
-                    if (2 * i + 2 < nblk) first(i + 1, false); /* a last pair with block a only */
-                }
-            }
-        }
 
         /* Epilogue: l = WG0's part + WG1's part; both halves are relative to m_run. */
 #pragma unroll
@@ -741,4 +539,31 @@ template <int V> GC_DEV void mla_seesaw_body(const mla_fwd_args &a, const CUtens
 }
 
 #endif /* MLA_HAVE_WGMMA */
+
+__global__ __launch_bounds__(WG_THREADS, 1) void mla_wgmma_wide_kernel(const __grid_constant__ mla_fwd_args a,
+                                                                      const __grid_constant__ CUtensorMap tmap) {
+#ifdef MLA_HAVE_WGMMA
+    mla_wide_body(a, tmap);
+#else
+    (void)a;
+    (void)tmap;
+    __trap();
 #endif
+}
+
+extern "C" size_t mla_wide_smem_bytes(void) { return WG_SMEM_ALLOC; }
+
+extern "C" int mla_launch_wide(const mla_fwd_args *a) {
+    if (a->grid_items <= 0) return 0;
+    if (a->q_dt != MLA_DT_BF16 || a->kv_dt != MLA_DT_BF16 || a->rows_per_tile != 64 || !a->tmap)
+        return (int)cudaErrorInvalidValue;
+    CUtensorMap tm;
+    memcpy(&tm, a->tmap, sizeof tm);
+    mla_wgmma_wide_kernel<<<a->grid_items, WG_THREADS, WG_SMEM_ALLOC, (cudaStream_t)a->stream>>>(*a, tm);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int mla_wide_init(void) {
+    return (int)cudaFuncSetAttribute(mla_wgmma_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)WG_SMEM_ALLOC);
+}

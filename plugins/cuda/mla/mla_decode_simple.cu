@@ -1,8 +1,10 @@
 /*
- * mla_simple.cu - the obviously-correct MLA kernel: one CTA per (token,
- * head), 128 threads, fp32 throughout, no split.  Every fast kernel is
- * checked against what this one computes (SGL_ATTN_MLA_KERNEL=simple), and it
- * serves the cases the fast ones do not (fp8 pool, page size 1 with fp16...).
+ * mla_decode_simple.cu - the obviously-correct MLA kernel: one CTA per (token,
+ * head), 128 threads, fp32 throughout, no split.  It runs where the tensor-core
+ * kernels do not: fp8 e4m3 pools (exact e4m3 decode x k_scale), a q dtype that
+ * differs from the pool's, and devices whose per-block shared memory holds no
+ * mma configuration (SM 8.6 / 8.9 / 12.x: 99 KB); and when asked
+ * (SGL_ATTN_MLA_KERNEL=simple), as the reference a fast kernel is compared to.
  *
  * Per chunk of 128 keys: thread i computes the full 576-long dot product of
  * key i, the CTA takes the chunk's max and exp-sum, then every thread adds

@@ -1,5 +1,10 @@
 /*
- * mla_mma.cu - the SM 8.0+ tensor-core MLA kernel (mma.sync m16n8k16).
+ * mla_decode_mma.cu - the tensor-core tile kernel (mma.sync m16n8k16, SM 8.0+).
+ * It takes the tiles the wide kernel does not: 16- and 32-row tiles (decode
+ * and verify of <= 32 rows a request, e.g. 16 heads), and 64-row tiles where
+ * the wide kernel cannot run (SM 8.x, f16, page 1 or 8).  Which configuration
+ * runs is mla_mma_effective_cfg's choice, from the tile rows and the shared
+ * memory a block may take.
  *
  * One CTA (8 warps) takes one work item at a time (persistent loop over the
  * plan): a tile of BM = 16 * RG query rows against a key range, 32 keys per
@@ -15,42 +20,40 @@
  *   Loads:      cp.async, STAGES tiles in flight, rows padded to 1168 bytes so
  *               ldmatrix is conflict-free; the slot of each key is read two
  *               tiles before its load is issued (4 lanes per warp) and
- *               broadcast by shuffle: a page-table load must never be waited
- *               for in the loop (the first GPU run: it was, one tile ahead).
+ *               broadcast by shuffle, so the loop does not wait for a
+ *               page-table load it issued in the same tile.
  *   Prefetch:   with a.prefetch = d > 0, the rows of tile j + d are prefetched
  *               into L2 while tile j is computed, so DRAM latency is covered
  *               by L2 rather than by shared-memory stages.
- * Configurations (MLA_MMA_*): stages and CTAs per SM, chosen at run time.
- *   Page-table ring (PTR = 1, MLA_MMA_RING only): the slot_of reads above still
- *   waited, since the clamp of a loaded word runs right after the load (PTX:
- *   cvt / min / setp in the block that joins the load's branch), twice a tile
- *   (the load's slots and the prefetch's).  With PTR the 32 page-table words
- *   of tile t are copied by warp 0 with 4-byte cp.async into a ring of
- *   MMA_PT_R tiles in shared memory LA tiles ahead (in the group of the KV
- *   load of that iteration, so the existing wait covers them), their lines
- *   are prefetched into L2 MMA_PT_AHEAD tiles before that, and the clamp runs
- *   when a slot is read from the ring: no global load is waited for by the
- *   loop.  The words are the low 32 bits of each index (as mla_index reads).
- *   Bulk-copy loads (TMA = 1, MLA_MMA_TMA / _TMADEEP, SM 9.0, 16-row tiles):
- *   the L2 prefetch that covers cp.async's latency crosses the L2 twice per
- *   byte (a missing prefetch, then the load that hits: 45% hit rate, L2 90%
- *   busy, DRAM 62%).  Here each key row (1152 contiguous bytes) is one
- *   cp.async.bulk global -> shared into the same padded row (1168 B: ldmatrix
- *   unchanged), lane kk < 4 of warp w the row of key w + 8 kk.  A key past the
- *   item copies the row of the tile's first key (always in the item), so every
- *   row is finite for P = 0 x V and all 32 copies complete the stage's
- *   mbarrier (count 1: thread 0's arrive.expect_tx of 32 x 1152 bytes; a copy
- *   landing before it leaves tx-count negative, which the phase allows).  No
- *   shared -> shared bulk copy: its destination must be another CTA of the
- *   cluster (the first version's zero-row copy to its own CTA was the illegal
- *   instruction on the H200), and no generic-proxy write ever touches a stage
- *   the bulk copies fill, so no proxy fence is needed.  The
- *   block waits on it after the top-of-tile __syncthreads, which also frees the
- *   stage reloaded in that iteration (its last reads were tile j - 1).  Stage
- *   and phase count tiles across items (gt), so no mbarrier is re-armed.  The
- *   page-table ring (PTR) still uses cp.async groups; no L2 prefetch unless
- *   asked.  TMA: 2 stages, 2 CTAs/SM; TMADEEP: 5 stages (4 tiles, 147 KB in
- *   flight while one is computed), 1 CTA/SM.
+ * Configurations (MLA_MMA_*, MmaVar): stages, CTAs per SM and the loads.
+ *   BASE: 3 stages (2 for 64-row tiles), one CTA per SM (fits SM 8.0's 163 KB).
+ *   TWO (32-row tiles): 2 stages and 128 registers, two CTAs per SM.
+ *   RING (16-row tiles, PTR = 1): TWO's shape plus a page-table ring.  The
+ *   clamp of a loaded page-table word runs right after its load, so reading
+ *   the slots ahead still waits for them; here warp 0 copies the 32 words of
+ *   tile t with 4-byte cp.async into a ring of MMA_PT_R tiles in shared memory
+ *   LA tiles ahead (in the group of that iteration's KV load, so the existing
+ *   wait covers them), their lines are prefetched into L2 MMA_PT_AHEAD tiles
+ *   before that, and the clamp runs when a slot is read from the ring: no
+ *   global load is waited for by the loop.  The words are the low 32 bits of
+ *   each index (as mla_index reads).
+ *   TMA (16-row tiles, SM 9.0, TMA = 1): RING with each key row (1152
+ *   contiguous bytes) loaded by one cp.async.bulk global -> shared into the
+ *   same padded row (ldmatrix unchanged), lane kk < 4 of warp w the row of key
+ *   w + 8 kk, and no L2 prefetch: each latent byte crosses the L2 once (an L2
+ *   prefetch followed by the load that hits it crosses it twice, and at 16
+ *   heads the L2, not DRAM, is the limit).  A key past the item copies the
+ *   row of the tile's first key (always in the item), so every row is finite
+ *   for P = 0 x V and all 32 copies complete the stage's mbarrier (count 1:
+ *   thread 0's arrive.expect_tx of 32 x 1152 bytes; a copy landing before it
+ *   leaves tx-count negative, which the phase allows).  There is no shared ->
+ *   shared bulk copy: its destination must be another CTA of the cluster.  No
+ *   generic-proxy write ever touches a stage the bulk copies fill, so no proxy
+ *   fence is needed.  The block waits on the stage after the top-of-tile
+ *   __syncthreads, which also frees the stage reloaded in that iteration (its
+ *   last reads were tile j - 1).  Stage and phase count tiles across items
+ *   (gt), so no mbarrier is re-armed.  The page-table ring still uses
+ *   cp.async groups.
  */
 #include "mla_mma_ops.cuh"
 
@@ -361,7 +364,7 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
                 o[n][2] *= alpha[1];
                 o[n][3] *= alpha[1];
             }
-#pragma unroll(PTR && RG > 1 ? 1 : 2)
+#pragma unroll 2
             for (int kk = 0; kk < MMA_BN / 16; kk++) {
                 uint32_t af[4];
                 mla_ldsm_x4(af, sP + (rg * 16 + (lane & 15)) * MMA_PROW + kk * 16 + (lane >> 4) * 8);
@@ -402,53 +405,40 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
     }
 }
 
-/* Stages and CTAs per SM of each configuration (MLA_MMA_*). */
+/* Stages, CTAs per SM and loads of each configuration (MLA_MMA_*). */
 template <int RG, int CFG> struct MmaVar {
-    static constexpr int S = CFG == MLA_MMA_DEEP || CFG == MLA_MMA_TMADEEP ? (RG == 1 ? 5 : RG == 2 ? 4 : 3)
-                           : CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING || CFG == MLA_MMA_TMA ? 2
-                                                                       : (RG == 4 ? 2 : 3);
+    static constexpr int S = CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING || CFG == MLA_MMA_TMA ? 2 : (RG == 4 ? 2 : 3);
     static constexpr int MINB = CFG == MLA_MMA_TWO || CFG == MLA_MMA_RING || CFG == MLA_MMA_TMA ? 2 : 1;
-    static constexpr int TMA = CFG == MLA_MMA_TMA || CFG == MLA_MMA_TMADEEP ? 1 : 0;
+    static constexpr int TMA = CFG == MLA_MMA_TMA ? 1 : 0;
     static constexpr int PTR = CFG == MLA_MMA_RING || TMA ? 1 : 0;
     static constexpr size_t SMEM = MmaCfg<RG, S, PTR, TMA>::SMEM;
 };
 
+/* The instantiations (tile rows x configuration); 0: none. */
 static size_t mma_smem(int32_t rows, int32_t cfg) {
-#define MMA_SMEM_CASE(RG)                                                    \
-    switch (cfg) {                                                           \
-    case MLA_MMA_DEEP: return MmaVar<RG, MLA_MMA_DEEP>::SMEM;                \
-    case MLA_MMA_TWO: return RG == 4 ? 0 : MmaVar<RG, MLA_MMA_TWO>::SMEM;    \
-    case MLA_MMA_RING: return RG == 4 ? 0 : MmaVar<RG, MLA_MMA_RING>::SMEM;  \
-    case MLA_MMA_TMA: return RG == 1 ? MmaVar<1, MLA_MMA_TMA>::SMEM : 0;     \
-    case MLA_MMA_TMADEEP: return RG == 1 ? MmaVar<1, MLA_MMA_TMADEEP>::SMEM : 0; \
-    default: return MmaVar<RG, MLA_MMA_BASE>::SMEM;                          \
-    }
-    switch (rows) {
-    case 16: MMA_SMEM_CASE(1)
-    case 32: MMA_SMEM_CASE(2)
-    case 64: MMA_SMEM_CASE(4)
+    switch (rows * 8 + cfg) {
+    case 16 * 8 + MLA_MMA_BASE: return MmaVar<1, MLA_MMA_BASE>::SMEM;
+    case 16 * 8 + MLA_MMA_RING: return MmaVar<1, MLA_MMA_RING>::SMEM;
+    case 16 * 8 + MLA_MMA_TMA: return MmaVar<1, MLA_MMA_TMA>::SMEM;
+    case 32 * 8 + MLA_MMA_BASE: return MmaVar<2, MLA_MMA_BASE>::SMEM;
+    case 32 * 8 + MLA_MMA_TWO: return MmaVar<2, MLA_MMA_TWO>::SMEM;
+    case 64 * 8 + MLA_MMA_BASE: return MmaVar<4, MLA_MMA_BASE>::SMEM;
     default: return 0;
     }
-#undef MMA_SMEM_CASE
 }
 
+/* Two blocks of `smem` bytes and their 1 KB reserve each fit in an SM (the
+ * opt-in per block + 1 KB). */
+static int fits_two(size_t smem, size_t smem_optin) { return smem && 2 * (smem + 1024) <= smem_optin + 1024; }
+
 extern "C" int32_t mla_mma_effective_cfg(int32_t rows, int32_t cfg, size_t smem_optin) {
-    /* bulk-copy loads (SM 9.0 only: the backend asks for them nowhere else):
-     * 16-row tiles where they fit, else what ring resolves to */
-    if (cfg == MLA_MMA_TMADEEP || cfg == MLA_MMA_TMA) {
-        const size_t t = mma_smem(rows, cfg);
-        if (t && (cfg == MLA_MMA_TMADEEP ? t <= smem_optin : 2 * (t + 1024) <= smem_optin + 1024)) return cfg;
-        cfg = MLA_MMA_RING;
+    /* bulk-copy loads: SM 9.0 only (the backend asks for them nowhere else) */
+    if (cfg == MLA_MMA_TMA && rows == 16 && fits_two(mma_smem(16, MLA_MMA_TMA), smem_optin)) return MLA_MMA_TMA;
+    if (cfg == MLA_MMA_TMA || cfg == MLA_MMA_RING) {
+        if (rows == 16 && fits_two(mma_smem(16, MLA_MMA_RING), smem_optin)) return MLA_MMA_RING;
+        /* two 32-row blocks with the ring would need more than SM 9.0's 228 KB */
+        if (rows == 32 && fits_two(mma_smem(32, MLA_MMA_TWO), smem_optin)) return MLA_MMA_TWO;
     }
-    if (cfg == MLA_MMA_DEEP && mma_smem(rows, cfg) <= smem_optin) return MLA_MMA_DEEP;
-    /* two CTAs: both blocks and their 1 KB reserve fit in the SM (opt-in + 1 KB) */
-    const size_t two = mma_smem(rows, MLA_MMA_TWO);
-    if (cfg == MLA_MMA_TWO && two && 2 * (two + 1024) <= smem_optin + 1024) return MLA_MMA_TWO;
-    /* ring: two plus 2 KB of page-table ring; where two blocks of it do not fit
-     * (32-row tiles on SM 9.0: 2 x 115 KB) it runs two */
-    const size_t ring = mma_smem(rows, MLA_MMA_RING);
-    if (cfg == MLA_MMA_RING && ring && 2 * (ring + 1024) <= smem_optin + 1024) return MLA_MMA_RING;
-    if (cfg == MLA_MMA_RING && two && 2 * (two + 1024) <= smem_optin + 1024) return MLA_MMA_TWO;
     return MLA_MMA_BASE;
 }
 
@@ -470,17 +460,11 @@ template <int RG, int CFG, int DT> static int launch_mma_t(const mla_fwd_args *a
 template <int DT> static int launch_mma_dt(const mla_fwd_args *a, int32_t cfg) {
     switch (a->rows_per_tile * 8 + cfg) {
     case 16 * 8 + MLA_MMA_BASE: return launch_mma_t<1, MLA_MMA_BASE, DT>(a);
-    case 16 * 8 + MLA_MMA_DEEP: return launch_mma_t<1, MLA_MMA_DEEP, DT>(a);
-    case 16 * 8 + MLA_MMA_TWO: return launch_mma_t<1, MLA_MMA_TWO, DT>(a);
     case 16 * 8 + MLA_MMA_RING: return launch_mma_t<1, MLA_MMA_RING, DT>(a);
     case 16 * 8 + MLA_MMA_TMA: return launch_mma_t<1, MLA_MMA_TMA, DT>(a);
-    case 16 * 8 + MLA_MMA_TMADEEP: return launch_mma_t<1, MLA_MMA_TMADEEP, DT>(a);
     case 32 * 8 + MLA_MMA_BASE: return launch_mma_t<2, MLA_MMA_BASE, DT>(a);
-    case 32 * 8 + MLA_MMA_DEEP: return launch_mma_t<2, MLA_MMA_DEEP, DT>(a);
     case 32 * 8 + MLA_MMA_TWO: return launch_mma_t<2, MLA_MMA_TWO, DT>(a);
-    case 32 * 8 + MLA_MMA_RING: return launch_mma_t<2, MLA_MMA_RING, DT>(a);
     case 64 * 8 + MLA_MMA_BASE: return launch_mma_t<4, MLA_MMA_BASE, DT>(a);
-    case 64 * 8 + MLA_MMA_DEEP: return launch_mma_t<4, MLA_MMA_DEEP, DT>(a);
     default: return (int)cudaErrorInvalidValue;
     }
 }
@@ -508,17 +492,11 @@ template <int RG, int CFG, int DT> static cudaError_t mma_attr_t(size_t optin) {
 template <int DT> static cudaError_t mma_attr_dt(size_t optin) {
     cudaError_t e;
     if ((e = mma_attr_t<1, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
-    if ((e = mma_attr_t<1, MLA_MMA_DEEP, DT>(optin)) != cudaSuccess) return e;
-    if ((e = mma_attr_t<1, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<1, MLA_MMA_RING, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<1, MLA_MMA_TMA, DT>(optin)) != cudaSuccess) return e;
-    if ((e = mma_attr_t<1, MLA_MMA_TMADEEP, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
-    if ((e = mma_attr_t<2, MLA_MMA_DEEP, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;
-    if ((e = mma_attr_t<2, MLA_MMA_RING, DT>(optin)) != cudaSuccess) return e;
-    if ((e = mma_attr_t<4, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
-    return mma_attr_t<4, MLA_MMA_DEEP, DT>(optin);
+    return mma_attr_t<4, MLA_MMA_BASE, DT>(optin);
 }
 
 /* Called by mla_kernels_init (mla_launch.cu). */
