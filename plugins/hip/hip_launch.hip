@@ -4,10 +4,10 @@
  * interface as cuda_attn's launchers (attn_launch.h); each returns a
  * hipError_t as int, allocates nothing and never waits. */
 #include "attn_launch.h"
-#include "kern_decode_portable.cuh"
-#include "kern_extend_portable.cuh"
-#include "kern_plan.cuh"
-#include "kern_savekv.cuh"
+#include "attn_kernels/decode_portable.cuh"
+#include "attn_kernels/extend_portable.cuh"
+#include "attn_kernels/plan.cuh"
+#include "attn_kernels/save_kv.cuh"
 
 extern "C" int attn_launch_plan_decode(const attn_plan_in *in, const attn_decode_plan *pl, void *stream) {
     hipLaunchKernelGGL(attn_plan_decode_kernel, dim3(1), dim3(ATTN_PLAN_THREADS), 0, (hipStream_t)stream, *in, *pl);

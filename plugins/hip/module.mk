@@ -13,7 +13,7 @@ HIP_SO := $(PLUGDIR)/hip_attn.so
 HIP_C := hip_plugin.c hip_backend.c hip_check.c hip_runtime.c
 HIP_OBJS := $(addprefix $(OBJDIR)/plugins/hip/,$(HIP_C:.c=.o)) $(OBJDIR)/plugins/hip/hip_launch.hip.o \
             $(OBJDIR)/plugins/cuda/mha/cuda_attn_sizing.o
-HIP_INC := -Iabi -Ihost -Iplugins/cuda/common -Iplugins/cuda/mha
+HIP_INC := -Iabi -Ihost -Iplugins/cuda/common -Iplugins/cuda/mha -Iplugins/sdk
 
 ifneq ($(HIPCC),)
 HIPCC_FLAGS := -std=c++17 -O3 $(addprefix --offload-arch=,$(HIP_ARCHS)) -fPIC -fvisibility=hidden \

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "attn_plan_math.h"
+#include "attn_kernels/plan_math.h"
 #include "cuda_attn.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;

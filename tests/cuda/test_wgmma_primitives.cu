@@ -34,8 +34,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "kern_extend_wgmma.cuh"
-#include "kern_plan.cuh"
+#include "extend_wgmma_sm90.cuh"
+#include "attn_kernels/plan.cuh"
 
 /* ------------------------------------------------------------------ host side */
 
@@ -622,7 +622,7 @@ static void ref_row(const batch &b, int req, int j, int h, double *out) {
     for (int x = 0; x < D; x++) out[x] = den > 0 ? out[x] / den : 0;
 }
 
-/* A wait that timed out (kern_wgmma_sm90.cuh, ATTN_WG_DEBUG): say where, reset. */
+/* A wait that timed out (wgmma_sm90.cuh, ATTN_WG_DEBUG): say where, reset. */
 static bool watchdog_fired(const char *block) {
     unsigned int ab = 0, info[4] = {0, 0, 0, 0};
     CK(cudaMemcpyFromSymbol(&ab, attn_wg_abort, sizeof ab));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """wgmma_protocol_model.py - the synchronisation protocol of the sm_90a extend
-kernel (plugins/cuda/mha/kern_extend_wgmma.cuh), replayed on the host under
+kernel (plugins/cuda/mha/extend_wgmma_sm90.cuh), replayed on the host under
 random interleavings: no GPU needed.
 
 Agents mirror the kernel's code step by step: the producer warpgroup (its 128

@@ -6,7 +6,7 @@
 #ifndef SGL_CUDA_ATTN_LAUNCH_H
 #define SGL_CUDA_ATTN_LAUNCH_H
 
-#include "attn_params.h"
+#include "attn_kernels/attn_params.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "attn_launch.h"
-#include "attn_params.h"
+#include "attn_kernels/attn_params.h"
 #include "sgl_attn_abi.h"
 
 #define CA_NAME "cuda_attn"

@@ -148,7 +148,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     /* auto: wgmma where it runs (SM 9.0, head dim 128, the sm_90a image), else
      * mma.  The H200 run of 2026-12-02 validated wgmma (attnctl check: every
      * claimed extend case, memcheck and racecheck clean) and timed it at
-     * 2.3-2.8x mma; its default consumer is the plain one (launch_wgmma.cu). */
+     * 2.3-2.8x mma; its default consumer is the plain one (extend_wgmma_sm90.cu). */
     if (variant < 0) variant = wg_ok ? ATTN_VARIANT_WGMMA : ATTN_VARIANT_MMA;
     if (variant == ATTN_VARIANT_WGMMA && !wg_ok) {
         ca_log(SGL_ATTN_LOG_WARN, "wgmma extend needs SM 9.0, head dim 128 and the sm_90a image; using mma");
@@ -195,7 +195,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    /* SGL_ATTN_WGMMA_TMA (default on; launch_wgmma.cu set the kernel up): the encoder
+    /* SGL_ATTN_WGMMA_TMA (default on; extend_wgmma_sm90.cu set the kernel up): the encoder
      * and the per-layer map cache; without them the cp.async producer runs. */
     if (variant == ATTN_VARIANT_WGMMA && attn_wgmma_tma(b->dtype, b->head_dim)) {
         b->tmaps = attn_tmap_cache_new();

@@ -308,7 +308,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         if (!rc) rc = ca_check_index1(&m, a->batch->out_cache_loc, "batch.out_cache_loc", b->device, t);
         if (rc) return rc;
         /* The wgmma extend kernel saves inside (SGL_ATTN_WGMMA_FUSED_SAVE=1,
-         * launch_wgmma.cu): hand it the save, skip the separate launch.  Every
+         * extend_wgmma_sm90.cu): hand it the save, skip the separate launch.  Every
          * other kernel (decode, mma, simple, other head dims) reads the pool
          * only, so it keeps the save first. */
         if (mode == SGL_ATTN_MODE_EXTEND && b->variant == ATTN_VARIANT_WGMMA && a->batch->extend_seq_lens &&

@@ -15,8 +15,8 @@
 #ifndef SGL_CUDA_KERN_DECODE_MMA_CUH
 #define SGL_CUDA_KERN_DECODE_MMA_CUH
 
-#include "kern_decode_finish.cuh"
-#include "kern_kv_loader.cuh"
+#include "attn_kernels/decode_finish.cuh"
+#include "kv_loader.cuh"
 
 #define ATTN_DM_THREADS 128
 #define ATTN_DM_WARPS 4

@@ -35,8 +35,8 @@
 #ifndef SGL_CUDA_KERN_DECODE_REG_CUH
 #define SGL_CUDA_KERN_DECODE_REG_CUH
 
-#include "kern_decode_finish.cuh"
-#include "kern_mma_sm80.cuh"
+#include "attn_kernels/decode_finish.cuh"
+#include "mma_sm80.cuh"
 
 #define ATTN_DR_TILE 16
 #define ATTN_DR_HEADS 8   /* q heads a block serves (the launcher checks group <= 8) */

@@ -16,7 +16,7 @@
 
 #include <limits.h>
 
-#include "kern_kv_loader.cuh"
+#include "kv_loader.cuh"
 
 #define ATTN_EM_THREADS 128
 #define ATTN_EM_BM 64

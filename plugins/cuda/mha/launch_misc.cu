@@ -1,7 +1,7 @@
 /* launch_misc.cu - launchers of the plan and save-KV kernels. */
 #include "attn_launch.h"
-#include "kern_plan.cuh"
-#include "kern_savekv.cuh"
+#include "attn_kernels/plan.cuh"
+#include "attn_kernels/save_kv.cuh"
 
 extern "C" int attn_launch_plan_decode(const attn_plan_in *in, const attn_decode_plan *pl, void *stream) {
     attn_plan_decode_kernel<<<1, ATTN_PLAN_THREADS, 0, (cudaStream_t)stream>>>(*in, *pl);

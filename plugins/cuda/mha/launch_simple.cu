@@ -1,7 +1,7 @@
 /* launch_simple.cu - launchers of the portable (plain-core) kernels. */
 #include "attn_launch.h"
-#include "kern_decode_portable.cuh"
-#include "kern_extend_portable.cuh"
+#include "attn_kernels/decode_portable.cuh"
+#include "attn_kernels/extend_portable.cuh"
 
 template <int DT, int D>
 static int decode_simple(const attn_fwd *p, int grid_items, cudaStream_t st) {

@@ -1,5 +1,5 @@
 /*
- * kern_wgmma_sm90.cuh - Hopper (sm_90a) building blocks of the wgmma extend
+ * wgmma_sm90.cuh - Hopper (sm_90a) building blocks of the wgmma extend
  * path: the 128-byte-swizzled shared-memory layout, wgmma matrix descriptors,
  * the wgmma instructions (SS and RS forms), wgmma / proxy fences, mbarriers,
  * setmaxnreg.  CUDA only; the device code exists only when compiling for
@@ -27,16 +27,16 @@
  *   A (16-bit, 4 registers = 8 values): a[i] holds row 16w + g + 8 (i & 1),
  *       columns 8 (i >> 1) + 2q .. +1 (low half first) - the mma.sync m16n8k16 A fragment.
  */
-#ifndef SGL_CUDA_KERN_WGMMA_SM90_CUH
-#define SGL_CUDA_KERN_WGMMA_SM90_CUH
+#ifndef SGL_CUDA_ATTN_WGMMA_SM90_CUH
+#define SGL_CUDA_ATTN_WGMMA_SM90_CUH
 
 #if defined(__HIPCC__)
-#error "kern_wgmma_sm90.cuh is CUDA-only"
+#error "wgmma_sm90.cuh is CUDA-only"
 #endif
 
 #include <stdint.h>
 
-#include "kern_common.cuh"
+#include "attn_kernels/common.cuh"
 
 /* ----------------------------------------------------- layout (host + device) */
 

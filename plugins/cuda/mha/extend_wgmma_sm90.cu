@@ -1,5 +1,5 @@
 /*
- * launch_wgmma.cu - the sm_90a extend path (kern_extend_wgmma.cuh): the
+ * extend_wgmma_sm90.cu - the sm_90a extend path (extend_wgmma_sm90.cuh): the
  * availability probe, per-create setup, the launcher.
  *
  * Safe to try: attn_wgmma_available() says 1 only on an SM 9.0 device that
@@ -23,7 +23,7 @@
  *                              head dim 128 (other head dims keep version 1):
  *                              page-table reads one tile ahead in the producer,
  *                              branch-free masks, and FA3's rescale order in the
- *                              overlapped consumer (kern_extend_wgmma.cuh);
+ *                              overlapped consumer (extend_wgmma_sm90.cuh);
  *                              checked and timed on the H200 (run 3: 1.00-1.04x
  *                              version 1 at every length).
  *   SGL_ATTN_WGMMA_PROBE=noload  bench probe with SGL_ATTN_WGMMA_V2=1: the
@@ -32,14 +32,14 @@
  *   SGL_ATTN_WGMMA_L2SEC=N     work order in sections of N KV heads (0 or
  *                              unset: item-major over all heads): the blocks
  *                              running at once read few heads' pages, which
- *                              stay in L2 (kern_extend_wgmma.cuh wg_work_split)
+ *                              stay in L2 (extend_wgmma_sm90.cuh wg_work_split)
  *   SGL_ATTN_WGMMA_FUSED_SAVE=1  (opt-in; needs version 2, head dim 128)
  *                              forward_extend's save_kv_cache runs inside the
  *                              kernel (a third kernel, the plain consumer
  *                              whatever SGL_ATTN_WGMMA_OVERLAP says): new
  *                              tokens' keys come from the input k/v, and the
  *                              owner pair writes them into the pool
- *                              (kern_extend_wgmma.cuh wg_fsave_at); the host
+ *                              (extend_wgmma_sm90.cuh wg_fsave_at); the host
  *                              skips attn_save_kv_kernel only when
  *                              attn_wgmma_fused_save says yes.
  *   SGL_ATTN_WGMMA_TMA=0       the cp.async-only producer.  Default (needs
@@ -47,7 +47,7 @@
  *                              bench/results/h200-2026-12-03/run7-*): the
  *                              producer brings whole 16-row boxes of the pool
  *                              by TMA (a fourth kernel, the maps in its
- *                              parameters; kern_extend_wgmma.cuh wg_tma_boxes);
+ *                              parameters; extend_wgmma_sm90.cuh wg_tma_boxes);
  *                              the host launches it (attn_tmap.h) for pages of
  *                              a multiple of 16 tokens and no fused save.
  */
@@ -57,7 +57,7 @@
 #include <atomic>
 
 #include "attn_launch.h"
-#include "kern_extend_wgmma.cuh"
+#include "extend_wgmma_sm90.cuh"
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define ATTN_WG_IMAGE 1
@@ -123,7 +123,7 @@ template <int DT, int D, bool OVL, int V = 0> static int setup_kernel() {
     return setup_fn<D>(attn_extend_wgmma_kernel<DT, D, OVL, V>);
 }
 /* d256 runs the plain consumer: its ring has 2 stages (the overlapped consumer
- * needs 3, kern_extend_wgmma.cuh) and its O alone is 128 registers. */
+ * needs 3, extend_wgmma_sm90.cuh) and its O alone is 128 registers. */
 template <int D> static constexpr bool overlap_ok() { return extend_wg_cfg<D>::STAGES >= 3; }
 
 /* v2: also set up version 2 (head dim ATTN_WG_V2_D only; a setup that fails

@@ -1,5 +1,5 @@
 /*
- * kern_decode_portable.cuh - paged split-KV decode on plain cores (CUDA and
+ * decode_portable.cuh - paged split-KV decode on plain cores (CUDA and
  * HIP; the "simple" variant on CUDA).
  *
  * Grid: x = work item (request, KV split), y = kv head x head-block.  One
@@ -10,10 +10,10 @@
  * lane keeps an online softmax for its tokens; lane groups, then warps, are
  * merged at the end, and attn_decode_finish writes out or combines splits.
  */
-#ifndef SGL_CUDA_KERN_DECODE_PORTABLE_CUH
-#define SGL_CUDA_KERN_DECODE_PORTABLE_CUH
+#ifndef SGL_ATTN_KERNELS_DECODE_PORTABLE_CUH
+#define SGL_ATTN_KERNELS_DECODE_PORTABLE_CUH
 
-#include "kern_decode_finish.cuh"
+#include "decode_finish.cuh"
 
 #define ATTN_PD_THREADS 128
 #define ATTN_PD_WARPS (ATTN_PD_THREADS / GC_LANES)

@@ -1,16 +1,16 @@
 /*
- * kern_extend_wgmma.cuh - paged extend / prefill / cross attention on Hopper
+ * extend_wgmma_sm90.cuh - paged extend / prefill / cross attention on Hopper
  * warpgroup MMA (sm_90a only; every other pass compiles the kernel to an
  * empty stub, and the launcher never starts it there).
  *
  * One persistent block per SM walks the (work item, q head) pairs of the
- * extend plan (kern_plan.cuh: items of <= 128 q rows of one request, ordered
+ * extend plan (plan.cuh: items of <= 128 q rows of one request, ordered
  * longest-first; pair w = item w / hq, head w % hq, so the longest items go
  * first, or in sections of KV heads for L2 reuse: wg_work_split; blocks
  * stride by gridDim.x).  384 threads, warp-specialised:
  *   warpgroup 0 (producer, setmaxnreg down): gathers the 128-row Q tile and
  *     BN-row K/V tiles through req_to_token with 16-byte cp.async into
- *     128B-swizzled shared memory (kern_wgmma_sm90.cuh), STAGES deep.  Every
+ *     128B-swizzled shared memory (wgmma_sm90.cuh), STAGES deep.  Every
  *     page size takes this path: a per-row gather costs one slot read per row
  *     per tile, whatever the page size.  The TMA producer (V 3, opt-in,
  *     pages of a multiple of 16 tokens: wg_tma_boxes) brings each whole
@@ -43,14 +43,14 @@
  * attn_score (scale, soft-cap, log2 domain), attn_visible (causal, window),
  * sinks in the final normalisation, rows with nothing visible give 0.
  */
-#ifndef SGL_CUDA_KERN_EXTEND_WGMMA_CUH
-#define SGL_CUDA_KERN_EXTEND_WGMMA_CUH
+#ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
+#define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 
 #include <limits.h>
 
 #include "attn_tmap.h"        /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
-#include "kern_mma_sm80.cuh" /* pack2, attn_slot32 */
-#include "kern_wgmma_sm90.cuh"
+#include "mma_sm80.cuh" /* pack2, attn_slot32 */
+#include "wgmma_sm90.cuh"
 
 #define ATTN_WG_THREADS 384
 #define ATTN_WG_BM 128 /* q rows per item: 2 consumer warpgroups x 64 */

@@ -1,14 +1,14 @@
 /*
- * kern_kv_loader.cuh - gathers a tile of ROWS KV tokens through the page table
+ * kv_loader.cuh - gathers a tile of ROWS KV tokens through the page table
  * into swizzled shared memory with cp.async (CUDA, SM 8.0+).  Each of NT
  * threads owns one 16-byte chunk column and every (NT / chunks)-th row; the
  * slots of the next tile are read into registers one tile ahead, so their
  * latency hides behind a tile of compute and the copies can be issued at once.
  */
-#ifndef SGL_CUDA_KERN_KV_LOADER_CUH
-#define SGL_CUDA_KERN_KV_LOADER_CUH
+#ifndef SGL_CUDA_ATTN_KV_LOADER_CUH
+#define SGL_CUDA_ATTN_KV_LOADER_CUH
 
-#include "kern_mma_sm80.cuh"
+#include "mma_sm80.cuh"
 
 template <int D, int ROWS, int NT> struct kv_loader {
     static constexpr int CH = D / 8;

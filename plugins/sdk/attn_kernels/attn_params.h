@@ -13,8 +13,8 @@
  * init_forward_metadata and the graph hooks) from the batch's device tensors,
  * so a captured graph replays with whatever the replay hook planned.
  */
-#ifndef SGL_CUDA_ATTN_PARAMS_H
-#define SGL_CUDA_ATTN_PARAMS_H
+#ifndef SGL_ATTN_KERNELS_PARAMS_H
+#define SGL_ATTN_KERNELS_PARAMS_H
 
 #include <stdint.h>
 
@@ -106,12 +106,12 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
-    int32_t l2_sec_heads; /* wgmma extend work order: q heads per section, 0 item-major (launch_wgmma.cu) */
+    int32_t l2_sec_heads; /* wgmma extend work order: q heads per section, 0 item-major (extend_wgmma_sm90.cu) */
     /* Fused save_kv_cache (wgmma extend only, SGL_ATTN_WGMMA_FUSED_SAVE=1;
-     * launch_wgmma.cu): save_k NULL = off, the host saved first.  When on, the
+     * extend_wgmma_sm90.cu): save_k NULL = off, the host saved first.  When on, the
      * extend kernel reads the keys of a request's new tokens from save_k /
      * save_v instead of the pool and writes each new token's K/V row into the
-     * pool at save_loc once (kern_extend_wgmma.cuh). */
+     * pool at save_loc once (extend_wgmma_sm90.cuh). */
     const void *save_k, *save_v;                 /* [T, Hkv, D] */
     int64_t sk_stride_t, sk_stride_h, sv_stride_t, sv_stride_h;
     attn_index save_loc;                         /* out_cache_loc [T] */
