@@ -2,7 +2,7 @@
 #   make wgmma-selftest   builds $(TESTDIR)/test_wgmma_primitives (sm_90a only):
 #                         wgmma, S tile, P.V, producer ring, the whole kernel,
 #                         each against a host reference.  It needs an SM 9.0 GPU
-#                         (bench/gpu/wgmma.sh runs it there) and prints SKIP
+#                         (bench/gpu/mha_defaults.sh runs it there) and prints SKIP
 #                         elsewhere, so it is built with everything, not run by
 #                         `make unit`.
 #   make wgmma-model      replays the kernel's barrier protocol on the host under

@@ -1,32 +1,30 @@
 /*
  * extend_wgmma_sm90.cuh - paged extend / prefill / cross attention on Hopper
- * warpgroup MMA (sm_90a only; every other pass compiles the kernel to an
- * empty stub, and the launcher never starts it there).
+ * warpgroup MMA at head dim 128: cuda_attn's extend on an SM 9.0 device
+ * (cuda_attn_choice.c; extend_wgmma_sm90.cu launches it).  sm_90a only:
+ * every other pass compiles the kernel to an empty stub, and the launcher
+ * never starts it there.
  *
  * One persistent block per SM walks the (work item, q head) pairs of the
- * extend plan (plan.cuh: items of <= 128 q rows of one request, ordered
+ * extend plan (attn_kernels/plan.cuh: items of <= 128 q rows of one request, ordered
  * longest-first; pair w = item w / hq, head w % hq, so the longest items go
- * first, or in sections of KV heads for L2 reuse: wg_work_split; blocks
- * stride by gridDim.x).  384 threads, warp-specialised:
+ * first; blocks stride by gridDim.x).  384 threads, warp-specialised:
  *   warpgroup 0 (producer, setmaxnreg down): gathers the 128-row Q tile and
- *     BN-row K/V tiles through req_to_token with 16-byte cp.async into
- *     128B-swizzled shared memory (wgmma_sm90.cuh), STAGES deep.  Every
- *     page size takes this path: a per-row gather costs one slot read per row
- *     per tile, whatever the page size.  The TMA producer (V 3, opt-in,
- *     pages of a multiple of 16 tokens: wg_tma_boxes) brings each whole
- *     16-row box of a page with one TMA copy per 64-column block instead,
- *     and keeps cp.async for the rest (the last tile's partial box).
+ *     BN-row K/V tiles through req_to_token into 128B-swizzled shared memory
+ *     (wgmma_sm90.cuh), STAGES deep.  Two producers, one template:
+ *     TMA = true (pages of a multiple of 16 tokens: wg_tma_boxes) brings
+ *     each whole 16-row box of a page with one TMA copy per 64-column block
+ *     and gathers the rest (the last tile's partial box) with 16-byte
+ *     cp.async; TMA = false gathers every row with cp.async (any page size,
+ *     one slot read per row per tile).
  *   warpgroups 1, 2 (consumers, setmaxnreg up): 64 q rows each.
  *     S = Q K^T: SS wgmma m64nBNk16 (K-major Q and K);  online softmax in
  *     registers (masks only on tiles that need them);  O += P V: RS wgmma
  *     m64nDk16 with P re-packed from S as the A fragment and V read MN-major
  *     (trans-b) from the same swizzled layout.
- *   OVL (intra-warpgroup overlap, FA3 s3.2): issue S_j = Q K_j and
- *     O += P_{j-1} V_{j-1} together, run the softmax of S_j while the P.V
- *     runs, rescale O after it lands.
  *
  * Synchronisation (mbarriers in shared memory):
- *   full[s]  (128 arrivals: every producer thread; + the TMA bytes, V 3) - stage s holds tile g
+ *   full[s]  (128 arrivals: every producer thread; + the TMA bytes) - stage s holds tile g
  *   empty[s] (8: lane 0 of each consumer warp)     - stage s may be refilled
  *   q_full (128) / q_empty (8)                      - the Q tile, per item
  * Global tile counter g (both roles count identically): stage g % STAGES,
@@ -39,7 +37,7 @@
  * last tile).  A pair's tile 0 is issued before its Q, so it loads while the
  * consumers finish the previous pair.
  *
- * Numerics and masking are the mma kernel's (kern_extend_mma.cuh):
+ * Numerics and masking are the mma kernel's (extend_mma.cu):
  * attn_score (scale, soft-cap, log2 domain), attn_visible (causal, window),
  * sinks in the final normalisation, rows with nothing visible give 0.
  */
@@ -48,7 +46,7 @@
 
 #include <limits.h>
 
-#include "attn_tmap.h"        /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
+#include "attn_tmap.h"   /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
 #include "mma_sm80.cuh" /* pack2, attn_slot32 */
 #include "wgmma_sm90.cuh"
 
@@ -64,25 +62,12 @@
 #endif
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
 
-/* Flags of the kernel's second argument. */
-#define ATTN_WG_PINGPONG 1 /* order the two consumer warpgroups' GEMM issues (FA3 s3.1) */
-/* Bench probe, version 2 only (SGL_ATTN_WGMMA_PROBE=noload): the producer keeps
- * the barrier protocol but copies no K/V (the consumers compute on whatever the
- * stages hold: WRONG outputs).  Times the kernel without its gather, to tell
- * the consumers' limit from the loads'. */
-#define ATTN_WG_PROBE_NOLOAD 2
-
-/* Named barriers of the pingpong order (0 is __syncthreads): warpgroup w waits
- * on 1 + w for its turn and hands the turn over on 1 + (w ^ 1). */
-#define ATTN_WG_BAR_TURN 1
-
-
 template <int D> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
-    static constexpr int BN = D == 256 ? 64 : 128;                     /* KV tokens per tile */
-    static constexpr int STAGES = D == 64 ? 4 : (D == 128 ? 3 : 2);   /* K/V ring depth */
-    static constexpr int CH = D / 8;                                  /* 16-byte chunks per row */
-    static constexpr int DB = D / 64;                                 /* 128-byte column blocks */
+    static constexpr int BN = 128;   /* KV tokens per tile */
+    static constexpr int STAGES = 3; /* K/V ring depth */
+    static constexpr int CH = D / 8; /* 16-byte chunks per row */
+    static constexpr int DB = D / 64; /* 128-byte column blocks */
     static constexpr uint32_t Q_BYTES = wg_sw_bytes<BM, D>();
     static constexpr uint32_t KV_BYTES = wg_sw_bytes<BN, D>();
     static constexpr uint32_t OFF_Q = 0;
@@ -96,8 +81,8 @@ template <int D> struct extend_wg_cfg {
     static constexpr int PRODUCER_ROWS_PER_WARP = BN / 4;
     static constexpr int PRODUCER_ITERS = PRODUCER_ROWS_PER_WARP * CH / 32; /* cp.async per operand per tile */
 
-    static_assert(D == 64 || D == 128 || D == 256, "head dims 64/128/256");
-    static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16 (n64 or n128)");
+    static_assert(D == 128, "the wgmma extend serves head dim 128; the mma extend serves the others");
+    static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16");
     static_assert(BM == 128, "two consumer warpgroups of 64 rows");
     static_assert(STAGES >= 2, "the producer signals a tile after issuing the next one");
     static_assert(OFF_K % ATTN_SW_ATOM_BYTES == 0 && OFF_V % ATTN_SW_ATOM_BYTES == 0 &&
@@ -120,30 +105,10 @@ struct wg_work {
     long long item;
 };
 
-/* Work w -> (item, head).  l2_sec_heads = 0: item-major (all heads of the
- * longest item first).  Else sections of that many q heads (whole KV heads),
- * item-major inside a section: the blocks running at once share a few KV
- * heads, whose pages stay in L2, where item-major spreads them over every
- * KV head of every request (L2 hit rate 29% at 4 x 4k, ncu run5). */
-GC_DEV void wg_work_split(const attn_fwd &p, long long w, long long *item, int *head) {
-    const int sec = p.l2_sec_heads;
-    if (sec <= 0 || sec >= p.hq) {
-        *item = w / p.hq;
-        *head = (int)(w % p.hq);
-        return;
-    }
-    const int n0 = *p.num_items;
-    const long long per = (long long)(n0 > 0 ? n0 : 1) * sec; /* works of a full section */
-    const long long s = w / per;
-    const int h0 = (int)s * sec, hs = p.hq - h0 < sec ? p.hq - h0 : sec; /* the last may be narrower */
-    const long long r = w - s * per;
-    *item = r / hs;
-    *head = h0 + (int)(r % hs);
-}
-
 template <int BN> GC_DEV wg_work wg_work_at(const attn_fwd &p, long long w) {
     wg_work k;
-    wg_work_split(p, w, &k.item, &k.head);
+    k.item = w / p.hq;
+    k.head = (int)(w % p.hq);
     const attn_extend_item it = p.eitems[k.item];
     k.kvh = k.head / p.group;
     k.row = it.row;
@@ -223,139 +188,7 @@ GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot
     }
 }
 
-/* The slot this lane gathers for the tile at t0 (0 past hi: never read). */
-template <int D> GC_DEV int32_t wg_tile_slot(const attn_fwd &p, const wg_work &k, int t0, int warp, int lane) {
-    constexpr int RPW = extend_wg_cfg<D>::PRODUCER_ROWS_PER_WARP;
-    const int tok = t0 + warp * RPW + lane % RPW;
-    return tok < k.hi ? attn_slot32(p, k.row, tok) : 0;
-}
-
-/* Fused save (V 2): what a pair needs beyond wg_work.  Column col >= new0 of
- * the pair's request is a new token, input row col + dtok of save_k / save_v
- * (the plan lays a request's q rows out contiguously: q_tok0 - q_pos0 is the
- * same for all its items).  The pair (item, head) with head % group == 0
- * owns the save of its item's q rows for kv head kvh: the items of a request
- * split its new tokens into disjoint q tiles and every token is in one
- * request, so each (token, kv head) has exactly one owner, whatever the key
- * tiles, window or GQA group. */
-struct wg_fsave {
-    int new0, dtok;
-    bool owner;
-};
-GC_DEV wg_fsave wg_fsave_at(const attn_fwd &p, const wg_work &k, long long w) {
-    (void)w;
-    const attn_extend_item &it = p.eitems[k.item];
-    wg_fsave f;
-    const int ext = attn_clampi(attn_idx(p.ext_lens, it.b), 0, it.kv_hi > it.kv_lo ? it.kv_hi - it.kv_lo : 0);
-    f.new0 = it.causal ? it.kv_hi - ext : INT_MAX; /* cross items (never fused) read the pool only */
-    f.dtok = k.q_tok0 - k.q_pos0;
-    f.owner = it.causal && k.head % p.group == 0;
-    return f;
-}
-
-/* wg_load_kv with the fused save's source rule: columns >= new0 come from
- * the input K/V (row clamped into [0, T): a wrong plan reads wrong rows,
- * never outside the tensor), the others from the pool as before. */
-template <int D>
-GC_DEV void wg_load_kv_fused(const attn_fwd &p, const wg_work &k, const wg_fsave &f, int t0, int32_t slot,
-                             uint8_t *ks, uint8_t *vs, int warp, int lane) {
-    using C = extend_wg_cfg<D>;
-    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
-    const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
-    const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)k.kvh * p.vc_stride_h;
-    const uint16_t *ki = (const uint16_t *)p.save_k + (int64_t)k.kvh * p.sk_stride_h;
-    const uint16_t *vi = (const uint16_t *)p.save_v + (int64_t)k.kvh * p.sv_stride_h;
-#pragma unroll
-    for (int i = 0; i < C::PRODUCER_ITERS; i++) {
-        const int e = i * 32 + lane, rl = e / C::CH, c = e % C::CH, r = warp * RPW + rl;
-        const int32_t sl = __shfl_sync(0xffffffffu, slot, rl);
-        const int col = t0 + r;
-        const bool ok = col < k.hi;
-        const bool in = col >= f.new0;
-        const int tok = attn_clampi(col + f.dtok, 0, p.num_tokens - 1);
-        const uint16_t *ksrc = in ? ki + (int64_t)tok * p.sk_stride_t : kb + (int64_t)sl * p.kc_stride_s;
-        const uint16_t *vsrc = in ? vi + (int64_t)tok * p.sv_stride_t : vb + (int64_t)sl * p.vc_stride_s;
-        gc_cp_async16(ks + wg_sw_off<C::BN>(r, c), ksrc + c * 8, ok);
-        gc_cp_async16(vs + wg_sw_off<C::BN>(r, c), vsrc + c * 8, ok);
-    }
-}
-
-/* The owner's save of one K/V tile already in shared memory (stage ks / vs,
- * columns from t0): each of the item's own q rows in it (columns [q_pos0,
- * hi), tokens < T) goes from there into the pool at save_loc, as
- * attn_save_kv_kernel writes it (a slot outside the pool is skipped, never
- * clamped).  Every thread reads back only the chunks its own cp.async wrote
- * (wg_load_kv's split) after waiting for them, so no barrier is needed; no
- * thread overwrites them before it issues a later tile into this stage.
- * Lane l reads the out_cache_loc word of tile row warp RPW + l % RPW; the
- * copy loop takes it by shuffle, as the loader takes slots. */
-template <int D>
-GC_DEV void wg_save_tile(const attn_fwd &p, const wg_work &k, const wg_fsave &f, int t0, uint32_t ks, uint32_t vs,
-                         int warp, int lane) {
-    using C = extend_wg_cfg<D>;
-    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
-    const int col = t0 + warp * RPW + lane % RPW;
-    const bool own = col >= k.q_pos0 && col < k.hi && col + f.dtok < p.num_tokens;
-    const int32_t loc = own ? attn_idx(p.save_loc, col + f.dtok) : -1;
-    /* K, then V: one operand's chunk live at a time (the producer's budget) */
-#pragma unroll 1
-    for (int op = 0; op < 2; op++) {
-        const uint32_t sb = op ? vs : ks;
-        uint16_t *pool = (uint16_t *)(op ? p.v_cache : p.k_cache) + (int64_t)k.kvh * (op ? p.vc_stride_h : p.kc_stride_h);
-        const int64_t ss = op ? p.vc_stride_s : p.kc_stride_s;
-#pragma unroll 2
-        for (int i = 0; i < C::PRODUCER_ITERS; i++) {
-            const int e = i * 32 + lane, rl = e / C::CH, c = e % C::CH, r = warp * RPW + rl;
-            const int32_t sl = __shfl_sync(0xffffffffu, loc, rl);
-            if (sl < 0 || sl >= p.num_slots) continue;
-            uint4 x;
-            asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w)
-                         : "r"(sb + (uint32_t)wg_sw_off<C::BN>(r, c))
-                         : "memory");
-            *(uint4 *)(pool + (int64_t)sl * ss + c * 8) = x;
-        }
-    }
-}
-
-template <int D>
-GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total) {
-    using C = extend_wg_cfg<D>;
-    const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
-    uint32_t g = 0, kq = 0, pending = 0;
-    /* K/V tile j of pair k into the next stage; signals the event before it. */
-    auto issue_tile = [&](const wg_work &k, int j) {
-        const int t0 = k.lo + j * C::BN;
-        const int32_t slot = wg_tile_slot<D>(p, k, t0, warp, lane); /* in flight during the wait */
-        const int s = (int)(g % C::STAGES);
-        mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
-        fence_proxy_async(); /* the wgmma reads of the stage's old tile are done (async -> generic) */
-        wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp, lane);
-        gc_cp_async_commit();
-        wg_signal<1>(pending);
-        pending = bar.full(s);
-        g++;
-    };
-    for (long long w = blockIdx.x; w < total; w += gridDim.x) {
-        const wg_work k = wg_work_at<C::BN>(p, w);
-        /* Tile 0 first: it needs only a free stage (a tile >= 2 back, already
-         * signalled), so its copies overlap the previous pair's last tile. */
-        if (k.ntiles > 0) issue_tile(k, 0);
-        /* Q: the consumers release it after their last S of the previous pair,
-         * which needs that pair's last tile: signal everything first. */
-        wg_signal<0>(pending);
-        mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
-        fence_proxy_async();
-        wg_load_q<D>(p, k, sm + C::OFF_Q, t);
-        gc_cp_async_commit();
-        pending = bar.q_full();
-        kq++;
-        for (int j = 1; j < k.ntiles; j++) issue_tile(k, j);
-    }
-    wg_signal<0>(pending);
-}
-
-/* TMA producer (V 3, SGL_ATTN_WGMMA_TMA, on by default; the host launches it only for
+/* The TMA boxes of a tile (the TMA producer; the host launches it only for
  * pages of a multiple of ATTN_TMA_BOX_ROWS tokens).  Warp w's rows [w RPW,
  * (w+1) RPW) of the tile split into boxes of 16 rows; box b goes by TMA (one
  * box of the pool's tensor map per 64-column block and operand, issued by one
@@ -395,19 +228,18 @@ GC_DEV uint32_t wg_tma_boxes(const attn_fwd &p, const wg_work &k, int t0, int32_
     return cov;
 }
 
-/* Version 2 of the producer (SGL_ATTN_WGMMA_V2=1): the same barrier protocol,
- * copies and order; only the page-table read moves.  Version 1 read a tile's
- * slot right before using it (a branch around the load, the clamp right
- * behind it: the producer waited out an L2 round trip per tile, SASS of the
- * 2026-12-02 H200 run).  Here the raw word of tile j + 1 is loaded when tile
- * j is issued (one unconditional load per lane, a column past hi reads hi - 1)
- * and clamped into the pool when tile j + 1 uses it; a pair's tile 0 is read
- * at the pair's start, as before. */
-template <int D, bool FUSED = false, bool TMA = false>
-GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total, int flags,
-                           const attn_kv_tmaps *tm = nullptr) {
-    static_assert(!(FUSED && TMA), "the fused save reads new rows from the input: cp.async only");
-    const bool noload = flags & ATTN_WG_PROBE_NOLOAD;
+/* The producer warpgroup.  Per pair: tile 0 first (it needs only a free
+ * stage, a tile >= 2 back and already signalled, so its copies overlap the
+ * previous pair's last tile), then everything signalled and Q loaded once
+ * the consumers released it (after their last S of the previous pair), then
+ * tiles 1.. .  The page-table word of tile j + 1 is loaded when tile j is
+ * issued (one unconditional load per lane, a column past hi reads hi - 1)
+ * and clamped into the pool when tile j + 1 uses it, so its latency hides
+ * behind a tile's wait and copies.  TMA: whole 16-row page boxes by TMA,
+ * the rest by cp.async (wg_tma_boxes). */
+template <int D, bool TMA>
+GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total,
+                        const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<D>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
@@ -419,7 +251,6 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
         const int col = tok < k.hi ? tok : k.hi - 1; /* hi > lo >= 0 when the pair has tiles */
         return __ldg(p.req_to_token.p + (int64_t)k.row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift));
     };
-    wg_fsave fs{INT_MAX, 0, false}; /* FUSED only */
     auto issue_tile = [&](const wg_work &k, int j) {
         const int t0 = k.lo + j * C::BN;
         const int64_t sw = raw; /* attn_slot's clamp */
@@ -427,23 +258,19 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
         if (j + 1 < k.ntiles) raw = tile_raw(k, j + 1); /* in flight during this tile's wait and copies */
         const int s = (int)(g % C::STAGES);
         mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
-        fence_proxy_async();
-        if constexpr (FUSED)
-            wg_load_kv_fused<D>(p, k, fs, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES,
-                                warp, lane);
-        else if constexpr (TMA) {
-            if (!noload) {
-                const uint32_t sb = wg_smem(sm);
-                const uint32_t cov = wg_tma_boxes<D>(p, k, t0, slot, sb + C::OFF_K + s * C::KV_BYTES,
-                                                     sb + C::OFF_V + s * C::KV_BYTES, bar.full(s), tm, warp, lane);
-                /* every box by TMA: nothing left for cp.async (warp-uniform) */
-                if (cov != __ballot_sync(0xffffffffu, (myrow & (ATTN_TMA_BOX_ROWS - 1)) == 0))
-                    wg_load_kv<D, true>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES,
-                                        sm + C::OFF_V + s * C::KV_BYTES, warp, lane, cov);
-            }
-        } else if (!noload)
+        fence_proxy_async(); /* the wgmma reads of the stage's old tile are done (async -> generic) */
+        if constexpr (TMA) {
+            const uint32_t sb = wg_smem(sm);
+            const uint32_t cov = wg_tma_boxes<D>(p, k, t0, slot, sb + C::OFF_K + s * C::KV_BYTES,
+                                                 sb + C::OFF_V + s * C::KV_BYTES, bar.full(s), tm, warp, lane);
+            /* every box by TMA: nothing left for cp.async (warp-uniform) */
+            if (cov != __ballot_sync(0xffffffffu, (myrow & (ATTN_TMA_BOX_ROWS - 1)) == 0))
+                wg_load_kv<D, true>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES,
+                                    warp, lane, cov);
+        } else {
             wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp,
                           lane);
+        }
         gc_cp_async_commit();
         wg_signal<1>(pending);
         pending = bar.full(s);
@@ -451,7 +278,6 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
     };
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
         const wg_work k = wg_work_at<C::BN>(p, w);
-        if constexpr (FUSED) fs = wg_fsave_at(p, k, w);
         if (k.ntiles > 0) {
             raw = tile_raw(k, 0);
             issue_tile(k, 0);
@@ -464,29 +290,9 @@ GC_DEV void wg_producer_v2(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar
         pending = bar.q_full();
         kq++;
         for (int j = 1; j < k.ntiles; j++) issue_tile(k, j);
-        /* Fused save: after the pair's last tile is signalled (the consumers
-         * have STAGES tiles to work on meanwhile).  Nothing in this kernel
-         * reads the pool at new-token slots (the loader takes those columns
-         * from the input), so the writes need no ordering with any block. */
-        if constexpr (FUSED)
-            if (fs.owner && k.ntiles > 0) {
-                /* The item's own rows are key columns [q_pos0, hi), hi - q_pos0
-                 * <= BM = BN: in the pair's last tile or last two, both still
-                 * in their stages (STAGES >= 2; only this warpgroup refills a
-                 * stage, later).  Wait for this thread's copies, signal, save. */
-                static_assert(C::STAGES >= 2 && C::BN >= C::BM, "own rows in the last two tiles");
-                wg_signal<0>(pending);
-                for (int j = k.ntiles >= 2 ? k.ntiles - 2 : 0; j < k.ntiles; j++) {
-                    const int t0 = k.lo + j * C::BN;
-                    if (t0 + C::BN <= k.q_pos0) continue;
-                    const int s = (int)((g - (uint32_t)(k.ntiles - j)) % C::STAGES);
-                    const uint32_t sb = wg_smem(sm);
-                    wg_save_tile<D>(p, k, fs, t0, sb + C::OFF_K + s * C::KV_BYTES, sb + C::OFF_V + s * C::KV_BYTES,
-                                    warp, lane);
-                }
-            }
     }
     wg_signal<0>(pending);
+    (void)tm;
 }
 
 /* ------------------------------------------------------------- the consumers */
@@ -532,8 +338,10 @@ struct wg_rows {
  * place).  corr: the factor the rows' earlier O and l take.  Without a
  * soft-cap the scale folds into the exponent (one FFMA + EX2 per score, FA3's
  * trick; the row max of the raw scores scales to the max of the scaled ones
- * because scale > 0); with one, each score goes through attn_score first. */
-template <int BN, int V = 0>
+ * because scale > 0); with one, each score goes through attn_score first.
+ * Masks (only on tiles that need them) are attn_visible as per-row column
+ * bounds [clo, chi) and a select per score: no branch per score. */
+template <int BN>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
                        bool need_mask, int q4) {
     const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
@@ -542,11 +350,7 @@ GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const att
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) s[i] = attn_score(p, s[i]);
     }
-    if (V >= 1 && need_mask) {
-        /* Version 2: attn_visible as per-row column bounds [clo, chi) and a
-         * select per score (version 1's early returns compiled to two
-         * branches per score: ~10 instructions and a reconvergence each, on
-         * every diagonal tile). */
+    if (need_mask) {
         int chi[2], clo[2];
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -560,14 +364,6 @@ GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const att
                 const int col = t0 + 8 * j + 2 * q4 + (i & 1);
                 const bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
                 s[4 * j + i] = vis ? s[4 * j + i] : ATTN_NEG_INF;
-            }
-    } else if (need_mask) {
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int col = t0 + 8 * j + 2 * q4 + (i & 1);
-                if (!(col < k.hi && attn_visible(col, st.qpos[i >> 1], k.causal, k.window))) s[4 * j + i] = ATTN_NEG_INF;
             }
     }
     float mx[2] = {ATTN_NEG_INF, ATTN_NEG_INF};
@@ -637,23 +433,12 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
     if (lane == 0) mbar_arrive(bar);
 }
 
-/* V: 0 the first version; 1 (SGL_ATTN_WGMMA_V2=1) branch-free masks and, in
- * the overlapped consumer, FA3's order: O is rescaled between the S_j issue
- * and the P_{j-1} V_{j-1} issue, so after the softmax of S_j only P's packing
- * waits for P.V.  Version 0 rescaled O after that wait; in the H200 SASS ptxas
- * hoisted the WARPGROUP.DEPBAR (wait_group 0) above the whole softmax to
- * interleave O's 64 FMULs with the EX2s, which serialised softmax and P.V:
- * the overlap paid its register cost and gained nothing. */
-template <int DT, int D, bool OVL, int V = 0>
-GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar, long long total, int wg,
-                        int flags) {
+/* A consumer warpgroup: per tile, S = Q K^T, wait, the softmax, O += P V,
+ * wait, release the stage; Q is released after the pair's last S. */
+template <int DT, int D>
+GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar, long long total, int wg) {
     using C = extend_wg_cfg<D>;
     constexpr int BN = C::BN, ST = C::STAGES;
-    /* The overlapped consumer releases tile g's stage only after it has waited
-     * for tile g + 1, which the producer signals after issuing tile g + 2 into
-     * the stage of tile g + 2 - STAGES: with 2 stages that is tile g's own
-     * stage, a cycle. */
-    static_assert(!OVL || ST >= 3, "the overlapped consumer needs >= 3 stages");
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
     const int row_lo = 64 * wg + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
     const uint32_t q_addr = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;
@@ -661,34 +446,6 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
     float s[BN / 2], o[D / 2];
     uint32_t pa[BN / 16][4];
     uint32_t g = 0, kq = 0;
-    /* Pingpong (overlapped variant only): each GEMM issue point is a turn; the
-     * turns alternate between the warpgroups, so one's softmax runs under the
-     * other's GEMMs.  Both warpgroups see the same items, hence the same turns.
-     * Warpgroup 1 hands warpgroup 0 the first turn (before the block's first
-     * item with tiles) and keeps its very last hand-over, so every named
-     * barrier phase completes and none is left half-arrived at exit.  (All of
-     * it stays inside the work loop: a barrier instruction after the loop makes
-     * ptxas drop the consumer branch's setmaxnreg budget and spill.) */
-    const bool pp = OVL && (flags & ATTN_WG_PINGPONG);
-    bool booted = false;
-    auto turn_begin = [&]() { /* immediate barrier ids: a register id makes ptxas reserve all 16 */
-        if (pp) {
-            if (wg == 0) named_bar_sync_imm<ATTN_WG_BAR_TURN>(256);
-            else named_bar_sync_imm<ATTN_WG_BAR_TURN + 1>(256);
-        }
-    };
-    auto turn_end = [&](bool keep) {
-        if (pp) {
-            if (wg == 0) named_bar_arrive_imm<ATTN_WG_BAR_TURN + 1>(256);
-            else if (!keep) named_bar_arrive_imm<ATTN_WG_BAR_TURN>(256);
-        }
-    };
-    /* Does a later pair of this block have tiles (so more turns follow)? */
-    auto more_turns = [&](long long w) {
-        for (long long x = w + gridDim.x; x < total; x += gridDim.x)
-            if (wg_work_at<BN>(p, x).ntiles > 0) return true;
-        return false;
-    };
 
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
         const wg_work k = wg_work_at<BN>(p, w);
@@ -708,115 +465,30 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
         auto need_mask = [&](int t0) {
             return t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) || (k.window >= 0 && t0 < qmax - k.window);
         };
-        if (!OVL) {
-            for (int j = 0; j < k.ntiles; j++, g++) {
-                const int sidx = (int)(g % ST), t0 = k.lo + j * BN;
-                mbar_wait(bar.full(sidx), (g / ST) & 1);
-                fence_proxy_async();
-                wg_pin(s);
-                wg_fence();
-                wg_qk<DT, D, BN>(s, q_addr, k_addr + sidx * C::KV_BYTES);
-                wg_commit();
-                wg_wait<0>();
-                wg_pin(s);
-                if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
-                float corr[2];
-                wg_softmax<BN, V>(s, st, corr, p, k, t0, need_mask(t0), q4);
-                wg_scale_o<D>(o, corr);
-                wg_pack_p<DT, BN>(pa, s);
-                wg_pin(o);
-                wg_pin(pa);
-                wg_fence();
-                wg_pv<DT, D, BN>(o, pa, v_addr + sidx * C::KV_BYTES);
-                wg_commit();
-                wg_wait<0>();
-                wg_pin(o);
-                wg_pin(pa);
-                wg_release(bar.empty(sidx), lane);
-            }
-        } else if (k.ntiles > 0) {
-            if (pp && wg == 1 && !booted) named_bar_arrive_imm<ATTN_WG_BAR_TURN>(256);
-            booted = true;
-            /* tile 0: S only */
-            int sidx = (int)(g % ST);
+        for (int j = 0; j < k.ntiles; j++, g++) {
+            const int sidx = (int)(g % ST), t0 = k.lo + j * BN;
             mbar_wait(bar.full(sidx), (g / ST) & 1);
             fence_proxy_async();
             wg_pin(s);
-            turn_begin();
             wg_fence();
             wg_qk<DT, D, BN>(s, q_addr, k_addr + sidx * C::KV_BYTES);
             wg_commit();
-            turn_end(false);
             wg_wait<0>();
             wg_pin(s);
-            if (k.ntiles == 1) wg_release(bar.q_empty(), lane);
+            if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN, V>(s, st, corr, p, k, k.lo, need_mask(k.lo), q4);
+            wg_softmax<BN>(s, st, corr, p, k, t0, need_mask(t0), q4);
+            wg_scale_o<D>(o, corr);
             wg_pack_p<DT, BN>(pa, s);
-            for (int j = 1; j < k.ntiles; j++) {
-                const int sprev = sidx, t0 = k.lo + j * BN;
-                const uint32_t gj = g + (uint32_t)j;
-                sidx = (int)(gj % ST);
-                mbar_wait(bar.full(sidx), (gj / ST) & 1);
-                fence_proxy_async();
-                wg_pin(s);
-                wg_pin(o);
-                wg_pin(pa);
-                turn_begin();
-                wg_fence();
-                wg_qk<DT, D, BN>(s, q_addr, k_addr + sidx * C::KV_BYTES);
-                wg_commit();
-                if (V >= 1) {
-                    /* O holds tiles < j - 1 (P.V of j - 2 has been waited for):
-                     * bring it to tile j - 1's max while S_j runs. */
-                    wg_scale_o<D>(o, corr);
-                    wg_pin(o);
-                    wg_fence(); /* O's registers were written: order them before the P.V wgmma */
-                }
-                wg_pv<DT, D, BN>(o, pa, v_addr + sprev * C::KV_BYTES);
-                wg_commit();
-                turn_end(false);
-                wg_wait<1>(); /* S_j (groups complete in order); P_{j-1} V_{j-1} may still run */
-                wg_pin(s);
-                if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
-                wg_softmax<BN, V>(s, st, corr, p, k, t0, need_mask(t0), q4);
-                if constexpr (V >= 1) {
-                    /* Keep the wait for P_{j-1} V_{j-1} behind the softmax in SASS too:
-                     * the wait sits under a branch on lane 0's row sums, which are
-                     * always >= 0 (sums of exp2 values times factors >= 0; a NaN
-                     * also passes), so ptxas cannot hoist it above the EX2s as it
-                     * did in version 0 (it scheduled the wait first to interleave
-                     * P's packing, whose registers the P.V in flight reads).  The
-                     * condition is warp-uniform (a broadcast): the .aligned wait
-                     * is executed by every thread or by none; the other arm
-                     * cannot happen, and traps rather than race if it ever did. */
-                    wg_pin(s);
-                    const float lsum = __shfl_sync(0xffffffffu, st.l[0] + st.l[1], 0);
-                    if (!(lsum < 0.f)) wg_wait<0>();
-                    else __trap();
-                } else {
-                    wg_wait<0>();
-                }
-                wg_pin(o);
-                wg_pin(pa);
-                wg_release(bar.empty(sprev), lane);
-                if (V == 0) wg_scale_o<D>(o, corr);
-                wg_pack_p<DT, BN>(pa, s);
-            }
-            if (V >= 1) wg_scale_o<D>(o, corr); /* to the last tile's max, before its P.V */
-            const bool last_turn = pp && wg == 1 && !more_turns(w);
             wg_pin(o);
             wg_pin(pa);
-            turn_begin();
             wg_fence();
             wg_pv<DT, D, BN>(o, pa, v_addr + sidx * C::KV_BYTES);
             wg_commit();
-            turn_end(last_turn);
             wg_wait<0>();
             wg_pin(o);
             wg_pin(pa);
             wg_release(bar.empty(sidx), lane);
-            g += (uint32_t)k.ntiles;
         }
         wg_store_o<DT, D>(p, k, o, st, row_lo, q4);
     }
@@ -825,14 +497,11 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
 #endif /* ATTN_HAVE_WGMMA */
 
 /* The kernels: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<D>::SMEM
- * bytes of dynamic shared memory (set by attn_wgmma_setup); flags:
- * ATTN_WG_PINGPONG.  V: 0 version 1, 1 version 2, 2 version 2 with the fused
- * save_kv_cache (p.save_k set; the producer's wg_load_kv_fused and
- * wg_save_tile; the consumers are version 2's), 3 version 2 with the TMA
- * producer (wg_tma_boxes; attn_extend_wgmma_tma_kernel, which has the maps). */
+ * bytes of dynamic shared memory (set by attn_wgmma_setup).  One body, the
+ * producer as a template parameter: attn_extend_wgmma_kernel gathers with
+ * cp.async, attn_extend_wgmma_tma_kernel takes page boxes by TMA. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int D, bool OVL, int V>
-GC_DEV void wg_kernel_body(const attn_fwd &p, int flags, const attn_kv_tmaps *tm) {
+template <int DT, int D, bool TMA> GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<D>;
     extern __shared__ __align__(16) uint8_t wg_smem_raw[];
     const uint32_t raw = wg_smem(wg_smem_raw);
@@ -853,39 +522,32 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, int flags, const attn_kv_tmaps *tm
     const long long total = (long long)(n > 0 ? n : 0) * p.hq;
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        if constexpr (V == 3) wg_producer_v2<D, false, true>(p, sm, bar, total, flags, tm);
-        else if constexpr (V == 2) wg_producer_v2<D, true>(p, sm, bar, total, flags);
-        else if constexpr (V == 1) wg_producer_v2<D>(p, sm, bar, total, flags);
-        else wg_producer<D>(p, sm, bar, total);
+        wg_producer<D, TMA>(p, sm, bar, total, tm);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, D, OVL, (V >= 1 ? 1 : 0)>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, flags);
+        wg_consumer<DT, D>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
     }
-    (void)tm;
 }
 #endif
 
-template <int DT, int D, bool OVL, int V = 0>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p, int flags) {
-    static_assert(V >= 0 && V <= 2, "V 3 is attn_extend_wgmma_tma_kernel");
+template <int DT, int D>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, D, OVL, V>(p, flags, nullptr);
+    wg_kernel_body<DT, D, false>(p, nullptr);
 #else
     (void)p;
-    (void)flags;
 #endif
 }
 
-/* Version 2 with the TMA producer: the pool's K and V tensor maps ride in
- * the parameters (__grid_constant__: the TMA reads them there). */
-template <int DT, int D, bool OVL>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p, int flags,
+/* The pool's K and V tensor maps ride in the parameters (__grid_constant__:
+ * the TMA reads them there). */
+template <int DT, int D>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p,
                                                                                  const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, D, OVL, 3>(p, flags, &tm);
+    wg_kernel_body<DT, D, true>(p, &tm);
 #else
     (void)p;
-    (void)flags;
     (void)tm;
 #endif
 }

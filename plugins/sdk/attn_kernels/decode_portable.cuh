@@ -1,6 +1,6 @@
 /*
  * decode_portable.cuh - paged split-KV decode on plain cores (CUDA and
- * HIP; the "simple" variant on CUDA).
+ * HIP: hip_attn's decode; cuda_attn's with the option kernel=portable).
  *
  * Grid: x = work item (request, KV split), y = kv head x head-block.  One
  * block serves HB q heads of one kv head, so with HB >= group size each KV

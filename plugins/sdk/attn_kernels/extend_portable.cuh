@@ -1,8 +1,9 @@
 /*
  * extend_portable.cuh - paged extend / prefill / cross attention on plain
- * cores (CUDA and HIP; the "simple" variant on CUDA).  Obviously correct
- * first: every score is masked by attn_visible, nothing is skipped but whole
- * tiles outside the item's KV range.
+ * cores (CUDA and HIP: hip_attn's extend; cuda_attn's with the option
+ * kernel=portable).  Obviously correct first: every score is masked by
+ * attn_visible, nothing is skipped but whole tiles outside the item's KV
+ * range.
  *
  * Grid: x = q head, y = work item (BM q rows of one request; the plan orders
  * items longest-first).  A KV tile of BN tokens is gathered through the page
