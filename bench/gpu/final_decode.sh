@@ -10,10 +10,11 @@ step() { echo; echo "### $* [$SECONDS s]"; }
 step "check: defaults, whole matrix"
 timeout 120 "$A" check --plugin cuda_attn --json > "$OUT/check_default.json" 2> "$OUT/check_default.log"
 echo "rc=$? $(tail -1 "$OUT/check_default.log")"
-step "check: portable kernels (the source hip_attn compiles)"
-SGL_ATTN_CUDA_KERNEL=simple timeout 60 "$A" check --plugin cuda_attn --json \
-  > "$OUT/check_simple.json" 2> "$OUT/check_simple.log"
-echo "rc=$? $(tail -1 "$OUT/check_simple.log")"
+step "check: portable kernels (the source hip_attn compiles; plugin option kernel=portable)"
+printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "portable"}}}\n' > "$OUT/conf_portable.json"
+timeout 60 "$A" check --plugin cuda_attn --conf "$OUT/conf_portable.json" --json \
+  > "$OUT/check_portable.json" 2> "$OUT/check_portable.log"
+echo "rc=$? $(tail -1 "$OUT/check_portable.log")"
 step "graph capture and replay"
 timeout 60 build/tests/test_cuda_graph > "$OUT/graph_test.log" 2>&1; echo "rc=$? $(tail -2 "$OUT/graph_test.log" | tr '\n' ' ')"
 step "compute-sanitizer on the quick matrix (defaults)"

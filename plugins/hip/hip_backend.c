@@ -1,11 +1,12 @@
 /*
  * hip_backend.c - a hip_attn instance: one device allocation carved by
- * cuda_attn's sizing (work lists, split buffers, counters), device-side
+ * the shared sizing (attn_kernels/sizing.h: work lists, split buffers,
+ * counters), device-side
  * planning in init_forward_metadata (the shared plan kernels), and the
  * forwards (save-KV, then the portable decode / extend kernels) on the
  * batch's stream.  The forward path checks, fills a parameter struct and
  * launches: nothing allocated, nothing waited for.  Same flow as
- * cuda_attn's simple variant, over the HIP runtime.
+ * cuda_attn with the option kernel=portable, over the HIP runtime.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -25,11 +26,11 @@ typedef struct ha_backend {
     int dtype;             /* ATTN_DT_* */
     uint32_t dt_bit;
     int32_t hq, hkv, group, head_dim, model_window;
-    ca_sizing sz;
+    attn_sizing sz;
     void *dev_mem;
     int planned_mode;
     int32_t planned_bs, planned_tokens, grid_items, r2t_rows, r2t_cols;
-    int has_dplan[CA_DPLAN_COUNT], has_eplan[CA_EPLAN_COUNT];
+    int has_dplan[ATTN_DPLAN_COUNT], has_eplan[ATTN_EPLAN_COUNT];
     char err[HA_ERR_MAX];
 } ha_backend;
 
@@ -139,8 +140,8 @@ static int hb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     memset(b->has_eplan, 0, sizeof b->has_eplan);
     int ce = 0;
     if (mode == SGL_ATTN_MODE_DECODE) {
-        for (int set = 0; set < CA_DPLAN_COUNT && !ce; set++) {
-            if ((set == CA_DPLAN_WINDOW && b->model_window < 0) || (set == CA_DPLAN_CROSS && !bt->encoder_lens))
+        for (int set = 0; set < ATTN_DPLAN_COUNT && !ce; set++) {
+            if ((set == ATTN_DPLAN_WINDOW && b->model_window < 0) || (set == ATTN_DPLAN_CROSS && !bt->encoder_lens))
                 continue;
             attn_decode_plan pl;
             memset(&pl, 0, sizeof pl);
@@ -151,29 +152,29 @@ static int hb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
             pl.target_items = b->sz.decode_target_items;
             pl.min_chunk = b->sz.decode_min_chunk;
             pl.chunk_align = b->sz.decode_chunk_align;
-            pl.window = set == CA_DPLAN_WINDOW ? b->model_window : -1;
-            pl.cross = set == CA_DPLAN_CROSS;
+            pl.window = set == ATTN_DPLAN_WINDOW ? b->model_window : -1;
+            pl.cross = set == ATTN_DPLAN_CROSS;
             pl.counters = (int32_t *)dev_at(b, b->sz.off_counters);
             pl.counters_per_req = b->sz.counters_per_req;
             ce = attn_launch_plan_decode(&in, &pl, bt->stream);
             b->has_dplan[set] = 1;
         }
-        b->grid_items = ca_decode_grid_items(&b->sz, bs);
+        b->grid_items = attn_decode_grid_items(&b->sz, bs);
     } else {
-        for (int set = 0; set < CA_EPLAN_COUNT && !ce; set++) {
-            if (set == CA_EPLAN_CROSS && !bt->encoder_lens) continue;
+        for (int set = 0; set < ATTN_EPLAN_COUNT && !ce; set++) {
+            if (set == ATTN_EPLAN_CROSS && !bt->encoder_lens) continue;
             attn_extend_plan pl;
             memset(&pl, 0, sizeof pl);
             pl.items = (attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
-            pl.num_items = num_items_ptr(b, CA_DPLAN_COUNT + set);
+            pl.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);
             pl.max_items = b->sz.extend_max_items;
             pl.block_m = b->sz.extend_block_m;
             pl.block_n = b->sz.extend_block_n;
-            pl.cross = set == CA_EPLAN_CROSS;
+            pl.cross = set == ATTN_EPLAN_CROSS;
             ce = attn_launch_plan_extend(&in, &pl, bt->stream);
             b->has_eplan[set] = 1;
         }
-        b->grid_items = ca_extend_grid_items(&b->sz, bs, tokens);
+        b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
     }
     if (ce) {
         ha_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
@@ -210,7 +211,7 @@ static int forward_setup(ha_backend *b, const sgl_attn_forward_args *a, int mode
                  L->layer_id);
         return SGL_ATTN_E_INVALID;
     }
-    if (L->is_cross && !(mode == SGL_ATTN_MODE_DECODE ? b->has_dplan[CA_DPLAN_CROSS] : b->has_eplan[CA_EPLAN_CROSS])) {
+    if (L->is_cross && !(mode == SGL_ATTN_MODE_DECODE ? b->has_dplan[ATTN_DPLAN_CROSS] : b->has_eplan[ATTN_EPLAN_CROSS])) {
         snprintf(b->err, sizeof b->err, "%s: layer %d is cross attention but the batch had no encoder_lens", call,
                  L->layer_id);
         return SGL_ATTN_E_STATE;
@@ -307,13 +308,13 @@ static int hb_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p);
     if (rc || b->planned_tokens == 0) return rc;
     const sgl_attn_layer *L = a->layer;
-    int set = CA_DPLAN_FULL;
-    if (L->is_cross) set = CA_DPLAN_CROSS;
-    else if (L->sliding_window >= 0 && L->sliding_window == b->model_window && b->has_dplan[CA_DPLAN_WINDOW])
-        set = CA_DPLAN_WINDOW;
+    int set = ATTN_DPLAN_FULL;
+    if (L->is_cross) set = ATTN_DPLAN_CROSS;
+    else if (L->sliding_window >= 0 && L->sliding_window == b->model_window && b->has_dplan[ATTN_DPLAN_WINDOW])
+        set = ATTN_DPLAN_WINDOW;
     p.ditems = (const attn_decode_item *)dev_at(b, b->sz.off_ditems[set]);
     p.num_items = num_items_ptr(b, set);
-    int ce = attn_launch_decode_simple(b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
+    int ce = attn_launch_decode_portable(b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
     if (ce) {
         ha_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
@@ -326,10 +327,10 @@ static int hb_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     attn_fwd p;
     int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p);
     if (rc || b->planned_tokens == 0) return rc;
-    const int set = a->layer->is_cross ? CA_EPLAN_CROSS : CA_EPLAN_SELF;
+    const int set = a->layer->is_cross ? ATTN_EPLAN_CROSS : ATTN_EPLAN_SELF;
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
-    p.num_items = num_items_ptr(b, CA_DPLAN_COUNT + set);
-    int ce = attn_launch_extend_simple(b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
+    p.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);
+    int ce = attn_launch_extend_portable(b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
     if (ce) {
         ha_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
@@ -391,9 +392,9 @@ int ha_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->group = b->hq / b->hkv;
     b->head_dim = m->head_dim_qk;
     b->model_window = m->sliding_window;
-    attn_tiles tiles = attn_variant_tiles(ATTN_VARIANT_SIMPLE, b->head_dim, b->group);
-    rc = ca_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim, &tiles,
-                           dev.cu_count, HA_DECODE_BLOCKS_PER_CU, err, err_size);
+    attn_tiles tiles = attn_portable_tiles(b->group);
+    rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim, &tiles,
+                             dev.cu_count, HA_DECODE_BLOCKS_PER_CU, err, err_size);
     if (rc) {
         free(b);
         return rc;

@@ -2,16 +2,16 @@
  * hip_internal.h - how the parts of the hip_attn plugin fit together.
  *
  *   hip_launch.hip   launchers of the kernels shared with cuda_attn
- *                    (plugins/cuda/mha/kern_*.cuh over gpu_compat.h): plan,
+ *                    (plugins/sdk/attn_kernels/, over gpu_compat.h): plan,
  *                    save-KV, portable split-KV decode, portable extend
  *   hip_runtime.c    HIP error text, device query, device_ops
  *   hip_check.c      tensor / batch / model checks with messages
  *   hip_backend.c    create, metadata (device-side plan), forwards
  *   hip_plugin.c     descriptor, entry, probe
  *
- * Sizing (tiles, work-list buffers, grid bounds) is cuda_attn's pure C
- * (plugins/cuda/mha/cuda_attn_sizing.c), linked in, so both plugins plan
- * identically for the shared kernels.  Built by hipcc for gfx90a, gfx940 and
+ * Sizing (tiles, work-list buffers, grid bounds) is the shared kernels' pure
+ * C (plugins/sdk/attn_kernels/sizing.c), linked in, so both plugins plan
+ * identically for them.  Built by hipcc for gfx90a, gfx940 and
  * gfx1030 only; not yet run on AMD hardware (docs/platforms.md).
  */
 #ifndef SGL_HIP_INTERNAL_H
@@ -20,7 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_attn.h" /* attn_params.h, attn_launch.h, ca_sizing (pure C) */
+#include "attn_kernels/portable_launch.h"
+#include "attn_kernels/sizing.h"
 #include "sgl_attn_abi.h"
 
 #define HA_NAME "hip_attn"

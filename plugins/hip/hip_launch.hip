@@ -1,13 +1,15 @@
 /* hip_launch.hip - HIP launchers of the kernels shared with cuda_attn
- * (plugins/cuda/mha/kern_*.cuh over gpu_compat.h): the plan and save-KV
- * kernels and the portable ("simple") decode and extend.  The same C
- * interface as cuda_attn's launchers (attn_launch.h); each returns a
- * hipError_t as int, allocates nothing and never waits. */
-#include "attn_launch.h"
-#include "kern_decode_portable.cuh"
-#include "kern_extend_portable.cuh"
-#include "kern_plan.cuh"
-#include "kern_savekv.cuh"
+ * (plugins/sdk/attn_kernels/, over gpu_compat.h): the plan and save-KV
+ * kernels and the portable decode and extend, with the signatures of
+ * attn_kernels/portable_launch.h (cuda_attn's twin: plugins/cuda/mha/
+ * portable.cu).  Each returns a hipError_t as int, allocates nothing and
+ * never waits. */
+#include "attn_kernels/decode_portable.cuh"
+#include "attn_kernels/extend_portable.cuh"
+#include "attn_kernels/plan.cuh"
+#include "attn_kernels/portable_launch.h"
+#include "attn_kernels/save_kv.cuh"
+#include "attn_kernels/sizing.h"
 
 extern "C" int attn_launch_plan_decode(const attn_plan_in *in, const attn_decode_plan *pl, void *stream) {
     hipLaunchKernelGGL(attn_plan_decode_kernel, dim3(1), dim3(ATTN_PLAN_THREADS), 0, (hipStream_t)stream, *in, *pl);
@@ -28,9 +30,8 @@ extern "C" int attn_launch_save_kv(const attn_save *s, void *stream) {
     return (int)hipGetLastError();
 }
 
-template <int DT, int D>
-static int decode_simple(const attn_fwd *p, int grid_items, hipStream_t st) {
-    const int hb = p->group == 1 ? 1 : 4; /* attn_variant_tiles(SIMPLE).decode_heads_per_block */
+template <int DT, int D> static int decode_portable(const attn_fwd *p, int grid_items, hipStream_t st) {
+    const int hb = attn_portable_decode_heads(p->group);
     dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * ((p->group + hb - 1) / hb)));
     if (hb == 1)
         hipLaunchKernelGGL((attn_decode_portable_kernel<DT, D, 1>), grid, dim3(ATTN_PD_THREADS), 0, st, *p);
@@ -39,33 +40,18 @@ static int decode_simple(const attn_fwd *p, int grid_items, hipStream_t st) {
     return (int)hipGetLastError();
 }
 
-template <int DT, int D>
-static int extend_simple(const attn_fwd *p, int grid_items, hipStream_t st) {
+template <int DT, int D> static int extend_portable(const attn_fwd *p, int grid_items, hipStream_t st) {
     dim3 grid((unsigned)p->hq, (unsigned)grid_items);
     hipLaunchKernelGGL((attn_extend_portable_kernel<DT, D>), grid, dim3(ATTN_PE_THREADS), 0, st, *p);
     return (int)hipGetLastError();
 }
 
-#define HIP_DISPATCH(fn, dtype, d, ...)                         \
-    do {                                                        \
-        if (dtype == ATTN_DT_BF16) {                            \
-            if (d == 64) return fn<GC_BF16, 64>(__VA_ARGS__);   \
-            if (d == 128) return fn<GC_BF16, 128>(__VA_ARGS__); \
-            if (d == 256) return fn<GC_BF16, 256>(__VA_ARGS__); \
-        } else {                                                \
-            if (d == 64) return fn<GC_F16, 64>(__VA_ARGS__);    \
-            if (d == 128) return fn<GC_F16, 128>(__VA_ARGS__);  \
-            if (d == 256) return fn<GC_F16, 256>(__VA_ARGS__);  \
-        }                                                       \
-        return (int)hipErrorInvalidValue;                       \
-    } while (0)
-
-extern "C" int attn_launch_decode_simple(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+extern "C" int attn_launch_decode_portable(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
-    HIP_DISPATCH(decode_simple, dtype, d, p, grid_items, (hipStream_t)stream);
+    ATTN_DISPATCH(hipErrorInvalidValue, decode_portable, dtype, d, p, grid_items, (hipStream_t)stream);
 }
 
-extern "C" int attn_launch_extend_simple(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+extern "C" int attn_launch_extend_portable(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
-    HIP_DISPATCH(extend_simple, dtype, d, p, grid_items, (hipStream_t)stream);
+    ATTN_DISPATCH(hipErrorInvalidValue, extend_portable, dtype, d, p, grid_items, (hipStream_t)stream);
 }

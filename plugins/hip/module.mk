@@ -1,6 +1,6 @@
 # plugins/hip - the hip_attn plugin: AMD GPUs through the HIP runtime, with the
-# decode/extend kernels shared with cuda_attn (plugins/cuda/mha/kern_*.cuh over
-# plugins/cuda/common/gpu_compat.h) and cuda_attn's pure-C sizing.
+# kernels and the pure-C sizing shared with cuda_attn (plugins/sdk/attn_kernels/,
+# written over plugins/cuda/common/gpu_compat.h).
 # `make hip` builds the plugin and its test alone; without hipcc both are
 # skipped with the reason.
 #
@@ -12,8 +12,9 @@ HIP_ARCHS := gfx90a gfx940 gfx1030
 HIP_SO := $(PLUGDIR)/hip_attn.so
 HIP_C := hip_plugin.c hip_backend.c hip_check.c hip_runtime.c
 HIP_OBJS := $(addprefix $(OBJDIR)/plugins/hip/,$(HIP_C:.c=.o)) $(OBJDIR)/plugins/hip/hip_launch.hip.o \
-            $(OBJDIR)/plugins/cuda/mha/cuda_attn_sizing.o
-HIP_INC := -Iabi -Ihost -Iplugins/cuda/common -Iplugins/cuda/mha
+            $(OBJDIR)/plugins/sdk/attn_kernels/sizing.o
+# gpu_compat.h from plugins/cuda/common; everything else shared from plugins/sdk.
+HIP_INC := -Iabi -Ihost -Iplugins/cuda/common -Iplugins/sdk
 
 ifneq ($(HIPCC),)
 HIPCC_FLAGS := -std=c++17 -O3 $(addprefix --offload-arch=,$(HIP_ARCHS)) -fPIC -fvisibility=hidden \

@@ -1,8 +1,8 @@
 /* test_cuda_attn_load.c - the built cuda_attn.so as a host sees it: it loads
  * (also with no driver), exports only the entry, negotiates, describes itself
  * truthfully, and its probe either reports a usable SM 8.0+ device or says
- * why not in the CUDA runtime's words; create refuses what it cannot serve
- * before touching a device. */
+ * why not in the CUDA runtime's words; create refuses what it cannot serve,
+ * and an unknown value of its option, before touching a device. */
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +21,13 @@ static const sgl_attn_plugin *plugin;
 static const char *no_option(void *ctx, const char *p, const char *k) {
     (void)ctx, (void)p, (void)k;
     return NULL;
+}
+
+/* A host whose conf sets plugin_options.cuda_attn.kernel = g_kernel. */
+static const char *g_kernel;
+static const char *kernel_option(void *ctx, const char *p, const char *k) {
+    (void)ctx;
+    return p && k && !strcmp(p, "cuda_attn") && !strcmp(k, "kernel") ? g_kernel : NULL;
 }
 
 static int setup(void **state) {
@@ -151,11 +158,66 @@ static void test_create_refusals(void **state) {
     }
 }
 
+/* The option is read from the creating host at create: an unknown value is
+ * refused, naming it and the accepted ones, on any machine. */
+static void test_create_option(void **state) {
+    (void)state;
+    char err[512];
+    sgl_attn_model m = model();
+    sgl_attn_host_api h;
+    memset(&h, 0, sizeof h);
+    h.struct_size = sizeof h;
+    h.abi_major = SGL_ATTN_ABI_MAJOR;
+    h.abi_minor_max = SGL_ATTN_ABI_MINOR;
+    h.get_option = kernel_option;
+    sgl_attn_create_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.model = &m;
+    a.max_reqs = 4;
+    a.max_tokens = 64;
+    a.max_context = 256;
+    a.error = err;
+    a.error_size = sizeof err;
+    a.host = &h;
+    const char *bad[] = {"fast", "simple", "wgmma"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        sgl_attn_backend *b = (sgl_attn_backend *)0x1;
+        g_kernel = bad[i];
+        err[0] = 0;
+        assert_int_equal(plugin->create(&a, &b), SGL_ATTN_E_INVALID);
+        assert_null(b);
+        assert_non_null(strstr(err, "cuda_attn.kernel"));
+        assert_non_null(strstr(err, bad[i]));
+        assert_non_null(strstr(err, "expected auto, mma or portable"));
+    }
+    /* accepted values get past the option: with no device, to the device's refusal */
+    sgl_attn_caps c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    plugin->probe(0, &c);
+    const char *good[] = {"auto", "mma", "portable"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        sgl_attn_backend *b = NULL;
+        g_kernel = good[i];
+        err[0] = 0;
+        const int rc = plugin->create(&a, &b);
+        if (!c.available) {
+            assert_true(rc == SGL_ATTN_E_DEVICE || rc == SGL_ATTN_E_NOT_FOUND);
+            assert_null(strstr(err, "cuda_attn.kernel"));
+        } else {
+            assert_int_equal(rc, SGL_ATTN_OK);
+            b->ops->destroy(b);
+        }
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_descriptor),
         cmocka_unit_test(test_probe),
         cmocka_unit_test(test_create_refusals),
+        cmocka_unit_test(test_create_option),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

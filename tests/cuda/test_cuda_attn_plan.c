@@ -1,6 +1,7 @@
 /* test_cuda_attn_plan.c - the pure-C parts of cuda_attn, no GPU needed:
- * buffer sizing and grid bounds against the split arithmetic the plan kernel
- * uses (random lengths), variant names, tensor and model checks. */
+ * buffer sizing and grid bounds (attn_kernels/sizing.c, shared with hip_attn)
+ * against the split arithmetic the plan kernel uses (random lengths), the
+ * kernel option and which kernels run where, tensor and model checks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,7 +12,8 @@
 
 #include <cmocka.h>
 
-#include "attn_plan_math.h"
+#include "attn_kernels/plan_math.h"
+#include "attn_kernels/sizing.h"
 #include "cuda_attn.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -22,20 +24,28 @@ static uint32_t rnd(uint32_t n) { /* xorshift64*, [0, n) */
     return (uint32_t)((rng_state * 0x2545f4914f6cdd1dull) >> 33) % n;
 }
 
+/* The tiles of a random kernel choice (portable, mma or wgmma) for (d, group). */
+static attn_tiles random_tiles(int d, int group) {
+    attn_kernels k;
+    memset(&k, 0, sizeof k);
+    ca_choose_kernels((int)rnd(CA_KERNEL_COUNT_), (int)rnd(2), d, group, &k);
+    k.head_dim = d;
+    return attn_kernel_tiles(&k, group);
+}
+
 /* The decode plan's item and part counts stay under the buffers and the grid
  * bound for any lengths. */
 static void test_decode_bounds_random(void **state) {
     (void)state;
     for (int trial = 0; trial < 2000; trial++) {
-        const int variant = (int)rnd(3);
         const int hkv = 1 << rnd(5), group = 1 + (int)rnd(16), hq = hkv * group;
         const int d = 64 << rnd(3);
         const int max_reqs = 1 + (int)rnd(512), max_ctx = 1 + (int)rnd(200000);
         const int sms = 1 + (int)rnd(160);
-        attn_tiles t = attn_variant_tiles(variant, d, group);
-        ca_sizing s;
+        attn_tiles t = random_tiles(d, group);
+        attn_sizing s;
         char err[256];
-        assert_int_equal(ca_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms, 4, err, sizeof err), 0);
+        assert_int_equal(attn_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms, 4, err, sizeof err), 0);
         const int bs = 1 + (int)rnd((uint32_t)max_reqs);
         int64_t lens[512], total = 0;
         for (int i = 0; i < bs; i++) {
@@ -53,7 +63,7 @@ static void test_decode_bounds_random(void **state) {
             items += n;
             if (n > 1) parts += n;
         }
-        assert_true(items <= ca_decode_grid_items(&s, bs));
+        assert_true(items <= attn_decode_grid_items(&s, bs));
         assert_true(items <= s.decode_max_items);
         assert_true(parts <= s.decode_max_parts);
         /* every decode launch's grid.y fits the counters of a request */
@@ -64,12 +74,12 @@ static void test_decode_bounds_random(void **state) {
 static void test_extend_bounds_random(void **state) {
     (void)state;
     for (int trial = 0; trial < 2000; trial++) {
-        const int variant = (int)rnd(3), d = 64 << rnd(3);
-        attn_tiles t = attn_variant_tiles(variant, d, 1 + (int)rnd(8));
+        const int d = 64 << rnd(3);
+        attn_tiles t = random_tiles(d, 1 + (int)rnd(8));
         const int max_reqs = 1 + (int)rnd(256), max_tokens = 1 + (int)rnd(32768);
-        ca_sizing s;
+        attn_sizing s;
         char err[256];
-        assert_int_equal(ca_sizing_compute(&s, max_reqs, max_tokens, 65536, 8, 8, d, &t, 132, 4, err, sizeof err), 0);
+        assert_int_equal(attn_sizing_compute(&s, max_reqs, max_tokens, 65536, 8, 8, d, &t, 132, 4, err, sizeof err), 0);
         const int bs = 1 + (int)rnd((uint32_t)max_reqs);
         int64_t tokens = 0, items = 0;
         for (int i = 0; i < bs; i++) {
@@ -80,7 +90,7 @@ static void test_extend_bounds_random(void **state) {
             items += (e + s.extend_block_m - 1) / s.extend_block_m;
         }
         assert_true(tokens <= max_tokens);
-        assert_true(items <= ca_extend_grid_items(&s, bs, (int32_t)tokens));
+        assert_true(items <= attn_extend_grid_items(&s, bs, (int32_t)tokens));
         assert_true(items <= s.extend_max_items);
     }
 }
@@ -89,12 +99,12 @@ static void test_extend_bounds_random(void **state) {
 static void test_layout(void **state) {
     (void)state;
     for (int trial = 0; trial < 200; trial++) {
-        attn_tiles t = attn_variant_tiles((int)rnd(3), 128, 4);
-        ca_sizing s;
+        attn_tiles t = random_tiles(128, 4);
+        attn_sizing s;
         char err[256];
         const int hkv = 1 + (int)rnd(16);
-        assert_int_equal(ca_sizing_compute(&s, 1 + (int)rnd(1000), 1 + (int)rnd(20000), 1 + (int)rnd(100000),
-                                           hkv * 4, hkv, 128, &t, 132, 4, err, sizeof err), 0);
+        assert_int_equal(attn_sizing_compute(&s, 1 + (int)rnd(1000), 1 + (int)rnd(20000), 1 + (int)rnd(100000),
+                                             hkv * 4, hkv, 128, &t, 132, 4, err, sizeof err), 0);
         size_t starts[] = {s.off_ditems[0], s.off_ditems[1], s.off_ditems[2], s.off_eitems[0], s.off_eitems[1],
                            s.off_num, s.off_part_o, s.off_part_lse, s.off_counters, s.total_bytes};
         size_t sizes[] = {s.decode_max_items * sizeof(attn_decode_item), s.decode_max_items * sizeof(attn_decode_item),
@@ -111,21 +121,81 @@ static void test_layout(void **state) {
 
 static void test_sizing_refuses(void **state) {
     (void)state;
-    attn_tiles t = attn_variant_tiles(ATTN_VARIANT_MMA, 128, 4);
-    ca_sizing s;
+    attn_tiles t = attn_portable_tiles(4);
+    attn_sizing s;
     char err[256];
-    assert_int_equal(ca_sizing_compute(&s, 0, 16, 16, 8, 2, 128, &t, 132, 4, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_int_equal(attn_sizing_compute(&s, 0, 16, 16, 8, 2, 128, &t, 132, 4, err, sizeof err), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "max_reqs 0"));
-    assert_int_equal(ca_sizing_compute(&s, 4, 16, 16, 6, 4, 128, &t, 132, 4, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_int_equal(attn_sizing_compute(&s, 4, 16, 16, 6, 4, 128, &t, 132, 4, err, sizeof err), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "num_q_heads 6"));
 }
 
-static void test_variants(void **state) {
+/* The option's values, and an unknown one refused with the accepted list. */
+static void test_kernel_option(void **state) {
     (void)state;
-    for (int v = 0; v < ATTN_VARIANT_COUNT_; v++) assert_int_equal(ca_variant_parse(ca_variant_name(v)), v);
-    assert_int_equal(ca_variant_parse("auto"), -1);
-    assert_int_equal(ca_variant_parse(NULL), -1);
-    assert_int_equal(ca_variant_parse("fast"), -2);
+    char err[256] = "";
+    int o = -7;
+    for (int v = 0; v < CA_KERNEL_COUNT_; v++) {
+        assert_int_equal(ca_kernel_option_parse(ca_kernel_option_name(v), &o, err, sizeof err), 0);
+        assert_int_equal(o, v);
+    }
+    assert_int_equal(ca_kernel_option_parse(NULL, &o, err, sizeof err), 0);
+    assert_int_equal(o, CA_KERNEL_AUTO);
+    assert_int_equal(ca_kernel_option_parse("", &o, err, sizeof err), 0);
+    assert_int_equal(o, CA_KERNEL_AUTO);
+    const char *bad[] = {"fast", "simple", "wgmma", "MMA", "mma "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(ca_kernel_option_parse(bad[i], &o, err, sizeof err), -1);
+        assert_non_null(strstr(err, bad[i]));
+        assert_non_null(strstr(err, "expected auto, mma or portable"));
+    }
+}
+
+/* Which kernels run where (cuda_attn_choice.c's rules, written out here). */
+static void test_kernel_choice(void **state) {
+    (void)state;
+    static const struct {
+        int option, image, d, group, extend, decode;
+    } rows[] = {
+        {CA_KERNEL_AUTO, 1, 128, 4, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 128, 1, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 128, 8, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 128, 9, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_AUTO, 1, 128, 16, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_AUTO, 1, 64, 4, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 256, 4, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_AUTO, 0, 128, 4, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 0, 64, 12, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_MMA, 1, 128, 4, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_MMA, 0, 64, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_PORTABLE, 1, 128, 4, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE},
+        {CA_KERNEL_PORTABLE, 0, 256, 16, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        attn_kernels k;
+        memset(&k, 0, sizeof k);
+        ca_choose_kernels(rows[i].option, rows[i].image, rows[i].d, rows[i].group, &k);
+        assert_int_equal(k.extend, rows[i].extend);
+        assert_int_equal(k.decode, rows[i].decode);
+    }
+    /* the tiles each plans with */
+    attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1};
+    attn_tiles t = attn_kernel_tiles(&k, 4);
+    assert_int_equal(t.extend_block_m, 128);
+    assert_int_equal(t.extend_block_n, 128);
+    assert_int_equal(t.decode_heads_per_block, 16);
+    assert_int_equal(t.decode_chunk_align, 64);
+    k.extend = ATTN_EXTEND_MMA, k.decode = ATTN_DECODE_MMA, k.head_dim = 256;
+    t = attn_kernel_tiles(&k, 4);
+    assert_int_equal(t.extend_block_m, 64);
+    assert_int_equal(t.extend_block_n, 32);
+    k.head_dim = 64;
+    assert_int_equal(attn_kernel_tiles(&k, 4).extend_block_n, 64);
+    k.extend = ATTN_EXTEND_PORTABLE, k.decode = ATTN_DECODE_PORTABLE;
+    assert_int_equal(attn_kernel_tiles(&k, 1).decode_heads_per_block, 1);
+    assert_int_equal(attn_kernel_tiles(&k, 4).decode_heads_per_block, 4);
+    assert_int_equal(attn_kernel_tiles(&k, 4).extend_block_m, 16);
 }
 
 static sgl_attn_model good_model(void) {
@@ -243,8 +313,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_variants),             cmocka_unit_test(test_model_check),
-        cmocka_unit_test(test_tensor_checks),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,7 @@
 /* test_cuda_graph.c - cuda_attn under CUDA-graph capture and replay (GPU only;
- * skipped with the probe's reason elsewhere).  For each kernel variant:
+ * skipped with the probe's reason elsewhere).  For each value of the option
+ * kernel (auto: the register-fed decode; mma: the mma decode; portable: the
+ * kernels hip_attn shares), given through the creating host's get_option:
  * plan + decode directly and check against a float64 reference; then
  * init_graph_state, the capture hook, capture forward_decode into a graph,
  * change the lengths in the device tensors, run the replay hook and replay:
@@ -24,6 +26,24 @@ enum { BS = 5, HQ = 8, HKV = 2, D = 128, MAXCTX = 640, PAGE = 16, SLOTS = BS * M
 
 static void *handle;
 static const sgl_attn_plugin *plugin;
+
+/* The creating host: plugin_options.cuda_attn.kernel = g_kernel. */
+static const char *g_kernel;
+static const char *kernel_option(void *ctx, const char *p, const char *k) {
+    (void)ctx;
+    return p && k && !strcmp(p, "cuda_attn") && !strcmp(k, "kernel") ? g_kernel : NULL;
+}
+/* The plugin's log lines (create names the kernels it chose). */
+static void host_log(void *ctx, int level, const char *who, const char *fmt, ...) {
+    (void)ctx, (void)level;
+    va_list ap;
+    va_start(ap, fmt);
+    printf("[%s] ", who ? who : "?");
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+}
+static sgl_attn_host_api g_host;
 
 static uint64_t rs = 0x2545f4914f6cdd1dull;
 static double urand(void) { /* [0, 1) */
@@ -51,14 +71,15 @@ static int setup(void **state) {
     handle = dlopen(CUDA_ATTN_SO, RTLD_NOW | RTLD_LOCAL);
     if (!handle) return -1;
     sgl_attn_plugin_entry_fn entry = (sgl_attn_plugin_entry_fn)dlsym(handle, SGL_ATTN_PLUGIN_ENTRY_SYMBOL);
-    static sgl_attn_host_api api;
-    api.struct_size = sizeof api;
-    api.abi_major = SGL_ATTN_ABI_MAJOR;
-    api.abi_minor_max = SGL_ATTN_ABI_MINOR;
+    g_host.struct_size = sizeof g_host;
+    g_host.abi_major = SGL_ATTN_ABI_MAJOR;
+    g_host.abi_minor_max = SGL_ATTN_ABI_MINOR;
+    g_host.get_option = kernel_option;
+    g_host.log = host_log;
     sgl_attn_plugin_answer ans;
     memset(&ans, 0, sizeof ans);
     ans.struct_size = sizeof ans;
-    if (!entry || entry(&api, &ans)) return -1;
+    if (!entry || entry(&g_host, &ans)) return -1;
     plugin = ans.plugin;
     return 0;
 }
@@ -127,8 +148,8 @@ static double nmse(const uint16_t *got, const double *ref, size_t n) {
     return num / den;
 }
 
-static void run_variant(const char *variant) {
-    setenv("SGL_ATTN_CUDA_KERNEL", variant, 1);
+static void run_kernel(const char *kernel) {
+    g_kernel = kernel;
     const size_t nq = (size_t)BS * HQ * D, nkv = (size_t)SLOTS * HKV * D;
     uint16_t *q = malloc(nq * 2), *kc = malloc(nkv * 2), *vc = malloc(nkv * 2), *o1 = malloc(nq * 2),
              *o2 = malloc(nq * 2);
@@ -167,7 +188,7 @@ static void run_variant(const char *variant) {
     m.num_q_heads = HQ, m.num_kv_heads = HKV, m.head_dim_qk = m.head_dim_v = D;
     m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16, m.sliding_window = -1, m.num_layers = 1;
     char err[512] = "";
-    sgl_attn_create_args ca = {sizeof ca, &m, 0, BS, BS, MAXCTX, NULL, NULL, err, sizeof err, NULL};
+    sgl_attn_create_args ca = {sizeof ca, &m, 0, BS, BS, MAXCTX, NULL, NULL, err, sizeof err, &g_host};
     sgl_attn_backend *be = NULL;
     int rc = plugin->create(&ca, &be);
     if (rc) fprintf(stderr, "create: %s\n", err);
@@ -202,7 +223,7 @@ static void run_variant(const char *variant) {
     CK(plugin->device_ops->copy_to_host(0, o1, to.p, nq * 2));
     ref_decode(q, kc, vc, r2t, lens, rows, ly.sm_scale, ref);
     double e1 = nmse(o1, ref, nq);
-    printf("%s direct decode: nmse %.3g\n", variant, e1);
+    printf("kernel=%s direct decode: nmse %.3g\n", kernel, e1);
     assert_true(e1 < 1e-4);
 
     /* capture */
@@ -228,7 +249,7 @@ static void run_variant(const char *variant) {
     CK(plugin->device_ops->copy_to_host(0, o2, to.p, nq * 2));
     ref_decode(q, kc, vc, r2t, lens, rows, ly.sm_scale, ref);
     double e2 = nmse(o2, ref, nq);
-    printf("%s graph replay: nmse %.3g\n", variant, e2);
+    printf("kernel=%s graph replay: nmse %.3g\n", kernel, e2);
     assert_true(e2 < 1e-4);
     /* the same batch directly: bit-identical */
     CK(be->ops->init_forward_metadata(be, &bt));
@@ -256,9 +277,9 @@ static void test_graph(void **state) {
         printf("SKIP graph capture test: no usable CUDA device (%s)\n", c.reason);
         skip();
     }
-    run_variant("simple");
-    run_variant("mma");
-    run_variant("wgmma");
+    run_kernel("auto");
+    run_kernel("mma");
+    run_kernel("portable");
 }
 
 int main(void) {

@@ -1,24 +1,22 @@
 /*
- * test_wgmma_primitives.cu - the sm_90a extend path of cuda_attn, block by
- * block, against host references on random data (fresh seed each run; pass
- * one as argv[1] to repeat).  Each block prints PASS/FAIL with its error, so
- * a first GPU run says which layer is wrong:
- *   1. one m64n64k16 SS wgmma per k-step (descriptor encoding, 128B swizzle,
- *      the +32 B k-step advance inside a swizzle row)
- *   2. a full S tile, S = Q K^T (kernel's wg_qk): d64/128 (n128), d256 (n64)
- *   3. the RS form O = P V (kernel's wg_pack_p + wg_pv: A fragments from
- *      registers, V MN-major through trans-b): d64/128/256
- *   4. the producer ring: the kernel's own producer gathers Q/K/V through a
- *      shuffled page table (pages 1 and 16) into the STAGES-deep ring over
+ * test_wgmma_primitives.cu - cuda_attn's sm_90a extend (extend_wgmma_sm90.cuh)
+ * block by block, against host references on random data (fresh seed each
+ * run; pass one as argv[1] to repeat).  Each block prints PASS/FAIL with its
+ * error, so a failing GPU run says which layer is wrong:
+ *   0. the kernels' attributes (the registers the setmaxnreg split assumes)
+ *   1. one m64n128k16 SS wgmma per k-step (descriptor encoding, 128B
+ *      swizzle, the +32 B k-step advance inside a swizzle row)
+ *   2. a full S tile, S = Q K^T (the kernel's wg_qk)
+ *   3. the RS form O = P V (the kernel's wg_pack_p + wg_pv: A fragments from
+ *      registers, V MN-major through trans-b)
+ *   4. the producer ring: the kernel's cp.async producer gathers Q/K/V through
+ *      a shuffled page table (pages 1 and 16) into the STAGES-deep ring over
  *      many items; consumers follow the kernel's barrier protocol and check
  *      every byte of every stage in place (swizzle, zero fill, phases, WAR)
- *   5. the whole kernel (plan kernel + attn_extend_wgmma_kernel: overlapped
- *      consumer with and without pingpong, plain consumer) against float64:
- *      causal with prefix, ragged, page 1/16, window, soft-cap, sinks, cross,
- *      GQA, fp16/bf16, d64/128/256, a small persistent grid; version 2 of
- *      the kernel (SGL_ATTN_WGMMA_V2=1: producer reading page-table words a
- *      tile ahead, branch-free masks, FA3's rescale order) at d128, and its
- *      producer in block 4
+ *   5. the whole kernel (plan kernel + attn_extend_wgmma_kernel) against
+ *      float64: causal with prefix, ragged, page 1/16, window, soft-cap,
+ *      sinks, cross, GQA, fp16/bf16, a small persistent grid
+ * The TMA producer's kernel runs in `attnctl check` (pages of 16 and 64).
  * Exit status: 0 all passed (or no SM 9.0 device: SKIP), 1 a failure,
  * 2 a CUDA error.  Needs the sm_90a build (tests/cuda/wgmma.mk).
  */
@@ -34,8 +32,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "kern_extend_wgmma.cuh"
-#include "kern_plan.cuh"
+#include "attn_kernels/plan.cuh"
+#include "extend_wgmma_sm90.cuh"
 
 /* ------------------------------------------------------------------ host side */
 
@@ -142,31 +140,32 @@ __device__ __forceinline__ void t_acc_pos(int v, int &r, int &c) {
     c = 8 * j + 2 * (lane & 3) + (i & 1);
 }
 
-/* 1: A 64x64, B 64x64 (N x K), both K-major sw128; D[kk] = A[:, 16kk..] B[:, 16kk..]^T. */
+/* 1: A 64x64 (M x K), B 128x64 (N x K), both K-major sw128;
+ * D[kk] = A[:, 16kk..] B[:, 16kk..]^T (64 x 128). */
 template <int DT> __global__ void t1_kernel(const uint16_t *A, const uint16_t *B, float *D) {
 #if defined(ATTN_HAVE_WGMMA)
     extern __shared__ uint8_t raw[];
     uint8_t *sa = t_smem_1k(raw), *sb = sa + 64 * 64 * 2;
     t_stage<64, 64>(sa, A);
-    t_stage<64, 64>(sb, B);
+    t_stage<128, 64>(sb, B);
     fence_proxy_async();
     __syncthreads();
     for (int kk = 0; kk < 4; kk++) {
-        float d[32];
+        float d[64];
 #pragma unroll
-        for (int i = 0; i < 32; i++) d[i] = 0.f;
+        for (int i = 0; i < 64; i++) d[i] = 0.f;
         wg_pin(d);
         wg_fence();
-        wg_mma_ss<DT, 64, 0>(d, wg_desc_add(wg_desc_k(wg_smem(sa)), kk * 32), wg_desc_add(wg_desc_k(wg_smem(sb)), kk * 32),
-                             0);
+        wg_mma_ss<DT, 128, 0>(d, wg_desc_add(wg_desc_k(wg_smem(sa)), kk * 32),
+                              wg_desc_add(wg_desc_k(wg_smem(sb)), kk * 32), 0);
         wg_commit();
         wg_wait<0>();
         wg_pin(d);
 #pragma unroll
-        for (int v = 0; v < 32; v++) {
+        for (int v = 0; v < 64; v++) {
             int r, c;
             t_acc_pos(v, r, c);
-            D[kk * 64 * 64 + r * 64 + c] = d[v];
+            D[kk * 64 * 128 + r * 128 + c] = d[v];
         }
     }
 #endif
@@ -240,7 +239,7 @@ template <int DT, int D> __global__ void t3_kernel(const float *P, const uint16_
 /* 4: the kernel's producer feeding checking consumers (same barrier protocol
  * as wg_consumer).  err[0]: mismatching chunks; err[1..4]: the first one
  * (kind 0 Q / 1 K / 2 V, item pair, row, chunk). */
-template <int D, int V = 0> __global__ __launch_bounds__(384, 1) void t4_kernel(const attn_fwd p, int *err) {
+template <int D> __global__ __launch_bounds__(384, 1) void t4_kernel(const attn_fwd p, int *err) {
 #if defined(ATTN_HAVE_WGMMA)
     using C = extend_wg_cfg<D>;
     extern __shared__ uint8_t raw[];
@@ -259,8 +258,7 @@ template <int D, int V = 0> __global__ __launch_bounds__(384, 1) void t4_kernel(
     __syncthreads();
     const long long total = (long long)*p.num_items * p.hq;
     if (threadIdx.x < 128) {
-        if constexpr (V >= 1) wg_producer_v2<D>(p, sm, bar, total, 0);
-        else wg_producer<D>(p, sm, bar, total);
+        wg_producer<D, false>(p, sm, bar, total, nullptr);
         return;
     }
     const int t = threadIdx.x - 128, lane = t & 31;
@@ -326,30 +324,30 @@ template <int DT> static void test1() {
     std::vector<uint16_t> a, b;
     std::vector<float> af, bfv;
     fill16<DT>(a, af, 64 * 64, -2.f, 2.f);
-    fill16<DT>(b, bfv, 64 * 64, -2.f, 2.f);
+    fill16<DT>(b, bfv, 128 * 64, -2.f, 2.f);
     uint16_t *da = dev_copy(a), *db = dev_copy(b);
     float *dd;
-    CK(cudaMalloc(&dd, 4 * 64 * 64 * sizeof(float)));
-    CK(cudaMemset(dd, 0xFF, 4 * 64 * 64 * sizeof(float)));
-    const int smem = 2 * 64 * 64 * 2 + 1024;
+    CK(cudaMalloc(&dd, 4 * 64 * 128 * sizeof(float)));
+    CK(cudaMemset(dd, 0xFF, 4 * 64 * 128 * sizeof(float)));
+    const int smem = (64 + 128) * 64 * 2 + 1024;
     CK(cudaFuncSetAttribute(t1_kernel<DT>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     t1_kernel<DT><<<1, 128, smem>>>(da, db, dd);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
-    std::vector<float> d = host_copy(dd, 4 * 64 * 64);
+    std::vector<float> d = host_copy(dd, 4 * 64 * 128);
     for (int kk = 0; kk < 4; kk++) {
         double err = 0, ref_max = 0;
         for (int m = 0; m < 64; m++)
-            for (int n = 0; n < 64; n++) {
+            for (int n = 0; n < 128; n++) {
                 double ref = 0;
                 for (int k = 16 * kk; k < 16 * kk + 16; k++) ref += (double)af[m * 64 + k] * bfv[n * 64 + k];
-                const double got = d[kk * 4096 + m * 64 + n];
+                const double got = d[kk * 64 * 128 + m * 128 + n];
                 const double e = fabs(got - ref);
                 err = isnan(got) ? INFINITY : (e > err ? e : err);
                 ref_max = fabs(ref) > ref_max ? fabs(ref) : ref_max;
             }
         char what[96];
-        snprintf(what, sizeof what, "SS m64n64k16 %s, k-step %d (desc +%d B)", dtn(DT), kk, 32 * kk);
+        snprintf(what, sizeof what, "SS m64n128k16 %s, k-step %d (desc +%d B)", dtn(DT), kk, 32 * kk);
         report("1-wgmma", what, err <= 1e-3 * (ref_max + 1), err, "max abs err");
     }
     CK(cudaFree(da));
@@ -622,7 +620,7 @@ static void ref_row(const batch &b, int req, int j, int h, double *out) {
     for (int x = 0; x < D; x++) out[x] = den > 0 ? out[x] / den : 0;
 }
 
-/* A wait that timed out (kern_wgmma_sm90.cuh, ATTN_WG_DEBUG): say where, reset. */
+/* A wait that timed out (wgmma_sm90.cuh, ATTN_WG_DEBUG): say where, reset. */
 static bool watchdog_fired(const char *block) {
     unsigned int ab = 0, info[4] = {0, 0, 0, 0};
     CK(cudaMemcpyFromSymbol(&ab, attn_wg_abort, sizeof ab));
@@ -644,15 +642,15 @@ static int sm_count() {
 }
 
 /* 4: the ring, on batch b (only the data layout matters, not the options). */
-template <int D, int V = 0> static void test4(batch &b) {
+template <int D> static void test4(batch &b) {
     using C = extend_wg_cfg<D>;
     attn_fwd p = plan_batch(b);
     int *derr;
     CK(cudaMalloc(&derr, 5 * sizeof(int)));
     CK(cudaMemset(derr, 0, 5 * sizeof(int)));
-    CK(cudaFuncSetAttribute(t4_kernel<D, V>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
+    CK(cudaFuncSetAttribute(t4_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM));
     const int grid = b.s.grid > 0 ? b.s.grid : sm_count();
-    t4_kernel<D, V><<<grid, 384, C::SMEM>>>(p, derr);
+    t4_kernel<D><<<grid, 384, C::SMEM>>>(p, derr);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     if (watchdog_fired("4-ring")) {
@@ -661,8 +659,7 @@ template <int D, int V = 0> static void test4(batch &b) {
     }
     std::vector<int> e = host_copy(derr, 5);
     char what[128];
-    snprintf(what, sizeof what, "ring %s: d%d page %d, %d stages, grid %d%s", b.s.name, D, b.s.page, C::STAGES, grid,
-             V ? ", producer v2" : "");
+    snprintf(what, sizeof what, "ring %s: d%d page %d, %d stages, grid %d", b.s.name, D, b.s.page, C::STAGES, grid);
     report("4-ring", what, e[0] == 0, (double)e[0], "bad 16B chunks");
     if (e[0])
         printf("     first: %s, pair %d, row %d, chunk %d\n", e[1] == 0 ? "Q" : e[1] == 1 ? "K" : "V", e[2], e[3], e[4]);
@@ -670,16 +667,15 @@ template <int D, int V = 0> static void test4(batch &b) {
 }
 
 /* 5: the kernel on batch b, one variant, against the float64 reference. */
-template <int DT, int D, bool OVL, int V = 0>
-static void test5_run(batch &b, const std::vector<double> &ref, int flags) {
+template <int DT, int D> static void test5_run(batch &b, const std::vector<double> &ref) {
     using C = extend_wg_cfg<D>;
     const batch_spec &s = b.s;
     attn_fwd p = plan_batch(b);
     CK(cudaMemset(b.dout, 0xFF, (size_t)b.T * s.hq * D * 2)); /* NaN poison: every element must be written */
-    CK(cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D, OVL, V>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CK(cudaFuncSetAttribute(attn_extend_wgmma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             (int)C::SMEM));
     const int grid = s.grid > 0 ? s.grid : sm_count();
-    attn_extend_wgmma_kernel<DT, D, OVL, V><<<grid, ATTN_WG_THREADS, C::SMEM>>>(p, flags);
+    attn_extend_wgmma_kernel<DT, D><<<grid, ATTN_WG_THREADS, C::SMEM>>>(p);
     CK(cudaGetLastError());
     CK(cudaDeviceSynchronize());
     if (watchdog_fired("5-attn")) return;
@@ -700,8 +696,7 @@ static void test5_run(batch &b, const std::vector<double> &ref, int flags) {
     const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
     const double tol = DT == GC_BF16 ? 1e-2 : 2e-3;
     char what[160];
-    snprintf(what, sizeof what, "%s %s d%d %s%s (rel L2 %.2e%s)", s.name, dtn(DT), D,
-             OVL ? (flags & ATTN_WG_PINGPONG ? "ovl+pingpong" : "overlap") : "plain", V ? " v2" : "", rel,
+    snprintf(what, sizeof what, "%s %s d%d (rel L2 %.2e%s)", s.name, dtn(DT), D, rel,
              nan_count ? ", NON-FINITE" : "");
     report("5-attn", what, nan_count == 0 && rel <= tol && maxe <= 10 * tol, maxe, "max abs err");
     if (nan_count) printf("     %lld outputs not finite (unwritten or NaN)\n", nan_count);
@@ -714,25 +709,16 @@ template <int DT, int D> static void test5(const batch_spec &s) {
     for (int r = 0; r < b.bs; r++)
         for (int j = 0; j < s.ext[r]; j++)
             for (int h = 0; h < s.hq; h++) ref_row(b, r, j, h, &ref[((size_t)(b.qoff[r] + j) * s.hq + h) * D]);
-    if constexpr (extend_wg_cfg<D>::STAGES >= 3) { /* the overlapped consumer needs 3 stages (not d256) */
-        test5_run<DT, D, true>(b, ref, ATTN_WG_PINGPONG);
-        test5_run<DT, D, true>(b, ref, 0);
-    }
-    test5_run<DT, D, false>(b, ref, 0);
-    if constexpr (D == 128) { /* version 2 (SGL_ATTN_WGMMA_V2=1) is compiled at d128 only */
-        test5_run<DT, D, true, 1>(b, ref, ATTN_WG_PINGPONG);
-        test5_run<DT, D, true, 1>(b, ref, 0);
-        test5_run<DT, D, false, 1>(b, ref, 0);
-    }
+    test5_run<DT, D>(b, ref);
     free_batch(b);
 }
 
-template <int DT, int D, bool OVL, int V = 0> static void attrs() {
+template <typename K> static void attrs(K fn, const char *name) {
     cudaFuncAttributes fa;
-    CK(cudaFuncGetAttributes(&fa, attn_extend_wgmma_kernel<DT, D, OVL, V>));
+    CK(cudaFuncGetAttributes(&fa, fn));
     char what[128];
-    snprintf(what, sizeof what, "%s d%d %s%s: %d regs, %zu B local, binary sm_%d", dtn(DT), D, OVL ? "overlap" : "plain",
-             V ? " v2" : "", fa.numRegs, fa.localSizeBytes, fa.binaryVersion);
+    snprintf(what, sizeof what, "%s: %d regs, %zu B local, binary sm_%d", name, fa.numRegs, fa.localSizeBytes,
+             fa.binaryVersion);
     report("0-attr", what, fa.numRegs == ATTN_WG_REGS_ENTRY && fa.localSizeBytes == 0 && fa.binaryVersion == 90,
            (double)fa.numRegs, "registers");
 }
@@ -756,25 +742,19 @@ int main(int argc, char **argv) {
     }
 
     printf("-- 0. kernel attributes (the setmaxnreg split assumes %d registers at entry)\n", ATTN_WG_REGS_ENTRY);
-    attrs<GC_BF16, 128, true>();
-    attrs<GC_BF16, 128, false>();
-    attrs<GC_BF16, 128, true, 1>();
-    attrs<GC_F16, 128, false, 1>();
-    attrs<GC_F16, 64, true>();
-    attrs<GC_BF16, 256, false>();
+    attrs(attn_extend_wgmma_kernel<GC_BF16, 128>, "bf16 cp.async producer");
+    attrs(attn_extend_wgmma_kernel<GC_F16, 128>, "f16 cp.async producer");
+    attrs(attn_extend_wgmma_tma_kernel<GC_BF16, 128>, "bf16 TMA producer");
+    attrs(attn_extend_wgmma_tma_kernel<GC_F16, 128>, "f16 TMA producer");
     printf("-- 1. one wgmma (descriptor, swizzle, k-step)\n");
     test1<GC_BF16>();
     test1<GC_F16>();
     printf("-- 2. S tile (SS)\n");
     test2<GC_BF16, 128>();
     test2<GC_F16, 128>();
-    test2<GC_BF16, 64>();
-    test2<GC_BF16, 256>();
     printf("-- 3. P V (RS, trans-b)\n");
     test3<GC_BF16, 128>();
     test3<GC_F16, 128>();
-    test3<GC_BF16, 64>();
-    test3<GC_BF16, 256>();
 
     printf("-- 4. producer ring (cp.async gather, mbarriers)\n");
     {
@@ -782,25 +762,15 @@ int main(int argc, char **argv) {
         batch b;
         make_batch<GC_BF16>(b, s);
         test4<128>(b);
-        test4<128, 1>(b);
         free_batch(b);
         s.page = 16;
         s.grid = 3; /* several pairs per block: the ring and Q barriers cross items */
         make_batch<GC_BF16>(b, s);
         test4<128>(b);
-        test4<128, 1>(b);
-        free_batch(b);
-        batch_spec s64{"ragged", GC_BF16, 64, 2, 2, 16, {5, 300}, {260, 64}, {}, 0, -1, 0.f, 0, 2};
-        make_batch<GC_BF16>(b, s64);
-        test4<64>(b);
-        free_batch(b);
-        batch_spec s256{"ragged", GC_BF16, 256, 2, 1, 1, {0, 129}, {200, 70}, {}, 0, -1, 0.f, 0, 2};
-        make_batch<GC_BF16>(b, s256);
-        test4<256>(b);
         free_batch(b);
     }
 
-    printf("-- 5. the kernel vs float64 (both consumer variants)\n");
+    printf("-- 5. the kernel vs float64\n");
     test5<GC_BF16, 128>({"one tile", GC_BF16, 128, 1, 1, 16, {0}, {128}, {}, 0, -1, 0.f, 0, 0});
     test5<GC_BF16, 128>({"prefix+ragged p1", GC_BF16, 128, 4, 4, 1, {0, 200, 1000, 37}, {300, 77, 129, 1}, {}, 0,
                          -1, 0.f, 0, 0});
@@ -809,10 +779,6 @@ int main(int argc, char **argv) {
     test5<GC_BF16, 128>({"cross enc", GC_BF16, 128, 4, 4, 16, {0, 3}, {40, 130}, {77, 300}, 1, -1, 0.f, 0, 0});
     test5<GC_BF16, 128>({"enc offset self", GC_BF16, 128, 4, 2, 16, {10, 0}, {100, 200}, {90, 33}, 0, -1, 0.f, 0, 0});
     test5<GC_BF16, 128>({"long, grid 5", GC_BF16, 128, 2, 1, 16, {0}, {2048}, {}, 0, -1, 0.f, 0, 5});
-    test5<GC_BF16, 64>({"d64 ragged", GC_BF16, 64, 4, 2, 16, {0, 500}, {400, 129}, {}, 0, -1, 0.f, 0, 0});
-    test5<GC_F16, 64>({"d64 win", GC_F16, 64, 2, 2, 1, {100}, {300}, {}, 0, 64, 0.f, 1, 0});
-    test5<GC_BF16, 256>({"d256 ragged", GC_BF16, 256, 4, 2, 16, {0, 190}, {260, 65}, {}, 0, -1, 0.f, 0, 0});
-    test5<GC_F16, 256>({"d256 cap+sinks", GC_F16, 256, 2, 1, 1, {33}, {150}, {}, 0, -1, 20.f, 1, 3});
 
     printf(g_fail ? "RESULT: FAIL\n" : "RESULT: all PASS\n");
     return g_fail;

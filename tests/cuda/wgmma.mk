@@ -2,7 +2,7 @@
 #   make wgmma-selftest   builds $(TESTDIR)/test_wgmma_primitives (sm_90a only):
 #                         wgmma, S tile, P.V, producer ring, the whole kernel,
 #                         each against a host reference.  It needs an SM 9.0 GPU
-#                         (bench/gpu/wgmma.sh runs it there) and prints SKIP
+#                         (bench/gpu/mha_defaults.sh runs it there) and prints SKIP
 #                         elsewhere, so it is built with everything, not run by
 #                         `make unit`.
 #   make wgmma-model      replays the kernel's barrier protocol on the host under
@@ -16,11 +16,11 @@ TEST_STEPS += wgmma-model
 
 ifeq ($(HAVE_CUDA),1)
 WGMMA_SELFTEST := $(TESTDIR)/test_wgmma_primitives
-# Hangs become a trap with a message after 5 s (kern_wgmma_sm90.cuh watchdog).
+# Hangs become a trap with a message after 5 s (wgmma_sm90.cuh watchdog).
 WGMMA_SELFTEST_FLAGS := -std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a -Werror all-warnings \
-                        -Xcompiler -Wall,-Wextra -Iabi -Ihost -Iplugins/cuda/common -Iplugins/cuda/mha \
+                        -Xcompiler -Wall,-Wextra -Iabi -Ihost -Iplugins/cuda/common -Iplugins/cuda/mha -Iplugins/sdk \
                         -DATTN_WG_DEBUG -DATTN_WG_WATCHDOG_NS=5000000000ull
-$(WGMMA_SELFTEST): tests/cuda/test_wgmma_primitives.cu $(wildcard plugins/cuda/mha/*.cuh plugins/cuda/mha/*.h) \
+$(WGMMA_SELFTEST): tests/cuda/test_wgmma_primitives.cu $(wildcard plugins/cuda/mha/*.cuh plugins/cuda/mha/*.h plugins/sdk/attn_kernels/*) \
                    plugins/cuda/common/gpu_compat.h
 	@mkdir -p $(@D)
 	$(NVCC) $(WGMMA_SELFTEST_FLAGS) -o $@ $<

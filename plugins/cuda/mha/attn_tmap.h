@@ -1,16 +1,16 @@
 /*
  * attn_tmap.h - the KV pool's TMA tensor maps for the wgmma extend kernel's
- * TMA producer (SGL_ATTN_WGMMA_TMA, on by default, kern_extend_wgmma.cuh wg_tma_boxes):
- * the maps as a kernel parameter, a per-layer cache the host fills when a
- * layer's pool first shows up (or moves), the launcher that takes them.
- * Plain C (the CUDA side includes it too).
+ * TMA producer (extend_wgmma_sm90.cuh wg_tma_boxes): the maps as a kernel
+ * parameter, and a per-layer cache in the backend instance that the host
+ * side fills when a layer's pool first shows up (or moves).  Plain C (the
+ * CUDA side includes it too).
  */
 #ifndef SGL_CUDA_ATTN_TMAP_H
 #define SGL_CUDA_ATTN_TMAP_H
 
 #include <stdint.h>
 
-#include "attn_params.h"
+#include "attn_kernels/attn_params.h"
 
 #ifdef __cplusplus
 #define ATTN_ALIGN64 alignas(64)
@@ -56,13 +56,6 @@ void attn_tmap_cache_free(attn_tmap_cache *c);
  * pool (a layout TMA cannot describe): *cu_err is its CUresult the first time,
  * 0 on later calls with the same pool; the caller runs the cp.async kernel. */
 const attn_kv_tmaps *attn_tmap_for(attn_tmap_cache *c, int32_t layer_id, const attn_fwd *p, int32_t d, int *cu_err);
-
-/* launch_wgmma.cu: 1 when the TMA kernel was set up at create for dtype /
- * head_dim (SGL_ATTN_WGMMA_TMA, on by default, version 2, head dim 128). */
-int attn_wgmma_tma(int dtype, int head_dim);
-/* attn_launch_extend_wgmma with the TMA producer (p->save_k must be NULL). */
-int attn_launch_extend_wgmma_tma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm,
-                                 int grid_items, void *stream);
 
 #ifdef __cplusplus
 }

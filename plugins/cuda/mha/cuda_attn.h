@@ -2,12 +2,15 @@
  * cuda_attn.h - the cuda_attn plugin's internals: how its C files fit.
  *
  *   cuda_attn_plugin.c   descriptor, entry, probe (caps), supports_model
- *   cuda_attn_backend.c  create / destroy, device buffers, graph hooks
+ *   cuda_attn_backend.c  create (options, kernel choice and setup, device
+ *                        buffers) / destroy, graph hooks
  *   cuda_attn_forward.c  init_forward_metadata (plan kernels) and the forwards
  *   cuda_attn_check.c    tensor and batch checks with messages (pure C)
- *   cuda_attn_sizing.c   buffer sizes and grid bounds, variant names (pure C)
- *   attn_dispatch.c      variant -> launcher
- *   launch_*.cu          kernel launchers (attn_launch.h)
+ *   cuda_attn_choice.c   the kernel option, which kernels run, their tiles (pure C)
+ *   attn_dispatch.c      an instance's kernels -> setup and launchers
+ *   attn_tmap.c          the KV pool's TMA tensor maps (wgmma extend)
+ *   *.cu                 one kernel role each, with its launcher (cuda_launch.h)
+ * Sizing and the kernels shared with hip_attn: plugins/sdk/attn_kernels/.
  *
  * The pure-C files build without CUDA so tests/cuda/ can unit-test them here.
  */
@@ -17,45 +20,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attn_launch.h"
-#include "attn_params.h"
+#include "attn_kernels/sizing.h"
+#include "cuda_launch.h"
 #include "sgl_attn_abi.h"
 
 #define CA_NAME "cuda_attn"
 #define CA_ERR_MAX 512
 
-/* Decode plan sets: which KV columns a layer kind attends. */
-enum { CA_DPLAN_FULL = 0, CA_DPLAN_WINDOW = 1, CA_DPLAN_CROSS = 2, CA_DPLAN_COUNT };
-enum { CA_EPLAN_SELF = 0, CA_EPLAN_CROSS = 1, CA_EPLAN_COUNT };
-
-/* Everything sized at create; pure data so the sizing is testable. */
-typedef struct ca_sizing {
-    int32_t max_reqs, max_tokens, max_context;
-    int32_t hq, hkv, head_dim;
-    int32_t decode_hblocks;      /* head blocks per kv head (grid.y = hkv * this) */
-    int32_t decode_target_items; /* items the decode plan aims at */
-    int32_t decode_max_items;    /* target + max_reqs */
-    int32_t decode_max_parts;    /* 2 * target + 2 */
-    int32_t decode_min_chunk, decode_chunk_align;
-    int32_t extend_block_m, extend_block_n;
-    int32_t extend_max_items;    /* ceil(max_tokens / block_m) + max_reqs */
-    int32_t counters_per_req;    /* = hq (>= grid.y of any decode launch) */
-    /* byte offsets into the one device allocation */
-    size_t off_ditems[CA_DPLAN_COUNT], off_eitems[CA_EPLAN_COUNT], off_num, off_part_o,
-        off_part_lse, off_counters, total_bytes;
-} ca_sizing;
-
-/* sm_count: the device's SMs; blocks_per_sm: resident decode blocks to aim at. */
-int ca_sizing_compute(ca_sizing *s, int32_t max_reqs, int32_t max_tokens, int32_t max_context, int32_t hq,
-                      int32_t hkv, int32_t head_dim, const attn_tiles *tiles, int sm_count, int blocks_per_sm,
-                      char *err, size_t err_size);
-/* Grid bounds for one batch (blocks past the planned count exit at once). */
-int32_t ca_decode_grid_items(const ca_sizing *s, int32_t bs);
-int32_t ca_extend_grid_items(const ca_sizing *s, int32_t bs, int32_t num_tokens);
-
-/* "simple" / "mma" / "wgmma" / "auto" -> ATTN_VARIANT_* (auto: -1); -2 unknown. */
-int ca_variant_parse(const char *s);
-const char *ca_variant_name(int v);
+/* The plugin option "kernel" (conf plugin_options.cuda_attn.kernel), read
+ * once at create: auto (the defaults), mma, portable (cuda_attn_choice.c). */
+enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_COUNT_ };
+/* NULL or "" -> auto.  -1 for any other unknown value, with err naming the
+ * value and the accepted ones. */
+int ca_kernel_option_parse(const char *v, int *option, char *err, size_t err_size);
+const char *ca_kernel_option_name(int option);
+/* The kernels an instance runs (k->extend, k->decode) for the option, the
+ * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
+ * this binary's sm_90a image (attn_wgmma_available). */
+void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, attn_kernels *k);
 
 /* ----------------------------------------------------------------- checks */
 
@@ -90,19 +72,18 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size);
 typedef struct ca_backend {
     sgl_attn_backend base; /* first: the ABI's header */
     int32_t device;
-    int variant;
-    int dtype;         /* ATTN_DT_* */
+    attn_kernels kern; /* chosen and set up at create; the launchers read it */
     uint32_t dt_bit;   /* SGL_ATTN_DT_* */
     int32_t hq, hkv, group, head_dim;
     int32_t model_window;
     attn_tiles tiles;
-    ca_sizing sz;
+    attn_sizing sz;
     void *dev_mem;     /* one allocation, carved by sz */
-    struct attn_tmap_cache *tmaps; /* SGL_ATTN_WGMMA_TMA (default on): the pools' tensor maps (attn_tmap.h); NULL off */
+    attn_tmap_cache *tmaps; /* wgmma extend with its TMA kernel: the pools' tensor maps; else NULL */
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
     int32_t planned_bs, planned_tokens;
-    int has_dplan[CA_DPLAN_COUNT], has_eplan[CA_EPLAN_COUNT];
+    int has_dplan[ATTN_DPLAN_COUNT], has_eplan[ATTN_EPLAN_COUNT];
     int32_t grid_items;
     int32_t r2t_rows, r2t_cols;
     int32_t graph_max_bs, graph_max_tokens;

@@ -1,6 +1,7 @@
-/* cuda_attn_backend.c - create / destroy a cuda_attn instance, its one device
- * allocation (work lists, split buffers, counters; sized from max_reqs,
- * max_tokens and the device), the variant choice, and the graph hooks. */
+/* cuda_attn_backend.c - create / destroy a cuda_attn instance: its options
+ * (read once here, kept in the instance), the kernels it runs and their
+ * setup, its one device allocation (work lists, split buffers, counters;
+ * sized from max_reqs, max_tokens and the device), and the graph hooks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,17 +97,12 @@ static const sgl_attn_backend_ops ca_ops = {
     .state_commit = NULL,
 };
 
-/* The variant asked for (env first, then the conf option), or auto. */
-static int requested_variant(const sgl_attn_host_api *h, char *err, size_t err_size) {
-    const char *src = "SGL_ATTN_CUDA_KERNEL";
-    const char *v = getenv("SGL_ATTN_CUDA_KERNEL");
-    if (!v || !*v) {
-        v = h && h->struct_size >= offsetof(sgl_attn_host_api, get_option) + sizeof h->get_option && h->get_option ? h->get_option(h->host_ctx, CA_NAME, "kernel") : NULL;
-        src = "plugin option cuda_attn.kernel";
-    }
-    int r = ca_variant_parse(v);
-    if (r == -2) snprintf(err, err_size, "create: %s=\"%s\": expected simple, mma, wgmma or auto", src, v);
-    return r;
+/* Plugin option `key` from the creating host (ABI 1.1), NULL when unset or
+ * when the host has no get_option. */
+static const char *host_option(const sgl_attn_host_api *h, const char *key) {
+    if (!h || h->struct_size < offsetof(sgl_attn_host_api, get_option) + sizeof h->get_option || !h->get_option)
+        return NULL;
+    return h->get_option(h->host_ctx, CA_NAME, key);
 }
 
 int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
@@ -126,6 +122,11 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         snprintf(err, err_size, "create: %s", why);
         return rc;
     }
+    /* Options: read once, here; the instance keeps what they chose. */
+    const sgl_attn_host_api *host =
+        a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host && a->host ? a->host : ca_host();
+    int option = CA_KERNEL_AUTO;
+    if (ca_kernel_option_parse(host_option(host, "kernel"), &option, err, err_size)) return SGL_ATTN_E_INVALID;
     sgl_cuda_device_info dev;
     rc = sgl_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -139,21 +140,13 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         sgl_cuda_format_error(err, err_size, "create: cudaSetDevice", (int)ce);
         return SGL_ATTN_E_DEVICE;
     }
-    /* the creating host (ABI 1.1), else the entry's */
-    const sgl_attn_host_api *host =
-        a && a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host && a->host ? a->host : ca_host();
-    int variant = requested_variant(host, err, err_size);
-    if (variant == -2) return SGL_ATTN_E_INVALID;
-    const int wg_ok = dev.sm_major == 9 && m->head_dim_qk == 128 && attn_wgmma_available(a->device);
-    /* auto: wgmma where it runs (SM 9.0, head dim 128, the sm_90a image), else
-     * mma.  The H200 run of 2026-12-02 validated wgmma (attnctl check: every
-     * claimed extend case, memcheck and racecheck clean) and timed it at
-     * 2.3-2.8x mma; its default consumer is the plain one (launch_wgmma.cu). */
-    if (variant < 0) variant = wg_ok ? ATTN_VARIANT_WGMMA : ATTN_VARIANT_MMA;
-    if (variant == ATTN_VARIANT_WGMMA && !wg_ok) {
-        ca_log(SGL_ATTN_LOG_WARN, "wgmma extend needs SM 9.0, head dim 128 and the sm_90a image; using mma");
-        variant = ATTN_VARIANT_MMA;
-    }
+    attn_kernels kern;
+    memset(&kern, 0, sizeof kern);
+    ca_choose_kernels(option, dev.sm_major == 9 && dev.sm_minor == 0 && attn_wgmma_available(a->device),
+                      m->head_dim_qk, m->num_q_heads / m->num_kv_heads, &kern);
+    kern.dtype = m->dtype == SGL_ATTN_DT_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16;
+    kern.head_dim = m->head_dim_qk;
+    kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
     ca_backend *b = calloc(1, sizeof *b);
     if (!b) {
@@ -164,17 +157,16 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->base.ops_size = ca_ops.struct_size;
     b->base.device = a->device;
     b->device = a->device;
-    b->variant = variant;
+    b->kern = kern;
     b->dt_bit = m->dtype;
-    b->dtype = m->dtype == SGL_ATTN_DT_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16;
     b->hq = m->num_q_heads;
     b->hkv = m->num_kv_heads;
     b->group = b->hq / b->hkv;
     b->head_dim = m->head_dim_qk;
     b->model_window = m->sliding_window;
-    b->tiles = attn_variant_tiles(variant, b->head_dim, b->group);
-    rc = ca_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
-                           &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM, err, err_size);
+    b->tiles = attn_kernel_tiles(&b->kern, b->group);
+    rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
+                             &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM, err, err_size);
     if (rc) {
         free(b);
         return rc;
@@ -189,22 +181,27 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    int ke = attn_kernels_setup(variant, b->dtype, b->head_dim);
+    int ke = attn_kernels_setup(&b->kern);
     if (ke) {
         sgl_cuda_format_error(err, err_size, "create: kernel setup (cudaFuncSetAttribute)", ke);
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    /* SGL_ATTN_WGMMA_TMA (default on; launch_wgmma.cu set the kernel up): the encoder
-     * and the per-layer map cache; without them the cp.async producer runs. */
-    if (variant == ATTN_VARIANT_WGMMA && attn_wgmma_tma(b->dtype, b->head_dim)) {
+    /* The TMA producer's tensor maps: encoded per layer at its first forward
+     * (or when its pool moves) into this cache; without an encoder the
+     * cp.async producer serves every page size. */
+    if (b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma) {
         b->tmaps = attn_tmap_cache_new();
-        if (!b->tmaps) ca_log(SGL_ATTN_LOG_WARN, "SGL_ATTN_WGMMA_TMA: no cuTensorMapEncodeTiled (or host memory): off");
+        if (!b->tmaps)
+            ca_log(SGL_ATTN_LOG_WARN, "no cuTensorMapEncodeTiled (or host memory): the wgmma extend gathers by cp.async");
     }
-    ca_log(SGL_ATTN_LOG_INFO, "device %d %s SM %d.%d, %d SMs: kernels %s%s%s, %zu bytes of work buffers", a->device,
-           dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_variant_name(variant),
-           variant == ATTN_VARIANT_WGMMA && attn_wgmma_fused_save(b->dtype, b->head_dim) ? " (extend: fused save)" : "",
-           b->tmaps ? " (extend: TMA)" : "", b->sz.total_bytes);
+    static const char *const extend_names[] = {"portable", "mma", "wgmma"};
+    static const char *const decode_names[] = {"portable", "mma", "reg"};
+    ca_log(SGL_ATTN_LOG_INFO,
+           "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s, %zu bytes of work buffers", a->device,
+           dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
+           extend_names[b->kern.extend], b->tmaps ? " (extend: TMA)" : "", decode_names[b->kern.decode],
+           b->sz.total_bytes);
     *out = &b->base;
     return SGL_ATTN_OK;
 }

@@ -1,7 +1,8 @@
 /* cuda_attn_forward.c - init_forward_metadata (checks, then the plan kernels
  * on the batch's stream) and the two forwards (checks, then launches on the
- * batch's stream: nothing allocated, nothing synchronised, nothing looked
- * up by name). */
+ * batch's stream).  None of them reads the environment, a file or a clock,
+ * creates an event, synchronises or allocates; they write only the instance
+ * (its error text, the planned batch, the per-layer TMA map cache). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -148,9 +149,9 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     memset(b->has_eplan, 0, sizeof b->has_eplan);
     int ce = 0;
     if (mode == SGL_ATTN_MODE_DECODE) {
-        for (int set = 0; set < CA_DPLAN_COUNT && !ce; set++) {
-            if (set == CA_DPLAN_WINDOW && b->model_window < 0) continue;
-            if (set == CA_DPLAN_CROSS && !bt->encoder_lens) continue;
+        for (int set = 0; set < ATTN_DPLAN_COUNT && !ce; set++) {
+            if (set == ATTN_DPLAN_WINDOW && b->model_window < 0) continue;
+            if (set == ATTN_DPLAN_CROSS && !bt->encoder_lens) continue;
             attn_decode_plan pl;
             memset(&pl, 0, sizeof pl);
             pl.items = (attn_decode_item *)dev_at(b, b->sz.off_ditems[set]);
@@ -160,29 +161,29 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             pl.target_items = b->sz.decode_target_items;
             pl.min_chunk = b->sz.decode_min_chunk;
             pl.chunk_align = b->sz.decode_chunk_align;
-            pl.window = set == CA_DPLAN_WINDOW ? b->model_window : -1;
-            pl.cross = set == CA_DPLAN_CROSS;
+            pl.window = set == ATTN_DPLAN_WINDOW ? b->model_window : -1;
+            pl.cross = set == ATTN_DPLAN_CROSS;
             pl.counters = (int32_t *)dev_at(b, b->sz.off_counters);
             pl.counters_per_req = b->sz.counters_per_req;
             ce = attn_launch_plan_decode(&in, &pl, bt->stream);
             b->has_dplan[set] = 1;
         }
-        b->grid_items = ca_decode_grid_items(&b->sz, bs);
+        b->grid_items = attn_decode_grid_items(&b->sz, bs);
     } else {
-        for (int set = 0; set < CA_EPLAN_COUNT && !ce; set++) {
-            if (set == CA_EPLAN_CROSS && !bt->encoder_lens) continue;
+        for (int set = 0; set < ATTN_EPLAN_COUNT && !ce; set++) {
+            if (set == ATTN_EPLAN_CROSS && !bt->encoder_lens) continue;
             attn_extend_plan pl;
             memset(&pl, 0, sizeof pl);
             pl.items = (attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
-            pl.num_items = num_items_ptr(b, CA_DPLAN_COUNT + set);
+            pl.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);
             pl.max_items = b->sz.extend_max_items;
             pl.block_m = b->sz.extend_block_m;
             pl.block_n = b->sz.extend_block_n;
-            pl.cross = set == CA_EPLAN_CROSS;
+            pl.cross = set == ATTN_EPLAN_CROSS;
             ce = attn_launch_plan_extend(&in, &pl, bt->stream);
             b->has_eplan[set] = 1;
         }
-        b->grid_items = ca_extend_grid_items(&b->sz, bs, tokens);
+        b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
     }
     if (ce) {
         sgl_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
@@ -233,7 +234,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
                  call, L->layer_id, (double)L->sm_scale, (double)L->logit_softcap);
         return SGL_ATTN_E_INVALID;
     }
-    if (L->is_cross && !(mode == SGL_ATTN_MODE_DECODE ? b->has_dplan[CA_DPLAN_CROSS] : b->has_eplan[CA_EPLAN_CROSS])) {
+    if (L->is_cross && !(mode == SGL_ATTN_MODE_DECODE ? b->has_dplan[ATTN_DPLAN_CROSS] : b->has_eplan[ATTN_EPLAN_CROSS])) {
         snprintf(b->err, sizeof b->err, "%s: layer %d is cross attention but the batch had no encoder_lens", call,
                  L->layer_id);
         return SGL_ATTN_E_STATE;
@@ -307,22 +308,6 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         if (!rc) rc = ca_check_float3(&m, a->v, "v", b->device, b->dt_bit, t, b->hkv, b->head_dim, 1, vst);
         if (!rc) rc = ca_check_index1(&m, a->batch->out_cache_loc, "batch.out_cache_loc", b->device, t);
         if (rc) return rc;
-        /* The wgmma extend kernel saves inside (SGL_ATTN_WGMMA_FUSED_SAVE=1,
-         * launch_wgmma.cu): hand it the save, skip the separate launch.  Every
-         * other kernel (decode, mma, simple, other head dims) reads the pool
-         * only, so it keeps the save first. */
-        if (mode == SGL_ATTN_MODE_EXTEND && b->variant == ATTN_VARIANT_WGMMA && a->batch->extend_seq_lens &&
-            attn_wgmma_fused_save(b->dtype, b->head_dim)) {
-            p->save_k = ca_data(a->k);
-            p->save_v = ca_data(a->v);
-            p->sk_stride_t = kst[0];
-            p->sk_stride_h = kst[1];
-            p->sv_stride_t = vst[0];
-            p->sv_stride_h = vst[1];
-            p->save_loc = index_of(a->batch->out_cache_loc);
-            p->ext_lens = index_of(a->batch->extend_seq_lens);
-            return SGL_ATTN_OK;
-        }
         attn_save s;
         memset(&s, 0, sizeof s);
         s.k = ca_data(a->k);
@@ -359,14 +344,14 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
     const sgl_attn_layer *L = a->layer;
-    int set = CA_DPLAN_FULL;
+    int set = ATTN_DPLAN_FULL;
     if (L->is_cross)
-        set = CA_DPLAN_CROSS;
-    else if (L->sliding_window >= 0 && L->sliding_window == b->model_window && b->has_dplan[CA_DPLAN_WINDOW])
-        set = CA_DPLAN_WINDOW; /* planned for this window; the kernel still applies it */
+        set = ATTN_DPLAN_CROSS;
+    else if (L->sliding_window >= 0 && L->sliding_window == b->model_window && b->has_dplan[ATTN_DPLAN_WINDOW])
+        set = ATTN_DPLAN_WINDOW; /* planned for this window; the kernel still applies it */
     p.ditems = (const attn_decode_item *)dev_at(b, b->sz.off_ditems[set]);
     p.num_items = num_items_ptr(b, set);
-    int ce = attn_launch_decode(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
+    int ce = attn_launch_decode(&b->kern, &p, b->grid_items, a->batch->stream);
     if (ce) {
         sgl_cuda_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
@@ -381,22 +366,22 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
-    const int set = a->layer->is_cross ? CA_EPLAN_CROSS : CA_EPLAN_SELF;
+    const int set = a->layer->is_cross ? ATTN_EPLAN_CROSS : ATTN_EPLAN_SELF;
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
-    p.num_items = num_items_ptr(b, CA_DPLAN_COUNT + set);
-    /* SGL_ATTN_WGMMA_TMA, on by default: the TMA producer where its boxes can lie in one
-     * page (page size a multiple of 16) and no fused save asks for the input
-     * rows; the layer's maps re-encoded only when its pool moved. */
+    p.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);
+    /* The wgmma extend's TMA producer where its 16-row boxes lie in one page
+     * (page size a multiple of 16); the layer's maps are re-encoded only when
+     * its pool moved.  Other page sizes take the cp.async producer. */
     const attn_kv_tmaps *tm = NULL;
-    if (b->tmaps && !p.save_k && a->batch->page_size > 0 && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
+    if (b->tmaps && a->batch->page_size > 0 && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
         int cu = 0;
         tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &p, b->head_dim, &cu);
         if (cu)
-            ca_log(SGL_ATTN_LOG_WARN, "SGL_ATTN_WGMMA_TMA: cuTensorMapEncodeTiled refused the pool of layer %d "
-                   "(CUresult %d): cp.async for it", a->layer->layer_id, cu);
+            ca_log(SGL_ATTN_LOG_WARN,
+                   "cuTensorMapEncodeTiled refused the pool of layer %d (CUresult %d): cp.async for it",
+                   a->layer->layer_id, cu);
     }
-    const int ce = tm ? attn_launch_extend_wgmma_tma(b->dtype, b->head_dim, &p, tm, b->grid_items, a->batch->stream)
-                      : attn_launch_extend(b->variant, b->dtype, b->head_dim, &p, b->grid_items, a->batch->stream);
+    const int ce = attn_launch_extend(&b->kern, &p, tm, b->grid_items, a->batch->stream);
     if (ce) {
         sgl_cuda_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;

@@ -1,13 +1,13 @@
 /*
- * kern_decode_reg.cuh - paged split-KV decode with K and V loaded straight
- * into mma.sync fragments (CUDA, SM 8.0+; D 64/128, up to 8 q heads per kv
- * head).  The "reg" decode kernels of docs/cuda.md ("decode performance").
+ * decode_reg.cu - paged split-KV decode with K and V loaded straight into
+ * mma.sync fragments (CUDA, SM 8.0+; head dims 64 / 128, up to
+ * ATTN_DECODE_REG_MAX_GROUP q heads per kv head): cuda_attn's decode
+ * wherever it serves (cuda_attn_choice.c); decode_mma.cu serves the rest.
  *
- * Why: the smem-staged kernel (kern_decode_mma.cuh) spends ~45 warp
+ * Why: the smem-staged kernel (decode_mma.cu) spends several times more warp
  * instructions per (token, kv head) on gather address math, cp.async, block
- * barriers and per-element masks, with 8 warps per SM in lockstep; at
- * 4.2 TB/s an SM has ~120 issue slots per (token, kv head).  Here each warp
- * owns its tiles, needs no barrier, no shared memory and no ldmatrix:
+ * barriers and per-element masks, with all its warps in lockstep.  Here each
+ * warp owns its tiles, needs no barrier, no shared memory and no ldmatrix:
  *
  *   S  = Q K^T   m16n8k16, rows = q heads (a1 = a3 = 0: heads 8..15 unused),
  *                n = 8 tokens, k = head dim.  Any permutation of the head dim
@@ -20,27 +20,28 @@
  *                pairs two tokens per register: one byte-permute each.
  *
  * A tile is 16 tokens (8 KB of K+V per kv head at d128, 256 B per lane in
- * 16-byte loads, every load a full 64 B run of a token row).  Warp w takes
- * tiles w, w + NW, ... of the item, so a block's warps read neighbouring
- * tokens (the same pages).  NBUF = 2: the next tile's loads are issued before
- * this tile's math (8-16 KB in flight per warp, ~250 registers, 8 warps per
- * SM); NBUF = 1: K of the next tile is issued once S is done, V once P V is
- * (~170 registers, 12 warps per SM).  Slots for two tiles come one coalesced
- * read ahead.  Tokens past the end re-read the last valid token (finite
- * data, weight 0).
+ * 16-byte loads, every load a full 64 B run of a token row).  A block has
+ * ATTN_DR_WARPS warps; warp w takes tiles w, w + ATTN_DR_WARPS, ... of the
+ * item, so a block's warps read neighbouring tokens (the same pages).  Two
+ * register tiles: the next tile's loads are issued before this tile's math
+ * (8-16 KB in flight per warp, ~250 registers).  Slots for two tiles come
+ * one coalesced read ahead.  Tokens past the end re-read the last valid
+ * token (finite data, weight 0).  Blocks run heads-fastest: the kv heads of
+ * one item are neighbours in the grid, so they run side by side.
  *
  * The warps' (m, l, O) are merged through shared memory at the end and
  * attn_decode_finish writes out or combines splits, as in the other decodes.
  */
-#ifndef SGL_CUDA_KERN_DECODE_REG_CUH
-#define SGL_CUDA_KERN_DECODE_REG_CUH
-
-#include "kern_decode_finish.cuh"
-#include "kern_mma_sm80.cuh"
+#include "attn_kernels/decode_finish.cuh"
+#include "cuda_launch.h"
+#include "mma_sm80.cuh"
 
 #define ATTN_DR_TILE 16
-#define ATTN_DR_HEADS 8   /* q heads a block serves (the launcher checks group <= 8) */
-#define ATTN_DR_HBLOCK 16 /* q heads per grid.y block in the plan (attn_variant_tiles) */
+#define ATTN_DR_HEADS ATTN_DECODE_REG_MAX_GROUP /* q heads a block serves */
+#define ATTN_DR_HBLOCK 16 /* q heads per grid.y block in the plan (attn_kernel_tiles) */
+#define ATTN_DR_WARPS 2
+/* Blocks per SM the register count allows (8 warps of ~250 registers). */
+#define ATTN_DR_MIN_BLOCKS (8 / ATTN_DR_WARPS)
 
 template <int D> struct decode_reg_cfg {
     static_assert(D == 64 || D == 128, "reg decode: head dim 64 or 128");
@@ -48,13 +49,6 @@ template <int D> struct decode_reg_cfg {
     static constexpr int VU = D / 64;     /* 16-byte pieces of V per token and lane */
     static constexpr int KSTEPS = D / 16; /* k-steps of S = Q K^T */
     static constexpr int MT = D / 16;     /* m-tiles of O^T */
-};
-
-/* Registers bound the occupancy: two register tiles need ~250 registers (8
- * warps per SM), one ~170 (12 warps per SM); the register cap follows. */
-template <int NW, int NBUF> struct decode_reg_bounds {
-    static constexpr int WARPS_PER_SM = NBUF == 2 ? 8 : 12;
-    static constexpr int MIN_BLOCKS = WARPS_PER_SM / NW > 0 ? WARPS_PER_SM / NW : 1;
 };
 
 /* Pure (non-volatile) mma: the scheduler may move it between the loads. */
@@ -97,7 +91,7 @@ template <int D> struct dr_frag {
 struct dr_ctx {
     const uint16_t *kbase, *vbase; /* pool + kv head + this lane's piece offset */
     int64_t ks, vs;                /* slot strides (elements) */
-    int beg, end, ntiles, row, b, diag;
+    int beg, end, ntiles, row;
 };
 
 /* Slots of tiles ta (lanes 0..15) and tb (lanes 16..31), token li of each;
@@ -107,34 +101,28 @@ GC_DEV int32_t dr_fetch(const attn_fwd &p, const dr_ctx &x, int ta, int tb, int 
     if (t >= x.ntiles) return 0;
     int col = x.beg + t * ATTN_DR_TILE + (lane & 15);
     if (col >= x.end) col = x.end - 1;
-    if (x.diag) /* bench probe: one contiguous run per request, page table ignored */
-        return (int32_t)(((int64_t)x.b * p.max_ctx + col) % p.num_slots);
     return attn_slot32(p, x.row, col);
 }
 
-/* Issue the loads of one tile whose slots sit in lanes half*16 .. half*16+15 of s. */
-template <int D, bool DO_K, bool DO_V>
-GC_DEV void dr_issue(dr_frag<D> &f, const dr_ctx &x, int32_t s, int half, int g, int t) {
+/* Issue the loads (K, then V) of one tile whose slots sit in lanes
+ * half*16 .. half*16+15 of s. */
+template <int D> GC_DEV void dr_issue(dr_frag<D> &f, const dr_ctx &x, int32_t s, int half, int g, int t) {
     using C = decode_reg_cfg<D>;
     const int h = half * 16;
-    if (DO_K) {
 #pragma unroll
-        for (int nt = 0; nt < 2; nt++) {
-            const int32_t sl = __shfl_sync(0xffffffffu, s, h + nt * 8 + g);
-            const uint16_t *kp = x.kbase + (int64_t)sl * x.ks;
+    for (int nt = 0; nt < 2; nt++) {
+        const int32_t sl = __shfl_sync(0xffffffffu, s, h + nt * 8 + g);
+        const uint16_t *kp = x.kbase + (int64_t)sl * x.ks;
 #pragma unroll
-            for (int j = 0; j < C::KU; j++) f.k[nt][j] = dr_ldg(kp + 32 * j);
-        }
+        for (int j = 0; j < C::KU; j++) f.k[nt][j] = dr_ldg(kp + 32 * j);
     }
-    if (DO_V) {
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            const int tok = 2 * t + (i & 1) + (i >> 1) * 8;
-            const int32_t sl = __shfl_sync(0xffffffffu, s, h + tok);
-            const uint16_t *vp = x.vbase + (int64_t)sl * x.vs;
+    for (int i = 0; i < 4; i++) {
+        const int tok = 2 * t + (i & 1) + (i >> 1) * 8;
+        const int32_t sl = __shfl_sync(0xffffffffu, s, h + tok);
+        const uint16_t *vp = x.vbase + (int64_t)sl * x.vs;
 #pragma unroll
-            for (int u = 0; u < C::VU; u++) f.v[i][u] = dr_ldg(vp + 64 * u);
-        }
+        for (int u = 0; u < C::VU; u++) f.v[i][u] = dr_ldg(vp + 64 * u);
     }
 }
 
@@ -213,22 +201,17 @@ template <int DT, int D> GC_DEV void dr_pv(dr_state<D> &st, const dr_frag<D> &f,
     }
 }
 
-template <int DT, int D, int NW, int NBUF>
-__global__ __launch_bounds__(NW * 32, (decode_reg_bounds<NW, NBUF>::MIN_BLOCKS)) void attn_decode_reg_kernel(
-    attn_fwd p, int order, int diag) {
+template <int DT, int D>
+__global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_decode_reg_kernel(attn_fwd p) {
     using C = decode_reg_cfg<D>;
-    static_assert(NBUF == 1 || NBUF == 2, "one or two tiles of registers");
+    constexpr int NW = ATTN_DR_WARPS;
     __shared__ float wo[NW][ATTN_DR_HEADS][D];
     __shared__ float so[ATTN_DR_HEADS * D];
     __shared__ float wm[NW][ATTN_DR_HEADS], wl[NW][ATTN_DR_HEADS], sm[ATTN_DR_HEADS], sl[ATTN_DR_HEADS];
 
-    /* order 1: heads fastest, so the kv heads of one item run side by side */
-    int item = blockIdx.x, hblock = blockIdx.y;
-    if (order) {
-        const int lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
-        item = lin / (int)gridDim.y;
-        hblock = lin % (int)gridDim.y;
-    }
+    /* heads fastest: block (x, y) is number y * gridDim.x + x in launch order */
+    const int lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+    const int item = lin / (int)gridDim.y, hblock = lin % (int)gridDim.y;
     if (item >= *p.num_items) return;
     const attn_decode_item it = p.ditems[item];
     const int hblocks = (p.group + ATTN_DR_HBLOCK - 1) / ATTN_DR_HBLOCK;
@@ -244,8 +227,6 @@ __global__ __launch_bounds__(NW * 32, (decode_reg_bounds<NW, NBUF>::MIN_BLOCKS))
     x.end = it.kv_end;
     x.ntiles = x.end > x.beg ? (x.end - x.beg + ATTN_DR_TILE - 1) / ATTN_DR_TILE : 0;
     x.row = it.row;
-    x.b = it.b;
-    x.diag = diag;
     x.ks = p.kc_stride_s;
     x.vs = p.vc_stride_s;
     x.kbase = (const uint16_t *)p.k_cache + (int64_t)kvh * p.kc_stride_h + 8 * t;
@@ -273,7 +254,7 @@ __global__ __launch_bounds__(NW * 32, (decode_reg_bounds<NW, NBUF>::MIN_BLOCKS))
         dr_frag<D> fa, fb;
         int32_t s_first = dr_fetch(p, x, DR_TILE(0), DR_TILE(0), lane);
         int32_t s_pair = dr_fetch(p, x, DR_TILE(1), DR_TILE(2), lane); /* tiles i+1, i+2 */
-        dr_issue<D, true, true>(fa, x, s_first, 0, g, t);
+        dr_issue<D>(fa, x, s_first, 0, g, t);
 
         for (int i = 0; i < n; i += 2) {
             const int32_t s_next = dr_fetch(p, x, DR_TILE(i + 3), DR_TILE(i + 4), lane);
@@ -283,23 +264,15 @@ __global__ __launch_bounds__(NW * 32, (decode_reg_bounds<NW, NBUF>::MIN_BLOCKS))
                 const int ii = i + u;
                 if (ii >= n) break;
                 const bool more = ii + 1 < n;
-                dr_frag<D> &cur = (NBUF == 1 || u == 0) ? fa : fb;
-                dr_frag<D> &nxt = (NBUF == 1 || u == 1) ? fa : fb;
+                dr_frag<D> &cur = u == 0 ? fa : fb;
+                dr_frag<D> &nxt = u == 1 ? fa : fb;
                 const int valid = x.end - (x.beg + DR_TILE(ii) * ATTN_DR_TILE);
                 float s[2][4];
                 uint32_t pb[2];
-                if (NBUF == 2) {
-                    if (more) dr_issue<D, true, true>(nxt, x, s_pair, u, g, t);
-                    dr_scores<DT, D>(s, cur, q);
-                    dr_softmax<DT, D>(p, st, s, valid, t, pb);
-                    dr_pv<DT, D>(st, cur, pb);
-                } else { /* K of the next tile once S is done, V once P V is */
-                    dr_scores<DT, D>(s, cur, q);
-                    if (more) dr_issue<D, true, false>(nxt, x, s_pair, u, g, t);
-                    dr_softmax<DT, D>(p, st, s, valid, t, pb);
-                    dr_pv<DT, D>(st, cur, pb);
-                    if (more) dr_issue<D, false, true>(nxt, x, s_pair, u, g, t);
-                }
+                if (more) dr_issue<D>(nxt, x, s_pair, u, g, t);
+                dr_scores<DT, D>(s, cur, q);
+                dr_softmax<DT, D>(p, st, s, valid, t, pb);
+                dr_pv<DT, D>(st, cur, pb);
             }
             s_pair = s_next;
         }
@@ -345,4 +318,24 @@ __global__ __launch_bounds__(NW * 32, (decode_reg_bounds<NW, NBUF>::MIN_BLOCKS))
     attn_decode_finish<DT, D>(p, it, qh0, nh, so, sm, sl, hblock);
 }
 
-#endif
+template <int DT, int D> static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st) {
+    /* grid.y as the plan sized it: kv heads x blocks of 16 q heads (one when group <= 8) */
+    const int hblocks = (p->group + ATTN_DR_HBLOCK - 1) / ATTN_DR_HBLOCK;
+    dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
+    attn_decode_reg_kernel<DT, D><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int attn_launch_decode_reg(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+    if (grid_items <= 0) return 0;
+    if (p->group < 1 || p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
+    const cudaStream_t st = (cudaStream_t)stream;
+    if (dtype == ATTN_DT_BF16) {
+        if (d == 64) return decode_reg<GC_BF16, 64>(p, grid_items, st);
+        if (d == 128) return decode_reg<GC_BF16, 128>(p, grid_items, st);
+    } else {
+        if (d == 64) return decode_reg<GC_F16, 64>(p, grid_items, st);
+        if (d == 128) return decode_reg<GC_F16, 128>(p, grid_items, st);
+    }
+    return (int)cudaErrorInvalidValue;
+}

@@ -1,10 +1,10 @@
 /*
- * kern_common.cuh - helpers every attention kernel uses (CUDA and HIP):
+ * common.cuh - helpers every attention kernel uses (CUDA and HIP):
  * clamped index reads, the score transform (scale, soft-cap, log2 domain)
  * and the online-softmax step.  Portable: only gpu_compat.h.
  */
-#ifndef SGL_CUDA_KERN_COMMON_CUH
-#define SGL_CUDA_KERN_COMMON_CUH
+#ifndef SGL_ATTN_KERNELS_COMMON_CUH
+#define SGL_ATTN_KERNELS_COMMON_CUH
 
 #include <math.h>
 

@@ -1,6 +1,9 @@
 /*
- * kern_extend_mma.cuh - paged extend / prefill / cross attention on tensor
- * cores with mma.sync m16n8k16 (CUDA, SM 8.0 and 9.0).
+ * extend_mma.cu - paged extend / prefill / cross attention on tensor cores
+ * with mma.sync m16n8k16 (CUDA, SM 8.0+): cuda_attn's extend where the wgmma
+ * one (extend_wgmma_sm90.cu) does not run: SM 8.x, head dims 64 and 256, a
+ * binary without the sm_90a image (cuda_attn_choice.c); every extend with
+ * the option kernel=mma.
  *
  * Grid: x = q head, y = work item (64 q rows of one request; the plan orders
  * items longest-first).  4 warps, 16 q rows each.  K/V tiles of BN tokens are
@@ -8,15 +11,19 @@
  * tile's copies fly while this one computes).  S = Q K^T and O += P V on
  * tensor cores (ldmatrix / ldmatrix.trans from XOR-swizzled tiles), online
  * softmax in registers, P re-packed from the S accumulators as the A operand.
- * Masks (causal diagonal, window edge, KV end) are evaluated only on tiles
- * that need them.
+ * Out of the tile loop:
+ *   - the page-table reads: kv_loader_pf issues a tile's loads at once, a
+ *     tile ahead, and clamps where the copy uses them;
+ *   - the soft-cap test: one uniform branch per tile, and without a soft-cap
+ *     the scale folds into the exponent (one FFMA + EX2 per score);
+ *   - the masks (causal diagonal, window edge, KV end): per-row visible
+ *     column bounds [clo, chi) computed once per item, applied with selects,
+ *     only on tiles that need them.
  */
-#ifndef SGL_CUDA_KERN_EXTEND_MMA_CUH
-#define SGL_CUDA_KERN_EXTEND_MMA_CUH
-
 #include <limits.h>
 
-#include "kern_kv_loader.cuh"
+#include "cuda_launch.h"
+#include "kv_loader.cuh"
 
 #define ATTN_EM_THREADS 128
 #define ATTN_EM_BM 64
@@ -31,196 +38,6 @@ template <int D> struct extend_mma_cfg {
 
 template <int DT, int D>
 __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_fwd p) {
-    using C = extend_mma_cfg<D>;
-    constexpr int BM = C::BM, BN = C::BN, S = C::STAGES, CH = D / 8, NB = D / 8, SN = BN / 8;
-    constexpr bool QREG = D <= 128;
-    extern __shared__ __align__(128) uint16_t smem[];
-    uint16_t *qs = smem;
-    uint16_t *ks = smem + C::Q_ELEMS;
-    uint16_t *vs = ks + S * C::KV_ELEMS;
-
-    if ((int)blockIdx.y >= *p.num_items) return;
-    const attn_extend_item it = p.eitems[blockIdx.y];
-    const int head = blockIdx.x, kvh = head / p.group;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, t4 = lane & 3;
-    const int window = it.causal ? p.window : -1;
-
-    for (int i = tid; i < BM * CH; i += ATTN_EM_THREADS) {
-        const int r = i / CH, c = i % CH;
-        const int tok = it.q_tok0 + r;
-        const bool ok = r < it.nrows && tok < p.num_tokens;
-        const uint16_t *src = (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t +
-                              (int64_t)head * p.q_stride_h + c * 8;
-        gc_cp_async16(qs + swz<D>(r, c), src, ok);
-    }
-    gc_cp_async_commit();
-
-    int lo = it.kv_lo, hi = it.kv_hi;
-    if (it.causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
-    if (window >= 0 && it.q_pos0 - window > lo) lo = it.q_pos0 - window;
-    const int ntiles = hi > lo ? (hi - lo + BN - 1) / BN : 0;
-
-    kv_loader<D, BN, ATTN_EM_THREADS> ld;
-    ld.fetch_slots(p, it.row, lo, hi);
-#pragma unroll
-    for (int s = 0; s < S - 1; s++) {
-        if (s < ntiles) {
-            ld.issue(p, kvh, ks + s * C::KV_ELEMS, vs + s * C::KV_ELEMS, lo + s * BN, hi);
-            ld.fetch_slots(p, it.row, lo + (s + 1) * BN, hi);
-        }
-        gc_cp_async_commit();
-    }
-
-    float o[NB][4];
-#pragma unroll
-    for (int n = 0; n < NB; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
-    float m[2] = {ATTN_NEG_INF, ATTN_NEG_INF}, l[2] = {0.f, 0.f};
-    uint32_t qf[QREG ? D / 16 : 1][4];
-    const int r0 = warp * 16; /* this warp's q rows */
-    const int qpos_lo = it.q_pos0 + r0 + g, qpos_hi = qpos_lo + 8; /* rows of c0,c1 / c2,c3 */
-    const int qmin = it.q_pos0, qmax = it.q_pos0 + BM - 1;
-
-    for (int j = 0; j < ntiles; j++) {
-        if (j + S - 1 < ntiles) {
-            const int st = (j + S - 1) % S;
-            ld.issue(p, kvh, ks + st * C::KV_ELEMS, vs + st * C::KV_ELEMS, lo + (j + S - 1) * BN, hi);
-            ld.fetch_slots(p, it.row, lo + (j + S) * BN, hi);
-        }
-        gc_cp_async_commit();
-        gc_cp_async_wait<S - 1>();
-        __syncthreads();
-        if (QREG && j == 0) {
-#pragma unroll
-            for (int kk = 0; kk < (QREG ? D / 16 : 1); kk++)
-                ldsm_x4(qf[kk], qs + swz<D>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
-        }
-        const uint16_t *kt = ks + (j % S) * C::KV_ELEMS;
-        const uint16_t *vt = vs + (j % S) * C::KV_ELEMS;
-        const int t0 = lo + j * BN;
-
-        float s[SN][4];
-#pragma unroll
-        for (int n = 0; n < SN; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t a[4];
-            if (QREG) {
-#pragma unroll
-                for (int i = 0; i < 4; i++) a[i] = qf[QREG ? kk : 0][i];
-            } else {
-                ldsm_x4(a, qs + swz<D>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
-            }
-#pragma unroll
-            for (int n2 = 0; n2 < SN / 2; n2++) {
-                uint32_t b[4];
-                ldsm_x4(b, kt + swz<D>(n2 * 16 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
-                mma16816<DT>(s[2 * n2], a, b[0], b[1]);
-                mma16816<DT>(s[2 * n2 + 1], a, b[2], b[3]);
-            }
-        }
-        /* mask only where some (row, column) pair of the tile can be invisible */
-        const bool need_mask = t0 + BN > hi || (it.causal && t0 + BN - 1 > qmin) ||
-                               (window >= 0 && t0 < qmax - window);
-        float mx[2] = {ATTN_NEG_INF, ATTN_NEG_INF};
-#pragma unroll
-        for (int n = 0; n < SN; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                float v = attn_score(p, s[n][i]);
-                if (need_mask) {
-                    const int col = t0 + n * 8 + t4 * 2 + (i & 1);
-                    const int qpos = (i < 2) ? qpos_lo : qpos_hi;
-                    if (!(col < hi && attn_visible(col, qpos, it.causal, window))) v = ATTN_NEG_INF;
-                }
-                s[n][i] = v;
-                mx[i >> 1] = v > mx[i >> 1] ? v : mx[i >> 1];
-            }
-        float corr[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-            const float mn = mx[h] > m[h] ? mx[h] : m[h];
-            corr[h] = attn_rescale(m[h], mn);
-            m[h] = mn;
-            l[h] *= corr[h];
-        }
-#pragma unroll
-        for (int n = 0; n < SN; n++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const float e = attn_exp2_sub(s[n][i], m[i >> 1]);
-                s[n][i] = e;
-                l[i >> 1] += e;
-            }
-#pragma unroll
-        for (int n = 0; n < NB; n++) {
-            o[n][0] *= corr[0];
-            o[n][1] *= corr[0];
-            o[n][2] *= corr[1];
-            o[n][3] *= corr[1];
-        }
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) {
-            uint32_t pa[4];
-            pa[0] = pack2<DT>(s[2 * kk][0], s[2 * kk][1]);
-            pa[1] = pack2<DT>(s[2 * kk][2], s[2 * kk][3]);
-            pa[2] = pack2<DT>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            pa[3] = pack2<DT>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-#pragma unroll
-            for (int db = 0; db < D / 16; db++) {
-                uint32_t b[4];
-                ldsm_x4_t(b, vt + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * db + (lane >> 4)));
-                mma16816<DT>(o[2 * db], pa, b[0], b[1]);
-                mma16816<DT>(o[2 * db + 1], pa, b[2], b[3]);
-            }
-        }
-        __syncthreads(); /* this stage is overwritten by the next issue */
-    }
-    gc_cp_async_wait<0>();
-
-    /* Normalise (sinks join the denominator) and store this warp's rows. */
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
-        l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-        float w = 1.f;
-        if (p.sinks) {
-            const float sk = p.sinks[head] * ATTN_LOG2E;
-            const float mm = m[h] > sk ? m[h] : sk;
-            w = attn_exp2_sub(m[h], mm);
-            l[h] = l[h] * w + gc_exp2(sk - mm);
-        }
-        const float inv = l[h] > 0.f ? w / l[h] : 0.f;
-        const int r = r0 + g + 8 * h, tok = it.q_tok0 + r;
-        if (r >= it.nrows || tok >= p.num_tokens) continue;
-        uint16_t *out = (uint16_t *)p.out + (int64_t)tok * p.o_stride_t + (int64_t)head * p.o_stride_h;
-#pragma unroll
-        for (int n = 0; n < NB; n++)
-            *(uint32_t *)(out + n * 8 + t4 * 2) = pack2<DT>(o[n][2 * h] * inv, o[n][2 * h + 1] * inv);
-    }
-}
-
-/*
- * attn_extend_mma_v2_kernel - the same tiles, plan, grid and numerics as the
- * kernel above (which stays the default until an H200 run has checked this
- * one: SGL_ATTN_MMA_EXTEND=v2 selects it, launch_mma.cu), with the three
- * structural costs the first H200 SASS showed taken out of the tile loop:
- *   1. the page-table reads: kv_loader_pf issues a tile's RPT loads at once
- *      and clamps where the copy uses them (kv_loader serialised them: one L2
- *      round trip each, ~8 per tile per thread, every warp at a barrier right
- *      after);
- *   2. the soft-cap test per score (attn_score's `softcap > 0` branch and its
- *      IEEE division were 32 branch pairs per tile): one uniform branch per
- *      tile, and without a soft-cap the scale folds into the exponent (one
- *      FFMA + EX2 per score, as the wgmma kernel does);
- *   3. the mask: per-row visible column bounds [clo, chi) computed once per
- *      item, applied with selects (attn_visible's early returns compiled to
- *      two branches per score), only on tiles that need it.
- */
-template <int DT, int D>
-__global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_v2_kernel(attn_fwd p) {
     using C = extend_mma_cfg<D>;
     constexpr int BM = C::BM, BN = C::BN, S = C::STAGES, CH = D / 8, NB = D / 8, SN = BN / 8;
     constexpr bool QREG = D <= 128;
@@ -413,4 +230,20 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_v2_kernel(att
     }
 }
 
-#endif
+template <int DT, int D> static int setup(void) {
+    return (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)extend_mma_cfg<D>::SMEM);
+}
+
+template <int DT, int D> static int launch(const attn_fwd *p, int grid_items, cudaStream_t st) {
+    dim3 grid((unsigned)p->hq, (unsigned)grid_items);
+    attn_extend_mma_kernel<DT, D><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D>::SMEM, st>>>(*p);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int attn_extend_mma_setup(int dtype, int d) { ATTN_DISPATCH(cudaErrorInvalidValue, setup, dtype, d, ); }
+
+extern "C" int attn_launch_extend_mma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+    if (grid_items <= 0) return 0;
+    ATTN_DISPATCH(cudaErrorInvalidValue, launch, dtype, d, p, grid_items, (cudaStream_t)stream);
+}

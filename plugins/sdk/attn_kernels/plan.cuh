@@ -1,5 +1,5 @@
 /*
- * kern_plan.cuh - the plan kernels: one block turns the batch's device
+ * plan.cuh - the plan kernels: one block turns the batch's device
  * tensors into work lists, so that planning needs no host copy and a
  * captured graph replays whatever the replay hook planned.  Portable.
  *
@@ -16,11 +16,11 @@
  * Extend: one item per (request, q tile), ordered longest-first (most KV
  * tiles first) by a counting sort, so the causal tail does not idle the GPU.
  */
-#ifndef SGL_CUDA_KERN_PLAN_CUH
-#define SGL_CUDA_KERN_PLAN_CUH
+#ifndef SGL_ATTN_KERNELS_PLAN_CUH
+#define SGL_ATTN_KERNELS_PLAN_CUH
 
-#include "attn_plan_math.h"
-#include "kern_common.cuh"
+#include "plan_math.h"
+#include "common.cuh"
 
 #define ATTN_PLAN_THREADS 1024
 #define ATTN_PLAN_BUCKETS 1024

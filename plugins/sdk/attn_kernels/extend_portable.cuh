@@ -1,8 +1,9 @@
 /*
- * kern_extend_portable.cuh - paged extend / prefill / cross attention on plain
- * cores (CUDA and HIP; the "simple" variant on CUDA).  Obviously correct
- * first: every score is masked by attn_visible, nothing is skipped but whole
- * tiles outside the item's KV range.
+ * extend_portable.cuh - paged extend / prefill / cross attention on plain
+ * cores (CUDA and HIP: hip_attn's extend; cuda_attn's with the option
+ * kernel=portable).  Obviously correct first: every score is masked by
+ * attn_visible, nothing is skipped but whole tiles outside the item's KV
+ * range.
  *
  * Grid: x = q head, y = work item (BM q rows of one request; the plan orders
  * items longest-first).  A KV tile of BN tokens is gathered through the page
@@ -10,10 +11,10 @@
  * scores one token, the group shares the probabilities by shuffles and each
  * lane accumulates D / 32 output dims.
  */
-#ifndef SGL_CUDA_KERN_EXTEND_PORTABLE_CUH
-#define SGL_CUDA_KERN_EXTEND_PORTABLE_CUH
+#ifndef SGL_ATTN_KERNELS_EXTEND_PORTABLE_CUH
+#define SGL_ATTN_KERNELS_EXTEND_PORTABLE_CUH
 
-#include "kern_common.cuh"
+#include "common.cuh"
 
 #define ATTN_PE_THREADS 128
 #define ATTN_PE_WARPS (ATTN_PE_THREADS / GC_LANES)

@@ -1,36 +1,26 @@
-/* cuda_attn_sizing.c - tile shapes per variant, buffer sizes and grid bounds
- * (pure C: no CUDA, unit-tested in tests/cuda/test_cuda_attn_plan.c). */
+/* sizing.c - buffer sizes and grid bounds (sizing.h; pure C, unit-tested in
+ * tests/cuda/test_cuda_attn_plan.c). */
+#include "sizing.h"
+
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_attn.h"
+#include "sgl_attn_abi.h"
 
-attn_tiles attn_variant_tiles(int variant, int head_dim, int group) {
+attn_tiles attn_portable_tiles(int group) {
     attn_tiles t;
-    if (variant == ATTN_VARIANT_SIMPLE) {
-        t.decode_heads_per_block = group == 1 ? 1 : 4;
-        t.decode_chunk_align = 32;
-        t.extend_block_m = 16;
-        t.extend_block_n = 32;
-        return t;
-    }
-    /* mma.sync decode packs up to 16 q heads of a kv head in the rows of one tile */
-    t.decode_heads_per_block = 16;
-    t.decode_chunk_align = 64;
-    t.extend_block_m = 64;
-    t.extend_block_n = head_dim == 256 ? 32 : 64;
-    if (variant == ATTN_VARIANT_WGMMA && head_dim == 128) {
-        t.extend_block_m = 128;
-        t.extend_block_n = 128;
-    }
+    t.decode_heads_per_block = attn_portable_decode_heads(group);
+    t.decode_chunk_align = 32;
+    t.extend_block_m = 16;
+    t.extend_block_n = 32;
     return t;
 }
 
 static size_t align256(size_t x) { return (x + 255) & ~(size_t)255; }
 
-int ca_sizing_compute(ca_sizing *s, int32_t max_reqs, int32_t max_tokens, int32_t max_context, int32_t hq,
-                      int32_t hkv, int32_t head_dim, const attn_tiles *tiles, int sm_count, int blocks_per_sm,
-                      char *err, size_t err_size) {
+int attn_sizing_compute(attn_sizing *s, int32_t max_reqs, int32_t max_tokens, int32_t max_context, int32_t hq,
+                        int32_t hkv, int32_t head_dim, const attn_tiles *tiles, int sm_count, int blocks_per_sm,
+                        char *err, size_t err_size) {
     memset(s, 0, sizeof *s);
     if (max_reqs < 1 || max_tokens < 1 || max_context < 1) {
         snprintf(err, err_size, "create: max_reqs %d, max_tokens %d, max_context %d: expected all >= 1", max_reqs,
@@ -64,16 +54,16 @@ int ca_sizing_compute(ca_sizing *s, int32_t max_reqs, int32_t max_tokens, int32_
     s->counters_per_req = hq;
 
     size_t off = 0;
-    for (int i = 0; i < CA_DPLAN_COUNT; i++) {
+    for (int i = 0; i < ATTN_DPLAN_COUNT; i++) {
         s->off_ditems[i] = off;
         off = align256(off + (size_t)s->decode_max_items * sizeof(attn_decode_item));
     }
-    for (int i = 0; i < CA_EPLAN_COUNT; i++) {
+    for (int i = 0; i < ATTN_EPLAN_COUNT; i++) {
         s->off_eitems[i] = off;
         off = align256(off + (size_t)s->extend_max_items * sizeof(attn_extend_item));
     }
     s->off_num = off; /* one int32 per plan set */
-    off = align256(off + (CA_DPLAN_COUNT + CA_EPLAN_COUNT) * sizeof(int32_t));
+    off = align256(off + (ATTN_DPLAN_COUNT + ATTN_EPLAN_COUNT) * sizeof(int32_t));
     s->off_part_o = off;
     off = align256(off + (size_t)s->decode_max_parts * hq * head_dim * sizeof(float));
     s->off_part_lse = off;
@@ -84,26 +74,13 @@ int ca_sizing_compute(ca_sizing *s, int32_t max_reqs, int32_t max_tokens, int32_
     return SGL_ATTN_OK;
 }
 
-int32_t ca_decode_grid_items(const ca_sizing *s, int32_t bs) {
+int32_t attn_decode_grid_items(const attn_sizing *s, int32_t bs) {
     long long n = (long long)s->decode_target_items + (bs > 0 ? bs : 0);
     return (int32_t)(n < s->decode_max_items ? n : s->decode_max_items);
 }
 
-int32_t ca_extend_grid_items(const ca_sizing *s, int32_t bs, int32_t num_tokens) {
+int32_t attn_extend_grid_items(const attn_sizing *s, int32_t bs, int32_t num_tokens) {
     long long n = ((long long)(num_tokens > 0 ? num_tokens : 0) + s->extend_block_m - 1) / s->extend_block_m +
                   (bs > 0 ? bs : 0);
     return (int32_t)(n < s->extend_max_items ? n : s->extend_max_items);
-}
-
-static const char *const k_variants[ATTN_VARIANT_COUNT_] = {"simple", "mma", "wgmma"};
-
-int ca_variant_parse(const char *v) {
-    if (!v || !*v || !strcmp(v, "auto")) return -1;
-    for (int i = 0; i < ATTN_VARIANT_COUNT_; i++)
-        if (!strcmp(v, k_variants[i])) return i;
-    return -2;
-}
-
-const char *ca_variant_name(int v) {
-    return v >= 0 && v < ATTN_VARIANT_COUNT_ ? k_variants[v] : "auto";
 }

@@ -1,5 +1,9 @@
 /*
- * kern_decode_mma.cuh - paged split-KV decode on tensor cores (CUDA, SM 8.0+).
+ * decode_mma.cu - paged split-KV decode on tensor cores (CUDA, SM 8.0+), K/V
+ * staged in shared memory: cuda_attn's decode where the register-fed one
+ * (decode_reg.cu) does not serve: head dim 256 and GQA groups over
+ * ATTN_DECODE_REG_MAX_GROUP (cuda_attn_choice.c); every decode with the
+ * option kernel=mma.
  *
  * Grid: x = work item (request, KV split), y = kv head x head-block.  The up
  * to 16 q heads of one kv head are the 16 rows of an mma tile (GQA packing:
@@ -12,22 +16,18 @@
  * Work per 16 tokens and warp: D/8 mma for S and D/8 for PV; the bytes are
  * 4 * D per token (K and V, 16-bit), so the kernel stays memory-bound.
  */
-#ifndef SGL_CUDA_KERN_DECODE_MMA_CUH
-#define SGL_CUDA_KERN_DECODE_MMA_CUH
-
-#include "kern_decode_finish.cuh"
-#include "kern_kv_loader.cuh"
+#include "attn_kernels/decode_finish.cuh"
+#include "cuda_launch.h"
+#include "kv_loader.cuh"
 
 #define ATTN_DM_THREADS 128
 #define ATTN_DM_WARPS 4
 #define ATTN_DM_TILE 64 /* tokens per tile: 16 per warp */
 #define ATTN_DM_ROWS 16 /* q heads per block */
 
-/* Default cp.async depth: 3 tiles (100 KB at d128, 2 blocks per SM), 2 at d256. */
-template <int D> constexpr int decode_mma_default_stages() { return D <= 128 ? 3 : 2; }
-
-template <int D, int S_ = decode_mma_default_stages<D>()> struct decode_mma_cfg {
-    static constexpr int STAGES = S_;
+template <int D> struct decode_mma_cfg {
+    /* cp.async depth: 3 tiles (100 KB at d128, 2 blocks per SM), 2 at d256 */
+    static constexpr int STAGES = D <= 128 ? 3 : 2;
     static constexpr int Q_ELEMS = ATTN_DM_ROWS * D;
     static constexpr int KV_ELEMS = ATTN_DM_TILE * D; /* one K or V tile */
     static constexpr size_t PIPE_BYTES = (size_t)(Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
@@ -38,11 +38,9 @@ template <int D, int S_ = decode_mma_default_stages<D>()> struct decode_mma_cfg 
     static constexpr size_t SMEM = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
 };
 
-/* ORDER 1: blocks run heads-fastest (the kv heads of one item side by side);
- * a template parameter so the default kernel pays no registers for it. */
-template <int DT, int D, int S_ = decode_mma_default_stages<D>(), int ORDER = 0>
+template <int DT, int D>
 __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_fwd p) {
-    using C = decode_mma_cfg<D, S_>;
+    using C = decode_mma_cfg<D>;
     constexpr int S = C::STAGES, TILE = ATTN_DM_TILE, CH = D / 8, NB = D / 8;
     constexpr bool QREG = D <= 128; /* Q fragments kept in registers */
     extern __shared__ __align__(128) uint16_t smem[];
@@ -50,12 +48,7 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
     uint16_t *ks = smem + C::Q_ELEMS;
     uint16_t *vs = ks + S * C::KV_ELEMS;
 
-    int item = blockIdx.x, hblock = blockIdx.y;
-    if (ORDER) {
-        const int lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
-        item = lin / (int)gridDim.y;
-        hblock = lin % (int)gridDim.y;
-    }
+    const int item = blockIdx.x, hblock = blockIdx.y;
     if (item >= *p.num_items) return;
     const attn_decode_item it = p.ditems[item];
     const int hblocks = (p.group + ATTN_DM_ROWS - 1) / ATTN_DM_ROWS;
@@ -232,4 +225,21 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
     attn_decode_finish<DT, D>(p, it, qh0, nh, so, sm, sl, hblock);
 }
 
-#endif
+template <int DT, int D> static int setup(void) {
+    return (int)cudaFuncSetAttribute(attn_decode_mma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)decode_mma_cfg<D>::SMEM);
+}
+
+template <int DT, int D> static int launch(const attn_fwd *p, int grid_items, cudaStream_t st) {
+    const int hblocks = (p->group + ATTN_DM_ROWS - 1) / ATTN_DM_ROWS;
+    dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
+    attn_decode_mma_kernel<DT, D><<<grid, ATTN_DM_THREADS, decode_mma_cfg<D>::SMEM, st>>>(*p);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int attn_decode_mma_setup(int dtype, int d) { ATTN_DISPATCH(cudaErrorInvalidValue, setup, dtype, d, ); }
+
+extern "C" int attn_launch_decode_mma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+    if (grid_items <= 0) return 0;
+    ATTN_DISPATCH(cudaErrorInvalidValue, launch, dtype, d, p, grid_items, (cudaStream_t)stream);
+}

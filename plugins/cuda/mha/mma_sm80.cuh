@@ -1,5 +1,5 @@
 /*
- * kern_mma_sm80.cuh - CUDA-only tensor-core building blocks (SM 8.0+):
+ * mma_sm80.cuh - CUDA-only tensor-core building blocks (SM 8.0+):
  * mma.sync m16n8k16 (f16/bf16 -> f32), ldmatrix (plain and .trans), and the
  * swizzled shared-memory tile layout they read.  Not for HIP.
  *
@@ -15,20 +15,20 @@
  * stored at chunk c ^ (r & 7): the 8 row addresses of an ldmatrix then fall
  * in 8 different bank groups (no conflicts), and so do cp.async writes.
  */
-#ifndef SGL_CUDA_KERN_MMA_SM80_CUH
-#define SGL_CUDA_KERN_MMA_SM80_CUH
+#ifndef SGL_CUDA_ATTN_MMA_SM80_CUH
+#define SGL_CUDA_ATTN_MMA_SM80_CUH
 
 #if defined(__HIPCC__)
-#error "kern_mma_sm80.cuh is CUDA-only (mma.sync / ldmatrix)"
+#error "mma_sm80.cuh is CUDA-only (mma.sync / ldmatrix)"
 #endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "kern_mma_sm80.cuh needs SM 8.0 or newer"
+#error "mma_sm80.cuh needs SM 8.0 or newer"
 #endif
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "kern_common.cuh"
+#include "attn_kernels/common.cuh"
 
 /* Element offset of (row, chunk c) in a swizzled tile of D-wide rows. */
 template <int D> GC_DEV int swz(int row, int c) {

@@ -1,14 +1,14 @@
 /*
- * kern_kv_loader.cuh - gathers a tile of ROWS KV tokens through the page table
+ * kv_loader.cuh - gathers a tile of ROWS KV tokens through the page table
  * into swizzled shared memory with cp.async (CUDA, SM 8.0+).  Each of NT
  * threads owns one 16-byte chunk column and every (NT / chunks)-th row; the
  * slots of the next tile are read into registers one tile ahead, so their
  * latency hides behind a tile of compute and the copies can be issued at once.
  */
-#ifndef SGL_CUDA_KERN_KV_LOADER_CUH
-#define SGL_CUDA_KERN_KV_LOADER_CUH
+#ifndef SGL_CUDA_ATTN_KV_LOADER_CUH
+#define SGL_CUDA_ATTN_KV_LOADER_CUH
 
-#include "kern_mma_sm80.cuh"
+#include "mma_sm80.cuh"
 
 template <int D, int ROWS, int NT> struct kv_loader {
     static constexpr int CH = D / 8;
@@ -42,15 +42,14 @@ template <int D, int ROWS, int NT> struct kv_loader {
     }
 };
 
-/* The extend kernels' loader (kv_loader above stays as the decode kernel has
- * it).  Same tile split and copies, but the page-table words of a tile are
- * read raw, all at once and without a branch (a column past `end` reads the
- * last visible one instead), and clamped into the pool only where `issue`
- * uses them.  kv_loader's per-row `tok < end ? attn_slot32 : 0` compiled to a
- * branch around each load with the clamp right behind it: every one of the
- * tile's RPT loads waited out its own L2 round trip before the next was sent
- * (SASS of attn_extend_mma_kernel on the H200, 2026-12-02).  Here the loads of
- * tile j + S are in flight during tile j's compute. */
+/* The mma extend's loader: the same tile split and copies as kv_loader (the
+ * mma decode's), but the page-table words of a tile are read raw, all at
+ * once and without a branch (a column past `end` reads the last visible one
+ * instead), and clamped into the pool only where `issue` uses them, so the
+ * loads of tile j + S are in flight together during tile j's compute.
+ * (kv_loader's per-row `tok < end ? attn_slot32 : 0` compiles to a branch
+ * around each load with the clamp right behind it: one L2 round trip per
+ * load, one after the other.) */
 template <int D, int ROWS, int NT> struct kv_loader_pf {
     static constexpr int CH = D / 8;
     static constexpr int RSTEP = NT / CH;

@@ -1,5 +1,5 @@
 /*
- * kern_wgmma_sm90.cuh - Hopper (sm_90a) building blocks of the wgmma extend
+ * wgmma_sm90.cuh - Hopper (sm_90a) building blocks of the wgmma extend
  * path: the 128-byte-swizzled shared-memory layout, wgmma matrix descriptors,
  * the wgmma instructions (SS and RS forms), wgmma / proxy fences, mbarriers,
  * setmaxnreg.  CUDA only; the device code exists only when compiling for
@@ -27,16 +27,16 @@
  *   A (16-bit, 4 registers = 8 values): a[i] holds row 16w + g + 8 (i & 1),
  *       columns 8 (i >> 1) + 2q .. +1 (low half first) - the mma.sync m16n8k16 A fragment.
  */
-#ifndef SGL_CUDA_KERN_WGMMA_SM90_CUH
-#define SGL_CUDA_KERN_WGMMA_SM90_CUH
+#ifndef SGL_CUDA_ATTN_WGMMA_SM90_CUH
+#define SGL_CUDA_ATTN_WGMMA_SM90_CUH
 
 #if defined(__HIPCC__)
-#error "kern_wgmma_sm90.cuh is CUDA-only"
+#error "wgmma_sm90.cuh is CUDA-only"
 #endif
 
 #include <stdint.h>
 
-#include "kern_common.cuh"
+#include "attn_kernels/common.cuh"
 
 /* ----------------------------------------------------- layout (host + device) */
 
@@ -89,7 +89,7 @@ __device__ unsigned int attn_wg_abort_info[4]; /* block, thread, barrier address
 #ifndef ATTN_WG_WATCHDOG_NS
 /* A wait longer than this is a protocol bug, never a slow input: trap (the
  * launch fails with an error) instead of hanging the GPU.  Legitimate waits
- * are microseconds; sanitizers slow them by 1000x at most. */
+ * are microseconds, and stay far below it under the sanitizers. */
 #define ATTN_WG_WATCHDOG_NS 20000000000ull
 #endif
 
@@ -144,7 +144,7 @@ GC_DEV void mbar_wait(uint32_t bar, uint32_t parity) {
     }
 }
 
-/* TMA (SGL_ATTN_WGMMA_TMA): add `bytes` to the transaction count of the
+/* TMA: add `bytes` to the transaction count of the
  * barrier's current phase without arriving (the thread still arrives with the
  * others), then copies that complete_tx on it.  The phase completes once
  * every arrival and every byte are in. */
@@ -178,16 +178,6 @@ template <int N> GC_DEV void setmaxnreg_dec() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
-/* Named barrier ID among `count` threads (warp multiples); 0 is __syncthreads. */
-template <int ID> GC_DEV void named_bar_sync_imm(int count) {
-    static_assert(ID > 0 && ID < 16, "named barrier id");
-    asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "r"(count) : "memory");
-}
-template <int ID> GC_DEV void named_bar_arrive_imm(int count) {
-    static_assert(ID > 0 && ID < 16, "named barrier id");
-    asm volatile("bar.arrive %0, %1;\n" ::"n"(ID), "r"(count) : "memory");
-}
-
 /* wgmma ordering: fence before the first wgmma after registers it reads or
  * accumulates into were touched by other instructions; commit closes a group;
  * wait_group<N> leaves at most N groups of this thread in flight. */
@@ -216,23 +206,6 @@ template <int N> GC_DEV void cp_async_wait() { asm volatile("cp.async.wait_group
 /* Generated (one asm per shape; the dtype is a macro argument).  TB: 0 = B
  * K-major, 1 = B MN-major (transposed; 16-bit types only).  scale_d 0 means
  * D = A*B (the accumulators' old values are ignored), 1 means D += A*B. */
-#define ATTN_WG_SS_N64(TY)                                                                                                 \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                                              \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." #TY "." #TY " "                                             \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                 \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                       \
-                 "%32, %33, p, 1, 1, 0, %35;\n}\n"                                                                         \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),         \
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),   \
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])  \
-                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB))
-template <int DT, int TB>
-GC_DEV void wg_mma_ss_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
-    if constexpr (DT == GC_BF16) ATTN_WG_SS_N64(bf16);
-    else ATTN_WG_SS_N64(f16);
-}
-#undef ATTN_WG_SS_N64
 #define ATTN_WG_SS_N128(TY)                                                                                                \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                              \
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32." #TY "." #TY " "                                            \
@@ -256,23 +229,6 @@ GC_DEV void wg_mma_ss_n128(float (&d)[64], uint64_t da, uint64_t db, int scale_d
     else ATTN_WG_SS_N128(f16);
 }
 #undef ATTN_WG_SS_N128
-#define ATTN_WG_RS_N64(TY)                                                                                                 \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                                              \
-                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." #TY "." #TY " "                                             \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                 \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "                       \
-                 "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"                                                           \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),         \
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),   \
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])  \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB))
-template <int DT, int TB>
-GC_DEV void wg_mma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
-    if constexpr (DT == GC_BF16) ATTN_WG_RS_N64(bf16);
-    else ATTN_WG_RS_N64(f16);
-}
-#undef ATTN_WG_RS_N64
 #define ATTN_WG_RS_N128(TY)                                                                                                \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                                              \
                  "wgmma.mma_async.sync.aligned.m64n128k16.f32." #TY "." #TY " "                                            \
@@ -296,54 +252,16 @@ GC_DEV void wg_mma_rs_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t db, 
     else ATTN_WG_RS_N128(f16);
 }
 #undef ATTN_WG_RS_N128
-#define ATTN_WG_RS_N256(TY)                                                                                                        \
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"                                                                     \
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32." #TY "." #TY " "                                                    \
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                                         \
-                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "                                \
-                 "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "                                \
-                 "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "                                \
-                 "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "                                \
-                 "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "                                \
-                 "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "                    \
-                 "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "               \
-                 "{%128, %129, %130, %131}, %132, p, 1, 1, %134;\n}\n"                                                             \
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                 \
-                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),           \
-                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),         \
-                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),         \
-                   "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),         \
-                   "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),         \
-                   "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),         \
-                   "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),         \
-                   "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),         \
-                   "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),         \
-                   "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),         \
-                   "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),         \
-                   "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),     \
-                   "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-                   "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-                   "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])  \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB))
-template <int DT, int TB>
-GC_DEV void wg_mma_rs_n256(float (&d)[128], const uint32_t (&a)[4], uint64_t db, int scale_d) {
-    if constexpr (DT == GC_BF16) ATTN_WG_RS_N256(bf16);
-    else ATTN_WG_RS_N256(f16);
-}
-#undef ATTN_WG_RS_N256
-
-/* Dispatch on N. */
+/* The shapes the kernel uses: S = Q K^T is n128 (128 KV columns), O += P V
+ * is n128 (head dim 128). */
 template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
-    static_assert(N == 64 || N == 128, "SS shapes instantiated: n64, n128");
-    if constexpr (N == 64) wg_mma_ss_n64<DT, TB>(d, da, db, scale_d);
-    else wg_mma_ss_n128<DT, TB>(d, da, db, scale_d);
+    static_assert(N == 128, "SS shape instantiated: n128");
+    wg_mma_ss_n128<DT, TB>(d, da, db, scale_d);
 }
 template <int DT, int N, int TB>
 GC_DEV void wg_mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int scale_d) {
-    static_assert(N == 64 || N == 128 || N == 256, "RS shapes instantiated: n64, n128, n256");
-    if constexpr (N == 64) wg_mma_rs_n64<DT, TB>(d, a, db, scale_d);
-    else if constexpr (N == 128) wg_mma_rs_n128<DT, TB>(d, a, db, scale_d);
-    else wg_mma_rs_n256<DT, TB>(d, a, db, scale_d);
+    static_assert(N == 128, "RS shape instantiated: n128");
+    wg_mma_rs_n128<DT, TB>(d, a, db, scale_d);
 }
 
 #endif /* sm_90a */

@@ -1,13 +1,13 @@
 /*
- * kern_savekv.cuh - write the new tokens' K/V into the pool at out_cache_loc
+ * save_kv.cuh - write the new tokens' K/V into the pool at out_cache_loc
  * (before attending, as sglang's save_kv_cache).  One thread per 16 bytes;
  * a slot outside the pool is skipped, never clamped (clamping would
  * overwrite another token).  Portable.
  */
-#ifndef SGL_CUDA_KERN_SAVEKV_CUH
-#define SGL_CUDA_KERN_SAVEKV_CUH
+#ifndef SGL_ATTN_KERNELS_SAVE_KV_CUH
+#define SGL_ATTN_KERNELS_SAVE_KV_CUH
 
-#include "kern_common.cuh"
+#include "common.cuh"
 
 __global__ __launch_bounds__(256) void attn_save_kv_kernel(attn_save s) {
     const int chunks = s.d / 8; /* 16-byte pieces per head row */

@@ -1,5 +1,5 @@
 /*
- * kern_decode_finish.cuh - the end of every split-KV decode block: from the
+ * decode_finish.cuh - the end of every split-KV decode block: from the
  * block's state for its KV split, in shared memory as
  *     so[h * D + d]  unnormalised output (relative to sm[h])
  *     sm[h]          running max, log2 domain
@@ -13,10 +13,10 @@
  * re-arms it to 0.
  * Sinks join the denominator here, once.  Portable.
  */
-#ifndef SGL_CUDA_KERN_DECODE_FINISH_CUH
-#define SGL_CUDA_KERN_DECODE_FINISH_CUH
+#ifndef SGL_ATTN_KERNELS_DECODE_FINISH_CUH
+#define SGL_ATTN_KERNELS_DECODE_FINISH_CUH
 
-#include "kern_common.cuh"
+#include "common.cuh"
 
 template <int DT, int D>
 GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, int qh0, int nh,

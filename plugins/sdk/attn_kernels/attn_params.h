@@ -1,7 +1,7 @@
 /*
- * attn_params.h - what the host side hands the kernels: plain C, shared by the
- * C backend, the CUDA launchers and (through kern_*_portable.cuh) the HIP
- * plugin.
+ * attn_params.h - what the host side hands the kernels: plain C, shared by
+ * every plugin built on these kernels (cuda_attn, hip_attn) and their
+ * launchers.
  *
  * Index tensors may be int32 or int64 (docs/contributing.md).  Kernels read
  * them as int32 words: element i is word (i << shift) (shift 1 for int64, the
@@ -13,8 +13,8 @@
  * init_forward_metadata and the graph hooks) from the batch's device tensors,
  * so a captured graph replays with whatever the replay hook planned.
  */
-#ifndef SGL_CUDA_ATTN_PARAMS_H
-#define SGL_CUDA_ATTN_PARAMS_H
+#ifndef SGL_ATTN_KERNELS_PARAMS_H
+#define SGL_ATTN_KERNELS_PARAMS_H
 
 #include <stdint.h>
 
@@ -106,16 +106,6 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
-    int32_t l2_sec_heads; /* wgmma extend work order: q heads per section, 0 item-major (launch_wgmma.cu) */
-    /* Fused save_kv_cache (wgmma extend only, SGL_ATTN_WGMMA_FUSED_SAVE=1;
-     * launch_wgmma.cu): save_k NULL = off, the host saved first.  When on, the
-     * extend kernel reads the keys of a request's new tokens from save_k /
-     * save_v instead of the pool and writes each new token's K/V row into the
-     * pool at save_loc once (kern_extend_wgmma.cuh). */
-    const void *save_k, *save_v;                 /* [T, Hkv, D] */
-    int64_t sk_stride_t, sk_stride_h, sv_stride_t, sv_stride_h;
-    attn_index save_loc;                         /* out_cache_loc [T] */
-    attn_index ext_lens;                         /* extend_seq_lens [bs], as planned */
 } attn_fwd;
 
 /* Save new K/V at out_cache_loc. */

@@ -1,6 +1,6 @@
 /*
- * kern_decode_portable.cuh - paged split-KV decode on plain cores (CUDA and
- * HIP; the "simple" variant on CUDA).
+ * decode_portable.cuh - paged split-KV decode on plain cores (CUDA and
+ * HIP: hip_attn's decode; cuda_attn's with the option kernel=portable).
  *
  * Grid: x = work item (request, KV split), y = kv head x head-block.  One
  * block serves HB q heads of one kv head, so with HB >= group size each KV
@@ -10,10 +10,10 @@
  * lane keeps an online softmax for its tokens; lane groups, then warps, are
  * merged at the end, and attn_decode_finish writes out or combines splits.
  */
-#ifndef SGL_CUDA_KERN_DECODE_PORTABLE_CUH
-#define SGL_CUDA_KERN_DECODE_PORTABLE_CUH
+#ifndef SGL_ATTN_KERNELS_DECODE_PORTABLE_CUH
+#define SGL_ATTN_KERNELS_DECODE_PORTABLE_CUH
 
-#include "kern_decode_finish.cuh"
+#include "decode_finish.cuh"
 
 #define ATTN_PD_THREADS 128
 #define ATTN_PD_WARPS (ATTN_PD_THREADS / GC_LANES)

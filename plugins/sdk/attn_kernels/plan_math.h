@@ -1,11 +1,11 @@
 /*
- * attn_plan_math.h - the split-KV arithmetic, shared by the plan kernel and
+ * plan_math.h - the split-KV arithmetic, shared by the plan kernel and
  * the host-side tests (plain C; __host__ __device__ under nvcc/hipcc).  The
- * bounds the buffers are sized from are proven in kern_plan.cuh and checked
+ * bounds the buffers are sized from are proven in plan.cuh and checked
  * with random lengths in tests/cuda/test_cuda_attn_plan.c.
  */
-#ifndef SGL_CUDA_ATTN_PLAN_MATH_H
-#define SGL_CUDA_ATTN_PLAN_MATH_H
+#ifndef SGL_ATTN_KERNELS_PLAN_MATH_H
+#define SGL_ATTN_KERNELS_PLAN_MATH_H
 
 #include <stdint.h>
 

@@ -1,0 +1,68 @@
+/* cuda_attn_choice.c - which kernels an instance runs, and the tiles they plan
+ * with (pure C: no CUDA, unit-tested in tests/cuda/test_cuda_attn_plan.c).
+ *
+ * Defaults (option kernel=auto):
+ *   extend  wgmma (extend_wgmma_sm90.cu) on an SM 9.0 device at head dim 128
+ *           when the binary's sm_90a image loads there; else mma
+ *           (extend_mma.cu: SM 8.x, head dims 64 and 256, a binary without
+ *           the sm_90a image).
+ *   decode  register-fed (decode_reg.cu) at head dims 64 / 128 with GQA
+ *           groups up to ATTN_DECODE_REG_MAX_GROUP; else the smem-staged mma
+ *           decode (decode_mma.cu: head dim 256, larger groups).
+ * kernel=mma runs the mma extend and the mma decode everywhere, kernel=portable
+ * the kernels hip_attn shares (attn_kernels/): both exist to check those paths
+ * on a device where the defaults would take over. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_attn.h"
+
+static const char *const k_options[CA_KERNEL_COUNT_] = {"auto", "mma", "portable"};
+
+int ca_kernel_option_parse(const char *v, int *out, char *err, size_t err_size) {
+    *out = CA_KERNEL_AUTO;
+    if (!v || !*v) return 0;
+    for (int i = 0; i < CA_KERNEL_COUNT_; i++)
+        if (!strcmp(v, k_options[i])) {
+            *out = i;
+            return 0;
+        }
+    snprintf(err, err_size, "create: plugin option cuda_attn.kernel = \"%s\": expected auto, mma or portable", v);
+    return -1;
+}
+
+const char *ca_kernel_option_name(int option) {
+    return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
+}
+
+void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, attn_kernels *k) {
+    if (option == CA_KERNEL_PORTABLE) {
+        k->extend = ATTN_EXTEND_PORTABLE;
+        k->decode = ATTN_DECODE_PORTABLE;
+        return;
+    }
+    if (option == CA_KERNEL_MMA) {
+        k->extend = ATTN_EXTEND_MMA;
+        k->decode = ATTN_DECODE_MMA;
+        return;
+    }
+    const int reg = (head_dim == 64 || head_dim == 128) && group >= 1 && group <= ATTN_DECODE_REG_MAX_GROUP;
+    k->extend = wgmma_image && head_dim == 128 ? ATTN_EXTEND_WGMMA : ATTN_EXTEND_MMA;
+    k->decode = reg ? ATTN_DECODE_REG : ATTN_DECODE_MMA;
+}
+
+attn_tiles attn_kernel_tiles(const attn_kernels *k, int group) {
+    if (k->extend == ATTN_EXTEND_PORTABLE) return attn_portable_tiles(group);
+    attn_tiles t;
+    /* both tensor-core decodes serve up to 16 q heads of a kv head per block
+     * (the rows of one mma tile) and split KV in multiples of 64 columns */
+    t.decode_heads_per_block = 16;
+    t.decode_chunk_align = 64;
+    t.extend_block_m = 64; /* extend_mma.cu */
+    t.extend_block_n = k->head_dim == 256 ? 32 : 64;
+    if (k->extend == ATTN_EXTEND_WGMMA) { /* extend_wgmma_sm90.cuh: 128-row items, 128-column tiles */
+        t.extend_block_m = 128;
+        t.extend_block_n = 128;
+    }
+    return t;
+}

@@ -1,0 +1,73 @@
+/*
+ * cuda_launch.h - the C face of cuda_attn's kernels: which kernel an
+ * instance runs for each role (chosen once at create, cuda_attn_choice.c),
+ * their per-create setup and their launchers (defined in the .cu file of
+ * each kernel).  Every launcher returns a cudaError_t as int (0 = launched);
+ * none allocates, synchronises or reads anything but its arguments.
+ */
+#ifndef SGL_CUDA_ATTN_LAUNCH_H
+#define SGL_CUDA_ATTN_LAUNCH_H
+
+#include "attn_kernels/portable_launch.h"
+#include "attn_kernels/sizing.h"
+#include "attn_tmap.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The extend kernel of an instance. */
+enum attn_extend_kernel {
+    ATTN_EXTEND_PORTABLE = 0, /* attn_kernels/extend_portable.cuh: hip_attn's, on CUDA */
+    ATTN_EXTEND_MMA = 1,      /* extend_mma.cu: mma.sync, SM 8.0+, every head dim */
+    ATTN_EXTEND_WGMMA = 2,    /* extend_wgmma_sm90.cu: warpgroup MMA, SM 9.0 (sm_90a), head dim 128 */
+};
+/* The decode kernel of an instance. */
+enum attn_decode_kernel {
+    ATTN_DECODE_PORTABLE = 0, /* attn_kernels/decode_portable.cuh */
+    ATTN_DECODE_MMA = 1,      /* decode_mma.cu: K/V staged in shared memory, every head dim and group */
+    ATTN_DECODE_REG = 2,      /* decode_reg.cu: K/V straight into mma fragments, head dim 64/128, group <= 8 */
+};
+/* The largest GQA group (q heads per kv head) the register-fed decode serves. */
+#define ATTN_DECODE_REG_MAX_GROUP 8
+
+/* What create chose and set up for an instance; the launchers read it. */
+typedef struct attn_kernels {
+    int extend;   /* attn_extend_kernel */
+    int decode;   /* attn_decode_kernel */
+    int dtype;    /* ATTN_DT_* */
+    int head_dim;
+    int sm_count; /* wgmma extend: blocks of the persistent grid */
+    int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
+} attn_kernels;
+
+/* The tiles the chosen kernels plan with (pure C, cuda_attn_choice.c). */
+attn_tiles attn_kernel_tiles(const attn_kernels *k, int group);
+
+/* Create time, on the instance's device: shared-memory limits and checks of
+ * the chosen kernels; sets k->tma (attn_dispatch.c). */
+int attn_kernels_setup(attn_kernels *k);
+/* The forwards' launches (attn_dispatch.c).  tm: the pool's tensor maps for
+ * the wgmma extend's TMA producer, NULL for the cp.async one. */
+int attn_launch_decode(const attn_kernels *k, const attn_fwd *p, int grid_items, void *stream);
+int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_tmaps *tm, int grid_items,
+                       void *stream);
+
+/* Per kernel, behind the two above. */
+int attn_launch_decode_reg(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
+int attn_decode_mma_setup(int dtype, int head_dim);
+int attn_launch_decode_mma(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
+int attn_extend_mma_setup(int dtype, int head_dim);
+int attn_launch_extend_mma(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
+/* 1 when the sm_90a image is in this binary and `device` (SM 9.0) runs it. */
+int attn_wgmma_available(int device);
+/* Both producers' kernels for dtype (head dim 128); *tma_ok 0 when the TMA
+ * kernel's setup fails (the cp.async one then serves every page size). */
+int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok);
+int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                             int grid_items, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,106 @@
+/*
+ * extend_wgmma_sm90.cu - the sm_90a extend (extend_wgmma_sm90.cuh): the
+ * availability probe, the per-create setup, the launcher.
+ *
+ * Safe to try: attn_wgmma_available() says 1 only on an SM 9.0 device that
+ * loads this binary's sm_90a image (a __device__ flag initialised per
+ * compilation pass tells which image the runtime picked), and create chooses
+ * this kernel only then (cuda_attn_choice.c), so the empty sm_80 / compute_90
+ * stub never runs.  The kernel serves every extend feature cuda_attn claims
+ * (window, soft-cap, sinks, cross, any page size, ragged batches): no
+ * per-call fallback, which matters because the plan's 128-row items would be
+ * half-served by the 64-row mma kernel.
+ *
+ * Two kernels, one source: the TMA producer for pages of a multiple of 16
+ * tokens (the caller passes the pool's tensor maps), the cp.async producer
+ * for every other page size, and for all of them when the TMA kernel's setup
+ * or the driver's map encoder is missing.
+ */
+#include "cuda_launch.h"
+#include "extend_wgmma_sm90.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ATTN_WG_IMAGE 1
+#else
+#define ATTN_WG_IMAGE 0
+#endif
+/* 1 in the sm_90a image, 0 in the sm_80 and compute_90 ones. */
+__device__ int attn_wgmma_image_flag = ATTN_WG_IMAGE;
+
+/* The head dim the kernel serves (extend_wg_cfg). */
+#define ATTN_WG_D 128
+
+extern "C" int attn_wgmma_available(int device) {
+    int major = 0, minor = 0, cur = -1, flag = 0;
+    if (device < 0 || cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (major != 9 || minor != 0) return 0;
+    if (cudaGetDevice(&cur) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (cur != device && cudaSetDevice(device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    const cudaError_t e = cudaMemcpyFromSymbol(&flag, attn_wgmma_image_flag, sizeof flag);
+    if (cur != device) (void)cudaSetDevice(cur);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return flag == 1;
+}
+
+/* Dynamic shared memory limit, and the register count the setmaxnreg split
+ * assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY registers and the
+ * consumers' setmaxnreg.inc waits for exactly what the producer gives back;
+ * a kernel built with fewer would hang there. */
+template <int D, typename K> static int setup_fn(K fn) {
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, fn);
+    if (e != cudaSuccess) return (int)e;
+    if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
+    return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_wg_cfg<D>::SMEM);
+}
+
+template <int DT> static int setup(int *tma_ok) {
+    const int e = setup_fn<ATTN_WG_D>(attn_extend_wgmma_kernel<DT, ATTN_WG_D>);
+    *tma_ok = !e && setup_fn<ATTN_WG_D>(attn_extend_wgmma_tma_kernel<DT, ATTN_WG_D>) == 0;
+    return e;
+}
+
+/* Create time, on the create's device (current), which attn_wgmma_available
+ * accepted. */
+extern "C" int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {
+    *tma_ok = 0;
+    if (head_dim != ATTN_WG_D) return (int)cudaErrorInvalidValue;
+    return dtype == ATTN_DT_BF16 ? setup<GC_BF16>(tma_ok) : setup<GC_F16>(tma_ok);
+}
+
+template <int DT>
+static int launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr int D = ATTN_WG_D;
+    if (tm)
+        attn_extend_wgmma_tma_kernel<DT, D><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, *tm);
+    else
+        attn_extend_wgmma_kernel<DT, D><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p);
+    return (int)cudaGetLastError();
+}
+
+/* One persistent block per SM (fewer when the batch has fewer (item, head)
+ * pairs); the kernel reads the planned item count from device memory, so a
+ * captured graph replays any batch up to the capture's bound.  tm: the TMA
+ * kernel with these maps (set up at create), NULL the cp.async one. */
+extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                                        int grid_items, void *stream) {
+    if (grid_items <= 0 || p->hq <= 0) return 0;
+    if (d != ATTN_WG_D || sm_count <= 0) return (int)cudaErrorInvalidValue;
+    const long long pairs = (long long)grid_items * p->hq;
+    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    const cudaStream_t st = (cudaStream_t)stream;
+    return dtype == ATTN_DT_BF16 ? launch<GC_BF16>(p, tm, blocks, st) : launch<GC_F16>(p, tm, blocks, st);
+}

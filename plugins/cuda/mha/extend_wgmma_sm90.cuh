@@ -1,0 +1,555 @@
+/*
+ * extend_wgmma_sm90.cuh - paged extend / prefill / cross attention on Hopper
+ * warpgroup MMA at head dim 128: cuda_attn's extend on an SM 9.0 device
+ * (cuda_attn_choice.c; extend_wgmma_sm90.cu launches it).  sm_90a only:
+ * every other pass compiles the kernel to an empty stub, and the launcher
+ * never starts it there.
+ *
+ * One persistent block per SM walks the (work item, q head) pairs of the
+ * extend plan (attn_kernels/plan.cuh: items of <= 128 q rows of one request, ordered
+ * longest-first; pair w = item w / hq, head w % hq, so the longest items go
+ * first; blocks stride by gridDim.x).  384 threads, warp-specialised:
+ *   warpgroup 0 (producer, setmaxnreg down): gathers the 128-row Q tile and
+ *     BN-row K/V tiles through req_to_token into 128B-swizzled shared memory
+ *     (wgmma_sm90.cuh), STAGES deep.  Two producers, one template:
+ *     TMA = true (pages of a multiple of 16 tokens: wg_tma_boxes) brings
+ *     each whole 16-row box of a page with one TMA copy per 64-column block
+ *     and gathers the rest (the last tile's partial box) with 16-byte
+ *     cp.async; TMA = false gathers every row with cp.async (any page size,
+ *     one slot read per row per tile).
+ *   warpgroups 1, 2 (consumers, setmaxnreg up): 64 q rows each.
+ *     S = Q K^T: SS wgmma m64nBNk16 (K-major Q and K);  online softmax in
+ *     registers (masks only on tiles that need them);  O += P V: RS wgmma
+ *     m64nDk16 with P re-packed from S as the A fragment and V read MN-major
+ *     (trans-b) from the same swizzled layout.
+ *
+ * Synchronisation (mbarriers in shared memory):
+ *   full[s]  (128 arrivals: every producer thread; + the TMA bytes) - stage s holds tile g
+ *   empty[s] (8: lane 0 of each consumer warp)     - stage s may be refilled
+ *   q_full (128) / q_empty (8)                      - the Q tile, per item
+ * Global tile counter g (both roles count identically): stage g % STAGES,
+ * phase parity (g / STAGES) & 1; producers wait "empty" on the opposite
+ * parity so the first STAGES waits pass at once.  A producer thread signals
+ * an event (Q or a tile) after cp.async.wait_group shows its copies landed
+ * and a fence.proxy.async (generic-proxy writes -> wgmma's async-proxy
+ * reads).  It signals event e after issuing e + 1, so copies overlap, but
+ * flushes before waiting on q_empty (which depends on the previous pair's
+ * last tile).  A pair's tile 0 is issued before its Q, so it loads while the
+ * consumers finish the previous pair.
+ *
+ * Numerics and masking are the mma kernel's (extend_mma.cu):
+ * attn_score (scale, soft-cap, log2 domain), attn_visible (causal, window),
+ * sinks in the final normalisation, rows with nothing visible give 0.
+ */
+#ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
+#define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
+
+#include <limits.h>
+
+#include "attn_tmap.h"   /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
+#include "mma_sm80.cuh" /* pack2, attn_slot32 */
+#include "wgmma_sm90.cuh"
+
+#define ATTN_WG_THREADS 384
+#define ATTN_WG_BM 128 /* q rows per item: 2 consumer warpgroups x 64 */
+/* Registers per thread: the block starts with 65536 / 384 -> 168 each; the
+ * producer gives back down to PRODUCER and the consumers take up to
+ * CONSUMER (2 * CONSUMER + PRODUCER = 3 * 168). */
+#define ATTN_WG_REGS_ENTRY 168
+#ifndef ATTN_WG_REGS_PRODUCER
+#define ATTN_WG_REGS_PRODUCER 56
+#define ATTN_WG_REGS_CONSUMER 224
+#endif
+#define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
+
+template <int D> struct extend_wg_cfg {
+    static constexpr int BM = ATTN_WG_BM;
+    static constexpr int BN = 128;   /* KV tokens per tile */
+    static constexpr int STAGES = 3; /* K/V ring depth */
+    static constexpr int CH = D / 8; /* 16-byte chunks per row */
+    static constexpr int DB = D / 64; /* 128-byte column blocks */
+    static constexpr uint32_t Q_BYTES = wg_sw_bytes<BM, D>();
+    static constexpr uint32_t KV_BYTES = wg_sw_bytes<BN, D>();
+    static constexpr uint32_t OFF_Q = 0;
+    static constexpr uint32_t OFF_K = OFF_Q + Q_BYTES;
+    static constexpr uint32_t OFF_V = OFF_K + STAGES * KV_BYTES;
+    static constexpr uint32_t OFF_BAR = OFF_V + STAGES * KV_BYTES;
+    static constexpr int NBAR = 2 * STAGES + 2; /* full[S], empty[S], q_full, q_empty */
+    /* + 1024: the dynamic shared memory base is only 16-byte aligned; the
+     * kernel rounds it up to the 1024 bytes the swizzle atoms need. */
+    static constexpr size_t SMEM = OFF_BAR + NBAR * 8 + 1024;
+    static constexpr int PRODUCER_ROWS_PER_WARP = BN / 4;
+    static constexpr int PRODUCER_ITERS = PRODUCER_ROWS_PER_WARP * CH / 32; /* cp.async per operand per tile */
+
+    static_assert(D == 128, "the wgmma extend serves head dim 128; the mma extend serves the others");
+    static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16");
+    static_assert(BM == 128, "two consumer warpgroups of 64 rows");
+    static_assert(STAGES >= 2, "the producer signals a tile after issuing the next one");
+    static_assert(OFF_K % ATTN_SW_ATOM_BYTES == 0 && OFF_V % ATTN_SW_ATOM_BYTES == 0 &&
+                      KV_BYTES % ATTN_SW_ATOM_BYTES == 0 && Q_BYTES % ATTN_SW_ATOM_BYTES == 0,
+                  "every sw128 block starts on a 1024-byte boundary (descriptor base offset 0)");
+    static_assert((64 * ATTN_SW_ROW_BYTES) % ATTN_SW_ATOM_BYTES == 0, "the second warpgroup's Q rows too");
+    static_assert(OFF_BAR % 8 == 0, "mbarriers are 8-byte aligned");
+    static_assert(SMEM <= ATTN_WG_SMEM_MAX, "fits the SM 9.0 opt-in shared memory");
+    static_assert(PRODUCER_ROWS_PER_WARP <= 32 && (PRODUCER_ROWS_PER_WARP * CH) % 32 == 0,
+                  "a producer warp's lanes hold the slots of its rows");
+    static_assert((BM * CH) % 128 == 0, "Q chunks split evenly over the producer warpgroup");
+    static_assert(2 * ATTN_WG_REGS_CONSUMER + ATTN_WG_REGS_PRODUCER <= 3 * ATTN_WG_REGS_ENTRY,
+                  "setmaxnreg: the consumers take only what the producer gave back");
+};
+
+/* What one (item, head) pair covers; both roles derive it the same way. */
+struct wg_work {
+    int row, q_tok0, nrows, q_pos0, causal, window;
+    int lo, hi, ntiles, head, kvh;
+    long long item;
+};
+
+template <int BN> GC_DEV wg_work wg_work_at(const attn_fwd &p, long long w) {
+    wg_work k;
+    k.item = w / p.hq;
+    k.head = (int)(w % p.hq);
+    const attn_extend_item it = p.eitems[k.item];
+    k.kvh = k.head / p.group;
+    k.row = it.row;
+    k.q_tok0 = it.q_tok0;
+    k.nrows = it.nrows;
+    k.q_pos0 = it.q_pos0;
+    k.causal = it.causal;
+    k.window = it.causal ? p.window : -1;
+    /* KV columns the tile can see: causal rows never look past the last row,
+     * windowed rows never before the first row's window. */
+    k.lo = it.kv_lo;
+    k.hi = it.kv_hi;
+    if (it.causal && it.q_pos0 + it.nrows < k.hi) k.hi = it.q_pos0 + it.nrows;
+    if (k.window >= 0 && it.q_pos0 - k.window > k.lo) k.lo = it.q_pos0 - k.window;
+    k.ntiles = k.hi > k.lo ? (k.hi - k.lo + BN - 1) / BN : 0;
+    return k;
+}
+
+#if defined(ATTN_HAVE_WGMMA)
+
+/* Barrier addresses (shared-window offsets). */
+template <int D> struct wg_bars {
+    uint32_t base;
+    GC_DEV uint32_t full(int s) const { return base + 8u * s; }
+    GC_DEV uint32_t empty(int s) const { return base + 8u * (extend_wg_cfg<D>::STAGES + s); }
+    GC_DEV uint32_t q_full() const { return base + 8u * (2 * extend_wg_cfg<D>::STAGES); }
+    GC_DEV uint32_t q_empty() const { return base + 8u * (2 * extend_wg_cfg<D>::STAGES + 1); }
+};
+
+/* ------------------------------------------------------------- the producer */
+
+/* Signal the pending event once this thread's copies for it have landed.
+ * WAIT: cp.async groups allowed to stay in flight (1: the one just issued). */
+template <int WAIT> GC_DEV void wg_signal(uint32_t &pending) {
+    if (!pending) return;
+    cp_async_wait<WAIT>();
+    fence_proxy_async();
+    mbar_arrive(pending);
+    pending = 0;
+}
+
+/* Q tile: BM rows of the item's q head; rows past the item (or past T) are zeros. */
+template <int D>
+GC_DEV void wg_load_q(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
+    using C = extend_wg_cfg<D>;
+#pragma unroll 4
+    for (int i = 0; i < C::BM * C::CH / 128; i++) {
+        const int e = i * 128 + t, r = e / C::CH, c = e % C::CH;
+        const int tok = k.q_tok0 + r;
+        const bool ok = r < k.nrows && tok < p.num_tokens;
+        const uint16_t *src =
+            (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t + (int64_t)k.head * p.q_stride_h + c * 8;
+        gc_cp_async16(qs + wg_sw_off<C::BM>(r, c), src, ok);
+    }
+}
+
+/* K and V of the tile at column t0: warp w copies rows [w RPW, (w+1) RPW);
+ * lane l holds the slot of row w RPW + l % RPW (one req_to_token read per
+ * row), the copy loop takes it by shuffle.  Rows >= hi are zero-filled (their
+ * scores are masked; zeros keep P.V finite). */
+template <int D, bool COV = false>
+GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot, uint8_t *ks, uint8_t *vs,
+                       int warp, int lane, uint32_t cov = 0) {
+    using C = extend_wg_cfg<D>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
+    const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
+    const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)k.kvh * p.vc_stride_h;
+#pragma unroll
+    for (int i = 0; i < C::PRODUCER_ITERS; i++) {
+        const int e = i * 32 + lane, rl = e / C::CH, c = e % C::CH, r = warp * RPW + rl;
+        const int32_t sl = __shfl_sync(0xffffffffu, slot, rl);
+        /* COV: rows of a box the TMA brings (bit rl & ~15 of cov: wg_tma_boxes) */
+        if (COV && ((cov >> (rl & ~(ATTN_TMA_BOX_ROWS - 1))) & 1u)) continue;
+        const bool ok = t0 + r < k.hi;
+        gc_cp_async16(ks + wg_sw_off<C::BN>(r, c), kb + (int64_t)sl * p.kc_stride_s + c * 8, ok);
+        gc_cp_async16(vs + wg_sw_off<C::BN>(r, c), vb + (int64_t)sl * p.vc_stride_s + c * 8, ok);
+    }
+}
+
+/* The TMA boxes of a tile (the TMA producer; the host launches it only for
+ * pages of a multiple of ATTN_TMA_BOX_ROWS tokens).  Warp w's rows [w RPW,
+ * (w+1) RPW) of the tile split into boxes of 16 rows; box b goes by TMA (one
+ * box of the pool's tensor map per 64-column block and operand, issued by one
+ * lane each) when its 16 columns are all < hi, start on a multiple of 16 and
+ * its first column's slot s0 (clamped, as the cp.async path uses it) is a
+ * multiple of 16 with s0 + 16 <= num_slots, and its 16 rows' slots are
+ * s0 .. s0 + 15 (one page, the page table's contract; checked, not assumed).  Any other
+ * row (the last tile's partial box, rows past hi, an unaligned window start)
+ * stays with cp.async and its zero-fill.  The lanes add the boxes' bytes to
+ * the stage's full barrier before the copies, and arrive later with the rest
+ * of the warpgroup as before (wg_signal), so the phase completes only when the
+ * cp.async rows have been signalled and the TMA bytes have landed.  Returns
+ * the warp's mask: bit rl of a box's first row rl set when TMA takes it. */
+template <int D>
+GC_DEV uint32_t wg_tma_boxes(const attn_fwd &p, const wg_work &k, int t0, int32_t slot, uint32_t ks, uint32_t vs,
+                             uint32_t full, const attn_kv_tmaps *tm, int warp, int lane) {
+    using C = extend_wg_cfg<D>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, BR = ATTN_TMA_BOX_ROWS;
+    constexpr int NOPS = RPW / BR * C::DB * 2; /* boxes x column blocks x (K, V) */
+    static_assert(RPW % BR == 0 && NOPS <= 32 && BR == 16, "a warp's boxes, one copy per lane; the gap mask is 16 bits");
+    const int rl = lane % RPW, b0 = rl & ~(BR - 1);
+    const int32_t s0 = __shfl_sync(0xffffffffu, slot, b0);
+    /* The box's rows really are slots s0 .. s0 + 15 (lanes < RPW hold every row
+     * once): a table that breaks the page contract loads by cp.async, correctly. */
+    const uint32_t gap = __ballot_sync(0xffffffffu, slot != s0 + (rl & (BR - 1)));
+    const bool ok = (rl & (BR - 1)) == 0 && (t0 & (BR - 1)) == 0 && t0 + warp * RPW + b0 + BR <= k.hi &&
+                    (s0 & (BR - 1)) == 0 && (int64_t)s0 + BR <= p.num_slots && ((gap >> b0) & 0xffffu) == 0;
+    const uint32_t cov = __ballot_sync(0xffffffffu, ok);
+    const int op = lane & 1, cb = (lane >> 1) % C::DB, br = (lane % NOPS) / (2 * C::DB) * BR;
+    const int32_t sb = __shfl_sync(0xffffffffu, slot, br);
+    if (lane < NOPS && ((cov >> br) & 1u)) {
+        const uint32_t dst =
+            (op ? vs : ks) + (uint32_t)(cb * (C::BN * ATTN_SW_ROW_BYTES) + (warp * RPW + br) * ATTN_SW_ROW_BYTES);
+        mbar_expect_tx(full, BR * ATTN_SW_ROW_BYTES);
+        tma_load_3d(dst, op ? (const void *)tm->v : (const void *)tm->k, cb * 64, k.kvh, sb, full);
+    }
+    return cov;
+}
+
+/* The producer warpgroup.  Per pair: tile 0 first (it needs only a free
+ * stage, a tile >= 2 back and already signalled, so its copies overlap the
+ * previous pair's last tile), then everything signalled and Q loaded once
+ * the consumers released it (after their last S of the previous pair), then
+ * tiles 1.. .  The page-table word of tile j + 1 is loaded when tile j is
+ * issued (one unconditional load per lane, a column past hi reads hi - 1)
+ * and clamped into the pool when tile j + 1 uses it, so its latency hides
+ * behind a tile's wait and copies.  TMA: whole 16-row page boxes by TMA,
+ * the rest by cp.async (wg_tma_boxes). */
+template <int D, bool TMA>
+GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total,
+                        const attn_kv_tmaps *tm) {
+    using C = extend_wg_cfg<D>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
+    const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
+    const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
+    uint32_t g = 0, kq = 0, pending = 0;
+    int32_t raw = 0; /* req_to_token word of the next tile's row myrow, unclamped */
+    auto tile_raw = [&](const wg_work &k, int j) -> int32_t {
+        const int tok = k.lo + j * C::BN + myrow;
+        const int col = tok < k.hi ? tok : k.hi - 1; /* hi > lo >= 0 when the pair has tiles */
+        return __ldg(p.req_to_token.p + (int64_t)k.row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift));
+    };
+    auto issue_tile = [&](const wg_work &k, int j) {
+        const int t0 = k.lo + j * C::BN;
+        const int64_t sw = raw; /* attn_slot's clamp */
+        const int32_t slot = t0 + myrow < k.hi ? (int32_t)(sw < 0 ? 0 : (sw >= p.num_slots ? p.num_slots - 1 : sw)) : 0;
+        if (j + 1 < k.ntiles) raw = tile_raw(k, j + 1); /* in flight during this tile's wait and copies */
+        const int s = (int)(g % C::STAGES);
+        mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
+        fence_proxy_async(); /* the wgmma reads of the stage's old tile are done (async -> generic) */
+        if constexpr (TMA) {
+            const uint32_t sb = wg_smem(sm);
+            const uint32_t cov = wg_tma_boxes<D>(p, k, t0, slot, sb + C::OFF_K + s * C::KV_BYTES,
+                                                 sb + C::OFF_V + s * C::KV_BYTES, bar.full(s), tm, warp, lane);
+            /* every box by TMA: nothing left for cp.async (warp-uniform) */
+            if (cov != __ballot_sync(0xffffffffu, (myrow & (ATTN_TMA_BOX_ROWS - 1)) == 0))
+                wg_load_kv<D, true>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES,
+                                    warp, lane, cov);
+        } else {
+            wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp,
+                          lane);
+        }
+        gc_cp_async_commit();
+        wg_signal<1>(pending);
+        pending = bar.full(s);
+        g++;
+    };
+    for (long long w = blockIdx.x; w < total; w += gridDim.x) {
+        const wg_work k = wg_work_at<C::BN>(p, w);
+        if (k.ntiles > 0) {
+            raw = tile_raw(k, 0);
+            issue_tile(k, 0);
+        }
+        wg_signal<0>(pending);
+        mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
+        fence_proxy_async();
+        wg_load_q<D>(p, k, sm + C::OFF_Q, t);
+        gc_cp_async_commit();
+        pending = bar.q_full();
+        kq++;
+        for (int j = 1; j < k.ntiles; j++) issue_tile(k, j);
+    }
+    wg_signal<0>(pending);
+    (void)tm;
+}
+
+/* ------------------------------------------------------------- the consumers */
+
+/* S[64 x BN] = Q_wg[64 x D] K^T: D / 16 SS wgmmas (first one overwrites S). */
+template <int DT, int D, int BN> GC_DEV void wg_qk(float (&s)[BN / 2], uint32_t q_addr, uint32_t k_addr) {
+    const uint64_t dq = wg_desc_k(q_addr), dk = wg_desc_k(k_addr);
+#pragma unroll
+    for (int kb = 0; kb < D / 64; kb++)
+#pragma unroll
+        for (int kk = 0; kk < 4; kk++)
+            wg_mma_ss<DT, BN, 0>(s, wg_desc_add(dq, kb * (ATTN_WG_BM * ATTN_SW_ROW_BYTES) + kk * 32),
+                                 wg_desc_add(dk, kb * (BN * ATTN_SW_ROW_BYTES) + kk * 32), (kb | kk) != 0);
+}
+
+/* O[64 x D] += P[64 x BN] V[BN x D]: BN / 16 RS wgmmas, V MN-major. */
+template <int DT, int D, int BN>
+GC_DEV void wg_pv(float (&o)[D / 2], const uint32_t (&pa)[BN / 16][4], uint32_t v_addr) {
+    const uint64_t dv = wg_desc_mn<BN>(v_addr);
+#pragma unroll
+    for (int kt = 0; kt < BN / 16; kt++) wg_mma_rs<DT, D, 1>(o, pa[kt], wg_desc_add(dv, kt * 16 * ATTN_SW_ROW_BYTES), 1);
+}
+
+/* P (16-bit) as the m64k16 A fragments, from the S accumulator layout:
+ * k-step kt = columns 16kt..16kt+15 = accumulator blocks 2kt, 2kt+1. */
+template <int DT, int BN> GC_DEV void wg_pack_p(uint32_t (&pa)[BN / 16][4], const float (&s)[BN / 2]) {
+#pragma unroll
+    for (int kt = 0; kt < BN / 16; kt++) {
+        pa[kt][0] = pack2<DT>(s[8 * kt + 0], s[8 * kt + 1]);
+        pa[kt][1] = pack2<DT>(s[8 * kt + 2], s[8 * kt + 3]);
+        pa[kt][2] = pack2<DT>(s[8 * kt + 4], s[8 * kt + 5]);
+        pa[kt][3] = pack2<DT>(s[8 * kt + 6], s[8 * kt + 7]);
+    }
+}
+
+/* Per-thread softmax state for its two rows (lo = g, hi = g + 8 of its warp's 16). */
+struct wg_rows {
+    float m[2], l[2];
+    int qpos[2];
+};
+
+/* One tile's online-softmax step on S (raw dot products -> probabilities in
+ * place).  corr: the factor the rows' earlier O and l take.  Without a
+ * soft-cap the scale folds into the exponent (one FFMA + EX2 per score, FA3's
+ * trick; the row max of the raw scores scales to the max of the scaled ones
+ * because scale > 0); with one, each score goes through attn_score first.
+ * Masks (only on tiles that need them) are attn_visible as per-row column
+ * bounds [clo, chi) and a select per score: no branch per score. */
+template <int BN>
+GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
+                       bool need_mask, int q4) {
+    const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
+    const float c = folded ? p.scale_log2 : 1.f;
+    if (!folded) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) s[i] = attn_score(p, s[i]);
+    }
+    if (need_mask) {
+        int chi[2], clo[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            chi[h] = k.causal && st.qpos[h] + 1 < k.hi ? st.qpos[h] + 1 : k.hi;
+            clo[h] = k.window >= 0 ? st.qpos[h] - k.window : INT_MIN;
+        }
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int col = t0 + 8 * j + 2 * q4 + (i & 1);
+                const bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                s[4 * j + i] = vis ? s[4 * j + i] : ATTN_NEG_INF;
+            }
+    }
+    float mx[2] = {ATTN_NEG_INF, ATTN_NEG_INF};
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) mx[i >> 1] = fmaxf(mx[i >> 1], s[4 * j + i]);
+    float mo[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+        mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+        const float mn = fmaxf(mx[h] * c, st.m[h]); /* log2 domain */
+        corr[h] = attn_rescale(st.m[h], mn);
+        st.m[h] = mn;
+        st.l[h] *= corr[h];
+        mo[h] = mn == ATTN_NEG_INF ? 0.f : mn; /* nothing visible yet: every score is -inf, exp2 gives 0 */
+    }
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const float e = gc_exp2(fmaf(s[4 * j + i], c, -mo[i >> 1]));
+            s[4 * j + i] = e;
+            st.l[i >> 1] += e;
+        }
+}
+
+template <int D> GC_DEV void wg_scale_o(float (&o)[D / 2], const float corr[2]) {
+#pragma unroll
+    for (int j = 0; j < D / 8; j++) {
+        o[4 * j + 0] *= corr[0];
+        o[4 * j + 1] *= corr[0];
+        o[4 * j + 2] *= corr[1];
+        o[4 * j + 3] *= corr[1];
+    }
+}
+
+/* Normalise (sinks join the denominator) and store this thread's two rows. */
+template <int DT, int D>
+GC_DEV void wg_store_o(const attn_fwd &p, const wg_work &k, const float (&o)[D / 2], wg_rows &st, int row_lo,
+                       int q4) {
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        float l = st.l[h];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        float w = 1.f;
+        if (p.sinks) {
+            const float sk = p.sinks[k.head] * ATTN_LOG2E;
+            const float mm = fmaxf(st.m[h], sk);
+            w = attn_exp2_sub(st.m[h], mm);
+            l = l * w + gc_exp2(sk - mm);
+        }
+        const float inv = l > 0.f ? w / l : 0.f;
+        const int r = row_lo + 8 * h, tok = k.q_tok0 + r;
+        if (r >= k.nrows || tok >= p.num_tokens) continue;
+        uint16_t *out = (uint16_t *)p.out + (int64_t)tok * p.o_stride_t + (int64_t)k.head * p.o_stride_h + 2 * q4;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+            *(uint32_t *)(out + 8 * j) = pack2<DT>(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+    }
+}
+
+/* Lane 0 of each consumer warp releases a barrier (expected count 8). */
+GC_DEV void wg_release(uint32_t bar, int lane) {
+    if (lane == 0) mbar_arrive(bar);
+}
+
+/* A consumer warpgroup: per tile, S = Q K^T, wait, the softmax, O += P V,
+ * wait, release the stage; Q is released after the pair's last S. */
+template <int DT, int D>
+GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar, long long total, int wg) {
+    using C = extend_wg_cfg<D>;
+    constexpr int BN = C::BN, ST = C::STAGES;
+    const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
+    const int row_lo = 64 * wg + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
+    const uint32_t q_addr = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;
+    const uint32_t k_addr = sbase + C::OFF_K, v_addr = sbase + C::OFF_V;
+    float s[BN / 2], o[D / 2];
+    uint32_t pa[BN / 16][4];
+    uint32_t g = 0, kq = 0;
+
+    for (long long w = blockIdx.x; w < total; w += gridDim.x) {
+        const wg_work k = wg_work_at<BN>(p, w);
+        wg_rows st;
+        st.m[0] = st.m[1] = ATTN_NEG_INF;
+        st.l[0] = st.l[1] = 0.f;
+        st.qpos[0] = k.q_pos0 + row_lo;
+        st.qpos[1] = st.qpos[0] + 8;
+        const int qmin = k.q_pos0 + 64 * wg, qmax = qmin + 63; /* this warpgroup's rows */
+#pragma unroll
+        for (int i = 0; i < D / 2; i++) o[i] = 0.f;
+        mbar_wait(bar.q_full(), kq & 1);
+        fence_proxy_async();
+        kq++;
+        if (k.ntiles == 0) wg_release(bar.q_empty(), lane);
+        /* mask only where some (row, column) pair of the tile can be invisible */
+        auto need_mask = [&](int t0) {
+            return t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) || (k.window >= 0 && t0 < qmax - k.window);
+        };
+        for (int j = 0; j < k.ntiles; j++, g++) {
+            const int sidx = (int)(g % ST), t0 = k.lo + j * BN;
+            mbar_wait(bar.full(sidx), (g / ST) & 1);
+            fence_proxy_async();
+            wg_pin(s);
+            wg_fence();
+            wg_qk<DT, D, BN>(s, q_addr, k_addr + sidx * C::KV_BYTES);
+            wg_commit();
+            wg_wait<0>();
+            wg_pin(s);
+            if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
+            float corr[2];
+            wg_softmax<BN>(s, st, corr, p, k, t0, need_mask(t0), q4);
+            wg_scale_o<D>(o, corr);
+            wg_pack_p<DT, BN>(pa, s);
+            wg_pin(o);
+            wg_pin(pa);
+            wg_fence();
+            wg_pv<DT, D, BN>(o, pa, v_addr + sidx * C::KV_BYTES);
+            wg_commit();
+            wg_wait<0>();
+            wg_pin(o);
+            wg_pin(pa);
+            wg_release(bar.empty(sidx), lane);
+        }
+        wg_store_o<DT, D>(p, k, o, st, row_lo, q4);
+    }
+}
+
+#endif /* ATTN_HAVE_WGMMA */
+
+/* The kernels: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<D>::SMEM
+ * bytes of dynamic shared memory (set by attn_wgmma_setup).  One body, the
+ * producer as a template parameter: attn_extend_wgmma_kernel gathers with
+ * cp.async, attn_extend_wgmma_tma_kernel takes page boxes by TMA. */
+#if defined(ATTN_HAVE_WGMMA)
+template <int DT, int D, bool TMA> GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
+    using C = extend_wg_cfg<D>;
+    extern __shared__ __align__(16) uint8_t wg_smem_raw[];
+    const uint32_t raw = wg_smem(wg_smem_raw);
+    const uint32_t sbase = (raw + (ATTN_SW_ATOM_BYTES - 1)) & ~(uint32_t)(ATTN_SW_ATOM_BYTES - 1);
+    uint8_t *sm = wg_smem_raw + (sbase - raw);
+    const wg_bars<D> bar{sbase + C::OFF_BAR};
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < C::STAGES; s++) {
+            mbar_init(bar.full(s), 128);
+            mbar_init(bar.empty(s), 8);
+        }
+        mbar_init(bar.q_full(), 128);
+        mbar_init(bar.q_empty(), 8);
+        mbar_init_fence();
+    }
+    __syncthreads();
+    const int n = *p.num_items;
+    const long long total = (long long)(n > 0 ? n : 0) * p.hq;
+    if (threadIdx.x < 128) {
+        setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
+        wg_producer<D, TMA>(p, sm, bar, total, tm);
+    } else {
+        setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
+        wg_consumer<DT, D>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
+    }
+}
+#endif
+
+template <int DT, int D>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p) {
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, D, false>(p, nullptr);
+#else
+    (void)p;
+#endif
+}
+
+/* The pool's K and V tensor maps ride in the parameters (__grid_constant__:
+ * the TMA reads them there). */
+template <int DT, int D>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p,
+                                                                                 const __grid_constant__ attn_kv_tmaps tm) {
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, D, true>(p, &tm);
+#else
+    (void)p;
+    (void)tm;
+#endif
+}
+
+#endif
