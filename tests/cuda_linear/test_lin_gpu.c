@@ -15,9 +15,9 @@
  * each says which it is there for; docs/cuda_linear.md lists where each runs).
  *
  *   test_lin_gpu [plugin_dir]     every config, the graphs and the bad inputs
- *     LT_QUICK=1   the quick set: every kernel at least once (each kind's defaults, both tiles, both state
- *                  dtypes, f16 / f32 activations, the token-by-token variant, the fused decode's K), a
- *                  graph, bad inputs
+ *     LT_QUICK=1   the quick set: every kernel and instantiation at least once (each kind's defaults, both
+ *                  tiles, both state dtypes, f16 / f32 activations, bf16 conv weights, the token-by-token
+ *                  variant, the fused decode's K), a graph, bad inputs
  *     LT_QUICK=2   gdn's defaults and its graph (compute-sanitizer racecheck of the common path)
  *     LT_QUICK=3   the chunked extend's configs (its kernels under compute-sanitizer memcheck)
  *     LT_QUICK=4   the decode configs and graphs (stream decode, both preps, fused decode)
@@ -392,7 +392,7 @@ static void error_tests(void) {
 /* Every config, with the sets it belongs to and what it is there for. */
 static const cfg configs[] = {
     /* each kind's defaults (fast, bf16, f32 state, tile by batch size): gdn: the w4 chunk prep, UT, state pass
-     * (tile 16), output kernel, the w4 decode prep (bf16 x, bf16 weights, f32 state), the stream kernel (f32),
+     * (tile 16), output kernel, the w4 decode prep (bf16 x, f32 weights, f32 state), the stream kernel (f32),
      * the fused decode at K = 128 (the long verify), commit; kda: the fused phase 1 (bf16), the general
      * decode prep; mamba2, lightning: the general chunk prep (conv / no conv); short_conv: its kernels */
     {F | Q1 | Q2 | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
@@ -415,10 +415,10 @@ static const cfg configs[] = {
     /* the w4 decode prep's other instantiations: bf16 conv weights (as models often pass them) with bf16 /
      * f32 state and x; f32 x with a bf16 state */
     {F | Q1 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1},
-    {F | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 1},
-    {F | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 1},
-    {F | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 1},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 1},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1},
     /* the fused decode's other K: 32, 64, 256 */
     {F | Q1 | Q4, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
     {F | Q1 | Q4, MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
