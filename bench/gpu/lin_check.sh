@@ -7,8 +7,7 @@
 set -u
 OUT=${OUT:?}; mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-unset SGL_ATTN_LIN_DECODE SGL_ATTN_LIN_CHUNK1 SGL_ATTN_LIN_CHUNK2 SGL_ATTN_LIN_KERNEL SGL_ATTN_LIN_VT SGL_ATTN_LIN_PREP \
-  SGL_ATTN_LIN_CSTATE SGL_ATTN_LIN_UT SGL_ATTN_LIN_COUT SGL_ATTN_LIN_DECPREP
+unset $(compgen -v SGL_ATTN_LIN_)
 A=build/bin/attnctl
 for k in gdn mamba2 kda lightning short_conv; do
   timeout 40 $A check --plugin ${k}_cuda/cuda_attn --json > "$OUT/check_$k.json" 2> "$OUT/check_$k.log"

@@ -3,9 +3,9 @@
 # mamba2_cuda, short_conv_cuda, lightning_cuda) on the GPU machine, in one go
 # (~4 minutes expected; every step is capped, 8.5 minutes if all hit their caps):
 #   0. device, plugins, the load test, SASS summary (when cuobjdump is there)
-#   1. test_lin_gpu: every kind x kernel variant (SGL_ATTN_LIN_KERNEL simple /
-#      fast, SGL_ATTN_LIN_VT 16 / 32) against the float64 reference, graph
-#      capture / replay, bad inputs
+#   1. test_lin_gpu: every config (every kind and kernel; SGL_ATTN_LIN_KERNEL
+#      simple / fast, SGL_ATTN_LIN_VT 16 / 32) against the float64 reference,
+#      graph capture / replay, bad inputs
 #   2. test_lin_e2e: a tiny hybrid model, gdn_cuda/cuda_attn vs gdn/cpu_ref
 #   3. attnctl check --plugin <kind>_cuda/cuda_attn per variant (needs the
 #      harness's linear families; logged either way)
@@ -21,6 +21,7 @@ OUT=${OUT:-/tmp/linear_out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SGL_ATTN_COMMIT=${SGL_ATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+unset $(compgen -v SGL_ATTN_LIN_)
 A=build/bin/attnctl
 T=build/tests
 P=build/lib/sglattn/plugins
@@ -45,7 +46,7 @@ if command -v cuobjdump >/dev/null; then
   cat "$OUT/sass_summary.txt"
 fi
 
-step "1. test_lin_gpu (all kinds, variants, tiles, graph, bad inputs)"; el
+step "1. test_lin_gpu (every config, graphs, bad inputs)"; el
 timeout 120 $T/test_lin_gpu $P > "$OUT/test_lin_gpu.log" 2>&1; echo "test_lin_gpu: rc=$?"
 grep -E "^(ok|FAIL)|failure" "$OUT/test_lin_gpu.log" | tail -45
 

@@ -21,12 +21,12 @@ BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 60 $NCU --metrics gpu__time_du
   $T/bench_lin /dev/null $P > "$OUT/lin_prefill_durs.txt" 2>&1; echo "rc=$?"
 grep -E "lin_|gpu__time_duration" "$OUT/lin_prefill_durs.txt" | sed 's/(lin_fwd.*//' | head -40
 step "1b. linear prefill: the state pass's sections"
-BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 60 $NCU $SECS -k regex:lin_cstate -c 1 \
+BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 60 $NCU $SECS -k regex:lin_chunk_state -c 1 \
   $T/bench_lin /dev/null $P > "$OUT/lin_cstate_sections.txt" 2>&1; echo "rc=$?"
 grep -E "Duration|Throughput|Stall|Warp Cycles|Issued|Eligible|Occupancy|Registers|Shared Memory Config|Block Limit" "$OUT/lin_cstate_sections.txt" | head -40
 
 step "2. linear stream decode B 256"
-BENCH_FILTER="B=256" BENCH_VARIANT=fast BENCH_QUICK=1 timeout 45 $NCU $SECS -k regex:lin_decode3 -c 1 --launch-skip 3 \
+BENCH_FILTER="B=256" BENCH_VARIANT=fast BENCH_QUICK=1 timeout 45 $NCU $SECS -k regex:lin_decode_stream -c 1 --launch-skip 3 \
   $T/bench_lin /dev/null $P > "$OUT/lin_decode_sections.txt" 2>&1; echo "rc=$?"
 grep -E "Duration|Throughput|DRAM|Stall|Warp Cycles|Eligible|Occupancy" "$OUT/lin_decode_sections.txt" | head -30
 

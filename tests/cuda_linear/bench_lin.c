@@ -278,7 +278,7 @@ int main(int argc, char **argv) {
     const bcase *run = smoke_on ? smoke : cases;
     const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke : sizeof cases / sizeof *cases;
     /* BENCH_FILTER=substring of the case name, BENCH_VARIANT=fast/simple, BENCH_VT=16/32/auto (only the
-     * cases of that phase-2 tile): a subset (bench/gpu/lever_lindec.sh, lever_utfuse.sh, lever_cscan.sh) */
+     * cases of that phase-2 tile): a subset (bench/gpu/profile.sh) */
     const char *filt = getenv("BENCH_FILTER"), *var = getenv("BENCH_VARIANT"), *vtf = getenv("BENCH_VT");
     for (size_t i = 0; i < nrun; i++)
         if ((!filt || strstr(run[i].name, filt)) && (!var || !strcmp(run[i].variant, var)) &&

@@ -44,7 +44,7 @@ static double *zalloc(size_t n) {
     return p;
 }
 
-int lt_max_tokens = 512, lt_slow_decay = 0;
+int lt_max_tokens = 512, lt_slow_decay = 0, lt_weight_dt = LT_F32;
 
 int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *sh, int io_dt, uint32_t state_dt_bit,
               double tol, uint64_t seed, const char *label) {
@@ -98,14 +98,14 @@ int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *s
             s->iconv[l][k] = zalloc(s->conv_n * LT_STEPS);
             s->issm[l][k] = zalloc(s->ssm_n * LT_STEPS);
         }
-    /* weights, per own layer, float32 (what a model passes them as) */
+    /* weights, per own layer, float32 (what a model passes them as; the conv's in lt_weight_dt) */
     for (int l = 0; l < LT_OWN; l++) {
         lt_layer *w = &s->lw[l];
         const int64_t C = s->rd.conv_dim, W = s->rd.conv_w, HV = sh->hv, HK = (int64_t)sh->dk * HV;
         if (conv) {
-            lt_make(&w->conv_w, LT_F32, 2, (int64_t[]){C, W}, 0);
+            lt_make(&w->conv_w, lt_weight_dt, 2, (int64_t[]){C, W}, 0);
             lt_fill_normal(&w->conv_w, &s->r, 0.5);
-            lt_make(&w->conv_b, LT_F32, 1, (int64_t[]){C}, 0);
+            lt_make(&w->conv_b, lt_weight_dt, 1, (int64_t[]){C}, 0);
             lt_fill_normal(&w->conv_b, &s->r, 0.2);
         }
         lt_make(&w->A_log, LT_F32, 1, (int64_t[]){HV}, 0);

@@ -42,8 +42,9 @@ typedef struct lt_scen {
 
 /* create's max_tokens for the next scen_open (default 512); lt_slow_decay: its layers' gates decay
  * slowly (A_log in [-7, -5], lightning decay in [0.001, 0.01]: states remembered over thousands of
- * tokens, so that a long chain's errors show) */
-extern int lt_max_tokens, lt_slow_decay;
+ * tokens, so that a long chain's errors show); lt_weight_dt: the dtype of its conv weights and bias
+ * (LT_F32, the default, or LT_BF16) */
+extern int lt_max_tokens, lt_slow_decay, lt_weight_dt;
 
 /* A 4-layer model of `kind` (layers 1, 3 full attention). */
 void lt_model(sgl_attn_model *m, int kind, const lt_shape *s, uint32_t io_dt_bit, uint32_t state_dt_bit);

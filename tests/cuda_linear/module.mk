@@ -2,8 +2,9 @@
 # GPU machine has no cmocka).
 #   test_lin_pure   pure C (dims, state sizes, device layout, paths, checks): everywhere
 #   test_lin_load   the five built plugins: load, descriptor, probe, create refusals (no GPU needed)
-#   test_lin_gpu    every kind and kernel variant against the float64 reference, graph
+#   test_lin_gpu    every kind and kernel against the float64 reference, graph
 #                   capture/replay, bad inputs (GPU; prints SKIP with the probe's reason elsewhere)
+#   test_lin_emu    test_lin_gpu's configs with the real kernels on a CPU emulator of CUDA (here)
 #   test_lin_e2e    a tiny hybrid model, gdn_cuda/cuda_attn against gdn/cpu_ref (GPU; SKIP elsewhere)
 #   bench_lin       the issue-9 decode / prefill timings (GPU; bench/gpu/linear.sh runs it)
 #   make cuda-linear-tests   build and run the tests
@@ -48,9 +49,11 @@ LINE_OBJ := $(OBJDIR)/$(LINT_DIR)/emu
 LINE_CXXFLAGS := -std=c++17 -O1 -g -fPIC $(SANFLAGS) -DLK_EMU -include $(LINT_DIR)/emu/emu_prelude.h -I$(CUDA_HOME)/include \
                  -Iabi -Ihost -Iplugins/cuda/common -I$(LIN_DIR) -I$(LINT_DIR)/emu -Wall -Wextra -Werror \
                  -Wno-attributes -Wno-unknown-pragmas -Wno-unused-parameter -Wno-unused-function
-LINE_KERNELS := $(addprefix $(LINE_OBJ)/,$(addsuffix .cu.o,$(LIN_CU)))
+# The kernels' emulator objects are named .emu.o, not .cu.o: the sanitizer step copies the normal build's
+# *.cu.o (nvcc's, the same bytes in both trees) into the ASan tree, and these must be built with ASan.
+LINE_KERNELS := $(addprefix $(LINE_OBJ)/,$(addsuffix .emu.o,$(LIN_CU)))
 LINE_PLUGINS := $(foreach k,$(LIN_KINDS),$(LINE_OBJ)/lin_plugin.$(k).o)
-$(LINE_OBJ)/%.cu.o: $(LIN_DIR)/%.cu $(wildcard $(LIN_DIR)/*.cuh $(LIN_DIR)/*.h) $(LINT_DIR)/emu/emu_prelude.h
+$(LINE_OBJ)/%.emu.o: $(LIN_DIR)/%.cu $(wildcard $(LIN_DIR)/*.cuh $(LIN_DIR)/*.h) $(LINT_DIR)/emu/emu_prelude.h
 	@mkdir -p $(@D)
 	$(CXX) $(LINE_CXXFLAGS) -x c++ -c $< -o $@
 $(LINE_OBJ)/%.o: $(LINT_DIR)/emu/%.cpp $(LINT_DIR)/emu/emu_prelude.h

@@ -1,43 +1,29 @@
 /* test_lin_gpu.c - the five CUDA linear wrappers against the float64
- * reference, on a GPU (skipped with the probe's reason elsewhere).
+ * reference, on a GPU (skipped with the probe's reason elsewhere; the CPU
+ * emulator of CUDA runs the same scenarios as test_lin_emu).
  *
- * For each kind, kernel variant (SGL_ATTN_LIN_KERNEL simple / fast, the
- * phase-2 tile SGL_ATTN_LIN_VT), activation dtype and state dtype, one
- * scenario of batches over two own layers: ragged extends across chunk
+ * For each config (kind, shape, kernel variant SGL_ATTN_LIN_KERNEL simple /
+ * fast, the phase-2 tile SGL_ATTN_LIN_VT, activation dtype, state dtype),
+ * one scenario of batches over two own layers: ragged extends across chunk
  * boundaries, state carried across extend calls, a slot restarted without
  * prefix, decode with a padded row, verify keeping the draft states then
- * state_commit, state_copy / state_clear, verify without keep, an extend
- * with an empty request.  Then CUDA-graph capture and replay of a decode
- * step (different slots at replay), and bad inputs (clear errors, no launch).
+ * state_commit, state_copy / state_clear, verify without keep (as many tokens
+ * as the pool keeps draft steps for, then more: the fused decode at K = 128),
+ * an extend with an empty request.  Then CUDA-graph capture and replay of a
+ * decode step (different slots at replay), and bad inputs (clear errors, no
+ * launch).  The configs are chosen so that every kernel runs (the comment of
+ * each says which it is there for; docs/cuda_linear.md lists where each runs).
  *
- *   test_lin_gpu [plugin_dir]     LT_QUICK=1: the fast variants of each kind, the
- *                                 tiles, the split kernels, a graph, bad inputs;
- *                                 LT_QUICK=2: gdn fast and its graph (compute-sanitizer
- *                                 runs); LT_QUICK=3: only the split kernels (their
- *                                 configs and graphs: the new kernels' sanitizer run);
- *                                 LT_QUICK=4: only the stream decode (SGL_ATTN_LIN_DECODE=stream,
- *                                 stream_cp, stream_pdl, stream_pdl64, stream_one(_nopf)); LT_QUICK=5: a few of those
- *                                 with f32 activations (extends token by token: their
- *                                 compute-sanitizer run); LT_QUICK=6: three gdn split extends
- *                                 (the split prep's sanitizer run, SGL_ATTN_LIN_PREP / _UT from the environment);
- *                                 LT_QUICK=7: two of those (VT 32 and 16), for racecheck;
- *                                 LT_QUICK=8: the scan state pass (SGL_ATTN_LIN_CSTATE=scan, small
- *                                 groups): the scenario and long ragged requests over many groups;
- *                                 LT_QUICK=9: one request of LT_LONG tokens (default 16384; one head), scan
- *                                 (groups of 16) and the default pass, for the precision of long chains;
- *                                 LT_QUICK=10 / 11: the scan's memcheck / racecheck sets;
- *                                 LT_QUICK=12: prep v3 / output v2 ("pp3,co2"), each beside the defaults
- *                                 LT_QUICK=14: the v3 state pass (SGL_ATTN_LIN_CSTATE=v3), LT_QUICK=15: its
- *                                 sanitizer set; LT_QUICK=16 / 17: the same of v4 (SGL_ATTN_LIN_CSTATE=v4);
- *                                 LT_QUICK=18 / 19: the same of v5 (SGL_ATTN_LIN_CSTATE=v5; 18 also one
- *                                 request of LT_LONG tokens beside the default pass);
- *                                 LT_QUICK=20 / 21: the same of v6 (SGL_ATTN_LIN_CSTATE=v6, the wgmma
- *                                 state pass; on the emulator, which has no wgmma, v5 runs)
- *   LT_SPLIT=0: leave the split kernels out; LT_STREAM=0: the stream decode
- *   LT_DECODE=a,b: only the configs and graphs whose decode option (fused, split, stream,
- *   stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static; + "+dp1" /
- *   "+dp2" / "+dp3" for the configs pinned to prep v1 / v2 / v3, e.g. stream_pdl+dp2) is one of these
- *   SGL_ATTN_LIN_DECPREP set: the configs without "dp1" / "dp2" / "dp3" run with it
+ *   test_lin_gpu [plugin_dir]     every config, the graphs and the bad inputs
+ *     LT_QUICK=1   the quick set: every kernel and instantiation at least once (each kind's defaults, both
+ *                  tiles, both state dtypes, f16 / f32 activations, bf16 conv weights, the token-by-token
+ *                  variant, the fused decode's K), a graph, bad inputs
+ *     LT_QUICK=2   gdn's defaults and its graph (compute-sanitizer racecheck of the common path)
+ *     LT_QUICK=3   the chunked extend's configs (its kernels under compute-sanitizer memcheck)
+ *     LT_QUICK=4   the decode configs and graphs (stream decode, both preps, fused decode)
+ *     LT_QUICK=7   the state pass on both tiles and state dtypes (racecheck; bench/gpu/race_chunk_state.sh)
+ *     LT_QUICK=9   one request of LT_LONG tokens (default 16384; one head), then half as many on its state:
+ *                  the precision of long chunk chains
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -64,112 +50,34 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9 */
+enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64 };
+/* scenario: the common one, long ragged requests, one request of LT_LONG tokens */
+enum { SCEN = 0, LONG = 1, HUGE = 2 };
+
 typedef struct cfg {
+    int sets;
     int kind;
     lt_shape sh;
     int io_dt;
-    uint32_t st;       /* SGL_ATTN_DT_F32 / BF16 */
+    uint32_t st; /* SGL_ATTN_DT_F32 / BF16 */
     const char *variant, *vt;
     int l2norm;
     double x_sigma;
-    const char *split; /* NULL: the default kernels; else any of "dec", "c1", "c2" (the split kernels; the others run
-                          fused), "stream" / "stream_cp" / "stream_pdl" / "stream_pdl64" (the stream decode,
-                          first in the list), "ut3" (SGL_ATTN_LIN_UT=v3: the prep fused into the UT kernel),
-                          "pp3" (SGL_ATTN_LIN_PREP=v3), "co2" (SGL_ATTN_LIN_COUT=v2),
-                          "scanM" (SGL_ATTN_LIN_CSTATE=scan, groups of M chunks), "cs3" (SGL_ATTN_LIN_CSTATE=v3:
-                          8 compute warps in the state pass), "cs4" (v4: named-barrier hand-offs; auto), "cs2" (v2, two
-                          __syncthreads per chunk), "cs5" (v5: P = -W^T KD
-                          first, one product per chunk, Unew in the output kernel), "cs6" (v6: v5's pass on wgmma;
-                          SM 9.0, V % 64 == 0, else v5); "long":
-                          scenario_long() instead of scenario(), "huge": scenario_one_long() */
+    int scen;
+    int w16; /* conv weights and bias in bf16 (else float32) */
 } cfg;
 
-/* the shapes: TC-eligible (K = 128, V % 32 == 0) and odd ones (fallbacks) */
+/* the shapes: {hk, hv, K, V, conv width, hidden (short_conv)} */
 static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 4, 0},
                       SH_MAMBA2 = {2, 4, 128, 64, 4, 0}, SH_LIGHT = {2, 2, 128, 128, 0, 0},
                       SH_SHORT = {0, 0, 0, 0, 3, 200}, SH_GDN_ODD = {1, 3, 96, 40, 4, 0},
                       SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0},
                       SH_GDN96 = {1, 2, 128, 96, 4, 0}, SH_GDN40 = {1, 2, 128, 40, 4, 0},
                       SH_GDN128 = {1, 2, 128, 128, 4, 0}, /* the output kernel's two column halves */
+                      SH_GDN_W2 = {2, 4, 128, 64, 2, 0},  /* conv width 2: the general preps for gdn */
+                      SH_GDN256 = {1, 1, 256, 32, 4, 0},  /* K = 256: the fused decode's widest rows */
                       SH_GDN_LONG = {1, 1, 128, 64, 4, 0}; /* LT_QUICK=9: one head keeps the reference short */
-
-/* SGL_ATTN_LIN_DECODE of a cfg's split list: its first item when that is a stream form */
-static const char *dec_of(const char *split) {
-    static char buf[32];
-    if (split && !strncmp(split, "stream", 6)) {
-        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(split, ","), split);
-        return buf;
-    }
-    return split && strstr(split, "dec") ? "split" : "fused";
-}
-
-/* a split list with "dp1" / "dp2" / "dp3": the stream decode's prep v1 / v2 / v3 (SGL_ATTN_LIN_DECPREP;
- * v2 is the default); its LT_DECODE name is the decode option + "+dp1" ... (stream_pdl+dp2); 0: none */
-static int dp_of(const char *split) {
-    return !split ? 0 : strstr(split, "dp1") ? 1 : strstr(split, "dp2") ? 2 : strstr(split, "dp3") ? 3 : 0;
-}
-
-/* LT_DECODE unset, or the split list's decode option is one of its items */
-static int dec_wanted(const char *split) {
-    char d[48];
-    static const char *const dpn[4] = {"", "+dp1", "+dp2", "+dp3"};
-    snprintf(d, sizeof d, "%s%s", dec_of(split), dpn[dp_of(split)]);
-    const char *want = getenv("LT_DECODE");
-    if (!want || !*want) return 1;
-    const size_t n = strlen(d);
-    for (const char *p = want; *p;) {
-        const size_t m = strcspn(p, ",");
-        if (m == n && !strncmp(p, d, n)) return 1;
-        p += m + (p[m] == ',');
-    }
-    return 0;
-}
-
-/* SGL_ATTN_LIN_DECPREP as the test started (the configs without dp1 / dp2 run with it) */
-static char decprep0[16];
-static int decprep0_set;
-
-/* SGL_ATTN_LIN_UT as the test started (a whole run with v3: SGL_ATTN_LIN_UT=v3 test_lin_gpu) */
-static char ut_env[16];
-static int ut_env_set;
-
-/* SGL_ATTN_LIN_PREP / COUT as the test started (the configs without "pp3" / "co2" run with them) */
-static const char *env_prep, *env_cout;
-
-/* SGL_ATTN_LIN_CSTATE / CSCAN_M as the caller's environment had them (a cfg's "scanM" overrides) */
-static const char *env_cstate, *env_cscan_m;
-static void set_env(const char *k, const char *v) {
-    if (v) setenv(k, v, 1);
-    else unsetenv(k);
-}
-
-/* SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 / DECPREP (and the scan) from a cfg's split list; SGL_ATTN_LIN_UT=v3
- * with "ut3", else the outer value */
-static void set_split(const char *split) {
-    const char *scan = split ? strstr(split, "scan") : NULL;
-    set_env("SGL_ATTN_LIN_CSTATE", scan                              ? "scan"
-                                   : split && strstr(split, "cs2") ? "v2"
-                                   : split && strstr(split, "cs3") ? "v3"
-                                   : split && strstr(split, "cs4") ? "v4"
-                                   : split && strstr(split, "cs5") ? "v5"
-                                   : split && strstr(split, "cs6") ? "v6"
-                                                                   : env_cstate);
-    char m[16];
-    snprintf(m, sizeof m, "%d", scan ? atoi(scan + 4) : 0);
-    set_env("SGL_ATTN_LIN_CSCAN_M", scan && atoi(scan + 4) > 0 ? m : env_cscan_m);
-    setenv("SGL_ATTN_LIN_DECODE", dec_of(split), 1);
-    static const char *const dpv[4] = {"", "v1", "v2", "v3"};
-    if (dp_of(split)) setenv("SGL_ATTN_LIN_DECPREP", dpv[dp_of(split)], 1);
-    else if (decprep0_set) setenv("SGL_ATTN_LIN_DECPREP", decprep0, 1);
-    else unsetenv("SGL_ATTN_LIN_DECPREP");
-    setenv("SGL_ATTN_LIN_CHUNK1", split && strstr(split, "c1") ? "split" : "fused", 1);
-    setenv("SGL_ATTN_LIN_CHUNK2", split && strstr(split, "c2") ? "split" : "fused", 1);
-    if (split && strstr(split, "ut3")) setenv("SGL_ATTN_LIN_UT", "v3", 1);
-    else if (ut_env_set) setenv("SGL_ATTN_LIN_UT", ut_env, 1);
-    else unsetenv("SGL_ATTN_LIN_UT");
-    set_env("SGL_ATTN_LIN_PREP", split && strstr(split, "pp3") ? "v3" : env_prep);
-    set_env("SGL_ATTN_LIN_COUT", split && strstr(split, "co2") ? "v2" : env_cout);
-}
 
 static double tol_of(const cfg *c) {
     if (c->st == SGL_ATTN_DT_BF16) return 2e-3; /* the state itself rounded every step */
@@ -194,16 +102,18 @@ static void scenario(lt_scen *s) {
     scen_copy(s, 5, 7);
     scen_clear(s, 3);
     scen_batch(s, SGL_ATTN_MODE_DECODE, 2, (int[]){7, 3}, (int[]){1, 1}, NULL, 0);
-    /* verify without keep moves the main state */
+    /* verify without keep moves the main state; then more tokens than the pool keeps draft steps for (the
+     * stream decode's scratch holds LT_STEPS: the fused decode takes K = 128 there) */
     scen_batch(s, SGL_ATTN_MODE_TARGET_VERIFY, 2, (int[]){7, 5}, (int[]){2, 2}, NULL, 0);
+    scen_batch(s, SGL_ATTN_MODE_TARGET_VERIFY, 2, (int[]){5, 7}, (int[]){LT_STEPS + 2, LT_STEPS + 2}, NULL, 0);
     /* an empty request in an extend */
     scen_batch(s, SGL_ATTN_MODE_EXTEND, 3, (int[]){0, 7, 2}, (int[]){64, 3, 0}, (int[]){0, 4, 0}, 0);
 }
 
 static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
 
-/* Long ragged requests over many scan groups (small groups: LT_QUICK=8), state carried in, a padded
- * request, then a decode step reading the pool (lt_max_tokens >= 1653) */
+/* Long ragged requests over many chunks, state carried in, a padded request, then a decode step reading the
+ * pool (lt_max_tokens >= 1653) */
 static void scenario_long(lt_scen *s) {
     scen_batch(s, SGL_ATTN_MODE_EXTEND, 3, (int[]){2, 5, 0}, (int[]){1000, 3, 650}, (int[]){0, 0, 0}, 0);
     scen_batch(s, SGL_ATTN_MODE_EXTEND, 4, (int[]){5, -1, 2, 0}, (int[]){700, 70, 129, 64}, (int[]){3, 0, 1000, 650},
@@ -223,17 +133,18 @@ static void scenario_one_long(lt_scen *s) {
 }
 
 static void run_cfg(const cfg *c) {
-    const int scen = contains(c->split, "long") ? 1 : contains(c->split, "huge") ? 2 : 0;
     char label[128];
-    snprintf(label, sizeof label, "%s %s vt=%s io=%s state=%s%s%s%s V=%d%s", plugin_name(c->kind), c->variant, c->vt,
-             lt_dt_name(c->io_dt), c->st == SGL_ATTN_DT_BF16 ? "bf16" : "f32", c->l2norm ? "" : " l2norm=0",
-             c->split ? " split=" : "", c->split ? c->split : "", c->sh.dv,
-             scen == 2 ? " (one request of LT_LONG tokens)" : "");
-    lt_max_tokens = scen == 1 ? 2048 : scen == 2 ? long_tokens() : 512;
-    lt_slow_decay = scen != 0;
+    snprintf(label, sizeof label, "%s %s vt=%s io=%s state=%s%s K=%d V=%d W=%d%s", plugin_name(c->kind), c->variant,
+             c->vt, lt_dt_name(c->io_dt), c->st == SGL_ATTN_DT_BF16 ? "bf16" : "f32", c->l2norm ? "" : " l2norm=0",
+             c->sh.dk, c->sh.dv, c->sh.conv_w,
+             c->scen == LONG ? " (long requests)" : c->scen == HUGE ? " (one request of LT_LONG tokens)"
+             : c->w16         ? " (bf16 conv weights)"
+                              : "");
+    lt_max_tokens = c->scen == LONG ? 2048 : c->scen == HUGE ? long_tokens() : 512;
+    lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
+    lt_slow_decay = c->scen != SCEN;
     setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
     setenv("SGL_ATTN_LIN_VT", c->vt, 1);
-    set_split(c->split);
     lt_scen s;
     const int before = lt_failures;
     if (scen_open(&s, plugins[c->kind], c->kind, &c->sh, c->io_dt, c->st, tol_of(c), 0x1234 + (uint64_t)c->kind,
@@ -244,8 +155,8 @@ static void run_cfg(const cfg *c) {
     }
     s.l2norm = c->l2norm;
     s.x_sigma = c->x_sigma;
-    if (scen == 1) scenario_long(&s);
-    else if (scen == 2) scenario_one_long(&s);
+    if (c->scen == LONG) scenario_long(&s);
+    else if (c->scen == HUGE) scenario_one_long(&s);
     else scenario(&s);
     printf("%-4s %-70s worst NMSE %.3g (limit %.1g)\n", lt_failures == before ? "ok" : "FAIL", label, s.worst, s.tol);
     fflush(stdout);
@@ -255,15 +166,13 @@ static void run_cfg(const cfg *c) {
 /* Capture one decode step of both own layers in a CUDA graph; replay it,
  * then change the slots in device memory, re-plan with the replay hook and
  * replay again: the outputs follow the reference each time. */
-static void graph_test(int kind, const lt_shape *sh, const char *split) {
-    if (!dec_wanted(split)) return;
+static void graph_test(int kind, const lt_shape *sh) {
+    lt_weight_dt = LT_F32;
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
-    set_split(split);
     lt_scen s;
     char label[96];
-    snprintf(label, sizeof label, "%s graph capture/replay%s%s", plugin_name(kind), split ? " split=" : "",
-             split ? split : "");
+    snprintf(label, sizeof label, "%s graph capture/replay", plugin_name(kind));
     if (scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 99, label) != 0) {
         LT_CHECK(0, "%s: could not create the instance", label);
         scen_close(&s);
@@ -341,12 +250,42 @@ static void graph_test(int kind, const lt_shape *sh, const char *split) {
 
 /* Bad inputs: a clear error naming the argument, nothing launched. */
 static void error_tests(void) {
+    lt_weight_dt = LT_F32;
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
-    set_split(NULL);
     lt_scen s;
     const int before = lt_failures;
-    if (scen_open(&s, plugins[GDN], GDN, &SH_GDN, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 7, "gdn_cuda errors") != 0) {
+    /* without the debug option sync_check nothing waits for the device: a slot only the device holds is
+     * checked by the plan kernel, which skips its request without a report */
+    unsetenv("SGL_ATTN_LIN_SYNC_CHECK");
+    if (scen_open(&s, plugins[GDN], GDN, &SH_GDN, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 7, "gdn_cuda no sync_check") != 0) {
+        LT_CHECK(0, "could not create the instance");
+        scen_close(&s);
+        return;
+    }
+    {
+        lt_tensor si;
+        lt_index_tensor(&si, 2, (int[]){1, 99}, 0);
+        sgl_attn_batch bt;
+        memset(&bt, 0, sizeof bt);
+        bt.struct_size = sizeof bt;
+        bt.forward_mode = SGL_ATTN_MODE_DECODE;
+        bt.batch_size = 2;
+        bt.num_tokens = 2;
+        bt.page_size = 1;
+        bt.tokens_per_req = 1;
+        bt.stream = s.stream;
+        bt.state_indices = &si.t;
+        const int rc = s.b->ops->init_forward_metadata(s.b, &bt);
+        LT_CHECK(rc == SGL_ATTN_OK, "device slot 99 without sync_check: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
+        lt_free(&si);
+    }
+    scen_close(&s);
+    /* with it: the device-found errors are reported */
+    setenv("SGL_ATTN_LIN_SYNC_CHECK", "1", 1);
+    const int opened = scen_open(&s, plugins[GDN], GDN, &SH_GDN, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 7, "gdn_cuda errors");
+    unsetenv("SGL_ATTN_LIN_SYNC_CHECK");
+    if (opened != 0) {
         LT_CHECK(0, "could not create the instance");
         scen_close(&s);
         return;
@@ -450,61 +389,83 @@ static void error_tests(void) {
     scen_close(&s);
 }
 
-/* prep v3 (SGL_ATTN_LIN_PREP=v3) and the output kernel v2 (SGL_ATTN_LIN_COUT=v2): V 64, 96, 128 (one
- * and two column halves, a partial one), both state dtypes; with full: l2norm off, mamba2 (its skip:
- * v1's stores), lightning, long ragged requests, and what takes other paths (f16 / f32 activations,
- * V 40, K 96, kda).  pair: each followed by the default kernels on the same config (the same
- * NMSE when the outputs are the same: LT_QUICK=12) */
-static int add_pc(cfg *cs, int cap, int n, int full, int pair) {
-    const char *pc = "c1,c2,pp3,co2";
-    const cfg a[] = {
-        {GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
-        {GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pc},
-        {GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pc},
-        {GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, pc},
-        {GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, pc},
-        {GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, pc},
-        {GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
-        {GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
-        {GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
-        {MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
-        {LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pc},
-        {KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pc},
-        {GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,pp3,co2,long"},
-    };
-    const int na = full ? (int)(sizeof a / sizeof a[0]) : 3;
-    for (int k = 0; k < na; k++) {
-        if (n + 2 > cap) { /* as CS_ADD in main: a test-writing error, said as one */
-            printf("FAIL: more than %d configs: raise cs[] in test_lin_gpu.c\n", cap);
-            exit(1);
-        }
-        cs[n++] = a[k];
-        if (pair) {
-            cs[n] = a[k];
-            cs[n++].split = strstr(a[k].split, "long") ? "c1,c2,long" : "c1,c2";
-        }
-    }
-    return n;
-}
+/* Every config, with the sets it belongs to and what it is there for. */
+static const cfg configs[] = {
+    /* each kind's defaults (fast, bf16, f32 state, tile by batch size): gdn: the w4 chunk prep, UT, state pass
+     * (tile 16), output kernel, the w4 decode prep (bf16 x, f32 weights, f32 state), the stream kernel (f32),
+     * the fused decode at K = 128 (the long verify), commit; kda: the fused phase 1 (bf16), the general
+     * decode prep; mamba2, lightning: the general chunk prep (conv / no conv); short_conv: its kernels */
+    {F | Q1 | Q2 | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q3 | Q4, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q3 | Q4, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1, SHORT, SH_SHORT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q3 | Q4, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    /* the state pass's two tiles; the bf16 state (stream kernel and w4 decode prep on bf16 rows) */
+    {F | Q1 | Q3, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0},
+    {F | Q1 | Q3 | Q7, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0},
+    {F | Q1 | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0},
+    /* the token-by-token kernels (kernel=simple; f32 activations extend token by token, and the w4 decode
+     * prep takes f32 x and weights) */
+    {F | Q1, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    /* f16 activations: the fused phase 1 (f16) and the fused state pass (tiles 32, 16), the general decode
+     * prep for gdn */
+    {F | Q1 | Q3, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0},
+    {F | Q1 | Q3, LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0},
+    /* the w4 decode prep's other instantiations: bf16 conv weights (as models often pass them) with bf16 /
+     * f32 state and x; f32 x with a bf16 state */
+    {F | Q1 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 1},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 1},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1},
+    /* the fused decode's other K: 32, 64, 256 */
+    {F | Q1 | Q4, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q4, MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q4, GDN, SH_GDN256, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    /* the other kinds token by token, and with f32 activations */
+    {F, KDA, SH_KDA, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
+    {F, MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
+    {F, SHORT, SH_SHORT, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
+    {F, LIGHT, SH_LIGHT, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
+    /* the rest of the chunked extend: bf16 state per kind, both tiles, V 96 (a short column half in the
+     * output kernel) and 128 (two), conv width 2 (the general chunk and decode preps for gdn), l2norm off */
+    {F | Q3 | Q4, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0},
+    {F | Q3, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0},
+    {F | Q3 | Q4, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 0},
+    {F | Q3 | Q4, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0},
+    {F | Q3, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0},
+    {F | Q3 | Q4 | Q7, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0},
+    {F | Q3, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0},
+    {F | Q3 | Q4, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0},
+    /* long ragged requests over many chunks (state carried in, padding, slowly decaying gates) */
+    {F | Q3, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0},
+    {F | Q3, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 0},
+    {F | Q3, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0},
+    {F | Q3, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 0},
+    {F | Q3, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, LONG, 0},
+    /* shapes the fast kernels do not take: K 96 (token by token), V 40 (extend token by token, a partial
+     * stream tile), and the token-by-token variant on them; l2norm off token by token */
+    {F, GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F, GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
+    {F | Q4, GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05, SCEN, 0},
+    /* one long request (LT_QUICK=9 only) */
+    {Q9, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0},
+};
 
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
-    if (getenv("SGL_ATTN_LIN_DECPREP")) {
-        snprintf(decprep0, sizeof decprep0, "%s", getenv("SGL_ATTN_LIN_DECPREP"));
-        decprep0_set = 1;
+    const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
+                    : quick == 7 ? Q7 : quick == 9 ? Q9 : 0;
+    if (!set) {
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7 or 9 (or unset: everything)\n", quick);
+        return 1;
     }
-    if (getenv("SGL_ATTN_LIN_UT")) {
-        ut_env_set = 1;
-        snprintf(ut_env, sizeof ut_env, "%s", getenv("SGL_ATTN_LIN_UT"));
-    }
-    env_cstate = getenv("SGL_ATTN_LIN_CSTATE");
-    {
-        static char prep0[16], cout0[16]; /* copies: set_split rewrites the environment */
-        if (getenv("SGL_ATTN_LIN_PREP")) env_prep = strncpy(prep0, getenv("SGL_ATTN_LIN_PREP"), sizeof prep0 - 1);
-        if (getenv("SGL_ATTN_LIN_COUT")) env_cout = strncpy(cout0, getenv("SGL_ATTN_LIN_COUT"), sizeof cout0 - 1);
-    }
-    env_cscan_m = getenv("SGL_ATTN_LIN_CSCAN_M");
     void *handles[8] = {0};
     const int kinds[] = {GDN, KDA, MAMBA2, SHORT, LIGHT};
     for (int i = 0; i < 5; i++) {
@@ -522,372 +483,21 @@ int main(int argc, char **argv) {
         snprintf(why, sizeof why, "gdn_cuda is not available here: %s", caps.reason);
         lt_skip(why);
     }
-    printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", quick subset" : "");
-    cfg cs[256];
-    int n = 0;
-    /* every config through one bounds check: an overflow of cs is a test-writing error, said as one */
-#define CS_ADD(...)                                                                                       \
-    do {                                                                                                  \
-        if (n >= (int)(sizeof cs / sizeof *cs)) {                                                         \
-            printf("FAIL: more than %d configs: raise cs[] in test_lin_gpu.c\n", (int)(sizeof cs / sizeof *cs)); \
-            return 1;                                                                                     \
-        }                                                                                                 \
-        cs[n++] = __VA_ARGS__;                                                                              \
-    } while (0)
-    const struct { int kind; const lt_shape *sh; } main_shapes[] = {
-        {GDN, &SH_GDN}, {KDA, &SH_KDA}, {MAMBA2, &SH_MAMBA2}, {SHORT, &SH_SHORT}, {LIGHT, &SH_LIGHT}};
-    for (int k = 0; k < 5; k++) {
-        const char *vars[] = {"fast", "simple"};
-        const int ios[] = {LT_BF16, LT_F32};
-        for (int v = 0; v < 2; v++)
-            for (int d = 0; d < 2; d++) {
-                if (quick && (v == 1 || d == 1)) continue;
-                CS_ADD((cfg){main_shapes[k].kind, *main_shapes[k].sh, ios[d], SGL_ATTN_DT_F32, vars[v], "auto", 1, 1, NULL});
-            }
+    printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
+    /* the options under test come from each config; the caller's do not leak in */
+    const char *const retired[] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
+                                   "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
+                                   "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
+                                   "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK"};
+    for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
+        if (configs[i].sets & set) run_cfg(&configs[i]);
+    if (set & (F | Q1 | Q2 | Q4)) graph_test(GDN, &SH_GDN);
+    if (set & (F | Q4)) {
+        graph_test(MAMBA2, &SH_MAMBA2);
+        graph_test(KDA, &SH_KDA);
     }
-    /* the tensor-core tiles, f16 operands, bf16 state, the fallbacks, l2norm off */
-    CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, NULL});
-    CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL});
-    CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, NULL});
-    if (!quick) {
-        CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, NULL});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, NULL});
-        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, NULL});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, NULL});
-        CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL});
-        CS_ADD((cfg){GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, NULL});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL});
-        CS_ADD((cfg){KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, NULL});
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05, NULL});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, NULL});
-    }
-    if (quick == 2) n = 1; /* gdn fast bf16 */
-    /* the split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = split; auto splits CHUNK1/2) */
-    const int split_on = !getenv("LT_SPLIT") || atoi(getenv("LT_SPLIT"));
-    if (quick >= 3) n = 0;
-    if (split_on && quick != 2 && quick < 4) {
-        const char *all = "dec,c1,c2";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
-        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, all});
-        if (!quick || quick == 3) {
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1"});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c2"});
-            CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, all});
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all});
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, all});
-            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, all});
-            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, all});
-            CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
-            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, all});
-        }
-        /* the fused prep + UT (SGL_ATTN_LIN_UT=v3): V 64, 96 (bf16 state, 12 of 16 channel octets), l2norm
-         * off; V 40 and K 96 (no tensor-core extend: the other paths) */
-        const char *u3 = "c1,c2,ut3";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, u3});
-        if (!quick || quick == 3) {
-            CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, u3});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, u3});
-            CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, u3});
-        }
-        n = add_pc(cs, (int)(sizeof cs / sizeof *cs), n, !quick || quick == 3, 0);
-    }
-    /* the stream decode (SGL_ATTN_LIN_DECODE=stream; extends: the default split phases): every
-     * recurrent kind, both state dtypes, partial row tiles (V 96 bf16, V 40), f32 and f16
-     * activations, l2norm off, and a shape it does not serve (K 96: the fused kernel) */
-    const int stream_on = !getenv("LT_STREAM") || atoi(getenv("LT_STREAM"));
-    if (stream_on && quick == 5) {
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream"});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_cp"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_cp"});
-        /* programmatic dependent launch: the state loads before griddepcontrol.wait */
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl"});
-        CS_ADD((cfg){GDN, SH_GDN40, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl64"});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64"});
-        /* one launch, ticketed prep and stream items with ready flags (stream_one) */
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_one"});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_one"});
-        /* the prep v2 (SGL_ATTN_LIN_DECPREP=v2): gdn, both state dtypes, V 96 */
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp2"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp2"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp2"});
-        /* the prep v3 (SGL_ATTN_LIN_DECPREP=v3): the same three */
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp3"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp3"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "stream,dp3"});
-        /* the prep v1 (SGL_ATTN_LIN_DECPREP=v1) where v2, the default, would serve */
-        CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl,dp1"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "stream_pdl,dp1"});
-    }
-    if (stream_on && quick != 2 && quick != 3 && quick != 5) {
-        const char *st = "stream,c1,c2";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, st});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st});
-        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
-        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
-        if (!quick || quick == 4) {
-            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
-            CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, st});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, st});
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st});
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, st});
-            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, st});
-            CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, st});
-        }
-        /* the cp.async form (SGL_ATTN_LIN_DECODE=stream_cp) */
-        const char *cp = "stream_cp,c1,c2";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp});
-        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
-        if (!quick || quick == 4) {
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
-            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, cp});
-            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, cp});
-        }
-        /* programmatic dependent launch of the stream kernel (stream_pdl) and its 8-warp blocks (stream_pdl64,
-         * 64 fp32 / 128 bf16 rows: V 40 and 96 partial, V 64 / 128 bf16 one block per head) */
-        const char *pd = "stream_pdl,c1,c2", *pw = "stream_pdl64,c1,c2";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pd});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw});
-        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw});
-        if (!quick || quick == 4) {
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd});
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pd});
-            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd});
-            CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pd});
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw});
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw});
-            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, pw});
-            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pw});
-        }
-        /* stream_one: prep and stream items of one launch (tickets, ready flags); V 40 / 96 partial tiles */
-        const char *po = "stream_one,c1,c2";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, po});
-        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
-        if (!quick || quick == 4) {
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, po});
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, po});
-            CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
-            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, po});
-            CS_ADD((cfg){GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, po});
-        }
-        /* the stream decode's prep v2 (SGL_ATTN_LIN_DECPREP=v2, "dp2"; gdn with conv width 4, bf16 / f32
-         * x; the other kinds and f16 x take v1): V 64 / 96 / 40, both state dtypes, l2norm off, each form
-         * that runs the prep kernel */
-        const char *d2 = "stream_pdl,c1,c2,dp2";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, d2});
-        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
-        if (!quick || quick == 4) {
-            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, d2});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, d2});
-            CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, d2});
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d2});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream,c1,c2,dp2"});
-            CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp2"});
-            CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp2"});
-        }
-        /* the prep v3 (SGL_ATTN_LIN_DECPREP=v3, "dp3": v2's shapes in a persistent grid): the same set */
-        const char *d3 = "stream_pdl,c1,c2,dp3";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, d3});
-        CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
-        if (!quick || quick == 4) {
-            CS_ADD((cfg){GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, d3});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, d3});
-            CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, d3});
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, d3});
-            CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream,c1,c2,dp3"});
-            CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "stream_cp,c1,c2,dp3"});
-            CS_ADD((cfg){GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "stream_pdl64,c1,c2,dp3"});
-        }
-        /* the same without the prep items' L2 prefetch (stream_one_nopf), and with the block index as the
-         * ticket (stream_one_static) */
-        const char *pn = "stream_one_nopf,c1,c2", *ps = "stream_one_static,c1,c2";
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, pn});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, ps});
-        if (!quick || quick == 4) {
-            CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, pn});
-            CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, ps});
-        }
-    }
-    /* LT_QUICK=6: three gdn split extends (V 64 and 96, bf16 state, l2norm off): the sanitizer run of
-     * the split phase-1 prep (SGL_ATTN_LIN_PREP=v2 from the environment) */
-    if (quick == 6) {
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, "c1,c2"});
-    }
-    /* the scan state pass (SGL_ATTN_LIN_CSTATE=scan): groups of 2-3 chunks so that the scenario's requests
-     * (up to 3 chunks) and the long ones (up to 16) span several; row tiles 64 (V 64) and 32 (V 96); every
-     * kind the split phase 2 serves; both state dtypes; in the full run and LT_QUICK=3, 8 */
-    if (split_on && (!quick || quick == 3 || quick == 8)) {
-        if (quick == 8) n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan1,long"});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"});
-        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, "c1,c2,scan3,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2,long"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan2"}); /* fused */
-    }
-    /* the v3 state pass (SGL_ATTN_LIN_CSTATE=v3, 8 compute warps): row tiles 16 and 32, both state
-     * dtypes, every kind the split phase 2 serves, the scenario's and the long ragged requests (state
-     * carried in, padding); in the full run and LT_QUICK=3, 14 */
-    if (split_on && (!quick || quick == 3 || quick == 14)) {
-        if (quick == 14) n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs3,long"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 0, 0.05, "c1,c2,cs3"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs3,long"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs3"});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs3,long"});
-        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs3,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs3"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3"}); /* fused */
-    }
-    if (quick == 15) { /* v3 under compute-sanitizer: both row tiles, both state dtypes */
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs3"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs3"});
-    }
-    /* the v4 state pass (SGL_ATTN_LIN_CSTATE=v4, named-barrier hand-offs): row tiles 16 and 32, both state
-     * dtypes, every kind the split phase 2 serves, the scenario's and the long ragged requests (state
-     * carried in, padding); in the full run and LT_QUICK=3, 16 */
-    if (split_on && (!quick || quick == 3 || quick == 16)) {
-        if (quick == 16) n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs4,long"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 0, 0.05, "c1,c2,cs4"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs4,long"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs4"});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs4,long"});
-        CS_ADD((cfg){LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs4,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs4"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4"}); /* fused */
-    }
-    if (split_on && (!quick || quick == 3)) { /* v2, opt-in since v4 became auto: both tiles and state dtypes */
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs2,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs2"});
-    }
-    if (quick == 17) { /* v4 under compute-sanitizer: both row tiles, both state dtypes */
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs4"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs4"});
-    }
-    /* the v5 state pass (SGL_ATTN_LIN_CSTATE=v5: gdn and kda; the other kinds keep v2 under the switch): row
-     * tiles 16 and 32, both state dtypes, V 64 and 96 (the output kernel's Unew with a short column half),
-     * l2norm off, the scenario's and the long ragged requests (state carried in, slowly decaying gates,
-     * padding); in the full run and LT_QUICK=3, 18 (which adds one long request beside the default pass) */
-    if (split_on && (!quick || quick == 3 || quick == 18)) {
-        if (quick == 18) n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs5"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs5,long"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 0, 0.05, "c1,c2,cs5"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs5,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs5,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs5"});
-        CS_ADD((cfg){MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2,cs5"}); /* v2 runs */
-        if (quick == 18) {
-            CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,cs5,huge"});
-            CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"});
-        }
-    }
-    /* the v6 state pass (wgmma; V % 64 == 0, else v5 runs): both state dtypes, V 64 and 128, kda, l2norm off,
-     * the scenario's and the long ragged requests, one long request beside the default pass */
-    if (split_on && quick == 20) {
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6,long"});
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 0, 0.05, "c1,c2,cs6,long"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6"}); /* V 96: v5 */
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6,long"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs6"});
-        CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,cs6,huge"});
-        CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"});
-    }
-    if (quick == 21) { /* v6 under compute-sanitizer: both state dtypes, gdn and kda */
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs6"});
-        CS_ADD((cfg){KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2,cs6"});
-    }
-    if (quick == 19) { /* v5 under compute-sanitizer: both row tiles, both state dtypes */
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, "c1,c2,cs5"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, "c1,c2,cs5"});
-    }
-    if (quick == 9) { /* long chains: the scan's products of many P_c against float64, beside the serial pass */
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,scan16,huge"});
-        CS_ADD((cfg){GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, "c1,c2,huge"});
-    }
-    if (quick == 10 || quick == 11) { /* the scan under compute-sanitizer: row tiles 64 and 32, all three steps */
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, quick == 10 ? "c1,c2,scan1" : "c1,c2,scan2"});
-    }
-    if (quick == 12) n = add_pc(cs, (int)(sizeof cs / sizeof *cs), 0, 1, 1); /* prep v3 / output v2 beside the defaults */
-    if (quick == 7) { /* racecheck's shorter set: both state tiles */
-        n = 0;
-        CS_ADD((cfg){GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, "c1,c2"});
-        CS_ADD((cfg){GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, "c1,c2"});
-    }
-    for (int i = 0; i < n; i++)
-        if (dec_wanted(cs[i].split)) run_cfg(&cs[i]);
-    if (quick < 3) graph_test(GDN, &SH_GDN, NULL);
-    if (quick == 12) graph_test(GDN, &SH_GDN96, "c1,c2,pp3,co2");
-    if (!quick) graph_test(MAMBA2, &SH_MAMBA2, NULL);
-    if (stream_on && quick != 2 && quick != 3 && quick != 5 && quick < 6) {
-        graph_test(GDN, &SH_GDN, "stream,c1,c2");
-        graph_test(GDN, &SH_GDN, "stream_cp,c1,c2");
-        if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream,c1,c2");
-        graph_test(GDN, &SH_GDN, "stream_pdl,c1,c2");
-        graph_test(GDN, &SH_GDN, "stream_pdl64,c1,c2");
-        if (!quick || quick == 4) graph_test(KDA, &SH_KDA, "stream_pdl,c1,c2");
-        graph_test(GDN, &SH_GDN, "stream_one,c1,c2");
-        graph_test(GDN, &SH_GDN, "stream_one_static,c1,c2");
-        if (!quick || quick == 4) graph_test(MAMBA2, &SH_MAMBA2, "stream_one,c1,c2");
-        graph_test(GDN, &SH_GDN, "stream_pdl,c1,c2,dp2");
-        graph_test(GDN, &SH_GDN, "stream_pdl,c1,c2,dp3");
-    }
-    if (split_on && quick != 2 && quick < 4) {
-        graph_test(GDN, &SH_GDN, "dec,c1,c2");
-        if (!quick || quick == 3) graph_test(KDA, &SH_KDA, "dec,c1,c2");
-        graph_test(GDN, &SH_GDN, "c1,c2,ut3");
-        graph_test(GDN, &SH_GDN96, "c1,c2,pp3,co2");
-    }
-    if (quick < 2) error_tests();
+    if (set & (F | Q1)) error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
     (void)handles;
     return lt_failures ? 1 : 0;

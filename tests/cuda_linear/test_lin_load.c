@@ -3,7 +3,7 @@
  * hybrid, kind, model types, device ops), the probe (with no device: index 0
  * unavailable with the runtime's words, index 1 not found), state size per
  * request, and create's refusals before any device work (no inner, a model
- * of another kind, float64 state). */
+ * of another kind, float64 state, option values it does not know). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,77 +126,48 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the split-kernel switches: v1, v2, auto (and v3: prep, cstate, decprep) pass the option check (a
-         * GPU-less create fails later, at the device), anything else is refused */
+        /* the options: kernel, value_tile and sync_check take their values or auto (a GPU-less create then fails
+         * later, at the device); anything else is refused naming the option and what it accepts; the options
+         * of kernels that are gone accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
-        const char *sw[3] = {"SGL_ATTN_LIN_PREP", "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_DECPREP"},
-                   *val[6] = {"v1", "v2", "auto", "V2", "v3", "v9"};
-        for (int e = 0; e < 3; e++)
-            for (int i = 0; i < 6; i++) {
-                setenv(sw[e], val[i], 1);
-                err[0] = 0;
-                b = NULL;
-                const int rc = p->create(&a, &b);
-                const int named = strstr(err, sw[e]) != NULL;
-                if (i < 5) /* v1, v2, auto, V2, v3 */
-                    LT_CHECK(!named, "%s: %s=%s refused: %s", kinds[k].name, sw[e], val[i], err);
-                else
-                    LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v1, v2"),
-                             "%s: %s=%s: %s", kinds[k].name, sw[e], val[i], err);
-                if (b) b->ops->destroy(b);
-                unsetenv(sw[e]);
-            }
-        /* SGL_ATTN_LIN_COUT: v1, v2, auto pass; v3 is refused */
-        const char *cv[4] = {"v1", "v2", "auto", "v3"};
-        for (int i = 0; i < 4; i++) {
-            setenv("SGL_ATTN_LIN_COUT", cv[i], 1);
+        const struct {
+            const char *env, *val, *refusal; /* NULL: passes the option check */
+        } ov[] = {
+            {"SGL_ATTN_LIN_KERNEL", "simple", NULL},
+            {"SGL_ATTN_LIN_KERNEL", "FAST", NULL},
+            {"SGL_ATTN_LIN_KERNEL", "mma", "kernel = \"mma\" is unknown; expected simple or fast"},
+            {"SGL_ATTN_LIN_VT", "16", NULL},
+            {"SGL_ATTN_LIN_VT", "auto", NULL},
+            {"SGL_ATTN_LIN_VT", "24", "value_tile = 24 is unknown; expected 16, 32 or auto"},
+            {"SGL_ATTN_LIN_SYNC_CHECK", "1", NULL},
+            {"SGL_ATTN_LIN_SYNC_CHECK", "2", "sync_check = \"2\" is unknown; expected an integer 0..1 or auto"},
+            {"SGL_ATTN_LIN_CSTATE", "auto", NULL},
+            {"SGL_ATTN_LIN_CSTATE", "", NULL},
+            {"SGL_ATTN_LIN_CSTATE", "v4", "cstate = \"v4\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_CSTATE", "scan", "cstate = \"scan\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_DECODE", "stream_cp", "decode = \"stream_cp\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_DECODE", "fused", "decode = \"fused\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_CHUNK1", "fused", "chunk1 = \"fused\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_CHUNK2", "split", "chunk2 = \"split\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_PREP", "v3", "prep = \"v3\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_UT", "v3", "ut = \"v3\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_COUT", "v1", "cout = \"v1\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_DECPREP", "v3", "decprep = \"v3\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_CSCAN_M", "16", "cscan_group = \"16\" is unknown; expected auto"},
+            {"SGL_ATTN_LIN_CSCAN_VT", "64", "cscan_tile = \"64\" is unknown; expected auto"},
+        };
+        for (size_t i = 0; i < sizeof ov / sizeof *ov; i++) {
+            setenv(ov[i].env, ov[i].val, 1);
             err[0] = 0;
             b = NULL;
             const int rc = p->create(&a, &b);
-            const int named = strstr(err, "SGL_ATTN_LIN_COUT") != NULL;
-            if (i < 3)
-                LT_CHECK(!named, "%s: SGL_ATTN_LIN_COUT=%s refused: %s", kinds[k].name, cv[i], err);
+            if (!ov[i].refusal)
+                LT_CHECK(!strstr(err, ov[i].env), "%s: %s=%s refused: %s", kinds[k].name, ov[i].env, ov[i].val, err);
             else
-                LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v1, v2 or auto"),
-                         "%s: SGL_ATTN_LIN_COUT=%s: %s", kinds[k].name, cv[i], err);
+                LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && strstr(err, ov[i].env) && strstr(err, ov[i].refusal),
+                         "%s: %s=%s: %s", kinds[k].name, ov[i].env, ov[i].val, err);
             if (b) b->ops->destroy(b);
-            unsetenv("SGL_ATTN_LIN_COUT");
-        }
-        /* SGL_ATTN_LIN_UT: v2, v3, auto pass; v1 is refused */
-        const char *uv[4] = {"v2", "v3", "auto", "v1"};
-        for (int i = 0; i < 4; i++) {
-            setenv("SGL_ATTN_LIN_UT", uv[i], 1);
-            err[0] = 0;
-            b = NULL;
-            const int rc = p->create(&a, &b);
-            const int named = strstr(err, "SGL_ATTN_LIN_UT") != NULL;
-            if (i < 3)
-                LT_CHECK(!named, "%s: SGL_ATTN_LIN_UT=%s refused: %s", kinds[k].name, uv[i], err);
-            else
-                LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && named && strstr(err, "expected v2, v3 or auto"),
-                         "%s: SGL_ATTN_LIN_UT=%s: %s", kinds[k].name, uv[i], err);
-            if (b) b->ops->destroy(b);
-            unsetenv("SGL_ATTN_LIN_UT");
-        }
-        /* cstate = scan, v3 .. v6 pass (prep = scan does not, cstate = v7 does not); the scan's group size is
-         * 1..4096 */
-        const char *sv[9][3] = {{"SGL_ATTN_LIN_CSTATE", "scan", NULL}, {"SGL_ATTN_LIN_PREP", "scan", "SGL_ATTN_LIN_PREP"},
-                                {"SGL_ATTN_LIN_CSCAN_M", "16", NULL}, {"SGL_ATTN_LIN_CSCAN_M", "0", "SGL_ATTN_LIN_CSCAN_M"},
-                                {"SGL_ATTN_LIN_CSTATE", "v3", NULL}, {"SGL_ATTN_LIN_CSTATE", "v4", NULL},
-                                {"SGL_ATTN_LIN_CSTATE", "v5", NULL}, {"SGL_ATTN_LIN_CSTATE", "v6", NULL},
-                                {"SGL_ATTN_LIN_CSTATE", "v7", "expected v1, v2, v3, v4, v5, v6, scan"}};
-        for (int i = 0; i < 9; i++) {
-            setenv(sv[i][0], sv[i][1], 1);
-            err[0] = 0;
-            b = NULL;
-            const int rc = p->create(&a, &b);
-            if (!sv[i][2])
-                LT_CHECK(!strstr(err, sv[i][0]), "%s: %s=%s refused: %s", kinds[k].name, sv[i][0], sv[i][1], err);
-            else
-                LT_CHECK(rc == SGL_ATTN_E_INVALID && !b && strstr(err, sv[i][2]), "%s: %s=%s: %s", kinds[k].name,
-                         sv[i][0], sv[i][1], err);
-            if (b) b->ops->destroy(b);
-            unsetenv(sv[i][0]);
+            unsetenv(ov[i].env);
         }
         dlclose(h);
     }

@@ -85,7 +85,7 @@ static void test_dims(void) {
         int no = 0;
         offs[no++] = L.conv, offs[no++] = L.ssm, offs[no++] = L.iconv, offs[no++] = L.issm;
         for (int i = 0; i < 14; i++) offs[no++] = L.plan[i];
-        size_t more[] = {L.X, L.G, L.B, L.Wt, L.QGt, L.KDt, L.Ut, L.Mt, L.eG, L.Sk, L.stage};
+        size_t more[] = {L.X, L.G, L.B, L.Wt, L.QGt, L.KDt, L.Ut, L.Mt, L.eG, L.Sk, L.dq, L.Qc, L.Kc, L.Vc, L.Hs, L.stage};
         for (size_t i = 0; i < sizeof more / sizeof *more; i++) offs[no++] = more[i];
         for (int i = 0; i < no; i++) {
             LT_CHECK(offs[i] % 256 == 0 && offs[i] <= L.total, "offset %d = %zu (total %zu)", i, offs[i], L.total);
@@ -119,18 +119,6 @@ static void test_refusals(void) {
     LT_CHECK(lin_variant_parse("simple") == LIN_VARIANT_SIMPLE && lin_variant_parse(NULL) == LIN_VARIANT_FAST &&
                  lin_variant_parse("fast") == LIN_VARIANT_FAST && lin_variant_parse("mma") == -1,
              "variant names");
-    LT_CHECK(lin_split_parse(NULL, 1) == 1 && lin_split_parse("auto", 0) == 0 && lin_split_parse("", 1) == 1 &&
-                 lin_split_parse("fused", 1) == 0 && lin_split_parse("SPLIT", 0) == 1 && lin_split_parse("yes", 0) == -1,
-             "split names: auto is the per-phase default");
-    LT_CHECK(lin_decode_parse("stream", 0) == 2 && lin_decode_parse("STREAM", 0) == 2 && lin_decode_parse("stream_cp", 0) == 3 && lin_decode_parse(NULL, 0) == 0 &&
-                 lin_decode_parse("split", 0) == 1 && lin_decode_parse("fused", 1) == 0 && lin_decode_parse("x", 0) == -1,
-             "decode names: fused, split, stream, auto");
-    LT_CHECK(lin_decode_parse("stream_pdl", 0) == 4 && lin_decode_parse("Stream_PDL", 2) == 4 &&
-                 lin_decode_parse("stream_pdl64", 0) == 5 && lin_decode_parse("stream_pdl6", 0) == -1 &&
-                 lin_decode_parse("stream_pdl128", 0) == -1 && lin_decode_parse("auto", 2) == 2 &&
-                 lin_decode_parse("stream_one", 0) == 6 && lin_decode_parse("Stream_One", 4) == 6 &&
-                 lin_decode_parse("stream_one_nopf", 0) == 7 && lin_decode_parse("stream_one_static", 0) == 8,
-             "decode names: stream_pdl, stream_pdl64");
 }
 
 static void test_paths(void) {
@@ -138,59 +126,64 @@ static void test_paths(void) {
     lin_dims d;
     sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
     LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(lin_tc_dims_ok(&d) && lin_decode_dims_ok(&d, 1) && lin_decode_dims_ok(&d, 4), "qwen3-next dims fit");
-    LT_CHECK(!lin_decode_dims_ok(&d, LIN_DECODE_NMAX + 1), "too many verify tokens");
+    LT_CHECK(lin_tc_dims_ok(&d) && lin_decode_fused_dims_ok(&d, 1) && lin_decode_fused_dims_ok(&d, 4) &&
+                 lin_decode_stream_dims_ok(&d, 4) && lin_prep_ut_kind_ok(&d),
+             "qwen3-next dims fit");
+    LT_CHECK(!lin_decode_fused_dims_ok(&d, LIN_DECODE_NMAX + 1) && !lin_decode_stream_dims_ok(&d, LIN_DECODE_NMAX + 1),
+             "too many verify tokens");
     lin_layout L;
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(L.need_tc && !L.need_simple, "fast, bf16: tensor-core scratch only");
+    /* fast, 16-bit activations: the chunked extend's scratch (the prep + UT pair's, the per-chunk states) and
+     * the stream decode's operand scratch, no token-by-token scratch */
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(L.need_tc && !L.need_simple && L.need_stream && L.need_prep_ut, "fast, bf16: chunked extend, stream decode");
     LT_CHECK(L.Wt < L.QGt && L.QGt - L.Wt >= (size_t)8192 * 32 * 128 * 2, "W scratch size");
+    LT_CHECK(L.Qc > L.dq && L.Qc - L.dq >= (size_t)64 * 16 * lin_decode_operands_per(LIN_GDN, 128, 128, 2, 1, 4) * 4 &&
+                 lin_decode_operands_per(LIN_GDN, 128, 128, 2, 1, 4) % 4 == 0,
+             "stream decode scratch: %zu bytes", L.Qc - L.dq);
+    LT_CHECK(L.Kc - L.Qc >= (size_t)8192 * 16 * 128 * 2 && L.Hs - L.Vc >= (size_t)8192 * 32 * 128 * 2 &&
+                 L.stage - L.Hs >= (size_t)L.max_chunks * 32 * 128 * 128 * 2,
+             "prep + UT and state scratch");
+    /* f32 activations: the token-by-token path, still the stream decode */
     LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 0, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(!L.need_tc && L.need_simple, "fast, f32 activations: the token-by-token path");
+    LT_CHECK(!L.need_tc && L.need_simple && L.need_stream && !L.need_prep_ut && L.Hs == L.Qc && L.stage == L.Hs,
+             "fast, f32 activations: the token-by-token extend");
+    /* kernel=simple: only the token-by-token path */
     LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_SIMPLE, 1, why, sizeof why) == SGL_ATTN_OK, "%s",
              why);
-    LT_CHECK(!L.need_tc && L.need_simple && L.G < L.B && L.B - L.G >= (size_t)8192 * 32 * 4, "simple: X, G, B");
+    LT_CHECK(!L.need_tc && L.need_simple && !L.need_stream && L.G < L.B && L.B - L.G >= (size_t)8192 * 32 * 4 &&
+                 L.Qc == L.dq,
+             "simple: X, G, B only");
     LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 32, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(L.need_tc && L.need_simple && L.steps == 32, "32 verify tokens: the fused kernel cannot take them");
     LT_CHECK(L.issm - L.iconv >= (size_t)d.n_lin * 64 * 32 * (size_t)d.conv_elems * 4, "verify copies");
-    /* the stream decode: opted in, its operand scratch (K = 128 only) */
-    const lin_paths stream = {0, 1, 1, 1, 0, 0, 0};
-    LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, &stream, why, sizeof why) == SGL_ATTN_OK,
-             "%s", why);
-    LT_CHECK(L.need_dec3 && !L.need_dec2 && L.Qc > L.dq &&
-                 L.Qc - L.dq >= (size_t)64 * 16 * lin_decode3_per(LIN_GDN, 128, 128, 2, 1, 4) * 4 &&
-                 lin_decode3_per(LIN_GDN, 128, 128, 2, 1, 4) % 4 == 0 && lin_decode3_dims_ok(&d, 4) &&
-                 !lin_decode3_dims_ok(&d, LIN_DECODE_NMAX + 1),
-             "stream decode scratch: %zu bytes", L.Qc - L.dq);
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
-                 !L.need_dec3 && L.Qc == L.dq,
-             "no stream decode scratch unless opted in");
-    /* cstate = v5 / v6: the P scratch [chunks][hv][K][K] 16-bit with the split phase 2 of a delta kind only */
-    const lin_paths pq = {0, 1, 1, 0, 0, 1, 0}, pq_scan = {0, 1, 1, 0, 16, 1, 0};
-    LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, &pq, why, sizeof why) == SGL_ATTN_OK &&
-                 L.need_pq && L.stage > L.Pq && L.stage - L.Pq >= (size_t)L.max_chunks * 32 * 128 * 128 * 2,
-             "v5: P scratch %zu bytes", L.stage - L.Pq);
-    LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, &pq_scan, why, sizeof why) == SGL_ATTN_OK &&
-                 !L.need_pq && L.stage == L.Pq,
-             "the scan takes precedence: no P scratch");
-    d.kind = SGL_ATTN_HYBRID_MAMBA2;
-    LT_CHECK(lin_layout_compute2(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, &pq, why, sizeof why) == SGL_ATTN_OK &&
-                 !L.need_pq && L.stage == L.Pq,
-             "mamba2 (no delta rule): no P scratch");
+    /* kda: the fused phase 1, no prep + UT scratch; the per-chunk states still */
+    d.kind = SGL_ATTN_HYBRID_KDA;
+    LT_CHECK(!lin_prep_ut_kind_ok(&d) && lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, why, sizeof why) ==
+                                             SGL_ATTN_OK &&
+                 L.need_tc && !L.need_prep_ut && L.Vc == L.Qc && L.Hs == L.Qc && L.stage > L.Hs,
+             "kda: no prep + UT scratch");
     d.kind = SGL_ATTN_HYBRID_GDN;
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
-                 !L.need_pq && L.stage == L.Pq,
-             "no P scratch unless opted in");
     d.dk = 96;
-    LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_dims_ok(&d, 1) && !lin_decode3_dims_ok(&d, 1), "K = 96: token-by-token");
+    LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_fused_dims_ok(&d, 1) && !lin_decode_stream_dims_ok(&d, 1),
+             "K = 96: token-by-token");
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
+                 !L.need_stream && !L.need_tc && L.need_simple,
+             "K = 96: no stream decode scratch");
+    d.dk = 256;
+    LT_CHECK(!lin_tc_dims_ok(&d) && lin_decode_fused_dims_ok(&d, 1) && !lin_decode_stream_dims_ok(&d, 1),
+             "K = 256: the fused decode");
     d.dk = 128;
     d.dv = 48;
-    LT_CHECK(!lin_tc_dims_ok(&d) && lin_decode_dims_ok(&d, 1), "V = 48: fused decode, no tensor cores");
+    LT_CHECK(!lin_tc_dims_ok(&d) && lin_decode_fused_dims_ok(&d, 1) && lin_decode_stream_dims_ok(&d, 1),
+             "V = 48: decode kernels, no chunked extend");
     d.kind = SGL_ATTN_HYBRID_SHORT_CONV;
-    LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_dims_ok(&d, 1), "short_conv: its own kernels");
+    LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_fused_dims_ok(&d, 1) && !lin_decode_stream_dims_ok(&d, 1),
+             "short_conv: its own kernels");
     /* shared memory formulas */
     LT_CHECK(lin_decode_smem_bytes(LIN_GDN, 128, 128, 2, 1, 1) == (2 * 128 + 1 + 2 * (128 + 1 + 1)) * 4,
              "decode smem");
-    LT_CHECK(LIN_C2_SMEM(32) <= 166912 && LIN_C1_SMEM <= 166912, "the chunk kernels fit an A100 (163 KiB)");
+    LT_CHECK(LIN_FUSED_STATE_SMEM(32) <= 166912 && LIN_FUSED_UT_SMEM <= 166912,
+             "the chunked kernels fit an A100 (163 KiB)");
     /* overflow is an error, not a wrap */
     sgl_attn_model big = model_of(SGL_ATTN_HYBRID_GDN, 64, 1024, 1024, 1024, 8, 0, SGL_ATTN_DT_F32, 1024, 0);
     LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &big, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);

@@ -3,18 +3,37 @@
  * (gdn_cuda, mamba2_cuda, short_conv_cuda, kda_cuda, lightning_cuda): one .so
  * per kind, all built from these sources.
  *
- *   lin_plugin.c   descriptor, entry, probe, supports_model (built once per kind)
- *   lin_dims.c     what a kind reads from the model; state size; layer routing (pure C)
- *   lin_sizing.c   device pool, plan and scratch layout; which kernel paths fit (pure C)
- *   lin_check.c    checks of device tensors and index tensors, with messages (pure C)
- *   lin_create.c   create / destroy: the one device allocation
- *   lin_plan.c     init_forward_metadata and the graph hooks (plan kernel)
- *   lin_forward.c  layer routing, input checks, kernel dispatch
- *   lin_state.c    state_clear / state_copy / state_commit
- *   lk_*.cu(h)     kernels and launchers (lin_params.h)
+ *   lin_plugin.c        descriptor, entry, probe, supports_model (built once per kind)
+ *   lin_dims.c          what a kind reads from the model; state size; layer routing (pure C)
+ *   lin_sizing.c        device pool, plan and scratch layout; which kernel paths fit (pure C)
+ *   lin_check.c         checks of device tensors and index tensors, with messages (pure C)
+ *   lin_probe.c         the caps; the host API; options (env or conf) read at create
+ *   lin_create.c        create / destroy: options, the one device allocation
+ *   lin_plan.c          init_forward_metadata and the graph hooks (plan kernel)
+ *   lin_forward.c       layer routing, input checks, kernel dispatch
+ *   lin_state.c         state_clear / state_copy / state_commit
+ *   lin_params.h        what the C hands the kernels; the launchers
+ * Kernels and their launchers (CUDA C):
+ *   kernel_common.cuh   launch macros (GPU or the tests' emulator), dtype loads / stores, gates, conv
+ *   batch_plan.cu       the plan kernel: per-request rows, slots, chunks; range checks
+ *   state_commit.cu     state_commit: the accepted draft step becomes the main state
+ *   token_step.cu       the token-by-token path (kernel=simple, and every shape the others do not take)
+ *   decode_operands.cuh a (request, key head group)'s decode operands: conv, l2norm, gates, k.q
+ *   decode_fused.cu     fused decode / verify, one launch (K = 32, 64, 256; K = 128 past the draft steps)
+ *   decode_prep.cu      the stream decode's operand prep (gdn conv width 4; general)
+ *   decode_stream.cu    the stream decode / verify: the state streamed after the prep (K = 128)
+ *   chunk_mma.cuh       mma.sync / ldmatrix helpers, the chunk state update
+ *   chunk_tile.cuh      phase 1's conv tile and T products
+ *   chunk_extend.cu     the chunked extend: which phase-1 / phase-2 kernels for which dtype and kind
+ *   chunk_prep_ut.cu    phase 1, bf16, scalar gates: prep (conv, l2norm) + UT (gates, M, T, W, U)
+ *   chunk_fused_ut.cu   phase 1 in one kernel per key head group: kda, f16
+ *   chunk_state.cu      phase 2, bf16: the serial state pass (warp-specialised)
+ *   chunk_output.cu     phase 2, bf16: the outputs, parallel over chunks
+ *   chunk_fused_state.cu  phase 2 in one serial pass with the outputs: f16
  *
  * The semantics are the CPU wrappers' (plugins/hybrid/, docs/hybrid.md); the
  * pure-C files build without CUDA so tests/cuda_linear can test them here.
+ * docs/cuda_linear.md describes the kernels, options and fallbacks.
  */
 #ifndef SGL_LIN_H
 #define SGL_LIN_H
@@ -58,62 +77,34 @@ enum { LIN_VARIANT_SIMPLE = 0, LIN_VARIANT_FAST = 1 };
 /* Byte offsets into the one device allocation. */
 typedef struct lin_layout {
     int32_t max_reqs, max_tokens, max_chunks, steps;
-    int need_simple, need_tc; /* scratch of the token-by-token and tensor-core paths */
+    int need_simple, need_tc; /* scratch of the token-by-token and tensor-core (chunked) paths */
     size_t conv, ssm, iconv, issm;       /* pools */
     size_t plan[14];                     /* lin_plan_dev arrays, in struct order */
-    size_t X, G, B;                      /* simple path */
-    size_t Wt, QGt, KDt, Ut, Mt, eG, Sk; /* tensor-core path */
-    size_t cnt;                          /* split decode: [max_reqs][hk] int32 (zero) */
-    size_t Qc, Kc, Vc;                   /* split phase 1: conv outputs, 16-bit */
-    size_t Hs;                           /* split phase 2/3: per-chunk states, 16-bit */
-    size_t Zs;                           /* SGL_ATTN_LIN_CSTATE=scan: group states [groups][hv][V + K][K] f32 */
-    int need_cscan;                      /* ... and it is there (the scan runs) */
-    size_t Pq;                           /* SGL_ATTN_LIN_CSTATE=v5: P = -W^T KD [chunk][hv][K][K] 16-bit */
-    int need_pq;                         /* ... and it is there (gdn, kda with v5) */
-    int need_dec2, need_c1s, need_c2s;   /* the split paths' buffers are there */
-    size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode3_per] */
-    size_t dsync;                        /* stream_one*: [4 + max_reqs * hk] int32 (zero) */
-    int need_dec3;                       /* ... and its buffer is there */
+    size_t X, G, B;                      /* token-by-token path */
+    size_t Wt, QGt, KDt, Ut, Mt, eG, Sk; /* chunked extend */
+    size_t Qc, Kc, Vc;                   /* its prep + UT pair: the prep's outputs, 16-bit */
+    size_t Hs;                           /* its state pass -> output kernel: per-chunk states, 16-bit */
+    int need_prep_ut;                    /* ... the prep + UT pair's buffers are there (not kda) */
+    size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode_operands_per] */
+    int need_stream;                     /* ... and its buffer is there (K = 128) */
     size_t stage;                        /* host-index staging: 3 x max_reqs int32 */
     size_t total;
 } lin_layout;
 
-/* The split kernels (SGL_ATTN_LIN_DECODE / CHUNK1 / CHUNK2 = fused / split /
- * auto).  auto: the chunked extend's split phases (2.5x the fused ones on the
- * 2026-12-02 H200 run at 64k tokens), the fused decode (1.1-1.2x the split). */
-typedef struct lin_paths {
-    int dec_split, c1_split, c2_split;
-    int dec_stream; /* SGL_ATTN_LIN_DECODE=stream (1) / stream_cp (2) / stream_pdl (3, the default) /
-                       stream_pdl64 (4) / stream_one (5) / stream_one_nopf (6) / stream_one_static (7): the
-                       stream decode where it applies */
-    int cscan_m;    /* SGL_ATTN_LIN_CSTATE=scan: chunks per group of the split state pass (0: serial) */
-    int cstate5;    /* SGL_ATTN_LIN_CSTATE=v5: the state pass with P made first (gdn, kda; lk_cstate5.cu) */
-    int cstate6;    /* SGL_ATTN_LIN_CSTATE=v6: v5 on warpgroup MMA (SM 9.0, V % 64 == 0; lk_cstate6.cu) */
-} lin_paths;
-/* 1 when the tensor-core chunked extend serves these dims (before dtypes). */
+/* 1 when the chunked extend serves these dims (before dtypes). */
 int lin_tc_dims_ok(const lin_dims *d);
-/* 1 when the split decode kernel serves these dims with n tokens per request. */
-int lin_decode2_dims_ok(const lin_dims *d, int n);
 /* 1 when the stream decode serves these dims with n tokens per request. */
-int lin_decode3_dims_ok(const lin_dims *d, int n);
-/* 1 when the split phase 1 serves the kind (scalar gates: not kda). */
-int lin_c1split_kind_ok(const lin_dims *d);
+int lin_decode_stream_dims_ok(const lin_dims *d, int n);
+/* 1 when the chunked extend's phase 1 is the prep + UT pair for the kind (scalar gates: not kda). */
+int lin_prep_ut_kind_ok(const lin_dims *d);
 /* 1 when the fused decode kernel serves these dims with n tokens per request. */
-int lin_decode_dims_ok(const lin_dims *d, int n);
-/* Lay the allocation out; SGL_ATTN_E_NOMEM with a message on overflow. */
-/* tc_ok: the model's activations are 16-bit and the device has the shared
- * memory of the tensor-core kernels. */
+int lin_decode_fused_dims_ok(const lin_dims *d, int n);
+/* Lay the allocation out; SGL_ATTN_E_NOMEM with a message on overflow.
+ * tc_ok: the model's activations are 16-bit and the device has the shared
+ * memory of the chunked kernels. */
 int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens,
                        int32_t steps, int variant, int tc_ok, char *err, size_t n);
-/* the same with the split paths' buffers (paths NULL: none) */
-int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
-                        int variant, int tc_ok, const lin_paths *paths, char *err, size_t n);
-/* "fused" 0 / "split" 1 / NULL or "" or "auto": def; -1 unknown */
-int lin_split_parse(const char *s, int def);
-/* SGL_ATTN_LIN_DECODE: "fused" 0 / "split" 1 / "stream" 2 / "stream_cp" 3 / "stream_pdl" 4 /
- * "stream_pdl64" 5 / "stream_one" 6 / "stream_one_nopf" 7 / "stream_one_static" 8 / NULL or "" or "auto": def; -1 unknown */
-int lin_decode_parse(const char *s, int def);
-/* "simple" / "fast" / NULL or "" (default fast); -1 unknown */
+/* "simple" / "fast" / NULL or "" or "auto" (fast); -1 unknown */
 int lin_variant_parse(const char *s);
 const char *lin_variant_name(int v);
 
@@ -144,19 +135,10 @@ typedef struct lin_inst {
     sgl_attn_backend *inner;
     int32_t device;
     int variant;
-    int vt;                /* phase-2 value tile: 16, 32, or 0 = automatic */
-    lin_paths paths;       /* fused or split kernels per phase */
-    int c1_prep;           /* SGL_ATTN_LIN_PREP: split phase 1 prep + UT kernels, 1 = v1 / 2 = v2 (default) / 3 = v3 */
-    int c1_ut;             /* SGL_ATTN_LIN_UT: 2 = prep + UT kernels (default) / 3 = v3, the two fused */
-    int c3_out;            /* SGL_ATTN_LIN_COUT: the split output kernel, 1 = v1 / 2 = v2 (default) */
-    int c2_np;             /* SGL_ATTN_LIN_CSTATE: producer warps of the split state pass, 1 (v1) / 4 (v2, v3) */
-    int c2_cw;             /* ... and its compute warps, 4 / 8 (v3) */
-    int c2_ws;             /* ... 1: v4, v2's warps with named-barrier hand-offs */
-    int dec_prep;          /* SGL_ATTN_LIN_DECPREP: the stream decode's prep kernel, 1 = v1 / 2 = v2 (default) / 3 = v3 */
-    int cscan_vt;          /* SGL_ATTN_LIN_CSTATE=scan: row tile of its group passes, 32 or 64 */
-    int sync_check;        /* synchronise after planning to report device-found errors */
+    int vt;                /* chunked phase 2's state-row tile: 16, 32, or 0 = by batch size */
+    int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
     int sm_count;
-    int sm_major;          /* stream_pdl: programmatic dependent launch on 9 and newer */
+    int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;
     int16_t lin_index[SGL_ATTN_MAX_LAYERS]; /* -1: the inner's; else pool layer */
     lin_layout L;

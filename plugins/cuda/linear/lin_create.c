@@ -1,7 +1,7 @@
 /* lin_create.c - a CUDA linear wrapper instance: dims and routing from the
- * model, the kernel variant, and one device allocation holding the state pool,
- * the plan arrays and every scratch buffer a forward touches, so forwards
- * never allocate.  The instance does not own the inner backend. */
+ * model, its options (read here, once), and one device allocation holding the
+ * state pool, the plan arrays and every scratch buffer a forward touches, so
+ * forwards never allocate.  The instance does not own the inner backend. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,24 +73,14 @@ const sgl_attn_backend_ops lin_backend_ops = {
     .state_commit = lin_state_commit,
 };
 
-/* A kernel-version option: unset, empty or auto -> def, else the index of the name it matches
- * (case-insensitive) in names[0 .. nn - 1]; anything else is refused with the list. */
-static int opt_choice(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key,
-                      const char *const *names, int nn, int def, int *out, char *err, size_t n) {
+/* An option earlier builds had for a kernel choice that is gone: unset, empty or auto pass; anything else is
+ * refused, so that a configuration written for those builds does not silently run something else. */
+static int opt_retired(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key, char *err,
+                       size_t n) {
     const char *v = lin_option(h, plugin, env, key);
-    *out = def;
     if (!v || !*v || !strcasecmp(v, "auto")) return SGL_ATTN_OK;
-    for (int i = 0; i < nn; i++)
-        if (!strcasecmp(v, names[i])) {
-            *out = i;
-            return SGL_ATTN_OK;
-        }
-    char list[128] = "";
-    for (int i = 0; i < nn; i++) {
-        const size_t at = strlen(list);
-        snprintf(list + at, sizeof list - at, "%s%s", i ? ", " : "", names[i]);
-    }
-    lin_str(err, n, "%s: %s / plugin option %s = \"%s\": expected %s or auto", plugin, env, key, v, list);
+    lin_str(err, n, "%s: %s / plugin option %s = \"%s\" is unknown; expected auto (the kernels it chose between are "
+            "gone; the options are kernel, value_tile and sync_check: docs/cuda_linear.md)", plugin, env, key, v);
     return SGL_ATTN_E_INVALID;
 }
 
@@ -106,8 +96,8 @@ static int opt_int(const sgl_attn_host_api *h, const char *plugin, const char *e
     if (!strcmp(v, "true")) x = 1, end = (char *)v + 4;
     if (!strcmp(v, "false")) x = 0, end = (char *)v + 5;
     if (!end || *end || x < lo || x > hi) {
-        lin_str(err, n, "%s: %s / plugin option %s = \"%s\": expected an integer %d..%d or auto", plugin, env, key, v,
-                lo, hi);
+        lin_str(err, n, "%s: %s / plugin option %s = \"%s\" is unknown; expected an integer %d..%d or auto", plugin,
+                env, key, v, lo, hi);
         return SGL_ATTN_E_INVALID;
     }
     *out = (int)x;
@@ -145,73 +135,28 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     const char *vs = lin_option(host, name, "SGL_ATTN_LIN_KERNEL", "kernel");
     const int variant = lin_variant_parse(vs);
     if (variant < 0) {
-        lin_str(err, en, "%s: SGL_ATTN_LIN_KERNEL / plugin option kernel = \"%s\": expected simple or fast", name, vs);
+        lin_str(err, en, "%s: SGL_ATTN_LIN_KERNEL / plugin option kernel = \"%s\" is unknown; expected simple or fast",
+                name, vs);
         return SGL_ATTN_E_INVALID;
     }
-    int vt = 0, sync_check = 1;
+    /* sync_check is a debug option: planning and state_commit then wait for the device to report what only
+     * it can check (docs/cuda_linear.md) */
+    int vt = 0, sync_check = 0;
     if ((rc = opt_int(host, name, "SGL_ATTN_LIN_VT", "value_tile", 0, 0, 32, &vt, err, en)) ||
-        (rc = opt_int(host, name, "SGL_ATTN_LIN_SYNC_CHECK", "sync_check", 1, 0, 1, &sync_check, err, en)))
+        (rc = opt_int(host, name, "SGL_ATTN_LIN_SYNC_CHECK", "sync_check", 0, 0, 1, &sync_check, err, en)))
         return rc;
     if (vt != 0 && vt != 16 && vt != 32) {
-        lin_str(err, en, "%s: SGL_ATTN_LIN_VT / plugin option value_tile = %d: expected 16, 32 or auto", name, vt);
+        lin_str(err, en, "%s: SGL_ATTN_LIN_VT / plugin option value_tile = %d is unknown; expected 16, 32 or auto", name,
+                vt);
         return SGL_ATTN_E_INVALID;
     }
-    /* fused, split or stream kernels; auto: split extend phases, stream decode launched with PDL where it
-     * applies (1.43-1.44x the fused decode at B >= 256, PDL 1.00-1.05x plain stream, H200 2026-12-03;
-     * docs/cuda_linear.md), the fused one elsewhere */
-    lin_paths paths;
-    {
-        const char *env[3] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2"};
-        const char *key[3] = {"decode", "chunk1", "chunk2"};
-        int *dst[3] = {&paths.dec_split, &paths.c1_split, &paths.c2_split};
-        const int def[3] = {4, 1, 1};
-        for (int k = 0; k < 3; k++) {
-            const char *v = lin_option(host, name, env[k], key[k]);
-            const int x = k == 0 ? lin_decode_parse(v, def[k]) : lin_split_parse(v, def[k]);
-            if (x < 0) {
-                lin_str(err, en, "%s: %s / plugin option %s = \"%s\": expected fused, split%s or auto", name, env[k],
-                        key[k], v, k == 0 ? ", stream, stream_cp, stream_pdl, stream_pdl64, stream_one, stream_one_nopf, stream_one_static" : "");
-                return SGL_ATTN_E_INVALID;
-            }
-            *dst[k] = x;
-        }
-        /* decode: 2 = stream, 3 = stream_cp, 4 = stream_pdl, 5 = stream_pdl64, 6 = stream_one, 7 = stream_one_nopf, 8 = stream_one_static (their own flag; dec_split
-         * stays the split kernel's) */
-        paths.dec_stream = paths.dec_split >= 2 ? paths.dec_split - 1 : 0;
-        if (paths.dec_stream) paths.dec_split = 0;
-    }
-    /* Kernel versions (docs/cuda_linear.md has each one's measurement):
-     * - prep (split phase 1's prep + UT kernels): v2 (auto; 1.68x v1 on the 64k H200 prefill, run 8 of
-     *   2026-12-03), v1, v3 (a quarter of the registers; lost, run 13);
-     * - cstate (the split state pass): v4 (auto: v2 with named-barrier hand-offs, lk_cstate.cuh; 1.06x in
-     *   runs 15-17), v2 (four producer warps, two __syncthreads per chunk), v1 (one producer warp), and
-     *   the levers that lost, kept as the record: v3 (8 compute warps, run 14), v5 (P = -W^T KD made
-     *   first, one product per chunk; lk_cstate5.cu, gdn / kda; run 16), v6 (v5 on warpgroup MMA;
-     *   lk_cstate6.cu, SM 9.0; run 17), scan (by groups of cscan_group chunks; lk_cscan.cu, run 11);
-     * - decprep (the stream decode's prep): v2 (auto: lk_decprep2.cu where it serves the shape, 1.06-1.12x
-     *   the forward, run 10), v1, v3 (persistent; lost, run 12);
-     * - ut (split phase 1): v2 (auto: prep + UT kernels), v3 (the prep fused into UT; lost, run 11);
-     * - cout (the split output kernel): v2 (auto: 0.207 ms against v1's 0.366 at 64k, run 13), v1. */
-    static const char *const v123[] = {"v1", "v2", "v3"}, *const v23[] = {"v2", "v3"}, *const v12[] = {"v1", "v2"},
-                             *const cstates[] = {"v1", "v2", "v3", "v4", "v5", "v6", "scan"};
-    int prep = 1, cst = 3, dprep = 1, ut = 0, cout = 1, scan_m = 16;
-    if ((rc = opt_choice(host, name, "SGL_ATTN_LIN_PREP", "prep", v123, 3, 1, &prep, err, en)) ||
-        (rc = opt_choice(host, name, "SGL_ATTN_LIN_CSTATE", "cstate", cstates, 7, 3, &cst, err, en)) ||
-        (rc = opt_choice(host, name, "SGL_ATTN_LIN_DECPREP", "decprep", v123, 3, 1, &dprep, err, en)) ||
-        (rc = opt_choice(host, name, "SGL_ATTN_LIN_UT", "ut", v23, 2, 0, &ut, err, en)) ||
-        (rc = opt_choice(host, name, "SGL_ATTN_LIN_COUT", "cout", v12, 2, 1, &cout, err, en)))
-        return rc;
-    const int scan = cst == 6, cs3 = cst == 2, cs4 = cst == 3, cs5 = cst == 4 || cst == 5, cs6 = cst == 5;
-    int scan_vt = 0;
-    if ((rc = opt_int(host, name, "SGL_ATTN_LIN_CSCAN_M", "cscan_group", 16, 1, 4096, &scan_m, err, en)) ||
-        (rc = opt_int(host, name, "SGL_ATTN_LIN_CSCAN_VT", "cscan_tile", 0, 0, 64, &scan_vt, err, en)))
-        return rc;
-    if (scan_vt != 0 && scan_vt != 32 && scan_vt != 64) {
-        lin_str(err, en, "%s: SGL_ATTN_LIN_CSCAN_VT / plugin option cscan_tile = %d: expected 32, 64 or auto", name,
-                scan_vt);
-        return SGL_ATTN_E_INVALID;
-    }
-    paths.cscan_m = scan ? scan_m : 0;
+    static const char *const retired[][2] = {
+        {"SGL_ATTN_LIN_DECODE", "decode"},       {"SGL_ATTN_LIN_CHUNK1", "chunk1"}, {"SGL_ATTN_LIN_CHUNK2", "chunk2"},
+        {"SGL_ATTN_LIN_PREP", "prep"},           {"SGL_ATTN_LIN_UT", "ut"},         {"SGL_ATTN_LIN_COUT", "cout"},
+        {"SGL_ATTN_LIN_CSTATE", "cstate"},       {"SGL_ATTN_LIN_CSCAN_M", "cscan_group"},
+        {"SGL_ATTN_LIN_CSCAN_VT", "cscan_tile"}, {"SGL_ATTN_LIN_DECPREP", "decprep"}};
+    for (size_t i = 0; i < sizeof retired / sizeof *retired; i++)
+        if ((rc = opt_retired(host, name, retired[i][0], retired[i][1], err, en))) return rc;
     sgl_cuda_device_info dev;
     if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
     if (dev.sm_major < 8) {
@@ -220,21 +165,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         return SGL_ATTN_E_UNSUPPORTED;
     }
     const int half = m->dtype == SGL_ATTN_DT_BF16 || m->dtype == SGL_ATTN_DT_F16;
-    const size_t tc_smem = LIN_C1_SMEM > LIN_C2_SMEM(32) ? LIN_C1_SMEM : LIN_C2_SMEM(32);
+    /* the chunked extend needs its largest kernel's shared memory (SM 8.0 / 9.0 have it; SM 8.6 / 8.9,
+     * 99 KiB a block, take the token-by-token path) */
+    const size_t tc_smem = LIN_FUSED_UT_SMEM > LIN_FUSED_STATE_SMEM(32) ? LIN_FUSED_UT_SMEM : LIN_FUSED_STATE_SMEM(32);
     const int tc_ok = half && dev.smem_per_block_optin >= tc_smem;
-    /* v5 needs more shared memory than the other state passes (three stages of a K x K tile) */
-    paths.cstate5 = cs5 && !scan && dev.smem_per_block_optin >= LIN_C5_SMEM(32);
-    if (cs5 && !paths.cstate5)
-        lin_log(SGL_ATTN_LOG_INFO, "%s: SGL_ATTN_LIN_CSTATE=v5 needs %zu bytes of shared memory per block; device %d "
-                "has %zu: the v2 state pass runs", name, LIN_C5_SMEM(32), a->device, (size_t)dev.smem_per_block_optin);
-    /* v6: the sm_90a kernel runs on SM 9.0 only (other devices would get the empty compute_90 body) */
-    paths.cstate6 = paths.cstate5 && cs6 && dev.sm_major == 9 && d.dv % 64 == 0 &&
-                    dev.smem_per_block_optin >= LIN_C6_SMEM && lin_cstate6_built();
-    if (cs6 && !paths.cstate6)
-        lin_log(SGL_ATTN_LOG_INFO, "%s: SGL_ATTN_LIN_CSTATE=v6 runs on SM 9.0 with V %% 64 == 0 and %zu bytes of "
-                "shared memory per block (device %d: SM %d.%d, V %d%s): the %s state pass runs", name, LIN_C6_SMEM,
-                a->device, dev.sm_major, dev.sm_minor, d.dv, lin_cstate6_built() ? "" : ", no wgmma in this build",
-                paths.cstate5 ? "v5" : "v2");
 
     lin_inst *w = calloc(1, sizeof *w);
     if (!w) {
@@ -252,17 +186,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->device = a->device;
     w->variant = variant;
     w->vt = vt;
-    w->paths = paths;
-    w->c1_prep = prep + 1;
-    w->c3_out = cout + 1;
-    w->c2_np = cst ? 4 : 1;
-    w->c2_cw = cs3 ? 8 : 4;
-    w->c2_ws = cs4;
-    w->dec_prep = dprep + 1;
-    w->c1_ut = ut ? 3 : 2;
-    /* the scan's row tile: 64 (W, KD loaded once per chunk for 64 rows) where V and the device allow it
-     * (auto, 64), else 32 */
-    w->cscan_vt = scan_vt != 32 && d.dv % 64 == 0 && dev.smem_per_block_optin >= LIN_CSCAN_SMEM(64) ? 64 : 32;
     w->sync_check = sync_check;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
@@ -271,8 +194,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->max_context = a->max_context;
     for (int l = 0, i = 0; l < SGL_ATTN_MAX_LAYERS; l++)
         w->lin_index[l] = (int16_t)(lin_layer_is_own(m, l) ? i++ : -1);
-    if ((rc = lin_layout_compute2(&w->L, &d, a->max_reqs, a->max_tokens, m->spec_tokens, variant, tc_ok, &paths, why,
-                                  sizeof why))) {
+    if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, m->spec_tokens, variant, tc_ok, why,
+                                 sizeof why))) {
         lin_str(err, en, "%s: %s", name, why);
         free(w);
         return rc;
@@ -283,11 +206,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&w->dev, w->L.total);
     if (ce == cudaSuccess) ce = cudaMemset(w->dev, 0, w->L.total);
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
-    if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_kernels_setup();
-    if (ce == cudaSuccess && w->L.need_cscan) ce = (cudaError_t)lin_cscan_setup(w->cscan_vt);
-    if (ce == cudaSuccess && w->L.need_pq) ce = (cudaError_t)lin_cstate5_setup();
-    if (ce == cudaSuccess && w->L.need_pq && paths.cstate6) ce = (cudaError_t)lin_cstate6_setup();
-    if (ce == cudaSuccess && w->L.need_dec3 && paths.dec_stream == 2) ce = (cudaError_t)lin_decode3_setup();
+    if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];
@@ -297,14 +216,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         destroy(&w->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    lin_log(SGL_ATTN_LOG_INFO, "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name,
+    lin_log(SGL_ATTN_LOG_INFO, "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s, %zu bytes on the device", name,
             a->device, dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(variant),
-            w->L.need_tc ? " (tensor-core extend)" : "", w->L.need_simple ? " (token-by-token path ready)" : "",
-            w->L.need_dec2 ? " (split decode)" : w->L.need_dec3 ? " (stream decode)" : "", w->L.need_c1s ? " (split phase 1)" : "",
-            w->L.need_c2s ? (w->L.need_cscan ? " (split phase 2/3, scan state pass)"
-                             : w->L.need_pq ? (paths.cstate6 ? " (split phase 2/3, v6 state pass)"
-                                                             : " (split phase 2/3, v5 state pass)")
-                                            : " (split phase 2/3)") : "",
+            w->L.need_tc ? " (chunked extend)" : "", w->L.need_stream ? " (stream decode)" : "",
+            w->L.need_simple ? " (token-by-token path ready)" : "", sync_check ? " (sync_check: debug)" : "",
             w->L.total);
     *out = &w->base;
     return SGL_ATTN_OK;

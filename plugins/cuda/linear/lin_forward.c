@@ -1,13 +1,14 @@
 /* lin_forward.c - the forwards: a layer in the model's full-attention set goes
  * to the inner backend untouched; any other layer is checked here and
  * computed by one of the kernel paths on the batch's stream (nothing
- * allocated, nothing synchronised, nothing looked up by name):
- *   decode / verify   stream kernels, PDL-launched (fast, default; the fused one
- *                     where they do not apply; opt-in: fused, split, stream,
- *                     stream_cp, stream_pdl64) or prep + conv state + recurrence
- *                     (simple)
- *   extend            chunked tensor-core kernels (fast, 16-bit activations,
- *                     K = 128) or the token-by-token path
+ * allocated, nothing synchronised, nothing read from the environment,
+ * nothing looked up by name):
+ *   decode / verify   the stream decode (K = 128), else the fused decode
+ *                     (K = 32, 64, 256; K = 128 past the pool's draft steps),
+ *                     else the token-by-token path; kernel=simple: always it
+ *   extend            the chunked kernels (16-bit activations, K = 128, V a
+ *                     multiple of 32 up to 128, the device's shared memory),
+ *                     else the token-by-token path
  *   short_conv        conv + conv state (both variants) */
 #include <math.h>
 #include <stdio.h>
@@ -156,35 +157,13 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->eG = (float *)(w->dev + L->eG);
     p->Sk = (float *)(w->dev + L->Sk);
     p->max_chunks = L->max_chunks;
-    p->cnt = L->need_dec2 ? (int32_t *)(w->dev + L->cnt) : NULL;
-    p->Qc = L->need_c1s ? w->dev + L->Qc : NULL;
-    p->Kc = L->need_c1s ? w->dev + L->Kc : NULL;
-    p->Vc = L->need_c1s ? w->dev + L->Vc : NULL;
-    p->Hs = L->need_c2s ? w->dev + L->Hs : NULL;
-    p->c1_split = L->need_c1s;
-    p->c1_prep = w->c1_prep;
-    p->c1_ut = w->c1_ut;
-    p->c2_np = w->c2_np;
-    p->c3_out = w->c3_out;
-    p->c2_cw = w->c2_cw;
-    p->c2_ws = w->c2_ws;
-    p->c2_pq = L->need_pq;
-    p->c2_wg = L->need_pq && w->paths.cstate6;
-    p->Pq = L->need_pq ? w->dev + L->Pq : NULL;
-    p->cscan_m = L->need_cscan ? w->paths.cscan_m : 0;
-    p->cscan_vt = w->cscan_vt;
-    p->Zs = L->need_cscan ? (float *)(w->dev + L->Zs) : NULL;
-    p->dq = L->need_dec3 ? (float *)(w->dev + L->dq) : NULL;
-    p->dq_async = w->paths.dec_stream == 2;
-    /* stream_pdl / stream_pdl64: griddepcontrol needs SM 9.0; on 8.x the same kernels, plain launches */
-    p->dq_pdl = w->paths.dec_stream >= 3 && w->sm_major >= 9;
-    p->dq_wide = w->paths.dec_stream == 4;
-    p->dq_one = L->need_dec3 && w->paths.dec_stream >= 5;
-    p->dq_pf = w->paths.dec_stream == 5 || w->paths.dec_stream == 7;
-    p->dq_static = w->paths.dec_stream == 7 && w->sm_major >= 9; /* 8.x: stream_one (its tile spills there) */
-    p->dq_prep = w->dec_prep;
-    p->dq_sms = w->sm_count;
-    p->dq_sync = p->dq_one ? (int32_t *)(w->dev + L->dsync) : NULL;
+    p->Qc = L->need_prep_ut ? w->dev + L->Qc : NULL;
+    p->Kc = L->need_prep_ut ? w->dev + L->Kc : NULL;
+    p->Vc = L->need_prep_ut ? w->dev + L->Vc : NULL;
+    p->prep_ut = L->need_prep_ut;
+    p->Hs = L->need_tc ? w->dev + L->Hs : NULL;
+    p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
+    p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid) {
@@ -192,36 +171,35 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
     const int fast = w->variant == LIN_VARIANT_FAST;
     const int simple_ready = w->L.need_simple || d->kind == SGL_ATTN_HYBRID_LIGHTNING ||
                              d->kind == SGL_ATTN_HYBRID_SHORT_CONV;
-    const char *path = "simple";
+    const char *path = "token-by-token";
     int ce;
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV) {
-        ce = lin_launch_simple(p, w->stream);
+        ce = lin_launch_token_step(p, w->stream);
     } else if (w->mode == SGL_ATTN_MODE_EXTEND) {
         const lin_in act = d->kind == SGL_ATTN_HYBRID_LIGHTNING ? p->q : p->x;
         if (fast && w->L.need_tc && (act.dt == LIN_DT_BF16 || act.dt == LIN_DT_F16)) {
             int vt = w->vt;
             if (!vt) vt = (int64_t)w->bs * d->hv * (d->dv / 32) < w->sm_count ? 16 : 32;
-            path = w->L.need_c1s || w->L.need_c2s ? "chunked (split)" : "chunked";
-            ce = lin_launch_chunk(p, act.dt, vt, w->L.need_c2s, w->stream);
+            path = "chunked";
+            ce = lin_launch_chunk(p, act.dt, vt, w->stream);
         } else if (simple_ready) {
-            ce = lin_launch_simple(p, w->stream);
+            ce = lin_launch_token_step(p, w->stream);
         } else {
             lin_set_err(w, "%s layer %d: extend with %s activations needs the token-by-token path, which this "
                         "instance did not allocate (it was created for a model with dtype 0x%x)", w->name, lid,
                         act.dt == LIN_DT_F32 ? "float32" : "16-bit", (unsigned)w->model.dtype);
             return SGL_ATTN_E_UNSUPPORTED;
         }
-    } else if (fast && w->L.need_dec3 && w->tpr <= (w->L.steps > 0 ? w->L.steps : 1) && lin_decode3_dims_ok(d, w->tpr)) {
+    } else if (fast && w->L.need_stream && w->tpr <= (w->L.steps > 0 ? w->L.steps : 1) &&
+               lin_decode_stream_dims_ok(d, w->tpr)) {
+        /* dq holds max(steps, 1) tokens per request */
         path = "stream decode";
-        ce = lin_launch_decode3(p, w->stream);
-    } else if (fast && w->L.need_dec2 && lin_decode2_dims_ok(d, w->tpr)) {
-        path = "split decode";
-        ce = lin_launch_decode2(p, w->stream);
-    } else if (fast && lin_decode_dims_ok(d, w->tpr)) {
+        ce = lin_launch_decode_stream(p, w->stream);
+    } else if (fast && lin_decode_fused_dims_ok(d, w->tpr)) {
         path = "fused decode";
-        ce = lin_launch_decode(p, w->stream);
+        ce = lin_launch_decode_fused(p, w->stream);
     } else if (simple_ready) {
-        ce = lin_launch_simple(p, w->stream);
+        ce = lin_launch_token_step(p, w->stream);
     } else {
         lin_set_err(w, "%s layer %d: %d tokens per request take the token-by-token path, which this instance did not "
                     "allocate (model.spec_tokens = %d)", w->name, lid, w->tpr, w->model.spec_tokens);

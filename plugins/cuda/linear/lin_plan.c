@@ -4,9 +4,10 @@
  * out each request's tokens, slot and chunks in device memory, where the
  * forward kernels read them (so a captured graph replays any batch of its
  * size).  Values only the device holds are checked by the plan kernel: a bad
- * one never reads or writes out of bounds (its request is skipped), and with
- * sync_check (the default) init_forward_metadata waits for the kernel and
- * reports it. */
+ * one never reads or writes out of bounds (its request is skipped); with the
+ * debug option sync_check, init_forward_metadata also waits for the kernel
+ * and reports it (outside a capture or replay).  Without it nothing here
+ * waits for the device. */
 #include <inttypes.h>
 #include <string.h>
 

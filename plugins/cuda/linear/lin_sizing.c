@@ -15,47 +15,23 @@ int lin_variant_parse(const char *s) {
 
 const char *lin_variant_name(int v) { return v == LIN_VARIANT_SIMPLE ? "simple" : "fast"; }
 
-int lin_split_parse(const char *s, int def) {
-    if (!s || !*s || !strcasecmp(s, "auto")) return def;
-    if (!strcasecmp(s, "fused")) return 0;
-    if (!strcasecmp(s, "split")) return 1;
-    return -1;
-}
-
-int lin_decode_parse(const char *s, int def) {
-    if (s && !strcasecmp(s, "stream")) return 2;
-    if (s && !strcasecmp(s, "stream_cp")) return 3;
-    if (s && !strcasecmp(s, "stream_pdl")) return 4;
-    if (s && !strcasecmp(s, "stream_pdl64")) return 5;
-    if (s && !strcasecmp(s, "stream_one")) return 6;
-    if (s && !strcasecmp(s, "stream_one_nopf")) return 7;
-    if (s && !strcasecmp(s, "stream_one_static")) return 8;
-    return lin_split_parse(s, def);
-}
-
 int lin_tc_dims_ok(const lin_dims *d) {
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV) return 0;
     return d->dk == LIN_TC_K && d->dv >= 32 && d->dv <= LIN_TC_VMAX && d->dv % 32 == 0;
 }
 
-int lin_decode2_dims_ok(const lin_dims *d, int n) {
-    if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV || n < 1 || n > LIN_DECODE_NMAX || d->dk != LIN_TC_K || d->dv < 1)
-        return 0;
-    return lin_decode2_smem_bytes(d->kind, d->dk, LIN_D2_ROWS(d->st_dt), d->gc, n) <= LIN_DECODE_SMEM_MAX;
-}
-
-int lin_decode3_dims_ok(const lin_dims *d, int n) {
+int lin_decode_stream_dims_ok(const lin_dims *d, int n) {
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV || n < 1 || n > LIN_DECODE_NMAX || d->dk != LIN_TC_K || d->dv < 1)
         return 0;
     /* the prep kernel is the fused kernel's phase A: its shared memory */
     return lin_decode_smem_bytes(d->kind, d->dk, d->dv, d->gsz, d->gc, n) <= LIN_DECODE_SMEM_MAX;
 }
 
-int lin_c1split_kind_ok(const lin_dims *d) {
+int lin_prep_ut_kind_ok(const lin_dims *d) {
     return d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_MAMBA2 || d->kind == SGL_ATTN_HYBRID_LIGHTNING;
 }
 
-int lin_decode_dims_ok(const lin_dims *d, int n) {
+int lin_decode_fused_dims_ok(const lin_dims *d, int n) {
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV || n < 1 || n > LIN_DECODE_NMAX) return 0;
     if (d->dk != 32 && d->dk != 64 && d->dk != 128 && d->dk != 256) return 0;
     return lin_decode_smem_bytes(d->kind, d->dk, d->dv, d->gsz, d->gc, n) <= LIN_DECODE_SMEM_MAX;
@@ -73,13 +49,6 @@ static int add(size_t *acc, size_t *at, size_t a, size_t b, size_t c) {
 
 int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
                        int variant, int tc_ok, char *err, size_t n) {
-    return lin_layout_compute2(L, d, max_reqs, max_tokens, steps, variant, tc_ok, NULL, err, n);
-}
-
-int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
-                        int variant, int tc_ok, const lin_paths *paths, char *err, size_t n) {
-    const lin_paths none = {0, 0, 0, 0, 0, 0, 0};
-    if (!paths) paths = &none;
     memset(L, 0, sizeof *L);
     if (max_reqs < 1 || max_tokens < 1) {
         lin_str(err, n, "max_reqs = %d, max_tokens = %d; expected both >= 1", max_reqs, max_tokens);
@@ -93,19 +62,12 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
     L->need_tc = variant == LIN_VARIANT_FAST && recurrent && tc_ok && lin_tc_dims_ok(d);
     /* The token-by-token path: the simple variant, or whatever the fast one
      * cannot take (f32 activations, dims, too many verify tokens). */
-    const int decode_ok = lin_decode_dims_ok(d, L->steps > 0 ? L->steps : 1);
+    const int decode_ok = lin_decode_fused_dims_ok(d, L->steps > 0 ? L->steps : 1);
     L->need_simple = recurrent && d->kind != SGL_ATTN_HYBRID_LIGHTNING &&
                      (variant == LIN_VARIANT_SIMPLE || !L->need_tc || !decode_ok);
-    /* the split kernels, opted in, where they apply (lin_forward.c takes them then) */
-    L->need_dec2 = variant == LIN_VARIANT_FAST && recurrent && paths->dec_split && d->dk == LIN_TC_K &&
-                   d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
-    L->need_dec3 = variant == LIN_VARIANT_FAST && recurrent && paths->dec_stream && d->dk == LIN_TC_K &&
-                   d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
-    L->need_c1s = L->need_tc && paths->c1_split && lin_c1split_kind_ok(d);
-    L->need_c2s = L->need_tc && paths->c2_split;
-    L->need_cscan = L->need_c2s && paths->cscan_m > 0;
-    L->need_pq = L->need_c2s && !L->need_cscan && paths->cstate5 &&
-                 (d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_KDA);
+    /* the stream decode (K = 128) and the chunked extend's prep + UT pair (scalar-gate kinds) */
+    L->need_stream = variant == LIN_VARIANT_FAST && recurrent && d->dk == LIN_TC_K && d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
+    L->need_prep_ut = L->need_tc && lin_prep_ut_kind_ok(d);
     const size_t esz = (size_t)d->esz, R = (size_t)max_reqs, T = (size_t)max_tokens;
     const size_t NL = (size_t)d->n_lin, S = (size_t)(L->steps ? L->steps : 1);
     const size_t HV = (size_t)d->hv, K = (size_t)d->dk, V = (size_t)d->dv, CH = (size_t)L->max_chunks;
@@ -131,17 +93,12 @@ int lin_layout_compute2(lin_layout *L, const lin_dims *d, int32_t max_reqs, int3
     ok &= add(&acc, &L->Mt, tc, LIN_CHUNK, 2);
     ok &= add(&acc, &L->eG, L->need_tc ? CH * HV : 0, K, sizeof(float));
     ok &= add(&acc, &L->Sk, d->kind == SGL_ATTN_HYBRID_MAMBA2 ? tc : 0, V, sizeof(float));
-    ok &= add(&acc, &L->cnt, L->need_dec2 ? R : 0, (size_t)d->hk, sizeof(int32_t));
-    ok &= add(&acc, &L->dq, L->need_dec3 ? R * (size_t)d->hk : 0,
-              lin_decode3_per(d->kind, d->dk, d->dv, d->gsz, d->gc, (int)S), sizeof(float));
-    ok &= add(&acc, &L->dsync, L->need_dec3 && paths->dec_stream >= 5 ? 4 + R * (size_t)d->hk : 0, 1, sizeof(int32_t));
-    ok &= add(&acc, &L->Qc, L->need_c1s ? T * (size_t)d->hk : 0, K, 2);
-    ok &= add(&acc, &L->Kc, L->need_c1s ? T * (size_t)d->hk : 0, K, 2);
-    ok &= add(&acc, &L->Vc, L->need_c1s ? T * HV : 0, V, 2);
-    ok &= add(&acc, &L->Hs, L->need_c2s ? CH * HV : 0, V * K, 2);
-    ok &= add(&acc, &L->Zs, L->need_cscan ? (size_t)LIN_CSCAN_GROUPS(CH, (size_t)paths->cscan_m, R) * HV : 0,
-              (V + K) * K, sizeof(float));
-    ok &= add(&acc, &L->Pq, L->need_pq ? CH * HV : 0, K * K, 2);
+    ok &= add(&acc, &L->dq, L->need_stream ? R * (size_t)d->hk : 0,
+              lin_decode_operands_per(d->kind, d->dk, d->dv, d->gsz, d->gc, (int)S), sizeof(float));
+    ok &= add(&acc, &L->Qc, L->need_prep_ut ? T * (size_t)d->hk : 0, K, 2);
+    ok &= add(&acc, &L->Kc, L->need_prep_ut ? T * (size_t)d->hk : 0, K, 2);
+    ok &= add(&acc, &L->Vc, L->need_prep_ut ? T * HV : 0, V, 2);
+    ok &= add(&acc, &L->Hs, L->need_tc ? CH * HV : 0, V * K, 2);
     ok &= add(&acc, &L->stage, 3 * R, 1, sizeof(int32_t));
     L->total = acc;
     if (!ok) {

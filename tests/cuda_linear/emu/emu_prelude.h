@@ -39,7 +39,6 @@ int __shfl_sync(unsigned mask, int v, int src, int width = 32);
 float __shfl_sync(unsigned mask, float v, int src, int width = 32);
 long __shfl_up_sync(unsigned mask, long v, unsigned delta, int width = 32);
 int atomicCAS(int *address, int compare, int val);
-int atomicAdd(int *address, int val);
 /* blocks run one after another: every write is visible to later blocks */
 static inline void __threadfence(void) {}
 float __ldcg(const float *p);

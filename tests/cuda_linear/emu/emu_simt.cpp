@@ -299,12 +299,6 @@ long __shfl_up_sync(unsigned mask, long v, unsigned delta, int width) {
     return r;
 }
 
-int atomicAdd(int *address, int val) {
-    const int old = *address;
-    *address = old + val;
-    return old;
-}
-
 int atomicCAS(int *address, int compare, int val) {
     const int old = *address;
     if (old == compare) *address = val;

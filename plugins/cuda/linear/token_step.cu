@@ -1,17 +1,22 @@
-/* lk_simple.cu - the token-by-token path: plain, obviously-correct kernels
+/* token_step.cu - the token-by-token path: plain, obviously-correct kernels
  * that follow the CPU wrappers step by step in float32.  The "simple" variant
- * runs everything through them, and the fast variant falls back to them for
- * shapes its kernels do not take.
- *   prep       conv1d + SiLU of every channel of a token, l2norm of q/k,
- *              log-decays and beta (mamba2: dt) -> X, G, B scratch
- *   convstate  the slot's new conv history (verify: after each draft token)
- *   recur      one block per (request, value head), one thread per state row,
- *              token by token, state read and written in the pool
- *   shortconv  LFM2: C * conv(B * x), no activation */
-#include "lk_common.cuh"
+ * (kernel=simple) runs every mode through them; the fast variant falls back
+ * to them where its kernels do not apply: an extend with float32 activations
+ * or K != 128 or V not a multiple of 32 up to 128 (the chunked kernels), a
+ * decode / verify with K not 32, 64, 128 or 256 or more tokens per request
+ * than the fused decode's shared memory holds.  short_conv has nothing
+ * recurrent and always runs here.
+ *   token_prep   conv1d + SiLU of every channel of a token, l2norm of q/k,
+ *                log-decays and beta (mamba2: dt) -> X, G, B scratch
+ *   convstate    the slot's new conv history (verify: after each draft token);
+ *                the chunked extend uses it too
+ *   token_recur  one block per (request, value head), one thread per state
+ *                row, token by token, state read and written in the pool
+ *   shortconv    LFM2: C * conv(B * x), no activation */
+#include "kernel_common.cuh"
 
 /* Grid: one block per token row. */
-__global__ __launch_bounds__(256) void lin_prep_kernel(lin_fwd p) {
+__global__ __launch_bounds__(256) void lin_token_prep_kernel(lin_fwd p) {
     const int64_t t = blockIdx.x;
     const int i = p.pl.tok_req[t];
     if (i < 0) return;
@@ -88,7 +93,7 @@ __global__ __launch_bounds__(256) void lin_convstate_kernel(lin_fwd p) {
 
 /* Grid: (request, value head); block: one thread per value row (V rounded up
  * to 32).  Shared memory: q[K], k[K], exp(g)[K]. */
-__global__ __launch_bounds__(1024) void lin_recur_kernel(lin_fwd p) {
+__global__ __launch_bounds__(1024) void lin_token_recur_kernel(lin_fwd p) {
     LK_DYN_SMEM(float, sm);
     float *qs = sm, *ks = sm + p.K, *es = sm + 2 * p.K;
     const int i = blockIdx.x, h = blockIdx.y, r = threadIdx.x;
@@ -182,7 +187,7 @@ extern "C" int lin_launch_convstate(const lin_fwd *pp, void *stream) {
     return (int)cudaGetLastError();
 }
 
-extern "C" int lin_launch_simple(const lin_fwd *pp, void *stream) {
+extern "C" int lin_launch_token_step(const lin_fwd *pp, void *stream) {
     const lin_fwd &p = *pp;
     cudaStream_t st = (cudaStream_t)stream;
     if (p.T <= 0 || p.bs <= 0) return 0;
@@ -190,14 +195,14 @@ extern "C" int lin_launch_simple(const lin_fwd *pp, void *stream) {
     if (p.kind == LIN_SHORT_CONV)
         LK_LAUNCH(lin_shortconv_kernel, dim3((unsigned)p.T, cblocks), 256, 0, st, p);
     else if (p.kind != LIN_LIGHTNING)
-        LK_LAUNCH(lin_prep_kernel, (unsigned)p.T, 256, 0, st, p);
+        LK_LAUNCH(lin_token_prep_kernel, (unsigned)p.T, 256, 0, st, p);
     int e = (int)cudaPeekAtLastError();
     if (e) return (int)cudaGetLastError();
     /* after every read of the old history above */
     if ((e = lin_launch_convstate(pp, stream))) return e;
     if (p.kind != LIN_SHORT_CONV) {
         const int threads = (p.V + 31) / 32 * 32;
-        LK_LAUNCH(lin_recur_kernel, dim3((unsigned)p.bs, (unsigned)p.hv), threads, (size_t)3 * p.K * sizeof(float), st, p);
+        LK_LAUNCH(lin_token_recur_kernel, dim3((unsigned)p.bs, (unsigned)p.hv), threads, (size_t)3 * p.K * sizeof(float), st, p);
     }
     return (int)cudaGetLastError();
 }

@@ -1,11 +1,12 @@
 /*
- * lk_common.cuh - what every linear-attention kernel shares: loads and stores
- * of the input dtypes, the state dtypes (vectorised), the gating functions in
- * the CPU wrappers' exact forms, warp sums, and the causal conv1d of one
- * channel at one position.
+ * kernel_common.cuh - what every linear-attention kernel shares: the launch
+ * macros (real GPU or the tests' CPU emulator), loads and stores of the input
+ * dtypes, the state dtypes (vectorised), the gating functions in the CPU
+ * wrappers' exact forms, warp sums, and the causal conv1d of one channel at
+ * one position.
  */
-#ifndef SGL_LK_COMMON_CUH
-#define SGL_LK_COMMON_CUH
+#ifndef SGL_LIN_KERNEL_COMMON_CUH
+#define SGL_LIN_KERNEL_COMMON_CUH
 
 #include "gpu_compat.h"
 #include "lin_params.h"
@@ -43,7 +44,7 @@ template <int N> GC_DEV void lk_cp_async_wait(void) { gc_cp_async_wait<N>(); }
 GC_DEV void lk_bar_sync(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
 #ifdef LK_RACECHECK_SYNC_ONLY
 /* a build for telling compute-sanitizer racecheck's view of bar.arrive hand-offs apart from real races
- * (bench/gpu/build_race.sh): every arrive waits too; the v4 state pass meets its barriers in the same
+ * (bench/gpu/build_race.sh): every arrive waits too; the chunk state pass meets its barriers in the same
  * order on both sides, so the blocking form cannot deadlock */
 GC_DEV void lk_bar_arrive(int id, int n) { lk_bar_sync(id, n); }
 #else

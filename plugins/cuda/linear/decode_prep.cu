@@ -1,40 +1,76 @@
-/* lk_decprep2.cu - the stream decode's prep v2 (SGL_ATTN_LIN_DECPREP=v2):
- * the same operands as lin_decprep_kernel (lk_decode3.cu, lk_decop.cuh's
- * layout in the dq scratch), for gdn with conv width 4 (other kinds, widths
- * and dtypes take v1).
+/* decode_prep.cu - the stream decode's prep (decode_stream.cu, K = 128): one
+ * block per (request, key head group) makes the group's operands -- the fused
+ * decode's phase A: conv1d + SiLU with the slot's conv history moved on in
+ * place, l2norm, gates, beta, k.q -- and stores them to the operand scratch
+ * p.dq in decode_operands.cuh's layout (padding rows: their zero outputs).
+ * Every prep block lets the stream kernel start at once (lk_pdl_trigger); the
+ * stream kernel reads dq only after the whole prep grid is done.
  *
- * Why: v1 is latency-bound (44-46 us at B 256 on the H200, ~60 MB moved):
- * each of its 256 threads walks 2 channels one after the other with scalar
- * loads, the gates are loaded only after the first barrier (a second
- * dependent DRAM round trip), and the operands go through shared memory and a
- * copy pass.  Here a thread owns 4 consecutive channels and issues all of its
- * loads first (3 x 16-byte history loads for fp32 state, the x, weights and
- * bias vectors), then the gate lanes their scalar loads, so the block waits on
+ * lin_decode_prep_w4_kernel serves gdn with conv width 4 (every Qwen3-Next /
+ * Qwen3.5 layer), x bf16 / f32, conv weights f32 / bf16, aligned rows
+ * (lk_dp_w4_ok); lin_decode_prep_kernel, decode_operands.cuh's loop, every
+ * other case (kda, mamba2, lightning, other widths, f16 x).
+ *
+ * Why the w4 form: the general kernel is latency-bound: each of its 256
+ * threads walks 2 channels one after the other with scalar loads, the gates
+ * are loaded only after the first barrier (a second dependent DRAM round
+ * trip), and the operands go through shared memory and a copy pass.  In the
+ * w4 form a thread owns 4 consecutive channels and issues all of its loads
+ * first (3 x 16-byte history loads for fp32 state, the x, weights and bias
+ * vectors), then the gate lanes their scalar loads, so the block waits on
  * DRAM once.  Warp 0 owns the q channels, warp 1 the k channels (lane l:
  * channels 4l .. 4l+3, the mapping of lk_dec_operands' l2norm and k.q, so
  * the sums run in the same order), the warps after them the value channels.
  * l2norm is a warp sum in registers; k.q takes one barrier (k through 512
  * bytes of shared memory per token).  Operands are stored straight to dq.
- * Same formulas and order of additions as v1 (bias, history oldest first,
- * then the newest input).  Verify with keep: per-step conv copies to iconv. */
-#include "lk_common.cuh"
+ * Same formulas and order of additions as the general kernel (bias, history
+ * oldest first, then the newest input).  Verify with keep: per-step conv
+ * copies to iconv. */
+#include "decode_operands.cuh"
 
-#define LK_DP2_W 4       /* conv width served */
-#define LK_DP2_NTMAX 256 /* 2 + ceil(gsz V / 128) warps, at most 8 */
+/* The general prep: 6 blocks per SM (40 registers; at 8 ptxas spills): it is latency-bound */
+__global__ __launch_bounds__(LK_DEC_THREADS, 6) void lin_decode_prep_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K;
+    LK_DYN_SMEM(float, sm);
+    /* the stream kernel may start now (it reads dq only after its griddepcontrol.wait, which waits for
+     * this whole grid); without a programmatic dependent this does nothing */
+    lk_pdl_trigger();
+    const int i = blockIdx.x, grp = blockIdx.y;
+    const int n = p.pl.req_n[i];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[i];
+    const int64_t tok0 = p.pl.req_tok0[i];
+    const int V = p.V, HV = p.hv, gsz = p.gsz, h0 = grp * gsz, tid = threadIdx.x;
+    if (slot < 0) { /* padding: zero outputs; the stream kernel skips it */
+        for (int idx = tid; idx < n * gsz * V; idx += LK_DEC_THREADS) {
+            const int j = idx / (gsz * V), rem = idx % (gsz * V);
+            lk_st(p.out, p.out_dt, ((tok0 + j) * HV + h0 + rem / V) * V + rem % V, 0.f);
+        }
+        return;
+    }
+    lk_dec_operands<K / 32>(p, sm, grp, slot, n, tok0); /* ends with a barrier */
+    /* lin_decode_smem_bytes / 4 */
+    const int used = n * (2 * K + 1 + gsz * (V + p.gc + 1 + (p.kind == LIN_MAMBA2 ? V : 0)));
+    float *dst = p.dq + (int64_t)(i * p.hk + grp) * p.dq_per;
+    for (int idx = tid; idx < used; idx += LK_DEC_THREADS) dst[idx] = sm[idx];
+}
+
+#define LK_DP_W4 4        /* conv width served by the w4 form */
+#define LK_DP_W4_NTMAX 256 /* 2 + ceil(gsz V / 128) warps, at most 8 */
 
 /* blocks of 256 threads per SM the registers are budgeted for: 4 (64 registers; 8 blocks of 128 threads,
  * more loads in flight) where ptxas fits them without spills (sm_90a), else 3 (sm_80 spills at 64) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define LK_DP2_MINB 3
+#define LK_DP_W4_MINB 3
 #else
-#define LK_DP2_MINB 4
+#define LK_DP_W4_MINB 4
 #endif
 
 template <int SDT, int XDT, int WDT>
-__global__ __launch_bounds__(LK_DP2_NTMAX, LK_DP2_MINB) void lin_decprep2_kernel(lin_fwd p) {
-    constexpr int K = LIN_TC_K, W = LK_DP2_W, H = W - 1;
+__global__ __launch_bounds__(LK_DP_W4_NTMAX, LK_DP_W4_MINB) void lin_decode_prep_w4_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K, W = LK_DP_W4, H = W - 1;
     LK_DYN_SMEM(float, ks); /* [n][K]: k after l2norm, for k.q */
-    lk_pdl_trigger(); /* as v1: the stream kernel may start (it waits for this grid before reading dq) */
+    lk_pdl_trigger(); /* as the general prep: the stream kernel may start (it waits for this grid before reading dq) */
     const int i = blockIdx.x, grp = blockIdx.y, NT = (int)blockDim.x;
     /* the plan's three words in one round trip (i < bs: always there) */
     const int n = p.pl.req_n[i], slot = p.pl.req_slot[i];
@@ -141,13 +177,14 @@ __global__ __launch_bounds__(LK_DP2_NTMAX, LK_DP2_MINB) void lin_decprep2_kernel
         for (int m = 0; m < H; m++) lk_sst<SDT, 4>(p.conv_state, at + 4 * m, hist + 4 * m);
 }
 
-/* v2 serves gdn, conv width 4, K = 128, V % 4 == 0, gsz V <= 768 (8 warps), gsz <= 32 (the gate lanes), x bf16 / f32 and conv
- * weights (+ bias) f32 / bf16, every vector access aligned (x rows, conv state rows, dq) */
-static bool lk_dp2_ok(const lin_fwd &p) {
+/* the w4 form serves gdn, conv width 4, K = 128, V % 4 == 0, gsz V <= 768 (8 warps), gsz <= 32 (the gate
+ * lanes), x bf16 / f32 and conv weights (+ bias) f32 / bf16, every vector access aligned (x rows, conv state
+ * rows, dq) */
+static bool lk_dp_w4_ok(const lin_fwd &p) {
     const size_t xe = p.x.dt == LIN_DT_F32 ? 16 : 8, se = p.st_dt == LIN_DT_F32 ? 16 : 8;
     const bool wdt = p.conv_weight.dt == LIN_DT_F32 || p.conv_weight.dt == LIN_DT_BF16;
-    return p.dq_prep == 2 && p.kind == LIN_GDN && p.conv_w == LK_DP2_W && p.K == LIN_TC_K && p.V % 4 == 0 &&
-           p.gsz * p.V <= (LK_DP2_NTMAX / 32 - 2) * 128 && p.gsz <= 32 && (p.x.dt == LIN_DT_BF16 || p.x.dt == LIN_DT_F32) && wdt &&
+    return p.kind == LIN_GDN && p.conv_w == LK_DP_W4 && p.K == LIN_TC_K && p.V % 4 == 0 &&
+           p.gsz * p.V <= (LK_DP_W4_NTMAX / 32 - 2) * 128 && p.gsz <= 32 && (p.x.dt == LIN_DT_BF16 || p.x.dt == LIN_DT_F32) && wdt &&
            (!p.conv_bias.p || p.conv_bias.dt == p.conv_weight.dt) && p.x_dim % 4 == 0 && p.conv_elems % 4 == 0 &&
            p.dq_per % 4 == 0 && ((uintptr_t)p.x.p % xe) == 0 && ((uintptr_t)p.conv_state % se) == 0 &&
            (!p.keep || ((uintptr_t)p.iconv % se) == 0) && ((uintptr_t)p.conv_weight.p % 16) == 0 &&
@@ -155,20 +192,27 @@ static bool lk_dp2_ok(const lin_fwd &p) {
 }
 
 template <int SDT, int XDT>
-static void (*lk_dp2_pick_w(int wdt))(lin_fwd) {
-    return wdt == LIN_DT_F32 ? lin_decprep2_kernel<SDT, XDT, LIN_DT_F32> : lin_decprep2_kernel<SDT, XDT, LIN_DT_BF16>;
+static void (*lk_dp_w4_pick(int wdt))(lin_fwd) {
+    return wdt == LIN_DT_F32 ? lin_decode_prep_w4_kernel<SDT, XDT, LIN_DT_F32>
+                             : lin_decode_prep_w4_kernel<SDT, XDT, LIN_DT_BF16>;
 }
 
-/* 0: launched; -1: not served (the caller runs v1); else a cudaError_t */
-extern "C" int lin_launch_decprep2(const lin_fwd *pp, void *stream) {
+/* p.dq_per set by the caller */
+extern "C" int lin_launch_decode_prep(const lin_fwd *pp, void *stream) {
     const lin_fwd &p = *pp;
-    if (!lk_dp2_ok(p)) return -1;
+    cudaStream_t st = (cudaStream_t)stream;
+    const dim3 grid((unsigned)p.bs, (unsigned)p.hk); /* lightning: hk = hv, one head per group */
+    if (!lk_dp_w4_ok(p)) {
+        LK_LAUNCH(lin_decode_prep_kernel, grid, LK_DEC_THREADS,
+                  lin_decode_smem_bytes(p.kind, p.K, p.V, p.gsz, p.gc, p.tpr), st, p);
+        return (int)cudaGetLastError();
+    }
     void (*k)(lin_fwd);
     const int wd = p.conv_weight.dt;
-    if (p.st_dt == LIN_DT_F32) k = p.x.dt == LIN_DT_F32 ? lk_dp2_pick_w<LIN_DT_F32, LIN_DT_F32>(wd)
-                                                         : lk_dp2_pick_w<LIN_DT_F32, LIN_DT_BF16>(wd);
-    else k = p.x.dt == LIN_DT_F32 ? lk_dp2_pick_w<LIN_DT_BF16, LIN_DT_F32>(wd) : lk_dp2_pick_w<LIN_DT_BF16, LIN_DT_BF16>(wd);
+    if (p.st_dt == LIN_DT_F32) k = p.x.dt == LIN_DT_F32 ? lk_dp_w4_pick<LIN_DT_F32, LIN_DT_F32>(wd)
+                                                         : lk_dp_w4_pick<LIN_DT_F32, LIN_DT_BF16>(wd);
+    else k = p.x.dt == LIN_DT_F32 ? lk_dp_w4_pick<LIN_DT_BF16, LIN_DT_F32>(wd) : lk_dp_w4_pick<LIN_DT_BF16, LIN_DT_BF16>(wd);
     const int nt = 32 * (2 + (p.gsz * p.V + 127) / 128);
-    LK_LAUNCH(k, dim3((unsigned)p.bs, (unsigned)p.hk), nt, (size_t)p.tpr * LIN_TC_K * sizeof(float), (cudaStream_t)stream, p);
+    LK_LAUNCH(k, grid, nt, (size_t)p.tpr * LIN_TC_K * sizeof(float), st, p);
     return (int)cudaGetLastError();
 }

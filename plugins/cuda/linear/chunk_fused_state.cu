@@ -1,6 +1,9 @@
-/* lk_chunk2.cu - phase 2 of the chunked extend: the state passes through a
- * request's chunks in order.  One block per (request, value head, tile of VT
- * state rows), 4 warps; the tile [VT][128] stays in float32 registers as mma
+/* chunk_fused_state.cu - phase 2 of the chunked extend in one kernel for f16
+ * activations (the state pass and output kernel, chunk_state.cu and
+ * chunk_output.cu, are built for bf16 only): the state passes through a
+ * request's chunks in order and the outputs are made on the way.  One block
+ * per (request, value head, tile of VT state rows), 4 warps; the tile
+ * [VT][128] stays in float32 registers as mma
  * accumulators (warp w owns columns 32w .. 32w+31).  Per chunk (its W, QG,
  * KD, M, U tile and exp(G_last) double-buffered in shared memory by cp.async):
  *   Unew = U - W S^T                      (declin: Unew = U)
@@ -8,22 +11,21 @@
  *   S    = S diag(eG) + Unew^T KD
  * S enters the products as 16-bit (a copy in shared memory); it is carried in
  * float32.  The pool's state is read at the start (zero without a prefix) and
- * written at the end.  Also here: the extend launcher (phase 1, the conv
- * history, phase 2) and the kernels' shared-memory setup. */
-#include "lk_mma.cuh"
+ * written at the end. */
+#include "chunk_mma.cuh"
 
-#define LK_C2_THREADS 128
+#define LK_FS_THREADS 128
 
 /* The kind and the state dtype are runtime values (uniform branches): one
  * kernel per (operand type, tile). */
 template <int OT, int VT>
-__global__ __launch_bounds__(LK_C2_THREADS, 1) void lin_chunk2_kernel(lin_fwd p) {
+__global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
     const bool SBF = p.st_dt == LIN_DT_BF16;
-    constexpr int STAGE = LIN_C2_STAGE(VT);
-    static_assert(STAGE == 3 * C * KP * 2 + C * CP * 2 + C * VTP * 2 + K * 4, "lin_params.h LIN_C2_STAGE differs");
+    constexpr int STAGE = LIN_FUSED_STATE_STAGE(VT);
+    static_assert(STAGE == 3 * C * KP * 2 + C * CP * 2 + C * VTP * 2 + K * 4, "lin_params.h LIN_FUSED_STATE_STAGE differs");
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *Sb = (uint16_t *)(smraw + 2 * STAGE); /* [VT][KP] */
     uint16_t *Ub = Sb + VT * KP;                   /* [C][VTP] */
@@ -37,7 +39,7 @@ __global__ __launch_bounds__(LK_C2_THREADS, 1) void lin_chunk2_kernel(lin_fwd p)
     const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
     const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of an out row */
     if (slot < 0) { /* padding */
-        for (int idx = tid; idx < n * VT; idx += LK_C2_THREADS)
+        for (int idx = tid; idx < n * VT; idx += LK_FS_THREADS)
             lk_st(p.out, p.out_dt, (tok0 + idx / VT) * HV * V + ocol + idx % VT, 0.f);
         return;
     }
@@ -51,7 +53,7 @@ __global__ __launch_bounds__(LK_C2_THREADS, 1) void lin_chunk2_kernel(lin_fwd p)
         float *eGs = (float *)(Us + C * VTP);
         const int64_t ct0 = p.pl.chunk_tok0[jc];
         const int len = p.pl.chunk_len[jc];
-        for (int idx = tid; idx < C * (K / 8); idx += LK_C2_THREADS) {
+        for (int idx = tid; idx < C * (K / 8); idx += LK_FS_THREADS) {
             const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
             const bool ok = t < len;
             const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
@@ -59,17 +61,17 @@ __global__ __launch_bounds__(LK_C2_THREADS, 1) void lin_chunk2_kernel(lin_fwd p)
             lk_cp_async16(QGs + t * KP + cc, (const uint16_t *)p.QGt + src, ok);
             lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
         }
-        for (int idx = tid; idx < C * (C / 8); idx += LK_C2_THREADS) {
+        for (int idx = tid; idx < C * (C / 8); idx += LK_FS_THREADS) {
             const int t = idx / (C / 8), cc = (idx % (C / 8)) * 8;
             const bool ok = t < len;
             lk_cp_async16(Ms + t * CP + cc, (const uint16_t *)p.Mt + ((ct0 + (ok ? t : 0)) * HV + h) * C + cc, ok);
         }
-        for (int idx = tid; idx < C * (VT / 8); idx += LK_C2_THREADS) {
+        for (int idx = tid; idx < C * (VT / 8); idx += LK_FS_THREADS) {
             const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
             const bool ok = t < len;
             lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
         }
-        for (int idx = tid; idx < K / 4; idx += LK_C2_THREADS)
+        for (int idx = tid; idx < K / 4; idx += LK_FS_THREADS)
             lk_cp_async16(eGs + idx * 4, p.eG + ((int64_t)jc * HV + h) * K + idx * 4, true);
     };
 
@@ -189,31 +191,21 @@ __global__ __launch_bounds__(LK_C2_THREADS, 1) void lin_chunk2_kernel(lin_fwd p)
 
 /* ------------------------------------------------------------ launchers */
 
-extern "C" int lin_kernels_setup(void) {
-    int e = lin_chunk1_setup();
-    const void *k2[4] = {(const void *)lin_chunk2_kernel<LIN_DT_BF16, 16>, (const void *)lin_chunk2_kernel<LIN_DT_BF16, 32>,
-                         (const void *)lin_chunk2_kernel<LIN_DT_F16, 16>, (const void *)lin_chunk2_kernel<LIN_DT_F16, 32>};
-    for (int i = 0; i < 4 && !e; i++)
-        e = (int)cudaFuncSetAttribute(k2[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      (int)LIN_C2_SMEM(i % 2 ? 32 : 16));
-    if (!e) e = lin_split_setup();
+extern "C" int lin_chunk_fused_state_setup(void) {
+    const void *k[2] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_F16, 16>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_F16, 32>};
+    int e = 0;
+    for (int i = 0; i < 2 && !e; i++)
+        e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)LIN_FUSED_STATE_SMEM(i ? 32 : 16));
     return e;
 }
 
-extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, int split2, void *stream) {
+/* f16 operands; vt 16 or 32 */
+extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int vt, void *stream) {
     const lin_fwd &p = *pp;
-    if (p.T <= 0 || p.bs <= 0) return 0;
-    if (p.K != LIN_TC_K || p.V % 32 || p.V > LIN_TC_VMAX || (vt != 16 && vt != 32)) return (int)cudaErrorInvalidValue;
-    cudaStream_t st = (cudaStream_t)stream;
-    /* phase 1 (split: conv + l2norm kernel, then the UT kernel after the history moved on);
-     * the split kernels are built for bf16 operands only (f16 takes the fused ones) */
-    const int bf = ot == LIN_DT_BF16;
-    int e = p.c1_split && bf ? lin_launch_split1(pp, ot, stream) : lin_launch_chunk1(pp, ot, stream);
-    if (e) return e;
-    if (split2 && bf) return lin_launch_split2(pp, ot, vt, stream);
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    void (*k)(lin_fwd) = ot == LIN_DT_BF16 ? (vt == 16 ? lin_chunk2_kernel<LIN_DT_BF16, 16> : lin_chunk2_kernel<LIN_DT_BF16, 32>)
-                                          : (vt == 16 ? lin_chunk2_kernel<LIN_DT_F16, 16> : lin_chunk2_kernel<LIN_DT_F16, 32>);
-    LK_LAUNCH(k, grid, LK_C2_THREADS, LIN_C2_SMEM(vt), st, p);
+    void (*k)(lin_fwd) = vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16> : lin_chunk_fused_state_kernel<LIN_DT_F16, 32>;
+    LK_LAUNCH(k, grid, LK_FS_THREADS, LIN_FUSED_STATE_SMEM(vt), (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

@@ -1,26 +1,25 @@
-/* lk_decop.cuh - the operands of one (request, key head group) for the
- * decode / verify step: phase A of the fused decode kernel (lk_decode.cu),
- * shared with the stream decode's prep kernel (lk_decode3.cu).
+/* decode_operands.cuh - the operands of one (request, key head group) for the
+ * decode / verify step: phase A of the fused decode kernel (decode_fused.cu),
+ * shared with the stream decode's general prep kernel (decode_prep.cu).
  *
  * In shared memory sm (lin_decode_smem_bytes): q[n][K] k[n][K] kq[n]
  * v[n][gsz][V] e[n][gsz][gc] beta[n][gsz] (mamba2: + skip[n][gsz][V]).  The
  * causal conv1d + SiLU of every channel the group owns (q, k of its key head,
  * v of its value heads; mamba2: B, C of the group, x of its heads) for the
  * request's n tokens, the slot's conv history updated in place (each channel
- * belongs to exactly one block), l2norm, gates, beta, k.q.  Needs NT
- * threads (a multiple of 32); ends with a barrier.  sm may be global memory
- * (stream_one writes the operands straight to its scratch: the barriers order
- * a block's global accesses as well). */
-#ifndef SGL_LK_DECOP_CUH
-#define SGL_LK_DECOP_CUH
+ * belongs to exactly one block), l2norm, gates, beta, k.q.  Needs
+ * LK_DEC_THREADS threads; ends with a barrier. */
+#ifndef SGL_LIN_DECODE_OPERANDS_CUH
+#define SGL_LIN_DECODE_OPERANDS_CUH
 
-#include "lk_common.cuh"
+#include "kernel_common.cuh"
 
 #define LK_DEC_THREADS 256
 
-template <int EPL, int NT = LK_DEC_THREADS>
+template <int EPL>
 LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int n, int64_t tok0) {
     constexpr int K = 32 * EPL;
+    constexpr int NT = LK_DEC_THREADS;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA;
     const bool GCH = KIND == LIN_KDA;

@@ -1,8 +1,8 @@
-/* lk_state.cu - state_commit on the device: for each request of the last
+/* state_commit.cu - state_commit on the device: for each request of the last
  * verify batch, the conv and ssm state after its accepted draft step become
  * its main state, in every layer.  All or nothing: every block checks every
  * accepted step first, and if one is out of range nothing is copied. */
-#include "lk_common.cuh"
+#include "kernel_common.cuh"
 
 LK_DEV void lk_copy_bytes(unsigned char *dst, const unsigned char *src, size_t bytes) {
     const bool v16 = bytes % 16 == 0 && (uintptr_t)dst % 16 == 0 && (uintptr_t)src % 16 == 0;

@@ -1,10 +1,11 @@
-/* lk_tile.cuh - pieces of the chunked kernels shared by the fused phase 1
- * (lk_chunk1.cu) and the split one (lk_split1.cu): the conv tile of a chunk
- * and the product of the chunk's T with a 16-bit tile, stored to global. */
-#ifndef SGL_LK_TILE_CUH
-#define SGL_LK_TILE_CUH
+/* chunk_tile.cuh - pieces of the chunked kernels' phase 1 shared by its fused
+ * form (chunk_fused_ut.cu) and the prep + UT pair (chunk_prep_ut.cu): the
+ * conv tile of a chunk and the product of the chunk's T with a 16-bit tile,
+ * stored to global. */
+#ifndef SGL_LIN_CHUNK_TILE_CUH
+#define SGL_LIN_CHUNK_TILE_CUH
 
-#include "lk_mma.cuh"
+#include "chunk_mma.cuh"
 
 /* Conv + SiLU of channels ch0 .. ch0 + nch - 1 (nch <= 128) at the chunk's
  * tokens.  tile [(64 + H)][nch] fp32: row r holds the input at position

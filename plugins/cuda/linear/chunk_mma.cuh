@@ -1,5 +1,5 @@
 /*
- * lk_mma.cuh - tensor-core building blocks of the chunked kernels (SM 8.0+):
+ * chunk_mma.cuh - tensor-core building blocks of the chunked kernels (SM 8.0+):
  * mma.sync m16n8k16 (16-bit in, f32 accumulate) and ldmatrix address helpers
  * for tiles stored row-major with rows padded by 8 elements (16 bytes), which
  * keeps the 8 row addresses of an ldmatrix in 8 different bank groups.
@@ -16,10 +16,10 @@
  *   lk_ldb_k   B for two n8 tiles, tile rows k, cols n ("k-major")  ldmatrix.trans
  * (the B loaders: r[0], r[1] = b0, b1 of n-tile n0; r[2], r[3] of n0 + 8).
  */
-#ifndef SGL_LK_MMA_CUH
-#define SGL_LK_MMA_CUH
+#ifndef SGL_LIN_CHUNK_MMA_CUH
+#define SGL_LIN_CHUNK_MMA_CUH
 
-#include "lk_common.cuh"
+#include "kernel_common.cuh"
 
 #ifdef LK_EMU /* the CPU emulator of the tests: same fragment semantics */
 LK_DEV void lk_ldsm4(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 0); }
@@ -52,11 +52,6 @@ LK_DEV void lk_ldb_n(uint32_t r[4], const uint16_t *base, int ld, int n0, int k0
     const int l = threadIdx.x & 31;
     lk_ldsm4(r, base + (n0 + (l & 7) + ((l >> 4) << 3)) * ld + k0 + ((l >> 3) & 1) * 8);
 }
-/* B of ONE n8 tile (rows n0 .., n-major) for two k16 steps: r[0], r[1] at k0, r[2], r[3] at k0 + 16 */
-LK_DEV void lk_ldb_n1(uint32_t r[4], const uint16_t *base, int ld, int n0, int k0) {
-    const int l = threadIdx.x & 31;
-    lk_ldsm4(r, base + (n0 + (l & 7)) * ld + k0 + (l >> 3) * 8);
-}
 LK_DEV void lk_ldb_k(uint32_t r[4], const uint16_t *base, int ld, int k0, int n0) {
     const int l = threadIdx.x & 31;
     lk_ldsm4_t(r, base + (k0 + (l & 7) + ((l >> 3) & 1) * 8) * ld + n0 + (l >> 4) * 8);
@@ -88,29 +83,21 @@ template <int OT> LK_DEV uint32_t lk_pack2(float lo, float hi) {
 }
 
 
-/* One chunk's state update of the phase-2 kernels (lk_chunk2.cu, lk_split2.cu),
- * for warp w's columns 8 NB w .. 8 NB (w + 1) - 1 (NB = 4: 32 columns; the
- * v3 state pass's 8 compute warps: NB = 2) of a [16 MT][K] state tile held in
- * float32 mma accumulators:  S = S diag(eG) + U^T KD  (C = 64 tokens), then the
- * 16-bit copy Sb the next chunk's products read.  eGs: per key column (gch,
- * kda) or one value.  KC = 2 (v3): the C tokens' products in two accumulator
- * chains (even / odd k16 steps) summed at the end: half the dependent mma
- * chain, a different float32 rounding order. */
-template <int OT, int MT, int C, int NB = 4, int KC = 1>
-LK_DEV void lk_state_step(float (&S)[MT][NB][4], const float *eGs, bool gch, const uint16_t *KDs, int kp,
+/* One chunk's state update of the phase-2 kernels (chunk_fused_state.cu,
+ * chunk_state.cu), for warp w's columns 32 w .. 32 w + 31 of a [16 MT][K]
+ * state tile held in float32 mma accumulators:  S = S diag(eG) + U^T KD
+ * (C = 64 tokens), then the 16-bit copy Sb the next chunk's products read.
+ * eGs: per key column (gch, kda) or one value. */
+template <int OT, int MT, int C>
+LK_DEV void lk_state_step(float (&S)[MT][4][4], const float *eGs, bool gch, const uint16_t *KDs, int kp,
                           const uint16_t *U, int ldu, uint16_t *Sb, int warp, int g, int t4) {
+    constexpr int NB = 4;
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll
         for (int b = 0; b < NB; b++)
 #pragma unroll
             for (int e = 0; e < 4; e++) S[a][b][e] *= eGs[gch ? 8 * NB * warp + 8 * b + 2 * t4 + (e & 1) : 0];
-    static_assert(KC == 1 || KC == 2, "one or two chains");
-    float P[MT][NB][4]; /* KC = 2: the odd k16 steps */
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < NB; b++) P[a][b][0] = P[a][b][1] = P[a][b][2] = P[a][b][3] = 0.f;
 #pragma unroll
     for (int k16 = 0; k16 < C / 16; k16++) {
         uint32_t bk[NB / 2][4];
@@ -122,19 +109,11 @@ LK_DEV void lk_state_step(float (&S)[MT][NB][4], const float *eGs, bool gch, con
             lk_lda_t(au, U, ldu, 16 * k16, 16 * a);
 #pragma unroll
             for (int bp = 0; bp < NB / 2; bp++) {
-                float(&A)[NB][4] = KC == 2 && (k16 & 1) ? P[a] : S[a];
-                lk_mma<OT>(A[2 * bp], au, bk[bp][0], bk[bp][1]);
-                lk_mma<OT>(A[2 * bp + 1], au, bk[bp][2], bk[bp][3]);
+                lk_mma<OT>(S[a][2 * bp], au, bk[bp][0], bk[bp][1]);
+                lk_mma<OT>(S[a][2 * bp + 1], au, bk[bp][2], bk[bp][3]);
             }
         }
     }
-    if (KC == 2)
-#pragma unroll
-        for (int a = 0; a < MT; a++)
-#pragma unroll
-            for (int b = 0; b < NB; b++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) S[a][b][e] += P[a][b][e];
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll

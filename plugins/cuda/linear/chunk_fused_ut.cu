@@ -1,6 +1,9 @@
-/* lk_chunk1.cu - phase 1 of the chunked extend (K = 128, chunks of 64 tokens
- * that never cross a request): everything about a chunk that does not depend
- * on the state, for every chunk at once.  One block per (chunk, key head
+/* chunk_fused_ut.cu - phase 1 of the chunked extend (K = 128, chunks of 64
+ * tokens that never cross a request) in one kernel: everything about a chunk
+ * that does not depend on the state, for every chunk at once.  It runs for
+ * kda (its per-channel gates; the prep + UT pair of chunk_prep_ut.cu serves
+ * the scalar-gate kinds) and for f16 activations of every kind (the pair is
+ * built for bf16 only).  One block per (chunk, key head
  * group), 4 warps; it builds the group's q and k once (conv + SiLU from x and
  * the slot's conv history, l2norm; lightning: the forward's q, k), then for
  * each value head of the group, with G_t the cumulative log-decay in the
@@ -13,26 +16,27 @@
  *   T = (I + A)^-1,  W = T (beta * k * exp(G)),  U = T (beta * v)
  * declin (mamba2, lightning): U = v (mamba2: dt x, and the skip D x).
  * Phase 2 then needs only  Unew = U - W S^T,  o = QG S^T + M Unew,
- * S <- S diag(eG) + Unew^T KD  per chunk (delta_rule.c's chunked form).
+ * S <- S diag(eG) + Unew^T KD  per chunk (delta_rule.c's chunked form); the
+ * outputs are the prep + UT pair's, so either phase 2 follows.
  * Matmuls on tensor cores (q k^T, k k^T: scalar-gate kinds; T products: all
  * delta kinds); kda's per-channel decays inside the q.k and k.k sums are
  * computed in float32, never as exp of a positive number. */
-#include "lk_tile.cuh"
+#include "chunk_tile.cuh"
 
-#define LK_C1_THREADS 128
+#define LK_FU_THREADS 128
 
 /* The kind is a runtime value (uniform branches): one kernel per operand type. */
 template <int OT>
-__global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
+__global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA;
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *qs = (uint16_t *)smraw, *ks = qs + C * KP, *bkg = ks + C * KP, *bv = bkg + C * KP, *t16 = bv + C * VP;
     float *f32 = (float *)(t16 + C * CP); /* conv staging [C][K], then A [C][AP] and T [C][AP] */
-    float *Gc = f32 + LIN_C1_F32, *Gs = Gc + C * K, *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
-    static_assert(3 * C * KP * 2 + C * VP * 2 + C * CP * 2 + LIN_C1_F32 * 4 + C * K * 4 + 4 * C * 4 == LIN_C1_SMEM,
-                  "lin_params.h LIN_C1_SMEM and this carve differ");
+    float *Gc = f32 + LIN_FUSED_UT_F32, *Gs = Gc + C * K, *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    static_assert(3 * C * KP * 2 + C * VP * 2 + C * CP * 2 + LIN_FUSED_UT_F32 * 4 + C * K * 4 + 4 * C * 4 == LIN_FUSED_UT_SMEM,
+                  "lin_params.h LIN_FUSED_UT_SMEM and this carve differ");
 
     const int j = blockIdx.x;
     if (j >= *p.pl.num_chunks) return;
@@ -50,7 +54,7 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
         uint16_t *dst = which ? ks : qs;
         const float *rows = f32 + (KIND == LIN_LIGHTNING ? 0 : CH * K); /* output row t at rows + t K */
         if (KIND == LIN_LIGHTNING) {
-            for (int idx = tid; idx < C * K; idx += LK_C1_THREADS) {
+            for (int idx = tid; idx < C * K; idx += LK_FU_THREADS) {
                 const int t = idx / K, c = idx % K;
                 f32[idx] = t < len ? lk_in(which ? p.k : p.q, ((ct0 + t) * HV + grp) * K + c) : 0.f;
             }
@@ -63,7 +67,7 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
                 ch0 = (which ? HK + grp : grp) * K;
             lk_conv_tile(p, rt0, crel, len, slot, init, ch0, K, f32);
         }
-        for (int t = warp; t < C; t += LK_C1_THREADS / 32) {
+        for (int t = warp; t < C; t += LK_FU_THREADS / 32) {
             const float *row = rows + t * K;
             float inv = 1.f;
             if (DELTA && p.l2norm) {
@@ -109,7 +113,7 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
         /* ---- gates: G (cumulative), beta (mamba2: dt) */
         if (GCH) {
             const float negA = -expf(lk_in(p.A_log, h));
-            for (int c = tid; c < K; c += LK_C1_THREADS) {
+            for (int c = tid; c < K; c += LK_FU_THREADS) {
                 float G = 0.f;
                 for (int t = 0; t < C; t++) {
                     if (t < len) {
@@ -119,10 +123,10 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
                     Gc[t * K + c] = G;
                 }
             }
-            for (int t = tid; t < C; t += LK_C1_THREADS)
+            for (int t = tid; t < C; t += LK_FU_THREADS)
                 bs[t] = t < len ? lk_sigmoid(lk_in(p.b, (ct0 + t) * HV + h)) : 0.f;
         } else {
-            for (int t = tid; t < C; t += LK_C1_THREADS) {
+            for (int t = tid; t < C; t += LK_FU_THREADS) {
                 float gv = 0.f, bv_ = 0.f;
                 if (t < len) {
                     const int64_t tok = ct0 + t;
@@ -143,7 +147,7 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
             if (tid == 0) /* cumulative sum, in token order as the CPU form */
                 for (int t = 1; t < C; t++) Gs[t] += Gs[t - 1];
             __syncthreads();
-            for (int t = tid; t < C; t += LK_C1_THREADS) { /* G <= 0 and G_last <= G_t: never exp of a positive */
+            for (int t = tid; t < C; t += LK_FU_THREADS) { /* G <= 0 and G_last <= G_t: never exp of a positive */
                 eGt[t] = expf(Gs[t]);
                 eGr[t] = expf(Gs[C - 1] - Gs[t]);
             }
@@ -153,7 +157,7 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
         /* ---- values: into the fp32 staging, row t at vrows + t V */
         const float *vrows = f32 + CH * V;
         if (KIND == LIN_LIGHTNING) {
-            for (int idx = tid; idx < C * V; idx += LK_C1_THREADS) {
+            for (int idx = tid; idx < C * V; idx += LK_FU_THREADS) {
                 const int t = idx / V, r = idx % V;
                 f32[idx] = t < len ? lk_in(p.v, ((ct0 + t) * HV + h) * V + r) : 0.f;
             }
@@ -164,19 +168,19 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
         }
         uint16_t *Ug = (uint16_t *)p.Ut + (ct0 * hrow + h) * V;
         if (DELTA) {
-            for (int idx = tid; idx < C * V; idx += LK_C1_THREADS) {
+            for (int idx = tid; idx < C * V; idx += LK_FU_THREADS) {
                 const int t = idx / V, r = idx % V;
                 bv[t * VP + r] = lk_to16<OT>(bs[t] * vrows[idx]);
             }
         } else {
-            for (int idx = tid; idx < len * V; idx += LK_C1_THREADS) {
+            for (int idx = tid; idx < len * V; idx += LK_FU_THREADS) {
                 const int t = idx / V, r = idx % V;
                 const float x = vrows[idx];
                 Ug[t * hrow * V + r] = lk_to16<OT>(KIND == LIN_MAMBA2 ? bs[t] * x : x); /* mamba2: dt x */
                 if (KIND == LIN_MAMBA2) p.Sk[((ct0 + t) * hrow + h) * V + r] = lk_in0(p.D, h) * x;
             }
         }
-        for (int c = tid; c < K; c += LK_C1_THREADS)
+        for (int c = tid; c < K; c += LK_FU_THREADS)
             p.eG[((int64_t)j * HV + h) * K + c] = expf(GCH ? Gc[(C - 1) * K + c] : Gs[C - 1]);
         __syncthreads(); /* the staging is free: A and T go there */
 
@@ -200,7 +204,7 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
                     if (t < len) *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
                 }
         } else {
-            for (int idx = tid; idx < C * C; idx += LK_C1_THREADS) {
+            for (int idx = tid; idx < C * C; idx += LK_FU_THREADS) {
                 const int t = idx / C, ii = idx % C;
                 float akk = 0.f, aqk = 0.f;
                 if (ii <= t && t < len)
@@ -218,7 +222,7 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
         if (DELTA) {
             /* ---- T = (I + A)^-1: columns are independent; two threads per
              * column split each row's sum (T[i][col] = 0 for i < col). */
-            for (int idx = tid; idx < C * AP; idx += LK_C1_THREADS) Tf[idx] = idx / AP == idx % AP ? 1.f : 0.f;
+            for (int idx = tid; idx < C * AP; idx += LK_FU_THREADS) Tf[idx] = idx / AP == idx % AP ? 1.f : 0.f;
             __syncthreads();
             {
                 const int col = tid >> 1, part = tid & 1;
@@ -237,11 +241,11 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
                 }
             }
             __syncthreads();
-            for (int idx = tid; idx < C * C; idx += LK_C1_THREADS) {
+            for (int idx = tid; idx < C * C; idx += LK_FU_THREADS) {
                 const int t = idx / C, ii = idx % C;
                 t16[t * CP + ii] = lk_to16<OT>(Tf[t * AP + ii]);
             }
-            for (int idx = tid; idx < C * K; idx += LK_C1_THREADS) {
+            for (int idx = tid; idx < C * K; idx += LK_FU_THREADS) {
                 const int t = idx / K, c = idx % K;
                 const float eg = GCH ? expf(Gc[t * K + c]) : eGt[t];
                 bkg[t * KP + c] = lk_to16<OT>(bs[t] * lk_from16<OT>(ks[t * KP + c]) * eg);
@@ -257,7 +261,7 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
 
         /* ---- QG, KD (pairs of columns) */
         uint16_t *QGg = (uint16_t *)p.QGt + (ct0 * hrow + h) * K, *KDg = (uint16_t *)p.KDt + (ct0 * hrow + h) * K;
-        for (int idx = tid; idx < len * (K / 2); idx += LK_C1_THREADS) {
+        for (int idx = tid; idx < len * (K / 2); idx += LK_FU_THREADS) {
             const int t = idx / (K / 2), c = 2 * (idx % (K / 2));
             float qg[2], kd[2];
 #pragma unroll
@@ -277,15 +281,15 @@ __global__ __launch_bounds__(LK_C1_THREADS) void lin_chunk1_kernel(lin_fwd p) {
     }
 }
 
-extern "C" int lin_chunk1_setup(void) {
-    void (*k[2])(lin_fwd) = {lin_chunk1_kernel<LIN_DT_BF16>, lin_chunk1_kernel<LIN_DT_F16>};
+extern "C" int lin_chunk_fused_ut_setup(void) {
+    void (*k[2])(lin_fwd) = {lin_chunk_fused_ut_kernel<LIN_DT_BF16>, lin_chunk_fused_ut_kernel<LIN_DT_F16>};
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < 2 && e == cudaSuccess; i++)
-        e = cudaFuncSetAttribute((const void *)k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)LIN_C1_SMEM);
+        e = cudaFuncSetAttribute((const void *)k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)LIN_FUSED_UT_SMEM);
     return (int)e;
 }
 
-extern "C" int lin_launch_chunk1(const lin_fwd *pp, int ot, void *stream) {
+extern "C" int lin_launch_chunk_fused_ut(const lin_fwd *pp, int ot, void *stream) {
     const lin_fwd &p = *pp;
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
     if (chunks > p.max_chunks) chunks = p.max_chunks;
@@ -293,8 +297,8 @@ extern "C" int lin_launch_chunk1(const lin_fwd *pp, int ot, void *stream) {
     if (p.kind != LIN_GDN && p.kind != LIN_KDA && p.kind != LIN_MAMBA2 && p.kind != LIN_LIGHTNING)
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)chunks, (unsigned)p.hk); /* lightning: hk = hv */
-    void (*k)(lin_fwd) = ot == LIN_DT_BF16 ? lin_chunk1_kernel<LIN_DT_BF16> : lin_chunk1_kernel<LIN_DT_F16>;
-    LK_LAUNCH(k, grid, LK_C1_THREADS, LIN_C1_SMEM, (cudaStream_t)stream, p);
+    void (*k)(lin_fwd) = ot == LIN_DT_BF16 ? lin_chunk_fused_ut_kernel<LIN_DT_BF16> : lin_chunk_fused_ut_kernel<LIN_DT_F16>;
+    LK_LAUNCH(k, grid, LK_FU_THREADS, LIN_FUSED_UT_SMEM, (cudaStream_t)stream, p);
     int e = (int)cudaGetLastError();
     /* the conv history moves on only after phase 1 read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);

@@ -1,8 +1,13 @@
-/* lk_decode.cu - the fused decode / verify step of gdn, kda, mamba2 and
- * lightning: one block per (request, key head group), 8 warps.
+/* decode_fused.cu - the fused decode / verify step of gdn, kda, mamba2 and
+ * lightning: one block per (request, key head group), 8 warps, one launch.
+ * It runs where the stream decode (decode_stream.cu) does not: K = 32, 64 or
+ * 256, and K = 128 with more tokens per request than the pool keeps draft
+ * steps for (a verify without keep_intermediate longer than
+ * model.spec_tokens: the stream decode's operand scratch is sized for those).
  *
- * Phase A (shared memory; lk_decop.cuh, shared with the stream decode's
- * prep kernel): the causal conv1d + SiLU of every channel the group owns (q, k of its key head, v of its value heads; mamba2: B, C of the
+ * Phase A (shared memory; decode_operands.cuh, shared with the stream decode's
+ * general prep kernel): the causal conv1d + SiLU of every channel the group
+ * owns (q, k of its key head, v of its value heads; mamba2: B, C of the
  * group, x of its heads) for the request's n tokens, the slot's conv history
  * updated in place (each channel belongs to exactly one block, so no other
  * block reads it); l2norm, gates, beta, k.q.
@@ -14,7 +19,7 @@
  *   declin: s = e s + v k, o = scale s.q (+ D x for mamba2)
  * Verify with keep writes the state after each token to the step copies and
  * leaves the main state (and conv history) alone. */
-#include "lk_decop.cuh"
+#include "decode_operands.cuh"
 
 #define LK_DEC_RPW 4 /* rows per warp in flight */
 
@@ -35,7 +40,7 @@ LK_DEV void lk_dec_rows(const lin_fwd &p, int64_t sbase, int h0, int r0, int R, 
 /* K = 32 * EPL; the kind is a runtime value (uniform branches), which keeps
  * one kernel per K in the binary. */
 template <int EPL>
-__global__ __launch_bounds__(LK_DEC_THREADS, 2) void lin_decode_kernel(lin_fwd p) {
+__global__ __launch_bounds__(LK_DEC_THREADS, 2) void lin_decode_fused_kernel(lin_fwd p) {
     constexpr int K = 32 * EPL;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA;
@@ -149,7 +154,7 @@ __global__ __launch_bounds__(LK_DEC_THREADS, 2) void lin_decode_kernel(lin_fwd p
     }
 }
 
-extern "C" int lin_launch_decode(const lin_fwd *pp, void *stream) {
+extern "C" int lin_launch_decode_fused(const lin_fwd *pp, void *stream) {
     const lin_fwd &p = *pp;
     if (p.T <= 0 || p.bs <= 0) return 0;
     if (p.kind != LIN_GDN && p.kind != LIN_KDA && p.kind != LIN_MAMBA2 && p.kind != LIN_LIGHTNING)
@@ -158,8 +163,11 @@ extern "C" int lin_launch_decode(const lin_fwd *pp, void *stream) {
     if (smem > LIN_DECODE_SMEM_MAX) return (int)cudaErrorInvalidValue;
     cudaStream_t st = (cudaStream_t)stream;
     dim3 grid((unsigned)p.bs, (unsigned)p.hk); /* lightning: hk = hv, one head per group */
-    void (*k)(lin_fwd) = p.K == 32 ? lin_decode_kernel<1> : p.K == 64 ? lin_decode_kernel<2>
-                         : p.K == 128 ? lin_decode_kernel<4> : p.K == 256 ? lin_decode_kernel<8> : nullptr;
+    void (*k)(lin_fwd) = p.K == 32    ? lin_decode_fused_kernel<1>
+                         : p.K == 64  ? lin_decode_fused_kernel<2>
+                         : p.K == 128 ? lin_decode_fused_kernel<4>
+                         : p.K == 256 ? lin_decode_fused_kernel<8>
+                                      : nullptr;
     if (!k) return (int)cudaErrorInvalidValue;
     LK_LAUNCH(k, grid, LK_DEC_THREADS, smem, st, p);
     return (int)cudaGetLastError();

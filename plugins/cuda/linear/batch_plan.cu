@@ -1,9 +1,9 @@
-/* lk_plan.cu - the plan kernel (one block): per request its first token row,
+/* batch_plan.cu - the plan kernel (one block): per request its first token row,
  * token count, slot and whether it starts from the pool; the token -> request
  * map and the chunk list of the chunked forms.  Every value read from the
  * batch is range-checked; a bad one is recorded in err[] and its request
  * skipped (slot -1 or no tokens), so no later kernel goes out of bounds. */
-#include "lk_common.cuh"
+#include "kernel_common.cuh"
 
 /* Inclusive sum over the block (blockDim.x a multiple of 32, <= 1024). */
 LK_DEV int64_t lk_block_scan(int64_t v, int64_t *sh) {

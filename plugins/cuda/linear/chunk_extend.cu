@@ -1,0 +1,38 @@
+/* chunk_extend.cu - the chunked extend (K = 128, V a multiple of 32 up to
+ * 128, 16-bit activations): which kernels run for which operand type and
+ * kind, and their shared-memory setup (at create).
+ *
+ *   phase 1   bf16, gdn / mamba2 / lightning: the prep + UT pair (chunk_prep_ut.cu)
+ *             kda, or f16 activations:        the fused kernel (chunk_fused_ut.cu)
+ *             then the conv history moves on (after phase 1 read the old one)
+ *   phase 2   bf16: the state pass, then the outputs (chunk_state.cu, chunk_output.cu)
+ *             f16:  the fused state pass with outputs (chunk_fused_state.cu)
+ *
+ * The prep + UT pair, the state pass and the output kernel are built for
+ * bf16 operands only: f16 models are rare, and each .so carries every kernel. */
+#include "kernel_common.cuh"
+
+extern "C" int lin_chunk_setup(void) {
+    int e = lin_chunk_fused_ut_setup();
+    if (!e) e = lin_chunk_fused_state_setup();
+    if (!e) e = lin_chunk_prep_ut_setup();
+    if (!e) e = lin_chunk_state_setup();
+    if (!e) e = lin_chunk_output_setup();
+    return e;
+}
+
+extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream) {
+    const lin_fwd &p = *pp;
+    if (p.T <= 0 || p.bs <= 0) return 0;
+    if (p.K != LIN_TC_K || p.V % 32 || p.V > LIN_TC_VMAX || (vt != 16 && vt != 32) ||
+        (ot != LIN_DT_BF16 && ot != LIN_DT_F16))
+        return (int)cudaErrorInvalidValue;
+    const bool bf = ot == LIN_DT_BF16;
+    /* phase 1 (with the conv history moved on) */
+    int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(pp, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
+    if (e) return e;
+    if (!bf) return lin_launch_chunk_fused_state(pp, vt, stream);
+    if (!p.Hs) return (int)cudaErrorInvalidValue;
+    if ((e = lin_launch_chunk_state(pp, vt, stream))) return e;
+    return lin_launch_chunk_output(pp, stream);
+}

@@ -1,0 +1,502 @@
+/* chunk_prep_ut.cu - phase 1 of the chunked extend for the scalar-gate kinds
+ * (gdn, mamba2, lightning) with bf16 activations, in two kernels, with the
+ * same outputs as the fused phase 1 (chunk_fused_ut.cu: W, U, QG, KD, M,
+ * exp(G_last), the mamba2 skip), so either phase 2 follows it.  kda and f16
+ * activations take the fused phase 1.
+ *
+ * Prep: one block per (chunk, 128-channel head tile: the q heads, the k
+ * heads, the value heads): the conv tile + SiLU, l2norm of q and k, and for
+ * the value heads beta v (delta) / dt x (mamba2, with the skip D x) / v
+ * (lightning), stored 16-bit: q, k [T][hk][K], v [T][hv][V].  Every chunk
+ * and head at once, latency hidden by the number of blocks.  Two forms:
+ * lin_chunk_prep_w4_kernel for gdn with conv width 4 and 16-byte bf16 x rows
+ * (every Qwen3-Next / Qwen3.5 layer), lin_chunk_prep_kernel for every other
+ * case (mamba2, lightning, other conv widths, x rows not 16-byte aligned).
+ * Then the conv history moves on (lin_convstate_kernel).
+ *
+ * UT: one block per (chunk, value head), 4 warps, 51 KiB of shared memory (4
+ * blocks per SM): q and k in by cp.async while the gates are computed
+ * (cumulative log-decay by a warp scan), q k^T and k k^T on tensor cores
+ * (lower triangle only), M -> global and A in float32, QG, KD, exp(G_last)
+ * -> global (16-byte element-wise passes), then (delta) T = (I + A)^-1 in
+ * float32 by blocks of 16: the four diagonal blocks by forward substitution
+ * (one warp each, a lane per column, in registers), then the off-diagonal
+ * blocks by levels,
+ *   T_ij = -T_ii sum_{k=j}^{i-1} A_ik T_kj   (i - j = 1, 2, 3),
+ * the same equations as the fused kernel's row-by-row substitution with a
+ * chain of 16 + 3 x 2 steps instead of 63; the values land late, over q / T
+ * once T is in 16 bits; W = T (beta k e^G), U = T (beta v) on tensor cores. */
+#include "chunk_tile.cuh"
+
+#define LK_P0_THREADS 128
+#define LK_U_THREADS 128
+
+/* shared memory of the UT kernel: q / T (f32) / the values | k / beta k e^G | A (f32) / T (16-bit) | gates */
+#define LK_U_R0 (LIN_CHUNK * (LIN_TC_K + 8) * 2)
+#define LK_U_R3 (LIN_CHUNK * (LIN_CHUNK + 1) * 4)
+#define LK_U_SMEM (2 * LK_U_R0 + LK_U_R3 + 4 * LIN_CHUNK * 4)
+#define LK_P0_SMEM ((LIN_CHUNK + LIN_CONV_W_MAX - 1) * LIN_TC_VMAX * 4)
+
+template <int OT>
+__global__ __launch_bounds__(LK_P0_THREADS) void lin_chunk_prep_kernel(lin_fwd p) {
+    constexpr int C = LIN_CHUNK, K = LIN_TC_K;
+    LK_DYN_SMEM(float, tile);
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int y = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    if (slot < 0) return; /* padding: the outputs are zeroed by phase 2 */
+    const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
+    const int len = p.pl.chunk_len[j], init = p.pl.req_init[i], crel = (int)(ct0 - rt0);
+    const int KIND = p.kind, HV = p.hv, HK = p.hk, V = p.V;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2, LIGHT = KIND == LIN_LIGHTNING;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int which = y < HK ? 0 : y < 2 * HK ? 1 : 2, hh = which == 0 ? y : which == 1 ? y - HK : y - 2 * HK;
+    const int nch = which < 2 ? K : V;
+    const int H = LIGHT ? 0 : p.conv_w - 1;
+    const float *rows = tile + H * nch; /* output row t at rows + t nch */
+    if (LIGHT) {
+        const lin_in &src = which == 0 ? p.q : which == 1 ? p.k : p.v;
+        for (int idx = tid; idx < C * nch; idx += LK_P0_THREADS) {
+            const int t = idx / nch, c = idx % nch;
+            tile[idx] = t < len ? lk_in(src, ((ct0 + t) * HV + hh) * nch + c) : 0.f;
+        }
+        __syncthreads();
+    } else {
+        int ch0;
+        if (M2) /* x [H*P] | B [G*N] | C [G*N]: q = C, k = B */
+            ch0 = which == 0 ? HV * V + HK * K + hh * K : which == 1 ? HV * V + hh * K : hh * V;
+        else /* q [HK*K] | k [HK*K] | v [HV*V] */
+            ch0 = which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V;
+        lk_conv_tile(p, rt0, crel, len, slot, init, ch0, nch, tile);
+    }
+    if (which < 2) { /* q or k: l2norm, 16-bit */
+        uint16_t *dst = (uint16_t *)(which ? p.Kc : p.Qc) + (ct0 * HK + hh) * K;
+        for (int t = warp; t < len; t += LK_P0_THREADS / 32) {
+            const float *row = rows + t * K;
+            float inv = 1.f;
+            if (DELTA && p.l2norm) {
+                float ss = 0.f;
+                for (int c = lane; c < K; c += 32) ss += row[c] * row[c];
+                inv = 1.f / sqrtf(lk_warp_sum(ss) + 1e-6f);
+            }
+            for (int c = lane; c < K; c += 32) dst[(int64_t)t * HK * K + c] = lk_to16<OT>(row[c] * inv);
+        }
+    } else { /* values: beta v (delta), dt x (mamba2, and the skip D x), v (lightning) */
+        for (int idx = tid; idx < len * V; idx += LK_P0_THREADS) {
+            const int t = idx / V, r = idx % V;
+            const int64_t tok = ct0 + t, at = (tok * HV + hh) * V + r;
+            const float x = rows[idx];
+            float sc = 1.f;
+            if (DELTA) sc = lk_sigmoid(lk_in(p.b, tok * HV + hh));
+            else if (M2) sc = lk_softplus(lk_in(p.a, tok * HV + hh) + lk_in(p.dt_bias, hh));
+            ((uint16_t *)p.Vc)[at] = lk_to16<OT>(sc * x);
+            if (M2) p.Sk[at] = lk_in0(p.D, hh) * x;
+        }
+    }
+}
+
+/* The prep for gdn with conv width 4 and 16-byte bf16 x rows: the same
+ * outputs as lin_chunk_prep_kernel with nothing serial and no shared-memory
+ * rows.  Why: the general prep convolves each channel by one thread walking
+ * the chunk's 64 tokens through shared memory (a dependent chain per block,
+ * 34 KB of shared memory, scalar 2-byte loads and stores).  Here one block per
+ * (chunk, head tile), 256 threads: lane group of 16 threads per token slice,
+ * thread (slice s, octet o) owns channels 8o .. 8o+7 of tokens 4s .. 4s+3; it
+ * loads its 4 + 3 input rows (16-byte loads, all issued before any use;
+ * history rows from the slot), convolves in registers (same order of
+ * additions: bias, oldest first), l2norm by a butterfly over the 16 threads
+ * of its slice, and stores 16 bytes per token. */
+#define LK_P2_THREADS 256
+#define LK_P2_TPT 4 /* tokens per thread */
+#define LK_P2_W 4   /* conv width served */
+#define LK_P2_SMEM (LIN_TC_VMAX * (LK_P2_W + 1) * 4)
+
+template <int OT>
+__global__ __launch_bounds__(LK_P2_THREADS) void lin_chunk_prep_w4_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K, W = LK_P2_W, H = W - 1, TPT = LK_P2_TPT, R = TPT + H;
+    LK_DYN_SMEM(float, wsm); /* [128][W] weights | [128] biases */
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int y = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    if (slot < 0) return; /* padding: the outputs are zeroed by phase 2 */
+    const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
+    const int len = p.pl.chunk_len[j], init = p.pl.req_init[i], crel = (int)(ct0 - rt0);
+    const int HV = p.hv, HK = p.hk, V = p.V;
+    const int which = y < HK ? 0 : y < 2 * HK ? 1 : 2, hh = which == 0 ? y : which == 1 ? y - HK : y - 2 * HK;
+    const int nch = which < 2 ? K : V;
+    const int o = threadIdx.x & 15, s = threadIdx.x >> 4, t0 = TPT * s;
+    const int cb = which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V;
+    /* idle threads (V < 128) load nothing; every q/k thread stays for the butterfly */
+    const bool live = 8 * o < nch;
+    const int ch = cb + (live ? 8 * o : 0);
+
+    /* rows r = 0 .. R-1: the input at chunk token t0 - H + r */
+    float e[R][8];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int tc = t0 - H + r, pos = crel + tc;
+        if (pos >= 0 && tc < len && live) {
+            const uint16_t *src = (const uint16_t *)p.x.p + (rt0 + pos) * p.x_dim + ch;
+            LK_ALIGNED(src, 16);
+            const uint4 v = *(const uint4 *)src;
+            const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int q = 0; q < 4; q++) {
+                e[r][2 * q] = gc_bf16_to_f32((uint16_t)(wv[q] & 0xffffu));
+                e[r][2 * q + 1] = gc_bf16_to_f32((uint16_t)(wv[q] >> 16));
+            }
+        } else {
+#pragma unroll
+            for (int c = 0; c < 8; c++)
+                e[r][c] = pos < 0 && init && live
+                              ? lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)(ch + c) * H + H + pos)
+                              : 0.f;
+        }
+    }
+    /* the tile's weights and biases in shared memory (registers for the rows: 3 blocks per SM) */
+    for (int idx = threadIdx.x; idx < nch * W; idx += LK_P2_THREADS) wsm[idx] = lk_in(p.conv_weight, (int64_t)cb * W + idx);
+    for (int c = threadIdx.x; c < nch; c += LK_P2_THREADS) wsm[LIN_TC_VMAX * W + c] = lk_in0(p.conv_bias, cb + c);
+    __syncthreads();
+    if (which == 2 && (!live || t0 >= len)) return;
+    const float *wt = wsm + 8 * o * W, *bias = wsm + LIN_TC_VMAX * W + 8 * o;
+    /* output u overwrites row u: its last reader */
+#pragma unroll
+    for (int u = 0; u < TPT; u++)
+#pragma unroll
+        for (int c = 0; c < 8; c++) {
+            float acc = bias[c];
+#pragma unroll
+            for (int m = 0; m < W; m++) acc += wt[c * W + m] * e[u + m][c];
+            e[u][c] = lk_silu(acc);
+        }
+    if (which < 2) { /* q or k: l2norm over the 16 threads of the slice, 16-bit */
+        uint16_t *dst = (uint16_t *)(which ? p.Kc : p.Qc) + (ct0 * HK + hh) * K + 8 * o;
+#pragma unroll
+        for (int u = 0; u < TPT; u++) {
+            float inv = 1.f;
+            if (p.l2norm) {
+                float ss = 0.f;
+#pragma unroll
+                for (int c = 0; c < 8; c++) ss += e[u][c] * e[u][c];
+#pragma unroll
+                for (int d = 8; d; d >>= 1) ss += gc_shfl_xor(ss, d);
+                inv = 1.f / sqrtf(ss + 1e-6f);
+            }
+            if (t0 + u < len) {
+                uint4 v;
+                v.x = lk_pack2<OT>(e[u][0] * inv, e[u][1] * inv);
+                v.y = lk_pack2<OT>(e[u][2] * inv, e[u][3] * inv);
+                v.z = lk_pack2<OT>(e[u][4] * inv, e[u][5] * inv);
+                v.w = lk_pack2<OT>(e[u][6] * inv, e[u][7] * inv);
+                LK_ALIGNED(dst + (int64_t)(t0 + u) * HK * K, 16);
+                *(uint4 *)(dst + (int64_t)(t0 + u) * HK * K) = v;
+            }
+        }
+    } else { /* beta v */
+        uint16_t *dst = (uint16_t *)p.Vc + (ct0 * HV + hh) * V + 8 * o;
+#pragma unroll
+        for (int u = 0; u < TPT; u++) {
+            if (t0 + u >= len) break;
+            const float sc = lk_sigmoid(lk_in(p.b, (ct0 + t0 + u) * HV + hh));
+            uint4 v;
+            v.x = lk_pack2<OT>(sc * e[u][0], sc * e[u][1]);
+            v.y = lk_pack2<OT>(sc * e[u][2], sc * e[u][3]);
+            v.z = lk_pack2<OT>(sc * e[u][4], sc * e[u][5]);
+            v.w = lk_pack2<OT>(sc * e[u][6], sc * e[u][7]);
+            LK_ALIGNED(dst + (int64_t)(t0 + u) * HV * V, 16);
+            *(uint4 *)(dst + (int64_t)(t0 + u) * HV * V) = v;
+        }
+    }
+}
+
+/* 8 16-bit values <-> floats (one 16-byte word) */
+template <int OT> LK_DEV void lk_unpack8(const uint16_t *src, float f[8]) {
+    LK_ALIGNED(src, 16);
+    const uint4 v = *(const uint4 *)src;
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        f[2 * q] = lk_from16<OT>((uint16_t)(w[q] & 0xffffu));
+        f[2 * q + 1] = lk_from16<OT>((uint16_t)(w[q] >> 16));
+    }
+}
+template <int OT> LK_DEV void lk_pack8(uint16_t *dst, const float f[8]) {
+    uint4 v;
+    v.x = lk_pack2<OT>(f[0], f[1]);
+    v.y = lk_pack2<OT>(f[2], f[3]);
+    v.z = lk_pack2<OT>(f[4], f[5]);
+    v.w = lk_pack2<OT>(f[6], f[7]);
+    LK_ALIGNED(dst, 16);
+    *(uint4 *)dst = v;
+}
+
+/* The element-wise passes (QG, KD; beta k e^G) move 8 values per thread and step with 16-byte shared and
+ * global accesses; the values load late, over q / T, so that the kernel needs 51 KiB (4 blocks per SM). */
+template <int OT>
+__global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
+    constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
+    const int KIND = p.kind;
+    const bool DELTA = KIND == LIN_GDN, M2 = KIND == LIN_MAMBA2;
+    LK_DYN_SMEM(unsigned char, smraw);
+    uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0);
+    uint16_t *vs = (uint16_t *)smraw;                              /* over q / T, at the end */
+    float *Tf = (float *)smraw;                                    /* over q, once QG is out */
+    float *Af = (float *)(smraw + 2 * LK_U_R0);                    /* A, then ... */
+    uint16_t *t16 = (uint16_t *)Af;                                /* ... T in 16 bits */
+    float *Gs = (float *)(smraw + 2 * LK_U_R0 + LK_U_R3), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    static_assert(C * (LIN_TC_VMAX + 8) * 2 <= LK_U_R0, "the values fit over q");
+    static_assert(C * AP * 4 <= LK_U_R0 && C * CP * 2 <= LK_U_R3, "the UT kernel's shared-memory reuse");
+
+    const int j = blockIdx.x;
+    if (j >= *p.pl.num_chunks) return;
+    const int h = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
+    if (slot < 0) return;
+    const int64_t ct0 = p.pl.chunk_tok0[j];
+    const int len = p.pl.chunk_len[j];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int HV = p.hv, HK = p.hk, V = p.V, kh = h / p.gsz;
+    const float scale = p.scale;
+    const int64_t hrow = HV; /* token-row stride of the per-head scratch, in heads */
+
+    /* ---- q, k (key head kh), values (head h): rows past len zero */
+    for (int idx = tid; idx < C * (K / 8); idx += LK_U_THREADS) {
+        const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+        const bool ok = t < len;
+        const int64_t src = ((ct0 + (ok ? t : 0)) * HK + kh) * K + cc;
+        lk_cp_async16(qs + t * KP + cc, (const uint16_t *)p.Qc + src, ok);
+        lk_cp_async16(ks + t * KP + cc, (const uint16_t *)p.Kc + src, ok);
+    }
+    auto load_v = [&]() {
+        for (int idx = tid; idx < C * (V / 8); idx += LK_U_THREADS) {
+            const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
+            const bool ok = t < len;
+            lk_cp_async16(vs + t * VP + cc, (const uint16_t *)p.Vc + ((ct0 + (ok ? t : 0)) * HV + h) * V + cc, ok);
+        }
+    };
+    lk_cp_async_commit();
+
+    /* ---- gates while the tiles fly: g, beta; G = cumulative g (warp 0 scans) */
+    for (int t = tid; t < C; t += LK_U_THREADS) {
+        float gv = 0.f, bv_ = 0.f;
+        if (t < len) {
+            const int64_t tok = ct0 + t;
+            if (KIND == LIN_GDN) {
+                gv = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, tok * HV + h) + lk_in(p.dt_bias, h));
+                bv_ = lk_sigmoid(lk_in(p.b, tok * HV + h));
+            } else if (M2) {
+                gv = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, tok * HV + h) + lk_in(p.dt_bias, h));
+            } else {
+                gv = -lk_in(p.decay, h);
+            }
+        }
+        Gs[t] = gv;
+        bs[t] = bv_;
+    }
+    __syncthreads();
+    if (warp == 0) { /* lane l: tokens 2l, 2l+1 */
+        const float a0 = Gs[2 * lane], a1 = a0 + Gs[2 * lane + 1];
+        float incl = a1;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const float y = gc_shfl(incl, lane >= d ? lane - d : 0);
+            if (lane >= d) incl += y;
+        }
+        const float ex = incl - a1;
+        Gs[2 * lane] = ex + a0;
+        Gs[2 * lane + 1] = incl;
+    }
+    __syncthreads();
+    for (int t = tid; t < C; t += LK_U_THREADS) {
+        eGt[t] = expf(Gs[t]);
+        eGr[t] = expf(fminf(Gs[C - 1] - Gs[t], 0.f)); /* G_last <= G_t (up to the scan's rounding) */
+    }
+    lk_cp_async_wait_all();
+    __syncthreads();
+
+    /* ---- q k^T and k k^T, rows 16 warp .., columns up to the diagonal */
+    float qk[C / 8][4], kk[C / 8][4];
+#pragma unroll
+    for (int nt = 0; nt < C / 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) qk[nt][e] = kk[nt][e] = 0.f;
+#pragma unroll
+    for (int k16 = 0; k16 < K / 16; k16++) {
+        uint32_t aq[4], ak[4];
+        lk_lda(aq, qs, KP, 16 * warp, 16 * k16);
+        if (DELTA) lk_lda(ak, ks, KP, 16 * warp, 16 * k16);
+#pragma unroll
+        for (int np = 0; np < C / 16; np++) {
+            if (np > warp) continue; /* above the diagonal (warp-uniform) */
+            uint32_t b[4];
+            lk_ldb_n(b, ks, KP, 16 * np, 16 * k16);
+            lk_mma<OT>(qk[2 * np], aq, b[0], b[1]);
+            lk_mma<OT>(qk[2 * np + 1], aq, b[2], b[3]);
+            if (DELTA) {
+                lk_mma<OT>(kk[2 * np], ak, b[0], b[1]);
+                lk_mma<OT>(kk[2 * np + 1], ak, b[2], b[3]);
+            }
+        }
+    }
+    /* ---- M (to global) and A (delta) */
+    uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
+#pragma unroll
+    for (int nt = 0; nt < C / 8; nt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int t = 16 * warp + g + 8 * hf, i0 = 8 * nt + 2 * t4;
+            float m2[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int ii = i0 + e;
+                const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
+                m2[e] = scale * dec * qk[nt][2 * hf + e];
+                if (DELTA) Af[t * AP + ii] = ii < t ? bs[t] * dec * kk[nt][2 * hf + e] : 0.f;
+            }
+            if (t < len) {
+                LK_ALIGNED(Mg + t * hrow * C + i0, 4);
+                *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
+            }
+        }
+    /* ---- QG, KD (pairs of columns), exp(G_last) */
+    {
+        uint16_t *QGg = (uint16_t *)p.QGt + (ct0 * hrow + h) * K, *KDg = (uint16_t *)p.KDt + (ct0 * hrow + h) * K;
+        for (int idx = tid; idx < len * (K / 8); idx += LK_U_THREADS) {
+            const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+            float qg[8], kd[8];
+            lk_unpack8<OT>(qs + t * KP + c, qg);
+            lk_unpack8<OT>(ks + t * KP + c, kd);
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                qg[e] = scale * qg[e] * eGt[t];
+                kd[e] = kd[e] * eGr[t];
+            }
+            lk_pack8<OT>(QGg + t * hrow * K + c, qg);
+            lk_pack8<OT>(KDg + t * hrow * K + c, kd);
+        }
+        const float eL = expf(Gs[C - 1]);
+        for (int c = tid; c < K; c += LK_U_THREADS) p.eG[((int64_t)j * HV + h) * K + c] = eL;
+    }
+    __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
+
+    uint16_t *Ug = (uint16_t *)p.Ut + (ct0 * hrow + h) * V;
+    if (!DELTA) { /* U = the values, global to global */
+        for (int idx = tid; idx < len * (V / 8); idx += LK_U_THREADS) {
+            const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
+            LK_ALIGNED(Ug + t * hrow * V + cc, 16);
+            *(uint4 *)(Ug + t * hrow * V + cc) = *(const uint4 *)((const uint16_t *)p.Vc + ((ct0 + t) * HV + h) * V + cc);
+        }
+        return;
+    }
+    /* ---- beta k e^G, in place of k */
+    for (int idx = tid; idx < C * (K / 8); idx += LK_U_THREADS) {
+        const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+        float kv[8];
+        lk_unpack8<OT>(ks + t * KP + c, kv);
+#pragma unroll
+        for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * eGt[t];
+        lk_pack8<OT>(ks + t * KP + c, kv);
+    }
+    /* ---- T = (I + A)^-1: the diagonal 16 x 16 blocks, warp b -> block b, lane c -> column c
+     * (lanes 16..31 compute zeros and store nothing) */
+    {
+        const int b = warp, c = lane;
+        float col[16];
+#pragma unroll
+        for (int r = 0; r < 16; r++) {
+            float acc = 0.f;
+#pragma unroll
+            for (int m = 0; m < r; m++) acc += Af[(16 * b + r) * AP + 16 * b + m] * col[m];
+            col[r] = r < c ? 0.f : r == c ? 1.f : -acc;
+        }
+        if (lane < 16)
+#pragma unroll
+            for (int r = 0; r < 16; r++) Tf[(16 * b + r) * AP + 16 * b + c] = col[r];
+    }
+    __syncthreads();
+    /* the blocks below the diagonal, by distance d: X_ij = sum_{k=j}^{i-1} A_ik T_kj goes to the
+     * (unused) upper block (j, i), then T_ij = -T_ii X_ij */
+    for (int d = 1; d < 4; d++) {
+        const int nb = 4 - d;
+        for (int e = tid; e < nb * 256; e += LK_U_THREADS) {
+            const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
+            float acc = 0.f;
+            for (int kb = jb; kb < ib; kb++)
+#pragma unroll
+                for (int m = 0; m < 16; m++)
+                    acc += Af[(16 * ib + r) * AP + 16 * kb + m] * Tf[(16 * kb + m) * AP + 16 * jb + c];
+            Tf[(16 * jb + r) * AP + 16 * ib + c] = acc;
+        }
+        __syncthreads();
+        for (int e = tid; e < nb * 256; e += LK_U_THREADS) {
+            const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
+            float acc = 0.f;
+#pragma unroll
+            for (int m = 0; m < 16; m++)
+                if (m <= r) acc += Tf[(16 * ib + r) * AP + 16 * ib + m] * Tf[(16 * jb + m) * AP + 16 * ib + c];
+            Tf[(16 * ib + r) * AP + 16 * jb + c] = -acc;
+        }
+        __syncthreads();
+    }
+    /* T in 16 bits (over A: done with it); zero above the diagonal */
+    for (int idx = tid; idx < C * C; idx += LK_U_THREADS) {
+        const int t = idx / C, ii = idx % C;
+        t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);
+    }
+    __syncthreads(); /* T (f32) is dead: the values land there while W is made */
+    load_v();
+    lk_cp_async_commit();
+    /* ---- W = T (beta k e^G), U = T (beta v) */
+    uint32_t at[C / 16][4];
+#pragma unroll
+    for (int k16 = 0; k16 < C / 16; k16++) lk_lda(at[k16], t16, CP, 16 * warp, 16 * k16);
+    lk_tmul_store<OT>(at, ks, KP, K, (uint16_t *)p.Wt + (ct0 * hrow + h) * K, hrow * K, len);
+    lk_cp_async_wait_all();
+    __syncthreads();
+    lk_tmul_store<OT>(at, vs, VP, V, Ug, hrow * V, len);
+}
+
+/* ------------------------------------------------------------ launchers */
+
+static_assert(LK_U_SMEM <= (int)LIN_FUSED_UT_SMEM && LK_P0_SMEM <= (int)LIN_FUSED_UT_SMEM,
+              "the prep + UT kernels need at most the fused phase 1's shared memory (lin_create.c checks that one)");
+
+extern "C" int lin_chunk_prep_ut_setup(void) {
+    const void *k[2] = {(const void *)lin_chunk_prep_kernel<LIN_DT_BF16>, (const void *)lin_chunk_ut_kernel<LIN_DT_BF16>};
+    const int sm[2] = {LK_P0_SMEM, LK_U_SMEM};
+    int e = 0;
+    for (int i = 0; i < 2 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    return e;
+}
+
+/* the w4 prep serves gdn with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, 16-byte aligned
+ * base); anything else takes the general prep */
+static bool lk_prep_w4_ok(const lin_fwd &p) {
+    return p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
+           ((uintptr_t)p.x.p & 15) == 0 && p.K == LIN_TC_K && p.V % 8 == 0;
+}
+
+extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream) {
+    const lin_fwd &p = *pp;
+    /* bf16 operands only (the binary's size: f16 takes the fused phase 1) */
+    if (!p.Qc || !p.Kc || !p.Vc || p.kind == LIN_KDA || p.kind == LIN_SHORT_CONV || ot != LIN_DT_BF16)
+        return (int)cudaErrorInvalidValue;
+    int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
+    if (chunks > p.max_chunks) chunks = p.max_chunks;
+    if (chunks <= 0) return 0;
+    cudaStream_t st = (cudaStream_t)stream;
+    const dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv)), g1((unsigned)chunks, (unsigned)p.hv);
+    if (lk_prep_w4_ok(p)) {
+        void (*k0)(lin_fwd) = lin_chunk_prep_w4_kernel<LIN_DT_BF16>;
+        LK_LAUNCH(k0, g0, LK_P2_THREADS, LK_P2_SMEM, st, p);
+    } else {
+        void (*k0)(lin_fwd) = lin_chunk_prep_kernel<LIN_DT_BF16>;
+        LK_LAUNCH(k0, g0, LK_P0_THREADS, LK_P0_SMEM, st, p);
+    }
+    int e = (int)cudaGetLastError();
+    /* the conv history moves on only after the prep read the old one */
+    if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
+    if (e) return e;
+    void (*k1)(lin_fwd) = lin_chunk_ut_kernel<LIN_DT_BF16>;
+    LK_LAUNCH(k1, g1, LK_U_THREADS, LK_U_SMEM, st, p);
+    return (int)cudaGetLastError();
+}

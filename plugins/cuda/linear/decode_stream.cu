@@ -1,0 +1,186 @@
+/* decode_stream.cu - the stream decode / verify step of gdn, kda, mamba2 and
+ * lightning, K = 128 (the fused decode, decode_fused.cu, takes other K), in
+ * two launches:
+ *
+ * 1. prep (decode_prep.cu), one block per (request, key head group): the
+ *    group's operands -- conv1d + SiLU with the slot's conv history moved on
+ *    in place, l2norm, gates, beta, k.q; padding rows' zero outputs -- to the
+ *    operand scratch p.dq.
+ * 2. stream (here), one block per (request, value head, tile of RT state
+ *    rows), 4 warps: nothing serial in front of the state: every thread
+ *    issues all of its NLD 16-byte state loads first (16 KB per block in
+ *    flight, fp32 rows of 128 = 32 lanes x 4, bf16 = 16 lanes x 8), then its
+ *    operands (L2 hits), then per token the fused kernel's formulas, in the
+ *    same order:
+ *      delta:  m = s.(e k), sq = s.(e q), u = beta (v - m), s = e s + u k,
+ *              o = scale (sq + u k.q)
+ *      declin: s = e s + v k, o = scale s.q (+ D x for mamba2)
+ *    and the stores.  Blocks are short and many (B 256, Qwen3-Next: 32k), 6
+ *    (fp32) / 4 (bf16) resident per SM, so that the loads of some overlap the
+ *    math and stores of others.
+ * On SM 9.0 and newer the stream kernel is a programmatic dependent launch of
+ * the prep (p.dq_pdl): the prep's blocks let it start at once
+ * (griddepcontrol.launch_dependents), so its first blocks are resident while
+ * the prep's last wave runs; they issue their state loads (the prep never
+ * writes the state) and only then wait for the prep's completion and memory
+ * (griddepcontrol.wait) to read dq.  On SM 8.x the same kernel is launched
+ * plainly (the griddepcontrol instructions compile to nothing there).
+ * Verify with keep writes the state after each token to the step copies and
+ * leaves the main state alone (the prep: the conv step copies). */
+#include "kernel_common.cuh"
+
+#define LK_STREAM_THREADS 128
+#define LK_STREAM_NLD 8 /* 16-byte state loads per thread */
+
+template <int SDT> struct lk_stream {
+    static constexpr int K = LIN_TC_K, ESZ = SDT == LIN_DT_F32 ? 4 : 2, CPL = 16 / ESZ, LPR = K / CPL,
+                         RPI = 32 / LPR, RPW = LK_STREAM_NLD * RPI, RT = 4 * RPW;
+    /* resident blocks per SM the registers are budgeted for (fp32: 6 x 16 KB in flight, 80 registers; at
+     * 8 blocks ptxas spills) */
+    static constexpr int MINB = SDT == LIN_DT_F32 ? 6 : 4;
+};
+
+static_assert(lk_stream<LIN_DT_F32>::RT == LIN_STREAM_ROWS(LIN_DT_F32) &&
+                  lk_stream<LIN_DT_BF16>::RT == LIN_STREAM_ROWS(LIN_DT_BF16),
+              "lin_params.h LIN_STREAM_ROWS and the kernel's tile differ");
+
+/* One stream tile: request blockIdx.x, value head blockIdx.y, rows blockIdx.z * RT ..  The block indices
+ * are read again at each use (the lambdas) rather than held in registers: the fp32 tile is at its
+ * register budget. */
+template <int SDT>
+__global__ __launch_bounds__(LK_STREAM_THREADS, lk_stream<SDT>::MINB) void lin_decode_stream_kernel(lin_fwd p) {
+    using D = lk_stream<SDT>;
+    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_STREAM_NLD;
+    const int KIND = p.kind;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
+    const int GC = GCH ? K : 1;
+    auto R0 = [&] { return (int)blockIdx.z * RT; };
+    const int n = p.pl.req_n[(int)blockIdx.x];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[(int)blockIdx.x];
+    if (slot < 0) return; /* padding: the prep kernel wrote its zero outputs */
+    const int64_t tok0 = p.pl.req_tok0[(int)blockIdx.x];
+    const int V = p.V, HV = p.hv, gsz = p.gsz;
+    auto GRP = [&] { return (int)blockIdx.y / gsz; };
+    auto JH = [&] { return (int)blockIdx.y % gsz; };
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    auto NR = [&] { return min(RT, V - R0()); }; /* rows of this tile */
+    const int sub = lane / LPR, cc = (lane % LPR) * CPL;
+
+    /* ---- the tile's state: every load issued before anything else */
+    const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)(int)blockIdx.y * V * K;
+    float s[NLD][CPL];
+#pragma unroll
+    for (int l = 0; l < NLD; l++) {
+        const int r = R0() + warp * RPW + l * RPI + sub;
+        if (r < V) {
+            lk_sld<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
+        } else {
+#pragma unroll
+            for (int e = 0; e < CPL; e++) s[l][e] = 0.f;
+        }
+    }
+
+    /* ---- the operands of the prep kernel (decode_operands.cuh's layout), after the prep grid is done (the
+     * state loads above stay in flight; the plan arrays read before were written by an earlier kernel) */
+    lk_pdl_wait();
+    const float *op = p.dq + (int64_t)((int)blockIdx.x * p.hk + GRP()) * p.dq_per;
+    /* offsets from op (32-bit: fewer registers than eight pointers) */
+    const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
+              osk = obb + n * gsz;
+
+    for (int j = 0; j < n; j++) {
+        const int hj = j * gsz + JH();
+        float kj[CPL], qj[CPL], ec[CPL];
+        lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
+        lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
+        if (GCH) { /* kda: per channel, scalar loads (the layout leaves them unaligned) */
+#pragma unroll
+            for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
+        } else {
+            const float e1 = op[oee + hj];
+#pragma unroll
+            for (int e = 0; e < CPL; e++) ec[e] = e1;
+        }
+        const float beta = DELTA ? op[obb + hj] : 0.f, kqj = DELTA ? op[okq + j] : 0.f;
+        float a1[NLD], a2[NLD];
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            a1[l] = a2[l] = 0.f;
+            if (DELTA) {
+#pragma unroll
+                for (int e = 0; e < CPL; e++) {
+                    a1[l] += s[l][e] * (ec[e] * kj[e]);
+                    a2[l] += s[l][e] * (ec[e] * qj[e]);
+                }
+            } else {
+                const int rl = warp * RPW + l * RPI + sub;
+                const float v = rl < NR() ? op[ovv + hj * V + R0() + rl] : 0.f;
+#pragma unroll
+                for (int e = 0; e < CPL; e++) {
+                    s[l][e] = ec[e] * s[l][e] + v * kj[e];
+                    a2[l] += s[l][e] * qj[e];
+                }
+            }
+        }
+#pragma unroll
+        for (int o = LPR / 2; o; o >>= 1)
+#pragma unroll
+            for (int l = 0; l < NLD; l++) {
+                if (DELTA) a1[l] += gc_shfl_xor(a1[l], o);
+                a2[l] += gc_shfl_xor(a2[l], o);
+            }
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            const int rl = warp * RPW + l * RPI + sub, r = R0() + rl;
+            const bool live = rl < NR();
+            float out;
+            if (DELTA) {
+                const float u = live ? beta * (op[ovv + hj * V + r] - a1[l]) : 0.f;
+#pragma unroll
+                for (int e = 0; e < CPL; e++) s[l][e] = ec[e] * s[l][e] + u * kj[e];
+                out = p.scale * (a2[l] + u * kqj);
+            } else {
+                out = p.scale * a2[l] + (M2 && live ? op[osk + hj * V + r] : 0.f);
+            }
+            if (live) {
+                if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + (int)blockIdx.y) * V + r, out);
+                if (p.keep)
+                    lk_sst<SDT, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + ((int64_t)(int)blockIdx.y * V + r) * K + cc,
+                                     s[l]);
+            }
+        }
+    }
+    if (!p.keep)
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            const int r = R0() + warp * RPW + l * RPI + sub;
+            if (r < V) lk_sst<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
+        }
+}
+
+extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
+    lin_fwd p = *pp;
+    if (p.T <= 0 || p.bs <= 0) return 0;
+    if ((p.kind != LIN_GDN && p.kind != LIN_KDA && p.kind != LIN_MAMBA2 && p.kind != LIN_LIGHTNING) ||
+        p.K != LIN_TC_K || !p.dq)
+        return (int)cudaErrorInvalidValue;
+    if (lin_decode_smem_bytes(p.kind, p.K, p.V, p.gsz, p.gc, p.tpr) > LIN_DECODE_SMEM_MAX)
+        return (int)cudaErrorInvalidValue;
+    /* the scratch stride: the whole call's tokens per request (no request has more) */
+    p.dq_per = (int32_t)lin_decode_operands_per(p.kind, p.K, p.V, p.gsz, p.gc, p.tpr);
+    int e = lin_launch_decode_prep(&p, stream);
+    if (e) return e;
+    cudaStream_t st = (cudaStream_t)stream;
+    const int RT = LIN_STREAM_ROWS(p.st_dt);
+    const dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));
+    const cudaError_t ce =
+        p.st_dt == LIN_DT_BF16
+            ? LK_LAUNCH_PDL(p.dq_pdl, lin_decode_stream_kernel<LIN_DT_BF16>, grid, LK_STREAM_THREADS, 0, st, p)
+            : LK_LAUNCH_PDL(p.dq_pdl, lin_decode_stream_kernel<LIN_DT_F32>, grid, LK_STREAM_THREADS, 0, st, p);
+    if (ce != cudaSuccess) { /* cudaLaunchKernelEx's refusal: not left behind for a later call */
+        (void)cudaGetLastError();
+        return (int)ce;
+    }
+    return (int)cudaGetLastError();
+}
