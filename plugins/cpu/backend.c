@@ -1,19 +1,11 @@
 /* backend.c - cpu_ref instances: create sizes everything a forward needs
  * (threads, per-thread scratch, split buffers, the request plan) so that
  * forwards never allocate; the ops table; last_error. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_ref.h"
-
-void cref_set_error(cref_backend *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
-}
 
 static cref_backend *self(sgl_attn_backend *b) { return (cref_backend *)b; }
 
@@ -77,41 +69,28 @@ static const sgl_attn_backend_ops cref_ops = {
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-static int fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static int fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...) {
-    if (a && a->error && a->error_size > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(a->error, a->error_size, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
-
 int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (out) *out = NULL;
-    if (!a || !out) return fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: args or out is NULL");
+    if (!a || !out) return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: args or out is NULL");
     if (a->struct_size < sizeof *a)
-        return fail(a, SGL_ATTN_E_ABI, "cpu_ref create: args struct_size %u < %zu", a->struct_size, sizeof *a);
+        return sgl_sdk_create_fail(a, SGL_ATTN_E_ABI, "cpu_ref create: args struct_size %u < %zu", a->struct_size, sizeof *a);
     if (a->device != 0)
-        return fail(a, SGL_ATTN_E_NOT_FOUND, "cpu_ref has one device (0); create asked for device %d", a->device);
-    if (a->inner) return fail(a, SGL_ATTN_E_INVALID, "cpu_ref computes attention itself; it wraps no inner backend");
+        return sgl_sdk_create_fail(a, SGL_ATTN_E_NOT_FOUND, "cpu_ref has one device (0); create asked for device %d", a->device);
+    if (a->inner) return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "cpu_ref computes attention itself; it wraps no inner backend");
     if (a->max_reqs < 1 || a->max_tokens < 1 || a->max_context < 1)
-        return fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: max_reqs %d, max_tokens %d, max_context %d: expected all >= 1",
+        return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: max_reqs %d, max_tokens %d, max_context %d: expected all >= 1",
                     a->max_reqs, a->max_tokens, a->max_context);
     char why[256];
     int rc = cref_model_ok(a->model, why, sizeof why);
-    if (rc) return fail(a, rc, "cpu_ref create: %s", why);
+    if (rc) return sgl_sdk_create_fail(a, rc, "cpu_ref create: %s", why);
     const sgl_attn_model *m = a->model;
 
     cref_cpu cpu;
+    int nthreads;
     cref_cpu_query(&cpu);
+    if ((rc = cref_tuning_read(a, &cpu, &nthreads))) return rc;
     cref_backend *b = calloc(1, sizeof *b);
-    if (!b) return fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory");
+    if (!b) return sgl_sdk_create_fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory");
     b->base.ops = &cref_ops;
     b->base.ops_size = cref_ops.struct_size;
     b->base.device = 0;
@@ -123,7 +102,7 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->max_dqk = m->head_dim_qk;
     b->max_dv = m->head_dim_v > 0 ? m->head_dim_v : m->head_dim_qk;
     b->rows_cap = b->max_group > CREF_MIN_ROWS ? b->max_group : CREF_MIN_ROWS;
-    b->nthreads = cref_thread_count(&cpu);
+    b->nthreads = nthreads;
     b->attend_f32 = cpu.avx512 ? cref_attend_f32_avx512 : cpu.avx2 ? cref_attend_f32_avx2 : cref_attend_f32;
     b->combine_f32 = cpu.avx512 ? cref_combine_f32_avx512 : cpu.avx2 ? cref_combine_f32_avx2 : cref_combine_f32;
     b->attend_f64 = cpu.avx2 ? cref_attend_f64_avx2 : cref_attend_f64;
@@ -143,14 +122,14 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     if (!b->scratch || !b->reqs || (b->partial_bytes && !b->partial)) {
         op_destroy(&b->base);
-        return fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory for %d threads' scratch (%zu bytes each)",
-                    cpu.cores, b->scratch_stride);
+        return sgl_sdk_create_fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory for %d threads' scratch (%zu bytes each)",
+                    b->nthreads, b->scratch_stride);
     }
     b->job.partial_stride = per_item;
     rc = cref_threads_create(b->nthreads, &b->threads, why, sizeof why);
     if (rc) {
         op_destroy(&b->base);
-        return fail(a, rc, "%s", why);
+        return sgl_sdk_create_fail(a, rc, "%s", why);
     }
     *out = &b->base;
     return SGL_ATTN_OK;

@@ -7,25 +7,10 @@
 #include <string.h>
 
 #include "cpu_ref.h"
+#include "sdk_plugin.h"
 
 /* sglang's CPU fallback is the backend this one stands in for. */
 static const char *const cref_aliases[] = {"torch_native", NULL};
-
-const char *cref_dtype_name(DLDataType t, char *buf, size_t size) {
-    switch (sgl_attn_dtype_bit(t)) {
-    case SGL_ATTN_DT_F32: return "f32";
-    case SGL_ATTN_DT_F16: return "f16";
-    case SGL_ATTN_DT_BF16: return "bf16";
-    case SGL_ATTN_DT_F64: return "f64";
-    case SGL_ATTN_DT_FP8_E4M3: return "fp8_e4m3";
-    default: break;
-    }
-    if (t.code == kDLInt && t.lanes == 1 && (t.bits == 32 || t.bits == 64)) return t.bits == 32 ? "int32" : "int64";
-    snprintf(buf, size, "(code %u, bits %u, lanes %u)", t.code, t.bits, t.lanes);
-    return buf;
-}
-
-#define CREF_DTYPES (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64)
 
 static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     if (!caps || caps->struct_size < sizeof *caps) return SGL_ATTN_E_INVALID;
@@ -34,20 +19,12 @@ static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     cref_cpu_query(&cpu);
     caps->available = 1;
     caps->reason[0] = 0;
-    snprintf(caps->device_name, sizeof caps->device_name, "%.60s (%d threads%s)", cpu.name, cref_thread_count(&cpu),
+    snprintf(caps->device_name, sizeof caps->device_name, "%.60s (%d threads%s)", cpu.host.name, cpu.host.cores,
              cpu.avx512 ? ", AVX-512" : cpu.avx2 ? ", AVX2" : "");
-#if defined(__x86_64__)
-    snprintf(caps->arch_name, sizeof caps->arch_name, "x86_64");
-#elif defined(__aarch64__)
-    snprintf(caps->arch_name, sizeof caps->arch_name, "aarch64");
-#else
-    snprintf(caps->arch_name, sizeof caps->arch_name, "cpu");
-#endif
-    caps->arch_major = caps->arch_minor = -1;
-    caps->arch_min_major = caps->arch_min_minor = -1;
-    caps->arch_max_major = caps->arch_max_minor = -1;
-    caps->memory_bytes = cpu.memory;
-    caps->compute_units = (uint32_t)cpu.cores;
+    snprintf(caps->arch_name, sizeof caps->arch_name, "%s", cpu.host.arch);
+    sgl_sdk_caps_no_arch(caps);
+    caps->memory_bytes = cpu.host.memory;
+    caps->compute_units = (uint32_t)cpu.host.cores;
     caps->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA |
                        SGL_ATTN_KIND_CROSS;
     caps->q_dtypes = CREF_DTYPES;
@@ -106,10 +83,8 @@ static int cref_supports_model(const sgl_attn_model *m, const sgl_attn_caps *cap
     return rc == SGL_ATTN_OK ? SGL_ATTN_OK : SGL_ATTN_E_UNSUPPORTED;
 }
 
-const sgl_attn_plugin cref_plugin = {
-    .struct_size = sizeof(sgl_attn_plugin),
-    .abi_major = SGL_ATTN_ABI_MAJOR,
-    .abi_minor = SGL_ATTN_ABI_MINOR,
+/* Embedded in libsglattn: a hidden entry host/embedded.c names, no export. */
+SGL_SDK_EMBEDDED_PLUGIN(sgl_attn_cpu_ref_entry, cref_plugin,
     .name = CREF_NAME,
     .version = CREF_VERSION,
     .description = "reference attention in C on all CPU cores; f32/f16/bf16 and the float64 gold path",
@@ -117,17 +92,7 @@ const sgl_attn_plugin cref_plugin = {
     .platform = SGL_ATTN_PLATFORM_CPU,
     .role = SGL_ATTN_ROLE_FULL,
     .hybrid_kind = SGL_ATTN_HYBRID_NONE,
-    .custom_kind = NULL,
     .aliases = cref_aliases,
-    .model_types = NULL,
     .probe = cref_probe,
     .supports_model = cref_supports_model,
-    .create = cref_create,
-    .state_bytes_per_request = NULL,
-    .device_ops = NULL,
-};
-
-/* Hidden: reached only through host/embedded.c. */
-int sgl_attn_cpu_ref_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
-    return sgl_attn_answer(host, answer, &cref_plugin);
-}
+    .create = cref_create)

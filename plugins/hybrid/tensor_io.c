@@ -1,117 +1,21 @@
-/* tensor_io.c - DLTensor checks and dtype conversion for the hybrid wrappers.
- * Inputs may be f32, f16, bf16 or f64; compute is f32 or f64, so every read
- * and write goes through these loops (row at a time, never per element). */
-#include <inttypes.h>
-#include <stdio.h>
+/* tensor_io.c - dtype conversion for the hybrid wrappers, and the SDK's
+ * tensor checks as they read tensors (host memory, compact).  Inputs may be
+ * f32, f16, bf16 or f64; compute is f32 or f64, so every read and write goes
+ * through these loops (row at a time, never per element). */
 #include <string.h>
 
 #include "hyb.h"
 
-const char *hyb_dtype_name(DLDataType t) {
-    switch (sgl_attn_dtype_bit(t)) {
-    case SGL_ATTN_DT_F32: return "float32";
-    case SGL_ATTN_DT_F16: return "float16";
-    case SGL_ATTN_DT_BF16: return "bfloat16";
-    case SGL_ATTN_DT_F64: return "float64";
-    case SGL_ATTN_DT_FP8_E4M3: return "fp8_e4m3";
-    default: break;
-    }
-    if (t.code == kDLInt && t.bits == 32 && t.lanes == 1) return "int32";
-    if (t.code == kDLInt && t.bits == 64 && t.lanes == 1) return "int64";
-    return "unknown dtype";
+sgl_sdk_tensor_spec hyb_spec(const char *name, uint32_t dtypes, uint32_t flags, int ndim, int64_t s0, int64_t s1,
+                             int64_t s2) {
+    sgl_sdk_tensor_spec s = {name, NULL, ndim, {s0, s1, s2, 0}, dtypes, SGL_SDK_DEV_HOST, -1,
+                             SGL_SDK_T_COMPACT | flags, 0};
+    return s;
 }
 
-static int loadable(DLDataType t) {
-    uint32_t b = sgl_attn_dtype_bit(t);
-    return b == SGL_ATTN_DT_F32 || b == SGL_ATTN_DT_F16 || b == SGL_ATTN_DT_BF16 ||
-           b == SGL_ATTN_DT_F64;
-}
-
-static int compact(const DLTensor *t) {
-    if (!t->strides) return 1;
-    int64_t want = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->shape[i] != 1 && t->strides[i] != want) return 0;
-        want *= t->shape[i];
-    }
-    return 1;
-}
-
-static void shape_str(char *dst, size_t n, int ndim, const int64_t *shape) {
-    size_t at = 0;
-    dst[0] = 0;
-    for (int i = 0; i < ndim && at + 24 < n; i++) {
-        int k = snprintf(dst + at, n - at, "%s%" PRId64, i ? ", " : "[", shape[i]);
-        if (k < 0) break;
-        at += (size_t)k;
-    }
-    if (at + 2 < n) snprintf(dst + at, n - at, "%s", ndim ? "]" : "[]");
-}
-
-int hyb_tensor_check(const DLTensor *t, const char *what, int ndim, const int64_t *shape,
-                     char *err, size_t n) {
-    char got[160], want[160];
-    if (!t) {
-        hyb_str(err, n, "%s is NULL", what);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (!t->data || !t->shape) {
-        hyb_str(err, n, "%s has no data or no shape", what);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost) {
-        hyb_str(err, n, "%s is on device type %d; the CPU hybrid wrappers read host memory "
-                        "(kDLCPU)", what, (int)t->device.device_type);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    if (!loadable(t->dtype)) {
-        hyb_str(err, n, "%s has dtype %s; expected float32, float16, bfloat16 or float64", what,
-                hyb_dtype_name(t->dtype));
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    int bad = t->ndim != ndim;
-    for (int i = 0; !bad && i < ndim; i++)
-        if (shape[i] >= 0 && t->shape[i] != shape[i]) bad = 1;
-    if (bad) {
-        shape_str(got, sizeof got, t->ndim > 0 && t->ndim < 8 ? t->ndim : 0, t->shape);
-        shape_str(want, sizeof want, ndim, shape);
-        hyb_str(err, n, "%s has shape %s; expected %s", what, got, want);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (!compact(t)) {
-        hyb_str(err, n, "%s is strided; the hybrid wrappers read compact row-major tensors", what);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    return SGL_ATTN_OK;
-}
-
-int hyb_index_check(const DLTensor *t, const char *what, int64_t min_len, char *err, size_t n) {
-    if (!t || !t->data || !t->shape) {
-        hyb_str(err, n, "%s is NULL", what);
-        return SGL_ATTN_E_INVALID;
-    }
-    int ok_type = t->dtype.code == kDLInt && t->dtype.lanes == 1 &&
-                  (t->dtype.bits == 32 || t->dtype.bits == 64);
-    if (!ok_type) {
-        hyb_str(err, n, "%s has dtype %s; expected int32 or int64", what, hyb_dtype_name(t->dtype));
-        return SGL_ATTN_E_INVALID;
-    }
-    if (t->ndim < 1 || t->shape[0] < min_len) {
-        hyb_str(err, n, "%s has %" PRId64 " entries; expected at least %" PRId64, what,
-                t->ndim >= 1 ? t->shape[0] : (int64_t)0, min_len);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (!compact(t)) {
-        hyb_str(err, n, "%s is strided; expected a compact tensor", what);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    return SGL_ATTN_OK;
-}
-
-int64_t hyb_index_get(const DLTensor *t, int64_t i) {
-    const char *base = (const char *)t->data + t->byte_offset;
-    if (t->dtype.bits == 32) return ((const int32_t *)base)[i];
-    return ((const int64_t *)base)[i];
+int hyb_index_check(hyb_inst *w, const DLTensor *t, const char *what, int64_t min_len) {
+    const sgl_sdk_tensor_spec s = hyb_spec(what, 0, SGL_SDK_T_AT_LEAST, 1, min_len, 0, 0);
+    return sgl_sdk_check_tensor(t, &s, w->err, sizeof w->err);
 }
 
 /* ---------------------------------------------------- half conversions */
