@@ -69,6 +69,41 @@ static const sgl_attn_backend_ops cref_ops = {
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+/* Model checks the caps cannot express (create, and supports_model in entry.c). */
+int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
+    if (!m) {
+        snprintf(why, why_size, "model is NULL");
+        return SGL_ATTN_E_INVALID;
+    }
+    int hq = m->num_q_heads, hkv = m->num_kv_heads;
+    int dqk = m->head_dim_qk, dv = m->head_dim_v > 0 ? m->head_dim_v : m->head_dim_qk;
+    if (hq < 1 || hkv < 1 || hq % hkv) {
+        snprintf(why, why_size, "num_q_heads %d / num_kv_heads %d: expected both >= 1 and q a multiple of kv", hq,
+                 hkv);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (dqk < 1 || dqk > CREF_MAX_HEAD_DIM || dv < 1 || dv > CREF_MAX_HEAD_DIM) {
+        snprintf(why, why_size, "head dims qk %d, v %d: cpu_ref serves 1..%d", dqk, dv, CREF_MAX_HEAD_DIM);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (m->is_mla) {
+        if (hkv != 1 || dv > dqk) {
+            snprintf(why, why_size,
+                     "MLA model with num_kv_heads %d, head_dim_qk %d, head_dim_v %d: expected one latent head "
+                     "and v = the first kv_lora_rank dims of the qk row",
+                     hkv, dqk, dv);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if (m->index_topk > 0) {
+        snprintf(why, why_size,
+                 "DeepSeek sparse attention (index_topk %d) picks keys with an indexer cpu_ref does not have",
+                 m->index_topk);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
+}
+
 int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (out) *out = NULL;
     if (!a || !out) return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: args or out is NULL");

@@ -193,6 +193,8 @@ int cref_check(cref_backend *b, const DLTensor *t, const char *what, const char 
 
 /* backend.c */
 int cref_create(const sgl_attn_create_args *args, sgl_attn_backend **out);
+/* Model checks beyond the caps (supports_model and create). */
+int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size);
 
 /* plan_batch.c */
 int cref_plan_batch(cref_backend *b, const sgl_attn_batch *batch);
@@ -204,8 +206,6 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);
 
 /* entry.c */
-/* Model checks beyond the caps (supports_model and create). */
-int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size);
 /* The entry host/embedded.c calls (hidden: the library exports no plugin entry). */
 int sgl_attn_cpu_ref_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
 

@@ -42,41 +42,6 @@ static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     return SGL_ATTN_OK;
 }
 
-/* Model checks the caps cannot express.  Also used by create. */
-int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
-    if (!m) {
-        snprintf(why, why_size, "model is NULL");
-        return SGL_ATTN_E_INVALID;
-    }
-    int hq = m->num_q_heads, hkv = m->num_kv_heads;
-    int dqk = m->head_dim_qk, dv = m->head_dim_v > 0 ? m->head_dim_v : m->head_dim_qk;
-    if (hq < 1 || hkv < 1 || hq % hkv) {
-        snprintf(why, why_size, "num_q_heads %d / num_kv_heads %d: expected both >= 1 and q a multiple of kv", hq,
-                 hkv);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (dqk < 1 || dqk > CREF_MAX_HEAD_DIM || dv < 1 || dv > CREF_MAX_HEAD_DIM) {
-        snprintf(why, why_size, "head dims qk %d, v %d: cpu_ref serves 1..%d", dqk, dv, CREF_MAX_HEAD_DIM);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    if (m->is_mla) {
-        if (hkv != 1 || dv > dqk) {
-            snprintf(why, why_size,
-                     "MLA model with num_kv_heads %d, head_dim_qk %d, head_dim_v %d: expected one latent head "
-                     "and v = the first kv_lora_rank dims of the qk row",
-                     hkv, dqk, dv);
-            return SGL_ATTN_E_INVALID;
-        }
-    }
-    if (m->index_topk > 0) {
-        snprintf(why, why_size,
-                 "DeepSeek sparse attention (index_topk %d) picks keys with an indexer cpu_ref does not have",
-                 m->index_topk);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    return SGL_ATTN_OK;
-}
-
 static int cref_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps, char *why, size_t why_size) {
     (void)caps;
     int rc = cref_model_ok(m, why, why_size);

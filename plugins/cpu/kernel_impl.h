@@ -44,8 +44,8 @@ ALWAYS REAL ld(const unsigned char *p, int64_t i, const uint32_t dt) {
     return ((const double *)(const void *)p)[i];
 #else
     switch (dt) {
-    case SGL_ATTN_DT_BF16: return cref_bf16_to_f32(((const uint16_t *)(const void *)p)[i]);
-    case SGL_ATTN_DT_F16: return cref_f16_to_f32(((const uint16_t *)(const void *)p)[i]);
+    case SGL_ATTN_DT_BF16: return sgl_sdk_bf16_to_f32(((const uint16_t *)(const void *)p)[i]);
+    case SGL_ATTN_DT_F16: return sgl_sdk_f16_to_f32(((const uint16_t *)(const void *)p)[i]);
     default: return ((const float *)(const void *)p)[i];
     }
 #endif

@@ -12,13 +12,16 @@ HIP_ARCHS := gfx90a gfx940 gfx1030
 HIP_SO := $(PLUGDIR)/hip_attn.so
 HIP_C := hip_plugin.c hip_backend.c hip_check.c hip_runtime.c
 HIP_OBJS := $(addprefix $(OBJDIR)/plugins/hip/,$(HIP_C:.c=.o)) $(OBJDIR)/plugins/hip/hip_launch.hip.o \
-            $(OBJDIR)/plugins/cuda/mha/cuda_attn_sizing.o
-HIP_INC := -Iabi -Ihost -Iplugins/cuda/common -Iplugins/cuda/mha
+            $(OBJDIR)/plugins/cuda/mha/cuda_attn_sizing.o $(SDK_LIB)
+# The shared kernel source and sizing still live in cuda_attn's directories
+# (tests/sdk's include check names this as the one allowed crossing).
+HIP_SHARED_INC := -Iplugins/cuda/common -Iplugins/cuda/mha
+HIP_INC := -Iabi -Iplugins/sdk $(HIP_SHARED_INC)
 
 ifneq ($(HIPCC),)
 HIPCC_FLAGS := -std=c++17 -O3 $(addprefix --offload-arch=,$(HIP_ARCHS)) -fPIC -fvisibility=hidden \
                -Wall -Wextra -Werror $(HIP_INC)
-CFLAGS_plugins_hip_ := -D__HIP_PLATFORM_AMD__ $(HIP_INC)
+CFLAGS_plugins_hip_ := -D__HIP_PLATFORM_AMD__ $(HIP_SHARED_INC)
 
 ALL += $(HIP_SO)
 PLUGINS += $(HIP_SO)

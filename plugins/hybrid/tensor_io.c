@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hyb.h"
+#include "sdk_half.h"
 
 sgl_sdk_tensor_spec hyb_spec(const char *name, uint32_t dtypes, uint32_t flags, int ndim, int64_t s0, int64_t s1,
                              int64_t s2) {
@@ -16,64 +17,6 @@ sgl_sdk_tensor_spec hyb_spec(const char *name, uint32_t dtypes, uint32_t flags, 
 int hyb_index_check(hyb_inst *w, const DLTensor *t, const char *what, int64_t min_len) {
     const sgl_sdk_tensor_spec s = hyb_spec(what, 0, SGL_SDK_T_AT_LEAST, 1, min_len, 0, 0);
     return sgl_sdk_check_tensor(t, &s, w->err, sizeof w->err);
-}
-
-/* ---------------------------------------------------- half conversions */
-
-static float bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_bf16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
-    return (uint16_t)(u >> 16);
-}
-
-static float f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
-    if (exp == 0) {
-        if (man == 0) {
-            u = sign;
-        } else { /* subnormal: normalise */
-            int e = -1;
-            do { e++; man <<= 1; } while (!(man & 0x400u));
-            u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
-        }
-    } else if (exp == 31) {
-        u = sign | 0x7f800000u | (man << 13);
-    } else {
-        u = sign | ((exp + 127 - 15) << 23) | (man << 13);
-    }
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_f16(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t sign = (u >> 16) & 0x8000u;
-    uint32_t au = u & 0x7fffffffu;
-    if (au > 0x7f800000u) return (uint16_t)(sign | 0x7e00u);
-    if (au >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to inf */
-    if (au < 0x38800000u) { /* subnormal or zero in f16 */
-        if (au < 0x33000000u) return (uint16_t)sign;
-        uint32_t e = au >> 23, man = (au & 0x7fffffu) | 0x800000u;
-        uint32_t shift = 126 - e; /* 14..24 */
-        uint32_t r = man >> shift, rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (r & 1u))) r++;
-        return (uint16_t)(sign | r);
-    }
-    uint32_t r = ((au >> 13) - ((127 - 15) << 10));
-    uint32_t rem = au & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;
-    return (uint16_t)(sign | r);
 }
 
 /* ------------------------------------------------------- row transfers */
@@ -96,12 +39,12 @@ static uint16_t f32_to_f16(float f) {
         }                                                                              \
         case SGL_ATTN_DT_BF16: {                                                       \
             const uint16_t *s = (const uint16_t *)b + at;                              \
-            for (int64_t i = 0; i < n; i++) dst[i] = (RT)bf16_to_f32(s[i]);            \
+            for (int64_t i = 0; i < n; i++) dst[i] = (RT)sgl_sdk_bf16_to_f32(s[i]);            \
             break;                                                                     \
         }                                                                              \
         case SGL_ATTN_DT_F16: {                                                        \
             const uint16_t *s = (const uint16_t *)b + at;                              \
-            for (int64_t i = 0; i < n; i++) dst[i] = (RT)f16_to_f32(s[i]);             \
+            for (int64_t i = 0; i < n; i++) dst[i] = (RT)sgl_sdk_f16_to_f32(s[i]);             \
             break;                                                                     \
         }                                                                              \
         default:                                                                       \
@@ -125,12 +68,12 @@ static uint16_t f32_to_f16(float f) {
         }                                                                              \
         case SGL_ATTN_DT_BF16: {                                                       \
             uint16_t *d = (uint16_t *)b + at;                                          \
-            for (int64_t i = 0; i < n; i++) d[i] = f32_to_bf16((float)src[i]);         \
+            for (int64_t i = 0; i < n; i++) d[i] = sgl_sdk_f32_to_bf16((float)src[i]);         \
             break;                                                                     \
         }                                                                              \
         case SGL_ATTN_DT_F16: {                                                        \
             uint16_t *d = (uint16_t *)b + at;                                          \
-            for (int64_t i = 0; i < n; i++) d[i] = f32_to_f16((float)src[i]);          \
+            for (int64_t i = 0; i < n; i++) d[i] = sgl_sdk_f32_to_f16((float)src[i]);          \
             break;                                                                     \
         }                                                                              \
         default: break;                                                                \
