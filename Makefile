@@ -87,7 +87,7 @@ $(OBJDIR)/%.o: %.c
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_$(subst /,_,$(dir $<))) -MMD -MP -c $< -o $@
 
 include $(sort $(wildcard */module.mk) $(wildcard plugins/*/module.mk) $(wildcard plugins/*/*/module.mk) \
-                $(wildcard tests/*/module.mk))
+                $(wildcard tests/*/module.mk) $(wildcard examples/*/module.mk))
 
 all: $(ALL)
 	@$(foreach s,$(SKIPPED),echo "skipped $(s): $(SKIP_WHY_$(s))";) true
