@@ -69,6 +69,9 @@ static const sgl_attn_backend_ops cref_ops = {
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
+/* create's error: the message in args->error, the status returned */
+#define fail sgl_sdk_create_fail
+
 /* Model checks the caps cannot express (create, and supports_model in entry.c). */
 int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
     if (!m) {
@@ -106,18 +109,19 @@ int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
 
 int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (out) *out = NULL;
-    if (!a || !out) return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: args or out is NULL");
+    if (!a || !out) return fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: args or out is NULL");
     if (a->struct_size < sizeof *a)
-        return sgl_sdk_create_fail(a, SGL_ATTN_E_ABI, "cpu_ref create: args struct_size %u < %zu", a->struct_size, sizeof *a);
+        return fail(a, SGL_ATTN_E_ABI, "cpu_ref create: args struct_size %u < %zu", a->struct_size, sizeof *a);
     if (a->device != 0)
-        return sgl_sdk_create_fail(a, SGL_ATTN_E_NOT_FOUND, "cpu_ref has one device (0); create asked for device %d", a->device);
-    if (a->inner) return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "cpu_ref computes attention itself; it wraps no inner backend");
+        return fail(a, SGL_ATTN_E_NOT_FOUND, "cpu_ref has one device (0); create asked for device %d", a->device);
+    if (a->inner) return fail(a, SGL_ATTN_E_INVALID, "cpu_ref computes attention itself; it wraps no inner backend");
     if (a->max_reqs < 1 || a->max_tokens < 1 || a->max_context < 1)
-        return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: max_reqs %d, max_tokens %d, max_context %d: expected all >= 1",
-                    a->max_reqs, a->max_tokens, a->max_context);
+        return fail(a, SGL_ATTN_E_INVALID,
+                    "cpu_ref create: max_reqs %d, max_tokens %d, max_context %d: expected all >= 1", a->max_reqs,
+                    a->max_tokens, a->max_context);
     char why[256];
     int rc = cref_model_ok(a->model, why, sizeof why);
-    if (rc) return sgl_sdk_create_fail(a, rc, "cpu_ref create: %s", why);
+    if (rc) return fail(a, rc, "cpu_ref create: %s", why);
     const sgl_attn_model *m = a->model;
 
     cref_cpu cpu;
@@ -125,7 +129,7 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     cref_cpu_query(&cpu);
     if ((rc = cref_tuning_read(a, &cpu, &nthreads))) return rc;
     cref_backend *b = calloc(1, sizeof *b);
-    if (!b) return sgl_sdk_create_fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory");
+    if (!b) return fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory");
     b->base.ops = &cref_ops;
     b->base.ops_size = cref_ops.struct_size;
     b->base.device = 0;
@@ -157,14 +161,14 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     if (!b->scratch || !b->reqs || (b->partial_bytes && !b->partial)) {
         op_destroy(&b->base);
-        return sgl_sdk_create_fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory for %d threads' scratch (%zu bytes each)",
+        return fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory for %d threads' scratch (%zu bytes each)",
                     b->nthreads, b->scratch_stride);
     }
     b->job.partial_stride = per_item;
     rc = cref_threads_create(b->nthreads, &b->threads, why, sizeof why);
     if (rc) {
         op_destroy(&b->base);
-        return sgl_sdk_create_fail(a, rc, "%s", why);
+        return fail(a, rc, "%s", why);
     }
     *out = &b->base;
     return SGL_ATTN_OK;

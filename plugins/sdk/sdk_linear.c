@@ -33,8 +33,8 @@ static int state_dtype(const sgl_attn_model *m, uint32_t accepted, sgl_sdk_lin_d
     if (!single || !(dt & accepted)) {
         char want[96];
         sgl_sdk_dtype_set_name(accepted, want, sizeof want);
-        sgl_sdk_str(why, n, "model field lin_state_dtype = 0x%x; this wrapper keeps %s state", (unsigned)m->lin_state_dtype,
-                    want);
+        sgl_sdk_str(why, n, "model field lin_state_dtype = 0x%x; this wrapper keeps %s state",
+                    (unsigned)m->lin_state_dtype, want);
         return SGL_ATTN_E_UNSUPPORTED;
     }
     d->state_dt = dt;
@@ -209,7 +209,8 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
     lin_input in[12];
     const int count = inputs_of(d, a, io, T, in);
     if (count < 0) {
-        sgl_sdk_str(err, n, "%skind %d (%s) has no linear inputs here", prefix, d->kind, sgl_sdk_lin_kind_name(d->kind));
+        sgl_sdk_str(err, n, "%skind %d (%s) has no linear inputs here", prefix, d->kind,
+                    sgl_sdk_lin_kind_name(d->kind));
         return SGL_ATTN_E_INTERNAL;
     }
     for (int i = 0; i < count; i++) {

@@ -25,7 +25,8 @@ static const char *conf_value(const sgl_attn_host_api *h, const char *plugin, co
 }
 
 const char *sgl_sdk_opt_raw(const sgl_sdk_opts *o, const char *key, const char *env, char *from, size_t from_size) {
-    const char *v = env ? getenv(env) : NULL;
+    /* secure_getenv: a setuid or setgid process takes no tuning from its caller's environment */
+    const char *v = env ? secure_getenv(env) : NULL;
     if (v && *v) {
         sgl_sdk_str(from, from_size, "environment %s", env);
         return v;

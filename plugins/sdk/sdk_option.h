@@ -1,7 +1,8 @@
 /* sdk_option.h - a plugin's tuning, read once at create into the instance:
  * the conf option (`"plugin_options": {"<plugin>": {"<key>": value}}`) through
  * the host that creates the instance (create_args.host, ABI 1.1; a 1.0 host
- * has none), overridden by an environment variable when it is set.  Values
+ * has none), overridden by an environment variable when it is set (not in a
+ * setuid or setgid process).  Values
  * parse as an integer in a range, a boolean or one name of a list; a bad
  * one fails create with a message naming the option, where it came from, the
  * value and what is accepted.  Never call these from a forward. */

@@ -90,8 +90,9 @@ static int xpu_probe(uint32_t index, sgl_attn_caps *c) {
     default:
         /* A CPU device is for testing the kernels, never an automatic choice. */
         c->score = 0;
-        sgl_sdk_str(c->reason, sizeof c->reason, "CPU OpenCL device on '%s', allowed by %s; not chosen automatically. %s",
-                    d->platform_name, by, xpu_devices_levelzero_note());
+        sgl_sdk_str(c->reason, sizeof c->reason,
+                    "CPU OpenCL device on '%s', allowed by %s; not chosen automatically. %s", d->platform_name, by,
+                    xpu_devices_levelzero_note());
         break;
     }
     return SGL_ATTN_OK;

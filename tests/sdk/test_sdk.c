@@ -72,7 +72,8 @@ static void test_tensor_device(void **state) {
     t.device.device_id = 3;
     sgl_sdk_tensor_spec s = spec("out", 1, 4, 0, 0, F32, SGL_SDK_DEV_HOST, 0);
     assert_int_equal(chk(&t, &s), SGL_ATTN_E_INVALID);
-    assert_string_equal(err, "out is on DLPack device type 2 (cuda:3); expected host memory (cpu, cuda_host or rocm_host)");
+    assert_string_equal(err, "out is on DLPack device type 2 (cuda:3); "
+                             "expected host memory (cpu, cuda_host or rocm_host)");
     t.device.device_type = kDLCPU;
     s.devices = SGL_SDK_DEV_NOT_HOST;
     assert_int_equal(chk(&t, &s), SGL_ATTN_E_INVALID);
