@@ -14,6 +14,10 @@
 
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
+# Every rule is written out: no built-in ones (their `%: %.o` would try to
+# "remake" a dependency file such as entry.gdn.d from an entry.gdn.d.o).
+MAKEFLAGS += --no-builtin-rules
+.SUFFIXES:
 
 SAN ?=
 ifeq ($(SAN),asan)
@@ -36,7 +40,15 @@ CC ?= cc
 CSTD := -std=c11 -D_GNU_SOURCE
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
 OPT ?= -O2 -g
-CFLAGS_COMMON := $(CSTD) $(WARN) $(OPT) -fPIC -pthread -fvisibility=hidden -Iabi -Ihost $(SANFLAGS)
+CFLAGS_BASE := $(CSTD) $(WARN) $(OPT) -fPIC -pthread -fvisibility=hidden $(SANFLAGS)
+# Include paths by who compiles the source ($<): a plugin sees abi/ and the
+# plugin SDK only (`make plugin-includes` checks it); the host and attnctl see
+# abi/ and host/; tests and bench, which reach into both, see all three.
+INC_PLUGIN := -Iabi -Iplugins/sdk
+INC_HOST := -Iabi -Ihost
+INC_TEST := -Iabi -Ihost -Iplugins/sdk
+inc_for = $(if $(filter plugins/% $(OBJDIR)/plugins/%,$(1)),$(INC_PLUGIN),$(if $(filter tests/% bench/%,$(1)),$(INC_TEST),$(INC_HOST)))
+CFLAGS_COMMON = $(CFLAGS_BASE) $(call inc_for,$<)
 LDFLAGS_COMMON := -pthread $(SANFLAGS)
 
 LIBDIR := $(BUILD)/lib
@@ -64,13 +76,18 @@ SKIPPED :=      # names of parts not built; SKIP_WHY_<name> says why
 INSTALL_HOOKS :=
 TEST_STEPS :=   # phony targets `make test` runs, in order (unit first)
 
+# The plugin SDK (plugins/sdk/, built by its module.mk): libsglattn embeds
+# cpu_ref and validate with the SDK's objects; a plugin .so links the archive.
+SDK_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(sort $(wildcard plugins/sdk/*.c)))
+SDK_LIB := $(OBJDIR)/plugins/sdk/libsglsdk.a
+
 # Object rule shared by all C sources: $(OBJDIR)/<path>.o from <path>.c
 $(OBJDIR)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_$(subst /,_,$(dir $<))) -MMD -MP -c $< -o $@
 
 include $(sort $(wildcard */module.mk) $(wildcard plugins/*/module.mk) $(wildcard plugins/*/*/module.mk) \
-                $(wildcard tests/*/module.mk))
+                $(wildcard tests/*/module.mk) $(wildcard examples/*/module.mk))
 
 all: $(ALL)
 	@$(foreach s,$(SKIPPED),echo "skipped $(s): $(SKIP_WHY_$(s))";) true

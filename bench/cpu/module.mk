@@ -8,7 +8,7 @@ CPU_ICOUNT := $(BUILD)/bench/cpu_icount
 CPU_BENCH_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(filter-out bench/cpu/icount.c,$(wildcard bench/cpu/*.c)))
 CFLAGS_bench_cpu_ := -O3
 
-$(CPU_BENCH): $(CPU_BENCH_OBJS) $(CPU_REF_OBJS)
+$(CPU_BENCH): $(CPU_BENCH_OBJS) $(CPU_REF_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lm
 

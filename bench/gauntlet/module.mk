@@ -12,9 +12,9 @@ $(BENCH_SCAN): $(OBJDIR)/bench/gauntlet/bench_scan.o $(LIBSGLATTN) | $(LIBDIR)/l
 	@mkdir -p $(@D)
 	$(CC) -o $@ $< -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON)
 $(BENCH_VALIDATE): $(OBJDIR)/bench/gauntlet/bench_validate.o $(GAUNTLET_FIXTURE_OBJS) $(VALIDATE_OBJS) \
-    $(LIBSGLATTN) | $(LIBDIR)/libsglattn.so
+    $(SDK_LIB) $(LIBSGLATTN) | $(LIBDIR)/libsglattn.so
 	@mkdir -p $(@D)
-	$(CC) -o $@ $(filter %.o,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON) -lm
+	$(CC) -o $@ $(filter %.o %.a,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' $(LDFLAGS_COMMON) -lm
 
 bench-gauntlet: $(BENCH_SCAN) $(BENCH_VALIDATE) $(GAUNTLET_DIR)/good.so
 	$(BENCH_SCAN) $(GAUNTLET_DIR)/good.so

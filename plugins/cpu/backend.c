@@ -1,19 +1,11 @@
 /* backend.c - cpu_ref instances: create sizes everything a forward needs
  * (threads, per-thread scratch, split buffers, the request plan) so that
  * forwards never allocate; the ops table; last_error. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cpu_ref.h"
-
-void cref_set_error(cref_backend *b, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
-}
 
 static cref_backend *self(sgl_attn_backend *b) { return (cref_backend *)b; }
 
@@ -77,19 +69,42 @@ static const sgl_attn_backend_ops cref_ops = {
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
-static int fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static int fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...) {
-    if (a && a->error && a->error_size > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(a->error, a->error_size, fmt, ap);
-        va_end(ap);
+/* create's error: the message in args->error, the status returned */
+#define fail sgl_sdk_create_fail
+
+/* Model checks the caps cannot express (create, and supports_model in entry.c). */
+int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
+    if (!m) {
+        snprintf(why, why_size, "model is NULL");
+        return SGL_ATTN_E_INVALID;
     }
-    return rc;
+    int hq = m->num_q_heads, hkv = m->num_kv_heads;
+    int dqk = m->head_dim_qk, dv = m->head_dim_v > 0 ? m->head_dim_v : m->head_dim_qk;
+    if (hq < 1 || hkv < 1 || hq % hkv) {
+        snprintf(why, why_size, "num_q_heads %d / num_kv_heads %d: expected both >= 1 and q a multiple of kv", hq,
+                 hkv);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (dqk < 1 || dqk > CREF_MAX_HEAD_DIM || dv < 1 || dv > CREF_MAX_HEAD_DIM) {
+        snprintf(why, why_size, "head dims qk %d, v %d: cpu_ref serves 1..%d", dqk, dv, CREF_MAX_HEAD_DIM);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (m->is_mla) {
+        if (hkv != 1 || dv > dqk) {
+            snprintf(why, why_size,
+                     "MLA model with num_kv_heads %d, head_dim_qk %d, head_dim_v %d: expected one latent head "
+                     "and v = the first kv_lora_rank dims of the qk row",
+                     hkv, dqk, dv);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if (m->index_topk > 0) {
+        snprintf(why, why_size,
+                 "DeepSeek sparse attention (index_topk %d) picks keys with an indexer cpu_ref does not have",
+                 m->index_topk);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
 }
 
 int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
@@ -101,15 +116,18 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return fail(a, SGL_ATTN_E_NOT_FOUND, "cpu_ref has one device (0); create asked for device %d", a->device);
     if (a->inner) return fail(a, SGL_ATTN_E_INVALID, "cpu_ref computes attention itself; it wraps no inner backend");
     if (a->max_reqs < 1 || a->max_tokens < 1 || a->max_context < 1)
-        return fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: max_reqs %d, max_tokens %d, max_context %d: expected all >= 1",
-                    a->max_reqs, a->max_tokens, a->max_context);
+        return fail(a, SGL_ATTN_E_INVALID,
+                    "cpu_ref create: max_reqs %d, max_tokens %d, max_context %d: expected all >= 1", a->max_reqs,
+                    a->max_tokens, a->max_context);
     char why[256];
     int rc = cref_model_ok(a->model, why, sizeof why);
     if (rc) return fail(a, rc, "cpu_ref create: %s", why);
     const sgl_attn_model *m = a->model;
 
     cref_cpu cpu;
+    int nthreads;
     cref_cpu_query(&cpu);
+    if ((rc = cref_tuning_read(a, &cpu, &nthreads))) return rc;
     cref_backend *b = calloc(1, sizeof *b);
     if (!b) return fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory");
     b->base.ops = &cref_ops;
@@ -123,7 +141,7 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->max_dqk = m->head_dim_qk;
     b->max_dv = m->head_dim_v > 0 ? m->head_dim_v : m->head_dim_qk;
     b->rows_cap = b->max_group > CREF_MIN_ROWS ? b->max_group : CREF_MIN_ROWS;
-    b->nthreads = cref_thread_count(&cpu);
+    b->nthreads = nthreads;
     b->attend_f32 = cpu.avx512 ? cref_attend_f32_avx512 : cpu.avx2 ? cref_attend_f32_avx2 : cref_attend_f32;
     b->combine_f32 = cpu.avx512 ? cref_combine_f32_avx512 : cpu.avx2 ? cref_combine_f32_avx2 : cref_combine_f32;
     b->attend_f64 = cpu.avx2 ? cref_attend_f64_avx2 : cref_attend_f64;
@@ -144,7 +162,7 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (!b->scratch || !b->reqs || (b->partial_bytes && !b->partial)) {
         op_destroy(&b->base);
         return fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory for %d threads' scratch (%zu bytes each)",
-                    cpu.cores, b->scratch_stride);
+                    b->nthreads, b->scratch_stride);
     }
     b->job.partial_stride = per_item;
     rc = cref_threads_create(b->nthreads, &b->threads, why, sizeof why);

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cpu_ref.h"
-#include "tensor_check.h"
 
 static int check_layer(cref_backend *b, const sgl_attn_layer *L, int save) {
     const int id = L->layer_id;
@@ -56,44 +55,31 @@ static int check_layer(cref_backend *b, const sgl_attn_layer *L, int save) {
             return SGL_ATTN_E_UNSUPPORTED;
         }
     }
-    if (L->sinks) {
-        int rc = cref_check_host(b, L->sinks, "layer.sinks");
-        if (rc) return rc;
-        if (sgl_attn_dtype_bit(L->sinks->dtype) != SGL_ATTN_DT_F32) {
-            char buf[64];
-            cref_set_error(b, "layer %d: sinks have dtype %s; expected f32", id,
-                           cref_dtype_name(L->sinks->dtype, buf, sizeof buf));
-            return SGL_ATTN_E_INVALID;
-        }
-        const int64_t s[1] = {L->num_q_heads};
-        if ((rc = cref_check_shape(b, L->sinks, "layer.sinks", 1, s, "num_q_heads"))) return rc;
-    }
+    if (L->sinks)
+        return cref_check(b, L->sinks, "layer.sinks", "num_q_heads", SGL_ATTN_DT_F32, 0, 1, L->num_q_heads, 0, 0);
     return SGL_ATTN_OK;
 }
 
 /* The pool: [slots, kv heads, dim]; MLA: k_cache only, value inside it. */
+/* The pool: [slots, kv heads, dim]; MLA: k_cache only, value inside it. */
 static int check_pool(cref_backend *b, const sgl_attn_layer *L, int mla, uint32_t *kv_dt) {
     int rc;
     const int id = L->layer_id;
-    if ((rc = cref_check_host(b, L->k_cache, "layer.k_cache"))) return rc;
-    if ((rc = cref_check_float(b, L->k_cache, "layer.k_cache", kv_dt))) return rc;
+    if ((rc = cref_check(b, L->k_cache, "layer.k_cache", "slots, num_kv_heads, head_dim_qk", CREF_DTYPES, 0, 3,
+                         SGL_SDK_ANY, L->num_kv_heads, L->head_dim_qk)))
+        return rc;
+    *kv_dt = sgl_attn_dtype_bit(L->k_cache->dtype);
     const int64_t slots = L->k_cache->shape[0];
-    const int64_t ks[3] = {slots, L->num_kv_heads, L->head_dim_qk};
-    if ((rc = cref_check_shape(b, L->k_cache, "layer.k_cache", 3, ks, "slots, num_kv_heads, head_dim_qk"))) return rc;
     if (!mla) {
-        uint32_t vdt;
-        if ((rc = cref_check_host(b, L->v_cache, "layer.v_cache"))) return rc;
-        if ((rc = cref_check_float(b, L->v_cache, "layer.v_cache", &vdt))) return rc;
-        if (vdt != *kv_dt) {
-            char b1[32], b2[32];
+        if ((rc = cref_check(b, L->v_cache, "layer.v_cache", "k_cache's slots, num_kv_heads, head_dim_v", CREF_DTYPES,
+                             0, 3, slots, L->num_kv_heads, L->head_dim_v)))
+            return rc;
+        if (sgl_attn_dtype_bit(L->v_cache->dtype) != *kv_dt) {
+            char b1[SGL_SDK_NAME_MAX], b2[SGL_SDK_NAME_MAX];
             cref_set_error(b, "layer %d: k_cache is %s but v_cache is %s; expected one pool dtype", id,
-                           cref_dtype_name(L->k_cache->dtype, b1, sizeof b1),
-                           cref_dtype_name(L->v_cache->dtype, b2, sizeof b2));
+                           sgl_sdk_dtype_name(L->k_cache->dtype, b1), sgl_sdk_dtype_name(L->v_cache->dtype, b2));
             return SGL_ATTN_E_INVALID;
         }
-        const int64_t vs[3] = {slots, L->num_kv_heads, L->head_dim_v};
-        if ((rc = cref_check_shape(b, L->v_cache, "layer.v_cache", 3, vs, "k_cache's slots, num_kv_heads, head_dim_v")))
-            return rc;
     }
     if (b->max_slot >= slots) {
         cref_set_error(b, "layer %d: %s is outside the pool (k_cache has %lld slots)", id, b->max_slot_where,
@@ -103,29 +89,31 @@ static int check_pool(cref_backend *b, const sgl_attn_layer *L, int mla, uint32_
     return SGL_ATTN_OK;
 }
 
+/* A [T, H, D] (or flat [T, H * D]) activation of a dtype cpu_ref claims; *dt its SGL_ATTN_DT_* bit. */
+static int check_act(cref_backend *b, const DLTensor *t, const char *what, const char *meaning, int64_t T, int64_t h,
+                     int64_t d, uint32_t *dt) {
+    int rc = cref_check(b, t, what, meaning, CREF_DTYPES, SGL_SDK_T_MERGED, 3, T, h, d);
+    if (!rc) *dt = sgl_attn_dtype_bit(t->dtype);
+    return rc;
+}
+
 static int check_io(cref_backend *b, const sgl_attn_forward_args *a, int mla, int64_t T, uint32_t *q_dt,
                     uint32_t *out_dt) {
     const sgl_attn_layer *L = a->layer;
+    const int hq = L->num_q_heads, hkv = L->num_kv_heads, dqk = L->head_dim_qk, dv = L->head_dim_v;
     int rc;
-    if ((rc = cref_check_host(b, a->q, "q")) || (rc = cref_check_float(b, a->q, "q", q_dt)) ||
-        (rc = cref_check_shape3(b, a->q, "q", T, L->num_q_heads, L->head_dim_qk, "num_tokens, num_q_heads, head_dim_qk")))
-        return rc;
-    if ((rc = cref_check_host(b, a->out, "out")) || (rc = cref_check_float(b, a->out, "out", out_dt)) ||
-        (rc = cref_check_shape3(b, a->out, "out", T, L->num_q_heads, L->head_dim_v, "num_tokens, num_q_heads, head_dim_v")))
+    if ((rc = check_act(b, a->q, "q", "num_tokens, num_q_heads, head_dim_qk", T, hq, dqk, q_dt)) ||
+        (rc = check_act(b, a->out, "out", "num_tokens, num_q_heads, head_dim_v", T, hq, dv, out_dt)))
         return rc;
     if (!a->save_kv_cache) return SGL_ATTN_OK;
     if (!b->out_cache_loc) {
         cref_set_error(b, "save_kv_cache is set but the batch has no out_cache_loc");
         return SGL_ATTN_E_INVALID;
     }
-    if ((rc = cref_check_host(b, a->k, "k")) || (rc = cref_check_float(b, a->k, "k", &b->k_dt)) ||
-        (rc = cref_check_shape3(b, a->k, "k", T, L->num_kv_heads, L->head_dim_qk, "num_tokens, num_kv_heads, head_dim_qk")))
-        return rc;
+    if ((rc = check_act(b, a->k, "k", "num_tokens, num_kv_heads, head_dim_qk", T, hkv, dqk, &b->k_dt))) return rc;
     b->v_dt = b->k_dt;
     if (!mla) {
-        if ((rc = cref_check_host(b, a->v, "v")) || (rc = cref_check_float(b, a->v, "v", &b->v_dt)) ||
-            (rc = cref_check_shape3(b, a->v, "v", T, L->num_kv_heads, L->head_dim_v, "num_tokens, num_kv_heads, head_dim_v")))
-            return rc;
+        if ((rc = check_act(b, a->v, "v", "num_tokens, num_kv_heads, head_dim_v", T, hkv, dv, &b->v_dt))) return rc;
     } else if (a->v) {
         cref_set_error(b, "layer %d is MLA (v_cache NULL) but v is given; the value is part of k", L->layer_id);
         return SGL_ATTN_E_INVALID;
@@ -230,24 +218,24 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     J->window = L->sliding_window;
     J->scale = L->sm_scale;
     J->softcap = L->logit_softcap;
-    J->sinks = L->sinks ? cref_data(L->sinks) : NULL;
+    J->sinks = L->sinks ? sgl_sdk_data(L->sinks) : NULL;
     J->q_dt = q_dt;
     J->out_dt = out_dt;
     J->kv_dt = kv_dt;
-    J->q = cref_data(a->q);
-    J->out = (unsigned char *)(uintptr_t)cref_data(a->out);
-    J->k_cache = cref_data(L->k_cache);
+    J->q = sgl_sdk_data(a->q);
+    J->out = (unsigned char *)(uintptr_t)sgl_sdk_data(a->out);
+    J->k_cache = sgl_sdk_data(L->k_cache);
     J->k_slot = (int64_t)J->hkv * J->dqk;
     if (mla) {
         J->v_cache = J->k_cache;
         J->v_slot = J->k_slot;
         J->v_head = 0;
     } else {
-        J->v_cache = cref_data(L->v_cache);
+        J->v_cache = sgl_sdk_data(L->v_cache);
         J->v_slot = (int64_t)J->hkv * J->dv;
         J->v_head = J->dv;
     }
-    J->r2t = cref_data(b->batch->req_to_token);
+    J->r2t = sgl_sdk_data(b->batch->req_to_token);
     J->r2t_64 = b->batch->req_to_token->dtype.bits == 64;
     J->r2t_cols = b->batch->req_to_token->shape[1];
     J->reqs = b->reqs;
@@ -256,8 +244,8 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     J->partial = b->partial;
     J->bf16dot = b->bf16dot;
     b->save = save;
-    b->k_new = save ? cref_data(a->k) : NULL;
-    b->v_new = save && !mla ? cref_data(a->v) : NULL;
+    b->k_new = save ? sgl_sdk_data(a->k) : NULL;
+    b->v_new = save && !mla ? sgl_sdk_data(a->v) : NULL;
     plan_items(b);
     return SGL_ATTN_OK;
 }

@@ -1,49 +1,15 @@
-/* cpu_info.c - what this CPU is, for the probe and for sizing the pool. */
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
+/* cpu_info.c - what this CPU is (the probe's device, create's defaults) and
+ * cpu_ref's tuning, read once at create into the instance: conf
+ * plugin_options.cpu_ref.{threads, simd}, overridden by
+ * $SGL_ATTN_CPU_REF_THREADS and $SGL_ATTN_CPU_REF_SIMD. */
 #include <string.h>
-#include <unistd.h>
 
 #include "cpu_ref.h"
-
-static void model_name(char *dst, size_t size) {
-    snprintf(dst, size, "%s", "unknown CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
-        const char *p = strchr(line, ':');
-        if (!p) continue;
-        p++;
-        while (*p == ' ' || *p == '\t') p++;
-        size_t n = strcspn(p, "\n");
-        while (n > 0 && p[n - 1] == ' ') n--;
-        if (n == 0) continue;
-        snprintf(dst, size, "%.*s", (int)n, p);
-        break;
-    }
-    fclose(f);
-}
-
-static int usable_cpus(void) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int n = CPU_COUNT(&set);
-        if (n > 0) return n;
-    }
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-}
+#include "sdk_option.h"
 
 void cref_cpu_query(cref_cpu *c) {
     memset(c, 0, sizeof *c);
-    model_name(c->name, sizeof c->name);
-    c->cores = usable_cpus();
-    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-    c->memory = (pages > 0 && psize > 0) ? (uint64_t)pages * (uint64_t)psize : 0;
+    sgl_sdk_cpu_describe(&c->host);
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     c->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -51,18 +17,20 @@ void cref_cpu_query(cref_cpu *c) {
                 __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
     c->avx512bf16 = c->avx512 && __builtin_cpu_supports("avx512bf16");
 #endif
-    const char *env = getenv("SGL_ATTN_CPU_REF_SIMD");
-    if (env && !strcmp(env, "plain")) c->avx2 = c->avx512 = c->avx512bf16 = 0;
-    else if (env && !strcmp(env, "avx2")) c->avx512 = c->avx512bf16 = 0;
-    else if (env && !strcmp(env, "avx512")) c->avx512bf16 = 0;
 }
 
-int cref_thread_count(const cref_cpu *c) {
-    const char *env = getenv("SGL_ATTN_CPU_REF_THREADS");
-    if (env && *env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (*end == 0 && v >= 1 && v <= 1024) return (int)v;
-    }
-    return c->cores > 0 ? c->cores : 1;
+int cref_tuning_read(const sgl_attn_create_args *a, cref_cpu *c, int *threads) {
+    sgl_sdk_opts o = sgl_sdk_opts_of(a, CREF_NAME);
+    int64_t n;
+    int rc = sgl_sdk_opt_int(&o, "threads", "SGL_ATTN_CPU_REF_THREADS", c->host.cores, 1, 1024, &n);
+    if (rc) return rc;
+    *threads = (int)n;
+    /* simd: the most the loops may use, for testing the others; auto: all the CPU has */
+    static const char *const simd[] = {"plain", "avx2", "avx512"};
+    int level;
+    if ((rc = sgl_sdk_opt_choice(&o, "simd", "SGL_ATTN_CPU_REF_SIMD", simd, 3, 3, &level))) return rc;
+    if (level < 3) c->avx512bf16 = 0; /* avx512: the tile loops without vdpbf16ps */
+    if (level < 2) c->avx512 = 0;
+    if (level < 1) c->avx2 = 0;
+    return SGL_ATTN_OK;
 }

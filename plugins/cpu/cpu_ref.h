@@ -10,7 +10,8 @@
  *   threads.c      the persistent thread pool
  *   kernel_impl.h  the attention loops, compiled per variant by kernel_*.c
  *   save_kv.c      save_kv_cache: new K/V into the pool
- *   tensor_check.c DLTensor checks with messages
+ *   tensor_check.c the SDK's tensor checks as cpu_ref reads tensors
+ *   error.c        the instance's error message (a leaf: calls no other file)
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -19,6 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sdk_cpu.h"
+#include "sdk_tensor.h"
+#include "sdk_text.h"
 #include "sgl_attn_abi.h"
 
 #define CREF_NAME "cpu_ref"
@@ -30,6 +34,7 @@
 #define CREF_SPLIT_BYTES_MAX ((size_t)64 << 20)
 #define CREF_ERR_MAX 640
 #define CREF_ALIGN 64
+#define CREF_DTYPES (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64)
 
 /* ------------------------------------------------------------ threads.c */
 
@@ -45,19 +50,19 @@ void cref_threads_destroy(cref_threads *t);
 /* ------------------------------------------------------------ cpu_info.c */
 
 typedef struct cref_cpu {
-    char name[96];
-    int cores;           /* CPUs this process may run on */
-    uint64_t memory;     /* physical memory, bytes */
+    sgl_sdk_cpu host;    /* name, cores this process may run on, memory */
     int avx2;            /* AVX2 + FMA usable */
     int avx512;          /* AVX-512 F/BW/DQ/VL usable (and avx2) */
     int avx512bf16;      /* and AVX512_BF16 (vdpbf16ps) */
 } cref_cpu;
 
-/* What this CPU has, lowered by $SGL_ATTN_CPU_REF_SIMD (plain, avx2 or
- * avx512: the most that may be used; for testing the other loops). */
+/* What this CPU has. */
 void cref_cpu_query(cref_cpu *c);
-/* Threads for a backend: $SGL_ATTN_CPU_REF_THREADS if set (1..1024), else cores. */
-int cref_thread_count(const cref_cpu *c);
+/* create's tuning: *threads (option threads / $SGL_ATTN_CPU_REF_THREADS,
+ * 1..1024, default the cores) and the SIMD level in c lowered by option simd /
+ * $SGL_ATTN_CPU_REF_SIMD (plain, avx2 or avx512: the most the loops may use).
+ * A bad value: SGL_ATTN_E_INVALID with create's error set. */
+int cref_tuning_read(const sgl_attn_create_args *a, cref_cpu *c, int *threads);
 
 /* ------------------------------------------------------------ the job */
 
@@ -176,13 +181,20 @@ typedef struct cref_backend {
     int save;
 } cref_backend;
 
+/* error.c */
+void cref_set_error(cref_backend *b, const char *fmt, ...) SGL_SDK_PRINTF(2, 3);
+
+/* tensor_check.c: a host tensor cpu_ref reads (compact row-major), of
+ * `dtypes` (SGL_ATTN_DT_* set; 0: an index tensor) and shape [s0, s1, s2][:ndim]
+ * (SGL_SDK_ANY: any extent; flags add SGL_SDK_T_*, e.g. MERGED for sglang's
+ * flat [T, H * D]).  0, or a status with b->err naming `what`. */
+int cref_check(cref_backend *b, const DLTensor *t, const char *what, const char *meaning, uint32_t dtypes,
+               uint32_t flags, int ndim, int64_t s0, int64_t s1, int64_t s2);
+
 /* backend.c */
-void cref_set_error(cref_backend *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
 int cref_create(const sgl_attn_create_args *args, sgl_attn_backend **out);
+/* Model checks beyond the caps (supports_model and create). */
+int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size);
 
 /* plan_batch.c */
 int cref_plan_batch(cref_backend *b, const sgl_attn_batch *batch);
@@ -194,16 +206,7 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);
 
 /* entry.c */
-const char *cref_dtype_name(DLDataType t, char *buf, size_t size);
-/* Model checks beyond the caps (supports_model and create). */
-int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size);
-extern const sgl_attn_plugin cref_plugin;
 /* The entry host/embedded.c calls (hidden: the library exports no plugin entry). */
 int sgl_attn_cpu_ref_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
-
-/* Index tensors are int32 or int64. */
-static inline int64_t cref_idx(const void *p, int is64, int64_t i) {
-    return is64 ? ((const int64_t *)p)[i] : (int64_t)((const int32_t *)p)[i];
-}
 
 #endif

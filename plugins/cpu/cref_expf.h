@@ -30,8 +30,8 @@ static inline float cref_expf(float x) {
      * the exponent field */
     int32_t ni = (int32_t)n;
     int32_t n1 = ni >> 1, n2 = ni - n1;
-    float s1 = cref_bits_f32((uint32_t)(n1 + 127) << 23);
-    float s2 = cref_bits_f32((uint32_t)(n2 + 127) << 23);
+    float s1 = sgl_sdk_bits_f32((uint32_t)(n1 + 127) << 23);
+    float s2 = sgl_sdk_bits_f32((uint32_t)(n2 + 127) << 23);
     float y = p * s1 * s2;
     return x < lo ? 0.0f : y;
 }

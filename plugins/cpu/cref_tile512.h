@@ -271,7 +271,7 @@ ALWAYS void t5_block(scr *S, int r0, const int NR, const int BF, float scale, co
 static void t5_rows(const cref_job *J, int64_t rbase, int32_t t0, int n, int h0, const unsigned char **kp,
                     const unsigned char **vp) {
     for (int t = 0; t < n; t++) {
-        const int64_t slot = cref_idx(J->r2t, J->r2t_64, rbase + t0 + t);
+        const int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + t0 + t);
         kp[t] = J->k_cache + (slot * J->k_slot + (int64_t)h0 * J->dqk) * 2;
         vp[t] = J->v_cache + (slot * J->v_slot + (int64_t)h0 * J->v_head) * 2;
     }

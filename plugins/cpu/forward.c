@@ -20,7 +20,7 @@ static void save_task(void *ctx, int tid) {
     const int64_t t0 = T * tid / n, t1 = T * (tid + 1) / n;
     for (int64_t t = t0; t < t1; t++)
         cref_save_token(&b->job, b->k_new, b->k_dt, b->v_new, b->v_dt, t,
-                        cref_idx(b->out_cache_loc, b->ocl_64, t));
+                        sgl_sdk_idx(b->out_cache_loc, b->ocl_64, t));
 }
 
 /* Item index -> (request, query block, head group, split).  Requests are found by

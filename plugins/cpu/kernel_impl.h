@@ -44,8 +44,8 @@ ALWAYS REAL ld(const unsigned char *p, int64_t i, const uint32_t dt) {
     return ((const double *)(const void *)p)[i];
 #else
     switch (dt) {
-    case SGL_ATTN_DT_BF16: return cref_bf16_to_f32(((const uint16_t *)(const void *)p)[i]);
-    case SGL_ATTN_DT_F16: return cref_f16_to_f32(((const uint16_t *)(const void *)p)[i]);
+    case SGL_ATTN_DT_BF16: return sgl_sdk_bf16_to_f32(((const uint16_t *)(const void *)p)[i]);
+    case SGL_ATTN_DT_F16: return sgl_sdk_f16_to_f32(((const uint16_t *)(const void *)p)[i]);
     default: return ((const float *)(const void *)p)[i];
     }
 #endif
@@ -345,7 +345,7 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         if (ja == jb) continue;
         /* the tile's rows, at the item's first head */
         for (int t = 0; t < nt; t++) {
-            int64_t slot = cref_idx(J->r2t, J->r2t_64, rbase + ts + t);
+            int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + ts + t);
             S.kp[t] = J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz;
             S.vp[t] = J->v_cache + (slot * J->v_slot + (int64_t)it->h0 * J->v_head) * ksz;
         }
@@ -354,7 +354,7 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         const int32_t tn = ts + CREF_TILE;
         for (int t = 0; t < nt; t++) {
             if (tn + t < uhi) {
-                int64_t slot = cref_idx(J->r2t, J->r2t_64, rbase + tn + t);
+                int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + tn + t);
                 prefetch_bytes(J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz, nh * k_head);
                 if (J->v_cache != J->k_cache)
                     prefetch_bytes(J->v_cache + (slot * J->v_slot + (int64_t)it->h0 * J->v_head) * ksz,

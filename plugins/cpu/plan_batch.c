@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cpu_ref.h"
-#include "tensor_check.h"
 
 #define WHERE "init_forward_metadata: "
 
@@ -16,17 +15,22 @@ typedef struct ix {
 } ix;
 
 static ix index_of(const DLTensor *t) {
-    ix r = {cref_data(t), t->dtype.bits == 64};
+    ix r = {sgl_sdk_data(t), t->dtype.bits == 64};
     return r;
 }
-static int64_t at(ix x, int64_t i) { return cref_idx(x.p, x.is64, i); }
+static int64_t at(ix x, int64_t i) { return sgl_sdk_idx(x.p, x.is64, i); }
+
+/* A 1-D host index tensor of n entries. */
+static int check_index(cref_backend *b, const DLTensor *t, const char *what, int64_t n, const char *meaning) {
+    return cref_check(b, t, what, meaning, 0, 0, 1, n, 0, 0);
+}
 
 /* A host mirror (*_cpu), when given, must say the same as its tensor. */
 static int check_mirror(cref_backend *b, const DLTensor *mirror, const char *name, ix main, int64_t n) {
     if (!mirror) return SGL_ATTN_OK;
     char what[64];
     snprintf(what, sizeof what, WHERE "batch.%s", name);
-    int rc = cref_check_index(b, mirror, what, n, "batch_size");
+    int rc = check_index(b, mirror, what, n, "batch_size");
     if (rc) return rc;
     ix m = index_of(mirror);
     for (int64_t i = 0; i < n; i++)
@@ -40,28 +44,22 @@ static int check_mirror(cref_backend *b, const DLTensor *mirror, const char *nam
 
 static int check_batch_tensors(cref_backend *b, const sgl_attn_batch *bt, int64_t bs) {
     int rc;
-    if ((rc = cref_check_host(b, bt->req_to_token, WHERE "batch.req_to_token"))) return rc;
-    const DLTensor *r2t = bt->req_to_token;
-    if (r2t->ndim != 2 || r2t->dtype.code != kDLInt || r2t->dtype.lanes != 1 ||
-        (r2t->dtype.bits != 32 && r2t->dtype.bits != 64)) {
-        char buf[64];
-        cref_set_error(b, WHERE "batch.req_to_token has ndim %d, dtype %s; expected [max_reqs, max_context] int32/int64",
-                       r2t->ndim, cref_dtype_name(r2t->dtype, buf, sizeof buf));
-        return SGL_ATTN_E_INVALID;
-    }
-    if ((rc = cref_check_index(b, bt->req_pool_indices, WHERE "batch.req_pool_indices", bs, "batch_size"))) return rc;
-    if ((rc = cref_check_index(b, bt->seq_lens, WHERE "batch.seq_lens", bs, "batch_size"))) return rc;
+    if ((rc = cref_check(b, bt->req_to_token, WHERE "batch.req_to_token", "max_reqs, max_context", 0, 0, 2,
+                         SGL_SDK_ANY, SGL_SDK_ANY, 0)))
+        return rc;
+    if ((rc = check_index(b, bt->req_pool_indices, WHERE "batch.req_pool_indices", bs, "batch_size"))) return rc;
+    if ((rc = check_index(b, bt->seq_lens, WHERE "batch.seq_lens", bs, "batch_size"))) return rc;
     if (bt->forward_mode == SGL_ATTN_MODE_EXTEND) {
-        if ((rc = cref_check_index(b, bt->extend_prefix_lens, WHERE "batch.extend_prefix_lens", bs, "batch_size")))
+        if ((rc = check_index(b, bt->extend_prefix_lens, WHERE "batch.extend_prefix_lens", bs, "batch_size")))
             return rc;
-        if ((rc = cref_check_index(b, bt->extend_seq_lens, WHERE "batch.extend_seq_lens", bs, "batch_size")))
+        if ((rc = check_index(b, bt->extend_seq_lens, WHERE "batch.extend_seq_lens", bs, "batch_size")))
             return rc;
     }
     if (bt->encoder_lens &&
-        (rc = cref_check_index(b, bt->encoder_lens, WHERE "batch.encoder_lens", bs, "batch_size")))
+        (rc = check_index(b, bt->encoder_lens, WHERE "batch.encoder_lens", bs, "batch_size")))
         return rc;
     if (bt->out_cache_loc &&
-        (rc = cref_check_index(b, bt->out_cache_loc, WHERE "batch.out_cache_loc", bt->num_tokens, "num_tokens")))
+        (rc = check_index(b, bt->out_cache_loc, WHERE "batch.out_cache_loc", bt->num_tokens, "num_tokens")))
         return rc;
     return SGL_ATTN_OK;
 }
@@ -277,7 +275,7 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
         (rc = check_mirror(b, bt->encoder_lens_cpu, "encoder_lens_cpu", index_of(bt->encoder_lens), bt->batch_size)))
         return rc;
     if (bt->out_cache_loc) {
-        b->out_cache_loc = cref_data(bt->out_cache_loc);
+        b->out_cache_loc = sgl_sdk_data(bt->out_cache_loc);
         b->ocl_64 = bt->out_cache_loc->dtype.bits == 64;
     }
     b->n_reqs = bt->batch_size;

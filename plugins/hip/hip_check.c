@@ -1,107 +1,51 @@
 /* hip_check.c - tensor and model checks for hip_attn, with messages that name
- * the call, the tensor and what was expected.  The shared kernels' needs are
- * cuda_attn's: 16-byte aligned rows of f16/bf16, head dims 64/128/256. */
+ * the call, the tensor and what was expected (the SDK's tensor checks).  The
+ * shared kernels' needs are cuda_attn's: 16-byte aligned rows of f16/bf16,
+ * head dims 64/128/256. */
 #include <inttypes.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "hip_internal.h"
 
-const void *ha_data(const DLTensor *t) { return (const char *)t->data + t->byte_offset; }
-
-static int check_device(const ha_msg *m, const DLTensor *t, const char *what) {
-    if (!t || !t->data || !t->shape) {
-        snprintf(m->buf, m->size, "%s: %s is NULL or has no data/shape", m->call, what);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost ||
-        t->device.device_type == kDLROCMHost) {
-        snprintf(m->buf, m->size, "%s: %s is host memory (DLPack device type %d): expected HIP device memory "
-                 "(kDLROCM = %d) from hip_attn's device_ops", m->call, what, (int)t->device.device_type, (int)kDLROCM);
-        return SGL_ATTN_E_INVALID;
-    }
-    return SGL_ATTN_OK;
+/* The SDK's check with "<call>: <what>" as the tensor's name: HIP device memory. */
+static int check(const ha_msg *m, const DLTensor *t, const char *what, int ndim, int64_t n0, int64_t n1,
+                 uint32_t dtypes, uint32_t flags, uint32_t align) {
+    char name[96];
+    snprintf(name, sizeof name, "%s: %s", m->call, what);
+    const sgl_sdk_tensor_spec s = {name, NULL, ndim, {n0, n1, 0, 0}, dtypes, SGL_SDK_DEV(kDLROCM), -1, flags, align};
+    return sgl_sdk_check_tensor(t, &s, m->buf, m->size);
 }
 
 int ha_check_float3(const ha_msg *m, const DLTensor *t, const char *what, uint32_t dt, int64_t n0, int64_t n1,
                     int64_t n2, int64_t st[3]) {
-    int rc = check_device(m, t, what);
+    char name[96];
+    snprintf(name, sizeof name, "%s: %s", m->call, what);
+    /* the kernels load 16-byte rows */
+    const sgl_sdk_tensor_spec s = {name, NULL, 3, {n0, n1, n2, 0}, dt, SGL_SDK_DEV(kDLROCM), -1, SGL_SDK_T_ROWS, 16};
+    int rc = sgl_sdk_check_tensor(t, &s, m->buf, m->size);
     if (rc) return rc;
-    if (t->ndim != 3 || t->shape[0] != n0 || t->shape[1] != n1 || t->shape[2] != n2) {
-        snprintf(m->buf, m->size, "%s: %s has %d dims [%" PRId64 ", %" PRId64 ", %" PRId64 "]: expected [%" PRId64
-                 ", %" PRId64 ", %" PRId64 "]", m->call, what, t->ndim, t->ndim > 0 ? t->shape[0] : 0,
-                 t->ndim > 1 ? t->shape[1] : 0, t->ndim > 2 ? t->shape[2] : 0, n0, n1, n2);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (sgl_attn_dtype_bit(t->dtype) != dt) {
-        snprintf(m->buf, m->size, "%s: %s dtype (code %u, %u bits) differs from the model's %s", m->call, what,
-                 t->dtype.code, t->dtype.bits, dt == SGL_ATTN_DT_BF16 ? "bfloat16" : "float16");
-        return SGL_ATTN_E_INVALID;
-    }
+    st[0] = t->strides ? t->strides[0] : n1 * n2;
+    st[1] = t->strides ? t->strides[1] : n2;
     st[2] = 1;
-    st[1] = n2;
-    st[0] = n1 * n2;
-    if (t->strides) {
-        for (int i = 0; i < 3; i++) st[i] = t->strides[i];
-        if (st[2] != 1 || st[1] % 8 || st[0] % 8) {
-            snprintf(m->buf, m->size, "%s: %s strides [%" PRId64 ", %" PRId64 ", %" PRId64 "]: the last must be 1 "
-                     "and the others multiples of 8 elements", m->call, what, st[0], st[1], st[2]);
-            return SGL_ATTN_E_UNSUPPORTED;
-        }
-    }
-    if ((uintptr_t)ha_data(t) % 16) {
-        snprintf(m->buf, m->size, "%s: %s data is not 16-byte aligned", m->call, what);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    return SGL_ATTN_OK;
-}
-
-static int check_index(const ha_msg *m, const DLTensor *t, const char *what) {
-    int rc = check_device(m, t, what);
-    if (rc) return rc;
-    if (t->dtype.code != kDLInt || (t->dtype.bits != 32 && t->dtype.bits != 64) || t->dtype.lanes != 1) {
-        snprintf(m->buf, m->size, "%s: %s must be int32 or int64", m->call, what);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (t->strides) {
-        int64_t expect = 1;
-        for (int i = t->ndim - 1; i >= 0; i--) {
-            if (t->shape[i] > 1 && t->strides[i] != expect) {
-                snprintf(m->buf, m->size, "%s: %s must be compact", m->call, what);
-                return SGL_ATTN_E_UNSUPPORTED;
-            }
-            expect *= t->shape[i];
-        }
-    }
     return SGL_ATTN_OK;
 }
 
 int ha_check_index1(const ha_msg *m, const DLTensor *t, const char *what, int64_t n) {
-    int rc = check_index(m, t, what);
-    if (!rc && (t->ndim != 1 || t->shape[0] < n)) {
-        snprintf(m->buf, m->size, "%s: %s must be 1-dim with at least %" PRId64 " entries", m->call, what, n);
-        rc = SGL_ATTN_E_INVALID;
-    }
-    return rc;
+    return check(m, t, what, 1, n, 0, 0, SGL_SDK_T_COMPACT | SGL_SDK_T_AT_LEAST, 0);
 }
 
 int ha_check_index2(const ha_msg *m, const DLTensor *t, const char *what) {
-    int rc = check_index(m, t, what);
-    if (!rc && (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1 || t->shape[0] > INT32_MAX ||
-                t->shape[1] > INT32_MAX)) {
-        snprintf(m->buf, m->size, "%s: %s must be 2-dim [rows, columns], both 1..2^31-1", m->call, what);
-        rc = SGL_ATTN_E_INVALID;
+    int rc = check(m, t, what, 2, 1, 1, 0, SGL_SDK_T_COMPACT | SGL_SDK_T_AT_LEAST, 0);
+    if (!rc && (t->shape[0] > INT32_MAX || t->shape[1] > INT32_MAX)) {
+        snprintf(m->buf, m->size, "%s: %s is [%" PRId64 ", %" PRId64 "]: expected both extents up to 2^31-1", m->call,
+                 what, t->shape[0], t->shape[1]);
+        rc = SGL_ATTN_E_UNSUPPORTED;
     }
     return rc;
 }
 
 int ha_check_f32_1(const ha_msg *m, const DLTensor *t, const char *what, int64_t n) {
-    int rc = check_device(m, t, what);
-    if (!rc && (t->ndim != 1 || t->shape[0] != n || sgl_attn_dtype_bit(t->dtype) != SGL_ATTN_DT_F32)) {
-        snprintf(m->buf, m->size, "%s: %s must be float32 [%" PRId64 "]", m->call, what, n);
-        rc = SGL_ATTN_E_INVALID;
-    }
-    return rc;
+    return check(m, t, what, 1, n, 0, SGL_ATTN_DT_F32, SGL_SDK_T_COMPACT, 0);
 }
 
 int ha_model_check(const sgl_attn_model *m, char *why, size_t why_size) {

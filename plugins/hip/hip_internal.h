@@ -22,6 +22,7 @@
 
 #include "attn_kernels/portable_launch.h"
 #include "attn_kernels/sizing.h"
+#include "sdk_tensor.h"
 #include "sgl_attn_abi.h"
 
 #define HA_NAME "hip_attn"
@@ -56,14 +57,14 @@ typedef struct ha_msg {
 } ha_msg;
 
 int ha_model_check(const sgl_attn_model *m, char *why, size_t why_size);
-/* A [n0, n1, n2] f16/bf16 device tensor of dtype bit dt, last stride 1,
- * the others multiples of 8 elements, 16-byte aligned; strides to st[]. */
+/* A [n0, n1, n2] HIP device tensor of dtype bit dt, last stride 1, the
+ * others whole 16-byte rows, 16-byte aligned; strides to st[]. */
 int ha_check_float3(const ha_msg *m, const DLTensor *t, const char *what, uint32_t dt, int64_t n0, int64_t n1,
                     int64_t n2, int64_t st[3]);
 int ha_check_index1(const ha_msg *m, const DLTensor *t, const char *what, int64_t n);
 int ha_check_index2(const ha_msg *m, const DLTensor *t, const char *what);
 int ha_check_f32_1(const ha_msg *m, const DLTensor *t, const char *what, int64_t n);
-const void *ha_data(const DLTensor *t);
+#define ha_data sgl_sdk_data
 
 /* ---------------------------------------------------------- hip_backend.c */
 

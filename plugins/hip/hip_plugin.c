@@ -9,13 +9,13 @@
 #include <string.h>
 
 #include "hip_internal.h"
+#include "sdk_plugin.h"
 
 static const char *const aliases[] = {"aiter", "wave", NULL};
 
 static int ha_probe(uint32_t index, sgl_attn_caps *c) {
     if (!c || c->struct_size < sizeof *c) return SGL_ATTN_E_INVALID;
-    c->arch_major = c->arch_minor = -1;
-    c->arch_min_major = c->arch_min_minor = c->arch_max_major = c->arch_max_minor = -1;
+    sgl_sdk_caps_no_arch(c);
     c->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_CROSS;
     c->q_dtypes = c->kv_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
     c->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW | SGL_ATTN_FEAT_SOFTCAP |
@@ -57,10 +57,7 @@ static int ha_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps,
     return ha_model_check(m, why, why_size) == SGL_ATTN_OK ? SGL_ATTN_OK : SGL_ATTN_E_UNSUPPORTED;
 }
 
-static const sgl_attn_plugin plugin = {
-    .struct_size = sizeof(sgl_attn_plugin),
-    .abi_major = SGL_ATTN_ABI_MAJOR,
-    .abi_minor = SGL_ATTN_ABI_MINOR,
+SGL_SDK_PLUGIN(plugin,
     .name = HA_NAME,
     .version = "0.1.0",
     .description = "HIP paged MHA/GQA/MQA attention: the portable kernels shared with cuda_attn (gfx90a/gfx940/gfx1030)",
@@ -72,10 +69,4 @@ static const sgl_attn_plugin plugin = {
     .probe = ha_probe,
     .supports_model = ha_supports_model,
     .create = ha_create,
-    .device_ops = &ha_device_ops,
-};
-
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
-    return sgl_attn_answer(host, answer, &plugin);
-}
+    .device_ops = &ha_device_ops)

@@ -12,14 +12,16 @@ HIP_ARCHS := gfx90a gfx940 gfx1030
 HIP_SO := $(PLUGDIR)/hip_attn.so
 HIP_C := hip_plugin.c hip_backend.c hip_check.c hip_runtime.c
 HIP_OBJS := $(addprefix $(OBJDIR)/plugins/hip/,$(HIP_C:.c=.o)) $(OBJDIR)/plugins/hip/hip_launch.hip.o \
-            $(OBJDIR)/plugins/sdk/attn_kernels/sizing.o
-# gpu_compat.h from plugins/cuda/common; everything else shared from plugins/sdk.
-HIP_INC := -Iabi -Ihost -Iplugins/cuda/common -Iplugins/sdk
+            $(OBJDIR)/plugins/sdk/attn_kernels/sizing.o $(SDK_LIB)
+# gpu_compat.h still comes from plugins/cuda/common (tests/sdk's include check
+# names this as the one allowed crossing); the shared kernels from plugins/sdk.
+HIP_SHARED_INC := -Iplugins/cuda/common
+HIP_INC := -Iabi -Iplugins/sdk $(HIP_SHARED_INC)
 
 ifneq ($(HIPCC),)
 HIPCC_FLAGS := -std=c++17 -O3 $(addprefix --offload-arch=,$(HIP_ARCHS)) -fPIC -fvisibility=hidden \
                -Wall -Wextra -Werror $(HIP_INC)
-CFLAGS_plugins_hip_ := -D__HIP_PLATFORM_AMD__ $(HIP_INC)
+CFLAGS_plugins_hip_ := -D__HIP_PLATFORM_AMD__ $(HIP_SHARED_INC)
 
 ALL += $(HIP_SO)
 PLUGINS += $(HIP_SO)

@@ -4,9 +4,10 @@
  * and destroys it). */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "hyb.h"
+#include "sdk_cpu.h"
+#include "sdk_option.h"
 
 size_t hyb_wbuf_elems(const hyb_dims *d, const sgl_attn_model *m, int32_t max_context) {
     size_t need = 0;
@@ -31,25 +32,6 @@ size_t hyb_wbuf_elems(const hyb_dims *d, const sgl_attn_model *m, int32_t max_co
     return need + 8;
 }
 
-int hyb_supports_model(int kind, const sgl_attn_model *m, char *why, size_t n) {
-    hyb_dims d;
-    if (!m) {
-        hyb_str(why, n, "no model");
-        return SGL_ATTN_E_INVALID;
-    }
-    if (kind == SGL_ATTN_HYBRID_GDN && m->is_mla) {
-        hyb_str(why, n, "hybrid_gdn can only be used with non-MLA models.");
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    return hyb_dims_from_model(kind, m, &d, why, n);
-}
-
-static int threads_wanted(void) {
-    const char *e = getenv("SGL_ATTN_HYBRID_THREADS"); /* read once per create */
-    long n = e && *e ? strtol(e, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 256 ? 256 : (int)n;
-}
-
 static void *alloc_bytes(size_t elems, size_t esz, int *fail) {
     size_t n;
     if (__builtin_mul_overflow(elems ? elems : 1, esz, &n)) { *fail = 1; return NULL; }
@@ -63,30 +45,36 @@ int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_att
     size_t en = a ? a->error_size : 0;
     if (out) *out = NULL;
     if (!a || !out || !a->model) {
-        hyb_str(err, en, "%s: create needs args, a model and an out pointer", impl->name);
+        sgl_sdk_str(err, en, "%s: create needs args, a model and an out pointer", impl->name);
         return SGL_ATTN_E_INVALID;
     }
     const sgl_attn_model *m = a->model;
     if (!a->inner || !a->inner->ops) {
-        hyb_str(err, en, "%s is a hybrid wrapper: create_args.inner must be the full-attention "
+        sgl_sdk_str(err, en, "%s is a hybrid wrapper: create_args.inner must be the full-attention "
                          "backend it wraps", impl->name);
         return SGL_ATTN_E_INVALID;
     }
     if (a->max_reqs < 1 || a->max_tokens < 1 || a->max_context < 1) {
-        hyb_str(err, en, "%s: max_reqs = %d, max_tokens = %d, max_context = %d; expected all >= 1",
+        sgl_sdk_str(err, en, "%s: max_reqs = %d, max_tokens = %d, max_context = %d; expected all >= 1",
                 impl->name, a->max_reqs, a->max_tokens, a->max_context);
         return SGL_ATTN_E_INVALID;
     }
     char why[256];
     hyb_dims d;
-    int rc = hyb_supports_model(impl->kind, m, why, sizeof why);
-    if (rc || (rc = hyb_dims_from_model(impl->kind, m, &d, why, sizeof why))) {
-        hyb_str(err, en, "%s: %s", impl->name, why);
+    int rc = sgl_sdk_lin_supports(impl->kind, m, HYB_STATE_DTYPES, why, sizeof why);
+    if (rc || (rc = sgl_sdk_lin_dims_of(impl->kind, m, HYB_STATE_DTYPES, &d, why, sizeof why))) {
+        sgl_sdk_str(err, en, "%s: %s", impl->name, why);
         return rc;
     }
+    /* Worker threads: option threads / $SGL_ATTN_HYBRID_THREADS, default the usable CPUs. */
+    sgl_sdk_cpu cpu;
+    sgl_sdk_cpu_describe(&cpu);
+    const sgl_sdk_opts opts = sgl_sdk_opts_of(a, impl->name);
+    int64_t threads;
+    if ((rc = sgl_sdk_opt_int(&opts, "threads", "SGL_ATTN_HYBRID_THREADS", cpu.cores, 1, 256, &threads))) return rc;
     hyb_inst *w = calloc(1, sizeof *w);
     if (!w) {
-        hyb_str(err, en, "%s: out of memory", impl->name);
+        sgl_sdk_str(err, en, "%s: out of memory", impl->name);
         return SGL_ATTN_E_NOMEM;
     }
     w->base.ops = &hyb_backend_ops;
@@ -96,17 +84,17 @@ int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_att
     w->model = *m; /* the host's struct is never smaller than ours */
     w->d = d;
     w->inner = a->inner;
-    const size_t esz = hyb_state_esz(m);
+    const size_t esz = (size_t)d.esz;
     w->f64 = esz == 8;
     w->chunk = w->f64 ? 0 : HYB_CHUNK_DEFAULT; /* the reference extends token by token */
     w->max_reqs = a->max_reqs;
     w->max_tokens = a->max_tokens;
     w->max_context = a->max_context;
     for (int l = 0, i = 0; l < SGL_ATTN_MAX_LAYERS; l++)
-        w->lin_index[l] = (int16_t)(hyb_layer_is_own(impl->kind, m, l) ? i++ : -1);
+        w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(impl->kind, m, l) ? i++ : -1);
 
     if ((rc = hyb_pool_init(&w->pool, &d, a->max_reqs, m->spec_tokens, esz, why, sizeof why))) {
-        hyb_str(err, en, "%s: %s", impl->name, why);
+        sgl_sdk_str(err, en, "%s: %s", impl->name, why);
         free(w);
         return rc;
     }
@@ -117,7 +105,7 @@ int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_att
     w->scratch = alloc_bytes((size_t)a->max_tokens * (size_t)d.conv_dim, esz, &fail);
     w->params = alloc_bytes((size_t)d.conv_dim * (size_t)(d.conv_w + 1) + (size_t)d.hv * (size_t)d.dk +
                                 4 * (size_t)d.hv + 16, esz, &fail);
-    if (!fail) fail = hyb_workers_create(threads_wanted(), &w->workers) != SGL_ATTN_OK;
+    if (!fail) fail = hyb_workers_create((int)threads, &w->workers) != SGL_ATTN_OK;
     if (!fail) {
         w->n_workers = hyb_workers_count(w->workers);
         w->wbuf = calloc((size_t)w->n_workers, sizeof *w->wbuf);
@@ -129,8 +117,8 @@ int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_att
         fail |= !w->wbuf;
     }
     if (fail) {
-        hyb_str(err, en, "%s: out of memory for the working buffers (max_tokens %d x %d channels, "
-                         "%d threads)", impl->name, a->max_tokens, d.conv_dim, threads_wanted());
+        sgl_sdk_str(err, en, "%s: out of memory for the working buffers (max_tokens %d x %d channels, "
+                         "%d threads)", impl->name, a->max_tokens, d.conv_dim, (int)threads);
         w->base.ops->destroy(&w->base);
         return SGL_ATTN_E_NOMEM;
     }

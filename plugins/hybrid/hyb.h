@@ -7,8 +7,10 @@
  *   create.c       instance creation: dims, pool, scratch, workers
  *   plan.c         per-batch plan (token ranges, slots) from init_forward_metadata
  *   state_pool.c   conv + ssm state per (layer, slot), intermediates for verify
- *   shapes.c       what each kind reads and its state size (docs/hybrid.md)
- *   tensor_io.c    DLTensor checks, dtype load/store
+ *   check_io.c     a forward's inputs against the dims (the SDK's linear
+ *                  shapes, plugins/sdk/sdk_linear.h, and the sparse layers')
+ *   tensor_io.c    dtype load/store, the SDK's tensor checks as the wrappers read
+ *   error.c        the instance's error message (a leaf: calls no other file)
  *   workers.c      a fixed thread pool, created with the instance
  *   probe.c        the caps every wrapper reports
  *   plugin_def.h, plugin_<kind>.c   the descriptors; entry.c the export (per .so)
@@ -26,58 +28,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sdk_linear.h"
+#include "sdk_tensor.h"
+#include "sdk_text.h"
 #include "sgl_attn_abi.h"
 
 #define HYB_CHUNK_DEFAULT 64 /* extend chunk (tokens) of the chunked forms */
 #define HYB_CHUNK_MAX 128
-#define HYB_CONV_W_MAX 8     /* conv1d width limit */
-#define HYB_DIM_MAX 1024     /* K, V, N, P, head dims of linear layers */
+#define HYB_CONV_W_MAX SGL_SDK_LIN_CONV_W_MAX
+#define HYB_DIM_MAX SGL_SDK_LIN_DIM_MAX
 #define HYB_ERR_MAX 512
+/* State the CPU wrappers keep: float32, or float64 for the reference path. */
+#define HYB_STATE_DTYPES (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F64)
 
-/* ------------------------------------------------------------ shapes.c */
-
-/* What one kind reads, derived from the model once, at create. */
-typedef struct hyb_dims {
-    int32_t kind;
-    int32_t hk;        /* gdn/kda: qk heads HK; mamba2: groups G; lightning: H */
-    int32_t hv;        /* gdn/kda: value heads HV; mamba2/lightning: heads H */
-    int32_t dk;        /* gdn/kda: K; mamba2: d_state N; lightning: Dk */
-    int32_t dv;        /* gdn/kda: V; mamba2: head dim P; lightning: Dv */
-    int32_t conv_w;    /* conv1d width; 0 = no conv (lightning, minimax_sparse) */
-    int32_t conv_dim;  /* channels convolved; short_conv: D */
-    int32_t x_dim;     /* columns of linear->x (short_conv: 3*D) */
-    int64_t conv_elems; /* per layer per slot: conv_dim * (conv_w - 1) */
-    int64_t ssm_elems;  /* per layer per slot: hv * dv * dk (0 for short_conv) */
-    int32_t n_lin;      /* layers this wrapper computes */
-    int32_t stateful;   /* 0 for minimax_sparse */
-    /* minimax_sparse */
-    int32_t block, topk, init_blocks, local_blocks;
-} hyb_dims;
-
-/* Fill d from m for `kind`; SGL_ATTN_E_UNSUPPORTED with `why` (naming the
- * model field, its value and what was expected) when the model does not fit. */
-int hyb_dims_from_model(int kind, const sgl_attn_model *m, hyb_dims *d, char *why, size_t n);
-/* Element size of the state pool for the model (4 or 8), 0 when unsupported. */
-size_t hyb_state_esz(const sgl_attn_model *m);
-uint64_t hyb_state_bytes(int kind, const sgl_attn_model *m);
-/* Route of a layer id: 1 = the wrapper computes it, 0 = the inner does. */
-int hyb_layer_is_own(int kind, const sgl_attn_model *m, int layer);
+/* What one kind reads (the SDK's formulas), derived from the model at create. */
+typedef sgl_sdk_lin_dims hyb_dims;
 
 /* --------------------------------------------------------- tensor_io.c */
 
-/* Checks `t` is a compact CPU tensor of a loadable dtype with `ndim` dims of
- * the given sizes (-1 = any); on failure writes "<what> ..." to err. */
-int hyb_tensor_check(const DLTensor *t, const char *what, int ndim, const int64_t *shape,
-                     char *err, size_t n);
-int hyb_index_check(const DLTensor *t, const char *what, int64_t min_len, char *err, size_t n);
-int64_t hyb_index_get(const DLTensor *t, int64_t i); /* int32 / int64 */
-const char *hyb_dtype_name(DLDataType t);
 /* n contiguous elements from element index `at`, converted. */
 void hyb_load_f32(const DLTensor *t, int64_t at, float *dst, int64_t n);
 void hyb_load_f64(const DLTensor *t, int64_t at, double *dst, int64_t n);
 void hyb_store_f32(DLTensor *t, int64_t at, const float *src, int64_t n);
 void hyb_store_f64(DLTensor *t, int64_t at, const double *src, int64_t n);
 void hyb_zero(DLTensor *t, int64_t at, int64_t n);
+/* The spec of what the wrappers read: host memory, compact, float32/16,
+ * bfloat16, float64 (dtypes 0: an int32/int64 index tensor). */
+sgl_sdk_tensor_spec hyb_spec(const char *name, uint32_t dtypes, uint32_t flags, int ndim, int64_t s0, int64_t s1,
+                             int64_t s2);
+#define HYB_FLOAT_DTYPES (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64)
 
 /* ----------------------------------------------------------- workers.c */
 
@@ -189,13 +168,17 @@ struct hyb_call {
 };
 
 int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_attn_backend **out);
-int hyb_supports_model(int kind, const sgl_attn_model *m, char *why, size_t n);
 int hyb_probe(uint32_t index, sgl_attn_caps *caps, int kind);
-void hyb_set_err(hyb_inst *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void hyb_str(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void hyb_set_err(hyb_inst *w, const char *fmt, ...) SGL_SDK_PRINTF(2, 3);
+/* An index tensor (tensor_io.c): 1-D, at least min_len entries; message in w->err. */
+int hyb_index_check(hyb_inst *w, const DLTensor *t, const char *what, int64_t min_len);
+/* Element i of a checked (compact) index tensor, int32 or int64. */
+static inline int64_t hyb_index_get(const DLTensor *t, int64_t i) {
+    return sgl_sdk_idx(sgl_sdk_data(t), t->dtype.bits == 64, i);
+}
 extern const sgl_attn_backend_ops hyb_backend_ops;
 
-/* Validation of an own layer's inputs (shapes.c): io tensors against dims. */
+/* Validation of an own layer's inputs (check_io.c): io tensors against dims. */
 int hyb_check_io(hyb_inst *w, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io);
 
 /* ------------------------------------------------- templated prototypes */

@@ -5,7 +5,7 @@
 
 HYB_DIR := plugins/hybrid
 HYB_KINDS := gdn kda mamba2 short_conv lightning minimax_sparse
-HYB_COMMON := wrapper create plan state_pool shapes tensor_io workers probe
+HYB_COMMON := wrapper create plan state_pool check_io tensor_io error workers probe
 HYB_CORES := conv1d delta_rule declin drive
 
 CFLAGS_plugins_hybrid_ := -O3 -ffp-contract=fast
@@ -13,9 +13,10 @@ CFLAGS_plugins_hybrid_ := -O3 -ffp-contract=fast
 hyb_obj = $(addprefix $(OBJDIR)/$(HYB_DIR)/,$(addsuffix .o,$(1)))
 hyb_obj64 = $(addprefix $(OBJDIR)/$(HYB_DIR)/,$(addsuffix .f64.o,$(1)))
 
-# Everything but the entry points: what tests and the bench link directly.
+# Everything but the entry points, with the SDK's objects: what tests and the
+# bench link directly.
 HYB_LIB_OBJS := $(call hyb_obj,$(HYB_COMMON) $(HYB_CORES) $(HYB_KINDS) $(addprefix plugin_,$(HYB_KINDS))) \
-                $(call hyb_obj64,$(HYB_CORES) $(HYB_KINDS))
+                $(call hyb_obj64,$(HYB_CORES) $(HYB_KINDS)) $(SDK_OBJS)
 HYB_LIB := $(OBJDIR)/$(HYB_DIR)/libhybrid.a
 HYB_PLUGINS := $(addprefix $(PLUGDIR)/,$(addsuffix .so,$(HYB_KINDS)))
 
@@ -31,10 +32,10 @@ $(HYB_LIB): $(HYB_LIB_OBJS)
 	@mkdir -p $(@D)
 	rm -f $@ && ar rcs $@ $^
 
-# A kind's .so: its entry, its descriptor and compute, the shared parts.
+# A kind's .so: its entry, its descriptor and compute, the shared parts, the SDK.
 define HYB_PLUGIN_RULE
 $(PLUGDIR)/$(1).so: $(OBJDIR)/$(HYB_DIR)/entry.$(1).o $(call hyb_obj,plugin_$(1) $(1) $(HYB_COMMON) $(HYB_CORES)) \
-                    $(call hyb_obj64,$(1) $(HYB_CORES))
+                    $(call hyb_obj64,$(1) $(HYB_CORES)) $(SDK_LIB)
 	@mkdir -p $$(@D)
 	$$(CC) -shared -o $$@ $$^ $$(LDFLAGS_COMMON) -Wl,-z,defs -lm
 endef

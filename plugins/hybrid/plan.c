@@ -14,8 +14,6 @@ static int fail(hyb_inst *w, int rc) { w->plan.valid = 0; return rc; }
 int hyb_plan_build(hyb_inst *w, const sgl_attn_batch *b) {
     hyb_plan *p = &w->plan;
     const char *nm = w->impl->name;
-    char *e = w->err;
-    const size_t en = sizeof w->err;
     int rc;
     p->valid = 0;
     p->batch = b;
@@ -47,21 +45,21 @@ int hyb_plan_build(hyb_inst *w, const sgl_attn_batch *b) {
         return SGL_ATTN_E_INVALID;
     }
     const int sparse = !w->d.stateful;
-    if (!sparse && (rc = hyb_index_check(b->state_indices, "batch.state_indices", p->bs, e, en))) {
+    if (!sparse && (rc = hyb_index_check(w, b->state_indices, "batch.state_indices", p->bs))) {
         if (!b->state_indices)
             hyb_set_err(w, "%s: batch.state_indices is NULL; a hybrid wrapper needs each "
                         "request's slot in its state pool ([bs] int32/int64, -1 = padding)", nm);
         return fail(w, rc);
     }
     const DLTensor *seq = pick(b->seq_lens_cpu, b->seq_lens);
-    if ((sparse || seq) && (rc = hyb_index_check(seq, "batch.seq_lens", p->bs, e, en))) return fail(w, rc);
+    if ((sparse || seq) && (rc = hyb_index_check(w, seq, "batch.seq_lens", p->bs))) return fail(w, rc);
 
     const DLTensor *elen = NULL, *epre = NULL;
     if (p->mode == SGL_ATTN_MODE_EXTEND) {
         elen = pick(b->extend_seq_lens_cpu, b->extend_seq_lens);
         epre = pick(b->extend_prefix_lens_cpu, b->extend_prefix_lens);
-        if ((rc = hyb_index_check(elen, "batch.extend_seq_lens", p->bs, e, en))) return fail(w, rc);
-        if ((rc = hyb_index_check(epre, "batch.extend_prefix_lens", p->bs, e, en))) return fail(w, rc);
+        if ((rc = hyb_index_check(w, elen, "batch.extend_seq_lens", p->bs))) return fail(w, rc);
+        if ((rc = hyb_index_check(w, epre, "batch.extend_prefix_lens", p->bs))) return fail(w, rc);
     } else if ((int64_t)p->bs * p->tpr != p->T) {
         hyb_set_err(w, "%s: batch.num_tokens = %d; expected batch_size * tokens_per_req = %d * %d",
                     nm, p->T, p->bs, p->tpr);
@@ -121,11 +119,12 @@ int hyb_plan_build(hyb_inst *w, const sgl_attn_batch *b) {
     }
     if (sparse) {
         const DLTensor *rtt = b->req_to_token;
-        if ((rc = hyb_index_check(b->req_pool_indices, "batch.req_pool_indices", p->bs, e, en)) ||
-            (rc = hyb_index_check(rtt, "batch.req_to_token", 1, e, en)) ||
-            (rc = hyb_index_check(b->out_cache_loc, "batch.out_cache_loc", p->T, e, en)))
+        const sgl_sdk_tensor_spec rs = hyb_spec("batch.req_to_token", 0, 0, 2, SGL_SDK_ANY, SGL_SDK_ANY, 0);
+        if ((rc = hyb_index_check(w, b->req_pool_indices, "batch.req_pool_indices", p->bs)) ||
+            (rc = sgl_sdk_check_tensor(rtt, &rs, w->err, sizeof w->err)) ||
+            (rc = hyb_index_check(w, b->out_cache_loc, "batch.out_cache_loc", p->T)))
             return fail(w, rc);
-        if (rtt->ndim != 2 || rtt->shape[1] > w->max_context) {
+        if (rtt->shape[1] > w->max_context) {
             hyb_set_err(w, "%s: batch.req_to_token must be [max_reqs, max_ctx] with max_ctx <= %d "
                         "(create's max_context)", nm, w->max_context);
             return fail(w, SGL_ATTN_E_INVALID);

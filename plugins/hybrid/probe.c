@@ -3,31 +3,22 @@
  * and feature it does not restrict; the host intersects these with the
  * inner's.  What it does restrict: no graph capture (CPU compute), gdn
  * refuses MLA (as sglang does), minimax_sparse reads an MHA/GQA pool. */
-#include <string.h>
-#include <unistd.h>
-
 #include "hyb.h"
+#include "sdk_cpu.h"
+#include "sdk_plugin.h"
 
 int hyb_probe(uint32_t index, sgl_attn_caps *c, int kind) {
     if (index > 0) return SGL_ATTN_E_NOT_FOUND;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES),
-         psize = sysconf(_SC_PAGESIZE);
-#if defined(__x86_64__)
-    const char *arch = "x86_64";
-#elif defined(__aarch64__)
-    const char *arch = "aarch64";
-#else
-    const char *arch = "cpu";
-#endif
+    sgl_sdk_cpu cpu;
+    sgl_sdk_cpu_describe(&cpu);
     c->available = 1;
     c->reason[0] = 0;
-    hyb_str(c->device_name, sizeof c->device_name, "pthreads x %ld (%s)", ncpu > 0 ? ncpu : 1, arch);
-    hyb_str(c->arch_name, sizeof c->arch_name, "%s", arch);
-    c->arch_major = c->arch_minor = -1;
-    c->arch_min_major = c->arch_min_minor = c->arch_max_major = c->arch_max_minor = -1;
-    c->memory_bytes = pages > 0 && psize > 0 ? (uint64_t)pages * (uint64_t)psize : 0;
-    c->compute_units = ncpu > 0 ? (uint32_t)ncpu : 1;
-    const uint32_t dts = SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64;
+    sgl_sdk_str(c->device_name, sizeof c->device_name, "pthreads x %d (%s)", cpu.cores, cpu.arch);
+    sgl_sdk_str(c->arch_name, sizeof c->arch_name, "%s", cpu.arch);
+    sgl_sdk_caps_no_arch(c);
+    c->memory_bytes = cpu.memory;
+    c->compute_units = (uint32_t)cpu.cores;
+    const uint32_t dts = HYB_FLOAT_DTYPES;
     c->q_dtypes = dts;
     if (kind == SGL_ATTN_HYBRID_MINIMAX_SPARSE) {
         c->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA;

@@ -43,7 +43,7 @@ int hyb_pool_init(hyb_pool *p, const hyb_dims *d, int32_t slots, int32_t steps, 
         p->issm = alloc_elems(p->ssm_elems, p, p->steps, &fail);
     }
     if (fail) {
-        hyb_str(err, n, "cannot allocate the state pool: %d layers x %d slots x (%lld conv + "
+        sgl_sdk_str(err, n, "cannot allocate the state pool: %d layers x %d slots x (%lld conv + "
                         "%lld ssm) elements of %zu bytes%s", p->layers, slots,
                 (long long)p->conv_elems, (long long)p->ssm_elems, esz,
                 p->steps ? ", plus per-draft-token copies for verification" : "");

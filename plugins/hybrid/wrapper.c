@@ -2,34 +2,16 @@
  * wrapper owns (linear layers; minimax_sparse: sparse layers) is computed
  * here; every other layer goes to the inner backend untouched.  Metadata and
  * graph calls go to both, the graph fill value comes from the inner. */
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hyb.h"
-
-void hyb_str(char *dst, size_t n, const char *fmt, ...) {
-    if (!dst || !n) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(dst, n, fmt, ap);
-    va_end(ap);
-}
-
-void hyb_set_err(hyb_inst *w, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(w->err, sizeof w->err, fmt, ap);
-    va_end(ap);
-}
+#include "sdk_plugin.h"
 
 /* The inner's op `f`, when its (possibly older) vtable has it. */
-#define INNER_OP(w, f)                                                                      \
-    ((w)->inner->ops_size >= offsetof(sgl_attn_backend_ops, f) + sizeof((w)->inner->ops->f) \
-         ? (w)->inner->ops->f                                                               \
-         : NULL)
+#define INNER_OP(w, f) SGL_SDK_INNER_OP((w)->inner, f)
 
 static int inner_failed(hyb_inst *w, int rc, const char *what) {
     const char *(*le)(sgl_attn_backend *) = INNER_OP(w, last_error);
@@ -186,16 +168,13 @@ static int state_commit(sgl_attn_backend *b, const DLTensor *accepted) {
                     "(linear.keep_intermediate = 1)", w->impl->name);
         return SGL_ATTN_E_STATE;
     }
-    int rc = hyb_index_check(accepted, "state_commit accepted_steps", w->verify_n, w->err, sizeof w->err);
+    int rc = hyb_index_check(w, accepted, "state_commit accepted_steps", w->verify_n);
     if (rc) return rc;
-    for (int i = 0; i < w->verify_n; i++) { /* check all before changing any */
-        int64_t s = hyb_index_get(accepted, i);
-        if (s < -1 || s >= w->verify_steps) {
-            hyb_set_err(w, "%s: accepted_steps[%d] = %lld; expected -1 (keep) or a step 0..%d",
-                        w->impl->name, i, (long long)s, w->verify_steps - 1);
-            return SGL_ATTN_E_INVALID;
-        }
-    }
+    /* all checked before any state changes */
+    if ((rc = sgl_sdk_check_index_range(accepted, "state_commit accepted_steps", w->verify_n, -1,
+                                        w->verify_steps - 1, "-1 keeps, else the accepted step", w->err,
+                                        sizeof w->err)))
+        return rc;
     for (int i = 0; i < w->verify_n; i++) {
         int64_t s = hyb_index_get(accepted, i);
         if (s >= 0 && w->verify_slots[i] >= 0) hyb_pool_commit(&w->pool, w->verify_slots[i], (int)s);

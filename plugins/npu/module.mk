@@ -6,7 +6,7 @@
 
 NPU_SO := $(PLUGDIR)/npu_ascend.so
 NPU_SRCS := $(sort $(wildcard plugins/npu/*.c))
-NPU_OBJS := $(NPU_SRCS:%.c=$(OBJDIR)/%.o)
+NPU_OBJS := $(NPU_SRCS:%.c=$(OBJDIR)/%.o) $(SDK_LIB)
 
 ALL += $(NPU_SO)
 PLUGINS += $(NPU_SO)

@@ -24,7 +24,7 @@
  * The forward creates aclTensor descriptors for the layer's q/out/pool
  * (host-side handles; aclnn binds addresses when the executor is built) and
  * never allocates device memory: the operator workspace is allocated once at
- * create (plugin option workspace_mb, default 64).
+ * create (option workspace_mb / SGL_ATTN_NPU_WORKSPACE_MB, read there, default 64).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -33,6 +33,7 @@
 
 #include "npu_internal.h"
 #include "npu_tensor.h"
+#include "sdk_option.h"
 
 #define MASK_N 2048
 
@@ -114,7 +115,7 @@ static int read_index(npu_backend *b, const DLTensor *dev, const DLTensor *mirro
                       const char *what) {
     if (npu_host_index_ok(mirror, n)) {
         const void *p = (const char *)mirror->data + mirror->byte_offset;
-        for (int64_t i = 0; i < n; i++) dst[i] = npu_index_at(p, mirror->dtype.bits == 64, i);
+        for (int64_t i = 0; i < n; i++) dst[i] = sgl_sdk_idx(p, mirror->dtype.bits == 64, i);
         return SGL_ATTN_OK;
     }
     char e[256];
@@ -127,7 +128,7 @@ static int read_index(npu_backend *b, const DLTensor *dev, const DLTensor *mirro
         npu_describe(b->rt, ae, e, sizeof e);
         return FAIL(b, SGL_ATTN_E_DEVICE, "npu_ascend: copying %s to the host: aclrtMemcpy -> %s", what, e);
     }
-    for (int64_t i = 0; i < n; i++) dst[i] = npu_index_at(b->h_raw, dev->dtype.bits == 64, i);
+    for (int64_t i = 0; i < n; i++) dst[i] = sgl_sdk_idx(b->h_raw, dev->dtype.bits == 64, i);
     return SGL_ATTN_OK;
 }
 
@@ -224,7 +225,7 @@ static int nb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
             return FAIL(b, SGL_ATTN_E_DEVICE, "npu_ascend: copying req_to_token row %" PRId64 ": %s", b->h_rpi[i], e);
         }
         for (int64_t j = 0; j < b->h_seq[i]; j++) {
-            int64_t slot = npu_index_at(b->h_raw, is64, j);
+            int64_t slot = sgl_sdk_idx(b->h_raw, is64, j);
             if (j % page == 0) {
                 if (slot < 0 || slot % page || slot / page > INT32_MAX)
                     return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "npu_ascend: request %d token %" PRId64 " starts a page at "
@@ -458,6 +459,11 @@ int npu_create(const sgl_attn_create_args *args, sgl_attn_backend **out) {
     char scratch[8], *err = args->error && args->error_size ? args->error : scratch;
     size_t es = args->error && args->error_size ? args->error_size : sizeof scratch;
     err[0] = 0;
+    /* workspace_mb: the operators' device workspace, allocated here once */
+    const sgl_sdk_opts opts = {sgl_sdk_opts_of(args, NPU_PLUGIN_NAME).host, NPU_PLUGIN_NAME, err, es};
+    int64_t ws_mb;
+    if (sgl_sdk_opt_int(&opts, "workspace_mb", "SGL_ATTN_NPU_WORKSPACE_MB", 64, 1, 16384, &ws_mb))
+        return SGL_ATTN_E_INVALID;
     char why[256];
     const npu_rt *rt = npu_runtime(why, sizeof why);
     if (!rt) {
@@ -484,7 +490,7 @@ int npu_create(const sgl_attn_create_args *args, sgl_attn_backend **out) {
     if (!ae) ae = rt->aclrtCreateStream(&b->own_stream);
     size_t n_raw = (size_t)(b->max_context > b->max_reqs ? b->max_context : b->max_reqs) * 8;
     size_t tbytes = sizeof(int32_t) * (size_t)b->max_reqs * (size_t)b->max_blocks;
-    b->ws_size = npu_workspace_bytes();
+    b->ws_size = (size_t)ws_mb << 20;
     if (!ae) ae = rt->aclrtMalloc(&b->d_table, tbytes, ACL_MEM_MALLOC_HUGE_FIRST);
     if (!ae) ae = rt->aclrtMalloc(&b->d_mask, (size_t)MASK_N * MASK_N, ACL_MEM_MALLOC_HUGE_FIRST);
     if (!ae) ae = rt->aclrtMalloc(&b->ws, b->ws_size, ACL_MEM_MALLOC_HUGE_FIRST);

@@ -58,10 +58,6 @@ const npu_rt *npu_runtime(char *why, size_t why_size);
 void npu_describe(const npu_rt *rt, int code, char *dst, size_t size);
 const char *npu_error_name(int code);
 
-/* Plugin options, copied at entry. */
-void npu_set_conf_workspace_mb(int mb);
-size_t npu_workspace_bytes(void);
-
 extern const sgl_attn_device_ops npu_device_ops;
 
 int npu_create(const sgl_attn_create_args *args, sgl_attn_backend **out);

@@ -7,53 +7,19 @@
  * Not run on Ascend hardware: tested against the fake CANN in tests/npu/.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "npu_internal.h"
+#include "sdk_plugin.h"
 
 /* "dsv4" on NPU is conf's (conf/sglattn.json maps it per platform). */
 static const char *const aliases[] = {"ascend", NULL};
-
-static int npu_probe(uint32_t index, sgl_attn_caps *c);
-static int npu_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps, char *why, size_t why_size);
-
-static const sgl_attn_plugin plugin = {
-    .struct_size = sizeof(sgl_attn_plugin),
-    .abi_major = SGL_ATTN_ABI_MAJOR,
-    .abi_minor = SGL_ATTN_ABI_MINOR,
-    .name = NPU_PLUGIN_NAME,
-    .version = "0.1.0",
-    .description = "Ascend NPU paged attention via CANN aclnnFusedInferAttentionScoreV2 (CANN loaded at run time)",
-    .license = "Apache-2.0",
-    .platform = SGL_ATTN_PLATFORM_NPU,
-    .role = SGL_ATTN_ROLE_FULL,
-    .hybrid_kind = SGL_ATTN_HYBRID_NONE,
-    .aliases = aliases,
-    .probe = npu_probe,
-    .supports_model = npu_supports_model,
-    .create = npu_create,
-    .device_ops = &npu_device_ops,
-};
-
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
-    int rc = sgl_attn_answer(host, answer, &plugin);
-    /* Options are copied now: the host's table is not kept. */
-    if (rc == SGL_ATTN_OK && host->struct_size >= sizeof(sgl_attn_host_api) && host->get_option) {
-        const char *ws = host->get_option(host->host_ctx, NPU_PLUGIN_NAME, "workspace_mb");
-        npu_set_conf_workspace_mb(ws ? atoi(ws) : 0);
-    }
-    return rc;
-}
 
 /* What the operator accepts (CANN's FusedInferAttentionScoreV2 constraints):
  * fp16/bf16, head dim <= 512 and a multiple of 16, GQA ratio <= 64, paged KV
  * with block sizes that are multiples of 128 up to 512. */
 static void fill_static_caps(sgl_attn_caps *c) {
-    c->arch_major = c->arch_minor = -1;
-    c->arch_min_major = c->arch_min_minor = -1;
-    c->arch_max_major = c->arch_max_minor = -1;
+    sgl_sdk_caps_no_arch(c);
     c->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA;
     c->q_dtypes = c->kv_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
     c->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE;
@@ -148,3 +114,17 @@ static int npu_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps
     }
     return SGL_ATTN_OK;
 }
+
+SGL_SDK_PLUGIN(plugin,
+    .name = NPU_PLUGIN_NAME,
+    .version = "0.1.0",
+    .description = "Ascend NPU paged attention via CANN aclnnFusedInferAttentionScoreV2 (CANN loaded at run time)",
+    .license = "Apache-2.0",
+    .platform = SGL_ATTN_PLATFORM_NPU,
+    .role = SGL_ATTN_ROLE_FULL,
+    .hybrid_kind = SGL_ATTN_HYBRID_NONE,
+    .aliases = aliases,
+    .probe = npu_probe,
+    .supports_model = npu_supports_model,
+    .create = npu_create,
+    .device_ops = &npu_device_ops)

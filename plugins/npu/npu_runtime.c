@@ -5,7 +5,6 @@
  * dynamic loader's own search (LD_LIBRARY_PATH, ld.so.cache). */
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,17 +15,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static npu_rt rt;
 static void *libs[3];
 static int ready;           /* rt filled and aclInit done */
-static atomic_int workspace_mb;
-
-void npu_set_conf_workspace_mb(int mb) { atomic_store(&workspace_mb, mb > 0 ? mb : 0); }
-
-size_t npu_workspace_bytes(void) {
-    const char *e = getenv("SGL_ATTN_NPU_WORKSPACE_MB");
-    long mb = e && *e ? strtol(e, NULL, 10) : atomic_load(&workspace_mb);
-    if (mb <= 0) mb = 64;
-    if (mb > 16384) mb = 16384;
-    return (size_t)mb << 20;
-}
 
 const char *npu_error_name(int code) {
     switch (code) {

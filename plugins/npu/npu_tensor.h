@@ -3,6 +3,8 @@
 #define SGL_NPU_TENSOR_H
 
 #include "npu_internal.h"
+#include "sdk_tensor.h"
+#include "sdk_text.h"
 
 typedef enum { NPU_T_HALF, NPU_T_INDEX } npu_tclass;
 
@@ -15,8 +17,7 @@ int npu_tensor_check(const DLTensor *t, const char *what, int ndim, const int64_
 int npu_acl_dtype(const DLTensor *t);
 /* Device address of the first element. */
 void *npu_tensor_addr(const DLTensor *t);
-/* A host (kDLCPU) int tensor of n entries, or NULL-safe: returns 0 when usable. */
+/* 1 when t is a compact host (kDLCPU) int32/int64 tensor of n entries (NULL: 0). */
 int npu_host_index_ok(const DLTensor *t, int64_t n);
-int64_t npu_index_at(const void *base, int is64, int64_t i);
 
 #endif

@@ -144,37 +144,37 @@ static int check_shapes(vl_ctx *c, const sgl_attn_batch *bt) {
     int32_t bs = bt->batch_size, m = bt->forward_mode;
     int ext = m == SGL_ATTN_MODE_EXTEND, rc;
     if (!bt->req_to_token) return vl_fail(c, "batch->req_to_token is NULL");
-    vl_tspec rtt = {"batch->req_to_token", "[max_reqs, max_context]", 2, {VL_ANY, VL_ANY, 0}, 0, 0, 0};
+    vl_tspec rtt = {"batch->req_to_token", "max_reqs, max_context", 2, {VL_ANY, VL_ANY, 0}, 0, 0, 0};
     if ((rc = vl_check_tensor(c, bt->req_to_token, &rtt))) return rc;
     if (bt->req_to_token->shape[0] < 1 || bt->req_to_token->shape[1] < 1)
         return vl_fail(c, "batch->req_to_token is empty ([%lld, %lld])",
                        (long long)bt->req_to_token->shape[0], (long long)bt->req_to_token->shape[1]);
-    if ((rc = check_vec(c, bt->req_pool_indices, "batch->req_pool_indices", bs, "[batch_size]", 1, 0)))
+    if ((rc = check_vec(c, bt->req_pool_indices, "batch->req_pool_indices", bs, "batch_size", 1, 0)))
         return rc;
-    if ((rc = check_vec(c, bt->seq_lens, "batch->seq_lens", bs, "[batch_size]", 1, 0))) return rc;
-    if ((rc = check_vec(c, bt->extend_prefix_lens, "batch->extend_prefix_lens", bs, "[batch_size]", ext,
+    if ((rc = check_vec(c, bt->seq_lens, "batch->seq_lens", bs, "batch_size", 1, 0))) return rc;
+    if ((rc = check_vec(c, bt->extend_prefix_lens, "batch->extend_prefix_lens", bs, "batch_size", ext,
                         0)))
         return rc;
-    if ((rc = check_vec(c, bt->extend_seq_lens, "batch->extend_seq_lens", bs, "[batch_size]", ext, 0)))
+    if ((rc = check_vec(c, bt->extend_seq_lens, "batch->extend_seq_lens", bs, "batch_size", ext, 0)))
         return rc;
-    if ((rc = check_vec(c, bt->out_cache_loc, "batch->out_cache_loc", bt->num_tokens, "[num_tokens]", 1,
+    if ((rc = check_vec(c, bt->out_cache_loc, "batch->out_cache_loc", bt->num_tokens, "num_tokens", 1,
                         0)))
         return rc;
-    if ((rc = check_vec(c, bt->positions, "batch->positions", bt->num_tokens, "[num_tokens]", 0, 0)))
+    if ((rc = check_vec(c, bt->positions, "batch->positions", bt->num_tokens, "num_tokens", 0, 0)))
         return rc;
-    if ((rc = check_vec(c, bt->encoder_lens, "batch->encoder_lens", bs, "[batch_size]", 0, 0)))
+    if ((rc = check_vec(c, bt->encoder_lens, "batch->encoder_lens", bs, "batch_size", 0, 0)))
         return rc;
-    if ((rc = check_vec(c, bt->state_indices, "batch->state_indices", bs, "[batch_size]", 0, 0)))
+    if ((rc = check_vec(c, bt->state_indices, "batch->state_indices", bs, "batch_size", 0, 0)))
         return rc;
-    if ((rc = check_vec(c, bt->seq_lens_cpu, "batch->seq_lens_cpu", bs, "[batch_size]", 0, 1)))
+    if ((rc = check_vec(c, bt->seq_lens_cpu, "batch->seq_lens_cpu", bs, "batch_size", 0, 1)))
         return rc;
     if ((rc = check_vec(c, bt->extend_prefix_lens_cpu, "batch->extend_prefix_lens_cpu", bs,
-                        "[batch_size]", 0, 1)))
+                        "batch_size", 0, 1)))
         return rc;
-    if ((rc = check_vec(c, bt->extend_seq_lens_cpu, "batch->extend_seq_lens_cpu", bs, "[batch_size]", 0,
+    if ((rc = check_vec(c, bt->extend_seq_lens_cpu, "batch->extend_seq_lens_cpu", bs, "batch_size", 0,
                         1)))
         return rc;
-    if ((rc = check_vec(c, bt->encoder_lens_cpu, "batch->encoder_lens_cpu", bs, "[batch_size]", 0, 1)))
+    if ((rc = check_vec(c, bt->encoder_lens_cpu, "batch->encoder_lens_cpu", bs, "batch_size", 0, 1)))
         return rc;
     return SGL_ATTN_OK;
 }

@@ -15,6 +15,8 @@
 
 #include <stdint.h>
 
+#include "sdk_tensor.h"
+#include "sdk_text.h"
 #include "sgl_attn_abi.h"
 
 #define VL_ERR_SIZE 512
@@ -64,17 +66,17 @@ typedef struct vl_ctx {
 } vl_ctx;
 
 /* Formats "<call>: <message>" into the sink and returns SGL_ATTN_E_INVALID. */
-int vl_fail(vl_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int vl_fail(vl_ctx *c, const char *fmt, ...) SGL_SDK_PRINTF(2, 3);
 
 /* ---------------------------------------------------------- validate_tensor.c */
 
-enum { VL_ANY = -1 };
+enum { VL_ANY = SGL_SDK_ANY };
 
 /* What a tensor must look like.  dtypes: SGL_ATTN_DT_* bit set, or 0 for an
  * index tensor (int32 / int64).  shape[i] == VL_ANY accepts any extent. */
 typedef struct vl_tspec {
     const char *name; /* "q", "batch->seq_lens" */
-    const char *dims; /* "[num_tokens, num_q_heads, head_dim_qk]" for messages */
+    const char *dims; /* "num_tokens, num_q_heads, head_dim_qk" for messages */
     int ndim;
     int64_t shape[3];
     uint32_t dtypes;
@@ -82,15 +84,12 @@ typedef struct vl_tspec {
     int host;    /* must be host-readable (a *_cpu mirror) */
 } vl_tspec;
 
-/* Host memory the validator may read. */
-int vl_host_readable(const DLTensor *t);
 /* Full check of a present tensor (NULL is the caller's business). */
 int vl_check_tensor(vl_ctx *c, const DLTensor *t, const vl_tspec *s);
-/* Element i (1-D) or (r, col) (2-D) of an index tensor already checked. */
-int64_t vl_idx1(const DLTensor *t, int64_t i);
-int64_t vl_idx2(const DLTensor *t, int64_t r, int64_t col);
-/* "f32", "bf16", "int64"... for messages. */
-const char *vl_dtype_name(DLDataType t, char *buf, size_t size);
+/* Host memory the validator may read; entries of index tensors already checked. */
+#define vl_host_readable sgl_sdk_host_readable
+#define vl_idx1 sgl_sdk_index_at
+#define vl_idx2 sgl_sdk_index_at2
 
 /* ----------------------------------------------------------- validate_batch.c */
 

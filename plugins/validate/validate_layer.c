@@ -114,9 +114,9 @@ static int check_t(vl_ctx *c, const DLTensor *t, const vl_tspec *s, uint32_t cla
     int rc = vl_check_tensor(c, t, s);
     if (rc) return rc;
     if (!(sgl_attn_dtype_bit(t->dtype) & claimed)) {
-        char buf[48];
+        char buf[SGL_SDK_NAME_MAX];
         return vl_fail(c, "%s has dtype %s, which the backend does not claim for %s", s->name,
-                       vl_dtype_name(t->dtype, buf, sizeof buf), what);
+                       sgl_sdk_dtype_name(t->dtype, buf), what);
     }
     return SGL_ATTN_OK;
 }
@@ -133,16 +133,16 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
     int mla = m->is_mla != 0, rc;
     /* Cross layers take the encoder's K/V, whose token count is not T. */
     int64_t tk = l->is_cross ? VL_ANY : T;
-    vl_tspec q = {"q", "[num_tokens, num_q_heads, head_dim_qk]", 3, {T, hq, dqk}, act, 0, 0};
-    vl_tspec o = {"out", "[num_tokens, num_q_heads, head_dim_v]", 3, {T, hq, dv}, act, 1, 0};
+    vl_tspec q = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dqk}, act, 0, 0};
+    vl_tspec o = {"out", "num_tokens, num_q_heads, head_dim_v", 3, {T, hq, dv}, act, 1, 0};
     vl_tspec k = {
-        "k", mla ? "[num_tokens, 1, kv_lora_rank + rope]" : "[num_tokens, num_kv_heads, head_dim_qk]",
+        "k", mla ? "num_tokens, 1, kv_lora_rank + rope" : "num_tokens, num_kv_heads, head_dim_qk",
         3,   {tk, mla ? 1 : hkv, dqk},
         act, 0,
         0};
-    vl_tspec v = {"v", "[num_tokens, num_kv_heads, head_dim_v]", 3, {tk, hkv, dv}, act, 0, 0};
+    vl_tspec v = {"v", "num_tokens, num_kv_heads, head_dim_v", 3, {tk, hkv, dv}, act, 0, 0};
     vl_tspec kc = {"layer->k_cache",
-                   mla ? "[slots, 1, kv_lora_rank + rope]" : "[slots, num_kv_heads, head_dim_qk]",
+                   mla ? "slots, 1, kv_lora_rank + rope" : "slots, num_kv_heads, head_dim_qk",
                    3,
                    {VL_ANY, mla ? 1 : hkv, dqk},
                    kvd,
@@ -160,7 +160,7 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
     if (mla && l->v_cache) return vl_fail(c, "layer->v_cache must be NULL on an MLA model");
     if (!mla) {
         vl_tspec vc = {"layer->v_cache",
-                       "[slots of k_cache, num_kv_heads, head_dim_v]",
+                       "slots of k_cache, num_kv_heads, head_dim_v",
                        3,
                        {slots, hkv, dv},
                        kvd,
@@ -169,7 +169,7 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
         if ((rc = check_t(c, l->v_cache, &vc, b->caps.kv_dtypes, "the KV pool"))) return rc;
     }
     if (l->sinks) {
-        vl_tspec s = {"layer->sinks", "[num_q_heads] f32", 1, {hq, 0, 0}, SGL_ATTN_DT_F32, 0, 0};
+        vl_tspec s = {"layer->sinks", "num_q_heads", 1, {hq, 0, 0}, SGL_ATTN_DT_F32, 0, 0};
         if ((rc = vl_check_tensor(c, l->sinks, &s))) return rc;
     }
     const vl_slot_fact *f = &b->facts.max_slot;

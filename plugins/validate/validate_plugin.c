@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sdk_plugin.h"
 #include "validate_internal.h"
 
 /* Claims that leave the inner's unchanged when the host intersects them. */
@@ -21,8 +22,6 @@
     (SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |                      \
      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |                       \
      SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS)
-
-int sgl_attn_validate_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
 
 static vl_backend *self(sgl_attn_backend *b) {
     return (vl_backend *)b;
@@ -204,8 +203,7 @@ static void build_ops(vl_backend *b) {
 }
 
 static int create_fail(const sgl_attn_create_args *a, int rc, const char *msg) {
-    if (a->error && a->error_size) snprintf(a->error, a->error_size, "validate: %s", msg);
-    return rc;
+    return sgl_sdk_create_fail(a, rc, "validate: %s", msg);
 }
 
 static int vl_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
@@ -255,9 +253,7 @@ static int vl_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->available = 1;
     snprintf(caps->device_name, sizeof caps->device_name, "any (runs where its inner backend runs)");
     snprintf(caps->arch_name, sizeof caps->arch_name, "any");
-    caps->arch_major = caps->arch_minor = -1;
-    caps->arch_min_major = caps->arch_min_minor = -1;
-    caps->arch_max_major = caps->arch_max_minor = -1;
+    sgl_sdk_caps_no_arch(caps);
     caps->attn_kinds = VL_ALL_KINDS;
     caps->q_dtypes = caps->kv_dtypes = caps->state_dtypes = VL_ALL_DTYPES;
     caps->features = VL_ALL_FEATURES;
@@ -268,10 +264,8 @@ static int vl_probe(uint32_t index, sgl_attn_caps *caps) {
     return SGL_ATTN_OK;
 }
 
-static const sgl_attn_plugin vl_plugin = {
-    .struct_size = sizeof(sgl_attn_plugin),
-    .abi_major = SGL_ATTN_ABI_MAJOR,
-    .abi_minor = SGL_ATTN_ABI_MINOR,
+/* Embedded in libsglattn: a hidden entry host/embedded.c names, no export. */
+SGL_SDK_EMBEDDED_PLUGIN(sgl_attn_validate_entry, vl_plugin,
     .name = "validate",
     .version = "0.1.0",
     .description = "validation layer: checks every call's tensors, lengths and slots against "
@@ -281,9 +275,4 @@ static const sgl_attn_plugin vl_plugin = {
     .role = SGL_ATTN_ROLE_LAYER,
     .hybrid_kind = SGL_ATTN_HYBRID_NONE,
     .probe = vl_probe,
-    .create = vl_create,
-};
-
-int sgl_attn_validate_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
-    return sgl_attn_answer(host, answer, &vl_plugin);
-}
+    .create = vl_create)

@@ -7,7 +7,7 @@
 
 XPU_SO := $(PLUGDIR)/xpu_ocl.so
 XPU_SRCS := $(filter-out %_cl.c,$(sort $(wildcard plugins/xpu/*.c)))
-XPU_OBJS := $(XPU_SRCS:%.c=$(OBJDIR)/%.o) $(OBJDIR)/plugins/xpu/gen/xpu_attn_cl.o
+XPU_OBJS := $(XPU_SRCS:%.c=$(OBJDIR)/%.o) $(OBJDIR)/plugins/xpu/gen/xpu_attn_cl.o $(SDK_LIB)
 
 ifeq ($(HAVE_OPENCL),1)
 ALL += $(XPU_SO)

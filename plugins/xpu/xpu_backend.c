@@ -1,7 +1,8 @@
 /* xpu_backend.c - the xpu_ocl backend instance: create, per-batch plan,
  * forward (save KV, attend), errors.  The forward path only checks, sets
- * kernel arguments and enqueues: no allocation, no host wait (unless
- * SGL_ATTN_XPU_CHECK=1 asks for a checked, synchronous run). */
+ * kernel arguments and enqueues: no allocation, no host wait (unless the
+ * instance was created with option check / SGL_ATTN_XPU_CHECK=1, a checked,
+ * synchronous run for debugging). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "xpu_internal.h"
+#include "sdk_option.h"
 #include "xpu_tensor.h"
 
 typedef struct xpu_backend {
@@ -105,7 +107,7 @@ static int host_checks(xpu_backend *b, const sgl_attn_batch *bt) {
         const DLTensor *en = bt->encoder_lens_cpu;
         const int have_en = en && xpu_host_index_check(en, "batch.encoder_lens_cpu", bs, e, sizeof e) == SGL_ATTN_OK;
         for (int32_t i = 0; i < bs; i++) {
-            int64_t v = xpu_host_index(sl, i), enc = have_en ? xpu_host_index(en, i) : 0;
+            int64_t v = sgl_sdk_index_at(sl, i), enc = have_en ? sgl_sdk_index_at(en, i) : 0;
             int64_t lo = bt->forward_mode == SGL_ATTN_MODE_EXTEND ? 1 : bt->tokens_per_req;
             if (v < lo || enc < 0 || enc + v > b->r2t_cols)
                 return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: batch.seq_lens_cpu[%d] = %" PRId64 ", expected %" PRId64
@@ -120,12 +122,12 @@ static int host_checks(xpu_backend *b, const sgl_attn_batch *bt) {
             return FAIL(b, rc, "xpu_ocl: %s", e);
         int64_t sum = 0;
         for (int32_t i = 0; i < bs; i++) {
-            int64_t n = xpu_host_index(ex, i);
+            int64_t n = sgl_sdk_index_at(ex, i);
             if (n < 0) return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: batch.extend_seq_lens_cpu[%d] = %" PRId64 " < 0", i, n);
-            if (pre && sl && xpu_host_index(pre, i) + n != xpu_host_index(sl, i))
+            if (pre && sl && sgl_sdk_index_at(pre, i) + n != sgl_sdk_index_at(sl, i))
                 return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: request %d: extend_prefix_lens (%" PRId64 ") + "
-                            "extend_seq_lens (%" PRId64 ") != seq_lens (%" PRId64 ")", i, xpu_host_index(pre, i), n,
-                            xpu_host_index(sl, i));
+                            "extend_seq_lens (%" PRId64 ") != seq_lens (%" PRId64 ")", i, sgl_sdk_index_at(pre, i), n,
+                            sgl_sdk_index_at(sl, i));
             sum += n;
         }
         if (sum != bt->num_tokens)
@@ -411,9 +413,11 @@ int xpu_create(const sgl_attn_create_args *args, sgl_attn_backend **out) {
     b->base.device = args->device;
     b->max_reqs = args->max_reqs ? args->max_reqs : 256;
     b->max_tokens = args->max_tokens ? args->max_tokens : 8192;
-    const char *cs = getenv("SGL_ATTN_XPU_CHECK");
-    b->check_sync = cs && cs[0] == '1';
-    int rc = xpu_device_acquire(args->device, &b->dev, err, es);
+    /* check: forwards wait for the kernels' error word and fail on bad
+     * indices (for debugging: it synchronises every forward) */
+    const sgl_sdk_opts opts = {sgl_sdk_opts_of(args, XPU_PLUGIN_NAME).host, XPU_PLUGIN_NAME, err, es};
+    int rc = sgl_sdk_opt_bool(&opts, "check", "SGL_ATTN_XPU_CHECK", 0, &b->check_sync);
+    if (!rc) rc = xpu_device_acquire(args->device, &b->dev, err, es);
     if (rc) {
         free(b);
         return rc;

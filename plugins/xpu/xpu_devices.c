@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sdk_option.h"
+#include "sdk_text.h"
 #include "xpu_internal.h"
 
 /* Plugin-wide state: the probe and device_ops get no context argument, so the
@@ -22,10 +24,18 @@ static atomic_int conf_allow_cpu;
 
 void xpu_set_conf_allow_cpu(int v) { atomic_store(&conf_allow_cpu, v ? 1 : 0); }
 
-int xpu_allow_cpu(void) {
-    const char *e = getenv("SGL_ATTN_XPU_ALLOW_CPU");
-    if (e && *e) return !(e[0] == '0' || !strcmp(e, "false") || !strcmp(e, "no"));
-    return atomic_load(&conf_allow_cpu);
+int xpu_allow_cpu(char *by, size_t by_size) {
+    const sgl_sdk_opts env = {NULL, XPU_PLUGIN_NAME, by, by_size};
+    int v = 0;
+    sgl_sdk_str(by, by_size, "%s", "");
+    if (!sgl_sdk_opt_raw(&env, NULL, XPU_ENV_ALLOW_CPU, NULL, 0)) {
+        v = atomic_load(&conf_allow_cpu);
+        if (v) sgl_sdk_str(by, by_size, "plugin_options.xpu_ocl.allow_cpu");
+        return v;
+    }
+    if (sgl_sdk_opt_bool(&env, NULL, XPU_ENV_ALLOW_CPU, 0, &v)) return 0; /* by says why */
+    if (v) sgl_sdk_str(by, by_size, "%s", XPU_ENV_ALLOW_CPU);
+    return v;
 }
 
 /* A device string, truncated to fit (OpenCL refuses a short buffer outright). */
@@ -140,7 +150,7 @@ const char *xpu_devices_levelzero_note(void) {
 
 int xpu_devices_visible_count(void) {
     ensure();
-    int allow = xpu_allow_cpu(), n = 0;
+    int allow = xpu_allow_cpu(NULL, 0), n = 0;
     for (int i = 0; i < n_devices; i++)
         if (allow || devices[order[i]].kind != XPU_KIND_CPU) n++;
     return n;
@@ -149,7 +159,7 @@ int xpu_devices_visible_count(void) {
 xpu_device *xpu_device_visible(int32_t index) {
     ensure();
     if (index < 0) return NULL;
-    int allow = xpu_allow_cpu();
+    int allow = xpu_allow_cpu(NULL, 0);
     for (int i = 0, v = 0; i < n_devices; i++) {
         xpu_device *d = &devices[order[i]];
         if (!allow && d->kind == XPU_KIND_CPU) continue;
@@ -175,14 +185,20 @@ int xpu_device_acquire(int32_t index, xpu_device **out, char *err, size_t err_si
     xpu_device *d = xpu_device_visible(index);
     if (!d) {
         snprintf(err, err_size, "xpu_ocl: no device %d (%d visible; CPU devices %s)", (int)index,
-                 xpu_devices_visible_count(), xpu_allow_cpu() ? "allowed" : "not allowed");
+                 xpu_devices_visible_count(), xpu_allow_cpu(NULL, 0) ? "allowed" : "not allowed");
         return SGL_ATTN_E_NOT_FOUND;
     }
+    /* The memory model is the device's while its context is open (buffers of
+     * device_ops and instances share it): chosen when the context opens, by
+     * $SGL_ATTN_XPU_MEMORY (svm, buffer or auto) over what the device has. */
+    static const char *const models[] = {"svm", "buffer"};
+    const sgl_sdk_opts env = {NULL, XPU_PLUGIN_NAME, err, err_size};
+    int model;
+    if (sgl_sdk_opt_choice(&env, NULL, "SGL_ATTN_XPU_MEMORY", models, 2, 0, &model)) return SGL_ATTN_E_INVALID;
     int rc = SGL_ATTN_OK;
     pthread_mutex_lock(&lock);
     if (d->refs == 0) {
-        const char *mm = getenv("SGL_ATTN_XPU_MEMORY");
-        d->svm = d->svm_capable && !(mm && !strcmp(mm, "buffer"));
+        d->svm = d->svm_capable && model == 0;
         cl_int e = CL_SUCCESS;
         cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
         d->ctx = clCreateContext(props, 1, &d->id, NULL, NULL, &e);

@@ -5,6 +5,7 @@
  *   xpu_levelzero.c the Level Zero look for an Intel GPU (libze_loader, dlopen'd)
  *   xpu_devices.c   OpenCL device enumeration and ranking, shared contexts
  *   xpu_devops.c    sgl_attn_device_ops over cl_mem buffers
+ *   xpu_cl_error.c  OpenCL status names (a leaf: calls no other file)
  *   xpu_program.c   program build with an on-disk binary cache
  *   xpu_tensor.c    DLTensor checks, kernel argument views
  *   xpu_backend.c   backend instance: create, metadata, forward
@@ -105,8 +106,12 @@ const char *xpu_devices_levelzero_note(void);
 /* Visible index -> device (GPUs first, CPUs only when allowed). NULL past the end. */
 xpu_device *xpu_device_visible(int32_t index);
 int xpu_devices_visible_count(void);
-/* Whether CPU devices are accepted (env SGL_ATTN_XPU_ALLOW_CPU or conf). */
-int xpu_allow_cpu(void);
+/* Whether CPU devices are visible: $SGL_ATTN_XPU_ALLOW_CPU when set, else the
+ * conf option allow_cpu as the last negotiating host gave it (a probe has no
+ * host to ask).  by[by_size] (may be NULL) gets the source when they are, ""
+ * when they are not, or why a bad value counts as no. */
+#define XPU_ENV_ALLOW_CPU "SGL_ATTN_XPU_ALLOW_CPU"
+int xpu_allow_cpu(char *by, size_t by_size);
 void xpu_set_conf_allow_cpu(int v);
 /* Take / drop a reference on a visible device's shared context, queue and
  * program.  acquire creates them on first use. */
@@ -135,6 +140,9 @@ extern const char xpu_attn_cl_source[];
 /* ---------------------------------------------------------- xpu_devops.c */
 
 extern const sgl_attn_device_ops xpu_device_ops;
+
+/* -------------------------------------------------------- xpu_cl_error.c */
+
 const char *xpu_cl_error_name(int code);
 
 /* ---------------------------------------------------------- xpu_backend.c */

@@ -12,49 +12,27 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sdk_option.h"
+#include "sdk_plugin.h"
+#include "sdk_text.h"
 #include "xpu_internal.h"
 
 static const char *const aliases[] = {"intel_xpu", NULL};
 
-static int xpu_probe(uint32_t index, sgl_attn_caps *c);
-static int xpu_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps, char *why, size_t why_size);
-
-static const sgl_attn_plugin plugin = {
-    .struct_size = sizeof(sgl_attn_plugin),
-    .abi_major = SGL_ATTN_ABI_MAJOR,
-    .abi_minor = SGL_ATTN_ABI_MINOR,
-    .name = XPU_PLUGIN_NAME,
-    .version = "0.1.0",
-    .description = "paged decode/extend attention in OpenCL C (Intel GPUs; any OpenCL 1.2 device)",
-    .license = "Apache-2.0",
-    .platform = SGL_ATTN_PLATFORM_XPU,
-    .role = SGL_ATTN_ROLE_FULL,
-    .hybrid_kind = SGL_ATTN_HYBRID_NONE,
-    .aliases = aliases,
-    .probe = xpu_probe,
-    .supports_model = xpu_supports_model,
-    .create = xpu_create,
-    .device_ops = &xpu_device_ops,
-};
-
-static int truthy(const char *v) {
-    return v && (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "on"));
-}
-
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
-    int rc = sgl_attn_answer(host, answer, &plugin);
-    /* Copy the option now: the host's api table is not kept (a probe has no
-     * host argument, and a pointer could outlive the host that gave it). */
-    if (rc == SGL_ATTN_OK && host->struct_size >= sizeof(sgl_attn_host_api) && host->get_option)
-        xpu_set_conf_allow_cpu(truthy(host->get_option(host->host_ctx, XPU_PLUGIN_NAME, "allow_cpu")));
-    return rc;
+/* Visibility of CPU devices is the plugin's, not an instance's (the probe
+ * has no host): the conf option is copied when a host negotiates, and a bad
+ * value is logged through that host. */
+static void negotiated(const sgl_attn_host_api *host) {
+    char err[256] = "";
+    const sgl_sdk_opts o = {host, XPU_PLUGIN_NAME, err, sizeof err};
+    int v = 0;
+    if (sgl_sdk_opt_bool(&o, "allow_cpu", NULL, 0, &v) && host->log)
+        host->log(host->host_ctx, SGL_ATTN_LOG_WARN, XPU_PLUGIN_NAME, "%s (CPU devices stay hidden)", err);
+    xpu_set_conf_allow_cpu(v);
 }
 
 static void fill_static_caps(sgl_attn_caps *c) {
-    c->arch_major = c->arch_minor = -1;
-    c->arch_min_major = c->arch_min_minor = -1;
-    c->arch_max_major = c->arch_max_minor = -1;
+    sgl_sdk_caps_no_arch(c);
     c->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA | SGL_ATTN_KIND_CROSS;
     c->q_dtypes = c->kv_dtypes = SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
     c->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
@@ -68,15 +46,20 @@ static void fill_static_caps(sgl_attn_caps *c) {
 
 static int xpu_probe(uint32_t index, sgl_attn_caps *c) {
     fill_static_caps(c);
+    char by[160];
+    xpu_allow_cpu(by, sizeof by);
     int n = xpu_devices_visible_count();
     if (n == 0) {
         if (index > 0) return SGL_ATTN_E_NOT_FOUND;
         int cpus = xpu_devices_count(); /* only CPUs can be hidden */
+        char hint[256] = "";
+        if (cpus)
+            sgl_sdk_str(hint, sizeof hint, " (a CPU device needs SGL_ATTN_XPU_ALLOW_CPU=1 or "
+                        "plugin_options.xpu_ocl.allow_cpu%s%s)", by[0] ? "; " : "", by);
         c->available = 0;
         c->score = 0;
-        snprintf(c->reason, sizeof c->reason, "no usable OpenCL GPU%s. %s. %s",
-                 cpus ? " (a CPU device needs SGL_ATTN_XPU_ALLOW_CPU=1 or plugin_options.xpu_ocl.allow_cpu)" : "",
-                 xpu_devices_levelzero_note(), xpu_devices_summary());
+        snprintf(c->reason, sizeof c->reason, "no usable OpenCL GPU%s. %s. %s", hint, xpu_devices_levelzero_note(),
+                 xpu_devices_summary());
         snprintf(c->device_name, sizeof c->device_name, "none");
         return SGL_ATTN_OK;
     }
@@ -107,9 +90,9 @@ static int xpu_probe(uint32_t index, sgl_attn_caps *c) {
     default:
         /* A CPU device is for testing the kernels, never an automatic choice. */
         c->score = 0;
-        snprintf(c->reason, sizeof c->reason, "CPU OpenCL device on '%s', allowed by %s; not chosen automatically. %s",
-                 d->platform_name, getenv("SGL_ATTN_XPU_ALLOW_CPU") ? "SGL_ATTN_XPU_ALLOW_CPU" : "plugin_options.xpu_ocl.allow_cpu",
-                 xpu_devices_levelzero_note());
+        sgl_sdk_str(c->reason, sizeof c->reason,
+                    "CPU OpenCL device on '%s', allowed by %s; not chosen automatically. %s", d->platform_name, by,
+                    xpu_devices_levelzero_note());
         break;
     }
     return SGL_ATTN_OK;
@@ -128,3 +111,17 @@ static int xpu_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps
     }
     return SGL_ATTN_OK;
 }
+
+SGL_SDK_PLUGIN_HOOKED(plugin, negotiated,
+    .name = XPU_PLUGIN_NAME,
+    .version = "0.1.0",
+    .description = "paged decode/extend attention in OpenCL C (Intel GPUs; any OpenCL 1.2 device)",
+    .license = "Apache-2.0",
+    .platform = SGL_ATTN_PLATFORM_XPU,
+    .role = SGL_ATTN_ROLE_FULL,
+    .hybrid_kind = SGL_ATTN_HYBRID_NONE,
+    .aliases = aliases,
+    .probe = xpu_probe,
+    .supports_model = xpu_supports_model,
+    .create = xpu_create,
+    .device_ops = &xpu_device_ops)

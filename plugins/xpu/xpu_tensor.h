@@ -3,6 +3,8 @@
 #ifndef SGL_XPU_TENSOR_H
 #define SGL_XPU_TENSOR_H
 
+#include "sdk_tensor.h"
+#include "sdk_text.h"
 #include "xpu_internal.h"
 
 /* dtype codes shared with xpu_attn.cl */
@@ -25,8 +27,7 @@ typedef enum { XPU_T_FLOAT, XPU_T_INDEX, XPU_T_F32 } xpu_tclass;
 int xpu_tensor_check(const DLTensor *t, const char *what, int svm, int ndim, const int64_t *shape,
                      xpu_tclass cls, xpu_tview *v, int64_t *got, char *err, size_t err_size);
 
-/* A host (kDLCPU) index tensor of n entries; reads entry i as int64. */
+/* A host (kDLCPU) index tensor of n entries (read with sgl_sdk_index_at). */
 int xpu_host_index_check(const DLTensor *t, const char *what, int64_t n, char *err, size_t err_size);
-int64_t xpu_host_index(const DLTensor *t, int64_t i);
 
 #endif

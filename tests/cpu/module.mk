@@ -8,7 +8,7 @@ CPU_REF_TEST_NAMES := $(basename $(notdir $(wildcard tests/cpu/test_*.c)))
 CPU_REF_TESTS := $(addprefix $(TESTDIR)/,$(CPU_REF_TEST_NAMES))
 CPU_REF_TEST_FIXTURE := $(OBJDIR)/tests/cpu/cref_fixture.o
 
-$(TESTDIR)/test_cpu_ref_%: $(OBJDIR)/tests/cpu/test_cpu_ref_%.o $(CPU_REF_TEST_FIXTURE) $(CPU_REF_OBJS)
+$(TESTDIR)/test_cpu_ref_%: $(OBJDIR)/tests/cpu/test_cpu_ref_%.o $(CPU_REF_TEST_FIXTURE) $(CPU_REF_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -lm
 

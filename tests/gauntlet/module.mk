@@ -79,7 +79,7 @@ GAUNTLET_HOST_TESTS := test_validate_host test_gauntlet_load test_gauntlet_fs te
     test_gauntlet_setuid
 GAUNTLET_TESTS := $(TESTDIR)/test_validate $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%)
 
-$(TESTDIR)/test_validate: $(OBJDIR)/tests/gauntlet/test_validate.o $(GAUNTLET_FIXTURE_OBJS) $(VALIDATE_OBJS)
+$(TESTDIR)/test_validate: $(OBJDIR)/tests/gauntlet/test_validate.o $(GAUNTLET_FIXTURE_OBJS) $(VALIDATE_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) $^ -lcmocka -lm -o $@
 

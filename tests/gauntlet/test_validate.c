@@ -318,7 +318,7 @@ static int v_mode(fx *f, char *e, size_t n) {
 }
 static int v_rtt_dtype(fx *f, char *e, size_t n) {
     f->t_rtt.dtype.code = kDLFloat;
-    snprintf(e, n, "batch->req_to_token has dtype f%d; expected int32 or int64", (int)f->s.idx_bits);
+    snprintf(e, n, "batch->req_to_token has dtype float%d; expected int32 or int64", (int)f->s.idx_bits);
     return 1;
 }
 static int v_batch_struct(fx *f, char *e, size_t n) {
@@ -336,7 +336,7 @@ static int v_positions(fx *f, char *e, size_t n) {
 }
 static int v_q_dtype(fx *f, char *e, size_t n) {
     f->t_q.dtype.bits = 16;
-    snprintf(e, n, "q has dtype f16; expected f32");
+    snprintf(e, n, "q has dtype float16; expected float32");
     return 1;
 }
 static int v_q_heads(fx *f, char *e, size_t n) {
@@ -352,7 +352,7 @@ static int v_q_negative_stride(fx *f, char *e, size_t n) {
     g_strides[1] = f->s.d;
     g_strides[2] = 1;
     f->t_q.strides = g_strides;
-    snprintf(e, n, "q->strides[0] = %lld is negative", (long long)g_strides[0]);
+    snprintf(e, n, "q.strides[0] = %lld; expected >= 0", (long long)g_strides[0]);
     return 1;
 }
 static int v_out_overlap(fx *f, char *e, size_t n) {
@@ -360,13 +360,13 @@ static int v_out_overlap(fx *f, char *e, size_t n) {
     g_strides[1] = fx_range(&f->rng, 0, f->s.d - 1);
     g_strides[2] = 1;
     f->t_out.strides = g_strides;
-    snprintf(e, n, "out->strides[1] = %lld makes elements of this output overlap",
+    snprintf(e, n, "out.strides[1] = %lld makes elements of this output overlap",
              (long long)g_strides[1]);
     return 1;
 }
 static int v_q_null(fx *f, char *e, size_t n) {
     f->t_q.data = NULL;
-    snprintf(e, n, "q->data is NULL");
+    snprintf(e, n, "q.data is NULL");
     return 1;
 }
 static int v_q_device(fx *f, char *e, size_t n) {

@@ -7,7 +7,7 @@ CFLAGS_tests_hip_ := -Itests/xpu -Iplugins/hip -Iplugins/sdk -Iplugins/cuda/comm
                      -DHIP_PLUGIN_PATH='"$(abspath $(PLUGDIR))/hip_attn.so"'
 
 $(TESTDIR)/test_hip_attn: $(OBJDIR)/tests/hip/test_hip_attn.o $(OBJDIR)/plugins/hip/hip_check.o \
-                          $(OBJDIR)/tests/xpu/plugin_harness.o | $(HIP_SO)
+                          $(OBJDIR)/tests/xpu/plugin_harness.o $(SDK_LIB) | $(HIP_SO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) $^ -lcmocka -ldl -o $@
 

@@ -220,7 +220,7 @@ static void test_host_gdn_stack_computes(void **st) {
     assert_int_equal(rc, SGL_ATTN_OK);
     hyb_dims d;
     char why[256];
-    assert_int_equal(hyb_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why), SGL_ATTN_OK);
+    assert_int_equal(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_GDN, &m, HYB_STATE_DTYPES, &d, why, sizeof why), SGL_ATTN_OK);
     const int T = 4, C = d.conv_dim, HV = d.hv;
     DLDataType f32 = tu_dt(SGL_ATTN_DT_F32);
     ttensor x, av, bv, cw, al, dtb, out, si, el, pl, sl, rtt, rpi, loc;

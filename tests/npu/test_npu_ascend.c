@@ -387,6 +387,58 @@ static void test_refusals(void **state) {
     assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
 }
 
+/* The operators' workspace is sized by option workspace_mb, read by each
+ * create from create_args.host (the environment overriding it), never from
+ * what an earlier negotiation or create saw. */
+static int create_ws(const char *opt, const char *env, char *err, size_t n) {
+    sgl_attn_model m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.num_q_heads = 8;
+    m.num_kv_heads = 2;
+    m.head_dim_qk = m.head_dim_v = 128;
+    m.dtype = m.kv_dtype = SGL_ATTN_DT_F16;
+    sgl_attn_create_args ca;
+    memset(&ca, 0, sizeof ca);
+    ca.struct_size = sizeof ca;
+    ca.model = &m;
+    ca.max_reqs = 2;
+    ca.max_tokens = 8;
+    ca.max_context = 256;
+    ca.error = err;
+    ca.error_size = n;
+    ca.host = tplugin_host;
+    tp.opt_vals[0] = opt;
+    if (env) setenv("SGL_ATTN_NPU_WORKSPACE_MB", env, 1);
+    else unsetenv("SGL_ATTN_NPU_WORKSPACE_MB");
+    sgl_attn_backend *be = NULL;
+    err[0] = 0;
+    int rc = tp.p->create(&ca, &be);
+    if (be) be->ops->destroy(be);
+    tp.opt_vals[0] = "8";
+    unsetenv("SGL_ATTN_NPU_WORKSPACE_MB");
+    return rc;
+}
+
+static void test_workspace_option_read_at_create(void **state) {
+    (void)state;
+    use_fake();
+    char err[256];
+    assert_int_equal(create_ws("8", NULL, err, sizeof err), SGL_ATTN_OK);
+    bind_fake();
+    log_clear();
+    assert_int_equal(create_ws("3", NULL, err, sizeof err), SGL_ATTN_OK);
+    assert_true(find_line(0, "aclrtMalloc 3145728 ", NULL) >= 0);
+    log_clear();
+    assert_int_equal(create_ws("3", "5", err, sizeof err), SGL_ATTN_OK);
+    assert_true(find_line(0, "aclrtMalloc 5242880 ", NULL) >= 0);
+    assert_int_equal(find_line(0, "aclrtMalloc 3145728 ", NULL), -1);
+    assert_int_equal(create_ws("8", "lots", err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "environment SGL_ATTN_NPU_WORKSPACE_MB = \"lots\": expected an integer 1..16384"));
+    assert_int_equal(create_ws("0", NULL, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "plugin option npu_ascend.workspace_mb = \"0\""));
+}
+
 static void test_descriptor(void **state) {
     (void)state;
     assert_string_equal(tp.p->name, "npu_ascend");
@@ -429,6 +481,7 @@ int main(void) {
         cmocka_unit_test(test_extend_call_path),
         cmocka_unit_test(test_page_256_and_fixed_lengths),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_workspace_option_read_at_create),
     };
     return cmocka_run_group_tests_name("npu_ascend", tests, setup, teardown);
 }

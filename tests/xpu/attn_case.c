@@ -175,6 +175,7 @@ int acase_run(const sgl_attn_plugin *p, int32_t device, const acase *c, uint64_t
     ca.max_context = b.cols;
     ca.error = cerr;
     ca.error_size = sizeof cerr;
+    ca.host = tplugin_host;
     if ((r->rc = p->create(&ca, &be)) != SGL_ATTN_OK) {
         snprintf(r->err, sizeof r->err, "%s", cerr);
         r->stage = 1;

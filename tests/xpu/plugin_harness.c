@@ -44,7 +44,20 @@ static int negotiate(tplugin *tp) {
     return 0;
 }
 
+const sgl_attn_host_api *tplugin_host;
+
 int tplugin_open(tplugin *tp, const char *path, char *err, size_t err_size) {
+    tp->create_host = (sgl_attn_host_api){
+        .struct_size = sizeof(sgl_attn_host_api),
+        .abi_major = SGL_ATTN_ABI_MAJOR,
+        .abi_minor_min = 0,
+        .abi_minor_max = SGL_ATTN_ABI_MINOR,
+        .host_version = "test",
+        .host_ctx = tp,
+        .log = host_log,
+        .get_option = get_option,
+    };
+    tplugin_host = &tp->create_host;
     tp->so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!tp->so) {
         snprintf(err, err_size, "dlopen %s: %s", path, dlerror());

@@ -14,7 +14,12 @@ typedef struct tplugin {
     /* options the stand-in host answers: key=value pairs for this plugin */
     const char *opt_keys[8];
     const char *opt_vals[8];
+    sgl_attn_host_api create_host; /* what tests pass as create_args.host */
 } tplugin;
+
+/* The host API of the last tplugin opened, for create_args.host (its
+ * get_option answers from that tplugin's opt_* at the time of the call). */
+extern const sgl_attn_host_api *tplugin_host;
 
 /* dlopen `path`, negotiate with a host API whose get_option answers from
  * tp->opt_*.  Returns 0 or -1 with err set. */

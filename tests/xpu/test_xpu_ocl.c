@@ -293,6 +293,19 @@ static void test_bad_indices_checked_mode(void **state) {
     assert_int_equal(r.stage, 3);
     assert_non_null(strstr(r.err, "KV pool"));
     unsetenv("SGL_ATTN_XPU_CHECK");
+    /* The conf option, read by create through create_args.host. */
+    tp.opt_keys[0] = "check";
+    tp.opt_vals[0] = "true";
+    c.name = "bad_row_checked_by_option";
+    assert_int_not_equal(acase_run(tp.p, 0, &c, 1, bad_row, NULL, &r), 0);
+    assert_int_equal(r.stage, 2);
+    tp.opt_vals[0] = "sometimes";
+    c.name = "check_option_refused";
+    assert_int_not_equal(acase_run(tp.p, 0, &c, 1, NULL, NULL, &r), 0);
+    assert_int_equal(r.stage, 1);
+    assert_non_null(strstr(r.err, "plugin option xpu_ocl.check = \"sometimes\""));
+    tp.opt_keys[0] = NULL;
+    tp.opt_vals[0] = NULL;
 }
 
 static int bad_seq_host(ref_batch *b, int64_t *rpi, void *ctx) {
@@ -365,12 +378,12 @@ static void test_bad_tensors(void **state) {
     bt.req_pool_indices = &rpi.t;
     bt.seq_lens = &sl.t;
     assert_int_equal(be->ops->init_forward_metadata(be, &bt), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(be->ops->last_error(be), "batch.req_to_token is a host tensor"));
+    assert_non_null(strstr(be->ops->last_error(be), "batch.req_to_token is in host memory"));
     dtensor_free(&r2t);
     assert_int_equal(dtensor_put(&r2t, ops, 0, dl_int(32), 2, sh2, host_r2t, 0, 0), 0);
     bt.seq_lens = &badsl.t;
     assert_int_equal(be->ops->init_forward_metadata(be, &bt), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(be->ops->last_error(be), "batch.seq_lens has shape [3], expected [4]"));
+    assert_non_null(strstr(be->ops->last_error(be), "batch.seq_lens has shape [3]; expected [4]"));
     bt.seq_lens = &fl.t;
     assert_int_equal(be->ops->init_forward_metadata(be, &bt), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(be->ops->last_error(be), "expected int32 or int64"));

@@ -1,0 +1,232 @@
+/* sdk_linear.c - see sdk_linear.h. */
+#include "sdk_linear.h"
+
+#include <string.h>
+
+#include "sdk_text.h"
+
+const char *sgl_sdk_lin_kind_name(int kind) {
+    static const char *const names[] = {"none", "gdn", "mamba2", "short_conv", "kda", "lightning",
+                                        "minimax_sparse", "custom"};
+    return kind >= 0 && kind < SGL_ATTN_HYBRID_COUNT_ ? names[kind] : "unknown";
+}
+
+int sgl_sdk_lin_layer_is_own(int kind, const sgl_attn_model *m, int layer) {
+    if (layer < 0 || layer >= m->num_layers) return 0;
+    if (kind == SGL_ATTN_HYBRID_MINIMAX_SPARSE) return sgl_attn_model_layer_is_sparse(m, layer);
+    return !sgl_attn_model_layer_is_full(m, layer);
+}
+
+static int need(int ok, char *why, size_t n, const char *field, int32_t value, const char *want) {
+    if (!ok) sgl_sdk_str(why, n, "model field %s = %d; expected %s", field, (int)value, want);
+    return ok;
+}
+
+#define NEED(cond, field, want)                                                                                \
+    do {                                                                                                       \
+        if (!need((cond), why, n, #field, m->field, (want))) return SGL_ATTN_E_UNSUPPORTED;                   \
+    } while (0)
+
+static int state_dtype(const sgl_attn_model *m, uint32_t accepted, sgl_sdk_lin_dims *d, char *why, size_t n) {
+    const uint32_t dt = m->lin_state_dtype ? m->lin_state_dtype : SGL_ATTN_DT_F32;
+    const int single = dt && !(dt & (dt - 1));
+    if (!single || !(dt & accepted)) {
+        char want[96];
+        sgl_sdk_dtype_set_name(accepted, want, sizeof want);
+        sgl_sdk_str(why, n, "model field lin_state_dtype = 0x%x; this wrapper keeps %s state",
+                    (unsigned)m->lin_state_dtype, want);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    d->state_dt = dt;
+    d->esz = dt == SGL_ATTN_DT_F64 ? 8 : dt == SGL_ATTN_DT_F32 ? 4 : 2;
+    return SGL_ATTN_OK;
+}
+
+int sgl_sdk_lin_dims_of(int kind, const sgl_attn_model *m, uint32_t state_dtypes, sgl_sdk_lin_dims *d, char *why,
+                        size_t n) {
+    memset(d, 0, sizeof *d);
+    d->kind = kind;
+    if (!m) {
+        sgl_sdk_str(why, n, "no model");
+        return SGL_ATTN_E_INVALID;
+    }
+    NEED(m->num_layers >= 1 && m->num_layers <= SGL_ATTN_MAX_LAYERS, num_layers, "1..1024");
+    if (m->hybrid_kind != (uint32_t)kind) {
+        sgl_sdk_str(why, n, "model '%s' (model_type %s) has hybrid kind %s; this wrapper computes %s", m->name,
+                    m->model_type, sgl_sdk_lin_kind_name((int)m->hybrid_kind), sgl_sdk_lin_kind_name(kind));
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    switch (kind) {
+    case SGL_ATTN_HYBRID_GDN:
+    case SGL_ATTN_HYBRID_KDA:
+    case SGL_ATTN_HYBRID_MAMBA2:
+        NEED(m->lin_num_k_heads >= 1, lin_num_k_heads, ">= 1");
+        NEED(m->lin_num_v_heads >= 1 && m->lin_num_v_heads % m->lin_num_k_heads == 0, lin_num_v_heads,
+             "a positive multiple of lin_num_k_heads");
+        NEED(m->lin_head_k_dim >= 1 && m->lin_head_k_dim <= SGL_SDK_LIN_DIM_MAX, lin_head_k_dim, "1..1024");
+        NEED(m->lin_head_v_dim >= 1 && m->lin_head_v_dim <= SGL_SDK_LIN_DIM_MAX, lin_head_v_dim, "1..1024");
+        NEED(m->lin_conv_kernel >= 1 && m->lin_conv_kernel <= SGL_SDK_LIN_CONV_W_MAX, lin_conv_kernel, "1..8");
+        d->hk = m->lin_num_k_heads;
+        d->hv = m->lin_num_v_heads;
+        d->dk = m->lin_head_k_dim;
+        d->dv = m->lin_head_v_dim;
+        d->conv_w = m->lin_conv_kernel;
+        /* gdn/kda: q, k (HK * K each) and v (HV * V); mamba2: x (H * P), B and C (G * N each) */
+        d->conv_dim = 2 * d->hk * d->dk + d->hv * d->dv;
+        d->ssm_elems = (int64_t)d->hv * d->dv * d->dk;
+        break;
+    case SGL_ATTN_HYBRID_SHORT_CONV:
+        NEED(m->lin_hidden >= 1 && m->lin_hidden <= 65536, lin_hidden, "1..65536");
+        NEED(m->lin_conv_kernel >= 1 && m->lin_conv_kernel <= SGL_SDK_LIN_CONV_W_MAX, lin_conv_kernel, "1..8");
+        d->conv_dim = m->lin_hidden;
+        d->conv_w = m->lin_conv_kernel;
+        break;
+    case SGL_ATTN_HYBRID_LIGHTNING:
+        NEED(m->lin_num_v_heads >= 1, lin_num_v_heads, ">= 1");
+        NEED(m->lin_head_k_dim >= 1 && m->lin_head_k_dim <= SGL_SDK_LIN_DIM_MAX, lin_head_k_dim, "1..1024");
+        NEED(m->lin_head_v_dim >= 0 && m->lin_head_v_dim <= SGL_SDK_LIN_DIM_MAX, lin_head_v_dim,
+             "0..1024 (0: same as lin_head_k_dim)");
+        d->hv = d->hk = m->lin_num_v_heads;
+        d->dk = m->lin_head_k_dim;
+        d->dv = m->lin_head_v_dim ? m->lin_head_v_dim : m->lin_head_k_dim;
+        d->ssm_elems = (int64_t)d->hv * d->dv * d->dk;
+        break;
+    case SGL_ATTN_HYBRID_MINIMAX_SPARSE:
+        NEED(m->sparse_block_size >= 1 && m->sparse_block_size <= 65536, sparse_block_size, "1..65536");
+        NEED(m->sparse_topk_blocks >= 1, sparse_topk_blocks, ">= 1");
+        NEED(!m->is_mla, is_mla, "0 (the sparse layers read an MHA/GQA pool)");
+        NEED(m->num_kv_heads >= 1 && m->num_q_heads % m->num_kv_heads == 0, num_kv_heads,
+             "a divisor of num_q_heads");
+        NEED(m->head_dim_qk >= 1 && m->head_dim_qk <= SGL_SDK_LIN_DIM_MAX, head_dim_qk, "1..1024");
+        NEED(m->head_dim_v >= 1 && m->head_dim_v <= SGL_SDK_LIN_DIM_MAX, head_dim_v, "1..1024");
+        NEED(m->logit_softcap == 0, logit_softcap, "0 (sparse layers have no soft-cap)");
+        NEED(!m->has_sinks, has_sinks, "0 (sparse layers have no sinks)");
+        d->block = m->sparse_block_size;
+        d->topk = m->sparse_topk_blocks;
+        d->init_blocks = 1;  /* MiniMax: sparse_init_block / _tokens; not in the model struct */
+        d->local_blocks = 1; /* the query's own block */
+        break;
+    default:
+        sgl_sdk_str(why, n, "hybrid kind %d (%s) has no linear-attention shapes", kind, sgl_sdk_lin_kind_name(kind));
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    int rc = state_dtype(m, state_dtypes, d, why, n);
+    if (rc) return rc;
+    d->stateful = kind != SGL_ATTN_HYBRID_MINIMAX_SPARSE;
+    d->gsz = d->hk > 0 ? d->hv / d->hk : 1;
+    d->gc = kind == SGL_ATTN_HYBRID_KDA ? d->dk : 1;
+    d->x_dim = kind == SGL_ATTN_HYBRID_SHORT_CONV ? 3 * d->conv_dim : d->conv_dim;
+    d->conv_elems = d->conv_w > 0 ? (int64_t)d->conv_dim * (d->conv_w - 1) : 0;
+    for (int l = 0; l < m->num_layers; l++) d->n_lin += sgl_sdk_lin_layer_is_own(kind, m, l);
+    return SGL_ATTN_OK;
+}
+
+int sgl_sdk_lin_supports(int kind, const sgl_attn_model *m, uint32_t state_dtypes, char *why, size_t n) {
+    if (m && kind == SGL_ATTN_HYBRID_GDN && m->is_mla) {
+        sgl_sdk_str(why, n, "hybrid_gdn can only be used with non-MLA models.");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    sgl_sdk_lin_dims d;
+    return sgl_sdk_lin_dims_of(kind, m, state_dtypes, &d, why, n);
+}
+
+uint64_t sgl_sdk_lin_state_bytes(int kind, const sgl_attn_model *m, uint32_t state_dtypes) {
+    sgl_sdk_lin_dims d;
+    char why[8];
+    if (sgl_sdk_lin_dims_of(kind, m, state_dtypes, &d, why, sizeof why) != SGL_ATTN_OK || !d.stateful) return 0;
+    return (uint64_t)d.n_lin * (uint64_t)(d.conv_elems + d.ssm_elems) * (uint64_t)d.esz;
+}
+
+/* One input: its tensor, name and the shape it must have. */
+typedef struct lin_input {
+    const DLTensor *t;
+    const char *name;
+    int ndim;
+    int64_t s0, s1, s2;
+    int optional;
+} lin_input;
+
+static int inputs_of(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io,
+                     int64_t T, lin_input *in) {
+    const int64_t C = d->conv_dim, W = d->conv_w, HV = d->hv, K = d->dk, V = d->dv;
+    const DLTensor *out = io->out ? io->out : a->out;
+    const int gdn = d->kind == SGL_ATTN_HYBRID_GDN;
+    int k = 0;
+    if (W > 0) {
+        in[k++] = (lin_input){io->x, "linear.x", 2, T, d->x_dim, 0, 0};
+        in[k++] = (lin_input){io->conv_weight, "linear.conv_weight", 2, C, W, 0, 0};
+        in[k++] = (lin_input){io->conv_bias, "linear.conv_bias", 1, C, 0, 0, 1};
+    }
+    switch (d->kind) {
+    case SGL_ATTN_HYBRID_GDN:
+    case SGL_ATTN_HYBRID_KDA:
+        in[k++] = (lin_input){io->a, gdn ? "linear.a" : "linear.a (gate)", 2, T, gdn ? HV : HV * K, 0, 0};
+        in[k++] = (lin_input){io->b, "linear.b", 2, T, HV, 0, 0};
+        in[k++] = (lin_input){io->A_log, "linear.A_log", 1, HV, 0, 0, 0};
+        in[k++] = (lin_input){io->dt_bias, "linear.dt_bias", 1, gdn ? HV : HV * K, 0, 0, 0};
+        in[k++] = (lin_input){out, "linear.out", 3, T, HV, V, 0};
+        break;
+    case SGL_ATTN_HYBRID_MAMBA2:
+        in[k++] = (lin_input){io->a, "linear.a (dt)", 2, T, HV, 0, 0};
+        in[k++] = (lin_input){io->A_log, "linear.A_log", 1, HV, 0, 0, 0};
+        in[k++] = (lin_input){io->dt_bias, "linear.dt_bias", 1, HV, 0, 0, 0};
+        in[k++] = (lin_input){io->D, "linear.D", 1, HV, 0, 0, 1};
+        in[k++] = (lin_input){out, "linear.out", 3, T, HV, V, 0};
+        break;
+    case SGL_ATTN_HYBRID_SHORT_CONV:
+        in[k++] = (lin_input){out, "linear.out", 2, T, C, 0, 0};
+        break;
+    case SGL_ATTN_HYBRID_LIGHTNING:
+        in[k++] = (lin_input){a->q, "q", 3, T, HV, K, 0};
+        in[k++] = (lin_input){a->k, "k", 3, T, HV, K, 0};
+        in[k++] = (lin_input){a->v, "v", 3, T, HV, V, 0};
+        in[k++] = (lin_input){io->decay, "linear.decay", 1, HV, 0, 0, 0};
+        in[k++] = (lin_input){out, "linear.out", 3, T, HV, V, 0};
+        break;
+    default:
+        return -1;
+    }
+    return k;
+}
+
+int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io,
+                         int64_t T, const sgl_sdk_tensor_spec *base, const char *prefix, char *err, size_t n) {
+    if (!io) {
+        sgl_sdk_str(err, n, "%sa linear-attention layer (not in the model's full-attention set) but forward args "
+                            "carry no linear inputs (args->linear is NULL)", prefix);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (io->struct_size < sizeof *io) {
+        sgl_sdk_str(err, n, "%slinear.struct_size = %u; expected >= %zu (ABI 1.0)", prefix, io->struct_size,
+                    sizeof *io);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (io->kind != d->kind) {
+        sgl_sdk_str(err, n, "%slinear->kind = %d; expected %d (%s)", prefix, io->kind, d->kind,
+                    sgl_sdk_lin_kind_name(d->kind));
+        return SGL_ATTN_E_INVALID;
+    }
+    lin_input in[12];
+    const int count = inputs_of(d, a, io, T, in);
+    if (count < 0) {
+        sgl_sdk_str(err, n, "%skind %d (%s) has no linear inputs here", prefix, d->kind,
+                    sgl_sdk_lin_kind_name(d->kind));
+        return SGL_ATTN_E_INTERNAL;
+    }
+    for (int i = 0; i < count; i++) {
+        if (!in[i].t && in[i].optional) continue;
+        char name[160];
+        sgl_sdk_str(name, sizeof name, "%s%s", prefix, in[i].name);
+        sgl_sdk_tensor_spec s = *base;
+        s.name = name;
+        s.meaning = NULL;
+        s.ndim = in[i].ndim;
+        s.shape[0] = in[i].s0;
+        s.shape[1] = in[i].s1;
+        s.shape[2] = in[i].s2;
+        s.shape[3] = 0;
+        int rc = sgl_sdk_check_tensor(in[i].t, &s, err, n);
+        if (rc) return rc;
+    }
+    return SGL_ATTN_OK;
+}

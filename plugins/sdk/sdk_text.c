@@ -1,0 +1,88 @@
+/* sdk_text.c - see sdk_text.h. */
+#include "sdk_text.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+void sgl_sdk_str(char *dst, size_t n, const char *fmt, ...) {
+    if (!dst || !n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}
+
+void sgl_sdk_append(char *dst, size_t n, const char *fmt, ...) {
+    if (!dst || !n) return;
+    size_t used = strnlen(dst, n);
+    if (used + 1 >= n) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst + used, n - used, fmt, ap);
+    va_end(ap);
+}
+
+int sgl_sdk_create_fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...) {
+    if (!a || !a->error || !a->error_size) return rc;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->error, a->error_size, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+const char *sgl_sdk_dtype_name(DLDataType t, char buf[SGL_SDK_NAME_MAX]) {
+    switch (sgl_attn_dtype_bit(t)) {
+    case SGL_ATTN_DT_F32: return "float32";
+    case SGL_ATTN_DT_F16: return "float16";
+    case SGL_ATTN_DT_BF16: return "bfloat16";
+    case SGL_ATTN_DT_F64: return "float64";
+    case SGL_ATTN_DT_FP8_E4M3: return "float8_e4m3";
+    default: break;
+    }
+    if (t.code == kDLInt && t.lanes == 1 && t.bits == 32) return "int32";
+    if (t.code == kDLInt && t.lanes == 1 && t.bits == 64) return "int64";
+    snprintf(buf, SGL_SDK_NAME_MAX, "(code %u, bits %u, lanes %u)", (unsigned)t.code, (unsigned)t.bits,
+             (unsigned)t.lanes);
+    return buf;
+}
+
+void sgl_sdk_dtype_set_name(uint32_t set, char *dst, size_t n) {
+    static const char *const names[] = {"float32", "float16", "bfloat16", "float64", "float8_e4m3"};
+    const unsigned count = sizeof names / sizeof names[0];
+    unsigned total = 0, done = 0;
+    for (unsigned i = 0; i < count; i++) total += (set >> i) & 1u;
+    sgl_sdk_str(dst, n, "%s", total ? "" : "(none)");
+    for (unsigned i = 0; i < count; i++) {
+        if (!(set & (1u << i))) continue;
+        done++;
+        sgl_sdk_append(dst, n, "%s%s", done == 1 ? "" : done == total ? " or " : ", ", names[i]);
+    }
+}
+
+const char *sgl_sdk_device_name(int32_t device_type) {
+    switch (device_type) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda";
+    case kDLCUDAHost: return "cuda_host";
+    case kDLOpenCL: return "opencl";
+    case kDLVulkan: return "vulkan";
+    case kDLMetal: return "metal";
+    case kDLVPI: return "vpi";
+    case kDLROCM: return "rocm";
+    case kDLROCMHost: return "rocm_host";
+    case kDLExtDev: return "ext_dev";
+    case kDLCUDAManaged: return "cuda_managed";
+    default: return "unknown";
+    }
+}
+
+void sgl_sdk_shape_str(char *dst, size_t n, int ndim, const int64_t *shape) {
+    sgl_sdk_str(dst, n, "[");
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0) sgl_sdk_append(dst, n, "%s*", i ? ", " : "");
+        else sgl_sdk_append(dst, n, "%s%lld", i ? ", " : "", (long long)shape[i]);
+    }
+    sgl_sdk_append(dst, n, "]");
+}
