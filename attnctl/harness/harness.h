@@ -7,9 +7,8 @@
  * with its float64 reference.  The harness core gives every family the same
  * tools: cases, random numbers, dtypes, tensors staged on the plugin's device
  * with sentinels, NMSE, backend creation and the timing loop.  Families live
- * in their own files and are listed in harness_families (registry.c); the
- * linear-attention families are picked up through weak symbols, so adding one
- * needs no edit here.
+ * in their own files and are listed by registry.c; the linear-attention
+ * kinds are rows of one table (linear_kinds.c) run by one engine.
  */
 #ifndef ATTNCTL_HARNESS_H
 #define ATTNCTL_HARNESS_H
@@ -258,11 +257,15 @@ typedef struct hbench {
     double bytes;   /* per call, the fewest bytes moved */
 } hbench;
 
-typedef struct harness_family {
+/* A family's callbacks receive the family itself, so one engine can serve
+ * several families that differ only in data (linear_kinds.c). */
+typedef struct harness_family harness_family;
+struct harness_family {
     const char *name;               /* "full", "gdn" */
     const char *const *modes;       /* case MODEs it owns, NULL-terminated */
-    /* 1 if `check` with no --plugin should run this family on this plugin */
-    int (*applies)(const sgl_attn_plugin_info *info, const sgl_attn_caps *caps);
+    /* 1 if `check` with no --plugin should run this family on a plugin with
+     * this descriptor and caps */
+    int (*applies)(const harness_family *f, const sgl_attn_plugin_info *info, const sgl_attn_caps *caps);
     /* The conformance matrix, NULL-terminated case strings: the full one and
      * the --quick one. */
     const char *const *matrix;
@@ -270,33 +273,34 @@ typedef struct harness_family {
     /* Default cases of `attnctl bench` when none is given. */
     const char *const *bench_cases;
     /* Check one case against the float64 reference; fills r. */
-    void (*check)(const htarget *t, const hcase *c, uint64_t seed, hresult *r);
+    void (*check)(const harness_family *f, const htarget *t, const hcase *c, uint64_t seed, hresult *r);
     /* Prepare a bench of one case (inputs staged once, backend created,
-     * metadata initialised).  Returns 0, or -1 with r set. */
-    int (*bench_prepare)(const htarget *t, const hcase *c, uint64_t seed, hbench *b, hresult *r);
-} harness_family;
+     * metadata initialised).  Returns 0, or -1 with r set.  NULL: no bench. */
+    int (*bench_prepare)(const harness_family *f, const htarget *t, const hcase *c, uint64_t seed, hbench *b,
+                         hresult *r);
+};
 
-/* Linear-attention families (attnctl/harness/linear_*.c define these). */
+/* The families (registry.c lists them in this order): the full-attention one
+ * (full_family.c), then the linear-attention kinds, one row each of the table
+ * in linear_kinds.c (NULL-terminated), then any others. */
 #if defined(__GNUC__)
 #define HARNESS_WEAK __attribute__((weak))
 #else
 #define HARNESS_WEAK
 #endif
 extern const harness_family harness_family_full;
-extern const harness_family harness_family_gdn HARNESS_WEAK;
-extern const harness_family harness_family_mamba2 HARNESS_WEAK;
-extern const harness_family harness_family_short_conv HARNESS_WEAK;
-extern const harness_family harness_family_kda HARNESS_WEAK;
-extern const harness_family harness_family_lightning HARNESS_WEAK;
-extern const harness_family harness_family_minimax_sparse HARNESS_WEAK;
+extern const harness_family *const harness_families_linear[];
 /* Any other family: define this NULL-terminated list in one file of yours. */
 extern const harness_family *const harness_families_extra[] HARNESS_WEAK;
 
-/* Every family linked in, in a fixed order (NULL entries skipped). */
+/* Every family linked in, in a fixed order. */
 size_t harness_family_count(void);
 const harness_family *harness_family_at(size_t i);
 /* The family that owns `mode`, or NULL. */
 const harness_family *harness_family_for_mode(const char *mode);
+/* Does family f judge target t?  A layer over a backend is judged as that
+ * backend. */
+int harness_family_applies(const harness_family *f, const htarget *t);
 
 /* ------------------------------------------------------------ timing (timing.c) */
 
