@@ -41,7 +41,7 @@ static void json_out(const htarget *t, const brow *rows, int n, double min_time,
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
     const char *commit = getenv("SGL_ATTN_COMMIT");
     printf("{\"tool\": \"attnctl bench\", \"version\": \"%s\", \"plugin\": ", SGL_ATTN_VERSION);
-    attnctl_json_str(stdout, t->label);
+    attnctl_json_str(stdout, htarget_stack_label(t));
     printf(", \"device\": ");
     attnctl_json_str(stdout, t->caps.device_name);
     printf(", \"arch\": ");

@@ -75,6 +75,7 @@ static int run_family(const opts *o, const harness_family *f, const htarget *t, 
             hresult_error(&w->r, "mode '%s' does not belong to the %s family", c.mode, f->name);
         } else {
             f->check(f, t, &c, hrng_case_seed(o->seed, c.text), &w->r);
+            snprintf(w->target, sizeof w->target, "%s", htarget_stack_label(t));
         }
         const hresult *r = &w->r;
         FILE *tf = out_text(o);
@@ -238,7 +239,8 @@ int cmd_check(int argc, char **argv) {
             const harness_family *f = harness_family_at(fi);
             if (!harness_family_applies(f, &t)) continue;
             if (!any && !o.list)
-                fprintf(out_text(&o), "%s on %s (%s)\n", t.label, t.caps.device_name, t.caps.arch_name);
+                fprintf(out_text(&o), "%s on %s (%s)%s\n", t.label, t.caps.device_name, t.caps.arch_name,
+                        t.selected ? ", over the stack the host selects for each case" : "");
             any = 1;
             if (o.n_cases) { /* explicit cases go to the family of their mode */
                 const char *mine[64];

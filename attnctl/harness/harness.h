@@ -210,31 +210,51 @@ double hthreshold(hdtype t);
 
 /* ------------------------------------------------------------ targets (target.c) */
 
-/* The plugin (stack) under test on one device. */
+/* The plugin (stack) under test on one device.
+ *
+ * "a/b/c" names an explicit stack, outermost first, ending with a
+ * full-attention plugin; the host builds it (sgl_attn_create_stack).  A
+ * full-attention plugin named alone is a stack of one.  A hybrid wrapper or
+ * a layer named alone is stacked by the host: each case's backend comes from
+ * sgl_attn_select with the plugin as backend, the case's model and the
+ * platform the target stages on, so which inner it runs over follows the
+ * host's rules.  Tensors are staged on the plugin's own platform and device
+ * (host memory for one that runs anywhere, such as a layer). */
+typedef struct htarget_last {
+    char label[160]; /* the stack the last case ran on, "" before one or when refused */
+} htarget_last;
+
 typedef struct htarget {
     sgl_attn_host *host;
-    const char *names[4];      /* stack outermost first; a wrapper/layer named
-                                * alone gets cpu_ref as its inner */
+    const char *names[4];      /* explicit stack, outermost first; one name when selected */
     size_t n_names;
     char name_buf[4][SGL_ATTN_NAME_MAX + 1];
-    char label[160];           /* "cuda_mha", "validate/cpu_ref" */
-    long plugin_index;         /* the innermost plugin (whose device we stage on) */
+    char label[160];           /* "cuda_mha", "validate/cpu_ref"; selected: the named plugin */
+    long plugin_index;         /* the plugin whose device ops stage the tensors */
     sgl_attn_plugin_info info; /* outermost plugin */
-    sgl_attn_plugin_info inner_info;
-    sgl_attn_caps caps;        /* the innermost plugin's caps on `device` */
+    sgl_attn_plugin_info inner_info; /* innermost full-attention plugin; a wrapper
+                                * named alone: the wrapper (its inner is per case) */
+    sgl_attn_caps caps;        /* caps of inner_info's plugin on `device` */
     uint32_t device;
     hdev dev;
+    int selected;              /* the stack is the host's selection per case */
+    int32_t platform;          /* the platform staged on (the selection's restriction) */
+    htarget_last *last;        /* selected: what the last case ran on (owned) */
     /* attnctl run: an already-created backend; NULL = families create one */
     sgl_attn_backend *fixed;
 } htarget;
 
 /* Resolve `spec` ("name" or "a/b/c") on `host`: -1 with err when a name is
- * unknown or not loaded. */
+ * unknown or not loaded, or the host has no stack for it. */
 int htarget_open(htarget *t, sgl_attn_host *host, const char *spec, uint32_t device, char *err,
                  size_t err_size);
 void htarget_close(htarget *t);
+/* The stack a case ran on: the last selection for a selected target, else
+ * the label. */
+const char *htarget_stack_label(const htarget *t);
 /* Create the stack for model m (t->fixed when set).  Returns SGL_ATTN_OK, or
- * sets r (unsupported when the plugin refused the model, else fail). */
+ * sets r: unsupported when the host or a plugin refused the model (with
+ * their reason), else fail. */
 int htarget_create(const htarget *t, const sgl_attn_model *m, const sgl_attn_create_options *o,
                    sgl_attn_backend **b, hresult *r);
 void htarget_destroy(const htarget *t, sgl_attn_backend *b);

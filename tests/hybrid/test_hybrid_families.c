@@ -67,7 +67,8 @@ static void test_short_conv(void **st) { run_matrix(*st, "short_conv"); }
 static void test_lightning(void **st) { run_matrix(*st, "lightning"); }
 static void test_minimax_sparse(void **st) { run_matrix(*st, "minimax_sparse"); }
 
-/* the gdn family on the kda wrapper: refused (not a silent pass) */
+/* the gdn family on the kda wrapper: refused by the host's selection with
+ * its reason (not a silent pass) */
 static void test_wrong_wrapper(void **st) {
     htarget t;
     char err[512];
@@ -78,7 +79,10 @@ static void test_wrong_wrapper(void **st) {
     hresult_init(&r);
     const harness_family *gdn = family("gdn"), *kda = family("kda");
     gdn->check(gdn, &t, &c, 1, &r);
-    assert_int_not_equal(r.verdict, HV_PASS);
+    /* the host's selection refuses the pairing, and says why */
+    assert_int_equal(r.verdict, HV_UNSUPPORTED);
+    if (!strstr(r.message, "cannot use kda: serves kda; the model's linear layers are gdn"))
+        fail_msg("message: %s", r.message);
     assert_false(harness_family_applies(gdn, &t));
     assert_true(harness_family_applies(kda, &t));
     htarget_close(&t);
