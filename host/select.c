@@ -424,6 +424,7 @@ static long pick_layer(const sel_ctx *cx, int platform, sgl_attn_selection *out,
 }
 
 static int emit_wrappers(const sel_ctx *cx, int platform, uint32_t device, long taken, sgl_attn_selection *out) {
+    const int named = cx->outer_role == SGL_ATTN_ROLE_HYBRID;
     for (size_t i = 0; i < cx->in->n_cands; i++) {
         const sel_candidate *w = &cx->in->cands[i];
         if (sel_cand_role(w) != SGL_ATTN_ROLE_HYBRID) continue;
@@ -434,9 +435,9 @@ static int emit_wrappers(const sel_ctx *cx, int platform, uint32_t device, long 
             eval e;
             sel_eval_wrapper(cx, w, platform, device, &e);
             if ((long)i == taken)
-                rc = add_verdict(out, w, "wrapper", 1, e.score, cx->outer ? "asked" : "hybrid",
-                                 cx->outer ? "asked for by name; wraps the full-attention plugin"
-                                           : "wraps the full-attention plugin");
+                rc = add_verdict(out, w, "wrapper", 1, e.score, named ? "asked" : "hybrid",
+                                 named ? "asked for by name; wraps the full-attention plugin"
+                                       : "wraps the full-attention plugin");
             else if (e.pass) rc = add_verdict(out, w, "wrapper", 0, e.score, "ranked-lower", "passes; a higher score came first");
             else rc = add_verdict(out, w, "wrapper", 0, e.score, e.rule, e.message);
         }

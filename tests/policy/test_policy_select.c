@@ -523,6 +523,7 @@ static void test_named_layer(void **state) {
     expect_stack(w, "victim/cpu_ref");
     assert_int_equal(pt_select_name(w, &m, "victim", CPU), SGL_ATTN_OK);
     expect_stack(w, "victim/gdn/cpu_ref");
+    assert_string_equal(pt_verdict(w, "gdn", "wrapper")->rule, "hybrid");
     victim->info.status = SGL_ATTN_PLUGIN_UNAVAILABLE;
     snprintf(victim->info.reason, sizeof victim->info.reason, "no victim today");
     assert_int_equal(pt_select_name(w, &llama, "victim", 0), SGL_ATTN_E_UNSUPPORTED);
