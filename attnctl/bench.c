@@ -41,7 +41,7 @@ static void json_out(const htarget *t, const brow *rows, int n, double min_time,
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
     const char *commit = getenv("SGL_ATTN_COMMIT");
     printf("{\"tool\": \"attnctl bench\", \"version\": \"%s\", \"plugin\": ", SGL_ATTN_VERSION);
-    attnctl_json_str(stdout, t->label);
+    attnctl_json_str(stdout, htarget_stack_label(t));
     printf(", \"device\": ");
     attnctl_json_str(stdout, t->caps.device_name);
     printf(", \"arch\": ");
@@ -131,9 +131,7 @@ int cmd_bench(int argc, char **argv) {
     const int explicit_cases = n_cases > 0;
     for (size_t fi = 0; !explicit_cases && fi < harness_family_count(); fi++) {
         const harness_family *f = harness_family_at(fi);
-        if (!f->applies(&t.info, &t.caps) &&
-            !(t.info.role == SGL_ATTN_ROLE_LAYER && f->applies(&t.inner_info, &t.caps)))
-            continue;
+        if (!harness_family_applies(f, &t)) continue;
         for (const char *const *c = f->bench_cases; c && *c && n_cases < 64; c++) cases[n_cases++] = *c;
     }
     brow *rows = calloc((size_t)(n_cases ? n_cases : 1), sizeof *rows);
@@ -154,7 +152,7 @@ int cmd_bench(int argc, char **argv) {
             hresult_error(&w->r, "%s", err);
         } else if (!(f = harness_family_for_mode(c.mode)) || !f->bench_prepare) {
             hresult_error(&w->r, "no family benches mode '%s'", c.mode);
-        } else if (f->bench_prepare(&t, &c, hrng_case_seed(seed, c.text), &hb, &w->r) == 0) {
+        } else if (f->bench_prepare(f, &t, &c, hrng_case_seed(seed, c.text), &hb, &w->r) == 0) {
             if (hbench_time(&hb, &t.dev, min_time, &w->st, err, sizeof err)) hresult_fail(&w->r, "%s", err);
             else w->ok = 1;
             w->flops = hb.flops;

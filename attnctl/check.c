@@ -38,12 +38,6 @@ static void usage(FILE *f) {
                "Runs the conformance matrix against cpu_ref's float64 reference (docs/harness.md).\n");
 }
 
-static int family_applies(const harness_family *f, const htarget *t) {
-    if (f->applies(&t->info, &t->caps)) return 1;
-    /* a layer (validation) over a backend is judged as that backend */
-    return t->info.role == SGL_ATTN_ROLE_LAYER && f->applies(&t->inner_info, &t->caps);
-}
-
 typedef struct opts {
     const char *plugin, *filter;
     const char *cases[64];
@@ -80,7 +74,8 @@ static int run_family(const opts *o, const harness_family *f, const htarget *t, 
         } else if (harness_family_for_mode(c.mode) != f) {
             hresult_error(&w->r, "mode '%s' does not belong to the %s family", c.mode, f->name);
         } else {
-            f->check(t, &c, hrng_case_seed(o->seed, c.text), &w->r);
+            f->check(f, t, &c, hrng_case_seed(o->seed, c.text), &w->r);
+            snprintf(w->target, sizeof w->target, "%s", htarget_stack_label(t));
         }
         const hresult *r = &w->r;
         FILE *tf = out_text(o);
@@ -242,9 +237,10 @@ int cmd_check(int argc, char **argv) {
         int any = 0;
         for (size_t fi = 0; fi < harness_family_count(); fi++) {
             const harness_family *f = harness_family_at(fi);
-            if (!family_applies(f, &t)) continue;
+            if (!harness_family_applies(f, &t)) continue;
             if (!any && !o.list)
-                fprintf(out_text(&o), "%s on %s (%s)\n", t.label, t.caps.device_name, t.caps.arch_name);
+                fprintf(out_text(&o), "%s on %s (%s)%s\n", t.label, t.caps.device_name, t.caps.arch_name,
+                        t.selected ? ", over the stack the host selects for each case" : "");
             any = 1;
             if (o.n_cases) { /* explicit cases go to the family of their mode */
                 const char *mine[64];

@@ -160,7 +160,7 @@ int cmd_run(int argc, char **argv) {
         hcase c;
         hresult_init(&r[i]);
         if (hcase_parse(cases[i], &c, err, sizeof err)) hresult_error(&r[i], "%s", err);
-        else harness_family_full.check(&t, &c, hrng_case_seed(seed, c.text), &r[i]);
+        else harness_family_full.check(&harness_family_full, &t, &c, hrng_case_seed(seed, c.text), &r[i]);
         ok &= r[i].verdict == HV_PASS;
         fprintf(tf, "  %-6s %-13s %.1f ms (reference %.1f ms)  nmse %.2e (limit %.0e)\n         %s\n",
                 i ? "decode" : "extend", hverdict_name(r[i].verdict), r[i].ms_plugin, r[i].ms_ref, r[i].nmse,

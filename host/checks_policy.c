@@ -341,6 +341,10 @@ void sel_eval_wrapper(const sel_ctx *cx, const sel_candidate *w, int platform, u
     e->score = w->score;
     const sgl_attn_model *m = &cx->model;
     const sgl_attn_plugin_info *info = w->info;
+    if (cx->outer_role == SGL_ATTN_ROLE_HYBRID && strcmp(sel_cand_name(w), cx->outer)) {
+        fail(e, D_NAME, "name", "not what was asked for (%s)", cx->outer);
+        return;
+    }
     if (!sel_wrapper_kind_matches(cx, w)) {
         char mk[64];
         if (m->hybrid_kind == SGL_ATTN_HYBRID_CUSTOM) snprintf(mk, sizeof mk, "custom:%s", m->hybrid_custom_kind);

@@ -19,6 +19,8 @@ typedef struct model_fields {
     const char *lin_hidden; /* "hidden_size" (short_conv) */
 } model_fields;
 
+/* ------------------------------------------------------ model_finish.c */
+
 /* Zero `m` with the defaults of sgl_attn_model_init. */
 void model_reset(sgl_attn_model *m);
 void model_mask_set(uint64_t *mask, int layer);
@@ -48,7 +50,8 @@ typedef struct hf_ctx {
     const char *text_type;  /* text_config's model_type, else model_type */
 } hf_ctx;
 
-/* The field (NULL when absent or null) and its name as written ("text_config.x"). */
+/* hf_fields.c.  The field (NULL when absent or null) and its name as
+ * written ("text_config.x"). */
 const cJSON *hf_item(const hf_ctx *h, const char *key, const char **where);
 /* Integer field: 0 ok (*found says whether present), else an error naming it. */
 int hf_int(const hf_ctx *h, const char *key, int64_t lo, int64_t hi, int64_t *out, int *found);

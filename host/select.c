@@ -285,9 +285,12 @@ static void headline(const sel_ctx *cx, const stage_run *st, const char *extra, 
     char alts[512], msg[384] = "";
     alternatives_list(cx, alts, sizeof alts);
     long d = deepest(cx, st);
-    const char *what = st->req.kind == REQ_AUTO ? "no attention backend here serves this model" : NULL;
+    const char *what = st->req.kind == REQ_AUTO && !cx->outer ? "no attention backend here serves this model" : NULL;
     char head[160];
-    if (!what) {
+    if (!what && st->req.kind == REQ_AUTO) {
+        snprintf(head, sizeof head, "cannot use %s", cx->outer);
+        what = head;
+    } else if (!what) {
         snprintf(head, sizeof head, "cannot use %s%s", st->req.asked,
                  st->stage == ST_PREFILL ? " for prefill" : st->stage == ST_DECODE ? " for decode" : "");
         what = head;
@@ -379,7 +382,8 @@ static void set_stack(char (*stack)[SGL_ATTN_NAME_MAX + 1], size_t *depth, const
 /* The validation layer: the conf's named one, else the first usable layer. */
 static long pick_layer(const sel_ctx *cx, int platform, sgl_attn_selection *out, int emit) {
     long taken = -1;
-    int want = cx->in->req && cx->in->req->validate;
+    const int named = cx->outer_role == SGL_ATTN_ROLE_LAYER;
+    int want = (cx->in->req && cx->in->req->validate) || named;
     for (size_t i = 0; i < cx->in->n_cands; i++) {
         const sel_candidate *c = &cx->in->cands[i];
         if (sel_cand_role(c) != SGL_ATTN_ROLE_LAYER) continue;
@@ -389,7 +393,11 @@ static long pick_layer(const sel_ctx *cx, int platform, sgl_attn_selection *out,
         if (!want) {
             rule = "not-asked";
             str_copy(msg, sizeof msg, "validation was not asked for");
-        } else if (cx->rules && cx->rules->validation_layer && strcmp(cx->rules->validation_layer, c->info->name)) {
+        } else if (named && strcmp(cx->outer, c->info->name)) {
+            rule = "name";
+            str_printf(msg, sizeof msg, "not what was asked for (%s)", cx->outer);
+        } else if (!named && cx->rules && cx->rules->validation_layer &&
+                   strcmp(cx->rules->validation_layer, c->info->name)) {
             rule = "name";
             str_printf(msg, sizeof msg, "conf names %s as the validation layer", cx->rules->validation_layer);
         } else if (c->info->status != SGL_ATTN_PLUGIN_USABLE) {
@@ -407,7 +415,7 @@ static long pick_layer(const sel_ctx *cx, int platform, sgl_attn_selection *out,
             str_printf(msg, sizeof msg, "passes; %s came first", sel_cand_name(&cx->in->cands[taken]));
         } else {
             taken = (long)i;
-            str_copy(msg, sizeof msg, "validation layer, outermost");
+            str_copy(msg, sizeof msg, named ? "asked for by name, outermost" : "validation layer, outermost");
         }
         if (emit && add_verdict(out, c, "layer", taken == (long)i, c->score, rule ? rule : "validate", msg))
             return -2;
@@ -416,6 +424,7 @@ static long pick_layer(const sel_ctx *cx, int platform, sgl_attn_selection *out,
 }
 
 static int emit_wrappers(const sel_ctx *cx, int platform, uint32_t device, long taken, sgl_attn_selection *out) {
+    const int named = cx->outer_role == SGL_ATTN_ROLE_HYBRID;
     for (size_t i = 0; i < cx->in->n_cands; i++) {
         const sel_candidate *w = &cx->in->cands[i];
         if (sel_cand_role(w) != SGL_ATTN_ROLE_HYBRID) continue;
@@ -425,7 +434,10 @@ static int emit_wrappers(const sel_ctx *cx, int platform, uint32_t device, long 
         } else {
             eval e;
             sel_eval_wrapper(cx, w, platform, device, &e);
-            if ((long)i == taken) rc = add_verdict(out, w, "wrapper", 1, e.score, "hybrid", "wraps the full-attention plugin");
+            if ((long)i == taken)
+                rc = add_verdict(out, w, "wrapper", 1, e.score, named ? "asked" : "hybrid",
+                                 named ? "asked for by name; wraps the full-attention plugin"
+                                       : "wraps the full-attention plugin");
             else if (e.pass) rc = add_verdict(out, w, "wrapper", 0, e.score, "ranked-lower", "passes; a higher score came first");
             else rc = add_verdict(out, w, "wrapper", 0, e.score, e.rule, e.message);
         }
@@ -446,6 +458,42 @@ static void unknown_hybrid(const sel_ctx *cx, char *buf, size_t size) {
                                                                        : sgl_attn_hybrid_kind_name((int)m->hybrid_kind),
                m->hybrid_kind == SGL_ATTN_HYBRID_CUSTOM ? m->hybrid_custom_kind : "<kind>",
                m->model_type[0] ? m->model_type : "<model_type>");
+}
+
+/* The role of the plugin `name` when it is a hybrid wrapper or a layer (the
+ * one that loaded: shadowed copies do not count), else 0. */
+static int outer_role_of(const sel_input *in, const char *name) {
+    for (size_t i = 0; name && i < in->n_cands; i++) {
+        const sgl_attn_plugin_info *info = in->cands[i].info;
+        if (!info || !info->name[0] || info->status == SGL_ATTN_PLUGIN_SHADOWED || strcmp(info->name, name)) continue;
+        return info->role == SGL_ATTN_ROLE_HYBRID || info->role == SGL_ATTN_ROLE_LAYER ? info->role : 0;
+    }
+    return 0;
+}
+
+/* Why the wrapper asked for by name runs beside none of the ranked inners:
+ * its verdict beside the first one it is not refused for platform alone,
+ * else beside the first. */
+static void outer_wrapper_refusal(const sel_ctx *cx, const stage_run *st, char *buf, size_t size) {
+    eval first, e;
+    int have = 0;
+    for (size_t k = 0; k < st->n_eligible; k++) {
+        const sel_candidate *inner = &cx->in->cands[st->order[k]];
+        for (size_t i = 0; i < cx->in->n_cands; i++) {
+            const sel_candidate *w = &cx->in->cands[i];
+            if (sel_cand_role(w) != SGL_ATTN_ROLE_HYBRID || strcmp(sel_cand_name(w), cx->outer)) continue;
+            sel_eval_wrapper(cx, w, sel_cand_platform(inner), inner->device, &e);
+            if (e.pass) continue;
+            if (!have) first = e;
+            have = 1;
+            if (strcmp(e.rule, "wrapper-platform")) {
+                str_printf(buf, size, "%s [%s: %s]", e.message, cx->outer, e.rule);
+                return;
+            }
+        }
+    }
+    if (have) str_printf(buf, size, "%s [%s: %s]", first.message, cx->outer, first.rule);
+    else str_printf(buf, size, "%s runs beside none of the full-attention plugins that serve the model", cx->outer);
 }
 
 void select_clear(sgl_attn_selection *s) {
@@ -474,6 +522,29 @@ int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t e
     if (split) {
         if (q->prefill_backend) names[0] = q->prefill_backend;
         if (q->decode_backend) names[1] = q->decode_backend;
+    }
+    /* A hybrid wrapper or a layer named as `backend` goes on top; the stages
+     * under it choose automatically. */
+    if (q && (cx.outer_role = outer_role_of(in, q->backend))) cx.outer = q->backend;
+    for (size_t s = 0; s < n_st; s++) {
+        if (cx.outer && names[s] == cx.outer) {
+            names[s] = NULL;
+        } else if (names[s] && outer_role_of(in, names[s])) {
+            str_printf(err, err_size,
+                       "%s is a %s plugin: name it as backend, over the full-attention plugins that "
+                       "prefill_backend and decode_backend name",
+                       names[s], outer_role_of(in, names[s]) == SGL_ATTN_ROLE_HYBRID ? "hybrid wrapper" : "layer");
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if (cx.outer_role == SGL_ATTN_ROLE_HYBRID && cx.model.hybrid_kind == SGL_ATTN_HYBRID_NONE) {
+        char alts[512];
+        alternatives_list(&cx, alts, sizeof alts);
+        str_printf(err, err_size,
+                   "cannot use %s: it is a hybrid wrapper, and the model has no linear-attention layers. "
+                   "Alternatives here: %s",
+                   cx.outer, alts);
+        return SGL_ATTN_E_UNSUPPORTED;
     }
     for (size_t s = 0; s < n_st; s++) {
         if ((rc = sel_resolve(&cx, names[s], &st[s].req, err, err_size))) return rc;
@@ -535,7 +606,10 @@ int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t e
         rc = SGL_ATTN_E_UNSUPPORTED;
         stage_run *bad = split && !st[0].n_eligible ? &st[0] : outer;
         char extra[1024];
-        if (hybrid && bad->n_eligible && !known_wrapper) {
+        if (hybrid && bad->n_eligible && cx.outer_role == SGL_ATTN_ROLE_HYBRID) {
+            outer_wrapper_refusal(&cx, outer, extra, sizeof extra);
+            headline(&cx, bad, extra, err, err_size);
+        } else if (hybrid && bad->n_eligible && !known_wrapper) {
             unknown_hybrid(&cx, extra, sizeof extra);
             headline(&cx, bad, extra, err, err_size);
         } else if (hybrid && bad->n_eligible) {
@@ -552,6 +626,15 @@ int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t e
         goto done;
     }
     if (cx.model.is_draft || hybrid) out->model = cx.model;
+    if (cx.outer_role == SGL_ATTN_ROLE_LAYER && layer < 0) {
+        rc = SGL_ATTN_E_UNSUPPORTED;
+        const char *refusal = "it is not among the plugins here";
+        for (size_t i = 0; i < out->n_verdicts; i++)
+            if (!strcmp(out->verdicts[i].stage, "layer") && !strcmp(out->verdicts[i].plugin, cx.outer))
+                refusal = out->verdicts[i].message;
+        str_printf(err, err_size, "cannot use %s: %s", cx.outer, refusal);
+        goto done;
+    }
     if (q && q->validate && layer < 0) {
         rc = SGL_ATTN_E_UNSUPPORTED;
         str_printf(err, err_size, "validation was asked for, but no usable validation layer plugin is here");

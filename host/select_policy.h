@@ -28,6 +28,10 @@ typedef struct sel_ctx {
     const conf *rules;
     sgl_attn_model model; /* as routed: draft [0], plain models all layers */
     int need_graph;
+    /* request.backend when it names a hybrid wrapper or a layer plugin: that
+     * plugin goes on top and the full-attention stage is automatic */
+    const char *outer;
+    int outer_role; /* SGL_ATTN_ROLE_HYBRID or _LAYER with outer, else 0 */
 } sel_ctx;
 
 /* How far a candidate got through the checks (the deepest refusal is the

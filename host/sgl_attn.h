@@ -137,7 +137,9 @@ void sgl_attn_model_init(sgl_attn_model *m);
 
 typedef struct sgl_attn_select_request {
     uint32_t struct_size;
-    const char *backend;          /* a plugin name or sglang alias; NULL = automatic */
+    const char *backend;          /* a plugin name or sglang alias; NULL = automatic.  A hybrid
+                                   * wrapper or layer plugin named here goes on top of the
+                                   * automatic choice (docs/selection.md, "Names"). */
     const char *prefill_backend;  /* overrides `backend` for extend */
     const char *decode_backend;   /* overrides `backend` for decode */
     int32_t platform;             /* restrict to one platform; 0 = any */

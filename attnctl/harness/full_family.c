@@ -109,7 +109,8 @@ static const char *const bench_cases[] = {
     NULL,
 };
 
-static int applies(const sgl_attn_plugin_info *info, const sgl_attn_caps *caps) {
+static int applies(const harness_family *fam, const sgl_attn_plugin_info *info, const sgl_attn_caps *caps) {
+    (void)fam;
     (void)caps;
     return info->role == SGL_ATTN_ROLE_FULL;
 }
@@ -129,7 +130,8 @@ static int prepare(const htarget *t, const hcase *c, uint64_t *seed, fa_case *f,
     return 0;
 }
 
-static void check(const htarget *t, const hcase *c, uint64_t seed, hresult *r) {
+static void check(const harness_family *fam, const htarget *t, const hcase *c, uint64_t seed, hresult *r) {
+    (void)fam;
     fa_case f;
     if (prepare(t, c, &seed, &f, r)) return;
     fa_batch fb;
@@ -185,7 +187,9 @@ static void bench_release(void *state) {
     free(s);
 }
 
-static int bench_prepare(const htarget *t, const hcase *c, uint64_t seed, hbench *hb, hresult *r) {
+static int bench_prepare(const harness_family *fam, const htarget *t, const hcase *c, uint64_t seed, hbench *hb,
+                         hresult *r) {
+    (void)fam;
     fa_case f;
     if (prepare(t, c, &seed, &f, r)) return -1;
     fa_bench *s = calloc(1, sizeof *s);

@@ -7,9 +7,8 @@
  * with its float64 reference.  The harness core gives every family the same
  * tools: cases, random numbers, dtypes, tensors staged on the plugin's device
  * with sentinels, NMSE, backend creation and the timing loop.  Families live
- * in their own files and are listed in harness_families (registry.c); the
- * linear-attention families are picked up through weak symbols, so adding one
- * needs no edit here.
+ * in their own files and are listed by registry.c; the linear-attention
+ * kinds are rows of one table (linear_kinds.c) run by one engine.
  */
 #ifndef ATTNCTL_HARNESS_H
 #define ATTNCTL_HARNESS_H
@@ -211,31 +210,51 @@ double hthreshold(hdtype t);
 
 /* ------------------------------------------------------------ targets (target.c) */
 
-/* The plugin (stack) under test on one device. */
+/* The plugin (stack) under test on one device.
+ *
+ * "a/b/c" names an explicit stack, outermost first, ending with a
+ * full-attention plugin; the host builds it (sgl_attn_create_stack).  A
+ * full-attention plugin named alone is a stack of one.  A hybrid wrapper or
+ * a layer named alone is stacked by the host: each case's backend comes from
+ * sgl_attn_select with the plugin as backend, the case's model and the
+ * platform the target stages on, so which inner it runs over follows the
+ * host's rules.  Tensors are staged on the plugin's own platform and device
+ * (host memory for one that runs anywhere, such as a layer). */
+typedef struct htarget_last {
+    char label[160]; /* the stack the last case ran on, "" before one or when refused */
+} htarget_last;
+
 typedef struct htarget {
     sgl_attn_host *host;
-    const char *names[4];      /* stack outermost first; a wrapper/layer named
-                                * alone gets cpu_ref as its inner */
+    const char *names[4];      /* explicit stack, outermost first; one name when selected */
     size_t n_names;
     char name_buf[4][SGL_ATTN_NAME_MAX + 1];
-    char label[160];           /* "cuda_mha", "validate/cpu_ref" */
-    long plugin_index;         /* the innermost plugin (whose device we stage on) */
+    char label[160];           /* "cuda_mha", "validate/cpu_ref"; selected: the named plugin */
+    long plugin_index;         /* the plugin whose device ops stage the tensors */
     sgl_attn_plugin_info info; /* outermost plugin */
-    sgl_attn_plugin_info inner_info;
-    sgl_attn_caps caps;        /* the innermost plugin's caps on `device` */
+    sgl_attn_plugin_info inner_info; /* innermost full-attention plugin; a wrapper
+                                * named alone: the wrapper (its inner is per case) */
+    sgl_attn_caps caps;        /* caps of inner_info's plugin on `device` */
     uint32_t device;
     hdev dev;
+    int selected;              /* the stack is the host's selection per case */
+    int32_t platform;          /* the platform staged on (the selection's restriction) */
+    htarget_last *last;        /* selected: what the last case ran on (owned) */
     /* attnctl run: an already-created backend; NULL = families create one */
     sgl_attn_backend *fixed;
 } htarget;
 
 /* Resolve `spec` ("name" or "a/b/c") on `host`: -1 with err when a name is
- * unknown or not loaded. */
+ * unknown or not loaded, or the host has no stack for it. */
 int htarget_open(htarget *t, sgl_attn_host *host, const char *spec, uint32_t device, char *err,
                  size_t err_size);
 void htarget_close(htarget *t);
+/* The stack a case ran on: the last selection for a selected target, else
+ * the label. */
+const char *htarget_stack_label(const htarget *t);
 /* Create the stack for model m (t->fixed when set).  Returns SGL_ATTN_OK, or
- * sets r (unsupported when the plugin refused the model, else fail). */
+ * sets r: unsupported when the host or a plugin refused the model (with
+ * their reason), else fail. */
 int htarget_create(const htarget *t, const sgl_attn_model *m, const sgl_attn_create_options *o,
                    sgl_attn_backend **b, hresult *r);
 void htarget_destroy(const htarget *t, sgl_attn_backend *b);
@@ -258,11 +277,15 @@ typedef struct hbench {
     double bytes;   /* per call, the fewest bytes moved */
 } hbench;
 
-typedef struct harness_family {
+/* A family's callbacks receive the family itself, so one engine can serve
+ * several families that differ only in data (linear_kinds.c). */
+typedef struct harness_family harness_family;
+struct harness_family {
     const char *name;               /* "full", "gdn" */
     const char *const *modes;       /* case MODEs it owns, NULL-terminated */
-    /* 1 if `check` with no --plugin should run this family on this plugin */
-    int (*applies)(const sgl_attn_plugin_info *info, const sgl_attn_caps *caps);
+    /* 1 if `check` with no --plugin should run this family on a plugin with
+     * this descriptor and caps */
+    int (*applies)(const harness_family *f, const sgl_attn_plugin_info *info, const sgl_attn_caps *caps);
     /* The conformance matrix, NULL-terminated case strings: the full one and
      * the --quick one. */
     const char *const *matrix;
@@ -270,33 +293,34 @@ typedef struct harness_family {
     /* Default cases of `attnctl bench` when none is given. */
     const char *const *bench_cases;
     /* Check one case against the float64 reference; fills r. */
-    void (*check)(const htarget *t, const hcase *c, uint64_t seed, hresult *r);
+    void (*check)(const harness_family *f, const htarget *t, const hcase *c, uint64_t seed, hresult *r);
     /* Prepare a bench of one case (inputs staged once, backend created,
-     * metadata initialised).  Returns 0, or -1 with r set. */
-    int (*bench_prepare)(const htarget *t, const hcase *c, uint64_t seed, hbench *b, hresult *r);
-} harness_family;
+     * metadata initialised).  Returns 0, or -1 with r set.  NULL: no bench. */
+    int (*bench_prepare)(const harness_family *f, const htarget *t, const hcase *c, uint64_t seed, hbench *b,
+                         hresult *r);
+};
 
-/* Linear-attention families (attnctl/harness/linear_*.c define these). */
+/* The families (registry.c lists them in this order): the full-attention one
+ * (full_family.c), then the linear-attention kinds, one row each of the table
+ * in linear_kinds.c (NULL-terminated), then any others. */
 #if defined(__GNUC__)
 #define HARNESS_WEAK __attribute__((weak))
 #else
 #define HARNESS_WEAK
 #endif
 extern const harness_family harness_family_full;
-extern const harness_family harness_family_gdn HARNESS_WEAK;
-extern const harness_family harness_family_mamba2 HARNESS_WEAK;
-extern const harness_family harness_family_short_conv HARNESS_WEAK;
-extern const harness_family harness_family_kda HARNESS_WEAK;
-extern const harness_family harness_family_lightning HARNESS_WEAK;
-extern const harness_family harness_family_minimax_sparse HARNESS_WEAK;
+extern const harness_family *const harness_families_linear[];
 /* Any other family: define this NULL-terminated list in one file of yours. */
 extern const harness_family *const harness_families_extra[] HARNESS_WEAK;
 
-/* Every family linked in, in a fixed order (NULL entries skipped). */
+/* Every family linked in, in a fixed order. */
 size_t harness_family_count(void);
 const harness_family *harness_family_at(size_t i);
 /* The family that owns `mode`, or NULL. */
 const harness_family *harness_family_for_mode(const char *mode);
+/* Does family f judge target t?  A layer over a backend is judged as that
+ * backend. */
+int harness_family_applies(const harness_family *f, const htarget *t);
 
 /* ------------------------------------------------------------ timing (timing.c) */
 

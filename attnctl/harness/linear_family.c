@@ -1,6 +1,8 @@
-/* linear_family.c - `attnctl check` / `bench` cases of the stateful linear
- * kinds (gdn, kda, mamba2, short_conv, lightning), judged against the
- * float64 reference in linear_ref.c (docs/hybrid.md, "Harness cases").
+/* linear_family.c - the engine of the stateful linear kinds' cases (gdn,
+ * kda, mamba2, short_conv, lightning): `attnctl check` / `bench` of one case
+ * of a row of linear_kinds.c, judged against the float64 reference in
+ * linear_ref.c (docs/hybrid.md, "Harness cases").  What differs between the
+ * kinds is data in the row: inputs, shapes, defaults.
  *
  * One check: a wrapper stacked on the target's inner over a two-layer model
  * (layer 0 linear, layer 1 full); an extend of each request's prefix through
@@ -74,12 +76,13 @@ static int parse_case(const lfam_kind *k, const hcase *c, lcase *lc, hresult *r)
         return -1;
     }
     if (lc->fwd == FWD_DECODE) lc->q = 1;
-    if (k->kind == SGL_ATTN_HYBRID_LIGHTNING) { lc->hk = lc->hv; lc->conv = 0; }
-    if (k->kind != SGL_ATTN_HYBRID_SHORT_CONV && k->kind != SGL_ATTN_HYBRID_LIGHTNING && lc->hv % lc->hk) {
+    if (k->heads_tied) lc->hk = lc->hv;
+    if (k->conv_channels == LF_CONV_NONE) lc->conv = 0;
+    if (k->conv_channels == LF_CONV_QKV && lc->hv % lc->hk) {
         hresult_error(r, "%s: hv=%d must be a multiple of hk=%d", c->text, lc->hv, lc->hk);
         return -1;
     }
-    if (k->kind != SGL_ATTN_HYBRID_LIGHTNING && lc->conv < 1) {
+    if (k->conv_channels != LF_CONV_NONE && lc->conv < 1) {
         hresult_error(r, "%s: conv=%d; expected 1..8", c->text, lc->conv);
         return -1;
     }
@@ -93,7 +96,7 @@ bad:
 
 typedef struct lctx {
     const htarget *t;
-    int kind;
+    const lfam_kind *k;
     lcase lc;
     lref_dims ld;
     int x_dim, acols, orow;   /* columns of x, of a, and of one output row */
@@ -150,7 +153,7 @@ static int upload(htensor *t, hresult *r) {
 static int make_params(lctx *x, hresult *r) {
     const lcase *lc = &x->lc;
     const int C = x->ld.conv_dim, W = lc->conv > 0 ? lc->conv : 1, HV = lc->hv;
-    const int nbias = x->kind == SGL_ATTN_HYBRID_KDA ? HV * lc->dk : HV;
+    const int nbias = x->acols;
     if (alloc_t(x, &x->cw, "conv_weight", lc->dt, 2, C, W, 0, r) ||
         alloc_t(x, &x->cb, "conv_bias", lc->dt, 1, C, 0, 0, r) ||
         alloc_t(x, &x->alog, "A_log", lc->dt, 1, HV, 0, 0, r) ||
@@ -201,8 +204,8 @@ static int phase_build(lctx *x, lphase *p, int mode, const int *n, int keep, hre
         alloc_t(x, &p->x, "x", lc->dt, 2, T, x->x_dim, 0, r) || alloc_t(x, &p->a, "a", lc->dt, 2, T, x->acols, 0, r) ||
         alloc_t(x, &p->b, "b", lc->dt, 2, T, lc->hv, 0, r) || alloc_t(x, &p->q, "q", lc->dt, 3, T, lc->hv, lc->dk, r) ||
         alloc_t(x, &p->k, "k", lc->dt, 3, T, lc->hv, lc->dk, r) || alloc_t(x, &p->v, "v", lc->dt, 3, T, lc->hv, lc->dv, r) ||
-        (x->kind == SGL_ATTN_HYBRID_SHORT_CONV ? alloc_t(x, &p->out, "out", lc->dt, 2, T, lc->hidden, 0, r)
-                                               : alloc_t(x, &p->out, "out", lc->dt, 3, T, lc->hv, lc->dv, r)))
+        (x->k->out_hidden ? alloc_t(x, &p->out, "out", lc->dt, 2, T, lc->hidden, 0, r)
+                          : alloc_t(x, &p->out, "out", lc->dt, 3, T, lc->hv, lc->dv, r)))
         return -1;
     /* KV slots for the inner's metadata: row i holds slots 1 + i*max_ctx + j */
     for (int row = 0; row < x->max_reqs; row++)
@@ -258,17 +261,17 @@ static int phase_build(lctx *x, lphase *p, int mode, const int *n, int keep, hre
     B->stream = x->t->dev.stream;
     sgl_attn_linear_io *io = &p->io;
     io->struct_size = sizeof *io;
-    io->kind = x->kind;
-    const int k = x->kind;
-    io->x = k == SGL_ATTN_HYBRID_LIGHTNING ? NULL : &p->x.t;
-    io->a = k == SGL_ATTN_HYBRID_GDN || k == SGL_ATTN_HYBRID_KDA || k == SGL_ATTN_HYBRID_MAMBA2 ? &p->a.t : NULL;
-    io->b = k == SGL_ATTN_HYBRID_GDN || k == SGL_ATTN_HYBRID_KDA ? &p->b.t : NULL;
-    io->conv_weight = k == SGL_ATTN_HYBRID_LIGHTNING ? NULL : &x->cw.t;
+    io->kind = x->k->kind;
+    const unsigned in = x->k->inputs;
+    io->x = in & LF_IN_X ? &p->x.t : NULL;
+    io->a = in & LF_IN_A ? &p->a.t : NULL;
+    io->b = in & LF_IN_B ? &p->b.t : NULL;
+    io->conv_weight = x->k->conv_channels != LF_CONV_NONE ? &x->cw.t : NULL;
     io->conv_bias = io->conv_weight ? &x->cb.t : NULL;
     io->A_log = io->a ? &x->alog.t : NULL;
     io->dt_bias = io->a ? &x->dtb.t : NULL;
-    io->D = k == SGL_ATTN_HYBRID_MAMBA2 ? &x->dd.t : NULL;
-    io->decay = k == SGL_ATTN_HYBRID_LIGHTNING ? &x->decay.t : NULL;
+    io->D = in & LF_IN_D ? &x->dd.t : NULL;
+    io->decay = in & LF_IN_DECAY ? &x->decay.t : NULL;
     io->out = &p->out.t;
     io->keep_intermediate = keep;
     io->use_qk_l2norm = 1;
@@ -282,7 +285,7 @@ static int phase_build(lctx *x, lphase *p, int mode, const int *n, int keep, hre
     p->args.struct_size = sizeof p->args;
     p->args.layer = &p->layer;
     p->args.batch = &p->batch;
-    if (k == SGL_ATTN_HYBRID_LIGHTNING) {
+    if (in & LF_IN_QKV) {
         p->args.q = &p->q.t;
         p->args.k = &p->k.t;
         p->args.v = &p->v.t;
@@ -379,27 +382,28 @@ static lctx *ctx_open(const lfam_kind *k, const htarget *t, const hcase *c, uint
     lctx *x = calloc(1, sizeof *x);
     if (!x) { hresult_error(r, "out of memory"); return NULL; }
     x->t = t;
-    x->kind = k->kind;
+    x->k = k;
     if (parse_case(k, c, &x->lc, r)) { free(x); return NULL; }
     const lcase *lc = &x->lc;
     long sv;
     char err[256];
     if (hcase_get(c, "seed") && !hcase_int(c, "seed", 0, 0, 0x7fffffffL, &sv, err, sizeof err)) seed = (uint64_t)sv;
     hrng_seed(&x->rng, seed);
-    const int kind = k->kind, HK = lc->hk, HV = lc->hv;
-    x->ld.kind = kind;
+    const int HK = lc->hk, HV = lc->hv;
+    x->ld.kind = k->kind;
     x->ld.hk = HK;
-    x->ld.hv = kind == SGL_ATTN_HYBRID_SHORT_CONV ? 0 : HV;
+    x->ld.hv = k->out_hidden ? 0 : HV;
     x->ld.dk = lc->dk;
     x->ld.dv = lc->dv;
     x->ld.conv_w = lc->conv;
-    x->ld.conv_dim = kind == SGL_ATTN_HYBRID_SHORT_CONV ? lc->hidden
-                   : kind == SGL_ATTN_HYBRID_LIGHTNING ? 0 : 2 * HK * lc->dk + HV * lc->dv;
-    x->x_dim = kind == SGL_ATTN_HYBRID_SHORT_CONV ? 3 * lc->hidden : x->ld.conv_dim;
-    x->acols = kind == SGL_ATTN_HYBRID_KDA ? HV * lc->dk : HV;
-    x->orow = kind == SGL_ATTN_HYBRID_SHORT_CONV ? lc->hidden : HV * lc->dv;
+    x->ld.conv_dim = k->conv_channels == LF_CONV_HIDDEN ? lc->hidden
+                   : k->conv_channels == LF_CONV_QKV    ? 2 * HK * lc->dk + HV * lc->dv
+                                                        : 0;
+    x->x_dim = k->conv_channels == LF_CONV_HIDDEN ? 3 * lc->hidden : x->ld.conv_dim;
+    x->acols = k->gate_per_k ? HV * lc->dk : HV;
+    x->orow = k->out_hidden ? lc->hidden : HV * lc->dv;
     x->conv_n = lc->conv > 1 ? (size_t)x->ld.conv_dim * (lc->conv - 1) : 0;
-    x->ssm_n = kind == SGL_ATTN_HYBRID_SHORT_CONV ? 0 : (size_t)HV * lc->dv * lc->dk;
+    x->ssm_n = k->out_hidden ? 0 : (size_t)HV * lc->dv * lc->dk;
 
     /* requests: ragged lengths, random distinct slots, one padded row */
     x->nreq = lc->b + lc->pad;
@@ -439,13 +443,13 @@ static lctx *ctx_open(const lfam_kind *k, const htarget *t, const hcase *c, uint
 
     sgl_attn_model m;
     sgl_attn_model_init(&m);
-    snprintf(m.name, sizeof m.name, "harness %s", k->mode);
-    snprintf(m.model_type, sizeof m.model_type, "harness_%s", k->mode);
+    snprintf(m.name, sizeof m.name, "harness %s", k->family.name);
+    snprintf(m.model_type, sizeof m.model_type, "harness_%s", k->family.name);
     m.num_layers = 2;
     m.num_q_heads = m.num_kv_heads = 4;
     m.head_dim_qk = m.head_dim_v = 64;
     m.dtype = m.kv_dtype = hdtype_bit(lc->dt);
-    m.hybrid_kind = (uint32_t)kind;
+    m.hybrid_kind = (uint32_t)k->kind;
     memset(m.full_attention_mask, 0, sizeof m.full_attention_mask);
     m.full_attention_mask[0] = 2; /* layer 1 full, layer 0 linear */
     m.lin_num_k_heads = HK;
@@ -473,10 +477,6 @@ static lctx *ctx_open(const lfam_kind *k, const htarget *t, const hcase *c, uint
     }
     for (int i = 0; i < x->nreq; i++) x->done[i] = pre[i]; /* the padded row counts its prefix too */
     return x;
-}
-
-int lfam_applies(int kind, const sgl_attn_plugin_info *info) {
-    return info->role == SGL_ATTN_ROLE_HYBRID && info->hybrid_kind == kind;
 }
 
 /* state_commit of the wrapper at the top of the stack, when its vtable has it */
@@ -510,8 +510,8 @@ static int commit(lctx *x, lphase *p, hresult *r) {
     return 0;
 }
 
-void lfam_check(const lfam_kind *k, const htarget *t, const hcase *c, uint64_t seed, hresult *r) {
-    lctx *x = ctx_open(k, t, c, seed, r);
+void lfam_check(const harness_family *f, const htarget *t, const hcase *c, uint64_t seed, hresult *r) {
+    lctx *x = ctx_open((const lfam_kind *)f, t, c, seed, r);
     if (!x) return;
     lphase p;
     if (x->lc.fwd == FWD_VERIFY) {
@@ -554,12 +554,13 @@ static void bench_release(void *state) {
 }
 
 /* FLOPs per call: the conv (2·W per channel and token) and the state passes,
- * each K·V multiply-adds per token and value head: three for the delta rule
- * (S'k, S q, the rank-1 update), two for decayed linear attention.  Bytes:
+ * each K·V multiply-adds per token and value head, as many as the row's
+ * state_mads (three for the delta rule, two for decayed linear attention).  Bytes:
  * each request's state read and written once, inputs read and output
  * written once. */
-int lfam_bench_prepare(const lfam_kind *k, const htarget *t, const hcase *c, uint64_t seed, hbench *hb,
+int lfam_bench_prepare(const harness_family *f, const htarget *t, const hcase *c, uint64_t seed, hbench *hb,
                        hresult *r) {
+    const lfam_kind *k = (const lfam_kind *)f;
     lctx *x = ctx_open(k, t, c, seed, r);
     if (!x) return -1;
     if (x->lc.fwd == FWD_VERIFY) {
@@ -576,13 +577,12 @@ int lfam_bench_prepare(const lfam_kind *k, const htarget *t, const hcase *c, uin
     const lcase *lc = &x->lc;
     const double T = b->p.T, KV = (double)lc->dk * lc->dv * lc->hv;
     double fl = T * 2.0 * (lc->conv > 0 ? lc->conv : 0) * x->ld.conv_dim;
-    if (k->kind == SGL_ATTN_HYBRID_GDN || k->kind == SGL_ATTN_HYBRID_KDA) fl += T * 6.0 * KV;
-    else if (k->kind != SGL_ATTN_HYBRID_SHORT_CONV) fl += T * 4.0 * KV;
+    fl += T * 2.0 * k->state_mads * KV;
     const double esz = lc->sdt == HDT_F64 ? 8 : 4, dsz = (double)hdtype_size(lc->dt);
     int real = 0;
     for (int i = 0; i < b->p.bs; i++) real += x->slot[b->p.req[i]] >= 0;
-    double in_cols = k->kind == SGL_ATTN_HYBRID_LIGHTNING ? (double)lc->hv * (2 * lc->dk + lc->dv)
-                   : x->x_dim + (b->p.io.a ? x->acols : 0) + (b->p.io.b ? lc->hv : 0);
+    double in_cols = (b->p.io.x ? x->x_dim : 0) + (b->p.io.a ? x->acols : 0) + (b->p.io.b ? lc->hv : 0) +
+                     (k->inputs & LF_IN_QKV ? (double)lc->hv * (2 * lc->dk + lc->dv) : 0);
     hb->state = b;
     hb->call = bench_call;
     hb->release = bench_release;

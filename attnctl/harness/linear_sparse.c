@@ -68,7 +68,8 @@ bad:
 
 static double qval(hrng *g) { return (double)hrng_range(g, -32, 32) / 16.0; }
 
-void lfam_sparse_check(const htarget *t, const hcase *c, uint64_t seed, hresult *r) {
+void lfam_sparse_check(const harness_family *f, const htarget *t, const hcase *c, uint64_t seed, hresult *r) {
+    (void)f;
     scase s;
     if (parse(c, &s, r)) return;
     long sv;

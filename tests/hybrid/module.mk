@@ -35,9 +35,10 @@ HYBT_BINS += $(TESTDIR)/test_hybrid_custom
 TESTS += $(TESTDIR)/test_hybrid_custom
 hybrid: $(TESTDIR)/test_hybrid_custom $(HYBT_CUSTOM_SO)
 
-# The linear case families with the harness core (an archive, so only the
-# core objects they need are linked; no attnctl, no registry).
-HYBT_FAMILY_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(wildcard attnctl/harness/linear_*.c))
+# The linear case families and the registry with the harness core (an
+# archive, so only the core objects they need are linked; no attnctl).
+HYBT_FAMILY_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(wildcard attnctl/harness/linear_*.c)) \
+                    $(OBJDIR)/attnctl/harness/registry.o
 HYBT_CORE_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(filter-out attnctl/harness/linear_% attnctl/harness/registry.c,\
                     $(wildcard attnctl/harness/*.c)))
 HYBT_CORE_A := $(OBJDIR)/$(HYBT_DIR)/libharness_core.a

@@ -1,5 +1,5 @@
 /* test_hybrid_families.c - the linear-attention case families of the harness
- * (attnctl/harness/linear_*.c) run their whole matrix against the shipped
+ * (the rows of attnctl/harness/linear_kinds.c) run their whole matrix against the shipped
  * wrappers over cpu_ref, through the real host and the harness core, as
  * `attnctl check --plugin <kind>` does; a family aimed at the wrong wrapper
  * must not pass; a bench case prepares and runs. */
@@ -33,10 +33,17 @@ static int teardown(void **st) {
     return 0;
 }
 
-static void run_matrix(sgl_attn_host *h, const harness_family *f, const char *plugin) {
+static const harness_family *family(const char *mode) {
+    const harness_family *f = harness_family_for_mode(mode);
+    assert_non_null(f);
+    assert_string_equal(f->name, mode);
+    return f;
+}
+
+static void run_matrix(sgl_attn_host *h, const char *plugin) {
+    const harness_family *f = family(plugin);
     htarget t;
     char err[512];
-    assert_non_null(f);
     int rc = htarget_open(&t, h, plugin, 0, err, sizeof err);
     if (rc) print_error("%s: %s\n", plugin, err);
     assert_int_equal(rc, 0);
@@ -45,7 +52,7 @@ static void run_matrix(sgl_attn_host *h, const harness_family *f, const char *pl
         assert_int_equal(hcase_parse(*m, &c, err, sizeof err), 0);
         hresult r;
         hresult_init(&r);
-        f->check(&t, &c, hrng_case_seed(0x5eed, *m), &r);
+        f->check(f, &t, &c, hrng_case_seed(0x5eed, *m), &r);
         print_message("  %-70s %-5s nmse %.2e (limit %.0e)%s%s\n", *m, hverdict_name(r.verdict), r.nmse,
                       r.threshold, r.verdict ? "  " : "", r.verdict ? r.message : "");
         assert_int_equal(r.verdict, HV_PASS);
@@ -53,14 +60,15 @@ static void run_matrix(sgl_attn_host *h, const harness_family *f, const char *pl
     htarget_close(&t);
 }
 
-static void test_gdn(void **st) { run_matrix(*st, &harness_family_gdn, "gdn"); }
-static void test_kda(void **st) { run_matrix(*st, &harness_family_kda, "kda"); }
-static void test_mamba2(void **st) { run_matrix(*st, &harness_family_mamba2, "mamba2"); }
-static void test_short_conv(void **st) { run_matrix(*st, &harness_family_short_conv, "short_conv"); }
-static void test_lightning(void **st) { run_matrix(*st, &harness_family_lightning, "lightning"); }
-static void test_minimax_sparse(void **st) { run_matrix(*st, &harness_family_minimax_sparse, "minimax_sparse"); }
+static void test_gdn(void **st) { run_matrix(*st, "gdn"); }
+static void test_kda(void **st) { run_matrix(*st, "kda"); }
+static void test_mamba2(void **st) { run_matrix(*st, "mamba2"); }
+static void test_short_conv(void **st) { run_matrix(*st, "short_conv"); }
+static void test_lightning(void **st) { run_matrix(*st, "lightning"); }
+static void test_minimax_sparse(void **st) { run_matrix(*st, "minimax_sparse"); }
 
-/* the gdn family on the kda wrapper: refused (not a silent pass) */
+/* the gdn family on the kda wrapper: refused by the host's selection with
+ * its reason (not a silent pass) */
 static void test_wrong_wrapper(void **st) {
     htarget t;
     char err[512];
@@ -69,10 +77,14 @@ static void test_wrong_wrapper(void **st) {
     assert_int_equal(hcase_parse("gdn:b=2,q=5", &c, err, sizeof err), 0);
     hresult r;
     hresult_init(&r);
-    harness_family_gdn.check(&t, &c, 1, &r);
-    assert_int_not_equal(r.verdict, HV_PASS);
-    assert_false(harness_family_gdn.applies(&t.info, &t.caps));
-    assert_true(harness_family_kda.applies(&t.info, &t.caps));
+    const harness_family *gdn = family("gdn"), *kda = family("kda");
+    gdn->check(gdn, &t, &c, 1, &r);
+    /* the host's selection refuses the pairing, and says why */
+    assert_int_equal(r.verdict, HV_UNSUPPORTED);
+    if (!strstr(r.message, "cannot use kda: serves kda; the model's linear layers are gdn"))
+        fail_msg("message: %s", r.message);
+    assert_false(harness_family_applies(gdn, &t));
+    assert_true(harness_family_applies(kda, &t));
     htarget_close(&t);
 }
 
@@ -86,7 +98,8 @@ static void test_bench_prepare(void **st) {
     hresult_init(&r);
     hbench b;
     memset(&b, 0, sizeof b);
-    int rc = harness_family_gdn.bench_prepare(&t, &c, 7, &b, &r);
+    const harness_family *gdn = family("gdn");
+    int rc = gdn->bench_prepare(gdn, &t, &c, 7, &b, &r);
     if (rc) print_error("%s\n", r.message);
     assert_int_equal(rc, 0);
     for (int i = 0; i < 3; i++) assert_int_equal(b.call(b.state, err, sizeof err), 0);

@@ -6,7 +6,7 @@
 #   make test-policy    build and run these tests alone
 
 POLICY_HOST_OBJS := $(addprefix $(OBJDIR)/host/,json_util.o conf.o conf_rows_policy.o names_policy.o names.o \
-    log.o paths.o model.o model_json.o model_hf.o hf_hybrid_policy.o resolve_policy.o checks_policy.o \
+    log.o paths.o model.o model_finish.o model_json.o model_hf.o hf_fields.o hf_hybrid_policy.o resolve_policy.o checks_policy.o \
     select.o select_api.o)
 POLICY_TEST_NAMES := $(basename $(notdir $(wildcard tests/policy/test_policy_*.c)))
 POLICY_TESTS := $(POLICY_TEST_NAMES:%=$(TESTDIR)/%)

@@ -464,6 +464,73 @@ static void test_unknown_and_custom_hybrid(void **state) {
     pt_world_free(w);
 }
 
+/* A wrapper named as backend goes on top of an automatic inner it runs
+ * beside; naming it anywhere else, or for a model it does not serve, is
+ * refused with its own reason. */
+static void test_named_wrapper(void **state) {
+    (void)state;
+    sgl_attn_model m, llama;
+    pt_qwen3_next(&m);
+    pt_llama(&llama);
+    pt_world *w = hybrid_box(9);
+    /* the CPU wrapper: cuda_attn ranks first but gdn runs beside cpu_ref only */
+    assert_int_equal(pt_select_name(w, &m, "gdn", 0), SGL_ATTN_OK);
+    expect_stack(w, "gdn/cpu_ref");
+    assert_string_equal(pt_verdict(w, "cuda_attn", "full")->rule, "hybrid-no-wrapper");
+    assert_string_equal(pt_verdict(w, "gdn_cuda", "wrapper")->rule, "name");
+    assert_string_equal(pt_verdict(w, "gdn", "wrapper")->rule, "asked");
+    assert_int_equal(pt_select_name(w, &m, "gdn", CPU), SGL_ATTN_OK);
+    expect_stack(w, "gdn/cpu_ref");
+    assert_string_equal(pt_verdict(w, "cuda_attn", "full")->rule, "platform");
+    assert_int_equal(pt_select_name(w, &m, "gdn_cuda", 0), SGL_ATTN_OK);
+    expect_stack(w, "gdn_cuda/cuda_attn");
+    /* restricted to the CPU, the CUDA wrapper has no inner: its own reason */
+    assert_int_equal(pt_select_name(w, &m, "gdn_cuda", CPU), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "cannot use gdn_cuda: runs on cuda; cpu was asked for [gdn_cuda: platform]"));
+    /* a wrapper of another kind */
+    assert_int_equal(pt_select_name(w, &m, "mamba2", 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "cannot use mamba2: serves mamba2; the model's linear layers are gdn"));
+    /* the wrapper refuses the model itself */
+    pt_cand(w, &w->f[4])->model_ok = 0;
+    snprintf(pt_cand(w, &w->f[4])->model_why, sizeof pt_cand(w, &w->f[4])->model_why, "linear_key_head_dim 7");
+    assert_int_equal(pt_select_name(w, &m, "gdn", CPU), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "cannot use gdn: linear_key_head_dim 7 [gdn: plugin-model]"));
+    /* a plain model has nothing for a wrapper to do */
+    assert_int_equal(pt_select_name(w, &llama, "gdn", 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "cannot use gdn: it is a hybrid wrapper, and the model has no linear-attention layers"));
+    /* prefill and decode name full-attention plugins */
+    sgl_attn_select_request r = {.struct_size = sizeof r, .prefill_backend = "gdn", .decode_backend = "cpu_ref"};
+    assert_int_equal(pt_select(w, &m, &r), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(w->err, "gdn is a hybrid wrapper plugin: name it as backend"));
+    pt_world_free(w);
+}
+
+/* A layer named as backend is the outermost plugin over the automatic
+ * stack, whatever the conf names as the validation layer. */
+static void test_named_layer(void **state) {
+    (void)state;
+    sgl_attn_model llama, m;
+    pt_llama(&llama);
+    pt_qwen3_next(&m);
+    pt_world *w = hybrid_box(9);
+    pt_layer(w, "validate");
+    pt_fake *victim = pt_layer(w, "victim");
+    assert_int_equal(pt_select_name(w, &llama, "victim", 0), SGL_ATTN_OK);
+    expect_stack(w, "victim/cuda_attn");
+    assert_string_equal(pt_verdict(w, "validate", "layer")->rule, "name");
+    assert_int_equal(pt_verdict(w, "victim", "layer")->taken, 1);
+    assert_int_equal(pt_select_name(w, &llama, "victim", CPU), SGL_ATTN_OK);
+    expect_stack(w, "victim/cpu_ref");
+    assert_int_equal(pt_select_name(w, &m, "victim", CPU), SGL_ATTN_OK);
+    expect_stack(w, "victim/gdn/cpu_ref");
+    assert_string_equal(pt_verdict(w, "gdn", "wrapper")->rule, "hybrid");
+    victim->info.status = SGL_ATTN_PLUGIN_UNAVAILABLE;
+    snprintf(victim->info.reason, sizeof victim->info.reason, "no victim today");
+    assert_int_equal(pt_select_name(w, &llama, "victim", 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "cannot use victim: no victim today"));
+    pt_world_free(w);
+}
+
 /* Each capability refuses with its own rule. */
 static void test_caps_checks(void **state) {
     (void)state;
@@ -606,6 +673,8 @@ int main(void) {
         cmocka_unit_test(test_hybrid_blackwell_allow_list),
         cmocka_unit_test(test_hybrid_npu_rules),
         cmocka_unit_test(test_unknown_and_custom_hybrid),
+        cmocka_unit_test(test_named_wrapper),
+        cmocka_unit_test(test_named_layer),
         cmocka_unit_test(test_caps_checks),
         cmocka_unit_test(test_unusable_listed),
         cmocka_unit_test(test_dual_chunk_refused_honestly),
