@@ -459,6 +459,15 @@ int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t e
     if (err && err_size) err[0] = 0;
     int rc = check_model(in->model, err, err_size);
     if (rc) return rc;
+    if (in->model->config_dtype && in->model->config_dtype != in->model->dtype) {
+        /* An HF config's float32, served as sglang's --dtype auto serves it (model_hf.c). */
+        char note[256];
+        snprintf(note, sizeof note,
+                 "the model file's dtype is %s; it is served in %s, as sglang's --dtype auto serves a float32 "
+                 "checkpoint (float16, bfloat16 for Gemma)",
+                 pol_dtype_name(in->model->config_dtype), pol_dtype_name(in->model->dtype));
+        add_warning(out, note);
+    }
     const sgl_attn_select_request *q = in->req;
     sel_ctx cx = {.in = in, .rules = in->rules};
     select_route(in->model, q && q->is_draft, &cx.model);
