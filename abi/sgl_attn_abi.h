@@ -254,6 +254,11 @@ typedef struct sgl_attn_model {
     uint32_t lin_state_dtype; /* SGL_ATTN_DT_F32 or BF16 */
     int32_t sparse_topk_blocks;   /* minimax_sparse: blocks kept per query */
     int32_t sparse_block_size;    /* minimax_sparse: tokens per block */
+    /* Appended (in what was tail padding: sizeof is unchanged): the dtype
+     * the model file names (SGL_ATTN_DT_*; 0 = it names none, or no file).
+     * `dtype` is what is served; for a Hugging Face config that says float32
+     * (or nothing) it differs, as sglang's --dtype auto does. */
+    uint32_t config_dtype;
 } sgl_attn_model;
 
 static inline int sgl_attn_model_layer_is_full(const sgl_attn_model *m, int layer) {

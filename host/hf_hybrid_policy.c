@@ -68,9 +68,9 @@ static int minimax_sparse(const hf_ctx *h, sgl_attn_model *m, const cJSON *cfg, 
                     cJSON_GetArraySize(freq), m->num_layers);
     int i = 0, any = 0;
     for (const cJSON *e = freq->child; e; e = e->next, i++) {
-        if (!cJSON_IsNumber(e) && !cJSON_IsBool(e))
-            return FAIL("\"sparse_attention_config.sparse_attention_freq[%d]\": expected 0/1, found %s", i,
-                        ju_type_name(e));
+        if (!(cJSON_IsNumber(e) && isfinite(e->valuedouble)) && !cJSON_IsBool(e))
+            return FAIL("\"sparse_attention_config.sparse_attention_freq[%d]\": expected 0/1, found %s%s", i,
+                        ju_type_name(e), cJSON_IsNumber(e) ? " that is not finite" : "");
         int sparse = cJSON_IsNumber(e) ? e->valuedouble != 0 : cJSON_IsTrue(e);
         if (sparse) {
             model_mask_set(m->sparse_layer_mask, i);
@@ -84,8 +84,9 @@ static int minimax_sparse(const hf_ctx *h, sgl_attn_model *m, const cJSON *cfg, 
     int32_t *dst[] = {&m->sparse_topk_blocks, &m->sparse_block_size};
     for (int k = 0; k < 2; k++) {
         const cJSON *n = cJSON_GetObjectItemCaseSensitive(cfg, keys[k]);
-        if (!cJSON_IsNumber(n) || n->valuedouble < 1 || floor(n->valuedouble) != n->valuedouble)
-            return FAIL("\"sparse_attention_config.%s\": expected a positive integer, found %s", keys[k],
+        if (!cJSON_IsNumber(n) || !(n->valuedouble >= 1 && n->valuedouble <= (1 << 30)) ||
+            floor(n->valuedouble) != n->valuedouble)
+            return FAIL("\"sparse_attention_config.%s\": expected an integer in [1, %d], found %s", keys[k], 1 << 30,
                         ju_type_name(n));
         *dst[k] = (int32_t)n->valuedouble;
     }
@@ -191,20 +192,28 @@ static int nemotron_h(const hf_ctx *h, sgl_attn_model *m, model_fields *f, const
     return mamba_shapes(h, m, f);
 }
 
-/* Zamba2: layers_block_type "mamba" / "hybrid" (mamba + shared attention). */
+/* layers_block_type, one entry a layer: Zamba2's "mamba" / "hybrid" (mamba
+ * + shared attention), Nemotron-H's "mamba" / "attention" / "moe" / "mlp"
+ * (the last two have no attention and no state). */
 static int block_types(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
     int rc;
     const cJSON *a = array_of_len(h, "layers_block_type", m->num_layers, &rc);
     if (!a) return rc;
-    int i = 0;
+    int i = 0, mamba = 0;
+    uint64_t mask[SGL_ATTN_MAX_LAYERS / 64] = {0};
     for (const cJSON *e = a->child; e; e = e->next, i++) {
         const char *t = cJSON_IsString(e) ? e->valuestring : "";
         if (!strcmp(t, "hybrid") || !strcmp(t, "attention") || !strcmp(t, "full_attention"))
-            model_mask_set(m->full_attention_mask, i);
-        else if (strcmp(t, "mamba"))
-            return FAIL("\"layers_block_type[%d]\": expected \"mamba\" or \"hybrid\", found %s%s%s", i,
-                        cJSON_IsString(e) ? "\"" : ju_type_name(e), t, cJSON_IsString(e) ? "\"" : "");
+            model_mask_set(mask, i);
+        else if (!strcmp(t, "mamba"))
+            mamba = 1;
+        else if (strcmp(t, "moe") && strcmp(t, "mlp"))
+            return FAIL("\"layers_block_type[%d]\": expected \"mamba\", \"hybrid\", \"attention\", \"moe\" or \"mlp\", "
+                        "found %s%s%s",
+                        i, cJSON_IsString(e) ? "\"" : ju_type_name(e), t, cJSON_IsString(e) ? "\"" : "");
     }
+    if (!mamba) return SGL_ATTN_OK; /* no state: every layer is what model_finish makes it */
+    memcpy(m->full_attention_mask, mask, sizeof mask);
     m->hybrid_kind = SGL_ATTN_HYBRID_MAMBA2;
     return mamba_shapes(h, m, f);
 }
@@ -349,13 +358,18 @@ int hf_read_hybrid(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
     }
     if ((n = hf_item(h, "attn_type_list", NULL))) {
         if (!array_of_len(h, "attn_type_list", m->num_layers, &rc)) return rc;
-        int i = 0;
+        int i = 0, lightning = 0;
+        uint64_t mask[SGL_ATTN_MAX_LAYERS / 64] = {0};
         for (const cJSON *e = n->child; e; e = e->next, i++) {
             if (!cJSON_IsNumber(e) || (e->valuedouble != 0 && e->valuedouble != 1))
                 return FAIL("\"attn_type_list[%d]\": expected 0 (lightning) or 1 (softmax), found %s", i,
                             ju_type_name(e));
-            if (e->valuedouble == 1) model_mask_set(m->full_attention_mask, i);
+            if (e->valuedouble == 1) model_mask_set(mask, i);
+            else lightning = 1;
         }
+        /* MiniMax-M2 lists every layer as softmax: a plain model. */
+        if (!lightning) return SGL_ATTN_OK;
+        memcpy(m->full_attention_mask, mask, sizeof mask);
         m->hybrid_kind = SGL_ATTN_HYBRID_LIGHTNING;
         return linear_shapes(h, m, f);
     }

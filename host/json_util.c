@@ -1,5 +1,6 @@
 /* json_util.c - strict JSON checking with line:column messages, node
  * positions by path, typed reads, and the arena the conf lives in. */
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,12 +40,25 @@ void ju_append(char *dst, size_t size, const char *fmt, ...) {
 
 /* ------------------------------------------------------ the strict scanner */
 
+/* A bare NaN, Infinity or -Infinity, which Python's json (and so sglang and
+ * transformers) reads and cJSON does not: where it is, which value it is in
+ * document order, and what it stands for. */
+typedef struct ju_special {
+    size_t at, len;
+    size_t ordinal;
+    double value;
+} ju_special;
+
 typedef struct scanner {
     const char *s;
     size_t n, i;
     int depth;
     size_t err_at;
     char msg[200];
+    size_t values; /* values seen so far, in document order */
+    ju_special *special;
+    size_t n_special, cap_special;
+    int nomem;
 } scanner;
 
 static int scan_fail(scanner *sc, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -150,6 +164,25 @@ static int scan_literal(scanner *sc, const char *word) {
     return 0;
 }
 
+/* NaN, Infinity, -Infinity as Python's json writes and reads them (exact
+ * spelling, no other case); remembered for the tree builder. */
+static int scan_special(scanner *sc, const char *word, double value) {
+    size_t at = sc->i;
+    if (scan_literal(sc, word)) return -1;
+    if (sc->n_special == sc->cap_special) {
+        size_t cap = sc->cap_special ? 2 * sc->cap_special : 8;
+        ju_special *p = realloc(sc->special, cap * sizeof *p);
+        if (!p) {
+            sc->nomem = 1;
+            return scan_fail(sc, at, "out of memory");
+        }
+        sc->special = p;
+        sc->cap_special = cap;
+    }
+    sc->special[sc->n_special++] = (ju_special){.at = at, .len = sc->i - at, .ordinal = sc->values - 1, .value = value};
+    return 0;
+}
+
 static int scan_value(scanner *sc);
 
 static int scan_container(scanner *sc, char close) {
@@ -203,15 +236,33 @@ static int scan_value(scanner *sc) {
     char fb[48];
     if (sc->i >= sc->n) return scan_fail(sc, sc->i, "unexpected end of file: expected a value");
     char c = sc->s[sc->i];
+    sc->values++;
     if (c == '{') return scan_container(sc, '}');
     if (c == '[') return scan_container(sc, ']');
     if (c == '"') return scan_string(sc);
+    if (c == '-' && sc->i + 1 < sc->n && sc->s[sc->i + 1] == 'I') return scan_special(sc, "-Infinity", -INFINITY);
     if (c == '-' || (c >= '0' && c <= '9')) return scan_number(sc);
     if (c == 't') return scan_literal(sc, "true");
     if (c == 'f') return scan_literal(sc, "false");
     if (c == 'n') return scan_literal(sc, "null");
+    if (c == 'N') return scan_special(sc, "NaN", NAN);
+    if (c == 'I') return scan_special(sc, "Infinity", INFINITY);
     return scan_fail(sc, sc->i, "expected a value (object, array, string, number, true, false or null), found %s",
                      found(sc, fb, sizeof fb));
+}
+
+/* Pre-order walk in document order: the node that is value number `ordinal`
+ * (counted as the scanner counts) gets the special's value. */
+static void put_specials(cJSON *node, size_t *seen, const ju_special *sp, size_t n, size_t *next) {
+    for (; node && *next < n; node = node->next) {
+        if (*seen == sp[*next].ordinal) {
+            double v = sp[(*next)++].value;
+            node->valuedouble = v;
+            node->valueint = v != v ? 0 : v > 0 ? INT_MAX : INT_MIN;
+        }
+        (*seen)++;
+        put_specials(node->child, seen, sp, n, next);
+    }
 }
 
 int ju_parse(ju_doc *d, const char *text, size_t len, const char *origin, char *err, size_t err_size) {
@@ -232,20 +283,48 @@ int ju_parse(ju_doc *d, const char *text, size_t len, const char *origin, char *
         if (sc.i < sc.n) rc = scan_fail(&sc, sc.i, "expected end of file after the top-level value");
     }
     if (rc) {
+        free(sc.special);
+        if (sc.nomem) {
+            str_printf(err, err_size, "%s: out of memory", d->origin);
+            return SGL_ATTN_E_NOMEM;
+        }
         ju_linecol(text, len, sc.err_at, &line, &col);
         str_printf(err, err_size, "%s:%d:%d: %s", d->origin, line, col, sc.msg);
         return SGL_ATTN_E_INVALID;
     }
+    /* cJSON reads no NaN or Infinity: it parses a copy where each is a 0
+     * padded to the same length (so offsets still match), and the values go
+     * back into the tree by their place in document order. */
+    char *copy = NULL;
+    if (sc.n_special) {
+        if (!(copy = malloc(len ? len : 1))) {
+            free(sc.special);
+            str_printf(err, err_size, "%s: out of memory", d->origin);
+            return SGL_ATTN_E_NOMEM;
+        }
+        memcpy(copy, text, len);
+        for (size_t k = 0; k < sc.n_special; k++) {
+            memset(copy + sc.special[k].at, ' ', sc.special[k].len);
+            copy[sc.special[k].at] = '0';
+        }
+    }
+    const char *src = copy ? copy : text;
     const char *end = NULL;
-    d->root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    d->root = cJSON_ParseWithLengthOpts(src, len, &end, 0);
     if (!d->root) {
         /* Our scanner accepted it, so this is a cJSON limit (nesting, memory). */
-        size_t at = end && end >= text ? (size_t)(end - text) : 0;
+        size_t at = end && end >= src ? (size_t)(end - src) : 0;
         ju_linecol(text, len, at, &line, &col);
         str_printf(err, err_size, "%s:%d:%d: cJSON could not parse from here (out of memory or nested too deep)",
                    d->origin, line, col);
+        free(copy);
+        free(sc.special);
         return SGL_ATTN_E_INVALID;
     }
+    size_t seen = 0, next = 0;
+    put_specials(d->root, &seen, sc.special, sc.n_special, &next);
+    free(copy);
+    free(sc.special);
     return SGL_ATTN_OK;
 }
 

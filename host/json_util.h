@@ -6,6 +6,11 @@
  * scanner (which says what it expected, at line:column), then parsed by
  * cJSON, and semantic errors find their position again by walking the text
  * along the node's path.
+ *
+ * Like Python's json (which sglang and transformers read configs with), a
+ * bare NaN, Infinity or -Infinity is a number; cJSON does not read them, so
+ * ju_parse puts them into the tree itself.  Every other departure from JSON
+ * is an error at line:column.
  */
 #ifndef SGL_ATTN_JSON_UTIL_H
 #define SGL_ATTN_JSON_UTIL_H

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "json_util.h"
 #include "model_policy.h"
@@ -51,6 +52,25 @@ int sgl_attn_model_from_file(const char *path, int tp_size, sgl_attn_model *m, c
     if (!path || !m) {
         str_printf(err, err_size, "no model file given");
         return SGL_ATTN_E_INVALID;
+    }
+    /* A model directory (a Hugging Face checkout) stands for its config.json. */
+    char dir_config[4096];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/') n--;
+        if (n + sizeof "/config.json" > sizeof dir_config) {
+            str_printf(err, err_size, "%s: directory name longer than %zu bytes", path,
+                       sizeof dir_config - sizeof "/config.json");
+            return SGL_ATTN_E_INVALID;
+        }
+        snprintf(dir_config, sizeof dir_config, "%.*s/config.json", (int)n, path);
+        if (stat(dir_config, &st) != 0) {
+            str_printf(err, err_size, "%s: a directory without config.json (expected a model file, or a model "
+                                      "directory holding config.json)", path);
+            return SGL_ATTN_E_NOT_FOUND;
+        }
+        path = dir_config;
     }
     FILE *f = fopen(path, "rb");
     if (!f) {

@@ -6,27 +6,99 @@
 
 #include "json_util.h"
 #include "model_policy.h"
-#include "rules.h"
 
 static const char *str_field(const cJSON *obj, const char *key) {
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(obj, key);
     return cJSON_IsString(n) ? n->valuestring : NULL;
 }
 
-/* Heads and head dims, with the spellings of decoder-only and enc-dec configs. */
-static int read_shape(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
-    static const char *const layer_keys[] = {"num_hidden_layers", "decoder_layers", "n_layer", "num_layers", NULL};
-    static const char *const q_keys[] = {"num_attention_heads", "decoder_attention_heads", "n_head", NULL};
+static int hf_true(const hf_ctx *h, const char *key) {
+    const cJSON *n = hf_item(h, key, NULL);
+    return n && cJSON_IsTrue(n);
+}
+
+/* The first architecture (root, else text_config) starts with `prefix`. */
+static int arch_is(const hf_ctx *h, const char *prefix) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(h->root, "architectures");
+    if (!cJSON_IsArray(a) || !cJSON_IsString(a->child))
+        a = cJSON_GetObjectItemCaseSensitive(h->text, "architectures");
+    return cJSON_IsArray(a) && cJSON_IsString(a->child) && !strncmp(a->child->valuestring, prefix, strlen(prefix));
+}
+
+/* DeepSeek-V4: one latent row of head_dim that is both key and value, rope
+ * on its last qk_rope_head_dim dims (sglang: is_deepseek_v4, by architecture). */
+static int is_deepseek_v4(const hf_ctx *h) { return arch_is(h, "DeepseekV4ForCausalLM") || hf_type_is(h, "deepseek_v4"); }
+
+/* Nemotron-NAS (DeciLM) gives no num_key_value_heads: each block of
+ * block_configs has attention.n_heads_in_group query heads per KV head, or
+ * attention.no_op (no attention there).  One model holds one KV head count,
+ * so blocks that differ are refused, as sglang refuses them. */
+static int nas_kv_heads(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
+    const cJSON *blocks = hf_item(h, "block_configs", NULL);
+    if (!blocks) return SGL_ATTN_OK;
+    if (!cJSON_IsArray(blocks))
+        return model_fail(h->err, h->err_size, h->origin, "\"block_configs\": expected an array, found %s",
+                          ju_type_name(blocks));
+    int group = 0, i = 0;
+    for (const cJSON *b = blocks->child; b; b = b->next, i++) {
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(b, "attention");
+        const cJSON *noop = cJSON_GetObjectItemCaseSensitive(a, "no_op");
+        if (!cJSON_IsObject(a) || cJSON_IsTrue(noop)) continue;
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(a, "n_heads_in_group");
+        if (!cJSON_IsNumber(g) || !(g->valuedouble >= 1 && g->valuedouble <= m->num_q_heads) ||
+            floor(g->valuedouble) != g->valuedouble || m->num_q_heads % (int)g->valuedouble)
+            return model_fail(h->err, h->err_size, h->origin,
+                              "\"block_configs[%d].attention.n_heads_in_group\": expected a divisor of %d (the query "
+                              "heads), found %s",
+                              i, m->num_q_heads, ju_type_name(g));
+        if (group && group != (int)g->valuedouble)
+            return model_fail(h->err, h->err_size, h->origin,
+                              "\"block_configs[%d].attention.n_heads_in_group\" is %d, an earlier block's is %d: the "
+                              "model has one KV head count, so blocks with different GQA are not served",
+                              i, (int)g->valuedouble, group);
+        group = (int)g->valuedouble;
+    }
+    if (group) {
+        m->num_kv_heads = m->num_q_heads / group;
+        f->kv_heads = "num_attention_heads / block_configs[].attention.n_heads_in_group";
+    }
+    return SGL_ATTN_OK;
+}
+
+/* Heads and head dims, with the spellings of decoder-only and enc-dec
+ * configs (T5: num_heads, d_kv, num_decoder_layers).  An encoder-decoder's
+ * layers are its decoder's: those hold the KV cache.  An MLA model's head
+ * dims come from read_mla, so hidden / heads need not divide there. */
+static int read_shape(const hf_ctx *h, sgl_attn_model *m, model_fields *f, int mla) {
+    static const char *const layer_keys[] = {"num_hidden_layers", "decoder_layers", "num_decoder_layers", "n_layer",
+                                             "num_layers", NULL};
+    static const char *const dec_layer_keys[] = {"decoder_layers", "num_decoder_layers", "num_hidden_layers", "n_layer",
+                                                 "num_layers", NULL};
+    static const char *const q_keys[] = {"num_attention_heads", "decoder_attention_heads", "n_head", "num_heads", NULL};
     static const char *const hidden_keys[] = {"hidden_size", "d_model", "n_embd", NULL};
+    static const char *const dim_keys[] = {"head_dim", "attention_head_dim", "d_kv", NULL};
     int64_t v;
     int found, rc;
-    const char *lk = hf_first_key(h, layer_keys), *qk = hf_first_key(h, q_keys), *hk = hf_first_key(h, hidden_keys);
-    if (!lk) return model_fail(h->err, h->err_size, h->origin, "missing \"num_hidden_layers\" (the layer count)");
+    const char *lk = hf_first_key(h, hf_true(h, "is_encoder_decoder") ? dec_layer_keys : layer_keys);
+    const char *qk = hf_first_key(h, q_keys), *hk = hf_first_key(h, hidden_keys);
+    const cJSON *blocks = hf_item(h, "layers_block_type", NULL);
+    if (!lk && cJSON_IsArray(blocks) && cJSON_GetArraySize(blocks) > 0) {
+        /* Nemotron-H without num_hidden_layers: one entry a layer. */
+        int n = cJSON_GetArraySize(blocks);
+        if (n > SGL_ATTN_MAX_LAYERS)
+            return model_fail(h->err, h->err_size, h->origin, "\"layers_block_type\" has %d entries: expected 1 to %d",
+                              n, SGL_ATTN_MAX_LAYERS);
+        m->num_layers = n;
+    } else if (!lk) {
+        return model_fail(h->err, h->err_size, h->origin, "missing \"num_hidden_layers\" (the layer count)");
+    } else {
+        if ((rc = hf_need_int(h, lk, 1, SGL_ATTN_MAX_LAYERS, &v, "the layer count"))) return rc;
+        m->num_layers = (int32_t)v;
+    }
     if (!qk)
         return model_fail(h->err, h->err_size, h->origin,
-                          "missing \"num_attention_heads\" (or \"decoder_attention_heads\"): the query head count");
-    if ((rc = hf_need_int(h, lk, 1, SGL_ATTN_MAX_LAYERS, &v, "the layer count"))) return rc;
-    m->num_layers = (int32_t)v;
+                          "missing \"num_attention_heads\" (or \"decoder_attention_heads\", \"num_heads\"): the query "
+                          "head count");
     if ((rc = hf_need_int(h, qk, 1, 1 << 16, &v, "the query head count"))) return rc;
     m->num_q_heads = (int32_t)v;
     f->q_heads = qk;
@@ -36,11 +108,15 @@ static int read_shape(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
     if (found) {
         m->num_kv_heads = (int32_t)v;
         f->kv_heads = "num_key_value_heads";
+    } else if ((rc = nas_kv_heads(h, m, f))) {
+        return rc;
     }
     int64_t hidden = 0;
     if (hk && (rc = hf_int(h, hk, 1, 1 << 24, &hidden, &found))) return rc;
-    if ((rc = hf_int(h, "head_dim", 1, 65535, &v, &found))) return rc;
-    if (!found && (rc = hf_int(h, "attention_head_dim", 1, 65535, &v, &found))) return rc;
+    const char *dk = hf_first_key(h, dim_keys);
+    found = 0;
+    if (dk && (rc = hf_int(h, dk, 1, 65535, &v, &found))) return rc;
+    if (!found && mla) return SGL_ATTN_OK; /* read_mla sets both head dims */
     if (!found && hf_type_is(h, "zamba2") && hidden) {
         /* Zamba2's shared attention runs on concat(hidden, embeddings). */
         if ((2 * hidden) % m->num_q_heads)
@@ -60,13 +136,36 @@ static int read_shape(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
         v = hidden / m->num_q_heads;
     }
     m->head_dim_qk = m->head_dim_v = (int32_t)v;
+    /* A value head dim of its own (MiMo-V2-Flash: qk 192, v 128); an MLA
+     * model's v_head_dim is read_mla's. */
+    if (mla) return SGL_ATTN_OK;
+    if ((rc = hf_int(h, "v_head_dim", 1, 65535, &v, &found))) return rc;
+    if (found) m->head_dim_v = (int32_t)v;
     return SGL_ATTN_OK;
 }
 
-/* MLA (absorbed): the latent pool row is kv_lora_rank + rope, one KV head. */
+/* MLA (absorbed): the latent pool row is kv_lora_rank + rope, one KV head.
+ * DeepSeek-V4's row is head_dim wide with the rope inside it, and the whole
+ * row is the value: qk = v = kv_lora_rank = head_dim. */
 static int read_mla(const hf_ctx *h, sgl_attn_model *m) {
     int64_t v;
     int found, rc;
+    if (is_deepseek_v4(h)) {
+        int64_t d, rope;
+        if ((rc = hf_need_int(h, "head_dim", 1, 65535, &d, "DeepSeek-V4's latent row width")) ||
+            (rc = hf_need_int(h, "qk_rope_head_dim", 0, 65535, &rope, "the rotary part of DeepSeek-V4's row")))
+            return rc;
+        if (rope >= d)
+            return model_fail(h->err, h->err_size, h->origin,
+                              "\"qk_rope_head_dim\" (%lld) is not smaller than \"head_dim\" (%lld)", (long long)rope,
+                              (long long)d);
+        m->is_mla = 1;
+        m->kv_lora_rank = m->head_dim_qk = m->head_dim_v = m->v_head_dim = (int32_t)d;
+        m->qk_rope_head_dim = (int32_t)rope;
+        m->qk_nope_head_dim = (int32_t)(d - rope);
+        m->num_kv_heads = 1;
+        return SGL_ATTN_OK;
+    }
     if ((rc = hf_int(h, "kv_lora_rank", 1, 65535, &v, &found)) || !found) return rc;
     m->is_mla = 1;
     m->kv_lora_rank = (int32_t)v;
@@ -82,17 +181,29 @@ static int read_mla(const hf_ctx *h, sgl_attn_model *m) {
     return SGL_ATTN_OK;
 }
 
+/* sglang's --dtype auto (model_config.py, _get_and_verify_dtype): the
+ * text config's dtype is served as it is, except float32 or none at all,
+ * served in float16, or bfloat16 for a model_type starting with "gemma".
+ * config_dtype keeps what the file says. */
 static int read_dtype(const hf_ctx *h, sgl_attn_model *m) {
     const char *where, *key = "torch_dtype";
     const cJSON *n = hf_item(h, key, &where);
     if (!n) n = hf_item(h, key = "dtype", &where);
-    if (!n) return SGL_ATTN_OK; /* bf16, sglang's choice for a config that says nothing */
-    uint32_t dt = cJSON_IsString(n) ? pol_dtype_from_name(n->valuestring) : 0;
-    if (!dt)
-        return model_fail(h->err, h->err_size, h->origin,
-                          "\"%s%s\": expected float32, float16 or bfloat16, found %s%s%s%s", where, key,
-                          ju_type_name(n), cJSON_IsString(n) ? " \"" : "", cJSON_IsString(n) ? n->valuestring : "",
-                          cJSON_IsString(n) ? "\"" : "");
+    uint32_t dt = 0;
+    if (n) {
+        const char *s = cJSON_IsString(n) ? n->valuestring : "";
+        dt = !strcmp(s, "float32") || !strcmp(s, "float")  ? SGL_ATTN_DT_F32
+             : !strcmp(s, "float16") || !strcmp(s, "half") ? SGL_ATTN_DT_F16
+             : !strcmp(s, "bfloat16")                      ? SGL_ATTN_DT_BF16
+                                                           : 0;
+        if (!dt)
+            return model_fail(h->err, h->err_size, h->origin,
+                              "\"%s%s\": expected float32, float16 or bfloat16, found %s%s%s%s", where, key,
+                              ju_type_name(n), cJSON_IsString(n) ? " \"" : "", s, cJSON_IsString(n) ? "\"" : "");
+    }
+    m->config_dtype = dt;
+    if (!dt || dt == SGL_ATTN_DT_F32)
+        dt = !strncmp(h->text_type, "gemma", 5) ? SGL_ATTN_DT_BF16 : SGL_ATTN_DT_F16;
     m->dtype = m->kv_dtype = dt;
     return SGL_ATTN_OK;
 }
@@ -139,26 +250,36 @@ int model_from_hf(const void *cjson_root, const char *origin, int tp_size, sgl_a
     if ((!name || !name[0]) && cJSON_IsArray(arch) && cJSON_IsString(arch->child)) name = arch->child->valuestring;
     str_copy(m->name, sizeof m->name, name && name[0] ? name : h.model_type);
 
-    if ((rc = read_shape(&h, m, &f)) || (rc = read_mla(&h, m)) || (rc = read_dtype(&h, m)) ||
+    int64_t rank;
+    int found, mla = is_deepseek_v4(&h);
+    if (!mla && (rc = hf_int(&h, "kv_lora_rank", 1, 65535, &rank, &mla))) return rc;
+    if ((rc = read_shape(&h, m, &f, mla)) || (rc = read_mla(&h, m)) || (rc = read_dtype(&h, m)) ||
         (rc = read_window(&h, m)))
         return rc;
-    const cJSON *ed = hf_item(&h, "is_encoder_decoder", NULL);
     const cJSON *cross = hf_item(&h, "cross_attention_layers", NULL);
-    m->is_encoder_decoder = (ed && cJSON_IsTrue(ed)) || (cJSON_IsArray(cross) && cross->child);
+    m->is_encoder_decoder = hf_true(&h, "is_encoder_decoder") || (cJSON_IsArray(cross) && cross->child);
     const char *where;
     const cJSON *cap = hf_item(&h, "attn_logit_softcapping", &where);
     if (cap) {
-        if (!cJSON_IsNumber(cap) || cap->valuedouble < 0)
-            return model_fail(err, err_size, origin, "\"%sattn_logit_softcapping\": expected a number >= 0, found %s",
-                              where, ju_type_name(cap));
+        if (!cJSON_IsNumber(cap) || !(cap->valuedouble >= 0) || isinf(cap->valuedouble)) {
+            char got[64];
+            if (cJSON_IsNumber(cap)) snprintf(got, sizeof got, "%g", cap->valuedouble);
+            else snprintf(got, sizeof got, "%s", ju_type_name(cap));
+            return model_fail(err, err_size, origin, "\"%sattn_logit_softcapping\": expected a finite number >= 0, found %s",
+                              where, got);
+        }
         m->logit_softcap = (float)cap->valuedouble;
     }
-    /* gpt-oss: a learned sink logit per head joins every softmax. */
-    m->has_sinks = hf_type_is(&h, "gpt_oss");
+    /* A learned sink logit per head joins the softmax: always in gpt-oss,
+     * and in MiMo-V2 where its config turns the sink bias on (sglang's
+     * _detect_attention_sinks). */
+    m->has_sinks = hf_type_is(&h, "gpt_oss") || hf_true(&h, "add_swa_attention_sink_bias") ||
+                   hf_true(&h, "add_full_attention_sink_bias");
+    /* DeepSeek sparse attention.  DeepSeek-V4's index_topk belongs to its
+     * compressed attention (sglang's dsv4 backend, not dsa): not read there. */
     int64_t topk;
-    int found;
-    if ((rc = hf_int(&h, "index_topk", 0, 1 << 30, &topk, &found))) return rc;
-    if (found) m->index_topk = (int32_t)topk;
+    if (!is_deepseek_v4(&h) && (rc = hf_int(&h, "index_topk", 0, 1 << 30, &topk, &found))) return rc;
+    if (!is_deepseek_v4(&h) && found) m->index_topk = (int32_t)topk;
     if ((rc = hf_read_hybrid(&h, m, &f))) return rc;
     return model_finish(m, origin, tp_size, &f, err, err_size);
 }

@@ -208,6 +208,8 @@ int model_from_ours(const void *cjson_root, const char *origin, int tp_size, sgl
         (rc = get_dtype(&o, root, "dtype", "", &m->dtype)))
         return rc;
     m->kv_dtype = m->dtype;
+    /* Our format names the served dtype itself: no --dtype auto here. */
+    if (cJSON_GetObjectItemCaseSensitive(root, "dtype")) m->config_dtype = m->dtype;
     if ((rc = get_dtype(&o, root, "kv_dtype", "", &m->kv_dtype)) ||
         (rc = get_bool(&o, root, "encoder_decoder", &m->is_encoder_decoder)) ||
         (rc = get_int(&o, root, "sliding_window", "", -1, 1 << 30, &m->sliding_window, 0)) ||
@@ -219,9 +221,9 @@ int model_from_ours(const void *cjson_root, const char *origin, int tp_size, sgl
         return rc;
     const cJSON *cap = cJSON_GetObjectItemCaseSensitive(root, "logit_softcap");
     if (cap) {
-        if (!cJSON_IsNumber(cap) || cap->valuedouble < 0)
-            return model_fail(err, err_size, origin, "\"logit_softcap\": expected a number >= 0, found %s",
-                              ju_type_name(cap));
+        if (!cJSON_IsNumber(cap) || !(cap->valuedouble >= 0) || isinf(cap->valuedouble))
+            return model_fail(err, err_size, origin, "\"logit_softcap\": expected a finite number >= 0, found %s%s",
+                              ju_type_name(cap), cJSON_IsNumber(cap) ? " out of range" : "");
         m->logit_softcap = (float)cap->valuedouble;
     }
     if (head_dim && (m->head_dim_qk || m->head_dim_v))

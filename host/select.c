@@ -507,6 +507,20 @@ int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t e
     if (err && err_size) err[0] = 0;
     int rc = check_model(in->model, err, err_size);
     if (rc) return rc;
+    uint32_t said = in->model->config_dtype;
+    if ((said == SGL_ATTN_DT_F32 || said == SGL_ATTN_DT_F16 || said == SGL_ATTN_DT_BF16) && said != in->model->dtype) {
+        /* An HF config's float32, served as sglang's --dtype auto serves it
+         * (model_hf.c).  config_dtype sits in what was the struct's tail
+         * padding before it was appended: a model filled by hand without
+         * sgl_attn_model_init may hold anything there, so only a dtype the
+         * readers write counts. */
+        char note[256];
+        snprintf(note, sizeof note,
+                 "the model file's dtype is %s; it is served in %s, as sglang's --dtype auto serves a float32 "
+                 "checkpoint (float16, bfloat16 for Gemma)",
+                 pol_dtype_name(said), pol_dtype_name(in->model->dtype));
+        add_warning(out, note);
+    }
     const sgl_attn_select_request *q = in->req;
     sel_ctx cx = {.in = in, .rules = in->rules};
     select_route(in->model, q && q->is_draft, &cx.model);

@@ -124,8 +124,9 @@ const char *sgl_attn_host_conf_path(const sgl_attn_host *h);
 /* ----------------------------------------------------------------- model */
 
 /* Fill `m` from our model JSON (docs/model.md) or from a Hugging Face
- * config.json (auto-detected).  tp_size divides the head counts.  On failure
- * `err` names the file, the field and what was expected. */
+ * config.json (auto-detected); `path` may be a model directory, read as
+ * path/config.json.  tp_size divides the head counts.  On failure `err`
+ * names the file, the field and what was expected. */
 int sgl_attn_model_from_file(const char *path, int tp_size, sgl_attn_model *m,
                              char *err, size_t err_size);
 int sgl_attn_model_from_json(const char *json, size_t len, const char *origin, int tp_size,

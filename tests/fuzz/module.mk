@@ -26,7 +26,10 @@ FUZZ_DICT_conf := -dict=tests/fuzz/json.dict
 FUZZ_DICT_model := -dict=tests/fuzz/json.dict
 # Seed directories: committed seeds, then the project's own files.
 FUZZ_SEEDS_conf := tests/fuzz/corpus/conf conf
-FUZZ_SEEDS_model := tests/fuzz/corpus/model examples/models
+# The real config.json corpus in shared/ (tests/data/hf-configs/README.md),
+# when it is there (libFuzzer refuses a seed folder that does not exist).
+HF_CORPUS_DIR ?= $(abspath ../shared/hf-configs)
+FUZZ_SEEDS_model := tests/fuzz/corpus/model examples/models $(wildcard $(HF_CORPUS_DIR))
 FUZZ_SEEDS_descriptor := tests/fuzz/corpus/descriptor
 
 $(FUZZ_DIR)/cjson/cJSON.c $(FUZZ_DIR)/include/cjson/cJSON.h:

@@ -10,7 +10,10 @@ POLICY_HOST_OBJS := $(addprefix $(OBJDIR)/host/,json_util.o conf.o conf_rows_pol
     select.o select_api.o)
 POLICY_TEST_NAMES := $(basename $(notdir $(wildcard tests/policy/test_policy_*.c)))
 POLICY_TESTS := $(POLICY_TEST_NAMES:%=$(TESTDIR)/%)
-CFLAGS_tests_policy_ := -DPOLICY_SRC_DIR='"$(abspath .)"'
+# The corpus of real config.json files (tests/data/hf-configs/README.md):
+# third-party data, kept in the workplace's shared/ folder beside the checkout.
+HF_CORPUS_DIR ?= $(abspath ../shared/hf-configs)
+CFLAGS_tests_policy_ := -DPOLICY_SRC_DIR='"$(abspath .)"' -DHF_CORPUS_DIR='"$(HF_CORPUS_DIR)"'
 
 $(TESTDIR)/test_policy_%: $(OBJDIR)/tests/policy/test_policy_%.o $(OBJDIR)/tests/policy/pt.o $(POLICY_HOST_OBJS)
 	@mkdir -p $(@D)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef POLICY_SRC_DIR
 #define POLICY_SRC_DIR "."
@@ -12,6 +13,21 @@
 const char *pt_src(const char *rel) {
     static char buf[4096]; /* tests are single-threaded */
     snprintf(buf, sizeof buf, "%s/%s", POLICY_SRC_DIR, rel);
+    return buf;
+}
+
+#ifndef HF_CORPUS_DIR
+#define HF_CORPUS_DIR "../shared/hf-configs"
+#endif
+
+const char *pt_corpus(const char *file) {
+    static char buf[4096];
+    struct stat st;
+    if (stat(HF_CORPUS_DIR, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "skipped: no config.json corpus at %s (tests/data/hf-configs/README.md)\n", HF_CORPUS_DIR);
+        return NULL;
+    }
+    snprintf(buf, sizeof buf, "%s/%s", HF_CORPUS_DIR, file);
     return buf;
 }
 

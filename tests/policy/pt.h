@@ -55,6 +55,11 @@ void pt_deepseek(sgl_attn_model *m);  /* MLA 128 heads, 576/512 */
 void pt_encdec(sgl_attn_model *m);    /* whisper-like, 20 heads, d 64 */
 void pt_qwen3_next(sgl_attn_model *m);/* gdn hybrid, full every 4th of 48 */
 
+/* The corpus of real config.json files: the path of `file` in it, or NULL
+ * (after saying so on stderr) when the corpus folder is absent, and the
+ * test should skip(). */
+const char *pt_corpus(const char *file);
+
 /* A file of the source tree, read whole (caller frees). */
 char *pt_read(const char *rel_path, size_t *len);
 const char *pt_src(const char *rel_path); /* absolute path, static buffer */

@@ -103,7 +103,10 @@ static void test_window_softcap_sinks(void **state) {
     assert_true(m.logit_softcap == 50.0f);
     assert_int_equal(m.sliding_window, 4095);
     assert_int_equal(m.head_dim_qk, 256);
-    assert_int_equal(m.dtype, SGL_ATTN_DT_F32);
+    /* "torch_dtype": "float32": served in bf16, as sglang's --dtype auto does for Gemma. */
+    assert_int_equal(m.config_dtype, SGL_ATTN_DT_F32);
+    assert_int_equal(m.dtype, SGL_ATTN_DT_BF16);
+    assert_int_equal(m.kv_dtype, SGL_ATTN_DT_BF16);
     char err[512];
     /* A window that use_sliding_window turns off, or layer_types that use none. */
     assert_int_equal(inline_model("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "

@@ -141,6 +141,62 @@ static void test_dsv4_per_platform(void **state) {
     pt_world_free(w);
 }
 
+/* DeepSeek-V4's real config reads as MLA (one latent row of 512, rope
+ * inside): dsv4 takes it past its MLA rule, and cuda_mla, which runs only
+ * 576/512, refuses it for its head dims, not for being "not MLA". */
+static void test_dsv4_real_config(void **state) {
+    (void)state;
+    sgl_attn_model v4;
+    char err[512];
+    const char *path = pt_corpus("deepseek-v4-flash.json");
+    if (!path) skip();
+    assert_int_equal(sgl_attn_model_from_file(path, 1, &v4, err, sizeof err), SGL_ATTN_OK);
+    pt_world *w = pt_world_new(NULL);
+    pt_arch(pt_full(w, "cuda_mla", CUDA, SGL_ATTN_KIND_MLA, 100), 9, 0);
+    assert_int_equal(pt_select_name(w, &v4, "dsv4", CUDA), SGL_ATTN_E_UNSUPPORTED);
+    const sgl_attn_verdict *v = pt_verdict(w, "cuda_mla", "full");
+    assert_non_null(v);
+    assert_string_equal(v->rule, "head-dims");
+    assert_non_null(strstr(v->message, "head dims qk 512 / v 512 not served (serves 576/512)"));
+    assert_null(strstr(w->err, "the model is not MLA"));
+    pt_world_free(w);
+    /* An MLA plugin that serves a 512/512 latent row is chosen. */
+    w = pt_world_new(NULL);
+    pt_fake *f = pt_arch(pt_full(w, "cuda_mla", CUDA, SGL_ATTN_KIND_MLA, 100), 9, 0);
+    f->caps.head_dims[0].qk = 512;
+    assert_int_equal(pt_select_name(w, &v4, "dsv4", CUDA), SGL_ATTN_OK);
+    expect_stack(w, "cuda_mla");
+    pt_world_free(w);
+}
+
+/* A float32 config is served as sglang's --dtype auto serves it, and the
+ * selection says so. */
+static void test_fp32_config_says_served_dtype(void **state) {
+    (void)state;
+    static const char fp32[] = "{\"model_type\": \"qwen2\", \"num_hidden_layers\": 24, \"num_attention_heads\": 14, "
+                               "\"num_key_value_heads\": 2, \"hidden_size\": 896, \"torch_dtype\": \"float32\"}";
+    sgl_attn_model m;
+    char err[512];
+    assert_int_equal(sgl_attn_model_from_json(fp32, strlen(fp32), "config.json", 1, &m, err, sizeof err), SGL_ATTN_OK);
+    pt_world *w = cuda_box(9, 0);
+    assert_int_equal(pt_select(w, &m, NULL), SGL_ATTN_OK);
+    assert_int_equal(w->sel.n_warnings, 1);
+    assert_string_equal(w->sel.warnings[0], "the model file's dtype is f32; it is served in f16, as sglang's --dtype "
+                                            "auto serves a float32 checkpoint (float16, bfloat16 for Gemma)");
+    pt_world_free(w);
+    /* A config that names bfloat16 gets no such note, nor does a model built by hand. */
+    static const char bf16[] = "{\"model_type\": \"qwen3\", \"num_hidden_layers\": 36, \"num_attention_heads\": 32, "
+                               "\"num_key_value_heads\": 8, \"head_dim\": 128, \"torch_dtype\": \"bfloat16\"}";
+    assert_int_equal(sgl_attn_model_from_json(bf16, strlen(bf16), "config.json", 1, &m, err, sizeof err), SGL_ATTN_OK);
+    w = cuda_box(9, 0);
+    assert_int_equal(pt_select(w, &m, NULL), SGL_ATTN_OK);
+    assert_int_equal(w->sel.n_warnings, 0);
+    pt_llama(&m);
+    assert_int_equal(pt_select(w, &m, NULL), SGL_ATTN_OK);
+    assert_int_equal(w->sel.n_warnings, 0);
+    pt_world_free(w);
+}
+
 static void test_nsa_deprecated_and_dsa_models(void **state) {
     (void)state;
     const char *warn = "attention-backend='nsa' is deprecated; use 'dsa' instead. "
@@ -662,6 +718,8 @@ int main(void) {
         cmocka_unit_test(test_triton_encoder_decoder),
         cmocka_unit_test(test_fa3_arch_rule),
         cmocka_unit_test(test_dsv4_per_platform),
+        cmocka_unit_test(test_dsv4_real_config),
+        cmocka_unit_test(test_fp32_config_says_served_dtype),
         cmocka_unit_test(test_nsa_deprecated_and_dsa_models),
         cmocka_unit_test(test_unknown_name_lists_valid),
         cmocka_unit_test(test_split_prefill_decode),
