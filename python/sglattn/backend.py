@@ -194,7 +194,7 @@ class Layer:
     fill, with what each described last (shape, dtype, device, strides)."""
 
     __slots__ = ("backend", "layer_id", "struct", "args", "args_ref", "_args_mv", "_dls", "_dl_mv", "_shapes",
-                 "_cache", "_other", "_pools", "sinks", "save", "linear", "__weakref__")
+                 "_cache", "_other", "_pools", "sinks", "save", "linear", "out_spec", "cols", "__weakref__")
 
     def __init__(self, backend: "Backend", layer_id: int, k_cache: Any, v_cache: Any, *,
                  num_q_heads: Optional[int] = None, num_kv_heads: Optional[int] = None,
@@ -226,6 +226,8 @@ class Layer:
         a.save_kv_cache = 1
         self.save = True
         self.linear: Optional[LinearInputs] = None
+        self.out_spec: Any = None
+        self.cols = 0  # an adapter's output width (heads * v head dim)
         self.args_ref = C.byref(a)
         self._args_mv = _words(C.addressof(a), C.sizeof(a))
         # q, k, v, out: four DLTensors side by side; word 6*i is tensor i's data
@@ -255,6 +257,8 @@ class Layer:
         DLTensor, or NULL for None."""
         c, w = self._cache, _ARG_WORDS[i]
         c[5 * i] = None  # the fast path re-checks next call
+        if i == 3:
+            self.out_spec = None  # forward_*_alloc's output descriptor no longer holds
         self._other[i] = None
         if t is None:
             self._args_mv[w] = 0
@@ -343,6 +347,50 @@ def _layer_forward_fn(fn: Any, call: str) -> Any:
 
     forward.__name__ = call
     return forward
+
+
+def _layer_forward_alloc_fn(fn: Any, call: str) -> Any:
+    """forward_*_alloc: as the plain forward, with `out` allocated here as a
+    compact [rows, cols] tensor of `dtype` on `device` and returned.  The
+    output's descriptor is re-made only when (rows, cols, dtype, device)
+    differ from the last call's, so it costs the allocation and one pointer
+    write (what an engine adapter that allocates its own output wants)."""
+    torch = torch_module()
+    plain = _layer_forward_fn(fn, call)
+    d3 = 3 * _DL_WORDS
+
+    def forward_alloc(self: "Backend", layer: Layer, q: Any, k: Any, v: Any, rows: int, cols: int, dtype: Any,
+                      device: Any, save_kv_cache: bool = True) -> Any:
+        out = torch.empty((rows, cols), dtype=dtype, device=device)
+        spec = layer.out_spec
+        if spec is None or spec[0] != rows or spec[1] != cols or spec[2] is not dtype or spec[3] is not device:
+            plain(self, layer, q, k, v, out, save_kv_cache)  # describes out too
+            layer.out_spec = (rows, cols, dtype, device)
+            return out
+        c = layer._cache
+        m = layer._dl_mv
+        # the plain forward's q/k/v checks, inline (see _layer_forward_fn)
+        T = type(q)
+        if (q.shape == c[0] and q.dtype is c[1] and q.get_device() == c[2]
+                and (q.is_contiguous() if c[3] else q.stride() == c[4]) and T is type(k) is type(v)
+                and k.shape == c[5] and k.dtype is c[6] and k.get_device() == c[7]
+                and (k.is_contiguous() if c[8] else k.stride() == c[9])
+                and v.shape == c[10] and v.dtype is c[11] and v.get_device() == c[12]
+                and (v.is_contiguous() if c[13] else v.stride() == c[14]) and c[15] is not None
+                and save_kv_cache is layer.save and layer.linear is None and T is torch.Tensor):
+            m[0] = q.data_ptr()
+            m[_DL_WORDS] = k.data_ptr()
+            m[2 * _DL_WORDS] = v.data_ptr()
+            m[d3] = out.data_ptr()
+            rc = fn(self._ptr, layer.args_ref)
+            if rc:
+                raise self._error(rc, call)
+            return out
+        plain(self, layer, q, k, v, out, save_kv_cache)
+        return out
+
+    forward_alloc.__name__ = call + "_alloc"
+    return forward_alloc
 
 
 class Backend:
@@ -516,6 +564,18 @@ def _bind_forwards() -> None:
     lib = load()
     Backend.forward_extend = _layer_forward_fn(lib.fwd_extend, "forward_extend")  # type: ignore[method-assign]
     Backend.forward_decode = _layer_forward_fn(lib.fwd_decode, "forward_decode")  # type: ignore[method-assign]
+    if torch_module() is not None:
+        bind_alloc_forwards()
+
+
+def bind_alloc_forwards() -> None:
+    """Backend.forward_extend_alloc / forward_decode_alloc, which need torch:
+    bound at import when torch is loaded, else by the first caller that has
+    imported it (the engine adapters)."""
+    if "forward_decode_alloc" not in Backend.__dict__:
+        lib = load()
+        Backend.forward_extend_alloc = _layer_forward_alloc_fn(lib.fwd_extend, "forward_extend")  # type: ignore
+        Backend.forward_decode_alloc = _layer_forward_alloc_fn(lib.fwd_decode, "forward_decode")  # type: ignore
 
 
 _bind_forwards()

@@ -29,7 +29,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _abi as A
-from .backend import Backend, Batch, Layer
+from .backend import Backend, Batch, Layer, bind_alloc_forwards
 from .host import Host, Model
 from .errors import Error
 
@@ -147,6 +147,8 @@ def _mode_kind(fm: Any) -> str:
 
 # Keyword arguments sglang may pass to a forward, and why the stack cannot
 # honour them (sinks is taken when the stack serves sinks).
+_LSE = "sglattn: mha_return_lse (the softmax LSE of each row) is not returned by the stack"
+
 _REFUSED_KWARGS = {
     "q_rope": "MLA's split rope part of q (MLA layers are not served through this adapter)",
     "k_rope": "MLA's split rope part of k (MLA layers are not served through this adapter)",
@@ -228,6 +230,9 @@ class SglAttnBackend(_Base):  # type: ignore[misc,valid-type]
         self._bind_pending: Optional[Batch] = None
         self._verify_lens: Any = None
         self._torch = torch
+        self._rows = 0
+        self._dev = torch.device(self.device)
+        bind_alloc_forwards()
         log.info("sglattn: %s runs %s for %s", name, self.selection.label, model.model_type or model.name)
 
     # ------------------------------------------------------------- metadata
@@ -274,6 +279,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc,valid-type]
             return
         self._bind_pending = None
         self._batch = self._fill(self._eager, forward_batch, kind)
+        self._rows = self._batch.num_tokens
         self.backend.init_forward_metadata(self._batch)
 
     # --------------------------------------------------------------- forward
@@ -306,8 +312,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc,valid-type]
                                head_dim_qk=layer.qk_head_dim, head_dim_v=layer.v_head_dim, sm_scale=layer.scaling,
                                logit_softcap=cap, sliding_window=getattr(layer, "sliding_window_size", -1),
                                k_scale=1.0 if ks is None else float(ks), v_scale=1.0 if vs is None else float(vs))
-        if self._batch is not None:
-            L._args_mv[_W_BATCH] = self._batch.addr
+        L.cols = layer.tp_q_head_num * layer.v_head_dim
         self._layers[lid] = L
         return L
 
@@ -326,38 +331,44 @@ class SglAttnBackend(_Base):  # type: ignore[misc,valid-type]
             why = _REFUSED_KWARGS.get(k, "an argument this adapter does not know")
             raise NotImplementedError(f"sglattn: {k} ({why}) is not supported by the sglattn backend")
 
-    def _out(self, q: Any, layer: Any, forward_batch: Any) -> Any:
-        out = getattr(forward_batch, "_attn_output", None)
-        if out is None:
-            out = q.new_empty((q.shape[0], layer.tp_q_head_num * layer.v_head_dim), dtype=self.out_dtype)
-        return out
-
-    def _forward(self, decode: bool, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                 save_kv_cache: bool, kwargs: Dict[str, Any]) -> Any:
-        L = self._layers.get(layer.layer_id)
+    def _prepare(self, L: Optional[Layer], layer: Any, forward_batch: Any, kwargs: Dict[str, Any]) -> Layer:
+        """Everything but the common case: a layer seen the first time,
+        keyword arguments, an older tree's first captured forward."""
         if L is None:
             L = self._layer(layer)
         if kwargs:
             self._kwargs(L, kwargs, forward_batch)
-        if getattr(forward_batch, "mha_return_lse", False):
-            raise NotImplementedError("sglattn: mha_return_lse (the softmax LSE of each row) is not returned "
-                                      "by the stack")
         if self._bind_pending is not None:
             self._bind_graph_batch(forward_batch)
-        out = self._out(q, layer, forward_batch)
-        if decode:
-            self.backend.forward_decode(L, q, k, v, out, save_kv_cache)
-        else:
-            self.backend.forward_extend(L, q, k, v, out, save_kv_cache)
-        return out
+        return L
 
     def forward_decode(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
                        **kwargs: Any) -> Any:
-        return self._forward(True, q, k, v, layer, forward_batch, save_kv_cache, kwargs)
+        L = self._layers.get(layer.layer_id)
+        if L is None or kwargs or self._bind_pending is not None:
+            L = self._prepare(L, layer, forward_batch, kwargs)
+        if getattr(forward_batch, "mha_return_lse", False):
+            raise NotImplementedError(_LSE)
+        out = getattr(forward_batch, "_attn_output", None)
+        if out is None:
+            return self.backend.forward_decode_alloc(L, q, k, v, self._rows, L.cols, self.out_dtype, self._dev,
+                                                     save_kv_cache)
+        self.backend.forward_decode(L, q, k, v, out, save_kv_cache)
+        return out
 
     def forward_extend(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
                        **kwargs: Any) -> Any:
-        return self._forward(False, q, k, v, layer, forward_batch, save_kv_cache, kwargs)
+        L = self._layers.get(layer.layer_id)
+        if L is None or kwargs or self._bind_pending is not None:
+            L = self._prepare(L, layer, forward_batch, kwargs)
+        if getattr(forward_batch, "mha_return_lse", False):
+            raise NotImplementedError(_LSE)
+        out = getattr(forward_batch, "_attn_output", None)
+        if out is None:
+            return self.backend.forward_extend_alloc(L, q, k, v, self._rows, L.cols, self.out_dtype, self._dev,
+                                                     save_kv_cache)
+        self.backend.forward_extend(L, q, k, v, out, save_kv_cache)
+        return out
 
     # ---------------------------------------------------------------- graphs
     def _stream(self) -> Optional[int]:
@@ -392,6 +403,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc,valid-type]
             batch = self._graph_batches[key] = Batch("idle")
             self._fill(batch, fb, kind).set_stream(self._stream())
             self._batch = batch
+            self._rows = batch.num_tokens
             self._bind_pending = None
             self.backend.capture(batch)
             return
@@ -415,6 +427,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc,valid-type]
         batch = self._graph_batches[(bs, int(forward_mode))] = Batch("idle")
         self._fill(batch, fb, kind).set_stream(self._stream())
         self._batch = batch
+        self._rows = batch.num_tokens
         self._bind_pending = batch  # out_cache_loc and positions come with the first forward
         self.backend.capture(batch, num_tokens=num_tokens)
 
@@ -467,5 +480,3 @@ class _GraphBatchView:
         self.extend_seq_lens = self.extend_prefix_lens = None
         self.extend_seq_lens_cpu = self.extend_prefix_lens_cpu = None
 
-
-from .backend import _W_BATCH  # noqa: E402

@@ -55,7 +55,8 @@ class Engine:
     def __init__(self, factory: Callable[[Any], Any], *, layers: int, hq: int, hkv: int, d: int,
                  dtype: torch.dtype, device: str = "cpu", page_size: int = 1, max_reqs: int = 16,
                  max_context: int = 512, pool_tokens: int = 4096, hf_config: Optional[Dict[str, Any]] = None,
-                 draft_tokens: int = 0, disable_cuda_graph: bool = True, seed: int = 0) -> None:
+                 draft_tokens: int = 0, disable_cuda_graph: bool = True, seed: int = 0,
+                 reference: Optional[str] = "f64") -> None:
         self.hq, self.hkv, self.d, self.dtype, self.device = hq, hkv, d, dtype, device
         self.page_size = page_size
         self.nlayers = layers
@@ -76,6 +77,9 @@ class Engine:
         self.reqs: Dict[int, Req] = {}
         self.gen = torch.Generator().manual_seed(seed)
         self._next = 0
+        # "f64": float64 over the shadow K/V (small shapes); "sdpa": torch SDPA
+        # on the K/V gathered back from the pool; None: no reference
+        self.ref_kind = reference
 
     # --------------------------------------------------------------- requests
     def add(self) -> int:
@@ -201,7 +205,13 @@ class Engine:
             for i, layer in enumerate(self.layers):
                 q, k, v = inputs[i] if inputs is not None else self.qkv(T)
                 out = layer.forward(q, k, v, fb)
-                results.append((out, self.reference(fb, i, q, k, v)))
+                if self.ref_kind == "f64":
+                    ref = self.reference(fb, i, q, k, v)
+                elif self.ref_kind == "sdpa":
+                    ref = self.sdpa_reference(fb, i, q)
+                else:
+                    ref = None
+                results.append((out, ref))
         self._last_new = dict(zip(fb._rids, fb._new))  # type: ignore[attr-defined]
         return results
 
@@ -226,6 +236,34 @@ class Engine:
             pos = torch.arange(L - n, L).view(-1, 1)
             s.masked_fill_(torch.arange(L).view(1, -1) > pos, -math.inf)
             out[o:o + n] = torch.einsum("hqk,khd->qhd", s.softmax(-1), V)
+            o += n
+        return out.view(-1, hq * d)
+
+    def sdpa_reference(self, fb: ForwardBatch, layer: int, q: torch.Tensor) -> torch.Tensor:
+        """torch SDPA, in the pool's dtype on the pool's device, over the K/V
+        gathered back from the pool through req_to_token (so it checks the
+        save too); the new tokens of request i attend causally."""
+        import torch.nn.functional as F
+
+        hq, hkv, d = self.hq, self.hkv, self.d
+        kp, vp = self.kv_pool.get_key_buffer(layer), self.kv_pool.get_value_buffer(layer)
+        qv = q.view(-1, hq, d)
+        out = torch.empty(qv.shape[0], hq, d, dtype=qv.dtype, device=qv.device)
+        o = 0
+        for rid, n in zip(fb._rids, fb._new):  # type: ignore[attr-defined]
+            req = self.reqs[rid]
+            L = req.length
+            idx = self.req_pool.req_to_token[req.row, :L].long()
+            K = kp[idx].transpose(0, 1).repeat_interleave(hq // hkv, 0).unsqueeze(0)  # [1, hq, L, d]
+            V = vp[idx].transpose(0, 1).repeat_interleave(hq // hkv, 0).unsqueeze(0)
+            Q = qv[o:o + n].transpose(0, 1).unsqueeze(0)                                 # [1, hq, n, d]
+            mask = torch.arange(L, device=q.device).view(1, -1) <= torch.arange(L - n, L, device=q.device).view(-1, 1)
+            if hasattr(F, "scaled_dot_product_attention"):
+                r = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=d ** -0.5)
+            else:  # torch < 2.0: the same, spelled out in float32
+                s = (Q.float() @ K.float().transpose(-1, -2)) * d ** -0.5
+                r = (s.masked_fill(~mask, float("-inf")).softmax(-1) @ V.float()).to(Q.dtype)
+            out[o:o + n] = r[0].transpose(0, 1)
             o += n
         return out.view(-1, hq * d)
 
