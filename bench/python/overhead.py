@@ -112,9 +112,11 @@ def main() -> int:
         for _ in range(n):
             f(q, kk, vv, lay, fb)
 
-    def alloc(n: int) -> None:
+    tdev = torch.device(dev)
+
+    def alloc(n: int) -> None:  # the allocation the adapter makes, as it makes it
         for _ in range(n):
-            q.new_empty((bs, hq * d), dtype=dt)
+            torch.empty((bs, hq * d), dtype=dt, device=tdev)
 
     def metadata(n: int) -> None:
         for _ in range(n):
