@@ -293,7 +293,8 @@ def check_layout(layout: Mapping[str, Any], mirrors: Mapping[str, Type[C.Structu
             raise AbiError(f"{where} (ABI {abi[0]}.{abi[1]}) has no struct {name}, which the package "
                            f"mirrors", "layout check")
         have: Dict[str, List[int]] = {f[0]: [int(f[1]), int(f[2])] for f in lib["fields"]}
-        for fname, _ in cls._fields_:
+        for field in cls._fields_:
+            fname = field[0]
             desc = getattr(cls, fname)
             if fname not in have:
                 raise AbiError(f"{name}.{fname}: the package's mirror has this field but {where} "

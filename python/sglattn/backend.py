@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ctypes as C
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Union
 
 from . import _abi as A
 from ._lib import Lib, load
@@ -398,6 +398,10 @@ class Backend:
     outermost backend and its vtable.  Destroyed by close() or when
     collected; the host stays loaded while it lives."""
 
+    # bound once the library (and, for the _alloc forms, torch) is loaded
+    forward_extend_alloc: Callable[..., Any]
+    forward_decode_alloc: Callable[..., Any]
+
     def __init__(self, host: Any, ptr: C.c_void_p, model: Any, stack: List[str], label: str,
                  sizes: Dict[str, int]) -> None:
         self._lib = host._lib
@@ -407,6 +411,7 @@ class Backend:
         self.stack = stack
         self.label = label
         self.sizes = sizes
+        assert ptr.value, "a created backend is never NULL"
         hdr = A.sgl_attn_backend.from_address(ptr.value)
         self.device = int(hdr.device)
         ops_size = min(hdr.ops_size, hdr.ops.contents.struct_size)
@@ -457,7 +462,7 @@ class Backend:
     def _stack_features(self) -> List[str]:
         """The features every computing plugin of the stack claims on its
         device (layer plugins, like validate, pass everything through)."""
-        common: Optional[set] = None
+        common: Optional[Set[str]] = None
         by_name = {p.name: p for p in self._host.plugins() if p.name and p.status == "usable"}
         for name in self.stack:
             p = by_name.get(name)
@@ -562,8 +567,8 @@ class Backend:
 # through the vtable), bound once the library is loaded.
 def _bind_forwards() -> None:
     lib = load()
-    Backend.forward_extend = _layer_forward_fn(lib.fwd_extend, "forward_extend")  # type: ignore[method-assign]
-    Backend.forward_decode = _layer_forward_fn(lib.fwd_decode, "forward_decode")  # type: ignore[method-assign]
+    setattr(Backend, "forward_extend", _layer_forward_fn(lib.fwd_extend, "forward_extend"))
+    setattr(Backend, "forward_decode", _layer_forward_fn(lib.fwd_decode, "forward_decode"))
     if torch_module() is not None:
         bind_alloc_forwards()
 
@@ -574,8 +579,8 @@ def bind_alloc_forwards() -> None:
     imported it (the engine adapters)."""
     if "forward_decode_alloc" not in Backend.__dict__:
         lib = load()
-        Backend.forward_extend_alloc = _layer_forward_alloc_fn(lib.fwd_extend, "forward_extend")  # type: ignore
-        Backend.forward_decode_alloc = _layer_forward_alloc_fn(lib.fwd_decode, "forward_decode")  # type: ignore
+        Backend.forward_extend_alloc = _layer_forward_alloc_fn(lib.fwd_extend, "forward_extend")
+        Backend.forward_decode_alloc = _layer_forward_alloc_fn(lib.fwd_decode, "forward_decode")
 
 
 _bind_forwards()

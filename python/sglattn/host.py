@@ -240,7 +240,7 @@ class Model:
 
     @property
     def is_hybrid(self) -> bool:
-        return self._m.hybrid_kind != A.SGL_ATTN_HYBRID_NONE
+        return bool(self._m.hybrid_kind != A.SGL_ATTN_HYBRID_NONE)
 
     def as_full_attention_only(self) -> "Model":
         """A copy without the hybrid part: the layers this model computes with
@@ -390,9 +390,11 @@ class Host:
         o.isolate_probes, o.probe_timeout_ms, o.never_unload = int(isolate_probes), probe_timeout_ms, int(never_unload)
         o.validate = int(validate)
         if log is not None:
+            sink = log
+
             def _log(_user: Any, level: int, line: bytes) -> None:
                 try:
-                    log(level, _s(line))
+                    sink(level, _s(line))
                 except Exception:  # a callback must not unwind through C
                     pass
             cb = A.LOG_FN(_log)

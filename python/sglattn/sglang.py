@@ -37,10 +37,17 @@ log = logging.getLogger("sglattn.sglang")
 
 OVERRIDE_ENV = "SGLATTN_SGLANG_OVERRIDE"
 
-try:  # the base class when sglang is importable; the module still imports without it
-    from sglang.srt.layers.attention.base_attn_backend import AttentionBackend as _Base
-except ImportError:  # pragma: no cover - exercised only without sglang
-    _Base = object  # type: ignore[assignment,misc]
+def _base_class() -> Any:
+    """sglang's AttentionBackend when sglang is importable; the module still
+    imports without it (object)."""
+    try:
+        from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+    except ImportError:  # pragma: no cover - exercised only without sglang
+        return object
+    return AttentionBackend
+
+
+_Base: Any = _base_class()
 
 _host_lock = threading.Lock()
 _HOST: Optional[Host] = None
@@ -169,7 +176,7 @@ _REFUSED_KWARGS = {
 
 
 # --------------------------------------------------------------------- backend
-class SglAttnBackend(_Base):  # type: ignore[misc,valid-type]
+class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at import
     """An sglang AttentionBackend running a libsglattn stack.
 
     `backend` names the plugin (or sglang alias) the host should choose;

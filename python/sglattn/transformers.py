@@ -102,7 +102,9 @@ def translate(cu_seq_lens_q: Any, cu_seq_lens_k: Any, read_index: Any = None, wr
         out_loc = write_index.to(torch.int64)[:T]
     else:
         out_loc = r2t[req_of_tok, positions].to(torch.int64)
-    i32 = lambda xs: torch.tensor(xs, device=dev, dtype=torch.int32)  # noqa: E731
+    def i32(xs: List[int]) -> Any:
+        return torch.tensor(xs, device=dev, dtype=torch.int32)
+
     mode = "decode" if bs and max(q_lens) == 1 and min(q_lens) == 1 else "extend"
     return Translated(mode=mode, req_to_token=r2t.contiguous(), req_pool_indices=i32(list(range(bs))),
                       seq_lens=i32(k_lens), extend_prefix_lens=i32(prefix), extend_seq_lens=i32(q_lens),
@@ -159,6 +161,7 @@ class _State:
             self.sizes = grow  # type: ignore[assignment]
             self.layers = {}
             self.batches = {}
+        assert self.backend is not None
         return self.backend
 
 
@@ -220,8 +223,7 @@ class PagedAttention:
             st.batches[group] = (step_key, batch)
             known = st.batches[group]
         batch = known[1]
-        be = st.backend
-        assert be is not None
+        be = st.ensure(0, 0, 0)
         if be._batch is not batch:
             be.init_forward_metadata(batch)
         T = batch.num_tokens

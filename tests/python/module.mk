@@ -3,7 +3,8 @@
 # no sglang, no transformers: tests/python/sglang is a stub of sglang).
 #
 #   make test-python   build the library, the recording fake plugin and
-#                      noop.so, then run tests/python (the docs example too)
+#                      noop.so, then mypy --strict over the package and
+#                      pytest over tests/python (the docs example too)
 
 PYTEST_PYTHON ?= /usr/bin/python3
 PY_PLUGDIR := $(TESTDIR)/python/plugins
@@ -21,7 +22,13 @@ $(PY_PLUGDIR)/noop.so: $(TESTDIR)/fakes/noop/noop.so
 PY_TEST_DEPS = $(LIBSGLATTN) $(LIBSGLATTN_LINK) $(ATTNCTL) $(PY_RECORDER) $(PY_PLUGDIR)/noop.so \
     $(filter %/gdn.so,$(PLUGINS))
 
+# mypy --strict over the package when python3-mypy is installed (install-deps
+# installs it), else said and skipped.
 test-python: $$(PY_TEST_DEPS)
+	@if $(PYTEST_PYTHON) -c 'import mypy' 2>/dev/null; then \
+	    echo "mypy --strict python/sglattn"; \
+	    (cd python && $(PYTEST_PYTHON) -m mypy --strict --ignore-missing-imports --cache-dir=/dev/null sglattn); \
+	else echo "test-python: mypy skipped: python3-mypy is not installed"; fi
 	SGLATTN_LIB=$(abspath $(LIBSGLATTN)) SGLATTN_TEST_PLUGINS=$(abspath $(PY_PLUGDIR)) \
 	SGLATTN_BUILD=$(abspath $(BUILD)) PYTHONDONTWRITEBYTECODE=1 \
 	    $(PYTEST_PYTHON) -m pytest -q -p no:cacheprovider tests/python
