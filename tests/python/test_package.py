@@ -37,8 +37,15 @@ def test_loaded_library_and_layout():
     for name, cls in _abi.MIRRORS.items():
         assert sizes[name]["size"] == ctypes.sizeof(cls), name
         assert lib.struct_size(name.encode()) == ctypes.sizeof(cls), name
-    assert lib.struct_size(b"no_such_struct") == 0
+    assert lib.struct_size(b"no_such_struct") == 0 and lib.struct_size(None) == 0
     assert lib.layout["constants"]["SGL_ATTN_E_STATE"] == -7
+    # snprintf-style: the full length back, what fits written and terminated
+    fn = lib.cdll.sgl_attn_layout_json
+    full = fn(None, 0)
+    buf = ctypes.create_string_buffer(b"x" * 16)
+    assert fn(buf, 10) == full
+    assert buf.raw[:10] == b'{"version\0' and buf.raw[10:] == b"x" * 6
+    assert full == len(json.dumps(lib.layout, separators=(",", ":")))
 
 
 def _layer_mirror(fields):
