@@ -218,8 +218,14 @@ def qwen3_cfg(layers: int) -> Dict[str, Any]:
 
 def _generate(model: Any, prompts: List[List[int]], new: int) -> Dict[tuple, List[int]]:
     from transformers import GenerationConfig
-    gc = GenerationConfig(max_new_tokens=new, do_sample=False, eos_token_id=None, pad_token_id=0)
-    outs = model.generate_batch(inputs=prompts, generation_config=gc)
+    # no CUDA graphs in the batching loop: paged|sglattn reads the step's lengths
+    # back to the host, which a capture forbids (unknown keys are kept as attributes)
+    gc = GenerationConfig(max_new_tokens=new, do_sample=False, eos_token_id=None, pad_token_id=0,
+                          use_cuda_graph=False, num_blocks=4096, max_batch_tokens=4096)
+    try:
+        outs = model.generate_batch(inputs=prompts, generation_config=gc, progress_bar=False)
+    except TypeError:
+        outs = model.generate_batch(inputs=prompts, generation_config=gc)
     got: Dict[tuple, List[int]] = {}
     for rid, o in (outs.items() if isinstance(outs, dict) else enumerate(outs)):
         ids = getattr(o, "prompt_ids", None)
