@@ -11,6 +11,20 @@
 
 HOST_SRCS := $(sort $(wildcard host/*.c))
 HOST_OBJS := $(HOST_SRCS:%.c=$(OBJDIR)/%.o)
+
+# The layout table (sgl_attn_layout_json, sgl_attn_struct_size): generated
+# from the public headers, so it is the layout of the library it is linked
+# into.  Only the generator needs a Python (standard library).
+PYTHON3 ?= python3
+LAYOUT_C := $(BUILD)/gen/layout_table.c
+LAYOUT_O := $(OBJDIR)/gen/layout_table.o
+HOST_OBJS += $(LAYOUT_O)
+$(LAYOUT_C): host/gen_layout.py host/sgl_attn.h abi/sgl_attn_abi.h
+	@mkdir -p $(@D)
+	$(PYTHON3) host/gen_layout.py host/sgl_attn.h abi/sgl_attn_abi.h > $@.tmp && mv $@.tmp $@
+$(LAYOUT_O): $(LAYOUT_C) host/layout_impl.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -MMD -MP -c $< -o $@
 HOST_LIBS = -lltdl -lcjson -ldl -lm
 HOST_EMBED_OBJS = $(CPU_REF_OBJS) $(VALIDATE_OBJS)
 HOST_EMBED_DEFS = $(if $(CPU_REF_OBJS),-DSGL_ATTN_EMBED_CPU_REF) $(if $(VALIDATE_OBJS),-DSGL_ATTN_EMBED_VALIDATE)

@@ -221,6 +221,19 @@ int sgl_attn_init_forward_metadata(sgl_attn_backend *b, const sgl_attn_batch *ba
 int sgl_attn_forward_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a);
 int sgl_attn_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a);
 
+/* ---------------------------------------------------------------- layout */
+
+/* The layout this library was built with, for language bindings that mirror
+ * the structs (python/sglattn checks its ctypes mirrors against it): one JSON
+ * object with the version, the ABI, and for every public struct (and DLPack's
+ * DLDevice, DLDataType, DLTensor, DLManagedTensor) its size, alignment and each
+ * field's offset and size; plus every integer constant of the two headers.
+ * Writes at most `size` bytes including the terminating NUL (buf may be NULL
+ * when size is 0) and returns the full length, like snprintf. */
+size_t sgl_attn_layout_json(char *buf, size_t size);
+/* sizeof the named public struct ("sgl_attn_batch", "DLTensor"), or 0. */
+size_t sgl_attn_struct_size(const char *name);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

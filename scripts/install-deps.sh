@@ -10,6 +10,7 @@ pkgs=(
   hipcc libamdhip64-dev                                     # HIP plugin (compiled for gfx90a/gfx940/gfx1030)
   valgrind clang libclang-rt-14-dev lld                     # sanitizers, valgrind, libFuzzer, a foreign-ELF test plugin
   dpkg-dev                                                  # apt-get source (cJSON for the fuzzers)
+  python3 python3-pytest python3-numpy python3-torch python3-mypy  # the layout table's generator; the Python package's tests
 )
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()

@@ -68,3 +68,35 @@ cc -std=c11 -Wall -Werror "$tmp/t.c" -o "$tmp/t" $flags -Wl,-rpath,"$root/lib" |
 got=$(env -i "$tmp/t") || fail "pkg-config-built program: $got"
 grep -q "^drop-in $root/lib/sglattn/plugins$" <<<"$got" || fail "program's drop-in: $got"
 ok "pkg-config build ($flags) runs and finds $root/lib/sglattn/plugins"
+
+# The Python package, installed beside the library: it imports and lists the
+# installed plugins with an empty environment (only the working directory on
+# sys.path), and declares the sglang plugin entry point.
+py=/usr/bin/python3
+[ -x "$py" ] || py=$(command -v python3 || true)
+site=$(find "$root/lib" -type f -path '*-packages/sglattn/__init__.py' 2>/dev/null | head -1)
+if [ -z "$py" ]; then
+    echo "install-check: skipped the Python package: no python3"
+elif [ -z "$site" ]; then
+    fail "the Python package is not installed under $root/lib (python3 is $py)"
+else
+    site=$(dirname "$(dirname "$site")")
+    got=$(cd "$site" && env -i "$py" -c '
+import sglattn
+print("lib", sglattn.library_path)
+for p in sglattn.Host().plugins():
+    print("plugin", p.status, p.path)') || fail "import sglattn from $site with an empty environment: $got"
+    lib=$(awk '$1 == "lib" {print $2}' <<<"$got")
+    [ "$(readlink -f "$lib")" = "$root/lib/libsglattn.so.1.0.0" ] || fail "the package loaded $lib, not the installed library"
+    n=0
+    for so in "$root"/lib/sglattn/plugins/*.so; do
+        [ -e "$so" ] || continue
+        grep -q "^plugin [a-z-]* $so$" <<<"$got" || fail "$so not listed by the installed package: $got"
+        n=$((n + 1))
+    done
+    ep=$(cd "$site" && env -i "$py" -c '
+from importlib.metadata import entry_points
+print(" ".join(e.value for e in entry_points(group="sglang.srt.plugins") if e.name == "sglattn"))')
+    [ "$ep" = "sglattn.sglang:register" ] || fail "entry point sglang.srt.plugins/sglattn is '$ep'"
+    ok "Python package at $site imports with an empty environment, loads $lib, lists all $n plugin files; sglang entry point declared"
+fi

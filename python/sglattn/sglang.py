@@ -1,0 +1,489 @@
+"""sglang attention backends over libsglattn stacks.
+
+    # sglang loads this through its `sglang.srt.plugins` entry point (the
+    # package declares `sglattn = sglattn.sglang:register`); by hand:
+    import sglattn.sglang
+    sglattn.sglang.register()
+    # then: python -m sglang.launch_server --attention-backend sglattn ...
+
+register() adds `sglattn` (the host chooses the stack, as `attnctl select`
+would) and `sglattn_<plugin>` for each usable full-attention plugin.  It
+never replaces one of sglang's own backend names; with
+SGLATTN_SGLANG_OVERRIDE=fa3,triton (or `aliases`: every sglang name a usable
+plugin declares) it also registers those names, replacing sglang's, and logs
+each replacement.
+
+SglAttnBackend implements sglang's AttentionBackend: metadata, extend,
+decode (with sglang's arguments), CUDA graphs in the current form
+(init_cuda_graph_state, init_forward_metadata_out_graph(fb, in_capture),
+init_forward_metadata_in_graph) and the older capture/replay methods, and
+get_cuda_graph_seq_len_fill_value.  It holds the KV pools itself (the batch
+no longer carries them).  An argument it cannot honour raises
+NotImplementedError naming it; nothing is silently ignored.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import _abi as A
+from .backend import Backend, Batch, Layer, bind_alloc_forwards
+from .host import Host, Model
+from .errors import Error
+
+log = logging.getLogger("sglattn.sglang")
+
+OVERRIDE_ENV = "SGLATTN_SGLANG_OVERRIDE"
+
+def _base_class() -> Any:
+    """sglang's AttentionBackend when sglang is importable; the module still
+    imports without it (object)."""
+    try:
+        from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+    except ImportError:  # pragma: no cover - exercised only without sglang
+        return object
+    return AttentionBackend
+
+
+_Base: Any = _base_class()
+
+_host_lock = threading.Lock()
+_HOST: Optional[Host] = None
+
+
+def host() -> Host:
+    """The process's Host (opened once; SGL_ATTN_PLUGIN_PATH, SGL_ATTN_CONF
+    and the other variables apply as for attnctl)."""
+    global _HOST
+    with _host_lock:
+        if _HOST is None:
+            _HOST = Host()
+        return _HOST
+
+
+# ------------------------------------------------------------------- register
+def _full_plugins(h: Host) -> List[Any]:
+    return [p for p in h.plugins() if p.usable and p.role == "full" and p.name]
+
+
+def backend_names(h: Optional[Host] = None) -> List[str]:
+    """The names register() adds: `sglattn`, then `sglattn_<plugin>`."""
+    h = h or host()
+    return ["sglattn"] + [f"sglattn_{p.name}" for p in _full_plugins(h)]
+
+
+def _factory(name: str, plugin: Optional[str]) -> Callable[[Any], "SglAttnBackend"]:
+    def create(runner: Any) -> "SglAttnBackend":
+        return SglAttnBackend(runner, backend=plugin, name=name)
+
+    create.__name__ = f"create_{name}_backend"
+    create._sglattn = True  # type: ignore[attr-defined]
+    return create
+
+
+def register() -> List[str]:
+    """Register the backends with sglang (idempotent); returns the names
+    registered.  sglang's own names are left alone unless listed in
+    SGLATTN_SGLANG_OVERRIDE."""
+    from sglang.srt import server_args
+    from sglang.srt.layers.attention import attention_registry as reg
+
+    h = host()
+    wanted: List[Tuple[str, Optional[str]]] = [("sglattn", None)]
+    wanted += [(f"sglattn_{p.name}", p.name) for p in _full_plugins(h)]
+    override = [n.strip() for n in os.environ.get(OVERRIDE_ENV, "").split(",") if n.strip()]
+    if override == ["aliases"]:
+        override = sorted({a for p in _full_plugins(h) for a in p.aliases})
+    done: List[str] = []
+    for name, plugin in wanted + [(n, n) for n in override]:
+        existing = reg.ATTENTION_BACKENDS.get(name)
+        ours = existing is not None and getattr(existing, "_sglattn", False)
+        if existing is not None and not ours:
+            if name not in override:
+                log.warning("sglattn: sglang already has an attention backend named %r; left as it is "
+                            "(%s=%s replaces it)", name, OVERRIDE_ENV, name)
+                continue
+            log.warning("sglattn: replacing sglang's attention backend %r with the sglattn stack for it "
+                        "(%s)", name, OVERRIDE_ENV)
+        if not ours:
+            reg.register_attention_backend(name)(_factory(name, plugin))
+        done.append(name)
+    new = [n for n in done if n not in server_args.ATTENTION_BACKEND_CHOICES]
+    if new:
+        server_args.add_attention_backend_choices(new)
+    return done
+
+
+# ------------------------------------------------------------------- helpers
+def _torch() -> Any:
+    import torch
+    return torch
+
+
+_TORCH_KV = {"auto": None, "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "bf16": "bfloat16",
+             "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
+
+
+def _config_dict(hf_config: Any) -> Dict[str, Any]:
+    if isinstance(hf_config, dict):
+        return dict(hf_config)
+    to_dict = getattr(hf_config, "to_dict", None)
+    if to_dict is None:
+        raise TypeError(f"model_config.hf_config is a {type(hf_config).__name__}: expected a dict or a "
+                        f"PretrainedConfig")
+    d: Dict[str, Any] = to_dict()
+    return d
+
+
+def _mode_kind(fm: Any) -> str:
+    """sglang ForwardMode -> "idle" | "decode" | "verify" | "extend"."""
+    if fm.is_idle():
+        return "idle"
+    if fm.is_decode():
+        return "decode"
+    if fm.is_target_verify():
+        return "verify"
+    name = getattr(fm, "name", str(fm))
+    if name in ("EXTEND", "MIXED", "SPLIT_PREFILL", "DRAFT_EXTEND", "DRAFT_EXTEND_V2"):
+        return "extend"
+    raise NotImplementedError(f"sglattn: forward mode {name} is not supported (served: EXTEND, MIXED, "
+                              f"SPLIT_PREFILL, DRAFT_EXTEND, DECODE, TARGET_VERIFY, IDLE)")
+
+
+# Keyword arguments sglang may pass to a forward, and why the stack cannot
+# honour them (sinks is taken when the stack serves sinks).
+_LSE = "sglattn: mha_return_lse (the softmax LSE of each row) is not returned by the stack"
+
+_REFUSED_KWARGS = {
+    "q_rope": "MLA's split rope part of q (MLA layers are not served through this adapter)",
+    "k_rope": "MLA's split rope part of k (MLA layers are not served through this adapter)",
+    "topk_indices": "DeepSeek sparse attention's selected tokens",
+    "cos_sin_cache": "fused rotary embedding inside attention",
+    "is_neox": "fused rotary embedding inside attention",
+    "llama_4_scaling": "Llama 4 attention temperature scaling",
+    "score_mod": "a score modifier callable",
+    "aux_tensors": "auxiliary tensors of a score modifier",
+    "rel_bias": "a relative position bias",
+    "q_descale": "fp8 q/k/v descale tensors",
+    "k_descale": "fp8 q/k/v descale tensors",
+    "v_descale": "fp8 q/k/v descale tensors",
+    "idx_q": "a sparse indexer's inputs",
+    "idx_k": "a sparse indexer's inputs",
+    "idx_v": "a sparse indexer's inputs",
+}
+
+
+# --------------------------------------------------------------------- backend
+class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at import
+    """An sglang AttentionBackend running a libsglattn stack.
+
+    `backend` names the plugin (or sglang alias) the host should choose;
+    None lets the host choose.  The stack is created for the runner's pools:
+    max_reqs = the request pool's rows, max_context = its columns,
+    max_tokens = the largest batch the server args allow."""
+
+    needs_cpu_seq_lens = True
+
+    def __init__(self, model_runner: Any, backend: Optional[str] = None, name: str = "sglattn",
+                 host_: Optional[Host] = None) -> None:
+        torch = _torch()
+        self.runner = model_runner
+        self.name = name
+        self.token_to_kv_pool = model_runner.token_to_kv_pool
+        self.req_to_token_pool = model_runner.req_to_token_pool
+        self.device = model_runner.device
+        self.page_size = int(model_runner.page_size)
+        sa = model_runner.server_args
+        mc = model_runner.model_config
+        if getattr(model_runner, "use_mla_backend", False):
+            raise NotImplementedError("sglattn: MLA models are not served through the sglang adapter yet "
+                                      "(its q_rope/k_rope split is not taken)")
+        if getattr(mc, "is_encoder_decoder", False):
+            raise NotImplementedError("sglattn: encoder-decoder models (cross attention over encoder_lens / "
+                                      "encoder_out_cache_loc) are not served through the sglang adapter")
+        self.host = host_ or host()
+        model = Model.load(_config_dict(mc.hf_config), tp_size=int(getattr(model_runner, "tp_size", 1) or 1))
+        self.full_layers: Optional[List[int]] = None
+        if model.is_hybrid:
+            # sglang runs the linear layers itself (HybridLinearAttnBackend wraps
+            # this backend); the stack serves the full-attention layers only.
+            self.full_layers = model.full_attention_layers
+            model = model.as_full_attention_only()
+        model.page_size = self.page_size
+        model.dtype = str(model_runner.dtype)
+        kv = model_runner.kv_cache_dtype
+        kv = _TORCH_KV.get(kv, kv) if isinstance(kv, str) else kv
+        model.kv_dtype = str(kv if kv is not None else model_runner.dtype)
+        model.is_draft = int(bool(getattr(model_runner, "is_draft_worker", False)))
+        self.draft_tokens = int(getattr(sa, "speculative_num_draft_tokens", 0) or 0)
+        if self.draft_tokens > 1:
+            model.spec_tokens = self.draft_tokens
+        self.graphs = not getattr(sa, "disable_cuda_graph", True) and str(self.device).startswith("cuda")
+        self.selection = self.host.select(model, backend=backend, cuda_graph=self.graphs)
+        r2t = self.req_to_token_pool.req_to_token
+        max_tokens = max([int(v) for v in (getattr(sa, "max_prefill_tokens", 0), getattr(sa, "chunked_prefill_size", 0),
+                                          r2t.shape[0] * max(self.draft_tokens, 1)) if v] + [1])
+        self.backend: Backend = self.selection.create(max_reqs=int(r2t.shape[0]), max_tokens=max_tokens,
+                                                      max_context=int(r2t.shape[1]))
+        self.model = model
+        self.stack = self.selection.stack
+        self.out_dtype = model_runner.dtype
+        self._layers: Dict[int, Layer] = {}
+        self._eager = Batch("idle")
+        self._batch: Optional[Batch] = None
+        self._graph_batches: Dict[Tuple[int, int], Batch] = {}
+        self._bind_pending: Optional[Batch] = None
+        self._verify_lens: Any = None
+        self._torch = torch
+        self._rows = 0
+        self._dev = torch.device(self.device)
+        bind_alloc_forwards()
+        log.info("sglattn: %s runs %s for %s", name, self.selection.label, model.model_type or model.name)
+
+    # ------------------------------------------------------------- metadata
+    def _fill(self, batch: Batch, fb: Any, kind: str, bs: Optional[int] = None) -> Batch:
+        """Refill `batch` from an sglang ForwardBatch."""
+        torch = self._torch
+        bs = fb.batch_size if bs is None else bs
+        r2t = self.req_to_token_pool.req_to_token
+        common = dict(req_pool_indices=fb.req_pool_indices, out_cache_loc=fb.out_cache_loc,
+                      positions=fb.positions, page_size=self.page_size, batch_size=bs)
+        if kind == "decode":
+            return batch.update("decode", r2t, seq_lens=fb.seq_lens, seq_lens_cpu=fb.seq_lens_cpu,
+                                seq_lens_sum=int(fb.seq_lens_sum), num_tokens=bs, **common)
+        if kind == "verify":
+            spec = fb.spec_info
+            if spec is None:
+                raise NotImplementedError("sglattn: a TARGET_VERIFY batch without spec_info")
+            if int(getattr(spec, "topk", 1) or 1) > 1:
+                raise NotImplementedError(f"sglattn: tree verify (speculative topk {spec.topk} > 1) needs "
+                                          f"spec_info.custom_mask, which the stack does not take; chains "
+                                          f"(topk 1) are served")
+            n = int(spec.draft_token_num)
+            if self._verify_lens is None or self._verify_lens.shape[0] < bs or \
+                    self._verify_lens.device != fb.seq_lens.device:
+                self._verify_lens = torch.zeros(max(bs, 1), dtype=torch.int32, device=fb.seq_lens.device)
+            # sglang's seq_lens exclude the draft tokens; the ABI's include them
+            lens = self._verify_lens[:bs]
+            torch.add(fb.seq_lens[:bs], n, out=lens)
+            cpu = None if fb.seq_lens_cpu is None else (fb.seq_lens_cpu[:bs] + n)
+            return batch.update("verify", r2t, seq_lens=lens, seq_lens_cpu=cpu, tokens_per_req=n,
+                                seq_lens_sum=int(fb.seq_lens_sum) + bs * n, num_tokens=bs * n, **common)
+        ext = fb.extend_seq_lens
+        if ext is None:
+            raise NotImplementedError(f"sglattn: an extend batch ({fb.forward_mode.name}) without extend_seq_lens")
+        return batch.update("extend", r2t, seq_lens=fb.seq_lens, seq_lens_cpu=fb.seq_lens_cpu,
+                            extend_prefix_lens=fb.extend_prefix_lens, extend_seq_lens=ext,
+                            extend_prefix_lens_cpu=fb.extend_prefix_lens_cpu,
+                            extend_seq_lens_cpu=fb.extend_seq_lens_cpu, seq_lens_sum=int(fb.seq_lens_sum), **common)
+
+    def init_forward_metadata(self, forward_batch: Any) -> None:
+        kind = _mode_kind(forward_batch.forward_mode)
+        if kind == "idle":
+            self._batch = None
+            return
+        self._bind_pending = None
+        self._batch = self._fill(self._eager, forward_batch, kind)
+        self._rows = self._batch.num_tokens
+        self.backend.init_forward_metadata(self._batch)
+
+    # --------------------------------------------------------------- forward
+    def _layer(self, layer: Any) -> Layer:
+        lid = int(layer.layer_id)
+        if self.full_layers is not None and lid not in self.full_layers:
+            raise NotImplementedError(
+                f"sglattn: layer {lid} is a linear-attention layer of {self.model.model_type}; this backend serves "
+                f"the full-attention layers {self.full_layers} (sglang's hybrid backend runs the linear ones; "
+                f"linear state owned by the engine is not plumbed through the adapter yet)")
+        if layer.is_cross_attention:
+            raise NotImplementedError(f"sglattn: layer {lid} is a cross-attention layer (encoder KV); not served")
+        attn_type = getattr(getattr(layer, "attn_type", None), "value", "decoder")
+        if attn_type != "decoder":
+            raise NotImplementedError(f"sglattn: layer {lid} has attn_type {attn_type!r}; only causal decoder "
+                                      f"attention is served")
+        if getattr(layer, "use_irope", False):
+            raise NotImplementedError(f"sglattn: layer {lid} uses chunked local attention (use_irope); not served")
+        if getattr(layer, "xai_temperature_len", -1) > 0:
+            raise NotImplementedError(f"sglattn: layer {lid} uses xai_temperature_len; not served")
+        cap = float(getattr(layer, "logit_cap", 0.0) or 0.0)
+        if cap > 0 and getattr(layer, "logit_capping_method", "tanh") != "tanh":
+            raise NotImplementedError(f"sglattn: layer {lid} caps logits with {layer.logit_capping_method!r}; "
+                                      f"only tanh soft-capping is served")
+        ks = getattr(layer, "k_scale_float", None)
+        vs = getattr(layer, "v_scale_float", None)
+        pool = self.token_to_kv_pool
+        L = self.backend.layer(lid, pool.get_key_buffer(lid), pool.get_value_buffer(lid),
+                               num_q_heads=layer.tp_q_head_num, num_kv_heads=layer.tp_k_head_num,
+                               head_dim_qk=layer.qk_head_dim, head_dim_v=layer.v_head_dim, sm_scale=layer.scaling,
+                               logit_softcap=cap, sliding_window=getattr(layer, "sliding_window_size", -1),
+                               k_scale=1.0 if ks is None else float(ks), v_scale=1.0 if vs is None else float(vs))
+        L.cols = layer.tp_q_head_num * layer.v_head_dim
+        self._layers[lid] = L
+        return L
+
+    def _kwargs(self, L: Layer, kwargs: Dict[str, Any], forward_batch: Any) -> None:
+        for k, val in kwargs.items():
+            if val is None or val is False:
+                continue
+            if k == "sinks":
+                if "sinks" not in self.backend.features:
+                    raise NotImplementedError(f"sglattn: sinks: the stack {self.selection.label} does not serve "
+                                              f"attention sinks")
+                owner = L.sinks.owner if L.sinks is not None else None
+                if owner is not val:
+                    L.set_sinks(val)
+                continue
+            why = _REFUSED_KWARGS.get(k, "an argument this adapter does not know")
+            raise NotImplementedError(f"sglattn: {k} ({why}) is not supported by the sglattn backend")
+
+    def _prepare(self, L: Optional[Layer], layer: Any, forward_batch: Any, kwargs: Dict[str, Any]) -> Layer:
+        """Everything but the common case: a layer seen the first time,
+        keyword arguments, an older tree's first captured forward."""
+        if L is None:
+            L = self._layer(layer)
+        if kwargs:
+            self._kwargs(L, kwargs, forward_batch)
+        if self._bind_pending is not None:
+            self._bind_graph_batch(forward_batch)
+        return L
+
+    def forward_decode(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
+                       **kwargs: Any) -> Any:
+        L = self._layers.get(layer.layer_id)
+        if L is None or kwargs or self._bind_pending is not None:
+            L = self._prepare(L, layer, forward_batch, kwargs)
+        if getattr(forward_batch, "mha_return_lse", False):
+            raise NotImplementedError(_LSE)
+        out = getattr(forward_batch, "_attn_output", None)
+        if out is None:
+            return self.backend.forward_decode_alloc(L, q, k, v, self._rows, L.cols, self.out_dtype, self._dev,
+                                                     save_kv_cache)
+        self.backend.forward_decode(L, q, k, v, out, save_kv_cache)
+        return out
+
+    def forward_extend(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
+                       **kwargs: Any) -> Any:
+        L = self._layers.get(layer.layer_id)
+        if L is None or kwargs or self._bind_pending is not None:
+            L = self._prepare(L, layer, forward_batch, kwargs)
+        if getattr(forward_batch, "mha_return_lse", False):
+            raise NotImplementedError(_LSE)
+        out = getattr(forward_batch, "_attn_output", None)
+        if out is None:
+            return self.backend.forward_extend_alloc(L, q, k, v, self._rows, L.cols, self.out_dtype, self._dev,
+                                                     save_kv_cache)
+        self.backend.forward_extend(L, q, k, v, out, save_kv_cache)
+        return out
+
+    # ---------------------------------------------------------------- graphs
+    def _stream(self) -> Optional[int]:
+        torch = self._torch
+        if str(self.device).startswith("cuda") and torch.cuda.is_available():
+            return int(torch.cuda.current_stream().cuda_stream) or None
+        return None
+
+    def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int) -> None:
+        if "graph_capture" not in self.backend.features:
+            raise NotImplementedError(f"sglattn: the stack {self.selection.label} cannot be captured in CUDA "
+                                      f"graphs; start sglang with --disable-cuda-graph")
+        self.backend.init_graph_state(max_bs, max_num_tokens)
+        self._graph_batches = {}
+
+    def get_cuda_graph_seq_len_fill_value(self) -> int:
+        return self.backend.graph_seq_len_fill_value()
+
+    def init_forward_metadata_out_graph(self, forward_batch: Any, in_capture: bool = False) -> None:
+        """Outside the graph: at capture, plan the captured shape's batch (the
+        runner's static buffers); at replay, re-plan it in place."""
+        fb = forward_batch
+        kind = _mode_kind(fb.forward_mode)
+        if kind == "idle":
+            return
+        key = (int(fb.batch_size), int(fb.forward_mode))
+        batch = self._graph_batches.get(key)
+        if in_capture or batch is None:
+            if not in_capture:
+                raise Error(f"sglattn: replay of batch size {key[0]} ({fb.forward_mode.name}) that was never "
+                            f"captured", "init_forward_metadata_out_graph")
+            batch = self._graph_batches[key] = Batch("idle")
+            self._fill(batch, fb, kind).set_stream(self._stream())
+            self._batch = batch
+            self._rows = batch.num_tokens
+            self._bind_pending = None
+            self.backend.capture(batch)
+            return
+        self._fill(batch, fb, kind).set_stream(self._stream())
+        self.backend.replay(batch)
+
+    def init_forward_metadata_in_graph(self, forward_batch: Any) -> None:
+        """Inside the capture: the forwards recorded next launch on the
+        capturing stream."""
+        if self._batch is not None:
+            self._batch.set_stream(self._stream())
+
+    # the older names (sglang trees before the out_graph / in_graph contract)
+    def init_forward_metadata_capture_cuda_graph(self, bs: int, num_tokens: int, req_pool_indices: Any,
+                                                 seq_lens: Any, encoder_lens: Any, forward_mode: Any,
+                                                 spec_info: Any) -> None:
+        if encoder_lens is not None:
+            raise NotImplementedError("sglattn: encoder_lens (encoder-decoder) is not served")
+        kind = _mode_kind(forward_mode)
+        fb = _GraphBatchView(forward_mode, bs, req_pool_indices, seq_lens, spec_info, None)
+        batch = self._graph_batches[(bs, int(forward_mode))] = Batch("idle")
+        self._fill(batch, fb, kind).set_stream(self._stream())
+        self._batch = batch
+        self._rows = batch.num_tokens
+        self._bind_pending = batch  # out_cache_loc and positions come with the first forward
+        self.backend.capture(batch, num_tokens=num_tokens)
+
+    def init_forward_metadata_replay_cuda_graph(self, bs: int, req_pool_indices: Any, seq_lens: Any,
+                                                seq_lens_sum: int, encoder_lens: Any, forward_mode: Any,
+                                                spec_info: Any, seq_lens_cpu: Any = None) -> None:
+        key = (bs, int(forward_mode))
+        batch = self._graph_batches.get(key)
+        if batch is None:
+            raise Error(f"sglattn: replay of batch size {bs} ({forward_mode.name}) that was never captured",
+                        "init_forward_metadata_replay_cuda_graph")
+        fb = _GraphBatchView(forward_mode, bs, req_pool_indices[:bs], seq_lens[:bs], spec_info,
+                             None if seq_lens_cpu is None else seq_lens_cpu[:bs], seq_lens_sum,
+                             batch.tensor("out_cache_loc"), batch.tensor("positions"))
+        self._fill(batch, fb, _mode_kind(forward_mode)).set_stream(self._stream())
+        self.backend.replay(batch)
+
+    def _bind_graph_batch(self, fb: Any) -> None:
+        """Older trees capture without out_cache_loc and positions: take the
+        runner's static buffers from the first captured forward's batch."""
+        batch = self._bind_pending
+        assert batch is not None
+        self._bind_pending = None
+        s = batch.struct
+        for name in ("out_cache_loc", "positions"):
+            t = getattr(fb, name, None)
+            if t is not None:
+                from ._tensor import TensorRef
+                r = TensorRef().set_torch(t)
+                batch._refs[name] = r
+                setattr(s, name, r.addr)
+
+
+class _GraphBatchView:
+    """The ForwardBatch fields _fill reads, from the older graph methods'
+    arguments."""
+
+    def __init__(self, forward_mode: Any, bs: int, req_pool_indices: Any, seq_lens: Any, spec_info: Any,
+                 seq_lens_cpu: Any, seq_lens_sum: Optional[int] = None, out_cache_loc: Any = None,
+                 positions: Any = None) -> None:
+        self.forward_mode = forward_mode
+        self.batch_size = bs
+        self.req_pool_indices = req_pool_indices
+        self.seq_lens = seq_lens
+        self.spec_info = spec_info
+        self.seq_lens_cpu = seq_lens_cpu if seq_lens_cpu is not None else seq_lens.cpu()
+        self.seq_lens_sum = int(self.seq_lens_cpu.sum()) if seq_lens_sum is None else seq_lens_sum
+        self.out_cache_loc = out_cache_loc
+        self.positions = positions
+        self.extend_seq_lens = self.extend_prefix_lens = None
+        self.extend_seq_lens_cpu = self.extend_prefix_lens_cpu = None
+

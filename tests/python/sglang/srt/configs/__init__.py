@@ -1,0 +1,1 @@
+"""Mirrors python/sglang/srt/configs/__init__.py (package marker)."""

@@ -1,0 +1,1 @@
+"""Mirrors python/sglang/srt/speculative/__init__.py (package marker)."""
