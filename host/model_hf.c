@@ -1,6 +1,7 @@
 /* model_hf.c - a Hugging Face config.json as a model (docs/model.md): the
  * attention shape, MLA, encoder-decoder, window, soft-cap, sinks, dtype and
  * DeepSeek sparse attention.  The hybrid families are in hf_hybrid_policy.c. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
