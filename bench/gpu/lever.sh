@@ -9,8 +9,9 @@
 # one of them, then the timing: default and lever alternately, `rounds` times,
 # the same binary and cases.  $OUT/lever.json: GPU, date, commit, the config,
 # each step's exit status and summary line, and per case the default's and the
-# lever's median times and the ratio default / lever (above 1: the lever is
-# faster), with the geomean, minimum and maximum over the cases.
+# lever's median times and the lever's speed over the default's (default time /
+# lever time; above 1: the lever is faster), with the geomean, minimum and
+# maximum over the cases: the ratio of a docs/lab/levers.md row.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 
@@ -239,7 +240,7 @@ for r in $(seq 1 "$rounds"); do
     esac
   done
 done
-[ $DRY = 1 ] && { echo "then $OUT/lever.json (the ratio default / lever per case)"; exit 0; }
+[ $DRY = 1 ] && { echo "then $OUT/lever.json (per case: default time / lever time)"; exit 0; }
 
 step "summary"
 LEVER_GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /dev/null | head -1) \
@@ -287,7 +288,7 @@ for c in cases:
           " " + (f"{c['ratio']:19.3f}x" if "ratio" in c else f"{'-':>20}"))
 b = res["bench"]
 if xs:
-    print(f"lever / default: geomean {b['ratio_geomean']:.3f}x, min {b['ratio_min']:.3f}x, max {b['ratio_max']:.3f}x "
+    print(f"lever speed / default speed: geomean {b['ratio_geomean']:.3f}x, min {b['ratio_min']:.3f}x, max {b['ratio_max']:.3f}x "
           f"over {len(xs)} cases, {rounds} round(s)")
 else:
     print("no case timed on both sides")
