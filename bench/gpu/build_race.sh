@@ -2,24 +2,26 @@
 # bench/gpu/build_race.sh - here, before packing (bench/gpu/pack_build.sh): the
 # five CUDA linear plugins with chunk_state.cu built -DLK_RACECHECK_SYNC_ONLY
 # (every bar.arrive a bar.sync) into build/race/plugins, for racecheck of the
-# chunked extend's state pass (bench/gpu/race_chunk_state.sh).  The objects,
-# flags and link line are the build's own (plugins/cuda/linear/module.mk, read
-# through make); only chunk_state.cu is compiled again.  The tree is the first
-# argument (default: the current directory).
+# chunked extend's state pass (bench/gpu/race_chunk_state.sh).  The compile and
+# link commands are make's own (make -n, as if chunk_state.cu had changed), with
+# the race object in place of chunk_state.cu.o and build/race/plugins in place
+# of the plugin directory; only chunk_state.cu is compiled again.  The tree is
+# the first argument (default: the current directory).
 set -e
 cd "${1:-.}"
-make -s -j2 cuda_linear
-var() { make -s --no-print-directory --eval 'print-%: ; @echo $($*)' "print-$1"; }
-O=$(var OBJDIR)/plugins/cuda/linear
+O=build/obj/plugins/cuda/linear
 R=build/race
+make -s -j2 cuda_linear
+cc=$(make -s -n -W plugins/cuda/linear/chunk_state.cu $O/chunk_state.cu.o | grep -F -- "-o $O/chunk_state.cu.o")
+links=$(make -s -n -W $O/chunk_state.cu.o cuda_linear | grep -F -- " -shared " | grep -F -- "$O/chunk_state.cu.o")
+if [ -z "$cc" ] || [ -z "$links" ]; then
+  echo "build_race.sh: make prints no compile of $O/chunk_state.cu.o or no link of the plugins with it"
+  exit 1
+fi
 mkdir -p $R/plugins
-$(var NVCC) $(var LIN_NVCC_FLAGS) -DLK_RACECHECK_SYNC_ONLY -c plugins/cuda/linear/chunk_state.cu -o $R/chunk_state.race.o
-objs=$(for o in $(var LIN_OBJS); do [ "$o" = $O/chunk_state.cu.o ] || echo "$o"; done)
-[ "$(echo "$objs" | wc -l)" -lt "$(var LIN_OBJS | wc -w)" ] || { echo "build_race.sh: $O/chunk_state.cu.o not in LIN_OBJS"; exit 1; }
-for k in $(var LIN_KINDS); do
-  $(var CUDA_LINK) -o $R/plugins/${k}_cuda.so $O/lin_plugin.$k.o $objs $R/chunk_state.race.o $(var CUDA_COMMON_OBJS) \
-    $(var CUDA_LDLIBS)
-done
-rm -f $R/chunk_state.race.o
+eval "${cc//$O\/chunk_state.cu.o/$R/chunk_state.race.o} -DLK_RACECHECK_SYNC_ONLY"
+links=${links//$O\/chunk_state.cu.o/$R/chunk_state.race.o}
+eval "${links//build\/lib\/sglattn\/plugins\//$R/plugins/}"
+rm -f $R/chunk_state.race.o $R/chunk_state.race.o.d
 strip --strip-debug $R/plugins/*.so
 ls -la $R/plugins
