@@ -36,7 +36,7 @@ part_script() {
   local name=${1%%:*}
   case $name in
     lever=*) [ -f "bench/gpu/levers/${name#lever=}.conf" ] && echo "bench/gpu/lever.sh bench/gpu/levers/${name#lever=}.conf";;
-    */*|common|run|pack_build|build_race) ;;
+    */*|common|run|lever|pack_build|build_race) ;;
     *) [ -f "bench/gpu/$name.sh" ] && echo "bench/gpu/$name.sh";;
   esac
 }
