@@ -13,7 +13,6 @@
 # lever time; above 1: the lever is faster), with the geomean, minimum and
 # maximum over the cases: the ratio of a docs/lab/levers.md row.
 set -u
-cd "$(dirname "$0")/../.." || exit 2
 
 example() {
   cat <<'EOF'
@@ -38,6 +37,10 @@ case ${1:-} in
 esac
 CONF=${1:-}
 [ $# = 1 ] && [ -f "$CONF" ] || { echo "usage: OUT=dir bash bench/gpu/lever.sh [--dry-run] CONFIG | --example" >&2; exit 2; }
+case $CONF in /*) ;; *) CONF=$PWD/$CONF;; esac
+[ -z "${OUT:-}" ] || case $OUT in /*) ;; *) OUT=$PWD/$OUT;; esac
+cd "$(dirname "$0")/../.." || exit 2
+CONF_NAME=${CONF#"$PWD"/}
 
 # ------------------------------------------------------------------ the config
 # binaries of build/tests that the GPU pack carries (bench/gpu/pack_build.sh); those that load a
@@ -48,7 +51,7 @@ what="" plugin="" sanitize="" sanitize_run="" bench="" rounds=2
 cap_test=60 cap_check=60 cap_sanitize=120 cap_bench=60
 options=() envs=() tests=() checks=()
 errors=0
-bad() { echo "$CONF: $*" >&2; errors=$((errors + 1)); }
+bad() { echo "$CONF_NAME: $*" >&2; errors=$((errors + 1)); }
 n=0
 while IFS= read -r line || [ -n "$line" ]; do
   n=$((n + 1))
@@ -127,7 +130,7 @@ for k in rounds cap_test cap_check cap_sanitize cap_bench; do
 done
 [ "$rounds" -le 5 ] 2> /dev/null || bad "rounds=$rounds: at most 5"
 if [ $errors -gt 0 ]; then
-  echo "lever.sh: $errors error(s) in $CONF; nothing run" >&2
+  echo "lever.sh: $errors error(s) in $CONF_NAME; nothing run" >&2
   exit 2
 fi
 NAME=$(basename "$CONF" .conf)
