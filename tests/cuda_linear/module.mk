@@ -6,7 +6,7 @@
 #                   capture/replay, bad inputs (GPU; prints SKIP with the probe's reason elsewhere)
 #   test_lin_emu    test_lin_gpu's configs with the real kernels on a CPU emulator of CUDA (here)
 #   test_lin_e2e    a tiny hybrid model, gdn_cuda/cuda_attn against gdn/cpu_ref (GPU; SKIP elsewhere)
-#   bench_lin       the issue-9 decode / prefill timings (GPU; bench/gpu/linear.sh runs it)
+#   bench_lin       the issue-9 decode / prefill timings (GPU; bench/gpu/final_linear.sh runs it)
 #   make cuda-linear-tests   build and run the tests
 
 LINT_DIR := tests/cuda_linear
