@@ -10,8 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.h"
-#include "cuda_probe.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
 
 void lin_set_err(lin_inst *w, const char *fmt, ...) {
@@ -157,8 +156,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         {"SGL_ATTN_LIN_CSCAN_VT", "cscan_tile"}, {"SGL_ATTN_LIN_DECPREP", "decprep"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++)
         if ((rc = opt_retired(host, name, retired[i][0], retired[i][1], err, en))) return rc;
-    sgl_cuda_device_info dev;
-    if ((rc = sgl_cuda_device_query(a->device, &dev, err, en))) return rc;
+    sgl_sdk_cuda_device dev;
+    if ((rc = sgl_sdk_cuda_device_query(a->device, &dev, err, en))) return rc;
     if (dev.sm_major < 8) {
         lin_str(err, en, "%s: device %d (%s) is SM %d.%d; the CUDA linear wrappers need SM 8.0 or newer", name,
                 a->device, dev.name, dev.sm_major, dev.sm_minor);
@@ -212,7 +211,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         char what[160];
         snprintf(what, sizeof what, "%s: create: device buffers (%zu bytes: state pool %d layers x %d slots%s)", name,
                  w->L.total, d.n_lin, a->max_reqs, w->L.steps ? " with verify copies" : "");
-        sgl_cuda_format_error(err, en, what, (int)ce);
+        sgl_sdk_cuda_format_error(err, en, what, (int)ce);
         destroy(&w->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
 
 #define CHECK(t, what, nd, ...)                                                                    \
@@ -208,7 +208,7 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
     if (ce) {
         char what[96];
         snprintf(what, sizeof what, "%s layer %d: %s kernel launch", w->name, lid, path);
-        sgl_cuda_format_error(w->err, sizeof w->err, what, ce);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err, what, ce);
         return SGL_ATTN_E_DEVICE;
     }
     return SGL_ATTN_OK;

@@ -13,7 +13,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
 
 static int host_mirror(const DLTensor *t, int64_t n) {
@@ -81,7 +81,7 @@ static int stage_index(lin_inst *w, const DLTensor *t, int32_t n, int which, int
                       : cudaSuccess;
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        sgl_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: copying a host index tensor", (int)e);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: copying a host index tensor", (int)e);
         return SGL_ATTN_E_DEVICE;
     }
     out->p = d;
@@ -196,7 +196,7 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     if (e == cudaSuccess) e = cudaStreamIsCapturing((cudaStream_t)b->stream, &cap);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        sgl_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: cudaSetDevice / cudaStreamIsCapturing",
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: cudaSetDevice / cudaStreamIsCapturing",
                               (int)e);
         return SGL_ATTN_E_DEVICE;
     }
@@ -220,7 +220,7 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     pa.verify = mode == SGL_ATTN_MODE_TARGET_VERIFY;
     int ce = lin_launch_plan(&pa, b->stream);
     if (ce) {
-        sgl_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: plan kernel launch", ce);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: plan kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     w->mode = mode;
@@ -233,7 +233,7 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
         if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)b->stream);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            sgl_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: reading the plan's checks", (int)e);
+            sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: reading the plan's checks", (int)e);
             return SGL_ATTN_E_DEVICE;
         }
         if (he[0]) return lin_report_device_err(w, he, "init_forward_metadata");

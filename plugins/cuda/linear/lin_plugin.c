@@ -3,7 +3,7 @@
  * shared by the five .so files. */
 #include <stddef.h>
 
-#include "cuda_device_ops.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
 
 #if defined(LIN_KIND_GDN)
@@ -66,7 +66,7 @@ static const sgl_attn_plugin plugin_ = {
     .supports_model = supports_,
     .create = create_,
     .state_bytes_per_request = state_bytes_,
-    .device_ops = &sgl_cuda_device_ops_table,
+    .device_ops = &sgl_sdk_cuda_device_ops,
 };
 
 SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);

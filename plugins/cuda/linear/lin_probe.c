@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cuda_probe.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
 
 /* The plugin's only mutable global, written once per load by the entry. */
@@ -44,7 +44,7 @@ const char *lin_option(const sgl_attn_host_api *h, const char *plugin, const cha
 int lin_probe(uint32_t index, sgl_attn_caps *c, int kind) {
     if (!c || c->struct_size < sizeof *c) return SGL_ATTN_E_INVALID;
     /* mma.sync, cp.async and ldmatrix: SM 8.0 */
-    int rc = sgl_cuda_probe_device(index, c, 8, 0);
+    int rc = sgl_sdk_cuda_probe(index, c, 8, 0);
     if (rc) return rc;
     const uint32_t dts = SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
     c->q_dtypes = dts;

@@ -8,7 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
 
 static int slot_ok(lin_inst *w, int32_t slot, const char *what) {
@@ -21,7 +21,7 @@ static int device_failed(lin_inst *w, cudaError_t e, const char *what) {
     (void)cudaGetLastError();
     char m[96];
     snprintf(m, sizeof m, "%s: %s", w->name, what);
-    sgl_cuda_format_error(w->err, sizeof w->err, m, (int)e);
+    sgl_sdk_cuda_format_error(w->err, sizeof w->err, m, (int)e);
     return SGL_ATTN_E_DEVICE;
 }
 

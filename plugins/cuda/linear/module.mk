@@ -3,7 +3,7 @@
 # the same sources; only lin_plugin.c is compiled once per kind.
 #   make cuda_linear             the five plugins
 #   make cuda_linear_resources   ptxas registers / smem / spills -> $(BUILD)/cuda_linear_resources.txt
-# Needs nvcc (plugins/cuda/common/module.mk finds it); skipped with the reason otherwise.
+# Needs nvcc (plugins/sdk/cuda/cuda.mk finds it); skipped with the reason otherwise.
 
 LIN_DIR := plugins/cuda/linear
 LIN_KINDS := gdn kda mamba2 short_conv lightning
@@ -16,12 +16,12 @@ LIN_PURE_OBJS := $(addprefix $(OBJDIR)/$(LIN_DIR)/,lin_dims.o lin_sizing.o lin_c
 LIN_SOS := $(foreach k,$(LIN_KINDS),$(PLUGDIR)/$(k)_cuda.so)
 
 ifeq ($(HAVE_CUDA),1)
-CFLAGS_plugins_cuda_linear_ := $(CUDA_CFLAGS) -I$(LIN_DIR)
+CFLAGS_plugins_cuda_linear_ := $(CUDA_CFLAGS)
 # Without -lineinfo: its line tables triple the SASS, and each of the five
 # .so files carries all the kernels (they travel to the GPU machine in a
 # 64 MiB budget).  `make LIN_LINEINFO=1` puts it back (compute-sanitizer
 # source lines); rebuild the .cu objects after changing it.
-LIN_NVCC_FLAGS = $(filter-out -lineinfo,$(NVCC_FLAGS)) $(if $(LIN_LINEINFO),-lineinfo) -I$(LIN_DIR)
+LIN_NVCC_FLAGS = $(filter-out -lineinfo,$(NVCC_FLAGS)) $(if $(LIN_LINEINFO),-lineinfo)
 
 # More specific than the common %.cu.o rule, so it wins for this directory.
 $(OBJDIR)/$(LIN_DIR)/%.cu.o: $(LIN_DIR)/%.cu
@@ -33,7 +33,7 @@ $(OBJDIR)/$(LIN_DIR)/lin_plugin.%.o: $(LIN_DIR)/lin_plugin.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_plugins_cuda_linear_) -DLIN_KIND_$(shell echo $* | tr a-z A-Z) -MMD -MP -c $< -o $@
 
-$(PLUGDIR)/%_cuda.so: $(OBJDIR)/$(LIN_DIR)/lin_plugin.%.o $(LIN_OBJS) $(CUDA_COMMON_OBJS)
+$(PLUGDIR)/%_cuda.so: $(OBJDIR)/$(LIN_DIR)/lin_plugin.%.o $(LIN_OBJS) $(SDK_CUDA_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CUDA_LINK) -o $@ $^ $(CUDA_LDLIBS)
 
@@ -53,7 +53,6 @@ cuda_linear_resources: $(LIN_CU:%=$(LIN_DIR)/%.cu)
 	  grep -E "Compiling entry|registers|spill" | sed -e 's/ptxas info    : //'; done > $(BUILD)/cuda_linear_resources.txt
 	@echo "wrote $(BUILD)/cuda_linear_resources.txt"
 else
-CFLAGS_plugins_cuda_linear_ := -I$(LIN_DIR)
 SKIPPED += cuda_linear
 SKIP_WHY_cuda_linear := nvcc not found (set NVCC=/path/to/nvcc)
 cuda_linear cuda_linear_resources:

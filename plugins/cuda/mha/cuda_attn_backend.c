@@ -10,8 +10,7 @@
 
 #include "attn_tmap.h"
 #include "cuda_attn.h"
-#include "cuda_error.h"
-#include "cuda_probe.h"
+#include "cuda/sdk_cuda.h"
 
 /* Resident decode blocks per SM to aim the split count at. */
 #define CA_DECODE_BLOCKS_PER_SM 4
@@ -127,8 +126,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host && a->host ? a->host : ca_host();
     int option = CA_KERNEL_AUTO;
     if (ca_kernel_option_parse(host_option(host, "kernel"), &option, err, err_size)) return SGL_ATTN_E_INVALID;
-    sgl_cuda_device_info dev;
-    rc = sgl_cuda_device_query(a->device, &dev, err, err_size);
+    sgl_sdk_cuda_device dev;
+    rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
     if (dev.sm_major < 8) {
         snprintf(err, err_size, "create: device %d (%s) is SM %d.%d: cuda_attn needs SM 8.0 or newer", a->device,
@@ -137,7 +136,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     cudaError_t ce = cudaSetDevice(a->device);
     if (ce != cudaSuccess) {
-        sgl_cuda_format_error(err, err_size, "create: cudaSetDevice", (int)ce);
+        sgl_sdk_cuda_format_error(err, err_size, "create: cudaSetDevice", (int)ce);
         return SGL_ATTN_E_DEVICE;
     }
     attn_kernels kern;
@@ -177,13 +176,13 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         (void)cudaGetLastError();
         char what[96];
         snprintf(what, sizeof what, "create: cudaMalloc/cudaMemset(%zu bytes)", b->sz.total_bytes);
-        sgl_cuda_format_error(err, err_size, what, (int)ce);
+        sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
         ca_destroy(&b->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     int ke = attn_kernels_setup(&b->kern);
     if (ke) {
-        sgl_cuda_format_error(err, err_size, "create: kernel setup (cudaFuncSetAttribute)", ke);
+        sgl_sdk_cuda_format_error(err, err_size, "create: kernel setup (cudaFuncSetAttribute)", ke);
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }

@@ -10,7 +10,7 @@
 
 #include "attn_tmap.h"
 #include "cuda_attn.h"
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 
 static char *dev_at(ca_backend *b, size_t off) { return (char *)b->dev_mem + off; }
 static int32_t *num_items_ptr(ca_backend *b, int set) { return (int32_t *)dev_at(b, b->sz.off_num) + set; }
@@ -186,7 +186,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
     }
     if (ce) {
-        sgl_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     b->planned_mode = mode;
@@ -329,7 +329,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.d = b->head_dim;
         int ce = attn_launch_save_kv(&s, a->batch->stream);
         if (ce) {
-            sgl_cuda_format_error(b->err, sizeof b->err, "save_kv_cache launch", ce);
+            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "save_kv_cache launch", ce);
             return SGL_ATTN_E_DEVICE;
         }
     }
@@ -353,7 +353,7 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     p.num_items = num_items_ptr(b, set);
     int ce = attn_launch_decode(&b->kern, &p, b->grid_items, a->batch->stream);
     if (ce) {
-        sgl_cuda_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     return SGL_ATTN_OK;
@@ -383,7 +383,7 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     }
     const int ce = attn_launch_extend(&b->kern, &p, tm, b->grid_items, a->batch->stream);
     if (ce) {
-        sgl_cuda_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     return SGL_ATTN_OK;

@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "cuda_attn.h"
-#include "cuda_device_ops.h"
-#include "cuda_probe.h"
+#include "cuda/sdk_cuda.h"
 
 /* sglang backend names whose role this plugin fills (conf/ maps their rules). */
 static const char *const ca_aliases[] = {"fa3", "flashinfer", "triton", "trtllm_mha", NULL};
@@ -33,7 +32,7 @@ void ca_log(int level, const char *fmt, ...) {
 
 static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
     if (!caps || caps->struct_size < sizeof *caps) return SGL_ATTN_E_INVALID;
-    int rc = sgl_cuda_probe_device(index, caps, 8, 0);
+    int rc = sgl_sdk_cuda_probe(index, caps, 8, 0);
     if (rc) return rc;
     caps->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_CROSS;
     caps->q_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
@@ -76,7 +75,7 @@ static const sgl_attn_plugin ca_plugin = {
     .supports_model = ca_supports_model,
     .create = ca_backend_create,
     .state_bytes_per_request = NULL,
-    .device_ops = &sgl_cuda_device_ops_table,
+    .device_ops = &sgl_sdk_cuda_device_ops,
 };
 
 SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);

@@ -10,7 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 #include "mla_check.h"
 
 /* L2 prefetch distance of each mma configuration, in 32-key tiles ahead of
@@ -36,7 +36,7 @@ int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) {
 int mla_cuda_fail(mla_backend *b, const char *what, int code) {
     cudaError_t e = (cudaError_t)code;
     (void)cudaGetLastError();
-    sgl_cuda_format_error(b->err, sizeof b->err, what, (int)e);
+    sgl_sdk_cuda_format_error(b->err, sizeof b->err, what, (int)e);
     return e == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
 }
 
@@ -405,7 +405,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->max_tokens = a->max_tokens;
     b->max_context = a->max_context;
 
-    int rc = sgl_cuda_device_query(a->device, &b->dev, msg, sizeof msg);
+    int rc = sgl_sdk_cuda_device_query(a->device, &b->dev, msg, sizeof msg);
     if (rc) return create_fail(a, b, rc, msg);
     if (b->dev.sm_major < 8) {
         snprintf(msg, sizeof msg, "device %d (%s) is SM %d.%d; cuda_mla needs SM 8.0 or newer", a->device,

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_probe.h"
+#include "cuda/sdk_cuda.h"
 #include "mla_kernels.h"
 #include "mla_plan.h"
 #include "sgl_attn_abi.h"
@@ -38,7 +38,7 @@ typedef struct mla_tmap_entry {
 
 typedef struct mla_backend {
     sgl_attn_backend base; /* first: the ABI's header */
-    sgl_cuda_device_info dev;
+    sgl_sdk_cuda_device dev;
     int32_t device;
     /* options, read once at create (mla_backend.c, docs/cuda_mla.md) */
     int32_t kernel_pref;  /* MLA_KERNEL_*: option kernel */

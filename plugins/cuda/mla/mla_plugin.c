@@ -6,8 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_device_ops.h"
-#include "cuda_probe.h"
+#include "cuda/sdk_cuda.h"
 #include "mla_backend.h"
 
 static const char *const mla_aliases[] = {"flashmla", "cutlass_mla", "trtllm_mla", "cutedsl_mla",
@@ -15,7 +14,7 @@ static const char *const mla_aliases[] = {"flashmla", "cutlass_mla", "trtllm_mla
 
 static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
     if (!caps || caps->struct_size < sizeof *caps) return SGL_ATTN_E_INVALID;
-    int rc = sgl_cuda_probe_device(index, caps, 8, 0);
+    int rc = sgl_sdk_cuda_probe(index, caps, 8, 0);
     if (rc) return rc;
     caps->attn_kinds = SGL_ATTN_KIND_MLA;
     caps->q_dtypes = SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F16;
@@ -82,7 +81,7 @@ static const sgl_attn_plugin mla_plugin = {
     .supports_model = mla_supports_model,
     .create = mla_backend_create,
     .state_bytes_per_request = NULL,
-    .device_ops = &sgl_cuda_device_ops_table,
+    .device_ops = &sgl_sdk_cuda_device_ops,
 };
 
 SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);

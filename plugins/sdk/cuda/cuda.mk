@@ -1,16 +1,22 @@
-# plugins/cuda/common - what every CUDA plugin shares (probe, device ops, error
-# text, the CUDA/HIP portability header gpu_compat.h).  Not a plugin itself:
-# a CUDA plugin's module.mk links $(CUDA_COMMON_OBJS) into its .so and builds
-# its .cu files with the rule below.  Exposes:
+# plugins/sdk/cuda - the CUDA toolchain and the SDK's CUDA runtime glue
+# (sdk_cuda.h: error text, probe, device query, device ops).  The top Makefile
+# reads this fragment before every module.mk, because theirs test HAVE_CUDA as
+# they are read.  A CUDA plugin compiles with the include paths every plugin
+# has (-Iabi -Iplugins/sdk, for C and for nvcc) and links
+# $(SDK_CUDA_OBJS) $(SDK_LIB) last among its objects.  Exposes:
 #   HAVE_CUDA          1 when nvcc was found (else every CUDA part is skipped)
 #   CUDA_HOME          the toolkit root nvcc lives in
 #   NVCC_GENCODE       sm_80 SASS, sm_90a SASS (wgmma/setmaxnreg), compute_90 PTX
-#   NVCC_FLAGS         flags for every .cu (add per-dir ones as NVCCFLAGS_<dir>)
+#   NVCC_FLAGS         flags for every .cu
 #   CUDA_CFLAGS        for C files that include cuda_runtime_api.h
-#   CUDA_COMMON_OBJS   objects to link into a CUDA plugin
+#   SDK_CUDA_OBJS      the glue's objects, to link into a CUDA plugin
 #   CUDA_LDLIBS        the static cudart (never -lcuda: it loads with no driver)
 #   CUDA_LINK          command prefix that links a CUDA plugin .so
 # and the rule $(OBJDIR)/<path>.cu.o from <path>.cu.
+#
+#   make sdk_cuda      the glue's objects alone
+
+SDK_CUDA_OBJS := $(patsubst %.c,$(OBJDIR)/%.o,$(sort $(wildcard plugins/sdk/cuda/*.c)))
 
 ifneq ($(NVCC),)
 HAVE_CUDA := 1
@@ -19,26 +25,21 @@ NVCC_GENCODE := -gencode arch=compute_80,code=sm_80 \
                 -gencode arch=compute_90a,code=sm_90a \
                 -gencode arch=compute_90,code=compute_90
 NVCC_FLAGS := -std=c++17 -O3 -lineinfo $(NVCC_GENCODE) -Werror all-warnings \
-              -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra \
-              -Iabi -Ihost -Iplugins/cuda/common
-CUDA_CFLAGS := -I$(CUDA_HOME)/include -Iplugins/cuda/common
+              -Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra $(INC_PLUGIN)
+CUDA_CFLAGS := -I$(CUDA_HOME)/include
 CUDA_LDLIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lrt -pthread
 # --exclude-libs: the static cudart's symbols stay inside the plugin.
 CUDA_LINK = $(CXX) -shared -Wl,--no-undefined -Wl,-z,defs -Wl,--exclude-libs,ALL $(LDFLAGS_COMMON)
-
-CUDA_COMMON_SRCS := plugins/cuda/common/cuda_error.c plugins/cuda/common/cuda_probe.c \
-                    plugins/cuda/common/cuda_device_ops.c
-CUDA_COMMON_OBJS := $(CUDA_COMMON_SRCS:%.c=$(OBJDIR)/%.o)
-CFLAGS_plugins_cuda_common_ := $(CUDA_CFLAGS)
+CFLAGS_plugins_sdk_cuda_ := $(CUDA_CFLAGS)
 
 $(OBJDIR)/%.cu.o: %.cu
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCC_FLAGS) $(NVCCFLAGS_$(subst /,_,$(dir $<))) -MMD -MP -MF $@.d -c $< -o $@
+	$(NVCC) $(NVCC_FLAGS) -MMD -MP -MF $@.d -c $< -o $@
 
-cuda_common: $(CUDA_COMMON_OBJS)
+sdk_cuda: $(SDK_CUDA_OBJS)
 else
 HAVE_CUDA :=
-cuda_common:
-	@echo "cuda_common skipped: nvcc not found (set NVCC=/path/to/nvcc)"
+sdk_cuda:
+	@echo "sdk_cuda skipped: nvcc not found (set NVCC=/path/to/nvcc)"
 endif
-.PHONY: cuda_common
+.PHONY: sdk_cuda
