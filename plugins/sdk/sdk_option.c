@@ -11,7 +11,7 @@
 sgl_sdk_opts sgl_sdk_opts_of(const sgl_attn_create_args *a, const char *plugin) {
     sgl_sdk_opts o = {NULL, plugin, NULL, 0};
     if (!a) return o;
-    if (a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host) o.host = a->host;
+    o.host = sgl_sdk_create_host(a);
     o.err = a->error;
     o.err_size = a->error ? a->error_size : 0;
     return o;

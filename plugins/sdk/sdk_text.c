@@ -32,6 +32,20 @@ int sgl_sdk_create_fail(const sgl_attn_create_args *a, int rc, const char *fmt, 
     return rc;
 }
 
+const sgl_attn_host_api *sgl_sdk_create_host(const sgl_attn_create_args *a) {
+    return a && a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host ? a->host : NULL;
+}
+
+void sgl_sdk_log(const sgl_attn_host_api *h, int level, const char *plugin, const char *fmt, ...) {
+    if (!h || h->struct_size < offsetof(sgl_attn_host_api, log) + sizeof h->log || !h->log) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    h->log(h->host_ctx, level, plugin, "%s", line);
+}
+
 const char *sgl_sdk_dtype_name(DLDataType t, char buf[SGL_SDK_NAME_MAX]) {
     switch (sgl_attn_dtype_bit(t)) {
     case SGL_ATTN_DT_F32: return "float32";
