@@ -163,7 +163,7 @@ static void test_refusals(void **st) {
     for (size_t i = 0; i < sizeof gone_mma / sizeof gone_mma[0]; i++)
         expect_option_refused(&a, &m, "SGL_ATTN_MLA_MMA", gone_mma[i], "expected auto, base, ring or tma");
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_STRICT", "maybe",
-                          "environment SGL_ATTN_MLA_STRICT = \"maybe\": expected 1, true, yes, on, 0, false, no or off");
+                          "environment SGL_ATTN_MLA_STRICT = \"maybe\": expected 1, true, yes, on, 0, false, no or off (or auto)");
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_LOG", "2", "environment SGL_ATTN_MLA_LOG = \"2\"");
     /* removed options are refused by name */
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_PREFETCH", "2",

@@ -7,12 +7,12 @@
 
 LIN_DIR := plugins/cuda/linear
 LIN_KINDS := gdn kda mamba2 short_conv lightning
-LIN_C := lin_dims lin_sizing lin_check lin_probe lin_create lin_plan lin_forward lin_state
+LIN_C := lin_sizing lin_check lin_probe lin_create lin_instance lin_plan lin_forward lin_state
 LIN_CU := batch_plan state_commit token_step decode_fused decode_prep decode_stream chunk_extend chunk_prep_ut \
           chunk_fused_ut chunk_state chunk_output chunk_fused_state
 LIN_OBJS := $(addprefix $(OBJDIR)/$(LIN_DIR)/,$(addsuffix .o,$(LIN_C)) $(addsuffix .cu.o,$(LIN_CU)))
 # The pure-C parts tests/cuda_linear links without CUDA.
-LIN_PURE_OBJS := $(addprefix $(OBJDIR)/$(LIN_DIR)/,lin_dims.o lin_sizing.o lin_check.o)
+LIN_PURE_OBJS := $(addprefix $(OBJDIR)/$(LIN_DIR)/,lin_sizing.o lin_check.o)
 LIN_SOS := $(foreach k,$(LIN_KINDS),$(PLUGDIR)/$(k)_cuda.so)
 
 ifeq ($(HAVE_CUDA),1)
@@ -59,3 +59,6 @@ cuda_linear cuda_linear_resources:
 	@echo "cuda_linear skipped: $(SKIP_WHY_cuda_linear)"
 endif
 .PHONY: cuda_linear cuda_linear_resources
+
+# No two files of this folder call each other (make layout-cycles).
+LAYOUT_CYCLE_DIRS += plugins/cuda/linear

@@ -40,3 +40,6 @@ cuda_attn cuda_attn_resources:
 	@echo "cuda_attn skipped: $(SKIP_WHY_cuda_attn)"
 endif
 .PHONY: cuda_attn cuda_attn_resources
+
+# No two files of this folder call each other (make layout-cycles).
+LAYOUT_CYCLE_DIRS += plugins/cuda/mha

@@ -2,7 +2,6 @@
  * graph hooks) of the cuda_mla backend.  See mla_backend.h. */
 #include "mla_backend.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,28 +25,6 @@ static int32_t mma_prefetch(int32_t effective_cfg) {
     case MLA_MMA_TWO: return 4;
     default: return 0;
     }
-}
-
-int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-int mla_cuda_fail(mla_backend *b, const char *what, int code) {
-    cudaError_t e = (cudaError_t)code;
-    (void)cudaGetLastError();
-    sgl_sdk_cuda_format_error(b->err, sizeof b->err, what, (int)e);
-    return e == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
-}
-
-int mla_ensure_device(mla_backend *b) {
-    int cur = -1;
-    if (cudaGetDevice(&cur) == cudaSuccess && cur == b->device) return SGL_ATTN_OK;
-    cudaError_t e = cudaSetDevice(b->device);
-    return e == cudaSuccess ? SGL_ATTN_OK : mla_cuda_fail(b, "cudaSetDevice", e);
 }
 
 static const char *mla_last_error(sgl_attn_backend *bk) { return ((mla_backend *)bk)->err; }
@@ -289,11 +266,8 @@ static const sgl_attn_backend_ops k_ops = {
 };
 
 /* Option values, indexed by what they select. */
-static const char *const k_kernel_names[] = {"auto", "simple", "mma", "wide"}; /* MLA_KERNEL_* */
 static const char *const k_mma_names[] = {"auto", "base", "ring", "tma"};
 static const int32_t k_mma_cfgs[] = {-1, MLA_MMA_BASE, MLA_MMA_RING, MLA_MMA_TMA};
-
-const char *mla_kernel_name(int32_t k) { return k >= 0 && k <= MLA_KERNEL_WIDE ? k_kernel_names[k] : "?"; }
 
 static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, const char *msg) {
     if (a->error && a->error_size) snprintf(a->error, a->error_size, "%s: %s", MLA_NAME, msg);
@@ -323,7 +297,7 @@ static int read_options(const sgl_attn_create_args *a, mla_options *o) {
                                        "unset it", MLA_NAME, from);
     }
     int rc;
-    if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_MLA_KERNEL", k_kernel_names, 4, MLA_KERNEL_AUTO,
+    if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_MLA_KERNEL", mla_kernel_names, 4, MLA_KERNEL_AUTO,
                                  &o->kernel)) ||
         (rc = sgl_sdk_opt_choice(&opts, "mma", "SGL_ATTN_MLA_MMA", k_mma_names, 4, 0, &o->mma)) ||
         (rc = sgl_sdk_opt_bool(&opts, "strict", "SGL_ATTN_MLA_STRICT", 0, &o->strict)) ||

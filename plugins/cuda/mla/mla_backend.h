@@ -75,13 +75,14 @@ typedef struct mla_backend {
 
 int mla_backend_create(const sgl_attn_create_args *args, sgl_attn_backend **out);
 
-/* mla_backend.c */
+/* mla_instance.c (a leaf) */
 int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Make the backend's device current (a no-op when it is). */
 int mla_ensure_device(mla_backend *b);
 /* Record a runtime failure ("<what>: <cudaError name> (<n>): <words>") and map it. */
 int mla_cuda_fail(mla_backend *b, const char *what, int code);
-/* "auto", "simple", "mma", "wide" */
+/* The option kernel's names by MLA_KERNEL_*: "auto", "simple", "mma", "wide". */
+extern const char *const mla_kernel_names[4];
 const char *mla_kernel_name(int32_t kernel);
 /* mla_forward.c */
 int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a);

@@ -4,7 +4,7 @@
 # Needs nvcc (plugins/sdk/cuda/cuda.mk finds it); skipped with the reason otherwise.
 
 CUDA_MLA_SO := $(PLUGDIR)/cuda_mla.so
-CUDA_MLA_C := mla_plugin.c mla_backend.c mla_forward.c mla_check.c mla_plan.c mla_tmap.c
+CUDA_MLA_C := mla_plugin.c mla_backend.c mla_forward.c mla_instance.c mla_check.c mla_plan.c mla_tmap.c
 CUDA_MLA_CU := mla_decode_simple.cu mla_decode_mma.cu mla_decode_wide_sm90.cu mla_combine.cu mla_save.cu mla_launch.cu
 CUDA_MLA_OBJS := $(addprefix $(OBJDIR)/plugins/cuda/mla/,$(CUDA_MLA_C:.c=.o) $(CUDA_MLA_CU:.cu=.cu.o))
 # The pure-C parts tests/cuda_mla/ links without CUDA.
@@ -35,3 +35,6 @@ cuda_mla cuda_mla_resources:
 	@echo "cuda_mla skipped: $(SKIP_WHY_cuda_mla)"
 endif
 .PHONY: cuda_mla cuda_mla_resources
+
+# No two files of this folder call each other (make layout-cycles).
+LAYOUT_CYCLE_DIRS += plugins/cuda/mla
