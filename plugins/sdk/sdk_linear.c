@@ -233,10 +233,8 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
     }
     for (int i = 0; i < count; i++) {
         if (!in[i].t && in[i].optional) continue;
-        char name[160];
-        sgl_sdk_str(name, sizeof name, "%s%s", prefix, in[i].name);
         sgl_sdk_tensor_spec s = *base;
-        s.name = name;
+        s.name = in[i].name; /* the prefix goes on only when the check fails */
         s.meaning = NULL;
         s.ndim = in[i].ndim;
         s.shape[0] = in[i].s0;
@@ -244,7 +242,10 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
         s.shape[2] = in[i].s2;
         s.shape[3] = 0;
         int rc = sgl_sdk_check_tensor(in[i].t, &s, err, n);
-        if (rc) return rc;
+        if (rc) {
+            sgl_sdk_prepend(err, n, prefix);
+            return rc;
+        }
     }
     return SGL_ATTN_OK;
 }

@@ -23,6 +23,19 @@ void sgl_sdk_append(char *dst, size_t n, const char *fmt, ...) {
     va_end(ap);
 }
 
+void sgl_sdk_prepend(char *dst, size_t n, const char *prefix) {
+    if (!dst || !n || !prefix || !*prefix) return;
+    const size_t p = strlen(prefix), used = strnlen(dst, n - 1);
+    if (p >= n - 1) {
+        sgl_sdk_str(dst, n, "%s", prefix);
+        return;
+    }
+    const size_t keep = used < n - 1 - p ? used : n - 1 - p;
+    memmove(dst + p, dst, keep);
+    memcpy(dst, prefix, p);
+    dst[p + keep] = 0;
+}
+
 int sgl_sdk_create_fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...) {
     if (!a || !a->error || !a->error_size) return rc;
     va_list ap;

@@ -19,6 +19,9 @@
 void sgl_sdk_str(char *dst, size_t n, const char *fmt, ...) SGL_SDK_PRINTF(3, 4);
 /* Appends to the string already in dst[n] (truncating, always terminated). */
 void sgl_sdk_append(char *dst, size_t n, const char *fmt, ...) SGL_SDK_PRINTF(3, 4);
+/* Puts `prefix` before the string already in dst[n]: a message written by a
+ * check, named for its call only when it fails ("forward_decode: " + ...). */
+void sgl_sdk_prepend(char *dst, size_t n, const char *prefix);
 
 /* Writes "fmt..." to create_args.error (when the caller gave one) and
  * returns rc: `return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "...")`. */

@@ -562,6 +562,13 @@ static void test_text_and_half(void **state) {
     assert_string_equal(b, "tru");
     sgl_sdk_append(b, sizeof b, "%d", 5);
     assert_string_equal(b, "tru5");
+    sgl_sdk_prepend(b, sizeof b, "call: ");
+    assert_string_equal(b, "call: tru5");
+    char small[8] = "abcdef";
+    sgl_sdk_prepend(small, sizeof small, "xy: "); /* truncates the message, keeps the prefix */
+    assert_string_equal(small, "xy: abc");
+    sgl_sdk_prepend(small, sizeof small, "a prefix too long");
+    assert_string_equal(small, "a prefi");
     /* the creating host (ABI 1.1) and its log */
     sgl_attn_create_args a;
     memset(&a, 0, sizeof a);

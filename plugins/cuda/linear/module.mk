@@ -47,11 +47,7 @@ PLUGINS += $(LIN_SOS)
 cuda_linear: $(LIN_SOS)
 
 cuda_linear_resources: $(LIN_CU:%=$(LIN_DIR)/%.cu)
-	@mkdir -p $(BUILD)
-	@for f in $^; do echo "== $$f"; \
-	  $(NVCC) $(LIN_NVCC_FLAGS) -Xptxas -v -c $$f -o /dev/null 2>&1 | \
-	  grep -E "Compiling entry|registers|spill" | sed -e 's/ptxas info    : //'; done > $(BUILD)/cuda_linear_resources.txt
-	@echo "wrote $(BUILD)/cuda_linear_resources.txt"
+	$(call cuda_resources,$(LIN_NVCC_FLAGS),cuda_linear)
 else
 SKIPPED += cuda_linear
 SKIP_WHY_cuda_linear := nvcc not found (set NVCC=/path/to/nvcc)

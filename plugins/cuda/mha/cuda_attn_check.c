@@ -4,19 +4,26 @@
 #include <stdio.h>
 
 #include "cuda_attn.h"
+#include "sdk_text.h"
 
 static const char *dt_bit_name(uint32_t dt) {
     return dt == SGL_ATTN_DT_BF16 ? "bf16" : dt == SGL_ATTN_DT_F16 ? "f16" : dt == SGL_ATTN_DT_F32 ? "f32" : "?";
 }
 
-/* t against the spec "<call>: <what>" in CUDA memory of `device`. */
+/* t against spec s named `what`, in CUDA memory of `device`; a failure's
+ * message is prefixed with the call (only then: the forwards format nothing
+ * on their way to a launch). */
 static int check(const ca_msg *m, const DLTensor *t, const char *what, int device, sgl_sdk_tensor_spec s) {
-    char name[96];
-    snprintf(name, sizeof name, "%s: %s", m->call, what);
-    s.name = name;
+    s.name = what;
     s.devices = SGL_SDK_DEV_CUDA;
     s.device_id = device;
-    return sgl_sdk_check_tensor(t, &s, m->buf, m->size);
+    const int rc = sgl_sdk_check_tensor(t, &s, m->buf, m->size);
+    if (rc) {
+        char call[48];
+        snprintf(call, sizeof call, "%s: ", m->call);
+        sgl_sdk_prepend(m->buf, m->size, call);
+    }
+    return rc;
 }
 
 int ca_check_float3(const ca_msg *m, const DLTensor *t, const char *what, int device, uint32_t dt, int64_t n0,

@@ -28,11 +28,7 @@ $(CUDA_ATTN_SO): $(CUDA_ATTN_OBJS) $(SDK_CUDA_OBJS) $(SDK_LIB)
 cuda_attn: $(CUDA_ATTN_SO)
 
 cuda_attn_resources: $(CUDA_ATTN_CU:%=plugins/cuda/mha/%)
-	@mkdir -p $(BUILD)
-	@for f in $^; do echo "== $$f"; \
-	  $(NVCC) $(NVCC_FLAGS) -Xptxas -v -c $$f -o /dev/null 2>&1 | \
-	  grep -E "Compiling entry|registers|spill" | sed -e 's/ptxas info    : //'; done > $(BUILD)/cuda_attn_resources.txt
-	@echo "wrote $(BUILD)/cuda_attn_resources.txt"
+	$(call cuda_resources,$(NVCC_FLAGS),cuda_attn)
 else
 SKIPPED += cuda_attn
 SKIP_WHY_cuda_attn := nvcc not found (set NVCC=/path/to/nvcc)

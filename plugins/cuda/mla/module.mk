@@ -23,11 +23,7 @@ $(CUDA_MLA_SO): $(CUDA_MLA_OBJS) $(SDK_CUDA_OBJS) $(SDK_LIB)
 cuda_mla: $(CUDA_MLA_SO)
 
 cuda_mla_resources: $(CUDA_MLA_CU:%=plugins/cuda/mla/%)
-	@mkdir -p $(BUILD)
-	@for f in $^; do echo "== $$f"; \
-	  $(NVCC) $(NVCC_FLAGS) -Xptxas -v -c $$f -o /dev/null 2>&1 | \
-	  grep -E "Compiling entry|registers|spill|C75" | sed -e 's/ptxas info    : //'; done > $(BUILD)/cuda_mla_resources.txt
-	@echo "wrote $(BUILD)/cuda_mla_resources.txt"
+	$(call cuda_resources,$(NVCC_FLAGS),cuda_mla,C75)
 else
 SKIPPED += cuda_mla
 SKIP_WHY_cuda_mla := nvcc not found (set NVCC=/path/to/nvcc)

@@ -12,6 +12,10 @@
 #   SDK_CUDA_OBJS      the glue's objects, to link into a CUDA plugin
 #   CUDA_LDLIBS        the static cudart (never -lcuda: it loads with no driver)
 #   CUDA_LINK          command prefix that links a CUDA plugin .so
+#   cuda_resources     $(call cuda_resources,FLAGS,NAME[,GREP]): the recipe of a
+#                      `make NAME_resources` target, ptxas's registers, spills
+#                      and smem of each kernel of its .cu prerequisites (and
+#                      lines matching GREP) -> $(BUILD)/NAME_resources.txt
 # and the rule $(OBJDIR)/<path>.cu.o from <path>.cu.
 #
 #   make sdk_cuda      the glue's objects alone
@@ -35,6 +39,15 @@ CFLAGS_plugins_sdk_cuda_ := $(CUDA_CFLAGS)
 $(OBJDIR)/%.cu.o: %.cu
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCC_FLAGS) -MMD -MP -MF $@.d -c $< -o $@
+
+define cuda_resources
+	@mkdir -p $(BUILD)
+	@for f in $^; do echo "== $$f"; \
+	  $(NVCC) $(1) -Xptxas -v -c $$f -o /dev/null 2>&1 | \
+	  grep -E "Compiling entry|registers|spill$(if $(3),|$(3))" | sed -e 's/ptxas info    : //'; \
+	done > $(BUILD)/$(2)_resources.txt
+	@echo "wrote $(BUILD)/$(2)_resources.txt"
+endef
 
 sdk_cuda: $(SDK_CUDA_OBJS)
 else
