@@ -136,7 +136,7 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_KERNEL", "simple", NULL},
             {"SGL_ATTN_LIN_KERNEL", "FAST", NULL},
             {"SGL_ATTN_LIN_KERNEL", "auto", NULL},
-            {"SGL_ATTN_LIN_KERNEL", "mma", "environment SGL_ATTN_LIN_KERNEL = \"mma\": expected simple or fast (or auto)"},
+            {"SGL_ATTN_LIN_KERNEL", "mma", "SGL_ATTN_LIN_KERNEL = \"mma\": expected simple or fast (or auto)"},
             {"SGL_ATTN_LIN_VT", "16", NULL},
             {"SGL_ATTN_LIN_VT", "auto", NULL},
             {"SGL_ATTN_LIN_VT", "24", "environment SGL_ATTN_LIN_VT = 24: expected 16, 32 or auto"},

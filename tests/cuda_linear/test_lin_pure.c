@@ -34,6 +34,11 @@ static sgl_attn_model model_of(int kind, int hk, int hv, int dk, int dv, int w, 
     return m;
 }
 
+/* The dims as the CUDA wrappers take them: the SDK's, with their state dtypes. */
+static int dims_of(int kind, const sgl_attn_model *m, lin_dims *d, char *why, size_t n) {
+    return sgl_sdk_lin_dims_of(kind, m, LIN_STATE_DTYPES, d, why, n);
+}
+
 static void test_dims(void) {
     uint64_t rs = 0x9e3779b97f4a7c15ull;
     const int kinds[] = {SGL_ATTN_HYBRID_GDN, SGL_ATTN_HYBRID_KDA, SGL_ATTN_HYBRID_MAMBA2, SGL_ATTN_HYBRID_SHORT_CONV,
@@ -48,7 +53,7 @@ static void test_dims(void) {
         sgl_attn_model m = model_of(kind, hk, hv, dk, dv, w, hidden, st, layers, mask);
         lin_dims d;
         char why[256] = "";
-        int rc = sgl_sdk_lin_dims_of(kind, &m, LIN_STATE_DTYPES, &d, why, sizeof why);
+        int rc = dims_of(kind, &m, &d, why, sizeof why);
         LT_CHECK(rc == SGL_ATTN_OK, "kind %d: %s", kind, why);
         if (rc) continue;
         int nlin = 0;
@@ -99,16 +104,16 @@ static void test_refusals(void) {
     char why[256];
     lin_dims d;
     sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F64, 4, 0xa);
-    LT_CHECK(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_GDN, &m, LIN_STATE_DTYPES, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "lin_state_dtype"), "f64 state: %s", why);
     m = model_of(SGL_ATTN_HYBRID_GDN, 2, 5, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
-    LT_CHECK(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_GDN, &m, LIN_STATE_DTYPES, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "lin_num_v_heads = 5"), "hv 5 over hk 2: %s", why);
     m = model_of(SGL_ATTN_HYBRID_MAMBA2, 2, 4, 128, 128, 9, 0, SGL_ATTN_DT_F32, 4, 0xa);
-    LT_CHECK(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_MAMBA2, &m, LIN_STATE_DTYPES, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_MAMBA2, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "lin_conv_kernel = 9"), "conv 9: %s", why);
     m = model_of(SGL_ATTN_HYBRID_KDA, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
-    LT_CHECK(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_GDN, &m, LIN_STATE_DTYPES, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "this wrapper computes gdn"), "kind mismatch: %s", why);
     m = model_of(SGL_ATTN_HYBRID_GDN, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
     m.is_mla = 1;
@@ -129,7 +134,7 @@ static void test_paths(void) {
     char why[128];
     lin_dims d;
     sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
-    LT_CHECK(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_GDN, &m, LIN_STATE_DTYPES, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(lin_tc_dims_ok(&d) && lin_decode_fused_dims_ok(&d, 1) && lin_decode_fused_dims_ok(&d, 4) &&
                  lin_decode_stream_dims_ok(&d, 4) && lin_prep_ut_kind_ok(&d),
              "qwen3-next dims fit");
@@ -190,7 +195,7 @@ static void test_paths(void) {
              "the chunked kernels fit an A100 (163 KiB)");
     /* overflow is an error, not a wrap */
     sgl_attn_model big = model_of(SGL_ATTN_HYBRID_GDN, 64, 1024, 1024, 1024, 8, 0, SGL_ATTN_DT_F32, 1024, 0);
-    LT_CHECK(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_GDN, &big, LIN_STATE_DTYPES, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &big, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(lin_layout_compute(&L, &d, 1 << 30, 1 << 30, 16, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_E_NOMEM &&
                  strstr(why, "overflow"), "overflow: %s", why);
 }

@@ -190,8 +190,8 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     if (e == cudaSuccess) e = cudaStreamIsCapturing((cudaStream_t)b->stream, &cap);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: cudaSetDevice / cudaStreamIsCapturing",
-                              (int)e);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err,
+                                  "init_forward_metadata: cudaSetDevice / cudaStreamIsCapturing", (int)e);
         return SGL_ATTN_E_DEVICE;
     }
     const int capturing = cap != cudaStreamCaptureStatusNone;
@@ -227,7 +227,8 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
         if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)b->stream);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: reading the plan's checks", (int)e);
+            sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: reading the plan's checks",
+                                      (int)e);
             return SGL_ATTN_E_DEVICE;
         }
         if (he[0]) return lin_report_device_err(w, he, "init_forward_metadata");

@@ -51,11 +51,11 @@ typedef struct ca_msg {
     const char *call; /* "forward_decode"... */
 } ca_msg;
 
-/* Each check is one SDK tensor spec named "<call>: <what>", in CUDA memory of
- * device `device`.  A tensor of floats: dtype bit `dt`, [n0, n1, n2] (n0 may
- * be SGL_SDK_ANY; or [n0, n1 * n2] when allow_merged), rows of 16 bytes (the
- * kernels' loads), extents in 32 bits; its element strides come back in
- * st[0..2]. */
+/* Each check is one SDK tensor spec for `what`, in CUDA memory of device
+ * `device`; a message starts "<call>: <what>".  A tensor of floats: dtype bit
+ * `dt`, [n0, n1, n2] (n0 may be SGL_SDK_ANY; or [n0, n1 * n2] when
+ * allow_merged), rows of 16 bytes (the kernels' loads), extents in 32 bits;
+ * its element strides come back in st[0..2]. */
 int ca_check_float3(const ca_msg *m, const DLTensor *t, const char *what, int device, uint32_t dt, int64_t n0,
                     int64_t n1, int64_t n2, int allow_merged, int64_t st[3]);
 /* A compact int32/int64 index tensor with at least n entries (ndim 1) or at
