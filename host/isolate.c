@@ -17,9 +17,10 @@
  * their output goes to /dev/null, since the probe never runs in the parent.
  *
  * Threads: fork copies the calling thread only, so the child starts with
- * one; a file whose constructors or entry point leave more running is
- * refused (those threads would run in the caller's process and crash it at
- * dlclose).  Threads a probe starts (CUDA's runtime does) die with the child.
+ * one; a file whose constructors or entry point leave more running, or leave
+ * a process of theirs running, is refused (those threads would run in the
+ * caller's process and crash it at dlclose).  Threads a probe starts (CUDA's
+ * runtime does) die with the child.
  *
  * The child never calls the caller's log callback, never takes libltdl's
  * mutex and leaves with _exit, so the caller's atexit handlers and stdio
@@ -104,12 +105,26 @@ static void child_reset_signals(void) {
     sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
-static void refuse_threads(contact_reply *r, const char *who, int before, int after) {
-    r->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
-    str_printf(r->reason, sizeof r->reason,
-               "%s started %d thread%s; a plugin may start threads in create, not at load (they would "
-               "run in every process that lists plugins, and crash it when the file is unloaded)",
-               who, after - before, after - before == 1 ? "" : "s");
+/* Threads or processes a file's load left running: 1 with the reason.  A
+ * thread would run in every process that lists plugins and crash it when the
+ * file is unloaded; a process would outlive the listing. */
+static int left_running(contact_reply *r, const char *who, int before, int after) {
+    if (before > 0 && after > before) {
+        r->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
+        str_printf(r->reason, sizeof r->reason,
+                   "%s started %d thread%s; a plugin may start threads in create, not at load", who,
+                   after - before, after - before == 1 ? "" : "s");
+        return 1;
+    }
+    int st;
+    pid_t p = waitpid(-1, &st, WNOHANG); /* 0: a child of ours is still running */
+    if (p == 0) {
+        r->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
+        str_printf(r->reason, sizeof r->reason, "%s started a process that is still running; a plugin must not "
+                   "start processes at load", who);
+        return 1;
+    }
+    return 0;
 }
 
 static void child_contact(const char *path, const sgl_attn_host_api *host_api, int rfd, int ofd, int nullfd) {
@@ -140,10 +155,7 @@ static void child_contact(const char *path, const sgl_attn_host_api *host_api, i
         goto send;
     }
     int t1 = host_thread_count();
-    if (t0 > 0 && t1 > t0) {
-        refuse_threads(&r, "loading it (its ELF constructors)", t0, t1);
-        goto send;
-    }
+    if (left_running(&r, "loading it (its ELF constructors)", t0, t1)) goto send;
     void *sym = dlsym(h, SGL_ATTN_PLUGIN_ENTRY_SYMBOL);
     if (!sym) {
         str_copy(r.reason, sizeof r.reason, "no entry point " SGL_ATTN_PLUGIN_ENTRY_SYMBOL);
@@ -158,11 +170,7 @@ static void child_contact(const char *path, const sgl_attn_host_api *host_api, i
     r.info.abi_major = maj;
     r.info.abi_minor = min;
     if (r.status != SGL_ATTN_PLUGIN_USABLE) goto send;
-    int t2 = host_thread_count();
-    if (t1 > 0 && t2 > t1) {
-        refuse_threads(&r, "its entry point", t1, t2);
-        goto send;
-    }
+    if (left_running(&r, "its entry point", t1, host_thread_count())) goto send;
     host_fill_info(&r.info, &desc, maj, min);
     stage(rfd, NAMED);
     (void)write_all(rfd, &r.info, sizeof r.info);

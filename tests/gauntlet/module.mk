@@ -37,6 +37,17 @@ $(GAUNTLET_DIR)/crash_named_good.so: tests/gauntlet/bad_plugin.c abi/sgl_attn_ab
 	@mkdir -p $(@D)
 	$(CC) $(GAUNTLET_PLUGIN_CFLAGS) -DBAD_PROBE_CRASH -DBAD_KIND_NAME='"gauntlet_good"' -shared $< -o $@ $(LDFLAGS_COMMON)
 GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/crash_named_good.so
+# Misbehaviour at load time, in an ELF constructor or in the entry point:
+# lt_<when>_<kind>.so is load_time_plugin.c with -DLT_WHEN_<WHEN> -DLT_<KIND>.
+GAUNTLET_LT_KINDS := crash exit sleep threads flood fork
+GAUNTLET_LT := $(foreach w,ctor entry,$(GAUNTLET_LT_KINDS:%=$(GAUNTLET_DIR)/lt_$(w)_%.so)) \
+    $(GAUNTLET_DIR)/lt_ctor_mark.so
+$(GAUNTLET_DIR)/lt_%.so: tests/gauntlet/load_time_plugin.c abi/sgl_attn_abi.h
+	@mkdir -p $(@D)
+	$(CC) $(GAUNTLET_PLUGIN_CFLAGS) -DLT_WHEN_$(shell echo '$*' | sed 's/_.*//' | tr a-z A-Z) \
+	    -DLT_$(shell echo '$*' | sed 's/^[a-z]*_//' | tr a-z A-Z) -DLT_NAME='"gauntlet_lt_$*"' \
+	    -shared $< -o $@ $(LDFLAGS_COMMON)
+GAUNTLET_PLUGINS += $(GAUNTLET_LT)
 # An object file named like a plugin (ELF, but not linked).
 $(GAUNTLET_DIR)/object.so: tests/gauntlet/good_plugin.c abi/sgl_attn_abi.h
 	@mkdir -p $(@D)
@@ -76,7 +87,7 @@ GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/setuid_helper
 
 # Tests: the validation layer alone, then the gauntlet through libsglattn.
 GAUNTLET_HOST_TESTS := test_validate_host test_gauntlet_load test_gauntlet_fs test_gauntlet_probe \
-    test_gauntlet_setuid
+    test_gauntlet_setuid test_gauntlet_loadtime
 GAUNTLET_TESTS := $(TESTDIR)/test_validate $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%)
 
 $(TESTDIR)/test_validate: $(OBJDIR)/tests/gauntlet/test_validate.o $(GAUNTLET_FIXTURE_OBJS) $(VALIDATE_OBJS) $(SDK_LIB)
@@ -90,8 +101,9 @@ $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%): $(TESTDIR)/%: $(OBJDIR)/tests/gauntlet/%.
 	    $(LDFLAGS_COMMON) -lcmocka -lm
 
 
-# list-plugins' own isolation is part of what test_gauntlet_probe checks.
-$(TESTDIR)/test_gauntlet_probe: | $(ATTNCTL)
+# list-plugins' own isolation is part of what test_gauntlet_probe and
+# test_gauntlet_loadtime check.
+$(TESTDIR)/test_gauntlet_probe $(TESTDIR)/test_gauntlet_loadtime: | $(ATTNCTL)
 
 TESTS += $(GAUNTLET_TESTS)
 gauntlet: $(GAUNTLET_TESTS) $(GAUNTLET_PLUGINS)
