@@ -128,7 +128,7 @@ static int add_list(search_path *sp, const hlog *log, const char *list, const ch
  * ones its caller set are named, so their absence of effect is no mystery. */
 static void note_ignored_env(search_path *sp, const hlog *log) {
     if (!getauxval(AT_SECURE)) return;
-    char names[256] = "";
+    char names[400] = "";
     size_t n = 0, shown = 0;
     for (char **e = environ; e && *e; e++) {
         if (strncmp(*e, "SGL_ATTN_", 9)) continue;
@@ -141,7 +141,7 @@ static void note_ignored_env(search_path *sp, const hlog *log) {
         n++;
     }
     if (!n) return;
-    char note[400];
+    char note[sizeof sp->notes[0]];
     str_printf(note, sizeof note, "the program runs setuid/setgid: environment variables ignored: %s%s", names,
                n > shown ? ", ..." : "");
     search_path_note(sp, log, SGL_ATTN_LOG_WARN, note);
