@@ -114,11 +114,24 @@ static int shadowed_or_disabled(sgl_attn_host *h, plugin_entry *e) {
     return 0;
 }
 
-/* In process: negotiate, then shadowing, conf, probe: the entry's final status. */
-static void admit(sgl_attn_host *h, plugin_entry *e, sgl_attn_plugin_entry_fn entry) {
+/* In process: negotiate, then shadowing, conf, probe: the entry's final
+ * status.  threads0 (> 0 for a file) is this process's thread count before
+ * the file was loaded: threads its constructors or entry point started would
+ * outlive dlclose, so such a file is never unloaded, whatever its verdict.
+ * Counted around the load, so a thread another part of the process starts
+ * meanwhile only pins a file needlessly; a probe's threads belong to the
+ * device's runtime and are not counted. */
+static void admit(sgl_attn_host *h, plugin_entry *e, sgl_attn_plugin_entry_fn entry, int threads0) {
     sgl_attn_plugin_info *in = &e->info;
     uint16_t maj, min;
     int st = plugin_negotiate(entry, &h->api, &e->desc, &maj, &min, in->reason, sizeof in->reason);
+    int threads1 = threads0 > 0 ? host_thread_count() : -1;
+    if (threads0 > 0 && threads1 > threads0) {
+        e->module.pinned = 1;
+        hlog_printf(&h->log, SGL_ATTN_LOG_WARN,
+                    "%s: %d thread%s appeared while it loaded; it is never unloaded (isolation refuses such a file)",
+                    in->path, threads1 - threads0, threads1 - threads0 == 1 ? "" : "s");
+    }
     in->abi_major = maj;
     in->abi_minor = min;
     if (st != SGL_ATTN_PLUGIN_USABLE) {
@@ -181,23 +194,13 @@ static int refuse_unloaded(sgl_attn_host *h, plugin_entry *e, const plugin_file 
 static void admit_file(sgl_attn_host *h, plugin_entry *e, const plugin_file *f) {
     sgl_attn_plugin_info *in = &e->info;
     if (refuse_unloaded(h, e, f)) return;
-    /* Threads a plugin starts while it loads would outlive dlclose: such a
-     * file is never unloaded.  Counted around the load, so a thread another
-     * part of the process starts meanwhile only pins a file needlessly. */
     int t0 = host_thread_count();
     int st = module_load(f->path, &e->module, in->reason, sizeof in->reason);
     if (st != SGL_ATTN_PLUGIN_USABLE) {
         in->status = st;
         return;
     }
-    admit(h, e, e->module.entry);
-    int t1 = host_thread_count();
-    if (t0 > 0 && t1 > t0) {
-        e->module.pinned = 1;
-        hlog_printf(&h->log, SGL_ATTN_LOG_WARN,
-                    "%s: %d thread%s appeared while it loaded; it is never unloaded (isolation refuses such a file)",
-                    f->path, t1 - t0, t1 - t0 == 1 ? "" : "s");
-    }
+    admit(h, e, e->module.entry, t0 > 0 ? t0 : 0);
 }
 
 /* A file that passed its first contact in a child: shadowing and the conf
@@ -411,7 +414,7 @@ int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out, c
         e->info.struct_size = sizeof e->info;
         str_copy(e->info.path, sizeof e->info.path, lib[0] ? lib : "libsglattn");
         str_copy(e->info.source, sizeof e->info.source, "embedded");
-        admit(h, e, sgl_attn_embedded_plugins[i].entry);
+        admit(h, e, sgl_attn_embedded_plugins[i].entry, 0);
     }
     for (size_t i = 0; i < h->n_plugins; i++) {
         const sgl_attn_plugin_info *in = &h->plugins[i].info;

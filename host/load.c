@@ -237,11 +237,19 @@ int module_load(const char *path, loaded_module *m, char *why, size_t why_size) 
 
     /* RTLD_NOW: an undefined symbol fails here, with its name, not at the
      * first call into the plugin.  dlerror is thread-local in glibc. */
+    int threads0 = host_thread_count();
     void *probe = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!probe) {
         const char *e = dlerror();
         module_describe_dlerror(path, e ? e : "unknown error", why, why_size);
         return SGL_ATTN_PLUGIN_LOAD_ERROR;
+    }
+    /* Constructors that started threads: the code those threads run must
+     * stay mapped whatever becomes of the file, so it is never unloaded. */
+    if (threads0 > 0 && host_thread_count() > threads0) {
+        void *pin = dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        if (pin) dlclose(pin);
+        m->pinned = 1;
     }
 
     int rc = SGL_ATTN_PLUGIN_USABLE;
