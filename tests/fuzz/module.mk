@@ -80,6 +80,7 @@ fuzz:
 fuzz-run: $(FUZZ_TARGETS:%=fuzz-run-%)
 
 fuzz-seeds: $(OBJDIR)/tests/fuzz/descriptor_seeds.o
+	$(PYTHON3) tests/fuzz/json_seeds.py
 	$(CC) $< -o $(OBJDIR)/tests/fuzz/descriptor_seeds
 	mkdir -p tests/fuzz/corpus/descriptor
 	$(OBJDIR)/tests/fuzz/descriptor_seeds tests/fuzz/corpus/descriptor

@@ -233,10 +233,15 @@ static void test_decode_call_path(void **state) {
     snprintf(want, sizeof want, "aclrtMemcpy kind=1 bytes=%d", s.bs * s.nblk * 4);
     int up = find_line(md, want, NULL);
     assert_true(md >= 0 && up > md);
+    /* Then out_cache_loc: to the host (checked) and into the instance's own
+     * int64 buffer, which the save reads, whatever the caller does next. */
+    snprintf(want, sizeof want, "aclrtMemcpy kind=1 bytes=%d", s.T * 8);
+    int lup = find_line(up, want, NULL);
+    assert_true(lup > up);
     /* Save: k then v rows at out_cache_loc, pool as [slots, Hkv * D]. */
-    snprintf(want, sizeof want, "aclnnInplaceIndexCopyGetWorkspaceSize self=[%d,256]:f16 dim=0 index=[%d]:i32{%" PRId64
+    snprintf(want, sizeof want, "aclnnInplaceIndexCopyGetWorkspaceSize self=[%d,256]:f16 dim=0 index=[%d]:i64{%" PRId64
              ",%" PRId64 ",%" PRId64 "} source=[%d,256]:f16", s.slots, s.T, s.loc[0], s.loc[1], s.loc[2], s.T);
-    int k1 = find_line(up, want, NULL);
+    int k1 = find_line(lup, want, NULL);
     int k1r = find_line(k1, "aclnnInplaceIndexCopy stream=set", NULL);
     int k2 = find_line(k1r, want, NULL);
     int k2r = find_line(k2, "aclnnInplaceIndexCopy stream=set", NULL);
@@ -277,7 +282,7 @@ static void test_extend_call_path(void **state) {
     seen s;
     run_checked(&extend_case, &s);
     assert_int_equal(live(), live0);
-    /* int64 index tensors: the save's index is i64. */
+    /* The save's index is the instance's int64 copy of out_cache_loc. */
     assert_true(find_line(0, "aclnnInplaceIndexCopyGetWorkspaceSize self=", "index=[") >= 0);
     assert_true(find_line(0, "index=[", ":i64{") >= 0);
     /* One call per request, in order: its new tokens against its whole row, causal from the bottom right. */
