@@ -246,6 +246,11 @@ void host_release(sgl_attn_host *h); /* drop one `live` ref; frees after close *
 
 /* ---------------------------------------------------------------- stack.c */
 
+#ifdef SGL_ATTN_EMBED_VALIDATE
+/* plugins/validate: the device_ops its copy_device_indices copies through. */
+void sgl_attn_validate_set_device_ops(sgl_attn_backend *b, const sgl_attn_device_ops *ops);
+#endif
+
 /* A wrapper's effective caps: its own intersected with its inner's (dtypes,
  * kinds, features, head dims, page sizes, arch range); device fields are the
  * inner's.  A zero maximum (head dims, page size) means "no limit".  Returns

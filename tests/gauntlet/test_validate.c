@@ -568,7 +568,8 @@ static void test_device_tensors_use_mirrors(void **state) {
                        &f.t_k,   &f.t_v,   &f.t_out, &f.t_kc,  &f.t_vc};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) {
         dev[i]->device.device_type = kDLCUDA;
-        dev[i]->data = (void *)(uintptr_t)0x10000; /* never dereferenced */
+        /* never dereferenced; apart, as real allocations are (aliasing is checked) */
+        dev[i]->data = (void *)(uintptr_t)(0x100000000ull * (i + 1));
     }
     fake_inner inner;
     sgl_attn_backend *b = make_layer(&f, &inner, 0);
