@@ -63,6 +63,18 @@ static int vl_init_forward_metadata(sgl_attn_backend *bb, const sgl_attn_batch *
         return refuse(b, rc);
     }
     f.batch = batch;
+    if (copy) {
+        /* The copies are host views: the call's device is the real tensors'. */
+        const DLTensor *ts[] = {batch->req_to_token, batch->req_pool_indices, batch->seq_lens,
+                                batch->extend_prefix_lens, batch->extend_seq_lens, batch->out_cache_loc,
+                                batch->positions, batch->encoder_lens, batch->state_indices};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            if (ts[i] && !vl_host_readable(ts[i])) {
+                f.device_type = (int32_t)ts[i]->device.device_type;
+                f.device_id = ts[i]->device.device_id;
+                break;
+            }
+    }
     b->err_is_ours = 0;
     rc = b->inner_ops.init_forward_metadata(b->inner, batch);
     if (rc == SGL_ATTN_OK) {
