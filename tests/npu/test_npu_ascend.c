@@ -270,6 +270,30 @@ static void test_decode_call_path(void **state) {
     assert_int_equal(find_line(0, "rejected", NULL), -1);
 }
 
+/* out_cache_loc overwritten between metadata and forward (the fake's device
+ * memory is host memory): the save goes through the instance's own copy, so
+ * the pool still holds the new K/V at the planned slots (run_checked compares
+ * it with the reference of the batch as planned). */
+static int wreck_out_cache_loc(sgl_attn_batch *bt) {
+    DLTensor *t = (DLTensor *)bt->out_cache_loc;
+    for (int64_t i = 0; i < t->shape[0]; i++) {
+        if (t->dtype.bits == 64) ((int64_t *)t->data)[i] = -1;
+        else ((int32_t *)t->data)[i] = INT32_MAX;
+    }
+    return 1;
+}
+
+static void test_out_cache_loc_changed_after_metadata(void **state) {
+    (void)state;
+    use_fake();
+    bind_fake();
+    log_clear();
+    seen s;
+    acase_after_metadata = wreck_out_cache_loc;
+    run_checked(&decode_case, &s);
+    acase_after_metadata = NULL;
+}
+
 static const acase extend_case = {"npu_extend_gqa_bf16_prefix", SGL_ATTN_MODE_EXTEND, 3, 400, 40, 0, 8, 2, 128, 128,
                                   0, RT_BF16, RT_BF16, 1, 128, -1, 0, 0, 1, 0, 0, 0, 0};
 
@@ -483,6 +507,7 @@ int main(void) {
         cmocka_unit_test(test_no_device_and_wrong_soc),
         cmocka_unit_test(test_probe_fake_device),
         cmocka_unit_test(test_decode_call_path),
+        cmocka_unit_test(test_out_cache_loc_changed_after_metadata),
         cmocka_unit_test(test_extend_call_path),
         cmocka_unit_test(test_page_256_and_fixed_lengths),
         cmocka_unit_test(test_refusals),
