@@ -87,7 +87,7 @@ GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/setuid_helper
 
 # Tests: the validation layer alone, then the gauntlet through libsglattn.
 GAUNTLET_HOST_TESTS := test_validate_host test_gauntlet_load test_gauntlet_fs test_gauntlet_probe \
-    test_gauntlet_setuid test_gauntlet_loadtime test_gauntlet_input test_gauntlet_changed
+    test_gauntlet_setuid test_gauntlet_loadtime test_gauntlet_input test_gauntlet_changed test_gauntlet_counts
 GAUNTLET_TESTS := $(TESTDIR)/test_validate $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%)
 
 # The input tests share the fuzz replays' JSON shapes.
@@ -104,6 +104,8 @@ $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%): $(TESTDIR)/%: $(OBJDIR)/tests/gauntlet/%.
 	    $(LDFLAGS_COMMON) -lcmocka -lm
 
 
+# The counts test opens the real plugins of this build.
+$(TESTDIR)/test_gauntlet_counts: | $(PLUGINS)
 # list-plugins' own isolation is part of what test_gauntlet_probe and
 # test_gauntlet_loadtime check.
 $(TESTDIR)/test_gauntlet_probe $(TESTDIR)/test_gauntlet_loadtime: | $(ATTNCTL)
