@@ -9,7 +9,8 @@ GAUNTLET_UTIL_OBJS := $(OBJDIR)/tests/gauntlet/gauntlet_util.o $(GAUNTLET_FIXTUR
 # One defect per plugin: bad_<kind>.so is bad_plugin.c with -DBAD_<KIND>.
 GAUNTLET_BAD_KINDS := no_entry undefined missing_dep null_plugin refuses entry_fails major minor \
     small_struct null_name long_name name_chars platform role hybrid_kind no_probe aliases \
-    caps_bits caps_list caps_available caps_arch caps_unterminated probe_fails probe_crash probe_hang
+    caps_bits caps_list caps_available caps_arch caps_unterminated probe_fails probe_crash probe_hang \
+    device_ops device_streams
 GAUNTLET_PLUGINS := $(GAUNTLET_BAD_KINDS:%=$(GAUNTLET_DIR)/bad_%.so) \
     $(GAUNTLET_DIR)/good.so $(GAUNTLET_DIR)/good_twin.so $(GAUNTLET_DIR)/object.so \
     $(GAUNTLET_DIR)/libgauntlet_dep.so

@@ -312,8 +312,9 @@ static void test_without_isolation(void **state) {
                 assert_true(WIFSIGNALED(r.status) || (WIFEXITED(r.status) && WEXITSTATUS(r.status) != 0));
                 if (WIFSIGNALED(r.status)) assert_int_equal(WTERMSIG(r.status), SIGSEGV);
             } else if (!strcmp(kind, "exit")) {
+                /* Its status (LeakSanitizer, when the ASan build checks at exit, may make it 23). */
                 assert_true(WIFEXITED(r.status));
-                assert_int_equal(WEXITSTATUS(r.status), 3);
+                assert_true(WEXITSTATUS(r.status) == 3 || WEXITSTATUS(r.status) == 23);
                 assert_null(strstr(r.text, "survived"));
             } else if (!strcmp(kind, "sleep")) {
                 assert_true(r.hung);
