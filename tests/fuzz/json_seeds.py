@@ -2,9 +2,10 @@
 """json_seeds.py - the large and deep seeds of the conf and model fuzzers.
 
 Writes tests/fuzz/corpus/{conf,model}/{large,deep}_*.json (run by
-`make fuzz-seeds`; the files are committed).  Each is at most about 64 KiB,
-so libFuzzer's mutations stay fast; the timing check of the replays
-(replay_main.c) covers sizes up to 16 MiB.  Python's json writes them, so
+`make fuzz-seeds`; the files are committed).  Each is at most about 32 KiB
+(libFuzzer's longest input is the longest seed's: larger seeds slow every
+mutation); the timing check of the replays (replay_main.c) covers sizes
+up to 16 MiB.  Python's json writes them, so
 they are what an engine would read.
 """
 import json
@@ -28,7 +29,7 @@ def model_base(layers=4):
 def seeds():
     out = {}
     m = model_base()
-    m.update({"k%d" % i: i for i in range(6000)})
+    m.update({"k%d" % i: i for i in range(2200)})
     out["model/large_keys.json"] = json.dumps(m)
     m = model_base(1024)
     m.update({"model_type": "qwen3_next", "full_attention_interval": 4,
@@ -37,7 +38,7 @@ def seeds():
               "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4})
     out["model/large_layer_types.json"] = json.dumps(m, indent=1)
     m = model_base()
-    m["_name_or_path"] = "x" * 60000
+    m["_name_or_path"] = "x" * 30000
     out["model/large_string.json"] = json.dumps(m)
     m = model_base()
     m["bulk"] = nest(62, 1)  # the reader allows 64 levels; the object is one more
@@ -45,11 +46,11 @@ def seeds():
     m["bulk"] = nest(64, 1)
     out["model/deep_65.json"] = json.dumps(m)
     c = {"sglattn_conf": 1, "aliases": {}, "model_rules": []}
-    for i in range(400):
+    for i in range(150):
         c["aliases"]["a%d" % i] = {"plugins": ["cpu_ref"], "requires": [{"id": "r%d" % i, "message": "m",
                                                                          "mla": bool(i % 2)}]}
         c["model_rules"].append({"id": "mr%d" % i, "dsa": True, "served_by": "a%d" % i, "message": "m"})
-    c["priority"] = {"p%d" % i: i for i in range(1500)}
+    c["priority"] = {"p%d" % i: i for i in range(600)}
     out["conf/large_aliases.json"] = json.dumps(c)
     c = {"sglattn_conf": 1, "_comment": nest(62, "leaf")}
     out["conf/deep_63.json"] = json.dumps(c)
