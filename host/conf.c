@@ -67,6 +67,10 @@ static int parse_alias(conf_parser *cp, const ju_path *p, const cJSON *obj, conf
     return SGL_ATTN_OK;
 }
 
+static int alias_cmp(const void *a, const void *b) {
+    return strcmp((*(const conf_alias *const *)a)->name, (*(const conf_alias *const *)b)->name);
+}
+
 static int parse_aliases(conf_parser *cp, const ju_path *p, const cJSON *obj) {
     int rc = ju_want(cp->d, p, obj, cJSON_Object, "an object of alias name -> alias", cp->err, cp->err_size);
     if (rc) return rc;
@@ -75,12 +79,15 @@ static int parse_aliases(conf_parser *cp, const ju_path *p, const cJSON *obj) {
     if (!cp->c->aliases) return NOMEM(cp);
     for (const cJSON *e = obj->child; e; e = e->next, i++) {
         ju_path ap = ju_key(p, e->string);
-        for (const cJSON *prev = obj->child; prev != e; prev = prev->next)
-            if (!strcmp(prev->string, e->string))
-                return ju_fail(cp->d, &ap, 1, cp->err, cp->err_size, "duplicate alias \"%s\"", e->string);
         if ((rc = parse_alias(cp, &ap, e, &cp->c->aliases[i]))) return rc;
     }
     cp->c->n_aliases = n;
+    /* Sorted for lookups by name: a conf of many aliases and model rules
+     * stays n log n to read. */
+    if (!(cp->c->alias_by_name = ju_arena_alloc(&cp->c->arena, (n ? n : 1) * sizeof *cp->c->alias_by_name)))
+        return NOMEM(cp);
+    for (i = 0; i < n; i++) cp->c->alias_by_name[i] = &cp->c->aliases[i];
+    if (n) qsort(cp->c->alias_by_name, n, sizeof *cp->c->alias_by_name, alias_cmp);
     /* deprecated_for names a live alias (no chains, so no loops). */
     for (i = 0; i < n; i++) {
         const conf_alias *a = &cp->c->aliases[i];
@@ -112,10 +119,6 @@ static int parse_priority(conf_parser *cp, const ju_path *p, const cJSON *obj) {
         if (!pol_valid_name(e->string))
             return ju_fail(cp->d, &kp, 1, cp->err, cp->err_size, "\"%s\" is not a plugin name ([a-z0-9_]{1,%d})",
                            e->string, SGL_ATTN_NAME_MAX);
-        for (const cJSON *prev = obj->child; prev != e; prev = prev->next)
-            if (!strcmp(prev->string, e->string))
-                return ju_fail(cp->d, &kp, 1, cp->err, cp->err_size, "duplicate key \"%s\" in \"priority\"",
-                               e->string);
         if ((rc = ju_get_int(cp->d, &kp, e, -1000000, 1000000, &v, cp->err, cp->err_size))) return rc;
         c->priority[i].plugin = ju_arena_strdup(&c->arena, e->string);
         if (!c->priority[i].plugin) return NOMEM(cp);
@@ -170,8 +173,6 @@ static int parse_hybrid(conf_parser *cp, const ju_path *p, const cJSON *obj) {
         ju_path kp = ju_key(p, e->string);
         conf_hybrid *h;
         if (!strncmp(e->string, "custom:", 7) && pol_valid_name(e->string + 7)) {
-            if (conf_hybrid_rules(c, SGL_ATTN_HYBRID_CUSTOM, e->string + 7))
-                return ju_fail(cp->d, &kp, 1, cp->err, cp->err_size, "duplicate key \"%s\" in \"hybrid\"", e->string);
             h = &c->custom[c->n_custom++];
             if (!(h->custom_kind = ju_arena_strdup(&c->arena, e->string + 7))) return NOMEM(cp);
         } else {
@@ -218,19 +219,11 @@ static int parse_options(conf_parser *cp, const ju_path *p, const cJSON *obj) {
         if (!pol_valid_name(e->string))
             return ju_fail(cp->d, &kp, 1, cp->err, cp->err_size, "\"%s\" is not a plugin name ([a-z0-9_]{1,%d})",
                            e->string, SGL_ATTN_NAME_MAX);
-        for (const cJSON *prev = obj->child; prev != e; prev = prev->next)
-            if (!strcmp(prev->string, e->string))
-                return ju_fail(cp->d, &kp, 1, cp->err, cp->err_size, "duplicate key \"%s\" in \"plugin_options\"",
-                               e->string);
         if ((rc = ju_want(cp->d, &kp, e, cJSON_Object, "an object of option -> string, number or boolean", cp->err,
                           cp->err_size)))
             return rc;
         for (const cJSON *o = e->child; o; o = o->next) {
             ju_path op = ju_key(&kp, o->string);
-            for (const cJSON *prev = e->child; prev != o; prev = prev->next)
-                if (!strcmp(prev->string, o->string))
-                    return ju_fail(cp->d, &op, 1, cp->err, cp->err_size, "duplicate key \"%s\" in \"plugin_options.%s\"",
-                                   o->string, e->string);
             if ((rc = ju_want(cp->d, &op, o, cJSON_String | cJSON_Number | cJSON_True | cJSON_False,
                               "a string, number or boolean", cp->err, cp->err_size)))
                 return rc;
@@ -340,36 +333,10 @@ void conf_free(conf *c) {
 
 /* --------------------------------------------------------------- loading */
 
-static int read_file(const char *path, char **text, size_t *len, char *err, size_t err_size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        str_printf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
-        return SGL_ATTN_E_NOT_FOUND;
-    }
-    char *buf = malloc(CONF_MAX_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        str_printf(err, err_size, "%s: out of memory", path);
-        return SGL_ATTN_E_NOMEM;
-    }
-    size_t n = fread(buf, 1, CONF_MAX_BYTES + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || n > CONF_MAX_BYTES) {
-        free(buf);
-        str_printf(err, err_size, bad ? "%s: read error" : "%s: larger than %u bytes", path, CONF_MAX_BYTES);
-        return SGL_ATTN_E_INVALID;
-    }
-    buf[n] = 0;
-    *text = buf;
-    *len = n;
-    return SGL_ATTN_OK;
-}
-
 static int load_path(const char *path, conf **out, char *used, size_t used_size, char *err, size_t err_size) {
     char *text;
     size_t len;
-    int rc = read_file(path, &text, &len, err, err_size);
+    int rc = ju_read_file(path, CONF_MAX_BYTES, "conf file", &text, &len, err, err_size);
     if (rc) return rc;
     rc = conf_parse(text, len, path, out, err, err_size);
     free(text);
@@ -435,8 +402,15 @@ int conf_priority(const conf *c, const char *plugin, int32_t *score) {
 }
 
 const conf_alias *conf_find_alias(const conf *c, const char *name) {
-    for (size_t i = 0; c && name && i < c->n_aliases; i++)
-        if (!strcmp(c->aliases[i].name, name)) return &c->aliases[i];
+    if (!c || !name || !c->alias_by_name) return NULL;
+    size_t lo = 0, hi = c->n_aliases;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int d = strcmp(c->alias_by_name[mid]->name, name);
+        if (!d) return c->alias_by_name[mid];
+        if (d < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return NULL;
 }
 

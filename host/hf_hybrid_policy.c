@@ -327,7 +327,7 @@ static int agree(const hf_ctx *h, const sgl_attn_model *m, const uint64_t *mask,
     return FAIL("\"%s\" and \"layer_types\" disagree on which layers are full attention", field);
 }
 
-int hf_read_hybrid(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
+static int read_markers(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
     int rc, done = 0;
     const cJSON *n;
     if ((n = hf_item(h, "sparse_attention_config", NULL))) {
@@ -410,6 +410,41 @@ int hf_read_hybrid(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
         const char *t = "conv";
         if ((rc = set_kind(h, m, kind_for(h, t), t))) return rc;
         return linear_shapes(h, m, f);
+    }
+    return SGL_ATTN_OK;
+}
+
+/* The marker that decided the layout, when layer_types is there too: both
+ * say which layers are full attention, and they must say the same.  A config
+ * whose fields contradict each other is refused, never resolved by reading
+ * one of them first. */
+int hf_read_hybrid(const hf_ctx *h, sgl_attn_model *m, model_fields *f) {
+    int rc = read_markers(h, m, f);
+    if (rc) return rc;
+    const cJSON *types = hf_item(h, "layer_types", NULL);
+    if (!types || hf_item(h, "sparse_attention_config", NULL)) return SGL_ATTN_OK;
+    static const char *const markers[] = {"linear_attn_config", "hybrid_override_pattern", "layers_block_type",
+                                          "attn_type_list",     "full_attention_interval", "full_attn_idxs", NULL};
+    const char *other = NULL;
+    for (size_t i = 0; markers[i] && !other; i++)
+        if (hf_item(h, markers[i], NULL)) other = markers[i];
+    /* A block list with no Mamba layer leaves the model plain (model_finish). */
+    if (!other || (!strcmp(other, "layers_block_type") && m->hybrid_kind == SGL_ATTN_HYBRID_NONE)) return SGL_ATTN_OK;
+    if (!array_of_len(h, "layer_types", m->num_layers, &rc)) return rc;
+    uint64_t said[SGL_ATTN_MAX_LAYERS / 64] = {0};
+    int i = 0;
+    for (const cJSON *e = types->child; e; e = e->next, i++) {
+        if (!cJSON_IsString(e)) return FAIL("\"layer_types[%d]\": expected a string, found %s", i, ju_type_name(e));
+        if (is_full_type(e->valuestring)) model_mask_set(said, i);
+    }
+    const cJSON *e = types->child;
+    for (i = 0; i < m->num_layers; i++, e = e->next) {
+        int a = sgl_attn_model_layer_is_full(m, i) || m->hybrid_kind == SGL_ATTN_HYBRID_NONE;
+        int b = (int)((said[i >> 6] >> (i & 63)) & 1u);
+        if (a != b)
+            return FAIL("\"%s\" and \"layer_types\" disagree on which layers are full attention: layer %d is %s by "
+                        "\"%s\" but \"%s\" in \"layer_types\"",
+                        other, i, a ? "full attention" : "not full attention", other, e->valuestring);
     }
     return SGL_ATTN_OK;
 }

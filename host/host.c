@@ -46,8 +46,7 @@ static void copy_list(char dst[][32], uint32_t *n, const char *const *src) {
     for (size_t i = 0; src && src[i] && i < SGL_ATTN_MAX_LIST; i++) str_copy(dst[(*n)++], 32, src[i]);
 }
 
-static void fill_info_from_desc(sgl_attn_plugin_info *in, const sgl_attn_plugin *d, uint16_t maj,
-                                uint16_t min) {
+void host_fill_info(sgl_attn_plugin_info *in, const sgl_attn_plugin *d, uint16_t maj, uint16_t min) {
     str_copy(in->name, sizeof in->name, d->name);
     str_copy(in->version, sizeof in->version, d->version);
     str_copy(in->description, sizeof in->description, d->description);
@@ -81,45 +80,9 @@ static void drop_module(sgl_attn_host *h, plugin_entry *e) {
     memset(&e->desc, 0, sizeof e->desc); /* its pointers die with the module */
 }
 
-/* Negotiate, then shadowing, conf, probe: the entry's final status. */
-static void admit(sgl_attn_host *h, plugin_entry *e, sgl_attn_plugin_entry_fn entry,
-                  const sgl_attn_host_options *o) {
+/* Probed devices in e->caps: usable when one is available. */
+static void status_from_caps(plugin_entry *e) {
     sgl_attn_plugin_info *in = &e->info;
-    uint16_t maj, min;
-    int st = plugin_negotiate(entry, &h->api, &e->desc, &maj, &min, in->reason, sizeof in->reason);
-    in->abi_major = maj;
-    in->abi_minor = min;
-    if (st != SGL_ATTN_PLUGIN_USABLE) {
-        in->status = st;
-        drop_module(h, e);
-        return;
-    }
-    e->loaded = 1;
-    fill_info_from_desc(in, &e->desc, maj, min);
-    const plugin_entry *owner = name_owner(h, (size_t)(e - h->plugins), in->name);
-    if (owner) {
-        in->status = SGL_ATTN_PLUGIN_SHADOWED;
-        str_printf(in->reason, sizeof in->reason, "shadowed by %s", owner->info.path);
-        drop_module(h, e);
-        return;
-    }
-    const char *pattern = NULL;
-    if (conf_is_disabled(h->conf, in->name, &pattern)) {
-        in->status = SGL_ATTN_PLUGIN_DISABLED;
-        str_printf(in->reason, sizeof in->reason, "disabled by conf pattern \"%s\"%s%s",
-                   pattern ? pattern : "?", h->conf_path[0] ? " in " : "", h->conf_path);
-        drop_module(h, e);
-        return;
-    }
-    char why[SGL_ATTN_REASON_MAX + 64];
-    int rc = probe_plugin(&e->desc, o->isolate_probes, o->probe_timeout_ms, &e->caps, &e->n_caps, why,
-                          sizeof why);
-    if (rc != SGL_ATTN_OK) {
-        in->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
-        str_copy(in->reason, sizeof in->reason, why);
-        drop_module(h, e);
-        return;
-    }
     in->n_devices = e->n_caps;
     in->status = SGL_ATTN_PLUGIN_UNAVAILABLE;
     for (uint32_t d = 0; d < e->n_caps; d++)
@@ -131,30 +94,204 @@ static void admit(sgl_attn_host *h, plugin_entry *e, sgl_attn_plugin_entry_fn en
         in->reason[0] = 0;
 }
 
-static void admit_file(sgl_attn_host *h, plugin_entry *e, const plugin_file *f,
-                       const sgl_attn_host_options *o) {
+/* An earlier plugin owns the name, or the conf disables it: 1 with the
+ * status and reason set. */
+static int shadowed_or_disabled(sgl_attn_host *h, plugin_entry *e) {
+    sgl_attn_plugin_info *in = &e->info;
+    const plugin_entry *owner = name_owner(h, (size_t)(e - h->plugins), in->name);
+    if (owner) {
+        in->status = SGL_ATTN_PLUGIN_SHADOWED;
+        str_printf(in->reason, sizeof in->reason, "shadowed by %s", owner->info.path);
+        return 1;
+    }
+    const char *pattern = NULL;
+    if (conf_is_disabled(h->conf, in->name, &pattern)) {
+        in->status = SGL_ATTN_PLUGIN_DISABLED;
+        str_printf(in->reason, sizeof in->reason, "disabled by conf pattern \"%s\"%s%s",
+                   pattern ? pattern : "?", h->conf_path[0] ? " in " : "", h->conf_path);
+        return 1;
+    }
+    return 0;
+}
+
+/* In process: negotiate, then shadowing, conf, probe: the entry's final
+ * status.  threads0 (> 0 for a file) is this process's thread count before
+ * the file was loaded: threads its constructors or entry point started would
+ * outlive dlclose, so such a file is never unloaded, whatever its verdict.
+ * Counted around the load, so a thread another part of the process starts
+ * meanwhile only pins a file needlessly; a probe's threads belong to the
+ * device's runtime and are not counted. */
+static void admit(sgl_attn_host *h, plugin_entry *e, sgl_attn_plugin_entry_fn entry, int threads0) {
+    sgl_attn_plugin_info *in = &e->info;
+    uint16_t maj, min;
+    int st = plugin_negotiate(entry, &h->api, &e->desc, &maj, &min, in->reason, sizeof in->reason);
+    int threads1 = threads0 > 0 ? host_thread_count() : -1;
+    if (threads0 > 0 && threads1 > threads0) {
+        e->module.pinned = 1;
+        hlog_printf(&h->log, SGL_ATTN_LOG_WARN,
+                    "%s: %d thread%s appeared while it loaded; it is never unloaded (isolation refuses such a file)",
+                    in->path, threads1 - threads0, threads1 - threads0 == 1 ? "" : "s");
+    }
+    in->abi_major = maj;
+    in->abi_minor = min;
+    if (st != SGL_ATTN_PLUGIN_USABLE) {
+        in->status = st;
+        drop_module(h, e);
+        return;
+    }
+    e->loaded = 1;
+    host_fill_info(in, &e->desc, maj, min);
+    if (shadowed_or_disabled(h, e)) {
+        drop_module(h, e);
+        return;
+    }
+    char why[SGL_ATTN_REASON_MAX + 64];
+    int rc = probe_plugin(&e->desc, &e->caps, &e->n_caps, why, sizeof why);
+    if (rc != SGL_ATTN_OK) {
+        in->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
+        str_copy(in->reason, sizeof in->reason, why);
+        drop_module(h, e);
+        return;
+    }
+    status_from_caps(e);
+}
+
+/* What can be decided without running any of the file's code: unreadable,
+ * an unsafe location, a file name the conf disables.  1 when decided. */
+static int refuse_unloaded(sgl_attn_host *h, plugin_entry *e, const plugin_file *f) {
     sgl_attn_plugin_info *in = &e->info;
     if (f->unreadable) {
         in->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
         str_copy(in->reason, sizeof in->reason, f->unreadable_reason);
-        return;
+        return 1;
     }
-    if (f->unsafe && !conf_allow_unsafe_paths(h->conf)) {
+    if (f->unsafe && !h->allow_unsafe) {
         in->status = SGL_ATTN_PLUGIN_DISABLED;
         str_printf(in->reason, sizeof in->reason,
-                   "unsafe location, not loaded: %s (conf \"allow_unsafe_paths\" permits it)",
-                   f->unsafe_reason);
-        return;
+                   "unsafe location, not loaded: %s (conf \"allow_unsafe_paths\" permits it)", f->unsafe_reason);
+        return 1;
+    }
+    /* The conf disables plugin names; a file named after its plugin (the
+     * convention) is refused here, before dlopen runs its constructors. */
+    const char *base = strrchr(f->path, '/');
+    char stem[SGL_ATTN_NAME_MAX + 8];
+    str_copy(stem, sizeof stem, base ? base + 1 : f->path);
+    size_t n = strlen(stem);
+    if (n > 3 && !strcmp(stem + n - 3, ".so")) stem[n - 3] = 0;
+    const char *pattern = NULL;
+    if (conf_is_disabled(h->conf, stem, &pattern)) {
+        in->status = SGL_ATTN_PLUGIN_DISABLED;
+        str_printf(in->reason, sizeof in->reason, "disabled by conf pattern \"%s\"%s%s: the file name matches, so "
+                   "it is not loaded", pattern ? pattern : "?", h->conf_path[0] ? " in " : "", h->conf_path);
+        return 1;
     }
     if (f->unsafe)
         hlog_printf(&h->log, SGL_ATTN_LOG_WARN, "%s: loading from an unsafe location (allowed by conf): %s",
                     f->path, f->unsafe_reason);
+    return 0;
+}
+
+static void admit_file(sgl_attn_host *h, plugin_entry *e, const plugin_file *f) {
+    sgl_attn_plugin_info *in = &e->info;
+    if (refuse_unloaded(h, e, f)) return;
+    int t0 = host_thread_count();
     int st = module_load(f->path, &e->module, in->reason, sizeof in->reason);
     if (st != SGL_ATTN_PLUGIN_USABLE) {
         in->status = st;
         return;
     }
-    admit(h, e, e->module.entry, o);
+    admit(h, e, e->module.entry, t0 > 0 ? t0 : 0);
+}
+
+/* A file that passed its first contact in a child: shadowing and the conf
+ * by its name, the probe's caps, and only then dlopen here. */
+static void admit_contacted(sgl_attn_host *h, plugin_entry *e, const plugin_file *f, contact *c) {
+    sgl_attn_plugin_info *in = &e->info;
+    if (c->have_info) {
+        sgl_attn_plugin_info keep = *in; /* path, source */
+        *in = c->info;
+        in->struct_size = keep.struct_size;
+        memcpy(in->path, keep.path, sizeof in->path);
+        memcpy(in->source, keep.source, sizeof in->source);
+        in->n_devices = 0;
+    } else {
+        in->abi_major = c->info.abi_major;
+        in->abi_minor = c->info.abi_minor;
+    }
+    in->reason[0] = 0;
+    /* As in process: an earlier owner of the name or the conf decide before
+     * the probe's verdict (a shadowed plugin's probe would not have run). */
+    if (c->have_info && shadowed_or_disabled(h, e)) return;
+    if (c->status != SGL_ATTN_PLUGIN_USABLE) {
+        in->status = c->status;
+        str_copy(in->reason, sizeof in->reason, c->reason);
+        return;
+    }
+    if (c->probe_rc != SGL_ATTN_OK) {
+        in->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
+        str_copy(in->reason, sizeof in->reason, c->reason);
+        return;
+    }
+    char why[SGL_ATTN_REASON_MAX + 64];
+    if (probe_check_caps(&c->caps, &c->n_caps, why, sizeof why) != SGL_ATTN_OK) {
+        in->status = SGL_ATTN_PLUGIN_LOAD_ERROR;
+        str_copy(in->reason, sizeof in->reason, why);
+        return;
+    }
+    int st = module_load(f->path, &e->module, in->reason, sizeof in->reason);
+    uint16_t maj = 0, min = 0;
+    if (st == SGL_ATTN_PLUGIN_USABLE)
+        st = plugin_negotiate(e->module.entry, &h->api, &e->desc, &maj, &min, in->reason, sizeof in->reason);
+    if (st == SGL_ATTN_PLUGIN_USABLE && strcmp(e->desc.name, in->name)) {
+        st = SGL_ATTN_PLUGIN_LOAD_ERROR;
+        str_printf(in->reason, sizeof in->reason,
+                   "its entry point answered name \"%s\" in isolation and \"%s\" in this process", in->name,
+                   e->desc.name);
+    }
+    if (st != SGL_ATTN_PLUGIN_USABLE) {
+        char first[sizeof in->reason];
+        str_copy(first, sizeof first, in->reason);
+        str_printf(in->reason, sizeof in->reason, "passed in isolation, then failed in this process: %s", first);
+        in->status = st;
+        drop_module(h, e);
+        return;
+    }
+    e->loaded = 1;
+    e->caps = c->caps;
+    e->n_caps = c->n_caps;
+    c->caps = NULL;
+    status_from_caps(e);
+}
+
+/* Isolation: what needs no plugin code is decided here, the ELF checks
+ * included; the rest meet their first contact in child processes, all at
+ * once, and are admitted in scan order (so shadowing follows the path). */
+static int admit_isolated(sgl_attn_host *h, const plugin_file_list *files, int timeout_ms) {
+    size_t n = files->n, m = 0;
+    const char **paths = calloc(n ? n : 1, sizeof *paths);
+    size_t *which = calloc(n ? n : 1, sizeof *which);
+    contact *c = calloc(n ? n : 1, sizeof *c);
+    if (!paths || !which || !c) {
+        free(paths), free(which), free(c);
+        return SGL_ATTN_E_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        plugin_entry *e = &h->plugins[i];
+        if (refuse_unloaded(h, e, &files->v[i])) continue;
+        if (module_check_elf(files->v[i].path, e->info.reason, sizeof e->info.reason) != 0) {
+            e->info.status = SGL_ATTN_PLUGIN_LOAD_ERROR;
+            continue;
+        }
+        which[m] = i;
+        paths[m++] = files->v[i].path;
+    }
+    isolate_contact(paths, m, &h->api, timeout_ms, c);
+    for (size_t k = 0; k < m; k++) {
+        admit_contacted(h, &h->plugins[which[k]], &files->v[which[k]], &c[k]);
+        free(c[k].caps);
+    }
+    free(paths), free(which), free(c);
+    return SGL_ATTN_OK;
 }
 
 /* ------------------------------------------------------------- open/close */
@@ -225,10 +362,20 @@ int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out, c
         host_free(h);
         return rc;
     }
+    h->allow_unsafe = conf_allow_unsafe_paths(h->conf);
     if ((rc = search_path_build(&h->paths, &o, &h->log))) {
         str_copy(err, err_size, "out of memory building the search path");
         host_free(h);
         return rc;
+    }
+    /* The conf can switch the location check off: that switch counts only
+     * when nobody but root and this user can have written it there. */
+    char why[512];
+    if (h->allow_unsafe && safe_file_chain(h->conf_path, "conf", "conf's directory", why, sizeof why)) {
+        h->allow_unsafe = 0;
+        char note[sizeof h->paths.notes[0]];
+        str_printf(note, sizeof note, "conf \"allow_unsafe_paths\" ignored: %s", why);
+        search_path_note(&h->paths, &h->log, SGL_ATTN_LOG_WARN, note);
     }
     plugin_file_list files;
     if ((rc = scan_search_path(&h->paths, &files, &h->log))) {
@@ -249,9 +396,17 @@ int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out, c
         e->info.struct_size = sizeof e->info;
         str_copy(e->info.path, sizeof e->info.path, files.v[i].path);
         str_copy(e->info.source, sizeof e->info.source, files.v[i].source);
-        admit_file(h, e, &files.v[i], &o);
     }
+    if (o.isolate_probes)
+        rc = admit_isolated(h, &files, o.probe_timeout_ms > 0 ? o.probe_timeout_ms : 5000);
+    else
+        for (size_t i = 0; i < files.n; i++) admit_file(h, &h->plugins[i], &files.v[i]);
     plugin_file_list_free(&files);
+    if (rc) {
+        str_copy(err, err_size, "out of memory");
+        host_free(h);
+        return rc;
+    }
     char lib[sizeof h->plugins[0].info.path];
     if (sgl_attn_embedded_plugin_count) host_library_path(lib, sizeof lib);
     for (size_t i = 0; i < sgl_attn_embedded_plugin_count; i++) {
@@ -259,7 +414,7 @@ int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out, c
         e->info.struct_size = sizeof e->info;
         str_copy(e->info.path, sizeof e->info.path, lib[0] ? lib : "libsglattn");
         str_copy(e->info.source, sizeof e->info.source, "embedded");
-        admit(h, e, sgl_attn_embedded_plugins[i].entry, &o);
+        admit(h, e, sgl_attn_embedded_plugins[i].entry, 0);
     }
     for (size_t i = 0; i < h->n_plugins; i++) {
         const sgl_attn_plugin_info *in = &h->plugins[i].info;

@@ -21,6 +21,7 @@
 #ifndef SGL_ATTN_HOST_INTERNAL_H
 #define SGL_ATTN_HOST_INTERNAL_H
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,11 +57,13 @@ typedef struct search_path {
     search_dir *dirs;
     size_t n, cap;
     /* Lines worth telling the user (ignored variables under setuid...). */
-    char notes[4][256];
+    char notes[6][512];
     size_t n_notes;
 } search_path;
 
 int search_path_build(search_path *sp, const sgl_attn_host_options *o, const hlog *log);
+/* A line worth telling the user: logged at `level` and kept for listing. */
+void search_path_note(search_path *sp, const hlog *log, int level, const char *text);
 void search_path_free(search_path *sp);
 /* The drop-in directory: the build tree's plugins/ when this library runs
  * from the build tree, else the installed one. */
@@ -71,6 +74,17 @@ const char *search_path_default_conf(char *buf, size_t size);
 /* This library's own file (dladdr, resolved); "" when unknown. */
 const char *host_library_path(char *buf, size_t size);
 
+/* ------------------------------------------------------------ safe_path.c */
+
+struct stat;
+/* One file or directory: owned by root or us, not writable by group or
+ * others (a sticky directory may be).  1 with "<what> <path> is ..." in why. */
+int safe_stat_reason(const struct stat *st, const char *what, const char *path, char *why, size_t size);
+/* A directory and every directory above it (resolved), up to "/". */
+int safe_dir_chain(const char *dir, const char *what, char *why, size_t size);
+/* A file, then its (resolved) directory called dir_what and everything above. */
+int safe_file_chain(const char *path, const char *what, const char *dir_what, char *why, size_t size);
+
 /* ----------------------------------------------------------------- scan.c */
 
 typedef struct plugin_file {
@@ -78,8 +92,8 @@ typedef struct plugin_file {
     const char *source;
     dev_t dev;
     ino_t ino;
-    int unsafe;                 /* world-writable / foreign owner */
-    char unsafe_reason[256];
+    int unsafe;                 /* writable by others, or a foreign owner, up to "/" (safe_path.c) */
+    char unsafe_reason[512];
     int unreadable;             /* stat/open failed */
     char unreadable_reason[256];
 } plugin_file;
@@ -103,6 +117,7 @@ void host_ltdl_unlock(void);
 typedef struct loaded_module {
     void *handle; /* lt_dlhandle */
     sgl_attn_plugin_entry_fn entry;
+    int pinned;   /* never dlclosed: its load started threads that would outlive it */
 } loaded_module;
 
 /* Load `path` and find the entry point.  On failure returns
@@ -112,6 +127,12 @@ typedef struct loaded_module {
  * sgl_attn_plugin_entry". */
 int module_load(const char *path, loaded_module *m, char *why, size_t why_size);
 void module_unload(loaded_module *m, int never_unload);
+/* The ELF checks alone (no plugin code runs): 0, or -1 with `why`. */
+int module_check_elf(const char *path, char *why, size_t size);
+/* dlerror()'s text for `path` as a reason ("missing dependency ..."). */
+void module_describe_dlerror(const char *path, const char *err, char *why, size_t size);
+/* Threads of this process now (/proc/self/task), or -1 when unknown. */
+int host_thread_count(void);
 
 /* ------------------------------------------------------------ negotiate.c */
 
@@ -122,6 +143,8 @@ void module_unload(loaded_module *m, int never_unload);
 int plugin_negotiate(sgl_attn_plugin_entry_fn entry, const sgl_attn_host_api *api,
                      sgl_attn_plugin *desc, uint16_t *abi_major, uint16_t *abi_minor,
                      char *why, size_t why_size);
+/* The descriptor's fields into an info (name, version, lists...). */
+void host_fill_info(sgl_attn_plugin_info *in, const sgl_attn_plugin *d, uint16_t maj, uint16_t min);
 /* Descriptor sanity: name, enums, function pointers. */
 int plugin_descriptor_check(const sgl_attn_plugin *d, char *why, size_t why_size);
 /* Capability sanity after a probe: list lengths, ranges. */
@@ -129,11 +152,35 @@ int plugin_caps_check(const sgl_attn_caps *c, char *why, size_t why_size);
 
 /* ---------------------------------------------------------------- probe.c */
 
-/* Probe every device of `d`.  *caps is malloc'd (>= 1 entry on success).
- * With isolate, runs in a child with timeout_ms and reports "probe crashed
- * (signal N)" / "probe timed out after N ms" in why. */
-int probe_plugin(const sgl_attn_plugin *d, int isolate, int timeout_ms, sgl_attn_caps **caps,
-                 uint32_t *n_caps, char *why, size_t why_size);
+#define PROBE_MAX_DEVICES 64
+
+/* Probe every device of `d` in this process.  *caps is malloc'd. */
+int probe_run(const sgl_attn_plugin *d, sgl_attn_caps **caps, uint32_t *n_caps, char *why, size_t why_size);
+/* The caps a probe reported: at least one device, each passing
+ * plugin_caps_check.  On failure *caps is freed and `why` names the device. */
+int probe_check_caps(sgl_attn_caps **caps, uint32_t *n_caps, char *why, size_t why_size);
+/* probe_run, then probe_check_caps. */
+int probe_plugin(const sgl_attn_plugin *d, sgl_attn_caps **caps, uint32_t *n_caps, char *why, size_t why_size);
+
+/* -------------------------------------------------------------- isolate.c */
+
+/* What a file's first contact in a child process found. */
+typedef struct contact {
+    int32_t status;   /* SGL_ATTN_PLUGIN_USABLE: negotiated (info holds the descriptor's fields) */
+    int32_t probe_rc; /* then: the probe's status; caps when SGL_ATTN_OK */
+    char reason[SGL_ATTN_REASON_MAX + 320]; /* why not, or the probe's why */
+    int have_info;    /* the descriptor's fields arrived (shown even when refused later) */
+    sgl_attn_plugin_info info;
+    sgl_attn_caps *caps; /* malloc'd */
+    uint32_t n_caps;
+} contact;
+
+/* The first contact (dlopen, negotiation, probe) with each of n files, each
+ * in a child process of its own, in parallel, all within one deadline of
+ * timeout_ms from now.  out[i] gets file i's verdict; nothing of the files
+ * runs in this process. */
+void isolate_contact(const char *const *paths, size_t n, const sgl_attn_host_api *api, int timeout_ms,
+                     contact *out);
 
 /* ----------------------------------------------------------------- conf.c */
 
@@ -180,6 +227,7 @@ struct sgl_attn_host {
     sgl_attn_host_api api;
     int never_unload;
     int validate;
+    int allow_unsafe; /* conf "allow_unsafe_paths", honoured only from a safe conf */
     /* References: 1 for the open handle + 1 per live instance; the last
      * release (close or the last destroy) unloads and frees. */
     atomic_int live;
@@ -197,6 +245,11 @@ extern const size_t sgl_attn_embedded_plugin_count;
 void host_release(sgl_attn_host *h); /* drop one `live` ref; frees after close */
 
 /* ---------------------------------------------------------------- stack.c */
+
+#ifdef SGL_ATTN_EMBED_VALIDATE
+/* plugins/validate: the device_ops its copy_device_indices copies through. */
+void sgl_attn_validate_set_device_ops(sgl_attn_backend *b, const sgl_attn_device_ops *ops);
+#endif
 
 /* A wrapper's effective caps: its own intersected with its inner's (dtypes,
  * kinds, features, head dims, page sizes, arch range); device fields are the

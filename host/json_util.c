@@ -1,16 +1,86 @@
 /* json_util.c - strict JSON checking with line:column messages, node
  * positions by path, typed reads, and the arena the conf lives in. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "host_internal.h"
 #include "json_util.h"
 
 #define SCAN_MAX_DEPTH 64
+
+/* ------------------------------------------------------------- files */
+
+static const char *file_kind(mode_t m) {
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+         : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+int ju_read_file(const char *path, size_t max_bytes, const char *what, char **text, size_t *len, char *err,
+                 size_t err_size) {
+    *text = NULL;
+    *len = 0;
+    /* A FIFO or a device would block the read or never end: only a regular
+     * file is opened, without blocking, and its size is known before reading. */
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        str_printf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+        return SGL_ATTN_E_NOT_FOUND;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        str_printf(err, err_size, "%s: %s, not a regular file: expected a %s", path, file_kind(st.st_mode), what);
+        return SGL_ATTN_E_INVALID;
+    }
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        str_printf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+        return SGL_ATTN_E_NOT_FOUND;
+    }
+    int rc = SGL_ATTN_E_INVALID;
+    char *buf = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        str_printf(err, err_size, "%s: %s, not a regular file: expected a %s", path, file_kind(st.st_mode), what);
+        goto out;
+    }
+    if ((unsigned long long)st.st_size > max_bytes) {
+        str_printf(err, err_size, "%s: %lld bytes, more than the %zu a %s may have", path, (long long)st.st_size,
+                   max_bytes, what);
+        goto out;
+    }
+    if (!(buf = malloc((size_t)st.st_size + 1))) {
+        str_printf(err, err_size, "%s: out of memory", path);
+        rc = SGL_ATTN_E_NOMEM;
+        goto out;
+    }
+    /* The size read is the size stat gave: a file growing meanwhile is cut there. */
+    size_t n = 0, want = (size_t)st.st_size;
+    while (n < want) {
+        ssize_t r = read(fd, buf + n, want - n);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            str_printf(err, err_size, "%s: read error: %s", path, strerror(errno));
+            goto out;
+        }
+        if (r == 0) break;
+        n += (size_t)r;
+    }
+    buf[n] = 0;
+    *text = buf;
+    *len = n;
+    buf = NULL;
+    rc = SGL_ATTN_OK;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
 
 /* ------------------------------------------------------------- positions */
 
@@ -185,14 +255,184 @@ static int scan_special(scanner *sc, const char *word, double value) {
 
 static int scan_value(scanner *sc);
 
-static int scan_container(scanner *sc, char close) {
-    size_t open = sc->i++;
+/* ------------------------------------------------------ duplicate keys */
+
+/* Duplicate keys are refused with both places.  Python's json (the engines'
+ * reader) keeps the last value and cJSON the first: reading such a file at
+ * all would mean reading it differently from the engine.  Keys compare as
+ * the strings they decode to ("a" and "\u0061" are one key), and an object's
+ * keys go into a hash set once it has more than a few, so the check stays
+ * linear in the file size. */
+
+typedef struct key_ref {
+    size_t at, end; /* the key's opening quote, one past its closing quote */
+    uint64_t hash;
+} key_ref;
+
+#define KEYS_INLINE 8
+
+typedef struct key_set {
+    key_ref inl[KEYS_INLINE];
+    key_ref *v;     /* all keys, once past KEYS_INLINE */
+    size_t n, cap;
+    size_t *slots;  /* hash table of indices + 1; 0 = empty */
+    size_t n_slots; /* a power of two, or 0 */
+} key_set;
+
+static void key_set_init(key_set *k) { memset(k, 0, sizeof *k); }
+static void key_set_free(key_set *k) {
+    free(k->v);
+    free(k->slots);
+}
+
+/* The next code point of a scanned (valid) string body at *i < end: escapes
+ * decoded, UTF-8 decoded (a stray byte stands for itself). */
+static uint32_t key_next(const char *s, size_t *i, size_t end) {
+    unsigned char c = (unsigned char)s[*i];
+    if (c == '\\' && *i + 1 < end) {
+        char e = s[*i + 1];
+        *i += 2;
+        switch (e) {
+        case 'b': return '\b';
+        case 'f': return '\f';
+        case 'n': return '\n';
+        case 'r': return '\r';
+        case 't': return '\t';
+        case 'u': {
+            uint32_t v = 0;
+            for (int k = 0; k < 4 && *i < end; k++, (*i)++) v = v * 16 + (uint32_t)hexval(s[*i]);
+            /* A surrogate pair is one character. */
+            if (v >= 0xd800 && v < 0xdc00 && *i + 6 <= end && s[*i] == '\\' && s[*i + 1] == 'u') {
+                uint32_t lo = 0;
+                int ok = 1;
+                for (int k = 2; k < 6; k++) {
+                    int h = hexval(s[*i + (size_t)k]);
+                    ok &= h >= 0;
+                    lo = lo * 16 + (uint32_t)(h < 0 ? 0 : h);
+                }
+                if (ok && lo >= 0xdc00 && lo < 0xe000) {
+                    *i += 6;
+                    v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+                }
+            }
+            return v;
+        }
+        default: return (unsigned char)e;
+        }
+    }
+    int n = c >= 0xf0 && c < 0xf8 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    if (*i + (size_t)n > end) n = 1;
+    uint32_t v = n == 1 ? c : c & (0x7fu >> n);
+    for (int k = 1; k < n; k++) {
+        unsigned char b = (unsigned char)s[*i + (size_t)k];
+        if ((b & 0xc0) != 0x80) {
+            n = 1;
+            v = c;
+            break;
+        }
+        v = (v << 6) | (b & 0x3f);
+    }
+    *i += (size_t)n;
+    return v;
+}
+
+/* Over the key's body: between the quotes at `at` and `end - 1`. */
+static uint64_t key_hash(const char *s, size_t at, size_t end) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = at + 1; i < end - 1;) h = (h ^ key_next(s, &i, end - 1)) * 0x100000001b3ull;
+    return h;
+}
+
+static int key_equal(const char *s, const key_ref *a, const key_ref *b) {
+    if (a->hash != b->hash) return 0;
+    if (a->end - a->at == b->end - b->at && !memcmp(s + a->at, s + b->at, a->end - a->at)) return 1;
+    size_t i = a->at + 1, j = b->at + 1;
+    while (i < a->end - 1 && j < b->end - 1)
+        if (key_next(s, &i, a->end - 1) != key_next(s, &j, b->end - 1)) return 0;
+    return i >= a->end - 1 && j >= b->end - 1;
+}
+
+static key_ref *key_at(key_set *k, size_t i) { return k->v ? &k->v[i] : &k->inl[i]; }
+
+static int key_rehash(key_set *k) {
+    size_t n_slots = k->n_slots ? 2 * k->n_slots : 64;
+    size_t *slots = calloc(n_slots, sizeof *slots);
+    if (!slots) return -1;
+    for (size_t i = 0; i < k->n; i++) {
+        size_t h = (size_t)k->v[i].hash & (n_slots - 1);
+        while (slots[h]) h = (h + 1) & (n_slots - 1);
+        slots[h] = i + 1;
+    }
+    free(k->slots);
+    k->slots = slots;
+    k->n_slots = n_slots;
+    return 0;
+}
+
+static int key_dup_fail(scanner *sc, const key_ref *first, const key_ref *again) {
+    int l, c;
+    ju_linecol(sc->s, sc->n, first->at, &l, &c);
+    size_t len = again->end - again->at;
+    return scan_fail(sc, again->at,
+                     "duplicate key %.*s%s (first at %d:%d): refused, since Python's json keeps the last value "
+                     "and cJSON the first",
+                     (int)(len > 64 ? 64 : len), sc->s + again->at, len > 64 ? "...\"" : "", l, c);
+}
+
+/* Add the key at [at, end); a duplicate fails the scan. */
+static int key_set_add(scanner *sc, key_set *k, size_t at, size_t end) {
+    key_ref r = {at, end, key_hash(sc->s, at, end)};
+    if (!k->v && k->n < KEYS_INLINE) {
+        for (size_t i = 0; i < k->n; i++)
+            if (key_equal(sc->s, &k->inl[i], &r)) return key_dup_fail(sc, &k->inl[i], &r);
+        k->inl[k->n++] = r;
+        return 0;
+    }
+    if (!k->v) {
+        k->cap = 4 * KEYS_INLINE;
+        if (!(k->v = malloc(k->cap * sizeof *k->v))) goto nomem;
+        memcpy(k->v, k->inl, k->n * sizeof *k->v);
+        if (key_rehash(k)) goto nomem;
+    }
+    size_t h = (size_t)r.hash & (k->n_slots - 1);
+    for (; k->slots[h]; h = (h + 1) & (k->n_slots - 1)) {
+        key_ref *o = key_at(k, k->slots[h] - 1);
+        if (key_equal(sc->s, o, &r)) return key_dup_fail(sc, o, &r);
+    }
+    if (k->n == k->cap) {
+        key_ref *nv = realloc(k->v, 2 * k->cap * sizeof *nv);
+        if (!nv) goto nomem;
+        k->v = nv;
+        k->cap *= 2;
+    }
+    k->v[k->n++] = r;
+    k->slots[h] = k->n;
+    if (2 * k->n > k->n_slots && key_rehash(k)) goto nomem;
+    return 0;
+nomem:
+    sc->nomem = 1;
+    return scan_fail(sc, at, "out of memory");
+}
+
+/* Line and column of `open`, computed only for a message (a scan that
+ * recounted them at every container would be quadratic in the file size). */
+static int scan_fail_in(scanner *sc, size_t open, const char *what, char close) {
+    char fb[32];
     int ol, oc;
     ju_linecol(sc->s, sc->n, open, &ol, &oc);
+    return scan_fail(sc, sc->i, "expected ',' or '%c' in the %s opened at %d:%d, found %s", close, what, ol, oc,
+                     found(sc, fb, sizeof fb));
+}
+
+static int scan_container(scanner *sc, char close) {
+    size_t open = sc->i++;
     if (++sc->depth > SCAN_MAX_DEPTH)
         return scan_fail(sc, open, "nested deeper than %d levels", SCAN_MAX_DEPTH);
     const char *what = close == '}' ? "object" : "array";
     char fb[32];
+    key_set keys;
+    key_set_init(&keys);
+    int rc = 0;
     scan_ws(sc);
     if (sc->i < sc->n && sc->s[sc->i] == close) {
         sc->i++;
@@ -202,21 +442,28 @@ static int scan_container(scanner *sc, char close) {
     for (int first = 1;; first = 0) {
         scan_ws(sc);
         if (close == '}') {
-            if (sc->i >= sc->n || sc->s[sc->i] != '"')
-                return scan_fail(sc, sc->i, first ? "expected a key in double quotes or '}', found %s"
-                                                  : "expected a key in double quotes after ',', found %s "
-                                                    "(trailing commas are not allowed)",
-                                 found(sc, fb, sizeof fb));
-            if (scan_string(sc)) return -1;
+            if (sc->i >= sc->n || sc->s[sc->i] != '"') {
+                rc = scan_fail(sc, sc->i, first ? "expected a key in double quotes or '}', found %s"
+                                                : "expected a key in double quotes after ',', found %s "
+                                                  "(trailing commas are not allowed)",
+                               found(sc, fb, sizeof fb));
+                break;
+            }
+            size_t key_at = sc->i;
+            if ((rc = scan_string(sc))) break;
+            if ((rc = key_set_add(sc, &keys, key_at, sc->i))) break;
             scan_ws(sc);
-            if (sc->i >= sc->n || sc->s[sc->i] != ':')
-                return scan_fail(sc, sc->i, "expected ':' after the key, found %s", found(sc, fb, sizeof fb));
+            if (sc->i >= sc->n || sc->s[sc->i] != ':') {
+                rc = scan_fail(sc, sc->i, "expected ':' after the key, found %s", found(sc, fb, sizeof fb));
+                break;
+            }
             sc->i++;
             scan_ws(sc);
         } else if (!first && sc->i < sc->n && sc->s[sc->i] == ']') {
-            return scan_fail(sc, sc->i, "expected a value after ',', found ']' (trailing commas are not allowed)");
+            rc = scan_fail(sc, sc->i, "expected a value after ',', found ']' (trailing commas are not allowed)");
+            break;
         }
-        if (scan_value(sc)) return -1;
+        if ((rc = scan_value(sc))) break;
         scan_ws(sc);
         if (sc->i < sc->n && sc->s[sc->i] == ',') {
             sc->i++;
@@ -225,11 +472,13 @@ static int scan_container(scanner *sc, char close) {
         if (sc->i < sc->n && sc->s[sc->i] == close) {
             sc->i++;
             sc->depth--;
-            return 0;
+            break;
         }
-        return scan_fail(sc, sc->i, "expected ',' or '%c' in the %s opened at %d:%d, found %s", close, what, ol,
-                         oc, found(sc, fb, sizeof fb));
+        rc = scan_fail_in(sc, open, what, close);
+        break;
     }
+    key_set_free(&keys);
+    return rc;
 }
 
 static int scan_value(scanner *sc) {
@@ -477,17 +726,6 @@ int ju_fail(const ju_doc *d, const ju_path *p, int at_key, char *err, size_t err
     return rc;
 }
 
-static int fail_nth(const ju_doc *d, const ju_path *p, int nth, char *err, size_t err_size, const char *fmt,
-                    ...) __attribute__((format(printf, 6, 7)));
-static int fail_nth(const ju_doc *d, const ju_path *p, int nth, char *err, size_t err_size, const char *fmt,
-                    ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = fail_at(d, locate(d, p, 1, nth), err, err_size, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 /* ------------------------------------------------------------ typed reads */
 
 const char *ju_type_name(const cJSON *n) {
@@ -519,16 +757,6 @@ int ju_check_keys(const ju_doc *d, const ju_path *p, const cJSON *obj, const cha
                                c->string, list);
             return ju_fail(d, &kp, 1, err, err_size, "unknown key \"%s\" in \"%s\" (expected one of: %s)", c->string,
                            where, list);
-        }
-        int count = 0;
-        for (const cJSON *e = obj->child; e != c; e = e->next)
-            if (!strcmp(e->string, c->string)) count++;
-        if (count) {
-            int l, col;
-            size_t first = locate(d, &kp, 1, 0);
-            ju_linecol(d->text, d->len, first, &l, &col);
-            return fail_nth(d, &kp, count, err, err_size, "duplicate key \"%s\" in \"%s\" (first at %d:%d)",
-                            c->string, where, l, col);
         }
     }
     return SGL_ATTN_OK;

@@ -9,8 +9,11 @@
  *
  * Like Python's json (which sglang and transformers read configs with), a
  * bare NaN, Infinity or -Infinity is a number; cJSON does not read them, so
- * ju_parse puts them into the tree itself.  Every other departure from JSON
- * is an error at line:column.
+ * ju_parse puts them into the tree itself.  A key that appears twice in one
+ * object is refused, with both places: Python keeps the last value and cJSON
+ * the first, so no reading of it agrees with the engine's.  Every other
+ * departure from JSON is an error at line:column.  Reading is linear in the
+ * size of the text.
  */
 #ifndef SGL_ATTN_JSON_UTIL_H
 #define SGL_ATTN_JSON_UTIL_H
@@ -38,6 +41,13 @@ typedef struct ju_path {
     } seg[JU_MAX_DEPTH];
 } ju_path;
 
+/* A regular file of at most max_bytes, read whole and NUL-terminated into
+ * *text (free it).  A FIFO, device, socket or directory is refused without
+ * being opened for reading ("<path>: a FIFO, not a regular file: expected a
+ * <what>"), so nothing blocks; SGL_ATTN_E_NOT_FOUND when it cannot be opened. */
+int ju_read_file(const char *path, size_t max_bytes, const char *what, char **text, size_t *len, char *err,
+                 size_t err_size);
+
 /* Check and parse.  On failure: "origin:line:col: what was expected". */
 int ju_parse(ju_doc *d, const char *text, size_t len, const char *origin, char *err,
              size_t err_size);
@@ -63,8 +73,7 @@ int ju_fail(const ju_doc *d, const ju_path *p, int at_key, char *err, size_t err
 const char *ju_type_name(const cJSON *n);
 
 /* Strict member checks: every key of `obj` must be in `allowed` (NULL-
- * terminated); a duplicate key is an error too.  `what` names the object in
- * the message ("aliases.fa3"). */
+ * terminated).  (Duplicate keys never get this far: ju_parse refuses them.) */
 int ju_check_keys(const ju_doc *d, const ju_path *p, const cJSON *obj,
                   const char *const *allowed, char *err, size_t err_size);
 

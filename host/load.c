@@ -109,7 +109,7 @@ static void describe_non_elf(const unsigned char *b, size_t n, char *why, size_t
 }
 
 /* 0 when `path` looks like a shared object this process can map. */
-static int check_elf(const char *path, char *why, size_t size) {
+int module_check_elf(const char *path, char *why, size_t size) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         str_printf(why, size, "cannot open: %s", strerror(errno));
@@ -209,7 +209,7 @@ out:
 }
 
 /* dlerror() text, turned into what the user needs to act on. */
-static void describe_dlerror(const char *path, const char *err, char *why, size_t size) {
+void module_describe_dlerror(const char *path, const char *err, char *why, size_t size) {
     size_t plen = strlen(path);
     const char *msg = err;
     if (!strncmp(err, path, plen) && err[plen] == ':' && err[plen + 1] == ' ') msg = err + plen + 2;
@@ -233,15 +233,23 @@ int module_load(const char *path, loaded_module *m, char *why, size_t why_size) 
         str_printf(why, why_size, "libltdl failed to initialise (%d errors)", ltdl_init_errors);
         return SGL_ATTN_PLUGIN_LOAD_ERROR;
     }
-    if (check_elf(path, why, why_size) != 0) return SGL_ATTN_PLUGIN_LOAD_ERROR;
+    if (module_check_elf(path, why, why_size) != 0) return SGL_ATTN_PLUGIN_LOAD_ERROR;
 
     /* RTLD_NOW: an undefined symbol fails here, with its name, not at the
      * first call into the plugin.  dlerror is thread-local in glibc. */
+    int threads0 = host_thread_count();
     void *probe = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!probe) {
         const char *e = dlerror();
-        describe_dlerror(path, e ? e : "unknown error", why, why_size);
+        module_describe_dlerror(path, e ? e : "unknown error", why, why_size);
         return SGL_ATTN_PLUGIN_LOAD_ERROR;
+    }
+    /* Constructors that started threads: the code those threads run must
+     * stay mapped whatever becomes of the file, so it is never unloaded. */
+    if (threads0 > 0 && host_thread_count() > threads0) {
+        void *pin = dlopen(path, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        if (pin) dlclose(pin);
+        m->pinned = 1;
     }
 
     int rc = SGL_ATTN_PLUGIN_USABLE;
@@ -275,11 +283,12 @@ int module_load(const char *path, loaded_module *m, char *why, size_t why_size) 
 
 void module_unload(loaded_module *m, int never_unload) {
     if (!m->handle) return;
-    if (!never_unload) {
+    if (!never_unload && !m->pinned) {
         host_ltdl_lock();
         lt_dlclose((lt_dlhandle)m->handle);
         host_ltdl_unlock();
     }
     m->handle = NULL;
     m->entry = NULL;
+    m->pinned = 0;
 }

@@ -72,22 +72,11 @@ int sgl_attn_model_from_file(const char *path, int tp_size, sgl_attn_model *m, c
         }
         path = dir_config;
     }
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        str_printf(err, err_size, "%s: cannot open: %s", path, strerror(errno));
-        return SGL_ATTN_E_NOT_FOUND;
-    }
-    char *buf = malloc(MODEL_MAX_BYTES + 1);
-    size_t n = buf ? fread(buf, 1, MODEL_MAX_BYTES + 1, f) : 0;
-    int bad = ferror(f);
-    fclose(f);
-    if (!buf || bad || n > MODEL_MAX_BYTES) {
-        free(buf);
-        str_printf(err, err_size, "%s: %s", path,
-                   !buf ? "out of memory" : bad ? "read error" : "larger than 16 MiB: not a model description");
-        return !buf ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_INVALID;
-    }
-    int rc = sgl_attn_model_from_json(buf, n, path, tp_size, m, err, err_size);
+    char *buf;
+    size_t n;
+    int rc = ju_read_file(path, MODEL_MAX_BYTES, "model file (our JSON or a config.json)", &buf, &n, err, err_size);
+    if (rc) return rc;
+    rc = sgl_attn_model_from_json(buf, n, path, tp_size, m, err, err_size);
     free(buf);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* model_finish.c - what every model reader shares and ends with: the
  * defaults, the layer masks, the error helper and model_finish (the
  * tensor-parallel split and the checks).  A leaf: it calls no reader. */
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,8 @@ int model_fail(char *err, size_t err_size, const char *origin, const char *fmt, 
     str_printf(err, err_size, "%s: %s", origin, msg);
     return SGL_ATTN_E_INVALID;
 }
+
+int model_float_ok(double v) { return v == 0 || (v >= FLT_MIN && v <= FLT_MAX); }
 
 void model_mask_set(uint64_t *mask, int layer) {
     if (layer >= 0 && layer < SGL_ATTN_MAX_LAYERS) mask[layer >> 6] |= 1ull << (layer & 63);

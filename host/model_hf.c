@@ -1,6 +1,7 @@
 /* model_hf.c - a Hugging Face config.json as a model (docs/model.md): the
  * attention shape, MLA, encoder-decoder, window, soft-cap, sinks, dtype and
  * DeepSeek sparse attention.  The hybrid families are in hf_hybrid_policy.c. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -262,12 +263,15 @@ int model_from_hf(const void *cjson_root, const char *origin, int tp_size, sgl_a
     const char *where;
     const cJSON *cap = hf_item(&h, "attn_logit_softcapping", &where);
     if (cap) {
-        if (!cJSON_IsNumber(cap) || !(cap->valuedouble >= 0) || isinf(cap->valuedouble)) {
+        /* The field is a float: a value it cannot hold (1e300 would be +inf,
+         * 1e-50 would be 0, which means no soft-cap) is refused, not rounded. */
+        if (!cJSON_IsNumber(cap) || !model_float_ok(cap->valuedouble)) {
             char got[64];
             if (cJSON_IsNumber(cap)) snprintf(got, sizeof got, "%g", cap->valuedouble);
             else snprintf(got, sizeof got, "%s", ju_type_name(cap));
-            return model_fail(err, err_size, origin, "\"%sattn_logit_softcapping\": expected a finite number >= 0, found %s",
-                              where, got);
+            return model_fail(err, err_size, origin,
+                              "\"%sattn_logit_softcapping\": expected 0 or a number in [%g, %g] (a float), found %s",
+                              where, (double)FLT_MIN, (double)FLT_MAX, got);
         }
         m->logit_softcap = (float)cap->valuedouble;
     }

@@ -1,5 +1,6 @@
 /* model_json.c - our own model format (docs/model.md): strict keys, head
  * counts for the whole model (tp_size divides them), our conventions. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,9 +18,6 @@ static int check_keys(const ours *o, const cJSON *obj, const char *where, const 
     for (const cJSON *c = obj->child; c; c = c->next) {
         int ok = 0;
         for (size_t k = 0; allowed[k]; k++) ok |= !strcmp(c->string, allowed[k]);
-        for (const cJSON *p = obj->child; p != c; p = p->next)
-            if (!strcmp(p->string, c->string))
-                return model_fail(o->err, o->err_size, o->origin, "duplicate key \"%s\" in %s", c->string, where);
         if (!ok) {
             char list[512] = "";
             for (size_t k = 0; allowed[k]; k++) ju_append(list, sizeof list, "%s%s", k ? ", " : "", allowed[k]);
@@ -221,9 +219,14 @@ int model_from_ours(const void *cjson_root, const char *origin, int tp_size, sgl
         return rc;
     const cJSON *cap = cJSON_GetObjectItemCaseSensitive(root, "logit_softcap");
     if (cap) {
-        if (!cJSON_IsNumber(cap) || !(cap->valuedouble >= 0) || isinf(cap->valuedouble))
-            return model_fail(err, err_size, origin, "\"logit_softcap\": expected a finite number >= 0, found %s%s",
-                              ju_type_name(cap), cJSON_IsNumber(cap) ? " out of range" : "");
+        if (!cJSON_IsNumber(cap) || !model_float_ok(cap->valuedouble)) {
+            char got[64];
+            if (cJSON_IsNumber(cap)) snprintf(got, sizeof got, "%g", cap->valuedouble);
+            else snprintf(got, sizeof got, "%s", ju_type_name(cap));
+            return model_fail(err, err_size, origin,
+                              "\"logit_softcap\": expected 0 or a number in [%g, %g] (a float), found %s",
+                              (double)FLT_MIN, (double)FLT_MAX, got);
+        }
         m->logit_softcap = (float)cap->valuedouble;
     }
     if (head_dim && (m->head_dim_qk || m->head_dim_v))

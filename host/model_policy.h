@@ -33,6 +33,10 @@ int model_mask_count(const uint64_t *mask);
 int model_finish(sgl_attn_model *m, const char *origin, int tp, const model_fields *f, char *err,
                  size_t err_size);
 
+/* A non-negative number a float field holds as itself: 0, or in
+ * [FLT_MIN, FLT_MAX] (no overflow to inf, no underflow to 0). */
+int model_float_ok(double v);
+
 /* "origin: message" into err; returns SGL_ATTN_E_INVALID. */
 int model_fail(char *err, size_t err_size, const char *origin, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

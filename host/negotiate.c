@@ -141,6 +141,40 @@ static int check_list(const char *const *list, const char *field, char *why, siz
     }
 }
 
+/* device_ops, when given, is what the harness and engines stage tensors
+ * with: the five memory calls must all be there (the stream pair is
+ * optional, but as a pair; error_string is optional). */
+static int check_device_ops(const sgl_attn_device_ops *o, char *why, size_t why_size) {
+    if (!o) return 0;
+    const size_t need = offsetof(sgl_attn_device_ops, synchronize) + sizeof o->synchronize;
+    if (o->struct_size < need) {
+        str_printf(why, why_size, "descriptor device_ops struct_size %u is smaller than ABI 1.0's (%zu)",
+                   o->struct_size, need);
+        return -1;
+    }
+    const struct {
+        const char *name;
+        int set;
+    } m[] = {{"alloc", o->alloc != NULL},
+             {"free", o->free != NULL},
+             {"copy_to_device", o->copy_to_device != NULL},
+             {"copy_to_host", o->copy_to_host != NULL},
+             {"synchronize", o->synchronize != NULL}};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (!m[i].set) {
+            str_printf(why, why_size, "descriptor device_ops.%s is NULL (every memory call is required)", m[i].name);
+            return -1;
+        }
+    const size_t streams = offsetof(sgl_attn_device_ops, stream_destroy) + sizeof o->stream_destroy;
+    if (o->struct_size >= streams && (o->stream_create == NULL) != (o->stream_destroy == NULL)) {
+        str_printf(why, why_size, "descriptor device_ops.%s is NULL but %s is set (the stream calls come as a pair)",
+                   o->stream_create ? "stream_destroy" : "stream_create",
+                   o->stream_create ? "stream_create" : "stream_destroy");
+        return -1;
+    }
+    return 0;
+}
+
 int plugin_descriptor_check(const sgl_attn_plugin *d, char *why, size_t why_size) {
     if (check_name(d->name, why, why_size)) return -1;
     if (check_string(d->version, "version", 31, 0, why, why_size) ||
@@ -188,7 +222,7 @@ int plugin_descriptor_check(const sgl_attn_plugin *d, char *why, size_t why_size
         str_copy(why, why_size, "descriptor has no create function (create is NULL)");
         return -1;
     }
-    return 0;
+    return check_device_ops(d->device_ops, why, why_size);
 }
 
 static int terminated(const char *s, size_t size) { return memchr(s, 0, size) != NULL; }

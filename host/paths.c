@@ -9,9 +9,12 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 
 #include "host_internal.h"
+
+extern char **environ;
 
 #define PATH_ENV "SGL_ATTN_PLUGIN_PATH"
 
@@ -64,7 +67,7 @@ const char *search_path_default_conf(char *buf, size_t size) {
     return buf;
 }
 
-static void add_note(search_path *sp, const hlog *log, int level, const char *text) {
+void search_path_note(search_path *sp, const hlog *log, int level, const char *text) {
     hlog_printf(log, level, "%s", text);
     if (sp->n_notes < sizeof sp->notes / sizeof sp->notes[0])
         str_copy(sp->notes[sp->n_notes++], sizeof sp->notes[0], text);
@@ -116,21 +119,45 @@ static int add_list(search_path *sp, const hlog *log, const char *list, const ch
                    "%s: %zu empty component%s ignored (an empty component never means the current "
                    "directory)",
                    source, empty, empty == 1 ? "" : "s");
-        add_note(sp, log, SGL_ATTN_LOG_INFO, note);
+        search_path_note(sp, log, SGL_ATTN_LOG_INFO, note);
     }
     return SGL_ATTN_OK;
+}
+
+/* A setuid/setgid program reads none of our variables (secure_getenv): the
+ * ones its caller set are named, so their absence of effect is no mystery. */
+static void note_ignored_env(search_path *sp, const hlog *log) {
+    if (!getauxval(AT_SECURE)) return;
+    char names[400] = "";
+    size_t n = 0, shown = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "SGL_ATTN_", 9)) continue;
+        size_t len = strcspn(*e, "=");
+        size_t used = strlen(names);
+        if (used + len + 8 < sizeof names) {
+            str_printf(names + used, sizeof names - used, "%s%.*s", shown ? ", " : "", (int)len, *e);
+            shown++;
+        }
+        n++;
+    }
+    if (!n) return;
+    char note[sizeof sp->notes[0]];
+    str_printf(note, sizeof note, "the program runs setuid/setgid: environment variables ignored: %s%s", names,
+               n > shown ? ", ..." : "");
+    search_path_note(sp, log, SGL_ATTN_LOG_WARN, note);
 }
 
 int search_path_build(search_path *sp, const sgl_attn_host_options *o, const hlog *log) {
     memset(sp, 0, sizeof *sp);
     int rc = SGL_ATTN_OK;
+    note_ignored_env(sp, log);
     if (o && o->plugin_path && (rc = add_list(sp, log, o->plugin_path, "options"))) goto fail;
     if (!o || !o->ignore_env_path) {
         const char *env = secure_getenv(PATH_ENV);
         /* secure_getenv hides the variable from a setuid/setgid program; say so
          * rather than ignore it silently. */
         if (!env && getenv(PATH_ENV))
-            add_note(sp, log, SGL_ATTN_LOG_WARN,
+            search_path_note(sp, log, SGL_ATTN_LOG_WARN,
                      PATH_ENV " ignored: the program runs setuid/setgid (secure_getenv)");
         if (env && (rc = add_list(sp, log, env, PATH_ENV))) goto fail;
     }
@@ -140,7 +167,7 @@ int search_path_build(search_path *sp, const sgl_attn_host_options *o, const hlo
         if (dir[0]) {
             if ((rc = add_dir(sp, dir, strlen(dir), "drop-in"))) goto fail;
         } else {
-            add_note(sp, log, SGL_ATTN_LOG_WARN,
+            search_path_note(sp, log, SGL_ATTN_LOG_WARN,
                      "drop-in directory unknown: dladdr could not locate libsglattn");
         }
     }

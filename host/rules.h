@@ -81,6 +81,7 @@ struct conf {
     char origin[512];
     conf_alias *aliases;
     size_t n_aliases;
+    const conf_alias **alias_by_name; /* the same, sorted by name (conf_find_alias) */
     conf_priority_entry *priority;
     size_t n_priority;
     const char **disabled; /* fnmatch globs */

@@ -1,7 +1,8 @@
 /* scan.c - candidate plugin files in the search directories.
  *
  * Directories in path order, "*.so" names sorted with strcmp inside each, one
- * file reached twice (two path entries, a symlink) listed once by (dev, ino).
+ * file reached twice (two path entries, a symlink) listed once by (dev, ino);
+ * unsafe locations (safe_path.c) marked.
  * Names not ending in ".so" cost one readdir entry and a suffix compare, no
  * syscall, so a directory of many unrelated files stays linear and cheap.
  * Failures (unreadable directory, symlink loop...) become listed entries so
@@ -42,19 +43,6 @@ static int push_failure(plugin_file_list *l, const char *path, const char *sourc
     f->unreadable = 1;
     str_copy(f->unreadable_reason, sizeof f->unreadable_reason, why);
     return SGL_ATTN_OK;
-}
-
-/* The StrictModes rule of ssh: nobody but root and the current user may be
- * able to change what we load.  "" when safe. */
-static void unsafe_reason(const struct stat *st, const char *what, const char *path, char *why,
-                          size_t size) {
-    why[0] = 0;
-    if (st->st_mode & S_IWOTH)
-        str_printf(why, size, "%s %s is world-writable (mode %04o)", what, path,
-                   (unsigned)(st->st_mode & 07777));
-    else if (st->st_uid != 0 && st->st_uid != geteuid())
-        str_printf(why, size, "%s %s is owned by uid %u, neither root nor the current user (uid %u)",
-                   what, path, (unsigned)st->st_uid, (unsigned)geteuid());
 }
 
 static int cmp_names(const void *a, const void *b) {
@@ -126,21 +114,22 @@ static int list_names(DIR *d, char ***names, size_t *n) {
     return SGL_ATTN_OK;
 }
 
-/* A symlink's target may sit in another directory: check that one too. */
-static void check_link_target_dir(int dfd, const char *name, const char *path, plugin_file *f) {
+/* A symlink is followed by the loader: the link itself must be ours or
+ * root's, and its target and every directory above the target pass the
+ * same rule as the plugin directory. */
+static void check_link(int dfd, const char *name, const char *path, plugin_file *f) {
     struct stat lst;
     if (fstatat(dfd, name, &lst, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(lst.st_mode)) return;
+    if (lst.st_uid != 0 && lst.st_uid != geteuid()) {
+        str_printf(f->unsafe_reason, sizeof f->unsafe_reason,
+                   "symlink %s is owned by uid %u, neither root nor the current user (uid %u)", path,
+                   (unsigned)lst.st_uid, (unsigned)geteuid());
+        return;
+    }
     char *real = realpath(path, NULL);
     if (!real) return;
-    char *slash = strrchr(real, '/');
-    if (slash && slash != real) {
-        *slash = 0;
-        struct stat dst;
-        if (stat(real, &dst) == 0)
-            unsafe_reason(&dst, "directory of the symlink's target", real, f->unsafe_reason,
-                          sizeof f->unsafe_reason);
-        f->unsafe = f->unsafe_reason[0] != 0;
-    }
+    safe_file_chain(real, "symlink's target", "directory of the symlink's target", f->unsafe_reason,
+                    sizeof f->unsafe_reason);
     free(real);
 }
 
@@ -176,9 +165,8 @@ static int scan_one_file(plugin_file_list *out, id_set *seen, int dfd, const sea
     f->ino = st.st_ino;
     if (dir_unsafe[0]) {
         str_copy(f->unsafe_reason, sizeof f->unsafe_reason, dir_unsafe);
-    } else {
-        unsafe_reason(&st, "plugin file", path, f->unsafe_reason, sizeof f->unsafe_reason);
-        if (!f->unsafe_reason[0]) check_link_target_dir(dfd, name, path, f);
+    } else if (!safe_stat_reason(&st, "plugin file", path, f->unsafe_reason, sizeof f->unsafe_reason)) {
+        check_link(dfd, name, path, f);
     }
     f->unsafe = f->unsafe_reason[0] != 0;
     if (faccessat(dfd, name, R_OK, AT_EACCESS) != 0) {
@@ -202,12 +190,9 @@ static int scan_dir(const search_dir *sd, plugin_file_list *out, id_set *seen, c
             str_printf(why, sizeof why, "cannot read plugin directory: %s", strerror(e));
         return push_failure(out, sd->dir, sd->source, why);
     }
-    char dir_unsafe[256];
-    struct stat dst;
-    if (fstat(dfd, &dst) == 0)
-        unsafe_reason(&dst, "plugin directory", sd->dir, dir_unsafe, sizeof dir_unsafe);
-    else
-        dir_unsafe[0] = 0;
+    /* The directory and everything above it, once for all its files. */
+    char dir_unsafe[sizeof ((plugin_file *)0)->unsafe_reason];
+    safe_dir_chain(sd->dir, "plugin directory", dir_unsafe, sizeof dir_unsafe);
     DIR *d = fdopendir(dfd); /* owns dfd from here; dfd stays valid for *at() */
     if (!d) {
         char why[256];

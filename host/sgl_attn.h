@@ -41,9 +41,11 @@ typedef struct sgl_attn_host_options {
     const char *conf_path;
     /* 1: load no conf at all (built-in defaults). */
     int32_t no_conf;
-    /* 1: run each plugin's probe in a child process with a timeout. */
+    /* 1: meet each plugin file first in a child process of its own (dlopen,
+     * entry point, probe), all files at once under one deadline; only files
+     * that passed are loaded here (docs/reliability.md). */
     int32_t isolate_probes;
-    int32_t probe_timeout_ms;    /* 0 = 5000 */
+    int32_t probe_timeout_ms;    /* that deadline, for the whole scan; 0 = 5000 */
     /* 1: never dlclose (sanitizer runs keep their stack frames).  Also set by
      * SGL_ATTN_NO_UNLOAD=1. */
     int32_t never_unload;

@@ -21,6 +21,12 @@
 #define DEFAULT_MAX_REQS 16
 #define DEFAULT_MAX_TOKENS 4096
 #define DEFAULT_MAX_CONTEXT 4096
+/* Upper bounds of the create options: far above any engine's (sglang's
+ * largest pools hold thousands of requests and contexts of millions of
+ * tokens), low enough that no product of them overflows a plugin's sizes. */
+#define MAX_REQS_LIMIT (1 << 20)
+#define MAX_TOKENS_LIMIT (1 << 24)
+#define MAX_CONTEXT_LIMIT (1 << 26)
 
 /* Every backend of one created stack, in destroy order (outermost first). */
 typedef struct stack_rec {
@@ -358,7 +364,24 @@ typedef struct build_ctx {
     sgl_attn_create_options opts;
     char *err;
     size_t err_size;
+    /* The full backend's device_ops (the last one created): the embedded
+     * validation layer copies device index tensors through them when asked. */
+    const sgl_attn_device_ops *bottom_ops;
 } build_ctx;
+
+#ifdef SGL_ATTN_EMBED_VALIDATE
+/* The create function of the embedded validation layer (its descriptor as
+ * this host negotiated it), to know the layer when the stack is built. */
+typedef int (*create_fn)(const sgl_attn_create_args *, sgl_attn_backend **);
+static create_fn embedded_validate_create(const sgl_attn_host *h) {
+    for (size_t i = 0; i < h->n_plugins; i++) {
+        const plugin_entry *p = &h->plugins[i];
+        if (p->loaded && !p->module.handle && !strcmp(p->info.source, "embedded") && !strcmp(p->info.name, "validate"))
+            return p->desc.create;
+    }
+    return NULL;
+}
+#endif
 
 /* Create names[n-1] .. names[0] over `inner` (NULL: names[n-1] is the full
  * backend on `device`).  On success c->made holds them, *top the outermost
@@ -436,6 +459,11 @@ static int build_chain(build_ctx *x, const char *const *names, size_t n, int32_t
             return rc;
         }
         b->host_reserved = NULL;
+        if (is_full) x->bottom_ops = e->desc.device_ops;
+#ifdef SGL_ATTN_EMBED_VALIDATE
+        if (!e->module.handle && e->desc.create == embedded_validate_create(x->h))
+            sgl_attn_validate_set_device_ops(b, x->bottom_ops);
+#endif
         c->made[c->n++] = b;
         inner = b;
         cur = next;
@@ -459,6 +487,7 @@ static int build_ctx_init(build_ctx *x, sgl_attn_host *h, const sgl_attn_model *
     x->model = m;
     x->err = err;
     x->err_size = err_size;
+    x->bottom_ops = NULL;
     memset(&x->opts, 0, sizeof x->opts);
     if (opts) {
         size_t n = opts->struct_size && opts->struct_size < sizeof x->opts ? opts->struct_size : sizeof x->opts;
@@ -467,6 +496,20 @@ static int build_ctx_init(build_ctx *x, sgl_attn_host *h, const sgl_attn_model *
     if (x->opts.max_reqs <= 0) x->opts.max_reqs = DEFAULT_MAX_REQS;
     if (x->opts.max_tokens <= 0) x->opts.max_tokens = DEFAULT_MAX_TOKENS;
     if (x->opts.max_context <= 0) x->opts.max_context = DEFAULT_MAX_CONTEXT;
+    /* Both bounds before anything is sized from them: plugins allocate
+     * per request, per token and per column. */
+    const struct {
+        const char *name;
+        int32_t v, max;
+    } lim[] = {{"max_reqs", x->opts.max_reqs, MAX_REQS_LIMIT},
+               {"max_tokens", x->opts.max_tokens, MAX_TOKENS_LIMIT},
+               {"max_context", x->opts.max_context, MAX_CONTEXT_LIMIT}};
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+        if (lim[i].v > lim[i].max) {
+            str_printf(err, err_size, "sgl_attn_create: %s = %d; expected 1..%d (0 or less: the default)", lim[i].name,
+                       lim[i].v, lim[i].max);
+            return SGL_ATTN_E_INVALID;
+        }
     return SGL_ATTN_OK;
 }
 

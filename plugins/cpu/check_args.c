@@ -235,9 +235,11 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
         J->v_slot = (int64_t)J->hkv * J->dv;
         J->v_head = J->dv;
     }
-    J->r2t = sgl_sdk_data(b->batch->req_to_token);
-    J->r2t_64 = b->batch->req_to_token->dtype.bits == 64;
-    J->r2t_cols = b->batch->req_to_token->shape[1];
+    J->r2t = b->r2t; /* as planned: the caller's header may have changed since */
+    J->r2t_64 = b->r2t_64;
+    J->r2t_cols = b->r2t_cols;
+    J->pool_slots = L->k_cache->shape[0];
+    J->bad = &b->bad;
     J->reqs = b->reqs;
     J->n_reqs = b->n_reqs;
     J->rows_cap = b->rows_cap;

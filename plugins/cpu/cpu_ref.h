@@ -77,6 +77,17 @@ typedef struct cref_req {
     int32_t qb0;      /* index of its first query block (per forward) */
 } cref_req;
 
+/* An index found outside the pool where it is used: the batch changed
+ * after init_forward_metadata checked it.  The first one is kept. */
+typedef struct cref_bad {
+    atomic_int set;
+    int what;            /* 0: req_to_token, 1: out_cache_loc */
+    int64_t index, value; /* flat index into the tensor, and what it held */
+} cref_bad;
+
+/* Note a bad index (any thread; the first wins). */
+void cref_bad_note(cref_bad *b, int what, int64_t index, int64_t value);
+
 /* Everything the attention loops read, checked and resolved by check_args.c. */
 typedef struct cref_job {
     int32_t hq, hkv, group, dqk, dv;
@@ -90,9 +101,11 @@ typedef struct cref_job {
     const unsigned char *k_cache; /* slot s, head h at (s * k_slot + h * dqk) elements */
     const unsigned char *v_cache; /* MLA: = k_cache (value = first dv dims) */
     int64_t k_slot, v_slot, v_head;
-    const void *r2t;
+    const void *r2t;        /* init_forward_metadata's view: data, dtype, width */
     int r2t_64;
     int64_t r2t_cols;
+    int64_t pool_slots;     /* this layer's pool: every slot read is checked against it */
+    cref_bad *bad;
     const cref_req *reqs;
     int32_t n_reqs;
     int32_t qblock;         /* query tokens per work item */
@@ -172,6 +185,12 @@ typedef struct cref_backend {
     char max_slot_where[96];
     const void *out_cache_loc;
     int ocl_64;
+    /* req_to_token as init_forward_metadata saw it: a forward uses these,
+     * never the caller's tensor header, which may have changed since */
+    const void *r2t;
+    int r2t_64;
+    int64_t r2t_rows, r2t_cols;
+    cref_bad bad;
     /* forward scratch state (one forward at a time per instance) */
     cref_job job;
     atomic_int next;

@@ -267,11 +267,18 @@ ALWAYS void t5_block(scr *S, int r0, const int NR, const int BF, float scale, co
 
 
 /* K and V row pointers (at the item's first head) of keys [t0, t0 + n);
- * entries n .. T5 - 1 repeat the last (the 4-key QK steps may read them). */
+ * entries n .. T5 - 1 repeat the last (the 4-key QK steps may read them).
+ * A slot outside the pool (the batch changed after it was planned) is noted
+ * and read as slot 0, so nothing outside the pool is touched; the forward
+ * then fails. */
 static void t5_rows(const cref_job *J, int64_t rbase, int32_t t0, int n, int h0, const unsigned char **kp,
                     const unsigned char **vp) {
     for (int t = 0; t < n; t++) {
-        const int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + t0 + t);
+        int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + t0 + t);
+        if ((uint64_t)slot >= (uint64_t)J->pool_slots) {
+            cref_bad_note(J->bad, 0, rbase + t0 + t, slot);
+            slot = 0;
+        }
         kp[t] = J->k_cache + (slot * J->k_slot + (int64_t)h0 * J->dqk) * 2;
         vp[t] = J->v_cache + (slot * J->v_slot + (int64_t)h0 * J->v_head) * 2;
     }

@@ -14,13 +14,42 @@ size_t cref_scratch_bytes(int rows, int dqk, int dv) {
 #undef UP
 }
 
+void cref_bad_note(cref_bad *bad, int what, int64_t index, int64_t value) {
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&bad->set, &expected, 1)) return;
+    bad->what = what;
+    bad->index = index;
+    bad->value = value;
+}
+
+/* A slot outside the pool is skipped (nothing written) and noted. */
 static void save_task(void *ctx, int tid) {
     cref_backend *b = ctx;
     const int64_t T = b->num_tokens, n = b->nthreads;
     const int64_t t0 = T * tid / n, t1 = T * (tid + 1) / n;
-    for (int64_t t = t0; t < t1; t++)
-        cref_save_token(&b->job, b->k_new, b->k_dt, b->v_new, b->v_dt, t,
-                        sgl_sdk_idx(b->out_cache_loc, b->ocl_64, t));
+    for (int64_t t = t0; t < t1; t++) {
+        int64_t slot = sgl_sdk_idx(b->out_cache_loc, b->ocl_64, t);
+        if ((uint64_t)slot >= (uint64_t)b->job.pool_slots) {
+            cref_bad_note(&b->bad, 1, t, slot);
+            continue;
+        }
+        cref_save_token(&b->job, b->k_new, b->k_dt, b->v_new, b->v_dt, t, slot);
+    }
+}
+
+/* The first index the loops found outside the pool, as the error. */
+static int bad_index(cref_backend *b) {
+    const cref_bad *x = &b->bad;
+    if (x->what == 1)
+        cref_set_error(b, "forward: batch.out_cache_loc[%lld] = %lld is outside the pool of %lld slots: the batch "
+                       "changed after init_forward_metadata checked it; token %lld was not saved",
+                       (long long)x->index, (long long)x->value, (long long)b->job.pool_slots, (long long)x->index);
+    else
+        cref_set_error(b, "forward: batch.req_to_token[%lld][%lld] = %lld is outside the pool of %lld slots: the "
+                       "batch changed after init_forward_metadata checked it; the output is not written",
+                       (long long)(x->index / b->r2t_cols), (long long)(x->index % b->r2t_cols), (long long)x->value,
+                       (long long)b->job.pool_slots);
+    return SGL_ATTN_E_INVALID;
 }
 
 /* Item index -> (request, query block, head group, split).  Requests are found by
@@ -89,9 +118,11 @@ static void combine_task(void *ctx, int tid) {
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a) {
     int rc = cref_check_args(b, a);
     if (rc || b->n_items == 0) return rc;
+    atomic_store_explicit(&b->bad.set, 0, memory_order_relaxed);
     if (b->save) cref_threads_run(b->threads, save_task, b);
     atomic_store_explicit(&b->next, 0, memory_order_relaxed);
     cref_threads_run(b->threads, attend_task, b);
+    if (atomic_load(&b->bad.set)) return bad_index(b);
     if (b->job.nsplit > 1) {
         atomic_store_explicit(&b->next, 0, memory_order_relaxed);
         cref_threads_run(b->threads, combine_task, b);

@@ -343,9 +343,14 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         while (ja < nq && (S.hi[ja] <= ts || S.lo[ja] >= ts + nt)) ja++;
         while (jb > ja && (S.hi[jb - 1] <= ts || S.lo[jb - 1] >= ts + nt)) jb--;
         if (ja == jb) continue;
-        /* the tile's rows, at the item's first head */
+        /* the tile's rows, at the item's first head; a slot outside the pool
+         * (the batch changed after it was planned) ends the item unwritten */
         for (int t = 0; t < nt; t++) {
             int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + ts + t);
+            if ((uint64_t)slot >= (uint64_t)J->pool_slots) {
+                cref_bad_note(J->bad, 0, rbase + ts + t, slot);
+                return;
+            }
             S.kp[t] = J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz;
             S.vp[t] = J->v_cache + (slot * J->v_slot + (int64_t)it->h0 * J->v_head) * ksz;
         }
@@ -353,8 +358,8 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         const int ra = ja * per_tok, rb = jb * per_tok;
         const int32_t tn = ts + CREF_TILE;
         for (int t = 0; t < nt; t++) {
-            if (tn + t < uhi) {
-                int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + tn + t);
+            int64_t slot;
+            if (tn + t < uhi && (uint64_t)(slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + tn + t)) < (uint64_t)J->pool_slots) {
                 prefetch_bytes(J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz, nh * k_head);
                 if (J->v_cache != J->k_cache)
                     prefetch_bytes(J->v_cache + (slot * J->v_slot + (int64_t)it->h0 * J->v_head) * ksz,

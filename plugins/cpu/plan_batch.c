@@ -1,7 +1,14 @@
 /* plan_batch.c - init_forward_metadata: check every length and every index
  * the batch will use, once per batch, and plan the requests.  What depends
  * on a layer's pool (its number of slots) is checked per forward against
- * the largest slot found here. */
+ * the largest slot found here.
+ *
+ * A forward uses what was planned here: the requests' rows and lengths are
+ * copies, req_to_token and out_cache_loc are read through the data pointers
+ * and shapes recorded here, and each slot read from them is checked against
+ * the pool where it is used (the caller may change the values between
+ * init_forward_metadata and a forward; the kernels refuse what is out of
+ * range rather than read or write outside the pool). */
 #include <stdio.h>
 #include <string.h>
 
@@ -278,6 +285,10 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
         b->out_cache_loc = sgl_sdk_data(bt->out_cache_loc);
         b->ocl_64 = bt->out_cache_loc->dtype.bits == 64;
     }
+    b->r2t = sgl_sdk_data(bt->req_to_token);
+    b->r2t_64 = bt->req_to_token->dtype.bits == 64;
+    b->r2t_rows = bt->req_to_token->shape[0];
+    b->r2t_cols = bt->req_to_token->shape[1];
     b->n_reqs = bt->batch_size;
     b->num_tokens = bt->num_tokens;
     b->tokens_per_req = tpr;

@@ -107,6 +107,12 @@ typedef struct hyb_plan {
     int32_t mode;     /* sgl_attn_forward_mode */
     int32_t bs, T, tpr;
     int64_t max_kv_slot;  /* largest KV slot the batch names (minimax_sparse), -1 none */
+    /* minimax_sparse: req_to_token and out_cache_loc as planned (data, int64
+     * or not, row width).  A forward reads these, never the caller's headers,
+     * and checks each slot against the layer's pool where it uses it. */
+    const void *rtt, *ocl;
+    int rtt64, ocl64;
+    int64_t rtt_cols;
     const sgl_attn_batch *batch;
     hyb_req *req;     /* [max_reqs] */
     uint8_t *seen;    /* [max_reqs] duplicate-slot check */

@@ -17,6 +17,7 @@
  * products so the discrete choice does not depend on the scale's rounding.
  */
 #include <float.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "hyb_tmpl.h"
@@ -24,7 +25,24 @@
 typedef struct sctx {
     hyb_call *c;
     real_t sm_scale;
+    int64_t slots;        /* the layer's pool */
+    /* the first slot found outside it (the batch changed after planning) */
+    atomic_int bad;
+    int bad_what;         /* 0: req_to_token, 1: out_cache_loc */
+    int64_t bad_index, bad_value;
 } sctx;
+
+/* slot, or -1 when it is outside the pool (noted, first one kept) */
+static int64_t checked(sctx *x, int what, int64_t index, int64_t slot) {
+    if ((uint64_t)slot < (uint64_t)x->slots) return slot;
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&x->bad, &expected, 1)) {
+        x->bad_what = what;
+        x->bad_index = index;
+        x->bad_value = slot;
+    }
+    return -1;
+}
 
 /* the request holding token t (requests are in token order) */
 static int req_of(const hyb_plan *p, int64_t t) {
@@ -44,7 +62,7 @@ static real_t dot(const real_t *a, const real_t *b, int n) {
 }
 
 static void item(void *p, int64_t it, int worker) {
-    const sctx *x = p;
+    sctx *x = p;
     hyb_call *c = x->c;
     hyb_inst *w = c->w;
     const sgl_attn_layer *L = c->a->layer;
@@ -57,8 +75,7 @@ static void item(void *p, int64_t it, int worker) {
     const int B = w->d.block;
     const int64_t nb = (kv_len + B - 1) / B;
     if (nb <= 0) return; /* kv_len >= 1 by the plan's checks */
-    const DLTensor *rtt = w->plan.batch->req_to_token;
-    const int64_t rtt_cols = rtt->shape[1];
+    const int64_t rtt_cols = w->plan.rtt_cols;
 
     real_t *sc = w->wbuf[worker].mem;                 /* [max_context] */
     real_t *bsc = sc + w->max_context;                /* [nb] */
@@ -69,7 +86,9 @@ static void item(void *p, int64_t it, int worker) {
 
     for (int h = 0; h < G; h++) hyb_load_r(c->a->q, (t * Hq + (int64_t)g * G + h) * Dk, qg + (size_t)h * Dk, Dk);
     for (int64_t i = 0; i < kv_len; i++) {
-        int64_t slot = hyb_index_get(rtt, (int64_t)rq->row * rtt_cols + i);
+        const int64_t at = (int64_t)rq->row * rtt_cols + i;
+        int64_t slot = checked(x, 0, at, sgl_sdk_idx(w->plan.rtt, w->plan.rtt64, at));
+        if (slot < 0) return; /* nothing of this item is written */
         hyb_load_r(L->k_cache, (slot * Hkv + g) * Dk, kr, Dk);
         real_t best = -(real_t)INFINITY;
         for (int h = 0; h < G; h++) {
@@ -107,7 +126,9 @@ static void item(void *p, int64_t it, int worker) {
             if (!chosen[i / B]) continue;
             real_t pr = r_exp(lg[i] * x->sm_scale - mx);
             den += pr;
-            int64_t slot = hyb_index_get(rtt, (int64_t)rq->row * rtt_cols + i);
+            const int64_t at = (int64_t)rq->row * rtt_cols + i;
+            int64_t slot = checked(x, 0, at, sgl_sdk_idx(w->plan.rtt, w->plan.rtt64, at));
+            if (slot < 0) return;
             hyb_load_r(L->v_cache, (slot * Hkv + g) * Dv, vr, Dv);
             for (int d = 0; d < Dv; d++) ah[d] += pr * vr[d];
         }
@@ -121,17 +142,31 @@ int FN(hyb_minimax_sparse_forward)(hyb_call *c) {
     const sgl_attn_forward_args *a = c->a;
     const sgl_attn_layer *L = a->layer;
     const int Hkv = L->num_kv_heads, Dk = L->head_dim_qk, Dv = L->head_dim_v;
+    sctx x = {.c = c, .sm_scale = (real_t)L->sm_scale, .slots = L->k_cache->shape[0]};
+    atomic_init(&x.bad, 0);
     if (a->save_kv_cache) {
         real_t *row = w->wbuf[0].mem;
         for (int64_t t = 0; t < w->plan.T; t++) {
-            int64_t loc = hyb_index_get(w->plan.batch->out_cache_loc, t);
+            int64_t loc = checked(&x, 1, t, sgl_sdk_idx(w->plan.ocl, w->plan.ocl64, t));
+            if (loc < 0) continue; /* not saved; the call fails below */
             hyb_load_r(a->k, t * Hkv * Dk, row, (int64_t)Hkv * Dk);
             hyb_store_r(L->k_cache, loc * Hkv * Dk, row, (int64_t)Hkv * Dk);
             hyb_load_r(a->v, t * Hkv * Dv, row, (int64_t)Hkv * Dv);
             hyb_store_r(L->v_cache, loc * Hkv * Dv, row, (int64_t)Hkv * Dv);
         }
     }
-    sctx x = {c, (real_t)L->sm_scale};
-    hyb_workers_run(w->workers, (int64_t)w->plan.T * Hkv, item, &x);
+    if (!atomic_load(&x.bad)) hyb_workers_run(w->workers, (int64_t)w->plan.T * Hkv, item, &x);
+    if (atomic_load(&x.bad)) {
+        if (x.bad_what)
+            hyb_set_err(w, "%s layer %d: batch.out_cache_loc[%lld] = %lld is outside the pool of %lld slots: the batch "
+                        "changed after init_forward_metadata checked it", w->impl->name, L->layer_id,
+                        (long long)x.bad_index, (long long)x.bad_value, (long long)x.slots);
+        else
+            hyb_set_err(w, "%s layer %d: batch.req_to_token[%lld][%lld] = %lld is outside the pool of %lld slots: the "
+                        "batch changed after init_forward_metadata checked it", w->impl->name, L->layer_id,
+                        (long long)(x.bad_index / w->plan.rtt_cols), (long long)(x.bad_index % w->plan.rtt_cols),
+                        (long long)x.bad_value, (long long)x.slots);
+        return SGL_ATTN_E_INVALID;
+    }
     return SGL_ATTN_OK;
 }

@@ -1,6 +1,8 @@
 /* plan.c - init_forward_metadata for the wrapper's own layers: checks the
  * batch once and lays out each request's token range, pool slot and whether
- * it starts from a stored state, so a layer's forward only reads the plan. */
+ * it starts from a stored state, so a layer's forward only reads the plan
+ * (copies: the caller's index tensors may change before the forward; the
+ * sparse layers' pool slots are read at the forward and checked there). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -149,6 +151,11 @@ int hyb_plan_build(hyb_inst *w, const sgl_attn_batch *b) {
                 if (s > p->max_kv_slot) p->max_kv_slot = s;
             }
         }
+        p->rtt = sgl_sdk_data(rtt);
+        p->rtt64 = rtt->dtype.bits == 64;
+        p->rtt_cols = rtt->shape[1];
+        p->ocl = sgl_sdk_data(b->out_cache_loc);
+        p->ocl64 = b->out_cache_loc->dtype.bits == 64;
         for (int64_t t = 0; t < p->T; t++) {
             int64_t s = hyb_index_get(b->out_cache_loc, t);
             if (s < 0) {

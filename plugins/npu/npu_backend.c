@@ -10,9 +10,13 @@
  *   - block_table[b][j] = req_to_token[row_b][j * page] / page (int32), as
  *     sglang's ascend backend builds it, uploaded to the device;
  *   - aclIntArray descriptors of the lengths, aclTensor descriptors of the table.
+ *   - out_cache_loc copied to the host, checked (>= 0) and uploaded into
+ *     the instance's own device buffer: a forward saves through that copy,
+ *     never the caller's tensor, which may change before the forward.
  * Per layer (forward):
  *   - save_kv_cache: aclnnInplaceIndexCopy of k / v into the pool rows
- *     out_cache_loc (pool viewed as [slots, kv_heads * head_dim]);
+ *     of the copied out_cache_loc (pool viewed as [slots, kv_heads *
+ *     head_dim]), after its largest slot is checked against this pool;
  *   - aclnnFusedInferAttentionScoreV2 with the pool as one paged tensor
  *     [blocks, page, kv_heads * head_dim] (BnBsH), input_layout "BSND",
  *     num_heads, num_key_value_heads, scale, block_size = page:
@@ -43,6 +47,9 @@ typedef struct npu_backend {
     aclrtStream own_stream;
     int32_t max_reqs, max_tokens, max_context, max_blocks;
     void *d_table;         /* int32 [max_reqs][max_blocks] */
+    void *d_loc;           /* int64 [max_tokens]: out_cache_loc as planned */
+    int64_t *h_loc, max_loc;
+    int has_loc;
     int32_t *h_table;
     void *d_mask;          /* bool [MASK_N][MASK_N], 1 above the diagonal */
     aclTensor *t_mask;
@@ -92,11 +99,13 @@ static void nb_destroy(sgl_attn_backend *bb) {
         drop_batch(b);
         if (b->t_mask) rt->aclDestroyTensor(b->t_mask);
         if (b->d_table) rt->aclrtFree(b->d_table);
+        if (b->d_loc) rt->aclrtFree(b->d_loc);
         if (b->d_mask) rt->aclrtFree(b->d_mask);
         if (b->ws) rt->aclrtFree(b->ws);
         if (b->own_stream) rt->aclrtDestroyStream(b->own_stream);
     }
     free(b->h_table);
+    free(b->h_loc);
     free(b->h_raw);
     free(b->h_seq);
     free(b->h_ext);
@@ -247,6 +256,24 @@ static int nb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
         npu_describe(rt, ae, e, sizeof e);
         return FAIL(b, SGL_ATTN_E_DEVICE, "npu_ascend: uploading the block table: %s", e);
     }
+    /* out_cache_loc as planned, in our own device buffer (see the top). */
+    b->has_loc = bt->out_cache_loc != NULL;
+    b->max_loc = -1;
+    if (b->has_loc) {
+        if ((rc = read_index(b, bt->out_cache_loc, NULL, T, b->h_loc, "batch.out_cache_loc"))) return rc;
+        for (int t = 0; t < T; t++) {
+            if (b->h_loc[t] < 0)
+                return FAIL(b, SGL_ATTN_E_INVALID, "npu_ascend: batch.out_cache_loc[%d] = %" PRId64 ", expected a slot "
+                            ">= 0", t, b->h_loc[t]);
+            if (b->h_loc[t] > b->max_loc) b->max_loc = b->h_loc[t];
+        }
+        size_t lbytes = sizeof(int64_t) * (size_t)T;
+        ae = rt->aclrtMemcpy(b->d_loc, lbytes, b->h_loc, lbytes, ACL_MEMCPY_HOST_TO_DEVICE);
+        if (ae) {
+            npu_describe(rt, ae, e, sizeof e);
+            return FAIL(b, SGL_ATTN_E_DEVICE, "npu_ascend: uploading out_cache_loc: %s", e);
+        }
+    }
     /* Descriptors every layer of this batch reuses. */
     if (mode == SGL_ATTN_MODE_DECODE) {
         const int64_t dims[2] = {bs, nblk}, strides[2] = {nblk, 1};
@@ -308,10 +335,9 @@ static aclTensor *view(const npu_rt *rt, void *addr, int dt, int n, const int64_
 static int save_kv(npu_backend *b, void *pool, const DLTensor *src, int64_t slots,
                    int64_t width, int dt, int layer) {
     const npu_rt *rt = b->rt;
-    const DLTensor *loc = b->batch->out_cache_loc;
     const int64_t pd[2] = {slots, width}, sd[2] = {b->T, width}, ld[1] = {b->T};
     aclTensor *tp = view(rt, pool, dt, 2, pd), *ts = view(rt, npu_tensor_addr(src), dt, 2, sd),
-              *ti = view(rt, npu_tensor_addr(loc), npu_acl_dtype(loc), 1, ld);
+              *ti = view(rt, b->d_loc, ACL_INT64, 1, ld);
     int rc;
     if (tp && ts && ti) {
         uint64_t ws = 0;
@@ -397,11 +423,16 @@ static int forward(npu_backend *b, const sgl_attn_forward_args *a, int decode) {
         return FAIL(b, SGL_ATTN_E_INVALID, "npu_ascend: the block table names block %" PRId64 " but the pool of %" PRId64
                     " slots has %" PRId64 " blocks of %d", b->max_block_id, pool[0], blocks, b->page);
     if (a->save_kv_cache) {
-        const int64_t ks[3] = {T, Hkv, D}, ls[1] = {T};
+        const int64_t ks[3] = {T, Hkv, D};
         if ((rc = npu_tensor_check(a->k, "k", 3, ks, NPU_T_HALF, NULL, e, sizeof e)) ||
-            (rc = npu_tensor_check(a->v, "v", 3, ks, NPU_T_HALF, NULL, e, sizeof e)) ||
-            (rc = npu_tensor_check(b->batch->out_cache_loc, "batch.out_cache_loc", 1, ls, NPU_T_INDEX, NULL, e, sizeof e)))
+            (rc = npu_tensor_check(a->v, "v", 3, ks, NPU_T_HALF, NULL, e, sizeof e)))
             return FAIL(b, rc, "npu_ascend: %s", e);
+        if (!b->has_loc)
+            return FAIL(b, SGL_ATTN_E_INVALID, "npu_ascend: layer %d: save_kv_cache, but the batch had no out_cache_loc",
+                        L->layer_id);
+        if (b->max_loc >= pool[0])
+            return FAIL(b, SGL_ATTN_E_INVALID, "npu_ascend: layer %d: out_cache_loc names slot %" PRId64 " but the pool "
+                        "has %" PRId64 " slots", L->layer_id, b->max_loc, pool[0]);
         if (npu_acl_dtype(a->k) != dt || npu_acl_dtype(a->v) != dt)
             return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "npu_ascend: new k/v must have the pool's dtype");
         if ((rc = save_kv(b, npu_tensor_addr(L->k_cache), a->k, pool[0], (int64_t)Hkv * D, dt, L->layer_id)) ||
@@ -488,10 +519,13 @@ int npu_create(const sgl_attn_create_args *args, sgl_attn_backend **out) {
     int rc = SGL_ATTN_E_DEVICE;
     aclError ae = rt->aclrtSetDevice(args->device);
     if (!ae) ae = rt->aclrtCreateStream(&b->own_stream);
-    size_t n_raw = (size_t)(b->max_context > b->max_reqs ? b->max_context : b->max_reqs) * 8;
+    size_t n_raw = (size_t)(b->max_context > b->max_reqs ? b->max_context : b->max_reqs);
+    if (n_raw < (size_t)b->max_tokens) n_raw = (size_t)b->max_tokens;
+    n_raw *= 8;
     size_t tbytes = sizeof(int32_t) * (size_t)b->max_reqs * (size_t)b->max_blocks;
     b->ws_size = (size_t)ws_mb << 20;
     if (!ae) ae = rt->aclrtMalloc(&b->d_table, tbytes, ACL_MEM_MALLOC_HUGE_FIRST);
+    if (!ae) ae = rt->aclrtMalloc(&b->d_loc, sizeof(int64_t) * (size_t)b->max_tokens, ACL_MEM_MALLOC_HUGE_FIRST);
     if (!ae) ae = rt->aclrtMalloc(&b->d_mask, (size_t)MASK_N * MASK_N, ACL_MEM_MALLOC_HUGE_FIRST);
     if (!ae) ae = rt->aclrtMalloc(&b->ws, b->ws_size, ACL_MEM_MALLOC_HUGE_FIRST);
     if (ae) {
@@ -502,6 +536,7 @@ int npu_create(const sgl_attn_create_args *args, sgl_attn_backend **out) {
     rc = SGL_ATTN_E_NOMEM;
     b->h_table = malloc(tbytes);
     b->h_raw = malloc(n_raw);
+    b->h_loc = calloc((size_t)b->max_tokens, sizeof(int64_t));
     b->h_seq = calloc((size_t)b->max_reqs, sizeof(int64_t));
     b->h_ext = calloc((size_t)b->max_reqs, sizeof(int64_t));
     b->h_start = calloc((size_t)b->max_reqs, sizeof(int64_t));
@@ -510,7 +545,7 @@ int npu_create(const sgl_attn_create_args *args, sgl_attn_backend **out) {
     b->a_q = calloc((size_t)b->max_reqs, sizeof(aclIntArray *));
     b->a_kvr = calloc((size_t)b->max_reqs, sizeof(aclIntArray *));
     unsigned char *mask = malloc((size_t)MASK_N * MASK_N);
-    if (!b->h_table || !b->h_raw || !b->h_seq || !b->h_ext || !b->h_start || !b->h_rpi || !b->t_rtable || !b->a_q ||
+    if (!b->h_table || !b->h_raw || !b->h_loc || !b->h_seq || !b->h_ext || !b->h_start || !b->h_rpi || !b->t_rtable || !b->a_q ||
         !b->a_kvr || !mask) {
         free(mask);
         snprintf(err, es, "npu_ascend: out of host memory");

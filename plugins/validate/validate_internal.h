@@ -5,10 +5,15 @@
  *                      checks and then calls the inner backend
  *   validate_tensor.c  one DLTensor against an expected dtype/shape/device
  *   validate_batch.c   batch metadata: lengths, indices, the pool
- *   validate_layer.c   one forward call: layer constants, q/k/v/out, pools
+ *   validate_layer.c   one forward call: layer constants, q/k/v/out, pools,
+ *                      aliasing
+ *   validate_snapshot.c the batch as init_forward_metadata accepted it, and
+ *                      the check at each forward that it did not change
  *
  * Nothing here allocates after create: an instance holds a fixed error
- * buffer and the facts init_forward_metadata learnt about its batch.
+ * buffer, the facts init_forward_metadata learnt about its batch, the
+ * snapshot's buffers and, with copy_device_indices, the host copies of
+ * device index tensors.
  */
 #ifndef SGL_ATTN_VALIDATE_INTERNAL_H
 #define SGL_ATTN_VALIDATE_INTERNAL_H
@@ -42,6 +47,40 @@ typedef struct vl_batch_facts {
     int slots_checked;     /* 0 when neither was host-readable */
 } vl_batch_facts;
 
+/* The batch as init_forward_metadata accepted it (validate_snapshot.c). */
+enum {
+    VL_T_RTT, VL_T_RPI, VL_T_SEQ, VL_T_PRE, VL_T_EXT, VL_T_OCL, VL_T_POS, VL_T_ENC, VL_T_STATE,
+    VL_T_SEQ_CPU, VL_T_PRE_CPU, VL_T_EXT_CPU, VL_T_ENC_CPU, VL_T_COUNT
+};
+
+typedef struct vl_tsnap {
+    const DLTensor *t;        /* the batch's pointer (NULL: absent) */
+    DLTensor head;            /* its header; shape and strides below */
+    int64_t shape[2], strides[2];
+    int has_strides;
+    int64_t n;                /* entries kept: a host-readable 1-D tensor's, else 0 */
+    int64_t *vals;
+} vl_tsnap;
+
+typedef struct vl_snapshot {
+    sgl_attn_batch batch;     /* the struct as given */
+    vl_tsnap t[VL_T_COUNT];
+    int rows_hashed;          /* req_to_token's slots in use: hashed per request */
+} vl_snapshot;
+
+/* copy_device_indices: device index tensors read through host copies. */
+typedef struct vl_devcopy {
+    int on;                          /* the option */
+    const sgl_attn_device_ops *ops;  /* the innermost plugin's (the host passes them) */
+    int64_t *vals;                   /* [VL_T_COUNT][max(max_reqs, max_tokens)] */
+    int64_t *rows;                   /* [max_reqs][max_context]: used req_to_token rows */
+    int64_t stride;                  /* entries per tensor in vals */
+    DLTensor t[VL_T_COUNT];          /* host views over them */
+    int64_t shape[VL_T_COUNT][2];
+    sgl_attn_batch shadow;           /* the batch with those views */
+    int used;                        /* the last batch went through the copies */
+} vl_devcopy;
+
 typedef struct vl_backend {
     sgl_attn_backend base;    /* first: the ABI's instance header */
     sgl_attn_backend_ops ops; /* ours; NULL wherever the inner has none */
@@ -52,6 +91,10 @@ typedef struct vl_backend {
     int32_t max_reqs, max_tokens, max_context;
     int32_t graph_max_bs, graph_max_tokens; /* 0 until init_graph_state */
     vl_batch_facts facts;
+    vl_snapshot snap;
+    int64_t *snap_vals;   /* [vl_snapshot_entries] */
+    uint64_t *snap_rows;  /* [max_reqs] */
+    vl_devcopy dev;
     int err_is_ours; /* last_error: ours, or ask the inner */
     char err[VL_ERR_SIZE];
 } vl_backend;
@@ -97,6 +140,18 @@ int vl_check_tensor(vl_ctx *c, const DLTensor *t, const vl_tspec *s);
 int vl_check_batch(vl_ctx *c, const vl_backend *b, const sgl_attn_batch *batch, vl_batch_facts *facts);
 /* Graph capture / replay arguments. */
 int vl_check_graph_args(vl_ctx *c, const vl_backend *b, const sgl_attn_graph_args *g);
+
+/* With copy_device_indices: a batch whose device index tensors are replaced
+ * by host copies (NULL when the batch has none, or no copy could be made:
+ * then *err says why and the status is returned through rc). */
+const sgl_attn_batch *vl_host_copy(vl_ctx *c, vl_backend *b, const sgl_attn_batch *bt, int *rc);
+
+/* -------------------------------------------------------- validate_snapshot.c */
+
+size_t vl_snapshot_entries(int32_t max_reqs, int32_t max_tokens);
+void vl_snapshot_take(vl_backend *b, const sgl_attn_batch *bt);
+/* SGL_ATTN_OK when bt is still the batch taken, else the first change. */
+int vl_snapshot_same(vl_ctx *c, const vl_backend *b, const sgl_attn_batch *bt);
 
 /* ----------------------------------------------------------- validate_layer.c */
 

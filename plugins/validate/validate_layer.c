@@ -2,6 +2,7 @@
  * model and the inner's claims, q/k/v/out and the KV pool against the layer,
  * and the slots the batch uses against this layer's pool. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "validate_internal.h"
@@ -219,6 +220,57 @@ static int check_linear(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_a
     return SGL_ATTN_OK;
 }
 
+/* The bytes a (checked) tensor spans: [lo, hi) from its data pointer. */
+static void span(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
+    const int64_t esz = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+    int64_t neg = 0, pos = 0, numel = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        numel *= t->shape[d];
+        if (!t->strides) continue;
+        int64_t reach = (t->shape[d] - 1) * t->strides[d];
+        if (reach < 0) neg += reach;
+        else pos += reach;
+    }
+    if (!t->strides) pos = numel - 1;
+    uintptr_t base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    *lo = base + (uintptr_t)(neg * esz);
+    *hi = base + (uintptr_t)((pos + 1) * esz);
+    if (numel == 0) *hi = *lo;
+}
+
+static int overlap(const DLTensor *a, const DLTensor *b) {
+    if (!a || !b || a->device.device_type != b->device.device_type || a->device.device_id != b->device.device_id)
+        return 0;
+    uintptr_t alo, ahi, blo, bhi;
+    span(a, &alo, &ahi);
+    span(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+
+/* What the call writes must not share memory with what it reads: out with
+ * q, k, v, the pools or the sinks; a pool being written with q, k or v; the
+ * two pools with each other.  Device addresses are compared within one
+ * device (one address space). */
+static int check_aliasing(vl_ctx *c, const sgl_attn_forward_args *a) {
+    const sgl_attn_layer *l = a->layer;
+    const struct {
+        const char *name;
+        const DLTensor *t;
+    } in[] = {{"q", a->q}, {"k", a->k}, {"v", a->v}, {"layer->k_cache", l->k_cache}, {"layer->v_cache", l->v_cache},
+              {"layer->sinks", l->sinks}};
+    for (size_t i = 0; i < sizeof in / sizeof in[0]; i++)
+        if (overlap(a->out, in[i].t))
+            return vl_fail(c, "out shares memory with %s (out is written while %s is read)", in[i].name, in[i].name);
+    if (overlap(l->k_cache, l->v_cache)) return vl_fail(c, "layer->k_cache and layer->v_cache share memory");
+    if (a->save_kv_cache)
+        for (size_t i = 0; i < 3; i++)
+            for (size_t p = 3; p < 5; p++)
+                if (overlap(in[p].t, in[i].t))
+                    return vl_fail(c, "%s shares memory with %s (the pool is written from it)", in[p].name,
+                                   in[i].name);
+    return SGL_ATTN_OK;
+}
+
 int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a, int decode) {
     if (!a) return vl_fail(c, "args is NULL");
     if (a->struct_size < sizeof(sgl_attn_forward_args))
@@ -227,6 +279,8 @@ int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args
     if (!b->facts.batch) return state_fail(c, "called before a successful init_forward_metadata");
     if (a->batch != b->facts.batch)
         return state_fail(c, "args->batch is not the batch given to init_forward_metadata");
+    int rc = vl_snapshot_same(c, b, a->batch);
+    if (rc) return rc;
     int32_t mode = b->facts.forward_mode;
     int fits = decode ? (mode == SGL_ATTN_MODE_DECODE || mode == SGL_ATTN_MODE_TARGET_VERIFY)
                       : (mode == SGL_ATTN_MODE_EXTEND || mode == SGL_ATTN_MODE_TARGET_VERIFY);
@@ -236,7 +290,7 @@ int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args
     c->device_id = b->facts.device_id;
     if (a->linear) return check_linear(c, b, a);
     if (!a->layer) return vl_fail(c, "args->layer is NULL");
-    int rc = check_layer(c, b, a->layer);
-    if (rc) return rc;
-    return check_tensors(c, b, a);
+    if ((rc = check_layer(c, b, a->layer))) return rc;
+    if ((rc = check_tensors(c, b, a))) return rc;
+    return check_aliasing(c, a);
 }

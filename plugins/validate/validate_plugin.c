@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sdk_option.h"
 #include "sdk_plugin.h"
 #include "validate_internal.h"
 
@@ -48,11 +49,38 @@ static int vl_init_forward_metadata(sgl_attn_backend *bb, const sgl_attn_batch *
     vl_ctx c = ctx(b, "init_forward_metadata");
     vl_batch_facts f;
     b->facts.batch = NULL;
-    int rc = vl_check_batch(&c, b, batch, &f);
+    int rc;
+    /* copy_device_indices: the checks read host copies of device tensors. */
+    const sgl_attn_batch *copy = vl_host_copy(&c, b, batch, &rc);
     if (rc) return refuse(b, rc);
+    rc = vl_check_batch(&c, b, copy ? copy : batch, &f);
+    if (rc) {
+        if (copy) {
+            size_t n = strlen(b->err);
+            snprintf(b->err + n, sizeof b->err - n, " (read through host copies of the device index tensors; their "
+                     "req_to_token rows are numbered by request)");
+        }
+        return refuse(b, rc);
+    }
+    f.batch = batch;
+    if (copy) {
+        /* The copies are host views: the call's device is the real tensors'. */
+        const DLTensor *ts[] = {batch->req_to_token, batch->req_pool_indices, batch->seq_lens,
+                                batch->extend_prefix_lens, batch->extend_seq_lens, batch->out_cache_loc,
+                                batch->positions, batch->encoder_lens, batch->state_indices};
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+            if (ts[i] && !vl_host_readable(ts[i])) {
+                f.device_type = (int32_t)ts[i]->device.device_type;
+                f.device_id = ts[i]->device.device_id;
+                break;
+            }
+    }
     b->err_is_ours = 0;
     rc = b->inner_ops.init_forward_metadata(b->inner, batch);
-    if (rc == SGL_ATTN_OK) b->facts = f;
+    if (rc == SGL_ATTN_OK) {
+        b->facts = f;
+        vl_snapshot_take(b, batch);
+    }
     return rc;
 }
 
@@ -178,7 +206,19 @@ static int vl_state_commit(sgl_attn_backend *bb, const DLTensor *accepted) {
 static void vl_destroy(sgl_attn_backend *bb) {
     /* The host destroys a stack outermost first, layer by layer (stack.c):
      * the inner is not ours to destroy. */
-    free(self(bb));
+    vl_backend *b = self(bb);
+    free(b->snap_vals);
+    free(b->snap_rows);
+    free(b->dev.vals);
+    free(b->dev.rows);
+    free(b);
+}
+
+/* The host hands the layer the device_ops of the plugin at the bottom of
+ * its stack (host/stack.c): copy_device_indices copies through them. */
+void sgl_attn_validate_set_device_ops(sgl_attn_backend *bb, const sgl_attn_device_ops *ops);
+void sgl_attn_validate_set_device_ops(sgl_attn_backend *bb, const sgl_attn_device_ops *ops) {
+    if (bb && bb->ops && bb->ops->init_forward_metadata == vl_init_forward_metadata) self(bb)->dev.ops = ops;
 }
 
 /* Our vtable mirrors the inner's: an optional entry the inner lacks stays
@@ -240,6 +280,23 @@ static int vl_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->max_tokens = a->max_tokens;
     b->max_context = a->max_context;
     b->facts.max_slot.value = -1;
+    char oerr[256] = "";
+    const sgl_sdk_opts opts = {sgl_sdk_opts_of(a, "validate").host, "validate", oerr, sizeof oerr};
+    if (sgl_sdk_opt_bool(&opts, "copy_device_indices", "SGL_ATTN_VALIDATE_DEVICE", 0, &b->dev.on)) {
+        free(b);
+        return create_fail(a, SGL_ATTN_E_INVALID, oerr);
+    }
+    b->snap_vals = calloc(vl_snapshot_entries(a->max_reqs, a->max_tokens), sizeof *b->snap_vals);
+    b->snap_rows = calloc((size_t)a->max_reqs, sizeof *b->snap_rows);
+    if (b->dev.on) {
+        b->dev.stride = a->max_reqs > a->max_tokens ? a->max_reqs : a->max_tokens;
+        b->dev.vals = calloc((size_t)VL_T_COUNT * (size_t)b->dev.stride, sizeof *b->dev.vals);
+        b->dev.rows = calloc((size_t)a->max_reqs * (size_t)a->max_context, sizeof *b->dev.rows);
+    }
+    if (!b->snap_vals || !b->snap_rows || (b->dev.on && (!b->dev.vals || !b->dev.rows))) {
+        vl_destroy(&b->base);
+        return create_fail(a, SGL_ATTN_E_NOMEM, "out of memory for the batch snapshot or the device copies");
+    }
     build_ops(b);
     b->base.ops = &b->ops;
     b->base.ops_size = b->ops.struct_size;

@@ -314,9 +314,14 @@ static int forward(xpu_backend *b, const sgl_attn_forward_args *a, int decode) {
                                    sizeof e)))
             return FAIL(b, rc, "xpu_ocl: %s", e);
     }
+    /* The plan's rows and columns index req_to_token as it was at
+     * init_forward_metadata: a header that changed since is refused (each
+     * slot read from it is checked against the pool on the device). */
     xpu_tview r2t;
-    if ((rc = xpu_tensor_check_(b, b->batch->req_to_token, "batch.req_to_token", 2, NULL, XPU_T_INDEX, &r2t, NULL, e, sizeof e)))
-        return FAIL(b, rc, "xpu_ocl: %s", e);
+    const int64_t r2ts[2] = {b->r2t_rows, b->r2t_cols};
+    if ((rc = xpu_tensor_check_(b, b->batch->req_to_token, "batch.req_to_token", 2, r2ts, XPU_T_INDEX, &r2t, NULL, e,
+                                sizeof e)))
+        return FAIL(b, rc, "xpu_ocl: %s (it changed since init_forward_metadata)", e);
 
     cl_int ce = CL_SUCCESS;
     cl_int cT = (cl_int)T;

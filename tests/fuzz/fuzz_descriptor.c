@@ -6,6 +6,7 @@
  * plugin_negotiate, plugin_descriptor_check, plugin_caps_check and
  * stack_caps_intersect must judge them without crashing, and an
  * intersection must never claim more than either side. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,9 +60,31 @@ static int dummy_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     return SGL_ATTN_E_UNSUPPORTED;
 }
 
+static int dummy_mem(int32_t device, size_t bytes, void **ptr) {
+    (void)device, (void)bytes, (void)ptr;
+    return 1;
+}
+static int dummy_free(int32_t device, void *ptr) {
+    (void)device, (void)ptr;
+    return 1;
+}
+static int dummy_copy(int32_t device, void *dst, const void *src, size_t bytes) {
+    (void)device, (void)dst, (void)src, (void)bytes;
+    return 1;
+}
+static int dummy_sync(int32_t device, void *stream) {
+    (void)device, (void)stream;
+    return 1;
+}
+static int dummy_stream(int32_t device, void **stream) {
+    (void)device, (void)stream;
+    return 1;
+}
+
 /* The fake plugin's state for one input: the entry reads it (test-only). */
 typedef struct fake {
     sgl_attn_plugin desc;
+    sgl_attn_device_ops dops;
     const char *aliases[SGL_ATTN_MAX_LIST + 2];
     const char *model_types[SGL_ATTN_MAX_LIST + 2];
     uint16_t major, minor;
@@ -143,6 +166,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     d->probe = ptrs & 4 ? NULL : dummy_probe;
     d->create = ptrs & 8 ? NULL : dummy_create;
+    if (ptrs & 16) {
+        /* device_ops of any size, each member there or NULL. */
+        sgl_attn_device_ops *o = &g_fake.dops;
+        uint32_t m = take(&r, 1);
+        o->struct_size = ptrs & 32 ? take(&r, 1) : (uint32_t)sizeof *o;
+        o->alloc = m & 1 ? NULL : dummy_mem;
+        o->free = m & 2 ? NULL : dummy_free;
+        o->copy_to_device = m & 4 ? NULL : dummy_copy;
+        o->copy_to_host = m & 8 ? NULL : dummy_copy;
+        o->synchronize = m & 16 ? NULL : dummy_sync;
+        o->stream_create = m & 32 ? NULL : dummy_stream;
+        o->stream_destroy = m & 64 ? NULL : dummy_sync;
+        d->device_ops = o;
+    }
 
     sgl_attn_host_api api;
     memset(&api, 0, sizeof api);
@@ -156,6 +193,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int st = plugin_negotiate(fake_entry, &api, &copy, &maj, &min, why, sizeof why);
     if (st != SGL_ATTN_PLUGIN_USABLE && (!why[0] || !memchr(why, 0, sizeof why))) abort();
     if (st == SGL_ATTN_PLUGIN_USABLE && (!copy.name || !copy.probe || !copy.create)) abort();
+    /* Accepted device_ops have every memory call. */
+    const sgl_attn_device_ops *ops = st == SGL_ATTN_PLUGIN_USABLE ? copy.device_ops : NULL;
+    if (ops && (ops->struct_size < offsetof(sgl_attn_device_ops, synchronize) + sizeof ops->synchronize ||
+                !ops->alloc || !ops->free || !ops->copy_to_device || !ops->copy_to_host || !ops->synchronize))
+        abort();
     /* The check on its own, on the descriptor exactly as the plugin gave it. */
     why[0] = 0;
     if (plugin_descriptor_check(d, why, sizeof why) != 0 && !why[0]) abort();

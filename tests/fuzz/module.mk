@@ -80,6 +80,7 @@ fuzz:
 fuzz-run: $(FUZZ_TARGETS:%=fuzz-run-%)
 
 fuzz-seeds: $(OBJDIR)/tests/fuzz/descriptor_seeds.o
+	$(PYTHON3) tests/fuzz/json_seeds.py
 	$(CC) $< -o $(OBJDIR)/tests/fuzz/descriptor_seeds
 	mkdir -p tests/fuzz/corpus/descriptor
 	$(OBJDIR)/tests/fuzz/descriptor_seeds tests/fuzz/corpus/descriptor
@@ -93,15 +94,18 @@ fuzz-seeds: $(OBJDIR)/tests/fuzz/descriptor_seeds.o
 FUZZ_EMPTY :=
 FUZZ_SPACE := $(FUZZ_EMPTY) $(FUZZ_EMPTY)
 FUZZ_REPLAY_LIBS = $(HOST_OBJS) $(HOST_EMBED_OBJS) $(LDFLAGS_COMMON) $(HOST_LIBS)
+# The JSON readers' replays also check that reading time grows linearly.
+FUZZ_REPLAY_SHAPES_conf := -DREPLAY_SHAPES=1
+FUZZ_REPLAY_SHAPES_model := -DREPLAY_SHAPES=2
 define fuzz_replay_rule
 $(TESTDIR)/test_fuzz_replay_$(1): $(OBJDIR)/tests/fuzz/fuzz_$(1).o $(OBJDIR)/tests/fuzz/replay_$(1).o \
     $(HOST_OBJS) $$$$(HOST_EMBED_OBJS)
 	@mkdir -p $$(@D)
 	$$(CC) -o $$@ $(OBJDIR)/tests/fuzz/fuzz_$(1).o $(OBJDIR)/tests/fuzz/replay_$(1).o $$(FUZZ_REPLAY_LIBS)
-$(OBJDIR)/tests/fuzz/replay_$(1).o: tests/fuzz/replay_main.c
+$(OBJDIR)/tests/fuzz/replay_$(1).o: tests/fuzz/replay_main.c tests/fuzz/json_shapes.h
 	@mkdir -p $$(@D)
 	$$(CC) $$(CFLAGS_COMMON) -DREPLAY_DIRS='"$(subst $(FUZZ_SPACE),:,$(abspath tests/fuzz/regressions/$(1) $(FUZZ_SEEDS_$(1))))"' \
-	    -c $$< -o $$@
+	    $(FUZZ_REPLAY_SHAPES_$(1)) -c $$< -o $$@
 TESTS += $(TESTDIR)/test_fuzz_replay_$(1)
 endef
 $(foreach t,conf model descriptor,$(eval $(call fuzz_replay_rule,$(t))))

@@ -63,6 +63,51 @@ static int bad_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     return SGL_ATTN_E_UNSUPPORTED;
 }
 
+/* ----------------------------------------------------- device memory ops */
+
+#if defined(BAD_DEVICE_OPS) || defined(BAD_DEVICE_STREAMS)
+static int d_alloc(int32_t device, size_t bytes, void **ptr) {
+    (void)device;
+    *ptr = malloc(bytes ? bytes : 1);
+    return *ptr ? 0 : 1;
+}
+static int d_free(int32_t device, void *ptr) {
+    (void)device;
+    free(ptr);
+    return 0;
+}
+static int d_copy(int32_t device, void *dst, const void *src, size_t bytes) {
+    (void)device;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+static int d_sync(int32_t device, void *stream) {
+    (void)device, (void)stream;
+    return 0;
+}
+__attribute__((unused)) static int d_stream(int32_t device, void **stream) {
+    (void)device;
+    *stream = NULL;
+    return 0;
+}
+/* One member missing: the host would call it unchecked when staging tensors. */
+static const sgl_attn_device_ops dops = {
+    .struct_size = sizeof(sgl_attn_device_ops),
+    .alloc = d_alloc,
+    .free = d_free,
+    .copy_to_device = d_copy,
+#if defined(BAD_DEVICE_OPS)
+    .copy_to_host = NULL,
+#else
+    .copy_to_host = d_copy,
+#endif
+    .synchronize = d_sync,
+#if defined(BAD_DEVICE_STREAMS)
+    .stream_create = d_stream, /* without stream_destroy */
+#endif
+};
+#endif
+
 /* ----------------------------------------------------- the descriptor */
 
 #if defined(BAD_LONG_NAME)
@@ -124,6 +169,9 @@ static const sgl_attn_plugin plugin = {
     .probe = bad_probe,
 #endif
     .create = bad_create,
+#if defined(BAD_DEVICE_OPS) || defined(BAD_DEVICE_STREAMS)
+    .device_ops = &dops,
+#endif
 };
 
 /* ---------------------------------------------------------- the entry */

@@ -9,7 +9,8 @@ GAUNTLET_UTIL_OBJS := $(OBJDIR)/tests/gauntlet/gauntlet_util.o $(GAUNTLET_FIXTUR
 # One defect per plugin: bad_<kind>.so is bad_plugin.c with -DBAD_<KIND>.
 GAUNTLET_BAD_KINDS := no_entry undefined missing_dep null_plugin refuses entry_fails major minor \
     small_struct null_name long_name name_chars platform role hybrid_kind no_probe aliases \
-    caps_bits caps_list caps_available caps_arch caps_unterminated probe_fails probe_crash probe_hang
+    caps_bits caps_list caps_available caps_arch caps_unterminated probe_fails probe_crash probe_hang \
+    device_ops device_streams
 GAUNTLET_PLUGINS := $(GAUNTLET_BAD_KINDS:%=$(GAUNTLET_DIR)/bad_%.so) \
     $(GAUNTLET_DIR)/good.so $(GAUNTLET_DIR)/good_twin.so $(GAUNTLET_DIR)/object.so \
     $(GAUNTLET_DIR)/libgauntlet_dep.so
@@ -37,6 +38,17 @@ $(GAUNTLET_DIR)/crash_named_good.so: tests/gauntlet/bad_plugin.c abi/sgl_attn_ab
 	@mkdir -p $(@D)
 	$(CC) $(GAUNTLET_PLUGIN_CFLAGS) -DBAD_PROBE_CRASH -DBAD_KIND_NAME='"gauntlet_good"' -shared $< -o $@ $(LDFLAGS_COMMON)
 GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/crash_named_good.so
+# Misbehaviour at load time, in an ELF constructor or in the entry point:
+# lt_<when>_<kind>.so is load_time_plugin.c with -DLT_WHEN_<WHEN> -DLT_<KIND>.
+GAUNTLET_LT_KINDS := crash exit sleep threads flood fork
+GAUNTLET_LT := $(foreach w,ctor entry,$(GAUNTLET_LT_KINDS:%=$(GAUNTLET_DIR)/lt_$(w)_%.so)) \
+    $(GAUNTLET_DIR)/lt_ctor_mark.so
+$(GAUNTLET_DIR)/lt_%.so: tests/gauntlet/load_time_plugin.c abi/sgl_attn_abi.h
+	@mkdir -p $(@D)
+	$(CC) $(GAUNTLET_PLUGIN_CFLAGS) -DLT_WHEN_$(shell echo '$*' | sed 's/_.*//' | tr a-z A-Z) \
+	    -DLT_$(shell echo '$*' | sed 's/^[a-z]*_//' | tr a-z A-Z) -DLT_NAME='"gauntlet_lt_$*"' \
+	    -shared $< -o $@ $(LDFLAGS_COMMON)
+GAUNTLET_PLUGINS += $(GAUNTLET_LT)
 # An object file named like a plugin (ELF, but not linked).
 $(GAUNTLET_DIR)/object.so: tests/gauntlet/good_plugin.c abi/sgl_attn_abi.h
 	@mkdir -p $(@D)
@@ -76,8 +88,11 @@ GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/setuid_helper
 
 # Tests: the validation layer alone, then the gauntlet through libsglattn.
 GAUNTLET_HOST_TESTS := test_validate_host test_gauntlet_load test_gauntlet_fs test_gauntlet_probe \
-    test_gauntlet_setuid
+    test_gauntlet_setuid test_gauntlet_loadtime test_gauntlet_input test_gauntlet_changed test_gauntlet_counts
 GAUNTLET_TESTS := $(TESTDIR)/test_validate $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%)
+
+# The input tests share the fuzz replays' JSON shapes.
+$(OBJDIR)/tests/gauntlet/test_gauntlet_input.o: CFLAGS_tests_gauntlet_ += -Itests/fuzz
 
 $(TESTDIR)/test_validate: $(OBJDIR)/tests/gauntlet/test_validate.o $(GAUNTLET_FIXTURE_OBJS) $(VALIDATE_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
@@ -90,8 +105,11 @@ $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%): $(TESTDIR)/%: $(OBJDIR)/tests/gauntlet/%.
 	    $(LDFLAGS_COMMON) -lcmocka -lm
 
 
-# list-plugins' own isolation is part of what test_gauntlet_probe checks.
-$(TESTDIR)/test_gauntlet_probe: | $(ATTNCTL)
+# The counts test opens the real plugins of this build.
+$(TESTDIR)/test_gauntlet_counts: | $(PLUGINS)
+# list-plugins' own isolation is part of what test_gauntlet_probe and
+# test_gauntlet_loadtime check.
+$(TESTDIR)/test_gauntlet_probe $(TESTDIR)/test_gauntlet_loadtime: | $(ATTNCTL)
 
 TESTS += $(GAUNTLET_TESTS)
 gauntlet: $(GAUNTLET_TESTS) $(GAUNTLET_PLUGINS)

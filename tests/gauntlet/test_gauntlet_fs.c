@@ -284,6 +284,130 @@ static void test_foreign_owner(void **state) {
     sgl_attn_host_close(h);
 }
 
+
+/* Group-writable is as unsafe as world-writable (ssh and sudo refuse it
+ * too): the directory, and a file in a safe directory. */
+static void test_group_writable_dir_and_file(void **state) {
+    fs_state *s = *state;
+    char grp[600], safe[600], path[1300], file[700];
+    subdir(s, "grp", grp, sizeof grp, 0755);
+    subdir(s, "safe", safe, sizeof safe, 0755);
+    gu_install(grp, "good.so", NULL);
+    gu_install(safe, "good.so", "zz_good.so");
+    gu_install(safe, "good_twin.so", "gw.so");
+    snprintf(file, sizeof file, "%s/gw.so", safe);
+    assert_int_equal(chmod(file, 0664), 0);
+    assert_int_equal(chmod(grp, 0775), 0);
+    snprintf(path, sizeof path, "%s:%s", grp, safe);
+    sgl_attn_host *h = gu_open(path, NULL, 0, 0, NULL);
+    char want[800];
+    snprintf(want, sizeof want, "unsafe location, not loaded: plugin directory %s is group-writable (mode 0775)", grp);
+    gu_expect(h, "good.so", SGL_ATTN_PLUGIN_DISABLED, want);
+    snprintf(want, sizeof want, "plugin file %s is group-writable (mode 0664)", file);
+    gu_expect(h, "gw.so", SGL_ATTN_PLUGIN_DISABLED, want);
+    gu_expect(h, "zz_good.so", SGL_ATTN_PLUGIN_USABLE, "");
+    gu_good_works(h);
+    sgl_attn_host_close(h);
+}
+
+/* Every directory up to "/" counts: a writable ancestor lets anyone swap
+ * the plugin directory.  A sticky one (like /tmp) is the exception. */
+static void test_writable_ancestor(void **state) {
+    fs_state *s = *state;
+    char anc[600], dir[700], real_anc[PATH_MAX], want[PATH_MAX + 200];
+    subdir(s, "anc", anc, sizeof anc, 0755);
+    snprintf(dir, sizeof dir, "%s/plugins", anc);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    gu_install(dir, "good.so", NULL);
+    assert_non_null(realpath(anc, real_anc));
+    static const struct {
+        unsigned mode;
+        const char *what; /* NULL: allowed */
+    } modes[] = {{0777, "world-writable (mode 0777)"}, {0775, "group-writable (mode 0775)"}, {01777, NULL},
+                 {0755, NULL}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        assert_int_equal(chmod(anc, (mode_t)modes[i].mode), 0);
+        sgl_attn_host *h = gu_open(dir, NULL, 0, 0, NULL);
+        if (modes[i].what) {
+            snprintf(want, sizeof want, "directory %s, above the plugin directory, is %s", real_anc, modes[i].what);
+            gu_expect(h, "good.so", SGL_ATTN_PLUGIN_DISABLED, want);
+        } else {
+            gu_good_works(h);
+        }
+        sgl_attn_host_close(h);
+    }
+}
+
+/* A symlink's target is checked up to "/" as well. */
+static void test_symlink_target_ancestor(void **state) {
+    fs_state *s = *state;
+    char safe[600], anc[600], inner[700], link[700], target[800], real_anc[PATH_MAX], want[PATH_MAX + 200];
+    subdir(s, "safe", safe, sizeof safe, 0755);
+    subdir(s, "open_anc", anc, sizeof anc, 0755);
+    snprintf(inner, sizeof inner, "%s/inner", anc);
+    assert_int_equal(mkdir(inner, 0755), 0);
+    gu_install(inner, "good.so", NULL);
+    assert_int_equal(chmod(anc, 0777), 0);
+    assert_non_null(realpath(anc, real_anc));
+    snprintf(target, sizeof target, "%s/good.so", inner);
+    snprintf(link, sizeof link, "%s/linked.so", safe);
+    assert_int_equal(symlink(target, link), 0);
+    gu_install(safe, "good.so", "zz_good.so");
+    sgl_attn_host *h = gu_open(safe, NULL, 0, 0, NULL);
+    snprintf(want, sizeof want, "directory %s, above the directory of the symlink's target, is world-writable",
+             real_anc);
+    gu_expect(h, "linked.so", SGL_ATTN_PLUGIN_DISABLED, want);
+    gu_expect(h, "zz_good.so", SGL_ATTN_PLUGIN_USABLE, "");
+    sgl_attn_host_close(h);
+    if (gu_is_root()) {
+        /* A symlink owned by another user, in a safe directory, to a safe file. */
+        assert_int_equal(chmod(anc, 0755), 0);
+        assert_int_equal(lchown(link, 65534, 65534), 0);
+        h = gu_open(safe, NULL, 0, 0, NULL);
+        snprintf(want, sizeof want, "symlink %s is owned by uid 65534", link);
+        gu_expect(h, "linked.so", SGL_ATTN_PLUGIN_DISABLED, want);
+        sgl_attn_host_close(h);
+    }
+}
+
+/* The conf's switch counts only from a conf nobody else can have written:
+ * a conf in a group-writable directory, or writable itself, is read but its
+ * "allow_unsafe_paths" is ignored, and the host says why. */
+static void test_unsafe_conf_cannot_allow(void **state) {
+    fs_state *s = *state;
+    char open_dir[600], confdir[600], conf[700];
+    subdir(s, "open", open_dir, sizeof open_dir, 0755);
+    gu_install(open_dir, "good.so", NULL);
+    assert_int_equal(chmod(open_dir, 0777), 0);
+    subdir(s, "confdir", confdir, sizeof confdir, 0755);
+    snprintf(conf, sizeof conf, "%s/allow.json", confdir);
+    const char *text = "{\"sglattn_conf\": 1, \"allow_unsafe_paths\": true}\n";
+    gu_write_file(conf, text, strlen(text), 0644);
+    sgl_attn_host *h = gu_open(open_dir, conf, 0, 0, NULL); /* control: a safe conf allows */
+    gu_expect(h, "good.so", SGL_ATTN_PLUGIN_USABLE, "");
+    sgl_attn_host_close(h);
+    static const struct {
+        unsigned dir_mode, file_mode;
+        const char *why;
+    } cases[] = {{0775, 0644, "conf's directory"}, {0755, 0666, "conf"}, {0755, 0664, "conf"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(chmod(confdir, (mode_t)cases[i].dir_mode), 0);
+        assert_int_equal(chmod(conf, (mode_t)cases[i].file_mode), 0);
+        gu_log log;
+        h = gu_open(open_dir, conf, 0, 0, &log);
+        gu_expect(h, "good.so", SGL_ATTN_PLUGIN_DISABLED, "is world-writable (mode 0777)");
+        int noted = 0;
+        for (size_t k = 0; k < sgl_attn_host_search_path_count(h); k++) {
+            const char *dir, *source, *note;
+            assert_int_equal(sgl_attn_host_search_path(h, k, &dir, &source, &note), SGL_ATTN_OK);
+            if (strstr(note, "conf \"allow_unsafe_paths\" ignored: ") && strstr(note, cases[i].why)) noted = 1;
+        }
+        if (!noted || !strstr(log.text, "\"allow_unsafe_paths\" ignored"))
+            fail_msg("case %zu: no note that the switch was ignored:\n%s", i, log.text);
+        sgl_attn_host_close(h);
+    }
+}
+
 /* ------------------------------------------------------------ 10k files */
 
 static void test_ten_thousand_files(void **state) {
@@ -329,6 +453,10 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_world_writable_dir_and_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_symlink_into_unsafe_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_writable_dir_and_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writable_ancestor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_symlink_target_ancestor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsafe_conf_cannot_allow, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ten_thousand_files, setup, teardown),
     };
     return cmocka_run_group_tests_name("gauntlet_fs", tests, NULL, NULL);

@@ -52,6 +52,8 @@ static const expectation built[] = {
     {"bad_caps_arch.so", LOAD, "device 0: caps arch range 9.0..8.9 is inverted"},
     {"bad_caps_unterminated.so", LOAD, "device 0: caps device_name is not NUL-terminated"},
     {"bad_probe_fails.so", LOAD, "probe of device 0 failed with"},
+    {"bad_device_ops.so", LOAD, "descriptor device_ops.copy_to_host is NULL (every memory call is required)"},
+    {"bad_device_streams.so", LOAD, "descriptor device_ops.stream_destroy is NULL but stream_create is set"},
     {"object.so", LOAD, "not a shared object: ELF type REL"},
 };
 

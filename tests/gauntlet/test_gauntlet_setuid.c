@@ -37,6 +37,8 @@ typedef struct run_args {
 static void exec_helper(void *arg) {
     const run_args *r = arg;
     setenv("SGL_ATTN_PLUGIN_PATH", r->path, 1);
+    setenv("SGL_ATTN_VALIDATE", "1", 1);
+    setenv("SGL_ATTN_DEBUG", "2", 1);
     char *const argv[] = {(char *)r->exe, NULL};
     execv(r->exe, argv);
     printf("exec failed: %s\n", strerror(errno));
@@ -97,6 +99,15 @@ static void privileged(void **state, const char *name, mode_t bits) {
         fail_msg("%s did not run with AT_SECURE (nosuid mount?):\n%s", name, out);
     if (!strstr(out, "note|SGL_ATTN_PLUGIN_PATH ignored: the program runs setuid/setgid"))
         fail_msg("%s: the host did not say it ignored the variable:\n%s", name, out);
+    /* Every variable of ours the program ignores is named. */
+    const char *names[] = {"SGL_ATTN_PLUGIN_PATH", "SGL_ATTN_VALIDATE", "SGL_ATTN_DEBUG"};
+    const char *line = strstr(out, "note|the program runs setuid/setgid: environment variables ignored: ");
+    if (!line) fail_msg("%s: no note naming the ignored variables:\n%s", name, out);
+    const char *eol = strchr(line, '\n');
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *at = strstr(line, names[i]);
+        if (!at || (eol && at > eol)) fail_msg("%s: the note does not name %s:\n%s", name, names[i], out);
+    }
     if (strstr(out, "|SGL_ATTN_PLUGIN_PATH|"))
         fail_msg("%s: the variable's directory was searched:\n%s", name, out);
     if (!strstr(out, "gauntlet_good: absent"))

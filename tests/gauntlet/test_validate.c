@@ -568,7 +568,8 @@ static void test_device_tensors_use_mirrors(void **state) {
                        &f.t_k,   &f.t_v,   &f.t_out, &f.t_kc,  &f.t_vc};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) {
         dev[i]->device.device_type = kDLCUDA;
-        dev[i]->data = (void *)(uintptr_t)0x10000; /* never dereferenced */
+        /* never dereferenced; apart, as real allocations are (aliasing is checked) */
+        dev[i]->data = (void *)(uintptr_t)(0x100000000ull * (i + 1));
     }
     fake_inner inner;
     sgl_attn_backend *b = make_layer(&f, &inner, 0);
@@ -590,6 +591,109 @@ static void test_device_tensors_use_mirrors(void **state) {
     assert_int_equal(inner.n_init, 1);
     b->ops->destroy(b);
     fx_free(&f);
+}
+
+
+/* What a call writes must not share memory with what it reads: out over a
+ * pool, over q; the two pools over each other; a pool being written over
+ * the new keys.  Each refused naming both, the inner never called. */
+static void test_aliasing(void **state) {
+    uint64_t seed = *(uint64_t *)*state ^ 0xa11a5;
+    static const char *const want[] = {"out shares memory with layer->k_cache", "out shares memory with q",
+                                       "layer->k_cache and layer->v_cache share memory",
+                                       "layer->k_cache shares memory with k (the pool is written from it)"};
+    for (int kind = 0; kind < 4; kind++) {
+        fx_shape s = random_shape(&seed, SGL_ATTN_MODE_DECODE, 1);
+        fx f;
+        assert_int_equal(fx_build(&f, &s, fx_rand(&seed)), 0);
+        fake_inner inner;
+        sgl_attn_backend *b = make_layer(&f, &inner, 0);
+        assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_OK);
+        DLTensor saved_out = f.t_out, saved_vc = f.t_vc, saved_k = f.t_k;
+        /* Views over another tensor's memory, with their own (valid) shapes. */
+        if (kind == 0) f.t_out.data = f.kc;
+        else if (kind == 1) f.t_out.data = f.q;
+        else if (kind == 2) f.t_vc.data = f.kc;
+        else f.t_k.data = f.kc + (size_t)fx_range(&seed, 0, 3) * (size_t)s.d;
+        int rc = run_forward(b, &f);
+        if (rc != SGL_ATTN_E_INVALID || !strstr(b->ops->last_error(b), want[kind]))
+            fail_msg("aliasing %d: rc %d, \"%s\"", kind, rc, b->ops->last_error(b));
+        assert_int_equal(inner.n_decode, 0);
+        f.t_out = saved_out, f.t_vc = saved_vc, f.t_k = saved_k;
+        assert_int_equal(run_forward(b, &f), SGL_ATTN_OK); /* the control */
+        b->ops->destroy(b);
+        fx_free(&f);
+    }
+}
+
+/* copy_device_indices: device index tensors read through the plugin's
+ * device_ops (here a fake whose "device" memory is host memory), so their
+ * entries get every check; without the option the same batch passes. */
+static int fake_copies;
+static int fake_to_host(int32_t device, void *dst, const void *src, size_t bytes) {
+    (void)device;
+    memcpy(dst, src, bytes);
+    fake_copies++;
+    return 0;
+}
+static int fake_nop(int32_t device, void *stream) {
+    (void)device, (void)stream;
+    return 0;
+}
+
+void sgl_attn_validate_set_device_ops(sgl_attn_backend *b, const sgl_attn_device_ops *ops);
+
+static void test_copy_device_indices(void **state) {
+    uint64_t seed = *(uint64_t *)*state ^ 0xdec0;
+    const sgl_attn_device_ops ops = {.struct_size = sizeof ops, .copy_to_host = fake_to_host, .synchronize = fake_nop};
+    for (int on = 0; on < 2; on++) {
+        fx_shape s = random_shape(&seed, SGL_ATTN_MODE_DECODE, 1);
+        fx f;
+        assert_int_equal(fx_build(&f, &s, fx_rand(&seed)), 0);
+        DLTensor *dev[] = {&f.t_rtt, &f.t_rpi, &f.t_seq, &f.t_ocl, &f.t_pos, &f.t_q,
+                           &f.t_k,   &f.t_v,   &f.t_out, &f.t_kc,  &f.t_vc};
+        for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++) dev[i]->device.device_type = kDLCUDA;
+        f.batch.seq_lens_cpu = NULL; /* no mirror: only a copy can read the lengths */
+        fake_inner inner;
+        if (on) setenv("SGL_ATTN_VALIDATE_DEVICE", "1", 1);
+        sgl_attn_backend *b = make_layer(&f, &inner, 0);
+        unsetenv("SGL_ATTN_VALIDATE_DEVICE");
+        if (on) {
+            /* Without device_ops the option cannot copy: said, not ignored. */
+            assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_E_INVALID);
+            assert_non_null(strstr(b->ops->last_error(b), "no device_ops reached the layer"));
+            sgl_attn_validate_set_device_ops(b, &ops);
+        }
+        fake_copies = 0;
+        assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_OK);
+        assert_true(on ? fake_copies >= 4 + s.bs : fake_copies == 0);
+        int rcf = run_forward(b, &f);
+        if (rcf) fail_msg("on %d: %s", on, b->ops->last_error(b));
+        /* A slot the batch uses, negative, in the device req_to_token. */
+        int64_t row = fx_get(&f.t_rpi, 0), keep = fx_rtt_get(&f, row, 0);
+        fx_rtt_set(&f, row, 0, -7);
+        int rc = b->ops->init_forward_metadata(b, &f.batch);
+        if (on) {
+            assert_int_equal(rc, SGL_ATTN_E_INVALID);
+            assert_non_null(strstr(b->ops->last_error(b), "= -7 is a negative slot"));
+            assert_non_null(strstr(b->ops->last_error(b), "read through host copies"));
+        } else {
+            assert_int_equal(rc, SGL_ATTN_OK); /* headers only: the device entries are not read */
+        }
+        /* A slot past the layer's pool (its declared shape): refused at the forward. */
+        fx_rtt_set(&f, row, 0, keep);
+        fx_set(&f.t_ocl, 0, f.slots + 5);
+        rc = b->ops->init_forward_metadata(b, &f.batch);
+        if (on) {
+            /* out_cache_loc must equal its req_to_token entry: refused there, or at the pool. */
+            assert_int_equal(rc, SGL_ATTN_E_INVALID);
+            assert_non_null(strstr(b->ops->last_error(b), "batch->out_cache_loc[0]"));
+        } else {
+            assert_int_equal(rc, SGL_ATTN_OK);
+        }
+        b->ops->destroy(b);
+        fx_free(&f);
+    }
 }
 
 /* Call order: a forward needs the batch init_forward_metadata accepted. */
@@ -772,6 +876,8 @@ int main(void) {
         cmocka_unit_test_prestate(test_valid_batches_pass, &seed),
         cmocka_unit_test_prestate(test_device_tensors_use_mirrors, &seed),
         cmocka_unit_test_prestate(test_call_order, &seed),
+        cmocka_unit_test_prestate(test_aliasing, &seed),
+        cmocka_unit_test_prestate(test_copy_device_indices, &seed),
         cmocka_unit_test_prestate(test_inner_errors_pass_through, &seed),
         cmocka_unit_test_prestate(test_optional_ops, &seed),
         cmocka_unit_test_prestate(test_create_refusals, &seed),

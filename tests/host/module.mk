@@ -19,6 +19,8 @@ endef
 HOST_FAKES :=
 $(eval $(call fake,good,fake_good.so,good.c,))
 $(eval $(call fake,other,fake_other.so,good.c,-DFAKE_NAME='"fake_other"'))
+# A file named unlike its plugin: the conf disables it by its descriptor name.
+$(eval $(call fake,renamed,renamed.so,good.c,-DFAKE_NAME='"fake_renamed"'))
 $(eval $(call fake,shadow,fake_good.so,good.c,-DFAKE_VERSION='"9.9-shadow"'))
 $(eval $(call fake,abi_major,fake_abi2.so,abi.c,-DFAKE_NAME='"fake_abi2"' -DFAKE_MAJOR=2 -DFAKE_MINOR=0))
 $(eval $(call fake,newer_minor,fake_minor3.so,abi.c,-DFAKE_NAME='"fake_minor3"' -DFAKE_MAJOR=1 -DFAKE_MINOR=3))

@@ -204,28 +204,40 @@ static void test_sorted_and_junk(void **state) {
 
 static void write_conf(const char *path, const char *body) { th_write(path, body, strlen(body)); }
 
-/* A conf glob disables by name (descriptor read, module unloaded) and plugin
+/* A conf glob that matches a file's name refuses it before dlopen (no code
+ * of it runs, so its descriptor name stays unknown); one that matches only
+ * the descriptor name refuses it after negotiation, with the name.  Plugin
  * options reach the plugin through host_api->get_option. */
 static void test_conf_disabled_and_options(void **state) {
     (void)state;
     char *tmp = th_tmpdir();
     char conf[PATH_MAX + 32];
     snprintf(conf, sizeof conf, "%s/c.json", tmp);
-    write_conf(conf, "{\"sglattn_conf\": 1, \"disabled\": [\"fake_oth*\"],\n"
+    write_conf(conf, "{\"sglattn_conf\": 1, \"disabled\": [\"fake_oth*\", \"fake_renamed\"],\n"
                      " \"plugin_options\": {\"fake_good\": {\"greeting\": \"hello-42\"}}}\n");
-    const char *v[] = {"good", "other"};
-    sgl_attn_host *h = th_open(path_of(v, 2), 0, conf, NULL);
-    assert_string_equal(sgl_attn_host_conf_path(h), conf);
-    sgl_attn_plugin_info o = th_info(h, th_by_name(h, "fake_other"));
-    assert_int_equal(o.status, SGL_ATTN_PLUGIN_DISABLED);
-    th_contains(o.reason, "disabled by conf pattern \"fake_oth*\"");
-    th_contains(o.reason, conf);
-    assert_int_equal(sgl_attn_host_find_plugin(h, "fake_other"), -1);
-    char good[PATH_MAX];
-    th_fake("good", "fake_good.so", good, sizeof good);
-    const char *(*events)(void) = (const char *(*)(void))th_hook(good, "fake_events");
-    th_contains(events(), "option greeting=hello-42");
-    sgl_attn_host_close(h);
+    const char *v[] = {"good", "other", "renamed"};
+    for (int isolate = 0; isolate < 2; isolate++) {
+        sgl_attn_host *h = th_open(path_of(v, 3), isolate, conf, NULL);
+        assert_string_equal(sgl_attn_host_conf_path(h), conf);
+        char other[PATH_MAX];
+        th_fake("other", "fake_other.so", other, sizeof other);
+        sgl_attn_plugin_info o = th_info(h, th_by_path(h, other));
+        assert_int_equal(o.status, SGL_ATTN_PLUGIN_DISABLED);
+        th_contains(o.reason, "disabled by conf pattern \"fake_oth*\"");
+        th_contains(o.reason, conf);
+        th_contains(o.reason, "the file name matches, so it is not loaded");
+        assert_string_equal(o.name, ""); /* never loaded */
+        assert_int_equal(sgl_attn_host_find_plugin(h, "fake_other"), -1);
+        sgl_attn_plugin_info r = th_info(h, th_by_name(h, "fake_renamed"));
+        assert_int_equal(r.status, SGL_ATTN_PLUGIN_DISABLED);
+        th_contains(r.reason, "disabled by conf pattern \"fake_renamed\"");
+        assert_int_equal(sgl_attn_host_find_plugin(h, "fake_renamed"), -1);
+        char good[PATH_MAX];
+        th_fake("good", "fake_good.so", good, sizeof good);
+        const char *(*events)(void) = (const char *(*)(void))th_hook(good, "fake_events");
+        th_contains(events(), "option greeting=hello-42");
+        sgl_attn_host_close(h);
+    }
     th_rmrf(tmp);
     free(tmp);
 }

@@ -129,6 +129,9 @@ static void free_call(call_in *c) {
 }
 
 /* One batch through both own layers and one full layer. */
+void (*scen_after_metadata)(sgl_attn_batch *batch, void *ctx);
+void *scen_after_metadata_ctx;
+
 void run_batch(scen *s, int mode, int bs, const int *slots, const int *n, const int *prefix, int keep) {
     const hyb_dims *d = &s->w->d;
     int T = 0;
@@ -161,6 +164,7 @@ void run_batch(scen *s, int mode, int bs, const int *slots, const int *n, const 
     if (rc) print_error("metadata: %s\n", s->b->ops->last_error(s->b));
     assert_int_equal(rc, SGL_ATTN_OK);
     assert_int_equal(s->inner.n_meta, meta_before + 1); /* metadata reached the inner too */
+    if (scen_after_metadata) scen_after_metadata(&batch, scen_after_metadata_ctx);
 
     for (int l = 0; l < OWN; l++) {
         layer_w *lw = &s->lw[l];

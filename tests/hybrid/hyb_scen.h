@@ -37,6 +37,12 @@ void scen_close(scen *s);
 /* One batch through both own layers (compared with the reference) and one
  * full layer (must reach the inner).  keep: verify with intermediate states. */
 void run_batch(scen *s, int mode, int bs, const int *slots, const int *n, const int *prefix, int keep);
+/* Called by run_batch between init_forward_metadata and the forwards (NULL:
+ * none): a test changes the batch's tensors there, and the reference side
+ * keeps the values the batch was planned with. */
+extern void (*scen_after_metadata)(sgl_attn_batch *batch, void *ctx);
+extern void *scen_after_metadata_ctx;
+
 /* The reference side of the pool operations. */
 void scen_ref_copy(scen *s, int src, int dst);
 void scen_ref_clear(scen *s, int slot);

@@ -12,6 +12,14 @@ $(TESTDIR)/test_hybrid_%: $(OBJDIR)/$(HYBT_DIR)/test_hybrid_%.o $(HYBT_UTIL) $(H
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(LDFLAGS_COMMON) -lcmocka -lm
 
+# The changed-batch test also stacks the validation layer over each wrapper.
+$(OBJDIR)/$(HYBT_DIR)/test_hybrid_changed.o: CFLAGS_tests_hybrid_ += -Itests/gauntlet
+$(TESTDIR)/test_hybrid_changed: $(OBJDIR)/$(HYBT_DIR)/test_hybrid_changed.o $(HYBT_UTIL) $(GAUNTLET_FIXTURE_OBJS) \
+    $(VALIDATE_OBJS) $(HYB_LIB)
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LDFLAGS_COMMON) -lcmocka -lm
+HYBT_BINS += $(TESTDIR)/test_hybrid_changed
+
 TESTS += $(HYBT_BINS)
 hybrid: $(HYBT_BINS)
 hybrid-check: $(HYBT_BINS)

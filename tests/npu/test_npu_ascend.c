@@ -233,10 +233,15 @@ static void test_decode_call_path(void **state) {
     snprintf(want, sizeof want, "aclrtMemcpy kind=1 bytes=%d", s.bs * s.nblk * 4);
     int up = find_line(md, want, NULL);
     assert_true(md >= 0 && up > md);
+    /* Then out_cache_loc: to the host (checked) and into the instance's own
+     * int64 buffer, which the save reads, whatever the caller does next. */
+    snprintf(want, sizeof want, "aclrtMemcpy kind=1 bytes=%d", s.T * 8);
+    int lup = find_line(up, want, NULL);
+    assert_true(lup > up);
     /* Save: k then v rows at out_cache_loc, pool as [slots, Hkv * D]. */
-    snprintf(want, sizeof want, "aclnnInplaceIndexCopyGetWorkspaceSize self=[%d,256]:f16 dim=0 index=[%d]:i32{%" PRId64
+    snprintf(want, sizeof want, "aclnnInplaceIndexCopyGetWorkspaceSize self=[%d,256]:f16 dim=0 index=[%d]:i64{%" PRId64
              ",%" PRId64 ",%" PRId64 "} source=[%d,256]:f16", s.slots, s.T, s.loc[0], s.loc[1], s.loc[2], s.T);
-    int k1 = find_line(up, want, NULL);
+    int k1 = find_line(lup, want, NULL);
     int k1r = find_line(k1, "aclnnInplaceIndexCopy stream=set", NULL);
     int k2 = find_line(k1r, want, NULL);
     int k2r = find_line(k2, "aclnnInplaceIndexCopy stream=set", NULL);
@@ -265,6 +270,30 @@ static void test_decode_call_path(void **state) {
     assert_int_equal(find_line(0, "rejected", NULL), -1);
 }
 
+/* out_cache_loc overwritten between metadata and forward (the fake's device
+ * memory is host memory): the save goes through the instance's own copy, so
+ * the pool still holds the new K/V at the planned slots (run_checked compares
+ * it with the reference of the batch as planned). */
+static int wreck_out_cache_loc(sgl_attn_batch *bt) {
+    DLTensor *t = (DLTensor *)bt->out_cache_loc;
+    for (int64_t i = 0; i < t->shape[0]; i++) {
+        if (t->dtype.bits == 64) ((int64_t *)t->data)[i] = -1;
+        else ((int32_t *)t->data)[i] = INT32_MAX;
+    }
+    return 1;
+}
+
+static void test_out_cache_loc_changed_after_metadata(void **state) {
+    (void)state;
+    use_fake();
+    bind_fake();
+    log_clear();
+    seen s;
+    acase_after_metadata = wreck_out_cache_loc;
+    run_checked(&decode_case, &s);
+    acase_after_metadata = NULL;
+}
+
 static const acase extend_case = {"npu_extend_gqa_bf16_prefix", SGL_ATTN_MODE_EXTEND, 3, 400, 40, 0, 8, 2, 128, 128,
                                   0, RT_BF16, RT_BF16, 1, 128, -1, 0, 0, 1, 0, 0, 0, 0};
 
@@ -277,7 +306,7 @@ static void test_extend_call_path(void **state) {
     seen s;
     run_checked(&extend_case, &s);
     assert_int_equal(live(), live0);
-    /* int64 index tensors: the save's index is i64. */
+    /* The save's index is the instance's int64 copy of out_cache_loc. */
     assert_true(find_line(0, "aclnnInplaceIndexCopyGetWorkspaceSize self=", "index=[") >= 0);
     assert_true(find_line(0, "index=[", ":i64{") >= 0);
     /* One call per request, in order: its new tokens against its whole row, causal from the bottom right. */
@@ -478,6 +507,7 @@ int main(void) {
         cmocka_unit_test(test_no_device_and_wrong_soc),
         cmocka_unit_test(test_probe_fake_device),
         cmocka_unit_test(test_decode_call_path),
+        cmocka_unit_test(test_out_cache_loc_changed_after_metadata),
         cmocka_unit_test(test_extend_call_path),
         cmocka_unit_test(test_page_256_and_fixed_lengths),
         cmocka_unit_test(test_refusals),

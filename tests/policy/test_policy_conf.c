@@ -125,7 +125,8 @@ static void test_semantic_errors(void **state) {
     refused("{\"aliases\": {}}",
             "t.json:1:1: missing key \"sglattn_conf\" (expected \"sglattn_conf\": 1, the format version)");
     refused("{\"sglattn_conf\": 1, \"sglattn_conf\": 1}",
-            "t.json:1:21: duplicate key \"sglattn_conf\" in \"(top level)\" (first at 1:2)");
+            "t.json:1:21: duplicate key \"sglattn_conf\" (first at 1:2): refused, since Python's json keeps the last "
+            "value and cJSON the first");
     refused("{\"sglattn_conf\": 1, \"aliases\": {\"x\": {\"deprecated_for\": \"y\", \"message\": \"m\"}}}",
             "t.json:1:57: \"aliases.x.deprecated_for\": \"y\" is not an alias (expected an alias defined here that is "
             "not itself deprecated)");

@@ -29,6 +29,8 @@ static void store_index(void *buf, int is64, size_t i, int64_t v) {
 
 #define NT 16 /* device tensors */
 
+int (*acase_after_metadata)(sgl_attn_batch *bt);
+
 int acase_run(const sgl_attn_plugin *p, int32_t device, const acase *c, uint64_t seed, acase_tamper tamper,
               void *tamper_ctx, aresult *r) {
     memset(r, 0, sizeof *r);
@@ -101,7 +103,7 @@ int acase_run(const sgl_attn_plugin *p, int32_t device, const acase *c, uint64_t
         }
     }
     for (int i = 0; i < bs; i++) rpi[i] = b.row[i];
-    const int tampered = tamper && tamper(&b, rpi, tamper_ctx);
+    int tampered = tamper && tamper(&b, rpi, tamper_ctx);
     for (size_t i = 0; i < (size_t)b.rows * b.cols; i++) store_index(r2t_h, c->idx64, i, b.r2t[i]);
     for (int i = 0; i < bs; i++) {
         store_index(rpi_h, c->idx64, (size_t)i, rpi[i]);
@@ -216,6 +218,7 @@ int acase_run(const sgl_attn_plugin *p, int32_t device, const acase *c, uint64_t
         r->stage = 2;
         goto done;
     }
+    if (acase_after_metadata && !acase_after_metadata(&bt)) tampered = 1;
     sgl_attn_layer L;
     memset(&L, 0, sizeof L);
     L.struct_size = sizeof L;

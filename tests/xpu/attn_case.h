@@ -47,4 +47,10 @@ typedef int (*acase_tamper)(ref_batch *b, int64_t *rpi, void *ctx);
 int acase_run(const sgl_attn_plugin *p, int32_t device, const acase *c, uint64_t seed, acase_tamper tamper,
               void *tamper_ctx, aresult *r);
 
+/* Called between init_forward_metadata and the forward when set (a test
+ * changes the batch there); NULL by default.  It returns 1 when the result
+ * must still equal the reference of the batch as planned (the plugin runs
+ * on what it planned), 0 when no comparison is meaningful. */
+extern int (*acase_after_metadata)(sgl_attn_batch *bt);
+
 #endif

@@ -308,6 +308,31 @@ static void test_bad_indices_checked_mode(void **state) {
     tp.opt_vals[0] = NULL;
 }
 
+/* req_to_token's header changed between metadata and forward: the plan's
+ * rows and columns no longer describe it, so the forward refuses it. */
+static int shrink_r2t(sgl_attn_batch *bt) {
+    DLTensor *t = (DLTensor *)bt->req_to_token;
+    t->shape[1] -= 1;
+    return 0;
+}
+
+static void test_batch_changed_after_metadata(void **state) {
+    (void)state;
+    if (!have_device) skip();
+    setenv("SGL_ATTN_XPU_ALLOW_CPU", "1", 1);
+    aresult r;
+    acase c = small;
+    c.name = "r2t_shape_changed";
+    acase_after_metadata = shrink_r2t;
+    int rc = acase_run(tp.p, 0, &c, 1, NULL, NULL, &r);
+    acase_after_metadata = NULL;
+    assert_int_not_equal(rc, 0);
+    assert_int_equal(r.stage, 3);
+    assert_int_equal(r.rc, SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(r.err, "batch.req_to_token"));
+    assert_non_null(strstr(r.err, "changed since init_forward_metadata"));
+}
+
 static int bad_seq_host(ref_batch *b, int64_t *rpi, void *ctx) {
     (void)rpi;
     (void)ctx;
@@ -513,6 +538,7 @@ int main(void) {
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_program_cache);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_indices_reported_async);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_indices_checked_mode);
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_batch_changed_after_metadata);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_host_mirror_is_synchronous);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_bad_tensors);
     return _cmocka_run_group_tests("xpu_ocl", tests, n, group_setup, group_teardown);
