@@ -9,7 +9,7 @@
 
 ATTNCTL_SRCS := $(sort $(wildcard attnctl/*.c attnctl/harness/*.c))
 ATTNCTL_OBJS := $(ATTNCTL_SRCS:%.c=$(OBJDIR)/%.o)
-ATTNCTL_LIBS = -lm
+ATTNCTL_LIBS = -lm -lcjson
 CFLAGS_attnctl_ = -Iattnctl
 CFLAGS_attnctl_harness_ = -Iattnctl -Iattnctl/harness
 
