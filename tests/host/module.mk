@@ -69,6 +69,7 @@ install-check: all
 	$(MAKE) --no-print-directory install DESTDIR=$(INSTALL_CHECK_DIR) PREFIX=/opt/sglattn >/dev/null
 	tests/host/install_check.sh $(INSTALL_CHECK_DIR)/opt/sglattn
 	rm -rf $(INSTALL_CHECK_DIR)
+	MAKE="$(MAKE)" tests/cli/install_dirs_check.sh $(INSTALL_CHECK_DIR)
 
 TEST_STEPS += install-check
 

@@ -39,6 +39,6 @@ cuda_common: $(CUDA_COMMON_OBJS)
 else
 HAVE_CUDA :=
 cuda_common:
-	@echo "cuda_common skipped: nvcc not found (set NVCC=/path/to/nvcc)"
+	@echo "cuda_common skipped: $(NO_NVCC_WHY)"
 endif
 .PHONY: cuda_common

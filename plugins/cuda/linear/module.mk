@@ -55,7 +55,7 @@ cuda_linear_resources: $(LIN_CU:%=$(LIN_DIR)/%.cu)
 else
 CFLAGS_plugins_cuda_linear_ := -I$(LIN_DIR)
 SKIPPED += cuda_linear
-SKIP_WHY_cuda_linear := nvcc not found (set NVCC=/path/to/nvcc)
+SKIP_WHY_cuda_linear := $(NO_NVCC_WHY)
 cuda_linear cuda_linear_resources:
 	@echo "cuda_linear skipped: $(SKIP_WHY_cuda_linear)"
 endif

@@ -37,7 +37,7 @@ cuda_attn_resources: $(CUDA_ATTN_CU:%=plugins/cuda/mha/%)
 else
 CFLAGS_plugins_cuda_mha_ := -Iplugins/cuda/mha -Iplugins/sdk
 SKIPPED += cuda_attn
-SKIP_WHY_cuda_attn := nvcc not found (set NVCC=/path/to/nvcc)
+SKIP_WHY_cuda_attn := $(NO_NVCC_WHY)
 cuda_attn cuda_attn_resources:
 	@echo "cuda_attn skipped: $(SKIP_WHY_cuda_attn)"
 endif
