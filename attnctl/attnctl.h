@@ -35,6 +35,7 @@ enum {
     COMMON_JSON = 1u << 4,     /* --json */
     COMMON_VERBOSE = 1u << 5,  /* -v */
     COMMON_COLOR = 1u << 6,    /* --color[=WHEN] */
+    COMMON_CAPS = 1u << 7,     /* --caps-from FILE */
     COMMON_HOST = COMMON_PATHS | COMMON_CONF | COMMON_ISOLATE
 };
 
@@ -126,6 +127,9 @@ int attnctl_columns(void);
  * line starting at column `col`, continuation lines indented by `indent`.
  * width 0: one line. */
 void attnctl_wrap(FILE *f, const char *text, int col, int indent, int width);
+/* attnctl_wrap in at most max_lines lines: a longer text is cut at a word
+ * boundary and ends with " ..." (-v shows it whole). */
+void attnctl_wrap_short(FILE *f, const char *text, int col, int indent, int width, int max_lines);
 /* Colour on f for this run (--color, NO_COLOR, TERM=dumb, a terminal). */
 int attnctl_color(const attnctl_common *c, FILE *f);
 /* SGR sequence of a plugin status name ("usable"...) or of a tag

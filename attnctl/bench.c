@@ -68,20 +68,23 @@ static void json_out(const htarget *t, const brow *rows, int n, double min_time,
         cJSON *c = cJSON_CreateObject();
         cJSON_AddStringToObject(c, "case", w->text);
         cJSON_AddStringToObject(c, "verdict", w->ok ? "pass" : hverdict_name(w->r.verdict));
-        cJSON_AddItemToObject(c, "message", attnctl_json_str(w->ok ? NULL : w->r.message));
         const double sec = w->st.median_s;
-        const int m = w->ok && sec > 0;
-        cJSON_AddItemToObject(c, "median_us", attnctl_json_num(m, sec * 1e6));
-        cJSON_AddItemToObject(c, "min_us", attnctl_json_num(m, w->st.min_s * 1e6));
-        cJSON_AddItemToObject(c, "max_us", attnctl_json_num(m, w->st.max_s * 1e6));
-        cJSON_AddItemToObject(c, "tflops", attnctl_json_num(m, w->flops / sec / 1e12));
-        cJSON_AddItemToObject(c, "gbps", attnctl_json_num(m, w->bytes / sec / 1e9));
-        cJSON_AddItemToObject(c, "flops", attnctl_json_num(m, w->flops));
-        cJSON_AddItemToObject(c, "bytes", attnctl_json_num(m, w->bytes));
-        cJSON_AddItemToObject(c, "batches", attnctl_json_num(m, w->st.batches));
-        cJSON_AddItemToObject(c, "calls", attnctl_json_num(m, (double)w->st.calls));
-        cJSON_AddItemToObject(c, "frac_bw", attnctl_json_num(m && gbps > 0, w->bytes / sec / 1e9 / gbps));
-        cJSON_AddItemToObject(c, "frac_flops", attnctl_json_num(m && tflops > 0, w->flops / sec / 1e12 / tflops));
+        if (!w->ok || !(sec > 0)) { /* not timed: what went wrong, and no numbers */
+            cJSON_AddItemToObject(c, "message", attnctl_json_str(w->ok ? "no time measured" : w->r.message));
+            cJSON_AddItemToArray(cases, c);
+            continue;
+        }
+        cJSON_AddNumberToObject(c, "median_us", sec * 1e6);
+        cJSON_AddNumberToObject(c, "min_us", w->st.min_s * 1e6);
+        cJSON_AddNumberToObject(c, "max_us", w->st.max_s * 1e6);
+        cJSON_AddNumberToObject(c, "tflops", w->flops / sec / 1e12);
+        cJSON_AddNumberToObject(c, "gbps", w->bytes / sec / 1e9);
+        cJSON_AddNumberToObject(c, "flops", w->flops);
+        cJSON_AddNumberToObject(c, "bytes", w->bytes);
+        cJSON_AddNumberToObject(c, "batches", w->st.batches);
+        cJSON_AddNumberToObject(c, "calls", (double)w->st.calls);
+        if (gbps > 0) cJSON_AddNumberToObject(c, "frac_bw", w->bytes / sec / 1e9 / gbps);
+        if (tflops > 0) cJSON_AddNumberToObject(c, "frac_flops", w->flops / sec / 1e12 / tflops);
         cJSON_AddItemToArray(cases, c);
     }
     attnctl_json_print(root);

@@ -26,6 +26,7 @@ static const common_opt common_opts[] = {
     {COMMON_JSON, "--json", 0, NULL, "machine-readable output (docs/attnctl.md, \"JSON output\")"},
     {COMMON_VERBOSE, "--verbose", 'v', NULL, "every column, and long texts in full"},
     {COMMON_COLOR, "--color", 0, "[=WHEN]", "colour: auto (a terminal without NO_COLOR), always or never"},
+    {COMMON_CAPS, "--caps-from", 0, "FILE", "another machine's devices (its attnctl devices --json) instead of this one's"},
 };
 #define N_COMMON (sizeof common_opts / sizeof common_opts[0])
 
@@ -182,6 +183,7 @@ static int common_match(const attnctl_cmd *cmd, attnctl_common *c, int argc, cha
         else if (!strcmp(o->name, "--validate")) c->validate = 1;
         else if (!strcmp(o->name, "--json")) c->json = 1;
         else if (!strcmp(o->name, "--verbose")) c->verbose = 1;
+        else if (!strcmp(o->name, "--caps-from")) c->caps_file = v;
         else if (!strcmp(o->name, "--color") && set_color(cmd, c, v)) return -1;
         return 1;
     }
@@ -309,6 +311,7 @@ void attnctl_print_completion(FILE *f) {
         }
         if (c->common & COMMON_PATHS) fputs("            --plugin-path) _filedir -d; return ;;\n", f);
         if (c->common & COMMON_CONF) fputs("            --conf) _filedir; return ;;\n", f);
+        if (c->common & COMMON_CAPS) fputs("            --caps-from) _filedir; return ;;\n", f);
         fputs("        esac\n", f);
         if (c->common & COMMON_COLOR)
             fputs("        if [[ $cur == --color=* ]]; then COMPREPLY=($(compgen -W \"auto always never\" -- "

@@ -2,6 +2,7 @@
  * that can use it and those that cannot (and why); the JSON form of one
  * device's caps (also list-plugins'); and the machine file `--json` writes,
  * which `attnctl select --caps-from` reads on another machine. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,8 +63,10 @@ cJSON *attnctl_json_caps(const sgl_attn_caps *c, uint32_t index) {
     } else {
         cJSON_AddNullToObject(o, "head_dims");
     }
-    cJSON_AddItemToObject(o, "head_dim_qk_max", attnctl_json_num(c->head_dim_qk_max > 0, c->head_dim_qk_max));
-    cJSON_AddItemToObject(o, "head_dim_v_max", attnctl_json_num(c->head_dim_v_max > 0, c->head_dim_v_max));
+    /* a limit of 0 or >= INT32_MAX is no limit: null */
+#define LIMIT(v) attnctl_json_num((v) > 0 && (v) < INT32_MAX, (v))
+    cJSON_AddItemToObject(o, "head_dim_qk_max", LIMIT(c->head_dim_qk_max));
+    cJSON_AddItemToObject(o, "head_dim_v_max", LIMIT(c->head_dim_v_max));
     if (c->n_page_sizes) {
         cJSON *ps = cJSON_AddArrayToObject(o, "page_sizes");
         for (uint32_t i = 0; i < c->n_page_sizes && i < SGL_ATTN_MAX_LIST; i++)
@@ -71,8 +74,9 @@ cJSON *attnctl_json_caps(const sgl_attn_caps *c, uint32_t index) {
     } else {
         cJSON_AddNullToObject(o, "page_sizes");
     }
-    cJSON_AddItemToObject(o, "page_size_max", attnctl_json_num(c->page_size_max > 0, c->page_size_max));
-    cJSON_AddItemToObject(o, "max_gqa_ratio", attnctl_json_num(c->max_gqa_ratio > 0, c->max_gqa_ratio));
+    cJSON_AddItemToObject(o, "page_size_max", LIMIT(c->page_size_max));
+    cJSON_AddItemToObject(o, "max_gqa_ratio", LIMIT(c->max_gqa_ratio));
+#undef LIMIT
     return o;
 }
 
@@ -175,13 +179,35 @@ static void print_table(const attnctl_common *c, sgl_attn_host *h, const machine
         for (int j = 0; j < 6; j++)
             if (attnctl_width(cells[k][j]) > w[j]) w[j] = attnctl_width(cells[k][j]);
     }
+    /* A long device name is shortened at a word boundary to leave the
+     * plugins 20 columns; -v adds it whole on the next line. */
+    int cap = cols > 0 ? cols - (w[0] + w[1] + w[3] + w[4] + w[5] + 12) - 20 : 0;
+    int shortened[64] = {0};
+    if (cap >= 8 && w[2] > cap) {
+        for (size_t k = 0; k < m->n; k++) {
+            if (attnctl_width(cells[k][2]) <= cap) continue;
+            size_t b = 0;
+            int wc = 0;
+            while (cells[k][2][b] && wc < cap - 3) {
+                if (((unsigned char)cells[k][2][b] & 0xc0) != 0x80) wc++;
+                b++;
+            }
+            while (((unsigned char)cells[k][2][b] & 0xc0) == 0x80) b--;
+            size_t sp = b;
+            while (sp > 0 && cells[k][2][sp] != ' ') sp--;
+            if (sp > 0) b = sp;
+            snprintf(cells[k][2] + b, 160 - b, "...");
+            shortened[k] = 1;
+        }
+        w[2] = cap;
+    }
     int fixed = w[0] + w[1] + w[2] + w[3] + w[4] + w[5] + 12;
     printf("%-*s  %*s  %-*s  %-*s  %*s  %*s  %s\n", w[0], "PLATFORM", w[1], "DEV", w[2], "DEVICE", w[3], "ARCH", w[4],
            "MEMORY", w[5], "UNITS", "PLUGINS");
     for (size_t k = 0; k < m->n; k++) {
         const phys *p = &m->v[k];
-        printf("%-*s  %*s  %-*s  %-*s  %*s  %*s  ", w[0], cells[k][0], w[1], cells[k][1], w[2], cells[k][2], w[3],
-               cells[k][3], w[4], cells[k][4], w[5], cells[k][5]);
+        printf("%-*s  %*s  %s%*s  %-*s  %*s  %*s  ", w[0], cells[k][0], w[1], cells[k][1], cells[k][2],
+               w[2] - attnctl_width(cells[k][2]), "", w[3], cells[k][3], w[4], cells[k][4], w[5], cells[k][5]);
         char list[4096] = "";
         size_t used = 0;
         for (size_t u = 0; u < p->n_users; u++)
@@ -194,6 +220,13 @@ static void print_table(const attnctl_common *c, sgl_attn_host *h, const machine
         printf("%s", attnctl_sgr(color, "usable"));
         attnctl_wrap(stdout, list, below ? 4 : fixed, below ? 4 : fixed, cols);
         printf("%s\n", attnctl_sgr_reset(color));
+        if (shortened[k] && c->verbose) {
+            char line[512];
+            snprintf(line, sizeof line, "device: %s", attnctl_esc(p->caps.device_name));
+            printf("    ");
+            attnctl_wrap(stdout, line, 4, 6, cols);
+            putchar('\n');
+        }
         for (size_t u = 0; u < p->n_users; u++) {
             if (p->users[u].available) continue;
             sgl_attn_caps cp = {.struct_size = sizeof cp};
@@ -202,7 +235,8 @@ static void print_table(const attnctl_common *c, sgl_attn_host *h, const machine
             snprintf(line, sizeof line, "%s cannot use it: %s", plugin_name(h, p->users[u].plugin),
                      attnctl_esc(sgl_attn_caps_reason(&cp)[0] ? sgl_attn_caps_reason(&cp) : "(no reason given)"));
             printf("    %s", attnctl_sgr(color, "unavailable"));
-            attnctl_wrap(stdout, line, 4, 6, c->verbose ? cols : cols);
+            if (c->verbose) attnctl_wrap(stdout, line, 4, 6, cols);
+            else attnctl_wrap_short(stdout, line, 4, 6, cols, 2);
             printf("%s\n", attnctl_sgr_reset(color));
         }
     }
@@ -213,7 +247,8 @@ static void print_table(const attnctl_common *c, sgl_attn_host *h, const machine
             char line[2048];
             snprintf(line, sizeof line, "%s: %s", plugin_name(h, i), attnctl_esc(sgl_attn_host_plugin_reason(h, i)));
             printf("    %s", attnctl_sgr(color, "unavailable"));
-            attnctl_wrap(stdout, line, 4, 6, cols);
+            if (c->verbose) attnctl_wrap(stdout, line, 4, 6, cols);
+            else attnctl_wrap_short(stdout, line, 4, 6, cols, 2);
             printf("%s\n", attnctl_sgr_reset(color));
         }
     }
@@ -303,7 +338,7 @@ const attnctl_cmd attnctl_cmd_devices = {
                    "device are listed after. --json is a machine file: every plugin with every device's caps, which\n"
                    "`attnctl select --caps-from FILE` reads to say what that machine would choose.",
     .opts = NULL,
-    .common = COMMON_HOST | COMMON_JSON | COMMON_VERBOSE | COMMON_COLOR,
+    .common = COMMON_HOST | COMMON_CAPS | COMMON_JSON | COMMON_VERBOSE | COMMON_COLOR,
     .isolate_default = 1,
     .exit_codes = "0 listed; 2 bad command line; 3 the host could not open.",
 };

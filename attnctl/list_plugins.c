@@ -197,23 +197,10 @@ static void print_table(const attnctl_common *c, sgl_attn_host *h, int all) {
         const char *detail = r->detail ? r->detail : "-";
         if (below) {
             printf("\n    ");
-            attnctl_wrap(stdout, detail, 4, 4, cols);
-        } else if (!verbose && cols > 0 && attnctl_width(detail) > cols - fixed) {
-            /* a short table: the reason wrapped to at most three lines */
-            char cut[4096];
-            snprintf(cut, sizeof cut, "%s", detail);
-            int room = 3 * (cols - fixed);
-            if (attnctl_width(cut) > room) {
-                size_t b = 0;
-                int wcount = 0;
-                while (cut[b] && wcount < room - 4) {
-                    if (((unsigned char)cut[b] & 0xc0) != 0x80) wcount++;
-                    b++;
-                }
-                while (b > 0 && cut[b] != ' ') b--;
-                snprintf(cut + b, sizeof cut - b, " ...");
-            }
-            attnctl_wrap(stdout, cut, fixed, fixed, cols);
+            if (verbose) attnctl_wrap(stdout, detail, 4, 4, cols);
+            else attnctl_wrap_short(stdout, detail, 4, 4, cols, 3);
+        } else if (!verbose) {
+            attnctl_wrap_short(stdout, detail, fixed, fixed, cols, 3); /* -v: whole */
         } else {
             attnctl_wrap(stdout, detail, fixed, fixed, cols);
         }
@@ -282,7 +269,7 @@ const attnctl_cmd attnctl_cmd_list_plugins = {
                    "load is listed with its reason, and is no error: the exit status is 0. Name claims (a plugin\n"
                    "named like a sglang backend, an alias another plugin has) are marked !.",
     .opts = opts,
-    .common = COMMON_HOST | COMMON_JSON | COMMON_VERBOSE | COMMON_COLOR,
+    .common = COMMON_HOST | COMMON_CAPS | COMMON_JSON | COMMON_VERBOSE | COMMON_COLOR,
     .isolate_default = 1,
     .exit_codes = "0 listed (whatever the plugins' status); 2 bad command line; 3 the host could not open.",
 };

@@ -146,6 +146,28 @@ void attnctl_wrap(FILE *f, const char *text, int col, int indent, int width) {
     }
 }
 
+void attnctl_wrap_short(FILE *f, const char *text, int col, int indent, int width, int max_lines) {
+    int room = width > 0 ? max_lines * (width - indent) - (col - indent) : 0;
+    if (width <= 0 || attnctl_width(text) <= room) {
+        attnctl_wrap(f, text, col, indent, width);
+        return;
+    }
+    /* the first words that fit, cut at a space, then " ..." */
+    size_t b = 0;
+    int w = 0;
+    while (text[b] && w < room - 4) {
+        if (((unsigned char)text[b] & 0xc0) != 0x80) w++;
+        b++;
+    }
+    while (b > 0 && text[b] != ' ') b--;
+    char *cut = malloc(b + 8);
+    if (!cut) return;
+    memcpy(cut, text, b);
+    memcpy(cut + b, " ...", 5);
+    attnctl_wrap(f, cut, col, indent, width);
+    free(cut);
+}
+
 int attnctl_color(const attnctl_common *c, FILE *f) {
     if (c && c->color == COLOR_ALWAYS) return 1;
     if (c && c->color == COLOR_NEVER) return 0;

@@ -10,7 +10,7 @@
 
 enum {
     OPT_MODEL = 1, OPT_TP, OPT_BACKEND, OPT_PREFILL, OPT_DECODE, OPT_DRAFT, OPT_PLATFORM, OPT_GRAPH, OPT_EXPLAIN,
-    OPT_CAPS_FROM, OPT_NO_CPU_FALLBACK
+    OPT_NO_CPU_FALLBACK
 };
 
 static const attnctl_opt opts[] = {
@@ -23,7 +23,6 @@ static const attnctl_opt opts[] = {
     {OPT_PLATFORM, "--platform", 0, "P", 0, "only plugins of platform P: cpu, cuda, hip, xpu or npu", "cpu cuda hip xpu npu"},
     {OPT_GRAPH, "--graph", 0, NULL, 0, "the engine captures CUDA/HIP graphs: every chosen plugin must support it", NULL},
     {OPT_EXPLAIN, "--explain", 0, NULL, 0, "the model as read, then every candidate with the rule that took or refused it", NULL},
-    {OPT_CAPS_FROM, "--caps-from", 0, "FILE", 0, "another machine's devices (its attnctl devices --json): what it would choose", "@file"},
     {OPT_NO_CPU_FALLBACK, "--no-cpu-fallback", 0, NULL, 0, "refuse an automatic CPU choice while a GPU plugin is usable", NULL},
     {0},
 };
@@ -170,7 +169,6 @@ static int parse(const attnctl_cmd *cmd, int argc, char **argv, attnctl_common *
         case OPT_DRAFT: o->draft = 1; break;
         case OPT_GRAPH: o->graph = 1; break;
         case OPT_EXPLAIN: o->explain = 1; break;
-        case OPT_CAPS_FROM: c->caps_file = v; break;
         case OPT_NO_CPU_FALLBACK: o->no_cpu_fallback = 1; break;
         }
     }
@@ -250,7 +248,7 @@ const attnctl_cmd attnctl_cmd_select = {
                    "choice that falls back to the CPU while a GPU plugin is usable warns with why each GPU plugin\n"
                    "refused (--no-cpu-fallback refuses instead). With --caps-from, the devices are another machine's.",
     .opts = opts,
-    .common = COMMON_HOST | COMMON_VALIDATE | COMMON_JSON | COMMON_COLOR,
+    .common = COMMON_HOST | COMMON_CAPS | COMMON_VALIDATE | COMMON_JSON | COMMON_COLOR,
     .isolate_default = 0,
     .exit_codes = "0 a stack was chosen; 1 refused (with the reason and the alternatives); 2 bad command line;\n"
                   "3 unreadable model or machine file, or the host could not open; 4 unknown backend name.",

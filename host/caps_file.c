@@ -114,9 +114,10 @@ static int bits(reader *r, const ju_path *p, const cJSON *o, const char *key, co
         size_t k = 0;
         while (cJSON_IsString(e) && k < n_names && strcmp(e->valuestring, names[k])) k++;
         if (!cJSON_IsString(e) || k == n_names) {
-            char valid[256] = "";
+            char valid[256] = "", where[256];
             for (size_t j = 0; j < n_names; j++) ju_append(valid, sizeof valid, "%s%s", j ? ", " : "", names[j]);
-            return ju_fail(r->d, &qi, 0, r->err, r->err_size, "expected one of %s", valid);
+            ju_path_str(&qi, where, sizeof where);
+            return ju_fail(r->d, &qi, 0, r->err, r->err_size, "\"%s\": expected one of %s", where, valid);
         }
         *out |= 1u << k;
     }
@@ -225,13 +226,13 @@ static int read_caps(reader *r, const ju_path *p, const cJSON *o, sgl_attn_caps 
     if (uint_list(r, p, o, "head_dims", NULL, &c->n_head_dims, 1, c->head_dims) ||
         uint_list(r, p, o, "page_sizes", c->page_sizes, &c->n_page_sizes, 0, NULL))
         return SGL_ATTN_E_INVALID;
-    if (int_or_null(r, p, o, "head_dim_qk_max", 1, UINT32_MAX, 0, &v)) return SGL_ATTN_E_INVALID;
+    if (int_or_null(r, p, o, "head_dim_qk_max", 1, INT32_MAX - 1, 0, &v)) return SGL_ATTN_E_INVALID;
     c->head_dim_qk_max = (uint32_t)v;
-    if (int_or_null(r, p, o, "head_dim_v_max", 1, UINT32_MAX, 0, &v)) return SGL_ATTN_E_INVALID;
+    if (int_or_null(r, p, o, "head_dim_v_max", 1, INT32_MAX - 1, 0, &v)) return SGL_ATTN_E_INVALID;
     c->head_dim_v_max = (uint32_t)v;
-    if (int_or_null(r, p, o, "page_size_max", 1, UINT32_MAX, 0, &v)) return SGL_ATTN_E_INVALID;
+    if (int_or_null(r, p, o, "page_size_max", 1, INT32_MAX - 1, 0, &v)) return SGL_ATTN_E_INVALID;
     c->page_size_max = (uint32_t)v;
-    if (int_or_null(r, p, o, "max_gqa_ratio", 1, UINT32_MAX, 0, &v)) return SGL_ATTN_E_INVALID;
+    if (int_or_null(r, p, o, "max_gqa_ratio", 1, INT32_MAX - 1, 0, &v)) return SGL_ATTN_E_INVALID;
     c->max_gqa_ratio = (uint32_t)v;
     char why[256];
     if (plugin_caps_check(c, why, sizeof why))
@@ -239,59 +240,67 @@ static int read_caps(reader *r, const ju_path *p, const cJSON *o, sgl_attn_caps 
     return SGL_ATTN_OK;
 }
 
-/* The file's entry for plugin `name`: its devices, or an unavailable one
- * saying what that machine's host said about the file. */
-static int caps_of(reader *r, const cJSON *plugins, const char *name, sgl_attn_caps **out, uint32_t *n_out,
-                   char *why, size_t why_size, int *found) {
+/* Entry i of "plugins": its devices, or one unavailable device saying what
+ * that machine's host said about the file (a plugin that did not load
+ * there).  Returns SGL_ATTN_OK with *out set, or an error at the entry. */
+static int read_entry(reader *r, const cJSON *e, int i, sgl_attn_caps **out, uint32_t *n_out, char *why,
+                      size_t why_size) {
     ju_path top = {0};
     ju_path pp = ju_key(&top, "plugins");
+    ju_path pi = ju_idx(&pp, i);
+    *out = NULL;
+    *n_out = 0;
+    if (!cJSON_IsObject(e)) return ju_fail(r->d, &pi, 0, r->err, r->err_size, "expected a plugin object");
+    const cJSON *st = member(e, "status");
+    if (!cJSON_IsString(st)) {
+        ju_path q = ju_key(&pi, "status");
+        return ju_fail(r->d, &q, !st, r->err, r->err_size, "expected the plugin's status, a string");
+    }
+    const cJSON *devs = member(e, "devices");
+    ju_path pd = ju_key(&pi, "devices");
+    if (!cJSON_IsArray(devs) || cJSON_GetArraySize(devs) > MAX_FILE_DEVICES)
+        return ju_fail(r->d, &pd, !devs, r->err, r->err_size, "expected an array of at most %d devices",
+                       MAX_FILE_DEVICES);
+    uint32_t nd = (uint32_t)cJSON_GetArraySize(devs);
+    int ran = !strcmp(st->valuestring, "usable") || !strcmp(st->valuestring, "unavailable");
+    sgl_attn_caps *v = calloc(nd ? nd : 1, sizeof *v);
+    if (!v) return SGL_ATTN_E_NOMEM;
+    int k = 0;
+    for (const cJSON *d = devs->child; d; d = d->next, k++) {
+        ju_path pk = ju_idx(&pd, k);
+        if (read_caps(r, &pk, d, &v[k])) {
+            free(v);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if (!ran || nd == 0) {
+        const cJSON *rs = member(e, "reason");
+        memset(v, 0, sizeof *v);
+        v[0].struct_size = sizeof v[0];
+        v[0].arch_major = v[0].arch_minor = -1;
+        v[0].arch_min_major = v[0].arch_min_minor = v[0].arch_max_major = v[0].arch_max_minor = -1;
+        str_printf(why, why_size, "%s on that machine%s%s", st->valuestring, cJSON_IsString(rs) ? ": " : "",
+                   cJSON_IsString(rs) ? rs->valuestring : "");
+        str_copy_words(v[0].reason, sizeof v[0].reason, why);
+        if (strlen(why) >= sizeof v[0].reason) str_copy(v[0].reason_long, sizeof v[0].reason_long, why);
+        nd = 1;
+    }
+    *out = v;
+    *n_out = nd;
+    return SGL_ATTN_OK;
+}
+
+/* The entry of plugin `name` that ran there (a shadowed copy did not). */
+static int caps_of(reader *r, const cJSON *plugins, const char *name, sgl_attn_caps **out, uint32_t *n_out,
+                   char *why, size_t why_size, int *found) {
     int i = 0;
     *found = 0;
     for (const cJSON *e = plugins->child; e; e = e->next, i++) {
-        ju_path pi = ju_idx(&pp, i);
-        if (!cJSON_IsObject(e)) return ju_fail(r->d, &pi, 0, r->err, r->err_size, "expected a plugin object");
-        const cJSON *n = member(e, "name");
+        const cJSON *n = member(e, "name"), *st = member(e, "status");
         if (!cJSON_IsString(n) || strcmp(n->valuestring, name)) continue;
-        const cJSON *st = member(e, "status");
-        if (!cJSON_IsString(st)) {
-            ju_path q = ju_key(&pi, "status");
-            return ju_fail(r->d, &q, !st, r->err, r->err_size, "expected the plugin's status, a string");
-        }
-        /* A copy that was shadowed there is not what ran there. */
-        if (!strcmp(st->valuestring, "shadowed")) continue;
+        if (cJSON_IsString(st) && !strcmp(st->valuestring, "shadowed")) continue;
         *found = 1;
-        const cJSON *devs = member(e, "devices");
-        ju_path pd = ju_key(&pi, "devices");
-        if (!cJSON_IsArray(devs) || cJSON_GetArraySize(devs) > MAX_FILE_DEVICES)
-            return ju_fail(r->d, &pd, !devs, r->err, r->err_size, "expected an array of at most %d devices",
-                           MAX_FILE_DEVICES);
-        uint32_t nd = (uint32_t)cJSON_GetArraySize(devs);
-        if (strcmp(st->valuestring, "usable") && strcmp(st->valuestring, "unavailable")) nd = 0;
-        sgl_attn_caps *v = calloc(nd ? nd : 1, sizeof *v);
-        if (!v) return SGL_ATTN_E_NOMEM;
-        if (nd == 0) {
-            const cJSON *rs = member(e, "reason");
-            v[0].struct_size = sizeof v[0];
-            v[0].arch_major = v[0].arch_minor = -1;
-            v[0].arch_min_major = v[0].arch_min_minor = v[0].arch_max_major = v[0].arch_max_minor = -1;
-            str_printf(why, why_size, "%s on that machine%s%s", st->valuestring, cJSON_IsString(rs) ? ": " : "",
-                       cJSON_IsString(rs) ? rs->valuestring : "");
-            str_copy_words(v[0].reason, sizeof v[0].reason, why);
-            if (strlen(why) >= sizeof v[0].reason) str_copy(v[0].reason_long, sizeof v[0].reason_long, why);
-            nd = 1;
-        } else {
-            int k = 0;
-            for (const cJSON *d = devs->child; d; d = d->next, k++) {
-                ju_path pk = ju_idx(&pd, k);
-                if (read_caps(r, &pk, d, &v[k])) {
-                    free(v);
-                    return SGL_ATTN_E_INVALID;
-                }
-            }
-        }
-        *out = v;
-        *n_out = nd;
-        return SGL_ATTN_OK;
+        return read_entry(r, e, i, out, n_out, why, why_size);
     }
     return SGL_ATTN_OK;
 }
@@ -338,6 +347,17 @@ int caps_file_apply(sgl_attn_host *h, const char *path, char *err, size_t err_si
         rc = ju_fail(&d, &q, 0, err, err_size, "schema %g; this host reads schema %d (from attnctl %s)",
                      schema->valuedouble, CAPS_FILE_SCHEMA, SGL_ATTN_VERSION);
         goto done;
+    }
+    /* Every entry is read, whether a plugin here needs it or not: a bad file
+     * is refused whole, where it is bad. */
+    int idx = 0;
+    for (const cJSON *e = plugins->child; e; e = e->next, idx++) {
+        sgl_attn_caps *v = NULL;
+        uint32_t n = 0;
+        char why[SGL_ATTN_REASON_LONG_MAX];
+        rc = read_entry(&r, e, idx, &v, &n, why, sizeof why);
+        free(v);
+        if (rc) goto done;
     }
     for (size_t i = 0; i < h->n_plugins; i++) {
         plugin_entry *e = &h->plugins[i];

@@ -8,6 +8,7 @@
  *                             return; the reason is longer than caps.reason
  *   -DFAKE_ALIAS1/2="..."     descriptor aliases
  * It is only ever selected and listed, never created with real work. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +53,7 @@ static int probe(uint32_t index, sgl_attn_caps *c) {
 #endif
 #else
     c->head_dim_qk_max = c->head_dim_v_max = 256;
-    c->score = 5;
+    c->score = 0; /* never chosen automatically: only by name */
     c->available = 1;
     copy(c->device_name, sizeof c->device_name, "fake cpu");
     copy(c->arch_name, sizeof c->arch_name, "fake1");
