@@ -241,11 +241,22 @@ static void print_table(const attnctl_common *c, sgl_attn_host *h, const machine
         }
     }
     if (m->n_nodev) {
+        /* plugins with the same reason (one runtime missing) on one line */
         printf("no device for:\n");
+        int done[256] = {0};
         for (size_t k = 0; k < m->n_nodev; k++) {
+            if (done[k]) continue;
             size_t i = m->nodev[k];
-            char line[2048];
-            snprintf(line, sizeof line, "%s: %s", plugin_name(h, i), attnctl_esc(sgl_attn_host_plugin_reason(h, i)));
+            const char *why = sgl_attn_host_plugin_reason(h, i);
+            char line[4096];
+            int n = snprintf(line, sizeof line, "%s", plugin_name(h, i));
+            for (size_t j = k + 1; j < m->n_nodev; j++)
+                if (!done[j] && !strcmp(sgl_attn_host_plugin_reason(h, m->nodev[j]), why) && n > 0 &&
+                    (size_t)n < sizeof line) {
+                    n += snprintf(line + n, sizeof line - (size_t)n, ", %s", plugin_name(h, m->nodev[j]));
+                    done[j] = 1;
+                }
+            if (n > 0 && (size_t)n < sizeof line) snprintf(line + n, sizeof line - (size_t)n, ": %s", attnctl_esc(why));
             printf("    %s", attnctl_sgr(color, "unavailable"));
             if (c->verbose) attnctl_wrap(stdout, line, 4, 6, cols);
             else attnctl_wrap_short(stdout, line, 4, 6, cols, 2);

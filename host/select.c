@@ -549,9 +549,15 @@ static int cpu_fallback(const sel_ctx *cx, const stage_run *st, const sel_candid
         const sel_candidate *c = &cx->in->cands[i];
         if (!usable_gpu(c)) continue;
         const eval *e = &st->ev[i];
-        if (e->pass)
-            ju_append(buf, size, "%s%s device %u: passes, but score %d is never chosen automatically", n ? "; " : "",
-                      sel_cand_name(c), c->device, e->score);
+        if (e->pass && st->note[i] == NOTE_NO_WRAPPER)
+            ju_append(buf, size, "%s%s device %u: passes, but no hybrid wrapper for the model runs beside it "
+                      "[hybrid-no-wrapper]", n ? "; " : "", sel_cand_name(c), c->device);
+        else if (e->pass && !eligible(cx, st, i))
+            ju_append(buf, size, "%s%s device %u: passes, but score %d: never chosen automatically [score]",
+                      n ? "; " : "", sel_cand_name(c), c->device, e->score);
+        else if (e->pass)
+            ju_append(buf, size, "%s%s device %u: passes, but ranked after %s [ranked-lower]", n ? "; " : "",
+                      sel_cand_name(c), c->device, sel_cand_name(chosen));
         else
             ju_append(buf, size, "%s%s device %u: %s [%s]", n ? "; " : "", sel_cand_name(c), c->device, e->message,
                       e->rule);
