@@ -34,3 +34,21 @@ test-cli: $(ATTNCTL) $(CLI_FAKE_SOS) $(if $(HELP2MAN),$(ATTNCTL_MAN)) $(ATTNCTL_
 TEST_STEPS += test-cli
 
 .PHONY: test-cli
+
+# attnctl's own paths under the sanitizers (tests/sanitize runs these in its
+# ASan and valgrind steps): escaped text and claims, a machine file written
+# and read back, the CPU fallback refused, report.  $(1): the wrapper or
+# environment of the run.
+CLI_SAN_MODEL := examples/models/llama-3.1-8b.json
+define cli_san_run
+	@echo "== $(2) attnctl: list-plugins -v with fakes, devices --json, select --caps-from, --no-cpu-fallback, report"
+	env $(SAN_ENV) $(1) $(ATTNCTL) list-plugins -v --all --no-isolate --plugin-path $(CLI_FAKES)/evil:$(CLI_FAKES)/claims > /dev/null
+	env $(SAN_ENV) $(1) $(ATTNCTL) devices --json --no-isolate --plugin-path $(CLI_FAKES)/gpu_here > $(BUILD)/cli-san-machine.json
+	env $(SAN_ENV) $(1) $(ATTNCTL) select --model $(CLI_SAN_MODEL) --caps-from $(BUILD)/cli-san-machine.json \
+	    --plugin-path $(CLI_FAKES)/gpu_absent:$(CLI_FAKES)/claims --backend my_fast --explain --json > /dev/null
+	env $(SAN_ENV) $(1) $(ATTNCTL) select --model examples/models/minimax-m3-sparse.json \
+	    --caps-from tests/cli/data/h200-synthetic.json --explain > /dev/null
+	env $(SAN_ENV) $(1) $(ATTNCTL) select --model examples/models/gemma-2-9b.json --plugin-path $(CLI_FAKES)/gpu_here \
+	    --no-cpu-fallback --json > /dev/null; test $$? = 1
+	env $(SAN_ENV) $(1) $(ATTNCTL) report --no-isolate --plugin-path $(CLI_FAKES)/evil > /dev/null
+endef
