@@ -45,7 +45,9 @@ define cli_san_run
 	env $(SAN_ENV) $(1) $(ATTNCTL) list-plugins -v --all --no-isolate --plugin-path $(CLI_FAKES)/evil:$(CLI_FAKES)/claims > /dev/null
 	env $(SAN_ENV) $(1) $(ATTNCTL) devices --json --no-isolate --plugin-path $(CLI_FAKES)/gpu_here > $(BUILD)/cli-san-machine.json
 	env $(SAN_ENV) $(1) $(ATTNCTL) select --model $(CLI_SAN_MODEL) --caps-from $(BUILD)/cli-san-machine.json \
-	    --plugin-path $(CLI_FAKES)/gpu_absent:$(CLI_FAKES)/claims --backend my_fast --explain --json > /dev/null
+	    --plugin-path $(CLI_FAKES)/gpu_absent --explain --json > /dev/null
+	env $(SAN_ENV) $(1) $(ATTNCTL) select --model $(CLI_SAN_MODEL) --plugin-path $(CLI_FAKES)/claims --backend my_fast \
+	    --explain > /dev/null
 	env $(SAN_ENV) $(1) $(ATTNCTL) select --model examples/models/minimax-m3-sparse.json \
 	    --caps-from tests/cli/data/h200-synthetic.json --explain > /dev/null
 	env $(SAN_ENV) $(1) $(ATTNCTL) select --model examples/models/gemma-2-9b.json --plugin-path $(CLI_FAKES)/gpu_here \
