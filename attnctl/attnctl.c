@@ -6,15 +6,13 @@
 
 #include "attnctl.h"
 
-const attnctl_cmd *const attnctl_commands[] = {
+static const attnctl_cmd *const attnctl_commands[] = {
     &attnctl_cmd_list_plugins, &attnctl_cmd_devices, &attnctl_cmd_search_paths, &attnctl_cmd_select,
     &attnctl_cmd_run,          &attnctl_cmd_check,   &attnctl_cmd_bench,        &attnctl_cmd_report,
 };
-const size_t attnctl_command_count = sizeof attnctl_commands / sizeof attnctl_commands[0];
+static const size_t attnctl_command_count = sizeof attnctl_commands / sizeof attnctl_commands[0];
 
-void attnctl_print_completion(FILE *f); /* cli.c */
-
-const attnctl_cmd *attnctl_find_command(const char *name) {
+static const attnctl_cmd *attnctl_find_command(const char *name) {
     for (size_t i = 0; i < attnctl_command_count; i++)
         if (!strcmp(attnctl_commands[i]->name, name)) return attnctl_commands[i];
     return NULL;
@@ -99,6 +97,7 @@ static int names(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    attnctl_cli_init(attnctl_commands, attnctl_command_count);
     if (argc < 2) {
         usage(stderr);
         return ATTNCTL_EXIT_USAGE;

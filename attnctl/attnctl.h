@@ -99,10 +99,11 @@ int attnctl_int_arg(const attnctl_cmd *cmd, const char *opt, const char *v, long
 int attnctl_u64_arg(const attnctl_cmd *cmd, const char *opt, const char *v, uint64_t *out);
 void attnctl_print_help(const attnctl_cmd *cmd, FILE *f);
 
-/* Every command, for help, completion and the man page (attnctl.c). */
-extern const attnctl_cmd *const attnctl_commands[];
-extern const size_t attnctl_command_count;
-const attnctl_cmd *attnctl_find_command(const char *name);
+/* Every command (attnctl.c hands them over at start, so that cli.c can name
+ * another command's option and write the completion script). */
+void attnctl_cli_init(const attnctl_cmd *const *commands, size_t n);
+/* The bash completion script (`attnctl completion bash`). */
+void attnctl_print_completion(FILE *f);
 /* The closest of `names` to `s` when it is close enough, else NULL. */
 const char *attnctl_closest(const char *s, const char *const *names, size_t n);
 

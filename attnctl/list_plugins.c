@@ -20,46 +20,6 @@ static int shown_by_default(int status) {
            status == SGL_ATTN_PLUGIN_DISABLED;
 }
 
-cJSON *attnctl_json_plugin(const sgl_attn_host *h, size_t i) {
-    sgl_attn_plugin_info in = {.struct_size = sizeof in};
-    if (sgl_attn_host_plugin_info(h, i, &in) != SGL_ATTN_OK) return NULL;
-    int d = attnctl_has_descriptor(&in);
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "name", attnctl_json_str(d ? in.name : NULL));
-    cJSON_AddItemToObject(o, "version", attnctl_json_str(d ? in.version : NULL));
-    cJSON_AddItemToObject(o, "description", attnctl_json_str(d ? in.description : NULL));
-    cJSON_AddItemToObject(o, "license", attnctl_json_str(d ? in.license : NULL));
-    cJSON_AddItemToObject(o, "path", attnctl_json_str(in.path));
-    cJSON_AddItemToObject(o, "source", attnctl_json_str(in.source));
-    cJSON_AddItemToObject(o, "platform", attnctl_json_str(d ? sgl_attn_platform_name(in.platform) : NULL));
-    cJSON_AddItemToObject(o, "role", attnctl_json_str(attnctl_role_name(&in)));
-    cJSON_AddItemToObject(o, "hybrid_kind", attnctl_json_str(attnctl_hybrid_kind(&in)));
-    cJSON_AddStringToObject(o, "status", sgl_attn_plugin_status_name(in.status));
-    cJSON_AddItemToObject(o, "reason", attnctl_json_str(sgl_attn_host_plugin_reason(h, i)));
-    if (in.abi_major || in.abi_minor) {
-        char abi[16];
-        snprintf(abi, sizeof abi, "%u.%u", in.abi_major, in.abi_minor);
-        cJSON_AddStringToObject(o, "abi", abi);
-    } else {
-        cJSON_AddNullToObject(o, "abi");
-    }
-    cJSON *al = cJSON_AddArrayToObject(o, "aliases");
-    for (uint32_t k = 0; k < in.n_aliases && k < SGL_ATTN_MAX_LIST; k++)
-        cJSON_AddItemToArray(al, cJSON_CreateString(in.aliases[k]));
-    cJSON *mt = cJSON_AddArrayToObject(o, "model_types");
-    for (uint32_t k = 0; k < in.n_model_types && k < SGL_ATTN_MAX_LIST; k++)
-        cJSON_AddItemToArray(mt, cJSON_CreateString(in.model_types[k]));
-    cJSON *notes = cJSON_AddArrayToObject(o, "notes");
-    for (size_t k = 0; k < sgl_attn_host_plugin_note_count(h, i); k++)
-        cJSON_AddItemToArray(notes, cJSON_CreateString(sgl_attn_host_plugin_note(h, i, k)));
-    cJSON *devs = cJSON_AddArrayToObject(o, "devices");
-    for (uint32_t k = 0; k < in.n_devices; k++) {
-        sgl_attn_caps cp = {.struct_size = sizeof cp};
-        if (sgl_attn_host_plugin_caps(h, i, k, &cp) == SGL_ATTN_OK) cJSON_AddItemToArray(devs, attnctl_json_caps(&cp, k));
-    }
-    return o;
-}
-
 static cJSON *json_default(const attnctl_default *d) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddBoolToObject(o, "ok", d->ok);

@@ -391,7 +391,10 @@ int caps_file_apply(sgl_attn_host *h, const char *path, char *err, size_t err_si
     for (const cJSON *e = plugins->child; e; e = e->next) {
         const cJSON *n = member(e, "name"), *st = member(e, "status");
         if (!cJSON_IsString(n) || !cJSON_IsString(st) || strcmp(st->valuestring, "usable")) continue;
-        if (sgl_attn_host_find_plugin(h, n->valuestring) < 0)
+        int here = 0;
+        for (size_t i = 0; i < h->n_plugins && !here; i++)
+            here = h->plugins[i].loaded && !strcmp(h->plugins[i].info.name, n->valuestring);
+        if (!here)
             hlog_printf(&h->log, SGL_ATTN_LOG_WARN,
                         "caps file %s: plugin %s is usable on that machine but not loaded here, so it is no "
                         "candidate",
