@@ -164,7 +164,7 @@ help:
 	@echo '  make uninstall      remove what make install wrote'
 	@echo '  make clean          remove build, build-asan, build-tsan, build-fuzz'
 	@echo 'Variables (make VAR=value ...):'
-	@echo '  NVCC=               build without CUDA (default: $(or $(NVCC),none found))'
+	@echo '  NVCC=               build without CUDA (now: $(or $(NVCC),none: $(NO_NVCC_WHY)))'
 	@echo '  SAN=asan|tsan       a sanitizer build in build-asan / build-tsan'
 	@echo '  CC, OPT             compiler and optimisation flags (default: $(CC), $(OPT))'
 	@echo '  PREFIX or prefix    install prefix (default /usr/local; /usr puts the conf in /etc)'
