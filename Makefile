@@ -105,6 +105,9 @@ $(OBJDIR)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_$(subst /,_,$(dir $<))) -MMD -MP -c $< -o $@
 
+# The CUDA toolchain and the SDK's CUDA glue: read first, because the
+# fragments below test HAVE_CUDA as they are read.
+include plugins/sdk/cuda/cuda.mk
 include $(sort $(wildcard */module.mk) $(wildcard plugins/*/module.mk) $(wildcard plugins/*/*/module.mk) \
                 $(wildcard tests/*/module.mk) $(wildcard examples/*/module.mk))
 

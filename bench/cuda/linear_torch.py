@@ -1,4 +1,4 @@
-"""Plain PyTorch Gated DeltaNet, timed in the same run as gdn_cuda (bench/gpu/linear.sh).
+"""Plain PyTorch Gated DeltaNet, timed in the same run as gdn_cuda (bench/gpu/final_linear.sh).
 
 Decode: one step of a Qwen3-Next GDN layer (32 value heads, 16 qk heads, K = V = 128,
 conv width 4, fp32 state), B in {32, 256, 1024}, and the TP2 shapes (16 / 8): the conv

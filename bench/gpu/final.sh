@@ -1,19 +1,17 @@
 #!/usr/bin/env bash
-# bench/gpu/final.sh - the record run on the H200: every GPU plugin checked
-# against the float64 reference, sanitized, and timed beside PyTorch, with the
-# card's ceilings measured in the same call.  Parts run one after another
-# under run.sh:  bash bench/gpu/run.sh final
-set -u
-OUT=${OUT:?}
-# name:cap in seconds; most important first (a part past its cap is cut, the rest go on)
-for pc in final_decode:210 final_prefill:100 final_mla:110 final_linear:90 ceilings:40; do
-  part=${pc%%:*} cap=${pc#*:}
-  mkdir -p "$OUT/$part"
-  echo "======== $part [$SECONDS s]"
-  case $part in
-    ceilings) timeout "$cap" python3 bench/anchors/ceilings.py "$OUT/ceilings/ceilings.json" 2>&1 | tail -2;;
-    *) [ -f "bench/gpu/$part.sh" ] && OUT="$OUT/$part" timeout "$cap" bash "bench/gpu/$part.sh" 2>&1 | tee "$OUT/$part/console.txt" | tail -25;;
-  esac
-  type pack >/dev/null 2>&1 && pack
+# bench/gpu/final.sh - the record run on the H200: every GPU plugin's defaults
+# checked against the float64 reference, sanitized, and timed beside PyTorch and
+# the card's ceilings in the same call, each figure beside the last record's
+# (bench/results/README.md says which run that is).  About 7 minutes; one device
+# call:  bash bench/gpu/run.sh final
+# The parts run one after another, each cut at its cap (most important first);
+# FINAL_PARTS="final_mla:110 anchors:40" runs a subset.  Last, the record
+# against the last one: every part's x-last table summed up, and every case more
+# than 2% slower than the last record named (bench/cuda/vs_last.py).
+. "$(dirname "$0")/common.sh"
+for spec in ${FINAL_PARTS:-final_decode:200 final_prefill:80 final_mla:110 final_linear:130 anchors:40}; do
+  PART_TAIL=25 run_part "$spec"
 done
+step "the record beside the last record"
+python3 bench/cuda/vs_last.py summary "$OUT" | tee "$OUT/vs_last.txt"
 echo "final: done [$SECONDS s]"

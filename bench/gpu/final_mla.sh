@@ -15,21 +15,15 @@
 #      against step 3 in the same run), beside MLA_FINAL_MEM / MLA_FINAL_CMP
 #      variants when given, while the time budget lasts
 #   6. the tables, ratio table last (bench/cuda/mla_final_summary.py), with
-#      "x last" against MLA_FINAL_LAST (an earlier record's bench_default.json)
+#      "x last" against the last record (bench/cuda/vs_last.py; MLA_FINAL_LAST:
+#      another record's bench_default.json), and vs_last.py's table
 # SGL_ATTN_MLA_STRICT=1 throughout: a kernel this device cannot run fails at
 # create instead of running another under its name.  SGL_ATTN_MLA_LOG=1 on the
 # bench steps: the kernel every plan ran is in the logs and in the tables.
-set -u
-OUT=${OUT:?set OUT to the output folder}
-mkdir -p "$OUT"
+. "$(dirname "$0")/common.sh"
 BUDGET=${MLA_FINAL_BUDGET:-88} # seconds after which no optional step starts
-export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export SGL_ATTN_COMMIT=${SGL_ATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
 export SGL_ATTN_MLA_STRICT=1
-unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_MMA SGL_ATTN_MLA_LOG
-A=build/bin/attnctl
-T=${MLA_FINAL_TESTS:-build/tests} # (override: a dry run of this script)
-step() { echo; echo "### $* [$SECONDS s]"; }
+T=${MLA_FINAL_TESTS:-$T} # (override: a dry run of this script)
 venv() { # variant -> environment assignments (as mg_variant_env)
   local k=${1%%+*} e
   e="SGL_ATTN_MLA_KERNEL=$k"
@@ -51,7 +45,7 @@ KEPT="auto simple mma mma+ring mma+base wide"
 MEM_VARIANTS=${MLA_FINAL_MEM-}
 CMP_VARIANTS=${MLA_FINAL_CMP-}
 TESTED=$(echo $KEPT $MEM_VARIANTS $CMP_VARIANTS | tr ' ' '\n' | awk '!seen[$0]++' | tr '\n' ' ')
-LAST=${MLA_FINAL_LAST-bench/results/h200-2026-12-03/run14-6932d88/final_mla/bench_default.json}
+LAST=${MLA_FINAL_LAST-$(python3 bench/cuda/vs_last.py path mla | head -1)}
 
 step "0. device, build"
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.mem,memory.total --format=csv,noheader 2>&1
@@ -128,4 +122,6 @@ fi
 
 step "6. summary"
 python3 bench/cuda/mla_final_summary.py "$OUT" ${LAST:+"$LAST"} | tee "$OUT/summary.txt"
+step "beside the last record"
+python3 bench/cuda/vs_last.py mla "$OUT"
 echo "final_mla: done [$SECONDS s]"

@@ -3,18 +3,15 @@
 # `attnctl check` of the whole matrix against float64 with each value of the
 # plugin option kernel (auto: the defaults; mma: the mma.sync extend and decode
 # that serve SM 8.x, head dims 64 / 256 and large GQA groups; portable: the
-# kernels hip_attn shares), the graph capture / replay test (all three),
-# the sm_90a self-test, compute-sanitizer memcheck of the quick matrix with each
-# value and racecheck with the defaults.  Prebuilt build/ (attnctl, cuda_attn.so,
-# build/tests/test_cuda_graph, build/tests/test_wgmma_primitives), repo root,
-# OUT=dir; ~90 s on the H200.
+# kernels hip_attn shares) and of the defaults under the validation layer
+# (validate/cuda_attn), the graph capture / replay test (all three), the sm_90a
+# self-test, compute-sanitizer memcheck of the quick matrix with each value and
+# racecheck with the defaults.  ~90 s on the H200.
 # Passing: every check line "rc=0 ... 0 failed, ... 0 errors", graph rc=0 with
-# "PASSED", self-test "all PASS", memcheck "ERROR SUMMARY: 0 errors",
+# "PASSED", self-test "RESULT: all PASS", memcheck "ERROR SUMMARY: 0 errors",
 # racecheck "RACECHECK SUMMARY: 0 hazards".
-set -u
-OUT=${OUT:?}; mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-A=build/bin/attnctl; T=build/tests; P=build/lib/sglattn/plugins
+. "$(dirname "$0")/common.sh"
+need "$A" "$P/cuda_attn.so" "$T/test_cuda_graph" "$T/test_wgmma_primitives"
 # The option reaches the plugin through the conf the host reads.
 for k in auto mma portable; do
   printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "%s"}}}\n' "$k" > "$OUT/conf_$k.json"
@@ -23,7 +20,10 @@ for k in auto mma portable; do
   ( timeout 60 $A check --plugin cuda_attn --conf "$OUT/conf_$k.json" --json > "$OUT/check_$k.json" 2> "$OUT/check_$k.log"
     echo "check kernel=$k: rc=$? $(tail -1 "$OUT/check_$k.log")" > "$OUT/check_$k.rc" ) &
 done
-( timeout 40 $T/test_cuda_graph $P > "$OUT/graph.log" 2>&1
+( timeout 60 $A check --plugin validate/cuda_attn --conf "$OUT/conf_auto.json" --json > "$OUT/check_validate.json" \
+    2> "$OUT/check_validate.log"
+  echo "check validate/cuda_attn: rc=$? $(tail -1 "$OUT/check_validate.log")" > "$OUT/check_validate.rc" ) &
+( timeout 40 $T/test_cuda_graph > "$OUT/graph.log" 2>&1
   echo "graph: rc=$? $(grep -E 'PASSED|FAILED' "$OUT/graph.log" | tr '\n' ' ')" > "$OUT/graph.rc" ) &
 ( timeout 60 $T/test_wgmma_primitives > "$OUT/selftest.log" 2>&1
   echo "wgmma self-test: rc=$? $(grep -c '^PASS' "$OUT/selftest.log") PASS $(grep -c '^FAIL' "$OUT/selftest.log") FAIL $(tail -1 "$OUT/selftest.log")" > "$OUT/selftest.rc" ) &

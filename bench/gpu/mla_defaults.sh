@@ -3,16 +3,13 @@
 # every kept kernel configuration against float64 (strict, plan log: which
 # kernel each plan ran), the whole test set with the defaults, graph replay,
 # compute-sanitizer memcheck on every configuration and racecheck on the
-# defaults, attnctl check on the full matrix.  Variants (docs/cuda_mla.md):
+# defaults, attnctl check on the full matrix (alone and under the validation
+# layer).  ~3 minutes.  Variants (docs/cuda_mla.md):
 # auto = the defaults, mma = the mma kernel at every tile size, mma+ring = what
 # SM 10.x runs, mma+base = what SM 8.0 runs, wide, simple.
-set -u
-OUT=${OUT:?}; mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-unset SGL_ATTN_MLA_KERNEL SGL_ATTN_MLA_MMA SGL_ATTN_MLA_LOG
-A=build/bin/attnctl; T=build/tests
+. "$(dirname "$0")/common.sh"
+need "$A" "$P/cuda_mla.so" "$T/test_mla_gpu"
 ALL=auto,simple,mma,mma+ring,mma+base,wide
-step() { echo; echo "### $* [$SECONDS s]"; }
 plans() {
   echo "plans: tma $(grep -c 'mma tma' "$1"), ring $(grep -c 'mma ring' "$1"), two $(grep -c 'mma two' "$1")," \
        "base $(grep -c 'mma base' "$1"), wide $(grep -c 'runs wide' "$1"), simple $(grep -c 'runs simple' "$1")"
@@ -33,8 +30,10 @@ SGL_ATTN_MLA_STRICT=1 MLA_GPU_QUICK=2 MLA_GPU_VARIANTS=auto timeout 90 compute-s
   $T/test_mla_gpu > "$OUT/racecheck.log" 2>&1
 echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$OUT/racecheck.log" | tr '\n' ' ')"
 grep -oE 'Race reported between [A-Za-z]+ access at [^(]+' "$OUT/racecheck.log" | sort | uniq -c | sort -rn | head -6
-step "3. attnctl check --plugin cuda_mla (full matrix, defaults), memcheck on --quick"
+step "3. attnctl check --plugin cuda_mla and validate/cuda_mla (full matrix, defaults), memcheck on --quick"
 timeout 40 $A check --plugin cuda_mla --json > "$OUT/check.json" 2> "$OUT/check.log"; echo "check rc=$? $(tail -1 "$OUT/check.log")"
+timeout 40 $A check --plugin validate/cuda_mla --json > "$OUT/check_validate.json" 2> "$OUT/check_validate.log"
+echo "check validate/cuda_mla rc=$? $(tail -1 "$OUT/check_validate.log")"
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 $A check --plugin cuda_mla --quick > "$OUT/check_memcheck.log" 2>&1
 echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/check_memcheck.log" | tail -1)"
 echo "mla_defaults: done [$SECONDS s]"

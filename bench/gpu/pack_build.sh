@@ -1,13 +1,32 @@
 #!/usr/bin/env bash
-# pack build/ for the GPU machine into .carry/build-gpu.tgz
+# bench/gpu/pack_build.sh - here, after `make`: build/ packed for the GPU machine
+# into .carry/build-gpu.tgz (the device call carries .carry; bench/gpu/run.sh
+# unpacks it into build/).  The binaries the GPU scripts run, the libraries
+# and plugins (no hip_attn), build/race/ when bench/gpu/build_race.sh made it,
+# libcjson / libcmocka (the GPU machine has neither), debug info stripped, and
+# build/commit.txt: the commit the build is of (-dirty: with uncommitted
+# changes), which the scripts put in their JSON.  The tree is the first
+# argument (default: the checkout this script is in).
 set -e
-cd "${1:-/work/main}"
+cd "${1:-$(dirname "$0")/../..}"
+[ -d build ] && [ ! -L build ] || { echo "pack_build.sh: no build/ directory in $PWD"; exit 1; }
+keep="bench_lin mla_gpu_bench test_lin_e2e test_lin_gpu test_lin_load test_mla_gpu test_cuda_graph
+      test_wgmma_primitives python"
 rm -rf build-gpu && cp -a build build-gpu
 rm -rf build-gpu/obj
-keep="bench_lin mla_gpu_bench test_lin_e2e test_lin_gpu test_lin_load test_mla_gpu test_cuda_graph python"
-for f in build-gpu/tests/*; do b=$(basename "$f"); case " $keep " in *" $b "*) ;; *) rm -rf "$f";; esac; done
+for f in build-gpu/tests/*; do
+  b=$(basename "$f")
+  case " $(echo $keep) " in *" $b "*) ;; *) rm -rf "$f";; esac
+done
 rm -f build-gpu/lib/sglattn/plugins/hip_attn.so
-for l in libcjson.so.1 libcmocka.so.0; do p=$(ldconfig -p | awk -v l=$l '$1==l{print $NF; exit}'); cp -L "$p" build-gpu/lib/; done
+for l in libcjson.so.1 libcmocka.so.0; do
+  p=$(ldconfig -p | awk -v l=$l '$1==l{print $NF; exit}')
+  cp -L "$p" build-gpu/lib/
+done
+echo "$(git rev-parse --short=7 HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo -dirty)" > build-gpu/commit.txt
 find build-gpu -type f \( -name '*.so*' -o -perm -u+x \) -exec strip --strip-debug {} \; 2>/dev/null || true
 mkdir -p .carry && tar czf .carry/build-gpu.tgz build-gpu && rm -rf build-gpu
 ls -la .carry/build-gpu.tgz
+size=$(stat -c %s .carry/build-gpu.tgz)
+[ "$size" -le $((64 * 1024 * 1024)) ] || echo "pack_build.sh: $size bytes, over the device call's 64 MiB carry"
+echo "commit $(tar xzOf .carry/build-gpu.tgz build-gpu/commit.txt)"

@@ -1,52 +1,60 @@
 #!/usr/bin/env bash
 # bench/gpu/profile.sh - where the time goes, by Nsight Compute (clocks left
-# alone), for the three open speed gaps; one ncu run per question, each capped.
+# alone), for the open speed gaps; one ncu run per question, each capped
+# (at most ~6.5 minutes; PROFILE="1 3" runs those questions only).
 #   1. GDN chunked prefill 64k: every kernel's duration in one forward, then the
-#      state pass's stall reasons
+#      state pass's sections (stall reasons)
 #   2. GDN stream decode B 256: speed of light, memory workload, stalls
 #   3. cuda_attn wgmma prefill b 4 x 4k (page 16): durations of the extend and
 #      save-KV launches, then the extend kernel's sections
-#   4. cuda_mla: 128 rows (wgmma0, compute-bound) and 16 heads (mma ring)
-set -u
-OUT=${OUT:?}; mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-T=build/tests; P=build/lib/sglattn/plugins; A=build/bin/attnctl
+#   4. cuda_mla: 128 rows (the wide kernel, compute-bound) and 16 heads (the mma
+#      kernel, memory-bound)
+# Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
+. "$(dirname "$0")/common.sh"
+need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
+on() { case " ${PROFILE:-1 2 3 4} " in *" $1 "*) return 0;; esac; return 1; }
 NCU="ncu --clock-control none"
 SECS="--section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"
-step() { echo; echo "### $* [$SECONDS s]"; }
-durs() { grep -E "^  [a-z_].*\(|gpu__time_duration" "$1" | paste - - | awk '{print $1, $NF}' | head -40; }
 
-step "1a. linear prefill 64k: kernel durations (first 16 launches)"
-BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 60 $NCU --metrics gpu__time_duration.sum -c 16 \
-  $T/bench_lin /dev/null $P > "$OUT/lin_prefill_durs.txt" 2>&1; echo "rc=$?"
-grep -E "lin_|gpu__time_duration" "$OUT/lin_prefill_durs.txt" | sed 's/(lin_fwd.*//' | head -40
-step "1b. linear prefill: the state pass's sections"
-BENCH_FILTER="T=65536" BENCH_VARIANT=fast timeout 60 $NCU $SECS -k regex:lin_chunk_state -c 1 \
-  $T/bench_lin /dev/null $P > "$OUT/lin_cstate_sections.txt" 2>&1; echo "rc=$?"
-grep -E "Duration|Throughput|Stall|Warp Cycles|Issued|Eligible|Occupancy|Registers|Shared Memory Config|Block Limit" "$OUT/lin_cstate_sections.txt" | head -40
-
-step "2. linear stream decode B 256"
-BENCH_FILTER="B=256" BENCH_VARIANT=fast BENCH_QUICK=1 timeout 45 $NCU $SECS -k regex:lin_decode_stream -c 1 --launch-skip 3 \
-  $T/bench_lin /dev/null $P > "$OUT/lin_decode_sections.txt" 2>&1; echo "rc=$?"
-grep -E "Duration|Throughput|DRAM|Stall|Warp Cycles|Eligible|Occupancy" "$OUT/lin_decode_sections.txt" | head -30
-
-step "3a. cuda_attn prefill b4 x 4k: kernel durations"
-C="extend:b=4,l=4096,q=4096,hq=16,hkv=16,d=128,dtype=bf16,page=16"
-timeout 45 $NCU --metrics gpu__time_duration.sum -c 12 $A bench --plugin cuda_attn --case $C --min-time 0.01 \
-  > "$OUT/mha_durs.txt" 2>&1; echo "rc=$?"
-grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/mha_durs.txt" | sed 's/(.*//' | head -30
-step "3b. cuda_attn wgmma extend sections"
-timeout 60 $NCU $SECS --section SourceCounters -k regex:attn_extend_wgmma -c 1 --launch-skip 2 $A bench --plugin cuda_attn --case $C --min-time 0.01 \
-  > "$OUT/mha_sections.txt" 2>&1; echo "rc=$?"
-grep -E "Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Occupancy|Registers" "$OUT/mha_sections.txt" | head -40
-
-step "4a. cuda_mla 128 rows (b 128, 4k)"
-export SGL_ATTN_MLA_STRICT=1
-MLA_BENCH_ONLY="decode:b=128,l=4096,q=1,hq=128,page=64" timeout 60 $NCU $SECS --section SourceCounters -k "regex:mla_(wg|mma|nar)" -c 2 --launch-skip 4 \
-  $T/mla_gpu_bench /dev/null none auto > "$OUT/mla128_sections.txt" 2>&1; echo "rc=$?"
-grep -E "mla_.*kernel|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued" "$OUT/mla128_sections.txt" | head -40
-step "4b. cuda_mla 16 heads (b 128, 16k)"
-MLA_BENCH_ONLY="decode:b=128,l=16384,q=1,hq=16,page=64" timeout 60 $NCU $SECS -k "regex:mla_(wg|mma|nar)" -c 2 --launch-skip 4 \
-  $T/mla_gpu_bench /dev/null auto none > "$OUT/mla16_sections.txt" 2>&1; echo "rc=$?"
-grep -E "mla_.*kernel|Duration|Throughput|DRAM|Stall|Warp Cycles|Eligible" "$OUT/mla16_sections.txt" | head -30
+if on 1; then
+  step "1a. linear prefill 64k: kernel durations (first 16 launches)"
+  BENCH_FILTER="T=65536" BENCH_VARIANT=fast BENCH_VT=16 timeout 60 $NCU --metrics gpu__time_duration.sum -c 16 \
+    $T/bench_lin /dev/null $P > "$OUT/lin_prefill_durs.txt" 2>&1; echo "rc=$?"
+  grep -E "lin_|gpu__time_duration" "$OUT/lin_prefill_durs.txt" | sed 's/(lin_fwd.*//' | head -40
+  step "1b. linear prefill: the state pass's sections"
+  BENCH_FILTER="T=65536" BENCH_VARIANT=fast BENCH_VT=16 timeout 60 $NCU $SECS -k regex:lin_chunk_state -c 1 \
+    $T/bench_lin /dev/null $P > "$OUT/lin_state_sections.txt" 2>&1; echo "rc=$?"
+  grep -E "Duration|Throughput|Stall|Warp Cycles|Issued|Eligible|Occupancy|Registers|Shared Memory Config|Block Limit" \
+    "$OUT/lin_state_sections.txt" | head -40
+fi
+if on 2; then
+  step "2. linear stream decode B 256"
+  BENCH_FILTER="B=256" BENCH_VARIANT=fast BENCH_QUICK=1 timeout 45 $NCU $SECS -k regex:lin_decode_stream -c 1 --launch-skip 3 \
+    $T/bench_lin /dev/null $P > "$OUT/lin_decode_sections.txt" 2>&1; echo "rc=$?"
+  grep -E "Duration|Throughput|DRAM|Stall|Warp Cycles|Eligible|Occupancy" "$OUT/lin_decode_sections.txt" | head -30
+fi
+if on 3; then
+  C="extend:b=4,l=4096,q=4096,hq=16,hkv=16,d=128,dtype=bf16,page=16"
+  step "3a. cuda_attn prefill b4 x 4k: kernel durations"
+  timeout 45 $NCU --metrics gpu__time_duration.sum -c 12 $A bench --plugin cuda_attn --case $C --min-time 0.01 \
+    > "$OUT/mha_durs.txt" 2>&1; echo "rc=$?"
+  grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/mha_durs.txt" | sed 's/(.*//' | head -30
+  step "3b. cuda_attn wgmma extend sections"
+  timeout 60 $NCU $SECS --section SourceCounters -k regex:attn_extend_wgmma -c 1 --launch-skip 2 \
+    $A bench --plugin cuda_attn --case $C --min-time 0.01 > "$OUT/mha_sections.txt" 2>&1; echo "rc=$?"
+  grep -E "Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Occupancy|Registers" "$OUT/mha_sections.txt" | head -40
+fi
+if on 4; then
+  # mla_gpu_bench OUT MEMORY-BOUND-VARIANTS COMPUTE-BOUND-VARIANTS: "auto" on the shape's side only
+  export SGL_ATTN_MLA_STRICT=1
+  step "4a. cuda_mla 128 rows (b 128, 4k): the wide kernel"
+  MLA_BENCH_ONLY="decode:b=128,l=4096,q=1,hq=128,page=64" timeout 60 $NCU $SECS --section SourceCounters \
+    -k "regex:mla_(wgmma_wide|mma)_kernel" -c 2 --launch-skip 4 $T/mla_gpu_bench /dev/null auto auto \
+    > "$OUT/mla128_sections.txt" 2>&1; echo "rc=$?"
+  grep -E "mla_.*kernel|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued" "$OUT/mla128_sections.txt" | head -40
+  step "4b. cuda_mla 16 heads (b 128, 16k): the mma kernel"
+  MLA_BENCH_ONLY="decode:b=128,l=16384,q=1,hq=16,page=64" timeout 60 $NCU $SECS -k "regex:mla_(wgmma_wide|mma)_kernel" \
+    -c 2 --launch-skip 4 $T/mla_gpu_bench /dev/null auto auto > "$OUT/mla16_sections.txt" 2>&1; echo "rc=$?"
+  grep -E "mla_.*kernel|Duration|Throughput|DRAM|Stall|Warp Cycles|Eligible" "$OUT/mla16_sections.txt" | head -30
+fi
 echo "profile: done [$SECONDS s]"

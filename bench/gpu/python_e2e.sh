@@ -10,19 +10,16 @@
 #   bash bench/gpu/run.sh python_e2e            (from the repo root, prebuilt build/ carried over)
 #   PARTS="stub hybrid" bash bench/gpu/run.sh python_e2e
 # Off the GPU (a dry run of the script on cpu_ref): E2E_ARGS=--cpu PYTHON=/usr/bin/python3
-set -u
-OUT=${OUT:?}; mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+. "$(dirname "$0")/common.sh"
 export SGLATTN_LIB="$PWD/build/lib/libsglattn.so.1"
 export PYTHONPATH="$PWD/python:$PWD/tests/python${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONDONTWRITEBYTECODE=1
-export SGL_ATTN_COMMIT=${SGL_ATTN_COMMIT:-$(git rev-parse HEAD 2>/dev/null || cat .commit 2>/dev/null || echo unknown)}
 py=${PYTHON:-python3}
 plugins="$PWD/build/tests/python/plugins"
 # noop.so for the overhead part: from the carried build, else built here
 if [ ! -f "$plugins/noop.so" ]; then
     plugins=$(mktemp -d /tmp/sglattn_py_plugins.XXXXXX)
-    cc -std=c11 -O2 -fPIC -fvisibility=hidden -Iabi -Itests/host/fakes -shared -o "$plugins/noop.so" \
+    cc -std=c11 -D_GNU_SOURCE -O2 -fPIC -fvisibility=hidden -Iabi -Itests/host/fakes -shared -o "$plugins/noop.so" \
         tests/host/fakes/noop.c -ldl 2>"$OUT/noop_build.log" || echo "noop.so: could not build it (overhead will fail)"
 fi
 $py -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__, "cuda", torch.cuda.is_available())
@@ -39,6 +36,6 @@ for pc in ${PARTS:-stub:150 overhead:60 models:270 hybrid:90}; do
     rc=$?
     [ $rc = 124 ] && echo "{\"part\": \"$part\", \"ok\": false, \"error\": \"ran past its cap of $cap s\"}" > "$OUT/$part.json"
     echo "$part rc=$rc"; grep -m1 "^== $part" "$OUT/$part.log" || tail -5 "$OUT/$part.log"
-    type pack >/dev/null 2>&1 && pack
+    if type pack > /dev/null 2>&1; then pack; fi
 done
 echo "python_e2e: done [$SECONDS s]"

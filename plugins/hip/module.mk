@@ -1,6 +1,6 @@
 # plugins/hip - the hip_attn plugin: AMD GPUs through the HIP runtime, with the
 # kernels and the pure-C sizing shared with cuda_attn (plugins/sdk/attn_kernels/,
-# written over plugins/cuda/common/gpu_compat.h).
+# written over plugins/sdk/gpu_compat.h).
 # `make hip` builds the plugin and its test alone; without hipcc both are
 # skipped with the reason.
 #
@@ -13,15 +13,14 @@ HIP_SO := $(PLUGDIR)/hip_attn.so
 HIP_C := hip_plugin.c hip_backend.c hip_check.c hip_runtime.c
 HIP_OBJS := $(addprefix $(OBJDIR)/plugins/hip/,$(HIP_C:.c=.o)) $(OBJDIR)/plugins/hip/hip_launch.hip.o \
             $(OBJDIR)/plugins/sdk/attn_kernels/sizing.o $(SDK_LIB)
-# gpu_compat.h still comes from plugins/cuda/common (tests/sdk's include check
-# names this as the one allowed crossing); the shared kernels from plugins/sdk.
-HIP_SHARED_INC := -Iplugins/cuda/common
-HIP_INC := -Iabi -Iplugins/sdk $(HIP_SHARED_INC)
+# hipcc sees what every plugin sees: abi/ and the SDK (the shared kernels,
+# gpu_compat.h).
+HIP_INC := $(INC_PLUGIN)
 
 ifneq ($(HIPCC),)
 HIPCC_FLAGS := -std=c++17 -O3 $(addprefix --offload-arch=,$(HIP_ARCHS)) -fPIC -fvisibility=hidden \
                -Wall -Wextra -Werror $(HIP_INC)
-CFLAGS_plugins_hip_ := -D__HIP_PLATFORM_AMD__ $(HIP_SHARED_INC)
+CFLAGS_plugins_hip_ := -D__HIP_PLATFORM_AMD__
 
 ALL += $(HIP_SO)
 PLUGINS += $(HIP_SO)

@@ -16,3 +16,6 @@ $(SDK_LIB): $(SDK_OBJS)
 
 sdk: $(SDK_LIB)
 .PHONY: sdk
+
+# No two files of the SDK call each other (make layout-cycles).
+LAYOUT_CYCLE_DIRS += plugins/sdk

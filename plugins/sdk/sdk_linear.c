@@ -17,6 +17,24 @@ int sgl_sdk_lin_layer_is_own(int kind, const sgl_attn_model *m, int layer) {
     return !sgl_attn_model_layer_is_full(m, layer);
 }
 
+int32_t sgl_sdk_lin_verify_steps(const sgl_attn_model *m) { return m && m->spec_tokens > 1 ? m->spec_tokens : 0; }
+
+/* a * b * c elements into *out; 0 on overflow. */
+static int elems(uint64_t *out, uint64_t a, uint64_t b, uint64_t c) {
+    return !__builtin_mul_overflow(a, b, out) && !__builtin_mul_overflow(*out, c, out);
+}
+
+int sgl_sdk_lin_pool_of(const sgl_sdk_lin_dims *d, int32_t slots, int32_t steps, sgl_sdk_lin_pool *p) {
+    memset(p, 0, sizeof *p);
+    p->layers = d->n_lin;
+    p->slots = slots > 0 ? slots : 0;
+    p->steps = steps > 1 ? steps : 0;
+    const uint64_t ls = (uint64_t)p->layers * (uint64_t)p->slots, conv = (uint64_t)d->conv_elems,
+                   ssm = (uint64_t)d->ssm_elems;
+    return elems(&p->conv, ls, conv, 1) && elems(&p->ssm, ls, ssm, 1) &&
+           elems(&p->iconv, ls, (uint64_t)p->steps, conv) && elems(&p->issm, ls, (uint64_t)p->steps, ssm);
+}
+
 static int need(int ok, char *why, size_t n, const char *field, int32_t value, const char *want) {
     if (!ok) sgl_sdk_str(why, n, "model field %s = %d; expected %s", field, (int)value, want);
     return ok;
@@ -215,10 +233,8 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
     }
     for (int i = 0; i < count; i++) {
         if (!in[i].t && in[i].optional) continue;
-        char name[160];
-        sgl_sdk_str(name, sizeof name, "%s%s", prefix, in[i].name);
         sgl_sdk_tensor_spec s = *base;
-        s.name = name;
+        s.name = in[i].name; /* the prefix goes on only when the check fails */
         s.meaning = NULL;
         s.ndim = in[i].ndim;
         s.shape[0] = in[i].s0;
@@ -226,7 +242,10 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
         s.shape[2] = in[i].s2;
         s.shape[3] = 0;
         int rc = sgl_sdk_check_tensor(in[i].t, &s, err, n);
-        if (rc) return rc;
+        if (rc) {
+            sgl_sdk_prepend(err, n, prefix);
+            return rc;
+        }
     }
     return SGL_ATTN_OK;
 }

@@ -54,6 +54,23 @@ uint64_t sgl_sdk_lin_state_bytes(int kind, const sgl_attn_model *m, uint32_t sta
  * sparse ones); 0: the inner does. */
 int sgl_sdk_lin_layer_is_own(int kind, const sgl_attn_model *m, int layer);
 
+/* A speculative verify keeps the state after each draft token, so that
+ * state_commit can take the accepted one: the steps a slot keeps, the
+ * model's spec_tokens when above 1, else 0 (no copies). */
+int32_t sgl_sdk_lin_verify_steps(const sgl_attn_model *m);
+
+/* The elements of a wrapper's state pools: [layers][slots][elems] for the
+ * state, [layers][slots][steps][elems] for the per-step verify copies. */
+typedef struct sgl_sdk_lin_pool {
+    int32_t layers, slots, steps; /* steps: sgl_sdk_lin_verify_steps (0: no copies) */
+    uint64_t conv, ssm;           /* elements of the conv and ssm state over all layers and slots */
+    uint64_t iconv, issm;         /* elements of their per-step copies (0 without steps) */
+} sgl_sdk_lin_pool;
+
+/* The pools of d->n_lin layers for `slots` slots and `steps` verify steps;
+ * 0 when an element count overflows 64 bits, else 1. */
+int sgl_sdk_lin_pool_of(const sgl_sdk_lin_dims *d, int32_t slots, int32_t steps, sgl_sdk_lin_pool *p);
+
 /* Checks the linear inputs of one forward of a stateful kind (everything
  * but minimax_sparse) against d for T tokens: io present and of the kind,
  * then each tensor the kind reads with the shape it must have, through

@@ -11,7 +11,7 @@
 sgl_sdk_opts sgl_sdk_opts_of(const sgl_attn_create_args *a, const char *plugin) {
     sgl_sdk_opts o = {NULL, plugin, NULL, 0};
     if (!a) return o;
-    if (a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host) o.host = a->host;
+    o.host = sgl_sdk_create_host(a);
     o.err = a->error;
     o.err_size = a->error ? a->error_size : 0;
     return o;
@@ -64,12 +64,12 @@ int sgl_sdk_opt_bool(const sgl_sdk_opts *o, const char *key, const char *env, in
     char from[96];
     const char *v = sgl_sdk_opt_raw(o, key, env, from, sizeof from);
     *out = def;
-    if (!v || !*v) return SGL_ATTN_OK;
+    if (!v || !*v || !strcasecmp(v, "auto")) return SGL_ATTN_OK;
     for (int i = 0; i < 4; i++) {
         if (!strcasecmp(v, yes[i])) return *out = 1, SGL_ATTN_OK;
         if (!strcasecmp(v, no[i])) return *out = 0, SGL_ATTN_OK;
     }
-    return bad(o, from, v, "1, true, yes, on, 0, false, no or off");
+    return bad(o, from, v, "1, true, yes, on, 0, false, no or off (or auto)");
 }
 
 int sgl_sdk_opt_choice(const sgl_sdk_opts *o, const char *key, const char *env, const char *const *names, int count,

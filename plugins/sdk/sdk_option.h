@@ -33,7 +33,7 @@ const char *sgl_sdk_opt_raw(const sgl_sdk_opts *o, const char *key, const char *
 /* Unset, "" or "auto": def.  Else an integer lo..hi. */
 int sgl_sdk_opt_int(const sgl_sdk_opts *o, const char *key, const char *env, int64_t def, int64_t lo, int64_t hi,
                     int64_t *out);
-/* Unset or "": def.  Else 1/true/yes/on or 0/false/no/off (any case). */
+/* Unset, "" or "auto": def.  Else 1/true/yes/on or 0/false/no/off (any case). */
 int sgl_sdk_opt_bool(const sgl_sdk_opts *o, const char *key, const char *env, int def, int *out);
 /* Unset, "" or "auto" (when "auto" is not a name): def.  Else the index of
  * the name it equals (any case) in names[0..count). */

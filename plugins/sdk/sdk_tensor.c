@@ -106,10 +106,43 @@ static void strides_of(const DLTensor *t, int64_t st[8]) {
     }
 }
 
+/* A 2-D tensor checked against a 3-D spec (SGL_SDK_T_MERGED). */
+static int is_merged(const DLTensor *t, const sgl_sdk_tensor_spec *s) {
+    return (s->flags & SGL_SDK_T_MERGED) && s->ndim == 3 && t->ndim == 2;
+}
+
+/* Outer strides (and a merged tensor's inner step) in whole aligned rows. */
+static int rows_rc(const DLTensor *t, const sgl_sdk_tensor_spec *s, const int64_t *st, size_t elem, char *err,
+                   size_t n) {
+    const size_t row = s->align ? s->align : elem;
+    if (t->ndim == 0) return SGL_ATTN_OK;
+    if (t->shape[t->ndim - 1] > 1 && st[t->ndim - 1] != 1) {
+        sgl_sdk_str(err, n, "%s.strides[%d] = %lld; expected 1 (the innermost dim is contiguous)", s->name,
+                    t->ndim - 1, (long long)st[t->ndim - 1]);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    for (int i = 0; i + 1 < t->ndim; i++)
+        if (t->shape[i] > 1 && ((uint64_t)st[i] * elem) % row) {
+            sgl_sdk_str(err, n, "%s.strides[%d] = %lld elements; expected a multiple of %zu bytes (aligned rows)",
+                        s->name, i, (long long)st[i], row);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+    if (is_merged(t, s) && s->shape[1] > 1 && s->shape[2] != SGL_SDK_ANY && ((uint64_t)s->shape[2] * elem) % row) {
+        sgl_sdk_str(err, n, "%s: rows of %lld elements (the last dim of the merged pair) are not a multiple of %zu "
+                    "bytes (aligned rows)", s->name, (long long)s->shape[2], row);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
+}
+
 static int layout_rc(const DLTensor *t, const sgl_sdk_tensor_spec *s, size_t elem, char *err, size_t n) {
-    if (!t->strides) return SGL_ATTN_OK; /* compact, and contiguous rows */
     int64_t st[8];
     strides_of(t, st);
+    if (s->flags & SGL_SDK_T_ROWS) {
+        int rc = rows_rc(t, s, st, elem, err, n);
+        if (rc) return rc;
+    }
+    if (!t->strides) return SGL_ATTN_OK; /* compact: no gaps, no overlap */
     if (s->flags & SGL_SDK_T_COMPACT) {
         int64_t want = 1;
         for (int i = t->ndim - 1; i >= 0; i--) {
@@ -134,20 +167,6 @@ static int layout_rc(const DLTensor *t, const sgl_sdk_tensor_spec *s, size_t ele
             sgl_sdk_str(err, n, "%s: strides times shape overflow", s->name);
             return SGL_ATTN_E_INVALID;
         }
-    }
-    if ((s->flags & SGL_SDK_T_ROWS) && t->ndim > 0) {
-        const size_t row = s->align ? s->align : elem;
-        if (t->shape[t->ndim - 1] > 1 && st[t->ndim - 1] != 1) {
-            sgl_sdk_str(err, n, "%s.strides[%d] = %lld; expected 1 (the innermost dim is contiguous)", s->name,
-                        t->ndim - 1, (long long)st[t->ndim - 1]);
-            return SGL_ATTN_E_UNSUPPORTED;
-        }
-        for (int i = 0; i + 1 < t->ndim; i++)
-            if (t->shape[i] > 1 && ((uint64_t)st[i] * elem) % row) {
-                sgl_sdk_str(err, n, "%s.strides[%d] = %lld elements; expected a multiple of %zu bytes (aligned rows)",
-                            s->name, i, (long long)st[i], row);
-                return SGL_ATTN_E_UNSUPPORTED;
-            }
     }
     if (!(s->flags & SGL_SDK_T_WRITTEN)) return SGL_ATTN_OK;
     /* No element of an output may alias another: order the dims by stride,
@@ -185,6 +204,12 @@ int sgl_sdk_check_tensor(const DLTensor *t, const sgl_sdk_tensor_spec *s, char *
     if (!shape_ok(t, s, err, n)) return SGL_ATTN_E_INVALID;
     int rc = dtype_rc(t, s, err, n);
     if (rc) return rc;
+    for (int i = 0; (s->flags & SGL_SDK_T_INT32) && i < t->ndim; i++)
+        if (t->shape[i] > INT32_MAX) {
+            sgl_sdk_str(err, n, "%s.shape[%d] = %lld; expected at most 2^31 - 1 (the kernels count in 32 bits)",
+                        s->name, i, (long long)t->shape[i]);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
     int64_t numel = 1;
     for (int i = 0; i < t->ndim; i++)
         if (__builtin_mul_overflow(numel, t->shape[i], &numel)) {
@@ -207,6 +232,26 @@ int sgl_sdk_check_tensor(const DLTensor *t, const sgl_sdk_tensor_spec *s, char *
         return SGL_ATTN_E_UNSUPPORTED;
     }
     return layout_rc(t, s, elem ? elem : 1, err, n);
+}
+
+void sgl_sdk_strides(const DLTensor *t, const sgl_sdk_tensor_spec *s, int64_t st[SGL_SDK_MAX_DIMS]) {
+    int64_t own[8];
+    strides_of(t, own);
+    for (int i = 0; i < SGL_SDK_MAX_DIMS; i++) st[i] = i < t->ndim && i < 8 ? own[i] : 1;
+    if (is_merged(t, s)) { /* [n0, n1 * n2]: dim 1 steps over rows of n2 */
+        const int64_t n2 = s->shape[2] != SGL_SDK_ANY ? s->shape[2]
+                           : s->shape[1] > 0      ? t->shape[1] / s->shape[1]
+                                                  : t->shape[1];
+        st[2] = own[1];
+        st[1] = n2 * own[1];
+    }
+}
+
+int sgl_sdk_host_index(const DLTensor *t, int64_t n) {
+    if (!t || !sgl_sdk_host_readable(t) || t->ndim != 1 || !t->shape || t->shape[0] < n || t->dtype.code != kDLInt ||
+        t->dtype.lanes != 1 || (t->dtype.bits != 32 && t->dtype.bits != 64) || (n > 0 && !t->data))
+        return 0;
+    return !t->strides || t->shape[0] <= 1 || t->strides[0] == 1;
 }
 
 int64_t sgl_sdk_index_at(const DLTensor *t, int64_t i) {

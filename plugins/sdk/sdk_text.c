@@ -47,6 +47,19 @@ void sgl_sdk_caps_reason(sgl_attn_caps *c, const char *fmt, ...) {
     memcpy(c->reason + cut, "...", 4);
 }
 
+void sgl_sdk_prepend(char *dst, size_t n, const char *prefix) {
+    if (!dst || !n || !prefix || !*prefix) return;
+    const size_t p = strlen(prefix), used = strnlen(dst, n - 1);
+    if (p >= n - 1) {
+        sgl_sdk_str(dst, n, "%s", prefix);
+        return;
+    }
+    const size_t keep = used < n - 1 - p ? used : n - 1 - p;
+    memmove(dst + p, dst, keep);
+    memcpy(dst, prefix, p);
+    dst[p + keep] = 0;
+}
+
 int sgl_sdk_create_fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...) {
     if (!a || !a->error || !a->error_size) return rc;
     va_list ap;
@@ -54,6 +67,20 @@ int sgl_sdk_create_fail(const sgl_attn_create_args *a, int rc, const char *fmt, 
     vsnprintf(a->error, a->error_size, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+const sgl_attn_host_api *sgl_sdk_create_host(const sgl_attn_create_args *a) {
+    return a && a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host ? a->host : NULL;
+}
+
+void sgl_sdk_log(const sgl_attn_host_api *h, int level, const char *plugin, const char *fmt, ...) {
+    if (!h || h->struct_size < offsetof(sgl_attn_host_api, log) + sizeof h->log || !h->log) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    h->log(h->host_ctx, level, plugin, "%s", line);
 }
 
 const char *sgl_sdk_dtype_name(DLDataType t, char buf[SGL_SDK_NAME_MAX]) {

@@ -1,6 +1,6 @@
 /* sdk_text.h - message helpers every plugin writes errors with: bounded
- * formatting, names of dtypes, devices and shapes, and create's error.  A leaf
- * of the SDK: sdk_text.c calls nothing else of it. */
+ * formatting, names of dtypes, devices and shapes, create's error, and lines
+ * to the host's log.  A leaf of the SDK: sdk_text.c calls nothing else of it. */
 #ifndef SGL_SDK_TEXT_H
 #define SGL_SDK_TEXT_H
 
@@ -19,6 +19,9 @@
 void sgl_sdk_str(char *dst, size_t n, const char *fmt, ...) SGL_SDK_PRINTF(3, 4);
 /* Appends to the string already in dst[n] (truncating, always terminated). */
 void sgl_sdk_append(char *dst, size_t n, const char *fmt, ...) SGL_SDK_PRINTF(3, 4);
+/* Puts `prefix` before the string already in dst[n]: a message written by a
+ * check, named for its call only when it fails ("forward_decode: " + ...). */
+void sgl_sdk_prepend(char *dst, size_t n, const char *prefix);
 
 /* A probe's reason, whole: in caps->reason_long when the host's caps have
  * it (ABI 1.2), and its start, cut at a word boundary with "...", in
@@ -28,6 +31,14 @@ void sgl_sdk_caps_reason(sgl_attn_caps *c, const char *fmt, ...) SGL_SDK_PRINTF(
 /* Writes "fmt..." to create_args.error (when the caller gave one) and
  * returns rc: `return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "...")`. */
 int sgl_sdk_create_fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...) SGL_SDK_PRINTF(3, 4);
+
+/* The host that creates the instance (create_args.host, ABI 1.1); NULL from
+ * a 1.0 host.  An instance that logs keeps it: no plugin needs a global. */
+const sgl_attn_host_api *sgl_sdk_create_host(const sgl_attn_create_args *a);
+/* One line "fmt..." to h's log as `plugin` at SGL_ATTN_LOG_* `level`;
+ * nothing when h is NULL or has no log. */
+void sgl_sdk_log(const sgl_attn_host_api *h, int level, const char *plugin, const char *fmt, ...)
+    SGL_SDK_PRINTF(4, 5);
 
 #define SGL_SDK_NAME_MAX 48
 

@@ -5,12 +5,12 @@
 #   make cuda-tests       build and run them
 
 CUDA_TEST_PLAN := $(TESTDIR)/test_cuda_attn_plan
-$(CUDA_TEST_PLAN): $(OBJDIR)/tests/cuda/test_cuda_attn_plan.o $(CUDA_ATTN_PURE_OBJS)
+$(CUDA_TEST_PLAN): $(OBJDIR)/tests/cuda/test_cuda_attn_plan.o $(CUDA_ATTN_PURE_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -lm
 # Relative to the repo root (where make and bench/gpu/*.sh run), so a tree built
 # in one clone also runs from another copy.
-CFLAGS_tests_cuda_ := -Iplugins/cuda/mha -Iplugins/sdk -DCUDA_ATTN_SO='"$(PLUGDIR)/cuda_attn.so"'
+CFLAGS_tests_cuda_ := -Iplugins/cuda/mha -DCUDA_ATTN_SO='"$(PLUGDIR)/cuda_attn.so"'
 TESTS += $(CUDA_TEST_PLAN)
 CUDA_TESTS := $(CUDA_TEST_PLAN)
 

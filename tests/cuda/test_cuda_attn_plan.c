@@ -130,26 +130,57 @@ static void test_sizing_refuses(void **state) {
     assert_non_null(strstr(err, "num_q_heads 6"));
 }
 
-/* The option's values, and an unknown one refused with the accepted list. */
+/* A host whose conf has plugin_options.cuda_attn.kernel = g_kernel (NULL: unset). */
+static const char *g_kernel;
+static const char *kernel_option(void *ctx, const char *plugin, const char *key) {
+    (void)ctx;
+    return !strcmp(plugin, "cuda_attn") && !strcmp(key, "kernel") ? g_kernel : NULL;
+}
+
+/* The option's values as the creating host gives them, unset and empty as
+ * auto, and an unknown one refused with the option, the value and the
+ * accepted list. */
 static void test_kernel_option(void **state) {
     (void)state;
     char err[256] = "";
+    const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
+                                 .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = kernel_option};
+    sgl_attn_create_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.host = &h;
+    a.error = err;
+    a.error_size = sizeof err;
     int o = -7;
     for (int v = 0; v < CA_KERNEL_COUNT_; v++) {
-        assert_int_equal(ca_kernel_option_parse(ca_kernel_option_name(v), &o, err, sizeof err), 0);
+        g_kernel = ca_kernel_option_name(v);
+        assert_int_equal(ca_read_options(&a, &o), 0);
         assert_int_equal(o, v);
     }
-    assert_int_equal(ca_kernel_option_parse(NULL, &o, err, sizeof err), 0);
-    assert_int_equal(o, CA_KERNEL_AUTO);
-    assert_int_equal(ca_kernel_option_parse("", &o, err, sizeof err), 0);
-    assert_int_equal(o, CA_KERNEL_AUTO);
-    const char *bad[] = {"fast", "simple", "wgmma", "MMA", "mma "};
+    g_kernel = "MMA"; /* any case */
+    assert_int_equal(ca_read_options(&a, &o), 0);
+    assert_int_equal(o, CA_KERNEL_MMA);
+    const char *unset[] = {NULL, ""};
+    for (size_t i = 0; i < 2; i++) {
+        g_kernel = unset[i];
+        o = -7;
+        assert_int_equal(ca_read_options(&a, &o), 0);
+        assert_int_equal(o, CA_KERNEL_AUTO);
+    }
+    const char *bad[] = {"fast", "simple", "wgmma", "mma "};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
-        assert_int_equal(ca_kernel_option_parse(bad[i], &o, err, sizeof err), -1);
+        g_kernel = bad[i];
+        assert_int_equal(ca_read_options(&a, &o), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "plugin option cuda_attn.kernel"));
         assert_non_null(strstr(err, bad[i]));
         assert_non_null(strstr(err, "expected auto, mma or portable"));
     }
+    /* a 1.0 host (no create_args.host): the defaults */
+    a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
+    g_kernel = "bad";
+    assert_int_equal(ca_read_options(&a, &o), 0);
+    assert_int_equal(o, CA_KERNEL_AUTO);
 }
 
 /* Which kernels run where (cuda_attn_choice.c's rules, written out here). */
@@ -269,30 +300,37 @@ static void test_tensor_checks(void **state) {
     int64_t merged[2] = {T, (int64_t)hq * 128};
     DLTensor q2 = tensor(buf, 2, merged, kDLBfloat, 16);
     assert_int_equal(ca_check_float3(&m, &q2, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), 0);
+    assert_int_equal(st[0], (int64_t)hq * 128);
+    assert_int_equal(st[1], 128);
+    assert_int_equal(st[2], 1);
     assert_int_equal(ca_check_float3(&m, &q2, "k_cache", 0, SGL_ATTN_DT_BF16, T, hq, 128, 0, st), SGL_ATTN_E_INVALID);
     /* wrong dtype: a valid one we do not serve is unsupported, and named */
     DLTensor qf = tensor(buf, 3, shape, kDLFloat, 16);
     assert_int_equal(ca_check_float3(&m, &qf, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_UNSUPPORTED);
-    assert_non_null(strstr(msg, "q dtype is f16"));
+    assert_string_equal(msg, "forward_decode: q has dtype float16; expected bfloat16");
     /* wrong head dim */
     int64_t bad[3] = {T, hq, 96};
     DLTensor qb = tensor(buf, 3, bad, kDLBfloat, 16);
     assert_int_equal(ca_check_float3(&m, &qb, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(msg, "96"));
+    assert_non_null(strstr(msg, "forward_decode: q has shape"));
+    assert_non_null(strstr(msg, ", 96]; expected"));
     /* wrong device and host memory */
     DLTensor qd = q;
     qd.device.device_id = 3;
     assert_int_equal(ca_check_float3(&m, &qd, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(msg, "device 3"));
+    assert_string_equal(msg, "forward_decode: q is on cuda:3; expected device 0 (the backend's)");
     qd.device.device_type = kDLCPU;
     assert_int_equal(ca_check_float3(&m, &qd, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "forward_decode: q is in host memory"));
     /* misaligned data and odd strides are refused, not launched */
     DLTensor qm = tensor(buf + 2, 3, shape, kDLBfloat, 16);
     assert_int_equal(ca_check_float3(&m, &qm, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_UNSUPPORTED);
+    assert_string_equal(msg, "forward_decode: q: data + byte_offset is not 16-byte aligned");
     int64_t strides[3] = {hq * 128 + 4, 128, 1};
     DLTensor qs = q;
     qs.strides = strides;
     assert_int_equal(ca_check_float3(&m, &qs, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "expected a multiple of 16 bytes (aligned rows)"));
     strides[0] = (int64_t)hq * 256; /* a strided view (every other token row) is fine */
     assert_int_equal(ca_check_float3(&m, &qs, "q", 0, SGL_ATTN_DT_BF16, T, hq, 128, 1, st), 0);
     assert_int_equal(st[0], (int64_t)hq * 256);
@@ -301,12 +339,36 @@ static void test_tensor_checks(void **state) {
     DLTensor ix = tensor(buf, 1, n1, kDLInt, 64);
     assert_int_equal(ca_check_index1(&m, &ix, "seq_lens", 0, T), 0);
     assert_int_equal(ca_check_index1(&m, &ix, "seq_lens", 0, T + 1), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(msg, "seq_lens"));
+    assert_non_null(strstr(msg, "forward_decode: seq_lens has shape"));
+    assert_non_null(strstr(msg, "; expected [>= "));
     DLTensor ixf = tensor(buf, 1, n1, kDLFloat, 32);
     assert_int_equal(ca_check_index1(&m, &ixf, "seq_lens", 0, T), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(msg, "int32 or int64"));
+    assert_string_equal(msg, "forward_decode: seq_lens has dtype float32; expected int32 or int64");
     assert_int_equal(ca_check_index1(&m, NULL, "seq_lens", 0, T), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(msg, "seq_lens is NULL"));
+    assert_string_equal(msg, "forward_decode: seq_lens is NULL");
+    /* req_to_token: at least the rows and columns asked, each extent in 32 bits */
+    int64_t r2t[2] = {8, 64};
+    DLTensor rt = tensor(buf, 2, r2t, kDLInt, 32);
+    assert_int_equal(ca_check_index2(&m, &rt, "req_to_token", 0, 1, 1), 0);
+    r2t[1] = (int64_t)INT32_MAX + 1;
+    assert_int_equal(ca_check_index2(&m, &rt, "req_to_token", 0, 1, 1), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "req_to_token.shape[1] = 2147483648; expected at most 2^31 - 1"));
+    /* the KV pool: any number of slots, up to 2^31 - 1 */
+    int64_t pool[3] = {(int64_t)INT32_MAX + 1, 2, 64};
+    DLTensor kc = tensor(buf, 3, pool, kDLFloat, 16);
+    assert_int_equal(ca_check_float3(&m, &kc, "layer.k_cache", 0, SGL_ATTN_DT_F16, SGL_SDK_ANY, 2, 64, 0, st),
+                     SGL_ATTN_E_UNSUPPORTED);
+    pool[0] = 1000;
+    assert_int_equal(ca_check_float3(&m, &kc, "layer.k_cache", 0, SGL_ATTN_DT_F16, SGL_SDK_ANY, 2, 64, 0, st), 0);
+    assert_int_equal(st[0], 128);
+    assert_int_equal(st[1], 64);
+    /* sinks: compact float32 [hq] */
+    int64_t ns[1] = {hq};
+    DLTensor sk = tensor(buf, 1, ns, kDLFloat, 32);
+    assert_int_equal(ca_check_f32_1(&m, &sk, "layer.sinks", 0, hq), 0);
+    sk.dtype.bits = 16;
+    assert_int_equal(ca_check_f32_1(&m, &sk, "layer.sinks", 0, hq), SGL_ATTN_E_UNSUPPORTED);
+    assert_string_equal(msg, "forward_decode: layer.sinks has dtype float16; expected float32");
 }
 
 int main(void) {

@@ -33,7 +33,7 @@
 #include <cuda_runtime.h>
 
 #include "attn_kernels/plan.cuh"
-#include "extend_wgmma_sm90.cuh"
+#include "../../plugins/cuda/mha/extend_wgmma_sm90.cuh"
 
 /* ------------------------------------------------------------------ host side */
 

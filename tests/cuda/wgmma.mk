@@ -18,10 +18,10 @@ ifeq ($(HAVE_CUDA),1)
 WGMMA_SELFTEST := $(TESTDIR)/test_wgmma_primitives
 # Hangs become a trap with a message after 5 s (wgmma_sm90.cuh watchdog).
 WGMMA_SELFTEST_FLAGS := -std=c++17 -O3 -lineinfo -gencode arch=compute_90a,code=sm_90a -Werror all-warnings \
-                        -Xcompiler -Wall,-Wextra -Iabi -Ihost -Iplugins/cuda/common -Iplugins/cuda/mha -Iplugins/sdk \
+                        -Xcompiler -Wall,-Wextra $(INC_PLUGIN) \
                         -DATTN_WG_DEBUG -DATTN_WG_WATCHDOG_NS=5000000000ull
 $(WGMMA_SELFTEST): tests/cuda/test_wgmma_primitives.cu $(wildcard plugins/cuda/mha/*.cuh plugins/cuda/mha/*.h plugins/sdk/attn_kernels/*) \
-                   plugins/cuda/common/gpu_compat.h
+                   plugins/sdk/gpu_compat.h
 	@mkdir -p $(@D)
 	$(NVCC) $(WGMMA_SELFTEST_FLAGS) -o $@ $<
 ALL += $(WGMMA_SELFTEST)

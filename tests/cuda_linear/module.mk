@@ -6,7 +6,7 @@
 #                   capture/replay, bad inputs (GPU; prints SKIP with the probe's reason elsewhere)
 #   test_lin_emu    test_lin_gpu's configs with the real kernels on a CPU emulator of CUDA (here)
 #   test_lin_e2e    a tiny hybrid model, gdn_cuda/cuda_attn against gdn/cpu_ref (GPU; SKIP elsewhere)
-#   bench_lin       the issue-9 decode / prefill timings (GPU; bench/gpu/linear.sh runs it)
+#   bench_lin       the issue-9 decode / prefill timings (GPU; bench/gpu/final_linear.sh runs it)
 #   make cuda-linear-tests   build and run the tests
 
 LINT_DIR := tests/cuda_linear
@@ -14,7 +14,7 @@ LINT_OBJ = $(addprefix $(OBJDIR)/$(LINT_DIR)/,$(addsuffix .o,$(1)))
 CFLAGS_tests_cuda_linear_ := -Iplugins/cuda/linear -Iattnctl/harness
 
 LINT_PURE := $(TESTDIR)/test_lin_pure
-$(LINT_PURE): $(call LINT_OBJ,test_lin_pure lt_check) $(LIN_PURE_OBJS)
+$(LINT_PURE): $(call LINT_OBJ,test_lin_pure lt_check) $(LIN_PURE_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^
 TESTS += $(LINT_PURE)
@@ -47,7 +47,7 @@ $(LINT_BENCH): $(call LINT_OBJ,bench_lin) $(LINT_UTIL) | $(LIN_SOS)
 # ldmatrix / mma.sync semantics, a host-memory runtime), so they run here.
 LINE_OBJ := $(OBJDIR)/$(LINT_DIR)/emu
 LINE_CXXFLAGS := -std=c++17 -O1 -g -fPIC $(SANFLAGS) -DLK_EMU -include $(LINT_DIR)/emu/emu_prelude.h -I$(CUDA_HOME)/include \
-                 -Iabi -Ihost -Iplugins/cuda/common -I$(LIN_DIR) -I$(LINT_DIR)/emu -Wall -Wextra -Werror \
+                 $(INC_PLUGIN) -I$(LINT_DIR)/emu -Wall -Wextra -Werror \
                  -Wno-attributes -Wno-unknown-pragmas -Wno-unused-parameter -Wno-unused-function
 # The kernels' emulator objects are named .emu.o, not .cu.o: the sanitizer step copies the normal build's
 # *.cu.o (nvcc's, the same bytes in both trees) into the ASan tree, and these must be built with ASan.
@@ -68,16 +68,16 @@ $(LINE_OBJ)/lt_util.o: $(LINT_DIR)/lt_util.c
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_tests_cuda_linear_) -DLT_EMU -c $< -o $@
 LINT_EMU := $(TESTDIR)/test_lin_emu
 $(LINT_EMU): $(call LINT_OBJ,test_lin_gpu lt_scen lt_check) $(LINE_OBJ)/lt_util.o $(OBJDIR)/attnctl/harness/linear_ref.o \
-             $(LINE_PLUGINS) $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(CUDA_COMMON_OBJS) \
-             $(LINE_OBJ)/emu_simt.o $(LINE_OBJ)/emu_cudart.o
+             $(LINE_PLUGINS) $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(LINE_OBJ)/emu_simt.o \
+             $(LINE_OBJ)/emu_cudart.o $(SDK_CUDA_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
 
 # bench_lin on the emulator, for `BENCH_SMOKE=1 build/tests/bench_lin_emu` (the tool's own check)
 LINT_BENCH_EMU := $(TESTDIR)/bench_lin_emu
 $(LINT_BENCH_EMU): $(call LINT_OBJ,bench_lin lt_check) $(LINE_OBJ)/lt_util.o $(LINE_PLUGINS) \
-                   $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(CUDA_COMMON_OBJS) $(LINE_OBJ)/emu_simt.o \
-                   $(LINE_OBJ)/emu_cudart.o
+                   $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(LINE_OBJ)/emu_simt.o \
+                   $(LINE_OBJ)/emu_cudart.o $(SDK_CUDA_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(LINT_BENCH_EMU)

@@ -34,6 +34,11 @@ static sgl_attn_model model_of(int kind, int hk, int hv, int dk, int dv, int w, 
     return m;
 }
 
+/* The dims as the CUDA wrappers take them: the SDK's, with their state dtypes. */
+static int dims_of(int kind, const sgl_attn_model *m, lin_dims *d, char *why, size_t n) {
+    return sgl_sdk_lin_dims_of(kind, m, LIN_STATE_DTYPES, d, why, n);
+}
+
 static void test_dims(void) {
     uint64_t rs = 0x9e3779b97f4a7c15ull;
     const int kinds[] = {SGL_ATTN_HYBRID_GDN, SGL_ATTN_HYBRID_KDA, SGL_ATTN_HYBRID_MAMBA2, SGL_ATTN_HYBRID_SHORT_CONV,
@@ -48,7 +53,7 @@ static void test_dims(void) {
         sgl_attn_model m = model_of(kind, hk, hv, dk, dv, w, hidden, st, layers, mask);
         lin_dims d;
         char why[256] = "";
-        int rc = lin_dims_from_model(kind, &m, &d, why, sizeof why);
+        int rc = dims_of(kind, &m, &d, why, sizeof why);
         LT_CHECK(rc == SGL_ATTN_OK, "kind %d: %s", kind, why);
         if (rc) continue;
         int nlin = 0;
@@ -72,10 +77,10 @@ static void test_dims(void) {
         LT_CHECK(d.conv_elems == (ew > 0 ? conv_dim * (ew - 1) : 0), "conv_elems");
         LT_CHECK(d.gc == (kind == SGL_ATTN_HYBRID_KDA ? dk : 1), "gc");
         const uint64_t want = (uint64_t)nlin * (uint64_t)(d.conv_elems + d.ssm_elems) * (uint64_t)d.esz;
-        LT_CHECK(lin_state_bytes(kind, &m) == want, "state bytes %llu, expected %llu",
-                 (unsigned long long)lin_state_bytes(kind, &m), (unsigned long long)want);
+        const uint64_t sb = sgl_sdk_lin_state_bytes(kind, &m, LIN_STATE_DTYPES);
+        LT_CHECK(sb == want, "state bytes %llu, expected %llu", (unsigned long long)sb, (unsigned long long)want);
         for (int l = 0; l < layers; l++)
-            LT_CHECK(lin_layer_is_own(&m, l) == !((mask >> l) & 1u), "layer %d routing", l);
+            LT_CHECK(sgl_sdk_lin_layer_is_own(kind, &m, l) == !((mask >> l) & 1u), "layer %d routing", l);
         /* the layout: 256-aligned, disjoint, inside the total */
         lin_layout L;
         rc = lin_layout_compute(&L, &d, lt_rand(&rs, 1, 64), lt_rand(&rs, 1, 4096), lt_rand(&rs, 0, 5),
@@ -99,25 +104,29 @@ static void test_refusals(void) {
     char why[256];
     lin_dims d;
     sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F64, 4, 0xa);
-    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "lin_state_dtype"), "f64 state: %s", why);
     m = model_of(SGL_ATTN_HYBRID_GDN, 2, 5, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
-    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "lin_num_v_heads = 5"), "hv 5 over hk 2: %s", why);
     m = model_of(SGL_ATTN_HYBRID_MAMBA2, 2, 4, 128, 128, 9, 0, SGL_ATTN_DT_F32, 4, 0xa);
-    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_MAMBA2, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_MAMBA2, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "lin_conv_kernel = 9"), "conv 9: %s", why);
     m = model_of(SGL_ATTN_HYBRID_KDA, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
-    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "this wrapper computes gdn"), "kind mismatch: %s", why);
     m = model_of(SGL_ATTN_HYBRID_GDN, 2, 4, 128, 128, 4, 0, SGL_ATTN_DT_F32, 4, 0xa);
     m.is_mla = 1;
-    LT_CHECK(lin_supports_model(SGL_ATTN_HYBRID_GDN, &m, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED &&
+    LT_CHECK(sgl_sdk_lin_supports(SGL_ATTN_HYBRID_GDN, &m, LIN_STATE_DTYPES, why, sizeof why) ==
+                     SGL_ATTN_E_UNSUPPORTED &&
                  strstr(why, "non-MLA"), "gdn + MLA: %s", why);
-    LT_CHECK(lin_supports_model(SGL_ATTN_HYBRID_KDA, &m, why, sizeof why) == SGL_ATTN_E_UNSUPPORTED,
+    LT_CHECK(sgl_sdk_lin_supports(SGL_ATTN_HYBRID_KDA, &m, LIN_STATE_DTYPES, why, sizeof why) ==
+                 SGL_ATTN_E_UNSUPPORTED,
              "kda refuses a gdn model");
-    LT_CHECK(lin_variant_parse("simple") == LIN_VARIANT_SIMPLE && lin_variant_parse(NULL) == LIN_VARIANT_FAST &&
-                 lin_variant_parse("fast") == LIN_VARIANT_FAST && lin_variant_parse("mma") == -1,
+    /* the option kernel's names are indexed by variant */
+    LT_CHECK(!strcmp(lin_variant_names[LIN_VARIANT_SIMPLE], "simple") &&
+                 !strcmp(lin_variant_names[LIN_VARIANT_FAST], "fast") &&
+                 !strcmp(lin_variant_name(LIN_VARIANT_FAST), "fast"),
              "variant names");
 }
 
@@ -125,7 +134,7 @@ static void test_paths(void) {
     char why[128];
     lin_dims d;
     sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
-    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(lin_tc_dims_ok(&d) && lin_decode_fused_dims_ok(&d, 1) && lin_decode_fused_dims_ok(&d, 4) &&
                  lin_decode_stream_dims_ok(&d, 4) && lin_prep_ut_kind_ok(&d),
              "qwen3-next dims fit");
@@ -186,9 +195,19 @@ static void test_paths(void) {
              "the chunked kernels fit an A100 (163 KiB)");
     /* overflow is an error, not a wrap */
     sgl_attn_model big = model_of(SGL_ATTN_HYBRID_GDN, 64, 1024, 1024, 1024, 8, 0, SGL_ATTN_DT_F32, 1024, 0);
-    LT_CHECK(lin_dims_from_model(SGL_ATTN_HYBRID_GDN, &big, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &big, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(lin_layout_compute(&L, &d, 1 << 30, 1 << 30, 16, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_E_NOMEM &&
                  strstr(why, "overflow"), "overflow: %s", why);
+}
+
+/* A float input as the forwards check it: lin_float_spec with a name and shape. */
+static int check_float(const DLTensor *t, const char *name, int device, int ndim, const int64_t *shape, char *err,
+                       size_t n) {
+    sgl_sdk_tensor_spec s = lin_float_spec(device);
+    s.name = name;
+    s.ndim = ndim;
+    for (int i = 0; i < ndim; i++) s.shape[i] = shape[i];
+    return sgl_sdk_check_tensor(t, &s, err, n);
 }
 
 static void test_checks(void) {
@@ -205,30 +224,32 @@ static void test_checks(void) {
     t.dtype.bits = 32;
     t.dtype.lanes = 1;
     t.shape = shape;
-    const int64_t want[3] = {4, 2, 8}, want2[3] = {4, -1, 9};
-    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_OK, "%s", err);
-    LT_CHECK(lin_check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
-                 strstr(err, "CUDA device 1") && strstr(err, "device 0"), "other device: %s", err);
-    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want2, err, sizeof err) == SGL_ATTN_E_INVALID &&
+    const int64_t want[3] = {4, 2, 8}, want2[3] = {4, SGL_SDK_ANY, 9};
+    LT_CHECK(check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_OK, "%s", err);
+    LT_CHECK(check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 !strcmp(err, "linear.x is on cuda:1; expected device 0 (the backend's)"), "other device: %s", err);
+    LT_CHECK(check_float(&t, "linear.x", 1, 3, want2, err, sizeof err) == SGL_ATTN_E_INVALID &&
                  !strcmp(err, "linear.x has shape [4, 2, 8]; expected [4, *, 9]"), "shape: %s", err);
     t.strides = strides;
-    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
-                 strstr(err, "strided"), "strided: %s", err);
+    LT_CHECK(check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
+                 !strcmp(err, "linear.x.strides[0] = 32; expected 16 (compact row-major tensors only)"),
+             "strided: %s", err);
     t.strides = NULL;
     t.dtype.bits = 64;
-    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
-                 strstr(err, "float64"), "f64: %s", err);
+    LT_CHECK(check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
+                 !strcmp(err, "linear.x has dtype float64; expected float32, float16 or bfloat16"), "f64: %s", err);
     t.dtype.bits = 32;
     t.device.device_type = kDLCPU;
-    LT_CHECK(lin_check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_UNSUPPORTED &&
-                 strstr(err, "kDLCPU"), "host: %s", err);
+    LT_CHECK(check_float(&t, "linear.x", 1, 3, want, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 strstr(err, "linear.x is in host memory (DLPack device type 1, cpu); expected cuda"),
+             "host: %s", err);
     t.device.device_type = kDLCUDAHost; /* pinned: readable by the kernels */
-    LT_CHECK(lin_check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_OK, "pinned: %s", err);
+    LT_CHECK(check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_OK, "pinned: %s", err);
     t.byte_offset = 2;
-    LT_CHECK(lin_check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_E_INVALID &&
-                 strstr(err, "aligned"), "misaligned: %s", err);
+    LT_CHECK(check_float(&t, "linear.x", 0, 3, want, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 strstr(err, "not aligned to its 4-byte elements"), "misaligned: %s", err);
     t.byte_offset = 0;
-    LT_CHECK(lin_check_float(NULL, "linear.b", 0, 3, want, err, sizeof err) == SGL_ATTN_E_INVALID &&
+    LT_CHECK(check_float(NULL, "linear.b", 0, 3, want, err, sizeof err) == SGL_ATTN_E_INVALID &&
                  !strcmp(err, "linear.b is NULL"), "NULL: %s", err);
     /* index tensors */
     int32_t idx[4] = {3, -1, 0, 2};
@@ -245,9 +266,9 @@ static void test_checks(void) {
     int on_host = 0;
     LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 4, &on_host, err, sizeof err) == SGL_ATTN_OK && on_host,
              "host index: %s", err);
-    LT_CHECK(lin_index_at(&ix, 1) == -1 && lin_index_at(&ix, 3) == 2, "index values");
+    LT_CHECK(sgl_sdk_index_at(&ix, 1) == -1 && sgl_sdk_index_at(&ix, 3) == 2, "index values");
     LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 5, &on_host, err, sizeof err) == SGL_ATTN_E_INVALID &&
-                 strstr(err, "has 4 entries; expected at least 5"), "short: %s", err);
+                 !strcmp(err, "batch.state_indices has shape [4]; expected [>= 5]"), "short: %s", err);
     ix.dtype.bits = 16;
     LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 4, &on_host, err, sizeof err) == SGL_ATTN_E_INVALID &&
                  strstr(err, "int32 or int64"), "int16: %s", err);
@@ -255,6 +276,10 @@ static void test_checks(void) {
     ix.device.device_type = kDLCUDA;
     LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 4, &on_host, err, sizeof err) == SGL_ATTN_OK && !on_host,
              "device index: %s", err);
+    ix.device.device_id = 2;
+    LT_CHECK(lin_check_index(&ix, "batch.state_indices", 0, 4, &on_host, err, sizeof err) == SGL_ATTN_E_INVALID &&
+                 !on_host && !strcmp(err, "batch.state_indices is on cuda:2; expected device 0 (the backend's)"),
+             "other device's index: %s", err);
 }
 
 int main(void) {

@@ -10,11 +10,11 @@
 MLA_TEST_PLAN := $(TESTDIR)/test_mla_plan
 MLA_TEST_CHECK := $(TESTDIR)/test_mla_check
 # The plugin is found at run time (mla_plugin_path.h), never by a built-in path.
-CFLAGS_tests_cuda_mla_ := -Iplugins/cuda/mla -Iplugins/cuda/common
-$(MLA_TEST_PLAN): $(OBJDIR)/tests/cuda_mla/test_mla_plan.o $(OBJDIR)/plugins/cuda/mla/mla_plan.o
+CFLAGS_tests_cuda_mla_ := -Iplugins/cuda/mla
+$(MLA_TEST_PLAN): $(OBJDIR)/tests/cuda_mla/test_mla_plan.o $(OBJDIR)/plugins/cuda/mla/mla_plan.o $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka
-$(MLA_TEST_CHECK): $(OBJDIR)/tests/cuda_mla/test_mla_check.o $(OBJDIR)/plugins/cuda/mla/mla_check.o
+$(MLA_TEST_CHECK): $(OBJDIR)/tests/cuda_mla/test_mla_check.o $(OBJDIR)/plugins/cuda/mla/mla_check.o $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -lm
 TESTS += $(MLA_TEST_PLAN) $(MLA_TEST_CHECK)

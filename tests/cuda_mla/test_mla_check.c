@@ -127,19 +127,22 @@ static void test_refusals(void **st) {
         {1, SGL_ATTN_E_UNSUPPORTED, "num_kv_heads 2"},
         {2, SGL_ATTN_E_UNSUPPORTED, "soft-cap"},
         {3, SGL_ATTN_E_UNSUPPORTED, "sliding window"},
-        {4, SGL_ATTN_E_INVALID, "q: shape [6, 16, 512]"},
-        {5, SGL_ATTN_E_UNSUPPORTED, "q: dtype float32"},
-        {6, SGL_ATTN_E_INVALID, "out: dtype f16"},
-        {7, SGL_ATTN_E_INVALID, "on CUDA device 0"},
-        {8, SGL_ATTN_E_UNSUPPORTED, "k_cache: dtype f16"},
-        {9, SGL_ATTN_E_INVALID, "req_to_token: dtype float32"},
-        {10, SGL_ATTN_E_INVALID, "req_pool_indices: shape [2]"},
-        {11, SGL_ATTN_E_INVALID, "out_cache_loc: NULL"},
+        {4, SGL_ATTN_E_INVALID, "q has shape [6, 16, 512]; expected [6, 16, 576] (num_tokens, num_q_heads, 576"},
+        {5, SGL_ATTN_E_UNSUPPORTED, "q has dtype float32; expected float16 or bfloat16"},
+        {6, SGL_ATTN_E_UNSUPPORTED, "out has dtype float16; expected bfloat16"},
+        {7, SGL_ATTN_E_INVALID, "out is on cuda:0; expected device 1 (the backend's)"},
+        {8, SGL_ATTN_E_UNSUPPORTED, "k_cache has dtype float16; expected bfloat16 or float8_e4m3"},
+        {9, SGL_ATTN_E_INVALID, "req_to_token has dtype float32; expected int32 or int64"},
+        {10, SGL_ATTN_E_INVALID, "req_pool_indices has shape [2]; expected [3] (batch_size)"},
+        {11, SGL_ATTN_E_INVALID, "out_cache_loc is NULL"},
         {12, SGL_ATTN_E_STATE, "planned 6 / 3"},
-        {13, SGL_ATTN_E_UNSUPPORTED, "strided"},
+        {13, SGL_ATTN_E_UNSUPPORTED, "q.strides[0] = 18432; expected 9216 (compact row-major tensors only)"},
         {14, SGL_ATTN_E_INVALID, "sm_scale"},
-        {15, SGL_ATTN_E_UNSUPPORTED, "not 16-byte aligned"},
-        {16, SGL_ATTN_E_INVALID, "k: shape [6, 2, 576]"},
+        {15, SGL_ATTN_E_UNSUPPORTED, "q: data + byte_offset is not 16-byte aligned"},
+        {16, SGL_ATTN_E_INVALID, "k has shape [6, 2, 576]; expected [6, 1, 576]"},
+        {17, SGL_ATTN_E_UNSUPPORTED, "k_cache.shape[0] = 2147483648; expected at most 2^31 - 1"},
+        {18, SGL_ATTN_E_INVALID, "k_cache has no slots"},
+        {19, SGL_ATTN_E_INVALID, "req_to_token is empty ([8, 0])"},
     };
     int64_t bad_strides[3] = {576 * 32, 576, 1};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -162,6 +165,9 @@ static void test_refusals(void **st) {
         case 14: f.layer.sm_scale = -1.f; break;
         case 15: f.q.byte_offset = 2; break;
         case 16: f.kn[1] = 2; break;
+        case 17: f.ks[0] = (int64_t)INT32_MAX + 1; break;
+        case 18: f.ks[0] = 0; break;
+        case 19: f.r2s[1] = 0; break;
         }
         int rc = run(&f, &v);
         if (rc != cases[i].rc || !strstr(f.err, cases[i].words))
@@ -240,7 +246,19 @@ static void test_batch_lengths(void **st) {
     assert_non_null(strstr(err, "seq_lens_cpu[1] = 9"));
     assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, NULL, NULL, &te, q_len, prefix, err, sizeof err),
                      SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "extend_prefix_lens_cpu: NULL"));
+    assert_non_null(strstr(err, "extend_prefix_lens_cpu is NULL"));
+    /* a mirror the host cannot read is refused, not read */
+    tp.device.device_type = kDLCUDA;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "extend_prefix_lens_cpu is on DLPack device type 2"));
+    tp.device.device_type = kDLCPU;
+    /* a negative length */
+    ext[2] = -3;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_string_equal(err, "extend_seq_lens_cpu[2] = -3; expected 0..128");
+    ext[2] = 3;
     /* encoder lengths: not served */
     b.encoder_lens_cpu = &tp;
     assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),

@@ -154,7 +154,7 @@ static void test_refusals(void **st) {
     assert_non_null(strstr(err, "absorbed MLA only"));
     m.is_mla = 1;
     /* the options are checked at create, before the model and the device */
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_KERNEL", "fast", "SGL_ATTN_MLA_KERNEL=\"fast\"; expected auto, simple, mma or wide");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_KERNEL", "fast", "cuda_mla: environment SGL_ATTN_MLA_KERNEL = \"fast\": expected auto, simple, mma or wide");
     /* values that were removed (docs/lab/levers.md) are refused, not taken as auto */
     static const char *const gone_kernels[] = {"wgmma", "wgmma0", "wgmma2", "wgmma3", "wgmma4", "wgmma5", "narrow"};
     for (size_t i = 0; i < sizeof gone_kernels / sizeof gone_kernels[0]; i++)
@@ -162,18 +162,21 @@ static void test_refusals(void **st) {
     static const char *const gone_mma[] = {"deep", "two", "tmadeep", "wide"};
     for (size_t i = 0; i < sizeof gone_mma / sizeof gone_mma[0]; i++)
         expect_option_refused(&a, &m, "SGL_ATTN_MLA_MMA", gone_mma[i], "expected auto, base, ring or tma");
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_STRICT", "yes", "SGL_ATTN_MLA_STRICT=\"yes\"; expected 0, 1, false or true");
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_LOG", "2", "SGL_ATTN_MLA_LOG=\"2\"");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_STRICT", "maybe",
+                          "environment SGL_ATTN_MLA_STRICT = \"maybe\": expected 1, true, yes, on, 0, false, no or off (or auto)");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_LOG", "2", "environment SGL_ATTN_MLA_LOG = \"2\"");
     /* removed options are refused by name */
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_PREFETCH", "2", "SGL_ATTN_MLA_PREFETCH is no longer an option");
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_PLAN", "even", "SGL_ATTN_MLA_PLAN is no longer an option");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_PREFETCH", "2",
+                          "cuda_mla: environment SGL_ATTN_MLA_PREFETCH is no longer an option");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_PLAN", "even", "environment SGL_ATTN_MLA_PLAN is no longer an option");
     /* every accepted value passes the option check (the model check refuses next) */
     static const struct {
         const char *env, *value;
     } ok[] = {{"SGL_ATTN_MLA_KERNEL", "auto"}, {"SGL_ATTN_MLA_KERNEL", "simple"}, {"SGL_ATTN_MLA_KERNEL", "mma"},
               {"SGL_ATTN_MLA_KERNEL", "wide"},  {"SGL_ATTN_MLA_MMA", "auto"},      {"SGL_ATTN_MLA_MMA", "base"},
               {"SGL_ATTN_MLA_MMA", "ring"},     {"SGL_ATTN_MLA_MMA", "tma"},       {"SGL_ATTN_MLA_STRICT", "1"},
-              {"SGL_ATTN_MLA_STRICT", "false"}, {"SGL_ATTN_MLA_LOG", "0"},         {"SGL_ATTN_MLA_LOG", "true"}};
+              {"SGL_ATTN_MLA_STRICT", "false"}, {"SGL_ATTN_MLA_STRICT", "yes"},  {"SGL_ATTN_MLA_LOG", "0"},
+              {"SGL_ATTN_MLA_LOG", "true"},     {"SGL_ATTN_MLA_KERNEL", "MMA"}};
     m.is_mla = 0;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv(ok[i].env, ok[i].value, 1);
@@ -217,10 +220,10 @@ static void test_conf_options(void **st) {
     conf_kernel = "wgmma4";
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
     assert_null(b);
-    assert_non_null(strstr(err, "plugin option cuda_mla.kernel=\"wgmma4\"; expected auto, simple, mma or wide"));
+    assert_non_null(strstr(err, "plugin option cuda_mla.kernel = \"wgmma4\": expected auto, simple, mma or wide"));
     conf_kernel = "wide", conf_mma = "two";
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "plugin option cuda_mla.mma=\"two\""));
+    assert_non_null(strstr(err, "plugin option cuda_mla.mma = \"two\""));
     /* accepted: the model check is next */
     conf_mma = "ring";
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
@@ -231,7 +234,7 @@ static void test_conf_options(void **st) {
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
     unsetenv("SGL_ATTN_MLA_KERNEL");
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "cuda_mla.kernel=\"bad\""));
+    assert_non_null(strstr(err, "cuda_mla.kernel = \"bad\""));
     /* a create args struct of ABI 1.0 (no host field) reads the environment only */
     a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);

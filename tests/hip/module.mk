@@ -3,7 +3,7 @@
 # Built with `make hip` when hipcc exists.
 
 ifneq ($(HIPCC),)
-CFLAGS_tests_hip_ := -Itests/xpu -Iplugins/hip -Iplugins/sdk -Iplugins/cuda/common \
+CFLAGS_tests_hip_ := -Itests/xpu -Iplugins/hip \
                      -DHIP_PLUGIN_PATH='"$(abspath $(PLUGDIR))/hip_attn.so"'
 
 $(TESTDIR)/test_hip_attn: $(OBJDIR)/tests/hip/test_hip_attn.o $(OBJDIR)/plugins/hip/hip_check.o \

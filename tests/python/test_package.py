@@ -129,7 +129,7 @@ def test_search_paths_and_conf(host):
 # ------------------------------------------------------------------- models
 def test_model_from_dict_file_dir_and_struct(tmp_path):
     m = sglattn.Model.load(llama(layers=3, hq=8, hkv=2, d=64), tp_size=2)
-    # a float32 config is served in float16, as sglang's --dtype auto serves it (docs/model.md)
+    # torch_dtype float32 is served in float16: sglang's dtype=auto (docs/model.md)
     assert (m.num_layers, m.num_q_heads, m.num_kv_heads, m.head_dim_qk, m.dtype) == (3, 4, 1, 64, "f16")
     assert m.full_attention_layers == [0, 1, 2] and not m.is_hybrid
     (tmp_path / "config.json").write_text(json.dumps(llama(dtype="bfloat16")))

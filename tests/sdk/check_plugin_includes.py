@@ -9,7 +9,7 @@ Two views of the same rule:
   - the #include lines of every source under plugins/: a "" include resolves
     beside the source (and stays in its directory) or in abi/ or plugins/sdk/;
     neither form may name a header of host/ or of another plugin's directory.
-Crossings still allowed are listed in ALLOWED with the reason they remain.
+No crossing is allowed: what two plugins share lives in plugins/sdk/.
 
   check_plugin_includes.py [--root DIR] [--objdir DIR]   exit 1 listing each violation
   check_plugin_includes.py --selftest                    the checker against a tree built to fail it
@@ -21,17 +21,6 @@ import sys
 import tempfile
 
 SHARED = ("abi/", "plugins/sdk/")
-# directory of a source -> directories it may still read, and why.
-ALLOWED = {
-    # The CUDA plugins share their runtime glue (probe, device ops, errors,
-    # gpu_compat.h) until it moves into the SDK.
-    "plugins/cuda/mha/": ("plugins/cuda/common/",),
-    "plugins/cuda/mla/": ("plugins/cuda/common/",),
-    "plugins/cuda/linear/": ("plugins/cuda/common/",),
-    # hip_attn runs cuda_attn's portable kernels and sizing until they move
-    # into plugins/sdk/attn_kernels/.
-    "plugins/hip/": ("plugins/cuda/common/", "plugins/cuda/mha/"),
-}
 SOURCE_EXT = (".c", ".h", ".cu", ".cuh", ".hip", ".cl")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -41,9 +30,7 @@ def own_dir(path):
 
 
 def allowed(src_dir, header):
-    if header.startswith(SHARED) or header.startswith(src_dir):
-        return True
-    return any(header.startswith(d) for d in ALLOWED.get(src_dir, ()))
+    return header.startswith(SHARED) or header.startswith(src_dir)
 
 
 def rel(root, path):
@@ -119,7 +106,7 @@ def check_sources(root):
                     if not allowed(d, beside):
                         bad.append(where + " reaches %s outside the plugin's directory" % beside)
                     continue
-                found = [s + name for s in SHARED + ALLOWED.get(d, ()) if os.path.exists(os.path.join(root, s, name))]
+                found = [s + name for s in SHARED if os.path.exists(os.path.join(root, s, name))]
                 if found:
                     continue
                 others = [p + name for p in sorted(plugin_dirs) if os.path.exists(os.path.join(root, p, name))]

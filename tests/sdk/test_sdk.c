@@ -195,6 +195,49 @@ static void test_tensor_strides(void **state) {
     assert_string_equal(err, "out.strides[1] = 8 makes elements of this output overlap (expected >= 16)");
 }
 
+/* Aligned rows hold for compact tensors and merged pairs too; the strides in
+ * the spec's dims; extents the kernels count in 32 bits. */
+static void test_tensor_rows_and_strides(void **state) {
+    (void)state;
+    int64_t e[SGL_SDK_MAX_DIMS];
+    DLTensor t = tensor(3, 4, 8, 6, kDLCPU, kDLFloat, 32); /* rows of 6 floats: 24 bytes */
+    sgl_sdk_tensor_spec s = spec("k", 3, 4, 8, 6, F32, 0, SGL_SDK_T_ROWS);
+    s.align = 16;
+    assert_int_equal(chk(&t, &s), SGL_ATTN_E_UNSUPPORTED);
+    assert_string_equal(err, "k.strides[1] = 6 elements; expected a multiple of 16 bytes (aligned rows)");
+    t = tensor(3, 4, 8, 16, kDLCPU, kDLFloat, 32);
+    s = spec("q", 3, 4, 8, 16, F32, 0, SGL_SDK_T_ROWS | SGL_SDK_T_MERGED);
+    s.align = 16;
+    assert_int_equal(chk(&t, &s), SGL_ATTN_OK);
+    sgl_sdk_strides(&t, &s, e);
+    assert_true(e[0] == 128 && e[1] == 16 && e[2] == 1);
+    /* [T, H * D]: dim 1 steps over rows of D */
+    t = tensor(2, 4, 128, 0, kDLCPU, kDLFloat, 32);
+    int64_t st[2] = {256, 1};
+    t.strides = st;
+    assert_int_equal(chk(&t, &s), SGL_ATTN_OK);
+    sgl_sdk_strides(&t, &s, e);
+    assert_true(e[0] == 256 && e[1] == 16 && e[2] == 1);
+    s.shape[1] = 32; /* merged rows of 4 floats: 16 bytes; of 2 floats: not whole rows */
+    s.shape[2] = 4;
+    assert_int_equal(chk(&t, &s), SGL_ATTN_OK);
+    s.shape[1] = 64;
+    s.shape[2] = 2;
+    assert_int_equal(chk(&t, &s), SGL_ATTN_E_UNSUPPORTED);
+    assert_string_equal(err, "q: rows of 2 elements (the last dim of the merged pair) are not a multiple of 16 bytes "
+                             "(aligned rows)");
+    /* 32-bit extents */
+    t = tensor(2, 4, 0, 0, kDLCPU, kDLInt, 32);
+    g_shape[1] = (int64_t)INT32_MAX + 1;
+    t.data = g_data;
+    s = spec("req_to_token", 2, 1, 1, 0, 0, 0, SGL_SDK_T_AT_LEAST | SGL_SDK_T_INT32);
+    assert_int_equal(chk(&t, &s), SGL_ATTN_E_UNSUPPORTED);
+    assert_string_equal(err, "req_to_token.shape[1] = 2147483648; expected at most 2^31 - 1 (the kernels count in 32 "
+                             "bits)");
+    g_shape[1] = INT32_MAX;
+    assert_int_equal(chk(&t, &s), SGL_ATTN_OK);
+}
+
 static void test_index_reads(void **state) {
     (void)state;
     int32_t v32[6] = {5, -1, 7, 9, 2, 4};
@@ -222,6 +265,28 @@ static void test_index_reads(void **state) {
     t.dtype.bits = 64;
     assert_int_equal(sgl_sdk_index_at2(&t, 1, 1), 40000000000);
     assert_int_equal(sgl_sdk_idx(v32, 0, 1), -1);
+    /* what the host may read: a contiguous 1-D int tensor in host memory, long enough */
+    int64_t sh3[1] = {3};
+    DLTensor m;
+    memset(&m, 0, sizeof m);
+    m.data = v32;
+    m.ndim = 1;
+    m.shape = sh3;
+    m.dtype = (DLDataType){kDLInt, 32, 1};
+    m.device.device_type = kDLCPU;
+    assert_true(sgl_sdk_host_index(&m, 3));
+    assert_false(sgl_sdk_host_index(&m, 4));
+    assert_false(sgl_sdk_host_index(NULL, 0));
+    m.device.device_type = kDLCUDAHost; /* pinned host memory */
+    assert_true(sgl_sdk_host_index(&m, 3));
+    m.device.device_type = kDLCUDA; /* only kernels read it */
+    assert_false(sgl_sdk_host_index(&m, 3));
+    m.device.device_type = kDLCPU;
+    m.strides = st; /* every other element */
+    assert_false(sgl_sdk_host_index(&m, 3));
+    m.strides = NULL;
+    m.dtype.code = kDLFloat;
+    assert_false(sgl_sdk_host_index(&m, 3));
 }
 
 /* ---------------------------------------------------------------- options */
@@ -282,7 +347,11 @@ static void test_options(void **state) {
     assert_int_equal(b, 0);
     g_opt_val = "maybe";
     assert_int_equal(sgl_sdk_opt_bool(&o, "on", NULL, 1, &b), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(e, "plugin option toy.on = \"maybe\": expected 1, true, yes, on, 0, false, no or off"));
+    assert_non_null(
+        strstr(e, "plugin option toy.on = \"maybe\": expected 1, true, yes, on, 0, false, no or off (or auto)"));
+    g_opt_val = "AUTO"; /* the default, as for the other kinds */
+    assert_int_equal(sgl_sdk_opt_bool(&o, "on", NULL, 1, &b), SGL_ATTN_OK);
+    assert_int_equal(b, 1);
 
     static const char *const names[] = {"plain", "avx2", "avx512"};
     int c;
@@ -391,6 +460,27 @@ static void test_linear_shapes(void **state) {
     assert_int_equal(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_MAMBA2, &m, f32, &d, why, sizeof why),
                      SGL_ATTN_E_UNSUPPORTED);
     assert_string_equal(why, "model field lin_num_v_heads = 3; expected a positive multiple of lin_num_k_heads");
+    /* the pools: [layers][slots] states, [layers][slots][steps] verify copies when drafts are verified */
+    m = hybrid_model(SGL_ATTN_HYBRID_GDN);
+    assert_int_equal(sgl_sdk_lin_verify_steps(&m), 0);
+    m.spec_tokens = 1;
+    assert_int_equal(sgl_sdk_lin_verify_steps(&m), 0);
+    m.spec_tokens = 4;
+    assert_int_equal(sgl_sdk_lin_verify_steps(&m), 4);
+    assert_int_equal(sgl_sdk_lin_dims_of(SGL_ATTN_HYBRID_GDN, &m, f32, &d, why, sizeof why), SGL_ATTN_OK);
+    sgl_sdk_lin_pool p;
+    assert_int_equal(sgl_sdk_lin_pool_of(&d, 5, sgl_sdk_lin_verify_steps(&m), &p), 1);
+    assert_int_equal(p.layers, 3);
+    assert_int_equal(p.slots, 5);
+    assert_int_equal(p.steps, 4);
+    assert_int_equal(p.conv, 3u * 5 * 576);
+    assert_int_equal(p.ssm, 3u * 5 * 2048);
+    assert_int_equal(p.iconv, 3u * 5 * 4 * 576);
+    assert_int_equal(p.issm, 3u * 5 * 4 * 2048);
+    assert_int_equal(sgl_sdk_lin_pool_of(&d, 5, 0, &p), 1);
+    assert_int_equal(p.iconv + p.issm, 0);
+    d.ssm_elems = INT64_MAX / 2; /* a count past 64 bits is refused, not wrapped */
+    assert_int_equal(sgl_sdk_lin_pool_of(&d, 5, 4, &p), 0);
 }
 
 static void test_linear_inputs(void **state) {
@@ -443,6 +533,21 @@ static void test_linear_inputs(void **state) {
 
 /* ------------------------------------------------------------ text, half */
 
+static char g_logged[128];
+static void log_line(void *ctx, int level, const char *plugin, const char *fmt, ...) {
+    (void)ctx;
+    char line[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    snprintf(g_logged, sizeof g_logged, "%s %d: %s", plugin, level, line);
+}
+static const sgl_attn_host_api g_log_host = {.struct_size = sizeof(sgl_attn_host_api),
+                                             .abi_major = SGL_ATTN_ABI_MAJOR,
+                                             .abi_minor_max = SGL_ATTN_ABI_MINOR,
+                                             .log = log_line};
+
 static void test_text_and_half(void **state) {
     (void)state;
     char b[96];
@@ -457,6 +562,27 @@ static void test_text_and_half(void **state) {
     assert_string_equal(b, "tru");
     sgl_sdk_append(b, sizeof b, "%d", 5);
     assert_string_equal(b, "tru5");
+    sgl_sdk_prepend(b, sizeof b, "call: ");
+    assert_string_equal(b, "call: tru5");
+    char small[8] = "abcdef";
+    sgl_sdk_prepend(small, sizeof small, "xy: "); /* truncates the message, keeps the prefix */
+    assert_string_equal(small, "xy: abc");
+    sgl_sdk_prepend(small, sizeof small, "a prefix too long");
+    assert_string_equal(small, "a prefi");
+    /* the creating host (ABI 1.1) and its log */
+    sgl_attn_create_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.host = &g_log_host;
+    assert_ptr_equal(sgl_sdk_create_host(&a), &g_log_host);
+    sgl_sdk_log(sgl_sdk_create_host(&a), SGL_ATTN_LOG_WARN, "toy", "%d slots", 7);
+    assert_string_equal(g_logged, "toy 1: 7 slots");
+    a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host); /* a 1.0 host: none */
+    assert_null(sgl_sdk_create_host(&a));
+    assert_null(sgl_sdk_create_host(NULL));
+    sgl_sdk_log(NULL, SGL_ATTN_LOG_WARN, "toy", "nothing"); /* no host: nothing, no crash */
+    sgl_sdk_log(&g_host, SGL_ATTN_LOG_WARN, "toy", "nothing"); /* a host without log */
+    assert_string_equal(g_logged, "toy 1: 7 slots");
     /* every f16 bit pattern but NaNs survives f16 -> f32 -> f16 */
     for (uint32_t h = 0; h < 0x10000u; h++) {
         if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu)) continue;
@@ -515,6 +641,7 @@ int main(void) {
         cmocka_unit_test(test_tensor_dtype),
         cmocka_unit_test(test_tensor_data_and_alignment),
         cmocka_unit_test(test_tensor_strides),
+        cmocka_unit_test(test_tensor_rows_and_strides),
         cmocka_unit_test(test_index_reads),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_linear_shapes),

@@ -3,12 +3,12 @@
  * (gdn_cuda, mamba2_cuda, short_conv_cuda, kda_cuda, lightning_cuda): one .so
  * per kind, all built from these sources.
  *
- *   lin_plugin.c        descriptor, entry, probe, supports_model (built once per kind)
- *   lin_dims.c          what a kind reads from the model; state size; layer routing (pure C)
+ *   lin_plugin.c        descriptor and entry (the SDK's), built once per kind
  *   lin_sizing.c        device pool, plan and scratch layout; which kernel paths fit (pure C)
- *   lin_check.c         checks of device tensors and index tensors, with messages (pure C)
- *   lin_probe.c         the caps; the host API; options (env or conf) read at create
- *   lin_create.c        create / destroy: options, the one device allocation
+ *   lin_check.c         index tensors the plan and commit read, with messages (pure C)
+ *   lin_probe.c         the caps
+ *   lin_create.c        create / destroy: options (the SDK's), the one device allocation
+ *   lin_instance.c      the instance's error text, inner failures, plan pointers (a leaf)
  *   lin_plan.c          init_forward_metadata and the graph hooks (plan kernel)
  *   lin_forward.c       layer routing, input checks, kernel dispatch
  *   lin_state.c         state_clear / state_copy / state_commit
@@ -31,7 +31,10 @@
  *   chunk_output.cu     phase 2, bf16: the outputs, parallel over chunks
  *   chunk_fused_state.cu  phase 2 in one serial pass with the outputs: f16
  *
- * The semantics are the CPU wrappers' (plugins/hybrid/, docs/hybrid.md); the
+ * The semantics are the CPU wrappers' (plugins/hybrid/, docs/hybrid.md), and
+ * so are the shape formulas: what a kind reads from the model, the state per
+ * slot, layer routing and the linear inputs of a forward are the SDK's
+ * (sdk_linear.h), one implementation for the CPU and CUDA wrappers.  The
  * pure-C files build without CUDA so tests/cuda_linear can test them here.
  * docs/cuda_linear.md describes the kernels, options and fallbacks.
  */
@@ -42,33 +45,23 @@
 #include <stdint.h>
 
 #include "lin_params.h"
+#include "sdk_linear.h"
+#include "sdk_plugin.h"
+#include "sdk_tensor.h"
 #include "sgl_attn_abi.h"
 
 #define LIN_ERR_MAX 512
 
-/* ------------------------------------------------------------ lin_dims.c */
-
-typedef struct lin_dims {
-    int32_t kind;
-    int32_t hk, hv, dk, dv; /* gdn/kda: HK HV K V; mamba2: G H N P; lightning: H H Dk Dv */
-    int32_t conv_w;         /* 0: no conv (lightning) */
-    int32_t conv_dim;       /* channels convolved; short_conv: D */
-    int32_t x_dim;          /* columns of linear->x (short_conv: 3*D) */
-    int32_t gsz;            /* value heads per key head / group */
-    int32_t gc;             /* log-decays per (token, head): K for kda, else 1 */
-    int64_t conv_elems;     /* per layer per slot */
-    int64_t ssm_elems;
-    int32_t n_lin;          /* layers this wrapper computes */
-    int32_t st_dt;          /* LIN_DT_F32 / LIN_DT_BF16 */
-    int32_t esz;            /* bytes per state element */
-} lin_dims;
-
-/* SGL_ATTN_E_UNSUPPORTED with `why` naming the model field, its value and
- * what was expected, when the model does not fit the kind. */
-int lin_dims_from_model(int kind, const sgl_attn_model *m, lin_dims *d, char *why, size_t n);
-uint64_t lin_state_bytes(int kind, const sgl_attn_model *m);
-int lin_layer_is_own(const sgl_attn_model *m, int layer);
-const char *lin_kind_name(int kind); /* "gdn" ... */
+/* The state dtypes the kernels keep (lin_params.h's LIN_DT_F32 / _BF16). */
+#define LIN_STATE_DTYPES (SGL_ATTN_DT_F32 | SGL_ATTN_DT_BF16)
+/* The dims of one kind from the model: the SDK's (sgl_sdk_lin_dims_of with LIN_STATE_DTYPES). */
+typedef sgl_sdk_lin_dims lin_dims;
+_Static_assert(LIN_DIM_MAX == SGL_SDK_LIN_DIM_MAX && LIN_CONV_W_MAX == SGL_SDK_LIN_CONV_W_MAX,
+               "the kernels' bounds are the SDK's model bounds");
+/* The kernels' code for the state dtype. */
+static inline int32_t lin_state_dt(const lin_dims *d) {
+    return d->state_dt == SGL_ATTN_DT_BF16 ? LIN_DT_BF16 : LIN_DT_F32;
+}
 
 /* ---------------------------------------------------------- lin_sizing.c */
 
@@ -104,25 +97,22 @@ int lin_decode_fused_dims_ok(const lin_dims *d, int n);
  * memory of the chunked kernels. */
 int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens,
                        int32_t steps, int variant, int tc_ok, char *err, size_t n);
-/* "simple" / "fast" / NULL or "" or "auto" (fast); -1 unknown */
-int lin_variant_parse(const char *s);
+/* The option kernel's names, by LIN_VARIANT_* ("simple", "fast"). */
+extern const char *const lin_variant_names[2];
 const char *lin_variant_name(int v);
 
 /* ----------------------------------------------------------- lin_check.c */
 
-/* A float tensor (f32/f16/bf16) the kernels read or write: CUDA memory of
- * `device` (or pinned host memory), compact, with the given shape (-1 any).
- * `what` names it in the message ("gdn_cuda layer 2: linear.x"). */
-int lin_check_float(const DLTensor *t, const char *what, int device, int ndim, const int64_t *shape,
-                    char *err, size_t n);
-/* An int32/int64 index tensor with >= min_len elements; *on_host = 1 when it
- * is pageable host memory (the kernels cannot read it). */
+/* What the kernels read a float tensor from (the SDK's spec base for
+ * sgl_sdk_lin_check_io): f32/f16/bf16, compact, CUDA memory of `device` or
+ * pinned host memory. */
+sgl_sdk_tensor_spec lin_float_spec(int device);
+/* A compact 1-D int32/int64 index tensor with >= min_len entries, in memory
+ * the kernels read or pageable host memory; *on_host = 1 for the latter (the
+ * plugin reads and stages it: the kernels cannot). */
 int lin_check_index(const DLTensor *t, const char *what, int device, int64_t min_len, int *on_host,
                     char *err, size_t n);
-int64_t lin_index_at(const DLTensor *t, int64_t i); /* host memory only */
-int lin_dt_of(DLDataType t);                        /* LIN_DT_*, -1 other */
-const char *lin_dtype_name(DLDataType t);
-const void *lin_data(const DLTensor *t);            /* data + byte_offset */
+int lin_dt_of(DLDataType t); /* LIN_DT_*, -1 other */
 
 /* ----------------------------------------------------------- instance */
 
@@ -130,6 +120,7 @@ typedef struct lin_inst {
     sgl_attn_backend base; /* first: the ABI's instance header */
     int32_t kind;
     const char *name;      /* plugin name, for messages */
+    const sgl_attn_host_api *host; /* the creating host (its log); NULL from a 1.0 host */
     sgl_attn_model model;
     lin_dims d;
     sgl_attn_backend *inner;
@@ -156,20 +147,16 @@ typedef struct lin_inst {
     char err[LIN_ERR_MAX];
 } lin_inst;
 
-/* lin_probe.c: the host's API (log, options), remembered by the entry point */
-void lin_set_host(const sgl_attn_host_api *host);
-const sgl_attn_host_api *lin_host(void);
-/* The host that creates: create_args.host (ABI 1.1), else the entry's. */
-const sgl_attn_host_api *lin_create_host(const sgl_attn_create_args *a);
-void lin_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* env var, else the conf's plugin option (plugins_options.<name>.<key>) from host h, else NULL */
-const char *lin_option(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key);
-
-int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_attn_backend **out);
-int lin_supports_model(int kind, const sgl_attn_model *m, char *why, size_t n);
+/* lin_probe.c */
 int lin_probe(uint32_t index, sgl_attn_caps *caps, int kind);
+
+/* lin_create.c */
+int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_attn_backend **out);
+
+/* lin_instance.c (a leaf) */
 void lin_set_err(lin_inst *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void lin_str(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The inner's failure, with its last_error, into w->err; returns rc. */
+int lin_inner_failed(lin_inst *w, int rc, const char *what);
 lin_plan_dev lin_plan_ptrs(const lin_inst *w);
 
 /* lin_plan.c */
@@ -190,10 +177,6 @@ int lin_report_device_err(lin_inst *w, const int32_t e[4], const char *call);
 extern const sgl_attn_backend_ops lin_backend_ops;
 
 /* The inner's op `f`, when its (possibly older) vtable has it. */
-#define LIN_INNER_OP(w, f)                                                                  \
-    ((w)->inner->ops_size >= offsetof(sgl_attn_backend_ops, f) + sizeof((w)->inner->ops->f) \
-         ? (w)->inner->ops->f                                                               \
-         : NULL)
-int lin_inner_failed(lin_inst *w, int rc, const char *what);
+#define LIN_INNER_OP(w, f) SGL_SDK_INNER_OP((w)->inner, f)
 
 #endif

@@ -14,85 +14,25 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
-
-#define CHECK(t, what, nd, ...)                                                                    \
-    do {                                                                                           \
-        const int64_t shp_[] = {__VA_ARGS__};                                                      \
-        char pre_[96];                                                                             \
-        snprintf(pre_, sizeof pre_, "%s layer %d: %s", w->name, lid, (what));                      \
-        int rc_ = lin_check_float((t), pre_, w->device, (nd), shp_, w->err, sizeof w->err);        \
-        if (rc_) return rc_;                                                                       \
-    } while (0)
 
 static lin_in in_of(const DLTensor *t) {
     lin_in r = {NULL, 0, 0};
     if (t) {
-        r.p = lin_data(t);
+        r.p = sgl_sdk_data(t);
         r.dt = lin_dt_of(t->dtype);
     }
     return r;
 }
 
-/* The inputs a kind reads (docs/hybrid.md), checked against the dims. */
+/* The inputs a kind reads (docs/hybrid.md), checked against the dims: the
+ * SDK's formulas, with what the kernels read (lin_float_spec). */
 static int check_io(lin_inst *w, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io, int lid) {
-    const lin_dims *d = &w->d;
-    if (!io) {
-        lin_set_err(w, "%s layer %d is a linear-attention layer (not in the model's full-attention set) but forward "
-                    "args carry no linear inputs (args->linear is NULL)", w->name, lid);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (io->struct_size < sizeof *io) {
-        lin_set_err(w, "%s layer %d: linear.struct_size = %u; expected >= %zu (ABI 1.0)", w->name, lid,
-                    io->struct_size, sizeof *io);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (io->kind != d->kind) {
-        lin_set_err(w, "%s layer %d: linear->kind = %d; expected %d (%s)", w->name, lid, io->kind, d->kind,
-                    lin_kind_name(d->kind));
-        return SGL_ATTN_E_INVALID;
-    }
-    const int64_t T = w->T, C = d->conv_dim, W = d->conv_w, HV = d->hv, K = d->dk, V = d->dv;
-    if (W > 0) {
-        CHECK(io->x, "linear.x", 2, T, d->x_dim);
-        CHECK(io->conv_weight, "linear.conv_weight", 2, C, W);
-        if (io->conv_bias) CHECK(io->conv_bias, "linear.conv_bias", 1, C);
-    }
-    const DLTensor *out = io->out ? io->out : a->out;
-    switch (d->kind) {
-    case SGL_ATTN_HYBRID_GDN:
-    case SGL_ATTN_HYBRID_KDA: {
-        const int gdn = d->kind == SGL_ATTN_HYBRID_GDN;
-        CHECK(io->a, gdn ? "linear.a" : "linear.a (gate)", 2, T, gdn ? HV : HV * K);
-        CHECK(io->b, "linear.b", 2, T, HV);
-        CHECK(io->A_log, "linear.A_log", 1, HV);
-        CHECK(io->dt_bias, "linear.dt_bias", 1, gdn ? HV : HV * K);
-        CHECK(out, "linear.out", 3, T, HV, V);
-        break;
-    }
-    case SGL_ATTN_HYBRID_MAMBA2:
-        CHECK(io->a, "linear.a (dt)", 2, T, HV);
-        CHECK(io->A_log, "linear.A_log", 1, HV);
-        CHECK(io->dt_bias, "linear.dt_bias", 1, HV);
-        if (io->D) CHECK(io->D, "linear.D", 1, HV);
-        CHECK(out, "linear.out", 3, T, HV, V);
-        break;
-    case SGL_ATTN_HYBRID_SHORT_CONV:
-        CHECK(out, "linear.out", 2, T, C);
-        break;
-    case SGL_ATTN_HYBRID_LIGHTNING:
-        CHECK(a->q, "q", 3, T, HV, K);
-        CHECK(a->k, "k", 3, T, HV, K);
-        CHECK(a->v, "v", 3, T, HV, V);
-        CHECK(io->decay, "linear.decay", 1, HV);
-        CHECK(out, "linear.out", 3, T, HV, V);
-        break;
-    default:
-        lin_set_err(w, "%s: kind %d has no compute", w->name, d->kind);
-        return SGL_ATTN_E_INTERNAL;
-    }
-    return SGL_ATTN_OK;
+    char pre[96];
+    snprintf(pre, sizeof pre, "%s layer %d: ", w->name, lid);
+    const sgl_sdk_tensor_spec base = lin_float_spec(w->device);
+    return sgl_sdk_lin_check_io(&w->d, a, io, w->T, &base, pre, w->err, sizeof w->err);
 }
 
 static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io, int li, int keep,
@@ -118,9 +58,9 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->steps = L->steps;
     const int delta = d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_KDA;
     p->scale = delta ? (float)(1.0 / sqrt((double)d->dk)) : 1.0f;
-    p->st_dt = d->st_dt;
+    p->st_dt = lin_state_dt(d);
     DLTensor *out = io->out ? io->out : a->out;
-    p->out = (void *)lin_data(out);
+    p->out = (void *)sgl_sdk_data(out);
     p->out_dt = lin_dt_of(out->dtype);
     p->x = in_of(io->x);
     p->a = in_of(io->a);
@@ -208,7 +148,7 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
     if (ce) {
         char what[96];
         snprintf(what, sizeof what, "%s layer %d: %s kernel launch", w->name, lid, path);
-        sgl_cuda_format_error(w->err, sizeof w->err, what, ce);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err, what, ce);
         return SGL_ATTN_E_DEVICE;
     }
     return SGL_ATTN_OK;

@@ -13,14 +13,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
-
-static int host_mirror(const DLTensor *t, int64_t n) {
-    return t && t->data && t->shape && t->device.device_type == kDLCPU && t->ndim == 1 && t->shape[0] >= n &&
-           t->dtype.code == kDLInt && t->dtype.lanes == 1 && (t->dtype.bits == 32 || t->dtype.bits == 64) &&
-           !t->strides;
-}
 
 int lin_report_device_err(lin_inst *w, const int32_t e[4], const char *call) {
     const int64_t v = (int64_t)(((uint64_t)(uint32_t)e[3] << 32) | (uint32_t)e[2]);
@@ -62,7 +56,7 @@ static int stage_index(lin_inst *w, const DLTensor *t, int32_t n, int which, int
     memset(out, 0, sizeof *out);
     if (!t) return SGL_ATTN_OK;
     if (!on_host) {
-        out->p = lin_data(t);
+        out->p = sgl_sdk_data(t);
         out->is64 = t->dtype.bits == 64;
         return SGL_ATTN_OK;
     }
@@ -72,7 +66,7 @@ static int stage_index(lin_inst *w, const DLTensor *t, int32_t n, int which, int
         return SGL_ATTN_E_UNSUPPORTED;
     }
     int32_t *h = w->host_stage + (size_t)which * (size_t)w->max_reqs;
-    for (int32_t i = 0; i < n; i++) h[i] = (int32_t)lin_index_at(t, i); /* ranges checked by the caller */
+    for (int32_t i = 0; i < n; i++) h[i] = (int32_t)sgl_sdk_index_at(t, i); /* ranges checked by the caller */
     int32_t *d = (int32_t *)(w->dev + w->L.stage) + (size_t)which * (size_t)w->max_reqs;
     /* pageable source: the call returns once the bytes are staged, so the
      * host copy may be rewritten by the next batch */
@@ -81,7 +75,7 @@ static int stage_index(lin_inst *w, const DLTensor *t, int32_t n, int which, int
                       : cudaSuccess;
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        sgl_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: copying a host index tensor", (int)e);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: copying a host index tensor", (int)e);
         return SGL_ATTN_E_DEVICE;
     }
     out->p = d;
@@ -92,10 +86,10 @@ static int stage_index(lin_inst *w, const DLTensor *t, int32_t n, int which, int
 /* What host memory shows of the lengths, checked as the CPU wrappers do. */
 static int check_lengths(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, const DLTensor *el,
                          const DLTensor *ep) {
-    const DLTensor *sl = host_mirror(b->seq_lens_cpu, bs) ? b->seq_lens_cpu : NULL;
+    const DLTensor *sl = sgl_sdk_host_index(b->seq_lens_cpu, bs) ? b->seq_lens_cpu : NULL;
     int64_t sum = 0;
     for (int32_t i = 0; i < bs; i++) {
-        const int64_t n = el ? lin_index_at(el, i) : -1, pre = ep ? lin_index_at(ep, i) : -1;
+        const int64_t n = el ? sgl_sdk_index_at(el, i) : -1, pre = ep ? sgl_sdk_index_at(ep, i) : -1;
         if (el && (n < 0 || n > T)) {
             lin_set_err(w, "%s: request %d: extend_seq_lens = %" PRId64 "; expected 0..num_tokens = %d", w->name, i, n,
                         T);
@@ -105,9 +99,9 @@ static int check_lengths(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32
             lin_set_err(w, "%s: request %d: extend_prefix_lens = %" PRId64 "; expected >= 0", w->name, i, pre);
             return SGL_ATTN_E_INVALID;
         }
-        if (el && ep && sl && lin_index_at(sl, i) != pre + n) {
+        if (el && ep && sl && sgl_sdk_index_at(sl, i) != pre + n) {
             lin_set_err(w, "%s: request %d: seq_lens = %" PRId64 " with %" PRId64 " new tokens and prefix %" PRId64
-                        "; expected seq_lens = prefix + new tokens", w->name, i, lin_index_at(sl, i), n, pre);
+                        "; expected seq_lens = prefix + new tokens", w->name, i, sgl_sdk_index_at(sl, i), n, pre);
             return SGL_ATTN_E_INVALID;
         }
         if (el) sum += n;
@@ -122,7 +116,7 @@ static int check_lengths(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32
 static int check_slots(lin_inst *w, const DLTensor *si, int32_t bs) {
     memset(w->seen, 0, (size_t)w->max_reqs);
     for (int32_t i = 0; i < bs; i++) {
-        const int64_t s = lin_index_at(si, i);
+        const int64_t s = sgl_sdk_index_at(si, i);
         if (s < -1 || s >= w->max_reqs) {
             lin_set_err(w, "%s: batch.state_indices[%d] = %" PRId64 "; expected -1 (padding) or a slot 0..%d", w->name,
                         i, s, w->max_reqs - 1);
@@ -186,9 +180,9 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     if (si_host && (rc = check_slots(w, b->state_indices, bs))) return rc;
     if (ext) {
         const DLTensor *el = el_host ? b->extend_seq_lens
-                             : host_mirror(b->extend_seq_lens_cpu, bs) ? b->extend_seq_lens_cpu : NULL;
+                             : sgl_sdk_host_index(b->extend_seq_lens_cpu, bs) ? b->extend_seq_lens_cpu : NULL;
         const DLTensor *ep = ep_host ? b->extend_prefix_lens
-                             : host_mirror(b->extend_prefix_lens_cpu, bs) ? b->extend_prefix_lens_cpu : NULL;
+                             : sgl_sdk_host_index(b->extend_prefix_lens_cpu, bs) ? b->extend_prefix_lens_cpu : NULL;
         if ((rc = check_lengths(w, b, bs, T, el, ep))) return rc;
     }
     cudaError_t e = cudaSetDevice(w->device);
@@ -196,8 +190,8 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     if (e == cudaSuccess) e = cudaStreamIsCapturing((cudaStream_t)b->stream, &cap);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        sgl_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: cudaSetDevice / cudaStreamIsCapturing",
-                              (int)e);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err,
+                                  "init_forward_metadata: cudaSetDevice / cudaStreamIsCapturing", (int)e);
         return SGL_ATTN_E_DEVICE;
     }
     const int capturing = cap != cudaStreamCaptureStatusNone;
@@ -220,7 +214,7 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     pa.verify = mode == SGL_ATTN_MODE_TARGET_VERIFY;
     int ce = lin_launch_plan(&pa, b->stream);
     if (ce) {
-        sgl_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: plan kernel launch", ce);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: plan kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     w->mode = mode;
@@ -233,7 +227,8 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
         if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)b->stream);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            sgl_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: reading the plan's checks", (int)e);
+            sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: reading the plan's checks",
+                                      (int)e);
             return SGL_ATTN_E_DEVICE;
         }
         if (he[0]) return lin_report_device_err(w, he, "init_forward_metadata");

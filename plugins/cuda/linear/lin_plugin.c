@@ -1,10 +1,9 @@
-/* lin_plugin.c - the descriptor and entry point of one CUDA linear-attention
- * wrapper.  Compiled once per kind with -DLIN_KIND_<NAME>; everything else is
- * shared by the five .so files. */
-#include <stddef.h>
-
-#include "cuda_device_ops.h"
+/* lin_plugin.c - the descriptor and entry point (the SDK's) of one CUDA
+ * linear-attention wrapper.  Compiled once per kind with -DLIN_KIND_<NAME>;
+ * everything else is shared by the five .so files. */
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
+#include "sdk_plugin.h"
 
 #if defined(LIN_KIND_GDN)
 #define KIND SGL_ATTN_HYBRID_GDN
@@ -41,17 +40,14 @@ static int probe_(uint32_t index, sgl_attn_caps *caps) { return lin_probe(index,
 
 static int supports_(const sgl_attn_model *m, const sgl_attn_caps *caps, char *why, size_t n) {
     (void)caps;
-    return lin_supports_model(KIND, m, why, n);
+    return sgl_sdk_lin_supports(KIND, m, LIN_STATE_DTYPES, why, n);
 }
 
 static int create_(const sgl_attn_create_args *a, sgl_attn_backend **out) { return lin_create(KIND, NAME, a, out); }
 
-static uint64_t state_bytes_(const sgl_attn_model *m) { return lin_state_bytes(KIND, m); }
+static uint64_t state_bytes_(const sgl_attn_model *m) { return sgl_sdk_lin_state_bytes(KIND, m, LIN_STATE_DTYPES); }
 
-static const sgl_attn_plugin plugin_ = {
-    .struct_size = sizeof(sgl_attn_plugin),
-    .abi_major = SGL_ATTN_ABI_MAJOR,
-    .abi_minor = SGL_ATTN_ABI_MINOR,
+SGL_SDK_PLUGIN(plugin_,
     .name = NAME,
     .version = "0.1.0",
     .description = DESC,
@@ -59,20 +55,9 @@ static const sgl_attn_plugin plugin_ = {
     .platform = SGL_ATTN_PLATFORM_CUDA,
     .role = SGL_ATTN_ROLE_HYBRID,
     .hybrid_kind = KIND,
-    .custom_kind = NULL,
-    .aliases = NULL,
     .model_types = model_types,
     .probe = probe_,
     .supports_model = supports_,
     .create = create_,
     .state_bytes_per_request = state_bytes_,
-    .device_ops = &sgl_cuda_device_ops_table,
-};
-
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
-
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
-    int rc = sgl_attn_answer(host, answer, &plugin_);
-    if (rc == SGL_ATTN_OK) lin_set_host(host);
-    return rc;
-}
+    .device_ops = &sgl_sdk_cuda_device_ops)

@@ -1,50 +1,15 @@
-/* lin_probe.c - the caps every CUDA linear wrapper reports, and the host API
- * it logs through.  A wrapper passes full-attention layers to its inner
- * untouched, so it claims every shape and feature it does not restrict (the
- * host intersects them with the inner's): what it restricts is gdn with MLA
- * (as sglang) and the state dtypes (float32, bfloat16). */
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "cuda_probe.h"
+/* lin_probe.c - the caps every CUDA linear wrapper reports.  A wrapper
+ * passes full-attention layers to its inner untouched, so it claims every
+ * shape and feature it does not restrict (the host intersects them with the
+ * inner's): what it restricts is gdn with MLA (as sglang) and the state
+ * dtypes (float32, bfloat16). */
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
-
-/* The plugin's only mutable global, written once per load by the entry. */
-static _Atomic(const sgl_attn_host_api *) g_host;
-
-void lin_set_host(const sgl_attn_host_api *host) { atomic_store(&g_host, host); }
-const sgl_attn_host_api *lin_host(void) { return atomic_load(&g_host); }
-
-const sgl_attn_host_api *lin_create_host(const sgl_attn_create_args *a) {
-    if (a && a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host && a->host) return a->host;
-    return lin_host();
-}
-
-void lin_log(int level, const char *fmt, ...) {
-    const sgl_attn_host_api *h = lin_host();
-    if (!h || h->struct_size < offsetof(sgl_attn_host_api, log) + sizeof h->log || !h->log) return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    h->log(h->host_ctx, level, "cuda_linear", "%s", line);
-}
-
-const char *lin_option(const sgl_attn_host_api *h, const char *plugin, const char *env, const char *key) {
-    const char *v = getenv(env);
-    if (v && *v) return v;
-    if (h && h->struct_size >= offsetof(sgl_attn_host_api, get_option) + sizeof h->get_option && h->get_option)
-        return h->get_option(h->host_ctx, plugin, key);
-    return NULL;
-}
 
 int lin_probe(uint32_t index, sgl_attn_caps *c, int kind) {
     if (!c || c->struct_size < sizeof *c) return SGL_ATTN_E_INVALID;
     /* mma.sync, cp.async and ldmatrix: SM 8.0 */
-    int rc = sgl_cuda_probe_device(index, c, 8, 0);
+    int rc = sgl_sdk_cuda_probe(index, c, 8, 0);
     if (rc) return rc;
     const uint32_t dts = SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
     c->q_dtypes = dts;
@@ -60,6 +25,6 @@ int lin_probe(uint32_t index, sgl_attn_caps *c, int kind) {
     c->n_page_sizes = 0;
     c->max_gqa_ratio = 0;
     c->score = c->available ? 20 : 0;
-    c->state_dtypes = SGL_ATTN_DT_F32 | SGL_ATTN_DT_BF16;
+    c->state_dtypes = LIN_STATE_DTYPES;
     return SGL_ATTN_OK;
 }

@@ -1,19 +1,14 @@
 /* lin_sizing.c - the layout of an instance's one device allocation (state
  * pools, plan arrays, scratch of the kernel paths it may take) and which
  * kernel paths fit a model.  Pure C: tests/cuda_linear checks it here. */
-#include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "lin.h"
+#include "sdk_text.h"
 
-int lin_variant_parse(const char *s) {
-    if (!s || !*s || !strcasecmp(s, "fast") || !strcasecmp(s, "auto")) return LIN_VARIANT_FAST;
-    if (!strcasecmp(s, "simple")) return LIN_VARIANT_SIMPLE;
-    return -1;
-}
+const char *const lin_variant_names[2] = {"simple", "fast"}; /* LIN_VARIANT_* */
 
-const char *lin_variant_name(int v) { return v == LIN_VARIANT_SIMPLE ? "simple" : "fast"; }
+const char *lin_variant_name(int v) { return lin_variant_names[v == LIN_VARIANT_SIMPLE ? 0 : 1]; }
 
 int lin_tc_dims_ok(const lin_dims *d) {
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV) return 0;
@@ -51,13 +46,15 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
                        int variant, int tc_ok, char *err, size_t n) {
     memset(L, 0, sizeof *L);
     if (max_reqs < 1 || max_tokens < 1) {
-        lin_str(err, n, "max_reqs = %d, max_tokens = %d; expected both >= 1", max_reqs, max_tokens);
+        sgl_sdk_str(err, n, "max_reqs = %d, max_tokens = %d; expected both >= 1", max_reqs, max_tokens);
         return SGL_ATTN_E_INVALID;
     }
+    sgl_sdk_lin_pool pool; /* the state and its per-step verify copies: the SDK's, as the CPU wrappers' */
+    int ok = sgl_sdk_lin_pool_of(d, max_reqs, steps, &pool);
     L->max_reqs = max_reqs;
     L->max_tokens = max_tokens;
     L->max_chunks = (int32_t)((max_tokens + LIN_CHUNK - 1) / LIN_CHUNK) + max_reqs;
-    L->steps = steps > 1 ? steps : 0;
+    L->steps = pool.steps;
     const int recurrent = d->ssm_elems > 0;
     L->need_tc = variant == LIN_VARIANT_FAST && recurrent && tc_ok && lin_tc_dims_ok(d);
     /* The token-by-token path: the simple variant, or whatever the fast one
@@ -69,14 +66,13 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     L->need_stream = variant == LIN_VARIANT_FAST && recurrent && d->dk == LIN_TC_K && d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
     L->need_prep_ut = L->need_tc && lin_prep_ut_kind_ok(d);
     const size_t esz = (size_t)d->esz, R = (size_t)max_reqs, T = (size_t)max_tokens;
-    const size_t NL = (size_t)d->n_lin, S = (size_t)(L->steps ? L->steps : 1);
+    const size_t S = (size_t)(L->steps ? L->steps : 1);
     const size_t HV = (size_t)d->hv, K = (size_t)d->dk, V = (size_t)d->dv, CH = (size_t)L->max_chunks;
     size_t acc = 0;
-    int ok = 1;
-    ok &= add(&acc, &L->conv, NL * R, (size_t)d->conv_elems, esz);
-    ok &= add(&acc, &L->ssm, NL * R, (size_t)d->ssm_elems, esz);
-    ok &= add(&acc, &L->iconv, NL * R * S, L->steps ? (size_t)d->conv_elems : 0, esz);
-    ok &= add(&acc, &L->issm, NL * R * S, L->steps ? (size_t)d->ssm_elems : 0, esz);
+    ok &= add(&acc, &L->conv, (size_t)pool.conv, esz, 1);
+    ok &= add(&acc, &L->ssm, (size_t)pool.ssm, esz, 1);
+    ok &= add(&acc, &L->iconv, (size_t)pool.iconv, esz, 1);
+    ok &= add(&acc, &L->issm, (size_t)pool.issm, esz, 1);
     /* plan arrays, in lin_plan_dev order */
     const size_t plan_len[14] = {R, R, R, R, R, R, T, CH, CH, CH, 1, R, R, 4};
     for (int i = 0; i < 14; i++) ok &= add(&acc, &L->plan[i], plan_len[i], 1, sizeof(int32_t));
@@ -102,8 +98,8 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     ok &= add(&acc, &L->stage, 3 * R, 1, sizeof(int32_t));
     L->total = acc;
     if (!ok) {
-        lin_str(err, n, "the device buffers overflow size_t: %d layers x %d slots, max_tokens %d", d->n_lin,
-                max_reqs, max_tokens);
+        sgl_sdk_str(err, n, "the device buffers overflow size_t: %d layers x %d slots, max_tokens %d", d->n_lin,
+                    max_reqs, max_tokens);
         return SGL_ATTN_E_NOMEM;
     }
     return SGL_ATTN_OK;

@@ -2,13 +2,12 @@
  * (prefix reuse), and commit the accepted draft step after verification.  The
  * ABI gives these no stream: they run on the stream of the last batch planned
  * (the engine's stream), so they are ordered with the forwards around them. */
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 #include "lin.h"
 
 static int slot_ok(lin_inst *w, int32_t slot, const char *what) {
@@ -21,7 +20,7 @@ static int device_failed(lin_inst *w, cudaError_t e, const char *what) {
     (void)cudaGetLastError();
     char m[96];
     snprintf(m, sizeof m, "%s: %s", w->name, what);
-    sgl_cuda_format_error(w->err, sizeof w->err, m, (int)e);
+    sgl_sdk_cuda_format_error(w->err, sizeof w->err, m, (int)e);
     return SGL_ATTN_E_DEVICE;
 }
 
@@ -80,15 +79,12 @@ int lin_state_commit(sgl_attn_backend *b, const DLTensor *accepted) {
     cudaError_t e = cudaSetDevice(w->device);
     if (e != cudaSuccess) return device_failed(w, e, "state_commit: cudaSetDevice");
     if (on_host) { /* check all before changing any, as the CPU wrappers do */
-        for (int32_t i = 0; i < w->verify_n; i++) {
-            const int64_t s = lin_index_at(accepted, i);
-            if (s < -1 || s >= w->verify_steps) {
-                lin_set_err(w, "%s: accepted_steps[%d] = %" PRId64 "; expected -1 (keep) or a step 0..%d", w->name, i,
-                            s, w->verify_steps - 1);
-                return SGL_ATTN_E_INVALID;
-            }
-            w->host_stage[i] = (int32_t)s;
-        }
+        char name[64];
+        snprintf(name, sizeof name, "%s: accepted_steps", w->name);
+        if ((rc = sgl_sdk_check_index_range(accepted, name, w->verify_n, -1, w->verify_steps - 1,
+                                            "-1 keeps, else the accepted step", w->err, sizeof w->err)))
+            return rc;
+        for (int32_t i = 0; i < w->verify_n; i++) w->host_stage[i] = (int32_t)sgl_sdk_index_at(accepted, i);
         int32_t *d = (int32_t *)(w->dev + w->L.stage);
         if (w->verify_n &&
             (e = cudaMemcpyAsync(d, w->host_stage, (size_t)w->verify_n * sizeof(int32_t), cudaMemcpyHostToDevice,
@@ -96,7 +92,7 @@ int lin_state_commit(sgl_attn_backend *b, const DLTensor *accepted) {
             return device_failed(w, e, "state_commit: copying accepted_steps");
         c.accepted.p = d;
     } else {
-        c.accepted.p = lin_data(accepted);
+        c.accepted.p = sgl_sdk_data(accepted);
         c.accepted.is64 = accepted->dtype.bits == 64;
     }
     const lin_plan_dev pl = lin_plan_ptrs(w);

@@ -1,12 +1,13 @@
 /*
  * cuda_attn.h - the cuda_attn plugin's internals: how its C files fit.
  *
- *   cuda_attn_plugin.c   descriptor, entry, probe (caps), supports_model
- *   cuda_attn_backend.c  create (options, kernel choice and setup, device
- *                        buffers) / destroy, graph hooks
+ *   cuda_attn_plugin.c   descriptor and entry (the SDK's), probe (caps), supports_model
+ *   cuda_attn_backend.c  create (kernel choice and setup, device buffers) /
+ *                        destroy, graph hooks
  *   cuda_attn_forward.c  init_forward_metadata (plan kernels) and the forwards
- *   cuda_attn_check.c    tensor and batch checks with messages (pure C)
- *   cuda_attn_choice.c   the kernel option, which kernels run, their tiles (pure C)
+ *   cuda_attn_check.c    tensor and model checks with messages: the SDK's
+ *                        tensor specs (pure C)
+ *   cuda_attn_choice.c   the options, which kernels run, their tiles (pure C)
  *   attn_dispatch.c      an instance's kernels -> setup and launchers
  *   attn_tmap.c          the KV pool's TMA tensor maps (wgmma extend)
  *   *.cu                 one kernel role each, with its launcher (cuda_launch.h)
@@ -22,17 +23,19 @@
 
 #include "attn_kernels/sizing.h"
 #include "cuda_launch.h"
+#include "sdk_tensor.h"
 #include "sgl_attn_abi.h"
 
 #define CA_NAME "cuda_attn"
 #define CA_ERR_MAX 512
 
-/* The plugin option "kernel" (conf plugin_options.cuda_attn.kernel), read
- * once at create: auto (the defaults), mma, portable (cuda_attn_choice.c). */
+/* The plugin option "kernel" (conf plugin_options.cuda_attn.kernel): auto
+ * (the defaults), mma, portable (cuda_attn_choice.c). */
 enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_COUNT_ };
-/* NULL or "" -> auto.  -1 for any other unknown value, with err naming the
- * value and the accepted ones. */
-int ca_kernel_option_parse(const char *v, int *option, char *err, size_t err_size);
+/* The options, read once at create through the creating host (the SDK's
+ * option helper) into *kernel; a bad value fails with create_args.error
+ * naming the option, the value and the accepted ones. */
+int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 const char *ca_kernel_option_name(int option);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
@@ -48,21 +51,20 @@ typedef struct ca_msg {
     const char *call; /* "forward_decode"... */
 } ca_msg;
 
-/* A device tensor of floats: dtype bit `dt`, on CUDA device `device`, with
- * the given shape (ndim 3, or 2 with the last two dims merged when
- * allow_merged), last stride 1, the others multiples of 8 elements, data 16-byte
- * aligned.  Strides (in elements) come back in st[0..2]. */
+/* Each check is one SDK tensor spec for `what`, in CUDA memory of device
+ * `device`; a message starts "<call>: <what>".  A tensor of floats: dtype bit
+ * `dt`, [n0, n1, n2] (n0 may be SGL_SDK_ANY; or [n0, n1 * n2] when
+ * allow_merged), rows of 16 bytes (the kernels' loads), extents in 32 bits;
+ * its element strides come back in st[0..2]. */
 int ca_check_float3(const ca_msg *m, const DLTensor *t, const char *what, int device, uint32_t dt, int64_t n0,
                     int64_t n1, int64_t n2, int allow_merged, int64_t st[3]);
-/* A compact int32/int64 index tensor on the device with n elements (ndim 1)
- * or the given 2-D shape (rows, cols >= min_cols). */
+/* A compact int32/int64 index tensor with at least n entries (ndim 1) or at
+ * least min_rows x min_cols (ndim 2, extents in 32 bits). */
 int ca_check_index1(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t n);
 int ca_check_index2(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t min_rows,
                     int64_t min_cols);
-/* An fp32 [n] device tensor (sinks). */
+/* A compact float32 [n] tensor (sinks). */
 int ca_check_f32_1(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t n);
-const void *ca_data(const DLTensor *t);
-const char *ca_dtype_name(DLDataType t, char *buf, size_t size);
 
 /* The model as this plugin can serve it (also create's check). */
 int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size);
@@ -72,6 +74,7 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size);
 typedef struct ca_backend {
     sgl_attn_backend base; /* first: the ABI's header */
     int32_t device;
+    const sgl_attn_host_api *host; /* the creating host (its log); NULL from a 1.0 host */
     attn_kernels kern; /* chosen and set up at create; the launchers read it */
     uint32_t dt_bit;   /* SGL_ATTN_DT_* */
     int32_t hq, hkv, group, head_dim;
@@ -96,9 +99,5 @@ int ca_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a);
 int ca_forward_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a);
 /* Plan for a batch with grid bounds from (bs, tokens); used by the graph hooks too. */
 int ca_plan(ca_backend *b, const sgl_attn_batch *batch, int32_t bs, int32_t tokens, int mode);
-
-/* The host's API (log, options), remembered by the entry point. */
-const sgl_attn_host_api *ca_host(void);
-void ca_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -9,9 +9,9 @@
 #include <cuda_runtime_api.h>
 
 #include "attn_tmap.h"
+#include "cuda/sdk_cuda.h"
 #include "cuda_attn.h"
-#include "cuda_error.h"
-#include "cuda_probe.h"
+#include "sdk_text.h"
 
 /* Resident decode blocks per SM to aim the split count at. */
 #define CA_DECODE_BLOCKS_PER_SM 4
@@ -97,14 +97,6 @@ static const sgl_attn_backend_ops ca_ops = {
     .state_commit = NULL,
 };
 
-/* Plugin option `key` from the creating host (ABI 1.1), NULL when unset or
- * when the host has no get_option. */
-static const char *host_option(const sgl_attn_host_api *h, const char *key) {
-    if (!h || h->struct_size < offsetof(sgl_attn_host_api, get_option) + sizeof h->get_option || !h->get_option)
-        return NULL;
-    return h->get_option(h->host_ctx, CA_NAME, key);
-}
-
 int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     char scratch[CA_ERR_MAX];
     char *err = a && a->error && a->error_size ? a->error : scratch;
@@ -123,12 +115,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    const sgl_attn_host_api *host =
-        a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host && a->host ? a->host : ca_host();
     int option = CA_KERNEL_AUTO;
-    if (ca_kernel_option_parse(host_option(host, "kernel"), &option, err, err_size)) return SGL_ATTN_E_INVALID;
-    sgl_cuda_device_info dev;
-    rc = sgl_cuda_device_query(a->device, &dev, err, err_size);
+    if ((rc = ca_read_options(a, &option))) return rc;
+    sgl_sdk_cuda_device dev;
+    rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
     if (dev.sm_major < 8) {
         snprintf(err, err_size, "create: device %d (%s) is SM %d.%d: cuda_attn needs SM 8.0 or newer", a->device,
@@ -137,7 +127,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     cudaError_t ce = cudaSetDevice(a->device);
     if (ce != cudaSuccess) {
-        sgl_cuda_format_error(err, err_size, "create: cudaSetDevice", (int)ce);
+        sgl_sdk_cuda_format_error(err, err_size, "create: cudaSetDevice", (int)ce);
         return SGL_ATTN_E_DEVICE;
     }
     attn_kernels kern;
@@ -157,6 +147,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->base.ops_size = ca_ops.struct_size;
     b->base.device = a->device;
     b->device = a->device;
+    b->host = sgl_sdk_create_host(a);
     b->kern = kern;
     b->dt_bit = m->dtype;
     b->hq = m->num_q_heads;
@@ -177,13 +168,13 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         (void)cudaGetLastError();
         char what[96];
         snprintf(what, sizeof what, "create: cudaMalloc/cudaMemset(%zu bytes)", b->sz.total_bytes);
-        sgl_cuda_format_error(err, err_size, what, (int)ce);
+        sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
         ca_destroy(&b->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     int ke = attn_kernels_setup(&b->kern);
     if (ke) {
-        sgl_cuda_format_error(err, err_size, "create: kernel setup (cudaFuncSetAttribute)", ke);
+        sgl_sdk_cuda_format_error(err, err_size, "create: kernel setup (cudaFuncSetAttribute)", ke);
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
@@ -193,15 +184,16 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma) {
         b->tmaps = attn_tmap_cache_new();
         if (!b->tmaps)
-            ca_log(SGL_ATTN_LOG_WARN, "no cuTensorMapEncodeTiled (or host memory): the wgmma extend gathers by cp.async");
+            sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
+                        "no cuTensorMapEncodeTiled (or host memory): the wgmma extend gathers by cp.async");
     }
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
-    ca_log(SGL_ATTN_LOG_INFO,
-           "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s, %zu bytes of work buffers", a->device,
-           dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
-           extend_names[b->kern.extend], b->tmaps ? " (extend: TMA)" : "", decode_names[b->kern.decode],
-           b->sz.total_bytes);
+    sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
+                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s, %zu bytes of work buffers",
+                a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
+                extend_names[b->kern.extend], b->tmaps ? " (extend: TMA)" : "", decode_names[b->kern.decode],
+                b->sz.total_bytes);
     *out = &b->base;
     return SGL_ATTN_OK;
 }

@@ -1,5 +1,6 @@
-/* cuda_attn_choice.c - which kernels an instance runs, and the tiles they plan
- * with (pure C: no CUDA, unit-tested in tests/cuda/test_cuda_attn_plan.c).
+/* cuda_attn_choice.c - the options, which kernels an instance runs, and the
+ * tiles they plan with (pure C: no CUDA, unit-tested in
+ * tests/cuda/test_cuda_attn_plan.c).
  *
  * Defaults (option kernel=auto):
  *   extend  wgmma (extend_wgmma_sm90.cu) on an SM 9.0 device at head dim 128
@@ -12,23 +13,14 @@
  * kernel=mma runs the mma extend and the mma decode everywhere, kernel=portable
  * the kernels hip_attn shares (attn_kernels/): both exist to check those paths
  * on a device where the defaults would take over. */
-#include <stdio.h>
-#include <string.h>
-
 #include "cuda_attn.h"
+#include "sdk_option.h"
 
 static const char *const k_options[CA_KERNEL_COUNT_] = {"auto", "mma", "portable"};
 
-int ca_kernel_option_parse(const char *v, int *out, char *err, size_t err_size) {
-    *out = CA_KERNEL_AUTO;
-    if (!v || !*v) return 0;
-    for (int i = 0; i < CA_KERNEL_COUNT_; i++)
-        if (!strcmp(v, k_options[i])) {
-            *out = i;
-            return 0;
-        }
-    snprintf(err, err_size, "create: plugin option cuda_attn.kernel = \"%s\": expected auto, mma or portable", v);
-    return -1;
+int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
 const char *ca_kernel_option_name(int option) {

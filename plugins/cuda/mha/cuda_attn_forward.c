@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include "attn_tmap.h"
+#include "cuda/sdk_cuda.h"
 #include "cuda_attn.h"
-#include "cuda_error.h"
+#include "sdk_text.h"
 
 static char *dev_at(ca_backend *b, size_t off) { return (char *)b->dev_mem + off; }
 static int32_t *num_items_ptr(ca_backend *b, int set) { return (int32_t *)dev_at(b, b->sz.off_num) + set; }
@@ -19,7 +20,7 @@ static attn_index index_of(const DLTensor *t) {
     attn_index ix;
     memset(&ix, 0, sizeof ix);
     if (!t) return ix;
-    ix.p = (const int32_t *)ca_data(t);
+    ix.p = (const int32_t *)sgl_sdk_data(t);
     ix.shift = t->dtype.bits == 64 ? 1 : 0;
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++) n *= t->shape[i];
@@ -27,32 +28,23 @@ static attn_index index_of(const DLTensor *t) {
     return ix;
 }
 
-/* Value i of an optional host mirror (int32/int64, 1-D, >= n long), or -1
- * when the mirror is absent or not usable. */
-static int mirror_ok(const DLTensor *t, int64_t n) {
-    return t && t->data && t->device.device_type == kDLCPU && t->ndim == 1 && t->shape && t->shape[0] >= n &&
-           t->dtype.code == kDLInt && (t->dtype.bits == 32 || t->dtype.bits == 64) && !t->strides;
-}
-static int64_t mirror_at(const DLTensor *t, int64_t i) {
-    const char *d = (const char *)ca_data(t);
-    return t->dtype.bits == 64 ? ((const int64_t *)d)[i] : ((const int32_t *)d)[i];
-}
-
-/* Lengths the host mirrors show, checked before any kernel sees them. */
+/* Lengths the host mirrors show (the *_cpu tensors the host may read; the
+ * device tensors are the plan kernels'), checked before any kernel sees them. */
 static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens, int mode,
                          const char *call) {
     const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu, *en = bt->encoder_lens_cpu;
-    const int have_sl = mirror_ok(sl, bs), have_el = mirror_ok(el, bs), have_en = mirror_ok(en, bs);
+    const int have_sl = sgl_sdk_host_index(sl, bs), have_el = sgl_sdk_host_index(el, bs),
+              have_en = sgl_sdk_host_index(en, bs);
     int64_t sum_ext = 0;
     for (int32_t i = 0; i < bs; i++) {
-        const int64_t enc = have_en ? mirror_at(en, i) : 0;
+        const int64_t enc = have_en ? sgl_sdk_index_at(en, i) : 0;
         if (enc < 0 || enc > b->r2t_cols) {
             snprintf(b->err, sizeof b->err, "%s: encoder_lens[%d] = %" PRId64 ": expected 0..%d (req_to_token columns)",
                      call, i, enc, b->r2t_cols);
             return SGL_ATTN_E_INVALID;
         }
         if (!have_sl) continue;
-        const int64_t len = mirror_at(sl, i);
+        const int64_t len = sgl_sdk_index_at(sl, i);
         if (len < (mode == SGL_ATTN_MODE_DECODE ? 1 : 0) || enc + len > b->r2t_cols) {
             snprintf(b->err, sizeof b->err,
                      "%s: seq_lens[%d] = %" PRId64 ": expected %d..%" PRId64 " (req_to_token has %d columns%s)", call,
@@ -61,7 +53,7 @@ static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, in
             return SGL_ATTN_E_INVALID;
         }
         if (mode == SGL_ATTN_MODE_EXTEND && have_el) {
-            const int64_t ext = mirror_at(el, i);
+            const int64_t ext = sgl_sdk_index_at(el, i);
             if (ext < 0 || ext > len) {
                 snprintf(b->err, sizeof b->err, "%s: extend_seq_lens[%d] = %" PRId64 ": expected 0..seq_lens[%d] = %" PRId64,
                          call, i, ext, i, len);
@@ -186,7 +178,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
     }
     if (ce) {
-        sgl_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     b->planned_mode = mode;
@@ -251,11 +243,6 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         snprintf(b->err, sizeof b->err, "%s: the KV pool has no slots", call);
         rc = SGL_ATTN_E_INVALID;
     }
-    if (!rc && slots > INT32_MAX) { /* the kernels keep slots in 32-bit registers */
-        snprintf(b->err, sizeof b->err, "%s: the KV pool has %" PRId64 " slots: cuda_attn serves up to 2^31 - 1", call,
-                 slots);
-        rc = SGL_ATTN_E_UNSUPPORTED;
-    }
     if (!rc && L->sinks) rc = ca_check_f32_1(&m, L->sinks, "layer.sinks", b->device, b->hq);
     if (rc) return rc;
     if (!a->batch->req_to_token || a->batch->req_to_token->shape[0] != b->r2t_rows ||
@@ -264,11 +251,11 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         return SGL_ATTN_E_STATE;
     }
     memset(p, 0, sizeof *p);
-    p->q = ca_data(a->q);
-    p->out = (void *)ca_data(a->out);
-    p->k_cache = ca_data(L->k_cache);
-    p->v_cache = ca_data(L->v_cache);
-    p->sinks = L->sinks ? (const float *)ca_data(L->sinks) : NULL;
+    p->q = sgl_sdk_data(a->q);
+    p->out = (void *)sgl_sdk_data(a->out);
+    p->k_cache = sgl_sdk_data(L->k_cache);
+    p->v_cache = sgl_sdk_data(L->v_cache);
+    p->sinks = L->sinks ? (const float *)sgl_sdk_data(L->sinks) : NULL;
     p->req_to_token = index_of(a->batch->req_to_token);
     p->r2t_row_words = (int64_t)b->r2t_cols << p->req_to_token.shift;
     p->q_stride_t = qs[0];
@@ -310,8 +297,8 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         if (rc) return rc;
         attn_save s;
         memset(&s, 0, sizeof s);
-        s.k = ca_data(a->k);
-        s.v = ca_data(a->v);
+        s.k = sgl_sdk_data(a->k);
+        s.v = sgl_sdk_data(a->v);
         s.k_cache = (void *)p->k_cache;
         s.v_cache = (void *)p->v_cache;
         s.loc = index_of(a->batch->out_cache_loc);
@@ -329,7 +316,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.d = b->head_dim;
         int ce = attn_launch_save_kv(&s, a->batch->stream);
         if (ce) {
-            sgl_cuda_format_error(b->err, sizeof b->err, "save_kv_cache launch", ce);
+            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "save_kv_cache launch", ce);
             return SGL_ATTN_E_DEVICE;
         }
     }
@@ -353,7 +340,7 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     p.num_items = num_items_ptr(b, set);
     int ce = attn_launch_decode(&b->kern, &p, b->grid_items, a->batch->stream);
     if (ce) {
-        sgl_cuda_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     return SGL_ATTN_OK;
@@ -377,13 +364,13 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
         int cu = 0;
         tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &p, b->head_dim, &cu);
         if (cu)
-            ca_log(SGL_ATTN_LOG_WARN,
-                   "cuTensorMapEncodeTiled refused the pool of layer %d (CUresult %d): cp.async for it",
-                   a->layer->layer_id, cu);
+            sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
+                        "cuTensorMapEncodeTiled refused the pool of layer %d (CUresult %d): cp.async for it",
+                        a->layer->layer_id, cu);
     }
     const int ce = attn_launch_extend(&b->kern, &p, tm, b->grid_items, a->batch->stream);
     if (ce) {
-        sgl_cuda_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     return SGL_ATTN_OK;

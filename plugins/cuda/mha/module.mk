@@ -1,7 +1,7 @@
 # plugins/cuda/mha - the cuda_attn plugin (paged MHA/GQA/MQA/cross attention).
 #   make cuda_attn            the plugin .so
 #   make cuda_attn_resources  ptxas resource report -> $(BUILD)/cuda_attn_resources.txt
-# Needs nvcc (plugins/cuda/common/module.mk finds it); skipped with the reason otherwise.
+# Needs nvcc (plugins/sdk/cuda/cuda.mk finds it); skipped with the reason otherwise.
 
 CUDA_ATTN_SO := $(PLUGDIR)/cuda_attn.so
 CUDA_ATTN_C := cuda_attn_plugin.c cuda_attn_backend.c cuda_attn_forward.c cuda_attn_check.c \
@@ -16,29 +16,26 @@ CUDA_ATTN_PURE_OBJS := $(OBJDIR)/plugins/cuda/mha/cuda_attn_check.o $(OBJDIR)/pl
                        $(OBJDIR)/plugins/sdk/attn_kernels/sizing.o
 
 ifeq ($(HAVE_CUDA),1)
-CFLAGS_plugins_cuda_mha_ := $(CUDA_CFLAGS) -Iplugins/cuda/mha -Iplugins/sdk
-NVCCFLAGS_plugins_cuda_mha_ := -Iplugins/cuda/mha -Iplugins/sdk
+CFLAGS_plugins_cuda_mha_ := $(CUDA_CFLAGS)
 
 ALL += $(CUDA_ATTN_SO)
 PLUGINS += $(CUDA_ATTN_SO)
 
-$(CUDA_ATTN_SO): $(CUDA_ATTN_OBJS) $(CUDA_COMMON_OBJS)
+$(CUDA_ATTN_SO): $(CUDA_ATTN_OBJS) $(SDK_CUDA_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CUDA_LINK) -o $@ $^ $(CUDA_LDLIBS)
 
 cuda_attn: $(CUDA_ATTN_SO)
 
 cuda_attn_resources: $(CUDA_ATTN_CU:%=plugins/cuda/mha/%)
-	@mkdir -p $(BUILD)
-	@for f in $^; do echo "== $$f"; \
-	  $(NVCC) $(NVCC_FLAGS) -Iplugins/cuda/mha -Iplugins/sdk -Xptxas -v -c $$f -o /dev/null 2>&1 | \
-	  grep -E "Compiling entry|registers|spill" | sed -e 's/ptxas info    : //'; done > $(BUILD)/cuda_attn_resources.txt
-	@echo "wrote $(BUILD)/cuda_attn_resources.txt"
+	$(call cuda_resources,$(NVCC_FLAGS),cuda_attn)
 else
-CFLAGS_plugins_cuda_mha_ := -Iplugins/cuda/mha -Iplugins/sdk
 SKIPPED += cuda_attn
 SKIP_WHY_cuda_attn := $(NO_NVCC_WHY)
 cuda_attn cuda_attn_resources:
 	@echo "cuda_attn skipped: $(SKIP_WHY_cuda_attn)"
 endif
 .PHONY: cuda_attn cuda_attn_resources
+
+# No two files of this folder call each other (make layout-cycles).
+LAYOUT_CYCLE_DIRS += plugins/cuda/mha

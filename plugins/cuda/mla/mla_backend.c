@@ -2,7 +2,6 @@
  * graph hooks) of the cuda_mla backend.  See mla_backend.h. */
 #include "mla_backend.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +9,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.h"
+#include "cuda/sdk_cuda.h"
 #include "mla_check.h"
+#include "sdk_option.h"
+#include "sdk_tensor.h"
+#include "sdk_text.h"
 
 /* L2 prefetch distance of each mma configuration, in 32-key tiles ahead of
  * the tile being computed (docs/lab/mla.md has the measurements).  TMA: none,
@@ -23,28 +25,6 @@ static int32_t mma_prefetch(int32_t effective_cfg) {
     case MLA_MMA_TWO: return 4;
     default: return 0;
     }
-}
-
-int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b->err, sizeof b->err, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
-int mla_cuda_fail(mla_backend *b, const char *what, int code) {
-    cudaError_t e = (cudaError_t)code;
-    (void)cudaGetLastError();
-    sgl_cuda_format_error(b->err, sizeof b->err, what, (int)e);
-    return e == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
-}
-
-int mla_ensure_device(mla_backend *b) {
-    int cur = -1;
-    if (cudaGetDevice(&cur) == cudaSuccess && cur == b->device) return SGL_ATTN_OK;
-    cudaError_t e = cudaSetDevice(b->device);
-    return e == cudaSuccess ? SGL_ATTN_OK : mla_cuda_fail(b, "cudaSetDevice", e);
 }
 
 static const char *mla_last_error(sgl_attn_backend *bk) { return ((mla_backend *)bk)->err; }
@@ -77,14 +57,13 @@ static void mla_destroy(sgl_attn_backend *bk) {
  * the device tensors. */
 static int host_mirror(mla_backend *b, const DLTensor *dev, int32_t bs, DLTensor *tmp, int64_t *shape,
                        int64_t *storage, const char *name) {
-    if (!dev) return mla_set_error(b, SGL_ATTN_E_INVALID, "%s: NULL and no host mirror given", name);
-    if (dev->ndim != 1 || !dev->shape || dev->shape[0] < bs || dev->dtype.code != kDLInt ||
-        (dev->dtype.bits != 32 && dev->dtype.bits != 64) || !dev->data)
-        return mla_set_error(b, SGL_ATTN_E_INVALID, "%s: expected an int32/int64 tensor of >= %d elements",
-                             name, bs);
+    if (!dev) return mla_set_error(b, SGL_ATTN_E_INVALID, "%s is NULL and no host mirror was given", name);
+    const sgl_sdk_tensor_spec s = {name, "batch_size", 1, {bs}, 0, SGL_SDK_DEV_CUDA, b->device,
+                                   SGL_SDK_T_COMPACT | SGL_SDK_T_AT_LEAST, 0};
+    int rc = sgl_sdk_check_tensor(dev, &s, b->err, sizeof b->err);
+    if (rc) return rc;
     const size_t bytes = (size_t)bs * (dev->dtype.bits / 8);
-    cudaError_t e = cudaMemcpy(storage, (const char *)dev->data + dev->byte_offset, bytes,
-                               cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaMemcpy(storage, sgl_sdk_data(dev), bytes, cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return mla_cuda_fail(b, name, e);
     memset(tmp, 0, sizeof *tmp);
     tmp->data = storage;
@@ -287,12 +266,8 @@ static const sgl_attn_backend_ops k_ops = {
 };
 
 /* Option values, indexed by what they select. */
-static const char *const k_kernel_names[] = {"auto", "simple", "mma", "wide", NULL}; /* MLA_KERNEL_* */
-static const char *const k_mma_names[] = {"auto", "base", "ring", "tma", NULL};
+static const char *const k_mma_names[] = {"auto", "base", "ring", "tma"};
 static const int32_t k_mma_cfgs[] = {-1, MLA_MMA_BASE, MLA_MMA_RING, MLA_MMA_TMA};
-static const char *const k_flag_names[] = {"0", "1", "false", "true", NULL}; /* index & 1 */
-
-const char *mla_kernel_name(int32_t k) { return k >= 0 && k <= MLA_KERNEL_WIDE ? k_kernel_names[k] : "?"; }
 
 static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, const char *msg) {
     if (a->error && a->error_size) snprintf(a->error, a->error_size, "%s: %s", MLA_NAME, msg);
@@ -300,68 +275,44 @@ static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, co
     return rc;
 }
 
-/* One option: the environment variable when set (and not empty), else the
- * conf plugin option cuda_mla.<key> through the creating host (ABI 1.1), else
- * NULL.  `src` gets where it came from, for messages. */
-static const char *read_option(const sgl_attn_create_args *a, const char *env, const char *key, char *src,
-                               size_t n) {
-    const char *v = getenv(env);
-    snprintf(src, n, "%s", env);
-    if (v && *v) return v;
-    const sgl_attn_host_api *h =
-        a->struct_size >= offsetof(sgl_attn_create_args, host) + sizeof a->host ? a->host : NULL;
-    if (!h || h->struct_size < offsetof(sgl_attn_host_api, get_option) + sizeof h->get_option || !h->get_option)
-        return NULL;
-    snprintf(src, n, "plugin option %s.%s", MLA_NAME, key);
-    v = h->get_option(h->host_ctx, MLA_NAME, key);
-    return v && *v ? v : NULL;
-}
+/* What the options chose (docs/cuda_mla.md). */
+typedef struct mla_options {
+    int kernel, mma, strict, log;
+} mla_options;
 
-/* The index of an option's value in `names` (unset: 0, the first), or -1
- * with msg naming the option, the value and what is accepted. */
-static int pick_option(const sgl_attn_create_args *a, const char *env, const char *key,
-                       const char *const *names, char *msg, size_t n) {
-    char src[96];
-    const char *v = read_option(a, env, key, src, sizeof src);
-    if (!v) return 0;
-    for (int i = 0; names[i]; i++)
-        if (!strcmp(v, names[i])) return i;
-    int k = snprintf(msg, n, "%s=\"%s\"; expected", src, v);
-    for (int i = 0; names[i] && k > 0 && (size_t)k < n; i++)
-        k += snprintf(msg + k, n - (size_t)k, "%s %s", i ? (names[i + 1] ? "," : " or") : "", names[i]);
-    return -1;
-}
-
-/* The options (docs/cuda_mla.md), read once into the instance; 0 or a
- * create error in msg.  Options that were removed are refused by name, so a
- * script that still sets one does not measure the default under its name. */
-static int read_options(const sgl_attn_create_args *a, mla_backend *b, char *msg, size_t n) {
+/* The options, read once at create through the SDK (the environment
+ * variable over the conf's plugin option); a bad value fails create naming
+ * the option, where it came from, the value and what is accepted.  Options
+ * that were removed are refused by name, so a script that still sets one does
+ * not measure the default under its name. */
+static int read_options(const sgl_attn_create_args *a, mla_options *o) {
+    const sgl_sdk_opts opts = sgl_sdk_opts_of(a, MLA_NAME);
     static const struct {
         const char *env, *key;
     } removed[] = {{"SGL_ATTN_MLA_PREFETCH", "prefetch"}, {"SGL_ATTN_MLA_PLAN", "plan"}};
     for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
-        char src[96];
-        if (read_option(a, removed[i].env, removed[i].key, src, sizeof src)) {
-            snprintf(msg, n, "%s is no longer an option (docs/lab/levers.md); unset it", src);
-            return -1;
-        }
+        char from[96];
+        if (sgl_sdk_opt_raw(&opts, removed[i].key, removed[i].env, from, sizeof from))
+            return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "%s: %s is no longer an option (docs/lab/levers.md); "
+                                       "unset it", MLA_NAME, from);
     }
-    int v;
-    if ((v = pick_option(a, "SGL_ATTN_MLA_KERNEL", "kernel", k_kernel_names, msg, n)) < 0) return -1;
-    b->kernel_pref = v;
-    if ((v = pick_option(a, "SGL_ATTN_MLA_MMA", "mma", k_mma_names, msg, n)) < 0) return -1;
-    b->mma_cfg_pref = k_mma_cfgs[v];
-    if ((v = pick_option(a, "SGL_ATTN_MLA_STRICT", "strict", k_flag_names, msg, n)) < 0) return -1;
-    b->strict = v & 1;
-    if ((v = pick_option(a, "SGL_ATTN_MLA_LOG", "log", k_flag_names, msg, n)) < 0) return -1;
-    b->log = v & 1;
-    return 0;
+    int rc;
+    if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_MLA_KERNEL", mla_kernel_names, 4, MLA_KERNEL_AUTO,
+                                 &o->kernel)) ||
+        (rc = sgl_sdk_opt_choice(&opts, "mma", "SGL_ATTN_MLA_MMA", k_mma_names, 4, 0, &o->mma)) ||
+        (rc = sgl_sdk_opt_bool(&opts, "strict", "SGL_ATTN_MLA_STRICT", 0, &o->strict)) ||
+        (rc = sgl_sdk_opt_bool(&opts, "log", "SGL_ATTN_MLA_LOG", 0, &o->log)))
+        return rc;
+    return SGL_ATTN_OK;
 }
 
 int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (!out) return SGL_ATTN_E_INVALID;
     *out = NULL;
     if (!a || !a->model) return SGL_ATTN_E_INVALID;
+    mla_options opt;
+    int rc = read_options(a, &opt);
+    if (rc) return rc;
     mla_backend *b = (mla_backend *)calloc(1, sizeof *b);
     if (!b) return SGL_ATTN_E_NOMEM;
     b->base.ops = &k_ops;
@@ -372,7 +323,10 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     const sgl_attn_model *m = a->model;
     char msg[sizeof b->err];
 
-    if (read_options(a, b, msg, sizeof msg)) return create_fail(a, b, SGL_ATTN_E_INVALID, msg);
+    b->kernel_pref = opt.kernel;
+    b->mma_cfg_pref = k_mma_cfgs[opt.mma];
+    b->strict = opt.strict;
+    b->log = opt.log;
     if (!m->is_mla || m->head_dim_qk != MLA_D_QK || m->head_dim_v != MLA_D_V || m->num_kv_heads != 1) {
         snprintf(msg, sizeof msg,
                  "model %s: cuda_mla serves absorbed MLA only (is_mla, head dims 576/512, one KV head); "
@@ -405,7 +359,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->max_tokens = a->max_tokens;
     b->max_context = a->max_context;
 
-    int rc = sgl_cuda_device_query(a->device, &b->dev, msg, sizeof msg);
+    rc = sgl_sdk_cuda_device_query(a->device, &b->dev, msg, sizeof msg);
     if (rc) return create_fail(a, b, rc, msg);
     if (b->dev.sm_major < 8) {
         snprintf(msg, sizeof msg, "device %d (%s) is SM %d.%d; cuda_mla needs SM 8.0 or newer", a->device,

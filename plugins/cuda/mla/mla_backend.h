@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_probe.h"
+#include "cuda/sdk_cuda.h"
 #include "mla_kernels.h"
 #include "mla_plan.h"
 #include "sgl_attn_abi.h"
@@ -38,7 +38,7 @@ typedef struct mla_tmap_entry {
 
 typedef struct mla_backend {
     sgl_attn_backend base; /* first: the ABI's header */
-    sgl_cuda_device_info dev;
+    sgl_sdk_cuda_device dev;
     int32_t device;
     /* options, read once at create (mla_backend.c, docs/cuda_mla.md) */
     int32_t kernel_pref;  /* MLA_KERNEL_*: option kernel */
@@ -75,13 +75,14 @@ typedef struct mla_backend {
 
 int mla_backend_create(const sgl_attn_create_args *args, sgl_attn_backend **out);
 
-/* mla_backend.c */
+/* mla_instance.c (a leaf) */
 int mla_set_error(mla_backend *b, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Make the backend's device current (a no-op when it is). */
 int mla_ensure_device(mla_backend *b);
 /* Record a runtime failure ("<what>: <cudaError name> (<n>): <words>") and map it. */
 int mla_cuda_fail(mla_backend *b, const char *what, int code);
-/* "auto", "simple", "mma", "wide" */
+/* The option kernel's names by MLA_KERNEL_*: "auto", "simple", "mma", "wide". */
+extern const char *const mla_kernel_names[4];
 const char *mla_kernel_name(int32_t kernel);
 /* mla_forward.c */
 int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a);

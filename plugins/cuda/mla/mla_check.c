@@ -1,133 +1,39 @@
-/* mla_check.c - see mla_check.h. */
+/* mla_check.c - see mla_check.h.  Tensors are checked by the SDK's tensor
+ * specs: CUDA memory of the backend's device, compact, 16-byte aligned rows
+ * where the kernels load 16 bytes at a time. */
 #include "mla_check.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "sdk_tensor.h"
+
 int mla_dtype_of(DLDataType t) {
-    if (t.lanes != 1) return -1;
-    if (t.code == kDLBfloat && t.bits == 16) return MLA_DT_BF16;
-    if (t.code == kDLFloat && t.bits == 16) return MLA_DT_F16;
-    if (t.code == SGL_ATTN_DL_FLOAT8_E4M3_CODE && t.bits == 8) return MLA_DT_FP8;
-    return -1;
-}
-
-const char *mla_dtype_name(int dt) {
-    switch (dt) {
-    case MLA_DT_BF16: return "bf16";
-    case MLA_DT_F16: return "f16";
-    case MLA_DT_FP8: return "fp8_e4m3";
-    default: return "?";
+    switch (sgl_attn_dtype_bit(t)) {
+    case SGL_ATTN_DT_BF16: return MLA_DT_BF16;
+    case SGL_ATTN_DT_F16: return MLA_DT_F16;
+    case SGL_ATTN_DT_FP8_E4M3: return MLA_DT_FP8;
+    default: return -1;
     }
 }
 
-static const char *dl_name(DLDataType t, char *buf, size_t n) {
-    int d = mla_dtype_of(t);
-    if (d >= 0) return mla_dtype_name(d);
-    const char *k = t.code == kDLInt ? "int" : t.code == kDLUInt ? "uint" : t.code == kDLFloat ? "float"
-                  : t.code == kDLBfloat ? "bfloat" : "code";
-    snprintf(buf, n, "%s%u%s", k, (unsigned)t.bits, t.lanes != 1 ? "xN" : "");
-    return buf;
+static uint32_t dt_bit(int dt) {
+    return dt == MLA_DT_BF16 ? SGL_ATTN_DT_BF16 : dt == MLA_DT_F16 ? SGL_ATTN_DT_F16 : SGL_ATTN_DT_FP8_E4M3;
 }
 
-int64_t mla_numel(const DLTensor *t) {
-    if (!t || t->ndim < 0 || (t->ndim > 0 && !t->shape)) return -1;
-    int64_t n = 1;
-    for (int i = 0; i < t->ndim; i++) {
-        if (t->shape[i] < 0) return -1;
-        if (t->shape[i] > 0 && n > INT64_MAX / t->shape[i]) return -1;
-        n *= t->shape[i];
-    }
-    return n;
+/* A tensor of the call: compact CUDA memory of `device`; dtypes 0 for an
+ * index tensor; rows 16-byte aligned when align16. */
+static int check(const DLTensor *t, const char *name, const char *meaning, int ndim, int64_t n0, int64_t n1,
+                 int64_t n2, uint32_t dtypes, int32_t device, int align16, char *err, size_t n) {
+    const sgl_sdk_tensor_spec s = {name, meaning, ndim, {n0, n1, n2, 0}, dtypes, SGL_SDK_DEV_CUDA, device,
+                                   SGL_SDK_T_COMPACT | SGL_SDK_T_INT32, align16 ? 16u : 0u};
+    return sgl_sdk_check_tensor(t, &s, err, n);
 }
 
-int64_t mla_host_index(const DLTensor *t, int64_t i) {
-    if (!t || !t->data) return 0;
-    const char *p = (const char *)t->data + t->byte_offset;
-    if (t->dtype.bits == 64) return ((const int64_t *)p)[i];
-    return ((const int32_t *)p)[i];
-}
-
-static void shape_str(const DLTensor *t, char *buf, size_t n) {
-    size_t o = 0;
-    o += (size_t)snprintf(buf + o, n - o, "[");
-    for (int i = 0; i < t->ndim && o < n; i++)
-        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-    if (o < n) snprintf(buf + o, n - o, "]");
-}
-
-/* Compact row-major strides (or NULL). */
-static int compact(const DLTensor *t) {
-    if (!t->strides) return 1;
-    int64_t want = 1;
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        if (t->shape[i] != 1 && t->strides[i] != want) return 0;
-        want *= t->shape[i];
-    }
-    return 1;
-}
-
-/* A device tensor: shape (expected dims, -1 = any), CUDA device, compact, data. */
-static int check_tensor(const char *name, const DLTensor *t, int ndim, const int64_t *want,
-                        const char *want_txt, int32_t device, int align, char *err, size_t n) {
-    char sh[96];
-    if (!t) {
-        snprintf(err, n, "%s: NULL tensor; expected %s", name, want_txt);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (t->ndim != ndim || mla_numel(t) < 0) {
-        if (t->ndim >= 0 && t->ndim <= 8 && (t->ndim == 0 || t->shape)) shape_str(t, sh, sizeof sh);
-        else snprintf(sh, sizeof sh, "(ndim %d)", t->ndim);
-        snprintf(err, n, "%s: shape %s; expected %s", name, sh, want_txt);
-        return SGL_ATTN_E_INVALID;
-    }
-    for (int i = 0; i < ndim; i++)
-        if (want && want[i] >= 0 && t->shape[i] != want[i]) {
-            shape_str(t, sh, sizeof sh);
-            snprintf(err, n, "%s: shape %s; expected %s", name, sh, want_txt);
-            return SGL_ATTN_E_INVALID;
-        }
-    if (t->device.device_type != kDLCUDA && t->device.device_type != kDLCUDAManaged) {
-        snprintf(err, n, "%s: on DLPack device type %d; expected CUDA device %d", name,
-                 (int)t->device.device_type, device);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (t->device.device_id != device) {
-        snprintf(err, n, "%s: on CUDA device %d; this backend runs on device %d", name,
-                 t->device.device_id, device);
-        return SGL_ATTN_E_INVALID;
-    }
-    if (!compact(t)) {
-        snprintf(err, n, "%s: strided layout; cuda_mla reads compact row-major tensors only", name);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    if (!t->data && mla_numel(t) > 0) {
-        snprintf(err, n, "%s: data is NULL", name);
-        return SGL_ATTN_E_INVALID;
-    }
-    uintptr_t addr = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
-    if (align > 1 && addr % (uintptr_t)align) {
-        snprintf(err, n, "%s: address %p is not %d-byte aligned", name, (void *)addr, align);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    return SGL_ATTN_OK;
-}
-
-static int index_tensor(const char *name, const DLTensor *t, int ndim, const int64_t *want,
-                        const char *want_txt, int32_t device, mla_index *ix, char *err, size_t n) {
-    int rc = check_tensor(name, t, ndim, want, want_txt, device, 1, err, n);
-    if (rc) return rc;
-    if (t->dtype.code != kDLInt || (t->dtype.bits != 32 && t->dtype.bits != 64) || t->dtype.lanes != 1) {
-        char b[32];
-        snprintf(err, n, "%s: dtype %s; expected int32 or int64", name, dl_name(t->dtype, b, sizeof b));
-        return SGL_ATTN_E_INVALID;
-    }
-    ix->p = (const int32_t *)((const char *)t->data + t->byte_offset);
-    ix->n = mla_numel(t);
-    ix->shift = t->dtype.bits == 64;
-    ix->reserved_ = 0;
-    return SGL_ATTN_OK;
+static mla_index index_of(const DLTensor *t) {
+    mla_index ix = {(const int32_t *)sgl_sdk_data(t), sgl_sdk_numel(t), t->dtype.bits == 64, 0};
+    return ix;
 }
 
 int mla_check_layer(const sgl_attn_layer *l, char *err, size_t n) {
@@ -180,7 +86,6 @@ int mla_check_layer(const sgl_attn_layer *l, char *err, size_t n) {
 
 int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_planned,
                       int32_t bs_planned, mla_fwd_view *v, char *err, size_t n) {
-    char want[160];
     if (!a || !a->batch) {
         snprintf(err, n, "forward: %s is NULL", a ? "batch" : "args");
         return SGL_ATTN_E_INVALID;
@@ -203,47 +108,28 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
                  b->num_tokens, b->batch_size, t_planned, bs_planned);
         return SGL_ATTN_E_STATE;
     }
-
-    const int64_t qs[3] = {t_planned, l->num_q_heads, MLA_D_QK};
-    snprintf(want, sizeof want, "[T=%d, Hq=%d, 576] (absorbed MLA q: rank 512 + rope 64)", t_planned,
-             l->num_q_heads);
-    if ((rc = check_tensor("q", a->q, 3, qs, want, device, 16, err, n))) return rc;
+    const int64_t T = t_planned, HQ = l->num_q_heads;
+    const uint32_t half = SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F16;
+    if ((rc = check(a->q, "q", "num_tokens, num_q_heads, 576: absorbed MLA q, rank 512 + rope 64", 3, T, HQ,
+                    MLA_D_QK, half, device, 1, err, n)))
+        return rc;
     v->q_dt = mla_dtype_of(a->q->dtype);
-    if (v->q_dt != MLA_DT_BF16 && v->q_dt != MLA_DT_F16) {
-        char bb[32];
-        snprintf(err, n, "q: dtype %s; expected bf16 or f16", dl_name(a->q->dtype, bb, sizeof bb));
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    v->q = (const char *)a->q->data + a->q->byte_offset;
-
-    const int64_t os[3] = {t_planned, l->num_q_heads, MLA_D_V};
-    snprintf(want, sizeof want, "[T=%d, Hq=%d, 512]", t_planned, l->num_q_heads);
-    if ((rc = check_tensor("out", a->out, 3, os, want, device, 16, err, n))) return rc;
-    if (mla_dtype_of(a->out->dtype) != v->q_dt) {
-        char bb[32];
-        snprintf(err, n, "out: dtype %s; expected %s like q", dl_name(a->out->dtype, bb, sizeof bb),
-                 mla_dtype_name(v->q_dt));
-        return SGL_ATTN_E_INVALID;
-    }
-    v->out = (char *)a->out->data + a->out->byte_offset;
-
-    const int64_t ks[3] = {-1, 1, MLA_D_QK};
-    if ((rc = check_tensor("k_cache", l->k_cache, 3, ks, "[slots, 1, 576] (the latent pool)", device, 16,
-                           err, n)))
+    v->q = sgl_sdk_data(a->q);
+    /* out, the new latent rows and a 16-bit pool: q's dtype */
+    const uint32_t q_bit = dt_bit(v->q_dt);
+    if ((rc = check(a->out, "out", "num_tokens, num_q_heads, 512", 3, T, HQ, MLA_D_V, q_bit, device, 1, err, n)))
+        return rc;
+    v->out = (void *)sgl_sdk_data(a->out);
+    if ((rc = check(l->k_cache, "k_cache", "slots, 1, 576: the latent pool", 3, SGL_SDK_ANY, 1, MLA_D_QK,
+                    q_bit | SGL_ATTN_DT_FP8_E4M3, device, 1, err, n)))
         return rc;
     v->kv_dt = mla_dtype_of(l->k_cache->dtype);
-    if (v->kv_dt != v->q_dt && v->kv_dt != MLA_DT_FP8) {
-        char bb[32];
-        snprintf(err, n, "k_cache: dtype %s; expected %s (like q) or fp8_e4m3",
-                 dl_name(l->k_cache->dtype, bb, sizeof bb), mla_dtype_name(v->q_dt));
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
     v->num_slots = l->k_cache->shape[0];
-    if (v->num_slots < 1 || v->num_slots > INT32_MAX) {
-        snprintf(err, n, "k_cache: %lld slots; expected 1..%d", (long long)v->num_slots, INT32_MAX);
+    if (v->num_slots < 1) {
+        snprintf(err, n, "k_cache has no slots; expected 1..%d", INT32_MAX);
         return SGL_ATTN_E_INVALID;
     }
-    v->pool = (char *)l->k_cache->data + l->k_cache->byte_offset;
+    v->pool = (void *)sgl_sdk_data(l->k_cache);
     v->k_scale = 1.f;
     if (v->kv_dt == MLA_DT_FP8) {
         if (!(l->k_scale > 0.f) || !isfinite(l->k_scale)) {
@@ -255,63 +141,48 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     }
     v->scale_log2 = l->sm_scale * 1.4426950408889634f;
 
-    const int64_t r2 = -1;
-    (void)r2;
-    if ((rc = index_tensor("req_to_token", b->req_to_token, 2, NULL, "[max_reqs, max_context]", device,
-                           &v->req_to_token, err, n)))
+    if ((rc = check(b->req_to_token, "req_to_token", "max_reqs, max_context", 2, SGL_SDK_ANY, SGL_SDK_ANY, 0, 0,
+                    device, 0, err, n)))
         return rc;
+    v->req_to_token = index_of(b->req_to_token);
     v->r2t_rows = b->req_to_token->shape[0];
     v->r2t_cols = b->req_to_token->shape[1];
     if (v->r2t_rows < 1 || v->r2t_cols < 1) {
-        snprintf(err, n, "req_to_token: empty ([%lld, %lld])", (long long)v->r2t_rows,
-                 (long long)v->r2t_cols);
+        snprintf(err, n, "req_to_token is empty ([%lld, %lld]); expected at least one row and column",
+                 (long long)v->r2t_rows, (long long)v->r2t_cols);
         return SGL_ATTN_E_INVALID;
     }
-    const int64_t ps[1] = {bs_planned};
-    snprintf(want, sizeof want, "[bs=%d]", bs_planned);
-    if ((rc = index_tensor("req_pool_indices", b->req_pool_indices, 1, ps, want, device,
-                           &v->req_pool_indices, err, n)))
+    if ((rc = check(b->req_pool_indices, "req_pool_indices", "batch_size", 1, bs_planned, 0, 0, 0, device, 0, err,
+                    n)))
         return rc;
+    v->req_pool_indices = index_of(b->req_pool_indices);
 
     if (a->save_kv_cache) {
-        const int64_t kk[3] = {t_planned, 1, MLA_D_QK};
-        snprintf(want, sizeof want, "[T=%d, 1, 576] (the new latent rows)", t_planned);
-        if ((rc = check_tensor("k", a->k, 3, kk, want, device, 16, err, n))) return rc;
-        if (mla_dtype_of(a->k->dtype) != v->q_dt) {
-            char bb[32];
-            snprintf(err, n, "k: dtype %s; expected %s like q", dl_name(a->k->dtype, bb, sizeof bb),
-                     mla_dtype_name(v->q_dt));
-            return SGL_ATTN_E_INVALID;
-        }
-        v->k = (const char *)a->k->data + a->k->byte_offset;
-        const int64_t ls[1] = {t_planned};
-        snprintf(want, sizeof want, "[T=%d]", t_planned);
-        if ((rc = index_tensor("out_cache_loc", b->out_cache_loc, 1, ls, want, device, &v->loc, err, n)))
+        if ((rc = check(a->k, "k", "num_tokens, 1, 576: the new latent rows", 3, T, 1, MLA_D_QK, q_bit, device, 1,
+                        err, n)))
             return rc;
+        v->k = sgl_sdk_data(a->k);
+        if ((rc = check(b->out_cache_loc, "out_cache_loc", "num_tokens", 1, T, 0, 0, 0, device, 0, err, n)))
+            return rc;
+        v->loc = index_of(b->out_cache_loc);
     }
     return SGL_ATTN_OK;
 }
 
-/* One length tensor (host memory, int32/int64, [bs]) into an int32 array. */
+/* One length tensor (host memory, int32/int64, >= bs entries) into an int32
+ * array, each value 0..hi. */
 static int read_lens(const char *name, const DLTensor *t, int32_t bs, int64_t hi, int32_t *out,
                      char *err, size_t n) {
     if (!t) {
-        snprintf(err, n, "%s: NULL (cuda_mla plans from the host mirror)", name);
+        snprintf(err, n, "%s is NULL (cuda_mla plans from the host mirror)", name);
         return SGL_ATTN_E_INVALID;
     }
-    if (t->ndim != 1 || !t->shape || t->shape[0] < bs || t->dtype.code != kDLInt ||
-        (t->dtype.bits != 32 && t->dtype.bits != 64) || (!t->data && bs > 0)) {
-        snprintf(err, n, "%s: expected a host int32/int64 tensor of >= %d elements", name, bs);
-        return SGL_ATTN_E_INVALID;
-    }
-    for (int32_t i = 0; i < bs; i++) {
-        int64_t v = mla_host_index(t, i);
-        if (v < 0 || v > hi) {
-            snprintf(err, n, "%s[%d] = %lld; expected 0..%lld", name, i, (long long)v, (long long)hi);
-            return SGL_ATTN_E_INVALID;
-        }
-        out[i] = (int32_t)v;
-    }
+    const sgl_sdk_tensor_spec s = {name, "batch_size", 1, {bs}, 0, SGL_SDK_DEV_HOST, -1,
+                                   SGL_SDK_T_COMPACT | SGL_SDK_T_AT_LEAST, 0};
+    int rc = sgl_sdk_check_tensor(t, &s, err, n);
+    if (!rc) rc = sgl_sdk_check_index_range(t, name, bs, 0, hi, NULL, err, n);
+    if (rc) return rc;
+    for (int32_t i = 0; i < bs; i++) out[i] = (int32_t)sgl_sdk_index_at(t, i);
     return SGL_ATTN_OK;
 }
 
@@ -369,15 +240,16 @@ int mla_batch_lengths(const sgl_attn_batch *b, int32_t max_reqs, int32_t max_tok
     if ((rc = read_lens("extend_prefix_lens_cpu", prefix_lens, bs, max_context, prefix, err, n))) return rc;
     if ((rc = read_lens("extend_seq_lens_cpu", extend_lens, bs, max_context, q_len, err, n))) return rc;
     int64_t sum = 0;
+    if (!sgl_sdk_host_index(seq_lens, bs)) seq_lens = NULL;
     for (int32_t i = 0; i < bs; i++) {
         if ((int64_t)prefix[i] + q_len[i] > max_context) {
             snprintf(err, n, "request %d: prefix %d + %d new token(s) exceeds max_context %d", i,
                      prefix[i], q_len[i], max_context);
             return SGL_ATTN_E_INVALID;
         }
-        if (seq_lens && mla_host_index(seq_lens, i) != (int64_t)prefix[i] + q_len[i]) {
+        if (seq_lens && sgl_sdk_index_at(seq_lens, i) != (int64_t)prefix[i] + q_len[i]) {
             snprintf(err, n, "seq_lens_cpu[%d] = %lld but extend_prefix_lens_cpu + extend_seq_lens_cpu = %d",
-                     i, (long long)mla_host_index(seq_lens, i), prefix[i] + q_len[i]);
+                     i, (long long)sgl_sdk_index_at(seq_lens, i), prefix[i] + q_len[i]);
             return SGL_ATTN_E_INVALID;
         }
         sum += q_len[i];

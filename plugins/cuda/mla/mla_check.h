@@ -19,7 +19,6 @@ extern "C" {
 
 /* DLPack dtype -> MLA_DT_* (bf16, f16, fp8 e4m3), or -1. */
 int mla_dtype_of(DLDataType t);
-const char *mla_dtype_name(int dt);
 
 /* A forward call, checked: what the launchers need. */
 typedef struct mla_fwd_view {
@@ -45,16 +44,12 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
 
 /* Lengths of a batch for the planner: q_len / prefix per request (host
  * arrays of bs), from the *_cpu mirrors.  A NULL mirror is reported as
- * SGL_ATTN_E_INVALID naming it (the caller may fall back to a device copy). */
+ * SGL_ATTN_E_INVALID naming it (the caller may fall back to a device copy);
+ * an extend's seq_lens, when the host can read it, must be prefix + new. */
 int mla_batch_lengths(const sgl_attn_batch *b, int32_t max_reqs, int32_t max_tokens,
                       int32_t max_context, const DLTensor *seq_lens, const DLTensor *prefix_lens,
                       const DLTensor *extend_lens, int32_t *q_len, int32_t *prefix, char *err,
                       size_t err_size);
-
-/* Element i of a host int32/int64 tensor as int64 (0 when absent). */
-int64_t mla_host_index(const DLTensor *t, int64_t i);
-/* Number of elements; -1 for a malformed tensor. */
-int64_t mla_numel(const DLTensor *t);
 
 #ifdef __cplusplus
 }

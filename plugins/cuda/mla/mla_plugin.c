@@ -1,4 +1,4 @@
-/* mla_plugin.c - the cuda_mla descriptor, entry point, probe and model check.
+/* mla_plugin.c - the cuda_mla descriptor and entry (the SDK's), probe and model check.
  * MLA only: the sglang MLA backends (FlashMLA, CUTLASS MLA, TRT-LLM MLA,
  * CuTe-DSL MLA, TokenSpeed MLA) map to it; conf/ holds the "can only be used
  * with MLA models" rule.  With no driver or no GPU the probe answers
@@ -6,16 +6,16 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_device_ops.h"
-#include "cuda_probe.h"
+#include "cuda/sdk_cuda.h"
 #include "mla_backend.h"
+#include "sdk_plugin.h"
 
 static const char *const mla_aliases[] = {"flashmla", "cutlass_mla", "trtllm_mla", "cutedsl_mla",
                                           "tokenspeed_mla", NULL};
 
 static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
     if (!caps || caps->struct_size < sizeof *caps) return SGL_ATTN_E_INVALID;
-    int rc = sgl_cuda_probe_device(index, caps, 8, 0);
+    int rc = sgl_sdk_cuda_probe(index, caps, 8, 0);
     if (rc) return rc;
     caps->attn_kinds = SGL_ATTN_KIND_MLA;
     caps->q_dtypes = SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F16;
@@ -64,10 +64,7 @@ static int mla_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps
     return SGL_ATTN_OK;
 }
 
-static const sgl_attn_plugin mla_plugin = {
-    .struct_size = sizeof(sgl_attn_plugin),
-    .abi_major = SGL_ATTN_ABI_MAJOR,
-    .abi_minor = SGL_ATTN_ABI_MINOR,
+SGL_SDK_PLUGIN(mla_plugin,
     .name = MLA_NAME,
     .version = "0.1.0",
     .description = "CUDA absorbed MLA (DeepSeek): split-KV decode/verify and extend, mma.sync + sm_90a wgmma",
@@ -75,18 +72,8 @@ static const sgl_attn_plugin mla_plugin = {
     .platform = SGL_ATTN_PLATFORM_CUDA,
     .role = SGL_ATTN_ROLE_FULL,
     .hybrid_kind = SGL_ATTN_HYBRID_NONE,
-    .custom_kind = NULL,
     .aliases = mla_aliases,
-    .model_types = NULL,
     .probe = mla_probe,
     .supports_model = mla_supports_model,
     .create = mla_backend_create,
-    .state_bytes_per_request = NULL,
-    .device_ops = &sgl_cuda_device_ops_table,
-};
-
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
-
-SGL_ATTN_EXPORT int sgl_attn_plugin_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
-    return sgl_attn_answer(host, answer, &mla_plugin);
-}
+    .device_ops = &sgl_sdk_cuda_device_ops)

@@ -1,9 +1,8 @@
-/* cuda_device_ops.c - see cuda_device_ops.h. */
-#include "cuda_device_ops.h"
+/* cuda_device_ops.c - sgl_attn_device_ops over the CUDA runtime (sdk_cuda.h). */
+#include "sdk_cuda.h"
 
 #include <cuda_runtime_api.h>
 
-#include "cuda_error.h"
 
 static int set_device(int32_t device) {
     cudaError_t e = cudaSetDevice(device);
@@ -82,10 +81,10 @@ static const char *op_error_string(int code) {
     default: break;
     }
     if (code < 0) return "sglattn error";
-    return sgl_cuda_error_text(code);
+    return sgl_sdk_cuda_error_text(code);
 }
 
-const sgl_attn_device_ops sgl_cuda_device_ops_table = {
+const sgl_attn_device_ops sgl_sdk_cuda_device_ops = {
     .struct_size = sizeof(sgl_attn_device_ops),
     .alloc = op_alloc,
     .free = op_free,
@@ -96,5 +95,3 @@ const sgl_attn_device_ops sgl_cuda_device_ops_table = {
     .stream_destroy = op_stream_destroy,
     .error_string = op_error_string,
 };
-
-const sgl_attn_device_ops *sgl_cuda_device_ops(void) { return &sgl_cuda_device_ops_table; }

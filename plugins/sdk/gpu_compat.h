@@ -1,9 +1,9 @@
 /*
  * gpu_compat.h - the CUDA / HIP common subset the shared kernels are written in.
  *
- * Shared kernel headers (plugins/cuda/mha/kern_*_portable.cuh) include only
- * this header, so the same source builds with nvcc (plugins/cuda/) and with
- * hipcc (plugins/hip/).  What lives here:
+ * The shared kernels (plugins/sdk/attn_kernels/) include only this header, so
+ * the same source builds with nvcc (plugins/cuda/) and with hipcc
+ * (plugins/hip/); the CUDA plugins' own kernels use it too.  What lives here:
  *   - runtime names:   gc_stream_t, gc_error_t, gc_success, gc_get_last_error,
  *                      gc_error_string, gc_func_set_max_dynamic_smem
  *   - 16-bit floats:   raw uint16_t storage, conversions gc_to_f32<DT> /

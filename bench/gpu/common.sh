@@ -1,0 +1,67 @@
+# shellcheck shell=bash
+# bench/gpu/common.sh - sourced by every GPU script (bench/gpu/README.md): the
+# repo root as working directory, the carried build/ on the library path, the
+# build's commit for the JSON files, $OUT made, no plugin option inherited from
+# the caller's environment (the scripts measure the defaults unless they set one
+# themselves), and run_part, which run.sh and final.sh share.
+set -u
+OUT=${OUT:?set OUT to the output folder}
+mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd) || exit 2
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
+A=build/bin/attnctl
+T=build/tests
+P=build/lib/sglattn/plugins
+export LD_LIBRARY_PATH="$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# the commit the build was made from (pack_build.sh writes it; the device copy's
+# git metadata can be stale), else the checkout's
+if [ -z "${SGL_ATTN_COMMIT:-}" ]; then
+  SGL_ATTN_COMMIT=$(cat build/commit.txt 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
+fi
+export SGL_ATTN_COMMIT PYTHONUNBUFFERED=1
+# every plugin option's environment form, and a conf named by the environment
+unset $(compgen -v SGL_ATTN_LIN_) $(compgen -v SGL_ATTN_MLA_) SGL_ATTN_CONF 2>/dev/null
+
+step() { echo; echo "### $* [$SECONDS s]"; }
+
+# need FILE...: say what is missing (the step that uses it then reports its own failure)
+need() {
+  local f
+  for f; do [ -e "$f" ] || echo "MISSING $f (build here, bench/gpu/pack_build.sh, carry .carry)"; done
+}
+
+# part_script SPEC: the command line of a part, "NAME[:CAP]" (bench/gpu/NAME.sh)
+# or "lever=NAME[:CAP]" (bench/gpu/lever.sh bench/gpu/levers/NAME.conf), or
+# nothing when it does not exist.
+part_script() {
+  local name=${1%%:*}
+  case $name in
+    lever=*) [ -f "bench/gpu/levers/${name#lever=}.conf" ] && echo "bench/gpu/lever.sh bench/gpu/levers/${name#lever=}.conf";;
+    */*|common|run|lever|pack_build|build_race) ;;
+    *) [ -f "bench/gpu/$name.sh" ] && echo "bench/gpu/$name.sh";;
+  esac
+}
+
+# run_part SPEC: one part under $OUT/<name>/ (console.txt: what it printed),
+# cut after CAP seconds (default 600); the last lines go to the console and the
+# pack (run.sh's) is refreshed, so a later part past the call's limit loses
+# only itself.  Appends "name rc seconds" to $OUT/parts.txt.
+run_part() {
+  local spec=$1 name=${1%%:*} cap=${1#*:} cmd dir t0 rc
+  [ "$cap" = "$spec" ] && cap=600
+  dir=${name/=/_}
+  cmd=$(part_script "$spec")
+  mkdir -p "$OUT/$dir"
+  echo "======== $name (cap $cap s) [$SECONDS s]"
+  if [ -z "$cmd" ]; then
+    echo "no such part: $name" | tee "$OUT/$dir/console.txt"
+    echo "$name 127 0" >> "$OUT/parts.txt"
+    return
+  fi
+  t0=$SECONDS
+  OUT="$OUT/$dir" timeout -k 10 "$cap" bash $cmd > "$OUT/$dir/console.txt" 2>&1
+  rc=$?
+  [ $rc = 124 ] || [ $rc = 137 ] && echo "$name: cut at its cap of $cap s" >> "$OUT/$dir/console.txt"
+  tail -n "${PART_TAIL:-40}" "$OUT/$dir/console.txt"
+  echo "$name $rc $((SECONDS - t0))" >> "$OUT/parts.txt"
+  if type pack > /dev/null 2>&1; then pack; fi
+}

@@ -1,0 +1,68 @@
+/*
+ * sdk_cuda.h - the CUDA runtime glue every CUDA plugin shares: runtime errors
+ * as text, the device half of a probe, a device query for create, and the
+ * plugin's sgl_attn_device_ops.  Plain C11 over the static cudart's C API;
+ * built only where nvcc is (cuda.mk), into $(SDK_CUDA_OBJS).
+ *
+ *   #include "cuda/sdk_cuda.h"
+ */
+#ifndef SGL_SDK_CUDA_H
+#define SGL_SDK_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sgl_attn_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ----------------------------------------------------------------- errors */
+
+/* "<what>: <cudaErrorName> (<code>): <cudaGetErrorString>" into buf (always
+ * terminated), e.g. "cudaMalloc(1073741824 bytes): cudaErrorMemoryAllocation
+ * (2): out of memory".  `code` is a cudaError_t. */
+void sgl_sdk_cuda_format_error(char *buf, size_t size, const char *what, int code);
+
+/* The runtime's description of `code` (never NULL). */
+const char *sgl_sdk_cuda_error_text(int code);
+
+/* ------------------------------------------------------------------ probe */
+
+/* Fill the device half of caps for device `index` (available, reason, names,
+ * SM version, memory, SM count, the needed arch range); the device is usable
+ * only at SM min_major.min_minor or newer.  With no driver or no GPU, index 0
+ * answers available = 0 with the runtime's own words (the static cudart
+ * loads without a driver).  Returns SGL_ATTN_OK (caps filled, available or
+ * not) or SGL_ATTN_E_NOT_FOUND (index past the last device, as the ABI asks). */
+int sgl_sdk_cuda_probe(uint32_t index, sgl_attn_caps *caps, int min_major, int min_minor);
+
+/* What create and planning need to know about a device. */
+typedef struct sgl_sdk_cuda_device {
+    int sm_major, sm_minor;
+    int sm_count;
+    size_t smem_per_block_optin; /* largest dynamic + static smem one block may ask for */
+    size_t smem_per_sm;
+    int l2_bytes;
+    int max_threads_per_sm;
+    char name[96];
+} sgl_sdk_cuda_device;
+
+/* Query device `device`; on failure SGL_ATTN_E_DEVICE / E_NOT_FOUND with the
+ * runtime's words in err. */
+int sgl_sdk_cuda_device_query(int device, sgl_sdk_cuda_device *out, char *err, size_t err_size);
+
+/* ------------------------------------------------------------- device ops */
+
+/* sgl_attn_device_ops over the CUDA runtime (descriptor field `device_ops`).
+ * Return codes: 0 on success; a positive value is the cudaError_t the runtime
+ * returned (error_string() gives its words); a negative value is an
+ * sgl_attn_status (SGL_ATTN_E_INVALID for a NULL pointer...).  Every call
+ * first makes `device` current on the calling thread. */
+extern const sgl_attn_device_ops sgl_sdk_cuda_device_ops;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
