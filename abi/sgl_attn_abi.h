@@ -1,7 +1,8 @@
 /*
  * sgl_attn_abi.h - the one header a sglattn plugin includes.
  *
- * ABI 1.1 (1.1 appended sgl_attn_create_args.host).  Rules (see docs/abi.md):
+ * ABI 1.2 (1.1 appended sgl_attn_create_args.host, 1.2 sgl_attn_caps.reason_long).
+ * Rules (see docs/abi.md):
  *  - Every public struct starts with `uint32_t struct_size`.  Structs are
  *    append-only: a new field goes at the end and bumps SGL_ATTN_ABI_MINOR.
  *    A reader never touches a field beyond the struct_size it was given.
@@ -25,7 +26,7 @@ extern "C" {
 #endif
 
 #define SGL_ATTN_ABI_MAJOR 1
-#define SGL_ATTN_ABI_MINOR 1
+#define SGL_ATTN_ABI_MINOR 2
 
 /* The one symbol a plugin exports. */
 #define SGL_ATTN_PLUGIN_ENTRY_SYMBOL "sgl_attn_plugin_entry"
@@ -132,6 +133,7 @@ typedef enum sgl_attn_log_level {
 /* Limits that keep fixed-size fields honest. */
 #define SGL_ATTN_NAME_MAX 63       /* plugin names: [a-z0-9_]{1,63} */
 #define SGL_ATTN_REASON_MAX 256
+#define SGL_ATTN_REASON_LONG_MAX 1024 /* sgl_attn_caps.reason_long (ABI 1.2) */
 #define SGL_ATTN_MAX_LAYERS 1024
 #define SGL_ATTN_MAX_LIST 16
 
@@ -209,6 +211,11 @@ typedef struct sgl_attn_caps {
     uint32_t max_gqa_ratio;             /* 0 = any */
     int32_t score;                      /* automatic choice: higher first; <= 0 never automatic */
     uint32_t state_dtypes;              /* hybrid wrappers: SSM state dtypes */
+    /* ABI 1.2: the whole reason, when it is longer than `reason` holds.  A
+     * plugin built for 1.2 writes the full text here (check struct_size
+     * first) and its start, cut at a word boundary, in `reason` for older
+     * hosts.  The host shows this one when it is not empty. */
+    char reason_long[SGL_ATTN_REASON_LONG_MAX];
 } sgl_attn_caps;
 
 /* ------------------------------------------------------------------ model */

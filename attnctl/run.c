@@ -11,9 +11,18 @@
 #include "attnctl.h"
 #include "harness/harness.h"
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: attnctl run --model FILE [--backend NAME] [--batch B] [--len L] [--tp N] [--seed N] [--json]\n");
-}
+enum { OPT_MODEL = 1, OPT_BACKEND, OPT_BATCH, OPT_LEN, OPT_TP, OPT_SEED, OPT_NO_CPU_FALLBACK };
+
+static const attnctl_opt opts[] = {
+    {OPT_MODEL, "--model", 0, "FILE", 0, "the model: our JSON, an HF config.json or a model directory (required)", "@file"},
+    {OPT_BACKEND, "--backend", 0, "NAME", 0, "a plugin name or an sglang name (default: the automatic choice)", "@backend"},
+    {OPT_BATCH, "--batch", 0, "B", 0, "requests in the batch, 1..256 (default 2)", NULL},
+    {OPT_LEN, "--len", 0, "L", 0, "tokens per request, 1..2^20 (default 512)", NULL},
+    {OPT_TP, "--tp", 0, "N", 0, "tensor-parallel size: divides the head counts (default 1)", NULL},
+    {OPT_SEED, "--seed", 0, "N", 0, "the random inputs' seed (default: a fresh one, printed)", NULL},
+    {OPT_NO_CPU_FALLBACK, "--no-cpu-fallback", 0, NULL, 0, "refuse an automatic CPU choice while a GPU plugin is usable", NULL},
+    {0},
+};
 
 static const char *dt_name(uint32_t bit) {
     switch (bit) {
@@ -62,49 +71,46 @@ static int shape_keys(const sgl_attn_model *m, const sgl_attn_caps *caps, int la
     return 0;
 }
 
-int cmd_run(int argc, char **argv) {
+static int run(const attnctl_cmd *cmd, int argc, char **argv) {
     attnctl_common co;
-    memset(&co, 0, sizeof co);
+    attnctl_args a;
+    int pr = attnctl_parse(cmd, argc, argv, &co, &a);
+    if (pr) return pr > 0 ? ATTNCTL_EXIT_OK : ATTNCTL_EXIT_USAGE;
     const char *model_path = NULL, *backend = NULL;
-    long batch = 2, len = 512, tp = 1;
+    long long batch = 2, len = 512, tp = 1;
     uint64_t seed = 0;
-    int seed_given = 0, bad = 0;
-    for (int i = 1; i < argc; i++) {
-        int k = attnctl_common_opt(&co, argc, argv, &i);
-        if (k < 0) return ATTNCTL_EXIT_USAGE;
-        if (k > 0) continue;
-        const char *a = argv[i];
-        const int has_val = i + 1 < argc;
-        char *end = NULL;
-        if (!strcmp(a, "--model") && has_val) model_path = argv[++i];
-        else if (!strcmp(a, "--backend") && has_val) backend = argv[++i];
-        else if (!strcmp(a, "--batch") && has_val) batch = strtol(argv[++i], &end, 0), bad |= *end || batch < 1 || batch > 256;
-        else if (!strcmp(a, "--len") && has_val) len = strtol(argv[++i], &end, 0), bad |= *end || len < 1 || len > (1L << 20);
-        else if (!strcmp(a, "--tp") && has_val) tp = strtol(argv[++i], &end, 0), bad |= *end || tp < 1 || tp > 1024;
-        else if (!strcmp(a, "--seed") && has_val) seed = strtoull(argv[++i], &end, 0), seed_given = 1, bad |= *end != 0;
-        else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return ATTNCTL_EXIT_OK;
-        } else {
-            fprintf(stderr, "attnctl run: unknown or incomplete option '%s'\n", a);
-            bad = 1;
+    int seed_given = 0, no_cpu_fallback = 0;
+    for (int i = 0; i < a.n; i++) {
+        const char *v = a.v[i].value;
+        switch (a.v[i].id) {
+        case OPT_MODEL: model_path = v; break;
+        case OPT_BACKEND: backend = v; break;
+        case OPT_BATCH:
+            if (attnctl_int_arg(cmd, "--batch", v, 1, 256, &batch)) return ATTNCTL_EXIT_USAGE;
+            break;
+        case OPT_LEN:
+            if (attnctl_int_arg(cmd, "--len", v, 1, 1LL << 20, &len)) return ATTNCTL_EXIT_USAGE;
+            break;
+        case OPT_TP:
+            if (attnctl_int_arg(cmd, "--tp", v, 1, 4096, &tp)) return ATTNCTL_EXIT_USAGE;
+            break;
+        case OPT_SEED:
+            if (attnctl_u64_arg(cmd, "--seed", v, &seed)) return ATTNCTL_EXIT_USAGE;
+            seed_given = 1;
+            break;
+        case OPT_NO_CPU_FALLBACK: no_cpu_fallback = 1; break;
         }
     }
-    if (bad || !model_path) {
-        if (!bad) fprintf(stderr, "attnctl run: --model is required\n");
-        else fprintf(stderr, "attnctl run: bad value (--batch 1..256, --len 1..2^20, --tp 1..1024)\n");
-        usage(stderr);
-        return ATTNCTL_EXIT_USAGE;
-    }
+    if (!model_path) return attnctl_usage_error(cmd, "--model FILE is required");
     if (!seed_given) seed = hrng_fresh_seed();
     FILE *tf = co.json ? stderr : stdout;
-    char err[1024];
+    char err[4096];
     sgl_attn_model m;
     if (sgl_attn_model_from_file(model_path, (int)tp, &m, err, sizeof err) != SGL_ATTN_OK) {
-        fprintf(stderr, "attnctl run: %s\n", err);
+        fprintf(stderr, "attnctl run: %s\n", attnctl_esc(err));
         return ATTNCTL_EXIT_ENV;
     }
-    sgl_attn_host *h = attnctl_open_host(&co);
+    sgl_attn_host *h = attnctl_open_host(&co, cmd->name);
     if (!h) return ATTNCTL_EXIT_ENV;
     int code = ATTNCTL_EXIT_FAIL;
     sgl_attn_selection *sel = NULL;
@@ -116,17 +122,24 @@ int cmd_run(int argc, char **argv) {
     req.struct_size = sizeof req;
     req.backend = backend;
     req.validate = co.validate;
-    if (sgl_attn_select(h, &m, &req, &sel, err, sizeof err) != SGL_ATTN_OK) {
-        fprintf(stderr, "attnctl run: no stack for %s: %s\n", m.name, err);
+    req.no_cpu_fallback = no_cpu_fallback;
+    int src = sgl_attn_select(h, &m, &req, &sel, err, sizeof err);
+    if (src != SGL_ATTN_OK) {
+        fprintf(stderr, "attnctl run: no stack for %s: %s\n", attnctl_esc(m.name), attnctl_esc(err));
+        if (src == SGL_ATTN_E_NOT_FOUND) code = ATTNCTL_EXIT_NOT_FOUND;
         goto done;
     }
+    int color = attnctl_color(&co, stderr);
+    for (size_t i = 0; i < sgl_attn_selection_warning_count(sel); i++)
+        fprintf(stderr, "attnctl run: %swarning%s: %s\n", attnctl_sgr(color, "warning"), attnctl_sgr_reset(color),
+                attnctl_esc(sgl_attn_selection_warning(sel, i)));
     /* the stack as a target spec "outer/.../inner" on the selection's device */
     char spec[256] = "";
     size_t o = 0;
     for (size_t i = 0; i < sgl_attn_selection_stack_depth(sel) && o < sizeof spec; i++)
         o += (size_t)snprintf(spec + o, sizeof spec - o, "%s%s", i ? "/" : "", sgl_attn_selection_stack_name(sel, i));
     if (htarget_open(&t, h, spec, (uint32_t)sgl_attn_selection_device(sel), err, sizeof err)) {
-        fprintf(stderr, "attnctl run: %s\n", err);
+        fprintf(stderr, "attnctl run: %s\n", attnctl_esc(err));
         goto done;
     }
     int32_t layers[SGL_ATTN_MAX_LAYERS];
@@ -135,25 +148,25 @@ int cmd_run(int argc, char **argv) {
     char keys[200], cases[2][HCASE_TEXT_MAX];
     long page = 16;
     if (shape_keys(&m, &t.caps, layer, state, &page, keys, sizeof keys, err, sizeof err)) {
-        fprintf(stderr, "attnctl run: %s\n", err);
+        fprintf(stderr, "attnctl run: %s\n", attnctl_esc(err));
         goto done;
     }
-    snprintf(cases[0], sizeof cases[0], "extend:b=%ld,l=%ld,q=%ld,%s", batch, len, len, keys);
-    snprintf(cases[1], sizeof cases[1], "decode:b=%ld,l=%ld,%s", batch, len + 1, keys);
-    sgl_attn_create_options opts = {.struct_size = sizeof opts,
-                                    .max_reqs = (int32_t)batch + 3,
-                                    .max_tokens = (int32_t)(batch * len),
-                                    .max_context = (int32_t)(len + 1 + page)};
-    if (sgl_attn_create(h, sel, &m, &opts, &b, err, sizeof err) != SGL_ATTN_OK) {
-        fprintf(stderr, "attnctl run: creating %s failed: %s\n", sgl_attn_selection_label(sel), err);
+    snprintf(cases[0], sizeof cases[0], "extend:b=%lld,l=%lld,q=%lld,%s", batch, len, len, keys);
+    snprintf(cases[1], sizeof cases[1], "decode:b=%lld,l=%lld,%s", batch, len + 1, keys);
+    sgl_attn_create_options copts = {.struct_size = sizeof copts,
+                                     .max_reqs = (int32_t)batch + 3,
+                                     .max_tokens = (int32_t)(batch * len),
+                                     .max_context = (int32_t)(len + 1 + page)};
+    if (sgl_attn_create(h, sel, &m, &copts, &b, err, sizeof err) != SGL_ATTN_OK) {
+        fprintf(stderr, "attnctl run: creating %s failed: %s\n", sgl_attn_selection_label(sel), attnctl_esc(err));
         goto done;
     }
     t.fixed = b;
-    fprintf(tf, "model: %s (%s), %d q heads, %d kv heads, head dims %d/%d%s, %d layers (%zu full attention)\n", m.name,
-            m.model_type, m.num_q_heads, m.num_kv_heads, m.head_dim_qk, m.head_dim_v, m.is_mla ? ", MLA" : "",
-            m.num_layers, n_full);
-    fprintf(tf, "stack: %s on %s [device %d], seed 0x%016llx\n", sgl_attn_selection_label(sel), t.caps.device_name,
-            sgl_attn_selection_device(sel), (unsigned long long)seed);
+    fprintf(tf, "model: %s (%s), %d q heads, %d kv heads, head dims %d/%d%s, %d layers (%zu full attention)\n",
+            attnctl_esc(m.name), attnctl_esc(m.model_type), m.num_q_heads, m.num_kv_heads, m.head_dim_qk, m.head_dim_v,
+            m.is_mla ? ", MLA" : "", m.num_layers, n_full);
+    fprintf(tf, "stack: %s on %s [device %d], seed 0x%016llx\n", sgl_attn_selection_label(sel),
+            attnctl_esc(t.caps.device_name), sgl_attn_selection_device(sel), (unsigned long long)seed);
     hresult r[2];
     int ok = 1;
     for (int i = 0; i < 2; i++) {
@@ -165,27 +178,35 @@ int cmd_run(int argc, char **argv) {
         fprintf(tf, "  %-6s %-13s %.1f ms (reference %.1f ms)  nmse %.2e (limit %.0e)\n         %s\n",
                 i ? "decode" : "extend", hverdict_name(r[i].verdict), r[i].ms_plugin, r[i].ms_ref, r[i].nmse,
                 r[i].threshold, cases[i]);
-        if (r[i].verdict != HV_PASS) fprintf(tf, "         %s\n", r[i].message);
+        if (r[i].verdict != HV_PASS) fprintf(tf, "         %s\n", attnctl_esc(r[i].message));
     }
     if (co.json) {
-        printf("{\"model\": ");
-        attnctl_json_str(stdout, m.name);
-        printf(", \"stack\": ");
-        attnctl_json_str(stdout, sgl_attn_selection_label(sel));
-        printf(", \"device\": ");
-        attnctl_json_str(stdout, t.caps.device_name);
-        printf(", \"seed\": \"0x%016llx\", \"runs\": [", (unsigned long long)seed);
+        cJSON *root = attnctl_json_root("run");
+        cJSON_AddItemToObject(root, "model", attnctl_json_str(m.name));
+        cJSON_AddItemToObject(root, "model_type", attnctl_json_str(m.model_type));
+        cJSON_AddStringToObject(root, "stack", sgl_attn_selection_label(sel));
+        cJSON_AddItemToObject(root, "device", attnctl_json_str(t.caps.device_name));
+        char sx[32];
+        snprintf(sx, sizeof sx, "0x%016llx", (unsigned long long)seed);
+        cJSON_AddStringToObject(root, "seed", sx);
+        cJSON_AddBoolToObject(root, "cpu_fallback", sgl_attn_selection_cpu_fallback(sel));
+        cJSON *w = cJSON_AddArrayToObject(root, "warnings");
+        for (size_t i = 0; i < sgl_attn_selection_warning_count(sel); i++)
+            cJSON_AddItemToArray(w, cJSON_CreateString(sgl_attn_selection_warning(sel, i)));
+        cJSON *runs = cJSON_AddArrayToObject(root, "runs");
         for (int i = 0; i < 2; i++) {
-            printf("%s{\"case\": ", i ? ", " : "");
-            attnctl_json_str(stdout, cases[i]);
-            printf(", \"verdict\": ");
-            attnctl_json_str(stdout, hverdict_name(r[i].verdict));
-            printf(", \"ms\": %.3f, \"ms_ref\": %.3f, \"nmse\": %.6g, \"threshold\": %.6g, \"message\": ", r[i].ms_plugin,
-                   r[i].ms_ref, r[i].nmse, r[i].threshold);
-            attnctl_json_str(stdout, r[i].message);
-            printf("}");
+            cJSON *ro = cJSON_CreateObject();
+            cJSON_AddStringToObject(ro, "case", cases[i]);
+            cJSON_AddStringToObject(ro, "verdict", hverdict_name(r[i].verdict));
+            cJSON_AddItemToObject(ro, "ms", attnctl_json_num(r[i].ms_plugin > 0, r[i].ms_plugin));
+            cJSON_AddItemToObject(ro, "ms_ref", attnctl_json_num(r[i].ms_ref > 0, r[i].ms_ref));
+            /* no NMSE (never compared, or NaN/Inf in the output): null, never 0 */
+            cJSON_AddItemToObject(ro, "nmse", attnctl_json_num(r[i].nmse >= 0, r[i].nmse));
+            cJSON_AddItemToObject(ro, "threshold", attnctl_json_num(r[i].threshold > 0, r[i].threshold));
+            cJSON_AddItemToObject(ro, "message", attnctl_json_str(r[i].message));
+            cJSON_AddItemToArray(runs, ro);
         }
-        printf("]}\n");
+        attnctl_json_print(root);
     }
     code = ok ? ATTNCTL_EXIT_OK : ATTNCTL_EXIT_FAIL;
 done:
@@ -195,3 +216,18 @@ done:
     sgl_attn_host_close(h);
     return code;
 }
+
+const attnctl_cmd attnctl_cmd_run = {
+    .name = "run",
+    .run = run,
+    .summary = "one attention forward on a model's shapes, checked against the float64 reference",
+    .synopsis = "--model FILE [--backend NAME] [--batch B] [--len L] [options]",
+    .description = "Selects the stack for a model (automatically, or --backend), creates it, runs one extend and one\n"
+                   "decode on random inputs with the model's shapes, and prints the stack, the times and the NMSE\n"
+                   "against cpu_ref's float64 reference. The cases are printed so `attnctl check --case` replays them.",
+    .opts = opts,
+    .common = COMMON_HOST | COMMON_VALIDATE | COMMON_JSON | COMMON_COLOR,
+    .isolate_default = 0,
+    .exit_codes = "0 both runs passed; 1 no stack, a failed create or a failed run; 2 bad command line;\n"
+                  "3 unreadable model file, or the host could not open; 4 unknown backend name.",
+};

@@ -265,7 +265,13 @@ void sel_eval_full(const sel_ctx *cx, int stage, const sel_req *r, const sel_can
     const sgl_attn_plugin_info *info = c->info;
     int plat = sel_cand_platform(c);
     if (r->kind != REQ_AUTO && !sel_req_serves(cx, r, c)) {
-        fail(e, D_NAME, "name", "not what was asked for (%s)", r->asked);
+        if (r->kind == REQ_ALIAS && (sel_alias_lost(c, r->asked) || sel_alias_lost(c, r->name)))
+            fail(e, D_NAME, "alias-claimed",
+                 "declares '%s', but an earlier plugin declared it first and answers to it (attnctl list-plugins "
+                 "shows the claims)",
+                 r->asked);
+        else
+            fail(e, D_NAME, "name", "not what was asked for (%s)", r->asked);
         return;
     }
     if (q && q->platform && info && info->name[0] && plat != q->platform) {
@@ -282,8 +288,9 @@ void sel_eval_full(const sel_ctx *cx, int stage, const sel_req *r, const sel_can
         }
     }
     if (!info || info->status != SGL_ATTN_PLUGIN_USABLE) {
+        const char *why = c->reason && c->reason[0] ? c->reason : info ? info->reason : "";
         fail(e, D_STATUS, info ? sgl_attn_plugin_status_name(info->status) : "load-error", "%s",
-             info && info->reason[0] ? info->reason : "not loaded");
+             why[0] ? why : "not loaded");
         return;
     }
     const char *glob;
@@ -292,7 +299,8 @@ void sel_eval_full(const sel_ctx *cx, int stage, const sel_req *r, const sel_can
         return;
     }
     if (!c->caps || !c->caps->available) {
-        fail(e, D_AVAILABLE, "unavailable", "%s", c->caps && c->caps->reason[0] ? c->caps->reason : "no usable device");
+        fail(e, D_AVAILABLE, "unavailable", "%s",
+             c->caps && c->caps->reason[0] ? sgl_attn_caps_reason(c->caps) : "no usable device");
         return;
     }
     for (size_t i = 0; a && i < a->n_requires; i++) {
@@ -364,7 +372,8 @@ void sel_eval_wrapper(const sel_ctx *cx, const sel_candidate *w, int platform, u
         return;
     }
     if (info->status != SGL_ATTN_PLUGIN_USABLE) {
-        fail(e, D_STATUS, sgl_attn_plugin_status_name(info->status), "%s", info->reason[0] ? info->reason : "not usable");
+        const char *why = w->reason && w->reason[0] ? w->reason : info->reason;
+        fail(e, D_STATUS, sgl_attn_plugin_status_name(info->status), "%s", why[0] ? why : "not usable");
         return;
     }
     const char *glob;
@@ -373,7 +382,8 @@ void sel_eval_wrapper(const sel_ctx *cx, const sel_candidate *w, int platform, u
         return;
     }
     if (!w->caps || !w->caps->available) {
-        fail(e, D_AVAILABLE, "unavailable", "%s", w->caps && w->caps->reason[0] ? w->caps->reason : "no usable device");
+        fail(e, D_AVAILABLE, "unavailable", "%s",
+             w->caps && w->caps->reason[0] ? sgl_attn_caps_reason(w->caps) : "no usable device");
         return;
     }
     if (info->platform != SGL_ATTN_PLATFORM_NONE && (info->platform != platform || w->device != device)) {

@@ -300,6 +300,7 @@ static void host_free(sgl_attn_host *h) {
     for (size_t i = 0; i < h->n_plugins; i++) {
         module_unload(&h->plugins[i].module, h->never_unload);
         free(h->plugins[i].caps);
+        claims_free(&h->plugins[i]);
     }
     free(h->plugins);
     search_path_free(&h->paths);
@@ -311,13 +312,24 @@ void host_release(sgl_attn_host *h) {
     if (atomic_fetch_sub(&h->live, 1) == 1) host_free(h);
 }
 
-static void read_options(const sgl_attn_host_options *opts, sgl_attn_host_options *o) {
+/* The caller's options at the host's size (fields past its struct_size
+ * zero).  A struct_size of 0 is a caller that forgot to set it: refused, so
+ * that what it asked for is never silently dropped. */
+static int read_options(const sgl_attn_host_options *opts, sgl_attn_host_options *o, char *err, size_t err_size) {
     memset(o, 0, sizeof *o);
     if (opts) {
-        size_t n = opts->struct_size && opts->struct_size < sizeof *o ? opts->struct_size : sizeof *o;
+        if (opts->struct_size < sizeof(uint32_t)) {
+            str_printf(err, err_size,
+                       "sgl_attn_host_open: options.struct_size is %u: set it to sizeof(sgl_attn_host_options) "
+                       "(%zu), or pass NULL options for the defaults",
+                       opts->struct_size, sizeof *o);
+            return SGL_ATTN_E_INVALID;
+        }
+        size_t n = opts->struct_size < sizeof *o ? opts->struct_size : sizeof *o;
         memcpy(o, opts, n);
     }
     o->struct_size = sizeof *o;
+    return SGL_ATTN_OK;
 }
 
 int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out, char *err,
@@ -328,9 +340,9 @@ int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out, c
         return SGL_ATTN_E_INVALID;
     }
     *out = NULL;
-    host_once_init();
     sgl_attn_host_options o;
-    read_options(opts, &o);
+    if (read_options(opts, &o, err, err_size)) return SGL_ATTN_E_INVALID;
+    host_once_init();
     sgl_attn_host *h = calloc(1, sizeof *h);
     if (!h) {
         str_copy(err, err_size, "out of memory");
@@ -416,6 +428,15 @@ int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out, c
         str_copy(e->info.source, sizeof e->info.source, "embedded");
         admit(h, e, sgl_attn_embedded_plugins[i].entry, 0);
     }
+    if (o.caps_file && (rc = caps_file_apply(h, o.caps_file, err, err_size))) {
+        host_free(h);
+        return rc;
+    }
+    if ((rc = claims_compute(h))) {
+        str_copy(err, err_size, "out of memory");
+        host_free(h);
+        return rc;
+    }
     for (size_t i = 0; i < h->n_plugins; i++) {
         const sgl_attn_plugin_info *in = &h->plugins[i].info;
         hlog_printf(&h->log, SGL_ATTN_LOG_INFO, "%s: %s%s%s", in->path,
@@ -452,6 +473,20 @@ int sgl_attn_host_plugin_caps(const sgl_attn_host *h, size_t i, uint32_t d, sgl_
     out->struct_size = (uint32_t)n;
     return SGL_ATTN_OK;
 }
+
+const char *sgl_attn_host_plugin_reason(const sgl_attn_host *h, size_t i) {
+    return h && i < h->n_plugins ? plugin_entry_reason(&h->plugins[i]) : "";
+}
+
+size_t sgl_attn_host_plugin_note_count(const sgl_attn_host *h, size_t i) {
+    return h && i < h->n_plugins ? h->plugins[i].n_notes : 0;
+}
+
+const char *sgl_attn_host_plugin_note(const sgl_attn_host *h, size_t i, size_t k) {
+    return h && i < h->n_plugins && k < h->plugins[i].n_notes ? h->plugins[i].notes[k] : NULL;
+}
+
+const char *sgl_attn_host_caps_file(const sgl_attn_host *h) { return h ? h->caps_file : ""; }
 
 long sgl_attn_host_find_plugin(const sgl_attn_host *h, const char *name) {
     if (!h || !name) return -1;

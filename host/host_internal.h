@@ -44,6 +44,9 @@ void hlog_printf(const hlog *l, int level, const char *fmt, ...)
 /* Bounded, always-terminated formatting into a fixed buffer. */
 void str_printf(char *dst, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void str_copy(char *dst, size_t size, const char *src);
+/* str_copy that never cuts a word: text that does not fit ends at the last
+ * space before the end, followed by "...". */
+void str_copy_words(char *dst, size_t size, const char *src);
 
 /* ---------------------------------------------------------------- paths.c */
 
@@ -213,8 +216,13 @@ typedef struct plugin_entry {
     sgl_attn_plugin desc;     /* copy, defaults past the plugin's struct_size */
     int loaded;               /* desc valid */
     loaded_module module;     /* handle NULL for embedded plugins */
-    sgl_attn_caps *caps;      /* probed devices */
+    sgl_attn_caps *caps;      /* probed devices (or the caps file's) */
     uint32_t n_caps;
+    /* Name claims (claims.c): sentences for sgl_attn_host_plugin_note, and
+     * bit k set when aliases[k] was declared first by an earlier plugin. */
+    char **notes;
+    size_t n_notes;
+    uint32_t alias_lost;
 } plugin_entry;
 
 struct sgl_attn_host {
@@ -228,6 +236,7 @@ struct sgl_attn_host {
     int never_unload;
     int validate;
     int allow_unsafe; /* conf "allow_unsafe_paths", honoured only from a safe conf */
+    char caps_file[4096];     /* "" = caps are this machine's probes */
     /* References: 1 for the open handle + 1 per live instance; the last
      * release (close or the last destroy) unloads and frees. */
     atomic_int live;
@@ -243,6 +252,31 @@ extern const embedded_plugin sgl_attn_embedded_plugins[];
 extern const size_t sgl_attn_embedded_plugin_count;
 
 void host_release(sgl_attn_host *h); /* drop one `live` ref; frees after close */
+
+/* The whole reason of a plugin: an unavailable one's is device 0's (admit),
+ * which may be longer than info.reason; the host's own reasons fit it. */
+static inline const char *plugin_entry_reason(const plugin_entry *e) {
+    if (e->info.status == SGL_ATTN_PLUGIN_UNAVAILABLE && e->n_caps && e->caps[0].reason[0])
+        return sgl_attn_caps_reason(&e->caps[0]);
+    return e->info.reason;
+}
+
+/* --------------------------------------------------------------- claims.c */
+
+/* After every plugin is admitted: the questionable name claims of each
+ * (docs/selection.md, "Names"), into plugin_entry.notes and alias_lost. */
+int claims_compute(sgl_attn_host *h);
+void claims_free(plugin_entry *e);
+
+/* ------------------------------------------------------------ caps_file.c */
+
+/* Replace every loaded plugin's caps with those of the same plugin in a
+ * machine file (`attnctl devices --json` of another machine).  A plugin the
+ * file does not list gets one unavailable device saying so. */
+int caps_file_apply(sgl_attn_host *h, const char *path, char *err, size_t err_size);
+/* Bit names of caps fields, shared by the caps file reader and its tests. */
+const char *caps_kind_name(unsigned bit);    /* "mha", "gqa", "mqa", "mla", "cross" */
+const char *caps_feature_name(unsigned bit); /* "extend", "decode", ... */
 
 /* ---------------------------------------------------------------- stack.c */
 
@@ -269,6 +303,8 @@ typedef struct sel_candidate {
     int32_t score;                   /* caps->score, or the conf override */
     int model_ok;                    /* supports_model() answer, computed before */
     char model_why[256];
+    uint32_t alias_lost;             /* bit k: info->aliases[k] was declared first by an earlier plugin */
+    const char *reason;              /* the plugin's whole reason (NULL: info->reason) */
 } sel_candidate;
 
 typedef struct sel_input {
@@ -290,9 +326,11 @@ struct sgl_attn_selection {
     int32_t prefill_device;
     char label[4 * (SGL_ATTN_NAME_MAX + 2) * 2 + 32];
     sgl_attn_verdict *verdicts;
+    char **messages;                 /* each verdict's whole message */
     size_t n_verdicts, cap_verdicts;
-    char warnings[4][384];
+    char warnings[6][1024];
     size_t n_warnings;
+    int cpu_fallback;                /* automatic choice fell back to the CPU past a usable GPU plugin */
     uint64_t state_bytes;
     sgl_attn_model model;            /* with full_attention_mask as routed */
 };

@@ -33,11 +33,17 @@ void hlog_printf(const hlog *l, int level, const char *fmt, ...) {
         l->fn(l->user, level, line);
         return;
     }
-    char out[1100];
+    /* Lines quote plugins' words and file names: control characters are
+     * escaped, so none can move the cursor or rewrite the terminal. */
+    char out[1024 * 4 + 64];
     const char *lv = (level >= 0 && level <= SGL_ATTN_LOG_DEBUG) ? level_names[level] : "log";
-    int n = snprintf(out, sizeof out, "sglattn: %s: %s\n", lv, line);
+    int n = snprintf(out, sizeof out, "sglattn: %s: ", lv);
     if (n < 0) return;
-    if ((size_t)n >= sizeof out) n = (int)sizeof out - 1;
+    for (const unsigned char *p = (const unsigned char *)line; *p && (size_t)n + 5 < sizeof out; p++) {
+        if (*p < 0x20 || *p == 0x7f) n += snprintf(out + n, sizeof out - (size_t)n, "\\x%02x", *p);
+        else out[n++] = (char)*p;
+    }
+    out[n++] = '\n';
     /* One write(2): atomic for a line this short, unlike buffered stdio. */
     ssize_t w = write(STDERR_FILENO, out, (size_t)n);
     (void)w;
@@ -58,4 +64,22 @@ void str_copy(char *dst, size_t size, const char *src) {
     size_t n = strnlen(src, size - 1);
     memcpy(dst, src, n);
     dst[n] = 0;
+}
+
+void str_copy_words(char *dst, size_t size, const char *src) {
+    if (!dst || size == 0) return;
+    if (!src) src = "";
+    size_t len = strlen(src);
+    if (len < size || size < 16) {
+        str_copy(dst, size, src);
+        return;
+    }
+    size_t cut = size - 4; /* room for "..." and the terminator */
+    while (cut > size / 2 && src[cut] != ' ') cut--;
+    if (src[cut] != ' ') cut = size - 4;
+    while (cut > 0 && src[cut - 1] == ' ') cut--;
+    /* never end inside a UTF-8 sequence */
+    while (cut > 0 && ((unsigned char)src[cut] & 0xc0) == 0x80) cut--;
+    memcpy(dst, src, cut);
+    memcpy(dst + cut, "...", 4);
 }

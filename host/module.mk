@@ -66,28 +66,45 @@ $(ETCDIR)/sglattn.json: conf/sglattn.json
 host: $(LIBSGLATTN) $(LIBSGLATTN_LINK) $(HOST_HEADERS) $(HOST_CONF)
 
 # ------------------------------------------------------------------ install
-# Same layout as the build tree, so the library finds its plugins
-# (<libdir>/sglattn/plugins) and conf (<libdir>/../etc/sglattn) from its own
-# location, with no environment variable.
-INST := $(DESTDIR)$(PREFIX)
-LIB_REAL := libsglattn.so.$(SOMAJOR).0.0
-
-$(BUILD)/sglattn.pc: host/sglattn.pc.in
+# The library finds its plugins at <libdir>/sglattn/plugins and its conf at
+# sysconfdir, both from its own location: the conf's path relative to libdir
+# is compiled into paths.o (a stamp follows the directories), so a relocated
+# or DESTDIR-staged tree works too.  The build tree has the same shape.
+CONF_FROM_LIBDIR := $(shell realpath -m --relative-to='$(libdir)' '$(sysconfdir)' 2>/dev/null || echo ../etc)
+HOST_DIRS_STAMP := $(OBJDIR)/host/install-dirs.stamp
+$(HOST_DIRS_STAMP): FORCE
 	@mkdir -p $(@D)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	@echo '$(CONF_FROM_LIBDIR)' | cmp -s - $@ || echo '$(CONF_FROM_LIBDIR)' > $@
+$(OBJDIR)/host/paths.o: $(HOST_DIRS_STAMP)
+$(OBJDIR)/host/paths.o: CFLAGS_COMMON += -DSGL_ATTN_CONF_FROM_LIBDIR='"$(CONF_FROM_LIBDIR)"'
 
-install: all $(BUILD)/sglattn.pc
-	install -d $(INST)/lib/pkgconfig $(INST)/lib/sglattn/plugins $(INST)/include/sglattn \
-	    $(INST)/etc/sglattn $(INST)/bin
-	install -m 755 $(LIBSGLATTN) $(INST)/lib/$(LIB_REAL)
-	ln -sfn $(LIB_REAL) $(INST)/lib/libsglattn.so.$(SOMAJOR)
-	ln -sfn libsglattn.so.$(SOMAJOR) $(INST)/lib/libsglattn.so
-	install -m 644 host/sgl_attn.h abi/sgl_attn_abi.h $(INST)/include/sglattn/
-	install -m 644 $(BUILD)/sglattn.pc $(INST)/lib/pkgconfig/sglattn.pc
-	$(if $(strip $(PLUGINS)),install -m 755 $(PLUGINS) $(INST)/lib/sglattn/plugins/)
-	$(if $(HOST_CONF),install -m 644 $(HOST_CONF) $(INST)/etc/sglattn/sglattn.json)
-	install -m 755 $(ATTNCTL) $(INST)/bin/attnctl
-	$(if $(strip $(INSTALL_HOOKS)),$(MAKE) --no-print-directory $(INSTALL_HOOKS))
+LIB_REAL := libsglattn.so.$(SOMAJOR).0.0
+# The .pc names directories under ${prefix} where they are, so that
+# pkg-config --define-prefix relocates them.
+PC_EXEC_PREFIX = $(patsubst $(prefix)%,$${prefix}%,$(exec_prefix))
+PC_LIBDIR = $(patsubst $(exec_prefix)/%,$${exec_prefix}/%,$(libdir))
+PC_INCLUDEDIR = $(patsubst $(prefix)/%,$${prefix}/%,$(includedir))
+PC_SYSCONFDIR = $(patsubst $(prefix)/%,$${prefix}/%,$(sysconfdir))
+
+$(BUILD)/sglattn.pc: host/sglattn.pc.in FORCE
+	@mkdir -p $(@D)
+	@sed -e 's|@PREFIX@|$(prefix)|g' -e 's|@EXEC_PREFIX@|$(PC_EXEC_PREFIX)|g' -e 's|@LIBDIR@|$(PC_LIBDIR)|g' \
+	    -e 's|@INCLUDEDIR@|$(PC_INCLUDEDIR)|g' -e 's|@SYSCONFDIR@|$(PC_SYSCONFDIR)|g' -e 's|@VERSION@|$(VERSION)|g' \
+	    $< > $@.tmp && (cmp -s $@.tmp $@ && rm $@.tmp || mv $@.tmp $@)
+
+install-host: all $(BUILD)/sglattn.pc
+	$(call install_file,755,$(LIBSGLATTN),$(libdir)/$(LIB_REAL))
+	ln -sfn $(LIB_REAL) $(DESTDIR)$(libdir)/libsglattn.so.$(SOMAJOR) && echo '$(libdir)/libsglattn.so.$(SOMAJOR)' >> $(INSTALL_MANIFEST)
+	ln -sfn libsglattn.so.$(SOMAJOR) $(DESTDIR)$(libdir)/libsglattn.so && echo '$(libdir)/libsglattn.so' >> $(INSTALL_MANIFEST)
+	$(call install_file,644,host/sgl_attn.h,$(includedir)/sglattn/sgl_attn.h)
+	$(call install_file,644,abi/sgl_attn_abi.h,$(includedir)/sglattn/sgl_attn_abi.h)
+	$(call install_file,644,$(BUILD)/sglattn.pc,$(libdir)/pkgconfig/sglattn.pc)
+	install -d $(DESTDIR)$(libdir)/sglattn/plugins
+	@set -e; for p in $(PLUGINS); do f=$(libdir)/sglattn/plugins/$$(basename $$p); \
+	  echo "install -m 755 $$p $(DESTDIR)$$f"; install -m 755 $$p $(DESTDIR)$$f; echo "$$f" >> $(INSTALL_MANIFEST); done
+	$(if $(HOST_CONF),$(call install_file,644,$(HOST_CONF),$(sysconfdir)/sglattn/sglattn.json))
+
+INSTALL_HOOKS := install-host $(INSTALL_HOOKS)
 
 FORCE:
-.PHONY: host install FORCE
+.PHONY: host install-host FORCE

@@ -1,5 +1,7 @@
 /* names.c - the short names of statuses and enumerations, as printed by
  * attnctl and used in JSON.  Unknown values get "unknown", never NULL. */
+#include <stddef.h>
+
 #include "host_internal.h"
 
 #define NAME_OF(table, v) \
@@ -26,4 +28,11 @@ const char *sgl_attn_status_name(int status) {
     static const char *const t[] = {"ok", "invalid", "unsupported", "nomem", "device",
                                     "abi", "not-found", "state", "internal"};
     return NAME_OF(t, -status);
+}
+
+const char *sgl_attn_caps_reason(const sgl_attn_caps *c) {
+    if (!c) return "";
+    if (c->struct_size >= offsetof(sgl_attn_caps, reason_long) + sizeof c->reason_long && c->reason_long[0])
+        return c->reason_long;
+    return c->reason;
 }

@@ -229,11 +229,12 @@ static int terminated(const char *s, size_t size) { return memchr(s, 0, size) !=
 
 int plugin_caps_check(const sgl_attn_caps *c, char *why, size_t why_size) {
     if (!terminated(c->reason, sizeof c->reason) || !terminated(c->device_name, sizeof c->device_name) ||
-        !terminated(c->arch_name, sizeof c->arch_name)) {
+        !terminated(c->arch_name, sizeof c->arch_name) || !terminated(c->reason_long, sizeof c->reason_long)) {
         str_printf(why, why_size, "caps %s is not NUL-terminated",
                    !terminated(c->reason, sizeof c->reason)           ? "reason"
                    : !terminated(c->device_name, sizeof c->device_name) ? "device_name"
-                                                                        : "arch_name");
+                   : !terminated(c->arch_name, sizeof c->arch_name)     ? "arch_name"
+                                                                        : "reason_long");
         return -1;
     }
     if (c->available > 1) {

@@ -50,20 +50,49 @@ const char *search_path_default_dir(char *buf, size_t size) {
     return beside_library(buf, size, "sglattn/plugins");
 }
 
-/* <libdir>/../etc/sglattn/sglattn.json, with the ".." resolved so the path
+/* sysconfdir relative to libdir, as `make` was told (../etc for a prefix,
+ * ../../etc for /usr, whose conf is in /etc). */
+#ifndef SGL_ATTN_CONF_FROM_LIBDIR
+#define SGL_ATTN_CONF_FROM_LIBDIR "../etc"
+#endif
+
+/* <libdir>/<rel>/sglattn/sglattn.json with the ".." resolved, so the path
  * reads as the user would write it. */
-const char *search_path_default_conf(char *buf, size_t size) {
-    char lib[PATH_MAX];
-    host_library_path(lib, sizeof lib);
-    for (int up = 0; up < 2; up++) { /* the file, then <libdir> */
-        char *slash = strrchr(lib, '/');
-        if (!slash) {
-            str_copy(buf, size, "");
-            return buf;
+static int conf_at(const char *rel, char *buf, size_t size) {
+    char dir[PATH_MAX];
+    host_library_path(dir, sizeof dir);
+    char *slash = strrchr(dir, '/'); /* the file's directory: <libdir> */
+    if (!slash) return -1;
+    *slash = 0;
+    for (const char *p = rel; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') {
+            char *up = strrchr(dir, '/');
+            if (!up) return -1;
+            *up = 0;
+        } else if (n && !(n == 1 && p[0] == '.')) {
+            size_t used = strlen(dir);
+            if (used + 1 + n >= sizeof dir) return -1;
+            dir[used] = '/';
+            memcpy(dir + used + 1, p, n);
+            dir[used + 1 + n] = 0;
         }
-        *slash = 0;
+        p += n;
+        while (*p == '/') p++;
     }
-    str_printf(buf, size, "%s/etc/sglattn/sglattn.json", lib);
+    str_printf(buf, size, "%s/sglattn/sglattn.json", dir);
+    return 0;
+}
+
+/* The conf where this library's install puts it; the build tree's (and a
+ * prefix install's) ../etc when that one is not there. */
+const char *search_path_default_conf(char *buf, size_t size) {
+    struct stat st;
+    if (conf_at(SGL_ATTN_CONF_FROM_LIBDIR, buf, size) == 0 && stat(buf, &st) == 0) return buf;
+    char first[PATH_MAX];
+    str_copy(first, sizeof first, buf);
+    if (conf_at("../etc", buf, size) == 0 && stat(buf, &st) == 0) return buf;
+    str_copy(buf, size, first);
     return buf;
 }
 

@@ -12,9 +12,18 @@ int sel_cand_role(const sel_candidate *c) { return c->info ? c->info->role : 0; 
 /* The descriptor was read: name, role and aliases are meaningful. */
 static int has_descriptor(const sel_candidate *c) { return c->info && c->info->name[0]; }
 
+/* Declared and not lost to an earlier plugin that declared it first
+ * (claims.c): the first declarer of an alias the conf does not know answers
+ * to it, the later ones do not. */
 static int descriptor_declares(const sel_candidate *c, const char *alias) {
     for (uint32_t i = 0; has_descriptor(c) && i < c->info->n_aliases && i < SGL_ATTN_MAX_LIST; i++)
-        if (!strcmp(c->info->aliases[i], alias)) return 1;
+        if (!strcmp(c->info->aliases[i], alias) && !((c->alias_lost >> i) & 1u)) return 1;
+    return 0;
+}
+
+int sel_alias_lost(const sel_candidate *c, const char *alias) {
+    for (uint32_t i = 0; alias && has_descriptor(c) && i < c->info->n_aliases && i < SGL_ATTN_MAX_LIST; i++)
+        if (!strcmp(c->info->aliases[i], alias) && ((c->alias_lost >> i) & 1u)) return 1;
     return 0;
 }
 
@@ -41,6 +50,13 @@ int sel_name_serves(const sel_ctx *cx, const char *name, const sel_candidate *c)
         a = conf_find_alias(cx->rules, a->deprecated_for);
     }
     return a && alias_lists(a, c->info->platform, c->info->name);
+}
+
+int sel_by_own_claim(const sel_ctx *cx, const sel_req *r, const sel_candidate *c) {
+    (void)cx;
+    if (r->kind != REQ_ALIAS || !r->alias || !has_descriptor(c)) return 0;
+    if (alias_lists(r->alias, c->info->platform, c->info->name)) return 0;
+    return descriptor_declares(c, r->asked) || descriptor_declares(c, r->name);
 }
 
 int sel_req_serves(const sel_ctx *cx, const sel_req *r, const sel_candidate *c) {

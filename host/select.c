@@ -127,8 +127,14 @@ static int add_verdict(sgl_attn_selection *out, const sel_candidate *c, const ch
         sgl_attn_verdict *v = realloc(out->verdicts, cap * sizeof *v);
         if (!v) return SGL_ATTN_E_NOMEM;
         out->verdicts = v;
+        char **m = realloc(out->messages, cap * sizeof *m);
+        if (!m) return SGL_ATTN_E_NOMEM;
+        out->messages = m;
         out->cap_verdicts = cap;
     }
+    char *whole = strdup(message);
+    if (!whole) return SGL_ATTN_E_NOMEM;
+    out->messages[out->n_verdicts] = whole;
     sgl_attn_verdict *v = &out->verdicts[out->n_verdicts++];
     memset(v, 0, sizeof *v);
     const char *name = sel_cand_name(c);
@@ -142,7 +148,7 @@ static int add_verdict(sgl_attn_selection *out, const sel_candidate *c, const ch
     v->score = score;
     str_copy(v->stage, sizeof v->stage, stage);
     str_copy(v->rule, sizeof v->rule, rule);
-    str_copy(v->message, sizeof v->message, message);
+    str_copy_words(v->message, sizeof v->message, message);
     return SGL_ATTN_OK;
 }
 
@@ -151,7 +157,7 @@ static void add_warning(sgl_attn_selection *out, const char *w) {
     for (size_t i = 0; i < out->n_warnings; i++)
         if (!strcmp(out->warnings[i], w)) return;
     if (out->n_warnings < sizeof out->warnings / sizeof out->warnings[0])
-        str_copy(out->warnings[out->n_warnings++], sizeof out->warnings[0], w);
+        str_copy_words(out->warnings[out->n_warnings++], sizeof out->warnings[0], w);
 }
 
 /* The first conf alias (then plugin) that would serve this model here, for
@@ -217,7 +223,7 @@ static void alternatives_list(const sel_ctx *cx, char *buf, size_t size) {
 static int emit_stage(const sel_ctx *cx, const stage_run *st, long taken, const char *taken_why,
                       sgl_attn_selection *out) {
     const char *sn = stage_names[st->stage];
-    char msg[384], exp[384];
+    char msg[384], exp[sizeof st->ev[0].message + 128];
     const sel_candidate *tc = taken >= 0 ? &cx->in->cands[taken] : NULL;
     for (size_t k = 0; k < st->n_order; k++) {
         size_t i = st->order[k];
@@ -269,20 +275,24 @@ static void taken_why(const sel_ctx *cx, const stage_run *st, size_t i, char *bu
     if (in_fallback(cx, c) && st->n_eligible == 1) ju_append(buf, size, "; the fallback");
 }
 
-/* The deepest refusal among candidates that were asked for (or all). */
+/* The deepest refusal.  With a platform asked for, only that platform's
+ * candidates count: a file whose platform is unknown (it failed to load) or
+ * a plugin of another platform must not headline why this one refused. */
 static long deepest(const sel_ctx *cx, const stage_run *st) {
     long best = -1;
+    int want = cx->in->req ? cx->in->req->platform : 0;
     for (size_t k = 0; k < st->n_order; k++) {
         size_t i = st->order[k];
+        const sel_candidate *c = &cx->in->cands[i];
         if (st->ev[i].pass) continue;
+        if (want && (!c->info || !c->info->name[0] || c->info->platform != want)) continue;
         if (best < 0 || st->ev[i].depth > st->ev[best].depth) best = (long)i;
     }
-    (void)cx;
     return best;
 }
 
 static void headline(const sel_ctx *cx, const stage_run *st, const char *extra, char *err, size_t err_size) {
-    char alts[512], msg[384] = "";
+    char alts[512], msg[sizeof st->ev[0].message + 128] = "";
     alternatives_list(cx, alts, sizeof alts);
     long d = deepest(cx, st);
     const char *what = st->req.kind == REQ_AUTO && !cx->outer ? "no attention backend here serves this model" : NULL;
@@ -327,6 +337,19 @@ static void headline(const sel_ctx *cx, const stage_run *st, const char *extra, 
         expand(cx, &st->req, st->ev[d].message, msg, sizeof msg);
         str_printf(err, err_size, "%s: %s [%s: %s]. Alternatives here: %s", what, msg,
                    sel_cand_name(&cx->in->cands[d])[0] ? sel_cand_name(&cx->in->cands[d]) : "?", st->ev[d].rule, alts);
+    } else if (cx->in->req && cx->in->req->platform) {
+        char failed[512] = "";
+        for (size_t i = 0; i < cx->in->n_cands; i++) {
+            const sel_candidate *c = &cx->in->cands[i];
+            if (c->info && !c->info->name[0]) {
+                const char *slash = strrchr(c->info->path, '/');
+                ju_append(failed, sizeof failed, "%s%s", failed[0] ? ", " : "", slash ? slash + 1 : c->info->path);
+            }
+        }
+        str_printf(err, err_size, "%s: no %s plugin is loaded here%s%s%s. Alternatives here: %s", what,
+                   sgl_attn_platform_name(cx->in->req->platform),
+                   failed[0] ? " (files that failed to load, of unknown platform: " : "", failed,
+                   failed[0] ? "; attnctl list-plugins --all says why)" : "", alts);
     } else {
         str_printf(err, err_size, "%s: no candidate plugins at all. Alternatives here: %s", what, alts);
     }
@@ -497,8 +520,50 @@ static void outer_wrapper_refusal(const sel_ctx *cx, const stage_run *st, char *
 }
 
 void select_clear(sgl_attn_selection *s) {
+    for (size_t i = 0; i < s->n_verdicts; i++) free(s->messages[i]);
+    free(s->messages);
     free(s->verdicts);
     memset(s, 0, sizeof *s);
+}
+
+/* A GPU plugin here: full attention, a platform other than the CPU, and a
+ * device its probe found available. */
+static int usable_gpu(const sel_candidate *c) {
+    int p = sel_cand_platform(c);
+    return c->info && c->info->name[0] && c->info->role == SGL_ATTN_ROLE_FULL && p != SGL_ATTN_PLATFORM_CPU &&
+           p != SGL_ATTN_PLATFORM_NONE && c->info->status == SGL_ATTN_PLUGIN_USABLE && c->caps && c->caps->available;
+}
+
+/* An automatic choice that lands on the CPU while a GPU plugin is usable
+ * here is never silent: a warning with each GPU plugin's refusal, or with
+ * no_cpu_fallback the refusal itself.  Returns 1 when it applies. */
+static int cpu_fallback(const sel_ctx *cx, const stage_run *st, const sel_candidate *chosen, char *buf, size_t size) {
+    const sgl_attn_select_request *q = cx->in->req;
+    if (!chosen || st->req.kind != REQ_AUTO || sel_cand_platform(chosen) != SGL_ATTN_PLATFORM_CPU ||
+        (q && q->platform))
+        return 0;
+    buf[0] = 0;
+    int n = 0;
+    for (size_t k = 0; k < st->n_order; k++) {
+        size_t i = st->order[k];
+        const sel_candidate *c = &cx->in->cands[i];
+        if (!usable_gpu(c)) continue;
+        const eval *e = &st->ev[i];
+        if (e->pass && st->note[i] == NOTE_NO_WRAPPER)
+            ju_append(buf, size, "%s%s device %u: passes, but no hybrid wrapper for the model runs beside it "
+                      "[hybrid-no-wrapper]", n ? "; " : "", sel_cand_name(c), c->device);
+        else if (e->pass && !eligible(cx, st, i))
+            ju_append(buf, size, "%s%s device %u: passes, but score %d: never chosen automatically [score]",
+                      n ? "; " : "", sel_cand_name(c), c->device, e->score);
+        else if (e->pass)
+            ju_append(buf, size, "%s%s device %u: passes, but ranked after %s [ranked-lower]", n ? "; " : "",
+                      sel_cand_name(c), c->device, sel_cand_name(chosen));
+        else
+            ju_append(buf, size, "%s%s device %u: %s [%s]", n ? "; " : "", sel_cand_name(c), c->device, e->message,
+                      e->rule);
+        n++;
+    }
+    return n > 0;
 }
 
 int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t err_size) {
@@ -603,6 +668,55 @@ int select_run(const sel_input *in, sgl_attn_selection *out, char *err, size_t e
         if ((rc = emit_stage(&cx, &st[s], pick[s], why, out))) goto done;
     }
     const sel_candidate *chosen = pick[n_st - 1] >= 0 ? &in->cands[pick[n_st - 1]] : NULL;
+    char gpu_why[2048];
+    if (!split && cpu_fallback(&cx, &st[0], chosen, gpu_why, sizeof gpu_why)) {
+        char alts[512];
+        if (q && q->no_cpu_fallback) {
+            alternatives_list(&cx, alts, sizeof alts);
+            str_printf(err, err_size,
+                       "no GPU plugin here serves this model, and a CPU fallback (%s) was refused (no_cpu_fallback): "
+                       "%s. Alternatives here: %s",
+                       sel_cand_name(chosen), gpu_why, alts);
+            for (size_t i = 0; i < out->n_verdicts; i++) {
+                sgl_attn_verdict *v = &out->verdicts[i];
+                if (!v->taken) continue;
+                v->taken = 0;
+                str_copy(v->rule, sizeof v->rule, "cpu-fallback");
+                char *m = strdup("the automatic choice, refused: no_cpu_fallback asks for a GPU plugin");
+                if (m) {
+                    free(out->messages[i]);
+                    out->messages[i] = m;
+                    str_copy_words(v->message, sizeof v->message, m);
+                }
+            }
+            rc = SGL_ATTN_E_UNSUPPORTED;
+            goto done;
+        }
+        char w[sizeof gpu_why + 256];
+        str_printf(w, sizeof w, "the automatic choice fell back to the CPU (%s) although a GPU plugin is usable here: %s",
+                   sel_cand_name(chosen), gpu_why);
+        add_warning(out, w);
+        out->cpu_fallback = 1;
+    }
+    for (size_t s = 0; s < n_st && chosen; s++) {
+        const sel_candidate *c = &in->cands[pick[s]];
+        if (sel_by_own_claim(&cx, &st[s].req, c)) {
+            char w[512];
+            str_printf(w, sizeof w,
+                       "'%s' was asked for; %s serves it by its own claim: the conf maps '%s' to other plugins "
+                       "(attnctl list-plugins shows the claim)",
+                       st[s].req.asked, sel_cand_name(c), st[s].req.name);
+            add_warning(out, w);
+        }
+        if (st[s].req.kind == REQ_PLUGIN && conf_find_alias(cx.rules, st[s].req.name)) {
+            char w[512];
+            str_printf(w, sizeof w,
+                       "'%s' is the name of plugin %s and a sglang backend name the conf maps to other plugins: the "
+                       "plugin was taken by its name",
+                       st[s].req.name, c->info ? c->info->path : "?");
+            add_warning(out, w);
+        }
+    }
     int plat = chosen ? sel_cand_platform(chosen) : 0;
     uint32_t dev = chosen ? chosen->device : 0;
     if (!chosen && hybrid && outer->n_eligible) {

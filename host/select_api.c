@@ -5,15 +5,26 @@
 
 #include "select_policy.h"
 
-/* The caller's request at the host's size (fields past its struct_size zero). */
-static void normalize_request(const sgl_attn_select_request *req, int host_validate, sgl_attn_select_request *out) {
+/* The caller's request at the host's size (fields past its struct_size
+ * zero).  A struct_size of 0 is a caller that forgot to set it; reading
+ * nothing would ignore the backend it asked for, so it is refused. */
+static int normalize_request(const sgl_attn_select_request *req, int host_validate, sgl_attn_select_request *out,
+                             char *err, size_t err_size) {
     memset(out, 0, sizeof *out);
     if (req) {
+        if (req->struct_size < sizeof(uint32_t)) {
+            str_printf(err, err_size,
+                       "sgl_attn_select: request.struct_size is %u: set it to sizeof(sgl_attn_select_request) "
+                       "(%zu), or pass a NULL request for an automatic choice",
+                       req->struct_size, sizeof *out);
+            return SGL_ATTN_E_INVALID;
+        }
         size_t n = req->struct_size < sizeof *out ? req->struct_size : sizeof *out;
-        if (n >= sizeof(uint32_t)) memcpy(out, req, n);
+        memcpy(out, req, n);
     }
     out->struct_size = (uint32_t)sizeof *out;
     if (host_validate) out->validate = 1;
+    return SGL_ATTN_OK;
 }
 
 /* One candidate per probed device (one without caps when never probed). */
@@ -33,6 +44,8 @@ static sel_candidate *build_candidates(const sgl_attn_host *h, const sgl_attn_mo
             c->caps = p->n_caps ? &p->caps[d] : NULL;
             c->device = d;
             c->score = c->caps ? c->caps->score : 0;
+            c->alias_lost = p->alias_lost;
+            c->reason = plugin_entry_reason(p);
             int32_t prio;
             if (conf_priority(h->conf, p->info.name, &prio)) c->score = prio;
             c->model_ok = 1;
@@ -75,7 +88,7 @@ int sgl_attn_select(sgl_attn_host *h, const sgl_attn_model *m, const sgl_attn_se
         return SGL_ATTN_E_INVALID;
     }
     sgl_attn_select_request q;
-    normalize_request(req, h->validate, &q);
+    if (normalize_request(req, h->validate, &q, err, err_size)) return SGL_ATTN_E_INVALID;
     sgl_attn_selection *s = calloc(1, sizeof *s);
     if (!s) {
         str_printf(err, err_size, "sgl_attn_select: out of memory");
@@ -130,6 +143,13 @@ size_t sgl_attn_selection_verdict_count(const sgl_attn_selection *s) { return s 
 const sgl_attn_verdict *sgl_attn_selection_verdict(const sgl_attn_selection *s, size_t i) {
     return s && i < s->n_verdicts ? &s->verdicts[i] : NULL;
 }
+
+const char *sgl_attn_selection_verdict_message(const sgl_attn_selection *s, size_t i) {
+    if (!s || i >= s->n_verdicts) return NULL;
+    return s->messages && s->messages[i] ? s->messages[i] : s->verdicts[i].message;
+}
+
+int sgl_attn_selection_cpu_fallback(const sgl_attn_selection *s) { return s ? s->cpu_fallback : 0; }
 
 size_t sgl_attn_selection_warning_count(const sgl_attn_selection *s) { return s ? s->n_warnings : 0; }
 

@@ -45,7 +45,7 @@ typedef struct eval {
     int pass;
     int depth;
     char rule[48];
-    char message[384];
+    char message[1536]; /* verdicts keep all of it (a probe's reason may be long) */
     int32_t score;      /* effective: conf priority, else the probe's */
     int has_prio;
     int default_rank;   /* position in the platform's default list; INT_MAX none */
@@ -62,6 +62,11 @@ int sel_req_serves(const sel_ctx *cx, const sel_req *r, const sel_candidate *c);
 /* Does c serve `name` (its own name, or an alias of it: conf, per platform,
  * deprecated, or its descriptor's)? */
 int sel_name_serves(const sel_ctx *cx, const char *name, const sel_candidate *c);
+/* c declares `alias` but an earlier plugin declared it first (claims.c). */
+int sel_alias_lost(const sel_candidate *c, const char *alias);
+/* c serves the conf alias r asks for only by its descriptor's claim: the
+ * conf maps that alias to other plugins on c's platform. */
+int sel_by_own_claim(const sel_ctx *cx, const sel_req *r, const sel_candidate *c);
 /* Valid names for --backend, sorted, comma separated. */
 void sel_valid_names(const sel_ctx *cx, char *buf, size_t size);
 int sel_cand_platform(const sel_candidate *c);

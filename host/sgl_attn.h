@@ -57,10 +57,19 @@ typedef struct sgl_attn_host_options {
     /* 1: wrap every created stack in the validation layer (also
      * SGL_ATTN_VALIDATE=1). */
     int32_t validate;
+    /* Appended (ABI 1.2): a machine file, the saved output of `attnctl
+     * devices --json` on another machine.  Each plugin loaded here takes its
+     * devices' caps from the file's entry of the same name instead of its own
+     * probe, and a plugin the file does not list has no available device, so
+     * sgl_attn_select answers what would be chosen on that machine.  Creating
+     * a backend from such a host is refused.  NULL = probe as usual. */
+    const char *caps_file;
 } sgl_attn_host_options;
 
-/* Open a host.  opts may be NULL.  On failure *out is NULL and, when err is
- * non-NULL, it says why (e.g. a malformed conf file with line and column). */
+/* Open a host.  opts may be NULL; when it is not, opts->struct_size must be
+ * set (sizeof(sgl_attn_host_options), or an older size): 0 is refused with
+ * SGL_ATTN_E_INVALID.  On failure *out is NULL and, when err is non-NULL, it
+ * says why (e.g. a malformed conf file with line and column). */
 int sgl_attn_host_open(const sgl_attn_host_options *opts, sgl_attn_host **out,
                        char *err, size_t err_size);
 void sgl_attn_host_close(sgl_attn_host *h);
@@ -116,6 +125,24 @@ long sgl_attn_host_find_plugin(const sgl_attn_host *h, const char *name);
 /* The plugin's device memory ops (NULL for host memory), for staging tensors. */
 const sgl_attn_device_ops *sgl_attn_host_device_ops(const sgl_attn_host *h, size_t i);
 
+/* The whole reason plugin i is not usable ("" when it is): info.reason
+ * holds at most 511 bytes of it, this one all of it (a probe's long reason,
+ * ABI 1.2).  Valid while the host is open. */
+const char *sgl_attn_host_plugin_reason(const sgl_attn_host *h, size_t i);
+/* The whole reason of a caps struct: reason_long when struct_size covers it
+ * and it is set, else reason. */
+const char *sgl_attn_caps_reason(const sgl_attn_caps *c);
+/* Name claims the host found questionable for plugin i, one sentence each:
+ * a plugin named like a sglang backend the conf knows ("fa3"), a declared
+ * alias the conf maps to other plugins, an alias an earlier plugin declared
+ * first (that one answers to it; this one does not).  Nothing is resolved
+ * silently: selection follows the rules of docs/selection.md, "Names". */
+size_t sgl_attn_host_plugin_note_count(const sgl_attn_host *h, size_t i);
+const char *sgl_attn_host_plugin_note(const sgl_attn_host *h, size_t i, size_t k);
+/* Where the caps came from: "" for this machine's probes, else the
+ * caps_file that was read. */
+const char *sgl_attn_host_caps_file(const sgl_attn_host *h);
+
 /* Each search directory and where it came from. */
 size_t sgl_attn_host_search_path_count(const sgl_attn_host *h);
 int sgl_attn_host_search_path(const sgl_attn_host *h, size_t i, const char **dir,
@@ -151,6 +178,10 @@ typedef struct sgl_attn_select_request {
     /* Appended (read only within struct_size): 1 = the engine captures
      * CUDA/HIP graphs, so every chosen plugin must support graph capture. */
     int32_t cuda_graph;
+    /* Appended (ABI 1.2): 1 = an automatic choice that lands on a CPU plugin
+     * while a GPU plugin is usable here is refused (SGL_ATTN_E_UNSUPPORTED,
+     * with why each GPU plugin refused) instead of taken with a warning. */
+    int32_t no_cpu_fallback;
 } sgl_attn_select_request;
 
 /* One candidate the selection looked at, with the rule that took or refused it. */
@@ -168,7 +199,9 @@ typedef struct sgl_attn_selection sgl_attn_selection;
 
 /* Choose.  Returns SGL_ATTN_OK with *out set, or an error with *out still set
  * (when non-NULL) so its verdicts explain the refusal; err holds the headline
- * with the alternatives.  Free with sgl_attn_selection_free. */
+ * with the alternatives.  req may be NULL (automatic choice); when it is not,
+ * req->struct_size must be set: 0 is refused with SGL_ATTN_E_INVALID.  Free
+ * with sgl_attn_selection_free. */
 int sgl_attn_select(sgl_attn_host *h, const sgl_attn_model *m, const sgl_attn_select_request *req,
                     sgl_attn_selection **out, char *err, size_t err_size);
 void sgl_attn_selection_free(sgl_attn_selection *s);
@@ -184,8 +217,16 @@ int sgl_attn_selection_is_split(const sgl_attn_selection *s);
 const char *sgl_attn_selection_label(const sgl_attn_selection *s);
 size_t sgl_attn_selection_verdict_count(const sgl_attn_selection *s);
 const sgl_attn_verdict *sgl_attn_selection_verdict(const sgl_attn_selection *s, size_t i);
-/* Warnings that do not refuse (deprecated alias...). */
+/* Verdict i's whole message: verdict.message holds at most 383 bytes of it
+ * (cut at a word boundary), this one all of it. */
+const char *sgl_attn_selection_verdict_message(const sgl_attn_selection *s, size_t i);
+/* Warnings that do not refuse: a deprecated alias, a float32 model served
+ * in bf16, an automatic choice that fell back to the CPU while a GPU plugin
+ * is usable (with why each GPU plugin refused), a name claimed twice. */
 size_t sgl_attn_selection_warning_count(const sgl_attn_selection *s);
+/* 1 when the automatic choice fell back to a CPU plugin while a GPU plugin
+ * is usable here (one of the warnings says why each GPU plugin refused). */
+int sgl_attn_selection_cpu_fallback(const sgl_attn_selection *s);
 const char *sgl_attn_selection_warning(const sgl_attn_selection *s, size_t i);
 /* Full-attention layer ids of the model as this selection routes them. */
 size_t sgl_attn_selection_full_layers(const sgl_attn_selection *s, int32_t *ids, size_t cap);

@@ -483,6 +483,20 @@ static int build_ctx_init(build_ctx *x, sgl_attn_host *h, const sgl_attn_model *
         str_printf(err, err_size, "sgl_attn_create: %s is NULL", !h ? "host" : !m ? "model" : "out");
         return SGL_ATTN_E_INVALID;
     }
+    if (h->caps_file[0]) {
+        str_printf(err, err_size,
+                   "sgl_attn_create: this host's caps come from %s, another machine's: it answers what would be "
+                   "chosen there and creates nothing",
+                   h->caps_file);
+        return SGL_ATTN_E_STATE;
+    }
+    if (opts && opts->struct_size < sizeof(uint32_t)) {
+        str_printf(err, err_size,
+                   "sgl_attn_create: options.struct_size is %u: set it to sizeof(sgl_attn_create_options) (%zu), "
+                   "or pass NULL options for the defaults",
+                   opts->struct_size, sizeof x->opts);
+        return SGL_ATTN_E_INVALID;
+    }
     x->h = h;
     x->model = m;
     x->err = err;
@@ -490,7 +504,7 @@ static int build_ctx_init(build_ctx *x, sgl_attn_host *h, const sgl_attn_model *
     x->bottom_ops = NULL;
     memset(&x->opts, 0, sizeof x->opts);
     if (opts) {
-        size_t n = opts->struct_size && opts->struct_size < sizeof x->opts ? opts->struct_size : sizeof x->opts;
+        size_t n = opts->struct_size < sizeof x->opts ? opts->struct_size : sizeof x->opts;
         memcpy(&x->opts, opts, n);
     }
     if (x->opts.max_reqs <= 0) x->opts.max_reqs = DEFAULT_MAX_REQS;

@@ -11,6 +11,7 @@ pkgs=(
   valgrind clang libclang-rt-14-dev lld                     # sanitizers, valgrind, libFuzzer, a foreign-ELF test plugin
   dpkg-dev                                                  # apt-get source (cJSON for the fuzzers)
   python3 python3-pytest python3-numpy python3-torch python3-mypy  # the layout table's generator; the Python package's tests
+  python3-jsonschema help2man                               # attnctl's --json schema test; its man page
 )
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 missing=()

@@ -351,8 +351,8 @@ static int phase_check(lctx *x, lphase *p, const char *what, hresult *r) {
         hcompare_run(&p->out, ref, &cmp);
         double thr = hthreshold(lc->dt) > hthreshold(lc->sdt) ? hthreshold(lc->dt) : hthreshold(lc->sdt);
         r->threshold = thr;
-        if (cmp.nmse > r->nmse) r->nmse = cmp.nmse;
-        if (cmp.max_abs_err > r->max_abs_err) r->max_abs_err = cmp.max_abs_err;
+        if (cmp.bad_kind || cmp.nmse > r->nmse) r->nmse = cmp.nmse; /* NaN when the output had NaN/Inf */
+        if (cmp.bad_kind || cmp.max_abs_err > r->max_abs_err) r->max_abs_err = cmp.max_abs_err;
         if (cmp.bad_kind)
             hresult_fail(r, "%s: out[%zu] is %s", what, cmp.first_bad, cmp.bad_kind == 1 ? "NaN/Inf" : "never written");
         else if (!(cmp.nmse <= thr))

@@ -2,6 +2,7 @@
 #include "sdk_text.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +22,29 @@ void sgl_sdk_append(char *dst, size_t n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(dst + used, n - used, fmt, ap);
     va_end(ap);
+}
+
+void sgl_sdk_caps_reason(sgl_attn_caps *c, const char *fmt, ...) {
+    if (!c) return;
+    char whole[SGL_ATTN_REASON_LONG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(whole, sizeof whole, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(whole);
+    const int has_long = c->struct_size >= offsetof(sgl_attn_caps, reason_long) + sizeof c->reason_long;
+    if (has_long) snprintf(c->reason_long, sizeof c->reason_long, "%s", len >= sizeof c->reason ? whole : "");
+    if (len < sizeof c->reason) {
+        memcpy(c->reason, whole, len + 1);
+        return;
+    }
+    size_t cut = sizeof c->reason - 4; /* room for "..." and the terminator */
+    while (cut > sizeof c->reason / 2 && whole[cut] != ' ') cut--;
+    if (whole[cut] != ' ') cut = sizeof c->reason - 4;
+    while (cut > 0 && whole[cut - 1] == ' ') cut--;
+    while (cut > 0 && ((unsigned char)whole[cut] & 0xc0) == 0x80) cut--; /* not inside a UTF-8 sequence */
+    memcpy(c->reason, whole, cut);
+    memcpy(c->reason + cut, "...", 4);
 }
 
 void sgl_sdk_prepend(char *dst, size_t n, const char *prefix) {

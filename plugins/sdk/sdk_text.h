@@ -23,6 +23,11 @@ void sgl_sdk_append(char *dst, size_t n, const char *fmt, ...) SGL_SDK_PRINTF(3,
  * check, named for its call only when it fails ("forward_decode: " + ...). */
 void sgl_sdk_prepend(char *dst, size_t n, const char *prefix);
 
+/* A probe's reason, whole: in caps->reason_long when the host's caps have
+ * it (ABI 1.2), and its start, cut at a word boundary with "...", in
+ * caps->reason for hosts that predate 1.2. */
+void sgl_sdk_caps_reason(sgl_attn_caps *c, const char *fmt, ...) SGL_SDK_PRINTF(2, 3);
+
 /* Writes "fmt..." to create_args.error (when the caller gave one) and
  * returns rc: `return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "...")`. */
 int sgl_sdk_create_fail(const sgl_attn_create_args *a, int rc, const char *fmt, ...) SGL_SDK_PRINTF(3, 4);

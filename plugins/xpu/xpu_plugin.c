@@ -58,8 +58,8 @@ static int xpu_probe(uint32_t index, sgl_attn_caps *c) {
                         "plugin_options.xpu_ocl.allow_cpu%s%s)", by[0] ? "; " : "", by);
         c->available = 0;
         c->score = 0;
-        snprintf(c->reason, sizeof c->reason, "no usable OpenCL GPU%s. %s. %s", hint, xpu_devices_levelzero_note(),
-                 xpu_devices_summary());
+        sgl_sdk_caps_reason(c, "no usable OpenCL GPU%s. %s. %s", hint, xpu_devices_levelzero_note(),
+                            xpu_devices_summary());
         snprintf(c->device_name, sizeof c->device_name, "none");
         return SGL_ATTN_OK;
     }
@@ -74,23 +74,23 @@ static int xpu_probe(uint32_t index, sgl_attn_caps *c) {
     switch (d->kind) {
     case XPU_KIND_INTEL_GPU:
         c->score = 60;
-        snprintf(c->reason, sizeof c->reason, "Intel GPU on OpenCL platform '%s' (preferred). %s", d->platform_name,
+        sgl_sdk_caps_reason(c, "Intel GPU on OpenCL platform '%s' (preferred). %s", d->platform_name,
                  xpu_devices_levelzero_note());
         break;
     case XPU_KIND_OTHER_GPU:
         c->score = 20;
-        snprintf(c->reason, sizeof c->reason, "non-Intel OpenCL GPU on '%s' (no Intel GPU). %s", d->platform_name,
+        sgl_sdk_caps_reason(c, "non-Intel OpenCL GPU on '%s' (no Intel GPU). %s", d->platform_name,
                  xpu_devices_levelzero_note());
         break;
     case XPU_KIND_ACCEL:
         c->score = 10;
-        snprintf(c->reason, sizeof c->reason, "OpenCL accelerator on '%s' (no GPU). %s", d->platform_name,
+        sgl_sdk_caps_reason(c, "OpenCL accelerator on '%s' (no GPU). %s", d->platform_name,
                  xpu_devices_levelzero_note());
         break;
     default:
         /* A CPU device is for testing the kernels, never an automatic choice. */
         c->score = 0;
-        sgl_sdk_str(c->reason, sizeof c->reason,
+        sgl_sdk_caps_reason(c,
                     "CPU OpenCL device on '%s', allowed by %s; not chosen automatically. %s", d->platform_name, by,
                     xpu_devices_levelzero_note());
         break;

@@ -22,6 +22,7 @@ from .errors import AbiError
 SGL_ATTN_ABI_MAJOR = 1
 SGL_ATTN_NAME_MAX = 63
 SGL_ATTN_REASON_MAX = 256
+SGL_ATTN_REASON_LONG_MAX = 1024
 SGL_ATTN_MAX_LAYERS = 1024
 SGL_ATTN_MAX_LIST = 16
 
@@ -130,7 +131,7 @@ class sgl_attn_host_options(C.Structure):
     _fields_ = [("struct_size", u32), ("plugin_path", cp), ("ignore_env_path", i32),
                 ("no_default_dir", i32), ("conf_path", cp), ("no_conf", i32), ("isolate_probes", i32),
                 ("probe_timeout_ms", i32), ("never_unload", i32), ("log", LOG_FN), ("log_user", vp),
-                ("log_level", i32), ("validate", i32)]
+                ("log_level", i32), ("validate", i32), ("caps_file", cp)]
 
 
 class sgl_attn_plugin_info(C.Structure):
@@ -145,7 +146,8 @@ class sgl_attn_plugin_info(C.Structure):
 
 class sgl_attn_select_request(C.Structure):
     _fields_ = [("struct_size", u32), ("backend", cp), ("prefill_backend", cp), ("decode_backend", cp),
-                ("platform", i32), ("is_draft", i32), ("validate", i32), ("cuda_graph", i32)]
+                ("platform", i32), ("is_draft", i32), ("validate", i32), ("cuda_graph", i32),
+                ("no_cpu_fallback", i32)]
 
 
 class sgl_attn_verdict(C.Structure):
@@ -171,7 +173,7 @@ class sgl_attn_caps(C.Structure):
                 ("head_dim_v_max", u32), ("n_head_dims", u32),
                 ("head_dims", sgl_attn_head_dims * SGL_ATTN_MAX_LIST), ("page_size_max", u32),
                 ("n_page_sizes", u32), ("page_sizes", u32 * SGL_ATTN_MAX_LIST), ("max_gqa_ratio", u32),
-                ("score", i32), ("state_dtypes", u32)]
+                ("score", i32), ("state_dtypes", u32), ("reason_long", chars(SGL_ATTN_REASON_LONG_MAX))]
 
 
 class sgl_attn_model(C.Structure):

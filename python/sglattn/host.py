@@ -54,65 +54,88 @@ def _s(b: bytes) -> str:
 
 
 # --------------------------------------------------------------- plugins
+def _opt(s: str) -> Optional[str]:
+    """None for an empty string: what attnctl's JSON writes as null."""
+    return s or None
+
+
+def _limit(v: int) -> Optional[int]:
+    """A caps limit: 0 or INT32_MAX and above mean no limit (null)."""
+    return v if 0 < v < 2**31 - 1 else None
+
+
 @dataclass
 class Device:
-    """One probed device of a plugin (`attnctl list-plugins --json` "devices")."""
+    """One probed device of a plugin (`attnctl list-plugins --json` "devices":
+    None where the probe left a field unset)."""
     index: int
     available: bool
-    reason: str
-    name: str
-    arch: str
-    arch_major: int
-    arch_minor: int
-    arch_min: List[int]
-    arch_max: List[int]
-    memory_bytes: int
-    compute_units: int
+    reason: Optional[str]
+    name: Optional[str]
+    arch: Optional[str]
+    arch_major: Optional[int]
+    arch_minor: Optional[int]
+    arch_min: Optional[List[Optional[int]]]
+    arch_max: Optional[List[Optional[int]]]
+    memory_bytes: Optional[int]
+    compute_units: Optional[int]
     score: int
     attn_kinds: List[str]
     q_dtypes: List[str]
     kv_dtypes: List[str]
     state_dtypes: List[str]
     features: List[str]
-    head_dims: List[List[int]]
-    head_dim_qk_max: int
-    head_dim_v_max: int
-    page_sizes: List[int]
-    page_size_max: int
-    max_gqa_ratio: int
+    head_dims: Optional[List[List[int]]]
+    head_dim_qk_max: Optional[int]
+    head_dim_v_max: Optional[int]
+    page_sizes: Optional[List[int]]
+    page_size_max: Optional[int]
+    max_gqa_ratio: Optional[int]
+
+    @staticmethod
+    def _pair(major: int, minor: int) -> Optional[List[Optional[int]]]:
+        if major < 0 and minor < 0:
+            return None
+        return [major if major >= 0 else None, minor if minor >= 0 else None]
 
     @classmethod
     def _from_caps(cls, c: A.sgl_attn_caps, index: int) -> "Device":
-        return cls(index=index, available=bool(c.available), reason=_s(c.reason), name=_s(c.device_name),
-                   arch=_s(c.arch_name), arch_major=c.arch_major, arch_minor=c.arch_minor,
-                   arch_min=[c.arch_min_major, c.arch_min_minor], arch_max=[c.arch_max_major, c.arch_max_minor],
-                   memory_bytes=c.memory_bytes, compute_units=c.compute_units, score=c.score,
+        reason = _s(c.reason_long) or _s(c.reason)
+        return cls(index=index, available=bool(c.available), reason=_opt(reason), name=_opt(_s(c.device_name)),
+                   arch=_opt(_s(c.arch_name)), arch_major=c.arch_major if c.arch_major >= 0 else None,
+                   arch_minor=c.arch_minor if c.arch_minor >= 0 else None,
+                   arch_min=cls._pair(c.arch_min_major, c.arch_min_minor),
+                   arch_max=cls._pair(c.arch_max_major, c.arch_max_minor),
+                   memory_bytes=c.memory_bytes or None, compute_units=c.compute_units or None, score=c.score,
                    attn_kinds=_bits(c.attn_kinds, _KIND_NAMES), q_dtypes=dtype_names(c.q_dtypes),
                    kv_dtypes=dtype_names(c.kv_dtypes), state_dtypes=dtype_names(c.state_dtypes),
                    features=_bits(c.features, _FEATURE_NAMES),
-                   head_dims=[[c.head_dims[i].qk, c.head_dims[i].v] for i in range(min(c.n_head_dims, 16))],
-                   head_dim_qk_max=c.head_dim_qk_max, head_dim_v_max=c.head_dim_v_max,
-                   page_sizes=[c.page_sizes[i] for i in range(min(c.n_page_sizes, 16))],
-                   page_size_max=c.page_size_max, max_gqa_ratio=c.max_gqa_ratio)
+                   head_dims=[[c.head_dims[i].qk, c.head_dims[i].v] for i in range(min(c.n_head_dims, 16))] or None,
+                   head_dim_qk_max=_limit(c.head_dim_qk_max), head_dim_v_max=_limit(c.head_dim_v_max),
+                   page_sizes=[c.page_sizes[i] for i in range(min(c.n_page_sizes, 16))] or None,
+                   page_size_max=_limit(c.page_size_max), max_gqa_ratio=_limit(c.max_gqa_ratio))
 
 
 @dataclass
 class Plugin:
     """One plugin file the host found, failures included: the fields of
-    `attnctl list-plugins --json` (to_dict() gives exactly that object)."""
+    `attnctl list-plugins --json` "plugins" (to_dict() gives exactly that
+    object; None is its null)."""
     name: Optional[str]
-    version: str
-    description: str
-    license: str
+    version: Optional[str]
+    description: Optional[str]
+    license: Optional[str]
     path: str
     source: str
-    platform: str
-    role: str
+    platform: Optional[str]
+    role: Optional[str]          # "full", "hybrid" or "layer"
+    hybrid_kind: Optional[str]   # hybrid wrappers: "gdn", "mamba2"... or the custom kind
     status: str
-    reason: str
+    reason: Optional[str]        # whole: a probe's long reason too
     abi: Optional[str]
     aliases: List[str]
     model_types: List[str]
+    notes: List[str] = field(default_factory=list)  # name claims the host flagged
     devices: List[Device] = field(default_factory=list)
     index: int = field(default=-1, repr=False, compare=False)
 
@@ -301,7 +324,8 @@ class Selection:
             v = lib.sel_verdict(p, i).contents
             self.verdicts.append(Verdict(stage=_s(v.stage), plugin=_s(v.plugin), device=v.device,
                                          taken=bool(v.taken), score=v.score, rule=_s(v.rule),
-                                         message=_s(v.message)))
+                                         message=_s(lib.sel_verdict_message(p, i) or v.message)))
+        self.cpu_fallback = bool(lib.sel_cpu_fallback(p))
 
     def __del__(self) -> None:
         self.close()
@@ -337,6 +361,10 @@ class Selection:
         for v in self.verdicts:
             lines.append(f"  {v.stage:<7} {v.plugin:<{wp}} {v.device:>3} {v.score:>6}  "
                          f"{'yes' if v.taken else '-':<5} {v.rule:<{wr}} {v.message}")
+        names = {v.plugin for v in self.verdicts}
+        for p in self._host.plugins():
+            if p.name in names:
+                lines += [f"note: {p.name} {n}" for n in p.notes]
         if not self.ok:
             lines.append(f"error: {self.error}")
         return "\n".join(lines)
@@ -371,7 +399,7 @@ class Host:
                  no_conf: bool = False, ignore_env_path: bool = False, no_default_dir: bool = False,
                  isolate_probes: bool = False, probe_timeout_ms: int = 0, never_unload: bool = False,
                  validate: bool = False, log: Optional[Callable[[int, str], None]] = None,
-                 log_level: int = 1) -> None:
+                 log_level: int = 1, caps_file: Optional[str] = None) -> None:
         self._lib: Lib = load()
         lib = self._lib
         o = lib.new(A.sgl_attn_host_options)
@@ -389,6 +417,10 @@ class Host:
         o.ignore_env_path, o.no_default_dir, o.no_conf = int(ignore_env_path), int(no_default_dir), int(no_conf)
         o.isolate_probes, o.probe_timeout_ms, o.never_unload = int(isolate_probes), probe_timeout_ms, int(never_unload)
         o.validate = int(validate)
+        if caps_file:
+            cf = os.fspath(caps_file).encode()
+            self._keep.append(cf)
+            o.caps_file = cf
         if log is not None:
             sink = log
 
@@ -440,29 +472,28 @@ class Host:
             if lib.plugin_info(h, i, C.byref(info)):
                 continue
             has_desc = bool(info.name)
-            role = "-"
-            if info.role == A.SGL_ATTN_ROLE_FULL:
-                role = "full"
-            elif info.role == A.SGL_ATTN_ROLE_LAYER:
-                role = "layer"
-            elif info.role == A.SGL_ATTN_ROLE_HYBRID:
+            roles = {A.SGL_ATTN_ROLE_FULL: "full", A.SGL_ATTN_ROLE_HYBRID: "hybrid", A.SGL_ATTN_ROLE_LAYER: "layer"}
+            role = roles.get(info.role) if has_desc else None
+            kind = None
+            if role == "hybrid":
                 kind = (_s(info.custom_kind) if info.hybrid_kind == A.SGL_ATTN_HYBRID_CUSTOM and info.custom_kind
                         else _s(lib.hybrid_kind_name(info.hybrid_kind)))
-                role = f"hybrid:{kind}"
             devices = []
             for d in range(info.n_devices):
                 caps = lib.new(A.sgl_attn_caps)
                 if lib.plugin_caps(h, i, d, C.byref(caps)) == 0:
                     devices.append(Device._from_caps(caps, d))
             out.append(Plugin(
-                name=_s(info.name) if has_desc else None, version=_s(info.version),
-                description=_s(info.description), license=_s(info.license), path=_s(info.path),
-                source=_s(info.source), platform=_s(lib.platform_name(info.platform)) if has_desc else "",
-                role=role if has_desc else "", status=_s(lib.plugin_status_name(info.status)),
-                reason=_s(info.reason),
+                name=_s(info.name) if has_desc else None, version=_opt(_s(info.version)) if has_desc else None,
+                description=_opt(_s(info.description)) if has_desc else None,
+                license=_opt(_s(info.license)) if has_desc else None, path=_s(info.path),
+                source=_s(info.source), platform=_s(lib.platform_name(info.platform)) if has_desc else None,
+                role=role, hybrid_kind=kind, status=_s(lib.plugin_status_name(info.status)),
+                reason=_opt(_s(lib.plugin_reason(h, i) or b"")),
                 abi=f"{info.abi_major}.{info.abi_minor}" if (info.abi_major or info.abi_minor) else None,
                 aliases=[_s(info.aliases[k].value) for k in range(min(info.n_aliases, 16))],
                 model_types=[_s(info.model_types[k].value) for k in range(min(info.n_model_types, 16))],
+                notes=[_s(lib.plugin_note(h, i, k) or b"") for k in range(lib.plugin_note_count(h, i))],
                 devices=devices, index=i))
         return out
 
@@ -495,7 +526,7 @@ class Host:
     def select(self, model: ModelLike, backend: Optional[str] = None, prefill_backend: Optional[str] = None,
                decode_backend: Optional[str] = None, *, tp_size: int = 1, platform: Optional[str] = None,
                is_draft: bool = False, validate: bool = False, cuda_graph: bool = False,
-               **model_overrides: Any) -> Selection:
+               no_cpu_fallback: bool = False, **model_overrides: Any) -> Selection:
         """Choose a stack for `model` (a config dict, config.json path, model
         directory, PretrainedConfig or Model).  A refusal raises the status's
         exception with the host's headline; its `.selection` holds the
@@ -517,6 +548,7 @@ class Host:
                 raise InvalidArgumentError(f"platform {platform!r}: expected one of {', '.join(names)}", "select")
             req.platform = names.index(platform) + 1
         req.is_draft, req.validate, req.cuda_graph = int(is_draft), int(validate), int(cuda_graph)
+        req.no_cpu_fallback = int(no_cpu_fallback)
         out = C.c_void_p()
         err = C.create_string_buffer(_ERR)
         rc = lib.select(h, C.byref(m.struct), C.byref(req), C.byref(out), err, _ERR)

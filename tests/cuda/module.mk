@@ -28,7 +28,7 @@ TESTS += $(CUDA_TEST_LOAD) $(CUDA_TEST_GRAPH)
 CUDA_TESTS += $(CUDA_TEST_LOAD) $(CUDA_TEST_GRAPH)
 else
 SKIPPED += cuda_tests
-SKIP_WHY_cuda_tests := nvcc not found: only the pure-C cuda_attn test is built
+SKIP_WHY_cuda_tests := $(NO_NVCC_WHY); only the pure-C cuda_attn test is built
 endif
 .SECONDARY: $(patsubst $(TESTDIR)/%,$(OBJDIR)/tests/cuda/%.o,$(CUDA_TESTS))
 

@@ -28,8 +28,8 @@ ALL += $(WGMMA_SELFTEST)
 wgmma-selftest: $(WGMMA_SELFTEST)
 else
 SKIPPED += wgmma_selftest
-SKIP_WHY_wgmma_selftest := nvcc not found
+SKIP_WHY_wgmma_selftest := $(NO_NVCC_WHY)
 wgmma-selftest:
-	@echo "wgmma-selftest skipped: nvcc not found"
+	@echo "wgmma-selftest skipped: $(NO_NVCC_WHY)"
 endif
 .PHONY: wgmma-selftest

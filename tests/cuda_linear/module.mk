@@ -87,7 +87,7 @@ LINT_TESTS += $(LINT_EMU) $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E)
 ALL += $(LINT_BENCH)
 else
 SKIPPED += cuda_linear_tests
-SKIP_WHY_cuda_linear_tests := nvcc not found: only the pure-C test of the CUDA linear wrappers is built
+SKIP_WHY_cuda_linear_tests := $(NO_NVCC_WHY); only the pure-C test of the CUDA linear wrappers is built
 endif
 
 cuda-linear-tests: $(LINT_TESTS)

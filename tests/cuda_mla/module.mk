@@ -39,7 +39,7 @@ ALL += $(MLA_GPU_BENCH)
 MLA_TESTS += $(MLA_TEST_LOAD) $(MLA_TEST_GPU)
 else
 SKIPPED += cuda_mla_tests
-SKIP_WHY_cuda_mla_tests := nvcc not found: only the pure-C cuda_mla tests are built
+SKIP_WHY_cuda_mla_tests := $(NO_NVCC_WHY); only the pure-C cuda_mla tests are built
 endif
 .SECONDARY: $(patsubst $(TESTDIR)/%,$(OBJDIR)/tests/cuda_mla/%.o,$(MLA_TESTS))
 

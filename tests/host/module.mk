@@ -39,7 +39,7 @@ $(FAKES)/missing_dep/fake_missing_dep.so: $(FAKES)/deps/libsglfake_gone.so
 # Tests of the public API link the library; test_host_internals links the
 # host objects themselves to reach hidden functions.
 HOST_TEST_NAMES := test_host_loader test_host_paths test_host_isolation test_host_unsafe \
-    test_host_stack test_host_threads test_abi_sizes test_host_internals
+    test_host_stack test_host_threads test_abi_sizes test_host_internals test_host_versioned_structs
 HOST_TESTS := $(HOST_TEST_NAMES:%=$(TESTDIR)/host/%)
 HOST_TEST_LDFLAGS = -L$(LIBDIR) -lsglattn -Wl,-rpath,$(abspath $(LIBDIR)) $(LDFLAGS_COMMON) -lcmocka -ldl
 CFLAGS_tests_host_ = -Itests/host
@@ -71,6 +71,7 @@ install-check: all
 	$(MAKE) --no-print-directory install DESTDIR=$(INSTALL_CHECK_DIR) PREFIX=/opt/sglattn >/dev/null
 	tests/host/install_check.sh $(INSTALL_CHECK_DIR)/opt/sglattn
 	rm -rf $(INSTALL_CHECK_DIR)
+	MAKE="$(MAKE)" tests/cli/install_dirs_check.sh $(INSTALL_CHECK_DIR)
 
 TEST_STEPS += install-check
 

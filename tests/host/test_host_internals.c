@@ -170,10 +170,10 @@ static void test_negotiate(void **state) {
         int status;
         const char *msg;
     } want[] = {
-        {SGL_ATTN_PLUGIN_USABLE, ""}, /* a plugin built for 1.0 loads in this 1.1 host */
+        {SGL_ATTN_PLUGIN_USABLE, ""}, /* a plugin built for 1.0 loads in this 1.2 host */
         {SGL_ATTN_PLUGIN_LOAD_ERROR, "entry point answered OK but gave no descriptor (plugin is NULL)"},
         {SGL_ATTN_PLUGIN_ABI_MISMATCH, "descriptor struct_size 64 is smaller than ABI 1.0 requires (120)"},
-        {SGL_ATTN_PLUGIN_ABI_MISMATCH, "plugin ABI 1.4, host ABI 1.1: newer minor: needs ABI 1.4 for paged MLA"},
+        {SGL_ATTN_PLUGIN_ABI_MISMATCH, "plugin ABI 1.4, host ABI 1.2: newer minor: needs ABI 1.4 for paged MLA"},
         {SGL_ATTN_PLUGIN_ABI_MISMATCH, "descriptor says ABI 1.2 but the entry point answered 1.0"},
         {SGL_ATTN_PLUGIN_LOAD_ERROR, "entry point failed with device (-4)"},
         {SGL_ATTN_PLUGIN_LOAD_ERROR, "descriptor name \"Bad\" has 'B'"},

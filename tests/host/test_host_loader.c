@@ -45,9 +45,9 @@ static void test_every_variant(void **state) {
     sgl_attn_host *h = th_open(path_of(v, 8), 0, NULL, &log);
     expect(h, "good", "fake_good.so", SGL_ATTN_PLUGIN_USABLE, NULL);
     expect(h, "abi_major", "fake_abi2.so", SGL_ATTN_PLUGIN_ABI_MISMATCH,
-           "plugin ABI 2.0, host ABI 1.1: another major");
+           "plugin ABI 2.0, host ABI 1.2: another major");
     expect(h, "newer_minor", "fake_minor3.so", SGL_ATTN_PLUGIN_ABI_MISMATCH,
-           "plugin ABI 1.3, host ABI 1.1: newer minor");
+           "plugin ABI 1.3, host ABI 1.2: newer minor");
     expect(h, "no_entry", "fake_no_entry.so", SGL_ATTN_PLUGIN_LOAD_ERROR,
            "no entry point sgl_attn_plugin_entry");
     expect(h, "unavailable", "fake_unavail.so", SGL_ATTN_PLUGIN_UNAVAILABLE,

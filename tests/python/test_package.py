@@ -110,7 +110,7 @@ def test_library_not_found_says_what_was_tried(tmp_path):
 def test_plugins_have_the_list_plugins_json_fields(host, build_dir):
     out = subprocess.run([os.path.join(build_dir, "bin", "attnctl"), "list-plugins", "--json", "--no-isolate"],
                          capture_output=True, text=True, check=True).stdout
-    want = json.loads(out)
+    want = json.loads(out)["plugins"]
     got = [p.to_dict() for p in host.plugins()]
     assert got == want
     cpu = host.plugin("cpu_ref")

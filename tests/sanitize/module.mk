@@ -75,20 +75,22 @@ sanitize-asan:
 # Prerequisites expanded late: modules read after this one add tests too.
 .SECONDEXPANSION:
 ifeq ($(SAN),asan)
-sanitize-asan-run: $$(ALL) $$(TESTS)
+sanitize-asan-run: $$(ALL) $$(TESTS) $$(CLI_FAKE_SOS)
 	$(call san_run_tests,$(SAN_TESTS),$(ASAN_RUN_ENV),,asan)
 	@echo "== asan attnctl list-plugins (probes isolated, then in process)"
 	env $(SAN_ENV) $(ASAN_RUN_ENV) $(ATTNCTL) list-plugins --all > /dev/null
 	env $(SAN_ENV) $(ASAN_RUN_ENV) $(ATTNCTL) list-plugins --all --no-isolate > /dev/null
+	$(call cli_san_run,$(ASAN_RUN_ENV),asan)
 	$(SAN_CHECK_ASAN)
 endif
 
 # ------------------------------------------------------------------ valgrind
 
-sanitize-valgrind: $$(ALL) $$(TESTS)
+sanitize-valgrind: $$(ALL) $$(TESTS) $$(CLI_FAKE_SOS)
 	$(call san_run_tests,$(SAN_VALGRIND_TESTS),,$(VALGRIND),valgrind)
 	@echo "== valgrind attnctl list-plugins"
 	env $(SAN_ENV) $(VALGRIND) $(ATTNCTL) list-plugins --all --no-isolate > /dev/null
+	$(call cli_san_run,$(VALGRIND),valgrind)
 	$(SAN_CHECK_VALGRIND)
 
 # ---------------------------------------------------------------------- TSan

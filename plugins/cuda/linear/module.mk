@@ -50,7 +50,7 @@ cuda_linear_resources: $(LIN_CU:%=$(LIN_DIR)/%.cu)
 	$(call cuda_resources,$(LIN_NVCC_FLAGS),cuda_linear)
 else
 SKIPPED += cuda_linear
-SKIP_WHY_cuda_linear := nvcc not found (set NVCC=/path/to/nvcc)
+SKIP_WHY_cuda_linear := $(NO_NVCC_WHY)
 cuda_linear cuda_linear_resources:
 	@echo "cuda_linear skipped: $(SKIP_WHY_cuda_linear)"
 endif

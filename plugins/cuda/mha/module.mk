@@ -31,7 +31,7 @@ cuda_attn_resources: $(CUDA_ATTN_CU:%=plugins/cuda/mha/%)
 	$(call cuda_resources,$(NVCC_FLAGS),cuda_attn)
 else
 SKIPPED += cuda_attn
-SKIP_WHY_cuda_attn := nvcc not found (set NVCC=/path/to/nvcc)
+SKIP_WHY_cuda_attn := $(NO_NVCC_WHY)
 cuda_attn cuda_attn_resources:
 	@echo "cuda_attn skipped: $(SKIP_WHY_cuda_attn)"
 endif

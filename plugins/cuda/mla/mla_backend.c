@@ -105,7 +105,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     const DLTensor *seq = batch->seq_lens_cpu, *pre = batch->extend_prefix_lens_cpu,
                    *ext = batch->extend_seq_lens_cpu;
     const int extend = batch->forward_mode == SGL_ATTN_MODE_EXTEND;
-    if (bs > b->max_reqs)
+    if (bs < 0 || bs > b->max_reqs)
         return mla_set_error(b, SGL_ATTN_E_INVALID, "batch_size %d; expected 0..%d (max_reqs given at create)",
                              bs, b->max_reqs);
     if (!extend && !seq) {

@@ -26,7 +26,7 @@ cuda_mla_resources: $(CUDA_MLA_CU:%=plugins/cuda/mla/%)
 	$(call cuda_resources,$(NVCC_FLAGS),cuda_mla,C75)
 else
 SKIPPED += cuda_mla
-SKIP_WHY_cuda_mla := nvcc not found (set NVCC=/path/to/nvcc)
+SKIP_WHY_cuda_mla := $(NO_NVCC_WHY)
 cuda_mla cuda_mla_resources:
 	@echo "cuda_mla skipped: $(SKIP_WHY_cuda_mla)"
 endif

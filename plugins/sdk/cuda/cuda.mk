@@ -53,6 +53,6 @@ sdk_cuda: $(SDK_CUDA_OBJS)
 else
 HAVE_CUDA :=
 sdk_cuda:
-	@echo "sdk_cuda skipped: nvcc not found (set NVCC=/path/to/nvcc)"
+	@echo "sdk_cuda skipped: $(NO_NVCC_WHY)"
 endif
 .PHONY: sdk_cuda
