@@ -22,12 +22,11 @@ import sys
 
 R = "bench/results/"
 LAST = {
-    "decode": [R + "h200-2026-12-02/run3-f158427/final_decode/bench_default.json"],
-    "prefill": [R + "h200-2026-12-03/run9-738ace3/prefill_ours.json",
-                R + "h200-2026-12-02/run3-f158427/final_prefill/bench_default.json"],  # page 1 at 4k
-    "mla": [R + "h200-2026-12-03/run14-6932d88/final_mla/bench_default.json"],
-    "linear": [R + "h200-2026-12-03/run19-2ea6a6a/final_linear/bench_default.json"],
-    "anchors": [R + "h200-2026-12-03/run1-9cf731e/ceilings/ceilings.json"],
+    "decode": [R + "h200-2026-12-04/run1-7c4a619/final/final_decode/bench_default.json"],
+    "prefill": [R + "h200-2026-12-04/run1-7c4a619/final/final_prefill/bench_default.json"],
+    "mla": [R + "h200-2026-12-04/run1-7c4a619/final/final_mla/bench_default.json"],
+    "linear": [R + "h200-2026-12-04/run1-7c4a619/final/final_linear/bench_default.json"],
+    "anchors": [R + "h200-2026-12-04/run1-7c4a619/final/anchors/ceilings.json"],
 }
 NEW = {"decode": "bench_default.json", "prefill": "bench_default.json", "mla": "bench_default.json",
        "linear": "bench_default.json", "anchors": "ceilings.json"}
