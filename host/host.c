@@ -41,26 +41,6 @@ static int env_is_1(const char *name) {
     return v && !strcmp(v, "1");
 }
 
-static void copy_list(char dst[][32], uint32_t *n, const char *const *src) {
-    *n = 0;
-    for (size_t i = 0; src && src[i] && i < SGL_ATTN_MAX_LIST; i++) str_copy(dst[(*n)++], 32, src[i]);
-}
-
-void host_fill_info(sgl_attn_plugin_info *in, const sgl_attn_plugin *d, uint16_t maj, uint16_t min) {
-    str_copy(in->name, sizeof in->name, d->name);
-    str_copy(in->version, sizeof in->version, d->version);
-    str_copy(in->description, sizeof in->description, d->description);
-    str_copy(in->license, sizeof in->license, d->license);
-    in->platform = d->platform;
-    in->role = d->role;
-    in->hybrid_kind = d->hybrid_kind;
-    str_copy(in->custom_kind, sizeof in->custom_kind, d->custom_kind);
-    in->abi_major = maj;
-    in->abi_minor = min;
-    copy_list(in->aliases, &in->n_aliases, d->aliases);
-    copy_list(in->model_types, &in->n_model_types, d->model_types);
-}
-
 /* The earlier plugin that owns `name`: a broken one (its probe crashed, its
  * caps were refused) owns nothing, so a good copy later in the path serves. */
 static const plugin_entry *name_owner(const sgl_attn_host *h, size_t upto, const char *name) {

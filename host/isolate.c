@@ -26,7 +26,6 @@
  * mutex and leaves with _exit, so the caller's atexit handlers and stdio
  * buffers stay the caller's (unless a plugin itself calls exit: then they run
  * in the child, whose output goes to the pipe). */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -62,17 +61,6 @@ typedef struct contact_reply {
     char reason[sizeof(((contact *)0)->reason)];
     sgl_attn_plugin_info info;
 } contact_reply;
-
-int host_thread_count(void) {
-    DIR *d = opendir("/proc/self/task");
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') n++;
-    closedir(d);
-    return n;
-}
 
 /* ------------------------------------------------------------- the child */
 

@@ -14,6 +14,7 @@
  * missing dependency or the undefined symbol at load time rather than at the
  * first call.  Only then does libltdl open the handle we keep (the object is
  * already mapped and bound, so that is a reference count bump). */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
@@ -291,4 +292,15 @@ void module_unload(loaded_module *m, int never_unload) {
     m->handle = NULL;
     m->entry = NULL;
     m->pinned = 0;
+}
+
+int host_thread_count(void) {
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
 }
