@@ -4,7 +4,7 @@
 #   make            build everything this machine can build (says what it skipped)
 #   make NVCC=      the same without CUDA (nvcc is found by itself otherwise)
 #   make demo       list plugins, then a real attention run on the CPU default
-#   make test       the whole suite: unit tests, conformance, sanitizers, valgrind
+#   make test       the whole suite: unit tests, conformance, sanitizers, valgrind (JOBS=1: serially)
 #   make install PREFIX=/usr/local      (GNU directories: prefix, libdir, sysconfdir...)
 #   make uninstall PREFIX=/usr/local
 #   make help       the targets and variables
@@ -120,9 +120,16 @@ all: $(ALL)
 unit: $(ALL) $(TESTS)
 	@set -e; for t in $(TESTS); do echo "== $$t"; $$t; done
 
-# The whole suite, step by step (each module appends its steps).
+# The whole suite (each module appends its steps): the build at -j$(JOBS),
+# then the steps in two lanes at once, the second holding the steps that build
+# and run in trees of their own (tests/steps.sh; JOBS=1 runs one lane).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+TEST_OWN_TREE := sanitize-asan fuzz sanitize-tsan
 test:
-	@set -e; for s in unit $(TEST_STEPS); do echo "==== make $$s"; $(MAKE) --no-print-directory $$s; done
+	@echo "==== make -j$(JOBS) (the build)"
+	@$(MAKE) --no-print-directory -j$(JOBS) $(ALL) $(TESTS)
+	@tests/steps.sh $(BUILD)/test-steps $(JOBS) "$(MAKE) --no-print-directory -j$(JOBS) -Otarget" \
+	    "unit $(filter-out $(TEST_OWN_TREE),$(TEST_STEPS))" "$(filter $(TEST_OWN_TREE),$(TEST_STEPS))"
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz
@@ -158,7 +165,9 @@ uninstall:
 help:
 	@echo 'Targets:'
 	@echo '  make                build everything this machine can build; says what it skipped and why'
-	@echo '  make test           the whole suite (unit, then: $(TEST_STEPS))'
+	@echo '  make test           the whole suite: the build, then unit and its steps in two lanes'
+	@echo '                      ($(filter-out $(TEST_OWN_TREE),$(TEST_STEPS)) | $(filter $(TEST_OWN_TREE),$(TEST_STEPS)))'
+	@echo '                      JOBS=N: build jobs (default: nproc); JOBS=1 runs the steps one after another'
 	@echo '  make unit           the cmocka unit tests only'
 	@echo '  make <step>         one step of the suite, e.g. make test-cli, make install-check'
 	@echo '  make demo           list the plugins, then one attention run on the CPU'
