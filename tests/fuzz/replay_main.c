@@ -73,9 +73,12 @@ static int replay(const char *path, size_t *count) {
 }
 
 #ifdef REPLAY_SHAPES
+/* The process's CPU time, not the wall clock: the check compares growth
+ * with size, and on a loaded machine the wall clock also counts the time
+ * spent waiting for a core. */
 static double now_ms(void) {
     struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
@@ -103,7 +106,11 @@ static int timing_check(void) {
             double t = time_one(ts, ls);
             a = t < a ? t : a;
         }
-        double b = time_one(tb, lb);
+        double b = 1e30;
+        for (int r = 0; r < 2; r++) {
+            double t = time_one(tb, lb);
+            b = t < b ? t : b;
+        }
         double bound = 4.0 * 16.0 * a + (quick ? 2000.0 : 200.0);
         printf("# %s: %zu bytes %.2f ms, %zu bytes %.2f ms (x%.1f; bound %.0f ms)\n", js_shape_name[shape], ls, a, lb,
                b, a > 0 ? b / a : 0.0, bound);
