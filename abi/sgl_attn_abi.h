@@ -421,7 +421,7 @@ typedef struct sgl_attn_layer {
      * Anything else needs SGL_ATTN_FEAT_ATTN_TYPES. */
     int32_t attn_type;
     /* ABI 1.2: engine fp8 (SGL_ATTN_FEAT_FP8_SCALES).  q_descale multiplies
-     * an fp8 q (1 otherwise).  The scale tensors, [1] fp32 on the device,
+     * an fp8 q (0 and 1 mean none).  The scale tensors, [1] fp32 on the device,
      * replace k_scale / v_scale / q_descale when set, so a graph replays
      * with scales the engine updates in place. */
     float q_descale;
@@ -667,6 +667,21 @@ typedef struct sgl_attn_plugin {
  * the ABI 1.0 sizes (LP64), as literals so they never grow with the structs. */
 #define SGL_ATTN_PLUGIN_SIZE_V1_0 120u
 #define SGL_ATTN_BACKEND_OPS_SIZE_V1_0 104u
+/* ABI 1.2: the 1.0 sizes of the structs a caller fills (LP64).  A plugin
+ * accepts any struct_size from these up and reads a later field only where
+ * SGL_ATTN_HAS_FIELD says the caller sent it; an unsent field counts as zero
+ * (NULL, 0).  Refusing struct_size < sizeof would refuse every older engine. */
+#define SGL_ATTN_MODEL_SIZE_V1_0 544u
+#define SGL_ATTN_BATCH_SIZE_V1_0 152u
+#define SGL_ATTN_LAYER_SIZE_V1_0 72u
+#define SGL_ATTN_LINEAR_IO_SIZE_V1_0 96u
+#define SGL_ATTN_FORWARD_ARGS_SIZE_V1_0 64u
+#define SGL_ATTN_GRAPH_ARGS_SIZE_V1_0 24u
+#define SGL_ATTN_CREATE_ARGS_SIZE_V1_0 64u
+#define SGL_ATTN_HAS_FIELD(T, p, field) \
+    ((size_t)(p)->struct_size >= offsetof(T, field) + sizeof(((T *)0)->field))
+/* The field when the caller sent it, else zero. */
+#define SGL_ATTN_FIELD_OR_0(T, p, field) (SGL_ATTN_HAS_FIELD(T, p, field) ? (p)->field : 0)
 
 static inline uint32_t sgl_attn_dtype_bit(DLDataType t) {
     if (t.lanes != 1) return 0;

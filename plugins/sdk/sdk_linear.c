@@ -214,9 +214,9 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
                             "carry no linear inputs (args->linear is NULL)", prefix);
         return SGL_ATTN_E_INVALID;
     }
-    if (io->struct_size < sizeof *io) {
-        sgl_sdk_str(err, n, "%slinear.struct_size = %u; expected >= %zu (ABI 1.0)", prefix, io->struct_size,
-                    sizeof *io);
+    if (io->struct_size < SGL_ATTN_LINEAR_IO_SIZE_V1_0) {
+        sgl_sdk_str(err, n, "%slinear.struct_size = %u; expected >= %u (ABI 1.0)", prefix, io->struct_size,
+                    SGL_ATTN_LINEAR_IO_SIZE_V1_0);
         return SGL_ATTN_E_INVALID;
     }
     if (io->kind != d->kind) {

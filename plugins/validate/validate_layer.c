@@ -39,9 +39,9 @@ static int kind_ok(const vl_backend *b, const sgl_attn_layer *l, const char **ki
 static int check_layer(vl_ctx *c, const vl_backend *b, const sgl_attn_layer *l) {
     const sgl_attn_model *m = &b->model;
     const sgl_attn_caps *caps = &b->caps;
-    if (l->struct_size < sizeof(sgl_attn_layer))
+    if (l->struct_size < SGL_ATTN_LAYER_SIZE_V1_0)
         return vl_fail(c, "layer->struct_size = %u is smaller than the ABI 1.0 layer (%zu bytes)",
-                       (unsigned)l->struct_size, sizeof(sgl_attn_layer));
+                       (unsigned)l->struct_size, (size_t)SGL_ATTN_LAYER_SIZE_V1_0);
     if (l->layer_id < 0 || l->layer_id >= m->num_layers)
         return vl_fail(c, "layer->layer_id = %d is outside 0..%d (the model's layers)",
                        (int)l->layer_id, (int)m->num_layers - 1);
@@ -185,9 +185,9 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
 static int check_linear(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a) {
     const sgl_attn_linear_io *io = a->linear;
     const sgl_attn_model *m = &b->model;
-    if (io->struct_size < sizeof(sgl_attn_linear_io))
+    if (io->struct_size < SGL_ATTN_LINEAR_IO_SIZE_V1_0)
         return vl_fail(c, "linear->struct_size = %u is smaller than the ABI 1.0 struct (%zu bytes)",
-                       (unsigned)io->struct_size, sizeof(sgl_attn_linear_io));
+                       (unsigned)io->struct_size, (size_t)SGL_ATTN_LINEAR_IO_SIZE_V1_0);
     if (m->hybrid_kind == SGL_ATTN_HYBRID_NONE)
         return vl_fail(c, "args->linear is set but the model has no linear-attention layers");
     /* MiniMax models mix lightning and sparse layers under one wrapper. */
@@ -200,9 +200,9 @@ static int check_linear(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_a
                        (unsigned)m->hybrid_kind);
     if (a->layer) {
         const sgl_attn_layer *l = a->layer;
-        if (l->struct_size < sizeof(sgl_attn_layer))
+        if (l->struct_size < SGL_ATTN_LAYER_SIZE_V1_0)
             return vl_fail(c, "layer->struct_size = %u is smaller than the ABI 1.0 layer (%zu bytes)",
-                           (unsigned)l->struct_size, sizeof(sgl_attn_layer));
+                           (unsigned)l->struct_size, (size_t)SGL_ATTN_LAYER_SIZE_V1_0);
         if (l->layer_id < 0 || l->layer_id >= m->num_layers)
             return vl_fail(c, "layer->layer_id = %d is outside 0..%d (the model's layers)",
                            (int)l->layer_id, (int)m->num_layers - 1);
@@ -273,9 +273,9 @@ static int check_aliasing(vl_ctx *c, const sgl_attn_forward_args *a) {
 
 int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a, int decode) {
     if (!a) return vl_fail(c, "args is NULL");
-    if (a->struct_size < sizeof(sgl_attn_forward_args))
+    if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0)
         return vl_fail(c, "args->struct_size = %u is smaller than the ABI 1.0 struct (%zu bytes)",
-                       (unsigned)a->struct_size, sizeof(sgl_attn_forward_args));
+                       (unsigned)a->struct_size, (size_t)SGL_ATTN_FORWARD_ARGS_SIZE_V1_0);
     if (!b->facts.batch) return state_fail(c, "called before a successful init_forward_metadata");
     if (a->batch != b->facts.batch)
         return state_fail(c, "args->batch is not the batch given to init_forward_metadata");
