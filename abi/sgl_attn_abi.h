@@ -320,7 +320,8 @@ typedef struct sgl_attn_model {
     int32_t lin_head_v_dim;   /* gdn/kda: V; mamba2: head dim P; lightning: head dim */
     int32_t lin_conv_kernel;  /* conv1d width (gdn/kda/mamba2/short_conv); 0 none */
     int32_t lin_hidden;       /* short_conv: channels */
-    uint32_t lin_state_dtype; /* SGL_ATTN_DT_F32 or BF16 */
+    uint32_t lin_state_dtype; /* SGL_ATTN_DT_*: one the wrapper declares in caps.state_dtypes
+                               * (0 = F32); the caller-owned state has this dtype */
     int32_t sparse_topk_blocks;   /* minimax_sparse: blocks kept per query */
     int32_t sparse_block_size;    /* minimax_sparse: tokens per block */
     /* ABI 1.1's tail padding, named so no field lands in it: a 1.1 writer

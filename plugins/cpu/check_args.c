@@ -102,8 +102,12 @@ static int check_io(cref_backend *b, const sgl_attn_forward_args *a, int mla, in
     const sgl_attn_layer *L = a->layer;
     const int hq = L->num_q_heads, hkv = L->num_kv_heads, dqk = L->head_dim_qk, dv = L->head_dim_v;
     int rc;
-    if ((rc = check_act(b, a->q, "q", "num_tokens, num_q_heads, head_dim_qk", T, hq, dqk, q_dt)) ||
-        (rc = check_act(b, a->out, "out", "num_tokens, num_q_heads, head_dim_v", T, hq, dv, out_dt)))
+    /* q may be a strided view (a fused qkv buffer): each head's row contiguous, any token and head steps. */
+    const sgl_sdk_tensor_spec qs = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dqk, 0}, CREF_DTYPES,
+                                    SGL_SDK_DEV_HOST, -1, SGL_SDK_T_MERGED | SGL_SDK_T_ROWS, 0};
+    if ((rc = sgl_sdk_check_tensor(a->q, &qs, b->err, sizeof b->err))) return rc;
+    *q_dt = sgl_attn_dtype_bit(a->q->dtype);
+    if ((rc = check_act(b, a->out, "out", "num_tokens, num_q_heads, head_dim_v", T, hq, dv, out_dt)))
         return rc;
     if (!a->save_kv_cache) return SGL_ATTN_OK;
     if (!b->out_cache_loc) {
@@ -242,6 +246,12 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     J->out_dt = out_dt;
     J->kv_dt = kv_dt;
     J->q = sgl_sdk_data(a->q);
+    J->q_hs = J->dqk;
+    J->q_ts = (int64_t)J->hq * J->dqk;
+    if (a->q->strides) {
+        J->q_ts = a->q->strides[0];
+        if (a->q->ndim == 3) J->q_hs = a->q->strides[1];
+    }
     J->out = (unsigned char *)(uintptr_t)sgl_sdk_data(a->out);
     J->k_cache = sgl_sdk_data(L->k_cache);
     J->k_slot = (int64_t)J->hkv * J->dqk;

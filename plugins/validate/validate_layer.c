@@ -136,6 +136,10 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
     int64_t tk = l->is_cross ? VL_ANY : T;
     vl_tspec q = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dqk}, act, 0, 0};
     vl_tspec o = {"out", "num_tokens, num_q_heads, head_dim_v", 3, {T, hq, dv}, act, 1, 0};
+    /* sglang hands q (and out) over flattened, [T, H * D] (docs/abi.md, Tensors) */
+    if (a->q && a->q->ndim == 2) q = (vl_tspec){"q", "num_tokens, num_q_heads * head_dim_qk", 2, {T, hq * dqk, 0}, act, 0, 0};
+    if (a->out && a->out->ndim == 2)
+        o = (vl_tspec){"out", "num_tokens, num_q_heads * head_dim_v", 2, {T, hq * dv, 0}, act, 1, 0};
     vl_tspec k = {
         "k", mla ? "num_tokens, 1, kv_lora_rank + rope" : "num_tokens, num_kv_heads, head_dim_qk",
         3,   {tk, mla ? 1 : hkv, dqk},
@@ -271,6 +275,30 @@ static int check_aliasing(vl_ctx *c, const sgl_attn_forward_args *a) {
     return SGL_ATTN_OK;
 }
 
+/* ABI 1.2 layer and forward fields: each only to a backend whose caps claim it. */
+static int check_v12(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a) {
+    const sgl_attn_layer *l = a->layer;
+    const struct { int set; const char *name; uint32_t feat; const char *feat_name; } v12[] = {
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map) != NULL, "layer->slot_map", SGL_ATTN_FEAT_SLOT_MAP, "SLOT_MAP"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) != 0, "layer->attn_type", SGL_ATTN_FEAT_ATTN_TYPES,
+         "ATTN_TYPES"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, k_scale_tensor) != NULL || SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, v_scale_tensor) != NULL ||
+             SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale_tensor) != NULL,
+         "a layer scale tensor", SGL_ATTN_FEAT_FP8_SCALES, "FP8_SCALES"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse) != NULL, "args->lse", SGL_ATTN_FEAT_LSE, "LSE"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope) != NULL || SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope) != NULL,
+         "args->q_rope / k_rope", SGL_ATTN_FEAT_MLA_ROPE_SPLIT, "MLA_ROPE_SPLIT"},
+    };
+    for (size_t i = 0; i < sizeof v12 / sizeof v12[0]; i++)
+        if (v12[i].set && !(b->caps.features & v12[i].feat))
+            return vl_fail(c, "%s is set (ABI 1.2) but the backend does not claim SGL_ATTN_FEAT_%s", v12[i].name,
+                           v12[i].feat_name);
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) < 0 || SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) > 2)
+        return vl_fail(c, "layer->attn_type = %d; expected 0 causal, 1 bidirectional or 2 encoder-only",
+                       (int)l->attn_type);
+    return SGL_ATTN_OK;
+}
+
 int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a, int decode) {
     if (!a) return vl_fail(c, "args is NULL");
     if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0)
@@ -291,6 +319,7 @@ int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args
     if (a->linear) return check_linear(c, b, a);
     if (!a->layer) return vl_fail(c, "args->layer is NULL");
     if ((rc = check_layer(c, b, a->layer))) return rc;
+    if ((rc = check_v12(c, b, a))) return rc;
     if ((rc = check_tensors(c, b, a))) return rc;
     return check_aliasing(c, a);
 }
