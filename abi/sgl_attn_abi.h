@@ -1,10 +1,16 @@
 /*
  * sgl_attn_abi.h - the one header a sglattn plugin includes.
  *
- * ABI 1.2 (1.1 appended sgl_attn_create_args.host, 1.2 sgl_attn_caps.reason_long).
+ * ABI 1.2 (1.1 appended sgl_attn_create_args.host; 1.2 appended
+ * sgl_attn_caps.reason_long, sgl_attn_model.config_dtype and the blocks marked
+ * "ABI 1.2: ..." below: tree verify, ragged attention with LSE, page tables,
+ * slot maps, caller-owned linear state, attention types, engine fp8, MLA rope
+ * inputs, graphs).
  * Rules (see docs/abi.md):
  *  - Every public struct starts with `uint32_t struct_size`.  Structs are
- *    append-only: a new field goes at the end and bumps SGL_ATTN_ABI_MINOR.
+ *    append-only: a new field goes at the end, past the previous minor's
+ *    sizeof (never into its tail padding, so an older writer's struct_size
+ *    never covers it), and bumps SGL_ATTN_ABI_MINOR.
  *    A reader never touches a field beyond the struct_size it was given.
  *  - The host loads a plugin built for the same major and an equal or older
  *    minor.  Negotiation (sgl_attn_plugin_entry) is the first plugin call.
@@ -88,11 +94,19 @@ enum {
     SGL_ATTN_DT_F16 = 1u << 1,
     SGL_ATTN_DT_BF16 = 1u << 2,
     SGL_ATTN_DT_F64 = 1u << 3,
-    SGL_ATTN_DT_FP8_E4M3 = 1u << 4
+    SGL_ATTN_DT_FP8_E4M3 = 1u << 4,
+    SGL_ATTN_DT_FP8_E5M2 = 1u << 5  /* ABI 1.2 */
 };
 
 /* DLPack 0.6 has no fp8 code: ours is {kDLOpaqueHandle-free code 0x80, 8, 1}. */
 #define SGL_ATTN_DL_FLOAT8_E4M3_CODE 0x80u
+
+/* ABI 1.2: engine fp8.  DLPack 1.1's float8 codes, as torch exports a
+ * float8 tensor.  sgl_attn_dtype_bit() maps both codes for e4m3 (DLPack's
+ * e4m3fn and ours: the same bytes), so a plugin built for 1.2 reads either;
+ * a plugin built for 1.1 knows only ours, and the caller passes ours to it. */
+#define SGL_ATTN_DL_FLOAT8_E4M3FN_CODE 10u /* kDLFloat8_e4m3fn */
+#define SGL_ATTN_DL_FLOAT8_E5M2_CODE 12u   /* kDLFloat8_e5m2 */
 
 /* Attention shapes a plugin serves (bit set). */
 enum {
@@ -116,12 +130,58 @@ enum {
     SGL_ATTN_FEAT_DIFF_HEAD_DIMS = 1u << 8  /* v head dim may differ from qk head dim */
 };
 
+/* ABI 1.2: features a plugin declares for the 1.2 additions.  A plugin that
+ * does not set a bit does not serve the addition (caps are zero-filled), and
+ * the caller must not pass the matching fields to it: the validation layer
+ * refuses them, and an older plugin never reads them. */
+enum {
+    SGL_ATTN_FEAT_TREE_MASK = 1u << 9,       /* verify with batch->custom_mask (tree / chain) */
+    SGL_ATTN_FEAT_DRAFT_EXTEND = 1u << 10,   /* SGL_ATTN_MODE_DRAFT_EXTEND batches */
+    SGL_ATTN_FEAT_RAGGED = 1u << 11,         /* ops->forward_ragged: K/V as tensors, cu_seqlens */
+    SGL_ATTN_FEAT_LSE = 1u << 12,            /* forward_args.lse / ragged lse output */
+    SGL_ATTN_FEAT_PAGE_TABLE = 1u << 13,     /* batch->page_table instead of req_to_token */
+    SGL_ATTN_FEAT_SLOT_MAP = 1u << 14,       /* layer->slot_map */
+    SGL_ATTN_FEAT_CALLER_STATE = 1u << 15,   /* hybrid: linear_io state tensors, ops->state_batch */
+    SGL_ATTN_FEAT_ATTN_TYPES = 1u << 16,     /* layer->attn_type bidirectional / encoder-only */
+    SGL_ATTN_FEAT_ENCODER_LOC = 1u << 17,    /* cross layers save encoder K/V at encoder_out_cache_loc */
+    SGL_ATTN_FEAT_FP8_SCALES = 1u << 18,     /* layer scale tensors and q descale */
+    SGL_ATTN_FEAT_MLA_ROPE_SPLIT = 1u << 19, /* MLA q_rope / k_rope beside the latent parts */
+    SGL_ATTN_FEAT_GRAPH_DEVICE_PLAN = 1u << 20, /* plans on the device: ops->init_forward_metadata_in_graph,
+                                                 * needs no *_cpu lengths */
+    SGL_ATTN_FEAT_GRAPH_VERIFY = 1u << 21,   /* graph capture of TARGET_VERIFY batches */
+    SGL_ATTN_FEAT_STRIDED_QKV = 1u << 22     /* q/k/v as strided views (a fused qkv buffer) */
+};
+#define SGL_ATTN_FEAT_ALL_V1_2 ((SGL_ATTN_FEAT_STRIDED_QKV << 1) - 1u)
+
 typedef enum sgl_attn_forward_mode {
     SGL_ATTN_MODE_IDLE = 0,
     SGL_ATTN_MODE_EXTEND = 1,        /* prefill / extend */
     SGL_ATTN_MODE_DECODE = 2,        /* one new token per request */
     SGL_ATTN_MODE_TARGET_VERIFY = 3  /* speculative verify: several tokens per request */
 } sgl_attn_forward_mode;
+
+/* ABI 1.2: draft extend.  The draft worker extends each request by its
+ * accepted tokens (extend_seq_lens, causal, through forward_extend), as
+ * sglang's DRAFT_EXTEND; plugins that do not declare
+ * SGL_ATTN_FEAT_DRAFT_EXTEND refuse the mode. */
+enum { SGL_ATTN_MODE_DRAFT_EXTEND = 4 };
+
+/* ABI 1.2: attention types (sgl_attn_layer.attn_type). */
+typedef enum sgl_attn_attn_type {
+    SGL_ATTN_TYPE_CAUSAL = 0,        /* decoder: token at position p sees keys 0..p (the default) */
+    SGL_ATTN_TYPE_BIDIRECTIONAL = 1, /* every new token sees all seq_len keys of its request
+                                      * (sglang's DECODER_BIDIRECTIONAL, dLLM extend) */
+    SGL_ATTN_TYPE_ENCODER_ONLY = 2   /* every new token sees the new tokens of its request only,
+                                      * from the call's k / v (sglang's ENCODER_ONLY) */
+} sgl_attn_attn_type;
+
+/* ABI 1.2: batched state operations (sgl_attn_state_batch_args.op). */
+typedef enum sgl_attn_state_op {
+    SGL_ATTN_STATE_CLEAR = 1,  /* zero the states of slots dst[i] */
+    SGL_ATTN_STATE_COPY = 2,   /* state of src[i] -> dst[i] (a shared prefix) */
+    SGL_ATTN_STATE_COMMIT = 3, /* after verify: intermediate step steps[i] of dst[i] becomes its state; -1 keeps */
+    SGL_ATTN_STATE_TRACK = 4   /* intermediate step steps[i] of src[i] -> state of dst[i] (radix cache) */
+} sgl_attn_state_op;
 
 typedef enum sgl_attn_log_level {
     SGL_ATTN_LOG_ERROR = 0,
@@ -211,6 +271,8 @@ typedef struct sgl_attn_caps {
     uint32_t max_gqa_ratio;             /* 0 = any */
     int32_t score;                      /* automatic choice: higher first; <= 0 never automatic */
     uint32_t state_dtypes;              /* hybrid wrappers: SSM state dtypes */
+    /* ABI 1.1's tail padding, named so no field lands in it.  Never read. */
+    uint32_t reserved_v1_1_tail_;
     /* ABI 1.2: the whole reason, when it is longer than `reason` holds.  A
      * plugin built for 1.2 writes the full text here (check struct_size
      * first) and its start, cut at a word boundary, in `reason` for older
@@ -258,14 +320,21 @@ typedef struct sgl_attn_model {
     int32_t lin_head_v_dim;   /* gdn/kda: V; mamba2: head dim P; lightning: head dim */
     int32_t lin_conv_kernel;  /* conv1d width (gdn/kda/mamba2/short_conv); 0 none */
     int32_t lin_hidden;       /* short_conv: channels */
-    uint32_t lin_state_dtype; /* SGL_ATTN_DT_F32 or BF16 */
+    uint32_t lin_state_dtype; /* SGL_ATTN_DT_*: one the wrapper declares in caps.state_dtypes
+                               * (0 = F32); the caller-owned state has this dtype */
     int32_t sparse_topk_blocks;   /* minimax_sparse: blocks kept per query */
     int32_t sparse_block_size;    /* minimax_sparse: tokens per block */
-    /* Appended (in what was tail padding: sizeof is unchanged): the dtype
-     * the model file names (SGL_ATTN_DT_*; 0 = it names none, or no file).
-     * `dtype` is what is served; for a Hugging Face config that says float32
-     * (or nothing) it differs, as sglang's --dtype auto does. */
+    /* ABI 1.1's tail padding, named so no field lands in it: a 1.1 writer
+     * sends struct_size 544 with these bytes uninitialised.  Never read. */
+    uint32_t reserved_v1_1_tail_;
+    /* ABI 1.2: the dtype the model file names (SGL_ATTN_DT_*; 0 = it names
+     * none, or no file).  `dtype` is what is served; for a Hugging Face
+     * config that says float32 (or nothing) it differs, as sglang's --dtype
+     * auto does. */
     uint32_t config_dtype;
+    /* ABI 1.2: attention type of the model's layers (sgl_attn_attn_type;
+     * 0 = causal).  Selection asks for SGL_ATTN_FEAT_ATTN_TYPES otherwise. */
+    int32_t attn_type;
 } sgl_attn_model;
 
 static inline int sgl_attn_model_layer_is_full(const sgl_attn_model *m, int layer) {
@@ -288,7 +357,9 @@ typedef struct sgl_attn_batch {
     int32_t batch_size;                   /* bs */
     int32_t num_tokens;                   /* new tokens T (decode: bs * tokens_per_req) */
     int32_t page_size;                    /* pool page size, >= 1 */
-    int32_t tokens_per_req;               /* decode/verify: query tokens per request (1) */
+    int32_t tokens_per_req;               /* decode/verify: query tokens per request (1);
+                                           * extend: 0 (lengths come from extend_seq_lens;
+                                           * a value > 0 promises every request has it) */
     int32_t reserved_;
     int64_t seq_lens_sum;
     const DLTensor *req_to_token;         /* [max_reqs, max_ctx] slot of each token */
@@ -306,6 +377,24 @@ typedef struct sgl_attn_batch {
     /* hybrid: slot of each request in the wrapper's state pool, -1 = padding */
     const DLTensor *state_indices;        /* [bs] */
     void *stream;                         /* cudaStream_t / hipStream_t / cl_command_queue */
+    /* ABI 1.2: tree verify (SGL_ATTN_FEAT_TREE_MASK).  sglang's custom_mask /
+     * mask_indptr: request i's mask is a row-major [q_i, seq_len_i] block of
+     * uint8 / bool (1 = attend, one byte per entry) starting at element
+     * mask_indptr[i], q_i its new tokens; seq_len_i counts the new tokens (as
+     * seq_lens does here, unlike sglang's verify seq_lens).  NULL = causal. */
+    const DLTensor *custom_mask;          /* [sum q_i * seq_len_i] uint8 / bool */
+    const DLTensor *mask_indptr;          /* [bs + 1] int32 / int64 */
+    /* ABI 1.2: page tables (SGL_ATTN_FEAT_PAGE_TABLE).  Row i is request i
+     * (in batch order, not a req_pool_indices row): token t of request i is
+     * slot page_table[i][t / page_size] * page_size + t % page_size.  When
+     * set, req_to_token and req_pool_indices may be NULL and are not read. */
+    const DLTensor *page_table;           /* [bs, max_pages] int32 / int64 */
+    /* ABI 1.2: cross attention (SGL_ATTN_FEAT_ENCODER_LOC): the slots a cross
+     * layer writes the encoder's K/V to when save_kv_cache is set, the
+     * encoder tokens of request 0 first; forward k / v are then
+     * [sum encoder_lens, Hkv, D].  The encoder K/V of request i are read from
+     * req_to_token row req_pool_indices[i], columns 0..encoder_lens[i]-1. */
+    const DLTensor *encoder_out_cache_loc; /* [sum encoder_lens] */
 } sgl_attn_batch;
 
 /* One attention layer's constants and its KV pool. */
@@ -324,6 +413,22 @@ typedef struct sgl_attn_layer {
     DLTensor *k_cache;         /* [slots, kv_heads, head_dim_qk]; MLA [slots, 1, rank+rope] */
     DLTensor *v_cache;         /* [slots, kv_heads, head_dim_v];  MLA: NULL (value = k_cache[..., :rank]) */
     float k_scale, v_scale;    /* fp8 KV dequant scales; 1 otherwise */
+    /* ABI 1.2: slot maps (SGL_ATTN_FEAT_SLOT_MAP).  A layer that keeps its
+     * own pool (sliding-window layers of gpt-oss, Gemma 2/3) translates every
+     * slot the batch names (req_to_token / page_table entries, out_cache_loc)
+     * through slot_map before indexing k_cache / v_cache.  NULL = identity. */
+    const DLTensor *slot_map;  /* [full-pool slots] int32 / int64 */
+    /* ABI 1.2: attention type (sgl_attn_attn_type; 0 = causal, as before).
+     * Anything else needs SGL_ATTN_FEAT_ATTN_TYPES. */
+    int32_t attn_type;
+    /* ABI 1.2: engine fp8 (SGL_ATTN_FEAT_FP8_SCALES).  q_descale multiplies
+     * an fp8 q (0 and 1 mean none).  The scale tensors, [1] fp32 on the device,
+     * replace k_scale / v_scale / q_descale when set, so a graph replays
+     * with scales the engine updates in place. */
+    float q_descale;
+    const DLTensor *k_scale_tensor;
+    const DLTensor *v_scale_tensor;
+    const DLTensor *q_descale_tensor;
 } sgl_attn_layer;
 
 /* Inputs of a linear-attention layer (hybrid wrappers).  Which fields a kind
@@ -344,6 +449,21 @@ typedef struct sgl_attn_linear_io {
     /* speculative verify: per-draft-token intermediate states are kept when set */
     int32_t keep_intermediate;
     int32_t use_qk_l2norm;         /* gdn/kda: l2-normalise q and k (sglang default 1) */
+    /* ABI 1.2: caller-owned state (SGL_ATTN_FEAT_CALLER_STATE).  When
+     * ssm_state is set the wrapper reads and writes these tensors (this
+     * layer's, the engine's memory) instead of its own pool; slot i of a
+     * request is state_indices[i] (NULL: batch->state_indices), -1 =
+     * padding.  Layouts (docs/hybrid.md, "State layout"), S = slots:
+     *   conv_state  [S, conv_dim, W-1]  channel-major, oldest input first
+     *   ssm_state   gdn/kda [S, HV, K, V]; mamba2 [S, H, P, N]; lightning [S, H, D, D]
+     *   intermediate_*  [S, steps, ...the same]: state after each verify token,
+     *                   written when keep_intermediate is set (steps >= tokens_per_req)
+     * The dtype is one the wrapper declares in caps.state_dtypes. */
+    DLTensor *conv_state;
+    DLTensor *ssm_state;
+    DLTensor *intermediate_conv_state;
+    DLTensor *intermediate_ssm_state;
+    const DLTensor *state_indices;  /* [bs] int32 / int64, or NULL */
 } sgl_attn_linear_io;
 
 /* One forward call. */
@@ -357,6 +477,15 @@ typedef struct sgl_attn_forward_args {
     const DLTensor *v;             /* [T, Hkv, Dv] new values (MLA: NULL) */
     DLTensor *out;                 /* [T, Hq, Dv] */
     const sgl_attn_linear_io *linear; /* non-NULL for a linear-attention layer */
+    /* ABI 1.2: LSE output (SGL_ATTN_FEAT_LSE; sglang's mha_return_lse):
+     * lse[t][h] = log(sum_j exp(s_tj)) over the scaled (and soft-capped)
+     * logits, natural log, sinks excluded; NULL = not wanted. */
+    DLTensor *lse;                 /* [T, Hq] fp32 */
+    /* ABI 1.2: MLA rope split (SGL_ATTN_FEAT_MLA_ROPE_SPLIT): q is then
+     * [T, Hq, rank] and k [T, 1, rank], with the rope parts beside them;
+     * the pool row stays [rank + rope].  NULL = q / k carry both parts. */
+    const DLTensor *q_rope;        /* [T, Hq, rope] */
+    const DLTensor *k_rope;        /* [T, 1, rope] */
 } sgl_attn_forward_args;
 
 /* ----------------------------------------------------- backend instance */
@@ -370,7 +499,61 @@ typedef struct sgl_attn_graph_args {
     int32_t num_tokens;
     int32_t forward_mode;
     const sgl_attn_batch *batch;   /* tensors at the addresses the graph captures */
+    /* ABI 1.2: graphs.  The stream the capture records on (replay: the
+     * stream of the copies before it), so every call that launches names
+     * its stream. */
+    void *stream;
 } sgl_attn_graph_args;
+
+/* ABI 1.2: ragged attention (SGL_ATTN_FEAT_RAGGED): attention over K/V
+ * passed as tensors, not read from the pool and not written to it.
+ * DeepSeek's MLA prefill runs this with qk 192 / v 128 per chunk of the
+ * prefix and merges the chunks by their LSE:
+ *   lse = log(exp(lse_a) + exp(lse_b)),
+ *   out = out_a * exp(lse_a - lse) + out_b * exp(lse_b - lse).
+ * Request i owns q rows cu_seqlens_q[i]..cu_seqlens_q[i+1]-1 and k / v rows
+ * cu_seqlens_k[i]..; with causal set, its query j (of q_len) sits at
+ * position k_len - q_len + j and sees keys 0..that position. */
+typedef struct sgl_attn_ragged_args {
+    uint32_t struct_size;
+    int32_t batch_size;
+    int32_t num_q_heads;
+    int32_t num_kv_heads;
+    int32_t head_dim_qk;
+    int32_t head_dim_v;
+    float sm_scale;
+    float logit_softcap;           /* 0 = off */
+    int32_t causal;                /* 1 = causal (bottom-right aligned), 0 = every key */
+    int32_t max_seqlen_q;          /* largest q_len, or 0 = unknown */
+    int32_t max_seqlen_k;
+    int32_t reserved_;
+    const DLTensor *q;             /* [Tq, Hq, Dqk] */
+    const DLTensor *k;             /* [Tk, Hkv, Dqk] */
+    const DLTensor *v;             /* [Tk, Hkv, Dv] */
+    const DLTensor *cu_seqlens_q;  /* [bs + 1] int32 / int64 */
+    const DLTensor *cu_seqlens_k;  /* [bs + 1] int32 / int64 */
+    const DLTensor *cu_seqlens_q_cpu; /* host mirrors, optional */
+    const DLTensor *cu_seqlens_k_cpu;
+    DLTensor *out;                 /* [Tq, Hq, Dv] */
+    DLTensor *lse;                 /* [Tq, Hq] fp32, or NULL */
+    void *stream;
+} sgl_attn_ragged_args;
+
+/* ABI 1.2: batched state operations on a hybrid wrapper's state
+ * (SGL_ATTN_FEAT_CALLER_STATE), ordered on `stream` after the work already
+ * queued there; they read the index tensors on the device, so a graph can
+ * hold them.  With `state` NULL they act on the wrapper's own pool (every
+ * layer); otherwise on the caller-owned tensors of that one layer. */
+typedef struct sgl_attn_state_batch_args {
+    uint32_t struct_size;
+    int32_t op;                    /* sgl_attn_state_op */
+    int32_t count;                 /* entries of dst (and src, steps) */
+    const DLTensor *dst;           /* [count] slots, -1 = skip */
+    const DLTensor *src;           /* copy / track: [count] slots */
+    const DLTensor *steps;         /* commit / track: [count] intermediate step, -1 = keep */
+    const sgl_attn_linear_io *state; /* caller-owned tensors of one layer, or NULL */
+    void *stream;
+} sgl_attn_state_batch_args;
 
 /* The backend vtable (like SQLite's sqlite3_io_methods). */
 typedef struct sgl_attn_backend_ops {
@@ -392,6 +575,15 @@ typedef struct sgl_attn_backend_ops {
     int (*state_copy)(sgl_attn_backend *b, int32_t src_slot, int32_t dst_slot);
     /* After verification: make step accepted[i] of request i its state (-1 = keep). */
     int (*state_commit)(sgl_attn_backend *b, const DLTensor *accepted_steps);
+    /* ABI 1.2: ragged attention with LSE (SGL_ATTN_FEAT_RAGGED); NULL = not served. */
+    int (*forward_ragged)(sgl_attn_backend *b, const sgl_attn_ragged_args *a);
+    /* ABI 1.2: graphs (SGL_ATTN_FEAT_GRAPH_DEVICE_PLAN): the part of the plan
+     * a graph records, launched on g->stream from device tensors only (no
+     * host lengths, no host code at replay).  Called inside the capture,
+     * after init_forward_metadata_capture; NULL = not served. */
+    int (*init_forward_metadata_in_graph)(sgl_attn_backend *b, const sgl_attn_graph_args *g);
+    /* ABI 1.2: batched state operations (SGL_ATTN_FEAT_CALLER_STATE); NULL = not served. */
+    int (*state_batch)(sgl_attn_backend *b, const sgl_attn_state_batch_args *a);
 } sgl_attn_backend_ops;
 
 /* Every instance starts with this header; the plugin's state follows. */
@@ -419,6 +611,11 @@ typedef struct sgl_attn_create_args {
      * for 1.0 never sees it; check struct_size before reading. */
     const sgl_attn_host_api *host;
 } sgl_attn_create_args;
+/* What create does with the model: args->model is the model the instance
+ * serves (a wrapper's inner was created with the same one).  The host's
+ * sgl_attn_create passes the selection's routed copy of the model (a draft
+ * worker's layers, the hybrid layers a wrapper keeps); sgl_attn_create
+ * refuses a model argument that differs from the one selected for. */
 
 /* Device memory, so the harness and engines can stage tensors without linking
  * the runtime.  NULL ops (CPU) means host memory. */
@@ -471,6 +668,21 @@ typedef struct sgl_attn_plugin {
  * the ABI 1.0 sizes (LP64), as literals so they never grow with the structs. */
 #define SGL_ATTN_PLUGIN_SIZE_V1_0 120u
 #define SGL_ATTN_BACKEND_OPS_SIZE_V1_0 104u
+/* ABI 1.2: the 1.0 sizes of the structs a caller fills (LP64).  A plugin
+ * accepts any struct_size from these up and reads a later field only where
+ * SGL_ATTN_HAS_FIELD says the caller sent it; an unsent field counts as zero
+ * (NULL, 0).  Refusing struct_size < sizeof would refuse every older engine. */
+#define SGL_ATTN_MODEL_SIZE_V1_0 544u
+#define SGL_ATTN_BATCH_SIZE_V1_0 152u
+#define SGL_ATTN_LAYER_SIZE_V1_0 72u
+#define SGL_ATTN_LINEAR_IO_SIZE_V1_0 96u
+#define SGL_ATTN_FORWARD_ARGS_SIZE_V1_0 64u
+#define SGL_ATTN_GRAPH_ARGS_SIZE_V1_0 24u
+#define SGL_ATTN_CREATE_ARGS_SIZE_V1_0 64u
+#define SGL_ATTN_HAS_FIELD(T, p, field) \
+    ((size_t)(p)->struct_size >= offsetof(T, field) + sizeof(((T *)0)->field))
+/* The field when the caller sent it, else zero. */
+#define SGL_ATTN_FIELD_OR_0(T, p, field) (SGL_ATTN_HAS_FIELD(T, p, field) ? (p)->field : 0)
 
 static inline uint32_t sgl_attn_dtype_bit(DLDataType t) {
     if (t.lanes != 1) return 0;
@@ -479,6 +691,9 @@ static inline uint32_t sgl_attn_dtype_bit(DLDataType t) {
     if (t.code == kDLBfloat && t.bits == 16) return SGL_ATTN_DT_BF16;
     if (t.code == kDLFloat && t.bits == 64) return SGL_ATTN_DT_F64;
     if (t.code == SGL_ATTN_DL_FLOAT8_E4M3_CODE && t.bits == 8) return SGL_ATTN_DT_FP8_E4M3;
+    /* ABI 1.2: DLPack 1.1's codes */
+    if (t.code == SGL_ATTN_DL_FLOAT8_E4M3FN_CODE && t.bits == 8) return SGL_ATTN_DT_FP8_E4M3;
+    if (t.code == SGL_ATTN_DL_FLOAT8_E5M2_CODE && t.bits == 8) return SGL_ATTN_DT_FP8_E5M2;
     return 0;
 }
 

@@ -27,11 +27,13 @@ static cJSON *arch_pair(int32_t major, int32_t minor) {
 
 /* The names here are the ones host/caps_file.c reads back. */
 cJSON *attnctl_json_caps(const sgl_attn_caps *c, uint32_t index) {
-    static const char *const dtypes[] = {"f32", "f16", "bf16", "f64", "fp8_e4m3"};
+    static const char *const dtypes[] = {"f32", "f16", "bf16", "f64", "fp8_e4m3", "fp8_e5m2"};
     static const char *const kinds[] = {"mha", "gqa", "mqa", "mla", "cross"};
     static const char *const feats[] = {"extend",      "decode",     "sliding_window",
                                         "softcap",     "sinks",      "graph_capture",
-                                        "spec_decode", "mla_extend", "diff_head_dims"};
+                                        "spec_decode", "mla_extend", "diff_head_dims",
+                                        /* ABI 1.2 */
+                                        "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv"};
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "index", index);
     cJSON_AddBoolToObject(o, "available", c->available != 0);

@@ -27,8 +27,10 @@
 static const char *const kind_names[] = {"mha", "gqa", "mqa", "mla", "cross"};
 static const char *const feature_names[] = {"extend",      "decode",      "sliding_window",
                                             "softcap",     "sinks",       "graph_capture",
-                                            "spec_decode", "mla_extend",  "diff_head_dims"};
-static const char *const dtype_names[] = {"f32", "f16", "bf16", "f64", "fp8_e4m3"};
+                                            "spec_decode", "mla_extend",  "diff_head_dims",
+                                            /* ABI 1.2 */
+                                            "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv"};
+static const char *const dtype_names[] = {"f32", "f16", "bf16", "f64", "fp8_e4m3", "fp8_e5m2"};
 #define COUNT(a) (sizeof(a) / sizeof(a)[0])
 
 const char *caps_kind_name(unsigned bit) { return bit < COUNT(kind_names) ? kind_names[bit] : NULL; }

@@ -140,6 +140,11 @@ static int check_caps(const sel_ctx *cx, int stage, const sgl_attn_caps *c, eval
              m->head_dim_v, m->head_dim_qk);
         return 1;
     }
+    if (m->attn_type != SGL_ATTN_TYPE_CAUSAL && !(c->features & SGL_ATTN_FEAT_ATTN_TYPES)) {
+        fail(e, D_CAPS, "attn-type", "the model's layers are %s; this plugin serves causal attention only",
+             m->attn_type == SGL_ATTN_TYPE_BIDIRECTIONAL ? "bidirectional" : "encoder-only (or another type)");
+        return 1;
+    }
     int ratio = m->num_q_heads / (m->num_kv_heads > 0 ? m->num_kv_heads : 1);
     if (c->max_gqa_ratio && (uint32_t)ratio > c->max_gqa_ratio) {
         fail(e, D_CAPS, "gqa-ratio", "%d query heads per KV head; this plugin serves at most %u", ratio,

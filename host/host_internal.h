@@ -204,6 +204,10 @@ int conf_priority(const conf *c, const char *plugin, int32_t *score);
 
 /* ------------------------------------------------------ model_*.c */
 
+/* A caller's model into the host's own layout: any struct_size from ABI 1.0's
+ * up, the fields the writer did not send zero (docs/abi.md). */
+int host_model_import(const sgl_attn_model *in, sgl_attn_model *out, const char *who, char *err, size_t err_size);
+
 int model_from_ours(const void *cjson_root, const char *origin, int tp_size, sgl_attn_model *m,
                     char *err, size_t err_size);
 int model_from_hf(const void *cjson_root, const char *origin, int tp_size, sgl_attn_model *m,

@@ -11,6 +11,25 @@
 
 #define MODEL_MAX_BYTES (16u << 20)
 
+int host_model_import(const sgl_attn_model *in, sgl_attn_model *out, const char *who, char *err,
+                      size_t err_size) {
+    memset(out, 0, sizeof *out);
+    if (!in) {
+        snprintf(err, err_size, "%s: the model is NULL", who);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (in->struct_size < SGL_ATTN_MODEL_SIZE_V1_0) {
+        snprintf(err, err_size, "%s: model struct_size %u, expected at least %u (ABI 1.0; fill it with "
+                 "sgl_attn_model_init)", who, in->struct_size, SGL_ATTN_MODEL_SIZE_V1_0);
+        return SGL_ATTN_E_INVALID;
+    }
+    size_t n = in->struct_size < sizeof *out ? in->struct_size : sizeof *out;
+    memcpy(out, in, n);
+    out->reserved_v1_1_tail_ = 0; /* an ABI 1.1 writer's padding: never read */
+    out->struct_size = (uint32_t)sizeof *out;
+    return SGL_ATTN_OK;
+}
+
 void sgl_attn_model_init(sgl_attn_model *m) {
     if (!m) return;
     model_reset(m);

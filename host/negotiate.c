@@ -9,7 +9,6 @@
 
 #include "host_internal.h"
 
-#define MINOR_RANGE_OK(minor) ((minor) <= SGL_ATTN_ABI_MINOR)
 
 int plugin_negotiate(sgl_attn_plugin_entry_fn entry, const sgl_attn_host_api *api,
                      sgl_attn_plugin *desc, uint16_t *abi_major, uint16_t *abi_minor, char *why,
@@ -20,22 +19,25 @@ int plugin_negotiate(sgl_attn_plugin_entry_fn entry, const sgl_attn_host_api *ap
     memset(desc, 0, sizeof *desc);
     *abi_major = *abi_minor = 0;
 
+    /* The minor the host offers (its own; a test offers an older one to
+     * play an older host). */
+    const unsigned host_minor = api->abi_minor_max;
     int rc = entry(api, &ans);
     ans.refusal[sizeof ans.refusal - 1] = 0;
     *abi_major = ans.abi_major;
     *abi_minor = ans.abi_minor;
     const char *what = ans.abi_major != SGL_ATTN_ABI_MAJOR ? "another major"
-                       : !MINOR_RANGE_OK(ans.abi_minor) ? "newer minor"
+                       : ans.abi_minor > host_minor ? "newer minor"
                                                         : NULL;
     if (rc == SGL_ATTN_E_ABI) {
-        str_printf(why, why_size, "plugin ABI %u.%u, host ABI %d.%d: %s%s%s", ans.abi_major,
-                   ans.abi_minor, SGL_ATTN_ABI_MAJOR, SGL_ATTN_ABI_MINOR,
+        str_printf(why, why_size, "plugin ABI %u.%u, host ABI %d.%u: %s%s%s", ans.abi_major,
+                   ans.abi_minor, SGL_ATTN_ABI_MAJOR, host_minor,
                    what ? what : "the plugin refused", ans.refusal[0] ? ": " : "", ans.refusal);
         return SGL_ATTN_PLUGIN_ABI_MISMATCH;
     }
     if (what) {
-        str_printf(why, why_size, "plugin ABI %u.%u, host ABI %d.%d: %s", ans.abi_major,
-                   ans.abi_minor, SGL_ATTN_ABI_MAJOR, SGL_ATTN_ABI_MINOR, what);
+        str_printf(why, why_size, "plugin ABI %u.%u, host ABI %d.%u: %s", ans.abi_major,
+                   ans.abi_minor, SGL_ATTN_ABI_MAJOR, host_minor, what);
         return SGL_ATTN_PLUGIN_ABI_MISMATCH;
     }
     if (rc != SGL_ATTN_OK) {
@@ -51,9 +53,9 @@ int plugin_negotiate(sgl_attn_plugin_entry_fn entry, const sgl_attn_host_api *ap
     if (p->struct_size < SGL_ATTN_PLUGIN_SIZE_V1_0) {
         str_printf(why, why_size,
                    "descriptor struct_size %u is smaller than ABI %d.0 requires (%u): plugin ABI %u.%u, "
-                   "host ABI %d.%d",
+                   "host ABI %d.%u",
                    p->struct_size, SGL_ATTN_ABI_MAJOR, SGL_ATTN_PLUGIN_SIZE_V1_0, ans.abi_major,
-                   ans.abi_minor, SGL_ATTN_ABI_MAJOR, SGL_ATTN_ABI_MINOR);
+                   ans.abi_minor, SGL_ATTN_ABI_MAJOR, host_minor);
         return SGL_ATTN_PLUGIN_ABI_MISMATCH;
     }
     /* Only the bytes the plugin declared; later fields keep their zero default. */
@@ -242,9 +244,9 @@ int plugin_caps_check(const sgl_attn_caps *c, char *why, size_t why_size) {
         return -1;
     }
     const uint32_t dt_all = SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64 |
-                            SGL_ATTN_DT_FP8_E4M3;
+                            SGL_ATTN_DT_FP8_E4M3 | SGL_ATTN_DT_FP8_E5M2;
     const uint32_t kind_all = (SGL_ATTN_KIND_CROSS << 1) - 1;
-    const uint32_t feat_all = (SGL_ATTN_FEAT_DIFF_HEAD_DIMS << 1) - 1;
+    const uint32_t feat_all = SGL_ATTN_FEAT_ALL_V1_2;
     struct { const char *name; uint32_t v, all; } bits[] = {
         {"q_dtypes", c->q_dtypes, dt_all},     {"kv_dtypes", c->kv_dtypes, dt_all},
         {"state_dtypes", c->state_dtypes, dt_all}, {"attn_kinds", c->attn_kinds, kind_all},

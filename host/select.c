@@ -358,7 +358,7 @@ static void headline(const sel_ctx *cx, const stage_run *st, const char *extra, 
 /* ------------------------------------------------------------ the model */
 
 static int check_model(const sgl_attn_model *m, char *err, size_t err_size) {
-    if (!m || m->struct_size < sizeof *m) {
+    if (!m || m->struct_size < sizeof *m) { /* sgl_attn_select imported it (host_model_import) */
         str_printf(err, err_size, "model: struct_size %u, expected %zu (fill it with sgl_attn_model_init)",
                    m ? m->struct_size : 0, sizeof *m);
         return SGL_ATTN_E_INVALID;

@@ -89,6 +89,10 @@ int sgl_attn_select(sgl_attn_host *h, const sgl_attn_model *m, const sgl_attn_se
     }
     sgl_attn_select_request q;
     if (normalize_request(req, h->validate, &q, err, err_size)) return SGL_ATTN_E_INVALID;
+    /* An older writer's model (smaller struct_size) is read with the fields it did not send as zero. */
+    sgl_attn_model model_in;
+    if (host_model_import(m, &model_in, "sgl_attn_select", err, err_size)) return SGL_ATTN_E_INVALID;
+    m = &model_in;
     sgl_attn_selection *s = calloc(1, sizeof *s);
     if (!s) {
         str_printf(err, err_size, "sgl_attn_select: out of memory");

@@ -360,7 +360,8 @@ static int check_backend(const plugin_entry *e, sgl_attn_backend *b, char *err, 
 
 typedef struct build_ctx {
     sgl_attn_host *h;
-    const sgl_attn_model *model;
+    const sgl_attn_model *model; /* &model_in */
+    sgl_attn_model model_in;     /* the caller's model in the host's layout */
     sgl_attn_create_options opts;
     char *err;
     size_t err_size;
@@ -497,8 +498,9 @@ static int build_ctx_init(build_ctx *x, sgl_attn_host *h, const sgl_attn_model *
                    opts->struct_size, sizeof x->opts);
         return SGL_ATTN_E_INVALID;
     }
+    if (host_model_import(m, &x->model_in, "sgl_attn_create", err, err_size)) return SGL_ATTN_E_INVALID;
     x->h = h;
-    x->model = m;
+    x->model = &x->model_in;
     x->err = err;
     x->err_size = err_size;
     x->bottom_ops = NULL;
@@ -599,6 +601,30 @@ int sgl_attn_create_stack(sgl_attn_host *h, const char *const *names, size_t n, 
     return rc;
 }
 
+/* The model given to sgl_attn_create describes the one selected for: the
+ * fields that size and route a backend agree. */
+static int same_model(const sgl_attn_model *given, const sgl_attn_model *sel, char *err, size_t err_size) {
+    sgl_attn_model g;
+    if (host_model_import(given, &g, "sgl_attn_create", err, err_size)) return SGL_ATTN_E_INVALID;
+    const struct { const char *name; long long a, b; } f[] = {
+        {"num_layers", g.num_layers, sel->num_layers},       {"num_q_heads", g.num_q_heads, sel->num_q_heads},
+        {"num_kv_heads", g.num_kv_heads, sel->num_kv_heads}, {"head_dim_qk", g.head_dim_qk, sel->head_dim_qk},
+        {"head_dim_v", g.head_dim_v, sel->head_dim_v},       {"dtype", g.dtype, sel->dtype},
+        {"kv_dtype", g.kv_dtype, sel->kv_dtype},             {"is_mla", g.is_mla, sel->is_mla},
+        {"hybrid_kind", g.hybrid_kind, sel->hybrid_kind},    {"sliding_window", g.sliding_window, sel->sliding_window},
+        {"spec_tokens", g.spec_tokens, sel->spec_tokens},    {"attn_type", g.attn_type, sel->attn_type},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].a != f[i].b) {
+            str_printf(err, err_size,
+                       "sgl_attn_create: the model's %s is %lld but the selection was made for %lld; select again "
+                       "for this model (or pass NULL: the selection's model is used)",
+                       f[i].name, f[i].a, f[i].b);
+            return SGL_ATTN_E_INVALID;
+        }
+    return SGL_ATTN_OK;
+}
+
 int sgl_attn_create(sgl_attn_host *h, const sgl_attn_selection *s, const sgl_attn_model *m,
                     const sgl_attn_create_options *opts, sgl_attn_backend **out, char *err,
                     size_t err_size) {
@@ -608,8 +634,18 @@ int sgl_attn_create(sgl_attn_host *h, const sgl_attn_selection *s, const sgl_att
         return SGL_ATTN_E_INVALID;
     }
     /* The selection's copy of the model carries the routed layers (a draft
-     * worker's full-attention layers are [0]). */
-    if (s->model.struct_size) m = &s->model;
+     * worker's full-attention layers are [0]); that is what the plugins get.
+     * A model argument is checked against it, never silently ignored. */
+    if (s->model.struct_size) {
+        if (m && m != &s->model) {
+            int rc = same_model(m, &s->model, err, err_size);
+            if (rc) {
+                if (out) *out = NULL;
+                return rc;
+            }
+        }
+        m = &s->model;
+    }
     const char *dec[4], *pre[4];
     size_t nd = s->depth < 4 ? s->depth : 4, np = s->prefill_depth < 4 ? s->prefill_depth : 4;
     for (size_t i = 0; i < nd; i++) dec[i] = s->stack[i];

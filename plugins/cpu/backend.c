@@ -110,8 +110,9 @@ int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
 int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (out) *out = NULL;
     if (!a || !out) return fail(a, SGL_ATTN_E_INVALID, "cpu_ref create: args or out is NULL");
-    if (a->struct_size < sizeof *a)
-        return fail(a, SGL_ATTN_E_ABI, "cpu_ref create: args struct_size %u < %zu", a->struct_size, sizeof *a);
+    if (a->struct_size < SGL_ATTN_CREATE_ARGS_SIZE_V1_0)
+        return fail(a, SGL_ATTN_E_ABI, "cpu_ref create: args struct_size %u < %u (ABI 1.0)", a->struct_size,
+                    SGL_ATTN_CREATE_ARGS_SIZE_V1_0);
     if (a->device != 0)
         return fail(a, SGL_ATTN_E_NOT_FOUND, "cpu_ref has one device (0); create asked for device %d", a->device);
     if (a->inner) return fail(a, SGL_ATTN_E_INVALID, "cpu_ref computes attention itself; it wraps no inner backend");

@@ -9,8 +9,8 @@
 
 static int check_layer(cref_backend *b, const sgl_attn_layer *L, int save) {
     const int id = L->layer_id;
-    if (L->struct_size < sizeof *L) {
-        cref_set_error(b, "layer %d: struct_size %u < %zu (ABI 1.0)", id, L->struct_size, sizeof *L);
+    if (L->struct_size < SGL_ATTN_LAYER_SIZE_V1_0) {
+        cref_set_error(b, "layer %d: struct_size %u < %u (ABI 1.0)", id, L->struct_size, SGL_ATTN_LAYER_SIZE_V1_0);
         return SGL_ATTN_E_INVALID;
     }
     if (L->num_q_heads < 1 || L->num_kv_heads < 1 || L->num_q_heads % L->num_kv_heads) {
@@ -102,8 +102,12 @@ static int check_io(cref_backend *b, const sgl_attn_forward_args *a, int mla, in
     const sgl_attn_layer *L = a->layer;
     const int hq = L->num_q_heads, hkv = L->num_kv_heads, dqk = L->head_dim_qk, dv = L->head_dim_v;
     int rc;
-    if ((rc = check_act(b, a->q, "q", "num_tokens, num_q_heads, head_dim_qk", T, hq, dqk, q_dt)) ||
-        (rc = check_act(b, a->out, "out", "num_tokens, num_q_heads, head_dim_v", T, hq, dv, out_dt)))
+    /* q may be a strided view (a fused qkv buffer): each head's row contiguous, any token and head steps. */
+    const sgl_sdk_tensor_spec qs = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dqk, 0}, CREF_DTYPES,
+                                    SGL_SDK_DEV_HOST, -1, SGL_SDK_T_MERGED | SGL_SDK_T_ROWS, 0};
+    if ((rc = sgl_sdk_check_tensor(a->q, &qs, b->err, sizeof b->err))) return rc;
+    *q_dt = sgl_attn_dtype_bit(a->q->dtype);
+    if ((rc = check_act(b, a->out, "out", "num_tokens, num_q_heads, head_dim_v", T, hq, dv, out_dt)))
         return rc;
     if (!a->save_kv_cache) return SGL_ATTN_OK;
     if (!b->out_cache_loc) {
@@ -156,13 +160,31 @@ static void plan_items(cref_backend *b) {
     b->n_items = (int32_t)(base * J->nsplit);
 }
 
+/* ABI 1.2 layer and forward fields cpu_ref does not serve yet: refused by
+ * name, never ignored. */
+static int refuse_unserved(cref_backend *b, const sgl_attn_forward_args *a, const sgl_attn_layer *L) {
+    const char *what = NULL;
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map)) what = "layer.slot_map";
+    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) != SGL_ATTN_TYPE_CAUSAL) what = "layer.attn_type";
+    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, k_scale_tensor)) what = "layer.k_scale_tensor";
+    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, v_scale_tensor)) what = "layer.v_scale_tensor";
+    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale_tensor)) what = "layer.q_descale_tensor";
+    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) what = "forward args lse";
+    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) what = "forward args q_rope";
+    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) what = "forward args k_rope";
+    if (!what) return SGL_ATTN_OK;
+    cref_set_error(b, "layer %d: %s is set (ABI 1.2); cpu_ref does not serve it (its caps do not declare it)",
+                   L->layer_id, what);
+    return SGL_ATTN_E_UNSUPPORTED;
+}
+
 int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     if (!a) {
         cref_set_error(b, "forward args are NULL");
         return SGL_ATTN_E_INVALID;
     }
-    if (a->struct_size < sizeof *a) {
-        cref_set_error(b, "forward args struct_size %u < %zu (ABI 1.0)", a->struct_size, sizeof *a);
+    if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0) {
+        cref_set_error(b, "forward args struct_size %u < %u (ABI 1.0)", a->struct_size, SGL_ATTN_FORWARD_ARGS_SIZE_V1_0);
         return SGL_ATTN_E_INVALID;
     }
     /* A batch other than the planned one (a wrapper's copy): plan it now. */
@@ -184,6 +206,7 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     int rc;
     const int save = a->save_kv_cache != 0;
     if ((rc = check_layer(b, L, save))) return rc;
+    if ((rc = refuse_unserved(b, a, L))) return rc;
     const int mla = L->v_cache == NULL;
     if (mla && (L->num_kv_heads != 1 || L->head_dim_v > L->head_dim_qk)) {
         cref_set_error(b,
@@ -223,6 +246,12 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     J->out_dt = out_dt;
     J->kv_dt = kv_dt;
     J->q = sgl_sdk_data(a->q);
+    J->q_hs = J->dqk;
+    J->q_ts = (int64_t)J->hq * J->dqk;
+    if (a->q->strides) {
+        J->q_ts = a->q->strides[0];
+        if (a->q->ndim == 3) J->q_hs = a->q->strides[1];
+    }
     J->out = (unsigned char *)(uintptr_t)sgl_sdk_data(a->out);
     J->k_cache = sgl_sdk_data(L->k_cache);
     J->k_slot = (int64_t)J->hkv * J->dqk;

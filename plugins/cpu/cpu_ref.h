@@ -96,7 +96,8 @@ typedef struct cref_job {
     double scale, softcap;  /* softcap 0: off */
     const float *sinks;     /* [hq] or NULL */
     uint32_t q_dt, out_dt, kv_dt; /* SGL_ATTN_DT_* */
-    const unsigned char *q;       /* [T, hq, dqk] compact */
+    const unsigned char *q;       /* [T, hq, dqk]: token t, head h at (t * q_ts + h * q_hs) elements */
+    int64_t q_ts, q_hs;           /* q's token and head strides: a view into a fused qkv buffer */
     unsigned char *out;           /* [T, hq, dv] compact */
     const unsigned char *k_cache; /* slot s, head h at (s * k_slot + h * dqk) elements */
     const unsigned char *v_cache; /* MLA: = k_cache (value = first dv dims) */

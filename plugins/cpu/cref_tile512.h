@@ -299,7 +299,7 @@ __attribute__((noinline)) static void tile512_attend(const cref_job *J, const cr
     const int64_t qsz = (int64_t)cref_dt_size(J->q_dt);
     for (int r = 0; r < R; r++) {
         const int64_t tok = (int64_t)rq->tok0 + it->j0 + r / per_tok;
-        const unsigned char *src = J->q + ((tok * J->hq + row_head(it, G, r)) * D) * qsz;
+        const unsigned char *src = J->q + (tok * J->q_ts + row_head(it, G, r) * J->q_hs) * qsz;
         if (bf) { /* as given, bf16 rows D apart */
             memcpy((uint16_t *)(void *)S.q + (size_t)r * (size_t)D, src, (size_t)D * 2);
         } else {

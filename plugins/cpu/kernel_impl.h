@@ -301,7 +301,7 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
     const int64_t qsz = (int64_t)cref_dt_size(J->q_dt);
     for (int r = 0; r < R; r++) {
         int64_t tok = (int64_t)rq->tok0 + it->j0 + r / per_tok;
-        ld_row(S.q + (size_t)r * D, J->q + ((tok * J->hq + row_head(it, G, r)) * D) * qsz, D, J->q_dt,
+        ld_row(S.q + (size_t)r * D, J->q + (tok * J->q_ts + row_head(it, G, r) * J->q_hs) * qsz, D, J->q_dt,
                (REAL)J->scale);
     }
     /* keys each query token sees, clipped to this item's range */

@@ -49,6 +49,27 @@ static int check_mirror(cref_backend *b, const DLTensor *mirror, const char *nam
     return SGL_ATTN_OK;
 }
 
+/* Extend and draft extend (ABI 1.2) read their lengths from extend_*_lens. */
+static int is_extend(const sgl_attn_batch *bt) {
+    return bt->forward_mode == SGL_ATTN_MODE_EXTEND || bt->forward_mode == SGL_ATTN_MODE_DRAFT_EXTEND;
+}
+
+/* ABI 1.2 batch fields cpu_ref does not serve yet: refused by name, never
+ * ignored (a caller that sends them expects them honoured). */
+static int refuse_unserved(cref_backend *b, const sgl_attn_batch *bt) {
+    static const char *const names[] = {"custom_mask (tree verify)", "page_table", "encoder_out_cache_loc"};
+    const DLTensor *t[3] = {SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask),
+                            SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table),
+                            SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc)};
+    for (int i = 0; i < 3; i++)
+        if (t[i]) {
+            cref_set_error(b, WHERE "batch.%s is set; cpu_ref does not serve it (its caps do not declare it)",
+                           names[i]);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+    return SGL_ATTN_OK;
+}
+
 static int check_batch_tensors(cref_backend *b, const sgl_attn_batch *bt, int64_t bs) {
     int rc;
     if ((rc = cref_check(b, bt->req_to_token, WHERE "batch.req_to_token", "max_reqs, max_context", 0, 0, 2,
@@ -56,7 +77,7 @@ static int check_batch_tensors(cref_backend *b, const sgl_attn_batch *bt, int64_
         return rc;
     if ((rc = check_index(b, bt->req_pool_indices, WHERE "batch.req_pool_indices", bs, "batch_size"))) return rc;
     if ((rc = check_index(b, bt->seq_lens, WHERE "batch.seq_lens", bs, "batch_size"))) return rc;
-    if (bt->forward_mode == SGL_ATTN_MODE_EXTEND) {
+    if (is_extend(bt)) {
         if ((rc = check_index(b, bt->extend_prefix_lens, WHERE "batch.extend_prefix_lens", bs, "batch_size")))
             return rc;
         if ((rc = check_index(b, bt->extend_seq_lens, WHERE "batch.extend_seq_lens", bs, "batch_size")))
@@ -93,7 +114,7 @@ static int plan_request(cref_backend *b, const sgl_attn_batch *bt, int64_t i, in
         return SGL_ATTN_E_INVALID;
     }
     int64_t prefix, n_new;
-    if (bt->forward_mode == SGL_ATTN_MODE_EXTEND) {
+    if (is_extend(bt)) {
         prefix = at(index_of(bt->extend_prefix_lens), i);
         n_new = at(index_of(bt->extend_seq_lens), i);
         if (prefix < 0 || n_new < 0 || prefix > INT32_MAX || n_new > INT32_MAX) {
@@ -196,11 +217,12 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
         cref_set_error(b, WHERE "batch is NULL");
         return SGL_ATTN_E_INVALID;
     }
-    if (bt->struct_size < sizeof *bt) {
-        cref_set_error(b, WHERE "batch.struct_size %u < %zu (ABI 1.0)", bt->struct_size, sizeof *bt);
+    if (bt->struct_size < SGL_ATTN_BATCH_SIZE_V1_0) {
+        cref_set_error(b, WHERE "batch.struct_size %u < %u (ABI 1.0)", bt->struct_size, SGL_ATTN_BATCH_SIZE_V1_0);
         return SGL_ATTN_E_INVALID;
     }
-    b->mode = bt->forward_mode;
+    /* A draft extend plans and runs as an extend (causal over each request's accepted tokens). */
+    b->mode = is_extend(bt) ? SGL_ATTN_MODE_EXTEND : bt->forward_mode;
     b->n_reqs = 0;
     b->num_tokens = 0;
     b->max_kv_len = 0;
@@ -213,12 +235,16 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
         b->batch = bt;
         return SGL_ATTN_OK;
     }
-    if (bt->forward_mode != SGL_ATTN_MODE_EXTEND && bt->forward_mode != SGL_ATTN_MODE_DECODE &&
+    if (!is_extend(bt) && bt->forward_mode != SGL_ATTN_MODE_DECODE &&
         bt->forward_mode != SGL_ATTN_MODE_TARGET_VERIFY) {
-        cref_set_error(b, WHERE "batch.forward_mode = %d; expected 0 idle, 1 extend, 2 decode or 3 target verify",
+        cref_set_error(b,
+                       WHERE "batch.forward_mode = %d; expected 0 idle, 1 extend, 2 decode, 3 target verify or 4 "
+                             "draft extend",
                        bt->forward_mode);
         return SGL_ATTN_E_INVALID;
     }
+    int rc = refuse_unserved(b, bt);
+    if (rc) return rc;
     if (bt->batch_size < 0 || bt->batch_size > b->max_reqs) {
         cref_set_error(b, WHERE "batch.batch_size = %d; expected 0..%d (create's max_reqs)", bt->batch_size,
                        b->max_reqs);
@@ -235,7 +261,7 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
     }
     int32_t tpr = bt->tokens_per_req;
     if (bt->forward_mode == SGL_ATTN_MODE_DECODE && tpr == 0) tpr = 1;
-    if (bt->forward_mode != SGL_ATTN_MODE_EXTEND) {
+    if (!is_extend(bt)) {
         if (tpr < 1) {
             cref_set_error(b, WHERE "batch.tokens_per_req = %d; expected >= 1", bt->tokens_per_req);
             return SGL_ATTN_E_INVALID;
@@ -246,7 +272,7 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
             return SGL_ATTN_E_INVALID;
         }
     }
-    int rc = check_batch_tensors(b, bt, bt->batch_size);
+    rc = check_batch_tensors(b, bt, bt->batch_size);
     if (rc) return rc;
 
     int64_t tok = 0, sum = 0;
@@ -270,7 +296,7 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
         if (bt->out_cache_loc && (rc = check_out_loc(b, bt, i))) return rc;
     }
     if ((rc = check_mirror(b, bt->seq_lens_cpu, "seq_lens_cpu", index_of(bt->seq_lens), bt->batch_size))) return rc;
-    if (bt->forward_mode == SGL_ATTN_MODE_EXTEND) {
+    if (is_extend(bt)) {
         if ((rc = check_mirror(b, bt->extend_prefix_lens_cpu, "extend_prefix_lens_cpu",
                                index_of(bt->extend_prefix_lens), bt->batch_size)))
             return rc;

@@ -152,7 +152,11 @@ uint64_t sgl_sdk_lin_state_bytes(int kind, const sgl_attn_model *m, uint32_t sta
     sgl_sdk_lin_dims d;
     char why[8];
     if (sgl_sdk_lin_dims_of(kind, m, state_dtypes, &d, why, sizeof why) != SGL_ATTN_OK || !d.stateful) return 0;
-    return (uint64_t)d.n_lin * (uint64_t)(d.conv_elems + d.ssm_elems) * (uint64_t)d.esz;
+    /* The pool keeps a request's state and, when the model verifies drafts
+     * (spec_tokens > 1), its state after each draft token: 1 + spec_tokens
+     * copies, which an engine sizing memory from this must count. */
+    const uint64_t copies = 1u + (m->spec_tokens > 1 ? (uint64_t)m->spec_tokens : 0u);
+    return (uint64_t)d.n_lin * (uint64_t)(d.conv_elems + d.ssm_elems) * (uint64_t)d.esz * copies;
 }
 
 /* One input: its tensor, name and the shape it must have. */
@@ -214,10 +218,18 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
                             "carry no linear inputs (args->linear is NULL)", prefix);
         return SGL_ATTN_E_INVALID;
     }
-    if (io->struct_size < sizeof *io) {
-        sgl_sdk_str(err, n, "%slinear.struct_size = %u; expected >= %zu (ABI 1.0)", prefix, io->struct_size,
-                    sizeof *io);
+    if (io->struct_size < SGL_ATTN_LINEAR_IO_SIZE_V1_0) {
+        sgl_sdk_str(err, n, "%slinear.struct_size = %u; expected >= %u (ABI 1.0)", prefix, io->struct_size,
+                    SGL_ATTN_LINEAR_IO_SIZE_V1_0);
         return SGL_ATTN_E_INVALID;
+    }
+    /* ABI 1.2 caller-owned state: refused by name until the wrapper serves it. */
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, conv_state) || SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, ssm_state) ||
+        SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, intermediate_conv_state) ||
+        SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, intermediate_ssm_state)) {
+        sgl_sdk_str(err, n, "%slinear state tensors are set (ABI 1.2 caller-owned state); this wrapper keeps its own "
+                            "pool and does not serve them (caps SGL_ATTN_FEAT_CALLER_STATE)", prefix);
+        return SGL_ATTN_E_UNSUPPORTED;
     }
     if (io->kind != d->kind) {
         sgl_sdk_str(err, n, "%slinear->kind = %d; expected %d (%s)", prefix, io->kind, d->kind,

@@ -84,13 +84,28 @@ static void note_slot(vl_slot_fact *f, int64_t slot, const char *fmt_name, int64
 
 /* Counts and modes: everything that needs no tensor. */
 static int check_counts(vl_ctx *c, const vl_backend *b, const sgl_attn_batch *bt) {
-    if (bt->struct_size < sizeof(sgl_attn_batch))
+    if (bt->struct_size < SGL_ATTN_BATCH_SIZE_V1_0)
         return vl_fail(c, "batch->struct_size = %u is smaller than the ABI 1.0 batch (%zu bytes)",
-                       (unsigned)bt->struct_size, sizeof(sgl_attn_batch));
+                       (unsigned)bt->struct_size, (size_t)SGL_ATTN_BATCH_SIZE_V1_0);
     int32_t m = bt->forward_mode;
+    if (m == SGL_ATTN_MODE_DRAFT_EXTEND)
+        return vl_fail(c, "batch->forward_mode = 4 (draft extend, ABI 1.2): the validation layer does not check "
+                          "it yet; run draft extend without validate");
     if (m < SGL_ATTN_MODE_IDLE || m > SGL_ATTN_MODE_TARGET_VERIFY)
-        return vl_fail(c, "batch->forward_mode = %d is not a forward mode (0 idle .. 3 target_verify)",
+        return vl_fail(c, "batch->forward_mode = %d is not a forward mode (0 idle .. 3 target_verify, 4 draft "
+                          "extend)",
                        (int)m);
+    /* ABI 1.2 batch fields: each only to a backend whose caps claim it. */
+    const struct { const DLTensor *t; const char *name; uint32_t feat; const char *feat_name; } v12[] = {
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask), "custom_mask", SGL_ATTN_FEAT_TREE_MASK, "TREE_MASK"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table), "page_table", SGL_ATTN_FEAT_PAGE_TABLE, "PAGE_TABLE"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc), "encoder_out_cache_loc",
+         SGL_ATTN_FEAT_ENCODER_LOC, "ENCODER_LOC"},
+    };
+    for (size_t i = 0; i < sizeof v12 / sizeof v12[0]; i++)
+        if (v12[i].t && !(b->caps.features & v12[i].feat))
+            return vl_fail(c, "batch->%s is set (ABI 1.2) but the backend does not claim SGL_ATTN_FEAT_%s",
+                           v12[i].name, v12[i].feat_name);
     if (m == SGL_ATTN_MODE_IDLE) {
         if (bt->batch_size != 0 || bt->num_tokens != 0)
             return vl_fail(c,
@@ -385,9 +400,9 @@ int vl_check_batch(vl_ctx *c, const vl_backend *b, const sgl_attn_batch *bt, vl_
 
 int vl_check_graph_args(vl_ctx *c, const vl_backend *b, const sgl_attn_graph_args *g) {
     if (!g) return vl_fail(c, "graph args are NULL");
-    if (g->struct_size < sizeof(sgl_attn_graph_args))
+    if (g->struct_size < SGL_ATTN_GRAPH_ARGS_SIZE_V1_0)
         return vl_fail(c, "graph_args->struct_size = %u is smaller than the ABI 1.0 struct (%zu bytes)",
-                       (unsigned)g->struct_size, sizeof(sgl_attn_graph_args));
+                       (unsigned)g->struct_size, (size_t)SGL_ATTN_GRAPH_ARGS_SIZE_V1_0);
     if (b->graph_max_bs < 1) return vl_fail(c, "called before init_graph_state");
     if (g->batch_size < 1 || g->batch_size > b->graph_max_bs)
         return vl_fail(c, "graph_args->batch_size = %d is outside 1..%d (init_graph_state's max_bs)",
@@ -401,7 +416,7 @@ int vl_check_graph_args(vl_ctx *c, const vl_backend *b, const sgl_attn_graph_arg
         return vl_fail(c, "graph_args->forward_mode = %d is not extend, decode or target_verify",
                        (int)g->forward_mode);
     if (!g->batch) return vl_fail(c, "graph_args->batch is NULL");
-    if (g->batch->struct_size < sizeof(sgl_attn_batch))
+    if (g->batch->struct_size < SGL_ATTN_BATCH_SIZE_V1_0)
         return vl_fail(c, "graph_args->batch->struct_size = %u is smaller than the ABI 1.0 batch",
                        (unsigned)g->batch->struct_size);
     return SGL_ATTN_OK;

@@ -87,7 +87,7 @@ const sgl_attn_batch *vl_host_copy(vl_ctx *c, vl_backend *b, const sgl_attn_batc
     vl_devcopy *d = &b->dev;
     *rc = SGL_ATTN_OK;
     d->used = 0;
-    if (!d->on || !bt || bt->struct_size < sizeof(sgl_attn_batch) || bt->forward_mode == SGL_ATTN_MODE_IDLE)
+    if (!d->on || !bt || bt->struct_size < SGL_ATTN_BATCH_SIZE_V1_0 || bt->forward_mode == SGL_ATTN_MODE_IDLE)
         return NULL;
     if (bt->batch_size < 1 || bt->batch_size > b->max_reqs || bt->num_tokens < 1 || bt->num_tokens > b->max_tokens)
         return NULL; /* the counts are refused by the checks themselves */

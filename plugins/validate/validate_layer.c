@@ -39,9 +39,9 @@ static int kind_ok(const vl_backend *b, const sgl_attn_layer *l, const char **ki
 static int check_layer(vl_ctx *c, const vl_backend *b, const sgl_attn_layer *l) {
     const sgl_attn_model *m = &b->model;
     const sgl_attn_caps *caps = &b->caps;
-    if (l->struct_size < sizeof(sgl_attn_layer))
+    if (l->struct_size < SGL_ATTN_LAYER_SIZE_V1_0)
         return vl_fail(c, "layer->struct_size = %u is smaller than the ABI 1.0 layer (%zu bytes)",
-                       (unsigned)l->struct_size, sizeof(sgl_attn_layer));
+                       (unsigned)l->struct_size, (size_t)SGL_ATTN_LAYER_SIZE_V1_0);
     if (l->layer_id < 0 || l->layer_id >= m->num_layers)
         return vl_fail(c, "layer->layer_id = %d is outside 0..%d (the model's layers)",
                        (int)l->layer_id, (int)m->num_layers - 1);
@@ -136,6 +136,10 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
     int64_t tk = l->is_cross ? VL_ANY : T;
     vl_tspec q = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dqk}, act, 0, 0};
     vl_tspec o = {"out", "num_tokens, num_q_heads, head_dim_v", 3, {T, hq, dv}, act, 1, 0};
+    /* sglang hands q (and out) over flattened, [T, H * D] (docs/abi.md, Tensors) */
+    if (a->q && a->q->ndim == 2) q = (vl_tspec){"q", "num_tokens, num_q_heads * head_dim_qk", 2, {T, hq * dqk, 0}, act, 0, 0};
+    if (a->out && a->out->ndim == 2)
+        o = (vl_tspec){"out", "num_tokens, num_q_heads * head_dim_v", 2, {T, hq * dv, 0}, act, 1, 0};
     vl_tspec k = {
         "k", mla ? "num_tokens, 1, kv_lora_rank + rope" : "num_tokens, num_kv_heads, head_dim_qk",
         3,   {tk, mla ? 1 : hkv, dqk},
@@ -185,9 +189,9 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
 static int check_linear(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a) {
     const sgl_attn_linear_io *io = a->linear;
     const sgl_attn_model *m = &b->model;
-    if (io->struct_size < sizeof(sgl_attn_linear_io))
+    if (io->struct_size < SGL_ATTN_LINEAR_IO_SIZE_V1_0)
         return vl_fail(c, "linear->struct_size = %u is smaller than the ABI 1.0 struct (%zu bytes)",
-                       (unsigned)io->struct_size, sizeof(sgl_attn_linear_io));
+                       (unsigned)io->struct_size, (size_t)SGL_ATTN_LINEAR_IO_SIZE_V1_0);
     if (m->hybrid_kind == SGL_ATTN_HYBRID_NONE)
         return vl_fail(c, "args->linear is set but the model has no linear-attention layers");
     /* MiniMax models mix lightning and sparse layers under one wrapper. */
@@ -200,9 +204,9 @@ static int check_linear(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_a
                        (unsigned)m->hybrid_kind);
     if (a->layer) {
         const sgl_attn_layer *l = a->layer;
-        if (l->struct_size < sizeof(sgl_attn_layer))
+        if (l->struct_size < SGL_ATTN_LAYER_SIZE_V1_0)
             return vl_fail(c, "layer->struct_size = %u is smaller than the ABI 1.0 layer (%zu bytes)",
-                           (unsigned)l->struct_size, sizeof(sgl_attn_layer));
+                           (unsigned)l->struct_size, (size_t)SGL_ATTN_LAYER_SIZE_V1_0);
         if (l->layer_id < 0 || l->layer_id >= m->num_layers)
             return vl_fail(c, "layer->layer_id = %d is outside 0..%d (the model's layers)",
                            (int)l->layer_id, (int)m->num_layers - 1);
@@ -271,11 +275,35 @@ static int check_aliasing(vl_ctx *c, const sgl_attn_forward_args *a) {
     return SGL_ATTN_OK;
 }
 
+/* ABI 1.2 layer and forward fields: each only to a backend whose caps claim it. */
+static int check_v12(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a) {
+    const sgl_attn_layer *l = a->layer;
+    const struct { int set; const char *name; uint32_t feat; const char *feat_name; } v12[] = {
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map) != NULL, "layer->slot_map", SGL_ATTN_FEAT_SLOT_MAP, "SLOT_MAP"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) != 0, "layer->attn_type", SGL_ATTN_FEAT_ATTN_TYPES,
+         "ATTN_TYPES"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, k_scale_tensor) != NULL || SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, v_scale_tensor) != NULL ||
+             SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale_tensor) != NULL,
+         "a layer scale tensor", SGL_ATTN_FEAT_FP8_SCALES, "FP8_SCALES"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse) != NULL, "args->lse", SGL_ATTN_FEAT_LSE, "LSE"},
+        {SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope) != NULL || SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope) != NULL,
+         "args->q_rope / k_rope", SGL_ATTN_FEAT_MLA_ROPE_SPLIT, "MLA_ROPE_SPLIT"},
+    };
+    for (size_t i = 0; i < sizeof v12 / sizeof v12[0]; i++)
+        if (v12[i].set && !(b->caps.features & v12[i].feat))
+            return vl_fail(c, "%s is set (ABI 1.2) but the backend does not claim SGL_ATTN_FEAT_%s", v12[i].name,
+                           v12[i].feat_name);
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) < 0 || SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) > 2)
+        return vl_fail(c, "layer->attn_type = %d; expected 0 causal, 1 bidirectional or 2 encoder-only",
+                       (int)l->attn_type);
+    return SGL_ATTN_OK;
+}
+
 int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a, int decode) {
     if (!a) return vl_fail(c, "args is NULL");
-    if (a->struct_size < sizeof(sgl_attn_forward_args))
+    if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0)
         return vl_fail(c, "args->struct_size = %u is smaller than the ABI 1.0 struct (%zu bytes)",
-                       (unsigned)a->struct_size, sizeof(sgl_attn_forward_args));
+                       (unsigned)a->struct_size, (size_t)SGL_ATTN_FORWARD_ARGS_SIZE_V1_0);
     if (!b->facts.batch) return state_fail(c, "called before a successful init_forward_metadata");
     if (a->batch != b->facts.batch)
         return state_fail(c, "args->batch is not the batch given to init_forward_metadata");
@@ -291,6 +319,7 @@ int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args
     if (a->linear) return check_linear(c, b, a);
     if (!a->layer) return vl_fail(c, "args->layer is NULL");
     if ((rc = check_layer(c, b, a->layer))) return rc;
+    if ((rc = check_v12(c, b, a))) return rc;
     if ((rc = check_tensors(c, b, a))) return rc;
     return check_aliasing(c, a);
 }

@@ -73,11 +73,40 @@ SGL_ATTN_FEAT_GRAPH_CAPTURE = 1 << 5
 SGL_ATTN_FEAT_SPEC_DECODE = 1 << 6
 SGL_ATTN_FEAT_MLA_EXTEND = 1 << 7
 SGL_ATTN_FEAT_DIFF_HEAD_DIMS = 1 << 8
+# ABI 1.2
+SGL_ATTN_FEAT_TREE_MASK = 1 << 9
+SGL_ATTN_FEAT_DRAFT_EXTEND = 1 << 10
+SGL_ATTN_FEAT_RAGGED = 1 << 11
+SGL_ATTN_FEAT_LSE = 1 << 12
+SGL_ATTN_FEAT_PAGE_TABLE = 1 << 13
+SGL_ATTN_FEAT_SLOT_MAP = 1 << 14
+SGL_ATTN_FEAT_CALLER_STATE = 1 << 15
+SGL_ATTN_FEAT_ATTN_TYPES = 1 << 16
+SGL_ATTN_FEAT_ENCODER_LOC = 1 << 17
+SGL_ATTN_FEAT_FP8_SCALES = 1 << 18
+SGL_ATTN_FEAT_MLA_ROPE_SPLIT = 1 << 19
+SGL_ATTN_FEAT_GRAPH_DEVICE_PLAN = 1 << 20
+SGL_ATTN_FEAT_GRAPH_VERIFY = 1 << 21
+SGL_ATTN_FEAT_STRIDED_QKV = 1 << 22
+
+SGL_ATTN_TYPE_CAUSAL = 0
+SGL_ATTN_TYPE_BIDIRECTIONAL = 1
+SGL_ATTN_TYPE_ENCODER_ONLY = 2
+
+SGL_ATTN_STATE_CLEAR = 1
+SGL_ATTN_STATE_COPY = 2
+SGL_ATTN_STATE_COMMIT = 3
+SGL_ATTN_STATE_TRACK = 4
+
+SGL_ATTN_DL_FLOAT8_E4M3_CODE = 0x80
+SGL_ATTN_DL_FLOAT8_E4M3FN_CODE = 10
+SGL_ATTN_DL_FLOAT8_E5M2_CODE = 12
 
 SGL_ATTN_MODE_IDLE = 0
 SGL_ATTN_MODE_EXTEND = 1
 SGL_ATTN_MODE_DECODE = 2
 SGL_ATTN_MODE_TARGET_VERIFY = 3
+SGL_ATTN_MODE_DRAFT_EXTEND = 4
 
 CONSTANTS: Dict[str, int] = {k: v for k, v in dict(globals()).items()
                              if k.startswith("SGL_ATTN_") and isinstance(v, int)}
@@ -173,7 +202,8 @@ class sgl_attn_caps(C.Structure):
                 ("head_dim_v_max", u32), ("n_head_dims", u32),
                 ("head_dims", sgl_attn_head_dims * SGL_ATTN_MAX_LIST), ("page_size_max", u32),
                 ("n_page_sizes", u32), ("page_sizes", u32 * SGL_ATTN_MAX_LIST), ("max_gqa_ratio", u32),
-                ("score", i32), ("state_dtypes", u32), ("reason_long", chars(SGL_ATTN_REASON_LONG_MAX))]
+                ("score", i32), ("state_dtypes", u32), ("reserved_v1_1_tail_", u32),
+                ("reason_long", chars(SGL_ATTN_REASON_LONG_MAX))]
 
 
 class sgl_attn_model(C.Structure):
@@ -188,7 +218,8 @@ class sgl_attn_model(C.Structure):
                 ("sparse_layer_mask", u64 * (SGL_ATTN_MAX_LAYERS // 64)),
                 ("lin_num_k_heads", i32), ("lin_num_v_heads", i32), ("lin_head_k_dim", i32),
                 ("lin_head_v_dim", i32), ("lin_conv_kernel", i32), ("lin_hidden", i32),
-                ("lin_state_dtype", u32), ("sparse_topk_blocks", i32), ("sparse_block_size", i32)]
+                ("lin_state_dtype", u32), ("sparse_topk_blocks", i32), ("sparse_block_size", i32),
+                ("reserved_v1_1_tail_", u32), ("config_dtype", u32), ("attn_type", i32)]
 
 
 class sgl_attn_batch(C.Structure):
@@ -198,30 +229,53 @@ class sgl_attn_batch(C.Structure):
                 ("extend_prefix_lens", vp), ("extend_seq_lens", vp), ("out_cache_loc", vp),
                 ("positions", vp), ("encoder_lens", vp), ("seq_lens_cpu", vp),
                 ("extend_prefix_lens_cpu", vp), ("extend_seq_lens_cpu", vp), ("encoder_lens_cpu", vp),
-                ("state_indices", vp), ("stream", vp)]
+                ("state_indices", vp), ("stream", vp),
+                # ABI 1.2
+                ("custom_mask", vp), ("mask_indptr", vp), ("page_table", vp), ("encoder_out_cache_loc", vp)]
 
 
 class sgl_attn_layer(C.Structure):
     _fields_ = [("struct_size", u32), ("layer_id", i32), ("num_q_heads", i32), ("num_kv_heads", i32),
                 ("head_dim_qk", i32), ("head_dim_v", i32), ("sm_scale", C.c_float),
                 ("logit_softcap", C.c_float), ("sliding_window", i32), ("is_cross", i32), ("sinks", vp),
-                ("k_cache", vp), ("v_cache", vp), ("k_scale", C.c_float), ("v_scale", C.c_float)]
+                ("k_cache", vp), ("v_cache", vp), ("k_scale", C.c_float), ("v_scale", C.c_float),
+                # ABI 1.2
+                ("slot_map", vp), ("attn_type", i32), ("q_descale", C.c_float), ("k_scale_tensor", vp),
+                ("v_scale_tensor", vp), ("q_descale_tensor", vp)]
 
 
 class sgl_attn_linear_io(C.Structure):
     _fields_ = [("struct_size", u32), ("kind", i32), ("x", vp), ("a", vp), ("b", vp), ("conv_weight", vp),
                 ("conv_bias", vp), ("A_log", vp), ("dt_bias", vp), ("D", vp), ("decay", vp), ("out", vp),
-                ("keep_intermediate", i32), ("use_qk_l2norm", i32)]
+                ("keep_intermediate", i32), ("use_qk_l2norm", i32),
+                # ABI 1.2: caller-owned state
+                ("conv_state", vp), ("ssm_state", vp), ("intermediate_conv_state", vp),
+                ("intermediate_ssm_state", vp), ("state_indices", vp)]
 
 
 class sgl_attn_forward_args(C.Structure):
     _fields_ = [("struct_size", u32), ("save_kv_cache", i32), ("layer", vp), ("batch", vp), ("q", vp),
-                ("k", vp), ("v", vp), ("out", vp), ("linear", vp)]
+                ("k", vp), ("v", vp), ("out", vp), ("linear", vp),
+                # ABI 1.2
+                ("lse", vp), ("q_rope", vp), ("k_rope", vp)]
 
 
 class sgl_attn_graph_args(C.Structure):
     _fields_ = [("struct_size", u32), ("batch_size", i32), ("num_tokens", i32), ("forward_mode", i32),
-                ("batch", vp)]
+                ("batch", vp), ("stream", vp)]
+
+
+class sgl_attn_ragged_args(C.Structure):
+    _fields_ = [("struct_size", u32), ("batch_size", i32), ("num_q_heads", i32), ("num_kv_heads", i32),
+                ("head_dim_qk", i32), ("head_dim_v", i32), ("sm_scale", C.c_float), ("logit_softcap", C.c_float),
+                ("causal", i32), ("max_seqlen_q", i32), ("max_seqlen_k", i32), ("reserved_", i32),
+                ("q", vp), ("k", vp), ("v", vp), ("cu_seqlens_q", vp), ("cu_seqlens_k", vp),
+                ("cu_seqlens_q_cpu", vp), ("cu_seqlens_k_cpu", vp), ("out", vp), ("lse", vp), ("stream", vp)]
+
+
+class sgl_attn_state_batch_args(C.Structure):
+    _fields_ = [("struct_size", u32), ("op", i32), ("count", i32), ("dst", vp), ("src", vp), ("steps", vp),
+                ("state", vp), ("stream", vp)]
 
 
 FN_META = C.CFUNCTYPE(C.c_int, vp, vp)
@@ -239,7 +293,10 @@ class sgl_attn_backend_ops(C.Structure):
                 ("init_forward_metadata_capture", FN_META), ("init_forward_metadata_replay", FN_META),
                 ("graph_seq_len_fill_value", FN_FILL), ("last_error", FN_LAST_ERROR),
                 ("destroy", FN_DESTROY), ("state_clear", FN_STATE_CLEAR), ("state_copy", FN_STATE_COPY),
-                ("state_commit", FN_META)]
+                ("state_commit", FN_META),
+                # ABI 1.2
+                ("forward_ragged", FN_META), ("init_forward_metadata_in_graph", FN_META),
+                ("state_batch", FN_META)]
 
 
 class sgl_attn_backend(C.Structure):
@@ -268,7 +325,8 @@ MIRRORS: Dict[str, Type[C.Structure]] = {
         DLDevice, DLDataType, DLTensor, DLManagedTensor, sgl_attn_host_options, sgl_attn_plugin_info,
         sgl_attn_select_request, sgl_attn_verdict, sgl_attn_create_options, sgl_attn_head_dims,
         sgl_attn_caps, sgl_attn_model, sgl_attn_batch, sgl_attn_layer, sgl_attn_linear_io,
-        sgl_attn_forward_args, sgl_attn_graph_args, sgl_attn_backend_ops, sgl_attn_backend,
+        sgl_attn_forward_args, sgl_attn_graph_args, sgl_attn_ragged_args, sgl_attn_state_batch_args,
+        sgl_attn_backend_ops, sgl_attn_backend,
         sgl_attn_device_ops)
 }
 

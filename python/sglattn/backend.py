@@ -33,7 +33,9 @@ MODES: Dict[str, int] = {
 
 _BATCH_TENSORS = ("req_to_token", "req_pool_indices", "seq_lens", "extend_prefix_lens", "extend_seq_lens",
                   "out_cache_loc", "positions", "encoder_lens", "seq_lens_cpu", "extend_prefix_lens_cpu",
-                  "extend_seq_lens_cpu", "encoder_lens_cpu", "state_indices")
+                  "extend_seq_lens_cpu", "encoder_lens_cpu", "state_indices",
+                  # ABI 1.2: only to a stack whose features name them (tree_mask, page_table, encoder_loc)
+                  "custom_mask", "mask_indptr", "page_table", "encoder_out_cache_loc")
 
 
 def _mode(mode: Union[str, int]) -> int:

@@ -16,10 +16,12 @@ __all__ = ["Host", "Plugin", "Device", "Model", "Selection", "Verdict", "dtype_b
 
 _ERR = 4096
 
-_DTYPE_NAMES = ["f32", "f16", "bf16", "f64", "fp8_e4m3"]
+_DTYPE_NAMES = ["f32", "f16", "bf16", "f64", "fp8_e4m3", "fp8_e5m2"]
 _KIND_NAMES = ["mha", "gqa", "mqa", "mla", "cross"]
 _FEATURE_NAMES = ["extend", "decode", "sliding_window", "softcap", "sinks", "graph_capture", "spec_decode",
-                  "mla_extend", "diff_head_dims"]
+                  "mla_extend", "diff_head_dims",
+                  # ABI 1.2
+                  "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv"]
 _DTYPE_ALIASES = {
     "f32": A.SGL_ATTN_DT_F32, "float32": A.SGL_ATTN_DT_F32, "fp32": A.SGL_ATTN_DT_F32, "float": A.SGL_ATTN_DT_F32,
     "f16": A.SGL_ATTN_DT_F16, "float16": A.SGL_ATTN_DT_F16, "fp16": A.SGL_ATTN_DT_F16, "half": A.SGL_ATTN_DT_F16,

@@ -154,7 +154,7 @@ def _mode_kind(fm: Any) -> str:
 
 # Keyword arguments sglang may pass to a forward, and why the stack cannot
 # honour them (sinks is taken when the stack serves sinks).
-_LSE = "sglattn: mha_return_lse (the softmax LSE of each row) is not returned by the stack"
+_LSE = ("sglattn: mha_return_lse (the softmax LSE of each row): {why}")
 
 _REFUSED_KWARGS = {
     "q_rope": "MLA's split rope part of q (MLA layers are not served through this adapter)",
@@ -257,11 +257,20 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
             spec = fb.spec_info
             if spec is None:
                 raise NotImplementedError("sglattn: a TARGET_VERIFY batch without spec_info")
-            if int(getattr(spec, "topk", 1) or 1) > 1:
-                raise NotImplementedError(f"sglattn: tree verify (speculative topk {spec.topk} > 1) needs "
-                                          f"spec_info.custom_mask, which the stack does not take; chains "
-                                          f"(topk 1) are served")
             n = int(spec.draft_token_num)
+            tree: Dict[str, Any] = {}
+            if int(getattr(spec, "topk", 1) or 1) > 1:
+                if "tree_mask" not in self.backend.features:
+                    raise NotImplementedError(f"sglattn: tree verify (speculative topk {spec.topk} > 1) needs "
+                                              f"spec_info.custom_mask; the stack {self.selection.label} does not "
+                                              f"declare tree_mask (SGL_ATTN_FEAT_TREE_MASK); chains (topk 1) "
+                                              f"are served")
+                # sglang's mask: request i's [n, seq_len_i + n] bools, row-major, concatenated.  Our
+                # seq_lens count the draft tokens, so the block is [n, seq_lens_ours[i]] as the ABI says.
+                rows = (fb.seq_lens + n) * n
+                indptr = torch.zeros(bs + 1, dtype=rows.dtype, device=rows.device)
+                indptr[1:] = rows.cumsum(0)
+                tree = {"custom_mask": spec.custom_mask, "mask_indptr": indptr}
             if self._verify_lens is None or self._verify_lens.shape[0] < bs or \
                     self._verify_lens.device != fb.seq_lens.device:
                 self._verify_lens = torch.zeros(max(bs, 1), dtype=torch.int32, device=fb.seq_lens.device)
@@ -270,7 +279,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
             torch.add(fb.seq_lens[:bs], n, out=lens)
             cpu = None if fb.seq_lens_cpu is None else (fb.seq_lens_cpu[:bs] + n)
             return batch.update("verify", r2t, seq_lens=lens, seq_lens_cpu=cpu, tokens_per_req=n,
-                                seq_lens_sum=int(fb.seq_lens_sum) + bs * n, num_tokens=bs * n, **common)
+                                seq_lens_sum=int(fb.seq_lens_sum) + bs * n, num_tokens=bs * n, **tree, **common)
         ext = fb.extend_seq_lens
         if ext is None:
             raise NotImplementedError(f"sglattn: an extend batch ({fb.forward_mode.name}) without extend_seq_lens")
@@ -323,6 +332,11 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._layers[lid] = L
         return L
 
+    def _lse_why(self) -> str:
+        if "lse" not in self.backend.features:
+            return f"the stack {self.selection.label} does not declare lse (SGL_ATTN_FEAT_LSE)"
+        return "the stack declares lse, but this adapter does not pass forward_args.lse yet"
+
     def _kwargs(self, L: Layer, kwargs: Dict[str, Any], forward_batch: Any) -> None:
         for k, val in kwargs.items():
             if val is None or val is False:
@@ -355,7 +369,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if L is None or kwargs or self._bind_pending is not None:
             L = self._prepare(L, layer, forward_batch, kwargs)
         if getattr(forward_batch, "mha_return_lse", False):
-            raise NotImplementedError(_LSE)
+            raise NotImplementedError(_LSE.format(why=self._lse_why()))
         out = getattr(forward_batch, "_attn_output", None)
         if out is None:
             return self.backend.forward_decode_alloc(L, q, k, v, self._rows, L.cols, self.out_dtype, self._dev,
@@ -369,7 +383,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if L is None or kwargs or self._bind_pending is not None:
             L = self._prepare(L, layer, forward_batch, kwargs)
         if getattr(forward_batch, "mha_return_lse", False):
-            raise NotImplementedError(_LSE)
+            raise NotImplementedError(_LSE.format(why=self._lse_why()))
         out = getattr(forward_batch, "_attn_output", None)
         if out is None:
             return self.backend.forward_extend_alloc(L, q, k, v, self._rows, L.cols, self.out_dtype, self._dev,

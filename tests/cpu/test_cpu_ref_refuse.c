@@ -20,7 +20,7 @@ static void set_idx(void *p, int is64, int64_t i, int64_t v) {
     else ((int32_t *)p)[i] = (int32_t)v;
 }
 
-static int64_t strides_bad[3] = {1, 1, 1};
+static int64_t strides_bad[3] = {1, 1, 2}; /* q may be strided, but each head row contiguous */
 static const DLDataType i32 = {kDLInt, 32, 1}, f64t = {kDLFloat, 64, 1};
 
 static void m_q_dtype(tc_run *r) { r->t_q.dtype = i32; }

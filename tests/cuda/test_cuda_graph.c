@@ -227,7 +227,7 @@ static void run_kernel(const char *kernel) {
     assert_true(e1 < 1e-4);
 
     /* capture */
-    sgl_attn_graph_args g = {sizeof g, BS, BS, SGL_ATTN_MODE_DECODE, &bt};
+    sgl_attn_graph_args g = {sizeof g, BS, BS, SGL_ATTN_MODE_DECODE, &bt, NULL};
     CK(be->ops->init_graph_state(be, BS, BS));
     CK(be->ops->init_forward_metadata_capture(be, &g));
     cudaGraph_t graph;

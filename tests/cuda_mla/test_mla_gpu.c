@@ -261,7 +261,7 @@ static void test_graph_replay(void **st) {
         sgl_attn_backend *b = NULL;
         if (mg_create(&r, ks[ki].v, &b, err, sizeof err)) fail_msg("%s", err);
         if (b->ops->init_graph_state(b, 4, 8)) fail_msg("init_graph_state: %s", b->ops->last_error(b));
-        sgl_attn_graph_args g = {sizeof g, 4, 8, SGL_ATTN_MODE_TARGET_VERIFY, &r.batch};
+        sgl_attn_graph_args g = {sizeof g, 4, 8, SGL_ATTN_MODE_TARGET_VERIFY, &r.batch, NULL};
         if (b->ops->init_forward_metadata_capture(b, &g)) fail_msg("capture hook: %s", b->ops->last_error(b));
         cudaStream_t s = (cudaStream_t)r.stream;
         cudaGraph_t graph;

@@ -312,7 +312,7 @@ static int v_page_size(fx *f, char *e, size_t n) {
     return 1;
 }
 static int v_mode(fx *f, char *e, size_t n) {
-    f->batch.forward_mode = fx_range(&f->rng, 4, 1000);
+    f->batch.forward_mode = fx_range(&f->rng, 5, 1000); /* 4 is draft extend (ABI 1.2) */
     snprintf(e, n, "batch->forward_mode = %d is not a forward mode", (int)f->batch.forward_mode);
     return 1;
 }
@@ -322,7 +322,7 @@ static int v_rtt_dtype(fx *f, char *e, size_t n) {
     return 1;
 }
 static int v_batch_struct(fx *f, char *e, size_t n) {
-    f->batch.struct_size = (uint32_t)sizeof(sgl_attn_batch) - 8u * (uint32_t)fx_range(&f->rng, 1, 4);
+    f->batch.struct_size = SGL_ATTN_BATCH_SIZE_V1_0 - 8u * (uint32_t)fx_range(&f->rng, 1, 4); /* older than ABI 1.0 */
     snprintf(e, n, "batch->struct_size = %u is smaller", (unsigned)f->batch.struct_size);
     return 1;
 }
@@ -503,6 +503,7 @@ static void run_violation(const violation *v, uint64_t *seed) {
         sgl_attn_backend *b = make_layer(&f, &inner, 0);
         int rc = b->ops->init_forward_metadata(b, &f.batch);
         if (v->stage == 'i') {
+            if (rc != v->rc) fprintf(stderr, "%s: init answered %d, expected %d\n", v->name, rc, v->rc);
             assert_int_equal(rc, v->rc);
             assert_int_equal(inner.n_init, 0);
         } else {
@@ -767,7 +768,7 @@ static void test_optional_ops(void **state) {
     b = make_layer(&f, &full, 1);
     assert_non_null(b->ops->init_graph_state);
     assert_null(b->ops->init_forward_metadata_replay);
-    sgl_attn_graph_args g = {sizeof g, 1, 1, SGL_ATTN_MODE_DECODE, &f.batch};
+    sgl_attn_graph_args g = {sizeof g, 1, 1, SGL_ATTN_MODE_DECODE, &f.batch, NULL};
     assert_int_equal(b->ops->init_forward_metadata_capture(b, &g), SGL_ATTN_E_INVALID);
     assert_non_null(
         strstr(b->ops->last_error(b), "init_forward_metadata_capture: called before init_graph_state"));

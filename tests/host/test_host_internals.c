@@ -51,7 +51,7 @@ static void m_hd0(sgl_attn_caps *c) { c->head_dims[0].v = 0; }
 static void m_reason(sgl_attn_caps *c) { memset(c->reason, 'x', sizeof c->reason); }
 static void m_name(sgl_attn_caps *c) { memset(c->arch_name, 'y', sizeof c->arch_name); }
 static void m_inverted(sgl_attn_caps *c) { c->arch_min_major = 10; }
-static void m_bits(sgl_attn_caps *c) { c->features |= 1u << 20; }
+static void m_bits(sgl_attn_caps *c) { c->features |= 1u << 30; } /* past the ABI 1.2 bits */
 static void m_dtype(sgl_attn_caps *c) { c->kv_dtypes |= 1u << 7; }
 static void m_avail(sgl_attn_caps *c) { c->available = 2; }
 static void m_arch(sgl_attn_caps *c) { c->arch_major = -5; }
@@ -64,7 +64,7 @@ static void test_caps_check(void **state) {
     caps_case(m_reason, "caps reason is not NUL-terminated");
     caps_case(m_name, "caps arch_name is not NUL-terminated");
     caps_case(m_inverted, "arch range 10.0..9.0 is inverted");
-    caps_case(m_bits, "caps features has unknown bits 0x100000");
+    caps_case(m_bits, "caps features has unknown bits 0x40000000");
     caps_case(m_dtype, "caps kv_dtypes has unknown bits 0x80");
     caps_case(m_avail, "caps available is 2 (expected 0 or 1)");
     caps_case(m_arch, "caps arch_major is -5 (expected -1..1000)");
@@ -188,6 +188,65 @@ static void test_negotiate(void **state) {
     assert_int_equal(plugin_negotiate(test_entry, &api, &d, &ma, &mi, why, sizeof why), SGL_ATTN_PLUGIN_USABLE);
     assert_string_equal(d.name, "ok_name_1");
     assert_ptr_equal(d.probe, dummy_probe);
+}
+
+/* A plugin built for 1.0, 1.1 or 1.2, each with the descriptor size and the
+ * answer of its own header (sgl_attn_answer as that header had it: it
+ * refuses a host older than itself). */
+static int ver_minor;
+static sgl_attn_plugin ver_desc;
+static int ver_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer) {
+    static const uint32_t desc_size[] = {120, 120, 120}; /* the descriptor has not grown since 1.0 */
+    memset(&ver_desc, 0, sizeof ver_desc);
+    ver_desc.struct_size = desc_size[ver_minor];
+    ver_desc.abi_major = 1;
+    ver_desc.abi_minor = (uint16_t)ver_minor;
+    ver_desc.name = "ver_plugin";
+    ver_desc.platform = SGL_ATTN_PLATFORM_CPU;
+    ver_desc.role = SGL_ATTN_ROLE_FULL;
+    ver_desc.probe = dummy_probe;
+    ver_desc.create = (int (*)(const sgl_attn_create_args *, sgl_attn_backend **))1;
+    answer->abi_major = 1;
+    answer->abi_minor = (uint16_t)ver_minor;
+    answer->plugin = &ver_desc;
+    if (host->abi_minor_max < ver_minor) {
+        snprintf(answer->refusal, sizeof answer->refusal, "host ABI too old for this plugin");
+        return SGL_ATTN_E_ABI;
+    }
+    return SGL_ATTN_OK;
+}
+
+/* Negotiation across minors: 1.0, 1.1 and 1.2 plugins load in a 1.2 host;
+ * in a host that offers 1.1 the 1.2 plugin is refused with both versions
+ * named, the others load. */
+static void test_negotiate_versions(void **state) {
+    (void)state;
+    sgl_attn_plugin d;
+    uint16_t ma, mi;
+    char why[256];
+    for (int host_minor = 1; host_minor <= 2; host_minor++) {
+        sgl_attn_host_api api = {.struct_size = sizeof api, .abi_major = 1, .abi_minor_max = (uint16_t)host_minor};
+        for (ver_minor = 0; ver_minor <= 2; ver_minor++) {
+            why[0] = 0;
+            int st = plugin_negotiate(ver_entry, &api, &d, &ma, &mi, why, sizeof why);
+            if (ver_minor <= host_minor) {
+                if (st != SGL_ATTN_PLUGIN_USABLE)
+                    fail_msg("plugin 1.%d in host 1.%d: status %d (%s)", ver_minor, host_minor, st, why);
+                assert_int_equal(mi, ver_minor);
+            } else {
+                assert_int_equal(st, SGL_ATTN_PLUGIN_ABI_MISMATCH);
+                th_contains(why, "plugin ABI 1.2, host ABI 1.1: newer minor");
+            }
+        }
+    }
+    /* The real header's helper refuses a 1.1 host from a 1.2 plugin too. */
+    sgl_attn_host_api old = {.struct_size = sizeof old, .abi_major = 1, .abi_minor_max = 1};
+    sgl_attn_plugin_answer ans;
+    memset(&ans, 0, sizeof ans);
+    ans.struct_size = sizeof ans;
+    static const sgl_attn_plugin self = {.struct_size = sizeof self, .abi_major = 1, .abi_minor = SGL_ATTN_ABI_MINOR};
+    assert_int_equal(sgl_attn_answer(&old, &ans, &self), SGL_ATTN_E_ABI);
+    assert_int_equal(ans.abi_minor, SGL_ATTN_ABI_MINOR);
 }
 
 /* ------------------------------------------------------------------ ELF */
@@ -381,6 +440,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_caps_check),      cmocka_unit_test(test_descriptor_check),
         cmocka_unit_test(test_negotiate),       cmocka_unit_test(test_elf_diagnosis),
+        cmocka_unit_test(test_negotiate_versions),
         cmocka_unit_test(test_intersection_random), cmocka_unit_test(test_arch_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

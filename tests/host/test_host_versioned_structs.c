@@ -70,6 +70,39 @@ static void test_select_and_create_struct_size_zero_are_refused(void **state) {
     sgl_attn_host_close(h);
 }
 
+/* A model from an older writer (ABI 1.1: struct_size 544, its tail padding
+ * and everything past it garbage) is read with the unsent fields as zero;
+ * smaller than 1.0 is refused; and sgl_attn_create refuses a model that
+ * differs from the one selected for instead of ignoring it. */
+static void test_model_from_an_older_writer(void **state) {
+    (void)state;
+    char err[1024];
+    sgl_attn_host *h = th_open(NULL, 0, NULL, NULL);
+    struct { sgl_attn_model m; char tail[64]; } old;
+    plain_model(&old.m);
+    memset((char *)&old.m + SGL_ATTN_MODEL_SIZE_V1_0, 0x5a, sizeof old - SGL_ATTN_MODEL_SIZE_V1_0);
+    old.m.struct_size = SGL_ATTN_MODEL_SIZE_V1_0;
+    sgl_attn_select_request q = {.struct_size = sizeof q, .backend = "cpu_ref"};
+    sgl_attn_selection *s = NULL;
+    if (sgl_attn_select(h, &old.m, &q, &s, err, sizeof err) != SGL_ATTN_OK) fail_msg("%s", err);
+    sgl_attn_backend *b = NULL;
+    /* attn_type's bytes say 0x5a5a5a5a in the caller's memory: an unsent field, so causal */
+    if (sgl_attn_create(h, s, &old.m, NULL, &b, err, sizeof err) != SGL_ATTN_OK) fail_msg("%s", err);
+    sgl_attn_destroy(b);
+    sgl_attn_model other;
+    plain_model(&other);
+    other.num_kv_heads = 4;
+    assert_int_equal(sgl_attn_create(h, s, &other, NULL, &b, err, sizeof err), SGL_ATTN_E_INVALID);
+    th_contains(err, "the model's num_kv_heads is 4 but the selection was made for 2");
+    assert_int_equal(sgl_attn_create(h, s, NULL, NULL, &b, err, sizeof err), SGL_ATTN_OK); /* NULL: the selection's */
+    sgl_attn_destroy(b);
+    sgl_attn_selection_free(s);
+    old.m.struct_size = SGL_ATTN_MODEL_SIZE_V1_0 - 4;
+    assert_int_equal(sgl_attn_select(h, &old.m, &q, &s, err, sizeof err), SGL_ATTN_E_INVALID);
+    th_contains(err, "model struct_size 540, expected at least 544 (ABI 1.0");
+    sgl_attn_host_close(h);
+}
+
 static sgl_attn_host *open_on_file(const char *plugins, const char *file, int *rc, char *err, size_t err_size) {
     sgl_attn_host_options o = {.struct_size = sizeof o, .plugin_path = plugins, .ignore_env_path = 1,
                                .no_default_dir = 1, .no_conf = 1, .caps_file = file};
@@ -136,6 +169,7 @@ int main(void) {
         cmocka_unit_test(test_host_options_struct_size_zero_is_refused),
         cmocka_unit_test(test_select_and_create_struct_size_zero_are_refused),
         cmocka_unit_test(test_a_host_on_a_machine_file),
+        cmocka_unit_test(test_model_from_an_older_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

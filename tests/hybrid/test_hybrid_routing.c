@@ -302,7 +302,7 @@ static void test_routing_and_graphs(void **st) {
     make_call(&c, &s, 2, 1);
     c.batch.forward_mode = SGL_ATTN_MODE_DECODE;
     c.batch.tokens_per_req = 1;
-    sgl_attn_graph_args g = {sizeof g, 2, 2, SGL_ATTN_MODE_DECODE, &c.batch};
+    sgl_attn_graph_args g = {sizeof g, 2, 2, SGL_ATTN_MODE_DECODE, &c.batch, NULL};
     assert_int_equal(b->ops->init_forward_metadata_capture(b, &g), SGL_ATTN_OK);
     assert_int_equal(b->ops->init_forward_metadata_replay(b, &g), SGL_ATTN_OK);
     assert_int_equal(s.inner.n_capture, 1);

@@ -181,6 +181,12 @@ static void test_state_bytes(void **st) {
     assert_int_equal(hyb_plugin_gdn.state_bytes_per_request(&m), 36 * (conv + ssm) * 4);
     m.lin_state_dtype = SGL_ATTN_DT_F64;
     assert_int_equal(hyb_plugin_gdn.state_bytes_per_request(&m), 36 * (conv + ssm) * 8);
+    /* verification keeps the state after each draft token too: 1 + spec_tokens copies */
+    m.spec_tokens = 4;
+    assert_int_equal(hyb_plugin_gdn.state_bytes_per_request(&m), 36 * (conv + ssm) * 8 * 5);
+    m.spec_tokens = 1; /* one query token: no verify copies */
+    assert_int_equal(hyb_plugin_gdn.state_bytes_per_request(&m), 36 * (conv + ssm) * 8);
+    m.spec_tokens = 0;
     m.lin_state_dtype = SGL_ATTN_DT_BF16; /* not kept on the CPU: 0, and supports_model says why */
     assert_int_equal(hyb_plugin_gdn.state_bytes_per_request(&m), 0);
     char why[256] = "";

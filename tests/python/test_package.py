@@ -253,6 +253,33 @@ def test_backend_extend_matches_float64_and_saves_kv(host):
     assert (out2.view_as(out) - out).abs().max() == 0
 
 
+def test_validate_takes_flat_and_strided_q_and_checks_abi_1_2_fields(host):
+    """The validation layer accepts what docs/abi.md invites: the flattened
+    [T, H*D] q and out, and q as a view into a fused qkv buffer; and it refuses
+    an ABI 1.2 field (a tree mask) that the stack does not claim."""
+    c = Case(host)
+    ref = c.reference()
+    v = host.create_stack(["validate", "cpu_ref"], c.model, max_reqs=4, max_tokens=64, max_context=64)
+    v.init_forward_metadata(c.batch())
+    layer = v.layer(0, c.kp, c.vp)
+    out = torch.zeros(c.q.shape[0], c.hq * c.d)
+    v.forward_extend(layer, c.q.reshape(-1, c.hq * c.d), c.k, c.v, out)
+    assert (out.view_as(c.q).double() - ref).abs().max() < 1e-5
+    qkv = torch.cat([c.q.reshape(-1, c.hq * c.d), c.k.reshape(-1, c.hkv * c.d), c.v.reshape(-1, c.hkv * c.d)], 1)
+    q_view = qkv[:, :c.hq * c.d].view(-1, c.hq, c.d)
+    assert not q_view.is_contiguous()
+    out3 = torch.zeros_like(c.q)
+    v.forward_extend(layer, q_view, c.k, c.v, out3, save_kv_cache=False)
+    assert (out3.double() - ref).abs().max() < 1e-5
+    mask = torch.ones(sum(n * t for n, t in zip(c.lens, c.tot)), dtype=torch.uint8)
+    indptr = torch.tensor([0, c.lens[0] * c.tot[0], mask.numel()], dtype=torch.int32)
+    with pytest.raises(sglattn.Error, match="custom_mask is set .ABI 1.2. but the backend does not claim "
+                                            "SGL_ATTN_FEAT_TREE_MASK"):
+        v.init_forward_metadata(c.batch(custom_mask=mask, mask_indptr=indptr))
+    with pytest.raises(sglattn.UnsupportedError, match="custom_mask .tree verify. is set; cpu_ref does not serve"):
+        c.backend.init_forward_metadata(c.batch(custom_mask=mask, mask_indptr=indptr))
+
+
 def test_forward_before_metadata_is_a_state_error(host):
     c = Case(host)
     layer = c.backend.layer(0, c.kp, c.vp)
@@ -272,8 +299,10 @@ def test_plugin_messages_reach_the_exception(host):
 
 
 def test_strides_are_passed_as_they_are(host):
-    """A non-compact q is described with its strides (cpu_ref refuses those),
-    and the cached descriptor follows the tensor from call to call."""
+    """A non-compact q is described with its strides: cpu_ref takes a view
+    into a wider buffer (a fused qkv) and gives the compact copy's result, and
+    refuses a q whose rows are not contiguous.  The cached descriptor follows
+    the tensor from call to call."""
     c = Case(host)
     c.backend.init_forward_metadata(c.batch())
     layer = c.backend.layer(0, c.kp, c.vp)
@@ -281,8 +310,13 @@ def test_strides_are_passed_as_they_are(host):
     c.backend.forward_extend(layer, c.q, c.k, c.v, out, save_kv_cache=False)
     wide = torch.cat([c.q, c.q], dim=2)[:, :, :c.d]  # same shape, row stride 128
     assert wide.shape == c.q.shape and not wide.is_contiguous()
+    out1 = torch.empty_like(c.q)
+    c.backend.forward_extend(layer, wide, c.k, c.v, out1, save_kv_cache=False)
+    assert torch.equal(out, out1)
+    columns = c.q.transpose(1, 2).contiguous().transpose(1, 2)  # head dim not contiguous
+    assert columns.shape == c.q.shape and columns.stride(2) != 1
     with pytest.raises(sglattn.UnsupportedError, match="q.strides"):
-        c.backend.forward_extend(layer, wide, c.k, c.v, out, save_kv_cache=False)
+        c.backend.forward_extend(layer, columns, c.k, c.v, out1, save_kv_cache=False)
     out2 = torch.empty_like(c.q)
     c.backend.forward_extend(layer, wide.contiguous(), c.k, c.v, out2, save_kv_cache=False)
     assert torch.equal(out, out2)
