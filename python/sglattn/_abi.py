@@ -73,6 +73,10 @@ SGL_ATTN_FEAT_GRAPH_CAPTURE = 1 << 5
 SGL_ATTN_FEAT_SPEC_DECODE = 1 << 6
 SGL_ATTN_FEAT_MLA_EXTEND = 1 << 7
 SGL_ATTN_FEAT_DIFF_HEAD_DIMS = 1 << 8
+# caps.dsa_ops (ABI 1.2, DeepSeek sparse attention)
+SGL_ATTN_DSA_SPARSE_MLA = 1 << 0
+SGL_ATTN_DSA_INDEXER = 1 << 1
+SGL_ATTN_DSA_KV_FP8_RECORD = 1 << 2
 
 SGL_ATTN_MODE_IDLE = 0
 SGL_ATTN_MODE_EXTEND = 1
@@ -173,7 +177,8 @@ class sgl_attn_caps(C.Structure):
                 ("head_dim_v_max", u32), ("n_head_dims", u32),
                 ("head_dims", sgl_attn_head_dims * SGL_ATTN_MAX_LIST), ("page_size_max", u32),
                 ("n_page_sizes", u32), ("page_sizes", u32 * SGL_ATTN_MAX_LIST), ("max_gqa_ratio", u32),
-                ("score", i32), ("state_dtypes", u32), ("reason_long", chars(SGL_ATTN_REASON_LONG_MAX))]
+                ("score", i32), ("state_dtypes", u32), ("reason_long", chars(SGL_ATTN_REASON_LONG_MAX)),
+                ("dsa_ops", u32)]
 
 
 class sgl_attn_model(C.Structure):
@@ -188,7 +193,8 @@ class sgl_attn_model(C.Structure):
                 ("sparse_layer_mask", u64 * (SGL_ATTN_MAX_LAYERS // 64)),
                 ("lin_num_k_heads", i32), ("lin_num_v_heads", i32), ("lin_head_k_dim", i32),
                 ("lin_head_v_dim", i32), ("lin_conv_kernel", i32), ("lin_hidden", i32),
-                ("lin_state_dtype", u32), ("sparse_topk_blocks", i32), ("sparse_block_size", i32)]
+                ("lin_state_dtype", u32), ("sparse_topk_blocks", i32), ("sparse_block_size", i32),
+                ("config_dtype", u32), ("index_n_heads", i32), ("index_head_dim", i32)]
 
 
 class sgl_attn_batch(C.Structure):
@@ -216,7 +222,7 @@ class sgl_attn_linear_io(C.Structure):
 
 class sgl_attn_forward_args(C.Structure):
     _fields_ = [("struct_size", u32), ("save_kv_cache", i32), ("layer", vp), ("batch", vp), ("q", vp),
-                ("k", vp), ("v", vp), ("out", vp), ("linear", vp)]
+                ("k", vp), ("v", vp), ("out", vp), ("linear", vp), ("topk_indices", vp)]
 
 
 class sgl_attn_graph_args(C.Structure):
@@ -239,7 +245,7 @@ class sgl_attn_backend_ops(C.Structure):
                 ("init_forward_metadata_capture", FN_META), ("init_forward_metadata_replay", FN_META),
                 ("graph_seq_len_fill_value", FN_FILL), ("last_error", FN_LAST_ERROR),
                 ("destroy", FN_DESTROY), ("state_clear", FN_STATE_CLEAR), ("state_copy", FN_STATE_COPY),
-                ("state_commit", FN_META)]
+                ("state_commit", FN_META), ("indexer_topk", FN_META)]
 
 
 class sgl_attn_backend(C.Structure):
