@@ -78,7 +78,6 @@ static const size_row rows[] = {
     ROW(sgl_attn_backend, 2, 24),
     ROW(sgl_attn_graph_args, 2, 24),
     ROW(sgl_attn_backend_ops, 2, 112),
-    ROW(sgl_attn_indexer_args, 2, 80),
     ROW(sgl_attn_create_args, 2, 72),
     ROW(sgl_attn_device_ops, 2, 72),
     ROW(sgl_attn_plugin, 2, 120),
