@@ -278,6 +278,9 @@ typedef struct sgl_attn_caps {
      * first) and its start, cut at a word boundary, in `reason` for older
      * hosts.  The host shows this one when it is not empty. */
     char reason_long[SGL_ATTN_REASON_LONG_MAX];
+    /* ABI 1.2, DSA block (below): SGL_ATTN_DSA_* operations this device
+     * serves; 0 = none, so a plugin that predates the field serves none. */
+    uint32_t dsa_ops;
 } sgl_attn_caps;
 
 /* ------------------------------------------------------------------ model */
@@ -335,6 +338,10 @@ typedef struct sgl_attn_model {
     /* ABI 1.2: attention type of the model's layers (sgl_attn_attn_type;
      * 0 = causal).  Selection asks for SGL_ATTN_FEAT_ATTN_TYPES otherwise. */
     int32_t attn_type;
+    /* ABI 1.2, DSA block (below): the indexer's shape (index_n_heads,
+     * index_head_dim of the HF config); 0 when index_topk is 0. */
+    int32_t index_n_heads;
+    int32_t index_head_dim;
 } sgl_attn_model;
 
 static inline int sgl_attn_model_layer_is_full(const sgl_attn_model *m, int layer) {
@@ -486,6 +493,9 @@ typedef struct sgl_attn_forward_args {
      * the pool row stays [rank + rope].  NULL = q / k carry both parts. */
     const DLTensor *q_rope;        /* [T, Hq, rope] */
     const DLTensor *k_rope;        /* [T, 1, rope] */
+    /* ABI 1.2, DSA block (below): sparse MLA's selected keys, or NULL for
+     * dense attention.  [T, topk] int32, page-encoded; see the block. */
+    const DLTensor *topk_indices;
 } sgl_attn_forward_args;
 
 /* ----------------------------------------------------- backend instance */
@@ -554,6 +564,7 @@ typedef struct sgl_attn_state_batch_args {
     const sgl_attn_linear_io *state; /* caller-owned tensors of one layer, or NULL */
     void *stream;
 } sgl_attn_state_batch_args;
+struct sgl_attn_indexer_args; /* ABI 1.2, DSA block (below) */
 
 /* The backend vtable (like SQLite's sqlite3_io_methods). */
 typedef struct sgl_attn_backend_ops {
@@ -584,6 +595,9 @@ typedef struct sgl_attn_backend_ops {
     int (*init_forward_metadata_in_graph)(sgl_attn_backend *b, const sgl_attn_graph_args *g);
     /* ABI 1.2: batched state operations (SGL_ATTN_FEAT_CALLER_STATE); NULL = not served. */
     int (*state_batch)(sgl_attn_backend *b, const sgl_attn_state_batch_args *a);
+    /* ABI 1.2, DSA block (below): the indexer; NULL unless the caps declare
+     * SGL_ATTN_DSA_INDEXER. */
+    int (*indexer_topk)(sgl_attn_backend *b, const struct sgl_attn_indexer_args *a);
 } sgl_attn_backend_ops;
 
 /* Every instance starts with this header; the plugin's state follows. */
@@ -661,6 +675,70 @@ typedef struct sgl_attn_plugin {
     uint64_t (*state_bytes_per_request)(const sgl_attn_model *m);
     const sgl_attn_device_ops *device_ops; /* NULL: host memory */
 } sgl_attn_plugin;
+
+/* ABI 1.2: DeepSeek sparse attention */
+/*
+ * DeepSeek sparse attention (DSA: DeepSeek-V3.2; sglang's `dsa`, once `nsa`).
+ * An indexer picks, for every query token, at most `index_topk` earlier
+ * tokens of its request; MLA (the absorbed 576/512 MQA form) then attends
+ * over those tokens only.  An engine may run its own indexer and pass the
+ * indices to forward, or ask the plugin for them (indexer_topk).  The fields
+ * this block adds at the end of other structs: sgl_attn_caps.dsa_ops,
+ * sgl_attn_model.index_n_heads / index_head_dim,
+ * sgl_attn_forward_args.topk_indices, sgl_attn_backend_ops.indexer_topk.
+ *
+ * Page-encoded indices (forward's input, the indexer's output): int32
+ * [T, topk] (row t: query token t of the batch, in q's order), each entry a
+ * slot of the layer's pool, i.e. the k_cache row, which in sglang's paged
+ * token pool is page * page_size + offset in the page (req_to_token's value
+ * for that token); -1 = no token (padding past the valid ones, any place in
+ * the row).  Order within a row does not matter.  A row with no valid entry
+ * writes zeros.  Any other negative value, or a slot outside the pool, is
+ * SGL_ATTN_E_INVALID.  The plugin does not check causality of given indices.
+ *
+ * Index keys are stored as sglang's index-key buffer holds them: fp8 e4m3
+ * [slots, index_head_dim] and one fp32 scale per 128 values [slots,
+ * index_head_dim / 128], value = e4m3 * scale.  Quantisation (DeepSeek's
+ * act_quant): per block of 128, amax = max(max |x|, 1e-4), scale = amax /
+ * 448 (rounded up to a power of two when scale_pow2, DeepSeek's "ue8m0"),
+ * e4m3 = round-to-nearest-even(clamp(x / scale, -448, 448)).
+ *
+ * Score of key slot s for query token t:
+ *   I(t, s) = sum_h weights[t, h] * ReLU(q[t, h, :] . k8[s, :]) * scale[s]
+ * over the request's tokens at positions 0..pos(t) (causal); the top `topk`
+ * by score (ties: the earlier position) are kept, the rest of the row is -1.
+ */
+
+/* sgl_attn_caps.dsa_ops (bit set). */
+enum {
+    SGL_ATTN_DSA_SPARSE_MLA = 1u << 0, /* MLA forward honours topk_indices */
+    SGL_ATTN_DSA_INDEXER = 1u << 1,    /* backend_ops.indexer_topk is served */
+    SGL_ATTN_DSA_KV_FP8_RECORD = 1u << 2 /* sparse MLA reads FlashMLA's 656-byte fp8 record (uint8 k_cache [slots, 1, 656]) */
+};
+
+/* The indexer's block of values per fp32 scale. */
+#define SGL_ATTN_DSA_SCALE_BLOCK 128
+
+/* One indexer call (backend_ops.indexer_topk), per layer, after
+ * init_forward_metadata for `batch`. */
+typedef struct sgl_attn_indexer_args {
+    uint32_t struct_size;
+    int32_t layer_id;
+    int32_t topk;              /* indices per query token (index_topk), >= 1 */
+    int32_t save_index_k;      /* quantise k into the cache at out_cache_loc first */
+    int32_t scale_pow2;        /* scales rounded up to a power of two ("ue8m0") */
+    int32_t reserved_;
+    const sgl_attn_batch *batch;
+    /* [T, index_n_heads, index_head_dim] index queries after RoPE and the
+     * Hadamard rotation: f32/f16/bf16, or fp8 e4m3 with its per-(t, h)
+     * scale folded into weights */
+    const DLTensor *q;
+    const DLTensor *weights;   /* [T, index_n_heads] fp32 head weights */
+    const DLTensor *k;         /* [T, index_head_dim] new index keys (f32/f16/bf16), save_index_k only */
+    DLTensor *index_k_cache;   /* [slots, index_head_dim] fp8 e4m3 */
+    DLTensor *index_k_scale;   /* [slots, index_head_dim / 128] fp32 */
+    DLTensor *topk_indices;    /* out: [T, topk] int32, page-encoded (above) */
+} sgl_attn_indexer_args;
 
 /* --------------------------------------------------------------- helpers */
 

@@ -95,6 +95,13 @@ static int check_caps(const sel_ctx *cx, int stage, const sgl_attn_caps *c, eval
              have);
         return 1;
     }
+    if (m->index_topk > 0 && !(c->dsa_ops & SGL_ATTN_DSA_SPARSE_MLA)) {
+        fail(e, D_CAPS, "dsa-sparse-mla",
+             "the model uses DeepSeek sparse attention (index_topk %d); this plugin does not declare "
+             "SGL_ATTN_DSA_SPARSE_MLA (caps.dsa_ops), so it cannot take the top-k indices",
+             m->index_topk);
+        return 1;
+    }
     if (m->is_encoder_decoder && !(c->attn_kinds & SGL_ATTN_KIND_CROSS)) {
         fail(e, D_CAPS, "cross", "the model is encoder-decoder; this plugin has no cross attention");
         return 1;

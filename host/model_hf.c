@@ -285,6 +285,15 @@ int model_from_hf(const void *cjson_root, const char *origin, int tp_size, sgl_a
     int64_t topk;
     if (!is_deepseek_v4(&h) && (rc = hf_int(&h, "index_topk", 0, 1 << 30, &topk, &found))) return rc;
     if (!is_deepseek_v4(&h) && found) m->index_topk = (int32_t)topk;
+    /* The indexer's shape; its heads are not split by tensor parallelism
+     * (sglang replicates the indexer on every rank). */
+    if (m->index_topk > 0) {
+        int64_t ih = 0, id = 0;
+        if ((rc = hf_int(&h, "index_n_heads", 1, 1 << 16, &ih, &found))) return rc;
+        if ((rc = hf_int(&h, "index_head_dim", 1, 1 << 16, &id, &found))) return rc;
+        m->index_n_heads = (int32_t)ih;
+        m->index_head_dim = (int32_t)id;
+    }
     if ((rc = hf_read_hybrid(&h, m, &f))) return rc;
     return model_finish(m, origin, tp_size, &f, err, err_size);
 }

@@ -259,10 +259,16 @@ int sgl_attn_create_stack(sgl_attn_host *h, const char *const *names, size_t n,
 void sgl_attn_destroy(sgl_attn_backend *b);
 const char *sgl_attn_last_error(sgl_attn_backend *b);
 
-/* The forward path: straight through the vtable, nothing in between. */
+/* The forward path: straight through the vtable.  The one check in between:
+ * a forward carrying topk_indices (DeepSeek sparse attention) to a stack
+ * that does not declare SGL_ATTN_DSA_SPARSE_MLA is SGL_ATTN_E_UNSUPPORTED,
+ * with sgl_attn_last_error saying why. */
 int sgl_attn_init_forward_metadata(sgl_attn_backend *b, const sgl_attn_batch *batch);
 int sgl_attn_forward_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a);
 int sgl_attn_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a);
+/* DSA's indexer (after init_forward_metadata): SGL_ATTN_E_UNSUPPORTED
+ * unless the stack declares SGL_ATTN_DSA_INDEXER and serves indexer_topk. */
+int sgl_attn_indexer_topk(sgl_attn_backend *b, const sgl_attn_indexer_args *a);
 
 /* ---------------------------------------------------------------- layout */
 

@@ -33,6 +33,10 @@ typedef struct stack_rec {
     sgl_attn_host *h;
     size_t n;
     sgl_attn_backend *order[2 * STACK_MAX + 2];
+    /* DSA: the stack's effective caps.dsa_ops, and the refusal the host
+     * itself gave (sgl_attn_last_error shows it while set) */
+    uint32_t dsa_ops;
+    char err[320];
 } stack_rec;
 
 /* ------------------------------------------------------- caps intersection */
@@ -114,6 +118,7 @@ int stack_caps_intersect(const sgl_attn_caps *own, const sgl_attn_caps *inner, s
     o.q_dtypes = own->q_dtypes & inner->q_dtypes;
     o.kv_dtypes = own->kv_dtypes & inner->kv_dtypes;
     o.features = own->features & inner->features;
+    o.dsa_ops = own->dsa_ops & inner->dsa_ops; /* every layer must pass topk_indices on */
     o.state_dtypes = own->state_dtypes ? own->state_dtypes : inner->state_dtypes;
     o.max_gqa_ratio = min_limit(own->max_gqa_ratio, inner->max_gqa_ratio);
     dims_intersect(own, inner, &o);
@@ -553,14 +558,15 @@ static const char *want_validate(const build_ctx *x, const char *outermost) {
 }
 
 /* The record goes into the outermost backend; the host stays referenced. */
-static int finish(build_ctx *x, sgl_attn_backend *top, chain *outer, sgl_attn_backend *split,
-                  chain *pre, chain *dec, sgl_attn_backend **out) {
+static int finish(build_ctx *x, sgl_attn_backend *top, const sgl_attn_caps *eff, chain *outer,
+                  sgl_attn_backend *split, chain *pre, chain *dec, sgl_attn_backend **out) {
     stack_rec *r = calloc(1, sizeof *r);
     if (!r) {
         str_copy(x->err, x->err_size, "out of memory");
         return SGL_ATTN_E_NOMEM;
     }
     r->h = x->h;
+    r->dsa_ops = eff->dsa_ops;
     chain *parts[3] = {outer, pre, dec};
     for (size_t i = outer->n; i-- > 0;) r->order[r->n++] = outer->made[i];
     if (split) r->order[r->n++] = split;
@@ -596,7 +602,7 @@ int sgl_attn_create_stack(sgl_attn_host *h, const char *const *names, size_t n, 
     sgl_attn_backend *top;
     sgl_attn_caps eff;
     rc = build_chain(&x, all, k, device, NULL, NULL, &c, &top, &eff);
-    if (rc == SGL_ATTN_OK) rc = finish(&x, top, &c, NULL, NULL, NULL, out);
+    if (rc == SGL_ATTN_OK) rc = finish(&x, top, &eff, &c, NULL, NULL, NULL, out);
     if (rc) chain_destroy(&c);
     return rc;
 }
@@ -691,7 +697,7 @@ int sgl_attn_create(sgl_attn_host *h, const sgl_attn_selection *s, const sgl_att
         rc = build_chain(&x, outer, no, s->device, &sb->base, &es, &co, &top, &eo);
         if (rc) goto fail;
     }
-    rc = finish(&x, top, &co, &sb->base, &cp, &cd, out);
+    rc = finish(&x, top, no ? &eo : &es, &co, &sb->base, &cp, &cd, out);
     if (rc == SGL_ATTN_OK) return rc;
 fail:
     chain_destroy(&co);
@@ -716,22 +722,56 @@ void sgl_attn_destroy(sgl_attn_backend *b) {
 
 const char *sgl_attn_last_error(sgl_attn_backend *b) {
     if (!b || !b->ops) return "no backend";
+    const stack_rec *r = b->host_reserved;
+    if (r && r->err[0]) return r->err;
     if (!b->ops->last_error) return "";
     const char *e = b->ops->last_error(b);
     return e ? e : "";
 }
 
 /* ------------------------------------------------------------ forward path
- * One indirect call each: no lookup, no lock, no check. */
+ * One indirect call each: no lookup, no lock.  The one check: a forward
+ * carrying DSA's topk_indices reaches only a stack whose every layer
+ * declares SGL_ATTN_DSA_SPARSE_MLA; an older plugin would ignore the field
+ * and attend densely, so the host refuses it instead. */
 
 int sgl_attn_init_forward_metadata(sgl_attn_backend *b, const sgl_attn_batch *batch) {
     return b->ops->init_forward_metadata(b, batch);
 }
 
+static int topk_refused(sgl_attn_backend *b, const sgl_attn_forward_args *a) {
+    stack_rec *r = b->host_reserved;
+    if (r && r->err[0]) r->err[0] = 0;
+    if (!a || a->struct_size < offsetof(sgl_attn_forward_args, topk_indices) + sizeof a->topk_indices ||
+        !a->topk_indices)
+        return 0;
+    if (r && (r->dsa_ops & SGL_ATTN_DSA_SPARSE_MLA)) return 0;
+    if (!r) return 0; /* not made by the host: its own plugin checks */
+    str_printf(r->err, sizeof r->err,
+               "forward: topk_indices given (DeepSeek sparse attention), but this stack does not declare "
+               "SGL_ATTN_DSA_SPARSE_MLA in its caps.dsa_ops: it would attend densely; refused");
+    return 1;
+}
+
 int sgl_attn_forward_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a) {
+    if (topk_refused(b, a)) return SGL_ATTN_E_UNSUPPORTED;
     return b->ops->forward_extend(b, a);
 }
 
 int sgl_attn_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a) {
+    if (topk_refused(b, a)) return SGL_ATTN_E_UNSUPPORTED;
     return b->ops->forward_decode(b, a);
+}
+
+int sgl_attn_indexer_topk(sgl_attn_backend *b, const sgl_attn_indexer_args *a) {
+    stack_rec *r = b->host_reserved;
+    if (r && r->err[0]) r->err[0] = 0;
+    if (b->ops_size >= offsetof(sgl_attn_backend_ops, indexer_topk) + sizeof b->ops->indexer_topk &&
+        b->ops->indexer_topk && (!r || (r->dsa_ops & SGL_ATTN_DSA_INDEXER)))
+        return b->ops->indexer_topk(b, a);
+    if (r)
+        str_printf(r->err, sizeof r->err,
+                   "indexer_topk: this stack does not serve DeepSeek sparse attention's indexer (no "
+                   "SGL_ATTN_DSA_INDEXER in its caps.dsa_ops, or a layer without indexer_topk)");
+    return SGL_ATTN_E_UNSUPPORTED;
 }

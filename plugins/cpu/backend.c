@@ -39,6 +39,12 @@ static int32_t op_graph_fill_value(sgl_attn_backend *b) {
     return 1;
 }
 
+static int op_indexer_topk(sgl_attn_backend *b, const sgl_attn_indexer_args *a) {
+    cref_backend *c = self(b);
+    c->err[0] = 0;
+    return cref_indexer_topk(c, a);
+}
+
 static const char *op_last_error(sgl_attn_backend *b) { return self(b)->err; }
 
 static void op_destroy(sgl_attn_backend *b) {
@@ -48,6 +54,7 @@ static void op_destroy(sgl_attn_backend *b) {
     free(c->scratch);
     free(c->partial);
     free(c->reqs);
+    free(c->dsa_buf);
     free(c);
 }
 
@@ -65,6 +72,7 @@ static const sgl_attn_backend_ops cref_ops = {
     .state_clear = NULL,
     .state_copy = NULL,
     .state_commit = NULL,
+    .indexer_topk = op_indexer_topk,
 };
 
 static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -98,10 +106,16 @@ int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
             return SGL_ATTN_E_INVALID;
         }
     }
-    if (m->index_topk > 0) {
+    if (m->index_topk > 0 && !m->is_mla) {
         snprintf(why, why_size,
-                 "DeepSeek sparse attention (index_topk %d) picks keys with an indexer cpu_ref does not have",
+                 "DeepSeek sparse attention (index_topk %d) is served on MLA models only (sparse MLA); the model "
+                 "is not MLA",
                  m->index_topk);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (m->index_topk > 0 && m->index_head_dim % SGL_ATTN_DSA_SCALE_BLOCK) {
+        snprintf(why, why_size, "index_head_dim %d: the indexer's fp8 keys take a multiple of %d",
+                 m->index_head_dim, SGL_ATTN_DSA_SCALE_BLOCK);
         return SGL_ATTN_E_UNSUPPORTED;
     }
     return SGL_ATTN_OK;
@@ -160,7 +174,9 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         b->partial_bytes = items * per_item;
         b->partial = aligned_alloc(CREF_ALIGN, b->partial_bytes);
     }
-    if (!b->scratch || !b->reqs || (b->partial_bytes && !b->partial)) {
+    /* DSA: the indexer scores every earlier token of a query's request. */
+    if (m->index_topk > 0) b->dsa_buf = calloc((size_t)b->nthreads * (size_t)b->max_context, sizeof *b->dsa_buf);
+    if (!b->scratch || !b->reqs || (b->partial_bytes && !b->partial) || (m->index_topk > 0 && !b->dsa_buf)) {
         op_destroy(&b->base);
         return fail(a, SGL_ATTN_E_NOMEM, "cpu_ref create: out of memory for %d threads' scratch (%zu bytes each)",
                     b->nthreads, b->scratch_stride);

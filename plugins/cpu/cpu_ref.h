@@ -12,6 +12,8 @@
  *   save_kv.c      save_kv_cache: new K/V into the pool
  *   tensor_check.c the SDK's tensor checks as cpu_ref reads tensors
  *   error.c        the instance's error message (a leaf: calls no other file)
+ *   sparse_mla.c   DSA: MLA forward over the slots of topk_indices
+ *   dsa_indexer.c  DSA: the indexer (indexer_topk), fp8 index keys (cref_fp8.h)
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -153,6 +155,13 @@ void cref_combine_f64_avx2(const cref_job *, const cref_item *, unsigned char *)
 void cref_save_token(const cref_job *job, const unsigned char *k, uint32_t k_dt,
                      const unsigned char *v, uint32_t v_dt, int64_t t, int64_t slot);
 
+/* DSA's indexer: one scored candidate token of a query. */
+typedef struct cref_scored {
+    double score;
+    int32_t pos, slot;
+} cref_scored;
+struct idx_job;
+
 /* ------------------------------------------------------------ the backend */
 
 typedef struct cref_backend {
@@ -199,6 +208,13 @@ typedef struct cref_backend {
     uint32_t k_dt, v_dt;
     const unsigned char *k_new, *v_new;
     int save;
+    /* DSA: the forward's checked topk_indices [num_tokens, topk_k] */
+    const int32_t *topk;
+    int64_t topk_k;
+    /* DSA indexer: [nthreads][max_context] score buffers (models with
+     * index_topk only) and the call being run */
+    cref_scored *dsa_buf;
+    const struct idx_job *idx;
 } cref_backend;
 
 /* error.c */
@@ -225,6 +241,13 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);
 /* forward.c */
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);
 
+/* sparse_mla.c: forward's topk_indices (NULL when absent or beyond
+ * struct_size); check them (after cref_check_args); attend over them. */
+const DLTensor *cref_topk_of(const sgl_attn_forward_args *a);
+int cref_sparse_check(cref_backend *b, const sgl_attn_forward_args *a, const DLTensor *topk);
+void cref_sparse_run(cref_backend *b);
+/* dsa_indexer.c: backend_ops.indexer_topk */
+int cref_indexer_topk(cref_backend *b, const sgl_attn_indexer_args *a);
 /* entry.c */
 /* The entry host/embedded.c calls (hidden: the library exports no plugin entry). */
 int sgl_attn_cpu_ref_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);

@@ -9,8 +9,9 @@
 #include "cpu_ref.h"
 #include "sdk_plugin.h"
 
-/* sglang's CPU fallback is the backend this one stands in for. */
-static const char *const cref_aliases[] = {"torch_native", NULL};
+/* sglang's CPU fallback is the backend this one stands in for; it also
+ * serves DeepSeek sparse attention (sparse_mla.c, dsa_indexer.c). */
+static const char *const cref_aliases[] = {"torch_native", "dsa", NULL};
 
 static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     if (!caps || caps->struct_size < sizeof *caps) return SGL_ATTN_E_INVALID;
@@ -39,6 +40,7 @@ static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->n_page_sizes = 0;
     caps->max_gqa_ratio = 0;
     caps->score = 1; /* the fallback: chosen only when nothing faster is usable */
+    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER;
     return SGL_ATTN_OK;
 }
 

@@ -117,9 +117,16 @@ static void combine_task(void *ctx, int tid) {
 
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a) {
     int rc = cref_check_args(b, a);
+    const DLTensor *topk = rc ? NULL : cref_topk_of(a);
+    if (topk && (rc = cref_sparse_check(b, a, topk))) return rc;
     if (rc || b->n_items == 0) return rc;
     atomic_store_explicit(&b->bad.set, 0, memory_order_relaxed);
     if (b->save) cref_threads_run(b->threads, save_task, b);
+    if (topk) { /* DSA: the selected slots only, one pass (no splits) */
+        if (atomic_load(&b->bad.set)) return bad_index(b);
+        cref_sparse_run(b);
+        return SGL_ATTN_OK;
+    }
     atomic_store_explicit(&b->next, 0, memory_order_relaxed);
     cref_threads_run(b->threads, attend_task, b);
     if (atomic_load(&b->bad.set)) return bad_index(b);

@@ -314,6 +314,9 @@ static int vl_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->attn_kinds = VL_ALL_KINDS;
     caps->q_dtypes = caps->kv_dtypes = caps->state_dtypes = VL_ALL_DTYPES;
     caps->features = VL_ALL_FEATURES;
+    /* Forwards reach the inner unchanged, topk_indices included; it has no
+     * indexer_topk of its own to forward. */
+    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA;
     caps->head_dim_qk_max = caps->head_dim_v_max = 0; /* 0: no limit */
     caps->page_size_max = 0;
     caps->max_gqa_ratio = 0;

@@ -101,6 +101,10 @@ SGL_ATTN_STATE_TRACK = 4
 SGL_ATTN_DL_FLOAT8_E4M3_CODE = 0x80
 SGL_ATTN_DL_FLOAT8_E4M3FN_CODE = 10
 SGL_ATTN_DL_FLOAT8_E5M2_CODE = 12
+# caps.dsa_ops (ABI 1.2, DeepSeek sparse attention)
+SGL_ATTN_DSA_SPARSE_MLA = 1 << 0
+SGL_ATTN_DSA_INDEXER = 1 << 1
+SGL_ATTN_DSA_KV_FP8_RECORD = 1 << 2
 
 SGL_ATTN_MODE_IDLE = 0
 SGL_ATTN_MODE_EXTEND = 1
@@ -203,7 +207,7 @@ class sgl_attn_caps(C.Structure):
                 ("head_dims", sgl_attn_head_dims * SGL_ATTN_MAX_LIST), ("page_size_max", u32),
                 ("n_page_sizes", u32), ("page_sizes", u32 * SGL_ATTN_MAX_LIST), ("max_gqa_ratio", u32),
                 ("score", i32), ("state_dtypes", u32), ("reserved_v1_1_tail_", u32),
-                ("reason_long", chars(SGL_ATTN_REASON_LONG_MAX))]
+                ("reason_long", chars(SGL_ATTN_REASON_LONG_MAX)), ("dsa_ops", u32)]
 
 
 class sgl_attn_model(C.Structure):
@@ -219,7 +223,8 @@ class sgl_attn_model(C.Structure):
                 ("lin_num_k_heads", i32), ("lin_num_v_heads", i32), ("lin_head_k_dim", i32),
                 ("lin_head_v_dim", i32), ("lin_conv_kernel", i32), ("lin_hidden", i32),
                 ("lin_state_dtype", u32), ("sparse_topk_blocks", i32), ("sparse_block_size", i32),
-                ("reserved_v1_1_tail_", u32), ("config_dtype", u32), ("attn_type", i32)]
+                ("reserved_v1_1_tail_", u32), ("config_dtype", u32), ("attn_type", i32),
+                ("index_n_heads", i32), ("index_head_dim", i32)]
 
 
 class sgl_attn_batch(C.Structure):
@@ -257,7 +262,7 @@ class sgl_attn_forward_args(C.Structure):
     _fields_ = [("struct_size", u32), ("save_kv_cache", i32), ("layer", vp), ("batch", vp), ("q", vp),
                 ("k", vp), ("v", vp), ("out", vp), ("linear", vp),
                 # ABI 1.2
-                ("lse", vp), ("q_rope", vp), ("k_rope", vp)]
+                ("lse", vp), ("q_rope", vp), ("k_rope", vp), ("topk_indices", vp)]
 
 
 class sgl_attn_graph_args(C.Structure):
@@ -296,7 +301,7 @@ class sgl_attn_backend_ops(C.Structure):
                 ("state_commit", FN_META),
                 # ABI 1.2
                 ("forward_ragged", FN_META), ("init_forward_metadata_in_graph", FN_META),
-                ("state_batch", FN_META)]
+                ("state_batch", FN_META), ("indexer_topk", FN_META)]
 
 
 class sgl_attn_backend(C.Structure):

@@ -196,7 +196,7 @@ class Layer:
     fill, with what each described last (shape, dtype, device, strides)."""
 
     __slots__ = ("backend", "layer_id", "struct", "args", "args_ref", "_args_mv", "_dls", "_dl_mv", "_shapes",
-                 "_cache", "_other", "_pools", "sinks", "save", "linear", "out_spec", "cols", "__weakref__")
+                 "_cache", "_other", "_pools", "sinks", "save", "linear", "out_spec", "cols", "topk", "__weakref__")
 
     def __init__(self, backend: "Backend", layer_id: int, k_cache: Any, v_cache: Any, *,
                  num_q_heads: Optional[int] = None, num_kv_heads: Optional[int] = None,
@@ -222,6 +222,7 @@ class Layer:
         self.set_pools(k_cache, v_cache)
         self.sinks: Optional[TensorRef] = None
         self.set_sinks(sinks)
+        self.topk: Optional[TensorRef] = None
         a = self.args = lib.new(A.sgl_attn_forward_args)
         a.layer = C.addressof(st)
         a.batch = backend._batch_addr
@@ -245,6 +246,13 @@ class Layer:
     def set_sinks(self, sinks: Any) -> None:
         self.sinks = describe(sinks) if sinks is not None else None
         self.struct.sinks = self.sinks.addr if self.sinks is not None else None
+
+    def set_topk(self, topk_indices: Any) -> None:
+        """DeepSeek sparse attention: the next forwards attend over these pool
+        slots only ([T, topk] int32, -1 = none; docs/abi.md), until set to
+        None.  The host refuses them on a stack without sparse MLA."""
+        self.topk = describe(topk_indices) if topk_indices is not None else None
+        self.args.topk_indices = self.topk.addr if self.topk is not None else None
 
     def set_pools(self, k_cache: Any, v_cache: Any) -> None:
         """Point the layer at (new) KV pools."""
@@ -425,6 +433,7 @@ class Backend:
         self._batch_addr = 0
         self._layers: List[Layer] = []
         self.features: List[str] = self._stack_features()
+        self.dsa_ops: List[str] = self._stack_features("dsa_ops")
         self._graph_args = self._lib.new(A.sgl_attn_graph_args)
 
     # ---------------------------------------------------------- lifetime
@@ -461,9 +470,10 @@ class Backend:
         not capture graphs): `features` says what the stack claims."""
         return bool(getattr(self._ops, op, None))
 
-    def _stack_features(self) -> List[str]:
-        """The features every computing plugin of the stack claims on its
-        device (layer plugins, like validate, pass everything through)."""
+    def _stack_features(self, what: str = "features") -> List[str]:
+        """The features (or dsa_ops) every computing plugin of the stack
+        claims on its device (layer plugins, like validate, pass everything
+        through)."""
         common: Optional[Set[str]] = None
         by_name = {p.name: p for p in self._host.plugins() if p.name and p.status == "usable"}
         for name in self.stack:
@@ -472,7 +482,8 @@ class Backend:
                 continue
             d = next((x for x in p.devices if x.index == self.device), p.devices[0]) if p.role == "full" \
                 else p.devices[0]
-            common = set(d.features) if common is None else common & set(d.features)
+            mine = set(getattr(d, what))
+            common = mine if common is None else common & mine
         return sorted(common or ())
 
     # --------------------------------------------------------------- layers

@@ -18,6 +18,7 @@ _ERR = 4096
 
 _DTYPE_NAMES = ["f32", "f16", "bf16", "f64", "fp8_e4m3", "fp8_e5m2"]
 _KIND_NAMES = ["mha", "gqa", "mqa", "mla", "cross"]
+_DSA_NAMES = ["sparse_mla", "indexer", "kv_fp8_record"]  # caps.dsa_ops (DeepSeek sparse attention)
 _FEATURE_NAMES = ["extend", "decode", "sliding_window", "softcap", "sinks", "graph_capture", "spec_decode",
                   "mla_extend", "diff_head_dims",
                   # ABI 1.2
@@ -93,6 +94,8 @@ class Device:
     page_sizes: Optional[List[int]]
     page_size_max: Optional[int]
     max_gqa_ratio: Optional[int]
+    # caps.dsa_ops by name; not part of attnctl's JSON, so Plugin.to_dict leaves it out
+    dsa_ops: List[str] = field(default_factory=list)
 
     @staticmethod
     def _pair(major: int, minor: int) -> Optional[List[Optional[int]]]:
@@ -115,7 +118,8 @@ class Device:
                    head_dims=[[c.head_dims[i].qk, c.head_dims[i].v] for i in range(min(c.n_head_dims, 16))] or None,
                    head_dim_qk_max=_limit(c.head_dim_qk_max), head_dim_v_max=_limit(c.head_dim_v_max),
                    page_sizes=[c.page_sizes[i] for i in range(min(c.n_page_sizes, 16))] or None,
-                   page_size_max=_limit(c.page_size_max), max_gqa_ratio=_limit(c.max_gqa_ratio))
+                   page_size_max=_limit(c.page_size_max), max_gqa_ratio=_limit(c.max_gqa_ratio),
+                   dsa_ops=_bits(c.dsa_ops, _DSA_NAMES))
 
 
 @dataclass
@@ -148,6 +152,8 @@ class Plugin:
     def to_dict(self) -> Dict[str, Any]:
         d = asdict(self)
         d.pop("index")
+        for dev in d["devices"]:
+            dev.pop("dsa_ops")  # not in attnctl's JSON
         return d
 
 

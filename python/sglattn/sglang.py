@@ -159,7 +159,6 @@ _LSE = ("sglattn: mha_return_lse (the softmax LSE of each row): {why}")
 _REFUSED_KWARGS = {
     "q_rope": "MLA's split rope part of q (MLA layers are not served through this adapter)",
     "k_rope": "MLA's split rope part of k (MLA layers are not served through this adapter)",
-    "topk_indices": "DeepSeek sparse attention's selected tokens",
     "cos_sin_cache": "fused rotary embedding inside attention",
     "is_neox": "fused rotary embedding inside attention",
     "llama_4_scaling": "Llama 4 attention temperature scaling",
@@ -349,6 +348,13 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 if owner is not val:
                     L.set_sinks(val)
                 continue
+            if k == "topk_indices":
+                if "sparse_mla" not in self.backend.dsa_ops:
+                    raise NotImplementedError(f"sglattn: topk_indices (DeepSeek sparse attention's selected "
+                                              f"tokens): the stack {self.selection.label} does not declare sparse "
+                                              f"MLA (caps.dsa_ops), so it would attend densely")
+                L.set_topk(val)
+                continue
             why = _REFUSED_KWARGS.get(k, "an argument this adapter does not know")
             raise NotImplementedError(f"sglattn: {k} ({why}) is not supported by the sglattn backend")
 
@@ -357,6 +363,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         keyword arguments, an older tree's first captured forward."""
         if L is None:
             L = self._layer(layer)
+        if L.topk is not None and "topk_indices" not in kwargs:
+            L.set_topk(None)  # indices hold for the call that passed them only
         if kwargs:
             self._kwargs(L, kwargs, forward_batch)
         if self._bind_pending is not None:
@@ -366,7 +374,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
     def forward_decode(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
                        **kwargs: Any) -> Any:
         L = self._layers.get(layer.layer_id)
-        if L is None or kwargs or self._bind_pending is not None:
+        if L is None or kwargs or self._bind_pending is not None or L.topk is not None:
             L = self._prepare(L, layer, forward_batch, kwargs)
         if getattr(forward_batch, "mha_return_lse", False):
             raise NotImplementedError(_LSE.format(why=self._lse_why()))
@@ -380,7 +388,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
     def forward_extend(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
                        **kwargs: Any) -> Any:
         L = self._layers.get(layer.layer_id)
-        if L is None or kwargs or self._bind_pending is not None:
+        if L is None or kwargs or self._bind_pending is not None or L.topk is not None:
             L = self._prepare(L, layer, forward_batch, kwargs)
         if getattr(forward_batch, "mha_return_lse", False):
             raise NotImplementedError(_LSE.format(why=self._lse_why()))

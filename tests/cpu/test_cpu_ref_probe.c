@@ -58,6 +58,7 @@ static void test_probe(void **state) {
                            SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_SPEC_DECODE |
                            SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS;
     assert_int_equal(c.features & feats, feats);
+    assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER); /* not the fp8 record */
     assert_int_equal(c.attn_kinds, SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA |
                                        SGL_ATTN_KIND_CROSS);
     assert_int_equal(p->probe(1, &c), SGL_ATTN_E_NOT_FOUND);
@@ -74,10 +75,13 @@ static void test_supports_model(void **state) {
     m.num_q_heads = 128, m.num_kv_heads = 1, m.head_dim_qk = 576, m.head_dim_v = 512, m.is_mla = 1;
     char why[256] = "";
     assert_int_equal(p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
-    m.index_topk = 2048;
+    /* DeepSeek sparse attention: served on MLA with a 128-multiple indexer */
+    m.index_topk = 2048, m.index_n_heads = 64, m.index_head_dim = 128;
+    assert_int_equal(p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
+    m.index_head_dim = 96;
     assert_int_equal(p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
-    assert_non_null(strstr(why, "index_topk 2048"));
-    m.index_topk = 0;
+    assert_non_null(strstr(why, "index_head_dim 96"));
+    m.index_topk = 0, m.index_n_heads = 0, m.index_head_dim = 0;
     m.head_dim_qk = 640;
     assert_int_equal(p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
     assert_non_null(strstr(why, "640"));

@@ -72,15 +72,15 @@ static const size_row rows[] = {
     ROW(sgl_attn_host_api, 2, 48, 9),
     ROW(sgl_attn_plugin_answer, 2, 272, 5),
     ROW(sgl_attn_head_dims, 2, 4, 2),
-    ROW(sgl_attn_caps, 2, 1648, 29),
-    ROW(sgl_attn_model, 2, 552, 39),
+    ROW(sgl_attn_caps, 2, 1656, 30),
+    ROW(sgl_attn_model, 2, 560, 41),
     ROW(sgl_attn_batch, 2, 184, 26),
     ROW(sgl_attn_layer, 2, 112, 21),
     ROW(sgl_attn_linear_io, 2, 136, 19),
-    ROW(sgl_attn_forward_args, 2, 88, 12),
+    ROW(sgl_attn_forward_args, 2, 96, 13),
     ROW(sgl_attn_backend, 2, 24, 4),
     ROW(sgl_attn_graph_args, 2, 32, 6),
-    ROW(sgl_attn_backend_ops, 2, 128, 16),
+    ROW(sgl_attn_backend_ops, 2, 136, 17),
     ROW(sgl_attn_create_args, 2, 72, 11),
     ROW(sgl_attn_device_ops, 2, 72, 9),
     ROW(sgl_attn_plugin, 2, 120, 19),
@@ -94,6 +94,9 @@ static const size_row rows[] = {
      * graphs; the 1.1 tail padding of caps and model named reserved_v1_1_tail_ */
     ROW(sgl_attn_ragged_args, 2, 128, 22),
     ROW(sgl_attn_state_batch_args, 2, 56, 8),
+    /* ABI 1.2 (issue 21): DeepSeek sparse attention: caps.dsa_ops, the
+     * model's indexer shape, forward_args.topk_indices, ops->indexer_topk */
+    ROW(sgl_attn_indexer_args, 2, 80, 13),
 };
 #define N_ROWS (sizeof rows / sizeof rows[0])
 

@@ -69,8 +69,15 @@ static void test_deepseek_mla_and_dsa(void **state) {
     assert_int_equal(m.kv_lora_rank, 512);
     assert_int_equal(m.qk_nope_head_dim, 128);
     assert_int_equal(m.index_topk, 0);
-    load("deepseek-v3.2-exp.json", 1, &m);
+    assert_int_equal(m.index_n_heads, 0);
+    assert_int_equal(m.index_head_dim, 0);
+    /* The file: index_topk 2048, index_n_heads 64, index_head_dim 128; the
+     * indexer is not split by tensor parallelism. */
+    load("deepseek-v3.2-exp.json", 8, &m);
     assert_int_equal(m.index_topk, 2048);
+    assert_int_equal(m.index_n_heads, 64);
+    assert_int_equal(m.index_head_dim, 128);
+    assert_int_equal(m.num_q_heads, 16);
 }
 
 static void test_encoder_decoder(void **state) {

@@ -205,21 +205,44 @@ static void test_nsa_deprecated_and_dsa_models(void **state) {
     pt_deepseek(&ds32);
     ds32.index_topk = 2048;
     pt_world *w = cuda_box(9, 0);
-    /* Nothing here serves dsa: the model rule refuses, naming why. */
+    /* Nothing here serves dsa: the model rule refuses the GPU plugins, naming
+     * why; cpu_ref is the conf's dsa plugin on the CPU, but this one's caps
+     * do not declare sparse MLA. */
     assert_int_equal(pt_select(w, &ds32, NULL), SGL_ATTN_E_UNSUPPORTED);
     assert_string_equal(pt_verdict(w, "cuda_mla", "full")->rule, "dsa");
+    assert_string_equal(pt_verdict(w, "cpu_ref", "full")->rule, "dsa-sparse-mla");
     assert_int_equal(pt_select_name(w, &ds32, "nsa", 0), SGL_ATTN_E_UNSUPPORTED);
     assert_int_equal(w->sel.n_warnings, 1);
     assert_string_equal(w->sel.warnings[0], warn);
     pt_world_free(w);
-    /* A plugin that declares "dsa" serves it, also asked for as nsa. */
+    /* A plugin that declares "dsa" serves it, also asked for as nsa, once its
+     * caps declare sparse MLA too. */
     w = cuda_box(9, 0);
-    pt_alias(pt_arch(pt_full(w, "flash_dsa", CUDA, SGL_ATTN_KIND_MLA, 50), 9, 0), "dsa");
+    pt_fake *fd = pt_alias(pt_arch(pt_full(w, "flash_dsa", CUDA, SGL_ATTN_KIND_MLA, 50), 9, 0), "dsa");
+    assert_int_equal(pt_select_name(w, &ds32, "nsa", 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_string_equal(pt_verdict(w, "flash_dsa", "full")->rule, "dsa-sparse-mla");
+    pt_world_free(w);
+    w = cuda_box(9, 0);
+    fd = pt_alias(pt_arch(pt_full(w, "flash_dsa", CUDA, SGL_ATTN_KIND_MLA, 50), 9, 0), "dsa");
+    fd->caps.dsa_ops = SGL_ATTN_DSA_SPARSE_MLA;
     assert_int_equal(pt_select_name(w, &ds32, "nsa", 0), SGL_ATTN_OK);
     expect_stack(w, "flash_dsa");
     assert_string_equal(w->sel.warnings[0], warn);
     assert_int_equal(pt_select(w, &ds32, NULL), SGL_ATTN_OK);
     expect_stack(w, "flash_dsa");
+    assert_int_equal(w->sel.n_warnings, 0);
+    pt_world_free(w);
+    /* The CPU: cpu_ref (the conf's dsa plugin there) with sparse MLA in its
+     * caps is chosen automatically, and by dsa; a dense model still works. */
+    w = pt_world_new(NULL);
+    pt_fake *cr = pt_full(w, "cpu_ref", CPU, K_ALL | SGL_ATTN_KIND_MLA, 1);
+    cr->caps.n_head_dims = 0;
+    cr->caps.head_dim_qk_max = cr->caps.head_dim_v_max = 1024;
+    cr->caps.dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER;
+    assert_int_equal(pt_select(w, &ds32, NULL), SGL_ATTN_OK);
+    expect_stack(w, "cpu_ref");
+    assert_int_equal(pt_select_name(w, &ds32, "dsa", 0), SGL_ATTN_OK);
+    expect_stack(w, "cpu_ref");
     assert_int_equal(w->sel.n_warnings, 0);
     pt_world_free(w);
 }

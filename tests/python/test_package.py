@@ -280,6 +280,50 @@ def test_validate_takes_flat_and_strided_q_and_checks_abi_1_2_fields(host):
         c.backend.init_forward_metadata(c.batch(custom_mask=mask, mask_indptr=indptr))
 
 
+DS32 = {"architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32", "num_hidden_layers": 1,
+        "num_attention_heads": 4, "num_key_value_heads": 4, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128, "index_topk": 8, "index_n_heads": 4, "index_head_dim": 128,
+        "torch_dtype": "bfloat16", "hidden_size": 512}
+
+
+def test_dsa_sparse_mla_over_topk_indices_matches_float64(host):
+    """DeepSeek sparse attention on cpu_ref: each token attends over the pool
+    slots of its topk_indices row only (-1 skipped); the next forward
+    without indices is dense again."""
+    g = torch.Generator().manual_seed(3)
+    sel = host.select(DS32)
+    assert sel.stack == ["cpu_ref"]
+    be = sel.create(max_reqs=2, max_tokens=16, max_context=32)
+    assert "sparse_mla" in be.dsa_ops and "indexer" in be.dsa_ops
+    hq, D, Dv, slots = 4, 576, 512, 64
+    pool = torch.randn(slots, 1, D, generator=g).bfloat16()
+    r2t = torch.zeros(2, 32, dtype=torch.int32)
+    r2t[0, :10] = torch.arange(1, 11)
+    r2t[1, :6] = torch.arange(20, 26)
+    seq = [10, 6]
+    ocl = torch.tensor([10, 25], dtype=torch.int32)
+    q = torch.randn(2, hq, D, generator=g).bfloat16()
+    b = sglattn.Batch("decode", r2t, torch.arange(2, dtype=torch.int32), torch.tensor(seq, dtype=torch.int32), ocl,
+                      seq_lens_cpu=seq)
+    be.init_forward_metadata(b)
+    layer = be.layer(0, pool, None, sm_scale=0.05)
+    topk = torch.tensor([[3, 7, -1, 10, 1, -1, -1, 5], [-1, 22, 25, -1, -1, -1, -1, -1]], dtype=torch.int32)
+    layer.set_topk(topk)
+    out = torch.empty(2, hq, Dv, dtype=torch.bfloat16)
+    be.forward_decode(layer, q, None, None, out, save_kv_cache=False)
+    P = pool.double()[:, 0]
+    for t in range(2):
+        idx = topk[t][topk[t] >= 0].long()
+        s = torch.einsum("hd,kd->hk", q[t].double(), P[idx]) * 0.05
+        ref = torch.einsum("hk,kd->hd", s.softmax(-1), P[idx, :Dv])
+        assert (out[t].double() - ref).abs().max() < 2e-2
+    layer.set_topk(None)
+    dense = torch.empty_like(out)
+    be.forward_decode(layer, q, None, None, dense, save_kv_cache=False)
+    assert (dense.double() - out.double()).abs().max() > 1e-2
+    be.close()
+
+
 def test_forward_before_metadata_is_a_state_error(host):
     c = Case(host)
     layer = c.backend.layer(0, c.kp, c.vp)

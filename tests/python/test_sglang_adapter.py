@@ -187,13 +187,31 @@ def _one_layer(factory=cpu_ref, **kw):
     return eng, fb, q, k.view(5, 2, 64), v.view(5, 2, 64)
 
 
-@pytest.mark.parametrize("kw", ["q_rope", "k_rope", "topk_indices", "cos_sin_cache", "llama_4_scaling",
+@pytest.mark.parametrize("kw", ["q_rope", "k_rope", "cos_sin_cache", "llama_4_scaling",
                                 "something_new"])
 def test_arguments_it_cannot_honour_raise_naming_them(kw):
     eng, fb, q, k, v = _one_layer()
     with pytest.raises(NotImplementedError, match=rf"sglattn: {kw} \("):
         eng.backend.forward_extend(q, k, v, eng.layers[0], fb, **{kw: torch.zeros(1)})
     eng.backend.forward_extend(q, k, v, eng.layers[0], fb, q_rope=None, topk_indices=None)  # None: not asked
+
+
+def test_topk_indices_pass_through_to_a_stack_declaring_dsa():
+    """cpu_ref declares sparse MLA: the indices reach the plugin (which
+    serves them on MLA layers only, so this GQA layer's refusal proves they
+    arrived); the next call without them is dense again."""
+    eng, fb, q, k, v = _one_layer()
+    assert "sparse_mla" in eng.backend.backend.dsa_ops
+    with pytest.raises(sglattn.Error, match="MLA only"):
+        eng.backend.forward_extend(q, k, v, eng.layers[0], fb, topk_indices=torch.zeros(5, 4, dtype=torch.int32))
+    eng.backend.forward_extend(q, k, v, eng.layers[0], fb)
+
+
+def test_topk_indices_refused_by_a_stack_without_dsa(rec_host):
+    eng, fb, q, k, v = _one_layer(lambda r: ss.SglAttnBackend(r, backend="recorder", host_=rec_host))
+    with pytest.raises(NotImplementedError, match=r"sglattn: topk_indices \(DeepSeek sparse attention's selected "
+                                                  r"tokens\): the stack recorder does not declare sparse MLA"):
+        eng.backend.forward_extend(q, k, v, eng.layers[0], fb, topk_indices=torch.zeros(5, 4, dtype=torch.int32))
 
 
 def test_lse_request_is_refused():
