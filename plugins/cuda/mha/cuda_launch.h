@@ -36,10 +36,10 @@ typedef struct attn_kernels {
     int extend;   /* attn_extend_kernel */
     int decode;   /* attn_decode_kernel */
     int dtype;    /* ATTN_DT_* of q / out (and the pool unless kv_fp8) */
-    int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template) */
     int head_dim;
     int sm_count; /* wgmma extend: blocks of the persistent grid */
     int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
+    int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template) */
 } attn_kernels;
 
 /* The tiles the chosen kernels plan with (pure C, cuda_attn_choice.c). */
