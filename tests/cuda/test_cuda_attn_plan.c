@@ -490,6 +490,18 @@ static void test_tensor_checks(void **state) {
     sk.dtype.bits = 16;
     assert_int_equal(ca_check_f32_1(&m, &sk, "layer.sinks", 0, hq), SGL_ATTN_E_UNSUPPORTED);
     assert_string_equal(msg, "forward_decode: layer.sinks has dtype float16; expected float32");
+    /* an fp8 e4m3 pool [slots, 2, 64] in either code: element strides of bytes */
+    static _Alignas(16) char pool8[3 * 2 * 64];
+    int64_t ps[3] = {3, 2, 64};
+    DLTensor kc8 = tensor(pool8, 3, ps, SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8);
+    assert_int_equal(ca_check_float3(&m, &kc8, "layer.k_cache", 0, SGL_ATTN_DT_FP8_E4M3, 3, 2, 64, 0, st), 0);
+    assert_int_equal(st[0], 128);
+    assert_int_equal(st[1], 64);
+    kc8.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3_CODE;
+    assert_int_equal(ca_check_float3(&m, &kc8, "layer.k_cache", 0, SGL_ATTN_DT_FP8_E4M3, 3, 2, 64, 0, st), 0);
+    kc8.dtype.code = SGL_ATTN_DL_FLOAT8_E5M2_CODE;
+    assert_int_not_equal(ca_check_float3(&m, &kc8, "layer.k_cache", 0, SGL_ATTN_DT_FP8_E4M3, 3, 2, 64, 0, st), 0);
+    assert_non_null(strstr(msg, "layer.k_cache"));
 }
 
 int main(void) {
