@@ -259,17 +259,18 @@ template <int CT, int D, int KV> GC_DEV void dr_pv(dr_state<D> &st, const dr_fra
     }
 }
 
-/* 8 bf16 (DT) or f16 values as f16 (the fp8 path's mma type); bf16 beyond
- * f16's range saturates at +-65504. */
+/* A bf16 value for an f16 operand: beyond f16's range it saturates at
+ * +-65504 (NaN stays NaN). */
+GC_DEV float dr_f16_range(float x) { return fabsf(x) > 65504.f ? copysignf(65504.f, x) : x; }
+
+/* 8 bf16 (DT) or f16 values as f16 (the fp8 path's mma type). */
 template <int DT> GC_DEV uint4 dr_q_f16(uint4 v) {
     if (DT == GC_F16) return v;
     uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const float lo = fminf(fmaxf(__uint_as_float(w[i] << 16), -65504.f), 65504.f);
-        const float hi = fminf(fmaxf(__uint_as_float(w[i] & 0xffff0000u), -65504.f), 65504.f);
-        w[i] = pack2<GC_F16>(lo, hi);
-    }
+    for (int i = 0; i < 4; i++)
+        w[i] = pack2<GC_F16>(dr_f16_range(__uint_as_float(w[i] << 16)),
+                             dr_f16_range(__uint_as_float(w[i] & 0xffff0000u)));
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
