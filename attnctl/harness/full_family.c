@@ -109,7 +109,7 @@ static const char *const quick[] = {
     "decode:b=3,l=100," GQA ",dtype=bf16,page=16,cross=1,enc=200",
     "decode:b=3,l=400,hq=16,mla=1,dtype=bf16,page=64",
     "extend:b=2,l=200,q=80,hq=16,mla=1,dtype=bf16,page=64",
-    "decode:b=3,l=300," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,scalet=1",
+    "decode:b=5,l=300," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,scalet=1",
     NULL,
 };
 
