@@ -38,7 +38,7 @@ enum {
 /* The first fault since the record was last cleared. */
 typedef struct sgl_gpu_fault {
     volatile int32_t tensor; /* SGL_FAULT_*; written last, after a system fence */
-    int32_t reserved_;
+    int32_t code;            /* the plugin's own error code; 0: value outside [lo, hi) */
     int64_t pos;    /* element index in the tensor (req_to_token: row * columns + column) */
     int64_t value;  /* the value read, the whole int64 for an int64 tensor */
     int64_t lo, hi; /* the range it had to lie in: [lo, hi) */
@@ -57,11 +57,13 @@ typedef struct sgl_gpu_fault_ref {
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 /* Note a fault: the first thread to claim the record fills it.  The cold
- * path of a compare: callers test the range first. */
-__device__ __noinline__ static void sgl_fault_note(sgl_gpu_fault_ref f, int tensor, int64_t pos, int64_t value,
-                                                   int64_t lo, int64_t hi) {
+ * path of a compare: callers test the range first (out of line, so the hot
+ * kernels keep only the compare and the call). */
+__device__ __noinline__ static void sgl_fault_note_code(sgl_gpu_fault_ref f, int tensor, int code, int64_t pos,
+                                                        int64_t value, int64_t lo, int64_t hi) {
     if (!f.rec || !f.claim) return;
     if (atomicCAS(f.claim, 0, 1) != 0) return;
+    f.rec->code = code;
     f.rec->pos = pos;
     f.rec->value = value;
     f.rec->lo = lo;
@@ -69,6 +71,10 @@ __device__ __noinline__ static void sgl_fault_note(sgl_gpu_fault_ref f, int tens
     __threadfence_system();
     f.rec->tensor = tensor;
     __threadfence_system();
+}
+__device__ __forceinline__ static void sgl_fault_note(sgl_gpu_fault_ref f, int tensor, int64_t pos, int64_t value,
+                                                      int64_t lo, int64_t hi) {
+    sgl_fault_note_code(f, tensor, 0, pos, value, lo, hi);
 }
 #endif
 

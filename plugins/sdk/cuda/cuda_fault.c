@@ -44,12 +44,30 @@ const char *sgl_sdk_fault_tensor_name(int tensor) {
     return tensor > 0 && tensor < SGL_FAULT_COUNT_ ? names[tensor] : names[0];
 }
 
-int sgl_sdk_cuda_fault_take(sgl_sdk_cuda_fault *f, void *stream, const char *call, char *buf, size_t size) {
+int sgl_sdk_cuda_fault_take_raw(sgl_sdk_cuda_fault *f, void *stream, sgl_gpu_fault *out) {
     if (!f || !f->host) return 0;
     const int32_t tensor = f->host->tensor;
     if (tensor == SGL_FAULT_NONE) return 0;
+    /* Under stream capture the claim's reset would become a graph node: the
+     * record waits for the next call outside a capture. */
+    enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &cap) != cudaSuccess || cap != cudaStreamCaptureStatusNone) {
+        (void)cudaGetLastError();
+        return 0;
+    }
     atomic_thread_fence(memory_order_acquire); /* the fields were written before `tensor` */
-    const sgl_gpu_fault r = *(const sgl_gpu_fault *)f->host;
+    *out = *(const sgl_gpu_fault *)f->host;
+    out->tensor = tensor;
+    f->host->tensor = SGL_FAULT_NONE;
+    atomic_thread_fence(memory_order_seq_cst);
+    (void)cudaMemsetAsync(f->dev.claim, 0, sizeof(int32_t), (cudaStream_t)stream);
+    return 1;
+}
+
+int sgl_sdk_cuda_fault_take(sgl_sdk_cuda_fault *f, void *stream, const char *call, char *buf, size_t size) {
+    sgl_gpu_fault r;
+    if (!sgl_sdk_cuda_fault_take_raw(f, stream, &r)) return 0;
+    const int tensor = r.tensor;
     if (buf && size) {
         if (tensor == SGL_FAULT_REQ_TO_TOKEN && r.pos >= 0)
             snprintf(buf, size,
@@ -63,8 +81,5 @@ int sgl_sdk_cuda_fault_take(sgl_sdk_cuda_fault *f, void *stream, const char *cal
                      "..%" PRId64 "; it wrote nothing through it and that batch's output is not valid",
                      call, sgl_sdk_fault_tensor_name(tensor), r.pos, r.value, r.lo, r.hi - 1);
     }
-    f->host->tensor = SGL_FAULT_NONE;
-    atomic_thread_fence(memory_order_seq_cst);
-    (void)cudaMemsetAsync(f->dev.claim, 0, sizeof(int32_t), (cudaStream_t)stream);
     return 1;
 }

@@ -78,10 +78,14 @@ void sgl_sdk_cuda_fault_free(sgl_sdk_cuda_fault *f);
 /* The metadata calls' check, with no sync: when a kernel has recorded a
  * fault, write "<call>: <what was out of range>" into buf, clear the record
  * (the claim is released by an async memset on `stream`, after the kernels
- * already queued there) and return 1; else 0.  A fault shows here once the
+ * already queued there) and return 1; else 0 (also while `stream` is under
+ * graph capture: the record then waits for the next call).  A fault shows here once the
  * kernel that met it has run: the call after the faulting batch, or later
  * when the engine has not waited on the stream since. */
 int sgl_sdk_cuda_fault_take(sgl_sdk_cuda_fault *f, void *stream, const char *call, char *buf, size_t size);
+/* Read and clear the record with no sync, as sgl_sdk_cuda_fault_take, but
+ * hand back the record itself (for a plugin with its own codes); 1 if one. */
+int sgl_sdk_cuda_fault_take_raw(sgl_sdk_cuda_fault *f, void *stream, sgl_gpu_fault *out);
 /* The tensor's name for a SGL_FAULT_* value ("index tensor" for others). */
 const char *sgl_sdk_fault_tensor_name(int tensor);
 
