@@ -56,6 +56,8 @@ typedef struct sgl_gpu_fault_ref {
 #endif
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
+#include "gpu_compat.h"
+
 /* Note a fault: the first thread to claim the record fills it.  The cold
  * path of a compare: callers test the range first (out of line, so the hot
  * kernels keep only the compare and the call). */
