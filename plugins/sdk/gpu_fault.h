@@ -59,9 +59,9 @@ typedef struct sgl_gpu_fault_ref {
 #include "gpu_compat.h"
 
 /* Note a fault: the first thread to claim the record fills it.  The cold
- * path of a compare: callers test the range first (out of line, so the hot
- * kernels keep only the compare and the call). */
-__device__ __noinline__ static void sgl_fault_note_code(sgl_gpu_fault_ref f, int tensor, int code, int64_t pos,
+ * path of a compare: callers test the range first.  Inlined: an out-of-line
+ * call makes the register-capped wgmma producer spill around it. */
+__device__ __forceinline__ static void sgl_fault_note_code(sgl_gpu_fault_ref f, int tensor, int code, int64_t pos,
                                                         int64_t value, int64_t lo, int64_t hi) {
     if (!f.rec || !f.claim) return;
     if (atomicCAS(f.claim, 0, 1) != 0) return;
