@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "attn_kernels/sizing.h"
+#include "cuda/sdk_cuda.h"
 #include "cuda_launch.h"
 #include "sdk_tensor.h"
 #include "sgl_attn_abi.h"
@@ -83,6 +84,7 @@ typedef struct ca_backend {
     attn_sizing sz;
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend with its TMA kernel: the pools' tensor maps; else NULL */
+    sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by ca_plan */
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
     int32_t planned_bs, planned_tokens;

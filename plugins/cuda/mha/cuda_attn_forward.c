@@ -1,5 +1,5 @@
-/* cuda_attn_forward.c - init_forward_metadata (checks, then the plan kernels
- * on the batch's stream) and the two forwards (checks, then launches on the
+/* cuda_attn_forward.c - init_forward_metadata (the index faults the kernels
+ * noted, checks, then the plan kernels on the batch's stream) and the two forwards (checks, then launches on the
  * batch's stream).  None of them reads the environment, a file or a clock,
  * creates an event, synchronises or allocates; they write only the instance
  * (its error text, the planned batch, the per-layer TMA map cache). */
@@ -80,6 +80,9 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
                  bt ? bt->struct_size : 0u);
         return SGL_ATTN_E_INVALID;
     }
+    /* An index fault a kernel of an earlier batch met (no sync: the record is
+     * mapped host memory; it shows once that kernel has run). */
+    if (sgl_sdk_cuda_fault_take(&b->fault, bt->stream, call, b->err, sizeof b->err)) return SGL_ATTN_E_INVALID;
     if (mode == SGL_ATTN_MODE_IDLE) {
         b->planned_mode = SGL_ATTN_MODE_IDLE;
         return SGL_ATTN_OK;
@@ -137,6 +140,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     in.bs = bs;
     in.max_reqs = b->r2t_rows;
     in.max_ctx = b->r2t_cols;
+    in.fault = b->fault.dev;
     memset(b->has_dplan, 0, sizeof b->has_dplan);
     memset(b->has_eplan, 0, sizeof b->has_eplan);
     int ce = 0;
@@ -281,6 +285,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     p->part_lse = (float *)dev_at(b, b->sz.off_part_lse);
     p->counters = (int32_t *)dev_at(b, b->sz.off_counters);
     p->counters_per_req = b->sz.counters_per_req;
+    p->fault = b->fault.dev;
 
     /* Save the new K/V first, so the attention below sees them. */
     if (a->save_kv_cache && t > 0) {
@@ -314,6 +319,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.t = t;
         s.hkv = b->hkv;
         s.d = b->head_dim;
+        s.fault = b->fault.dev;
         int ce = attn_launch_save_kv(&s, a->batch->stream);
         if (ce) {
             sgl_sdk_cuda_format_error(b->err, sizeof b->err, "save_kv_cache launch", ce);

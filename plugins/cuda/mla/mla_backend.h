@@ -61,6 +61,7 @@ typedef struct mla_backend {
     int64_t *lens_tmp; /* device -> host copies when a batch has no host mirror */
     void *encode_fn;   /* cuTensorMapEncodeTiled, NULL when unavailable */
     mla_tmap_entry *tmaps; /* [MLA_TMAP_CACHE + 1]: by layer id, the last for other ids */
+    sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by plan_batch */
     /* the current plan */
     int32_t planned;
     int32_t mode, bs, t, kernel, rows_per_tile, page;

@@ -56,6 +56,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
         s.kv_dt = v.kv_dt;
         s.inv_k_scale = 1.f / v.k_scale;
         s.stream = stream;
+        s.fault = b->fault.dev;
         int e = mla_launch_save(&s);
         if (e) return mla_cuda_fail(b, "save_kv_cache kernel launch", e);
     }
@@ -77,6 +78,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     f.r2t_rows = v.r2t_rows;
     f.r2t_cols = v.r2t_cols;
     f.req_pool_indices = v.req_pool_indices;
+    f.fault = b->fault.dev;
     f.plan = b->plan_dev;
     f.lay = b->lay;
     f.part_o = b->part_o;

@@ -4,10 +4,16 @@
  * launchers.
  *
  * Index tensors may be int32 or int64 (docs/contributing.md).  Kernels read
- * them as int32 words: element i is word (i << shift) (shift 1 for int64, the
- * low word on a little-endian device).  Every index read on the device is
- * clamped into its tensor's range, so wrong indices give wrong numbers, never
- * an out-of-bounds access.
+ * element i whole (an int64 as int64) and check the value against what it
+ * indexes: a slot outside the pool, a row outside req_to_token, a length past
+ * its columns is never clamped into range.  The kernel skips what that index
+ * would have touched (the token's K/V is not saved; a request whose row or
+ * lengths are out of range attends nothing and gets zero output rows; a
+ * req_to_token entry outside the pool is read as a zero row (cp.async
+ * gathers) or as slot 0 (direct loads), never the slot it names) and notes
+ * the first fault in the instance's record (gpu_fault.h), which fails the
+ * next metadata call.  Positions are clamped into the tensor (i < n), a read
+ * in range by the host's shape checks.
  *
  * Planning happens on the device (plan kernels, one block, run by
  * init_forward_metadata and the graph hooks) from the batch's device tensors,
@@ -17,6 +23,8 @@
 #define SGL_ATTN_KERNELS_PARAMS_H
 
 #include <stdint.h>
+
+#include "gpu_fault.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +60,7 @@ typedef struct attn_plan_in {
     attn_index req_pool_indices, seq_lens, extend_seq_lens, encoder_lens;
     int32_t bs;
     int32_t max_reqs, max_ctx; /* rows / columns of req_to_token */
+    sgl_gpu_fault_ref fault;   /* where an out-of-range index is noted */
 } attn_plan_in;
 
 /* What a decode plan writes (device buffers sized at create). */
@@ -106,6 +115,7 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
+    sgl_gpu_fault_ref fault; /* where a req_to_token entry outside the pool is noted */
 } attn_fwd;
 
 /* Save new K/V at out_cache_loc. */
@@ -118,6 +128,7 @@ typedef struct attn_save {
     int64_t num_slots;
     int32_t t, hkv, d;
     int32_t reserved_;
+    sgl_gpu_fault_ref fault; /* where an out_cache_loc outside the pool is noted */
 } attn_save;
 
 #ifdef __cplusplus

@@ -58,16 +58,50 @@ template <typename T> GC_DEV T plan_block_sum(T v, T *tmp) {
     return c;
 }
 
+/* Request b's row and lengths, checked: a request row outside req_to_token,
+ * an encoder length outside [0, columns], a seq_len outside [0, columns -
+ * enc], an extend length outside [0, seq_len] is noted and the request
+ * attends nothing (ok = 0: zero output rows; an extend length above the
+ * columns gives the request no q rows, so the rows of the requests after it
+ * shift: the batch's output is not valid, and the next metadata call fails). */
+struct plan_req {
+    int row, enc, len, ext, ok;
+};
+GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend) {
+    plan_req r;
+    r.row = 0;
+    r.enc = r.len = r.ext = 0;
+    r.ok = 0;
+    const int64_t row = attn_idx(in.req_pool_indices, b);
+    const int64_t enc = in.encoder_lens.p ? attn_idx(in.encoder_lens, b) : 0;
+    const int64_t len = attn_idx(in.seq_lens, b);
+    const int64_t ext = extend ? attn_idx(in.extend_seq_lens, b) : 0;
+    const bool ext_ok = !extend || !attn_bad(in.fault, SGL_FAULT_EXTEND_SEQ_LENS, b, ext, 0, (int64_t)in.max_ctx + 1);
+    if (ext_ok) r.ext = (int)ext;
+    if (attn_bad(in.fault, SGL_FAULT_REQ_POOL_INDICES, b, row, 0, in.max_reqs)) return r;
+    if (attn_bad(in.fault, SGL_FAULT_ENCODER_LENS, b, enc, 0, (int64_t)in.max_ctx + 1)) return r;
+    if (attn_bad(in.fault, SGL_FAULT_SEQ_LENS, b, len, 0, (int64_t)in.max_ctx - enc + 1)) return r;
+    if (!ext_ok || (extend && attn_bad(in.fault, SGL_FAULT_EXTEND_SEQ_LENS, b, ext, 0, len + 1))) return r;
+    r.row = (int)row;
+    r.enc = (int)enc;
+    r.len = (int)len;
+    r.ok = 1;
+    return r;
+}
+
 /* The KV columns request b attends in decode, and its query's column. */
 struct plan_decode_range {
     int row, lo, hi, qpos;
 };
 GC_DEV plan_decode_range plan_decode_req(const attn_plan_in &in, const attn_decode_plan &pl, int b) {
     plan_decode_range r;
-    r.row = attn_clampi(attn_idx(in.req_pool_indices, b), 0, in.max_reqs - 1);
-    int enc = in.encoder_lens.p ? attn_clampi(attn_idx(in.encoder_lens, b), 0, in.max_ctx) : 0;
-    int len = attn_clampi(attn_idx(in.seq_lens, b), 0, in.max_ctx - enc);
-    if (pl.cross) {
+    const plan_req q = plan_req_get(in, b, false);
+    const int enc = q.enc, len = q.len;
+    r.row = q.row;
+    if (!q.ok) {
+        r.lo = r.hi = 0;
+        r.qpos = 0;
+    } else if (pl.cross) {
         r.lo = 0;
         r.hi = enc;
         r.qpos = 0x7fffffff;
@@ -131,16 +165,21 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
     if (t == 0) *pl.num_items = carry_items < pl.max_items ? carry_items : pl.max_items;
 }
 
-/* Request b in extend: where its q rows are, what it attends. */
+/* Request b in extend: where its q rows are, what it attends (nothing when
+ * its indices are out of range: plan_req_get). */
 struct plan_extend_req {
     int row, ext, q_pos0, kv_lo, kv_hi;
 };
 GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend_plan &pl, int b) {
     plan_extend_req r;
-    r.row = attn_clampi(attn_idx(in.req_pool_indices, b), 0, in.max_reqs - 1);
-    int enc = in.encoder_lens.p ? attn_clampi(attn_idx(in.encoder_lens, b), 0, in.max_ctx) : 0;
-    int len = attn_clampi(attn_idx(in.seq_lens, b), 0, in.max_ctx - enc);
-    r.ext = attn_clampi(attn_idx(in.extend_seq_lens, b), 0, len);
+    const plan_req q = plan_req_get(in, b, true);
+    r.row = q.row;
+    r.ext = q.ext;
+    if (!q.ok) {
+        r.q_pos0 = r.kv_lo = r.kv_hi = 0;
+        return r;
+    }
+    const int enc = q.enc, len = q.len;
     r.q_pos0 = enc + len - r.ext;
     if (pl.cross) {
         r.kv_lo = 0;
