@@ -29,6 +29,8 @@
 
 #define CA_NAME "cuda_attn"
 #define CA_ERR_MAX 512
+/* The item check's blocks per item list (they stride over longer lists). */
+#define CA_CHECK_MAX_BLOCKS 1024
 
 /* The plugin option "kernel" (conf plugin_options.cuda_attn.kernel): auto
  * (the defaults), mma, portable (cuda_attn_choice.c). */
@@ -88,6 +90,7 @@ typedef struct ca_backend {
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
     int32_t planned_bs, planned_tokens;
+    int64_t checked_slots; /* the pool size the planned items were checked against (INT64_MAX: not yet) */
     int has_dplan[ATTN_DPLAN_COUNT], has_eplan[ATTN_EPLAN_COUNT];
     int32_t grid_items;
     int32_t r2t_rows, r2t_cols;

@@ -186,6 +186,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         return SGL_ATTN_E_DEVICE;
     }
     b->planned_mode = mode;
+    b->checked_slots = INT64_MAX; /* the item check runs at the first forward */
     b->planned_bs = bs;
     b->planned_tokens = tokens;
     return SGL_ATTN_OK;
@@ -285,7 +286,36 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     p->part_lse = (float *)dev_at(b, b->sz.off_part_lse);
     p->counters = (int32_t *)dev_at(b, b->sz.off_counters);
     p->counters_per_req = b->sz.counters_per_req;
-    p->fault = b->fault.dev;
+
+    /* The item check, once per planned batch (again for a layer whose pool
+     * is smaller than the one checked): every req_to_token entry the planned
+     * items read, checked whole against this pool, so the attention kernels
+     * below need no check of their own (attn_params.h: attn_check). */
+    if (t > 0 && slots < b->checked_slots) {
+        attn_check c;
+        memset(&c, 0, sizeof c);
+        c.req_to_token = p->req_to_token;
+        c.r2t_row_words = p->r2t_row_words;
+        c.num_slots = slots;
+        c.max_ctx = b->r2t_cols;
+        c.extend = mode == SGL_ATTN_MODE_EXTEND;
+        c.max_items = c.extend ? b->sz.extend_max_items : b->sz.decode_max_items;
+        c.fault = b->fault.dev;
+        const int nlists = c.extend ? ATTN_EPLAN_COUNT : ATTN_DPLAN_COUNT;
+        for (int set = 0; set < nlists && c.nsets < ATTN_CHECK_SETS; set++) {
+            if (!(c.extend ? b->has_eplan[set] : b->has_dplan[set])) continue;
+            c.items[c.nsets] = dev_at(b, c.extend ? b->sz.off_eitems[set] : b->sz.off_ditems[set]);
+            c.num_items[c.nsets] = num_items_ptr(b, c.extend ? ATTN_DPLAN_COUNT + set : set);
+            c.nsets++;
+        }
+        const int grid = b->grid_items < CA_CHECK_MAX_BLOCKS ? b->grid_items : CA_CHECK_MAX_BLOCKS;
+        int ce = attn_launch_check_items(&c, grid, a->batch->stream);
+        if (ce) {
+            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "item check launch", ce);
+            return SGL_ATTN_E_DEVICE;
+        }
+        b->checked_slots = slots;
+    }
 
     /* Save the new K/V first, so the attention below sees them. */
     if (a->save_kv_cache && t > 0) {

@@ -101,8 +101,7 @@ GC_DEV int32_t dr_fetch(const attn_fwd &p, const dr_ctx &x, int ta, int tb, int 
     if (t >= x.ntiles) return 0;
     int col = x.beg + t * ATTN_DR_TILE + (lane & 15);
     if (col >= x.end) col = x.end - 1;
-    const int32_t s = attn_slot32(p, x.row, col);
-    return s < 0 ? 0 : s; /* an entry outside the pool (noted) reads slot 0: a direct load needs an address */
+    return attn_slot32(p, x.row, col);
 }
 
 /* Issue the loads (K, then V) of one tile whose slots sit in lanes

@@ -182,10 +182,9 @@ GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot
         const int32_t sl = __shfl_sync(0xffffffffu, slot, rl);
         /* COV: rows of a box the TMA brings (bit rl & ~15 of cov: wg_tma_boxes) */
         if (COV && ((cov >> (rl & ~(ATTN_TMA_BOX_ROWS - 1))) & 1u)) continue;
-        const bool ok = t0 + r < k.hi && sl >= 0;
-        const int64_t so = ok ? sl : 0;
-        gc_cp_async16(ks + wg_sw_off<C::BN>(r, c), kb + so * p.kc_stride_s + c * 8, ok);
-        gc_cp_async16(vs + wg_sw_off<C::BN>(r, c), vb + so * p.vc_stride_s + c * 8, ok);
+        const bool ok = t0 + r < k.hi;
+        gc_cp_async16(ks + wg_sw_off<C::BN>(r, c), kb + (int64_t)sl * p.kc_stride_s + c * 8, ok);
+        gc_cp_async16(vs + wg_sw_off<C::BN>(r, c), vb + (int64_t)sl * p.vc_stride_s + c * 8, ok);
     }
 }
 
@@ -194,7 +193,7 @@ GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot
  * (w+1) RPW) of the tile split into boxes of 16 rows; box b goes by TMA (one
  * box of the pool's tensor map per 64-column block and operand, issued by one
  * lane each) when its 16 columns are all < hi, start on a multiple of 16 and
- * its first column's slot s0 (checked, as the cp.async path uses it) is a
+ * its first column's slot s0 (clamped, as the cp.async path uses it) is a
  * multiple of 16 with s0 + 16 <= num_slots, and its 16 rows' slots are
  * s0 .. s0 + 15 (one page, the page table's contract; checked, not assumed).  Any other
  * row (the last tile's partial box, rows past hi, an unaligned window start)
@@ -246,17 +245,16 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
     uint32_t g = 0, kq = 0, pending = 0;
-    int64_t raw = 0; /* req_to_token entry of the next tile's row myrow (whole int64), unchecked */
-    auto tile_raw = [&](const wg_work &k, int j) -> int64_t {
+    int32_t raw = 0; /* req_to_token word of the next tile's row myrow, unclamped */
+    auto tile_raw = [&](const wg_work &k, int j) -> int32_t {
         const int tok = k.lo + j * C::BN + myrow;
         const int col = tok < k.hi ? tok : k.hi - 1; /* hi > lo >= 0 when the pair has tiles */
-        return attn_word(p.req_to_token, (int64_t)k.row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift));
+        return __ldg(p.req_to_token.p + (int64_t)k.row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift));
     };
     auto issue_tile = [&](const wg_work &k, int j) {
         const int t0 = k.lo + j * C::BN;
-        /* the pool check here, not at the load; an entry outside the pool is
-         * noted and its row zero-filled (slot -1: no TMA box, no cp.async) */
-        const int32_t slot = t0 + myrow < k.hi ? (int32_t)attn_slot_checked(p, raw, k.row, t0 + myrow) : 0;
+        const int64_t sw = raw; /* attn_slot's clamp */
+        const int32_t slot = t0 + myrow < k.hi ? (int32_t)(sw < 0 ? 0 : (sw >= p.num_slots ? p.num_slots - 1 : sw)) : 0;
         if (j + 1 < k.ntiles) raw = tile_raw(k, j + 1); /* in flight during this tile's wait and copies */
         const int s = (int)(g % C::STAGES);
         mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);

@@ -20,8 +20,7 @@ template <int D, int ROWS, int NT> struct kv_loader {
 
     GC_DEV kv_loader() : c((int)threadIdx.x % CH), r0((int)threadIdx.x / CH) {}
 
-    /* Slots of the tile starting at column t0 (columns >= end: slot 0, never
-     * read; an entry outside the pool: -1, noted, its row zero-filled). */
+    /* Slots of the tile starting at column t0 (columns >= end: slot 0, never read). */
     GC_DEV void fetch_slots(const attn_fwd &p, int req_row, int t0, int end) {
 #pragma unroll
         for (int k = 0; k < RPT; k++) {
@@ -36,10 +35,9 @@ template <int D, int ROWS, int NT> struct kv_loader {
 #pragma unroll
         for (int k = 0; k < RPT; k++) {
             const int row = r0 + k * RSTEP;
-            const bool ok = t0 + row < end && slot[k] >= 0;
-            const int64_t sl = ok ? slot[k] : 0;
-            gc_cp_async16(ks + swz<D>(row, c), kb + sl * p.kc_stride_s, ok);
-            gc_cp_async16(vs + swz<D>(row, c), vb + sl * p.vc_stride_s, ok);
+            const bool ok = t0 + row < end;
+            gc_cp_async16(ks + swz<D>(row, c), kb + (int64_t)slot[k] * p.kc_stride_s, ok);
+            gc_cp_async16(vs + swz<D>(row, c), vb + (int64_t)slot[k] * p.vc_stride_s, ok);
         }
     }
 };
@@ -47,7 +45,7 @@ template <int D, int ROWS, int NT> struct kv_loader {
 /* The mma extend's loader: the same tile split and copies as kv_loader (the
  * mma decode's), but the page-table words of a tile are read raw, all at
  * once and without a branch (a column past `end` reads the last visible one
- * instead), and checked against the pool only where `issue` uses them, so the
+ * instead), and clamped into the pool only where `issue` uses them, so the
  * loads of tile j + S are in flight together during tile j's compute.
  * (kv_loader's per-row `tok < end ? attn_slot32 : 0` compiles to a branch
  * around each load with the clamp right behind it: one L2 round trip per
@@ -57,8 +55,8 @@ template <int D, int ROWS, int NT> struct kv_loader_pf {
     static constexpr int RSTEP = NT / CH;
     static constexpr int RPT = ROWS / RSTEP;
     static_assert(NT % CH == 0 && ROWS % RSTEP == 0 && RPT >= 1, "tile split");
-    int64_t raw[RPT]; /* req_to_token entries (whole int64), not yet checked */
-    int c, r0, row_;  /* row_: the request row fetched (for a fault's position) */
+    int32_t raw[RPT]; /* req_to_token words, not yet clamped */
+    int c, r0;
 
     GC_DEV kv_loader_pf() : c((int)threadIdx.x % CH), r0((int)threadIdx.x / CH) {}
 
@@ -66,26 +64,24 @@ template <int D, int ROWS, int NT> struct kv_loader_pf {
      * max(end - 1, 0), a column of the row that exists; issue never uses them). */
     GC_DEV void fetch_slots(const attn_fwd &p, int req_row, int t0, int end) {
         const int last = end > 0 ? end - 1 : 0;
-        const int64_t base = (int64_t)req_row * p.r2t_row_words;
-        row_ = req_row;
+        const int32_t *base = p.req_to_token.p + (int64_t)req_row * p.r2t_row_words;
 #pragma unroll
         for (int k = 0; k < RPT; k++) {
             const int tok = t0 + r0 + k * RSTEP;
             const int col = tok < end ? tok : last;
-            raw[k] = attn_word(p.req_to_token, base + ((int64_t)col << p.req_to_token.shift));
+            raw[k] = __ldg(base + ((int64_t)col << p.req_to_token.shift));
         }
     }
-    /* cp.async the fetched tile; rows past `end` and entries outside the pool
-     * (noted) are zero-filled (slot 0 as the address, as kv_loader). */
+    /* cp.async the fetched tile; rows past `end` are zero-filled (slot 0, as kv_loader). */
     GC_DEV void issue(const attn_fwd &p, int kvh, uint16_t *ks, uint16_t *vs, int t0, int end) const {
         const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)kvh * p.kc_stride_h + c * 8;
         const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)kvh * p.vc_stride_h + c * 8;
 #pragma unroll
         for (int k = 0; k < RPT; k++) {
             const int row = r0 + k * RSTEP;
-            const int64_t s = t0 + row < end ? attn_slot_checked(p, raw[k], row_, t0 + row) : -1;
-            const bool ok = s >= 0; /* the check here instead of at the load */
-            const int64_t slot = ok ? s : 0;
+            const bool ok = t0 + row < end;
+            const int64_t s = raw[k]; /* attn_slot's clamp, here instead of at the load */
+            const int64_t slot = ok ? (s < 0 ? 0 : (s >= p.num_slots ? p.num_slots - 1 : s)) : 0;
             gc_cp_async16(ks + swz<D>(row, c), kb + slot * p.kc_stride_s, ok);
             gc_cp_async16(vs + swz<D>(row, c), vb + slot * p.vc_stride_s, ok);
         }

@@ -73,11 +73,7 @@ template <int DT> GC_DEV uint32_t pack2(float lo, float hi) {
     return *(uint32_t *)&v;
 }
 
-/* Slot of (row, col) as int32 (pools are checked to hold < 2^31 slots); an
- * entry outside the pool is noted and gives -1 (attn_slot_checked). */
-GC_DEV int32_t attn_slot32(const attn_fwd &p, int row, int col) {
-    const int64_t w = (int64_t)row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift);
-    return (int32_t)attn_slot_checked(p, attn_word(p.req_to_token, w), row, col);
-}
+/* Slot of (row, col) as int32 (pools are checked to hold < 2^31 slots). */
+GC_DEV int32_t attn_slot32(const attn_fwd &p, int row, int col) { return (int32_t)attn_slot(p, row, col); }
 
 #endif

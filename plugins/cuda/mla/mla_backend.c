@@ -102,6 +102,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
         b->t = 0;
         b->n_items = b->n_comb = 0;
         b->planned = 1;
+        b->checked_slots[0] = b->checked_slots[1] = INT64_MAX;
         return SGL_ATTN_OK;
     }
     /* Host lengths: the mirrors, else a copy of the device tensors. */
@@ -196,6 +197,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->n_items = hdr->n_items;
     b->n_comb = hdr->n_comb;
     b->planned = 1;
+    b->checked_slots[0] = b->checked_slots[1] = INT64_MAX; /* the item check runs at the first forward */
     if (b->log) {
         static const char *const cfg_name[] = {"base", "two", "ring", "tma"};
         fprintf(stderr,

@@ -153,8 +153,7 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
         /* PTR: the ring's lookahead LA and prefetch distance (docs/cuda_mla.md). */
         const int pd_r = PTR ? min(a.prefetch > STAGES - 1 ? a.prefetch : 0, MMA_PT_R - STAGES + 1) : 0;
         const int la = (pd_r > STAGES - 1 ? pd_r : STAGES - 1) + STAGES - 1;
-        /* Word `lane` of tile t: its req_to_token element (positions clamped
-         * into the tensor, a read guard; the value is checked at slot_rd). */
+        /* Word `lane` of tile t: its req_to_token element (mla_slot's clamps). */
         auto pt_src = [&](int t, bool &ok) -> const int32_t * {
             const mla_index &ix = a.req_to_token;
             const int key = item.kv_begin + t * MMA_BN + lane;
@@ -173,15 +172,12 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
             const int32_t *src = pt_src(t, ok);
             if (ok) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src) : "memory");
         };
-        /* Lane kk < 4 of warp w: the slot of key w + 8 kk of tile t, from the
-         * ring, checked (-1: none).  The ring holds 32-bit words: an int64
-         * table's entry is read whole from the table instead. */
+        /* Lane kk < 4 of warp w: the slot of key w + 8 kk of tile t, from the ring. */
         auto slot_rd = [&](int tile) -> int64_t {
             const int key = item.kv_begin + tile * MMA_BN + warp + 8 * lane;
-            if (!(lane < 4 && key < item.kv_end) || prow < 0) return -1;
-            const int64_t w = a.req_to_token.shift ? mla_idx(a.req_to_token, prow * a.r2t_cols + key)
-                                                   : (int64_t)sPT[(tile % MMA_PT_R) * MMA_BN + warp + 8 * lane];
-            return mla_slot_check(a, prow, key, w);
+            return lane < 4 && key < item.kv_end
+                       ? mla_clamp64((int64_t)sPT[(tile % MMA_PT_R) * MMA_BN + warp + 8 * lane], 0, a.num_slots - 1)
+                       : (int64_t)-1;
         };
         if constexpr (PTR) {
             if (warp == 0) {
@@ -198,12 +194,11 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
                 const uint32_t bar = bar0 + 8 * st;
                 if (tid == 0) mma_mbar_expect_tx(bar, MMA_BN * MLA_D_QK * 2);
                 if (lane < 4) {
-                    /* past the item, or no slot (noted): the tile's first key's ring word if it
-                     * lies in the pool, else row 0; the copy needs a row and the key is masked or
-                     * its batch fails (tile < nt, so in the item; its ring word is as visible as
-                     * this lane's, both were waited for together) */
-                    const int64_t w0 = sPT[(tile % MMA_PT_R) * MMA_BN];
-                    const int64_t s = myslot >= 0 ? myslot : ((uint64_t)w0 < (uint64_t)a.num_slots ? w0 : 0);
+                    /* past the item: the tile's first key (tile < nt, so in the item; its ring word
+                     * is as visible as this lane's, both were waited for together) */
+                    const int64_t s = myslot >= 0 ? myslot
+                                                  : mla_clamp64((int64_t)sPT[(tile % MMA_PT_R) * MMA_BN], 0,
+                                                                a.num_slots - 1);
                     mma_bulk_g2s(mla_smem_u32(sKV + ((size_t)st * MMA_BN + warp + 8 * lane) * MMA_ROW),
                                  pool + s * MLA_D_QK, MLA_D_QK * 2, bar);
                 }

@@ -58,14 +58,10 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
         int64_t slot = 0;
         if (key < ti.n_keys) {
             slot = mla_slot(a, row, key);
-            if (slot >= 0) {
-                const void *kr = pool + slot * MLA_D_QK * kv_elem;
-                float dot = 0.f;
-                for (int d = 0; d < MLA_D_QK; d++) dot += sq[d] * mla_kv_elem<KDT>(kr, d, a.k_scale);
-                s = dot * a.scale_log2;
-            } else {
-                slot = 0; /* no slot (noted): the key is masked, its weight 0 */
-            }
+            const void *kr = pool + slot * MLA_D_QK * kv_elem;
+            float dot = 0.f;
+            for (int d = 0; d < MLA_D_QK; d++) dot += sq[d] * mla_kv_elem<KDT>(kr, d, a.k_scale);
+            s = dot * a.scale_log2;
         }
         sslot[tid] = slot;
         const float m_new = fmaxf(m, simple_block_max(s, red));

@@ -106,6 +106,19 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
         f.grid_comb = b->n_comb;
     }
 
+    /* The item check, once per planned batch and kernel kind (again for a
+     * layer whose pool is smaller than the one checked): the rows and
+     * entries this kernel's work reads, checked whole, so the attention
+     * kernels need no check of their own (mla_item_check.cu). */
+    const int simple = kernel == MLA_KERNEL_SIMPLE;
+    if (v.num_slots < b->checked_slots[simple]) {
+        const int32_t n = simple ? b->t : b->n_items;
+        const int grid = b->graph || n > MLA_CHECK_BLOCKS ? MLA_CHECK_BLOCKS : n;
+        int ce = mla_launch_item_check(&f, simple, grid);
+        if (ce) return mla_cuda_fail(b, "item check kernel launch", ce);
+        b->checked_slots[simple] = v.num_slots;
+    }
+
     int e = 0;
     if (kernel == MLA_KERNEL_WIDE) {
         int cu = 0;

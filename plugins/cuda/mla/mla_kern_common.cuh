@@ -1,5 +1,5 @@
 /*
- * mla_kern_common.cuh - device helpers of the MLA kernels: checked index
+ * mla_kern_common.cuh - device helpers of the MLA kernels: guarded index
  * reads, the plan arrays, 16-bit / fp8 conversions.  CUDA only.
  */
 #ifndef SGL_MLA_KERN_COMMON_CUH
@@ -29,31 +29,21 @@ GC_DEV int64_t mla_idx(const mla_index &ix, int64_t i) {
     return (int64_t)__ldg(ix.p + i);
 }
 
-/* The req_to_token row of request b; a row outside the tensor is noted and
- * gives -1 (every key of the request then reads as "no slot"). */
+/* The req_to_token row of request b, clamped into the tensor.  The rows and
+ * entries the planned items read were checked whole before the first
+ * attention kernel of the batch (mla_item_check.cu: an item with a bad one
+ * attends nothing), so the clamps here only keep a tensor changed after that
+ * check inside its bounds; they never move a checked value. */
 GC_DEV int64_t mla_pool_row(const mla_fwd_args &a, int b) {
-    const int64_t r = mla_idx(a.req_pool_indices, b);
-    if ((uint64_t)r < (uint64_t)a.r2t_rows) return r;
-    sgl_fault_note(a.fault, SGL_FAULT_REQ_POOL_INDICES, b, r, 0, a.r2t_rows);
-    return -1;
+    return mla_clamp64(mla_idx(a.req_pool_indices, b), 0, a.r2t_rows - 1);
 }
 
-/* A req_to_token entry s (row, col) as a pool slot: outside the pool it is
- * noted and gives -1, never a slot of the pool. */
-GC_DEV int64_t mla_slot_check(const mla_fwd_args &a, int64_t row, int64_t col, int64_t s) {
-    if ((uint64_t)s < (uint64_t)a.num_slots) return s;
-    sgl_fault_note(a.fault, SGL_FAULT_REQ_TO_TOKEN, row * a.r2t_cols + col, s, 0, a.num_slots);
-    return -1;
-}
-
-/* The pool slot of key `col` of req_to_token row `row` (a row from
- * mla_pool_row), or -1: a bad row, or an entry outside the pool (noted).
- * The kernels load nothing for -1 (a zero row, or a masked key).  col is
- * below the columns by the host's length checks; its clamp guards the read. */
+/* The pool slot of key `col` of req_to_token row `row`, clamped into the pool
+ * (see mla_pool_row: a read guard, never a move of a checked entry). */
 GC_DEV int64_t mla_slot(const mla_fwd_args &a, int64_t row, int64_t col) {
-    if (row < 0) return -1;
     col = mla_clamp64(col, 0, a.r2t_cols - 1);
-    return mla_slot_check(a, row, col, mla_idx(a.req_to_token, row * a.r2t_cols + col));
+    int64_t s = mla_idx(a.req_to_token, row * a.r2t_cols + col);
+    return mla_clamp64(s, 0, a.num_slots - 1);
 }
 
 GC_DEV const mla_plan_hdr *mla_hdr(const mla_fwd_args &a) {

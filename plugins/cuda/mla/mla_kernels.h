@@ -118,6 +118,10 @@ int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin);
 int mla_launch_wide(const mla_fwd_args *a);
 int mla_launch_combine(const mla_fwd_args *a);
 int mla_launch_save(const mla_save_args *s);
+/* The item check of a planned batch (mla_item_check.cu): simple 1 checks the
+ * plan's tokens (the simple kernel's work), else its items; grid blocks
+ * stride over them. */
+int mla_launch_item_check(const mla_fwd_args *a, int simple, int grid);
 
 /* Encode the pool's TMA map (the wide kernel): rows of 576 elements, boxes of 64
  * elements x box_rows rows, 128-byte swizzle.  `encode` is

@@ -3,17 +3,20 @@
  * every plugin built on these kernels (cuda_attn, hip_attn) and their
  * launchers.
  *
- * Index tensors may be int32 or int64 (docs/contributing.md).  Kernels read
- * element i whole (an int64 as int64) and check the value against what it
- * indexes: a slot outside the pool, a row outside req_to_token, a length past
- * its columns is never clamped into range.  The kernel skips what that index
- * would have touched (the token's K/V is not saved; a request whose row or
- * lengths are out of range attends nothing and gets zero output rows; a
- * req_to_token entry outside the pool is read as a zero row (cp.async
- * gathers) or as slot 0 (direct loads), never the slot it names) and notes
- * the first fault in the instance's record (gpu_fault.h), which fails the
- * next metadata call.  Positions are clamped into the tensor (i < n), a read
- * in range by the host's shape checks.
+ * Index tensors may be int32 or int64 (docs/contributing.md).  Values are
+ * checked whole (an int64 as int64) against what they index, never clamped
+ * or wrapped into range, and the checks sit outside the attention kernels:
+ * the plan kernels check each request's row and lengths (a bad request
+ * attends nothing: zero output rows); the item check (attn_check below) runs
+ * once per planned batch before its first attention kernel and checks every
+ * req_to_token entry each item reads (an item with an entry outside the pool
+ * attends nothing); the save kernel checks each out_cache_loc (a bad one
+ * saves nothing).  The first fault is noted in the instance's record
+ * (gpu_fault.h), which fails the next metadata call.  The attention kernels
+ * then read entries as the low word, clamped into the pool: a read guard
+ * for a tensor changed after the check, never a move of a checked entry.
+ * Positions are clamped into the tensor (i < n), a read in range by the
+ * host's shape checks.
  *
  * Planning happens on the device (plan kernels, one block, run by
  * init_forward_metadata and the graph hooks) from the batch's device tensors,
@@ -115,8 +118,27 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
-    sgl_gpu_fault_ref fault; /* where a req_to_token entry outside the pool is noted */
 } attn_fwd;
+
+/* The item check (attn_check_items_kernel): before the first forward of a
+ * planned batch (and again for a layer whose pool is smaller than the one
+ * checked), every req_to_token entry each planned item reads is checked
+ * whole against the pool; an item with an entry outside it is noted and
+ * emptied (it attends nothing), so the attention kernels read only checked
+ * entries and do no per-load check of their own. */
+#define ATTN_CHECK_SETS 3
+typedef struct attn_check {
+    attn_index req_to_token;   /* [max_reqs, max_ctx] */
+    int64_t r2t_row_words;     /* int32 words per req_to_token row */
+    int64_t num_slots;         /* the pool's slots */
+    int32_t max_ctx;           /* columns of req_to_token (a fault's position) */
+    int32_t nsets;             /* item lists below (grid.y) */
+    int32_t extend;            /* 1: the lists are extend items, else decode items */
+    int32_t max_items;         /* capacity of each list */
+    void *items[ATTN_CHECK_SETS];          /* attn_decode_item * or attn_extend_item * */
+    const int32_t *num_items[ATTN_CHECK_SETS];
+    sgl_gpu_fault_ref fault;   /* where an entry outside the pool is noted */
+} attn_check;
 
 /* Save new K/V at out_cache_loc. */
 typedef struct attn_save {

@@ -1,6 +1,6 @@
 /*
  * common.cuh - helpers every attention kernel uses (CUDA and HIP):
- * checked index reads, the score transform (scale, soft-cap, log2 domain)
+ * index reads, the score transform (scale, soft-cap, log2 domain)
  * and the online-softmax step.  Portable: only gpu_compat.h.
  */
 #ifndef SGL_ATTN_KERNELS_COMMON_CUH
@@ -32,28 +32,16 @@ GC_DEV int64_t attn_word(const attn_index &ix, int64_t w) {
     return ix.shift ? (int64_t)__ldg((const long long *)ix.p + (w >> 1)) : (int64_t)__ldg(ix.p + w);
 }
 
-/* Is v outside [lo, hi)?  Then note it (the first fault wins) and say so. */
-GC_DEV bool attn_bad(const sgl_gpu_fault_ref &f, int tensor, int64_t pos, int64_t v, int64_t lo, int64_t hi) {
-    if (v >= lo && v < hi) return false;
-    sgl_fault_note(f, tensor, pos, v, lo, hi);
-    return true;
-}
-
-/* A req_to_token word (row-major word offset w) as a pool slot: an entry
- * outside the pool is noted and gives -1, never a slot of the pool. */
-GC_DEV int64_t attn_slot_checked(const attn_fwd &p, int64_t s, int row, int col) {
-    if ((uint64_t)s < (uint64_t)p.num_slots) return s;
-    sgl_fault_note(p.fault, SGL_FAULT_REQ_TO_TOKEN, (int64_t)row * p.max_ctx + col, s, 0, p.num_slots);
-    return -1;
-}
-
-/* The pool slot of column `col` of req_to_token row `row`; an entry outside
- * the pool is noted and reads slot 0 (a direct load needs an address; the
- * batch fails at the next metadata call). */
+/* The pool slot of column `col` of req_to_token row `row`: the entry's low
+ * word, clamped into the pool.  The entries the planned items read were
+ * checked whole before the first forward of the batch (attn_check_items_kernel:
+ * an item with an entry outside the pool attends nothing), so the clamp only
+ * keeps a tensor changed after that check inside the pool; it never moves a
+ * checked entry. */
 GC_DEV int64_t attn_slot(const attn_fwd &p, int row, int col) {
     const int64_t w = (int64_t)row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift);
-    const int64_t s = attn_slot_checked(p, attn_word(p.req_to_token, w), row, col);
-    return s < 0 ? 0 : s;
+    int64_t s = __ldg(p.req_to_token.p + w);
+    return s < 0 ? 0 : (s >= p.num_slots ? p.num_slots - 1 : s);
 }
 
 /* Raw q.k -> logit in the log2 domain (s * scale * log2e, through the soft-cap). */

@@ -19,7 +19,7 @@ __global__ __launch_bounds__(256) void attn_save_kv_kernel(attn_save s) {
         const int tok = (int)(i / ((long long)chunks * s.hkv));
         const int64_t slot = attn_idx(s.loc, tok);
         if ((uint64_t)slot >= (uint64_t)s.num_slots) {
-            if (i % ((long long)chunks * s.hkv) == 0) /* one note per token */
+            if (c == 0 && h == 0) /* one note per token */
                 sgl_fault_note(s.fault, SGL_FAULT_OUT_CACHE_LOC, tok, slot, 0, s.num_slots);
             continue;
         }
