@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda/sdk_cuda.h"
 #include "lin_params.h"
 #include "sdk_linear.h"
 #include "sdk_plugin.h"
@@ -148,6 +149,7 @@ typedef struct lin_inst {
     int32_t verify_n, verify_steps, verify_kept;
     int32_t graph_max_bs, graph_max_tokens;
     int32_t graph_replaying; /* 1 inside the replay hook: no sync_check */
+    sgl_sdk_cuda_fault fault; /* the plan kernel's first error, read by the next lin_plan (no sync) */
     char err[LIN_ERR_MAX];
 } lin_inst;
 

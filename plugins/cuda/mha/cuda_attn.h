@@ -22,12 +22,15 @@
 #include <stdint.h>
 
 #include "attn_kernels/sizing.h"
+#include "cuda/sdk_cuda.h"
 #include "cuda_launch.h"
 #include "sdk_tensor.h"
 #include "sgl_attn_abi.h"
 
 #define CA_NAME "cuda_attn"
 #define CA_ERR_MAX 512
+/* The item check's blocks per item list (they stride over longer lists). */
+#define CA_CHECK_MAX_BLOCKS 1024
 
 /* The plugin option "kernel" (conf plugin_options.cuda_attn.kernel): auto
  * (the defaults), mma, portable (cuda_attn_choice.c). */
@@ -94,9 +97,11 @@ typedef struct ca_backend {
     attn_sizing sz;
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend with its TMA kernel: the pools' tensor maps; else NULL */
+    sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by ca_plan */
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
     int32_t planned_bs, planned_tokens;
+    int64_t checked_slots; /* the pool size the planned items were checked against (INT64_MAX: not yet) */
     int has_dplan[ATTN_DPLAN_COUNT], has_eplan[ATTN_EPLAN_COUNT];
     int32_t grid_items;
     int32_t r2t_rows, r2t_cols;

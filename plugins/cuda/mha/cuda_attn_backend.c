@@ -23,10 +23,9 @@ static const char *ca_last_error(sgl_attn_backend *b) { return self(b)->err; }
 static void ca_destroy(sgl_attn_backend *bb) {
     if (!bb) return;
     ca_backend *b = self(bb);
-    if (b->dev_mem) {
-        (void)cudaSetDevice(b->device);
-        (void)cudaFree(b->dev_mem);
-    }
+    (void)cudaSetDevice(b->device);
+    if (b->dev_mem) (void)cudaFree(b->dev_mem);
+    sgl_sdk_cuda_fault_free(&b->fault);
     attn_tmap_cache_free(b->tmaps);
     free(b);
 }
@@ -56,9 +55,10 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, const char *c
         snprintf(b->err, sizeof b->err, "%s: init_graph_state was not called", call);
         return SGL_ATTN_E_STATE;
     }
-    if (g->batch_size > b->graph_max_bs || g->num_tokens > b->graph_max_tokens) {
-        snprintf(b->err, sizeof b->err, "%s: batch_size %d / num_tokens %d exceed init_graph_state's %d / %d", call,
-                 g->batch_size, g->num_tokens, b->graph_max_bs, b->graph_max_tokens);
+    if (g->batch_size < 0 || g->num_tokens < 0 || g->batch_size > b->graph_max_bs ||
+        g->num_tokens > b->graph_max_tokens) {
+        snprintf(b->err, sizeof b->err, "%s: batch_size %d / num_tokens %d: expected 0..%d / 0..%d (init_graph_state's)",
+                 call, g->batch_size, g->num_tokens, b->graph_max_bs, b->graph_max_tokens);
         return SGL_ATTN_E_INVALID;
     }
     return ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
@@ -178,6 +178,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
         ca_destroy(&b->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+    }
+    if ((rc = sgl_sdk_cuda_fault_alloc(&b->fault, err, err_size))) {
+        ca_destroy(&b->base);
+        return rc;
     }
     int ke = attn_kernels_setup(&b->kern);
     if (ke) {

@@ -1,5 +1,5 @@
-/* cuda_attn_forward.c - init_forward_metadata (checks, then the plan kernels
- * on the batch's stream) and the two forwards (checks, then launches on the
+/* cuda_attn_forward.c - init_forward_metadata (the index faults the kernels
+ * noted, checks, then the plan kernels on the batch's stream) and the two forwards (checks, then launches on the
  * batch's stream).  None of them reads the environment, a file or a clock,
  * creates an event, synchronises or allocates; they write only the instance
  * (its error text, the planned batch, the per-layer TMA map cache). */
@@ -82,6 +82,9 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     }
     int rc = ca_refuse_unserved_batch(&m, bt);
     if (rc) return rc;
+    /* An index fault a kernel of an earlier batch met (no sync: the record is
+     * mapped host memory; it shows once that kernel has run). */
+    if (sgl_sdk_cuda_fault_take(&b->fault, bt->stream, call, b->err, sizeof b->err)) return SGL_ATTN_E_INVALID;
     if (mode == SGL_ATTN_MODE_IDLE) {
         b->planned_mode = SGL_ATTN_MODE_IDLE;
         return SGL_ATTN_OK;
@@ -139,6 +142,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     in.bs = bs;
     in.max_reqs = b->r2t_rows;
     in.max_ctx = b->r2t_cols;
+    in.fault = b->fault.dev;
     memset(b->has_dplan, 0, sizeof b->has_dplan);
     memset(b->has_eplan, 0, sizeof b->has_eplan);
     int ce = 0;
@@ -184,6 +188,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         return SGL_ATTN_E_DEVICE;
     }
     b->planned_mode = mode;
+    b->checked_slots = INT64_MAX; /* the item check runs at the first forward */
     b->planned_bs = bs;
     b->planned_tokens = tokens;
     return SGL_ATTN_OK;
@@ -303,6 +308,36 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     p->k_scale = L->k_scale;
     p->v_scale = L->v_scale;
 
+    /* The item check, once per planned batch (again for a layer whose pool
+     * is smaller than the one checked): every req_to_token entry the planned
+     * items read, checked whole against this pool, so the attention kernels
+     * below need no check of their own (attn_params.h: attn_check). */
+    if (t > 0 && slots < b->checked_slots) {
+        attn_check c;
+        memset(&c, 0, sizeof c);
+        c.req_to_token = p->req_to_token;
+        c.r2t_row_words = p->r2t_row_words;
+        c.num_slots = slots;
+        c.max_ctx = b->r2t_cols;
+        c.extend = mode == SGL_ATTN_MODE_EXTEND;
+        c.max_items = c.extend ? b->sz.extend_max_items : b->sz.decode_max_items;
+        c.fault = b->fault.dev;
+        const int nlists = c.extend ? ATTN_EPLAN_COUNT : ATTN_DPLAN_COUNT;
+        for (int set = 0; set < nlists && c.nsets < ATTN_CHECK_SETS; set++) {
+            if (!(c.extend ? b->has_eplan[set] : b->has_dplan[set])) continue;
+            c.items[c.nsets] = dev_at(b, c.extend ? b->sz.off_eitems[set] : b->sz.off_ditems[set]);
+            c.num_items[c.nsets] = num_items_ptr(b, c.extend ? ATTN_DPLAN_COUNT + set : set);
+            c.nsets++;
+        }
+        const int grid = b->grid_items < CA_CHECK_MAX_BLOCKS ? b->grid_items : CA_CHECK_MAX_BLOCKS;
+        int ce = attn_launch_check_items(&c, grid, a->batch->stream);
+        if (ce) {
+            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "item check launch", ce);
+            return SGL_ATTN_E_DEVICE;
+        }
+        b->checked_slots = slots;
+    }
+
     /* Save the new K/V first, so the attention below sees them. */
     if (a->save_kv_cache && t > 0) {
         if (L->is_cross) {
@@ -335,6 +370,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.t = t;
         s.hkv = b->hkv;
         s.d = b->head_dim;
+        s.fault = b->fault.dev;
         int ce;
         if (b->kern.kv_fp8) {
             attn_save_fp8 s8 = {s, k_scale_dev, v_scale_dev, L->k_scale, L->v_scale};
