@@ -59,19 +59,32 @@
 #define LK_BAR_EMPTY 3
 #define LK_S2_NS 3 /* stages of its cp.async ring */
 
-template <int VT> struct lk_s2 {
+/* The first segment pass (mode 1) at tile 16 runs 2 blocks per SM: its grid holds more blocks than the
+ * SMs (segment 0 and the middle segments' V + K rows), and one block per SM leaves the SM waiting on
+ * each block's dependent chain.  That takes a 2-stage ring (shared memory) and at most 128 registers
+ * (the producers' copy loop unrolled by 2); the serial pass and mode 2 (at most the serial pass's
+ * blocks per segment, fewer segments than the SMs hold) keep 3 stages and 1 block per SM. */
+template <int VT, int MODE> struct lk_s2_occ {
+    static constexpr int MINB = MODE == 1 && VT == 16 ? 2 : 1;
+    static constexpr int NS = MINB == 2 ? 2 : LK_S2_NS;
+};
+
+template <int VT, int NS = LK_S2_NS> struct lk_s2 {
     static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, VTP = VT + 8;
     static constexpr int STAGE = 2 * C * KP * 2 + C * VTP * 2 + K * 4; /* W, KD, U tile, eG */
-    static constexpr int SMEM = LK_S2_NS * STAGE + VT * KP * 2 + C * VTP * 2 + 2 * LK_S2_NS * 4;
+    static constexpr int SMEM = NS * STAGE + VT * KP * 2 + C * VTP * 2 + 2 * NS * 4;
 };
+static_assert(2 * (lk_s2<16, lk_s2_occ<16, 1>::NS>::SMEM + 1024) <= 228 * 1024,
+              "two segment-pass blocks of tile 16 fit an SM 9.0 (228 KiB, 1 KiB reserved a block; SM 8.0 holds one)");
 
 static_assert(lk_s2<32>::SMEM <= (int)LIN_FUSED_UT_SMEM,
               "the state pass needs at most the fused phase 1's shared memory (lin_create.c checks that one)");
 
 template <int OT, int VT, int MODE>
-__global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_fwd p) {
-    using L = lk_s2<VT>;
-    constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, NS = LK_S2_NS, STAGE = L::STAGE;
+__global__ __launch_bounds__(LK_S2_THREADS, (lk_s2_occ<VT, MODE>::MINB)) void lin_chunk_state_kernel(lin_fwd p) {
+    constexpr int NS = lk_s2_occ<VT, MODE>::NS;
+    using L = lk_s2<VT, NS>;
+    constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, STAGE = L::STAGE;
     constexpr int CW = LK_S2_CWARPS, NP = LK_S2_PWARPS;
     /* compute warp w owns state columns 32 w .. (NB n8 tiles); in W S^T, token rows 16 w .. and all VT
      * columns (NX n8 tiles) */
@@ -96,7 +109,7 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
     if (slot < 0) return; /* padding: the output pass zeroes its rows */
     const int rc0 = p.pl.req_chunk0[i], rnch = p.pl.req_nchunk[i];
     const int nseg = MODE == 0 ? 1 : (rnch + p.seg_chunks - 1) / p.seg_chunks;
-    const bool prow = vt >= nvt; /* product rows (mode 1) */
+    const bool prow = MODE == 1 && vt >= nvt; /* product rows (mode 1) */
     /* real: this block makes the true states (Hs, Unew, the pool); else a mode-1 summary from zero */
     const bool real = MODE == 0 || (MODE == 1 && sg == 0) || MODE == 2;
     if (MODE == 1 && (sg >= nseg || (sg > 0 && sg == nseg - 1) || (sg == 0 && prow))) return;
@@ -132,13 +145,19 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
         const int rs = HV * K; /* token-row stride of W, KD */
         const uint16_t *Wg = (const uint16_t *)p.Wt + (ct0 * HV + h) * K, *Kg = (const uint16_t *)p.KDt + (ct0 * HV + h) * K;
         const uint16_t *Ugs = (const uint16_t *)p.Ut + ct0 * HV * V + ocol;
-#pragma unroll
-        for (int idx = pl; idx < C * (K / 8); idx += PT) {
+        auto wkd = [&](int idx) {
             const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
             const bool ok = t < len;
             const int src = (ok ? t : 0) * rs + cc;
             if (DELTA) lk_cp_async16(Ws + t * KP + cc, Wg + src, ok);
             lk_cp_async16(KDs + t * KP + cc, Kg + src, ok);
+        };
+        if constexpr (lk_s2_occ<VT, MODE>::MINB == 2) { /* the 128-register budget */
+#pragma unroll 2
+            for (int idx = pl; idx < C * (K / 8); idx += PT) wkd(idx);
+        } else {
+#pragma unroll
+            for (int idx = pl; idx < C * (K / 8); idx += PT) wkd(idx);
         }
         for (int idx = pl; idx < C * (VT / 8); idx += PT) {
             const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
@@ -291,13 +310,18 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
 #define LK_S2_KERNELS(M) \
     {(const void *)lin_chunk_state_kernel<LIN_DT_BF16, 16, M>, (const void *)lin_chunk_state_kernel<LIN_DT_BF16, 32, M>}
 
+/* shared memory of mode m (0 serial, 1 / 2 segments) at tile vt */
+static int lk_s2_smem(int vt, int m) {
+    if (vt == 16) return m ? lk_s2<16, lk_s2_occ<16, 1>::NS>::SMEM : lk_s2<16>::SMEM;
+    return m ? lk_s2<32, lk_s2_occ<32, 1>::NS>::SMEM : lk_s2<32>::SMEM;
+}
+
 extern "C" int lin_chunk_state_setup(void) {
     const void *k[3][2] = {LK_S2_KERNELS(0), LK_S2_KERNELS(1), LK_S2_KERNELS(2)};
-    const int sm[2] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM};
     int e = 0;
     for (int m = 0; m < 3 && !e; m++)
         for (int i = 0; i < 2 && !e; i++)
-            e = (int)cudaFuncSetAttribute(k[m][i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+            e = (int)cudaFuncSetAttribute(k[m][i], cudaFuncAttributeMaxDynamicSharedMemorySize, lk_s2_smem(16 << i, m));
     return e;
 }
 
@@ -311,7 +335,7 @@ extern "C" int lin_launch_chunk_state_mode(const lin_fwd *pp, int vt, int mode, 
     if (mode == 0) k = vt == 16 ? lin_chunk_state_kernel<LIN_DT_BF16, 16, 0> : lin_chunk_state_kernel<LIN_DT_BF16, 32, 0>;
     else if (mode == 1) k = vt == 16 ? lin_chunk_state_kernel<LIN_DT_BF16, 16, 1> : lin_chunk_state_kernel<LIN_DT_BF16, 32, 1>;
     else k = vt == 16 ? lin_chunk_state_kernel<LIN_DT_BF16, 16, 2> : lin_chunk_state_kernel<LIN_DT_BF16, 32, 2>;
-    LK_LAUNCH(k, grid, LK_S2_THREADS, vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, (cudaStream_t)stream, p);
+    LK_LAUNCH(k, grid, LK_S2_THREADS, lk_s2_smem(vt, mode), (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }
 

@@ -105,11 +105,16 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     return SGL_ATTN_OK;
 }
 
-/* The auto rule's segments per request for a batch whose serial pass has `blocks` blocks: as many as fill
- * the SMs (1: the serial pass already fills half of them or more). */
-static int32_t seg_auto_count(int sm_count, int64_t blocks) {
-    if (blocks < 1 || 2 * blocks > sm_count) return 1;
-    return (int32_t)(sm_count / blocks);
+/* The auto rule's segments per request for a batch whose serial pass has `blocks` blocks of tile vt.
+ * The first segment pass has, per request, segment 0's V / vt row tiles and (V + K) / vt for each
+ * middle segment; it should fit the SMs at once (2 blocks per SM at tile 16, chunk_state.cu), so
+ * per = 2 + (occ SMs - blocks) / (blocks (1 + K / V)).  Below 3 segments the two passes are the serial
+ * chain cut in two (segment 1 waits for segment 0): the rule answers 1, the serial pass. */
+static int32_t seg_auto_count(int sm_count, int64_t blocks, int vt, int V, int K) {
+    const int64_t cap = (int64_t)sm_count * (vt == 16 ? 2 : 1);
+    if (blocks < 1 || 2 * blocks > sm_count || V < 1) return 1;
+    const int64_t per = 2 + (cap - blocks) * V / (blocks * (int64_t)(V + K));
+    return per < 3 ? 1 : (int32_t)(per > 1024 ? 1024 : per);
 }
 
 int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count, char *err, size_t n) {
@@ -120,7 +125,7 @@ int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count,
     if (seg > 0) { /* every batch may be cut: a slot per LIN_SEG_SLOT */
         cap = ((int64_t)L->max_chunks + seg - 1) / seg + L->max_reqs;
     } else { /* auto: one request (the case the rule cuts most), tile 16 */
-        const int32_t per = seg_auto_count(sm_count, (int64_t)d->hv * (d->dv / 16));
+        const int32_t per = seg_auto_count(sm_count, (int64_t)d->hv * (d->dv / 16), 16, d->dv, d->dk);
         if (per < 2) return SGL_ATTN_OK;
         cap = 2 * (int64_t)per + 4;
     }
@@ -144,7 +149,7 @@ int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_cou
     const int64_t cmax = ((int64_t)T + LIN_CHUNK - 1) / LIN_CHUNK; /* chunks of the longest request, at most */
     int64_t sc = seg;
     if (seg < 0) {
-        const int32_t per = seg_auto_count(sm_count, (int64_t)bs * d->hv * (d->dv / vt));
+        const int32_t per = seg_auto_count(sm_count, (int64_t)bs * d->hv * (d->dv / vt), vt, d->dv, d->dk);
         if (per < 2) return 0;
         sc = (cmax + per - 1) / per;
         if (sc < LIN_SEG_MIN_CHUNKS) sc = LIN_SEG_MIN_CHUNKS;
