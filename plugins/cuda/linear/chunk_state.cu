@@ -311,9 +311,10 @@ __global__ __launch_bounds__(LK_S2_THREADS, (lk_s2_occ<VT, MODE>::MINB)) void li
     {(const void *)lin_chunk_state_kernel<LIN_DT_BF16, 16, M>, (const void *)lin_chunk_state_kernel<LIN_DT_BF16, 32, M>}
 
 /* shared memory of mode m (0 serial, 1 / 2 segments) at tile vt */
+template <int VT, int MODE> static constexpr int lk_s2_smem_of() { return lk_s2<VT, lk_s2_occ<VT, MODE>::NS>::SMEM; }
 static int lk_s2_smem(int vt, int m) {
-    if (vt == 16) return m ? lk_s2<16, lk_s2_occ<16, 1>::NS>::SMEM : lk_s2<16>::SMEM;
-    return m ? lk_s2<32, lk_s2_occ<32, 1>::NS>::SMEM : lk_s2<32>::SMEM;
+    if (vt == 16) return m == 0 ? lk_s2_smem_of<16, 0>() : m == 1 ? lk_s2_smem_of<16, 1>() : lk_s2_smem_of<16, 2>();
+    return m == 0 ? lk_s2_smem_of<32, 0>() : m == 1 ? lk_s2_smem_of<32, 1>() : lk_s2_smem_of<32, 2>();
 }
 
 extern "C" int lin_chunk_state_setup(void) {
