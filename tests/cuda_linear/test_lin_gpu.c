@@ -466,8 +466,8 @@ static const cfg configs[] = {
     {F | Q3, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
     {F | Q3 | Q4, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
     {F | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL},
-    /* long ragged requests over many chunks (state carried in, padding, slowly decaying gates); auto cuts
-     * these batches' state pass into 2 segments (every config but the serial one, seg=0) */
+    /* long ragged requests over many chunks (state carried in, padding, slowly decaying gates); the serial
+     * state pass under auto (fewer than 3 segments of 16 chunks) and with seg=0 */
     {F | Q3, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
     {F | Q3, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 0, NULL},
     {F | Q3, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},

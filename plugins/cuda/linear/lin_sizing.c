@@ -155,7 +155,7 @@ int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_cou
         if (sc < LIN_SEG_MIN_CHUNKS) sc = LIN_SEG_MIN_CHUNKS;
     }
     const int64_t smax = (cmax + sc - 1) / sc;
-    if (smax < 2) return 0;
+    if (smax < (seg < 0 ? 3 : 2)) return 0; /* auto: 2 segments would be the serial chain in two launches */
     /* the slots LIN_SEG_SLOT reaches: chunks of the batch <= cmax + bs */
     if ((cmax + bs + sc - 1) / sc + bs > L->seg_cap || smax * bs > INT32_MAX / 2) return 0;
     *seg_max = (int32_t)smax;
