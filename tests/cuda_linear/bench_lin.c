@@ -11,7 +11,8 @@
  *
  *   bench_lin OUT.json [plugin_dir]     BENCH_QUICK=1: fewer repetitions; BENCH_FILTER=text: only
  *                                     the cases whose name has it; BENCH_VARIANT=fast / simple;
- *                                     BENCH_VT=16 / 32: only the cases of that tile
+ *                                     BENCH_VT=16 / 32: only the cases of that tile; BENCH_SET=prefill:
+ *                                     the prefill shapes of issue 22 (1x64k, 1x32k, 16x8k, Qwen3-Next)
  * Each case: warm-up, then 5 timed runs of N calls between CUDA events on a
  * non-blocking stream; the median per call is reported.  The kernel variant
  * and the phase-2 tile are set per case through SGL_ATTN_LIN_KERNEL /
@@ -50,7 +51,8 @@ static void run_case(const bcase *c) {
     setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
     setenv("SGL_ATTN_LIN_VT", c->vt, 1);
     const int K = 128, V = 128, W = 4, C = 2 * c->hk * K + c->hv * V;
-    const int T = c->mode == SGL_ATTN_MODE_DECODE ? c->B : c->T, bs = c->mode == SGL_ATTN_MODE_DECODE ? c->B : 1;
+    /* extend: B requests of T / B tokens each */
+    const int T = c->mode == SGL_ATTN_MODE_DECODE ? c->B : c->T, bs = c->B;
     sgl_attn_model m;
     memset(&m, 0, sizeof m);
     m.struct_size = sizeof m;
@@ -109,7 +111,7 @@ static void run_case(const bcase *c) {
     lt_make(&ep, LT_I32, 1, (int64_t[]){bs}, 0);
     for (int i = 0; i < bs; i++) {
         lt_set(&si, i, i);
-        lt_set(&el, i, c->mode == SGL_ATTN_MODE_DECODE ? 1 : T);
+        lt_set(&el, i, c->mode == SGL_ATTN_MODE_DECODE ? 1 : T / bs);
         lt_set(&ep, i, 0);
     }
     lt_upload(&si);
@@ -209,9 +211,9 @@ static void run_case(const bcase *c) {
             printf("%-44s %-7s vt=%-4s %9.1f us %7.1f TFLOP/s (FlashInfer count), %6.1f TFLOP/s of chunked matmuls\n",
                    c->name, c->variant, c->vt, us, std_flops / sec / 1e12, real / sec / 1e12);
             fprintf(json, "%s\n  {\"case\": \"%s\", \"mode\": \"prefill\", \"variant\": \"%s\", \"vt\": \"%s\", \"T\": %d, "
-                    "\"hv\": %d, \"hk\": %d, \"us\": %.2f, \"flops_std\": %.0f, \"tflops_std\": %.3f, "
+                    "\"B\": %d, \"hv\": %d, \"hk\": %d, \"us\": %.2f, \"flops_std\": %.0f, \"tflops_std\": %.3f, "
                     "\"flops_chunked\": %.0f, \"tflops_chunked\": %.3f}", first_case ? "" : ",", c->name, c->variant,
-                    c->vt, T, c->hv, c->hk, us, std_flops, std_flops / sec / 1e12, real, real / sec / 1e12);
+                    c->vt, T, c->B, c->hv, c->hk, us, std_flops, std_flops / sec / 1e12, real, real / sec / 1e12);
         }
         first_case = 0;
         fflush(stdout);
@@ -268,6 +270,16 @@ int main(int argc, char **argv) {
         {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
         {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "simple", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
     };
+    /* BENCH_SET=prefill: the prefill shapes of issue 22 (the segmented state pass against the serial one:
+     * bench/gpu/levers/linear_serial_state.conf), the tile by batch size as the default runs them */
+    const bcase prefill[] = {
+        {"prefill qwen3.5 tp8 hv8/hk2 1x64k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3.5 tp8 hv8/hk2 1x32k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 32768, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3.5 tp8 hv8/hk2 16x8k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 16, 131072, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3-next hv32/hk16 1x32k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 16, 32, 1, 32768, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3-next hv32/hk16 8x4k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 16, 32, 8, 32768, SGL_ATTN_DT_F32, LT_BF16},
+        {"prefill qwen3.5 tp8 hv8/hk2 1x64k bf16 state", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_BF16, LT_BF16},
+    };
     /* BENCH_SMOKE=1: tiny shapes, to check the tool itself (the CPU emulator runs it) */
     const bcase smoke[] = {
         {"decode smoke hv4/hk2 B=3", "fast", "auto", SGL_ATTN_MODE_DECODE, 2, 4, 3, 0, SGL_ATTN_DT_F32, LT_BF16},
@@ -275,8 +287,11 @@ int main(int argc, char **argv) {
         {"prefill smoke hv4/hk2 T=130", "fast", "16", SGL_ATTN_MODE_EXTEND, 2, 4, 1, 130, SGL_ATTN_DT_F32, LT_BF16},
     };
     const int smoke_on = getenv("BENCH_SMOKE") && atoi(getenv("BENCH_SMOKE"));
-    const bcase *run = smoke_on ? smoke : cases;
-    const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke : sizeof cases / sizeof *cases;
+    const int prefill_on = getenv("BENCH_SET") && !strcmp(getenv("BENCH_SET"), "prefill");
+    const bcase *run = smoke_on ? smoke : prefill_on ? prefill : cases;
+    const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke
+                        : prefill_on ? sizeof prefill / sizeof *prefill
+                                     : sizeof cases / sizeof *cases;
     /* BENCH_FILTER=substring of the case name, BENCH_VARIANT=fast/simple, BENCH_VT=16/32/auto (only the
      * cases of that phase-2 tile): a subset (bench/gpu/profile.sh) */
     const char *filt = getenv("BENCH_FILTER"), *var = getenv("BENCH_VARIANT"), *vtf = getenv("BENCH_VT");

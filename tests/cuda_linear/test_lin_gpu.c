@@ -23,7 +23,9 @@
  *     LT_QUICK=4   the decode configs and graphs (stream decode, both preps, fused decode)
  *     LT_QUICK=7   the state pass on both tiles and state dtypes (racecheck; bench/gpu/race_chunk_state.sh)
  *     LT_QUICK=9   one request of LT_LONG tokens (default 16384; one head), then half as many on its state:
- *                  the precision of long chunk chains
+ *                  the precision of long chunk chains (auto: the state pass by segments of 16 chunks)
+ *     LT_QUICK=10  the state pass by segments (chunk_segment.cu) with segments of 1-3 chunks
+ *                  (SGL_ATTN_LIN_SEGMENT): every kind it serves, both tiles and state dtypes
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -50,10 +52,10 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9 */
-enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64 };
-/* scenario: the common one, long ragged requests, one request of LT_LONG tokens */
-enum { SCEN = 0, LONG = 1, HUGE = 2 };
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10 */
+enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128 };
+/* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries */
+enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3 };
 
 typedef struct cfg {
     int sets;
@@ -66,6 +68,7 @@ typedef struct cfg {
     double x_sigma;
     int scen;
     int w16; /* conv weights and bias in bf16 (else float32) */
+    const char *seg; /* SGL_ATTN_LIN_SEGMENT (NULL: auto) */
 } cfg;
 
 /* the shapes: {hk, hv, K, V, conv width, hidden (short_conv)} */
@@ -121,6 +124,20 @@ static void scenario_long(lt_scen *s) {
     scen_batch(s, SGL_ATTN_MODE_DECODE, 3, (int[]){2, 5, 0}, (int[]){1, 1, 1}, NULL, 0);
 }
 
+/* The state pass by segments of a few chunks (the config's segment_chunks): requests of 1-5 chunks whose
+ * lengths end at many offsets inside a chunk, so that segment ends fall on whole chunks and on a request's
+ * last, partial one; long and short requests mixed with a padded one; state carried across calls; then a
+ * decode step reading the pool (lt_max_tokens >= 2048) */
+static void scenario_seg(lt_scen *s) {
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 8, (int[]){0, 1, 2, 3, 4, 5, 6, 7},
+               (int[]){127, 128, 129, 191, 192, 193, 255, 257}, (int[]){0, 0, 0, 0, 0, 0, 0, 0}, 0);
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 5, (int[]){2, 5, -1, 0, 7}, (int[]){700, 3, 70, 321, 1},
+               (int[]){129, 193, 0, 127, 257}, 0);
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 4, (int[]){6, 2, 1, 3}, (int[]){385, 64, 63, 449},
+               (int[]){255, 829, 128, 191}, 0);
+    scen_batch(s, SGL_ATTN_MODE_DECODE, 4, (int[]){2, 6, 0, 3}, (int[]){1, 1, 1, 1}, NULL, 0);
+}
+
 /* One request of LT_LONG tokens from zero, then LT_LONG / 2 more on its state */
 static int long_tokens(void) {
     const int t = getenv("LT_LONG") ? atoi(getenv("LT_LONG")) : 16384;
@@ -138,13 +155,19 @@ static void run_cfg(const cfg *c) {
              c->vt, lt_dt_name(c->io_dt), c->st == SGL_ATTN_DT_BF16 ? "bf16" : "f32", c->l2norm ? "" : " l2norm=0",
              c->sh.dk, c->sh.dv, c->sh.conv_w,
              c->scen == LONG ? " (long requests)" : c->scen == HUGE ? " (one request of LT_LONG tokens)"
+             : c->scen == SEGS ? " (segments)"
              : c->w16         ? " (bf16 conv weights)"
                               : "");
-    lt_max_tokens = c->scen == LONG ? 2048 : c->scen == HUGE ? long_tokens() : 512;
+    if (c->seg) {
+        const size_t l = strlen(label);
+        snprintf(label + l, sizeof label - l, " seg=%s", c->seg);
+    }
+    lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
     lt_slow_decay = c->scen != SCEN;
     setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
     setenv("SGL_ATTN_LIN_VT", c->vt, 1);
+    setenv("SGL_ATTN_LIN_SEGMENT", c->seg ? c->seg : "auto", 1);
     lt_scen s;
     const int before = lt_failures;
     if (scen_open(&s, plugins[c->kind], c->kind, &c->sh, c->io_dt, c->st, tol_of(c), 0x1234 + (uint64_t)c->kind,
@@ -157,6 +180,7 @@ static void run_cfg(const cfg *c) {
     s.x_sigma = c->x_sigma;
     if (c->scen == LONG) scenario_long(&s);
     else if (c->scen == HUGE) scenario_one_long(&s);
+    else if (c->scen == SEGS) scenario_seg(&s);
     else scenario(&s);
     printf("%-4s %-70s worst NMSE %.3g (limit %.1g)\n", lt_failures == before ? "ok" : "FAIL", label, s.worst, s.tol);
     fflush(stdout);
@@ -170,6 +194,7 @@ static void graph_test(int kind, const lt_shape *sh) {
     lt_weight_dt = LT_F32;
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
+    setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
     lt_scen s;
     char label[96];
     snprintf(label, sizeof label, "%s graph capture/replay", plugin_name(kind));
@@ -420,75 +445,89 @@ static const cfg configs[] = {
      * (tile 16), output kernel, the w4 decode prep (bf16 x, f32 weights, f32 state), the stream kernel (f32),
      * the fused decode at K = 128 (the long verify), commit; kda: the fused phase 1 (bf16), the general
      * decode prep; mamba2, lightning: the general chunk prep (conv / no conv); short_conv: its kernels */
-    {F | Q1 | Q2 | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q1 | Q3 | Q4, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q1 | Q3 | Q4, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q1, SHORT, SH_SHORT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q1 | Q3 | Q4, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q2 | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q3 | Q4, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q3 | Q4, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q1, SHORT, SH_SHORT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q3 | Q4, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
     /* the state pass's two tiles; the bf16 state (stream kernel and w4 decode prep on bf16 rows) */
-    {F | Q1 | Q3, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0},
-    {F | Q1 | Q3 | Q7, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0},
-    {F | Q1 | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q3, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q3 | Q7, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0, NULL},
     /* the token-by-token kernels (kernel=simple; f32 activations extend token by token, and the w4 decode
      * prep takes f32 x and weights) */
-    {F | Q1, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
-    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
     /* f16 activations: the fused phase 1 (f16) and the fused state pass (tiles 32, 16), the general decode
      * prep for gdn */
-    {F | Q1 | Q3, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0},
-    {F | Q1 | Q3, LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0},
+    {F | Q1 | Q3, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q3, LIGHT, SH_LIGHT, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL},
     /* the w4 decode prep's other instantiations: bf16 conv weights (as models often pass them) with bf16 /
      * f32 state and x; f32 x with a bf16 state */
-    {F | Q1 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1},
-    {F | Q1 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 1},
-    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 1},
-    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1, NULL},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 1, NULL},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 1, NULL},
+    {F | Q1 | Q4, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1, NULL},
     /* the fused decode's other K: 32, 64, 256 */
-    {F | Q1 | Q4, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q1 | Q4, MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q1 | Q4, GDN, SH_GDN256, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
+    {F | Q1 | Q4, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q4, MAMBA2, SH_MAMBA2_ODD, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q1 | Q4, GDN, SH_GDN256, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
     /* the other kinds token by token, and with f32 activations */
-    {F, KDA, SH_KDA, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
-    {F, MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
-    {F, SHORT, SH_SHORT, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
-    {F, LIGHT, SH_LIGHT, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
+    {F, KDA, SH_KDA, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0, NULL},
+    {F, MAMBA2, SH_MAMBA2, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0, NULL},
+    {F, SHORT, SH_SHORT, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0, NULL},
+    {F, LIGHT, SH_LIGHT, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0, NULL},
     /* the rest of the chunked extend: bf16 state per kind, both tiles, V 96 (a short column half in the
      * output kernel) and 128 (two), conv width 2 (the general chunk and decode preps for gdn), l2norm off */
-    {F | Q3 | Q4, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0},
-    {F | Q3, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0},
-    {F | Q3 | Q4, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 0},
-    {F | Q3 | Q4, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0},
-    {F | Q3, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0},
-    {F | Q3 | Q4 | Q7, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0},
-    {F | Q3, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0},
-    {F | Q3 | Q4, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0},
-    /* long ragged requests over many chunks (state carried in, padding, slowly decaying gates) */
-    {F | Q3, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0},
-    {F | Q3, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 0},
-    {F | Q3, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0},
-    {F | Q3, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 0},
-    {F | Q3, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, LONG, 0},
+    {F | Q3 | Q4, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q3, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q3 | Q4, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 0, NULL},
+    {F | Q3 | Q4, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q3, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL},
+    {F | Q3 | Q4 | Q7, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q3, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q3 | Q4, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q3 | Q4, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL},
+    /* long ragged requests over many chunks (state carried in, padding, slowly decaying gates); the serial
+     * state pass under auto (fewer than 3 segments of 16 chunks) and with seg=0 */
+    {F | Q3, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
+    {F | Q3, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 0, NULL},
+    {F | Q3, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
+    {F | Q3, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 0, NULL},
+    {F | Q3, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, LONG, 0, NULL},
+    {F | Q3, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, "0"},
+    /* the state pass by segments of 1-3 chunks (the join runs from 3 segments on): gdn on both tiles and
+     * state dtypes, V 96 (a tile count not a power of two), kda (per-channel gates), the declin kinds
+     * (product rows with U = 0) */
+    {F | Q10, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SEGS, 0, "1"},
+    {F | Q10, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SEGS, 0, "2"},
+    {F | Q10, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "3"},
+    {F | Q10, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SEGS, 0, "2"},
+    {F | Q10, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SEGS, 0, "1"},
+    {F | Q10, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SEGS, 0, "3"},
+    {F | Q10, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SEGS, 0, "1"},
+    /* f16 activations keep the fused phase 2, serial: the option changes nothing there */
+    {F | Q10, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SEGS, 0, "1"},
     /* shapes the fast kernels do not take: K 96 (token by token), V 40 (extend token by token, a partial
      * stream tile), and the token-by-token variant on them; l2norm off token by token */
-    {F, GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F, GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0},
-    {F | Q4, GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0},
-    {F, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05, SCEN, 0},
+    {F, GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F, GDN, SH_GDN_ODD, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q4, GDN, SH_GDN40, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05, SCEN, 0, NULL},
     /* one long request (LT_QUICK=9 only) */
-    {Q9, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0},
+    {Q9, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0, NULL},
 };
 
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
-                    : quick == 7 ? Q7 : quick == 9 ? Q9 : 0;
+                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7 or 9 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9 or 10 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};

@@ -126,7 +126,7 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile and sync_check take their values or auto (a GPU-less create then fails
+        /* the options: kernel, value_tile, segment_chunks and sync_check take their values or auto (a GPU-less create then fails
          * later, at the device); anything else is refused naming the option and what it accepts; the options
          * of kernels that are gone accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
@@ -141,6 +141,11 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_VT", "auto", NULL},
             {"SGL_ATTN_LIN_VT", "24", "environment SGL_ATTN_LIN_VT = 24: expected 16, 32 or auto"},
             {"SGL_ATTN_LIN_VT", "64", "environment SGL_ATTN_LIN_VT = \"64\": expected an integer 0..32 or auto"},
+            {"SGL_ATTN_LIN_SEGMENT", "auto", NULL},
+            {"SGL_ATTN_LIN_SEGMENT", "0", NULL},
+            {"SGL_ATTN_LIN_SEGMENT", "64", NULL},
+            {"SGL_ATTN_LIN_SEGMENT", "-1", "environment SGL_ATTN_LIN_SEGMENT = \"-1\": expected an integer 0..1048576 or auto"},
+            {"SGL_ATTN_LIN_SEGMENT", "off", "SGL_ATTN_LIN_SEGMENT = \"off\": expected an integer 0..1048576 or auto"},
             {"SGL_ATTN_LIN_SYNC_CHECK", "1", NULL},
             {"SGL_ATTN_LIN_SYNC_CHECK", "true", NULL},
             {"SGL_ATTN_LIN_SYNC_CHECK", "auto", NULL},

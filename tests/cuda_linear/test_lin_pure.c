@@ -210,6 +210,52 @@ static int check_float(const DLTensor *t, const char *name, int device, int ndim
     return sgl_sdk_check_tensor(t, &s, err, n);
 }
 
+/* The segmented state pass: its buffer at create and the per-call rule (lin_sizing.c), expectations worked
+ * out by hand from the rule in docs/cuda_linear.md for 132 SMs. */
+static void test_segments(void) {
+    char why[256];
+    lin_dims d;
+    sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 2, 8, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    lin_layout L;
+    int32_t smax = -1;
+    /* Qwen3.5 TP8 (8 value heads): 64 serial blocks at tile 16 -> 3 segments, 2 x 3 + 4 slots */
+    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    const size_t before = L.total;
+    LT_CHECK(lin_layout_segments(&L, &d, -1, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 10 &&
+                 L.Zs == before && L.total == before + (size_t)10 * 8 * 256 * 128 * 4,
+             "auto: 10 slots of 8 x 256 x 128 floats after the rest (cap %d)", L.seg_cap);
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 65536, 16, &smax) == 342 && smax == 3, "1 x 64k: 3 segments of 342");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 32768, 16, &smax) == 171 && smax == 3, "1 x 32k: 3 segments of 171");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 65536, 32, &smax) == 342 && smax == 3, "tile 32: 32 blocks, 3 segments");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 16, 131072, 32, &smax) == 0 && smax == 1, "16 x 8k: the serial pass");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 2, 65536, 16, &smax) == 0, "2 requests: 128 blocks, serial");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 3072, 16, &smax) == 16 && smax == 3, "48 chunks: 3 segments of 16");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 2048, 16, &smax) == 0, "32 chunks: 2 segments of 16 at least, serial");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 1024, 16, &smax) == 0, "16 chunks: one segment, serial");
+    /* off */
+    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
+                 lin_layout_segments(&L, &d, 0, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 0 &&
+                 L.total == before && lin_seg_plan(&L, &d, 0, 132, 1, 65536, 16, &smax) == 0,
+             "segment_chunks=0: no buffer, the serial pass");
+    /* N = 4 chunks for every batch: ceil(1032 / 4) + 8 slots */
+    LT_CHECK(lin_layout_segments(&L, &d, 4, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 266, "N = 4: %d slots",
+             L.seg_cap);
+    LT_CHECK(lin_seg_plan(&L, &d, 4, 132, 3, 1000, 16, &smax) == 4 && smax == 4, "N = 4, 16 chunks: 4 segments");
+    LT_CHECK(lin_seg_plan(&L, &d, 4, 132, 3, 200, 16, &smax) == 0, "N = 4, 4 chunks: one segment, serial");
+    /* the token-by-token variant has no chunked extend: no buffer */
+    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_SIMPLE, 1, why, sizeof why) == SGL_ATTN_OK &&
+                 lin_layout_segments(&L, &d, 4, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 0,
+             "simple: no segment buffer");
+    /* Qwen3-Next (32 value heads): the serial pass fills the SMs, auto sizes nothing */
+    m = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
+                 lin_layout_segments(&L, &d, -1, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 0 &&
+                 lin_seg_plan(&L, &d, -1, 132, 1, 32768, 16, &smax) == 0,
+             "qwen3-next: the serial pass");
+}
+
 static void test_checks(void) {
     char err[256];
     float buf[64];
@@ -323,6 +369,7 @@ int main(void) {
     test_dims();
     test_refusals();
     test_paths();
+    test_segments();
     test_checks();
     printf("test_lin_pure: %d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
     return lt_failures ? 1 : 0;

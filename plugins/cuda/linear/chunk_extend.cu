@@ -5,7 +5,8 @@
  *   phase 1   bf16, gdn / mamba2 / lightning: the prep + UT pair (chunk_prep_ut.cu)
  *             kda, or f16 activations:        the fused kernel (chunk_fused_ut.cu)
  *             then the conv history moves on (after phase 1 read the old one)
- *   phase 2   bf16: the state pass, then the outputs (chunk_state.cu, chunk_output.cu)
+ *   phase 2   bf16: the state pass, then the outputs (chunk_state.cu, chunk_output.cu); the state
+ *             pass by segments in parallel where few requests leave SMs idle (chunk_segment.cu)
  *             f16:  the fused state pass with outputs (chunk_fused_state.cu)
  *
  * The prep + UT pair, the state pass and the output kernel are built for
@@ -33,6 +34,9 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
     if (e) return e;
     if (!bf) return lin_launch_chunk_fused_state(pp, vt, stream);
     if (!p.Hs) return (int)cudaErrorInvalidValue;
-    if ((e = lin_launch_chunk_state(pp, vt, stream))) return e;
+    /* the segmented pass where the plan-time rule chose segments (lin_seg_plan); the serial pass for
+     * batches that fill the SMs with requests, and for f16 (the fused phase 2) */
+    if ((e = p.seg_chunks > 0 && p.Zs ? lin_launch_chunk_segments(pp, vt, stream) : lin_launch_chunk_state(pp, vt, stream)))
+        return e;
     return lin_launch_chunk_output(pp, stream);
 }

@@ -31,7 +31,24 @@
  * phase gets a second arrival before it completes.  compute-sanitizer's
  * racecheck reports the arrive hand-offs as hazards; a build with every
  * arrive a bar.sync (LK_RACECHECK_SYNC_ONLY, bench/gpu/build_race.sh) tells
- * those reports apart from real races. */
+ * those reports apart from real races.
+ *
+ * MODE (chunk_segment.cu runs modes 1 and 2): 0 is the serial pass, one
+ * block per request over all its chunks.  With segments of p.seg_chunks
+ * chunks, the rows of S evolve independently (S' = S P_c + U^T KD, P_c =
+ * diag(eG) - W^T KD), so a block runs one (request, segment) pair
+ * (blockIdx.x = request * p.seg_max + segment):
+ *   1  segment 0 as the serial pass does (Hs, Unew; its end state, the next
+ *      segment's true start, to the float32 summaries Zs unless it is the
+ *      last), and every middle segment's summary from zero: its V value
+ *      rows from a zero state (the zero-start end state Z) and K product
+ *      rows from the identity with U = 0 (the product P of the segment's
+ *      P_c), stored float32 to Zs[slot][head][V + K][K], no Hs, U kept;
+ *   2  segments 1 .. from their true start (Zs of the previous segment's
+ *      slot, after the join), Hs and Unew as the serial pass, the last one's
+ *      end state to the pool.
+ * Each mode's grid covers every (request, segment) pair; a block with
+ * nothing to do in its mode returns at once. */
 #include "chunk_mma.cuh"
 
 #define LK_S2_CWARPS 4 /* compute warps ... */
@@ -42,19 +59,32 @@
 #define LK_BAR_EMPTY 3
 #define LK_S2_NS 3 /* stages of its cp.async ring */
 
-template <int VT> struct lk_s2 {
+/* The first segment pass (mode 1) at tile 16 runs 2 blocks per SM: its grid holds more blocks than the
+ * SMs (segment 0 and the middle segments' V + K rows), and one block per SM leaves the SM waiting on
+ * each block's dependent chain.  That takes a 2-stage ring (shared memory) and at most 128 registers
+ * (the producers' copy loop unrolled by 2); the serial pass and mode 2 (at most the serial pass's
+ * blocks per segment, fewer segments than the SMs hold) keep 3 stages and 1 block per SM. */
+template <int VT, int MODE> struct lk_s2_occ {
+    static constexpr int MINB = MODE == 1 && VT == 16 ? 2 : 1;
+    static constexpr int NS = MINB == 2 ? 2 : LK_S2_NS;
+};
+
+template <int VT, int NS = LK_S2_NS> struct lk_s2 {
     static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, VTP = VT + 8;
     static constexpr int STAGE = 2 * C * KP * 2 + C * VTP * 2 + K * 4; /* W, KD, U tile, eG */
-    static constexpr int SMEM = LK_S2_NS * STAGE + VT * KP * 2 + C * VTP * 2 + 2 * LK_S2_NS * 4;
+    static constexpr int SMEM = NS * STAGE + VT * KP * 2 + C * VTP * 2 + 2 * NS * 4;
 };
+static_assert(2 * (lk_s2<16, lk_s2_occ<16, 1>::NS>::SMEM + 1024) <= 228 * 1024,
+              "two segment-pass blocks of tile 16 fit an SM 9.0 (228 KiB, 1 KiB reserved a block; SM 8.0 holds one)");
 
 static_assert(lk_s2<32>::SMEM <= (int)LIN_FUSED_UT_SMEM,
               "the state pass needs at most the fused phase 1's shared memory (lin_create.c checks that one)");
 
-template <int OT, int VT>
-__global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_fwd p) {
-    using L = lk_s2<VT>;
-    constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, NS = LK_S2_NS, STAGE = L::STAGE;
+template <int OT, int VT, int MODE>
+__global__ __launch_bounds__(LK_S2_THREADS, (lk_s2_occ<VT, MODE>::MINB)) void lin_chunk_state_kernel(lin_fwd p) {
+    constexpr int NS = lk_s2_occ<VT, MODE>::NS;
+    using L = lk_s2<VT, NS>;
+    constexpr int C = L::C, K = L::K, KP = L::KP, VTP = L::VTP, MT = VT / 16, STAGE = L::STAGE;
     constexpr int CW = LK_S2_CWARPS, NP = LK_S2_PWARPS;
     /* compute warp w owns state columns 32 w .. (NB n8 tiles); in W S^T, token rows 16 w .. and all VT
      * columns (NX n8 tiles) */
@@ -68,19 +98,37 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
     uint16_t *Ub = Sb + VT * KP;                    /* [C][VTP] */
     int *meta = (int *)(Ub + C * VTP);              /* [NS][2]: the staged chunk's first token row, length */
 
-    const int nvt = p.V / VT;
-    const int h = blockIdx.y / nvt, vt = blockIdx.y % nvt;
-    const int i = blockIdx.x;
+    /* value-row tiles, then (mode 1) product-row tiles */
+    const int nvt = p.V / VT, ntile = MODE == 1 ? (p.V + K) / VT : nvt;
+    const int h = blockIdx.y / ntile, vt = blockIdx.y % ntile;
+    const int i = MODE == 0 ? (int)blockIdx.x : (int)blockIdx.x / p.seg_max;
+    const int sg = MODE == 0 ? 0 : (int)blockIdx.x % p.seg_max; /* the segment */
     const int n = p.pl.req_n[i];
     if (n <= 0) return;
-    const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
+    const int slot = p.pl.req_slot[i];
     if (slot < 0) return; /* padding: the output pass zeroes its rows */
+    const int rc0 = p.pl.req_chunk0[i], rnch = p.pl.req_nchunk[i];
+    const int nseg = MODE == 0 ? 1 : (rnch + p.seg_chunks - 1) / p.seg_chunks;
+    const bool prow = MODE == 1 && vt >= nvt; /* product rows (mode 1) */
+    /* real: this block makes the true states (Hs, Unew, the pool); else a mode-1 summary from zero */
+    const bool real = MODE == 0 || (MODE == 1 && sg == 0) || MODE == 2;
+    if (MODE == 1 && (sg >= nseg || (sg > 0 && sg == nseg - 1) || (sg == 0 && prow))) return;
+    if (MODE == 2 && (sg == 0 || sg >= nseg)) return;
+    const bool last = sg == nseg - 1;
+    /* the true start: the pool (init) or zero for segment 0; the previous segment's slot of Zs for the others */
+    const int init = MODE == 2 ? 2 : real ? p.pl.req_init[i] : 0;
     const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
     const bool producer = warp >= CW; /* the last NP warps move data; the others compute */
     constexpr int PT = 32 * NP;        /* producer threads */
     const int pl = tid - 32 * CW;      /* producer thread index (when producer) */
-    const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of a [T][HV][V] row */
-    const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
+    /* this tile's first column of a [T][HV][V] row (product tiles: U is zero, never read) */
+    const int64_t ocol = (int64_t)h * V + (prow ? 0 : vt * VT);
+    const int c0 = rc0 + sg * (MODE == 0 ? 0 : p.seg_chunks);
+    const int nch = MODE == 0 ? rnch : min(p.seg_chunks, rnch - sg * p.seg_chunks);
+    /* Zs rows of this tile: [slot][h][V + K][K], value rows first */
+    float *zrow = MODE == 0 ? NULL
+                            : p.Zs + ((LIN_SEG_SLOT(rc0, i, sg, p.seg_chunks) * HV + h) * (int64_t)(V + K) +
+                                      (prow ? V + (vt - nvt) * VT : vt * VT)) * K;
 
     /* the producers: one chunk's operands into stage s (rows past the chunk's length zero), with 32-bit
      * offsets from the chunk's first row (fewer instructions per copy) */
@@ -97,17 +145,23 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
         const int rs = HV * K; /* token-row stride of W, KD */
         const uint16_t *Wg = (const uint16_t *)p.Wt + (ct0 * HV + h) * K, *Kg = (const uint16_t *)p.KDt + (ct0 * HV + h) * K;
         const uint16_t *Ugs = (const uint16_t *)p.Ut + ct0 * HV * V + ocol;
-#pragma unroll
-        for (int idx = pl; idx < C * (K / 8); idx += PT) {
+        auto wkd = [&](int idx) {
             const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
             const bool ok = t < len;
             const int src = (ok ? t : 0) * rs + cc;
             if (DELTA) lk_cp_async16(Ws + t * KP + cc, Wg + src, ok);
             lk_cp_async16(KDs + t * KP + cc, Kg + src, ok);
+        };
+        if constexpr (lk_s2_occ<VT, MODE>::MINB == 2) { /* the 128-register budget */
+#pragma unroll 2
+            for (int idx = pl; idx < C * (K / 8); idx += PT) wkd(idx);
+        } else {
+#pragma unroll
+            for (int idx = pl; idx < C * (K / 8); idx += PT) wkd(idx);
         }
         for (int idx = pl; idx < C * (VT / 8); idx += PT) {
             const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
-            const bool ok = t < len;
+            const bool ok = t < len && !prow;
             lk_cp_async16(Us + t * VTP + cc, Ugs + (ok ? t : 0) * HV * V + cc, ok);
         }
         if (pl < 32) lk_cp_async16(eGs + pl * 4, p.eG + ((int64_t)jc * HV + h) * K + pl * 4, true); /* K / 4 = 32 */
@@ -118,6 +172,8 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
      * 16a + g + 8(e >> 1), column KW warp + 8b + 2 t4 + (e & 1) */
     float S[MT][NB][4];
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
+    /* mode 2's start: the previous segment's Zs rows (its end state after the join) */
+    const float *zprev = MODE == 2 ? zrow - (int64_t)HV * (V + K) * K : NULL;
     if (!producer) {
 #pragma unroll
         for (int a = 0; a < MT; a++)
@@ -126,7 +182,14 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
                     const int v = 16 * a + g + 8 * hf, c = KW * warp + 8 * b + 2 * t4;
-                    if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
+                    if (MODE == 2) {
+                        S[a][b][2 * hf] = zprev[v * K + c];
+                        S[a][b][2 * hf + 1] = zprev[v * K + c + 1];
+                    } else if (prow) { /* the identity's rows (vt - nvt) VT + v */
+                        const int r = (vt - nvt) * VT + v;
+                        S[a][b][2 * hf] = r == c ? 1.f : 0.f;
+                        S[a][b][2 * hf + 1] = r == c + 1 ? 1.f : 0.f;
+                    } else if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
                     else lk_srow_ld<2>(p, p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
                     *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
                 }
@@ -153,10 +216,10 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
         const uint16_t *Ws = (const uint16_t *)base, *KDs = Ws + C * KP, *Us = KDs + C * KP;
         const float *eGs = (const float *)(Us + C * VTP);
         if (producer) {
-            /* the state at the chunk's start, for the output pass */
+            /* the state at the chunk's start, for the output pass (a summary block stores none) */
             uint16_t *dst = (uint16_t *)p.Hs + ((int64_t)jc * HV + h) * V * K + (int64_t)vt * VT * K;
 #pragma unroll
-            for (int idx = pl; idx < VT * (K / 8); idx += PT) {
+            for (int idx = pl; idx < (real ? VT * (K / 8) : 0); idx += PT) {
                 const int v = idx / (K / 8), cc = (idx % (K / 8)) * 8;
                 LK_ALIGNED(dst + v * K + cc, 16);
                 *(uint4 *)(dst + v * K + cc) = *(const uint4 *)(Sb + v * KP + cc);
@@ -208,7 +271,7 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
                     const float u1 = lk_from16<OT>(Us[t * VTP + v + 1]) - x1;
                     const uint32_t pk = lk_pack2<OT>(u0, u1);
                     *(uint32_t *)(Ub + t * VTP + v) = pk;
-                    if (t < len) {
+                    if (t < len && real) { /* a summary keeps U for the true pass */
                         LK_ALIGNED(Ug + (int64_t)t * HV * V + v, 4);
                         *(uint32_t *)(Ug + (int64_t)t * HV * V + v) = pk;
                     }
@@ -224,6 +287,8 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
         lk_cp_async_wait_all();
         return;
     }
+    if (real && !last && MODE == 2) return; /* the next segment's start is the join's */
+    /* the end state: the pool (the request's last chunk), else float32 to this block's Zs rows */
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll
@@ -231,26 +296,50 @@ __global__ __launch_bounds__(LK_S2_THREADS, 1) void lin_chunk_state_kernel(lin_f
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const int v = 16 * a + g + 8 * hf, c = KW * warp + 8 * b + 2 * t4;
-                lk_srow_st<2>(p, p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                if (real && last) {
+                    lk_srow_st<2>(p, p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                } else {
+                    LK_ALIGNED(zrow + v * K + c, 8);
+                    *(float2 *)(zrow + v * K + c) = make_float2(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
+                }
             }
 }
 
 /* ------------------------------------------------------------ launchers */
 
+#define LK_S2_KERNELS(M) \
+    {(const void *)lin_chunk_state_kernel<LIN_DT_BF16, 16, M>, (const void *)lin_chunk_state_kernel<LIN_DT_BF16, 32, M>}
+
+/* shared memory of mode m (0 serial, 1 / 2 segments) at tile vt */
+template <int VT, int MODE> static constexpr int lk_s2_smem_of() { return lk_s2<VT, lk_s2_occ<VT, MODE>::NS>::SMEM; }
+static int lk_s2_smem(int vt, int m) {
+    if (vt == 16) return m == 0 ? lk_s2_smem_of<16, 0>() : m == 1 ? lk_s2_smem_of<16, 1>() : lk_s2_smem_of<16, 2>();
+    return m == 0 ? lk_s2_smem_of<32, 0>() : m == 1 ? lk_s2_smem_of<32, 1>() : lk_s2_smem_of<32, 2>();
+}
+
 extern "C" int lin_chunk_state_setup(void) {
-    const void *k[2] = {(const void *)lin_chunk_state_kernel<LIN_DT_BF16, 16>,
-                        (const void *)lin_chunk_state_kernel<LIN_DT_BF16, 32>};
-    const int sm[2] = {lk_s2<16>::SMEM, lk_s2<32>::SMEM};
+    const void *k[3][2] = {LK_S2_KERNELS(0), LK_S2_KERNELS(1), LK_S2_KERNELS(2)};
     int e = 0;
-    for (int i = 0; i < 2 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int m = 0; m < 3 && !e; m++)
+        for (int i = 0; i < 2 && !e; i++)
+            e = (int)cudaFuncSetAttribute(k[m][i], cudaFuncAttributeMaxDynamicSharedMemorySize, lk_s2_smem(16 << i, m));
     return e;
 }
 
-/* bf16 operands; vt 16 or 32; p->Hs */
-extern "C" int lin_launch_chunk_state(const lin_fwd *pp, int vt, void *stream) {
+/* bf16 operands; vt 16 or 32; p->Hs.  mode 0: the serial pass; 1, 2: the segment passes (p->Zs,
+ * p->seg_chunks, p->seg_max; chunk_segment.cu) */
+extern "C" int lin_launch_chunk_state_mode(const lin_fwd *pp, int vt, int mode, void *stream) {
     const lin_fwd &p = *pp;
-    const dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    void (*k)(lin_fwd) = vt == 16 ? lin_chunk_state_kernel<LIN_DT_BF16, 16> : lin_chunk_state_kernel<LIN_DT_BF16, 32>;
-    LK_LAUNCH(k, grid, LK_S2_THREADS, vt == 16 ? lk_s2<16>::SMEM : lk_s2<32>::SMEM, (cudaStream_t)stream, p);
+    const unsigned tiles = (unsigned)((p.V + (mode == 1 ? p.K : 0)) / vt);
+    const dim3 grid((unsigned)p.bs * (unsigned)(mode ? p.seg_max : 1), (unsigned)p.hv * tiles);
+    void (*k)(lin_fwd);
+    if (mode == 0) k = vt == 16 ? lin_chunk_state_kernel<LIN_DT_BF16, 16, 0> : lin_chunk_state_kernel<LIN_DT_BF16, 32, 0>;
+    else if (mode == 1) k = vt == 16 ? lin_chunk_state_kernel<LIN_DT_BF16, 16, 1> : lin_chunk_state_kernel<LIN_DT_BF16, 32, 1>;
+    else k = vt == 16 ? lin_chunk_state_kernel<LIN_DT_BF16, 16, 2> : lin_chunk_state_kernel<LIN_DT_BF16, 32, 2>;
+    LK_LAUNCH(k, grid, LK_S2_THREADS, lk_s2_smem(vt, mode), (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
+}
+
+extern "C" int lin_launch_chunk_state(const lin_fwd *pp, int vt, void *stream) {
+    return lin_launch_chunk_state_mode(pp, vt, 0, stream);
 }

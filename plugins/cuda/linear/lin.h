@@ -27,7 +27,8 @@
  *   chunk_extend.cu     the chunked extend: which phase-1 / phase-2 kernels for which dtype and kind
  *   chunk_prep_ut.cu    phase 1, bf16, scalar gates: prep (conv, l2norm) + UT (gates, M, T, W, U)
  *   chunk_fused_ut.cu   phase 1 in one kernel per key head group: kda, f16
- *   chunk_state.cu      phase 2, bf16: the serial state pass (warp-specialised)
+ *   chunk_state.cu      phase 2, bf16: the serial state pass (warp-specialised), and its segment modes
+ *   chunk_segment.cu    phase 2, bf16: the state pass by segments in parallel, joined in float32
  *   chunk_output.cu     phase 2, bf16: the outputs, parallel over chunks
  *   chunk_fused_state.cu  phase 2 in one serial pass with the outputs: f16
  *
@@ -83,6 +84,8 @@ typedef struct lin_layout {
     int need_stream;                     /* ... and its buffer is there (K = 128) */
     size_t stage;                        /* host-index staging: 3 x max_reqs int32 */
     size_t total;
+    size_t Zs;                           /* the segmented state pass: [seg_cap][hv][V + K][K] float32 */
+    int32_t seg_cap;                     /* ... its slots (0: only the serial pass runs) */
 } lin_layout;
 
 /* 1 when the chunked extend serves these dims (before dtypes). */
@@ -98,6 +101,15 @@ int lin_decode_fused_dims_ok(const lin_dims *d, int n);
  * memory of the chunked kernels. */
 int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens,
                        int32_t steps, int variant, int tc_ok, char *err, size_t n);
+/* The segmented state pass (chunk_segment.cu): seg is the option (-1 auto, 0 off, N chunks per segment).
+ * lin_layout_segments appends its buffer to a computed layout (after lin_layout_compute; none when the
+ * bf16 chunked path is absent or the rule can never choose segments on sm_count SMs); lin_seg_plan is the
+ * per-call rule: the chunks per segment (0: the serial pass) and *seg_max, the segments a request of the
+ * batch can have. */
+#define LIN_SEG_MIN_CHUNKS 16 /* auto: no shorter segments (a segment's summary costs ~2 of its passes) */
+int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count, char *err, size_t n);
+int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_count, int32_t bs, int32_t T, int vt,
+                     int32_t *seg_max);
 /* The option kernel's names, by LIN_VARIANT_* ("simple", "fast"). */
 extern const char *const lin_variant_names[2];
 const char *lin_variant_name(int v);
@@ -132,6 +144,7 @@ typedef struct lin_inst {
     int32_t device;
     int variant;
     int vt;                /* chunked phase 2's state-row tile: 16, 32, or 0 = by batch size */
+    int seg;               /* the state pass's segments: -1 by the batch (lin_seg_plan), 0 never, N chunks */
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */

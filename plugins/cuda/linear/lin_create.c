@@ -55,6 +55,7 @@ typedef struct lin_options {
     int variant;    /* kernel: LIN_VARIANT_* */
     int vt;         /* value_tile: 16, 32, or 0 = by batch size */
     int sync_check; /* debug: planning and state_commit wait for the device to report what only it can check */
+    int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
 } lin_options;
 
 /* The options, read once at create through the SDK (the environment variable
@@ -64,13 +65,15 @@ typedef struct lin_options {
  * written for those builds does not silently run something else. */
 static int read_options(const sgl_attn_create_args *a, const char *name, lin_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, name);
-    int64_t vt = 0;
+    int64_t vt = 0, seg = -1;
     int rc;
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_LIN_KERNEL", lin_variant_names, 2, LIN_VARIANT_FAST,
                                  &o->variant)) ||
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)))
+        (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
+        (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)))
         return rc;
+    o->seg = (int)seg;
     char from[96];
     if (vt != 0 && vt != 16 && vt != 32) {
         sgl_sdk_opt_raw(&opts, "value_tile", "SGL_ATTN_LIN_VT", from, sizeof from);
@@ -87,7 +90,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
-                                       "the options are kernel, value_tile and sync_check: docs/cuda_linear.md)",
+                                       "the options are kernel, value_tile, segment_chunks and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -142,6 +145,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->device = a->device;
     w->variant = opt.variant;
     w->vt = opt.vt;
+    w->seg = opt.seg;
     w->sync_check = opt.sync_check;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
@@ -151,7 +155,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     for (int l = 0, i = 0; l < SGL_ATTN_MAX_LAYERS; l++)
         w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(kind, m, l) ? i++ : -1);
     if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, sgl_sdk_lin_verify_steps(m), opt.variant,
-                                 tc_ok, why, sizeof why))) {
+                                 tc_ok, why, sizeof why)) ||
+        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why))) {
         free(w);
         return sgl_sdk_create_fail(a, rc, "%s: %s", name, why);
     }

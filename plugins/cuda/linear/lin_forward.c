@@ -102,6 +102,9 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->Vc = L->need_prep_ut ? w->dev + L->Vc : NULL;
     p->prep_ut = L->need_prep_ut;
     p->Hs = L->need_tc ? w->dev + L->Hs : NULL;
+    p->Zs = L->seg_cap ? (float *)(w->dev + L->Zs) : NULL;
+    p->seg_chunks = 0; /* the serial state pass unless launch() chooses segments */
+    p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
 }
@@ -121,7 +124,10 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
             int vt = w->vt;
             if (!vt) vt = (int64_t)w->bs * d->hv * (d->dv / 32) < w->sm_count ? 16 : 32;
             path = "chunked";
-            ce = lin_launch_chunk(p, act.dt, vt, w->stream);
+            /* the state pass by segments when the batch leaves SMs idle (lin_seg_plan) */
+            lin_fwd q = *p;
+            q.seg_chunks = lin_seg_plan(&w->L, d, w->seg, w->sm_count, w->bs, w->T, vt, &q.seg_max);
+            ce = lin_launch_chunk(&q, act.dt, vt, w->stream);
         } else if (simple_ready) {
             ce = lin_launch_token_step(p, w->stream);
         } else {

@@ -94,6 +94,11 @@ typedef struct lin_fwd {
     void *Qc, *Kc, *Vc;
     int32_t prep_ut;    /* phase 1 is the prep + UT pair (Qc, Kc, Vc there) */
     void *Hs;           /* state pass -> output kernel: the state at each chunk's start, 16-bit [chunk][hv][V][K] */
+    /* the segmented state pass (chunk_segment.cu), bf16: segments of seg_chunks chunks (0: the serial pass),
+     * at most seg_max per request; Zs [slot][hv][V + K][K] float32, slot LIN_SEG_SLOT of each (request,
+     * segment) pair */
+    float *Zs;
+    int32_t seg_chunks, seg_max;
     /* the stream decode: the prep kernel's operands per (request, key head group), dq_per floats each,
      * in decode_operands.cuh's layout */
     float *dq;
@@ -149,6 +154,10 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
 #define LIN_FUSED_STATE_SMEM(vt) \
     ((size_t)(2 * LIN_FUSED_STATE_STAGE(vt) + (vt) * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2))
 
+/* The Zs slot of segment s of request i whose first chunk is chunk0 (the plan's chunk list is in request
+ * order, so these are distinct for distinct pairs and below ceil(chunks / sc) + bs). */
+#define LIN_SEG_SLOT(chunk0, i, s, sc) ((chunk0) / (sc) + (i) + (s))
+
 /* Launchers: 0 or a cudaError_t. */
 int lin_launch_plan(const lin_plan_args *a, void *stream);
 int lin_launch_commit(const lin_commit_args *c, void *stream);
@@ -170,6 +179,8 @@ int lin_chunk_prep_ut_setup(void);
 int lin_launch_chunk_fused_ut(const lin_fwd *p, int ot, void *stream); /* chunk_fused_ut.cu */
 int lin_chunk_fused_ut_setup(void);
 int lin_launch_chunk_state(const lin_fwd *p, int vt, void *stream); /* chunk_state.cu: bf16 */
+int lin_launch_chunk_state_mode(const lin_fwd *p, int vt, int mode, void *stream); /* 0 serial, 1 / 2 segments */
+int lin_launch_chunk_segments(const lin_fwd *p, int vt, void *stream); /* chunk_segment.cu: modes 1, join, 2 */
 int lin_chunk_state_setup(void);
 int lin_launch_chunk_output(const lin_fwd *p, void *stream); /* chunk_output.cu: bf16 */
 int lin_chunk_output_setup(void);

@@ -104,3 +104,60 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     }
     return SGL_ATTN_OK;
 }
+
+/* The auto rule's segments per request for a batch whose serial pass has `blocks` blocks of tile vt.
+ * The first segment pass has, per request, segment 0's V / vt row tiles and (V + K) / vt for each
+ * middle segment; it should fit the SMs at once (2 blocks per SM at tile 16, chunk_state.cu), so
+ * per = 2 + (occ SMs - blocks) / (blocks (1 + K / V)).  Below 3 segments the two passes are the serial
+ * chain cut in two (segment 1 waits for segment 0): the rule answers 1, the serial pass. */
+static int32_t seg_auto_count(int sm_count, int64_t blocks, int vt, int V, int K) {
+    const int64_t cap = (int64_t)sm_count * (vt == 16 ? 2 : 1);
+    if (blocks < 1 || 2 * blocks > sm_count || V < 1) return 1;
+    const int64_t per = 2 + (cap - blocks) * V / (blocks * (int64_t)(V + K));
+    return per < 3 ? 1 : (int32_t)(per > 1024 ? 1024 : per);
+}
+
+int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count, char *err, size_t n) {
+    L->Zs = 0;
+    L->seg_cap = 0;
+    if (!L->need_tc || seg == 0) return SGL_ATTN_OK;
+    int64_t cap;
+    if (seg > 0) { /* every batch may be cut: a slot per LIN_SEG_SLOT */
+        cap = ((int64_t)L->max_chunks + seg - 1) / seg + L->max_reqs;
+    } else { /* auto: one request (the case the rule cuts most), tile 16 */
+        const int32_t per = seg_auto_count(sm_count, (int64_t)d->hv * (d->dv / 16), 16, d->dv, d->dk);
+        if (per < 2) return SGL_ATTN_OK;
+        cap = 2 * (int64_t)per + 4;
+    }
+    size_t bytes, acc = L->total;
+    if (cap > INT32_MAX || __builtin_mul_overflow((size_t)cap, (size_t)d->hv * (size_t)(d->dv + d->dk) * (size_t)d->dk * 4,
+                                                  &bytes) ||
+        __builtin_add_overflow(acc, bytes, &acc)) {
+        sgl_sdk_str(err, n, "the segmented state pass's buffer overflows size_t: %lld segments", (long long)cap);
+        return SGL_ATTN_E_NOMEM;
+    }
+    L->Zs = L->total;
+    L->seg_cap = (int32_t)cap;
+    L->total = (acc + 255) & ~(size_t)255;
+    return SGL_ATTN_OK;
+}
+
+int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_count, int32_t bs, int32_t T, int vt,
+                     int32_t *seg_max) {
+    *seg_max = 1;
+    if (!L->seg_cap || seg == 0 || bs < 1 || T < 1 || vt < 1) return 0;
+    const int64_t cmax = ((int64_t)T + LIN_CHUNK - 1) / LIN_CHUNK; /* chunks of the longest request, at most */
+    int64_t sc = seg;
+    if (seg < 0) {
+        const int32_t per = seg_auto_count(sm_count, (int64_t)bs * d->hv * (d->dv / vt), vt, d->dv, d->dk);
+        if (per < 2) return 0;
+        sc = (cmax + per - 1) / per;
+        if (sc < LIN_SEG_MIN_CHUNKS) sc = LIN_SEG_MIN_CHUNKS;
+    }
+    const int64_t smax = (cmax + sc - 1) / sc;
+    if (smax < (seg < 0 ? 3 : 2)) return 0; /* auto: 2 segments would be the serial chain in two launches */
+    /* the slots LIN_SEG_SLOT reaches: chunks of the batch <= cmax + bs */
+    if ((cmax + bs + sc - 1) / sc + bs > L->seg_cap || smax * bs > INT32_MAX / 2) return 0;
+    *seg_max = (int32_t)smax;
+    return (int32_t)sc;
+}
