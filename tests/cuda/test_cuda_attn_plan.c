@@ -130,51 +130,11 @@ static void test_sizing_refuses(void **state) {
     assert_non_null(strstr(err, "num_q_heads 6"));
 }
 
-/* A host whose conf has plugin_options.cuda_attn.kernel = g_kernel and
- * .fp8_tiles = g_fp8_tiles (NULL: unset). */
-static const char *g_kernel, *g_fp8_tiles;
+/* A host whose conf has plugin_options.cuda_attn.kernel = g_kernel (NULL: unset). */
+static const char *g_kernel;
 static const char *kernel_option(void *ctx, const char *plugin, const char *key) {
     (void)ctx;
-    if (strcmp(plugin, "cuda_attn")) return NULL;
-    return !strcmp(key, "kernel") ? g_kernel : !strcmp(key, "fp8_tiles") ? g_fp8_tiles : NULL;
-}
-
-/* fp8_tiles: 2 or 3, unset / empty / auto the default (3), anything else
- * refused naming the option and the value. */
-static void test_fp8_tiles_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
-                                 .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = kernel_option};
-    sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.host = &h;
-    a.error = err;
-    a.error_size = sizeof err;
-    int t = -7;
-    g_fp8_tiles = "2";
-    assert_int_equal(ca_read_fp8_tiles(&a, &t), 0);
-    assert_int_equal(t, 2);
-    g_fp8_tiles = "3";
-    assert_int_equal(ca_read_fp8_tiles(&a, &t), 0);
-    assert_int_equal(t, 3);
-    const char *unset[] = {NULL, "", "auto"};
-    for (size_t i = 0; i < 3; i++) {
-        g_fp8_tiles = unset[i];
-        t = -7;
-        assert_int_equal(ca_read_fp8_tiles(&a, &t), 0);
-        assert_int_equal(t, 3);
-    }
-    const char *bad[] = {"1", "4", "deep", "2x"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = 0;
-        g_fp8_tiles = bad[i];
-        assert_int_equal(ca_read_fp8_tiles(&a, &t), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "fp8_tiles"));
-        assert_non_null(strstr(err, bad[i]));
-    }
-    g_fp8_tiles = NULL;
+    return !strcmp(plugin, "cuda_attn") && !strcmp(key, "kernel") ? g_kernel : NULL;
 }
 
 /* The option's values as the creating host gives them, unset and empty as
@@ -251,7 +211,7 @@ static void test_kernel_choice(void **state) {
         assert_int_equal(k.decode, rows[i].decode);
     }
     /* the tiles each plans with */
-    attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1, 0, 0};
+    attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1, 0};
     attn_tiles t = attn_kernel_tiles(&k, 4);
     assert_int_equal(t.extend_block_m, 128);
     assert_int_equal(t.extend_block_n, 128);
@@ -548,7 +508,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_fp8_tiles_option),        cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
     };

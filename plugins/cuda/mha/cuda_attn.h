@@ -40,11 +40,6 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 const char *ca_kernel_option_name(int option);
-/* The plugin option "fp8_tiles" (2 or 3; unset or auto: ATTN_DECODE_FP8_TILES):
- * the register tiles per warp of the fp8 register-fed decode.  It exists to
- * time the two against each other on a device (bench/gpu/levers/) and goes
- * with the loser. */
-int ca_read_fp8_tiles(const sgl_attn_create_args *a, int *tiles);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available). */

@@ -117,8 +117,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO;
     if ((rc = ca_read_options(a, &option))) return rc;
-    int fp8_tiles = ATTN_DECODE_FP8_TILES;
-    if ((rc = ca_read_fp8_tiles(a, &fp8_tiles))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -138,7 +136,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                       m->head_dim_qk, m->num_q_heads / m->num_kv_heads, &kern);
     kern.dtype = m->dtype == SGL_ATTN_DT_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16;
     kern.kv_fp8 = m->kv_dtype == SGL_ATTN_DT_FP8_E4M3;
-    kern.fp8_tiles = fp8_tiles;
     if (kern.kv_fp8 && kern.decode != ATTN_DECODE_REG) {
         snprintf(err, err_size, "create: fp8_e4m3 KV runs on the register-fed decode only: option kernel=%s chose another",
                  ca_kernel_option_name(option));
@@ -204,10 +201,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
-                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s%s, %zu bytes of work buffers",
+                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps ? " (extend: TMA)" : "", decode_names[b->kern.decode],
-                !b->kern.kv_fp8 ? "" : b->kern.fp8_tiles == 2 ? " (fp8, 2 tiles)" : " (fp8, 3 tiles)",
                 b->sz.total_bytes);
     *out = &b->base;
     return SGL_ATTN_OK;

@@ -23,14 +23,6 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
-int ca_read_fp8_tiles(const sgl_attn_create_args *a, int *tiles) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    int64_t v = ATTN_DECODE_FP8_TILES;
-    const int rc = sgl_sdk_opt_int(&o, "fp8_tiles", NULL, ATTN_DECODE_FP8_TILES, 2, 3, &v);
-    if (!rc) *tiles = (int)v;
-    return rc;
-}
-
 const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }

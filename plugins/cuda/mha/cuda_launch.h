@@ -30,9 +30,6 @@ enum attn_decode_kernel {
 };
 /* The largest GQA group (q heads per kv head) the register-fed decode serves. */
 #define ATTN_DECODE_REG_MAX_GROUP 8
-/* The register-fed decode's register tiles per warp on fp8 pools (tiles in
- * flight while one is computed: one fewer).  16-bit pools run 2. */
-#define ATTN_DECODE_FP8_TILES 3
 
 /* What create chose and set up for an instance; the launchers read it. */
 typedef struct attn_kernels {
@@ -43,7 +40,6 @@ typedef struct attn_kernels {
     int sm_count; /* wgmma extend: blocks of the persistent grid */
     int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
     int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template) */
-    int fp8_tiles; /* fp8 pools: decode_reg.cu's register tiles per warp (2 or 3; ca_read_fp8_tiles) */
 } attn_kernels;
 
 /* The tiles the chosen kernels plan with (pure C, cuda_attn_choice.c). */
@@ -59,8 +55,7 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
                        void *stream);
 
 /* Per kernel, behind the two above. */
-int attn_launch_decode_reg(int dtype, int kv_fp8, int fp8_tiles, int head_dim, const attn_fwd *p, int grid_items,
-                           void *stream);
+int attn_launch_decode_reg(int dtype, int kv_fp8, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 /* fp8 pools: new K/V (dtype) quantised at out_cache_loc, value / scale
  * (save_kv_fp8.cu); the scales as attn_fwd's. */
 typedef struct attn_save_fp8 {

@@ -274,9 +274,8 @@ template <int DT> GC_DEV uint4 dr_q_f16(uint4 v) {
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-template <int DT, int D, int KV, int R>
+template <int DT, int D, int KV>
 __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_decode_reg_kernel(attn_fwd p) {
-    static_assert(R == 2 || R == 3, "2 or 3 register tiles per warp (4 spills at d128)");
     using C = decode_reg_cfg<D>;
     constexpr bool F8 = KV == ATTN_KV_FP8;
     constexpr int CT = F8 ? GC_F16 : DT; /* the mma's type */
@@ -335,45 +334,30 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
                 if (F8) q[j] = dr_q_f16<DT>(q[j]);
             }
         }
-        /* R register tiles: tile k of the warp lives in f[k % R]; tiles
-         * ii + 1 .. ii + R - 1 are in flight while tile ii is computed.  Slots
-         * come two tiles to a register (lanes 0..15, 16..31), a trip of R
-         * tiles ahead. */
-        dr_frag<D, KV> f[R];
-        int32_t s_pro[R / 2], s_cur[(R + 1) / 2];
-#pragma unroll
-        for (int k = 0; k < R / 2; k++) /* tiles 0 .. R-2 */
-            s_pro[k] = dr_fetch(p, x, DR_TILE(2 * k), DR_TILE(2 * k + 1 < R - 1 ? 2 * k + 1 : 2 * k), lane);
-#pragma unroll
-        for (int k = 0; k < (R + 1) / 2; k++) /* tiles R-1 .. 2R-2 */
-            s_cur[k] = dr_fetch(p, x, DR_TILE(R - 1 + 2 * k), DR_TILE(R + 2 * k), lane);
-#pragma unroll
-        for (int k = 0; k < R - 1; k++)
-            if (k == 0 || k < n) dr_issue<D>(f[k], x, s_pro[k >> 1], k & 1, g, t);
+        dr_frag<D, KV> fa, fb;
+        int32_t s_first = dr_fetch(p, x, DR_TILE(0), DR_TILE(0), lane);
+        int32_t s_pair = dr_fetch(p, x, DR_TILE(1), DR_TILE(2), lane); /* tiles i+1, i+2 */
+        dr_issue<D>(fa, x, s_first, 0, g, t);
 
-        for (int i = 0; i < n; i += R) {
-            int32_t s_next[(R + 1) / 2]; /* tiles i+2R-1 .. i+3R-2 */
+        for (int i = 0; i < n; i += 2) {
+            const int32_t s_next = dr_fetch(p, x, DR_TILE(i + 3), DR_TILE(i + 4), lane);
+            /* Two steps per trip so the two register tiles need no copies. */
 #pragma unroll
-            for (int k = 0; k < (R + 1) / 2; k++)
-                s_next[k] = dr_fetch(p, x, DR_TILE(i + (2 * R - 1 + 2 * k)), DR_TILE(i + (2 * R + 2 * k)), lane);
-            /* R steps per trip so the register tiles need no copies. */
-#pragma unroll
-            for (int u = 0; u < R; u++) {
+            for (int u = 0; u < 2; u++) {
                 const int ii = i + u;
                 if (ii >= n) break;
-                const bool more = ii + (R - 1) < n;
-                dr_frag<D, KV> &cur = f[u];
-                dr_frag<D, KV> &nxt = f[(u + R - 1) % R];
+                const bool more = ii + 1 < n;
+                dr_frag<D, KV> &cur = u == 0 ? fa : fb;
+                dr_frag<D, KV> &nxt = u == 1 ? fa : fb;
                 const int valid = x.end - (x.beg + DR_TILE(ii) * ATTN_DR_TILE);
                 float s[2][4];
                 uint32_t pb[2];
-                if (more) dr_issue<D, KV>(nxt, x, s_cur[u >> 1], u & 1, g, t);
+                if (more) dr_issue<D, KV>(nxt, x, s_pair, u, g, t);
                 dr_scores<CT, D, KV>(s, cur, q);
                 dr_softmax<CT, D, F8>(p, st, s, valid, t, pb, kmul);
                 dr_pv<CT, D, KV>(st, cur, pb);
             }
-#pragma unroll
-            for (int k = 0; k < (R + 1) / 2; k++) s_cur[k] = s_next[k];
+            s_pair = s_next;
         }
     }
 #undef DR_TILE
@@ -424,35 +408,29 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
     attn_decode_finish<DT, D>(p, it, qh0, nh, so, sm, sl, hblock);
 }
 
-template <int DT, int D, int KV, int R> static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st) {
+template <int DT, int D, int KV> static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st) {
     /* grid.y as the plan sized it: kv heads x blocks of 16 q heads (one when group <= 8) */
     const int hblocks = (p->group + ATTN_DR_HBLOCK - 1) / ATTN_DR_HBLOCK;
     dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
-    attn_decode_reg_kernel<DT, D, KV, R><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p);
+    attn_decode_reg_kernel<DT, D, KV><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
-template <int KV, int R>
-static int decode_reg_kv(int dtype, int d, const attn_fwd *p, int grid_items, cudaStream_t st) {
+template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, int grid_items, cudaStream_t st) {
     if (dtype == ATTN_DT_BF16) {
-        if (d == 64) return decode_reg<GC_BF16, 64, KV, R>(p, grid_items, st);
-        if (d == 128) return decode_reg<GC_BF16, 128, KV, R>(p, grid_items, st);
+        if (d == 64) return decode_reg<GC_BF16, 64, KV>(p, grid_items, st);
+        if (d == 128) return decode_reg<GC_BF16, 128, KV>(p, grid_items, st);
     } else {
-        if (d == 64) return decode_reg<GC_F16, 64, KV, R>(p, grid_items, st);
-        if (d == 128) return decode_reg<GC_F16, 128, KV, R>(p, grid_items, st);
+        if (d == 64) return decode_reg<GC_F16, 64, KV>(p, grid_items, st);
+        if (d == 128) return decode_reg<GC_F16, 128, KV>(p, grid_items, st);
     }
     return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int fp8_tiles, int d, const attn_fwd *p, int grid_items,
-                                      void *stream) {
+extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     if (p->group < 1 || p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
     const cudaStream_t st = (cudaStream_t)stream;
-    if (!kv_fp8) return decode_reg_kv<ATTN_KV_16, 2>(dtype, d, p, grid_items, st);
-    switch (fp8_tiles) {
-    case 2: return decode_reg_kv<ATTN_KV_FP8, 2>(dtype, d, p, grid_items, st);
-    case 3: return decode_reg_kv<ATTN_KV_FP8, 3>(dtype, d, p, grid_items, st);
-    default: return (int)cudaErrorInvalidValue;
-    }
+    return kv_fp8 ? decode_reg_kv<ATTN_KV_FP8>(dtype, d, p, grid_items, st)
+                  : decode_reg_kv<ATTN_KV_16>(dtype, d, p, grid_items, st);
 }
