@@ -22,7 +22,14 @@ extern "C" int attn_launch_plan_extend(const attn_plan_in *in, const attn_extend
 
 extern "C" int attn_launch_check_items(const attn_check *c, int grid_items, void *stream) {
     if (c->nsets < 1 || grid_items < 1) return 0;
-    attn_check_items_kernel<<<dim3((unsigned)grid_items, (unsigned)c->nsets), ATTN_CHECK_THREADS, 0,
+    /* grid.z: the blocks that share an item's columns, enough for the longest
+     * item the table allows, within ATTN_CHECK_TARGET_BLOCKS in all (a block
+     * past an item's end exits at once) */
+    long long z = ((long long)c->max_ctx + ATTN_CHECK_CHUNK - 1) / ATTN_CHECK_CHUNK;
+    const long long fit = ATTN_CHECK_TARGET_BLOCKS / ((long long)grid_items * c->nsets);
+    if (z > fit) z = fit;
+    if (z < 1) z = 1;
+    attn_check_items_kernel<<<dim3((unsigned)grid_items, (unsigned)c->nsets, (unsigned)z), ATTN_CHECK_THREADS, 0,
                               (cudaStream_t)stream>>>(*c);
     return (int)cudaGetLastError();
 }

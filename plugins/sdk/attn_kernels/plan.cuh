@@ -289,13 +289,23 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_extend_kernel(att
 }
 
 /* The item check (attn_params.h: attn_check): block-stride over the items of
- * list blockIdx.y; each block checks the req_to_token entries its item reads
- * (decode: [kv_begin, kv_end); extend: [kv_lo, kv_hi), causal items only up
- * to their last q row's column) whole against the pool.  An item with an
- * entry outside it is noted and emptied (no columns: zero output, or an
- * empty split that the combine weighs 0), so no attention kernel reads an
- * unchecked entry of a planned batch.  Reads are coalesced along the row. */
+ * list blockIdx.y; each item's req_to_token entries (decode: [kv_begin,
+ * kv_end); extend: [kv_lo, kv_hi), causal items only up to their last q
+ * row's column) are cut in chunks of ATTN_CHECK_CHUNK columns, and block z
+ * of gridDim.z takes chunks z, z + gridDim.z, ... of each item, so a long
+ * item is read by many blocks at once.  Each thread issues its
+ * ATTN_CHECK_UNROLL loads of a chunk before it compares any (one memory
+ * latency per chunk, not one per column), coalesced along the row.  Every
+ * entry is checked whole against the pool; an item with an entry outside it
+ * is noted and emptied (no columns: zero output, or an empty split that the
+ * combine weighs 0) by every block that saw the bad entry (the same write),
+ * so no attention kernel reads an unchecked entry of a planned batch.  A
+ * block that reads an item another block has already emptied checks nothing
+ * more of it: the item is out either way. */
 #define ATTN_CHECK_THREADS 256
+#define ATTN_CHECK_UNROLL 8
+#define ATTN_CHECK_CHUNK (ATTN_CHECK_THREADS * ATTN_CHECK_UNROLL)
+#define ATTN_CHECK_TARGET_BLOCKS 4096 /* the launch's grid.z keeps x * y * z within it */
 __global__ __launch_bounds__(ATTN_CHECK_THREADS) void attn_check_items_kernel(attn_check c) {
     const int set = blockIdx.y; /* selected, not indexed: an indexed param array goes to local memory */
     void *const items = set == 0 ? c.items[0] : set == 1 ? c.items[1] : c.items[2];
@@ -311,16 +321,36 @@ __global__ __launch_bounds__(ATTN_CHECK_THREADS) void attn_check_items_kernel(at
             row = it.row, lo = it.kv_begin, hi = it.kv_end;
         }
         const int64_t base = (int64_t)row * c.r2t_row_words;
-        int bad = 0;
-        for (int col = lo + (int)threadIdx.x; col < hi; col += ATTN_CHECK_THREADS) {
-            const int64_t s = attn_word(c.req_to_token, base + ((int64_t)col << c.req_to_token.shift));
-            if ((uint64_t)s >= (uint64_t)c.num_slots) {
-                if (!bad) sgl_fault_note(c.fault, SGL_FAULT_REQ_TO_TOKEN, (int64_t)row * c.max_ctx + col, s, 0,
-                                         c.num_slots);
-                bad = 1;
+        int bad_col = -1; /* this thread's first bad column, noted once after the loads */
+        int64_t bad_s = 0;
+        for (int c0 = lo + (int)blockIdx.z * ATTN_CHECK_CHUNK; c0 < hi; c0 += (int)gridDim.z * ATTN_CHECK_CHUNK) {
+            int64_t s[ATTN_CHECK_UNROLL];
+            if (c.req_to_token.shift) { /* chosen once per chunk: the chunk's loads are all in flight together */
+                const long long *p = (const long long *)c.req_to_token.p + (base >> 1);
+#pragma unroll
+                for (int k = 0; k < ATTN_CHECK_UNROLL; k++) {
+                    const int col = c0 + k * ATTN_CHECK_THREADS + (int)threadIdx.x;
+                    s[k] = col < hi ? (int64_t)__ldg(p + col) : 0;
+                }
+            } else {
+                const int32_t *p = c.req_to_token.p + base;
+#pragma unroll
+                for (int k = 0; k < ATTN_CHECK_UNROLL; k++) {
+                    const int col = c0 + k * ATTN_CHECK_THREADS + (int)threadIdx.x;
+                    s[k] = col < hi ? (int64_t)__ldg(p + col) : 0;
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < ATTN_CHECK_UNROLL; k++) {
+                if ((uint64_t)s[k] >= (uint64_t)c.num_slots && bad_col < 0) {
+                    bad_col = c0 + k * ATTN_CHECK_THREADS + (int)threadIdx.x;
+                    bad_s = s[k];
+                }
             }
         }
-        if (__syncthreads_or(bad) && threadIdx.x == 0) {
+        if (bad_col >= 0)
+            sgl_fault_note(c.fault, SGL_FAULT_REQ_TO_TOKEN, (int64_t)row * c.max_ctx + bad_col, bad_s, 0, c.num_slots);
+        if (__syncthreads_or(bad_col >= 0) && threadIdx.x == 0) {
             if (c.extend)
                 ((attn_extend_item *)items)[i].kv_hi = lo;
             else
