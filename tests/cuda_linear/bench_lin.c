@@ -270,8 +270,8 @@ int main(int argc, char **argv) {
         {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
         {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "simple", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
     };
-    /* BENCH_SET=prefill: the prefill shapes of issue 22 (the segmented state pass against the serial one:
-     * bench/gpu/levers/linear_serial_state.conf), the tile by batch size as the default runs them */
+    /* BENCH_SET=prefill: the prefill shapes of issue 22 (the segmented state pass cuts 1 x 64k and 1 x 32k;
+     * SGL_ATTN_LIN_SEGMENT=0 times the serial pass on them), the tile by batch size as the default runs them */
     const bcase prefill[] = {
         {"prefill qwen3.5 tp8 hv8/hk2 1x64k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16},
         {"prefill qwen3.5 tp8 hv8/hk2 1x32k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 32768, SGL_ATTN_DT_F32, LT_BF16},

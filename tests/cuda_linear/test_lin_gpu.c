@@ -23,7 +23,7 @@
  *     LT_QUICK=4   the decode configs and graphs (stream decode, both preps, fused decode)
  *     LT_QUICK=7   the state pass on both tiles and state dtypes (racecheck; bench/gpu/race_chunk_state.sh)
  *     LT_QUICK=9   one request of LT_LONG tokens (default 16384; one head), then half as many on its state:
- *                  the precision of long chunk chains (auto: the state pass by segments of 16 chunks)
+ *                  the precision of long chunk chains (auto cuts a request of 512+ chunks: LT_LONG=32768 takes it)
  *     LT_QUICK=10  the state pass by segments (chunk_segment.cu) with segments of 1-3 chunks
  *                  (SGL_ATTN_LIN_SEGMENT): every kind it serves, both tiles and state dtypes
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */

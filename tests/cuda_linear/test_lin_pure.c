@@ -230,7 +230,8 @@ static void test_segments(void) {
     LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 65536, 32, &smax) == 342 && smax == 3, "tile 32: 32 blocks, 3 segments");
     LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 16, 131072, 32, &smax) == 0 && smax == 1, "16 x 8k: the serial pass");
     LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 2, 65536, 16, &smax) == 0, "2 requests: 128 blocks, serial");
-    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 3072, 16, &smax) == 16 && smax == 3, "48 chunks: 3 segments of 16");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 32704, 16, &smax) == 0, "511 chunks: below LIN_SEG_AUTO_MIN_CHUNKS, serial");
+    LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 8192, 16, &smax) == 0, "1 x 8k (128 chunks): serial");
     LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 2048, 16, &smax) == 0, "32 chunks: 2 segments of 16 at least, serial");
     LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 1024, 16, &smax) == 0, "16 chunks: one segment, serial");
     /* off */

@@ -107,6 +107,9 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
  * per-call rule: the chunks per segment (0: the serial pass) and *seg_max, the segments a request of the
  * batch can have. */
 #define LIN_SEG_MIN_CHUNKS 16 /* auto: no shorter segments (a segment's summary costs ~2 of its passes) */
+/* auto: only a batch whose longest possible request has this many chunks is cut: below it the
+ * extra launches and the summaries cost more than the shorter chain saves (docs/lab/linear.md) */
+#define LIN_SEG_AUTO_MIN_CHUNKS 512
 int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count, char *err, size_t n);
 int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_count, int32_t bs, int32_t T, int vt,
                      int32_t *seg_max);

@@ -150,7 +150,7 @@ int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_cou
     int64_t sc = seg;
     if (seg < 0) {
         const int32_t per = seg_auto_count(sm_count, (int64_t)bs * d->hv * (d->dv / vt), vt, d->dv, d->dk);
-        if (per < 2) return 0;
+        if (per < 2 || cmax < LIN_SEG_AUTO_MIN_CHUNKS) return 0;
         sc = (cmax + per - 1) / per;
         if (sc < LIN_SEG_MIN_CHUNKS) sc = LIN_SEG_MIN_CHUNKS;
     }
