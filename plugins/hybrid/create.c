@@ -100,7 +100,8 @@ int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_att
     }
     int fail = 0;
     w->plan.req = alloc_bytes((size_t)a->max_reqs, sizeof(hyb_req), &fail);
-    w->plan.seen = alloc_bytes((size_t)a->max_reqs, 1, &fail);
+    w->call_slots = alloc_bytes((size_t)a->max_reqs, sizeof(int32_t), &fail);
+    w->sortbuf = alloc_bytes(2 * (size_t)a->max_reqs, sizeof(uint64_t), &fail);
     w->verify_slots = alloc_bytes((size_t)a->max_reqs, sizeof(int32_t), &fail);
     w->scratch = alloc_bytes((size_t)a->max_tokens * (size_t)d.conv_dim, esz, &fail);
     w->params = alloc_bytes((size_t)d.conv_dim * (size_t)(d.conv_w + 1) + (size_t)d.hv * (size_t)d.dk +
