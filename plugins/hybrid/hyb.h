@@ -157,6 +157,7 @@ typedef struct hyb_inst {
     int32_t max_reqs, max_tokens, max_context;
     int16_t lin_index[SGL_ATTN_MAX_LAYERS]; /* -1: inner's; else pool layer */
     hyb_pool pool;
+    int32_t pool_on;       /* the pool exists (create's option state_pool, default 1) */
     hyb_plan plan;
     /* The last verify batch, for state_commit. */
     int32_t *verify_slots;
@@ -208,6 +209,8 @@ int hyb_check_io(hyb_inst *w, const sgl_attn_forward_args *a, const sgl_attn_lin
  * against the contract, then each request's slot (linear.state_indices, or
  * the batch's) into w->call_slots.  Message in w->err. */
 int hyb_check_caller_state(hyb_inst *w, hyb_call *c, const char *prefix);
+/* 1 when the instance has its own pool; else 0 with the reason in w->err. */
+int hyb_pool_ready(hyb_inst *w, const char *what);
 
 /* ------------------------------------------------- templated prototypes */
 

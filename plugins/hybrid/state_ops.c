@@ -93,6 +93,7 @@ static int target_of(hyb_inst *w, const sgl_attn_state_batch_args *a, int reads_
                      target *g) {
     memset(g, 0, sizeof *g);
     if (!a->state) {
+        if (!hyb_pool_ready(w, pre)) return SGL_ATTN_E_STATE;
         g->slots = w->pool.slots;
         g->steps = w->pool.steps;
         if (reads_steps && !g->steps) {

@@ -61,6 +61,7 @@ static int own_forward(hyb_inst *w, const sgl_attn_forward_args *a) {
         if (sgl_sdk_lin_state_of(io, &c.cs)) {
             if ((rc = hyb_check_caller_state(w, &c, pre))) return rc;
         } else {
+            if (!hyb_pool_ready(w, pre)) return SGL_ATTN_E_STATE;
             if (p->pool_over >= 0) {
                 hyb_set_err(w, "%sbatch.state_indices[%d] = %d; expected -1 (padding) or a slot 0..%d of "
                             "the wrapper's pool (create's max_reqs), or caller-owned state "
@@ -161,8 +162,17 @@ static int slot_ok(hyb_inst *w, int32_t slot, const char *what) {
     return 0;
 }
 
+int hyb_pool_ready(hyb_inst *w, const char *what) {
+    if (w->pool_on) return 1;
+    hyb_set_err(w, "%s%s was created without its own state pool (option state_pool = 0): pass "
+                "caller-owned state (linear.conv_state / ssm_state, state_batch with args->state)", what,
+                w->impl->name);
+    return 0;
+}
+
 static int state_clear(sgl_attn_backend *b, int32_t slot) {
     hyb_inst *w = (hyb_inst *)b;
+    if (!hyb_pool_ready(w, "state_clear: ")) return SGL_ATTN_E_STATE;
     if (!slot_ok(w, slot, "state_clear")) return SGL_ATTN_E_INVALID;
     hyb_pool_clear(&w->pool, slot);
     return SGL_ATTN_OK;
@@ -170,6 +180,7 @@ static int state_clear(sgl_attn_backend *b, int32_t slot) {
 
 static int state_copy(sgl_attn_backend *b, int32_t src, int32_t dst) {
     hyb_inst *w = (hyb_inst *)b;
+    if (!hyb_pool_ready(w, "state_copy: ")) return SGL_ATTN_E_STATE;
     if (!slot_ok(w, src, "state_copy source") || !slot_ok(w, dst, "state_copy destination"))
         return SGL_ATTN_E_INVALID;
     hyb_pool_copy(&w->pool, src, dst);

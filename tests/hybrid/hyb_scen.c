@@ -104,7 +104,10 @@ int scen_twin_slot(int l, int k) { return k < 0 ? k : l == 0 ? k + TWIN_OFF : k;
 void scen_twin_open(scen *s) {
     char err[256] = "";
     fake_inner_init(&s->tinner);
+    /* without a pool of its own: any use of one would be refused */
+    setenv("SGL_ATTN_HYBRID_STATE_POOL", "0", 1);
     int rc = tu_create(s->kind, &s->m, &s->tinner, SLOTS, 512, 512, &s->tb, err, sizeof err);
+    unsetenv("SGL_ATTN_HYBRID_STATE_POOL");
     if (rc) print_error("create twin: %s\n", err);
     assert_int_equal(rc, SGL_ATTN_OK);
     ((hyb_inst *)s->tb)->chunk = s->w->chunk;

@@ -58,7 +58,8 @@ void run_batch(scen *s, int mode, int bs, const int *slots, const int *n, const 
 extern void (*scen_after_metadata)(sgl_attn_batch *batch, void *ctx);
 extern void *scen_after_metadata_ctx;
 
-/* Opens the twin of s (after scen_open). */
+/* Opens the twin of s (after scen_open), created without a pool of its own
+ * (option state_pool = 0). */
 void scen_twin_open(scen *s);
 /* The twin slot of pool slot k in own layer l. */
 int scen_twin_slot(int l, int k);

@@ -464,6 +464,14 @@ static void test_forward_refused(void **st) {
              "linear.intermediate_conv_state has shape [12, 4, 96, 2]; expected [12, 4, 96, 3]");
         f.io.intermediate_conv_state = ic;
     }
+    {   /* the twin has no pool of its own: the calls that need one say so */
+        sgl_attn_linear_io io = f.io;
+        f.io.conv_state = f.io.ssm_state = f.io.intermediate_conv_state = f.io.intermediate_ssm_state = NULL;
+        want(b, b->ops->forward_decode(b, &f.args), SGL_ATTN_E_STATE,
+             "gdn layer 0: gdn was created without its own state pool (option state_pool = 0)");
+        f.io = io;
+        want(b, b->ops->state_clear(b, 1), SGL_ATTN_E_STATE, "state_clear: gdn was created without its own state pool");
+    }
     assert_memory_equal(conv0, s.ts[1].t[0].data, conv_bytes); /* nothing written by a refused call */
     assert_memory_equal(ssm0, s.ts[1].t[1].data, ssm_bytes);
     fcall_free(&f);
