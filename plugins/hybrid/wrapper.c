@@ -61,6 +61,11 @@ static int own_forward(hyb_inst *w, const sgl_attn_forward_args *a) {
         if (sgl_sdk_lin_state_of(io, &c.cs)) {
             if ((rc = hyb_check_caller_state(w, &c, pre))) return rc;
         } else {
+            if (c.cs.indices) {
+                hyb_set_err(w, "%slinear.state_indices is set without a state tensor; it indexes "
+                            "caller-owned state (linear.conv_state / ssm_state)", pre);
+                return SGL_ATTN_E_INVALID;
+            }
             if (!hyb_pool_ready(w, pre)) return SGL_ATTN_E_STATE;
             if (p->pool_over >= 0) {
                 hyb_set_err(w, "%sbatch.state_indices[%d] = %d; expected -1 (padding) or a slot 0..%d of "

@@ -303,7 +303,12 @@ static int state_tensor(const DLTensor *t, const char *name, int nd, const int64
                             "expected %s", prefix, name, meaning);
         return SGL_ATTN_E_INVALID;
     }
-    int ok = t->ndim == nd && t->shape;
+    if (!t->shape || t->ndim < 0 || t->ndim > 8) {
+        sgl_sdk_str(err, n, "%s%s has ndim %d and %s shape; expected %s", prefix, name, (int)t->ndim,
+                    t->shape ? "a" : "no", meaning);
+        return SGL_ATTN_E_INVALID;
+    }
+    int ok = t->ndim == nd;
     for (int k = 0; ok && k < nd; k++) ok = want[k] < 0 ? t->shape[k] >= 0 : t->shape[k] == want[k];
     if (!ok) {
         sgl_sdk_shape_str(got, sizeof got, t->ndim, t->shape);

@@ -467,6 +467,10 @@ static void test_forward_refused(void **st) {
     {   /* the twin has no pool of its own: the calls that need one say so */
         sgl_attn_linear_io io = f.io;
         f.io.conv_state = f.io.ssm_state = f.io.intermediate_conv_state = f.io.intermediate_ssm_state = NULL;
+        f.io.state_indices = &f.map.t;
+        want(b, b->ops->forward_decode(b, &f.args), SGL_ATTN_E_INVALID,
+             "linear.state_indices is set without a state tensor");
+        f.io.state_indices = NULL;
         want(b, b->ops->forward_decode(b, &f.args), SGL_ATTN_E_STATE,
              "gdn layer 0: gdn was created without its own state pool (option state_pool = 0)");
         f.io = io;
