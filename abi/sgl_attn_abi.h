@@ -460,12 +460,14 @@ typedef struct sgl_attn_linear_io {
      * ssm_state is set the wrapper reads and writes these tensors (this
      * layer's, the engine's memory) instead of its own pool; slot i of a
      * request is state_indices[i] (NULL: batch->state_indices), -1 =
-     * padding.  Layouts (docs/hybrid.md, "State layout"), S = slots:
+     * padding.  Layouts (docs/abi.md, "Linear state contract"), S = slots:
      *   conv_state  [S, conv_dim, W-1]  channel-major, oldest input first
-     *   ssm_state   gdn/kda [S, HV, K, V]; mamba2 [S, H, P, N]; lightning [S, H, D, D]
+     *   ssm_state   gdn/kda [S, HV, V, K]; mamba2 [S, H, P, N]; lightning [S, H, Dv, Dk]
+     *               (K innermost, as sglang's MambaPool temporal state)
      *   intermediate_*  [S, steps, ...the same]: state after each verify token,
      *                   written when keep_intermediate is set (steps >= tokens_per_req)
-     * The dtype is one the wrapper declares in caps.state_dtypes. */
+     * Compact, in the state dtype the instance keeps (model.lin_state_dtype,
+     * one the wrapper declares in caps.state_dtypes). */
     DLTensor *conv_state;
     DLTensor *ssm_state;
     DLTensor *intermediate_conv_state;
