@@ -266,6 +266,14 @@ typedef struct sgl_attn_model {
      * `dtype` is what is served; for a Hugging Face config that says float32
      * (or nothing) it differs, as sglang's --dtype auto does. */
     uint32_t config_dtype;
+    /* ABI 1.2: dual chunk attention (Qwen2.5-1M's dual_chunk_attention_config;
+     * docs/dual_chunk.md).  dca_chunk_size 0: the model does not use it. */
+    int32_t dca_chunk_size;        /* chunk_size */
+    int32_t dca_local_size;        /* local_size; keys per chunk = chunk_size - local_size */
+    int32_t dca_original_max_position; /* original_max_position_embeddings; 0: no length scaling */
+    int32_t dca_sparse;            /* sparse_attention_enabled (vertical-slash long prefill) */
+    int32_t dca_sparse_threshold;  /* sparse_attention_threshold: prompt length above which it applies */
+    int32_t dca_reserved_;
 } sgl_attn_model;
 
 static inline int sgl_attn_model_layer_is_full(const sgl_attn_model *m, int layer) {
@@ -346,6 +354,29 @@ typedef struct sgl_attn_linear_io {
     int32_t use_qk_l2norm;         /* gdn/kda: l2-normalise q and k (sglang default 1) */
 } sgl_attn_linear_io;
 
+/* ABI 1.2: dual chunk attention (Qwen2.5-1M; docs/dual_chunk.md). */
+/* Feature bit: the plugin serves sgl_attn_forward_args.dual_chunk (the
+ * next after SGL_ATTN_FEAT_DIFF_HEAD_DIMS; caps files name features by bit). */
+enum { SGL_ATTN_FEAT_DUAL_CHUNK = 1u << 9 };
+
+/* Keys are split into chunks of chunk_len = chunk_size - local_size
+ * positions.  A query at position p in chunk c = p / chunk_len attends to
+ * keys of its own chunk [c * chunk_len, p] with q (intra), to the previous
+ * chunk [(c - 1) * chunk_len, c * chunk_len) with q_succ (successor) and to
+ * every earlier key [0, (c - 1) * chunk_len) with q_inter; the three parts
+ * merge by their log-sum-exp.  The model rotates each query variant with
+ * its own positions; the kernel only picks which variant meets which key.
+ * When original_max_position > 0 every logit of a request of seq_len keys
+ * is multiplied by max(1, 0.1 * ln(seq_len / original_max_position) + 1). */
+typedef struct sgl_attn_dual_chunk {
+    uint32_t struct_size;
+    int32_t chunk_size;             /* > local_size */
+    int32_t local_size;             /* >= 0 */
+    int32_t original_max_position;  /* 0: no length scaling */
+    const DLTensor *q_succ;         /* [T, Hq, Dqk] like q */
+    const DLTensor *q_inter;        /* [T, Hq, Dqk] like q */
+} sgl_attn_dual_chunk;
+
 /* One forward call. */
 typedef struct sgl_attn_forward_args {
     uint32_t struct_size;
@@ -357,6 +388,10 @@ typedef struct sgl_attn_forward_args {
     const DLTensor *v;             /* [T, Hkv, Dv] new values (MLA: NULL) */
     DLTensor *out;                 /* [T, Hq, Dv] */
     const sgl_attn_linear_io *linear; /* non-NULL for a linear-attention layer */
+    /* ABI 1.2: dual chunk attention.  NULL: plain attention.  Read it only
+     * when struct_size covers it and the plugin declares
+     * SGL_ATTN_FEAT_DUAL_CHUNK; the host refuses the forward otherwise. */
+    const struct sgl_attn_dual_chunk *dual_chunk;
 } sgl_attn_forward_args;
 
 /* ----------------------------------------------------- backend instance */

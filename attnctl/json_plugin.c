@@ -31,7 +31,8 @@ cJSON *attnctl_json_caps(const sgl_attn_caps *c, uint32_t index) {
     static const char *const kinds[] = {"mha", "gqa", "mqa", "mla", "cross"};
     static const char *const feats[] = {"extend",      "decode",     "sliding_window",
                                         "softcap",     "sinks",      "graph_capture",
-                                        "spec_decode", "mla_extend", "diff_head_dims"};
+                                        "spec_decode", "mla_extend", "diff_head_dims",
+                                        "dual_chunk"};
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "index", index);
     cJSON_AddBoolToObject(o, "available", c->available != 0);

@@ -27,7 +27,8 @@
 static const char *const kind_names[] = {"mha", "gqa", "mqa", "mla", "cross"};
 static const char *const feature_names[] = {"extend",      "decode",      "sliding_window",
                                             "softcap",     "sinks",       "graph_capture",
-                                            "spec_decode", "mla_extend",  "diff_head_dims"};
+                                            "spec_decode", "mla_extend",  "diff_head_dims",
+                                            "dual_chunk"};
 static const char *const dtype_names[] = {"f32", "f16", "bf16", "f64", "fp8_e4m3"};
 #define COUNT(a) (sizeof(a) / sizeof(a)[0])
 

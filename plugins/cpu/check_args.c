@@ -2,6 +2,7 @@
  * planned batch before anything is written, then resolve them into the job
  * the loops read. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -161,8 +162,9 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
         cref_set_error(b, "forward args are NULL");
         return SGL_ATTN_E_INVALID;
     }
-    if (a->struct_size < sizeof *a) {
-        cref_set_error(b, "forward args struct_size %u < %zu (ABI 1.0)", a->struct_size, sizeof *a);
+    if (a->struct_size < offsetof(sgl_attn_forward_args, dual_chunk)) { /* ABI 1.2 appended dual_chunk */
+        cref_set_error(b, "forward args struct_size %u < %zu (ABI 1.0)", a->struct_size,
+                       offsetof(sgl_attn_forward_args, dual_chunk));
         return SGL_ATTN_E_INVALID;
     }
     /* A batch other than the planned one (a wrapper's copy): plan it now. */

@@ -12,6 +12,7 @@
  *   save_kv.c      save_kv_cache: new K/V into the pool
  *   tensor_check.c the SDK's tensor checks as cpu_ref reads tensors
  *   error.c        the instance's error message (a leaf: calls no other file)
+ *   dual_chunk.c   dual chunk attention: its checks and float64 loops
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -152,6 +153,14 @@ void cref_combine_f64_avx2(const cref_job *, const cref_item *, unsigned char *)
 void cref_save_token(const cref_job *job, const unsigned char *k, uint32_t k_dt,
                      const unsigned char *v, uint32_t v_dt, int64_t t, int64_t slot);
 
+/* A forward's dual chunk attention, as dual_chunk.c checked it. */
+typedef struct cref_dca {
+    int on;
+    int32_t chunk_len;               /* chunk_size - local_size */
+    int32_t original_max_position;   /* 0: no length scaling */
+    const unsigned char *q_succ, *q_inter; /* like job.q */
+} cref_dca;
+
 /* ------------------------------------------------------------ the backend */
 
 typedef struct cref_backend {
@@ -198,6 +207,7 @@ typedef struct cref_backend {
     uint32_t k_dt, v_dt;
     const unsigned char *k_new, *v_new;
     int save;
+    cref_dca dca;
 } cref_backend;
 
 /* error.c */
@@ -220,6 +230,11 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *batch);
 
 /* check_args.c: 0 and b->job filled, or an error status with b->err set. */
 int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);
+
+/* dual_chunk.c: after cref_check_args, the forward's dual_chunk block into
+ * b->dca (off when there is none); then the attention on the thread pool. */
+int cref_dual_chunk_check(cref_backend *b, const sgl_attn_forward_args *a);
+void cref_dual_chunk_run(cref_backend *b);
 
 /* forward.c */
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);

@@ -118,8 +118,13 @@ static void combine_task(void *ctx, int tid) {
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a) {
     int rc = cref_check_args(b, a);
     if (rc || b->n_items == 0) return rc;
+    if ((rc = cref_dual_chunk_check(b, a))) return rc;
     atomic_store_explicit(&b->bad.set, 0, memory_order_relaxed);
     if (b->save) cref_threads_run(b->threads, save_task, b);
+    if (b->dca.on) {
+        cref_dual_chunk_run(b);
+        return atomic_load(&b->bad.set) ? bad_index(b) : SGL_ATTN_OK;
+    }
     atomic_store_explicit(&b->next, 0, memory_order_relaxed);
     cref_threads_run(b->threads, attend_task, b);
     if (atomic_load(&b->bad.set)) return bad_index(b);

@@ -73,6 +73,7 @@ SGL_ATTN_FEAT_GRAPH_CAPTURE = 1 << 5
 SGL_ATTN_FEAT_SPEC_DECODE = 1 << 6
 SGL_ATTN_FEAT_MLA_EXTEND = 1 << 7
 SGL_ATTN_FEAT_DIFF_HEAD_DIMS = 1 << 8
+SGL_ATTN_FEAT_DUAL_CHUNK = 1 << 9  # ABI 1.2: dual chunk attention
 
 SGL_ATTN_MODE_IDLE = 0
 SGL_ATTN_MODE_EXTEND = 1
@@ -214,9 +215,14 @@ class sgl_attn_linear_io(C.Structure):
                 ("keep_intermediate", i32), ("use_qk_l2norm", i32)]
 
 
+class sgl_attn_dual_chunk(C.Structure):
+    _fields_ = [("struct_size", u32), ("chunk_size", i32), ("local_size", i32), ("original_max_position", i32),
+                ("q_succ", vp), ("q_inter", vp)]
+
+
 class sgl_attn_forward_args(C.Structure):
     _fields_ = [("struct_size", u32), ("save_kv_cache", i32), ("layer", vp), ("batch", vp), ("q", vp),
-                ("k", vp), ("v", vp), ("out", vp), ("linear", vp)]
+                ("k", vp), ("v", vp), ("out", vp), ("linear", vp), ("dual_chunk", vp)]
 
 
 class sgl_attn_graph_args(C.Structure):
@@ -268,7 +274,7 @@ MIRRORS: Dict[str, Type[C.Structure]] = {
         DLDevice, DLDataType, DLTensor, DLManagedTensor, sgl_attn_host_options, sgl_attn_plugin_info,
         sgl_attn_select_request, sgl_attn_verdict, sgl_attn_create_options, sgl_attn_head_dims,
         sgl_attn_caps, sgl_attn_model, sgl_attn_batch, sgl_attn_layer, sgl_attn_linear_io,
-        sgl_attn_forward_args, sgl_attn_graph_args, sgl_attn_backend_ops, sgl_attn_backend,
+        sgl_attn_dual_chunk, sgl_attn_forward_args, sgl_attn_graph_args, sgl_attn_backend_ops, sgl_attn_backend,
         sgl_attn_device_ops)
 }
 

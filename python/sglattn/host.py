@@ -19,7 +19,7 @@ _ERR = 4096
 _DTYPE_NAMES = ["f32", "f16", "bf16", "f64", "fp8_e4m3"]
 _KIND_NAMES = ["mha", "gqa", "mqa", "mla", "cross"]
 _FEATURE_NAMES = ["extend", "decode", "sliding_window", "softcap", "sinks", "graph_capture", "spec_decode",
-                  "mla_extend", "diff_head_dims"]
+                  "mla_extend", "diff_head_dims", "dual_chunk"]
 _DTYPE_ALIASES = {
     "f32": A.SGL_ATTN_DT_F32, "float32": A.SGL_ATTN_DT_F32, "fp32": A.SGL_ATTN_DT_F32, "float": A.SGL_ATTN_DT_F32,
     "f16": A.SGL_ATTN_DT_F16, "float16": A.SGL_ATTN_DT_F16, "fp16": A.SGL_ATTN_DT_F16, "half": A.SGL_ATTN_DT_F16,
