@@ -244,7 +244,7 @@ int plugin_caps_check(const sgl_attn_caps *c, char *why, size_t why_size) {
     const uint32_t dt_all = SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64 |
                             SGL_ATTN_DT_FP8_E4M3;
     const uint32_t kind_all = (SGL_ATTN_KIND_CROSS << 1) - 1;
-    const uint32_t feat_all = (SGL_ATTN_FEAT_DIFF_HEAD_DIMS << 1) - 1;
+    const uint32_t feat_all = ((SGL_ATTN_FEAT_DIFF_HEAD_DIMS << 1) - 1) | SGL_ATTN_FEAT_DUAL_CHUNK;
     struct { const char *name; uint32_t v, all; } bits[] = {
         {"q_dtypes", c->q_dtypes, dt_all},     {"kv_dtypes", c->kv_dtypes, dt_all},
         {"state_dtypes", c->state_dtypes, dt_all}, {"attn_kinds", c->attn_kinds, kind_all},
