@@ -11,7 +11,7 @@
  *   kernel_impl.h  the attention loops, compiled per variant by kernel_*.c
  *   save_kv.c      save_kv_cache: new K/V into the pool
  *   tensor_check.c the SDK's tensor checks as cpu_ref reads tensors
- *   error.c        the instance's error message (a leaf: calls no other file)
+ *   error.c        the instance's error message, bad-index notes (a leaf: calls no other file)
  *   dual_chunk.c   dual chunk attention: its checks and float64 loops
  */
 #ifndef CPU_REF_H
@@ -86,7 +86,7 @@ typedef struct cref_bad {
     int64_t index, value; /* flat index into the tensor, and what it held */
 } cref_bad;
 
-/* Note a bad index (any thread; the first wins). */
+/* error.c: note a bad index (any thread; the first wins). */
 void cref_bad_note(cref_bad *b, int what, int64_t index, int64_t value);
 
 /* Everything the attention loops read, checked and resolved by check_args.c. */

@@ -14,14 +14,6 @@ size_t cref_scratch_bytes(int rows, int dqk, int dv) {
 #undef UP
 }
 
-void cref_bad_note(cref_bad *bad, int what, int64_t index, int64_t value) {
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&bad->set, &expected, 1)) return;
-    bad->what = what;
-    bad->index = index;
-    bad->value = value;
-}
-
 /* A slot outside the pool is skipped (nothing written) and noted. */
 static void save_task(void *ctx, int tid) {
     cref_backend *b = ctx;
