@@ -110,6 +110,8 @@ static const char *const quick[] = {
     "decode:b=3,l=100," GQA ",dtype=bf16,page=16,cross=1,enc=200",
     "decode:b=3,l=400,hq=16,mla=1,dtype=bf16,page=64",
     "extend:b=2,l=200,q=80,hq=16,mla=1,dtype=bf16,page=64",
+    "decode:b=3,l=300," GQA ",dtype=bf16,page=64,chunk=64,local=16,omp=128,ragged=1",
+    "extend:b=2,l=200,q=120," GQA ",dtype=f16,page=16,chunk=48,local=8",
     NULL,
 };
 

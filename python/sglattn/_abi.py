@@ -189,7 +189,10 @@ class sgl_attn_model(C.Structure):
                 ("sparse_layer_mask", u64 * (SGL_ATTN_MAX_LAYERS // 64)),
                 ("lin_num_k_heads", i32), ("lin_num_v_heads", i32), ("lin_head_k_dim", i32),
                 ("lin_head_v_dim", i32), ("lin_conv_kernel", i32), ("lin_hidden", i32),
-                ("lin_state_dtype", u32), ("sparse_topk_blocks", i32), ("sparse_block_size", i32)]
+                ("lin_state_dtype", u32), ("sparse_topk_blocks", i32), ("sparse_block_size", i32),
+                ("config_dtype", u32), ("dca_chunk_size", i32), ("dca_local_size", i32),
+                ("dca_original_max_position", i32), ("dca_sparse", i32), ("dca_sparse_threshold", i32),
+                ("dca_reserved_", i32)]
 
 
 class sgl_attn_batch(C.Structure):

@@ -203,7 +203,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if getattr(mc, "is_encoder_decoder", False):
             raise NotImplementedError("sglattn: encoder-decoder models (cross attention over encoder_lens / "
                                       "encoder_out_cache_loc) are not served through the sglang adapter")
-        if getattr(mc.hf_config, "dual_chunk_attention_config", None):
+        if _config_dict(mc.hf_config).get("dual_chunk_attention_config"):
             raise NotImplementedError(
                 "sglattn: dual chunk attention (dual_chunk_attention_config): sglang's model hands the "
                 "attention one q holding five variants (intra, successor, inter and the two sparse "
