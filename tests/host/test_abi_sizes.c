@@ -65,16 +65,17 @@ static const size_row rows[] = {
     ROW(sgl_attn_verdict, 1, 524),
     ROW(sgl_attn_create_options, 1, 16),
     /* ABI 1.2: sgl_attn_caps gained reason_long; the host API's
-     * sgl_attn_host_options caps_file, sgl_attn_select_request no_cpu_fallback */
+     * sgl_attn_host_options caps_file, sgl_attn_select_request no_cpu_fallback;
+     * dual chunk attention: sgl_attn_model dca_*, sgl_attn_forward_args dual_chunk */
     ROW(sgl_attn_host_api, 2, 48),
     ROW(sgl_attn_plugin_answer, 2, 272),
     ROW(sgl_attn_head_dims, 2, 4),
     ROW(sgl_attn_caps, 2, 1648),
-    ROW(sgl_attn_model, 2, 544),
+    ROW(sgl_attn_model, 2, 568),
     ROW(sgl_attn_batch, 2, 152),
     ROW(sgl_attn_layer, 2, 72),
     ROW(sgl_attn_linear_io, 2, 96),
-    ROW(sgl_attn_forward_args, 2, 64),
+    ROW(sgl_attn_forward_args, 2, 72),
     ROW(sgl_attn_backend, 2, 24),
     ROW(sgl_attn_graph_args, 2, 24),
     ROW(sgl_attn_backend_ops, 2, 104),
