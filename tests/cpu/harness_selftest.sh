@@ -38,5 +38,6 @@ expect nmse 1 "NMSE" "$sparse"
 expect ok 0 "1 passed" "$indexer"
 expect topk 1 "valid entries; expected" "$indexer"
 expect idxcache 1 "index_k_scale[0][0]" "$indexer"
+expect future 1 "(not causal)" "indexer_extend:b=2,l=100,q=40,ih=4,id=128,dtype=bf16,page=16,topk=24"
 [[ $fails -eq 0 ]] && echo "harness self-test: all caught" || echo "harness self-test: $fails not caught"
 exit $((fails > 0))

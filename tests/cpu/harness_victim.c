@@ -14,7 +14,9 @@
  *   invalid  answers SGL_ATTN_E_INVALID from forward
  * and for DSA's indexer (indexer_topk, passed on to the inner):
  *   topk     drops one kept token of the last row of topk_indices to -1
- *   idxcache changes index_k_scale of slot 0, which no new token owns */
+ *   idxcache changes index_k_scale of slot 0, which no new token owns
+ *   future   puts the last new token's slot into the row before it (an
+ *            extend: the query one position earlier must not see it) */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -84,6 +86,17 @@ static int indexer(sgl_attn_backend *b, const sgl_attn_indexer_args *a) {
             }
     } else if (!strcmp(v->mode, "idxcache")) {
         bytes_of(a->index_k_scale)[0] ^= 0x01;
+    } else if (!strcmp(v->mode, "future") && a->topk_indices->shape[0] > 1) {
+        const DLTensor *ocl = a->batch->out_cache_loc;
+        const int64_t T = a->topk_indices->shape[0];
+        const int64_t last = ocl->dtype.bits == 64 ? ((const int64_t *)(const void *)bytes_of(ocl))[T - 1]
+                                                   : ((const int32_t *)(const void *)bytes_of(ocl))[T - 1];
+        int32_t *row = (int32_t *)(void *)bytes_of(a->topk_indices) + (T - 2) * a->topk;
+        for (int32_t j = 0; j < a->topk; j++)
+            if (row[j] >= 0) {
+                row[j] = (int32_t)last;
+                break;
+            }
     }
     return SGL_ATTN_OK;
 }
