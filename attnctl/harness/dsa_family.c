@@ -7,8 +7,10 @@
  * Both build their batch (ragged lengths, shuffled pages, req_to_token) with
  * the full-attention family's builder and judge the plugin against float64
  * math written here from the ABI's definition (abi/sgl_attn_abi.h, DSA
- * block), not by calling cpu_ref.  fp8 e4m3 is decoded and rounded here by
- * its own table, so cpu_ref's conversions are checked, not reused. */
+ * block), not by calling cpu_ref.  The indexer's e4m3 codes are decoded and
+ * rounded here by a table of the format's values, an arithmetic of its own
+ * (cpu_ref and dtype.c compute them from the exponent), so the conversions
+ * are checked, not reused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,20 +94,6 @@ static float block_scale(float amax, int pow2) {
         s = f == 0.5f ? s : ldexpf(1.0f, e);
     }
     return s;
-}
-
-/* An fp8 e4m3 tensor of [rows, cols] bytes (cols a multiple of 4): staged
- * as int32 words, then described as fp8 (the private code every ABI reader
- * takes). */
-static int alloc_fp8(htensor *t, const hdev *d, const char *name, int64_t rows, int64_t cols, char *err,
-                     size_t err_size) {
-    const int64_t s[2] = {rows, cols / 4};
-    if (htensor_alloc(t, d, name, HDT_I32, 2, s, err, err_size)) return -1;
-    t->shape[1] = cols;
-    t->t.dtype.code = (uint8_t)SGL_ATTN_DL_FLOAT8_E4M3_CODE;
-    t->t.dtype.bits = 8;
-    t->t.dtype.lanes = 1;
-    return 0;
 }
 
 static uint64_t digest(const void *p, size_t n) {
@@ -239,7 +227,7 @@ static void sparse_rows(const fa_batch *fb, long topk, int neg, hrng *rng, int32
 /* out[t, h, :dv] = softmax over the row's valid slots of scale * q . k
  * (all d dims) times k's first dv dims; zeros for a row with none.  The
  * pool is the one before the call with the new tokens' k (rounded to the
- * pool dtype) at their slots. */
+ * pool dtype, fp8 by its scale) at their slots, dequantised. */
 static int sparse_reference(fa_batch *fb, const int32_t *rows, long topk, char *err, size_t err_size) {
     const fa_case *c = &fb->c;
     const long hq = c->hq, d = c->d, dv = c->dv;
@@ -252,14 +240,16 @@ static int sparse_reference(fa_batch *fb, const int32_t *rows, long topk, char *
         snprintf(err, err_size, "out of host memory for the float64 sparse reference");
         return -1;
     }
-    for (size_t e = 0; e < fb->k_cache.count; e++) pool[e] = hdtype_load(c->kvdt, fb->k_init, e);
+    const double ks = fa_pool_scale(c, 0); /* 1 but for fp8 pools */
+    for (size_t e = 0; e < fb->k_cache.count; e++) pool[e] = hdtype_load(c->kvdt, fb->k_init, e) * ks;
     for (size_t e = 0; e < fb->q.count; e++) qd[e] = hdtype_load(fb->q.dt, htensor_cdata(&fb->q), e);
     if (c->save)
         for (int t = 0; t < fb->T; t++) {
             const int64_t slot = htensor_get_index(&fb->ocl, (size_t)t);
             for (long e = 0; e < d; e++)
                 pool[slot * d + e] =
-                    hdtype_round(c->kvdt, hdtype_load(fb->k.dt, htensor_cdata(&fb->k), (size_t)t * (size_t)d + (size_t)e));
+                    fa_pool_raw(c, 0, hdtype_load(fb->k.dt, htensor_cdata(&fb->k), (size_t)t * (size_t)d + (size_t)e)) *
+                    ks;
         }
     for (int t = 0; t < fb->T; t++) {
         const int32_t *row = rows + (int64_t)t * topk;
@@ -611,7 +601,7 @@ static void indexer_check(const harness_family *fam, const htarget *t, const hca
         hresult_error(r, "%s", err);
         return;
     }
-    if (x.id % SGL_ATTN_DSA_SCALE_BLOCK || x.dt == HDT_F64) {
+    if (x.id % SGL_ATTN_DSA_SCALE_BLOCK || x.dt == HDT_F64 || x.dt == HDT_FP8_E4M3) {
         hresult_error(r, "case '%s': id is a multiple of %d and dtype f32, f16 or bf16", c->text,
                       SGL_ATTN_DSA_SCALE_BLOCK);
         return;
@@ -619,14 +609,14 @@ static void indexer_check(const harness_family *fam, const htarget *t, const hca
     fa_batch fb;
     if (build(fam, t, c, indexer_drop, indexer_add, &seed, &fb, SGL_ATTN_DSA_INDEXER, r)) return;
     const int64_t T = fb.T, nblk = x.id / SGL_ATTN_DSA_SCALE_BLOCK;
-    const int64_t sq[3] = {T, x.ih, x.id}, sw[2] = {T, x.ih}, sk[2] = {T, x.id}, ss[2] = {fb.slots, nblk},
+    const int64_t sq[3] = {T, x.ih, x.id}, sw[2] = {T, x.ih}, sk[2] = {T, x.id}, sc[2] = {fb.slots, x.id}, ss[2] = {fb.slots, nblk},
                   so[2] = {T, x.topk};
     x.kc_want = malloc((size_t)(fb.slots * x.id));
     x.ks_want = malloc(sizeof(float) * (size_t)(fb.slots * nblk));
     if (!x.kc_want || !x.ks_want || htensor_alloc(&x.q, &t->dev, "indexer q", x.dt, 3, sq, err, sizeof err) ||
         htensor_alloc(&x.w, &t->dev, "weights", HDT_F32, 2, sw, err, sizeof err) ||
         htensor_alloc(&x.k, &t->dev, "indexer k", x.dt, 2, sk, err, sizeof err) ||
-        alloc_fp8(&x.kc, &t->dev, "index_k_cache", fb.slots, x.id, err, sizeof err) ||
+        htensor_alloc(&x.kc, &t->dev, "index_k_cache", HDT_FP8_E4M3, 2, sc, err, sizeof err) ||
         htensor_alloc(&x.ks, &t->dev, "index_k_scale", HDT_F32, 2, ss, err, sizeof err) ||
         htensor_alloc(&x.out, &t->dev, "topk_indices", HDT_I32, 2, so, err, sizeof err)) {
         hresult_error(r, "%s", x.kc_want && x.ks_want ? err : "out of host memory");

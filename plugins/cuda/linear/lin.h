@@ -113,6 +113,10 @@ sgl_sdk_tensor_spec lin_float_spec(int device);
 int lin_check_index(const DLTensor *t, const char *what, int device, int64_t min_len, int *on_host,
                     char *err, size_t n);
 int lin_dt_of(DLDataType t); /* LIN_DT_*, -1 other */
+/* The first ABI 1.2 field set that the linear layers do not serve (its
+ * name, for the message), or NULL; only fields within struct_size are read. */
+const char *lin_unserved_batch(const sgl_attn_batch *b);
+const char *lin_unserved_forward(const sgl_attn_forward_args *a);
 
 /* ----------------------------------------------------------- instance */
 

@@ -133,10 +133,16 @@ static int check_slots(lin_inst *w, const DLTensor *si, int32_t bs) {
 
 int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_t mode) {
     w->planned = 0;
-    if (!b || b->struct_size < sizeof(sgl_attn_batch)) {
+    if (!b || b->struct_size < SGL_ATTN_BATCH_SIZE_V1_0) {
         lin_set_err(w, "%s: init_forward_metadata: batch is NULL or older than ABI 1.0 (struct_size %u)", w->name,
                     b ? b->struct_size : 0u);
         return SGL_ATTN_E_INVALID;
+    }
+    const char *unserved = lin_unserved_batch(b);
+    if (unserved) {
+        lin_set_err(w, "%s: init_forward_metadata: %s is set (ABI 1.2): the linear layers do not serve it", w->name,
+                    unserved);
+        return SGL_ATTN_E_UNSUPPORTED;
     }
     w->stream = b->stream;
     const int32_t tpr = b->tokens_per_req > 0 ? b->tokens_per_req : 1;

@@ -66,6 +66,16 @@ int ca_check_index2(const ca_msg *m, const DLTensor *t, const char *what, int de
 /* A compact float32 [n] tensor (sinks). */
 int ca_check_f32_1(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t n);
 
+/* ABI 1.2 fields cuda_attn does not serve, refused by name when set (only
+ * fields inside the caller's struct_size are read). */
+int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt);
+int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a);
+/* An fp8 pool's scales: the layer's scale tensors ([1] fp32 on the device,
+ * their pointers in *k_dev / *v_dev, read by the kernels) or else its floats
+ * (finite, > 0). */
+int ca_check_kv_scales(const ca_msg *m, const sgl_attn_layer *L, int device, const float **k_dev,
+                       const float **v_dev);
+
 /* The model as this plugin can serve it (also create's check). */
 int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size);
 
@@ -76,7 +86,8 @@ typedef struct ca_backend {
     int32_t device;
     const sgl_attn_host_api *host; /* the creating host (its log); NULL from a 1.0 host */
     attn_kernels kern; /* chosen and set up at create; the launchers read it */
-    uint32_t dt_bit;   /* SGL_ATTN_DT_* */
+    uint32_t dt_bit;   /* SGL_ATTN_DT_* of q / k / v / out */
+    uint32_t kv_bit;   /* SGL_ATTN_DT_* of the pool: dt_bit or fp8 e4m3 */
     int32_t hq, hkv, group, head_dim;
     int32_t model_window;
     attn_tiles tiles;

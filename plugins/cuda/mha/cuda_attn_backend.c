@@ -135,6 +135,12 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     ca_choose_kernels(option, dev.sm_major == 9 && dev.sm_minor == 0 && attn_wgmma_available(a->device),
                       m->head_dim_qk, m->num_q_heads / m->num_kv_heads, &kern);
     kern.dtype = m->dtype == SGL_ATTN_DT_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16;
+    kern.kv_fp8 = m->kv_dtype == SGL_ATTN_DT_FP8_E4M3;
+    if (kern.kv_fp8 && kern.decode != ATTN_DECODE_REG) {
+        snprintf(err, err_size, "create: fp8_e4m3 KV runs on the register-fed decode only: option kernel=%s chose another",
+                 ca_kernel_option_name(option));
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -150,6 +156,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->host = sgl_sdk_create_host(a);
     b->kern = kern;
     b->dt_bit = m->dtype;
+    b->kv_bit = kern.kv_fp8 ? SGL_ATTN_DT_FP8_E4M3 : m->dtype;
     b->hq = m->num_q_heads;
     b->hkv = m->num_kv_heads;
     b->group = b->hq / b->hkv;

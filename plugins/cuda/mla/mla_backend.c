@@ -78,7 +78,10 @@ static int host_mirror(mla_backend *b, const DLTensor *dev, int32_t bs, DLTensor
 static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->planned = 0;
     if (!batch) return mla_set_error(b, SGL_ATTN_E_INVALID, "init_forward_metadata: batch is NULL");
-    int rc = mla_ensure_device(b);
+    char why[256];
+    int rc = mla_refuse_unserved_batch(batch, why, sizeof why);
+    if (rc) return mla_set_error(b, rc, "init_forward_metadata: %s", why);
+    rc = mla_ensure_device(b);
     if (rc) return rc;
     if (batch->page_size < 1)
         return mla_set_error(b, SGL_ATTN_E_INVALID, "page_size %d; expected >= 1", batch->page_size);

@@ -106,6 +106,10 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
+    /* fp8 KV pools (cuda_attn): value = stored * scale, the scale read on the
+     * device from *_scale_dev when set (the engine's scale tensors), else the float */
+    const float *k_scale_dev, *v_scale_dev;
+    float k_scale, v_scale;
 } attn_fwd;
 
 /* Save new K/V at out_cache_loc. */
