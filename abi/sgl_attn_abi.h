@@ -528,7 +528,8 @@ typedef struct sgl_attn_forward_args {
     const DLTensor *topk_indices;
     /* ABI 1.2: dual chunk attention.  NULL: plain attention.  Read it only
      * when struct_size covers it and the plugin declares
-     * SGL_ATTN_FEAT_DUAL_CHUNK; the host refuses the forward otherwise. */
+     * SGL_ATTN_FEAT_DUAL_CHUNK; selection gives a dual chunk model to no
+     * other plugin, and the validation layer refuses such a forward. */
     const struct sgl_attn_dual_chunk *dual_chunk;
 } sgl_attn_forward_args;
 
