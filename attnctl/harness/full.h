@@ -16,6 +16,7 @@ typedef struct fa_case {
     int mode;          /* SGL_ATTN_MODE_EXTEND / DECODE / TARGET_VERIFY */
     long b, l, q, prefix, hq, hkv, d, dv, page, window, sinks, cross, enc, mla, rank, rope, ragged, idx, save;
     long layer, state; /* the layer id passed; 1: batch.state_indices for hybrid wrappers */
+    long chunk, local, omp; /* dual chunk attention: chunk_size (0 off), local_size, original_max_position */
     double softcap, scale;
     double kscale, vscale; /* fp8 pools: value = stored * scale (MLA: kscale) */
     long scalet;           /* 1: the scales also as device tensors (layer.*_scale_tensor) */
@@ -45,6 +46,8 @@ typedef struct fa_batch {
     int32_t *seq, *prefix, *n_new, *enc, *row; /* [bs] */
     int64_t slots, rows, cols;
     htensor q, k, v, out, k_cache, v_cache, sinks, k_scale_t, v_scale_t;
+    htensor q_succ, q_inter;                        /* dual chunk: the other query variants */
+    sgl_attn_dual_chunk dca;
     htensor r2t, req_idx, seq_lens, prefix_lens, ext_lens, enc_lens, ocl, positions, state_idx;
     DLTensor seq_cpu, prefix_cpu, ext_cpu, enc_cpu; /* host mirrors */
     unsigned char *k_init, *v_init;                 /* the pool before the call */

@@ -311,6 +311,10 @@ struct harness_family {
 #endif
 extern const harness_family harness_family_full;
 extern const harness_family *const harness_families_linear[];
+/* DeepSeek sparse attention: sparse MLA over given indices, the indexer
+ * (dsa_family.c; they apply to plugins whose caps.dsa_ops declare them) */
+extern const harness_family harness_family_dsa_sparse;
+extern const harness_family harness_family_dsa_indexer;
 /* Any other family: define this NULL-terminated list in one file of yours. */
 extern const harness_family *const harness_families_extra[] HARNESS_WEAK;
 

@@ -12,8 +12,12 @@ static size_t list_count(const harness_family *const *v) {
     return n;
 }
 
+/* DeepSeek sparse attention (dsa_family.c), after the linear kinds */
+static const harness_family *const dsa_families[] = {&harness_family_dsa_sparse, &harness_family_dsa_indexer};
+#define N_DSA (sizeof dsa_families / sizeof dsa_families[0])
+
 size_t harness_family_count(void) {
-    return 1 + list_count(harness_families_linear) + list_count(harness_families_extra);
+    return 1 + list_count(harness_families_linear) + N_DSA + list_count(harness_families_extra);
 }
 
 const harness_family *harness_family_at(size_t i) {
@@ -22,6 +26,8 @@ const harness_family *harness_family_at(size_t i) {
     const size_t n_linear = list_count(harness_families_linear);
     if (i < n_linear) return harness_families_linear[i];
     i -= n_linear;
+    if (i < N_DSA) return dsa_families[i];
+    i -= N_DSA;
     return i < list_count(harness_families_extra) ? harness_families_extra[i] : NULL;
 }
 

@@ -106,6 +106,17 @@ int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
             return SGL_ATTN_E_INVALID;
         }
     }
+    /* The vertical-slash sparse prefill picks keys from a per-head pattern
+     * (sparse_attention_config) that cpu_ref does not read; dense dual chunk
+     * attention would differ from it above the threshold. */
+    if (m->struct_size >= offsetof(sgl_attn_model, dca_reserved_) && m->dca_chunk_size > 0 && m->dca_sparse) {
+        snprintf(why, why_size,
+                 "dual chunk attention with sparse_attention_enabled: prompts above %d tokens use the "
+                 "vertical-slash sparse prefill, which cpu_ref does not implement; set "
+                 "\"sparse_attention_enabled\": false in dual_chunk_attention_config for dense dual chunk attention",
+                 m->dca_sparse_threshold);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     if (m->index_topk > 0 && !m->is_mla) {
         snprintf(why, why_size,
                  "DeepSeek sparse attention (index_topk %d) is served on MLA models only (sparse MLA); the model "

@@ -11,9 +11,10 @@
  *   kernel_impl.h  the attention loops, compiled per variant by kernel_*.c
  *   save_kv.c      save_kv_cache: new K/V into the pool
  *   tensor_check.c the SDK's tensor checks as cpu_ref reads tensors
- *   error.c        the instance's error message (a leaf: calls no other file)
+ *   error.c        the instance's error message, bad-index notes (a leaf: calls no other file)
  *   sparse_mla.c   DSA: MLA forward over the slots of topk_indices
  *   dsa_indexer.c  DSA: the indexer (indexer_topk), fp8 index keys (cref_fp8.h)
+ *   dual_chunk.c   dual chunk attention: its checks and float64 loops
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -87,7 +88,7 @@ typedef struct cref_bad {
     int64_t index, value; /* flat index into the tensor, and what it held */
 } cref_bad;
 
-/* Note a bad index (any thread; the first wins). */
+/* error.c: note a bad index (any thread; the first wins). */
 void cref_bad_note(cref_bad *b, int what, int64_t index, int64_t value);
 
 /* Everything the attention loops read, checked and resolved by check_args.c. */
@@ -162,6 +163,14 @@ typedef struct cref_scored {
 } cref_scored;
 struct idx_job;
 
+/* A forward's dual chunk attention, as dual_chunk.c checked it. */
+typedef struct cref_dca {
+    int on;
+    int32_t chunk_len;               /* chunk_size - local_size */
+    int32_t original_max_position;   /* 0: no length scaling */
+    const unsigned char *q_succ, *q_inter; /* like job.q */
+} cref_dca;
+
 /* ------------------------------------------------------------ the backend */
 
 typedef struct cref_backend {
@@ -215,6 +224,7 @@ typedef struct cref_backend {
      * index_topk only) and the call being run */
     cref_scored *dsa_buf;
     const struct idx_job *idx;
+    cref_dca dca;
 } cref_backend;
 
 /* error.c */
@@ -237,6 +247,11 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *batch);
 
 /* check_args.c: 0 and b->job filled, or an error status with b->err set. */
 int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);
+
+/* dual_chunk.c: after cref_check_args, the forward's dual_chunk block into
+ * b->dca (off when there is none); then the attention on the thread pool. */
+int cref_dual_chunk_check(cref_backend *b, const sgl_attn_forward_args *a);
+void cref_dual_chunk_run(cref_backend *b);
 
 /* forward.c */
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);

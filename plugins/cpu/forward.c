@@ -14,14 +14,6 @@ size_t cref_scratch_bytes(int rows, int dqk, int dv) {
 #undef UP
 }
 
-void cref_bad_note(cref_bad *bad, int what, int64_t index, int64_t value) {
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&bad->set, &expected, 1)) return;
-    bad->what = what;
-    bad->index = index;
-    bad->value = value;
-}
-
 /* A slot outside the pool is skipped (nothing written) and noted. */
 static void save_task(void *ctx, int tid) {
     cref_backend *b = ctx;
@@ -120,12 +112,17 @@ int cref_forward(cref_backend *b, const sgl_attn_forward_args *a) {
     const DLTensor *topk = rc ? NULL : cref_topk_of(a);
     if (topk && (rc = cref_sparse_check(b, a, topk))) return rc;
     if (rc || b->n_items == 0) return rc;
+    if ((rc = cref_dual_chunk_check(b, a))) return rc;
     atomic_store_explicit(&b->bad.set, 0, memory_order_relaxed);
     if (b->save) cref_threads_run(b->threads, save_task, b);
     if (topk) { /* DSA: the selected slots only, one pass (no splits) */
         if (atomic_load(&b->bad.set)) return bad_index(b);
         cref_sparse_run(b);
         return SGL_ATTN_OK;
+    }
+    if (b->dca.on) {
+        cref_dual_chunk_run(b);
+        return atomic_load(&b->bad.set) ? bad_index(b) : SGL_ATTN_OK;
     }
     atomic_store_explicit(&b->next, 0, memory_order_relaxed);
     cref_threads_run(b->threads, attend_task, b);

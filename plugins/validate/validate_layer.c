@@ -2,6 +2,7 @@
  * model and the inner's claims, q/k/v/out and the KV pool against the layer,
  * and the slots the batch uses against this layer's pool. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -304,6 +305,13 @@ int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args
     if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0)
         return vl_fail(c, "args->struct_size = %u is smaller than the ABI 1.0 struct (%zu bytes)",
                        (unsigned)a->struct_size, (size_t)SGL_ATTN_FORWARD_ARGS_SIZE_V1_0);
+    const sgl_attn_dual_chunk *dc = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk);
+    if (dc && !(b->caps.features & SGL_ATTN_FEAT_DUAL_CHUNK))
+        return vl_fail(c, "args->dual_chunk is set; the backend does not claim dual chunk attention and would "
+                          "compute plain attention");
+    if (dc && dc->struct_size < sizeof *dc)
+        return vl_fail(c, "args->dual_chunk->struct_size = %u is smaller than the struct (%zu bytes)",
+                       (unsigned)dc->struct_size, sizeof *dc);
     if (!b->facts.batch) return state_fail(c, "called before a successful init_forward_metadata");
     if (a->batch != b->facts.batch)
         return state_fail(c, "args->batch is not the batch given to init_forward_metadata");
