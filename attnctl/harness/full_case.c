@@ -9,7 +9,7 @@
 static const char *const keys[] = {"b",     "l",    "q",      "prefix", "hq",    "hkv",    "d",   "dv",
                                    "dtype", "kvdtype", "page", "window", "softcap", "sinks", "cross", "enc",
                                    "mla",   "rank", "rope",   "ragged", "scale", "idx",    "save", "seed",
-                                   "layer", "state", NULL};
+                                   "layer", "state", "tree",  "draft",  "attn", "encsave", "ptable", "smap", NULL};
 
 #define INT(key, def, lo, hi, dst)                                                    \
     do {                                                                              \
@@ -74,6 +74,7 @@ int fa_case_parse(const hcase *c, fa_case *f, char *err, size_t err_size) {
     if (hcase_num(c, "scale", def_scale, 1e-6, 1e3, &f->scale, err, err_size)) return -1;
     INT("layer", 0, 0, SGL_ATTN_MAX_LAYERS - 1, f->layer);
     INT("state", 0, 0, 1, f->state);
+    if (fa_engine_parse(c, f, err, err_size)) return -1;
     long seed;
     if (hcase_get(c, "seed")) {
         INT("seed", 0, 0, __LONG_MAX__, seed);
@@ -108,6 +109,7 @@ void fa_case_model(const fa_case *f, const char *name, sgl_attn_model *m) {
     m->has_sinks = (int32_t)f->sinks;
     m->page_size = (int32_t)f->page;
     m->spec_tokens = f->mode == SGL_ATTN_MODE_TARGET_VERIFY ? (int32_t)f->q : 0;
+    m->attn_type = (int32_t)f->attn;
     m->hybrid_kind = SGL_ATTN_HYBRID_NONE;
     memset(m->full_attention_mask, 0, sizeof m->full_attention_mask);
     m->full_attention_mask[0] = 1;
@@ -154,10 +156,14 @@ int fa_case_claimed(const fa_case *f, const sgl_attn_caps *c, char *why, size_t 
     if (f->sinks) need |= SGL_ATTN_FEAT_SINKS;
     if (f->mla && f->mode == SGL_ATTN_MODE_EXTEND) need |= SGL_ATTN_FEAT_MLA_EXTEND;
     if (!f->mla && f->d != f->dv) need |= SGL_ATTN_FEAT_DIFF_HEAD_DIMS;
+    need |= fa_engine_needs(f);
     static const char *const feat_names[] = {"extend", "decode", "sliding window", "soft-cap", "sinks",
                                              "graph capture", "speculative verify", "MLA extend",
-                                             "different qk/v head dims"};
-    for (int i = 0; i < 9; i++)
+                                             "different qk/v head dims", "tree verify (custom_mask)",
+                                             "draft extend", "ragged attention", "LSE output",
+                                             "page tables", "slot maps", "caller-owned state",
+                                             "attention types", "encoder slots (encoder_out_cache_loc)"};
+    for (int i = 0; i < (int)(sizeof feat_names / sizeof feat_names[0]); i++)
         if ((need & (1u << i)) && !(c->features & (1u << i)))
             return snprintf(why, why_size, "the probe does not claim %s", feat_names[i]), 0;
     return 1;

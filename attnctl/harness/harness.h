@@ -53,6 +53,7 @@ typedef enum hdtype {
     HDT_F64,
     HDT_I32,
     HDT_I64,
+    HDT_U8,     /* masks (tree verify's custom_mask) */
     HDT_COUNT_
 } hdtype;
 
