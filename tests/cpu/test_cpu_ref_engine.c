@@ -288,10 +288,10 @@ static void eng_naive(const eng *e, double *ref) {
                 const double sink = s->sinks ? (double)r->sinks[h] : -INFINITY;
                 if (sink > mx) mx = sink;
                 double den = s->sinks ? exp(sink - mx) : 0;
-                for (int64_t k = 0; k < nk; k++) den += exp(sc[k] - mx);
+                for (int64_t k = 0; k < nk; k++) den += (sc[k] = exp(sc[k] - mx)); /* scores -> weights */
                 for (int d = 0; d < s->dv; d++) {
                     double num = 0;
-                    for (int64_t k = 0; k < nk; k++) num += exp(sc[k] - mx) * vrows[k][kh * s->dv + d];
+                    for (int64_t k = 0; k < nk; k++) num += sc[k] * vrows[k][kh * s->dv + d];
                     ref[(tok * s->hq + h) * s->dv + d] = den > 0 ? num / den : 0;
                 }
             }
@@ -368,7 +368,12 @@ static const uint32_t dts[][2] = {{SGL_ATTN_DT_F64, SGL_ATTN_DT_F64},
                                   {SGL_ATTN_DT_F32, SGL_ATTN_DT_BF16},
                                   {SGL_ATTN_DT_BF16, SGL_ATTN_DT_BF16},
                                   {SGL_ATTN_DT_F16, SGL_ATTN_DT_F32}};
-#define N_DTS (int)(sizeof dts / sizeof dts[0])
+/* SGL_ATTN_TEST_QUICK (the valgrind run): the f64 path and one mixed f32/bf16 only */
+static int n_dts(void) {
+    const char *q = getenv("SGL_ATTN_TEST_QUICK");
+    return q && q[0] == '1' ? 2 : (int)(sizeof dts / sizeof dts[0]);
+}
+#define N_DTS n_dts()
 
 /* Tree verify: random trees, GQA, one request long enough for decode splits,
  * sinks and soft-cap on some; and the chain case with no mask. */
