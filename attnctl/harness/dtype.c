@@ -18,6 +18,7 @@ static const struct {
     [HDT_I32] = {"i32", 4, {kDLInt, 32, 1}, 0},
     [HDT_I64] = {"i64", 8, {kDLInt, 64, 1}, 0},
     [HDT_FP8_E4M3] = {"fp8_e4m3", 1, {SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8, 1}, SGL_ATTN_DT_FP8_E4M3},
+    [HDT_U8] = {"u8", 1, {kDLUInt, 8, 1}, 0},
 };
 
 size_t hdtype_size(hdtype t) { return T[t].size; }
@@ -110,6 +111,7 @@ double hdtype_load(hdtype t, const void *buf, size_t i) {
     case HDT_I32: return ((const int32_t *)buf)[i];
     case HDT_I64: return (double)((const int64_t *)buf)[i];
     case HDT_FP8_E4M3: return e4m3_value(((const uint8_t *)buf)[i]);
+    case HDT_U8: return ((const uint8_t *)buf)[i];
     default: return NAN;
     }
 }
@@ -123,6 +125,7 @@ void hdtype_store(hdtype t, void *buf, size_t i, double v) {
     case HDT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case HDT_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
     case HDT_FP8_E4M3: ((uint8_t *)buf)[i] = e4m3_bits(v); break;
+    case HDT_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
     default: break;
     }
 }

@@ -254,6 +254,7 @@ int fa_batch_build(fa_batch *fb, const fa_case *c, const hdev *dev, uint64_t see
                       &fb->k_scale_t, &fb->v_scale_t, &fb->q_succ, &fb->q_inter};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (htensor_upload(all[i], err, err_size)) goto fail;
+    if (fa_case_engine(c) && fa_engine_build(fb, &r, err, err_size)) goto fail;
     return 0;
 oom:
     snprintf(err, err_size, "out of host memory building the case");
@@ -279,6 +280,7 @@ void fa_batch_free(fa_batch *fb) {
                       &fb->k,    &fb->v,       &fb->out,      &fb->k_cache,     &fb->v_cache, &fb->sinks,
                       &fb->k_scale_t, &fb->v_scale_t, &fb->q_succ, &fb->q_inter};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) htensor_free(all[i]);
+    fa_engine_free(fb);
     free(fb->seq);
     free(fb->prefix);
     free(fb->n_new);

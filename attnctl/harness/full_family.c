@@ -106,6 +106,18 @@ static const char *const matrix[] = {
     "decode:b=1,l=8192,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16",
     "extend:b=3,l=400,q=100," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,ragged=1",
     "decode:b=4,l=1000,hq=16,mla=1,dtype=bf16,kvdtype=fp8_e4m3,page=64,ragged=1",
+    /* ABI 1.2 engine inputs (full_engine.c; skipped where the caps lack the bit) */
+    "verify:b=4,l=700,q=16," GQA ",dtype=bf16,page=16,tree=1,ragged=1",
+    "verify:b=1,l=3000,q=8,hq=8,hkv=1,d=128,dtype=f16,page=64,tree=1",
+    "verify:b=2,l=600,q=4,hq=16,mla=1,dtype=bf16,page=64,tree=1",
+    "extend:b=4,l=500,q=5," GQA ",dtype=f16,page=1,draft=1,ragged=1",
+    "extend:b=3,l=400,q=150," GQA ",dtype=bf16,page=16,attn=1,sinks=1,ragged=1",
+    "extend:b=3,l=300,q=300," GQA ",dtype=f32,page=64,attn=2,ragged=1",
+    "extend:b=3,l=200,q=200," GQA ",dtype=f16,page=16,cross=1,enc=250,encsave=1,ragged=1",
+    "decode:b=4,l=600," GQA ",dtype=bf16,page=64,ptable=1,ragged=1",
+    "extend:b=3,l=400,q=100," GQA ",dtype=f16,page=16,ptable=1,enc=90,idx=64,ragged=1",
+    "decode:b=4,l=600," GQA ",dtype=bf16,page=16,smap=1,window=128,ragged=1",
+    "extend:b=2,l=300,q=50,hq=16,mla=1,dtype=bf16,page=64,smap=1,ptable=1",
     NULL,
 };
 
@@ -124,6 +136,14 @@ static const char *const quick[] = {
     "decode:b=3,l=300," GQA ",dtype=bf16,page=64,chunk=64,local=16,omp=128,ragged=1",
     "extend:b=2,l=200,q=120," GQA ",dtype=f16,page=16,chunk=48,local=8",
     "decode:b=5,l=300," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,scalet=1",
+    /* ABI 1.2 engine inputs */
+    "verify:b=3,l=300,q=6," GQA ",dtype=bf16,page=16,tree=1",
+    "extend:b=3,l=200,q=4," GQA ",dtype=bf16,page=16,draft=1,ragged=1",
+    "extend:b=2,l=200,q=80," GQA ",dtype=bf16,page=16,attn=1",
+    "extend:b=2,l=200,q=80," GQA ",dtype=f16,page=16,attn=2,save=0",
+    "decode:b=3,l=100," GQA ",dtype=bf16,page=16,cross=1,enc=200,encsave=1",
+    "decode:b=3,l=300," GQA ",dtype=bf16,page=16,ptable=1,ragged=1",
+    "extend:b=2,l=300,q=100," GQA ",dtype=bf16,page=16,smap=1,ptable=1",
     NULL,
 };
 

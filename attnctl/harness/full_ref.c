@@ -156,6 +156,7 @@ done:
 int fa_batch_reference(fa_batch *fb, sgl_attn_host *host, char *err, size_t err_size) {
     const fa_case *c = &fb->c;
     if (c->chunk > 0) return dca_reference(fb, err, err_size);
+    if (fa_case_engine(c)) return fa_engine_reference(fb, err, err_size); /* ABI 1.2 inputs: full_engine.c */
     f64t q = {0}, k = {0}, v = {0}, out = {0}, kc = {0}, vc = {0};
     int rc = -1;
     sgl_attn_backend *b = NULL;

@@ -54,6 +54,7 @@ typedef enum hdtype {
     HDT_I32,
     HDT_I64,
     HDT_FP8_E4M3, /* e4m3fn, DLPack 1.1's code; a float type (pools) */
+    HDT_U8,       /* masks (tree verify's custom_mask) */
     HDT_COUNT_
 } hdtype;
 

@@ -54,6 +54,7 @@ static void op_destroy(sgl_attn_backend *b) {
     free(c->scratch);
     free(c->partial);
     free(c->reqs);
+    free(c->pages);
     free(c->dsa_buf);
     free(c);
 }

@@ -42,19 +42,11 @@ static int check_layer(cref_backend *b, const sgl_attn_layer *L, int save) {
                        (double)L->sm_scale, (double)L->logit_softcap);
         return SGL_ATTN_E_INVALID;
     }
-    if (L->is_cross) {
-        if (!b->has_enc) {
-            cref_set_error(b, "layer %d is cross attention but the batch has no encoder_lens", id);
-            return SGL_ATTN_E_INVALID;
-        }
-        if (save) {
-            cref_set_error(b,
-                           "layer %d: save_kv_cache on a cross-attention layer: cpu_ref reads encoder K/V the "
-                           "caller stored at req_to_token[row][0, encoder_len) and writes none",
-                           id);
-            return SGL_ATTN_E_UNSUPPORTED;
-        }
+    if (L->is_cross && !b->has_enc) {
+        cref_set_error(b, "layer %d is cross attention but the batch has no encoder_lens", id);
+        return SGL_ATTN_E_INVALID;
     }
+    (void)save;
     if (L->sinks)
         return cref_check(b, L->sinks, "layer.sinks", "num_q_heads", SGL_ATTN_DT_F32, 0, 1, L->num_q_heads, 0, 0);
     return SGL_ATTN_OK;
@@ -81,7 +73,7 @@ static int check_pool(cref_backend *b, const sgl_attn_layer *L, int mla, uint32_
             return SGL_ATTN_E_INVALID;
         }
     }
-    if (b->max_slot >= slots) {
+    if (!SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map) && b->max_slot >= slots) { /* mapped: layer_engine.c */
         cref_set_error(b, "layer %d: %s is outside the pool (k_cache has %lld slots)", id, b->max_slot_where,
                        (long long)slots);
         return SGL_ATTN_E_INVALID;
@@ -109,15 +101,27 @@ static int check_io(cref_backend *b, const sgl_attn_forward_args *a, int mla, in
     *q_dt = sgl_attn_dtype_bit(a->q->dtype);
     if ((rc = check_act(b, a->out, "out", "num_tokens, num_q_heads, head_dim_v", T, hq, dv, out_dt)))
         return rc;
-    if (!a->save_kv_cache) return SGL_ATTN_OK;
-    if (!b->out_cache_loc) {
+    /* encoder-only layers read k / v as their keys, saved or not */
+    const int enc_only = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) == SGL_ATTN_TYPE_ENCODER_ONLY;
+    if (!a->save_kv_cache && !enc_only) return SGL_ATTN_OK;
+    if (a->save_kv_cache && L->is_cross && !b->enc_loc) {
+        cref_set_error(b, "layer %d: save_kv_cache on a cross-attention layer needs batch.encoder_out_cache_loc (ABI "
+                          "1.2): the slots of the encoder K/V it writes",
+                       L->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (a->save_kv_cache && !L->is_cross && !b->out_cache_loc) {
         cref_set_error(b, "save_kv_cache is set but the batch has no out_cache_loc");
         return SGL_ATTN_E_INVALID;
     }
-    if ((rc = check_act(b, a->k, "k", "num_tokens, num_kv_heads, head_dim_qk", T, hkv, dqk, &b->k_dt))) return rc;
+    /* a cross layer's k / v are the encoder tokens' */
+    const int64_t Tkv = L->is_cross ? b->n_enc_tok : T;
+    const char *km = L->is_cross ? "sum of encoder_lens, num_kv_heads, head_dim_qk" : "num_tokens, num_kv_heads, head_dim_qk";
+    const char *vm = L->is_cross ? "sum of encoder_lens, num_kv_heads, head_dim_v" : "num_tokens, num_kv_heads, head_dim_v";
+    if ((rc = check_act(b, a->k, "k", km, Tkv, hkv, dqk, &b->k_dt))) return rc;
     b->v_dt = b->k_dt;
     if (!mla) {
-        if ((rc = check_act(b, a->v, "v", "num_tokens, num_kv_heads, head_dim_v", T, hkv, dv, &b->v_dt))) return rc;
+        if ((rc = check_act(b, a->v, "v", vm, Tkv, hkv, dv, &b->v_dt))) return rc;
     } else if (a->v) {
         cref_set_error(b, "layer %d is MLA (v_cache NULL) but v is given; the value is part of k", L->layer_id);
         return SGL_ATTN_E_INVALID;
@@ -164,9 +168,7 @@ static void plan_items(cref_backend *b) {
  * name, never ignored. */
 static int refuse_unserved(cref_backend *b, const sgl_attn_forward_args *a, const sgl_attn_layer *L) {
     const char *what = NULL;
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map)) what = "layer.slot_map";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) != SGL_ATTN_TYPE_CAUSAL) what = "layer.attn_type";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, k_scale_tensor)) what = "layer.k_scale_tensor";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, k_scale_tensor)) what = "layer.k_scale_tensor";
     else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, v_scale_tensor)) what = "layer.v_scale_tensor";
     else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale_tensor)) what = "layer.q_descale_tensor";
     else if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) what = "forward args lse";
@@ -221,7 +223,7 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     /* The f64 path is all-f64; the f32 path takes any mix of f32/f16/bf16. */
     int n64 = (q_dt == SGL_ATTN_DT_F64) + (out_dt == SGL_ATTN_DT_F64) + (kv_dt == SGL_ATTN_DT_F64);
     int n_all = 3;
-    if (save) {
+    if (save || SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) == SGL_ATTN_TYPE_ENCODER_ONLY) {
         n64 += (b->k_dt == SGL_ATTN_DT_F64) + (!mla && b->v_dt == SGL_ATTN_DT_F64);
         n_all += 1 + !mla;
     }
@@ -277,6 +279,7 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     b->save = save;
     b->k_new = save ? sgl_sdk_data(a->k) : NULL;
     b->v_new = save && !mla ? sgl_sdk_data(a->v) : NULL;
+    if ((rc = cref_layer_engine(b, a, L))) return rc;
     plan_items(b);
     return SGL_ATTN_OK;
 }

@@ -15,6 +15,8 @@
  *   sparse_mla.c   DSA: MLA forward over the slots of topk_indices
  *   dsa_indexer.c  DSA: the indexer (indexer_topk), fp8 index keys (cref_fp8.h)
  *   dual_chunk.c   dual chunk attention: its checks and float64 loops
+ *   plan_engine.c  ABI 1.2 batch inputs: page tables, tree masks, encoder slots
+ *   layer_engine.c ABI 1.2 layer inputs: slot maps, attention types
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -78,13 +80,15 @@ typedef struct cref_req {
     int32_t enc;      /* encoder tokens at the start of the row (0: none) */
     int32_t tok0;     /* index of the first query token in q / out */
     int32_t qb0;      /* index of its first query block (per forward) */
+    int64_t pg0;      /* page tables: its first page in the plan's copy */
+    int64_t mask0;    /* tree verify: its mask's first element in custom_mask */
 } cref_req;
 
 /* An index found outside the pool where it is used: the batch changed
  * after init_forward_metadata checked it.  The first one is kept. */
 typedef struct cref_bad {
     atomic_int set;
-    int what;            /* 0: req_to_token, 1: out_cache_loc */
+    int what;            /* 0: req_to_token, 1: out_cache_loc, 2: slot_map (index = the slot mapped) */
     int64_t index, value; /* flat index into the tensor, and what it held */
 } cref_bad;
 
@@ -122,7 +126,49 @@ typedef struct cref_job {
     int32_t bf16dot;        /* vdpbf16ps usable (create) */
     unsigned char *partial; /* nsplit > 1: [items][rows_cap][dv + 2] of the compute type */
     size_t partial_stride;  /* bytes per item */
+    /* ABI 1.2 inputs (layer_engine.c); all zero for a plain batch and layer */
+    int32_t plain;          /* none of the below: the loops take their fast paths */
+    int32_t vis;            /* sgl_attn_attn_type of the layer */
+    int32_t direct;         /* encoder-only: keys are the call's k / v rows (slot = token) */
+    const int64_t *pages;   /* page tables: the plan's copy, NULL = req_to_token */
+    int64_t page_size;
+    const void *slot_map;   /* NULL = identity */
+    int map_64;
+    int64_t map_len;
+    const unsigned char *mask; /* tree verify: custom_mask as planned, NULL = causal */
 } cref_job;
+
+/* Slot of key position pos of request rq (encoder tokens count from 0 for a
+ * cross layer; self-attention positions follow them), through the page
+ * table or req_to_token and the slot map; -1 when outside the pool (noted in
+ * J->bad when `note`).  The loops call it per key only when !J->plain. */
+static inline int64_t cref_key_slot(const cref_job *J, const cref_req *rq, int64_t pos, int note) {
+    if (J->direct) return rq->tok0 + pos - rq->prefix;
+    const int64_t col = pos + (J->cross ? 0 : rq->enc);
+    int64_t s;
+    if (J->pages) {
+        s = J->pages[rq->pg0 + col / J->page_size] * J->page_size + col % J->page_size;
+    } else {
+        s = sgl_sdk_idx(J->r2t, J->r2t_64, rq->row * J->r2t_cols + col);
+        if (J->slot_map && (uint64_t)s >= (uint64_t)J->map_len) {
+            if (note) cref_bad_note(J->bad, 0, rq->row * J->r2t_cols + col, s);
+            return -1;
+        }
+    }
+    if (J->slot_map) {
+        const int64_t m = sgl_sdk_idx(J->slot_map, J->map_64, s);
+        if ((uint64_t)m >= (uint64_t)J->pool_slots) {
+            if (note) cref_bad_note(J->bad, 2, s, m);
+            return -1;
+        }
+        return m;
+    }
+    if ((uint64_t)s >= (uint64_t)J->pool_slots) {
+        if (note) cref_bad_note(J->bad, 0, J->pages ? -1 : rq->row * J->r2t_cols + col, s);
+        return -1;
+    }
+    return s;
+}
 
 /* One work item: query tokens [j0, j0 + nq) of a request, KV heads
  * [h0, h0 + nh), keys at positions [kb, ke) (a split) and where the result
@@ -204,6 +250,14 @@ typedef struct cref_backend {
     char max_slot_where[96];
     const void *out_cache_loc;
     int ocl_64;
+    /* ABI 1.2 (plan_engine.c): page tables copied here, [pages_cap] */
+    int64_t *pages;
+    int64_t pages_cap;
+    int64_t page_size;
+    const unsigned char *mask;   /* custom_mask's data, NULL = none */
+    const void *enc_loc;         /* encoder_out_cache_loc, NULL = none */
+    int enc_loc_64;
+    int64_t n_enc_tok;           /* sum of encoder_lens */
     /* req_to_token as init_forward_metadata saw it: a forward uses these,
      * never the caller's tensor header, which may have changed since */
     const void *r2t;
@@ -217,6 +271,8 @@ typedef struct cref_backend {
     uint32_t k_dt, v_dt;
     const unsigned char *k_new, *v_new;
     int save;
+    int enc_only;                /* encoder-only layer (layer_engine.c) */
+    const unsigned char *k_in, *v_in; /* its keys: the call's k / v */
     /* DSA: the forward's checked topk_indices [num_tokens, topk_k] */
     const int32_t *topk;
     int64_t topk_k;
@@ -244,6 +300,24 @@ int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size);
 
 /* plan_batch.c */
 int cref_plan_batch(cref_backend *b, const sgl_attn_batch *batch);
+
+/* plan_engine.c: the ABI 1.2 batch inputs at init_forward_metadata.
+ * cref_plan_pages copies and checks batch->page_table (before the requests'
+ * slots are checked); cref_plan_slot is column c of request i's slot as
+ * planned (page table or req_to_token); cref_plan_extras checks custom_mask /
+ * mask_indptr and encoder_out_cache_loc after the requests are planned. */
+int cref_plan_pages(cref_backend *b, const sgl_attn_batch *bt);
+int64_t cref_plan_slot(const cref_backend *b, const sgl_attn_batch *bt, int64_t i, int64_t c);
+int cref_plan_extras(cref_backend *b, const sgl_attn_batch *bt);
+
+/* layer_engine.c: the ABI 1.2 layer inputs at forward, after the plain
+ * checks.  Fills the job's ABI 1.2 fields; 0 or an error with b->err set.
+ * cref_new_slot is the pool slot of new (or encoder) token t to save, -1
+ * when outside (noted). */
+int cref_layer_engine(cref_backend *b, const sgl_attn_forward_args *a, const sgl_attn_layer *L);
+int64_t cref_new_slot(cref_backend *b, int64_t t);
+/* Encoder-only: point the job's keys at the call's k / v (after the save). */
+void cref_direct_keys(cref_backend *b);
 
 /* check_args.c: 0 and b->job filled, or an error status with b->err set. */
 int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);

@@ -35,7 +35,7 @@
 
 /* Outside the AVX-512 region: called from the AVX2 dispatcher. */
 static int tile512_takes(const cref_job *J) {
-    return J->kv_dt == SGL_ATTN_DT_BF16 && J->dqk % 32 == 0 && J->dv % 32 == 0 && J->rows_cap * CREF_TILE >= 64 &&
+    return J->plain && J->kv_dt == SGL_ATTN_DT_BF16 && J->dqk % 32 == 0 && J->dv % 32 == 0 && J->rows_cap * CREF_TILE >= 64 &&
            J->rows_cap * CREF_TILE >= J->dqk && J->rows_cap * CREF_TILE >= J->dv;
 }
 

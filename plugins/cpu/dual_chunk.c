@@ -42,6 +42,7 @@ int cref_dual_chunk_check(cref_backend *b, const sgl_attn_forward_args *a) {
                         : L->logit_softcap > 0     ? "a logit soft-cap"
                         : L->sinks                 ? "attention sinks"
                         : L->v_cache == NULL       ? "an MLA pool"
+                        : !b->job.plain            ? "a page table, slot map, tree mask or attention type"
                                                    : NULL;
     if (other) {
         cref_set_error(b, "layer %d: dual chunk attention with %s: the engines define neither together", id, other);

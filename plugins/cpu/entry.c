@@ -33,6 +33,12 @@ static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
                      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_SPEC_DECODE |
                      SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS |
+                     SGL_ATTN_FEAT_TREE_MASK |
+                     SGL_ATTN_FEAT_DRAFT_EXTEND |
+                     SGL_ATTN_FEAT_ATTN_TYPES |
+                     SGL_ATTN_FEAT_ENCODER_LOC |
+                     SGL_ATTN_FEAT_PAGE_TABLE |
+                     SGL_ATTN_FEAT_SLOT_MAP |
                      SGL_ATTN_FEAT_DUAL_CHUNK;
     caps->head_dim_qk_max = CREF_MAX_HEAD_DIM;
     caps->head_dim_v_max = CREF_MAX_HEAD_DIM;

@@ -311,6 +311,12 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         if (J->cross) {
             lo = 0;
             hi = rq->enc;
+        } else if (J->mask || J->vis == SGL_ATTN_TYPE_BIDIRECTIONAL) { /* the mask picks within */
+            lo = 0;
+            hi = rq->seq_len;
+        } else if (J->vis == SGL_ATTN_TYPE_ENCODER_ONLY) { /* the request's new tokens */
+            lo = rq->prefix;
+            hi = rq->seq_len;
         } else {
             int32_t pos = rq->prefix + it->j0 + jj;
             hi = pos + 1;
@@ -346,9 +352,14 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         /* the tile's rows, at the item's first head; a slot outside the pool
          * (the batch changed after it was planned) ends the item unwritten */
         for (int t = 0; t < nt; t++) {
-            int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + ts + t);
-            if ((uint64_t)slot >= (uint64_t)J->pool_slots) {
-                cref_bad_note(J->bad, 0, rbase + ts + t, slot);
+            int64_t slot;
+            if (J->plain) {
+                slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + ts + t);
+                if ((uint64_t)slot >= (uint64_t)J->pool_slots) {
+                    cref_bad_note(J->bad, 0, rbase + ts + t, slot);
+                    return;
+                }
+            } else if ((slot = cref_key_slot(J, rq, ts + t, 1)) < 0) {
                 return;
             }
             S.kp[t] = J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz;
@@ -358,8 +369,10 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         const int ra = ja * per_tok, rb = jb * per_tok;
         const int32_t tn = ts + CREF_TILE;
         for (int t = 0; t < nt; t++) {
-            int64_t slot;
-            if (tn + t < uhi && (uint64_t)(slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + tn + t)) < (uint64_t)J->pool_slots) {
+            int64_t slot = -1;
+            if (tn + t < uhi)
+                slot = J->plain ? sgl_sdk_idx(J->r2t, J->r2t_64, rbase + tn + t) : cref_key_slot(J, rq, tn + t, 0);
+            if ((uint64_t)slot < (uint64_t)J->pool_slots) {
                 prefetch_bytes(J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz, nh * k_head);
                 if (J->v_cache != J->k_cache)
                     prefetch_bytes(J->v_cache + (slot * J->v_slot + (int64_t)it->h0 * J->v_head) * ksz,
@@ -379,6 +392,9 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
             int a = S.lo[jj] - ts, b = S.hi[jj] - ts;
             a = a > 0 ? a : 0;
             b = b < nt ? b : nt;
+            /* tree verify: this token's mask row at the tile */
+            const unsigned char *mrow =
+                J->mask ? J->mask + rq->mask0 + (int64_t)(it->j0 + jj) * rq->seq_len + ts : NULL;
             for (int r = jj * per_tok; r < (jj + 1) * per_tok; r++) {
                 REAL *restrict sr = S.s + (size_t)r * CREF_TILE;
                 if (b <= a) { /* this row sees none of the tile */
@@ -390,6 +406,8 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
                 /* whole tiles (masked and short ones padded with -inf) keep
                  * every loop below at a fixed, vectorisable length */
                 for (int t = 0; t < CREF_TILE; t++) sr[t] = (t >= a && t < b) ? sr[t] : -(REAL)INFINITY;
+                if (mrow)
+                    for (int t = a; t < b; t++) sr[t] = mrow[t] ? sr[t] : -(REAL)INFINITY;
                 REAL mx[LANES];
                 for (int j = 0; j < LANES; j++) mx[j] = sr[j];
                 for (int t0 = LANES; t0 < CREF_TILE; t0 += LANES)
@@ -397,6 +415,10 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
                 REAL mt = mx[0];
                 for (int j = 1; j < LANES; j++) mt = mx[j] > mt ? mx[j] : mt;
                 const REAL mn = S.m[r] > mt ? S.m[r] : mt;
+                if (mn == -(REAL)INFINITY) { /* every key so far masked */
+                    for (int t = 0; t < CREF_TILE; t++) sr[t] = 0;
+                    continue;
+                }
                 const REAL alpha = REXP(S.m[r] - mn);
                 REAL acc[LANES] = {0};
                 for (int t0 = 0; t0 < CREF_TILE; t0 += LANES)

@@ -156,15 +156,21 @@ def test_chained_verify_then_decode():
     assert eng.backend.model.spec_tokens == 4
 
 
-def test_tree_verify_is_refused():
+def test_tree_verify_with_a_chain_shaped_mask():
+    """cpu_ref declares tree_mask: a topk > 1 verify passes spec_info.custom_mask
+    (sglang's layout, [n, seq_len + n] per request); a mask shaped as the chain
+    must give the causal float64 answer."""
     eng = Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, draft_tokens=4)
-    a = eng.add()
-    eng.step(eng.extend_batch([(a, 5)]))
-    fb = eng.verify_batch([a], 4)
+    a, b = eng.add(), eng.add()
+    eng.step(eng.extend_batch([(a, 5), (b, 9)]))
+    fb = eng.verify_batch([a, b], 4)
     fb.spec_info.topk = 2
-    with pytest.raises(NotImplementedError, match=r"tree verify \(speculative topk 2 > 1\).*does not "
-                                                  r"declare tree_mask"):
-        eng.metadata(fb)
+    blocks = []
+    for before in fb.seq_lens.tolist():
+        cols = torch.arange(before + 4).view(1, -1)
+        blocks.append((cols <= before + torch.arange(4).view(-1, 1)).flatten())
+    fb.spec_info.custom_mask = torch.cat(blocks)
+    check(eng.step(fb), torch.float32)
 
 
 def test_output_goes_into_attn_output_when_given():
