@@ -14,6 +14,10 @@
  *   error.c        the instance's error message (a leaf: calls no other file)
  *   sparse_mla.c   DSA: MLA forward over the slots of topk_indices
  *   dsa_indexer.c  DSA: the indexer (indexer_topk), fp8 index keys (cref_fp8.h)
+ *   ragged.c       forward_ragged (ABI 1.2): K/V as tensors, cu_seqlens
+ *   lse_out.c      the LSE output (ABI 1.2) of the paged and ragged forwards
+ *   fp8_scales.c   an fp8 KV pool's scales: floats, scale tensors, q descale (ABI 1.2)
+ *   rope_split.c   MLA's q_rope / k_rope beside the latent q / k (ABI 1.2)
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -37,6 +41,9 @@
 #define CREF_ERR_MAX 640
 #define CREF_ALIGN 64
 #define CREF_DTYPES (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64)
+/* The pool may also be fp8 (e4m3: DLPack 1.1's e4m3fn or our private code; e5m2). */
+#define CREF_FP8_DTYPES (SGL_ATTN_DT_FP8_E4M3 | SGL_ATTN_DT_FP8_E5M2)
+#define CREF_KV_DTYPES (CREF_DTYPES | CREF_FP8_DTYPES)
 
 /* ------------------------------------------------------------ threads.c */
 
@@ -104,7 +111,8 @@ typedef struct cref_job {
     const unsigned char *k_cache; /* slot s, head h at (s * k_slot + h * dqk) elements */
     const unsigned char *v_cache; /* MLA: = k_cache (value = first dv dims) */
     int64_t k_slot, v_slot, v_head;
-    const void *r2t;        /* init_forward_metadata's view: data, dtype, width */
+    const void *r2t;        /* init_forward_metadata's view: data, dtype, width; NULL
+                             * (ragged): key c of a request is slot row * r2t_cols + c */
     int r2t_64;
     int64_t r2t_cols;
     int64_t pool_slots;     /* this layer's pool: every slot read is checked against it */
@@ -121,6 +129,15 @@ typedef struct cref_job {
     int32_t bf16dot;        /* vdpbf16ps usable (create) */
     unsigned char *partial; /* nsplit > 1: [items][rows_cap][dv + 2] of the compute type */
     size_t partial_stride;  /* bytes per item */
+    /* ABI 1.2 (set on every forward; NULL / 1 / dqk when not asked for) */
+    float *lse;             /* [T, hq] fp32: log-sum-exp of each row's scaled logits */
+    double v_mul;           /* fp8 pool: the value's dequant scale (out = v_mul * P V) */
+    int32_t dq_lat;         /* dims q's rows hold: dqk, or the latent part beside q_rope */
+    const unsigned char *q_rope; /* [T, hq, dqk - dq_lat] of q's dtype, rows at t * qr_ts + h * qr_hs */
+    int64_t qr_ts, qr_hs;
+    const unsigned char *k_rope; /* save: [T, 1, dqk - dq_lat] of k's dtype, token t at t * kr_ts */
+    int64_t kr_ts;
+    double k_div, v_div;    /* save into an fp8 pool: the new k / v are divided by these */
 } cref_job;
 
 /* One work item: query tokens [j0, j0 + nq) of a request, KV heads
@@ -208,6 +225,7 @@ typedef struct cref_backend {
     uint32_t k_dt, v_dt;
     const unsigned char *k_new, *v_new;
     int save;
+    /* forward_ragged plans into reqs + max_reqs, leaving the batch's plan as it was */
     /* DSA: the forward's checked topk_indices [num_tokens, topk_k] */
     const int32_t *topk;
     int64_t topk_k;
@@ -240,6 +258,22 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);
 
 /* forward.c */
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);
+/* Run b->job's n_items work items (and the decode splits' combine). */
+int cref_run_items(cref_backend *b);
+/* check_args.c: the job's work items from the planned requests. */
+void cref_plan_items(cref_backend *b);
+
+/* ragged.c: backend_ops.forward_ragged */
+int cref_forward_ragged(cref_backend *b, const sgl_attn_ragged_args *a);
+/* lse_out.c: `lse` (may be NULL) as a [T, hq] fp32 host tensor; sets job.lse. */
+int cref_lse_check(cref_backend *b, const DLTensor *lse, const char *what, int64_t T, int64_t hq);
+/* fp8_scales.c: the layer's scales for a pool of kv_dt (floats, scale
+ * tensors, q descale, with their precedence); folds them into job.scale,
+ * job.v_mul, job.k_div, job.v_div. */
+int cref_fp8_scales(cref_backend *b, const sgl_attn_layer *L, uint32_t kv_dt, int mla);
+/* rope_split.c: forward_args.q_rope / k_rope; *dq_lat = the dims q and k
+ * then hold (head_dim_qk when they are absent).  Sets the job's rope views. */
+int cref_rope_check(cref_backend *b, const sgl_attn_forward_args *a, int mla, int64_t T, int32_t *dq_lat);
 
 /* sparse_mla.c: forward's topk_indices (NULL when absent or beyond
  * struct_size); check them (after cref_check_args); attend over them. */
