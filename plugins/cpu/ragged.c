@@ -76,9 +76,9 @@ static int check_shape(cref_backend *b, const sgl_attn_ragged_args *a) {
     return SGL_ATTN_OK;
 }
 
-/* The largest length of cu_seqlens against max_seqlen (0 = not given). */
+/* max_seqlen (0 = not given) against the longest length of cu_seqlens. */
 static int check_max(cref_backend *b, const char *name, int32_t given, int64_t longest) {
-    if (given == 0 || given >= longest) return given < 0 ? -1 : SGL_ATTN_OK;
+    if (given == 0 || (given > 0 && given >= longest)) return SGL_ATTN_OK;
     cref_set_error(b, WHERE "%s = %d but a request has %lld tokens; expected 0 (unknown) or at least that", name,
                    given, (long long)longest);
     return SGL_ATTN_E_INVALID;
@@ -116,14 +116,8 @@ int cref_forward_ragged(cref_backend *b, const sgl_attn_ragged_args *a) {
         long_k = lk > long_k ? lk : long_k;
     }
     if ((rc = check_max(b, "max_seqlen_q", a->max_seqlen_q, long_q)) ||
-        (rc = check_max(b, "max_seqlen_k", a->max_seqlen_k, long_k))) {
-        if (rc == -1) {
-            cref_set_error(b, WHERE "max_seqlen_q %d, max_seqlen_k %d; expected >= 0", a->max_seqlen_q,
-                           a->max_seqlen_k);
-            rc = SGL_ATTN_E_INVALID;
-        }
+        (rc = check_max(b, "max_seqlen_k", a->max_seqlen_k, long_k)))
         return rc;
-    }
     /* q may be a strided view (rows contiguous), like the paged forward's */
     const sgl_sdk_tensor_spec qs = {WHERE "q", "cu_seqlens_q[bs], num_q_heads, head_dim_qk", 3, {Tq, hq, dqk, 0},
                                     CREF_DTYPES, SGL_SDK_DEV_HOST, -1, SGL_SDK_T_MERGED | SGL_SDK_T_ROWS, 0};
