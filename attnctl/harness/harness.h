@@ -53,6 +53,12 @@ typedef enum hdtype {
     HDT_F64,
     HDT_I32,
     HDT_I64,
+    /* ABI 1.2 fp8 KV pools: e4m3 under our private DLPack code (0x80) and
+     * DLPack 1.1's e4m3fn (10), e5m2 (12).  Not float activations
+     * (hdtype_is_float says no): only pool dtypes of the cases that ask. */
+    HDT_E4M3,
+    HDT_E4M3FN,
+    HDT_E5M2,
     HDT_COUNT_
 } hdtype;
 
@@ -309,6 +315,10 @@ struct harness_family {
 #define HARNESS_WEAK
 #endif
 extern const harness_family harness_family_full;
+/* ABI 1.2 additions: LSE, fp8 KV and MLA rope split on the paged forwards
+ * (paged12_family.c); forward_ragged (ragged_family.c). */
+extern const harness_family harness_family_paged12;
+extern const harness_family harness_family_ragged;
 extern const harness_family *const harness_families_linear[];
 /* Any other family: define this NULL-terminated list in one file of yours. */
 extern const harness_family *const harness_families_extra[] HARNESS_WEAK;

@@ -12,13 +12,17 @@ static size_t list_count(const harness_family *const *v) {
     return n;
 }
 
+/* The paged forwards' families: full attention, then the ABI 1.2 additions. */
+static const harness_family *const paged[] = {&harness_family_full, &harness_family_paged12, &harness_family_ragged};
+#define N_PAGED (sizeof paged / sizeof paged[0])
+
 size_t harness_family_count(void) {
-    return 1 + list_count(harness_families_linear) + list_count(harness_families_extra);
+    return N_PAGED + list_count(harness_families_linear) + list_count(harness_families_extra);
 }
 
 const harness_family *harness_family_at(size_t i) {
-    if (i == 0) return &harness_family_full;
-    i--;
+    if (i < N_PAGED) return paged[i];
+    i -= N_PAGED;
     const size_t n_linear = list_count(harness_families_linear);
     if (i < n_linear) return harness_families_linear[i];
     i -= n_linear;
