@@ -463,6 +463,17 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
 #include "cref_tile512.h"
 #endif
 
+#if !CREF_F64
+/* The fp8 pools' loops in functions of their own, so the 16/32-bit ones
+ * are compiled exactly as they would be without them. */
+__attribute__((noinline)) static void attend_e4m3(const cref_job *J, const cref_item *it, void *scratch) {
+    attend_dt(J, it, scratch, SGL_ATTN_DT_FP8_E4M3);
+}
+__attribute__((noinline)) static void attend_e5m2(const cref_job *J, const cref_item *it, void *scratch) {
+    attend_dt(J, it, scratch, SGL_ATTN_DT_FP8_E5M2);
+}
+#endif
+
 void CREF_FN(cref_attend)(const cref_job *J, const cref_item *it, void *scratch) {
 #if CREF_F64
     attend_dt(J, it, scratch, SGL_ATTN_DT_F64);
@@ -476,8 +487,8 @@ void CREF_FN(cref_attend)(const cref_job *J, const cref_item *it, void *scratch)
     switch (J->kv_dt) {
     case SGL_ATTN_DT_BF16: attend_dt(J, it, scratch, SGL_ATTN_DT_BF16); break;
     case SGL_ATTN_DT_F16: attend_dt(J, it, scratch, SGL_ATTN_DT_F16); break;
-    case SGL_ATTN_DT_FP8_E4M3: attend_dt(J, it, scratch, SGL_ATTN_DT_FP8_E4M3); break;
-    case SGL_ATTN_DT_FP8_E5M2: attend_dt(J, it, scratch, SGL_ATTN_DT_FP8_E5M2); break;
+    case SGL_ATTN_DT_FP8_E4M3: attend_e4m3(J, it, scratch); break;
+    case SGL_ATTN_DT_FP8_E5M2: attend_e5m2(J, it, scratch); break;
     default: attend_dt(J, it, scratch, SGL_ATTN_DT_F32); break;
     }
 #endif
