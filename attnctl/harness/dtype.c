@@ -17,8 +17,8 @@ static const struct {
     [HDT_F64] = {"f64", 8, {kDLFloat, 64, 1}, SGL_ATTN_DT_F64},
     [HDT_I32] = {"i32", 4, {kDLInt, 32, 1}, 0},
     [HDT_I64] = {"i64", 8, {kDLInt, 64, 1}, 0},
+    [HDT_FP8_E4M3] = {"fp8_e4m3", 1, {SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8, 1}, SGL_ATTN_DT_FP8_E4M3},
     [HDT_E4M3] = {"e4m3", 1, {SGL_ATTN_DL_FLOAT8_E4M3_CODE, 8, 1}, SGL_ATTN_DT_FP8_E4M3},
-    [HDT_E4M3FN] = {"e4m3fn", 1, {SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8, 1}, SGL_ATTN_DT_FP8_E4M3},
     [HDT_E5M2] = {"e5m2", 1, {SGL_ATTN_DL_FLOAT8_E5M2_CODE, 8, 1}, SGL_ATTN_DT_FP8_E5M2},
 };
 
@@ -26,7 +26,7 @@ size_t hdtype_size(hdtype t) { return T[t].size; }
 const char *hdtype_name(hdtype t) { return T[t].name; }
 DLDataType hdtype_dl(hdtype t) { return T[t].dl; }
 uint32_t hdtype_bit(hdtype t) { return T[t].bit; }
-int hdtype_is_float(hdtype t) { return t <= HDT_F64; }
+int hdtype_is_float(hdtype t) { return t <= HDT_F64 || t == HDT_FP8_E4M3; }
 
 int hdtype_parse(const char *s, hdtype *t) {
     for (int i = 0; i < HDT_COUNT_; i++)
@@ -37,6 +37,7 @@ int hdtype_parse(const char *s, hdtype *t) {
     if (!strcmp(s, "fp32") || !strcmp(s, "float32")) return *t = HDT_F32, 0;
     if (!strcmp(s, "fp16") || !strcmp(s, "float16")) return *t = HDT_F16, 0;
     if (!strcmp(s, "bfloat16")) return *t = HDT_BF16, 0;
+    if (!strcmp(s, "fp8") || !strcmp(s, "float8_e4m3fn") || !strcmp(s, "e4m3fn")) return *t = HDT_FP8_E4M3, 0;
     return -1;
 }
 
@@ -78,8 +79,9 @@ static uint16_t bf16_bits(double x) {
     return (uint16_t)hi;
 }
 
-/* fp8: exponent bits eb, mantissa bits mb, bias; e4m3 (fn) has no
- * infinities and one NaN mantissa pattern at the top exponent. */
+/* fp8, either format (here: e5m2; e4m3 has its own pair below): mantissa
+ * bits mb and bias; e4m3 (fn) has no infinities and one NaN mantissa
+ * pattern at the top exponent. */
 static double fp8_value(uint8_t c, int e5) {
     const int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, top = e5 ? 31 : 15;
     const int e = (c >> mb) & top, m = c & ((1 << mb) - 1);
@@ -114,6 +116,30 @@ static uint8_t fp8_bits(double x, int e5) {
     return sign | (uint8_t)(((ve + bias) << mb) | m);
 }
 
+/* e4m3fn: bias 7, no inf, S.1111.111 is NaN, subnormals 2^-9 apart. */
+static double e4m3_value(uint8_t b) {
+    const int e = (b >> 3) & 15, m = b & 7;
+    const double v = e == 15 && m == 7 ? NAN : e == 0 ? ldexp(m, -9) : ldexp(8 + m, e - 10);
+    return (b & 0x80) ? -v : v;
+}
+
+/* Round to nearest even in e4m3 by arithmetic on the value, saturating at
+ * +-448 (the largest finite value) as the plugins' fp8 saves do. */
+static uint8_t e4m3_bits(double x) {
+    const uint8_t sign = signbit(x) ? 0x80 : 0;
+    if (isnan(x)) return (uint8_t)(sign | 0x7f);
+    double a = fabs(x);
+    if (a >= 448.0) return (uint8_t)(sign | 0x7e);
+    if (a < 0x1p-6) return (uint8_t)(sign | (uint8_t)nearbyint(a * 0x1p9)); /* 8 = 2^-6, the smallest normal */
+    int e;
+    frexp(a, &e);
+    e -= 1;
+    double m = nearbyint(ldexp(a, 3 - e));
+    if (m >= 16) m /= 2, e += 1;
+    if (e > 8 || (e == 8 && m > 14)) return (uint8_t)(sign | 0x7e);
+    return (uint8_t)(sign | (uint8_t)((e + 7) << 3) | (uint8_t)(m - 8));
+}
+
 double hdtype_load(hdtype t, const void *buf, size_t i) {
     switch (t) {
     case HDT_F32: return ((const float *)buf)[i];
@@ -122,8 +148,8 @@ double hdtype_load(hdtype t, const void *buf, size_t i) {
     case HDT_F64: return ((const double *)buf)[i];
     case HDT_I32: return ((const int32_t *)buf)[i];
     case HDT_I64: return (double)((const int64_t *)buf)[i];
-    case HDT_E4M3:
-    case HDT_E4M3FN: return fp8_value(((const uint8_t *)buf)[i], 0);
+    case HDT_FP8_E4M3:
+    case HDT_E4M3: return e4m3_value(((const uint8_t *)buf)[i]);
     case HDT_E5M2: return fp8_value(((const uint8_t *)buf)[i], 1);
     default: return NAN;
     }
@@ -137,8 +163,8 @@ void hdtype_store(hdtype t, void *buf, size_t i, double v) {
     case HDT_F64: ((double *)buf)[i] = v; break;
     case HDT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case HDT_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case HDT_E4M3:
-    case HDT_E4M3FN: ((uint8_t *)buf)[i] = fp8_bits(v, 0); break;
+    case HDT_FP8_E4M3:
+    case HDT_E4M3: ((uint8_t *)buf)[i] = e4m3_bits(v); break;
     case HDT_E5M2: ((uint8_t *)buf)[i] = fp8_bits(v, 1); break;
     default: break;
     }

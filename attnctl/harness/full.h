@@ -17,6 +17,8 @@ typedef struct fa_case {
     long b, l, q, prefix, hq, hkv, d, dv, page, window, sinks, cross, enc, mla, rank, rope, ragged, idx, save;
     long layer, state; /* the layer id passed; 1: batch.state_indices for hybrid wrappers */
     double softcap, scale;
+    double kscale, vscale; /* fp8 pools: value = stored * scale (MLA: kscale) */
+    long scalet;           /* 1: the scales also as device tensors (layer.*_scale_tensor) */
     hdtype dt, kvdt;
     int has_seed;
     uint64_t seed;
@@ -27,6 +29,11 @@ int fa_case_parse(const hcase *c, fa_case *f, char *err, size_t err_size);
 void fa_case_model(const fa_case *f, const char *name, sgl_attn_model *m);
 /* 1 when the caps claim the case, else 0 with the reason. */
 int fa_case_claimed(const fa_case *f, const sgl_attn_caps *caps, char *why, size_t why_size);
+/* fp8 pools: the dequant scale of the K (is_v 0) or V pool, else 1. */
+double fa_pool_scale(const fa_case *f, int is_v);
+/* What a save stores in the pool for new value x: the pool dtype's rounding
+ * (fp8: of the f32 quotient x / scale, as the plugins' saves). */
+double fa_pool_raw(const fa_case *f, int is_v, double x);
 /* The NMSE limit of the case (the looser of its dtypes). */
 double fa_case_threshold(const fa_case *f);
 
@@ -37,7 +44,7 @@ typedef struct fa_batch {
     int bs, T;
     int32_t *seq, *prefix, *n_new, *enc, *row; /* [bs] */
     int64_t slots, rows, cols;
-    htensor q, k, v, out, k_cache, v_cache, sinks;
+    htensor q, k, v, out, k_cache, v_cache, sinks, k_scale_t, v_scale_t;
     htensor r2t, req_idx, seq_lens, prefix_lens, ext_lens, enc_lens, ocl, positions, state_idx;
     DLTensor seq_cpu, prefix_cpu, ext_cpu, enc_cpu; /* host mirrors */
     unsigned char *k_init, *v_init;                 /* the pool before the call */

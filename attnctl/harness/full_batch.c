@@ -99,7 +99,13 @@ static void set_tensors(fa_batch *fb) {
     L->sinks = c->sinks ? &fb->sinks.t : NULL;
     L->k_cache = &fb->k_cache.t;
     L->v_cache = c->mla ? NULL : &fb->v_cache.t;
-    L->k_scale = L->v_scale = 1.0f;
+    L->k_scale = (float)fa_pool_scale(c, 0);
+    L->v_scale = (float)fa_pool_scale(c, 1);
+    if (c->scalet) { /* the tensors replace the floats: a wrong decoy there shows if one is read */
+        L->k_scale_tensor = &fb->k_scale_t.t;
+        L->v_scale_tensor = &fb->v_scale_t.t;
+        L->k_scale = L->v_scale = 1.0f;
+    }
 
     sgl_attn_forward_args *a = &fb->args;
     memset(a, 0, sizeof *a);
@@ -205,14 +211,19 @@ int fa_batch_build(fa_batch *fb, const fa_case *c, const hdev *dev, uint64_t see
     ALLOC(k_cache, "k_cache", c->kvdt, 3, fb->slots, c->hkv, c->d);
     ALLOC(v_cache, "v_cache", c->kvdt, 3, c->mla ? 1 : fb->slots, c->hkv, c->dv);
     ALLOC(sinks, "sinks", HDT_F32, 1, c->hq);
+    ALLOC(k_scale_t, "k_scale_tensor", HDT_F32, 1, 1);
+    ALLOC(v_scale_t, "v_scale_tensor", HDT_F32, 1, 1);
+    hdtype_store(HDT_F32, htensor_data(&fb->k_scale_t), 0, fa_pool_scale(c, 0));
+    hdtype_store(HDT_F32, htensor_data(&fb->v_scale_t), 0, fa_pool_scale(c, 1));
     /* scores of deviation ~2, or ~softcap/2 so the cap bends them */
     const double qs = c->softcap > 0 && c->softcap / 4 > 1 ? 2.0 * c->softcap / 4 : 2.0;
     htensor_fill_normal(&fb->q, &r, qs);
     htensor_fill_normal(&fb->k, &r, 1.0);
     htensor_fill_normal(&fb->v, &r, 1.0);
     htensor_fill_normal(&fb->sinks, &r, 2.0);
-    htensor_fill_uniform(&fb->k_cache, &r, 1.0);
-    htensor_fill_uniform(&fb->v_cache, &r, 1.0);
+    /* fp8 pools: stored values of deviation 1 / scale, values of deviation 1 */
+    htensor_fill_uniform(&fb->k_cache, &r, 1.0 / fa_pool_scale(c, 0));
+    htensor_fill_uniform(&fb->v_cache, &r, 1.0 / fa_pool_scale(c, 1));
     htensor_poison(&fb->out);
     fb->k_init = malloc(fb->k_cache.bytes + 1);
     fb->v_init = malloc(fb->v_cache.bytes + 1);
@@ -223,7 +234,8 @@ int fa_batch_build(fa_batch *fb, const fa_case *c, const hdev *dev, uint64_t see
     set_tensors(fb);
     htensor *all[] = {&fb->r2t,  &fb->req_idx,   &fb->seq_lens, &fb->prefix_lens, &fb->ext_lens,
                       &fb->enc_lens, &fb->ocl, &fb->positions, &fb->state_idx, &fb->q,
-                      &fb->k,    &fb->v,       &fb->out,      &fb->k_cache,     &fb->v_cache, &fb->sinks};
+                      &fb->k,    &fb->v,       &fb->out,      &fb->k_cache,     &fb->v_cache, &fb->sinks,
+                      &fb->k_scale_t, &fb->v_scale_t};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (htensor_upload(all[i], err, err_size)) goto fail;
     return 0;
@@ -248,7 +260,8 @@ int fa_batch_restage(fa_batch *fb, char *err, size_t err_size) {
 void fa_batch_free(fa_batch *fb) {
     htensor *all[] = {&fb->r2t,  &fb->req_idx,   &fb->seq_lens, &fb->prefix_lens, &fb->ext_lens,
                       &fb->enc_lens, &fb->ocl, &fb->positions, &fb->state_idx, &fb->q,
-                      &fb->k,    &fb->v,       &fb->out,      &fb->k_cache,     &fb->v_cache, &fb->sinks};
+                      &fb->k,    &fb->v,       &fb->out,      &fb->k_cache,     &fb->v_cache, &fb->sinks,
+                      &fb->k_scale_t, &fb->v_scale_t};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) htensor_free(all[i]);
     free(fb->seq);
     free(fb->prefix);

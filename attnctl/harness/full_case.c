@@ -9,7 +9,7 @@
 static const char *const keys[] = {"b",     "l",    "q",      "prefix", "hq",    "hkv",    "d",   "dv",
                                    "dtype", "kvdtype", "page", "window", "softcap", "sinks", "cross", "enc",
                                    "mla",   "rank", "rope",   "ragged", "scale", "idx",    "save", "seed",
-                                   "layer", "state", NULL};
+                                   "layer", "state", "kscale", "vscale", "scalet", NULL};
 
 #define INT(key, def, lo, hi, dst)                                                    \
     do {                                                                              \
@@ -72,6 +72,13 @@ int fa_case_parse(const hcase *c, fa_case *f, char *err, size_t err_size) {
     if (f->cross && f->window >= 0) return bad(c, err, err_size, "cross attention has no window");
     double def_scale = 1.0 / sqrt((double)(f->mla ? 128 + f->rope : f->d));
     if (hcase_num(c, "scale", def_scale, 1e-6, 1e3, &f->scale, err, err_size)) return -1;
+    /* fp8 pools: scales that are not 1 and differ, so a swapped or ignored scale shows */
+    const int fp8 = f->kvdt == HDT_FP8_E4M3;
+    if (hcase_num(c, "kscale", fp8 ? 1.0 / 64 : 1, 1e-6, 1e6, &f->kscale, err, err_size)) return -1;
+    if (hcase_num(c, "vscale", fp8 ? 1.0 / 32 : 1, 1e-6, 1e6, &f->vscale, err, err_size)) return -1;
+    INT("scalet", 0, 0, 1, f->scalet);
+    if (!fp8 && (f->kscale != 1 || f->vscale != 1 || f->scalet))
+        return bad(c, err, err_size, "kscale, vscale and scalet are for kvdtype=fp8_e4m3");
     INT("layer", 0, 0, SGL_ATTN_MAX_LAYERS - 1, f->layer);
     INT("state", 0, 0, 1, f->state);
     long seed;
@@ -160,7 +167,19 @@ int fa_case_claimed(const fa_case *f, const sgl_attn_caps *c, char *why, size_t 
     for (int i = 0; i < 9; i++)
         if ((need & (1u << i)) && !(c->features & (1u << i)))
             return snprintf(why, why_size, "the probe does not claim %s", feat_names[i]), 0;
+    if (f->scalet && !(c->features & SGL_ATTN_FEAT_FP8_SCALES))
+        return snprintf(why, why_size, "the probe does not claim fp8 scale tensors"), 0;
     return 1;
+}
+
+double fa_pool_scale(const fa_case *f, int is_v) {
+    if (f->kvdt != HDT_FP8_E4M3) return 1;
+    return is_v && !f->mla ? f->vscale : f->kscale;
+}
+
+double fa_pool_raw(const fa_case *f, int is_v, double x) {
+    if (f->kvdt != HDT_FP8_E4M3) return hdtype_round(f->kvdt, x);
+    return hdtype_round(HDT_FP8_E4M3, (double)((float)x / (float)fa_pool_scale(f, is_v)));
 }
 
 double fa_case_threshold(const fa_case *f) {

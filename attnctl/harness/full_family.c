@@ -83,6 +83,17 @@ static const char *const matrix[] = {
     "extend:b=3,l=400,q=100," GQA ",dtype=f16,kvdtype=f32,page=16,ragged=1",
     "decode:b=4,l=600," GQA ",dtype=bf16,page=16,idx=64,ragged=1",
     "extend:b=3,l=400,q=150," GQA ",dtype=bf16,page=64,idx=64,ragged=1",
+    /* fp8 e4m3 pools (sglang's --kv-cache-dtype fp8_e4m3): scales as floats
+     * or device tensors, the reference on the dequantised values */
+    "decode:b=4,l=600," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,ragged=1",
+    "decode:b=4,l=600,hq=32,hkv=8,d=128,dtype=f16,kvdtype=fp8_e4m3,page=1,ragged=1",
+    "decode:b=3,l=500,hq=8,hkv=2,d=64,dtype=bf16,kvdtype=fp8_e4m3,page=64,ragged=1",
+    "decode:b=4,l=600," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,scalet=1,ragged=1",
+    "decode:b=3,l=600,hq=8,hkv=8,d=128,dtype=f16,kvdtype=fp8_e4m3,page=16,kscale=0.37,vscale=2.5,scalet=1",
+    "decode:b=4,l=900," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,window=128,sinks=1,softcap=30,ragged=1",
+    "decode:b=1,l=8192,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16",
+    "extend:b=3,l=400,q=100," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,ragged=1",
+    "decode:b=4,l=1000,hq=16,mla=1,dtype=bf16,kvdtype=fp8_e4m3,page=64,ragged=1",
     NULL,
 };
 
@@ -98,6 +109,7 @@ static const char *const quick[] = {
     "decode:b=3,l=100," GQA ",dtype=bf16,page=16,cross=1,enc=200",
     "decode:b=3,l=400,hq=16,mla=1,dtype=bf16,page=64",
     "extend:b=2,l=200,q=80,hq=16,mla=1,dtype=bf16,page=64",
+    "decode:b=5,l=300," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,scalet=1",
     NULL,
 };
 

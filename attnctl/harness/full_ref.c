@@ -1,7 +1,7 @@
 /* full_ref.c - the float64 reference of a built case: cpu_ref's f64 path on
  * host copies of exactly the values the plugin got (inputs rounded to their
- * dtypes, new K/V rounded to the pool dtype as a save would store them),
- * with the same page table. */
+ * dtypes, new K/V rounded to the pool dtype as a save would store them; fp8
+ * pools dequantised by their scales), with the same page table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,16 @@ typedef struct f64t {
     DLTensor t;
 } f64t;
 
+static void f64_view(f64t *x, const htensor *src) {
+    memcpy(x->shape, src->shape, sizeof x->shape);
+    memset(&x->t, 0, sizeof x->t);
+    x->t.data = x->p;
+    x->t.device.device_type = kDLCPU;
+    x->t.ndim = src->t.ndim;
+    x->t.shape = x->shape;
+    x->t.dtype = hdtype_dl(HDT_F64);
+}
+
 static int f64_from(f64t *x, const htensor *src, hdtype round_to) {
     const size_t n = src->count;
     x->p = malloc(sizeof(double) * (n ? n : 1));
@@ -23,29 +33,28 @@ static int f64_from(f64t *x, const htensor *src, hdtype round_to) {
         double v = hdtype_load(src->dt, s, i);
         x->p[i] = round_to == src->dt ? v : hdtype_round(round_to, v);
     }
-    memcpy(x->shape, src->shape, sizeof x->shape);
-    memset(&x->t, 0, sizeof x->t);
-    x->t.data = x->p;
-    x->t.device.device_type = kDLCPU;
-    x->t.ndim = src->t.ndim;
-    x->t.shape = x->shape;
-    x->t.dtype = hdtype_dl(HDT_F64);
+    f64_view(x, src);
+    return 0;
+}
+
+/* New K (is_v 0) or V as a save stores them, dequantised (fp8 pools). */
+static int f64_saved(f64t *x, const htensor *src, const fa_case *c, int is_v) {
+    const size_t n = src->count;
+    x->p = malloc(sizeof(double) * (n ? n : 1));
+    if (!x->p) return -1;
+    const double sc = fa_pool_scale(c, is_v);
+    for (size_t i = 0; i < n; i++) x->p[i] = fa_pool_raw(c, is_v, hdtype_load(src->dt, htensor_cdata(src), i)) * sc;
+    f64_view(x, src);
     return 0;
 }
 
 /* The pool as it was before the call, from the saved copy. */
-static int f64_pool(f64t *x, const htensor *src, const unsigned char *init) {
+static int f64_pool(f64t *x, const htensor *src, const unsigned char *init, double scale) {
     const size_t n = src->count;
     x->p = malloc(sizeof(double) * (n ? n : 1));
     if (!x->p) return -1;
-    for (size_t i = 0; i < n; i++) x->p[i] = hdtype_load(src->dt, init, i);
-    memcpy(x->shape, src->shape, sizeof x->shape);
-    memset(&x->t, 0, sizeof x->t);
-    x->t.data = x->p;
-    x->t.device.device_type = kDLCPU;
-    x->t.ndim = src->t.ndim;
-    x->t.shape = x->shape;
-    x->t.dtype = hdtype_dl(HDT_F64);
+    for (size_t i = 0; i < n; i++) x->p[i] = hdtype_load(src->dt, init, i) * scale;
+    f64_view(x, src);
     return 0;
 }
 
@@ -54,9 +63,9 @@ int fa_batch_reference(fa_batch *fb, sgl_attn_host *host, char *err, size_t err_
     f64t q = {0}, k = {0}, v = {0}, out = {0}, kc = {0}, vc = {0};
     int rc = -1;
     sgl_attn_backend *b = NULL;
-    if (f64_from(&q, &fb->q, fb->q.dt) || f64_from(&k, &fb->k, c->kvdt) || f64_from(&v, &fb->v, c->kvdt) ||
-        f64_from(&out, &fb->out, fb->out.dt) || f64_pool(&kc, &fb->k_cache, fb->k_init) ||
-        f64_pool(&vc, &fb->v_cache, fb->v_init)) {
+    if (f64_from(&q, &fb->q, fb->q.dt) || f64_saved(&k, &fb->k, c, 0) || f64_saved(&v, &fb->v, c, 1) ||
+        f64_from(&out, &fb->out, fb->out.dt) || f64_pool(&kc, &fb->k_cache, fb->k_init, fa_pool_scale(c, 0)) ||
+        f64_pool(&vc, &fb->v_cache, fb->v_init, fa_pool_scale(c, 1))) {
         snprintf(err, err_size, "out of host memory for the float64 reference");
         goto done;
     }
@@ -78,6 +87,8 @@ int fa_batch_reference(fa_batch *fb, sgl_attn_host *host, char *err, size_t err_
     bt.stream = NULL;
     sgl_attn_layer L = fb->layer;
     L.k_cache = &kc.t;
+    L.k_scale = L.v_scale = 1.0f; /* the pool and new K/V above are dequantised */
+    L.k_scale_tensor = L.v_scale_tensor = NULL;
     L.v_cache = c->mla ? NULL : &vc.t;
     if (L.sinks) L.sinks = &sinks;
     sgl_attn_forward_args a = fb->args;

@@ -53,11 +53,10 @@ typedef enum hdtype {
     HDT_F64,
     HDT_I32,
     HDT_I64,
-    /* ABI 1.2 fp8 KV pools: e4m3 under our private DLPack code (0x80) and
-     * DLPack 1.1's e4m3fn (10), e5m2 (12).  Not float activations
-     * (hdtype_is_float says no): only pool dtypes of the cases that ask. */
+    HDT_FP8_E4M3, /* e4m3fn, DLPack 1.1's code; a float type (pools) */
+    /* ABI 1.2 fp8 pools of the paged12 family: e4m3 under our private
+     * DLPack code (0x80, the same bytes as HDT_FP8_E4M3) and e5m2 (12) */
     HDT_E4M3,
-    HDT_E4M3FN,
     HDT_E5M2,
     HDT_COUNT_
 } hdtype;

@@ -95,10 +95,10 @@ static int parse(const hcase *c, p12 *p, char *err, size_t err_size) {
     const char *kd = hcase_get(c, "kvdtype");
     p->f.kvdt = p->f.dt;
     if (kd && hdtype_parse(kd, &p->f.kvdt))
-        return snprintf(err, err_size, "case '%s': kvdtype '%s' unknown (f32 f16 bf16 f64 e4m3 e4m3fn e5m2)", c->text,
+        return snprintf(err, err_size, "case '%s': kvdtype '%s' unknown (f32 f16 bf16 f64 e4m3 e4m3fn (fp8_e4m3) e5m2)", c->text,
                         kd),
                -1;
-    const int fp8 = p->f.kvdt == HDT_E4M3 || p->f.kvdt == HDT_E4M3FN || p->f.kvdt == HDT_E5M2;
+    const int fp8 = p->f.kvdt == HDT_FP8_E4M3 || p->f.kvdt == HDT_E4M3 || p->f.kvdt == HDT_E5M2;
     if (m_fp8 && !fp8) return snprintf(err, err_size, "case '%s': the fp8 mode needs kvdtype=e4m3, e4m3fn or e5m2", c->text), -1;
     if (!fp8 && !hdtype_is_float(p->f.kvdt)) return snprintf(err, err_size, "case '%s': kvdtype '%s'", c->text, kd), -1;
     if (hcase_num(c, "kscale", 1, 1e-6, 1e6, &p->ks, err, err_size) ||
@@ -113,7 +113,7 @@ static int parse(const hcase *c, p12 *p, char *err, size_t err_size) {
 
 static int claimed(const p12 *p, const sgl_attn_caps *caps, char *why, size_t why_size) {
     if (!fa_case_claimed(&p->f, caps, why, why_size)) return 0;
-    const int fp8 = p->f.kvdt >= HDT_E4M3;
+    const int fp8 = p->f.kvdt == HDT_FP8_E4M3 || p->f.kvdt >= HDT_E4M3;
     const struct {
         int need;
         uint32_t bit;
@@ -275,7 +275,7 @@ static int reference(p12_run *x, const double *kp, const double *vp) {
 /* One step of dtype t at magnitude |v| (its spacing there; subnormal: the least). */
 static double step_of(hdtype t, double v) {
     const int mb = t == HDT_F32 ? 23 : t == HDT_F16 ? 10 : t == HDT_BF16 ? 7 : t == HDT_F64 ? 52 : t == HDT_E5M2 ? 2 : 3;
-    const int emin = t == HDT_F16 ? -14 : t == HDT_F64 ? -1022 : t == HDT_E5M2 ? -14 : t >= HDT_E4M3 ? -6 : -126;
+    const int emin = t == HDT_F16 ? -14 : t == HDT_F64 ? -1022 : t == HDT_E5M2 ? -14 : t == HDT_FP8_E4M3 || t == HDT_E4M3 ? -6 : -126;
     int e;
     frexp(fabs(v), &e);
     e -= 1;

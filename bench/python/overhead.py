@@ -22,6 +22,8 @@ Rows:
                        allocation every sglang backend makes)
   adapter_metadata     init_forward_metadata of a decode batch (per batch, not
                        per layer)
+  tensor_check_one     the fast path's check of one tensor (backend_forward
+                       makes four), and read_* each torch read inside it
 """
 from __future__ import annotations
 
@@ -94,6 +96,36 @@ def main() -> int:
 
     fwd(layer, q, k, v, out)
     rows = {"ctypes_call": best_ns(ctypes_call, a.n, a.reps), "backend_forward": best_ns(backend_forward, a.n, a.reps)}
+
+    # Where backend_forward's time goes: the fast path's check of one tensor
+    # (what it does for each of q, k, v and out), and each torch read in it,
+    # net of an empty loop's cost.
+    T = torch.Tensor
+    s0, d0, g0 = q.shape, q.dtype, q.get_device()
+
+    def empty(n: int) -> None:
+        for _ in range(n):
+            pass
+
+    def one_check(n: int) -> None:
+        for _ in range(n):
+            if type(q) is T and q.shape == s0 and q.dtype is d0 and q.get_device() == g0 and q.is_contiguous():
+                q.data_ptr()
+
+    reads = {
+        "read_type": lambda n: [type(q) is T for _ in range(n)],
+        "read_shape_eq": lambda n: [q.shape == s0 for _ in range(n)],
+        "read_dtype": lambda n: [q.dtype is d0 for _ in range(n)],
+        "read_get_device": lambda n: [q.get_device() for _ in range(n)],
+        "read_is_contiguous": lambda n: [q.is_contiguous() for _ in range(n)],
+        "read_data_ptr": lambda n: [q.data_ptr() for _ in range(n)],
+        "read_nothing": lambda n: [None for _ in range(n)],
+    }
+    base = best_ns(empty, a.n, a.reps)
+    rows["tensor_check_one"] = best_ns(one_check, a.n, a.reps) - base
+    nothing = best_ns(reads.pop("read_nothing"), a.n, a.reps)
+    for name, f_ in reads.items():
+        rows[name] = best_ns(f_, a.n, a.reps) - nothing
 
     # the sglang adapter over the same no-op stack, driven like sglang
     eng = Engine(lambda r: ss.SglAttnBackend(r, backend="noop", host_=host), layers=1, hq=hq, hkv=hkv, d=d,

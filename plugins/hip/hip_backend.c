@@ -17,6 +17,7 @@
 #include <hip/hip_runtime_api.h>
 
 #include "hip_internal.h"
+#include "sdk_unserved.h"
 
 #define HA_DECODE_BLOCKS_PER_CU 4
 
@@ -82,9 +83,14 @@ static int hb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     ha_msg m = {b->err, sizeof b->err, call};
     b->err[0] = 0;
     b->planned_mode = 0;
-    if (!bt || bt->struct_size < sizeof(sgl_attn_batch)) {
+    if (!bt || bt->struct_size < SGL_ATTN_BATCH_SIZE_V1_0) {
         snprintf(b->err, sizeof b->err, "%s: batch is NULL or older than ABI 1.0", call);
         return SGL_ATTN_E_INVALID;
+    }
+    const char *unserved = sgl_sdk_unserved_batch(bt, 0);
+    if (unserved) {
+        snprintf(b->err, sizeof b->err, "%s: %s is set (ABI 1.2): hip_attn does not serve it", call, unserved);
+        return SGL_ATTN_E_UNSUPPORTED;
     }
     const int mode = bt->forward_mode;
     const int32_t bs = bt->batch_size, tokens = bt->num_tokens;
@@ -190,9 +196,15 @@ static int hb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
 static int forward_setup(ha_backend *b, const sgl_attn_forward_args *a, int mode, const char *call, attn_fwd *p) {
     ha_msg m = {b->err, sizeof b->err, call};
     b->err[0] = 0;
-    if (!a || a->struct_size < sizeof(sgl_attn_forward_args) || !a->layer || !a->batch) {
-        snprintf(b->err, sizeof b->err, "%s: args, layer or batch is NULL (or args older than ABI 1.0)", call);
+    if (!a || a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0 || !a->layer || !a->batch ||
+        a->layer->struct_size < SGL_ATTN_LAYER_SIZE_V1_0) {
+        snprintf(b->err, sizeof b->err, "%s: args, layer or batch is NULL (or args / layer older than ABI 1.0)", call);
         return SGL_ATTN_E_INVALID;
+    }
+    const char *unserved = sgl_sdk_unserved_forward(a, 0);
+    if (unserved) {
+        snprintf(b->err, sizeof b->err, "%s: %s is set (ABI 1.2): hip_attn does not serve it", call, unserved);
+        return SGL_ATTN_E_UNSUPPORTED;
     }
     if (b->planned_mode != mode) {
         snprintf(b->err, sizeof b->err, "%s: init_forward_metadata did not plan this mode: call it first", call);

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "npu_internal.h"
+#include "sdk_unserved.h"
 #include "npu_tensor.h"
 #include "sdk_option.h"
 
@@ -147,8 +148,10 @@ static int nb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     char e[256];
     int rc;
     b->err[0] = 0;
-    if (!bt || bt->struct_size < sizeof(sgl_attn_batch))
+    if (!bt || bt->struct_size < SGL_ATTN_BATCH_SIZE_V1_0)
         return FAIL(b, SGL_ATTN_E_INVALID, "npu_ascend: batch is NULL or older than ABI 1.0");
+    const char *unserved = sgl_sdk_unserved_batch(bt, 0);
+    if (unserved) return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "npu_ascend: %s is set (ABI 1.2): not served", unserved);
     /* ACL's current device is per thread: the engine's thread may not be create's. */
     if ((rc = rt->aclrtSetDevice(b->base.device))) {
         npu_describe(rt, rc, e, sizeof e);
@@ -384,7 +387,7 @@ static int forward(npu_backend *b, const sgl_attn_forward_args *a, int decode) {
     char e[256];
     int rc;
     b->err[0] = 0;
-    if (!a || a->struct_size < sizeof(sgl_attn_forward_args))
+    if (!a || a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0)
         return FAIL(b, SGL_ATTN_E_INVALID, "npu_ascend: forward args NULL or older than ABI 1.0");
     if (!b->batch || (a->batch && a->batch != b->batch))
         return FAIL(b, SGL_ATTN_E_STATE, "npu_ascend: forward without init_forward_metadata for this batch");
@@ -394,8 +397,10 @@ static int forward(npu_backend *b, const sgl_attn_forward_args *a, int decode) {
                     b->mode);
     if (a->linear) return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "npu_ascend: linear-attention layers go to hybrid wrappers");
     const sgl_attn_layer *L = a->layer;
-    if (!L || L->struct_size < sizeof(sgl_attn_layer))
+    if (!L || L->struct_size < SGL_ATTN_LAYER_SIZE_V1_0)
         return FAIL(b, SGL_ATTN_E_INVALID, "npu_ascend: layer is NULL or older than ABI 1.0");
+    const char *unserved = sgl_sdk_unserved_forward(a, 0);
+    if (unserved) return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "npu_ascend: %s is set (ABI 1.2): not served", unserved);
     const int Hq = L->num_q_heads, Hkv = L->num_kv_heads, D = L->head_dim_qk;
     if (Hq < 1 || Hkv < 1 || Hq % Hkv || Hq / Hkv > 64)
         return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "npu_ascend: layer %d: %d q heads over %d KV heads (ratio must be a "

@@ -12,6 +12,7 @@
 #include "xpu_internal.h"
 #include "sdk_option.h"
 #include "xpu_tensor.h"
+#include "sdk_unserved.h"
 
 typedef struct xpu_backend {
     sgl_attn_backend base; /* first: the host sees only this */
@@ -143,9 +144,11 @@ static int xb_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     int rc;
     b->err[0] = 0;
     b->batch = NULL;
-    if (!bt || bt->struct_size < sizeof(sgl_attn_batch))
+    if (!bt || bt->struct_size < SGL_ATTN_BATCH_SIZE_V1_0)
         return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: batch is NULL or older than ABI 1.0 (struct_size %u)",
                     bt ? bt->struct_size : 0u);
+    const char *unserved = sgl_sdk_unserved_batch(bt, 0);
+    if (unserved) return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "xpu_ocl: %s is set (ABI 1.2): not served", unserved);
     int mode = bt->forward_mode;
     if (mode == SGL_ATTN_MODE_IDLE) {
         b->batch = bt;
@@ -244,7 +247,7 @@ static int forward(xpu_backend *b, const sgl_attn_forward_args *a, int decode) {
     char e[320];
     int rc;
     b->err[0] = 0;
-    if (!a || a->struct_size < sizeof(sgl_attn_forward_args))
+    if (!a || a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0)
         return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: forward args NULL or older than ABI 1.0");
     if (!b->batch || (a->batch && a->batch != b->batch))
         return FAIL(b, SGL_ATTN_E_STATE, "xpu_ocl: forward without init_forward_metadata for this batch");
@@ -255,8 +258,10 @@ static int forward(xpu_backend *b, const sgl_attn_forward_args *a, int decode) {
     if (a->linear)
         return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "xpu_ocl: linear-attention layers are served by hybrid wrappers");
     const sgl_attn_layer *L = a->layer;
-    if (!L || L->struct_size < sizeof(sgl_attn_layer))
+    if (!L || L->struct_size < SGL_ATTN_LAYER_SIZE_V1_0)
         return FAIL(b, SGL_ATTN_E_INVALID, "xpu_ocl: layer is NULL or older than ABI 1.0");
+    const char *unserved = sgl_sdk_unserved_forward(a, 0);
+    if (unserved) return FAIL(b, SGL_ATTN_E_UNSUPPORTED, "xpu_ocl: %s is set (ABI 1.2): not served", unserved);
     if (L->is_cross && !b->has_enc)
         return FAIL(b, SGL_ATTN_E_STATE, "xpu_ocl: layer %d is cross attention but the batch had no encoder_lens",
                     L->layer_id);

@@ -211,7 +211,7 @@ static void test_kernel_choice(void **state) {
         assert_int_equal(k.decode, rows[i].decode);
     }
     /* the tiles each plans with */
-    attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1};
+    attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1, 0};
     attn_tiles t = attn_kernel_tiles(&k, 4);
     assert_int_equal(t.extend_block_m, 128);
     assert_int_equal(t.extend_block_n, 128);
@@ -241,6 +241,21 @@ static sgl_attn_model good_model(void) {
     return m;
 }
 
+/* A fake device tensor (never dereferenced by the checks). */
+static DLTensor tensor(void *data, int ndim, int64_t *shape, uint8_t code, uint8_t bits) {
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.device.device_type = kDLCUDA;
+    t.device.device_id = 0;
+    t.ndim = ndim;
+    t.shape = shape;
+    t.dtype.code = code;
+    t.dtype.bits = bits;
+    t.dtype.lanes = 1;
+    return t;
+}
+
 static void test_model_check(void **state) {
     (void)state;
     char why[256];
@@ -267,21 +282,127 @@ static void test_model_check(void **state) {
     m = good_model();
     m.num_kv_heads = 5;
     assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_INVALID);
+    /* fp8 e4m3 pools: head dims 64 / 128 with groups up to 8 (the register-fed decode) */
+    m = good_model();
+    m.kv_dtype = SGL_ATTN_DT_FP8_E4M3;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), 0);
+    m.head_dim_qk = m.head_dim_v = 256;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "fp8_e4m3 KV with head dim 256"));
+    m = good_model();
+    m.kv_dtype = SGL_ATTN_DT_FP8_E4M3;
+    m.num_q_heads = 16 * m.num_kv_heads;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "GQA group 16"));
+    m = good_model();
+    m.kv_dtype = SGL_ATTN_DT_FP8_E5M2;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "kv dtype fp8_e5m2"));
 }
 
-/* A fake device tensor (never dereferenced by the checks). */
-static DLTensor tensor(void *data, int ndim, int64_t *shape, uint8_t code, uint8_t bits) {
-    DLTensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data;
-    t.device.device_type = kDLCUDA;
-    t.device.device_id = 0;
-    t.ndim = ndim;
-    t.shape = shape;
-    t.dtype.code = code;
-    t.dtype.bits = bits;
-    t.dtype.lanes = 1;
-    return t;
+/* ABI 1.2 fields cuda_attn does not serve: each refused by its name; a field
+ * beyond the caller's struct_size (an older caller) is never read. */
+static void test_refuse_unserved(void **state) {
+    (void)state;
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "forward_decode"};
+    static _Alignas(16) char buf[64];
+    int64_t one[1] = {1};
+    DLTensor t = tensor(buf, 1, one, kDLInt, 32);
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
+    bt.page_table = &t;
+    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "batch.page_table is set (ABI 1.2)"));
+    bt.struct_size = SGL_ATTN_BATCH_SIZE_V1_0; /* a 1.0 caller: the bytes past it are not its */
+    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
+    bt.struct_size = sizeof bt;
+    bt.page_table = NULL;
+    bt.custom_mask = &t;
+    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "batch.custom_mask"));
+    bt.custom_mask = NULL;
+    bt.encoder_out_cache_loc = &t;
+    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "batch.encoder_out_cache_loc"));
+
+    sgl_attn_layer L;
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    sgl_attn_forward_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.layer = &L;
+    assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+    L.q_descale = 1.f; /* 0 and 1 mean none */
+    assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+    struct {
+        const char *name;
+        void (*set)(sgl_attn_layer *, sgl_attn_forward_args *, DLTensor *);
+    } cases[] = {
+        {"layer.slot_map", NULL}, {"layer.attn_type", NULL}, {"layer.q_descale ", NULL},
+        {"layer.q_descale_tensor", NULL}, {"forward args lse", NULL}, {"forward args q_rope", NULL},
+        {"forward args k_rope", NULL}, {"forward args topk_indices", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&L, 0, sizeof L);
+        L.struct_size = sizeof L;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.layer = &L;
+        switch (i) {
+        case 0: L.slot_map = &t; break;
+        case 1: L.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL; break;
+        case 2: L.q_descale = 0.5f; break;
+        case 3: L.q_descale_tensor = &t; break;
+        case 4: a.lse = &t; break;
+        case 5: a.q_rope = &t; break;
+        case 6: a.k_rope = &t; break;
+        default: a.topk_indices = &t; break;
+        }
+        assert_int_equal(ca_refuse_unserved_fwd(&m, &a), SGL_ATTN_E_UNSUPPORTED);
+        assert_non_null(strstr(msg, cases[i].name));
+        /* the same bytes from a 1.0 caller are past its structs: not read */
+        L.struct_size = SGL_ATTN_LAYER_SIZE_V1_0;
+        a.struct_size = SGL_ATTN_FORWARD_ARGS_SIZE_V1_0;
+        assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+    }
+}
+
+/* An fp8 pool's scales: the floats (finite, > 0) or the [1] fp32 device tensors. */
+static void test_kv_scales(void **state) {
+    (void)state;
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "forward_decode"};
+    static _Alignas(16) float sbuf[4];
+    int64_t one[1] = {1}, two[1] = {2};
+    sgl_attn_layer L;
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    L.k_scale = 0.5f;
+    L.v_scale = 2.f;
+    const float *kd = (const float *)1, *vd = (const float *)1;
+    assert_int_equal(ca_check_kv_scales(&m, &L, 0, &kd, &vd), 0);
+    assert_null(kd);
+    assert_null(vd);
+    L.v_scale = 0.f;
+    assert_int_equal(ca_check_kv_scales(&m, &L, 0, &kd, &vd), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "v_scale 0 for the fp8 pool"));
+    DLTensor kt = tensor(sbuf, 1, one, kDLFloat, 32), vt = tensor(sbuf + 1, 1, one, kDLFloat, 32);
+    L.k_scale_tensor = &kt;
+    L.v_scale_tensor = &vt; /* the tensor replaces the float 0 */
+    assert_int_equal(ca_check_kv_scales(&m, &L, 0, &kd, &vd), 0);
+    assert_ptr_equal(kd, sbuf);
+    assert_ptr_equal(vd, sbuf + 1);
+    vt.shape = two;
+    assert_int_not_equal(ca_check_kv_scales(&m, &L, 0, &kd, &vd), 0);
+    assert_non_null(strstr(msg, "layer.v_scale_tensor"));
+    vt.shape = one;
+    vt.dtype.bits = 16;
+    assert_int_not_equal(ca_check_kv_scales(&m, &L, 0, &kd, &vd), 0);
+    assert_non_null(strstr(msg, "layer.v_scale_tensor"));
 }
 
 static void test_tensor_checks(void **state) {
@@ -369,6 +490,18 @@ static void test_tensor_checks(void **state) {
     sk.dtype.bits = 16;
     assert_int_equal(ca_check_f32_1(&m, &sk, "layer.sinks", 0, hq), SGL_ATTN_E_UNSUPPORTED);
     assert_string_equal(msg, "forward_decode: layer.sinks has dtype float16; expected float32");
+    /* an fp8 e4m3 pool [slots, 2, 64] in either code: element strides of bytes */
+    static _Alignas(16) char pool8[3 * 2 * 64];
+    int64_t ps[3] = {3, 2, 64};
+    DLTensor kc8 = tensor(pool8, 3, ps, SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8);
+    assert_int_equal(ca_check_float3(&m, &kc8, "layer.k_cache", 0, SGL_ATTN_DT_FP8_E4M3, 3, 2, 64, 0, st), 0);
+    assert_int_equal(st[0], 128);
+    assert_int_equal(st[1], 64);
+    kc8.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3_CODE;
+    assert_int_equal(ca_check_float3(&m, &kc8, "layer.k_cache", 0, SGL_ATTN_DT_FP8_E4M3, 3, 2, 64, 0, st), 0);
+    kc8.dtype.code = SGL_ATTN_DL_FLOAT8_E5M2_CODE;
+    assert_int_not_equal(ca_check_float3(&m, &kc8, "layer.k_cache", 0, SGL_ATTN_DT_FP8_E4M3, 3, 2, 64, 0, st), 0);
+    assert_non_null(strstr(msg, "layer.k_cache"));
 }
 
 int main(void) {
@@ -377,6 +510,7 @@ int main(void) {
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
+        cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

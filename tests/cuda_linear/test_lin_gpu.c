@@ -256,7 +256,8 @@ static void error_tests(void) {
     lt_scen s;
     const int before = lt_failures;
     /* without the debug option sync_check nothing waits for the device: a slot only the device holds is
-     * checked by the plan kernel, which skips its request without a report */
+     * checked by the plan kernel, which skips its request and notes the error in the fault record (mapped
+     * host memory); the next metadata call reports it, with no sync of its own, and clears it */
     unsetenv("SGL_ATTN_LIN_SYNC_CHECK");
     if (scen_open(&s, plugins[GDN], GDN, &SH_GDN, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 7, "gdn_cuda no sync_check") != 0) {
         LT_CHECK(0, "could not create the instance");
@@ -276,8 +277,32 @@ static void error_tests(void) {
         bt.tokens_per_req = 1;
         bt.stream = s.stream;
         bt.state_indices = &si.t;
-        const int rc = s.b->ops->init_forward_metadata(s.b, &bt);
+        int rc = s.b->ops->init_forward_metadata(s.b, &bt);
         LT_CHECK(rc == SGL_ATTN_OK, "device slot 99 without sync_check: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
+        LT_CHECK(cudaStreamSynchronize((cudaStream_t)s.stream) == cudaSuccess, "sync after the bad plan");
+        lt_set(&si, 1, 2); /* a good batch: fails with the earlier batch's error */
+        lt_upload(&si);
+        rc = s.b->ops->init_forward_metadata(s.b, &bt);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(s.b->ops->last_error(s.b), "batch.state_indices[1] = 99") &&
+                     contains(s.b->ops->last_error(s.b), "earlier batch"),
+                 "the next call reports slot 99: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
+        LT_CHECK(cudaStreamSynchronize((cudaStream_t)s.stream) == cudaSuccess, "sync after the report");
+        rc = s.b->ops->init_forward_metadata(s.b, &bt);
+        LT_CHECK(rc == SGL_ATTN_OK, "reported once, then cleared: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
+        /* an int64 slot at 2^32 + 1 (low word 1, a valid slot) is refused whole, never wrapped */
+        lt_tensor s64;
+        lt_make(&s64, LT_I64, 1, (int64_t[]){2}, 0);
+        lt_set(&s64, 0, 1);
+        lt_set(&s64, 1, 4294967297.0);
+        lt_upload(&s64);
+        bt.state_indices = &s64.t;
+        rc = s.b->ops->init_forward_metadata(s.b, &bt);
+        LT_CHECK(rc == SGL_ATTN_OK, "int64 slot 2^32+1 planned: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
+        LT_CHECK(cudaStreamSynchronize((cudaStream_t)s.stream) == cudaSuccess, "sync after the int64 plan");
+        rc = s.b->ops->init_forward_metadata(s.b, &bt);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(s.b->ops->last_error(s.b), "batch.state_indices[1] = 4294967297"),
+                 "int64 slot 2^32+1 reported whole: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
+        lt_free(&s64);
         lt_free(&si);
     }
     scen_close(&s);

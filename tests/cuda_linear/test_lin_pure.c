@@ -282,7 +282,44 @@ static void test_checks(void) {
              "other device's index: %s", err);
 }
 
+/* ABI 1.2 fields the linear layers do not serve: named; the bytes past a
+ * 1.0 caller's struct_size are not read. */
+static void test_unserved(void) {
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    sgl_attn_batch b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    LT_CHECK(!lin_unserved_batch(&b), "a plain batch is served");
+    b.custom_mask = &t;
+    const char *w = lin_unserved_batch(&b);
+    LT_CHECK(w && strstr(w, "batch.custom_mask"), "custom_mask: %s", w ? w : "(served)");
+    b.struct_size = SGL_ATTN_BATCH_SIZE_V1_0;
+    LT_CHECK(!lin_unserved_batch(&b), "a 1.0 batch's bytes past its size are read");
+    sgl_attn_layer l;
+    sgl_attn_forward_args a;
+    for (int i = 0; i < 6; i++) {
+        memset(&l, 0, sizeof l);
+        memset(&a, 0, sizeof a);
+        l.struct_size = sizeof l;
+        a.struct_size = sizeof a;
+        a.layer = &l;
+        const char *name = i == 0 ? (a.lse = &t, "forward args lse")
+                           : i == 1 ? (a.q_rope = &t, "forward args q_rope")
+                           : i == 2 ? (a.k_rope = &t, "forward args k_rope")
+                           : i == 3 ? (a.topk_indices = &t, "forward args topk_indices")
+                           : i == 4 ? (l.slot_map = &t, "layer.slot_map")
+                                    : (l.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL, "layer.attn_type");
+        w = lin_unserved_forward(&a);
+        LT_CHECK(w && !strcmp(w, name), "%s: got %s", name, w ? w : "(served)");
+        a.struct_size = SGL_ATTN_FORWARD_ARGS_SIZE_V1_0;
+        l.struct_size = SGL_ATTN_LAYER_SIZE_V1_0;
+        LT_CHECK(!lin_unserved_forward(&a), "%s read past a 1.0 caller's struct", name);
+    }
+}
+
 int main(void) {
+    test_unserved();
     test_dims();
     test_refusals();
     test_paths();

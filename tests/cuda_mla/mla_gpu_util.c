@@ -226,6 +226,7 @@ int mg_setup(mg_run *r, const mg_plugin *pl, const mg_case *c, uint64_t seed, ch
         perm[i] = perm[j], perm[j] = tmp;
     }
     const int nrows = bs + 2;
+    r->rows = nrows;
     r->r2t = malloc(sizeof(int32_t) * (size_t)nrows * (size_t)r->maxctx);
     for (size_t i = 0; i < (size_t)nrows * (size_t)r->maxctx; i++) r->r2t[i] = (int32_t)irand(r->slots);
     int64_t next_page = 0;

@@ -113,6 +113,43 @@ static void test_valid_view(void **st) {
     assert_non_null(strstr(f.err, "k_scale"));
 }
 
+/* ABI 1.2 fields cuda_mla does not serve: refused by name; the same bytes
+ * beyond a 1.0 caller's struct_size are not read. */
+static void test_refuse_unserved(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    for (int i = 0; i < 11; i++) {
+        setup_fx(&f);
+        DLTensor *t = &f.loc;
+        const char *name = NULL;
+        switch (i) {
+        case 0: f.batch.page_table = t, name = "batch.page_table"; break;
+        case 1: f.batch.custom_mask = t, name = "batch.custom_mask"; break;
+        case 2: f.batch.encoder_out_cache_loc = t, name = "batch.encoder_out_cache_loc"; break;
+        case 3: f.layer.slot_map = t, name = "layer.slot_map"; break;
+        case 4: f.layer.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY, name = "layer.attn_type"; break;
+        case 5: f.layer.k_scale_tensor = t, name = "layer.k_scale_tensor"; break;
+        case 6: f.layer.q_descale = 0.25f, name = "layer.q_descale"; break;
+        case 7: f.a.lse = t, name = "forward args lse"; break;
+        case 8: f.a.q_rope = t, name = "forward args q_rope"; break;
+        case 9: f.a.k_rope = t, name = "forward args k_rope"; break;
+        default: f.a.topk_indices = t, name = "forward args topk_indices"; break;
+        }
+        assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
+        assert_non_null(strstr(f.err, name));
+        assert_non_null(strstr(f.err, "(ABI 1.2)"));
+        f.batch.struct_size = SGL_ATTN_BATCH_SIZE_V1_0;
+        f.layer.struct_size = SGL_ATTN_LAYER_SIZE_V1_0;
+        f.a.struct_size = SGL_ATTN_FORWARD_ARGS_SIZE_V1_0;
+        assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    }
+    setup_fx(&f);
+    f.batch.struct_size = SGL_ATTN_BATCH_SIZE_V1_0 - 8;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "batch struct_size"));
+}
+
 /* One broken field at a time: status and the words naming it. */
 static void test_refusals(void **st) {
     (void)st;
@@ -269,6 +306,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_view),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_refuse_unserved),
         cmocka_unit_test(test_batch_lengths),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

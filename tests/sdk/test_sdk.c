@@ -17,6 +17,7 @@
 #include "sdk_plugin.h"
 #include "sdk_tensor.h"
 #include "sdk_text.h"
+#include "sdk_unserved.h"
 
 /* ---------------------------------------------------------------- tensors */
 
@@ -607,6 +608,59 @@ static int toy_probe(uint32_t index, sgl_attn_caps *c) {
 SGL_SDK_PLUGIN_HOOKED(toy_plugin, hook, .name = "toy", .version = "1.2.3", .platform = SGL_ATTN_PLATFORM_CPU,
                       .role = SGL_ATTN_ROLE_FULL, .probe = toy_probe)
 
+/* ABI 1.2 fields a plugin does not declare: named, unless its caps declare
+ * the feature; bytes past an older caller's struct_size are not read. */
+static void test_unserved(void **state) {
+    (void)state;
+    DLTensor t;
+    memset(&t, 0, sizeof t);
+    sgl_attn_batch b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    assert_null(sgl_sdk_unserved_batch(&b, 0));
+    b.page_table = &t;
+    assert_string_equal(sgl_sdk_unserved_batch(&b, 0), "batch.page_table");
+    assert_null(sgl_sdk_unserved_batch(&b, SGL_ATTN_FEAT_PAGE_TABLE));
+    b.struct_size = SGL_ATTN_BATCH_SIZE_V1_0;
+    assert_null(sgl_sdk_unserved_batch(&b, 0));
+    b.struct_size = sizeof b;
+    b.page_table = NULL;
+    b.mask_indptr = &t;
+    assert_string_equal(sgl_sdk_unserved_batch(&b, 0), "batch.mask_indptr");
+    b.mask_indptr = NULL;
+    b.forward_mode = SGL_ATTN_MODE_DRAFT_EXTEND;
+    assert_string_equal(sgl_sdk_unserved_batch(&b, 0), "batch.forward_mode draft_extend");
+    assert_null(sgl_sdk_unserved_batch(&b, SGL_ATTN_FEAT_DRAFT_EXTEND));
+
+    sgl_attn_layer l;
+    sgl_attn_forward_args a;
+    memset(&l, 0, sizeof l);
+    memset(&a, 0, sizeof a);
+    l.struct_size = sizeof l;
+    a.struct_size = sizeof a;
+    assert_null(sgl_sdk_unserved_forward(&a, 0)); /* no layer: not read */
+    a.layer = &l;
+    l.q_descale = 1.f;
+    assert_null(sgl_sdk_unserved_forward(&a, 0));
+    l.v_scale_tensor = &t;
+    assert_string_equal(sgl_sdk_unserved_forward(&a, 0), "layer.v_scale_tensor");
+    assert_null(sgl_sdk_unserved_forward(&a, SGL_ATTN_FEAT_FP8_SCALES));
+    l.struct_size = SGL_ATTN_LAYER_SIZE_V1_0;
+    assert_null(sgl_sdk_unserved_forward(&a, 0));
+    l.struct_size = sizeof l;
+    l.v_scale_tensor = NULL;
+    l.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY;
+    assert_string_equal(sgl_sdk_unserved_forward(&a, 0), "layer.attn_type");
+    l.attn_type = 0;
+    a.k_rope = &t;
+    assert_string_equal(sgl_sdk_unserved_forward(&a, 0), "forward args k_rope");
+    assert_null(sgl_sdk_unserved_forward(&a, SGL_ATTN_FEAT_MLA_ROPE_SPLIT));
+    a.topk_indices = &t; /* no feature bit: always named */
+    assert_string_equal(sgl_sdk_unserved_forward(&a, SGL_ATTN_FEAT_ALL_V1_2), "forward args topk_indices");
+    a.struct_size = SGL_ATTN_FORWARD_ARGS_SIZE_V1_0;
+    assert_null(sgl_sdk_unserved_forward(&a, 0));
+}
+
 static void test_entry_macro(void **state) {
     (void)state;
     sgl_attn_plugin_answer ans;
@@ -648,6 +702,7 @@ int main(void) {
         cmocka_unit_test(test_linear_inputs),
         cmocka_unit_test(test_text_and_half),
         cmocka_unit_test(test_entry_macro),
+        cmocka_unit_test(test_unserved),
     };
     return cmocka_run_group_tests_name("plugin sdk", tests, NULL, NULL);
 }

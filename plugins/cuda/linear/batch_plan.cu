@@ -1,8 +1,10 @@
 /* batch_plan.cu - the plan kernel (one block): per request its first token row,
  * token count, slot and whether it starts from the pool; the token -> request
  * map and the chunk list of the chunked forms.  Every value read from the
- * batch is range-checked; a bad one is recorded in err[] and its request
- * skipped (slot -1 or no tokens), so no later kernel goes out of bounds. */
+ * batch is range-checked (an int64 whole); a bad one is recorded in err[]
+ * and its request skipped (slot -1 or no tokens), so no later kernel goes out
+ * of bounds or touches another request's slot.  The first error is also
+ * noted in the fault record, for the next metadata call (no sync). */
 #include "kernel_common.cuh"
 
 /* Inclusive sum over the block (blockDim.x a multiple of 32, <= 1024). */
@@ -125,6 +127,14 @@ __global__ __launch_bounds__(LIN_PLAN_THREADS) void lin_plan_kernel(lin_plan_arg
         d.chunk_req[j] = i;
         d.chunk_tok0[j] = d.req_tok0[i] + k * C;
         d.chunk_len[j] = min(C, d.req_n[i] - k * C);
+    }
+    __syncthreads();
+    if (tid == 0 && d.err[0]) {
+        const int code = d.err[0];
+        const int tensor = code == LIN_ERR_SLOT || code == LIN_ERR_DUP_SLOT ? SGL_FAULT_STATE_INDICES
+                           : code == LIN_ERR_PREFIX                         ? SGL_FAULT_PREFIX_LENS
+                                                                            : SGL_FAULT_EXTEND_SEQ_LENS;
+        lk_fault_note(a.fault, d.err, tensor, code == LIN_ERR_SLOT ? -1 : 0, a.max_reqs);
     }
 }
 

@@ -115,6 +115,25 @@ LK_DEV int64_t lk_idx(const lin_idx &t, int64_t i) {
     return t.is64 ? ((const int64_t *)t.p)[i] : (int64_t)((const int32_t *)t.p)[i];
 }
 
+/* Note err[] (a plan's first error) in the instance's fault record, which
+ * the next metadata call reads without a sync (gpu_fault.h; its own claim
+ * word, as sgl_fault_note, which the emulator does not build). */
+LK_DEV void lk_fault_note(const sgl_gpu_fault_ref &f, const int32_t *err, int tensor, int64_t lo, int64_t hi) {
+    if (!f.rec || !f.claim || atomicCAS(f.claim, 0, 1) != 0) return;
+    f.rec->code = err[0];
+    f.rec->pos = err[1];
+    f.rec->value = (int64_t)(((uint64_t)(uint32_t)err[3] << 32) | (uint32_t)err[2]);
+    f.rec->lo = lo;
+    f.rec->hi = hi;
+#ifndef LK_EMU
+    __threadfence_system();
+#endif
+    f.rec->tensor = tensor;
+#ifndef LK_EMU
+    __threadfence_system();
+#endif
+}
+
 /* Record the first device-found error: code, index, value (read by the host
  * after the kernel). */
 LK_DEV void lk_flag(int32_t *err, int code, int idx, int64_t v) {

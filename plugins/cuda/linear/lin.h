@@ -44,6 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda/sdk_cuda.h"
 #include "lin_params.h"
 #include "sdk_linear.h"
 #include "sdk_plugin.h"
@@ -113,6 +114,10 @@ sgl_sdk_tensor_spec lin_float_spec(int device);
 int lin_check_index(const DLTensor *t, const char *what, int device, int64_t min_len, int *on_host,
                     char *err, size_t n);
 int lin_dt_of(DLDataType t); /* LIN_DT_*, -1 other */
+/* The first ABI 1.2 field set that the linear layers do not serve (its
+ * name, for the message), or NULL; only fields within struct_size are read. */
+const char *lin_unserved_batch(const sgl_attn_batch *b);
+const char *lin_unserved_forward(const sgl_attn_forward_args *a);
 
 /* ----------------------------------------------------------- instance */
 
@@ -144,6 +149,7 @@ typedef struct lin_inst {
     int32_t verify_n, verify_steps, verify_kept;
     int32_t graph_max_bs, graph_max_tokens;
     int32_t graph_replaying; /* 1 inside the replay hook: no sync_check */
+    sgl_sdk_cuda_fault fault; /* the plan kernel's first error, read by the next lin_plan (no sync) */
     char err[LIN_ERR_MAX];
 } lin_inst;
 

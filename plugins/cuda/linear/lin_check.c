@@ -28,3 +28,25 @@ int lin_check_index(const DLTensor *t, const char *what, int device, int64_t min
     *on_host = !rc && t->device.device_type == kDLCPU;
     return rc;
 }
+
+/* ABI 1.2 fields the wrapper's own (linear) layers do not serve: refused by
+ * name, never ignored.  The full-attention layers' batch goes to the inner
+ * backend, which answers for its own fields. */
+const char *lin_unserved_batch(const sgl_attn_batch *b) {
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, custom_mask)) return "batch.custom_mask (tree verify)";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, mask_indptr)) return "batch.mask_indptr (tree verify)";
+    return NULL;
+}
+
+const char *lin_unserved_forward(const sgl_attn_forward_args *a) {
+    const sgl_attn_layer *l = a->layer;
+    if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0 || l->struct_size < SGL_ATTN_LAYER_SIZE_V1_0)
+        return "forward args / layer struct_size below ABI 1.0's";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) return "forward args lse";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) return "forward args q_rope";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return "forward args k_rope";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices)) return "forward args topk_indices";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map)) return "layer.slot_map";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) != SGL_ATTN_TYPE_CAUSAL) return "layer.attn_type";
+    return NULL;
+}

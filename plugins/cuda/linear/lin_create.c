@@ -24,9 +24,10 @@ static int32_t fill_value(sgl_attn_backend *b) {
 static void destroy(sgl_attn_backend *b) {
     lin_inst *w = (lin_inst *)b;
     if (!w) return;
-    if (w->dev) {
+    if (w->dev || w->fault.host) {
         (void)cudaSetDevice(w->device);
-        (void)cudaFree(w->dev);
+        if (w->dev) (void)cudaFree(w->dev);
+        sgl_sdk_cuda_fault_free(&w->fault);
     }
     free(w->host_stage);
     free(w->seen);
@@ -159,6 +160,13 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     cudaError_t ce = w->host_stage && w->seen ? cudaSetDevice(a->device) : cudaErrorMemoryAllocation;
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&w->dev, w->L.total);
     if (ce == cudaSuccess) ce = cudaMemset(w->dev, 0, w->L.total);
+    if (ce == cudaSuccess) {
+        char why_fault[256];
+        if ((rc = sgl_sdk_cuda_fault_alloc(&w->fault, why_fault, sizeof why_fault))) {
+            destroy(&w->base);
+            return sgl_sdk_create_fail(a, rc, "%s: %s", name, why_fault);
+        }
+    }
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
     if (ce != cudaSuccess) {

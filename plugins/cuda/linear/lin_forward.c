@@ -161,6 +161,11 @@ static int own_forward(lin_inst *w, const sgl_attn_forward_args *a) {
         return SGL_ATTN_E_STATE;
     }
     if (w->T == 0) return SGL_ATTN_OK;
+    const char *unserved = lin_unserved_forward(a);
+    if (unserved) {
+        lin_set_err(w, "%s layer %d: %s is set (ABI 1.2): the linear layers do not serve it", w->name, lid, unserved);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     const sgl_attn_linear_io *io = a->linear;
     int rc = check_io(w, a, io, lid);
     if (rc) return rc;

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu_fault.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -65,6 +67,7 @@ typedef struct lin_plan_args {
     lin_plan_dev d;
     lin_idx state_indices, ext_lens, ext_prefix; /* ext_*: extend only */
     int32_t mode, bs, T, tpr, max_reqs, chunk, verify;
+    sgl_gpu_fault_ref fault; /* the plan's first error, also noted here for the next metadata call */
 } lin_plan_args;
 
 /* One own layer's forward. */

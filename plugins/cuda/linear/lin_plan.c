@@ -133,12 +133,27 @@ static int check_slots(lin_inst *w, const DLTensor *si, int32_t bs) {
 
 int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_t mode) {
     w->planned = 0;
-    if (!b || b->struct_size < sizeof(sgl_attn_batch)) {
+    if (!b || b->struct_size < SGL_ATTN_BATCH_SIZE_V1_0) {
         lin_set_err(w, "%s: init_forward_metadata: batch is NULL or older than ABI 1.0 (struct_size %u)", w->name,
                     b ? b->struct_size : 0u);
         return SGL_ATTN_E_INVALID;
     }
+    const char *unserved = lin_unserved_batch(b);
+    if (unserved) {
+        lin_set_err(w, "%s: init_forward_metadata: %s is set (ABI 1.2): the linear layers do not serve it", w->name,
+                    unserved);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     w->stream = b->stream;
+    /* The first error a plan kernel of an earlier batch met (its batch was
+     * skipped where bad): the record is mapped host memory, read with no sync
+     * once that kernel has run. */
+    sgl_gpu_fault f;
+    if (sgl_sdk_cuda_fault_take_raw(&w->fault, b->stream, &f)) {
+        const int32_t e[4] = {f.code, (int32_t)f.pos, (int32_t)(uint32_t)(uint64_t)f.value,
+                              (int32_t)(uint32_t)((uint64_t)f.value >> 32)};
+        return lin_report_device_err(w, e, "init_forward_metadata (an earlier batch)");
+    }
     const int32_t tpr = b->tokens_per_req > 0 ? b->tokens_per_req : 1;
     if (mode == SGL_ATTN_MODE_IDLE) {
         w->mode = mode;
@@ -212,6 +227,7 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     pa.max_reqs = w->max_reqs;
     pa.chunk = LIN_CHUNK;
     pa.verify = mode == SGL_ATTN_MODE_TARGET_VERIFY;
+    pa.fault = w->fault.dev;
     int ce = lin_launch_plan(&pa, b->stream);
     if (ce) {
         sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: plan kernel launch", ce);
@@ -231,7 +247,11 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
                                       (int)e);
             return SGL_ATTN_E_DEVICE;
         }
-        if (he[0]) return lin_report_device_err(w, he, "init_forward_metadata");
+        if (he[0]) {
+            sgl_gpu_fault f2; /* reported here: not again at the next call */
+            (void)sgl_sdk_cuda_fault_take_raw(&w->fault, b->stream, &f2);
+            return lin_report_device_err(w, he, "init_forward_metadata");
+        }
     }
     if (pa.verify) {
         w->verify_n = bs;
@@ -283,9 +303,10 @@ static int graph_meta(lin_inst *w, const sgl_attn_graph_args *g, int replay) {
         lin_set_err(w, "%s: %s: init_graph_state was not called", w->name, call);
         return SGL_ATTN_E_STATE;
     }
-    if (g->batch_size > w->graph_max_bs || g->num_tokens > w->graph_max_tokens) {
-        lin_set_err(w, "%s: %s: batch_size %d / num_tokens %d exceed init_graph_state's %d / %d", w->name, call,
-                    g->batch_size, g->num_tokens, w->graph_max_bs, w->graph_max_tokens);
+    if (g->batch_size < 0 || g->num_tokens < 0 || g->batch_size > w->graph_max_bs ||
+        g->num_tokens > w->graph_max_tokens) {
+        lin_set_err(w, "%s: %s: batch_size %d / num_tokens %d: expected 0..%d / 0..%d (init_graph_state's)", w->name,
+                    call, g->batch_size, g->num_tokens, w->graph_max_bs, w->graph_max_tokens);
         return SGL_ATTN_E_INVALID;
     }
     w->graph_replaying = replay;

@@ -22,12 +22,15 @@
 #include <stdint.h>
 
 #include "attn_kernels/sizing.h"
+#include "cuda/sdk_cuda.h"
 #include "cuda_launch.h"
 #include "sdk_tensor.h"
 #include "sgl_attn_abi.h"
 
 #define CA_NAME "cuda_attn"
 #define CA_ERR_MAX 512
+/* The item check's blocks per item list (they stride over longer lists). */
+#define CA_CHECK_MAX_BLOCKS 1024
 
 /* The plugin option "kernel" (conf plugin_options.cuda_attn.kernel): auto
  * (the defaults), mma, portable (cuda_attn_choice.c). */
@@ -66,6 +69,16 @@ int ca_check_index2(const ca_msg *m, const DLTensor *t, const char *what, int de
 /* A compact float32 [n] tensor (sinks). */
 int ca_check_f32_1(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t n);
 
+/* ABI 1.2 fields cuda_attn does not serve, refused by name when set (only
+ * fields inside the caller's struct_size are read). */
+int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt);
+int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a);
+/* An fp8 pool's scales: the layer's scale tensors ([1] fp32 on the device,
+ * their pointers in *k_dev / *v_dev, read by the kernels) or else its floats
+ * (finite, > 0). */
+int ca_check_kv_scales(const ca_msg *m, const sgl_attn_layer *L, int device, const float **k_dev,
+                       const float **v_dev);
+
 /* The model as this plugin can serve it (also create's check). */
 int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size);
 
@@ -76,16 +89,19 @@ typedef struct ca_backend {
     int32_t device;
     const sgl_attn_host_api *host; /* the creating host (its log); NULL from a 1.0 host */
     attn_kernels kern; /* chosen and set up at create; the launchers read it */
-    uint32_t dt_bit;   /* SGL_ATTN_DT_* */
+    uint32_t dt_bit;   /* SGL_ATTN_DT_* of q / k / v / out */
+    uint32_t kv_bit;   /* SGL_ATTN_DT_* of the pool: dt_bit or fp8 e4m3 */
     int32_t hq, hkv, group, head_dim;
     int32_t model_window;
     attn_tiles tiles;
     attn_sizing sz;
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend with its TMA kernel: the pools' tensor maps; else NULL */
+    sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by ca_plan */
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
     int32_t planned_bs, planned_tokens;
+    int64_t checked_slots; /* the pool size the planned items were checked against (INT64_MAX: not yet) */
     int has_dplan[ATTN_DPLAN_COUNT], has_eplan[ATTN_EPLAN_COUNT];
     int32_t grid_items;
     int32_t r2t_rows, r2t_cols;

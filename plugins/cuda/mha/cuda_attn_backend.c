@@ -23,10 +23,9 @@ static const char *ca_last_error(sgl_attn_backend *b) { return self(b)->err; }
 static void ca_destroy(sgl_attn_backend *bb) {
     if (!bb) return;
     ca_backend *b = self(bb);
-    if (b->dev_mem) {
-        (void)cudaSetDevice(b->device);
-        (void)cudaFree(b->dev_mem);
-    }
+    (void)cudaSetDevice(b->device);
+    if (b->dev_mem) (void)cudaFree(b->dev_mem);
+    sgl_sdk_cuda_fault_free(&b->fault);
     attn_tmap_cache_free(b->tmaps);
     free(b);
 }
@@ -56,9 +55,10 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, const char *c
         snprintf(b->err, sizeof b->err, "%s: init_graph_state was not called", call);
         return SGL_ATTN_E_STATE;
     }
-    if (g->batch_size > b->graph_max_bs || g->num_tokens > b->graph_max_tokens) {
-        snprintf(b->err, sizeof b->err, "%s: batch_size %d / num_tokens %d exceed init_graph_state's %d / %d", call,
-                 g->batch_size, g->num_tokens, b->graph_max_bs, b->graph_max_tokens);
+    if (g->batch_size < 0 || g->num_tokens < 0 || g->batch_size > b->graph_max_bs ||
+        g->num_tokens > b->graph_max_tokens) {
+        snprintf(b->err, sizeof b->err, "%s: batch_size %d / num_tokens %d: expected 0..%d / 0..%d (init_graph_state's)",
+                 call, g->batch_size, g->num_tokens, b->graph_max_bs, b->graph_max_tokens);
         return SGL_ATTN_E_INVALID;
     }
     return ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
@@ -135,6 +135,12 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     ca_choose_kernels(option, dev.sm_major == 9 && dev.sm_minor == 0 && attn_wgmma_available(a->device),
                       m->head_dim_qk, m->num_q_heads / m->num_kv_heads, &kern);
     kern.dtype = m->dtype == SGL_ATTN_DT_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16;
+    kern.kv_fp8 = m->kv_dtype == SGL_ATTN_DT_FP8_E4M3;
+    if (kern.kv_fp8 && kern.decode != ATTN_DECODE_REG) {
+        snprintf(err, err_size, "create: fp8_e4m3 KV runs on the register-fed decode only: option kernel=%s chose another",
+                 ca_kernel_option_name(option));
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -150,6 +156,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->host = sgl_sdk_create_host(a);
     b->kern = kern;
     b->dt_bit = m->dtype;
+    b->kv_bit = kern.kv_fp8 ? SGL_ATTN_DT_FP8_E4M3 : m->dtype;
     b->hq = m->num_q_heads;
     b->hkv = m->num_kv_heads;
     b->group = b->hq / b->hkv;
@@ -171,6 +178,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
         ca_destroy(&b->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+    }
+    if ((rc = sgl_sdk_cuda_fault_alloc(&b->fault, err, err_size))) {
+        ca_destroy(&b->base);
+        return rc;
     }
     int ke = attn_kernels_setup(&b->kern);
     if (ke) {

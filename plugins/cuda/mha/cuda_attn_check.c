@@ -1,13 +1,19 @@
 /* cuda_attn_check.c - tensor checks (the SDK's tensor specs) and the model
  * check, with messages that name the call, the tensor or field, the value and
  * what was expected (pure C, no CUDA). */
+#include <math.h>
 #include <stdio.h>
 
 #include "cuda_attn.h"
 #include "sdk_text.h"
 
 static const char *dt_bit_name(uint32_t dt) {
-    return dt == SGL_ATTN_DT_BF16 ? "bf16" : dt == SGL_ATTN_DT_F16 ? "f16" : dt == SGL_ATTN_DT_F32 ? "f32" : "?";
+    return dt == SGL_ATTN_DT_BF16   ? "bf16"
+           : dt == SGL_ATTN_DT_F16  ? "f16"
+           : dt == SGL_ATTN_DT_F32  ? "f32"
+           : dt == SGL_ATTN_DT_FP8_E4M3 ? "fp8_e4m3"
+           : dt == SGL_ATTN_DT_FP8_E5M2 ? "fp8_e5m2"
+                                        : "?";
 }
 
 /* t against spec s named `what`, in CUDA memory of `device`; a failure's
@@ -88,8 +94,20 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size) {
         snprintf(why, why_size, "dtype %s: cuda_attn serves f16 and bf16", dt_bit_name(m->dtype));
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    if (kvdt != m->dtype) {
-        snprintf(why, why_size, "kv dtype %s differs from q dtype %s: cuda_attn needs them equal (f16/f16 or bf16/bf16)",
+    if (kvdt == SGL_ATTN_DT_FP8_E4M3) {
+        /* fp8 pools run on the register-fed decode (decode_reg.cu's KV template) */
+        const int group = hq / hkv;
+        if ((dqk != 64 && dqk != 128) || group > ATTN_DECODE_REG_MAX_GROUP) {
+            snprintf(why, why_size,
+                     "fp8_e4m3 KV with head dim %d, GQA group %d: cuda_attn serves fp8 KV at head dims 64/128 with "
+                     "groups up to %d",
+                     dqk, group, ATTN_DECODE_REG_MAX_GROUP);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+    } else if (kvdt != m->dtype) {
+        snprintf(why, why_size,
+                 "kv dtype %s differs from q dtype %s: cuda_attn needs them equal (f16/f16 or bf16/bf16) or an "
+                 "fp8_e4m3 pool",
                  dt_bit_name(kvdt), dt_bit_name(m->dtype));
         return SGL_ATTN_E_UNSUPPORTED;
     }
@@ -102,5 +120,83 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size) {
         snprintf(why, why_size, "sparse attention (index_topk %d) is not served by cuda_attn", m->index_topk);
         return SGL_ATTN_E_UNSUPPORTED;
     }
+    return SGL_ATTN_OK;
+}
+
+/* An ABI 1.2 field that is set but not served: refused by name, never ignored. */
+static int refuse(const ca_msg *m, const char *what, const char *why) {
+    snprintf(m->buf, m->size, "%s: %s is set (ABI 1.2): cuda_attn does not serve it (%s)", m->call, what, why);
+    return SGL_ATTN_E_UNSUPPORTED;
+}
+
+int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt) {
+    const char *no_caps = "its caps do not declare it";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask)) return refuse(m, "batch.custom_mask", no_caps);
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, mask_indptr)) return refuse(m, "batch.mask_indptr", no_caps);
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table)) return refuse(m, "batch.page_table", "req_to_token only");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc))
+        return refuse(m, "batch.encoder_out_cache_loc", no_caps);
+    return SGL_ATTN_OK;
+}
+
+int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a) {
+    const sgl_attn_layer *L = a->layer;
+    const char *no_caps = "its caps do not declare it";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map)) return refuse(m, "layer.slot_map", no_caps);
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) != SGL_ATTN_TYPE_CAUSAL)
+        return refuse(m, "layer.attn_type (not causal)", no_caps);
+    const float qd = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale);
+    if (qd != 0.f && qd != 1.f) return refuse(m, "layer.q_descale", "q is f16 / bf16, never fp8");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale_tensor))
+        return refuse(m, "layer.q_descale_tensor", "q is f16 / bf16, never fp8");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) return refuse(m, "forward args lse", no_caps);
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) return refuse(m, "forward args q_rope", "not MLA");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return refuse(m, "forward args k_rope", "not MLA");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices))
+        return refuse(m, "forward args topk_indices", "dense attention only");
+    if (a->linear) {
+        snprintf(m->buf, m->size, "%s: forward args linear is set: cuda_attn serves attention layers only", m->call);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
+}
+
+/* A scale tensor: [1] (or a scalar) fp32 on the device. */
+static int check_scale_tensor(const ca_msg *m, const DLTensor *t, const char *what, int device) {
+    const sgl_sdk_tensor_spec s = {.ndim = 1, .shape = {1}, .dtypes = SGL_ATTN_DT_F32, .flags = SGL_SDK_T_COMPACT};
+    if (t && t->ndim == 0) { /* a 0-d scalar tensor (torch's scalar): one float */
+        if (sgl_attn_dtype_bit(t->dtype) != SGL_ATTN_DT_F32) {
+            snprintf(m->buf, m->size, "%s: %s: a 0-d tensor of dtype code %u bits %u: expected fp32", m->call, what,
+                     t->dtype.code, t->dtype.bits);
+            return SGL_ATTN_E_INVALID;
+        }
+        sgl_sdk_tensor_spec s0 = s;
+        s0.ndim = 0;
+        return check(m, t, what, device, s0);
+    }
+    return check(m, t, what, device, s);
+}
+
+int ca_check_kv_scales(const ca_msg *m, const sgl_attn_layer *L, int device, const float **k_dev,
+                       const float **v_dev) {
+    *k_dev = *v_dev = NULL;
+    const DLTensor *kt = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, k_scale_tensor);
+    const DLTensor *vt = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, v_scale_tensor);
+    int rc = SGL_ATTN_OK;
+    if (kt) rc = check_scale_tensor(m, kt, "layer.k_scale_tensor", device);
+    if (!rc && vt) rc = check_scale_tensor(m, vt, "layer.v_scale_tensor", device);
+    if (rc) return rc;
+    if (!kt && !(isfinite(L->k_scale) && L->k_scale > 0.f)) {
+        snprintf(m->buf, m->size, "%s: layer %d k_scale %g for the fp8 pool: expected a finite value > 0", m->call,
+                 L->layer_id, (double)L->k_scale);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!vt && !(isfinite(L->v_scale) && L->v_scale > 0.f)) {
+        snprintf(m->buf, m->size, "%s: layer %d v_scale %g for the fp8 pool: expected a finite value > 0", m->call,
+                 L->layer_id, (double)L->v_scale);
+        return SGL_ATTN_E_INVALID;
+    }
+    *k_dev = kt ? (const float *)sgl_sdk_data(kt) : NULL;
+    *v_dev = vt ? (const float *)sgl_sdk_data(vt) : NULL;
     return SGL_ATTN_OK;
 }

@@ -1,5 +1,5 @@
-/* cuda_attn_forward.c - init_forward_metadata (checks, then the plan kernels
- * on the batch's stream) and the two forwards (checks, then launches on the
+/* cuda_attn_forward.c - init_forward_metadata (the index faults the kernels
+ * noted, checks, then the plan kernels on the batch's stream) and the two forwards (checks, then launches on the
  * batch's stream).  None of them reads the environment, a file or a clock,
  * creates an event, synchronises or allocates; they write only the instance
  * (its error text, the planned batch, the per-layer TMA map cache). */
@@ -75,11 +75,16 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     ca_msg m = {b->err, sizeof b->err, call};
     b->err[0] = 0;
     b->planned_mode = 0;
-    if (!bt || bt->struct_size < sizeof(sgl_attn_batch)) {
+    if (!bt || bt->struct_size < SGL_ATTN_BATCH_SIZE_V1_0) {
         snprintf(b->err, sizeof b->err, "%s: batch is NULL or older than ABI 1.0 (struct_size %u)", call,
                  bt ? bt->struct_size : 0u);
         return SGL_ATTN_E_INVALID;
     }
+    int rc = ca_refuse_unserved_batch(&m, bt);
+    if (rc) return rc;
+    /* An index fault a kernel of an earlier batch met (no sync: the record is
+     * mapped host memory; it shows once that kernel has run). */
+    if (sgl_sdk_cuda_fault_take(&b->fault, bt->stream, call, b->err, sizeof b->err)) return SGL_ATTN_E_INVALID;
     if (mode == SGL_ATTN_MODE_IDLE) {
         b->planned_mode = SGL_ATTN_MODE_IDLE;
         return SGL_ATTN_OK;
@@ -116,7 +121,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         snprintf(b->err, sizeof b->err, "%s: page_size %d: expected 1..1024", call, bt->page_size);
         return bt->page_size < 1 ? SGL_ATTN_E_INVALID : SGL_ATTN_E_UNSUPPORTED;
     }
-    int rc = ca_check_index2(&m, bt->req_to_token, "req_to_token", b->device, 1, 1);
+    rc = ca_check_index2(&m, bt->req_to_token, "req_to_token", b->device, 1, 1);
     if (!rc) rc = ca_check_index1(&m, bt->req_pool_indices, "req_pool_indices", b->device, bs);
     if (!rc) rc = ca_check_index1(&m, bt->seq_lens, "seq_lens", b->device, bs);
     if (!rc && mode == SGL_ATTN_MODE_EXTEND)
@@ -137,6 +142,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     in.bs = bs;
     in.max_reqs = b->r2t_rows;
     in.max_ctx = b->r2t_cols;
+    in.fault = b->fault.dev;
     memset(b->has_dplan, 0, sizeof b->has_dplan);
     memset(b->has_eplan, 0, sizeof b->has_eplan);
     int ce = 0;
@@ -182,6 +188,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         return SGL_ATTN_E_DEVICE;
     }
     b->planned_mode = mode;
+    b->checked_slots = INT64_MAX; /* the item check runs at the first forward */
     b->planned_bs = bs;
     b->planned_tokens = tokens;
     return SGL_ATTN_OK;
@@ -204,6 +211,19 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     if (!a || !a->layer || !a->batch) {
         snprintf(b->err, sizeof b->err, "%s: args, layer or batch is NULL", call);
         return SGL_ATTN_E_INVALID;
+    }
+    if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0 || a->layer->struct_size < SGL_ATTN_LAYER_SIZE_V1_0) {
+        snprintf(b->err, sizeof b->err, "%s: forward args / layer struct_size %u / %u: expected at least %u / %u (ABI 1.0)",
+                 call, a->struct_size, a->layer->struct_size, SGL_ATTN_FORWARD_ARGS_SIZE_V1_0,
+                 SGL_ATTN_LAYER_SIZE_V1_0);
+        return SGL_ATTN_E_INVALID;
+    }
+    int rc = ca_refuse_unserved_fwd(&m, a);
+    if (rc) return rc;
+    if (b->kern.kv_fp8 && mode != SGL_ATTN_MODE_DECODE) {
+        snprintf(b->err, sizeof b->err, "%s: the model's KV pool is fp8_e4m3: cuda_attn serves fp8 KV in decode only",
+                 call);
+        return SGL_ATTN_E_UNSUPPORTED;
     }
     if (b->planned_mode != mode) {
         snprintf(b->err, sizeof b->err, "%s: init_forward_metadata planned %s: call it with this mode first", call,
@@ -234,11 +254,13 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     const int32_t t = b->planned_tokens;
     *T = t;
     int64_t qs[3], os[3], ks[3], vs[3];
-    int rc = ca_check_float3(&m, a->q, "q", b->device, b->dt_bit, t, b->hq, b->head_dim, 1, qs);
+    rc = ca_check_float3(&m, a->q, "q", b->device, b->dt_bit, t, b->hq, b->head_dim, 1, qs);
     if (!rc) rc = ca_check_float3(&m, a->out, "out", b->device, b->dt_bit, t, b->hq, b->head_dim, 1, os);
     const int64_t slots = L->k_cache && L->k_cache->ndim >= 1 && L->k_cache->shape ? L->k_cache->shape[0] : 0;
-    if (!rc) rc = ca_check_float3(&m, L->k_cache, "layer.k_cache", b->device, b->dt_bit, slots, b->hkv, b->head_dim, 0, ks);
-    if (!rc) rc = ca_check_float3(&m, L->v_cache, "layer.v_cache", b->device, b->dt_bit, slots, b->hkv, b->head_dim, 0, vs);
+    if (!rc) rc = ca_check_float3(&m, L->k_cache, "layer.k_cache", b->device, b->kv_bit, slots, b->hkv, b->head_dim, 0, ks);
+    if (!rc) rc = ca_check_float3(&m, L->v_cache, "layer.v_cache", b->device, b->kv_bit, slots, b->hkv, b->head_dim, 0, vs);
+    const float *k_scale_dev = NULL, *v_scale_dev = NULL;
+    if (!rc && b->kern.kv_fp8) rc = ca_check_kv_scales(&m, L, b->device, &k_scale_dev, &v_scale_dev);
     if (!rc && slots < 1) {
         snprintf(b->err, sizeof b->err, "%s: the KV pool has no slots", call);
         rc = SGL_ATTN_E_INVALID;
@@ -281,6 +303,40 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     p->part_lse = (float *)dev_at(b, b->sz.off_part_lse);
     p->counters = (int32_t *)dev_at(b, b->sz.off_counters);
     p->counters_per_req = b->sz.counters_per_req;
+    p->k_scale_dev = k_scale_dev;
+    p->v_scale_dev = v_scale_dev;
+    p->k_scale = L->k_scale;
+    p->v_scale = L->v_scale;
+
+    /* The item check, once per planned batch (again for a layer whose pool
+     * is smaller than the one checked): every req_to_token entry the planned
+     * items read, checked whole against this pool, so the attention kernels
+     * below need no check of their own (attn_params.h: attn_check). */
+    if (t > 0 && slots < b->checked_slots) {
+        attn_check c;
+        memset(&c, 0, sizeof c);
+        c.req_to_token = p->req_to_token;
+        c.r2t_row_words = p->r2t_row_words;
+        c.num_slots = slots;
+        c.max_ctx = b->r2t_cols;
+        c.extend = mode == SGL_ATTN_MODE_EXTEND;
+        c.max_items = c.extend ? b->sz.extend_max_items : b->sz.decode_max_items;
+        c.fault = b->fault.dev;
+        const int nlists = c.extend ? ATTN_EPLAN_COUNT : ATTN_DPLAN_COUNT;
+        for (int set = 0; set < nlists && c.nsets < ATTN_CHECK_SETS; set++) {
+            if (!(c.extend ? b->has_eplan[set] : b->has_dplan[set])) continue;
+            c.items[c.nsets] = dev_at(b, c.extend ? b->sz.off_eitems[set] : b->sz.off_ditems[set]);
+            c.num_items[c.nsets] = num_items_ptr(b, c.extend ? ATTN_DPLAN_COUNT + set : set);
+            c.nsets++;
+        }
+        const int grid = b->grid_items < CA_CHECK_MAX_BLOCKS ? b->grid_items : CA_CHECK_MAX_BLOCKS;
+        int ce = attn_launch_check_items(&c, grid, a->batch->stream);
+        if (ce) {
+            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "item check launch", ce);
+            return SGL_ATTN_E_DEVICE;
+        }
+        b->checked_slots = slots;
+    }
 
     /* Save the new K/V first, so the attention below sees them. */
     if (a->save_kv_cache && t > 0) {
@@ -314,7 +370,14 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.t = t;
         s.hkv = b->hkv;
         s.d = b->head_dim;
-        int ce = attn_launch_save_kv(&s, a->batch->stream);
+        s.fault = b->fault.dev;
+        int ce;
+        if (b->kern.kv_fp8) {
+            attn_save_fp8 s8 = {s, k_scale_dev, v_scale_dev, L->k_scale, L->v_scale};
+            ce = attn_launch_save_kv_fp8(b->kern.dtype, &s8, a->batch->stream);
+        } else {
+            ce = attn_launch_save_kv(&s, a->batch->stream);
+        }
         if (ce) {
             sgl_sdk_cuda_format_error(b->err, sizeof b->err, "save_kv_cache launch", ce);
             return SGL_ATTN_E_DEVICE;

@@ -15,9 +15,11 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
     if (rc) return rc;
     caps->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_CROSS;
     caps->q_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
-    caps->kv_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
+    /* fp8 e4m3 pools: decode at head dims 64/128, groups up to 8 (docs/cuda.md) */
+    caps->kv_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_FP8_E4M3;
     caps->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
-                     SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE;
+                     SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |
+                     SGL_ATTN_FEAT_FP8_SCALES;
     static const uint16_t dims[] = {64, 128, 256};
     caps->n_head_dims = 3;
     for (int i = 0; i < 3; i++) caps->head_dims[i].qk = caps->head_dims[i].v = dims[i];

@@ -35,10 +35,11 @@ enum attn_decode_kernel {
 typedef struct attn_kernels {
     int extend;   /* attn_extend_kernel */
     int decode;   /* attn_decode_kernel */
-    int dtype;    /* ATTN_DT_* */
+    int dtype;    /* ATTN_DT_* of q / out (and the pool unless kv_fp8) */
     int head_dim;
     int sm_count; /* wgmma extend: blocks of the persistent grid */
     int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
+    int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template) */
 } attn_kernels;
 
 /* The tiles the chosen kernels plan with (pure C, cuda_attn_choice.c). */
@@ -54,7 +55,15 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
                        void *stream);
 
 /* Per kernel, behind the two above. */
-int attn_launch_decode_reg(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
+int attn_launch_decode_reg(int dtype, int kv_fp8, int head_dim, const attn_fwd *p, int grid_items, void *stream);
+/* fp8 pools: new K/V (dtype) quantised at out_cache_loc, value / scale
+ * (save_kv_fp8.cu); the scales as attn_fwd's. */
+typedef struct attn_save_fp8 {
+    attn_save s;
+    const float *k_scale_dev, *v_scale_dev;
+    float k_scale, v_scale;
+} attn_save_fp8;
+int attn_launch_save_kv_fp8(int dtype, const attn_save_fp8 *s, void *stream);
 int attn_decode_mma_setup(int dtype, int head_dim);
 int attn_launch_decode_mma(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 int attn_extend_mma_setup(int dtype, int head_dim);

@@ -31,9 +31,20 @@
  *
  * The warps' (m, l, O) are merged through shared memory at the end and
  * attn_decode_finish writes out or combines splits, as in the other decodes.
+ *
+ * fp8 e4m3 pools (template KV = ATTN_KV_FP8): the same tiles and lanes on
+ * half the bytes.  The bytes become f16 mma operands in registers
+ * (fp8_e4m3.cuh: exact), so both mma run in f16 (q converted once per item,
+ * P packed as f16) and the dequant scales apply to the fp32 results: k_scale
+ * to S before the softmax, v_scale to O at the end.  K takes 16-byte pieces
+ * (lane t: pieces 4j + t of 16 values) with Q loaded in that permutation;
+ * V keeps the 16-bit layout's elements per lane, in 8-byte loads.
  */
+#include <type_traits>
+
 #include "attn_kernels/decode_finish.cuh"
 #include "cuda_launch.h"
+#include "fp8_e4m3.cuh"
 #include "mma_sm80.cuh"
 
 #define ATTN_DR_TILE 16
@@ -45,8 +56,9 @@
 
 template <int D> struct decode_reg_cfg {
     static_assert(D == 64 || D == 128, "reg decode: head dim 64 or 128");
-    static constexpr int KU = D / 32;     /* 16-byte pieces of K per token and lane */
-    static constexpr int VU = D / 64;     /* 16-byte pieces of V per token and lane */
+    static constexpr int KU = D / 32;     /* 16-byte pieces of K per token and lane (fp8: of Q) */
+    static constexpr int VU = D / 64;     /* 16-byte pieces of V per token and lane (fp8: 8-byte) */
+    static constexpr int KU8 = D / 64;    /* fp8: 16-byte pieces of K per token and lane */
     static constexpr int KSTEPS = D / 16; /* k-steps of S = Q K^T */
     static constexpr int MT = D / 16;     /* m-tiles of O^T */
 };
@@ -75,6 +87,13 @@ GC_DEV uint4 dr_ldg(const uint16_t *p) {
     return v;
 }
 
+/* 8 bytes of the pool, as dr_ldg. */
+GC_DEV uint2 dr_ldg8(const void *p) {
+    uint2 v;
+    asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+
 /* 32-bit word w of a run of 16-byte pieces (w is a compile-time constant after unrolling). */
 template <int N> GC_DEV uint32_t dr_word(const uint4 (&v)[N], int w) {
     const uint4 &q = v[w >> 2];
@@ -82,21 +101,29 @@ template <int N> GC_DEV uint32_t dr_word(const uint4 (&v)[N], int w) {
     return c == 0 ? q.x : c == 1 ? q.y : c == 2 ? q.z : q.w;
 }
 
-template <int D> struct dr_frag {
+/* KV element types of the template. */
+enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1 };
+
+template <int D, int KV> struct dr_frag {
     uint4 k[2][decode_reg_cfg<D>::KU]; /* tokens g and 8 + g of the tile */
     uint4 v[4][decode_reg_cfg<D>::VU]; /* tokens 2t, 2t+1, 8+2t, 9+2t */
 };
+template <int D> struct dr_frag<D, ATTN_KV_FP8> {
+    uint4 k[2][decode_reg_cfg<D>::KU8]; /* tokens g and 8 + g: e4m3 bytes */
+    uint2 v[4][decode_reg_cfg<D>::VU];  /* tokens 2t, 2t+1, 8+2t, 9+2t: e4m3 bytes */
+};
 
 /* What every warp of a block shares: the item, the pool rows it reads. */
-struct dr_ctx {
-    const uint16_t *kbase, *vbase; /* pool + kv head + this lane's piece offset */
+template <int KV> struct dr_ctx {
+    using E = typename std::conditional<KV == ATTN_KV_FP8, uint8_t, uint16_t>::type;
+    const E *kbase, *vbase;        /* pool + kv head + this lane's piece offset */
     int64_t ks, vs;                /* slot strides (elements) */
     int beg, end, ntiles, row;
 };
 
 /* Slots of tiles ta (lanes 0..15) and tb (lanes 16..31), token li of each;
  * columns past the end read the last one (its data is finite; weight 0). */
-GC_DEV int32_t dr_fetch(const attn_fwd &p, const dr_ctx &x, int ta, int tb, int lane) {
+template <int KV> GC_DEV int32_t dr_fetch(const attn_fwd &p, const dr_ctx<KV> &x, int ta, int tb, int lane) {
     const int t = lane < 16 ? ta : tb;
     if (t >= x.ntiles) return 0;
     int col = x.beg + t * ATTN_DR_TILE + (lane & 15);
@@ -106,23 +133,53 @@ GC_DEV int32_t dr_fetch(const attn_fwd &p, const dr_ctx &x, int ta, int tb, int 
 
 /* Issue the loads (K, then V) of one tile whose slots sit in lanes
  * half*16 .. half*16+15 of s. */
-template <int D> GC_DEV void dr_issue(dr_frag<D> &f, const dr_ctx &x, int32_t s, int half, int g, int t) {
+template <int D, int KV>
+GC_DEV void dr_issue(dr_frag<D, KV> &f, const dr_ctx<KV> &x, int32_t s, int half, int g, int t) {
     using C = decode_reg_cfg<D>;
+    constexpr bool F8 = KV == ATTN_KV_FP8;
     const int h = half * 16;
 #pragma unroll
     for (int nt = 0; nt < 2; nt++) {
         const int32_t sl = __shfl_sync(0xffffffffu, s, h + nt * 8 + g);
-        const uint16_t *kp = x.kbase + (int64_t)sl * x.ks;
+        const auto *kp = x.kbase + (int64_t)sl * x.ks;
 #pragma unroll
-        for (int j = 0; j < C::KU; j++) f.k[nt][j] = dr_ldg(kp + 32 * j);
+        for (int j = 0; j < (F8 ? C::KU8 : C::KU); j++) f.k[nt][j] = dr_ldg((const uint16_t *)(kp + (F8 ? 64 : 32) * j));
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         const int tok = 2 * t + (i & 1) + (i >> 1) * 8;
         const int32_t sl = __shfl_sync(0xffffffffu, s, h + tok);
-        const uint16_t *vp = x.vbase + (int64_t)sl * x.vs;
+        const auto *vp = x.vbase + (int64_t)sl * x.vs;
 #pragma unroll
-        for (int u = 0; u < C::VU; u++) f.v[i][u] = dr_ldg(vp + 64 * u);
+        for (int u = 0; u < C::VU; u++) {
+            if constexpr (F8)
+                f.v[i][u] = dr_ldg8(vp + 64 * u);
+            else
+                f.v[i][u] = dr_ldg((const uint16_t *)(vp + 64 * u));
+        }
+    }
+}
+
+/* K word w of a tile (the B fragment's register: values 2w, 2w+1 of this
+ * lane's K list) as the mma's operand type. */
+template <int D, int KV> GC_DEV uint32_t dr_kword(const dr_frag<D, KV> &f, int nt, int w) {
+    if constexpr (KV == ATTN_KV_FP8)
+        return fp8_pair(dr_word(f.k[nt], w >> 1), w & 1);
+    else
+        return dr_word(f.k[nt], w);
+}
+
+/* V^T's A register: element e of this lane's V slice for tokens ta (low
+ * half) and tb (high half) of the frag's four. */
+template <int D, int KV> GC_DEV uint32_t dr_vpair(const dr_frag<D, KV> &f, int ta, int tb, int e) {
+    if constexpr (KV == ATTN_KV_FP8) {
+        const uint2 &a = f.v[ta][e >> 3], &b = f.v[tb][e >> 3];
+        const uint32_t wa = (e & 4) ? a.y : a.x, wb = (e & 4) ? b.y : b.x;
+        const uint32_t c = (uint32_t)(e & 3);
+        return fp8x2_to_f16x2(__byte_perm(wa, wb, c | ((4u + c) << 4)));
+    } else {
+        const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u; /* high or low halves of two words */
+        return __byte_perm(dr_word(f.v[ta], e >> 1), dr_word(f.v[tb], e >> 1), sel);
     }
 }
 
@@ -132,9 +189,9 @@ template <int D> struct dr_state {
     float m, l;                        /* head g (l: this lane's tokens only until the end) */
 };
 
-/* S for one tile: s[nt][0..1] = head g, tokens nt*8 + 2t + {0,1}. */
-template <int DT, int D>
-GC_DEV void dr_scores(float s[2][4], const dr_frag<D> &f, const uint4 (&q)[decode_reg_cfg<D>::KU]) {
+/* S for one tile: s[nt][0..1] = head g, tokens nt*8 + 2t + {0,1}.  CT: the mma's type. */
+template <int CT, int D, int KV>
+GC_DEV void dr_scores(float s[2][4], const dr_frag<D, KV> &f, const uint4 (&q)[decode_reg_cfg<D>::KU]) {
     using C = decode_reg_cfg<D>;
 #pragma unroll
     for (int nt = 0; nt < 2; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
@@ -142,17 +199,19 @@ GC_DEV void dr_scores(float s[2][4], const dr_frag<D> &f, const uint4 (&q)[decod
     for (int kk = 0; kk < C::KSTEPS; kk++)
 #pragma unroll
         for (int nt = 0; nt < 2; nt++)
-            dr_mma<DT>(s[nt], dr_word(q, 2 * kk), 0u, dr_word(q, 2 * kk + 1), 0u, dr_word(f.k[nt], 2 * kk),
-                       dr_word(f.k[nt], 2 * kk + 1));
+            dr_mma<CT>(s[nt], dr_word(q, 2 * kk), 0u, dr_word(q, 2 * kk + 1), 0u, dr_kword(f, nt, 2 * kk),
+                       dr_kword(f, nt, 2 * kk + 1));
 }
 
-/* Online softmax over the tile's scores; returns P^T's two B registers. */
-template <int DT, int D>
-GC_DEV void dr_softmax(const attn_fwd &p, dr_state<D> &st, float s[2][4], int valid, int t, uint32_t pb[2]) {
+/* Online softmax over the tile's scores (times kmul when KSC: the fp8 pool's
+ * dequant scale); returns P^T's two B registers. */
+template <int CT, int D, bool KSC>
+GC_DEV void dr_softmax(const attn_fwd &p, dr_state<D> &st, float s[2][4], int valid, int t, uint32_t pb[2],
+                       float kmul) {
     using C = decode_reg_cfg<D>;
     float x[4];
 #pragma unroll
-    for (int i = 0; i < 4; i++) x[i] = attn_score(p, s[i >> 1][i & 1]);
+    for (int i = 0; i < 4; i++) x[i] = attn_score(p, KSC ? s[i >> 1][i & 1] * kmul : s[i >> 1][i & 1]);
     if (valid < ATTN_DR_TILE) { /* the item's last tile */
 #pragma unroll
         for (int i = 0; i < 4; i++)
@@ -182,28 +241,44 @@ GC_DEV void dr_softmax(const attn_fwd &p, dr_state<D> &st, float s[2][4], int va
         e[i] = attn_exp2_sub(x[i], st.m);
         st.l += e[i];
     }
-    pb[0] = pack2<DT>(e[0], e[1]); /* tokens 2t, 2t+1 */
-    pb[1] = pack2<DT>(e[2], e[3]); /* tokens 8+2t, 9+2t */
+    pb[0] = pack2<CT>(e[0], e[1]); /* tokens 2t, 2t+1 */
+    pb[1] = pack2<CT>(e[2], e[3]); /* tokens 8+2t, 9+2t */
 }
 
 /* O^T += V^T P^T: element ev of lane g's V slice is head-dim 64*(ev/8) + 8g + ev%8. */
-template <int DT, int D> GC_DEV void dr_pv(dr_state<D> &st, const dr_frag<D> &f, const uint32_t pb[2]) {
+template <int CT, int D, int KV> GC_DEV void dr_pv(dr_state<D> &st, const dr_frag<D, KV> &f, const uint32_t pb[2]) {
     using C = decode_reg_cfg<D>;
 #pragma unroll
     for (int mt = 0; mt < C::MT; mt++) {
-        const int w0 = mt >> 1, w1 = (C::MT + mt) >> 1;
-        const uint32_t sel = (mt & 1) ? 0x7632u : 0x5410u; /* high or low halves of two words */
-        const uint32_t a0 = __byte_perm(dr_word(f.v[0], w0), dr_word(f.v[1], w0), sel);
-        const uint32_t a1 = __byte_perm(dr_word(f.v[0], w1), dr_word(f.v[1], w1), sel);
-        const uint32_t a2 = __byte_perm(dr_word(f.v[2], w0), dr_word(f.v[3], w0), sel);
-        const uint32_t a3 = __byte_perm(dr_word(f.v[2], w1), dr_word(f.v[3], w1), sel);
-        dr_mma<DT>(st.o[mt], a0, a1, a2, a3, pb[0], pb[1]);
+        const int e0 = mt, e1 = C::MT + mt; /* rows g and g + 8 of O^T */
+        const uint32_t a0 = dr_vpair(f, 0, 1, e0);
+        const uint32_t a1 = dr_vpair(f, 0, 1, e1);
+        const uint32_t a2 = dr_vpair(f, 2, 3, e0);
+        const uint32_t a3 = dr_vpair(f, 2, 3, e1);
+        dr_mma<CT>(st.o[mt], a0, a1, a2, a3, pb[0], pb[1]);
     }
 }
 
-template <int DT, int D>
+/* A bf16 value for an f16 operand: beyond f16's range it saturates at
+ * +-65504 (NaN stays NaN). */
+GC_DEV float dr_f16_range(float x) { return fabsf(x) > 65504.f ? copysignf(65504.f, x) : x; }
+
+/* 8 bf16 (DT) or f16 values as f16 (the fp8 path's mma type). */
+template <int DT> GC_DEV uint4 dr_q_f16(uint4 v) {
+    if (DT == GC_F16) return v;
+    uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        w[i] = pack2<GC_F16>(dr_f16_range(__uint_as_float(w[i] << 16)),
+                             dr_f16_range(__uint_as_float(w[i] & 0xffff0000u)));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <int DT, int D, int KV>
 __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_decode_reg_kernel(attn_fwd p) {
     using C = decode_reg_cfg<D>;
+    constexpr bool F8 = KV == ATTN_KV_FP8;
+    constexpr int CT = F8 ? GC_F16 : DT; /* the mma's type */
     constexpr int NW = ATTN_DR_WARPS;
     __shared__ float wo[NW][ATTN_DR_HEADS][D];
     __shared__ float so[ATTN_DR_HEADS * D];
@@ -221,7 +296,7 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
 
-    dr_ctx x;
+    dr_ctx<KV> x;
     x.beg = it.kv_begin;
     if (p.window >= 0 && it.q_pos - p.window > x.beg) x.beg = it.q_pos - p.window;
     x.end = it.kv_end;
@@ -229,8 +304,11 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
     x.row = it.row;
     x.ks = p.kc_stride_s;
     x.vs = p.vc_stride_s;
-    x.kbase = (const uint16_t *)p.k_cache + (int64_t)kvh * p.kc_stride_h + 8 * t;
-    x.vbase = (const uint16_t *)p.v_cache + (int64_t)kvh * p.vc_stride_h + 8 * g;
+    using E = typename dr_ctx<KV>::E;
+    x.kbase = (const E *)p.k_cache + (int64_t)kvh * p.kc_stride_h + (F8 ? 16 : 8) * t;
+    x.vbase = (const E *)p.v_cache + (int64_t)kvh * p.vc_stride_h + 8 * g;
+    /* fp8: the dequant scales, times what the loads' conversion leaves out */
+    const float kmul = F8 ? attn_kv_scale(p.k_scale_dev, p.k_scale) * ATTN_FP8_UNIT : 1.f;
 
     /* This warp's tiles: w, w + NW, ...; n of them. */
     const int n = x.ntiles > warp ? (x.ntiles - warp + NW - 1) / NW : 0;
@@ -243,15 +321,20 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
     st.l = 0.f;
 
     if (n > 0) {
-        /* Q of head g in the K permutation (piece 4j + t of the row); heads past nh are 0. */
+        /* Q of head g in the K permutation (16-bit: piece 4j + t of 8 values;
+         * fp8: halves of piece 4j + t of 16); heads past nh are 0. */
         uint4 q[C::KU];
         {
-            const uint16_t *qp =
-                (const uint16_t *)p.q + (int64_t)it.b * p.q_stride_t + (int64_t)(qh0 + (g < nh ? g : 0)) * p.q_stride_h + 8 * t;
+            const uint16_t *qp = (const uint16_t *)p.q + (int64_t)it.b * p.q_stride_t +
+                                 (int64_t)(qh0 + (g < nh ? g : 0)) * p.q_stride_h + (F8 ? 16 : 8) * t;
 #pragma unroll
-            for (int j = 0; j < C::KU; j++) q[j] = g < nh ? *(const uint4 *)(qp + 32 * j) : make_uint4(0, 0, 0, 0);
+            for (int j = 0; j < C::KU; j++) {
+                const int off = F8 ? 64 * (j >> 1) + 8 * (j & 1) : 32 * j;
+                q[j] = g < nh ? *(const uint4 *)(qp + off) : make_uint4(0, 0, 0, 0);
+                if (F8) q[j] = dr_q_f16<DT>(q[j]);
+            }
         }
-        dr_frag<D> fa, fb;
+        dr_frag<D, KV> fa, fb;
         int32_t s_first = dr_fetch(p, x, DR_TILE(0), DR_TILE(0), lane);
         int32_t s_pair = dr_fetch(p, x, DR_TILE(1), DR_TILE(2), lane); /* tiles i+1, i+2 */
         dr_issue<D>(fa, x, s_first, 0, g, t);
@@ -264,15 +347,15 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
                 const int ii = i + u;
                 if (ii >= n) break;
                 const bool more = ii + 1 < n;
-                dr_frag<D> &cur = u == 0 ? fa : fb;
-                dr_frag<D> &nxt = u == 1 ? fa : fb;
+                dr_frag<D, KV> &cur = u == 0 ? fa : fb;
+                dr_frag<D, KV> &nxt = u == 1 ? fa : fb;
                 const int valid = x.end - (x.beg + DR_TILE(ii) * ATTN_DR_TILE);
                 float s[2][4];
                 uint32_t pb[2];
-                if (more) dr_issue<D>(nxt, x, s_pair, u, g, t);
-                dr_scores<DT, D>(s, cur, q);
-                dr_softmax<DT, D>(p, st, s, valid, t, pb);
-                dr_pv<DT, D>(st, cur, pb);
+                if (more) dr_issue<D, KV>(nxt, x, s_pair, u, g, t);
+                dr_scores<CT, D, KV>(s, cur, q);
+                dr_softmax<CT, D, F8>(p, st, s, valid, t, pb, kmul);
+                dr_pv<CT, D, KV>(st, cur, pb);
             }
             s_pair = s_next;
         }
@@ -282,6 +365,13 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
     /* l over this head's four lanes; then the warps' states through shared memory. */
     st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
     st.l += __shfl_xor_sync(0xffffffffu, st.l, 2);
+    if (F8) { /* O is linear in V: its dequant scale applies once, here */
+        const float vmul = attn_kv_scale(p.v_scale_dev, p.v_scale) * ATTN_FP8_UNIT;
+#pragma unroll
+        for (int mt = 0; mt < C::MT; mt++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) st.o[mt][i] *= vmul;
+    }
 #pragma unroll
     for (int mt = 0; mt < C::MT; mt++) {
         const int e0 = mt, e1 = C::MT + mt; /* V slice elements of rows g and g + 8 */
@@ -318,24 +408,29 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
     attn_decode_finish<DT, D>(p, it, qh0, nh, so, sm, sl, hblock);
 }
 
-template <int DT, int D> static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st) {
+template <int DT, int D, int KV> static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st) {
     /* grid.y as the plan sized it: kv heads x blocks of 16 q heads (one when group <= 8) */
     const int hblocks = (p->group + ATTN_DR_HBLOCK - 1) / ATTN_DR_HBLOCK;
     dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
-    attn_decode_reg_kernel<DT, D><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p);
+    attn_decode_reg_kernel<DT, D, KV><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
-extern "C" int attn_launch_decode_reg(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
+template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, int grid_items, cudaStream_t st) {
+    if (dtype == ATTN_DT_BF16) {
+        if (d == 64) return decode_reg<GC_BF16, 64, KV>(p, grid_items, st);
+        if (d == 128) return decode_reg<GC_BF16, 128, KV>(p, grid_items, st);
+    } else {
+        if (d == 64) return decode_reg<GC_F16, 64, KV>(p, grid_items, st);
+        if (d == 128) return decode_reg<GC_F16, 128, KV>(p, grid_items, st);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     if (p->group < 1 || p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
     const cudaStream_t st = (cudaStream_t)stream;
-    if (dtype == ATTN_DT_BF16) {
-        if (d == 64) return decode_reg<GC_BF16, 64>(p, grid_items, st);
-        if (d == 128) return decode_reg<GC_BF16, 128>(p, grid_items, st);
-    } else {
-        if (d == 64) return decode_reg<GC_F16, 64>(p, grid_items, st);
-        if (d == 128) return decode_reg<GC_F16, 128>(p, grid_items, st);
-    }
-    return (int)cudaErrorInvalidValue;
+    return kv_fp8 ? decode_reg_kv<ATTN_KV_FP8>(dtype, d, p, grid_items, st)
+                  : decode_reg_kv<ATTN_KV_16>(dtype, d, p, grid_items, st);
 }

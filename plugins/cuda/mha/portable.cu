@@ -20,6 +20,13 @@ extern "C" int attn_launch_plan_extend(const attn_plan_in *in, const attn_extend
     return (int)cudaGetLastError();
 }
 
+extern "C" int attn_launch_check_items(const attn_check *c, int grid_items, void *stream) {
+    if (c->nsets < 1 || grid_items < 1) return 0;
+    attn_check_items_kernel<<<dim3((unsigned)grid_items, (unsigned)c->nsets), ATTN_CHECK_THREADS, 0,
+                              (cudaStream_t)stream>>>(*c);
+    return (int)cudaGetLastError();
+}
+
 extern "C" int attn_launch_save_kv(const attn_save *s, void *stream) {
     const long long n = (long long)s->t * s->hkv * (s->d / 8);
     if (n <= 0) return 0;

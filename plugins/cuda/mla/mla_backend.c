@@ -43,6 +43,7 @@ static void mla_destroy(sgl_attn_backend *bk) {
         if (b->plan_dev) (void)cudaFree(b->plan_dev);
         if (b->part_o) (void)cudaFree(b->part_o);
         if (b->part_lse) (void)cudaFree(b->part_lse);
+        sgl_sdk_cuda_fault_free(&b->fault);
     }
     (void)cudaGetLastError();
     free(b->q_len);
@@ -78,8 +79,15 @@ static int host_mirror(mla_backend *b, const DLTensor *dev, int32_t bs, DLTensor
 static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->planned = 0;
     if (!batch) return mla_set_error(b, SGL_ATTN_E_INVALID, "init_forward_metadata: batch is NULL");
-    int rc = mla_ensure_device(b);
+    char why[256];
+    int rc = mla_refuse_unserved_batch(batch, why, sizeof why);
+    if (rc) return mla_set_error(b, rc, "init_forward_metadata: %s", why);
+    rc = mla_ensure_device(b);
     if (rc) return rc;
+    /* An index fault a kernel of an earlier batch met (no sync: the record is
+     * mapped host memory; it shows once that kernel has run). */
+    if (sgl_sdk_cuda_fault_take(&b->fault, batch->stream, "init_forward_metadata", b->err, sizeof b->err))
+        return SGL_ATTN_E_INVALID;
     if (batch->page_size < 1)
         return mla_set_error(b, SGL_ATTN_E_INVALID, "page_size %d; expected >= 1", batch->page_size);
     cudaStream_t st = (cudaStream_t)batch->stream;
@@ -97,6 +105,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
         b->t = 0;
         b->n_items = b->n_comb = 0;
         b->planned = 1;
+        b->checked_slots[0] = b->checked_slots[1] = INT64_MAX;
         return SGL_ATTN_OK;
     }
     /* Host lengths: the mirrors, else a copy of the device tensors. */
@@ -191,6 +200,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->n_items = hdr->n_items;
     b->n_comb = hdr->n_comb;
     b->planned = 1;
+    b->checked_slots[0] = b->checked_slots[1] = INT64_MAX; /* the item check runs at the first forward */
     if (b->log) {
         static const char *const cfg_name[] = {"base", "two", "ring", "tma"};
         fprintf(stderr,
@@ -394,6 +404,10 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
             snprintf(msg, sizeof msg, "%s", b->err);
             return create_fail(a, b, rc, msg);
         }
+    }
+    if ((rc = sgl_sdk_cuda_fault_alloc(&b->fault, b->err, sizeof b->err))) {
+        snprintf(msg, sizeof msg, "%s", b->err);
+        return create_fail(a, b, rc, msg);
     }
     for (int i = 0; i < MLA_RING; i++) {
         if ((e = cudaHostAlloc((void **)&b->plan_host[i], (size_t)b->lay.total, cudaHostAllocDefault)) !=

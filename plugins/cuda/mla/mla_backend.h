@@ -26,6 +26,7 @@ extern "C" {
 
 #define MLA_NAME "cuda_mla"
 #define MLA_RING 4
+#define MLA_CHECK_BLOCKS 1024 /* the item check's grid (its blocks stride over longer lists) */
 #define MLA_TMAP_CACHE 1024 /* layer ids 0..1023 (SGL_ATTN_MAX_LAYERS) */
 
 typedef struct mla_tmap_entry {
@@ -61,8 +62,12 @@ typedef struct mla_backend {
     int64_t *lens_tmp; /* device -> host copies when a batch has no host mirror */
     void *encode_fn;   /* cuTensorMapEncodeTiled, NULL when unavailable */
     mla_tmap_entry *tmaps; /* [MLA_TMAP_CACHE + 1]: by layer id, the last for other ids */
+    sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by plan_batch */
     /* the current plan */
     int32_t planned;
+    /* the pool size the plan's items ([0]) / tokens ([1], the simple kernel)
+     * were checked against (mla_item_check.cu); INT64_MAX: not yet */
+    int64_t checked_slots[2];
     int32_t mode, bs, t, kernel, rows_per_tile, page;
     int32_t mma_cfg;  /* effective MLA_MMA_* of the plan (mma kernel) */
     int32_t ctas;     /* CTAs resident at once: the plan's target and the persistent grid */

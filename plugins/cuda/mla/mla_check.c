@@ -94,7 +94,9 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
         snprintf(err, n, "forward: linear-attention inputs given; cuda_mla is full (MLA) attention");
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    int rc = mla_check_layer(a->layer, err, n);
+    int rc = mla_refuse_unserved(a, err, n);
+    if (rc) return rc;
+    rc = mla_check_layer(a->layer, err, n);
     if (rc) return rc;
     const sgl_attn_layer *l = a->layer;
     const sgl_attn_batch *b = a->batch;
@@ -259,5 +261,50 @@ int mla_batch_lengths(const sgl_attn_batch *b, int32_t max_reqs, int32_t max_tok
                  b->num_tokens);
         return SGL_ATTN_E_INVALID;
     }
+    return SGL_ATTN_OK;
+}
+
+/* An ABI 1.2 field that is set but not served: refused by name, never ignored. */
+static int refuse(char *err, size_t n, const char *what) {
+    snprintf(err, n, "%s is set (ABI 1.2): cuda_mla does not serve it (its caps do not declare it)", what);
+    return SGL_ATTN_E_UNSUPPORTED;
+}
+
+int mla_refuse_unserved_batch(const sgl_attn_batch *b, char *err, size_t n) {
+    if (b->struct_size < SGL_ATTN_BATCH_SIZE_V1_0) {
+        snprintf(err, n, "batch struct_size %u: expected at least %u (ABI 1.0)", b->struct_size,
+                 SGL_ATTN_BATCH_SIZE_V1_0);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, custom_mask)) return refuse(err, n, "batch.custom_mask");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, mask_indptr)) return refuse(err, n, "batch.mask_indptr");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, page_table)) return refuse(err, n, "batch.page_table");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, encoder_out_cache_loc))
+        return refuse(err, n, "batch.encoder_out_cache_loc");
+    return SGL_ATTN_OK;
+}
+
+int mla_refuse_unserved(const sgl_attn_forward_args *a, char *err, size_t n) {
+    const sgl_attn_layer *l = a->layer;
+    if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0 || (l && l->struct_size < SGL_ATTN_LAYER_SIZE_V1_0)) {
+        snprintf(err, n, "forward args / layer struct_size %u / %u: expected at least %u / %u (ABI 1.0)",
+                 a->struct_size, l ? l->struct_size : 0u, SGL_ATTN_FORWARD_ARGS_SIZE_V1_0, SGL_ATTN_LAYER_SIZE_V1_0);
+        return SGL_ATTN_E_INVALID;
+    }
+    int rc = mla_refuse_unserved_batch(a->batch, err, n);
+    if (rc) return rc;
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) return refuse(err, n, "forward args lse");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) return refuse(err, n, "forward args q_rope");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return refuse(err, n, "forward args k_rope");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices)) return refuse(err, n, "forward args topk_indices");
+    if (!l) return SGL_ATTN_OK; /* mla_check_layer names it */
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map)) return refuse(err, n, "layer.slot_map");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) != SGL_ATTN_TYPE_CAUSAL)
+        return refuse(err, n, "layer.attn_type (not causal)");
+    const float qd = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale);
+    if (qd != 0.f && qd != 1.f) return refuse(err, n, "layer.q_descale");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, k_scale_tensor)) return refuse(err, n, "layer.k_scale_tensor");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, v_scale_tensor)) return refuse(err, n, "layer.v_scale_tensor");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale_tensor)) return refuse(err, n, "layer.q_descale_tensor");
     return SGL_ATTN_OK;
 }

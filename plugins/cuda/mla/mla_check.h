@@ -36,6 +36,12 @@ typedef struct mla_fwd_view {
  * soft-cap, window, sinks or cross attention. */
 int mla_check_layer(const sgl_attn_layer *l, char *err, size_t err_size);
 
+/* ABI 1.2 fields cuda_mla does not serve, refused by name when set (only
+ * fields within the caller's struct_size are read); structs older than ABI
+ * 1.0 are refused.  The forward's check calls the second. */
+int mla_refuse_unserved_batch(const sgl_attn_batch *b, char *err, size_t err_size);
+int mla_refuse_unserved(const sgl_attn_forward_args *a, char *err, size_t err_size);
+
 /* The whole call: layer, q / out / pool / k / index tensors on CUDA device
  * `device`, shapes consistent with the planned batch (num_tokens t_planned,
  * bs_planned requests). */

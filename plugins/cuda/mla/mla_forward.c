@@ -56,6 +56,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
         s.kv_dt = v.kv_dt;
         s.inv_k_scale = 1.f / v.k_scale;
         s.stream = stream;
+        s.fault = b->fault.dev;
         int e = mla_launch_save(&s);
         if (e) return mla_cuda_fail(b, "save_kv_cache kernel launch", e);
     }
@@ -77,6 +78,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     f.r2t_rows = v.r2t_rows;
     f.r2t_cols = v.r2t_cols;
     f.req_pool_indices = v.req_pool_indices;
+    f.fault = b->fault.dev;
     f.plan = b->plan_dev;
     f.lay = b->lay;
     f.part_o = b->part_o;
@@ -102,6 +104,19 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     } else {
         f.grid_items = b->n_items < ctas ? b->n_items : ctas;
         f.grid_comb = b->n_comb;
+    }
+
+    /* The item check, once per planned batch and kernel kind (again for a
+     * layer whose pool is smaller than the one checked): the rows and
+     * entries this kernel's work reads, checked whole, so the attention
+     * kernels need no check of their own (mla_item_check.cu). */
+    const int simple = kernel == MLA_KERNEL_SIMPLE;
+    if (v.num_slots < b->checked_slots[simple]) {
+        const int32_t n = simple ? b->t : b->n_items;
+        const int grid = b->graph || n > MLA_CHECK_BLOCKS ? MLA_CHECK_BLOCKS : n;
+        int ce = mla_launch_item_check(&f, simple, grid);
+        if (ce) return mla_cuda_fail(b, "item check kernel launch", ce);
+        b->checked_slots[simple] = v.num_slots;
     }
 
     int e = 0;

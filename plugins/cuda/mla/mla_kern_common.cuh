@@ -1,5 +1,5 @@
 /*
- * mla_kern_common.cuh - device helpers of the MLA kernels: clamped index
+ * mla_kern_common.cuh - device helpers of the MLA kernels: guarded index
  * reads, the plan arrays, 16-bit / fp8 conversions.  CUDA only.
  */
 #ifndef SGL_MLA_KERN_COMMON_CUH
@@ -29,13 +29,17 @@ GC_DEV int64_t mla_idx(const mla_index &ix, int64_t i) {
     return (int64_t)__ldg(ix.p + i);
 }
 
-/* The req_to_token row of request b, clamped into the tensor. */
+/* The req_to_token row of request b, clamped into the tensor.  The rows and
+ * entries the planned items read were checked whole before the first
+ * attention kernel of the batch (mla_item_check.cu: an item with a bad one
+ * attends nothing), so the clamps here only keep a tensor changed after that
+ * check inside its bounds; they never move a checked value. */
 GC_DEV int64_t mla_pool_row(const mla_fwd_args &a, int b) {
     return mla_clamp64(mla_idx(a.req_pool_indices, b), 0, a.r2t_rows - 1);
 }
 
 /* The pool slot of key `col` of req_to_token row `row`, clamped into the pool
- * (wrong indices read wrong rows, never out of bounds). */
+ * (see mla_pool_row: a read guard, never a move of a checked entry). */
 GC_DEV int64_t mla_slot(const mla_fwd_args &a, int64_t row, int64_t col) {
     col = mla_clamp64(col, 0, a.r2t_cols - 1);
     int64_t s = mla_idx(a.req_to_token, row * a.r2t_cols + col);

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu_fault.h"
 #include "mla_sched.h"
 
 #ifdef __cplusplus
@@ -40,8 +41,9 @@ enum { MLA_KERNEL_AUTO = 0, MLA_KERNEL_SIMPLE = 1, MLA_KERNEL_MMA = 2, MLA_KERNE
  * cp.async + L2 prefetch. */
 enum { MLA_MMA_BASE = 0, MLA_MMA_TWO = 1, MLA_MMA_RING = 2, MLA_MMA_TMA = 3 };
 
-/* An int32/int64 index tensor, read as 32-bit words (element i = word i << shift;
- * little-endian low word).  Reads are clamped into [0, n). */
+/* An int32/int64 index tensor (element i = word i << shift), read whole.
+ * Positions are clamped into [0, n) (a read guard: the host checked the
+ * shapes); values are checked against what they index (mla_kern_common.cuh). */
 typedef struct mla_index {
     const int32_t *p;
     int64_t n;
@@ -75,6 +77,7 @@ typedef struct mla_fwd_args {
     int32_t grid_comb;     /* tiles the combine grid covers */
     void *stream;
     const void *tmap; /* host copy of the pool's CUtensorMap (wide only) */
+    sgl_gpu_fault_ref fault; /* where a bad req_pool_indices / req_to_token value is noted */
 } mla_fwd_args;
 
 typedef struct mla_save_args {
@@ -86,6 +89,7 @@ typedef struct mla_save_args {
     int32_t k_dt, kv_dt;
     float inv_k_scale; /* fp8 pool: stored = value / k_scale */
     void *stream;
+    sgl_gpu_fault_ref fault; /* where an out_cache_loc outside the pool is noted */
 } mla_save_args;
 
 /* Kernel attributes (dynamic shared memory) for every instantiation the
@@ -114,6 +118,10 @@ int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin);
 int mla_launch_wide(const mla_fwd_args *a);
 int mla_launch_combine(const mla_fwd_args *a);
 int mla_launch_save(const mla_save_args *s);
+/* The item check of a planned batch (mla_item_check.cu): simple 1 checks the
+ * plan's tokens (the simple kernel's work), else its items; grid blocks
+ * stride over them. */
+int mla_launch_item_check(const mla_fwd_args *a, int simple, int grid);
 
 /* Encode the pool's TMA map (the wide kernel): rows of 576 elements, boxes of 64
  * elements x box_rows rows, 128-byte swizzle.  `encode` is

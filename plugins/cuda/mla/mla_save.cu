@@ -2,7 +2,8 @@
  * mla_save.cu - write the new latent rows k[T, 1, 576] into the pool at
  * out_cache_loc before attention (save_kv_cache).  Same dtype: a bit copy.
  * fp8 pool: value / k_scale rounded to e4m3 (saturating).  A slot outside the
- * pool is skipped, never clamped: writing another token's row would corrupt it.
+ * pool (the whole int64 checked) is skipped and noted, never clamped or
+ * wrapped: writing another token's row would corrupt it.
  */
 #include "mla_kern_common.cuh"
 
@@ -12,7 +13,10 @@ template <int KDT, int PDT> __global__ __launch_bounds__(SAVE_THREADS) void mla_
     const int64_t t = blockIdx.x;
     if (t >= s.t) return;
     const int64_t slot = mla_idx(s.loc, t);
-    if (slot < 0 || slot >= s.num_slots) return;
+    if ((uint64_t)slot >= (uint64_t)s.num_slots) {
+        if (threadIdx.x == 0) sgl_fault_note(s.fault, SGL_FAULT_OUT_CACHE_LOC, t, slot, 0, s.num_slots);
+        return;
+    }
     const uint16_t *src = (const uint16_t *)s.k + t * MLA_D_QK;
     if (PDT == MLA_DT_FP8) {
         uint8_t *dst = (uint8_t *)s.pool + slot * MLA_D_QK;

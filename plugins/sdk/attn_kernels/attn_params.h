@@ -3,11 +3,20 @@
  * every plugin built on these kernels (cuda_attn, hip_attn) and their
  * launchers.
  *
- * Index tensors may be int32 or int64 (docs/contributing.md).  Kernels read
- * them as int32 words: element i is word (i << shift) (shift 1 for int64, the
- * low word on a little-endian device).  Every index read on the device is
- * clamped into its tensor's range, so wrong indices give wrong numbers, never
- * an out-of-bounds access.
+ * Index tensors may be int32 or int64 (docs/contributing.md).  Values are
+ * checked whole (an int64 as int64) against what they index, never clamped
+ * or wrapped into range, and the checks sit outside the attention kernels:
+ * the plan kernels check each request's row and lengths (a bad request
+ * attends nothing: zero output rows); the item check (attn_check below) runs
+ * once per planned batch before its first attention kernel and checks every
+ * req_to_token entry each item reads (an item with an entry outside the pool
+ * attends nothing); the save kernel checks each out_cache_loc (a bad one
+ * saves nothing).  The first fault is noted in the instance's record
+ * (gpu_fault.h), which fails the next metadata call.  The attention kernels
+ * then read entries as the low word, clamped into the pool: a read guard
+ * for a tensor changed after the check, never a move of a checked entry.
+ * Positions are clamped into the tensor (i < n), a read in range by the
+ * host's shape checks.
  *
  * Planning happens on the device (plan kernels, one block, run by
  * init_forward_metadata and the graph hooks) from the batch's device tensors,
@@ -17,6 +26,8 @@
 #define SGL_ATTN_KERNELS_PARAMS_H
 
 #include <stdint.h>
+
+#include "gpu_fault.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,6 +63,7 @@ typedef struct attn_plan_in {
     attn_index req_pool_indices, seq_lens, extend_seq_lens, encoder_lens;
     int32_t bs;
     int32_t max_reqs, max_ctx; /* rows / columns of req_to_token */
+    sgl_gpu_fault_ref fault;   /* where an out-of-range index is noted */
 } attn_plan_in;
 
 /* What a decode plan writes (device buffers sized at create). */
@@ -106,7 +118,31 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
+    /* fp8 KV pools (cuda_attn): value = stored * scale, the scale read on the
+     * device from *_scale_dev when set (the engine's scale tensors), else the float */
+    const float *k_scale_dev, *v_scale_dev;
+    float k_scale, v_scale;
 } attn_fwd;
+
+/* The item check (attn_check_items_kernel): before the first forward of a
+ * planned batch (and again for a layer whose pool is smaller than the one
+ * checked), every req_to_token entry each planned item reads is checked
+ * whole against the pool; an item with an entry outside it is noted and
+ * emptied (it attends nothing), so the attention kernels read only checked
+ * entries and do no per-load check of their own. */
+#define ATTN_CHECK_SETS 3
+typedef struct attn_check {
+    attn_index req_to_token;   /* [max_reqs, max_ctx] */
+    int64_t r2t_row_words;     /* int32 words per req_to_token row */
+    int64_t num_slots;         /* the pool's slots */
+    int32_t max_ctx;           /* columns of req_to_token (a fault's position) */
+    int32_t nsets;             /* item lists below (grid.y) */
+    int32_t extend;            /* 1: the lists are extend items, else decode items */
+    int32_t max_items;         /* capacity of each list */
+    void *items[ATTN_CHECK_SETS];          /* attn_decode_item * or attn_extend_item * */
+    const int32_t *num_items[ATTN_CHECK_SETS];
+    sgl_gpu_fault_ref fault;   /* where an entry outside the pool is noted */
+} attn_check;
 
 /* Save new K/V at out_cache_loc. */
 typedef struct attn_save {
@@ -118,6 +154,7 @@ typedef struct attn_save {
     int64_t num_slots;
     int32_t t, hkv, d;
     int32_t reserved_;
+    sgl_gpu_fault_ref fault; /* where an out_cache_loc outside the pool is noted */
 } attn_save;
 
 #ifdef __cplusplus

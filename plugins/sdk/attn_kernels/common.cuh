@@ -1,6 +1,6 @@
 /*
  * common.cuh - helpers every attention kernel uses (CUDA and HIP):
- * clamped index reads, the score transform (scale, soft-cap, log2 domain)
+ * index reads, the score transform (scale, soft-cap, log2 domain)
  * and the online-softmax step.  Portable: only gpu_compat.h.
  */
 #ifndef SGL_ATTN_KERNELS_COMMON_CUH
@@ -10,21 +10,34 @@
 
 #include "attn_params.h"
 #include "gpu_compat.h"
+#include "gpu_fault.h"
 
 #define ATTN_LOG2E 1.4426950408889634f
 #define ATTN_NEG_INF (-INFINITY)
 
 GC_DEV int attn_clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
-/* Element i of an index tensor, i clamped into [0, n). */
-GC_DEV int32_t attn_idx(const attn_index &ix, int64_t i) {
+/* Element i of an index tensor, whole (an int64 as int64).  i is clamped
+ * into [0, n): the callers' i is below n by the host's shape checks, so the
+ * clamp only guards the read. */
+GC_DEV int64_t attn_idx(const attn_index &ix, int64_t i) {
     if (ix.n <= 0) return 0;
     if (i < 0) i = 0;
     if (i >= ix.n) i = ix.n - 1;
-    return __ldg(ix.p + (i << ix.shift));
+    return ix.shift ? (int64_t)__ldg((const long long *)ix.p + i) : (int64_t)__ldg(ix.p + i);
 }
 
-/* The pool slot of column `col` of req_to_token row `row`, clamped into the pool. */
+/* Word w of an index tensor (element w >> shift), whole. */
+GC_DEV int64_t attn_word(const attn_index &ix, int64_t w) {
+    return ix.shift ? (int64_t)__ldg((const long long *)ix.p + (w >> 1)) : (int64_t)__ldg(ix.p + w);
+}
+
+/* The pool slot of column `col` of req_to_token row `row`: the entry's low
+ * word, clamped into the pool.  The entries the planned items read were
+ * checked whole before the first forward of the batch (attn_check_items_kernel:
+ * an item with an entry outside the pool attends nothing), so the clamp only
+ * keeps a tensor changed after that check inside the pool; it never moves a
+ * checked entry. */
 GC_DEV int64_t attn_slot(const attn_fwd &p, int row, int col) {
     const int64_t w = (int64_t)row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift);
     int64_t s = __ldg(p.req_to_token.p + w);

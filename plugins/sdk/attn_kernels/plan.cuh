@@ -58,16 +58,66 @@ template <typename T> GC_DEV T plan_block_sum(T v, T *tmp) {
     return c;
 }
 
+/* Request b's row and lengths, checked: a request row outside req_to_token,
+ * an encoder length outside [0, columns], a seq_len outside [0, columns -
+ * enc], an extend length outside [0, seq_len] is noted and the request
+ * attends nothing (ok = 0: zero output rows; an extend length above the
+ * columns gives the request no q rows, so the rows of the requests after it
+ * shift: the batch's output is not valid, and the next metadata call fails). */
+struct plan_req {
+    int row, enc, len, ext, ok;
+};
+/* The first value out of range of a request (tensor 0: none), noted once at
+ * the end: one note site keeps the plan kernels' frames off local memory. */
+struct plan_fault {
+    int tensor;
+    int64_t v, lo, hi;
+};
+GC_DEV bool plan_out(plan_fault &f, int tensor, int64_t v, int64_t lo, int64_t hi) {
+    if (v >= lo && v < hi) return false;
+    if (!f.tensor) f.tensor = tensor, f.v = v, f.lo = lo, f.hi = hi;
+    return true;
+}
+GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend) {
+    plan_req r;
+    r.row = 0;
+    r.enc = r.len = r.ext = 0;
+    r.ok = 0;
+    plan_fault f;
+    f.tensor = 0;
+    f.v = f.lo = f.hi = 0;
+    const int64_t row = attn_idx(in.req_pool_indices, b);
+    const int64_t enc = in.encoder_lens.p ? attn_idx(in.encoder_lens, b) : 0;
+    const int64_t len = attn_idx(in.seq_lens, b);
+    const int64_t ext = extend ? attn_idx(in.extend_seq_lens, b) : 0;
+    const bool ext_ok = !extend || !plan_out(f, SGL_FAULT_EXTEND_SEQ_LENS, ext, 0, (int64_t)in.max_ctx + 1);
+    if (ext_ok) r.ext = (int)ext;
+    const bool bad = plan_out(f, SGL_FAULT_REQ_POOL_INDICES, row, 0, in.max_reqs) ||
+                     plan_out(f, SGL_FAULT_ENCODER_LENS, enc, 0, (int64_t)in.max_ctx + 1) ||
+                     plan_out(f, SGL_FAULT_SEQ_LENS, len, 0, (int64_t)in.max_ctx - enc + 1) || !ext_ok ||
+                     (extend && plan_out(f, SGL_FAULT_EXTEND_SEQ_LENS, ext, 0, len + 1));
+    if (f.tensor) sgl_fault_note(in.fault, f.tensor, b, f.v, f.lo, f.hi);
+    if (bad) return r;
+    r.row = (int)row;
+    r.enc = (int)enc;
+    r.len = (int)len;
+    r.ok = 1;
+    return r;
+}
+
 /* The KV columns request b attends in decode, and its query's column. */
 struct plan_decode_range {
     int row, lo, hi, qpos;
 };
 GC_DEV plan_decode_range plan_decode_req(const attn_plan_in &in, const attn_decode_plan &pl, int b) {
     plan_decode_range r;
-    r.row = attn_clampi(attn_idx(in.req_pool_indices, b), 0, in.max_reqs - 1);
-    int enc = in.encoder_lens.p ? attn_clampi(attn_idx(in.encoder_lens, b), 0, in.max_ctx) : 0;
-    int len = attn_clampi(attn_idx(in.seq_lens, b), 0, in.max_ctx - enc);
-    if (pl.cross) {
+    const plan_req q = plan_req_get(in, b, false);
+    const int enc = q.enc, len = q.len;
+    r.row = q.row;
+    if (!q.ok) {
+        r.lo = r.hi = 0;
+        r.qpos = 0;
+    } else if (pl.cross) {
         r.lo = 0;
         r.hi = enc;
         r.qpos = 0x7fffffff;
@@ -131,16 +181,21 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
     if (t == 0) *pl.num_items = carry_items < pl.max_items ? carry_items : pl.max_items;
 }
 
-/* Request b in extend: where its q rows are, what it attends. */
+/* Request b in extend: where its q rows are, what it attends (nothing when
+ * its indices are out of range: plan_req_get). */
 struct plan_extend_req {
     int row, ext, q_pos0, kv_lo, kv_hi;
 };
 GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend_plan &pl, int b) {
     plan_extend_req r;
-    r.row = attn_clampi(attn_idx(in.req_pool_indices, b), 0, in.max_reqs - 1);
-    int enc = in.encoder_lens.p ? attn_clampi(attn_idx(in.encoder_lens, b), 0, in.max_ctx) : 0;
-    int len = attn_clampi(attn_idx(in.seq_lens, b), 0, in.max_ctx - enc);
-    r.ext = attn_clampi(attn_idx(in.extend_seq_lens, b), 0, len);
+    const plan_req q = plan_req_get(in, b, true);
+    r.row = q.row;
+    r.ext = q.ext;
+    if (!q.ok) {
+        r.q_pos0 = r.kv_lo = r.kv_hi = 0;
+        return r;
+    }
+    const int enc = q.enc, len = q.len;
     r.q_pos0 = enc + len - r.ext;
     if (pl.cross) {
         r.kv_lo = 0;
@@ -230,6 +285,47 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_extend_kernel(att
     if (t == 0) {
         int n = carry_b;
         *pl.num_items = n < pl.max_items ? n : pl.max_items;
+    }
+}
+
+/* The item check (attn_params.h: attn_check): block-stride over the items of
+ * list blockIdx.y; each block checks the req_to_token entries its item reads
+ * (decode: [kv_begin, kv_end); extend: [kv_lo, kv_hi), causal items only up
+ * to their last q row's column) whole against the pool.  An item with an
+ * entry outside it is noted and emptied (no columns: zero output, or an
+ * empty split that the combine weighs 0), so no attention kernel reads an
+ * unchecked entry of a planned batch.  Reads are coalesced along the row. */
+#define ATTN_CHECK_THREADS 256
+__global__ __launch_bounds__(ATTN_CHECK_THREADS) void attn_check_items_kernel(attn_check c) {
+    const int set = blockIdx.y; /* selected, not indexed: an indexed param array goes to local memory */
+    void *const items = set == 0 ? c.items[0] : set == 1 ? c.items[1] : c.items[2];
+    const int n = *(set == 0 ? c.num_items[0] : set == 1 ? c.num_items[1] : c.num_items[2]);
+    for (int i = blockIdx.x; i < n && i < c.max_items; i += gridDim.x) {
+        int row, lo, hi;
+        if (c.extend) {
+            const attn_extend_item it = ((const attn_extend_item *)items)[i];
+            row = it.row, lo = it.kv_lo, hi = it.kv_hi;
+            if (it.causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
+        } else {
+            const attn_decode_item it = ((const attn_decode_item *)items)[i];
+            row = it.row, lo = it.kv_begin, hi = it.kv_end;
+        }
+        const int64_t base = (int64_t)row * c.r2t_row_words;
+        int bad = 0;
+        for (int col = lo + (int)threadIdx.x; col < hi; col += ATTN_CHECK_THREADS) {
+            const int64_t s = attn_word(c.req_to_token, base + ((int64_t)col << c.req_to_token.shift));
+            if ((uint64_t)s >= (uint64_t)c.num_slots) {
+                if (!bad) sgl_fault_note(c.fault, SGL_FAULT_REQ_TO_TOKEN, (int64_t)row * c.max_ctx + col, s, 0,
+                                         c.num_slots);
+                bad = 1;
+            }
+        }
+        if (__syncthreads_or(bad) && threadIdx.x == 0) {
+            if (c.extend)
+                ((attn_extend_item *)items)[i].kv_hi = lo;
+            else
+                ((attn_decode_item *)items)[i].kv_end = lo;
+        }
     }
 }
 

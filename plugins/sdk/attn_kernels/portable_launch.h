@@ -20,6 +20,9 @@ enum { ATTN_DT_F16 = 0, ATTN_DT_BF16 = 1 };
 int attn_launch_plan_decode(const attn_plan_in *in, const attn_decode_plan *pl, void *stream);
 int attn_launch_plan_extend(const attn_plan_in *in, const attn_extend_plan *pl, void *stream);
 int attn_launch_save_kv(const attn_save *s, void *stream);
+/* The item check of a planned batch (attn_params.h: attn_check); grid_items:
+ * the blocks per list (they stride over the list). */
+int attn_launch_check_items(const attn_check *c, int grid_items, void *stream);
 /* grid_items: upper bound of the plan's items (blocks past num_items exit). */
 int attn_launch_decode_portable(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 int attn_launch_extend_portable(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);

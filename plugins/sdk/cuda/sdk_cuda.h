@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu_fault.h"
 #include "sgl_attn_abi.h"
 
 #ifdef __cplusplus
@@ -61,6 +62,32 @@ int sgl_sdk_cuda_device_query(int device, sgl_sdk_cuda_device *out, char *err, s
  * sgl_attn_status (SGL_ATTN_E_INVALID for a NULL pointer...).  Every call
  * first makes `device` current on the calling thread. */
 extern const sgl_attn_device_ops sgl_sdk_cuda_device_ops;
+
+/* ---------------------------------------------------------- index faults */
+
+/* An instance's index fault record (gpu_fault.h): the mapped pinned host
+ * record and the device claim word, allocated at create. */
+typedef struct sgl_sdk_cuda_fault {
+    sgl_gpu_fault *host;   /* the record as the host reads it */
+    sgl_gpu_fault_ref dev; /* what the kernels are handed */
+} sgl_sdk_cuda_fault;
+
+/* Allocate and clear the record on the current device (create only). */
+int sgl_sdk_cuda_fault_alloc(sgl_sdk_cuda_fault *f, char *err, size_t err_size);
+void sgl_sdk_cuda_fault_free(sgl_sdk_cuda_fault *f);
+/* The metadata calls' check, with no sync: when a kernel has recorded a
+ * fault, write "<call>: <what was out of range>" into buf, clear the record
+ * (the claim is released by an async memset on `stream`, after the kernels
+ * already queued there) and return 1; else 0 (also while `stream` is under
+ * graph capture: the record then waits for the next call).  A fault shows here once the
+ * kernel that met it has run: the call after the faulting batch, or later
+ * when the engine has not waited on the stream since. */
+int sgl_sdk_cuda_fault_take(sgl_sdk_cuda_fault *f, void *stream, const char *call, char *buf, size_t size);
+/* Read and clear the record with no sync, as sgl_sdk_cuda_fault_take, but
+ * hand back the record itself (for a plugin with its own codes); 1 if one. */
+int sgl_sdk_cuda_fault_take_raw(sgl_sdk_cuda_fault *f, void *stream, sgl_gpu_fault *out);
+/* The tensor's name for a SGL_FAULT_* value ("index tensor" for others). */
+const char *sgl_sdk_fault_tensor_name(int tensor);
 
 #ifdef __cplusplus
 }

@@ -47,6 +47,22 @@ cudaError_t cudaFree(void *p) {
     free(p);
     return cudaSuccess;
 }
+/* Mapped pinned host memory: host memory the emulated kernels read as is. */
+cudaError_t cudaHostAlloc(void **p, size_t n, unsigned int flags) {
+    (void)flags;
+    no_capture(nullptr, "cudaHostAlloc");
+    *p = calloc(1, n ? n : 1);
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaHostGetDevicePointer(void **d, void *h, unsigned int flags) {
+    (void)flags;
+    *d = h;
+    return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void *p) {
+    free(p);
+    return cudaSuccess;
+}
 cudaError_t cudaMemset(void *p, int v, size_t n) {
     no_capture(nullptr, "cudaMemset");
     std::memset(p, v, n);
