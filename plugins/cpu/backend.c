@@ -45,6 +45,12 @@ static int op_indexer_topk(sgl_attn_backend *b, const sgl_attn_indexer_args *a) 
     return cref_indexer_topk(c, a);
 }
 
+static int op_forward_ragged(sgl_attn_backend *b, const sgl_attn_ragged_args *a) {
+    cref_backend *c = self(b);
+    c->err[0] = 0;
+    return cref_forward_ragged(c, a);
+}
+
 static const char *op_last_error(sgl_attn_backend *b) { return self(b)->err; }
 
 static void op_destroy(sgl_attn_backend *b) {
@@ -73,6 +79,7 @@ static const sgl_attn_backend_ops cref_ops = {
     .state_clear = NULL,
     .state_copy = NULL,
     .state_commit = NULL,
+    .forward_ragged = op_forward_ragged,
     .indexer_topk = op_indexer_topk,
 };
 
@@ -177,7 +184,7 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
 
     b->scratch_stride = round_up(cref_scratch_bytes(b->rows_cap, b->max_dqk, b->max_dv), CREF_ALIGN);
     b->scratch = aligned_alloc(CREF_ALIGN, b->scratch_stride * (size_t)b->nthreads);
-    b->reqs = calloc((size_t)b->max_reqs, sizeof *b->reqs);
+    b->reqs = calloc(2 * (size_t)b->max_reqs, sizeof *b->reqs); /* the batch's plan, then forward_ragged's */
     /* Decode splits: up to 4 per thread, within CREF_SPLIT_BYTES_MAX. */
     size_t per_item = round_up((size_t)b->rows_cap * (size_t)(b->max_dv + 2) * sizeof(double), CREF_ALIGN);
     size_t items = (size_t)b->nthreads * 4;

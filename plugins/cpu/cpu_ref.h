@@ -17,6 +17,10 @@
  *   dual_chunk.c   dual chunk attention: its checks and float64 loops
  *   plan_engine.c  ABI 1.2 batch inputs: page tables, tree masks, encoder slots
  *   layer_engine.c ABI 1.2 layer inputs: slot maps, attention types
+ *   ragged.c       forward_ragged (ABI 1.2): K/V as tensors, cu_seqlens
+ *   lse_out.c      the LSE output (ABI 1.2) of the paged and ragged forwards
+ *   fp8_scales.c   an fp8 KV pool's scales: floats, scale tensors, q descale (ABI 1.2)
+ *   rope_split.c   MLA's q_rope / k_rope beside the latent q / k (ABI 1.2)
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -40,6 +44,9 @@
 #define CREF_ERR_MAX 640
 #define CREF_ALIGN 64
 #define CREF_DTYPES (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64)
+/* The pool may also be fp8 (e4m3: DLPack 1.1's e4m3fn or our private code; e5m2). */
+#define CREF_FP8_DTYPES (SGL_ATTN_DT_FP8_E4M3 | SGL_ATTN_DT_FP8_E5M2)
+#define CREF_KV_DTYPES (CREF_DTYPES | CREF_FP8_DTYPES)
 
 /* ------------------------------------------------------------ threads.c */
 
@@ -109,7 +116,8 @@ typedef struct cref_job {
     const unsigned char *k_cache; /* slot s, head h at (s * k_slot + h * dqk) elements */
     const unsigned char *v_cache; /* MLA: = k_cache (value = first dv dims) */
     int64_t k_slot, v_slot, v_head;
-    const void *r2t;        /* init_forward_metadata's view: data, dtype, width */
+    const void *r2t;        /* init_forward_metadata's view: data, dtype, width; NULL
+                             * (ragged): key c of a request is slot row * r2t_cols + c */
     int r2t_64;
     int64_t r2t_cols;
     int64_t pool_slots;     /* this layer's pool: every slot read is checked against it */
@@ -136,6 +144,15 @@ typedef struct cref_job {
     int map_64;
     int64_t map_len;
     const unsigned char *mask; /* tree verify: custom_mask as planned, NULL = causal */
+    /* ABI 1.2, c20b side (set on every forward; NULL / 1 / dqk when not asked for) */
+    float *lse;             /* [T, hq] fp32: log-sum-exp of each row's scaled logits */
+    double v_mul;           /* fp8 pool: the value's dequant scale (out = v_mul * P V) */
+    int32_t dq_lat;         /* dims q's rows hold: dqk, or the latent part beside q_rope */
+    const unsigned char *q_rope; /* [T, hq, dqk - dq_lat] of q's dtype, rows at t * qr_ts + h * qr_hs */
+    int64_t qr_ts, qr_hs;
+    const unsigned char *k_rope; /* save: [T, 1, dqk - dq_lat] of k's dtype, token t at t * kr_ts */
+    int64_t kr_ts;
+    double k_div, v_div;    /* save into an fp8 pool: the new k / v are divided by these */
 } cref_job;
 
 /* Slot of key position pos of request rq (encoder tokens count from 0 for a
@@ -273,6 +290,7 @@ typedef struct cref_backend {
     int save;
     int enc_only;                /* encoder-only layer (layer_engine.c) */
     const unsigned char *k_in, *v_in; /* its keys: the call's k / v */
+    /* forward_ragged plans into reqs + max_reqs, leaving the batch's plan as it was */
     /* DSA: the forward's checked topk_indices [num_tokens, topk_k] */
     const int32_t *topk;
     int64_t topk_k;
@@ -329,6 +347,22 @@ void cref_dual_chunk_run(cref_backend *b);
 
 /* forward.c */
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);
+/* Run b->job's n_items work items (and the decode splits' combine). */
+int cref_run_items(cref_backend *b);
+/* check_args.c: the job's work items from the planned requests. */
+void cref_plan_items(cref_backend *b);
+
+/* ragged.c: backend_ops.forward_ragged */
+int cref_forward_ragged(cref_backend *b, const sgl_attn_ragged_args *a);
+/* lse_out.c: `lse` (may be NULL) as a [T, hq] fp32 host tensor; sets job.lse. */
+int cref_lse_check(cref_backend *b, const DLTensor *lse, const char *what, int64_t T, int64_t hq);
+/* fp8_scales.c: the layer's scales for a pool of kv_dt (floats, scale
+ * tensors, q descale, with their precedence); folds them into job.scale,
+ * job.v_mul, job.k_div, job.v_div. */
+int cref_fp8_scales(cref_backend *b, const sgl_attn_layer *L, uint32_t kv_dt, int mla);
+/* rope_split.c: forward_args.q_rope / k_rope; *dq_lat = the dims q and k
+ * then hold (head_dim_qk when they are absent).  Sets the job's rope views. */
+int cref_rope_check(cref_backend *b, const sgl_attn_forward_args *a, int mla, int64_t T, int32_t *dq_lat);
 
 /* sparse_mla.c: forward's topk_indices (NULL when absent or beyond
  * struct_size); check them (after cref_check_args); attend over them. */

@@ -132,6 +132,10 @@ int cref_forward(cref_backend *b, const sgl_attn_forward_args *a) {
         cref_dual_chunk_run(b);
         return atomic_load(&b->bad.set) ? bad_index(b) : SGL_ATTN_OK;
     }
+    return cref_run_items(b);
+}
+
+int cref_run_items(cref_backend *b) {
     atomic_store_explicit(&b->next, 0, memory_order_relaxed);
     cref_threads_run(b->threads, attend_task, b);
     if (atomic_load(&b->bad.set)) return bad_index(b);

@@ -155,6 +155,10 @@ void cref_direct_keys(cref_backend *b) {
     J->v_head = J->dv;
     J->pool_slots = b->num_tokens;
     J->slot_map = NULL;
+    /* the keys are the call's k / v, not pool codes: an fp8 pool's dequant
+     * scales (fp8_scales.c, folded into scale and v_mul) do not apply */
+    J->scale /= J->k_div;
+    J->v_mul = 1;
 }
 
 int64_t cref_new_slot(cref_backend *b, int64_t t) {
