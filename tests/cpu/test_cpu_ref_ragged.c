@@ -3,7 +3,8 @@
  * prefill) and d128, with the LSE output; checked against float64 math
  * written here.  Merging a prefix chunk and the new tokens by their LSE
  * equals attention over the whole (DeepSeek's prefix-chunk use).  A ragged
- * call leaves the batch planned by init_forward_metadata usable.  Bad
+ * call leaves the batch planned by init_forward_metadata usable, and takes
+ * nothing from a previous engine-input layer (attention type).  Bad
  * cu_seqlens, lse and shapes are refused naming the field and value. */
 #include <math.h>
 #include <setjmp.h>
@@ -283,6 +284,40 @@ static void test_plan_survives_ragged(void **state) {
     rg_free(&g);
 }
 
+/* A ragged call after a paged forward on a layer with ABI 1.2 engine inputs
+ * (here a bidirectional attention type) runs as plain causal attention over
+ * its own tensors: nothing of that layer's job carries over. */
+static void test_ragged_after_engine_layer(void **state) {
+    (void)state;
+    tc_spec s;
+    memset(&s, 0, sizeof s);
+    s.mode = SGL_ATTN_MODE_EXTEND, s.bs = 2, s.hq = 4, s.hkv = 4, s.dqk = 192, s.dv = 128, s.page = 16;
+    s.window = -1, s.dt = s.kv_dt = SGL_ATTN_DT_F32, s.save = 1;
+    s.seq[0] = 50, s.prefix[0] = 20, s.seq[1] = 33, s.prefix[1] = 0;
+    tc_run r;
+    tc_build(&r, &s, 5, 6);
+    r.layer.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL;
+    char err[256];
+    sgl_attn_backend *b = tc_create(&r, err, sizeof err);
+    assert_non_null(b);
+    assert_int_equal(b->ops->init_forward_metadata(b, &r.batch), SGL_ATTN_OK);
+    assert_int_equal(b->ops->forward_extend(b, &r.args), SGL_ATTN_OK);
+    rg g;
+    memset(&g, 0, sizeof g);
+    g.bs = 3, g.hq = 4, g.hkv = 4, g.dqk = 192, g.dv = 128, g.causal = 1, g.dt = SGL_ATTN_DT_F32;
+    g.lq[0] = 5, g.lk[0] = 9, g.lq[1] = 3, g.lk[1] = 3, g.lq[2] = 2, g.lk[2] = 40;
+    rg_build(&g, 12);
+    assert_int_equal(b->ops->forward_ragged(b, &g.a), SGL_ATTN_OK);
+    double *ref = malloc(sizeof(double) * (size_t)(g.Tq * g.hq * g.dv)), *lref = malloc(sizeof(double) * (size_t)(g.Tq * g.hq));
+    rg_ref(&g, ref, lref);
+    assert_true(nmse(&g, ref) < 1e-11);
+    assert_true(lse_err(&g, lref) < 1e-5);
+    free(ref), free(lref);
+    b->ops->destroy(b);
+    tc_free(&r);
+    rg_free(&g);
+}
+
 static void expect(sgl_attn_backend *b, const rg *g, int status, const char *text) {
     int rc = b->ops->forward_ragged(b, &g->a);
     const char *e = b->ops->last_error(b);
@@ -336,6 +371,7 @@ int main(void) {
         cmocka_unit_test(test_ragged_matches_f64),
         cmocka_unit_test(test_lse_merge_equals_whole),
         cmocka_unit_test(test_plan_survives_ragged),
+        cmocka_unit_test(test_ragged_after_engine_layer),
         cmocka_unit_test(test_bad_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
