@@ -181,6 +181,68 @@ static void test_fp8_pools(void **state) {
     run(&s, &(fp8_case){"decode MLA, e4m3fn, k_scale 0.5 (the value's too)", E4M3FN, 0.5f, 1, 0, 0, 0, 0, 0});
 }
 
+/* An encoder-only layer over an fp8 pool: its keys are the call's k / v as
+ * given, so the pool's dequant scales apply to the save only, never to the
+ * attention; the saved codes are k / k_scale as for any layer. */
+static void test_encoder_only_fp8_pool(void **state) {
+    (void)state;
+    tc_spec s = base(SGL_ATTN_MODE_EXTEND, SGL_ATTN_DT_BF16);
+    tc_run r;
+    tc_build(&r, &s, 41, 42);
+    const double ks = 0.25, vs = 4;
+    const int64_t krow = (int64_t)s.hkv * s.dqk, vrow = (int64_t)s.hkv * s.dv, n = r.slots * krow;
+    uint8_t *kc = calloc((size_t)n, 1), *vc = calloc((size_t)r.slots * (size_t)vrow, 1);
+    const DLDataType f8 = {dl_code[E4M3FN], 8, 1};
+    r.t_kc.data = kc, r.t_kc.dtype = f8;
+    r.t_vc.data = vc, r.t_vc.dtype = f8;
+    r.model.kv_dtype = SGL_ATTN_DT_FP8_E4M3;
+    r.layer.k_scale = (float)ks, r.layer.v_scale = (float)vs;
+    r.layer.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY;
+    char err[256];
+    sgl_attn_backend *b = tc_create(&r, err, sizeof err);
+    assert_non_null(b);
+    int rc = tc_forward(&r, b);
+    if (rc) print_message("# encoder-only fp8: %s\n", b->ops->last_error(b));
+    assert_int_equal(rc, SGL_ATTN_OK);
+    const int G = s.hq / s.hkv;
+    double num = 0, den2 = 0;
+    int64_t tok0 = 0;
+    double sc[256];
+    for (int i = 0; i < s.bs; i++) {
+        const int nn = s.seq[i] - s.prefix[i];
+        for (int j = 0; j < nn; j++)
+            for (int h = 0; h < s.hq; h++) {
+                const int64_t t = tok0 + j;
+                double mx = -INFINITY, den = 0;
+                for (int p = 0; p < nn; p++) {
+                    double dot = 0;
+                    for (int d = 0; d < s.dqk; d++)
+                        dot += tc_load(s.dt, r.q, (size_t)((t * s.hq + h) * s.dqk + d)) *
+                               tc_load(s.dt, r.k, (size_t)((tok0 + p) * krow + (h / G) * s.dqk + d));
+                    sc[p] = dot * (double)r.s.scale, mx = sc[p] > mx ? sc[p] : mx;
+                }
+                for (int p = 0; p < nn; p++) den += exp(sc[p] - mx);
+                for (int d = 0; d < s.dv; d++) {
+                    double acc = 0;
+                    for (int p = 0; p < nn; p++)
+                        acc += exp(sc[p] - mx) * tc_load(s.dt, r.v, (size_t)((tok0 + p) * vrow + (h / G) * s.dv + d));
+                    const double want = acc / den, got = tc_out(&r, (size_t)((t * s.hq + h) * s.dv + d));
+                    num += (got - want) * (got - want), den2 += want * want;
+                }
+            }
+        tok0 += nn;
+    }
+    /* the save: codes of k / k_scale at out_cache_loc */
+    const int64_t slot = s.idx64 ? ((int64_t *)r.ocl)[0] : ((int32_t *)r.ocl)[0];
+    for (int64_t e = 0; e < krow; e++) assert_int_equal(kc[slot * krow + e], enc(0, tc_load(s.dt, r.k, (size_t)e) / ks));
+    print_message("# encoder-only over an e4m3fn pool (k_scale 0.25, v_scale 4): nmse %.3g\n", num / den2);
+    assert_true(num / den2 < 1e-5);
+    r.t_kc.data = r.k_cache, r.t_vc.data = r.v_cache;
+    free(kc), free(vc);
+    b->ops->destroy(b);
+    tc_free(&r);
+}
+
 static void expect_refused(tc_run *r, int status, const char *text) {
     char err[256];
     sgl_attn_backend *b = tc_create(r, err, sizeof err);
@@ -234,6 +296,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fp8_pools),
         cmocka_unit_test(test_bad_scales),
+        cmocka_unit_test(test_encoder_only_fp8_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
