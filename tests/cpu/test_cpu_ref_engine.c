@@ -472,6 +472,14 @@ static void test_attn_types(void **state) {
     e.r.layer.attn_type = 2;
     e.r.t_v.dtype = f32t; /* k bf16, v f32 */
     run_bad(&e, "encoder-only dtypes", SGL_ATTN_E_UNSUPPORTED, "expected one dtype");
+    /* dual chunk attention runs on plain layers only */
+    e.r.t_v.dtype = e.r.t_k.dtype;
+    e.r.layer.attn_type = 1;
+    const sgl_attn_dual_chunk dc = {.struct_size = sizeof dc, .chunk_size = 64, .local_size = 16};
+    e.r.args.dual_chunk = &dc;
+    run_bad(&e, "dual chunk bidirectional", SGL_ATTN_E_UNSUPPORTED,
+            "dual chunk attention with a page table, slot map, tree mask or attention type");
+    e.r.args.dual_chunk = NULL;
     eng_free(&e);
 }
 
