@@ -5,7 +5,7 @@
  * sgl_attn_caps.reason_long, sgl_attn_model.config_dtype and the blocks marked
  * "ABI 1.2: ..." below: tree verify, ragged attention with LSE, page tables,
  * slot maps, caller-owned linear state, attention types, engine fp8, MLA rope
- * inputs, graphs).
+ * inputs, graphs, DeepSeek sparse attention, dual chunk attention).
  * Rules (see docs/abi.md):
  *  - Every public struct starts with `uint32_t struct_size`.  Structs are
  *    append-only: a new field goes at the end, past the previous minor's
@@ -149,9 +149,10 @@ enum {
     SGL_ATTN_FEAT_GRAPH_DEVICE_PLAN = 1u << 20, /* plans on the device: ops->init_forward_metadata_in_graph,
                                                  * needs no *_cpu lengths */
     SGL_ATTN_FEAT_GRAPH_VERIFY = 1u << 21,   /* graph capture of TARGET_VERIFY batches */
-    SGL_ATTN_FEAT_STRIDED_QKV = 1u << 22     /* q/k/v as strided views (a fused qkv buffer) */
+    SGL_ATTN_FEAT_STRIDED_QKV = 1u << 22,    /* q/k/v as strided views (a fused qkv buffer) */
+    SGL_ATTN_FEAT_DUAL_CHUNK = 1u << 23      /* forward_args.dual_chunk (docs/dual_chunk.md) */
 };
-#define SGL_ATTN_FEAT_ALL_V1_2 ((SGL_ATTN_FEAT_STRIDED_QKV << 1) - 1u)
+#define SGL_ATTN_FEAT_ALL_V1_2 ((SGL_ATTN_FEAT_DUAL_CHUNK << 1) - 1u)
 
 typedef enum sgl_attn_forward_mode {
     SGL_ATTN_MODE_IDLE = 0,
@@ -342,6 +343,14 @@ typedef struct sgl_attn_model {
      * index_head_dim of the HF config); 0 when index_topk is 0. */
     int32_t index_n_heads;
     int32_t index_head_dim;
+    /* ABI 1.2: dual chunk attention (Qwen2.5-1M's dual_chunk_attention_config;
+     * docs/dual_chunk.md).  dca_chunk_size 0: the model does not use it. */
+    int32_t dca_chunk_size;        /* chunk_size */
+    int32_t dca_local_size;        /* local_size; keys per chunk = chunk_size - local_size */
+    int32_t dca_original_max_position; /* original_max_position_embeddings; 0: no length scaling */
+    int32_t dca_sparse;            /* sparse_attention_enabled (vertical-slash long prefill) */
+    int32_t dca_sparse_threshold;  /* sparse_attention_threshold: prompt length above which it applies */
+    int32_t dca_reserved_;
 } sgl_attn_model;
 
 static inline int sgl_attn_model_layer_is_full(const sgl_attn_model *m, int layer) {
@@ -460,18 +469,41 @@ typedef struct sgl_attn_linear_io {
      * ssm_state is set the wrapper reads and writes these tensors (this
      * layer's, the engine's memory) instead of its own pool; slot i of a
      * request is state_indices[i] (NULL: batch->state_indices), -1 =
-     * padding.  Layouts (docs/hybrid.md, "State layout"), S = slots:
+     * padding.  Layouts (docs/abi.md, "Linear state contract"), S = slots:
      *   conv_state  [S, conv_dim, W-1]  channel-major, oldest input first
-     *   ssm_state   gdn/kda [S, HV, K, V]; mamba2 [S, H, P, N]; lightning [S, H, D, D]
+     *   ssm_state   gdn/kda [S, HV, V, K]; mamba2 [S, H, P, N]; lightning [S, H, Dv, Dk]
+     *               (K innermost, as sglang's MambaPool temporal state)
      *   intermediate_*  [S, steps, ...the same]: state after each verify token,
      *                   written when keep_intermediate is set (steps >= tokens_per_req)
-     * The dtype is one the wrapper declares in caps.state_dtypes. */
+     * Compact, in the state dtype the instance keeps (model.lin_state_dtype,
+     * one the wrapper declares in caps.state_dtypes). */
     DLTensor *conv_state;
     DLTensor *ssm_state;
     DLTensor *intermediate_conv_state;
     DLTensor *intermediate_ssm_state;
     const DLTensor *state_indices;  /* [bs] int32 / int64, or NULL */
 } sgl_attn_linear_io;
+
+/* ABI 1.2: dual chunk attention (Qwen2.5-1M; docs/dual_chunk.md), served by
+ * plugins that declare SGL_ATTN_FEAT_DUAL_CHUNK. */
+
+/* Keys are split into chunks of chunk_len = chunk_size - local_size
+ * positions.  A query at position p in chunk c = p / chunk_len attends to
+ * keys of its own chunk [c * chunk_len, p] with q (intra), to the previous
+ * chunk [(c - 1) * chunk_len, c * chunk_len) with q_succ (successor) and to
+ * every earlier key [0, (c - 1) * chunk_len) with q_inter; the three parts
+ * merge by their log-sum-exp.  The model rotates each query variant with
+ * its own positions; the kernel only picks which variant meets which key.
+ * When original_max_position > 0 every logit of a request of seq_len keys
+ * is multiplied by max(1, 0.1 * ln(seq_len / original_max_position) + 1). */
+typedef struct sgl_attn_dual_chunk {
+    uint32_t struct_size;
+    int32_t chunk_size;             /* > local_size */
+    int32_t local_size;             /* >= 0 */
+    int32_t original_max_position;  /* 0: no length scaling */
+    const DLTensor *q_succ;         /* [T, Hq, Dqk] like q */
+    const DLTensor *q_inter;        /* [T, Hq, Dqk] like q */
+} sgl_attn_dual_chunk;
 
 /* One forward call. */
 typedef struct sgl_attn_forward_args {
@@ -496,6 +528,11 @@ typedef struct sgl_attn_forward_args {
     /* ABI 1.2, DSA block (below): sparse MLA's selected keys, or NULL for
      * dense attention.  [T, topk] int32, page-encoded; see the block. */
     const DLTensor *topk_indices;
+    /* ABI 1.2: dual chunk attention.  NULL: plain attention.  Read it only
+     * when struct_size covers it and the plugin declares
+     * SGL_ATTN_FEAT_DUAL_CHUNK; selection gives a dual chunk model to no
+     * other plugin, and the validation layer refuses such a forward. */
+    const struct sgl_attn_dual_chunk *dual_chunk;
 } sgl_attn_forward_args;
 
 /* ----------------------------------------------------- backend instance */

@@ -95,9 +95,11 @@ static int run_family(opts_t *o, const harness_family *f, const htarget *t, rows
         const hresult *r = &w->r;
         FILE *tf = out_text(o);
         fprintf(tf, "  %-13s %s", hverdict_name(r->verdict), text);
-        if (r->verdict == HV_PASS)
+        if (r->verdict == HV_PASS && r->nmse >= 0)
             fprintf(tf, "  nmse %.2e (limit %.0e)  %.1f ms, ref %.1f ms\n", r->nmse, r->threshold, r->ms_plugin,
                     r->ms_ref);
+        else if (r->verdict == HV_PASS) /* judged without an NMSE (the DSA indexer's selections) */
+            fprintf(tf, "  %.1f ms, ref %.1f ms\n", r->ms_plugin, r->ms_ref);
         else
             fprintf(tf, "\n      %s\n", attnctl_esc(r->message));
         fflush(tf);

@@ -33,7 +33,8 @@ cJSON *attnctl_json_caps(const sgl_attn_caps *c, uint32_t index) {
                                         "softcap",     "sinks",      "graph_capture",
                                         "spec_decode", "mla_extend", "diff_head_dims",
                                         /* ABI 1.2 */
-                                        "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv"};
+                                        "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv",
+                                        "dual_chunk"};
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "index", index);
     cJSON_AddBoolToObject(o, "available", c->available != 0);

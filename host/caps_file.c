@@ -29,7 +29,8 @@ static const char *const feature_names[] = {"extend",      "decode",      "slidi
                                             "softcap",     "sinks",       "graph_capture",
                                             "spec_decode", "mla_extend",  "diff_head_dims",
                                             /* ABI 1.2 */
-                                            "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv"};
+                                            "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv",
+                                            "dual_chunk"};
 static const char *const dtype_names[] = {"f32", "f16", "bf16", "f64", "fp8_e4m3", "fp8_e5m2"};
 #define COUNT(a) (sizeof(a) / sizeof(a)[0])
 

@@ -32,6 +32,7 @@ static int clause_holds(const rule_clause *cl, const sgl_attn_model *m, const sg
     if (cl->mla >= 0 && cl->mla != (m->is_mla != 0)) return 0;
     if (cl->encoder_decoder >= 0 && cl->encoder_decoder != (m->is_encoder_decoder != 0)) return 0;
     if (cl->dsa >= 0 && cl->dsa != (m->index_topk > 0)) return 0;
+    if (cl->dual_chunk >= 0 && cl->dual_chunk != (m->dca_chunk_size > 0)) return 0;
     if (cl->sinks >= 0 && cl->sinks != (m->has_sinks != 0)) return 0;
     if (cl->diff_head_dims >= 0 && cl->diff_head_dims != (!m->is_mla && m->head_dim_qk != m->head_dim_v)) return 0;
     if (cl->has_arch && !arch_in(cl, caps)) return 0;
@@ -198,6 +199,12 @@ static int check_caps(const sel_ctx *cx, int stage, const sgl_attn_caps *c, eval
             fail(e, D_CAPS, feats[i].rule, "the model uses %s; this plugin does not", feats[i].what);
             return 1;
         }
+    if (m->dca_chunk_size > 0 && !(c->features & SGL_ATTN_FEAT_DUAL_CHUNK)) {
+        fail(e, D_CAPS, "dual-chunk",
+             "the model uses dual chunk attention (chunk_size %d, local_size %d); this plugin does not serve it",
+             m->dca_chunk_size, m->dca_local_size);
+        return 1;
+    }
     int want_extend = stage != ST_DECODE, want_decode = stage != ST_PREFILL;
     if (want_extend && !(c->features & SGL_ATTN_FEAT_EXTEND)) {
         fail(e, D_CAPS, "extend", "does not run prefill/extend%s", stage == ST_FULL ? " (name a prefill backend)" : "");
@@ -324,7 +331,9 @@ void sel_eval_full(const sel_ctx *cx, int stage, const sel_req *r, const sel_can
     }
     for (size_t i = 0; cx->rules && i < cx->rules->n_model_rules; i++) {
         const rule_row *row = &cx->rules->model_rules[i];
-        if (sel_row_in_scope(row, plat) && sel_row_holds(row, m, c->caps) && !sel_name_serves(cx, row->served_by, c)) {
+        if (sel_row_in_scope(row, plat) && sel_row_holds(row, m, c->caps) &&
+            (!sel_name_serves(cx, row->served_by, c) ||
+             (row->binds_name && r->kind != REQ_AUTO && strcmp(r->name, row->served_by)))) {
             fail(e, D_MODEL_RULE, row->id, "%s", row->message);
             return;
         }

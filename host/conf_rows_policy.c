@@ -72,7 +72,7 @@ static int parse_arch(conf_parser *cp, const ju_path *p, const cJSON *n, int is_
     return SGL_ATTN_OK;
 }
 
-static const char *const clause_keys[] = {"mla",      "encoder_decoder", "dsa",        "sinks",
+static const char *const clause_keys[] = {"mla",      "encoder_decoder", "dsa", "dual_chunk",        "sinks",
                                           "diff_head_dims", "arch_min", "arch_max", "q_heads_in", NULL};
 
 static int is_clause_key(const char *k) {
@@ -83,7 +83,7 @@ static int is_clause_key(const char *k) {
 
 static void clause_init(rule_clause *cl) {
     memset(cl, 0, sizeof *cl);
-    cl->mla = cl->encoder_decoder = cl->dsa = cl->sinks = cl->diff_head_dims = -1;
+    cl->mla = cl->encoder_decoder = cl->dsa = cl->dual_chunk = cl->sinks = cl->diff_head_dims = -1;
     cl->arch_min_major = cl->arch_min_minor = cl->arch_max_major = cl->arch_max_minor = -1;
 }
 
@@ -116,6 +116,7 @@ static int parse_clause(conf_parser *cp, const ju_path *p, const cJSON *obj, rul
             if (!strcmp(e->string, "mla")) cl->mla = b;
             else if (!strcmp(e->string, "encoder_decoder")) cl->encoder_decoder = b;
             else if (!strcmp(e->string, "dsa")) cl->dsa = b;
+            else if (!strcmp(e->string, "dual_chunk")) cl->dual_chunk = b;
             else if (!strcmp(e->string, "sinks")) cl->sinks = b;
             else cl->diff_head_dims = b;
         }
@@ -133,16 +134,16 @@ static int parse_clause(conf_parser *cp, const ju_path *p, const cJSON *obj, rul
 /* Which keys a row of each kind takes, and which it must have. */
 static const char *const *row_keys(int kind) {
     static const char *const require[] = {"id",       "platforms", "any_of",   "message", "mla", "encoder_decoder",
-                                          "dsa",      "sinks",     "diff_head_dims", "arch_min", "arch_max",
+                                          "dsa", "dual_chunk",      "sinks",     "diff_head_dims", "arch_min", "arch_max",
                                           "q_heads_in", "_comment", NULL};
     static const char *const allow[] = {"id",       "platforms", "any_of",   "message", "backends", "mla",
-                                        "encoder_decoder", "dsa", "sinks",  "diff_head_dims", "arch_min",
+                                        "encoder_decoder", "dsa", "dual_chunk", "sinks",  "diff_head_dims", "arch_min",
                                         "arch_max", "q_heads_in", "_comment", NULL};
     static const char *const deflt[] = {"id",       "platforms", "any_of",   "prefer", "mla", "encoder_decoder",
-                                        "dsa",      "sinks",     "diff_head_dims", "arch_min", "arch_max",
+                                        "dsa", "dual_chunk",      "sinks",     "diff_head_dims", "arch_min", "arch_max",
                                         "q_heads_in", "_comment", NULL};
-    static const char *const model[] = {"id",       "platforms", "any_of",   "message", "served_by", "mla",
-                                        "encoder_decoder", "dsa", "sinks",  "diff_head_dims", "arch_min",
+    static const char *const model[] = {"id",       "platforms", "any_of",   "message", "served_by", "binds_name", "mla",
+                                        "encoder_decoder", "dsa", "dual_chunk", "sinks",  "diff_head_dims", "arch_min",
                                         "arch_max", "q_heads_in", "_comment", NULL};
     switch (kind) {
     case ROW_ALLOW: return allow;
@@ -180,6 +181,8 @@ static int parse_row(conf_parser *cp, const ju_path *p, const cJSON *obj, int ki
             if ((rc = conf_parse_string(cp, &kp, e, &row->message))) return rc;
         } else if (!strcmp(e->string, "served_by")) {
             if ((rc = conf_parse_string(cp, &kp, e, &row->served_by))) return rc;
+        } else if (!strcmp(e->string, "binds_name")) {
+            if ((rc = ju_get_bool(cp->d, &kp, e, &row->binds_name, cp->err, cp->err_size))) return rc;
         } else if (!strcmp(e->string, "backends")) {
             if ((rc = conf_parse_names(cp, &kp, e, &row->backends, &row->n_backends))) return rc;
         } else if (!strcmp(e->string, "prefer")) {
@@ -213,7 +216,7 @@ static int parse_row(conf_parser *cp, const ju_path *p, const cJSON *obj, int ki
             int i = 0;
             for (const cJSON *cl = e->child; cl; cl = cl->next, i++) {
                 ju_path cpth = ju_idx(&kp, i);
-                static const char *const only_clause[] = {"mla",      "encoder_decoder", "dsa",       "sinks",
+                static const char *const only_clause[] = {"mla",      "encoder_decoder", "dsa", "dual_chunk",       "sinks",
                                                           "diff_head_dims", "arch_min", "arch_max", "q_heads_in",
                                                           "_comment", NULL};
                 if ((rc = ju_want(cp->d, &cpth, cl, cJSON_Object, "a condition object", cp->err, cp->err_size)) ||

@@ -230,6 +230,71 @@ static int read_window(const hf_ctx *h, sgl_attn_model *m) {
     return SGL_ATTN_OK;
 }
 
+/* One integer of dual_chunk_attention_config, named in its errors. */
+static int dca_int(const hf_ctx *h, const cJSON *o, const char *where, const char *key, int64_t lo, int64_t hi,
+                   int64_t dflt, int64_t *out) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!n || cJSON_IsNull(n)) {
+        *out = dflt;
+        return SGL_ATTN_OK;
+    }
+    if (!cJSON_IsNumber(n) || floor(n->valuedouble) != n->valuedouble || n->valuedouble < (double)lo ||
+        n->valuedouble > (double)hi) {
+        char got[64];
+        if (cJSON_IsNumber(n)) snprintf(got, sizeof got, "%g", n->valuedouble);
+        else snprintf(got, sizeof got, "%s", ju_type_name(n));
+        return model_fail(h->err, h->err_size, h->origin,
+                          "\"%sdual_chunk_attention_config.%s\": expected an integer in [%lld, %lld], found %s", where,
+                          key, (long long)lo, (long long)hi, got);
+    }
+    *out = (int64_t)n->valuedouble;
+    return SGL_ATTN_OK;
+}
+
+/* Qwen2.5-1M's dual chunk attention.  Absent sizes take the defaults the
+ * engines use (chunk 8192, local 1024); sparse attention is on when the
+ * config says so, or when it carries a sparse_attention_config and does not
+ * say otherwise. */
+static int read_dual_chunk(const hf_ctx *h, sgl_attn_model *m) {
+    const char *where;
+    const cJSON *o = hf_item(h, "dual_chunk_attention_config", &where);
+    if (!o) return SGL_ATTN_OK;
+    if (!cJSON_IsObject(o))
+        return model_fail(h->err, h->err_size, h->origin, "\"%sdual_chunk_attention_config\": expected an object, found %s",
+                          where, ju_type_name(o));
+    int64_t chunk, local, orig, thr;
+    int rc;
+    if ((rc = dca_int(h, o, where, "chunk_size", 2, 1 << 30, 8192, &chunk)) ||
+        (rc = dca_int(h, o, where, "local_size", 0, 1 << 30, 1024, &local)) ||
+        (rc = dca_int(h, o, where, "original_max_position_embeddings", 0, 1 << 30, 0, &orig)) ||
+        (rc = dca_int(h, o, where, "sparse_attention_threshold", 0, 1 << 30, 32768, &thr)))
+        return rc;
+    if (local >= chunk)
+        return model_fail(h->err, h->err_size, h->origin,
+                          "\"%sdual_chunk_attention_config\": local_size %lld must be below chunk_size %lld (keys per "
+                          "chunk are chunk_size - local_size)",
+                          where, (long long)local, (long long)chunk);
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(o, "sparse_attention_enabled");
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(o, "sparse_attention_config");
+    int sparse;
+    if (en && !cJSON_IsNull(en)) {
+        if (!cJSON_IsBool(en))
+            return model_fail(h->err, h->err_size, h->origin,
+                              "\"%sdual_chunk_attention_config.sparse_attention_enabled\": expected true or false, "
+                              "found %s",
+                              where, ju_type_name(en));
+        sparse = cJSON_IsTrue(en);
+    } else {
+        sparse = sc && !cJSON_IsNull(sc);
+    }
+    m->dca_chunk_size = (int32_t)chunk;
+    m->dca_local_size = (int32_t)local;
+    m->dca_original_max_position = (int32_t)orig;
+    m->dca_sparse = sparse;
+    m->dca_sparse_threshold = (int32_t)thr;
+    return SGL_ATTN_OK;
+}
+
 int model_from_hf(const void *cjson_root, const char *origin, int tp_size, sgl_attn_model *m, char *err,
                   size_t err_size) {
     const cJSON *root = cjson_root;
@@ -256,7 +321,7 @@ int model_from_hf(const void *cjson_root, const char *origin, int tp_size, sgl_a
     int found, mla = is_deepseek_v4(&h);
     if (!mla && (rc = hf_int(&h, "kv_lora_rank", 1, 65535, &rank, &mla))) return rc;
     if ((rc = read_shape(&h, m, &f, mla)) || (rc = read_mla(&h, m)) || (rc = read_dtype(&h, m)) ||
-        (rc = read_window(&h, m)))
+        (rc = read_window(&h, m)) || (rc = read_dual_chunk(&h, m)))
         return rc;
     const cJSON *cross = hf_item(&h, "cross_attention_layers", NULL);
     m->is_encoder_decoder = hf_true(&h, "is_encoder_decoder") || (cJSON_IsArray(cross) && cross->child);

@@ -19,6 +19,7 @@ typedef struct rule_clause {
     int mla;             /* model is MLA */
     int encoder_decoder; /* model has cross attention */
     int dsa;             /* model uses DeepSeek sparse attention (index_topk > 0) */
+    int dual_chunk;      /* model uses dual chunk attention (dca_chunk_size > 0) */
     int sinks;           /* model has attention sinks */
     int diff_head_dims;  /* qk head dim != v head dim */
     int has_arch;        /* arch_min / arch_max given: the device must report an arch */
@@ -43,6 +44,9 @@ typedef struct rule_row {
     size_t n_prefer;
     /* model rules: the alias whose plugins serve models matching the row */
     const char *served_by;
+    /* model rules: a name asked for other than served_by is refused too
+     * (sglang's dual chunk rule is about the name, not the plugin) */
+    int binds_name;
 } rule_row;
 
 typedef struct conf_alias {

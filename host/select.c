@@ -192,9 +192,17 @@ static void alternative(const sel_ctx *cx, const sel_req *refused, char *buf, si
     str_copy(buf, size, "(none here serves this model)");
 }
 
-/* Replace {alternative} in a message. */
+/* Replace {alternative} and {asked} (the name asked for; "the automatic
+ * choice" when none was) in a message. */
 static void expand(const sel_ctx *cx, const sel_req *r, const char *msg, char *out, size_t size) {
-    const char *at = strstr(msg, "{alternative}");
+    char step[1024];
+    const char *at = strstr(msg, "{asked}");
+    if (at) {
+        const char *asked = r->asked && r->asked[0] ? r->asked : "the automatic choice";
+        str_printf(step, sizeof step, "%.*s%s%s", (int)(at - msg), msg, asked, at + strlen("{asked}"));
+        msg = step;
+    }
+    at = strstr(msg, "{alternative}");
     if (!at) {
         str_copy(out, size, msg);
         return;
@@ -319,6 +327,17 @@ static void headline(const sel_ctx *cx, const stage_run *st, const char *extra, 
                 str_printf(err, err_size, "%s: %s Alternatives here: %s", what, msg, alts);
                 return;
             }
+        /* A model rule that binds the model to one alias refuses every other
+         * name whatever the device (sglang's dual chunk server-args rule). */
+        for (size_t i = 0; cx->rules && i < cx->rules->n_model_rules; i++) {
+            const rule_row *row = &cx->rules->model_rules[i];
+            if (!row->binds_name || row->platforms || sel_row_uses_arch(row) ||
+                !sel_row_holds(row, &cx->model, NULL) || !strcmp(row->served_by, st->req.name))
+                continue;
+            expand(cx, &st->req, row->message, msg, sizeof msg);
+            str_printf(err, err_size, "%s: %s Alternatives here: %s", what, msg, alts);
+            return;
+        }
         if (a && a->message) {
             str_printf(err, err_size, "%s: %s Alternatives here: %s", what, a->message, alts);
             return;

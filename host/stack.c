@@ -117,7 +117,8 @@ int stack_caps_intersect(const sgl_attn_caps *own, const sgl_attn_caps *inner, s
     o.attn_kinds = own->attn_kinds & inner->attn_kinds;
     o.q_dtypes = own->q_dtypes & inner->q_dtypes;
     o.kv_dtypes = own->kv_dtypes & inner->kv_dtypes;
-    o.features = own->features & inner->features;
+    /* A wrapper's linear state is its own: the full layers below have none. */
+    o.features = (own->features & inner->features) | (own->features & SGL_ATTN_FEAT_CALLER_STATE);
     o.dsa_ops = own->dsa_ops & inner->dsa_ops; /* every layer must pass topk_indices on */
     o.state_dtypes = own->state_dtypes ? own->state_dtypes : inner->state_dtypes;
     o.max_gqa_ratio = min_limit(own->max_gqa_ratio, inner->max_gqa_ratio);

@@ -18,6 +18,9 @@ static const struct {
     [HDT_I32] = {"i32", 4, {kDLInt, 32, 1}, 0},
     [HDT_I64] = {"i64", 8, {kDLInt, 64, 1}, 0},
     [HDT_FP8_E4M3] = {"fp8_e4m3", 1, {SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8, 1}, SGL_ATTN_DT_FP8_E4M3},
+    [HDT_U8] = {"u8", 1, {kDLUInt, 8, 1}, 0},
+    [HDT_E4M3] = {"e4m3", 1, {SGL_ATTN_DL_FLOAT8_E4M3_CODE, 8, 1}, SGL_ATTN_DT_FP8_E4M3},
+    [HDT_E5M2] = {"e5m2", 1, {SGL_ATTN_DL_FLOAT8_E5M2_CODE, 8, 1}, SGL_ATTN_DT_FP8_E5M2},
 };
 
 size_t hdtype_size(hdtype t) { return T[t].size; }
@@ -35,7 +38,7 @@ int hdtype_parse(const char *s, hdtype *t) {
     if (!strcmp(s, "fp32") || !strcmp(s, "float32")) return *t = HDT_F32, 0;
     if (!strcmp(s, "fp16") || !strcmp(s, "float16")) return *t = HDT_F16, 0;
     if (!strcmp(s, "bfloat16")) return *t = HDT_BF16, 0;
-    if (!strcmp(s, "fp8") || !strcmp(s, "float8_e4m3fn")) return *t = HDT_FP8_E4M3, 0;
+    if (!strcmp(s, "fp8") || !strcmp(s, "float8_e4m3fn") || !strcmp(s, "e4m3fn")) return *t = HDT_FP8_E4M3, 0;
     return -1;
 }
 
@@ -77,6 +80,43 @@ static uint16_t bf16_bits(double x) {
     return (uint16_t)hi;
 }
 
+/* fp8, either format (here: e5m2; e4m3 has its own pair below): mantissa
+ * bits mb and bias; e4m3 (fn) has no infinities and one NaN mantissa
+ * pattern at the top exponent. */
+static double fp8_value(uint8_t c, int e5) {
+    const int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, top = e5 ? 31 : 15;
+    const int e = (c >> mb) & top, m = c & ((1 << mb) - 1);
+    double v;
+    if (e == top && (e5 || m == (1 << mb) - 1)) v = e5 && !m ? INFINITY : NAN;
+    else v = e == 0 ? ldexp(m, 1 - bias - mb) : ldexp((1 << mb) + m, e - bias - mb);
+    return (c & 0x80) ? -v : v;
+}
+
+/* Nearest fp8 value, ties to even, saturating at the largest finite one
+ * (448 / 57344), as an engine's fp8 KV store does; NaN stays NaN. */
+static uint8_t fp8_bits(double x, int e5) {
+    const int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7;
+    const uint8_t sign = signbit(x) ? 0x80 : 0, max_code = e5 ? 0x7b : 0x7e;
+    if (isnan(x)) return 0x7f;
+    const double a = fabs(x);
+    if (a >= fp8_value(max_code, e5)) return sign | max_code;
+    /* the spacing of values at a's binade (subnormals: the least normal's) */
+    int e;
+    frexp(a, &e);
+    e -= 1;
+    if (e < 1 - bias) e = 1 - bias;
+    const double q = ldexp(1.0, e - mb);
+    const double n = nearbyint(a / q); /* steps of q; ties to even */
+    const double v = n * q;
+    /* encode v exactly */
+    if (v < ldexp(1.0, 1 - bias)) return sign | (uint8_t)nearbyint(v / ldexp(1.0, 1 - bias - mb));
+    int ve;
+    frexp(v, &ve);
+    ve -= 1;
+    const int m = (int)nearbyint(ldexp(v, mb - ve)) - (1 << mb);
+    return sign | (uint8_t)(((ve + bias) << mb) | m);
+}
+
 /* e4m3fn: bias 7, no inf, S.1111.111 is NaN, subnormals 2^-9 apart. */
 static double e4m3_value(uint8_t b) {
     const int e = (b >> 3) & 15, m = b & 7;
@@ -109,7 +149,10 @@ double hdtype_load(hdtype t, const void *buf, size_t i) {
     case HDT_F64: return ((const double *)buf)[i];
     case HDT_I32: return ((const int32_t *)buf)[i];
     case HDT_I64: return (double)((const int64_t *)buf)[i];
-    case HDT_FP8_E4M3: return e4m3_value(((const uint8_t *)buf)[i]);
+    case HDT_FP8_E4M3:
+    case HDT_E4M3: return e4m3_value(((const uint8_t *)buf)[i]);
+    case HDT_E5M2: return fp8_value(((const uint8_t *)buf)[i], 1);
+    case HDT_U8: return ((const uint8_t *)buf)[i];
     default: return NAN;
     }
 }
@@ -122,7 +165,10 @@ void hdtype_store(hdtype t, void *buf, size_t i, double v) {
     case HDT_F64: ((double *)buf)[i] = v; break;
     case HDT_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case HDT_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case HDT_FP8_E4M3: ((uint8_t *)buf)[i] = e4m3_bits(v); break;
+    case HDT_FP8_E4M3:
+    case HDT_E4M3: ((uint8_t *)buf)[i] = e4m3_bits(v); break;
+    case HDT_E5M2: ((uint8_t *)buf)[i] = fp8_bits(v, 1); break;
+    case HDT_U8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
     default: break;
     }
 }

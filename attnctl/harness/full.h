@@ -3,6 +3,9 @@
  *   full_batch.c   lengths, pool and page table, inputs, staged tensors
  *   full_ref.c     the float64 reference and the expected pool
  *   full_verify.c  output, pool and input checks after a call
+ *   full_engine.c  ABI 1.2 engine inputs (tree mask, draft extend, attention
+ *                  types, encoder slots, page tables, slot maps) and their
+ *                  own float64 reference
  *   full_family.c  the matrix, check, bench
  */
 #ifndef ATTNCTL_FULL_H
@@ -16,6 +19,8 @@ typedef struct fa_case {
     int mode;          /* SGL_ATTN_MODE_EXTEND / DECODE / TARGET_VERIFY */
     long b, l, q, prefix, hq, hkv, d, dv, page, window, sinks, cross, enc, mla, rank, rope, ragged, idx, save;
     long layer, state; /* the layer id passed; 1: batch.state_indices for hybrid wrappers */
+    long chunk, local, omp; /* dual chunk attention: chunk_size (0 off), local_size, original_max_position */
+    long tree, draft, attn, encsave, ptable, smap; /* ABI 1.2 engine inputs (full_engine.c) */
     double softcap, scale;
     double kscale, vscale; /* fp8 pools: value = stored * scale (MLA: kscale) */
     long scalet;           /* 1: the scales also as device tensors (layer.*_scale_tensor) */
@@ -45,6 +50,8 @@ typedef struct fa_batch {
     int32_t *seq, *prefix, *n_new, *enc, *row; /* [bs] */
     int64_t slots, rows, cols;
     htensor q, k, v, out, k_cache, v_cache, sinks, k_scale_t, v_scale_t;
+    htensor q_succ, q_inter;                        /* dual chunk: the other query variants */
+    sgl_attn_dual_chunk dca;
     htensor r2t, req_idx, seq_lens, prefix_lens, ext_lens, enc_lens, ocl, positions, state_idx;
     DLTensor seq_cpu, prefix_cpu, ext_cpu, enc_cpu; /* host mirrors */
     unsigned char *k_init, *v_init;                 /* the pool before the call */
@@ -54,7 +61,25 @@ typedef struct fa_batch {
     sgl_attn_model model;
     sgl_attn_create_options opts;
     double *ref;                                     /* [T, hq, dv] float64 reference */
+    /* ABI 1.2 engine inputs (full_engine.c); unused ones stay unallocated */
+    htensor mask, mask_ip, ptab, smap, enc_loc, ek, ev;
+    int64_t n_enc;                                   /* encoder tokens of the batch */
 } fa_batch;
+
+/* full_engine.c: 1 when the case uses an ABI 1.2 engine input (its reference
+ * is then full_engine.c's own float64 loop, not cpu_ref's f64 path). */
+int fa_case_engine(const fa_case *f);
+/* Parse the engine keys into f (after the rest). 0, or -1 with err. */
+int fa_engine_parse(const hcase *c, fa_case *f, char *err, size_t err_size);
+/* The caps bits the engine keys need. */
+uint32_t fa_engine_needs(const fa_case *f);
+/* Build and stage the engine inputs, and point the batch / layer / args at
+ * them (after the rest is built). 0, or -1 with err. */
+int fa_engine_build(fa_batch *fb, hrng *r, char *err, size_t err_size);
+void fa_engine_free(fa_batch *fb);
+int fa_engine_reference(fa_batch *fb, char *err, size_t err_size);
+/* The layer's pool slot of full-pool slot s (the case's slot map, if any). */
+int64_t fa_engine_slot(const fa_batch *fb, int64_t s);
 
 /* Lengths, layout and values from `seed`; every tensor allocated on dev and
  * uploaded (out poisoned).  0, or -1 with err. */

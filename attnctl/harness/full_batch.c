@@ -117,6 +117,17 @@ static void set_tensors(fa_batch *fb) {
     a->k = c->cross ? NULL : &fb->k.t;
     a->v = c->cross || c->mla ? NULL : &fb->v.t;
     a->out = &fb->out.t;
+    if (c->chunk > 0) {
+        sgl_attn_dual_chunk *d = &fb->dca;
+        memset(d, 0, sizeof *d);
+        d->struct_size = sizeof *d;
+        d->chunk_size = (int32_t)c->chunk;
+        d->local_size = (int32_t)c->local;
+        d->original_max_position = (int32_t)c->omp;
+        d->q_succ = &fb->q_succ.t;
+        d->q_inter = &fb->q_inter.t;
+        a->dual_chunk = d;
+    }
 
     memset(&fb->opts, 0, sizeof fb->opts);
     fb->opts.struct_size = sizeof fb->opts;
@@ -215,6 +226,8 @@ int fa_batch_build(fa_batch *fb, const fa_case *c, const hdev *dev, uint64_t see
     ALLOC(v_scale_t, "v_scale_tensor", HDT_F32, 1, 1);
     hdtype_store(HDT_F32, htensor_data(&fb->k_scale_t), 0, fa_pool_scale(c, 0));
     hdtype_store(HDT_F32, htensor_data(&fb->v_scale_t), 0, fa_pool_scale(c, 1));
+    ALLOC(q_succ, "q_succ", c->dt, 3, c->chunk > 0 ? Tn : 0, c->hq, c->d);
+    ALLOC(q_inter, "q_inter", c->dt, 3, c->chunk > 0 ? Tn : 0, c->hq, c->d);
     /* scores of deviation ~2, or ~softcap/2 so the cap bends them */
     const double qs = c->softcap > 0 && c->softcap / 4 > 1 ? 2.0 * c->softcap / 4 : 2.0;
     htensor_fill_normal(&fb->q, &r, qs);
@@ -225,6 +238,9 @@ int fa_batch_build(fa_batch *fb, const fa_case *c, const hdev *dev, uint64_t see
     htensor_fill_uniform(&fb->k_cache, &r, 1.0 / fa_pool_scale(c, 0));
     htensor_fill_uniform(&fb->v_cache, &r, 1.0 / fa_pool_scale(c, 1));
     htensor_poison(&fb->out);
+    /* after every other draw, so the inputs of the other cases stay as they were */
+    htensor_fill_normal(&fb->q_succ, &r, qs);
+    htensor_fill_normal(&fb->q_inter, &r, qs);
     fb->k_init = malloc(fb->k_cache.bytes + 1);
     fb->v_init = malloc(fb->v_cache.bytes + 1);
     if (!fb->k_init || !fb->v_init) goto oom;
@@ -235,9 +251,10 @@ int fa_batch_build(fa_batch *fb, const fa_case *c, const hdev *dev, uint64_t see
     htensor *all[] = {&fb->r2t,  &fb->req_idx,   &fb->seq_lens, &fb->prefix_lens, &fb->ext_lens,
                       &fb->enc_lens, &fb->ocl, &fb->positions, &fb->state_idx, &fb->q,
                       &fb->k,    &fb->v,       &fb->out,      &fb->k_cache,     &fb->v_cache, &fb->sinks,
-                      &fb->k_scale_t, &fb->v_scale_t};
+                      &fb->k_scale_t, &fb->v_scale_t, &fb->q_succ, &fb->q_inter};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (htensor_upload(all[i], err, err_size)) goto fail;
+    if (fa_case_engine(c) && fa_engine_build(fb, &r, err, err_size)) goto fail;
     return 0;
 oom:
     snprintf(err, err_size, "out of host memory building the case");
@@ -261,8 +278,9 @@ void fa_batch_free(fa_batch *fb) {
     htensor *all[] = {&fb->r2t,  &fb->req_idx,   &fb->seq_lens, &fb->prefix_lens, &fb->ext_lens,
                       &fb->enc_lens, &fb->ocl, &fb->positions, &fb->state_idx, &fb->q,
                       &fb->k,    &fb->v,       &fb->out,      &fb->k_cache,     &fb->v_cache, &fb->sinks,
-                      &fb->k_scale_t, &fb->v_scale_t};
+                      &fb->k_scale_t, &fb->v_scale_t, &fb->q_succ, &fb->q_inter};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) htensor_free(all[i]);
+    fa_engine_free(fb);
     free(fb->seq);
     free(fb->prefix);
     free(fb->n_new);

@@ -9,7 +9,8 @@
 static const char *const keys[] = {"b",     "l",    "q",      "prefix", "hq",    "hkv",    "d",   "dv",
                                    "dtype", "kvdtype", "page", "window", "softcap", "sinks", "cross", "enc",
                                    "mla",   "rank", "rope",   "ragged", "scale", "idx",    "save", "seed",
-                                   "layer", "state", "kscale", "vscale", "scalet", NULL};
+                                   "layer", "state", "kscale", "vscale", "scalet", "chunk", "local", "omp",
+                                   "tree",  "draft", "attn",   "encsave", "ptable", "smap", NULL};
 
 #define INT(key, def, lo, hi, dst)                                                    \
     do {                                                                              \
@@ -81,6 +82,20 @@ int fa_case_parse(const hcase *c, fa_case *f, char *err, size_t err_size) {
         return bad(c, err, err_size, "kscale, vscale and scalet are for kvdtype=fp8_e4m3");
     INT("layer", 0, 0, SGL_ATTN_MAX_LAYERS - 1, f->layer);
     INT("state", 0, 0, 1, f->state);
+    INT("chunk", 0, 0, 1L << 30, f->chunk);
+    INT("local", 0, 0, f->chunk > 0 ? f->chunk - 1 : 0, f->local);
+    INT("omp", 0, 0, 1L << 30, f->omp);
+    if (f->chunk == 0 && (hcase_get(c, "local") || hcase_get(c, "omp")))
+        return bad(c, err, err_size, "local and omp are dual chunk keys: give chunk too");
+    if (f->chunk > 0 && (f->mode == SGL_ATTN_MODE_TARGET_VERIFY || f->cross || f->enc || f->mla || f->window >= 0 ||
+                         f->softcap > 0 || f->sinks))
+        return bad(c, err, err_size,
+                   "dual chunk attention (chunk) is a decode/extend case of plain self-attention: no cross, enc, "
+                   "mla, window, softcap or sinks");
+    if (fa_engine_parse(c, f, err, err_size)) return -1;
+    /* the engine inputs' reference (full_engine.c) reads pools unscaled and has no dual chunk parts */
+    if (fa_case_engine(f) && (f->chunk > 0 || fp8))
+        return bad(c, err, err_size, "tree, draft, attn, encsave, ptable and smap take no chunk and no kvdtype=fp8_e4m3");
     long seed;
     if (hcase_get(c, "seed")) {
         INT("seed", 0, 0, __LONG_MAX__, seed);
@@ -115,7 +130,11 @@ void fa_case_model(const fa_case *f, const char *name, sgl_attn_model *m) {
     m->has_sinks = (int32_t)f->sinks;
     m->page_size = (int32_t)f->page;
     m->spec_tokens = f->mode == SGL_ATTN_MODE_TARGET_VERIFY ? (int32_t)f->q : 0;
+    m->attn_type = (int32_t)f->attn;
     m->hybrid_kind = SGL_ATTN_HYBRID_NONE;
+    m->dca_chunk_size = (int32_t)f->chunk;
+    m->dca_local_size = (int32_t)f->local;
+    m->dca_original_max_position = (int32_t)f->omp;
     memset(m->full_attention_mask, 0, sizeof m->full_attention_mask);
     m->full_attention_mask[0] = 1;
 }
@@ -161,12 +180,19 @@ int fa_case_claimed(const fa_case *f, const sgl_attn_caps *c, char *why, size_t 
     if (f->sinks) need |= SGL_ATTN_FEAT_SINKS;
     if (f->mla && f->mode == SGL_ATTN_MODE_EXTEND) need |= SGL_ATTN_FEAT_MLA_EXTEND;
     if (!f->mla && f->d != f->dv) need |= SGL_ATTN_FEAT_DIFF_HEAD_DIMS;
+    if (f->chunk > 0) need |= SGL_ATTN_FEAT_DUAL_CHUNK;
+    need |= fa_engine_needs(f);
     static const char *const feat_names[] = {"extend", "decode", "sliding window", "soft-cap", "sinks",
                                              "graph capture", "speculative verify", "MLA extend",
-                                             "different qk/v head dims"};
-    for (int i = 0; i < 9; i++)
+                                             "different qk/v head dims", "tree verify (custom_mask)",
+                                             "draft extend", "ragged attention", "LSE output",
+                                             "page tables", "slot maps", "caller-owned state",
+                                             "attention types", "encoder slots (encoder_out_cache_loc)"};
+    for (int i = 0; i < (int)(sizeof feat_names / sizeof feat_names[0]); i++)
         if ((need & (1u << i)) && !(c->features & (1u << i)))
             return snprintf(why, why_size, "the probe does not claim %s", feat_names[i]), 0;
+    if ((need & SGL_ATTN_FEAT_DUAL_CHUNK) && !(c->features & SGL_ATTN_FEAT_DUAL_CHUNK))
+        return snprintf(why, why_size, "the probe does not claim dual chunk attention"), 0;
     if (f->scalet && !(c->features & SGL_ATTN_FEAT_FP8_SCALES))
         return snprintf(why, why_size, "the probe does not claim fp8 scale tensors"), 0;
     return 1;

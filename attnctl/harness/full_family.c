@@ -64,6 +64,18 @@ static const char *const matrix[] = {
     "extend:b=3,l=500,q=200," GQA ",dtype=bf16,page=64,sinks=1,ragged=1",
     "decode:b=3,l=900,hq=16,hkv=2,d=64,dtype=bf16,page=16,window=128,sinks=1",
     "extend:b=2,l=600,q=300,hq=16,hkv=2,d=64,dtype=f16,page=16,window=128,sinks=1",
+    /* dual chunk attention (chunk_len = chunk - local): queries across chunk
+     * boundaries, at the last position of a chunk and the first of the next,
+     * chunks smaller than a page, and the length scaling of the logits */
+    "decode:b=4,l=600," GQA ",dtype=bf16,page=16,chunk=256,local=32,ragged=1",
+    "decode:b=2,l=448," GQA ",dtype=f32,page=16,chunk=256,local=32",
+    "decode:b=2,l=449," GQA ",dtype=f32,page=16,chunk=256,local=32",
+    "decode:b=3,l=300,hq=8,hkv=1,d=64,dtype=f16,page=64,chunk=24,local=8,ragged=1",
+    "decode:b=3,l=600," GQA ",dtype=f32,page=16,chunk=128,local=16,omp=128,ragged=1",
+    "extend:b=3,l=700,q=300," GQA ",dtype=bf16,page=16,chunk=256,local=32,ragged=1",
+    "extend:b=2,l=448,q=32," GQA ",dtype=f32,page=16,chunk=256,local=32",
+    "extend:b=2,l=200,q=200,hq=4,hkv=2,d=64,dtype=f32,page=64,chunk=20,local=4",
+    "extend:b=2,l=500,q=150," GQA ",dtype=f16,page=1,chunk=100,local=10,omp=64",
     /* encoder-decoder: cross attention, and self attention after the encoder */
     "decode:b=4,l=100," GQA ",dtype=bf16,page=16,cross=1,enc=300,ragged=1",
     "extend:b=3,l=200,q=200," GQA ",dtype=f16,page=16,cross=1,enc=250,ragged=1",
@@ -94,6 +106,18 @@ static const char *const matrix[] = {
     "decode:b=1,l=8192,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16",
     "extend:b=3,l=400,q=100," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,ragged=1",
     "decode:b=4,l=1000,hq=16,mla=1,dtype=bf16,kvdtype=fp8_e4m3,page=64,ragged=1",
+    /* ABI 1.2 engine inputs (full_engine.c; skipped where the caps lack the bit) */
+    "verify:b=4,l=700,q=16," GQA ",dtype=bf16,page=16,tree=1,ragged=1",
+    "verify:b=1,l=3000,q=8,hq=8,hkv=1,d=128,dtype=f16,page=64,tree=1",
+    "verify:b=2,l=600,q=4,hq=16,mla=1,dtype=bf16,page=64,tree=1",
+    "extend:b=4,l=500,q=5," GQA ",dtype=f16,page=1,draft=1,ragged=1",
+    "extend:b=3,l=400,q=150," GQA ",dtype=bf16,page=16,attn=1,sinks=1,ragged=1",
+    "extend:b=3,l=300,q=300," GQA ",dtype=f32,page=64,attn=2,ragged=1",
+    "extend:b=3,l=200,q=200," GQA ",dtype=f16,page=16,cross=1,enc=250,encsave=1,ragged=1",
+    "decode:b=4,l=600," GQA ",dtype=bf16,page=64,ptable=1,ragged=1",
+    "extend:b=3,l=400,q=100," GQA ",dtype=f16,page=16,ptable=1,enc=90,idx=64,ragged=1",
+    "decode:b=4,l=600," GQA ",dtype=bf16,page=16,smap=1,window=128,ragged=1",
+    "extend:b=2,l=300,q=50,hq=16,mla=1,dtype=bf16,page=64,smap=1,ptable=1",
     NULL,
 };
 
@@ -109,7 +133,17 @@ static const char *const quick[] = {
     "decode:b=3,l=100," GQA ",dtype=bf16,page=16,cross=1,enc=200",
     "decode:b=3,l=400,hq=16,mla=1,dtype=bf16,page=64",
     "extend:b=2,l=200,q=80,hq=16,mla=1,dtype=bf16,page=64",
+    "decode:b=3,l=300," GQA ",dtype=bf16,page=64,chunk=64,local=16,omp=128,ragged=1",
+    "extend:b=2,l=200,q=120," GQA ",dtype=f16,page=16,chunk=48,local=8",
     "decode:b=5,l=300," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,scalet=1",
+    /* ABI 1.2 engine inputs */
+    "verify:b=3,l=300,q=6," GQA ",dtype=bf16,page=16,tree=1",
+    "extend:b=3,l=200,q=4," GQA ",dtype=bf16,page=16,draft=1,ragged=1",
+    "extend:b=2,l=200,q=80," GQA ",dtype=bf16,page=16,attn=1",
+    "extend:b=2,l=200,q=80," GQA ",dtype=f16,page=16,attn=2,save=0",
+    "decode:b=3,l=100," GQA ",dtype=bf16,page=16,cross=1,enc=200,encsave=1",
+    "decode:b=3,l=300," GQA ",dtype=bf16,page=16,ptable=1,ragged=1",
+    "extend:b=2,l=300,q=100," GQA ",dtype=bf16,page=16,smap=1,ptable=1",
     NULL,
 };
 

@@ -41,8 +41,11 @@ static int check_pool(fa_batch *fb, htensor *pool, const unsigned char *init, co
         return -1;
     }
     for (int64_t s = 0; s < fb->slots; s++) writer[s] = -1;
-    if (c->save)
-        for (int64_t t = 0; t < fb->T; t++) writer[htensor_get_index(&fb->ocl, (size_t)t)] = t;
+    if (c->save && !c->encsave) /* through the case's slot map, if any */
+        for (int64_t t = 0; t < fb->T; t++) writer[fa_engine_slot(fb, htensor_get_index(&fb->ocl, (size_t)t))] = t;
+    if (c->encsave) /* a cross layer saves the encoder's tokens */
+        for (int64_t t = 0; t < fb->n_enc; t++)
+            writer[fa_engine_slot(fb, htensor_get_index(&fb->enc_loc, (size_t)t))] = t;
     const unsigned char *got = htensor_cdata(pool);
     for (int64_t s = 0; s < fb->slots; s++) {
         const size_t off = (size_t)s * row;
@@ -123,7 +126,7 @@ void fa_batch_verify(fa_batch *fb, hresult *r) {
                      hdtype_load(fb->out.dt, htensor_cdata(&fb->out), cmp.worst_index), fb->ref[cmp.worst_index]);
         return;
     }
-    if (check_pool(fb, &fb->k_cache, fb->k_init, &fb->k, 0, r)) return;
-    if (!c->mla && check_pool(fb, &fb->v_cache, fb->v_init, &fb->v, 1, r)) return;
+    if (check_pool(fb, &fb->k_cache, fb->k_init, c->encsave ? &fb->ek : &fb->k, 0, r)) return;
+    if (!c->mla && check_pool(fb, &fb->v_cache, fb->v_init, c->encsave ? &fb->ev : &fb->v, 1, r)) return;
     r->verdict = HV_PASS;
 }

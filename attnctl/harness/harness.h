@@ -54,6 +54,11 @@ typedef enum hdtype {
     HDT_I32,
     HDT_I64,
     HDT_FP8_E4M3, /* e4m3fn, DLPack 1.1's code; a float type (pools) */
+    HDT_U8,       /* masks (tree verify's custom_mask) */
+    /* ABI 1.2 fp8 pools of the paged12 family: e4m3 under our private
+     * DLPack code (0x80, the same bytes as HDT_FP8_E4M3) and e5m2 (12) */
+    HDT_E4M3,
+    HDT_E5M2,
     HDT_COUNT_
 } hdtype;
 
@@ -310,7 +315,15 @@ struct harness_family {
 #define HARNESS_WEAK
 #endif
 extern const harness_family harness_family_full;
+/* ABI 1.2 additions: LSE, fp8 KV and MLA rope split on the paged forwards
+ * (paged12_family.c); forward_ragged (ragged_family.c). */
+extern const harness_family harness_family_paged12;
+extern const harness_family harness_family_ragged;
 extern const harness_family *const harness_families_linear[];
+/* DeepSeek sparse attention: sparse MLA over given indices, the indexer
+ * (dsa_family.c; they apply to plugins whose caps.dsa_ops declare them) */
+extern const harness_family harness_family_dsa_sparse;
+extern const harness_family harness_family_dsa_indexer;
 /* Any other family: define this NULL-terminated list in one file of yours. */
 extern const harness_family *const harness_families_extra[] HARNESS_WEAK;
 

@@ -10,7 +10,16 @@
  * an extend of the new tokens, a decode step, or a verify that keeps one
  * state per draft token followed by state_commit of random accepted steps and
  * a decode step that shows what was committed.  Every call's output is
- * compared; a padded row (state index -1) must read back as zeros. */
+ * compared; a padded row (state index -1) must read back as zeros.
+ *
+ * owner=caller (ABI 1.2, SGL_ATTN_FEAT_CALLER_STATE): the same calls with
+ * the state in tensors the harness owns, as an engine's MambaPool, passed
+ * in linear_io (conv [S, conv_dim, W-1], ssm [S, HV, V, K], their per-step
+ * copies for verify), with slots up to twice the wrapper's max_reqs and the
+ * tensors poisoned at the start (a request without a prefix must not read
+ * them); the commit is ops->state_batch on them, and at the end every live
+ * slot's state must match the reference's: the plugin used the tensors, not
+ * its own pool.  A stack that does not serve it is "not supported". */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -29,14 +38,14 @@ enum { FWD_EXTEND, FWD_DECODE, FWD_VERIFY };
 #define LF_MAXR 257
 
 typedef struct lcase {
-    int b, q, prefix, fwd, ragged, pad;
+    int b, q, prefix, fwd, ragged, pad, caller;
     int hk, hv, dk, dv, conv, hidden;
     hdtype dt, sdt;
 } lcase;
 
 static int parse_case(const lfam_kind *k, const hcase *c, lcase *lc, hresult *r) {
     static const char *const keys[] = {"b",  "q",  "prefix", "fwd",  "ragged", "pad",   "hk",   "hv",
-                                       "dk", "dv", "conv",   "hidden", "dtype", "state", "seed", NULL};
+                                       "dk", "dv", "conv",   "hidden", "dtype", "state", "seed", "owner", NULL};
     char err[384];
     long v;
     memset(lc, 0, sizeof *lc);
@@ -46,6 +55,13 @@ static int parse_case(const lfam_kind *k, const hcase *c, lcase *lc, hresult *r)
             : !strcmp(f, "verify") ? FWD_VERIFY : -1;
     if (lc->fwd < 0) {
         hresult_error(r, "%s: fwd=%s; expected extend, decode or verify", c->text, f);
+        return -1;
+    }
+    const char *o = hcase_get(c, "owner");
+    lc->caller = !o || !strcmp(o, "plugin") ? 0 : !strcmp(o, "caller") ? 1 : -1;
+    if (lc->caller < 0) {
+        hresult_error(r, "%s: owner=%s; expected plugin (the wrapper's pool) or caller (state tensors in linear_io)",
+                      c->text, o);
         return -1;
     }
 #define INT(key, def, lo, hi, dst)                                              \
@@ -108,6 +124,12 @@ typedef struct lctx {
     htensor cw, cb, alog, dtb, dd, decay;   /* layer parameters, staged once */
     double *cwd, *cbd, *alogd, *dtbd, *ddd, *decayd;
     double *rconv[LF_MAXR], *rssm[LF_MAXR], *sconv[LF_MAXR], *sssm[LF_MAXR];
+    /* owner=caller: the state tensors (slots = cslots) and the 5-D view of
+     * the per-step ssm copies (staged 4-D: [S, steps, HV, V*K]) */
+    int cslots;
+    htensor cst, sst, icst, isst;
+    DLTensor isst5;
+    int64_t isst5_shape[5];
 } lctx;
 
 /* the tensors of one call */
@@ -275,6 +297,12 @@ static int phase_build(lctx *x, lphase *p, int mode, const int *n, int keep, hre
     io->out = &p->out.t;
     io->keep_intermediate = keep;
     io->use_qk_l2norm = 1;
+    if (lc->caller) {
+        io->conv_state = x->conv_n ? &x->cst.t : NULL;
+        io->ssm_state = x->ssm_n ? &x->sst.t : NULL;
+        io->intermediate_conv_state = x->conv_n && x->icst.host ? &x->icst.t : NULL;
+        io->intermediate_ssm_state = x->ssm_n && x->isst.host ? &x->isst5 : NULL;
+    }
     p->layer.struct_size = sizeof p->layer;
     p->layer.layer_id = 0;
     p->layer.num_q_heads = p->layer.num_kv_heads = 4;
@@ -368,9 +396,112 @@ static int phase_check(lctx *x, lphase *p, const char *what, hresult *r) {
     return ok ? 0 : -1;
 }
 
+/* ------------------------------------------------ caller-owned state */
+
+/* The stack serves caller-owned state: the ABI 1.2 op in its vtable. */
+static int serves_caller_state(const sgl_attn_backend *be) {
+    return be->ops_size >= offsetof(sgl_attn_backend_ops, state_batch) + sizeof be->ops->state_batch &&
+           be->ops->state_batch;
+}
+
+/* Allocate the state tensors, poisoned: the plugin writes every state it reads. */
+static int caller_state_open(lctx *x, hresult *r) {
+    const lcase *lc = &x->lc;
+    if (!serves_caller_state(x->be)) {
+        hresult_unsupported(r, "%s: the stack has no ops->state_batch (ABI 1.2 caller-owned state, "
+                               "SGL_ATTN_FEAT_CALLER_STATE)", x->t->label);
+        return -1;
+    }
+    const int S = x->cslots, C = x->ld.conv_dim, H = lc->conv - 1, steps = lc->fwd == FWD_VERIFY ? lc->q : 0;
+    char err[256];
+    htensor *all[4] = {&x->cst, &x->sst, &x->icst, &x->isst};
+    const int64_t shp[4][4] = {{S, C, H, 1}, {S, lc->hv, lc->dv, lc->dk}, {S, steps, C, H},
+                               {S, steps, lc->hv, (int64_t)lc->dv * lc->dk}};
+    const int nd[4] = {3, 4, 4, 4};
+    const int want[4] = {x->conv_n > 0, x->ssm_n > 0, x->conv_n > 0 && steps > 0, x->ssm_n > 0 && steps > 0};
+    const char *names[4] = {"conv_state", "ssm_state", "intermediate_conv_state", "intermediate_ssm_state"};
+    for (int i = 0; i < 4; i++) {
+        if (!want[i]) continue;
+        if (htensor_alloc(all[i], &x->t->dev, names[i], lc->sdt, nd[i], shp[i], err, sizeof err)) {
+            hresult_error(r, "%s", err);
+            return -1;
+        }
+        htensor_poison(all[i]);
+        if (upload(all[i], r)) return -1;
+    }
+    if (x->isst.host) {
+        x->isst5 = x->isst.t;
+        const int64_t s5[5] = {S, steps, lc->hv, lc->dv, lc->dk};
+        memcpy(x->isst5_shape, s5, sizeof s5);
+        x->isst5.ndim = 5;
+        x->isst5.shape = x->isst5_shape;
+        x->isst5.strides = NULL;
+    }
+    return 0;
+}
+
+/* After verify: ops->state_batch COMMIT of the accepted steps on the tensors. */
+static int caller_commit(lctx *x, lphase *p, htensor *acc, hresult *r) {
+    htensor dst;
+    if (alloc_t(x, &dst, "dst", HDT_I32, 1, p->bs, 0, 0, r)) return -1;
+    for (int i = 0; i < p->bs; i++) htensor_set_index(&dst, i, x->slot[p->req[i]]);
+    int rc = upload(&dst, r);
+    if (!rc) {
+        sgl_attn_state_batch_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.op = SGL_ATTN_STATE_COMMIT;
+        a.count = p->bs;
+        a.dst = &dst.t;
+        a.steps = &acc->t;
+        a.state = &p->io;
+        a.stream = x->t->dev.stream;
+        if ((rc = x->be->ops->state_batch(x->be, &a))) hresult_from_call(r, x->be, "state_batch commit", rc);
+    }
+    tfree(&dst);
+    return rc ? -1 : 0;
+}
+
+/* Every live slot of the tensors holds the reference's state. */
+static void caller_state_check(lctx *x, hresult *r) {
+    char err[256];
+    const lcase *lc = &x->lc;
+    const double thr = hthreshold(lc->dt) > hthreshold(lc->sdt) ? hthreshold(lc->dt) : hthreshold(lc->sdt);
+    struct {
+        htensor *t;
+        size_t n;
+        int conv;
+    } parts[2] = {{&x->cst, x->conv_n, 1}, {&x->sst, x->ssm_n, 0}};
+    for (int k = 0; k < 2; k++) {
+        if (!parts[k].n) continue;
+        if (hdev_sync(&x->t->dev, err, sizeof err) || htensor_download(parts[k].t, err, sizeof err)) {
+            hresult_fail(r, "caller-owned %s: %s", parts[k].t->name, err);
+            return;
+        }
+        double num = 0, den = 0;
+        for (int q = 0; q < x->nreq; q++) {
+            if (x->slot[q] < 0) continue;
+            const double *ref = parts[k].conv ? x->rconv[q] : x->rssm[q];
+            const size_t at = (size_t)x->slot[q] * parts[k].n;
+            for (size_t e = 0; e < parts[k].n; e++) {
+                const double g = hdtype_load(parts[k].t->dt, htensor_cdata(parts[k].t), at + e);
+                num += (g - ref[e]) * (g - ref[e]);
+                den += ref[e] * ref[e];
+            }
+        }
+        const double nmse = den > 0 ? num / den : (num > 0 ? INFINITY : 0);
+        if (!(nmse <= thr)) {
+            hresult_fail(r, "caller-owned %s after the calls: NMSE %.3g against the reference's state, above the "
+                            "limit %.0e (the plugin did not keep its state in the engine's tensors)",
+                         parts[k].t->name, nmse, thr);
+            return;
+        }
+    }
+}
+
 static void ctx_free(lctx *x) {
     if (x->be) htarget_destroy(x->t, x->be);
-    htensor *ts[] = {&x->cw, &x->cb, &x->alog, &x->dtb, &x->dd, &x->decay};
+    htensor *ts[] = {&x->cw, &x->cb, &x->alog, &x->dtb, &x->dd, &x->decay, &x->cst, &x->sst, &x->icst, &x->isst};
     for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) tfree(ts[i]);
     free(x->cwd); free(x->cbd); free(x->alogd); free(x->dtbd); free(x->ddd); free(x->decayd);
     for (int i = 0; i < LF_MAXR; i++) { free(x->rconv[i]); free(x->rssm[i]); free(x->sconv[i]); free(x->sssm[i]); }
@@ -408,9 +539,11 @@ static lctx *ctx_open(const lfam_kind *k, const htarget *t, const hcase *c, uint
     /* requests: ragged lengths, random distinct slots, one padded row */
     x->nreq = lc->b + lc->pad;
     x->max_reqs = lc->b + 3;
-    int64_t perm[LF_MAXR];
-    for (int i = 0; i < x->max_reqs; i++) perm[i] = i;
-    hrng_shuffle(&x->rng, perm, (size_t)x->max_reqs);
+    /* caller-owned state: slots of an engine pool larger than the running requests */
+    int64_t perm[2 * LF_MAXR + 8];
+    x->cslots = lc->caller ? 2 * x->max_reqs : x->max_reqs;
+    for (int i = 0; i < x->cslots; i++) perm[i] = i;
+    hrng_shuffle(&x->rng, perm, (size_t)x->cslots);
     int maxlen = 1;
     for (int i = 0; i < x->nreq; i++) {
         int pre = lc->prefix, nn = lc->q;
@@ -465,6 +598,7 @@ static lctx *ctx_open(const lfam_kind *k, const htarget *t, const hcase *c, uint
     sgl_attn_create_options o = {sizeof o, x->max_reqs, T1 > T2 ? T1 : T2, x->max_ctx};
     if (htarget_create(t, &m, &o, &x->be, r) != SGL_ATTN_OK) { ctx_free(x); return NULL; }
     if (make_params(x, r)) { ctx_free(x); return NULL; }
+    if (lc->caller && caller_state_open(x, r)) { ctx_free(x); return NULL; }
 
     /* the prefix, through the plugin: later calls continue its state */
     int pre[LF_MAXR];
@@ -497,7 +631,8 @@ static int commit(lctx *x, lphase *p, hresult *r) {
         htensor_set_index(&acc, i, steps[i]);
     }
     int rc = upload(&acc, r);
-    if (!rc && (rc = ops->state_commit(x->be, &acc.t))) hresult_from_call(r, x->be, "state_commit", rc);
+    if (!rc && x->lc.caller) rc = caller_commit(x, p, &acc, r);
+    else if (!rc && (rc = ops->state_commit(x->be, &acc.t))) hresult_from_call(r, x->be, "state_commit", rc);
     tfree(&acc);
     if (rc) return -1;
     for (int i = 0; i < p->bs; i++) {
@@ -528,6 +663,7 @@ void lfam_check(const harness_family *f, const htarget *t, const hcase *c, uint6
             phase_check(x, &p, x->lc.fwd == FWD_EXTEND ? "extend" : "decode", r);
         phase_free(&p);
     }
+    if (x->lc.caller && r->verdict == HV_PASS) caller_state_check(x, r);
     ctx_free(x);
 }
 

@@ -9,7 +9,8 @@
 
 /* ragged batches with a padded row (defaults), lengths across the 64-token
  * chunk, state carried from a prefix extend, decode, verify + commit, every
- * dtype, GQA grouping, Qwen3-Next shapes */
+ * dtype, GQA grouping, Qwen3-Next shapes; owner=caller: the same with the
+ * state in the harness's tensors (ABI 1.2 caller-owned state) */
 static const char *const gdn_matrix[] = {
     "gdn:b=4,q=64",
     "gdn:b=3,q=130",
@@ -17,6 +18,8 @@ static const char *const gdn_matrix[] = {
     "gdn:b=4,q=65,prefix=100",
     "gdn:b=5,fwd=decode,prefix=40",
     "gdn:b=3,fwd=verify,q=3,prefix=20",
+    "gdn:b=4,q=65,prefix=30,owner=caller",
+    "gdn:b=3,fwd=verify,q=3,prefix=20,owner=caller,dtype=bf16",
     "gdn:b=4,q=33,prefix=20,dtype=bf16",
     "gdn:b=4,q=33,prefix=20,dtype=f16",
     "gdn:b=2,q=40,prefix=20,dtype=f64",
@@ -25,7 +28,8 @@ static const char *const gdn_matrix[] = {
     "gdn:b=8,fwd=decode,prefix=8,hk=16,hv=32,dk=128,dv=128,dtype=bf16",
     NULL};
 static const char *const gdn_quick[] = {"gdn:b=3,q=70,prefix=10", "gdn:b=4,fwd=decode,prefix=20",
-                                        "gdn:b=3,fwd=verify,q=3,prefix=9,dtype=bf16", NULL};
+                                        "gdn:b=3,fwd=verify,q=3,prefix=9,dtype=bf16",
+                                        "gdn:b=3,fwd=verify,q=3,prefix=9,owner=caller", NULL};
 /* Qwen3-Next decode (32 value heads, K = V = 128, batch 64) and a long prefill */
 static const char *const gdn_bench[] = {
     "gdn:b=64,fwd=decode,prefix=1,hk=16,hv=32,dk=128,dv=128,dtype=bf16,ragged=0,pad=0",
@@ -38,11 +42,14 @@ static const char *const mamba2_matrix[] = {
     "mamba2:b=4,q=17,prefix=63",
     "mamba2:b=5,fwd=decode,prefix=40",
     "mamba2:b=3,fwd=verify,q=3,prefix=20",
+    "mamba2:b=4,q=65,prefix=30,owner=caller",
+    "mamba2:b=3,fwd=verify,q=3,prefix=20,owner=caller,dtype=bf16",
     "mamba2:b=4,q=33,prefix=20,dtype=bf16",
     "mamba2:b=2,q=40,prefix=20,dtype=f64",
     "mamba2:b=2,q=24,prefix=8,hk=8,hv=128,dk=128,dv=64,dtype=bf16",
     NULL};
-static const char *const mamba2_quick[] = {"mamba2:b=3,q=70,prefix=10", "mamba2:b=4,fwd=decode,prefix=20", NULL};
+static const char *const mamba2_quick[] = {"mamba2:b=3,q=70,prefix=10", "mamba2:b=4,fwd=decode,prefix=20",
+                                           "mamba2:b=3,fwd=verify,q=3,prefix=9,owner=caller", NULL};
 /* Nemotron-H-8B per rank: 8 groups, 128 heads, N 128, P 64 */
 static const char *const mamba2_bench[] = {
     "mamba2:b=64,fwd=decode,prefix=1,hk=8,hv=128,dk=128,dv=64,dtype=bf16,ragged=0,pad=0", NULL};
@@ -53,12 +60,14 @@ static const char *const short_conv_matrix[] = {
     "short_conv:b=4,q=2,prefix=63",
     "short_conv:b=5,fwd=decode,prefix=40",
     "short_conv:b=3,fwd=verify,q=3,prefix=20",
+    "short_conv:b=4,q=65,prefix=30,owner=caller",
+    "short_conv:b=3,fwd=verify,q=3,prefix=20,owner=caller,dtype=bf16",
     "short_conv:b=4,q=33,prefix=20,dtype=bf16",
     "short_conv:b=2,q=40,prefix=20,dtype=f64",
     "short_conv:b=2,q=24,prefix=8,hidden=2048,dtype=bf16",
     NULL};
 static const char *const short_conv_quick[] = {"short_conv:b=3,q=70,prefix=10", "short_conv:b=4,fwd=decode,prefix=20",
-                                               NULL};
+                                               "short_conv:b=3,fwd=verify,q=3,prefix=9,owner=caller", NULL};
 static const char *const short_conv_bench[] = {
     "short_conv:b=64,fwd=decode,prefix=2,hidden=2048,dtype=bf16,ragged=0,pad=0", NULL};
 
@@ -68,11 +77,14 @@ static const char *const kda_matrix[] = {
     "kda:b=4,q=17,prefix=63",
     "kda:b=5,fwd=decode,prefix=40",
     "kda:b=3,fwd=verify,q=3,prefix=20",
+    "kda:b=4,q=65,prefix=30,owner=caller",
+    "kda:b=3,fwd=verify,q=3,prefix=20,owner=caller,dtype=bf16",
     "kda:b=4,q=33,prefix=20,dtype=bf16",
     "kda:b=2,q=40,prefix=20,dtype=f64",
     "kda:b=2,q=24,prefix=8,hk=4,hv=4,dk=128,dv=128,dtype=bf16",
     NULL};
-static const char *const kda_quick[] = {"kda:b=3,q=70,prefix=10", "kda:b=4,fwd=decode,prefix=20", NULL};
+static const char *const kda_quick[] = {"kda:b=3,q=70,prefix=10", "kda:b=4,fwd=decode,prefix=20",
+                                        "kda:b=3,fwd=verify,q=3,prefix=9,owner=caller", NULL};
 static const char *const kda_bench[] = {
     "kda:b=64,fwd=decode,prefix=1,hk=32,hv=32,dk=128,dv=128,dtype=bf16,ragged=0,pad=0", NULL};
 
@@ -82,12 +94,14 @@ static const char *const lightning_matrix[] = {
     "lightning:b=4,q=17,prefix=63",
     "lightning:b=5,fwd=decode,prefix=40",
     "lightning:b=3,fwd=verify,q=3,prefix=20",
+    "lightning:b=4,q=65,prefix=30,owner=caller",
+    "lightning:b=3,fwd=verify,q=3,prefix=20,owner=caller,dtype=bf16",
     "lightning:b=4,q=33,prefix=20,dtype=bf16",
     "lightning:b=2,q=40,prefix=20,dtype=f64",
     "lightning:b=2,q=24,prefix=8,hv=8,dk=128,dv=128,dtype=bf16",
     NULL};
 static const char *const lightning_quick[] = {"lightning:b=3,q=70,prefix=10", "lightning:b=4,fwd=decode,prefix=20",
-                                              NULL};
+                                              "lightning:b=3,fwd=verify,q=3,prefix=9,owner=caller", NULL};
 /* MiniMax-Text-01 per rank of 8: 8 heads of 128 */
 static const char *const lightning_bench[] = {
     "lightning:b=64,fwd=decode,prefix=1,hv=8,dk=128,dv=128,dtype=bf16,ragged=0,pad=0", NULL};

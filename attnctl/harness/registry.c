@@ -1,5 +1,6 @@
-/* registry.c - every case family linked into attnctl: the full-attention
- * family, the linear-attention table's rows, then harness_families_extra
+/* registry.c - every case family linked into attnctl: the paged forwards'
+ * families (full attention, ABI 1.2's paged12 and ragged), the
+ * linear-attention table's rows, DSA's, then harness_families_extra
  * when some file defines it (a weak reference). */
 #include <string.h>
 
@@ -12,16 +13,26 @@ static size_t list_count(const harness_family *const *v) {
     return n;
 }
 
+/* The paged forwards' families: full attention, then the ABI 1.2 additions. */
+static const harness_family *const paged[] = {&harness_family_full, &harness_family_paged12, &harness_family_ragged};
+#define N_PAGED (sizeof paged / sizeof paged[0])
+
+/* DeepSeek sparse attention (dsa_family.c), after the linear kinds */
+static const harness_family *const dsa_families[] = {&harness_family_dsa_sparse, &harness_family_dsa_indexer};
+#define N_DSA (sizeof dsa_families / sizeof dsa_families[0])
+
 size_t harness_family_count(void) {
-    return 1 + list_count(harness_families_linear) + list_count(harness_families_extra);
+    return N_PAGED + list_count(harness_families_linear) + N_DSA + list_count(harness_families_extra);
 }
 
 const harness_family *harness_family_at(size_t i) {
-    if (i == 0) return &harness_family_full;
-    i--;
+    if (i < N_PAGED) return paged[i];
+    i -= N_PAGED;
     const size_t n_linear = list_count(harness_families_linear);
     if (i < n_linear) return harness_families_linear[i];
     i -= n_linear;
+    if (i < N_DSA) return dsa_families[i];
+    i -= N_DSA;
     return i < list_count(harness_families_extra) ? harness_families_extra[i] : NULL;
 }
 

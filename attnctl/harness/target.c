@@ -129,6 +129,16 @@ int htarget_open(htarget *t, sgl_attn_host *host, const char *spec, uint32_t dev
         snprintf(err, err_size, "%s device %u is not available: %s", t->inner_info.name, t->device, t->caps.reason);
         return -1;
     }
+    /* ABI 1.2 inputs reach the inner plugin only through layers that pass
+     * them on: a case needing one is claimed when every layer of the stack
+     * declares it (the 1.0 features stay the inner's, as before) */
+    const uint32_t v12 = SGL_ATTN_FEAT_ALL_V1_2 & ~(SGL_ATTN_FEAT_TREE_MASK - 1u);
+    for (size_t i = 0; i < t->n_names; i++) {
+        const long k = sgl_attn_host_find_plugin(host, t->names[i]);
+        sgl_attn_caps lc = {.struct_size = sizeof lc};
+        if (k < 0 || k == t->plugin_index || sgl_attn_host_plugin_caps(host, (size_t)k, 0, &lc) != SGL_ATTN_OK) continue;
+        t->caps.features &= lc.features | ~v12;
+    }
     return hdev_open(&t->dev, sgl_attn_host_device_ops(host, (size_t)t->plugin_index), (int32_t)t->device,
                      t->platform, err, err_size);
 }

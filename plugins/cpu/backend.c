@@ -45,6 +45,12 @@ static int op_indexer_topk(sgl_attn_backend *b, const sgl_attn_indexer_args *a) 
     return cref_indexer_topk(c, a);
 }
 
+static int op_forward_ragged(sgl_attn_backend *b, const sgl_attn_ragged_args *a) {
+    cref_backend *c = self(b);
+    c->err[0] = 0;
+    return cref_forward_ragged(c, a);
+}
+
 static const char *op_last_error(sgl_attn_backend *b) { return self(b)->err; }
 
 static void op_destroy(sgl_attn_backend *b) {
@@ -54,6 +60,7 @@ static void op_destroy(sgl_attn_backend *b) {
     free(c->scratch);
     free(c->partial);
     free(c->reqs);
+    free(c->pages);
     free(c->dsa_buf);
     free(c);
 }
@@ -72,6 +79,7 @@ static const sgl_attn_backend_ops cref_ops = {
     .state_clear = NULL,
     .state_copy = NULL,
     .state_commit = NULL,
+    .forward_ragged = op_forward_ragged,
     .indexer_topk = op_indexer_topk,
 };
 
@@ -105,6 +113,17 @@ int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size) {
                      hkv, dqk, dv);
             return SGL_ATTN_E_INVALID;
         }
+    }
+    /* The vertical-slash sparse prefill picks keys from a per-head pattern
+     * (sparse_attention_config) that cpu_ref does not read; dense dual chunk
+     * attention would differ from it above the threshold. */
+    if (m->struct_size >= offsetof(sgl_attn_model, dca_reserved_) && m->dca_chunk_size > 0 && m->dca_sparse) {
+        snprintf(why, why_size,
+                 "dual chunk attention with sparse_attention_enabled: prompts above %d tokens use the "
+                 "vertical-slash sparse prefill, which cpu_ref does not implement; set "
+                 "\"sparse_attention_enabled\": false in dual_chunk_attention_config for dense dual chunk attention",
+                 m->dca_sparse_threshold);
+        return SGL_ATTN_E_UNSUPPORTED;
     }
     if (m->index_topk > 0 && !m->is_mla) {
         snprintf(why, why_size,
@@ -165,7 +184,7 @@ int cref_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
 
     b->scratch_stride = round_up(cref_scratch_bytes(b->rows_cap, b->max_dqk, b->max_dv), CREF_ALIGN);
     b->scratch = aligned_alloc(CREF_ALIGN, b->scratch_stride * (size_t)b->nthreads);
-    b->reqs = calloc((size_t)b->max_reqs, sizeof *b->reqs);
+    b->reqs = calloc(2 * (size_t)b->max_reqs, sizeof *b->reqs); /* the batch's plan, then forward_ragged's */
     /* Decode splits: up to 4 per thread, within CREF_SPLIT_BYTES_MAX. */
     size_t per_item = round_up((size_t)b->rows_cap * (size_t)(b->max_dv + 2) * sizeof(double), CREF_ALIGN);
     size_t items = (size_t)b->nthreads * 4;

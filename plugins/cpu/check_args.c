@@ -42,36 +42,27 @@ static int check_layer(cref_backend *b, const sgl_attn_layer *L, int save) {
                        (double)L->sm_scale, (double)L->logit_softcap);
         return SGL_ATTN_E_INVALID;
     }
-    if (L->is_cross) {
-        if (!b->has_enc) {
-            cref_set_error(b, "layer %d is cross attention but the batch has no encoder_lens", id);
-            return SGL_ATTN_E_INVALID;
-        }
-        if (save) {
-            cref_set_error(b,
-                           "layer %d: save_kv_cache on a cross-attention layer: cpu_ref reads encoder K/V the "
-                           "caller stored at req_to_token[row][0, encoder_len) and writes none",
-                           id);
-            return SGL_ATTN_E_UNSUPPORTED;
-        }
+    if (L->is_cross && !b->has_enc) {
+        cref_set_error(b, "layer %d is cross attention but the batch has no encoder_lens", id);
+        return SGL_ATTN_E_INVALID;
     }
+    (void)save;
     if (L->sinks)
         return cref_check(b, L->sinks, "layer.sinks", "num_q_heads", SGL_ATTN_DT_F32, 0, 1, L->num_q_heads, 0, 0);
     return SGL_ATTN_OK;
 }
 
 /* The pool: [slots, kv heads, dim]; MLA: k_cache only, value inside it. */
-/* The pool: [slots, kv heads, dim]; MLA: k_cache only, value inside it. */
 static int check_pool(cref_backend *b, const sgl_attn_layer *L, int mla, uint32_t *kv_dt) {
     int rc;
     const int id = L->layer_id;
-    if ((rc = cref_check(b, L->k_cache, "layer.k_cache", "slots, num_kv_heads, head_dim_qk", CREF_DTYPES, 0, 3,
+    if ((rc = cref_check(b, L->k_cache, "layer.k_cache", "slots, num_kv_heads, head_dim_qk", CREF_KV_DTYPES, 0, 3,
                          SGL_SDK_ANY, L->num_kv_heads, L->head_dim_qk)))
         return rc;
     *kv_dt = sgl_attn_dtype_bit(L->k_cache->dtype);
     const int64_t slots = L->k_cache->shape[0];
     if (!mla) {
-        if ((rc = cref_check(b, L->v_cache, "layer.v_cache", "k_cache's slots, num_kv_heads, head_dim_v", CREF_DTYPES,
+        if ((rc = cref_check(b, L->v_cache, "layer.v_cache", "k_cache's slots, num_kv_heads, head_dim_v", CREF_KV_DTYPES,
                              0, 3, slots, L->num_kv_heads, L->head_dim_v)))
             return rc;
         if (sgl_attn_dtype_bit(L->v_cache->dtype) != *kv_dt) {
@@ -81,7 +72,7 @@ static int check_pool(cref_backend *b, const sgl_attn_layer *L, int mla, uint32_
             return SGL_ATTN_E_INVALID;
         }
     }
-    if (b->max_slot >= slots) {
+    if (!SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map) && b->max_slot >= slots) { /* mapped: layer_engine.c */
         cref_set_error(b, "layer %d: %s is outside the pool (k_cache has %lld slots)", id, b->max_slot_where,
                        (long long)slots);
         return SGL_ATTN_E_INVALID;
@@ -97,27 +88,41 @@ static int check_act(cref_backend *b, const DLTensor *t, const char *what, const
     return rc;
 }
 
-static int check_io(cref_backend *b, const sgl_attn_forward_args *a, int mla, int64_t T, uint32_t *q_dt,
+/* dqk: the dims q and k hold (the latent part when q_rope / k_rope are beside them). */
+static int check_io(cref_backend *b, const sgl_attn_forward_args *a, int mla, int64_t T, int dqk, uint32_t *q_dt,
                     uint32_t *out_dt) {
     const sgl_attn_layer *L = a->layer;
-    const int hq = L->num_q_heads, hkv = L->num_kv_heads, dqk = L->head_dim_qk, dv = L->head_dim_v;
+    const int hq = L->num_q_heads, hkv = L->num_kv_heads, dv = L->head_dim_v;
     int rc;
-    /* q may be a strided view (a fused qkv buffer): each head's row contiguous, any token and head steps. */
-    const sgl_sdk_tensor_spec qs = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dqk, 0}, CREF_DTYPES,
+    /* q may be a strided view (a fused qkv buffer): each head's row contiguous, any token and head steps;
+     * and fp8 (dequantised by the layer's q descale, fp8_scales.c) */
+    const sgl_sdk_tensor_spec qs = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dqk, 0}, CREF_KV_DTYPES,
                                     SGL_SDK_DEV_HOST, -1, SGL_SDK_T_MERGED | SGL_SDK_T_ROWS, 0};
     if ((rc = sgl_sdk_check_tensor(a->q, &qs, b->err, sizeof b->err))) return rc;
     *q_dt = sgl_attn_dtype_bit(a->q->dtype);
     if ((rc = check_act(b, a->out, "out", "num_tokens, num_q_heads, head_dim_v", T, hq, dv, out_dt)))
         return rc;
-    if (!a->save_kv_cache) return SGL_ATTN_OK;
-    if (!b->out_cache_loc) {
+    /* encoder-only layers read k / v as their keys, saved or not */
+    const int enc_only = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) == SGL_ATTN_TYPE_ENCODER_ONLY;
+    if (!a->save_kv_cache && !enc_only) return SGL_ATTN_OK;
+    if (a->save_kv_cache && L->is_cross && !b->enc_loc) {
+        cref_set_error(b, "layer %d: save_kv_cache on a cross-attention layer needs batch.encoder_out_cache_loc (ABI "
+                          "1.2): the slots of the encoder K/V it writes",
+                       L->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (a->save_kv_cache && !L->is_cross && !b->out_cache_loc) {
         cref_set_error(b, "save_kv_cache is set but the batch has no out_cache_loc");
         return SGL_ATTN_E_INVALID;
     }
-    if ((rc = check_act(b, a->k, "k", "num_tokens, num_kv_heads, head_dim_qk", T, hkv, dqk, &b->k_dt))) return rc;
+    /* a cross layer's k / v are the encoder tokens' */
+    const int64_t Tkv = L->is_cross ? b->n_enc_tok : T;
+    const char *km = L->is_cross ? "sum of encoder_lens, num_kv_heads, head_dim_qk" : "num_tokens, num_kv_heads, head_dim_qk";
+    const char *vm = L->is_cross ? "sum of encoder_lens, num_kv_heads, head_dim_v" : "num_tokens, num_kv_heads, head_dim_v";
+    if ((rc = check_act(b, a->k, "k", km, Tkv, hkv, dqk, &b->k_dt))) return rc;
     b->v_dt = b->k_dt;
     if (!mla) {
-        if ((rc = check_act(b, a->v, "v", "num_tokens, num_kv_heads, head_dim_v", T, hkv, dv, &b->v_dt))) return rc;
+        if ((rc = check_act(b, a->v, "v", vm, Tkv, hkv, dv, &b->v_dt))) return rc;
     } else if (a->v) {
         cref_set_error(b, "layer %d is MLA (v_cache NULL) but v is given; the value is part of k", L->layer_id);
         return SGL_ATTN_E_INVALID;
@@ -130,7 +135,7 @@ static int check_io(cref_backend *b, const sgl_attn_forward_args *a, int mla, in
  * query tokens of a request and as many KV heads as the rows allow, so each
  * token's K/V rows are read as one contiguous run; then KV splits when there
  * are too few items for the threads. */
-static void plan_items(cref_backend *b) {
+void cref_plan_items(cref_backend *b) {
     cref_job *J = &b->job;
     const int extend = b->mode == SGL_ATTN_MODE_EXTEND;
     J->qblock = b->rows_cap / J->group;
@@ -158,24 +163,6 @@ static void plan_items(cref_backend *b) {
         if (n >= 2) J->nsplit = (int32_t)n;
     }
     b->n_items = (int32_t)(base * J->nsplit);
-}
-
-/* ABI 1.2 layer and forward fields cpu_ref does not serve yet: refused by
- * name, never ignored. */
-static int refuse_unserved(cref_backend *b, const sgl_attn_forward_args *a, const sgl_attn_layer *L) {
-    const char *what = NULL;
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map)) what = "layer.slot_map";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) != SGL_ATTN_TYPE_CAUSAL) what = "layer.attn_type";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, k_scale_tensor)) what = "layer.k_scale_tensor";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, v_scale_tensor)) what = "layer.v_scale_tensor";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale_tensor)) what = "layer.q_descale_tensor";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) what = "forward args lse";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) what = "forward args q_rope";
-    else if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) what = "forward args k_rope";
-    if (!what) return SGL_ATTN_OK;
-    cref_set_error(b, "layer %d: %s is set (ABI 1.2); cpu_ref does not serve it (its caps do not declare it)",
-                   L->layer_id, what);
-    return SGL_ATTN_E_UNSUPPORTED;
 }
 
 int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
@@ -206,7 +193,6 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     int rc;
     const int save = a->save_kv_cache != 0;
     if ((rc = check_layer(b, L, save))) return rc;
-    if ((rc = refuse_unserved(b, a, L))) return rc;
     const int mla = L->v_cache == NULL;
     if (mla && (L->num_kv_heads != 1 || L->head_dim_v > L->head_dim_qk)) {
         cref_set_error(b,
@@ -216,12 +202,17 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
         return SGL_ATTN_E_INVALID;
     }
     uint32_t kv_dt, q_dt, out_dt;
+    int32_t dq_lat;
     if ((rc = check_pool(b, L, mla, &kv_dt))) return rc;
-    if ((rc = check_io(b, a, mla, b->num_tokens, &q_dt, &out_dt))) return rc;
+    if ((rc = cref_rope_check(b, a, mla, b->num_tokens, &dq_lat))) return rc;
+    if ((rc = check_io(b, a, mla, b->num_tokens, dq_lat, &q_dt, &out_dt))) return rc;
+    if ((rc = cref_lse_check(b, SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse), "forward args lse",
+                             b->num_tokens, L->num_q_heads)))
+        return rc;
     /* The f64 path is all-f64; the f32 path takes any mix of f32/f16/bf16. */
     int n64 = (q_dt == SGL_ATTN_DT_F64) + (out_dt == SGL_ATTN_DT_F64) + (kv_dt == SGL_ATTN_DT_F64);
     int n_all = 3;
-    if (save) {
+    if (save || SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) == SGL_ATTN_TYPE_ENCODER_ONLY) {
         n64 += (b->k_dt == SGL_ATTN_DT_F64) + (!mla && b->v_dt == SGL_ATTN_DT_F64);
         n_all += 1 + !mla;
     }
@@ -246,8 +237,8 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     J->out_dt = out_dt;
     J->kv_dt = kv_dt;
     J->q = sgl_sdk_data(a->q);
-    J->q_hs = J->dqk;
-    J->q_ts = (int64_t)J->hq * J->dqk;
+    J->q_hs = dq_lat;
+    J->q_ts = (int64_t)J->hq * dq_lat;
     if (a->q->strides) {
         J->q_ts = a->q->strides[0];
         if (a->q->ndim == 3) J->q_hs = a->q->strides[1];
@@ -277,6 +268,8 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     b->save = save;
     b->k_new = save ? sgl_sdk_data(a->k) : NULL;
     b->v_new = save && !mla ? sgl_sdk_data(a->v) : NULL;
-    plan_items(b);
+    if ((rc = cref_fp8_scales(b, L, kv_dt, mla))) return rc;
+    if ((rc = cref_layer_engine(b, a, L))) return rc;
+    cref_plan_items(b);
     return SGL_ATTN_OK;
 }

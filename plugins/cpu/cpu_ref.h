@@ -11,9 +11,16 @@
  *   kernel_impl.h  the attention loops, compiled per variant by kernel_*.c
  *   save_kv.c      save_kv_cache: new K/V into the pool
  *   tensor_check.c the SDK's tensor checks as cpu_ref reads tensors
- *   error.c        the instance's error message (a leaf: calls no other file)
+ *   error.c        the instance's error message, bad-index notes (a leaf: calls no other file)
  *   sparse_mla.c   DSA: MLA forward over the slots of topk_indices
  *   dsa_indexer.c  DSA: the indexer (indexer_topk), fp8 index keys (cref_fp8.h)
+ *   dual_chunk.c   dual chunk attention: its checks and float64 loops
+ *   plan_engine.c  ABI 1.2 batch inputs: page tables, tree masks, encoder slots
+ *   layer_engine.c ABI 1.2 layer inputs: slot maps, attention types
+ *   ragged.c       forward_ragged (ABI 1.2): K/V as tensors, cu_seqlens
+ *   lse_out.c      the LSE output (ABI 1.2) of the paged and ragged forwards
+ *   fp8_scales.c   an fp8 KV pool's scales: floats, scale tensors, q descale (ABI 1.2)
+ *   rope_split.c   MLA's q_rope / k_rope beside the latent q / k (ABI 1.2)
  */
 #ifndef CPU_REF_H
 #define CPU_REF_H
@@ -37,6 +44,9 @@
 #define CREF_ERR_MAX 640
 #define CREF_ALIGN 64
 #define CREF_DTYPES (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64)
+/* The pool may also be fp8 (e4m3: DLPack 1.1's e4m3fn or our private code; e5m2). */
+#define CREF_FP8_DTYPES (SGL_ATTN_DT_FP8_E4M3 | SGL_ATTN_DT_FP8_E5M2)
+#define CREF_KV_DTYPES (CREF_DTYPES | CREF_FP8_DTYPES)
 
 /* ------------------------------------------------------------ threads.c */
 
@@ -77,17 +87,19 @@ typedef struct cref_req {
     int32_t enc;      /* encoder tokens at the start of the row (0: none) */
     int32_t tok0;     /* index of the first query token in q / out */
     int32_t qb0;      /* index of its first query block (per forward) */
+    int64_t pg0;      /* page tables: its first page in the plan's copy */
+    int64_t mask0;    /* tree verify: its mask's first element in custom_mask */
 } cref_req;
 
 /* An index found outside the pool where it is used: the batch changed
  * after init_forward_metadata checked it.  The first one is kept. */
 typedef struct cref_bad {
     atomic_int set;
-    int what;            /* 0: req_to_token, 1: out_cache_loc */
+    int what;            /* 0: req_to_token, 1: out_cache_loc, 2: slot_map (index = the slot mapped) */
     int64_t index, value; /* flat index into the tensor, and what it held */
 } cref_bad;
 
-/* Note a bad index (any thread; the first wins). */
+/* error.c: note a bad index (any thread; the first wins). */
 void cref_bad_note(cref_bad *b, int what, int64_t index, int64_t value);
 
 /* Everything the attention loops read, checked and resolved by check_args.c. */
@@ -104,7 +116,8 @@ typedef struct cref_job {
     const unsigned char *k_cache; /* slot s, head h at (s * k_slot + h * dqk) elements */
     const unsigned char *v_cache; /* MLA: = k_cache (value = first dv dims) */
     int64_t k_slot, v_slot, v_head;
-    const void *r2t;        /* init_forward_metadata's view: data, dtype, width */
+    const void *r2t;        /* init_forward_metadata's view: data, dtype, width; NULL
+                             * (ragged): key c of a request is slot row * r2t_cols + c */
     int r2t_64;
     int64_t r2t_cols;
     int64_t pool_slots;     /* this layer's pool: every slot read is checked against it */
@@ -121,7 +134,58 @@ typedef struct cref_job {
     int32_t bf16dot;        /* vdpbf16ps usable (create) */
     unsigned char *partial; /* nsplit > 1: [items][rows_cap][dv + 2] of the compute type */
     size_t partial_stride;  /* bytes per item */
+    /* ABI 1.2 inputs (layer_engine.c); all zero for a plain batch and layer */
+    int32_t plain;          /* none of the below: the loops take their fast paths */
+    int32_t vis;            /* sgl_attn_attn_type of the layer */
+    int32_t direct;         /* encoder-only: keys are the call's k / v rows (slot = token) */
+    const int64_t *pages;   /* page tables: the plan's copy, NULL = req_to_token */
+    int64_t page_size;
+    const void *slot_map;   /* NULL = identity */
+    int map_64;
+    int64_t map_len;
+    const unsigned char *mask; /* tree verify: custom_mask as planned, NULL = causal */
+    /* ABI 1.2, c20b side (set on every forward; NULL / 1 / dqk when not asked for) */
+    float *lse;             /* [T, hq] fp32: log-sum-exp of each row's scaled logits */
+    double v_mul;           /* fp8 pool: the value's dequant scale (out = v_mul * P V) */
+    int32_t dq_lat;         /* dims q's rows hold: dqk, or the latent part beside q_rope */
+    const unsigned char *q_rope; /* [T, hq, dqk - dq_lat] of q's dtype, rows at t * qr_ts + h * qr_hs */
+    int64_t qr_ts, qr_hs;
+    const unsigned char *k_rope; /* save: [T, 1, dqk - dq_lat] of k's dtype, token t at t * kr_ts */
+    int64_t kr_ts;
+    double k_div, v_div;    /* save into an fp8 pool: the new k / v are divided by these */
 } cref_job;
+
+/* Slot of key position pos of request rq (encoder tokens count from 0 for a
+ * cross layer; self-attention positions follow them), through the page
+ * table or req_to_token and the slot map; -1 when outside the pool (noted in
+ * J->bad when `note`).  The loops call it per key only when !J->plain. */
+static inline int64_t cref_key_slot(const cref_job *J, const cref_req *rq, int64_t pos, int note) {
+    if (J->direct) return rq->tok0 + pos - rq->prefix;
+    const int64_t col = pos + (J->cross ? 0 : rq->enc);
+    int64_t s;
+    if (J->pages) {
+        s = J->pages[rq->pg0 + col / J->page_size] * J->page_size + col % J->page_size;
+    } else {
+        s = sgl_sdk_idx(J->r2t, J->r2t_64, rq->row * J->r2t_cols + col);
+        if (J->slot_map && (uint64_t)s >= (uint64_t)J->map_len) {
+            if (note) cref_bad_note(J->bad, 0, rq->row * J->r2t_cols + col, s);
+            return -1;
+        }
+    }
+    if (J->slot_map) {
+        const int64_t m = sgl_sdk_idx(J->slot_map, J->map_64, s);
+        if ((uint64_t)m >= (uint64_t)J->pool_slots) {
+            if (note) cref_bad_note(J->bad, 2, s, m);
+            return -1;
+        }
+        return m;
+    }
+    if ((uint64_t)s >= (uint64_t)J->pool_slots) {
+        if (note) cref_bad_note(J->bad, 0, J->pages ? -1 : rq->row * J->r2t_cols + col, s);
+        return -1;
+    }
+    return s;
+}
 
 /* One work item: query tokens [j0, j0 + nq) of a request, KV heads
  * [h0, h0 + nh), keys at positions [kb, ke) (a split) and where the result
@@ -162,6 +226,14 @@ typedef struct cref_scored {
 } cref_scored;
 struct idx_job;
 
+/* A forward's dual chunk attention, as dual_chunk.c checked it. */
+typedef struct cref_dca {
+    int on;
+    int32_t chunk_len;               /* chunk_size - local_size */
+    int32_t original_max_position;   /* 0: no length scaling */
+    const unsigned char *q_succ, *q_inter; /* like job.q */
+} cref_dca;
+
 /* ------------------------------------------------------------ the backend */
 
 typedef struct cref_backend {
@@ -195,6 +267,14 @@ typedef struct cref_backend {
     char max_slot_where[96];
     const void *out_cache_loc;
     int ocl_64;
+    /* ABI 1.2 (plan_engine.c): page tables copied here, [pages_cap] */
+    int64_t *pages;
+    int64_t pages_cap;
+    int64_t page_size;
+    const unsigned char *mask;   /* custom_mask's data, NULL = none */
+    const void *enc_loc;         /* encoder_out_cache_loc, NULL = none */
+    int enc_loc_64;
+    int64_t n_enc_tok;           /* sum of encoder_lens */
     /* req_to_token as init_forward_metadata saw it: a forward uses these,
      * never the caller's tensor header, which may have changed since */
     const void *r2t;
@@ -208,6 +288,9 @@ typedef struct cref_backend {
     uint32_t k_dt, v_dt;
     const unsigned char *k_new, *v_new;
     int save;
+    int enc_only;                /* encoder-only layer (layer_engine.c) */
+    const unsigned char *k_in, *v_in; /* its keys: the call's k / v */
+    /* forward_ragged plans into reqs + max_reqs, leaving the batch's plan as it was */
     /* DSA: the forward's checked topk_indices [num_tokens, topk_k] */
     const int32_t *topk;
     int64_t topk_k;
@@ -215,6 +298,7 @@ typedef struct cref_backend {
      * index_topk only) and the call being run */
     cref_scored *dsa_buf;
     const struct idx_job *idx;
+    cref_dca dca;
 } cref_backend;
 
 /* error.c */
@@ -235,11 +319,50 @@ int cref_model_ok(const sgl_attn_model *m, char *why, size_t why_size);
 /* plan_batch.c */
 int cref_plan_batch(cref_backend *b, const sgl_attn_batch *batch);
 
+/* plan_engine.c: the ABI 1.2 batch inputs at init_forward_metadata.
+ * cref_plan_pages copies and checks batch->page_table (before the requests'
+ * slots are checked); cref_plan_slot is column c of request i's slot as
+ * planned (page table or req_to_token); cref_plan_extras checks custom_mask /
+ * mask_indptr and encoder_out_cache_loc after the requests are planned. */
+int cref_plan_pages(cref_backend *b, const sgl_attn_batch *bt);
+int64_t cref_plan_slot(const cref_backend *b, const sgl_attn_batch *bt, int64_t i, int64_t c);
+int cref_plan_extras(cref_backend *b, const sgl_attn_batch *bt);
+
+/* layer_engine.c: the ABI 1.2 layer inputs at forward, after the plain
+ * checks.  Fills the job's ABI 1.2 fields; 0 or an error with b->err set.
+ * cref_new_slot is the pool slot of new (or encoder) token t to save, -1
+ * when outside (noted). */
+int cref_layer_engine(cref_backend *b, const sgl_attn_forward_args *a, const sgl_attn_layer *L);
+int64_t cref_new_slot(cref_backend *b, int64_t t);
+/* Encoder-only: point the job's keys at the call's k / v (after the save). */
+void cref_direct_keys(cref_backend *b);
+
 /* check_args.c: 0 and b->job filled, or an error status with b->err set. */
 int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a);
 
+/* dual_chunk.c: after cref_check_args, the forward's dual_chunk block into
+ * b->dca (off when there is none); then the attention on the thread pool. */
+int cref_dual_chunk_check(cref_backend *b, const sgl_attn_forward_args *a);
+void cref_dual_chunk_run(cref_backend *b);
+
 /* forward.c */
 int cref_forward(cref_backend *b, const sgl_attn_forward_args *a);
+/* Run b->job's n_items work items (and the decode splits' combine). */
+int cref_run_items(cref_backend *b);
+/* check_args.c: the job's work items from the planned requests. */
+void cref_plan_items(cref_backend *b);
+
+/* ragged.c: backend_ops.forward_ragged */
+int cref_forward_ragged(cref_backend *b, const sgl_attn_ragged_args *a);
+/* lse_out.c: `lse` (may be NULL) as a [T, hq] fp32 host tensor; sets job.lse. */
+int cref_lse_check(cref_backend *b, const DLTensor *lse, const char *what, int64_t T, int64_t hq);
+/* fp8_scales.c: the layer's scales for a pool of kv_dt (floats, scale
+ * tensors, q descale, with their precedence); folds them into job.scale,
+ * job.v_mul, job.k_div, job.v_div. */
+int cref_fp8_scales(cref_backend *b, const sgl_attn_layer *L, uint32_t kv_dt, int mla);
+/* rope_split.c: forward_args.q_rope / k_rope; *dq_lat = the dims q and k
+ * then hold (head_dim_qk when they are absent).  Sets the job's rope views. */
+int cref_rope_check(cref_backend *b, const sgl_attn_forward_args *a, int mla, int64_t T, int32_t *dq_lat);
 
 /* sparse_mla.c: forward's topk_indices (NULL when absent or beyond
  * struct_size); check them (after cref_check_args); attend over them. */

@@ -1,5 +1,6 @@
 /* cref_fp8.h - fp8 e4m3 (OCP "fn": no infinities, max 448) as DSA's index
- * keys store it, and DeepSeek's per-128 activation quantisation of them. */
+ * keys and an engine's fp8 KV pool store it, e5m2 (the KV pool's other fp8),
+ * and DeepSeek's per-128 activation quantisation of index keys. */
 #ifndef CREF_FP8_H
 #define CREF_FP8_H
 
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #define CREF_E4M3_MAX 448.0f
+#define CREF_E5M2_MAX 57344.0
 
 /* The exact value of an e4m3 byte (0x7f / 0xff are NaN). */
 static inline double cref_e4m3_to_f64(uint8_t c) {
@@ -37,6 +39,52 @@ static inline uint8_t cref_f32_to_e4m3(float x) {
         e++;
     }
     return (uint8_t)(sign | (uint8_t)((e + 7) << 3) | (uint8_t)m);
+}
+
+/* e5m2 is the top byte of an f16 (same exponent bias and specials). */
+static inline double cref_e5m2_to_f64(uint8_t c) {
+    const int e = (c >> 2) & 31, m = c & 3;
+    double v;
+    if (e == 31) v = m ? NAN : INFINITY;
+    else if (e == 0) v = ldexp((double)m, -16); /* subnormal: m * 2^-14 / 4 */
+    else v = ldexp(1.0 + m / 4.0, e - 15);
+    return (c & 0x80) ? -v : v;
+}
+
+/* An fp8 KV pool's store: x to the nearest value, ties to even mantissa,
+ * saturating at the largest finite magnitude (448 / 57344) rather than
+ * producing NaN or Inf; NaN stays NaN. */
+/* |x| (finite, below the saturation bound) to an fp8 with `mb` mantissa
+ * bits and exponent bias `bias`: round to nearest, ties to even. */
+static inline uint8_t cref_fp8_round(double a, int mb, int bias) {
+    const double least_normal = ldexp(1.0, 1 - bias);
+    if (a < least_normal) /* subnormal steps of 2^(1 - bias - mb); 2^mb steps is the least normal's code */
+        return (uint8_t)nearbyint(ldexp(a, bias - 1 + mb));
+    int ex;
+    (void)frexp(a, &ex); /* a = f * 2^ex, f in [0.5, 1) */
+    int e = ex - 1;
+    int m = (int)nearbyint((ldexp(a, -e) - 1.0) * (double)(1 << mb));
+    if (m == 1 << mb) {
+        m = 0;
+        e++;
+    }
+    return (uint8_t)(((e + bias) << mb) | m);
+}
+
+/* An fp8 KV pool's store: x to the nearest value, ties to even mantissa,
+ * saturating at the largest finite magnitude (448 / 57344, which is what a
+ * value beyond it rounds to) rather than producing NaN or Inf; NaN stays NaN. */
+static inline uint8_t cref_f64_to_e4m3_sat(double x) {
+    if (isnan(x)) return 0x7f;
+    const uint8_t sign = signbit(x) ? 0x80 : 0;
+    const double a = fabs(x);
+    return (uint8_t)(sign | (a >= CREF_E4M3_MAX ? 0x7e : cref_fp8_round(a, 3, 7)));
+}
+static inline uint8_t cref_f64_to_e5m2_sat(double x) {
+    if (isnan(x)) return 0x7f;
+    const uint8_t sign = signbit(x) ? 0x80 : 0;
+    const double a = fabs(x);
+    return (uint8_t)(sign | (a >= CREF_E5M2_MAX ? 0x7b : cref_fp8_round(a, 2, 15)));
 }
 
 /* The scale of one block of values whose largest magnitude is amax, as

@@ -35,7 +35,7 @@
 
 /* Outside the AVX-512 region: called from the AVX2 dispatcher. */
 static int tile512_takes(const cref_job *J) {
-    return J->kv_dt == SGL_ATTN_DT_BF16 && J->dqk % 32 == 0 && J->dv % 32 == 0 && J->rows_cap * CREF_TILE >= 64 &&
+    return J->plain && J->kv_dt == SGL_ATTN_DT_BF16 && J->dqk % 32 == 0 && J->dv % 32 == 0 && J->rows_cap * CREF_TILE >= 64 &&
            J->rows_cap * CREF_TILE >= J->dqk && J->rows_cap * CREF_TILE >= J->dv;
 }
 
@@ -274,7 +274,7 @@ ALWAYS void t5_block(scr *S, int r0, const int NR, const int BF, float scale, co
 static void t5_rows(const cref_job *J, int64_t rbase, int32_t t0, int n, int h0, const unsigned char **kp,
                     const unsigned char **vp) {
     for (int t = 0; t < n; t++) {
-        int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + t0 + t);
+        int64_t slot = J->r2t ? sgl_sdk_idx(J->r2t, J->r2t_64, rbase + t0 + t) : rbase + t0 + t;
         if ((uint64_t)slot >= (uint64_t)J->pool_slots) {
             cref_bad_note(J->bad, 0, rbase + t0 + t, slot);
             slot = 0;
@@ -297,13 +297,17 @@ __attribute__((noinline)) static void tile512_attend(const cref_job *J, const cr
     const int bf = J->bf16dot && J->q_dt == SGL_ATTN_DT_BF16;
     const float scale = (float)J->scale;
     const int64_t qsz = (int64_t)cref_dt_size(J->q_dt);
+    const int DQ = J->dq_lat; /* D, or the latent part with q_rope beside it */
     for (int r = 0; r < R; r++) {
-        const int64_t tok = (int64_t)rq->tok0 + it->j0 + r / per_tok;
-        const unsigned char *src = J->q + (tok * J->q_ts + row_head(it, G, r) * J->q_hs) * qsz;
+        const int64_t tok = (int64_t)rq->tok0 + it->j0 + r / per_tok, head = row_head(it, G, r);
+        const unsigned char *src = J->q + (tok * J->q_ts + head * J->q_hs) * qsz;
+        const unsigned char *rsrc = J->q_rope ? J->q_rope + (tok * J->qr_ts + head * J->qr_hs) * qsz : NULL;
         if (bf) { /* as given, bf16 rows D apart */
-            memcpy((uint16_t *)(void *)S.q + (size_t)r * (size_t)D, src, (size_t)D * 2);
+            memcpy((uint16_t *)(void *)S.q + (size_t)r * (size_t)D, src, (size_t)DQ * 2);
+            if (rsrc) memcpy((uint16_t *)(void *)S.q + (size_t)r * (size_t)D + DQ, rsrc, (size_t)(D - DQ) * 2);
         } else {
-            ld_row(tmp, src, D, J->q_dt, (float)J->scale);
+            ld_row(tmp, src, DQ, J->q_dt, (float)J->scale);
+            if (rsrc) ld_row(tmp + DQ, rsrc, D - DQ, J->q_dt, (float)J->scale);
             t5_perm_in(S.q + (size_t)r * (size_t)D, tmp, D);
         }
     }
@@ -405,7 +409,7 @@ __attribute__((noinline)) static void tile512_attend(const cref_job *J, const cr
             memcpy(dst + 2, tmp, (size_t)DV * sizeof(float));
         } else {
             const int64_t tok = (int64_t)rq->tok0 + it->j0 + r / per_tok, head = row_head(it, G, r);
-            finalize_row(J, (int)head, S.m[r], S.l[r], tmp,
+            finalize_row(J, tok, (int)head, S.m[r], S.l[r], tmp,
                          J->out + ((tok * J->hq + head) * DV) * (int64_t)cref_dt_size(J->out_dt));
         }
     }

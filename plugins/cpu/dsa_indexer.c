@@ -145,6 +145,10 @@ static int check(cref_backend *b, const sgl_attn_indexer_args *a, idx_job *x) {
         cref_set_error(b, "indexer_topk: the batch has encoder tokens: DSA is decoder-only");
         return SGL_ATTN_E_UNSUPPORTED;
     }
+    if (b->page_size) {
+        cref_set_error(b, "indexer_topk: the batch has a page_table; cpu_ref's indexer reads req_to_token");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     if (a->topk < 1) {
         cref_set_error(b, "indexer_topk: topk %d: expected >= 1 (the model's index_topk)", a->topk);
         return SGL_ATTN_E_INVALID;

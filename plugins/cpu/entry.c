@@ -29,10 +29,20 @@ static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA |
                        SGL_ATTN_KIND_CROSS;
     caps->q_dtypes = CREF_DTYPES;
-    caps->kv_dtypes = CREF_DTYPES;
+    caps->kv_dtypes = CREF_KV_DTYPES;
     caps->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
                      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_SPEC_DECODE |
-                     SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS;
+                     SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS |
+                     SGL_ATTN_FEAT_TREE_MASK |
+                     SGL_ATTN_FEAT_DRAFT_EXTEND |
+                     SGL_ATTN_FEAT_ATTN_TYPES |
+                     SGL_ATTN_FEAT_ENCODER_LOC |
+                     SGL_ATTN_FEAT_PAGE_TABLE |
+                     SGL_ATTN_FEAT_SLOT_MAP |
+                     SGL_ATTN_FEAT_DUAL_CHUNK;
+    /* ABI 1.2 additions served (ragged.c, lse_out.c, fp8_scales.c, rope_split.c) */
+    caps->features |= SGL_ATTN_FEAT_RAGGED | SGL_ATTN_FEAT_LSE | SGL_ATTN_FEAT_FP8_SCALES |
+                      SGL_ATTN_FEAT_MLA_ROPE_SPLIT;
     caps->head_dim_qk_max = CREF_MAX_HEAD_DIM;
     caps->head_dim_v_max = CREF_MAX_HEAD_DIM;
     caps->n_head_dims = 0;

@@ -14,25 +14,15 @@ size_t cref_scratch_bytes(int rows, int dqk, int dv) {
 #undef UP
 }
 
-void cref_bad_note(cref_bad *bad, int what, int64_t index, int64_t value) {
-    int expected = 0;
-    if (!atomic_compare_exchange_strong(&bad->set, &expected, 1)) return;
-    bad->what = what;
-    bad->index = index;
-    bad->value = value;
-}
-
-/* A slot outside the pool is skipped (nothing written) and noted. */
+/* A slot outside the pool is skipped (nothing written) and noted.  A cross
+ * layer saves the encoder tokens (encoder_out_cache_loc). */
 static void save_task(void *ctx, int tid) {
     cref_backend *b = ctx;
-    const int64_t T = b->num_tokens, n = b->nthreads;
+    const int64_t T = b->job.cross ? b->n_enc_tok : b->num_tokens, n = b->nthreads;
     const int64_t t0 = T * tid / n, t1 = T * (tid + 1) / n;
     for (int64_t t = t0; t < t1; t++) {
-        int64_t slot = sgl_sdk_idx(b->out_cache_loc, b->ocl_64, t);
-        if ((uint64_t)slot >= (uint64_t)b->job.pool_slots) {
-            cref_bad_note(&b->bad, 1, t, slot);
-            continue;
-        }
+        const int64_t slot = cref_new_slot(b, t);
+        if (slot < 0) continue;
         cref_save_token(&b->job, b->k_new, b->k_dt, b->v_new, b->v_dt, t, slot);
     }
 }
@@ -40,10 +30,19 @@ static void save_task(void *ctx, int tid) {
 /* The first index the loops found outside the pool, as the error. */
 static int bad_index(cref_backend *b) {
     const cref_bad *x = &b->bad;
-    if (x->what == 1)
-        cref_set_error(b, "forward: batch.out_cache_loc[%lld] = %lld is outside the pool of %lld slots: the batch "
+    if (x->what == 2)
+        cref_set_error(b, "forward: layer.slot_map[%lld] = %lld is outside the pool of %lld slots: the map changed "
+                       "during the call",
+                       (long long)x->index, (long long)x->value, (long long)b->job.pool_slots);
+    else if (x->what == 1)
+        cref_set_error(b, "forward: batch.%s[%lld] = %lld is outside the pool of %lld slots%s: the batch "
                        "changed after init_forward_metadata checked it; token %lld was not saved",
-                       (long long)x->index, (long long)x->value, (long long)b->job.pool_slots, (long long)x->index);
+                       b->job.cross ? "encoder_out_cache_loc" : "out_cache_loc", (long long)x->index,
+                       (long long)x->value, (long long)b->job.pool_slots, b->job.slot_map ? " (or its slot map)" : "",
+                       (long long)x->index);
+    else if (b->r2t_cols == 0) /* page tables are copied and checked at planning; kept for safety */
+        cref_set_error(b, "forward: a page_table slot %lld is outside the pool of %lld slots", (long long)x->value,
+                       (long long)b->job.pool_slots);
     else
         cref_set_error(b, "forward: batch.req_to_token[%lld][%lld] = %lld is outside the pool of %lld slots: the "
                        "batch changed after init_forward_metadata checked it; the output is not written",
@@ -120,13 +119,23 @@ int cref_forward(cref_backend *b, const sgl_attn_forward_args *a) {
     const DLTensor *topk = rc ? NULL : cref_topk_of(a);
     if (topk && (rc = cref_sparse_check(b, a, topk))) return rc;
     if (rc || b->n_items == 0) return rc;
+    if ((rc = cref_dual_chunk_check(b, a))) return rc;
     atomic_store_explicit(&b->bad.set, 0, memory_order_relaxed);
     if (b->save) cref_threads_run(b->threads, save_task, b);
+    if (b->enc_only) cref_direct_keys(b);
     if (topk) { /* DSA: the selected slots only, one pass (no splits) */
         if (atomic_load(&b->bad.set)) return bad_index(b);
         cref_sparse_run(b);
         return SGL_ATTN_OK;
     }
+    if (b->dca.on) {
+        cref_dual_chunk_run(b);
+        return atomic_load(&b->bad.set) ? bad_index(b) : SGL_ATTN_OK;
+    }
+    return cref_run_items(b);
+}
+
+int cref_run_items(cref_backend *b) {
     atomic_store_explicit(&b->next, 0, memory_order_relaxed);
     cref_threads_run(b->threads, attend_task, b);
     if (atomic_load(&b->bad.set)) return bad_index(b);

@@ -46,6 +46,12 @@ ALWAYS REAL ld(const unsigned char *p, int64_t i, const uint32_t dt) {
     switch (dt) {
     case SGL_ATTN_DT_BF16: return sgl_sdk_bf16_to_f32(((const uint16_t *)(const void *)p)[i]);
     case SGL_ATTN_DT_F16: return sgl_sdk_f16_to_f32(((const uint16_t *)(const void *)p)[i]);
+    /* fp8 pools through f16's conversion (no branch, no subnormal float):
+     * e5m2 is an f16's top byte; e4m3's bits placed in an f16 read 2^-8 of
+     * the value (bias 15 instead of 7).  e4m3fn's NaN codes read as +-480. */
+    case SGL_ATTN_DT_FP8_E5M2: return sgl_sdk_f16_to_f32((uint16_t)(p[i] << 8));
+    case SGL_ATTN_DT_FP8_E4M3:
+        return sgl_sdk_f16_to_f32((uint16_t)(((p[i] & 0x80u) << 8) | ((p[i] & 0x7fu) << 7))) * 256.0f;
     default: return ((const float *)(const void *)p)[i];
     }
 #endif
@@ -63,6 +69,12 @@ static void ld_row(REAL *restrict dst, const unsigned char *src, int n, uint32_t
         break;
     case SGL_ATTN_DT_F16:
         for (int i = 0; i < n; i++) dst[i] = ld(src, i, SGL_ATTN_DT_F16) * mul;
+        break;
+    case SGL_ATTN_DT_FP8_E4M3: /* an fp8 q (its descale is in mul) */
+        for (int i = 0; i < n; i++) dst[i] = ld(src, i, SGL_ATTN_DT_FP8_E4M3) * mul;
+        break;
+    case SGL_ATTN_DT_FP8_E5M2:
+        for (int i = 0; i < n; i++) dst[i] = ld(src, i, SGL_ATTN_DT_FP8_E5M2) * mul;
         break;
     default:
         for (int i = 0; i < n; i++) dst[i] = ld(src, i, SGL_ATTN_DT_F32) * mul;
@@ -240,8 +252,12 @@ static scr carve(void *base, int rows, int dqk, int dv) {
     return s;
 }
 
-/* Normalise one row (sink included) and store it: out = o / l. */
-static void finalize_row(const cref_job *J, int head, REAL m, REAL l, const REAL *o, unsigned char *dst) {
+/* Normalise one row (sink included) and store it: out = o / l (times the
+ * fp8 value scale); the LSE output, when asked for, excludes the sink. */
+static void finalize_row(const cref_job *J, int64_t tok, int head, REAL m, REAL l, const REAL *o,
+                         unsigned char *dst) {
+    if (J->lse) /* no keys (m = -inf, l = 0): -inf */
+        J->lse[tok * J->hq + head] = l > 0 ? (float)((double)m + log((double)l)) : -INFINITY;
     REAL mul;
     if (J->sinks) {
         REAL sk = (REAL)J->sinks[head];
@@ -252,7 +268,7 @@ static void finalize_row(const cref_job *J, int head, REAL m, REAL l, const REAL
     } else {
         mul = l > 0 ? (REAL)1 / l : 0;
     }
-    st_row(dst, o, J->dv, J->out_dt, mul);
+    st_row(dst, o, J->dv, J->out_dt, mul * (REAL)J->v_mul);
 }
 
 /* Ask for the next tile's K/V while this one computes: pages of the pool
@@ -299,10 +315,13 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
 
     /* query rows, scaled once here instead of every score */
     const int64_t qsz = (int64_t)cref_dt_size(J->q_dt);
+    const int DQ = J->dq_lat; /* D, or the latent part with q_rope beside it */
     for (int r = 0; r < R; r++) {
-        int64_t tok = (int64_t)rq->tok0 + it->j0 + r / per_tok;
-        ld_row(S.q + (size_t)r * D, J->q + (tok * J->q_ts + row_head(it, G, r) * J->q_hs) * qsz, D, J->q_dt,
-               (REAL)J->scale);
+        int64_t tok = (int64_t)rq->tok0 + it->j0 + r / per_tok, head = row_head(it, G, r);
+        ld_row(S.q + (size_t)r * D, J->q + (tok * J->q_ts + head * J->q_hs) * qsz, DQ, J->q_dt, (REAL)J->scale);
+        if (J->q_rope)
+            ld_row(S.q + (size_t)r * D + DQ, J->q_rope + (tok * J->qr_ts + head * J->qr_hs) * qsz, D - DQ, J->q_dt,
+                   (REAL)J->scale);
     }
     /* keys each query token sees, clipped to this item's range */
     int32_t ulo = INT32_MAX, uhi = 0;
@@ -311,6 +330,12 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         if (J->cross) {
             lo = 0;
             hi = rq->enc;
+        } else if (J->mask || J->vis == SGL_ATTN_TYPE_BIDIRECTIONAL) { /* the mask picks within */
+            lo = 0;
+            hi = rq->seq_len;
+        } else if (J->vis == SGL_ATTN_TYPE_ENCODER_ONLY) { /* the request's new tokens */
+            lo = rq->prefix;
+            hi = rq->seq_len;
         } else {
             int32_t pos = rq->prefix + it->j0 + jj;
             hi = pos + 1;
@@ -346,9 +371,14 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         /* the tile's rows, at the item's first head; a slot outside the pool
          * (the batch changed after it was planned) ends the item unwritten */
         for (int t = 0; t < nt; t++) {
-            int64_t slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + ts + t);
-            if ((uint64_t)slot >= (uint64_t)J->pool_slots) {
-                cref_bad_note(J->bad, 0, rbase + ts + t, slot);
+            int64_t slot;
+            if (J->plain) {
+                slot = J->r2t ? sgl_sdk_idx(J->r2t, J->r2t_64, rbase + ts + t) : rbase + ts + t;
+                if ((uint64_t)slot >= (uint64_t)J->pool_slots) {
+                    cref_bad_note(J->bad, 0, rbase + ts + t, slot);
+                    return;
+                }
+            } else if ((slot = cref_key_slot(J, rq, ts + t, 1)) < 0) {
                 return;
             }
             S.kp[t] = J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz;
@@ -358,8 +388,12 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
         const int ra = ja * per_tok, rb = jb * per_tok;
         const int32_t tn = ts + CREF_TILE;
         for (int t = 0; t < nt; t++) {
-            int64_t slot;
-            if (tn + t < uhi && (uint64_t)(slot = sgl_sdk_idx(J->r2t, J->r2t_64, rbase + tn + t)) < (uint64_t)J->pool_slots) {
+            int64_t slot = -1;
+            if (tn + t < uhi)
+                slot = !J->plain ? cref_key_slot(J, rq, tn + t, 0)
+                       : J->r2t  ? sgl_sdk_idx(J->r2t, J->r2t_64, rbase + tn + t)
+                                 : rbase + tn + t;
+            if ((uint64_t)slot < (uint64_t)J->pool_slots) {
                 prefetch_bytes(J->k_cache + (slot * J->k_slot + (int64_t)it->h0 * D) * ksz, nh * k_head);
                 if (J->v_cache != J->k_cache)
                     prefetch_bytes(J->v_cache + (slot * J->v_slot + (int64_t)it->h0 * J->v_head) * ksz,
@@ -379,6 +413,9 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
             int a = S.lo[jj] - ts, b = S.hi[jj] - ts;
             a = a > 0 ? a : 0;
             b = b < nt ? b : nt;
+            /* tree verify: this token's mask row at the tile */
+            const unsigned char *mrow =
+                J->mask ? J->mask + rq->mask0 + (int64_t)(it->j0 + jj) * rq->seq_len + ts : NULL;
             for (int r = jj * per_tok; r < (jj + 1) * per_tok; r++) {
                 REAL *restrict sr = S.s + (size_t)r * CREF_TILE;
                 if (b <= a) { /* this row sees none of the tile */
@@ -390,6 +427,8 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
                 /* whole tiles (masked and short ones padded with -inf) keep
                  * every loop below at a fixed, vectorisable length */
                 for (int t = 0; t < CREF_TILE; t++) sr[t] = (t >= a && t < b) ? sr[t] : -(REAL)INFINITY;
+                if (mrow)
+                    for (int t = a; t < b; t++) sr[t] = mrow[t] ? sr[t] : -(REAL)INFINITY;
                 REAL mx[LANES];
                 for (int j = 0; j < LANES; j++) mx[j] = sr[j];
                 for (int t0 = LANES; t0 < CREF_TILE; t0 += LANES)
@@ -397,6 +436,10 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
                 REAL mt = mx[0];
                 for (int j = 1; j < LANES; j++) mt = mx[j] > mt ? mx[j] : mt;
                 const REAL mn = S.m[r] > mt ? S.m[r] : mt;
+                if (mn == -(REAL)INFINITY) { /* every key so far masked */
+                    for (int t = 0; t < CREF_TILE; t++) sr[t] = 0;
+                    continue;
+                }
                 const REAL alpha = REXP(S.m[r] - mn);
                 REAL acc[LANES] = {0};
                 for (int t0 = 0; t0 < CREF_TILE; t0 += LANES)
@@ -432,7 +475,7 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
             memcpy(dst + 2, S.o + (size_t)r * DV, (size_t)DV * sizeof(REAL));
         } else {
             int64_t tok = (int64_t)rq->tok0 + it->j0 + r / per_tok, head = row_head(it, G, r);
-            finalize_row(J, (int)head, S.m[r], S.l[r], S.o + (size_t)r * DV,
+            finalize_row(J, tok, (int)head, S.m[r], S.l[r], S.o + (size_t)r * DV,
                          J->out + ((tok * J->hq + head) * DV) * (int64_t)cref_dt_size(J->out_dt));
         }
     }
@@ -440,6 +483,17 @@ ALWAYS void attend_dt(const cref_job *J, const cref_item *it, void *scratch, con
 
 #ifdef CREF_TILE512
 #include "cref_tile512.h"
+#endif
+
+#if !CREF_F64
+/* The fp8 pools' loops in functions of their own, so the 16/32-bit ones
+ * are compiled exactly as they would be without them. */
+__attribute__((noinline)) static void attend_e4m3(const cref_job *J, const cref_item *it, void *scratch) {
+    attend_dt(J, it, scratch, SGL_ATTN_DT_FP8_E4M3);
+}
+__attribute__((noinline)) static void attend_e5m2(const cref_job *J, const cref_item *it, void *scratch) {
+    attend_dt(J, it, scratch, SGL_ATTN_DT_FP8_E5M2);
+}
 #endif
 
 void CREF_FN(cref_attend)(const cref_job *J, const cref_item *it, void *scratch) {
@@ -455,6 +509,8 @@ void CREF_FN(cref_attend)(const cref_job *J, const cref_item *it, void *scratch)
     switch (J->kv_dt) {
     case SGL_ATTN_DT_BF16: attend_dt(J, it, scratch, SGL_ATTN_DT_BF16); break;
     case SGL_ATTN_DT_F16: attend_dt(J, it, scratch, SGL_ATTN_DT_F16); break;
+    case SGL_ATTN_DT_FP8_E4M3: attend_e4m3(J, it, scratch); break;
+    case SGL_ATTN_DT_FP8_E5M2: attend_e5m2(J, it, scratch); break;
     default: attend_dt(J, it, scratch, SGL_ATTN_DT_F32); break;
     }
 #endif
@@ -490,7 +546,7 @@ void CREF_FN(cref_combine)(const cref_job *J, const cref_item *it, unsigned char
             }
         }
         int64_t tok = (int64_t)it->req->tok0 + it->j0 + r / per_tok, head = row_head(it, G, r);
-        finalize_row(J, (int)head, mx, l, acc,
+        finalize_row(J, tok, (int)head, mx, l, acc,
                      J->out + ((tok * J->hq + head) * DV) * (int64_t)cref_dt_size(J->out_dt));
     }
 }

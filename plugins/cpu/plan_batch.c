@@ -54,28 +54,17 @@ static int is_extend(const sgl_attn_batch *bt) {
     return bt->forward_mode == SGL_ATTN_MODE_EXTEND || bt->forward_mode == SGL_ATTN_MODE_DRAFT_EXTEND;
 }
 
-/* ABI 1.2 batch fields cpu_ref does not serve yet: refused by name, never
- * ignored (a caller that sends them expects them honoured). */
-static int refuse_unserved(cref_backend *b, const sgl_attn_batch *bt) {
-    static const char *const names[] = {"custom_mask (tree verify)", "page_table", "encoder_out_cache_loc"};
-    const DLTensor *t[3] = {SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask),
-                            SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table),
-                            SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc)};
-    for (int i = 0; i < 3; i++)
-        if (t[i]) {
-            cref_set_error(b, WHERE "batch.%s is set; cpu_ref does not serve it (its caps do not declare it)",
-                           names[i]);
-            return SGL_ATTN_E_UNSUPPORTED;
-        }
-    return SGL_ATTN_OK;
-}
+/* With a page table (ABI 1.2), req_to_token and req_pool_indices are not read. */
+static int has_pages(const sgl_attn_batch *bt) { return SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table) != NULL; }
 
 static int check_batch_tensors(cref_backend *b, const sgl_attn_batch *bt, int64_t bs) {
     int rc;
-    if ((rc = cref_check(b, bt->req_to_token, WHERE "batch.req_to_token", "max_reqs, max_context", 0, 0, 2,
-                         SGL_SDK_ANY, SGL_SDK_ANY, 0)))
+    if (!has_pages(bt) && (rc = cref_check(b, bt->req_to_token, WHERE "batch.req_to_token", "max_reqs, max_context",
+                                           0, 0, 2, SGL_SDK_ANY, SGL_SDK_ANY, 0)))
         return rc;
-    if ((rc = check_index(b, bt->req_pool_indices, WHERE "batch.req_pool_indices", bs, "batch_size"))) return rc;
+    if (!has_pages(bt) &&
+        (rc = check_index(b, bt->req_pool_indices, WHERE "batch.req_pool_indices", bs, "batch_size")))
+        return rc;
     if ((rc = check_index(b, bt->seq_lens, WHERE "batch.seq_lens", bs, "batch_size"))) return rc;
     if (is_extend(bt)) {
         if ((rc = check_index(b, bt->extend_prefix_lens, WHERE "batch.extend_prefix_lens", bs, "batch_size")))
@@ -95,9 +84,10 @@ static int check_batch_tensors(cref_backend *b, const sgl_attn_batch *bt, int64_
 /* Lengths of request i, from the batch's mode. */
 static int plan_request(cref_backend *b, const sgl_attn_batch *bt, int64_t i, int32_t tpr, int64_t *tok) {
     cref_req *r = &b->reqs[i];
+    const int pages = has_pages(bt);
     const DLTensor *r2t = bt->req_to_token;
-    int64_t rows = r2t->shape[0];
-    int64_t row = at(index_of(bt->req_pool_indices), i);
+    int64_t rows = pages ? 1 : r2t->shape[0];
+    int64_t row = pages ? 0 : at(index_of(bt->req_pool_indices), i);
     int64_t seq = at(index_of(bt->seq_lens), i);
     int64_t enc = bt->encoder_lens ? at(index_of(bt->encoder_lens), i) : 0;
     if (row < 0 || row >= rows) {
@@ -139,15 +129,17 @@ static int plan_request(cref_backend *b, const sgl_attn_batch *bt, int64_t i, in
         prefix = seq - tpr;
     }
     int64_t cols = enc + seq;
-    if (cols > r2t->shape[1] || cols > b->max_context) {
+    if ((!pages && cols > r2t->shape[1]) || cols > b->max_context) {
         cref_set_error(b,
                        WHERE "request %lld needs %lld columns (encoder_lens %lld + seq_lens %lld) but req_to_token "
                        "has %lld and create's max_context is %d",
-                       (long long)i, (long long)cols, (long long)enc, (long long)seq, (long long)r2t->shape[1],
-                       b->max_context);
+                       (long long)i, (long long)cols, (long long)enc, (long long)seq,
+                       (long long)(pages ? cols : r2t->shape[1]), b->max_context);
         return SGL_ATTN_E_INVALID;
     }
     r->row = row;
+    r->pg0 = 0;
+    r->mask0 = 0;
     r->seq_len = (int32_t)seq;
     r->n_new = (int32_t)n_new;
     r->prefix = (int32_t)prefix;
@@ -194,17 +186,16 @@ static int check_slots(cref_backend *b, const sgl_attn_batch *bt, int64_t i) {
  * (the attention reads the new K/V back from the pool). */
 static int check_out_loc(cref_backend *b, const sgl_attn_batch *bt, int64_t i) {
     const cref_req *r = &b->reqs[i];
-    ix o = index_of(bt->out_cache_loc), t = index_of(bt->req_to_token);
-    const int64_t cols = bt->req_to_token->shape[1];
+    ix o = index_of(bt->out_cache_loc);
     for (int64_t j = 0; j < r->n_new; j++) {
         int64_t tok = r->tok0 + j, col = (int64_t)r->enc + r->prefix + j;
-        int64_t s = at(o, tok), want = at(t, r->row * cols + col);
+        int64_t s = at(o, tok), want = cref_plan_slot(b, bt, i, col);
         if (s != want) {
             cref_set_error(b,
-                           WHERE "out_cache_loc[%lld] = %lld but req_to_token[%lld][%lld] = %lld (request %lld, new "
-                           "token %lld): a new token's slot must be its req_to_token entry",
-                           (long long)tok, (long long)s, (long long)r->row, (long long)col, (long long)want,
-                           (long long)i, (long long)j);
+                           WHERE "out_cache_loc[%lld] = %lld but request %lld's column %lld is slot %lld (%s, new "
+                           "token %lld): a new token's slot must be its req_to_token / page_table entry",
+                           (long long)tok, (long long)s, (long long)i, (long long)col, (long long)want,
+                           has_pages(bt) ? "page_table" : "req_to_token", (long long)j);
             return SGL_ATTN_E_INVALID;
         }
     }
@@ -231,6 +222,10 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
     b->max_slot_where[0] = 0;
     b->has_enc = bt->encoder_lens != NULL;
     b->out_cache_loc = NULL;
+    b->page_size = 0;
+    b->mask = NULL;
+    b->enc_loc = NULL;
+    b->n_enc_tok = 0;
     if (bt->forward_mode == SGL_ATTN_MODE_IDLE) {
         b->batch = bt;
         return SGL_ATTN_OK;
@@ -243,8 +238,7 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
                        bt->forward_mode);
         return SGL_ATTN_E_INVALID;
     }
-    int rc = refuse_unserved(b, bt);
-    if (rc) return rc;
+    int rc;
     if (bt->batch_size < 0 || bt->batch_size > b->max_reqs) {
         cref_set_error(b, WHERE "batch.batch_size = %d; expected 0..%d (create's max_reqs)", bt->batch_size,
                        b->max_reqs);
@@ -291,10 +285,12 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
                        (long long)sum);
         return SGL_ATTN_E_INVALID;
     }
+    if ((rc = cref_plan_pages(b, bt))) return rc;
     for (int64_t i = 0; i < bt->batch_size; i++) {
-        if ((rc = check_slots(b, bt, i))) return rc;
+        if (!has_pages(bt) && (rc = check_slots(b, bt, i))) return rc;
         if (bt->out_cache_loc && (rc = check_out_loc(b, bt, i))) return rc;
     }
+    if ((rc = cref_plan_extras(b, bt))) return rc;
     if ((rc = check_mirror(b, bt->seq_lens_cpu, "seq_lens_cpu", index_of(bt->seq_lens), bt->batch_size))) return rc;
     if (is_extend(bt)) {
         if ((rc = check_mirror(b, bt->extend_prefix_lens_cpu, "extend_prefix_lens_cpu",
@@ -311,10 +307,15 @@ int cref_plan_batch(cref_backend *b, const sgl_attn_batch *bt) {
         b->out_cache_loc = sgl_sdk_data(bt->out_cache_loc);
         b->ocl_64 = bt->out_cache_loc->dtype.bits == 64;
     }
-    b->r2t = sgl_sdk_data(bt->req_to_token);
-    b->r2t_64 = bt->req_to_token->dtype.bits == 64;
-    b->r2t_rows = bt->req_to_token->shape[0];
-    b->r2t_cols = bt->req_to_token->shape[1];
+    b->r2t = NULL;
+    b->r2t_64 = 0;
+    b->r2t_rows = b->r2t_cols = 0;
+    if (!has_pages(bt)) {
+        b->r2t = sgl_sdk_data(bt->req_to_token);
+        b->r2t_64 = bt->req_to_token->dtype.bits == 64;
+        b->r2t_rows = bt->req_to_token->shape[0];
+        b->r2t_cols = bt->req_to_token->shape[1];
+    }
     b->n_reqs = bt->batch_size;
     b->num_tokens = bt->num_tokens;
     b->tokens_per_req = tpr;

@@ -28,6 +28,11 @@ int cref_sparse_check(cref_backend *b, const sgl_attn_forward_args *a, const DLT
                                  "attention: DSA's sparse MLA has none of them",
                               L->layer_id),
                SGL_ATTN_E_UNSUPPORTED;
+    if (J->lse || J->q_rope || ((J->q_dt | J->kv_dt) & CREF_FP8_DTYPES))
+        return cref_set_error(b, "layer %d: topk_indices given with %s: cpu_ref's sparse MLA takes the "
+                                 "concatenated q, a 16/32/64-bit pool and no LSE output",
+                              L->layer_id, J->lse ? "an LSE output" : J->q_rope ? "q_rope / k_rope" : "fp8 q or pool"),
+               SGL_ATTN_E_UNSUPPORTED;
     int rc = cref_check(b, ti, "topk_indices", "DSA's selected pool slots per query token", 0, 0, 2,
                         b->num_tokens, SGL_SDK_ANY, 0);
     if (rc) return rc;

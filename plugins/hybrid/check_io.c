@@ -1,6 +1,7 @@
 /* check_io.c - an own layer's forward inputs against the instance's dims:
  * the linear kinds through the SDK's shapes (docs/hybrid.md), the sparse
  * layers' q/k/v/out and KV pool here. */
+#include <stdint.h>
 #include <stdio.h>
 
 #include "hyb.h"
@@ -46,5 +47,55 @@ int hyb_check_io(hyb_inst *w, const sgl_attn_forward_args *a, const sgl_attn_lin
         return SGL_ATTN_OK;
     }
     const sgl_sdk_tensor_spec base = hyb_spec(NULL, HYB_FLOAT_DTYPES, 0, 0, 0, 0, 0);
-    return sgl_sdk_lin_check_io(d, a, io, T, &base, pre, w->err, sizeof w->err);
+    return sgl_sdk_lin_check_inputs(d, a, io, T, &base, pre, w->err, sizeof w->err);
+}
+
+int hyb_check_caller_state(hyb_inst *w, hyb_call *c, const char *pre) {
+    const hyb_plan *p = &w->plan;
+    const sgl_sdk_lin_state *cs = &c->cs;
+    int rc = sgl_sdk_lin_check_state(&w->d, cs, c->keep ? p->tpr : 0, SGL_SDK_DEV_HOST, pre, w->err,
+                                     sizeof w->err);
+    if (rc) return rc;
+    const int64_t S = cs->slots;
+    if (S > INT32_MAX) {
+        hyb_set_err(w, "%slinear.%s has %lld slots; expected at most %d", pre, cs->conv ? "conv_state" : "ssm_state",
+                    (long long)S, INT32_MAX);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (!cs->indices) { /* the batch's slots, planned; their upper bound is the caller's tensors' */
+        if (p->max_slot >= S) {
+            for (int i = 0; i < p->bs; i++)
+                if (p->req[i].slot >= S) {
+                    hyb_set_err(w, "%sbatch.state_indices[%d] = %d; expected -1 (padding) or a slot 0..%lld "
+                                "(linear.%s has %lld slots)", pre, i, p->req[i].slot, (long long)S - 1,
+                                cs->conv ? "conv_state" : "ssm_state", (long long)S);
+                    return SGL_ATTN_E_INVALID;
+                }
+        }
+        for (int i = 0; i < p->bs; i++) w->call_slots[i] = p->req[i].slot;
+        return SGL_ATTN_OK;
+    }
+    char name[96];
+    snprintf(name, sizeof name, "%slinear.state_indices", pre);
+    if ((rc = hyb_index_check(w, cs->indices, name, p->bs))) return rc;
+    int64_t n = 0;
+    for (int i = 0; i < p->bs; i++) {
+        const int64_t s = hyb_index_get(cs->indices, i);
+        if (s < -1 || s >= S) {
+            hyb_set_err(w, "%slinear.state_indices[%d] = %lld; expected -1 (padding) or a slot 0..%lld "
+                        "(linear.%s has %lld slots)", pre, i, (long long)s, (long long)S - 1,
+                        cs->conv ? "conv_state" : "ssm_state", (long long)S);
+            return SGL_ATTN_E_INVALID;
+        }
+        w->call_slots[i] = (int32_t)s;
+        if (s >= 0) w->sortbuf[n++] = (uint64_t)s << 32 | (uint32_t)i;
+    }
+    const int64_t rep = hyb_find_repeat(w->sortbuf, n);
+    if (rep >= 0) {
+        const int i = (int)(uint32_t)w->sortbuf[rep];
+        hyb_set_err(w, "%slinear.state_indices[%d] = %d names a slot another request of the batch already "
+                    "uses", pre, i, w->call_slots[i]);
+        return SGL_ATTN_E_INVALID;
+    }
+    return SGL_ATTN_OK;
 }

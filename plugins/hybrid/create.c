@@ -72,6 +72,10 @@ int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_att
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, impl->name);
     int64_t threads;
     if ((rc = sgl_sdk_opt_int(&opts, "threads", "SGL_ATTN_HYBRID_THREADS", cpu.cores, 1, 256, &threads))) return rc;
+    /* Own state pool: option state_pool / $SGL_ATTN_HYBRID_STATE_POOL, default on.  An
+     * engine that passes its own state (ABI 1.2) turns it off and saves its memory. */
+    int pool_on;
+    if ((rc = sgl_sdk_opt_bool(&opts, "state_pool", "SGL_ATTN_HYBRID_STATE_POOL", 1, &pool_on))) return rc;
     hyb_inst *w = calloc(1, sizeof *w);
     if (!w) {
         sgl_sdk_str(err, en, "%s: out of memory", impl->name);
@@ -90,17 +94,19 @@ int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_att
     w->max_reqs = a->max_reqs;
     w->max_tokens = a->max_tokens;
     w->max_context = a->max_context;
+    w->pool_on = pool_on;
     for (int l = 0, i = 0; l < SGL_ATTN_MAX_LAYERS; l++)
         w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(impl->kind, m, l) ? i++ : -1);
 
-    if ((rc = hyb_pool_init(&w->pool, &d, a->max_reqs, m->spec_tokens, esz, why, sizeof why))) {
+    if (pool_on && (rc = hyb_pool_init(&w->pool, &d, a->max_reqs, m->spec_tokens, esz, why, sizeof why))) {
         sgl_sdk_str(err, en, "%s: %s", impl->name, why);
         free(w);
         return rc;
     }
     int fail = 0;
     w->plan.req = alloc_bytes((size_t)a->max_reqs, sizeof(hyb_req), &fail);
-    w->plan.seen = alloc_bytes((size_t)a->max_reqs, 1, &fail);
+    w->call_slots = alloc_bytes((size_t)a->max_reqs, sizeof(int32_t), &fail);
+    w->sortbuf = alloc_bytes(2 * (size_t)a->max_reqs, sizeof(uint64_t), &fail);
     w->verify_slots = alloc_bytes((size_t)a->max_reqs, sizeof(int32_t), &fail);
     w->scratch = alloc_bytes((size_t)a->max_tokens * (size_t)d.conv_dim, esz, &fail);
     w->params = alloc_bytes((size_t)d.conv_dim * (size_t)(d.conv_w + 1) + (size_t)d.hv * (size_t)d.dk +

@@ -6,7 +6,12 @@
  *   - padded rows (slot -1) are skipped and their output rows zeroed;
  *   - a request without a prefix starts from zero state, whatever the pool holds;
  *   - verify with keep: the main state is left alone, the state after each
- *     draft token goes to the intermediate pool (state_commit picks one).
+ *     draft token goes to the intermediate pool (state_commit picks one);
+ *   - caller-owned state (ABI 1.2): the same, on the layer's tensors the
+ *     engine passed instead of the pool.  The ssm state is used in place;
+ *     the conv state is channel-major there and time-major in the conv
+ *     loops, so a request's is transposed in and out of a working copy
+ *     (W-1 <= 7 rows: small beside the conv itself).
  */
 #include <string.h>
 
@@ -46,6 +51,55 @@ void FN(hyb_load_conv)(const sgl_attn_linear_io *io, const hyb_dims *d, real_t *
     else memset(par + C * W, 0, (size_t)C * sizeof(real_t));
 }
 
+/* ------------------------------------------------------- conv state */
+
+/* caller [C][H] (slot's row of a [S, C, H] or [S, steps, C, H] tensor) <-> time-major [H][C] */
+static void conv_from_caller(const DLTensor *t, int64_t row, int C, int H, real_t *dst) {
+    const real_t *src = (const real_t *)sgl_sdk_data(t) + (size_t)row * (size_t)C * H;
+    for (int c = 0; c < C; c++)
+        for (int j = 0; j < H; j++) dst[(size_t)j * C + c] = src[(size_t)c * H + j];
+}
+static void conv_to_caller(DLTensor *t, int64_t row, int C, int H, const real_t *src) {
+    real_t *dst = (real_t *)sgl_sdk_data(t) + (size_t)row * (size_t)C * H;
+    for (int c = 0; c < C; c++)
+        for (int j = 0; j < H; j++) dst[(size_t)c * H + j] = src[(size_t)j * C + c];
+}
+
+real_t *FN(hyb_conv_state_begin)(hyb_call *c, int64_t r, real_t *tmp) {
+    hyb_inst *w = c->w;
+    const hyb_req *rq = &w->plan.req[r];
+    const int C = w->d.conv_dim, H = w->d.conv_w - 1;
+    const size_t hist_elems = (size_t)C * (size_t)H;
+    if (c->cs.used) {
+        if (rq->has_init && c->cs.conv) conv_from_caller(c->cs.conv, c->slot[r], C, H, tmp);
+        else memset(tmp, 0, hist_elems * sizeof(real_t));
+        return tmp;
+    }
+    real_t *st = hyb_pool_conv(&w->pool, c->li, c->slot[r]);
+    if (c->keep) {
+        if (rq->has_init) memcpy(tmp, st, hist_elems * sizeof(real_t));
+        else memset(tmp, 0, hist_elems * sizeof(real_t));
+        return tmp;
+    }
+    if (!rq->has_init) memset(st, 0, hist_elems * sizeof(real_t));
+    return st;
+}
+
+void FN(hyb_conv_state_step)(hyb_call *c, int64_t r, int j, const real_t *st) {
+    hyb_inst *w = c->w;
+    const int C = w->d.conv_dim, H = w->d.conv_w - 1;
+    if (!c->cs.used) {
+        memcpy(hyb_pool_iconv(&w->pool, c->li, c->slot[r], j), st, (size_t)C * H * sizeof(real_t));
+    } else if (c->cs.iconv) {
+        conv_to_caller(c->cs.iconv, (int64_t)c->slot[r] * c->cs.steps + j, C, H, st);
+    }
+}
+
+void FN(hyb_conv_state_end)(hyb_call *c, int64_t r, const real_t *st) {
+    if (c->cs.used && !c->keep && c->cs.conv)
+        conv_to_caller(c->cs.conv, c->slot[r], c->w->d.conv_dim, c->w->d.conv_w - 1, st);
+}
+
 /* ------------------------------------------------------------- phase A */
 
 typedef struct actx {
@@ -59,31 +113,24 @@ static void item_a(void *p, int64_t r, int worker) {
     hyb_call *c = x->c;
     hyb_inst *w = c->w;
     const hyb_req *rq = &w->plan.req[r];
-    if (rq->n <= 0 || rq->slot < 0) return;
+    if (rq->n <= 0 || c->slot[r] < 0) return;
     const int C = w->d.conv_dim, W = w->d.conv_w;
     const size_t hist_elems = (size_t)C * (size_t)(W - 1);
     real_t *hist = w->wbuf[worker].mem, *tmp = hist + hist_elems, *in = tmp + hist_elems;
-    real_t *st = hyb_pool_conv(&w->pool, c->li, rq->slot);
-    if (c->keep) {
-        if (rq->has_init) memcpy(tmp, st, hist_elems * sizeof(real_t));
-        else memset(tmp, 0, hist_elems * sizeof(real_t));
-        st = tmp;
-    } else if (!rq->has_init) {
-        memset(st, 0, hist_elems * sizeof(real_t));
-    }
+    real_t *st = FN(hyb_conv_state_begin)(c, r, tmp);
     real_t *xs = (real_t *)w->scratch + (size_t)rq->tok * C;
     if (c->chunk > 0) {
         for (int j = 0; j < rq->n; j++)
             hyb_load_r(c->io->x, (rq->tok + j) * (int64_t)w->d.x_dim, xs + (size_t)j * C, C);
         FN(hyb_conv1d_seq)(st, C, W, x->weight, x->bias, xs, rq->n, x->silu, hist);
-        return;
+    } else {
+        for (int j = 0; j < rq->n; j++) {
+            hyb_load_r(c->io->x, (rq->tok + j) * (int64_t)w->d.x_dim, in, C);
+            FN(hyb_conv1d_step)(st, C, W, x->weight, x->bias, in, xs + (size_t)j * C, x->silu);
+            if (c->keep) FN(hyb_conv_state_step)(c, r, j, st);
+        }
     }
-    for (int j = 0; j < rq->n; j++) {
-        hyb_load_r(c->io->x, (rq->tok + j) * (int64_t)w->d.x_dim, in, C);
-        FN(hyb_conv1d_step)(st, C, W, x->weight, x->bias, in, xs + (size_t)j * C, x->silu);
-        if (c->keep)
-            memcpy(hyb_pool_iconv(&w->pool, c->li, rq->slot, j), st, hist_elems * sizeof(real_t));
-    }
+    FN(hyb_conv_state_end)(c, r, st);
 }
 
 void FN(hyb_conv_phase)(hyb_call *c, const real_t *weight, const real_t *bias, int silu) {
@@ -106,14 +153,17 @@ static void item_b(void *p, int64_t item, int worker) {
     const int H = w->d.hv, K = w->d.dk, V = w->d.dv;
     const int r = (int)(item / H), h = (int)(item % H);
     const hyb_req *rq = &w->plan.req[r];
+    const int32_t slot = c->slot[r];
     if (rq->n <= 0) return;
-    if (rq->slot < 0) {
+    if (slot < 0) {
         for (int j = 0; j < rq->n; j++) hyb_zero(c->out, ((rq->tok + j) * H + h) * (int64_t)V, V);
         return;
     }
     bufs b = carve(w, worker);
     const size_t sz = (size_t)V * K;
-    real_t *S = (real_t *)hyb_pool_ssm(&w->pool, c->li, rq->slot) + (size_t)h * sz;
+    /* caller-owned: [S, H, V, K] of the compute type (the checks hold it to the state dtype) */
+    real_t *S = (c->cs.used ? (real_t *)sgl_sdk_data(c->cs.ssm) + (size_t)slot * H * sz
+                            : (real_t *)hyb_pool_ssm(&w->pool, c->li, slot)) + (size_t)h * sz;
     if (c->keep) {
         if (rq->has_init) memcpy(b.st, S, sz * sizeof(real_t));
         else memset(b.st, 0, sz * sizeof(real_t));
@@ -144,9 +194,12 @@ static void item_b(void *p, int64_t item, int worker) {
                 else
                     FN(hyb_declin_step)(S, K, V, b.q + jk, b.k + jk, b.v + jv, b.g[j], s->scale,
                                         b.o + jv);
-                if (c->keep)
-                    memcpy((real_t *)hyb_pool_issm(&w->pool, c->li, rq->slot, t0 + j) + (size_t)h * sz,
-                           S, sz * sizeof(real_t));
+                if (c->keep) {
+                    real_t *dst = c->cs.used ? (real_t *)sgl_sdk_data(c->cs.issm) +
+                                                   ((size_t)slot * (size_t)c->cs.steps + (size_t)(t0 + j)) * H * sz
+                                             : (real_t *)hyb_pool_issm(&w->pool, c->li, slot, t0 + j);
+                    memcpy(dst + (size_t)h * sz, S, sz * sizeof(real_t));
+                }
             }
         }
         for (int j = 0; j < nc; j++) {

@@ -7,6 +7,8 @@
  *   create.c       instance creation: dims, pool, scratch, workers
  *   plan.c         per-batch plan (token ranges, slots) from init_forward_metadata
  *   state_pool.c   conv + ssm state per (layer, slot), intermediates for verify
+ *   state_ops.c    ops->state_batch: clear / copy / commit / track on index
+ *                  tensors, on the pool or on a layer's caller-owned state
  *   check_io.c     a forward's inputs against the dims (the SDK's linear
  *                  shapes, plugins/sdk/sdk_linear.h, and the sparse layers')
  *   tensor_io.c    dtype load/store, the SDK's tensor checks as the wrappers read
@@ -89,6 +91,8 @@ void *hyb_pool_issm(const hyb_pool *p, int layer, int slot, int step);
 void hyb_pool_clear(hyb_pool *p, int slot);
 void hyb_pool_copy(hyb_pool *p, int src, int dst);
 void hyb_pool_commit(hyb_pool *p, int slot, int step);
+/* intermediate step `step` of slot src becomes the state of slot dst, every layer */
+void hyb_pool_track(hyb_pool *p, int src, int step, int dst);
 
 /* -------------------------------------------------------------- plan.c */
 
@@ -96,7 +100,7 @@ void hyb_pool_commit(hyb_pool *p, int slot, int step);
 typedef struct hyb_req {
     int64_t tok;      /* first row of its tokens in the call's [T, ...] tensors */
     int32_t n;        /* its new tokens in this call */
-    int32_t slot;     /* state pool slot; -1 = padding (skipped, output zeroed) */
+    int32_t slot;     /* state slot (batch.state_indices); -1 = padding (skipped, output zeroed) */
     int32_t has_init; /* 1: start from the pool state; 0: from zeros (no prefix) */
     int32_t row;      /* req_to_token row (minimax_sparse) */
     int64_t seq_len;  /* tokens including the new ones */
@@ -115,7 +119,10 @@ typedef struct hyb_plan {
     int64_t rtt_cols;
     const sgl_attn_batch *batch;
     hyb_req *req;     /* [max_reqs] */
-    uint8_t *seen;    /* [max_reqs] duplicate-slot check */
+    /* The first request whose slot lies past the wrapper's pool (-1: none):
+     * fine for caller-owned state, refused by a forward on the pool. */
+    int32_t pool_over;
+    int64_t max_slot; /* largest slot of the batch, -1 none */
 } hyb_plan;
 
 struct hyb_inst;
@@ -150,10 +157,13 @@ typedef struct hyb_inst {
     int32_t max_reqs, max_tokens, max_context;
     int16_t lin_index[SGL_ATTN_MAX_LAYERS]; /* -1: inner's; else pool layer */
     hyb_pool pool;
+    int32_t pool_on;       /* the pool exists (create's option state_pool, default 1) */
     hyb_plan plan;
     /* The last verify batch, for state_commit. */
     int32_t *verify_slots;
     int32_t verify_n, verify_steps, verify_kept;
+    int32_t *call_slots;   /* [max_reqs]: the slot of each request in the current forward */
+    uint64_t *sortbuf;     /* [2 * max_reqs]: repeated-index checks (hyb_find_repeat) */
     void *scratch;         /* [max_tokens][conv_dim] R: conv outputs */
     void *params;          /* per-call parameter rows (weights, A, dt_bias...) R */
     hyb_workers *workers;
@@ -171,6 +181,10 @@ struct hyb_call {
     int32_t li;      /* pool layer */
     int32_t keep;    /* verify: keep per-step states, leave the main state */
     int32_t chunk;   /* 0 = recurrent (token by token) */
+    const int32_t *slot; /* [bs] each request's slot in the state this call reads */
+    /* ABI 1.2 caller-owned state (cs.used): this layer's tensors, read and
+     * written in place of the pool; the conv state is channel-major there. */
+    sgl_sdk_lin_state cs;
 };
 
 int hyb_create(const hyb_kind_impl *impl, const sgl_attn_create_args *a, sgl_attn_backend **out);
@@ -183,9 +197,20 @@ static inline int64_t hyb_index_get(const DLTensor *t, int64_t i) {
     return sgl_sdk_idx(sgl_sdk_data(t), t->dtype.bits == 64, i);
 }
 extern const sgl_attn_backend_ops hyb_backend_ops;
+/* ops->state_batch (state_ops.c). */
+int hyb_state_batch(sgl_attn_backend *b, const sgl_attn_state_batch_args *a);
+/* Sorts keys[0..n) ((uint64)value << 32 | tag) and returns the index of the
+ * first key whose value equals its predecessor's, or -1. */
+int64_t hyb_find_repeat(uint64_t *keys, int64_t n);
 
 /* Validation of an own layer's inputs (check_io.c): io tensors against dims. */
 int hyb_check_io(hyb_inst *w, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io);
+/* The caller-owned state of an own layer (c->cs already read): tensors
+ * against the contract, then each request's slot (linear.state_indices, or
+ * the batch's) into w->call_slots.  Message in w->err. */
+int hyb_check_caller_state(hyb_inst *w, hyb_call *c, const char *prefix);
+/* 1 when the instance has its own pool; else 0 with the reason in w->err. */
+int hyb_pool_ready(hyb_inst *w, const char *what);
 
 /* ------------------------------------------------- templated prototypes */
 

@@ -82,6 +82,13 @@ struct FN(hyb_spec) {
 void FN(hyb_conv_phase)(hyb_call *c, const real_t *weight, const real_t *bias, int silu);
 /* Phase B: the recurrence of every (request, head). */
 int FN(hyb_drive)(hyb_call *c, const FN(hyb_spec) *s);
+/* A request's conv state around its conv (caller-owned or the pool's;
+ * drive.c's header says how): begin returns the time-major state to work on
+ * (tmp: conv_dim * (W-1) scratch, used when it needs a copy), step stores it
+ * as verify token j's intermediate state (keep only), end writes it back. */
+real_t *FN(hyb_conv_state_begin)(hyb_call *c, int64_t r, real_t *tmp);
+void FN(hyb_conv_state_step)(hyb_call *c, int64_t r, int j, const real_t *st);
+void FN(hyb_conv_state_end)(hyb_call *c, int64_t r, const real_t *st);
 /* Conv weight [conv_dim][W] and bias [conv_dim] (zeros when NULL) into par. */
 void FN(hyb_load_conv)(const sgl_attn_linear_io *io, const hyb_dims *d, real_t *par);
 

@@ -20,6 +20,8 @@ int hyb_plan_build(hyb_inst *w, const sgl_attn_batch *b) {
     p->valid = 0;
     p->batch = b;
     p->max_kv_slot = -1;
+    p->pool_over = -1;
+    p->max_slot = -1;
     if (!b) {
         hyb_set_err(w, "%s: init_forward_metadata got a NULL batch", nm);
         return SGL_ATTN_E_INVALID;
@@ -67,8 +69,7 @@ int hyb_plan_build(hyb_inst *w, const sgl_attn_batch *b) {
                     nm, p->T, p->bs, p->tpr);
         return SGL_ATTN_E_INVALID;
     }
-    memset(p->seen, 0, (size_t)w->max_reqs);
-    int64_t tok = 0;
+    int64_t tok = 0, nslots = 0;
     for (int i = 0; i < p->bs; i++) {
         hyb_req *r = &p->req[i];
         memset(r, 0, sizeof *r);
@@ -102,18 +103,25 @@ int hyb_plan_build(hyb_inst *w, const sgl_attn_batch *b) {
         }
         if (!sparse) {
             int64_t s = hyb_index_get(b->state_indices, i);
-            if (s < -1 || s >= w->max_reqs) {
+            /* A slot past the pool is the caller's business when it owns
+             * the state (ABI 1.2); a forward on the pool refuses it. */
+            if (s < -1 || s > INT32_MAX) {
                 hyb_set_err(w, "%s: batch.state_indices[%d] = %" PRId64 "; expected -1 (padding) or "
                             "a slot 0..%d", nm, i, s, w->max_reqs - 1);
                 return fail(w, SGL_ATTN_E_INVALID);
             }
-            if (s >= 0 && p->seen[s]++) {
-                hyb_set_err(w, "%s: batch.state_indices[%d] = %" PRId64 " names a slot another "
-                            "request of the batch already uses", nm, i, s);
-                return fail(w, SGL_ATTN_E_INVALID);
-            }
+            if (s >= w->max_reqs && p->pool_over < 0) p->pool_over = i;
+            if (s > p->max_slot) p->max_slot = s;
+            if (s >= 0) w->sortbuf[nslots++] = (uint64_t)s << 32 | (uint32_t)i;
             r->slot = (int32_t)s;
         }
+    }
+    const int64_t rep = hyb_find_repeat(w->sortbuf, nslots);
+    if (rep >= 0) {
+        const int i = (int)(uint32_t)w->sortbuf[rep];
+        hyb_set_err(w, "%s: batch.state_indices[%d] = %d names a slot another request of the batch "
+                    "already uses", nm, i, p->req[i].slot);
+        return fail(w, SGL_ATTN_E_INVALID);
     }
     if (tok != p->T) {
         hyb_set_err(w, "%s: extend_seq_lens sum to %" PRId64 "; batch.num_tokens = %d", nm, tok, p->T);

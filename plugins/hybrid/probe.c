@@ -1,7 +1,8 @@
 /* probe.c - the capabilities every CPU hybrid wrapper reports.  A wrapper
  * passes full-attention layers through untouched, so it claims every shape
  * and feature it does not restrict; the host intersects these with the
- * inner's.  What it does restrict: no graph capture (CPU compute), gdn
+ * inner's (the caller-owned linear state is the wrapper's alone: the host
+ * keeps that bit from the wrapper).  What it does restrict: no graph capture (CPU compute), gdn
  * refuses MLA (as sglang does), minimax_sparse reads an MHA/GQA pool. */
 #include "hyb.h"
 #include "sdk_cpu.h"
@@ -31,7 +32,8 @@ int hyb_probe(uint32_t index, sgl_attn_caps *c, int kind) {
         c->kv_dtypes = dts | SGL_ATTN_DT_FP8_E4M3; /* the KV pool is the inner's business */
         c->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
                       SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_SPEC_DECODE |
-                      SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS;
+                      SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS |
+                      SGL_ATTN_FEAT_CALLER_STATE; /* linear_io state tensors, ops->state_batch */
     }
     c->head_dim_qk_max = c->head_dim_v_max = HYB_DIM_MAX;
     c->n_head_dims = 0;

@@ -16,21 +16,14 @@ static void item(void *p, int64_t r, int worker) {
     const hyb_req *rq = &w->plan.req[r];
     const int D = w->d.conv_dim, W = w->d.conv_w;
     if (rq->n <= 0) return;
-    if (rq->slot < 0) {
+    if (c->slot[r] < 0) {
         hyb_zero(c->out, rq->tok * D, (int64_t)rq->n * D);
         return;
     }
     const size_t hist_elems = (size_t)D * (size_t)(W - 1);
     real_t *hist = w->wbuf[worker].mem, *tmp = hist + hist_elems, *row = tmp + hist_elems;
     const real_t *weight = w->params, *bias = (const real_t *)w->params + (size_t)D * W;
-    real_t *st = hyb_pool_conv(&w->pool, c->li, rq->slot);
-    if (c->keep) {
-        if (rq->has_init) memcpy(tmp, st, hist_elems * sizeof(real_t));
-        else memset(tmp, 0, hist_elems * sizeof(real_t));
-        st = tmp;
-    } else if (!rq->has_init) {
-        memset(st, 0, hist_elems * sizeof(real_t));
-    }
+    real_t *st = FN(hyb_conv_state_begin)(c, r, tmp);
     real_t *xs = (real_t *)w->scratch + (size_t)rq->tok * D;
     for (int j = 0; j < rq->n; j++) {
         hyb_load_r(c->io->x, (rq->tok + j) * 3 * (int64_t)D, row, 3 * (int64_t)D);
@@ -44,10 +37,10 @@ static void item(void *p, int64_t r, int worker) {
             real_t *bx = xs + (size_t)j * D;
             memcpy(row, bx, (size_t)D * sizeof(real_t)); /* the step's input and output are apart */
             FN(hyb_conv1d_step)(st, D, W, weight, bias, row, bx, 0);
-            if (c->keep)
-                memcpy(hyb_pool_iconv(&w->pool, c->li, rq->slot, j), st, hist_elems * sizeof(real_t));
+            if (c->keep) FN(hyb_conv_state_step)(c, r, j, st);
         }
     }
+    FN(hyb_conv_state_end)(c, r, st);
     for (int j = 0; j < rq->n; j++) {
         real_t *y = xs + (size_t)j * D;
         hyb_load_r(c->io->x, (rq->tok + j) * 3 * (int64_t)D + D, row, D);

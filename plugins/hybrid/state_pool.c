@@ -100,3 +100,10 @@ void hyb_pool_commit(hyb_pool *p, int slot, int step) {
         if (p->issm) memcpy(hyb_pool_ssm(p, l, slot), hyb_pool_issm(p, l, slot, step), (size_t)p->ssm_elems * p->esz);
     }
 }
+
+void hyb_pool_track(hyb_pool *p, int src, int step, int dst) {
+    for (int l = 0; l < p->layers; l++) {
+        if (p->iconv) memcpy(hyb_pool_conv(p, l, dst), hyb_pool_iconv(p, l, src, step), (size_t)p->conv_elems * p->esz);
+        if (p->issm) memcpy(hyb_pool_ssm(p, l, dst), hyb_pool_issm(p, l, src, step), (size_t)p->ssm_elems * p->esz);
+    }
+}

@@ -43,7 +43,8 @@ static int own_forward(hyb_inst *w, const sgl_attn_forward_args *a) {
     const sgl_attn_linear_io *io = a->linear;
     int rc = hyb_check_io(w, a, io);
     if (rc) return rc;
-    hyb_call c = {w, a, io, NULL, w->lin_index[lid], 0, p->mode == SGL_ATTN_MODE_EXTEND ? w->chunk : 0};
+    hyb_call c = {w, a, io, NULL, w->lin_index[lid], 0, p->mode == SGL_ATTN_MODE_EXTEND ? w->chunk : 0,
+                  w->call_slots, {0}};
     if (!w->d.stateful) {
         if (p->max_kv_slot >= a->layer->k_cache->shape[0]) {
             hyb_set_err(w, "%s layer %d: the batch names KV slot %lld; the layer's pool has %lld "
@@ -55,14 +56,33 @@ static int own_forward(hyb_inst *w, const sgl_attn_forward_args *a) {
     } else {
         c.out = io->out ? io->out : a->out;
         c.keep = p->mode == SGL_ATTN_MODE_TARGET_VERIFY && io->keep_intermediate;
-        if (c.keep && w->pool.steps < p->tpr) {
-            hyb_set_err(w, "%s layer %d: verify keeps %d intermediate states per request but "
-                        "the pool was created for %d (model.spec_tokens)", w->impl->name, lid,
-                        p->tpr, w->pool.steps);
-            return SGL_ATTN_E_INVALID;
+        char pre[64];
+        sgl_sdk_str(pre, sizeof pre, "%s layer %d: ", w->impl->name, lid);
+        if (sgl_sdk_lin_state_of(io, &c.cs)) {
+            if ((rc = hyb_check_caller_state(w, &c, pre))) return rc;
+        } else {
+            if (c.cs.indices) {
+                hyb_set_err(w, "%slinear.state_indices is set without a state tensor; it indexes "
+                            "caller-owned state (linear.conv_state / ssm_state)", pre);
+                return SGL_ATTN_E_INVALID;
+            }
+            if (!hyb_pool_ready(w, pre)) return SGL_ATTN_E_STATE;
+            if (p->pool_over >= 0) {
+                hyb_set_err(w, "%sbatch.state_indices[%d] = %d; expected -1 (padding) or a slot 0..%d of "
+                            "the wrapper's pool (create's max_reqs), or caller-owned state "
+                            "(linear.conv_state / ssm_state)", pre, p->pool_over,
+                            p->req[p->pool_over].slot, w->max_reqs - 1);
+                return SGL_ATTN_E_INVALID;
+            }
+            if (c.keep && w->pool.steps < p->tpr) {
+                hyb_set_err(w, "%sverify keeps %d intermediate states per request but the pool was "
+                            "created for %d (model.spec_tokens)", pre, p->tpr, w->pool.steps);
+                return SGL_ATTN_E_INVALID;
+            }
+            for (int i = 0; i < p->bs; i++) w->call_slots[i] = p->req[i].slot;
         }
     }
-    /* Stateful kinds compute in the pool's precision; the stateless sparse
+    /* Stateful kinds compute in the state's precision; the stateless sparse
      * layers follow their tensors (any float64 one selects the reference path). */
     int f64 = w->f64;
     if (!w->d.stateful) {
@@ -71,7 +91,8 @@ static int own_forward(hyb_inst *w, const sgl_attn_forward_args *a) {
             f64 |= sgl_attn_dtype_bit(ts[i]->dtype) == SGL_ATTN_DT_F64;
     }
     rc = f64 ? w->impl->fwd_f64(&c) : w->impl->fwd_f32(&c);
-    if (!rc && c.keep) w->verify_kept = 1;
+    /* state_commit acts on the pool: only a pool forward arms it */
+    if (!rc && c.keep && !c.cs.used) w->verify_kept = 1;
     return rc;
 }
 
@@ -146,8 +167,17 @@ static int slot_ok(hyb_inst *w, int32_t slot, const char *what) {
     return 0;
 }
 
+int hyb_pool_ready(hyb_inst *w, const char *what) {
+    if (w->pool_on) return 1;
+    hyb_set_err(w, "%s%s was created without its own state pool (option state_pool = 0): pass "
+                "caller-owned state (linear.conv_state / ssm_state, state_batch with args->state)", what,
+                w->impl->name);
+    return 0;
+}
+
 static int state_clear(sgl_attn_backend *b, int32_t slot) {
     hyb_inst *w = (hyb_inst *)b;
+    if (!hyb_pool_ready(w, "state_clear: ")) return SGL_ATTN_E_STATE;
     if (!slot_ok(w, slot, "state_clear")) return SGL_ATTN_E_INVALID;
     hyb_pool_clear(&w->pool, slot);
     return SGL_ATTN_OK;
@@ -155,6 +185,7 @@ static int state_clear(sgl_attn_backend *b, int32_t slot) {
 
 static int state_copy(sgl_attn_backend *b, int32_t src, int32_t dst) {
     hyb_inst *w = (hyb_inst *)b;
+    if (!hyb_pool_ready(w, "state_copy: ")) return SGL_ATTN_E_STATE;
     if (!slot_ok(w, src, "state_copy source") || !slot_ok(w, dst, "state_copy destination"))
         return SGL_ATTN_E_INVALID;
     hyb_pool_copy(&w->pool, src, dst);
@@ -191,7 +222,8 @@ static void destroy(sgl_attn_backend *b) {
     free(w->wbuf);
     hyb_pool_free(&w->pool);
     free(w->plan.req);
-    free(w->plan.seen);
+    free(w->call_slots);
+    free(w->sortbuf);
     free(w->verify_slots);
     free(w->scratch);
     free(w->params);
@@ -212,4 +244,5 @@ const sgl_attn_backend_ops hyb_backend_ops = {
     .state_clear = state_clear,
     .state_copy = state_copy,
     .state_commit = state_commit,
+    .state_batch = hyb_state_batch,
 };

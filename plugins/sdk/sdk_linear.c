@@ -211,8 +211,9 @@ static int inputs_of(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a, 
     return k;
 }
 
-int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io,
-                         int64_t T, const sgl_sdk_tensor_spec *base, const char *prefix, char *err, size_t n) {
+static int check_inputs(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io,
+                        int64_t T, const sgl_sdk_tensor_spec *base, const char *prefix, char *err, size_t n,
+                        int serves_state) {
     if (!io) {
         sgl_sdk_str(err, n, "%sa linear-attention layer (not in the model's full-attention set) but forward args "
                             "carry no linear inputs (args->linear is NULL)", prefix);
@@ -223,10 +224,10 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
                     SGL_ATTN_LINEAR_IO_SIZE_V1_0);
         return SGL_ATTN_E_INVALID;
     }
-    /* ABI 1.2 caller-owned state: refused by name until the wrapper serves it. */
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, conv_state) || SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, ssm_state) ||
+    /* ABI 1.2 caller-owned state: refused by name by a wrapper that does not serve it. */
+    if (!serves_state && (SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, conv_state) || SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, ssm_state) ||
         SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, intermediate_conv_state) ||
-        SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, intermediate_ssm_state)) {
+        SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, intermediate_ssm_state))) {
         sgl_sdk_str(err, n, "%slinear state tensors are set (ABI 1.2 caller-owned state); this wrapper keeps its own "
                             "pool and does not serve them (caps SGL_ATTN_FEAT_CALLER_STATE)", prefix);
         return SGL_ATTN_E_UNSUPPORTED;
@@ -258,6 +259,145 @@ int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args 
             sgl_sdk_prepend(err, n, prefix);
             return rc;
         }
+    }
+    return SGL_ATTN_OK;
+}
+
+int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io,
+                         int64_t T, const sgl_sdk_tensor_spec *base, const char *prefix, char *err, size_t n) {
+    return check_inputs(d, a, io, T, base, prefix, err, n, 0);
+}
+
+int sgl_sdk_lin_check_inputs(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a,
+                             const sgl_attn_linear_io *io, int64_t T, const sgl_sdk_tensor_spec *base,
+                             const char *prefix, char *err, size_t n) {
+    return check_inputs(d, a, io, T, base, prefix, err, n, 1);
+}
+
+/* ------------------------------------------------ caller-owned state */
+
+int sgl_sdk_lin_state_of(const sgl_attn_linear_io *io, sgl_sdk_lin_state *st) {
+    memset(st, 0, sizeof *st);
+    if (!io) return 0;
+    st->conv = SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, conv_state);
+    st->ssm = SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, ssm_state);
+    st->iconv = SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, intermediate_conv_state);
+    st->issm = SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, intermediate_ssm_state);
+    st->indices = SGL_ATTN_FIELD_OR_0(sgl_attn_linear_io, io, state_indices);
+    st->used = st->conv || st->ssm || st->iconv || st->issm;
+    if (st->conv) st->slots = st->conv->ndim > 0 ? st->conv->shape[0] : 0;
+    else if (st->ssm) st->slots = st->ssm->ndim > 0 ? st->ssm->shape[0] : 0;
+    const DLTensor *i = st->iconv ? st->iconv : st->issm;
+    if (i) st->steps = i->ndim > 1 ? i->shape[1] : 0;
+    return st->used;
+}
+
+/* One state tensor: rank, extents (want[k] < 0: any, want[0] is S, want[1]
+ * of an intermediate is its steps), then dtype, device and compactness
+ * through the tensor checks on a flat view (the rank may pass SDK_MAX_DIMS). */
+static int state_tensor(const DLTensor *t, const char *name, int nd, const int64_t *want, const char *meaning,
+                        uint32_t dt, uint32_t devices, const char *prefix, char *err, size_t n) {
+    char got[96], exp[96];
+    if (!t) {
+        sgl_sdk_str(err, n, "%s%s is NULL; the caller owns this layer's state (another state tensor is set), so "
+                            "expected %s", prefix, name, meaning);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!t->shape || t->ndim < 0 || t->ndim > 8) {
+        sgl_sdk_str(err, n, "%s%s has ndim %d and %s shape; expected %s", prefix, name, (int)t->ndim,
+                    t->shape ? "a" : "no", meaning);
+        return SGL_ATTN_E_INVALID;
+    }
+    int ok = t->ndim == nd;
+    for (int k = 0; ok && k < nd; k++) ok = want[k] < 0 ? t->shape[k] >= 0 : t->shape[k] == want[k];
+    if (!ok) {
+        sgl_sdk_shape_str(got, sizeof got, t->ndim, t->shape);
+        sgl_sdk_shape_str(exp, sizeof exp, nd, want);
+        sgl_sdk_str(err, n, "%s%s has shape %s; expected %s (%s)", prefix, name, got, exp, meaning);
+        return SGL_ATTN_E_INVALID;
+    }
+    int64_t numel = 1, stride = 1;
+    for (int k = 0; k < nd; k++) numel *= t->shape[k];
+    for (int k = nd - 1; t->strides && k >= 0; k--) {
+        if (t->shape[k] != 1 && t->strides[k] != stride) {
+            sgl_sdk_str(err, n, "%s%s is strided (dim %d stride %lld); expected a compact tensor (%s)", prefix,
+                        name, k, (long long)t->strides[k], meaning);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        stride *= t->shape[k];
+    }
+    DLTensor flat = *t;
+    int64_t shape1[1] = {numel};
+    flat.ndim = 1;
+    flat.shape = shape1;
+    flat.strides = NULL;
+    char full[128];
+    sgl_sdk_str(full, sizeof full, "%s%s", prefix, name);
+    sgl_sdk_tensor_spec s = {full, NULL, 1, {numel, 0, 0, 0}, dt, devices, -1, SGL_SDK_T_COMPACT, 0};
+    return sgl_sdk_check_tensor(&flat, &s, err, n);
+}
+
+int sgl_sdk_lin_check_state(const sgl_sdk_lin_dims *d, const sgl_sdk_lin_state *st, int64_t need_steps,
+                            uint32_t devices, const char *prefix, char *err, size_t n) {
+    const char *kn = sgl_sdk_lin_kind_name(d->kind);
+    const int has_conv = d->conv_elems > 0, has_ssm = d->ssm_elems > 0;
+    const struct {
+        const DLTensor *t;
+        const char *name;
+        int keeps;
+    } none[] = {{st->conv, "linear.conv_state", has_conv}, {st->iconv, "linear.intermediate_conv_state", has_conv},
+                {st->ssm, "linear.ssm_state", has_ssm}, {st->issm, "linear.intermediate_ssm_state", has_ssm}};
+    for (int i = 0; i < 4; i++)
+        if (none[i].t && !none[i].keeps) {
+            sgl_sdk_str(err, n, "%s%s is set; %s keeps no %s state (%s), so expected NULL", prefix, none[i].name, kn,
+                        i < 2 ? "conv" : "ssm", i < 2 ? "no conv1d of width >= 2" : "a conv-only kind");
+            return SGL_ATTN_E_INVALID;
+        }
+    if (st->slots < 1) {
+        sgl_sdk_str(err, n, "%slinear.%s has %lld slots (dim 0); expected at least 1", prefix,
+                    has_conv ? "conv_state" : "ssm_state", (long long)st->slots);
+        return SGL_ATTN_E_INVALID;
+    }
+    const int64_t S = st->slots, C = d->conv_dim, H = d->conv_w - 1, HV = d->hv, V = d->dv, K = d->dk;
+    const int64_t steps = st->steps;
+    if (need_steps > 0 && ((has_conv && !st->iconv) || (has_ssm && !st->issm))) {
+        sgl_sdk_str(err, n, "%sverify with keep_intermediate needs linear.intermediate_%s_state (the state after "
+                            "each draft token) when the caller owns the state", prefix,
+                    has_conv && !st->iconv ? "conv" : "ssm");
+        return SGL_ATTN_E_INVALID;
+    }
+    if ((st->iconv || st->issm) && (steps < 1 || steps < need_steps)) {
+        sgl_sdk_str(err, n, "%slinear.intermediate_%s_state has %lld steps (dim 1); expected at least %lld (the "
+                            "verify's tokens per request)", prefix, st->iconv ? "conv" : "ssm", (long long)steps,
+                    (long long)(need_steps > 1 ? need_steps : 1));
+        return SGL_ATTN_E_INVALID;
+    }
+    char st_meaning[160];
+    int rc;
+    if (has_conv) {
+        const int64_t w[4] = {S, C, H, 0}, wi[4] = {S, steps, C, H};
+        sgl_sdk_str(st_meaning, sizeof st_meaning, "[slots, conv_dim, W-1], channel-major, %s", kn);
+        if ((rc = state_tensor(st->conv, "linear.conv_state", 3, w, st_meaning, d->state_dt, devices, prefix, err,
+                               n)))
+            return rc;
+        sgl_sdk_str(st_meaning, sizeof st_meaning, "[slots, steps, conv_dim, W-1], %s", kn);
+        if (st->iconv && (rc = state_tensor(st->iconv, "linear.intermediate_conv_state", 4, wi, st_meaning,
+                                            d->state_dt, devices, prefix, err, n)))
+            return rc;
+    }
+    if (has_ssm) {
+        const char *dims = d->kind == SGL_ATTN_HYBRID_MAMBA2      ? "H, P, N"
+                           : d->kind == SGL_ATTN_HYBRID_LIGHTNING ? "H, Dv, Dk"
+                                                                  : "HV, V, K";
+        const int64_t w[4] = {S, HV, V, K}, wi[5] = {S, steps, HV, V, K};
+        sgl_sdk_str(st_meaning, sizeof st_meaning, "[slots, %s], %s", dims, kn);
+        if ((rc = state_tensor(st->ssm, "linear.ssm_state", 4, w, st_meaning, d->state_dt, devices, prefix, err,
+                               n)))
+            return rc;
+        sgl_sdk_str(st_meaning, sizeof st_meaning, "[slots, steps, %s], %s", dims, kn);
+        if (st->issm && (rc = state_tensor(st->issm, "linear.intermediate_ssm_state", 5, wi, st_meaning,
+                                           d->state_dt, devices, prefix, err, n)))
+            return rc;
     }
     return SGL_ATTN_OK;
 }

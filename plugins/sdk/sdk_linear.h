@@ -78,5 +78,40 @@ int sgl_sdk_lin_pool_of(const sgl_sdk_lin_dims *d, int32_t slots, int32_t steps,
  * start with `prefix` ("gdn layer 3: "). */
 int sgl_sdk_lin_check_io(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io,
                          int64_t T, const sgl_sdk_tensor_spec *base, const char *prefix, char *err, size_t n);
+/* The same checks for a wrapper that serves caller-owned state
+ * (SGL_ATTN_FEAT_CALLER_STATE): the state tensors are not refused here but
+ * left to sgl_sdk_lin_check_state. */
+int sgl_sdk_lin_check_inputs(const sgl_sdk_lin_dims *d, const sgl_attn_forward_args *a,
+                             const sgl_attn_linear_io *io, int64_t T, const sgl_sdk_tensor_spec *base,
+                             const char *prefix, char *err, size_t n);
+
+/* ABI 1.2 caller-owned state of one layer, as the io names it (docs/abi.md,
+ * "Linear state contract"):
+ *   conv_state  [S, conv_dim, W-1]       channel-major, oldest input first
+ *   ssm_state   [S, hv, dv, dk]          gdn/kda [S, HV, V, K]; mamba2 [S, H, P, N];
+ *                                        lightning [S, H, Dv, Dk]
+ *   intermediate_conv_state [S, steps, conv_dim, W-1]
+ *   intermediate_ssm_state  [S, steps, hv, dv, dk]
+ * compact, in the state dtype the instance keeps (d->state_dt).  A kind
+ * names only the tensors it keeps: no conv state without a conv (lightning,
+ * conv width 1), no ssm state for short_conv. */
+typedef struct sgl_sdk_lin_state {
+    int32_t used;        /* any state tensor is set: the caller owns the state */
+    int64_t slots;       /* S */
+    int64_t steps;       /* intermediate steps given (0: none) */
+    DLTensor *conv, *ssm, *iconv, *issm;
+    const DLTensor *indices; /* io->state_indices (NULL: the batch's) */
+} sgl_sdk_lin_state;
+
+/* The io's state fields (zero for a pre-1.2 io); returns st->used. */
+int sgl_sdk_lin_state_of(const sgl_attn_linear_io *io, sgl_sdk_lin_state *st);
+/* Checks the caller-owned state tensors against d and the contract above:
+ * the ones the kind keeps present, the others NULL, one S over all, dtype
+ * d->state_dt, devices `devices` (0: any), compact; the intermediate ones,
+ * when set, with one step count, and required with at least `need_steps`
+ * steps when need_steps > 0.  Messages start with `prefix` and name the
+ * field, its shape or dtype and what was expected. */
+int sgl_sdk_lin_check_state(const sgl_sdk_lin_dims *d, const sgl_sdk_lin_state *st, int64_t need_steps,
+                            uint32_t devices, const char *prefix, char *err, size_t n);
 
 #endif

@@ -37,6 +37,8 @@ static inline const char *sgl_sdk_unserved_forward(const sgl_attn_forward_args *
         if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return "forward args k_rope";
     }
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices)) return "forward args topk_indices";
+    if (!(features & SGL_ATTN_FEAT_DUAL_CHUNK) && SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk))
+        return "forward args dual_chunk";
     const sgl_attn_layer *l = a->layer;
     if (!l) return NULL;
     if (!(features & SGL_ATTN_FEAT_SLOT_MAP) && SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map))

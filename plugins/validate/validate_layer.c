@@ -2,6 +2,7 @@
  * model and the inner's claims, q/k/v/out and the KV pool against the layer,
  * and the slots the batch uses against this layer's pool. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -132,17 +133,20 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
     int64_t T = b->facts.num_tokens, hq = l->num_q_heads, hkv = l->num_kv_heads;
     int64_t dqk = l->head_dim_qk, dv = l->head_dim_v;
     int mla = m->is_mla != 0, rc;
+    /* ABI 1.2: with MLA's q_rope beside them, q and k hold the latent dims only */
+    const DLTensor *q_rope = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope);
+    const int64_t dq = q_rope && q_rope->ndim == 3 ? dqk - q_rope->shape[2] : dqk;
     /* Cross layers take the encoder's K/V, whose token count is not T. */
     int64_t tk = l->is_cross ? VL_ANY : T;
-    vl_tspec q = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dqk}, act, 0, 0};
+    vl_tspec q = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dq}, act, 0, 0};
     vl_tspec o = {"out", "num_tokens, num_q_heads, head_dim_v", 3, {T, hq, dv}, act, 1, 0};
     /* sglang hands q (and out) over flattened, [T, H * D] (docs/abi.md, Tensors) */
-    if (a->q && a->q->ndim == 2) q = (vl_tspec){"q", "num_tokens, num_q_heads * head_dim_qk", 2, {T, hq * dqk, 0}, act, 0, 0};
+    if (a->q && a->q->ndim == 2) q = (vl_tspec){"q", "num_tokens, num_q_heads * head_dim_qk", 2, {T, hq * dq, 0}, act, 0, 0};
     if (a->out && a->out->ndim == 2)
         o = (vl_tspec){"out", "num_tokens, num_q_heads * head_dim_v", 2, {T, hq * dv, 0}, act, 1, 0};
     vl_tspec k = {
         "k", mla ? "num_tokens, 1, kv_lora_rank + rope" : "num_tokens, num_kv_heads, head_dim_qk",
-        3,   {tk, mla ? 1 : hkv, dqk},
+        3,   {tk, mla ? 1 : hkv, dq},
         act, 0,
         0};
     vl_tspec v = {"v", "num_tokens, num_kv_heads, head_dim_v", 3, {tk, hkv, dv}, act, 0, 0};
@@ -304,6 +308,13 @@ int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args
     if (a->struct_size < SGL_ATTN_FORWARD_ARGS_SIZE_V1_0)
         return vl_fail(c, "args->struct_size = %u is smaller than the ABI 1.0 struct (%zu bytes)",
                        (unsigned)a->struct_size, (size_t)SGL_ATTN_FORWARD_ARGS_SIZE_V1_0);
+    const sgl_attn_dual_chunk *dc = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk);
+    if (dc && !(b->caps.features & SGL_ATTN_FEAT_DUAL_CHUNK))
+        return vl_fail(c, "args->dual_chunk is set; the backend does not claim dual chunk attention and would "
+                          "compute plain attention");
+    if (dc && dc->struct_size < sizeof *dc)
+        return vl_fail(c, "args->dual_chunk->struct_size = %u is smaller than the struct (%zu bytes)",
+                       (unsigned)dc->struct_size, sizeof *dc);
     if (!b->facts.batch) return state_fail(c, "called before a successful init_forward_metadata");
     if (a->batch != b->facts.batch)
         return state_fail(c, "args->batch is not the batch given to init_forward_metadata");

@@ -22,7 +22,8 @@
 #define VL_ALL_FEATURES                                                                                \
     (SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |                      \
      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |                       \
-     SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS)
+     SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS |        \
+     SGL_ATTN_FEAT_DUAL_CHUNK)
 
 static vl_backend *self(sgl_attn_backend *b) {
     return (vl_backend *)b;

@@ -88,6 +88,7 @@ SGL_ATTN_FEAT_MLA_ROPE_SPLIT = 1 << 19
 SGL_ATTN_FEAT_GRAPH_DEVICE_PLAN = 1 << 20
 SGL_ATTN_FEAT_GRAPH_VERIFY = 1 << 21
 SGL_ATTN_FEAT_STRIDED_QKV = 1 << 22
+SGL_ATTN_FEAT_DUAL_CHUNK = 1 << 23  # dual chunk attention
 
 SGL_ATTN_TYPE_CAUSAL = 0
 SGL_ATTN_TYPE_BIDIRECTIONAL = 1
@@ -224,7 +225,10 @@ class sgl_attn_model(C.Structure):
                 ("lin_head_v_dim", i32), ("lin_conv_kernel", i32), ("lin_hidden", i32),
                 ("lin_state_dtype", u32), ("sparse_topk_blocks", i32), ("sparse_block_size", i32),
                 ("reserved_v1_1_tail_", u32), ("config_dtype", u32), ("attn_type", i32),
-                ("index_n_heads", i32), ("index_head_dim", i32)]
+                ("index_n_heads", i32), ("index_head_dim", i32),
+                ("dca_chunk_size", i32), ("dca_local_size", i32),
+                ("dca_original_max_position", i32), ("dca_sparse", i32), ("dca_sparse_threshold", i32),
+                ("dca_reserved_", i32)]
 
 
 class sgl_attn_batch(C.Structure):
@@ -258,11 +262,16 @@ class sgl_attn_linear_io(C.Structure):
                 ("intermediate_ssm_state", vp), ("state_indices", vp)]
 
 
+class sgl_attn_dual_chunk(C.Structure):
+    _fields_ = [("struct_size", u32), ("chunk_size", i32), ("local_size", i32), ("original_max_position", i32),
+                ("q_succ", vp), ("q_inter", vp)]
+
+
 class sgl_attn_forward_args(C.Structure):
     _fields_ = [("struct_size", u32), ("save_kv_cache", i32), ("layer", vp), ("batch", vp), ("q", vp),
                 ("k", vp), ("v", vp), ("out", vp), ("linear", vp),
                 # ABI 1.2
-                ("lse", vp), ("q_rope", vp), ("k_rope", vp), ("topk_indices", vp)]
+                ("lse", vp), ("q_rope", vp), ("k_rope", vp), ("topk_indices", vp), ("dual_chunk", vp)]
 
 
 class sgl_attn_graph_args(C.Structure):
@@ -330,8 +339,8 @@ MIRRORS: Dict[str, Type[C.Structure]] = {
         DLDevice, DLDataType, DLTensor, DLManagedTensor, sgl_attn_host_options, sgl_attn_plugin_info,
         sgl_attn_select_request, sgl_attn_verdict, sgl_attn_create_options, sgl_attn_head_dims,
         sgl_attn_caps, sgl_attn_model, sgl_attn_batch, sgl_attn_layer, sgl_attn_linear_io,
-        sgl_attn_forward_args, sgl_attn_graph_args, sgl_attn_ragged_args, sgl_attn_state_batch_args,
-        sgl_attn_backend_ops, sgl_attn_backend,
+        sgl_attn_dual_chunk, sgl_attn_forward_args, sgl_attn_graph_args, sgl_attn_ragged_args,
+        sgl_attn_state_batch_args, sgl_attn_backend_ops, sgl_attn_backend,
         sgl_attn_device_ops)
 }
 

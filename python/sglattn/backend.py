@@ -162,9 +162,13 @@ class Batch:
 class LinearInputs:
     """sgl_attn_linear_io for a linear-attention layer of a hybrid stack
     (docs/hybrid.md lists what each kind reads).  `kind` is the layer's
-    hybrid kind ("gdn", "mamba2", ...)."""
+    hybrid kind ("gdn", "mamba2", ...).  ABI 1.2: conv_state, ssm_state,
+    their intermediate_* copies and state_indices put the layer's state in
+    the caller's tensors (docs/abi.md, "Linear state contract"; the stack
+    must claim "caller_state")."""
 
-    FIELDS = ("x", "a", "b", "conv_weight", "conv_bias", "A_log", "dt_bias", "D", "decay", "out")
+    FIELDS = ("x", "a", "b", "conv_weight", "conv_bias", "A_log", "dt_bias", "D", "decay", "out",
+              "conv_state", "ssm_state", "intermediate_conv_state", "intermediate_ssm_state", "state_indices")
 
     def __init__(self, kind: Union[str, int], keep_intermediate: bool = False, use_qk_l2norm: bool = True,
                  **tensors: Any) -> None:
@@ -475,6 +479,7 @@ class Backend:
         claims on its device (layer plugins, like validate, pass everything
         through)."""
         common: Optional[Set[str]] = None
+        own: Set[str] = set()
         by_name = {p.name: p for p in self._host.plugins() if p.name and p.status == "usable"}
         for name in self.stack:
             p = by_name.get(name)
@@ -484,7 +489,9 @@ class Backend:
                 else p.devices[0]
             mine = set(getattr(d, what))
             common = mine if common is None else common & mine
-        return sorted(common or ())
+            if p.role == "hybrid" and what == "features":  # a wrapper's linear state is its own (host/stack.c)
+                own |= mine & {"caller_state"}
+        return sorted((common or set()) | own)
 
     # --------------------------------------------------------------- layers
     def layer(self, layer_id: int, k_cache: Any, v_cache: Any, **kw: Any) -> Layer:
@@ -571,6 +578,31 @@ class Backend:
         rc = self._op("state_commit")(self._ptr, ref.addr)
         if rc:
             raise self._error(rc, "state_commit")
+
+    STATE_OPS = {"clear": 1, "copy": 2, "commit": 3, "track": 4}
+
+    def state_batch(self, op: Union[str, int], dst: Any, src: Any = None, steps: Any = None,
+                    state: Optional[LinearInputs] = None, stream: Optional[int] = None) -> None:
+        """ops->state_batch (ABI 1.2): "clear", "copy", "commit" or "track"
+        over the entries of the index tensor `dst` (src / steps as the op
+        reads them; -1 skips an entry), on the caller-owned tensors of one
+        layer (`state`, a LinearInputs naming them) or, with state None, on
+        the wrapper's own pool.  docs/abi.md gives each op's meaning."""
+        if isinstance(op, str):
+            if op not in self.STATE_OPS:
+                raise InvalidArgumentError(f"state_batch op {op!r}: expected one of {', '.join(self.STATE_OPS)}")
+            op = self.STATE_OPS[op]
+        fn = self._op("state_batch")
+        refs = [describe(t) if t is not None else None for t in (dst, src, steps)]
+        a = self._lib.new(A.sgl_attn_state_batch_args)
+        a.op = op
+        a.count = (int(refs[0].shape[0]) if refs[0].dl.ndim else 1) if refs[0] is not None else 0
+        a.dst, a.src, a.steps = (r.addr if r is not None else None for r in refs)
+        a.state = state.addr if state is not None else None
+        a.stream = stream
+        rc = fn(self._ptr, C.addressof(a))
+        if rc:
+            raise self._error(rc, "state_batch")
 
     def __repr__(self) -> str:
         return f"Backend({self.label}, device {self.device})"

@@ -22,7 +22,8 @@ _DSA_NAMES = ["sparse_mla", "indexer", "kv_fp8_record"]  # caps.dsa_ops (DeepSee
 _FEATURE_NAMES = ["extend", "decode", "sliding_window", "softcap", "sinks", "graph_capture", "spec_decode",
                   "mla_extend", "diff_head_dims",
                   # ABI 1.2
-                  "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv"]
+                  "tree_mask", "draft_extend", "ragged", "lse", "page_table", "slot_map", "caller_state", "attn_types", "encoder_loc", "fp8_scales", "mla_rope_split", "graph_device_plan", "graph_verify", "strided_qkv",
+                  "dual_chunk"]
 _DTYPE_ALIASES = {
     "f32": A.SGL_ATTN_DT_F32, "float32": A.SGL_ATTN_DT_F32, "fp32": A.SGL_ATTN_DT_F32, "float": A.SGL_ATTN_DT_F32,
     "f16": A.SGL_ATTN_DT_F16, "float16": A.SGL_ATTN_DT_F16, "fp16": A.SGL_ATTN_DT_F16, "half": A.SGL_ATTN_DT_F16,

@@ -202,6 +202,13 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if getattr(mc, "is_encoder_decoder", False):
             raise NotImplementedError("sglattn: encoder-decoder models (cross attention over encoder_lens / "
                                       "encoder_out_cache_loc) are not served through the sglang adapter")
+        if _config_dict(mc.hf_config).get("dual_chunk_attention_config"):
+            raise NotImplementedError(
+                "sglattn: dual chunk attention (dual_chunk_attention_config): sglang's model hands the "
+                "attention one q holding five variants (intra, successor, inter and the two sparse "
+                "'critical' ones); this adapter does not yet split it into sgl_attn_forward_args.dual_chunk "
+                "(q_succ, q_inter), so it refuses rather than compute plain attention. The C API and cpu_ref "
+                "serve it (docs/dual_chunk.md)")
         self.host = host_ or host()
         model = Model.load(_config_dict(mc.hf_config), tp_size=int(getattr(model_runner, "tp_size", 1) or 1))
         self.full_layers: Optional[List[int]] = None

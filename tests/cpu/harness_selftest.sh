@@ -30,5 +30,14 @@ expect pool 1 "k_cache slot 0 changed"
 expect input 1 "the input q was modified"
 expect unsup 0 "not supported"
 expect invalid 1 "harness_victim refuses on purpose"
+# DeepSeek sparse attention: sparse MLA over given indices, and the indexer
+sparse=sparse_decode:b=3,l=120,hq=4,dtype=f32,page=16,topk=32,neg=1,ragged=1
+indexer=indexer_extend:b=2,l=100,q=40,ih=4,id=128,dtype=f32,page=16,topk=24,ragged=1
+expect ok 0 "1 passed" "$sparse"
+expect nmse 1 "NMSE" "$sparse"
+expect ok 0 "1 passed" "$indexer"
+expect topk 1 "valid entries; expected" "$indexer"
+expect idxcache 1 "index_k_scale[0][0]" "$indexer"
+expect future 1 "(not causal)" "indexer_extend:b=2,l=100,q=40,ih=4,id=128,dtype=bf16,page=16,topk=24"
 [[ $fails -eq 0 ]] && echo "harness self-test: all caught" || echo "harness self-test: $fails not caught"
 exit $((fails > 0))

@@ -11,7 +11,13 @@
  *   pool     writes into slot 0 of k_cache, which no new token owns
  *   input    changes q
  *   unsup    answers SGL_ATTN_E_UNSUPPORTED from forward
- *   invalid  answers SGL_ATTN_E_INVALID from forward */
+ *   invalid  answers SGL_ATTN_E_INVALID from forward
+ * and for DSA's indexer (indexer_topk, passed on to the inner):
+ *   topk     drops one kept token of the last row of topk_indices to -1
+ *   idxcache changes index_k_scale of slot 0, which no new token owns
+ *   future   puts the last new token's slot into the row before it (an
+ *            extend: the query one position earlier must not see it) */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +67,40 @@ static int forward(sgl_attn_backend *b, const sgl_attn_forward_args *a, int exte
     return SGL_ATTN_OK;
 }
 
+static int indexer(sgl_attn_backend *b, const sgl_attn_indexer_args *a) {
+    victim *v = V(b);
+    const sgl_attn_backend *in = v->inner;
+    if (in->ops_size < offsetof(sgl_attn_backend_ops, indexer_topk) + sizeof in->ops->indexer_topk ||
+        !in->ops->indexer_topk) {
+        strcpy(v->err, "harness_victim: the inner has no indexer_topk");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    int rc = in->ops->indexer_topk(v->inner, a);
+    if (rc) return rc;
+    if (!strcmp(v->mode, "topk") && a->topk_indices->shape[0] > 0) {
+        int32_t *row = (int32_t *)(void *)bytes_of(a->topk_indices) + (a->topk_indices->shape[0] - 1) * a->topk;
+        for (int32_t j = 0; j < a->topk; j++)
+            if (row[j] >= 0) {
+                row[j] = -1;
+                break;
+            }
+    } else if (!strcmp(v->mode, "idxcache")) {
+        bytes_of(a->index_k_scale)[0] ^= 0x01;
+    } else if (!strcmp(v->mode, "future") && a->topk_indices->shape[0] > 1) {
+        const DLTensor *ocl = a->batch->out_cache_loc;
+        const int64_t T = a->topk_indices->shape[0];
+        const int64_t last = ocl->dtype.bits == 64 ? ((const int64_t *)(const void *)bytes_of(ocl))[T - 1]
+                                                   : ((const int32_t *)(const void *)bytes_of(ocl))[T - 1];
+        int32_t *row = (int32_t *)(void *)bytes_of(a->topk_indices) + (T - 2) * a->topk;
+        for (int32_t j = 0; j < a->topk; j++)
+            if (row[j] >= 0) {
+                row[j] = (int32_t)last;
+                break;
+            }
+    }
+    return SGL_ATTN_OK;
+}
+
 static int fwd_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a) { return forward(b, a, 1); }
 static int fwd_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a) { return forward(b, a, 0); }
 static const char *last_error(sgl_attn_backend *b) { return V(b)->err; }
@@ -73,6 +113,7 @@ static const sgl_attn_backend_ops ops = {
     .forward_decode = fwd_decode,
     .last_error = last_error,
     .destroy = destroy,
+    .indexer_topk = indexer,
 };
 
 static int probe(uint32_t i, sgl_attn_caps *c) {
@@ -87,6 +128,7 @@ static int probe(uint32_t i, sgl_attn_caps *c) {
     c->head_dim_qk_max = c->head_dim_v_max = 1024;
     c->page_size_max = 1u << 20;
     c->score = 0; /* never chosen automatically */
+    c->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER; /* passed on to the inner */
     return SGL_ATTN_OK;
 }
 

@@ -49,7 +49,7 @@ static void test_probe(void **state) {
     assert_true(c.memory_bytes > 0);
     const uint32_t dts = SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64;
     assert_int_equal(c.q_dtypes, dts);
-    assert_int_equal(c.kv_dtypes, dts);
+    assert_int_equal(c.kv_dtypes, dts | SGL_ATTN_DT_FP8_E4M3 | SGL_ATTN_DT_FP8_E5M2); /* ABI 1.2: engine fp8 */
     assert_true(c.head_dim_qk_max == 576 && c.head_dim_v_max == 576 && c.n_head_dims == 0);
     assert_true(c.n_page_sizes == 0 && c.page_size_max >= 4096);
     assert_true(c.score > 0 && c.score < 10); /* the fallback */
@@ -58,6 +58,9 @@ static void test_probe(void **state) {
                            SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_SPEC_DECODE |
                            SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS;
     assert_int_equal(c.features & feats, feats);
+    const uint32_t v12 = SGL_ATTN_FEAT_RAGGED | SGL_ATTN_FEAT_LSE | SGL_ATTN_FEAT_FP8_SCALES |
+                         SGL_ATTN_FEAT_MLA_ROPE_SPLIT; /* ABI 1.2 additions cpu_ref serves */
+    assert_int_equal(c.features & v12, v12);
     assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER); /* not the fp8 record */
     assert_int_equal(c.attn_kinds, SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA |
                                        SGL_ATTN_KIND_CROSS);

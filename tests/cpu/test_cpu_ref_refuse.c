@@ -97,7 +97,7 @@ static const bad cases[] = {
     {"strides", m_strides, SGL_ATTN_E_UNSUPPORTED, "q.strides"},
     {"device", m_device, SGL_ATTN_E_INVALID, "device type 2"},
     {"sinks shape", m_sinks, SGL_ATTN_E_INVALID, "layer.sinks"},
-    {"cross save", m_cross_save, SGL_ATTN_E_UNSUPPORTED, "save_kv_cache"},
+    {"cross save", m_cross_save, SGL_ATTN_E_INVALID, "needs batch.encoder_out_cache_loc"},
     {"columns", m_columns, SGL_ATTN_E_INVALID, "columns"},
     {"batch size", m_batch_size, SGL_ATTN_E_INVALID, "max_reqs"},
     {"page size", m_page_size, SGL_ATTN_E_INVALID, "page_size = 0"},

@@ -424,6 +424,15 @@ static int v_window_unclaimed(fx *f, char *e, size_t n) {
              (int)f->layer.sliding_window);
     return 1;
 }
+/* A plugin without the dual chunk bit would compute plain attention. */
+static int v_dual_chunk_unclaimed(fx *f, char *e, size_t n) {
+    static sgl_attn_dual_chunk dc = {.struct_size = sizeof dc, .chunk_size = 64, .local_size = 8};
+    dc.q_succ = dc.q_inter = f->args.q;
+    f->caps.features &= ~(uint32_t)SGL_ATTN_FEAT_DUAL_CHUNK;
+    f->args.dual_chunk = &dc;
+    snprintf(e, n, "args->dual_chunk is set; the backend does not claim dual chunk attention");
+    return 1;
+}
 static int v_head_dim_unclaimed(fx *f, char *e, size_t n) {
     f->caps.head_dim_qk_max = f->caps.head_dim_v_max = (uint32_t)f->s.d - 1;
     snprintf(e, n, "layer head dims (qk %d, v %d) are not ones the backend claims", (int)f->s.d,
@@ -484,6 +493,7 @@ static const violation violations[] = {
     {"softcap-unclaimed", SGL_ATTN_MODE_DECODE, 1, v_softcap_unclaimed, 'f', SGL_ATTN_E_INVALID},
     {"window-unclaimed", SGL_ATTN_MODE_EXTEND, 1, v_window_unclaimed, 'f', SGL_ATTN_E_INVALID},
     {"head-dim-unclaimed", SGL_ATTN_MODE_DECODE, 1, v_head_dim_unclaimed, 'f', SGL_ATTN_E_INVALID},
+    {"dual-chunk-unclaimed", SGL_ATTN_MODE_DECODE, 1, v_dual_chunk_unclaimed, 'f', SGL_ATTN_E_INVALID},
     {"k-null", SGL_ATTN_MODE_DECODE, 1, v_k_null, 'f', SGL_ATTN_E_INVALID},
     {"args-struct-size", SGL_ATTN_MODE_EXTEND, 1, v_args_struct, 'f', SGL_ATTN_E_INVALID},
     {"extend-batch-via-decode", SGL_ATTN_MODE_EXTEND, 1, v_wrong_entry, 'w', SGL_ATTN_E_INVALID},

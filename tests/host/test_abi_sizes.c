@@ -73,11 +73,11 @@ static const size_row rows[] = {
     ROW(sgl_attn_plugin_answer, 2, 272, 5),
     ROW(sgl_attn_head_dims, 2, 4, 2),
     ROW(sgl_attn_caps, 2, 1656, 30),
-    ROW(sgl_attn_model, 2, 560, 41),
+    ROW(sgl_attn_model, 2, 584, 47),
     ROW(sgl_attn_batch, 2, 184, 26),
     ROW(sgl_attn_layer, 2, 112, 21),
     ROW(sgl_attn_linear_io, 2, 136, 19),
-    ROW(sgl_attn_forward_args, 2, 96, 13),
+    ROW(sgl_attn_forward_args, 2, 104, 14),
     ROW(sgl_attn_backend, 2, 24, 4),
     ROW(sgl_attn_graph_args, 2, 32, 6),
     ROW(sgl_attn_backend_ops, 2, 136, 17),
@@ -97,6 +97,9 @@ static const size_row rows[] = {
     /* ABI 1.2 (issue 21): DeepSeek sparse attention: caps.dsa_ops, the
      * model's indexer shape, forward_args.topk_indices, ops->indexer_topk */
     ROW(sgl_attn_indexer_args, 2, 80, 13),
+    /* ABI 1.2 (issue 24): dual chunk attention: sgl_attn_model dca_*,
+     * sgl_attn_forward_args dual_chunk (after the DSA fields) */
+    ROW(sgl_attn_dual_chunk, 2, 32, 6),
 };
 #define N_ROWS (sizeof rows / sizeof rows[0])
 

@@ -398,7 +398,8 @@ static void test_intersection_random(void **state) {
         assert_int_equal(o.q_dtypes, a.q_dtypes & b.q_dtypes);
         assert_int_equal(o.kv_dtypes, a.kv_dtypes & b.kv_dtypes);
         assert_int_equal(o.attn_kinds, a.attn_kinds & b.attn_kinds);
-        assert_int_equal(o.features, a.features & b.features);
+        /* the wrapper's (a's) caller-owned linear state is its own: kept whatever the inner claims */
+        assert_int_equal(o.features, (a.features & b.features) | (a.features & SGL_ATTN_FEAT_CALLER_STATE));
         assert_int_equal(plugin_caps_check(&o, why, sizeof why), 0);
         /* Every head-dim pair and page size: in o iff in both. */
         for (uint16_t qk = 64; qk <= 512; qk += 64)

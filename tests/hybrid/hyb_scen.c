@@ -90,6 +90,130 @@ void scen_close(scen *s) {
         }
     }
     s->b->ops->destroy(s->b);
+    if (s->tb) {
+        s->tb->ops->destroy(s->tb);
+        for (int l = 0; l < OWN; l++)
+            for (int k = 0; k < 4; k++) free(s->ts[l].t[k].data);
+    }
+}
+
+/* ------------------------------------------------------------------ twin */
+
+int scen_twin_slot(int l, int k) { return k < 0 ? k : l == 0 ? k + TWIN_OFF : k; }
+
+void scen_twin_open(scen *s) {
+    char err[256] = "";
+    fake_inner_init(&s->tinner);
+    /* without a pool of its own: any use of one would be refused */
+    setenv("SGL_ATTN_HYBRID_STATE_POOL", "0", 1);
+    int rc = tu_create(s->kind, &s->m, &s->tinner, SLOTS, 512, 512, &s->tb, err, sizeof err);
+    unsetenv("SGL_ATTN_HYBRID_STATE_POOL");
+    if (rc) print_error("create twin: %s\n", err);
+    assert_int_equal(rc, SGL_ATTN_OK);
+    ((hyb_inst *)s->tb)->chunk = s->w->chunk;
+    const hyb_dims *d = &s->w->d;
+    const int64_t C = d->conv_dim, H = d->conv_w - 1, HV = d->hv, V = d->dv, K = d->dk;
+    for (int l = 0; l < OWN; l++) {
+        twin_state *t = &s->ts[l];
+        const int64_t shp[4][5] = {{CSLOTS, C, H}, {CSLOTS, HV, V, K}, {CSLOTS, STEPS, C, H},
+                                   {CSLOTS, STEPS, HV, V, K}};
+        const int nd[4] = {3, 4, 4, 5};
+        const int keeps[4] = {d->conv_elems > 0, d->ssm_elems > 0, d->conv_elems > 0, d->ssm_elems > 0};
+        for (int k = 0; k < 4; k++) {
+            memset(&t->t[k], 0, sizeof t->t[k]);
+            memcpy(t->shape[k], shp[k], sizeof shp[k]);
+            if (!keeps[k]) continue;
+            size_t n = 1;
+            for (int j = 0; j < nd[k]; j++) n *= (size_t)shp[k][j];
+            t->t[k].dtype = tu_dt(s->state_dt);
+            t->t[k].device.device_type = kDLCPU;
+            t->t[k].ndim = nd[k];
+            t->t[k].shape = t->shape[k];
+            /* garbage, not zeros: a request without a prefix must not read it */
+            t->t[k].data = malloc(n * (size_t)t->t[k].dtype.bits / 8);
+            memset(t->t[k].data, 0x5a, n * (size_t)t->t[k].dtype.bits / 8);
+        }
+    }
+}
+
+void scen_twin_io(scen *s, int l, sgl_attn_linear_io *io) {
+    memset(io, 0, sizeof *io);
+    io->struct_size = sizeof *io;
+    io->kind = s->kind;
+    DLTensor *t = s->ts[l].t;
+    io->conv_state = t[0].data ? &t[0] : NULL;
+    io->ssm_state = t[1].data ? &t[1] : NULL;
+    io->intermediate_conv_state = t[2].data ? &t[2] : NULL;
+    io->intermediate_ssm_state = t[3].data ? &t[3] : NULL;
+}
+
+static void index_tensor(ttensor *t, int n, const int *v, int l) {
+    tt_make(t, tu_dt(0), 1, n > 0 ? n : 1, 0, 0);
+    for (int i = 0; i < n; i++) tt_set(t, i, l < 0 ? v[i] : scen_twin_slot(l, v[i]));
+}
+
+void scen_state_op(scen *s, int op, int n, const int *dst, const int *src, const int *steps, int want) {
+    for (int target = -1; target < (s->tb ? OWN : 0); target++) {
+        ttensor td, ts, tp;
+        index_tensor(&td, n, dst, target);
+        if (src) index_tensor(&ts, n, src, target);
+        if (steps) index_tensor(&tp, n, steps, -1);
+        sgl_attn_linear_io io;
+        sgl_attn_state_batch_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.op = op;
+        a.count = n;
+        a.dst = &td.t;
+        a.src = src ? &ts.t : NULL;
+        a.steps = steps ? &tp.t : NULL;
+        sgl_attn_backend *b = s->b;
+        if (target >= 0) {
+            scen_twin_io(s, target, &io);
+            a.state = &io;
+            b = s->tb;
+        }
+        int rc = b->ops->state_batch(b, &a);
+        if (rc != want) print_error("state_batch op %d on %s: rc %d (want %d): %s\n", op,
+                                    target < 0 ? "the pool" : "the twin", rc, want, b->ops->last_error(b));
+        assert_int_equal(rc, want);
+        tt_free(&td);
+        if (src) tt_free(&ts);
+        if (steps) tt_free(&tp);
+    }
+    if (want != SGL_ATTN_OK) return;
+    for (int i = 0; i < n; i++) {
+        if (dst[i] < 0 || (steps && steps[i] < 0)) continue;
+        switch (op) {
+        case SGL_ATTN_STATE_CLEAR: scen_ref_clear(s, dst[i]); break;
+        case SGL_ATTN_STATE_COPY: scen_ref_copy(s, src[i], dst[i]); break;
+        case SGL_ATTN_STATE_COMMIT: scen_ref_commit(s, dst[i], steps[i]); break;
+        case SGL_ATTN_STATE_TRACK: scen_ref_track(s, src[i], steps[i], dst[i]); break;
+        default: break;
+        }
+    }
+}
+
+void scen_twin_same_states(scen *s) {
+    const hyb_dims *d = &s->w->d;
+    const size_t esz = (size_t)d->esz;
+    const int C = d->conv_dim, H = d->conv_w - 1;
+    for (int l = 0; l < OWN; l++)
+        for (int k = 0; k < SLOTS; k++) {
+            const int tk = scen_twin_slot(l, k);
+            if (d->ssm_elems) {
+                const unsigned char *p = hyb_pool_ssm(&s->w->pool, l, k);
+                const unsigned char *t = (const unsigned char *)s->ts[l].t[1].data + (size_t)tk * d->ssm_elems * esz;
+                assert_memory_equal(p, t, (size_t)d->ssm_elems * esz);
+            }
+            if (d->conv_elems) { /* the pool is time-major, the caller's channel-major */
+                const unsigned char *p = hyb_pool_conv(&s->w->pool, l, k);
+                const unsigned char *t = (const unsigned char *)s->ts[l].t[0].data + (size_t)tk * d->conv_elems * esz;
+                for (int c = 0; c < C; c++)
+                    for (int j = 0; j < H; j++)
+                        assert_memory_equal(p + ((size_t)j * C + c) * esz, t + ((size_t)c * H + j) * esz, esz);
+            }
+        }
 }
 
 typedef struct call_in {
@@ -164,6 +288,11 @@ void run_batch(scen *s, int mode, int bs, const int *slots, const int *n, const 
     if (rc) print_error("metadata: %s\n", s->b->ops->last_error(s->b));
     assert_int_equal(rc, SGL_ATTN_OK);
     assert_int_equal(s->inner.n_meta, meta_before + 1); /* metadata reached the inner too */
+    if (s->tb) {
+        rc = s->tb->ops->init_forward_metadata(s->tb, &batch);
+        if (rc) print_error("twin metadata: %s\n", s->tb->ops->last_error(s->tb));
+        assert_int_equal(rc, SGL_ATTN_OK);
+    }
     if (scen_after_metadata) scen_after_metadata(&batch, scen_after_metadata_ctx);
 
     for (int l = 0; l < OWN; l++) {
@@ -204,6 +333,31 @@ void run_batch(scen *s, int mode, int bs, const int *slots, const int *n, const 
         rc = mode == SGL_ATTN_MODE_DECODE ? s->b->ops->forward_decode(s->b, &a) : s->b->ops->forward_extend(s->b, &a);
         if (rc) print_error("forward: %s\n", s->b->ops->last_error(s->b));
         assert_int_equal(rc, SGL_ATTN_OK);
+        if (s->tb) { /* the same call on caller-owned state: the same bits */
+            ttensor out2, map;
+            tt_make(&out2, c.out.t.dtype, c.out.t.ndim, c.out.shape[0], c.out.shape[1], c.out.shape[2]);
+            tt_fill_nan(&out2);
+            sgl_attn_linear_io io2 = io, st;
+            scen_twin_io(s, l, &st);
+            io2.conv_state = st.conv_state;
+            io2.ssm_state = st.ssm_state;
+            io2.intermediate_conv_state = st.intermediate_conv_state;
+            io2.intermediate_ssm_state = st.intermediate_ssm_state;
+            io2.out = &out2.t;
+            if (l == 0) { /* layer 0 names its own slots, past the pool's */
+                index_tensor(&map, bs, slots, 0);
+                io2.state_indices = &map.t;
+            }
+            sgl_attn_forward_args a2 = a;
+            a2.linear = &io2;
+            rc = mode == SGL_ATTN_MODE_DECODE ? s->tb->ops->forward_decode(s->tb, &a2)
+                                              : s->tb->ops->forward_extend(s->tb, &a2);
+            if (rc) print_error("twin forward: %s\n", s->tb->ops->last_error(s->tb));
+            assert_int_equal(rc, SGL_ATTN_OK);
+            assert_memory_equal(out2.buf, c.out.buf, c.out.count * (size_t)c.out.t.dtype.bits / 8);
+            tt_free(&out2);
+            if (l == 0) tt_free(&map);
+        }
 
         lref_dims ld = tu_lref_dims(d);
         const int xd = d->x_dim, HV = d->hv, K = d->dk, V = d->dv;
@@ -295,5 +449,13 @@ void scen_ref_commit(scen *s, int slot, int step) {
     for (int l = 0; l < OWN; l++) {
         memcpy(s->ref_conv[l][slot], s->ref_iconv[l][slot] + (size_t)step * ce, sizeof(double) * ce);
         memcpy(s->ref_ssm[l][slot], s->ref_issm[l][slot] + (size_t)step * se, sizeof(double) * se);
+    }
+}
+
+void scen_ref_track(scen *s, int src, int step, int dst) {
+    const size_t ce = (size_t)s->w->d.conv_elems, se = (size_t)s->w->d.ssm_elems;
+    for (int l = 0; l < OWN; l++) {
+        memcpy(s->ref_conv[l][dst], s->ref_iconv[l][src] + (size_t)step * ce, sizeof(double) * ce);
+        memcpy(s->ref_ssm[l][dst], s->ref_issm[l][src] + (size_t)step * se, sizeof(double) * se);
     }
 }

@@ -14,6 +14,16 @@ typedef struct layer_w {
     double *conv_wd, *conv_bd, *A_logd, *dt_biasd, *Dd, *decayd;
 } layer_w;
 
+/* A layer's caller-owned state (ABI 1.2) for the twin instance: conv
+ * [CSLOTS, C, W-1], ssm [CSLOTS, HV, V, K] and their [CSLOTS, STEPS, ...]
+ * intermediates, in the state dtype. */
+#define CSLOTS (SLOTS + TWIN_OFF)
+#define TWIN_OFF 4 /* layer 0 of the twin keeps slot k at k + TWIN_OFF (linear.state_indices) */
+typedef struct twin_state {
+    DLTensor t[4]; /* conv, ssm, iconv, issm (data NULL: the kind keeps none) */
+    int64_t shape[4][5];
+} twin_state;
+
 typedef struct scen {
     int kind;
     uint32_t in_dt, state_dt;
@@ -28,6 +38,11 @@ typedef struct scen {
     double *ref_iconv[OWN][SLOTS], *ref_issm[OWN][SLOTS]; /* [STEPS][...] */
     trng r;
     double worst;
+    /* twin (scen_twin_open): the same model with the state in caller-owned
+     * tensors; every batch runs on both, outputs compared bit for bit */
+    sgl_attn_backend *tb;
+    fake_inner tinner;
+    twin_state ts[OWN];
 } scen;
 
 /* spec_tokens > 1 gives the instance a verify pool of that many steps */
@@ -43,9 +58,24 @@ void run_batch(scen *s, int mode, int bs, const int *slots, const int *n, const 
 extern void (*scen_after_metadata)(sgl_attn_batch *batch, void *ctx);
 extern void *scen_after_metadata_ctx;
 
+/* Opens the twin of s (after scen_open), created without a pool of its own
+ * (option state_pool = 0). */
+void scen_twin_open(scen *s);
+/* The twin slot of pool slot k in own layer l. */
+int scen_twin_slot(int l, int k);
+/* The caller-owned state of layer l as a linear io of the kind. */
+void scen_twin_io(scen *s, int l, sgl_attn_linear_io *io);
+/* ops->state_batch `op` on the pool (state NULL) and on each twin layer
+ * (slots mapped), both expected to return `want`; the reference follows
+ * when they succeed.  src / steps may be NULL. */
+void scen_state_op(scen *s, int op, int n, const int *dst, const int *src, const int *steps, int want);
+/* The pool's states equal the twin's, bit for bit, in every slot. */
+void scen_twin_same_states(scen *s);
+
 /* The reference side of the pool operations. */
 void scen_ref_copy(scen *s, int src, int dst);
 void scen_ref_clear(scen *s, int slot);
 void scen_ref_commit(scen *s, int slot, int step);
+void scen_ref_track(scen *s, int src, int step, int dst);
 
 #endif

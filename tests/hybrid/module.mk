@@ -5,7 +5,8 @@
 HYBT_DIR := tests/hybrid
 CFLAGS_tests_hybrid_ := -Iplugins/hybrid -Iattnctl/harness
 HYBT_UTIL := $(OBJDIR)/$(HYBT_DIR)/hyb_test_util.o $(OBJDIR)/$(HYBT_DIR)/hyb_scen.o $(OBJDIR)/attnctl/harness/linear_ref.o
-HYBT_NAMES := test_hybrid_forms test_hybrid_kinds test_hybrid_state test_hybrid_routing test_hybrid_sparse
+HYBT_NAMES := test_hybrid_forms test_hybrid_kinds test_hybrid_state test_hybrid_routing test_hybrid_sparse \
+              test_hybrid_caller_state
 HYBT_BINS := $(addprefix $(TESTDIR)/,$(HYBT_NAMES))
 
 $(TESTDIR)/test_hybrid_%: $(OBJDIR)/$(HYBT_DIR)/test_hybrid_%.o $(HYBT_UTIL) $(HYB_LIB)

@@ -83,13 +83,13 @@ static void test_unknown_keys_at_every_depth(void **state) {
     refused("{\"sglattn_conf\": 1, \"aliases\": {\"x\": {\"plugins\": [\"a\"], \"requires\": [{\"id\": \"i\", "
             "\"message\": \"m\", \"mlaa\": true}]}}}",
             "t.json:1:98: unknown key \"mlaa\" in \"aliases.x.requires[0]\" (expected one of: id, platforms, any_of, "
-            "message, mla, encoder_decoder, dsa, sinks, diff_head_dims, arch_min, arch_max, q_heads_in)");
+            "message, mla, encoder_decoder, dsa, dual_chunk, sinks, diff_head_dims, arch_min, arch_max, q_heads_in)");
     refused("{\"sglattn_conf\": 1, \"hybrid\": {\"gdn\": {\"refuse\": [], \"allows\": []}}}",
             "t.json:1:54: unknown key \"allows\" in \"hybrid.gdn\" (expected one of: refuse, allow)");
     refused("{\"sglattn_conf\": 1, \"hybrid\": {\"gdn\": {\"allow\": [{\"id\": \"b\", \"message\": \"m\", \"backends\": [], "
             "\"any_of\": [{\"arch\": \"10\"}]}]}}}",
             "t.json:1:106: unknown key \"arch\" in \"hybrid.gdn.allow[0].any_of[0]\" (expected one of: mla, "
-            "encoder_decoder, dsa, sinks, diff_head_dims, arch_min, arch_max, q_heads_in)");
+            "encoder_decoder, dsa, dual_chunk, sinks, diff_head_dims, arch_min, arch_max, q_heads_in)");
     refused("{\"sglattn_conf\": 1, \"hybrid\": {\"gdm\": {}}}",
             "t.json:1:32: unknown key \"gdm\" in \"hybrid\" (expected one of: gdn, mamba2, short_conv, kda, lightning, "
             "minimax_sparse, custom:<kind>)");

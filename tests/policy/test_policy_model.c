@@ -377,6 +377,63 @@ static void test_refusals_name_file_and_field(void **state) {
     assert_non_null(strstr(err, "tp_size 0"));
 }
 
+/* dual_chunk_attention_config: the sizes, the length scaling base, the
+ * sparse switch and its defaults, and refusals naming the field. */
+static void test_dual_chunk(void **state) {
+    (void)state;
+    sgl_attn_model m;
+    load("qwen2.5-7b-instruct-1m.json", 1, &m);
+    assert_int_equal(m.num_layers, 28);
+    assert_int_equal(m.num_q_heads, 28);
+    assert_int_equal(m.num_kv_heads, 4);
+    assert_int_equal(m.head_dim_qk, 128);
+    assert_int_equal(m.sliding_window, -1); /* use_sliding_window false */
+    assert_int_equal(m.dca_chunk_size, 262144);
+    assert_int_equal(m.dca_local_size, 8192);
+    assert_int_equal(m.dca_original_max_position, 262144);
+    assert_int_equal(m.dca_sparse, 0);
+    load("qwen2.5-7b-instruct-1m.json", 4, &m);
+    assert_int_equal(m.num_q_heads, 7);
+    assert_int_equal(m.num_kv_heads, 1);
+    assert_int_equal(m.dca_chunk_size, 262144);
+    load("llama-3.1-8b-hf.json", 1, &m);
+    assert_int_equal(m.dca_chunk_size, 0);
+
+    char err[512];
+    static const char base[] = "{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"hidden_size\": 256, "
+                               "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                               "\"dual_chunk_attention_config\": %s}";
+    char json[1024];
+    /* Absent sizes: the engines' defaults; a sparse config turns sparse on. */
+    snprintf(json, sizeof json, base, "{\"sparse_attention_config\": [{}]}");
+    assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_OK);
+    assert_int_equal(m.dca_chunk_size, 8192);
+    assert_int_equal(m.dca_local_size, 1024);
+    assert_int_equal(m.dca_original_max_position, 0);
+    assert_int_equal(m.dca_sparse, 1);
+    assert_int_equal(m.dca_sparse_threshold, 32768);
+    snprintf(json, sizeof json, base,
+             "{\"chunk_size\": 64, \"local_size\": 16, \"sparse_attention_config\": [{}], "
+             "\"sparse_attention_enabled\": false, \"sparse_attention_threshold\": 100}");
+    assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_OK);
+    assert_int_equal(m.dca_chunk_size, 64);
+    assert_int_equal(m.dca_local_size, 16);
+    assert_int_equal(m.dca_sparse, 0);
+    assert_int_equal(m.dca_sparse_threshold, 100);
+    snprintf(json, sizeof json, base, "{\"chunk_size\": 64, \"local_size\": 64}");
+    assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "\"dual_chunk_attention_config\": local_size 64 must be below chunk_size 64"));
+    snprintf(json, sizeof json, base, "{\"chunk_size\": \"big\"}");
+    assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "\"dual_chunk_attention_config.chunk_size\": expected an integer"));
+    snprintf(json, sizeof json, base, "{\"sparse_attention_enabled\": 1}");
+    assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "sparse_attention_enabled\": expected true or false"));
+    snprintf(json, sizeof json, base, "[64]");
+    assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "\"dual_chunk_attention_config\": expected an object"));
+}
+
 /* Every shipped example reads at tp 1 and 2. */
 static void test_all_examples_load(void **state) {
     (void)state;
@@ -384,7 +441,8 @@ static void test_all_examples_load(void **state) {
                                         "gpt-oss-20b.json", "kimi-linear-48b-a3b.json", "lfm2-1.2b.json",
                                         "llama-3.1-8b-hf.json", "llama-3.1-8b.json", "minimax-m3-sparse.json",
                                         "minimax-text-01.json", "mllama-3.2-11b-vision.json", "nemotron-h-8b.json",
-                                        "qwen3-next-80b-a3b.json", "retention-custom.json", "whisper-large-v3.json"};
+                                        "qwen2.5-7b-instruct-1m.json", "qwen3-next-80b-a3b.json", "retention-custom.json",
+                                        "whisper-large-v3.json"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         sgl_attn_model m;
         load(files[i], 1, &m);
@@ -404,6 +462,7 @@ int main(void) {
         cmocka_unit_test(test_short_conv_kda_lightning_sparse),
         cmocka_unit_test(test_unknown_hybrids_become_custom),
         cmocka_unit_test(test_refusals_name_file_and_field),
+        cmocka_unit_test(test_dual_chunk),
         cmocka_unit_test(test_all_examples_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

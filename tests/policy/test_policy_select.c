@@ -711,12 +711,60 @@ static void test_unusable_listed(void **state) {
     pt_world_free(w);
 }
 
-static void test_dual_chunk_refused_honestly(void **state) {
+/* A Qwen2.5-7B-Instruct-1M-shaped model: 28/4 heads of 128, dual chunk. */
+static void qwen_1m(sgl_attn_model *m) {
+    pt_llama(m);
+    m->num_layers = 28;
+    m->num_q_heads = 28;
+    m->num_kv_heads = 4;
+    m->dca_chunk_size = 262144;
+    m->dca_local_size = 8192;
+    m->dca_original_max_position = 262144;
+}
+
+/* sglang's server-args rule: dual chunk models get dual_chunk_flash_attn,
+ * asked for or not, and any other name is refused with its message. */
+static void test_dual_chunk(void **state) {
     (void)state;
     sgl_attn_model m;
-    pt_llama(&m);
+    qwen_1m(&m);
     pt_world *w = cuda_box(9, 0);
+    w->f[2].caps.features |= SGL_ATTN_FEAT_DUAL_CHUNK;
+    assert_int_equal(pt_select_name(w, &m, "dual_chunk_flash_attn", 0), SGL_ATTN_OK);
+    expect_stack(w, "cpu_ref");
+    const sgl_attn_verdict *v = pt_verdict(w, "cuda_attn", "full");
+    assert_non_null(v);
+    assert_string_equal(v->rule, "name");
+    /* Automatic: only the alias's plugins serve the model. */
+    assert_int_equal(pt_select_name(w, &m, NULL, 0), SGL_ATTN_OK);
+    expect_stack(w, "cpu_ref");
+    v = pt_verdict(w, "cuda_attn", "full");
+    assert_non_null(v);
+    assert_string_equal(v->rule, "dual-chunk");
+    /* Another name: sglang's message, on a box that has it ... */
+    assert_int_equal(pt_select_name(w, &m, "flashinfer", 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "Dual chunk attention is enabled, but attention backend is set to flashinfer. "
+                                   "Please set it to 'dual_chunk_flash_attn'."));
+    pt_world_free(w);
+    /* ... and on one that has not (a CPU box: nothing answers to fa3). */
+    w = pt_world_new(NULL);
+    pt_full(w, "cpu_ref", CPU, K_ALL, 1)->caps.features |= SGL_ATTN_FEAT_DUAL_CHUNK;
+    assert_int_equal(pt_select_name(w, &m, "fa3", 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "attention backend is set to fa3. Please set it to 'dual_chunk_flash_attn'."));
+    assert_int_equal(pt_select_name(w, &m, "cpu_ref", 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "attention backend is set to cpu_ref."));
+    pt_world_free(w);
+    /* A plugin that does not declare the feature never serves it. */
+    w = cuda_box(9, 0);
     assert_int_equal(pt_select_name(w, &m, "dual_chunk_flash_attn", 0), SGL_ATTN_E_UNSUPPORTED);
+    v = pt_verdict(w, "cpu_ref", "full");
+    assert_non_null(v);
+    assert_string_equal(v->rule, "dual-chunk");
+    /* A model without dual chunk attention is not served by that name. */
+    sgl_attn_model plain;
+    pt_llama(&plain);
+    assert_int_equal(pt_select_name(w, &plain, "dual_chunk_flash_attn", 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(w->err, "dual_chunk_flash_attn serves models whose config has dual_chunk_attention_config"));
     pt_world_free(w);
 }
 
@@ -758,7 +806,7 @@ int main(void) {
         cmocka_unit_test(test_named_layer),
         cmocka_unit_test(test_caps_checks),
         cmocka_unit_test(test_unusable_listed),
-        cmocka_unit_test(test_dual_chunk_refused_honestly),
+        cmocka_unit_test(test_dual_chunk),
         cmocka_unit_test(test_bad_model_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

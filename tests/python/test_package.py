@@ -255,8 +255,9 @@ def test_backend_extend_matches_float64_and_saves_kv(host):
 
 def test_validate_takes_flat_and_strided_q_and_checks_abi_1_2_fields(host):
     """The validation layer accepts what docs/abi.md invites: the flattened
-    [T, H*D] q and out, and q as a view into a fused qkv buffer; and it refuses
-    an ABI 1.2 field (a tree mask) that the stack does not claim."""
+    [T, H*D] q and out, and q as a view into a fused qkv buffer; and an ABI 1.2
+    field (a tree mask) reaches cpu_ref, which serves it (TREE_MASK) and refuses
+    it by name in an extend batch."""
     c = Case(host)
     ref = c.reference()
     v = host.create_stack(["validate", "cpu_ref"], c.model, max_reqs=4, max_tokens=64, max_context=64)
@@ -273,10 +274,9 @@ def test_validate_takes_flat_and_strided_q_and_checks_abi_1_2_fields(host):
     assert (out3.double() - ref).abs().max() < 1e-5
     mask = torch.ones(sum(n * t for n, t in zip(c.lens, c.tot)), dtype=torch.uint8)
     indptr = torch.tensor([0, c.lens[0] * c.tot[0], mask.numel()], dtype=torch.int32)
-    with pytest.raises(sglattn.Error, match="custom_mask is set .ABI 1.2. but the backend does not claim "
-                                            "SGL_ATTN_FEAT_TREE_MASK"):
+    with pytest.raises(sglattn.Error, match="custom_mask is set in forward_mode 1; it is a target-verify"):
         v.init_forward_metadata(c.batch(custom_mask=mask, mask_indptr=indptr))
-    with pytest.raises(sglattn.UnsupportedError, match="custom_mask .tree verify. is set; cpu_ref does not serve"):
+    with pytest.raises(sglattn.Error, match="custom_mask is set in forward_mode 1; it is a target-verify"):
         c.backend.init_forward_metadata(c.batch(custom_mask=mask, mask_indptr=indptr))
 
 

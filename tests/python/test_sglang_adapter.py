@@ -156,15 +156,21 @@ def test_chained_verify_then_decode():
     assert eng.backend.model.spec_tokens == 4
 
 
-def test_tree_verify_is_refused():
+def test_tree_verify_with_a_chain_shaped_mask():
+    """cpu_ref declares tree_mask: a topk > 1 verify passes spec_info.custom_mask
+    (sglang's layout, [n, seq_len + n] per request); a mask shaped as the chain
+    must give the causal float64 answer."""
     eng = Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, draft_tokens=4)
-    a = eng.add()
-    eng.step(eng.extend_batch([(a, 5)]))
-    fb = eng.verify_batch([a], 4)
+    a, b = eng.add(), eng.add()
+    eng.step(eng.extend_batch([(a, 5), (b, 9)]))
+    fb = eng.verify_batch([a, b], 4)
     fb.spec_info.topk = 2
-    with pytest.raises(NotImplementedError, match=r"tree verify \(speculative topk 2 > 1\).*does not "
-                                                  r"declare tree_mask"):
-        eng.metadata(fb)
+    blocks = []
+    for before in fb.seq_lens.tolist():
+        cols = torch.arange(before + 4).view(1, -1)
+        blocks.append((cols <= before + torch.arange(4).view(-1, 1)).flatten())
+    fb.spec_info.custom_mask = torch.cat(blocks)
+    check(eng.step(fb), torch.float32)
 
 
 def test_output_goes_into_attn_output_when_given():
@@ -217,7 +223,9 @@ def test_topk_indices_refused_by_a_stack_without_dsa(rec_host):
 def test_lse_request_is_refused():
     eng, fb, q, k, v = _one_layer()
     fb.mha_return_lse = True
-    with pytest.raises(NotImplementedError, match=r"mha_return_lse.*does not declare lse \(SGL_ATTN_FEAT_LSE\)"):
+    # cpu_ref declares lse (ABI 1.2); the adapter does not pass forward_args.lse yet
+    with pytest.raises(NotImplementedError, match=r"mha_return_lse.*the stack declares lse, but this adapter does not "
+                                                  r"pass forward_args.lse yet"):
         eng.backend.forward_extend(q, k, v, eng.layers[0], fb)
 
 
@@ -275,6 +283,15 @@ def test_hybrid_model_linear_layers_are_refused_full_layers_served():
 def test_encoder_decoder_and_mla_models_are_refused():
     cfg = dict(llama_config(1, 4, 2, 64, "float32"), is_encoder_decoder=True)
     with pytest.raises(NotImplementedError, match="encoder-decoder"):
+        Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, hf_config=cfg)
+
+
+def test_dual_chunk_models_are_refused_by_name():
+    """sglang's q holds five variants the adapter does not split yet: it
+    refuses rather than run plain attention on the first one."""
+    cfg = dict(llama_config(1, 4, 2, 64, "float32"),
+               dual_chunk_attention_config={"chunk_size": 64, "local_size": 16})
+    with pytest.raises(NotImplementedError, match=r"dual chunk attention .*q_succ, q_inter"):
         Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, hf_config=cfg)
 
 

@@ -27,7 +27,8 @@ VALGRIND := valgrind --quiet --error-exitcode=9 --leak-check=full --errors-for-l
 TSAN_RUN_ENV := TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:exitcode=66
 # cpu_ref's conformance subset (quick matrix, a few shapes), bare and under the layer.
 SAN_CHECK_FILTER ?= b=(1|2|3),
-SAN_VALGRIND_CHECK_FILTER ?= ^(decode|verify):b=(1|2|3),
+# ABI 1.2's decode and verify cases of the paged12 family (lse, fp8, ropesplit) run there too.
+SAN_VALGRIND_CHECK_FILTER ?= ^((decode|verify|sparse_decode|sparse_verify|indexer_decode|indexer_verify):|(lse|fp8|ropesplit):op=(decode|verify),)b=(1|2|3),
 SAN_TESTS = $(filter-out $(addprefix %/,$(SAN_TESTS_SKIP)),$(TESTS))
 # Not under valgrind: tests/xpu runs its test there itself (xpu-valgrind, PoCL
 # suppressions); cpu_ref's naive-reference and invariance matrices (8.6 and
