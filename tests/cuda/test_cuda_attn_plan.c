@@ -344,8 +344,9 @@ static void test_refuse_unserved(void **state) {
     } cases[] = {
         {"layer.slot_map", NULL}, {"layer.attn_type", NULL}, {"layer.q_descale ", NULL},
         {"layer.q_descale_tensor", NULL}, {"forward args lse", NULL}, {"forward args q_rope", NULL},
-        {"forward args k_rope", NULL}, {"forward args topk_indices", NULL},
+        {"forward args k_rope", NULL}, {"forward args topk_indices", NULL}, {"forward args dual_chunk", NULL},
     };
+    const sgl_attn_dual_chunk dca = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memset(&L, 0, sizeof L);
         L.struct_size = sizeof L;
@@ -360,7 +361,8 @@ static void test_refuse_unserved(void **state) {
         case 4: a.lse = &t; break;
         case 5: a.q_rope = &t; break;
         case 6: a.k_rope = &t; break;
-        default: a.topk_indices = &t; break;
+        case 7: a.topk_indices = &t; break;
+        default: a.dual_chunk = &dca; break;
         }
         assert_int_equal(ca_refuse_unserved_fwd(&m, &a), SGL_ATTN_E_UNSUPPORTED);
         assert_non_null(strstr(msg, cases[i].name));

@@ -345,7 +345,8 @@ static void test_unserved(void) {
     LT_CHECK(!lin_unserved_batch(&b), "a 1.0 batch's bytes past its size are read");
     sgl_attn_layer l;
     sgl_attn_forward_args a;
-    for (int i = 0; i < 6; i++) {
+    const sgl_attn_dual_chunk dca = {0};
+    for (int i = 0; i < 7; i++) {
         memset(&l, 0, sizeof l);
         memset(&a, 0, sizeof a);
         l.struct_size = sizeof l;
@@ -356,6 +357,7 @@ static void test_unserved(void) {
                            : i == 2 ? (a.k_rope = &t, "forward args k_rope")
                            : i == 3 ? (a.topk_indices = &t, "forward args topk_indices")
                            : i == 4 ? (l.slot_map = &t, "layer.slot_map")
+                           : i == 5 ? (a.dual_chunk = &dca, "forward args dual_chunk")
                                     : (l.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL, "layer.attn_type");
         w = lin_unserved_forward(&a);
         LT_CHECK(w && !strcmp(w, name), "%s: got %s", name, w ? w : "(served)");

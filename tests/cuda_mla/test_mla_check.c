@@ -119,7 +119,8 @@ static void test_refuse_unserved(void **st) {
     (void)st;
     fx f;
     mla_fwd_view v;
-    for (int i = 0; i < 11; i++) {
+    const sgl_attn_dual_chunk dca = {0};
+    for (int i = 0; i < 12; i++) {
         setup_fx(&f);
         DLTensor *t = &f.loc;
         const char *name = NULL;
@@ -134,7 +135,8 @@ static void test_refuse_unserved(void **st) {
         case 7: f.a.lse = t, name = "forward args lse"; break;
         case 8: f.a.q_rope = t, name = "forward args q_rope"; break;
         case 9: f.a.k_rope = t, name = "forward args k_rope"; break;
-        default: f.a.topk_indices = t, name = "forward args topk_indices"; break;
+        case 10: f.a.topk_indices = t, name = "forward args topk_indices"; break;
+        default: f.a.dual_chunk = &dca, name = "forward args dual_chunk"; break;
         }
         assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
         assert_non_null(strstr(f.err, name));

@@ -46,6 +46,7 @@ const char *lin_unserved_forward(const sgl_attn_forward_args *a) {
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) return "forward args q_rope";
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return "forward args k_rope";
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices)) return "forward args topk_indices";
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk)) return "forward args dual_chunk";
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map)) return "layer.slot_map";
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) != SGL_ATTN_TYPE_CAUSAL) return "layer.attn_type";
     return NULL;

@@ -154,6 +154,8 @@ int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a) {
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return refuse(m, "forward args k_rope", "not MLA");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices))
         return refuse(m, "forward args topk_indices", "dense attention only");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk))
+        return refuse(m, "forward args dual_chunk", "plain attention only (dual chunk is served by cpu_ref)");
     if (a->linear) {
         snprintf(m->buf, m->size, "%s: forward args linear is set: cuda_attn serves attention layers only", m->call);
         return SGL_ATTN_E_UNSUPPORTED;

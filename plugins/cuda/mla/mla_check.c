@@ -297,6 +297,7 @@ int mla_refuse_unserved(const sgl_attn_forward_args *a, char *err, size_t n) {
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) return refuse(err, n, "forward args q_rope");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return refuse(err, n, "forward args k_rope");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices)) return refuse(err, n, "forward args topk_indices");
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk)) return refuse(err, n, "forward args dual_chunk");
     if (!l) return SGL_ATTN_OK; /* mla_check_layer names it */
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map)) return refuse(err, n, "layer.slot_map");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) != SGL_ATTN_TYPE_CAUSAL)
