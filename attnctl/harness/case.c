@@ -141,3 +141,8 @@ int hcase_check_keys(const hcase *c, const char *const *allowed, char *err, size
     }
     return 0;
 }
+
+int hcase_bad(const hcase *c, char *err, size_t err_size, const char *what) {
+    snprintf(err, err_size, "case '%s': %s", c->text, what);
+    return -1;
+}

@@ -12,93 +12,81 @@ static const char *const keys[] = {"b",     "l",    "q",      "prefix", "hq",   
                                    "layer", "state", "kscale", "vscale", "scalet", "chunk", "local", "omp",
                                    "tree",  "draft", "attn",   "encsave", "ptable", "smap", NULL};
 
-#define INT(key, def, lo, hi, dst)                                                    \
-    do {                                                                              \
-        long v_;                                                                      \
-        if (hcase_int(c, key, def, lo, hi, &v_, err, err_size)) return -1;            \
-        dst = v_;                                                                     \
-    } while (0)
-
-static int bad(const hcase *c, char *err, size_t err_size, const char *what) {
-    snprintf(err, err_size, "case '%s': %s", c->text, what);
-    return -1;
-}
-
 int fa_case_parse(const hcase *c, fa_case *f, char *err, size_t err_size) {
     memset(f, 0, sizeof *f);
     if (!strcmp(c->mode, "decode")) f->mode = SGL_ATTN_MODE_DECODE;
     else if (!strcmp(c->mode, "extend")) f->mode = SGL_ATTN_MODE_EXTEND;
     else if (!strcmp(c->mode, "verify")) f->mode = SGL_ATTN_MODE_TARGET_VERIFY;
-    else return bad(c, err, err_size, "the mode is not decode, extend or verify");
+    else return hcase_bad(c, err, err_size, "the mode is not decode, extend or verify");
     if (hcase_check_keys(c, keys, err, err_size)) return -1;
-    INT("b", 1, 1, FA_MAX_REQS, f->b);
-    INT("mla", 0, 0, 1, f->mla);
-    INT("rank", 512, 1, 1024, f->rank);
-    INT("rope", 64, 0, 1024, f->rope);
-    INT("hq", 8, 1, 1024, f->hq);
-    INT("hkv", f->mla ? 1 : f->hq, 1, 1024, f->hkv);
-    INT("d", f->mla ? f->rank + f->rope : 128, 1, 2048, f->d);
-    INT("dv", f->mla ? f->rank : f->d, 1, 2048, f->dv);
+    HCASE_INT("b", 1, 1, FA_MAX_REQS, f->b);
+    HCASE_INT("mla", 0, 0, 1, f->mla);
+    HCASE_INT("rank", 512, 1, 1024, f->rank);
+    HCASE_INT("rope", 64, 0, 1024, f->rope);
+    HCASE_INT("hq", 8, 1, 1024, f->hq);
+    HCASE_INT("hkv", f->mla ? 1 : f->hq, 1, 1024, f->hkv);
+    HCASE_INT("d", f->mla ? f->rank + f->rope : 128, 1, 2048, f->d);
+    HCASE_INT("dv", f->mla ? f->rank : f->d, 1, 2048, f->dv);
     if (f->mla && (f->hkv != 1 || f->d != f->rank + f->rope || f->dv != f->rank))
-        return bad(c, err, err_size, "mla=1 means hkv=1, d=rank+rope, dv=rank; give rank/rope instead");
-    if (f->hq % f->hkv) return bad(c, err, err_size, "hq must be a multiple of hkv");
-    INT("l", 256, 1, 1L << 22, f->l);
+        return hcase_bad(c, err, err_size, "mla=1 means hkv=1, d=rank+rope, dv=rank; give rank/rope instead");
+    if (f->hq % f->hkv) return hcase_bad(c, err, err_size, "hq must be a multiple of hkv");
+    HCASE_INT("l", 256, 1, 1L << 22, f->l);
     const int has_p = hcase_get(c, "prefix") != NULL;
     if (f->mode == SGL_ATTN_MODE_EXTEND) {
-        INT("prefix", 0, 0, f->l - 1, f->prefix);
-        INT("q", f->l - f->prefix, 1, f->l, f->q);
+        HCASE_INT("prefix", 0, 0, f->l - 1, f->prefix);
+        HCASE_INT("q", f->l - f->prefix, 1, f->l, f->q);
         if (!has_p) f->prefix = f->l - f->q;
-        if (f->prefix + f->q != f->l) return bad(c, err, err_size, "extend needs prefix + q = l");
+        if (f->prefix + f->q != f->l) return hcase_bad(c, err, err_size, "extend needs prefix + q = l");
     } else {
-        INT("q", f->mode == SGL_ATTN_MODE_DECODE ? 1 : 2, 1, f->l, f->q);
+        HCASE_INT("q", f->mode == SGL_ATTN_MODE_DECODE ? 1 : 2, 1, f->l, f->q);
         if (f->mode == SGL_ATTN_MODE_DECODE && f->q != 1)
-            return bad(c, err, err_size, "decode has one new token per request (verify:q=N has several)");
-        if (has_p) return bad(c, err, err_size, "prefix is an extend key (decode/verify: l includes the new tokens)");
+            return hcase_bad(c, err, err_size, "decode has one new token per request (verify:q=N has several)");
+        if (has_p) return hcase_bad(c, err, err_size, "prefix is an extend key (decode/verify: l includes the new tokens)");
         f->prefix = f->l - f->q;
     }
     if (hcase_dtype(c, "dtype", HDT_BF16, &f->dt, err, err_size)) return -1;
     if (hcase_dtype(c, "kvdtype", f->dt, &f->kvdt, err, err_size)) return -1;
-    INT("page", 16, 1, 1L << 16, f->page);
-    INT("window", -1, -1, 1L << 22, f->window);
+    HCASE_INT("page", 16, 1, 1L << 16, f->page);
+    HCASE_INT("window", -1, -1, 1L << 22, f->window);
     if (hcase_num(c, "softcap", 0, 0, 1e6, &f->softcap, err, err_size)) return -1;
-    INT("sinks", 0, 0, 1, f->sinks);
-    INT("cross", 0, 0, 1, f->cross);
-    INT("enc", f->cross ? 128 : 0, f->cross ? 1 : 0, 1L << 20, f->enc);
-    INT("ragged", 0, 0, 1, f->ragged);
-    INT("idx", 32, 32, 64, f->idx);
-    if (f->idx != 32 && f->idx != 64) return bad(c, err, err_size, "idx is 32 or 64");
-    INT("save", f->cross ? 0 : 1, 0, 1, f->save);
+    HCASE_INT("sinks", 0, 0, 1, f->sinks);
+    HCASE_INT("cross", 0, 0, 1, f->cross);
+    HCASE_INT("enc", f->cross ? 128 : 0, f->cross ? 1 : 0, 1L << 20, f->enc);
+    HCASE_INT("ragged", 0, 0, 1, f->ragged);
+    HCASE_INT("idx", 32, 32, 64, f->idx);
+    if (f->idx != 32 && f->idx != 64) return hcase_bad(c, err, err_size, "idx is 32 or 64");
+    HCASE_INT("save", f->cross ? 0 : 1, 0, 1, f->save);
     if (f->cross && f->save)
-        return bad(c, err, err_size, "a cross-attention layer reads the encoder K/V in the pool; it saves none");
-    if (f->cross && f->window >= 0) return bad(c, err, err_size, "cross attention has no window");
+        return hcase_bad(c, err, err_size, "a cross-attention layer reads the encoder K/V in the pool; it saves none");
+    if (f->cross && f->window >= 0) return hcase_bad(c, err, err_size, "cross attention has no window");
     double def_scale = 1.0 / sqrt((double)(f->mla ? 128 + f->rope : f->d));
     if (hcase_num(c, "scale", def_scale, 1e-6, 1e3, &f->scale, err, err_size)) return -1;
     /* fp8 pools: scales that are not 1 and differ, so a swapped or ignored scale shows */
     const int fp8 = f->kvdt == HDT_FP8_E4M3;
     if (hcase_num(c, "kscale", fp8 ? 1.0 / 64 : 1, 1e-6, 1e6, &f->kscale, err, err_size)) return -1;
     if (hcase_num(c, "vscale", fp8 ? 1.0 / 32 : 1, 1e-6, 1e6, &f->vscale, err, err_size)) return -1;
-    INT("scalet", 0, 0, 1, f->scalet);
+    HCASE_INT("scalet", 0, 0, 1, f->scalet);
     if (!fp8 && (f->kscale != 1 || f->vscale != 1 || f->scalet))
-        return bad(c, err, err_size, "kscale, vscale and scalet are for kvdtype=fp8_e4m3");
-    INT("layer", 0, 0, SGL_ATTN_MAX_LAYERS - 1, f->layer);
-    INT("state", 0, 0, 1, f->state);
-    INT("chunk", 0, 0, 1L << 30, f->chunk);
-    INT("local", 0, 0, f->chunk > 0 ? f->chunk - 1 : 0, f->local);
-    INT("omp", 0, 0, 1L << 30, f->omp);
+        return hcase_bad(c, err, err_size, "kscale, vscale and scalet are for kvdtype=fp8_e4m3");
+    HCASE_INT("layer", 0, 0, SGL_ATTN_MAX_LAYERS - 1, f->layer);
+    HCASE_INT("state", 0, 0, 1, f->state);
+    HCASE_INT("chunk", 0, 0, 1L << 30, f->chunk);
+    HCASE_INT("local", 0, 0, f->chunk > 0 ? f->chunk - 1 : 0, f->local);
+    HCASE_INT("omp", 0, 0, 1L << 30, f->omp);
     if (f->chunk == 0 && (hcase_get(c, "local") || hcase_get(c, "omp")))
-        return bad(c, err, err_size, "local and omp are dual chunk keys: give chunk too");
+        return hcase_bad(c, err, err_size, "local and omp are dual chunk keys: give chunk too");
     if (f->chunk > 0 && (f->mode == SGL_ATTN_MODE_TARGET_VERIFY || f->cross || f->enc || f->mla || f->window >= 0 ||
                          f->softcap > 0 || f->sinks))
-        return bad(c, err, err_size,
+        return hcase_bad(c, err, err_size,
                    "dual chunk attention (chunk) is a decode/extend case of plain self-attention: no cross, enc, "
                    "mla, window, softcap or sinks");
     if (fa_engine_parse(c, f, err, err_size)) return -1;
     /* the engine inputs' reference (full_engine.c) reads pools unscaled and has no dual chunk parts */
     if (fa_case_engine(f) && (f->chunk > 0 || fp8))
-        return bad(c, err, err_size, "tree, draft, attn, encsave, ptable and smap take no chunk and no kvdtype=fp8_e4m3");
+        return hcase_bad(c, err, err_size, "tree, draft, attn, encsave, ptable and smap take no chunk and no kvdtype=fp8_e4m3");
     long seed;
     if (hcase_get(c, "seed")) {
-        INT("seed", 0, 0, __LONG_MAX__, seed);
+        HCASE_INT("seed", 0, 0, __LONG_MAX__, seed);
         f->has_seed = 1;
         f->seed = (uint64_t)seed;
     }

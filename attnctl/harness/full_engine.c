@@ -12,36 +12,24 @@
 
 #include "full.h"
 
-#define INT(key, def, lo, hi, dst)                                                    \
-    do {                                                                              \
-        long v_;                                                                      \
-        if (hcase_int(c, key, def, lo, hi, &v_, err, err_size)) return -1;            \
-        dst = v_;                                                                     \
-    } while (0)
-
-static int bad(const hcase *c, char *err, size_t err_size, const char *what) {
-    snprintf(err, err_size, "case '%s': %s", c->text, what);
-    return -1;
-}
-
 int fa_case_engine(const fa_case *f) { return f->tree || f->draft || f->attn || f->encsave || f->ptable || f->smap; }
 
 int fa_engine_parse(const hcase *c, fa_case *f, char *err, size_t err_size) {
-    INT("tree", 0, 0, 1, f->tree);
-    INT("draft", 0, 0, 1, f->draft);
-    INT("attn", 0, 0, 2, f->attn);
-    INT("encsave", 0, 0, 1, f->encsave);
-    INT("ptable", 0, 0, 1, f->ptable);
-    INT("smap", 0, 0, 1, f->smap);
-    if (f->tree && f->mode != SGL_ATTN_MODE_TARGET_VERIFY) return bad(c, err, err_size, "tree=1 is a verify key");
-    if (f->tree && f->q > 64) return bad(c, err, err_size, "tree=1 takes q <= 64 draft tokens");
-    if (f->tree && f->window >= 0) return bad(c, err, err_size, "tree=1 takes no window");
-    if (f->draft && f->mode != SGL_ATTN_MODE_EXTEND) return bad(c, err, err_size, "draft=1 is an extend key");
+    HCASE_INT("tree", 0, 0, 1, f->tree);
+    HCASE_INT("draft", 0, 0, 1, f->draft);
+    HCASE_INT("attn", 0, 0, 2, f->attn);
+    HCASE_INT("encsave", 0, 0, 1, f->encsave);
+    HCASE_INT("ptable", 0, 0, 1, f->ptable);
+    HCASE_INT("smap", 0, 0, 1, f->smap);
+    if (f->tree && f->mode != SGL_ATTN_MODE_TARGET_VERIFY) return hcase_bad(c, err, err_size, "tree=1 is a verify key");
+    if (f->tree && f->q > 64) return hcase_bad(c, err, err_size, "tree=1 takes q <= 64 draft tokens");
+    if (f->tree && f->window >= 0) return hcase_bad(c, err, err_size, "tree=1 takes no window");
+    if (f->draft && f->mode != SGL_ATTN_MODE_EXTEND) return hcase_bad(c, err, err_size, "draft=1 is an extend key");
     if (f->attn && (f->cross || f->window >= 0 || f->mode == SGL_ATTN_MODE_TARGET_VERIFY))
-        return bad(c, err, err_size, "attn=1/2 takes no cross, window or verify");
-    if (f->attn == 2 && f->mla) return bad(c, err, err_size, "attn=2 (encoder-only) takes separate k and v (no mla)");
-    if (f->encsave && !f->cross) return bad(c, err, err_size, "encsave=1 is a cross-attention key");
-    if (f->encsave && f->mla) return bad(c, err, err_size, "encsave=1 takes no mla");
+        return hcase_bad(c, err, err_size, "attn=1/2 takes no cross, window or verify");
+    if (f->attn == 2 && f->mla) return hcase_bad(c, err, err_size, "attn=2 (encoder-only) takes separate k and v (no mla)");
+    if (f->encsave && !f->cross) return hcase_bad(c, err, err_size, "encsave=1 is a cross-attention key");
+    if (f->encsave && f->mla) return hcase_bad(c, err, err_size, "encsave=1 takes no mla");
     return 0;
 }
 

@@ -106,6 +106,16 @@ int hcase_dtype(const hcase *c, const char *key, hdtype def, hdtype *out, char *
 /* Every key of c must be in `allowed` (NULL-terminated); else -1 naming the
  * unknown key and listing the allowed ones. */
 int hcase_check_keys(const hcase *c, const char *const *allowed, char *err, size_t err_size);
+/* -1 with err = "case '<text>': <what>" (a case parser's refusal). */
+int hcase_bad(const hcase *c, char *err, size_t err_size, const char *what);
+/* In a case parser with `c`, `err` and `err_size` in scope: integer key into
+ * dst (def when absent), or return -1 with err set. */
+#define HCASE_INT(key, def, lo, hi, dst)                                              \
+    do {                                                                              \
+        long v_;                                                                      \
+        if (hcase_int(c, key, def, lo, hi, &v_, err, err_size)) return -1;            \
+        dst = v_;                                                                     \
+    } while (0)
 
 /* ------------------------------------------------------------ results (result.c) */
 

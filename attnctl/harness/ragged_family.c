@@ -44,27 +44,20 @@ typedef struct rcase {
     uint64_t seed;
 } rcase;
 
-#define INT(key, def, lo, hi, dst)                                                    \
-    do {                                                                              \
-        long v_;                                                                      \
-        if (hcase_int(c, key, def, lo, hi, &v_, err, err_size)) return -1;            \
-        dst = v_;                                                                     \
-    } while (0)
-
 static int parse(const hcase *c, rcase *f, char *err, size_t err_size) {
     memset(f, 0, sizeof *f);
     if (hcase_check_keys(c, keys, err, err_size)) return -1;
-    INT("b", 1, 1, 4096, f->b);
-    INT("lq", 128, 1, 1L << 20, f->lq);
-    INT("lk", f->lq, 1, 1L << 22, f->lk);
-    INT("hq", 16, 1, 1024, f->hq);
-    INT("hkv", f->hq, 1, 1024, f->hkv);
-    INT("d", 192, 1, 2048, f->d);
-    INT("dv", f->d == 192 ? 128 : f->d, 1, 2048, f->dv);
-    INT("causal", 1, 0, 1, f->causal);
-    INT("lse", 1, 0, 1, f->lse);
-    INT("ragged", 0, 0, 1, f->ragged);
-    INT("idx", 32, 32, 64, f->idx);
+    HCASE_INT("b", 1, 1, 4096, f->b);
+    HCASE_INT("lq", 128, 1, 1L << 20, f->lq);
+    HCASE_INT("lk", f->lq, 1, 1L << 22, f->lk);
+    HCASE_INT("hq", 16, 1, 1024, f->hq);
+    HCASE_INT("hkv", f->hq, 1, 1024, f->hkv);
+    HCASE_INT("d", 192, 1, 2048, f->d);
+    HCASE_INT("dv", f->d == 192 ? 128 : f->d, 1, 2048, f->dv);
+    HCASE_INT("causal", 1, 0, 1, f->causal);
+    HCASE_INT("lse", 1, 0, 1, f->lse);
+    HCASE_INT("ragged", 0, 0, 1, f->ragged);
+    HCASE_INT("idx", 32, 32, 64, f->idx);
     if (f->hq % f->hkv) return snprintf(err, err_size, "case '%s': hq must be a multiple of hkv", c->text), -1;
     if (f->idx != 32 && f->idx != 64) return snprintf(err, err_size, "case '%s': idx is 32 or 64", c->text), -1;
     if (f->causal && f->lq > f->lk)
@@ -76,7 +69,7 @@ static int parse(const hcase *c, rcase *f, char *err, size_t err_size) {
     if (hcase_num(c, "scale", 1.0 / sqrt((double)f->d), 1e-6, 1e3, &f->scale, err, err_size)) return -1;
     if (hcase_get(c, "seed")) {
         long s;
-        INT("seed", 0, 0, __LONG_MAX__, s);
+        HCASE_INT("seed", 0, 0, __LONG_MAX__, s);
         f->has_seed = 1, f->seed = (uint64_t)s;
     }
     return 0;
