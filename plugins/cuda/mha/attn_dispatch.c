@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_launch.h"
+#include "dual_chunk.h"
 
 int attn_kernels_setup(attn_kernels *k) {
     int e = 0;
@@ -13,6 +14,9 @@ int attn_kernels_setup(attn_kernels *k) {
     if (k->decode == ATTN_DECODE_MMA) e = attn_decode_mma_setup(k->dtype, k->head_dim);
     if (!e && k->extend == ATTN_EXTEND_MMA) e = attn_extend_mma_setup(k->dtype, k->head_dim);
     if (!e && k->extend == ATTN_EXTEND_WGMMA) e = attn_extend_wgmma_setup(k->dtype, k->head_dim, &k->tma);
+    /* dual chunk attention (dual_chunk.h): 16-bit pools */
+    if (!e && !k->kv_fp8) e = attn_dual_chunk_decode_setup(k->dtype, k->head_dim);
+    if (!e && !k->kv_fp8) e = attn_dual_chunk_extend_setup(k->dtype, k->head_dim);
     return e; /* the portable and register-fed kernels use static shared memory only */
 }
 

@@ -6,7 +6,7 @@
  *                        destroy, graph hooks
  *   cuda_attn_forward.c  init_forward_metadata (plan kernels) and the forwards
  *   cuda_attn_check.c    tensor and model checks with messages: the SDK's
- *                        tensor specs (pure C)
+ *                        tensor specs (pure C), the dual_chunk block's
  *   cuda_attn_choice.c   the options, which kernels run, their tiles (pure C)
  *   attn_dispatch.c      an instance's kernels -> setup and launchers
  *   attn_tmap.c          the KV pool's TMA tensor maps (wgmma extend)
@@ -78,6 +78,16 @@ int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a);
  * (finite, > 0). */
 int ca_check_kv_scales(const ca_msg *m, const sgl_attn_layer *L, int device, const float **k_dev,
                        const float **v_dev);
+
+/* A forward's dual_chunk block (set): its sizes, what it cannot go with,
+ * q_succ / q_inter like q (their element strides back in qs_st / qi_st). */
+typedef struct ca_dca_ctx {
+    int device, has_enc, kv_fp8;
+    uint32_t dt;
+    int64_t tokens, hq, head_dim;
+} ca_dca_ctx;
+int ca_check_dual_chunk(const ca_msg *m, const sgl_attn_forward_args *a, const ca_dca_ctx *c, int64_t qs_st[3],
+                        int64_t qi_st[3]);
 
 /* The model as this plugin can serve it (also create's check). */
 int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size);

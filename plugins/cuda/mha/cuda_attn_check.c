@@ -2,6 +2,7 @@
  * check, with messages that name the call, the tensor or field, the value and
  * what was expected (pure C, no CUDA). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "cuda_attn.h"
@@ -120,7 +121,63 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size) {
         snprintf(why, why_size, "sparse attention (index_topk %d) is not served by cuda_attn", m->index_topk);
         return SGL_ATTN_E_UNSUPPORTED;
     }
+    if (m->struct_size >= offsetof(sgl_attn_model, dca_reserved_) && m->dca_chunk_size > 0) {
+        /* dense dual chunk attention only (dual_chunk_decode.cu / _extend.cu) */
+        if (m->dca_sparse) {
+            snprintf(why, why_size,
+                     "dual chunk attention with sparse_attention_enabled: prompts above %d tokens use the "
+                     "vertical-slash sparse prefill, which cuda_attn does not implement; set "
+                     "\"sparse_attention_enabled\": false in dual_chunk_attention_config for dense dual chunk "
+                     "attention",
+                     m->dca_sparse_threshold);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        if (kvdt == SGL_ATTN_DT_FP8_E4M3) {
+            snprintf(why, why_size, "dual chunk attention with an fp8_e4m3 KV pool: cuda_attn serves it on f16 / "
+                                    "bf16 pools");
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+    }
     return SGL_ATTN_OK;
+}
+
+int ca_check_dual_chunk(const ca_msg *m, const sgl_attn_forward_args *a, const ca_dca_ctx *c, int64_t qs_st[3],
+                        int64_t qi_st[3]) {
+    const sgl_attn_dual_chunk *dc = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk);
+    const sgl_attn_layer *L = a->layer;
+    if (dc->struct_size < sizeof *dc) {
+        snprintf(m->buf, m->size, "%s: dual_chunk.struct_size %u: expected at least %zu", m->call, dc->struct_size,
+                 sizeof *dc);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (dc->chunk_size < 1 || dc->local_size < 0 || dc->local_size >= dc->chunk_size ||
+        dc->original_max_position < 0) {
+        snprintf(m->buf, m->size,
+                 "%s: dual_chunk chunk_size %d, local_size %d, original_max_position %d: expected 0 <= local_size < "
+                 "chunk_size and original_max_position >= 0",
+                 m->call, dc->chunk_size, dc->local_size, dc->original_max_position);
+        return SGL_ATTN_E_INVALID;
+    }
+    const char *other = L->is_cross                 ? "cross attention"
+                        : c->has_enc                ? "an encoder-decoder batch (encoder_lens)"
+                        : L->sliding_window >= 0    ? "a sliding window"
+                        : L->logit_softcap > 0.f    ? "a logit soft-cap"
+                        : L->sinks                  ? "attention sinks"
+                        : c->kv_fp8                 ? "an fp8_e4m3 KV pool"
+                                                    : NULL;
+    if (other) {
+        snprintf(m->buf, m->size,
+                 "%s: layer %d: dual chunk attention with %s: cuda_attn serves dual chunk attention on plain "
+                 "causal layers only",
+                 m->call, L->layer_id, other);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    int rc = ca_check_float3(m, dc->q_succ, "dual_chunk.q_succ", c->device, c->dt, c->tokens, c->hq, c->head_dim, 1,
+                             qs_st);
+    if (!rc)
+        rc = ca_check_float3(m, dc->q_inter, "dual_chunk.q_inter", c->device, c->dt, c->tokens, c->hq, c->head_dim,
+                             1, qi_st);
+    return rc;
 }
 
 /* An ABI 1.2 field that is set but not served: refused by name, never ignored. */
@@ -154,8 +211,6 @@ int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a) {
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return refuse(m, "forward args k_rope", "not MLA");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices))
         return refuse(m, "forward args topk_indices", "dense attention only");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk))
-        return refuse(m, "forward args dual_chunk", "plain attention only (dual chunk is served by cpu_ref)");
     if (a->linear) {
         snprintf(m->buf, m->size, "%s: forward args linear is set: cuda_attn serves attention layers only", m->call);
         return SGL_ATTN_E_UNSUPPORTED;

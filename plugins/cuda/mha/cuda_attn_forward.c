@@ -11,6 +11,7 @@
 #include "attn_tmap.h"
 #include "cuda/sdk_cuda.h"
 #include "cuda_attn.h"
+#include "dual_chunk.h"
 #include "sdk_text.h"
 
 static char *dev_at(ca_backend *b, size_t off) { return (char *)b->dev_mem + off; }
@@ -203,9 +204,10 @@ int ca_init_forward_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
     return ca_plan(b, bt, bt->batch_size, bt->num_tokens, bt->forward_mode);
 }
 
-/* Checks shared by both forwards; fills p (all but the work lists). */
+/* Checks shared by both forwards; fills p (all but the work lists) and, when
+ * the forward has a dual_chunk block, *dual = 1 and dca. */
 static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode, const char *call, attn_fwd *p,
-                         int32_t *T) {
+                         int32_t *T, int *dual, attn_dca *dca) {
     ca_msg m = {b->err, sizeof b->err, call};
     b->err[0] = 0;
     if (!a || !a->layer || !a->batch) {
@@ -266,7 +268,27 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         rc = SGL_ATTN_E_INVALID;
     }
     if (!rc && L->sinks) rc = ca_check_f32_1(&m, L->sinks, "layer.sinks", b->device, b->hq);
+    const sgl_attn_dual_chunk *dc = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk);
+    int64_t dqs[3] = {0, 0, 0}, dqi[3] = {0, 0, 0};
+    if (!rc && dc) {
+        const ca_dca_ctx c = {b->device,
+                              mode == SGL_ATTN_MODE_DECODE ? b->has_dplan[ATTN_DPLAN_CROSS] : b->has_eplan[ATTN_EPLAN_CROSS],
+                              b->kern.kv_fp8, b->dt_bit, t, b->hq, b->head_dim};
+        rc = ca_check_dual_chunk(&m, a, &c, dqs, dqi);
+    }
     if (rc) return rc;
+    *dual = dc != NULL;
+    memset(dca, 0, sizeof *dca);
+    if (dc) {
+        dca->q_succ = sgl_sdk_data(dc->q_succ);
+        dca->q_inter = sgl_sdk_data(dc->q_inter);
+        dca->qs_stride_t = dqs[0];
+        dca->qs_stride_h = dqs[1];
+        dca->qi_stride_t = dqi[0];
+        dca->qi_stride_h = dqi[1];
+        dca->chunk_len = dc->chunk_size - dc->local_size;
+        dca->original_max_position = dc->original_max_position;
+    }
     if (!a->batch->req_to_token || a->batch->req_to_token->shape[0] != b->r2t_rows ||
         a->batch->req_to_token->shape[1] != b->r2t_cols) {
         snprintf(b->err, sizeof b->err, "%s: batch.req_to_token changed shape since init_forward_metadata", call);
@@ -389,8 +411,10 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
 int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     ca_backend *b = (ca_backend *)bb;
     attn_fwd p;
+    attn_dca dca;
     int32_t T = 0;
-    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T);
+    int dual = 0;
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T, &dual, &dca);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
     const sgl_attn_layer *L = a->layer;
@@ -401,7 +425,8 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
         set = ATTN_DPLAN_WINDOW; /* planned for this window; the kernel still applies it */
     p.ditems = (const attn_decode_item *)dev_at(b, b->sz.off_ditems[set]);
     p.num_items = num_items_ptr(b, set);
-    int ce = attn_launch_decode(&b->kern, &p, b->grid_items, a->batch->stream);
+    int ce = dual ? attn_launch_dual_chunk_decode(b->kern.dtype, b->head_dim, &p, &dca, b->grid_items, a->batch->stream)
+                  : attn_launch_decode(&b->kern, &p, b->grid_items, a->batch->stream);
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
@@ -412,13 +437,24 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
 int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     ca_backend *b = (ca_backend *)bb;
     attn_fwd p;
+    attn_dca dca;
     int32_t T = 0;
-    int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T);
+    int dual = 0;
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T, &dual, &dca);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
     const int set = a->layer->is_cross ? ATTN_EPLAN_CROSS : ATTN_EPLAN_SELF;
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
     p.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);
+    if (dual) {
+        const int ce = attn_launch_dual_chunk_extend(b->kern.dtype, b->head_dim, &p, &dca, b->sz.extend_block_m,
+                                                     b->grid_items, a->batch->stream);
+        if (ce) {
+            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: dual chunk kernel launch", ce);
+            return SGL_ATTN_E_DEVICE;
+        }
+        return SGL_ATTN_OK;
+    }
     /* The wgmma extend's TMA producer where its 16-row boxes lie in one page
      * (page size a multiple of 16); the layer's maps are re-encoded only when
      * its pool moved.  Other page sizes take the cp.async producer. */
