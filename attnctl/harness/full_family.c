@@ -76,6 +76,16 @@ static const char *const matrix[] = {
     "extend:b=2,l=448,q=32," GQA ",dtype=f32,page=16,chunk=256,local=32",
     "extend:b=2,l=200,q=200,hq=4,hkv=2,d=64,dtype=f32,page=64,chunk=20,local=4",
     "extend:b=2,l=500,q=150," GQA ",dtype=f16,page=1,chunk=100,local=10,omp=64",
+    /* the same boundaries in 16-bit (GPU plugins), head dims 64 / 256, Qwen2.5-1M's
+     * GQA 7, KV splits and 64-row query tiles that cross several boundaries */
+    "decode:b=2,l=448," GQA ",dtype=bf16,page=16,chunk=256,local=32",
+    "decode:b=2,l=449," GQA ",dtype=f16,page=16,chunk=256,local=32",
+    "decode:b=3,l=1500,hq=28,hkv=4,d=128,dtype=bf16,page=16,chunk=512,local=64,omp=1024,ragged=1",
+    "decode:b=2,l=1200,hq=16,hkv=1,d=256,dtype=f16,page=16,chunk=300,local=44,omp=800",
+    "extend:b=2,l=448,q=32," GQA ",dtype=bf16,page=16,chunk=256,local=32",
+    "extend:b=2,l=200,q=200,hq=4,hkv=2,d=64,dtype=f16,page=64,chunk=20,local=4",
+    "extend:b=2,l=500,q=260,hq=28,hkv=4,d=128,dtype=bf16,page=16,chunk=128,local=16,omp=400,ragged=1",
+    "extend:b=1,l=500,q=400,hq=8,hkv=2,d=256,dtype=bf16,page=16,chunk=300,local=44,omp=400",
     /* encoder-decoder: cross attention, and self attention after the encoder */
     "decode:b=4,l=100," GQA ",dtype=bf16,page=16,cross=1,enc=300,ragged=1",
     "extend:b=3,l=200,q=200," GQA ",dtype=f16,page=16,cross=1,enc=250,ragged=1",

@@ -298,6 +298,20 @@ static void test_model_check(void **state) {
     m.kv_dtype = SGL_ATTN_DT_FP8_E5M2;
     assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
     assert_non_null(strstr(why, "kv dtype fp8_e5m2"));
+    /* dual chunk attention: dense served; the sparse prefill and fp8 pools refused by name */
+    m = good_model();
+    m.dca_chunk_size = 262144;
+    m.dca_local_size = 8192;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), 0);
+    m.dca_sparse = 1;
+    m.dca_sparse_threshold = 32768;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "sparse_attention_enabled"));
+    assert_non_null(strstr(why, "above 32768 tokens"));
+    m.dca_sparse = 0;
+    m.kv_dtype = SGL_ATTN_DT_FP8_E4M3;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "dual chunk attention with an fp8_e4m3 KV pool"));
 }
 
 /* ABI 1.2 fields cuda_attn does not serve: each refused by its name; a field
@@ -344,9 +358,8 @@ static void test_refuse_unserved(void **state) {
     } cases[] = {
         {"layer.slot_map", NULL}, {"layer.attn_type", NULL}, {"layer.q_descale ", NULL},
         {"layer.q_descale_tensor", NULL}, {"forward args lse", NULL}, {"forward args q_rope", NULL},
-        {"forward args k_rope", NULL}, {"forward args topk_indices", NULL}, {"forward args dual_chunk", NULL},
+        {"forward args k_rope", NULL}, {"forward args topk_indices", NULL},
     };
-    const sgl_attn_dual_chunk dca = {0};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memset(&L, 0, sizeof L);
         L.struct_size = sizeof L;
@@ -361,8 +374,7 @@ static void test_refuse_unserved(void **state) {
         case 4: a.lse = &t; break;
         case 5: a.q_rope = &t; break;
         case 6: a.k_rope = &t; break;
-        case 7: a.topk_indices = &t; break;
-        default: a.dual_chunk = &dca; break;
+        default: a.topk_indices = &t; break;
         }
         assert_int_equal(ca_refuse_unserved_fwd(&m, &a), SGL_ATTN_E_UNSUPPORTED);
         assert_non_null(strstr(msg, cases[i].name));
@@ -371,6 +383,86 @@ static void test_refuse_unserved(void **state) {
         a.struct_size = SGL_ATTN_FORWARD_ARGS_SIZE_V1_0;
         assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
     }
+    /* dual chunk is served (ca_check_dual_chunk checks it) */
+    const sgl_attn_dual_chunk dca = {0};
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.layer = &L;
+    a.dual_chunk = &dca;
+    assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+}
+
+/* A forward's dual_chunk block: sizes, the features it cannot go with (each
+ * named), q_succ / q_inter shaped and typed like q. */
+static void test_dual_chunk_check(void **state) {
+    (void)state;
+    static _Alignas(16) char buf[64];
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "forward_extend"};
+    const int T = 1 + (int)rnd(64), hq = 8;
+    int64_t shape[3] = {T, hq, 128}, bad_shape[3] = {T, hq, 64};
+    DLTensor qs = tensor(buf, 3, shape, kDLBfloat, 16), qi = qs;
+    sgl_attn_layer L;
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    L.layer_id = 3;
+    L.sliding_window = -1;
+    sgl_attn_dual_chunk dc = {sizeof dc, 256, 32, 1024, &qs, &qi};
+    sgl_attn_forward_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.layer = &L;
+    a.dual_chunk = &dc;
+    ca_dca_ctx c = {0, 0, 0, SGL_ATTN_DT_BF16, T, hq, 128};
+    int64_t s1[3], s2[3];
+    assert_int_equal(ca_check_dual_chunk(&m, &a, &c, s1, s2), 0);
+    assert_int_equal(s1[0], (int64_t)hq * 128);
+    assert_int_equal(s2[1], 128);
+    dc.local_size = 256; /* must stay below chunk_size */
+    assert_int_equal(ca_check_dual_chunk(&m, &a, &c, s1, s2), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "local_size 256"));
+    dc.local_size = 32;
+    dc.original_max_position = -1;
+    assert_int_equal(ca_check_dual_chunk(&m, &a, &c, s1, s2), SGL_ATTN_E_INVALID);
+    dc.original_max_position = 0;
+    dc.struct_size = 8;
+    assert_int_equal(ca_check_dual_chunk(&m, &a, &c, s1, s2), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "dual_chunk.struct_size 8"));
+    dc.struct_size = sizeof dc;
+    static const char *const other[] = {"cross attention", "encoder-decoder", "sliding window", "soft-cap",
+                                        "sinks", "fp8_e4m3"};
+    DLTensor sk = qs;
+    for (int i = 0; i < 6; i++) {
+        sgl_attn_layer L2 = L;
+        ca_dca_ctx c2 = c;
+        switch (i) {
+        case 0: L2.is_cross = 1; break;
+        case 1: c2.has_enc = 1; break;
+        case 2: L2.sliding_window = 128; break;
+        case 3: L2.logit_softcap = 30.f; break;
+        case 4: L2.sinks = &sk; break;
+        default: c2.kv_fp8 = 1; break;
+        }
+        a.layer = &L2;
+        assert_int_equal(ca_check_dual_chunk(&m, &a, &c2, s1, s2), SGL_ATTN_E_UNSUPPORTED);
+        assert_non_null(strstr(msg, other[i]));
+        assert_non_null(strstr(msg, "layer 3"));
+    }
+    a.layer = &L;
+    DLTensor qb = tensor(buf, 3, bad_shape, kDLBfloat, 16);
+    dc.q_inter = &qb;
+    assert_int_equal(ca_check_dual_chunk(&m, &a, &c, s1, s2), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "dual_chunk.q_inter"));
+    DLTensor qh = tensor(buf, 3, shape, kDLFloat, 16); /* f16, not q's bf16 */
+    dc.q_inter = &qi;
+    dc.q_succ = &qh;
+    assert_int_not_equal(ca_check_dual_chunk(&m, &a, &c, s1, s2), 0);
+    assert_non_null(strstr(msg, "dual_chunk.q_succ"));
+    dc.q_succ = NULL;
+    assert_int_not_equal(ca_check_dual_chunk(&m, &a, &c, s1, s2), 0);
+    assert_non_null(strstr(msg, "dual_chunk.q_succ"));
 }
 
 /* An fp8 pool's scales: the floats (finite, > 0) or the [1] fp32 device tensors. */
@@ -513,6 +605,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
+        cmocka_unit_test(test_dual_chunk_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

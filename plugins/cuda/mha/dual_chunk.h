@@ -54,18 +54,14 @@ __device__ __forceinline__ float dca_scale_log2(float scale_log2, const attn_dca
     return scale_log2 * (0.1f * logf((float)seq_len / (float)dc.original_max_position) + 1.f);
 }
 
-/* The three query variants' base pointers and strides, by part. */
-struct dca_q {
-    const uint16_t *ptr[3];
-    int64_t st[3], sh[3];
-    __device__ dca_q(const attn_fwd &p, const attn_dca &dc) {
-        ptr[0] = (const uint16_t *)p.q;
-        ptr[1] = (const uint16_t *)dc.q_succ;
-        ptr[2] = (const uint16_t *)dc.q_inter;
-        st[0] = p.q_stride_t, sh[0] = p.q_stride_h;
-        st[1] = dc.qs_stride_t, sh[1] = dc.qs_stride_h;
-        st[2] = dc.qi_stride_t, sh[2] = dc.qi_stride_h;
-    }
-};
+/* Row `tok`, head `head` of the query variant of part v (selects, so the
+ * pointers stay in registers). */
+__device__ __forceinline__ const uint16_t *dca_q_row(const attn_fwd &p, const attn_dca &dc, int v, int tok,
+                                                     int head) {
+    const uint16_t *b = (const uint16_t *)(v == 0 ? p.q : v == 1 ? dc.q_succ : dc.q_inter);
+    const int64_t st = v == 0 ? p.q_stride_t : v == 1 ? dc.qs_stride_t : dc.qi_stride_t;
+    const int64_t sh = v == 0 ? p.q_stride_h : v == 1 ? dc.qs_stride_h : dc.qi_stride_h;
+    return b + (int64_t)tok * st + (int64_t)head * sh;
+}
 #endif
 #endif

@@ -51,11 +51,10 @@ __global__ __launch_bounds__(DCA_D_THREADS) void attn_dual_chunk_decode_kernel(a
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
 
-    const dca_q qv(p, dc);
     for (int i = tid; i < 3 * DCA_D_ROWS * CH; i += DCA_D_THREADS) {
         const int v = i / (DCA_D_ROWS * CH), r = i / CH % DCA_D_ROWS, c = i % CH;
         const bool ok = r < nh;
-        const uint16_t *src = qv.ptr[v] + (int64_t)it.b * qv.st[v] + (int64_t)(qh0 + (ok ? r : 0)) * qv.sh[v] + c * 8;
+        const uint16_t *src = dca_q_row(p, dc, v, it.b, qh0 + (ok ? r : 0)) + c * 8;
         gc_cp_async16(qs + v * C::Q_ELEMS + swz<D>(r, c), src, ok);
     }
     gc_cp_async_commit();

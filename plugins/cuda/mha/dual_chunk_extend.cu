@@ -48,12 +48,11 @@ __global__ __launch_bounds__(DCA_E_THREADS) void attn_dual_chunk_extend_kernel(a
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
 
-    const dca_q qv(p, dc);
     for (int i = tid; i < 3 * BM * CH; i += DCA_E_THREADS) {
         const int v = i / (BM * CH), r = i / CH % BM, c = i % CH;
         const int tok = q_tok0 + r;
         const bool ok = r < nrows && tok < p.num_tokens;
-        const uint16_t *src = qv.ptr[v] + (int64_t)(ok ? tok : 0) * qv.st[v] + (int64_t)head * qv.sh[v] + c * 8;
+        const uint16_t *src = dca_q_row(p, dc, v, ok ? tok : 0, head) + c * 8;
         gc_cp_async16(qs + v * C::Q_ELEMS + swz<D>(r, c), src, ok);
     }
     gc_cp_async_commit();
