@@ -1,0 +1,49 @@
+"""Dual chunk attention against plain attention (bench/gpu/dual_chunk.sh):
+reads bench_dc_{decode,prefill}[_mma].json (attnctl bench --json) in OUT_DIR
+and prints per shape the plain medians (the defaults, and kernel=mma), the
+dual chunk medians (the model's sizes; chunk 32768 / local 4096, all three
+parts) and dual chunk / plain.  Issue 24's bar: <= 1.30x against the
+defaults; the ratio to kernel=mma is the cost of dual chunk over the same
+mma.sync design.  Exit 1 when a shape misses the bar or is missing.
+usage: dual_chunk_summary.py OUT_DIR"""
+import json, os, sys
+
+
+def load(out, name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return {c.get("case", ""): c for c in json.load(f).get("cases", [])}
+    except Exception:
+        return {}
+
+
+def us(rows, case):
+    return rows.get(case, {}).get("median_us")
+
+
+def main(out):
+    s = "hq=28,hkv=4,d=128,dtype=bf16,page=16"
+    parts = {"model": "chunk=262144,local=8192,omp=262144", "3 parts": "chunk=32768,local=4096,omp=262144"}
+    shapes = [("decode", f"decode:b={b},l=262144,{s}") for b in (1, 8)]
+    shapes.append(("prefill", f"extend:b=1,l=131072,q=131072,{s}"))
+    bad = 0
+    print(f"{'shape':<40} {'plain us':>10} {'mma us':>10} | {'sizes':<8} {'dual us':>10} {'/plain':>7} {'/mma':>6}")
+    for kind, case in shapes:
+        auto = load(out, f"bench_dc_{kind}.json")
+        mma = load(out, f"bench_dc_{kind}_mma.json")
+        p, pm = us(auto, case), us(mma, case)
+        for name, extra in parts.items():
+            d = us(auto, f"{case},{extra}")
+            r = d / p if d and p else None
+            rm = d / pm if d and pm else None
+            ok = r is not None and r <= 1.30
+            bad += not ok
+            label = case.split(",hq=")[0]
+            print(f"{label:<40} {p or 0:10.1f} {pm or 0:10.1f} | {name:<8} {d or 0:10.1f} "
+                  f"{(f'{r:.3f}x' if r else '-'):>7} {(f'{rm:.2f}x' if rm else '-'):>6}  {'ok' if ok else 'MISS'}")
+    print(f"shapes over 1.30x against the defaults (or missing): {bad}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "."))

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# bench/gpu/dual_chunk.sh - cuda_attn's dual chunk attention (issue 24,
+# docs/dual_chunk.md): the dual chunk cases of the check matrix ('chunk=')
+# against float64, the whole cuda_attn matrix (nothing else broke),
+# compute-sanitizer memcheck of the dual chunk cases and racecheck of the
+# quick ones, then the issue's timings through the public C API
+# (attnctl bench) at Qwen2.5-7B-Instruct-1M's per-rank shape (28 q / 4 kv
+# heads, d128, bf16, page 16): decode at 256k cached tokens (B 1 and 8) and a
+# 128k-token prefill (B 1), each beside the same shape through the plain
+# kernels (the defaults, and kernel=mma: the same mma.sync design the dual
+# chunk kernels use).  Dual chunk runs with the model's sizes (chunk 262144,
+# local 8192, original 262144) and with chunk 32768 / local 4096, where all
+# three parts work.  summary_dual_chunk.txt: dual chunk / plain per shape
+# (issue 24: <= 1.30x against the defaults).  ~2 minutes.
+# Passing: check lines "rc=0 ... 0 failed, ... 0 errors", memcheck "ERROR
+# SUMMARY: 0 errors", racecheck "RACECHECK SUMMARY: 0 hazards", and the
+# summary's ratios.
+. "$(dirname "$0")/common.sh"
+need "$A" "$P/cuda_attn.so"
+for k in auto mma; do
+  printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "%s"}}}\n' "$k" > "$OUT/conf_$k.json"
+done
+step "check: dual chunk cases, the whole matrix, memcheck, racecheck (in parallel)"
+( timeout 90 "$A" check --plugin cuda_attn --filter 'chunk=' --json > "$OUT/check_dc.json" 2> "$OUT/check_dc.log"
+  echo "check chunk= (kernel=auto): rc=$? $(tail -1 "$OUT/check_dc.log")" > "$OUT/check_dc.rc" ) &
+( timeout 90 "$A" check --plugin cuda_attn --conf "$OUT/conf_mma.json" --filter 'chunk=' --json > "$OUT/check_dc_mma.json" \
+    2> "$OUT/check_dc_mma.log"
+  echo "check chunk= (kernel=mma: 64-row plan items): rc=$? $(tail -1 "$OUT/check_dc_mma.log")" > "$OUT/check_dc_mma.rc" ) &
+( timeout 90 "$A" check --plugin cuda_attn --json > "$OUT/check_all.json" 2> "$OUT/check_all.log"
+  echo "check whole matrix: rc=$? $(tail -1 "$OUT/check_all.log")" > "$OUT/check_all.rc" ) &
+( SGL_ATTN_NO_UNLOAD=1 timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$A" check --plugin cuda_attn --filter 'chunk=' > "$OUT/memcheck_dc.log" 2>&1
+  echo "memcheck chunk=: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_dc.log" | tail -1) $(tail -1 "$OUT/memcheck_dc.log")" \
+    > "$OUT/memcheck_dc.rc" ) &
+( SGL_ATTN_NO_UNLOAD=1 timeout 100 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$A" check --plugin cuda_attn --quick --filter 'chunk=' > "$OUT/racecheck_dc.log" 2>&1
+  echo "racecheck quick chunk=: rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_dc.log" | tail -1) $(tail -1 "$OUT/racecheck_dc.log")" \
+    > "$OUT/racecheck_dc.rc" ) &
+wait
+cat "$OUT"/check_dc.rc "$OUT"/check_dc_mma.rc "$OUT"/check_all.rc "$OUT"/memcheck_dc.rc "$OUT"/racecheck_dc.rc
+grep -hE "^ *(fail|error)" "$OUT"/check_dc.log "$OUT"/check_dc_mma.log "$OUT"/check_all.log | head -20
+
+S="hq=28,hkv=4,d=128,dtype=bf16,page=16"
+MODEL="chunk=262144,local=8192,omp=262144"
+THREE="chunk=32768,local=4096,omp=262144"
+step "bench: decode at 256k (B 1, 8): plain, dual chunk (model sizes, three parts)"
+dec=""; pdec=""
+for b in 1 8; do
+  c="decode:b=$b,l=262144,$S"
+  dec="$dec --case $c --case $c,$MODEL --case $c,$THREE"; pdec="$pdec --case $c"
+done
+timeout 120 "$A" bench --plugin cuda_attn --conf "$OUT/conf_auto.json" $dec --min-time 0.3 --roofline-gbps 4260 --json \
+  > "$OUT/bench_dc_decode.json" 2> "$OUT/bench_dc_decode.log"; echo "decode (auto) rc=$?"
+timeout 60 "$A" bench --plugin cuda_attn --conf "$OUT/conf_mma.json" $pdec --min-time 0.3 --json \
+  > "$OUT/bench_dc_decode_mma.json" 2> "$OUT/bench_dc_decode_mma.log"; echo "decode (plain kernel=mma) rc=$?"
+step "bench: prefill of 128k tokens (B 1): plain, dual chunk (model sizes, three parts)"
+c="extend:b=1,l=131072,q=131072,$S"
+timeout 150 "$A" bench --plugin cuda_attn --conf "$OUT/conf_auto.json" --case "$c" --case "$c,$MODEL" --case "$c,$THREE" \
+  --min-time 0.3 --json > "$OUT/bench_dc_prefill.json" 2> "$OUT/bench_dc_prefill.log"; echo "prefill (auto) rc=$?"
+timeout 90 "$A" bench --plugin cuda_attn --conf "$OUT/conf_mma.json" --case "$c" --min-time 0.3 --json \
+  > "$OUT/bench_dc_prefill_mma.json" 2> "$OUT/bench_dc_prefill_mma.log"; echo "prefill (plain kernel=mma) rc=$?"
+tail -4 "$OUT"/bench_dc_*.log
+step "summary: dual chunk / plain at equal length (issue 24: <= 1.30x against the defaults)"
+python3 bench/cuda/dual_chunk_summary.py "$OUT" | tee "$OUT/summary_dual_chunk.txt"
+echo "dual_chunk: done [$SECONDS s]"
