@@ -732,7 +732,11 @@ static void test_dual_chunk(void **state) {
     w->f[2].caps.features |= SGL_ATTN_FEAT_DUAL_CHUNK;
     assert_int_equal(pt_select_name(w, &m, "dual_chunk_flash_attn", 0), SGL_ATTN_OK);
     expect_stack(w, "cpu_ref");
+    /* cuda_attn is one of the name's plugins, but this one lacks the feature bit */
     const sgl_attn_verdict *v = pt_verdict(w, "cuda_attn", "full");
+    assert_non_null(v);
+    assert_string_equal(v->rule, "dual-chunk");
+    v = pt_verdict(w, "cuda_mla", "full");
     assert_non_null(v);
     assert_string_equal(v->rule, "name");
     /* Automatic: only the alias's plugins serve the model. */
@@ -745,6 +749,15 @@ static void test_dual_chunk(void **state) {
     assert_int_equal(pt_select_name(w, &m, "flashinfer", 0), SGL_ATTN_E_UNSUPPORTED);
     assert_non_null(strstr(w->err, "Dual chunk attention is enabled, but attention backend is set to flashinfer. "
                                    "Please set it to 'dual_chunk_flash_attn'."));
+    /* cuda_attn declaring the feature serves the name (and the model) on the GPU. */
+    w->f[0].caps.features |= SGL_ATTN_FEAT_DUAL_CHUNK;
+    assert_int_equal(pt_select_name(w, &m, "dual_chunk_flash_attn", 0), SGL_ATTN_OK);
+    expect_stack(w, "cuda_attn");
+    assert_int_equal(pt_select_name(w, &m, NULL, 0), SGL_ATTN_OK);
+    expect_stack(w, "cuda_attn");
+    v = pt_verdict(w, "cuda_mla", "full");
+    assert_non_null(v);
+    assert_string_equal(v->rule, "dual-chunk");
     pt_world_free(w);
     /* ... and on one that has not (a CPU box: nothing answers to fa3). */
     w = pt_world_new(NULL);
