@@ -14,9 +14,15 @@ int attn_kernels_setup(attn_kernels *k) {
     if (k->decode == ATTN_DECODE_MMA) e = attn_decode_mma_setup(k->dtype, k->head_dim);
     if (!e && k->extend == ATTN_EXTEND_MMA) e = attn_extend_mma_setup(k->dtype, k->head_dim);
     if (!e && k->extend == ATTN_EXTEND_WGMMA) e = attn_extend_wgmma_setup(k->dtype, k->head_dim, &k->tma);
-    /* dual chunk attention (dual_chunk.h): 16-bit pools */
-    if (!e && !k->kv_fp8) e = attn_dual_chunk_decode_setup(k->dtype, k->head_dim);
-    if (!e && !k->kv_fp8) e = attn_dual_chunk_extend_setup(k->dtype, k->head_dim);
+    /* Dual chunk attention (dual_chunk.h), 16-bit pools: where its shared
+     * memory does not fit (SM 8.6 / 8.9 at head dim 128 and 256) the plain
+     * kernels still serve and a dual chunk forward is refused. */
+    k->dual_chunk = 0;
+    if (!e && !k->kv_fp8) {
+        k->dual_chunk = attn_dual_chunk_decode_setup(k->dtype, k->head_dim) == 0 &&
+                        attn_dual_chunk_extend_setup(k->dtype, k->head_dim) == 0;
+        (void)cudaGetLastError(); /* a refused attribute must not show at the next launch */
+    }
     return e; /* the portable and register-fed kernels use static shared memory only */
 }
 

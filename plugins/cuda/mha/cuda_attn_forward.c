@@ -276,6 +276,13 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
                               b->kern.kv_fp8, b->dt_bit, t, b->hq, b->head_dim};
         rc = ca_check_dual_chunk(&m, a, &c, dqs, dqi);
     }
+    if (!rc && dc && !b->kern.dual_chunk) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: dual chunk attention at head dim %d: its kernels' shared memory does not fit this device "
+                 "(devices with 99 KB per block, SM 8.6 / 8.9, serve it at head dim 64 only)",
+                 call, b->head_dim);
+        rc = SGL_ATTN_E_UNSUPPORTED;
+    }
     if (rc) return rc;
     *dual = dc != NULL;
     memset(dca, 0, sizeof *dca);
