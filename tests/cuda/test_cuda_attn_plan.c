@@ -211,7 +211,7 @@ static void test_kernel_choice(void **state) {
         assert_int_equal(k.decode, rows[i].decode);
     }
     /* the tiles each plans with */
-    attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1, 0};
+    attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1, 0, 0};
     attn_tiles t = attn_kernel_tiles(&k, 4);
     assert_int_equal(t.extend_block_m, 128);
     assert_int_equal(t.extend_block_n, 128);
