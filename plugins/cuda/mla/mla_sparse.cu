@@ -1,7 +1,7 @@
 /*
  * mla_sparse.cu - DSA's sparse MLA (mla_sparse.h): mma.sync m16n8k16, SM 8.0+.
  *
- * CTA (blockIdx.x split, .y head block, .z query token), 8 warps, BM = 16 RG
+ * CTA (blockIdx.x query token, .y head block, .z split), 8 warps, BM = 16 RG
  * head rows against the slots of the token's topk row, MMA_BN = 32 a tile:
  *   slots:  lane kk < 4 of warp w reads entry w + 8 kk of a tile two tiles
  *           ahead (a slot outside the pool is noted in the fault record and
@@ -55,7 +55,7 @@ template <int RG, int DT> __global__ __launch_bounds__(SP_THREADS, 1) void mla_s
     const int rg = warp / C::CG, cg = warp % C::CG;
     const int g = lane >> 2, q4 = lane & 3;
     const bool s_warp = cg < C::SW;
-    const int split = blockIdx.x, h0 = blockIdx.y * C::BM, t = blockIdx.z;
+    const int t = blockIdx.x, h0 = blockIdx.y * C::BM, split = blockIdx.z;
     const int nrows = min(C::BM, a.hq - h0);
     const int all_tiles = (a.topk_k + SP_BN - 1) / SP_BN;
     const int tile0 = split * a.tiles_per_split;
@@ -277,7 +277,7 @@ template <int DT> __global__ __launch_bounds__(SP_COMB_WARPS * 32) void mla_spar
 
 template <int RG, int DT> static int launch_t(const mla_sparse_args *a) {
     const int bm = 16 * RG;
-    dim3 grid((unsigned)a->nsplit, (unsigned)((a->hq + bm - 1) / bm), (unsigned)a->num_tokens);
+    dim3 grid((unsigned)a->num_tokens, (unsigned)((a->hq + bm - 1) / bm), (unsigned)a->nsplit);
     cudaStream_t st = (cudaStream_t)a->stream;
     mla_sparse_kernel<RG, DT><<<grid, SP_THREADS, SpCfg<RG>::SMEM, st>>>(*a);
     cudaError_t e = cudaGetLastError();
@@ -302,11 +302,21 @@ template <int RG, int DT> static cudaError_t attr_t(void) {
                                 (int)SpCfg<RG>::SMEM);
 }
 
+extern "C" size_t mla_sparse_smem_bytes(int32_t hq) {
+    return mla_sparse_rows(hq) == 16 ? SpCfg<1>::SMEM : SpCfg<4>::SMEM;
+}
+
+/* The instantiations this device's shared memory holds (the forward refuses
+ * the others by name). */
 extern "C" int mla_sparse_init(size_t smem_optin) {
-    if (SpCfg<4>::SMEM > smem_optin) return (int)cudaErrorInvalidConfiguration;
-    cudaError_t e = attr_t<1, MLA_DT_BF16>();
-    if (e == cudaSuccess) e = attr_t<4, MLA_DT_BF16>();
-    if (e == cudaSuccess) e = attr_t<1, MLA_DT_F16>();
-    if (e == cudaSuccess) e = attr_t<4, MLA_DT_F16>();
+    cudaError_t e = cudaSuccess;
+    if (SpCfg<1>::SMEM <= smem_optin) {
+        e = attr_t<1, MLA_DT_BF16>();
+        if (e == cudaSuccess) e = attr_t<1, MLA_DT_F16>();
+    }
+    if (e == cudaSuccess && SpCfg<4>::SMEM <= smem_optin) {
+        e = attr_t<4, MLA_DT_BF16>();
+        if (e == cudaSuccess) e = attr_t<4, MLA_DT_F16>();
+    }
     return (int)e;
 }

@@ -64,7 +64,10 @@ static inline int32_t mla_sparse_splits(int32_t t, int32_t hq, int64_t topk_k, i
     return per > 0 ? (int32_t)((tiles + per - 1) / per) : 1;
 }
 
-/* Kernel attributes (dynamic shared memory) on this device; 0 or a cudaError_t. */
+/* Dynamic shared memory of the kernel for hq heads. */
+size_t mla_sparse_smem_bytes(int32_t hq);
+/* Kernel attributes (dynamic shared memory) of the instantiations that fit
+ * smem_optin bytes; 0 or a cudaError_t. */
 int mla_sparse_init(size_t smem_optin);
 /* The attention kernel and, for nsplit > 1, the combine; 0 or a cudaError_t. */
 int mla_launch_sparse(const mla_sparse_args *a);
