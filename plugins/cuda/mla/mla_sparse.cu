@@ -7,7 +7,8 @@
  *           ahead (a slot outside the pool is noted in the fault record and
  *           taken as -1) and broadcasts it by shuffle to the lanes that copy
  *           that row; it also marks the entry valid in shared memory for the
- *           score mask.  A -1 row is zero-filled, never read.
+ *           score mask.  A -1 row is zero-filled, never read.  STAGES tiles
+ *           in flight (3 where shared memory holds them, else 2).
  *   S = Q K^T over all 576 dims, masked (-inf) where the entry is -1;
  *   O += P V with V the first 512 dims of the same gathered rows;
  *   the warp split and the softmax exchange are the mma kernel's
@@ -21,28 +22,29 @@
 
 #define SP_THREADS 256
 #define SP_BN MLA_SPARSE_BN
-#define SP_STAGES 2
 #define SP_ROW (MLA_D_QK + 8) /* padded smem row, elements: ldmatrix conflict-free */
 #define SP_PROW (SP_BN + 8)
 
-template <int RG> struct SpCfg {
+template <int RG, int STAGES> struct SpCfg {
     static constexpr int BM = 16 * RG;
     static constexpr int CG = 8 / RG;
     static constexpr int SW = CG < SP_BN / 8 ? CG : SP_BN / 8; /* S-warps per row group */
     static constexpr int KPW = SP_BN / SW;                      /* slots per S-warp */
     static constexpr int NCOL = MLA_D_V / CG;                   /* value columns per warp */
     static constexpr size_t Q_BYTES = (size_t)BM * SP_ROW * 2;
-    static constexpr size_t KV_BYTES = (size_t)SP_STAGES * SP_BN * SP_ROW * 2;
+    static constexpr size_t KV_BYTES = (size_t)STAGES * SP_BN * SP_ROW * 2;
     static constexpr size_t P_BYTES = (size_t)BM * SP_PROW * 2;
     static constexpr size_t RED_BYTES = (size_t)2 * BM * SW * 4;
-    static constexpr size_t OK_BYTES = (size_t)SP_STAGES * SP_BN * 4;
+    static constexpr size_t OK_BYTES = (size_t)STAGES * SP_BN * 4;
     static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + OK_BYTES;
     static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
     static_assert(Q_BYTES % 16 == 0 && KV_BYTES % 16 == 0, "16-byte rows");
+    static_assert(STAGES >= 2, "the loop reloads the stage of tile j - 1");
 };
 
-template <int RG, int DT> __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_args a) {
-    typedef SpCfg<RG> C;
+template <int RG, int STAGES, int DT>
+__global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_args a) {
+    typedef SpCfg<RG, STAGES> C;
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sQ = (uint16_t *)smem;
     uint16_t *sKV = (uint16_t *)(smem + C::Q_BYTES);
@@ -82,7 +84,7 @@ template <int RG, int DT> __global__ __launch_bounds__(SP_THREADS, 1) void mla_s
         return s;
     };
     auto issue = [&](int tile, int64_t myslot) {
-        const int st = tile % SP_STAGES;
+        const int st = tile % STAGES;
         uint16_t *dst = sKV + (size_t)st * SP_BN * SP_ROW;
 #pragma unroll
         for (int i = 0; i < 9; i++) { /* 4 rows x 72 chunks = 288 = 9 x 32 */
@@ -93,9 +95,14 @@ template <int RG, int DT> __global__ __launch_bounds__(SP_THREADS, 1) void mla_s
         }
         if (lane < 4) sOk[st * SP_BN + warp + 8 * lane] = myslot >= 0;
     };
-    if (nt > 0) issue(0, slot_of(0));
-    gc_cp_async_commit();
-    int64_t kq0 = 1 < nt ? slot_of(1) : -1, kq1 = 2 < nt ? slot_of(2) : -1;
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; st++) {
+        if (st < nt) issue(st, slot_of(st));
+        gc_cp_async_commit();
+    }
+    /* the slots of tiles u and u + 1 (u = the next tile to load): read two
+     * iterations before their loads are issued */
+    int64_t kq0 = STAGES - 1 < nt ? slot_of(STAGES - 1) : -1, kq1 = STAGES < nt ? slot_of(STAGES) : -1;
 
     float m[2] = {MLA_M_INIT, MLA_M_INIT}, l[2] = {0.f, 0.f};
     float o[C::NCOL / 8][4];
@@ -103,13 +110,14 @@ template <int RG, int DT> __global__ __launch_bounds__(SP_THREADS, 1) void mla_s
     for (int n = 0; n < C::NCOL / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 
     for (int j = 0; j < nt; j++) {
-        gc_cp_async_wait<0>();
+        gc_cp_async_wait<STAGES - 2>();
         __syncthreads(); /* tile j visible; everyone is done with tile j - 1 (its stage is reloaded next) */
-        if (j + 1 < nt) issue(j + 1, kq0);
-        gc_cp_async_commit();
+        const int u = j + STAGES - 1;
+        if (u < nt) issue(u, kq0);
+        gc_cp_async_commit(); /* one group an iteration, empty or not: the wait above counts them */
         kq0 = kq1;
-        kq1 = j + 3 < nt ? slot_of(j + 3) : -1;
-        const int stage = j % SP_STAGES;
+        kq1 = u + 2 < nt ? slot_of(u + 2) : -1;
+        const int stage = j % STAGES;
         const uint16_t *kv = sKV + (size_t)stage * SP_BN * SP_ROW;
         const int32_t *ok = sOk + stage * SP_BN;
 
@@ -275,11 +283,11 @@ template <int DT> __global__ __launch_bounds__(SP_COMB_WARPS * 32) void mla_spar
     }
 }
 
-template <int RG, int DT> static int launch_t(const mla_sparse_args *a) {
+template <int RG, int STAGES, int DT> static int launch_t(const mla_sparse_args *a) {
     const int bm = 16 * RG;
     dim3 grid((unsigned)a->num_tokens, (unsigned)((a->hq + bm - 1) / bm), (unsigned)a->nsplit);
     cudaStream_t st = (cudaStream_t)a->stream;
-    mla_sparse_kernel<RG, DT><<<grid, SP_THREADS, SpCfg<RG>::SMEM, st>>>(*a);
+    mla_sparse_kernel<RG, STAGES, DT><<<grid, SP_THREADS, SpCfg<RG, STAGES>::SMEM, st>>>(*a);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || a->nsplit <= 1) return (int)e;
     const int64_t rows = (int64_t)a->num_tokens * a->hq;
@@ -287,36 +295,53 @@ template <int RG, int DT> static int launch_t(const mla_sparse_args *a) {
     return (int)cudaGetLastError();
 }
 
+/* The instantiations: 16-row blocks with 3 stages; 64-row blocks with 3
+ * where the device holds them (SM 9.0), else 2. */
+static size_t smem_of(int rows, int stages) {
+    if (rows == 16) return stages == 3 ? SpCfg<1, 3>::SMEM : 0;
+    return stages == 3 ? SpCfg<4, 3>::SMEM : stages == 2 ? SpCfg<4, 2>::SMEM : 0;
+}
+
+extern "C" int32_t mla_sparse_stages(int32_t hq, size_t smem_optin) {
+    const int rows = mla_sparse_rows(hq);
+    for (int st = 3; st >= 2; st--)
+        if (smem_of(rows, st) && smem_of(rows, st) <= smem_optin) return st;
+    return 0;
+}
+
+extern "C" size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages) { return smem_of(mla_sparse_rows(hq), stages); }
+
+template <int DT> static int launch_dt(const mla_sparse_args *a) {
+    if (mla_sparse_rows(a->hq) == 16) return a->stages == 3 ? launch_t<1, 3, DT>(a) : (int)cudaErrorInvalidValue;
+    return a->stages == 3 ? launch_t<4, 3, DT>(a) : a->stages == 2 ? launch_t<4, 2, DT>(a) : (int)cudaErrorInvalidValue;
+}
+
 extern "C" int mla_launch_sparse(const mla_sparse_args *a) {
     if (a->num_tokens <= 0 || a->hq <= 0) return 0;
     if (a->nsplit < 1 || a->nsplit > MLA_SPARSE_MAX_SPLITS || a->tiles_per_split < 1 || a->topk_k < 1)
         return (int)cudaErrorInvalidValue;
-    const int rows = mla_sparse_rows(a->hq);
-    if (a->dt == MLA_DT_BF16) return rows == 16 ? launch_t<1, MLA_DT_BF16>(a) : launch_t<4, MLA_DT_BF16>(a);
-    if (a->dt == MLA_DT_F16) return rows == 16 ? launch_t<1, MLA_DT_F16>(a) : launch_t<4, MLA_DT_F16>(a);
+    if (a->dt == MLA_DT_BF16) return launch_dt<MLA_DT_BF16>(a);
+    if (a->dt == MLA_DT_F16) return launch_dt<MLA_DT_F16>(a);
     return (int)cudaErrorInvalidValue;
 }
 
-template <int RG, int DT> static cudaError_t attr_t(void) {
-    return cudaFuncSetAttribute(mla_sparse_kernel<RG, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)SpCfg<RG>::SMEM);
+template <int RG, int STAGES, int DT> static cudaError_t attr_t(size_t optin) {
+    if (SpCfg<RG, STAGES>::SMEM > optin) return cudaSuccess; /* never launched here */
+    return cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)SpCfg<RG, STAGES>::SMEM);
 }
 
-extern "C" size_t mla_sparse_smem_bytes(int32_t hq) {
-    return mla_sparse_rows(hq) == 16 ? SpCfg<1>::SMEM : SpCfg<4>::SMEM;
+template <int DT> static cudaError_t attr_dt(size_t optin) {
+    cudaError_t e = attr_t<1, 3, DT>(optin);
+    if (e == cudaSuccess) e = attr_t<4, 3, DT>(optin);
+    if (e == cudaSuccess) e = attr_t<4, 2, DT>(optin);
+    return e;
 }
 
 /* The instantiations this device's shared memory holds (the forward refuses
- * the others by name). */
+ * a head count none of them serves, by name). */
 extern "C" int mla_sparse_init(size_t smem_optin) {
-    cudaError_t e = cudaSuccess;
-    if (SpCfg<1>::SMEM <= smem_optin) {
-        e = attr_t<1, MLA_DT_BF16>();
-        if (e == cudaSuccess) e = attr_t<1, MLA_DT_F16>();
-    }
-    if (e == cudaSuccess && SpCfg<4>::SMEM <= smem_optin) {
-        e = attr_t<4, MLA_DT_BF16>();
-        if (e == cudaSuccess) e = attr_t<4, MLA_DT_F16>();
-    }
+    cudaError_t e = attr_dt<MLA_DT_BF16>(smem_optin);
+    if (e == cudaSuccess) e = attr_dt<MLA_DT_F16>(smem_optin);
     return (int)e;
 }

@@ -6,7 +6,8 @@
  *
  * One CTA takes (query token, block of heads, split of the row): the heads
  * are the M dimension of mma.sync (16 rows a block for up to 16 heads, else
- * 64), the row's slots are gathered 32 at a time by cp.async, online softmax.
+ * 64), the row's slots are gathered 32 at a time by cp.async (2 or 3 tiles in
+ * flight), online softmax.
  * With few tokens the row is split and mla_sparse.cu's combine merges the
  * partial rows (part_o / part_lse of the backend, [nsplit][T * hq]).
  */
@@ -37,6 +38,7 @@ typedef struct mla_sparse_args {
     int32_t dt;              /* MLA_DT_BF16 / MLA_DT_F16: q, pool, out */
     int32_t nsplit;          /* 1: out directly; else partials and the combine */
     int32_t tiles_per_split; /* of MLA_SPARSE_BN slots */
+    int32_t stages;          /* mla_sparse_stages */
     float scale_log2;        /* sm_scale * log2(e) */
     float *part_o, *part_lse;
     void *stream;
@@ -64,8 +66,11 @@ static inline int32_t mla_sparse_splits(int32_t t, int32_t hq, int64_t topk_k, i
     return per > 0 ? (int32_t)((tiles + per - 1) / per) : 1;
 }
 
-/* Dynamic shared memory of the kernel for hq heads. */
-size_t mla_sparse_smem_bytes(int32_t hq);
+/* Stages of the kernel that runs for hq heads on a device with smem_optin
+ * bytes of shared memory per block: 3 or 2, 0 when none fits. */
+int32_t mla_sparse_stages(int32_t hq, size_t smem_optin);
+/* Dynamic shared memory of that kernel (0: no such instantiation). */
+size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages);
 /* Kernel attributes (dynamic shared memory) of the instantiations that fit
  * smem_optin bytes; 0 or a cudaError_t. */
 int mla_sparse_init(size_t smem_optin);
