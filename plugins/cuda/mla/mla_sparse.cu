@@ -1,7 +1,8 @@
 /*
  * mla_sparse.cu - DSA's sparse MLA (mla_sparse.h): mma.sync m16n8k16, SM 8.0+.
  *
- * CTA (blockIdx.x query token, .y head block, .z split), 8 warps, BM = 16 RG
+ * CTA (blockIdx.x = token * head blocks + head block, .y split: the head
+ * blocks of a token run side by side and share its rows in L2), 8 warps, BM = 16 RG
  * head rows against the slots of the token's topk row, MMA_BN = 32 a tile:
  *   slots:  lane kk < 4 of warp w reads entry w + 8 kk of a tile two tiles
  *           ahead (a slot outside the pool is noted in the fault record and
@@ -57,7 +58,8 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
     const int rg = warp / C::CG, cg = warp % C::CG;
     const int g = lane >> 2, q4 = lane & 3;
     const bool s_warp = cg < C::SW;
-    const int t = blockIdx.x, h0 = blockIdx.y * C::BM, split = blockIdx.z;
+    const int hblocks = (a.hq + C::BM - 1) / C::BM;
+    const int t = blockIdx.x / hblocks, h0 = (blockIdx.x % hblocks) * C::BM, split = blockIdx.y;
     const int nrows = min(C::BM, a.hq - h0);
     const int all_tiles = (a.topk_k + SP_BN - 1) / SP_BN;
     const int tile0 = split * a.tiles_per_split;
@@ -285,7 +287,7 @@ template <int DT> __global__ __launch_bounds__(SP_COMB_WARPS * 32) void mla_spar
 
 template <int RG, int STAGES, int DT> static int launch_t(const mla_sparse_args *a) {
     const int bm = 16 * RG;
-    dim3 grid((unsigned)a->num_tokens, (unsigned)((a->hq + bm - 1) / bm), (unsigned)a->nsplit);
+    dim3 grid((unsigned)((int64_t)a->num_tokens * ((a->hq + bm - 1) / bm)), (unsigned)a->nsplit);
     cudaStream_t st = (cudaStream_t)a->stream;
     mla_sparse_kernel<RG, STAGES, DT><<<grid, SP_THREADS, SpCfg<RG, STAGES>::SMEM, st>>>(*a);
     cudaError_t e = cudaGetLastError();
