@@ -455,6 +455,58 @@ static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
     mg_free(&r);
 }
 
+/* DSA sparse MLA: a topk_indices entry outside the pool (past it, or a
+ * negative other than -1) is skipped like -1, the call succeeds, and the
+ * next metadata call fails naming topk_indices and the value, once. */
+static void mla_sparse_case(const mg_plugin *pl, int extend, int32_t value) {
+    mg_case mc;
+    memset(&mc, 0, sizeof mc);
+    mc.mode = extend ? MG_EXTEND : MG_DECODE;
+    mc.bs = 2, mc.len = 40, mc.q = extend ? 4 : 1, mc.hq = 16, mc.page = 16;
+    mc.dt = MG_BF16, mc.kv_dt = MG_BF16;
+    mg_run r;
+    char err[512] = "";
+    if (mg_setup(&r, pl, &mc, 9, err, sizeof err)) {
+        CHECK(0, "cuda_mla sparse setup: %s", err);
+        return;
+    }
+    sgl_attn_backend *be = NULL;
+    if (mg_create(&r, "auto", &be, err, sizeof err)) {
+        CHECK(0, "cuda_mla sparse create: %s", err);
+        mg_free(&r);
+        return;
+    }
+    const char *mode = extend ? "extend" : "decode";
+    enum { K = 8 };
+    int64_t *h = malloc(sizeof(int64_t) * (size_t)r.t * K);
+    for (int t = 0; t < r.t; t++)
+        for (int j = 0; j < K; j++) h[t * K + j] = j == 0 ? r.loc[t] : j < 3 ? r.loc[0] : -1;
+    h[(r.t - 1) * K + 5] = value;
+    dt tk;
+    const int64_t shape[2] = {r.t, K};
+    dindex(&tk, 2, shape, h, 0);
+    r.fa.topk_indices = &tk.t;
+    int rc = mg_forward(&r, be, err, sizeof err);
+    CHECK(rc == 0, "cuda_mla sparse %s, topk_indices %d: metadata + forward: %s", mode, (int)value, err);
+    CU(cudaStreamSynchronize((cudaStream_t)r.stream));
+    r.fa.topk_indices = NULL;
+    rc = be->ops->init_forward_metadata(be, &r.batch);
+    const char *msg = be->ops->last_error(be);
+    char wantv[40];
+    snprintf(wantv, sizeof wantv, "= %d", (int)value);
+    CHECK(rc == SGL_ATTN_E_INVALID && contains(msg, "topk_indices") && contains(msg, wantv),
+          "cuda_mla sparse %s, topk_indices %d: the next call: rc %d '%s' (want topk_indices ... %s)", mode,
+          (int)value, rc, msg, wantv);
+    rc = be->ops->init_forward_metadata(be, &r.batch);
+    CHECK(rc == SGL_ATTN_OK, "cuda_mla sparse %s: reported once, then clear: rc %d '%s'", mode, rc,
+          be->ops->last_error(be));
+    CU(cudaStreamSynchronize((cudaStream_t)r.stream));
+    be->ops->destroy(be);
+    CU(cudaFree(tk.p));
+    free(h);
+    mg_free(&r);
+}
+
 static void mla_tests(void) {
     mg_plugin pl;
     char why[512] = "";
@@ -474,6 +526,13 @@ static void mla_tests(void) {
             if (!cases[i].extend_only || extend) mla_case(&pl, &cases[i], extend);
     printf("%-4s cuda_mla: bad out_cache_loc / req_to_token / req_pool_indices, decode and extend\n",
            failures == before ? "ok" : "FAIL");
+    const int before_sparse = failures;
+    for (int extend = 0; extend < 2; extend++) {
+        mla_sparse_case(&pl, extend, (int32_t)1 << 30);
+        mla_sparse_case(&pl, extend, -2);
+    }
+    printf("%-4s cuda_mla: bad topk_indices (DSA sparse MLA), decode and extend\n",
+           failures == before_sparse ? "ok" : "FAIL");
     mg_close(&pl);
 }
 
