@@ -32,6 +32,8 @@ enum {
     SGL_FAULT_ENCODER_LENS = 6,
     SGL_FAULT_PREFIX_LENS = 7,
     SGL_FAULT_STATE_INDICES = 8,
+    SGL_FAULT_PAGE_TABLE = 9, /* pos: row * max_pages + page column */
+    SGL_FAULT_SLOT_MAP = 10,  /* pos: the slot mapped */
     SGL_FAULT_COUNT_
 };
 
