@@ -7,13 +7,13 @@
 # page-table page or slot-map entry out of range is a fault like a bad
 # req_to_token entry: noted, nothing written through it, the next metadata
 # call fails naming the tensor), compute-sanitizer memcheck of the cases with
-# each kernel, the whole cuda_attn matrix (nothing else broke), then the cost:
+# each kernel and racecheck with the defaults, the whole cuda_attn matrix (nothing else broke), then the cost:
 # decode B64 L4k GQA 32/8 d128 page 16 and a 4k prefill timed through
 # req_to_token, page_table, slot_map and both (attnctl bench, one call).
 # ~2 minutes.
 # Passing: every check line "rc=0 ... 0 failed, ... 0 errors" with a nonzero
 # pass count for the filtered ones, test_cuda_badidx rc=0 "0 failures",
-# memcheck "ERROR SUMMARY: 0 errors"; the summary prints each index mode's time
+# memcheck "ERROR SUMMARY: 0 errors", racecheck "RACECHECK SUMMARY: 0 hazards"; the summary prints each index mode's time
 # beside req_to_token's (page_table: about 1.00x is the aim; the harness's
 # slot map is a random permutation of the whole pool, so its row is the cost of
 # a fully scattered layer pool, the worst case, and it takes TMA off the extend).
@@ -34,17 +34,21 @@ wait
 cat "$OUT"/check_idx_*.rc "$OUT/badidx.rc"
 grep -hE "ptable|smap" "$OUT"/check_idx_auto.log | head -12
 grep -E "^(FAIL|SKIP|ok)" "$OUT/badidx.log" | head -12
-step "2. memcheck of the ptable|smap cases, each kernel; the whole cuda_attn matrix"
+step "2. memcheck of the ptable|smap cases, each kernel; racecheck with the defaults; the whole cuda_attn matrix"
 for k in auto mma portable; do
   ( timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 "$A" check --plugin cuda_attn \
       --conf "$OUT/conf_$k.json" --filter 'ptable|smap' > "$OUT/memcheck_idx_$k.log" 2>&1
     echo "memcheck ptable|smap kernel=$k: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_idx_$k.log" | tail -1) $(tail -1 "$OUT/memcheck_idx_$k.log")" \
       > "$OUT/memcheck_idx_$k.rc" ) &
 done
+( timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 "$A" check --plugin cuda_attn \
+    --conf "$OUT/conf_auto.json" --filter 'ptable|smap' > "$OUT/racecheck_idx_auto.log" 2>&1
+  echo "racecheck ptable|smap kernel=auto: rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_idx_auto.log" | tail -1) $(tail -1 "$OUT/racecheck_idx_auto.log")" \
+    > "$OUT/racecheck_idx_auto.rc" ) &
 ( timeout 90 "$A" check --plugin cuda_attn --json > "$OUT/check_all.json" 2> "$OUT/check_all.log"
   echo "check cuda_attn (whole matrix, defaults): rc=$? $(tail -1 "$OUT/check_all.log")" > "$OUT/check_all.rc" ) &
 wait
-cat "$OUT"/memcheck_idx_*.rc "$OUT/check_all.rc"
+cat "$OUT"/memcheck_idx_*.rc "$OUT/racecheck_idx_auto.rc" "$OUT/check_all.rc"
 step "3. bench: req_to_token vs page_table vs slot_map (one attnctl bench call)"
 dec="decode:b=64,l=4096,hq=32,hkv=8,d=128,dtype=bf16,page=16"
 pre="extend:b=1,l=4096,q=4096,hq=32,hkv=8,d=128,dtype=bf16,page=16"
