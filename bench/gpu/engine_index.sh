@@ -28,7 +28,7 @@ for k in auto mma portable; do
       > "$OUT/check_idx_$k.json" 2> "$OUT/check_idx_$k.log"
     echo "check ptable|smap kernel=$k: rc=$? $(tail -1 "$OUT/check_idx_$k.log")" > "$OUT/check_idx_$k.rc" ) &
 done
-( timeout 60 "$T/test_cuda_badidx" "$P" > "$OUT/badidx.log" 2>&1
+( timeout 90 "$T/test_cuda_badidx" "$P" > "$OUT/badidx.log" 2>&1
   echo "test_cuda_badidx: rc=$? $(tail -1 "$OUT/badidx.log")" > "$OUT/badidx.rc" ) &
 wait
 cat "$OUT"/check_idx_*.rc "$OUT/badidx.rc"
