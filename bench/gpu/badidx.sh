@@ -3,8 +3,9 @@
 # and gdn_cuda on the GPU (~1 minute): test_cuda_badidx (every bad index
 # class, with cuda_attn's page-table and slot-map ones, cuda_attn kernel
 # auto / mma / portable and cuda_mla, decode and extend) plain and under
-# compute-sanitizer memcheck; test_lin_gpu's bad inputs (state_indices out of the pool, int64 2^32 + a slot, reported at the
-# next metadata call) ride in lin_check.sh's full run.
+# compute-sanitizer memcheck; test_lin_gpu's bad inputs (state_indices out
+# of the pool, int64 2^32 + a slot, reported at the next metadata call) ride
+# in lin_check.sh's full run.
 # Passing: test_cuda_badidx rc=0 with "0 failures" both times, memcheck
 # "ERROR SUMMARY: 0 errors".
 . "$(dirname "$0")/common.sh"
