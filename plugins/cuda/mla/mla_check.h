@@ -30,6 +30,8 @@ typedef struct mla_fwd_view {
     mla_index req_to_token, req_pool_indices, loc;
     int64_t r2t_rows, r2t_cols;
     float scale_log2, k_scale;
+    const int32_t *topk; /* DSA sparse MLA: topk_indices [t, topk_k], else NULL */
+    int32_t topk_k;
 } mla_fwd_view;
 
 /* The layer's constants: absorbed MLA (576 / 512, one latent head), no
