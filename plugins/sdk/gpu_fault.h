@@ -33,6 +33,8 @@ enum {
     SGL_FAULT_PREFIX_LENS = 7,
     SGL_FAULT_STATE_INDICES = 8,
     SGL_FAULT_TOPK_INDICES = 9, /* DSA sparse MLA: a selected slot outside the pool */
+    SGL_FAULT_CU_SEQLENS_Q = 10, /* forward_ragged's offsets */
+    SGL_FAULT_CU_SEQLENS_K = 11,
     SGL_FAULT_COUNT_
 };
 

@@ -122,6 +122,9 @@ typedef struct attn_fwd {
      * device from *_scale_dev when set (the engine's scale tensors), else the float */
     const float *k_scale_dev, *v_scale_dev;
     float k_scale, v_scale;
+    /* ABI 1.2's LSE output: lse[t * hq + h] = ln(sum_j exp(s_tj)) in natural
+     * log, sinks excluded, -inf for a row that sees no key; NULL = not asked */
+    float *lse;
 } attn_fwd;
 
 /* The item check (attn_check_items_kernel): before the first forward of a
