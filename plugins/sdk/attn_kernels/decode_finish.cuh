@@ -26,11 +26,10 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
     const int tid = threadIdx.x, nt = blockDim.x;
     __shared__ int s_last;
     if (it.nsplit <= 1) {
-        if (p.lse)
-            for (int h = tid; h < nh; h += nt) p.lse[(int64_t)it.b * p.hq + qh0 + h] = attn_lse_ln(sm[h], sl[h]);
         for (int i = tid; i < nh * D; i += nt) {
             const int h = i / D, d = i % D;
             float m = sm[h], l = sl[h], w = 1.f;
+            if (d == 0 && p.lse) p.lse[(int64_t)it.b * p.hq + qh0 + h] = attn_lse_ln(m, l);
             if (p.sinks) {
                 const float sk = p.sinks[qh0 + h] * ATTN_LOG2E;
                 const float mm = m > sk ? m : sk;
@@ -65,17 +64,6 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
     if (!s_last) return;
     __threadfence();
     const int part0 = it.part - it.split;
-    if (p.lse)
-        for (int h = tid; h < nh; h += nt) {
-            const float *lse = p.part_lse + (int64_t)part0 * p.hq + qh0 + h;
-            float mx = ATTN_NEG_INF, sum = 0.f;
-            for (int s = 0; s < it.nsplit; s++) {
-                const float v = gc_ld_cg(lse + (int64_t)s * p.hq);
-                mx = v > mx ? v : mx;
-            }
-            for (int s = 0; s < it.nsplit; s++) sum += attn_exp2_sub(gc_ld_cg(lse + (int64_t)s * p.hq), mx);
-            p.lse[(int64_t)it.b * p.hq + qh0 + h] = attn_lse_ln(mx, sum);
-        }
     for (int i = tid; i < nh * D; i += nt) {
         const int h = i / D, d = i % D;
         const float *lse = p.part_lse + (int64_t)part0 * p.hq + qh0 + h;
@@ -83,6 +71,11 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
         for (int s = 0; s < it.nsplit; s++) {
             const float v = gc_ld_cg(lse + (int64_t)s * p.hq);
             mx = v > mx ? v : mx;
+        }
+        if (d == 0 && p.lse) { /* the splits' merge without the sink */
+            float sum = 0.f;
+            for (int s = 0; s < it.nsplit; s++) sum += attn_exp2_sub(gc_ld_cg(lse + (int64_t)s * p.hq), mx);
+            p.lse[(int64_t)it.b * p.hq + qh0 + h] = attn_lse_ln(mx, sum);
         }
         float sk = ATTN_NEG_INF;
         if (p.sinks) {
