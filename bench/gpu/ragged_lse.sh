@@ -25,14 +25,18 @@ for k in auto mma; do
 done
 step "1. check: ragged and LSE cases against float64 (kernel=auto, kernel=mma)"
 for k in auto mma; do
-  timeout 90 "$A" check --plugin cuda_attn --conf "$OUT/conf_$k.json" --filter "$F" --json > "$OUT/check_rl_$k.json" \
-    2> "$OUT/check_rl_$k.log"
-  echo "check ragged|lse kernel=$k: rc=$? $(tail -1 "$OUT/check_rl_$k.log")"
+  ( timeout 90 "$A" check --plugin cuda_attn --conf "$OUT/conf_$k.json" --filter "$F" --json > "$OUT/check_rl_$k.json" \
+      2> "$OUT/check_rl_$k.log"
+    echo "check ragged|lse kernel=$k: rc=$? $(tail -1 "$OUT/check_rl_$k.log")" > "$OUT/check_rl_$k.rc" ) &
+done
+wait
+for k in auto mma; do
+  cat "$OUT/check_rl_$k.rc"
   grep -E "^  (FAIL|ERROR|not supported)" -A1 "$OUT/check_rl_$k.log" | head -12
   grep -cE "^  pass +ragged:" "$OUT/check_rl_$k.log" | sed 's/^/  ragged cases passed: /'
 done
 grep -hoE "kernel=[a-z]+: extend [a-z]+.*ragged [a-z]+( \(TMA\))?" "$OUT"/check_rl_*.log | sort | uniq -c
-step "2. compute-sanitizer memcheck and racecheck of those cases"
+step "2. compute-sanitizer memcheck and racecheck of those cases (and 3. beside them)"
 ( SGL_ATTN_NO_UNLOAD=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 "$A" check --plugin cuda_attn \
     --conf "$OUT/conf_auto.json" --filter "$F" > "$OUT/memcheck_rl_auto.log" 2>&1
   echo "memcheck kernel=auto: rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_rl_auto.log" | tail -1) $(tail -1 "$OUT/memcheck_rl_auto.log")" \
@@ -45,11 +49,12 @@ step "2. compute-sanitizer memcheck and racecheck of those cases"
     --conf "$OUT/conf_auto.json" --filter '^ragged:' > "$OUT/racecheck_rl_auto.log" 2>&1
   echo "racecheck kernel=auto: rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_rl_auto.log" | tail -1) $(tail -1 "$OUT/racecheck_rl_auto.log")" \
     > "$OUT/racecheck_rl_auto.rc" ) &
+( timeout 120 "$A" check --plugin cuda_attn --json > "$OUT/check_all.json" 2> "$OUT/check_all.log"
+  echo "check all (3.): rc=$? $(tail -1 "$OUT/check_all.log")" > "$OUT/check_all.rc" ) &
 wait
 cat "$OUT"/memcheck_rl_*.rc "$OUT"/racecheck_rl_auto.rc
-step "3. the whole cuda_attn matrix (defaults)"
-timeout 90 "$A" check --plugin cuda_attn --json > "$OUT/check_all.json" 2> "$OUT/check_all.log"
-echo "check all: rc=$? $(tail -1 "$OUT/check_all.log")"
+step "3. the whole cuda_attn matrix (defaults; ran beside the sanitizers)"
+cat "$OUT/check_all.rc"
 grep -E "^  (FAIL|ERROR)" -A1 "$OUT/check_all.log" | head -8
 step "4. bench: ragged qk192/v128 and d128 vs the paged d128 prefill; torch SDPA on the same shapes"
 cases=""
