@@ -7,7 +7,11 @@
  *
  * Keys: b, lq (query tokens per request), lk (keys per request; default lq),
  * hq, hkv, d, dv, dtype, causal (1), lse (1), softcap, scale, ragged (lengths
- * vary: request 0 the shortest, the last the longest), idx (32/64), seed. */
+ * vary: request 0 the shortest, the last the longest), idx (32/64), seed.
+ *
+ * attnctl bench times forward_ragged alone (inputs staged once); FLOPs are
+ * 2 (d + dv) per visible (query, key) pair and q head, bytes q, k, v, out
+ * and lse once each (docs/harness.md). */
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -322,6 +326,111 @@ done:
     rrun_free(&x);
 }
 
+/* ------------------------------------------------------------------ bench */
+
+typedef struct rbench {
+    const htarget *t;
+    sgl_attn_backend *b;
+    sgl_attn_ragged_args a;
+    rrun x;
+} rbench;
+
+static int bench_call(void *state, char *err, size_t err_size) {
+    rbench *s = state;
+    const int rc = s->b->ops->forward_ragged(s->b, &s->a);
+    if (rc) snprintf(err, err_size, "forward_ragged: %s", sgl_attn_last_error(s->b));
+    return rc;
+}
+
+static void bench_release(void *state) {
+    rbench *s = state;
+    if (!s) return;
+    if (s->b) htarget_destroy(s->t, s->b);
+    rrun_free(&s->x);
+    free(s);
+}
+
+static int bench_prepare(const harness_family *fam, const htarget *t, const hcase *hc, uint64_t seed, hbench *hb,
+                         hresult *r) {
+    (void)fam;
+    char err[768];
+    rbench *s = calloc(1, sizeof *s);
+    if (!s) return hresult_error(r, "out of host memory"), -1;
+    s->t = t;
+    rrun *x = &s->x;
+    if (parse(hc, &x->c, err, sizeof err)) {
+        hresult_error(r, "%s", err);
+        bench_release(s);
+        return -1;
+    }
+    if (x->c.has_seed) seed = x->c.seed;
+    if (!claimed(&x->c, &t->caps, err, sizeof err)) {
+        hresult_unsupported(r, "%s", err);
+        bench_release(s);
+        return -1;
+    }
+    if (build(x, &t->dev, seed, err, sizeof err)) {
+        hresult_error(r, "%s", err);
+        bench_release(s);
+        return -1;
+    }
+    const rcase *c = &x->c;
+    sgl_attn_model m;
+    sgl_attn_model_init(&m);
+    m.struct_size = sizeof m;
+    snprintf(m.name, sizeof m.name, "%.63s", hc->text);
+    snprintf(m.model_type, sizeof m.model_type, "harness");
+    m.num_layers = 1, m.num_q_heads = (int32_t)c->hq, m.num_kv_heads = (int32_t)c->hkv;
+    m.head_dim_qk = (int32_t)c->d, m.head_dim_v = (int32_t)c->dv;
+    m.dtype = m.kv_dtype = hdtype_bit(c->dt);
+    m.logit_softcap = (float)c->softcap;
+    m.sliding_window = -1;
+    m.page_size = 1;
+    m.full_attention_mask[0] = 1;
+    sgl_attn_create_options o;
+    memset(&o, 0, sizeof o);
+    o.struct_size = sizeof o;
+    o.max_reqs = x->bs, o.max_tokens = (int32_t)(x->Tq > 0 ? x->Tq : 1), o.max_context = (int32_t)c->lk;
+    if (htarget_create(t, &m, &o, &s->b, r) != SGL_ATTN_OK) {
+        s->b = NULL;
+        bench_release(s);
+        return -1;
+    }
+    if (s->b->ops_size < offsetof(sgl_attn_backend_ops, forward_ragged) + sizeof s->b->ops->forward_ragged ||
+        !s->b->ops->forward_ragged) {
+        hresult_unsupported(r, "the stack's outermost backend offers no forward_ragged");
+        bench_release(s);
+        return -1;
+    }
+    sgl_attn_ragged_args *a = &s->a;
+    a->struct_size = sizeof *a;
+    a->batch_size = x->bs;
+    a->num_q_heads = (int32_t)c->hq, a->num_kv_heads = (int32_t)c->hkv;
+    a->head_dim_qk = (int32_t)c->d, a->head_dim_v = (int32_t)c->dv;
+    a->sm_scale = (float)c->scale;
+    a->logit_softcap = (float)c->softcap;
+    a->causal = (int32_t)c->causal;
+    a->q = &x->q.t, a->k = &x->k.t, a->v = &x->v.t, a->out = &x->out.t;
+    a->lse = c->lse ? &x->lse.t : NULL;
+    a->cu_seqlens_q = &x->cu_q.t, a->cu_seqlens_k = &x->cu_k.t;
+    a->cu_seqlens_q_cpu = &x->cq_cpu, a->cu_seqlens_k_cpu = &x->ck_cpu;
+    a->stream = t->dev.stream;
+    double pairs = 0;
+    for (int i = 0; i < x->bs; i++)
+        for (int j = 0; j < x->lq[i]; j++) {
+            const int64_t hi = c->causal ? (int64_t)x->lk[i] - x->lq[i] + j + 1 : x->lk[i];
+            pairs += hi > 0 ? (double)hi : 0;
+        }
+    const double dsz = (double)hdtype_size(c->dt);
+    hb->state = s;
+    hb->call = bench_call;
+    hb->release = bench_release;
+    hb->flops = 2.0 * (double)c->hq * pairs * (double)(c->d + c->dv);
+    hb->bytes = (double)x->Tq * (double)c->hq * (double)(c->d + c->dv) * dsz +  /* q in, out out */
+                (double)x->Tk * (double)c->hkv * (double)(c->d + c->dv) * dsz + /* k, v */
+                (c->lse ? (double)x->Tq * (double)c->hq * 4.0 : 0);
+    return 0;
+}
 
 const harness_family harness_family_ragged = {
     .name = "ragged",
@@ -329,7 +438,7 @@ const harness_family harness_family_ragged = {
     .applies = harness_applies_full,
     .matrix = matrix,
     .quick_matrix = quick,
-    .bench_cases = NULL, /* no bench yet: attnctl bench times the full family */
+    .bench_cases = NULL, /* none by default: name them with --case (bench/gpu/ragged_lse.sh) */
     .check = check,
-    .bench_prepare = NULL,
+    .bench_prepare = bench_prepare,
 };

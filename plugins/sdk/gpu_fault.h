@@ -35,6 +35,8 @@ enum {
     SGL_FAULT_TOPK_INDICES = 9, /* DSA sparse MLA: a selected slot outside the pool */
     SGL_FAULT_PAGE_TABLE = 10,  /* pos: row * max_pages + page column */
     SGL_FAULT_SLOT_MAP = 11,    /* pos: the slot mapped */
+    SGL_FAULT_CU_SEQLENS_Q = 12, /* forward_ragged's offsets */
+    SGL_FAULT_CU_SEQLENS_K = 13,
     SGL_FAULT_COUNT_
 };
 

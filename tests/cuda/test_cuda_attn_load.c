@@ -93,7 +93,13 @@ static void test_probe(void **state) {
     /* ABI 1.2 page tables and slot maps: declared, so the harness runs its ptable / smap cases */
     assert_true(c.features & SGL_ATTN_FEAT_PAGE_TABLE);
     assert_true(c.features & SGL_ATTN_FEAT_SLOT_MAP);
-    assert_int_equal(c.n_head_dims, 3);
+    assert_int_equal(c.n_head_dims, 4);
+    /* equal dims 64 / 128 / 256, and DeepSeek's qk 192 / v 128 for forward_ragged */
+    assert_int_equal(c.head_dims[3].qk, 192);
+    assert_int_equal(c.head_dims[3].v, 128);
+    assert_true(c.features & SGL_ATTN_FEAT_RAGGED);
+    assert_true(c.features & SGL_ATTN_FEAT_LSE);
+    assert_true(c.features & SGL_ATTN_FEAT_DIFF_HEAD_DIMS);
     if (c.available) {
         printf("device 0: %s %s, %u SMs, %llu bytes\n", c.device_name, c.arch_name, c.compute_units,
                (unsigned long long)c.memory_bytes);

@@ -271,6 +271,18 @@ static void test_model_check(void **state) {
     m = good_model();
     m.head_dim_v = 64;
     assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "qk 192 / v 128 (forward_ragged only)"));
+    /* DeepSeek's MLA prefill shape in MHA form: created, for forward_ragged */
+    m.head_dim_qk = 192;
+    m.head_dim_v = 128;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), 0);
+    m.kv_dtype = SGL_ATTN_DT_FP8_E4M3;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "forward_ragged takes f16 / bf16 K and V"));
+    m = good_model();
+    m.head_dim_qk = m.head_dim_v = 192; /* 192 only as qk with v 128 */
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "head dim 192"));
     m = good_model();
     m.kv_dtype = SGL_ATTN_DT_F16;
     assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
@@ -356,7 +368,7 @@ static void test_refuse_unserved(void **state) {
         void (*set)(sgl_attn_layer *, sgl_attn_forward_args *, DLTensor *);
     } cases[] = {
         {"layer.attn_type", NULL}, {"layer.q_descale ", NULL},
-        {"layer.q_descale_tensor", NULL}, {"forward args lse", NULL}, {"forward args q_rope", NULL},
+        {"layer.q_descale_tensor", NULL}, {"forward args q_rope", NULL},
         {"forward args k_rope", NULL}, {"forward args topk_indices", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -369,9 +381,8 @@ static void test_refuse_unserved(void **state) {
         case 0: L.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL; break;
         case 1: L.q_descale = 0.5f; break;
         case 2: L.q_descale_tensor = &t; break;
-        case 3: a.lse = &t; break;
-        case 4: a.q_rope = &t; break;
-        case 5: a.k_rope = &t; break;
+        case 3: a.q_rope = &t; break;
+        case 4: a.k_rope = &t; break;
         default: a.topk_indices = &t; break;
         }
         assert_int_equal(ca_refuse_unserved_fwd(&m, &a), SGL_ATTN_E_UNSUPPORTED);
@@ -388,10 +399,13 @@ static void test_refuse_unserved(void **state) {
     a.layer = &L;
     L.slot_map = &t; /* served (SGL_ATTN_FEAT_SLOT_MAP): ca_check_slot_map checks it */
     assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
-    /* dual chunk is served (ca_check_dual_chunk checks it) */
-    const sgl_attn_dual_chunk dca = {0};
+    /* the LSE output is served (SGL_ATTN_FEAT_LSE): not refused */
     L.slot_map = NULL;
+    const sgl_attn_dual_chunk dca = {0}; /* served: ca_check_dual_chunk checks it */
     a.dual_chunk = &dca;
+    assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+    a.dual_chunk = NULL;
+    a.lse = &t;
     assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
 }
 
@@ -472,6 +486,84 @@ static void test_page_table_slot_map(void **state) {
     assert_string_equal(msg, "forward_decode: layer.slot_map is NULL");
 }
 
+/* forward_ragged's checks: scalars, the LSE tensor, host mirrors of cu_seqlens. */
+static void test_ragged_checks(void **state) {
+    (void)state;
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "forward_ragged"};
+    sgl_attn_ragged_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.batch_size = 3;
+    a.num_q_heads = 16;
+    a.num_kv_heads = 16;
+    a.head_dim_qk = 192;
+    a.head_dim_v = 128;
+    a.sm_scale = 0.07f;
+    a.causal = 1;
+    assert_int_equal(ca_check_ragged_shape(&m, &a, 4), 0);
+    a.head_dim_qk = 128;
+    assert_int_equal(ca_check_ragged_shape(&m, &a, 4), 0);
+    a.batch_size = 5;
+    assert_int_equal(ca_check_ragged_shape(&m, &a, 4), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "forward_ragged: batch_size 5: expected 0..4 (create's max_reqs)"));
+    a.batch_size = 3;
+    a.head_dim_qk = 256;
+    a.head_dim_v = 256;
+    assert_int_equal(ca_check_ragged_shape(&m, &a, 4), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "head_dim_qk 256 / head_dim_v 256: cuda_attn serves qk 128 / v 128 and qk 192 / v 128"));
+    a.head_dim_qk = 192;
+    a.head_dim_v = 128;
+    a.num_kv_heads = 5;
+    assert_int_equal(ca_check_ragged_shape(&m, &a, 4), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "num_kv_heads 5"));
+    a.num_kv_heads = 16;
+    a.causal = 2;
+    assert_int_equal(ca_check_ragged_shape(&m, &a, 4), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "causal 2"));
+    a.causal = 0;
+    a.logit_softcap = -1.f;
+    assert_int_equal(ca_check_ragged_shape(&m, &a, 4), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "logit_softcap -1"));
+
+    /* the LSE: compact fp32 [T, hq] */
+    static _Alignas(16) float lbuf[64];
+    int64_t ls[2] = {4, 16}, lbad[2] = {4, 8};
+    DLTensor lse = tensor(lbuf, 2, ls, kDLFloat, 32);
+    assert_int_equal(ca_check_lse(&m, &lse, "lse", 0, 4, 16), 0);
+    lse.shape = lbad;
+    assert_int_not_equal(ca_check_lse(&m, &lse, "lse", 0, 4, 16), 0);
+    assert_non_null(strstr(msg, "forward_ragged: lse"));
+    lse.shape = ls;
+    lse.dtype.bits = 16;
+    assert_int_not_equal(ca_check_lse(&m, &lse, "lse", 0, 4, 16), 0);
+    assert_non_null(strstr(msg, "forward_ragged: lse has dtype"));
+
+    /* host mirrors: 0 first, never decreasing, at most the rows */
+    int32_t cu[4] = {0, 100, 100, 350};
+    int64_t n4[1] = {4};
+    DLTensor mir = tensor(cu, 1, n4, kDLInt, 32);
+    mir.device.device_type = kDLCPU;
+    int64_t longest = 0;
+    assert_int_equal(ca_check_cu_mirror(&m, NULL, "cu_seqlens_q_cpu", 3, 350, &longest), 0);
+    assert_int_equal(longest, -1);
+    assert_int_equal(ca_check_cu_mirror(&m, &mir, "cu_seqlens_q_cpu", 3, 350, &longest), 0);
+    assert_int_equal(longest, 250);
+    assert_int_equal(ca_check_cu_mirror(&m, &mir, "cu_seqlens_q_cpu", 3, 349, &longest), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "cu_seqlens_q_cpu[3] = 350 after 100: expected 0 first, never decreasing, at most 349"));
+    cu[2] = 99;
+    assert_int_equal(ca_check_cu_mirror(&m, &mir, "cu_seqlens_k_cpu", 3, 350, &longest), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "cu_seqlens_k_cpu[2] = 99 after 100"));
+    cu[2] = 100;
+    cu[0] = 1;
+    assert_int_equal(ca_check_cu_mirror(&m, &mir, "cu_seqlens_k_cpu", 3, 350, &longest), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "cu_seqlens_k_cpu[0] = 1"));
+    cu[0] = 0;
+    mir.device.device_type = kDLCUDA; /* a mirror lives in host memory */
+    assert_int_not_equal(ca_check_cu_mirror(&m, &mir, "cu_seqlens_k_cpu", 3, 350, &longest), 0);
+    assert_non_null(strstr(msg, "forward_ragged: cu_seqlens_k_cpu"));
+}
+
 /* A forward's dual_chunk block: sizes, the features it cannot go with (each
  * named), q_succ / q_inter shaped and typed like q. */
 static void test_dual_chunk_check(void **state) {
@@ -510,14 +602,15 @@ static void test_dual_chunk_check(void **state) {
     assert_non_null(strstr(msg, "dual_chunk.struct_size 8"));
     dc.struct_size = sizeof dc;
     static const char *const other[] = {"cross attention", "encoder-decoder", "sliding window", "soft-cap",
-                                        "sinks", "fp8_e4m3", "layer.slot_map", "batch.page_table"};
+                                        "sinks", "fp8_e4m3", "layer.slot_map", "batch.page_table",
+                                        "forward args lse"};
     DLTensor sk = qs;
     sgl_attn_batch bt;
     memset(&bt, 0, sizeof bt);
     bt.struct_size = sizeof bt;
     a.batch = &bt;
     assert_int_equal(ca_check_dual_chunk(&m, &a, &c, s1, s2), 0);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         sgl_attn_layer L2 = L;
         ca_dca_ctx c2 = c;
         bt.page_table = NULL;
@@ -529,7 +622,8 @@ static void test_dual_chunk_check(void **state) {
         case 4: L2.sinks = &sk; break;
         case 5: c2.kv_fp8 = 1; break;
         case 6: L2.slot_map = &sk; break;
-        default: bt.page_table = &sk; break;
+        case 7: bt.page_table = &sk; break;
+        default: a.lse = &sk; break;
         }
         a.layer = &L2;
         assert_int_equal(ca_check_dual_chunk(&m, &a, &c2, s1, s2), SGL_ATTN_E_UNSUPPORTED);
@@ -537,6 +631,7 @@ static void test_dual_chunk_check(void **state) {
         assert_non_null(strstr(msg, "layer 3"));
     }
     a.layer = &L;
+    a.lse = NULL;
     bt.page_table = NULL;
     DLTensor qb = tensor(buf, 3, bad_shape, kDLBfloat, 16);
     dc.q_inter = &qb;
@@ -694,6 +789,7 @@ int main(void) {
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),
         cmocka_unit_test(test_page_table_slot_map),
+        cmocka_unit_test(test_ragged_checks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

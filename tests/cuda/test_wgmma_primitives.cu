@@ -245,7 +245,7 @@ template <int D> __global__ __launch_bounds__(384, 1) void t4_kernel(const attn_
     extern __shared__ uint8_t raw[];
     uint8_t *sm = t_smem_1k(raw);
     const uint32_t sbase = wg_smem(sm);
-    const wg_bars<D> bar{sbase + C::OFF_BAR};
+    const wg_bars<C::STAGES> bar{sbase + C::OFF_BAR};
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::STAGES; s++) {
             mbar_init(bar.full(s), 128);
@@ -258,7 +258,7 @@ template <int D> __global__ __launch_bounds__(384, 1) void t4_kernel(const attn_
     __syncthreads();
     const long long total = (long long)*p.num_items * p.hq;
     if (threadIdx.x < 128) {
-        wg_producer<D, false>(p, sm, bar, total, nullptr);
+        wg_producer<D, D, false, false>(p, sm, bar, total, nullptr);
         return;
     }
     const int t = threadIdx.x - 128, lane = t & 31;
@@ -300,8 +300,8 @@ template <int D> __global__ __launch_bounds__(384, 1) void t4_kernel(const attn_
                     wv = *(const uint4 *)((const uint16_t *)p.v_cache + sl * p.vc_stride_s +
                                           (int64_t)k.kvh * p.vc_stride_h + c * 8);
                 }
-                const uint4 gk = *(const uint4 *)(sm + C::OFF_K + s * C::KV_BYTES + wg_sw_off<C::BN>(r, c));
-                const uint4 gv = *(const uint4 *)(sm + C::OFF_V + s * C::KV_BYTES + wg_sw_off<C::BN>(r, c));
+                const uint4 gk = *(const uint4 *)(sm + C::OFF_K + s * C::K_BYTES + wg_sw_off<C::BN>(r, c));
+                const uint4 gv = *(const uint4 *)(sm + C::OFF_V + s * C::V_BYTES + wg_sw_off<C::BN>(r, c));
                 if (gk.x != wk.x || gk.y != wk.y || gk.z != wk.z || gk.w != wk.w) bad(1, w, r, c);
                 if (gv.x != wv.x || gv.y != wv.y || gv.z != wv.z || gv.w != wv.w) bad(2, w, r, c);
             }
@@ -366,7 +366,7 @@ template <int DT, int D> static void test2() {
     float *ds;
     CK(cudaMalloc(&ds, 128 * BN * sizeof(float)));
     CK(cudaMemset(ds, 0xFF, 128 * BN * sizeof(float)));
-    const int smem = (int)(C::Q_BYTES + C::KV_BYTES) + 1024;
+    const int smem = (int)(C::Q_BYTES + C::K_BYTES) + 1024;
     CK(cudaFuncSetAttribute(t2_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     t2_kernel<DT, D><<<1, 256, smem>>>(dq, dk, ds);
     CK(cudaGetLastError());
@@ -404,7 +404,7 @@ template <int DT, int D> static void test3() {
     uint16_t *dv = dev_copy(v);
     CK(cudaMalloc(&dout, 128 * D * sizeof(float)));
     CK(cudaMemset(dout, 0xFF, 128 * D * sizeof(float)));
-    const int smem = (int)C::KV_BYTES + 1024;
+    const int smem = (int)C::K_BYTES + 1024;
     CK(cudaFuncSetAttribute(t3_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     t3_kernel<DT, D><<<1, 256, smem>>>(dp, dv, dout);
     CK(cudaGetLastError());

@@ -76,3 +76,13 @@ const attn_kv_tmaps *attn_tmap_for(attn_tmap_cache *c, int32_t layer_id, const a
     t->valid = e ? -1 : 1;
     return e ? NULL : &t->maps;
 }
+
+int attn_tmap_ragged(const attn_tmap_cache *c, const attn_fwd *p, int32_t dqk, int32_t dv, attn_kv_tmaps *out) {
+    if (!c || !p || !out || !p->k_cache || !p->v_cache || dqk < 64 || dqk % 64 || dv < 64 || dv % 64 || p->hkv < 1 ||
+        p->num_slots < 1)
+        return (int)CUDA_ERROR_INVALID_VALUE;
+    encode_tiled_fn enc = (encode_tiled_fn)c->encode_fn;
+    int e = encode(enc, out->k, p->k_cache, dqk, p->hkv, p->num_slots, p->kc_stride_s, p->kc_stride_h);
+    if (!e) e = encode(enc, out->v, p->v_cache, dv, p->hkv, p->num_slots, p->vc_stride_s, p->vc_stride_h);
+    return e;
+}

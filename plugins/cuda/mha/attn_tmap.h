@@ -56,6 +56,11 @@ void attn_tmap_cache_free(attn_tmap_cache *c);
  * pool (a layout TMA cannot describe): *cu_err is its CUresult the first time,
  * 0 on later calls with the same pool; the caller runs the cp.async kernel. */
 const attn_kv_tmaps *attn_tmap_for(attn_tmap_cache *c, int32_t layer_id, const attn_fwd *p, int32_t d, int *cu_err);
+/* forward_ragged's K [rows][hkv][dqk] and V [rows][hkv][dv] maps (p's
+ * k_cache / v_cache, strides and num_slots = rows), encoded into *out each
+ * call (host-only work); 0 or the encoder's CUresult (the caller then runs
+ * the cp.async producer). */
+int attn_tmap_ragged(const attn_tmap_cache *c, const attn_fwd *p, int32_t dqk, int32_t dv, attn_kv_tmaps *out);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
  *   cuda_attn_backend.c  create (kernel choice and setup, device buffers) /
  *                        destroy, graph hooks
  *   cuda_attn_forward.c  init_forward_metadata (plan kernels) and the forwards
+ *   cuda_attn_ragged.c   forward_ragged (ABI 1.2): checks, its plan, the kernels
  *   cuda_attn_check.c    tensor and model checks with messages: the SDK's
  *                        tensor specs (pure C), the dual_chunk block's
  *   cuda_attn_choice.c   the options, which kernels run, their tiles (pure C)
@@ -68,6 +69,16 @@ int ca_check_index2(const ca_msg *m, const DLTensor *t, const char *what, int de
                     int64_t min_cols);
 /* A compact float32 [n] tensor (sinks). */
 int ca_check_f32_1(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t n);
+/* The LSE output: a compact float32 [t, hq] tensor, written. */
+int ca_check_lse(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t t_rows, int64_t hq);
+/* forward_ragged's scalars: batch size within create's max_reqs, heads,
+ * head dims (qk 128 / v 128 or qk 192 / v 128), scale, soft-cap, causal. */
+int ca_check_ragged_shape(const ca_msg *m, const sgl_attn_ragged_args *a, int32_t max_reqs);
+/* A host mirror of cu_seqlens (NULL: fine): [bs + 1] index tensor in host
+ * memory, 0 first, never decreasing, its last entry <= rows; *longest: the
+ * longest request it shows. */
+int ca_check_cu_mirror(const ca_msg *m, const DLTensor *t, const char *what, int32_t bs, int64_t rows,
+                       int64_t *longest);
 
 /* ABI 1.2 fields cuda_attn does not serve, refused by name when set (only
  * fields inside the caller's struct_size are read). */
@@ -97,6 +108,10 @@ typedef struct ca_dca_ctx {
 int ca_check_dual_chunk(const ca_msg *m, const sgl_attn_forward_args *a, const ca_dca_ctx *c, int64_t qs_st[3],
                         int64_t qi_st[3]);
 
+/* The ragged-only head dims: a model of qk 192 / v 128 (DeepSeek's MLA
+ * prefill in its MHA form) is served by forward_ragged alone. */
+#define CA_RAGGED_DQK 192
+#define CA_RAGGED_DV 128
 /* The model as this plugin can serve it (also create's check). */
 int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size);
 
@@ -114,7 +129,14 @@ typedef struct ca_backend {
     attn_tiles tiles;
     attn_sizing sz;
     void *dev_mem;     /* one allocation, carved by sz */
-    attn_tmap_cache *tmaps; /* wgmma extend with its TMA kernel: the pools' tensor maps; else NULL */
+    attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */
+    int ragged_only;   /* the model's head dims differ (qk 192 / v 128): no paged forwards */
+    int rg_ok;         /* forward_ragged's kernels are set up; else rg_why says why not */
+    char rg_why[160];
+    int rg_wgmma;      /* forward_ragged runs the wgmma kernel (else the mma one) */
+    int rg_tma;        /* ... with its TMA producer set up */
+    void *rg_mem;      /* forward_ragged's items: [rg_max_items] attn_extend_item, then the count */
+    int32_t rg_max_items;
     sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by ca_plan */
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
@@ -136,6 +158,7 @@ int ca_backend_create(const sgl_attn_create_args *args, sgl_attn_backend **out);
 int ca_init_forward_metadata(sgl_attn_backend *b, const sgl_attn_batch *batch);
 int ca_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a);
 int ca_forward_extend(sgl_attn_backend *b, const sgl_attn_forward_args *a);
+int ca_forward_ragged(sgl_attn_backend *b, const sgl_attn_ragged_args *a);
 /* Plan for a batch with grid bounds from (bs, tokens); used by the graph hooks too. */
 int ca_plan(ca_backend *b, const sgl_attn_batch *batch, int32_t bs, int32_t tokens, int mode);
 

@@ -2,6 +2,7 @@
  * (read once here, kept in the instance), the kernels it runs and their
  * setup, its one device allocation (work lists, split buffers, counters;
  * sized from max_reqs, max_tokens and the device), and the graph hooks. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ static void ca_destroy(sgl_attn_backend *bb) {
     ca_backend *b = self(bb);
     (void)cudaSetDevice(b->device);
     if (b->dev_mem) (void)cudaFree(b->dev_mem);
+    if (b->rg_mem) (void)cudaFree(b->rg_mem);
     sgl_sdk_cuda_fault_free(&b->fault);
     attn_tmap_cache_free(b->tmaps);
     free(b);
@@ -95,7 +97,61 @@ static const sgl_attn_backend_ops ca_ops = {
     .state_clear = NULL,
     .state_copy = NULL,
     .state_commit = NULL,
+    .forward_ragged = ca_forward_ragged,
 };
+
+/* forward_ragged's kernels (qk 128 and 192, v 128): the wgmma ones where the
+ * paged extend would run wgmma (option auto on an SM 9.0 device with the
+ * sm_90a image), else the mma ones; a wgmma setup that fails falls back to
+ * mma with a warning.  Its item buffer: one allocation here. */
+static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_attn_create_args *a, char *err,
+                        size_t err_size) {
+    const int dt = b->kern.dtype;
+    b->rg_wgmma = option == CA_KERNEL_AUTO && wgmma_image;
+    if (b->rg_wgmma) {
+        int t128 = 0, t192 = 0;
+        int e = attn_ragged_wgmma_setup(dt, 128, CA_RAGGED_DV, &t128);
+        if (!e) e = attn_ragged_wgmma_setup(dt, CA_RAGGED_DQK, CA_RAGGED_DV, &t192);
+        if (e) {
+            (void)cudaGetLastError();
+            sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME, "forward_ragged: wgmma kernel setup failed (%d): mma for it",
+                        e);
+            b->rg_wgmma = 0;
+        }
+        b->rg_tma = b->rg_wgmma && t128 && t192;
+    }
+    b->rg_ok = 1;
+    if (!b->rg_wgmma) {
+        int e = attn_ragged_mma_setup(dt, 128, CA_RAGGED_DV);
+        if (!e) e = attn_ragged_mma_setup(dt, CA_RAGGED_DQK, CA_RAGGED_DV);
+        if (e) { /* the paged forwards stay served; forward_ragged says why not */
+            (void)cudaGetLastError();
+            sgl_sdk_cuda_format_error(b->rg_why, sizeof b->rg_why, "its kernels' setup (cudaFuncSetAttribute)", e);
+            sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME, "forward_ragged unavailable: %s", b->rg_why);
+            b->rg_ok = 0;
+            if (b->ragged_only) {
+                snprintf(err, err_size, "create: head dims qk %d / v %d are served by forward_ragged, and %s",
+                         CA_RAGGED_DQK, CA_RAGGED_DV, b->rg_why);
+                return SGL_ATTN_E_UNSUPPORTED;
+            }
+            return SGL_ATTN_OK;
+        }
+    }
+    /* items: ceil(T / 64) + one partial tile per request (64: the smaller block_m) */
+    const int64_t items = ((int64_t)a->max_tokens + 63) / 64 + a->max_reqs;
+    b->rg_max_items = (int32_t)(items < INT32_MAX / 64 ? items : INT32_MAX / 64);
+    const size_t bytes = (size_t)b->rg_max_items * sizeof(attn_extend_item) + 16;
+    cudaError_t ce = cudaMalloc(&b->rg_mem, bytes);
+    if (ce == cudaSuccess) ce = cudaMemset(b->rg_mem, 0, bytes);
+    if (ce != cudaSuccess) {
+        (void)cudaGetLastError();
+        char what[96];
+        snprintf(what, sizeof what, "create: cudaMalloc/cudaMemset(%zu bytes) for forward_ragged", bytes);
+        sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
+        return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+    }
+    return SGL_ATTN_OK;
+}
 
 int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     char scratch[CA_ERR_MAX];
@@ -132,8 +188,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     attn_kernels kern;
     memset(&kern, 0, sizeof kern);
-    ca_choose_kernels(option, dev.sm_major == 9 && dev.sm_minor == 0 && attn_wgmma_available(a->device),
-                      m->head_dim_qk, m->num_q_heads / m->num_kv_heads, &kern);
+    const int wgmma_image = dev.sm_major == 9 && dev.sm_minor == 0 && attn_wgmma_available(a->device);
+    ca_choose_kernels(option, wgmma_image, m->head_dim_qk, m->num_q_heads / m->num_kv_heads, &kern);
     kern.dtype = m->dtype == SGL_ATTN_DT_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16;
     kern.kv_fp8 = m->kv_dtype == SGL_ATTN_DT_FP8_E4M3;
     if (kern.kv_fp8 && kern.decode != ATTN_DECODE_REG) {
@@ -161,6 +217,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->hkv = m->num_kv_heads;
     b->group = b->hq / b->hkv;
     b->head_dim = m->head_dim_qk;
+    b->ragged_only = m->head_dim_v > 0 && m->head_dim_v != m->head_dim_qk;
     b->model_window = m->sliding_window;
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
@@ -183,16 +240,21 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return rc;
     }
-    int ke = attn_kernels_setup(&b->kern);
+    /* a ragged-only model (qk != v) has no paged kernels to set up */
+    int ke = b->ragged_only ? 0 : attn_kernels_setup(&b->kern);
     if (ke) {
         sgl_sdk_cuda_format_error(err, err_size, "create: kernel setup (cudaFuncSetAttribute)", ke);
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    /* The TMA producer's tensor maps: encoded per layer at its first forward
-     * (or when its pool moves) into this cache; without an encoder the
-     * cp.async producer serves every page size. */
-    if (b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma) {
+    if ((rc = ragged_setup(b, option, wgmma_image, a, err, err_size))) {
+        ca_destroy(&b->base);
+        return rc;
+    }
+    /* The TMA producers' tensor maps: the pools' encoded per layer at its
+     * first forward (or when its pool moves) into this cache, forward_ragged's
+     * per call; without an encoder the cp.async producers serve. */
+    if ((b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma && !b->ragged_only) || b->rg_tma) {
         b->tmaps = attn_tmap_cache_new();
         if (!b->tmaps)
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
@@ -201,10 +263,12 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
-                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s, %zu bytes of work buffers",
+                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s, ragged %s%s%s, %zu bytes of work "
+                "buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
-                extend_names[b->kern.extend], b->tmaps ? " (extend: TMA)" : "", decode_names[b->kern.decode],
-                b->sz.total_bytes);
+                extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
+                decode_names[b->kern.decode], b->rg_wgmma ? "wgmma" : "mma", b->rg_tma && b->tmaps ? " (TMA)" : "",
+                b->ragged_only ? " (the model's qk / v dims: forward_ragged only)" : "", b->sz.total_bytes);
     *out = &b->base;
     return SGL_ATTN_OK;
 }

@@ -66,6 +66,65 @@ int ca_check_f32_1(const ca_msg *m, const DLTensor *t, const char *what, int dev
     return check(m, t, what, device, s);
 }
 
+int ca_check_lse(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t t_rows, int64_t hq) {
+    const sgl_sdk_tensor_spec s = {.ndim = 2, .shape = {t_rows, hq}, .dtypes = SGL_ATTN_DT_F32,
+                                   .flags = SGL_SDK_T_COMPACT | SGL_SDK_T_WRITTEN | SGL_SDK_T_INT32};
+    return check(m, t, what, device, s);
+}
+
+int ca_check_ragged_shape(const ca_msg *m, const sgl_attn_ragged_args *a, int32_t max_reqs) {
+    if (a->batch_size < 0 || a->batch_size > max_reqs) {
+        snprintf(m->buf, m->size, "%s: batch_size %d: expected 0..%d (create's max_reqs)", m->call, a->batch_size,
+                 max_reqs);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (a->num_q_heads < 1 || a->num_kv_heads < 1 || a->num_q_heads % a->num_kv_heads) {
+        snprintf(m->buf, m->size, "%s: num_q_heads %d / num_kv_heads %d: expected both >= 1 and q a multiple of kv",
+                 m->call, a->num_q_heads, a->num_kv_heads);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (a->head_dim_v != CA_RAGGED_DV || (a->head_dim_qk != 128 && a->head_dim_qk != CA_RAGGED_DQK)) {
+        snprintf(m->buf, m->size, "%s: head_dim_qk %d / head_dim_v %d: cuda_attn serves qk 128 / v 128 and qk %d / v %d",
+                 m->call, a->head_dim_qk, a->head_dim_v, CA_RAGGED_DQK, CA_RAGGED_DV);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (!isfinite(a->sm_scale) || !isfinite(a->logit_softcap) || a->logit_softcap < 0.f ||
+        (a->causal != 0 && a->causal != 1)) {
+        snprintf(m->buf, m->size, "%s: sm_scale %g, logit_softcap %g, causal %d: expected finite, soft-cap >= 0, causal 0 or 1",
+                 m->call, (double)a->sm_scale, (double)a->logit_softcap, a->causal);
+        return SGL_ATTN_E_INVALID;
+    }
+    return SGL_ATTN_OK;
+}
+
+int ca_check_cu_mirror(const ca_msg *m, const DLTensor *t, const char *what, int32_t bs, int64_t rows,
+                       int64_t *longest) {
+    *longest = -1;
+    if (!t) return SGL_ATTN_OK;
+    const sgl_sdk_tensor_spec s = {.name = what, .ndim = 1, .shape = {(int64_t)bs + 1}, .devices = SGL_SDK_DEV_HOST,
+                                   .device_id = -1, .flags = SGL_SDK_T_COMPACT | SGL_SDK_T_AT_LEAST};
+    int rc = sgl_sdk_check_tensor(t, &s, m->buf, m->size);
+    if (rc) {
+        char call[48];
+        snprintf(call, sizeof call, "%s: ", m->call);
+        sgl_sdk_prepend(m->buf, m->size, call);
+        return rc;
+    }
+    int64_t prev = 0, lg = 0;
+    for (int32_t i = 0; i <= bs; i++) {
+        const int64_t v = sgl_sdk_index_at(t, i);
+        if ((i == 0 && v != 0) || v < prev || v > rows) {
+            snprintf(m->buf, m->size, "%s: %s[%d] = %lld after %lld: expected 0 first, never decreasing, at most %lld "
+                     "(the tensor's rows)", m->call, what, i, (long long)v, (long long)prev, (long long)rows);
+            return SGL_ATTN_E_INVALID;
+        }
+        if (i && v - prev > lg) lg = v - prev;
+        prev = v;
+    }
+    *longest = lg;
+    return SGL_ATTN_OK;
+}
+
 int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size) {
     if (!m) {
         snprintf(why, why_size, "model is NULL");
@@ -82,11 +141,13 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size) {
         return SGL_ATTN_E_INVALID;
     }
     const int dqk = m->head_dim_qk, dv = m->head_dim_v > 0 ? m->head_dim_v : m->head_dim_qk;
-    if (dqk != dv) {
-        snprintf(why, why_size, "head dims qk %d / v %d differ: cuda_attn needs qk == v", dqk, dv);
+    if (dqk != dv && !(dqk == CA_RAGGED_DQK && dv == CA_RAGGED_DV)) {
+        snprintf(why, why_size,
+                 "head dims qk %d / v %d differ: cuda_attn needs qk == v, or qk %d / v %d (forward_ragged only)", dqk,
+                 dv, CA_RAGGED_DQK, CA_RAGGED_DV);
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    if (dqk != 64 && dqk != 128 && dqk != 256) {
+    if (dqk == dv && dqk != 64 && dqk != 128 && dqk != 256) {
         snprintf(why, why_size, "head dim %d: cuda_attn serves 64, 128 and 256", dqk);
         return SGL_ATTN_E_UNSUPPORTED;
     }
@@ -94,6 +155,11 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size) {
     const uint32_t kvdt = m->kv_dtype ? m->kv_dtype : m->dtype;
     if (!(m->dtype & ok) || (m->dtype & (m->dtype - 1))) {
         snprintf(why, why_size, "dtype %s: cuda_attn serves f16 and bf16", dt_bit_name(m->dtype));
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (kvdt == SGL_ATTN_DT_FP8_E4M3 && dqk != dv) {
+        snprintf(why, why_size, "fp8_e4m3 KV with head dims qk %d / v %d: forward_ragged takes f16 / bf16 K and V",
+                 dqk, dv);
         return SGL_ATTN_E_UNSUPPORTED;
     }
     if (kvdt == SGL_ATTN_DT_FP8_E4M3) {
@@ -168,7 +234,8 @@ int ca_check_dual_chunk(const ca_msg *m, const sgl_attn_forward_args *a, const c
                         : SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map) ? "a slot map (layer.slot_map)"
                         : a->batch && SGL_ATTN_FIELD_OR_0(sgl_attn_batch, a->batch, page_table)
                             ? "a page table (batch.page_table)"
-                            : NULL;
+                        : SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse) ? "an LSE output (forward args lse)"
+                                                                            : NULL;
     if (other) {
         snprintf(m->buf, m->size,
                  "%s: layer %d: dual chunk attention with %s: cuda_attn serves dual chunk attention on plain "
@@ -208,7 +275,6 @@ int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a) {
     if (qd != 0.f && qd != 1.f) return refuse(m, "layer.q_descale", "q is f16 / bf16, never fp8");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale_tensor))
         return refuse(m, "layer.q_descale_tensor", "q is f16 / bf16, never fp8");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) return refuse(m, "forward args lse", no_caps);
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) return refuse(m, "forward args q_rope", "not MLA");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return refuse(m, "forward args k_rope", "not MLA");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices))

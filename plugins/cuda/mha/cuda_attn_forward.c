@@ -235,6 +235,17 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     }
     int rc = ca_refuse_unserved_fwd(&m, a);
     if (rc) return rc;
+    if (b->ragged_only) {
+        snprintf(b->err, sizeof b->err, "%s: the model's head dims qk %d / v %d: cuda_attn serves them in forward_ragged only",
+                 call, CA_RAGGED_DQK, CA_RAGGED_DV);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    DLTensor *lse = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse);
+    if (lse && mode == SGL_ATTN_MODE_EXTEND && b->kern.extend == ATTN_EXTEND_PORTABLE) {
+        snprintf(b->err, sizeof b->err, "%s: forward args lse: the portable extend (option kernel=portable) does not write "
+                 "the LSE; the default kernels do", call);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     if (b->kern.kv_fp8 && mode != SGL_ATTN_MODE_DECODE) {
         snprintf(b->err, sizeof b->err, "%s: the model's KV pool is fp8_e4m3: cuda_attn serves fp8 KV in decode only",
                  call);
@@ -281,6 +292,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         rc = SGL_ATTN_E_INVALID;
     }
     if (!rc && L->sinks) rc = ca_check_f32_1(&m, L->sinks, "layer.sinks", b->device, b->hq);
+    if (!rc && lse) rc = ca_check_lse(&m, lse, "lse", b->device, t, b->hq);
     const sgl_attn_dual_chunk *dc = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk);
     int64_t dqs[3] = {0, 0, 0}, dqi[3] = {0, 0, 0};
     if (!rc && dc) {
@@ -358,6 +370,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     p->v_scale_dev = v_scale_dev;
     p->k_scale = L->k_scale;
     p->v_scale = L->v_scale;
+    p->lse = lse ? (float *)sgl_sdk_data(lse) : NULL;
 
     /* The item check, once per planned batch (again for a layer whose pool
      * is smaller than the one checked, or with another slot map): every
@@ -504,7 +517,8 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
      * (page size a multiple of 16); the layer's maps are re-encoded only when
      * its pool moved.  Other page sizes take the cp.async producer. */
     const attn_kv_tmaps *tm = NULL;
-    if (b->tmaps && a->batch->page_size > 0 && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
+    if (b->tmaps && b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma && a->batch->page_size > 0 &&
+        a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
         int cu = 0;
         tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &p, b->head_dim, &cu);
         if (cu)

@@ -2,6 +2,8 @@
  * model check.  The probe reports each device's SM version, memory and SM count;
  * with no driver or no GPU it answers unavailable with the CUDA runtime's own
  * words (the static cudart loads without a driver). */
+#include <stdio.h>
+
 #include "cuda/sdk_cuda.h"
 #include "cuda_attn.h"
 #include "sdk_plugin.h"
@@ -20,10 +22,13 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
                      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |
                      SGL_ATTN_FEAT_FP8_SCALES | SGL_ATTN_FEAT_PAGE_TABLE | SGL_ATTN_FEAT_SLOT_MAP |
-                     SGL_ATTN_FEAT_DUAL_CHUNK;
-    static const uint16_t dims[] = {64, 128, 256};
-    caps->n_head_dims = 3;
-    for (int i = 0; i < 3; i++) caps->head_dims[i].qk = caps->head_dims[i].v = dims[i];
+                     SGL_ATTN_FEAT_RAGGED | SGL_ATTN_FEAT_LSE |
+                     SGL_ATTN_FEAT_DIFF_HEAD_DIMS | SGL_ATTN_FEAT_DUAL_CHUNK;
+    /* equal dims for every forward; qk 192 / v 128 (DeepSeek's MLA prefill)
+     * in forward_ragged only (the paged forwards refuse it by name) */
+    static const uint16_t dims[][2] = {{64, 64}, {128, 128}, {256, 256}, {CA_RAGGED_DQK, CA_RAGGED_DV}};
+    caps->n_head_dims = 4;
+    for (int i = 0; i < 4; i++) caps->head_dims[i].qk = dims[i][0], caps->head_dims[i].v = dims[i][1];
     caps->head_dim_qk_max = caps->head_dim_v_max = 256;
     /* The kernels gather token by token through req_to_token, so any page
      * size works; 1024 bounds what was reasoned about.  A batch.page_table
@@ -35,9 +40,19 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
     return SGL_ATTN_OK;
 }
 
+/* Selection routes a model's paged forwards: a qk 192 / v 128 model (create
+ * takes it, for forward_ragged) is not one cuda_attn can run layer by layer. */
 static int ca_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps, char *why, size_t why_size) {
     (void)caps;
-    return ca_model_check(m, why, why_size) == SGL_ATTN_OK ? SGL_ATTN_OK : SGL_ATTN_E_UNSUPPORTED;
+    if (ca_model_check(m, why, why_size) != SGL_ATTN_OK) return SGL_ATTN_E_UNSUPPORTED;
+    const int dv = m->head_dim_v > 0 ? m->head_dim_v : m->head_dim_qk;
+    if (dv != m->head_dim_qk) {
+        snprintf(why, why_size,
+                 "head dims qk %d / v %d: cuda_attn serves them in forward_ragged only, not the paged forwards",
+                 m->head_dim_qk, dv);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
 }
 
 SGL_SDK_PLUGIN(ca_plugin,

@@ -78,6 +78,31 @@ int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok);
 int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
 
+/* ---------------------------------------------------------- forward_ragged */
+
+/* The ragged plan (ragged_plan.cu): cu_seqlens -> extend items. */
+typedef struct attn_ragged_plan {
+    attn_index cu_q, cu_k;     /* [bs + 1] each */
+    int32_t bs;
+    int32_t tq, tk;            /* rows of q / k (the offsets' bound) */
+    int32_t causal;
+    int32_t block_m, block_n;  /* the kernel's q rows per item, KV columns per tile */
+    int32_t max_items;
+    int32_t reserved_;
+    attn_extend_item *items;
+    int32_t *num_items;
+    sgl_gpu_fault_ref fault;   /* where an offset out of range is noted */
+} attn_ragged_plan;
+int attn_launch_ragged_plan(const attn_ragged_plan *pl, void *stream);
+/* The extend kernels with their RAGGED flag: K / V from forward_ragged's
+ * tensors (p->k_cache / v_cache with their row strides, num_slots = their
+ * rows), qk 128 or 192, v 128.  mma: any SM 8.0+; wgmma: as the extend's. */
+int attn_ragged_mma_setup(int dtype, int dqk, int dv);
+int attn_launch_ragged_mma(int dtype, int dqk, int dv, const attn_fwd *p, int grid_items, void *stream);
+int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok);
+int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                             int grid_items, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,8 +19,15 @@
  *   - the masks (causal diagonal, window edge, KV end): per-row visible
  *     column bounds [clo, chi) computed once per item, applied with selects,
  *     only on tiles that need them.
+ * The LSE output (p.lse set) is written beside the output rows.  Head dims
+ * are template parameters, DQK (Q, K) and DV (V, O): equal for the paged
+ * extend, qk 192 / v 128 for forward_ragged's DeepSeek shape.  RAGGED: K / V
+ * are forward_ragged's tensors, key column c of an item at row `row` + c
+ * (kv_loader_rows), instead of the page gather.
  */
 #include <limits.h>
+
+#include <type_traits>
 
 #include "cuda_launch.h"
 #include "kv_loader.cuh"
@@ -28,23 +35,25 @@
 #define ATTN_EM_THREADS 128
 #define ATTN_EM_BM 64
 
-template <int D> struct extend_mma_cfg {
+template <int DQK, int DV = DQK> struct extend_mma_cfg {
     static constexpr int BM = ATTN_EM_BM;
-    static constexpr int BN = D == 256 ? 32 : 64;
+    /* 32-column tiles at qk 192 / 256: shared memory within SM 8.6's 99 KB */
+    static constexpr int BN = DQK > 128 ? 32 : 64;
     static constexpr int STAGES = 2;
-    static constexpr int Q_ELEMS = BM * D, KV_ELEMS = BN * D;
-    static constexpr size_t SMEM = (size_t)(Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
+    static constexpr int Q_ELEMS = BM * DQK, K_ELEMS = BN * DQK, V_ELEMS = BN * DV;
+    static constexpr size_t SMEM = (size_t)(Q_ELEMS + STAGES * (K_ELEMS + V_ELEMS)) * 2;
 };
 
-template <int DT, int D>
+template <int DT, int DQK, int DV, bool RAGGED>
 __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_fwd p) {
-    using C = extend_mma_cfg<D>;
-    constexpr int BM = C::BM, BN = C::BN, S = C::STAGES, CH = D / 8, NB = D / 8, SN = BN / 8;
-    constexpr bool QREG = D <= 128;
+    using C = extend_mma_cfg<DQK, DV>;
+    constexpr int BM = C::BM, BN = C::BN, S = C::STAGES, CH = DQK / 8, NB = DV / 8, SN = BN / 8;
+    constexpr bool QREG = DQK <= 128;
+    static_assert(RAGGED || DQK == DV, "the page gather loads K and V rows of one width");
     extern __shared__ __align__(128) uint16_t smem[];
     uint16_t *qs = smem;
     uint16_t *ks = smem + C::Q_ELEMS;
-    uint16_t *vs = ks + S * C::KV_ELEMS;
+    uint16_t *vs = ks + S * C::K_ELEMS;
 
     if ((int)blockIdx.y >= *p.num_items) return;
     const attn_extend_item it = p.eitems[blockIdx.y];
@@ -59,7 +68,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
         const bool ok = r < it.nrows && tok < p.num_tokens;
         const uint16_t *src = (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t +
                               (int64_t)head * p.q_stride_h + c * 8;
-        gc_cp_async16(qs + swz<D>(r, c), src, ok);
+        gc_cp_async16(qs + swz<DQK>(r, c), src, ok);
     }
     gc_cp_async_commit();
 
@@ -68,12 +77,13 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     if (window >= 0 && it.q_pos0 - window > lo) lo = it.q_pos0 - window;
     const int ntiles = hi > lo ? (hi - lo + BN - 1) / BN : 0;
 
-    kv_loader_pf<D, BN, ATTN_EM_THREADS> ld;
+    typename std::conditional<RAGGED, kv_loader_rows<DQK, DV, BN, ATTN_EM_THREADS>,
+                              kv_loader_pf<DQK, BN, ATTN_EM_THREADS>>::type ld;
     ld.fetch_slots(p, it.row, lo, hi);
 #pragma unroll
     for (int s = 0; s < S - 1; s++) {
         if (s < ntiles) {
-            ld.issue(p, kvh, ks + s * C::KV_ELEMS, vs + s * C::KV_ELEMS, lo + s * BN, hi);
+            ld.issue(p, kvh, ks + s * C::K_ELEMS, vs + s * C::V_ELEMS, lo + s * BN, hi);
             ld.fetch_slots(p, it.row, lo + (s + 1) * BN, hi);
         }
         gc_cp_async_commit();
@@ -83,7 +93,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
 #pragma unroll
     for (int n = 0; n < NB; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     float m[2] = {ATTN_NEG_INF, ATTN_NEG_INF}, l[2] = {0.f, 0.f};
-    uint32_t qf[QREG ? D / 16 : 1][4];
+    uint32_t qf[QREG ? DQK / 16 : 1][4];
     const int r0 = warp * 16; /* this warp's q rows */
     const int qpos_lo = it.q_pos0 + r0 + g, qpos_hi = qpos_lo + 8; /* rows of c0,c1 / c2,c3 */
     const int qmin = it.q_pos0, qmax = it.q_pos0 + BM - 1;
@@ -104,7 +114,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     for (int j = 0; j < ntiles; j++) {
         if (j + S - 1 < ntiles) {
             const int st = (j + S - 1) % S;
-            ld.issue(p, kvh, ks + st * C::KV_ELEMS, vs + st * C::KV_ELEMS, lo + (j + S - 1) * BN, hi);
+            ld.issue(p, kvh, ks + st * C::K_ELEMS, vs + st * C::V_ELEMS, lo + (j + S - 1) * BN, hi);
             ld.fetch_slots(p, it.row, lo + (j + S) * BN, hi);
         }
         gc_cp_async_commit();
@@ -112,29 +122,29 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
         __syncthreads();
         if (QREG && j == 0) {
 #pragma unroll
-            for (int kk = 0; kk < (QREG ? D / 16 : 1); kk++)
-                ldsm_x4(qf[kk], qs + swz<D>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
+            for (int kk = 0; kk < (QREG ? DQK / 16 : 1); kk++)
+                ldsm_x4(qf[kk], qs + swz<DQK>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
         }
-        const uint16_t *kt = ks + (j % S) * C::KV_ELEMS;
-        const uint16_t *vt = vs + (j % S) * C::KV_ELEMS;
+        const uint16_t *kt = ks + (j % S) * C::K_ELEMS;
+        const uint16_t *vt = vs + (j % S) * C::V_ELEMS;
         const int t0 = lo + j * BN;
 
         float s[SN][4];
 #pragma unroll
         for (int n = 0; n < SN; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
+        for (int kk = 0; kk < DQK / 16; kk++) {
             uint32_t a[4];
             if (QREG) {
 #pragma unroll
                 for (int i = 0; i < 4; i++) a[i] = qf[QREG ? kk : 0][i];
             } else {
-                ldsm_x4(a, qs + swz<D>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
+                ldsm_x4(a, qs + swz<DQK>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
             }
 #pragma unroll
             for (int n2 = 0; n2 < SN / 2; n2++) {
                 uint32_t b[4];
-                ldsm_x4(b, kt + swz<D>(n2 * 16 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+                ldsm_x4(b, kt + swz<DQK>(n2 * 16 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
                 mma16816<DT>(s[2 * n2], a, b[0], b[1]);
                 mma16816<DT>(s[2 * n2 + 1], a, b[2], b[3]);
             }
@@ -197,9 +207,9 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
             pa[2] = pack2<DT>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
             pa[3] = pack2<DT>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 #pragma unroll
-            for (int db = 0; db < D / 16; db++) {
+            for (int db = 0; db < DV / 16; db++) {
                 uint32_t b[4];
-                ldsm_x4_t(b, vt + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * db + (lane >> 4)));
+                ldsm_x4_t(b, vt + swz<DV>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, 2 * db + (lane >> 4)));
                 mma16816<DT>(o[2 * db], pa, b[0], b[1]);
                 mma16816<DT>(o[2 * db + 1], pa, b[2], b[3]);
             }
@@ -208,11 +218,16 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     }
     gc_cp_async_wait<0>();
 
-    /* Normalise (sinks join the denominator) and store this warp's rows. */
+    /* Normalise (sinks join the denominator) and store this warp's rows; the
+     * LSE (p.lse set: a uniform branch) excludes the sinks. */
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+        if (p.lse) {
+            const int r = r0 + g + 8 * h, tok = it.q_tok0 + r;
+            if (t4 == 0 && r < it.nrows && tok < p.num_tokens) p.lse[(int64_t)tok * p.hq + head] = attn_lse_ln(m[h], l[h]);
+        }
         float w = 1.f;
         if (p.sinks) {
             const float sk = p.sinks[head] * ATTN_LOG2E;
@@ -230,14 +245,15 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     }
 }
 
-template <int DT, int D> static int setup(void) {
-    return (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)extend_mma_cfg<D>::SMEM);
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false> static int setup(void) {
+    return (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, DQK, DV, RAGGED>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_mma_cfg<DQK, DV>::SMEM);
 }
 
-template <int DT, int D> static int launch(const attn_fwd *p, int grid_items, cudaStream_t st) {
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false>
+static int launch(const attn_fwd *p, int grid_items, cudaStream_t st) {
     dim3 grid((unsigned)p->hq, (unsigned)grid_items);
-    attn_extend_mma_kernel<DT, D><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D>::SMEM, st>>>(*p);
+    attn_extend_mma_kernel<DT, DQK, DV, RAGGED><<<grid, ATTN_EM_THREADS, extend_mma_cfg<DQK, DV>::SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
@@ -246,4 +262,20 @@ extern "C" int attn_extend_mma_setup(int dtype, int d) { ATTN_DISPATCH(cudaError
 extern "C" int attn_launch_extend_mma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     ATTN_DISPATCH(cudaErrorInvalidValue, launch, dtype, d, p, grid_items, (cudaStream_t)stream);
+}
+
+/* forward_ragged's kernels: qk 128 / v 128 and qk 192 / v 128. */
+#define ATTN_RAGGED_DISPATCH(fn, dtype, dqk, dv, ...)                                                    \
+    do {                                                                                                 \
+        if ((dv) != 128 || ((dqk) != 128 && (dqk) != 192)) return (int)cudaErrorInvalidValue;           \
+        if ((dtype) == ATTN_DT_BF16)                                                                     \
+            return (dqk) == 192 ? fn<GC_BF16, 192, 128, true>(__VA_ARGS__) : fn<GC_BF16, 128, 128, true>(__VA_ARGS__); \
+        return (dqk) == 192 ? fn<GC_F16, 192, 128, true>(__VA_ARGS__) : fn<GC_F16, 128, 128, true>(__VA_ARGS__);      \
+    } while (0)
+
+extern "C" int attn_ragged_mma_setup(int dtype, int dqk, int dv) { ATTN_RAGGED_DISPATCH(setup, dtype, dqk, dv, ); }
+
+extern "C" int attn_launch_ragged_mma(int dtype, int dqk, int dv, const attn_fwd *p, int grid_items, void *stream) {
+    if (grid_items <= 0) return 0;
+    ATTN_RAGGED_DISPATCH(launch, dtype, dqk, dv, p, grid_items, (cudaStream_t)stream);
 }

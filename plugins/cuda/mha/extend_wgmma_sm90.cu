@@ -59,12 +59,13 @@ extern "C" int attn_wgmma_available(int device) {
  * assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY registers and the
  * consumers' setmaxnreg.inc waits for exactly what the producer gives back;
  * a kernel built with fewer would hang there. */
-template <int D, typename K> static int setup_fn(K fn) {
+template <int DQK, int DV = DQK, typename K> static int setup_fn(K fn) {
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, fn);
     if (e != cudaSuccess) return (int)e;
     if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
-    return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_wg_cfg<D>::SMEM);
+    return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)extend_wg_cfg<DQK, DV>::SMEM);
 }
 
 template <int DT> static int setup(int *tma_ok) {
@@ -103,4 +104,43 @@ extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, con
     const int blocks = pairs < sm_count ? (int)pairs : sm_count;
     const cudaStream_t st = (cudaStream_t)stream;
     return dtype == ATTN_DT_BF16 ? launch<GC_BF16>(p, tm, blocks, st) : launch<GC_F16>(p, tm, blocks, st);
+}
+
+/* forward_ragged on the same kernel (RAGGED): qk 128 or 192, v 128.  Both
+ * producers are set up at create; *tma_ok as above. */
+template <int DT, int DQK> static int ragged_setup(int *tma_ok) {
+    const int e = setup_fn<DQK, 128>(attn_extend_wgmma_kernel<DT, DQK, 128, true>);
+    *tma_ok = !e && setup_fn<DQK, 128>(attn_extend_wgmma_tma_kernel<DT, DQK, 128, true>) == 0;
+    return e;
+}
+
+extern "C" int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok) {
+    *tma_ok = 0;
+    if (dv != 128 || (dqk != 128 && dqk != 192)) return (int)cudaErrorInvalidValue;
+    if (dtype == ATTN_DT_BF16) return dqk == 192 ? ragged_setup<GC_BF16, 192>(tma_ok) : ragged_setup<GC_BF16, 128>(tma_ok);
+    return dqk == 192 ? ragged_setup<GC_F16, 192>(tma_ok) : ragged_setup<GC_F16, 128>(tma_ok);
+}
+
+template <int DT, int DQK>
+static int ragged_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr size_t SMEM = extend_wg_cfg<DQK, 128>::SMEM;
+    if (tm)
+        attn_extend_wgmma_tma_kernel<DT, DQK, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+    else
+        attn_extend_wgmma_kernel<DT, DQK, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+    return (int)cudaGetLastError();
+}
+
+/* As attn_launch_extend_wgmma; tm: the ragged K / V maps (attn_tmap_ragged)
+ * or NULL for the cp.async producer. */
+extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, const attn_kv_tmaps *tm,
+                                        int sm_count, int grid_items, void *stream) {
+    if (grid_items <= 0 || p->hq <= 0) return 0;
+    if (dv != 128 || (dqk != 128 && dqk != 192) || sm_count <= 0) return (int)cudaErrorInvalidValue;
+    const long long pairs = (long long)grid_items * p->hq;
+    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    const cudaStream_t st = (cudaStream_t)stream;
+    if (dtype == ATTN_DT_BF16)
+        return dqk == 192 ? ragged_launch<GC_BF16, 192>(p, tm, blocks, st) : ragged_launch<GC_BF16, 128>(p, tm, blocks, st);
+    return dqk == 192 ? ragged_launch<GC_F16, 192>(p, tm, blocks, st) : ragged_launch<GC_F16, 128>(p, tm, blocks, st);
 }

@@ -39,7 +39,17 @@
  *
  * Numerics and masking are the mma kernel's (extend_mma.cu):
  * attn_score (scale, soft-cap, log2 domain), attn_visible (causal, window),
- * sinks in the final normalisation, rows with nothing visible give 0.
+ * sinks in the final normalisation, rows with nothing visible give 0; the
+ * LSE output (p.lse set) is m + log2(l) per row in natural-log units.
+ *
+ * Head dims are template parameters: DQK (Q and K: 128, or 192 for
+ * DeepSeek's MLA prefill) and DV (V and O: 128); the consumers' registers
+ * depend on DV and BN only, so DQK 192 costs shared memory (two stages
+ * instead of three), not registers.  RAGGED: forward_ragged, whose K / V are
+ * tensors with cu_seqlens: the item's `row` is the request's first key row
+ * and key column c is row row + c (no page-table read); the TMA producer
+ * then takes every whole 16-row box of the tile (any start row) by TMA
+ * (wg_tma_rows), the rest by cp.async with its zero-fill.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -62,36 +72,43 @@
 #endif
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
 
-template <int D> struct extend_wg_cfg {
+template <int DQK, int DV = DQK> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
     static constexpr int BN = 128;   /* KV tokens per tile */
-    static constexpr int STAGES = 3; /* K/V ring depth */
-    static constexpr int CH = D / 8; /* 16-byte chunks per row */
-    static constexpr int DB = D / 64; /* 128-byte column blocks */
-    static constexpr uint32_t Q_BYTES = wg_sw_bytes<BM, D>();
-    static constexpr uint32_t KV_BYTES = wg_sw_bytes<BN, D>();
+    static constexpr int STAGES = DQK > 128 ? 2 : 3; /* K/V ring depth: what fits 227 KB */
+    static constexpr int CH = DQK / 8; /* 16-byte chunks per Q / K row */
+    static constexpr int CHV = DV / 8; /* per V row */
+    static constexpr int DB = DQK / 64; /* 128-byte column blocks of Q / K */
+    static constexpr int DBV = DV / 64; /* of V */
+    static constexpr uint32_t Q_BYTES = wg_sw_bytes<BM, DQK>();
+    static constexpr uint32_t K_BYTES = wg_sw_bytes<BN, DQK>();
+    static constexpr uint32_t V_BYTES = wg_sw_bytes<BN, DV>();
     static constexpr uint32_t OFF_Q = 0;
     static constexpr uint32_t OFF_K = OFF_Q + Q_BYTES;
-    static constexpr uint32_t OFF_V = OFF_K + STAGES * KV_BYTES;
-    static constexpr uint32_t OFF_BAR = OFF_V + STAGES * KV_BYTES;
+    static constexpr uint32_t OFF_V = OFF_K + STAGES * K_BYTES;
+    static constexpr uint32_t OFF_BAR = OFF_V + STAGES * V_BYTES;
     static constexpr int NBAR = 2 * STAGES + 2; /* full[S], empty[S], q_full, q_empty */
     /* + 1024: the dynamic shared memory base is only 16-byte aligned; the
      * kernel rounds it up to the 1024 bytes the swizzle atoms need. */
     static constexpr size_t SMEM = OFF_BAR + NBAR * 8 + 1024;
     static constexpr int PRODUCER_ROWS_PER_WARP = BN / 4;
-    static constexpr int PRODUCER_ITERS = PRODUCER_ROWS_PER_WARP * CH / 32; /* cp.async per operand per tile */
+    static constexpr int PRODUCER_ITERS = PRODUCER_ROWS_PER_WARP * CH / 32; /* cp.async of K per tile */
+    static constexpr int PRODUCER_ITERS_V = PRODUCER_ROWS_PER_WARP * CHV / 32; /* of V */
 
-    static_assert(D == 128, "the wgmma extend serves head dim 128; the mma extend serves the others");
+    static_assert((DQK == 128 || DQK == 192) && DV == 128,
+                  "the wgmma extend serves qk 128 / 192 with v 128; the mma extend serves the others");
     static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16");
     static_assert(BM == 128, "two consumer warpgroups of 64 rows");
     static_assert(STAGES >= 2, "the producer signals a tile after issuing the next one");
     static_assert(OFF_K % ATTN_SW_ATOM_BYTES == 0 && OFF_V % ATTN_SW_ATOM_BYTES == 0 &&
-                      KV_BYTES % ATTN_SW_ATOM_BYTES == 0 && Q_BYTES % ATTN_SW_ATOM_BYTES == 0,
+                      K_BYTES % ATTN_SW_ATOM_BYTES == 0 && V_BYTES % ATTN_SW_ATOM_BYTES == 0 &&
+                      Q_BYTES % ATTN_SW_ATOM_BYTES == 0,
                   "every sw128 block starts on a 1024-byte boundary (descriptor base offset 0)");
     static_assert((64 * ATTN_SW_ROW_BYTES) % ATTN_SW_ATOM_BYTES == 0, "the second warpgroup's Q rows too");
     static_assert(OFF_BAR % 8 == 0, "mbarriers are 8-byte aligned");
     static_assert(SMEM <= ATTN_WG_SMEM_MAX, "fits the SM 9.0 opt-in shared memory");
-    static_assert(PRODUCER_ROWS_PER_WARP <= 32 && (PRODUCER_ROWS_PER_WARP * CH) % 32 == 0,
+    static_assert(PRODUCER_ROWS_PER_WARP <= 32 && (PRODUCER_ROWS_PER_WARP * CH) % 32 == 0 &&
+                      (PRODUCER_ROWS_PER_WARP * CHV) % 32 == 0,
                   "a producer warp's lanes hold the slots of its rows");
     static_assert((BM * CH) % 128 == 0, "Q chunks split evenly over the producer warpgroup");
     static_assert(2 * ATTN_WG_REGS_CONSUMER + ATTN_WG_REGS_PRODUCER <= 3 * ATTN_WG_REGS_ENTRY,
@@ -130,12 +147,12 @@ template <int BN> GC_DEV wg_work wg_work_at(const attn_fwd &p, long long w) {
 #if defined(ATTN_HAVE_WGMMA)
 
 /* Barrier addresses (shared-window offsets). */
-template <int D> struct wg_bars {
+template <int STAGES> struct wg_bars {
     uint32_t base;
     GC_DEV uint32_t full(int s) const { return base + 8u * s; }
-    GC_DEV uint32_t empty(int s) const { return base + 8u * (extend_wg_cfg<D>::STAGES + s); }
-    GC_DEV uint32_t q_full() const { return base + 8u * (2 * extend_wg_cfg<D>::STAGES); }
-    GC_DEV uint32_t q_empty() const { return base + 8u * (2 * extend_wg_cfg<D>::STAGES + 1); }
+    GC_DEV uint32_t empty(int s) const { return base + 8u * (STAGES + s); }
+    GC_DEV uint32_t q_full() const { return base + 8u * (2 * STAGES); }
+    GC_DEV uint32_t q_empty() const { return base + 8u * (2 * STAGES + 1); }
 };
 
 /* ------------------------------------------------------------- the producer */
@@ -151,9 +168,9 @@ template <int WAIT> GC_DEV void wg_signal(uint32_t &pending) {
 }
 
 /* Q tile: BM rows of the item's q head; rows past the item (or past T) are zeros. */
-template <int D>
+template <int DQK, int DV>
 GC_DEV void wg_load_q(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
-    using C = extend_wg_cfg<D>;
+    using C = extend_wg_cfg<DQK, DV>;
 #pragma unroll 4
     for (int i = 0; i < C::BM * C::CH / 128; i++) {
         const int e = i * 128 + t, r = e / C::CH, c = e % C::CH;
@@ -169,13 +186,14 @@ GC_DEV void wg_load_q(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
  * lane l holds the slot of row w RPW + l % RPW (one req_to_token read per
  * row), the copy loop takes it by shuffle.  Rows >= hi are zero-filled (their
  * scores are masked; zeros keep P.V finite). */
-template <int D, bool COV = false>
+template <int DQK, int DV, bool COV = false>
 GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot, uint8_t *ks, uint8_t *vs,
                        int warp, int lane, uint32_t cov = 0) {
-    using C = extend_wg_cfg<D>;
+    using C = extend_wg_cfg<DQK, DV>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
     const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)k.kvh * p.vc_stride_h;
+    static_assert(DQK == DV, "the page gather loads K and V rows of one width");
 #pragma unroll
     for (int i = 0; i < C::PRODUCER_ITERS; i++) {
         const int e = i * 32 + lane, rl = e / C::CH, c = e % C::CH, r = warp * RPW + rl;
@@ -185,6 +203,32 @@ GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot
         const bool ok = t0 + r < k.hi;
         gc_cp_async16(ks + wg_sw_off<C::BN>(r, c), kb + (int64_t)sl * p.kc_stride_s + c * 8, ok);
         gc_cp_async16(vs + wg_sw_off<C::BN>(r, c), vb + (int64_t)sl * p.vc_stride_s + c * 8, ok);
+    }
+}
+
+/* The ragged producer's cp.async: key row of tile row r is k.row + t0 + r
+ * (no slot to shuffle), K rows DQK wide and V rows DV; rows >= hi are
+ * zero-filled; COV as wg_load_kv (rows wg_tma_rows took).  Partly unrolled:
+ * the producer's 56 registers hold a few rows' addresses at a time. */
+template <int DQK, int DV, bool COV = false>
+GC_DEV void wg_load_rows(const attn_fwd &p, const wg_work &k, int t0, uint8_t *ks, uint8_t *vs, int warp, int lane,
+                         uint32_t cov = 0) {
+    using C = extend_wg_cfg<DQK, DV>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
+    const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
+    const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)k.kvh * p.vc_stride_h;
+    const int64_t last = p.num_slots - 1;
+#pragma unroll 4
+    for (int i = 0; i < C::PRODUCER_ITERS + C::PRODUCER_ITERS_V; i++) {
+        const bool isv = i >= C::PRODUCER_ITERS;
+        const int chn = isv ? C::CHV : C::CH;
+        const int e = (isv ? i - C::PRODUCER_ITERS : i) * 32 + lane, rl = e / chn, c = e % chn, r = warp * RPW + rl;
+        if (COV && ((cov >> (rl & ~(ATTN_TMA_BOX_ROWS - 1))) & 1u)) continue;
+        const bool ok = t0 + r < k.hi;
+        int64_t row = ok ? (int64_t)k.row + t0 + r : 0;
+        row = row < last ? row : last;
+        const uint16_t *src = isv ? vb + row * p.vc_stride_s : kb + row * p.kc_stride_s;
+        gc_cp_async16((isv ? vs : ks) + wg_sw_off<C::BN>(r, c), src + c * 8, ok);
     }
 }
 
@@ -205,7 +249,7 @@ GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot
 template <int D>
 GC_DEV uint32_t wg_tma_boxes(const attn_fwd &p, const wg_work &k, int t0, int32_t slot, uint32_t ks, uint32_t vs,
                              uint32_t full, const attn_kv_tmaps *tm, int warp, int lane) {
-    using C = extend_wg_cfg<D>;
+    using C = extend_wg_cfg<D, D>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, BR = ATTN_TMA_BOX_ROWS;
     constexpr int NOPS = RPW / BR * C::DB * 2; /* boxes x column blocks x (K, V) */
     static_assert(RPW % BR == 0 && NOPS <= 32 && BR == 16, "a warp's boxes, one copy per lane; the gap mask is 16 bits");
@@ -228,6 +272,32 @@ GC_DEV uint32_t wg_tma_boxes(const attn_fwd &p, const wg_work &k, int t0, int32_
     return cov;
 }
 
+/* The ragged producer's TMA boxes: key rows are contiguous (row + column),
+ * so every 16-row box of warp w's rows whose rows all lie below hi goes by
+ * TMA, wherever it starts; the maps are K [DQK] and V [DV] wide.  Lane l of
+ * the first NOPS issues box l / (DB + DBV), column block l % (DB + DBV)
+ * (K's blocks first).  The rest as wg_tma_boxes: cp.async for the rows the
+ * returned mask leaves out. */
+template <int DQK, int DV>
+GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, uint32_t full,
+                            const attn_kv_tmaps *tm, int warp, int lane) {
+    using C = extend_wg_cfg<DQK, DV>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, BR = ATTN_TMA_BOX_ROWS, NB = C::DB + C::DBV;
+    constexpr int NOPS = RPW / BR * NB;
+    static_assert(RPW % BR == 0 && NOPS <= 32 && BR == 16, "a warp's boxes, one copy per lane");
+    const int rl = lane % RPW;
+    const bool ok = (rl & (BR - 1)) == 0 && t0 + warp * RPW + rl + BR <= k.hi;
+    const uint32_t cov = __ballot_sync(0xffffffffu, ok);
+    const int br = lane / NB * BR, j = lane % NB, op = j >= C::DB, cb = op ? j - C::DB : j;
+    if (lane < NOPS && ((cov >> br) & 1u)) {
+        const uint32_t dst = (op ? vs : ks) + (uint32_t)(cb * (C::BN * ATTN_SW_ROW_BYTES) + (warp * RPW + br) * ATTN_SW_ROW_BYTES);
+        mbar_expect_tx(full, BR * ATTN_SW_ROW_BYTES);
+        tma_load_3d(dst, op ? (const void *)tm->v : (const void *)tm->k, cb * 64, k.kvh, k.row + t0 + warp * RPW + br,
+                    full);
+    }
+    return cov;
+}
+
 /* The producer warpgroup.  Per pair: tile 0 first (it needs only a free
  * stage, a tile >= 2 back and already signalled, so its copies overlap the
  * previous pair's last tile), then everything signalled and Q loaded once
@@ -236,11 +306,12 @@ GC_DEV uint32_t wg_tma_boxes(const attn_fwd &p, const wg_work &k, int t0, int32_
  * issued (one unconditional load per lane, a column past hi reads hi - 1)
  * and clamped into the pool when tile j + 1 uses it, so its latency hides
  * behind a tile's wait and copies.  TMA: whole 16-row page boxes by TMA,
- * the rest by cp.async (wg_tma_boxes). */
-template <int D, bool TMA>
-GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, long long total,
-                        const attn_kv_tmaps *tm) {
-    using C = extend_wg_cfg<D>;
+ * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
+ * no page-table word (wg_tma_rows for the boxes). */
+template <int DQK, int DV, bool TMA, bool RAGGED>
+GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<extend_wg_cfg<DQK, DV>::STAGES> &bar,
+                        long long total, const attn_kv_tmaps *tm) {
+    using C = extend_wg_cfg<DQK, DV>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
@@ -248,6 +319,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
     int32_t raw = 0; /* table word of the next tile's row myrow (common.cuh), not yet a slot */
     auto tile_raw = [&](const wg_work &k, int j) -> int32_t {
         const int tok = k.lo + j * C::BN + myrow;
+        if constexpr (RAGGED) return k.row + (tok < k.hi ? tok : k.hi - 1); /* a key row of the request */
         const int col = tok < k.hi ? tok : k.hi - 1; /* hi > lo >= 0 when the pair has tiles */
         return __ldg(attn_table_at(p, k.row, col));
     };
@@ -258,17 +330,27 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
         const int s = (int)(g % C::STAGES);
         mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
         fence_proxy_async(); /* the wgmma reads of the stage's old tile are done (async -> generic) */
+        uint8_t *const kst = sm + C::OFF_K + s * C::K_BYTES, *const vst = sm + C::OFF_V + s * C::V_BYTES;
         if constexpr (TMA) {
             const uint32_t sb = wg_smem(sm);
-            const uint32_t cov = wg_tma_boxes<D>(p, k, t0, slot, sb + C::OFF_K + s * C::KV_BYTES,
-                                                 sb + C::OFF_V + s * C::KV_BYTES, bar.full(s), tm, warp, lane);
+            uint32_t cov;
+            if constexpr (RAGGED)
+                cov = wg_tma_rows<DQK, DV>(k, t0, sb + C::OFF_K + s * C::K_BYTES, sb + C::OFF_V + s * C::V_BYTES,
+                                           bar.full(s), tm, warp, lane);
+            else
+                cov = wg_tma_boxes<DQK>(p, k, t0, slot, sb + C::OFF_K + s * C::K_BYTES, sb + C::OFF_V + s * C::V_BYTES,
+                                        bar.full(s), tm, warp, lane);
             /* every box by TMA: nothing left for cp.async (warp-uniform) */
-            if (cov != __ballot_sync(0xffffffffu, (myrow & (ATTN_TMA_BOX_ROWS - 1)) == 0))
-                wg_load_kv<D, true>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES,
-                                    warp, lane, cov);
+            if (cov != __ballot_sync(0xffffffffu, (myrow & (ATTN_TMA_BOX_ROWS - 1)) == 0)) {
+                if constexpr (RAGGED)
+                    wg_load_rows<DQK, DV, true>(p, k, t0, kst, vst, warp, lane, cov);
+                else
+                    wg_load_kv<DQK, DV, true>(p, k, t0, slot, kst, vst, warp, lane, cov);
+            }
+        } else if constexpr (RAGGED) {
+            wg_load_rows<DQK, DV>(p, k, t0, kst, vst, warp, lane);
         } else {
-            wg_load_kv<D>(p, k, t0, slot, sm + C::OFF_K + s * C::KV_BYTES, sm + C::OFF_V + s * C::KV_BYTES, warp,
-                          lane);
+            wg_load_kv<DQK, DV>(p, k, t0, slot, kst, vst, warp, lane);
         }
         gc_cp_async_commit();
         wg_signal<1>(pending);
@@ -284,7 +366,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
         wg_signal<0>(pending);
         mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
         fence_proxy_async();
-        wg_load_q<D>(p, k, sm + C::OFF_Q, t);
+        wg_load_q<DQK, DV>(p, k, sm + C::OFF_Q, t);
         gc_cp_async_commit();
         pending = bar.q_full();
         kq++;
@@ -298,6 +380,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
 
 /* S[64 x BN] = Q_wg[64 x D] K^T: D / 16 SS wgmmas (first one overwrites S). */
 template <int DT, int D, int BN> GC_DEV void wg_qk(float (&s)[BN / 2], uint32_t q_addr, uint32_t k_addr) {
+    /* D = DQK: D / 64 column blocks of Q (BM rows each) and of K (BN rows each) */
     const uint64_t dq = wg_desc_k(q_addr), dk = wg_desc_k(k_addr);
 #pragma unroll
     for (int kb = 0; kb < D / 64; kb++)
@@ -401,7 +484,8 @@ template <int D> GC_DEV void wg_scale_o(float (&o)[D / 2], const float corr[2]) 
     }
 }
 
-/* Normalise (sinks join the denominator) and store this thread's two rows. */
+/* Normalise (sinks join the denominator) and store this thread's two rows;
+ * the LSE (p.lse set: a uniform branch) excludes the sinks. */
 template <int DT, int D>
 GC_DEV void wg_store_o(const attn_fwd &p, const wg_work &k, const float (&o)[D / 2], wg_rows &st, int row_lo,
                        int q4) {
@@ -410,6 +494,11 @@ GC_DEV void wg_store_o(const attn_fwd &p, const wg_work &k, const float (&o)[D /
         float l = st.l[h];
         l += __shfl_xor_sync(0xffffffffu, l, 1);
         l += __shfl_xor_sync(0xffffffffu, l, 2);
+        if (p.lse) {
+            const int r = row_lo + 8 * h, tok = k.q_tok0 + r;
+            if (q4 == 0 && r < k.nrows && tok < p.num_tokens)
+                p.lse[(int64_t)tok * p.hq + k.head] = attn_lse_ln(st.m[h], l);
+        }
         float w = 1.f;
         if (p.sinks) {
             const float sk = p.sinks[k.head] * ATTN_LOG2E;
@@ -434,10 +523,11 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
 
 /* A consumer warpgroup: per tile, S = Q K^T, wait, the softmax, O += P V,
  * wait, release the stage; Q is released after the pair's last S. */
-template <int DT, int D>
-GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar, long long total, int wg) {
-    using C = extend_wg_cfg<D>;
-    constexpr int BN = C::BN, ST = C::STAGES;
+template <int DT, int DQK, int DV>
+GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_wg_cfg<DQK, DV>::STAGES> &bar,
+                        long long total, int wg) {
+    using C = extend_wg_cfg<DQK, DV>;
+    constexpr int BN = C::BN, ST = C::STAGES, D = DV;
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
     const int row_lo = 64 * wg + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
     const uint32_t q_addr = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;
@@ -470,7 +560,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
             fence_proxy_async();
             wg_pin(s);
             wg_fence();
-            wg_qk<DT, D, BN>(s, q_addr, k_addr + sidx * C::KV_BYTES);
+            wg_qk<DT, DQK, BN>(s, q_addr, k_addr + sidx * C::K_BYTES);
             wg_commit();
             wg_wait<0>();
             wg_pin(s);
@@ -482,7 +572,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
             wg_pin(o);
             wg_pin(pa);
             wg_fence();
-            wg_pv<DT, D, BN>(o, pa, v_addr + sidx * C::KV_BYTES);
+            wg_pv<DT, D, BN>(o, pa, v_addr + sidx * C::V_BYTES);
             wg_commit();
             wg_wait<0>();
             wg_pin(o);
@@ -495,18 +585,20 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
 
 #endif /* ATTN_HAVE_WGMMA */
 
-/* The kernels: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<D>::SMEM
+/* The kernels: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<DQK, DV>::SMEM
  * bytes of dynamic shared memory (set by attn_wgmma_setup).  One body, the
  * producer as a template parameter: attn_extend_wgmma_kernel gathers with
- * cp.async, attn_extend_wgmma_tma_kernel takes page boxes by TMA. */
+ * cp.async, attn_extend_wgmma_tma_kernel takes page boxes (RAGGED: row
+ * boxes) by TMA. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int D, bool TMA> GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
-    using C = extend_wg_cfg<D>;
+template <int DT, int DQK, int DV, bool TMA, bool RAGGED>
+GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
+    using C = extend_wg_cfg<DQK, DV>;
     extern __shared__ __align__(16) uint8_t wg_smem_raw[];
     const uint32_t raw = wg_smem(wg_smem_raw);
     const uint32_t sbase = (raw + (ATTN_SW_ATOM_BYTES - 1)) & ~(uint32_t)(ATTN_SW_ATOM_BYTES - 1);
     uint8_t *sm = wg_smem_raw + (sbase - raw);
-    const wg_bars<D> bar{sbase + C::OFF_BAR};
+    const wg_bars<C::STAGES> bar{sbase + C::OFF_BAR};
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::STAGES; s++) {
             mbar_init(bar.full(s), 128);
@@ -521,18 +613,18 @@ template <int DT, int D, bool TMA> GC_DEV void wg_kernel_body(const attn_fwd &p,
     const long long total = (long long)(n > 0 ? n : 0) * p.hq;
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        wg_producer<D, TMA>(p, sm, bar, total, tm);
+        wg_producer<DQK, DV, TMA, RAGGED>(p, sm, bar, total, tm);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, D>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
+        wg_consumer<DT, DQK, DV>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
     }
 }
 #endif
 
-template <int DT, int D>
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, D, false>(p, nullptr);
+    wg_kernel_body<DT, DQK, DV, false, RAGGED>(p, nullptr);
 #else
     (void)p;
 #endif
@@ -540,11 +632,11 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(c
 
 /* The pool's K and V tensor maps ride in the parameters (__grid_constant__:
  * the TMA reads them there). */
-template <int DT, int D>
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p,
                                                                                  const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, D, true>(p, &tm);
+    wg_kernel_body<DT, DQK, DV, true, RAGGED>(p, &tm);
 #else
     (void)p;
     (void)tm;

@@ -96,4 +96,38 @@ template <int D, int ROWS, int NT> struct kv_loader_pf {
     }
 };
 
+/* forward_ragged's loader (extend_mma.cu, RAGGED): the keys are rows of
+ * contiguous K / V tensors, column c of a request at row row0 + c, so there
+ * is no slot to fetch; K rows are DK wide and V rows DV (qk 192 / v 128).
+ * The same interface as kv_loader_pf; rows past `end` are zero-filled. */
+template <int DK, int DV, int ROWS, int NT> struct kv_loader_rows {
+    static_assert((ROWS * (DK / 8)) % NT == 0 && (ROWS * (DV / 8)) % NT == 0, "tile split");
+    int row0;
+
+    GC_DEV kv_loader_rows() : row0(0) {}
+    GC_DEV void fetch_slots(const attn_fwd &p, int req_row, int t0, int end) {
+        (void)p, (void)t0, (void)end;
+        row0 = req_row;
+    }
+    GC_DEV void issue(const attn_fwd &p, int kvh, uint16_t *ks, uint16_t *vs, int t0, int end) const {
+        const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)kvh * p.kc_stride_h;
+        const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)kvh * p.vc_stride_h;
+        constexpr int CK = DK / 8, CV = DV / 8;
+#pragma unroll
+        for (int i = (int)threadIdx.x; i < ROWS * CK; i += NT) {
+            const int r = i / CK, c = i % CK;
+            const bool ok = t0 + r < end;
+            const int64_t s = ok ? (int64_t)row0 + t0 + r : 0;
+            gc_cp_async16(ks + swz<DK>(r, c), kb + (s < p.num_slots ? s : p.num_slots - 1) * p.kc_stride_s + c * 8, ok);
+        }
+#pragma unroll
+        for (int i = (int)threadIdx.x; i < ROWS * CV; i += NT) {
+            const int r = i / CV, c = i % CV;
+            const bool ok = t0 + r < end;
+            const int64_t s = ok ? (int64_t)row0 + t0 + r : 0;
+            gc_cp_async16(vs + swz<DV>(r, c), vb + (s < p.num_slots ? s : p.num_slots - 1) * p.vc_stride_s + c * 8, ok);
+        }
+    }
+};
+
 #endif

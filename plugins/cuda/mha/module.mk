@@ -4,12 +4,12 @@
 # Needs nvcc (plugins/sdk/cuda/cuda.mk finds it); skipped with the reason otherwise.
 
 CUDA_ATTN_SO := $(PLUGDIR)/cuda_attn.so
-CUDA_ATTN_C := cuda_attn_plugin.c cuda_attn_backend.c cuda_attn_forward.c cuda_attn_check.c \
+CUDA_ATTN_C := cuda_attn_plugin.c cuda_attn_backend.c cuda_attn_forward.c cuda_attn_ragged.c cuda_attn_check.c \
                cuda_attn_choice.c attn_dispatch.c attn_tmap.c
 # One kernel role per .cu (docs/cuda.md); portable.cu launches the kernels
 # shared with hip_attn (plugins/sdk/attn_kernels/, sized by its sizing.c).
 CUDA_ATTN_CU := portable.cu decode_reg.cu decode_mma.cu extend_mma.cu extend_wgmma_sm90.cu save_kv_fp8.cu \
-               dual_chunk_decode.cu dual_chunk_extend.cu
+               ragged_plan.cu dual_chunk_decode.cu dual_chunk_extend.cu
 CUDA_ATTN_OBJS := $(addprefix $(OBJDIR)/plugins/cuda/mha/,$(CUDA_ATTN_C:.c=.o) $(CUDA_ATTN_CU:.cu=.cu.o)) \
                   $(OBJDIR)/plugins/sdk/attn_kernels/sizing.o
 # The pure-C parts tests/cuda/ links without CUDA.

@@ -138,6 +138,9 @@ typedef struct attn_fwd {
      * token, 0 / 0) and the layer's slot map (p NULL: identity). */
     int32_t page_shift, page_mask;
     attn_index slot_map;
+    /* ABI 1.2's LSE output: lse[t * hq + h] = ln(sum_j exp(s_tj)) in natural
+     * log, sinks excluded, -inf for a row that sees no key; NULL = not asked */
+    float *lse;
 } attn_fwd;
 
 /* The item check (attn_check_items_kernel): before the first forward of a

@@ -110,6 +110,10 @@ GC_DEV bool attn_visible(int col, int qpos, int causal, int window) {
 /* exp2(a - m) that treats m == -inf (nothing seen yet) as 0 weight. */
 GC_DEV float attn_exp2_sub(float a, float m) { return m == ATTN_NEG_INF ? 0.f : gc_exp2(a - m); }
 
+/* The LSE output of a row from its running (m, log2 domain) and sum l:
+ * ln(sum exp(s)) = (m + log2 l) ln 2; -inf for a row that saw no key. */
+#define ATTN_LN2 0.6931471805599453f
+GC_DEV float attn_lse_ln(float m, float l) { return l > 0.f ? (m + log2f(l)) * ATTN_LN2 : ATTN_NEG_INF; }
 /* Merge a running (m, l) with a new max: returns the factor old terms get. */
 GC_DEV float attn_rescale(float m_old, float m_new) {
     return m_old == ATTN_NEG_INF ? 0.f : gc_exp2(m_old - m_new);

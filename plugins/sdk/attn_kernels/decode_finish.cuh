@@ -11,7 +11,9 @@
  * head-block index, whatever order the grid runs in): every block fences its
  * partial, then bumps the counter; the one that sees nsplit - 1 merges and
  * re-arms it to 0.
- * Sinks join the denominator here, once.  Portable.
+ * Sinks join the denominator here, once.  The LSE output (p.lse set) is
+ * written here too, from the same (m, l) or the splits' merge, sinks
+ * excluded (attn_lse_ln).  Portable.
  */
 #ifndef SGL_ATTN_KERNELS_DECODE_FINISH_CUH
 #define SGL_ATTN_KERNELS_DECODE_FINISH_CUH
@@ -27,6 +29,7 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
         for (int i = tid; i < nh * D; i += nt) {
             const int h = i / D, d = i % D;
             float m = sm[h], l = sl[h], w = 1.f;
+            if (d == 0 && p.lse) p.lse[(int64_t)it.b * p.hq + qh0 + h] = attn_lse_ln(m, l);
             if (p.sinks) {
                 const float sk = p.sinks[qh0 + h] * ATTN_LOG2E;
                 const float mm = m > sk ? m : sk;
@@ -68,6 +71,11 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
         for (int s = 0; s < it.nsplit; s++) {
             const float v = gc_ld_cg(lse + (int64_t)s * p.hq);
             mx = v > mx ? v : mx;
+        }
+        if (d == 0 && p.lse) { /* the splits' merge without the sink */
+            float sum = 0.f;
+            for (int s = 0; s < it.nsplit; s++) sum += attn_exp2_sub(gc_ld_cg(lse + (int64_t)s * p.hq), mx);
+            p.lse[(int64_t)it.b * p.hq + qh0 + h] = attn_lse_ln(mx, sum);
         }
         float sk = ATTN_NEG_INF;
         if (p.sinks) {
