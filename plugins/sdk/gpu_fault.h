@@ -33,6 +33,7 @@ enum {
     SGL_FAULT_PREFIX_LENS = 7,
     SGL_FAULT_STATE_INDICES = 8,
     SGL_FAULT_TOPK_INDICES = 9, /* DSA sparse MLA: a selected slot outside the pool */
+    SGL_FAULT_MASK_INDPTR = 10, /* tree verify: a request's block is not new tokens x seq_len inside custom_mask */
     SGL_FAULT_COUNT_
 };
 

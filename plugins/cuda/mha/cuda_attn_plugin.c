@@ -19,7 +19,11 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->kv_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_FP8_E4M3;
     caps->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
                      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |
-                     SGL_ATTN_FEAT_FP8_SCALES;
+                     SGL_ATTN_FEAT_FP8_SCALES |
+                     /* verify (chain or tree), draft extend and attention types run on the extend
+                     * kernels (docs/cuda.md); graph capture of verify is not declared */
+                     SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_TREE_MASK | SGL_ATTN_FEAT_DRAFT_EXTEND |
+                     SGL_ATTN_FEAT_ATTN_TYPES;
     static const uint16_t dims[] = {64, 128, 256};
     caps->n_head_dims = 3;
     for (int i = 0; i < 3; i++) caps->head_dims[i].qk = caps->head_dims[i].v = dims[i];

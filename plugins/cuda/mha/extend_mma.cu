@@ -18,7 +18,8 @@
  *     the scale folds into the exponent (one FFMA + EX2 per score);
  *   - the masks (causal diagonal, window edge, KV end): per-row visible
  *     column bounds [clo, chi) computed once per item, applied with selects,
- *     only on tiles that need them.
+ *     only on tiles that need them; a tree verify item (ATTN_VIS_TREE) masks
+ *     every tile, each score by its byte of the batch's mask.
  */
 #include <limits.h>
 
@@ -51,7 +52,8 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     const int head = blockIdx.x, kvh = head / p.group;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
-    const int window = it.causal ? p.window : -1;
+    const bool causal = it.causal == ATTN_VIS_CAUSAL, tree = it.causal == ATTN_VIS_TREE;
+    const int window = causal ? p.window : -1;
 
     for (int i = tid; i < BM * CH; i += ATTN_EM_THREADS) {
         const int r = i / CH, c = i % CH;
@@ -64,7 +66,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     gc_cp_async_commit();
 
     int lo = it.kv_lo, hi = it.kv_hi;
-    if (it.causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
+    if (causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
     if (window >= 0 && it.q_pos0 - window > lo) lo = it.q_pos0 - window;
     const int ntiles = hi > lo ? (hi - lo + BN - 1) / BN : 0;
 
@@ -90,11 +92,18 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     /* Row h sees columns [clo[h], chi[h]): col < hi, causal col <= qpos, window
      * col >= qpos - window (attn_visible, as bounds). */
     int chi[2], clo[2];
+    /* Tree verify: row h's mask bytes start at mrow[h] (a row past the item sees nothing). */
+    int64_t mrow[2] = {0, 0};
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int qpos = h ? qpos_hi : qpos_lo;
-        chi[h] = it.causal && qpos + 1 < hi ? qpos + 1 : hi;
+        chi[h] = causal && qpos + 1 < hi ? qpos + 1 : hi;
         clo[h] = window >= 0 ? qpos - window : INT_MIN;
+        if (tree) {
+            const int r = r0 + g + 8 * h;
+            mrow[h] = attn_mask_base(p, it) + (int64_t)r * (it.kv_hi - it.kv_lo);
+            if (r >= it.nrows) chi[h] = INT_MIN;
+        }
     }
     /* Without a soft-cap (and a positive scale) S stays raw: the row max of raw
      * scores scales to the max of scaled ones, exp2(s * c - m) is one FFMA. */
@@ -146,7 +155,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
                 for (int i = 0; i < 4; i++) s[n][i] = attn_score(p, s[n][i]);
         }
         /* mask only where some (row, column) pair of the tile can be invisible */
-        const bool need_mask = t0 + BN > hi || (it.causal && t0 + BN - 1 > qmin) ||
+        const bool need_mask = tree || t0 + BN > hi || (causal && t0 + BN - 1 > qmin) ||
                                (window >= 0 && t0 < qmax - window);
         if (need_mask) {
 #pragma unroll
@@ -154,7 +163,8 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const int col = t0 + n * 8 + t4 * 2 + (i & 1);
-                    const bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                    bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                    if (tree) vis = vis && __ldg(p.mask + mrow[i >> 1] + col) != 0; /* the mask replaces causality */
                     s[n][i] = vis ? s[n][i] : ATTN_NEG_INF;
                 }
         }

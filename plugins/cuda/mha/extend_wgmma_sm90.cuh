@@ -39,7 +39,11 @@
  *
  * Numerics and masking are the mma kernel's (extend_mma.cu):
  * attn_score (scale, soft-cap, log2 domain), attn_visible (causal, window),
- * sinks in the final normalisation, rows with nothing visible give 0.
+ * sinks in the final normalisation, rows with nothing visible give 0.  A tree
+ * verify item (ATTN_VIS_TREE) masks every tile by the batch's mask bytes, which
+ * each consumer thread loads for its rows while the tile's S wgmma runs; a
+ * consumer warpgroup whose rows all lie past a short item only keeps the
+ * barrier counts.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -100,7 +104,7 @@ template <int D> struct extend_wg_cfg {
 
 /* What one (item, head) pair covers; both roles derive it the same way. */
 struct wg_work {
-    int row, q_tok0, nrows, q_pos0, causal, window;
+    int row, q_tok0, nrows, q_pos0, causal, tree, window; /* causal, tree: the item's ATTN_VIS_* */
     int lo, hi, ntiles, head, kvh;
     long long item;
 };
@@ -115,13 +119,14 @@ template <int BN> GC_DEV wg_work wg_work_at(const attn_fwd &p, long long w) {
     k.q_tok0 = it.q_tok0;
     k.nrows = it.nrows;
     k.q_pos0 = it.q_pos0;
-    k.causal = it.causal;
-    k.window = it.causal ? p.window : -1;
+    k.causal = it.causal == ATTN_VIS_CAUSAL;
+    k.tree = it.causal == ATTN_VIS_TREE;
+    k.window = k.causal ? p.window : -1;
     /* KV columns the tile can see: causal rows never look past the last row,
      * windowed rows never before the first row's window. */
     k.lo = it.kv_lo;
     k.hi = it.kv_hi;
-    if (it.causal && it.q_pos0 + it.nrows < k.hi) k.hi = it.q_pos0 + it.nrows;
+    if (k.causal && it.q_pos0 + it.nrows < k.hi) k.hi = it.q_pos0 + it.nrows;
     if (k.window >= 0 && it.q_pos0 - k.window > k.lo) k.lo = it.q_pos0 - k.window;
     k.ntiles = k.hi > k.lo ? (k.hi - k.lo + BN - 1) / BN : 0;
     return k;
@@ -343,7 +348,7 @@ struct wg_rows {
  * bounds [clo, chi) and a select per score: no branch per score. */
 template <int BN>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
-                       bool need_mask, int q4) {
+                       bool need_mask, int q4, const uint32_t (&tbits)[2]) {
     const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
     const float c = folded ? p.scale_log2 : 1.f;
     if (!folded) {
@@ -362,7 +367,8 @@ GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const att
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int col = t0 + 8 * j + 2 * q4 + (i & 1);
-                const bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                if (k.tree) vis = vis && ((tbits[i >> 1] >> (2 * j + (i & 1))) & 1u); /* the mask replaces causality */
                 s[4 * j + i] = vis ? s[4 * j + i] : ATTN_NEG_INF;
             }
     }
@@ -455,6 +461,16 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
         st.qpos[0] = k.q_pos0 + row_lo;
         st.qpos[1] = st.qpos[0] + 8;
         const int qmin = k.q_pos0 + 64 * wg, qmax = qmin + 63; /* this warpgroup's rows */
+        /* A warpgroup whose 64 rows all lie past the item (a short item: verify's
+         * draft tokens) computes nothing: it only keeps the barriers' counts. */
+        const bool idle = 64 * wg >= k.nrows;
+        /* Tree verify: the bytes of this thread's two rows start at mrow[h]. */
+        int64_t mrow[2] = {0, 0};
+        if (k.tree) {
+            const int64_t base = attn_mask_base(p, p.eitems[k.item]);
+#pragma unroll
+            for (int h = 0; h < 2; h++) mrow[h] = base + (int64_t)(row_lo + 8 * h) * (k.hi - k.lo);
+        }
 #pragma unroll
         for (int i = 0; i < D / 2; i++) o[i] = 0.f;
         mbar_wait(bar.q_full(), kq & 1);
@@ -463,21 +479,44 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
         if (k.ntiles == 0) wg_release(bar.q_empty(), lane);
         /* mask only where some (row, column) pair of the tile can be invisible */
         auto need_mask = [&](int t0) {
-            return t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) || (k.window >= 0 && t0 < qmax - k.window);
+            return k.tree || t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) ||
+                   (k.window >= 0 && t0 < qmax - k.window);
         };
         for (int j = 0; j < k.ntiles; j++, g++) {
             const int sidx = (int)(g % ST), t0 = k.lo + j * BN;
             mbar_wait(bar.full(sidx), (g / ST) & 1);
+            if (idle) {
+                if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
+                wg_release(bar.empty(sidx), lane);
+                continue;
+            }
             fence_proxy_async();
             wg_pin(s);
             wg_fence();
             wg_qk<DT, D, BN>(s, q_addr, k_addr + sidx * C::KV_BYTES);
             wg_commit();
+            /* tree verify: this tile's mask bits of the thread's two rows, loaded
+             * while the S wgmma runs (bit 2j + e: column t0 + 8j + 2 q4 + e) */
+            uint32_t tbits[2] = {0u, 0u};
+            if (k.tree) {
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    if (row_lo + 8 * h >= k.nrows) continue; /* rows past the item see nothing */
+#pragma unroll
+                    for (int jj = 0; jj < BN / 8; jj++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const int col = t0 + 8 * jj + 2 * q4 + e;
+                            const uint32_t v = col < k.hi ? __ldg(p.mask + mrow[h] + col) : 0u;
+                            tbits[h] |= (v != 0u ? 1u : 0u) << (2 * jj + e);
+                        }
+                }
+            }
             wg_wait<0>();
             wg_pin(s);
             if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN>(s, st, corr, p, k, t0, need_mask(t0), q4);
+            wg_softmax<BN>(s, st, corr, p, k, t0, need_mask(t0), q4, tbits);
             wg_scale_o<D>(o, corr);
             wg_pack_p<DT, BN>(pa, s);
             wg_pin(o);

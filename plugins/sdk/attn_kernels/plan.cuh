@@ -89,7 +89,8 @@ GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend) {
     const int64_t row = attn_idx(in.req_pool_indices, b);
     const int64_t enc = in.encoder_lens.p ? attn_idx(in.encoder_lens, b) : 0;
     const int64_t len = attn_idx(in.seq_lens, b);
-    const int64_t ext = extend ? attn_idx(in.extend_seq_lens, b) : 0;
+    /* verify plans as an extend of tokens_per_req new tokens per request */
+    const int64_t ext = !extend ? 0 : in.extend_seq_lens.p ? attn_idx(in.extend_seq_lens, b) : in.ext_uniform;
     const bool ext_ok = !extend || !plan_out(f, SGL_FAULT_EXTEND_SEQ_LENS, ext, 0, (int64_t)in.max_ctx + 1);
     if (ext_ok) r.ext = (int)ext;
     const bool bad = plan_out(f, SGL_FAULT_REQ_POOL_INDICES, row, 0, in.max_reqs) ||
@@ -182,15 +183,19 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
 }
 
 /* Request b in extend: where its q rows are, what it attends (nothing when
- * its indices are out of range: plan_req_get). */
+ * its indices are out of range: plan_req_get; a tree mask block that does not
+ * match its lengths: noted, and the request attends nothing). */
 struct plan_extend_req {
-    int row, ext, q_pos0, kv_lo, kv_hi;
+    int row, ext, q_pos0, kv_lo, kv_hi, vis;
 };
 GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend_plan &pl, int b) {
     plan_extend_req r;
     const plan_req q = plan_req_get(in, b, true);
     r.row = q.row;
     r.ext = q.ext;
+    r.vis = pl.cross || pl.self_vis == ATTN_SELF_ALL || pl.self_vis == ATTN_SELF_NEW_ONLY ? ATTN_VIS_ALL
+            : pl.self_vis == ATTN_SELF_TREE                                                ? ATTN_VIS_TREE
+                                                                                           : ATTN_VIS_CAUSAL;
     if (!q.ok) {
         r.q_pos0 = r.kv_lo = r.kv_hi = 0;
         return r;
@@ -200,9 +205,24 @@ GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend
     if (pl.cross) {
         r.kv_lo = 0;
         r.kv_hi = enc;
+    } else if (pl.self_vis == ATTN_SELF_NEW_ONLY) {
+        r.kv_lo = r.q_pos0; /* the new tokens only; the row is set by the scatter */
+        r.kv_hi = enc + len;
     } else {
         r.kv_lo = enc;
         r.kv_hi = enc + len;
+    }
+    if (!pl.cross && pl.self_vis == ATTN_SELF_TREE) {
+        const int64_t a = attn_idx(in.mask_indptr, b), e = attn_idx(in.mask_indptr, b + 1);
+        const int64_t need = (int64_t)r.ext * len;
+        const bool bad = a < 0 || a > in.mask_len || e - a != need || e > in.mask_len;
+        if (bad) {
+            /* the first bad value: the block's start, else its end */
+            const bool start_bad = a < 0 || a > in.mask_len;
+            sgl_fault_note_code(in.fault, SGL_FAULT_MASK_INDPTR, 0, start_bad ? b : b + 1, start_bad ? a : e,
+                                start_bad ? 0 : a + need, start_bad ? in.mask_len + 1 : a + need + 1);
+            r.q_pos0 = r.kv_lo = r.kv_hi = 0;
+        }
     }
     return r;
 }
@@ -212,7 +232,7 @@ GC_DEV int plan_extend_cost(const plan_extend_req &r, int tile, const attn_exten
     int rows = r.ext - tile * pl.block_m;
     if (rows > pl.block_m) rows = pl.block_m;
     int hi = r.kv_hi;
-    if (!pl.cross && r.q_pos0 + tile * pl.block_m + rows < hi) hi = r.q_pos0 + tile * pl.block_m + rows;
+    if (r.vis == ATTN_VIS_CAUSAL && r.q_pos0 + tile * pl.block_m + rows < hi) hi = r.q_pos0 + tile * pl.block_m + rows;
     int cols = hi - r.kv_lo;
     return cols <= 0 ? 0 : (cols + pl.block_n - 1) / pl.block_n;
 }
@@ -270,13 +290,14 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_extend_kernel(att
             if (slot >= pl.max_items) continue; /* never, by the bound */
             attn_extend_item it;
             it.b = b;
-            it.row = r.row;
+            /* encoder-only: row + column = the token's row in the call's k / v */
+            it.row = pl.self_vis == ATTN_SELF_NEW_ONLY && !pl.cross ? qoff - r.q_pos0 : r.row;
             it.q_tok0 = qoff + k * pl.block_m;
             it.nrows = ext - k * pl.block_m < pl.block_m ? ext - k * pl.block_m : pl.block_m;
             it.q_pos0 = r.q_pos0 + k * pl.block_m;
             it.kv_lo = r.kv_lo;
             it.kv_hi = r.kv_hi;
-            it.causal = !pl.cross;
+            it.causal = r.vis;
             pl.items[slot] = it;
         }
     }
@@ -315,7 +336,7 @@ __global__ __launch_bounds__(ATTN_CHECK_THREADS) void attn_check_items_kernel(at
         if (c.extend) {
             const attn_extend_item it = ((const attn_extend_item *)items)[i];
             row = it.row, lo = it.kv_lo, hi = it.kv_hi;
-            if (it.causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
+            if (it.causal == ATTN_VIS_CAUSAL && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
         } else {
             const attn_decode_item it = ((const attn_decode_item *)items)[i];
             row = it.row, lo = it.kv_begin, hi = it.kv_end;

@@ -40,7 +40,8 @@ void sgl_sdk_cuda_fault_free(sgl_sdk_cuda_fault *f) {
 const char *sgl_sdk_fault_tensor_name(int tensor) {
     static const char *const names[SGL_FAULT_COUNT_] = {
         "index tensor", "out_cache_loc",   "req_to_token", "req_pool_indices", "seq_lens",
-        "extend_seq_lens", "encoder_lens", "prefix_lens",  "state_indices", "topk_indices"};
+        "extend_seq_lens", "encoder_lens", "prefix_lens",  "state_indices", "topk_indices",
+        "mask_indptr"};
     return tensor > 0 && tensor < SGL_FAULT_COUNT_ ? names[tensor] : names[0];
 }
 
