@@ -62,6 +62,13 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, const char *c
                  call, g->batch_size, g->num_tokens, b->graph_max_bs, b->graph_max_tokens);
         return SGL_ATTN_E_INVALID;
     }
+    if (g->forward_mode == SGL_ATTN_MODE_TARGET_VERIFY) {
+        /* a captured batch pads its requests to length graph_seq_len_fill_value (1),
+         * shorter than a verify request's tokens: not declared (SGL_ATTN_FEAT_GRAPH_VERIFY) */
+        snprintf(b->err, sizeof b->err, "%s: forward_mode target_verify: cuda_attn does not capture verify batches",
+                 call);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     return ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
 }
 
