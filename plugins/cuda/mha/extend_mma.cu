@@ -37,7 +37,9 @@ template <int D> struct extend_mma_cfg {
     static constexpr size_t SMEM = (size_t)(Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
 };
 
-template <int DT, int D>
+/* TREE: the instantiation for batches with a tree mask (p.mask set); the
+ * others carry no mask code, so their registers are the plain kernel's. */
+template <int DT, int D, bool TREE>
 __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_fwd p) {
     using C = extend_mma_cfg<D>;
     constexpr int BM = C::BM, BN = C::BN, S = C::STAGES, CH = D / 8, NB = D / 8, SN = BN / 8;
@@ -52,7 +54,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     const int head = blockIdx.x, kvh = head / p.group;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
-    const bool causal = it.causal == ATTN_VIS_CAUSAL, tree = it.causal == ATTN_VIS_TREE;
+    const bool causal = it.causal == ATTN_VIS_CAUSAL, tree = TREE && it.causal == ATTN_VIS_TREE;
     const int window = causal ? p.window : -1;
 
     for (int i = tid; i < BM * CH; i += ATTN_EM_THREADS) {
@@ -99,10 +101,12 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
         const int qpos = h ? qpos_hi : qpos_lo;
         chi[h] = causal && qpos + 1 < hi ? qpos + 1 : hi;
         clo[h] = window >= 0 ? qpos - window : INT_MIN;
-        if (tree) {
-            const int r = r0 + g + 8 * h;
-            mrow[h] = attn_mask_base(p, it) + (int64_t)r * (it.kv_hi - it.kv_lo);
-            if (r >= it.nrows) chi[h] = INT_MIN;
+        if constexpr (TREE) {
+            if (tree) {
+                const int r = r0 + g + 8 * h;
+                mrow[h] = attn_mask_base(p, it) + (int64_t)r * (it.kv_hi - it.kv_lo);
+                if (r >= it.nrows) chi[h] = INT_MIN;
+            }
         }
     }
     /* Without a soft-cap (and a positive scale) S stays raw: the row max of raw
@@ -164,7 +168,8 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
                 for (int i = 0; i < 4; i++) {
                     const int col = t0 + n * 8 + t4 * 2 + (i & 1);
                     bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
-                    if (tree) vis = vis && __ldg(p.mask + mrow[i >> 1] + col) != 0; /* the mask replaces causality */
+                    if constexpr (TREE) /* the mask replaces causality */
+                        vis = vis && (!tree || __ldg(p.mask + mrow[i >> 1] + col) != 0);
                     s[n][i] = vis ? s[n][i] : ATTN_NEG_INF;
                 }
         }
@@ -241,13 +246,20 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
 }
 
 template <int DT, int D> static int setup(void) {
-    return (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)extend_mma_cfg<D>::SMEM);
+    int e = (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, D, false>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_mma_cfg<D>::SMEM);
+    if (!e)
+        e = (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, D, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)extend_mma_cfg<D>::SMEM);
+    return e;
 }
 
 template <int DT, int D> static int launch(const attn_fwd *p, int grid_items, cudaStream_t st) {
     dim3 grid((unsigned)p->hq, (unsigned)grid_items);
-    attn_extend_mma_kernel<DT, D><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D>::SMEM, st>>>(*p);
+    if (p->mask)
+        attn_extend_mma_kernel<DT, D, true><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D>::SMEM, st>>>(*p);
+    else
+        attn_extend_mma_kernel<DT, D, false><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D>::SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 

@@ -346,7 +346,7 @@ struct wg_rows {
  * because scale > 0); with one, each score goes through attn_score first.
  * Masks (only on tiles that need them) are attn_visible as per-row column
  * bounds [clo, chi) and a select per score: no branch per score. */
-template <int BN>
+template <int BN, bool TREE>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
                        bool need_mask, int q4, const uint32_t (&tbits)[2]) {
     const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
@@ -368,7 +368,8 @@ GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const att
             for (int i = 0; i < 4; i++) {
                 const int col = t0 + 8 * j + 2 * q4 + (i & 1);
                 bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
-                if (k.tree) vis = vis && ((tbits[i >> 1] >> (2 * j + (i & 1))) & 1u); /* the mask replaces causality */
+                if constexpr (TREE) /* the mask replaces causality */
+                    vis = vis && (!k.tree || ((tbits[i >> 1] >> (2 * j + (i & 1))) & 1u));
                 s[4 * j + i] = vis ? s[4 * j + i] : ATTN_NEG_INF;
             }
     }
@@ -441,7 +442,7 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
 
 /* A consumer warpgroup: per tile, S = Q K^T, wait, the softmax, O += P V,
  * wait, release the stage; Q is released after the pair's last S. */
-template <int DT, int D>
+template <int DT, int D, bool TREE>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar, long long total, int wg) {
     using C = extend_wg_cfg<D>;
     constexpr int BN = C::BN, ST = C::STAGES;
@@ -466,7 +467,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
         const bool idle = 64 * wg >= k.nrows;
         /* Tree verify: the bytes of this thread's two rows start at mrow[h]. */
         int64_t mrow[2] = {0, 0};
-        if (k.tree) {
+        if (TREE && k.tree) {
             const int64_t base = attn_mask_base(p, p.eitems[k.item]);
 #pragma unroll
             for (int h = 0; h < 2; h++) mrow[h] = base + (int64_t)(row_lo + 8 * h) * (k.hi - k.lo);
@@ -479,7 +480,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
         if (k.ntiles == 0) wg_release(bar.q_empty(), lane);
         /* mask only where some (row, column) pair of the tile can be invisible */
         auto need_mask = [&](int t0) {
-            return k.tree || t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) ||
+            return (TREE && k.tree) || t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) ||
                    (k.window >= 0 && t0 < qmax - k.window);
         };
         for (int j = 0; j < k.ntiles; j++, g++) {
@@ -498,7 +499,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
             /* tree verify: this tile's mask bits of the thread's two rows, loaded
              * while the S wgmma runs (bit 2j + e: column t0 + 8j + 2 q4 + e) */
             uint32_t tbits[2] = {0u, 0u};
-            if (k.tree) {
+            if (TREE && k.tree) {
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     if (row_lo + 8 * h >= k.nrows) continue; /* rows past the item see nothing */
@@ -516,7 +517,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
             wg_pin(s);
             if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN>(s, st, corr, p, k, t0, need_mask(t0), q4, tbits);
+            wg_softmax<BN, TREE>(s, st, corr, p, k, t0, need_mask(t0), q4, tbits);
             wg_scale_o<D>(o, corr);
             wg_pack_p<DT, BN>(pa, s);
             wg_pin(o);
@@ -538,9 +539,11 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
 /* The kernels: grid = min(SMs, pairs), 384 threads, extend_wg_cfg<D>::SMEM
  * bytes of dynamic shared memory (set by attn_wgmma_setup).  One body, the
  * producer as a template parameter: attn_extend_wgmma_kernel gathers with
- * cp.async, attn_extend_wgmma_tma_kernel takes page boxes by TMA. */
+ * cp.async, attn_extend_wgmma_tma_kernel takes page boxes by TMA.  TREE: the
+ * instantiation for tree verify batches (the mask bits in the consumer); the
+ * others carry no mask code. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int D, bool TMA> GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
+template <int DT, int D, bool TMA, bool TREE> GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<D>;
     extern __shared__ __align__(16) uint8_t wg_smem_raw[];
     const uint32_t raw = wg_smem(wg_smem_raw);
@@ -564,15 +567,15 @@ template <int DT, int D, bool TMA> GC_DEV void wg_kernel_body(const attn_fwd &p,
         wg_producer<D, TMA>(p, sm, bar, total, tm);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, D>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
+        wg_consumer<DT, D, TREE>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
     }
 }
 #endif
 
-template <int DT, int D>
+template <int DT, int D, bool TREE = false>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, D, false>(p, nullptr);
+    wg_kernel_body<DT, D, false, TREE>(p, nullptr);
 #else
     (void)p;
 #endif
@@ -580,11 +583,11 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(c
 
 /* The pool's K and V tensor maps ride in the parameters (__grid_constant__:
  * the TMA reads them there). */
-template <int DT, int D>
+template <int DT, int D, bool TREE = false>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p,
                                                                                  const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, D, true>(p, &tm);
+    wg_kernel_body<DT, D, true, TREE>(p, &tm);
 #else
     (void)p;
     (void)tm;
