@@ -465,13 +465,10 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
         /* A warpgroup whose 64 rows all lie past the item (a short item: verify's
          * draft tokens) computes nothing: it only keeps the barriers' counts. */
         const bool idle = 64 * wg >= k.nrows;
-        /* Tree verify: the bytes of this thread's two rows start at mrow[h]. */
-        int64_t mrow[2] = {0, 0};
-        if (TREE && k.tree) {
-            const int64_t base = attn_mask_base(p, p.eitems[k.item]);
-#pragma unroll
-            for (int h = 0; h < 2; h++) mrow[h] = base + (int64_t)(row_lo + 8 * h) * (k.hi - k.lo);
-        }
+        /* Tree verify: the bytes of this thread's first row start at mrow, its
+         * second row's 8 mask rows later. */
+        const uint8_t *mrow = p.mask;
+        if (TREE && k.tree) mrow += attn_mask_base(p, p.eitems[k.item]) + (int64_t)row_lo * (k.hi - k.lo);
 #pragma unroll
         for (int i = 0; i < D / 2; i++) o[i] = 0.f;
         mbar_wait(bar.q_full(), kq & 1);
@@ -503,12 +500,14 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<D> &bar
 #pragma unroll
                 for (int h = 0; h < 2; h++) {
                     if (row_lo + 8 * h >= k.nrows) continue; /* rows past the item see nothing */
-#pragma unroll
+                    const uint8_t *mr = mrow + (int64_t)(8 * h) * (k.hi - k.lo);
+                    /* 4 column pairs in flight at a time: the consumer's registers hold S and O */
+#pragma unroll 4
                     for (int jj = 0; jj < BN / 8; jj++)
 #pragma unroll
                         for (int e = 0; e < 2; e++) {
                             const int col = t0 + 8 * jj + 2 * q4 + e;
-                            const uint32_t v = col < k.hi ? __ldg(p.mask + mrow[h] + col) : 0u;
+                            const uint32_t v = col < k.hi ? __ldg(mr + col) : 0u;
                             tbits[h] |= (v != 0u ? 1u : 0u) << (2 * jj + e);
                         }
                 }

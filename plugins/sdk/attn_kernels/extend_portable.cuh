@@ -21,7 +21,9 @@
 #define ATTN_PE_BM 16
 #define ATTN_PE_BN GC_LANES
 
-template <int DT, int D>
+/* TREE: the instantiation for tree verify batches (p.mask set; cuda_attn);
+ * the others carry no mask code. */
+template <int DT, int D, bool TREE = false>
 __global__ __launch_bounds__(ATTN_PE_THREADS) void attn_extend_portable_kernel(attn_fwd p) {
     constexpr int BM = ATTN_PE_BM, BN = ATTN_PE_BN, RPW = BM / ATTN_PE_WARPS, DPL = D / GC_LANES;
     constexpr int ROW = D + 8; /* 16-byte pad: lanes reading different rows hit different banks */
@@ -35,9 +37,9 @@ __global__ __launch_bounds__(ATTN_PE_THREADS) void attn_extend_portable_kernel(a
     const attn_extend_item it = p.eitems[blockIdx.y];
     const int head = blockIdx.x, kvh = head / p.group;
     const int lane = gc_lane(), warp = threadIdx.x / GC_LANES;
-    const bool causal = it.causal == ATTN_VIS_CAUSAL, tree = it.causal == ATTN_VIS_TREE;
+    const bool causal = it.causal == ATTN_VIS_CAUSAL, tree = TREE && it.causal == ATTN_VIS_TREE;
     const int window = causal ? p.window : -1;
-    const int64_t mbase = tree ? attn_mask_base(p, it) : 0;
+    const int64_t mbase = TREE && tree ? attn_mask_base(p, it) : 0;
     const int64_t mrow = it.kv_hi - it.kv_lo;
 
     for (int i = threadIdx.x; i < BM * (D / 8); i += ATTN_PE_THREADS) {
@@ -93,7 +95,8 @@ __global__ __launch_bounds__(ATTN_PE_THREADS) void attn_extend_portable_kernel(a
                 for (int e = 0; e < 8; e++) dot += qf[e] * kf[e];
             }
             bool vis = col < hi && attn_visible(col, qpos, causal, window);
-            if (tree) vis = vis && r < it.nrows && p.mask[mbase + r * mrow + col] != 0; /* the mask replaces causality */
+            if (TREE && tree) /* the mask replaces causality */
+                vis = vis && r < it.nrows && p.mask[mbase + r * mrow + col] != 0;
             const float s = vis ? attn_score(p, dot) : ATTN_NEG_INF;
             float mt = s;
 #pragma unroll

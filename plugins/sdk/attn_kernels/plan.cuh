@@ -70,7 +70,7 @@ struct plan_req {
 /* The first value out of range of a request (tensor 0: none), noted once at
  * the end: one note site keeps the plan kernels' frames off local memory. */
 struct plan_fault {
-    int tensor;
+    int tensor, pos_add; /* the element: request b + pos_add */
     int64_t v, lo, hi;
 };
 GC_DEV bool plan_out(plan_fault &f, int tensor, int64_t v, int64_t lo, int64_t hi) {
@@ -78,13 +78,13 @@ GC_DEV bool plan_out(plan_fault &f, int tensor, int64_t v, int64_t lo, int64_t h
     if (!f.tensor) f.tensor = tensor, f.v = v, f.lo = lo, f.hi = hi;
     return true;
 }
-GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend) {
+GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend, bool tree = false) {
     plan_req r;
     r.row = 0;
     r.enc = r.len = r.ext = 0;
     r.ok = 0;
     plan_fault f;
-    f.tensor = 0;
+    f.tensor = f.pos_add = 0;
     f.v = f.lo = f.hi = 0;
     const int64_t row = attn_idx(in.req_pool_indices, b);
     const int64_t enc = in.encoder_lens.p ? attn_idx(in.encoder_lens, b) : 0;
@@ -97,8 +97,20 @@ GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend) {
                      plan_out(f, SGL_FAULT_ENCODER_LENS, enc, 0, (int64_t)in.max_ctx + 1) ||
                      plan_out(f, SGL_FAULT_SEQ_LENS, len, 0, (int64_t)in.max_ctx - enc + 1) || !ext_ok ||
                      (extend && plan_out(f, SGL_FAULT_EXTEND_SEQ_LENS, ext, 0, len + 1));
-    if (f.tensor) sgl_fault_note(in.fault, f.tensor, b, f.v, f.lo, f.hi);
-    if (bad) return r;
+    /* tree verify: the request's mask block, [mask_indptr[b], mask_indptr[b + 1]), is exactly
+     * new tokens x seq_len bytes inside custom_mask (a start outside, else the end) */
+    bool bad_mask = false;
+    if (tree && !bad) {
+        const int64_t a = attn_idx(in.mask_indptr, b), e = attn_idx(in.mask_indptr, b + 1);
+        const int64_t need = ext * len;
+        bad_mask = plan_out(f, SGL_FAULT_MASK_INDPTR, a, 0, in.mask_len + 1);
+        if (!bad_mask && plan_out(f, SGL_FAULT_MASK_INDPTR, e, a + need, a + need + 1 > in.mask_len + 1 ? a + need : a + need + 1)) {
+            bad_mask = true;
+            f.pos_add = 1;
+        }
+    }
+    if (f.tensor) sgl_fault_note(in.fault, f.tensor, b + f.pos_add, f.v, f.lo, f.hi);
+    if (bad || bad_mask) return r;
     r.row = (int)row;
     r.enc = (int)enc;
     r.len = (int)len;
@@ -183,14 +195,13 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
 }
 
 /* Request b in extend: where its q rows are, what it attends (nothing when
- * its indices are out of range: plan_req_get; a tree mask block that does not
- * match its lengths: noted, and the request attends nothing). */
+ * its indices or its tree mask block are out of range: plan_req_get). */
 struct plan_extend_req {
     int row, ext, q_pos0, kv_lo, kv_hi, vis;
 };
 GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend_plan &pl, int b) {
     plan_extend_req r;
-    const plan_req q = plan_req_get(in, b, true);
+    const plan_req q = plan_req_get(in, b, true, !pl.cross && pl.self_vis == ATTN_SELF_TREE);
     r.row = q.row;
     r.ext = q.ext;
     r.vis = pl.cross || pl.self_vis == ATTN_SELF_ALL || pl.self_vis == ATTN_SELF_NEW_ONLY ? ATTN_VIS_ALL
@@ -211,18 +222,6 @@ GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend
     } else {
         r.kv_lo = enc;
         r.kv_hi = enc + len;
-    }
-    if (!pl.cross && pl.self_vis == ATTN_SELF_TREE) {
-        const int64_t a = attn_idx(in.mask_indptr, b), e = attn_idx(in.mask_indptr, b + 1);
-        const int64_t need = (int64_t)r.ext * len;
-        const bool bad = a < 0 || a > in.mask_len || e - a != need || e > in.mask_len;
-        if (bad) {
-            /* the first bad value: the block's start, else its end */
-            const bool start_bad = a < 0 || a > in.mask_len;
-            sgl_fault_note_code(in.fault, SGL_FAULT_MASK_INDPTR, 0, start_bad ? b : b + 1, start_bad ? a : e,
-                                start_bad ? 0 : a + need, start_bad ? in.mask_len + 1 : a + need + 1);
-            r.q_pos0 = r.kv_lo = r.kv_hi = 0;
-        }
     }
     return r;
 }
