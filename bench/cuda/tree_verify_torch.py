@@ -97,7 +97,7 @@ def summary(d):
         else:
             print(f"  {key}: not timed: {c.get('verdict')} {c.get('message', '')}")
     if "decode" in t:
-        dec = min(t["decode"])  # timed twice (first and last), the faster
+        dec = min(t["decode"])
         print(f"cuda_attn decode B64 L4k:          {dec:9.1f} us")
         for key in ("chain", "tree"):
             if key in t:

@@ -48,7 +48,6 @@ timeout 150 "$A" bench --plugin cuda_attn --min-time 0.3 --json \
   --case "decode:b=64,l=4096,$S" \
   --case "verify:b=64,l=4096,q=64,$S,tree=1" \
   --case "verify:b=64,l=4096,q=64,$S" \
-  --case "decode:b=64,l=4096,$S" \
   > "$OUT/bench_verify.json" 2> "$OUT/bench_verify.log"
 echo "rc=$?"; tail -8 "$OUT/bench_verify.log"
 step "torch: SDPA decode and SDPA with the same tree mask, same shapes"
