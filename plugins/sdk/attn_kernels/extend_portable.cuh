@@ -37,7 +37,9 @@ __global__ __launch_bounds__(ATTN_PE_THREADS) void attn_extend_portable_kernel(a
     const attn_extend_item it = p.eitems[blockIdx.y];
     const int head = blockIdx.x, kvh = head / p.group;
     const int lane = gc_lane(), warp = threadIdx.x / GC_LANES;
-    const bool causal = it.causal == ATTN_VIS_CAUSAL, tree = TREE && it.causal == ATTN_VIS_TREE;
+    /* a launch without a mask has items of ATTN_VIS_ALL (0) and ATTN_VIS_CAUSAL (1) only */
+    const int causal = TREE ? it.causal == ATTN_VIS_CAUSAL : it.causal;
+    const bool tree = TREE && it.causal == ATTN_VIS_TREE;
     const int window = causal ? p.window : -1;
     const int64_t mbase = TREE && tree ? attn_mask_base(p, it) : 0;
     const int64_t mrow = it.kv_hi - it.kv_lo;
