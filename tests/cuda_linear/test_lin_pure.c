@@ -89,7 +89,7 @@ static void test_dims(void) {
         size_t offs[40];
         int no = 0;
         offs[no++] = L.conv, offs[no++] = L.ssm, offs[no++] = L.iconv, offs[no++] = L.issm;
-        for (int i = 0; i < 14; i++) offs[no++] = L.plan[i];
+        for (int i = 0; i < 16; i++) offs[no++] = L.plan[i];
         size_t more[] = {L.X, L.G, L.B, L.Wt, L.QGt, L.KDt, L.Ut, L.Mt, L.eG, L.Sk, L.dq, L.Qc, L.Kc, L.Vc, L.Hs, L.stage};
         for (size_t i = 0; i < sizeof more / sizeof *more; i++) offs[no++] = more[i];
         for (int i = 0; i < no; i++) {

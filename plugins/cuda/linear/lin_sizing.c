@@ -74,8 +74,8 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     ok &= add(&acc, &L->iconv, (size_t)pool.iconv, esz, 1);
     ok &= add(&acc, &L->issm, (size_t)pool.issm, esz, 1);
     /* plan arrays, in lin_plan_dev order */
-    const size_t plan_len[14] = {R, R, R, R, R, R, T, CH, CH, CH, 1, R, R, 4};
-    for (int i = 0; i < 14; i++) ok &= add(&acc, &L->plan[i], plan_len[i], 1, sizeof(int32_t));
+    const size_t plan_len[16] = {R, R, R, R, R, R, T, CH, CH, CH, 1, R, R, 4, 8, R};
+    for (int i = 0; i < 16; i++) ok &= add(&acc, &L->plan[i], plan_len[i], 1, sizeof(int32_t));
     const int xconv = d->kind != SGL_ATTN_HYBRID_LIGHTNING && d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
     ok &= add(&acc, &L->X, L->need_simple && xconv ? T : 0, (size_t)d->conv_dim, sizeof(float));
     ok &= add(&acc, &L->G, L->need_simple ? T : 0, HV * (size_t)d->gc, sizeof(float));
