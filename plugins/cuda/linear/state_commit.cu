@@ -107,21 +107,17 @@ LK_DEV lk_sb_entry lk_sb_at(const lin_sb_args &a, int i) {
 /* One block: ranges of every entry, then a dst written twice, then (copy) a
  * dst another entry reads; *ok = 1 when all pass. */
 __global__ __launch_bounds__(1024) void lin_sb_check_kernel(lin_sb_args a) {
-    __shared__ int bad;
     const bool has_src = a.op == 2 || a.op == 4, has_steps = a.op == 3 || a.op == 4;
-    if (threadIdx.x == 0) {
-        bad = 0;
-        a.err[0] = a.err[1] = a.err[2] = a.err[3] = 0;
-    }
+    if (threadIdx.x == 0) a.err[0] = a.err[1] = a.err[2] = a.err[3] = 0;
     __syncthreads();
+    int bad = 0;
     for (int i = threadIdx.x; i < a.count; i += blockDim.x) {
         const lk_sb_entry e = lk_sb_at(a, i);
         if (e.d < -1 || e.d >= a.slots) lk_flag(a.err, LIN_ERR_SB_DST, i, e.d), bad = 1;
         else if (has_src && (e.s < (e.d < 0 ? -1 : 0) || e.s >= a.slots)) lk_flag(a.err, LIN_ERR_SB_SRC, i, e.s), bad = 1;
         else if (has_steps && (e.t < -1 || e.t >= a.nsteps)) lk_flag(a.err, LIN_ERR_SB_STEP, i, e.t), bad = 1;
     }
-    __syncthreads();
-    if (!bad)
+    if (!__syncthreads_or(bad))
         for (int i = threadIdx.x; i < a.count; i += blockDim.x) {
             const lk_sb_entry e = lk_sb_at(a, i);
             if (!e.live) continue;
@@ -138,10 +134,11 @@ __global__ __launch_bounds__(1024) void lin_sb_check_kernel(lin_sb_args a) {
                 }
             }
         }
-    __syncthreads();
+    bad = __syncthreads_or(bad);
     if (threadIdx.x == 0) {
         *a.ok = !bad;
-        if (bad) lk_fault_note(a.fault, a.err, SGL_FAULT_STATE_INDICES, -1, a.err[0] == LIN_ERR_SB_STEP ? a.nsteps : a.slots);
+        if (bad)
+            lk_fault_note(a.fault, a.err, SGL_FAULT_STATE_INDICES, -1, a.err[0] == LIN_ERR_SB_STEP ? a.nsteps : a.slots);
     }
 }
 
