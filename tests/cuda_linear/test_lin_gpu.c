@@ -215,15 +215,19 @@ static void run_cfg(const cfg *c) {
 /* Capture one decode step of both own layers in a CUDA graph; replay it,
  * then change the slots in device memory, re-plan with the replay hook and
  * replay again: the outputs follow the reference each time. */
-static void graph_test(int kind, const lt_shape *sh) {
+static void graph_test(int kind, const lt_shape *sh, int caller) {
     lt_weight_dt = LT_F32;
+    lt_caller_mode = caller; /* caller-owned state: the slot kernel and the tensors' pointers captured too */
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
     setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
     lt_scen s;
     char label[96];
-    snprintf(label, sizeof label, "%s graph capture/replay", plugin_name(kind));
-    if (scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 99, label) != 0) {
+    snprintf(label, sizeof label, "%s graph capture/replay%s", plugin_name(kind),
+             caller ? " (caller state+indices)" : "");
+    const int opened = scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 99, label);
+    lt_caller_mode = 0;
+    if (opened != 0) {
         LT_CHECK(0, "%s: could not create the instance", label);
         scen_close(&s);
         return;
@@ -257,6 +261,8 @@ static void graph_test(int kind, const lt_shape *sh) {
     rc = s.b->ops->init_forward_metadata_capture(s.b, &g);
     LT_CHECK(rc == SGL_ATTN_OK, "capture hook: %d %s", rc, s.b->ops->last_error(s.b));
     lt_io io[LT_OWN];
+    s.cur_bs = 4;
+    memcpy(s.cur_slots, slots, sizeof slots);
     for (int l = 0; l < LT_OWN; l++) lt_io_make(&s, l, 4, 0, &bt, &io[l]);
     cudaStream_t st = (cudaStream_t)s.stream;
     cudaGraph_t graph = NULL;
@@ -275,6 +281,10 @@ static void graph_test(int kind, const lt_shape *sh) {
             memcpy(slots, s2, sizeof slots);
             for (int i = 0; i < 4; i++) lt_set(&si, (size_t)i, slots[i]);
             lt_upload(&si);
+            for (int l = 0; l < LT_OWN && caller == 2; l++) { /* the layers' own slots, in place */
+                for (int i = 0; i < 4; i++) lt_set(&io[l].csi, (size_t)i, scen_cslot(&s, slots[i]));
+                lt_upload(&io[l].csi);
+            }
             rc = s.b->ops->init_forward_metadata_replay(s.b, &g);
             LT_CHECK(rc == SGL_ATTN_OK, "replay hook: %d %s", rc, s.b->ops->last_error(s.b));
         }
@@ -285,6 +295,7 @@ static void graph_test(int kind, const lt_shape *sh) {
         for (int l = 0; l < LT_OWN && e == cudaSuccess; l++)
             lt_io_check(&s, l, &io[l], SGL_ATTN_MODE_DECODE, 4, slots, n, NULL, 0, 4);
     }
+    scen_check_caller_state(&s);
     LT_CHECK(s.inner.n_capture == 1 && s.inner.n_replay == 1 && s.inner.n_graph_init == 1,
              "graph hooks reached the inner %d/%d/%d times", s.inner.n_graph_init, s.inner.n_capture,
              s.inner.n_replay);
@@ -810,11 +821,12 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
-    if (set & (F | Q1 | Q2 | Q4)) graph_test(GDN, &SH_GDN);
+    if (set & (F | Q1 | Q2 | Q4)) graph_test(GDN, &SH_GDN, 0);
     if (set & (F | Q4)) {
-        graph_test(MAMBA2, &SH_MAMBA2);
-        graph_test(KDA, &SH_KDA);
+        graph_test(MAMBA2, &SH_MAMBA2, 0);
+        graph_test(KDA, &SH_KDA, 0);
     }
+    if (set & (F | Q11)) graph_test(GDN, &SH_GDN, 2);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     if (set & (F | Q1)) error_tests();

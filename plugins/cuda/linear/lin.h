@@ -82,7 +82,7 @@ typedef struct lin_layout {
     int need_prep_ut;                    /* ... the prep + UT pair's buffers are there (not kda) */
     size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode_operands_per] */
     int need_stream;                     /* ... and its buffer is there (K = 128) */
-    size_t stage;                        /* host-index staging: 3 x max_reqs int32 */
+    size_t stage;                        /* host-index staging: 6 x max_reqs int32 (the plan's 3, state_batch's 3) */
     size_t total;
     size_t Zs;                           /* the segmented state pass: [seg_cap][hv][V + K][K] float32 */
     int32_t seg_cap;                     /* ... its slots (0: only the serial pass runs) */

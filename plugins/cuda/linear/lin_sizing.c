@@ -95,7 +95,9 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     ok &= add(&acc, &L->Kc, L->need_prep_ut ? T * (size_t)d->hk : 0, K, 2);
     ok &= add(&acc, &L->Vc, L->need_prep_ut ? T * HV : 0, V, 2);
     ok &= add(&acc, &L->Hs, L->need_tc ? CH * HV : 0, V * K, 2);
-    ok &= add(&acc, &L->stage, 3 * R, 1, sizeof(int32_t));
+    /* host-index staging: the plan's three tensors (a caller-owned layer's forward may read the first),
+     * then state_batch's three, so that neither overwrites the other's */
+    ok &= add(&acc, &L->stage, 6 * R, 1, sizeof(int32_t));
     L->total = acc;
     if (!ok) {
         sgl_sdk_str(err, n, "the device buffers overflow size_t: %d layers x %d slots, max_tokens %d", d->n_lin,

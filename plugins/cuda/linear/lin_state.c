@@ -88,7 +88,7 @@ int lin_state_commit(sgl_attn_backend *b, const DLTensor *accepted) {
                                             "-1 keeps, else the accepted step", w->err, sizeof w->err)))
             return rc;
         for (int32_t i = 0; i < w->verify_n; i++) w->host_stage[i] = (int32_t)sgl_sdk_index_at(accepted, i);
-        int32_t *d = (int32_t *)(w->dev + w->L.stage);
+        int32_t *d = (int32_t *)(w->dev + w->L.stage) + (size_t)3 * (size_t)w->max_reqs; /* not the plan's half */
         if (w->verify_n &&
             (e = cudaMemcpyAsync(d, w->host_stage, (size_t)w->verify_n * sizeof(int32_t), cudaMemcpyHostToDevice,
                                  (cudaStream_t)w->stream)) != cudaSuccess)
@@ -256,7 +256,8 @@ int lin_state_batch(sgl_attn_backend *b, const sgl_attn_state_batch_args *a) {
         if ((rc = lin_sb_check_host(&hc, w->sb_keys, w->err, sizeof w->err))) return rc;
         s.checked = 1;
     }
-    /* host tensors: int32 copies in the stage (dst, src, steps) */
+    /* host tensors: int32 copies in state_batch's half of the stage (dst, src, steps): the plan's half
+     * may still be read by a caller-owned layer's forward of this batch */
     const DLTensor *ts[3] = {a->dst, has_src ? a->src : NULL, has_steps ? a->steps : NULL};
     const int host[3] = {h_dst, h_src, h_steps};
     lin_idx *ix[3] = {&s.dst, &s.src, &s.steps};
@@ -272,7 +273,7 @@ int lin_state_batch(sgl_attn_backend *b, const sgl_attn_state_batch_args *a) {
             const int64_t v = sgl_sdk_index_at(ts[k], i); /* out of int32: -2 (refused by the check kernel) */
             h[i] = v < INT32_MIN || v > INT32_MAX ? -2 : (int32_t)v;
         }
-        int32_t *d = (int32_t *)(w->dev + w->L.stage) + (size_t)k * (size_t)w->max_reqs;
+        int32_t *d = (int32_t *)(w->dev + w->L.stage) + (size_t)(3 + k) * (size_t)w->max_reqs;
         if (n && (e = cudaMemcpyAsync(d, h, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice,
                                       (cudaStream_t)stream)) != cudaSuccess)
             return device_failed(w, e, "state_batch: copying a host index tensor");
