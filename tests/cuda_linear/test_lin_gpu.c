@@ -30,7 +30,8 @@
  *                  (ops->state_batch), first on the wrapper's pool (outputs recorded), then with the state in
  *                  the test's tensors (at the batch's slots, or through linear.state_indices at slots past
  *                  create's max_reqs): the outputs exactly the pool run's and within the float64 reference's
- *                  limits, the tensors' states the reference's; then caller-state bad inputs
+ *                  limits, the tensors' states the reference's; a graph of a decode step and a state_batch
+ *                  copy on caller-owned state; caller-state bad inputs
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -267,10 +268,35 @@ static void graph_test(int kind, const lt_shape *sh, int caller) {
     cudaStream_t st = (cudaStream_t)s.stream;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
+    lt_tensor cd, cs; /* caller state: the indices of the graph's state_batch copy (allocated before capture) */
+    memset(&cd, 0, sizeof cd);
+    memset(&cs, 0, sizeof cs);
+    if (caller) {
+        lt_index_tensor(&cd, 1, (int[]){scen_cslot(&s, 5)}, 0);
+        lt_index_tensor(&cs, 1, (int[]){scen_cslot(&s, 1)}, 0);
+    }
     cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
     for (int l = 0; l < LT_OWN && e == cudaSuccess; l++) {
         rc = s.b->ops->forward_decode(s.b, &io[l].fa);
         LT_CHECK(rc == SGL_ATTN_OK, "forward_decode under capture: %d %s", rc, s.b->ops->last_error(s.b));
+    }
+    /* caller state: a state_batch copy (device indices) in the graph too: slot 1's state to slot 5 */
+    if (caller) {
+        for (int l = 0; l < LT_OWN && e == cudaSuccess; l++) {
+            sgl_attn_linear_io sio;
+            scen_state_io(&s, l, &sio);
+            sgl_attn_state_batch_args sa;
+            memset(&sa, 0, sizeof sa);
+            sa.struct_size = sizeof sa;
+            sa.op = SGL_ATTN_STATE_COPY;
+            sa.count = 1;
+            sa.dst = &cd.t;
+            sa.src = &cs.t;
+            sa.state = &sio;
+            sa.stream = s.stream;
+            rc = s.b->ops->state_batch(s.b, &sa);
+            LT_CHECK(rc == SGL_ATTN_OK, "state_batch under capture: %d %s", rc, s.b->ops->last_error(s.b));
+        }
     }
     if (e == cudaSuccess) e = cudaStreamEndCapture(st, &graph);
     if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
@@ -294,8 +320,15 @@ static void graph_test(int kind, const lt_shape *sh, int caller) {
         LT_CHECK(e == cudaSuccess, "replay %d: %s", rep, cudaGetErrorString(e));
         for (int l = 0; l < LT_OWN && e == cudaSuccess; l++)
             lt_io_check(&s, l, &io[l], SGL_ATTN_MODE_DECODE, 4, slots, n, NULL, 0, 4);
+        for (int l = 0; l < LT_OWN && caller; l++) { /* the graph's copy, in the reference */
+            memcpy(s.conv[l][5], s.conv[l][1], s.conv_n * sizeof(double));
+            memcpy(s.ssm[l][5], s.ssm[l][1], s.ssm_n * sizeof(double));
+            s.live[5] = 1;
+        }
     }
     scen_check_caller_state(&s);
+    if (cd.ref) lt_free(&cd);
+    if (cs.ref) lt_free(&cs);
     LT_CHECK(s.inner.n_capture == 1 && s.inner.n_replay == 1 && s.inner.n_graph_init == 1,
              "graph hooks reached the inner %d/%d/%d times", s.inner.n_graph_init, s.inner.n_capture,
              s.inner.n_replay);
@@ -572,6 +605,12 @@ static void caller_error_tests(void) {
     rc = ops->forward_decode(s.b, &io.fa);
     LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "linear.ssm_state is NULL"),
              "ssm_state NULL: rc %d '%s'", rc, ops->last_error(s.b));
+    /* state indices without a state tensor */
+    io.io.conv_state = NULL;
+    rc = ops->forward_decode(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "linear.state_indices is set without a state"),
+             "state_indices alone: rc %d '%s'", rc, ops->last_error(s.b));
+    io.io.conv_state = &s.cst[0].t;
     io.io.ssm_state = &s.sst[0].t;
     /* a bf16 state in an f32 instance */
     bad = s.sst[0].t;

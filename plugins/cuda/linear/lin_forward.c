@@ -229,6 +229,11 @@ static int own_forward(lin_inst *w, const sgl_attn_forward_args *a) {
     sgl_sdk_lin_state cs;
     const int caller = sgl_sdk_lin_state_of(io, &cs);
     if (!caller) { /* the wrapper's pool */
+        if (cs.indices) {
+            lin_set_err(w, "%s layer %d: linear.state_indices is set without a state tensor; it indexes caller-owned "
+                        "state (linear.conv_state / ssm_state)", w->name, lid);
+            return SGL_ATTN_E_INVALID;
+        }
         if (w->pool_over_i >= 0) {
             lin_set_err(w, "%s layer %d: batch.state_indices[%d] = %lld; expected -1 (padding) or a slot 0..%d of the "
                         "wrapper's pool (a larger slot needs the layer's state in linear_io: caller-owned state)",

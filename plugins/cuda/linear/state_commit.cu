@@ -83,9 +83,10 @@ __global__ __launch_bounds__(256) void lin_cslot_kernel(lin_cslot_args c) {
     }
 }
 
-extern "C" int lin_launch_cslots(const lin_cslot_args *c, void *stream) {
-    if (c->bs <= 0) return 0;
-    LK_LAUNCH(lin_cslot_kernel, 1, 256, 0, (cudaStream_t)stream, *c);
+extern "C" int lin_launch_cslots(const lin_cslot_args *cp, void *stream) {
+    if (cp->bs <= 0) return 0;
+    const lin_cslot_args c = *cp; /* by value: the emulator's graph capture keeps the launch's arguments */
+    LK_LAUNCH(lin_cslot_kernel, 1, 256, 0, (cudaStream_t)stream, c);
     return (int)cudaGetLastError();
 }
 
@@ -166,13 +167,14 @@ __global__ __launch_bounds__(256) void lin_sb_apply_kernel(lin_sb_args a) {
     }
 }
 
-extern "C" int lin_launch_state_batch(const lin_sb_args *a, void *stream) {
-    if (a->count <= 0 || a->layers <= 0) return 0;
-    if (!a->checked) {
-        LK_LAUNCH(lin_sb_check_kernel, 1, 1024, 0, (cudaStream_t)stream, *a);
+extern "C" int lin_launch_state_batch(const lin_sb_args *ap, void *stream) {
+    if (ap->count <= 0 || ap->layers <= 0) return 0;
+    const lin_sb_args a = *ap; /* by value: the emulator's graph capture keeps the launch's arguments */
+    if (!a.checked) {
+        LK_LAUNCH(lin_sb_check_kernel, 1, 1024, 0, (cudaStream_t)stream, a);
         const int e = (int)cudaGetLastError();
         if (e) return e;
     }
-    LK_LAUNCH(lin_sb_apply_kernel, dim3((unsigned)a->count, (unsigned)a->layers), 256, 0, (cudaStream_t)stream, *a);
+    LK_LAUNCH(lin_sb_apply_kernel, dim3((unsigned)a.count, (unsigned)a.layers), 256, 0, (cudaStream_t)stream, a);
     return (int)cudaGetLastError();
 }
