@@ -32,6 +32,8 @@
  *                  create's max_reqs): the outputs exactly the pool run's and within the float64 reference's
  *                  limits, the tensors' states the reference's; a graph of a decode step and a state_batch
  *                  copy on caller-owned state; caller-state bad inputs
+ *     LT_QUICK=12  LT_QUICK=11's first config (gdn's defaults), its graph and bad inputs (racecheck of the
+ *                  caller-state kernels)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -58,8 +60,8 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11 */
-enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256 };
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12 */
+enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4 };
@@ -801,7 +803,7 @@ typedef struct ccfg {
     int mode;
 } ccfg;
 static const ccfg caller_configs[] = {
-    {{F | Q11, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
+    {{F | Q11 | Q12, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
     {{Q11, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, OPS, 0, NULL}, 1},
     {{Q11, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
     {{Q11, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
@@ -829,9 +831,9 @@ int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
-                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : 0;
+                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10 or 11 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11 or 12 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -865,11 +867,11 @@ int main(int argc, char **argv) {
         graph_test(MAMBA2, &SH_MAMBA2, 0);
         graph_test(KDA, &SH_KDA, 0);
     }
-    if (set & (F | Q11)) graph_test(GDN, &SH_GDN, 2);
+    if (set & (F | Q11 | Q12)) graph_test(GDN, &SH_GDN, 2);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     if (set & (F | Q1)) error_tests();
-    if (set & (F | Q11)) caller_error_tests();
+    if (set & (F | Q11 | Q12)) caller_error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
     (void)handles;
     return lt_failures ? 1 : 0;
