@@ -196,9 +196,6 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
                               (int32_t)(uint32_t)((uint64_t)f.value >> 32)};
         return lin_report_device_err(w, e, f.hi, "init_forward_metadata (an earlier batch or state_batch)");
     }
-    /* the previous batch's slot past the pool matters once one of its layers used the pool */
-    const int check_over = w->graph_replaying ? w->graph_pool_fwd : w->pool_fwd;
-    w->pool_fwd = 0;
     w->pool_over_i = -1;
     const int32_t tpr = b->tokens_per_req > 0 ? b->tokens_per_req : 1;
     if (mode == SGL_ATTN_MODE_IDLE) {
@@ -273,7 +270,9 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     pa.max_reqs = w->max_reqs;
     pa.chunk = LIN_CHUNK;
     pa.verify = mode == SGL_ATTN_MODE_TARGET_VERIFY;
-    pa.check_over = check_over;
+    /* the previous plan's slot past the pool matters once a layer of its batch used the pool */
+    pa.check_over = w->graph_replaying ? w->graph_pool_fwd : w->pool_fwd;
+    w->pool_fwd = 0;
     pa.fault = w->fault.dev;
     w->plan_si = pa.state_indices;
     w->plan_capturing = capturing;
