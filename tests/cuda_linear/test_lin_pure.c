@@ -389,7 +389,7 @@ static void test_caller_state(void) {
     const sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 2, 4, 128, 64, 4, 0, SGL_ATTN_DT_F32, 4, 0x2);
     lin_dims d;
     LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "gdn dims: %s", why);
-    static float buf[4];
+    static _Alignas(16) float buf[4];
     const DLDataType f32 = {kDLFloat, 32, 1}, bf16 = {kDLBfloat, 16, 1};
     const int64_t S = 10, C = d.conv_dim;
     ftensor conv, ssm, iconv, issm;
@@ -436,6 +436,12 @@ static void test_caller_state(void) {
         *bad[i].f = keep;
         bad[i].f->t.shape = bad[i].f->shape;
     }
+    /* a view that does not start on 16 bytes */
+    issm.t.byte_offset = 4;
+    rc = lin_check_caller_state(&d, &io, 0, 3, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+    LT_CHECK(rc == SGL_ATTN_E_UNSUPPORTED && strstr(why, "linear.intermediate_ssm_state starts at an address"),
+             "misaligned: %s", why);
+    issm.t.byte_offset = 0;
     /* one S over the tensors; ssm_state missing */
     conv.shape[0] = S + 1;
     rc = lin_check_caller_state(&d, &io, 0, 0, "gdn_cuda layer 0: ", &cs, why, sizeof why);

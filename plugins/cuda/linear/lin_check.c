@@ -65,12 +65,20 @@ int lin_check_caller_state(const lin_dims *d, const sgl_attn_linear_io *io, int 
         const char *name;
     } all[4] = {{cs->conv, "conv_state"}, {cs->ssm, "ssm_state"}, {cs->iconv, "intermediate_conv_state"},
                 {cs->issm, "intermediate_ssm_state"}};
-    for (int i = 0; i < 4; i++)
-        if (all[i].t && all[i].t->device.device_type != kDLCUDAHost && all[i].t->device.device_id != device) {
+    for (int i = 0; i < 4; i++) {
+        if (!all[i].t) continue;
+        if (all[i].t->device.device_type != kDLCUDAHost && all[i].t->device.device_id != device) {
             sgl_sdk_str(err, n, "%slinear.%s is on CUDA device %d; expected device %d (the instance's)", prefix,
                         all[i].name, (int)all[i].t->device.device_id, device);
             return SGL_ATTN_E_INVALID;
         }
+        /* the kernels move state rows 16 bytes at a time, as in the pool */
+        if ((uintptr_t)sgl_sdk_data(all[i].t) % 16) {
+            sgl_sdk_str(err, n, "%slinear.%s starts at an address that is not a multiple of 16 bytes (data + "
+                        "byte_offset); expected 16-byte aligned state", prefix, all[i].name);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+    }
     if (cs->slots > INT32_MAX) {
         sgl_sdk_str(err, n, "%slinear.%s has %lld slots; expected at most %d", prefix,
                     cs->conv ? "conv_state" : "ssm_state", (long long)cs->slots, INT32_MAX);
