@@ -31,6 +31,29 @@ static int check(const DLTensor *t, const char *name, const char *meaning, int n
     return sgl_sdk_check_tensor(t, &s, err, n);
 }
 
+/* A [T, h, dims] tensor of CUDA memory of `device` whose rows (token t,
+ * head j: row t * h + j) are evenly spaced, ld elements apart, ld a multiple
+ * of 8 (16-byte rows): compact, or a view into a wider buffer. */
+static int check_rows(const DLTensor *t, const char *name, const char *meaning, int64_t T, int64_t h, int64_t dims,
+                      uint32_t dtypes, int32_t device, int64_t *ld, char *err, size_t n) {
+    const sgl_sdk_tensor_spec s = {name, meaning, 3, {T, h, dims, 0}, dtypes, SGL_SDK_DEV_CUDA, device,
+                                   SGL_SDK_T_ROWS | SGL_SDK_T_INT32, 16u};
+    int rc = sgl_sdk_check_tensor(t, &s, err, n);
+    if (rc) return rc;
+    int64_t st[SGL_SDK_MAX_DIMS];
+    sgl_sdk_strides(t, &s, st);
+    const int64_t row = h > 1 ? st[1] : T > 1 ? st[0] : dims;
+    if (row < dims || (T > 1 && st[0] != row * h)) {
+        snprintf(err, n,
+                 "%s: strides [%lld, %lld, 1]; expected evenly spaced rows of >= %lld elements (token stride = "
+                 "%lld heads x head stride)",
+                 name, (long long)st[0], (long long)st[1], (long long)dims, (long long)h);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    *ld = row;
+    return SGL_ATTN_OK;
+}
+
 static mla_index index_of(const DLTensor *t) {
     mla_index ix = {(const int32_t *)sgl_sdk_data(t), sgl_sdk_numel(t), t->dtype.bits == 64, 0};
     return ix;
@@ -112,13 +135,35 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     }
     const int64_t T = t_planned, HQ = l->num_q_heads;
     const uint32_t half = SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F16;
-    if ((rc = check(a->q, "q", "num_tokens, num_q_heads, 576: absorbed MLA q, rank 512 + rope 64", 3, T, HQ,
-                    MLA_D_QK, half, device, 1, err, n)))
+    const DLTensor *qr = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope);
+    const DLTensor *kr = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope);
+    if (kr && !qr) {
+        snprintf(err, n, "forward args k_rope is set but q_rope is NULL; give q_rope beside q (and k_rope beside k), "
+                         "or neither");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (qr) { /* the rope split: latent q [T, Hq, 512], q_rope [T, Hq, 64] */
+        if ((rc = check_rows(a->q, "q", "num_tokens, num_q_heads, 512: the latent q (q_rope beside it)", T, HQ,
+                             MLA_D_V, half, device, &v->q_ld, err, n)))
+            return rc;
+    } else if ((rc = check(a->q, "q", "num_tokens, num_q_heads, 576: absorbed MLA q, rank 512 + rope 64", 3, T, HQ,
+                           MLA_D_QK, half, device, 1, err, n))) {
         return rc;
+    }
     v->q_dt = mla_dtype_of(a->q->dtype);
     v->q = sgl_sdk_data(a->q);
     /* out, the new latent rows and a 16-bit pool: q's dtype */
     const uint32_t q_bit = dt_bit(v->q_dt);
+    if (qr) {
+        if ((rc = check_rows(qr, "forward args q_rope", "num_tokens, num_q_heads, 64: q's rope dims", T, HQ,
+                             MLA_D_QK - MLA_D_V, q_bit, device, &v->qr_ld, err, n)))
+            return rc;
+        v->q_rope = sgl_sdk_data(qr);
+    } else {
+        v->q_ld = v->qr_ld = MLA_D_QK;
+        v->q_rope = (const uint16_t *)v->q + MLA_D_V;
+    }
+    if ((rc = mla_check_tree(b, device, NULL, NULL, v, err, n))) return rc;
     if ((rc = check(a->out, "out", "num_tokens, num_q_heads, 512", 3, T, HQ, MLA_D_V, q_bit, device, 1, err, n)))
         return rc;
     v->out = (void *)sgl_sdk_data(a->out);
@@ -160,14 +205,82 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     v->req_pool_indices = index_of(b->req_pool_indices);
 
     if (a->save_kv_cache) {
-        if ((rc = check(a->k, "k", "num_tokens, 1, 576: the new latent rows", 3, T, 1, MLA_D_QK, q_bit, device, 1,
-                        err, n)))
+        if (qr && !kr) {
+            snprintf(err, n, "save_kv_cache with q_rope but no k_rope: the pool row is the latent k then its rope "
+                             "part; give k_rope beside k");
+            return SGL_ATTN_E_INVALID;
+        }
+        if (kr) {
+            if ((rc = check_rows(a->k, "k", "num_tokens, 1, 512: the new latent rows (k_rope beside them)", T, 1,
+                                 MLA_D_V, q_bit, device, &v->k_ld, err, n)) ||
+                (rc = check_rows(kr, "forward args k_rope", "num_tokens, 1, 64: the new rows' rope dims", T, 1,
+                                 MLA_D_QK - MLA_D_V, q_bit, device, &v->kr_ld, err, n)))
+                return rc;
+            v->k_rope = sgl_sdk_data(kr);
+        } else if ((rc = check(a->k, "k", "num_tokens, 1, 576: the new latent rows", 3, T, 1, MLA_D_QK, q_bit, device,
+                               1, err, n))) {
             return rc;
+        }
         v->k = sgl_sdk_data(a->k);
+        if (!kr) {
+            v->k_ld = v->kr_ld = MLA_D_QK;
+            v->k_rope = (const uint16_t *)v->k + MLA_D_V;
+        }
         if ((rc = check(b->out_cache_loc, "out_cache_loc", "num_tokens", 1, T, 0, 0, 0, device, 0, err, n)))
             return rc;
         v->loc = index_of(b->out_cache_loc);
     }
+    return SGL_ATTN_OK;
+}
+
+int mla_check_tree(const sgl_attn_batch *b, int32_t device, const int32_t *q_len, const int32_t *prefix,
+                   mla_fwd_view *v, char *err, size_t n) {
+    const DLTensor *m = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, custom_mask);
+    const DLTensor *ip = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, mask_indptr);
+    v->mask = NULL;
+    v->mask_n = 0;
+    memset(&v->mask_indptr, 0, sizeof v->mask_indptr);
+    if (!m && !ip) return SGL_ATTN_OK;
+    if (!m || !ip) {
+        snprintf(err, n, "batch.%s is set without batch.%s; tree verify needs both", m ? "custom_mask" : "mask_indptr",
+                 m ? "mask_indptr" : "custom_mask");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (b->forward_mode != SGL_ATTN_MODE_TARGET_VERIFY) {
+        snprintf(err, n, "batch.custom_mask is set in forward_mode %d; it is a target-verify (3) input",
+                 b->forward_mode);
+        return SGL_ATTN_E_INVALID;
+    }
+    const DLDataType dt = m->dtype;
+    if (!((dt.code == kDLUInt || dt.code == 6 /* kDLBool */) && dt.bits == 8 && dt.lanes == 1)) {
+        snprintf(err, n, "batch.custom_mask: dtype code %d, %d bits, %d lanes; expected uint8 or bool (one byte an "
+                         "entry)",
+                 dt.code, dt.bits, dt.lanes);
+        return SGL_ATTN_E_INVALID;
+    }
+    /* the SDK's checks of device, shape and layout, on a one-byte dtype it knows */
+    DLTensor mb = *m;
+    mb.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3FN_CODE;
+    int rc = check(&mb, "batch.custom_mask", "sum of new tokens x seq_lens", 1, SGL_SDK_ANY, 0, 0,
+                   SGL_ATTN_DT_FP8_E4M3, device, 0, err, n);
+    if (rc) return rc;
+    const int64_t len = m->shape[0];
+    if (q_len) {
+        int64_t need = 0;
+        for (int32_t i = 0; i < b->batch_size; i++) need += (int64_t)q_len[i] * (prefix[i] + q_len[i]);
+        if (len < need) {
+            snprintf(err, n, "batch.custom_mask has %lld entries; the batch's masks take %lld (sum of new tokens x "
+                             "seq_lens)",
+                     (long long)len, (long long)need);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if ((rc = check(ip, "batch.mask_indptr", "batch_size + 1", 1, (int64_t)b->batch_size + 1, 0, 0, 0, device, 0, err,
+                    n)))
+        return rc;
+    v->mask = (const uint8_t *)sgl_sdk_data(m);
+    v->mask_n = len;
+    v->mask_indptr = index_of(ip);
     return SGL_ATTN_OK;
 }
 
@@ -234,8 +347,8 @@ int mla_batch_lengths(const sgl_attn_batch *b, int32_t max_reqs, int32_t max_tok
         }
         return SGL_ATTN_OK;
     }
-    if (b->forward_mode != SGL_ATTN_MODE_EXTEND) {
-        snprintf(err, n, "forward_mode %d; expected decode (2), target verify (3) or extend (1)",
+    if (b->forward_mode != SGL_ATTN_MODE_EXTEND && b->forward_mode != SGL_ATTN_MODE_DRAFT_EXTEND) {
+        snprintf(err, n, "forward_mode %d; expected decode (2), target verify (3), extend (1) or draft extend (4)",
                  b->forward_mode);
         return SGL_ATTN_E_INVALID;
     }
@@ -276,8 +389,6 @@ int mla_refuse_unserved_batch(const sgl_attn_batch *b, char *err, size_t n) {
                  SGL_ATTN_BATCH_SIZE_V1_0);
         return SGL_ATTN_E_INVALID;
     }
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, custom_mask)) return refuse(err, n, "batch.custom_mask");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, mask_indptr)) return refuse(err, n, "batch.mask_indptr");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, page_table)) return refuse(err, n, "batch.page_table");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, encoder_out_cache_loc))
         return refuse(err, n, "batch.encoder_out_cache_loc");
@@ -294,8 +405,6 @@ int mla_refuse_unserved(const sgl_attn_forward_args *a, char *err, size_t n) {
     int rc = mla_refuse_unserved_batch(a->batch, err, n);
     if (rc) return rc;
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) return refuse(err, n, "forward args lse");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) return refuse(err, n, "forward args q_rope");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return refuse(err, n, "forward args k_rope");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices)) return refuse(err, n, "forward args topk_indices");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk)) return refuse(err, n, "forward args dual_chunk");
     if (!l) return SGL_ATTN_OK; /* mla_check_layer names it */

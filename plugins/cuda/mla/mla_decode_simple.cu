@@ -9,6 +9,8 @@
  * Per chunk of 128 keys: thread i computes the full 576-long dot product of
  * key i, the CTA takes the chunk's max and exp-sum, then every thread adds
  * the chunk's weighted values to its 4 output columns (tid + 128 k).
+ * MASK (tree verify): the plan gives each token its request's whole key
+ * range and key k counts only where its custom_mask byte is set.
  */
 #include "mla_kern_common.cuh"
 
@@ -32,7 +34,7 @@ GC_DEV float simple_block_sum(float v, float *red) {
     return v;
 }
 
-template <int QDT, int KDT>
+template <int QDT, int KDT, int MASK>
 __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args a) {
     __shared__ float sq[MLA_D_QK];
     __shared__ float sp[SIMPLE_THREADS];
@@ -48,7 +50,10 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
     const char *pool = (const char *)a.pool;
 
     for (int d = tid; d < MLA_D_QK; d += SIMPLE_THREADS)
-        sq[d] = mla_q_elem<QDT>(a.q, qrow * MLA_D_QK + d);
+        sq[d] = d < MLA_D_V ? mla_q_elem<QDT>(a.q, qrow * a.q_ld + d)
+                            : mla_q_elem<QDT>(a.q_rope, qrow * a.qr_ld + (d - MLA_D_V));
+    /* tree verify: this token's mask row (n_keys = its request's seq_len) */
+    const int64_t mrow = MASK ? mla_idx(a.mask_indptr, ti.b) + (int64_t)ti.j * ti.n_keys : 0;
     __syncthreads();
 
     float m = MLA_M_INIT, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -56,7 +61,7 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
         const int key = k0 + tid;
         float s = -INFINITY;
         int64_t slot = 0;
-        if (key < ti.n_keys) {
+        if (key < ti.n_keys && (!MASK || mla_mask_at(a, mrow + key))) {
             slot = mla_slot(a, row, key);
             const void *kr = pool + slot * MLA_D_QK * kv_elem;
             float dot = 0.f;
@@ -91,7 +96,10 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
 template <int QDT, int KDT> static int launch_simple_t(const mla_fwd_args *a) {
     if (a->num_tokens <= 0 || a->hq <= 0) return 0;
     dim3 grid((unsigned)a->num_tokens, (unsigned)a->hq);
-    mla_simple_kernel<QDT, KDT><<<grid, SIMPLE_THREADS, 0, (cudaStream_t)a->stream>>>(*a);
+    if (a->mask)
+        mla_simple_kernel<QDT, KDT, 1><<<grid, SIMPLE_THREADS, 0, (cudaStream_t)a->stream>>>(*a);
+    else
+        mla_simple_kernel<QDT, KDT, 0><<<grid, SIMPLE_THREADS, 0, (cudaStream_t)a->stream>>>(*a);
     return (int)cudaGetLastError();
 }
 

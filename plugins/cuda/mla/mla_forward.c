@@ -36,6 +36,9 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     mla_fwd_view v;
     int rc = mla_check_forward(a, b->device, b->t, b->bs, &v, b->err, sizeof b->err);
     if (rc) return rc;
+    if ((v.mask != NULL) != (b->tree != 0))
+        return mla_set_error(b, SGL_ATTN_E_STATE, "forward: batch custom_mask is %s but the plan was made %s it",
+                             v.mask ? "set" : "NULL", b->tree ? "with" : "without");
     if (v.hq != b->hq)
         return mla_set_error(b, SGL_ATTN_E_INVALID,
                              "layer %d: %d q heads, but the model (and the plan) has %d", a->layer->layer_id,
@@ -48,6 +51,9 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
         mla_save_args s;
         memset(&s, 0, sizeof s);
         s.k = v.k;
+        s.k_rope = v.k_rope;
+        s.k_ld = v.k_ld;
+        s.kr_ld = v.kr_ld;
         s.pool = v.pool;
         s.loc = v.loc;
         s.num_slots = v.num_slots;
@@ -71,6 +77,12 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     mla_fwd_args f;
     memset(&f, 0, sizeof f);
     f.q = v.q;
+    f.q_rope = v.q_rope;
+    f.q_ld = v.q_ld;
+    f.qr_ld = v.qr_ld;
+    f.mask = v.mask;
+    f.mask_n = v.mask_n;
+    f.mask_indptr = v.mask_indptr;
     f.out = v.out;
     f.pool = v.pool;
     f.num_slots = v.num_slots;

@@ -46,6 +46,12 @@ GC_DEV int64_t mla_slot(const mla_fwd_args &a, int64_t row, int64_t col) {
     return mla_clamp64(s, 0, a.num_slots - 1);
 }
 
+/* Tree verify: custom_mask entry i != 0, i clamped into the tensor (its
+ * mask_indptr values are the device's; a read guard, as mla_slot's). */
+GC_DEV bool mla_mask_at(const mla_fwd_args &a, int64_t i) {
+    return __ldg(a.mask + mla_clamp64(i, 0, a.mask_n - 1)) != 0;
+}
+
 GC_DEV const mla_plan_hdr *mla_hdr(const mla_fwd_args &a) {
     return (const mla_plan_hdr *)a.plan;
 }

@@ -52,7 +52,13 @@ typedef struct mla_index {
 } mla_index;
 
 typedef struct mla_fwd_args {
-    const void *q;    /* [T, Hq, 576] */
+    /* q row r (= token * Hq + head): dims 0-511 at q + r * q_ld, the rope
+     * dims 512-575 at q_rope + r * qr_ld (elements; both multiples of 8).
+     * Unsplit q: q_rope = q + 512, both ld 576; the rope split passes the
+     * engine's two tensors, so no concatenation is made. */
+    const void *q;
+    const void *q_rope;
+    int64_t q_ld, qr_ld;
     void *out;        /* [T, Hq, 512] */
     const void *pool; /* [slots, 576] (the k_cache) */
     int64_t num_slots;
@@ -78,10 +84,20 @@ typedef struct mla_fwd_args {
     void *stream;
     const void *tmap; /* host copy of the pool's CUtensorMap (wide only) */
     sgl_gpu_fault_ref fault; /* where a bad req_pool_indices / req_to_token value is noted */
+    /* Tree verify (batch custom_mask): token t of request b sees key k iff
+     * mask[mask_indptr[b] + t * seq_len_b + k] != 0, k < seq_len_b (the
+     * plan gives every row its request's whole key range); NULL: causal. */
+    const uint8_t *mask;
+    int64_t mask_n; /* its entries: every mask read is clamped into them */
+    mla_index mask_indptr;
 } mla_fwd_args;
 
 typedef struct mla_save_args {
-    const void *k;   /* [T, 1, 576] new latent rows, q's dtype */
+    /* new row t: dims 0-511 at k + t * k_ld, 512-575 at k_rope + t * kr_ld
+     * (elements, multiples of 8), q's dtype; unsplit: k_rope = k + 512 */
+    const void *k;
+    const void *k_rope;
+    int64_t k_ld, kr_ld;
     void *pool;      /* [slots, 576] */
     mla_index loc;   /* out_cache_loc [T] */
     int64_t num_slots;
