@@ -126,15 +126,15 @@ static void test_refuse_unserved(void **st) {
         const char *name = NULL;
         switch (i) {
         case 0: f.batch.page_table = t, name = "batch.page_table"; break;
-        case 1: f.batch.custom_mask = t, name = "batch.custom_mask"; break;
+        case 1: f.layer.v_scale_tensor = t, name = "layer.v_scale_tensor"; break;
         case 2: f.batch.encoder_out_cache_loc = t, name = "batch.encoder_out_cache_loc"; break;
         case 3: f.layer.slot_map = t, name = "layer.slot_map"; break;
         case 4: f.layer.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY, name = "layer.attn_type"; break;
         case 5: f.layer.k_scale_tensor = t, name = "layer.k_scale_tensor"; break;
         case 6: f.layer.q_descale = 0.25f, name = "layer.q_descale"; break;
         case 7: f.a.lse = t, name = "forward args lse"; break;
-        case 8: f.a.q_rope = t, name = "forward args q_rope"; break;
-        case 9: f.a.k_rope = t, name = "forward args k_rope"; break;
+        case 8: f.layer.q_descale_tensor = t, name = "layer.q_descale_tensor"; break;
+        case 9: f.layer.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL, name = "layer.attn_type"; break;
         case 10: f.a.topk_indices = t, name = "forward args topk_indices"; break;
         default: f.a.dual_chunk = &dca, name = "forward args dual_chunk"; break;
         }
@@ -150,6 +150,142 @@ static void test_refuse_unserved(void **st) {
     f.batch.struct_size = SGL_ATTN_BATCH_SIZE_V1_0 - 8;
     assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(f.err, "batch struct_size"));
+}
+
+/* The rope split: q [T, Hq, 512] beside q_rope [T, Hq, 64], k [T, 1, 512]
+ * beside k_rope [T, 1, 64], compact or as evenly spaced views (sglang's
+ * slices of a fused buffer); the view's row strides; refusals by name. */
+static void test_rope_split(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    int64_t ql[3] = {T, HQ, 512}, qr[3] = {T, HQ, 64}, kl[3] = {T, 1, 512}, kr[3] = {T, 1, 64};
+    int64_t qr_st[3] = {HQ * 192, 192, 1}, bad_st[3] = {HQ * 192 + 8, 192, 1}, odd_st[3] = {HQ * 68, 68, 1};
+    int64_t kr_st[3] = {576, 576, 1};
+    void *qp = (void *)(uintptr_t)0x20000, *qrp = (void *)(uintptr_t)0x40000;
+    void *kp = (void *)(uintptr_t)0x60000, *krp = (void *)(uintptr_t)0x80400;
+    DLTensor q_lat, q_rope, k_lat, k_rope;
+    /* unsplit: the rope dims follow the latent ones in the same rows */
+    setup_fx(&f);
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.q_ld, 576);
+    assert_int_equal(v.qr_ld, 576);
+    assert_int_equal(v.k_ld, 576);
+    assert_int_equal(v.kr_ld, 576);
+    assert_ptr_equal(v.q_rope, (const char *)v.q + 1024);
+    assert_ptr_equal(v.k_rope, (const char *)v.k + 1024);
+    /* compact split */
+    setup_fx(&f);
+    q_lat = mk(ql, 3, kDLBfloat, 16, qp), q_rope = mk(qr, 3, kDLBfloat, 16, qrp);
+    k_lat = mk(kl, 3, kDLBfloat, 16, kp), k_rope = mk(kr, 3, kDLBfloat, 16, krp);
+    f.a.q = &q_lat, f.a.q_rope = &q_rope, f.a.k = &k_lat, f.a.k_rope = &k_rope;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_ptr_equal(v.q, qp);
+    assert_ptr_equal(v.q_rope, qrp);
+    assert_ptr_equal(v.k, kp);
+    assert_ptr_equal(v.k_rope, krp);
+    assert_int_equal(v.q_ld, 512);
+    assert_int_equal(v.qr_ld, 64);
+    assert_int_equal(v.k_ld, 512);
+    assert_int_equal(v.kr_ld, 64);
+    /* views: q_rope = q[..., 128:] of a [T, Hq, 192] buffer, k_rope = latent_cache[..., 512:] */
+    q_rope.strides = qr_st;
+    k_rope.strides = kr_st;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.qr_ld, 192);
+    assert_int_equal(v.kr_ld, 576);
+    /* not saving: no k_rope needed */
+    f.a.save_kv_cache = 0, f.a.k_rope = NULL;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    f.a.save_kv_cache = 1;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "k_rope"));
+    f.a.k_rope = &k_rope;
+    /* rows not evenly spaced, rows of a width that breaks 16-byte alignment */
+    q_rope.strides = bad_st;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(f.err, "forward args q_rope"));
+    assert_non_null(strstr(f.err, "evenly spaced"));
+    q_rope.strides = odd_st;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "forward args q_rope"));
+    q_rope.strides = NULL;
+    /* shapes and dtypes */
+    qr[2] = 32;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "forward args q_rope"));
+    qr[2] = 64;
+    q_rope.dtype.code = kDLFloat;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "forward args q_rope"));
+    q_rope.dtype.code = kDLBfloat;
+    kr[0] = T - 1;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "forward args k_rope"));
+    kr[0] = T;
+    f.a.q = &f.q; /* a 576-dim q beside q_rope */
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "q"));
+    assert_non_null(strstr(f.err, "512"));
+    f.a.q = &q_lat;
+    f.a.k = &f.k;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "k"));
+    f.a.k = &k_lat;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    /* k_rope without q_rope */
+    f.a.q = &f.q, f.a.q_rope = NULL, f.a.k = &f.k;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "q_rope is NULL"));
+}
+
+/* Tree verify: custom_mask (uint8 / bool, CUDA) with mask_indptr [bs + 1];
+ * both or neither, verify batches only, a mask as long as the lengths take. */
+static void test_tree(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    int64_t ms[1] = {4000}, is[1] = {BS + 1};
+    DLTensor m = mk(ms, 1, kDLUInt, 8, (void *)(uintptr_t)0x30000);
+    DLTensor ip = mk(is, 1, kDLInt, 32, (void *)(uintptr_t)0x50000);
+    setup_fx(&f);
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_null(v.mask);
+    f.batch.custom_mask = &m, f.batch.mask_indptr = &ip;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_ptr_equal(v.mask, m.data);
+    assert_int_equal(v.mask_n, 4000);
+    assert_int_equal(v.mask_indptr.n, BS + 1);
+    m.dtype.code = 6; /* bool */
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    m.dtype.code = kDLInt;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "batch.custom_mask"));
+    assert_non_null(strstr(f.err, "uint8 or bool"));
+    m.dtype.code = kDLUInt;
+    m.device.device_type = kDLCPU;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "batch.custom_mask"));
+    m.device.device_type = kDLCUDA;
+    is[0] = BS;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "batch.mask_indptr"));
+    is[0] = BS + 1;
+    f.batch.mask_indptr = NULL;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "batch.custom_mask is set without batch.mask_indptr"));
+    f.batch.mask_indptr = &ip;
+    f.batch.forward_mode = SGL_ATTN_MODE_DECODE;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "target-verify"));
+    f.batch.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
+    /* against the lengths: 3 requests x 2 tokens x (prefix + 2) keys */
+    const int32_t q_len[BS] = {2, 2, 2}, prefix[BS] = {598, 700, 696};
+    assert_int_equal(mla_check_tree(&f.batch, 1, q_len, prefix, &v, f.err, sizeof f.err), SGL_ATTN_OK);
+    ms[0] = 3999;
+    assert_int_equal(mla_check_tree(&f.batch, 1, q_len, prefix, &v, f.err, sizeof f.err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "3999 entries"));
+    assert_non_null(strstr(f.err, "4000"));
 }
 
 /* One broken field at a time: status and the words naming it. */
@@ -283,6 +419,18 @@ static void test_batch_lengths(void **st) {
     assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),
                      SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "seq_lens_cpu[1] = 9"));
+    sl[1] = 8;
+    /* draft extend: the same lengths as an extend */
+    b.forward_mode = SGL_ATTN_MODE_DRAFT_EXTEND;
+    q_len[1] = prefix[1] = -1;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err), 0);
+    assert_int_equal(q_len[1], 1);
+    assert_int_equal(prefix[1], 7);
+    b.forward_mode = 5;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "forward_mode 5"));
+    b.forward_mode = SGL_ATTN_MODE_EXTEND;
     assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, NULL, NULL, &te, q_len, prefix, err, sizeof err),
                      SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "extend_prefix_lens_cpu is NULL"));
@@ -310,6 +458,8 @@ int main(void) {
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_refuse_unserved),
         cmocka_unit_test(test_batch_lengths),
+        cmocka_unit_test(test_rope_split),
+        cmocka_unit_test(test_tree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

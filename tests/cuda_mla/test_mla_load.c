@@ -79,6 +79,12 @@ static void test_probe(void **st) {
     assert_true(c.features & SGL_ATTN_FEAT_MLA_EXTEND);
     assert_true(c.features & SGL_ATTN_FEAT_GRAPH_CAPTURE);
     assert_false(c.features & SGL_ATTN_FEAT_SLIDING_WINDOW);
+    /* ABI 1.2: what it serves, and what it still refuses by name */
+    assert_true(c.features & SGL_ATTN_FEAT_MLA_ROPE_SPLIT);
+    assert_true(c.features & SGL_ATTN_FEAT_TREE_MASK);
+    assert_true(c.features & SGL_ATTN_FEAT_DRAFT_EXTEND);
+    assert_false(c.features & SGL_ATTN_FEAT_FP8_SCALES);
+    assert_false(c.features & SGL_ATTN_FEAT_LSE);
     if (!c.available) {
         /* the runtime's own words, not an empty reason */
         assert_true(strlen(c.reason) > 8);
