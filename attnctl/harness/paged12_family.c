@@ -42,6 +42,10 @@ static const char *const matrix[] = {
     "ropesplit:op=extend,b=2,l=300,q=100,hq=16,dtype=bf16,page=64,ragged=1",
     "ropesplit:op=verify,b=2,l=400,q=2,hq=16,dtype=f16,page=16,lse=1",
     "ropesplit:op=decode,b=2,l=300,hq=16,dtype=bf16,kvdtype=e4m3fn,kscale=0.5,page=64",
+    "ropesplit:op=verify,b=2,l=400,q=2,hq=16,dtype=f16,page=16",
+    "ropesplit:op=verify,b=2,l=500,q=4,hq=16,dtype=bf16,page=64",
+    "ropesplit:op=decode,b=3,l=600,hq=128,dtype=bf16,page=64",
+    "ropesplit:op=decode,b=2,l=300,hq=16,dtype=bf16,kvdtype=e4m3fn,page=64",
     NULL,
 };
 

@@ -151,10 +151,10 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size, rows,
                                         b->wide_ok);
     const int32_t rpt = kernel == MLA_KERNEL_WIDE || extend ? 64 : mla_rows_per_tile(rows);
-    /* no mma configuration fits this device's shared memory (SM 8.6 / 8.9 / 12.x): simple */
     /* tree verify: the mma kernel's base configuration carries the mask (the wide kernel has none) */
     if (tree && kernel == MLA_KERNEL_WIDE) kernel = MLA_KERNEL_MMA;
     const int32_t cfg_pref = tree ? MLA_MMA_BASE : b->mma_cfg_pref;
+    /* no mma configuration fits this device's shared memory (SM 8.6 / 8.9 / 12.x): simple */
     if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, cfg_pref, optin) == 0)
         kernel = MLA_KERNEL_SIMPLE;
     const int32_t mcfg = kernel == MLA_KERNEL_MMA ? mla_mma_effective_cfg(rpt, cfg_pref, optin) : MLA_MMA_BASE;
