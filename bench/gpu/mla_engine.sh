@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # bench/gpu/mla_engine.sh - cuda_mla's ABI 1.2 engine inputs (issue 20): the
 # MLA rope split (forward args q_rope / k_rope), tree verify (batch
-# custom_mask / mask_indptr) and draft extend.  Their attnctl check cases
-# against float64 (paged12's ropesplit mode, full_family.c's MLA tree and
-# draft cases) with the defaults and with each kernel forced, memcheck and
+# custom_mask / mask_indptr), draft extend and fp8 e4m3 pools with
+# k_scale_tensor.  Their attnctl check cases against float64 (paged12's
+# ropesplit and MLA fp8 cases, full_family.c's MLA tree, draft and fp8
+# cases) with the defaults and with each kernel forced, memcheck and
 # racecheck of them, cuda_mla's whole matrix (alone and under validate/),
 # then decode at B 64, L 4k, 16 and 128 heads timed with and without the
 # split (mla_gpu_bench's +split: the same bytes, the split's path), with the
 # ratio printed.  ~2 minutes.
 . "$(dirname "$0")/common.sh"
 need "$A" "$P/cuda_mla.so" "$T/mla_gpu_bench"
-F='ropesplit|mla=1.*(tree|draft)'
+F='ropesplit|mla=1.*(tree|draft|e4m3)'
 plans() {
   echo "plans: tree $(grep -c 'tree mask' "$1"), mma $(grep -c 'runs mma' "$1"), wide $(grep -c 'runs wide' "$1")," \
        "simple $(grep -c 'runs simple' "$1")"

@@ -120,22 +120,18 @@ static void test_refuse_unserved(void **st) {
     fx f;
     mla_fwd_view v;
     const sgl_attn_dual_chunk dca = {0};
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 8; i++) {
         setup_fx(&f);
         DLTensor *t = &f.loc;
         const char *name = NULL;
         switch (i) {
         case 0: f.batch.page_table = t, name = "batch.page_table"; break;
-        case 1: f.layer.v_scale_tensor = t, name = "layer.v_scale_tensor"; break;
-        case 2: f.batch.encoder_out_cache_loc = t, name = "batch.encoder_out_cache_loc"; break;
-        case 3: f.layer.slot_map = t, name = "layer.slot_map"; break;
-        case 4: f.layer.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY, name = "layer.attn_type"; break;
-        case 5: f.layer.k_scale_tensor = t, name = "layer.k_scale_tensor"; break;
-        case 6: f.layer.q_descale = 0.25f, name = "layer.q_descale"; break;
-        case 7: f.a.lse = t, name = "forward args lse"; break;
-        case 8: f.layer.q_descale_tensor = t, name = "layer.q_descale_tensor"; break;
-        case 9: f.layer.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL, name = "layer.attn_type"; break;
-        case 10: f.a.topk_indices = t, name = "forward args topk_indices"; break;
+        case 1: f.batch.encoder_out_cache_loc = t, name = "batch.encoder_out_cache_loc"; break;
+        case 2: f.layer.slot_map = t, name = "layer.slot_map"; break;
+        case 3: f.layer.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY, name = "layer.attn_type"; break;
+        case 4: f.layer.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL, name = "layer.attn_type"; break;
+        case 5: f.a.lse = t, name = "forward args lse"; break;
+        case 6: f.a.topk_indices = t, name = "forward args topk_indices"; break;
         default: f.a.dual_chunk = &dca, name = "forward args dual_chunk"; break;
         }
         assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
@@ -286,6 +282,60 @@ static void test_tree(void **st) {
     assert_int_equal(mla_check_tree(&f.batch, 1, q_len, prefix, &v, f.err, sizeof f.err), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(f.err, "3999 entries"));
     assert_non_null(strstr(f.err, "4000"));
+}
+
+/* fp8 scales (ABI 1.2): k_scale_tensor for an fp8 pool (the float left at
+ * 1), read by the kernels; every other scale field refused naming it. */
+static void test_fp8_scales(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    int64_t one[1] = {1};
+    DLTensor ks = mk(one, 1, kDLFloat, 32, (void *)(uintptr_t)0x70000);
+    setup_fx(&f);
+    f.kc.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3FN_CODE;
+    f.kc.dtype.bits = 8;
+    f.layer.k_scale_tensor = &ks;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.kv_dt, MLA_DT_FP8);
+    assert_ptr_equal(v.k_scale_t, ks.data);
+    ks.ndim = 0; /* a scalar */
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    ks.ndim = 1;
+    f.layer.k_scale = 0.5f;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "leave k_scale at 1"));
+    f.layer.k_scale = 1.f;
+    ks.dtype.bits = 16;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "layer.k_scale_tensor"));
+    ks.dtype.bits = 32;
+    ks.device.device_type = kDLCPU;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "layer.k_scale_tensor"));
+    ks.device.device_type = kDLCUDA;
+    /* without the tensor: the float, as before */
+    f.layer.k_scale_tensor = NULL;
+    f.layer.k_scale = 0.25f;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_null(v.k_scale_t);
+    assert_true(v.k_scale == 0.25f);
+    /* a 16-bit pool holds values */
+    setup_fx(&f);
+    f.layer.k_scale_tensor = &ks;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "not fp8"));
+    for (int i = 0; i < 3; i++) {
+        setup_fx(&f);
+        const char *name = i == 0 ? "layer.v_scale_tensor" : i == 1 ? "layer.q_descale_tensor" : "layer.q_descale";
+        if (i == 0) f.layer.v_scale_tensor = &ks;
+        if (i == 1) f.layer.q_descale_tensor = &ks;
+        if (i == 2) f.layer.q_descale = 0.25f;
+        assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(f.err, name));
+        f.layer.struct_size = SGL_ATTN_LAYER_SIZE_V1_0; /* beyond a 1.0 caller's struct: not read */
+        assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    }
 }
 
 /* One broken field at a time: status and the words naming it. */
@@ -460,6 +510,7 @@ int main(void) {
         cmocka_unit_test(test_batch_lengths),
         cmocka_unit_test(test_rope_split),
         cmocka_unit_test(test_tree),
+        cmocka_unit_test(test_fp8_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

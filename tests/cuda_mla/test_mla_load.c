@@ -83,7 +83,7 @@ static void test_probe(void **st) {
     assert_true(c.features & SGL_ATTN_FEAT_MLA_ROPE_SPLIT);
     assert_true(c.features & SGL_ATTN_FEAT_TREE_MASK);
     assert_true(c.features & SGL_ATTN_FEAT_DRAFT_EXTEND);
-    assert_false(c.features & SGL_ATTN_FEAT_FP8_SCALES);
+    assert_true(c.features & SGL_ATTN_FEAT_FP8_SCALES);
     assert_false(c.features & SGL_ATTN_FEAT_LSE);
     if (!c.available) {
         /* the runtime's own words, not an empty reason */

@@ -54,6 +54,50 @@ static int check_rows(const DLTensor *t, const char *name, const char *meaning, 
     return SGL_ATTN_OK;
 }
 
+/* ABI 1.2 fp8 scales: k_scale_tensor ([1] or [] fp32, CUDA memory of
+ * `device`, read by the kernels at the forward) for an fp8 pool, with
+ * k_scale left at 1 (the tensor replaces it; its value lives on the device,
+ * so the host cannot compare the two); no v_scale_tensor (MLA's value is the
+ * latent row: k's scale); no q descale (q is bf16 / f16, never fp8). */
+static int check_scales(const sgl_attn_layer *l, int fp8, int32_t device, const float **k_scale_t, char *err,
+                        size_t n) {
+    const DLTensor *kt = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, k_scale_tensor);
+    const DLTensor *vt = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, v_scale_tensor);
+    const DLTensor *qt = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale_tensor);
+    const float qd = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale);
+    *k_scale_t = NULL;
+    if (qt || (qd != 0.f && qd != 1.f)) {
+        snprintf(err, n, "layer %d: layer.%s is set but q is bf16 / f16 here; a q descale dequantises an fp8 q",
+                 l->layer_id, qt ? "q_descale_tensor" : "q_descale");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (vt) {
+        snprintf(err, n, "layer %d: layer.v_scale_tensor is set on an MLA layer; its value lives in k_cache and "
+                         "dequantises with k_scale",
+                 l->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!kt) return SGL_ATTN_OK;
+    if (!fp8) {
+        snprintf(err, n, "layer %d: layer.k_scale_tensor is set but the pool is not fp8; scale tensors dequantise an "
+                         "fp8 pool",
+                 l->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (l->k_scale != 1.f) {
+        snprintf(err, n, "layer %d: k_scale = %g with layer.k_scale_tensor set: the tensor replaces the float, so "
+                         "leave k_scale at 1",
+                 l->layer_id, (double)l->k_scale);
+        return SGL_ATTN_E_INVALID;
+    }
+    const sgl_sdk_tensor_spec s = {"layer.k_scale_tensor", "one fp32 scale", kt->ndim == 0 ? 0 : 1, {1, 0, 0, 0},
+                                   SGL_ATTN_DT_F32, SGL_SDK_DEV_CUDA, device, SGL_SDK_T_COMPACT, 4u};
+    int rc = sgl_sdk_check_tensor(kt, &s, err, n);
+    if (rc) return rc;
+    *k_scale_t = (const float *)sgl_sdk_data(kt);
+    return SGL_ATTN_OK;
+}
+
 static mla_index index_of(const DLTensor *t) {
     mla_index ix = {(const int32_t *)sgl_sdk_data(t), sgl_sdk_numel(t), t->dtype.bits == 64, 0};
     return ix;
@@ -178,7 +222,8 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     }
     v->pool = (void *)sgl_sdk_data(l->k_cache);
     v->k_scale = 1.f;
-    if (v->kv_dt == MLA_DT_FP8) {
+    if ((rc = check_scales(l, v->kv_dt == MLA_DT_FP8, device, &v->k_scale_t, err, n))) return rc;
+    if (v->kv_dt == MLA_DT_FP8 && !v->k_scale_t) {
         if (!(l->k_scale > 0.f) || !isfinite(l->k_scale)) {
             snprintf(err, n, "layer %d: k_scale %g for the fp8 pool; expected a finite value > 0",
                      l->layer_id, (double)l->k_scale);
@@ -411,10 +456,5 @@ int mla_refuse_unserved(const sgl_attn_forward_args *a, char *err, size_t n) {
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map)) return refuse(err, n, "layer.slot_map");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) != SGL_ATTN_TYPE_CAUSAL)
         return refuse(err, n, "layer.attn_type (not causal)");
-    const float qd = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale);
-    if (qd != 0.f && qd != 1.f) return refuse(err, n, "layer.q_descale");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, k_scale_tensor)) return refuse(err, n, "layer.k_scale_tensor");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, v_scale_tensor)) return refuse(err, n, "layer.v_scale_tensor");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale_tensor)) return refuse(err, n, "layer.q_descale_tensor");
     return SGL_ATTN_OK;
 }

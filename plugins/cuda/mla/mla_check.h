@@ -38,6 +38,7 @@ typedef struct mla_fwd_view {
     mla_index req_to_token, req_pool_indices, loc;
     int64_t r2t_rows, r2t_cols;
     float scale_log2, k_scale;
+    const float *k_scale_t; /* fp8 pool: layer k_scale_tensor, else NULL */
 } mla_fwd_view;
 
 /* The layer's constants: absorbed MLA (576 / 512, one latent head), no

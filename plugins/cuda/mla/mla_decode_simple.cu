@@ -1,7 +1,7 @@
 /*
  * mla_decode_simple.cu - the obviously-correct MLA kernel: one CTA per (token,
  * head), 128 threads, fp32 throughout, no split.  It runs where the tensor-core
- * kernels do not: fp8 e4m3 pools (exact e4m3 decode x k_scale), a q dtype that
+ * kernels do not: fp8 e4m3 pools (exact e4m3 decode x k_scale, or the scale tensor's value), a q dtype that
  * differs from the pool's, and devices whose per-block shared memory holds no
  * mma configuration (SM 8.6 / 8.9 / 12.x: 99 KB); and when asked
  * (SGL_ATTN_MLA_KERNEL=simple), as the reference a fast kernel is compared to.
@@ -47,6 +47,8 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
     const int64_t row = mla_pool_row(a, ti.b);
     const int64_t qrow = tok * a.hq + h;
     const size_t kv_elem = KDT == MLA_DT_FP8 ? 1 : 2;
+    /* fp8: the scale tensor, read here so a graph replays the engine's current value */
+    const float k_scale = KDT == MLA_DT_FP8 && a.k_scale_t ? __ldg(a.k_scale_t) : a.k_scale;
     const char *pool = (const char *)a.pool;
 
     for (int d = tid; d < MLA_D_QK; d += SIMPLE_THREADS)
@@ -65,7 +67,7 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
             slot = mla_slot(a, row, key);
             const void *kr = pool + slot * MLA_D_QK * kv_elem;
             float dot = 0.f;
-            for (int d = 0; d < MLA_D_QK; d++) dot += sq[d] * mla_kv_elem<KDT>(kr, d, a.k_scale);
+            for (int d = 0; d < MLA_D_QK; d++) dot += sq[d] * mla_kv_elem<KDT>(kr, d, k_scale);
             s = dot * a.scale_log2;
         }
         sslot[tid] = slot;
@@ -82,7 +84,7 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
             const float pj = sp[j];
 #pragma unroll
             for (int c = 0; c < 4; c++)
-                acc[c] += pj * mla_kv_elem<KDT>(vr, tid + SIMPLE_THREADS * c, a.k_scale);
+                acc[c] += pj * mla_kv_elem<KDT>(vr, tid + SIMPLE_THREADS * c, k_scale);
         }
         m = m_new;
         __syncthreads(); /* sp / sslot are rewritten next chunk */

@@ -61,6 +61,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
         s.k_dt = v.q_dt;
         s.kv_dt = v.kv_dt;
         s.inv_k_scale = 1.f / v.k_scale;
+        s.k_scale_t = v.k_scale_t;
         s.stream = stream;
         s.fault = b->fault.dev;
         int e = mla_launch_save(&s);
@@ -99,6 +100,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     f.num_tokens = b->t;
     f.scale_log2 = v.scale_log2;
     f.k_scale = v.k_scale;
+    f.k_scale_t = v.k_scale_t;
     f.q_dt = v.q_dt;
     f.kv_dt = v.kv_dt;
     f.page_size = b->page;

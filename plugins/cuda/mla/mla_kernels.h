@@ -73,6 +73,7 @@ typedef struct mla_fwd_args {
     int32_t num_tokens;
     float scale_log2; /* sm_scale * log2(e) */
     float k_scale;    /* fp8 pool: stored value * k_scale */
+    const float *k_scale_t; /* fp8 pool: layer k_scale_tensor ([1] fp32, read by the kernel), else NULL */
     int32_t q_dt;     /* MLA_DT_F16 / MLA_DT_BF16 (also out) */
     int32_t kv_dt;    /* MLA_DT_*: the pool */
     int32_t page_size;
@@ -104,6 +105,7 @@ typedef struct mla_save_args {
     int32_t t;
     int32_t k_dt, kv_dt;
     float inv_k_scale; /* fp8 pool: stored = value / k_scale */
+    const float *k_scale_t; /* fp8 pool: k_scale from this tensor instead (read by the kernel) */
     void *stream;
     sgl_gpu_fault_ref fault; /* where an out_cache_loc outside the pool is noted */
 } mla_save_args;

@@ -2,7 +2,8 @@
  * mla_save.cu - write the new latent rows into the pool at out_cache_loc
  * before attention (save_kv_cache): dims 0-511 from k, 512-575 from k_rope
  * (k + 512 unless the rope split passed them apart).  Same dtype: a bit copy.
- * fp8 pool: value / k_scale rounded to e4m3 (saturating).  A slot outside the
+ * fp8 pool: value / k_scale (the float, or the scale tensor's value read here)
+ * rounded to e4m3 (saturating).  A slot outside the
  * pool (the whole int64 checked) is skipped and noted, never clamped or
  * wrapped: writing another token's row would corrupt it.
  */
@@ -21,9 +22,10 @@ template <int KDT, int PDT> __global__ __launch_bounds__(SAVE_THREADS) void mla_
     const uint16_t *src = (const uint16_t *)s.k + t * s.k_ld;
     const uint16_t *src_r = (const uint16_t *)s.k_rope + t * s.kr_ld;
     if (PDT == MLA_DT_FP8) {
+        const float inv = s.k_scale_t ? 1.f / __ldg(s.k_scale_t) : s.inv_k_scale;
         uint8_t *dst = (uint8_t *)s.pool + slot * MLA_D_QK;
         for (int d = threadIdx.x; d < MLA_D_QK; d += SAVE_THREADS) {
-            float v = gc_to_f32<KDT == MLA_DT_BF16 ? GC_BF16 : GC_F16>(d < MLA_D_V ? src[d] : src_r[d - MLA_D_V]) * s.inv_k_scale;
+            float v = gc_to_f32<KDT == MLA_DT_BF16 ? GC_BF16 : GC_F16>(d < MLA_D_V ? src[d] : src_r[d - MLA_D_V]) * inv;
             dst[d] = mla_f32_to_e4m3(v);
         }
     } else {
