@@ -54,8 +54,10 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
     for (int d = tid; d < MLA_D_QK; d += SIMPLE_THREADS)
         sq[d] = d < MLA_D_V ? mla_q_elem<QDT>(a.q, qrow * a.q_ld + d)
                             : mla_q_elem<QDT>(a.q_rope, qrow * a.qr_ld + (d - MLA_D_V));
-    /* tree verify: this token's mask row (n_keys = its request's seq_len) */
-    const int64_t mrow = MASK ? mla_idx(a.mask_indptr, ti.b) + (int64_t)ti.j * ti.n_keys : 0;
+    /* tree verify: this token's mask row (n_keys = its request's seq_len), in
+     * shared memory so it holds no registers through the key loop */
+    __shared__ int64_t mrow;
+    if (MASK && tid == 0) mrow = mla_idx(a.mask_indptr, ti.b) + (int64_t)ti.j * ti.n_keys;
     __syncthreads();
 
     float m = MLA_M_INIT, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};

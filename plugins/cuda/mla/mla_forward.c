@@ -36,14 +36,14 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     mla_fwd_view v;
     int rc = mla_check_forward(a, b->device, b->t, b->bs, &v, b->err, sizeof b->err);
     if (rc) return rc;
-    if ((v.mask != NULL) != (b->tree != 0))
-        return mla_set_error(b, SGL_ATTN_E_STATE, "forward: batch custom_mask is %s but the plan was made %s it",
-                             v.mask ? "set" : "NULL", b->tree ? "with" : "without");
     if (v.hq != b->hq)
         return mla_set_error(b, SGL_ATTN_E_INVALID,
                              "layer %d: %d q heads, but the model (and the plan) has %d", a->layer->layer_id,
                              v.hq, b->hq);
     if (b->t == 0) return SGL_ATTN_OK;
+    if ((v.mask != NULL) != (b->tree != 0))
+        return mla_set_error(b, SGL_ATTN_E_STATE, "forward: batch custom_mask is %s but the plan was made %s it",
+                             v.mask ? "set" : "NULL", b->tree ? "with" : "without");
     if ((rc = mla_ensure_device(b))) return rc;
     void *stream = a->batch->stream;
 
