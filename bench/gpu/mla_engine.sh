@@ -16,8 +16,8 @@ plans() {
   echo "plans: tree $(grep -c 'tree mask' "$1"), mma $(grep -c 'runs mma' "$1"), wide $(grep -c 'runs wide' "$1")," \
        "simple $(grep -c 'runs simple' "$1")"
 }
-step "1. attnctl check --filter '$F': defaults, then each kernel forced (strict; plan log)"
-for v in auto simple mma mma+ring mma+base wide; do
+step "1. attnctl check --filter '$F': defaults (tma / two / wide by rows), simple, mma base (16 / 32 / 64 rows), mma ring (16 rows; two / base above), wide at any rows (strict; plan log)"
+for v in auto simple mma+base mma+ring wide; do
   k=${v%%+*}; m=auto; [ "$v" != "$k" ] && m=${v#*+}
   SGL_ATTN_MLA_KERNEL=$k SGL_ATTN_MLA_MMA=$m SGL_ATTN_MLA_STRICT=1 SGL_ATTN_MLA_LOG=1 \
     timeout 60 "$A" check --plugin cuda_mla --filter "$F" --json > "$OUT/check_$v.json" 2> "$OUT/check_$v.log"
