@@ -31,26 +31,25 @@ static int check(const DLTensor *t, const char *name, const char *meaning, int n
     return sgl_sdk_check_tensor(t, &s, err, n);
 }
 
-/* A [T, h, dims] tensor of CUDA memory of `device` whose rows (token t,
- * head j: row t * h + j) are evenly spaced, ld elements apart, ld a multiple
- * of 8 (16-byte rows): compact, or a view into a wider buffer. */
+/* A [T, h, dims] tensor of CUDA memory of `device` with contiguous rows
+ * (innermost stride 1) and token / head strides that are multiples of 8
+ * elements (16-byte rows): compact, a slice of a wider buffer or a
+ * transposed view, as sglang passes them.  Its strides in *ts / *hs. */
 static int check_rows(const DLTensor *t, const char *name, const char *meaning, int64_t T, int64_t h, int64_t dims,
-                      uint32_t dtypes, int32_t device, int64_t *ld, char *err, size_t n) {
+                      uint32_t dtypes, int32_t device, int64_t *ts, int64_t *hs, char *err, size_t n) {
     const sgl_sdk_tensor_spec s = {name, meaning, 3, {T, h, dims, 0}, dtypes, SGL_SDK_DEV_CUDA, device,
                                    SGL_SDK_T_ROWS | SGL_SDK_T_INT32, 16u};
     int rc = sgl_sdk_check_tensor(t, &s, err, n);
     if (rc) return rc;
     int64_t st[SGL_SDK_MAX_DIMS];
     sgl_sdk_strides(t, &s, st);
-    const int64_t row = h > 1 ? st[1] : T > 1 ? st[0] : dims;
-    if (row < dims || (T > 1 && st[0] != row * h)) {
-        snprintf(err, n,
-                 "%s: strides [%lld, %lld, 1]; expected evenly spaced rows of >= %lld elements (token stride = "
-                 "%lld heads x head stride)",
-                 name, (long long)st[0], (long long)st[1], (long long)dims, (long long)h);
+    if (st[0] < 0 || st[1] < 0) {
+        snprintf(err, n, "%s: strides [%lld, %lld, 1]; expected strides >= 0", name, (long long)st[0],
+                 (long long)st[1]);
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    *ld = row;
+    *ts = st[0];
+    *hs = st[1];
     return SGL_ATTN_OK;
 }
 
@@ -188,7 +187,7 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     }
     if (qr) { /* the rope split: latent q [T, Hq, 512], q_rope [T, Hq, 64] */
         if ((rc = check_rows(a->q, "q", "num_tokens, num_q_heads, 512: the latent q (q_rope beside it)", T, HQ,
-                             MLA_D_V, half, device, &v->q_ld, err, n)))
+                             MLA_D_V, half, device, &v->q_ts, &v->q_hs, err, n)))
             return rc;
     } else if ((rc = check(a->q, "q", "num_tokens, num_q_heads, 576: absorbed MLA q, rank 512 + rope 64", 3, T, HQ,
                            MLA_D_QK, half, device, 1, err, n))) {
@@ -200,11 +199,12 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     const uint32_t q_bit = dt_bit(v->q_dt);
     if (qr) {
         if ((rc = check_rows(qr, "forward args q_rope", "num_tokens, num_q_heads, 64: q's rope dims", T, HQ,
-                             MLA_D_QK - MLA_D_V, q_bit, device, &v->qr_ld, err, n)))
+                             MLA_D_QK - MLA_D_V, q_bit, device, &v->qr_ts, &v->qr_hs, err, n)))
             return rc;
         v->q_rope = sgl_sdk_data(qr);
     } else {
-        v->q_ld = v->qr_ld = MLA_D_QK;
+        v->q_ts = v->qr_ts = HQ * MLA_D_QK;
+        v->q_hs = v->qr_hs = MLA_D_QK;
         v->q_rope = (const uint16_t *)v->q + MLA_D_V;
     }
     if ((rc = mla_check_tree(b, device, NULL, NULL, v, err, n))) return rc;
@@ -256,10 +256,11 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
             return SGL_ATTN_E_INVALID;
         }
         if (kr) {
+            int64_t hs;
             if ((rc = check_rows(a->k, "k", "num_tokens, 1, 512: the new latent rows (k_rope beside them)", T, 1,
-                                 MLA_D_V, q_bit, device, &v->k_ld, err, n)) ||
+                                 MLA_D_V, q_bit, device, &v->k_ld, &hs, err, n)) ||
                 (rc = check_rows(kr, "forward args k_rope", "num_tokens, 1, 64: the new rows' rope dims", T, 1,
-                                 MLA_D_QK - MLA_D_V, q_bit, device, &v->kr_ld, err, n)))
+                                 MLA_D_QK - MLA_D_V, q_bit, device, &v->kr_ld, &hs, err, n)))
                 return rc;
             v->k_rope = sgl_sdk_data(kr);
         } else if ((rc = check(a->k, "k", "num_tokens, 1, 576: the new latent rows", 3, T, 1, MLA_D_QK, q_bit, device,

@@ -25,10 +25,11 @@ typedef struct mla_fwd_view {
     int32_t t, hq;
     int32_t q_dt, kv_dt;
     const void *q, *k;
-    /* the rope dims' rows: q_rope / k_rope, or q + 512 / k + 512; row
-     * strides (elements) of all four (576 for an unsplit q / k) */
+    /* the rope dims' rows: q_rope / k_rope, or q + 512 / k + 512; token and
+     * head strides of q and q_rope, token strides of k and k_rope (elements;
+     * Hq x 576, 576 and 576 unsplit) */
     const void *q_rope, *k_rope;
-    int64_t q_ld, qr_ld, k_ld, kr_ld;
+    int64_t q_ts, q_hs, qr_ts, qr_hs, k_ld, kr_ld;
     /* tree verify (mla_check_tree): the mask, its bytes, mask_indptr */
     const uint8_t *mask;
     int64_t mask_n;
@@ -55,9 +56,9 @@ int mla_refuse_unserved(const sgl_attn_forward_args *a, char *err, size_t err_si
  * `device`, shapes consistent with the planned batch (num_tokens t_planned,
  * bs_planned requests).  With the rope split (forward args q_rope, and
  * k_rope when saving), q is [T, Hq, 512] beside q_rope [T, Hq, 64] and k
- * [T, 1, 512] beside k_rope [T, 1, 64]; each may be a view whose rows are
- * evenly spaced (token stride = Hq x head stride, a multiple of 8
- * elements), as sglang's slices of a fused buffer are. */
+ * [T, 1, 512] beside k_rope [T, 1, 64]; each may be a view with contiguous
+ * rows and strides that are multiples of 8 elements, as sglang's slices and
+ * transposed bmm outputs are. */
 int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_planned,
                       int32_t bs_planned, mla_fwd_view *v, char *err, size_t err_size);
 

@@ -147,8 +147,10 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
             const int r = c / 72, col = c % 72;
             const bool ok = r < item.nrows;
             const int64_t qrow = (int64_t)item.q_row0 + (ok ? r : 0);
-            const uint16_t *src = col < MLA_D_V / 8 ? (const uint16_t *)a.q + qrow * a.q_ld + col * 8
-                                                    : (const uint16_t *)a.q_rope + qrow * a.qr_ld + (col - MLA_D_V / 8) * 8;
+            const uint16_t *src = col < MLA_D_V / 8
+                                      ? (const uint16_t *)a.q + mla_q_off(qrow, a.hq, a.q_ts, a.q_hs) + col * 8
+                                      : (const uint16_t *)a.q_rope + mla_q_off(qrow, a.hq, a.qr_ts, a.qr_hs) +
+                                            (col - MLA_D_V / 8) * 8;
             gc_cp_async16(sQ + r * MMA_ROW + col * 8, src, ok);
         }
         /* Lane kk < 4 of warp w knows the slot of key w + 8 kk of a tile (-1 past the end). */

@@ -52,8 +52,8 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
     const char *pool = (const char *)a.pool;
 
     for (int d = tid; d < MLA_D_QK; d += SIMPLE_THREADS)
-        sq[d] = d < MLA_D_V ? mla_q_elem<QDT>(a.q, qrow * a.q_ld + d)
-                            : mla_q_elem<QDT>(a.q_rope, qrow * a.qr_ld + (d - MLA_D_V));
+        sq[d] = d < MLA_D_V ? mla_q_elem<QDT>(a.q, tok * a.q_ts + h * a.q_hs + d)
+                            : mla_q_elem<QDT>(a.q_rope, tok * a.qr_ts + h * a.qr_hs + (d - MLA_D_V));
     /* tree verify: this token's mask row (n_keys = its request's seq_len), in
      * shared memory so it holds no registers through the key loop */
     __shared__ int64_t mrow;

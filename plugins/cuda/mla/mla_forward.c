@@ -79,8 +79,10 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     memset(&f, 0, sizeof f);
     f.q = v.q;
     f.q_rope = v.q_rope;
-    f.q_ld = v.q_ld;
-    f.qr_ld = v.qr_ld;
+    f.q_ts = v.q_ts;
+    f.q_hs = v.q_hs;
+    f.qr_ts = v.qr_ts;
+    f.qr_hs = v.qr_hs;
     f.mask = v.mask;
     f.mask_n = v.mask_n;
     f.mask_indptr = v.mask_indptr;

@@ -52,13 +52,14 @@ typedef struct mla_index {
 } mla_index;
 
 typedef struct mla_fwd_args {
-    /* q row r (= token * Hq + head): dims 0-511 at q + r * q_ld, the rope
-     * dims 512-575 at q_rope + r * qr_ld (elements; both multiples of 8).
-     * Unsplit q: q_rope = q + 512, both ld 576; the rope split passes the
-     * engine's two tensors, so no concatenation is made. */
+    /* q of token t, head h: dims 0-511 at q + t * q_ts + h * q_hs, the rope
+     * dims 512-575 at q_rope + t * qr_ts + h * qr_hs (elements; multiples of
+     * 8: 16-byte rows).  Unsplit q: q_rope = q + 512, strides Hq x 576 and
+     * 576; the rope split passes the engine's two tensors (views as they
+     * are), so no concatenation is made. */
     const void *q;
     const void *q_rope;
-    int64_t q_ld, qr_ld;
+    int64_t q_ts, q_hs, qr_ts, qr_hs;
     void *out;        /* [T, Hq, 512] */
     const void *pool; /* [slots, 576] (the k_cache) */
     int64_t num_slots;
