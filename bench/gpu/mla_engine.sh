@@ -4,13 +4,14 @@
 # custom_mask / mask_indptr), draft extend and fp8 e4m3 pools with
 # k_scale_tensor.  Their attnctl check cases against float64 (paged12's
 # ropesplit and MLA fp8 cases, full_family.c's MLA tree, draft and fp8
-# cases) with the defaults and with each kernel forced, memcheck and
-# racecheck of them, cuda_mla's whole matrix (alone and under validate/),
-# then decode at B 64, L 4k, 16 and 128 heads timed with and without the
+# cases) with the defaults and with each kernel forced, test_mla_gpu's
+# split test (strided views, output and saved rows) on every variant,
+# memcheck and racecheck of the check cases, cuda_mla's whole matrix
+# (alone and under validate/), then decode at B 64, L 4k, 16 and 128 heads timed with and without the
 # split (mla_gpu_bench's +split: the same bytes, the split's path), with the
-# ratio printed.  ~2 minutes.
+# ratio printed.  ~3 minutes.
 . "$(dirname "$0")/common.sh"
-need "$A" "$P/cuda_mla.so" "$T/mla_gpu_bench"
+need "$A" "$P/cuda_mla.so" "$T/mla_gpu_bench" "$T/test_mla_gpu"
 F='ropesplit|mla=1.*(tree|draft|e4m3)'
 plans() {
   echo "plans: tree $(grep -c 'tree mask' "$1"), mma $(grep -c 'runs mma' "$1"), wide $(grep -c 'runs wide' "$1")," \
@@ -24,6 +25,11 @@ for v in auto simple mma+base mma+ring wide; do
   echo "$v rc=$? $(tail -1 "$OUT/check_$v.log" | sed 's/ (seed.*//') | $(plans "$OUT/check_$v.log")"
   grep -E '^ +(fail|error) ' "$OUT/check_$v.log" | head -6
 done
+step "1b. test_mla_gpu's split test: q / q_rope, k / k_rope as strided views (16 / 32 / 128 rows, fp8), every variant"
+SGL_ATTN_MLA_STRICT=1 SGL_ATTN_MLA_LOG=1 MLA_GPU_QUICK=4 MLA_GPU_VARIANTS=auto,simple,mma,mma+ring,mma+base,wide \
+  timeout 60 "$T/test_mla_gpu" > "$OUT/test_mla_gpu.log" 2>&1
+echo "rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$OUT/test_mla_gpu.log" | tr '\n' ' ')"
+grep -E '^VARIANT_(FAIL|HANG|FAULT)|split .*FAILED' "$OUT/test_mla_gpu.log" | head -8
 step "2. compute-sanitizer on the same cases: memcheck (defaults, mma), racecheck (mma: the tool's clean kernel)"
 for v in auto mma; do
   SGL_ATTN_NO_UNLOAD=1 SGL_ATTN_MLA_KERNEL=$v timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 \

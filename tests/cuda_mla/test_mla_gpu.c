@@ -3,12 +3,14 @@
  * none): decode, 2-token verify, ragged extend, 8 to 128 heads, page sizes
  * 1/8/16/32/64, bf16 / f16 / fp8 pools, a long split decode, many items per
  * CTA, items longer than the mma page-table ring; the output poisoned first,
- * the saved rows checked; then CUDA-graph capture and replay with new lengths.
+ * the saved rows checked; the rope split (q_rope / k_rope as strided views);
+ * then CUDA-graph capture and replay with new lengths.
  *   MLA_GPU_QUICK=1   a subset that still reaches every kernel instantiation
  *                     (16-, 32- and 64-row tiles in bf16 and f16, fp8 pools
  *                     with both q dtypes, extend, more items than CTAs)
  *   MLA_GPU_QUICK=2   three small cases, 16 / 32 / 128 rows (compute-sanitizer)
  *   MLA_GPU_QUICK=3   the graph capture / replay test alone
+ *   MLA_GPU_QUICK=4   the rope split test alone
  *   MLA_GPU_VARIANTS  comma-separated variants to run (mg_variant_env), default
  *                     all of them
  * On SM 9.0 the variants reach: auto = the defaults (mma tma at 16 rows, two
@@ -361,6 +363,7 @@ int main(void) {
         cmocka_unit_test(test_fp8_pool_f16),   cmocka_unit_test(test_split),
     };
     const struct CMUnitTest graphs[] = {cmocka_unit_test(test_graph_replay)};
+    const struct CMUnitTest split[] = {cmocka_unit_test(test_split)};
     const struct CMUnitTest tiny[] = {
         cmocka_unit_test(test_decode_16h),
         cmocka_unit_test(test_verify_16h_p32),
@@ -370,5 +373,6 @@ int main(void) {
     if (q && *q == '1') return cmocka_run_group_tests(quick, setup, teardown);
     if (q && *q == '2') return cmocka_run_group_tests(tiny, setup, teardown);
     if (q && *q == '3') return cmocka_run_group_tests(graphs, setup, teardown);
+    if (q && *q == '4') return cmocka_run_group_tests(split, setup, teardown);
     return cmocka_run_group_tests(all, setup, teardown);
 }
