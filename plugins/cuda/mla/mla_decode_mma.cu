@@ -142,16 +142,18 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
         const int64_t prow = mla_pool_row(a, item.b);
         const int nt = (item.kv_end - item.kv_begin + MMA_BN - 1) / MMA_BN;
 
-        /* Q tile (rows past nrows zero); it joins the first KV tile's group. */
-        for (int c = tid; c < C::BM * 72; c += MMA_THREADS) {
-            const int r = c / 72, col = c % 72;
+        /* Q tile (rows past nrows zero); it joins the first KV tile's group.
+         * Warp w loads rows w, w + 8, ...: each row's latent and rope
+         * addresses (token / head strides) once, its 72 16-byte chunks by
+         * the lanes. */
+        for (int r = warp; r < C::BM; r += MMA_THREADS / 32) {
             const bool ok = r < item.nrows;
             const int64_t qrow = (int64_t)item.q_row0 + (ok ? r : 0);
-            const uint16_t *src = col < MLA_D_V / 8
-                                      ? (const uint16_t *)a.q + mla_q_off(qrow, a.hq, a.q_ts, a.q_hs) + col * 8
-                                      : (const uint16_t *)a.q_rope + mla_q_off(qrow, a.hq, a.qr_ts, a.qr_hs) +
-                                            (col - MLA_D_V / 8) * 8;
-            gc_cp_async16(sQ + r * MMA_ROW + col * 8, src, ok);
+            const uint16_t *ql = (const uint16_t *)a.q + mla_q_off(qrow, a.hq, a.q_ts, a.q_hs);
+            const uint16_t *qr = (const uint16_t *)a.q_rope + mla_q_off(qrow, a.hq, a.qr_ts, a.qr_hs);
+            for (int col = lane; col < 72; col += 32)
+                gc_cp_async16(sQ + r * MMA_ROW + col * 8, col < MLA_D_V / 8 ? ql + col * 8 : qr + (col * 8 - MLA_D_V),
+                              ok);
         }
         /* Lane kk < 4 of warp w knows the slot of key w + 8 kk of a tile (-1 past the end). */
         auto slot_of = [&](int tile) -> int64_t {
