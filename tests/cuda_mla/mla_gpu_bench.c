@@ -109,15 +109,16 @@ int main(int argc, char **argv) {
         {MG_EXTEND, 4, 4096, 512, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_EXTEND, 1, 8192, 8192, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
         /* only when MLA_BENCH_ONLY names them: 128 rows at long contexts
-         * (4.8 GB pools at 32k), and the last one */
+         * (4.8 GB pools at 32k), and the last two */
         {MG_DECODE, 128, 16384, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_VERIFY, 128, 16384, 2, 64, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_DECODE, 128, 32768, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_VERIFY, 128, 32768, 2, 64, 64, MG_BF16, MG_BF16, 0, 0, 1},
-        /* issue 20's rope-split timing (bench/gpu/mla_engine.sh): 128 heads at B 64 */
+        /* issue 20's rope-split timing (bench/gpu/mla_engine.sh): 32 and 128 heads at B 64 */
+        {MG_DECODE, 64, 4096, 1, 32, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_DECODE, 64, 4096, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
     };
-    const size_t n_cases = sizeof cases / sizeof cases[0], n_named_only = 5, first_extend = n_cases - n_named_only - 2;
+    const size_t n_cases = sizeof cases / sizeof cases[0], n_named_only = 6, first_extend = n_cases - n_named_only - 2;
     printf("%-44s %-16s %10s %8s %9s\n", "case", "variant", "us", "TB/s", "TFLOP/s");
     const char *only = getenv("MLA_BENCH_ONLY"), *dl = getenv("MLA_BENCH_DEADLINE_S");
     const double t_start = now(), deadline = dl && *dl ? atof(dl) : 1e30;
