@@ -7,9 +7,9 @@
 # cases) with the defaults and with each kernel forced, test_mla_gpu's
 # split test (strided views, output and saved rows) on every variant,
 # memcheck and racecheck of the check cases, cuda_mla's whole matrix
-# (alone and under validate/), then decode at B 64, L 4k, 16 and 128 heads timed with and without the
-# split (mla_gpu_bench's +split: the same bytes, the split's path), with the
-# ratio printed.  ~3 minutes.
+# (alone and under validate/), then decode at B 64, L 4k, 16, 32 and 128
+# heads timed with and without the split (mla_gpu_bench's +split: the same
+# bytes, the split's path), with the ratio printed.  ~3 minutes.
 . "$(dirname "$0")/common.sh"
 need "$A" "$P/cuda_mla.so" "$T/mla_gpu_bench" "$T/test_mla_gpu"
 F='ropesplit|mla=1.*(tree|draft|e4m3)'
@@ -47,8 +47,8 @@ grep -E '^ +(fail|error) ' "$OUT/check_all.log" | head -8
 timeout 60 "$A" check --plugin validate/cuda_mla --json > "$OUT/check_validate.json" 2> "$OUT/check_validate.log"
 echo "validate/cuda_mla rc=$? $(tail -1 "$OUT/check_validate.log")"
 grep -E '^ +(fail|error) ' "$OUT/check_validate.log" | head -8
-step "4. decode B 64, L 4k, 16 and 128 heads, page 64: unsplit vs +split (forward alone, median of batches)"
-MLA_BENCH_ONLY='decode:b=64,l=4096,q=1,hq=16,page=64;decode:b=64,l=4096,q=1,hq=128,page=64' \
+step "4. decode B 64, L 4k, 16, 32 and 128 heads (tma / two / wide), page 64: unsplit vs +split (forward alone, median of batches)"
+MLA_BENCH_ONLY='decode:b=64,l=4096,q=1,hq=16,page=64;decode:b=64,l=4096,q=1,hq=32,page=64;decode:b=64,l=4096,q=1,hq=128,page=64' \
   SGL_ATTN_MLA_STRICT=1 SGL_ATTN_MLA_LOG=1 timeout 120 "$T/mla_gpu_bench" "$OUT/bench_split.json" \
   auto,auto+split,mma+ring,mma+ring+split auto,auto+split,mma+base,mma+base+split \
   > "$OUT/bench_split.log" 2> "$OUT/bench_split.err"
