@@ -159,7 +159,7 @@ static const char *const bench_cases[] = {
     NULL,
 };
 
-static int applies(const harness_family *fam, const sgl_attn_plugin_info *info, const sgl_attn_caps *caps) {
+int harness_applies_full(const harness_family *fam, const sgl_attn_plugin_info *info, const sgl_attn_caps *caps) {
     (void)fam;
     (void)caps;
     return info->role == SGL_ATTN_ROLE_FULL;
@@ -275,7 +275,7 @@ static int bench_prepare(const harness_family *fam, const htarget *t, const hcas
 const harness_family harness_family_full = {
     .name = "full",
     .modes = modes,
-    .applies = applies,
+    .applies = harness_applies_full,
     .matrix = matrix,
     .quick_matrix = quick,
     .bench_cases = bench_cases,

@@ -336,6 +336,10 @@ extern const harness_family harness_family_dsa_sparse;
 extern const harness_family harness_family_dsa_indexer;
 /* Any other family: define this NULL-terminated list in one file of yours. */
 extern const harness_family *const harness_families_extra[] HARNESS_WEAK;
+/* The `applies` of a family that judges every full-attention plugin (the
+ * full, paged12 and ragged families: their cases say themselves, through
+ * "not supported", what a plugin's caps leave out). */
+int harness_applies_full(const harness_family *f, const sgl_attn_plugin_info *info, const sgl_attn_caps *caps);
 
 /* Every family linked in, in a fixed order. */
 size_t harness_family_count(void);

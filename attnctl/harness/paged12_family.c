@@ -397,15 +397,11 @@ done:
     p12_free(&x);
 }
 
-static int applies(const harness_family *fam, const sgl_attn_plugin_info *info, const sgl_attn_caps *caps) {
-    (void)fam, (void)caps;
-    return info->role == SGL_ATTN_ROLE_FULL;
-}
 
 const harness_family harness_family_paged12 = {
     .name = "paged12",
     .modes = modes,
-    .applies = applies,
+    .applies = harness_applies_full,
     .matrix = matrix,
     .quick_matrix = quick,
     .bench_cases = NULL, /* no bench yet: attnctl bench times the full family */

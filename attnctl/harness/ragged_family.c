@@ -322,15 +322,11 @@ done:
     rrun_free(&x);
 }
 
-static int applies(const harness_family *fam, const sgl_attn_plugin_info *info, const sgl_attn_caps *caps) {
-    (void)fam, (void)caps;
-    return info->role == SGL_ATTN_ROLE_FULL;
-}
 
 const harness_family harness_family_ragged = {
     .name = "ragged",
     .modes = modes,
-    .applies = applies,
+    .applies = harness_applies_full,
     .matrix = matrix,
     .quick_matrix = quick,
     .bench_cases = NULL, /* no bench yet: attnctl bench times the full family */

@@ -32,6 +32,9 @@ enum {
     SGL_FAULT_ENCODER_LENS = 6,
     SGL_FAULT_PREFIX_LENS = 7,
     SGL_FAULT_STATE_INDICES = 8,
+    SGL_FAULT_TOPK_INDICES = 9, /* DSA sparse MLA: a selected slot outside the pool */
+    SGL_FAULT_PAGE_TABLE = 10,  /* pos: row * max_pages + page column */
+    SGL_FAULT_SLOT_MAP = 11,    /* pos: the slot mapped */
     SGL_FAULT_COUNT_
 };
 

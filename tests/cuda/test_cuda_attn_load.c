@@ -90,6 +90,9 @@ static void test_probe(void **state) {
     assert_false(c.attn_kinds & SGL_ATTN_KIND_MLA);
     assert_int_equal(c.q_dtypes, SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16);
     assert_true(c.features & SGL_ATTN_FEAT_GRAPH_CAPTURE);
+    /* ABI 1.2 page tables and slot maps: declared, so the harness runs its ptable / smap cases */
+    assert_true(c.features & SGL_ATTN_FEAT_PAGE_TABLE);
+    assert_true(c.features & SGL_ATTN_FEAT_SLOT_MAP);
     assert_int_equal(c.n_head_dims, 3);
     if (c.available) {
         printf("device 0: %s %s, %u SMs, %llu bytes\n", c.device_name, c.arch_name, c.compute_units,

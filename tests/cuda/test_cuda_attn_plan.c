@@ -313,16 +313,15 @@ static void test_refuse_unserved(void **state) {
     memset(&bt, 0, sizeof bt);
     bt.struct_size = sizeof bt;
     assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
-    bt.page_table = &t;
-    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
-    assert_non_null(strstr(msg, "batch.page_table is set (ABI 1.2)"));
-    bt.struct_size = SGL_ATTN_BATCH_SIZE_V1_0; /* a 1.0 caller: the bytes past it are not its */
+    bt.page_table = &t; /* served (SGL_ATTN_FEAT_PAGE_TABLE): ca_check_page_table checks it */
     assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
-    bt.struct_size = sizeof bt;
     bt.page_table = NULL;
     bt.custom_mask = &t;
     assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
     assert_non_null(strstr(msg, "batch.custom_mask"));
+    bt.struct_size = SGL_ATTN_BATCH_SIZE_V1_0; /* a 1.0 caller: the bytes past it are not its */
+    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
+    bt.struct_size = sizeof bt;
     bt.custom_mask = NULL;
     bt.encoder_out_cache_loc = &t;
     assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
@@ -342,7 +341,7 @@ static void test_refuse_unserved(void **state) {
         const char *name;
         void (*set)(sgl_attn_layer *, sgl_attn_forward_args *, DLTensor *);
     } cases[] = {
-        {"layer.slot_map", NULL}, {"layer.attn_type", NULL}, {"layer.q_descale ", NULL},
+        {"layer.attn_type", NULL}, {"layer.q_descale ", NULL},
         {"layer.q_descale_tensor", NULL}, {"forward args lse", NULL}, {"forward args q_rope", NULL},
         {"forward args k_rope", NULL}, {"forward args topk_indices", NULL}, {"forward args dual_chunk", NULL},
     };
@@ -354,14 +353,13 @@ static void test_refuse_unserved(void **state) {
         a.struct_size = sizeof a;
         a.layer = &L;
         switch (i) {
-        case 0: L.slot_map = &t; break;
-        case 1: L.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL; break;
-        case 2: L.q_descale = 0.5f; break;
-        case 3: L.q_descale_tensor = &t; break;
-        case 4: a.lse = &t; break;
-        case 5: a.q_rope = &t; break;
-        case 6: a.k_rope = &t; break;
-        case 7: a.topk_indices = &t; break;
+        case 0: L.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL; break;
+        case 1: L.q_descale = 0.5f; break;
+        case 2: L.q_descale_tensor = &t; break;
+        case 3: a.lse = &t; break;
+        case 4: a.q_rope = &t; break;
+        case 5: a.k_rope = &t; break;
+        case 6: a.topk_indices = &t; break;
         default: a.dual_chunk = &dca; break;
         }
         assert_int_equal(ca_refuse_unserved_fwd(&m, &a), SGL_ATTN_E_UNSUPPORTED);
@@ -371,6 +369,90 @@ static void test_refuse_unserved(void **state) {
         a.struct_size = SGL_ATTN_FORWARD_ARGS_SIZE_V1_0;
         assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
     }
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.layer = &L;
+    L.slot_map = &t; /* served (SGL_ATTN_FEAT_SLOT_MAP): ca_check_slot_map checks it */
+    assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+}
+
+/* batch.page_table and layer.slot_map (ABI 1.2): the host's checks, each
+ * failure naming the field; their entries are checked on the device. */
+static void test_page_table_slot_map(void **state) {
+    (void)state;
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "init_forward_metadata"};
+    static _Alignas(16) char buf[256];
+    int32_t sh = -1;
+    const int bs = 1 + (int)rnd(8);
+    int64_t shape[2] = {bs, 8};
+    DLTensor pt = tensor(buf, 2, shape, kDLInt, 32);
+    /* power-of-two pages: the shift */
+    for (int ps = 1, want = 0; ps <= 1024; ps <<= 1, want++) {
+        assert_int_equal(ca_check_page_table(&m, &pt, 0, bs, ps, &sh), 0);
+        assert_int_equal(sh, want);
+    }
+    pt.dtype.bits = 64; /* int64 pages */
+    assert_int_equal(ca_check_page_table(&m, &pt, 0, bs, 16, &sh), 0);
+    assert_int_equal(sh, 4);
+    pt.dtype.bits = 32;
+    /* more rows than the batch (a preallocated table) */
+    assert_int_equal(ca_check_page_table(&m, &pt, 0, bs - 1 > 0 ? bs - 1 : 1, 16, &sh), 0);
+    /* a page size the kernels cannot shift by: unsupported, and named */
+    assert_int_equal(ca_check_page_table(&m, &pt, 0, bs, 12, &sh), SGL_ATTN_E_UNSUPPORTED);
+    assert_string_equal(msg, "init_forward_metadata: batch.page_table with page_size 12: cuda_attn serves page "
+                             "tables of power-of-two page sizes");
+    assert_int_equal(ca_check_page_table(&m, &pt, 0, bs, 0, &sh), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "page_size 0"));
+    /* fewer rows than requests */
+    assert_int_equal(ca_check_page_table(&m, &pt, 0, bs + 1, 16, &sh), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "init_forward_metadata: batch.page_table has shape"));
+    /* not an index dtype, not 2-D, not on the device, NULL */
+    DLTensor bad = tensor(buf, 2, shape, kDLFloat, 32);
+    assert_int_equal(ca_check_page_table(&m, &bad, 0, bs, 16, &sh), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "init_forward_metadata: batch.page_table has dtype float32; expected int32 or int64");
+    bad = tensor(buf, 1, shape, kDLInt, 32);
+    assert_int_not_equal(ca_check_page_table(&m, &bad, 0, bs, 16, &sh), 0);
+    assert_non_null(strstr(msg, "batch.page_table"));
+    bad = pt;
+    bad.device.device_type = kDLCPU;
+    assert_int_equal(ca_check_page_table(&m, &bad, 0, bs, 16, &sh), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "init_forward_metadata: batch.page_table is in host memory"));
+    assert_int_equal(ca_check_page_table(&m, NULL, 0, bs, 16, &sh), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "init_forward_metadata: batch.page_table is NULL");
+    /* pages x page size past 31 bits of columns */
+    shape[1] = ((int64_t)INT32_MAX >> 4) + 1;
+    assert_int_equal(ca_check_page_table(&m, &pt, 0, bs, 16, &sh), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "batch.page_table has 134217728 pages per request of 16 tokens"));
+    shape[1] = (int64_t)INT32_MAX >> 4;
+    assert_int_equal(ca_check_page_table(&m, &pt, 0, bs, 16, &sh), 0);
+
+    m.call = "forward_decode";
+    int64_t n[1] = {1 + (int64_t)rnd(1000)};
+    DLTensor map = tensor(buf, 1, n, kDLInt, 64);
+    assert_int_equal(ca_check_slot_map(&m, &map, 0), 0);
+    map.dtype.bits = 32;
+    assert_int_equal(ca_check_slot_map(&m, &map, 0), 0);
+    map.dtype.code = kDLFloat;
+    assert_int_equal(ca_check_slot_map(&m, &map, 0), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "forward_decode: layer.slot_map has dtype float32; expected int32 or int64");
+    map.dtype.code = kDLInt;
+    map.device.device_id = 2;
+    assert_int_equal(ca_check_slot_map(&m, &map, 0), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "forward_decode: layer.slot_map is on cuda:2; expected device 0 (the backend's)");
+    map.device.device_id = 0;
+    int64_t zero[1] = {0};
+    map.shape = zero;
+    assert_int_equal(ca_check_slot_map(&m, &map, 0), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "forward_decode: layer.slot_map has shape"));
+    int64_t big[1] = {(int64_t)INT32_MAX + 1};
+    map.shape = big;
+    assert_int_equal(ca_check_slot_map(&m, &map, 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_string_equal(msg, "forward_decode: layer.slot_map has 2147483648 entries: expected at most 2147483647 (31 bits)");
+    assert_int_equal(ca_check_slot_map(&m, NULL, 0), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "forward_decode: layer.slot_map is NULL");
 }
 
 /* An fp8 pool's scales: the floats (finite, > 0) or the [1] fp32 device tensors. */
@@ -513,6 +595,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
+        cmocka_unit_test(test_page_table_slot_map),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

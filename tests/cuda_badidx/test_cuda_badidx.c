@@ -8,7 +8,10 @@
  * outside the pool (int32, and int64 at 2^32 + a real slot); seq_lens past
  * the table's columns or negative; req_pool_indices outside req_to_token's
  * rows (int32, negative, int64 at 2^32 + a real row); an extend length past
- * its seq_len.  It runs init_forward_metadata + forward (save_kv_cache on)
+ * its seq_len; a page_table page whose slots lie past the pool (int32, and
+ * int64 at 2^32 + a real page); a layer.slot_map entry past the pool, of a
+ * key the attention reads and of a new token the save writes (through
+ * req_to_token and through a page table; int64 at 2^32 + a real slot).  It runs init_forward_metadata + forward (save_kv_cache on)
  * and then asserts:
  *   - both calls return OK (the plugin cannot see device values without a
  *     copy) and the stream completes (no device fault);
@@ -60,9 +63,9 @@ static int failures, checks;
 
 /* ------------------------------------------------------------ the cases */
 
-enum { T_LOC, T_R2T, T_SEQ, T_RPI, T_EXT };
+enum { T_LOC, T_R2T, T_SEQ, T_RPI, T_EXT, T_PT, T_MAP, T_MAPLOC };
 static const char *const tensor_names[] = {"out_cache_loc", "req_to_token", "seq_lens", "req_pool_indices",
-                                           "extend_seq_lens"};
+                                           "extend_seq_lens", "page_table", "slot_map", "slot_map"};
 enum { V_ABS, V_BOUND, V_REAL }; /* the bad value: v, the tensor's bound + v, a real value + v */
 typedef struct bad_case {
     const char *name;
@@ -72,21 +75,32 @@ typedef struct bad_case {
     int64_t v;
     int extend_only;
     int zero_out; /* the request attends nothing: zero output rows (cuda_attn decode) */
+    int paged;    /* cuda_attn only: batch.page_table (pages of PS tokens) in place of req_to_token */
 } bad_case;
 #define P32 ((int64_t)1 << 32)
 static const bad_case cases[] = {
-    {"out_cache_loc past the pool", T_LOC, 0, V_BOUND, 0, 0, 0},
-    {"out_cache_loc -1", T_LOC, 0, V_ABS, -1, 0, 0},
-    {"out_cache_loc 2^31-1", T_LOC, 0, V_ABS, INT32_MAX, 0, 0},
-    {"out_cache_loc int64 2^32 + a slot", T_LOC, 1, V_REAL, P32, 0, 0},
-    {"req_to_token entry past the pool", T_R2T, 0, V_BOUND, 7, 0, 0},
-    {"req_to_token int64 2^32 + a slot", T_R2T, 1, V_REAL, P32, 0, 0},
-    {"seq_lens past the columns", T_SEQ, 0, V_BOUND, 1, 0, 1},
-    {"seq_lens -3", T_SEQ, 0, V_ABS, -3, 0, 1},
-    {"req_pool_indices past the rows", T_RPI, 0, V_BOUND, 0, 0, 1},
-    {"req_pool_indices -1", T_RPI, 0, V_ABS, -1, 0, 1},
-    {"req_pool_indices int64 2^32 + a row", T_RPI, 1, V_REAL, P32, 0, 1},
-    {"extend_seq_lens past seq_lens", T_EXT, 0, V_REAL, 1, 1, 0},
+    {"out_cache_loc past the pool", T_LOC, 0, V_BOUND, 0, 0, 0, 0},
+    {"out_cache_loc -1", T_LOC, 0, V_ABS, -1, 0, 0, 0},
+    {"out_cache_loc 2^31-1", T_LOC, 0, V_ABS, INT32_MAX, 0, 0, 0},
+    {"out_cache_loc int64 2^32 + a slot", T_LOC, 1, V_REAL, P32, 0, 0, 0},
+    {"req_to_token entry past the pool", T_R2T, 0, V_BOUND, 7, 0, 0, 0},
+    {"req_to_token int64 2^32 + a slot", T_R2T, 1, V_REAL, P32, 0, 0, 0},
+    {"seq_lens past the columns", T_SEQ, 0, V_BOUND, 1, 0, 1, 0},
+    {"seq_lens -3", T_SEQ, 0, V_ABS, -3, 0, 1, 0},
+    {"req_pool_indices past the rows", T_RPI, 0, V_BOUND, 0, 0, 1, 0},
+    {"req_pool_indices -1", T_RPI, 0, V_ABS, -1, 0, 1, 0},
+    {"req_pool_indices int64 2^32 + a row", T_RPI, 1, V_REAL, P32, 0, 1, 0},
+    {"extend_seq_lens past seq_lens", T_EXT, 0, V_REAL, 1, 1, 0, 0},
+    /* ABI 1.2 page tables and slot maps (cuda_attn) */
+    {"page_table page past the pool", T_PT, 0, V_BOUND, 0, 0, 0, 1},
+    {"page_table int64 2^32 + a page", T_PT, 1, V_REAL, P32, 0, 0, 1},
+    {"seq_lens past a page_table's columns", T_SEQ, 0, V_BOUND, 1, 0, 1, 1},
+    {"out_cache_loc past the pool, page_table batch", T_LOC, 0, V_BOUND, 0, 0, 0, 1},
+    {"slot_map entry of a key past the pool", T_MAP, 0, V_BOUND, 3, 0, 0, 0},
+    {"slot_map int64 2^32 + a slot", T_MAP, 1, V_REAL, P32, 0, 0, 0},
+    {"slot_map entry of a key past the pool, page_table batch", T_MAP, 0, V_ABS, -2, 0, 0, 1},
+    {"slot_map entry of a new token past the pool", T_MAPLOC, 0, V_BOUND, 0, 0, 0, 0},
+    {"slot_map entry of a new token past the pool, page_table batch", T_MAPLOC, 1, V_REAL, P32, 0, 0, 1},
 };
 enum { NCASES = sizeof cases / sizeof cases[0] };
 
@@ -98,6 +112,9 @@ static int64_t bad_value(const bad_case *c, int64_t real, int64_t bound) {
 /* ----------------------------------------------------------- cuda_attn */
 
 enum { HQ = 8, HKV = 2, D = 128, ROWS = 4, COLS = 64, SLOTS = 512, BS = 2, MAXT = 16 };
+/* page_table cases: pages of PS tokens, NP per request, holding the same
+ * slots as req_to_token's rows (16 + row * COLS + column: page-aligned) */
+enum { PS = 16, NP = COLS / PS };
 
 static const sgl_attn_plugin *attn;
 static const char *g_kernel;
@@ -159,9 +176,13 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     const int64_t rows[BS] = {1, 3}, seq[BS] = {20, 33}, ext[BS] = {3, 5};
     int64_t qlen[BS], T = 0;
     for (int b = 0; b < BS; b++) T += qlen[b] = extend ? ext[b] : 1;
-    int64_t r2t[ROWS * COLS], loc[MAXT], rpi[BS], sl[BS], el[BS];
+    int64_t r2t[ROWS * COLS], loc[MAXT], rpi[BS], sl[BS], el[BS], pt[BS * NP], map[SLOTS];
     for (int r = 0; r < ROWS; r++)
         for (int k = 0; k < COLS; k++) r2t[r * COLS + k] = 16 + r * COLS + k; /* row 1 col 0 = slot 80 */
+    for (int b = 0; b < BS; b++)
+        for (int j = 0; j < NP; j++) pt[b * NP + j] = r2t[rows[b] * COLS + j * PS] / PS;
+    const int mapped = c->tensor == T_MAP || c->tensor == T_MAPLOC;
+    for (int s = 0; s < SLOTS; s++) map[s] = (s * 5 + 3) % SLOTS; /* a permutation of the layer's pool */
     for (int b = 0, t = 0; b < BS; b++) {
         rpi[b] = rows[b], sl[b] = seq[b], el[b] = ext[b];
         for (int i = 0; i < qlen[b]; i++, t++) loc[t] = r2t[rows[b] * COLS + seq[b] - qlen[b] + i];
@@ -174,11 +195,14 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     case T_SEQ: value = sl[1] = bad_value(c, 0, COLS); break;
     case T_RPI: value = rpi[1] = bad_value(c, 1, ROWS); break;
     case T_EXT: value = el[1] = bad_value(c, seq[1], 0); break;
+    case T_PT: value = pt[1 * NP + 1] = bad_value(c, pt[1 * NP + 1], SLOTS / PS); break; /* columns 16..31 */
+    case T_MAP: value = map[r2t[rows[1] * COLS + 5]] = bad_value(c, map[r2t[rows[1] * COLS + 5]], SLOTS); break;
+    case T_MAPLOC: value = map[loc[T - 1]] = bad_value(c, map[loc[T - 1]], SLOTS); break;
     }
     const int is64 = c->is64;
-    dt tq, to, tk, tv, nk, nv, tr2t, tloc, trpi, tsl, tel;
+    dt tq, to, tk, tv, nk, nv, tr2t, tloc, trpi, tsl, tel, tpt, tmap;
     const int64_t sq[3] = {T, HQ, D}, skv[3] = {SLOTS, HKV, D}, snew[3] = {T, HKV, D}, sr[2] = {ROWS, COLS},
-                  sb[1] = {BS}, st1[1] = {T};
+                  sb[1] = {BS}, st1[1] = {T}, sp[2] = {BS, NP}, sm[1] = {SLOTS};
     dmake(&tq, 3, sq, kDLBfloat, 16);
     dmake(&to, 3, sq, kDLBfloat, 16);
     dmake(&tk, 3, skv, kDLBfloat, 16);
@@ -190,6 +214,8 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     dindex(&trpi, 1, sb, rpi, is64 && c->tensor == T_RPI);
     dindex(&tsl, 1, sb, sl, 0);
     dindex(&tel, 1, sb, el, 0);
+    dindex(&tpt, 2, sp, pt, is64 && c->tensor == T_PT);
+    dindex(&tmap, 1, sm, map, is64 && mapped);
     const size_t nq = (size_t)T * HQ * D, npool = (size_t)SLOTS * HKV * D, nn = (size_t)T * HKV * D;
     uint16_t *hq = malloc(nq * 2), *hk0 = malloc(npool * 2), *hv0 = malloc(npool * 2), *hk = malloc(npool * 2),
              *hv = malloc(npool * 2), *hnk = malloc(nn * 2), *hnv = malloc(nn * 2), *ho = malloc(nq * 2);
@@ -210,12 +236,14 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     bt.batch_size = BS, bt.num_tokens = (int32_t)T, bt.page_size = 1, bt.tokens_per_req = 1;
     bt.req_to_token = &tr2t.t, bt.req_pool_indices = &trpi.t, bt.seq_lens = &tsl.t, bt.out_cache_loc = &tloc.t;
     if (extend) bt.extend_seq_lens = &tel.t;
+    if (c->paged) bt.page_table = &tpt.t, bt.page_size = PS, bt.req_to_token = NULL, bt.req_pool_indices = NULL;
     bt.stream = st;
     sgl_attn_layer ly;
     memset(&ly, 0, sizeof ly);
     ly.struct_size = sizeof ly;
     ly.num_q_heads = HQ, ly.num_kv_heads = HKV, ly.head_dim_qk = ly.head_dim_v = D;
     ly.sm_scale = 0.088f, ly.sliding_window = -1, ly.k_cache = &tk.t, ly.v_cache = &tv.t, ly.k_scale = ly.v_scale = 1;
+    if (mapped) ly.slot_map = &tmap.t;
     sgl_attn_forward_args fa;
     memset(&fa, 0, sizeof fa);
     fa.struct_size = sizeof fa;
@@ -234,11 +262,13 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     CU(cudaMemcpy(ho, to.p, nq * 2, cudaMemcpyDeviceToHost));
     /* the expected pool: the snapshot with the good tokens' rows saved */
     const size_t row = (size_t)HKV * D;
-    for (int t = 0; t < T; t++)
-        if (loc[t] >= 0 && loc[t] < SLOTS) {
-            memcpy(hk0 + (size_t)loc[t] * row, hnk + (size_t)t * row, row * 2);
-            memcpy(hv0 + (size_t)loc[t] * row, hnv + (size_t)t * row, row * 2);
+    for (int t = 0; t < T; t++) {
+        const int64_t s = loc[t] >= 0 && loc[t] < SLOTS && mapped ? map[loc[t]] : loc[t]; /* through the map */
+        if (s >= 0 && s < SLOTS) {
+            memcpy(hk0 + (size_t)s * row, hnk + (size_t)t * row, row * 2);
+            memcpy(hv0 + (size_t)s * row, hnv + (size_t)t * row, row * 2);
         }
+    }
     int bad_slots = 0, first = -1;
     for (int s = 0; s < SLOTS; s++)
         if (memcmp(hk + s * row, hk0 + s * row, row * 2) || memcmp(hv + s * row, hv0 + s * row, row * 2)) {
@@ -258,15 +288,20 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     snprintf(want, sizeof want, "%s", tensor_names[c->tensor]);
     char wantv[40];
     snprintf(wantv, sizeof wantv, "= %" PRId64, value);
-    dt gr2t, grpi, gsl, gel;
+    dt gr2t, grpi, gsl, gel, gpt;
     int64_t r2t_ok[ROWS * COLS], rpi_ok[BS] = {rows[0], rows[1]}, sl_ok[BS] = {seq[0], seq[1]},
-                                 el_ok[BS] = {ext[0], ext[1]};
+                                 el_ok[BS] = {ext[0], ext[1]}, pt_ok[BS * NP];
     for (int i = 0; i < ROWS * COLS; i++) r2t_ok[i] = 16 + i;
+    for (int b = 0; b < BS; b++)
+        for (int j = 0; j < NP; j++) pt_ok[b * NP + j] = r2t_ok[rows[b] * COLS + j * PS] / PS;
     dindex(&gr2t, 2, sr, r2t_ok, 0);
     dindex(&grpi, 1, sb, rpi_ok, 0);
     dindex(&gsl, 1, sb, sl_ok, 0);
     dindex(&gel, 1, sb, el_ok, 0);
-    bt.req_to_token = &gr2t.t, bt.req_pool_indices = &grpi.t, bt.seq_lens = &gsl.t;
+    dindex(&gpt, 2, sp, pt_ok, 0);
+    if (c->paged) bt.page_table = &gpt.t;
+    else bt.req_to_token = &gr2t.t, bt.req_pool_indices = &grpi.t;
+    bt.seq_lens = &gsl.t;
     if (extend) bt.extend_seq_lens = &gel.t;
     rc = be->ops->init_forward_metadata(be, &bt);
     const char *msg = be->ops->last_error(be);
@@ -277,7 +312,7 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s %s, %s: reported once, then clear: rc %d '%s'", g_kernel, mode,
           c->name, rc, be->ops->last_error(be));
     CU(cudaStreamSynchronize(st));
-    dt *all[] = {&tq, &to, &tk, &tv, &nk, &nv, &tr2t, &tloc, &trpi, &tsl, &tel, &gr2t, &grpi, &gsl, &gel};
+    dt *all[] = {&tq, &to, &tk, &tv, &nk, &nv, &tr2t, &tloc, &trpi, &tsl, &tel, &tpt, &tmap, &gr2t, &grpi, &gsl, &gel, &gpt};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cudaFree(all[i]->p));
     free(hq), free(hk0), free(hv0), free(hk), free(hv), free(hnk), free(hnv), free(ho);
 }
@@ -343,6 +378,7 @@ static int attn_tests(const char *dir) {
 
 static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
     if (c->tensor == T_SEQ || c->tensor == T_EXT) return; /* cuda_mla plans from host lengths: host-checked */
+    if (c->paged || c->tensor >= T_PT) return;            /* ABI 1.2 page tables and slot maps: cuda_attn's */
     mg_case mc;
     memset(&mc, 0, sizeof mc);
     mc.mode = extend ? MG_EXTEND : MG_DECODE;
@@ -455,6 +491,58 @@ static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
     mg_free(&r);
 }
 
+/* DSA sparse MLA: a topk_indices entry outside the pool (past it, or a
+ * negative other than -1) is skipped like -1, the call succeeds, and the
+ * next metadata call fails naming topk_indices and the value, once. */
+static void mla_sparse_case(const mg_plugin *pl, int extend, int32_t value) {
+    mg_case mc;
+    memset(&mc, 0, sizeof mc);
+    mc.mode = extend ? MG_EXTEND : MG_DECODE;
+    mc.bs = 2, mc.len = 40, mc.q = extend ? 4 : 1, mc.hq = 16, mc.page = 16;
+    mc.dt = MG_BF16, mc.kv_dt = MG_BF16;
+    mg_run r;
+    char err[512] = "";
+    if (mg_setup(&r, pl, &mc, 9, err, sizeof err)) {
+        CHECK(0, "cuda_mla sparse setup: %s", err);
+        return;
+    }
+    sgl_attn_backend *be = NULL;
+    if (mg_create(&r, "auto", &be, err, sizeof err)) {
+        CHECK(0, "cuda_mla sparse create: %s", err);
+        mg_free(&r);
+        return;
+    }
+    const char *mode = extend ? "extend" : "decode";
+    enum { K = 8 };
+    int64_t *h = malloc(sizeof(int64_t) * (size_t)r.t * K);
+    for (int t = 0; t < r.t; t++)
+        for (int j = 0; j < K; j++) h[t * K + j] = j == 0 ? r.loc[t] : j < 3 ? r.loc[0] : -1;
+    h[(r.t - 1) * K + 5] = value;
+    dt tk;
+    const int64_t shape[2] = {r.t, K};
+    dindex(&tk, 2, shape, h, 0);
+    r.fa.topk_indices = &tk.t;
+    int rc = mg_forward(&r, be, err, sizeof err);
+    CHECK(rc == 0, "cuda_mla sparse %s, topk_indices %d: metadata + forward: %s", mode, (int)value, err);
+    CU(cudaStreamSynchronize((cudaStream_t)r.stream));
+    r.fa.topk_indices = NULL;
+    rc = be->ops->init_forward_metadata(be, &r.batch);
+    const char *msg = be->ops->last_error(be);
+    char wantv[40];
+    snprintf(wantv, sizeof wantv, "= %d", (int)value);
+    CHECK(rc == SGL_ATTN_E_INVALID && contains(msg, "topk_indices") && contains(msg, wantv),
+          "cuda_mla sparse %s, topk_indices %d: the next call: rc %d '%s' (want topk_indices ... %s)", mode,
+          (int)value, rc, msg, wantv);
+    rc = be->ops->init_forward_metadata(be, &r.batch);
+    CHECK(rc == SGL_ATTN_OK, "cuda_mla sparse %s: reported once, then clear: rc %d '%s'", mode, rc,
+          be->ops->last_error(be));
+    CU(cudaStreamSynchronize((cudaStream_t)r.stream));
+    be->ops->destroy(be);
+    CU(cudaFree(tk.p));
+    free(h);
+    mg_free(&r);
+}
+
 static void mla_tests(void) {
     mg_plugin pl;
     char why[512] = "";
@@ -474,6 +562,13 @@ static void mla_tests(void) {
             if (!cases[i].extend_only || extend) mla_case(&pl, &cases[i], extend);
     printf("%-4s cuda_mla: bad out_cache_loc / req_to_token / req_pool_indices, decode and extend\n",
            failures == before ? "ok" : "FAIL");
+    const int before_sparse = failures;
+    for (int extend = 0; extend < 2; extend++) {
+        mla_sparse_case(&pl, extend, (int32_t)1 << 30);
+        mla_sparse_case(&pl, extend, -2);
+    }
+    printf("%-4s cuda_mla: bad topk_indices (DSA sparse MLA), decode and extend\n",
+           failures == before_sparse ? "ok" : "FAIL");
     mg_close(&pl);
 }
 

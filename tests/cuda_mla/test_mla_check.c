@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "mla_check.h"
+#include "mla_sparse.h"
 
 enum { T = 6, HQ = 16, SLOTS = 4096, ROWS = 8, COLS = 512, BS = 3 };
 
@@ -120,7 +121,7 @@ static void test_refuse_unserved(void **st) {
     fx f;
     mla_fwd_view v;
     const sgl_attn_dual_chunk dca = {0};
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 7; i++) {
         setup_fx(&f);
         DLTensor *t = &f.loc;
         const char *name = NULL;
@@ -131,7 +132,6 @@ static void test_refuse_unserved(void **st) {
         case 3: f.layer.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY, name = "layer.attn_type"; break;
         case 4: f.layer.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL, name = "layer.attn_type"; break;
         case 5: f.a.lse = t, name = "forward args lse"; break;
-        case 6: f.a.topk_indices = t, name = "forward args topk_indices"; break;
         default: f.a.dual_chunk = &dca, name = "forward args dual_chunk"; break;
         }
         assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
@@ -238,6 +238,13 @@ static void test_rope_split(void **st) {
     assert_non_null(strstr(f.err, "k"));
     f.a.k = &k_lat;
     assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    /* sparse MLA reads q whole: not with the split */
+    int64_t ts2[2] = {T, 64};
+    DLTensor ti = mk(ts2, 2, kDLInt, 32, (void *)(uintptr_t)0x10000);
+    f.a.topk_indices = &ti;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(f.err, "topk_indices given with forward args q_rope"));
+    f.a.topk_indices = NULL;
     /* k_rope without q_rope */
     f.a.q = &f.q, f.a.q_rope = NULL, f.a.k = &f.k;
     assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
@@ -345,6 +352,74 @@ static void test_fp8_scales(void **st) {
         f.layer.struct_size = SGL_ATTN_LAYER_SIZE_V1_0; /* beyond a 1.0 caller's struct: not read */
         assert_int_equal(run(&f, &v), SGL_ATTN_OK);
     }
+}
+
+/* DSA sparse MLA: topk_indices [T, topk] int32 on the device goes into the
+ * view; a wrong dtype, shape or device, an fp8 pool and FlashMLA's fp8
+ * record are refused naming what is wrong. */
+static void test_sparse_view(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    int64_t ts[2] = {T, 64}, rs[3] = {SLOTS, 1, 656};
+    DLTensor ti = mk(ts, 2, kDLInt, 32, (void *)(uintptr_t)0x10000);
+    setup_fx(&f);
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_null(v.topk); /* dense */
+    f.a.topk_indices = &ti;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_ptr_equal(v.topk, ti.data);
+    assert_int_equal(v.topk_k, 64);
+    ti.dtype.bits = 64;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "topk_indices: expected int32"));
+    ti.dtype.bits = 32;
+    ts[0] = T - 1;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "topk_indices"));
+    ts[0] = T;
+    ts[1] = 0;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "topk_indices"));
+    ts[1] = 64;
+    ti.device.device_type = kDLCPU;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "topk_indices"));
+    ti.device.device_type = kDLCUDA;
+    /* an fp8 pool: not with sparse MLA (dense accepts it) */
+    f.kc.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3_CODE;
+    f.kc.dtype.bits = 8;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(f.err, "topk_indices given with an fp8 pool"));
+    /* FlashMLA's 656-byte record */
+    f.kc = mk(rs, 3, kDLUInt, 8, (void *)(uintptr_t)0x10000);
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(f.err, "SGL_ATTN_DSA_KV_FP8_RECORD"));
+}
+
+/* The split of each topk row: by the shape only, within the limits. */
+static void test_sparse_splits(void **st) {
+    (void)st;
+    int32_t tps = 0;
+    /* decode B 64 x 128 heads on 132 SMs: 128 CTAs already, no split */
+    assert_int_equal(mla_sparse_splits(64, 128, 2048, 132, 33792, &tps), 1);
+    assert_int_equal(tps, 64);
+    /* one token, 128 heads: 2 CTAs; 66 wanted, capped at 64 tiles / 4 = 16 */
+    assert_int_equal(mla_sparse_splits(1, 128, 2048, 132, 33792, &tps), 16);
+    assert_int_equal(tps, 4);
+    /* 2 tokens x 16 heads, topk 128 (4 tiles): one split of 4 tiles */
+    assert_int_equal(mla_sparse_splits(2, 16, 128, 132, 33792, &tps), 1);
+    assert_int_equal(tps, 4);
+    /* the partial rows bound it: 1 token x 16 heads, 1024 rows -> at most 64 splits, then the cap 32 */
+    assert_int_equal(mla_sparse_splits(1, 16, 65536, 132, 1024, &tps), MLA_SPARSE_MAX_SPLITS);
+    assert_int_equal(tps, 64);
+    assert_int_equal(mla_sparse_splits(1, 16, 65536, 132, 48, &tps), 3);
+    assert_int_equal(tps, 683);
+    /* a ragged last split: every split has at least one tile */
+    assert_int_equal(mla_sparse_splits(1, 64, 33 * 32, 100, 33792, &tps), 7); /* 8 wanted: 5 tiles each */
+    assert_int_equal(tps, 5);
+    assert_int_equal(mla_sparse_rows(16), 16);
+    assert_int_equal(mla_sparse_rows(17), 64);
 }
 
 /* One broken field at a time: status and the words naming it. */
@@ -515,6 +590,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_view),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_sparse_view),
+        cmocka_unit_test(test_sparse_splits),
         cmocka_unit_test(test_refuse_unserved),
         cmocka_unit_test(test_batch_lengths),
         cmocka_unit_test(test_rope_split),

@@ -205,11 +205,12 @@ static void test_nsa_deprecated_and_dsa_models(void **state) {
     pt_deepseek(&ds32);
     ds32.index_topk = 2048;
     pt_world *w = cuda_box(9, 0);
-    /* Nothing here serves dsa: the model rule refuses the GPU plugins, naming
-     * why; cpu_ref is the conf's dsa plugin on the CPU, but this one's caps
-     * do not declare sparse MLA. */
+    /* The conf's dsa plugins (cuda_mla on CUDA, cpu_ref on the CPU) whose
+     * caps do not declare sparse MLA are refused by the caps rule; the other
+     * GPU plugin by the model rule, naming why. */
     assert_int_equal(pt_select(w, &ds32, NULL), SGL_ATTN_E_UNSUPPORTED);
-    assert_string_equal(pt_verdict(w, "cuda_mla", "full")->rule, "dsa");
+    assert_string_equal(pt_verdict(w, "cuda_attn", "full")->rule, "dsa");
+    assert_string_equal(pt_verdict(w, "cuda_mla", "full")->rule, "dsa-sparse-mla");
     assert_string_equal(pt_verdict(w, "cpu_ref", "full")->rule, "dsa-sparse-mla");
     assert_int_equal(pt_select_name(w, &ds32, "nsa", 0), SGL_ATTN_E_UNSUPPORTED);
     assert_int_equal(w->sel.n_warnings, 1);
@@ -231,6 +232,20 @@ static void test_nsa_deprecated_and_dsa_models(void **state) {
     assert_int_equal(pt_select(w, &ds32, NULL), SGL_ATTN_OK);
     expect_stack(w, "flash_dsa");
     assert_int_equal(w->sel.n_warnings, 0);
+    pt_world_free(w);
+    /* The H200: cuda_mla (the conf's dsa plugin on CUDA) with sparse MLA in
+     * its caps is chosen automatically for DeepSeek-V3.2, by dsa and by nsa
+     * (with the warning). */
+    w = cuda_box(9, 0);
+    w->f[1].caps.dsa_ops = SGL_ATTN_DSA_SPARSE_MLA;
+    assert_int_equal(pt_select(w, &ds32, NULL), SGL_ATTN_OK);
+    expect_stack(w, "cuda_mla");
+    assert_int_equal(w->sel.n_warnings, 0);
+    assert_int_equal(pt_select_name(w, &ds32, "dsa", 0), SGL_ATTN_OK);
+    expect_stack(w, "cuda_mla");
+    assert_int_equal(pt_select_name(w, &ds32, "nsa", 0), SGL_ATTN_OK);
+    expect_stack(w, "cuda_mla");
+    assert_string_equal(w->sel.warnings[0], warn);
     pt_world_free(w);
     /* The CPU: cpu_ref (the conf's dsa plugin there) with sparse MLA in its
      * caps is chosen automatically, and by dsa; a dense model still works. */

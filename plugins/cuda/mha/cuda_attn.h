@@ -73,6 +73,14 @@ int ca_check_f32_1(const ca_msg *m, const DLTensor *t, const char *what, int dev
  * fields inside the caller's struct_size are read). */
 int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt);
 int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a);
+/* batch.page_table (ABI 1.2): [>= bs, >= 1] int32/int64 on the device, a page
+ * size that is a power of two (the kernels shift, never divide) and pages x
+ * page_size columns in 31 bits; *shift = log2(page_size). */
+int ca_check_page_table(const ca_msg *m, const DLTensor *pt, int device, int32_t bs, int32_t page_size,
+                        int32_t *shift);
+/* layer.slot_map (ABI 1.2): [n >= 1] int32/int64 on the device, n in 31 bits
+ * (its entries are checked on the device, with the table's). */
+int ca_check_slot_map(const ca_msg *m, const DLTensor *map, int device);
 /* An fp8 pool's scales: the layer's scale tensors ([1] fp32 on the device,
  * their pointers in *k_dev / *v_dev, read by the kernels) or else its floats
  * (finite, > 0). */
@@ -102,9 +110,14 @@ typedef struct ca_backend {
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
     int32_t planned_bs, planned_tokens;
     int64_t checked_slots; /* the pool size the planned items were checked against (INT64_MAX: not yet) */
+    /* the same for the last slot-mapped layer: its map (NULL: none yet), its length and pool */
+    const void *checked_map;
+    int64_t checked_map_n, checked_map_slots;
     int has_dplan[ATTN_DPLAN_COUNT], has_eplan[ATTN_EPLAN_COUNT];
     int32_t grid_items;
-    int32_t r2t_rows, r2t_cols;
+    int32_t r2t_rows, r2t_cols; /* the table's rows and columns (tokens; a page table: pages x page size) */
+    int32_t paged;              /* 1: the batch has a page_table (the kernels' table) */
+    int32_t page_size, page_shift; /* the page table's (page_size = 1 << page_shift); else 1, 0 */
     int32_t graph_max_bs, graph_max_tokens;
     char err[CA_ERR_MAX];
 } ca_backend;

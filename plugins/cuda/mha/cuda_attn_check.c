@@ -2,6 +2,7 @@
  * check, with messages that name the call, the tensor or field, the value and
  * what was expected (pure C, no CUDA). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "cuda_attn.h"
@@ -133,7 +134,6 @@ int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt) {
     const char *no_caps = "its caps do not declare it";
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask)) return refuse(m, "batch.custom_mask", no_caps);
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, mask_indptr)) return refuse(m, "batch.mask_indptr", no_caps);
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table)) return refuse(m, "batch.page_table", "req_to_token only");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc))
         return refuse(m, "batch.encoder_out_cache_loc", no_caps);
     return SGL_ATTN_OK;
@@ -142,7 +142,6 @@ int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt) {
 int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a) {
     const sgl_attn_layer *L = a->layer;
     const char *no_caps = "its caps do not declare it";
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map)) return refuse(m, "layer.slot_map", no_caps);
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) != SGL_ATTN_TYPE_CAUSAL)
         return refuse(m, "layer.attn_type (not causal)", no_caps);
     const float qd = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale);
@@ -158,6 +157,39 @@ int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a) {
         return refuse(m, "forward args dual_chunk", "plain attention only (dual chunk is served by cpu_ref)");
     if (a->linear) {
         snprintf(m->buf, m->size, "%s: forward args linear is set: cuda_attn serves attention layers only", m->call);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
+}
+
+int ca_check_page_table(const ca_msg *m, const DLTensor *pt, int device, int32_t bs, int32_t page_size,
+                        int32_t *shift) {
+    *shift = 0;
+    if (page_size < 1 || (page_size & (page_size - 1))) {
+        snprintf(m->buf, m->size,
+                 "%s: batch.page_table with page_size %d: cuda_attn serves page tables of power-of-two page sizes",
+                 m->call, page_size);
+        return page_size < 1 ? SGL_ATTN_E_INVALID : SGL_ATTN_E_UNSUPPORTED;
+    }
+    int rc = ca_check_index2(m, pt, "batch.page_table", device, bs > 0 ? bs : 1, 1);
+    if (rc) return rc;
+    while ((1 << *shift) < page_size) (*shift)++;
+    if (pt->shape[1] > (int64_t)(INT32_MAX >> *shift)) {
+        snprintf(m->buf, m->size,
+                 "%s: batch.page_table has %lld pages per request of %d tokens: expected at most %d tokens per "
+                 "request (31 bits)",
+                 m->call, (long long)pt->shape[1], page_size, INT32_MAX);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
+}
+
+int ca_check_slot_map(const ca_msg *m, const DLTensor *map, int device) {
+    int rc = ca_check_index1(m, map, "layer.slot_map", device, 1);
+    if (rc) return rc;
+    if (map->shape[0] > INT32_MAX) {
+        snprintf(m->buf, m->size, "%s: layer.slot_map has %lld entries: expected at most %d (31 bits)", m->call,
+                 (long long)map->shape[0], INT32_MAX);
         return SGL_ATTN_E_UNSUPPORTED;
     }
     return SGL_ATTN_OK;

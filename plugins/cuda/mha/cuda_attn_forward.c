@@ -39,16 +39,17 @@ static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, in
     for (int32_t i = 0; i < bs; i++) {
         const int64_t enc = have_en ? sgl_sdk_index_at(en, i) : 0;
         if (enc < 0 || enc > b->r2t_cols) {
-            snprintf(b->err, sizeof b->err, "%s: encoder_lens[%d] = %" PRId64 ": expected 0..%d (req_to_token columns)",
-                     call, i, enc, b->r2t_cols);
+            snprintf(b->err, sizeof b->err, "%s: encoder_lens[%d] = %" PRId64 ": expected 0..%d (%s columns)", call, i,
+                     enc, b->r2t_cols, b->paged ? "page_table pages x page_size" : "req_to_token");
             return SGL_ATTN_E_INVALID;
         }
         if (!have_sl) continue;
         const int64_t len = sgl_sdk_index_at(sl, i);
         if (len < (mode == SGL_ATTN_MODE_DECODE ? 1 : 0) || enc + len > b->r2t_cols) {
             snprintf(b->err, sizeof b->err,
-                     "%s: seq_lens[%d] = %" PRId64 ": expected %d..%" PRId64 " (req_to_token has %d columns%s)", call,
-                     i, len, mode == SGL_ATTN_MODE_DECODE ? 1 : 0, (int64_t)b->r2t_cols - enc, b->r2t_cols,
+                     "%s: seq_lens[%d] = %" PRId64 ": expected %d..%" PRId64 " (%s has %d columns%s)", call, i, len,
+                     mode == SGL_ATTN_MODE_DECODE ? 1 : 0, (int64_t)b->r2t_cols - enc,
+                     b->paged ? "page_table (pages x page_size)" : "req_to_token", b->r2t_cols,
                      enc ? ", minus the encoder tokens" : "");
             return SGL_ATTN_E_INVALID;
         }
@@ -121,21 +122,32 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         snprintf(b->err, sizeof b->err, "%s: page_size %d: expected 1..1024", call, bt->page_size);
         return bt->page_size < 1 ? SGL_ATTN_E_INVALID : SGL_ATTN_E_UNSUPPORTED;
     }
-    rc = ca_check_index2(&m, bt->req_to_token, "req_to_token", b->device, 1, 1);
-    if (!rc) rc = ca_check_index1(&m, bt->req_pool_indices, "req_pool_indices", b->device, bs);
+    /* A page table replaces req_to_token and req_pool_indices (neither is read). */
+    const DLTensor *pt = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table);
+    int32_t shift = 0;
+    if (pt) {
+        rc = ca_check_page_table(&m, pt, b->device, bs, bt->page_size, &shift);
+    } else {
+        rc = ca_check_index2(&m, bt->req_to_token, "req_to_token", b->device, 1, 1);
+        if (!rc) rc = ca_check_index1(&m, bt->req_pool_indices, "req_pool_indices", b->device, bs);
+    }
     if (!rc) rc = ca_check_index1(&m, bt->seq_lens, "seq_lens", b->device, bs);
     if (!rc && mode == SGL_ATTN_MODE_EXTEND)
         rc = ca_check_index1(&m, bt->extend_seq_lens, "extend_seq_lens", b->device, bs);
     if (!rc && bt->encoder_lens) rc = ca_check_index1(&m, bt->encoder_lens, "encoder_lens", b->device, bs);
     if (rc) return rc;
-    b->r2t_rows = (int32_t)bt->req_to_token->shape[0];
-    b->r2t_cols = (int32_t)bt->req_to_token->shape[1];
+    const DLTensor *table = pt ? pt : bt->req_to_token;
+    b->paged = pt != NULL;
+    b->page_shift = shift;
+    b->page_size = 1 << shift;
+    b->r2t_rows = (int32_t)table->shape[0];
+    b->r2t_cols = (int32_t)(table->shape[1] << shift);
     rc = check_mirrors(b, bt, bs, tokens, mode, call);
     if (rc) return rc;
 
     attn_plan_in in;
     memset(&in, 0, sizeof in);
-    in.req_pool_indices = index_of(bt->req_pool_indices);
+    in.req_pool_indices = index_of(pt ? NULL : bt->req_pool_indices); /* absent: row b of the page table */
     in.seq_lens = index_of(bt->seq_lens);
     in.extend_seq_lens = index_of(mode == SGL_ATTN_MODE_EXTEND ? bt->extend_seq_lens : NULL);
     in.encoder_lens = index_of(bt->encoder_lens);
@@ -189,6 +201,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     }
     b->planned_mode = mode;
     b->checked_slots = INT64_MAX; /* the item check runs at the first forward */
+    b->checked_map = NULL;        /* and at the first forward with each slot map */
     b->planned_bs = bs;
     b->planned_tokens = tokens;
     return SGL_ATTN_OK;
@@ -267,19 +280,28 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     }
     if (!rc && L->sinks) rc = ca_check_f32_1(&m, L->sinks, "layer.sinks", b->device, b->hq);
     if (rc) return rc;
-    if (!a->batch->req_to_token || a->batch->req_to_token->shape[0] != b->r2t_rows ||
-        a->batch->req_to_token->shape[1] != b->r2t_cols) {
-        snprintf(b->err, sizeof b->err, "%s: batch.req_to_token changed shape since init_forward_metadata", call);
+    const DLTensor *pt = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, a->batch, page_table);
+    const DLTensor *table = b->paged ? pt : a->batch->req_to_token;
+    if ((pt != NULL) != (b->paged != 0) || !table || table->shape[0] != b->r2t_rows ||
+        (table->shape[1] << b->page_shift) != b->r2t_cols || (b->paged && a->batch->page_size != b->page_size)) {
+        snprintf(b->err, sizeof b->err, "%s: batch.%s changed %s since init_forward_metadata", call,
+                 b->paged ? "page_table" : "req_to_token",
+                 (pt != NULL) != (b->paged != 0) ? (pt ? "to a page_table" : "from a page_table") : "shape or page_size");
         return SGL_ATTN_E_STATE;
     }
+    const DLTensor *map = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, slot_map);
+    if (map && (rc = ca_check_slot_map(&m, map, b->device))) return rc;
     memset(p, 0, sizeof *p);
     p->q = sgl_sdk_data(a->q);
     p->out = (void *)sgl_sdk_data(a->out);
     p->k_cache = sgl_sdk_data(L->k_cache);
     p->v_cache = sgl_sdk_data(L->v_cache);
     p->sinks = L->sinks ? (const float *)sgl_sdk_data(L->sinks) : NULL;
-    p->req_to_token = index_of(a->batch->req_to_token);
-    p->r2t_row_words = (int64_t)b->r2t_cols << p->req_to_token.shift;
+    p->req_to_token = index_of(table);
+    p->r2t_row_words = table->shape[1] << p->req_to_token.shift;
+    p->page_shift = b->page_shift;
+    p->page_mask = b->page_size - 1;
+    p->slot_map = index_of(map);
     p->q_stride_t = qs[0];
     p->q_stride_h = qs[1];
     p->o_stride_t = os[0];
@@ -309,14 +331,23 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     p->v_scale = L->v_scale;
 
     /* The item check, once per planned batch (again for a layer whose pool
-     * is smaller than the one checked): every req_to_token entry the planned
-     * items read, checked whole against this pool, so the attention kernels
-     * below need no check of their own (attn_params.h: attn_check). */
-    if (t > 0 && slots < b->checked_slots) {
+     * is smaller than the one checked, or with another slot map): every
+     * req_to_token / page-table entry the planned items read, checked whole
+     * against this pool (through the map: against the map, and the map's
+     * entries against the pool), so the attention kernels below need no
+     * check of their own (attn_params.h: attn_check).  Unmapped layers and
+     * the last mapped one keep their own record, so layers that alternate
+     * (gpt-oss, Gemma) check twice per batch, not once per layer. */
+    const int check_due = map ? (sgl_sdk_data(map) != b->checked_map || map->shape[0] != b->checked_map_n ||
+                                 slots < b->checked_map_slots)
+                              : slots < b->checked_slots;
+    if (t > 0 && check_due) {
         attn_check c;
         memset(&c, 0, sizeof c);
         c.req_to_token = p->req_to_token;
         c.r2t_row_words = p->r2t_row_words;
+        c.page_shift = p->page_shift;
+        c.slot_map = p->slot_map;
         c.num_slots = slots;
         c.max_ctx = b->r2t_cols;
         c.extend = mode == SGL_ATTN_MODE_EXTEND;
@@ -335,7 +366,13 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
             sgl_sdk_cuda_format_error(b->err, sizeof b->err, "item check launch", ce);
             return SGL_ATTN_E_DEVICE;
         }
-        b->checked_slots = slots;
+        if (map) {
+            b->checked_map = sgl_sdk_data(map);
+            b->checked_map_n = map->shape[0];
+            b->checked_map_slots = slots;
+        } else {
+            b->checked_slots = slots;
+        }
     }
 
     /* Save the new K/V first, so the attention below sees them. */
@@ -371,6 +408,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.hkv = b->hkv;
         s.d = b->head_dim;
         s.fault = b->fault.dev;
+        s.slot_map = p->slot_map;
         int ce;
         if (b->kern.kv_fp8) {
             attn_save_fp8 s8 = {s, k_scale_dev, v_scale_dev, L->k_scale, L->v_scale};

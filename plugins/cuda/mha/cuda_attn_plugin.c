@@ -19,13 +19,14 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->kv_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_FP8_E4M3;
     caps->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
                      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |
-                     SGL_ATTN_FEAT_FP8_SCALES;
+                     SGL_ATTN_FEAT_FP8_SCALES | SGL_ATTN_FEAT_PAGE_TABLE | SGL_ATTN_FEAT_SLOT_MAP;
     static const uint16_t dims[] = {64, 128, 256};
     caps->n_head_dims = 3;
     for (int i = 0; i < 3; i++) caps->head_dims[i].qk = caps->head_dims[i].v = dims[i];
     caps->head_dim_qk_max = caps->head_dim_v_max = 256;
     /* The kernels gather token by token through req_to_token, so any page
-     * size works; 1024 bounds what was reasoned about. */
+     * size works; 1024 bounds what was reasoned about.  A batch.page_table
+     * needs a power of two (the kernels shift; init_forward_metadata says so). */
     caps->n_page_sizes = 0;
     caps->page_size_max = 1024;
     caps->max_gqa_ratio = 0;

@@ -245,16 +245,15 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<D> &bar, l
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
     uint32_t g = 0, kq = 0, pending = 0;
-    int32_t raw = 0; /* req_to_token word of the next tile's row myrow, unclamped */
+    int32_t raw = 0; /* table word of the next tile's row myrow (common.cuh), not yet a slot */
     auto tile_raw = [&](const wg_work &k, int j) -> int32_t {
         const int tok = k.lo + j * C::BN + myrow;
         const int col = tok < k.hi ? tok : k.hi - 1; /* hi > lo >= 0 when the pair has tiles */
-        return __ldg(p.req_to_token.p + (int64_t)k.row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift));
+        return __ldg(attn_table_at(p, k.row, col));
     };
     auto issue_tile = [&](const wg_work &k, int j) {
         const int t0 = k.lo + j * C::BN;
-        const int64_t sw = raw; /* attn_slot's clamp */
-        const int32_t slot = t0 + myrow < k.hi ? (int32_t)(sw < 0 ? 0 : (sw >= p.num_slots ? p.num_slots - 1 : sw)) : 0;
+        const int32_t slot = t0 + myrow < k.hi ? (int32_t)attn_slot_of(p, raw, t0 + myrow) : 0; /* attn_slot's rest */
         if (j + 1 < k.ntiles) raw = tile_raw(k, j + 1); /* in flight during this tile's wait and copies */
         const int s = (int)(g % C::STAGES);
         mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);

@@ -20,13 +20,22 @@ template <int D, int ROWS, int NT> struct kv_loader {
 
     GC_DEV kv_loader() : c((int)threadIdx.x % CH), r0((int)threadIdx.x / CH) {}
 
-    /* Slots of the tile starting at column t0 (columns >= end: slot 0, never read). */
+    /* Slots of the tile starting at column t0 (columns >= end: slot 0, never
+     * read).  attn_slot in three passes, so a slot map's loads go out
+     * together behind one uniform branch (per slot, its temporaries push the
+     * d128 kernel past its register cap). */
     GC_DEV void fetch_slots(const attn_fwd &p, int req_row, int t0, int end) {
 #pragma unroll
         for (int k = 0; k < RPT; k++) {
             const int tok = t0 + r0 + k * RSTEP;
-            slot[k] = tok < end ? attn_slot32(p, req_row, tok) : 0;
+            slot[k] = tok < end ? attn_page_slot(p, __ldg(attn_table_at(p, req_row, tok)), tok) : 0;
         }
+        if (p.slot_map.p) {
+#pragma unroll
+            for (int k = 0; k < RPT; k++) slot[k] = attn_map_slot(p, slot[k]);
+        }
+#pragma unroll
+        for (int k = 0; k < RPT; k++) slot[k] = attn_pool_clamp(p, slot[k]);
     }
     /* cp.async the tile whose slots were fetched; rows past `end` are zero-filled. */
     GC_DEV void issue(const attn_fwd &p, int kvh, uint16_t *ks, uint16_t *vs, int t0, int end) const {
@@ -55,7 +64,7 @@ template <int D, int ROWS, int NT> struct kv_loader_pf {
     static constexpr int RSTEP = NT / CH;
     static constexpr int RPT = ROWS / RSTEP;
     static_assert(NT % CH == 0 && ROWS % RSTEP == 0 && RPT >= 1, "tile split");
-    int32_t raw[RPT]; /* req_to_token words, not yet clamped */
+    int32_t raw[RPT]; /* table words (req_to_token entries or pages), not yet slots */
     int c, r0;
 
     GC_DEV kv_loader_pf() : c((int)threadIdx.x % CH), r0((int)threadIdx.x / CH) {}
@@ -64,12 +73,11 @@ template <int D, int ROWS, int NT> struct kv_loader_pf {
      * max(end - 1, 0), a column of the row that exists; issue never uses them). */
     GC_DEV void fetch_slots(const attn_fwd &p, int req_row, int t0, int end) {
         const int last = end > 0 ? end - 1 : 0;
-        const int32_t *base = p.req_to_token.p + (int64_t)req_row * p.r2t_row_words;
 #pragma unroll
         for (int k = 0; k < RPT; k++) {
             const int tok = t0 + r0 + k * RSTEP;
             const int col = tok < end ? tok : last;
-            raw[k] = __ldg(base + ((int64_t)col << p.req_to_token.shift));
+            raw[k] = __ldg(attn_table_at(p, req_row, col));
         }
     }
     /* cp.async the fetched tile; rows past `end` are zero-filled (slot 0, as kv_loader). */
@@ -80,8 +88,8 @@ template <int D, int ROWS, int NT> struct kv_loader_pf {
         for (int k = 0; k < RPT; k++) {
             const int row = r0 + k * RSTEP;
             const bool ok = t0 + row < end;
-            const int64_t s = raw[k]; /* attn_slot's clamp, here instead of at the load */
-            const int64_t slot = ok ? (s < 0 ? 0 : (s >= p.num_slots ? p.num_slots - 1 : s)) : 0;
+            /* the word's page offset, map and clamp here instead of at the load */
+            const int64_t slot = ok ? attn_slot_of(p, raw[k], t0 + row) : 0;
             gc_cp_async16(ks + swz<D>(row, c), kb + slot * p.kc_stride_s, ok);
             gc_cp_async16(vs + swz<D>(row, c), vb + slot * p.vc_stride_s, ok);
         }

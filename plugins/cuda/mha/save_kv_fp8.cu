@@ -1,10 +1,10 @@
 /*
  * save_kv_fp8.cu - write the new tokens' K/V (f16 / bf16) into an fp8 e4m3
- * pool at out_cache_loc: stored = value / scale, rounded to nearest even and
- * saturating (fp8_e4m3.cuh), as sglang divides by k_scale / v_scale before
- * its fp8 cast.  One thread per 8 values (16 bytes in, 8 out); a slot
- * outside the pool (the whole int64 checked) is skipped and noted, never
- * clamped, as the 16-bit save.
+ * pool at out_cache_loc (through the layer's slot map): stored = value /
+ * scale, rounded to nearest even and saturating (fp8_e4m3.cuh), as sglang
+ * divides by k_scale / v_scale before its fp8 cast.  One thread per 8 values
+ * (16 bytes in, 8 out); a slot outside the pool or the map (the whole int64
+ * checked) is skipped and noted, never clamped, as the 16-bit save.
  */
 #include "attn_kernels/common.cuh"
 #include "cuda_launch.h"
@@ -33,12 +33,8 @@ template <int DT> __global__ __launch_bounds__(256) void attn_save_kv_fp8_kernel
         const int c = (int)(i % chunks);
         const int h = (int)((i / chunks) % s.hkv);
         const int tok = (int)(i / ((long long)chunks * s.hkv));
-        const int64_t slot = attn_idx(s.loc, tok);
-        if ((uint64_t)slot >= (uint64_t)s.num_slots) {
-            if (c == 0 && h == 0) /* one note per token */
-                sgl_fault_note(s.fault, SGL_FAULT_OUT_CACHE_LOC, tok, slot, 0, s.num_slots);
-            continue;
-        }
+        const int64_t slot = attn_save_slot(s, tok, c == 0 && h == 0); /* one note per token */
+        if (slot < 0) continue;
         const uint16_t *k = (const uint16_t *)s.k + tok * s.k_stride_t + h * s.k_stride_h + c * 8;
         const uint16_t *v = (const uint16_t *)s.v + tok * s.v_stride_t + h * s.v_stride_h + c * 8;
         uint8_t *kc = (uint8_t *)s.k_cache + slot * s.kc_stride_s + h * s.kc_stride_h + c * 8;

@@ -11,6 +11,7 @@
 
 #include "cuda/sdk_cuda.h"
 #include "mla_check.h"
+#include "mla_sparse.h"
 #include "sdk_option.h"
 #include "sdk_tensor.h"
 #include "sdk_text.h"
@@ -392,6 +393,10 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     rc = mla_kernels_init(b->dev.sm_major, b->dev.smem_per_block_optin, msg, sizeof msg);
     if (rc) return create_fail(a, b, SGL_ATTN_E_DEVICE, msg);
+    if ((rc = mla_sparse_init(b->dev.smem_per_block_optin))) {
+        snprintf(msg, sizeof msg, "cudaFuncSetAttribute (sparse MLA kernels): %s", cudaGetErrorString((cudaError_t)rc));
+        return create_fail(a, b, SGL_ATTN_E_DEVICE, msg);
+    }
 
     /* Partial rows: enough for the planner's splits (4 waves of 64-row tiles;
      * the planner takes fewer splits rather than more rows). */

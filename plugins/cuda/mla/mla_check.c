@@ -211,6 +211,13 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     if ((rc = check(a->out, "out", "num_tokens, num_q_heads, 512", 3, T, HQ, MLA_D_V, q_bit, device, 1, err, n)))
         return rc;
     v->out = (void *)sgl_sdk_data(a->out);
+    const DLTensor *ti = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices);
+    if (ti && l->k_cache && l->k_cache->ndim == 3 && l->k_cache->shape[2] == 656) {
+        snprintf(err, n, "layer %d: k_cache [.., 1, 656]: FlashMLA's fp8 record (SGL_ATTN_DSA_KV_FP8_RECORD) is not "
+                         "served by cuda_mla; its sparse MLA reads a bf16/f16 [slots, 1, 576] pool",
+                 l->layer_id);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     if ((rc = check(l->k_cache, "k_cache", "slots, 1, 576: the latent pool", 3, SGL_SDK_ANY, 1, MLA_D_QK,
                     q_bit | SGL_ATTN_DT_FP8_E4M3, device, 1, err, n)))
         return rc;
@@ -232,6 +239,35 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
         v->k_scale = l->k_scale;
     }
     v->scale_log2 = l->sm_scale * 1.4426950408889634f;
+    if (ti) { /* DSA sparse MLA (mla_sparse.h) */
+        if (qr || v->mask) {
+            snprintf(err, n, "layer %d: topk_indices given with %s: cuda_mla's sparse MLA reads q whole "
+                             "([T, Hq, 576]) and attends the given slots (no tree mask)",
+                     l->layer_id, qr ? "forward args q_rope" : "batch.custom_mask");
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        if (v->kv_dt != v->q_dt) {
+            snprintf(err, n, "layer %d: topk_indices given with an fp8 pool: cuda_mla's sparse MLA takes a pool of "
+                             "q's dtype (bf16/f16)",
+                     l->layer_id);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        if ((rc = check(ti, "topk_indices", "num_tokens, topk: DSA's selected pool slots per query token", 2, T,
+                        SGL_SDK_ANY, 0, 0, device, 0, err, n)))
+            return rc;
+        if (ti->dtype.code != kDLInt || ti->dtype.bits != 32) {
+            snprintf(err, n, "topk_indices: expected int32 (page-encoded pool slots, -1 = none), got %d-bit code %d",
+                     ti->dtype.bits, ti->dtype.code);
+            return SGL_ATTN_E_INVALID;
+        }
+        if (ti->shape[1] < 1 || ti->shape[1] > INT32_MAX / 2) {
+            snprintf(err, n, "topk_indices: [%lld, %lld]: expected 1..%d columns", (long long)T,
+                     (long long)ti->shape[1], INT32_MAX / 2);
+            return SGL_ATTN_E_INVALID;
+        }
+        v->topk = (const int32_t *)sgl_sdk_data(ti);
+        v->topk_k = (int32_t)ti->shape[1];
+    }
 
     if ((rc = check(b->req_to_token, "req_to_token", "max_reqs, max_context", 2, SGL_SDK_ANY, SGL_SDK_ANY, 0, 0,
                     device, 0, err, n)))
@@ -451,7 +487,6 @@ int mla_refuse_unserved(const sgl_attn_forward_args *a, char *err, size_t n) {
     int rc = mla_refuse_unserved_batch(a->batch, err, n);
     if (rc) return rc;
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) return refuse(err, n, "forward args lse");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices)) return refuse(err, n, "forward args topk_indices");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk)) return refuse(err, n, "forward args dual_chunk");
     if (!l) return SGL_ATTN_OK; /* mla_check_layer names it */
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map)) return refuse(err, n, "layer.slot_map");

@@ -40,6 +40,8 @@ typedef struct mla_fwd_view {
     int64_t r2t_rows, r2t_cols;
     float scale_log2, k_scale;
     const float *k_scale_t; /* fp8 pool: layer k_scale_tensor, else NULL */
+    const int32_t *topk; /* DSA sparse MLA: topk_indices [t, topk_k], else NULL */
+    int32_t topk_k;
 } mla_fwd_view;
 
 /* The layer's constants: absorbed MLA (576 / 512, one latent head), no

@@ -11,7 +11,7 @@
 #include "sdk_plugin.h"
 
 static const char *const mla_aliases[] = {"flashmla", "cutlass_mla", "trtllm_mla", "cutedsl_mla",
-                                          "tokenspeed_mla", NULL};
+                                          "tokenspeed_mla", "dsa", NULL};
 
 static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
     if (!caps || caps->struct_size < sizeof *caps) return SGL_ATTN_E_INVALID;
@@ -35,6 +35,7 @@ static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
     for (int i = 0; i < 4; i++) caps->page_sizes[i] = pages[i];
     caps->page_size_max = 64;
     caps->max_gqa_ratio = 0;
+    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA; /* bf16/f16 pools; no indexer, no fp8 record */
     caps->score = caps->available ? 60 : 0;
     return SGL_ATTN_OK;
 }
@@ -54,10 +55,6 @@ static int mla_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps
                  m->head_dim_qk, m->head_dim_v, m->num_kv_heads);
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    if (m->index_topk > 0) {
-        snprintf(why, n, "DeepSeek sparse attention (index_topk %d): cuda_mla is dense MLA", m->index_topk);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
     if (m->sliding_window >= 0 || m->logit_softcap != 0.f || m->has_sinks || m->is_encoder_decoder) {
         snprintf(why, n, "cuda_mla has no sliding window, soft-cap, sinks or encoder-decoder attention");
         return SGL_ATTN_E_UNSUPPORTED;
@@ -68,7 +65,7 @@ static int mla_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps
 SGL_SDK_PLUGIN(mla_plugin,
     .name = MLA_NAME,
     .version = "0.1.0",
-    .description = "CUDA absorbed MLA (DeepSeek): split-KV decode/verify and extend, mma.sync + sm_90a wgmma",
+    .description = "CUDA absorbed MLA (DeepSeek): split-KV decode/verify and extend, mma.sync + sm_90a wgmma; DSA sparse MLA",
     .license = "Apache-2.0",
     .platform = SGL_ATTN_PLATFORM_CUDA,
     .role = SGL_ATTN_ROLE_FULL,

@@ -15,6 +15,17 @@
  * (gpu_fault.h), which fails the next metadata call.  The attention kernels
  * then read entries as the low word, clamped into the pool: a read guard
  * for a tensor changed after the check, never a move of a checked entry.
+ *
+ * ABI 1.2 page tables and slot maps (cuda_attn): the table the kernels read
+ * (attn_fwd.req_to_token) is either req_to_token or batch->page_table, one
+ * index scheme: a table of pages of 1 << page_shift tokens, whose row is the
+ * request's (req_pool_indices[b], or b itself for a page table).  Column c
+ * is slot table[row][c >> page_shift] << page_shift | c & page_mask, so
+ * req_to_token is the page table of one-token pages (page_shift 0), and its
+ * kernels run the same code.  A layer's slot map then translates that slot
+ * into its own pool (common.cuh: attn_slot_of).  The item check and the
+ * save check the page-table and slot-map entries as they check
+ * req_to_token entries and out_cache_loc.
  * Positions are clamped into the tensor (i < n), a read in range by the
  * host's shape checks.
  *
@@ -58,11 +69,12 @@ typedef struct attn_extend_item {
     int32_t q_pos0, kv_lo, kv_hi, causal;
 } attn_extend_item;
 
-/* The batch, as the plan kernels read it. */
+/* The batch, as the plan kernels read it.  A page table: req_pool_indices
+ * absent (request b's row is b), max_ctx its pages times the page size. */
 typedef struct attn_plan_in {
     attn_index req_pool_indices, seq_lens, extend_seq_lens, encoder_lens;
     int32_t bs;
-    int32_t max_reqs, max_ctx; /* rows / columns of req_to_token */
+    int32_t max_reqs, max_ctx; /* rows / columns (tokens) of req_to_token or the page table */
     sgl_gpu_fault_ref fault;   /* where an out-of-range index is noted */
 } attn_plan_in;
 
@@ -122,12 +134,17 @@ typedef struct attn_fwd {
      * device from *_scale_dev when set (the engine's scale tensors), else the float */
     const float *k_scale_dev, *v_scale_dev;
     float k_scale, v_scale;
+    /* The table's pages (above: req_to_token is the table of pages of one
+     * token, 0 / 0) and the layer's slot map (p NULL: identity). */
+    int32_t page_shift, page_mask;
+    attn_index slot_map;
 } attn_fwd;
 
 /* The item check (attn_check_items_kernel): before the first forward of a
  * planned batch (and again for a layer whose pool is smaller than the one
- * checked), every req_to_token entry each planned item reads is checked
- * whole against the pool; an item with an entry outside it is noted and
+ * checked, or whose slot map is another), every req_to_token (page-table)
+ * entry each planned item reads is checked whole against the pool (the slot
+ * map's length, and each map entry it reads against the pool); an item with an entry outside it is noted and
  * emptied (it attends nothing), so the attention kernels read only checked
  * entries and do no per-load check of their own. */
 #define ATTN_CHECK_SETS 3
@@ -142,6 +159,9 @@ typedef struct attn_check {
     void *items[ATTN_CHECK_SETS];          /* attn_decode_item * or attn_extend_item * */
     const int32_t *num_items[ATTN_CHECK_SETS];
     sgl_gpu_fault_ref fault;   /* where an entry outside the pool is noted */
+    int32_t page_shift;        /* req_to_token: 0; a page table: log2 of its page size */
+    int32_t reserved_;
+    attn_index slot_map;       /* the layer's map (absent: identity) */
 } attn_check;
 
 /* Save new K/V at out_cache_loc. */
@@ -155,6 +175,7 @@ typedef struct attn_save {
     int32_t t, hkv, d;
     int32_t reserved_;
     sgl_gpu_fault_ref fault; /* where an out_cache_loc outside the pool is noted */
+    attn_index slot_map;     /* the layer's map of out_cache_loc's slots (absent: identity) */
 } attn_save;
 
 #ifdef __cplusplus

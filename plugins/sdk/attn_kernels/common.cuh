@@ -32,16 +32,66 @@ GC_DEV int64_t attn_word(const attn_index &ix, int64_t w) {
     return ix.shift ? (int64_t)__ldg((const long long *)ix.p + (w >> 1)) : (int64_t)__ldg(ix.p + w);
 }
 
-/* The pool slot of column `col` of req_to_token row `row`: the entry's low
- * word, clamped into the pool.  The entries the planned items read were
- * checked whole before the first forward of the batch (attn_check_items_kernel:
- * an item with an entry outside the pool attends nothing), so the clamp only
- * keeps a tensor changed after that check inside the pool; it never moves a
- * checked entry. */
+/* The table word (low word of the req_to_token entry, or of the page-table
+ * page) that holds column `col` of row `row` (attn_params.h: one index
+ * scheme, req_to_token being the table of one-token pages). */
+GC_DEV const int32_t *attn_table_at(const attn_fwd &p, int row, int col) {
+    return p.req_to_token.p + (int64_t)row * p.r2t_row_words +
+           ((int64_t)(col >> p.page_shift) << p.req_to_token.shift);
+}
+
+/* The pool slot of column `col` from its table word: the page's slot, then
+ * the layer's slot map, clamped into the pool.  The entries the planned
+ * items read (table and map) were checked whole before the first forward of
+ * the batch (attn_check_items_kernel: an item with an entry outside the pool
+ * attends nothing), so the clamps only keep a tensor changed after that
+ * check inside the tensors; they never move a checked entry.  32-bit: the
+ * pool and the map have at most 2^31 - 1 rows (host checks), a checked page
+ * times its size lies in them, and a changed entry that wraps is still
+ * clamped.  The plain req_to_token path pays two integer ops (shift and mask
+ * by 0) and a branch on a kernel parameter, uniform across the grid; the
+ * map's read is a second dependent load, only where a layer has a map. */
+GC_DEV int32_t attn_page_slot(const attn_fwd &p, int32_t word, int col) {
+    return (int32_t)((uint32_t)word << p.page_shift) + (col & p.page_mask);
+}
+GC_DEV int32_t attn_map_slot(const attn_fwd &p, int32_t s) { /* only when p.slot_map.p */
+    s = s < 0 ? 0 : (s >= p.slot_map.n ? p.slot_map.n - 1 : s);
+    return __ldg(p.slot_map.p + ((int64_t)s << p.slot_map.shift)); /* the low word, as the table's */
+}
+GC_DEV int32_t attn_pool_clamp(const attn_fwd &p, int32_t s) {
+    const int32_t last = (int32_t)p.num_slots - 1;
+    return s < 0 ? 0 : (s > last ? last : s);
+}
+GC_DEV int32_t attn_slot_of(const attn_fwd &p, int32_t word, int col) {
+    int32_t s = attn_page_slot(p, word, col);
+    if (p.slot_map.p) s = attn_map_slot(p, s);
+    return attn_pool_clamp(p, s);
+}
+
+/* The pool slot of column `col` of row `row`. */
 GC_DEV int64_t attn_slot(const attn_fwd &p, int row, int col) {
-    const int64_t w = (int64_t)row * p.r2t_row_words + ((int64_t)col << p.req_to_token.shift);
-    int64_t s = __ldg(p.req_to_token.p + w);
-    return s < 0 ? 0 : (s >= p.num_slots ? p.num_slots - 1 : s);
+    return attn_slot_of(p, __ldg(attn_table_at(p, row, col)), col);
+}
+
+/* The pool slot a save writes token tok's K/V to: out_cache_loc[tok]
+ * through the layer's slot map, each checked whole (out_cache_loc against
+ * the map's length or the pool, the map's entry against the pool); -1 when
+ * either is outside, noted once per token (`note`), never clamped or wrapped
+ * (either would overwrite another token). */
+GC_DEV int64_t attn_save_slot(const attn_save &s, int tok, bool note) {
+    const int64_t loc = attn_idx(s.loc, tok);
+    const int64_t lim = s.slot_map.p ? (int64_t)s.slot_map.n : s.num_slots;
+    if ((uint64_t)loc >= (uint64_t)lim) {
+        if (note) sgl_fault_note(s.fault, SGL_FAULT_OUT_CACHE_LOC, tok, loc, 0, lim);
+        return -1;
+    }
+    if (!s.slot_map.p) return loc;
+    const int64_t m = attn_idx(s.slot_map, loc);
+    if ((uint64_t)m >= (uint64_t)s.num_slots) {
+        if (note) sgl_fault_note(s.fault, SGL_FAULT_SLOT_MAP, loc, m, 0, s.num_slots);
+        return -1;
+    }
+    return m;
 }
 
 /* Raw q.k -> logit in the log2 domain (s * scale * log2e, through the soft-cap). */

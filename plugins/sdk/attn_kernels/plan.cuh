@@ -86,7 +86,8 @@ GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend) {
     plan_fault f;
     f.tensor = 0;
     f.v = f.lo = f.hi = 0;
-    const int64_t row = attn_idx(in.req_pool_indices, b);
+    int64_t row = attn_idx(in.req_pool_indices, b);
+    if (!in.req_pool_indices.p) row = b; /* a page table: row b */
     const int64_t enc = in.encoder_lens.p ? attn_idx(in.encoder_lens, b) : 0;
     const int64_t len = attn_idx(in.seq_lens, b);
     const int64_t ext = extend ? attn_idx(in.extend_seq_lens, b) : 0;
@@ -289,19 +290,23 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_extend_kernel(att
 }
 
 /* The item check (attn_params.h: attn_check): block-stride over the items of
- * list blockIdx.y; each item's req_to_token entries (decode: [kv_begin,
+ * list blockIdx.y; each item's table entries (decode: columns [kv_begin,
  * kv_end); extend: [kv_lo, kv_hi), causal items only up to their last q
  * row's column) are cut in chunks of ATTN_CHECK_CHUNK columns, and block z
  * of gridDim.z takes chunks z, z + gridDim.z, ... of each item, so a long
  * item is read by many blocks at once.  Each thread issues its
  * ATTN_CHECK_UNROLL loads of a chunk before it compares any (one memory
- * latency per chunk, not one per column), coalesced along the row.  Every
- * entry is checked whole against the pool; an item with an entry outside it
- * is noted and emptied (no columns: zero output, or an empty split that the
- * combine weighs 0) by every block that saw the bad entry (the same write),
- * so no attention kernel reads an unchecked entry of a planned batch.  A
- * block that reads an item another block has already emptied checks nothing
- * more of it: the item is out either way. */
+ * latency per chunk, not one per column; a slot map's loads, a second round),
+ * coalesced along the row.  Every entry is checked whole: a req_to_token
+ * entry against the pool, a page-table page so that its column's slot lies
+ * in the pool (with a slot map: in the map, and the map's entry in the
+ * pool); an item with an entry outside is noted and emptied (no columns:
+ * zero output, or an empty split that the combine weighs 0) by every block
+ * that saw the bad entry (the same write), so no attention kernel reads an
+ * unchecked entry of a planned batch.  A block that reads an item another
+ * block has already emptied checks nothing more of it: the item is out
+ * either way.  A page table's entries are read once per column, as
+ * req_to_token's (the columns of a page hit the same word in cache). */
 #define ATTN_CHECK_THREADS 256
 #define ATTN_CHECK_UNROLL 8
 #define ATTN_CHECK_CHUNK (ATTN_CHECK_THREADS * ATTN_CHECK_UNROLL)
@@ -310,6 +315,9 @@ __global__ __launch_bounds__(ATTN_CHECK_THREADS) void attn_check_items_kernel(at
     const int set = blockIdx.y; /* selected, not indexed: an indexed param array goes to local memory */
     void *const items = set == 0 ? c.items[0] : set == 1 ? c.items[1] : c.items[2];
     const int n = *(set == 0 ? c.num_items[0] : set == 1 ? c.num_items[1] : c.num_items[2]);
+    const int sh = c.page_shift, mask = (1 << sh) - 1;
+    /* the slots the table's columns may name: the map's entries, or the pool's */
+    const int64_t lim = c.slot_map.p ? (int64_t)c.slot_map.n : c.num_slots;
     for (int i = blockIdx.x; i < n && i < c.max_items; i += gridDim.x) {
         int row, lo, hi;
         if (c.extend) {
@@ -321,8 +329,8 @@ __global__ __launch_bounds__(ATTN_CHECK_THREADS) void attn_check_items_kernel(at
             row = it.row, lo = it.kv_begin, hi = it.kv_end;
         }
         const int64_t base = (int64_t)row * c.r2t_row_words;
-        int bad_col = -1; /* this thread's first bad column, noted once after the loads */
-        int64_t bad_s = 0;
+        int bad_t = 0; /* this thread's first fault (tensor, position, value, range end), noted after the loads */
+        int64_t bad_pos = 0, bad_v = 0, bad_hi = 0;
         for (int c0 = lo + (int)blockIdx.z * ATTN_CHECK_CHUNK; c0 < hi; c0 += (int)gridDim.z * ATTN_CHECK_CHUNK) {
             int64_t s[ATTN_CHECK_UNROLL];
             if (c.req_to_token.shift) { /* chosen once per chunk: the chunk's loads are all in flight together */
@@ -330,27 +338,50 @@ __global__ __launch_bounds__(ATTN_CHECK_THREADS) void attn_check_items_kernel(at
 #pragma unroll
                 for (int k = 0; k < ATTN_CHECK_UNROLL; k++) {
                     const int col = c0 + k * ATTN_CHECK_THREADS + (int)threadIdx.x;
-                    s[k] = col < hi ? (int64_t)__ldg(p + col) : 0;
+                    s[k] = col < hi ? (int64_t)__ldg(p + (col >> sh)) : 0;
                 }
             } else {
                 const int32_t *p = c.req_to_token.p + base;
 #pragma unroll
                 for (int k = 0; k < ATTN_CHECK_UNROLL; k++) {
                     const int col = c0 + k * ATTN_CHECK_THREADS + (int)threadIdx.x;
-                    s[k] = col < hi ? (int64_t)__ldg(p + col) : 0;
+                    s[k] = col < hi ? (int64_t)__ldg(p + (col >> sh)) : 0;
                 }
             }
+            /* entry -> slot: page e holds columns' slots e << sh + (col & mask),
+             * all below lim iff e <= (lim - 1 - off) >> sh (req_to_token: sh 0) */
+            bool in[ATTN_CHECK_UNROLL];
 #pragma unroll
             for (int k = 0; k < ATTN_CHECK_UNROLL; k++) {
-                if ((uint64_t)s[k] >= (uint64_t)c.num_slots && bad_col < 0) {
-                    bad_col = c0 + k * ATTN_CHECK_THREADS + (int)threadIdx.x;
-                    bad_s = s[k];
+                const int col = c0 + k * ATTN_CHECK_THREADS + (int)threadIdx.x;
+                const int64_t top = lim - 1 - (col & mask);
+                in[k] = col >= hi || (top >= 0 && s[k] >= 0 && s[k] <= (top >> sh));
+                if (!in[k] && !bad_t) {
+                    bad_t = sh ? SGL_FAULT_PAGE_TABLE : SGL_FAULT_REQ_TO_TOKEN;
+                    bad_pos = sh ? (int64_t)row * (c.r2t_row_words >> c.req_to_token.shift) + (col >> sh)
+                                 : (int64_t)row * c.max_ctx + col;
+                    bad_v = s[k];
+                    bad_hi = top < 0 ? 0 : (top >> sh) + 1;
+                }
+                s[k] = col < hi && in[k] ? (s[k] << sh) + (col & mask) : -1;
+            }
+            if (c.slot_map.p) { /* uniform: the map's entries of the chunk's slots, loaded together */
+                int64_t m[ATTN_CHECK_UNROLL];
+#pragma unroll
+                for (int k = 0; k < ATTN_CHECK_UNROLL; k++) m[k] = s[k] >= 0 ? attn_idx(c.slot_map, s[k]) : 0;
+#pragma unroll
+                for (int k = 0; k < ATTN_CHECK_UNROLL; k++) {
+                    if (s[k] >= 0 && (uint64_t)m[k] >= (uint64_t)c.num_slots && !bad_t) {
+                        bad_t = SGL_FAULT_SLOT_MAP;
+                        bad_pos = s[k];
+                        bad_v = m[k];
+                        bad_hi = c.num_slots;
+                    }
                 }
             }
         }
-        if (bad_col >= 0)
-            sgl_fault_note(c.fault, SGL_FAULT_REQ_TO_TOKEN, (int64_t)row * c.max_ctx + bad_col, bad_s, 0, c.num_slots);
-        if (__syncthreads_or(bad_col >= 0) && threadIdx.x == 0) {
+        if (bad_t) sgl_fault_note(c.fault, bad_t, bad_pos, bad_v, 0, bad_hi);
+        if (__syncthreads_or(bad_t != 0) && threadIdx.x == 0) {
             if (c.extend)
                 ((attn_extend_item *)items)[i].kv_hi = lo;
             else

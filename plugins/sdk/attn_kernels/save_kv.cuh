@@ -1,6 +1,7 @@
 /*
  * save_kv.cuh - write the new tokens' K/V into the pool at out_cache_loc
- * (before attending, as sglang's save_kv_cache).  One thread per 16 bytes;
+ * (before attending, as sglang's save_kv_cache), through the layer's slot map
+ * when it has one (common.cuh: attn_save_slot).  One thread per 16 bytes;
  * a slot outside the pool (the whole int64 checked) is skipped and noted,
  * never clamped or wrapped (either would overwrite another token).  Portable.
  */
@@ -17,12 +18,8 @@ __global__ __launch_bounds__(256) void attn_save_kv_kernel(attn_save s) {
         const int c = (int)(i % chunks);
         const int h = (int)((i / chunks) % s.hkv);
         const int tok = (int)(i / ((long long)chunks * s.hkv));
-        const int64_t slot = attn_idx(s.loc, tok);
-        if ((uint64_t)slot >= (uint64_t)s.num_slots) {
-            if (c == 0 && h == 0) /* one note per token */
-                sgl_fault_note(s.fault, SGL_FAULT_OUT_CACHE_LOC, tok, slot, 0, s.num_slots);
-            continue;
-        }
+        const int64_t slot = attn_save_slot(s, tok, c == 0 && h == 0); /* one note per token */
+        if (slot < 0) continue;
         const uint16_t *k = (const uint16_t *)s.k + tok * s.k_stride_t + h * s.k_stride_h + c * 8;
         const uint16_t *v = (const uint16_t *)s.v + tok * s.v_stride_t + h * s.v_stride_h + c * 8;
         uint16_t *kc = (uint16_t *)s.k_cache + slot * s.kc_stride_s + h * s.kc_stride_h + c * 8;

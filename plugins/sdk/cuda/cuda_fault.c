@@ -40,7 +40,8 @@ void sgl_sdk_cuda_fault_free(sgl_sdk_cuda_fault *f) {
 const char *sgl_sdk_fault_tensor_name(int tensor) {
     static const char *const names[SGL_FAULT_COUNT_] = {
         "index tensor", "out_cache_loc",   "req_to_token", "req_pool_indices", "seq_lens",
-        "extend_seq_lens", "encoder_lens", "prefix_lens",  "state_indices"};
+        "extend_seq_lens", "encoder_lens", "prefix_lens",  "state_indices", "topk_indices",
+        "page_table",      "layer.slot_map"};
     return tensor > 0 && tensor < SGL_FAULT_COUNT_ ? names[tensor] : names[0];
 }
 
@@ -69,7 +70,7 @@ int sgl_sdk_cuda_fault_take(sgl_sdk_cuda_fault *f, void *stream, const char *cal
     if (!sgl_sdk_cuda_fault_take_raw(f, stream, &r)) return 0;
     const int tensor = r.tensor;
     if (buf && size) {
-        if (tensor == SGL_FAULT_REQ_TO_TOKEN && r.pos >= 0)
+        if ((tensor == SGL_FAULT_REQ_TO_TOKEN || tensor == SGL_FAULT_PAGE_TABLE) && r.pos >= 0)
             snprintf(buf, size,
                      "%s: a kernel of an earlier batch met %s element %" PRId64 " = %" PRId64
                      ": expected %" PRId64 "..%" PRId64 "; it wrote nothing through it and that batch's output is "

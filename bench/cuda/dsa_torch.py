@@ -1,0 +1,224 @@
+"""bench/cuda/dsa_torch.py - DSA sparse MLA through the Python package beside
+plain PyTorch in the same process (bench/gpu/dsa.sh runs it on the H200).
+
+For each shape: a DeepSeek-V3.2-shaped model (absorbed MLA 576 / 512, one
+latent head) with `hq` heads, a bf16 pool of `ctx` tokens per request (pages
+of 64 shuffled over the pool), and topk_indices rows of `topk` distinct slots
+of the token's request (the row's own token always in it; `neg` adds -1
+entries).  The plugin's forward (layer.set_topk, forward_decode /
+forward_extend, no KV save) is checked against float64 on sampled rows, then
+timed with CUDA events over many calls; the anchor is the plain torch path of
+the same math: gather the rows by index, einsum Q K^T, mask -1, softmax in
+fp32, einsum P V (in chunks of tokens where the gather would not fit).
+
+FLOPs are FlashMLA's count: 2 * tokens * topk * hq * (576 + 512), the full
+width of the index rows (-1 entries included); softmax not counted.
+
+  python3 bench/cuda/dsa_torch.py OUT.json [--plugin cuda_mla] [--small] [--device cpu]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import sys
+import time
+
+import torch
+
+import sglattn
+
+D_QK, D_V = 576, 512
+
+
+def ds32(hq: int, topk: int) -> dict:
+    return {"architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32", "num_hidden_layers": 1,
+            "num_attention_heads": hq, "num_key_value_heads": hq, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+            "qk_nope_head_dim": 128, "v_head_dim": 128, "index_topk": topk, "index_n_heads": 64,
+            "index_head_dim": 128, "torch_dtype": "bfloat16", "hidden_size": 7168}
+
+
+def stage(bs: int, ctx: int, q_per_req: int, topk: int, neg: float, dev: str, g: torch.Generator):
+    """Pool slots, req_to_token, and one topk row per query token (the last
+    q_per_req positions of each request)."""
+    page = 64
+    pages = (ctx + page - 1) // page
+    slots = bs * pages * page + page
+    perm = torch.randperm(bs * pages, generator=g) + 1  # page 0 unused
+    r2t = torch.zeros(bs, pages * page, dtype=torch.int32)
+    for b in range(bs):
+        pg = perm[b * pages:(b + 1) * pages]
+        r2t[b] = (pg[:, None] * page + torch.arange(page)[None, :]).reshape(-1).int()
+    rows = torch.empty(bs * q_per_req, topk, dtype=torch.int32)
+    for b in range(bs):
+        for i in range(q_per_req):
+            pos = ctx - q_per_req + i
+            n = min(topk, pos + 1)
+            sel = torch.randperm(pos, generator=g)[:n - 1]
+            sel = torch.cat([sel, torch.tensor([pos])])
+            row = torch.full((topk,), -1, dtype=torch.int32)
+            row[:n] = r2t[b, sel]
+            if neg > 0:
+                drop = torch.rand(topk, generator=g) < neg
+                row[drop] = -1
+            rows[b * q_per_req + i] = row[torch.randperm(topk, generator=g)]
+    return slots, r2t.to(dev), rows.to(dev)
+
+
+def torch_sparse(q, pool, rows, scale, chunk):
+    """Gather + einsum + fp32 softmax, in chunks of tokens."""
+    out = torch.empty(q.shape[0], q.shape[1], D_V, dtype=q.dtype, device=q.device)
+    p2 = pool[:, 0]
+    for t0 in range(0, q.shape[0], chunk):
+        r = rows[t0:t0 + chunk]
+        kv = p2[r.clamp(min=0).long()]  # [c, topk, 576]
+        s = torch.einsum("thd,tkd->thk", q[t0:t0 + chunk], kv).float() * scale
+        s = s.masked_fill((r < 0)[:, None, :], float("-inf"))
+        p = torch.softmax(s, -1).nan_to_num(0.0).to(q.dtype)
+        out[t0:t0 + chunk] = torch.einsum("thk,tkd->thd", p, kv[..., :D_V])
+    return out
+
+
+def ref64(q, pool, rows, scale, ts):
+    """float64 of sampled tokens: [len(ts), hq, 512]."""
+    res = []
+    p2 = pool[:, 0].double()
+    for t in ts:
+        r = rows[t][rows[t] >= 0].long()
+        if r.numel() == 0:
+            res.append(torch.zeros(q.shape[1], D_V, dtype=torch.float64, device=q.device))
+            continue
+        kv = p2[r]
+        s = torch.einsum("hd,kd->hk", q[t].double(), kv) * scale
+        res.append(torch.einsum("hk,kd->hd", s.softmax(-1), kv[:, :D_V]))
+    return torch.stack(res)
+
+
+def timed(fn, dev: str, min_s: float = 0.3):
+    if dev == "cpu":
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    fn()
+    e1.record()
+    torch.cuda.synchronize()
+    one = max(e0.elapsed_time(e1) / 1e3, 1e-6)
+    n = max(3, min(2000, int(min_s / one)))
+    meds = []
+    for _ in range(5):
+        e0.record()
+        for _ in range(n):
+            fn()
+        e1.record()
+        torch.cuda.synchronize()
+        meds.append(e0.elapsed_time(e1) / 1e3 / n)
+    meds.sort()
+    return meds[len(meds) // 2]
+
+
+def run_shape(host, plugin, name, mode, bs, q_per_req, ctx, hq, topk, neg, dev, chunk, g):
+    scale = 1.0 / (192 ** 0.5)
+    slots, r2t, rows = stage(bs, ctx, q_per_req, topk, neg, dev, g)
+    if neg > 0:
+        rows[0] = -1  # a token with no valid slot writes zeros
+    T = bs * q_per_req
+    pool = (torch.randn(slots, 1, D_QK, generator=g) * 0.5).bfloat16().to(dev)
+    q = (torch.randn(T, hq, D_QK, generator=g) * 0.5).bfloat16().to(dev)
+    out = torch.empty(T, hq, D_V, dtype=torch.bfloat16, device=dev)
+    be = host.create_stack([plugin], ds32(hq, topk), max_reqs=bs, max_tokens=max(T, bs), max_context=ctx)
+    seq = [ctx] * bs
+    it = lambda x: torch.tensor(x, dtype=torch.int32, device=dev)  # noqa: E731
+    ocl = torch.cat([r2t[b, ctx - q_per_req:ctx] for b in range(bs)])
+    if mode in ("decode", "verify"):
+        batch = sglattn.Batch(mode, r2t, it(list(range(bs))), it(seq), ocl, page_size=64, seq_lens_cpu=seq,
+                              tokens_per_req=q_per_req)
+        fwd = be.forward_decode if mode == "decode" else be.forward_extend
+    else:
+        pre = [ctx - q_per_req] * bs
+        new = [q_per_req] * bs
+        batch = sglattn.Batch("extend", r2t, it(list(range(bs))), it(seq), ocl, page_size=64, seq_lens_cpu=seq,
+                              extend_prefix_lens=it(pre), extend_seq_lens=it(new), extend_prefix_lens_cpu=pre,
+                              extend_seq_lens_cpu=new)
+        fwd = be.forward_extend
+    be.init_forward_metadata(batch)
+    layer = be.layer(0, pool, None, sm_scale=scale)
+    layer.set_topk(rows)
+    call = lambda: fwd(layer, q, None, None, out, save_kv_cache=False)  # noqa: E731
+    call()
+    if dev != "cpu":
+        torch.cuda.synchronize()
+    ts = sorted(set([0, 1, T // 2, T - 1]))
+    ref = ref64(q, pool, rows, scale, ts)
+    err = (out[ts].double() - ref)
+    nmse = float((err ** 2).sum() / max(float((ref ** 2).sum()), 1e-30))
+    zero_row_ok = bool(neg <= 0 or float(out[0].abs().max()) == 0.0)
+    t_ours = timed(call, dev)
+    tout = torch_sparse(q, pool, rows, scale, chunk)
+    terr = (tout[ts].double() - ref)
+    t_nmse = float((terr ** 2).sum() / max(float((ref ** 2).sum()), 1e-30))
+    t_torch = timed(lambda: torch_sparse(q, pool, rows, scale, chunk), dev)
+    be.close()
+    flops = 2.0 * T * topk * hq * (D_QK + D_V)
+    r = {"name": name, "mode": mode, "bs": bs, "tokens": T, "ctx": ctx, "hq": hq, "topk": topk, "neg": neg,
+         "flops": flops, "ours_s": t_ours, "torch_s": t_torch, "ours_tflops": flops / t_ours / 1e12,
+         "torch_tflops": flops / t_torch / 1e12, "speedup_vs_torch": t_torch / t_ours, "nmse": nmse,
+         "torch_nmse": t_nmse, "zero_row_ok": zero_row_ok, "ok": nmse < 1e-4 and zero_row_ok}
+    print(f"{name:28s} {'ok  ' if r['ok'] else 'FAIL'} nmse {nmse:.2e} (torch {t_nmse:.2e})  "
+          f"ours {t_ours * 1e6:9.1f} us {r['ours_tflops']:7.1f} TFLOP/s   torch {t_torch * 1e6:9.1f} us "
+          f"{r['torch_tflops']:7.1f} TFLOP/s   x{r['speedup_vs_torch']:.2f}", flush=True)
+    return r
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--plugin", default="cuda_mla")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--small", action="store_true", help="tiny shapes (a dry run on cpu_ref)")
+    a = ap.parse_args()
+    dev = a.device
+    g = torch.Generator().manual_seed(21)
+    host = sglattn.Host()
+    if a.small:
+        shapes = [("decode_b2_h16_k64", "decode", 2, 1, 300, 16, 64, 0.25, 8),
+                  ("extend_b1_q8_h16_k32", "extend", 1, 8, 100, 16, 32, 0.0, 4),
+                  ("verify_b2_q3_h16_k64_neg", "verify", 2, 3, 200, 16, 64, 0.2, 4)]
+    else:
+        # (name, mode, bs, tokens a request, ctx, hq, topk, neg, torch chunk)
+        shapes = [("decode_b64_h128_k2048", "decode", 64, 1, 4096, 128, 2048, 0.0, 64),
+                  ("decode_b128_h128_k2048", "decode", 128, 1, 4096, 128, 2048, 0.0, 64),
+                  ("decode_b1_h128_k2048", "decode", 1, 1, 4096, 128, 2048, 0.0, 1),
+                  ("verify_b32_q4_h128_k2048_neg", "verify", 32, 4, 4096, 128, 2048, 0.1, 64),
+                  ("extend_b1_q4096_h128_k2048", "extend", 1, 4096, 8192, 128, 2048, 0.0, 128)]
+    res = {"device": torch.cuda.get_device_name(0) if dev != "cpu" else "cpu",
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "commit": os.environ.get("SGL_ATTN_COMMIT", "unknown"), "plugin": a.plugin,
+           "flops": "2 * tokens * topk * hq * (576 + 512) (FlashMLA's count)", "shapes": []}
+    rc = 0
+    for s in shapes:
+        name, mode, bs, qpr, ctx, hq, topk, neg, chunk = s
+        try:
+            r = run_shape(host, a.plugin, name, mode, bs, qpr, ctx, hq, topk, neg, dev, chunk, g)
+            rc |= 0 if r["ok"] else 1
+        except Exception as e:  # report and go on with the next shape
+            print(f"{name:28s} ERROR {type(e).__name__}: {e}", flush=True)
+            r = {"name": name, "error": f"{type(e).__name__}: {e}"}
+            rc = 1
+        res["shapes"].append(r)
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+    d = [r for r in res["shapes"] if r.get("name", "").startswith("decode_b64_")]
+    if d and "ours_tflops" in d[0]:
+        print(f"issue 21: sparse decode B 64, 128 heads, topk 2048: {d[0]['ours_tflops']:.1f} TFLOP/s "
+              f"(target >= 300), torch {d[0]['torch_tflops']:.1f}, ratio x{d[0]['speedup_vs_torch']:.2f}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# bench/gpu/dsa.sh - cuda_mla's DSA sparse MLA (issue 21): the sparse (and
+# indexer) check cases against float64, memcheck of the sparse cases and
+# racecheck of the quick ones (mla_sparse.cu: the gather kernel, its split and
+# combine), cuda_mla's whole matrix, then sparse decode / verify / extend
+# timed through the Python package beside plain PyTorch (gather + einsum +
+# fp32 softmax) in the same process (bench/cuda/dsa_torch.py; FLOPs as
+# FlashMLA counts them: 2 * tokens * topk * hq * (576 + 512)).  ~2 minutes.
+# Passing: every check rc=0 with 0 failed (the f32 cases and the indexer
+# cases are "not supported": cuda_mla claims bf16/f16 and no indexer),
+# memcheck "ERROR SUMMARY: 0 errors", racecheck "0 hazards", test_cuda_badidx
+# "ok" on every line (bad topk_indices among them), every timed
+# shape "ok"; the issue's figure is the last line (B 64, 128 heads, topk
+# 2048: target >= 300 TFLOP/s).
+. "$(dirname "$0")/common.sh"
+need "$A" "$P/cuda_mla.so" "$T/test_cuda_badidx" build/lib/libsglattn.so.1
+step "check: cuda_mla sparse and indexer cases against float64"
+timeout 120 "$A" check --plugin cuda_mla --filter '^(sparse|indexer)_' --json > "$OUT/check_dsa.json" \
+  2> "$OUT/check_dsa.log"
+echo "rc=$?"; grep -E '^\s*(pass|FAIL|fail|error|not supported)' "$OUT/check_dsa.log" | cut -c1-150; tail -1 "$OUT/check_dsa.log"
+step "compute-sanitizer memcheck: the sparse cases"
+SGL_ATTN_NO_UNLOAD=1 timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
+  "$A" check --plugin cuda_mla --filter '^sparse_' > "$OUT/memcheck_sparse.log" 2>&1
+echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_sparse.log" | tail -1) | $(grep -E 'plugin checked' "$OUT/memcheck_sparse.log" | tail -1)"
+step "compute-sanitizer racecheck: the quick sparse cases"
+SGL_ATTN_NO_UNLOAD=1 timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 \
+  "$A" check --plugin cuda_mla --quick --filter '^sparse_' > "$OUT/racecheck_sparse.log" 2>&1
+echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_sparse.log" | tail -1) | $(grep -E 'plugin checked' "$OUT/racecheck_sparse.log" | tail -1)"
+step "bad topk_indices: skipped, reported at the next metadata call (test_cuda_badidx, with the other classes)"
+timeout 90 "$T/test_cuda_badidx" "$P" > "$OUT/badidx.log" 2>&1
+echo "rc=$?"; grep -E '^(ok|FAIL|SKIP)' "$OUT/badidx.log"; tail -1 "$OUT/badidx.log"
+step "check: cuda_mla's whole matrix (nothing else broke)"
+timeout 200 "$A" check --plugin cuda_mla --json > "$OUT/check_all.json" 2> "$OUT/check_all.log"
+echo "rc=$?"; grep -E '^\s*(FAIL|fail|error)' "$OUT/check_all.log" | cut -c1-150; tail -1 "$OUT/check_all.log"
+step "bench: sparse MLA beside PyTorch (gather + einsum), same process"
+SGLATTN_LIB="$PWD/build/lib/libsglattn.so.1" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
+  timeout 240 python3 bench/cuda/dsa_torch.py "$OUT/bench_dsa.json" > "$OUT/bench_dsa.log" 2>&1
+echo "rc=$?"; tail -8 "$OUT/bench_dsa.log"
+echo "dsa: done [$SECONDS s]"

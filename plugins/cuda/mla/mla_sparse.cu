@@ -1,0 +1,349 @@
+/*
+ * mla_sparse.cu - DSA's sparse MLA (mla_sparse.h): mma.sync m16n8k16, SM 8.0+.
+ *
+ * CTA (blockIdx.x = token * head blocks + head block, .y split: the head
+ * blocks of a token run side by side and share its rows in L2), 8 warps, BM = 16 RG
+ * head rows against the slots of the token's topk row, MMA_BN = 32 a tile:
+ *   slots:  lane kk < 4 of warp w reads entry w + 8 kk of a tile two tiles
+ *           ahead (a slot outside the pool is noted in the fault record and
+ *           taken as -1) and broadcasts it by shuffle to the lanes that copy
+ *           that row; it also marks the entry valid in shared memory for the
+ *           score mask.  A -1 row is zero-filled, never read.  STAGES tiles
+ *           in flight (3 where shared memory holds them, else 2).
+ *   S = Q K^T over all 576 dims, masked (-inf) where the entry is -1;
+ *   O += P V with V the first 512 dims of the same gathered rows;
+ *   the warp split and the softmax exchange are the mma kernel's
+ *   (mla_decode_mma.cu): row group rg, column group cg; maxima and sums
+ *   through shared memory, P as 16-bit values in shared memory.
+ * A row that saw no valid entry has l = 0 and writes zeros (or a partial of
+ * lse -inf, weight 0 in the combine).
+ */
+#include "mla_mma_ops.cuh"
+#include "mla_sparse.h"
+
+#define SP_THREADS 256
+#define SP_BN MLA_SPARSE_BN
+#define SP_ROW (MLA_D_QK + 8) /* padded smem row, elements: ldmatrix conflict-free */
+#define SP_PROW (SP_BN + 8)
+
+template <int RG, int STAGES> struct SpCfg {
+    static constexpr int BM = 16 * RG;
+    static constexpr int CG = 8 / RG;
+    static constexpr int SW = CG < SP_BN / 8 ? CG : SP_BN / 8; /* S-warps per row group */
+    static constexpr int KPW = SP_BN / SW;                      /* slots per S-warp */
+    static constexpr int NCOL = MLA_D_V / CG;                   /* value columns per warp */
+    static constexpr size_t Q_BYTES = (size_t)BM * SP_ROW * 2;
+    static constexpr size_t KV_BYTES = (size_t)STAGES * SP_BN * SP_ROW * 2;
+    static constexpr size_t P_BYTES = (size_t)BM * SP_PROW * 2;
+    static constexpr size_t RED_BYTES = (size_t)2 * BM * SW * 4;
+    static constexpr size_t OK_BYTES = (size_t)STAGES * SP_BN * 4;
+    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + OK_BYTES;
+    static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
+    static_assert(Q_BYTES % 16 == 0 && KV_BYTES % 16 == 0, "16-byte rows");
+    static_assert(STAGES >= 2, "the loop reloads the stage of tile j - 1");
+};
+
+template <int RG, int STAGES, int DT>
+__global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_args a) {
+    typedef SpCfg<RG, STAGES> C;
+    extern __shared__ __align__(16) unsigned char smem[];
+    uint16_t *sQ = (uint16_t *)smem;
+    uint16_t *sKV = (uint16_t *)(smem + C::Q_BYTES);
+    uint16_t *sP = (uint16_t *)(smem + C::Q_BYTES + C::KV_BYTES);
+    float *sMax = (float *)(smem + C::Q_BYTES + C::KV_BYTES + C::P_BYTES);
+    float *sSum = sMax + C::BM * C::SW;
+    int32_t *sOk = (int32_t *)(smem + C::Q_BYTES + C::KV_BYTES + C::P_BYTES + C::RED_BYTES);
+
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int rg = warp / C::CG, cg = warp % C::CG;
+    const int g = lane >> 2, q4 = lane & 3;
+    const bool s_warp = cg < C::SW;
+    const int hblocks = (a.hq + C::BM - 1) / C::BM;
+    const int t = blockIdx.x / hblocks, h0 = (blockIdx.x % hblocks) * C::BM, split = blockIdx.y;
+    const int nrows = min(C::BM, a.hq - h0);
+    const int all_tiles = (a.topk_k + SP_BN - 1) / SP_BN;
+    const int tile0 = split * a.tiles_per_split;
+    const int nt = max(0, min(a.tiles_per_split, all_tiles - tile0));
+    const int32_t *row = a.topk + (int64_t)t * a.topk_k;
+    const uint16_t *pool = (const uint16_t *)a.pool;
+    const int64_t qrow0 = (int64_t)t * a.hq + h0; /* this CTA's first q / out row */
+
+    /* Q rows (past nrows zero); they join the first tile's group. */
+    for (int c = tid; c < C::BM * 72; c += SP_THREADS) {
+        const int r = c / 72, col = c % 72;
+        const bool ok = r < nrows;
+        gc_cp_async16(sQ + r * SP_ROW + col * 8, (const uint16_t *)a.q + (qrow0 + (ok ? r : 0)) * MLA_D_QK + col * 8, ok);
+    }
+    /* Lane kk < 4 of warp w: the slot of entry w + 8 kk of tile `tile` (-1: none). */
+    auto slot_of = [&](int tile) -> int64_t {
+        const int e = (tile0 + tile) * SP_BN + warp + 8 * lane;
+        if (lane >= 4 || e >= a.topk_k) return -1;
+        const int64_t s = __ldg(row + e);
+        if (s >= a.num_slots || s < -1) {
+            sgl_fault_note(a.fault, SGL_FAULT_TOPK_INDICES, (int64_t)t * a.topk_k + e, s, -1, a.num_slots);
+            return -1;
+        }
+        return s;
+    };
+    auto issue = [&](int tile, int64_t myslot) {
+        const int st = tile % STAGES;
+        uint16_t *dst = sKV + (size_t)st * SP_BN * SP_ROW;
+#pragma unroll
+        for (int i = 0; i < 9; i++) { /* 4 rows x 72 chunks = 288 = 9 x 32 */
+            const int c = lane + 32 * i, kk = c / 72, col = c % 72;
+            const int64_t s = __shfl_sync(0xffffffffu, myslot, kk);
+            const bool ok = s >= 0;
+            gc_cp_async16(dst + (warp + 8 * kk) * SP_ROW + col * 8, pool + (ok ? s : 0) * MLA_D_QK + col * 8, ok);
+        }
+        if (lane < 4) sOk[st * SP_BN + warp + 8 * lane] = myslot >= 0;
+    };
+#pragma unroll
+    for (int st = 0; st < STAGES - 1; st++) {
+        if (st < nt) issue(st, slot_of(st));
+        gc_cp_async_commit();
+    }
+    /* the slots of tiles u and u + 1 (u = the next tile to load): read two
+     * iterations before their loads are issued */
+    int64_t kq0 = STAGES - 1 < nt ? slot_of(STAGES - 1) : -1, kq1 = STAGES < nt ? slot_of(STAGES) : -1;
+
+    float m[2] = {MLA_M_INIT, MLA_M_INIT}, l[2] = {0.f, 0.f};
+    float o[C::NCOL / 8][4];
+#pragma unroll
+    for (int n = 0; n < C::NCOL / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
+
+    for (int j = 0; j < nt; j++) {
+        gc_cp_async_wait<STAGES - 2>();
+        __syncthreads(); /* tile j visible; everyone is done with tile j - 1 (its stage is reloaded next) */
+        const int u = j + STAGES - 1;
+        if (u < nt) issue(u, kq0);
+        gc_cp_async_commit(); /* one group an iteration, empty or not: the wait above counts them */
+        kq0 = kq1;
+        kq1 = u + 2 < nt ? slot_of(u + 2) : -1;
+        const int stage = j % STAGES;
+        const uint16_t *kv = sKV + (size_t)stage * SP_BN * SP_ROW;
+        const int32_t *ok = sOk + stage * SP_BN;
+
+        float sacc[C::KPW / 8][4];
+        if (s_warp) {
+            constexpr int NCH = C::KPW / 8 == 1 ? 2 : 1; /* two dependent chains where one would be long */
+            float sch[NCH][C::KPW / 8][4];
+#pragma unroll
+            for (int h = 0; h < NCH; h++)
+#pragma unroll
+                for (int n = 0; n < C::KPW / 8; n++) sch[h][n][0] = sch[h][n][1] = sch[h][n][2] = sch[h][n][3] = 0.f;
+#pragma unroll 4
+            for (int ks = 0; ks < MLA_D_QK / 16; ks++) {
+                uint32_t af[4];
+                mla_ldsm_x4(af, sQ + (rg * 16 + (lane & 15)) * SP_ROW + ks * 16 + (lane >> 4) * 8);
+#pragma unroll
+                for (int n = 0; n < C::KPW / 8; n++) {
+                    uint32_t bf[2];
+                    mla_ldsm_x2(bf, kv + (cg * C::KPW + n * 8 + (lane & 7)) * SP_ROW + ks * 16 + ((lane >> 3) & 1) * 8);
+                    mla_mma<DT>(sch[ks % NCH][n], af, bf[0], bf[1]);
+                }
+            }
+            float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+            for (int n = 0; n < C::KPW / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const float v = NCH == 2 ? sch[0][n][e] + sch[NCH - 1][n][e] : sch[0][n][e];
+                    const float s = ok[cg * C::KPW + n * 8 + 2 * q4 + (e & 1)] ? v * a.scale_log2 : -INFINITY;
+                    sacc[n][e] = s;
+                    mx[e >> 1] = fmaxf(mx[e >> 1], s);
+                }
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
+                mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
+                if (q4 == 0) sMax[(rg * 16 + g + 8 * i) * C::SW + cg] = mx[i];
+            }
+        }
+        __syncthreads(); /* row maxima of the tile */
+        float mnew[2], alpha[2];
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            float mt = -INFINITY;
+#pragma unroll
+            for (int w = 0; w < C::SW; w++) mt = fmaxf(mt, sMax[(rg * 16 + g + 8 * i) * C::SW + w]);
+            mnew[i] = fmaxf(m[i], mt);
+            alpha[i] = gc_exp2(m[i] - mnew[i]);
+        }
+        if (s_warp) {
+            float ps[2] = {0.f, 0.f};
+#pragma unroll
+            for (int n = 0; n < C::KPW / 8; n++) {
+                const float p0 = gc_exp2(sacc[n][0] - mnew[0]), p1 = gc_exp2(sacc[n][1] - mnew[0]);
+                const float p2 = gc_exp2(sacc[n][2] - mnew[1]), p3 = gc_exp2(sacc[n][3] - mnew[1]);
+                ps[0] += p0 + p1;
+                ps[1] += p2 + p3;
+                const int col = cg * C::KPW + n * 8 + 2 * q4;
+                *(uint32_t *)(sP + (rg * 16 + g) * SP_PROW + col) = mla_pack2<DT>(p0, p1);
+                *(uint32_t *)(sP + (rg * 16 + g + 8) * SP_PROW + col) = mla_pack2<DT>(p2, p3);
+            }
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 1);
+                ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 2);
+                if (q4 == 0) sSum[(rg * 16 + g + 8 * i) * C::SW + cg] = ps[i];
+            }
+        }
+        __syncthreads(); /* P and the row sums */
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            float ps = 0.f;
+#pragma unroll
+            for (int w = 0; w < C::SW; w++) ps += sSum[(rg * 16 + g + 8 * i) * C::SW + w];
+            l[i] = l[i] * alpha[i] + ps;
+            m[i] = mnew[i];
+        }
+#pragma unroll
+        for (int n = 0; n < C::NCOL / 8; n++) {
+            o[n][0] *= alpha[0];
+            o[n][1] *= alpha[0];
+            o[n][2] *= alpha[1];
+            o[n][3] *= alpha[1];
+        }
+#pragma unroll 2
+        for (int kk = 0; kk < SP_BN / 16; kk++) {
+            uint32_t af[4];
+            mla_ldsm_x4(af, sP + (rg * 16 + (lane & 15)) * SP_PROW + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+            for (int nn = 0; nn < C::NCOL / 16; nn++) {
+                uint32_t bf[4];
+                mla_ldsm_x4_t(bf, kv + (kk * 16 + (lane & 15)) * SP_ROW + cg * C::NCOL + nn * 16 + (lane >> 4) * 8);
+                mla_mma<DT>(o[2 * nn], af, bf[0], bf[1]);
+                mla_mma<DT>(o[2 * nn + 1], af, bf[2], bf[3]);
+            }
+        }
+    }
+    gc_cp_async_wait<0>(); /* nothing in flight at exit, even with no tile */
+
+    /* Rows < nrows: out, or this split's partial row [split][T * hq]. */
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int r = rg * 16 + g + 8 * i;
+        if (r >= nrows) continue;
+        const float inv = l[i] > 0.f ? 1.f / l[i] : 0.f;
+        if (a.nsplit <= 1) {
+            uint16_t *orow = (uint16_t *)a.out + (qrow0 + r) * MLA_D_V + cg * C::NCOL + 2 * q4;
+#pragma unroll
+            for (int n = 0; n < C::NCOL / 8; n++)
+                *(uint32_t *)(orow + n * 8) = mla_pack2<DT>(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
+        } else {
+            const int64_t prow = (int64_t)split * a.num_tokens * a.hq + qrow0 + r;
+            float *orow = a.part_o + prow * MLA_D_V + cg * C::NCOL + 2 * q4;
+#pragma unroll
+            for (int n = 0; n < C::NCOL / 8; n++)
+                *(float2 *)(orow + n * 8) = make_float2(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
+            if (cg == 0 && q4 == 0) a.part_lse[prow] = l[i] > 0.f ? m[i] + __log2f(l[i]) : -INFINITY;
+        }
+    }
+}
+
+/* The splits of each (token, head) row merged: one warp a row, weights
+ * 2^(lse_s - max) / sum (0 for a split that saw no valid slot). */
+#define SP_COMB_WARPS 4
+template <int DT> __global__ __launch_bounds__(SP_COMB_WARPS * 32) void mla_sparse_combine(mla_sparse_args a) {
+    __shared__ float sw[SP_COMB_WARPS][MLA_SPARSE_MAX_SPLITS];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int64_t rows = (int64_t)a.num_tokens * a.hq, r = (int64_t)blockIdx.x * SP_COMB_WARPS + warp;
+    if (r >= rows) return; /* whole warp: no barrier below */
+    const int ns = a.nsplit < MLA_SPARSE_MAX_SPLITS ? a.nsplit : MLA_SPARSE_MAX_SPLITS;
+    const float lse = lane < ns ? a.part_lse[lane * rows + r] : -INFINITY;
+    float mx = lse;
+    for (int o = 16; o > 0; o >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    const float w = mx == -INFINITY || lane >= ns ? 0.f : exp2f(lse - mx);
+    float sum = w;
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    if (lane < ns) sw[warp][lane] = w;
+    __syncwarp();
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    float acc[16];
+#pragma unroll
+    for (int i = 0; i < 16; i++) acc[i] = 0.f;
+    for (int s = 0; s < ns; s++) {
+        const float ws = sw[warp][s];
+        if (ws == 0.f) continue; /* warp-uniform */
+        const float4 *src = (const float4 *)(a.part_o + (s * rows + r) * MLA_D_V);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const float4 v = __ldcg(src + lane + 32 * k);
+            acc[4 * k] += ws * v.x;
+            acc[4 * k + 1] += ws * v.y;
+            acc[4 * k + 2] += ws * v.z;
+            acc[4 * k + 3] += ws * v.w;
+        }
+    }
+    uint16_t *out = (uint16_t *)a.out + r * MLA_D_V;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        uint2 v;
+        v.x = mla_pack2<DT>(acc[4 * k] * inv, acc[4 * k + 1] * inv);
+        v.y = mla_pack2<DT>(acc[4 * k + 2] * inv, acc[4 * k + 3] * inv);
+        *(uint2 *)(out + 4 * (lane + 32 * k)) = v;
+    }
+}
+
+template <int RG, int STAGES, int DT> static int launch_t(const mla_sparse_args *a) {
+    const int bm = 16 * RG;
+    dim3 grid((unsigned)((int64_t)a->num_tokens * ((a->hq + bm - 1) / bm)), (unsigned)a->nsplit);
+    cudaStream_t st = (cudaStream_t)a->stream;
+    mla_sparse_kernel<RG, STAGES, DT><<<grid, SP_THREADS, SpCfg<RG, STAGES>::SMEM, st>>>(*a);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess || a->nsplit <= 1) return (int)e;
+    const int64_t rows = (int64_t)a->num_tokens * a->hq;
+    mla_sparse_combine<DT><<<(unsigned)((rows + SP_COMB_WARPS - 1) / SP_COMB_WARPS), SP_COMB_WARPS * 32, 0, st>>>(*a);
+    return (int)cudaGetLastError();
+}
+
+/* The instantiations: 16-row blocks with 3 stages; 64-row blocks with 3
+ * where the device holds them (SM 9.0), else 2. */
+static size_t smem_of(int rows, int stages) {
+    if (rows == 16) return stages == 3 ? SpCfg<1, 3>::SMEM : 0;
+    return stages == 3 ? SpCfg<4, 3>::SMEM : stages == 2 ? SpCfg<4, 2>::SMEM : 0;
+}
+
+extern "C" int32_t mla_sparse_stages(int32_t hq, size_t smem_optin) {
+    const int rows = mla_sparse_rows(hq);
+    for (int st = 3; st >= 2; st--)
+        if (smem_of(rows, st) && smem_of(rows, st) <= smem_optin) return st;
+    return 0;
+}
+
+extern "C" size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages) { return smem_of(mla_sparse_rows(hq), stages); }
+
+template <int DT> static int launch_dt(const mla_sparse_args *a) {
+    if (mla_sparse_rows(a->hq) == 16) return a->stages == 3 ? launch_t<1, 3, DT>(a) : (int)cudaErrorInvalidValue;
+    return a->stages == 3 ? launch_t<4, 3, DT>(a) : a->stages == 2 ? launch_t<4, 2, DT>(a) : (int)cudaErrorInvalidValue;
+}
+
+extern "C" int mla_launch_sparse(const mla_sparse_args *a) {
+    if (a->num_tokens <= 0 || a->hq <= 0) return 0;
+    if (a->nsplit < 1 || a->nsplit > MLA_SPARSE_MAX_SPLITS || a->tiles_per_split < 1 || a->topk_k < 1)
+        return (int)cudaErrorInvalidValue;
+    if (a->dt == MLA_DT_BF16) return launch_dt<MLA_DT_BF16>(a);
+    if (a->dt == MLA_DT_F16) return launch_dt<MLA_DT_F16>(a);
+    return (int)cudaErrorInvalidValue;
+}
+
+template <int RG, int STAGES, int DT> static cudaError_t attr_t(size_t optin) {
+    if (SpCfg<RG, STAGES>::SMEM > optin) return cudaSuccess; /* never launched here */
+    return cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)SpCfg<RG, STAGES>::SMEM);
+}
+
+template <int DT> static cudaError_t attr_dt(size_t optin) {
+    cudaError_t e = attr_t<1, 3, DT>(optin);
+    if (e == cudaSuccess) e = attr_t<4, 3, DT>(optin);
+    if (e == cudaSuccess) e = attr_t<4, 2, DT>(optin);
+    return e;
+}
+
+/* The instantiations this device's shared memory holds (the forward refuses
+ * a head count none of them serves, by name). */
+extern "C" int mla_sparse_init(size_t smem_optin) {
+    cudaError_t e = attr_dt<MLA_DT_BF16>(smem_optin);
+    if (e == cudaSuccess) e = attr_dt<MLA_DT_F16>(smem_optin);
+    return (int)e;
+}

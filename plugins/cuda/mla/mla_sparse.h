@@ -1,0 +1,83 @@
+/*
+ * mla_sparse.h - DSA's sparse MLA on cuda_mla (mla_sparse.cu): every query
+ * token attends over the pool slots its row of topk_indices names (-1: none),
+ * absorbed MLA (576-dim scores, the first 512 dims as values).  Plain C: the
+ * split choice is a pure function the tests call.
+ *
+ * One CTA takes (query token, block of heads, split of the row): the heads
+ * are the M dimension of mma.sync (16 rows a block for up to 16 heads, else
+ * 64), the row's slots are gathered 32 at a time by cp.async (2 or 3 tiles in
+ * flight), online softmax.
+ * With few tokens the row is split and mla_sparse.cu's combine merges the
+ * partial rows (part_o / part_lse of the backend, [nsplit][T * hq]).
+ */
+#ifndef SGL_MLA_SPARSE_H
+#define SGL_MLA_SPARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu_fault.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MLA_SPARSE_BN 32         /* slots a tile */
+#define MLA_SPARSE_MAX_SPLITS 32 /* the combine's weights fit shared memory */
+#define MLA_SPARSE_MIN_TILES 4   /* a split takes at least this many tiles */
+
+typedef struct mla_sparse_args {
+    const void *q;        /* [T, hq, 576] */
+    void *out;            /* [T, hq, 512] */
+    const void *pool;     /* [slots, 576], q's dtype */
+    int64_t num_slots;
+    const int32_t *topk;  /* [T, topk_k] */
+    int32_t topk_k;
+    int32_t hq, num_tokens;
+    int32_t dt;              /* MLA_DT_BF16 / MLA_DT_F16: q, pool, out */
+    int32_t nsplit;          /* 1: out directly; else partials and the combine */
+    int32_t tiles_per_split; /* of MLA_SPARSE_BN slots */
+    int32_t stages;          /* mla_sparse_stages */
+    float scale_log2;        /* sm_scale * log2(e) */
+    float *part_o, *part_lse;
+    void *stream;
+    sgl_gpu_fault_ref fault; /* where a slot outside the pool is noted */
+} mla_sparse_args;
+
+/* Head rows a CTA takes for hq heads: 16 up to 16 heads, else 64. */
+static inline int32_t mla_sparse_rows(int32_t hq) { return hq <= 16 ? 16 : 64; }
+
+/* Splits of each row: enough CTAs for one wave of the device's SMs where
+ * the tokens alone give fewer, each split MLA_SPARSE_MIN_TILES tiles or
+ * more, the partials within part_rows.  Writes the tiles a split takes.
+ * Depends on the shape only (a captured graph replays any indices). */
+static inline int32_t mla_sparse_splits(int32_t t, int32_t hq, int64_t topk_k, int32_t sm_count, int64_t part_rows,
+                                        int32_t *tiles_per_split) {
+    const int64_t tiles = (topk_k + MLA_SPARSE_BN - 1) / MLA_SPARSE_BN;
+    const int64_t ctas = (int64_t)t * ((hq + mla_sparse_rows(hq) - 1) / mla_sparse_rows(hq));
+    int64_t n = ctas > 0 ? (sm_count > 0 ? sm_count : 1) / ctas : 1;
+    if (n > tiles / MLA_SPARSE_MIN_TILES) n = tiles / MLA_SPARSE_MIN_TILES;
+    if (n > MLA_SPARSE_MAX_SPLITS) n = MLA_SPARSE_MAX_SPLITS;
+    if ((int64_t)t * hq > 0 && n > part_rows / ((int64_t)t * hq)) n = part_rows / ((int64_t)t * hq);
+    if (n < 1) n = 1;
+    const int64_t per = (tiles + n - 1) / n;
+    *tiles_per_split = (int32_t)(per > 0 ? per : 1);
+    return per > 0 ? (int32_t)((tiles + per - 1) / per) : 1;
+}
+
+/* Stages of the kernel that runs for hq heads on a device with smem_optin
+ * bytes of shared memory per block: 3 or 2, 0 when none fits. */
+int32_t mla_sparse_stages(int32_t hq, size_t smem_optin);
+/* Dynamic shared memory of that kernel (0: no such instantiation). */
+size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages);
+/* Kernel attributes (dynamic shared memory) of the instantiations that fit
+ * smem_optin bytes; 0 or a cudaError_t. */
+int mla_sparse_init(size_t smem_optin);
+/* The attention kernel and, for nsplit > 1, the combine; 0 or a cudaError_t. */
+int mla_launch_sparse(const mla_sparse_args *a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
