@@ -155,9 +155,6 @@ static int check_v12_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forw
     /* MLA rope split: q / k carry the latent dims, the rope dims beside them */
     const DLTensor *qr = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope);
     const DLTensor *kr = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope);
-    if ((qr || kr) && !m->is_mla)
-        return vl_fail(c, "args->%s is set but the model is not MLA (q_rope / k_rope split MLA's q and k)",
-                       qr ? "q_rope" : "k_rope");
     if (kr && !qr) return vl_fail(c, "args->k_rope is set but args->q_rope is NULL; give q_rope beside q");
     if (qr) {
         const int64_t rope = m->qk_rope_head_dim > 0 ? m->qk_rope_head_dim : VL_ANY;
@@ -178,7 +175,6 @@ static int check_v12_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forw
     /* DSA: [T, topk] int32 pool slots, -1 = none */
     const DLTensor *topk = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices);
     if (topk) {
-        if (!m->is_mla) return vl_fail(c, "args->topk_indices is set but the model is not MLA (sparse MLA only)");
         if (!(b->caps.dsa_ops & SGL_ATTN_DSA_SPARSE_MLA))
             return vl_fail(c, "args->topk_indices is set but the backend does not declare SGL_ATTN_DSA_SPARSE_MLA "
                               "in caps.dsa_ops: it would attend densely");
@@ -225,7 +221,7 @@ static int check_tensors(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_
     int mla = m->is_mla != 0, rc;
     /* ABI 1.2: with MLA's q_rope beside them, q and k hold the latent dims only */
     const DLTensor *q_rope = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope);
-    const int64_t dq = q_rope && q_rope->ndim == 3 && q_rope->shape ? dqk - q_rope->shape[2] : dqk;
+    const int64_t dq = mla && q_rope && q_rope->ndim == 3 && q_rope->shape ? dqk - q_rope->shape[2] : dqk;
     /* Cross layers take the encoder's K/V, whose token count is not T. */
     int64_t tk = l->is_cross ? VL_ANY : T;
     vl_tspec q = {"q", "num_tokens, num_q_heads, head_dim_qk", 3, {T, hq, dq}, act, 0, 0, 0};
@@ -468,6 +464,14 @@ static int check_v12(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args
         if (v12[i].set && !(b->caps.features & v12[i].feat))
             return vl_fail(c, "%s is set (ABI 1.2) but the backend does not claim SGL_ATTN_FEAT_%s", v12[i].name,
                            v12[i].feat_name);
+    if (!b->model.is_mla) {
+        const DLTensor *qr = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope);
+        if (qr || SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope))
+            return vl_fail(c, "args->%s is set but the model is not MLA (q_rope / k_rope split MLA's q and k)",
+                           qr ? "q_rope" : "k_rope");
+        if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices))
+            return vl_fail(c, "args->topk_indices is set but the model is not MLA (sparse MLA only)");
+    }
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) < 0 || SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) > 2)
         return vl_fail(c, "layer->attn_type = %d; expected 0 causal, 1 bidirectional or 2 encoder-only",
                        (int)l->attn_type);
