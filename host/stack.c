@@ -436,6 +436,9 @@ static int build_chain(build_ctx *x, const char *const *names, size_t n, int32_t
                            k + 1 < n ? names[k + 1] : "the stack below", why);
                 return SGL_ATTN_E_UNSUPPORTED;
             }
+            /* Linear state is a hybrid wrapper's own; a layer passes on what is below it. */
+            if (e->info.role != SGL_ATTN_ROLE_HYBRID)
+                next.features &= ~(uint32_t)SGL_ATTN_FEAT_CALLER_STATE | cur.features;
         } else {
             next = *own;
         }

@@ -37,11 +37,18 @@ static const char *const matrix[] = {
     "page=16,ragged=1",
     "fp8:op=verify,b=3,l=300,q=3,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=e4m3fn,kscale=0.5,vscale=0.5,page=16",
     "fp8:op=decode,b=3,l=400,hq=16,mla=1,dtype=bf16,kvdtype=e4m3fn,kscale=0.25,page=64",
+    "fp8:op=decode,b=3,l=400,hq=16,mla=1,dtype=bf16,kvdtype=e4m3fn,scalet=1,kscale=0.25,page=64",
+    "fp8:op=extend,b=2,l=300,q=60,hq=16,mla=1,dtype=f16,kvdtype=e4m3fn,scalet=1,kscale=0.5,page=16,ragged=1",
     "fp8:op=decode,b=3,l=400,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=e4m3fn,kscale=0.004,page=16",
     "ropesplit:op=decode,b=4,l=500,hq=16,dtype=bf16,page=64,ragged=1",
     "ropesplit:op=extend,b=2,l=300,q=100,hq=16,dtype=bf16,page=64,ragged=1",
     "ropesplit:op=verify,b=2,l=400,q=2,hq=16,dtype=f16,page=16,lse=1",
     "ropesplit:op=decode,b=2,l=300,hq=16,dtype=bf16,kvdtype=e4m3fn,kscale=0.5,page=64",
+    "ropesplit:op=verify,b=2,l=400,q=2,hq=16,dtype=f16,page=16",
+    "ropesplit:op=verify,b=2,l=500,q=4,hq=16,dtype=bf16,page=64",
+    "ropesplit:op=decode,b=3,l=600,hq=128,dtype=bf16,page=64",
+    "ropesplit:op=decode,b=2,l=300,hq=16,dtype=bf16,kvdtype=e4m3fn,page=64",
+    "ropesplit:op=verify,b=2,l=300,q=2,hq=16,dtype=bf16,kvdtype=e4m3fn,scalet=1,kscale=0.5,page=64",
     NULL,
 };
 

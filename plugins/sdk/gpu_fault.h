@@ -37,6 +37,7 @@ enum {
     SGL_FAULT_SLOT_MAP = 11,    /* pos: the slot mapped */
     SGL_FAULT_CU_SEQLENS_Q = 12, /* forward_ragged's offsets */
     SGL_FAULT_CU_SEQLENS_K = 13,
+    SGL_FAULT_MASK_INDPTR = 14, /* tree verify: a request's block is not new tokens x seq_len inside custom_mask */
     SGL_FAULT_COUNT_
 };
 

@@ -91,7 +91,8 @@ const sgl_attn_batch *vl_host_copy(vl_ctx *c, vl_backend *b, const sgl_attn_batc
         return NULL;
     if (bt->batch_size < 1 || bt->batch_size > b->max_reqs || bt->num_tokens < 1 || bt->num_tokens > b->max_tokens)
         return NULL; /* the counts are refused by the checks themselves */
-    d->shadow = *bt;
+    memset(&d->shadow, 0, sizeof d->shadow);
+    memcpy(&d->shadow, bt, bt->struct_size < sizeof d->shadow ? bt->struct_size : sizeof d->shadow);
     int any = 0;
     for (int i = 0; i < VL_T_COUNT; i++) {
         const DLTensor *t = *field(&d->shadow, i);

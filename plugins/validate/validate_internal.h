@@ -9,6 +9,8 @@
  *                      aliasing
  *   validate_snapshot.c the batch as init_forward_metadata accepted it, and
  *                      the check at each forward that it did not change
+ *   validate_ops.c     ABI 1.2's forward_ragged, state_batch, indexer_topk
+ *   validate_devcopy.c copy_device_indices: device index tensors read back
  *
  * Nothing here allocates after create: an instance holds a fixed error
  * buffer, the facts init_forward_metadata learnt about its batch, the
@@ -62,9 +64,13 @@ typedef struct vl_tsnap {
     int64_t *vals;
 } vl_tsnap;
 
+/* ABI 1.2 batch tensors: their headers only (validate_snapshot.c). */
+enum { VL_T12_PAGE_TABLE, VL_T12_MASK, VL_T12_INDPTR, VL_T12_ENC_LOC, VL_T12_COUNT };
+
 typedef struct vl_snapshot {
-    sgl_attn_batch batch;     /* the struct as given */
+    sgl_attn_batch batch;     /* the struct as given (zero past its struct_size) */
     vl_tsnap t[VL_T_COUNT];
+    vl_tsnap t12[VL_T12_COUNT];
     int rows_hashed;          /* req_to_token's slots in use: hashed per request */
 } vl_snapshot;
 
@@ -125,10 +131,13 @@ typedef struct vl_tspec {
     uint32_t dtypes;
     int written; /* outputs: no negative or overlapping strides */
     int host;    /* must be host-readable (a *_cpu mirror) */
+    uint32_t sdk_flags; /* more SGL_SDK_T_* (MERGED, ROWS), 0 for none */
 } vl_tspec;
 
 /* Full check of a present tensor (NULL is the caller's business). */
 int vl_check_tensor(vl_ctx *c, const DLTensor *t, const vl_tspec *s);
+/* Whether two (checked) tensors share bytes: only within one device. */
+int vl_overlap(const DLTensor *a, const DLTensor *b);
 /* Host memory the validator may read; entries of index tensors already checked. */
 #define vl_host_readable sgl_sdk_host_readable
 #define vl_idx1 sgl_sdk_index_at
@@ -157,5 +166,12 @@ int vl_snapshot_same(vl_ctx *c, const vl_backend *b, const sgl_attn_batch *bt);
 
 /* One forward call; decode = 1 for forward_decode. */
 int vl_check_forward(vl_ctx *c, const vl_backend *b, const sgl_attn_forward_args *a, int decode);
+
+/* ------------------------------------------------------------- validate_ops.c */
+
+/* ABI 1.2's other calls: forward_ragged, state_batch, indexer_topk. */
+int vl_check_ragged(vl_ctx *c, const vl_backend *b, const sgl_attn_ragged_args *a);
+int vl_check_state_batch(vl_ctx *c, const vl_backend *b, const sgl_attn_state_batch_args *a);
+int vl_check_indexer(vl_ctx *c, const vl_backend *b, const sgl_attn_indexer_args *a);
 
 #endif

@@ -13,17 +13,18 @@
 #include "sdk_plugin.h"
 #include "validate_internal.h"
 
-/* Claims that leave the inner's unchanged when the host intersects them. */
+/* Claims that leave the inner's unchanged when the host intersects them:
+ * every dtype, kind and feature, ABI 1.2's included (each call passes the
+ * 1.2 fields and ops on, checked), so a stack with the layer claims what
+ * its inner claims. */
 #define VL_ALL_DTYPES                                                                                  \
-    (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64 | SGL_ATTN_DT_FP8_E4M3)
+    (SGL_ATTN_DT_F32 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F64 | SGL_ATTN_DT_FP8_E4M3 |   \
+     SGL_ATTN_DT_FP8_E5M2)
 #define VL_ALL_KINDS                                                                                   \
     (SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA |                   \
      SGL_ATTN_KIND_CROSS)
-#define VL_ALL_FEATURES                                                                                \
-    (SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |                      \
-     SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |                       \
-     SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_MLA_EXTEND | SGL_ATTN_FEAT_DIFF_HEAD_DIMS |        \
-     SGL_ATTN_FEAT_DUAL_CHUNK)
+#define VL_ALL_FEATURES SGL_ATTN_FEAT_ALL_V1_2
+#define VL_ALL_DSA_OPS (SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER | SGL_ATTN_DSA_KV_FP8_RECORD)
 
 static vl_backend *self(sgl_attn_backend *b) {
     return (vl_backend *)b;
@@ -105,6 +106,34 @@ static int vl_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a
     return vl_forward(b, a, 1);
 }
 
+/* ABI 1.2 ops: each in our vtable only where the inner has it. */
+static int vl_forward_ragged(sgl_attn_backend *bb, const sgl_attn_ragged_args *a) {
+    vl_backend *b = self(bb);
+    vl_ctx c = ctx(b, "forward_ragged");
+    int rc = vl_check_ragged(&c, b, a);
+    if (rc) return refuse(b, rc);
+    b->err_is_ours = 0;
+    return b->inner_ops.forward_ragged(b->inner, a);
+}
+
+static int vl_state_batch(sgl_attn_backend *bb, const sgl_attn_state_batch_args *a) {
+    vl_backend *b = self(bb);
+    vl_ctx c = ctx(b, "state_batch");
+    int rc = vl_check_state_batch(&c, b, a);
+    if (rc) return refuse(b, rc);
+    b->err_is_ours = 0;
+    return b->inner_ops.state_batch(b->inner, a);
+}
+
+static int vl_indexer_topk(sgl_attn_backend *bb, const sgl_attn_indexer_args *a) {
+    vl_backend *b = self(bb);
+    vl_ctx c = ctx(b, "indexer_topk");
+    int rc = vl_check_indexer(&c, b, a);
+    if (rc) return refuse(b, rc);
+    b->err_is_ours = 0;
+    return b->inner_ops.indexer_topk(b->inner, a);
+}
+
 static int vl_init_graph_state(sgl_attn_backend *bb, int32_t max_bs, int32_t max_num_tokens) {
     vl_backend *b = self(bb);
     vl_ctx c = ctx(b, "init_graph_state");
@@ -131,6 +160,16 @@ static int vl_graph(sgl_attn_backend *bb, const sgl_attn_graph_args *g, int repl
     b->err_is_ours = 0;
     return replay ? b->inner_ops.init_forward_metadata_replay(b->inner, g)
                   : b->inner_ops.init_forward_metadata_capture(b->inner, g);
+}
+
+/* Inside the capture, after init_forward_metadata_capture: the same arguments. */
+static int vl_in_graph(sgl_attn_backend *bb, const sgl_attn_graph_args *g) {
+    vl_backend *b = self(bb);
+    vl_ctx c = ctx(b, "init_forward_metadata_in_graph");
+    int rc = vl_check_graph_args(&c, b, g);
+    if (rc) return refuse(b, rc);
+    b->err_is_ours = 0;
+    return b->inner_ops.init_forward_metadata_in_graph(b->inner, g);
 }
 
 static int vl_capture(sgl_attn_backend *b, const sgl_attn_graph_args *g) {
@@ -186,7 +225,7 @@ static int vl_state_commit(sgl_attn_backend *bb, const DLTensor *accepted) {
     if (!accepted) return refuse(b, vl_fail(&c, "accepted_steps is NULL"));
     c.device_type = b->facts.device_type;
     c.device_id = b->facts.device_id;
-    vl_tspec s = {"accepted_steps", "[batch_size]", 1, {b->facts.batch_size, 0, 0}, 0, 0, 0};
+    vl_tspec s = {"accepted_steps", "[batch_size]", 1, {b->facts.batch_size, 0, 0}, 0, 0, 0, 0};
     int rc = vl_check_tensor(&c, accepted, &s);
     if (rc) return refuse(b, rc);
     if (vl_host_readable(accepted)) {
@@ -241,6 +280,11 @@ static void build_ops(vl_backend *b) {
     if (in->state_clear) o->state_clear = vl_state_clear;
     if (in->state_copy) o->state_copy = vl_state_copy;
     if (in->state_commit) o->state_commit = vl_state_commit;
+    /* inner_ops is zero past the inner's struct_size: an older inner has none */
+    if (in->forward_ragged) o->forward_ragged = vl_forward_ragged;
+    if (in->init_forward_metadata_in_graph) o->init_forward_metadata_in_graph = vl_in_graph;
+    if (in->state_batch) o->state_batch = vl_state_batch;
+    if (in->indexer_topk) o->indexer_topk = vl_indexer_topk;
 }
 
 static int create_fail(const sgl_attn_create_args *a, int rc, const char *msg) {
@@ -315,9 +359,9 @@ static int vl_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->attn_kinds = VL_ALL_KINDS;
     caps->q_dtypes = caps->kv_dtypes = caps->state_dtypes = VL_ALL_DTYPES;
     caps->features = VL_ALL_FEATURES;
-    /* Forwards reach the inner unchanged, topk_indices included; it has no
-     * indexer_topk of its own to forward. */
-    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA;
+    /* Forwards reach the inner unchanged, topk_indices included, and
+     * indexer_topk where the inner has it. */
+    caps->dsa_ops = VL_ALL_DSA_OPS;
     caps->head_dim_qk_max = caps->head_dim_v_max = 0; /* 0: no limit */
     caps->page_size_max = 0;
     caps->max_gqa_ratio = 0;

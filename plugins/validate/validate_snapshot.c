@@ -44,6 +44,18 @@ static const DLTensor *tensor_of(const sgl_attn_batch *bt, int i) {
     }
 }
 
+static const char *const tensor12_name[VL_T12_COUNT] = {"batch->page_table", "batch->custom_mask",
+                                                        "batch->mask_indptr", "batch->encoder_out_cache_loc"};
+
+static const DLTensor *tensor12_of(const sgl_attn_batch *bt, int i) {
+    switch (i) {
+    case VL_T12_PAGE_TABLE: return SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table);
+    case VL_T12_MASK: return SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask);
+    case VL_T12_INDPTR: return SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, mask_indptr);
+    default: return SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc);
+    }
+}
+
 size_t vl_snapshot_entries(int32_t max_reqs, int32_t max_tokens) {
     /* 1-D tensors of batch_size entries (9 kinds) and of num_tokens (2). */
     return 9 * (size_t)max_reqs + 2 * (size_t)max_tokens;
@@ -91,8 +103,10 @@ static const vl_tsnap *lens(const vl_snapshot *s, int dev, int mirror) {
 
 void vl_snapshot_take(vl_backend *b, const sgl_attn_batch *bt) {
     vl_snapshot *s = &b->snap;
-    memcpy(&s->batch, bt, sizeof s->batch);
+    memset(&s->batch, 0, sizeof s->batch);
+    memcpy(&s->batch, bt, bt->struct_size < sizeof s->batch ? bt->struct_size : sizeof s->batch);
     s->rows_hashed = 0;
+    for (int i = 0; i < VL_T12_COUNT; i++) keep_header(&s->t12[i], tensor12_of(bt, i));
     int64_t *next = b->snap_vals;
     for (int i = 0; i < VL_T_COUNT; i++) {
         const DLTensor *t = tensor_of(bt, i);
@@ -109,7 +123,10 @@ void vl_snapshot_take(vl_backend *b, const sgl_attn_batch *bt) {
     const DLTensor *rtt = bt->req_to_token;
     const vl_tsnap *rpi = &s->t[VL_T_RPI], *seq = lens(s, VL_T_SEQ, VL_T_SEQ_CPU), *enc = lens(s, VL_T_ENC, VL_T_ENC_CPU);
     int enc_given = bt->encoder_lens || bt->encoder_lens_cpu;
-    if (!b->facts.slots_checked || !rtt || !vl_host_readable(rtt) || !rpi->n || !seq || (enc_given && !enc)) return;
+    /* with a page table, req_to_token is not read, so not checked: not hashed */
+    if (!b->facts.slots_checked || !rtt || !vl_host_readable(rtt) || !rpi->n || !seq || (enc_given && !enc) ||
+        SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table))
+        return;
     for (int32_t i = 0; i < bt->batch_size; i++)
         b->snap_rows[i] = row_hash(rtt, rpi->vals[i], (enc ? enc->vals[i] : 0) + seq->vals[i]);
     s->rows_hashed = 1;
@@ -146,6 +163,16 @@ int vl_snapshot_same(vl_ctx *c, const vl_backend *b, const sgl_attn_batch *bt) {
                 return vl_fail(c, "%s[%lld] = %lld, but it was %lld: %s", tensor_name[i],
                                (long long)e, (long long)now, (long long)s->t[i].vals[e], later);
         }
+    }
+    /* ABI 1.2 tensors: their headers (their entries are the inner's to read) */
+    for (int i = 0; i < VL_T12_COUNT; i++) {
+        const DLTensor *t = tensor12_of(bt, i);
+        if (t != s->t12[i].t)
+            return vl_fail(c, "%s points to another tensor (%p, was %p): %s", tensor12_name[i], (const void *)t,
+                           (const void *)s->t12[i].t, later);
+        if (!same_header(&s->t12[i], t))
+            return vl_fail(c, "%s: its data pointer, device, dtype, shape or strides are not what they were: %s",
+                           tensor12_name[i], later);
     }
     if (bt->stream != k->stream) return vl_fail(c, "batch->stream is not what it was: %s", later);
     if (!s->rows_hashed) return SGL_ATTN_OK;

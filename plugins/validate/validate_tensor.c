@@ -2,6 +2,7 @@
  * checks, then the device rules of a call; and the error sink every check
  * writes through (vl_fail). */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "validate_internal.h"
@@ -45,8 +46,36 @@ static int check_device(vl_ctx *c, const DLTensor *t, const vl_tspec *s) {
  * SGL_ATTN_E_INVALID: the call breaks what the inner claimed. */
 int vl_check_tensor(vl_ctx *c, const DLTensor *t, const vl_tspec *s) {
     const sgl_sdk_tensor_spec spec = {s->name, s->dims, s->ndim, {s->shape[0], s->shape[1], s->shape[2], 0},
-                                      s->dtypes, 0, -1, s->written ? SGL_SDK_T_WRITTEN : 0u, 0};
+                                      s->dtypes, 0, -1, (s->written ? SGL_SDK_T_WRITTEN : 0u) | s->sdk_flags, 0};
     char msg[VL_ERR_SIZE];
     if (sgl_sdk_check_tensor(t, &spec, msg, sizeof msg)) return vl_fail(c, "%s", msg);
     return check_device(c, t, s);
 }
+
+/* The bytes a (checked) tensor spans: [lo, hi) from its data pointer. */
+static void span(const DLTensor *t, uintptr_t *lo, uintptr_t *hi) {
+    const int64_t esz = (t->dtype.bits * t->dtype.lanes + 7) / 8;
+    int64_t neg = 0, pos = 0, numel = 1;
+    for (int d = 0; d < t->ndim; d++) {
+        numel *= t->shape[d];
+        if (!t->strides) continue;
+        int64_t reach = (t->shape[d] - 1) * t->strides[d];
+        if (reach < 0) neg += reach;
+        else pos += reach;
+    }
+    if (!t->strides) pos = numel - 1;
+    uintptr_t base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    *lo = base + (uintptr_t)(neg * esz);
+    *hi = base + (uintptr_t)((pos + 1) * esz);
+    if (numel == 0) *hi = *lo;
+}
+
+int vl_overlap(const DLTensor *a, const DLTensor *b) {
+    if (!a || !b || a->device.device_type != b->device.device_type || a->device.device_id != b->device.device_id)
+        return 0;
+    uintptr_t alo, ahi, blo, bhi;
+    span(a, &alo, &ahi);
+    span(b, &blo, &bhi);
+    return alo < bhi && blo < ahi;
+}
+

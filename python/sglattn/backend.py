@@ -24,11 +24,20 @@ from ._lib import Lib, load
 from ._tensor import TensorRef, describe, dims, is_torch_tensor, torch_dl_device, torch_dl_dtype, torch_module
 from .errors import Error, InvalidArgumentError, UnsupportedError, error_for_status
 
-__all__ = ["Backend", "Batch", "Layer", "LinearInputs", "MODES"]
+__all__ = ["Backend", "Batch", "Layer", "LinearInputs", "MODES", "ATTN_TYPES"]
+
+# sgl_attn_layer.attn_type (ABI 1.2; anything but causal needs the stack's attn_types)
+ATTN_TYPES: Dict[str, int] = {"causal": A.SGL_ATTN_TYPE_CAUSAL, "bidirectional": A.SGL_ATTN_TYPE_BIDIRECTIONAL,
+                              "encoder_only": A.SGL_ATTN_TYPE_ENCODER_ONLY}
+
+# The layer's ABI 1.2 tensor fields Layer takes by name.
+_LAYER_TENSORS = ("slot_map", "k_scale_tensor", "v_scale_tensor", "q_descale_tensor")
 
 MODES: Dict[str, int] = {
     "idle": A.SGL_ATTN_MODE_IDLE, "extend": A.SGL_ATTN_MODE_EXTEND, "decode": A.SGL_ATTN_MODE_DECODE,
     "verify": A.SGL_ATTN_MODE_TARGET_VERIFY, "target_verify": A.SGL_ATTN_MODE_TARGET_VERIFY,
+    # ABI 1.2: to a stack whose features name draft_extend
+    "draft_extend": A.SGL_ATTN_MODE_DRAFT_EXTEND,
 }
 
 _BATCH_TENSORS = ("req_to_token", "req_pool_indices", "seq_lens", "extend_prefix_lens", "extend_seq_lens",
@@ -200,13 +209,16 @@ class Layer:
     fill, with what each described last (shape, dtype, device, strides)."""
 
     __slots__ = ("backend", "layer_id", "struct", "args", "args_ref", "_args_mv", "_dls", "_dl_mv", "_shapes",
-                 "_cache", "_other", "_pools", "sinks", "save", "linear", "out_spec", "cols", "topk", "__weakref__")
+                 "_cache", "_other", "_pools", "sinks", "save", "linear", "out_spec", "cols", "topk", "_lin",
+                 "_extra", "_layer_refs", "__weakref__")
 
     def __init__(self, backend: "Backend", layer_id: int, k_cache: Any, v_cache: Any, *,
                  num_q_heads: Optional[int] = None, num_kv_heads: Optional[int] = None,
                  head_dim_qk: Optional[int] = None, head_dim_v: Optional[int] = None,
                  sm_scale: Optional[float] = None, logit_softcap: float = 0.0, sliding_window: int = -1,
-                 is_cross: bool = False, sinks: Any = None, k_scale: float = 1.0, v_scale: float = 1.0) -> None:
+                 is_cross: bool = False, sinks: Any = None, k_scale: float = 1.0, v_scale: float = 1.0,
+                 attn_type: Union[str, int] = "causal", q_descale: float = 0.0, slot_map: Any = None,
+                 k_scale_tensor: Any = None, v_scale_tensor: Any = None, q_descale_tensor: Any = None) -> None:
         lib = backend._lib
         m = backend.model
         self.backend = backend
@@ -222,6 +234,16 @@ class Layer:
         st.sliding_window = -1 if sliding_window is None or sliding_window < 0 else sliding_window
         st.is_cross = int(bool(is_cross))
         st.k_scale, st.v_scale = k_scale, v_scale
+        if isinstance(attn_type, str):
+            if attn_type not in ATTN_TYPES:
+                raise InvalidArgumentError(f"attn_type {attn_type!r}: expected one of {', '.join(ATTN_TYPES)}")
+            attn_type = ATTN_TYPES[attn_type]
+        st.attn_type = attn_type
+        st.q_descale = q_descale
+        self._layer_refs: Dict[str, Optional[TensorRef]] = {}
+        for name, t in (("slot_map", slot_map), ("k_scale_tensor", k_scale_tensor),
+                        ("v_scale_tensor", v_scale_tensor), ("q_descale_tensor", q_descale_tensor)):
+            self.set_tensor(name, t)
         self._pools: List[Optional[TensorRef]] = [None, None]
         self.set_pools(k_cache, v_cache)
         self.sinks: Optional[TensorRef] = None
@@ -232,7 +254,14 @@ class Layer:
         a.batch = backend._batch_addr
         a.save_kv_cache = 1
         self.save = True
-        self.linear: Optional[LinearInputs] = None
+        # What the fast path compares `linear` with: the LinearInputs passed
+        # last (_lin), or _EXTRAS while lse / q_rope / k_rope are, so that the
+        # next call without them takes the slow path and clears them, and the
+        # plain fast path costs no more than before they existed.
+        self.linear: Any = None
+        self._lin: Optional[LinearInputs] = None
+        # ABI 1.2 per-call output and inputs (lse, q_rope, k_rope): their descriptors, reused
+        self._extra: List[Optional[TensorRef]] = [None, None, None]
         self.out_spec: Any = None
         self.cols = 0  # an adapter's output width (heads * v head dim)
         self.args_ref = C.byref(a)
@@ -250,6 +279,38 @@ class Layer:
     def set_sinks(self, sinks: Any) -> None:
         self.sinks = describe(sinks) if sinks is not None else None
         self.struct.sinks = self.sinks.addr if self.sinks is not None else None
+
+    def set_tensor(self, name: str, t: Any) -> None:
+        """One of the layer's ABI 1.2 tensors: slot_map (SGL_ATTN_FEAT_SLOT_MAP),
+        k_scale_tensor, v_scale_tensor, q_descale_tensor ([1] fp32 on the
+        device, SGL_ATTN_FEAT_FP8_SCALES); None clears it."""
+        if name not in _LAYER_TENSORS:
+            raise TypeError(f"Layer.set_tensor: {name!r} is not one of {', '.join(_LAYER_TENSORS)}")
+        ref = describe(t) if t is not None else None
+        self._layer_refs[name] = ref
+        setattr(self.struct, name, ref.addr if ref is not None else None)
+
+    def _set_extras(self, linear: Optional[LinearInputs], lse: Any, q_rope: Any, k_rope: Any) -> None:
+        """The slow path of linear=, lse=, q_rope=, k_rope=: describe each
+        given tensor (again, so a reshaped one is never passed stale) into
+        this layer's descriptor for it, NULL for None."""
+        if linear is not self._lin:
+            self._args_mv[_W_LINEAR] = linear.addr if linear is not None else 0
+            self._lin = linear
+        a = self.args
+        for i, (name, t) in enumerate((("lse", lse), ("q_rope", q_rope), ("k_rope", k_rope))):
+            if t is None:
+                self._extra[i] = None
+                setattr(a, name, None)
+                continue
+            ref = self._extra[i]
+            if is_torch_tensor(t):
+                ref = (ref if ref is not None and ref.shape is not None else TensorRef()).set_torch(t)
+            else:
+                ref = describe(t)
+            self._extra[i] = ref
+            setattr(a, name, ref.addr)
+        self.linear = _EXTRAS if lse is not None or q_rope is not None or k_rope is not None else linear
 
     def set_topk(self, topk_indices: Any) -> None:
         """DeepSeek sparse attention: the next forwards attend over these pool
@@ -306,6 +367,7 @@ def _words(addr: int, size: int) -> memoryview:
     return memoryview((C.c_uint64 * (size // 8)).from_address(addr)).cast("B").cast("Q")
 
 
+_EXTRAS: Any = object()  # Layer.linear while lse / q_rope / k_rope are passed
 _ARG_WORDS = tuple(getattr(A.sgl_attn_forward_args, f).offset // 8 for f in ("q", "k", "v", "out"))
 _W_LINEAR = A.sgl_attn_forward_args.linear.offset // 8
 _W_BATCH = A.sgl_attn_forward_args.batch.offset // 8
@@ -320,10 +382,10 @@ def _layer_forward_fn(fn: Any, call: str) -> Any:
     torch = torch_module()
     T: Any = torch.Tensor if torch is not None else None
     d1, d2, d3 = _DL_WORDS, 2 * _DL_WORDS, 3 * _DL_WORDS
-    w_linear = _W_LINEAR
 
     def forward(self: "Backend", layer: Layer, q: Any, k: Any, v: Any, out: Any, save_kv_cache: bool = True,
-                linear: Optional[LinearInputs] = None) -> None:
+                linear: Optional[LinearInputs] = None, lse: Any = None, q_rope: Any = None,
+                k_rope: Any = None) -> None:
         nonlocal T
         c = layer._cache
         m = layer._dl_mv
@@ -352,9 +414,8 @@ def _layer_forward_fn(fn: Any, call: str) -> Any:
         if save_kv_cache is not layer.save:
             layer.save = bool(save_kv_cache)
             layer.args.save_kv_cache = 1 if save_kv_cache else 0
-        if linear is not layer.linear:
-            layer._args_mv[w_linear] = linear.addr if linear is not None else 0
-            layer.linear = linear
+        if linear is not layer.linear or lse is not None or q_rope is not None or k_rope is not None:
+            layer._set_extras(linear, lse, q_rope, k_rope)
         rc = fn(self._ptr, layer.args_ref)
         if rc:
             raise self._error(rc, call)
@@ -541,6 +602,7 @@ class Backend:
         g.num_tokens = batch.num_tokens if num_tokens is None else num_tokens
         g.forward_mode = batch.mode if forward_mode is None else _mode(forward_mode)
         g.batch = batch.addr
+        g.stream = batch.struct.stream
         rc = fn(self._ptr, C.addressof(g))
         if rc:
             raise self._error(rc, name)
@@ -558,9 +620,49 @@ class Backend:
         """init_forward_metadata_replay: before each replay, outside the graph."""
         self._graph("init_forward_metadata_replay", batch, batch_size, num_tokens, forward_mode)
 
+    def in_graph(self, batch: Batch, batch_size: Optional[int] = None, num_tokens: Optional[int] = None,
+                 forward_mode: Optional[Union[str, int]] = None) -> None:
+        """init_forward_metadata_in_graph (ABI 1.2, graph_device_plan): inside
+        the capture, after capture(batch): the device-only plan the graph
+        records, on the batch's stream."""
+        self._graph("init_forward_metadata_in_graph", batch, batch_size, num_tokens, forward_mode)
+
     def graph_seq_len_fill_value(self) -> int:
         fn = self._ops.graph_seq_len_fill_value
         return int(fn(self._ptr)) if fn else 1
+
+    # --------------------------------------------------------------- ragged
+    def forward_ragged(self, q: Any, k: Any, v: Any, out: Any, cu_seqlens_q: Any, cu_seqlens_k: Any, *,
+                       causal: bool = True, sm_scale: Optional[float] = None, logit_softcap: float = 0.0,
+                       lse: Any = None, max_seqlen_q: int = 0, max_seqlen_k: int = 0, cu_seqlens_q_cpu: Any = None,
+                       cu_seqlens_k_cpu: Any = None, stream: Any = "auto") -> None:
+        """ops->forward_ragged (ABI 1.2, ragged): attention over K/V given as
+        tensors, q [Tq, Hq, Dqk], k [Tk, Hkv, Dqk], v [Tk, Hkv, Dv], out
+        [Tq, Hq, Dv], request i owning rows cu_seqlens_*[i]..[i+1]; nothing
+        is read from or written to a pool.  causal is bottom-right aligned;
+        lse [Tq, Hq] fp32 receives each row's log-sum-exp (the stack's
+        features must name lse).  sm_scale defaults to Dqk ** -0.5."""
+        fn = self._op("forward_ragged")
+        refs = [describe(t) for t in (q, k, v, out, cu_seqlens_q, cu_seqlens_k)]
+        opt = [describe(t) if t is not None else None for t in (lse, cu_seqlens_q_cpu, cu_seqlens_k_cpu)]
+        qd, kd, vd, cud = dims(refs[0]), dims(refs[1]), dims(refs[2]), dims(refs[4])
+        if len(qd) != 3 or len(kd) != 3 or len(vd) != 3 or len(cud) != 1:
+            raise InvalidArgumentError(f"forward_ragged: q, k, v must be 3-D ([tokens, heads, dim]) and cu_seqlens_q "
+                                       f"1-D; got q {list(qd)}, k {list(kd)}, v {list(vd)}, cu_seqlens_q {list(cud)}")
+        a = self._lib.new(A.sgl_attn_ragged_args)
+        a.batch_size = cud[0] - 1
+        a.num_q_heads, a.num_kv_heads = qd[1], kd[1]
+        a.head_dim_qk, a.head_dim_v = qd[2], vd[2]
+        a.sm_scale = qd[2] ** -0.5 if sm_scale is None else sm_scale
+        a.logit_softcap = logit_softcap or 0.0
+        a.causal = 1 if causal else 0
+        a.max_seqlen_q, a.max_seqlen_k = max_seqlen_q, max_seqlen_k
+        a.q, a.k, a.v, a.out, a.cu_seqlens_q, a.cu_seqlens_k = (r.addr for r in refs)
+        a.lse, a.cu_seqlens_q_cpu, a.cu_seqlens_k_cpu = (r.addr if r is not None else None for r in opt)
+        a.stream = current_stream(refs) if stream == "auto" else stream
+        rc = fn(self._ptr, C.addressof(a))
+        if rc:
+            raise self._error(rc, "forward_ragged")
 
     # ---------------------------------------------------------------- state
     def state_clear(self, slot: int) -> None:

@@ -157,8 +157,10 @@ def _mode_kind(fm: Any) -> str:
 _LSE = ("sglattn: mha_return_lse (the softmax LSE of each row): {why}")
 
 _REFUSED_KWARGS = {
-    "q_rope": "MLA's split rope part of q (MLA layers are not served through this adapter)",
-    "k_rope": "MLA's split rope part of k (MLA layers are not served through this adapter)",
+    "q_rope": "MLA's split rope part of q: MLA layers are not served through this adapter (Backend.forward_* "
+              "takes q_rope / k_rope on a stack that declares mla_rope_split)",
+    "k_rope": "MLA's split rope part of k: MLA layers are not served through this adapter (Backend.forward_* "
+              "takes q_rope / k_rope on a stack that declares mla_rope_split)",
     "cos_sin_cache": "fused rotary embedding inside attention",
     "is_neox": "fused rotary embedding inside attention",
     "llama_4_scaling": "Llama 4 attention temperature scaling",
@@ -338,10 +340,24 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._layers[lid] = L
         return L
 
-    def _lse_why(self) -> str:
+    def _forward_lse(self, L: Layer, q: Any, k: Any, v: Any, fb: Any, save_kv_cache: bool, decode: bool) -> Any:
+        """sglang's mha_return_lse: the output and each row's softmax
+        log-sum-exp, [tokens, q heads] fp32 (forward_args.lse), as (out, lse)."""
         if "lse" not in self.backend.features:
-            return f"the stack {self.selection.label} does not declare lse (SGL_ATTN_FEAT_LSE)"
-        return "the stack declares lse, but this adapter does not pass forward_args.lse yet"
+            raise NotImplementedError(_LSE.format(
+                why=f"the stack {self.selection.label} does not declare lse (SGL_ATTN_FEAT_LSE)"))
+        if getattr(fb, "attn_attend_prefix_cache", None) is not None:
+            raise NotImplementedError(_LSE.format(
+                why="with attn_attend_prefix_cache (DeepSeek's chunked-prefix MHA, whose K/V come as tensors, not "
+                    "from the pool) this adapter has no paged form; Backend.forward_ragged serves that call"))
+        torch = self._torch
+        out = getattr(fb, "_attn_output", None)
+        if out is None:
+            out = torch.empty((self._rows, L.cols), dtype=self.out_dtype, device=self._dev)
+        lse = torch.empty((self._rows, int(L.struct.num_q_heads)), dtype=torch.float32, device=self._dev)
+        (self.backend.forward_decode if decode else self.backend.forward_extend)(L, q, k, v, out, save_kv_cache,
+                                                                                 lse=lse)
+        return out, lse
 
     def _kwargs(self, L: Layer, kwargs: Dict[str, Any], forward_batch: Any) -> None:
         for k, val in kwargs.items():
@@ -384,7 +400,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if L is None or kwargs or self._bind_pending is not None or L.topk is not None:
             L = self._prepare(L, layer, forward_batch, kwargs)
         if getattr(forward_batch, "mha_return_lse", False):
-            raise NotImplementedError(_LSE.format(why=self._lse_why()))
+            return self._forward_lse(L, q, k, v, forward_batch, save_kv_cache, True)
         out = getattr(forward_batch, "_attn_output", None)
         if out is None:
             return self.backend.forward_decode_alloc(L, q, k, v, self._rows, L.cols, self.out_dtype, self._dev,
@@ -398,7 +414,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if L is None or kwargs or self._bind_pending is not None or L.topk is not None:
             L = self._prepare(L, layer, forward_batch, kwargs)
         if getattr(forward_batch, "mha_return_lse", False):
-            raise NotImplementedError(_LSE.format(why=self._lse_why()))
+            return self._forward_lse(L, q, k, v, forward_batch, save_kv_cache, False)
         out = getattr(forward_batch, "_attn_output", None)
         if out is None:
             return self.backend.forward_extend_alloc(L, q, k, v, self._rows, L.cols, self.out_dtype, self._dev,
@@ -451,6 +467,10 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         capturing stream."""
         if self._batch is not None:
             self._batch.set_stream(self._stream())
+            # a stack that plans on the device records that plan here (ABI 1.2)
+            if "graph_device_plan" in self.backend.features and self.backend.supports(
+                    "init_forward_metadata_in_graph"):
+                self.backend.in_graph(self._batch)
 
     # the older names (sglang trees before the out_graph / in_graph contract)
     def init_forward_metadata_capture_cuda_graph(self, bs: int, num_tokens: int, req_pool_indices: Any,

@@ -294,6 +294,21 @@ static void test_model_check(void **state) {
     m = good_model();
     m.num_kv_heads = 5;
     assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_INVALID);
+    /* verify (several tokens per request) and the attention types are served */
+    m = good_model();
+    m.spec_tokens = 64;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), 0);
+    m.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), 0);
+    m.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), 0);
+    m.sliding_window = 128; /* a window on causal models only */
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(why, "attn_type 2 with sliding_window 128"));
+    m = good_model();
+    m.attn_type = 3;
+    assert_int_equal(ca_model_check(&m, why, sizeof why), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(why, "attn_type 3: expected 0 causal, 1 bidirectional or 2 encoder-only"));
     /* fp8 e4m3 pools: head dims 64 / 128 with groups up to 8 (the register-fed decode) */
     m = good_model();
     m.kv_dtype = SGL_ATTN_DT_FP8_E4M3;
@@ -342,13 +357,10 @@ static void test_refuse_unserved(void **state) {
     bt.page_table = &t; /* served (SGL_ATTN_FEAT_PAGE_TABLE): ca_check_page_table checks it */
     assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
     bt.page_table = NULL;
-    bt.custom_mask = &t;
-    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
-    assert_non_null(strstr(msg, "batch.custom_mask"));
-    bt.struct_size = SGL_ATTN_BATCH_SIZE_V1_0; /* a 1.0 caller: the bytes past it are not its */
+    bt.custom_mask = &t; /* served (tree verify): checked by init_forward_metadata, not refused here */
+    bt.mask_indptr = &t;
     assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
-    bt.struct_size = sizeof bt;
-    bt.custom_mask = NULL;
+    bt.custom_mask = bt.mask_indptr = NULL;
     bt.encoder_out_cache_loc = &t;
     assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
     assert_non_null(strstr(msg, "batch.encoder_out_cache_loc"));
@@ -367,8 +379,7 @@ static void test_refuse_unserved(void **state) {
         const char *name;
         void (*set)(sgl_attn_layer *, sgl_attn_forward_args *, DLTensor *);
     } cases[] = {
-        {"layer.attn_type", NULL}, {"layer.q_descale ", NULL},
-        {"layer.q_descale_tensor", NULL}, {"forward args q_rope", NULL},
+        {"layer.q_descale ", NULL}, {"layer.q_descale_tensor", NULL}, {"forward args q_rope", NULL},
         {"forward args k_rope", NULL}, {"forward args topk_indices", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -378,11 +389,10 @@ static void test_refuse_unserved(void **state) {
         a.struct_size = sizeof a;
         a.layer = &L;
         switch (i) {
-        case 0: L.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL; break;
-        case 1: L.q_descale = 0.5f; break;
-        case 2: L.q_descale_tensor = &t; break;
-        case 3: a.q_rope = &t; break;
-        case 4: a.k_rope = &t; break;
+        case 0: L.q_descale = 0.5f; break;
+        case 1: L.q_descale_tensor = &t; break;
+        case 2: a.q_rope = &t; break;
+        case 3: a.k_rope = &t; break;
         default: a.topk_indices = &t; break;
         }
         assert_int_equal(ca_refuse_unserved_fwd(&m, &a), SGL_ATTN_E_UNSUPPORTED);
@@ -562,6 +572,56 @@ static void test_ragged_checks(void **state) {
     mir.device.device_type = kDLCUDA; /* a mirror lives in host memory */
     assert_int_not_equal(ca_check_cu_mirror(&m, &mir, "cu_seqlens_k_cpu", 3, 350, &longest), 0);
     assert_non_null(strstr(msg, "forward_ragged: cu_seqlens_k_cpu"));
+}
+
+/* Served now: the attention types (checked per forward against the plan). */
+static void test_served_fields(void **state) {
+    (void)state;
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "forward_extend"};
+    sgl_attn_layer L;
+    memset(&L, 0, sizeof L);
+    L.struct_size = sizeof L;
+    sgl_attn_forward_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.layer = &L;
+    L.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL;
+    assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+    L.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY;
+    assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+}
+
+/* batch.custom_mask: a compact 1-D uint8 / bool tensor on the backend's device. */
+static void test_mask_check(void **state) {
+    (void)state;
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "init_forward_metadata"};
+    static _Alignas(16) unsigned char buf[64];
+    int64_t n[1] = {64}, n2[2] = {8, 8}, st[1] = {2};
+    DLTensor t = tensor(buf, 1, n, kDLUInt, 8);
+    assert_int_equal(ca_check_mask(&m, &t, 0), 0);
+    t.dtype.code = 6; /* kDLBool */
+    assert_int_equal(ca_check_mask(&m, &t, 0), 0);
+    t.dtype.code = kDLInt;
+    t.dtype.bits = 32;
+    assert_int_equal(ca_check_mask(&m, &t, 0), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "init_forward_metadata: batch.custom_mask: its dtype is not uint8 or bool"));
+    t = tensor(buf, 2, n2, kDLUInt, 8);
+    assert_int_equal(ca_check_mask(&m, &t, 0), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "not 1-D"));
+    t = tensor(buf, 1, n, kDLUInt, 8);
+    assert_int_equal(ca_check_mask(&m, &t, 1), SGL_ATTN_E_INVALID); /* another device */
+    assert_non_null(strstr(msg, "not in this device's memory"));
+    t.device.device_type = kDLCPU;
+    assert_int_equal(ca_check_mask(&m, &t, 0), SGL_ATTN_E_INVALID);
+    t = tensor(buf, 1, n, kDLUInt, 8);
+    t.strides = st;
+    assert_int_equal(ca_check_mask(&m, &t, 0), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "not compact"));
+    t = tensor(NULL, 1, n, kDLUInt, 8);
+    assert_int_equal(ca_check_mask(&m, &t, 0), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "data is NULL"));
 }
 
 /* A forward's dual_chunk block: sizes, the features it cannot go with (each
@@ -790,6 +850,7 @@ int main(void) {
         cmocka_unit_test(test_dual_chunk_check),
         cmocka_unit_test(test_page_table_slot_map),
         cmocka_unit_test(test_ragged_checks),
+        cmocka_unit_test(test_served_fields),        cmocka_unit_test(test_mask_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

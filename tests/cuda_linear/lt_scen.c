@@ -45,6 +45,79 @@ static double *zalloc(size_t n) {
 }
 
 int lt_max_tokens = 512, lt_slow_decay = 0, lt_weight_dt = LT_F32;
+int lt_caller_mode = 0, lt_rec_mode = 0;
+
+/* the recorded outputs (lt_rec_mode 1) and the read position (2) */
+static double *rec_buf;
+static size_t rec_n, rec_cap, rec_at;
+
+void lt_rec_reset(void) {
+    free(rec_buf);
+    rec_buf = NULL;
+    rec_n = rec_cap = rec_at = 0;
+}
+
+static void rec_outputs(lt_scen *s, const double *got, size_t n) {
+    if (lt_rec_mode == 1) {
+        if (rec_n + n > rec_cap) {
+            rec_cap = (rec_n + n) * 2;
+            rec_buf = realloc(rec_buf, rec_cap * sizeof *rec_buf);
+            if (!rec_buf) {
+                fprintf(stderr, "FATAL: out of host memory\n");
+                exit(2);
+            }
+        }
+        memcpy(rec_buf + rec_n, got, n * sizeof *got);
+        rec_n += n;
+    } else if (lt_rec_mode == 2) {
+        size_t bad = n;
+        if (rec_at + n <= rec_n)
+            for (size_t e = 0; e < n && bad == n; e++)
+                if (memcmp(&got[e], &rec_buf[rec_at + e], sizeof *got) != 0) bad = e;
+        LT_CHECK(rec_at + n <= rec_n && bad == n, "%s: output %zu differs from the pool run's (%g vs %g)", s->label,
+                 rec_at + (bad < n ? bad : 0), bad < n ? got[bad] : 0.0,
+                 bad < n && rec_at + bad < rec_n ? rec_buf[rec_at + bad] : 0.0);
+        rec_at += n;
+    }
+}
+
+int scen_cslot(const lt_scen *s, int k) { return k < 0 ? -1 : s->caller == 2 ? LT_CSLOTS - 1 - k : k; }
+
+void scen_state_io(lt_scen *s, int l, sgl_attn_linear_io *io) {
+    memset(io, 0, sizeof *io);
+    io->struct_size = sizeof *io;
+    io->kind = s->kind;
+    io->conv_state = s->conv_n ? &s->cst[l].t : NULL;
+    io->ssm_state = s->ssm_n ? &s->sst[l].t : NULL;
+    io->intermediate_conv_state = s->conv_n ? &s->icst[l].t : NULL;
+    io->intermediate_ssm_state = s->ssm_n ? &s->isst5[l] : NULL;
+}
+
+/* the caller's tensors of each own layer, poisoned: a request without a prefix must not read them */
+static void caller_open(lt_scen *s, uint32_t state_dt_bit) {
+    const int dt = state_dt_bit == SGL_ATTN_DT_BF16 ? LT_BF16 : LT_F32;
+    const int64_t S = LT_CSLOTS, C = s->rd.conv_dim, H = s->rd.conv_w - 1;
+    for (int l = 0; l < LT_OWN; l++) {
+        if (s->conv_n) {
+            lt_make(&s->cst[l], dt, 3, (int64_t[]){S, C, H}, 0);
+            lt_make(&s->icst[l], dt, 4, (int64_t[]){S, LT_STEPS, C, H}, 0);
+            lt_poison(&s->cst[l]);
+            lt_poison(&s->icst[l]);
+        }
+        if (s->ssm_n) {
+            lt_make(&s->sst[l], dt, 4, (int64_t[]){S, s->rd.hv, s->rd.dv, s->rd.dk}, 0);
+            lt_make(&s->isst[l], dt, 4, (int64_t[]){S, LT_STEPS, s->rd.hv, (int64_t)s->rd.dv * s->rd.dk}, 0);
+            lt_poison(&s->sst[l]);
+            lt_poison(&s->isst[l]);
+            s->isst5[l] = s->isst[l].t;
+            const int64_t s5[5] = {S, LT_STEPS, s->rd.hv, s->rd.dv, s->rd.dk};
+            memcpy(s->isst5_shape[l], s5, sizeof s5);
+            s->isst5[l].ndim = 5;
+            s->isst5[l].shape = s->isst5_shape[l];
+            s->isst5[l].strides = NULL;
+        }
+    }
+}
 
 int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *sh, int io_dt, uint32_t state_dt_bit,
               double tol, uint64_t seed, const char *label) {
@@ -123,6 +196,8 @@ int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *s
         return -1;
     }
     s->stream = st;
+    s->caller = lt_caller_mode;
+    if (s->caller) caller_open(s, state_dt_bit);
     return 0;
 }
 
@@ -134,6 +209,9 @@ void scen_close(lt_scen *s) {
         lt_tensor *ts[] = {&w->conv_w, &w->conv_b, &w->A_log, &w->dt_bias, &w->D, &w->decay};
         for (size_t i = 0; i < sizeof ts / sizeof *ts; i++)
             if (ts[i]->ref) lt_free(ts[i]);
+        lt_tensor *cs[] = {&s->cst[l], &s->sst[l], &s->icst[l], &s->isst[l]};
+        for (size_t i = 0; i < sizeof cs / sizeof *cs; i++)
+            if (cs[i]->ref) lt_free(cs[i]);
         for (int k = 0; k < LT_SLOTS; k++) {
             free(s->conv[l][k]);
             free(s->ssm[l][k]);
@@ -192,6 +270,20 @@ void lt_io_make(lt_scen *s, int l, int T, int keep, const sgl_attn_batch *bt, lt
     io->out = &o->out.t;
     io->keep_intermediate = keep;
     io->use_qk_l2norm = s->l2norm;
+    if (s->caller) {
+        sgl_attn_linear_io st;
+        scen_state_io(s, l, &st);
+        io->conv_state = st.conv_state;
+        io->ssm_state = st.ssm_state;
+        io->intermediate_conv_state = keep ? st.intermediate_conv_state : NULL;
+        io->intermediate_ssm_state = keep ? st.intermediate_ssm_state : NULL;
+        if (s->caller == 2) {
+            int m[LT_SLOTS];
+            for (int i = 0; i < s->cur_bs; i++) m[i] = scen_cslot(s, s->cur_slots[i]);
+            lt_index_tensor(&o->csi, s->cur_bs, m, 0);
+            io->state_indices = &o->csi.t;
+        }
+    }
     o->layer.struct_size = sizeof o->layer;
     o->layer.layer_id = 2 * l;
     o->layer.sliding_window = -1;
@@ -206,7 +298,7 @@ void lt_io_make(lt_scen *s, int l, int T, int keep, const sgl_attn_batch *bt, lt
 }
 
 void lt_io_free(lt_io *o) {
-    lt_tensor *ts[] = {&o->x, &o->a, &o->b, &o->q, &o->k, &o->v, &o->out};
+    lt_tensor *ts[] = {&o->x, &o->a, &o->b, &o->q, &o->k, &o->v, &o->out, &o->csi};
     for (size_t e = 0; e < sizeof ts / sizeof *ts; e++)
         if (ts[e]->ref) lt_free(ts[e]);
 }
@@ -265,6 +357,9 @@ void lt_io_check(lt_scen *s, int l, lt_io *o, int mode, int bs, const int *slots
              nm, s->tol);
     double *got = zalloc(o->out.n); /* padded requests: exact zeros */
     lt_download(&o->out, got);
+    rec_outputs(s, got, o->out.n);
+    for (int i = 0; i < bs; i++)
+        if (slots[i] >= 0 && n[i] > 0 && !keep) s->live[slots[i]] = 1;
     tok = 0;
     for (int i = 0; i < bs; i++) {
         if (slots[i] < 0)
@@ -328,6 +423,8 @@ void scen_batch(lt_scen *s, int mode, int bs, const int *slots, const int *n, co
         bt.extend_prefix_lens_cpu = &eph.t;
     }
     bt.stream = s->stream;
+    s->cur_bs = bs;
+    memcpy(s->cur_slots, slots, (size_t)bs * sizeof *slots);
     int rc = s->b->ops->init_forward_metadata(s->b, &bt);
     LT_CHECK(rc == SGL_ATTN_OK, "%s: init_forward_metadata returned %d: %s", s->label, rc, s->b->ops->last_error(s->b));
     if (rc == SGL_ATTN_OK) {
@@ -356,6 +453,10 @@ void scen_batch(lt_scen *s, int mode, int bs, const int *slots, const int *n, co
 }
 
 void scen_commit(lt_scen *s, const int *accepted) {
+    if (s->caller) {
+        scen_state_batch(s, SGL_ATTN_STATE_COMMIT, s->verify_bs, s->verify_slots, NULL, accepted, 0);
+        return;
+    }
     lt_tensor acc;
     lt_index_tensor(&acc, s->verify_bs, accepted, 0);
     int rc = s->b->ops->state_commit(s->b, &acc.t);
@@ -372,6 +473,10 @@ void scen_commit(lt_scen *s, const int *accepted) {
 }
 
 void scen_copy(lt_scen *s, int src, int dst) {
+    if (s->caller) {
+        scen_state_batch(s, SGL_ATTN_STATE_COPY, 1, &dst, &src, NULL, 0);
+        return;
+    }
     int rc = s->b->ops->state_copy(s->b, src, dst);
     LT_CHECK(rc == SGL_ATTN_OK, "%s: state_copy returned %d: %s", s->label, rc, s->b->ops->last_error(s->b));
     for (int l = 0; l < LT_OWN; l++) {
@@ -381,10 +486,104 @@ void scen_copy(lt_scen *s, int src, int dst) {
 }
 
 void scen_clear(lt_scen *s, int slot) {
+    if (s->caller) {
+        scen_state_batch(s, SGL_ATTN_STATE_CLEAR, 1, &slot, NULL, NULL, 1);
+        return;
+    }
     int rc = s->b->ops->state_clear(s->b, slot);
     LT_CHECK(rc == SGL_ATTN_OK, "%s: state_clear returned %d: %s", s->label, rc, s->b->ops->last_error(s->b));
     for (int l = 0; l < LT_OWN; l++) {
         memset(s->conv[l][slot], 0, s->conv_n * sizeof(double));
         memset(s->ssm[l][slot], 0, s->ssm_n * sizeof(double));
+    }
+}
+
+void scen_state_batch(lt_scen *s, int op, int n, const int *dst, const int *src, const int *steps, int on_host) {
+    int md[LT_SLOTS], ms[LT_SLOTS];
+    for (int i = 0; i < n; i++) {
+        md[i] = scen_cslot(s, dst[i]);
+        ms[i] = src ? scen_cslot(s, src[i]) : -1;
+    }
+    lt_tensor td, ts, tt;
+    memset(&ts, 0, sizeof ts);
+    memset(&tt, 0, sizeof tt);
+    lt_index_tensor(&td, n, md, on_host);
+    if (src) lt_index_tensor(&ts, n, ms, on_host);
+    if (steps) lt_index_tensor(&tt, n, steps, on_host);
+    sgl_attn_state_batch_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.op = op;
+    a.count = n;
+    a.dst = &td.t;
+    a.src = src ? &ts.t : NULL;
+    a.steps = steps ? &tt.t : NULL;
+    a.stream = s->stream;
+    for (int l = 0; l < (s->caller ? LT_OWN : 1); l++) {
+        sgl_attn_linear_io io;
+        if (s->caller) {
+            scen_state_io(s, l, &io);
+            a.state = &io;
+        }
+        const int rc = s->b->ops->state_batch(s->b, &a);
+        LT_CHECK(rc == SGL_ATTN_OK, "%s: state_batch op %d layer %d returned %d: %s", s->label, op, l, rc,
+                 s->b->ops->last_error(s->b));
+    }
+    LT_CHECK(cudaStreamSynchronize((cudaStream_t)s->stream) == cudaSuccess, "%s: state_batch's stream", s->label);
+    /* the reference: no entry reads what another writes (the batch's rules) */
+    for (int i = 0; i < n; i++) {
+        const int d = dst[i], sr = src ? src[i] : -1, t = steps ? steps[i] : -1;
+        if (d < 0 || (steps && t < 0)) continue;
+        for (int l = 0; l < LT_OWN; l++) {
+            double *mc = s->conv[l][d], *ms2 = s->ssm[l][d];
+            const size_t cb = s->conv_n * sizeof(double), sb = s->ssm_n * sizeof(double);
+            switch (op) {
+            case SGL_ATTN_STATE_CLEAR: memset(mc, 0, cb), memset(ms2, 0, sb); break;
+            case SGL_ATTN_STATE_COPY:
+                if (sr != d) memcpy(mc, s->conv[l][sr], cb), memcpy(ms2, s->ssm[l][sr], sb);
+                break;
+            case SGL_ATTN_STATE_COMMIT:
+                memcpy(mc, s->iconv[l][d] + (size_t)t * s->conv_n, cb);
+                memcpy(ms2, s->issm[l][d] + (size_t)t * s->ssm_n, sb);
+                break;
+            default: /* track */
+                memcpy(mc, s->iconv[l][sr] + (size_t)t * s->conv_n, cb);
+                memcpy(ms2, s->issm[l][sr] + (size_t)t * s->ssm_n, sb);
+                break;
+            }
+        }
+        s->live[d] = op == SGL_ATTN_STATE_COPY ? s->live[sr] : 1;
+    }
+    lt_free(&td);
+    if (src) lt_free(&ts);
+    if (steps) lt_free(&tt);
+}
+
+void scen_check_caller_state(lt_scen *s) {
+    if (!s->caller) return;
+    for (int l = 0; l < LT_OWN; l++) {
+        lt_tensor *parts[2] = {s->conv_n ? &s->cst[l] : NULL, s->ssm_n ? &s->sst[l] : NULL};
+        for (int k = 0; k < 2; k++) {
+            if (!parts[k]) continue;
+            const size_t per = k ? s->ssm_n : s->conv_n;
+            double *got = zalloc(parts[k]->n);
+            lt_download(parts[k], got);
+            double num = 0, den = 0;
+            for (int sl = 0; sl < LT_SLOTS; sl++) {
+                if (!s->live[sl]) continue;
+                const double *want = k ? s->ssm[l][sl] : s->conv[l][sl];
+                const double *g = got + (size_t)scen_cslot(s, sl) * per;
+                for (size_t e = 0; e < per; e++) {
+                    const double w = lt_round(parts[k]->dt, want[e]);
+                    num += (g[e] - w) * (g[e] - w);
+                    den += w * w;
+                }
+            }
+            const double nm = den > 0 ? num / den : num;
+            LT_CHECK(nm == nm && nm <= s->tol, "%s: caller-owned %s of layer %d: NMSE %.3g against the reference's "
+                     "state (limit %.1g)", s->label, k ? "ssm_state" : "conv_state", 2 * l, nm, s->tol);
+            if (nm > s->worst || nm != nm) s->worst = nm;
+            free(got);
+        }
     }
 }

@@ -12,6 +12,7 @@
 #define LT_SLOTS 8
 #define LT_OWN 2   /* own layers: ids 0 and 2 (1 and 3 are full attention) */
 #define LT_STEPS 3 /* verify: draft tokens per request */
+#define LT_CSLOTS 12 /* caller-owned state: slots of the caller's tensors (more than create's max_reqs) */
 
 typedef struct lt_shape {
     int hk, hv, dk, dv, conv_w, hidden;
@@ -38,7 +39,31 @@ typedef struct lt_scen {
     int verify_bs, verify_slots[LT_SLOTS];
     lt_rng r;
     void *stream;
+    /* ABI 1.2 caller-owned state (lt_caller_mode at scen_open): the layers' state tensors, as an engine's
+     * MambaPool ([LT_CSLOTS, ...], poisoned at the start), the 5-D view of the per-step ssm copies, and
+     * which scenario slots hold a state the reference knows */
+    int caller;
+    lt_tensor cst[LT_OWN], sst[LT_OWN], icst[LT_OWN], isst[LT_OWN];
+    DLTensor isst5[LT_OWN];
+    int64_t isst5_shape[LT_OWN][5];
+    int cur_bs, cur_slots[LT_SLOTS], live[LT_SLOTS];
 } lt_scen;
+
+/* lt_caller_mode for the next scen_open: 0 the wrapper's pool; 1 caller-owned tensors at the batch's
+ * slots; 2 caller-owned tensors with linear.state_indices giving scenario slot k the tensors' slot
+ * LT_CSLOTS - 1 - k (past create's max_reqs for the low slots).  lt_rec_mode: 1 records every output,
+ * 2 compares every output with the recorded ones (exactly: the same kernels on the same data), 0 neither. */
+extern int lt_caller_mode, lt_rec_mode;
+void lt_rec_reset(void);
+/* ops->state_batch: op on n entries (scenario slots; -1 skip), on the pool or (caller mode) on each own
+ * layer's tensors; index tensors in host memory when on_host; the reference follows. */
+void scen_state_batch(lt_scen *s, int op, int n, const int *dst, const int *src, const int *steps, int on_host);
+/* caller mode: every live slot's state in the tensors against the reference's (NMSE within the tolerance) */
+void scen_check_caller_state(lt_scen *s);
+/* the tensors' slot of scenario slot k (-1 stays -1) */
+int scen_cslot(const lt_scen *s, int k);
+/* the io naming only layer l's state tensors (for state_batch) */
+void scen_state_io(lt_scen *s, int l, sgl_attn_linear_io *io);
 
 /* create's max_tokens for the next scen_open (default 512); lt_slow_decay: its layers' gates decay
  * slowly (A_log in [-7, -5], lightning decay in [0.001, 0.01]: states remembered over thousands of
@@ -67,7 +92,7 @@ void lt_index_tensor(lt_tensor *t, int n, const int *v, int on_host);
  * that run the forward themselves (graph capture); lt_io_check computes the
  * reference for the batch and compares. */
 typedef struct lt_io {
-    lt_tensor x, a, b, q, k, v, out;
+    lt_tensor x, a, b, q, k, v, out, csi;
     sgl_attn_linear_io io;
     sgl_attn_layer layer;
     sgl_attn_forward_args fa;

@@ -26,6 +26,14 @@
  *                  the precision of long chunk chains (auto cuts a request of 512+ chunks: LT_LONG=32768 takes it)
  *     LT_QUICK=10  the state pass by segments (chunk_segment.cu) with segments of 1-3 chunks
  *                  (SGL_ATTN_LIN_SEGMENT): every kind it serves, both tiles and state dtypes
+ *     LT_QUICK=11  caller-owned state (ABI 1.2): each config's scenario, with batched state operations
+ *                  (ops->state_batch), first on the wrapper's pool (outputs recorded), then with the state in
+ *                  the test's tensors (at the batch's slots, or through linear.state_indices at slots past
+ *                  create's max_reqs): the outputs exactly the pool run's and within the float64 reference's
+ *                  limits, the tensors' states the reference's; a graph of a decode step and a state_batch
+ *                  copy on caller-owned state; caller-state bad inputs
+ *     LT_QUICK=12  LT_QUICK=11's first config (gdn's defaults), its graph and bad inputs (racecheck of the
+ *                  caller-state kernels)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -52,10 +60,11 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10 */
-enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128 };
-/* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries */
-enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3 };
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12 */
+enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512 };
+/* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
+ * common one then batched state operations */
+enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4 };
 
 typedef struct cfg {
     int sets;
@@ -115,6 +124,20 @@ static void scenario(lt_scen *s) {
 
 static int contains(const char *s, const char *sub) { return s && strstr(s, sub) != NULL; }
 
+/* The common scenario, then batched state operations (ops->state_batch): a verify keeping its draft states,
+ * track (step 1 of slot 1 into slot 0, an entry skipped by step -1) and commit (a kept and a skipped entry)
+ * on device indices; a copy batch (one src read twice, a skipped entry) and a clear on host indices; then a
+ * decode step over the slots they wrote */
+static void scenario_ops(lt_scen *s) {
+    scenario(s);
+    scen_batch(s, SGL_ATTN_MODE_TARGET_VERIFY, 3, (int[]){1, 5, 6}, (int[]){3, 3, 3}, NULL, 1);
+    scen_state_batch(s, SGL_ATTN_STATE_TRACK, 2, (int[]){0, 2}, (int[]){1, 6}, (int[]){1, -1}, 0);
+    scen_state_batch(s, SGL_ATTN_STATE_COMMIT, 3, (int[]){5, 6, -1}, NULL, (int[]){2, -1, 0}, 0);
+    scen_state_batch(s, SGL_ATTN_STATE_COPY, 3, (int[]){2, -1, 4}, (int[]){1, 3, 1}, NULL, 1);
+    scen_state_batch(s, SGL_ATTN_STATE_CLEAR, 2, (int[]){3, 7}, NULL, NULL, 1);
+    scen_batch(s, SGL_ATTN_MODE_DECODE, 7, (int[]){0, 1, 2, 3, 4, 5, 6}, (int[]){1, 1, 1, 1, 1, 1, 1}, NULL, 0);
+}
+
 /* Long ragged requests over many chunks, state carried in, a padded request, then a decode step reading the
  * pool (lt_max_tokens >= 1653) */
 static void scenario_long(lt_scen *s) {
@@ -156,6 +179,9 @@ static void run_cfg(const cfg *c) {
              c->sh.dk, c->sh.dv, c->sh.conv_w,
              c->scen == LONG ? " (long requests)" : c->scen == HUGE ? " (one request of LT_LONG tokens)"
              : c->scen == SEGS ? " (segments)"
+             : lt_caller_mode == 1 ? " caller state"
+             : lt_caller_mode == 2 ? " caller state+indices"
+             : c->scen == OPS  ? " pool+state_batch"
              : c->w16         ? " (bf16 conv weights)"
                               : "");
     if (c->seg) {
@@ -181,7 +207,9 @@ static void run_cfg(const cfg *c) {
     if (c->scen == LONG) scenario_long(&s);
     else if (c->scen == HUGE) scenario_one_long(&s);
     else if (c->scen == SEGS) scenario_seg(&s);
+    else if (c->scen == OPS) scenario_ops(&s);
     else scenario(&s);
+    scen_check_caller_state(&s);
     printf("%-4s %-70s worst NMSE %.3g (limit %.1g)\n", lt_failures == before ? "ok" : "FAIL", label, s.worst, s.tol);
     fflush(stdout);
     scen_close(&s);
@@ -190,15 +218,19 @@ static void run_cfg(const cfg *c) {
 /* Capture one decode step of both own layers in a CUDA graph; replay it,
  * then change the slots in device memory, re-plan with the replay hook and
  * replay again: the outputs follow the reference each time. */
-static void graph_test(int kind, const lt_shape *sh) {
+static void graph_test(int kind, const lt_shape *sh, int caller) {
     lt_weight_dt = LT_F32;
+    lt_caller_mode = caller; /* caller-owned state: the slot kernel and the tensors' pointers captured too */
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
     setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
     lt_scen s;
     char label[96];
-    snprintf(label, sizeof label, "%s graph capture/replay", plugin_name(kind));
-    if (scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 99, label) != 0) {
+    snprintf(label, sizeof label, "%s graph capture/replay%s", plugin_name(kind),
+             caller ? " (caller state+indices)" : "");
+    const int opened = scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 99, label);
+    lt_caller_mode = 0;
+    if (opened != 0) {
         LT_CHECK(0, "%s: could not create the instance", label);
         scen_close(&s);
         return;
@@ -232,14 +264,41 @@ static void graph_test(int kind, const lt_shape *sh) {
     rc = s.b->ops->init_forward_metadata_capture(s.b, &g);
     LT_CHECK(rc == SGL_ATTN_OK, "capture hook: %d %s", rc, s.b->ops->last_error(s.b));
     lt_io io[LT_OWN];
+    s.cur_bs = 4;
+    memcpy(s.cur_slots, slots, sizeof slots);
     for (int l = 0; l < LT_OWN; l++) lt_io_make(&s, l, 4, 0, &bt, &io[l]);
     cudaStream_t st = (cudaStream_t)s.stream;
     cudaGraph_t graph = NULL;
     cudaGraphExec_t exec = NULL;
+    lt_tensor cd, cs; /* caller state: the indices of the graph's state_batch copy (allocated before capture) */
+    memset(&cd, 0, sizeof cd);
+    memset(&cs, 0, sizeof cs);
+    if (caller) {
+        lt_index_tensor(&cd, 1, (int[]){scen_cslot(&s, 5)}, 0);
+        lt_index_tensor(&cs, 1, (int[]){scen_cslot(&s, 1)}, 0);
+    }
     cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
     for (int l = 0; l < LT_OWN && e == cudaSuccess; l++) {
         rc = s.b->ops->forward_decode(s.b, &io[l].fa);
         LT_CHECK(rc == SGL_ATTN_OK, "forward_decode under capture: %d %s", rc, s.b->ops->last_error(s.b));
+    }
+    /* caller state: a state_batch copy (device indices) in the graph too: slot 1's state to slot 5 */
+    if (caller) {
+        for (int l = 0; l < LT_OWN && e == cudaSuccess; l++) {
+            sgl_attn_linear_io sio;
+            scen_state_io(&s, l, &sio);
+            sgl_attn_state_batch_args sa;
+            memset(&sa, 0, sizeof sa);
+            sa.struct_size = sizeof sa;
+            sa.op = SGL_ATTN_STATE_COPY;
+            sa.count = 1;
+            sa.dst = &cd.t;
+            sa.src = &cs.t;
+            sa.state = &sio;
+            sa.stream = s.stream;
+            rc = s.b->ops->state_batch(s.b, &sa);
+            LT_CHECK(rc == SGL_ATTN_OK, "state_batch under capture: %d %s", rc, s.b->ops->last_error(s.b));
+        }
     }
     if (e == cudaSuccess) e = cudaStreamEndCapture(st, &graph);
     if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
@@ -250,6 +309,10 @@ static void graph_test(int kind, const lt_shape *sh) {
             memcpy(slots, s2, sizeof slots);
             for (int i = 0; i < 4; i++) lt_set(&si, (size_t)i, slots[i]);
             lt_upload(&si);
+            for (int l = 0; l < LT_OWN && caller == 2; l++) { /* the layers' own slots, in place */
+                for (int i = 0; i < 4; i++) lt_set(&io[l].csi, (size_t)i, scen_cslot(&s, slots[i]));
+                lt_upload(&io[l].csi);
+            }
             rc = s.b->ops->init_forward_metadata_replay(s.b, &g);
             LT_CHECK(rc == SGL_ATTN_OK, "replay hook: %d %s", rc, s.b->ops->last_error(s.b));
         }
@@ -259,7 +322,15 @@ static void graph_test(int kind, const lt_shape *sh) {
         LT_CHECK(e == cudaSuccess, "replay %d: %s", rep, cudaGetErrorString(e));
         for (int l = 0; l < LT_OWN && e == cudaSuccess; l++)
             lt_io_check(&s, l, &io[l], SGL_ATTN_MODE_DECODE, 4, slots, n, NULL, 0, 4);
+        for (int l = 0; l < LT_OWN && caller; l++) { /* the graph's copy, in the reference */
+            memcpy(s.conv[l][5], s.conv[l][1], s.conv_n * sizeof(double));
+            memcpy(s.ssm[l][5], s.ssm[l][1], s.ssm_n * sizeof(double));
+            s.live[5] = 1;
+        }
     }
+    scen_check_caller_state(&s);
+    if (cd.ref) lt_free(&cd);
+    if (cs.ref) lt_free(&cs);
     LT_CHECK(s.inner.n_capture == 1 && s.inner.n_replay == 1 && s.inner.n_graph_init == 1,
              "graph hooks reached the inner %d/%d/%d times", s.inner.n_graph_init, s.inner.n_capture,
              s.inner.n_replay);
@@ -304,12 +375,22 @@ static void error_tests(void) {
         bt.state_indices = &si.t;
         int rc = s.b->ops->init_forward_metadata(s.b, &bt);
         LT_CHECK(rc == SGL_ATTN_OK, "device slot 99 without sync_check: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
+        /* a slot past the pool is a caller-owned layer's business; a layer on the pool makes it an error */
+        lt_io pio;
+        lt_io_make(&s, 0, 2, 0, &bt, &pio);
+        rc = s.b->ops->forward_decode(s.b, &pio.fa);
+        LT_CHECK(rc == SGL_ATTN_OK, "pool forward with device slot 99: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
         LT_CHECK(cudaStreamSynchronize((cudaStream_t)s.stream) == cudaSuccess, "sync after the bad plan");
-        lt_set(&si, 1, 2); /* a good batch: fails with the earlier batch's error */
+        lt_io_free(&pio);
+        lt_set(&si, 1, 2); /* a good batch: its plan kernel notes the earlier batch's error */
         lt_upload(&si);
         rc = s.b->ops->init_forward_metadata(s.b, &bt);
+        LT_CHECK(rc == SGL_ATTN_OK, "the batch after: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
+        LT_CHECK(cudaStreamSynchronize((cudaStream_t)s.stream) == cudaSuccess, "sync after the next plan");
+        rc = s.b->ops->init_forward_metadata(s.b, &bt);
         LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(s.b->ops->last_error(s.b), "batch.state_indices[1] = 99") &&
-                     contains(s.b->ops->last_error(s.b), "earlier batch"),
+                     contains(s.b->ops->last_error(s.b), "earlier batch") &&
+                     contains(s.b->ops->last_error(s.b), "used"),
                  "the next call reports slot 99: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
         LT_CHECK(cudaStreamSynchronize((cudaStream_t)s.stream) == cudaSuccess, "sync after the report");
         rc = s.b->ops->init_forward_metadata(s.b, &bt);
@@ -351,13 +432,51 @@ static void error_tests(void) {
     bt.page_size = 1;
     bt.tokens_per_req = 1;
     bt.stream = s.stream;
-    /* a slot out of range, only on the device: the plan kernel finds it */
+    /* a slot past the pool, only on the device: the plan kernel finds it, and with sync_check a layer on the
+     * pool refuses it at once (a caller-owned layer would take it) */
     lt_index_tensor(&si, 2, (int[]){1, 99}, 0);
     bt.state_indices = &si.t;
     int rc = ops->init_forward_metadata(s.b, &bt);
-    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "state_indices[1] = 99"),
-             "device slot 99: rc %d, '%s'", rc, ops->last_error(s.b));
+    LT_CHECK(rc == SGL_ATTN_OK, "device slot 99 planned: rc %d, '%s'", rc, ops->last_error(s.b));
+    {
+        lt_io pio;
+        lt_io_make(&s, 0, 2, 0, &bt, &pio);
+        rc = ops->forward_decode(s.b, &pio.fa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "state_indices[1] = 99"),
+                 "device slot 99 on the pool: rc %d, '%s'", rc, ops->last_error(s.b));
+        lt_io_free(&pio);
+    }
     lt_free(&si);
+    /* batched state operations on the pool, device indices: a slot out of range, a copy that writes a slot
+     * another entry reads (the check kernel: nothing written, reported with sync_check) */
+    {
+        lt_tensor d, sr;
+        lt_index_tensor(&d, 2, (int[]){1, 99}, 0);
+        sgl_attn_state_batch_args sa;
+        memset(&sa, 0, sizeof sa);
+        sa.struct_size = sizeof sa;
+        sa.op = SGL_ATTN_STATE_CLEAR;
+        sa.count = 2;
+        sa.dst = &d.t;
+        sa.stream = s.stream;
+        rc = ops->state_batch(s.b, &sa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "state_batch dst[1] = 99"),
+                 "state_batch dst 99 (device): rc %d, '%s'", rc, ops->last_error(s.b));
+        lt_free(&d);
+        lt_index_tensor(&d, 2, (int[]){1, 2}, 0);
+        lt_index_tensor(&sr, 2, (int[]){2, 3}, 0);
+        sa.op = SGL_ATTN_STATE_COPY;
+        sa.src = &sr.t;
+        rc = ops->state_batch(s.b, &sa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "dst[1] = 2 is also src[0]"),
+                 "state_batch copy conflict (device): rc %d, '%s'", rc, ops->last_error(s.b));
+        sa.op = SGL_ATTN_STATE_CLEAR;
+        rc = ops->state_batch(s.b, &sa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "src is set; clear reads no src"),
+                 "state_batch clear with src: rc %d, '%s'", rc, ops->last_error(s.b));
+        lt_free(&d);
+        lt_free(&sr);
+    }
     /* duplicate slots, host memory */
     lt_index_tensor(&si, 2, (int[]){4, 4}, 1);
     rc = ops->init_forward_metadata(s.b, &bt);
@@ -436,6 +555,159 @@ static void error_tests(void) {
     cudaError_t e = cudaDeviceSynchronize();
     LT_CHECK(e == cudaSuccess, "the device is fine after the bad inputs: %s", cudaGetErrorString(e));
     printf("%-4s %-70s\n", lt_failures == before ? "ok" : "FAIL", "gdn_cuda bad inputs");
+    scen_close(&s);
+}
+
+/* Caller-owned state, bad inputs: a clear error naming the field; a slot only the device holds is skipped
+ * and reported by the next metadata call */
+static void caller_error_tests(void) {
+    lt_weight_dt = LT_F32;
+    setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
+    setenv("SGL_ATTN_LIN_VT", "auto", 1);
+    lt_caller_mode = 2;
+    lt_scen s;
+    const int before = lt_failures;
+    const int opened = scen_open(&s, plugins[GDN], GDN, &SH_GDN, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 11, "gdn_cuda caller");
+    lt_caller_mode = 0;
+    if (opened != 0) {
+        LT_CHECK(0, "could not create the instance");
+        scen_close(&s);
+        return;
+    }
+    const sgl_attn_backend_ops *ops = s.b->ops;
+    scen_batch(&s, SGL_ATTN_MODE_EXTEND, 2, (int[]){0, 1}, (int[]){5, 3}, (int[]){0, 0}, 0);
+    lt_tensor si;
+    lt_index_tensor(&si, 2, (int[]){0, 1}, 0);
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    bt.forward_mode = SGL_ATTN_MODE_DECODE;
+    bt.batch_size = 2;
+    bt.num_tokens = 2;
+    bt.page_size = 1;
+    bt.tokens_per_req = 1;
+    bt.stream = s.stream;
+    bt.state_indices = &si.t;
+    s.cur_bs = 2;
+    s.cur_slots[0] = 0;
+    s.cur_slots[1] = 1;
+    int rc = ops->init_forward_metadata(s.b, &bt);
+    LT_CHECK(rc == SGL_ATTN_OK, "caller decode plan: rc %d '%s'", rc, ops->last_error(s.b));
+    lt_io io;
+    lt_io_make(&s, 0, 2, 0, &bt, &io);
+    /* the ssm state of another shape; then none, with the conv state set */
+    DLTensor bad = *io.io.ssm_state;
+    int64_t bshape[4] = {LT_CSLOTS, SH_GDN.hv, SH_GDN.dv, SH_GDN.dk - 1};
+    bad.shape = bshape;
+    io.io.ssm_state = &bad;
+    rc = ops->forward_decode(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "linear.ssm_state has shape"),
+             "ssm_state shape: rc %d '%s'", rc, ops->last_error(s.b));
+    io.io.ssm_state = NULL;
+    rc = ops->forward_decode(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "linear.ssm_state is NULL"),
+             "ssm_state NULL: rc %d '%s'", rc, ops->last_error(s.b));
+    /* state indices without a state tensor */
+    io.io.conv_state = NULL;
+    rc = ops->forward_decode(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "linear.state_indices is set without a state"),
+             "state_indices alone: rc %d '%s'", rc, ops->last_error(s.b));
+    io.io.conv_state = &s.cst[0].t;
+    io.io.ssm_state = &s.sst[0].t;
+    /* a bf16 state in an f32 instance */
+    bad = s.sst[0].t;
+    bad.dtype = lt_dl(LT_BF16);
+    io.io.ssm_state = &bad;
+    rc = ops->forward_decode(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_UNSUPPORTED && contains(ops->last_error(s.b), "linear.ssm_state has dtype bfloat16"),
+             "ssm_state dtype: rc %d '%s'",
+             rc, ops->last_error(s.b));
+    io.io.ssm_state = &s.sst[0].t;
+    /* state indices in pageable host memory: the forward reads them on the device */
+    lt_tensor hsi;
+    lt_index_tensor(&hsi, 2, (int[]){11, 10}, 1);
+    io.io.state_indices = &hsi.t;
+    rc = ops->forward_decode(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_E_UNSUPPORTED && contains(ops->last_error(s.b), "linear.state_indices is in pageable"),
+             "host state_indices: rc %d '%s'", rc, ops->last_error(s.b));
+    lt_free(&hsi);
+    /* a slot past the tensors, on the device: its request skipped (zeros), reported by the next call */
+    lt_tensor dsi;
+    lt_index_tensor(&dsi, 2, (int[]){11, 50}, 0);
+    io.io.state_indices = &dsi.t;
+    lt_poison(&io.out);
+    rc = ops->forward_decode(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_OK, "device slot 50: forward rc %d '%s'", rc, ops->last_error(s.b));
+    LT_CHECK(cudaStreamSynchronize((cudaStream_t)s.stream) == cudaSuccess, "sync after slot 50");
+    double got[2 * 4 * 64];
+    lt_download(&io.out, got);
+    int zeros = 1;
+    for (int e = 4 * 64; e < 2 * 4 * 64; e++) zeros &= got[e] == 0.0;
+    LT_CHECK(zeros, "the request at slot 50 reads back as zeros");
+    rc = ops->init_forward_metadata(s.b, &bt);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "state_indices)[1] = 50"),
+             "slot 50 reported: rc %d '%s'", rc, ops->last_error(s.b));
+    /* two requests on one slot */
+    lt_set(&dsi, 1, 11);
+    lt_upload(&dsi);
+    rc = ops->init_forward_metadata(s.b, &bt);
+    LT_CHECK(rc == SGL_ATTN_OK, "plan: rc %d '%s'", rc, ops->last_error(s.b));
+    rc = ops->forward_decode(s.b, &io.fa);
+    LT_CHECK(rc == SGL_ATTN_OK, "repeated slot: forward rc %d '%s'", rc, ops->last_error(s.b));
+    LT_CHECK(cudaStreamSynchronize((cudaStream_t)s.stream) == cudaSuccess, "sync after the repeat");
+    rc = ops->init_forward_metadata(s.b, &bt);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "already uses"), "repeat reported: rc %d '%s'",
+             rc, ops->last_error(s.b));
+    lt_free(&dsi);
+    lt_io_free(&io);
+    /* state_batch on the tensors, host indices: checked at once with the CPU wrappers' messages */
+    {
+        lt_tensor d, st;
+        lt_index_tensor(&d, 2, (int[]){3, 3}, 1);
+        lt_index_tensor(&st, 2, (int[]){0, 1}, 1);
+        sgl_attn_linear_io sio;
+        scen_state_io(&s, 0, &sio);
+        sgl_attn_state_batch_args sa;
+        memset(&sa, 0, sizeof sa);
+        sa.struct_size = sizeof sa;
+        sa.op = SGL_ATTN_STATE_COMMIT;
+        sa.count = 2;
+        sa.dst = &d.t;
+        sa.steps = &st.t;
+        sa.state = &sio;
+        sa.stream = s.stream;
+        rc = ops->state_batch(s.b, &sa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "dst[1] = 3 repeats dst[0]"),
+                 "state_batch repeat (host): rc %d '%s'", rc, ops->last_error(s.b));
+        lt_set(&d, 1, 12);
+        lt_upload(&d);
+        rc = ops->state_batch(s.b, &sa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "dst[1] = 12; expected -1 (skip) or a slot "
+                                                                           "0..11 (state->conv_state has 12 slots)"),
+                 "state_batch dst 12 (host): rc %d '%s'", rc, ops->last_error(s.b));
+        lt_set(&d, 1, 4);
+        lt_upload(&d);
+        lt_set(&st, 1, LT_STEPS);
+        lt_upload(&st);
+        rc = ops->state_batch(s.b, &sa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "steps[1] = 3"),
+                 "state_batch step 3 (host): rc %d '%s'", rc, ops->last_error(s.b));
+        sio.kind = KDA;
+        rc = ops->state_batch(s.b, &sa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "state->kind"), "state kind: rc %d '%s'",
+                 rc, ops->last_error(s.b));
+        sio.kind = GDN;
+        sio.intermediate_ssm_state = NULL;
+        rc = ops->state_batch(s.b, &sa);
+        LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "intermediate_ssm_state"),
+                 "commit without intermediate states: rc %d '%s'", rc, ops->last_error(s.b));
+        lt_free(&d);
+        lt_free(&st);
+    }
+    cudaError_t e = cudaDeviceSynchronize();
+    LT_CHECK(e == cudaSuccess, "the device is fine after the bad inputs: %s", cudaGetErrorString(e));
+    lt_free(&si);
+    printf("%-4s %-70s\n", lt_failures == before ? "ok" : "FAIL", "gdn_cuda caller-owned state bad inputs");
     scen_close(&s);
 }
 
@@ -521,13 +793,47 @@ static const cfg configs[] = {
     {Q9, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0, NULL},
 };
 
+/* Caller-owned state (LT_QUICK=11; the full run takes three): each config runs scenario_ops on the pool (recorded),
+ * then with the state in the test's tensors (mode 1: the batch's slots; 2: linear.state_indices), the outputs
+ * the same bits.  Each kind's defaults (the stream decode, the chunked extend, the fused decode for the long
+ * verify, short_conv's kernels), the bf16 state, the token-by-token variant, f32 activations (token-by-token
+ * extend), the fused decode's K = 32 */
+typedef struct ccfg {
+    cfg c;
+    int mode;
+} ccfg;
+static const ccfg caller_configs[] = {
+    {{F | Q11 | Q12, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
+    {{Q11, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, OPS, 0, NULL}, 1},
+    {{Q11, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
+    {{Q11, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
+    {{F | Q11, SHORT, SH_SHORT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
+    {{F | Q11, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 1},
+    {{Q11, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "simple", "auto", 1, 1, OPS, 0, NULL}, 2},
+    {{Q11, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 1},
+    {{Q11, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
+};
+
+static void run_caller_cfg(const ccfg *cc) {
+    lt_rec_reset();
+    lt_rec_mode = 1;
+    lt_caller_mode = 0;
+    run_cfg(&cc->c);
+    lt_rec_mode = 2;
+    lt_caller_mode = cc->mode;
+    run_cfg(&cc->c);
+    lt_rec_mode = 0;
+    lt_caller_mode = 0;
+    lt_rec_reset();
+}
+
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
-                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : 0;
+                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9 or 10 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11 or 12 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -556,12 +862,16 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
-    if (set & (F | Q1 | Q2 | Q4)) graph_test(GDN, &SH_GDN);
+    if (set & (F | Q1 | Q2 | Q4)) graph_test(GDN, &SH_GDN, 0);
     if (set & (F | Q4)) {
-        graph_test(MAMBA2, &SH_MAMBA2);
-        graph_test(KDA, &SH_KDA);
+        graph_test(MAMBA2, &SH_MAMBA2, 0);
+        graph_test(KDA, &SH_KDA, 0);
     }
+    if (set & (F | Q11 | Q12)) graph_test(GDN, &SH_GDN, 2);
+    for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
+        if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     if (set & (F | Q1)) error_tests();
+    if (set & (F | Q11 | Q12)) caller_error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
     (void)handles;
     return lt_failures ? 1 : 0;

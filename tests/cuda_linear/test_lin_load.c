@@ -86,8 +86,9 @@ int main(int argc, char **argv) {
         c.struct_size = sizeof c;
         LT_CHECK(p->probe(0, &c) == SGL_ATTN_OK, "%s: probe 0 answers", kinds[k].name);
         LT_CHECK(c.available || c.reason[0], "%s: unavailable without a reason", kinds[k].name);
-        LT_CHECK(c.state_dtypes == (SGL_ATTN_DT_F32 | SGL_ATTN_DT_BF16) && (c.features & SGL_ATTN_FEAT_GRAPH_CAPTURE),
-                 "%s: caps", kinds[k].name);
+        LT_CHECK(c.state_dtypes == (SGL_ATTN_DT_F32 | SGL_ATTN_DT_BF16) && (c.features & SGL_ATTN_FEAT_GRAPH_CAPTURE) &&
+                     (c.features & SGL_ATTN_FEAT_CALLER_STATE),
+                 "%s: caps (state dtypes, graph capture, caller-owned state)", kinds[k].name);
         if (!c.available) {
             sgl_attn_caps c1;
             memset(&c1, 0, sizeof c1);

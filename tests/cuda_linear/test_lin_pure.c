@@ -89,7 +89,7 @@ static void test_dims(void) {
         size_t offs[40];
         int no = 0;
         offs[no++] = L.conv, offs[no++] = L.ssm, offs[no++] = L.iconv, offs[no++] = L.issm;
-        for (int i = 0; i < 14; i++) offs[no++] = L.plan[i];
+        for (int i = 0; i < 16; i++) offs[no++] = L.plan[i];
         size_t more[] = {L.X, L.G, L.B, L.Wt, L.QGt, L.KDt, L.Ut, L.Mt, L.eG, L.Sk, L.dq, L.Qc, L.Kc, L.Vc, L.Hs, L.stage};
         for (size_t i = 0; i < sizeof more / sizeof *more; i++) offs[no++] = more[i];
         for (int i = 0; i < no; i++) {
@@ -367,8 +367,141 @@ static void test_unserved(void) {
     }
 }
 
+/* A DLTensor over caller-owned data (never read: the checks look at its metadata). */
+typedef struct ftensor {
+    DLTensor t;
+    int64_t shape[5];
+} ftensor;
+static void ften(ftensor *f, int nd, const int64_t *shape, DLDataType dt, int dev_type, int dev_id, void *data) {
+    memset(f, 0, sizeof *f);
+    memcpy(f->shape, shape, (size_t)nd * sizeof *shape);
+    f->t.data = data;
+    f->t.device.device_type = dev_type;
+    f->t.device.device_id = dev_id;
+    f->t.ndim = nd;
+    f->t.dtype = dt;
+    f->t.shape = f->shape;
+}
+
+/* ABI 1.2 caller-owned state: the tensors a gdn layer must get, refused by name otherwise. */
+static void test_caller_state(void) {
+    char why[512] = "";
+    const sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 2, 4, 128, 64, 4, 0, SGL_ATTN_DT_F32, 4, 0x2);
+    lin_dims d;
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "gdn dims: %s", why);
+    static _Alignas(16) float buf[4];
+    const DLDataType f32 = {kDLFloat, 32, 1}, bf16 = {kDLBfloat, 16, 1};
+    const int64_t S = 10, C = d.conv_dim;
+    ftensor conv, ssm, iconv, issm;
+    ften(&conv, 3, (int64_t[]){S, C, 3}, f32, kDLCUDA, 0, buf);
+    ften(&ssm, 4, (int64_t[]){S, 4, 64, 128}, f32, kDLCUDA, 0, buf);
+    ften(&iconv, 4, (int64_t[]){S, 3, C, 3}, f32, kDLCUDA, 0, buf);
+    ften(&issm, 5, (int64_t[]){S, 3, 4, 64, 128}, f32, kDLCUDA, 0, buf);
+    sgl_attn_linear_io io;
+    memset(&io, 0, sizeof io);
+    io.struct_size = sizeof io;
+    io.kind = SGL_ATTN_HYBRID_GDN;
+    io.conv_state = &conv.t;
+    io.ssm_state = &ssm.t;
+    sgl_sdk_lin_state cs;
+    int rc = lin_check_caller_state(&d, &io, 0, 0, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+    LT_CHECK(rc == SGL_ATTN_OK && cs.slots == S && cs.conv == &conv.t, "a good state: %d %s", rc, why);
+    /* verify keeping 3 steps: the intermediate tensors are required */
+    rc = lin_check_caller_state(&d, &io, 0, 3, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && strstr(why, "needs linear.intermediate_conv_state"), "no intermediates: %s",
+             why);
+    io.intermediate_conv_state = &iconv.t;
+    io.intermediate_ssm_state = &issm.t;
+    rc = lin_check_caller_state(&d, &io, 0, 3, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+    LT_CHECK(rc == SGL_ATTN_OK && cs.steps == 3, "intermediates: %d %s", rc, why);
+    rc = lin_check_caller_state(&d, &io, 0, 4, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && strstr(why, "intermediate_conv_state has 3 steps"), "4 steps: %s", why);
+    struct {
+        ftensor *f;
+        const char *want;
+        int rc;
+    } bad[] = {{&ssm, "gdn_cuda layer 0: linear.ssm_state has shape [10, 4, 64, 127]", SGL_ATTN_E_INVALID},
+               {&conv, "linear.conv_state is on CUDA device 1; expected device 0", SGL_ATTN_E_INVALID},
+               {&ssm, "linear.ssm_state has dtype bfloat16", SGL_ATTN_E_UNSUPPORTED},
+               {&issm, "linear.intermediate_ssm_state is in host memory", SGL_ATTN_E_INVALID}};
+    for (int i = 0; i < 4; i++) {
+        ftensor keep = *bad[i].f;
+        if (i == 0) bad[i].f->shape[3] = 127;
+        if (i == 1) bad[i].f->t.device.device_id = 1;
+        if (i == 2) bad[i].f->t.dtype = bf16;
+        if (i == 3) bad[i].f->t.device.device_type = kDLCPU;
+        rc = lin_check_caller_state(&d, &io, 0, 3, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+        LT_CHECK(rc == bad[i].rc && strstr(why, bad[i].want), "bad %d: rc %d, '%s'; expected '%s'", i, rc, why,
+                 bad[i].want);
+        *bad[i].f = keep;
+        bad[i].f->t.shape = bad[i].f->shape;
+    }
+    /* a view that does not start on 16 bytes */
+    issm.t.byte_offset = 4;
+    rc = lin_check_caller_state(&d, &io, 0, 3, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+    LT_CHECK(rc == SGL_ATTN_E_UNSUPPORTED && strstr(why, "linear.intermediate_ssm_state starts at an address"),
+             "misaligned: %s", why);
+    issm.t.byte_offset = 0;
+    /* one S over the tensors; ssm_state missing */
+    conv.shape[0] = S + 1;
+    rc = lin_check_caller_state(&d, &io, 0, 0, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && strstr(why, "has shape [10, ") && strstr(why, "expected [11, "), "two S: %s", why);
+    conv.shape[0] = S;
+    io.ssm_state = NULL;
+    rc = lin_check_caller_state(&d, &io, 0, 0, "gdn_cuda layer 0: ", &cs, why, sizeof why);
+    LT_CHECK(rc == SGL_ATTN_E_INVALID && strstr(why, "linear.ssm_state is NULL"), "no ssm: %s", why);
+}
+
+/* state_batch's host checks: the CPU wrappers' rules and messages. */
+static void test_state_batch_host(void) {
+    char why[512] = "";
+    uint64_t keys[16];
+    int32_t dv[4], sv[4], tv[4];
+    ftensor dst, src, steps;
+    const DLDataType i32 = {kDLInt, 32, 1};
+    ften(&dst, 1, (int64_t[]){4}, i32, kDLCPU, 0, dv);
+    ften(&src, 1, (int64_t[]){4}, i32, kDLCPU, 0, sv);
+    ften(&steps, 1, (int64_t[]){4}, i32, kDLCPU, 0, tv);
+    lin_sb_host h = {SGL_ATTN_STATE_COPY, 4, &dst.t, &src.t, NULL, 8, 3, "gdn_cuda state_batch: ",
+                     "the wrapper's pool", "the pool"};
+    const struct {
+        int op;
+        int32_t d[4], s[4], t[4];
+        const char *want; /* NULL: passes */
+    } cases[] = {
+        {SGL_ATTN_STATE_COPY, {1, 2, -1, 3}, {0, 0, 5, 3}, {0}, NULL}, /* a src read twice, src == dst, a skip */
+        {SGL_ATTN_STATE_COPY, {1, 2, 3, 4}, {0, 1, 0, 0}, {0}, "dst[0] = 1 is also src[1]"},
+        {SGL_ATTN_STATE_COPY, {1, 8, 3, 4}, {0, 0, 0, 0}, {0}, "dst[1] = 8; expected -1 (skip) or a slot 0..7 (the "
+                                                                "wrapper's pool has 8 slots)"},
+        {SGL_ATTN_STATE_COPY, {1, 2, 3, 4}, {0, 0, -1, 0}, {0}, "src[2] = -1; expected a slot 0..7"},
+        {SGL_ATTN_STATE_CLEAR, {1, 2, 1, -1}, {0}, {0}, "dst[2] = 1 repeats dst[0]"},
+        {SGL_ATTN_STATE_COMMIT, {1, 1, 2, 3}, {0}, {0, -1, 2, 1}, NULL}, /* a repeat skipped by step -1 */
+        {SGL_ATTN_STATE_COMMIT, {1, 2, 3, 4}, {0}, {0, 3, 2, 1}, "steps[1] = 3; expected -1 (keep) or an "
+                                                                 "intermediate step 0..2 (the pool keeps 3)"},
+        {SGL_ATTN_STATE_TRACK, {1, 2, 3, 4}, {2, 2, 1, 1}, {0, 1, 2, -1}, NULL}, /* track reads inter states */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        memcpy(dv, cases[c].d, sizeof dv);
+        memcpy(sv, cases[c].s, sizeof sv);
+        memcpy(tv, cases[c].t, sizeof tv);
+        h.op = cases[c].op;
+        const int has_src = h.op == SGL_ATTN_STATE_COPY || h.op == SGL_ATTN_STATE_TRACK;
+        const int has_steps = h.op == SGL_ATTN_STATE_COMMIT || h.op == SGL_ATTN_STATE_TRACK;
+        h.src = has_src ? &src.t : NULL;
+        h.steps = has_steps ? &steps.t : NULL;
+        why[0] = 0;
+        const int rc = lin_sb_check_host(&h, keys, why, sizeof why);
+        if (!cases[c].want) LT_CHECK(rc == SGL_ATTN_OK, "case %zu: %s", c, why);
+        else
+            LT_CHECK(rc == SGL_ATTN_E_INVALID && strstr(why, cases[c].want) && strstr(why, "state_batch: "),
+                     "case %zu: rc %d '%s'; expected '%s'", c, rc, why, cases[c].want);
+    }
+}
+
 int main(void) {
     test_unserved();
+    test_caller_state();
+    test_state_batch_host();
     test_dims();
     test_refusals();
     test_paths();

@@ -13,7 +13,10 @@
  *                                   128-row 16k / 32k shapes run only when named
  *   MLA_BENCH_DEADLINE_S=S          start no variant after S seconds
  *
- * Variants are comma-separated "kernel[+base|+ring|+tma]" (mla_gpu_util.h);
+ * Variants are comma-separated "kernel[+base|+ring|+tma][+split]"
+ * (mla_gpu_util.h); +split passes q as the rope split does (forward args
+ * q [T, Hq, 512] and q_rope [T, Hq, 64], here views into the same 576-wide
+ * rows, so the bytes read are the unsplit run's and only the path differs);
  * MEM_VARIANTS run on the memory-bound shapes (h_q s_q < 64),
  * COMPUTE_VARIANTS on the others; "all" adds two extend shapes.  The JSON
  * carries the device, the date and $SGL_ATTN_COMMIT.
@@ -106,13 +109,16 @@ int main(int argc, char **argv) {
         {MG_EXTEND, 4, 4096, 512, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_EXTEND, 1, 8192, 8192, 16, 64, MG_BF16, MG_BF16, 0, 0, 1},
         /* only when MLA_BENCH_ONLY names them: 128 rows at long contexts
-         * (4.8 GB pools at 32k) */
+         * (4.8 GB pools at 32k), and the last two */
         {MG_DECODE, 128, 16384, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_VERIFY, 128, 16384, 2, 64, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_DECODE, 128, 32768, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
         {MG_VERIFY, 128, 32768, 2, 64, 64, MG_BF16, MG_BF16, 0, 0, 1},
+        /* issue 20's rope-split timing (bench/gpu/mla_engine.sh): 32 and 128 heads at B 64 */
+        {MG_DECODE, 64, 4096, 1, 32, 64, MG_BF16, MG_BF16, 0, 0, 1},
+        {MG_DECODE, 64, 4096, 1, 128, 64, MG_BF16, MG_BF16, 0, 0, 1},
     };
-    const size_t n_cases = sizeof cases / sizeof cases[0], n_named_only = 4, first_extend = n_cases - n_named_only - 2;
+    const size_t n_cases = sizeof cases / sizeof cases[0], n_named_only = 6, first_extend = n_cases - n_named_only - 2;
     printf("%-44s %-16s %10s %8s %9s\n", "case", "variant", "us", "TB/s", "TFLOP/s");
     const char *only = getenv("MLA_BENCH_ONLY"), *dl = getenv("MLA_BENCH_DEADLINE_S");
     const double t_start = now(), deadline = dl && *dl ? atof(dl) : 1e30;
@@ -159,7 +165,19 @@ int main(int argc, char **argv) {
             sgl_attn_backend *b = NULL;
             err[0] = 0;
             fprintf(stderr, "running %s %s\n", name, k); /* a hang is attributable from the log */
-            if (mg_create(&r, k, &b, err, sizeof err)) {
+            char kern[64];
+            snprintf(kern, sizeof kern, "%s", k);
+            const size_t kl_len = strlen(kern);
+            const int split = kl_len > 6 && !strcmp(kern + kl_len - 6, "+split");
+            if (split) kern[kl_len - 6] = 0;
+            /* the split's views: rows of 576 elements, latent dims 0-511, rope 512-575 */
+            int64_t ql_shape[3] = {r.t, c->hq, 512}, qr_shape[3] = {r.t, c->hq, 64}, q_st[3] = {(int64_t)c->hq * 576, 576, 1};
+            DLTensor ql = r.tq, qr = r.tq;
+            ql.shape = ql_shape, ql.strides = q_st;
+            qr.shape = qr_shape, qr.strides = q_st, qr.byte_offset += 512 * 2;
+            r.fa.q = split ? &ql : &r.tq;
+            r.fa.q_rope = split ? &qr : NULL;
+            if (mg_create(&r, kern, &b, err, sizeof err)) {
                 printf("%-44s %-16s %s\n", name, k, err);
                 continue;
             }

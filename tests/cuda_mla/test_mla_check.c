@@ -121,21 +121,17 @@ static void test_refuse_unserved(void **st) {
     fx f;
     mla_fwd_view v;
     const sgl_attn_dual_chunk dca = {0};
-    for (int i = 0; i < 11; i++) {
+    for (int i = 0; i < 7; i++) {
         setup_fx(&f);
         DLTensor *t = &f.loc;
         const char *name = NULL;
         switch (i) {
         case 0: f.batch.page_table = t, name = "batch.page_table"; break;
-        case 1: f.batch.custom_mask = t, name = "batch.custom_mask"; break;
-        case 2: f.batch.encoder_out_cache_loc = t, name = "batch.encoder_out_cache_loc"; break;
-        case 3: f.layer.slot_map = t, name = "layer.slot_map"; break;
-        case 4: f.layer.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY, name = "layer.attn_type"; break;
-        case 5: f.layer.k_scale_tensor = t, name = "layer.k_scale_tensor"; break;
-        case 6: f.layer.q_descale = 0.25f, name = "layer.q_descale"; break;
-        case 7: f.a.lse = t, name = "forward args lse"; break;
-        case 8: f.a.q_rope = t, name = "forward args q_rope"; break;
-        case 9: f.a.k_rope = t, name = "forward args k_rope"; break;
+        case 1: f.batch.encoder_out_cache_loc = t, name = "batch.encoder_out_cache_loc"; break;
+        case 2: f.layer.slot_map = t, name = "layer.slot_map"; break;
+        case 3: f.layer.attn_type = SGL_ATTN_TYPE_ENCODER_ONLY, name = "layer.attn_type"; break;
+        case 4: f.layer.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL, name = "layer.attn_type"; break;
+        case 5: f.a.lse = t, name = "forward args lse"; break;
         default: f.a.dual_chunk = &dca, name = "forward args dual_chunk"; break;
         }
         assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
@@ -150,6 +146,212 @@ static void test_refuse_unserved(void **st) {
     f.batch.struct_size = SGL_ATTN_BATCH_SIZE_V1_0 - 8;
     assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(f.err, "batch struct_size"));
+}
+
+/* The rope split: q [T, Hq, 512] beside q_rope [T, Hq, 64], k [T, 1, 512]
+ * beside k_rope [T, 1, 64], compact or as views (sglang's slices of a fused
+ * buffer, its transposed bmm output); the view's strides; refusals by name. */
+static void test_rope_split(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    int64_t ql[3] = {T, HQ, 512}, qr[3] = {T, HQ, 64}, kl[3] = {T, 1, 512}, kr[3] = {T, 1, 64};
+    int64_t qr_st[3] = {HQ * 192, 192, 1}, tr_st[3] = {512, T * 512, 1}, neg_st[3] = {-HQ * 192, 192, 1};
+    int64_t odd_st[3] = {HQ * 68, 68, 1};
+    int64_t kr_st[3] = {576, 576, 1};
+    void *qp = (void *)(uintptr_t)0x20000, *qrp = (void *)(uintptr_t)0x40000;
+    void *kp = (void *)(uintptr_t)0x60000, *krp = (void *)(uintptr_t)0x80400;
+    DLTensor q_lat, q_rope, k_lat, k_rope;
+    /* unsplit: the rope dims follow the latent ones in the same rows */
+    setup_fx(&f);
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.q_ts, HQ * 576);
+    assert_int_equal(v.q_hs, 576);
+    assert_int_equal(v.qr_ts, HQ * 576);
+    assert_int_equal(v.qr_hs, 576);
+    assert_int_equal(v.k_ld, 576);
+    assert_int_equal(v.kr_ld, 576);
+    assert_ptr_equal(v.q_rope, (const char *)v.q + 1024);
+    assert_ptr_equal(v.k_rope, (const char *)v.k + 1024);
+    /* compact split */
+    setup_fx(&f);
+    q_lat = mk(ql, 3, kDLBfloat, 16, qp), q_rope = mk(qr, 3, kDLBfloat, 16, qrp);
+    k_lat = mk(kl, 3, kDLBfloat, 16, kp), k_rope = mk(kr, 3, kDLBfloat, 16, krp);
+    f.a.q = &q_lat, f.a.q_rope = &q_rope, f.a.k = &k_lat, f.a.k_rope = &k_rope;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_ptr_equal(v.q, qp);
+    assert_ptr_equal(v.q_rope, qrp);
+    assert_ptr_equal(v.k, kp);
+    assert_ptr_equal(v.k_rope, krp);
+    assert_int_equal(v.q_ts, HQ * 512);
+    assert_int_equal(v.q_hs, 512);
+    assert_int_equal(v.qr_ts, HQ * 64);
+    assert_int_equal(v.qr_hs, 64);
+    assert_int_equal(v.k_ld, 512);
+    assert_int_equal(v.kr_ld, 64);
+    /* views: q_rope = q[..., 128:] of a [T, Hq, 192] buffer, k_rope =
+     * latent_cache[..., 512:], q = bmm([Hq, T, 512]).transpose(0, 1) */
+    q_rope.strides = qr_st;
+    k_rope.strides = kr_st;
+    q_lat.strides = tr_st;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.qr_ts, HQ * 192);
+    assert_int_equal(v.qr_hs, 192);
+    assert_int_equal(v.kr_ld, 576);
+    assert_int_equal(v.q_ts, 512);
+    assert_int_equal(v.q_hs, T * 512);
+    /* not saving: no k_rope needed */
+    f.a.save_kv_cache = 0, f.a.k_rope = NULL;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    f.a.save_kv_cache = 1;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "k_rope"));
+    f.a.k_rope = &k_rope;
+    /* a negative stride, rows of a width that breaks 16-byte alignment */
+    q_rope.strides = neg_st;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "forward args q_rope"));
+    q_rope.strides = odd_st;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "forward args q_rope"));
+    q_rope.strides = NULL;
+    /* shapes and dtypes */
+    qr[2] = 32;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "forward args q_rope"));
+    qr[2] = 64;
+    q_rope.dtype.code = kDLFloat;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "forward args q_rope"));
+    q_rope.dtype.code = kDLBfloat;
+    kr[0] = T - 1;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "forward args k_rope"));
+    kr[0] = T;
+    f.a.q = &f.q; /* a 576-dim q beside q_rope */
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "q"));
+    assert_non_null(strstr(f.err, "512"));
+    f.a.q = &q_lat;
+    f.a.k = &f.k;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "k"));
+    f.a.k = &k_lat;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    /* sparse MLA reads q whole: not with the split */
+    int64_t ts2[2] = {T, 64};
+    DLTensor ti = mk(ts2, 2, kDLInt, 32, (void *)(uintptr_t)0x10000);
+    f.a.topk_indices = &ti;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(f.err, "topk_indices given with forward args q_rope"));
+    f.a.topk_indices = NULL;
+    /* k_rope without q_rope */
+    f.a.q = &f.q, f.a.q_rope = NULL, f.a.k = &f.k;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "q_rope is NULL"));
+}
+
+/* Tree verify: custom_mask (uint8 / bool, CUDA) with mask_indptr [bs + 1];
+ * both or neither, verify batches only, a mask as long as the lengths take. */
+static void test_tree(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    int64_t ms[1] = {4000}, is[1] = {BS + 1};
+    DLTensor m = mk(ms, 1, kDLUInt, 8, (void *)(uintptr_t)0x30000);
+    DLTensor ip = mk(is, 1, kDLInt, 32, (void *)(uintptr_t)0x50000);
+    setup_fx(&f);
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_null(v.mask);
+    f.batch.custom_mask = &m, f.batch.mask_indptr = &ip;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_ptr_equal(v.mask, m.data);
+    assert_int_equal(v.mask_n, 4000);
+    assert_int_equal(v.mask_indptr.n, BS + 1);
+    m.dtype.code = 6; /* bool */
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    m.dtype.code = kDLInt;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "batch.custom_mask"));
+    assert_non_null(strstr(f.err, "uint8 or bool"));
+    m.dtype.code = kDLUInt;
+    m.device.device_type = kDLCPU;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "batch.custom_mask"));
+    m.device.device_type = kDLCUDA;
+    is[0] = BS;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "batch.mask_indptr"));
+    is[0] = BS + 1;
+    f.batch.mask_indptr = NULL;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "batch.custom_mask is set without batch.mask_indptr"));
+    f.batch.mask_indptr = &ip;
+    f.batch.forward_mode = SGL_ATTN_MODE_DECODE;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "target-verify"));
+    f.batch.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
+    /* against the lengths: 3 requests x 2 tokens x (prefix + 2) keys */
+    const int32_t q_len[BS] = {2, 2, 2}, prefix[BS] = {598, 700, 696};
+    assert_int_equal(mla_check_tree(&f.batch, 1, q_len, prefix, &v, f.err, sizeof f.err), SGL_ATTN_OK);
+    ms[0] = 3999;
+    assert_int_equal(mla_check_tree(&f.batch, 1, q_len, prefix, &v, f.err, sizeof f.err), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "3999 entries"));
+    assert_non_null(strstr(f.err, "4000"));
+}
+
+/* fp8 scales (ABI 1.2): k_scale_tensor for an fp8 pool (the float left at
+ * 1), read by the kernels; every other scale field refused naming it. */
+static void test_fp8_scales(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    int64_t one[1] = {1};
+    DLTensor ks = mk(one, 1, kDLFloat, 32, (void *)(uintptr_t)0x70000);
+    setup_fx(&f);
+    f.kc.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3FN_CODE;
+    f.kc.dtype.bits = 8;
+    f.layer.k_scale_tensor = &ks;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.kv_dt, MLA_DT_FP8);
+    assert_ptr_equal(v.k_scale_t, ks.data);
+    ks.ndim = 0; /* a scalar */
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    ks.ndim = 1;
+    f.layer.k_scale = 0.5f;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "leave k_scale at 1"));
+    f.layer.k_scale = 1.f;
+    ks.dtype.bits = 16;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "layer.k_scale_tensor"));
+    ks.dtype.bits = 32;
+    ks.device.device_type = kDLCPU;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "layer.k_scale_tensor"));
+    ks.device.device_type = kDLCUDA;
+    /* without the tensor: the float, as before */
+    f.layer.k_scale_tensor = NULL;
+    f.layer.k_scale = 0.25f;
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_null(v.k_scale_t);
+    assert_true(v.k_scale == 0.25f);
+    /* a 16-bit pool holds values */
+    setup_fx(&f);
+    f.layer.k_scale_tensor = &ks;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "not fp8"));
+    for (int i = 0; i < 3; i++) {
+        setup_fx(&f);
+        const char *name = i == 0 ? "layer.v_scale_tensor" : i == 1 ? "layer.q_descale_tensor" : "layer.q_descale";
+        if (i == 0) f.layer.v_scale_tensor = &ks;
+        if (i == 1) f.layer.q_descale_tensor = &ks;
+        if (i == 2) f.layer.q_descale = 0.25f;
+        assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(f.err, name));
+        f.layer.struct_size = SGL_ATTN_LAYER_SIZE_V1_0; /* beyond a 1.0 caller's struct: not read */
+        assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    }
 }
 
 /* DSA sparse MLA: topk_indices [T, topk] int32 on the device goes into the
@@ -351,6 +553,18 @@ static void test_batch_lengths(void **st) {
     assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),
                      SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "seq_lens_cpu[1] = 9"));
+    sl[1] = 8;
+    /* draft extend: the same lengths as an extend */
+    b.forward_mode = SGL_ATTN_MODE_DRAFT_EXTEND;
+    q_len[1] = prefix[1] = -1;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err), 0);
+    assert_int_equal(q_len[1], 1);
+    assert_int_equal(prefix[1], 7);
+    b.forward_mode = 5;
+    assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, &tsl, &tp, &te, q_len, prefix, err, sizeof err),
+                     SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "forward_mode 5"));
+    b.forward_mode = SGL_ATTN_MODE_EXTEND;
     assert_int_equal(mla_batch_lengths(&b, 4, 16, 128, NULL, NULL, &te, q_len, prefix, err, sizeof err),
                      SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "extend_prefix_lens_cpu is NULL"));
@@ -380,6 +594,9 @@ int main(void) {
         cmocka_unit_test(test_sparse_splits),
         cmocka_unit_test(test_refuse_unserved),
         cmocka_unit_test(test_batch_lengths),
+        cmocka_unit_test(test_rope_split),
+        cmocka_unit_test(test_tree),
+        cmocka_unit_test(test_fp8_scales),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

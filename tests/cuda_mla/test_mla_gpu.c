@@ -3,12 +3,14 @@
  * none): decode, 2-token verify, ragged extend, 8 to 128 heads, page sizes
  * 1/8/16/32/64, bf16 / f16 / fp8 pools, a long split decode, many items per
  * CTA, items longer than the mma page-table ring; the output poisoned first,
- * the saved rows checked; then CUDA-graph capture and replay with new lengths.
+ * the saved rows checked; the rope split (q_rope / k_rope as strided views);
+ * then CUDA-graph capture and replay with new lengths.
  *   MLA_GPU_QUICK=1   a subset that still reaches every kernel instantiation
  *                     (16-, 32- and 64-row tiles in bf16 and f16, fp8 pools
  *                     with both q dtypes, extend, more items than CTAs)
  *   MLA_GPU_QUICK=2   three small cases, 16 / 32 / 128 rows (compute-sanitizer)
  *   MLA_GPU_QUICK=3   the graph capture / replay test alone
+ *   MLA_GPU_QUICK=4   the rope split test alone
  *   MLA_GPU_VARIANTS  comma-separated variants to run (mg_variant_env), default
  *                     all of them
  * On SM 9.0 the variants reach: auto = the defaults (mma tma at 16 rows, two
@@ -92,7 +94,11 @@ static int mg_is_healthy(const mg_plugin *p) {
  * the case fails at the end if any did.  A failure that leaves the device
  * unusable (a kernel fault) ends the process: "VARIANT_FAULT <variant>
  * <case>", exit code 4. */
-static void run_case(const mg_case *c, const char *name) {
+/* split: pass q and k as the rope split does (forward args q [T, Hq, 512]
+ * with q_rope [T, Hq, 64], k [T, 1, 512] with k_rope [T, 1, 64]), here as
+ * views into the staged 576-wide rows (strided, as sglang's slices are):
+ * the output and the saved rows must be the unsplit ones. */
+static void run_case_split(const mg_case *c, const char *name, int split) {
     if (!pl.caps.available) {
         print_message("skipped: %s\n", why);
         skip();
@@ -102,6 +108,17 @@ static void run_case(const mg_case *c, const char *name) {
     mg_case cc = *c;
     cc.ref = 1;
     if (mg_setup(&r, &pl, &cc, 0x51ed + (uint64_t)c->len * 31 + c->hq, err, sizeof err)) fail_msg("%s: %s", name, err);
+    int64_t ql_s[3] = {r.t, c->hq, 512}, qr_s[3] = {r.t, c->hq, 64}, q_st[3] = {(int64_t)c->hq * 576, 576, 1};
+    int64_t kl_s[3] = {r.t, 1, 512}, kr_s[3] = {r.t, 1, 64}, k_st[3] = {576, 576, 1};
+    DLTensor ql = r.tq, qr = r.tq, kl = r.tk, kr = r.tk;
+    ql.shape = ql_s, ql.strides = q_st;
+    qr.shape = qr_s, qr.strides = q_st, qr.byte_offset += 512 * 2;
+    kl.shape = kl_s, kl.strides = k_st;
+    kr.shape = kr_s, kr.strides = k_st, kr.byte_offset += 512 * 2;
+    if (split) {
+        r.fa.q = &ql, r.fa.q_rope = &qr;
+        r.fa.k = &kl, r.fa.k_rope = &kr;
+    }
     const double lim = c->dt == MG_F16 && c->kv_dt != MG_FP8 ? 1e-5 : 1e-4;
     char bad[512] = "";
     int n_bad = 0;
@@ -137,6 +154,22 @@ static void run_case(const mg_case *c, const char *name) {
     }
     mg_free(&r);
     if (n_bad) fail_msg("%s: %d variant(s) failed:%s", name, n_bad, bad);
+}
+
+static void run_case(const mg_case *c, const char *name) { run_case_split(c, name, 0); }
+
+/* The rope split at 16 rows (tma / ring / base), 32 (two), 128 heads
+ * (wide) and an fp8 pool (simple, the fp8 save from k and k_rope). */
+static void test_split(void **st) {
+    (void)st;
+    const mg_case c16 = {MG_DECODE, 4, 700, 1, 16, 64, MG_BF16, MG_BF16, 1, 1, 0};
+    const mg_case c32 = {MG_VERIFY, 3, 500, 2, 16, 32, MG_BF16, MG_BF16, 1, 1, 0};
+    const mg_case c128 = {MG_DECODE, 3, 300, 1, 128, 16, MG_BF16, MG_BF16, 0, 1, 0};
+    const mg_case c8 = {MG_DECODE, 3, 400, 1, 16, 64, MG_BF16, MG_FP8, 1, 1, 0};
+    run_case_split(&c16, "split decode b4 l700 h16 p64 ragged", 1);
+    run_case_split(&c32, "split verify b3 l500 q2 h16 p32", 1);
+    run_case_split(&c128, "split decode b3 l300 h128 p16", 1);
+    run_case_split(&c8, "split decode fp8 b3 l400 h16 p64", 1);
 }
 
 /* mode, bs, len, q, hq, page, dt, kv_dt, ragged */
@@ -318,7 +351,8 @@ int main(void) {
         cmocka_unit_test(test_verify_16h_p32), cmocka_unit_test(test_decode_32h_p8),
         cmocka_unit_test(test_long_items),     cmocka_unit_test(test_decode_16h_p1),
         cmocka_unit_test(test_f16_h16),        cmocka_unit_test(test_f16_h64),
-        cmocka_unit_test(test_fp8_pool_f16),   cmocka_unit_test(test_graph_replay),
+        cmocka_unit_test(test_fp8_pool_f16),   cmocka_unit_test(test_split),
+        cmocka_unit_test(test_graph_replay),
     };
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(test_decode_16h),     cmocka_unit_test(test_verify_16h_p32),
@@ -326,9 +360,10 @@ int main(void) {
         cmocka_unit_test(test_extend_ragged),  cmocka_unit_test(test_many_items),
         cmocka_unit_test(test_fp8_pool),       cmocka_unit_test(test_f16_h16),
         cmocka_unit_test(test_f16),            cmocka_unit_test(test_f16_h64),
-        cmocka_unit_test(test_fp8_pool_f16),
+        cmocka_unit_test(test_fp8_pool_f16),   cmocka_unit_test(test_split),
     };
     const struct CMUnitTest graphs[] = {cmocka_unit_test(test_graph_replay)};
+    const struct CMUnitTest split[] = {cmocka_unit_test(test_split)};
     const struct CMUnitTest tiny[] = {
         cmocka_unit_test(test_decode_16h),
         cmocka_unit_test(test_verify_16h_p32),
@@ -338,5 +373,6 @@ int main(void) {
     if (q && *q == '1') return cmocka_run_group_tests(quick, setup, teardown);
     if (q && *q == '2') return cmocka_run_group_tests(tiny, setup, teardown);
     if (q && *q == '3') return cmocka_run_group_tests(graphs, setup, teardown);
+    if (q && *q == '4') return cmocka_run_group_tests(split, setup, teardown);
     return cmocka_run_group_tests(all, setup, teardown);
 }

@@ -79,6 +79,12 @@ static void test_probe(void **st) {
     assert_true(c.features & SGL_ATTN_FEAT_MLA_EXTEND);
     assert_true(c.features & SGL_ATTN_FEAT_GRAPH_CAPTURE);
     assert_false(c.features & SGL_ATTN_FEAT_SLIDING_WINDOW);
+    /* ABI 1.2: what it serves, and what it still refuses by name */
+    assert_true(c.features & SGL_ATTN_FEAT_MLA_ROPE_SPLIT);
+    assert_true(c.features & SGL_ATTN_FEAT_TREE_MASK);
+    assert_true(c.features & SGL_ATTN_FEAT_DRAFT_EXTEND);
+    assert_true(c.features & SGL_ATTN_FEAT_FP8_SCALES);
+    assert_false(c.features & SGL_ATTN_FEAT_LSE);
     /* DSA: sparse MLA over bf16/f16 pools; neither the indexer nor the fp8 record */
     assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA);
     if (!c.available) {

@@ -1,7 +1,7 @@
 /* test_mla_plan.c - the cuda_mla planner and kernel choice (pure C, no GPU).
  *
- * The central property: for random batches (decode, 2-token verify, ragged
- * extend), every (row, key) pair a query must see is covered by exactly one
+ * The central property: for random batches (decode, 2-token verify, tree
+ * verify, ragged extend), every (row, key) pair a query must see is covered by exactly one
  * work item, no item covers a key its rows cannot see past its range, split
  * tiles own disjoint partial rows, and the combine list names exactly the
  * split tiles.  Plus: splitting fills the GPU when tiles are few and stays
@@ -85,11 +85,13 @@ static void check_cover(const plan_out *o, const mla_plan_params *p, const int32
             assert_int_equal(it->kv_begin % MLA_KV_BLOCK, 0);
             assert_true(it->kv_end > it->kv_begin);
             assert_int_equal(it->q_row0, (int32_t)(q_start * hq + it->row0));
-            assert_int_equal(it->key_base, prefix[b]);
+            /* tree verify: every row sees its request's whole range (the mask picks within) */
+            assert_int_equal(it->key_base, p->tree ? maxk - 1 : prefix[b]);
             /* the last row of the tile sees the most keys: the range stays inside it */
             assert_true(it->kv_end <= it->key_base + (it->row0 + it->nrows - 1) / hq + 1);
+            assert_true(it->kv_end <= maxk);
             for (int32_t r = it->row0; r < it->row0 + it->nrows; r++) {
-                const int32_t see = prefix[b] + r / hq + 1;
+                const int32_t see = p->tree ? maxk : prefix[b] + r / hq + 1;
                 for (int32_t k = it->kv_begin; k < it->kv_end && k < see; k++) {
                     assert_int_equal(cov[(size_t)r * maxk + k], 0);
                     cov[(size_t)r * maxk + k] = 1;
@@ -105,11 +107,13 @@ static void check_cover(const plan_out *o, const mla_plan_params *p, const int32
             }
         }
         for (int32_t r = 0; r < rows; r++)
-            for (int32_t k = 0; k < prefix[b] + r / hq + 1; k++) assert_int_equal(cov[(size_t)r * maxk + k], 1);
+            for (int32_t k = 0; k < (p->tree ? maxk : prefix[b] + r / hq + 1); k++)
+                assert_int_equal(cov[(size_t)r * maxk + k], 1);
         free(cov);
         for (int32_t t = 0; t < q_len[b]; t++) {
             assert_int_equal(o->toks[q_start + t].b, b);
-            assert_int_equal(o->toks[q_start + t].n_keys, prefix[b] + t + 1);
+            assert_int_equal(o->toks[q_start + t].n_keys, p->tree ? maxk : prefix[b] + t + 1);
+            assert_int_equal(o->toks[q_start + t].j, t);
         }
         q_start += q_len[b];
     }
@@ -141,6 +145,9 @@ static void random_batch(int32_t mode, int32_t bs, int32_t *q_len, int32_t *pref
         } else if (mode == 1) { /* verify, 2 tokens */
             q_len[b] = 2;
             prefix[b] = (int32_t)rnd(3000);
+        } else if (mode == 3) { /* tree verify, up to 64 draft tokens */
+            q_len[b] = 1 + (int32_t)rnd(64);
+            prefix[b] = (int32_t)rnd(3000);
         } else { /* ragged extend, some with no prefix */
             q_len[b] = 1 + (int32_t)rnd(300);
             prefix[b] = rnd(3) ? (int32_t)rnd(2000) : 0;
@@ -152,8 +159,8 @@ static void test_cover_random(void **st) {
     (void)st;
     static const int32_t hqs[] = {16, 64, 128, 3};
     char err[512];
-    for (int trial = 0; trial < 60; trial++) {
-        const int32_t mode = trial % 3, hq = hqs[trial % 4], bs = 1 + (int32_t)rnd(12);
+    for (int trial = 0; trial < 80; trial++) {
+        const int32_t mode = trial % 4, hq = hqs[trial % 4], bs = 1 + (int32_t)rnd(12);
         int32_t q_len[16], prefix[16];
         random_batch(mode, bs, q_len, prefix);
         int32_t max_rows = 0;
@@ -161,6 +168,7 @@ static void test_cover_random(void **st) {
         const int32_t rpt = mode == 2 || trial % 2 ? 64 : mla_rows_per_tile(max_rows);
         mla_plan_params p = params(hq, rpt, 4 + (int32_t)rnd(140));
         p.no_split = trial % 7 == 0;
+        p.tree = mode == 3;
         plan_out o;
         int rc = build(&o, &p, q_len, prefix, bs, 4096, err);
         assert_int_equal(rc, 0);

@@ -89,12 +89,13 @@ GAUNTLET_PLUGINS += $(GAUNTLET_DIR)/setuid_helper
 # Tests: the validation layer alone, then the gauntlet through libsglattn.
 GAUNTLET_HOST_TESTS := test_validate_host test_gauntlet_load test_gauntlet_fs test_gauntlet_probe \
     test_gauntlet_setuid test_gauntlet_loadtime test_gauntlet_input test_gauntlet_changed test_gauntlet_counts
-GAUNTLET_TESTS := $(TESTDIR)/test_validate $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%)
+GAUNTLET_TESTS := $(TESTDIR)/test_validate $(TESTDIR)/test_validate_v12 $(GAUNTLET_HOST_TESTS:%=$(TESTDIR)/%)
 
 # The input tests share the fuzz replays' JSON shapes.
 $(OBJDIR)/tests/gauntlet/test_gauntlet_input.o: CFLAGS_tests_gauntlet_ += -Itests/fuzz
 
-$(TESTDIR)/test_validate: $(OBJDIR)/tests/gauntlet/test_validate.o $(GAUNTLET_FIXTURE_OBJS) $(VALIDATE_OBJS) $(SDK_LIB)
+$(TESTDIR)/test_validate $(TESTDIR)/test_validate_v12: $(TESTDIR)/%: $(OBJDIR)/tests/gauntlet/%.o $(GAUNTLET_FIXTURE_OBJS) \
+    $(VALIDATE_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) $^ -lcmocka -lm -o $@
 

@@ -220,12 +220,36 @@ def test_topk_indices_refused_by_a_stack_without_dsa(rec_host):
         eng.backend.forward_extend(q, k, v, eng.layers[0], fb, topk_indices=torch.zeros(5, 4, dtype=torch.int32))
 
 
-def test_lse_request_is_refused():
+def test_mha_return_lse_gives_out_and_lse():
+    """sglang's mha_return_lse on a stack that declares lse (cpu_ref): the
+    adapter passes forward_args.lse and returns (out, lse), lse [tokens, q
+    heads] fp32, both against float64."""
     eng, fb, q, k, v = _one_layer()
     fb.mha_return_lse = True
-    # cpu_ref declares lse (ABI 1.2); the adapter does not pass forward_args.lse yet
-    with pytest.raises(NotImplementedError, match=r"mha_return_lse.*the stack declares lse, but this adapter does not "
-                                                  r"pass forward_args.lse yet"):
+    out, lse = eng.backend.forward_extend(q, k, v, eng.layers[0], fb)
+    assert lse.shape == (5, 4) and lse.dtype == torch.float32
+    Q, K, V = q.double().view(5, 4, 64), k.double().repeat_interleave(2, 1), v.double().repeat_interleave(2, 1)
+    s = torch.einsum("qhd,khd->hqk", Q, K) / 8.0
+    s.masked_fill_(torch.triu(torch.ones(5, 5, dtype=torch.bool), 1), -math.inf)
+    ref = torch.einsum("hqk,khd->qhd", s.softmax(-1), V).reshape(5, -1)
+    assert (out.double() - ref).abs().max() < 2e-5
+    assert (lse.double() - torch.logsumexp(s, -1).transpose(0, 1)).abs().max() < 1e-5
+    # the next call without it returns the output alone, and leaves that lse be
+    fb.mha_return_lse = False
+    was = lse.clone()
+    out2 = eng.backend.forward_extend(q, k, v, eng.layers[0], fb, save_kv_cache=False)
+    assert torch.equal(out2, out) and torch.equal(lse, was)
+    # DeepSeek's chunked-prefix form is named, not served paged
+    fb.mha_return_lse = True
+    fb.attn_attend_prefix_cache = True
+    with pytest.raises(NotImplementedError, match=r"mha_return_lse.*attn_attend_prefix_cache"):
+        eng.backend.forward_extend(q, k, v, eng.layers[0], fb)
+
+
+def test_mha_return_lse_refused_by_a_stack_without_lse(rec_host):
+    eng, fb, q, k, v = _one_layer(lambda r: ss.SglAttnBackend(r, backend="recorder", host_=rec_host))
+    fb.mha_return_lse = True
+    with pytest.raises(NotImplementedError, match=r"mha_return_lse.*does not declare lse \(SGL_ATTN_FEAT_LSE\)"):
         eng.backend.forward_extend(q, k, v, eng.layers[0], fb)
 
 

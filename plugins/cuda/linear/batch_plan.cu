@@ -1,9 +1,12 @@
 /* batch_plan.cu - the plan kernel (one block): per request its first token row,
- * token count, slot and whether it starts from the pool; the token -> request
+ * token count, pool slot and whether it starts from its state; the token -> request
  * map and the chunk list of the chunked forms.  Every value read from the
  * batch is range-checked (an int64 whole); a bad one is recorded in err[]
  * and its request skipped (slot -1 or no tokens), so no later kernel goes out
- * of bounds or touches another request's slot.  The first error is also
+ * of bounds or touches another request's slot.  A slot past the pool is
+ * no error here (a layer whose state the caller owns bounds it by its
+ * tensors): it is kept in over[], and the next plan kernel reports it when
+ * a layer of this batch used the pool.  The first error is also
  * noted in the fault record, for the next metadata call (no sync). */
 #include "kernel_common.cuh"
 
@@ -49,7 +52,17 @@ __global__ __launch_bounds__(LIN_PLAN_THREADS) void lin_plan_kernel(lin_plan_arg
     const lin_plan_dev d = a.d;
     const int tid = threadIdx.x, nt = blockDim.x, C = a.chunk;
     const bool ext = a.mode == LIN_MODE_EXTEND;
-    if (tid == 0) d.err[0] = d.err[1] = d.err[2] = d.err[3] = 0;
+    if (tid == 0) {
+        d.err[0] = d.err[1] = d.err[2] = d.err[3] = 0;
+        /* the previous batch's slot past the pool is an error once one of its layers used the pool */
+        if (a.check_over && d.over[0]) {
+            d.err[0] = LIN_ERR_POOL_SLOT;
+            d.err[1] = d.over[1];
+            d.err[2] = d.over[2];
+            d.err[3] = d.over[3];
+        }
+        d.over[0] = d.over[1] = d.over[2] = d.over[3] = 0;
+    }
     for (int i = tid; i < a.max_reqs; i += nt) d.slot_owner[i] = -1;
     __syncthreads();
 
@@ -69,8 +82,11 @@ __global__ __launch_bounds__(LIN_PLAN_THREADS) void lin_plan_kernel(lin_plan_arg
             lk_flag(d.err, LIN_ERR_PREFIX, i, pre);
             pre = 0;
         }
-        if (s < -1 || s >= a.max_reqs) {
+        if (s < -1 || s > INT32_MAX) {
             lk_flag(d.err, LIN_ERR_SLOT, i, s);
+            s = -1;
+        } else if (s >= a.max_reqs) { /* a caller-owned state's slot, or an error on the pool (check_over) */
+            lk_flag(d.over, LIN_ERR_POOL_SLOT, i, s);
             s = -1;
         } else if (s >= 0 && atomicCAS(&d.slot_owner[s], -1, i) != -1) {
             lk_flag(d.err, LIN_ERR_DUP_SLOT, i, s);
@@ -131,7 +147,7 @@ __global__ __launch_bounds__(LIN_PLAN_THREADS) void lin_plan_kernel(lin_plan_arg
     __syncthreads();
     if (tid == 0 && d.err[0]) {
         const int code = d.err[0];
-        const int tensor = code == LIN_ERR_SLOT || code == LIN_ERR_DUP_SLOT ? SGL_FAULT_STATE_INDICES
+        const int tensor = code == LIN_ERR_SLOT || code == LIN_ERR_DUP_SLOT || code == LIN_ERR_POOL_SLOT ? SGL_FAULT_STATE_INDICES
                            : code == LIN_ERR_PREFIX                         ? SGL_FAULT_PREFIX_LENS
                                                                             : SGL_FAULT_EXTEND_SEQ_LENS;
         lk_fault_note(a.fault, d.err, tensor, code == LIN_ERR_SLOT ? -1 : 0, a.max_reqs);

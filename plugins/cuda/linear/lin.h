@@ -11,12 +11,12 @@
  *   lin_instance.c      the instance's error text, inner failures, plan pointers (a leaf)
  *   lin_plan.c          init_forward_metadata and the graph hooks (plan kernel)
  *   lin_forward.c       layer routing, input checks, kernel dispatch
- *   lin_state.c         state_clear / state_copy / state_commit
+ *   lin_state.c         state_clear / state_copy / state_commit, state_batch (ABI 1.2)
  *   lin_params.h        what the C hands the kernels; the launchers
  * Kernels and their launchers (CUDA C):
  *   kernel_common.cuh   launch macros (GPU or the tests' emulator), dtype loads / stores, gates, conv
  *   batch_plan.cu       the plan kernel: per-request rows, slots, chunks; range checks
- *   state_commit.cu     state_commit: the accepted draft step becomes the main state
+ *   state_commit.cu     state_commit, state_batch's check and apply, a caller-owned layer's slots
  *   token_step.cu       the token-by-token path (kernel=simple, and every shape the others do not take)
  *   decode_operands.cuh a (request, key head group)'s decode operands: conv, l2norm, gates, k.q
  *   decode_fused.cu     fused decode / verify, one launch (K = 32, 64, 256; K = 128 past the draft steps)
@@ -74,7 +74,7 @@ typedef struct lin_layout {
     int32_t max_reqs, max_tokens, max_chunks, steps;
     int need_simple, need_tc; /* scratch of the token-by-token and tensor-core (chunked) paths */
     size_t conv, ssm, iconv, issm;       /* pools */
-    size_t plan[14];                     /* lin_plan_dev arrays, in struct order */
+    size_t plan[16];                     /* lin_plan_dev arrays, in struct order */
     size_t X, G, B;                      /* token-by-token path */
     size_t Wt, QGt, KDt, Ut, Mt, eG, Sk; /* chunked extend */
     size_t Qc, Kc, Vc;                   /* its prep + UT pair: the prep's outputs, 16-bit */
@@ -82,7 +82,7 @@ typedef struct lin_layout {
     int need_prep_ut;                    /* ... the prep + UT pair's buffers are there (not kda) */
     size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode_operands_per] */
     int need_stream;                     /* ... and its buffer is there (K = 128) */
-    size_t stage;                        /* host-index staging: 3 x max_reqs int32 */
+    size_t stage;                        /* host-index staging: 6 x max_reqs int32 (the plan's 3, state_batch's 3) */
     size_t total;
     size_t Zs;                           /* the segmented state pass: [seg_cap][hv][V + K][K] float32 */
     int32_t seg_cap;                     /* ... its slots (0: only the serial pass runs) */
@@ -133,6 +133,23 @@ int lin_dt_of(DLDataType t); /* LIN_DT_*, -1 other */
  * name, for the message), or NULL; only fields within struct_size are read. */
 const char *lin_unserved_batch(const sgl_attn_batch *b);
 const char *lin_unserved_forward(const sgl_attn_forward_args *a);
+/* ABI 1.2 caller-owned state of one layer (docs/abi.md, "Linear state
+ * contract"): io's state tensors into *cs, checked against d (the SDK's
+ * shapes, dtype, compactness) in memory the kernels read on `device`, with
+ * at least need_steps intermediate steps when > 0, S <= INT32_MAX. */
+int lin_check_caller_state(const lin_dims *d, const sgl_attn_linear_io *io, int device, int64_t need_steps,
+                           const char *prefix, sgl_sdk_lin_state *cs, char *err, size_t n);
+/* ops->state_batch's entries, all in host memory: checked at once with the
+ * CPU wrappers' rules and messages (ranges, then a dst written twice, then a
+ * copy's dst that another entry reads); keys: 2 * count scratch. */
+typedef struct lin_sb_host {
+    int32_t op, count;
+    const DLTensor *dst, *src, *steps; /* src / steps NULL when the op reads none */
+    int64_t slots, nsteps;
+    const char *pre, *where, *steps_where; /* "gdn_cuda state_batch: ", "the wrapper's pool", "the pool" */
+} lin_sb_host;
+int lin_sb_check_host(const lin_sb_host *h, uint64_t *keys, char *err, size_t n);
+const char *lin_sb_op_name(int op); /* "clear", "copy", "commit", "track" */
 
 /* ----------------------------------------------------------- instance */
 
@@ -165,6 +182,16 @@ typedef struct lin_inst {
     int32_t verify_n, verify_steps, verify_kept;
     int32_t graph_max_bs, graph_max_tokens;
     int32_t graph_replaying; /* 1 inside the replay hook: no sync_check */
+    /* a batch slot past the pool (an error only for a layer on the pool): found on the host (host-memory
+     * state_indices, or sync_check), request pool_over_i (-1: none known); else the device keeps it and the
+     * next plan kernel reports it when pool_fwd says a layer used the pool */
+    int32_t pool_over_i;
+    int64_t pool_over_v;
+    int32_t pool_fwd;      /* a layer of the planned batch ran on the pool */
+    int32_t graph_pool_fwd; /* ... of a captured batch (a replay runs its layers without forward calls) */
+    int32_t plan_capturing; /* the planned batch is under stream capture */
+    lin_idx plan_si;       /* the batch's state_indices as the plan kernel read them (device or staged) */
+    uint64_t *sb_keys;     /* [2 * max_reqs] state_batch's host check */
     sgl_sdk_cuda_fault fault; /* the plan kernel's first error, read by the next lin_plan (no sync) */
     char err[LIN_ERR_MAX];
 } lin_inst;
@@ -194,8 +221,9 @@ int lin_forward_decode(sgl_attn_backend *b, const sgl_attn_forward_args *a);
 int lin_state_clear(sgl_attn_backend *b, int32_t slot);
 int lin_state_copy(sgl_attn_backend *b, int32_t src, int32_t dst);
 int lin_state_commit(sgl_attn_backend *b, const DLTensor *accepted);
-/* Report a device-found batch error (err[4] read back), E_INVALID. */
-int lin_report_device_err(lin_inst *w, const int32_t e[4], const char *call);
+int lin_state_batch(sgl_attn_backend *b, const sgl_attn_state_batch_args *a);
+/* Report a device-found batch error (err[4] read back; hi: the fault's upper bound), E_INVALID. */
+int lin_report_device_err(lin_inst *w, const int32_t e[4], int64_t hi, const char *call);
 extern const sgl_attn_backend_ops lin_backend_ops;
 
 /* The inner's op `f`, when its (possibly older) vtable has it. */

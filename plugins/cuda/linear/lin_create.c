@@ -31,6 +31,7 @@ static void destroy(sgl_attn_backend *b) {
     }
     free(w->host_stage);
     free(w->seen);
+    free(w->sb_keys);
     free(w);
 }
 
@@ -48,6 +49,7 @@ const sgl_attn_backend_ops lin_backend_ops = {
     .state_clear = lin_state_clear,
     .state_copy = lin_state_copy,
     .state_commit = lin_state_commit,
+    .state_batch = lin_state_batch,
 };
 
 /* What the options chose (docs/cuda_linear.md). */
@@ -162,7 +164,9 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     }
     w->host_stage = calloc((size_t)3 * (size_t)a->max_reqs, sizeof(int32_t));
     w->seen = calloc((size_t)a->max_reqs, 1);
-    cudaError_t ce = w->host_stage && w->seen ? cudaSetDevice(a->device) : cudaErrorMemoryAllocation;
+    w->sb_keys = calloc((size_t)2 * (size_t)a->max_reqs, sizeof(uint64_t));
+    w->pool_over_i = -1;
+    cudaError_t ce = w->host_stage && w->seen && w->sb_keys ? cudaSetDevice(a->device) : cudaErrorMemoryAllocation;
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&w->dev, w->L.total);
     if (ce == cudaSuccess) ce = cudaMemset(w->dev, 0, w->L.total);
     if (ce == cudaSuccess) {

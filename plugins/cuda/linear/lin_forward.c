@@ -9,7 +9,10 @@
  *   extend            the chunked kernels (16-bit activations, K = 128, V a
  *                     multiple of 32 up to 128, the device's shared memory),
  *                     else the token-by-token path
- *   short_conv        conv + conv state (both variants) */
+ *   short_conv        conv + conv state (both variants)
+ * A layer's state is the wrapper's pool, or the caller's tensors in
+ * linear_io (ABI 1.2): the same kernels, handed other base pointers, steps
+ * and slots (the slot kernel's, for that one forward). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,7 +35,54 @@ static int check_io(lin_inst *w, const sgl_attn_forward_args *a, const sgl_attn_
     char pre[96];
     snprintf(pre, sizeof pre, "%s layer %d: ", w->name, lid);
     const sgl_sdk_tensor_spec base = lin_float_spec(w->device);
-    return sgl_sdk_lin_check_io(&w->d, a, io, w->T, &base, pre, w->err, sizeof w->err);
+    return sgl_sdk_lin_check_inputs(&w->d, a, io, w->T, &base, pre, w->err, sizeof w->err);
+}
+
+/* A layer whose state the caller owns (ABI 1.2): its tensors checked once
+ * per forward, then the slots of this forward by the slot kernel (bounded by
+ * the tensors' S, repeats refused), and the kernels' state pointers, steps
+ * and slots moved onto them: the pool path's kernels, unchanged. */
+static int caller_state(lin_inst *w, const sgl_attn_linear_io *io, int lid, int keep, lin_fwd *p) {
+    char pre[96];
+    snprintf(pre, sizeof pre, "%s layer %d: ", w->name, lid);
+    sgl_sdk_lin_state cs;
+    int rc = lin_check_caller_state(&w->d, io, w->device, keep ? w->tpr : 0, pre, &cs, w->err, sizeof w->err);
+    if (rc) return rc;
+    lin_cslot_args c;
+    memset(&c, 0, sizeof c);
+    if (cs.indices) {
+        int on_host = 0;
+        char name[128];
+        snprintf(name, sizeof name, "%slinear.state_indices", pre);
+        if ((rc = lin_check_index(cs.indices, name, w->device, w->bs, &on_host, w->err, sizeof w->err))) return rc;
+        if (on_host) {
+            lin_set_err(w, "%slinear.state_indices is in pageable host memory; a forward reads it on the device "
+                        "(pass device or pinned memory, or NULL for batch.state_indices)", pre);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        c.src.p = sgl_sdk_data(cs.indices);
+        c.src.is64 = cs.indices->dtype.bits == 64;
+    } else {
+        c.src = w->plan_si;
+    }
+    c.out = p->pl.cslot;
+    c.slots = cs.slots;
+    c.bs = w->bs;
+    c.fault = w->fault.dev;
+    const int ce = lin_launch_cslots(&c, w->stream);
+    if (ce) {
+        char what[96];
+        snprintf(what, sizeof what, "%s layer %d: slot kernel launch", w->name, lid);
+        sgl_sdk_cuda_format_error(w->err, sizeof w->err, what, ce);
+        return SGL_ATTN_E_DEVICE;
+    }
+    p->pl.req_slot = p->pl.cslot;
+    p->conv_state = cs.conv ? (void *)sgl_sdk_data(cs.conv) : NULL; /* the caller's: written */
+    p->ssm_state = cs.ssm ? (void *)sgl_sdk_data(cs.ssm) : NULL;
+    p->iconv = keep && cs.iconv ? (void *)sgl_sdk_data(cs.iconv) : NULL;
+    p->issm = keep && cs.issm ? (void *)sgl_sdk_data(cs.issm) : NULL;
+    p->steps = keep ? (int32_t)cs.steps : 0;
+    return SGL_ATTN_OK;
 }
 
 static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_attn_linear_io *io, int li, int keep,
@@ -176,15 +226,35 @@ static int own_forward(lin_inst *w, const sgl_attn_forward_args *a) {
     int rc = check_io(w, a, io, lid);
     if (rc) return rc;
     const int keep = w->mode == SGL_ATTN_MODE_TARGET_VERIFY && io->keep_intermediate;
-    if (keep && w->L.steps < w->tpr) {
-        lin_set_err(w, "%s layer %d: verify keeps %d intermediate states per request but the pool was created for %d "
-                    "(model.spec_tokens)", w->name, lid, w->tpr, w->L.steps);
-        return SGL_ATTN_E_INVALID;
+    sgl_sdk_lin_state cs;
+    const int caller = sgl_sdk_lin_state_of(io, &cs);
+    if (!caller) { /* the wrapper's pool */
+        if (cs.indices) {
+            lin_set_err(w, "%s layer %d: linear.state_indices is set without a state tensor; it indexes caller-owned "
+                        "state (linear.conv_state / ssm_state)", w->name, lid);
+            return SGL_ATTN_E_INVALID;
+        }
+        if (w->pool_over_i >= 0) {
+            lin_set_err(w, "%s layer %d: batch.state_indices[%d] = %lld; expected -1 (padding) or a slot 0..%d of the "
+                        "wrapper's pool (a larger slot needs the layer's state in linear_io: caller-owned state)",
+                        w->name, lid, w->pool_over_i, (long long)w->pool_over_v, w->max_reqs - 1);
+            return SGL_ATTN_E_INVALID;
+        }
+        if (keep && w->L.steps < w->tpr) {
+            lin_set_err(w, "%s layer %d: verify keeps %d intermediate states per request but the pool was created for "
+                        "%d (model.spec_tokens)", w->name, lid, w->tpr, w->L.steps);
+            return SGL_ATTN_E_INVALID;
+        }
     }
     lin_fwd p;
     fill_params(w, a, io, w->lin_index[lid], keep, &p);
+    if (caller && (rc = caller_state(w, io, lid, keep, &p))) return rc;
     if ((rc = launch(w, &p, lid))) return rc;
-    if (keep) w->verify_kept = 1;
+    if (!caller) {
+        w->pool_fwd = 1;
+        if (w->plan_capturing) w->graph_pool_fwd = 1;
+        if (keep) w->verify_kept = 1;
+    }
     return SGL_ATTN_OK;
 }
 

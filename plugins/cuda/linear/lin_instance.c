@@ -23,9 +23,9 @@ int lin_inner_failed(lin_inst *w, int rc, const char *what) {
 
 lin_plan_dev lin_plan_ptrs(const lin_inst *w) {
     lin_plan_dev p;
-    int32_t **f[14] = {&p.req_tok0, &p.req_n, &p.req_slot, &p.req_init, &p.req_chunk0, &p.req_nchunk, &p.tok_req,
+    int32_t **f[16] = {&p.req_tok0, &p.req_n, &p.req_slot, &p.req_init, &p.req_chunk0, &p.req_nchunk, &p.tok_req,
                        &p.chunk_req, &p.chunk_tok0, &p.chunk_len, &p.num_chunks, &p.slot_owner, &p.verify_slot,
-                       &p.err};
-    for (int i = 0; i < 14; i++) *f[i] = (int32_t *)(w->dev + w->L.plan[i]);
+                       &p.err, &p.over, &p.cslot};
+    for (int i = 0; i < 16; i++) *f[i] = (int32_t *)(w->dev + w->L.plan[i]);
     return p;
 }

@@ -38,7 +38,14 @@ enum { LIN_GDN = 1, LIN_MAMBA2 = 2, LIN_SHORT_CONV = 3, LIN_KDA = 4, LIN_LIGHTNI
 
 /* Device-detected batch errors (the plan kernel and commit kernel). */
 enum { LIN_ERR_NONE = 0, LIN_ERR_SLOT = 1, LIN_ERR_DUP_SLOT = 2, LIN_ERR_LEN = 3, LIN_ERR_PREFIX = 4,
-       LIN_ERR_SUM = 5, LIN_ERR_ACCEPT = 6 };
+       LIN_ERR_SUM = 5, LIN_ERR_ACCEPT = 6,
+       LIN_ERR_POOL_SLOT = 7,  /* a batch slot past the pool, and a layer of that batch used the pool */
+       LIN_ERR_CSLOT = 8,      /* a caller-owned layer's slot outside its tensors (fault hi = S) */
+       LIN_ERR_CDUP = 9,       /* ... or one another request of the batch already uses */
+       LIN_ERR_SB_DST = 10, LIN_ERR_SB_SRC = 11, LIN_ERR_SB_STEP = 12, /* state_batch: index out of range */
+       LIN_ERR_SB_REPEAT = 13,   /* state_batch: a dst written twice */
+       LIN_ERR_SB_CONFLICT = 14  /* state_batch copy: a dst another entry reads */
+};
 
 typedef struct lin_in {
     const void *p; /* NULL = absent (optional inputs) */
@@ -61,12 +68,17 @@ typedef struct lin_plan_dev {
     int32_t *slot_owner;                       /* [max_reqs] duplicate-slot check */
     int32_t *verify_slot;                      /* [max_reqs] slots of the last verify batch */
     int32_t *err;                              /* [4]: code, index, value lo, value hi */
+    /* [8]: [0..3] the batch's first slot past the pool (as err; 0: none), kept for the next plan kernel,
+     * which reports it when a layer of the batch used the pool; [4] state_batch: 1 when its checks passed */
+    int32_t *over;
+    int32_t *cslot;                            /* [max_reqs] a caller-owned layer's slots (lin_launch_cslots) */
 } lin_plan_dev;
 
 typedef struct lin_plan_args {
     lin_plan_dev d;
     lin_idx state_indices, ext_lens, ext_prefix; /* ext_*: extend only */
     int32_t mode, bs, T, tpr, max_reqs, chunk, verify;
+    int32_t check_over; /* a layer of the previous batch used the pool: its over[] is a fault */
     sgl_gpu_fault_ref fault; /* the plan's first error, also noted here for the next metadata call */
 } lin_plan_args;
 
@@ -116,6 +128,35 @@ typedef struct lin_commit_args {
     int32_t n, steps, layers, slots, esz;
 } lin_commit_args;
 
+/* A caller-owned layer's slots for one forward (lin_launch_cslots): request
+ * i's slot src[i], -1 when padding, outside 0..slots-1 or named by an
+ * earlier request (both noted as a fault), into out[i]. */
+typedef struct lin_cslot_args {
+    lin_idx src;                  /* [bs] int32/int64: linear.state_indices or the batch's */
+    int32_t *out;                 /* [bs] */
+    int64_t slots;                /* S */
+    int32_t bs, pad_;
+    sgl_gpu_fault_ref fault;
+} lin_cslot_args;
+
+/* ops->state_batch on the device: the check kernel (one block: ranges,
+ * repeats, copy conflicts; ok = 1 when they pass, else the first error in
+ * err[] and the fault record), then the apply kernel over (entry, layer),
+ * which does nothing unless ok.  A part (conv, ssm) is main [layer][slot]
+ * and inter [layer][slot][step] rows of `bytes`; pitches between layers. */
+typedef struct lin_sb_part {
+    void *main, *inter;
+    size_t bytes, main_pitch, inter_pitch;
+} lin_sb_part;
+typedef struct lin_sb_args {
+    lin_idx dst, src, steps;      /* src / steps NULL when the op reads none */
+    lin_sb_part part[2];
+    int64_t slots, nsteps;        /* bounds of dst / src and of steps */
+    int32_t op, count, layers, checked; /* checked: the host checked every entry (no check kernel) */
+    int32_t *ok, *err;
+    sgl_gpu_fault_ref fault;
+} lin_sb_args;
+
 /* Shared memory (bytes) of the fused decode kernel for n tokens per request:
  * q[n][K] k[n][K] kq[n] v[n][gsz][V] e[n][gsz][gc] beta[n][gsz] (+ skip[n][gsz][V]). */
 static inline size_t lin_decode_smem_bytes(int kind, int K, int V, int gsz, int gc, int n) {
@@ -161,6 +202,8 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
 /* Launchers: 0 or a cudaError_t. */
 int lin_launch_plan(const lin_plan_args *a, void *stream);
 int lin_launch_commit(const lin_commit_args *c, void *stream);
+int lin_launch_cslots(const lin_cslot_args *c, void *stream);    /* state_commit.cu */
+int lin_launch_state_batch(const lin_sb_args *a, void *stream); /* state_commit.cu: check (unless checked), apply */
 /* token_step.cu: token prep + conv state + token-by-token recurrence (short_conv: conv + state) */
 int lin_launch_token_step(const lin_fwd *p, void *stream);
 int lin_launch_convstate(const lin_fwd *p, void *stream); /* the new conv history (also the chunked extend's) */

@@ -16,13 +16,48 @@
 #include "cuda/sdk_cuda.h"
 #include "lin.h"
 
-int lin_report_device_err(lin_inst *w, const int32_t e[4], const char *call) {
+int lin_report_device_err(lin_inst *w, const int32_t e[4], int64_t hi, const char *call) {
     const int64_t v = (int64_t)(((uint64_t)(uint32_t)e[3] << 32) | (uint32_t)e[2]);
     const int i = e[1];
+    const int32_t lo32 = (int32_t)(uint32_t)(uint64_t)v, hi32 = (int32_t)((uint64_t)v >> 32);
     switch (e[0]) {
     case LIN_ERR_SLOT:
         lin_set_err(w, "%s: %s: batch.state_indices[%d] = %" PRId64 "; expected -1 (padding) or a slot 0..%d", w->name,
                     call, i, v, w->max_reqs - 1);
+        break;
+    case LIN_ERR_POOL_SLOT:
+        lin_set_err(w, "%s: %s: batch.state_indices[%d] = %" PRId64 "; expected -1 (padding) or a slot 0..%d of the "
+                    "wrapper's pool, which a layer of that batch used (a larger slot needs the layer's state in "
+                    "linear_io: caller-owned state)", w->name, call, i, v, w->max_reqs - 1);
+        break;
+    case LIN_ERR_CSLOT:
+        lin_set_err(w, "%s: %s: linear.state_indices (or batch.state_indices)[%d] = %" PRId64 "; expected -1 "
+                    "(padding) or a slot 0..%" PRId64 " of the layer's caller-owned state tensors", w->name, call, i,
+                    v, hi - 1);
+        break;
+    case LIN_ERR_CDUP:
+        lin_set_err(w, "%s: %s: linear.state_indices (or batch.state_indices)[%d] = %" PRId64 " names a slot "
+                    "another request of the batch already uses", w->name, call, i, v);
+        break;
+    case LIN_ERR_SB_DST:
+        lin_set_err(w, "%s: %s: state_batch dst[%d] = %" PRId64 "; expected -1 (skip) or a slot 0..%" PRId64, w->name,
+                    call, i, v, hi - 1);
+        break;
+    case LIN_ERR_SB_SRC:
+        lin_set_err(w, "%s: %s: state_batch src[%d] = %" PRId64 "; expected a slot 0..%" PRId64, w->name, call, i, v,
+                    hi - 1);
+        break;
+    case LIN_ERR_SB_STEP:
+        lin_set_err(w, "%s: %s: state_batch steps[%d] = %" PRId64 "; expected -1 (keep) or an intermediate step "
+                    "0..%" PRId64, w->name, call, i, v, hi - 1);
+        break;
+    case LIN_ERR_SB_REPEAT:
+        lin_set_err(w, "%s: %s: state_batch dst[%d] = %d repeats dst[%d]: one batch writes a slot once", w->name, call,
+                    i, lo32, hi32);
+        break;
+    case LIN_ERR_SB_CONFLICT:
+        lin_set_err(w, "%s: %s: state_batch dst[%d] = %d is also src[%d]: a copy batch may not write a slot another "
+                    "entry reads (the order would decide)", w->name, call, i, lo32, hi32);
         break;
     case LIN_ERR_DUP_SLOT:
         lin_set_err(w, "%s: %s: batch.state_indices[%d] = %" PRId64 " names a slot another request of the batch "
@@ -117,10 +152,17 @@ static int check_slots(lin_inst *w, const DLTensor *si, int32_t bs) {
     memset(w->seen, 0, (size_t)w->max_reqs);
     for (int32_t i = 0; i < bs; i++) {
         const int64_t s = sgl_sdk_index_at(si, i);
-        if (s < -1 || s >= w->max_reqs) {
+        if (s < -1 || s > INT32_MAX) {
             lin_set_err(w, "%s: batch.state_indices[%d] = %" PRId64 "; expected -1 (padding) or a slot 0..%d", w->name,
                         i, s, w->max_reqs - 1);
             return SGL_ATTN_E_INVALID;
+        }
+        if (s >= w->max_reqs) { /* a caller-owned layer's slot; a layer on the pool refuses it */
+            if (w->pool_over_i < 0) {
+                w->pool_over_i = i;
+                w->pool_over_v = s;
+            }
+            continue;
         }
         if (s >= 0 && w->seen[s]++) {
             lin_set_err(w, "%s: batch.state_indices[%d] = %" PRId64 " names a slot another request of the batch "
@@ -152,8 +194,9 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     if (sgl_sdk_cuda_fault_take_raw(&w->fault, b->stream, &f)) {
         const int32_t e[4] = {f.code, (int32_t)f.pos, (int32_t)(uint32_t)(uint64_t)f.value,
                               (int32_t)(uint32_t)((uint64_t)f.value >> 32)};
-        return lin_report_device_err(w, e, "init_forward_metadata (an earlier batch)");
+        return lin_report_device_err(w, e, f.hi, "init_forward_metadata (an earlier batch or state_batch)");
     }
+    w->pool_over_i = -1;
     const int32_t tpr = b->tokens_per_req > 0 ? b->tokens_per_req : 1;
     if (mode == SGL_ATTN_MODE_IDLE) {
         w->mode = mode;
@@ -227,7 +270,13 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     pa.max_reqs = w->max_reqs;
     pa.chunk = LIN_CHUNK;
     pa.verify = mode == SGL_ATTN_MODE_TARGET_VERIFY;
+    /* the previous plan's slot past the pool matters once a layer of its batch used the pool */
+    pa.check_over = w->graph_replaying ? w->graph_pool_fwd : w->pool_fwd;
+    w->pool_fwd = 0;
     pa.fault = w->fault.dev;
+    w->plan_si = pa.state_indices;
+    w->plan_capturing = capturing;
+    if (capturing) w->graph_pool_fwd = 0;
     int ce = lin_launch_plan(&pa, b->stream);
     if (ce) {
         sgl_sdk_cuda_format_error(w->err, sizeof w->err, "init_forward_metadata: plan kernel launch", ce);
@@ -238,8 +287,10 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     w->T = T;
     w->tpr = ext ? 1 : tpr;
     if (w->sync_check && !capturing && w->graph_replaying == 0) {
-        int32_t he[4] = {0, 0, 0, 0};
+        int32_t he[4] = {0, 0, 0, 0}, ho[4] = {0, 0, 0, 0};
         e = cudaMemcpyAsync(he, pa.d.err, sizeof he, cudaMemcpyDeviceToHost, (cudaStream_t)b->stream);
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(ho, pa.d.over, sizeof ho, cudaMemcpyDeviceToHost, (cudaStream_t)b->stream);
         if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)b->stream);
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
@@ -250,7 +301,11 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
         if (he[0]) {
             sgl_gpu_fault f2; /* reported here: not again at the next call */
             (void)sgl_sdk_cuda_fault_take_raw(&w->fault, b->stream, &f2);
-            return lin_report_device_err(w, he, "init_forward_metadata");
+            return lin_report_device_err(w, he, 0, "init_forward_metadata");
+        }
+        if (ho[0] && w->pool_over_i < 0) { /* known here: a layer on the pool refuses at once */
+            w->pool_over_i = ho[1];
+            w->pool_over_v = (int64_t)(((uint64_t)(uint32_t)ho[3] << 32) | (uint32_t)ho[2]);
         }
     }
     if (pa.verify) {

@@ -74,8 +74,8 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     ok &= add(&acc, &L->iconv, (size_t)pool.iconv, esz, 1);
     ok &= add(&acc, &L->issm, (size_t)pool.issm, esz, 1);
     /* plan arrays, in lin_plan_dev order */
-    const size_t plan_len[14] = {R, R, R, R, R, R, T, CH, CH, CH, 1, R, R, 4};
-    for (int i = 0; i < 14; i++) ok &= add(&acc, &L->plan[i], plan_len[i], 1, sizeof(int32_t));
+    const size_t plan_len[16] = {R, R, R, R, R, R, T, CH, CH, CH, 1, R, R, 4, 8, R};
+    for (int i = 0; i < 16; i++) ok &= add(&acc, &L->plan[i], plan_len[i], 1, sizeof(int32_t));
     const int xconv = d->kind != SGL_ATTN_HYBRID_LIGHTNING && d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
     ok &= add(&acc, &L->X, L->need_simple && xconv ? T : 0, (size_t)d->conv_dim, sizeof(float));
     ok &= add(&acc, &L->G, L->need_simple ? T : 0, HV * (size_t)d->gc, sizeof(float));
@@ -95,7 +95,9 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     ok &= add(&acc, &L->Kc, L->need_prep_ut ? T * (size_t)d->hk : 0, K, 2);
     ok &= add(&acc, &L->Vc, L->need_prep_ut ? T * HV : 0, V, 2);
     ok &= add(&acc, &L->Hs, L->need_tc ? CH * HV : 0, V * K, 2);
-    ok &= add(&acc, &L->stage, 3 * R, 1, sizeof(int32_t));
+    /* host-index staging: the plan's three tensors (a caller-owned layer's forward may read the first),
+     * then state_batch's three, so that neither overwrites the other's */
+    ok &= add(&acc, &L->stage, 6 * R, 1, sizeof(int32_t));
     L->total = acc;
     if (!ok) {
         sgl_sdk_str(err, n, "the device buffers overflow size_t: %d layers x %d slots, max_tokens %d", d->n_lin,

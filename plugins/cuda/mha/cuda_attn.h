@@ -67,6 +67,8 @@ int ca_check_float3(const ca_msg *m, const DLTensor *t, const char *what, int de
 int ca_check_index1(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t n);
 int ca_check_index2(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t min_rows,
                     int64_t min_cols);
+/* batch.custom_mask: a compact 1-D uint8 / bool tensor on the device. */
+int ca_check_mask(const ca_msg *m, const DLTensor *t, int device);
 /* A compact float32 [n] tensor (sinks). */
 int ca_check_f32_1(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t n);
 /* The LSE output: a compact float32 [t, hq] tensor, written. */
@@ -126,6 +128,8 @@ typedef struct ca_backend {
     uint32_t kv_bit;   /* SGL_ATTN_DT_* of the pool: dt_bit or fp8 e4m3 */
     int32_t hq, hkv, group, head_dim;
     int32_t model_window;
+    int32_t model_attn_type; /* sgl_attn_attn_type: what the extend plan's self items see */
+    int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
     void *dev_mem;     /* one allocation, carved by sz */
@@ -139,7 +143,12 @@ typedef struct ca_backend {
     int32_t rg_max_items;
     sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by ca_plan */
     /* per batch (init_forward_metadata / graph hooks) */
-    int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none */
+    int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none (verify and draft extend: EXTEND) */
+    int planned_verify; /* the planned batch is a target verify */
+    int planned_self;   /* ATTN_SELF_* of the planned extend items */
+    const uint8_t *planned_mask; /* tree verify: custom_mask's bytes (else NULL) */
+    attn_index planned_mask_indptr;
+    int32_t planned_tpr; /* verify: tokens_per_req */
     int32_t planned_bs, planned_tokens;
     int64_t checked_slots; /* the pool size the planned items were checked against (INT64_MAX: not yet) */
     /* the same for the last slot-mapped layer: its map (NULL: none yet), its length and pool */

@@ -27,6 +27,7 @@ static void ca_destroy(sgl_attn_backend *bb) {
     (void)cudaSetDevice(b->device);
     if (b->dev_mem) (void)cudaFree(b->dev_mem);
     if (b->rg_mem) (void)cudaFree(b->rg_mem);
+    if (b->iota) (void)cudaFree(b->iota);
     sgl_sdk_cuda_fault_free(&b->fault);
     attn_tmap_cache_free(b->tmaps);
     free(b);
@@ -62,6 +63,13 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, const char *c
         snprintf(b->err, sizeof b->err, "%s: batch_size %d / num_tokens %d: expected 0..%d / 0..%d (init_graph_state's)",
                  call, g->batch_size, g->num_tokens, b->graph_max_bs, b->graph_max_tokens);
         return SGL_ATTN_E_INVALID;
+    }
+    if (g->forward_mode == SGL_ATTN_MODE_TARGET_VERIFY) {
+        /* a captured batch pads its requests to length graph_seq_len_fill_value (1),
+         * shorter than a verify request's tokens: not declared (SGL_ATTN_FEAT_GRAPH_VERIFY) */
+        snprintf(b->err, sizeof b->err, "%s: forward_mode target_verify: cuda_attn does not capture verify batches",
+                 call);
+        return SGL_ATTN_E_UNSUPPORTED;
     }
     return ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
 }
@@ -153,6 +161,28 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_at
     return SGL_ATTN_OK;
 }
 
+/* Encoder-only layers read their keys from the call's k / v: the extend
+ * kernels' slot table becomes this identity (entry t = t, one word per row),
+ * and each item's row is its request's offset (plan.cuh, ATTN_SELF_NEW_ONLY). */
+static int alloc_iota(ca_backend *b, char *err, size_t err_size) {
+    const size_t n = (size_t)b->sz.max_tokens;
+    int32_t *h = malloc(n * sizeof *h);
+    if (!h) {
+        snprintf(err, err_size, "create: out of host memory");
+        return SGL_ATTN_E_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) h[i] = (int32_t)i;
+    cudaError_t ce = cudaMalloc((void **)&b->iota, n * sizeof *h);
+    if (ce == cudaSuccess) ce = cudaMemcpy(b->iota, h, n * sizeof *h, cudaMemcpyHostToDevice);
+    free(h);
+    if (ce != cudaSuccess) {
+        (void)cudaGetLastError();
+        sgl_sdk_cuda_format_error(err, err_size, "create: the encoder-only token table (cudaMalloc/cudaMemcpy)", (int)ce);
+        return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+    }
+    return SGL_ATTN_OK;
+}
+
 int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     char scratch[CA_ERR_MAX];
     char *err = a && a->error && a->error_size ? a->error : scratch;
@@ -219,6 +249,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->head_dim = m->head_dim_qk;
     b->ragged_only = m->head_dim_v > 0 && m->head_dim_v != m->head_dim_qk;
     b->model_window = m->sliding_window;
+    b->model_attn_type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
                              &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM, err, err_size);
@@ -235,6 +266,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
         ca_destroy(&b->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+    }
+    if (b->model_attn_type == SGL_ATTN_TYPE_ENCODER_ONLY && (rc = alloc_iota(b, err, err_size))) {
+        ca_destroy(&b->base);
+        return rc;
     }
     if ((rc = sgl_sdk_cuda_fault_alloc(&b->fault, err, err_size))) {
         ca_destroy(&b->base);

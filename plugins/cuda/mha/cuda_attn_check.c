@@ -9,6 +9,8 @@
 #include "cuda_attn.h"
 #include "sdk_text.h"
 
+#define CA_DL_BOOL 6 /* DLPack's kDLBool (newer than the dlpack.h we build with) */
+
 static const char *dt_bit_name(uint32_t dt) {
     return dt == SGL_ATTN_DT_BF16   ? "bf16"
            : dt == SGL_ATTN_DT_F16  ? "f16"
@@ -59,6 +61,23 @@ int ca_check_index2(const ca_msg *m, const DLTensor *t, const char *what, int de
     const sgl_sdk_tensor_spec s = {.ndim = 2, .shape = {min_rows, min_cols},
                                    .flags = SGL_SDK_T_COMPACT | SGL_SDK_T_AT_LEAST | SGL_SDK_T_INT32};
     return check(m, t, what, device, s);
+}
+
+int ca_check_mask(const ca_msg *m, const DLTensor *t, int device) {
+    const char *bad = NULL;
+    int rc = SGL_ATTN_E_INVALID;
+    if (!t->data) bad = "its data is NULL";
+    else if (!(t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged) ||
+             t->device.device_id != device)
+        bad = "it is not in this device's memory";
+    else if (t->ndim != 1 || !t->shape || t->shape[0] < 0) bad = "it is not 1-D";
+    else if (!((t->dtype.code == kDLUInt || t->dtype.code == CA_DL_BOOL) && t->dtype.bits == 8 && t->dtype.lanes == 1))
+        bad = "its dtype is not uint8 or bool";
+    else if (t->strides && t->shape[0] > 1 && t->strides[0] != 1) bad = "it is not compact", rc = SGL_ATTN_E_UNSUPPORTED;
+    if (!bad) return SGL_ATTN_OK;
+    snprintf(m->buf, m->size, "%s: batch.custom_mask: %s; expected a compact 1-D uint8 / bool tensor on device %d",
+             m->call, bad, device);
+    return rc;
 }
 
 int ca_check_f32_1(const ca_msg *m, const DLTensor *t, const char *what, int device, int64_t n) {
@@ -179,9 +198,14 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size) {
                  dt_bit_name(kvdt), dt_bit_name(m->dtype));
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    if (m->spec_tokens > 1) {
-        snprintf(why, why_size, "speculative verify with %d tokens per request: cuda_attn decodes one token per request",
-                 m->spec_tokens);
+    const int32_t type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
+    if (type < SGL_ATTN_TYPE_CAUSAL || type > SGL_ATTN_TYPE_ENCODER_ONLY) {
+        snprintf(why, why_size, "attn_type %d: expected 0 causal, 1 bidirectional or 2 encoder-only", type);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (type != SGL_ATTN_TYPE_CAUSAL && m->sliding_window >= 0) {
+        snprintf(why, why_size, "attn_type %d with sliding_window %d: cuda_attn serves a window on causal models only",
+                 type, m->sliding_window);
         return SGL_ATTN_E_UNSUPPORTED;
     }
     if (m->index_topk > 0) {
@@ -259,8 +283,6 @@ static int refuse(const ca_msg *m, const char *what, const char *why) {
 
 int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt) {
     const char *no_caps = "its caps do not declare it";
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask)) return refuse(m, "batch.custom_mask", no_caps);
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, mask_indptr)) return refuse(m, "batch.mask_indptr", no_caps);
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc))
         return refuse(m, "batch.encoder_out_cache_loc", no_caps);
     return SGL_ATTN_OK;
@@ -268,9 +290,6 @@ int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt) {
 
 int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a) {
     const sgl_attn_layer *L = a->layer;
-    const char *no_caps = "its caps do not declare it";
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) != SGL_ATTN_TYPE_CAUSAL)
-        return refuse(m, "layer.attn_type (not causal)", no_caps);
     const float qd = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale);
     if (qd != 0.f && qd != 1.f) return refuse(m, "layer.q_descale", "q is f16 / bf16, never fp8");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, q_descale_tensor))

@@ -54,6 +54,12 @@ static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, in
                      enc ? ", minus the encoder tokens" : "");
             return SGL_ATTN_E_INVALID;
         }
+        if (mode == SGL_ATTN_MODE_TARGET_VERIFY && len < tokens / (bs > 0 ? bs : 1)) {
+            snprintf(b->err, sizeof b->err,
+                     "%s: seq_lens[%d] = %" PRId64 ": a verify request counts its tokens_per_req = %d new tokens",
+                     call, i, len, tokens / (bs > 0 ? bs : 1));
+            return SGL_ATTN_E_INVALID;
+        }
         if (mode == SGL_ATTN_MODE_EXTEND && have_el) {
             const int64_t ext = sgl_sdk_index_at(el, i);
             if (ext < 0 || ext > len) {
@@ -69,6 +75,46 @@ static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, in
                  sum_ext, tokens);
         return SGL_ATTN_E_INVALID;
     }
+    return SGL_ATTN_OK;
+}
+
+/* Tree verify's mask (batch.custom_mask / mask_indptr) and what the batch's
+ * self-attention items see (*self_vis: ATTN_SELF_*, from the model's
+ * attn_type or the mask).  The blocks' lengths are checked by the plan kernel
+ * (plan.cuh: a request whose block is not new tokens x seq_len attends nothing
+ * and the next metadata call fails, naming mask_indptr). */
+static int plan_mask(ca_backend *b, const ca_msg *m, const sgl_attn_batch *bt, int32_t bs, int verify,
+                     int *self_vis) {
+    const DLTensor *mk = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask);
+    const DLTensor *ip = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, mask_indptr);
+    b->planned_mask = NULL;
+    memset(&b->planned_mask_indptr, 0, sizeof b->planned_mask_indptr);
+    *self_vis = b->model_attn_type == SGL_ATTN_TYPE_BIDIRECTIONAL  ? ATTN_SELF_ALL
+                : b->model_attn_type == SGL_ATTN_TYPE_ENCODER_ONLY ? ATTN_SELF_NEW_ONLY
+                                                                   : ATTN_SELF_CAUSAL;
+    if (!mk && !ip) return SGL_ATTN_OK;
+    if (!mk || !ip) {
+        snprintf(b->err, sizeof b->err, "%s: batch.%s is set without batch.%s: tree verify needs both", m->call,
+                 mk ? "custom_mask" : "mask_indptr", mk ? "mask_indptr" : "custom_mask");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!verify) {
+        snprintf(b->err, sizeof b->err, "%s: batch.custom_mask is set in forward_mode %d: it is a target verify (3) input",
+                 m->call, bt->forward_mode);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (b->model_attn_type != SGL_ATTN_TYPE_CAUSAL) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: batch.custom_mask for a model with attn_type %d: a tree mask is for causal layers", m->call,
+                 b->model_attn_type);
+        return SGL_ATTN_E_INVALID;
+    }
+    int rc = ca_check_mask(m, mk, b->device);
+    if (!rc) rc = ca_check_index1(m, ip, "batch.mask_indptr", b->device, (int64_t)bs + 1);
+    if (rc) return rc;
+    b->planned_mask = (const uint8_t *)sgl_sdk_data(mk);
+    b->planned_mask_indptr = index_of(ip);
+    *self_vis = ATTN_SELF_TREE;
     return SGL_ATTN_OK;
 }
 
@@ -91,12 +137,13 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         b->planned_mode = SGL_ATTN_MODE_IDLE;
         return SGL_ATTN_OK;
     }
-    if (mode == SGL_ATTN_MODE_TARGET_VERIFY) {
-        snprintf(b->err, sizeof b->err, "%s: forward_mode target_verify: cuda_attn does not serve speculative verify", call);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
-    if (mode != SGL_ATTN_MODE_DECODE && mode != SGL_ATTN_MODE_EXTEND) {
-        snprintf(b->err, sizeof b->err, "%s: forward_mode %d: expected idle, extend or decode", call, mode);
+    /* Draft extend is an extend (the accepted tokens, causal); verify is an
+     * extend of tokens_per_req tokens per request, through forward_extend. */
+    if (mode == SGL_ATTN_MODE_DRAFT_EXTEND) mode = SGL_ATTN_MODE_EXTEND;
+    const int verify = mode == SGL_ATTN_MODE_TARGET_VERIFY;
+    if (mode != SGL_ATTN_MODE_DECODE && mode != SGL_ATTN_MODE_EXTEND && !verify) {
+        snprintf(b->err, sizeof b->err, "%s: forward_mode %d: expected idle, extend, decode, target verify or draft extend",
+                 call, mode);
         return SGL_ATTN_E_INVALID;
     }
     if (bs < 0 || bs > b->sz.max_reqs) {
@@ -111,6 +158,18 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         }
         if (tokens != bs) {
             snprintf(b->err, sizeof b->err, "%s: decode num_tokens %d: expected batch_size %d", call, tokens, bs);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if (verify) {
+        if (bt->tokens_per_req < 1) {
+            snprintf(b->err, sizeof b->err, "%s: tokens_per_req %d in a target verify batch: expected >= 1", call,
+                     bt->tokens_per_req);
+            return SGL_ATTN_E_INVALID;
+        }
+        if ((int64_t)bs * bt->tokens_per_req != tokens) {
+            snprintf(b->err, sizeof b->err, "%s: verify num_tokens %d: expected batch_size %d x tokens_per_req %d", call,
+                     tokens, bs, bt->tokens_per_req);
             return SGL_ATTN_E_INVALID;
         }
     }
@@ -135,6 +194,8 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     if (!rc) rc = ca_check_index1(&m, bt->seq_lens, "seq_lens", b->device, bs);
     if (!rc && mode == SGL_ATTN_MODE_EXTEND)
         rc = ca_check_index1(&m, bt->extend_seq_lens, "extend_seq_lens", b->device, bs);
+    int self_vis = ATTN_SELF_CAUSAL;
+    if (!rc) rc = plan_mask(b, &m, bt, bs, verify, &self_vis);
     if (!rc && bt->encoder_lens) rc = ca_check_index1(&m, bt->encoder_lens, "encoder_lens", b->device, bs);
     if (rc) return rc;
     const DLTensor *table = pt ? pt : bt->req_to_token;
@@ -151,6 +212,11 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     in.req_pool_indices = index_of(pt ? NULL : bt->req_pool_indices); /* absent: row b of the page table */
     in.seq_lens = index_of(bt->seq_lens);
     in.extend_seq_lens = index_of(mode == SGL_ATTN_MODE_EXTEND ? bt->extend_seq_lens : NULL);
+    in.ext_uniform = verify ? bt->tokens_per_req : 0;
+    if (self_vis == ATTN_SELF_TREE) {
+        in.mask_indptr = b->planned_mask_indptr;
+        in.mask_len = bt->custom_mask->shape[0];
+    }
     in.encoder_lens = index_of(bt->encoder_lens);
     in.bs = bs;
     in.max_reqs = b->r2t_rows;
@@ -191,6 +257,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             pl.block_m = b->sz.extend_block_m;
             pl.block_n = b->sz.extend_block_n;
             pl.cross = set == ATTN_EPLAN_CROSS;
+            pl.self_vis = self_vis;
             ce = attn_launch_plan_extend(&in, &pl, bt->stream);
             b->has_eplan[set] = 1;
         }
@@ -200,7 +267,10 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
-    b->planned_mode = mode;
+    b->planned_mode = verify ? SGL_ATTN_MODE_EXTEND : mode;
+    b->planned_verify = verify;
+    b->planned_self = self_vis;
+    b->planned_tpr = verify ? bt->tokens_per_req : 0;
     b->checked_slots = INT64_MAX; /* the item check runs at the first forward */
     b->checked_map = NULL;        /* and at the first forward with each slot map */
     b->planned_bs = bs;
@@ -215,6 +285,61 @@ int ca_init_forward_metadata(sgl_attn_backend *bb, const sgl_attn_batch *bt) {
         return SGL_ATTN_E_INVALID;
     }
     return ca_plan(b, bt, bt->batch_size, bt->num_tokens, bt->forward_mode);
+}
+
+/* The layer's attention type against what the batch planned: the extend
+ * plan's self-attention items are planned for the model's type (plan.cuh,
+ * ATTN_SELF_*), so a self-attention layer of another type is refused; a
+ * decode token is its request's last, so a bidirectional decode is the causal
+ * one.  The tree mask replaces causality on causal layers without a window. */
+static int check_attn_type(ca_backend *b, const sgl_attn_layer *L, int mode, const char *call) {
+    const int32_t type = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type);
+    static const char *const names[] = {"causal", "bidirectional", "encoder-only"};
+    if (type < SGL_ATTN_TYPE_CAUSAL || type > SGL_ATTN_TYPE_ENCODER_ONLY) {
+        snprintf(b->err, sizeof b->err, "%s: layer %d: layer.attn_type = %d; expected 0 causal, 1 bidirectional or 2 "
+                 "encoder-only", call, L->layer_id, type);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (type != SGL_ATTN_TYPE_CAUSAL) {
+        if (L->is_cross) {
+            snprintf(b->err, sizeof b->err, "%s: layer %d: layer.attn_type = %d (%s) on a cross-attention layer; cross "
+                     "attention is non-causal over the encoder already and takes attn_type 0",
+                     call, L->layer_id, type, names[type]);
+            return SGL_ATTN_E_INVALID;
+        }
+        if (L->sliding_window >= 0) {
+            snprintf(b->err, sizeof b->err, "%s: layer %d: layer.attn_type = %d (%s) with sliding_window %d; cuda_attn "
+                     "serves a window on causal layers only",
+                     call, L->layer_id, type, names[type], L->sliding_window);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        if (b->planned_mask) {
+            snprintf(b->err, sizeof b->err, "%s: layer %d: layer.attn_type = %d (%s) in a batch with custom_mask; a tree "
+                     "mask is for causal layers", call, L->layer_id, type, names[type]);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if (b->planned_mask && !L->is_cross && L->sliding_window >= 0) {
+        snprintf(b->err, sizeof b->err, "%s: layer %d: batch.custom_mask with sliding_window %d; cuda_attn serves tree "
+                 "verify on layers without a window", call, L->layer_id, L->sliding_window);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (L->is_cross) return SGL_ATTN_OK;
+    if (mode == SGL_ATTN_MODE_DECODE) {
+        if (type == SGL_ATTN_TYPE_ENCODER_ONLY) {
+            snprintf(b->err, sizeof b->err, "%s: layer %d: layer.attn_type = 2 (encoder-only) in a decode batch; "
+                     "cuda_attn serves encoder-only layers in extend", call, L->layer_id);
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
+        return SGL_ATTN_OK;
+    }
+    if (type != b->model_attn_type) {
+        snprintf(b->err, sizeof b->err, "%s: layer %d: layer.attn_type = %d (%s) but the model's attn_type is %d (%s); "
+                 "cuda_attn plans a batch for the model's type", call, L->layer_id, type, names[type],
+                 b->model_attn_type, names[b->model_attn_type]);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
 }
 
 /* Checks shared by both forwards; fills p (all but the work lists) and, when
@@ -272,6 +397,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
                  call, L->layer_id, (double)L->sm_scale, (double)L->logit_softcap);
         return SGL_ATTN_E_INVALID;
     }
+    if ((rc = check_attn_type(b, L, mode, call))) return rc;
     if (L->is_cross && !(mode == SGL_ATTN_MODE_DECODE ? b->has_dplan[ATTN_DPLAN_CROSS] : b->has_eplan[ATTN_EPLAN_CROSS])) {
         snprintf(b->err, sizeof b->err, "%s: layer %d is cross attention but the batch had no encoder_lens", call,
                  L->layer_id);
@@ -300,6 +426,14 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
                               mode == SGL_ATTN_MODE_DECODE ? b->has_dplan[ATTN_DPLAN_CROSS] : b->has_eplan[ATTN_EPLAN_CROSS],
                               b->kern.kv_fp8, b->dt_bit, t, b->hq, b->head_dim};
         rc = ca_check_dual_chunk(&m, a, &c, dqs, dqi);
+    }
+    if (!rc && dc && (b->planned_tpr > 0 || b->planned_mask || b->planned_self != ATTN_SELF_CAUSAL ||
+                      SGL_ATTN_FIELD_OR_0(sgl_attn_layer, L, attn_type) != SGL_ATTN_TYPE_CAUSAL)) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: layer %d: dual chunk attention with speculative verify, a tree mask or a "
+                 "non-causal attn_type: cuda_attn serves it on causal decode and extend only",
+                 call, L->layer_id);
+        rc = SGL_ATTN_E_UNSUPPORTED;
     }
     if (!rc && dc && !b->kern.dual_chunk) {
         snprintf(b->err, sizeof b->err,
@@ -398,6 +532,8 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         const int nlists = c.extend ? ATTN_EPLAN_COUNT : ATTN_DPLAN_COUNT;
         for (int set = 0; set < nlists && c.nsets < ATTN_CHECK_SETS; set++) {
             if (!(c.extend ? b->has_eplan[set] : b->has_dplan[set])) continue;
+            /* encoder-only items read the identity table, not req_to_token */
+            if (c.extend && set == ATTN_EPLAN_SELF && b->planned_self == ATTN_SELF_NEW_ONLY) continue;
             c.items[c.nsets] = dev_at(b, c.extend ? b->sz.off_eitems[set] : b->sz.off_ditems[set]);
             c.num_items[c.nsets] = num_items_ptr(b, c.extend ? ATTN_DPLAN_COUNT + set : set);
             c.nsets++;
@@ -492,6 +628,38 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     return SGL_ATTN_OK;
 }
 
+/* Encoder-only: after any save, the keys are the call's k / v rows, as given
+ * (the extend kernels read them through the identity table: plan.cuh's
+ * ATTN_SELF_NEW_ONLY rows make row + column the token). */
+static int direct_keys(ca_backend *b, const sgl_attn_forward_args *a, attn_fwd *p) {
+    ca_msg m = {b->err, sizeof b->err, "forward_extend"};
+    int64_t kst[3], vst[3];
+    const int32_t t = p->num_tokens;
+    int rc = ca_check_float3(&m, a->k, "k (encoder-only keys)", b->device, b->dt_bit, t, b->hkv, b->head_dim, 1, kst);
+    if (!rc) rc = ca_check_float3(&m, a->v, "v (encoder-only values)", b->device, b->dt_bit, t, b->hkv, b->head_dim, 1, vst);
+    if (rc) return rc;
+    if (!b->iota) {
+        snprintf(b->err, sizeof b->err, "forward_extend: encoder-only layer %d without the identity table", a->layer->layer_id);
+        return SGL_ATTN_E_STATE;
+    }
+    p->k_cache = sgl_sdk_data(a->k);
+    p->v_cache = sgl_sdk_data(a->v);
+    p->kc_stride_s = kst[0];
+    p->kc_stride_h = kst[1];
+    p->vc_stride_s = vst[0];
+    p->vc_stride_h = vst[1];
+    p->num_slots = t;
+    p->req_to_token.p = b->iota;
+    p->req_to_token.shift = 0;
+    p->req_to_token.n = b->sz.max_tokens;
+    p->r2t_row_words = 1;
+    /* one-token pages and no slot map: the identity table's rows are k / v's */
+    p->page_shift = 0;
+    p->page_mask = 0;
+    memset(&p->slot_map, 0, sizeof p->slot_map);
+    return SGL_ATTN_OK;
+}
+
 int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     ca_backend *b = (ca_backend *)bb;
     attn_fwd p;
@@ -504,6 +672,11 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     const int set = a->layer->is_cross ? ATTN_EPLAN_CROSS : ATTN_EPLAN_SELF;
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
     p.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);
+    p.mask = b->planned_mask;
+    p.mask_indptr = b->planned_mask_indptr;
+    p.mask_q = b->planned_tpr;
+    const int direct = !a->layer->is_cross && b->planned_self == ATTN_SELF_NEW_ONLY;
+    if (direct && (rc = direct_keys(b, a, &p))) return rc;
     if (dual) {
         const int ce = attn_launch_dual_chunk_extend(b->kern.dtype, b->head_dim, &p, &dca, b->sz.extend_block_m,
                                                      b->grid_items, a->batch->stream);
@@ -517,7 +690,7 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
      * (page size a multiple of 16); the layer's maps are re-encoded only when
      * its pool moved.  Other page sizes take the cp.async producer. */
     const attn_kv_tmaps *tm = NULL;
-    if (b->tmaps && b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma && a->batch->page_size > 0 &&
+    if (b->tmaps && !direct && b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma && a->batch->page_size > 0 &&
         a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
         int cu = 0;
         tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &p, b->head_dim, &cu);

@@ -23,7 +23,11 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
                      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |
                      SGL_ATTN_FEAT_FP8_SCALES | SGL_ATTN_FEAT_PAGE_TABLE | SGL_ATTN_FEAT_SLOT_MAP |
                      SGL_ATTN_FEAT_RAGGED | SGL_ATTN_FEAT_LSE |
-                     SGL_ATTN_FEAT_DIFF_HEAD_DIMS | SGL_ATTN_FEAT_DUAL_CHUNK;
+                     SGL_ATTN_FEAT_DIFF_HEAD_DIMS |
+                     /* verify (chain or tree), draft extend and attention types run on the extend
+                      * kernels (docs/cuda.md); graph capture of verify is not declared */
+                     SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_TREE_MASK | SGL_ATTN_FEAT_DRAFT_EXTEND |
+                     SGL_ATTN_FEAT_ATTN_TYPES | SGL_ATTN_FEAT_DUAL_CHUNK;
     /* equal dims for every forward; qk 192 / v 128 (DeepSeek's MLA prefill)
      * in forward_ragged only (the paged forwards refuse it by name) */
     static const uint16_t dims[][2] = {{64, 64}, {128, 128}, {256, 256}, {CA_RAGGED_DQK, CA_RAGGED_DV}};

@@ -18,7 +18,8 @@
  *     the scale folds into the exponent (one FFMA + EX2 per score);
  *   - the masks (causal diagonal, window edge, KV end): per-row visible
  *     column bounds [clo, chi) computed once per item, applied with selects,
- *     only on tiles that need them.
+ *     only on tiles that need them; a tree verify item (ATTN_VIS_TREE) masks
+ *     every tile, each score by its byte of the batch's mask.
  * The LSE output (p.lse set) is written beside the output rows.  Head dims
  * are template parameters, DQK (Q, K) and DV (V, O): equal for the paged
  * extend, qk 192 / v 128 for forward_ragged's DeepSeek shape.  RAGGED: K / V
@@ -44,7 +45,9 @@ template <int DQK, int DV = DQK> struct extend_mma_cfg {
     static constexpr size_t SMEM = (size_t)(Q_ELEMS + STAGES * (K_ELEMS + V_ELEMS)) * 2;
 };
 
-template <int DT, int DQK, int DV, bool RAGGED>
+/* TREE: the instantiation for batches with a tree mask (p.mask set); the
+ * others carry no mask code, so their registers are the plain kernel's. */
+template <int DT, int DQK, int DV, bool RAGGED, bool TREE>
 __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_fwd p) {
     using C = extend_mma_cfg<DQK, DV>;
     constexpr int BM = C::BM, BN = C::BN, S = C::STAGES, CH = DQK / 8, NB = DV / 8, SN = BN / 8;
@@ -60,7 +63,8 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     const int head = blockIdx.x, kvh = head / p.group;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
-    const int window = it.causal ? p.window : -1;
+    const bool causal = it.causal == ATTN_VIS_CAUSAL, tree = TREE && it.causal == ATTN_VIS_TREE;
+    const int window = causal ? p.window : -1;
 
     for (int i = tid; i < BM * CH; i += ATTN_EM_THREADS) {
         const int r = i / CH, c = i % CH;
@@ -73,7 +77,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     gc_cp_async_commit();
 
     int lo = it.kv_lo, hi = it.kv_hi;
-    if (it.causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
+    if (causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
     if (window >= 0 && it.q_pos0 - window > lo) lo = it.q_pos0 - window;
     const int ntiles = hi > lo ? (hi - lo + BN - 1) / BN : 0;
 
@@ -100,11 +104,20 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     /* Row h sees columns [clo[h], chi[h]): col < hi, causal col <= qpos, window
      * col >= qpos - window (attn_visible, as bounds). */
     int chi[2], clo[2];
+    /* Tree verify: row h's mask bytes start at mrow[h] (a row past the item sees nothing). */
+    int64_t mrow[2] = {0, 0};
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int qpos = h ? qpos_hi : qpos_lo;
-        chi[h] = it.causal && qpos + 1 < hi ? qpos + 1 : hi;
+        chi[h] = causal && qpos + 1 < hi ? qpos + 1 : hi;
         clo[h] = window >= 0 ? qpos - window : INT_MIN;
+        if constexpr (TREE) {
+            if (tree) {
+                const int r = r0 + g + 8 * h;
+                mrow[h] = attn_mask_base(p, it) + (int64_t)r * (it.kv_hi - it.kv_lo);
+                if (r >= it.nrows) chi[h] = INT_MIN;
+            }
+        }
     }
     /* Without a soft-cap (and a positive scale) S stays raw: the row max of raw
      * scores scales to the max of scaled ones, exp2(s * c - m) is one FFMA. */
@@ -156,7 +169,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
                 for (int i = 0; i < 4; i++) s[n][i] = attn_score(p, s[n][i]);
         }
         /* mask only where some (row, column) pair of the tile can be invisible */
-        const bool need_mask = t0 + BN > hi || (it.causal && t0 + BN - 1 > qmin) ||
+        const bool need_mask = tree || t0 + BN > hi || (causal && t0 + BN - 1 > qmin) ||
                                (window >= 0 && t0 < qmax - window);
         if (need_mask) {
 #pragma unroll
@@ -164,7 +177,9 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const int col = t0 + n * 8 + t4 * 2 + (i & 1);
-                    const bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                    bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                    if constexpr (TREE) /* the mask replaces causality */
+                        vis = vis && (!tree || __ldg(p.mask + mrow[i >> 1] + col) != 0);
                     s[n][i] = vis ? s[n][i] : ATTN_NEG_INF;
                 }
         }
@@ -246,14 +261,24 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
 }
 
 template <int DT, int DQK, int DV = DQK, bool RAGGED = false> static int setup(void) {
-    return (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, DQK, DV, RAGGED>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_mma_cfg<DQK, DV>::SMEM);
+    int e = (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, DQK, DV, RAGGED, false>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_mma_cfg<DQK, DV>::SMEM);
+    if constexpr (!RAGGED) /* forward_ragged takes no tree mask */
+        if (!e)
+            e = (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, DQK, DV, false, true>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_mma_cfg<DQK, DV>::SMEM);
+    return e;
 }
 
 template <int DT, int DQK, int DV = DQK, bool RAGGED = false>
 static int launch(const attn_fwd *p, int grid_items, cudaStream_t st) {
     dim3 grid((unsigned)p->hq, (unsigned)grid_items);
-    attn_extend_mma_kernel<DT, DQK, DV, RAGGED><<<grid, ATTN_EM_THREADS, extend_mma_cfg<DQK, DV>::SMEM, st>>>(*p);
+    if constexpr (!RAGGED)
+        if (p->mask) {
+            attn_extend_mma_kernel<DT, DQK, DV, false, true><<<grid, ATTN_EM_THREADS, extend_mma_cfg<DQK, DV>::SMEM, st>>>(*p);
+            return (int)cudaGetLastError();
+        }
+    attn_extend_mma_kernel<DT, DQK, DV, RAGGED, false><<<grid, ATTN_EM_THREADS, extend_mma_cfg<DQK, DV>::SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 

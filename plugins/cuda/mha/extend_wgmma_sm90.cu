@@ -69,8 +69,10 @@ template <int DQK, int DV = DQK, typename K> static int setup_fn(K fn) {
 }
 
 template <int DT> static int setup(int *tma_ok) {
-    const int e = setup_fn<ATTN_WG_D>(attn_extend_wgmma_kernel<DT, ATTN_WG_D>);
-    *tma_ok = !e && setup_fn<ATTN_WG_D>(attn_extend_wgmma_tma_kernel<DT, ATTN_WG_D>) == 0;
+    int e = setup_fn<ATTN_WG_D>(attn_extend_wgmma_kernel<DT, ATTN_WG_D, ATTN_WG_D, false, false>);
+    if (!e) e = setup_fn<ATTN_WG_D>(attn_extend_wgmma_kernel<DT, ATTN_WG_D, ATTN_WG_D, false, true>);
+    *tma_ok = !e && setup_fn<ATTN_WG_D>(attn_extend_wgmma_tma_kernel<DT, ATTN_WG_D, ATTN_WG_D, false, false>) == 0 &&
+              setup_fn<ATTN_WG_D>(attn_extend_wgmma_tma_kernel<DT, ATTN_WG_D, ATTN_WG_D, false, true>) == 0;
     return e;
 }
 
@@ -85,10 +87,15 @@ extern "C" int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {
 template <int DT>
 static int launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
     constexpr int D = ATTN_WG_D;
-    if (tm)
-        attn_extend_wgmma_tma_kernel<DT, D><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p, *tm);
+    const size_t sm = extend_wg_cfg<D>::SMEM;
+    if (tm && p->mask)
+        attn_extend_wgmma_tma_kernel<DT, D, D, false, true><<<blocks, ATTN_WG_THREADS, sm, st>>>(*p, *tm);
+    else if (tm)
+        attn_extend_wgmma_tma_kernel<DT, D, D, false, false><<<blocks, ATTN_WG_THREADS, sm, st>>>(*p, *tm);
+    else if (p->mask)
+        attn_extend_wgmma_kernel<DT, D, D, false, true><<<blocks, ATTN_WG_THREADS, sm, st>>>(*p);
     else
-        attn_extend_wgmma_kernel<DT, D><<<blocks, ATTN_WG_THREADS, extend_wg_cfg<D>::SMEM, st>>>(*p);
+        attn_extend_wgmma_kernel<DT, D, D, false, false><<<blocks, ATTN_WG_THREADS, sm, st>>>(*p);
     return (int)cudaGetLastError();
 }
 

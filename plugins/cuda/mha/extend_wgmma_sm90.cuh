@@ -50,6 +50,11 @@
  * and key column c is row row + c (no page-table read); the TMA producer
  * then takes every whole 16-row box of the tile (any start row) by TMA
  * (wg_tma_rows), the rest by cp.async with its zero-fill.
+ *
+ * A tree verify item (ATTN_VIS_TREE) masks every tile by the batch's mask
+ * bytes, which each consumer thread loads for its rows while the tile's S
+ * wgmma runs; a consumer warpgroup whose rows all lie past a short item only
+ * keeps the barrier counts.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -117,7 +122,7 @@ template <int DQK, int DV = DQK> struct extend_wg_cfg {
 
 /* What one (item, head) pair covers; both roles derive it the same way. */
 struct wg_work {
-    int row, q_tok0, nrows, q_pos0, causal, window;
+    int row, q_tok0, nrows, q_pos0, causal, tree, window; /* causal, tree: the item's ATTN_VIS_* */
     int lo, hi, ntiles, head, kvh;
     long long item;
 };
@@ -132,13 +137,14 @@ template <int BN> GC_DEV wg_work wg_work_at(const attn_fwd &p, long long w) {
     k.q_tok0 = it.q_tok0;
     k.nrows = it.nrows;
     k.q_pos0 = it.q_pos0;
-    k.causal = it.causal;
-    k.window = it.causal ? p.window : -1;
+    k.causal = it.causal == ATTN_VIS_CAUSAL;
+    k.tree = it.causal == ATTN_VIS_TREE;
+    k.window = k.causal ? p.window : -1;
     /* KV columns the tile can see: causal rows never look past the last row,
      * windowed rows never before the first row's window. */
     k.lo = it.kv_lo;
     k.hi = it.kv_hi;
-    if (it.causal && it.q_pos0 + it.nrows < k.hi) k.hi = it.q_pos0 + it.nrows;
+    if (k.causal && it.q_pos0 + it.nrows < k.hi) k.hi = it.q_pos0 + it.nrows;
     if (k.window >= 0 && it.q_pos0 - k.window > k.lo) k.lo = it.q_pos0 - k.window;
     k.ntiles = k.hi > k.lo ? (k.hi - k.lo + BN - 1) / BN : 0;
     return k;
@@ -423,9 +429,9 @@ struct wg_rows {
  * because scale > 0); with one, each score goes through attn_score first.
  * Masks (only on tiles that need them) are attn_visible as per-row column
  * bounds [clo, chi) and a select per score: no branch per score. */
-template <int BN>
+template <int BN, bool TREE>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
-                       bool need_mask, int q4) {
+                       bool need_mask, int q4, const uint32_t (&tbits)[2]) {
     const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
     const float c = folded ? p.scale_log2 : 1.f;
     if (!folded) {
@@ -444,7 +450,9 @@ GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const att
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int col = t0 + 8 * j + 2 * q4 + (i & 1);
-                const bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
+                if constexpr (TREE) /* the mask replaces causality */
+                    vis = vis && (!k.tree || ((tbits[i >> 1] >> (2 * j + (i & 1))) & 1u));
                 s[4 * j + i] = vis ? s[4 * j + i] : ATTN_NEG_INF;
             }
     }
@@ -523,7 +531,7 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
 
 /* A consumer warpgroup: per tile, S = Q K^T, wait, the softmax, O += P V,
  * wait, release the stage; Q is released after the pair's last S. */
-template <int DT, int DQK, int DV>
+template <int DT, int DQK, int DV, bool TREE>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_wg_cfg<DQK, DV>::STAGES> &bar,
                         long long total, int wg) {
     using C = extend_wg_cfg<DQK, DV>;
@@ -544,6 +552,13 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
         st.qpos[0] = k.q_pos0 + row_lo;
         st.qpos[1] = st.qpos[0] + 8;
         const int qmin = k.q_pos0 + 64 * wg, qmax = qmin + 63; /* this warpgroup's rows */
+        /* A warpgroup whose 64 rows all lie past the item (a short item: verify's
+         * draft tokens) computes nothing: it only keeps the barriers' counts. */
+        const bool idle = 64 * wg >= k.nrows;
+        /* Tree verify: the bytes of this thread's first row start at mrow, its
+         * second row's 8 mask rows later. */
+        const uint8_t *mrow = p.mask;
+        if (TREE && k.tree) mrow += attn_mask_base(p, p.eitems[k.item]) + (int64_t)row_lo * (k.hi - k.lo);
 #pragma unroll
         for (int i = 0; i < D / 2; i++) o[i] = 0.f;
         mbar_wait(bar.q_full(), kq & 1);
@@ -552,21 +567,46 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
         if (k.ntiles == 0) wg_release(bar.q_empty(), lane);
         /* mask only where some (row, column) pair of the tile can be invisible */
         auto need_mask = [&](int t0) {
-            return t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) || (k.window >= 0 && t0 < qmax - k.window);
+            return (TREE && k.tree) || t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) ||
+                   (k.window >= 0 && t0 < qmax - k.window);
         };
         for (int j = 0; j < k.ntiles; j++, g++) {
             const int sidx = (int)(g % ST), t0 = k.lo + j * BN;
             mbar_wait(bar.full(sidx), (g / ST) & 1);
+            if (idle) {
+                if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
+                wg_release(bar.empty(sidx), lane);
+                continue;
+            }
             fence_proxy_async();
             wg_pin(s);
             wg_fence();
             wg_qk<DT, DQK, BN>(s, q_addr, k_addr + sidx * C::K_BYTES);
             wg_commit();
+            /* tree verify: this tile's mask bits of the thread's two rows, loaded
+             * while the S wgmma runs (bit 2j + e: column t0 + 8j + 2 q4 + e) */
+            uint32_t tbits[2] = {0u, 0u};
+            if (TREE && k.tree) {
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    if (row_lo + 8 * h >= k.nrows) continue; /* rows past the item see nothing */
+                    const uint8_t *mr = mrow + (int64_t)(8 * h) * (k.hi - k.lo);
+                    /* 4 column pairs in flight at a time: the consumer's registers hold S and O */
+#pragma unroll 4
+                    for (int jj = 0; jj < BN / 8; jj++)
+#pragma unroll
+                        for (int e = 0; e < 2; e++) {
+                            const int col = t0 + 8 * jj + 2 * q4 + e;
+                            const uint32_t v = col < k.hi ? __ldg(mr + col) : 0u;
+                            tbits[h] |= (v != 0u ? 1u : 0u) << (2 * jj + e);
+                        }
+                }
+            }
             wg_wait<0>();
             wg_pin(s);
             if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN>(s, st, corr, p, k, t0, need_mask(t0), q4);
+            wg_softmax<BN, TREE>(s, st, corr, p, k, t0, need_mask(t0), q4, tbits);
             wg_scale_o<D>(o, corr);
             wg_pack_p<DT, BN>(pa, s);
             wg_pin(o);
@@ -589,9 +629,10 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
  * bytes of dynamic shared memory (set by attn_wgmma_setup).  One body, the
  * producer as a template parameter: attn_extend_wgmma_kernel gathers with
  * cp.async, attn_extend_wgmma_tma_kernel takes page boxes (RAGGED: row
- * boxes) by TMA. */
+ * boxes) by TMA.  TREE: the instantiation for tree verify batches (the mask
+ * bits in the consumer); the others carry no mask code. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int DQK, int DV, bool TMA, bool RAGGED>
+template <int DT, int DQK, int DV, bool TMA, bool RAGGED, bool TREE>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<DQK, DV>;
     extern __shared__ __align__(16) uint8_t wg_smem_raw[];
@@ -616,15 +657,15 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
         wg_producer<DQK, DV, TMA, RAGGED>(p, sm, bar, total, tm);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, DQK, DV>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
+        wg_consumer<DT, DQK, DV, TREE>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
     }
 }
 #endif
 
-template <int DT, int DQK, int DV = DQK, bool RAGGED = false>
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false, bool TREE = false>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, DQK, DV, false, RAGGED>(p, nullptr);
+    wg_kernel_body<DT, DQK, DV, false, RAGGED, TREE>(p, nullptr);
 #else
     (void)p;
 #endif
@@ -632,11 +673,11 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(c
 
 /* The pool's K and V tensor maps ride in the parameters (__grid_constant__:
  * the TMA reads them there). */
-template <int DT, int DQK, int DV = DQK, bool RAGGED = false>
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false, bool TREE = false>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p,
                                                                                  const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, DQK, DV, true, RAGGED>(p, &tm);
+    wg_kernel_body<DT, DQK, DV, true, RAGGED, TREE>(p, &tm);
 #else
     (void)p;
     (void)tm;

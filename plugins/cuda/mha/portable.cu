@@ -55,7 +55,10 @@ template <int DT, int D> static int decode_portable(const attn_fwd *p, int grid_
 
 template <int DT, int D> static int extend_portable(const attn_fwd *p, int grid_items, cudaStream_t st) {
     dim3 grid((unsigned)p->hq, (unsigned)grid_items);
-    attn_extend_portable_kernel<DT, D><<<grid, ATTN_PE_THREADS, 0, st>>>(*p);
+    if (p->mask)
+        attn_extend_portable_kernel<DT, D, true><<<grid, ATTN_PE_THREADS, 0, st>>>(*p);
+    else
+        attn_extend_portable_kernel<DT, D, false><<<grid, ATTN_PE_THREADS, 0, st>>>(*p);
     return (int)cudaGetLastError();
 }
 

@@ -108,7 +108,7 @@ __global__ __launch_bounds__(RP_THREADS) void attn_ragged_plan_kernel(attn_ragge
             it.q_pos0 = (pl.causal ? r.lk - r.lq : 0) + k * pl.block_m;
             it.kv_lo = 0;
             it.kv_hi = r.lk;
-            it.causal = pl.causal;
+            it.causal = pl.causal ? ATTN_VIS_CAUSAL : ATTN_VIS_ALL;
             pl.items[slot] = it;
         }
     }

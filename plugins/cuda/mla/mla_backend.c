@@ -104,6 +104,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
         b->mode = batch->forward_mode;
         b->bs = bs;
         b->t = 0;
+        b->tree = 0;
         b->n_items = b->n_comb = 0;
         b->planned = 1;
         b->checked_slots[0] = b->checked_slots[1] = INT64_MAX;
@@ -114,7 +115,8 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     int64_t shp[3];
     const DLTensor *seq = batch->seq_lens_cpu, *pre = batch->extend_prefix_lens_cpu,
                    *ext = batch->extend_seq_lens_cpu;
-    const int extend = batch->forward_mode == SGL_ATTN_MODE_EXTEND;
+    /* draft extend is an extend of the draft model (causal, extend lengths) */
+    const int extend = batch->forward_mode == SGL_ATTN_MODE_EXTEND || batch->forward_mode == SGL_ATTN_MODE_DRAFT_EXTEND;
     if (bs < 0 || bs > b->max_reqs)
         return mla_set_error(b, SGL_ATTN_E_INVALID, "batch_size %d; expected 0..%d (max_reqs given at create)",
                              bs, b->max_reqs);
@@ -137,6 +139,9 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     rc = mla_batch_lengths(batch, b->max_reqs, b->max_tokens, b->max_context, seq, pre, ext, b->q_len,
                            b->prefix, b->err, sizeof b->err);
     if (rc) return rc;
+    mla_fwd_view tv; /* tree verify: its mask, checked against the lengths */
+    if ((rc = mla_check_tree(batch, b->device, b->q_len, b->prefix, &tv, b->err, sizeof b->err))) return rc;
+    const int tree = tv.mask != NULL;
 
     /* The kernel, its tile rows, the plan. */
     int32_t max_q = 0;
@@ -147,10 +152,13 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     int32_t kernel = mla_resolve_kernel(b->kernel_pref, b->model_q_dt, b->model_kv_dt, batch->page_size, rows,
                                         b->wide_ok);
     const int32_t rpt = kernel == MLA_KERNEL_WIDE || extend ? 64 : mla_rows_per_tile(rows);
+    /* tree verify: the mma kernel's base configuration carries the mask (the wide kernel has none) */
+    if (tree && kernel == MLA_KERNEL_WIDE) kernel = MLA_KERNEL_MMA;
+    const int32_t cfg_pref = tree ? MLA_MMA_BASE : b->mma_cfg_pref;
     /* no mma configuration fits this device's shared memory (SM 8.6 / 8.9 / 12.x): simple */
-    if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, b->mma_cfg_pref, optin) == 0)
+    if (kernel == MLA_KERNEL_MMA && mla_mma_smem_bytes(rpt, cfg_pref, optin) == 0)
         kernel = MLA_KERNEL_SIMPLE;
-    const int32_t mcfg = kernel == MLA_KERNEL_MMA ? mla_mma_effective_cfg(rpt, b->mma_cfg_pref, optin) : MLA_MMA_BASE;
+    const int32_t mcfg = kernel == MLA_KERNEL_MMA ? mla_mma_effective_cfg(rpt, cfg_pref, optin) : MLA_MMA_BASE;
     const int32_t sms = b->dev.sm_count > 0 ? b->dev.sm_count : 1;
     const int32_t ctas = sms * (kernel == MLA_KERNEL_MMA ? mla_mma_ctas_per_sm(mcfg) : 1);
     mla_plan_params p;
@@ -163,6 +171,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     p.no_split = kernel == MLA_KERNEL_SIMPLE;
     p.max_context = b->max_context;
     p.max_part_rows = b->part_rows;
+    p.tree = tree;
 
     const int slot = b->ring_next;
     b->ring_next = (b->ring_next + 1) % MLA_RING;
@@ -192,6 +201,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->mode = batch->forward_mode;
     b->bs = bs;
     b->t = batch->num_tokens;
+    b->tree = tree;
     b->kernel = kernel;
     b->rows_per_tile = rpt;
     b->mma_cfg = mcfg;
@@ -205,9 +215,9 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     if (b->log) {
         static const char *const cfg_name[] = {"base", "two", "ring", "tma"};
         fprintf(stderr,
-                "cuda_mla: plan: mode %d, %d requests, %d rows a request, page %d: asked %s, runs %s "
+                "cuda_mla: plan: mode %d%s, %d requests, %d rows a request, page %d: asked %s, runs %s "
                 "(%d-row tiles%s%s, prefetch %d), %d CTAs, %d items, %d split tiles\n",
-                (int)b->mode, (int)bs, (int)rows, (int)b->page, mla_kernel_name(b->kernel_pref),
+                (int)b->mode, tree ? " (tree mask)" : "", (int)bs, (int)rows, (int)b->page, mla_kernel_name(b->kernel_pref),
                 mla_kernel_name(kernel), (int)rpt, kernel == MLA_KERNEL_MMA ? ", mma " : "",
                 kernel == MLA_KERNEL_MMA ? cfg_name[mcfg >= 0 && mcfg <= 3 ? mcfg : 0] : "", (int)b->prefetch,
                 (int)ctas, (int)b->n_items, (int)b->n_comb);

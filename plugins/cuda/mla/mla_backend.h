@@ -69,6 +69,7 @@ typedef struct mla_backend {
      * were checked against (mla_item_check.cu); INT64_MAX: not yet */
     int64_t checked_slots[2];
     int32_t mode, bs, t, kernel, rows_per_tile, page;
+    int32_t tree;     /* 1: a tree-verify plan (batch custom_mask; mla_sched.h) */
     int32_t mma_cfg;  /* effective MLA_MMA_* of the plan (mma kernel) */
     int32_t ctas;     /* CTAs resident at once: the plan's target and the persistent grid */
     int32_t prefetch; /* L2 prefetch distance handed to the kernel */

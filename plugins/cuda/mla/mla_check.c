@@ -31,6 +31,72 @@ static int check(const DLTensor *t, const char *name, const char *meaning, int n
     return sgl_sdk_check_tensor(t, &s, err, n);
 }
 
+/* A [T, h, dims] tensor of CUDA memory of `device` with contiguous rows
+ * (innermost stride 1) and token / head strides that are multiples of 8
+ * elements (16-byte rows): compact, a slice of a wider buffer or a
+ * transposed view, as sglang passes them.  Its strides in *ts / *hs. */
+static int check_rows(const DLTensor *t, const char *name, const char *meaning, int64_t T, int64_t h, int64_t dims,
+                      uint32_t dtypes, int32_t device, int64_t *ts, int64_t *hs, char *err, size_t n) {
+    const sgl_sdk_tensor_spec s = {name, meaning, 3, {T, h, dims, 0}, dtypes, SGL_SDK_DEV_CUDA, device,
+                                   SGL_SDK_T_ROWS | SGL_SDK_T_INT32, 16u};
+    int rc = sgl_sdk_check_tensor(t, &s, err, n);
+    if (rc) return rc;
+    int64_t st[SGL_SDK_MAX_DIMS];
+    sgl_sdk_strides(t, &s, st);
+    if (st[0] < 0 || st[1] < 0) {
+        snprintf(err, n, "%s: strides [%lld, %lld, 1]; expected strides >= 0", name, (long long)st[0],
+                 (long long)st[1]);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    *ts = st[0];
+    *hs = st[1];
+    return SGL_ATTN_OK;
+}
+
+/* ABI 1.2 fp8 scales: k_scale_tensor ([1] or [] fp32, CUDA memory of
+ * `device`, read by the kernels at the forward) for an fp8 pool, with
+ * k_scale left at 1 (the tensor replaces it; its value lives on the device,
+ * so the host cannot compare the two); no v_scale_tensor (MLA's value is the
+ * latent row: k's scale); no q descale (q is bf16 / f16, never fp8). */
+static int check_scales(const sgl_attn_layer *l, int fp8, int32_t device, const float **k_scale_t, char *err,
+                        size_t n) {
+    const DLTensor *kt = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, k_scale_tensor);
+    const DLTensor *vt = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, v_scale_tensor);
+    const DLTensor *qt = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale_tensor);
+    const float qd = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale);
+    *k_scale_t = NULL;
+    if (qt || (qd != 0.f && qd != 1.f)) {
+        snprintf(err, n, "layer %d: layer.%s is set but q is bf16 / f16 here; a q descale dequantises an fp8 q",
+                 l->layer_id, qt ? "q_descale_tensor" : "q_descale");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (vt) {
+        snprintf(err, n, "layer %d: layer.v_scale_tensor is set on an MLA layer; its value lives in k_cache and "
+                         "dequantises with k_scale",
+                 l->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!kt) return SGL_ATTN_OK;
+    if (!fp8) {
+        snprintf(err, n, "layer %d: layer.k_scale_tensor is set but the pool is not fp8; scale tensors dequantise an "
+                         "fp8 pool",
+                 l->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (l->k_scale != 1.f) {
+        snprintf(err, n, "layer %d: k_scale = %g with layer.k_scale_tensor set: the tensor replaces the float, so "
+                         "leave k_scale at 1",
+                 l->layer_id, (double)l->k_scale);
+        return SGL_ATTN_E_INVALID;
+    }
+    const sgl_sdk_tensor_spec s = {"layer.k_scale_tensor", "one fp32 scale", kt->ndim == 0 ? 0 : 1, {1, 0, 0, 0},
+                                   SGL_ATTN_DT_F32, SGL_SDK_DEV_CUDA, device, SGL_SDK_T_COMPACT, 4u};
+    int rc = sgl_sdk_check_tensor(kt, &s, err, n);
+    if (rc) return rc;
+    *k_scale_t = (const float *)sgl_sdk_data(kt);
+    return SGL_ATTN_OK;
+}
+
 static mla_index index_of(const DLTensor *t) {
     mla_index ix = {(const int32_t *)sgl_sdk_data(t), sgl_sdk_numel(t), t->dtype.bits == 64, 0};
     return ix;
@@ -112,13 +178,36 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     }
     const int64_t T = t_planned, HQ = l->num_q_heads;
     const uint32_t half = SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F16;
-    if ((rc = check(a->q, "q", "num_tokens, num_q_heads, 576: absorbed MLA q, rank 512 + rope 64", 3, T, HQ,
-                    MLA_D_QK, half, device, 1, err, n)))
+    const DLTensor *qr = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope);
+    const DLTensor *kr = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope);
+    if (kr && !qr) {
+        snprintf(err, n, "forward args k_rope is set but q_rope is NULL; give q_rope beside q (and k_rope beside k), "
+                         "or neither");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (qr) { /* the rope split: latent q [T, Hq, 512], q_rope [T, Hq, 64] */
+        if ((rc = check_rows(a->q, "q", "num_tokens, num_q_heads, 512: the latent q (q_rope beside it)", T, HQ,
+                             MLA_D_V, half, device, &v->q_ts, &v->q_hs, err, n)))
+            return rc;
+    } else if ((rc = check(a->q, "q", "num_tokens, num_q_heads, 576: absorbed MLA q, rank 512 + rope 64", 3, T, HQ,
+                           MLA_D_QK, half, device, 1, err, n))) {
         return rc;
+    }
     v->q_dt = mla_dtype_of(a->q->dtype);
     v->q = sgl_sdk_data(a->q);
     /* out, the new latent rows and a 16-bit pool: q's dtype */
     const uint32_t q_bit = dt_bit(v->q_dt);
+    if (qr) {
+        if ((rc = check_rows(qr, "forward args q_rope", "num_tokens, num_q_heads, 64: q's rope dims", T, HQ,
+                             MLA_D_QK - MLA_D_V, q_bit, device, &v->qr_ts, &v->qr_hs, err, n)))
+            return rc;
+        v->q_rope = sgl_sdk_data(qr);
+    } else {
+        v->q_ts = v->qr_ts = HQ * MLA_D_QK;
+        v->q_hs = v->qr_hs = MLA_D_QK;
+        v->q_rope = (const uint16_t *)v->q + MLA_D_V;
+    }
+    if ((rc = mla_check_tree(b, device, NULL, NULL, v, err, n))) return rc;
     if ((rc = check(a->out, "out", "num_tokens, num_q_heads, 512", 3, T, HQ, MLA_D_V, q_bit, device, 1, err, n)))
         return rc;
     v->out = (void *)sgl_sdk_data(a->out);
@@ -140,7 +229,8 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     }
     v->pool = (void *)sgl_sdk_data(l->k_cache);
     v->k_scale = 1.f;
-    if (v->kv_dt == MLA_DT_FP8) {
+    if ((rc = check_scales(l, v->kv_dt == MLA_DT_FP8, device, &v->k_scale_t, err, n))) return rc;
+    if (v->kv_dt == MLA_DT_FP8 && !v->k_scale_t) {
         if (!(l->k_scale > 0.f) || !isfinite(l->k_scale)) {
             snprintf(err, n, "layer %d: k_scale %g for the fp8 pool; expected a finite value > 0",
                      l->layer_id, (double)l->k_scale);
@@ -150,6 +240,12 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     }
     v->scale_log2 = l->sm_scale * 1.4426950408889634f;
     if (ti) { /* DSA sparse MLA (mla_sparse.h) */
+        if (qr || v->mask) {
+            snprintf(err, n, "layer %d: topk_indices given with %s: cuda_mla's sparse MLA reads q whole "
+                             "([T, Hq, 576]) and attends the given slots (no tree mask)",
+                     l->layer_id, qr ? "forward args q_rope" : "batch.custom_mask");
+            return SGL_ATTN_E_UNSUPPORTED;
+        }
         if (v->kv_dt != v->q_dt) {
             snprintf(err, n, "layer %d: topk_indices given with an fp8 pool: cuda_mla's sparse MLA takes a pool of "
                              "q's dtype (bf16/f16)",
@@ -190,14 +286,83 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
     v->req_pool_indices = index_of(b->req_pool_indices);
 
     if (a->save_kv_cache) {
-        if ((rc = check(a->k, "k", "num_tokens, 1, 576: the new latent rows", 3, T, 1, MLA_D_QK, q_bit, device, 1,
-                        err, n)))
+        if (qr && !kr) {
+            snprintf(err, n, "save_kv_cache with q_rope but no k_rope: the pool row is the latent k then its rope "
+                             "part; give k_rope beside k");
+            return SGL_ATTN_E_INVALID;
+        }
+        if (kr) {
+            int64_t hs;
+            if ((rc = check_rows(a->k, "k", "num_tokens, 1, 512: the new latent rows (k_rope beside them)", T, 1,
+                                 MLA_D_V, q_bit, device, &v->k_ld, &hs, err, n)) ||
+                (rc = check_rows(kr, "forward args k_rope", "num_tokens, 1, 64: the new rows' rope dims", T, 1,
+                                 MLA_D_QK - MLA_D_V, q_bit, device, &v->kr_ld, &hs, err, n)))
+                return rc;
+            v->k_rope = sgl_sdk_data(kr);
+        } else if ((rc = check(a->k, "k", "num_tokens, 1, 576: the new latent rows", 3, T, 1, MLA_D_QK, q_bit, device,
+                               1, err, n))) {
             return rc;
+        }
         v->k = sgl_sdk_data(a->k);
+        if (!kr) {
+            v->k_ld = v->kr_ld = MLA_D_QK;
+            v->k_rope = (const uint16_t *)v->k + MLA_D_V;
+        }
         if ((rc = check(b->out_cache_loc, "out_cache_loc", "num_tokens", 1, T, 0, 0, 0, device, 0, err, n)))
             return rc;
         v->loc = index_of(b->out_cache_loc);
     }
+    return SGL_ATTN_OK;
+}
+
+int mla_check_tree(const sgl_attn_batch *b, int32_t device, const int32_t *q_len, const int32_t *prefix,
+                   mla_fwd_view *v, char *err, size_t n) {
+    const DLTensor *m = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, custom_mask);
+    const DLTensor *ip = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, mask_indptr);
+    v->mask = NULL;
+    v->mask_n = 0;
+    memset(&v->mask_indptr, 0, sizeof v->mask_indptr);
+    if (!m && !ip) return SGL_ATTN_OK;
+    if (!m || !ip) {
+        snprintf(err, n, "batch.%s is set without batch.%s; tree verify needs both", m ? "custom_mask" : "mask_indptr",
+                 m ? "mask_indptr" : "custom_mask");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (b->forward_mode != SGL_ATTN_MODE_TARGET_VERIFY) {
+        snprintf(err, n, "batch.custom_mask is set in forward_mode %d; it is a target-verify (3) input",
+                 b->forward_mode);
+        return SGL_ATTN_E_INVALID;
+    }
+    const DLDataType dt = m->dtype;
+    if (!((dt.code == kDLUInt || dt.code == 6 /* kDLBool */) && dt.bits == 8 && dt.lanes == 1)) {
+        snprintf(err, n, "batch.custom_mask: dtype code %d, %d bits, %d lanes; expected uint8 or bool (one byte an "
+                         "entry)",
+                 dt.code, dt.bits, dt.lanes);
+        return SGL_ATTN_E_INVALID;
+    }
+    /* the SDK's checks of device, shape and layout, on a one-byte dtype it knows */
+    DLTensor mb = *m;
+    mb.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3FN_CODE;
+    int rc = check(&mb, "batch.custom_mask", "sum of new tokens x seq_lens", 1, SGL_SDK_ANY, 0, 0,
+                   SGL_ATTN_DT_FP8_E4M3, device, 0, err, n);
+    if (rc) return rc;
+    const int64_t len = m->shape[0];
+    if (q_len) {
+        int64_t need = 0;
+        for (int32_t i = 0; i < b->batch_size; i++) need += (int64_t)q_len[i] * (prefix[i] + q_len[i]);
+        if (len < need) {
+            snprintf(err, n, "batch.custom_mask has %lld entries; the batch's masks take %lld (sum of new tokens x "
+                             "seq_lens)",
+                     (long long)len, (long long)need);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    if ((rc = check(ip, "batch.mask_indptr", "batch_size + 1", 1, (int64_t)b->batch_size + 1, 0, 0, 0, device, 0, err,
+                    n)))
+        return rc;
+    v->mask = (const uint8_t *)sgl_sdk_data(m);
+    v->mask_n = len;
+    v->mask_indptr = index_of(ip);
     return SGL_ATTN_OK;
 }
 
@@ -264,8 +429,8 @@ int mla_batch_lengths(const sgl_attn_batch *b, int32_t max_reqs, int32_t max_tok
         }
         return SGL_ATTN_OK;
     }
-    if (b->forward_mode != SGL_ATTN_MODE_EXTEND) {
-        snprintf(err, n, "forward_mode %d; expected decode (2), target verify (3) or extend (1)",
+    if (b->forward_mode != SGL_ATTN_MODE_EXTEND && b->forward_mode != SGL_ATTN_MODE_DRAFT_EXTEND) {
+        snprintf(err, n, "forward_mode %d; expected decode (2), target verify (3), extend (1) or draft extend (4)",
                  b->forward_mode);
         return SGL_ATTN_E_INVALID;
     }
@@ -306,8 +471,6 @@ int mla_refuse_unserved_batch(const sgl_attn_batch *b, char *err, size_t n) {
                  SGL_ATTN_BATCH_SIZE_V1_0);
         return SGL_ATTN_E_INVALID;
     }
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, custom_mask)) return refuse(err, n, "batch.custom_mask");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, mask_indptr)) return refuse(err, n, "batch.mask_indptr");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, page_table)) return refuse(err, n, "batch.page_table");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, b, encoder_out_cache_loc))
         return refuse(err, n, "batch.encoder_out_cache_loc");
@@ -324,17 +487,10 @@ int mla_refuse_unserved(const sgl_attn_forward_args *a, char *err, size_t n) {
     int rc = mla_refuse_unserved_batch(a->batch, err, n);
     if (rc) return rc;
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse)) return refuse(err, n, "forward args lse");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, q_rope)) return refuse(err, n, "forward args q_rope");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, k_rope)) return refuse(err, n, "forward args k_rope");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, dual_chunk)) return refuse(err, n, "forward args dual_chunk");
     if (!l) return SGL_ATTN_OK; /* mla_check_layer names it */
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, slot_map)) return refuse(err, n, "layer.slot_map");
     if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, attn_type) != SGL_ATTN_TYPE_CAUSAL)
         return refuse(err, n, "layer.attn_type (not causal)");
-    const float qd = SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale);
-    if (qd != 0.f && qd != 1.f) return refuse(err, n, "layer.q_descale");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, k_scale_tensor)) return refuse(err, n, "layer.k_scale_tensor");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, v_scale_tensor)) return refuse(err, n, "layer.v_scale_tensor");
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, q_descale_tensor)) return refuse(err, n, "layer.q_descale_tensor");
     return SGL_ATTN_OK;
 }

@@ -54,6 +54,11 @@
  *   last reads were tile j - 1).  Stage and phase count tiles across items
  *   (gt), so no mbarrier is re-armed.  The page-table ring still uses
  *   cp.async groups.
+ * MASK (tree verify; BASE only, a template parameter so the causal
+ * instantiations are unchanged): the plan gives every row its request's
+ * whole key range and each S-warp thread loads its 2 rows x KPW/4 keys'
+ * custom_mask bytes before the QK^T steps (one bit each), the bits replacing
+ * the causal limit.
  */
 #include "mla_mma_ops.cuh"
 
@@ -107,7 +112,7 @@ GC_DEV void mma_cp_async4(void *smem_dst, const void *gmem_src, bool ok) {
 #endif
 }
 
-template <int RG, int STAGES, int DT, int MINB, int PTR = 0, int TMA = 0>
+template <int RG, int STAGES, int DT, int MINB, int PTR = 0, int TMA = 0, int MASK = 0>
 __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args a) {
     typedef MmaCfg<RG, STAGES, PTR, TMA> C;
     extern __shared__ __align__(16) unsigned char smem[];
@@ -122,7 +127,6 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
     const int rg = warp / C::CG, cg = warp % C::CG;
     const int g = lane >> 2, q4 = lane & 3;
     const bool s_warp = cg < C::SW;
-    const uint16_t *qg = (const uint16_t *)a.q;
     const uint16_t *pool = (const uint16_t *)a.pool;
     const int n_items = mla_hdr(a)->n_items;
     /* TMA only: the full mbarriers (one a stage), tiles loaded so far. */
@@ -138,12 +142,18 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
         const int64_t prow = mla_pool_row(a, item.b);
         const int nt = (item.kv_end - item.kv_begin + MMA_BN - 1) / MMA_BN;
 
-        /* Q tile (rows past nrows zero); it joins the first KV tile's group. */
-        for (int c = tid; c < C::BM * 72; c += MMA_THREADS) {
-            const int r = c / 72, col = c % 72;
+        /* Q tile (rows past nrows zero); it joins the first KV tile's group.
+         * Warp w loads rows w, w + 8, ...: each row's latent and rope
+         * addresses (token / head strides) once, its 72 16-byte chunks by
+         * the lanes. */
+        for (int r = warp; r < C::BM; r += MMA_THREADS / 32) {
             const bool ok = r < item.nrows;
-            const uint16_t *src = qg + ((int64_t)item.q_row0 + (ok ? r : 0)) * MLA_D_QK + col * 8;
-            gc_cp_async16(sQ + r * MMA_ROW + col * 8, src, ok);
+            const int64_t qrow = (int64_t)item.q_row0 + (ok ? r : 0);
+            const uint16_t *ql = (const uint16_t *)a.q + mla_q_off(qrow, a.hq, a.q_ts, a.q_hs);
+            const uint16_t *qr = (const uint16_t *)a.q_rope + mla_q_off(qrow, a.hq, a.qr_ts, a.qr_hs);
+            for (int col = lane; col < 72; col += 32)
+                gc_cp_async16(sQ + r * MMA_ROW + col * 8, col < MLA_D_V / 8 ? ql + col * 8 : qr + (col * 8 - MLA_D_V),
+                              ok);
         }
         /* Lane kk < 4 of warp w knows the slot of key w + 8 kk of a tile (-1 past the end). */
         auto slot_of = [&](int tile) -> int64_t {
@@ -230,11 +240,16 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
 
         /* The two rows this thread holds in S / O fragments: rg*16 + g (+8). */
         int lim[2];
+        [[maybe_unused]] int64_t mrow[2]; /* MASK: the rows' custom_mask rows (key_base + 1 = seq_len bytes) */
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             const int r = rg * 16 + g + 8 * i;
             const int see = item.key_base + (item.row0 + r) / a.hq + 1;
             lim[i] = r < item.nrows && see < item.kv_end ? see : item.kv_end;
+            if constexpr (MASK) {
+                if (r >= item.nrows) lim[i] = 0; /* no mask row past the request */
+                mrow[i] = mla_idx(a.mask_indptr, item.b) + (int64_t)((item.row0 + r) / a.hq) * (item.key_base + 1);
+            }
         }
         float m[2] = {MLA_M_INIT, MLA_M_INIT}, l[2] = {0.f, 0.f};
         float o[C::NCOL / 8][4];
@@ -277,6 +292,19 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
             const int kbase = item.kv_begin + j * MMA_BN;
 
             float sacc[C::KPW / 8][4];
+            /* MASK: this thread's keys' mask bytes, loaded before the QK^T steps hide their latency */
+            uint32_t mvis = 0;
+            if constexpr (MASK) {
+                if (s_warp) {
+#pragma unroll
+                    for (int n = 0; n < C::KPW / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int key = kbase + cg * C::KPW + n * 8 + 2 * q4 + (e & 1);
+                            if (key < lim[e >> 1] && mla_mask_at(a, mrow[e >> 1] + key)) mvis |= 1u << (4 * n + e);
+                        }
+                }
+            }
             if (s_warp) {
                 /* One 8-key tile per warp is one dependent chain of 36 mma: run
                  * two chains (even / odd k-steps) and add them. */
@@ -308,7 +336,8 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
                         const int key = kbase + cg * C::KPW + n * 8 + 2 * q4 + (e & 1);
-                        const float s = key < lim[e >> 1] ? sacc[n][e] * a.scale_log2 : -INFINITY;
+                        const bool vis = MASK ? ((mvis >> (4 * n + e)) & 1u) != 0 : key < lim[e >> 1];
+                        const float s = vis ? sacc[n][e] * a.scale_log2 : -INFINITY;
                         sacc[n][e] = s;
                         mx[e >> 1] = fmaxf(mx[e >> 1], s);
                     }
@@ -451,13 +480,23 @@ extern "C" size_t mla_mma_smem_bytes(int32_t rows_per_tile, int32_t cfg, size_t 
     return s && s <= smem_optin ? s : 0;
 }
 
-template <int RG, int CFG, int DT> static int launch_mma_t(const mla_fwd_args *a) {
+template <int RG, int CFG, int DT, int MASK = 0> static int launch_mma_t(const mla_fwd_args *a) {
     typedef MmaVar<RG, CFG> V;
-    mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA><<<a->grid_items, MMA_THREADS, V::SMEM, (cudaStream_t)a->stream>>>(*a);
+    mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA, MASK>
+        <<<a->grid_items, MMA_THREADS, V::SMEM, (cudaStream_t)a->stream>>>(*a);
     return (int)cudaGetLastError();
 }
 
 template <int DT> static int launch_mma_dt(const mla_fwd_args *a, int32_t cfg) {
+    if (a->mask) { /* tree verify: the base configuration, with the mask (the backend asks for base) */
+        if (cfg != MLA_MMA_BASE) return (int)cudaErrorInvalidValue;
+        switch (a->rows_per_tile) {
+        case 16: return launch_mma_t<1, MLA_MMA_BASE, DT, 1>(a);
+        case 32: return launch_mma_t<2, MLA_MMA_BASE, DT, 1>(a);
+        case 64: return launch_mma_t<4, MLA_MMA_BASE, DT, 1>(a);
+        default: return (int)cudaErrorInvalidValue;
+        }
+    }
     switch (a->rows_per_tile * 8 + cfg) {
     case 16 * 8 + MLA_MMA_BASE: return launch_mma_t<1, MLA_MMA_BASE, DT>(a);
     case 16 * 8 + MLA_MMA_RING: return launch_mma_t<1, MLA_MMA_RING, DT>(a);
@@ -477,14 +516,14 @@ extern "C" int mla_launch_mma(const mla_fwd_args *a, size_t smem_optin) {
     return a->q_dt == MLA_DT_BF16 ? launch_mma_dt<MLA_DT_BF16>(a, cfg) : launch_mma_dt<MLA_DT_F16>(a, cfg);
 }
 
-template <int RG, int CFG, int DT> static cudaError_t mma_attr_t(size_t optin) {
+template <int RG, int CFG, int DT, int MASK = 0> static cudaError_t mma_attr_t(size_t optin) {
     typedef MmaVar<RG, CFG> V;
     if (V::SMEM > optin) return cudaSuccess; /* not runnable here; the launcher never picks it */
-    cudaError_t e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA>,
+    cudaError_t e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA, MASK>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)V::SMEM);
     /* two CTAs per SM need the whole carveout for shared memory */
     if (e == cudaSuccess && V::MINB > 1)
-        e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA>,
+        e = cudaFuncSetAttribute(mla_mma_kernel<RG, V::S, DT, V::MINB, V::PTR, V::TMA, MASK>,
                                  cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
     return e;
 }
@@ -496,7 +535,10 @@ template <int DT> static cudaError_t mma_attr_dt(size_t optin) {
     if ((e = mma_attr_t<1, MLA_MMA_TMA, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
     if ((e = mma_attr_t<2, MLA_MMA_TWO, DT>(optin)) != cudaSuccess) return e;
-    return mma_attr_t<4, MLA_MMA_BASE, DT>(optin);
+    if ((e = mma_attr_t<4, MLA_MMA_BASE, DT>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<1, MLA_MMA_BASE, DT, 1>(optin)) != cudaSuccess) return e;
+    if ((e = mma_attr_t<2, MLA_MMA_BASE, DT, 1>(optin)) != cudaSuccess) return e;
+    return mma_attr_t<4, MLA_MMA_BASE, DT, 1>(optin);
 }
 
 /* Called by mla_kernels_init (mla_launch.cu). */

@@ -1,7 +1,7 @@
 /*
  * mla_decode_simple.cu - the obviously-correct MLA kernel: one CTA per (token,
  * head), 128 threads, fp32 throughout, no split.  It runs where the tensor-core
- * kernels do not: fp8 e4m3 pools (exact e4m3 decode x k_scale), a q dtype that
+ * kernels do not: fp8 e4m3 pools (exact e4m3 decode x k_scale, or the scale tensor's value), a q dtype that
  * differs from the pool's, and devices whose per-block shared memory holds no
  * mma configuration (SM 8.6 / 8.9 / 12.x: 99 KB); and when asked
  * (SGL_ATTN_MLA_KERNEL=simple), as the reference a fast kernel is compared to.
@@ -9,6 +9,8 @@
  * Per chunk of 128 keys: thread i computes the full 576-long dot product of
  * key i, the CTA takes the chunk's max and exp-sum, then every thread adds
  * the chunk's weighted values to its 4 output columns (tid + 128 k).
+ * MASK (tree verify): the plan gives each token its request's whole key
+ * range and key k counts only where its custom_mask byte is set.
  */
 #include "mla_kern_common.cuh"
 
@@ -32,7 +34,7 @@ GC_DEV float simple_block_sum(float v, float *red) {
     return v;
 }
 
-template <int QDT, int KDT>
+template <int QDT, int KDT, int MASK>
 __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args a) {
     __shared__ float sq[MLA_D_QK];
     __shared__ float sp[SIMPLE_THREADS];
@@ -45,10 +47,17 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
     const int64_t row = mla_pool_row(a, ti.b);
     const int64_t qrow = tok * a.hq + h;
     const size_t kv_elem = KDT == MLA_DT_FP8 ? 1 : 2;
+    /* fp8: the scale tensor, read here so a graph replays the engine's current value */
+    const float k_scale = KDT == MLA_DT_FP8 && a.k_scale_t ? __ldg(a.k_scale_t) : a.k_scale;
     const char *pool = (const char *)a.pool;
 
     for (int d = tid; d < MLA_D_QK; d += SIMPLE_THREADS)
-        sq[d] = mla_q_elem<QDT>(a.q, qrow * MLA_D_QK + d);
+        sq[d] = d < MLA_D_V ? mla_q_elem<QDT>(a.q, tok * a.q_ts + h * a.q_hs + d)
+                            : mla_q_elem<QDT>(a.q_rope, tok * a.qr_ts + h * a.qr_hs + (d - MLA_D_V));
+    /* tree verify: this token's mask row (n_keys = its request's seq_len), in
+     * shared memory so it holds no registers through the key loop */
+    __shared__ int64_t mrow;
+    if (MASK && tid == 0) mrow = mla_idx(a.mask_indptr, ti.b) + (int64_t)ti.j * ti.n_keys;
     __syncthreads();
 
     float m = MLA_M_INIT, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
@@ -56,11 +65,11 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
         const int key = k0 + tid;
         float s = -INFINITY;
         int64_t slot = 0;
-        if (key < ti.n_keys) {
+        if (key < ti.n_keys && (!MASK || mla_mask_at(a, mrow + key))) {
             slot = mla_slot(a, row, key);
             const void *kr = pool + slot * MLA_D_QK * kv_elem;
             float dot = 0.f;
-            for (int d = 0; d < MLA_D_QK; d++) dot += sq[d] * mla_kv_elem<KDT>(kr, d, a.k_scale);
+            for (int d = 0; d < MLA_D_QK; d++) dot += sq[d] * mla_kv_elem<KDT>(kr, d, k_scale);
             s = dot * a.scale_log2;
         }
         sslot[tid] = slot;
@@ -77,7 +86,7 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
             const float pj = sp[j];
 #pragma unroll
             for (int c = 0; c < 4; c++)
-                acc[c] += pj * mla_kv_elem<KDT>(vr, tid + SIMPLE_THREADS * c, a.k_scale);
+                acc[c] += pj * mla_kv_elem<KDT>(vr, tid + SIMPLE_THREADS * c, k_scale);
         }
         m = m_new;
         __syncthreads(); /* sp / sslot are rewritten next chunk */
@@ -91,7 +100,10 @@ __global__ __launch_bounds__(SIMPLE_THREADS) void mla_simple_kernel(mla_fwd_args
 template <int QDT, int KDT> static int launch_simple_t(const mla_fwd_args *a) {
     if (a->num_tokens <= 0 || a->hq <= 0) return 0;
     dim3 grid((unsigned)a->num_tokens, (unsigned)a->hq);
-    mla_simple_kernel<QDT, KDT><<<grid, SIMPLE_THREADS, 0, (cudaStream_t)a->stream>>>(*a);
+    if (a->mask)
+        mla_simple_kernel<QDT, KDT, 1><<<grid, SIMPLE_THREADS, 0, (cudaStream_t)a->stream>>>(*a);
+    else
+        mla_simple_kernel<QDT, KDT, 0><<<grid, SIMPLE_THREADS, 0, (cudaStream_t)a->stream>>>(*a);
     return (int)cudaGetLastError();
 }
 

@@ -294,14 +294,16 @@ GC_DEV void mla_wide_body(const mla_fwd_args &a, const CUtensorMap &tmap) {
         }
 
         /* Q: dims 0-511 to shared memory (K-major swizzled), 64-575 to registers. */
-        const uint16_t *qg = (const uint16_t *)a.q + (int64_t)item.q_row0 * MLA_D_QK;
+        const uint16_t *qg = (const uint16_t *)a.q, *qrg = (const uint16_t *)a.q_rope;
 #pragma unroll
         for (int half = 0; half < 2; half++) {
             uint4 v[8];
 #pragma unroll
             for (int i = 0; i < 8; i++) {
                 const int ci = tid + WG_THREADS * (8 * half + i), r = ci >> 6, ch = ci & 63;
-                v[i] = r < item.nrows ? __ldg((const uint4 *)(qg + r * MLA_D_QK + ch * 8)) : make_uint4(0, 0, 0, 0);
+                v[i] = r < item.nrows
+                           ? __ldg((const uint4 *)(qg + mla_q_off(item.q_row0 + r, a.hq, a.q_ts, a.q_hs) + ch * 8))
+                           : make_uint4(0, 0, 0, 0);
             }
 #pragma unroll
             for (int i = 0; i < 8; i++) {
@@ -312,7 +314,8 @@ GC_DEV void mla_wide_body(const mla_fwd_args &a, const CUtensorMap &tmap) {
         uint32_t qr[4][4];
         {
             const bool ok0 = c.g < item.nrows, ok1 = c.g + 8 < item.nrows;
-            const uint16_t *r0 = qg + c.g * MLA_D_QK + 512 + 2 * c.q4, *r1 = r0 + 8 * MLA_D_QK;
+            const uint16_t *r0 = qrg + mla_q_off(item.q_row0 + c.g, a.hq, a.qr_ts, a.qr_hs) + 2 * c.q4;
+            const uint16_t *r1 = qrg + mla_q_off(item.q_row0 + c.g + 8, a.hq, a.qr_ts, a.qr_hs) + 2 * c.q4;
 #pragma unroll
             for (int k = 0; k < 4; k++) {
                 qr[k][0] = ok0 ? __ldg((const uint32_t *)(r0 + 16 * k)) : 0u;

@@ -42,6 +42,9 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
                              "layer %d: %d q heads, but the model (and the plan) has %d", a->layer->layer_id,
                              v.hq, b->hq);
     if (b->t == 0) return SGL_ATTN_OK;
+    if ((v.mask != NULL) != (b->tree != 0))
+        return mla_set_error(b, SGL_ATTN_E_STATE, "forward: batch custom_mask is %s but the plan was made %s it",
+                             v.mask ? "set" : "NULL", b->tree ? "with" : "without");
     if ((rc = mla_ensure_device(b))) return rc;
     void *stream = a->batch->stream;
 
@@ -49,6 +52,9 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
         mla_save_args s;
         memset(&s, 0, sizeof s);
         s.k = v.k;
+        s.k_rope = v.k_rope;
+        s.k_ld = v.k_ld;
+        s.kr_ld = v.kr_ld;
         s.pool = v.pool;
         s.loc = v.loc;
         s.num_slots = v.num_slots;
@@ -56,6 +62,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
         s.k_dt = v.q_dt;
         s.kv_dt = v.kv_dt;
         s.inv_k_scale = 1.f / v.k_scale;
+        s.k_scale_t = v.k_scale_t;
         s.stream = stream;
         s.fault = b->fault.dev;
         int e = mla_launch_save(&s);
@@ -89,6 +96,14 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     mla_fwd_args f;
     memset(&f, 0, sizeof f);
     f.q = v.q;
+    f.q_rope = v.q_rope;
+    f.q_ts = v.q_ts;
+    f.q_hs = v.q_hs;
+    f.qr_ts = v.qr_ts;
+    f.qr_hs = v.qr_hs;
+    f.mask = v.mask;
+    f.mask_n = v.mask_n;
+    f.mask_indptr = v.mask_indptr;
     f.out = v.out;
     f.pool = v.pool;
     f.num_slots = v.num_slots;
@@ -105,6 +120,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
     f.num_tokens = b->t;
     f.scale_log2 = v.scale_log2;
     f.k_scale = v.k_scale;
+    f.k_scale_t = v.k_scale_t;
     f.q_dt = v.q_dt;
     f.kv_dt = v.kv_dt;
     f.page_size = b->page;

@@ -46,6 +46,19 @@ GC_DEV int64_t mla_slot(const mla_fwd_args &a, int64_t row, int64_t col) {
     return mla_clamp64(s, 0, a.num_slots - 1);
 }
 
+/* Element offset of q row `row` (= token * hq + head) in a tensor of token
+ * stride ts and head stride hs (rows count in 32 bits: the plan's q_row0). */
+GC_DEV int64_t mla_q_off(int64_t row, int32_t hq, int64_t ts, int64_t hs) {
+    const uint32_t t = (uint32_t)row / (uint32_t)hq;
+    return (int64_t)t * ts + (int64_t)((uint32_t)row - t * (uint32_t)hq) * hs;
+}
+
+/* Tree verify: custom_mask entry i != 0, i clamped into the tensor (its
+ * mask_indptr values are the device's; a read guard, as mla_slot's). */
+GC_DEV bool mla_mask_at(const mla_fwd_args &a, int64_t i) {
+    return __ldg(a.mask + mla_clamp64(i, 0, a.mask_n - 1)) != 0;
+}
+
 GC_DEV const mla_plan_hdr *mla_hdr(const mla_fwd_args &a) {
     return (const mla_plan_hdr *)a.plan;
 }

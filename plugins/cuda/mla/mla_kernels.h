@@ -52,7 +52,14 @@ typedef struct mla_index {
 } mla_index;
 
 typedef struct mla_fwd_args {
-    const void *q;    /* [T, Hq, 576] */
+    /* q of token t, head h: dims 0-511 at q + t * q_ts + h * q_hs, the rope
+     * dims 512-575 at q_rope + t * qr_ts + h * qr_hs (elements; multiples of
+     * 8: 16-byte rows).  Unsplit q: q_rope = q + 512, strides Hq x 576 and
+     * 576; the rope split passes the engine's two tensors (views as they
+     * are), so no concatenation is made. */
+    const void *q;
+    const void *q_rope;
+    int64_t q_ts, q_hs, qr_ts, qr_hs;
     void *out;        /* [T, Hq, 512] */
     const void *pool; /* [slots, 576] (the k_cache) */
     int64_t num_slots;
@@ -67,6 +74,7 @@ typedef struct mla_fwd_args {
     int32_t num_tokens;
     float scale_log2; /* sm_scale * log2(e) */
     float k_scale;    /* fp8 pool: stored value * k_scale */
+    const float *k_scale_t; /* fp8 pool: layer k_scale_tensor ([1] fp32, read by the kernel), else NULL */
     int32_t q_dt;     /* MLA_DT_F16 / MLA_DT_BF16 (also out) */
     int32_t kv_dt;    /* MLA_DT_*: the pool */
     int32_t page_size;
@@ -78,16 +86,27 @@ typedef struct mla_fwd_args {
     void *stream;
     const void *tmap; /* host copy of the pool's CUtensorMap (wide only) */
     sgl_gpu_fault_ref fault; /* where a bad req_pool_indices / req_to_token value is noted */
+    /* Tree verify (batch custom_mask): token t of request b sees key k iff
+     * mask[mask_indptr[b] + t * seq_len_b + k] != 0, k < seq_len_b (the
+     * plan gives every row its request's whole key range); NULL: causal. */
+    const uint8_t *mask;
+    int64_t mask_n; /* its entries: every mask read is clamped into them */
+    mla_index mask_indptr;
 } mla_fwd_args;
 
 typedef struct mla_save_args {
-    const void *k;   /* [T, 1, 576] new latent rows, q's dtype */
+    /* new row t: dims 0-511 at k + t * k_ld, 512-575 at k_rope + t * kr_ld
+     * (elements, multiples of 8), q's dtype; unsplit: k_rope = k + 512 */
+    const void *k;
+    const void *k_rope;
+    int64_t k_ld, kr_ld;
     void *pool;      /* [slots, 576] */
     mla_index loc;   /* out_cache_loc [T] */
     int64_t num_slots;
     int32_t t;
     int32_t k_dt, kv_dt;
     float inv_k_scale; /* fp8 pool: stored = value / k_scale */
+    const float *k_scale_t; /* fp8 pool: k_scale from this tensor instead (read by the kernel) */
     void *stream;
     sgl_gpu_fault_ref fault; /* where an out_cache_loc outside the pool is noted */
 } mla_save_args;

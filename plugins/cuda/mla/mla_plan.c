@@ -32,6 +32,12 @@ mla_plan_caps mla_plan_caps_for(int32_t max_reqs, int32_t max_tokens, int32_t hq
     return c;
 }
 
+/* Keys the last row of a tile (rows r0 .. r0 + nr - 1 of a request) sees:
+ * its key range is [0, that). */
+static int64_t tile_keys(const mla_plan_params *p, int64_t prefix, int64_t q_len, int64_t r0, int64_t nr) {
+    return p->tree ? prefix + q_len : prefix + (r0 + nr - 1) / p->hq + 1;
+}
+
 /* One tile as the chunk search sees it. */
 typedef struct tile_len {
     int32_t nrows;
@@ -125,7 +131,8 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
     for (int32_t b = 0; b < bs; b++) {
         for (int32_t t = 0; t < q_len[b]; t++, tok++) {
             toks[tok].b = b;
-            toks[tok].n_keys = prefix[b] + t + 1;
+            toks[tok].n_keys = p->tree ? prefix[b] + q_len[b] : prefix[b] + t + 1;
+            toks[tok].j = t;
         }
         int64_t rows = (int64_t)q_len[b] * hq;
         nt += cdiv64(rows, bm);
@@ -145,7 +152,7 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
         int64_t rows = (int64_t)q_len[b] * hq;
         for (int64_t r0 = 0; r0 < rows; r0 += bm) {
             int64_t nr = rows - r0 < bm ? rows - r0 : bm;
-            int64_t keys = prefix[b] + (r0 + nr - 1) / hq + 1;
+            int64_t keys = tile_keys(p, prefix[b], q_len[b], r0, nr);
             tl[nt].nrows = (int32_t)nr;
             tl[nt].keys = (int32_t)keys;
             if (keys > max_keys) max_keys = keys;
@@ -164,14 +171,14 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
         int64_t max_n = 0;
         for (int64_t ti = 0; ti < ntile_b; ti++) {
             int64_t r0 = ti * bm, nr = rows - r0 < bm ? rows - r0 : bm;
-            int64_t keys = prefix[b] + (r0 + nr - 1) / hq + 1, n, ch;
+            int64_t keys = tile_keys(p, prefix[b], q_len[b], r0, nr), n, ch;
             split_tile(keys, chunk, &n, &ch);
             if (n > max_n) max_n = n;
         }
         int64_t comb0 = n_comb;
         for (int64_t ti = 0; ti < ntile_b; ti++) {
             int64_t r0 = ti * bm, nr = rows - r0 < bm ? rows - r0 : bm;
-            int64_t keys = prefix[b] + (r0 + nr - 1) / hq + 1, n, ch;
+            int64_t keys = tile_keys(p, prefix[b], q_len[b], r0, nr), n, ch;
             split_tile(keys, chunk, &n, &ch);
             if (n > 1) {
                 if (n_comb >= caps->max_comb || part_rows + n * nr > caps->max_parts) {
@@ -192,7 +199,7 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
             int64_t ci = comb0;
             for (int64_t ti = 0; ti < ntile_b; ti++) {
                 int64_t r0 = ti * bm, nr = rows - r0 < bm ? rows - r0 : bm;
-                int64_t keys = prefix[b] + (r0 + nr - 1) / hq + 1, n, ch;
+                int64_t keys = tile_keys(p, prefix[b], q_len[b], r0, nr), n, ch;
                 split_tile(keys, chunk, &n, &ch);
                 int64_t part_base = -1;
                 if (n > 1) part_base = comb[ci++].part0;
@@ -209,7 +216,7 @@ int mla_plan_build(const mla_plan_params *p, const mla_plan_caps *caps, const in
                 it->kv_end = (int32_t)((s + 1) * ch < keys ? (s + 1) * ch : keys);
                 it->part = n > 1 ? (int32_t)(part_base + s * nr) : -1;
                 it->q_row0 = (int32_t)(q_start * hq + r0);
-                it->key_base = prefix[b];
+                it->key_base = p->tree ? prefix[b] + q_len[b] - 1 : prefix[b];
             }
         }
         q_start += q_len[b];

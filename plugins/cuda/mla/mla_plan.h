@@ -32,6 +32,7 @@ typedef struct mla_plan_params {
     int32_t no_split;      /* 1: one item per tile */
     int32_t max_context;   /* columns of req_to_token: prefix + q_len <= it */
     int32_t max_part_rows; /* rows of the partial buffers */
+    int32_t tree;          /* 1: tree verify, every row of a request sees its whole range (mla_sched.h) */
 } mla_plan_params;
 
 /* Plan a batch of bs requests (request b: q_len[b] new tokens after prefix[b]

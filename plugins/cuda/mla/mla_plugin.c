@@ -23,7 +23,8 @@ static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->kv_dtypes = SGL_ATTN_DT_BF16 | SGL_ATTN_DT_F16 | SGL_ATTN_DT_FP8_E4M3;
     caps->features = SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_MLA_EXTEND |
                      SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_GRAPH_CAPTURE |
-                     SGL_ATTN_FEAT_DIFF_HEAD_DIMS;
+                     SGL_ATTN_FEAT_DIFF_HEAD_DIMS | SGL_ATTN_FEAT_TREE_MASK | SGL_ATTN_FEAT_DRAFT_EXTEND |
+                     SGL_ATTN_FEAT_MLA_ROPE_SPLIT | SGL_ATTN_FEAT_FP8_SCALES;
     caps->n_head_dims = 1;
     caps->head_dims[0].qk = MLA_D_QK;
     caps->head_dims[0].v = MLA_D_V;

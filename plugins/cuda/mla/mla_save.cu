@@ -1,7 +1,9 @@
 /*
- * mla_save.cu - write the new latent rows k[T, 1, 576] into the pool at
- * out_cache_loc before attention (save_kv_cache).  Same dtype: a bit copy.
- * fp8 pool: value / k_scale rounded to e4m3 (saturating).  A slot outside the
+ * mla_save.cu - write the new latent rows into the pool at out_cache_loc
+ * before attention (save_kv_cache): dims 0-511 from k, 512-575 from k_rope
+ * (k + 512 unless the rope split passed them apart).  Same dtype: a bit copy.
+ * fp8 pool: value / k_scale (the float, or the scale tensor's value read here)
+ * rounded to e4m3 (saturating).  A slot outside the
  * pool (the whole int64 checked) is skipped and noted, never clamped or
  * wrapped: writing another token's row would corrupt it.
  */
@@ -17,18 +19,20 @@ template <int KDT, int PDT> __global__ __launch_bounds__(SAVE_THREADS) void mla_
         if (threadIdx.x == 0) sgl_fault_note(s.fault, SGL_FAULT_OUT_CACHE_LOC, t, slot, 0, s.num_slots);
         return;
     }
-    const uint16_t *src = (const uint16_t *)s.k + t * MLA_D_QK;
+    const uint16_t *src = (const uint16_t *)s.k + t * s.k_ld;
+    const uint16_t *src_r = (const uint16_t *)s.k_rope + t * s.kr_ld;
     if (PDT == MLA_DT_FP8) {
+        const float inv = s.k_scale_t ? 1.f / __ldg(s.k_scale_t) : s.inv_k_scale;
         uint8_t *dst = (uint8_t *)s.pool + slot * MLA_D_QK;
         for (int d = threadIdx.x; d < MLA_D_QK; d += SAVE_THREADS) {
-            float v = gc_to_f32<KDT == MLA_DT_BF16 ? GC_BF16 : GC_F16>(src[d]) * s.inv_k_scale;
+            float v = gc_to_f32<KDT == MLA_DT_BF16 ? GC_BF16 : GC_F16>(d < MLA_D_V ? src[d] : src_r[d - MLA_D_V]) * inv;
             dst[d] = mla_f32_to_e4m3(v);
         }
     } else {
-        /* 576 x 2 bytes = 72 x 16 bytes */
-        const uint4 *s4 = (const uint4 *)src;
+        /* 576 x 2 bytes = 72 x 16 bytes: 64 from k, 8 from k_rope */
         uint4 *d4 = (uint4 *)((uint16_t *)s.pool + slot * MLA_D_QK);
-        for (int i = threadIdx.x; i < MLA_D_QK / 8; i += SAVE_THREADS) d4[i] = s4[i];
+        for (int i = threadIdx.x; i < MLA_D_QK / 8; i += SAVE_THREADS)
+            d4[i] = i < MLA_D_V / 8 ? ((const uint4 *)src)[i] : ((const uint4 *)src_r)[i - MLA_D_V / 8];
     }
 }
 

@@ -7,7 +7,10 @@
  * global row q_row0(b) + r = q_start(b) * Hq + r: a tile of consecutive rows is
  * one contiguous block of q and of out.  Row r sees keys [0, key_base + r/Hq + 1)
  * (key_base = the cached prefix: causal over the new tokens, which covers
- * decode, speculative verify and extend alike).
+ * decode, speculative verify and extend alike).  A tree-verify plan gives
+ * every row its request's whole range (key_base = seq_len - 1, each tile's
+ * keys [0, seq_len), each token n_keys = seq_len) and the kernels' mask
+ * picks within it.
  *
  * Tiles of up to `rows_per_tile` rows are split along the keys into items of
  * whole MLA_KV_BLOCK blocks; a tile with one item writes `out` itself, a tile
@@ -40,7 +43,7 @@ typedef struct mla_item {
     int32_t kv_end;   /* > kv_begin */
     int32_t part;
     int32_t q_row0;   /* global row of row0 (q_start(b) * Hq + row0) */
-    int32_t key_base; /* row r sees keys < key_base + r / Hq + 1 */
+    int32_t key_base; /* row r sees keys < key_base + r / Hq + 1 (tree: seq_len - 1) */
 } mla_item;
 
 /* A split tile: its nsplit partial slots part0 .. part0 + nsplit - 1, each
@@ -57,6 +60,7 @@ typedef struct mla_comb {
 typedef struct mla_tok {
     int32_t b;
     int32_t n_keys;
+    int32_t j; /* its index among its request's new tokens (tree verify's mask row) */
 } mla_tok;
 
 /* Head of the device plan buffer; the arrays follow at the offsets below. */

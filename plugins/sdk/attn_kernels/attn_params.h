@@ -62,12 +62,29 @@ typedef struct attn_decode_item {
 
 /* One extend work item: q rows [q_tok0, q_tok0 + nrows) of request b (token
  * indices into q/out) attending KV columns [kv_lo, kv_hi) of req_to_token row
- * `row`.  Positions are columns too: q row r sits at column q_pos0 + r and,
- * when `causal`, sees columns <= its own (and >= its own - window). */
+ * `row`.  Positions are columns too: q row r sits at column q_pos0 + r and
+ * `causal` (an ATTN_VIS_* value) says which of the range it sees:
+ * ATTN_VIS_CAUSAL columns <= its own (and >= its own - window); ATTN_VIS_ALL
+ * every column (cross attention, bidirectional and encoder-only layers);
+ * ATTN_VIS_TREE every column whose byte of the batch's tree mask is set
+ * (attn_fwd.mask: row q_pos0 + r - (kv_hi - mask_q) of request b's block). */
+enum { ATTN_VIS_ALL = 0, ATTN_VIS_CAUSAL = 1, ATTN_VIS_TREE = 2 };
 typedef struct attn_extend_item {
     int32_t b, row, q_tok0, nrows;
     int32_t q_pos0, kv_lo, kv_hi, causal;
 } attn_extend_item;
+
+/* Self-attention items of an extend plan (attn_extend_plan.self_vis): what
+ * the batch's self-attention layers see. */
+enum {
+    ATTN_SELF_CAUSAL = 0,   /* causal (the default) */
+    ATTN_SELF_ALL = 1,      /* bidirectional: every column of the request */
+    ATTN_SELF_NEW_ONLY = 2, /* encoder-only: the request's new tokens, read from the call's k / v:
+                             * the item's row is (first q token) - (first new column), so that
+                             * row + column is the token's row in k / v (attn_fwd: an identity
+                             * table with one word per row) */
+    ATTN_SELF_TREE = 3      /* tree verify: the mask of attn_plan_in.mask_indptr */
+};
 
 /* The batch, as the plan kernels read it.  A page table: req_pool_indices
  * absent (request b's row is b), max_ctx its pages times the page size. */
@@ -76,6 +93,14 @@ typedef struct attn_plan_in {
     int32_t bs;
     int32_t max_reqs, max_ctx; /* rows / columns (tokens) of req_to_token or the page table */
     sgl_gpu_fault_ref fault;   /* where an out-of-range index is noted */
+    /* Verify: every request's new tokens when extend_seq_lens is absent (tokens_per_req). */
+    int32_t ext_uniform;
+    int32_t reserved_;
+    /* Tree verify: request b's mask block [mask_indptr[b], mask_indptr[b + 1]) must hold
+     * exactly new tokens x seq_len bytes, inside mask_len (checked; a request whose block
+     * is not attends nothing). */
+    attn_index mask_indptr;
+    int64_t mask_len;
 } attn_plan_in;
 
 /* What a decode plan writes (device buffers sized at create). */
@@ -100,6 +125,7 @@ typedef struct attn_extend_plan {
     int32_t block_m;        /* q rows per item (the kernel's tile) */
     int32_t block_n;        /* KV columns per tile: cost unit for the longest-first order */
     int32_t cross;
+    int32_t self_vis;       /* ATTN_SELF_*: what the self-attention items see (not cross) */
 } attn_extend_plan;
 
 /* One forward's tensors and constants. */
@@ -141,6 +167,13 @@ typedef struct attn_fwd {
     /* ABI 1.2's LSE output: lse[t * hq + h] = ln(sum_j exp(s_tj)) in natural
      * log, sinks excluded, -inf for a row that sees no key; NULL = not asked */
     float *lse;
+    /* Tree verify (items with causal == ATTN_VIS_TREE): the batch's custom_mask (one byte per
+     * entry, nonzero = visible), request b's block from mask_indptr[b], row-major
+     * [mask_q, kv_hi - kv_lo]; mask_q = tokens_per_req.  Unread otherwise. */
+    const uint8_t *mask;
+    attn_index mask_indptr;
+    int32_t mask_q;
+    int32_t reserved_mask_;
 } attn_fwd;
 
 /* The item check (attn_check_items_kernel): before the first forward of a

@@ -100,6 +100,13 @@ GC_DEV float attn_score(const attn_fwd &p, float dot) {
     return dot * p.scale_log2;
 }
 
+/* Tree verify: where an item's mask bytes are (attn_params.h, ATTN_VIS_TREE):
+ * the byte of item row r, column col is p.mask[base + r * (kv_hi - kv_lo) + col]. */
+GC_DEV int64_t attn_mask_base(const attn_fwd &p, const attn_extend_item &it) {
+    const int64_t seq = it.kv_hi - it.kv_lo;
+    return attn_idx(p.mask_indptr, it.b) + (int64_t)(it.q_pos0 - (it.kv_hi - p.mask_q)) * seq - it.kv_lo;
+}
+
 /* Is column `col` visible to a query at column `qpos`?  (causal / window) */
 GC_DEV bool attn_visible(int col, int qpos, int causal, int window) {
     if (causal && col > qpos) return false;

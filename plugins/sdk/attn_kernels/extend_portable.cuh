@@ -6,7 +6,7 @@
  * range.
  *
  * Grid: x = q head, y = work item (BM q rows of one request; the plan orders
- * items longest-first).  A KV tile of BN tokens is gathered through the page
+ * items longest-first).  Tree verify items read each score's mask byte.  A KV tile of BN tokens is gathered through the page
  * table into shared memory; each 32-lane group owns BM / warps rows, a lane
  * scores one token, the group shares the probabilities by shuffles and each
  * lane accumulates D / 32 output dims.
@@ -21,7 +21,9 @@
 #define ATTN_PE_BM 16
 #define ATTN_PE_BN GC_LANES
 
-template <int DT, int D>
+/* TREE: the instantiation for tree verify batches (p.mask set; cuda_attn);
+ * the others carry no mask code. */
+template <int DT, int D, bool TREE = false>
 __global__ __launch_bounds__(ATTN_PE_THREADS) void attn_extend_portable_kernel(attn_fwd p) {
     constexpr int BM = ATTN_PE_BM, BN = ATTN_PE_BN, RPW = BM / ATTN_PE_WARPS, DPL = D / GC_LANES;
     constexpr int ROW = D + 8; /* 16-byte pad: lanes reading different rows hit different banks */
@@ -35,7 +37,12 @@ __global__ __launch_bounds__(ATTN_PE_THREADS) void attn_extend_portable_kernel(a
     const attn_extend_item it = p.eitems[blockIdx.y];
     const int head = blockIdx.x, kvh = head / p.group;
     const int lane = gc_lane(), warp = threadIdx.x / GC_LANES;
-    const int window = it.causal ? p.window : -1;
+    /* a launch without a mask has items of ATTN_VIS_ALL (0) and ATTN_VIS_CAUSAL (1) only */
+    const int causal = TREE ? it.causal == ATTN_VIS_CAUSAL : it.causal;
+    const bool tree = TREE && it.causal == ATTN_VIS_TREE;
+    const int window = causal ? p.window : -1;
+    const int64_t mbase = TREE && tree ? attn_mask_base(p, it) : 0;
+    const int64_t mrow = it.kv_hi - it.kv_lo;
 
     for (int i = threadIdx.x; i < BM * (D / 8); i += ATTN_PE_THREADS) {
         const int r = i / (D / 8), c = i % (D / 8);
@@ -48,7 +55,7 @@ __global__ __launch_bounds__(ATTN_PE_THREADS) void attn_extend_portable_kernel(a
     gc_cp_async_commit(); /* waited for with the first tile */
     /* KV range of the tile: causal rows never look past the last row. */
     int lo = it.kv_lo, hi = it.kv_hi;
-    if (it.causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
+    if (causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
     if (window >= 0 && it.q_pos0 - window > lo) lo = it.q_pos0 - window;
 
     float m[RPW], l[RPW], acc[RPW][DPL];
@@ -89,7 +96,9 @@ __global__ __launch_bounds__(ATTN_PE_THREADS) void attn_extend_portable_kernel(a
 #pragma unroll
                 for (int e = 0; e < 8; e++) dot += qf[e] * kf[e];
             }
-            const bool vis = col < hi && attn_visible(col, qpos, it.causal, window);
+            bool vis = col < hi && attn_visible(col, qpos, causal, window);
+            if (TREE && tree) /* the mask replaces causality */
+                vis = vis && r < it.nrows && p.mask[mbase + r * mrow + col] != 0;
             const float s = vis ? attn_score(p, dot) : ATTN_NEG_INF;
             float mt = s;
 #pragma unroll

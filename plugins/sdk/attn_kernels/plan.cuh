@@ -70,7 +70,7 @@ struct plan_req {
 /* The first value out of range of a request (tensor 0: none), noted once at
  * the end: one note site keeps the plan kernels' frames off local memory. */
 struct plan_fault {
-    int tensor;
+    int tensor, pos_add; /* the element: request b + pos_add */
     int64_t v, lo, hi;
 };
 GC_DEV bool plan_out(plan_fault &f, int tensor, int64_t v, int64_t lo, int64_t hi) {
@@ -78,27 +78,40 @@ GC_DEV bool plan_out(plan_fault &f, int tensor, int64_t v, int64_t lo, int64_t h
     if (!f.tensor) f.tensor = tensor, f.v = v, f.lo = lo, f.hi = hi;
     return true;
 }
-GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend) {
+GC_DEV plan_req plan_req_get(const attn_plan_in &in, int b, bool extend, bool tree = false) {
     plan_req r;
     r.row = 0;
     r.enc = r.len = r.ext = 0;
     r.ok = 0;
     plan_fault f;
-    f.tensor = 0;
+    f.tensor = f.pos_add = 0;
     f.v = f.lo = f.hi = 0;
     int64_t row = attn_idx(in.req_pool_indices, b);
     if (!in.req_pool_indices.p) row = b; /* a page table: row b */
     const int64_t enc = in.encoder_lens.p ? attn_idx(in.encoder_lens, b) : 0;
     const int64_t len = attn_idx(in.seq_lens, b);
-    const int64_t ext = extend ? attn_idx(in.extend_seq_lens, b) : 0;
+    /* verify plans as an extend of tokens_per_req new tokens per request */
+    const int64_t ext = !extend ? 0 : in.extend_seq_lens.p ? attn_idx(in.extend_seq_lens, b) : in.ext_uniform;
     const bool ext_ok = !extend || !plan_out(f, SGL_FAULT_EXTEND_SEQ_LENS, ext, 0, (int64_t)in.max_ctx + 1);
     if (ext_ok) r.ext = (int)ext;
     const bool bad = plan_out(f, SGL_FAULT_REQ_POOL_INDICES, row, 0, in.max_reqs) ||
                      plan_out(f, SGL_FAULT_ENCODER_LENS, enc, 0, (int64_t)in.max_ctx + 1) ||
                      plan_out(f, SGL_FAULT_SEQ_LENS, len, 0, (int64_t)in.max_ctx - enc + 1) || !ext_ok ||
                      (extend && plan_out(f, SGL_FAULT_EXTEND_SEQ_LENS, ext, 0, len + 1));
-    if (f.tensor) sgl_fault_note(in.fault, f.tensor, b, f.v, f.lo, f.hi);
-    if (bad) return r;
+    /* tree verify: the request's mask block, [mask_indptr[b], mask_indptr[b + 1]), is exactly
+     * new tokens x seq_len bytes inside custom_mask (a start outside, else the end) */
+    bool bad_mask = false;
+    if (tree && !bad) {
+        const int64_t a = attn_idx(in.mask_indptr, b), e = attn_idx(in.mask_indptr, b + 1);
+        const int64_t need = ext * len;
+        bad_mask = plan_out(f, SGL_FAULT_MASK_INDPTR, a, 0, in.mask_len + 1);
+        if (!bad_mask && plan_out(f, SGL_FAULT_MASK_INDPTR, e, a + need, a + need + 1 > in.mask_len + 1 ? a + need : a + need + 1)) {
+            bad_mask = true;
+            f.pos_add = 1;
+        }
+    }
+    if (f.tensor) sgl_fault_note(in.fault, f.tensor, b + f.pos_add, f.v, f.lo, f.hi);
+    if (bad || bad_mask) return r;
     r.row = (int)row;
     r.enc = (int)enc;
     r.len = (int)len;
@@ -183,15 +196,18 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
 }
 
 /* Request b in extend: where its q rows are, what it attends (nothing when
- * its indices are out of range: plan_req_get). */
+ * its indices or its tree mask block are out of range: plan_req_get). */
 struct plan_extend_req {
-    int row, ext, q_pos0, kv_lo, kv_hi;
+    int row, ext, q_pos0, kv_lo, kv_hi, vis;
 };
 GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend_plan &pl, int b) {
     plan_extend_req r;
-    const plan_req q = plan_req_get(in, b, true);
+    const plan_req q = plan_req_get(in, b, true, !pl.cross && pl.self_vis == ATTN_SELF_TREE);
     r.row = q.row;
     r.ext = q.ext;
+    r.vis = pl.cross || pl.self_vis == ATTN_SELF_ALL || pl.self_vis == ATTN_SELF_NEW_ONLY ? ATTN_VIS_ALL
+            : pl.self_vis == ATTN_SELF_TREE                                                ? ATTN_VIS_TREE
+                                                                                           : ATTN_VIS_CAUSAL;
     if (!q.ok) {
         r.q_pos0 = r.kv_lo = r.kv_hi = 0;
         return r;
@@ -201,6 +217,9 @@ GC_DEV plan_extend_req plan_extend_get(const attn_plan_in &in, const attn_extend
     if (pl.cross) {
         r.kv_lo = 0;
         r.kv_hi = enc;
+    } else if (pl.self_vis == ATTN_SELF_NEW_ONLY) {
+        r.kv_lo = r.q_pos0; /* the new tokens only; the row is set by the scatter */
+        r.kv_hi = enc + len;
     } else {
         r.kv_lo = enc;
         r.kv_hi = enc + len;
@@ -213,7 +232,7 @@ GC_DEV int plan_extend_cost(const plan_extend_req &r, int tile, const attn_exten
     int rows = r.ext - tile * pl.block_m;
     if (rows > pl.block_m) rows = pl.block_m;
     int hi = r.kv_hi;
-    if (!pl.cross && r.q_pos0 + tile * pl.block_m + rows < hi) hi = r.q_pos0 + tile * pl.block_m + rows;
+    if (r.vis == ATTN_VIS_CAUSAL && r.q_pos0 + tile * pl.block_m + rows < hi) hi = r.q_pos0 + tile * pl.block_m + rows;
     int cols = hi - r.kv_lo;
     return cols <= 0 ? 0 : (cols + pl.block_n - 1) / pl.block_n;
 }
@@ -271,13 +290,14 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_extend_kernel(att
             if (slot >= pl.max_items) continue; /* never, by the bound */
             attn_extend_item it;
             it.b = b;
-            it.row = r.row;
+            /* encoder-only: row + column = the token's row in the call's k / v */
+            it.row = pl.self_vis == ATTN_SELF_NEW_ONLY && !pl.cross ? qoff - r.q_pos0 : r.row;
             it.q_tok0 = qoff + k * pl.block_m;
             it.nrows = ext - k * pl.block_m < pl.block_m ? ext - k * pl.block_m : pl.block_m;
             it.q_pos0 = r.q_pos0 + k * pl.block_m;
             it.kv_lo = r.kv_lo;
             it.kv_hi = r.kv_hi;
-            it.causal = !pl.cross;
+            it.causal = r.vis;
             pl.items[slot] = it;
         }
     }
@@ -323,7 +343,7 @@ __global__ __launch_bounds__(ATTN_CHECK_THREADS) void attn_check_items_kernel(at
         if (c.extend) {
             const attn_extend_item it = ((const attn_extend_item *)items)[i];
             row = it.row, lo = it.kv_lo, hi = it.kv_hi;
-            if (it.causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
+            if (it.causal == ATTN_VIS_CAUSAL && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
         } else {
             const attn_decode_item it = ((const attn_decode_item *)items)[i];
             row = it.row, lo = it.kv_begin, hi = it.kv_end;

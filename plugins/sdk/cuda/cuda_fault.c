@@ -41,7 +41,8 @@ const char *sgl_sdk_fault_tensor_name(int tensor) {
     static const char *const names[SGL_FAULT_COUNT_] = {
         "index tensor", "out_cache_loc",   "req_to_token", "req_pool_indices", "seq_lens",
         "extend_seq_lens", "encoder_lens", "prefix_lens",  "state_indices", "topk_indices",
-        "page_table",      "layer.slot_map", "cu_seqlens_q", "cu_seqlens_k"};
+        "page_table",      "layer.slot_map", "cu_seqlens_q", "cu_seqlens_k",
+        "mask_indptr"};
     return tensor > 0 && tensor < SGL_FAULT_COUNT_ ? names[tensor] : names[0];
 }
 
