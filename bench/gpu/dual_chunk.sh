@@ -20,6 +20,10 @@ need "$A" "$P/cuda_attn.so"
 for k in auto mma; do
   printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "%s"}}}\n' "$k" > "$OUT/conf_$k.json"
 done
+S="hq=28,hkv=4,d=128,dtype=bf16,page=16"
+MODEL="chunk=262144,local=8192,omp=262144"
+THREE="chunk=32768,local=4096,omp=262144"
+if [ -z "${DC_PREFILL_ONLY:-}" ]; then # DC_PREFILL_ONLY=1: the prefill timing alone
 step "check: dual chunk cases, the whole matrix, memcheck, racecheck (in parallel)"
 ( timeout 90 "$A" check --plugin cuda_attn --filter 'chunk=' --json > "$OUT/check_dc.json" 2> "$OUT/check_dc.log"
   echo "check chunk= (kernel=auto): rc=$? $(tail -1 "$OUT/check_dc.log")" > "$OUT/check_dc.rc" ) &
@@ -40,9 +44,6 @@ wait
 cat "$OUT"/check_dc.rc "$OUT"/check_dc_mma.rc "$OUT"/check_all.rc "$OUT"/memcheck_dc.rc "$OUT"/racecheck_dc.rc
 grep -hE "^ *(fail|error)" "$OUT"/check_dc.log "$OUT"/check_dc_mma.log "$OUT"/check_all.log | head -20
 
-S="hq=28,hkv=4,d=128,dtype=bf16,page=16"
-MODEL="chunk=262144,local=8192,omp=262144"
-THREE="chunk=32768,local=4096,omp=262144"
 step "bench: decode at 256k (B 1, 8): plain, dual chunk (model sizes, three parts)"
 dec=""; pdec=""
 for b in 1 8; do
@@ -53,13 +54,14 @@ timeout 120 "$A" bench --plugin cuda_attn --conf "$OUT/conf_auto.json" $dec --mi
   > "$OUT/bench_dc_decode.json" 2> "$OUT/bench_dc_decode.log"; echo "decode (auto) rc=$?"
 timeout 60 "$A" bench --plugin cuda_attn --conf "$OUT/conf_mma.json" $pdec --min-time 0.3 --json \
   > "$OUT/bench_dc_decode_mma.json" 2> "$OUT/bench_dc_decode_mma.log"; echo "decode (plain kernel=mma) rc=$?"
+fi
 step "bench: prefill of 128k tokens (B 1): plain, dual chunk (model sizes, three parts)"
 c="extend:b=1,l=131072,q=131072,$S"
-timeout 150 "$A" bench --plugin cuda_attn --conf "$OUT/conf_auto.json" --case "$c" --case "$c,$MODEL" --case "$c,$THREE" \
+timeout ${DC_PREFILL_CAP:-150} "$A" bench --plugin cuda_attn --conf "$OUT/conf_auto.json" --case "$c" --case "$c,$MODEL" --case "$c,$THREE" \
   --min-time 0.3 --json > "$OUT/bench_dc_prefill.json" 2> "$OUT/bench_dc_prefill.log"; echo "prefill (auto) rc=$?"
 timeout 90 "$A" bench --plugin cuda_attn --conf "$OUT/conf_mma.json" --case "$c" --min-time 0.3 --json \
   > "$OUT/bench_dc_prefill_mma.json" 2> "$OUT/bench_dc_prefill_mma.log"; echo "prefill (plain kernel=mma) rc=$?"
-tail -4 "$OUT"/bench_dc_*.log
+tail -n 4 "$OUT"/bench_dc_*.log
 step "summary: dual chunk / plain at equal length (issue 24: <= 1.30x against the defaults)"
 python3 bench/cuda/dual_chunk_summary.py "$OUT" | tee "$OUT/summary_dual_chunk.txt"
 echo "dual_chunk: done [$SECONDS s]"
