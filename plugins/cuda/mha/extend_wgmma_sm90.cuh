@@ -54,8 +54,9 @@
  * A tree verify item (ATTN_VIS_TREE) masks each tile by the batch's packed
  * mask (tree_mask_pack.cu): each consumer thread loads its two rows' words
  * (one per 64 columns) while the tile's S wgmma runs, and a tile whose words
- * are all ones for every row (the prefix) takes no mask at all; a consumer warpgroup whose rows all lie past a short item only
- * keeps the barrier counts.
+ * are all ones for every row (the prefix) takes no mask at all.  A consumer
+ * warpgroup whose rows all lie past a short item only keeps the barrier
+ * counts.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
