@@ -62,7 +62,8 @@ static int64_t col_slot(const fa_batch *fb, int i, int64_t col) {
 
 /* A random tree per request: draft token j sees the prefix (about one key
  * in ten hidden, so single keys and whole runs are masked) and itself and
- * its ancestors. */
+ * its ancestors.  Request 1 sees its whole prefix, as sglang's masks do, so
+ * the kernels that skip all-visible tiles take that path too. */
 static void fill_tree(fa_batch *fb, hrng *r) {
     unsigned char *m = htensor_data(&fb->mask);
     int64_t off = 0;
@@ -73,7 +74,7 @@ static void fill_tree(fa_batch *fb, hrng *r) {
         for (int j = 0; j < q; j++) {
             parent[j] = j == 0 ? -1 : (int)hrng_range(r, -1, j - 1);
             unsigned char *row = m + off + (int64_t)j * seq;
-            for (int c = 0; c < pre; c++) row[c] = hrng_range(r, 0, 9) != 0;
+            for (int c = 0; c < pre; c++) row[c] = i == 1 || hrng_range(r, 0, 9) != 0;
             for (int a = j; a >= 0; a = parent[a]) row[pre + a] = 1;
         }
         off += (int64_t)q * seq;

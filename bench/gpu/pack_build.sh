@@ -11,7 +11,7 @@ set -e
 cd "${1:-$(dirname "$0")/../..}"
 [ -d build ] && [ ! -L build ] || { echo "pack_build.sh: no build/ directory in $PWD"; exit 1; }
 keep="bench_lin mla_gpu_bench test_lin_e2e test_lin_gpu test_lin_load test_mla_gpu test_cuda_graph test_cuda_badidx
-      test_wgmma_primitives test_gauntlet_counts python"
+      test_wgmma_primitives test_tree_mask_pack test_gauntlet_counts python"
 # `make` builds no test binary: build the ones that travel, so none is stale
 make -s -j2 all $(for b in $keep; do [ "$b" = python ] || echo "build/tests/$b"; done) \
   build/tests/python/plugins/recorder.so build/tests/python/plugins/noop.so

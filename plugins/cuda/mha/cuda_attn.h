@@ -141,6 +141,12 @@ typedef struct ca_backend {
     int rg_tma;        /* ... with its TMA producer set up */
     void *rg_mem;      /* forward_ragged's items: [rg_max_items] attn_extend_item, then the count */
     int32_t rg_max_items;
+    /* Tree verify's packed mask (tree_mask_pack.cu), sized at create for max_tokens rows of
+     * tmask_words 64-bit words (max_context columns) and max_reqs x tmask_words full flags;
+     * NULL for models that take no tree mask (encoder-only, ragged-only). */
+    uint64_t *tmask_bits;
+    uint8_t *tmask_full;
+    int32_t tmask_words;
     sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by ca_plan */
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none (verify and draft extend: EXTEND) */
@@ -148,6 +154,7 @@ typedef struct ca_backend {
     int planned_self;   /* ATTN_SELF_* of the planned extend items */
     const uint8_t *planned_mask; /* tree verify: custom_mask's bytes (else NULL) */
     attn_index planned_mask_indptr;
+    int32_t planned_mask_words; /* tree verify: words per packed row of this batch (its table's columns) */
     int32_t planned_tpr; /* verify: tokens_per_req */
     int32_t planned_bs, planned_tokens;
     int64_t checked_slots; /* the pool size the planned items were checked against (INT64_MAX: not yet) */

@@ -28,6 +28,8 @@ static void ca_destroy(sgl_attn_backend *bb) {
     if (b->dev_mem) (void)cudaFree(b->dev_mem);
     if (b->rg_mem) (void)cudaFree(b->rg_mem);
     if (b->iota) (void)cudaFree(b->iota);
+    if (b->tmask_bits) (void)cudaFree(b->tmask_bits);
+    if (b->tmask_full) (void)cudaFree(b->tmask_full);
     sgl_sdk_cuda_fault_free(&b->fault);
     attn_tmap_cache_free(b->tmaps);
     free(b);
@@ -164,6 +166,25 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_at
 /* Encoder-only layers read their keys from the call's k / v: the extend
  * kernels' slot table becomes this identity (entry t = t, one word per row),
  * and each item's row is its request's offset (plan.cuh, ATTN_SELF_NEW_ONLY). */
+/* Tree verify's packed mask: a row of bits per token (max_tokens) over
+ * max_context columns, and a full flag per request and 64 columns.  Models
+ * whose layers take no tree mask (not causal) have none. */
+static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, char *err, size_t err_size) {
+    b->tmask_words = (int32_t)(((int64_t)a->max_context + 63) / 64);
+    const size_t nbits = (size_t)a->max_tokens * (size_t)b->tmask_words * sizeof(uint64_t);
+    const size_t nfull = (size_t)a->max_reqs * (size_t)b->tmask_words;
+    cudaError_t ce = cudaMalloc((void **)&b->tmask_bits, nbits);
+    if (ce == cudaSuccess) ce = cudaMalloc((void **)&b->tmask_full, nfull);
+    if (ce != cudaSuccess) {
+        (void)cudaGetLastError();
+        char what[128];
+        snprintf(what, sizeof what, "create: cudaMalloc(%zu + %zu bytes) for the tree verify mask's bits", nbits, nfull);
+        sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
+        return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+    }
+    return 0;
+}
+
 static int alloc_iota(ca_backend *b, char *err, size_t err_size) {
     const size_t n = (size_t)b->sz.max_tokens;
     int32_t *h = malloc(n * sizeof *h);
@@ -268,6 +289,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     if (b->model_attn_type == SGL_ATTN_TYPE_ENCODER_ONLY && (rc = alloc_iota(b, err, err_size))) {
+        ca_destroy(&b->base);
+        return rc;
+    }
+    if (!b->ragged_only && b->model_attn_type == SGL_ATTN_TYPE_CAUSAL && (rc = alloc_tree_mask(b, a, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }

@@ -206,6 +206,22 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     b->r2t_cols = (int32_t)(table->shape[1] << shift);
     rc = check_mirrors(b, bt, bs, tokens, mode, call);
     if (rc) return rc;
+    /* tree verify: the packed mask's rows hold the table's columns (every seq_len fits them);
+     * the batch's rows x words and requests x words within what create sized (max_tokens and
+     * max_reqs rows of max_context columns) */
+    b->planned_mask_words = 0;
+    if (self_vis == ATTN_SELF_TREE) {
+        const int64_t words = ((int64_t)b->r2t_cols + 63) / 64, rows = (int64_t)bs * bt->tokens_per_req;
+        if (!b->tmask_bits || rows * words > (int64_t)b->sz.max_tokens * b->tmask_words ||
+            (int64_t)bs * words > (int64_t)b->sz.max_reqs * b->tmask_words) {
+            snprintf(b->err, sizeof b->err,
+                     "%s: batch.custom_mask: %lld rows of %lld columns (the table's) exceed the packed mask sized at "
+                     "create (max_tokens %d rows of max_context %lld columns)", call, (long long)rows,
+                     (long long)b->r2t_cols, (int)b->sz.max_tokens, (long long)b->tmask_words * 64);
+            return SGL_ATTN_E_INVALID;
+        }
+        b->planned_mask_words = (int32_t)words;
+    }
 
     attn_plan_in in;
     memset(&in, 0, sizeof in);
@@ -262,6 +278,11 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             b->has_eplan[set] = 1;
         }
         b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
+        /* tree verify: the mask's bits, once for every layer and head of the batch */
+        if (!ce && self_vis == ATTN_SELF_TREE)
+            ce = attn_launch_tree_mask_pack(b->planned_mask, bt->custom_mask->shape[0], b->planned_mask_indptr, bs,
+                                            bt->tokens_per_req, b->planned_mask_words, b->tmask_bits,
+                                            b->tmask_full, bt->stream);
     }
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
@@ -675,6 +696,11 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     p.mask = b->planned_mask;
     p.mask_indptr = b->planned_mask_indptr;
     p.mask_q = b->planned_tpr;
+    if (b->planned_mask) {
+        p.mask_bits = b->tmask_bits;
+        p.mask_full = b->tmask_full;
+        p.mask_words = b->planned_mask_words;
+    }
     const int direct = !a->layer->is_cross && b->planned_self == ATTN_SELF_NEW_ONLY;
     if (direct && (rc = direct_keys(b, a, &p))) return rc;
     if (dual) {

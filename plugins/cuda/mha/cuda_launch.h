@@ -80,6 +80,13 @@ int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const a
 
 /* ---------------------------------------------------------- forward_ragged */
 
+/* Tree verify's mask packed to bits, once per batch after the plan
+ * (tree_mask_pack.cu): bits[(b * mq + r) * words + (c >> 6)] bit c & 63 is
+ * byte (r, c) of request b's block; full[b * words + w] = 1 when every row's
+ * word w is all ones.  words * 64 >= every request's seq_len. */
+int attn_launch_tree_mask_pack(const uint8_t *mask, int64_t mask_len, attn_index indptr, int32_t bs, int32_t mq,
+                               int32_t words, uint64_t *bits, uint8_t *full, void *stream);
+
 /* The ragged plan (ragged_plan.cu): cu_seqlens -> extend items. */
 typedef struct attn_ragged_plan {
     attn_index cu_q, cu_k;     /* [bs + 1] each */

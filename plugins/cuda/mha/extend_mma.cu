@@ -19,7 +19,8 @@
  *   - the masks (causal diagonal, window edge, KV end): per-row visible
  *     column bounds [clo, chi) computed once per item, applied with selects,
  *     only on tiles that need them; a tree verify item (ATTN_VIS_TREE) masks
- *     every tile, each score by its byte of the batch's mask.
+ *     each score by its bit of the batch's packed mask (tree_mask_pack.cu),
+ *     on the tiles whose words are not all ones.
  * The LSE output (p.lse set) is written beside the output rows.  Head dims
  * are template parameters, DQK (Q, K) and DV (V, O): equal for the paged
  * extend, qk 192 / v 128 for forward_ragged's DeepSeek shape.  RAGGED: K / V
@@ -104,7 +105,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     /* Row h sees columns [clo[h], chi[h]): col < hi, causal col <= qpos, window
      * col >= qpos - window (attn_visible, as bounds). */
     int chi[2], clo[2];
-    /* Tree verify: row h's mask bytes start at mrow[h] (a row past the item sees nothing). */
+    /* Tree verify: row h's packed mask words start at mrow[h] (a row past the item sees nothing). */
     int64_t mrow[2] = {0, 0};
 #pragma unroll
     for (int h = 0; h < 2; h++) {
@@ -114,7 +115,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
         if constexpr (TREE) {
             if (tree) {
                 const int r = r0 + g + 8 * h;
-                mrow[h] = attn_mask_base(p, it) + (int64_t)r * (it.kv_hi - it.kv_lo);
+                mrow[h] = ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + r) * p.mask_words;
                 if (r >= it.nrows) chi[h] = INT_MIN;
             }
         }
@@ -168,8 +169,26 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
 #pragma unroll
                 for (int i = 0; i < 4; i++) s[n][i] = attn_score(p, s[n][i]);
         }
+        /* tree verify: the tile's bits of the thread's two rows from their
+         * packed words (bit 2n + e: column t0 + 8n + 2 t4 + e); none on a tile
+         * whose words are all ones for every row (tfull: it takes no mask) */
+        uint32_t tbits[2] = {0u, 0u};
+        bool tfull = false;
+        if constexpr (TREE) {
+            static_assert(BN <= 64 && 64 % BN == 0, "a tile's columns lie in one packed word");
+            if (tree) {
+                const int c0 = j * BN; /* the tile's first mask column (lo = kv_lo) */
+                tfull = __ldg(p.mask_full + (int64_t)it.b * p.mask_words + (c0 >> 6)) != 0;
+                if (!tfull) {
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        if (chi[h] != INT_MIN)
+                            tbits[h] = attn_bits_pairs(__ldg(p.mask_bits + mrow[h] + (c0 >> 6)) >> ((c0 & 63) + 2 * t4));
+                }
+            }
+        }
         /* mask only where some (row, column) pair of the tile can be invisible */
-        const bool need_mask = tree || t0 + BN > hi || (causal && t0 + BN - 1 > qmin) ||
+        const bool need_mask = (tree && !tfull) || t0 + BN > hi || (causal && t0 + BN - 1 > qmin) ||
                                (window >= 0 && t0 < qmax - window);
         if (need_mask) {
 #pragma unroll
@@ -179,7 +198,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
                     const int col = t0 + n * 8 + t4 * 2 + (i & 1);
                     bool vis = (col < chi[i >> 1]) & (col >= clo[i >> 1]);
                     if constexpr (TREE) /* the mask replaces causality */
-                        vis = vis && (!tree || __ldg(p.mask + mrow[i >> 1] + col) != 0);
+                        vis = vis && (!tree || ((tbits[i >> 1] >> (2 * n + (i & 1))) & 1u));
                     s[n][i] = vis ? s[n][i] : ATTN_NEG_INF;
                 }
         }

@@ -51,10 +51,12 @@
  * then takes every whole 16-row box of the tile (any start row) by TMA
  * (wg_tma_rows), the rest by cp.async with its zero-fill.
  *
- * A tree verify item (ATTN_VIS_TREE) masks every tile by the batch's mask
- * bytes, which each consumer thread loads for its rows while the tile's S
- * wgmma runs; a consumer warpgroup whose rows all lie past a short item only
- * keeps the barrier counts.
+ * A tree verify item (ATTN_VIS_TREE) masks each tile by the batch's packed
+ * mask (tree_mask_pack.cu): each consumer thread loads its two rows' words
+ * (one per 64 columns) while the tile's S wgmma runs, and a tile whose words
+ * are all ones for every row (the prefix) takes no mask at all.  A consumer
+ * warpgroup whose rows all lie past a short item only keeps the barrier
+ * counts.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -555,10 +557,15 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
         /* A warpgroup whose 64 rows all lie past the item (a short item: verify's
          * draft tokens) computes nothing: it only keeps the barriers' counts. */
         const bool idle = 64 * wg >= k.nrows;
-        /* Tree verify: the bytes of this thread's first row start at mrow, its
-         * second row's 8 mask rows later. */
-        const uint8_t *mrow = p.mask;
-        if (TREE && k.tree) mrow += attn_mask_base(p, p.eitems[k.item]) + (int64_t)row_lo * (k.hi - k.lo);
+        /* Tree verify: the packed words of this thread's first row start at
+         * mrow, its second row's 8 rows later; mfull: the request's flags. */
+        const uint64_t *mrow = p.mask_bits;
+        const uint8_t *mfull = p.mask_full;
+        if (TREE && k.tree) {
+            const attn_extend_item it = p.eitems[k.item];
+            mrow += ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + row_lo) * p.mask_words;
+            mfull += (int64_t)it.b * p.mask_words;
+        }
 #pragma unroll
         for (int i = 0; i < D / 2; i++) o[i] = 0.f;
         mbar_wait(bar.q_full(), kq & 1);
@@ -566,8 +573,8 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
         kq++;
         if (k.ntiles == 0) wg_release(bar.q_empty(), lane);
         /* mask only where some (row, column) pair of the tile can be invisible */
-        auto need_mask = [&](int t0) {
-            return (TREE && k.tree) || t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) ||
+        auto need_mask = [&](int t0, bool tfull) {
+            return (TREE && k.tree && !tfull) || t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) ||
                    (k.window >= 0 && t0 < qmax - k.window);
         };
         for (int j = 0; j < k.ntiles; j++, g++) {
@@ -584,29 +591,33 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
             wg_qk<DT, DQK, BN>(s, q_addr, k_addr + sidx * C::K_BYTES);
             wg_commit();
             /* tree verify: this tile's mask bits of the thread's two rows, loaded
-             * while the S wgmma runs (bit 2j + e: column t0 + 8j + 2 q4 + e) */
+             * while the S wgmma runs (bit 2j + e: column t0 + 8j + 2 q4 + e): one
+             * packed word per row per 64 columns, none on a tile whose words are
+             * all ones for every row (tfull: the tile takes no mask) */
             uint32_t tbits[2] = {0u, 0u};
+            bool tfull = false;
             if (TREE && k.tree) {
+                const int c0 = j * BN, seq = k.hi - k.lo; /* the tile's first mask column */
+                tfull = true;
 #pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    if (row_lo + 8 * h >= k.nrows) continue; /* rows past the item see nothing */
-                    const uint8_t *mr = mrow + (int64_t)(8 * h) * (k.hi - k.lo);
-                    /* 4 column pairs in flight at a time: the consumer's registers hold S and O */
-#pragma unroll 4
-                    for (int jj = 0; jj < BN / 8; jj++)
+                for (int ww = 0; ww < BN / 64; ww++)
+                    tfull = tfull && (c0 + 64 * ww >= seq || __ldg(mfull + (c0 >> 6) + ww) != 0);
+                if (!tfull) {
 #pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const int col = t0 + 8 * jj + 2 * q4 + e;
-                            const uint32_t v = col < k.hi ? __ldg(mr + col) : 0u;
-                            tbits[h] |= (v != 0u ? 1u : 0u) << (2 * jj + e);
-                        }
+                    for (int h = 0; h < 2; h++) {
+                        if (row_lo + 8 * h >= k.nrows) continue; /* rows past the item see nothing */
+                        const uint64_t *mr = mrow + (int64_t)(8 * h) * p.mask_words + (c0 >> 6);
+#pragma unroll
+                        for (int ww = 0; ww < BN / 64; ww++)
+                            if (c0 + 64 * ww < seq) tbits[h] |= attn_bits_pairs(__ldg(mr + ww) >> (2 * q4)) << (16 * ww);
+                    }
                 }
             }
             wg_wait<0>();
             wg_pin(s);
             if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN, TREE>(s, st, corr, p, k, t0, need_mask(t0), q4, tbits);
+            wg_softmax<BN, TREE>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits);
             wg_scale_o<D>(o, corr);
             wg_pack_p<DT, BN>(pa, s);
             wg_pin(o);

@@ -173,7 +173,13 @@ typedef struct attn_fwd {
     const uint8_t *mask;
     attn_index mask_indptr;
     int32_t mask_q;
-    int32_t reserved_mask_;
+    /* The same mask packed once per batch (cuda_attn's tree_mask_pack.cu), read in place of
+     * the bytes where mask_bits is set: bit c & 63 of mask_bits[(b * mask_q + r) * mask_words
+     * + (c >> 6)] is byte (r, c) of request b's block (c from kv_lo); mask_full[b * mask_words
+     * + w] nonzero when every row's word w is all ones (such a tile needs no mask). */
+    int32_t mask_words;
+    const uint64_t *mask_bits;
+    const uint8_t *mask_full;
 } attn_fwd;
 
 /* The item check (attn_check_items_kernel): before the first forward of a

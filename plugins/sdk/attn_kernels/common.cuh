@@ -107,6 +107,16 @@ GC_DEV int64_t attn_mask_base(const attn_fwd &p, const attn_extend_item &it) {
     return attn_idx(p.mask_indptr, it.b) + (int64_t)(it.q_pos0 - (it.kv_hi - p.mask_q)) * seq - it.kv_lo;
 }
 
+/* Tree verify's packed words (attn_fwd.mask_bits): bits 8m and 8m + 1 of w
+ * (m = 0..7) gathered to bits 2m and 2m + 1 of the result: the two columns a
+ * thread of an m16n8 fragment holds in each group of 8. */
+GC_DEV uint32_t attn_bits_pairs(uint64_t w) {
+    w &= 0x0303030303030303ull;
+    w = (w | w >> 6) & 0x000F000F000F000Full;
+    w = (w | w >> 12) & 0x000000FF000000FFull;
+    return (uint32_t)((w | w >> 24) & 0xFFFFull);
+}
+
 /* Is column `col` visible to a query at column `qpos`?  (causal / window) */
 GC_DEV bool attn_visible(int col, int qpos, int causal, int window) {
     if (causal && col > qpos) return false;
