@@ -141,12 +141,14 @@ typedef struct ca_backend {
     int rg_tma;        /* ... with its TMA producer set up */
     void *rg_mem;      /* forward_ragged's items: [rg_max_items] attn_extend_item, then the count */
     int32_t rg_max_items;
-    /* Tree verify's packed mask (tree_mask_pack.cu), sized at create for max_tokens rows of
+    /* Tree verify's packed mask (tree_mask_pack.cu), sized at create for tmask_rows rows of
      * tmask_words 64-bit words (max_context columns) and max_reqs x tmask_words full flags;
-     * NULL for models that take no tree mask (encoder-only, ragged-only). */
+     * NULL for models that do not verify (spec_tokens <= 1) or take no tree mask
+     * (encoder-only, bidirectional, ragged-only). */
     uint64_t *tmask_bits;
     uint8_t *tmask_full;
     int32_t tmask_words;
+    int32_t tmask_rows; /* rows the bits hold: min(max_tokens, max_reqs x the model's spec_tokens) */
     sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by ca_plan */
     /* per batch (init_forward_metadata / graph hooks) */
     int planned_mode;  /* SGL_ATTN_MODE_* planned, 0 none (verify and draft extend: EXTEND) */

@@ -166,12 +166,17 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_at
 /* Encoder-only layers read their keys from the call's k / v: the extend
  * kernels' slot table becomes this identity (entry t = t, one word per row),
  * and each item's row is its request's offset (plan.cuh, ATTN_SELF_NEW_ONLY). */
-/* Tree verify's packed mask: a row of bits per token (max_tokens) over
- * max_context columns, and a full flag per request and 64 columns.  Models
- * whose layers take no tree mask (not causal) have none. */
-static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, char *err, size_t err_size) {
+/* Tree verify's packed mask: a row of bits per verified token over
+ * max_context columns, and a full flag per request and 64 columns.  Only a
+ * model that verifies (spec_tokens > 1) has it, with rows for max_reqs
+ * requests of spec_tokens tokens (at most max_tokens): a plain model pays no
+ * memory for it.  Models whose layers take no tree mask (not causal) have none. */
+static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, int32_t spec_tokens, char *err,
+                           size_t err_size) {
     b->tmask_words = (int32_t)(((int64_t)a->max_context + 63) / 64);
-    const size_t nbits = (size_t)a->max_tokens * (size_t)b->tmask_words * sizeof(uint64_t);
+    const int64_t rows = (int64_t)a->max_reqs * spec_tokens;
+    b->tmask_rows = (int32_t)(rows < a->max_tokens ? rows : a->max_tokens);
+    const size_t nbits = (size_t)b->tmask_rows * (size_t)b->tmask_words * sizeof(uint64_t);
     const size_t nfull = (size_t)a->max_reqs * (size_t)b->tmask_words;
     cudaError_t ce = cudaMalloc((void **)&b->tmask_bits, nbits);
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&b->tmask_full, nfull);
@@ -292,7 +297,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return rc;
     }
-    if (!b->ragged_only && b->model_attn_type == SGL_ATTN_TYPE_CAUSAL && (rc = alloc_tree_mask(b, a, err, err_size))) {
+    const int32_t spec_tokens = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, spec_tokens);
+    if (!b->ragged_only && b->model_attn_type == SGL_ATTN_TYPE_CAUSAL && spec_tokens > 1 &&
+        (rc = alloc_tree_mask(b, a, spec_tokens, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }

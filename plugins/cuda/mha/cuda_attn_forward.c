@@ -207,17 +207,19 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     rc = check_mirrors(b, bt, bs, tokens, mode, call);
     if (rc) return rc;
     /* tree verify: the packed mask's rows hold the table's columns (every seq_len fits them);
-     * the batch's rows x words and requests x words within what create sized (max_tokens and
-     * max_reqs rows of max_context columns) */
+     * the batch's rows x words and requests x words within what create sized (tmask_rows
+     * and max_reqs rows of max_context columns) */
     b->planned_mask_words = 0;
     if (self_vis == ATTN_SELF_TREE) {
         const int64_t words = ((int64_t)b->r2t_cols + 63) / 64, rows = (int64_t)bs * bt->tokens_per_req;
-        if (!b->tmask_bits || rows * words > (int64_t)b->sz.max_tokens * b->tmask_words ||
+        if (!b->tmask_bits || rows * words > (int64_t)b->tmask_rows * b->tmask_words ||
             (int64_t)bs * words > (int64_t)b->sz.max_reqs * b->tmask_words) {
             snprintf(b->err, sizeof b->err,
                      "%s: batch.custom_mask: %lld rows of %lld columns (the table's) exceed the packed mask sized at "
-                     "create (max_tokens %d rows of max_context %lld columns)", call, (long long)rows,
-                     (long long)b->r2t_cols, (int)b->sz.max_tokens, (long long)b->tmask_words * 64);
+                     "create (%d rows: max_reqs x the model's spec_tokens, at most max_tokens; of max_context %lld "
+                     "columns; a model with spec_tokens <= 1 has none)",
+                     call, (long long)rows, (long long)b->r2t_cols, (int)b->tmask_rows,
+                     (long long)b->tmask_words * 64);
             return SGL_ATTN_E_INVALID;
         }
         b->planned_mask_words = (int32_t)words;
