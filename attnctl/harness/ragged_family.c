@@ -129,6 +129,25 @@ static void rrun_free(rrun *x) {
         if (htensor_alloc(&x->t, dev, name, dt, nd, s_, err, err_size)) return -1;    \
     } while (0)
 
+/* The one-layer model and create options a built run needs (check and bench alike). */
+static void run_model(const rrun *x, const hcase *hc, sgl_attn_model *m, sgl_attn_create_options *o) {
+    const rcase *c = &x->c;
+    sgl_attn_model_init(m);
+    m->struct_size = sizeof *m;
+    snprintf(m->name, sizeof m->name, "%.63s", hc->text);
+    snprintf(m->model_type, sizeof m->model_type, "harness");
+    m->num_layers = 1, m->num_q_heads = (int32_t)c->hq, m->num_kv_heads = (int32_t)c->hkv;
+    m->head_dim_qk = (int32_t)c->d, m->head_dim_v = (int32_t)c->dv;
+    m->dtype = m->kv_dtype = hdtype_bit(c->dt);
+    m->logit_softcap = (float)c->softcap;
+    m->sliding_window = -1;
+    m->page_size = 1;
+    m->full_attention_mask[0] = 1;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->max_reqs = x->bs, o->max_tokens = (int32_t)(x->Tq > 0 ? x->Tq : 1), o->max_context = (int32_t)c->lk;
+}
+
 static int build(rrun *x, const hdev *dev, uint64_t seed, char *err, size_t err_size) {
     const rcase *c = &x->c;
     hrng r;
@@ -231,21 +250,8 @@ static void check(const harness_family *fam, const htarget *t, const hcase *hc, 
     }
     const rcase *c = &x.c;
     sgl_attn_model m;
-    sgl_attn_model_init(&m);
-    m.struct_size = sizeof m;
-    snprintf(m.name, sizeof m.name, "%.63s", hc->text);
-    snprintf(m.model_type, sizeof m.model_type, "harness");
-    m.num_layers = 1, m.num_q_heads = (int32_t)c->hq, m.num_kv_heads = (int32_t)c->hkv;
-    m.head_dim_qk = (int32_t)c->d, m.head_dim_v = (int32_t)c->dv;
-    m.dtype = m.kv_dtype = hdtype_bit(c->dt);
-    m.logit_softcap = (float)c->softcap;
-    m.sliding_window = -1;
-    m.page_size = 1;
-    m.full_attention_mask[0] = 1;
     sgl_attn_create_options o;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    o.max_reqs = x.bs, o.max_tokens = (int32_t)(x.Tq > 0 ? x.Tq : 1), o.max_context = (int32_t)c->lk;
+    run_model(&x, hc, &m, &o);
     if (htarget_create(t, &m, &o, &b, r) != SGL_ATTN_OK) goto done;
     if (b->ops_size < offsetof(sgl_attn_backend_ops, forward_ragged) + sizeof b->ops->forward_ragged ||
         !b->ops->forward_ragged) {
@@ -376,21 +382,8 @@ static int bench_prepare(const harness_family *fam, const htarget *t, const hcas
     }
     const rcase *c = &x->c;
     sgl_attn_model m;
-    sgl_attn_model_init(&m);
-    m.struct_size = sizeof m;
-    snprintf(m.name, sizeof m.name, "%.63s", hc->text);
-    snprintf(m.model_type, sizeof m.model_type, "harness");
-    m.num_layers = 1, m.num_q_heads = (int32_t)c->hq, m.num_kv_heads = (int32_t)c->hkv;
-    m.head_dim_qk = (int32_t)c->d, m.head_dim_v = (int32_t)c->dv;
-    m.dtype = m.kv_dtype = hdtype_bit(c->dt);
-    m.logit_softcap = (float)c->softcap;
-    m.sliding_window = -1;
-    m.page_size = 1;
-    m.full_attention_mask[0] = 1;
     sgl_attn_create_options o;
-    memset(&o, 0, sizeof o);
-    o.struct_size = sizeof o;
-    o.max_reqs = x->bs, o.max_tokens = (int32_t)(x->Tq > 0 ? x->Tq : 1), o.max_context = (int32_t)c->lk;
+    run_model(x, hc, &m, &o);
     if (htarget_create(t, &m, &o, &s->b, r) != SGL_ATTN_OK) {
         s->b = NULL;
         bench_release(s);
