@@ -13,9 +13,13 @@ copy; the plugin saves the new K/V at write_index, as cache.update would).
 Each forward step, translate() turns transformers' indices (cu_seq_lens_q/k
 with read_index and write_index, or a block_table) into an sgl_attn_batch:
 request i reads slots read_index[cu_k[i]:cu_k[i+1]], its new tokens are the
-last q_len[i] positions, written at write_index.  The translation is done
-once per step and shared by the layers of a cache group; it reads the
-lengths back to the host once (the CPU mirrors the plugins plan from).
+last q_len[i] positions, written at write_index.  A block_table goes to a
+stack that declares page_table (SGL_ATTN_FEAT_PAGE_TABLE) as the batch's
+page_table, with page_size = the cache's block_size and no req_to_token;
+to any other stack it is expanded into per-token req_to_token rows.  The
+translation is done once per step and shared by the layers of a cache
+group; it reads the lengths back to the host once (the CPU mirrors the
+plugins plan from).
 
 Refused with NotImplementedError: sliding-window layers (transformers keeps
 those in a ring, whose read order is not a position order), a cache of
@@ -51,23 +55,34 @@ class Translated:
     extend_prefix_lens_cpu: List[int]
     extend_seq_lens_cpu: List[int]
     num_tokens: int
+    page_table: Any = None     # [bs, max_blocks] (the block table as given), req_to_token None
+    page_size: int = 1         # the cache's block_size with page_table, else 1
+
+
+def host_lens(cu_seq_lens_q: Any, cu_seq_lens_k: Any) -> Tuple[List[int], List[int]]:
+    """cu_seq_lens_q / cu_seq_lens_k read back to the host (the one read of a
+    step); translate() takes them as `lens`."""
+    return [int(x) for x in cu_seq_lens_q.cpu().tolist()], [int(x) for x in cu_seq_lens_k.cpu().tolist()]
 
 
 def translate(cu_seq_lens_q: Any, cu_seq_lens_k: Any, read_index: Any = None, write_index: Any = None,
-              block_table: Any = None, block_size: int = 0) -> Translated:
+              block_table: Any = None, block_size: int = 0, page_table: bool = False,
+              lens: Optional[Tuple[List[int], List[int]]] = None) -> Translated:
     """transformers' paged indices for one cache group -> an sgl_attn_batch's
     tensors.  read_index / write_index are the group's 1-D tensors of cache
     rows; block_table the group's [bs, max_blocks] (-1 padded) when given
     instead (then the new token of request i is at position k_len[i] - 1).
-    An empty read_index means nothing is read from the cache (every request
-    a fresh prefill): its rows are the write_index rows."""
+    With page_table (the stack declares it) the block table is passed as
+    the batch's page_table, not expanded; only the new tokens' slots are
+    computed from it.  An empty read_index means nothing is read from the
+    cache (every request a fresh prefill): its rows are the write_index
+    rows.  `lens` is host_lens() of the two cu tensors when the caller has
+    read them already."""
     import torch
 
     dev = cu_seq_lens_q.device
     cu_q = cu_seq_lens_q.to(torch.int64)
-    cu_k = cu_seq_lens_k.to(torch.int64)
-    q_cpu = cu_q.cpu().tolist()
-    k_cpu = cu_k.cpu().tolist()
+    q_cpu, k_cpu = lens if lens is not None else host_lens(cu_seq_lens_q, cu_seq_lens_k)
     bs = len(q_cpu) - 1
     q_lens = [q_cpu[i + 1] - q_cpu[i] for i in range(bs)]
     k_lens = [k_cpu[i + 1] - k_cpu[i] for i in range(bs)]
@@ -75,6 +90,27 @@ def translate(cu_seq_lens_q: Any, cu_seq_lens_k: Any, read_index: Any = None, wr
         raise ValueError(f"cu_seq_lens_k {k_cpu} is shorter than cu_seq_lens_q {q_cpu} for some request")
     prefix = [k - q for q, k in zip(q_lens, k_lens)]
     T = q_cpu[-1]
+
+    def i32(xs: List[int]) -> Any:
+        return torch.tensor(xs, device=dev, dtype=torch.int32)
+
+    mode = "decode" if bs and max(q_lens) == 1 and min(q_lens) == 1 else "extend"
+    req_of_tok = torch.repeat_interleave(torch.arange(bs, device=dev), torch.tensor(q_lens, device=dev))
+    start = torch.tensor(prefix, device=dev, dtype=torch.int64)[req_of_tok]
+    j = torch.arange(T, device=dev, dtype=torch.int64) - cu_q[:-1][req_of_tok]
+    positions = start + j
+    if page_table and block_table is not None:
+        if block_size <= 0:
+            raise ValueError("block_table given without the cache's block_size")
+        bt = block_table if block_table.is_contiguous() else block_table.contiguous()
+        # the new tokens' slots: page of position p, then its row inside the page
+        pages = bt[req_of_tok, positions // block_size].to(torch.int64)
+        out_loc = pages * block_size + positions % block_size
+        return Translated(mode=mode, req_to_token=None, req_pool_indices=None, seq_lens=i32(k_lens),
+                          extend_prefix_lens=i32(prefix), extend_seq_lens=i32(q_lens), out_cache_loc=out_loc,
+                          positions=positions, seq_lens_cpu=k_lens, extend_prefix_lens_cpu=prefix,
+                          extend_seq_lens_cpu=q_lens, num_tokens=T, page_table=bt, page_size=block_size)
+    cu_k = cu_seq_lens_k.to(torch.int64)
     max_k = max(k_lens) if bs else 0
     col = torch.arange(max(max_k, 1), device=dev, dtype=torch.int64)
     k_len_t = torch.tensor(k_lens, device=dev, dtype=torch.int64)
@@ -94,18 +130,10 @@ def translate(cu_seq_lens_q: Any, cu_seq_lens_k: Any, read_index: Any = None, wr
         idx = (cu[:-1].view(-1, 1) + col.view(1, -1)).clamp(max=max(src.numel() - 1, 0))
         rows = src[idx] if src.numel() else torch.zeros_like(idx)
     r2t = torch.where(valid, rows, torch.zeros_like(rows)).to(torch.int32)
-    req_of_tok = torch.repeat_interleave(torch.arange(bs, device=dev), torch.tensor(q_lens, device=dev))
-    start = torch.tensor(prefix, device=dev, dtype=torch.int64)[req_of_tok]
-    j = torch.arange(T, device=dev, dtype=torch.int64) - cu_q[:-1][req_of_tok]
-    positions = start + j
     if block_table is None and write_index is not None and write_index.numel():
         out_loc = write_index.to(torch.int64)[:T]
     else:
         out_loc = r2t[req_of_tok, positions].to(torch.int64)
-    def i32(xs: List[int]) -> Any:
-        return torch.tensor(xs, device=dev, dtype=torch.int32)
-
-    mode = "decode" if bs and max(q_lens) == 1 and min(q_lens) == 1 else "extend"
     return Translated(mode=mode, req_to_token=r2t.contiguous(), req_pool_indices=i32(list(range(bs))),
                       seq_lens=i32(k_lens), extend_prefix_lens=i32(prefix), extend_seq_lens=i32(q_lens),
                       out_cache_loc=out_loc.contiguous(), positions=positions, seq_lens_cpu=k_lens,
@@ -211,14 +239,17 @@ class PagedAttention:
         step_key = (cu_q, cu_k, ri, wi, bt)
         known = st.batches.get(group)
         if known is None or any(a is not b for a, b in zip(known[0], step_key)):
-            tr = translate(cu_q, cu_k, ri, wi, bt, st.block_size)
-            be = st.ensure(len(tr.extend_seq_lens_cpu), max(tr.num_tokens, 1), max(tr.seq_lens_cpu or [1]))
+            lens = host_lens(cu_q, cu_k)
+            bs = len(lens[0]) - 1
+            be = st.ensure(bs, max(lens[0][-1], 1), max([lens[1][i + 1] - lens[1][i] for i in range(bs)] or [1]))
+            tr = translate(cu_q, cu_k, ri, wi, bt, st.block_size, page_table="page_table" in be.features, lens=lens)
+            pt = {} if tr.page_table is None else {"page_table": tr.page_table}
             batch = Batch(tr.mode, tr.req_to_token, tr.req_pool_indices, tr.seq_lens, tr.out_cache_loc,
                           positions=tr.positions, extend_prefix_lens=tr.extend_prefix_lens,
                           extend_seq_lens=tr.extend_seq_lens, seq_lens_cpu=tr.seq_lens_cpu,
                           extend_prefix_lens_cpu=tr.extend_prefix_lens_cpu,
                           extend_seq_lens_cpu=tr.extend_seq_lens_cpu, num_tokens=tr.num_tokens,
-                          seq_lens_sum=sum(tr.seq_lens_cpu))
+                          seq_lens_sum=sum(tr.seq_lens_cpu), batch_size=bs, page_size=tr.page_size, **pt)
             be.init_forward_metadata(batch)
             st.batches[group] = (step_key, batch)
             known = st.batches[group]

@@ -139,6 +139,71 @@ def test_translate_fresh_prefill_and_block_table_decode():
                   torch.tensor(sc.write))
 
 
+def test_translate_block_table_as_page_table():
+    """A stack that declares page_table gets transformers' block table as
+    the batch's page table: no per-token expansion, the new tokens' slots
+    computed from it."""
+    sc = Scenario()
+    sc.step({"a": 6, "b": 3})
+    kw = sc.step({"a": 1, "b": 5}, use_block_table=True)
+    bt = kw["block_table"][0]
+    tr = translate(kw["cu_seq_lens_q"], kw["cu_seq_lens_k"], block_table=bt, block_size=B, page_table=True)
+    assert tr.req_to_token is None and tr.req_pool_indices is None
+    assert tr.page_table is bt and tr.page_size == B
+    assert tr.mode == "extend" and tr.seq_lens_cpu == [7, 8] and tr.extend_prefix_lens_cpu == [6, 3]
+    assert tr.out_cache_loc.tolist() == sc.write and tr.out_cache_loc.dtype == torch.int64
+    assert tr.positions.tolist() == [6, 3, 4, 5, 6, 7]
+    # the expansion of the same table names the same slots
+    ex = translate(kw["cu_seq_lens_q"], kw["cu_seq_lens_k"], block_table=bt, block_size=B)
+    assert ex.page_table is None and ex.page_size == 1
+    assert torch.equal(ex.out_cache_loc, tr.out_cache_loc)
+    for i, r in enumerate("ab"):
+        assert ex.req_to_token[i, :tr.seq_lens_cpu[i]].tolist() == sc.cache.slots(r, 0, tr.seq_lens_cpu[i])
+
+
+def _without_page_table(self, what="features"):
+    return [f for f in _stack_features(self, what) if f != "page_table"]
+
+
+_stack_features = sglattn.Backend._stack_features
+
+
+def test_block_table_as_page_table_and_expanded_agree(monkeypatch):
+    """The same steps, block tables throughout, through a stack that takes
+    them as page tables (cpu_ref declares page_table) and through the same
+    stack with page_table hidden (expanded per step): both against float64,
+    and the two outputs and caches equal."""
+    runs = []
+    for hide in (False, True):
+        if hide:
+            monkeypatch.setattr(sglattn.Backend, "_stack_features", _without_page_table)
+        sc = Scenario(seed=5)
+        fn = PagedAttention(backend="cpu_ref", host=sglattn.Host())
+        outs = []
+        for new in ({"a": 6, "b": 3}, {"a": 1, "b": 4, "c": 9}, {"a": 1, "b": 1, "c": 1}, {"b": 7, "c": 1}):
+            kw = sc.step(new, use_block_table=True)
+            for m in (Module(0), Module(1)):
+                q, k, v = sc.qkv()
+                out, _ = fn(m, q, k, v, None, **kw)
+                ref = sc.reference(m.layer_idx, q, k, v)
+                assert (out.double() - ref).abs().max() < 2e-5 * max(1.0, ref.abs().max().item())
+                outs.append(out)
+            st = next(iter(fn._states.values()))
+            batch = st.batches[0][1]
+            if hide:
+                assert "page_table" not in st.backend.features
+                assert batch.tensor("page_table") is None and batch.tensor("req_to_token") is not None
+            else:
+                assert "page_table" in st.backend.features
+                assert batch.tensor("req_to_token") is None
+                pt = batch.tensor("page_table")  # transformers' own table, not a copy
+                assert pt.data_ptr() == kw["block_table"][0].data_ptr() and batch.struct.page_size == B
+        runs.append((outs, sc.cache))
+    (a, ca), (b, cb) = runs
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert all(torch.equal(x, y) for x, y in zip(ca.key_cache + ca.value_cache, cb.key_cache + cb.value_cache))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_attention_function_on_the_paged_cache(dtype):
     sc = Scenario(dtype=dtype, seed=3)
