@@ -20,16 +20,25 @@ init_forward_metadata_in_graph) and the older capture/replay methods, and
 get_cuda_graph_seq_len_fill_value.  It holds the KV pools itself (the batch
 no longer carries them).  An argument it cannot honour raises
 NotImplementedError naming it; nothing is silently ignored.
+
+For a hybrid GDN model (Qwen3-Next) whose chosen stack keeps its linear
+state in the caller's tensors (caller_state), the same stack also serves
+the linear-attention layers: SglAttnLinearBackend (backend.linear_backend)
+takes the place of sglang's GDN backend inside sglang's own
+HybridLinearAttnBackend (register() wraps attn_backend_wrapper for that),
+and each linear layer runs on sglang's MambaPool tensors as caller-owned
+state.
 """
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _abi as A
-from .backend import Backend, Batch, Layer, bind_alloc_forwards
+from .backend import Backend, Batch, Layer, LinearInputs, bind_alloc_forwards
 from .host import Host, Model
 from .errors import Error
 
@@ -113,7 +122,42 @@ def register() -> List[str]:
     new = [n for n in done if n not in server_args.ATTENTION_BACKEND_CHOICES]
     if new:
         server_args.add_attention_backend_choices(new)
+    _install_hybrid_wrapper(reg)
     return done
+
+
+def hybrid_backend(runner: Any, full_attn_backend: Any) -> Any:
+    """sglang's HybridLinearAttnBackend around one of our backends that
+    serves the linear layers too (its linear_backend in the place of sglang's
+    GDN backend), else None."""
+    lin = getattr(full_attn_backend, "linear_backend", None)
+    if not isinstance(full_attn_backend, SglAttnBackend) or lin is None:
+        return None
+    from sglang.srt.layers.attention.hybrid_linear_attn_backend import HybridLinearAttnBackend
+    return HybridLinearAttnBackend(full_attn_backend, lin, list(full_attn_backend.full_layers or []))
+
+
+def _install_hybrid_wrapper(reg: Any) -> None:
+    """sglang wraps every registered backend of a hybrid model in its
+    HybridLinearAttnBackend with its own linear backend (attn_backend_wrapper,
+    which model_runner imports by name).  Wrap that function once: a backend
+    of ours that serves the linear layers gets the hybrid wrapper with its
+    own linear backend; anything else goes to sglang's function unchanged."""
+    found = getattr(reg, "attn_backend_wrapper", None)
+    if found is None or getattr(found, "_sglattn", False):
+        return
+    original: Callable[[Any, Any], Any] = found
+
+    def attn_backend_wrapper(runner: Any, full_attn_backend: Any) -> Any:
+        ours = hybrid_backend(runner, full_attn_backend)
+        return ours if ours is not None else original(runner, full_attn_backend)
+
+    attn_backend_wrapper._sglattn = True  # type: ignore[attr-defined]
+    attn_backend_wrapper._sglattn_original = original  # type: ignore[attr-defined]
+    reg.attn_backend_wrapper = attn_backend_wrapper
+    runner_mod = sys.modules.get("sglang.srt.model_executor.model_runner")
+    if runner_mod is not None and getattr(runner_mod, "attn_backend_wrapper", None) is original:
+        setattr(runner_mod, "attn_backend_wrapper", attn_backend_wrapper)
 
 
 # ------------------------------------------------------------------- helpers
@@ -213,12 +257,6 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 "serve it (docs/dual_chunk.md)")
         self.host = host_ or host()
         model = Model.load(_config_dict(mc.hf_config), tp_size=int(getattr(model_runner, "tp_size", 1) or 1))
-        self.full_layers: Optional[List[int]] = None
-        if model.is_hybrid:
-            # sglang runs the linear layers itself (HybridLinearAttnBackend wraps
-            # this backend); the stack serves the full-attention layers only.
-            self.full_layers = model.full_attention_layers
-            model = model.as_full_attention_only()
         model.page_size = self.page_size
         model.dtype = str(model_runner.dtype)
         kv = model_runner.kv_cache_dtype
@@ -229,12 +267,24 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if self.draft_tokens > 1:
             model.spec_tokens = self.draft_tokens
         self.graphs = not getattr(sa, "disable_cuda_graph", True) and str(self.device).startswith("cuda")
-        self.selection = self.host.select(model, backend=backend, cuda_graph=self.graphs)
         r2t = self.req_to_token_pool.req_to_token
         max_tokens = max([int(v) for v in (getattr(sa, "max_prefill_tokens", 0), getattr(sa, "chunked_prefill_size", 0),
                                           r2t.shape[0] * max(self.draft_tokens, 1)) if v] + [1])
-        self.backend: Backend = self.selection.create(max_reqs=int(r2t.shape[0]), max_tokens=max_tokens,
-                                                      max_context=int(r2t.shape[1]))
+        sizes = dict(max_reqs=int(r2t.shape[0]), max_tokens=max_tokens, max_context=int(r2t.shape[1]))
+        self.full_layers: Optional[List[int]] = None
+        self.linear_backend: Optional[SglAttnLinearBackend] = None
+        self.linear_refusal = ""
+        self._lin_layers: Dict[int, Layer] = {}
+        self._state_indices: Any = None
+        created = self._create_hybrid(model, backend, sizes) if model.is_hybrid else None
+        if created is None:
+            if model.is_hybrid:
+                # sglang runs the linear layers itself (HybridLinearAttnBackend wraps
+                # this backend); the stack serves the full-attention layers only.
+                self.full_layers = model.full_attention_layers
+                model = model.as_full_attention_only()
+            self.selection = self.host.select(model, backend=backend, cuda_graph=self.graphs)
+            self.backend: Backend = self.selection.create(**sizes)
         self.model = model
         self.stack = self.selection.stack
         self.out_dtype = model_runner.dtype
@@ -246,9 +296,94 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._verify_lens: Any = None
         self._torch = torch
         self._rows = 0
+        self._planned: Any = None
         self._dev = torch.device(self.device)
         bind_alloc_forwards()
         log.info("sglattn: %s runs %s for %s", name, self.selection.label, model.model_type or model.name)
+
+    # ---------------------------------------------------------------- hybrid
+    def _create_hybrid(self, model: Model, backend: Optional[str], sizes: Dict[str, int]) -> Optional[Backend]:
+        """A hybrid model whose linear state sglang keeps in a MambaPool:
+        select the whole model and, when the stack keeps linear state in the
+        caller's tensors (caller_state) and the kind is gdn (the call of
+        sglang's GDN backend this adapter takes), serve the linear layers on
+        the pool's tensors.  Returns the created backend, or None (the reason
+        in linear_refusal) to serve the full-attention layers only."""
+        pool = getattr(self.req_to_token_pool, "mamba_pool", None)
+        if model.hybrid_kind_name != "gdn":
+            self.linear_refusal = f"its linear kind {model.hybrid_kind_name} is not taken from sglang (gdn is)"
+            return None
+        if pool is None:
+            self.linear_refusal = "the runner's request pool has no mamba_pool"
+            return None
+        model.lin_state_dtype = str(pool.mamba_cache.temporal.dtype)
+        try:
+            sel = self.host.select(model, backend=backend, cuda_graph=self.graphs)
+            be: Backend = sel.create(**sizes)
+        except Error as e:
+            self.linear_refusal = f"no stack serves the whole model with its state in {model.lin_state_dtype} ({e})"
+            return None
+        if "caller_state" not in be.features:
+            self.linear_refusal = (f"the stack {sel.label} does not keep linear state in the engine's tensors "
+                                   f"(SGL_ATTN_FEAT_CALLER_STATE)")
+            be.close()
+            return None
+        self.selection = sel
+        self.backend = be
+        self.full_layers = model.full_attention_layers
+        self.linear_backend = SglAttnLinearBackend(self)
+        return be
+
+    def _mamba_indices(self, fb: Any) -> Any:
+        """Each request's slot in the MambaPool (sglang's get_mamba_indices,
+        translated where the pool translates), -1 for a padded row."""
+        pool = self.req_to_token_pool
+        idx = pool.get_mamba_indices(fb.req_pool_indices)
+        translate = getattr(pool, "translate_mamba_indices", None)
+        return translate(idx) if translate is not None else idx
+
+    def forward_linear(self, layer: Any, forward_batch: Any, mixed_qkv: Any, a: Any, b: Any,
+                       decode: bool) -> Any:
+        """One GDN layer of the hybrid model, as sglang's GDN backend runs it:
+        mixed_qkv [T, 2·HK·K + HV·V] before the conv, a and b [T, HV], the
+        layer's conv weight and bias, A_log and dt_bias, on the layer's
+        MambaPool tensors (conv [S, conv_dim, W-1], temporal [S, HV, V, K])
+        as caller-owned state, slots from get_mamba_indices.  Returns the
+        core attention output [1, T, HV, V], as sglang's kernels do."""
+        lid = int(layer.layer_id)
+        if self.linear_backend is None:
+            raise NotImplementedError(self._linear_refused(lid))
+        if self.full_layers is not None and lid in self.full_layers:
+            raise NotImplementedError(f"sglattn: layer {lid} is a full-attention layer; a linear-attention call "
+                                      f"(mixed_qkv, a, b) reached it")
+        if forward_batch.forward_mode.is_target_verify():
+            raise NotImplementedError(
+                f"sglattn: target verify on linear-attention layer {lid}: sglang keeps the per-draft-token states "
+                f"in MambaPool's intermediate_ssm / intermediate_conv_window indexed by batch row (spec_state_size "
+                f"rows) and commits them itself (update_mamba_state_after_mtp_verify), while the ABI's "
+                f"intermediate tensors share the main state's slot index; not served through the adapter")
+        act = getattr(layer, "activation", "silu")
+        if act not in ("silu", "swish"):
+            raise NotImplementedError(f"sglattn: linear-attention layer {lid} uses conv activation {act!r}; the gdn "
+                                      f"wrapper applies SiLU")
+        cache = self.req_to_token_pool.mamba2_layer_cache(lid)
+        out = self._torch.empty((self._rows, int(layer.num_v_heads), int(layer.head_v_dim)), dtype=mixed_qkv.dtype,
+                                device=mixed_qkv.device)
+        lin = LinearInputs("gdn", out=out, x=mixed_qkv, a=a, b=b, conv_weight=layer.conv_weights,
+                           conv_bias=getattr(layer, "bias", None), A_log=layer.A_log, dt_bias=layer.dt_bias,
+                           conv_state=cache.conv[0], ssm_state=cache.temporal)
+        L = self._lin_layers.get(lid)
+        if L is None:
+            L = self._lin_layers[lid] = self.backend.layer(lid, None, None)
+        (self.backend.forward_decode if decode else self.backend.forward_extend)(L, None, None, None, None,
+                                                                                 linear=lin)
+        return out.unsqueeze(0)
+
+    def _linear_refused(self, lid: int) -> str:
+        why = self.linear_refusal or "this backend serves full attention only"
+        return (f"sglattn: layer {lid} is a linear-attention layer of {self.model.model_type}; this backend serves "
+                f"the full-attention layers {self.full_layers} (sglang's hybrid backend runs the linear ones: "
+                f"{why})")
 
     # ------------------------------------------------------------- metadata
     def _fill(self, batch: Batch, fb: Any, kind: str, bs: Optional[int] = None) -> Batch:
@@ -258,6 +393,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         r2t = self.req_to_token_pool.req_to_token
         common = dict(req_pool_indices=fb.req_pool_indices, out_cache_loc=fb.out_cache_loc,
                       positions=fb.positions, page_size=self.page_size, batch_size=bs)
+        if self.linear_backend is not None:
+            common["state_indices"] = self._mamba_indices(fb)
         if kind == "decode":
             return batch.update("decode", r2t, seq_lens=fb.seq_lens, seq_lens_cpu=fb.seq_lens_cpu,
                                 seq_lens_sum=int(fb.seq_lens_sum), num_tokens=bs, **common)
@@ -297,6 +434,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                             extend_seq_lens_cpu=fb.extend_seq_lens_cpu, seq_lens_sum=int(fb.seq_lens_sum), **common)
 
     def init_forward_metadata(self, forward_batch: Any) -> None:
+        self._planned = forward_batch
         kind = _mode_kind(forward_batch.forward_mode)
         if kind == "idle":
             self._batch = None
@@ -310,10 +448,10 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
     def _layer(self, layer: Any) -> Layer:
         lid = int(layer.layer_id)
         if self.full_layers is not None and lid not in self.full_layers:
-            raise NotImplementedError(
-                f"sglattn: layer {lid} is a linear-attention layer of {self.model.model_type}; this backend serves "
-                f"the full-attention layers {self.full_layers} (sglang's hybrid backend runs the linear ones; "
-                f"linear state owned by the engine is not plumbed through the adapter yet)")
+            if self.linear_backend is not None:
+                raise NotImplementedError(f"sglattn: layer {lid} is a linear-attention layer; its calls go through "
+                                          f"linear_backend (mixed_qkv, a, b), not q/k/v")
+            raise NotImplementedError(self._linear_refused(lid))
         if layer.is_cross_attention:
             raise NotImplementedError(f"sglattn: layer {lid} is a cross-attention layer (encoder KV); not served")
         attn_type = getattr(getattr(layer, "attn_type", None), "value", "decoder")
@@ -515,6 +653,58 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 r = TensorRef().set_torch(t)
                 batch._refs[name] = r
                 setattr(s, name, r.addr)
+
+
+class SglAttnLinearBackend(_Base):  # type: ignore[misc]  # sglang's class, found at import
+    """The linear-attention half of a hybrid model on the same stack as the
+    full-attention half (SglAttnBackend.linear_backend): it stands where
+    sglang puts its GDN backend inside HybridLinearAttnBackend and takes
+    that backend's calls (forward_decode / forward_extend with mixed_qkv, a,
+    b and the RadixLinearAttention layer).  The batch is planned once, by
+    the full-attention backend, for both kinds of layers."""
+
+    needs_cpu_seq_lens = False
+
+    def __init__(self, owner: SglAttnBackend) -> None:
+        self.owner = owner
+        self.req_to_token_pool = owner.req_to_token_pool
+        self.token_to_kv_pool = owner.token_to_kv_pool
+
+    def init_forward_metadata(self, forward_batch: Any) -> None:
+        # sglang's hybrid wrapper plans the full backend first: plan only if it has not
+        if self.owner._planned is not forward_batch:
+            self.owner.init_forward_metadata(forward_batch)
+
+    def init_forward_metadata_out_graph(self, forward_batch: Any, in_capture: bool = False) -> None:
+        pass  # the full-attention backend's graph calls plan the shared batch
+
+    def init_forward_metadata_in_graph(self, forward_batch: Any) -> None:
+        pass
+
+    def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int) -> None:
+        pass
+
+    def get_cuda_graph_seq_len_fill_value(self) -> int:
+        return 1
+
+    def _call(self, layer: Any, forward_batch: Any, mixed_qkv: Any, a: Any, b: Any, kwargs: Dict[str, Any],
+              decode: bool) -> Any:
+        for k, val in kwargs.items():
+            if val is not None and k not in ("layer_id", "q", "k", "v", "save_kv_cache"):
+                raise NotImplementedError(f"sglattn: {k} (an argument of a linear-attention call this adapter does "
+                                          f"not know) is not supported by the sglattn backend")
+        if mixed_qkv is None or a is None or b is None:
+            raise NotImplementedError("sglattn: a linear-attention call without mixed_qkv, a and b (the GDN "
+                                      "backend's inputs)")
+        return self.owner.forward_linear(layer, forward_batch, mixed_qkv, a, b, decode)
+
+    def forward_decode(self, layer: Any = None, forward_batch: Any = None, mixed_qkv: Any = None, a: Any = None,
+                       b: Any = None, **kwargs: Any) -> Any:
+        return self._call(layer, forward_batch, mixed_qkv, a, b, kwargs, True)
+
+    def forward_extend(self, layer: Any = None, forward_batch: Any = None, mixed_qkv: Any = None, a: Any = None,
+                       b: Any = None, **kwargs: Any) -> Any:
+        return self._call(layer, forward_batch, mixed_qkv, a, b, kwargs, False)
 
 
 class _GraphBatchView:

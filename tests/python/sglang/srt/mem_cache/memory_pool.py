@@ -2,10 +2,16 @@
 (read 2026-12-04): ReqToTokenPool and MHATokenToKVPool with the buffers,
 accessors and fields attention backends use.  Buffers are
 [size + page_size, heads, dim] per layer (slot 0 is the padding slot);
-fp8 is stored as uint8 and viewed as float8 by the accessors."""
+fp8 is stored as uint8 and viewed as float8 by the accessors.  MambaPool
+(its State: conv [layers, size + 1, conv_dim, W-1] and temporal
+[layers, size + 1, HV, V, K], per-layer views from mamba2_layer_cache) and
+HybridReqToTokenPool (a request row's mamba slot, get_mamba_indices, and
+the layer id -> mamba layer map), as read 2026-12-04; the speculative
+intermediate caches are not modelled."""
 from __future__ import annotations
 
-from typing import Any, Optional, Tuple
+from dataclasses import dataclass, fields
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -79,3 +85,49 @@ class MHATokenToKVPool(KVCache):
             cache_k, cache_v = cache_k.to(self.dtype), cache_v.to(self.dtype)
         self.k_buffer[i][loc] = cache_k.view(self.store_dtype) if self.store_dtype != self.dtype else cache_k
         self.v_buffer[i][loc] = cache_v.view(self.store_dtype) if self.store_dtype != self.dtype else cache_v
+
+
+class MambaPool:
+    @dataclass(frozen=True)
+    class State:
+        conv: List[torch.Tensor]
+        temporal: torch.Tensor
+
+        def at_layer_idx(self, layer: int) -> "MambaPool.State":
+            kw = {}
+            for f in fields(self):
+                v = getattr(self, f.name)
+                kw[f.name] = [c[layer] for c in v] if f.name == "conv" else v[layer]
+            return type(self)(**kw)
+
+    def __init__(self, *, size: int, conv_shape: Tuple[int, int], temporal_shape: Tuple[int, int, int],
+                 num_mamba_layers: int, device: str, conv_dtype: torch.dtype = torch.float32,
+                 ssm_dtype: torch.dtype = torch.float32) -> None:
+        self.size = size
+        self.device = device
+        conv = [torch.zeros((num_mamba_layers, size + 1) + tuple(conv_shape), dtype=conv_dtype, device=device)]
+        temporal = torch.zeros((num_mamba_layers, size + 1) + tuple(temporal_shape), dtype=ssm_dtype, device=device)
+        self.mamba_cache = self.State(conv=conv, temporal=temporal)
+        self.num_mamba_layers = num_mamba_layers
+
+    def mamba2_layer_cache(self, layer_id: int) -> "MambaPool.State":
+        return self.mamba_cache.at_layer_idx(layer_id)
+
+
+class HybridReqToTokenPool(ReqToTokenPool):
+    def __init__(self, *, size: int, mamba_size: int, max_context_len: int, device: str, mamba_layer_ids: List[int],
+                 conv_shape: Tuple[int, int], temporal_shape: Tuple[int, int, int],
+                 conv_dtype: torch.dtype = torch.float32, ssm_dtype: torch.dtype = torch.float32,
+                 enable_memory_saver: bool = False) -> None:
+        super().__init__(size, max_context_len, device, enable_memory_saver)
+        self.mamba_pool = MambaPool(size=mamba_size, conv_shape=conv_shape, temporal_shape=temporal_shape,
+                                    num_mamba_layers=len(mamba_layer_ids), device=device, conv_dtype=conv_dtype,
+                                    ssm_dtype=ssm_dtype)
+        self.mamba_map: Dict[int, int] = {lid: i for i, lid in enumerate(mamba_layer_ids)}
+        self.req_index_to_mamba_index_mapping = torch.zeros(size, dtype=torch.int32, device=device)
+
+    def get_mamba_indices(self, req_pool_indices: torch.Tensor) -> torch.Tensor:
+        return self.req_index_to_mamba_index_mapping[req_pool_indices]
+
+    def mamba2_layer_cache(self, layer_id: int) -> MambaPool.State:
+        return self.mamba_pool.mamba2_layer_cache(self.mamba_map[layer_id])

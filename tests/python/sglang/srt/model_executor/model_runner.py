@@ -1,6 +1,8 @@
 """Mirrors python/sglang/srt/model_executor/model_runner.py in
 sgl-project/sglang (read 2026-12-04): the ModelRunner fields an attention
-backend factory reads (`runner` in register_attention_backend factories).
+backend factory reads (`runner` in register_attention_backend factories),
+and mambaish_config / hybrid_gdn_config (the hybrid model's config, whose
+full_attention_layer_ids attn_backend_wrapper reads; None otherwise).
 The runner here holds pools the tests build; it runs no model."""
 from __future__ import annotations
 
@@ -27,3 +29,5 @@ class ModelRunner:
         self.use_mla_backend = False
         self.sliding_window_size = None
         self.attn_backend = None
+        self.mambaish_config: Any = None
+        self.hybrid_gdn_config: Any = None

@@ -1,0 +1,1 @@
+"""Mirrors python/sglang/srt/layers/attention/linear/__init__.py (package marker)."""

@@ -1,0 +1,313 @@
+"""sglattn.sglang serving both halves of a hybrid GDN model (Qwen3-Next
+shaped, three linear layers and one full-attention layer) on gdn/cpu_ref,
+driven as sglang drives a hybrid model: register() wraps sglang's
+attn_backend_wrapper, which then puts our linear backend (not sglang's GDN
+one) into sglang's HybridLinearAttnBackend; the linear layers run on the
+stub MambaPool's own tensors as caller-owned state, at the slots
+get_mamba_indices gives.  Prefill (a chunk longer than 64 tokens), extend
+over a prefix, decode and a mixed batch; the linear outputs are checked bit
+for bit against gdn/cpu_ref's pool-owned path and against the float64 path
+on float64 state tensors, the engine's state against that float64 state,
+the full-attention layer against float64 attention over its pool."""
+from __future__ import annotations
+
+import math
+import types
+
+import pytest
+import torch
+
+import sglattn
+import sglattn.sglang as ss
+from sglang.srt import server_args
+from sglang.srt.configs.model_config import ModelConfig
+from sglang.srt.layers.attention import attention_registry as reg
+from sglang.srt.layers.attention.hybrid_linear_attn_backend import HybridLinearAttnBackend
+from sglang.srt.layers.attention.linear.gdn_backend import GDNAttnBackend
+from sglang.srt.layers.radix_attention import RadixAttention
+from sglang.srt.layers.radix_linear_attention import RadixLinearAttention
+from sglang.srt.mem_cache.memory_pool import HybridReqToTokenPool, MHATokenToKVPool
+from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode
+from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
+from sglang.srt.model_executor.model_runner import ModelRunner
+from sglang.srt.server_args import ServerArgs
+from sglang.srt.speculative.spec_info import EagleVerifyInput
+
+HQ, HKV, D = 4, 2, 64                      # full attention
+HK, HV, K, V, W = 2, 4, 16, 8, 4           # linear (GDN)
+CONV = 2 * HK * K + HV * V
+LAYERS, FULL = 4, [3]
+MAX_REQS, MAMBA_SLOTS, CTX, TOKENS = 8, 12, 256, 1024
+CFG = {"model_type": "qwen3_next", "num_hidden_layers": LAYERS, "num_attention_heads": HQ,
+       "num_key_value_heads": HKV, "hidden_size": HQ * D, "head_dim": D, "full_attention_interval": 4,
+       "linear_num_key_heads": HK, "linear_num_value_heads": HV, "linear_key_head_dim": K,
+       "linear_value_head_dim": V, "linear_conv_kernel_dim": W, "torch_dtype": "float32"}
+
+
+@pytest.fixture()
+def registry(monkeypatch):
+    """sglang's registry, its CLI choices and attn_backend_wrapper, restored after the test."""
+    monkeypatch.setattr(reg, "ATTENTION_BACKENDS", dict(reg.ATTENTION_BACKENDS))
+    monkeypatch.setattr(reg, "attn_backend_wrapper", reg.attn_backend_wrapper)
+    monkeypatch.setattr(server_args, "ATTENTION_BACKEND_CHOICES", list(server_args.ATTENTION_BACKEND_CHOICES))
+    monkeypatch.delenv(ss.OVERRIDE_ENV, raising=False)
+    ss._HOST = sglattn.Host()
+    ss.register()
+    return reg
+
+
+class HybridEngine:
+    """sglang's pools for a hybrid model, its model runner, the backend tree
+    sglang builds (factory, then attn_backend_wrapper) and the model's
+    layers with random GDN weights."""
+
+    def __init__(self, conv_dtype=torch.float32, ssm_dtype=torch.float32, seed=0):
+        self.g = torch.Generator().manual_seed(seed)
+        self.req_pool = HybridReqToTokenPool(size=MAX_REQS, mamba_size=MAMBA_SLOTS, max_context_len=CTX,
+                                             device="cpu", mamba_layer_ids=[0, 1, 2], conv_shape=(CONV, W - 1),
+                                             temporal_shape=(HV, V, K), conv_dtype=conv_dtype, ssm_dtype=ssm_dtype)
+        self.req_pool.alloc(1)  # row 0: padding
+        self.kv_pool = MHATokenToKVPool(TOKENS, 1, torch.float32, HKV, D, LAYERS, "cpu")
+        sa = ServerArgs(page_size=1, max_running_requests=MAX_REQS, max_prefill_tokens=TOKENS,
+                        disable_cuda_graph=True)
+        self.runner = ModelRunner(ModelConfig(CFG, context_len=CTX), sa, self.kv_pool, self.req_pool, "cpu",
+                                  torch.float32)
+        self.runner.mambaish_config = self.runner.hybrid_gdn_config = types.SimpleNamespace(
+            full_attention_layer_ids=FULL)
+        self.full = reg.ATTENTION_BACKENDS["sglattn_cpu_ref"](self.runner)
+        self.backend = reg.attn_backend_wrapper(self.runner, self.full)
+        self.runner.attn_backend = self.backend
+        r = lambda *s: torch.randn(*s, generator=self.g)  # noqa: E731
+        self.layers = [RadixLinearAttention(i, HK, HK, HV, K, K, V, r(CONV, W) * 0.5, r(CONV) * 0.1, "silu",
+                                            torch.rand(HV, generator=self.g), r(HV) * 0.1) for i in range(3)]
+        self.layers.append(RadixAttention(HQ, D, D ** -0.5, HKV, 3))
+        self.next_slot = 1
+        self.reqs = {}  # rid -> [row, length]
+
+    def add(self, rid, mamba_slot):
+        row = self.req_pool.alloc(1)[0]
+        self.req_pool.req_index_to_mamba_index_mapping[row] = mamba_slot
+        self.reqs[rid] = [row, 0]
+
+    def batch(self, items, mode):
+        """items [(rid, new tokens)]: an sglang ForwardBatch."""
+        rows, prefix, seq, locs, pos = [], [], [], [], []
+        for rid, n in items:
+            row, length = self.reqs[rid]
+            new = list(range(self.next_slot, self.next_slot + n))
+            self.next_slot += n
+            self.req_pool.req_to_token[row, length:length + n] = torch.tensor(new, dtype=torch.int32)
+            rows.append(row)
+            prefix.append(length)
+            seq.append(length + n)
+            locs += new
+            pos += list(range(length, length + n))
+            self.reqs[rid][1] = length + n
+        ext = [n for _, n in items]
+        i32 = lambda x: torch.tensor(x, dtype=torch.int32)  # noqa: E731
+        i64 = lambda x: torch.tensor(x, dtype=torch.int64)  # noqa: E731
+        kw = {}
+        if mode == ForwardMode.TARGET_VERIFY:
+            seq = prefix
+            kw["spec_info"] = EagleVerifyInput(topk=1, draft_token_num=ext[0])
+        elif mode != ForwardMode.DECODE:
+            kw = dict(extend_num_tokens=sum(ext), extend_seq_lens=i32(ext), extend_prefix_lens=i32(prefix),
+                      extend_start_loc=i32([sum(ext[:i]) for i in range(len(ext))]), extend_prefix_lens_cpu=prefix,
+                      extend_seq_lens_cpu=ext)
+        fb = ForwardBatch(forward_mode=mode, batch_size=len(items), input_ids=torch.zeros(sum(ext), dtype=torch.int64),
+                          req_pool_indices=i64(rows), seq_lens=i32(seq), out_cache_loc=i64(locs),
+                          seq_lens_sum=sum(seq), seq_lens_cpu=i32(seq), positions=i64(pos), **kw)
+        fb._items, fb._prefix = list(items), prefix
+        return fb
+
+    def mamba(self, layer):
+        c = self.req_pool.mamba2_layer_cache(layer)
+        return c.conv[0], c.temporal
+
+
+class LinearReference:
+    """gdn/cpu_ref driven directly: the wrapper's own pool (float32, its own
+    slots 0..) and the float64 path on float64 state tensors at the engine's
+    slots."""
+
+    def __init__(self, host):
+        self.pool = host.create_stack(["gdn", "cpu_ref"], sglattn.Model.load(CFG), max_reqs=MAX_REQS,
+                                      max_tokens=TOKENS, max_context=CTX)
+        self.f64 = host.create_stack(["gdn", "cpu_ref"], sglattn.Model.load(CFG, lin_state_dtype="f64"),
+                                     max_reqs=MAX_REQS, max_tokens=TOKENS, max_context=CTX)
+        self.lp = {i: self.pool.layer(i, None, None) for i in range(3)}
+        self.l64 = {i: self.f64.layer(i, None, None) for i in range(3)}
+        self.st64 = {i: (torch.zeros(MAMBA_SLOTS + 1, CONV, W - 1, dtype=torch.float64),
+                         torch.zeros(MAMBA_SLOTS + 1, HV, V, K, dtype=torch.float64)) for i in range(3)}
+
+    def plan(self, fb, own_slots, engine_slots):
+        bs = fb.batch_size
+        ext = [n for _, n in fb._items]
+        kw = {}
+        if fb.forward_mode != ForwardMode.DECODE:
+            kw = dict(extend_prefix_lens=torch.tensor(fb._prefix, dtype=torch.int32),
+                      extend_seq_lens=torch.tensor(ext, dtype=torch.int32), extend_prefix_lens_cpu=fb._prefix,
+                      extend_seq_lens_cpu=ext)
+        mode = "decode" if fb.forward_mode == ForwardMode.DECODE else "extend"
+        lens = [p + n for p, n in zip(fb._prefix, ext)]
+        common = (torch.zeros(MAX_REQS, CTX, dtype=torch.int32), torch.arange(bs, dtype=torch.int32),
+                  torch.tensor(lens, dtype=torch.int32), torch.zeros(sum(ext), dtype=torch.int64))
+        self.pool.init_forward_metadata(sglattn.Batch(mode, *common, seq_lens_cpu=lens,
+                                                      state_indices=torch.tensor(own_slots, dtype=torch.int32), **kw))
+        self.f64.init_forward_metadata(sglattn.Batch(mode, *common, seq_lens_cpu=lens,
+                                                     state_indices=torch.tensor(engine_slots, dtype=torch.int32),
+                                                     **kw))
+        self.decode = mode == "decode"
+
+    def run(self, layer, x, a, b):
+        w = dict(conv_weight=layer.conv_weights, conv_bias=layer.bias, A_log=layer.A_log, dt_bias=layer.dt_bias)
+        T = x.shape[0]
+        out = torch.full((T, HV, V), float("nan"))
+        lin = sglattn.LinearInputs("gdn", out=out, x=x, a=a, b=b, **w)
+        (self.pool.forward_decode if self.decode else self.pool.forward_extend)(self.lp[layer.layer_id], None, None,
+                                                                              None, None, linear=lin)
+        out64 = torch.full((T, HV, V), float("nan"), dtype=torch.float64)
+        conv, ssm = self.st64[layer.layer_id]
+        w64 = {k: (t.double() if t is not None else None) for k, t in w.items()}
+        lin = sglattn.LinearInputs("gdn", out=out64, x=x.double(), a=a.double(), b=b.double(), conv_state=conv,
+                                   ssm_state=ssm, **w64)
+        (self.f64.forward_decode if self.decode else self.f64.forward_extend)(self.l64[layer.layer_id], None, None,
+                                                                            None, None, linear=lin)
+        return out, out64
+
+
+def full_reference(eng, fb, q):
+    """float64 causal attention of layer 3's new tokens over what its pool
+    holds for each request (through req_to_token, so the save is checked)."""
+    kp, vp = eng.kv_pool.get_key_buffer(3).double(), eng.kv_pool.get_value_buffer(3).double()
+    qv = q.double().view(-1, HQ, D)
+    out, o = torch.empty_like(qv), 0
+    for (rid, n) in fb._items:
+        row, L = eng.reqs[rid]
+        idx = eng.req_pool.req_to_token[row, :L].long()
+        Kr, Vr = kp[idx].repeat_interleave(HQ // HKV, 1), vp[idx].repeat_interleave(HQ // HKV, 1)
+        s = torch.einsum("qhd,khd->hqk", qv[o:o + n], Kr) * D ** -0.5
+        s.masked_fill_(torch.arange(L).view(1, -1) > torch.arange(L - n, L).view(-1, 1), -math.inf)
+        out[o:o + n] = torch.einsum("hqk,khd->qhd", s.softmax(-1), Vr)
+        o += n
+    return out.view(-1, HQ * D)
+
+
+def test_hybrid_model_linear_layers_on_sglangs_mamba_pool(registry):
+    eng = HybridEngine(seed=4)
+    full, hyb = eng.full, eng.backend
+    assert isinstance(hyb, HybridLinearAttnBackend) and hyb.full_attn_backend is full
+    assert hyb.linear_attn_backend is full.linear_backend and hyb.full_attn_layers == FULL
+    assert full.stack == ["gdn", "cpu_ref"] and "caller_state" in full.backend.features
+    ref = LinearReference(sglattn.Host())
+    # engine slots past max_reqs (sglang's mamba pool is larger than the request pool)
+    slots = {"a": 9, "b": 4, "c": 11}
+    own = {"a": 0, "b": 1, "c": 2}
+    eng.add("a", 9)
+    eng.add("b", 4)
+    g = eng.g
+    steps = [([("a", 9), ("b", 70)], ForwardMode.EXTEND),          # prefill, b longer than one 64-token chunk
+             ([("a", 5), ("c", 12)], ForwardMode.EXTEND),          # extend over a prefix, c fresh
+             ([("a", 1), ("b", 1), ("c", 1)], ForwardMode.DECODE),
+             ([("b", 1), ("c", 6), ("a", 1)], ForwardMode.MIXED),
+             ([("a", 1), ("b", 1), ("c", 1)], ForwardMode.DECODE)]
+    for i, (items, mode) in enumerate(steps):
+        if i == 1:
+            eng.add("c", 11)
+        fb = eng.batch(items, mode)
+        rids = [r for r, _ in items]
+        ref.plan(fb, [own[r] for r in rids], [slots[r] for r in rids])
+        T = sum(n for _, n in items)
+        before = {l: [t.clone() for t in eng.mamba(l)] for l in range(3)}
+        hyb.init_forward_metadata(fb)
+        with forward_context(ForwardContext(hyb)):
+            for layer in eng.layers:
+                if layer.layer_id in FULL:
+                    q, k, v = (torch.randn(T, h * D, generator=g) for h in (HQ, HKV, HKV))
+                    out = layer.forward(q, k, v, fb)
+                    want = full_reference(eng, fb, q)
+                    assert (out.double() - want).abs().max() < 2e-5 * max(1.0, want.abs().max().item())
+                    continue
+                x, a, b = torch.randn(T, CONV, generator=g), torch.randn(T, HV, generator=g), torch.randn(T, HV,
+                                                                                                          generator=g)
+                out = layer.forward(fb, x, a, b)
+                assert out.shape == (1, T, HV, V) and torch.isfinite(out).all()
+                pool_out, out64 = ref.run(layer, x, a, b)
+                assert torch.equal(out[0], pool_out), (i, layer.layer_id)
+                assert (out[0].double() - out64).abs().max() < 1e-4 * max(1.0, out64.abs().max().item())
+                # the engine's tensors are the ones updated: the batch's slots changed, no other did
+                conv, ssm = eng.mamba(layer.layer_id)
+                used = [slots[r] for r in rids]
+                for s in range(MAMBA_SLOTS + 1):
+                    same = torch.equal(ssm[s], before[layer.layer_id][1][s]) and \
+                        torch.equal(conv[s], before[layer.layer_id][0][s])
+                    assert same == (s not in used), (i, layer.layer_id, s)
+    for l in range(3):
+        conv, ssm = eng.mamba(l)
+        c64, s64 = ref.st64[l]
+        for s in slots.values():
+            assert (ssm[s].double() - s64[s]).abs().max() < 1e-4 * max(1.0, s64[s].abs().max().item())
+            assert (conv[s].double() - c64[s]).abs().max() < 1e-6 * max(1.0, c64[s].abs().max().item())
+
+
+def test_linear_verify_refused_by_name(registry):
+    eng = HybridEngine()
+    eng.add("a", 3)
+    eng.backend.init_forward_metadata(eng.batch([("a", 5)], ForwardMode.EXTEND))
+    fb = eng.batch([("a", 3)], ForwardMode.TARGET_VERIFY)
+    eng.backend.init_forward_metadata(fb)
+    with forward_context(ForwardContext(eng.backend)):
+        with pytest.raises(NotImplementedError, match=r"target verify on linear-attention layer 0: .*intermediate_ssm"):
+            eng.layers[0].forward(fb, torch.randn(3, CONV), torch.randn(3, HV), torch.randn(3, HV))
+        with pytest.raises(NotImplementedError, match=r"layer 1 is a linear-attention layer; its calls go through "
+                                                      r"linear_backend"):
+            eng.full.forward_extend(torch.randn(3, HQ * D), torch.randn(3, HKV, D), torch.randn(3, HKV, D),
+                                    RadixAttention(HQ, D, D ** -0.5, HKV, 1), fb)
+
+
+def test_bad_mamba_slot_and_state_dtype_name_the_field(registry):
+    eng = HybridEngine()
+    eng.add("a", MAMBA_SLOTS + 5)  # past the pool's S = MAMBA_SLOTS + 1
+    fb = eng.batch([("a", 4)], ForwardMode.EXTEND)
+    eng.backend.init_forward_metadata(fb)  # plans: a caller's slot is bounded by its tensors, at the forward
+    with forward_context(ForwardContext(eng.backend)):
+        with pytest.raises(sglattn.Error, match=r"gdn layer 0: batch.state_indices\[0\] = 17; expected -1 "
+                                                r"\(padding\) or a slot 0..12 \(linear.conv_state has 13 slots\)"):
+            eng.layers[0].forward(fb, torch.randn(4, CONV), torch.randn(4, HV), torch.randn(4, HV))
+    # a conv state in another dtype than the ssm state (the instance's state dtype)
+    eng = HybridEngine(conv_dtype=torch.float64)
+    eng.add("a", 2)
+    fb = eng.batch([("a", 4)], ForwardMode.EXTEND)
+    eng.backend.init_forward_metadata(fb)
+    with forward_context(ForwardContext(eng.backend)):
+        with pytest.raises(sglattn.Error, match=r"linear.conv_state has dtype float64; expected float32"):
+            eng.layers[0].forward(fb, torch.randn(4, CONV), torch.randn(4, HV), torch.randn(4, HV))
+
+
+def test_state_in_a_dtype_no_stack_keeps_falls_back_to_sglangs_linear_backend(registry):
+    """bf16 state: the CPU wrappers keep F32/F64 only, so the adapter serves
+    the full-attention layers and leaves the linear ones to sglang's own GDN
+    backend, saying why when a linear layer reaches it."""
+    eng = HybridEngine(conv_dtype=torch.bfloat16, ssm_dtype=torch.bfloat16)
+    assert eng.full.linear_backend is None and eng.full.stack == ["cpu_ref"]
+    assert isinstance(eng.backend, HybridLinearAttnBackend)
+    assert isinstance(eng.backend.linear_attn_backend, GDNAttnBackend)
+    assert "bf16" in eng.full.linear_refusal
+    eng.add("a", 1)
+    fb = eng.batch([("a", 5)], ForwardMode.EXTEND)
+    eng.full.init_forward_metadata(fb)
+    with pytest.raises(NotImplementedError, match=r"layer 0 is a linear-attention layer of qwen3_next; .*"
+                                                  r"full-attention layers \[3\] .*bf16"):
+        eng.full.forward_extend(torch.randn(5, HQ * D), torch.randn(5, HKV, D), torch.randn(5, HKV, D),
+                                RadixAttention(HQ, D, D ** -0.5, HKV, 0), fb)
+
+
+def test_register_wraps_attn_backend_wrapper_once(registry):
+    w = reg.attn_backend_wrapper
+    assert getattr(w, "_sglattn", False)
+    ss.register()
+    assert reg.attn_backend_wrapper is w
+    # a backend that is not ours goes to sglang's function unchanged
+    runner = types.SimpleNamespace(mambaish_config=None)
+    other = object()
+    assert w(runner, other) is other
