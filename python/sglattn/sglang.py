@@ -279,6 +279,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         created = self._create_hybrid(model, backend, sizes) if model.is_hybrid else None
         if created is None:
             if model.is_hybrid:
+                log.info("sglattn: the linear-attention layers of %s stay with sglang's own backend: %s",
+                         model.model_type, self.linear_refusal)
                 # sglang runs the linear layers itself (HybridLinearAttnBackend wraps
                 # this backend); the stack serves the full-attention layers only.
                 self.full_layers = model.full_attention_layers
@@ -316,7 +318,12 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if pool is None:
             self.linear_refusal = "the runner's request pool has no mamba_pool"
             return None
-        model.lin_state_dtype = str(pool.mamba_cache.temporal.dtype)
+        conv_dt, ssm_dt = pool.mamba_cache.conv[0].dtype, pool.mamba_cache.temporal.dtype
+        if conv_dt != ssm_dt:
+            self.linear_refusal = (f"the MambaPool keeps its conv state in {conv_dt} and its temporal (SSM) state in "
+                                   f"{ssm_dt}; a wrapper keeps both in one dtype (lin_state_dtype)")
+            return None
+        model.lin_state_dtype = str(ssm_dt)
         try:
             sel = self.host.select(model, backend=backend, cuda_graph=self.graphs)
             be: Backend = sel.create(**sizes)
@@ -332,6 +339,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.backend = be
         self.full_layers = model.full_attention_layers
         self.linear_backend = SglAttnLinearBackend(self)
+        log.info("sglattn: %s also runs the linear-attention layers of %s on sglang's MambaPool (state in %s)",
+                 sel.label, model.model_type, ssm_dt)
         return be
 
     def _mamba_indices(self, fb: Any) -> Any:

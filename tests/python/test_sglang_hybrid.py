@@ -274,14 +274,25 @@ def test_bad_mamba_slot_and_state_dtype_name_the_field(registry):
         with pytest.raises(sglattn.Error, match=r"gdn layer 0: batch.state_indices\[0\] = 17; expected -1 "
                                                 r"\(padding\) or a slot 0..12 \(linear.conv_state has 13 slots\)"):
             eng.layers[0].forward(fb, torch.randn(4, CONV), torch.randn(4, HV), torch.randn(4, HV))
-    # a conv state in another dtype than the ssm state (the instance's state dtype)
-    eng = HybridEngine(conv_dtype=torch.float64)
+    # the pool's conv state replaced by one in another dtype than the instance keeps (float32)
+    eng = HybridEngine()
     eng.add("a", 2)
+    eng.req_pool.mamba_pool.mamba_cache.conv[0] = eng.req_pool.mamba_pool.mamba_cache.conv[0].double()
     fb = eng.batch([("a", 4)], ForwardMode.EXTEND)
     eng.backend.init_forward_metadata(fb)
     with forward_context(ForwardContext(eng.backend)):
         with pytest.raises(sglattn.Error, match=r"linear.conv_state has dtype float64; expected float32"):
             eng.layers[0].forward(fb, torch.randn(4, CONV), torch.randn(4, HV), torch.randn(4, HV))
+
+
+def test_conv_and_ssm_state_in_two_dtypes_stay_with_sglang(registry):
+    """A wrapper keeps one state dtype: a pool with float64 conv and float32
+    temporal state leaves the linear layers to sglang, naming both."""
+    eng = HybridEngine(conv_dtype=torch.float64)
+    assert eng.full.linear_backend is None and eng.full.stack == ["cpu_ref"]
+    assert isinstance(eng.backend.linear_attn_backend, GDNAttnBackend)
+    assert eng.full.linear_refusal == ("the MambaPool keeps its conv state in torch.float64 and its temporal (SSM) "
+                                       "state in torch.float32; a wrapper keeps both in one dtype (lin_state_dtype)")
 
 
 def test_state_in_a_dtype_no_stack_keeps_falls_back_to_sglangs_linear_backend(registry):
