@@ -30,20 +30,21 @@ GC_DEV int64_t elc_enc(const attn_enc_loc_check &c, int j) {
 }
 
 __global__ __launch_bounds__(ELC_THREADS) void attn_encoder_loc_check_kernel(attn_enc_loc_check c) {
-    __shared__ long long part[ELC_THREADS / 32];
-    const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    __shared__ long long part[ELC_THREADS];
+    const int t = threadIdx.x;
     const int sh = c.page_shift, mask = (1 << sh) - 1;
     for (int b = blockIdx.x; b < c.bs; b += gridDim.x) {
         long long s = 0;
         for (int j = t; j < b; j += ELC_THREADS) s += elc_enc(c, j);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-        __syncthreads(); /* part of the previous request is read */
-        if (lane == 0) part[warp] = s;
+        /* a tree sum in shared memory (no 64-bit shuffle: the CPU emulator's are 32-bit) */
+        __syncthreads(); /* the previous request's total is read */
+        part[t] = s;
         __syncthreads();
-        long long first = 0;
-#pragma unroll
-        for (int w = 0; w < ELC_THREADS / 32; w++) first += part[w];
+        for (int h = ELC_THREADS / 2; h > 0; h >>= 1) {
+            if (t < h) part[t] += part[t + h];
+            __syncthreads();
+        }
+        const long long first = part[0];
         const int64_t row = c.req_pool_indices.p ? attn_idx(c.req_pool_indices, b) : b;
         const int64_t enc_raw = attn_idx(c.encoder_lens, b);
         const bool ok = row >= 0 && row < c.max_reqs && enc_raw >= 0 && enc_raw <= c.max_ctx;
@@ -54,7 +55,7 @@ __global__ __launch_bounds__(ELC_THREADS) void attn_encoder_loc_check_kernel(att
         if (!ok) continue;
         for (int64_t col = t; col < enc && first + col < c.n; col += ELC_THREADS) {
             const int64_t page = attn_idx(c.table, row * c.table_cols + (col >> sh));
-            const int64_t want = (page << sh) + (col & mask);
+            const int64_t want = (int64_t)((uint64_t)page << sh) + (col & mask); /* a negative page: the item check names it */
             const int64_t got = attn_idx(c.loc, first + col);
             if (got != want) {
                 sgl_fault_note(c.fault, SGL_FAULT_ENCODER_OUT_CACHE_LOC, first + col, got, want, want + 1);
