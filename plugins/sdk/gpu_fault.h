@@ -38,8 +38,16 @@ enum {
     SGL_FAULT_CU_SEQLENS_Q = 12, /* forward_ragged's offsets */
     SGL_FAULT_CU_SEQLENS_K = 13,
     SGL_FAULT_MASK_INDPTR = 14, /* tree verify: a request's block is not new tokens x seq_len inside custom_mask */
+    SGL_FAULT_ENCODER_OUT_CACHE_LOC = 15, /* an entry is not its encoder column's slot (pos: the entry; [lo, hi):
+                                           * the slot), or code SGL_FAULT_CODE_LENGTH: the tensor's length
+                                           * (value) is not the sum of encoder_lens (lo) */
     SGL_FAULT_COUNT_
 };
+
+/* sgl_gpu_fault.code of an SGL_FAULT_ENCODER_OUT_CACHE_LOC fault that
+ * sgl_sdk_cuda_fault_take words as a length: the tensor has `value` entries
+ * and needs `lo`. */
+#define SGL_FAULT_CODE_LENGTH 1
 
 /* The first fault since the record was last cleared. */
 typedef struct sgl_gpu_fault {

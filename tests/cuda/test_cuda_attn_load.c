@@ -100,6 +100,8 @@ static void test_probe(void **state) {
     assert_true(c.features & SGL_ATTN_FEAT_RAGGED);
     assert_true(c.features & SGL_ATTN_FEAT_LSE);
     assert_true(c.features & SGL_ATTN_FEAT_DIFF_HEAD_DIMS);
+    /* cross layers save at batch.encoder_out_cache_loc: declared, so the harness runs its encsave cases */
+    assert_true(c.features & SGL_ATTN_FEAT_ENCODER_LOC);
     if (c.available) {
         printf("device 0: %s %s, %u SMs, %llu bytes\n", c.device_name, c.arch_name, c.compute_units,
                (unsigned long long)c.memory_bytes);

@@ -350,21 +350,6 @@ static void test_refuse_unserved(void **state) {
     static _Alignas(16) char buf[64];
     int64_t one[1] = {1};
     DLTensor t = tensor(buf, 1, one, kDLInt, 32);
-    sgl_attn_batch bt;
-    memset(&bt, 0, sizeof bt);
-    bt.struct_size = sizeof bt;
-    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
-    bt.page_table = &t; /* served (SGL_ATTN_FEAT_PAGE_TABLE): ca_check_page_table checks it */
-    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
-    bt.page_table = NULL;
-    bt.custom_mask = &t; /* served (tree verify): checked by init_forward_metadata, not refused here */
-    bt.mask_indptr = &t;
-    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), 0);
-    bt.custom_mask = bt.mask_indptr = NULL;
-    bt.encoder_out_cache_loc = &t;
-    assert_int_equal(ca_refuse_unserved_batch(&m, &bt), SGL_ATTN_E_UNSUPPORTED);
-    assert_non_null(strstr(msg, "batch.encoder_out_cache_loc"));
-
     sgl_attn_layer L;
     memset(&L, 0, sizeof L);
     L.struct_size = sizeof L;
@@ -417,6 +402,94 @@ static void test_refuse_unserved(void **state) {
     a.dual_chunk = NULL;
     a.lse = &t;
     assert_int_equal(ca_refuse_unserved_fwd(&m, &a), 0);
+}
+
+/* batch.encoder_out_cache_loc (ABI 1.2, SGL_ATTN_FEAT_ENCODER_LOC): served,
+ * no longer refused; the host checks the tensor (dtype, shape, device, the
+ * host mirror's sum), its entries are the device's (encoder_loc_check.cu);
+ * an older caller's batch ends before the field, which is then not read. */
+static void test_enc_loc_check(void **state) {
+    (void)state;
+    char msg[512];
+    ca_msg m = {msg, sizeof msg, "init_forward_metadata"};
+    static _Alignas(16) char buf[256];
+    const int32_t bs = 3;
+    int64_t n_lens[1] = {bs}, n_loc[1] = {12}, n2[2] = {3, 4};
+    DLTensor lens = tensor(buf, 1, n_lens, kDLInt, 32);
+    DLTensor loc = tensor(buf, 1, n_loc, kDLInt, 64);
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    int64_t n = 0;
+    /* none: nothing planned */
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), 0);
+    assert_int_equal(n, -1);
+    /* needs encoder_lens */
+    bt.encoder_out_cache_loc = &loc;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "init_forward_metadata: batch.encoder_out_cache_loc is set but batch.encoder_lens is NULL");
+    bt.encoder_lens = &lens;
+    /* served: int64 and int32, any length (the device checks the sum) */
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), 0);
+    assert_int_equal(n, 12);
+    loc.dtype.bits = 32;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), 0);
+    assert_int_equal(n, 12);
+    /* an older caller (ABI 1.1: the batch ends before the field) is never read */
+    bt.struct_size = (uint32_t)offsetof(sgl_attn_batch, encoder_out_cache_loc);
+    n = 7;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), 0);
+    assert_int_equal(n, -1);
+    bt.struct_size = sizeof bt;
+    /* dtype */
+    loc.dtype.code = kDLFloat;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "init_forward_metadata: batch.encoder_out_cache_loc has dtype float32; expected int32 or int64");
+    assert_int_equal(n, -1);
+    loc.dtype.code = kDLInt;
+    /* shape: 1-D */
+    DLTensor loc2 = tensor(buf, 2, n2, kDLInt, 32);
+    bt.encoder_out_cache_loc = &loc2;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "init_forward_metadata: batch.encoder_out_cache_loc has shape [3, 4]"));
+    bt.encoder_out_cache_loc = &loc;
+    /* device: another GPU, host memory */
+    loc.device.device_id = 1;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "init_forward_metadata: batch.encoder_out_cache_loc is on cuda:1; expected device 0 (the backend's)");
+    loc.device.device_id = 0;
+    loc.device.device_type = kDLCPU;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(msg, "init_forward_metadata: batch.encoder_out_cache_loc is in host memory"));
+    loc.device.device_type = kDLCUDA;
+    /* not compact */
+    int64_t st2[1] = {2};
+    loc.strides = st2;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "batch.encoder_out_cache_loc"));
+    loc.strides = NULL;
+    /* more entries than 32 bits count */
+    n_loc[0] = (int64_t)INT32_MAX + 1;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(msg, "batch.encoder_out_cache_loc.shape[0] = 2147483648; expected at most 2^31 - 1"));
+    n_loc[0] = 12;
+    /* the host mirror of encoder_lens: its sum must be the length */
+    static int32_t lens_host[3] = {5, 0, 7};
+    DLTensor lens_cpu = tensor(lens_host, 1, n_lens, kDLInt, 32);
+    lens_cpu.device.device_type = kDLCPU;
+    bt.encoder_lens_cpu = &lens_cpu;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), 0);
+    assert_int_equal(n, 12);
+    lens_host[1] = 2;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), SGL_ATTN_E_INVALID);
+    assert_string_equal(msg, "init_forward_metadata: batch.encoder_out_cache_loc has 12 entries: expected the sum of "
+                             "encoder_lens, 14");
+    assert_int_equal(n, -1);
+    /* an empty batch of encoder tokens is fine */
+    lens_host[0] = lens_host[1] = lens_host[2] = 0;
+    n_loc[0] = 0;
+    assert_int_equal(ca_check_enc_loc(&m, &bt, 0, bs, &n), 0);
+    assert_int_equal(n, 0);
 }
 
 /* batch.page_table and layer.slot_map (ABI 1.2): the host's checks, each
@@ -851,6 +924,7 @@ int main(void) {
         cmocka_unit_test(test_page_table_slot_map),
         cmocka_unit_test(test_ragged_checks),
         cmocka_unit_test(test_served_fields),        cmocka_unit_test(test_mask_check),
+        cmocka_unit_test(test_enc_loc_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

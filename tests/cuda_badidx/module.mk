@@ -2,7 +2,8 @@
 #   test_cuda_badidx   every bad index class (out-of-pool / negative / 2^31-1 /
 #                      int64 >= 2^32 slots, req_to_token entries, seq_lens,
 #                      req_pool_indices, extend lengths, page-table pages,
-#                      slot-map entries) through cuda_attn
+#                      slot-map entries, a cross layer's encoder_out_cache_loc)
+#                      through cuda_attn
 #                      (kernel auto, mma, portable) and cuda_mla, decode and
 #                      extend: the pool changes only where the good tokens are
 #                      saved, and the next metadata call reports the fault

@@ -11,7 +11,10 @@
  * its seq_len; a page_table page whose slots lie past the pool (int32, and
  * int64 at 2^32 + a real page); a layer.slot_map entry past the pool, of a
  * key the attention reads and of a new token the save writes (through
- * req_to_token and through a page table; int64 at 2^32 + a real slot).  It runs init_forward_metadata + forward (save_kv_cache on)
+ * req_to_token and through a page table; int64 at 2^32 + a real slot); a
+ * cross layer's batch.encoder_out_cache_loc entry that is not its column's
+ * slot, or one entry more or fewer than encoder_lens sum to (enc_loc_case).
+ * It runs init_forward_metadata + forward (save_kv_cache on)
  * and then asserts:
  *   - both calls return OK (the plugin cannot see device values without a
  *     copy) and the stream completes (no device fault);
@@ -317,6 +320,132 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     free(hq), free(hk0), free(hv0), free(hk), free(hv), free(hnk), free(hnv), free(ho);
 }
 
+/* Cross attention's encoder slots (batch.encoder_out_cache_loc): a decode
+ * batch whose cross layer saves the encoder K/V (lengths ENC0, ENC1) and
+ * attends over them.  kind 0: every entry is its column's slot; 1: request
+ * 1's encoder column 2 names another slot of the pool; 2 / 3: one entry more
+ * / fewer than the sum of encoder_lens.  Both calls return OK (the entries
+ * are the device's); the pool changes exactly at the entries given (the save
+ * writes what the caller named: a wrong entry is reported, not skipped); the
+ * next metadata call fails naming the field and the entry or the length
+ * (kind 0: succeeds), the one after succeeds; paged: through a page table. */
+enum { ENC0 = 5, ENC1 = 7, NENC = ENC0 + ENC1 };
+static void enc_loc_case(sgl_attn_backend *be, int kind, int paged, cudaStream_t st) {
+    const int64_t rows[BS] = {1, 3}, seq[BS] = {20, 33}, enc[BS] = {ENC0, ENC1};
+    int64_t r2t[ROWS * COLS], rpi[BS], sl[BS], en[BS], pt[BS * NP], loc[NENC + 1];
+    for (int i = 0; i < ROWS * COLS; i++) r2t[i] = 16 + i;
+    for (int b = 0; b < BS; b++) {
+        rpi[b] = rows[b], sl[b] = seq[b], en[b] = enc[b];
+        for (int j = 0; j < NP; j++) pt[b * NP + j] = r2t[rows[b] * COLS + j * PS] / PS;
+    }
+    int n = 0;
+    for (int b = 0; b < BS; b++)
+        for (int c = 0; c < enc[b]; c++) loc[n++] = r2t[rows[b] * COLS + c];
+    loc[n] = 300; /* kind 2's extra entry: a slot of no request */
+    const int bad_e = ENC0 + 2;
+    const int64_t want_slot = loc[bad_e];
+    if (kind == 1) loc[bad_e] = 400;
+    const int64_t nloc = kind == 2 ? NENC + 1 : kind == 3 ? NENC - 1 : NENC;
+    const int T = BS;
+    dt tq, to, tk, tv, nk, nv, tr2t, trpi, tsl, ten, tpt, tloc;
+    const int64_t sq[3] = {T, HQ, D}, skv[3] = {SLOTS, HKV, D}, senc[3] = {nloc, HKV, D}, sr[2] = {ROWS, COLS},
+                  sb[1] = {BS}, sp[2] = {BS, NP}, sl1[1] = {nloc};
+    dmake(&tq, 3, sq, kDLBfloat, 16);
+    dmake(&to, 3, sq, kDLBfloat, 16);
+    dmake(&tk, 3, skv, kDLBfloat, 16);
+    dmake(&tv, 3, skv, kDLBfloat, 16);
+    dmake(&nk, 3, senc, kDLBfloat, 16);
+    dmake(&nv, 3, senc, kDLBfloat, 16);
+    dindex(&tr2t, 2, sr, r2t, 0);
+    dindex(&trpi, 1, sb, rpi, 1);
+    dindex(&tsl, 1, sb, sl, 0);
+    dindex(&ten, 1, sb, en, 0);
+    dindex(&tpt, 2, sp, pt, 1);
+    dindex(&tloc, 1, sl1, loc, kind & 1);
+    const size_t nq = (size_t)T * HQ * D, npool = (size_t)SLOTS * HKV * D, nn = (size_t)nloc * HKV * D;
+    uint16_t *hq = malloc(nq * 2), *hk0 = malloc(npool * 2), *hv0 = malloc(npool * 2), *hk = malloc(npool * 2),
+             *hv = malloc(npool * 2), *hnk = malloc(nn * 2), *hnv = malloc(nn * 2);
+    for (size_t i = 0; i < nq; i++) hq[i] = rnd_bf16();
+    for (size_t i = 0; i < npool; i++) hk0[i] = rnd_bf16(), hv0[i] = rnd_bf16();
+    for (size_t i = 0; i < nn; i++) hnk[i] = rnd_bf16(), hnv[i] = rnd_bf16();
+    CU(cudaMemcpy(tq.p, hq, nq * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(tk.p, hk0, npool * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(tv.p, hv0, npool * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(nk.p, hnk, nn * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(nv.p, hnv, nn * 2, cudaMemcpyHostToDevice));
+
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    bt.forward_mode = SGL_ATTN_MODE_DECODE;
+    bt.batch_size = BS, bt.num_tokens = T, bt.page_size = 1, bt.tokens_per_req = 1;
+    bt.req_to_token = &tr2t.t, bt.req_pool_indices = &trpi.t, bt.seq_lens = &tsl.t, bt.encoder_lens = &ten.t;
+    bt.encoder_out_cache_loc = &tloc.t;
+    if (paged) bt.page_table = &tpt.t, bt.page_size = PS, bt.req_to_token = NULL, bt.req_pool_indices = NULL;
+    bt.stream = st;
+    sgl_attn_layer ly;
+    memset(&ly, 0, sizeof ly);
+    ly.struct_size = sizeof ly;
+    ly.num_q_heads = HQ, ly.num_kv_heads = HKV, ly.head_dim_qk = ly.head_dim_v = D, ly.is_cross = 1;
+    ly.sm_scale = 0.088f, ly.sliding_window = -1, ly.k_cache = &tk.t, ly.v_cache = &tv.t, ly.k_scale = ly.v_scale = 1;
+    sgl_attn_forward_args fa;
+    memset(&fa, 0, sizeof fa);
+    fa.struct_size = sizeof fa;
+    fa.layer = &ly, fa.batch = &bt, fa.q = &tq.t, fa.out = &to.t, fa.k = &nk.t, fa.v = &nv.t, fa.save_kv_cache = 1;
+    static const char *const kinds[] = {"good", "an entry not its column's slot", "one entry more", "one entry fewer"};
+    const char *tab = paged ? "page_table" : "req_to_token";
+    int rc = be->ops->init_forward_metadata(be, &bt);
+    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s encoder slots (%s, %s): metadata rc %d '%s'", g_kernel, kinds[kind],
+          tab, rc, be->ops->last_error(be));
+    rc = be->ops->forward_decode(be, &fa);
+    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s encoder slots (%s, %s): forward rc %d '%s'", g_kernel, kinds[kind],
+          tab, rc, be->ops->last_error(be));
+    CU(cudaStreamSynchronize(st));
+    CU(cudaMemcpy(hk, tk.p, npool * 2, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(hv, tv.p, npool * 2, cudaMemcpyDeviceToHost));
+    const size_t row = (size_t)HKV * D;
+    for (int64_t e = 0; e < nloc; e++) {
+        memcpy(hk0 + (size_t)loc[e] * row, hnk + (size_t)e * row, row * 2);
+        memcpy(hv0 + (size_t)loc[e] * row, hnv + (size_t)e * row, row * 2);
+    }
+    int bad_slots = 0, first = -1;
+    for (int s2 = 0; s2 < SLOTS; s2++)
+        if (memcmp(hk + s2 * row, hk0 + s2 * row, row * 2) || memcmp(hv + s2 * row, hv0 + s2 * row, row * 2)) {
+            if (first < 0) first = s2;
+            bad_slots++;
+        }
+    CHECK(bad_slots == 0, "cuda_attn kernel=%s encoder slots (%s, %s): %d pool slots differ from the expected (first %d)",
+          g_kernel, kinds[kind], tab, bad_slots, first);
+    /* the report: the next metadata call (this batch again), then clear */
+    char w1[96] = "", w2[96] = "";
+    if (kind == 1) {
+        snprintf(w1, sizeof w1, "encoder_out_cache_loc[%d] = 400", bad_e);
+        snprintf(w2, sizeof w2, "expected %" PRId64 " (the slot", want_slot);
+    } else if (kind >= 2) {
+        snprintf(w1, sizeof w1, "encoder_out_cache_loc with %" PRId64 " entries", nloc);
+        snprintf(w2, sizeof w2, "expected %d", NENC);
+    }
+    rc = be->ops->init_forward_metadata(be, &bt);
+    const char *msg = be->ops->last_error(be);
+    if (kind == 0)
+        CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s encoder slots (good, %s): the next call: rc %d '%s'", g_kernel,
+              tab, rc, msg);
+    else
+        CHECK(rc == SGL_ATTN_E_INVALID && contains(msg, w1) && contains(msg, w2),
+              "cuda_attn kernel=%s encoder slots (%s, %s): the next call: rc %d '%s' (want %s ... %s)", g_kernel,
+              kinds[kind], tab, rc, msg, w1, w2);
+    CU(cudaStreamSynchronize(st));
+    /* the record is clear (kind 0: the good batch's check noted nothing either) */
+    bt.encoder_out_cache_loc = NULL;
+    rc = be->ops->init_forward_metadata(be, &bt);
+    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s encoder slots (%s, %s): reported once, then clear: rc %d '%s'",
+          g_kernel, kinds[kind], tab, rc, be->ops->last_error(be));
+    CU(cudaStreamSynchronize(st));
+    dt *all[] = {&tq, &to, &tk, &tv, &nk, &nv, &tr2t, &trpi, &tsl, &ten, &tpt, &tloc};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cudaFree(all[i]->p));
+    free(hq), free(hk0), free(hv0), free(hk), free(hv), free(hnk), free(hnv);
+}
+
 static int attn_tests(const char *dir) {
     char so[4096];
     snprintf(so, sizeof so, "%s/cuda_attn.so", dir);
@@ -366,6 +495,8 @@ static int attn_tests(const char *dir) {
         for (int extend = 0; extend < 2; extend++)
             for (int i = 0; i < NCASES; i++)
                 if (!cases[i].extend_only || extend) attn_case(be, &cases[i], extend, st);
+        for (int kind = 0; kind < 4; kind++)
+            for (int paged = 0; paged < 2; paged++) enc_loc_case(be, kind, paged, st);
         printf("%-4s cuda_attn kernel=%s: every bad index class, decode and extend\n", failures == before ? "ok" : "FAIL",
                g_kernel);
         be->ops->destroy(be);

@@ -84,8 +84,13 @@ int ca_check_cu_mirror(const ca_msg *m, const DLTensor *t, const char *what, int
 
 /* ABI 1.2 fields cuda_attn does not serve, refused by name when set (only
  * fields inside the caller's struct_size are read). */
-int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt);
 int ca_refuse_unserved_fwd(const ca_msg *m, const sgl_attn_forward_args *a);
+/* batch.encoder_out_cache_loc (ABI 1.2; not read past an older caller's
+ * struct_size): NULL gives *n = -1; else it needs encoder_lens, and is a
+ * compact 1-D int32/int64 tensor on the device with at most 2^31 - 1
+ * entries (*n), as many as encoder_lens_cpu sums to when the host mirror is
+ * given.  Its entries against the table: encoder_loc_check.cu. */
+int ca_check_enc_loc(const ca_msg *m, const sgl_attn_batch *bt, int device, int32_t bs, int64_t *n);
 /* batch.page_table (ABI 1.2): [>= bs, >= 1] int32/int64 on the device, a page
  * size that is a power of two (the kernels shift, never divide) and pages x
  * page_size columns in 31 bits; *shift = log2(page_size). */
@@ -158,6 +163,11 @@ typedef struct ca_backend {
     attn_index planned_mask_indptr;
     int32_t planned_mask_words; /* tree verify: words per packed row of this batch (its table's columns) */
     int32_t planned_tpr; /* verify: tokens_per_req */
+    /* cross attention's encoder slots (batch.encoder_out_cache_loc, checked on the device at
+     * planning): its data and entries; planned_enc_n -1 when the batch had none */
+    const void *planned_enc_data;
+    int64_t planned_enc_n;
+    attn_index planned_enc_loc;
     int32_t planned_bs, planned_tokens;
     int64_t checked_slots; /* the pool size the planned items were checked against (INT64_MAX: not yet) */
     /* the same for the last slot-mapped layer: its map (NULL: none yet), its length and pool */

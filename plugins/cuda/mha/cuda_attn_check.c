@@ -281,10 +281,31 @@ static int refuse(const ca_msg *m, const char *what, const char *why) {
     return SGL_ATTN_E_UNSUPPORTED;
 }
 
-int ca_refuse_unserved_batch(const ca_msg *m, const sgl_attn_batch *bt) {
-    const char *no_caps = "its caps do not declare it";
-    if (SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc))
-        return refuse(m, "batch.encoder_out_cache_loc", no_caps);
+int ca_check_enc_loc(const ca_msg *m, const sgl_attn_batch *bt, int device, int32_t bs, int64_t *n) {
+    *n = -1;
+    const DLTensor *el = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, encoder_out_cache_loc);
+    if (!el) return SGL_ATTN_OK;
+    if (!bt->encoder_lens) {
+        snprintf(m->buf, m->size, "%s: batch.encoder_out_cache_loc is set but batch.encoder_lens is NULL", m->call);
+        return SGL_ATTN_E_INVALID;
+    }
+    /* its entries against the table: on the device (encoder_loc_check.cu) */
+    const sgl_sdk_tensor_spec s = {.meaning = "sum of encoder_lens", .ndim = 1, .shape = {0},
+                                   .flags = SGL_SDK_T_COMPACT | SGL_SDK_T_AT_LEAST | SGL_SDK_T_INT32};
+    int rc = check(m, el, "batch.encoder_out_cache_loc", device, s);
+    if (rc) return rc;
+    const DLTensor *en = bt->encoder_lens_cpu;
+    if (sgl_sdk_host_index(en, bs)) {
+        int64_t sum = 0;
+        for (int32_t i = 0; i < bs; i++) sum += sgl_sdk_index_at(en, i);
+        if (sum != el->shape[0]) {
+            snprintf(m->buf, m->size,
+                     "%s: batch.encoder_out_cache_loc has %lld entries: expected the sum of encoder_lens, %lld",
+                     m->call, (long long)el->shape[0], (long long)sum);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    *n = el->shape[0];
     return SGL_ATTN_OK;
 }
 

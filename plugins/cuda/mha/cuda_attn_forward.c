@@ -128,8 +128,9 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
                  bt ? bt->struct_size : 0u);
         return SGL_ATTN_E_INVALID;
     }
-    int rc = ca_refuse_unserved_batch(&m, bt);
-    if (rc) return rc;
+    b->planned_enc_n = -1;
+    b->planned_enc_data = NULL;
+    int rc = SGL_ATTN_OK;
     /* An index fault a kernel of an earlier batch met (no sync: the record is
      * mapped host memory; it shows once that kernel has run). */
     if (sgl_sdk_cuda_fault_take(&b->fault, bt->stream, call, b->err, sizeof b->err)) return SGL_ATTN_E_INVALID;
@@ -197,6 +198,8 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     int self_vis = ATTN_SELF_CAUSAL;
     if (!rc) rc = plan_mask(b, &m, bt, bs, verify, &self_vis);
     if (!rc && bt->encoder_lens) rc = ca_check_index1(&m, bt->encoder_lens, "encoder_lens", b->device, bs);
+    int64_t n_enc = -1;
+    if (!rc) rc = ca_check_enc_loc(&m, bt, b->device, bs, &n_enc);
     if (rc) return rc;
     const DLTensor *table = pt ? pt : bt->req_to_token;
     b->paged = pt != NULL;
@@ -286,6 +289,24 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
                                             bt->tokens_per_req, b->planned_mask_words, b->tmask_bits,
                                             b->tmask_full, bt->stream);
     }
+    /* cross attention's encoder slots against the table (after the plan, which notes a bad row
+     * or encoder length first) */
+    if (!ce && n_enc >= 0) {
+        attn_enc_loc_check ec;
+        memset(&ec, 0, sizeof ec);
+        ec.loc = index_of(bt->encoder_out_cache_loc);
+        ec.encoder_lens = in.encoder_lens;
+        ec.req_pool_indices = in.req_pool_indices;
+        ec.table = index_of(table);
+        ec.table_cols = table->shape[1];
+        ec.n = n_enc;
+        ec.bs = bs;
+        ec.max_reqs = b->r2t_rows;
+        ec.max_ctx = b->r2t_cols;
+        ec.page_shift = shift;
+        ec.fault = b->fault.dev;
+        ce = attn_launch_encoder_loc_check(&ec, bt->stream);
+    }
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "init_forward_metadata: plan kernel launch", ce);
         return SGL_ATTN_E_DEVICE;
@@ -298,6 +319,11 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     b->checked_map = NULL;        /* and at the first forward with each slot map */
     b->planned_bs = bs;
     b->planned_tokens = tokens;
+    if (n_enc >= 0) {
+        b->planned_enc_n = n_enc;
+        b->planned_enc_data = sgl_sdk_data(bt->encoder_out_cache_loc);
+        b->planned_enc_loc = index_of(bt->encoder_out_cache_loc);
+    }
     return SGL_ATTN_OK;
 }
 
@@ -361,6 +387,26 @@ static int check_attn_type(ca_backend *b, const sgl_attn_layer *L, int mode, con
                  "cuda_attn plans a batch for the model's type", call, L->layer_id, type, names[type],
                  b->model_attn_type, names[b->model_attn_type]);
         return SGL_ATTN_E_UNSUPPORTED;
+    }
+    return SGL_ATTN_OK;
+}
+
+/* A cross layer's save: the batch's encoder slots, the ones planned. */
+static int check_enc_save(ca_backend *b, const sgl_attn_forward_args *a, const char *call) {
+    const DLTensor *el = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, a->batch, encoder_out_cache_loc);
+    if (!el) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: save_kv_cache on cross-attention layer %d needs batch.encoder_out_cache_loc (ABI 1.2): the "
+                 "slots of the encoder K/V it writes",
+                 call, a->layer->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (b->planned_enc_n < 0 || sgl_sdk_data(el) != b->planned_enc_data || el->ndim != 1 || !el->shape ||
+        el->shape[0] != b->planned_enc_n) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: batch.encoder_out_cache_loc %s since init_forward_metadata: plan the batch again", call,
+                 b->planned_enc_n < 0 ? "was set" : "changed");
+        return SGL_ATTN_E_STATE;
     }
     return SGL_ATTN_OK;
 }
@@ -576,18 +622,17 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         }
     }
 
-    /* Save the new K/V first, so the attention below sees them. */
-    if (a->save_kv_cache && t > 0) {
-        if (L->is_cross) {
-            snprintf(b->err, sizeof b->err,
-                     "%s: save_kv_cache on cross-attention layer %d: write the encoder K/V into the pool first", call,
-                     L->layer_id);
-            return SGL_ATTN_E_UNSUPPORTED;
-        }
+    /* Save the new K/V first, so the attention below sees them: a cross
+     * layer's are the encoder tokens', at the slots planned (checked against
+     * the table at planning: encoder_loc_check.cu). */
+    const int64_t ts = L->is_cross ? b->planned_enc_n : t;
+    if (a->save_kv_cache && t > 0 && L->is_cross && (rc = check_enc_save(b, a, call))) return rc;
+    if (a->save_kv_cache && t > 0 && ts > 0) {
         int64_t kst[3], vst[3];
-        rc = ca_check_float3(&m, a->k, "k", b->device, b->dt_bit, t, b->hkv, b->head_dim, 1, kst);
-        if (!rc) rc = ca_check_float3(&m, a->v, "v", b->device, b->dt_bit, t, b->hkv, b->head_dim, 1, vst);
-        if (!rc) rc = ca_check_index1(&m, a->batch->out_cache_loc, "batch.out_cache_loc", b->device, t);
+        rc = ca_check_float3(&m, a->k, "k", b->device, b->dt_bit, ts, b->hkv, b->head_dim, 1, kst);
+        if (!rc) rc = ca_check_float3(&m, a->v, "v", b->device, b->dt_bit, ts, b->hkv, b->head_dim, 1, vst);
+        if (!rc && !L->is_cross)
+            rc = ca_check_index1(&m, a->batch->out_cache_loc, "batch.out_cache_loc", b->device, t);
         if (rc) return rc;
         attn_save s;
         memset(&s, 0, sizeof s);
@@ -595,7 +640,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.v = sgl_sdk_data(a->v);
         s.k_cache = (void *)p->k_cache;
         s.v_cache = (void *)p->v_cache;
-        s.loc = index_of(a->batch->out_cache_loc);
+        s.loc = L->is_cross ? b->planned_enc_loc : index_of(a->batch->out_cache_loc);
         s.k_stride_t = kst[0];
         s.k_stride_h = kst[1];
         s.v_stride_t = vst[0];
@@ -605,7 +650,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.vc_stride_s = vs[0];
         s.vc_stride_h = vs[1];
         s.num_slots = slots;
-        s.t = t;
+        s.t = (int32_t)ts;
         s.hkv = b->hkv;
         s.d = b->head_dim;
         s.fault = b->fault.dev;

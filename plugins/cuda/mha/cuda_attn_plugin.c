@@ -27,7 +27,9 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
                      /* verify (chain or tree), draft extend and attention types run on the extend
                       * kernels (docs/cuda.md); graph capture of verify is not declared */
                      SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_TREE_MASK | SGL_ATTN_FEAT_DRAFT_EXTEND |
-                     SGL_ATTN_FEAT_ATTN_TYPES | SGL_ATTN_FEAT_DUAL_CHUNK;
+                     SGL_ATTN_FEAT_ATTN_TYPES | SGL_ATTN_FEAT_DUAL_CHUNK |
+                     /* cross layers save the encoder K/V through the save kernels */
+                     SGL_ATTN_FEAT_ENCODER_LOC;
     /* equal dims for every forward; qk 192 / v 128 (DeepSeek's MLA prefill)
      * in forward_ragged only (the paged forwards refuse it by name) */
     static const uint16_t dims[][2] = {{64, 64}, {128, 128}, {256, 256}, {CA_RAGGED_DQK, CA_RAGGED_DV}};

@@ -87,6 +87,25 @@ int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const a
 int attn_launch_tree_mask_pack(const uint8_t *mask, int64_t mask_len, attn_index indptr, int32_t bs, int32_t mq,
                                int32_t words, uint64_t *bits, uint8_t *full, void *stream);
 
+/* Cross attention's encoder slots, checked once per planned batch
+ * (encoder_loc_check.cu): entry e of batch.encoder_out_cache_loc, request b's
+ * encoder column c (request 0's first), must be the slot the table gives
+ * that column, and the tensor must hold exactly the sum of encoder_lens
+ * entries; the first that is not is noted (SGL_FAULT_ENCODER_OUT_CACHE_LOC). */
+typedef struct attn_enc_loc_check {
+    attn_index loc;              /* [n] */
+    attn_index encoder_lens;     /* [bs] */
+    attn_index req_pool_indices; /* [bs]; absent: a page table (row b) */
+    attn_index table;            /* req_to_token or the page table */
+    int64_t table_cols;          /* the table's entries per row */
+    int64_t n;                   /* loc's entries */
+    int32_t bs;
+    int32_t max_reqs, max_ctx;   /* the table's rows, its columns in tokens */
+    int32_t page_shift;          /* req_to_token: 0 */
+    sgl_gpu_fault_ref fault;
+} attn_enc_loc_check;
+int attn_launch_encoder_loc_check(const attn_enc_loc_check *c, void *stream);
+
 /* The ragged plan (ragged_plan.cu): cu_seqlens -> extend items. */
 typedef struct attn_ragged_plan {
     attn_index cu_q, cu_k;     /* [bs + 1] each */

@@ -42,7 +42,7 @@ const char *sgl_sdk_fault_tensor_name(int tensor) {
         "index tensor", "out_cache_loc",   "req_to_token", "req_pool_indices", "seq_lens",
         "extend_seq_lens", "encoder_lens", "prefix_lens",  "state_indices", "topk_indices",
         "page_table",      "layer.slot_map", "cu_seqlens_q", "cu_seqlens_k",
-        "mask_indptr"};
+        "mask_indptr",     "encoder_out_cache_loc"};
     return tensor > 0 && tensor < SGL_FAULT_COUNT_ ? names[tensor] : names[0];
 }
 
@@ -71,7 +71,18 @@ int sgl_sdk_cuda_fault_take(sgl_sdk_cuda_fault *f, void *stream, const char *cal
     if (!sgl_sdk_cuda_fault_take_raw(f, stream, &r)) return 0;
     const int tensor = r.tensor;
     if (buf && size) {
-        if ((tensor == SGL_FAULT_REQ_TO_TOKEN || tensor == SGL_FAULT_PAGE_TABLE) && r.pos >= 0)
+        if (tensor == SGL_FAULT_ENCODER_OUT_CACHE_LOC && r.code == SGL_FAULT_CODE_LENGTH)
+            snprintf(buf, size,
+                     "%s: a kernel of an earlier batch found %s with %" PRId64 " entries: expected %" PRId64
+                     "; that batch's output is not valid",
+                     call, sgl_sdk_fault_tensor_name(tensor), r.value, r.lo);
+        else if (tensor == SGL_FAULT_ENCODER_OUT_CACHE_LOC)
+            snprintf(buf, size,
+                     "%s: a kernel of an earlier batch met %s[%" PRId64 "] = %" PRId64 ": expected %" PRId64
+                     " (the slot its request's req_to_token row or page table gives that encoder column); the "
+                     "cross layers saved the encoder K/V at the slots given and that batch's output is not valid",
+                     call, sgl_sdk_fault_tensor_name(tensor), r.pos, r.value, r.lo);
+        else if ((tensor == SGL_FAULT_REQ_TO_TOKEN || tensor == SGL_FAULT_PAGE_TABLE) && r.pos >= 0)
             snprintf(buf, size,
                      "%s: a kernel of an earlier batch met %s element %" PRId64 " = %" PRId64
                      ": expected %" PRId64 "..%" PRId64 "; it wrote nothing through it and that batch's output is "
