@@ -53,10 +53,13 @@ class DcaRun:
     dual chunk reference over each request's shadow K/V."""
 
     def __init__(self, *, layers: int = 2, hq: int = 4, hkv: int = 2, d: int = 32, dtype: torch.dtype,
-                 page_size: int = 1, omp: int = 0, factory: Any = cpu_ref_auto, seed: int = 0) -> None:
+                 page_size: int = 1, omp: int = 0, factory: Any = cpu_ref_auto, seed: int = 0,
+                 device: str = "cpu") -> None:
         cfg = qwen_1m_config(layers, hq, hkv, d, str(dtype).rsplit(".", 1)[-1], omp)
         self.eng = Engine(factory, layers=layers, hq=hq, hkv=hkv, d=d, dtype=dtype, page_size=page_size,
-                          max_reqs=8, max_context=256, pool_tokens=2048, hf_config=cfg, reference=None, seed=seed)
+                          max_reqs=8, max_context=256, pool_tokens=2048, hf_config=cfg, reference=None, seed=seed,
+                          device=device)
+        self.device = device
         self.hq, self.hkv, self.d, self.dtype, self.omp = hq, hkv, d, dtype, omp
         self.rope = DualChunkRotaryEmbedding(d, CHUNK, LOCAL)
         self.gen = torch.Generator().manual_seed(seed + 100)
@@ -69,8 +72,8 @@ class DcaRun:
         q = torch.randn(T, self.hq * self.d, generator=g, dtype=torch.float64)
         k = torch.randn(T, self.hkv * self.d, generator=g, dtype=torch.float64)
         v = torch.randn(T, self.hkv * self.d, generator=g, dtype=torch.float64)
-        q5, k = self.rope(fb.positions, q, k)
-        return q5.to(self.dtype), k.to(self.dtype), v.to(self.dtype)
+        q5, k = self.rope(fb.positions.cpu(), q, k)
+        return tuple(x.to(self.dtype).to(self.device) for x in (q5, k, v))  # type: ignore[return-value]
 
     def step(self, fb: ForwardBatch) -> List[Tuple[torch.Tensor, torch.Tensor]]:
         eng = self.eng
@@ -90,8 +93,8 @@ class DcaRun:
         [0, s - CL) with q_inter; each part a softmax of its own, merged by
         log-sum-exp; every logit times max(1, 0.1 ln(seq_len / omp) + 1)."""
         hq, hkv, d = self.hq, self.hkv, self.d
-        Q = q5.double().view(-1, 5, hq, d)
-        K64, V64 = k.double().view(-1, hkv, d), v.double().view(-1, hkv, d)
+        Q = q5.cpu().double().view(-1, 5, hq, d)
+        K64, V64 = k.cpu().double().view(-1, hkv, d), v.cpu().double().view(-1, hkv, d)
         out = torch.empty(Q.shape[0], hq, d, dtype=torch.float64)
         o = 0
         for rid, n in zip(fb._rids, fb._new):  # type: ignore[attr-defined]
@@ -124,18 +127,13 @@ class DcaRun:
 
 def check(results: Sequence[Tuple[torch.Tensor, torch.Tensor]], dtype: torch.dtype) -> None:
     for i, (out, ref) in enumerate(results):
-        err = (out.double() - ref).abs().max().item()
+        err = (out.cpu().double() - ref).abs().max().item()
         assert err < TOL[dtype] * max(1.0, ref.abs().max().item()), f"layer {i}: max error {err}"
 
 
 # -------------------------------------------------------------- numerics
-@pytest.mark.parametrize("dtype,page,omp", [(torch.float32, 1, 0), (torch.float32, 32, 20), (torch.bfloat16, 4, 0),
-                                            (torch.float16, 16, 20), (torch.float32, 5, 0)])
-def test_prefill_extend_decode_across_chunks_on_cpu_ref(dtype, page, omp):
-    """page 32 and 16 hold a whole chunk (chunk_len 16) or more; 5 cuts chunks mid-page."""
-    run = DcaRun(dtype=dtype, page_size=page, omp=omp, seed=page + omp)
+def _across_chunks(run: DcaRun, dtype: torch.dtype) -> None:
     eng = run.eng
-    assert eng.backend.stack == ["cpu_ref"] and "dual_chunk" in eng.backend.backend.features
     a, b, c = eng.add(), eng.add(), eng.add()
     # a: three chunks (boundaries at 16 and 32); b ends on a chunk's last position; c inside chunk 0
     check(run.step(eng.extend_batch([(a, 37), (b, 16), (c, 14)])), dtype)
@@ -150,8 +148,26 @@ def test_prefill_extend_decode_across_chunks_on_cpu_ref(dtype, page, omp):
     for rid in (a, b, c, d):
         for layer in range(eng.nlayers):
             k, v = eng.pool_kv(rid, layer)
-            assert torch.equal(k.double(), run.k[(rid, layer)].view(k.shape))
-            assert torch.equal(v.double(), run.v[(rid, layer)].view(v.shape))
+            assert torch.equal(k.cpu().double(), run.k[(rid, layer)].view(k.shape))
+            assert torch.equal(v.cpu().double(), run.v[(rid, layer)].view(v.shape))
+
+
+@pytest.mark.parametrize("dtype,page,omp", [(torch.float32, 1, 0), (torch.float32, 32, 20), (torch.bfloat16, 4, 0),
+                                            (torch.float16, 16, 20), (torch.float32, 5, 0)])
+def test_prefill_extend_decode_across_chunks_on_cpu_ref(dtype, page, omp):
+    """page 32 and 16 hold a whole chunk (chunk_len 16) or more; 5 cuts chunks mid-page."""
+    run = DcaRun(dtype=dtype, page_size=page, omp=omp, seed=page + omp)
+    assert run.eng.backend.stack == ["cpu_ref"] and "dual_chunk" in run.eng.backend.backend.features
+    _across_chunks(run, dtype)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the GPU run: docs/python.md)")
+@pytest.mark.parametrize("dtype,page,omp", [(torch.bfloat16, 16, 20), (torch.float16, 1, 0), (torch.bfloat16, 32, 0)])
+def test_prefill_extend_decode_across_chunks_on_cuda(dtype, page, omp):
+    """The same on the GPU: the host chooses cuda_attn, which takes the strided variants too."""
+    run = DcaRun(dtype=dtype, d=64, page_size=page, omp=omp, seed=page + omp, device="cuda")
+    assert "cuda_attn" in run.eng.backend.stack and "dual_chunk" in run.eng.backend.backend.features
+    _across_chunks(run, dtype)
 
 
 def test_length_scaling_changes_the_result():
