@@ -232,6 +232,7 @@ typedef struct cref_dca {
     int32_t chunk_len;               /* chunk_size - local_size */
     int32_t original_max_position;   /* 0: no length scaling */
     const unsigned char *q_succ, *q_inter; /* like job.q */
+    int64_t qs_ts, qs_hs, qi_ts, qi_hs;      /* their token and head strides (elements), as job.q_ts / q_hs */
 } cref_dca;
 
 /* ------------------------------------------------------------ the backend */

@@ -1,6 +1,6 @@
 /* dual_chunk.c - dual chunk attention (Qwen2.5-1M; docs/dual_chunk.md) on
  * the paged pool, in float64: the forward's dual_chunk block is checked
- * here, then every (query token, q head) attends to its own chunk with q,
+ * here (q and its two variants may be strided views, rows contiguous), then every (query token, q head) attends to its own chunk with q,
  * the previous chunk with q_succ and every earlier key with q_inter, and
  * the three normalised parts merge by their log-sum-exp.  It is the
  * reference the GPU kernels are checked against, so it follows the
@@ -43,20 +43,30 @@ int cref_dual_chunk_check(cref_backend *b, const sgl_attn_forward_args *a) {
                         : L->sinks                 ? "attention sinks"
                         : L->v_cache == NULL       ? "an MLA pool"
                         : !b->job.plain            ? "a page table, slot map, tree mask or attention type"
+                        : SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse) ? "an LSE output (forward args lse)"
                                                    : NULL;
     if (other) {
         cref_set_error(b, "layer %d: dual chunk attention with %s: the engines define neither together", id, other);
         return SGL_ATTN_E_UNSUPPORTED;
     }
     int rc;
-    uint32_t dt;
-    if ((rc = cref_check(b, dc->q_succ, "dual_chunk.q_succ", "num_tokens, num_q_heads, head_dim_qk", CREF_DTYPES,
-                         SGL_SDK_T_MERGED, 3, b->num_tokens, L->num_q_heads, L->head_dim_qk)))
-        return rc;
-    dt = sgl_attn_dtype_bit(dc->q_succ->dtype);
-    if ((rc = cref_check(b, dc->q_inter, "dual_chunk.q_inter", "num_tokens, num_q_heads, head_dim_qk", CREF_DTYPES,
-                         SGL_SDK_T_MERGED, 3, b->num_tokens, L->num_q_heads, L->head_dim_qk)))
-        return rc;
+    int64_t st[2][SGL_SDK_MAX_DIMS];
+    const DLTensor *qv[2] = {dc->q_succ, dc->q_inter};
+    /* like q: strided views (sglang's variants are slices of one fused q row), each head's row contiguous */
+    for (int i = 0; i < 2; i++) {
+        const sgl_sdk_tensor_spec s = {i ? "dual_chunk.q_inter" : "dual_chunk.q_succ",
+                                       "num_tokens, num_q_heads, head_dim_qk",
+                                       3,
+                                       {b->num_tokens, L->num_q_heads, L->head_dim_qk, 0},
+                                       CREF_DTYPES,
+                                       SGL_SDK_DEV_HOST,
+                                       -1,
+                                       SGL_SDK_T_MERGED | SGL_SDK_T_ROWS,
+                                       0};
+        if ((rc = sgl_sdk_check_tensor(qv[i], &s, b->err, sizeof b->err))) return rc;
+        sgl_sdk_strides(qv[i], &s, st[i]);
+    }
+    const uint32_t dt = sgl_attn_dtype_bit(dc->q_succ->dtype);
     if (dt != b->job.q_dt || sgl_attn_dtype_bit(dc->q_inter->dtype) != b->job.q_dt) {
         cref_set_error(b, "layer %d: dual_chunk.q_succ and q_inter must have q's dtype", id);
         return SGL_ATTN_E_INVALID;
@@ -68,6 +78,10 @@ int cref_dual_chunk_check(cref_backend *b, const sgl_attn_forward_args *a) {
     }
     D->q_succ = sgl_sdk_data(dc->q_succ);
     D->q_inter = sgl_sdk_data(dc->q_inter);
+    D->qs_ts = st[0][0];
+    D->qs_hs = st[0][1];
+    D->qi_ts = st[1][0];
+    D->qi_hs = st[1][1];
     D->chunk_len = dc->chunk_size - dc->local_size;
     D->original_max_position = dc->original_max_position;
     D->on = 1;
@@ -122,6 +136,7 @@ static void dca_task(void *ctx, int tid) {
     double *qd = (double *)(void *)(b->scratch + (size_t)tid * b->scratch_stride);
     double *o[3] = {qd + J->dqk, qd + J->dqk + J->dv, qd + J->dqk + 2 * (size_t)J->dv};
     const unsigned char *qs[3] = {J->q, D->q_succ, D->q_inter};
+    const int64_t q_ts[3] = {J->q_ts, D->qs_ts, D->qi_ts}, q_hs[3] = {J->q_hs, D->qs_hs, D->qi_hs};
     const int32_t cl = D->chunk_len;
     int32_t t;
     while ((t = atomic_fetch_add_explicit(&b->next, 1, memory_order_relaxed)) < b->num_tokens) {
@@ -141,7 +156,7 @@ static void dca_task(void *ctx, int tid) {
             const int kvh = h / J->group;
             double lse[3], mx = -INFINITY;
             for (int p = 0; p < 3; p++) {
-                const int64_t qb = ((int64_t)t * J->hq + h) * J->dqk;
+                const int64_t qb = (int64_t)t * q_ts[p] + (int64_t)h * q_hs[p];
                 for (int d = 0; d < J->dqk; d++) qd[d] = cref_load_f(qs[p], qb + d, J->q_dt);
                 lse[p] = part(J, r, kvh, qd, scale, kb[p], ke[p], o[p]);
                 if (lse[p] > mx) mx = lse[p];

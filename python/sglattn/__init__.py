@@ -21,7 +21,7 @@ from .errors import (AbiError, DeviceError, Error, InternalError, InvalidArgumen
 
 _LIB = _load()  # finds the library and checks the layout: a mismatch fails here
 
-from .backend import MODES, Backend, Batch, Layer, LinearInputs  # noqa: E402
+from .backend import MODES, Backend, Batch, DualChunk, Layer, LinearInputs  # noqa: E402
 from .host import Device, Host, Model, Plugin, Selection, Verdict  # noqa: E402
 
 __version__ = "0.1.0"
@@ -30,8 +30,8 @@ library_version: str = _LIB.version
 abi_version = _LIB.abi
 
 __all__ = [
-    "Host", "Plugin", "Device", "Model", "Selection", "Verdict", "Backend", "Batch", "Layer", "LinearInputs",
-    "MODES", "Error", "InvalidArgumentError", "UnsupportedError", "OutOfMemoryError", "DeviceError", "AbiError",
-    "NotFoundError", "StateError", "InternalError", "LibraryNotFoundError", "library_path", "library_version",
-    "abi_version", "__version__",
+    "Host", "Plugin", "Device", "Model", "Selection", "Verdict", "Backend", "Batch", "DualChunk", "Layer",
+    "LinearInputs", "MODES", "Error", "InvalidArgumentError", "UnsupportedError", "OutOfMemoryError",
+    "DeviceError", "AbiError", "NotFoundError", "StateError", "InternalError", "LibraryNotFoundError",
+    "library_path", "library_version", "abi_version", "__version__",
 ]

@@ -6,6 +6,11 @@
     layer = backend.layer(0, k_pool, v_pool)          # once per layer
     backend.forward_extend(layer, q, k, v, out)       # per layer
 
+    # dual chunk attention (a model with dual_chunk_attention_config):
+    dc = sglattn.DualChunk.from_model(backend.model)
+    layer.set_dual_chunk(dc)                          # the layer's forwards use it
+    dc.set_queries(q_succ, q_inter)                   # before each forward
+
 Structs are cached: a Layer holds its sgl_attn_layer and sgl_attn_forward_args
 and the four DLTensors of q, k, v and out, so a forward writes four data
 pointers (and re-describes a tensor only when its shape, strides, dtype or
@@ -24,7 +29,7 @@ from ._lib import Lib, load
 from ._tensor import TensorRef, describe, dims, is_torch_tensor, torch_dl_device, torch_dl_dtype, torch_module
 from .errors import Error, InvalidArgumentError, UnsupportedError, error_for_status
 
-__all__ = ["Backend", "Batch", "Layer", "LinearInputs", "MODES", "ATTN_TYPES"]
+__all__ = ["Backend", "Batch", "DualChunk", "Layer", "LinearInputs", "MODES", "ATTN_TYPES"]
 
 # sgl_attn_layer.attn_type (ABI 1.2; anything but causal needs the stack's attn_types)
 ATTN_TYPES: Dict[str, int] = {"causal": A.SGL_ATTN_TYPE_CAUSAL, "bidirectional": A.SGL_ATTN_TYPE_BIDIRECTIONAL,
@@ -203,6 +208,85 @@ class LinearInputs:
         self.addr = C.addressof(self.struct)
 
 
+class DualChunk:
+    """sgl_attn_dual_chunk (ABI 1.2; docs/dual_chunk.md): dual chunk
+    attention's sizes and the two extra query variants, q_succ and q_inter
+    ([T, Hq, Dqk] like q, of q's dtype).  Strided views whose head rows are
+    contiguous (slices of one fused query row, as sglang hands them) are
+    passed as they are, not copied.  Layer.set_dual_chunk points a layer's
+    forwards at it; set_queries gives each call's variants (the stack must
+    claim "dual_chunk")."""
+
+    __slots__ = ("struct", "addr", "_refs", "_owners", "__weakref__")
+
+    def __init__(self, chunk_size: int, local_size: int, original_max_position: int = 0, q_succ: Any = None,
+                 q_inter: Any = None) -> None:
+        if chunk_size < 1 or local_size < 0 or local_size >= chunk_size or original_max_position < 0:
+            raise InvalidArgumentError(f"dual chunk: chunk_size {chunk_size}, local_size {local_size}, "
+                                       f"original_max_position {original_max_position}; expected 0 <= local_size "
+                                       f"< chunk_size and original_max_position >= 0")
+        s = self.struct = load().new(A.sgl_attn_dual_chunk)
+        s.chunk_size, s.local_size, s.original_max_position = chunk_size, local_size, original_max_position
+        self.addr = C.addressof(s)
+        self._refs: List[TensorRef] = [TensorRef(), TensorRef()]
+        self._owners: List[Any] = [None, None]  # the torch tensor each ref described last
+        self.set_queries(q_succ, q_inter)
+
+    @classmethod
+    def from_model(cls, model: Any) -> "DualChunk":
+        """The sizes of a Model whose config has dual_chunk_attention_config
+        (sgl_attn_model.dca_*, read by the host from the HF config)."""
+        if int(model.dca_chunk_size) <= 0:
+            raise InvalidArgumentError(f"model {model.model_type or model.name!r} has no dual chunk attention "
+                                       f"(dca_chunk_size {model.dca_chunk_size}: its config has no "
+                                       f"dual_chunk_attention_config)")
+        return cls(int(model.dca_chunk_size), int(model.dca_local_size), int(model.dca_original_max_position))
+
+    @property
+    def chunk_size(self) -> int:
+        return int(self.struct.chunk_size)
+
+    @property
+    def local_size(self) -> int:
+        return int(self.struct.local_size)
+
+    @property
+    def original_max_position(self) -> int:
+        return int(self.struct.original_max_position)
+
+    def set_queries(self, q_succ: Any, q_inter: Any) -> None:
+        """This call's successor and inter-chunk queries (None: NULL).  A torch
+        tensor of the shape, strides, dtype and device described last costs
+        one pointer write."""
+        s = self.struct
+        for i, t in enumerate((q_succ, q_inter)):
+            name = "q_inter" if i else "q_succ"
+            if t is None:
+                self._owners[i] = None
+                setattr(s, name, None)
+                continue
+            last = self._owners[i]
+            ref = self._refs[i]
+            if is_torch_tensor(t):
+                if (last is not None and type(t) is type(last) and t.shape == last.shape and t.dtype is last.dtype
+                        and t.device == last.device and t.stride() == last.stride()):
+                    ref.dl.data = t.data_ptr() or None
+                    ref.owner = t
+                else:
+                    if ref.shape is None:  # it held a __dlpack__ object's tensor
+                        ref = self._refs[i] = TensorRef()
+                    ref.set_torch(t)
+                self._owners[i] = t
+            else:
+                ref = self._refs[i] = describe(t)
+                self._owners[i] = None
+            setattr(s, name, ref.addr)
+
+    def __repr__(self) -> str:
+        return (f"DualChunk(chunk_size={self.chunk_size}, local_size={self.local_size}, "
+                f"original_max_position={self.original_max_position})")
+
+
 class Layer:
     """One attention layer bound to a backend: its sgl_attn_layer, its
     sgl_attn_forward_args, and the four DLTensors (q, k, v, out) its forwards
@@ -210,7 +294,7 @@ class Layer:
 
     __slots__ = ("backend", "layer_id", "struct", "args", "args_ref", "_args_mv", "_dls", "_dl_mv", "_shapes",
                  "_cache", "_other", "_pools", "sinks", "save", "linear", "out_spec", "cols", "topk", "_lin",
-                 "_extra", "_layer_refs", "__weakref__")
+                 "_extra", "_layer_refs", "dual_chunk", "__weakref__")
 
     def __init__(self, backend: "Backend", layer_id: int, k_cache: Any, v_cache: Any, *,
                  num_q_heads: Optional[int] = None, num_kv_heads: Optional[int] = None,
@@ -218,7 +302,8 @@ class Layer:
                  sm_scale: Optional[float] = None, logit_softcap: float = 0.0, sliding_window: int = -1,
                  is_cross: bool = False, sinks: Any = None, k_scale: float = 1.0, v_scale: float = 1.0,
                  attn_type: Union[str, int] = "causal", q_descale: float = 0.0, slot_map: Any = None,
-                 k_scale_tensor: Any = None, v_scale_tensor: Any = None, q_descale_tensor: Any = None) -> None:
+                 k_scale_tensor: Any = None, v_scale_tensor: Any = None, q_descale_tensor: Any = None,
+                 dual_chunk: Optional[DualChunk] = None) -> None:
         lib = backend._lib
         m = backend.model
         self.backend = backend
@@ -254,6 +339,8 @@ class Layer:
         a.batch = backend._batch_addr
         a.save_kv_cache = 1
         self.save = True
+        self.dual_chunk: Optional[DualChunk] = None
+        self.set_dual_chunk(dual_chunk)
         # What the fast path compares `linear` with: the LinearInputs passed
         # last (_lin), or _EXTRAS while lse / q_rope / k_rope are, so that the
         # next call without them takes the slow path and clears them, and the
@@ -311,6 +398,14 @@ class Layer:
             self._extra[i] = ref
             setattr(a, name, ref.addr)
         self.linear = _EXTRAS if lse is not None or q_rope is not None or k_rope is not None else linear
+
+    def set_dual_chunk(self, dual_chunk: Optional[DualChunk]) -> None:
+        """Dual chunk attention (ABI 1.2, docs/dual_chunk.md): the forwards
+        that follow pass `dual_chunk` (its sizes and whatever queries its
+        set_queries gave last), until set to None.  The forward calls
+        themselves are unchanged, so plain layers pay nothing for it."""
+        self.dual_chunk = dual_chunk
+        self.args.dual_chunk = dual_chunk.addr if dual_chunk is not None else None
 
     def set_topk(self, topk_indices: Any) -> None:
         """DeepSeek sparse attention: the next forwards attend over these pool
@@ -559,7 +654,8 @@ class Backend:
         """A Layer for `layer_id` over its KV pools ([slots, kv_heads, head_dim]
         each; MLA: v_cache None).  Head counts and dims default to the
         model's, sm_scale to head_dim_qk ** -0.5; see sgl_attn_layer for the
-        rest (logit_softcap, sliding_window, is_cross, sinks, k_scale, v_scale)."""
+        rest (logit_softcap, sliding_window, is_cross, sinks, k_scale, v_scale);
+        dual_chunk= a DualChunk (Layer.set_dual_chunk)."""
         layer = Layer(self, layer_id, k_cache, v_cache, **kw)
         self._layers.append(layer)
         return layer

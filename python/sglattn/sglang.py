@@ -38,7 +38,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import _abi as A
-from .backend import Backend, Batch, Layer, LinearInputs, bind_alloc_forwards
+from .backend import Backend, Batch, DualChunk, Layer, LinearInputs, bind_alloc_forwards
 from .host import Host, Model
 from .errors import Error
 
@@ -220,6 +220,42 @@ _REFUSED_KWARGS = {
 }
 
 
+# The query variants sglang's DualChunkRotaryEmbedding lays side by side in
+# each row of q, in this order (tests/python/sglang/srt/layers/rotary_embedding.py
+# holds the facts): the kernel takes the first three; the two "critical"
+# ones only pick the sparse prefill's pattern, which is refused.
+_DCA_VARIANTS = ("intra", "succ", "inter", "succ_critical", "inter_critical")
+
+
+def _refuse_dual_chunk(model: Model) -> None:
+    """What dual chunk attention through this adapter does not serve, said
+    before selection (whose verdicts say it less directly)."""
+    if int(model.dca_sparse):
+        raise NotImplementedError(
+            f"sglattn: dual chunk attention with sparse_attention_enabled (or a sparse_attention_config) in "
+            f"dual_chunk_attention_config: prompts above {int(model.dca_sparse_threshold)} tokens would be "
+            f"prefilled with MInference's vertical-slash pattern, which no sglattn plugin computes (it needs the "
+            f"per-head pattern config and sglang's 'critical' query variants); set \"sparse_attention_enabled\": "
+            f"false in dual_chunk_attention_config for dense dual chunk attention (docs/dual_chunk.md)")
+
+
+def _dual_chunk_queries(q: Any, heads: int, head_dim: int) -> Tuple[Any, Any, Any]:
+    """sglang's q for a dual chunk layer, [tokens, 5 * heads * head_dim]
+    (_DCA_VARIANTS side by side), as the three [tokens, heads, head_dim]
+    views the ABI takes: q, q_succ, q_inter.  Views, not copies (each head
+    row contiguous, the token stride five rows wide); reshape copies only a
+    q whose rows are not contiguous."""
+    n = len(_DCA_VARIANTS)
+    t = int(q.shape[0]) if q.dim() else 0
+    if q.dim() < 2 or q.numel() != t * n * heads * head_dim:
+        raise NotImplementedError(
+            f"sglattn: dual chunk attention: q has shape {list(q.shape)}; expected sglang's {n} query variants "
+            f"side by side, [tokens, {n} * {heads} heads * {head_dim}] ({', '.join(_DCA_VARIANTS)}, as "
+            f"DualChunkRotaryEmbedding returns them)")
+    q5 = q.reshape(t, n, heads, head_dim)
+    return q5[:, 0], q5[:, 1], q5[:, 2]
+
+
 # --------------------------------------------------------------------- backend
 class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at import
     """An sglang AttentionBackend running a libsglattn stack.
@@ -248,15 +284,11 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         if getattr(mc, "is_encoder_decoder", False):
             raise NotImplementedError("sglattn: encoder-decoder models (cross attention over encoder_lens / "
                                       "encoder_out_cache_loc) are not served through the sglang adapter")
-        if _config_dict(mc.hf_config).get("dual_chunk_attention_config"):
-            raise NotImplementedError(
-                "sglattn: dual chunk attention (dual_chunk_attention_config): sglang's model hands the "
-                "attention one q holding five variants (intra, successor, inter and the two sparse "
-                "'critical' ones); this adapter does not yet split it into sgl_attn_forward_args.dual_chunk "
-                "(q_succ, q_inter), so it refuses rather than compute plain attention. The C API and cpu_ref "
-                "serve it (docs/dual_chunk.md)")
         self.host = host_ or host()
         model = Model.load(_config_dict(mc.hf_config), tp_size=int(getattr(model_runner, "tp_size", 1) or 1))
+        dual_chunk = int(model.dca_chunk_size) > 0
+        if dual_chunk:
+            _refuse_dual_chunk(model)
         model.page_size = self.page_size
         model.dtype = str(model_runner.dtype)
         kv = model_runner.kv_cache_dtype
@@ -301,6 +333,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._planned: Any = None
         self._dev = torch.device(self.device)
         bind_alloc_forwards()
+        if dual_chunk:
+            self._init_dual_chunk()
         log.info("sglattn: %s runs %s for %s", name, self.selection.label, model.model_type or model.name)
 
     # ---------------------------------------------------------------- hybrid
@@ -568,6 +602,51 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                                      save_kv_cache)
         self.backend.forward_extend(L, q, k, v, out, save_kv_cache)
         return out
+
+    # ------------------------------------------------------ dual chunk attention
+    def _init_dual_chunk(self) -> None:
+        """A dual chunk model: its forwards split sglang's five-variant q
+        (_dual_chunk_queries) and pass forward_args.dual_chunk.  They replace
+        forward_extend / forward_decode on this instance only, so the plain
+        path has no check for it."""
+        if "dual_chunk" not in self.backend.features:
+            raise NotImplementedError(f"sglattn: dual chunk attention (dual_chunk_attention_config): the stack "
+                                      f"{self.selection.label} does not declare dual_chunk (SGL_ATTN_FEAT_DUAL_CHUNK), "
+                                      f"so it would compute plain attention")
+        m = self.model
+        self._dca_sizes = (int(m.dca_chunk_size), int(m.dca_local_size), int(m.dca_original_max_position))
+        setattr(self, "forward_extend", self._forward_extend_dual_chunk)
+        setattr(self, "forward_decode", self._forward_decode_dual_chunk)
+
+    def _forward_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, fb: Any, save_kv_cache: bool, decode: bool,
+                            kwargs: Dict[str, Any]) -> Any:
+        L = self._layers.get(layer.layer_id)
+        if L is None or kwargs or self._bind_pending is not None or L.topk is not None:
+            L = self._prepare(L, layer, fb, kwargs)
+        if getattr(fb, "mha_return_lse", False):
+            raise NotImplementedError(_LSE.format(why="with dual chunk attention (sglang's dual_chunk_flash_attn "
+                                                      "returns no LSE either; the plugins refuse it)"))
+        dc = L.dual_chunk
+        if dc is None:
+            dc = DualChunk(*self._dca_sizes)
+            L.set_dual_chunk(dc)
+        q_intra, q_succ, q_inter = _dual_chunk_queries(q, int(L.struct.num_q_heads), int(L.struct.head_dim_qk))
+        dc.set_queries(q_succ, q_inter)
+        out = getattr(fb, "_attn_output", None)
+        if out is None:
+            alloc = self.backend.forward_decode_alloc if decode else self.backend.forward_extend_alloc
+            return alloc(L, q_intra, k, v, self._rows, L.cols, self.out_dtype, self._dev, save_kv_cache)
+        (self.backend.forward_decode if decode else self.backend.forward_extend)(L, q_intra, k, v, out,
+                                                                                 save_kv_cache)
+        return out
+
+    def _forward_extend_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
+                                   save_kv_cache: bool = True, **kwargs: Any) -> Any:
+        return self._forward_dual_chunk(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
+
+    def _forward_decode_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
+                                   save_kv_cache: bool = True, **kwargs: Any) -> Any:
+        return self._forward_dual_chunk(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
 
     # ---------------------------------------------------------------- graphs
     def _stream(self) -> Optional[int]:

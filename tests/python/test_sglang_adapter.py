@@ -310,15 +310,6 @@ def test_encoder_decoder_and_mla_models_are_refused():
         Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, hf_config=cfg)
 
 
-def test_dual_chunk_models_are_refused_by_name():
-    """sglang's q holds five variants the adapter does not split yet: it
-    refuses rather than run plain attention on the first one."""
-    cfg = dict(llama_config(1, 4, 2, 64, "float32"),
-               dual_chunk_attention_config={"chunk_size": 64, "local_size": 16})
-    with pytest.raises(NotImplementedError, match=r"dual chunk attention .*q_succ, q_inter"):
-        Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, hf_config=cfg)
-
-
 # ------------------------------------------------------------------ graphs
 def _events(path):
     lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | ctypes.RTLD_LOCAL)
