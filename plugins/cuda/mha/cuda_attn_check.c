@@ -213,7 +213,7 @@ int ca_model_check(const sgl_attn_model *m, char *why, size_t why_size) {
         return SGL_ATTN_E_UNSUPPORTED;
     }
     if (m->struct_size >= offsetof(sgl_attn_model, dca_reserved_) && m->dca_chunk_size > 0) {
-        /* dense dual chunk attention only (dual_chunk_decode.cu / _extend.cu) */
+        /* dense dual chunk attention only (the DCA kernels of decode_mma.cu / extend_mma.cu) */
         if (m->dca_sparse) {
             snprintf(why, why_size,
                      "dual chunk attention with sparse_attention_enabled: prompts above %d tokens use the "

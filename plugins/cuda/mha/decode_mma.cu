@@ -15,22 +15,26 @@
  *
  * Work per 16 tokens and warp: D/8 mma for S and D/8 for PV; the bytes are
  * 4 * D per token (K and V, 16-bit), so the kernel stays memory-bound.
+ *
+ * The same kernel, with the template parameter DCA, is the dual chunk
+ * attention decode (dual_chunk.h), with its setup and launcher.
  */
 #include "attn_kernels/decode_finish.cuh"
-#include "cuda_launch.h"
-#include "kv_loader.cuh"
+#include "dual_chunk.h"
+#include "flash_mma.cuh"
 
 #define ATTN_DM_THREADS 128
 #define ATTN_DM_WARPS 4
 #define ATTN_DM_TILE 64 /* tokens per tile: 16 per warp */
 #define ATTN_DM_ROWS 16 /* q heads per block */
 
-template <int D> struct decode_mma_cfg {
+/* NQ: the query variants staged in shared memory (1; 3 for dual chunk). */
+template <int D, int NQ = 1> struct decode_mma_cfg {
     /* cp.async depth: 3 tiles (100 KB at d128, 2 blocks per SM), 2 at d256 */
     static constexpr int STAGES = D <= 128 ? 3 : 2;
-    static constexpr int Q_ELEMS = ATTN_DM_ROWS * D;
+    static constexpr int Q_ELEMS = ATTN_DM_ROWS * D; /* one variant */
     static constexpr int KV_ELEMS = ATTN_DM_TILE * D; /* one K or V tile */
-    static constexpr size_t PIPE_BYTES = (size_t)(Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
+    static constexpr size_t PIPE_BYTES = (size_t)(NQ * Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
     /* after the loop the same memory holds the warps' states and the merge */
     static constexpr size_t MERGE_BYTES =
         (size_t)(ATTN_DM_WARPS * ATTN_DM_ROWS * D + ATTN_DM_ROWS * D + 2 * ATTN_DM_WARPS * ATTN_DM_ROWS +
@@ -38,14 +42,24 @@ template <int D> struct decode_mma_cfg {
     static constexpr size_t SMEM = PIPE_BYTES > MERGE_BYTES ? PIPE_BYTES : MERGE_BYTES;
 };
 
-template <int DT, int D>
-__global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_fwd p) {
-    using C = decode_mma_cfg<D>;
+/* DCA: dual chunk attention (dual_chunk.h; dc is read only then): the
+ * block's heads' three query variants sit in shared memory (the A operand is
+ * read with ldmatrix per tile: the kernel is memory-bound, and registers stay
+ * those of one variant); a warp's 16 keys lie in one part except at the two
+ * boundaries of the request (c0 - chunk_len and c0), where the warp scores
+ * its keys once per part it touches and keeps, per key, the score of that
+ * key's part.  Every key is read once, whichever part it is in.  No window,
+ * no soft-cap: the length-scaled dca_scale_log2 instead of attn_score.  The
+ * plain instantiations compile to the code of the kernel without DCA. */
+template <int DT, int D, bool DCA>
+__global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_fwd p, attn_dca dc) {
+    constexpr int NQ = DCA ? 3 : 1;
+    using C = decode_mma_cfg<D, NQ>;
     constexpr int S = C::STAGES, TILE = ATTN_DM_TILE, CH = D / 8, NB = D / 8;
-    constexpr bool QREG = D <= 128; /* Q fragments kept in registers */
+    constexpr bool QREG = !DCA && D <= 128; /* Q fragments kept in registers */
     extern __shared__ __align__(128) uint16_t smem[];
-    uint16_t *qs = smem;
-    uint16_t *ks = smem + C::Q_ELEMS;
+    uint16_t *qs = smem; /* [NQ][16][D]: q (, q_succ, q_inter) */
+    uint16_t *ks = smem + NQ * C::Q_ELEMS;
     uint16_t *vs = ks + S * C::KV_ELEMS;
 
     const int item = blockIdx.x, hblock = blockIdx.y;
@@ -58,30 +72,40 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
 
-    for (int i = tid; i < ATTN_DM_ROWS * CH; i += ATTN_DM_THREADS) {
-        const int r = i / CH, c = i % CH;
-        const bool ok = r < nh;
-        const uint16_t *src = (const uint16_t *)p.q + (int64_t)it.b * p.q_stride_t +
-                              (int64_t)(qh0 + (ok ? r : 0)) * p.q_stride_h + c * 8;
-        gc_cp_async16(qs + swz<D>(r, c), src, ok);
+    if constexpr (DCA) {
+        for (int i = tid; i < 3 * ATTN_DM_ROWS * CH; i += ATTN_DM_THREADS) {
+            const int v = i / (ATTN_DM_ROWS * CH), r = i / CH % ATTN_DM_ROWS, c = i % CH;
+            const bool ok = r < nh;
+            const uint16_t *src = dca_q_row(p, dc, v, it.b, qh0 + (ok ? r : 0)) + c * 8;
+            gc_cp_async16(qs + v * C::Q_ELEMS + swz<D>(r, c), src, ok);
+        }
+    } else {
+        for (int i = tid; i < ATTN_DM_ROWS * CH; i += ATTN_DM_THREADS) {
+            const int r = i / CH, c = i % CH;
+            const bool ok = r < nh;
+            const uint16_t *src = (const uint16_t *)p.q + (int64_t)it.b * p.q_stride_t +
+                                  (int64_t)(qh0 + (ok ? r : 0)) * p.q_stride_h + c * 8;
+            gc_cp_async16(qs + swz<D>(r, c), src, ok);
+        }
     }
     gc_cp_async_commit();
 
     int beg = it.kv_begin;
-    if (p.window >= 0 && it.q_pos - p.window > beg) beg = it.q_pos - p.window;
+    if constexpr (!DCA)
+        if (p.window >= 0 && it.q_pos - p.window > beg) beg = it.q_pos - p.window;
     const int end = it.kv_end;
     const int ntiles = end > beg ? (end - beg + TILE - 1) / TILE : 0;
+    /* DCA: the query's chunk and the length-scaled scale */
+    [[maybe_unused]] int cl = 0, c0 = 0;
+    [[maybe_unused]] float sc = 0.f;
+    if constexpr (DCA) {
+        cl = dc.chunk_len;
+        c0 = it.q_pos - it.q_pos % cl;
+        sc = dca_scale_log2(p.scale_log2, dc, it.q_pos + 1);
+    }
 
     kv_loader<D, TILE, ATTN_DM_THREADS> ld;
-    ld.fetch_slots(p, it.row, beg, end);
-#pragma unroll
-    for (int s = 0; s < S - 1; s++) {
-        if (s < ntiles) {
-            ld.issue(p, kvh, ks + s * C::KV_ELEMS, vs + s * C::KV_ELEMS, beg + s * TILE, end);
-            ld.fetch_slots(p, it.row, beg + (s + 1) * TILE, end);
-        }
-        gc_cp_async_commit();
-    }
+    kv_pipe_fill<S, TILE>(ld, p, kvh, ks, vs, C::KV_ELEMS, C::KV_ELEMS, it.row, beg, end, ntiles);
 
     float o[NB][4];
 #pragma unroll
@@ -108,18 +132,43 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
         const int w0 = warp * 16; /* this warp's tokens in the tile */
 
         float s[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+        if constexpr (DCA) {
+            /* parts of this warp's keys: from its last key's (lowest) to its first's */
+            const int tbase = beg + j * TILE + w0;
+            const int vlo = dca_part(tbase + 15, c0, cl), vhi = dca_part(tbase, c0, cl);
+            for (int vv = vlo; vv <= vhi; vv++) {
+                const uint16_t *qt = qs + vv * C::Q_ELEMS;
+                float t[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t a[4], b[4];
-            if (QREG) {
+                for (int kk = 0; kk < D / 16; kk++) {
+                    uint32_t a[4], b[4];
+                    ldsm_x4(a, qt + swz<D>(lane & 15, 2 * kk + (lane >> 4)));
+                    ldsm_x4(b, kt + swz<D>(w0 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+                    mma16816<DT>(t[0], a, b[0], b[1]);
+                    mma16816<DT>(t[1], a, b[2], b[3]);
+                }
 #pragma unroll
-                for (int i = 0; i < 4; i++) a[i] = qf[QREG ? kk : 0][i];
-            } else {
-                ldsm_x4(a, qs + swz<D>(lane & 15, 2 * kk + (lane >> 4)));
+                for (int nb = 0; nb < 2; nb++)
+#pragma unroll
+                    for (int i = 0; i < 4; i++) {
+                        const int col = tbase + nb * 8 + t4 * 2 + (i & 1);
+                        s[nb][i] = vlo == vhi || dca_part(col, c0, cl) == vv ? t[nb][i] : s[nb][i];
+                    }
             }
-            ldsm_x4(b, kt + swz<D>(w0 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
-            mma16816<DT>(s[0], a, b[0], b[1]);
-            mma16816<DT>(s[1], a, b[2], b[3]);
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                uint32_t a[4], b[4];
+                if (QREG) {
+#pragma unroll
+                    for (int i = 0; i < 4; i++) a[i] = qf[QREG ? kk : 0][i];
+                } else {
+                    ldsm_x4(a, qs + swz<D>(lane & 15, 2 * kk + (lane >> 4)));
+                }
+                ldsm_x4(b, kt + swz<D>(w0 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+                mma16816<DT>(s[0], a, b[0], b[1]);
+                mma16816<DT>(s[1], a, b[2], b[3]);
+            }
         }
         /* scores -> log2 domain, masked past the end; online softmax per row */
         const int tbase = beg + j * TILE + w0;
@@ -129,7 +178,7 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int col = tbase + nb * 8 + t4 * 2 + (i & 1);
-                const float v = col < end ? attn_score(p, s[nb][i]) : ATTN_NEG_INF;
+                const float v = col < end ? (DCA ? s[nb][i] * sc : attn_score(p, s[nb][i])) : ATTN_NEG_INF;
                 s[nb][i] = v;
                 mx[i >> 1] = v > mx[i >> 1] ? v : mx[i >> 1];
             }
@@ -151,18 +200,9 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
                 s[nb][i] = e;
                 l[i >> 1] += e;
             }
-#pragma unroll
-        for (int n = 0; n < NB; n++) {
-            o[n][0] *= corr[0];
-            o[n][1] *= corr[0];
-            o[n][2] *= corr[1];
-            o[n][3] *= corr[1];
-        }
+        o_rescale(o, corr);
         uint32_t pa[4];
-        pa[0] = pack2<DT>(s[0][0], s[0][1]);
-        pa[1] = pack2<DT>(s[0][2], s[0][3]);
-        pa[2] = pack2<DT>(s[1][0], s[1][1]);
-        pa[3] = pack2<DT>(s[1][2], s[1][3]);
+        p_pack<DT>(pa, s[0], s[1]);
 #pragma unroll
         for (int db = 0; db < D / 16; db++) {
             uint32_t b[4];
@@ -226,14 +266,14 @@ __global__ __launch_bounds__(ATTN_DM_THREADS) void attn_decode_mma_kernel(attn_f
 }
 
 template <int DT, int D> static int setup(void) {
-    return (int)cudaFuncSetAttribute(attn_decode_mma_kernel<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    return (int)cudaFuncSetAttribute(attn_decode_mma_kernel<DT, D, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)decode_mma_cfg<D>::SMEM);
 }
 
 template <int DT, int D> static int launch(const attn_fwd *p, int grid_items, cudaStream_t st) {
     const int hblocks = (p->group + ATTN_DM_ROWS - 1) / ATTN_DM_ROWS;
     dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
-    attn_decode_mma_kernel<DT, D><<<grid, ATTN_DM_THREADS, decode_mma_cfg<D>::SMEM, st>>>(*p);
+    attn_decode_mma_kernel<DT, D, false><<<grid, ATTN_DM_THREADS, decode_mma_cfg<D>::SMEM, st>>>(*p, attn_dca{});
     return (int)cudaGetLastError();
 }
 
@@ -242,4 +282,27 @@ extern "C" int attn_decode_mma_setup(int dtype, int d) { ATTN_DISPATCH(cudaError
 extern "C" int attn_launch_decode_mma(int dtype, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     ATTN_DISPATCH(cudaErrorInvalidValue, launch, dtype, d, p, grid_items, (cudaStream_t)stream);
+}
+
+template <int DT, int D> static int dca_setup(void) {
+    return (int)cudaFuncSetAttribute(attn_decode_mma_kernel<DT, D, true>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)decode_mma_cfg<D, 3>::SMEM);
+}
+
+template <int DT, int D>
+static int dca_launch(const attn_fwd *p, const attn_dca *dc, int grid_items, cudaStream_t st) {
+    const int hblocks = (p->group + ATTN_DM_ROWS - 1) / ATTN_DM_ROWS;
+    dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
+    attn_decode_mma_kernel<DT, D, true><<<grid, ATTN_DM_THREADS, decode_mma_cfg<D, 3>::SMEM, st>>>(*p, *dc);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int attn_dual_chunk_decode_setup(int dtype, int d) {
+    ATTN_DISPATCH(cudaErrorInvalidValue, dca_setup, dtype, d, );
+}
+
+extern "C" int attn_launch_dual_chunk_decode(int dtype, int d, const attn_fwd *p, const attn_dca *dc,
+                                             int grid_items, void *stream) {
+    if (grid_items <= 0) return 0;
+    ATTN_DISPATCH(cudaErrorInvalidValue, dca_launch, dtype, d, p, dc, grid_items, (cudaStream_t)stream);
 }

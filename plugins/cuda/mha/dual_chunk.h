@@ -1,6 +1,6 @@
 /*
  * dual_chunk.h - cuda_attn's dual chunk attention (docs/dual_chunk.md): what
- * the forwards hand its kernels (dual_chunk_decode.cu, dual_chunk_extend.cu)
+ * the forwards hand its kernels (decode_mma.cu, extend_mma.cu: template DCA)
  * beside attn_fwd, and their setup and launchers.
  *
  * A query at position p, in chunk c0 = p - p % chunk_len, scores key column k

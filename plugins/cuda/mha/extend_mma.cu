@@ -26,87 +26,106 @@
  * extend, qk 192 / v 128 for forward_ragged's DeepSeek shape.  RAGGED: K / V
  * are forward_ragged's tensors, key column c of an item at row `row` + c
  * (kv_loader_rows), instead of the page gather.
+ *
+ * The same kernel, with the template parameter DCA, is the dual chunk
+ * attention extend (dual_chunk.h), with its setup and launcher.
  */
 #include <limits.h>
 
 #include <type_traits>
 
-#include "cuda_launch.h"
-#include "kv_loader.cuh"
+#include "dual_chunk.h"
+#include "flash_mma.cuh"
 
 #define ATTN_EM_THREADS 128
 #define ATTN_EM_BM 64
 
-template <int DQK, int DV = DQK> struct extend_mma_cfg {
+/* NQ: the query variants staged in shared memory (1; 3 for dual chunk). */
+template <int DQK, int DV = DQK, int NQ = 1> struct extend_mma_cfg {
     static constexpr int BM = ATTN_EM_BM;
     /* 32-column tiles at qk 192 / 256: shared memory within SM 8.6's 99 KB */
     static constexpr int BN = DQK > 128 ? 32 : 64;
     static constexpr int STAGES = 2;
-    static constexpr int Q_ELEMS = BM * DQK, K_ELEMS = BN * DQK, V_ELEMS = BN * DV;
-    static constexpr size_t SMEM = (size_t)(Q_ELEMS + STAGES * (K_ELEMS + V_ELEMS)) * 2;
+    static constexpr int Q_ELEMS = BM * DQK, K_ELEMS = BN * DQK, V_ELEMS = BN * DV; /* Q_ELEMS: one variant */
+    static constexpr size_t SMEM = (size_t)(NQ * Q_ELEMS + STAGES * (K_ELEMS + V_ELEMS)) * 2;
 };
 
 /* TREE: the instantiation for batches with a tree mask (p.mask set); the
- * others carry no mask code, so their registers are the plain kernel's. */
-template <int DT, int DQK, int DV, bool RAGGED, bool TREE>
-__global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_fwd p) {
-    using C = extend_mma_cfg<DQK, DV>;
+ * others carry no mask code, so their registers are the plain kernel's.
+ * DCA: dual chunk attention (dual_chunk.h; dc is read only then), paged, no
+ * window, soft-cap, sinks or LSE: grid z is the 64-row sub-tile of an item
+ * (the plan's items hold up to block_m rows, which the chosen plain kernel
+ * sets), the 64 rows' three query variants sit in shared memory.  The part of
+ * key k for row r is monotone in both (later keys: nearer parts; later rows:
+ * farther ones), so a warp's rows x the tile's keys lie in one part unless
+ * the tile crosses a row's boundary: then S comes from the variant registers
+ * of that part (reloaded from shared memory when the part changes, which
+ * happens twice per row over the whole KV); at a boundary the warp scores
+ * each 16-key slice once per part it touches and keeps, per element, the
+ * score of its part.  The instantiations without DCA compile to the code of
+ * the kernel before it had DCA. */
+template <int DT, int DQK, int DV, bool RAGGED, bool TREE, bool DCA>
+__global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_fwd p, attn_dca dc) {
+    constexpr int NQ = DCA ? 3 : 1;
+    using C = extend_mma_cfg<DQK, DV, NQ>;
     constexpr int BM = C::BM, BN = C::BN, S = C::STAGES, CH = DQK / 8, NB = DV / 8, SN = BN / 8;
     constexpr bool QREG = DQK <= 128;
     static_assert(RAGGED || DQK == DV, "the page gather loads K and V rows of one width");
+    static_assert(!DCA || (!RAGGED && !TREE), "dual chunk: the paged extend without a tree mask");
     extern __shared__ __align__(128) uint16_t smem[];
-    uint16_t *qs = smem;
-    uint16_t *ks = smem + C::Q_ELEMS;
+    uint16_t *qs = smem; /* [NQ][BM][DQK]: q (, q_succ, q_inter) */
+    uint16_t *ks = smem + NQ * C::Q_ELEMS;
     uint16_t *vs = ks + S * C::K_ELEMS;
 
     if ((int)blockIdx.y >= *p.num_items) return;
     const attn_extend_item it = p.eitems[blockIdx.y];
+    const int rb = DCA ? (int)blockIdx.z * BM : 0; /* DCA: the sub-tile's first row */
+    if (DCA && rb >= it.nrows) return;
+    const int nrows = DCA ? min(BM, it.nrows - rb) : it.nrows, q_tok0 = it.q_tok0 + rb, q_pos0 = it.q_pos0 + rb;
     const int head = blockIdx.x, kvh = head / p.group;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t4 = lane & 3;
-    const bool causal = it.causal == ATTN_VIS_CAUSAL, tree = TREE && it.causal == ATTN_VIS_TREE;
-    const int window = causal ? p.window : -1;
+    /* DCA: a tree item is causal too (dual chunk takes no tree mask) */
+    const bool causal = DCA ? it.causal != 0 : it.causal == ATTN_VIS_CAUSAL;
+    const bool tree = TREE && it.causal == ATTN_VIS_TREE;
+    const int window = !DCA && causal ? p.window : -1;
 
-    for (int i = tid; i < BM * CH; i += ATTN_EM_THREADS) {
-        const int r = i / CH, c = i % CH;
-        const int tok = it.q_tok0 + r;
-        const bool ok = r < it.nrows && tok < p.num_tokens;
-        const uint16_t *src = (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t +
-                              (int64_t)head * p.q_stride_h + c * 8;
-        gc_cp_async16(qs + swz<DQK>(r, c), src, ok);
+    for (int i = tid; i < NQ * BM * CH; i += ATTN_EM_THREADS) {
+        const int v = DCA ? i / (BM * CH) : 0, r = DCA ? i / CH % BM : i / CH, c = i % CH;
+        const int tok = q_tok0 + r;
+        const bool ok = r < nrows && tok < p.num_tokens;
+        const uint16_t *src = DCA ? dca_q_row(p, dc, v, ok ? tok : 0, head) + c * 8
+                                  : (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t +
+                                        (int64_t)head * p.q_stride_h + c * 8;
+        gc_cp_async16(qs + v * C::Q_ELEMS + swz<DQK>(r, c), src, ok);
     }
     gc_cp_async_commit();
 
     int lo = it.kv_lo, hi = it.kv_hi;
-    if (causal && it.q_pos0 + it.nrows < hi) hi = it.q_pos0 + it.nrows;
-    if (window >= 0 && it.q_pos0 - window > lo) lo = it.q_pos0 - window;
+    if (causal && q_pos0 + nrows < hi) hi = q_pos0 + nrows;
+    if (window >= 0 && q_pos0 - window > lo) lo = q_pos0 - window;
     const int ntiles = hi > lo ? (hi - lo + BN - 1) / BN : 0;
 
     typename std::conditional<RAGGED, kv_loader_rows<DQK, DV, BN, ATTN_EM_THREADS>,
                               kv_loader_pf<DQK, BN, ATTN_EM_THREADS>>::type ld;
-    ld.fetch_slots(p, it.row, lo, hi);
-#pragma unroll
-    for (int s = 0; s < S - 1; s++) {
-        if (s < ntiles) {
-            ld.issue(p, kvh, ks + s * C::K_ELEMS, vs + s * C::V_ELEMS, lo + s * BN, hi);
-            ld.fetch_slots(p, it.row, lo + (s + 1) * BN, hi);
-        }
-        gc_cp_async_commit();
-    }
+    kv_pipe_fill<S, BN>(ld, p, kvh, ks, vs, C::K_ELEMS, C::V_ELEMS, it.row, lo, hi, ntiles);
 
     float o[NB][4];
 #pragma unroll
     for (int n = 0; n < NB; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
     float m[2] = {ATTN_NEG_INF, ATTN_NEG_INF}, l[2] = {0.f, 0.f};
     uint32_t qf[QREG ? DQK / 16 : 1][4];
+    [[maybe_unused]] int cur = -1; /* DCA: the part whose variant qf holds */
     const int r0 = warp * 16; /* this warp's q rows */
-    const int qpos_lo = it.q_pos0 + r0 + g, qpos_hi = qpos_lo + 8; /* rows of c0,c1 / c2,c3 */
-    const int qmin = it.q_pos0, qmax = it.q_pos0 + BM - 1;
+    const int qpos_lo = q_pos0 + r0 + g, qpos_hi = qpos_lo + 8; /* rows of c0,c1 / c2,c3 */
+    const int qmin = q_pos0, qmax = q_pos0 + BM - 1;
     /* Row h sees columns [clo[h], chi[h]): col < hi, causal col <= qpos, window
      * col >= qpos - window (attn_visible, as bounds). */
     int chi[2], clo[2];
     /* Tree verify: row h's packed mask words start at mrow[h] (a row past the item sees nothing). */
     int64_t mrow[2] = {0, 0};
+    /* DCA: the chunk of row h's query (c0r), of the warp's first and last rows */
+    [[maybe_unused]] int c0r[2], cl = 0, c0min = 0, c0max = 0;
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         const int qpos = h ? qpos_hi : qpos_lo;
@@ -119,11 +138,24 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
                 if (r >= it.nrows) chi[h] = INT_MIN;
             }
         }
+        if constexpr (DCA) c0r[h] = qpos - qpos % dc.chunk_len;
     }
     /* Without a soft-cap (and a positive scale) S stays raw: the row max of raw
-     * scores scales to the max of scaled ones, exp2(s * c - m) is one FFMA. */
-    const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
-    const float csc = folded ? p.scale_log2 : 1.f;
+     * scores scales to the max of scaled ones, exp2(s * c - m) is one FFMA.
+     * DCA scales by the request's length (seq_len: its keys after this call). */
+    [[maybe_unused]] float sc = 0.f;
+    bool folded;
+    if constexpr (DCA) {
+        cl = dc.chunk_len;
+        const int pmin = q_pos0 + r0, pmax = pmin + 15; /* the warp's rows */
+        c0min = pmin - pmin % cl;
+        c0max = pmax - pmax % cl;
+        sc = dca_scale_log2(p.scale_log2, dc, it.kv_hi);
+        folded = sc > 0.f;
+    } else {
+        folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
+    }
+    const float csc = folded ? (DCA ? sc : p.scale_log2) : 1.f;
 
     for (int j = 0; j < ntiles; j++) {
         if (j + S - 1 < ntiles) {
@@ -134,7 +166,7 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
         gc_cp_async_commit();
         gc_cp_async_wait<S - 1>();
         __syncthreads();
-        if (QREG && j == 0) {
+        if (!DCA && QREG && j == 0) {
 #pragma unroll
             for (int kk = 0; kk < (QREG ? DQK / 16 : 1); kk++)
                 ldsm_x4(qf[kk], qs + swz<DQK>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
@@ -146,28 +178,66 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
         float s[SN][4];
 #pragma unroll
         for (int n = 0; n < SN; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+        /* DCA: the parts of the tile's keys for the warp's rows (vlo == vhi: one part) */
+        [[maybe_unused]] int vlo = 0, vhi = 0;
+        if constexpr (DCA) {
+            vlo = dca_part(t0 + BN - 1, c0min, cl);
+            vhi = dca_part(t0, c0max, cl);
+        }
+        if (!DCA || vlo == vhi) { /* one part: q, or that part's variant */
+            const uint16_t *qt = DCA ? qs + vlo * C::Q_ELEMS : qs;
+            if (DCA && QREG && cur != vlo) {
 #pragma unroll
-        for (int kk = 0; kk < DQK / 16; kk++) {
-            uint32_t a[4];
-            if (QREG) {
-#pragma unroll
-                for (int i = 0; i < 4; i++) a[i] = qf[QREG ? kk : 0][i];
-            } else {
-                ldsm_x4(a, qs + swz<DQK>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
+                for (int kk = 0; kk < (QREG ? DQK / 16 : 1); kk++)
+                    ldsm_x4(qf[kk], qt + swz<DQK>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
+                cur = vlo;
             }
 #pragma unroll
+            for (int kk = 0; kk < DQK / 16; kk++) {
+                uint32_t a[4];
+                if (QREG) {
+#pragma unroll
+                    for (int i = 0; i < 4; i++) a[i] = qf[QREG ? kk : 0][i];
+                } else {
+                    ldsm_x4(a, qt + swz<DQK>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
+                }
+#pragma unroll
+                for (int n2 = 0; n2 < SN / 2; n2++) {
+                    uint32_t b[4];
+                    ldsm_x4(b, kt + swz<DQK>(n2 * 16 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+                    mma16816<DT>(s[2 * n2], a, b[0], b[1]);
+                    mma16816<DT>(s[2 * n2 + 1], a, b[2], b[3]);
+                }
+            }
+        } else { /* DCA at a boundary: per 16-key slice, once per part, kept per element */
+#pragma unroll
             for (int n2 = 0; n2 < SN / 2; n2++) {
-                uint32_t b[4];
-                ldsm_x4(b, kt + swz<DQK>(n2 * 16 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
-                mma16816<DT>(s[2 * n2], a, b[0], b[1]);
-                mma16816<DT>(s[2 * n2 + 1], a, b[2], b[3]);
+                for (int vv = vlo; vv <= vhi; vv++) {
+                    const uint16_t *qt = qs + vv * C::Q_ELEMS;
+                    float t[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+                    for (int kk = 0; kk < DQK / 16; kk++) {
+                        uint32_t a[4], b[4];
+                        ldsm_x4(a, qt + swz<DQK>(r0 + (lane & 15), 2 * kk + (lane >> 4)));
+                        ldsm_x4(b, kt + swz<DQK>(n2 * 16 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+                        mma16816<DT>(t[0], a, b[0], b[1]);
+                        mma16816<DT>(t[1], a, b[2], b[3]);
+                    }
+#pragma unroll
+                    for (int nb = 0; nb < 2; nb++)
+#pragma unroll
+                        for (int i = 0; i < 4; i++) {
+                            const int col = t0 + n2 * 16 + nb * 8 + t4 * 2 + (i & 1);
+                            if (dca_part(col, c0r[i >> 1], cl) == vv) s[2 * n2 + nb][i] = t[nb][i];
+                        }
+                }
             }
         }
         if (!folded) {
 #pragma unroll
             for (int n = 0; n < SN; n++)
 #pragma unroll
-                for (int i = 0; i < 4; i++) s[n][i] = attn_score(p, s[n][i]);
+                for (int i = 0; i < 4; i++) s[n][i] = DCA ? s[n][i] * sc : attn_score(p, s[n][i]);
         }
         /* tree verify: the tile's bits of the thread's two rows from their
          * packed words (bit 2n + e: column t0 + 8n + 2 t4 + e); none on a tile
@@ -226,20 +296,11 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
                 s[n][i] = e;
                 l[i >> 1] += e;
             }
-#pragma unroll
-        for (int n = 0; n < NB; n++) {
-            o[n][0] *= corr[0];
-            o[n][1] *= corr[0];
-            o[n][2] *= corr[1];
-            o[n][3] *= corr[1];
-        }
+        o_rescale(o, corr);
 #pragma unroll
         for (int kk = 0; kk < BN / 16; kk++) {
             uint32_t pa[4];
-            pa[0] = pack2<DT>(s[2 * kk][0], s[2 * kk][1]);
-            pa[1] = pack2<DT>(s[2 * kk][2], s[2 * kk][3]);
-            pa[2] = pack2<DT>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-            pa[3] = pack2<DT>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+            p_pack<DT>(pa, s[2 * kk], s[2 * kk + 1]);
 #pragma unroll
             for (int db = 0; db < DV / 16; db++) {
                 uint32_t b[4];
@@ -258,20 +319,20 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
     for (int h = 0; h < 2; h++) {
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
         l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
-        if (p.lse) {
-            const int r = r0 + g + 8 * h, tok = it.q_tok0 + r;
-            if (t4 == 0 && r < it.nrows && tok < p.num_tokens) p.lse[(int64_t)tok * p.hq + head] = attn_lse_ln(m[h], l[h]);
+        if (!DCA && p.lse) {
+            const int r = r0 + g + 8 * h, tok = q_tok0 + r;
+            if (t4 == 0 && r < nrows && tok < p.num_tokens) p.lse[(int64_t)tok * p.hq + head] = attn_lse_ln(m[h], l[h]);
         }
         float w = 1.f;
-        if (p.sinks) {
+        if (!DCA && p.sinks) {
             const float sk = p.sinks[head] * ATTN_LOG2E;
             const float mm = m[h] > sk ? m[h] : sk;
             w = attn_exp2_sub(m[h], mm);
             l[h] = l[h] * w + gc_exp2(sk - mm);
         }
         const float inv = l[h] > 0.f ? w / l[h] : 0.f;
-        const int r = r0 + g + 8 * h, tok = it.q_tok0 + r;
-        if (r >= it.nrows || tok >= p.num_tokens) continue;
+        const int r = r0 + g + 8 * h, tok = q_tok0 + r;
+        if (r >= nrows || tok >= p.num_tokens) continue;
         uint16_t *out = (uint16_t *)p.out + (int64_t)tok * p.o_stride_t + (int64_t)head * p.o_stride_h;
 #pragma unroll
         for (int n = 0; n < NB; n++)
@@ -280,11 +341,11 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
 }
 
 template <int DT, int DQK, int DV = DQK, bool RAGGED = false> static int setup(void) {
-    int e = (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, DQK, DV, RAGGED, false>,
+    int e = (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, DQK, DV, RAGGED, false, false>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_mma_cfg<DQK, DV>::SMEM);
     if constexpr (!RAGGED) /* forward_ragged takes no tree mask */
         if (!e)
-            e = (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, DQK, DV, false, true>,
+            e = (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, DQK, DV, false, true, false>,
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_mma_cfg<DQK, DV>::SMEM);
     return e;
 }
@@ -292,12 +353,13 @@ template <int DT, int DQK, int DV = DQK, bool RAGGED = false> static int setup(v
 template <int DT, int DQK, int DV = DQK, bool RAGGED = false>
 static int launch(const attn_fwd *p, int grid_items, cudaStream_t st) {
     dim3 grid((unsigned)p->hq, (unsigned)grid_items);
+    constexpr size_t smem = extend_mma_cfg<DQK, DV>::SMEM;
     if constexpr (!RAGGED)
         if (p->mask) {
-            attn_extend_mma_kernel<DT, DQK, DV, false, true><<<grid, ATTN_EM_THREADS, extend_mma_cfg<DQK, DV>::SMEM, st>>>(*p);
+            attn_extend_mma_kernel<DT, DQK, DV, false, true, false><<<grid, ATTN_EM_THREADS, smem, st>>>(*p, attn_dca{});
             return (int)cudaGetLastError();
         }
-    attn_extend_mma_kernel<DT, DQK, DV, RAGGED, false><<<grid, ATTN_EM_THREADS, extend_mma_cfg<DQK, DV>::SMEM, st>>>(*p);
+    attn_extend_mma_kernel<DT, DQK, DV, RAGGED, false, false><<<grid, ATTN_EM_THREADS, smem, st>>>(*p, attn_dca{});
     return (int)cudaGetLastError();
 }
 
@@ -322,4 +384,26 @@ extern "C" int attn_ragged_mma_setup(int dtype, int dqk, int dv) { ATTN_RAGGED_D
 extern "C" int attn_launch_ragged_mma(int dtype, int dqk, int dv, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     ATTN_RAGGED_DISPATCH(launch, dtype, dqk, dv, p, grid_items, (cudaStream_t)stream);
+}
+
+template <int DT, int D> static int dca_setup(void) {
+    return (int)cudaFuncSetAttribute(attn_extend_mma_kernel<DT, D, D, false, false, true>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)extend_mma_cfg<D, D, 3>::SMEM);
+}
+
+template <int DT, int D>
+static int dca_launch(const attn_fwd *p, const attn_dca *dc, int block_m, int grid_items, cudaStream_t st) {
+    dim3 grid((unsigned)p->hq, (unsigned)grid_items, (unsigned)((block_m + ATTN_EM_BM - 1) / ATTN_EM_BM));
+    attn_extend_mma_kernel<DT, D, D, false, false, true><<<grid, ATTN_EM_THREADS, extend_mma_cfg<D, D, 3>::SMEM, st>>>(*p, *dc);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int attn_dual_chunk_extend_setup(int dtype, int d) {
+    ATTN_DISPATCH(cudaErrorInvalidValue, dca_setup, dtype, d, );
+}
+
+extern "C" int attn_launch_dual_chunk_extend(int dtype, int d, const attn_fwd *p, const attn_dca *dc, int block_m,
+                                             int grid_items, void *stream) {
+    if (grid_items <= 0 || block_m <= 0) return 0;
+    ATTN_DISPATCH(cudaErrorInvalidValue, dca_launch, dtype, d, p, dc, block_m, grid_items, (cudaStream_t)stream);
 }
