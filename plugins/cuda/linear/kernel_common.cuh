@@ -15,7 +15,7 @@
 
 /* Dynamic shared memory and kernel launches go through these, so the same
  * kernels and launchers also build for the CPU emulator of the tests
- * (tests/cuda_linear/emu, LK_EMU): there a "thread" is a fiber. */
+ * (tests/emu, LK_EMU): there a "thread" is a fiber. */
 #ifdef LK_EMU
 #define LK_DYN_SMEM(T, name) T *name = (T *)lk_emu_dyn_smem()
 #define LK_ALIGNED(p, n) lk_emu_aligned((const void *)(p), (n))

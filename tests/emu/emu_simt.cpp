@@ -52,7 +52,7 @@ emu_ctx_switch:
 namespace {
 
 enum { RUN = 0, WAIT = 1, DONE = 2 };
-enum { OP_NONE = 0, OP_SYNCWARP, OP_SHFL, OP_LDSM, OP_MMA };
+enum { OP_NONE = 0, OP_SYNCWARP, OP_SHFL, OP_LDSM, OP_MMA, OP_VOTE };
 constexpr size_t STACK = 192 * 1024;
 
 struct Copy {
@@ -299,6 +299,22 @@ long __shfl_up_sync(unsigned mask, long v, unsigned delta, int width) {
     return r;
 }
 
+unsigned __ballot_sync(unsigned mask, int pred) {
+    if (mask != 0xffffffffu) die("__ballot_sync with a partial mask");
+    unsigned r;
+    const int p = pred != 0;
+    warp_collective(OP_VOTE, &p, sizeof p, &r, sizeof r, [](Warp &w, int) {
+        unsigned b = 0;
+        for (int l = 0; l < 32; l++) {
+            int x;
+            std::memcpy(&x, w.in[l], sizeof x);
+            b |= (unsigned)x << l;
+        }
+        for (int l = 0; l < 32; l++) std::memcpy(w.out[l], &b, sizeof b);
+    });
+    return r;
+}
+
 int atomicCAS(int *address, int compare, int val) {
     const int old = *address;
     if (old == compare) *address = val;
@@ -309,10 +325,11 @@ float __ldcg(const float *p) { return *p; }
 
 /* ------------------------------------------------------------ cp.async */
 
-void lk_emu_cp_async_n(void *dst, const void *src, int n) {
+static void cp_async(void *dst, const void *src, int n, bool dyn_only) {
     const unsigned char *lo = dyn.data(), *hi = dyn.data() + dyn.size();
     if (n != 4 && n != 8 && n != 16) die("cp.async of other than 4, 8 or 16 bytes");
-    if ((const unsigned char *)dst < lo || (const unsigned char *)dst + n > hi) die("cp.async outside shared memory");
+    if (dyn_only && ((const unsigned char *)dst < lo || (const unsigned char *)dst + n > hi))
+        die("cp.async outside shared memory");
     if ((uintptr_t)dst % n || (src && (uintptr_t)src % n)) die("cp.async address not aligned to its size");
     Copy c;
     c.dst = dst;
@@ -322,6 +339,10 @@ void lk_emu_cp_async_n(void *dst, const void *src, int n) {
     else std::memset(c.data, 0, n);
     cur->pending.push_back(c);
 }
+
+void lk_emu_cp_async_n(void *dst, const void *src, int n) { cp_async(dst, src, n, true); }
+
+void lk_emu_cp_async16_any(void *dst, const void *src, bool pred) { cp_async(dst, pred ? src : nullptr, 16, false); }
 
 void lk_emu_cp_async16(void *dst, const void *src, bool pred) { lk_emu_cp_async_n(dst, pred ? src : nullptr, 16); }
 
