@@ -3,8 +3,8 @@
 # against cpu_ref's float64 reference, here, with no GPU:
 #   $(CUDA_EMU_SO)      cuda_attn with its kernels emulated (the emulated device reports SM 8.0, so the
 #                       sm_90a wgmma/TMA kernels are absent: wgmma_absent.cpp)
-#   make cuda-attn-emu  a step of `make test`: attnctl check on it, over the cases of CUDA_EMU_FILTER
-#   make cuda-attn-emu-full  every case of the harness's matrix on it (slow: not a step)
+#   make cuda-attn-emu  a step of `make test`: attnctl check on it (quick matrix; kernel=auto, mma, portable)
+#   make cuda-attn-emu-full  every case of the harness's full matrix on it, kernel=auto (slow: not a step)
 # Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
 # __shared__ arrays) and compiled as is; the inline PTX has its emulated twin
 # under #ifdef LK_EMU in the headers (mma_sm80.cuh, gpu_compat.h) and decode_reg.cu.
@@ -39,13 +39,21 @@ $(CUDA_EMU_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) $(CUDA_EMU_KERNELS) $(CUD
 ALL += $(CUDA_EMU_SO)
 cuda_attn_emu: $(CUDA_EMU_SO)
 
-# The step's cases: small shapes of every family cuda_attn serves.
+# The step: the harness's quick matrix (every family cuda_attn serves, small
+# shapes) three times: the defaults on SM 8.0 (mma extend, register-fed decode,
+# dual chunk, tree mask, ragged, fp8, save_kv, plans), kernel=mma (the mma decode)
+# and kernel=portable (the kernels hip_attn shares).  EMU_ORDER=rev / shuf runs
+# the blocks of every grid in reverse / shuffled order; CUDA_EMU_FILTER narrows it.
 CUDA_EMU_FILTER ?= .
-CUDA_EMU_CHECK = $(ATTNCTL) check --no-conf --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
+CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO)
-	$(CUDA_EMU_CHECK) --quick --filter '$(CUDA_EMU_FILTER)'
+	@set -e; for k in auto mma portable; do \
+	  c=--no-conf; [ $$k = auto ] || c="--conf tests/cuda_emu/conf_$$k.json"; \
+	  echo "== cuda_attn on the emulator, kernel=$$k (quick matrix, filter '$(CUDA_EMU_FILTER)')"; \
+	  $(CUDA_EMU_CHECK) $$c --quick --filter '$(CUDA_EMU_FILTER)'; done
+# Every case of the full matrix, with the defaults (slow: not a step of make test).
 cuda-attn-emu-full: $(ATTNCTL) $(CUDA_EMU_SO)
-	$(CUDA_EMU_CHECK)
+	$(CUDA_EMU_CHECK) --no-conf
 TEST_STEPS += cuda-attn-emu
 else
 SKIPPED += cuda_attn_emu

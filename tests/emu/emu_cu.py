@@ -3,7 +3,7 @@
 
 The two CUDA forms that are syntax, not names a header can define:
   kern<<<grid, block[, smem[, stream]]>>>(args)
-      -> lk_emu_launch_k(grid, block, smem, stream, [](auto... a) { kern(a...); }, args)
+      -> lk_emu_launch_k("kern", grid, block, smem, stream, [](auto... a) { kern(a...); }, args)
          (the arguments are evaluated and copied at the launch, as CUDA does,
          so a captured graph replays the values of the capture)
   extern __shared__ [__align__(n)] T name[];
@@ -121,7 +121,8 @@ def rewrite(path, text):
         args = text[a + 1 : z - 1]
         kern = text[s:k].strip()
         new = (
-            f"lk_emu_launch_k({cfg[0]}, {cfg[1]}, {cfg[2]}, {cfg[3]}, [](auto... emu_a) {{ {kern}(emu_a...); }}"
+            f'lk_emu_launch_k("{" ".join(kern.split())}", {cfg[0]}, {cfg[1]}, {cfg[2]}, {cfg[3]}, '
+            f"[](auto... emu_a) {{ {kern}(emu_a...); }}"
             + (f", {args})" if args.strip() else ")")
         )
         # keep the line count, so #line holds for what follows

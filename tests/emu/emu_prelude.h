@@ -100,11 +100,15 @@ template <class... P> static inline cudaError_t cudaFuncSetAttribute(void (*f)(P
 void *lk_emu_dyn_smem(void);
 /* run (or, under stream capture, record) a launch */
 void lk_emu_launch_fn(dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::function<void()> body);
+/* EMU_TRACE=1: each launch's kernel, grid, block and dynamic shared memory on stderr */
+void lk_emu_trace(const char *name, dim3 grid, dim3 block, size_t smem);
 /* a launch whose arguments are evaluated and copied now, as CUDA's are (a
  * captured graph replays the values of the capture): emu_cu.py's form of
  * kern<<<grid, block, smem, stream>>>(args...) */
 template <class F, class... A>
-static inline void lk_emu_launch_k(dim3 grid, dim3 block, size_t smem, cudaStream_t st, F kern, A... args) {
+static inline void lk_emu_launch_k(const char *name, dim3 grid, dim3 block, size_t smem, cudaStream_t st, F kern,
+                                   A... args) {
+    lk_emu_trace(name, grid, block, smem);
     lk_emu_launch_fn(grid, block, smem, st, std::function<void()>([=] { kern(args...); }));
 }
 template <class F> static inline void lk_emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t st, F f) {

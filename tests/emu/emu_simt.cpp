@@ -526,6 +526,13 @@ void emu_capture_end(void) {
 }
 int emu_capturing(cudaStream_t st) { return capture.list && capture.stream == st; }
 
+void lk_emu_trace(const char *name, dim3 grid, dim3 block, size_t smem) {
+    static const char *t = getenv("EMU_TRACE");
+    if (t && *t && strcmp(t, "0"))
+        fprintf(stderr, "EMU launch %s grid %u,%u,%u block %u smem %zu\n", name, grid.x, grid.y, grid.z,
+                block.x * block.y * block.z, smem);
+}
+
 void lk_emu_launch_fn(dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::function<void()> fn) {
     if (emu_capturing(st)) {
         capture.list->push_back([=] { lk_emu_launch_fn(grid, block, smem, nullptr, fn); });
