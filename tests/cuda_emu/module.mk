@@ -3,6 +3,7 @@
 # against cpu_ref's float64 reference, here, with no GPU:
 #   $(CUDA_EMU_SO)      cuda_attn with its kernels emulated (the emulated device reports SM 8.0, so the
 #                       sm_90a wgmma/TMA kernels are absent: wgmma_absent.cpp)
+#   $(CUDA_EMU_FP8HW_SO)  the same with fp8's SM 8.9+ conversions (EMU_FP8_HW_CVT)
 #   make cuda-attn-emu  a step of `make test`: attnctl check on it (quick matrix; kernel=auto, mma, portable)
 #   make cuda-attn-emu-full  every case of the harness's full matrix on it, kernel=auto (slow: not a step)
 # Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
@@ -37,7 +38,23 @@ $(CUDA_EMU_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) $(CUDA_EMU_KERNELS) $(CUD
 	@mkdir -p $(@D)
 	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(CUDA_EMU_SO)
-cuda_attn_emu: $(CUDA_EMU_SO)
+
+# The same plugin with the fp8 files built for the SM 8.9+ conversions (the
+# cvt instructions' emulated twins, ATTN_FP8_UNIT 1) instead of SM 8.0's bit moves.
+CUDA_EMU_FP8HW_DIR := $(BUILD)/emu-plugins-fp8hw
+CUDA_EMU_FP8HW_SO := $(CUDA_EMU_FP8HW_DIR)/cuda_attn.so
+CUDA_EMU_FP8HW_CU := decode_reg save_kv_fp8
+$(CUDA_EMU_OBJ)/fp8hw/%.emu.o: $(CUDA_EMU_OBJ)/%.emu.cpp $(CUDA_EMU_DEPS)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -DEMU_FP8_HW_CVT -Iplugins/cuda/mha -c $< -o $@
+$(CUDA_EMU_FP8HW_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) \
+                      $(filter-out $(addprefix $(CUDA_EMU_OBJ)/,$(CUDA_EMU_FP8HW_CU:=.emu.o)),$(CUDA_EMU_KERNELS)) \
+                      $(addprefix $(CUDA_EMU_OBJ)/fp8hw/,$(CUDA_EMU_FP8HW_CU:=.emu.o)) $(CUDA_EMU_OBJ)/wgmma_absent.o \
+                      $(EMU_SIMT_OBJ) $(EMU_CUDART_SM80_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(CUDA_EMU_FP8HW_SO)
+cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 
 # The step: the harness's quick matrix (every family cuda_attn serves, small
 # shapes) three times: the defaults on SM 8.0 (mma extend, register-fed decode,
@@ -46,11 +63,13 @@ cuda_attn_emu: $(CUDA_EMU_SO)
 # the blocks of every grid in reverse / shuffled order; CUDA_EMU_FILTER narrows it.
 CUDA_EMU_FILTER ?= .
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
-cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO)
+cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 	@set -e; for k in auto mma portable; do \
 	  c=--no-conf; [ $$k = auto ] || c="--conf tests/cuda_emu/conf_$$k.json"; \
 	  echo "== cuda_attn on the emulator, kernel=$$k (quick matrix, filter '$(CUDA_EMU_FILTER)')"; \
 	  $(CUDA_EMU_CHECK) $$c --quick --filter '$(CUDA_EMU_FILTER)'; done
+	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the full matrix's fp8 cases)"
+	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8
 # Every case of the full matrix, with the defaults (slow: not a step of make test).
 cuda-attn-emu-full: $(ATTNCTL) $(CUDA_EMU_SO)
 	$(CUDA_EMU_CHECK) --no-conf

@@ -133,6 +133,11 @@ void lk_emu_cp_async_wait_n(int n);
  * (wait 0); a block that ends with a phase open aborts */
 void lk_emu_bar(int id, int n, int wait);
 /* abort unless p is n-byte aligned (vector loads and stores; declared above) */
+/* cvt.rn.f16x2.e4m3x2 of the low 16 bits of x (low byte -> low half; exact) */
+uint32_t lk_emu_cvt_f16x2_e4m3x2(uint32_t x);
+/* cvt.rn.satfinite.e4m3x2.f32 of one value: the e4m3 byte nearest f (ties to
+ * even), +-448 past the range, NaN 0x7f with f's sign */
+uint32_t lk_emu_cvt_e4m3_f32(float f);
 /* mma.sync m16n8k16 row.col, f32 accumulate; bf16 or f16 operands */
 void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int bf16);
 

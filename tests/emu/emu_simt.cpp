@@ -448,6 +448,43 @@ void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int b
     });
 }
 
+/* --------------------------------------------------------- fp8 e4m3 */
+
+namespace {
+/* the e4m3 byte's value (bits 6..0; 0x7f: NaN) */
+double e4m3_value(unsigned b) {
+    const unsigned e = (b >> 3) & 15u, m = b & 7u;
+    return e ? std::ldexp(1.0 + m / 8.0, (int)e - 7) : std::ldexp((double)m, -9);
+}
+/* f16 bits of an e4m3 byte: every e4m3 value is an f16 normal or zero */
+uint16_t e4m3_to_f16(unsigned b) {
+    const uint16_t s = (uint16_t)((b & 0x80u) << 8);
+    if ((b & 0x7fu) == 0x7fu) return (uint16_t)(s | 0x7fffu);
+    const unsigned e = (b >> 3) & 15u, m = b & 7u;
+    if (e) return (uint16_t)(s | ((e + 8u) << 10) | (m << 7));
+    if (!m) return s;
+    const unsigned p = m >= 4 ? 2u : m >= 2 ? 1u : 0u; /* 2^(p - 9) * (1 + rest / 2^p) */
+    return (uint16_t)(s | ((p + 6u) << 10) | ((m - (1u << p)) << (10u - p)));
+}
+} // namespace
+
+uint32_t lk_emu_cvt_f16x2_e4m3x2(uint32_t x) {
+    return (uint32_t)e4m3_to_f16(x & 0xffu) | ((uint32_t)e4m3_to_f16((x >> 8) & 0xffu) << 16);
+}
+
+/* by search over the 127 finite magnitudes: independent of the kernels' own rounding code */
+uint32_t lk_emu_cvt_e4m3_f32(float f) {
+    const uint32_t s = (__float_as_uint(f) >> 24) & 0x80u;
+    if (f != f) return s | 0x7fu;
+    const double a = std::fabs((double)f);
+    unsigned best = 0;
+    for (unsigned b = 1; b < 0x7f; b++) {
+        const double d = std::fabs(e4m3_value(b) - a), db = std::fabs(e4m3_value(best) - a);
+        if (d < db || (d == db && !(b & 1u))) best = b;
+    }
+    return s | best;
+}
+
 /* -------------------------------------------------------------- launch */
 
 void *lk_emu_dyn_smem(void) { return dyn.data(); }
