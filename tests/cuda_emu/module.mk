@@ -4,11 +4,10 @@
 #   $(CUDA_EMU_SO)      cuda_attn with its kernels emulated (the emulated device reports SM 8.0, so the
 #                       sm_90a wgmma/TMA kernels are absent: wgmma_absent.cpp)
 #   $(CUDA_EMU_FP8HW_SO)  the same with fp8's SM 8.9+ conversions (EMU_FP8_HW_CVT)
-#   make cuda-attn-emu  a step of `make test`: attnctl check on it (quick matrix; kernel=auto, mma, portable)
-#   make cuda-attn-emu-full  every case of the harness's full matrix on it, kernel=auto (slow: not a step)
+#   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways)
 # Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
 # __shared__ arrays) and compiled as is; the inline PTX has its emulated twin
-# under #ifdef LK_EMU in the headers (mma_sm80.cuh, gpu_compat.h) and decode_reg.cu.
+# under #ifdef LK_EMU in the headers (mma_sm80.cuh, fp8_e4m3.cuh, gpu_compat.h) and decode_reg.cu.
 
 ifeq ($(HAVE_CUDA),1)
 include tests/emu/emu.mk
@@ -56,28 +55,27 @@ $(CUDA_EMU_FP8HW_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) \
 ALL += $(CUDA_EMU_FP8HW_SO)
 cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 
-# The step: the harness's quick matrix (every family cuda_attn serves, small
-# shapes) three times: the defaults on SM 8.0 (mma extend, register-fed decode,
-# dual chunk, tree mask, ragged, fp8, save_kv, plans), kernel=mma (the mma decode)
-# and kernel=portable (the kernels hip_attn shares).  EMU_ORDER=rev / shuf runs
-# the blocks of every grid in reverse / shuffled order; CUDA_EMU_FILTER narrows it.
-CUDA_EMU_FILTER ?= .
+# The step (about 100 s of one core): the harness's whole matrix with the
+# defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
+# head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
+# fp8 decode and save_kv_fp8, the plans and save_kv), the quick matrix with
+# kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
+# hip_attn shares), and the fp8 cases on the SM 8.9+ conversions.  EMU_ORDER=rev
+# / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
-	@set -e; for k in auto mma portable; do \
-	  c=--no-conf; [ $$k = auto ] || c="--conf tests/cuda_emu/conf_$$k.json"; \
-	  echo "== cuda_attn on the emulator, kernel=$$k (quick matrix, filter '$(CUDA_EMU_FILTER)')"; \
-	  $(CUDA_EMU_CHECK) $$c --quick --filter '$(CUDA_EMU_FILTER)'; done
-	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the full matrix's fp8 cases)"
-	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8
-# Every case of the full matrix, with the defaults (slow: not a step of make test).
-cuda-attn-emu-full: $(ATTNCTL) $(CUDA_EMU_SO)
+	@echo "== cuda_attn on the emulator, kernel=auto (the whole matrix)"
 	$(CUDA_EMU_CHECK) --no-conf
+	@set -e; for k in mma portable; do \
+	  echo "== cuda_attn on the emulator, kernel=$$k (the quick matrix)"; \
+	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
+	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
+	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
 TEST_STEPS += cuda-attn-emu
 else
 SKIPPED += cuda_attn_emu
 SKIP_WHY_cuda_attn_emu := $(NO_NVCC_WHY) (the emulated cuda_attn reuses the plugin's build)
-cuda_attn_emu cuda-attn-emu cuda-attn-emu-full:
+cuda_attn_emu cuda-attn-emu:
 	@echo "cuda_attn_emu skipped: $(SKIP_WHY_cuda_attn_emu)"
 endif
-.PHONY: cuda_attn_emu cuda-attn-emu cuda-attn-emu-full
+.PHONY: cuda_attn_emu cuda-attn-emu
