@@ -72,6 +72,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
 TEST_STEPS += cuda-attn-emu
+# sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
+# defaults under ASan + UBSan, where the runtime's exact-size host allocations
+# show any read or write of a kernel past a tensor or scratch buffer.
+CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick
 else
 SKIPPED += cuda_attn_emu
 SKIP_WHY_cuda_attn_emu := $(NO_NVCC_WHY) (the emulated cuda_attn reuses the plugin's build)
