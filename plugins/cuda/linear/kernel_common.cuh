@@ -117,7 +117,7 @@ LK_DEV int64_t lk_idx(const lin_idx &t, int64_t i) {
 
 /* Note err[] (a plan's first error) in the instance's fault record, which
  * the next metadata call reads without a sync (gpu_fault.h; its own claim
- * word, as sgl_fault_note, which the emulator does not build). */
+ * word, as sgl_fault_note). */
 LK_DEV void lk_fault_note(const sgl_gpu_fault_ref &f, const int32_t *err, int tensor, int64_t lo, int64_t hi) {
     if (!f.rec || !f.claim || atomicCAS(f.claim, 0, 1) != 0) return;
     f.rec->code = err[0];
