@@ -150,7 +150,9 @@ GC_DEV float gc_exp2(float x) {
 /* Copy 16 bytes global -> shared; when !pred the destination is zero-filled
  * and the source is not read (so it may be any address). */
 GC_DEV void gc_cp_async16(void *smem_dst, const void *gmem_src, bool pred) {
-#ifdef GC_HAVE_CP_ASYNC
+#if defined(LK_EMU) /* the CPU emulator of the tests: queued, landed at the wait */
+    lk_emu_cp_async16_any(smem_dst, gmem_src, pred);
+#elif defined(GC_HAVE_CP_ASYNC)
     uint32_t d = (uint32_t)__cvta_generic_to_shared(smem_dst);
     int n = pred ? 16 : 0;
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem_src), "r"(n)
@@ -160,13 +162,17 @@ GC_DEV void gc_cp_async16(void *smem_dst, const void *gmem_src, bool pred) {
 #endif
 }
 GC_DEV void gc_cp_async_commit(void) {
-#ifdef GC_HAVE_CP_ASYNC
+#if defined(LK_EMU)
+    lk_emu_cp_async_commit();
+#elif defined(GC_HAVE_CP_ASYNC)
     asm volatile("cp.async.commit_group;\n" ::: "memory");
 #endif
 }
 /* Wait until at most N committed groups of this thread are still in flight. */
 template <int N> GC_DEV void gc_cp_async_wait(void) {
-#ifdef GC_HAVE_CP_ASYNC
+#if defined(LK_EMU)
+    lk_emu_cp_async_wait_n(N);
+#elif defined(GC_HAVE_CP_ASYNC)
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 #endif
 }

@@ -69,7 +69,7 @@ typedef struct sgl_gpu_fault_ref {
 }
 #endif
 
-#if defined(__CUDACC__) || defined(__HIPCC__)
+#if defined(__CUDACC__) || defined(__HIPCC__) || defined(LK_EMU) /* LK_EMU: the CPU emulator of the tests */
 #include "gpu_compat.h"
 
 /* Note a fault: the first thread to claim the record fills it.  The cold

@@ -43,22 +43,17 @@ $(LINT_BENCH): $(call LINT_OBJ,bench_lin) $(LINT_UTIL) | $(LIN_SOS)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -ldl -lm $(CUDA_LDLIBS)
 
 # test_lin_emu: test_lin_gpu's scenarios with the real kernels and launchers
-# built for a CPU emulator of CUDA (emu/: fibers for threads, warp collectives,
-# ldmatrix / mma.sync semantics, a host-memory runtime), so they run here.
+# built for the CPU emulator of CUDA (tests/emu/: fibers for threads, warp
+# collectives, ldmatrix / mma.sync semantics, a host-memory runtime), so they run here.
+include tests/emu/emu.mk
 LINE_OBJ := $(OBJDIR)/$(LINT_DIR)/emu
-LINE_CXXFLAGS := -std=c++17 -O1 -g -fPIC $(SANFLAGS) -DLK_EMU -include $(LINT_DIR)/emu/emu_prelude.h -I$(CUDA_HOME)/include \
-                 $(INC_PLUGIN) -I$(LINT_DIR)/emu -Wall -Wextra -Werror \
-                 -Wno-attributes -Wno-unknown-pragmas -Wno-unused-parameter -Wno-unused-function
 # The kernels' emulator objects are named .emu.o, not .cu.o: the sanitizer step copies the normal build's
 # *.cu.o (nvcc's, the same bytes in both trees) into the ASan tree, and these must be built with ASan.
 LINE_KERNELS := $(addprefix $(LINE_OBJ)/,$(addsuffix .emu.o,$(LIN_CU)))
 LINE_PLUGINS := $(foreach k,$(LIN_KINDS),$(LINE_OBJ)/lin_plugin.$(k).o)
-$(LINE_OBJ)/%.emu.o: $(LIN_DIR)/%.cu $(wildcard $(LIN_DIR)/*.cuh $(LIN_DIR)/*.h) $(LINT_DIR)/emu/emu_prelude.h
+$(LINE_OBJ)/%.emu.o: $(LIN_DIR)/%.cu $(wildcard $(LIN_DIR)/*.cuh $(LIN_DIR)/*.h) $(EMU_DIR)/emu_prelude.h
 	@mkdir -p $(@D)
-	$(CXX) $(LINE_CXXFLAGS) -x c++ -c $< -o $@
-$(LINE_OBJ)/%.o: $(LINT_DIR)/emu/%.cpp $(LINT_DIR)/emu/emu_prelude.h
-	@mkdir -p $(@D)
-	$(CXX) $(LINE_CXXFLAGS) -c $< -o $@
+	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
 $(LINE_OBJ)/lin_plugin.%.o: $(LIN_DIR)/lin_plugin.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_plugins_cuda_linear_) -DLIN_KIND_$(shell echo $* | tr a-z A-Z) \
@@ -68,16 +63,16 @@ $(LINE_OBJ)/lt_util.o: $(LINT_DIR)/lt_util.c
 	$(CC) $(CFLAGS_COMMON) $(CFLAGS_tests_cuda_linear_) -DLT_EMU -c $< -o $@
 LINT_EMU := $(TESTDIR)/test_lin_emu
 $(LINT_EMU): $(call LINT_OBJ,test_lin_gpu lt_scen lt_check) $(LINE_OBJ)/lt_util.o $(OBJDIR)/attnctl/harness/linear_ref.o \
-             $(LINE_PLUGINS) $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(LINE_OBJ)/emu_simt.o \
-             $(LINE_OBJ)/emu_cudart.o $(SDK_CUDA_OBJS) $(SDK_LIB)
+             $(LINE_PLUGINS) $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(EMU_SIMT_OBJ) \
+             $(EMU_CUDART_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
 
 # bench_lin on the emulator, for `BENCH_SMOKE=1 build/tests/bench_lin_emu` (the tool's own check)
 LINT_BENCH_EMU := $(TESTDIR)/bench_lin_emu
 $(LINT_BENCH_EMU): $(call LINT_OBJ,bench_lin lt_check) $(LINE_OBJ)/lt_util.o $(LINE_PLUGINS) \
-                   $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(LINE_OBJ)/emu_simt.o \
-                   $(LINE_OBJ)/emu_cudart.o $(SDK_CUDA_OBJS) $(SDK_LIB)
+                   $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(EMU_SIMT_OBJ) \
+                   $(EMU_CUDART_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(LINT_BENCH_EMU)

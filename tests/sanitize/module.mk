@@ -83,6 +83,7 @@ sanitize-asan-run: $$(ALL) $$(TESTS) $$(CLI_FAKE_SOS)
 	env $(SAN_ENV) $(ASAN_RUN_ENV) $(ATTNCTL) list-plugins --all --no-isolate > /dev/null
 	$(call cli_san_run,$(ASAN_RUN_ENV),asan)
 	$(SAN_CHECK_ASAN)
+	$(CUDA_EMU_ASAN)
 endif
 
 # ------------------------------------------------------------------ valgrind

@@ -15,7 +15,7 @@
 
 /* Dynamic shared memory and kernel launches go through these, so the same
  * kernels and launchers also build for the CPU emulator of the tests
- * (tests/cuda_linear/emu, LK_EMU): there a "thread" is a fiber. */
+ * (tests/emu, LK_EMU): there a "thread" is a fiber. */
 #ifdef LK_EMU
 #define LK_DYN_SMEM(T, name) T *name = (T *)lk_emu_dyn_smem()
 #define LK_ALIGNED(p, n) lk_emu_aligned((const void *)(p), (n))
@@ -117,7 +117,7 @@ LK_DEV int64_t lk_idx(const lin_idx &t, int64_t i) {
 
 /* Note err[] (a plan's first error) in the instance's fault record, which
  * the next metadata call reads without a sync (gpu_fault.h; its own claim
- * word, as sgl_fault_note, which the emulator does not build). */
+ * word, as sgl_fault_note). */
 LK_DEV void lk_fault_note(const sgl_gpu_fault_ref &f, const int32_t *err, int tensor, int64_t lo, int64_t hi) {
     if (!f.rec || !f.claim || atomicCAS(f.claim, 0, 1) != 0) return;
     f.rec->code = err[0];

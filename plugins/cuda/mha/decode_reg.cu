@@ -66,6 +66,10 @@ template <int D> struct decode_reg_cfg {
 /* Pure (non-volatile) mma: the scheduler may move it between the loads. */
 template <int DT>
 GC_DEV void dr_mma(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+#ifdef LK_EMU /* the CPU emulator of the tests (tests/emu/): the same fragment semantics */
+    const uint32_t a[4] = {a0, a1, a2, a3};
+    lk_emu_mma(c, a, b0, b1, DT == GC_BF16);
+#else
     if (DT == GC_BF16)
         asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
             "{%0,%1,%2,%3};\n"
@@ -76,22 +80,31 @@ GC_DEV void dr_mma(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a
             "{%0,%1,%2,%3};\n"
             : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
             : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
 }
 
 /* 16 bytes of the pool: read-only for the kernel, no reuse (L1 not allocated). */
 GC_DEV uint4 dr_ldg(const uint16_t *p) {
+#ifdef LK_EMU
+    return __ldg((const uint4 *)p);
+#else
     uint4 v;
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
         : "l"(p));
     return v;
+#endif
 }
 
 /* 8 bytes of the pool, as dr_ldg. */
 GC_DEV uint2 dr_ldg8(const void *p) {
+#ifdef LK_EMU
+    return __ldg((const uint2 *)p);
+#else
     uint2 v;
     asm("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
     return v;
+#endif
 }
 
 /* 32-bit word w of a run of 16-byte pieces (w is a compile-time constant after unrolling). */

@@ -23,7 +23,12 @@
 #define GC_DEV __device__ __forceinline__
 #endif
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+#if defined(LK_EMU) && defined(EMU_FP8_HW_CVT)
+/* the CPU emulator of the tests (tests/emu/), built for the SM 8.9+ path: the
+ * cvt instructions below have their emulated twins there */
+#define ATTN_FP8_HW_CVT 1
+#define ATTN_FP8_UNIT 1.0f
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #define ATTN_FP8_HW_CVT 1
 #define ATTN_FP8_UNIT 1.0f
 #else
@@ -34,7 +39,9 @@
 /* The e4m3 bytes in the low 16 bits of x -> f16x2 (low byte -> low half),
  * times 1 / ATTN_FP8_UNIT. */
 GC_DEV uint32_t fp8x2_to_f16x2(uint32_t x) {
-#if ATTN_FP8_HW_CVT
+#if ATTN_FP8_HW_CVT && defined(LK_EMU)
+    return lk_emu_cvt_f16x2_e4m3x2(x);
+#elif ATTN_FP8_HW_CVT
     uint32_t r;
     asm("{\n.reg .b16 lo;\ncvt.u16.u32 lo, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(r) : "r"(x));
     return r;
@@ -49,7 +56,9 @@ GC_DEV uint32_t fp8_pair(uint32_t x, int h) { return fp8x2_to_f16x2(h ? x >> 16 
 
 /* float -> e4m3 byte, round to nearest even, saturating at +-448. */
 GC_DEV uint32_t f32_to_e4m3(float f) {
-#if ATTN_FP8_HW_CVT
+#if ATTN_FP8_HW_CVT && defined(LK_EMU)
+    return lk_emu_cvt_e4m3_f32(f);
+#elif ATTN_FP8_HW_CVT
     uint16_t r;
     asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(r) : "f"(0.f), "f"(f));
     return r & 0xffu;

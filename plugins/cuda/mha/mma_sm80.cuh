@@ -36,6 +36,15 @@ template <int D> GC_DEV int swz(int row, int c) {
     return row * D + ((c ^ (row & 7)) << 3);
 }
 
+#ifdef LK_EMU
+/* The CPU emulator of the tests (tests/emu/, LK_EMU): the same fragment
+ * semantics as the PTX below, a warp collective of all 32 lanes. */
+GC_DEV void ldsm_x4(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 0); }
+GC_DEV void ldsm_x4_t(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 1); }
+template <int DT> GC_DEV void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    lk_emu_mma(c, a, b0, b1, DT == GC_BF16);
+}
+#else
 GC_DEV uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 GC_DEV void ldsm_x4(uint32_t r[4], const void *p) {
@@ -62,6 +71,7 @@ template <int DT> GC_DEV void mma16816(float c[4], const uint32_t a[4], uint32_t
                      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+#endif
 
 /* Two floats as a packed pair of 16-bit values, lo in the low half. */
 template <int DT> GC_DEV uint32_t pack2(float lo, float hi) {

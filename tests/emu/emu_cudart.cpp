@@ -1,6 +1,7 @@
-/* emu_cudart.cpp - the part of the CUDA runtime the linear plugins and their
- * tests call, over host memory, for the CPU emulator.  One device ("EMU",
- * SM 9.0, the H200's limits); every call runs at once in call order, which is
+/* emu_cudart.cpp - the part of the CUDA runtime the linear plugins, cuda_attn
+ * and their tests call, over host memory, for the CPU emulator.  One device
+ * ("EMU": SM 9.0 with the H200's limits, or built with -DEMU_SM=80, SM 8.0 with
+ * the A100's, so that cuda_attn takes its SM 8.x paths); every call runs at once in call order, which is
  * a legal schedule of the streams the plugins use.  Allocations are poisoned
  * (NaN bytes) so a read of memory nobody wrote shows.  Graph capture records
  * the launches on the capturing stream; a graph launch replays them. */
@@ -13,6 +14,23 @@
 #include <cuda_runtime_api.h>
 
 #include "emu_prelude.h"
+
+#ifndef EMU_SM
+#define EMU_SM 90
+#endif
+#if EMU_SM == 90
+#define EMU_SMS 132
+#define EMU_SMEM_OPTIN 232448
+#define EMU_SMEM_SM 233472
+#define EMU_L2 (60 << 20)
+#elif EMU_SM == 80
+#define EMU_SMS 108
+#define EMU_SMEM_OPTIN 166912
+#define EMU_SMEM_SM 167936
+#define EMU_L2 (40 << 20)
+#else
+#error "EMU_SM: 80 or 90"
+#endif
 
 void emu_capture_begin(cudaStream_t st, std::vector<std::function<void()>> *list);
 void emu_capture_end(void);
@@ -112,14 +130,44 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d) {
     if (d != 0) return cudaErrorInvalidDevice;
     std::memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "EMU (CUDA emulated on the CPU)");
-    p->major = 9;
-    p->minor = 0;
-    p->multiProcessorCount = 132;
+    p->major = EMU_SM / 10;
+    p->minor = EMU_SM % 10;
+    p->multiProcessorCount = EMU_SMS;
     p->totalGlobalMem = (size_t)16 << 30;
-    p->sharedMemPerBlockOptin = 232448;
-    p->sharedMemPerMultiprocessor = 233472;
-    p->l2CacheSize = 60 << 20;
+    p->sharedMemPerBlock = 49152;
+    p->sharedMemPerBlockOptin = EMU_SMEM_OPTIN;
+    p->sharedMemPerMultiprocessor = EMU_SMEM_SM;
+    p->l2CacheSize = EMU_L2;
     p->maxThreadsPerMultiProcessor = 2048;
+    p->maxThreadsPerBlock = 1024;
+    p->warpSize = 32;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d) {
+    struct cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, d) != cudaSuccess) return cudaErrorInvalidDevice;
+    switch (a) {
+    case cudaDevAttrComputeCapabilityMajor: *v = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *v = p.minor; break;
+    case cudaDevAttrMultiProcessorCount: *v = p.multiProcessorCount; break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = (int)p.sharedMemPerBlockOptin; break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *v = (int)p.sharedMemPerMultiprocessor; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *v = (int)p.sharedMemPerBlock; break;
+    case cudaDevAttrL2CacheSize: *v = p.l2CacheSize; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *v = p.maxThreadsPerMultiProcessor; break;
+    case cudaDevAttrMaxThreadsPerBlock: *v = p.maxThreadsPerBlock; break;
+    case cudaDevAttrWarpSize: *v = p.warpSize; break;
+    default: die("cudaDeviceGetAttribute of an attribute the emulator does not know");
+    }
+    return cudaSuccess;
+}
+/* No driver behind the emulator: the driver entry points (cuda_attn's tensor
+ * maps, SM 9.0 only) are not found. */
+cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned cuda_version,
+                                             unsigned long long flags, enum cudaDriverEntryPointQueryResult *st) {
+    (void)sym, (void)cuda_version, (void)flags;
+    *fn = nullptr;
+    if (st) *st = cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }
@@ -182,7 +230,7 @@ cudaError_t cudaGraphDestroy(cudaGraph_t g) {
 }
 cudaError_t cudaFuncSetAttribute(const void *f, enum cudaFuncAttribute a, int v) {
     (void)f;
-    if (a == cudaFuncAttributeMaxDynamicSharedMemorySize && (v < 0 || v > 232448)) return cudaErrorInvalidValue;
+    if (a == cudaFuncAttributeMaxDynamicSharedMemorySize && (v < 0 || v > EMU_SMEM_OPTIN)) return cudaErrorInvalidValue;
     return cudaSuccess;
 }
 

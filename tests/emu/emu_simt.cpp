@@ -52,7 +52,7 @@ emu_ctx_switch:
 namespace {
 
 enum { RUN = 0, WAIT = 1, DONE = 2 };
-enum { OP_NONE = 0, OP_SYNCWARP, OP_SHFL, OP_LDSM, OP_MMA };
+enum { OP_NONE = 0, OP_SYNCWARP, OP_SHFL, OP_LDSM, OP_MMA, OP_VOTE };
 constexpr size_t STACK = 192 * 1024;
 
 struct Copy {
@@ -299,6 +299,22 @@ long __shfl_up_sync(unsigned mask, long v, unsigned delta, int width) {
     return r;
 }
 
+unsigned __ballot_sync(unsigned mask, int pred) {
+    if (mask != 0xffffffffu) die("__ballot_sync with a partial mask");
+    unsigned r;
+    const int p = pred != 0;
+    warp_collective(OP_VOTE, &p, sizeof p, &r, sizeof r, [](Warp &w, int) {
+        unsigned b = 0;
+        for (int l = 0; l < 32; l++) {
+            int x;
+            std::memcpy(&x, w.in[l], sizeof x);
+            b |= (unsigned)x << l;
+        }
+        for (int l = 0; l < 32; l++) std::memcpy(w.out[l], &b, sizeof b);
+    });
+    return r;
+}
+
 int atomicCAS(int *address, int compare, int val) {
     const int old = *address;
     if (old == compare) *address = val;
@@ -309,10 +325,11 @@ float __ldcg(const float *p) { return *p; }
 
 /* ------------------------------------------------------------ cp.async */
 
-void lk_emu_cp_async_n(void *dst, const void *src, int n) {
+static void cp_async(void *dst, const void *src, int n, bool dyn_only) {
     const unsigned char *lo = dyn.data(), *hi = dyn.data() + dyn.size();
     if (n != 4 && n != 8 && n != 16) die("cp.async of other than 4, 8 or 16 bytes");
-    if ((const unsigned char *)dst < lo || (const unsigned char *)dst + n > hi) die("cp.async outside shared memory");
+    if (dyn_only && ((const unsigned char *)dst < lo || (const unsigned char *)dst + n > hi))
+        die("cp.async outside shared memory");
     if ((uintptr_t)dst % n || (src && (uintptr_t)src % n)) die("cp.async address not aligned to its size");
     Copy c;
     c.dst = dst;
@@ -322,6 +339,10 @@ void lk_emu_cp_async_n(void *dst, const void *src, int n) {
     else std::memset(c.data, 0, n);
     cur->pending.push_back(c);
 }
+
+void lk_emu_cp_async_n(void *dst, const void *src, int n) { cp_async(dst, src, n, true); }
+
+void lk_emu_cp_async16_any(void *dst, const void *src, bool pred) { cp_async(dst, pred ? src : nullptr, 16, false); }
 
 void lk_emu_cp_async16(void *dst, const void *src, bool pred) { lk_emu_cp_async_n(dst, pred ? src : nullptr, 16); }
 
@@ -427,6 +448,43 @@ void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int b
     });
 }
 
+/* --------------------------------------------------------- fp8 e4m3 */
+
+namespace {
+/* the e4m3 byte's value (bits 6..0; 0x7f: NaN) */
+double e4m3_value(unsigned b) {
+    const unsigned e = (b >> 3) & 15u, m = b & 7u;
+    return e ? std::ldexp(1.0 + m / 8.0, (int)e - 7) : std::ldexp((double)m, -9);
+}
+/* f16 bits of an e4m3 byte: every e4m3 value is an f16 normal or zero */
+uint16_t e4m3_to_f16(unsigned b) {
+    const uint16_t s = (uint16_t)((b & 0x80u) << 8);
+    if ((b & 0x7fu) == 0x7fu) return (uint16_t)(s | 0x7fffu);
+    const unsigned e = (b >> 3) & 15u, m = b & 7u;
+    if (e) return (uint16_t)(s | ((e + 8u) << 10) | (m << 7));
+    if (!m) return s;
+    const unsigned p = m >= 4 ? 2u : m >= 2 ? 1u : 0u; /* 2^(p - 9) * (1 + rest / 2^p) */
+    return (uint16_t)(s | ((p + 6u) << 10) | ((m - (1u << p)) << (10u - p)));
+}
+} // namespace
+
+uint32_t lk_emu_cvt_f16x2_e4m3x2(uint32_t x) {
+    return (uint32_t)e4m3_to_f16(x & 0xffu) | ((uint32_t)e4m3_to_f16((x >> 8) & 0xffu) << 16);
+}
+
+/* by search over the 127 finite magnitudes: independent of the kernels' own rounding code */
+uint32_t lk_emu_cvt_e4m3_f32(float f) {
+    const uint32_t s = (__float_as_uint(f) >> 24) & 0x80u;
+    if (f != f) return s | 0x7fu;
+    const double a = std::fabs((double)f);
+    unsigned best = 0;
+    for (unsigned b = 1; b < 0x7f; b++) {
+        const double d = std::fabs(e4m3_value(b) - a), db = std::fabs(e4m3_value(best) - a);
+        if (d < db || (d == db && !(b & 1u))) best = b;
+    }
+    return s | best;
+}
+
 /* -------------------------------------------------------------- launch */
 
 void *lk_emu_dyn_smem(void) { return dyn.data(); }
@@ -504,6 +562,13 @@ void emu_capture_end(void) {
     capture.list = nullptr;
 }
 int emu_capturing(cudaStream_t st) { return capture.list && capture.stream == st; }
+
+void lk_emu_trace(const char *name, dim3 grid, dim3 block, size_t smem) {
+    static const char *t = getenv("EMU_TRACE");
+    if (t && *t && strcmp(t, "0"))
+        fprintf(stderr, "EMU launch %s grid %u,%u,%u block %u smem %zu\n", name, grid.x, grid.y, grid.z,
+                block.x * block.y * block.z, smem);
+}
 
 void lk_emu_launch_fn(dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::function<void()> fn) {
     if (emu_capturing(st)) {

@@ -1,0 +1,86 @@
+# tests/cuda_emu - cuda_attn's SM 8.x kernels and launchers, built by g++ for
+# the CPU emulator of CUDA (tests/emu/), in a plugin .so the harness checks
+# against cpu_ref's float64 reference, here, with no GPU:
+#   $(CUDA_EMU_SO)      cuda_attn with its kernels emulated (the emulated device reports SM 8.0, so the
+#                       sm_90a wgmma/TMA kernels are absent: wgmma_absent.cpp)
+#   $(CUDA_EMU_FP8HW_SO)  the same with fp8's SM 8.9+ conversions (EMU_FP8_HW_CVT)
+#   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways)
+# Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
+# __shared__ arrays) and compiled as is; the inline PTX has its emulated twin
+# under #ifdef LK_EMU in the headers (mma_sm80.cuh, fp8_e4m3.cuh, gpu_compat.h) and decode_reg.cu.
+
+ifeq ($(HAVE_CUDA),1)
+include tests/emu/emu.mk
+CUDA_EMU_OBJ := $(OBJDIR)/tests/cuda_emu
+CUDA_EMU_PLUGDIR := $(BUILD)/emu-plugins
+CUDA_EMU_SO := $(CUDA_EMU_PLUGDIR)/cuda_attn.so
+CUDA_EMU_CU := $(filter-out extend_wgmma_sm90.cu,$(CUDA_ATTN_CU))
+CUDA_EMU_KERNELS := $(addprefix $(CUDA_EMU_OBJ)/,$(CUDA_EMU_CU:.cu=.emu.o))
+CUDA_EMU_DEPS := $(wildcard plugins/cuda/mha/*.cuh plugins/cuda/mha/*.h plugins/sdk/attn_kernels/*.cuh \
+                            plugins/sdk/attn_kernels/*.h) plugins/sdk/gpu_compat.h plugins/sdk/gpu_fault.h \
+                 $(EMU_DIR)/emu_prelude.h
+
+$(CUDA_EMU_OBJ)/%.emu.cpp: plugins/cuda/mha/%.cu $(EMU_DIR)/emu_cu.py
+	@mkdir -p $(@D)
+	python3 $(EMU_DIR)/emu_cu.py $< $@
+$(CUDA_EMU_OBJ)/%.emu.o: $(CUDA_EMU_OBJ)/%.emu.cpp $(CUDA_EMU_DEPS)
+	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mha -c $< -o $@
+$(CUDA_EMU_OBJ)/wgmma_absent.o: tests/cuda_emu/wgmma_absent.cpp plugins/cuda/mha/cuda_launch.h
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mha -c $< -o $@
+.SECONDARY: $(CUDA_EMU_KERNELS:.o=.cpp)
+
+# The plugin's C objects are cuda_attn.so's own (they call the runtime API,
+# which emu_cudart provides here).
+$(CUDA_EMU_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) $(CUDA_EMU_KERNELS) $(CUDA_EMU_OBJ)/wgmma_absent.o \
+                $(EMU_SIMT_OBJ) $(EMU_CUDART_SM80_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(CUDA_EMU_SO)
+
+# The same plugin with the fp8 files built for the SM 8.9+ conversions (the
+# cvt instructions' emulated twins, ATTN_FP8_UNIT 1) instead of SM 8.0's bit moves.
+CUDA_EMU_FP8HW_DIR := $(BUILD)/emu-plugins-fp8hw
+CUDA_EMU_FP8HW_SO := $(CUDA_EMU_FP8HW_DIR)/cuda_attn.so
+CUDA_EMU_FP8HW_CU := decode_reg save_kv_fp8
+$(CUDA_EMU_OBJ)/fp8hw/%.emu.o: $(CUDA_EMU_OBJ)/%.emu.cpp $(CUDA_EMU_DEPS)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -DEMU_FP8_HW_CVT -Iplugins/cuda/mha -c $< -o $@
+$(CUDA_EMU_FP8HW_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) \
+                      $(filter-out $(addprefix $(CUDA_EMU_OBJ)/,$(CUDA_EMU_FP8HW_CU:=.emu.o)),$(CUDA_EMU_KERNELS)) \
+                      $(addprefix $(CUDA_EMU_OBJ)/fp8hw/,$(CUDA_EMU_FP8HW_CU:=.emu.o)) $(CUDA_EMU_OBJ)/wgmma_absent.o \
+                      $(EMU_SIMT_OBJ) $(EMU_CUDART_SM80_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(CUDA_EMU_FP8HW_SO)
+cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
+
+# The step (about 100 s of one core): the harness's whole matrix with the
+# defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
+# head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
+# fp8 decode and save_kv_fp8, the plans and save_kv), the quick matrix with
+# kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
+# hip_attn shares), and the fp8 cases on the SM 8.9+ conversions.  EMU_ORDER=rev
+# / shuf runs every grid's blocks in reverse / shuffled order.
+CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
+cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
+	@echo "== cuda_attn on the emulator, kernel=auto (the whole matrix)"
+	$(CUDA_EMU_CHECK) --no-conf
+	@set -e; for k in mma portable; do \
+	  echo "== cuda_attn on the emulator, kernel=$$k (the quick matrix)"; \
+	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
+	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
+	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
+TEST_STEPS += cuda-attn-emu
+# sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
+# defaults under ASan + UBSan, where the runtime's exact-size host allocations
+# show any read or write of a kernel past a tensor or scratch buffer.
+CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick
+else
+SKIPPED += cuda_attn_emu
+SKIP_WHY_cuda_attn_emu := $(NO_NVCC_WHY) (the emulated cuda_attn reuses the plugin's build)
+cuda_attn_emu cuda-attn-emu:
+	@echo "cuda_attn_emu skipped: $(SKIP_WHY_cuda_attn_emu)"
+endif
+.PHONY: cuda_attn_emu cuda-attn-emu

@@ -1,0 +1,33 @@
+/* wgmma_absent.cpp - the sm_90a launchers (extend_wgmma_sm90.cu) for the
+ * emulated cuda_attn: the emulator runs SM 8.x code only (no wgmma, TMA or
+ * setmaxnreg), so the image is absent, as in a binary without sm_90a, and
+ * the plugin takes its mma.sync paths.  The setups and launches are never
+ * reached; they refuse if they are. */
+#include "cuda_launch.h"
+
+extern "C" {
+int attn_wgmma_available(int device) {
+    (void)device;
+    return 0;
+}
+int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {
+    (void)dtype, (void)head_dim;
+    *tma_ok = 0;
+    return (int)cudaErrorInvalidDeviceFunction;
+}
+int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                             int grid_items, void *stream) {
+    (void)dtype, (void)head_dim, (void)p, (void)tm, (void)sm_count, (void)grid_items, (void)stream;
+    return (int)cudaErrorInvalidDeviceFunction;
+}
+int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok) {
+    (void)dtype, (void)dqk, (void)dv;
+    *tma_ok = 0;
+    return (int)cudaErrorInvalidDeviceFunction;
+}
+int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                             int grid_items, void *stream) {
+    (void)dtype, (void)dqk, (void)dv, (void)p, (void)tm, (void)sm_count, (void)grid_items, (void)stream;
+    return (int)cudaErrorInvalidDeviceFunction;
+}
+}
