@@ -15,15 +15,15 @@
 int fa_case_engine(const fa_case *f) { return f->tree || f->draft || f->attn || f->encsave || f->ptable || f->smap; }
 
 int fa_engine_parse(const hcase *c, fa_case *f, char *err, size_t err_size) {
-    HCASE_INT("tree", 0, 0, 1, f->tree);
+    HCASE_INT("tree", 0, 0, 2, f->tree);
     HCASE_INT("draft", 0, 0, 1, f->draft);
     HCASE_INT("attn", 0, 0, 2, f->attn);
     HCASE_INT("encsave", 0, 0, 1, f->encsave);
     HCASE_INT("ptable", 0, 0, 1, f->ptable);
     HCASE_INT("smap", 0, 0, 1, f->smap);
-    if (f->tree && f->mode != SGL_ATTN_MODE_TARGET_VERIFY) return hcase_bad(c, err, err_size, "tree=1 is a verify key");
-    if (f->tree && f->q > 64) return hcase_bad(c, err, err_size, "tree=1 takes q <= 64 draft tokens");
-    if (f->tree && f->window >= 0) return hcase_bad(c, err, err_size, "tree=1 takes no window");
+    if (f->tree && f->mode != SGL_ATTN_MODE_TARGET_VERIFY) return hcase_bad(c, err, err_size, "tree=1/2 is a verify key");
+    if (f->tree && f->q > 64) return hcase_bad(c, err, err_size, "tree=1/2 takes q <= 64 draft tokens");
+    if (f->tree && f->window >= 0) return hcase_bad(c, err, err_size, "tree=1/2 takes no window");
     if (f->draft && f->mode != SGL_ATTN_MODE_EXTEND) return hcase_bad(c, err, err_size, "draft=1 is an extend key");
     if (f->attn && (f->cross || f->window >= 0 || f->mode == SGL_ATTN_MODE_TARGET_VERIFY))
         return hcase_bad(c, err, err_size, "attn=1/2 takes no cross, window or verify");
@@ -60,10 +60,64 @@ static int64_t col_slot(const fa_batch *fb, int i, int64_t col) {
         staged[n_staged++] = &fb->t;                                                         \
     } while (0)
 
-/* A random tree per request: draft token j sees the prefix (about one key
- * in ten hidden, so single keys and whole runs are masked) and itself and
- * its ancestors.  Request 1 sees its whole prefix, as sglang's masks do, so
- * the kernels that skip all-visible tiles take that path too. */
+/* sglang's EAGLE draft tree with topk 4 over q tokens, as parent[] (token 0
+ * is the root, the last verified token; parent[j] < j): step 1 gives the
+ * root 4 children; each later step expands the 4 best candidates of the step
+ * before (by cumulative score, a child's score its parent's plus a random log
+ * probability) with 4 children each; the q - 1 best candidates of every step
+ * become tokens 1.. in candidate order.  A child scores below its parent, so
+ * each chosen candidate's parent is chosen too (ties go to the earlier one). */
+#define EAGLE_TOPK 4
+#define EAGLE_CAND (EAGLE_TOPK + 4 * EAGLE_TOPK * EAGLE_TOPK) /* 5 steps: >= 63 candidates */
+static void eagle_tree(hrng *r, int q, int parent[64]) {
+    double score[EAGLE_CAND];
+    int cpar[EAGLE_CAND], tok[EAGLE_CAND], chosen[EAGLE_CAND], beams[EAGLE_TOPK];
+    int n = 0, first = 0; /* candidates so far; the current step's first */
+    for (int k = 0; k < EAGLE_TOPK; k++, n++) {
+        cpar[n] = -1; /* the root */
+        score[n] = log(1.0 - hrng_uniform(r));
+    }
+    while (n < q - 1 && n + EAGLE_TOPK * EAGLE_TOPK <= EAGLE_CAND) {
+        /* the step's EAGLE_TOPK best candidates become the beams */
+        for (int k = 0; k < EAGLE_TOPK; k++) {
+            int best = -1;
+            for (int c = first; c < n; c++) {
+                int taken = 0;
+                for (int kk = 0; kk < k; kk++) taken |= beams[kk] == c;
+                if (!taken && (best < 0 || score[c] > score[best])) best = c;
+            }
+            beams[k] = best;
+        }
+        first = n;
+        for (int k = 0; k < EAGLE_TOPK; k++)
+            for (int kk = 0; kk < EAGLE_TOPK; kk++, n++) {
+                cpar[n] = beams[k];
+                score[n] = score[beams[k]] + log(1.0 - hrng_uniform(r));
+            }
+    }
+    /* the q - 1 best of all candidates, then tokens in candidate order */
+    for (int c = 0; c < n; c++) chosen[c] = 0;
+    for (int j = 1; j < q; j++) {
+        int best = -1;
+        for (int c = 0; c < n; c++)
+            if (!chosen[c] && (best < 0 || score[c] > score[best])) best = c;
+        chosen[best] = 1;
+    }
+    parent[0] = -1;
+    for (int c = 0, j = 1; c < n; c++) {
+        if (!chosen[c]) continue;
+        tok[c] = j;
+        parent[j++] = cpar[c] < 0 ? 0 : tok[cpar[c]];
+    }
+}
+
+/* A tree per request.  tree=1: a random tree (each draft token's parent
+ * uniform among the earlier ones, or none); draft token j sees itself, its
+ * ancestors and the prefix with about one key in ten hidden, so single keys
+ * and whole runs are masked; request 1 sees its whole prefix, as sglang's
+ * masks do, so the kernels that skip all-visible tiles take that path too.
+ * tree=2: sglang's EAGLE mask (eagle_tree, topk 4): every draft token sees
+ * the whole prefix, the root and its own ancestors. */
 static void fill_tree(fa_batch *fb, hrng *r) {
     unsigned char *m = htensor_data(&fb->mask);
     int64_t off = 0;
@@ -71,10 +125,12 @@ static void fill_tree(fa_batch *fb, hrng *r) {
         const int q = fb->n_new[i], pre = fb->prefix[i], seq = fb->seq[i];
         int parent[64];
         htensor_set_index(&fb->mask_ip, (size_t)i, off);
+        if (fb->c.tree == 2) eagle_tree(r, q, parent);
         for (int j = 0; j < q; j++) {
-            parent[j] = j == 0 ? -1 : (int)hrng_range(r, -1, j - 1);
+            if (fb->c.tree == 1) parent[j] = j == 0 ? -1 : (int)hrng_range(r, -1, j - 1);
             unsigned char *row = m + off + (int64_t)j * seq;
-            for (int c = 0; c < pre; c++) row[c] = i == 1 || hrng_range(r, 0, 9) != 0;
+            for (int c = 0; c < pre; c++) row[c] = fb->c.tree == 2 || i == 1 || hrng_range(r, 0, 9) != 0;
+            for (int c = pre; c < seq; c++) row[c] = 0;
             for (int a = j; a >= 0; a = parent[a]) row[pre + a] = 1;
         }
         off += (int64_t)q * seq;

@@ -123,6 +123,13 @@ static const char *const matrix[] = {
     "verify:b=3,l=500,q=1,hq=16,mla=1,dtype=bf16,page=64,tree=1",
     "verify:b=2,l=700,q=2,hq=16,mla=1,dtype=f16,page=16,tree=1",
     "verify:b=1,l=400,q=64,hq=16,mla=1,dtype=bf16,page=64,tree=1",
+    /* sglang's EAGLE mask (tree=2): the prefix all visible, a topk-4 tree over the drafts;
+     * 64 draft tokens with an even GQA group, an odd one, and MHA; the chain at 64 */
+    "verify:b=4,l=700,q=64," GQA ",dtype=bf16,page=16,tree=2,ragged=1",
+    "verify:b=2,l=600,q=24,hq=12,hkv=4,d=128,dtype=f16,page=16,tree=2",
+    "verify:b=2,l=500,q=40,hq=4,hkv=4,d=128,dtype=bf16,page=64,tree=2",
+    "verify:b=1,l=400,q=64,hq=16,mla=1,dtype=bf16,page=64,tree=2",
+    "verify:b=3,l=900,q=64," GQA ",dtype=f16,page=16,ragged=1",
     "extend:b=3,l=400,q=5,hq=16,mla=1,dtype=bf16,page=64,draft=1,ragged=1",
     "extend:b=4,l=500,q=5," GQA ",dtype=f16,page=1,draft=1,ragged=1",
     "extend:b=3,l=400,q=150," GQA ",dtype=bf16,page=16,attn=1,sinks=1,ragged=1",
@@ -152,6 +159,7 @@ static const char *const quick[] = {
     "decode:b=5,l=300," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,scalet=1",
     /* ABI 1.2 engine inputs */
     "verify:b=3,l=300,q=6," GQA ",dtype=bf16,page=16,tree=1",
+    "verify:b=3,l=300,q=6," GQA ",dtype=bf16,page=16,tree=2",
     "extend:b=3,l=200,q=4," GQA ",dtype=bf16,page=16,draft=1,ragged=1",
     "extend:b=2,l=200,q=80," GQA ",dtype=bf16,page=16,attn=1",
     "extend:b=2,l=200,q=80," GQA ",dtype=f16,page=16,attn=2,save=0",
