@@ -435,7 +435,8 @@ def part_hybrid(a: argparse.Namespace) -> Dict[str, Any]:
         res["package"]["ok"] = all(v < tol for v in worst.values())
     except Exception as e:
         res["package"] = {"ok": False, "error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()[-4000:]}
-    # (b) the sglang adapter on the same model: full layers served, linear layers refused
+    # (b) the sglang adapter on the same model with the driver's plain pool (no mamba_pool): full
+    # layers served, linear layers left to sglang's own backend
     try:
         import sglattn.sglang as ss
         from sgl_driver import Engine
@@ -460,8 +461,9 @@ def part_hybrid(a: argparse.Namespace) -> Dict[str, Any]:
         res["sglang_adapter"] = {"stack": eng.backend.selection.label, "full_layer_rel_err_vs_sdpa": err,
                                  "linear_layer_refusal": refusal,
                                  "ok": refusal is not None and err < (1e-4 if cpu else 2e-2)}
-        could_not.append("linear layers through the sglang adapter: refused by design (sglang's own hybrid "
-                         "backend runs them; engine-owned linear state is another issue)")
+        could_not.append("linear layers through the sglang adapter here: the driver has no MambaPool, so sglang's "
+                         "own backend keeps them (with a MambaPool the adapter serves them: "
+                         "tests/python/test_sglang_hybrid.py)")
     except Exception as e:
         res["sglang_adapter"] = {"ok": False, "error": f"{type(e).__name__}: {e}",
                                  "traceback": traceback.format_exc()[-4000:]}
