@@ -21,6 +21,11 @@ get_cuda_graph_seq_len_fill_value.  It holds the KV pools itself (the batch
 no longer carries them).  An argument it cannot honour raises
 NotImplementedError naming it; nothing is silently ignored.
 
+For an MLA model (DeepSeek-V2/V3 shaped) the forwards take sglang's
+absorbed layer on the MLATokenToKVPool's kv_buffer (q / q_rope / k /
+k_rope split or joined) and the MHA prefill layer of an extend with no
+prefix (as ragged attention); see _init_mla.
+
 For a hybrid GDN model (Qwen3-Next) whose chosen stack keeps its linear
 state in the caller's tensors (caller_state), the same stack also serves
 the linear-attention layers: SglAttnLinearBackend (backend.linear_backend)

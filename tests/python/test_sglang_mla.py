@@ -43,14 +43,15 @@ class MlaEngine:
     sglang's two RadixAttention layers per attention block."""
 
     def __init__(self, dtype: torch.dtype, page_size: int = 1, max_reqs: int = 8, max_context: int = 256,
-                 pool_tokens: int = 1024, seed: int = 0) -> None:
+                 pool_tokens: int = 1024, seed: int = 0, **cfg_extra: object) -> None:
         self.dtype, self.page_size = dtype, page_size
         sa = ServerArgs(page_size=page_size, max_running_requests=max_reqs, max_prefill_tokens=pool_tokens)
         self.req_pool = ReqToTokenPool(max_reqs, max_context, "cpu")
         self.req_pool.alloc(1)  # row 0: the padding row
         self.pool = MLATokenToKVPool(pool_tokens, page_size, dtype, R, P, LAYERS, "cpu")
-        self.runner = ModelRunner(ModelConfig(ds_config(str(dtype).rsplit(".", 1)[-1]), context_len=max_context), sa,
-                                  self.pool, self.req_pool, "cpu", dtype)
+        cfg = dict(ds_config(str(dtype).rsplit(".", 1)[-1]), **cfg_extra)
+        self.runner = ModelRunner(ModelConfig(cfg, context_len=max_context), sa, self.pool, self.req_pool, "cpu",
+                                  dtype)
         self.runner.use_mla_backend = True
         self.free_pages = list(range(1, pool_tokens // page_size + 1))
         self.backend = ss.SglAttnBackend(self.runner, backend="cpu_ref")
@@ -250,6 +251,62 @@ def test_the_model_loads_as_mla_and_the_pool_is_the_layer_cache():
     L = eng.backend._layers[0]
     assert L.struct.v_cache is None
     assert L.struct.k_cache == L._pools[0].addr and L._pools[0].owner is eng.pool.get_key_buffer(0)
+
+
+# ------------------------------------------------------------------ DSA
+DSA = dict(architectures=["DeepseekV32ForCausalLM"], model_type="deepseek_v32", index_topk=6, index_n_heads=4,
+           index_head_dim=128)
+
+
+def _topk(eng: MlaEngine, fb: ForwardBatch, k: int) -> Tuple[torch.Tensor, List[List[int]]]:
+    """Per new token: up to k of its request's positions at or before its own
+    (random, the last one always), as pool slots, -1 padded."""
+    rows, picks = [], []
+    for rid, n in fb._items:  # type: ignore[attr-defined]
+        slots = eng.slots[rid]
+        for pos in range(len(slots) - n, len(slots)):
+            perm = torch.randperm(pos, generator=eng.gen)[:k - 1].tolist() + [pos]
+            picks.append(perm)
+            rows.append([slots[p] for p in perm] + [-1] * (k - len(perm)))
+    return torch.tensor(rows, dtype=torch.int32), picks
+
+
+@pytest.mark.parametrize("page_size", [1, 16])
+def test_dsa_topk_indices_on_the_absorbed_layer(page_size):
+    """DeepSeek-V3.2 shaped: topk_indices reach cpu_ref's sparse MLA; each
+    token attends over the slots it names only (float64 reference over the
+    shadow rows at those positions).  cpu_ref's sparse MLA takes q and k
+    joined; the split form is refused by the plugin, naming it."""
+    eng = MlaEngine(torch.float32, page_size=page_size, seed=5, **DSA)
+    assert int(eng.backend.model.index_topk) == 6 and "sparse_mla" in eng.backend.backend.dsa_ops
+    a, b = eng.add(), eng.add()
+    eng.run_absorbed(eng.extend([(a, 9), (b, 4)]), False)  # dense: no indices passed
+    for make in (lambda: eng.extend([(a, 5), (b, 8)]), lambda: eng.decode([a, b])):
+        fb = make()
+        eng.backend.init_forward_metadata(fb)
+        T = int(fb.out_cache_loc.shape[0])
+        idx, picks = _topk(eng, fb, 6)
+        with forward_context(ForwardContext(eng.backend)):
+            for i, layer in enumerate(eng.mqa):
+                qn, qr, kn, kr = eng.absorbed_inputs(T)
+                if i == 0:
+                    with pytest.raises(sglattn.Error, match=r"q_rope / k_rope"):
+                        layer.forward(qn, kn, kn, fb, save_kv_cache=False, q_rope=qr, k_rope=kr, topk_indices=idx)
+                out = layer.forward(torch.cat([qn, qr], -1), torch.cat([kn, kr], -1), kn, fb, topk_indices=idx)
+                eng.absorbed_reference(fb, i, qn, qr, kn, kr)  # appends the rows to the shadow
+                ref = torch.empty(T, H, R, dtype=torch.float64)
+                t = 0
+                for rid, n in fb._items:  # type: ignore[attr-defined]
+                    C = eng.lat[rid][i]
+                    for _ in range(n):
+                        sel = C[torch.tensor(picks[t])]
+                        s = (qn[t].double() @ sel[:, :R].T + qr[t].double() @ sel[:, R:].T) * SCALE
+                        ref[t] = s.softmax(-1) @ sel[:, :R]
+                        t += 1
+                assert (out.double().view(T, H, R) - ref).abs().max() < 2e-5
+        eng.check_pool()
+    # indices hold for the call that passed them only: the next call is dense again
+    eng.run_absorbed(eng.decode([a]), False)
 
 
 # ---------------------------------------------------------------- refusals
