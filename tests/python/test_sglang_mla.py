@@ -372,3 +372,27 @@ def test_rope_parts_on_a_model_that_is_not_mla_are_refused():
         eng.backend.forward_extend(q, k.view(2, 2, 64), v.view(2, 2, 64), eng.layers[0], fb,
                                    q_rope=torch.zeros(2, 4, 16))
     assert isinstance(eng.backend, sglattn.sglang.SglAttnBackend)
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["split", "joined"])
+def test_absorbed_layer_without_save_leaves_the_pool(split):
+    """save_kv_cache False: the same call again gives the same output over
+    the rows the first call saved, and the pool is left as it was."""
+    eng = MlaEngine(torch.float32, seed=7)
+    a = eng.add()
+    fb = eng.extend([(a, 6)])
+    eng.backend.init_forward_metadata(fb)
+    qn, qr, kn, kr = eng.absorbed_inputs(6)
+    layer = eng.mqa[0]
+    with forward_context(ForwardContext(eng.backend)):
+        if split:
+            first = layer.forward(qn, kn, kn, fb, q_rope=qr, k_rope=kr)
+            was = eng.pool.get_key_buffer(0).clone()
+            again = layer.forward(qn, kn * 2, kn * 2, fb, save_kv_cache=False, q_rope=qr, k_rope=kr * 2)
+        else:
+            first = layer.forward(torch.cat([qn, qr], -1), torch.cat([kn, kr], -1), kn, fb)
+            was = eng.pool.get_key_buffer(0).clone()
+            again = layer.forward(torch.cat([qn, qr], -1), torch.cat([kn, kr], -1) * 2, kn * 2, fb,
+                                  save_kv_cache=False)
+    assert torch.equal(eng.pool.get_key_buffer(0), was)
+    assert torch.equal(first, again)
