@@ -21,6 +21,11 @@ get_cuda_graph_seq_len_fill_value.  It holds the KV pools itself (the batch
 no longer carries them).  An argument it cannot honour raises
 NotImplementedError naming it; nothing is silently ignored.
 
+For an MLA model (DeepSeek-V2/V3 shaped) the forwards take sglang's
+absorbed layer on the MLATokenToKVPool's kv_buffer (q / q_rope / k /
+k_rope split or joined) and the MHA prefill layer of an extend with no
+prefix (as ragged attention); see _init_mla.
+
 For a hybrid GDN model (Qwen3-Next) whose chosen stack keeps its linear
 state in the caller's tensors (caller_state), the same stack also serves
 the linear-attention layers: SglAttnLinearBackend (backend.linear_backend)
@@ -201,10 +206,8 @@ def _mode_kind(fm: Any) -> str:
 _LSE = ("sglattn: mha_return_lse (the softmax LSE of each row): {why}")
 
 _REFUSED_KWARGS = {
-    "q_rope": "MLA's split rope part of q: MLA layers are not served through this adapter (Backend.forward_* "
-              "takes q_rope / k_rope on a stack that declares mla_rope_split)",
-    "k_rope": "MLA's split rope part of k: MLA layers are not served through this adapter (Backend.forward_* "
-              "takes q_rope / k_rope on a stack that declares mla_rope_split)",
+    "q_rope": "MLA's split rope part of q, passed to a model that is not MLA (no kv_lora_rank in its config)",
+    "k_rope": "MLA's split rope part of k, passed to a model that is not MLA (no kv_lora_rank in its config)",
     "cos_sin_cache": "fused rotary embedding inside attention",
     "is_neox": "fused rotary embedding inside attention",
     "llama_4_scaling": "Llama 4 attention temperature scaling",
@@ -278,15 +281,17 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.page_size = int(model_runner.page_size)
         sa = model_runner.server_args
         mc = model_runner.model_config
-        if getattr(model_runner, "use_mla_backend", False):
-            raise NotImplementedError("sglattn: MLA models are not served through the sglang adapter yet "
-                                      "(its q_rope/k_rope split is not taken)")
         if getattr(mc, "is_encoder_decoder", False):
             raise NotImplementedError("sglattn: encoder-decoder models (cross attention over encoder_lens / "
                                       "encoder_out_cache_loc) are not served through the sglang adapter")
         self.host = host_ or host()
         model = Model.load(_config_dict(mc.hf_config), tp_size=int(getattr(model_runner, "tp_size", 1) or 1))
         dual_chunk = int(model.dca_chunk_size) > 0
+        mla = bool(int(model.is_mla))
+        if bool(getattr(model_runner, "use_mla_backend", False)) != mla:
+            raise NotImplementedError(f"sglattn: the runner's use_mla_backend is "
+                                      f"{bool(getattr(model_runner, 'use_mla_backend', False))} but the model config "
+                                      f"{'is' if mla else 'is not'} MLA (kv_lora_rank); the pool would not match")
         if dual_chunk:
             _refuse_dual_chunk(model)
         model.page_size = self.page_size
@@ -335,6 +340,9 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         bind_alloc_forwards()
         if dual_chunk:
             self._init_dual_chunk()
+        self._mla = mla
+        if mla:
+            self._init_mla()
         log.info("sglattn: %s runs %s for %s", name, self.selection.label, model.model_type or model.name)
 
     # ---------------------------------------------------------------- hybrid
@@ -486,6 +494,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._batch = self._fill(self._eager, forward_batch, kind)
         self._rows = self._batch.num_tokens
         self.backend.init_forward_metadata(self._batch)
+        if self._mla:
+            self._mla_plan(forward_batch, kind)
 
     # --------------------------------------------------------------- forward
     def _layer(self, layer: Any) -> Layer:
@@ -647,6 +657,164 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
     def _forward_decode_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
                                    save_kv_cache: bool = True, **kwargs: Any) -> Any:
         return self._forward_dual_chunk(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
+
+    # --------------------------------------------------------------------- MLA
+    def _init_mla(self) -> None:
+        """An MLA model (DeepSeek-V2/V3 shaped; sglang's use_mla_backend):
+        its forwards take sglang's two layers of each attention block.  The
+        absorbed layer (attn_mqa: one latent KV head, qk kv_lora_rank +
+        qk_rope_head_dim, v kv_lora_rank) runs on the MLATokenToKVPool's
+        kv_buffer as k_cache (v_cache NULL), with q_rope / k_rope passed
+        through where sglang splits them (the stack declares mla_rope_split)
+        or q and k whole.  The MHA prefill layer (attn_mha: qk_nope + rope /
+        v_head_dim per head, K/V as tensors, save_kv_cache False) of an
+        extend with no cached prefix runs as ragged attention.  They replace
+        forward_extend / forward_decode on this instance only, so the plain
+        path has no check for it."""
+        m = self.model
+        self._mla_dims = (int(m.kv_lora_rank), int(m.qk_rope_head_dim))
+        self._mla_cu: Any = None
+        self._mla_cu_cpu: Any = None
+        self._mla_no_prefix = False
+        setattr(self, "forward_extend", self._forward_extend_mla)
+        setattr(self, "forward_decode", self._forward_decode_mla)
+
+    def _mla_plan(self, fb: Any, kind: str) -> None:
+        """Per extend batch: whether any request has a cached prefix, and the
+        cu_seqlens of its new tokens (the MHA prefill layer's ragged call)."""
+        self._mla_cu = self._mla_cu_cpu = None
+        self._mla_no_prefix = False
+        if kind != "extend":
+            return
+        pre = fb.extend_prefix_lens_cpu
+        lens = fb.extend_seq_lens_cpu
+        if pre is None or lens is None:
+            return  # the MHA layer refuses a batch whose prefixes it cannot see
+        bs = int(fb.batch_size)
+        self._mla_no_prefix = all(int(x) == 0 for x in list(pre)[:bs])
+        cu = [0]
+        for n in list(lens)[:bs]:
+            cu.append(cu[-1] + int(n))
+        torch = self._torch
+        self._mla_cu_cpu = torch.tensor(cu, dtype=torch.int32)
+        self._mla_cu = self._mla_cu_cpu.to(self._dev)
+
+    def _mla_layer(self, layer: Any) -> Layer:
+        """The absorbed layer's Layer: the pool's kv_buffer as k_cache, no
+        v_cache (the value is the row's first kv_lora_rank columns)."""
+        lid = int(layer.layer_id)
+        R, P = self._mla_dims
+        if int(layer.tp_k_head_num) != 1 or int(layer.qk_head_dim) != R + P or int(layer.v_head_dim) != R:
+            raise NotImplementedError(
+                f"sglattn: MLA layer {lid}: {layer.tp_k_head_num} KV heads, qk_head_dim {layer.qk_head_dim}, "
+                f"v_head_dim {layer.v_head_dim}; expected the absorbed layer (1 latent head, qk {R + P} = "
+                f"kv_lora_rank {R} + qk_rope_head_dim {P}, v {R}) or the MHA prefill layer (save_kv_cache False)")
+        if layer.is_cross_attention or getattr(getattr(layer, "attn_type", None), "value", "decoder") != "decoder":
+            raise NotImplementedError(f"sglattn: MLA layer {lid}: only causal decoder attention is served")
+        cap = float(getattr(layer, "logit_cap", 0.0) or 0.0)
+        if cap > 0:
+            raise NotImplementedError(f"sglattn: MLA layer {lid} caps logits ({cap}); not served on MLA")
+        ks = getattr(layer, "k_scale_float", None)
+        L = self.backend.layer(lid, self.token_to_kv_pool.get_key_buffer(lid), None,
+                               num_q_heads=layer.tp_q_head_num, num_kv_heads=1, head_dim_qk=R + P, head_dim_v=R,
+                               sm_scale=layer.scaling, k_scale=1.0 if ks is None else float(ks))
+        L.cols = int(layer.tp_q_head_num) * R
+        self._layers[lid] = L
+        return L
+
+    def _forward_mla(self, q: Any, k: Any, v: Any, layer: Any, fb: Any, save_kv_cache: bool, decode: bool,
+                     kwargs: Dict[str, Any]) -> Any:
+        R, P = self._mla_dims
+        if (int(layer.tp_k_head_num), int(layer.qk_head_dim), int(layer.v_head_dim)) != (1, R + P, R):
+            return self._forward_mla_mha(q, k, v, layer, fb, save_kv_cache, decode, kwargs)
+        q_rope = kwargs.pop("q_rope", None)
+        k_rope = kwargs.pop("k_rope", None)
+        lid = int(layer.layer_id)
+        L = self._layers.get(lid)
+        if L is None:
+            L = self._mla_layer(layer)
+        if kwargs or self._bind_pending is not None or L.topk is not None:
+            L = self._prepare(L, layer, fb, kwargs)
+        if getattr(fb, "mha_return_lse", False):
+            raise NotImplementedError(_LSE.format(why="on MLA's absorbed layer (sglang asks it of the MHA prefill "
+                                                      "layer only)"))
+        H = int(layer.tp_q_head_num)
+        if (q_rope is None and k_rope is not None) or (q_rope is not None and k is not None and k_rope is None):
+            raise NotImplementedError(f"sglattn: MLA layer {lid}: q_rope without k_rope (or the reverse); expected "
+                                      f"both split, or q and k whole (kv_lora_rank + qk_rope_head_dim)")
+        if q_rope is not None:
+            if "mla_rope_split" not in self.backend.features:
+                raise NotImplementedError(f"sglattn: q_rope / k_rope (MLA's rope part split from the latent part): "
+                                          f"the stack {self.selection.label} does not declare mla_rope_split")
+            q = q.view(-1, H, R)
+            q_rope = q_rope.view(-1, H, P)
+            if k is not None:
+                k = k.view(-1, 1, R)
+                k_rope = k_rope.view(-1, 1, P)
+        else:
+            q = q.view(-1, H, R + P)
+            if k is not None:
+                k = k.view(-1, 1, R + P)
+        out = getattr(fb, "_attn_output", None)
+        if out is None:
+            out = self._torch.empty((self._rows, H, R), dtype=self.out_dtype, device=self._dev)
+        (self.backend.forward_decode if decode else self.backend.forward_extend)(
+            L, q, k if save_kv_cache else None, None, out.view(-1, H, R), save_kv_cache, q_rope=q_rope,
+            k_rope=k_rope if save_kv_cache else None)
+        return out.view(-1, H * R)
+
+    def _forward_mla_mha(self, q: Any, k: Any, v: Any, layer: Any, fb: Any, save_kv_cache: bool, decode: bool,
+                         kwargs: Dict[str, Any]) -> Any:
+        """sglang's MHA prefill layer of an MLA model (DeepSeek's forward_normal:
+        the latent row already saved by the model, K and V expanded per head
+        as tensors): causal attention over the new tokens of each request, as
+        a ragged call; only an extend with no cached prefix has all its keys
+        in those tensors."""
+        lid = int(layer.layer_id)
+        what = (f"sglattn: MLA layer {lid}'s MHA prefill call ({layer.tp_k_head_num} KV heads, qk {layer.qk_head_dim}"
+                f" / v {layer.v_head_dim}, K/V as tensors)")
+        R, P = self._mla_dims
+        if int(layer.tp_k_head_num) == 1:
+            raise NotImplementedError(
+                f"sglattn: MLA layer {lid}: 1 KV head, qk_head_dim {layer.qk_head_dim}, v_head_dim {layer.v_head_dim}; "
+                f"expected the absorbed layer (qk {R + P} = kv_lora_rank {R} + qk_rope_head_dim {P}, v {R}) or the "
+                f"MHA prefill layer (a K/V head per q head, save_kv_cache False)")
+        if decode or self._mla_cu is None or not self._mla_no_prefix:
+            raise NotImplementedError(f"{what} in a batch with a cached prefix or a decode: its prefix keys would "
+                                      f"need sglang's chunked-prefix-cache tensors; the absorbed layer serves it")
+        if save_kv_cache:
+            raise NotImplementedError(f"{what} with save_kv_cache: the pool holds the latent row, not per-head K/V")
+        for name, val in kwargs.items():
+            if val is not None and val is not False:
+                why = _REFUSED_KWARGS.get(name, "an argument this adapter does not know")
+                raise NotImplementedError(f"sglattn: {name} ({why}) on {what}")
+        if "ragged" not in self.backend.features:
+            raise NotImplementedError(f"{what}: the stack {self.selection.label} does not declare ragged")
+        H, Hk, Dqk, Dv = int(layer.tp_q_head_num), int(layer.tp_k_head_num), int(layer.qk_head_dim), \
+            int(layer.v_head_dim)
+        torch = self._torch
+        out = getattr(fb, "_attn_output", None)
+        if out is None:
+            out = torch.empty((self._rows, H, Dv), dtype=self.out_dtype, device=self._dev)
+        lse = None
+        if getattr(fb, "mha_return_lse", False):
+            if "lse" not in self.backend.features:
+                raise NotImplementedError(_LSE.format(
+                    why=f"the stack {self.selection.label} does not declare lse (SGL_ATTN_FEAT_LSE)"))
+            lse = torch.empty((self._rows, H), dtype=torch.float32, device=self._dev)
+        self.backend.forward_ragged(q.view(-1, H, Dqk), k.view(-1, Hk, Dqk), v.view(-1, Hk, Dv), out.view(-1, H, Dv),
+                                    self._mla_cu, self._mla_cu, causal=True, sm_scale=float(layer.scaling), lse=lse,
+                                    cu_seqlens_q_cpu=self._mla_cu_cpu, cu_seqlens_k_cpu=self._mla_cu_cpu)
+        flat = out.view(-1, H * Dv)
+        return (flat, lse) if lse is not None else flat
+
+    def _forward_extend_mla(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
+                            save_kv_cache: bool = True, **kwargs: Any) -> Any:
+        return self._forward_mla(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
+
+    def _forward_decode_mla(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
+                            save_kv_cache: bool = True, **kwargs: Any) -> Any:
+        return self._forward_mla(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
 
     # ---------------------------------------------------------------- graphs
     def _stream(self) -> Optional[int]:

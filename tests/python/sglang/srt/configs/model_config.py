@@ -21,7 +21,14 @@ class ModelConfig:
         self.head_dim = cfg.get("head_dim") or cfg["hidden_size"] // self.num_attention_heads
         self.num_hidden_layers = cfg["num_hidden_layers"]
         self.is_encoder_decoder = bool(cfg.get("is_encoder_decoder", False))
-        self.attention_arch = AttentionArch.MHA
+        # MLA (DeepSeek-V2/V3 shaped: kv_lora_rank in the config)
+        self.attention_arch = AttentionArch.MLA if cfg.get("kv_lora_rank") else AttentionArch.MHA
+        if self.attention_arch == AttentionArch.MLA:
+            self.kv_lora_rank = cfg["kv_lora_rank"]
+            self.qk_rope_head_dim = cfg["qk_rope_head_dim"]
+            self.qk_nope_head_dim = cfg.get("qk_nope_head_dim")
+            self.v_head_dim = cfg.get("v_head_dim")
+            self.head_dim = self.kv_lora_rank + self.qk_rope_head_dim
         self.dtype = dtype
 
     def get_num_kv_heads(self, tensor_parallel_size: int) -> int:

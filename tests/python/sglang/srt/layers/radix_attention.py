@@ -1,7 +1,8 @@
 """Mirrors python/sglang/srt/layers/radix_attention.py in sgl-project/sglang
 (commit 0088621): RadixAttention's constructor and attributes, and its
-forward's eager path (k and v viewed as [T, heads, dim], then the active
-backend's forward).  The piecewise-graph path is not modelled."""
+forward's eager path (k and v viewed as [T, heads, dim], or k alone as
+[T, heads, v_head_dim] when k_rope is passed, MLA's split form; then the
+active backend's forward).  The piecewise-graph path is not modelled."""
 from __future__ import annotations
 
 from enum import Enum
@@ -48,8 +49,11 @@ class RadixAttention:
     def forward(self, q, k, v, forward_batch, save_kv_cache: bool = True, **kwargs):
         if k is not None:
             assert v is not None
-            k = k.view(-1, self.tp_k_head_num, self.qk_head_dim)
-            v = v.view(-1, self.tp_v_head_num, self.v_head_dim)
+            if "k_rope" not in kwargs:
+                k = k.view(-1, self.tp_k_head_num, self.qk_head_dim)
+                v = v.view(-1, self.tp_v_head_num, self.v_head_dim)
+            else:  # MLA with the rope part split off: k is the latent part
+                k = k.view(-1, self.tp_k_head_num, self.v_head_dim)
         return get_attn_backend().forward(q, k, v, self, forward_batch, save_kv_cache, **kwargs)
 
     __call__ = forward

@@ -7,7 +7,8 @@ fp8 is stored as uint8 and viewed as float8 by the accessors.  MambaPool
 [layers, size + 1, HV, V, K], per-layer views from mamba2_layer_cache) and
 HybridReqToTokenPool (a request row's mamba slot, get_mamba_indices, and
 the layer id -> mamba layer map), as read 2026-12-04; the speculative
-intermediate caches are not modelled."""
+intermediate caches are not modelled.  MLATokenToKVPool (its class says
+what it holds)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -85,6 +86,47 @@ class MHATokenToKVPool(KVCache):
             cache_k, cache_v = cache_k.to(self.dtype), cache_v.to(self.dtype)
         self.k_buffer[i][loc] = cache_k.view(self.store_dtype) if self.store_dtype != self.dtype else cache_k
         self.v_buffer[i][loc] = cache_v.view(self.store_dtype) if self.store_dtype != self.dtype else cache_v
+
+
+class MLATokenToKVPool(KVCache):
+    """Mirrors MLATokenToKVPool in python/sglang/srt/mem_cache/memory_pool.py
+    (sgl-project/sglang, commit 000ccdb): one kv_buffer per layer,
+    [size + page_size, 1, kv_lora_rank + qk_rope_head_dim], the latent part
+    first; the value buffer is a view of its first kv_lora_rank columns;
+    set_mla_kv_buffer writes the two parts of a row side by side."""
+
+    def __init__(self, size: int, page_size: int, dtype: torch.dtype, kv_lora_rank: int, qk_rope_head_dim: int,
+                 layer_num: int, device: str, enable_memory_saver: bool = False, start_layer: Optional[int] = None,
+                 end_layer: Optional[int] = None) -> None:
+        super().__init__(size, page_size, dtype, layer_num, device, enable_memory_saver, start_layer, end_layer)
+        self.kv_lora_rank = kv_lora_rank
+        self.qk_rope_head_dim = qk_rope_head_dim
+        self.kv_cache_dim = kv_lora_rank + qk_rope_head_dim
+        self.kv_buffer = [torch.zeros((size + page_size, 1, self.kv_cache_dim), dtype=self.store_dtype, device=device)
+                          for _ in range(layer_num)]
+
+    def _view(self, t: torch.Tensor) -> torch.Tensor:
+        return t.view(self.dtype) if self.store_dtype != self.dtype else t
+
+    def get_key_buffer(self, layer_id: int) -> torch.Tensor:
+        return self._view(self.kv_buffer[layer_id - self.start_layer])
+
+    def get_value_buffer(self, layer_id: int) -> torch.Tensor:
+        return self._view(self.kv_buffer[layer_id - self.start_layer][..., :self.kv_lora_rank])
+
+    def get_kv_buffer(self, layer_id: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        return self.get_key_buffer(layer_id), self.get_value_buffer(layer_id)
+
+    def set_kv_buffer(self, layer: Any, loc: torch.Tensor, cache_k: torch.Tensor, cache_v: Any,
+                      k_scale: Any = None, v_scale: Any = None) -> None:
+        if cache_k.dtype != self.dtype:
+            cache_k = cache_k.to(self.dtype)
+        buf = self.kv_buffer[layer.layer_id - self.start_layer]
+        buf[loc] = cache_k.view(self.store_dtype) if self.store_dtype != self.dtype else cache_k
+
+    def set_mla_kv_buffer(self, layer: Any, loc: torch.Tensor, cache_k_nope: torch.Tensor,
+                          cache_k_rope: torch.Tensor) -> None:
+        self.set_kv_buffer(layer, loc, torch.cat([cache_k_nope, cache_k_rope], -1), None)
 
 
 class MambaPool:
