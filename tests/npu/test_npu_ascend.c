@@ -64,9 +64,7 @@ static void dump_log(void) {
 }
 
 static void probe0(sgl_attn_caps *c) {
-    memset(c, 0, sizeof *c);
-    c->struct_size = sizeof *c;
-    assert_int_equal(tp.p->probe(0, c), SGL_ATTN_OK);
+    assert_int_equal(tprobe(tp.p, 0, c), SGL_ATTN_OK);
 }
 
 /* ------------------------------------------------------------ no CANN */
@@ -90,17 +88,9 @@ static void test_runtime_missing(void **state) {
     assert_int_equal(rc, 100001);
     assert_null(p);
     assert_non_null(strstr(tp.p->device_ops->error_string(rc), "not loaded"));
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_F16;
+    sgl_attn_model m = tmodel(0, 0, 0, SGL_ATTN_DT_F16);
     char err[256] = "";
-    sgl_attn_create_args ca;
-    memset(&ca, 0, sizeof ca);
-    ca.struct_size = sizeof ca;
-    ca.model = &m;
-    ca.error = err;
-    ca.error_size = sizeof err;
+    sgl_attn_create_args ca = tcreate_args(&m, 0, 0, 0, err, sizeof err);
     sgl_attn_backend *be = NULL;
     assert_int_equal(tp.p->create(&ca, &be), SGL_ATTN_E_DEVICE);
     assert_null(be);
@@ -395,14 +385,7 @@ static void test_refusals(void **state) {
     assert_int_equal(r.stage, 1);
     assert_int_equal(r.rc, SGL_ATTN_E_UNSUPPORTED);
 
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = 8;
-    m.num_kv_heads = 2;
-    m.head_dim_qk = m.head_dim_v = 128;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16;
-    m.sliding_window = -1;
+    sgl_attn_model m = tmodel(8, 2, 128, SGL_ATTN_DT_BF16);
     char why[256];
     assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
     m.head_dim_qk = 192;
@@ -420,22 +403,8 @@ static void test_refusals(void **state) {
  * create from create_args.host (the environment overriding it), never from
  * what an earlier negotiation or create saw. */
 static int create_ws(const char *opt, const char *env, char *err, size_t n) {
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = 8;
-    m.num_kv_heads = 2;
-    m.head_dim_qk = m.head_dim_v = 128;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_F16;
-    sgl_attn_create_args ca;
-    memset(&ca, 0, sizeof ca);
-    ca.struct_size = sizeof ca;
-    ca.model = &m;
-    ca.max_reqs = 2;
-    ca.max_tokens = 8;
-    ca.max_context = 256;
-    ca.error = err;
-    ca.error_size = n;
+    sgl_attn_model m = tmodel(8, 2, 128, SGL_ATTN_DT_F16);
+    sgl_attn_create_args ca = tcreate_args(&m, 2, 8, 256, err, n);
     ca.host = tplugin_host;
     tp.opt_vals[0] = opt;
     if (env) setenv("SGL_ATTN_NPU_WORKSPACE_MB", env, 1);
