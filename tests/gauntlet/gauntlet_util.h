@@ -44,8 +44,11 @@ void gu_expect(sgl_attn_host *h, const char *file, int status, const char *fragm
  * runs a forward that doubles random data. */
 void gu_good_works(sgl_attn_host *h);
 
-/* Run fn(arg) in a child that dropped root for nobody; its stdout comes back
- * in out.  Returns the child's wait status. */
+/* Run fn(arg) in a forked child (that, with as_nobody, dropped root for
+ * nobody), dying of its own signals; its stdout comes back in out.  Returns
+ * the child's wait status. */
+int gu_in_child(void (*fn)(void *), void *arg, int as_nobody, char *out, size_t out_size);
+/* gu_in_child as nobody. */
 int gu_as_nobody(void (*fn)(void *), void *arg, char *out, size_t out_size);
 int gu_is_root(void);
 
