@@ -214,6 +214,21 @@ void gu_good_works(sgl_attn_host *h) {
     fx_free(&f);
 }
 
+void *gu_state_new(void **state, size_t size) {
+    char *s = calloc(1, size);
+    assert_non_null(s);
+    *state = s;
+    gu_mkdtemp(s, GU_DIR_MAX);
+    return s;
+}
+
+void gu_state_free(void **state) {
+    char *s = *state;
+    if (!s) return;
+    gu_rmtree(s);
+    free(s);
+}
+
 int gu_is_root(void) {
     return geteuid() == 0;
 }

@@ -25,22 +25,16 @@
 #include "gauntlet_util.h"
 
 typedef struct fs_state {
-    char root[512];
+    char root[GU_DIR_MAX]; /* first: gu_state_new */
 } fs_state;
 
 static int setup(void **state) {
-    fs_state *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    *state = s; /* first, so teardown cleans up after a failure below */
-    gu_mkdtemp(s->root, sizeof s->root);
+    gu_state_new(state, sizeof(fs_state));
     return 0;
 }
 
 static int teardown(void **state) {
-    fs_state *s = *state;
-    if (!s) return 0; /* setup failed before making it */
-    gu_rmtree(s->root);
-    free(s);
+    gu_state_free(state);
     return 0;
 }
 
