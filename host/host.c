@@ -60,8 +60,7 @@ static void drop_module(sgl_attn_host *h, plugin_entry *e) {
     memset(&e->desc, 0, sizeof e->desc); /* its pointers die with the module */
 }
 
-/* Probed devices in e->caps: usable when one is available. */
-static void status_from_caps(plugin_entry *e) {
+void host_status_from_caps(plugin_entry *e) {
     sgl_attn_plugin_info *in = &e->info;
     in->n_devices = e->n_caps;
     in->status = SGL_ATTN_PLUGIN_UNAVAILABLE;
@@ -133,7 +132,7 @@ static void admit(sgl_attn_host *h, plugin_entry *e, sgl_attn_plugin_entry_fn en
         drop_module(h, e);
         return;
     }
-    status_from_caps(e);
+    host_status_from_caps(e);
 }
 
 /* What can be decided without running any of the file's code: unreadable,
@@ -240,7 +239,7 @@ static void admit_contacted(sgl_attn_host *h, plugin_entry *e, const plugin_file
     e->caps = c->caps;
     e->n_caps = c->n_caps;
     c->caps = NULL;
-    status_from_caps(e);
+    host_status_from_caps(e);
 }
 
 /* Isolation: what needs no plugin code is decided here, the ELF checks

@@ -256,6 +256,9 @@ extern const embedded_plugin sgl_attn_embedded_plugins[];
 extern const size_t sgl_attn_embedded_plugin_count;
 
 void host_release(sgl_attn_host *h); /* drop one `live` ref; frees after close */
+/* e->info's device count, status and reason from e->caps (the probe's or the
+ * caps file's): usable when one device is available. */
+void host_status_from_caps(plugin_entry *e);
 
 /* The whole reason of a plugin: an unavailable one's is device 0's (admit),
  * which may be longer than info.reason; the host's own reasons fit it. */
