@@ -67,20 +67,23 @@ static void probe0(sgl_attn_caps *c) {
     assert_int_equal(tprobe(tp.p, 0, c), SGL_ATTN_OK);
 }
 
+/* Device 0 probes as unavailable, its reason holding `want`. */
+static void probe_unavailable(sgl_attn_caps *c, const char *want) {
+    probe0(c);
+    assert_int_equal(c->available, 0);
+    assert_non_null(strstr(c->reason, want));
+}
+
 /* ------------------------------------------------------------ no CANN */
 
 static void test_runtime_missing(void **state) {
     (void)state;
     sgl_attn_caps c;
     setenv("SGL_ATTN_ASCEND_LIB_DIR", "/nonexistent/cann/lib64", 1);
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "libascendcl.so not found"));
+    probe_unavailable(&c, "libascendcl.so not found");
     assert_non_null(strstr(c.reason, "No such file"));
     unsetenv("SGL_ATTN_ASCEND_LIB_DIR");
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "libascendcl.so not found: libascendcl.so: cannot open shared object file"));
+    probe_unavailable(&c, "libascendcl.so not found: libascendcl.so: cannot open shared object file");
     assert_non_null(strstr(c.reason, "set SGL_ATTN_ASCEND_LIB_DIR"));
     /* Device ops and create answer too, without crashing. */
     void *p = NULL;
@@ -104,9 +107,7 @@ static void test_acl_init_error(void **state) {
     use_fake();
     setenv("FAKE_ACL_INIT_ERROR", "507033", 1);
     sgl_attn_caps c;
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "aclInit -> 507033"));
+    probe_unavailable(&c, "aclInit -> 507033");
     assert_non_null(strstr(c.reason, "fake driver not started")); /* aclGetRecentErrMsg's words */
     unsetenv("FAKE_ACL_INIT_ERROR");
 }
@@ -116,14 +117,10 @@ static void test_no_device_and_wrong_soc(void **state) {
     use_fake();
     setenv("FAKE_ACL_DEVICE_COUNT", "0", 1);
     sgl_attn_caps c;
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "no Ascend device: aclrtGetDeviceCount -> count 0"));
+    probe_unavailable(&c, "no Ascend device: aclrtGetDeviceCount -> count 0");
     setenv("FAKE_ACL_DEVICE_COUNT", "1", 1);
     setenv("FAKE_ACL_SOC", "Ascend310P3", 1);
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "Ascend310P3"));
+    probe_unavailable(&c, "Ascend310P3");
     assert_string_equal(c.arch_name, "Ascend310P3");
     use_fake();
 }
