@@ -375,7 +375,7 @@ int caps_file_apply(sgl_attn_host *h, const char *path, char *err, size_t err_si
         free(e->caps);
         e->caps = v;
         e->n_caps = n;
-        host_status_from_caps(e);
+        probe_set_status(&e->info, e->caps, e->n_caps);
     }
     /* What ran there and is not here cannot be a candidate: say so. */
     for (const cJSON *e = plugins->child; e; e = e->next) {

@@ -164,6 +164,10 @@ int probe_run(const sgl_attn_plugin *d, sgl_attn_caps **caps, uint32_t *n_caps, 
 int probe_check_caps(sgl_attn_caps **caps, uint32_t *n_caps, char *why, size_t why_size);
 /* probe_run, then probe_check_caps. */
 int probe_plugin(const sgl_attn_plugin *d, sgl_attn_caps **caps, uint32_t *n_caps, char *why, size_t why_size);
+/* A plugin's device count, status and reason from its devices' caps (the
+ * probe's or a caps file's): usable when one is available, else device 0's
+ * reason. */
+void probe_set_status(sgl_attn_plugin_info *in, const sgl_attn_caps *caps, uint32_t n_caps);
 
 /* -------------------------------------------------------------- isolate.c */
 
@@ -256,9 +260,6 @@ extern const embedded_plugin sgl_attn_embedded_plugins[];
 extern const size_t sgl_attn_embedded_plugin_count;
 
 void host_release(sgl_attn_host *h); /* drop one `live` ref; frees after close */
-/* e->info's device count, status and reason from e->caps (the probe's or the
- * caps file's): usable when one device is available. */
-void host_status_from_caps(plugin_entry *e);
 
 /* The whole reason of a plugin: an unavailable one's is device 0's (admit),
  * which may be longer than info.reason; the host's own reasons fit it. */
