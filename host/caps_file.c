@@ -308,19 +308,6 @@ static int caps_of(reader *r, const cJSON *plugins, const char *name, sgl_attn_c
     return SGL_ATTN_OK;
 }
 
-static void set_status(plugin_entry *e) {
-    sgl_attn_plugin_info *in = &e->info;
-    in->n_devices = e->n_caps;
-    in->status = SGL_ATTN_PLUGIN_UNAVAILABLE;
-    for (uint32_t d = 0; d < e->n_caps; d++)
-        if (e->caps[d].available) in->status = SGL_ATTN_PLUGIN_USABLE;
-    if (in->status == SGL_ATTN_PLUGIN_UNAVAILABLE)
-        str_copy(in->reason, sizeof in->reason,
-                 e->caps[0].reason[0] ? e->caps[0].reason : "the probe found no available device");
-    else
-        in->reason[0] = 0;
-}
-
 int caps_file_apply(sgl_attn_host *h, const char *path, char *err, size_t err_size) {
     char *text = NULL;
     size_t len = 0;
@@ -388,7 +375,7 @@ int caps_file_apply(sgl_attn_host *h, const char *path, char *err, size_t err_si
         free(e->caps);
         e->caps = v;
         e->n_caps = n;
-        set_status(e);
+        probe_set_status(&e->info, e->caps, e->n_caps);
     }
     /* What ran there and is not here cannot be a candidate: say so. */
     for (const cJSON *e = plugins->child; e; e = e->next) {

@@ -60,20 +60,6 @@ static void drop_module(sgl_attn_host *h, plugin_entry *e) {
     memset(&e->desc, 0, sizeof e->desc); /* its pointers die with the module */
 }
 
-/* Probed devices in e->caps: usable when one is available. */
-static void status_from_caps(plugin_entry *e) {
-    sgl_attn_plugin_info *in = &e->info;
-    in->n_devices = e->n_caps;
-    in->status = SGL_ATTN_PLUGIN_UNAVAILABLE;
-    for (uint32_t d = 0; d < e->n_caps; d++)
-        if (e->caps[d].available) in->status = SGL_ATTN_PLUGIN_USABLE;
-    if (in->status == SGL_ATTN_PLUGIN_UNAVAILABLE)
-        str_copy(in->reason, sizeof in->reason,
-                 e->caps[0].reason[0] ? e->caps[0].reason : "the probe found no available device");
-    else
-        in->reason[0] = 0;
-}
-
 /* An earlier plugin owns the name, or the conf disables it: 1 with the
  * status and reason set. */
 static int shadowed_or_disabled(sgl_attn_host *h, plugin_entry *e) {
@@ -133,7 +119,7 @@ static void admit(sgl_attn_host *h, plugin_entry *e, sgl_attn_plugin_entry_fn en
         drop_module(h, e);
         return;
     }
-    status_from_caps(e);
+    probe_set_status(&e->info, e->caps, e->n_caps);
 }
 
 /* What can be decided without running any of the file's code: unreadable,
@@ -240,7 +226,7 @@ static void admit_contacted(sgl_attn_host *h, plugin_entry *e, const plugin_file
     e->caps = c->caps;
     e->n_caps = c->n_caps;
     c->caps = NULL;
-    status_from_caps(e);
+    probe_set_status(&e->info, e->caps, e->n_caps);
 }
 
 /* Isolation: what needs no plugin code is decided here, the ELF checks

@@ -164,6 +164,10 @@ int probe_run(const sgl_attn_plugin *d, sgl_attn_caps **caps, uint32_t *n_caps, 
 int probe_check_caps(sgl_attn_caps **caps, uint32_t *n_caps, char *why, size_t why_size);
 /* probe_run, then probe_check_caps. */
 int probe_plugin(const sgl_attn_plugin *d, sgl_attn_caps **caps, uint32_t *n_caps, char *why, size_t why_size);
+/* A plugin's device count, status and reason from its devices' caps (the
+ * probe's or a caps file's): usable when one is available, else device 0's
+ * reason. */
+void probe_set_status(sgl_attn_plugin_info *in, const sgl_attn_caps *caps, uint32_t n_caps);
 
 /* -------------------------------------------------------------- isolate.c */
 

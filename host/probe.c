@@ -73,3 +73,15 @@ int probe_check_caps(sgl_attn_caps **caps, uint32_t *n_caps, char *why, size_t w
     }
     return SGL_ATTN_OK;
 }
+
+void probe_set_status(sgl_attn_plugin_info *in, const sgl_attn_caps *caps, uint32_t n_caps) {
+    in->n_devices = n_caps;
+    in->status = SGL_ATTN_PLUGIN_UNAVAILABLE;
+    for (uint32_t d = 0; d < n_caps; d++)
+        if (caps[d].available) in->status = SGL_ATTN_PLUGIN_USABLE;
+    if (in->status == SGL_ATTN_PLUGIN_UNAVAILABLE)
+        str_copy(in->reason, sizeof in->reason,
+                 caps[0].reason[0] ? caps[0].reason : "the probe found no available device");
+    else
+        in->reason[0] = 0;
+}

@@ -19,6 +19,7 @@
  * and the compute, templated over the precision (hyb_tmpl.h):
  *   conv1d.c, delta_rule.c, declin.c   the numeric cores
  *   drive.c        the per-request / per-(request, head) driver of the cores
+ *   delta_layer.c  the layer gdn and kda share (mixed q/k/v, gates, delta rule)
  *   gdn.c kda.c mamba2.c short_conv.c lightning.c minimax_sparse.c   one per kind
  * Each templated file is compiled twice: HYB_F64 undefined gives float and
  * names ending _f32 (the fast path), defined gives double and _f64 (the

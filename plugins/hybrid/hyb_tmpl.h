@@ -92,4 +92,10 @@ void FN(hyb_conv_state_end)(hyb_call *c, int64_t r, const real_t *st);
 /* Conv weight [conv_dim][W] and bias [conv_dim] (zeros when NULL) into par. */
 void FN(hyb_load_conv)(const sgl_attn_linear_io *io, const hyb_dims *d, real_t *par);
 
+/* ------------------------------------------------------ delta_layer.c */
+
+/* The gdn / kda layer: conv1d + SiLU over mixed q/k/v, then the gated delta
+ * rule, with one log-decay per head or (g_per_channel) per key channel. */
+int FN(hyb_delta_layer_forward)(hyb_call *c, int g_per_channel);
+
 #endif

@@ -6,7 +6,7 @@
 HYB_DIR := plugins/hybrid
 HYB_KINDS := gdn kda mamba2 short_conv lightning minimax_sparse
 HYB_COMMON := wrapper create plan state_pool state_ops check_io tensor_io error workers probe
-HYB_CORES := conv1d delta_rule declin drive
+HYB_CORES := conv1d delta_rule delta_layer declin drive
 
 CFLAGS_plugins_hybrid_ := -O3 -ffp-contract=fast
 

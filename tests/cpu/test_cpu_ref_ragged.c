@@ -254,25 +254,40 @@ static void test_lse_merge_equals_whole(void **state) {
     rg_free(&whole), rg_free(&pre), rg_free(&self);
 }
 
-/* A ragged call between init_forward_metadata and the paged forward leaves the plan as it was. */
-static void test_plan_survives_ragged(void **state) {
-    (void)state;
+/* Three ragged requests (q 5 / 3 / 2 tokens over k 9 / 3 / 40), 4 heads,
+ * qk 192 / v 128, causal, f32, drawn from `seed`. */
+static void ragged_three(rg *g, uint64_t seed) {
+    memset(g, 0, sizeof *g);
+    g->bs = 3, g->hq = 4, g->hkv = 4, g->dqk = 192, g->dv = 128, g->causal = 1, g->dt = SGL_ATTN_DT_F32;
+    g->lq[0] = 5, g->lk[0] = 9, g->lq[1] = 3, g->lk[1] = 3, g->lq[2] = 2, g->lk[2] = 40;
+    rg_build(g, seed);
+}
+
+/* A paged extend of two requests (50 tokens after a 20-token prefix, 33
+ * new) with the same heads, layer attention `attn_type`, data from seeds
+ * s1 / s2, on a new cpu_ref backend whose init_forward_metadata has run. */
+static sgl_attn_backend *paged_two(tc_run *r, uint64_t s1, uint64_t s2, int32_t attn_type) {
     tc_spec s;
     memset(&s, 0, sizeof s);
     s.mode = SGL_ATTN_MODE_EXTEND, s.bs = 2, s.hq = 4, s.hkv = 4, s.dqk = 192, s.dv = 128, s.page = 16;
     s.window = -1, s.dt = s.kv_dt = SGL_ATTN_DT_F32, s.save = 1;
     s.seq[0] = 50, s.prefix[0] = 20, s.seq[1] = 33, s.prefix[1] = 0;
-    tc_run r;
-    tc_build(&r, &s, 3, 4);
+    tc_build(r, &s, s1, s2);
+    r->layer.attn_type = attn_type;
     char err[256];
-    sgl_attn_backend *b = tc_create(&r, err, sizeof err);
+    sgl_attn_backend *b = tc_create(r, err, sizeof err);
     assert_non_null(b);
-    assert_int_equal(b->ops->init_forward_metadata(b, &r.batch), SGL_ATTN_OK);
+    assert_int_equal(b->ops->init_forward_metadata(b, &r->batch), SGL_ATTN_OK);
+    return b;
+}
+
+/* A ragged call between init_forward_metadata and the paged forward leaves the plan as it was. */
+static void test_plan_survives_ragged(void **state) {
+    (void)state;
+    tc_run r;
+    sgl_attn_backend *b = paged_two(&r, 3, 4, SGL_ATTN_TYPE_CAUSAL);
     rg g;
-    memset(&g, 0, sizeof g);
-    g.bs = 3, g.hq = 4, g.hkv = 4, g.dqk = 192, g.dv = 128, g.causal = 1, g.dt = SGL_ATTN_DT_F32;
-    g.lq[0] = 5, g.lk[0] = 9, g.lq[1] = 3, g.lk[1] = 3, g.lq[2] = 2, g.lk[2] = 40;
-    rg_build(&g, 11);
+    ragged_three(&g, 11);
     assert_int_equal(b->ops->forward_ragged(b, &g.a), SGL_ATTN_OK);
     assert_int_equal(b->ops->forward_extend(b, &r.args), SGL_ATTN_OK);
     double *ref = malloc(sizeof(double) * tc_out_count(&r));
@@ -289,24 +304,11 @@ static void test_plan_survives_ragged(void **state) {
  * its own tensors: nothing of that layer's job carries over. */
 static void test_ragged_after_engine_layer(void **state) {
     (void)state;
-    tc_spec s;
-    memset(&s, 0, sizeof s);
-    s.mode = SGL_ATTN_MODE_EXTEND, s.bs = 2, s.hq = 4, s.hkv = 4, s.dqk = 192, s.dv = 128, s.page = 16;
-    s.window = -1, s.dt = s.kv_dt = SGL_ATTN_DT_F32, s.save = 1;
-    s.seq[0] = 50, s.prefix[0] = 20, s.seq[1] = 33, s.prefix[1] = 0;
     tc_run r;
-    tc_build(&r, &s, 5, 6);
-    r.layer.attn_type = SGL_ATTN_TYPE_BIDIRECTIONAL;
-    char err[256];
-    sgl_attn_backend *b = tc_create(&r, err, sizeof err);
-    assert_non_null(b);
-    assert_int_equal(b->ops->init_forward_metadata(b, &r.batch), SGL_ATTN_OK);
+    sgl_attn_backend *b = paged_two(&r, 5, 6, SGL_ATTN_TYPE_BIDIRECTIONAL);
     assert_int_equal(b->ops->forward_extend(b, &r.args), SGL_ATTN_OK);
     rg g;
-    memset(&g, 0, sizeof g);
-    g.bs = 3, g.hq = 4, g.hkv = 4, g.dqk = 192, g.dv = 128, g.causal = 1, g.dt = SGL_ATTN_DT_F32;
-    g.lq[0] = 5, g.lk[0] = 9, g.lq[1] = 3, g.lk[1] = 3, g.lq[2] = 2, g.lk[2] = 40;
-    rg_build(&g, 12);
+    ragged_three(&g, 12);
     assert_int_equal(b->ops->forward_ragged(b, &g.a), SGL_ATTN_OK);
     double *ref = malloc(sizeof(double) * (size_t)(g.Tq * g.hq * g.dv)), *lref = malloc(sizeof(double) * (size_t)(g.Tq * g.hq));
     rg_ref(&g, ref, lref);
@@ -329,10 +331,7 @@ static void expect(sgl_attn_backend *b, const rg *g, int status, const char *tex
 static void test_bad_inputs(void **state) {
     (void)state;
     rg g;
-    memset(&g, 0, sizeof g);
-    g.bs = 3, g.hq = 4, g.hkv = 4, g.dqk = 192, g.dv = 128, g.causal = 1, g.dt = SGL_ATTN_DT_F32;
-    g.lq[0] = 5, g.lk[0] = 9, g.lq[1] = 3, g.lk[1] = 3, g.lq[2] = 2, g.lk[2] = 40;
-    rg_build(&g, 12);
+    ragged_three(&g, 12);
     sgl_attn_backend *b = create(4, 4, 192, 128, SGL_ATTN_DT_F32, 4, 256);
     assert_int_equal(b->ops->forward_ragged(b, &g.a), SGL_ATTN_OK);
     g.cq[2] = 2; /* 0, 5, 2, 10: not monotone */

@@ -11,7 +11,7 @@ $(CUDA_TEST_PLAN): $(OBJDIR)/tests/cuda/test_cuda_attn_plan.o $(CUDA_ATTN_PURE_O
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -lm
 # Relative to the repo root (where make and bench/gpu/*.sh run), so a tree built
 # in one clone also runs from another copy.
-CFLAGS_tests_cuda_ := -Iplugins/cuda/mha -DCUDA_ATTN_SO='"$(PLUGDIR)/cuda_attn.so"'
+CFLAGS_tests_cuda_ := -Iplugins/cuda/mha -Itests/xpu -DCUDA_ATTN_SO='"$(PLUGDIR)/cuda_attn.so"'
 TESTS += $(CUDA_TEST_PLAN)
 CUDA_TESTS := $(CUDA_TEST_PLAN)
 
@@ -19,7 +19,7 @@ ifeq ($(HAVE_CUDA),1)
 CFLAGS_tests_cuda_ += $(CUDA_CFLAGS)
 CUDA_TEST_LOAD := $(TESTDIR)/test_cuda_attn_load
 CUDA_TEST_GRAPH := $(TESTDIR)/test_cuda_graph
-$(CUDA_TEST_LOAD): $(OBJDIR)/tests/cuda/test_cuda_attn_load.o | $(CUDA_ATTN_SO)
+$(CUDA_TEST_LOAD): $(OBJDIR)/tests/cuda/test_cuda_attn_load.o $(OBJDIR)/tests/xpu/plugin_harness.o | $(CUDA_ATTN_SO)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -ldl
 $(CUDA_TEST_GRAPH): $(OBJDIR)/tests/cuda/test_cuda_graph.o | $(CUDA_ATTN_SO)

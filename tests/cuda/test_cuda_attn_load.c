@@ -13,77 +13,49 @@
 
 #include <cmocka.h>
 
-#include "sgl_attn_abi.h"
+#include "plugin_harness.h"
 
-static void *handle;
-static const sgl_attn_plugin *plugin;
-
-static const char *no_option(void *ctx, const char *p, const char *k) {
-    (void)ctx, (void)p, (void)k;
-    return NULL;
-}
-
-/* A host whose conf sets plugin_options.cuda_attn.kernel = g_kernel. */
-static const char *g_kernel;
-static const char *kernel_option(void *ctx, const char *p, const char *k) {
-    (void)ctx;
-    return p && k && !strcmp(p, "cuda_attn") && !strcmp(k, "kernel") ? g_kernel : NULL;
-}
+/* cuda_attn.so, with options the test sets in tp.opt_* (plugin_options.cuda_attn). */
+static tplugin tp;
 
 static int setup(void **state) {
     (void)state;
-    handle = dlopen(CUDA_ATTN_SO, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        fprintf(stderr, "dlopen %s: %s\n", CUDA_ATTN_SO, dlerror());
+    char err[512];
+    if (tplugin_open(&tp, CUDA_ATTN_SO, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
         return -1;
     }
-    sgl_attn_plugin_entry_fn entry = (sgl_attn_plugin_entry_fn)dlsym(handle, SGL_ATTN_PLUGIN_ENTRY_SYMBOL);
-    if (!entry) return -1;
-    static sgl_attn_host_api api;
-    memset(&api, 0, sizeof api);
-    api.struct_size = sizeof api;
-    api.abi_major = SGL_ATTN_ABI_MAJOR;
-    api.abi_minor_max = SGL_ATTN_ABI_MINOR;
-    api.host_version = "test";
-    api.get_option = no_option;
-    sgl_attn_plugin_answer ans;
-    memset(&ans, 0, sizeof ans);
-    ans.struct_size = sizeof ans;
-    if (entry(&api, &ans) != SGL_ATTN_OK) return -1;
-    plugin = ans.plugin;
-    return plugin ? 0 : -1;
+    return 0;
 }
 
 static int teardown(void **state) {
     (void)state;
-    if (handle) dlclose(handle);
+    tplugin_close(&tp);
     return 0;
 }
 
 static void test_descriptor(void **state) {
     (void)state;
-    assert_string_equal(plugin->name, "cuda_attn");
-    assert_int_equal(plugin->platform, SGL_ATTN_PLATFORM_CUDA);
-    assert_int_equal(plugin->role, SGL_ATTN_ROLE_FULL);
+    assert_string_equal(tp.p->name, "cuda_attn");
+    assert_int_equal(tp.p->platform, SGL_ATTN_PLATFORM_CUDA);
+    assert_int_equal(tp.p->role, SGL_ATTN_ROLE_FULL);
     const char *want[] = {"fa3", "flashinfer", "triton", "trtllm_mha"};
     for (int i = 0; i < 4; i++) {
         int found = 0;
-        for (const char *const *a = plugin->aliases; *a; a++) found |= !strcmp(*a, want[i]);
+        for (const char *const *a = tp.p->aliases; *a; a++) found |= !strcmp(*a, want[i]);
         assert_true(found);
     }
-    assert_non_null(plugin->device_ops);
-    assert_non_null(plugin->device_ops->error_string(2));
+    assert_non_null(tp.p->device_ops);
+    assert_non_null(tp.p->device_ops->error_string(2));
     /* only the entry point is exported: the static cudart stays inside */
-    assert_null(dlsym(handle, "cudaGetDeviceCount"));
-    assert_null(dlsym(handle, "ca_backend_create"));
+    assert_null(dlsym(tp.so, "cudaGetDeviceCount"));
+    assert_null(dlsym(tp.so, "ca_backend_create"));
 }
 
 static void test_probe(void **state) {
     (void)state;
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    assert_int_equal(plugin->probe(0, &c), SGL_ATTN_OK);
+    assert_int_equal(tprobe(tp.p, 0, &c), SGL_ATTN_OK);
     assert_int_equal(c.arch_min_major, 8);
     assert_int_equal(c.arch_min_minor, 0);
     assert_true(c.attn_kinds & SGL_ATTN_KIND_GQA);
@@ -113,58 +85,40 @@ static void test_probe(void **state) {
         assert_true(c.score <= 0);
     }
     sgl_attn_caps c2 = c;
-    assert_int_equal(plugin->probe(4096, &c2), SGL_ATTN_E_NOT_FOUND);
+    assert_int_equal(tp.p->probe(4096, &c2), SGL_ATTN_E_NOT_FOUND);
 }
 
 static sgl_attn_model model(void) {
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = 16;
-    m.num_kv_heads = 4;
-    m.head_dim_qk = m.head_dim_v = 128;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_F16;
-    m.sliding_window = -1;
-    return m;
+    return tmodel(16, 4, 128, SGL_ATTN_DT_F16);
 }
 
 static void test_create_refusals(void **state) {
     (void)state;
     char err[512];
     sgl_attn_model m = model();
-    sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.model = &m;
-    a.max_reqs = 4;
-    a.max_tokens = 64;
-    a.max_context = 256;
-    a.error = err;
-    a.error_size = sizeof err;
+    sgl_attn_create_args a = tcreate_args(&m, 4, 64, 256, err, sizeof err);
     sgl_attn_backend *b = (sgl_attn_backend *)0x1;
     m.head_dim_qk = m.head_dim_v = 80;
-    assert_int_equal(plugin->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
+    assert_int_equal(tp.p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
     assert_null(b);
     assert_non_null(strstr(err, "head dim 80"));
     m = model();
     m.is_mla = 1;
-    assert_int_equal(plugin->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
+    assert_int_equal(tp.p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
     char why[256];
-    assert_int_equal(plugin->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
+    assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_E_UNSUPPORTED);
     m = model();
-    assert_int_equal(plugin->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
+    assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    plugin->probe(0, &c);
+    tprobe(tp.p, 0, &c);
     if (!c.available) {
-        int rc = plugin->create(&a, &b);
+        int rc = tp.p->create(&a, &b);
         assert_true(rc == SGL_ATTN_E_DEVICE || rc == SGL_ATTN_E_NOT_FOUND);
         assert_null(b);
         printf("create with no device: %s\n", err);
         assert_non_null(strstr(err, "CUDA"));
     } else {
-        assert_int_equal(plugin->create(&a, &b), SGL_ATTN_OK);
+        assert_int_equal(tp.p->create(&a, &b), SGL_ATTN_OK);
         b->ops->destroy(b);
     }
 }
@@ -175,28 +129,15 @@ static void test_create_option(void **state) {
     (void)state;
     char err[512];
     sgl_attn_model m = model();
-    sgl_attn_host_api h;
-    memset(&h, 0, sizeof h);
-    h.struct_size = sizeof h;
-    h.abi_major = SGL_ATTN_ABI_MAJOR;
-    h.abi_minor_max = SGL_ATTN_ABI_MINOR;
-    h.get_option = kernel_option;
-    sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.model = &m;
-    a.max_reqs = 4;
-    a.max_tokens = 64;
-    a.max_context = 256;
-    a.error = err;
-    a.error_size = sizeof err;
-    a.host = &h;
+    tp.opt_keys[0] = "kernel";
+    sgl_attn_create_args a = tcreate_args(&m, 4, 64, 256, err, sizeof err);
+    a.host = &tp.create_host;
     const char *bad[] = {"fast", "simple", "wgmma"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         sgl_attn_backend *b = (sgl_attn_backend *)0x1;
-        g_kernel = bad[i];
+        tp.opt_vals[0] = bad[i];
         err[0] = 0;
-        assert_int_equal(plugin->create(&a, &b), SGL_ATTN_E_INVALID);
+        assert_int_equal(tp.p->create(&a, &b), SGL_ATTN_E_INVALID);
         assert_null(b);
         assert_non_null(strstr(err, "cuda_attn.kernel"));
         assert_non_null(strstr(err, bad[i]));
@@ -204,15 +145,13 @@ static void test_create_option(void **state) {
     }
     /* accepted values get past the option: with no device, to the device's refusal */
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    plugin->probe(0, &c);
+    tprobe(tp.p, 0, &c);
     const char *good[] = {"auto", "mma", "portable"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         sgl_attn_backend *b = NULL;
-        g_kernel = good[i];
+        tp.opt_vals[0] = good[i];
         err[0] = 0;
-        const int rc = plugin->create(&a, &b);
+        const int rc = tp.p->create(&a, &b);
         if (!c.available) {
             assert_true(rc == SGL_ATTN_E_DEVICE || rc == SGL_ATTN_E_NOT_FOUND);
             assert_null(strstr(err, "cuda_attn.kernel"));

@@ -174,6 +174,19 @@ static void dindex(dt *x, int ndim, const int64_t *shape, const int64_t *v, int 
 
 static int contains(const char *s, const char *sub) { return s && sub && strstr(s, sub) != NULL; }
 
+/* After a call that met a bad index: the next metadata call fails naming
+ * `name` and the value (`wantv`, "= <value>"), and the one after succeeds
+ * (the fault is reported once).  `label` says which case in a failure. */
+static void reported_once(sgl_attn_backend *be, const sgl_attn_batch *bt, const char *name, const char *wantv,
+                          const char *label) {
+    int rc = be->ops->init_forward_metadata(be, bt);
+    const char *msg = be->ops->last_error(be);
+    CHECK(rc == SGL_ATTN_E_INVALID && contains(msg, name) && contains(msg, wantv),
+          "%s: the next call: rc %d '%s' (want %s ... %s)", label, rc, msg, name, wantv);
+    rc = be->ops->init_forward_metadata(be, bt);
+    CHECK(rc == SGL_ATTN_OK, "%s: reported once, then clear: rc %d '%s'", label, rc, be->ops->last_error(be));
+}
+
 /* One cuda_attn case in one mode on backend be. */
 static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaStream_t st) {
     const int64_t rows[BS] = {1, 3}, seq[BS] = {20, 33}, ext[BS] = {3, 5};
@@ -306,14 +319,9 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     else bt.req_to_token = &gr2t.t, bt.req_pool_indices = &grpi.t;
     bt.seq_lens = &gsl.t;
     if (extend) bt.extend_seq_lens = &gel.t;
-    rc = be->ops->init_forward_metadata(be, &bt);
-    const char *msg = be->ops->last_error(be);
-    CHECK(rc == SGL_ATTN_E_INVALID && contains(msg, want) && contains(msg, wantv),
-          "cuda_attn kernel=%s %s, %s: the next call: rc %d '%s' (want %s ... %s)", g_kernel, mode, c->name, rc, msg,
-          want, wantv);
-    rc = be->ops->init_forward_metadata(be, &bt);
-    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s %s, %s: reported once, then clear: rc %d '%s'", g_kernel, mode,
-          c->name, rc, be->ops->last_error(be));
+    char label[160];
+    snprintf(label, sizeof label, "cuda_attn kernel=%s %s, %s", g_kernel, mode, c->name);
+    reported_once(be, &bt, want, wantv, label);
     CU(cudaStreamSynchronize(st));
     dt *all[] = {&tq, &to, &tk, &tv, &nk, &nv, &tr2t, &tloc, &trpi, &tsl, &tel, &tpt, &tmap, &gr2t, &grpi, &gsl, &gel, &gpt};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cudaFree(all[i]->p));
@@ -507,26 +515,38 @@ static int attn_tests(const char *dir) {
 
 /* ------------------------------------------------------------ cuda_mla */
 
-static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
-    if (c->tensor == T_SEQ || c->tensor == T_EXT) return; /* cuda_mla plans from host lengths: host-checked */
-    if (c->paged || c->tensor >= T_PT) return;            /* ABI 1.2 page tables and slot maps: cuda_attn's */
+enum { MLA_BS = 2 };
+
+/* Two requests of 40 tokens (4 new ones each when extending), 16 heads, bf16,
+ * pages of 16, drawn from `seed`, and a cuda_mla backend over them; NULL
+ * (a failed check naming `what`) when either step fails. */
+static sgl_attn_backend *mla_open(const mg_plugin *pl, int extend, uint64_t seed, const char *what, mg_run *r) {
     mg_case mc;
     memset(&mc, 0, sizeof mc);
     mc.mode = extend ? MG_EXTEND : MG_DECODE;
-    mc.bs = 2, mc.len = 40, mc.q = extend ? 4 : 1, mc.hq = 16, mc.page = 16;
+    mc.bs = MLA_BS, mc.len = 40, mc.q = extend ? 4 : 1, mc.hq = 16, mc.page = 16;
     mc.dt = MG_BF16, mc.kv_dt = MG_BF16;
-    mg_run r;
     char err[512] = "";
-    if (mg_setup(&r, pl, &mc, 7, err, sizeof err)) {
-        CHECK(0, "cuda_mla setup: %s", err);
-        return;
+    if (mg_setup(r, pl, &mc, seed, err, sizeof err)) {
+        CHECK(0, "%s setup: %s", what, err);
+        return NULL;
     }
     sgl_attn_backend *be = NULL;
-    if (mg_create(&r, "auto", &be, err, sizeof err)) {
-        CHECK(0, "cuda_mla create: %s", err);
-        mg_free(&r);
-        return;
+    if (mg_create(r, "auto", &be, err, sizeof err)) {
+        CHECK(0, "%s create: %s", what, err);
+        mg_free(r);
+        return NULL;
     }
+    return be;
+}
+
+static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
+    if (c->tensor == T_SEQ || c->tensor == T_EXT) return; /* cuda_mla plans from host lengths: host-checked */
+    if (c->paged || c->tensor >= T_PT) return;            /* ABI 1.2 page tables and slot maps: cuda_attn's */
+    mg_run r;
+    sgl_attn_backend *be = mla_open(pl, extend, 7, "cuda_mla", &r);
+    if (!be) return;
+    char err[512] = "";
     const char *mode = extend ? "extend" : "decode";
     CHECK(mg_reset_pool(&r, err, sizeof err) == 0, "cuda_mla reset: %s", err);
     const size_t rowb = (size_t)576 * 2;
@@ -557,7 +577,7 @@ static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
     case T_RPI:
         value = bad_value(c, r.rpi[0], r.rows);
         orig = &r.trpi;
-        n64 = (size_t)mc.bs;
+        n64 = MLA_BS;
         break;
     }
     /* a copy of the tensor (int64 when the case asks) with the bad value */
@@ -605,16 +625,10 @@ static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
     if (c->tensor == T_LOC) r.batch.out_cache_loc = &r.tloc;
     if (c->tensor == T_R2T) r.batch.req_to_token = &r.tr2t;
     if (c->tensor == T_RPI) r.batch.req_pool_indices = &r.trpi;
-    rc = be->ops->init_forward_metadata(be, &r.batch);
-    const char *msg = be->ops->last_error(be);
-    char wantv[40];
+    char wantv[40], label[160];
     snprintf(wantv, sizeof wantv, "= %" PRId64, value);
-    CHECK(rc == SGL_ATTN_E_INVALID && contains(msg, tensor_names[c->tensor]) && contains(msg, wantv),
-          "cuda_mla %s, %s: the next call: rc %d '%s' (want %s ... %s)", mode, c->name, rc, msg,
-          tensor_names[c->tensor], wantv);
-    rc = be->ops->init_forward_metadata(be, &r.batch);
-    CHECK(rc == SGL_ATTN_OK, "cuda_mla %s, %s: reported once, then clear: rc %d '%s'", mode, c->name, rc,
-          be->ops->last_error(be));
+    snprintf(label, sizeof label, "cuda_mla %s, %s", mode, c->name);
+    reported_once(be, &r.batch, tensor_names[c->tensor], wantv, label);
     CU(cudaStreamSynchronize((cudaStream_t)r.stream));
     be->ops->destroy(be);
     CU(cudaFree(d64));
@@ -626,23 +640,10 @@ static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
  * negative other than -1) is skipped like -1, the call succeeds, and the
  * next metadata call fails naming topk_indices and the value, once. */
 static void mla_sparse_case(const mg_plugin *pl, int extend, int32_t value) {
-    mg_case mc;
-    memset(&mc, 0, sizeof mc);
-    mc.mode = extend ? MG_EXTEND : MG_DECODE;
-    mc.bs = 2, mc.len = 40, mc.q = extend ? 4 : 1, mc.hq = 16, mc.page = 16;
-    mc.dt = MG_BF16, mc.kv_dt = MG_BF16;
     mg_run r;
+    sgl_attn_backend *be = mla_open(pl, extend, 9, "cuda_mla sparse", &r);
+    if (!be) return;
     char err[512] = "";
-    if (mg_setup(&r, pl, &mc, 9, err, sizeof err)) {
-        CHECK(0, "cuda_mla sparse setup: %s", err);
-        return;
-    }
-    sgl_attn_backend *be = NULL;
-    if (mg_create(&r, "auto", &be, err, sizeof err)) {
-        CHECK(0, "cuda_mla sparse create: %s", err);
-        mg_free(&r);
-        return;
-    }
     const char *mode = extend ? "extend" : "decode";
     enum { K = 8 };
     int64_t *h = malloc(sizeof(int64_t) * (size_t)r.t * K);
@@ -657,16 +658,10 @@ static void mla_sparse_case(const mg_plugin *pl, int extend, int32_t value) {
     CHECK(rc == 0, "cuda_mla sparse %s, topk_indices %d: metadata + forward: %s", mode, (int)value, err);
     CU(cudaStreamSynchronize((cudaStream_t)r.stream));
     r.fa.topk_indices = NULL;
-    rc = be->ops->init_forward_metadata(be, &r.batch);
-    const char *msg = be->ops->last_error(be);
-    char wantv[40];
+    char wantv[40], label[160];
     snprintf(wantv, sizeof wantv, "= %d", (int)value);
-    CHECK(rc == SGL_ATTN_E_INVALID && contains(msg, "topk_indices") && contains(msg, wantv),
-          "cuda_mla sparse %s, topk_indices %d: the next call: rc %d '%s' (want topk_indices ... %s)", mode,
-          (int)value, rc, msg, wantv);
-    rc = be->ops->init_forward_metadata(be, &r.batch);
-    CHECK(rc == SGL_ATTN_OK, "cuda_mla sparse %s: reported once, then clear: rc %d '%s'", mode, rc,
-          be->ops->last_error(be));
+    snprintf(label, sizeof label, "cuda_mla sparse %s, topk_indices %d", mode, (int)value);
+    reported_once(be, &r.batch, "topk_indices", wantv, label);
     CU(cudaStreamSynchronize((cudaStream_t)r.stream));
     be->ops->destroy(be);
     CU(cudaFree(tk.p));

@@ -214,11 +214,26 @@ void gu_good_works(sgl_attn_host *h) {
     fx_free(&f);
 }
 
+void *gu_state_new(void **state, size_t size) {
+    char *s = calloc(1, size);
+    assert_non_null(s);
+    *state = s;
+    gu_mkdtemp(s, GU_DIR_MAX);
+    return s;
+}
+
+void gu_state_free(void **state) {
+    char *s = *state;
+    if (!s) return;
+    gu_rmtree(s);
+    free(s);
+}
+
 int gu_is_root(void) {
     return geteuid() == 0;
 }
 
-int gu_as_nobody(void (*fn)(void *), void *arg, char *out, size_t out_size) {
+int gu_in_child(void (*fn)(void *), void *arg, int as_nobody, char *out, size_t out_size) {
     int fds[2];
     assert_int_equal(pipe(fds), 0);
     fflush(stdout);
@@ -232,7 +247,7 @@ int gu_as_nobody(void (*fn)(void *), void *arg, char *out, size_t out_size) {
         static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
         for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
             signal(sigs[i], SIG_DFL);
-        if (gu_is_root() && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+        if (as_nobody && gu_is_root() && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
             _exit(121);
         fn(arg);
         fflush(stdout);
@@ -253,4 +268,8 @@ int gu_as_nobody(void (*fn)(void *), void *arg, char *out, size_t out_size) {
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     return status;
+}
+
+int gu_as_nobody(void (*fn)(void *), void *arg, char *out, size_t out_size) {
+    return gu_in_child(fn, arg, 1, out, out_size);
 }

@@ -17,6 +17,14 @@ const char *gu_attnctl_path(void);
 void gu_mkdtemp(char *out, size_t size);
 /* Remove a tree (permissions restored first, links not followed). */
 void gu_rmtree(const char *dir);
+/* A test's state for cmocka's setup / teardown: `size` zeroed bytes, a
+ * struct whose first member is `char dir[GU_DIR_MAX]`, made into a fresh
+ * temporary directory.  gu_state_new stores it in *state first, so that
+ * teardown cleans up after a failure; gu_state_free removes the directory
+ * and frees it (nothing when setup failed before making it). */
+#define GU_DIR_MAX 512
+void *gu_state_new(void **state, size_t size);
+void gu_state_free(void **state);
 /* Copy a built plugin (name under gu_plugin_build_dir) into dir as `as`. */
 void gu_install(const char *dir, const char *built_name, const char *as);
 void gu_write_file(const char *path, const void *data, size_t n, unsigned mode);
@@ -44,8 +52,11 @@ void gu_expect(sgl_attn_host *h, const char *file, int status, const char *fragm
  * runs a forward that doubles random data. */
 void gu_good_works(sgl_attn_host *h);
 
-/* Run fn(arg) in a child that dropped root for nobody; its stdout comes back
- * in out.  Returns the child's wait status. */
+/* Run fn(arg) in a forked child (that, with as_nobody, dropped root for
+ * nobody), dying of its own signals; its stdout comes back in out.  Returns
+ * the child's wait status. */
+int gu_in_child(void (*fn)(void *), void *arg, int as_nobody, char *out, size_t out_size);
+/* gu_in_child as nobody. */
 int gu_as_nobody(void (*fn)(void *), void *arg, char *out, size_t out_size);
 int gu_is_root(void);
 

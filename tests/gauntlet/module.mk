@@ -95,7 +95,7 @@ GAUNTLET_TESTS := $(TESTDIR)/test_validate $(TESTDIR)/test_validate_v12 $(GAUNTL
 $(OBJDIR)/tests/gauntlet/test_gauntlet_input.o: CFLAGS_tests_gauntlet_ += -Itests/fuzz
 
 $(TESTDIR)/test_validate $(TESTDIR)/test_validate_v12: $(TESTDIR)/%: $(OBJDIR)/tests/gauntlet/%.o $(GAUNTLET_FIXTURE_OBJS) \
-    $(VALIDATE_OBJS) $(SDK_LIB)
+    $(OBJDIR)/tests/gauntlet/validate_fake.o $(VALIDATE_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) $^ -lcmocka -lm -o $@
 

@@ -148,35 +148,19 @@ static void child(int k, int c) {
     _exit(77);
 }
 
+typedef struct child_args {
+    int k, c;
+} child_args;
+
+static void child_main(void *arg) {
+    const child_args *a = arg;
+    alarm(120);
+    child(a->k, a->c);
+}
+
 static int run_child(int k, int c, char *out, size_t size) {
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        dup2(fds[1], 1);
-        static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
-        for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) signal(sigs[i], SIG_DFL);
-        alarm(120);
-        child(k, c);
-    }
-    close(fds[1]);
-    size_t n = 0;
-    for (;;) {
-        ssize_t r = read(fds[0], out + n, size - 1 - n);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        n += (size_t)r;
-        if (n + 1 >= size) break;
-    }
-    out[n] = 0;
-    close(fds[0]);
-    int st = 0;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    return st;
+    child_args a = {k, c};
+    return gu_in_child(child_main, &a, 0, out, size);
 }
 
 static void test_counts_out_of_range(void **state) {

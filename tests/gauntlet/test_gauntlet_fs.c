@@ -25,22 +25,16 @@
 #include "gauntlet_util.h"
 
 typedef struct fs_state {
-    char root[512];
+    char root[GU_DIR_MAX]; /* first: gu_state_new */
 } fs_state;
 
 static int setup(void **state) {
-    fs_state *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    *state = s; /* first, so teardown cleans up after a failure below */
-    gu_mkdtemp(s->root, sizeof s->root);
+    gu_state_new(state, sizeof(fs_state));
     return 0;
 }
 
 static int teardown(void **state) {
-    fs_state *s = *state;
-    if (!s) return 0; /* setup failed before making it */
-    gu_rmtree(s->root);
-    free(s);
+    gu_state_free(state);
     return 0;
 }
 
@@ -49,6 +43,14 @@ static void subdir(const fs_state *s, const char *name, char *out, size_t size, 
     snprintf(out, size, "%s/%s", s->root, name);
     if (mkdir(out, 0755) != 0 && errno != EEXIST) fail_msg("mkdir %s: %s", out, strerror(errno));
     assert_int_equal(chmod(out, (mode_t)mode), 0);
+}
+
+/* <link_dir>/<name>, a symlink to <target_dir>/good.so; its path in `link`. */
+static void link_good(const char *link_dir, const char *name, const char *target_dir, char *link, size_t size) {
+    char target[PATH_MAX];
+    snprintf(target, sizeof target, "%s/good.so", target_dir);
+    snprintf(link, size, "%s/%s", link_dir, name);
+    assert_int_equal(symlink(target, link), 0);
 }
 
 /* A later plugin of an existing name is shadowed, and says by which file;
@@ -80,10 +82,7 @@ static void test_one_file_many_paths(void **state) {
     subdir(s, "real", a, sizeof a, 0755);
     subdir(s, "links", b, sizeof b, 0755);
     gu_install(a, "good.so", NULL);
-    snprintf(link, sizeof link, "%s/alias.so", b);
-    char target[700];
-    snprintf(target, sizeof target, "%s/good.so", a);
-    assert_int_equal(symlink(target, link), 0);
+    link_good(b, "alias.so", a, link, sizeof link);
     snprintf(dotted, sizeof dotted, "%s/../real", b);
     snprintf(path, sizeof path, "%s:%s:%s:%s", a, dotted, b, a);
     sgl_attn_host *h = gu_open(path, NULL, 0, 0, NULL);
@@ -188,38 +187,40 @@ static void test_unreadable_file_and_dir(void **state) {
 
 /* ---------------------------------------------------------------- unsafe */
 
-static void write_conf(const fs_state *s, char *out, size_t size) {
-    snprintf(out, size, "%s/allow.json", s->root);
+/* <dir>/allow.json, a conf that allows unsafe paths. */
+static void write_conf(const char *dir, char *out, size_t size) {
+    snprintf(out, size, "%s/allow.json", dir);
     const char *text = "{\"sglattn_conf\": 1, \"allow_unsafe_paths\": true}\n";
     gu_write_file(out, text, strlen(text), 0644);
 }
 
-static void test_world_writable_dir_and_file(void **state) {
-    fs_state *s = *state;
-    char open_dir[600], safe[600], path[1300], conf[700];
-    subdir(s, "open", open_dir, sizeof open_dir, 0755);
+/* A plugin directory and a plugin file that `who` may write (modes
+ * dir_mode, file_mode) are refused, each with its mode; a safe copy serves
+ * the name.  With allow_by_conf, the conf switch then lets both load. */
+static void writable_dir_and_file(const fs_state *s, const char *who, unsigned dir_mode, unsigned file_mode,
+                                  int allow_by_conf) {
+    char unsafe[600], safe[600], path[1300], file[700], conf[700], want[800];
+    subdir(s, "unsafe", unsafe, sizeof unsafe, 0755);
     subdir(s, "safe", safe, sizeof safe, 0755);
-    gu_install(open_dir, "good.so", NULL);
+    gu_install(unsafe, "good.so", NULL);
     gu_install(safe, "good_twin.so", "writable.so");
     gu_install(safe, "good.so", "zz_good.so");
-    char writable[700];
-    snprintf(writable, sizeof writable, "%s/writable.so", safe);
-    assert_int_equal(chmod(writable, 0666), 0);
-    assert_int_equal(chmod(open_dir, 0777), 0);
-    snprintf(path, sizeof path, "%s:%s", open_dir, safe);
+    snprintf(file, sizeof file, "%s/writable.so", safe);
+    assert_int_equal(chmod(file, (mode_t)file_mode), 0);
+    assert_int_equal(chmod(unsafe, (mode_t)dir_mode), 0);
+    snprintf(path, sizeof path, "%s:%s", unsafe, safe);
     sgl_attn_host *h = gu_open(path, NULL, 0, 0, NULL);
-    char want[800];
-    snprintf(want, sizeof want,
-             "unsafe location, not loaded: plugin directory %s is world-writable (mode 0777)",
-             open_dir);
+    snprintf(want, sizeof want, "unsafe location, not loaded: plugin directory %s is %s-writable (mode %04o)", unsafe,
+             who, dir_mode);
     gu_expect(h, "good.so", SGL_ATTN_PLUGIN_DISABLED, want);
-    snprintf(want, sizeof want, "plugin file %s is world-writable (mode 0666)", writable);
+    snprintf(want, sizeof want, "plugin file %s is %s-writable (mode %04o)", file, who, file_mode);
     gu_expect(h, "writable.so", SGL_ATTN_PLUGIN_DISABLED, want);
     gu_expect(h, "zz_good.so", SGL_ATTN_PLUGIN_USABLE, ""); /* the safe copy serves the name */
     gu_good_works(h);
     sgl_attn_host_close(h);
+    if (!allow_by_conf) return;
     /* The conf switch lets both load (the first file now owns the name). */
-    write_conf(s, conf, sizeof conf);
+    write_conf(s->root, conf, sizeof conf);
     gu_log log;
     h = gu_open(path, conf, 0, 0, &log);
     gu_expect(h, "good.so", SGL_ATTN_PLUGIN_USABLE, "");
@@ -230,18 +231,20 @@ static void test_world_writable_dir_and_file(void **state) {
     sgl_attn_host_close(h);
 }
 
+static void test_world_writable_dir_and_file(void **state) {
+    writable_dir_and_file(*state, "world", 0777, 0666, 1);
+}
+
 /* A symlink in a safe directory to a plugin in a world-writable one: the
  * target's directory is what an attacker could change, so it is refused. */
 static void test_symlink_into_unsafe_dir(void **state) {
     fs_state *s = *state;
-    char safe[600], open_dir[600], link[700], target[700];
+    char safe[600], open_dir[600], link[700];
     subdir(s, "safe", safe, sizeof safe, 0755);
     subdir(s, "dropbox", open_dir, sizeof open_dir, 0777);
     gu_install(open_dir, "good.so", NULL);
     assert_int_equal(chmod(open_dir, 0777), 0);
-    snprintf(target, sizeof target, "%s/good.so", open_dir);
-    snprintf(link, sizeof link, "%s/linked.so", safe);
-    assert_int_equal(symlink(target, link), 0);
+    link_good(safe, "linked.so", open_dir, link, sizeof link);
     gu_install(safe, "good.so", "zz_good.so");
     sgl_attn_host *h = gu_open(safe, NULL, 0, 0, NULL);
     char want[800];
@@ -278,7 +281,7 @@ static void test_foreign_owner(void **state) {
     snprintf(want, sizeof want, "plugin directory %s is owned by uid 65534", d);
     gu_expect(h, "good.so", SGL_ATTN_PLUGIN_DISABLED, want);
     sgl_attn_host_close(h);
-    write_conf(s, conf, sizeof conf);
+    write_conf(s->root, conf, sizeof conf);
     h = gu_open(d, conf, 0, 0, NULL);
     gu_good_works(h);
     sgl_attn_host_close(h);
@@ -288,26 +291,7 @@ static void test_foreign_owner(void **state) {
 /* Group-writable is as unsafe as world-writable (ssh and sudo refuse it
  * too): the directory, and a file in a safe directory. */
 static void test_group_writable_dir_and_file(void **state) {
-    fs_state *s = *state;
-    char grp[600], safe[600], path[1300], file[700];
-    subdir(s, "grp", grp, sizeof grp, 0755);
-    subdir(s, "safe", safe, sizeof safe, 0755);
-    gu_install(grp, "good.so", NULL);
-    gu_install(safe, "good.so", "zz_good.so");
-    gu_install(safe, "good_twin.so", "gw.so");
-    snprintf(file, sizeof file, "%s/gw.so", safe);
-    assert_int_equal(chmod(file, 0664), 0);
-    assert_int_equal(chmod(grp, 0775), 0);
-    snprintf(path, sizeof path, "%s:%s", grp, safe);
-    sgl_attn_host *h = gu_open(path, NULL, 0, 0, NULL);
-    char want[800];
-    snprintf(want, sizeof want, "unsafe location, not loaded: plugin directory %s is group-writable (mode 0775)", grp);
-    gu_expect(h, "good.so", SGL_ATTN_PLUGIN_DISABLED, want);
-    snprintf(want, sizeof want, "plugin file %s is group-writable (mode 0664)", file);
-    gu_expect(h, "gw.so", SGL_ATTN_PLUGIN_DISABLED, want);
-    gu_expect(h, "zz_good.so", SGL_ATTN_PLUGIN_USABLE, "");
-    gu_good_works(h);
-    sgl_attn_host_close(h);
+    writable_dir_and_file(*state, "group", 0775, 0664, 0);
 }
 
 /* Every directory up to "/" counts: a writable ancestor lets anyone swap
@@ -341,7 +325,7 @@ static void test_writable_ancestor(void **state) {
 /* A symlink's target is checked up to "/" as well. */
 static void test_symlink_target_ancestor(void **state) {
     fs_state *s = *state;
-    char safe[600], anc[600], inner[700], link[700], target[800], real_anc[PATH_MAX], want[PATH_MAX + 200];
+    char safe[600], anc[600], inner[700], link[700], real_anc[PATH_MAX], want[PATH_MAX + 200];
     subdir(s, "safe", safe, sizeof safe, 0755);
     subdir(s, "open_anc", anc, sizeof anc, 0755);
     snprintf(inner, sizeof inner, "%s/inner", anc);
@@ -349,9 +333,7 @@ static void test_symlink_target_ancestor(void **state) {
     gu_install(inner, "good.so", NULL);
     assert_int_equal(chmod(anc, 0777), 0);
     assert_non_null(realpath(anc, real_anc));
-    snprintf(target, sizeof target, "%s/good.so", inner);
-    snprintf(link, sizeof link, "%s/linked.so", safe);
-    assert_int_equal(symlink(target, link), 0);
+    link_good(safe, "linked.so", inner, link, sizeof link);
     gu_install(safe, "good.so", "zz_good.so");
     sgl_attn_host *h = gu_open(safe, NULL, 0, 0, NULL);
     snprintf(want, sizeof want, "directory %s, above the directory of the symlink's target, is world-writable",
@@ -380,9 +362,7 @@ static void test_unsafe_conf_cannot_allow(void **state) {
     gu_install(open_dir, "good.so", NULL);
     assert_int_equal(chmod(open_dir, 0777), 0);
     subdir(s, "confdir", confdir, sizeof confdir, 0755);
-    snprintf(conf, sizeof conf, "%s/allow.json", confdir);
-    const char *text = "{\"sglattn_conf\": 1, \"allow_unsafe_paths\": true}\n";
-    gu_write_file(conf, text, strlen(text), 0644);
+    write_conf(confdir, conf, sizeof conf);
     sgl_attn_host *h = gu_open(open_dir, conf, 0, 0, NULL); /* control: a safe conf allows */
     gu_expect(h, "good.so", SGL_ATTN_PLUGIN_USABLE, "");
     sgl_attn_host_close(h);

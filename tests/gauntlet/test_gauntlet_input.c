@@ -40,22 +40,16 @@
 #include "json_shapes.h"
 
 typedef struct in_state {
-    char dir[512];
+    char dir[GU_DIR_MAX]; /* first: gu_state_new */
 } in_state;
 
 static int setup(void **state) {
-    in_state *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    *state = s; /* first, so teardown cleans up after a failure below */
-    gu_mkdtemp(s->dir, sizeof s->dir);
+    gu_state_new(state, sizeof(in_state));
     return 0;
 }
 
 static int teardown(void **state) {
-    in_state *s = *state;
-    if (!s) return 0; /* setup failed before making it */
-    gu_rmtree(s->dir);
-    free(s);
+    gu_state_free(state);
     return 0;
 }
 

@@ -69,7 +69,7 @@ static const expectation crafted[] = {
 };
 
 typedef struct dir_state {
-    char dir[512];
+    char dir[GU_DIR_MAX]; /* first: gu_state_new */
     int real_elf32, real_aarch64; /* cross-built rather than patched */
 } dir_state;
 
@@ -138,10 +138,7 @@ static void craft(dir_state *s) {
 }
 
 static int setup(void **state) {
-    dir_state *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    *state = s; /* first, so teardown cleans up after a failure below */
-    gu_mkdtemp(s->dir, sizeof s->dir);
+    dir_state *s = gu_state_new(state, sizeof *s);
     for (size_t i = 0; i < sizeof built / sizeof built[0]; i++)
         gu_install(s->dir, built[i].file, NULL);
     gu_install(s->dir, "good.so", NULL);
@@ -150,10 +147,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    dir_state *s = *state;
-    if (!s) return 0; /* setup failed before making it */
-    gu_rmtree(s->dir);
-    free(s);
+    gu_state_free(state);
     return 0;
 }
 

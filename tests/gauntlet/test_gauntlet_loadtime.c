@@ -32,7 +32,7 @@
 #include "gauntlet_util.h"
 
 typedef struct lt_state {
-    char dir[512];
+    char dir[GU_DIR_MAX]; /* first: gu_state_new */
     char pidfile[600];
 } lt_state;
 
@@ -61,10 +61,7 @@ static const char *const kinds[] = {"crash", "exit", "sleep", "threads", "flood"
 #define N_KINDS (sizeof kinds / sizeof kinds[0])
 
 static int setup(void **state) {
-    lt_state *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    *state = s; /* first, so teardown cleans up after a failure below */
-    gu_mkdtemp(s->dir, sizeof s->dir);
+    lt_state *s = gu_state_new(state, sizeof *s);
     snprintf(s->pidfile, sizeof s->pidfile, "%s/grandchildren.pid", s->dir);
     setenv("SGL_ATTN_GAUNTLET_PIDFILE", s->pidfile, 1);
     return 0;
@@ -104,9 +101,8 @@ static int teardown(void **state) {
     lt_state *s = *state;
     if (!s) return 0; /* setup failed before making it */
     kill_grandchildren(s);
-    gu_rmtree(s->dir);
     unsetenv("SGL_ATTN_GAUNTLET_PIDFILE");
-    free(s);
+    gu_state_free(state);
     return 0;
 }
 

@@ -22,14 +22,11 @@
 #include "gauntlet_util.h"
 
 typedef struct probe_state {
-    char dir[512];
+    char dir[GU_DIR_MAX]; /* first: gu_state_new */
 } probe_state;
 
 static int setup(void **state) {
-    probe_state *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    *state = s; /* first, so teardown cleans up after a failure below */
-    gu_mkdtemp(s->dir, sizeof s->dir);
+    probe_state *s = gu_state_new(state, sizeof *s);
     gu_install(s->dir, "bad_probe_crash.so", NULL);
     gu_install(s->dir, "bad_probe_hang.so", NULL);
     gu_install(s->dir, "good.so", NULL);
@@ -37,10 +34,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    probe_state *s = *state;
-    if (!s) return 0; /* setup failed before making it */
-    gu_rmtree(s->dir);
-    free(s);
+    gu_state_free(state);
     return 0;
 }
 

@@ -25,7 +25,7 @@
 #include "gauntlet_util.h"
 
 typedef struct suid_state {
-    char dir[512];
+    char dir[GU_DIR_MAX]; /* first: gu_state_new */
     char plugins[600];
 } suid_state;
 
@@ -45,10 +45,7 @@ static void exec_helper(void *arg) {
 }
 
 static int setup(void **state) {
-    suid_state *s = calloc(1, sizeof *s);
-    assert_non_null(s);
-    *state = s; /* first, so teardown cleans up after a failure below */
-    gu_mkdtemp(s->dir, sizeof s->dir);
+    suid_state *s = gu_state_new(state, sizeof *s);
     snprintf(s->plugins, sizeof s->plugins, "%s/plugins", s->dir);
     assert_int_equal(mkdir(s->plugins, 0755), 0);
     gu_install(s->plugins, "good.so", NULL);
@@ -59,10 +56,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    suid_state *s = *state;
-    if (!s) return 0; /* setup failed before making it */
-    gu_rmtree(s->dir);
-    free(s);
+    gu_state_free(state);
     return 0;
 }
 

@@ -14,121 +14,12 @@
 
 #include <cmocka.h>
 
-#include "batch_fixture.h"
-
-int sgl_attn_validate_entry(const sgl_attn_host_api *host, sgl_attn_plugin_answer *answer);
-
-/* ------------------------------------------------------------ fake inner */
-
-typedef struct fake_inner {
-    sgl_attn_backend base;
-    sgl_attn_backend_ops ops;
-    int calls; /* every call that reached it */
-} fake_inner;
-
-static int f_meta(sgl_attn_backend *b, const sgl_attn_batch *bt) {
-    (void)bt;
-    ((fake_inner *)b)->calls++;
-    return SGL_ATTN_OK;
-}
-static int f_fwd(sgl_attn_backend *b, const sgl_attn_forward_args *a) {
-    (void)a;
-    ((fake_inner *)b)->calls++;
-    return SGL_ATTN_OK;
-}
-static int f_ragged(sgl_attn_backend *b, const sgl_attn_ragged_args *a) {
-    (void)a;
-    ((fake_inner *)b)->calls++;
-    return SGL_ATTN_OK;
-}
-static int f_graph(sgl_attn_backend *b, const sgl_attn_graph_args *g) {
-    (void)g;
-    ((fake_inner *)b)->calls++;
-    return SGL_ATTN_OK;
-}
-static int f_graph_state(sgl_attn_backend *b, int32_t bs, int32_t t) {
-    (void)bs, (void)t;
-    ((fake_inner *)b)->calls++;
-    return SGL_ATTN_OK;
-}
-static int f_state_batch(sgl_attn_backend *b, const sgl_attn_state_batch_args *a) {
-    (void)a;
-    ((fake_inner *)b)->calls++;
-    return SGL_ATTN_OK;
-}
-static int f_indexer(sgl_attn_backend *b, const sgl_attn_indexer_args *a) {
-    (void)a;
-    ((fake_inner *)b)->calls++;
-    return SGL_ATTN_OK;
-}
-static const char *f_err(sgl_attn_backend *b) {
-    (void)b;
-    return "";
-}
-static void f_destroy(sgl_attn_backend *b) {
-    (void)b;
-}
-
-/* with_v12: the inner offers the ABI 1.2 ops; else its vtable is 1.1-sized. */
-static void fake_make(fake_inner *f, int with_v12) {
-    memset(f, 0, sizeof *f);
-    f->ops.struct_size = with_v12 ? sizeof f->ops : offsetof(sgl_attn_backend_ops, forward_ragged);
-    f->ops.init_forward_metadata = f_meta;
-    f->ops.forward_decode = f_fwd;
-    f->ops.forward_extend = f_fwd;
-    f->ops.last_error = f_err;
-    f->ops.destroy = f_destroy;
-    f->ops.init_graph_state = f_graph_state;
-    f->ops.init_forward_metadata_capture = f_graph;
-    if (with_v12) {
-        f->ops.forward_ragged = f_ragged;
-        f->ops.init_forward_metadata_in_graph = f_graph;
-        f->ops.state_batch = f_state_batch;
-        f->ops.indexer_topk = f_indexer;
-    }
-    f->base.ops = &f->ops;
-    f->base.ops_size = f->ops.struct_size;
-}
-
-static void host_log(void *ctx, int level, const char *plugin, const char *fmt, ...) {
-    (void)ctx, (void)level, (void)plugin, (void)fmt;
-}
-
-static const sgl_attn_plugin *validate_plugin(void) {
-    static const sgl_attn_host_api api = {
-        sizeof api, SGL_ATTN_ABI_MAJOR, 0, SGL_ATTN_ABI_MINOR, 0, "test", NULL, host_log, NULL};
-    sgl_attn_plugin_answer ans;
-    memset(&ans, 0, sizeof ans);
-    ans.struct_size = sizeof ans;
-    assert_int_equal(sgl_attn_validate_entry(&api, &ans), SGL_ATTN_OK);
-    return ans.plugin;
-}
+#include "validate_fake.h"
 
 /* The fixture's claims plus every ABI 1.2 feature and DSA op. */
 static void claim_v12(fx *f) {
     f->caps.features |= SGL_ATTN_FEAT_ALL_V1_2;
     f->caps.dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER;
-}
-
-static sgl_attn_backend *make_layer(fx *f, fake_inner *inner, int with_v12) {
-    fake_make(inner, with_v12);
-    char err[256] = "";
-    sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.model = &f->model;
-    a.max_reqs = f->max_reqs;
-    a.max_tokens = f->max_tokens;
-    a.max_context = f->max_ctx;
-    a.inner = &inner->base;
-    a.inner_caps = &f->caps;
-    a.error = err;
-    a.error_size = sizeof err;
-    sgl_attn_backend *b = NULL;
-    int rc = validate_plugin()->create(&a, &b);
-    if (rc) fprintf(stderr, "create: %s\n", err);
-    assert_int_equal(rc, SGL_ATTN_OK);
-    return b;
 }
 
 static void build(fx *f, uint64_t *seed, int mode, int page) {
@@ -138,11 +29,6 @@ static void build(fx *f, uint64_t *seed, int mode, int page) {
                   fx_range(seed, 0, 1) ? 64 : 32, fx_range(seed, 0, 1) ? 64 : 32};
     assert_int_equal(fx_build(f, &s, fx_rand(seed)), 0);
     claim_v12(f);
-}
-
-static int forward(sgl_attn_backend *b, fx *f) {
-    return f->batch.forward_mode == SGL_ATTN_MODE_DECODE ? b->ops->forward_decode(b, &f->args)
-                                                         : b->ops->forward_extend(b, &f->args);
 }
 
 /* The call was refused with `rc` and a message holding `want`, and the
@@ -190,13 +76,13 @@ static void test_ops_mirror_inner(void **state) {
     fx f;
     build(&f, &seed, SGL_ATTN_MODE_DECODE, 1);
     fake_inner old, cur;
-    sgl_attn_backend *b = make_layer(&f, &old, 0);
+    sgl_attn_backend *b = make_layer(&f, &old, VF_GRAPH | VF_V11_SIZE);
     assert_null(b->ops->forward_ragged);
     assert_null(b->ops->init_forward_metadata_in_graph);
     assert_null(b->ops->state_batch);
     assert_null(b->ops->indexer_topk);
     b->ops->destroy(b);
-    b = make_layer(&f, &cur, 1);
+    b = make_layer(&f, &cur, VF_ALL);
     assert_non_null(b->ops->forward_ragged);
     assert_non_null(b->ops->init_forward_metadata_in_graph);
     assert_non_null(b->ops->state_batch);
@@ -228,9 +114,9 @@ static void test_page_table(void **state) {
         f.batch.req_to_token = NULL;
         f.batch.req_pool_indices = NULL;
         fake_inner in;
-        sgl_attn_backend *b = make_layer(&f, &in, 1);
+        sgl_attn_backend *b = make_layer(&f, &in, VF_ALL);
         assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_OK);
-        assert_int_equal(forward(b, &f), SGL_ATTN_OK);
+        assert_int_equal(run_forward(b, &f), SGL_ATTN_OK);
         assert_int_equal(in.calls, 2);
         /* a new token written where its page table row does not read it */
         int32_t i = fx_range(&seed, 0, bs - 1);
@@ -266,7 +152,7 @@ static void test_tree_mask(void **state) {
     f.batch.custom_mask = &tm;
     f.batch.mask_indptr = &ti;
     fake_inner in;
-    sgl_attn_backend *b = make_layer(&f, &in, 1);
+    sgl_attn_backend *b = make_layer(&f, &in, VF_ALL);
     assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_OK);
     assert_int_equal(b->ops->forward_extend(b, &f.args), SGL_ATTN_OK);
     int32_t i = fx_range(&seed, 0, bs - 1);
@@ -294,61 +180,61 @@ static void test_forward_fields(void **state) {
     int64_t sh_lse[2] = {T, hq}, sh_bad[2] = {T, hq + 1}, sh1[1] = {1}, sh2[1] = {2};
     DLTensor t_lse = tensor(lse, 2, sh_lse, kDLFloat, 32);
     fake_inner in;
-    sgl_attn_backend *b = make_layer(&f, &in, 1);
+    sgl_attn_backend *b = make_layer(&f, &in, VF_ALL);
     assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_OK);
     f.args.lse = &t_lse;
-    assert_int_equal(forward(b, &f), SGL_ATTN_OK);
+    assert_int_equal(run_forward(b, &f), SGL_ATTN_OK);
     int calls = in.calls;
     t_lse.shape = sh_bad;
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "args->lse", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "args->lse", &in, calls);
     t_lse.shape = sh_lse;
     t_lse.dtype.bits = 16;
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "args->lse", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "args->lse", &in, calls);
     t_lse.dtype.bits = 32;
     t_lse.data = f.out; /* written twice */
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "args->lse shares memory with out", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "args->lse shares memory with out", &in, calls);
     t_lse.data = lse;
     /* scale tensors: [1] fp32 */
     DLTensor t_scale = tensor(&one, 1, sh2, kDLFloat, 32);
     f.layer.k_scale_tensor = &t_scale;
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "layer->k_scale_tensor", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "layer->k_scale_tensor", &in, calls);
     t_scale.shape = sh1;
-    assert_int_equal(forward(b, &f), SGL_ATTN_OK);
+    assert_int_equal(run_forward(b, &f), SGL_ATTN_OK);
     calls = in.calls;
     /* slot_map must cover every slot the batch names */
     int64_t sh_map[1] = {1}; /* two or more distinct slots: the largest is >= 1 */
     int64_t map[1] = {0};
     DLTensor t_map = tensor(map, 1, sh_map, kDLInt, 64);
     f.layer.slot_map = &t_map;
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "is outside layer->slot_map", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "is outside layer->slot_map", &in, calls);
     f.layer.slot_map = NULL;
     /* MLA's rope split on a model that is not MLA */
     f.args.q_rope = &f.t_q;
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "args->q_rope is set but the model is not MLA", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "args->q_rope is set but the model is not MLA", &in, calls);
     f.args.q_rope = NULL;
     /* sparse MLA's indices on a plain model */
     int32_t idx = 0;
     int64_t sh_k[2] = {1, 1};
     DLTensor t_topk = tensor(&idx, 2, sh_k, kDLInt, 32);
     f.args.topk_indices = &t_topk;
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "args->topk_indices is set but the model is not MLA", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "args->topk_indices is set but the model is not MLA", &in, calls);
     f.args.topk_indices = NULL;
     /* dual chunk: chunk_size must exceed local_size */
     sgl_attn_dual_chunk dc = {sizeof dc, 16, 16, 0, &f.t_q, &f.t_q};
     f.args.dual_chunk = &dc;
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "args->dual_chunk: chunk_size = 16, local_size = 16", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "args->dual_chunk: chunk_size = 16, local_size = 16", &in, calls);
     dc.local_size = 4;
     dc.q_inter = NULL;
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "args->dual_chunk->q_inter is NULL", &in, calls);
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "args->dual_chunk->q_inter is NULL", &in, calls);
     dc.q_inter = &f.t_q;
-    assert_int_equal(forward(b, &f), SGL_ATTN_OK);
+    assert_int_equal(run_forward(b, &f), SGL_ATTN_OK);
     /* a backend that does not claim the bit: refused by name */
     b->ops->destroy(b);
     f.caps.features &= ~(uint32_t)SGL_ATTN_FEAT_LSE;
-    b = make_layer(&f, &in, 1);
+    b = make_layer(&f, &in, VF_ALL);
     f.args.dual_chunk = NULL;
     assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_OK);
-    refused(b, forward(b, &f), SGL_ATTN_E_INVALID, "args->lse is set (ABI 1.2) but the backend does not claim SGL_ATTN_FEAT_LSE",
+    refused(b, run_forward(b, &f), SGL_ATTN_E_INVALID, "args->lse is set (ABI 1.2) but the backend does not claim SGL_ATTN_FEAT_LSE",
             &in, 1);
     b->ops->destroy(b);
     free(lse);
@@ -388,7 +274,7 @@ static void test_ragged(void **state) {
     a.cu_seqlens_q = &tcq, a.cu_seqlens_k = &tck;
     fake_inner in;
     f.max_tokens += 64; /* room for every query token drawn */
-    sgl_attn_backend *b = make_layer(&f, &in, 1);
+    sgl_attn_backend *b = make_layer(&f, &in, VF_ALL);
     assert_int_equal(b->ops->forward_ragged(b, &a), SGL_ATTN_OK);
     assert_int_equal(in.calls, 1);
     int calls = in.calls;
@@ -419,7 +305,7 @@ static void test_state(void **state) {
     fx f;
     build(&f, &seed, SGL_ATTN_MODE_DECODE, 1);
     fake_inner in;
-    sgl_attn_backend *b = make_layer(&f, &in, 1);
+    sgl_attn_backend *b = make_layer(&f, &in, VF_ALL);
     int32_t dst[2] = {0, 1}, src[2] = {1, 0};
     int64_t sh2[1] = {2};
     DLTensor td = tensor(dst, 1, sh2, kDLInt, 32), ts = tensor(src, 1, sh2, kDLInt, 32);
@@ -441,7 +327,7 @@ static void test_state(void **state) {
     /* a linear layer's caller-owned state: one slot count, indices inside it */
     f.model.hybrid_kind = SGL_ATTN_HYBRID_GDN;
     f.model.full_attention_mask[0] = 1u << 1; /* layer 0 is linear */
-    b = make_layer(&f, &in, 1);
+    b = make_layer(&f, &in, VF_ALL);
     assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_OK);
     const int64_t S = 3;
     float ssm[3 * 2 * 4 * 4], conv[3 * 8 * 3], o[512];
@@ -473,7 +359,7 @@ static void test_state(void **state) {
     b->ops->destroy(b);
     /* an inner that does not claim caller-owned state */
     f.caps.features &= ~(uint32_t)SGL_ATTN_FEAT_CALLER_STATE;
-    b = make_layer(&f, &in, 1);
+    b = make_layer(&f, &in, VF_ALL);
     assert_int_equal(b->ops->init_forward_metadata(b, &f.batch), SGL_ATTN_OK);
     refused(b, b->ops->forward_decode(b, &f.args), SGL_ATTN_E_INVALID,
             "linear->conv_state is set (ABI 1.2 caller-owned state) but the backend does not claim "

@@ -38,9 +38,7 @@ static void test_descriptor(void **state) {
 static void test_probe(void **state) {
     (void)state;
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    assert_int_equal(tp.p->probe(0, &c), SGL_ATTN_OK);
+    assert_int_equal(tprobe(tp.p, 0, &c), SGL_ATTN_OK);
     if (no_device) {
         assert_int_equal(c.available, 0);
         assert_non_null(strstr(c.reason, "hipGetDeviceCount"));
@@ -78,24 +76,9 @@ static void test_device_ops_without_device(void **state) {
 static void test_create_without_device(void **state) {
     (void)state;
     if (!no_device) skip();
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = 8;
-    m.num_kv_heads = 2;
-    m.head_dim_qk = m.head_dim_v = 128;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16;
-    m.sliding_window = -1;
+    sgl_attn_model m = tmodel(8, 2, 128, SGL_ATTN_DT_BF16);
     char err[256] = "";
-    sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.model = &m;
-    a.max_reqs = 4;
-    a.max_tokens = 64;
-    a.max_context = 256;
-    a.error = err;
-    a.error_size = sizeof err;
+    sgl_attn_create_args a = tcreate_args(&m, 4, 64, 256, err, sizeof err);
     sgl_attn_backend *b = (sgl_attn_backend *)1;
     assert_int_equal(tp.p->create(&a, &b), SGL_ATTN_E_DEVICE);
     assert_null(b);
@@ -104,13 +87,7 @@ static void test_create_without_device(void **state) {
 
 static void test_model_check(void **state) {
     (void)state;
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = 32;
-    m.num_kv_heads = 8;
-    m.head_dim_qk = m.head_dim_v = 128;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_F16;
+    sgl_attn_model m = tmodel(32, 8, 128, SGL_ATTN_DT_F16);
     char why[256];
     assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
     m.head_dim_qk = m.head_dim_v = 96;
@@ -195,9 +172,7 @@ static int setup(void **state) {
         return -1;
     }
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    tp.p->probe(0, &c);
+    tprobe(tp.p, 0, &c);
     no_device = !c.available && strstr(c.reason, "hipErrorNoDevice") != NULL;
     fprintf(stderr, "hip_attn probe: %s\n", c.available ? c.device_name : c.reason);
     return 0;

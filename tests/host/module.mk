@@ -22,18 +22,19 @@ $(eval $(call fake,other,fake_other.so,good.c,-DFAKE_NAME='"fake_other"'))
 # A file named unlike its plugin: the conf disables it by its descriptor name.
 $(eval $(call fake,renamed,renamed.so,good.c,-DFAKE_NAME='"fake_renamed"'))
 $(eval $(call fake,shadow,fake_good.so,good.c,-DFAKE_VERSION='"9.9-shadow"'))
-$(eval $(call fake,abi_major,fake_abi2.so,abi.c,-DFAKE_NAME='"fake_abi2"' -DFAKE_MAJOR=2 -DFAKE_MINOR=0))
-$(eval $(call fake,newer_minor,fake_minor3.so,abi.c,-DFAKE_NAME='"fake_minor3"' -DFAKE_MAJOR=1 -DFAKE_MINOR=3))
+$(eval $(call fake,abi_major,fake_abi2.so,broken.c,-DFAKE_NAME='"fake_abi2"' -DFAKE_ABI -DFAKE_MAJOR=2 -DFAKE_MINOR=0))
+$(eval $(call fake,newer_minor,fake_minor3.so,broken.c,-DFAKE_NAME='"fake_minor3"' -DFAKE_ABI -DFAKE_MAJOR=1 -DFAKE_MINOR=3))
 $(eval $(call fake,no_entry,fake_no_entry.so,no_entry.c,))
 $(eval $(call fake,unavailable,fake_unavail.so,unavailable.c,))
 $(eval $(call fake,wrapper,fake_gdn.so,wrapper.c,))
 $(eval $(call fake,noop,noop.so,noop.c,))
-$(eval $(call fake,crash,fake_crash.so,bad_probe.c,-DFAKE_NAME='"fake_crash"' -DFAKE_CRASH))
-$(eval $(call fake,hang,fake_hang.so,bad_probe.c,-DFAKE_NAME='"fake_hang"' -DFAKE_HANG))
-$(eval $(call fake,undefined,fake_undefined.so,undefined.c,))
+$(eval $(call fake,crash,fake_crash.so,broken.c,-DFAKE_NAME='"fake_crash"' -DFAKE_CRASH))
+$(eval $(call fake,hang,fake_hang.so,broken.c,-DFAKE_NAME='"fake_hang"' -DFAKE_HANG))
+$(eval $(call fake,undefined,fake_undefined.so,broken.c,-DFAKE_NAME='"fake_undefined"' -DFAKE_UNDEFINED))
 $(eval $(call fake,deps,libsglfake_gone.so,gone.c,))
 # Linked against deps/libsglfake_gone.so with no rpath: missing at run time.
-$(eval $(call fake,missing_dep,fake_missing_dep.so,missing_dep.c,-L$(FAKES)/deps -lsglfake_gone))
+$(eval $(call fake,missing_dep,fake_missing_dep.so,broken.c,-DFAKE_NAME='"fake_missing_dep"' -DFAKE_MISSING_DEP \
+    -L$(FAKES)/deps -lsglfake_gone))
 $(FAKES)/missing_dep/fake_missing_dep.so: $(FAKES)/deps/libsglfake_gone.so
 
 # Tests of the public API link the library; test_host_internals links the

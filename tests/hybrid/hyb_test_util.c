@@ -238,3 +238,28 @@ double tu_nmse(const ttensor *got, size_t at, const double *ref, size_t n) {
     }
     return den > 0 ? num / den : num;
 }
+
+void tu_attn_call(sgl_attn_layer *L, sgl_attn_forward_args *a, const sgl_attn_batch *batch, int hq, int hkv,
+                  int dqk, int dv, ttensor *kc, ttensor *vc, ttensor *q, ttensor *k, ttensor *v, ttensor *out) {
+    memset(L, 0, sizeof *L);
+    L->struct_size = sizeof *L;
+    L->layer_id = 0;
+    L->num_q_heads = hq;
+    L->num_kv_heads = hkv;
+    L->head_dim_qk = dqk;
+    L->head_dim_v = dv;
+    L->sm_scale = 0.25f;
+    L->sliding_window = -1;
+    L->k_cache = &kc->t;
+    L->v_cache = &vc->t;
+    L->k_scale = L->v_scale = 1;
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->save_kv_cache = 1;
+    a->layer = L;
+    a->batch = batch;
+    a->q = &q->t;
+    a->k = &k->t;
+    a->v = &v->t;
+    a->out = &out->t;
+}

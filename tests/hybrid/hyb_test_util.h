@@ -62,5 +62,10 @@ int tu_create(int kind, const sgl_attn_model *m, fake_inner *inner, int max_reqs
 
 /* NMSE of got vs ref over n elements */
 double tu_nmse(const ttensor *got, size_t at, const double *ref, size_t n);
+/* A full-attention layer 0 (hq / hkv heads, head dims dqk / dv, sm_scale
+ * 0.25, no window, unit KV scales) over the pool kc / vc, and a forward of
+ * `batch` on it that saves the new K/V: q, k, v in, out out. */
+void tu_attn_call(sgl_attn_layer *L, sgl_attn_forward_args *a, const sgl_attn_batch *batch, int hq, int hkv,
+                  int dqk, int dv, ttensor *kc, ttensor *vc, ttensor *q, ttensor *k, ttensor *v, ttensor *out);
 
 #endif

@@ -34,20 +34,23 @@ typedef struct aclOpExecutor {
     uint64_t ws;
 } aclOpExecutor;
 
-EXPORT int aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
-    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pse_shift,
-    const aclTensor *atten_mask, const aclIntArray *actual_seq_lengths, const aclIntArray *actual_seq_lengths_kv,
-    const aclTensor *deq_scale1, const aclTensor *quant_scale1, const aclTensor *deq_scale2,
-    const aclTensor *quant_scale2, const aclTensor *quant_offset2, const aclTensor *antiquant_scale,
-    const aclTensor *antiquant_offset, const aclTensor *block_table, const aclTensor *query_padding_size,
-    const aclTensor *kv_padding_size, const aclTensor *key_antiquant_scale, const aclTensor *key_antiquant_offset,
-    const aclTensor *value_antiquant_scale, const aclTensor *value_antiquant_offset,
-    const aclTensor *key_shared_prefix, const aclTensor *value_shared_prefix,
-    const aclIntArray *actual_shared_prefix_len, int64_t num_heads, double scale_value, int64_t pre_tokens,
-    int64_t next_tokens, char *input_layout, int64_t num_key_value_heads, int64_t sparse_mode, int64_t inner_precise,
-    int64_t block_size, int64_t antiquant_mode, bool softmax_lse_flag, int64_t key_antiquant_mode,
-    int64_t value_antiquant_mode, const aclTensor *attention_out, const aclTensor *softmax_lse,
-    uint64_t *workspace_size, aclOpExecutor **executor);
+/* aclnnFusedInferAttentionScoreV2GetWorkspaceSize's parameters, written once
+ * for its prototype and its definition. */
+#define FIA_V2_GWS_PARAMS ( \
+    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pse_shift, \
+    const aclTensor *atten_mask, const aclIntArray *actual_seq_lengths, const aclIntArray *actual_seq_lengths_kv, \
+    const aclTensor *deq_scale1, const aclTensor *quant_scale1, const aclTensor *deq_scale2, \
+    const aclTensor *quant_scale2, const aclTensor *quant_offset2, const aclTensor *antiquant_scale, \
+    const aclTensor *antiquant_offset, const aclTensor *block_table, const aclTensor *query_padding_size, \
+    const aclTensor *kv_padding_size, const aclTensor *key_antiquant_scale, const aclTensor *key_antiquant_offset, \
+    const aclTensor *value_antiquant_scale, const aclTensor *value_antiquant_offset, \
+    const aclTensor *key_shared_prefix, const aclTensor *value_shared_prefix, \
+    const aclIntArray *actual_shared_prefix_len, int64_t num_heads, double scale_value, int64_t pre_tokens, \
+    int64_t next_tokens, char *input_layout, int64_t num_key_value_heads, int64_t sparse_mode, int64_t inner_precise, \
+    int64_t block_size, int64_t antiquant_mode, bool softmax_lse_flag, int64_t key_antiquant_mode, \
+    int64_t value_antiquant_mode, const aclTensor *attention_out, const aclTensor *softmax_lse, \
+    uint64_t *workspace_size, aclOpExecutor **executor)
+EXPORT int aclnnFusedInferAttentionScoreV2GetWorkspaceSize FIA_V2_GWS_PARAMS;
 EXPORT int aclnnFusedInferAttentionScoreV2(void *ws, uint64_t ws_size, aclOpExecutor *ex, void *stream);
 EXPORT int aclnnInplaceIndexCopyGetWorkspaceSize(aclTensor *self, int64_t dim, const aclTensor *index,
                                                  const aclTensor *source, uint64_t *ws, aclOpExecutor **ex);
@@ -65,37 +68,38 @@ static const char *dt_name(int dt) {
     }
 }
 
+/* `count` integers (int64, or int32 when !is64) as "<open>a,b,...<close>";
+ * the length written (snprintf's, so >= n when cut short). */
+static size_t ints(char *buf, size_t n, const char *open_close, const void *v, int64_t count, int is64) {
+    size_t u = (size_t)snprintf(buf, n, "%c", open_close[0]);
+    for (int64_t i = 0; i < count && u < n; i++) {
+        int64_t x = is64 ? ((const int64_t *)v)[i] : ((const int32_t *)v)[i];
+        u += (size_t)snprintf(buf + u, n - u, "%s%" PRId64, i ? "," : "", x);
+    }
+    if (u < n) u += (size_t)snprintf(buf + u, n - u, "%c", open_close[1]);
+    return u;
+}
+
 /* "[d0,d1,...]:dtype" */
 static void tdesc(const aclTensor *t, char *buf, size_t n) {
     if (!t) {
         snprintf(buf, n, "none");
         return;
     }
-    size_t u = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < t->ndim && u < n; i++) u += (size_t)snprintf(buf + u, n - u, "%s%" PRId64, i ? "," : "", t->dims[i]);
-    if (u < n) snprintf(buf + u, n - u, "]:%s", dt_name(t->dtype));
+    size_t u = ints(buf, n, "[]", t->dims, t->ndim, 1);
+    if (u < n) snprintf(buf + u, n - u, ":%s", dt_name(t->dtype));
 }
 
 static void adesc(const aclIntArray *a, char *buf, size_t n) {
-    if (!a) {
-        snprintf(buf, n, "none");
-        return;
-    }
-    size_t u = (size_t)snprintf(buf, n, "[");
-    for (uint64_t i = 0; i < a->n && u < n; i++) u += (size_t)snprintf(buf + u, n - u, "%s%" PRId64, i ? "," : "", a->v[i]);
-    if (u < n) snprintf(buf + u, n - u, "]");
+    if (!a) snprintf(buf, n, "none");
+    else ints(buf, n, "[]", a->v, (int64_t)a->n, 1);
 }
 
 /* int tensor contents "{a,b,...}" (host memory in this fake) */
 static void idata(const aclTensor *t, char *buf, size_t n) {
     int64_t count = 1;
     for (int i = 0; i < t->ndim; i++) count *= t->dims[i];
-    size_t u = (size_t)snprintf(buf, n, "{");
-    for (int64_t i = 0; i < count && u < n; i++) {
-        int64_t v = t->dtype == 9 ? ((const int64_t *)t->data)[i] : ((const int32_t *)t->data)[i];
-        u += (size_t)snprintf(buf + u, n - u, "%s%" PRId64, i ? "," : "", v);
-    }
-    if (u < n) snprintf(buf + u, n - u, "}");
+    ints(buf, n, "{}", t->data, count, t->dtype == 9);
 }
 
 static double load(int dt, const void *p, int64_t i) {
@@ -129,20 +133,7 @@ static int reject(const char *why) {
     return PARAM_INVALID;
 }
 
-EXPORT int aclnnFusedInferAttentionScoreV2GetWorkspaceSize(
-    const aclTensor *query, const aclTensorList *key, const aclTensorList *value, const aclTensor *pse_shift,
-    const aclTensor *atten_mask, const aclIntArray *actual_seq_lengths, const aclIntArray *actual_seq_lengths_kv,
-    const aclTensor *deq_scale1, const aclTensor *quant_scale1, const aclTensor *deq_scale2,
-    const aclTensor *quant_scale2, const aclTensor *quant_offset2, const aclTensor *antiquant_scale,
-    const aclTensor *antiquant_offset, const aclTensor *block_table, const aclTensor *query_padding_size,
-    const aclTensor *kv_padding_size, const aclTensor *key_antiquant_scale, const aclTensor *key_antiquant_offset,
-    const aclTensor *value_antiquant_scale, const aclTensor *value_antiquant_offset,
-    const aclTensor *key_shared_prefix, const aclTensor *value_shared_prefix,
-    const aclIntArray *actual_shared_prefix_len, int64_t num_heads, double scale_value, int64_t pre_tokens,
-    int64_t next_tokens, char *input_layout, int64_t num_key_value_heads, int64_t sparse_mode, int64_t inner_precise,
-    int64_t block_size, int64_t antiquant_mode, bool softmax_lse_flag, int64_t key_antiquant_mode,
-    int64_t value_antiquant_mode, const aclTensor *attention_out, const aclTensor *softmax_lse,
-    uint64_t *workspace_size, aclOpExecutor **executor) {
+EXPORT int aclnnFusedInferAttentionScoreV2GetWorkspaceSize FIA_V2_GWS_PARAMS {
     char qd[64], kd[64], vd[64], md[64], od[64], td[64], aq[256], akv[256], tv[1024];
     tdesc(query, qd, sizeof qd);
     tdesc(key && key->n ? key->t[0] : NULL, kd, sizeof kd);

@@ -64,9 +64,14 @@ static void dump_log(void) {
 }
 
 static void probe0(sgl_attn_caps *c) {
-    memset(c, 0, sizeof *c);
-    c->struct_size = sizeof *c;
-    assert_int_equal(tp.p->probe(0, c), SGL_ATTN_OK);
+    assert_int_equal(tprobe(tp.p, 0, c), SGL_ATTN_OK);
+}
+
+/* Device 0 probes as unavailable, its reason holding `want`. */
+static void probe_unavailable(sgl_attn_caps *c, const char *want) {
+    probe0(c);
+    assert_int_equal(c->available, 0);
+    assert_non_null(strstr(c->reason, want));
 }
 
 /* ------------------------------------------------------------ no CANN */
@@ -75,14 +80,10 @@ static void test_runtime_missing(void **state) {
     (void)state;
     sgl_attn_caps c;
     setenv("SGL_ATTN_ASCEND_LIB_DIR", "/nonexistent/cann/lib64", 1);
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "libascendcl.so not found"));
+    probe_unavailable(&c, "libascendcl.so not found");
     assert_non_null(strstr(c.reason, "No such file"));
     unsetenv("SGL_ATTN_ASCEND_LIB_DIR");
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "libascendcl.so not found: libascendcl.so: cannot open shared object file"));
+    probe_unavailable(&c, "libascendcl.so not found: libascendcl.so: cannot open shared object file");
     assert_non_null(strstr(c.reason, "set SGL_ATTN_ASCEND_LIB_DIR"));
     /* Device ops and create answer too, without crashing. */
     void *p = NULL;
@@ -90,17 +91,9 @@ static void test_runtime_missing(void **state) {
     assert_int_equal(rc, 100001);
     assert_null(p);
     assert_non_null(strstr(tp.p->device_ops->error_string(rc), "not loaded"));
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_F16;
+    sgl_attn_model m = tmodel(0, 0, 0, SGL_ATTN_DT_F16);
     char err[256] = "";
-    sgl_attn_create_args ca;
-    memset(&ca, 0, sizeof ca);
-    ca.struct_size = sizeof ca;
-    ca.model = &m;
-    ca.error = err;
-    ca.error_size = sizeof err;
+    sgl_attn_create_args ca = tcreate_args(&m, 0, 0, 0, err, sizeof err);
     sgl_attn_backend *be = NULL;
     assert_int_equal(tp.p->create(&ca, &be), SGL_ATTN_E_DEVICE);
     assert_null(be);
@@ -114,9 +107,7 @@ static void test_acl_init_error(void **state) {
     use_fake();
     setenv("FAKE_ACL_INIT_ERROR", "507033", 1);
     sgl_attn_caps c;
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "aclInit -> 507033"));
+    probe_unavailable(&c, "aclInit -> 507033");
     assert_non_null(strstr(c.reason, "fake driver not started")); /* aclGetRecentErrMsg's words */
     unsetenv("FAKE_ACL_INIT_ERROR");
 }
@@ -126,14 +117,10 @@ static void test_no_device_and_wrong_soc(void **state) {
     use_fake();
     setenv("FAKE_ACL_DEVICE_COUNT", "0", 1);
     sgl_attn_caps c;
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "no Ascend device: aclrtGetDeviceCount -> count 0"));
+    probe_unavailable(&c, "no Ascend device: aclrtGetDeviceCount -> count 0");
     setenv("FAKE_ACL_DEVICE_COUNT", "1", 1);
     setenv("FAKE_ACL_SOC", "Ascend310P3", 1);
-    probe0(&c);
-    assert_int_equal(c.available, 0);
-    assert_non_null(strstr(c.reason, "Ascend310P3"));
+    probe_unavailable(&c, "Ascend310P3");
     assert_string_equal(c.arch_name, "Ascend310P3");
     use_fake();
 }
@@ -395,14 +382,7 @@ static void test_refusals(void **state) {
     assert_int_equal(r.stage, 1);
     assert_int_equal(r.rc, SGL_ATTN_E_UNSUPPORTED);
 
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = 8;
-    m.num_kv_heads = 2;
-    m.head_dim_qk = m.head_dim_v = 128;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16;
-    m.sliding_window = -1;
+    sgl_attn_model m = tmodel(8, 2, 128, SGL_ATTN_DT_BF16);
     char why[256];
     assert_int_equal(tp.p->supports_model(&m, NULL, why, sizeof why), SGL_ATTN_OK);
     m.head_dim_qk = 192;
@@ -420,22 +400,8 @@ static void test_refusals(void **state) {
  * create from create_args.host (the environment overriding it), never from
  * what an earlier negotiation or create saw. */
 static int create_ws(const char *opt, const char *env, char *err, size_t n) {
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = 8;
-    m.num_kv_heads = 2;
-    m.head_dim_qk = m.head_dim_v = 128;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_F16;
-    sgl_attn_create_args ca;
-    memset(&ca, 0, sizeof ca);
-    ca.struct_size = sizeof ca;
-    ca.model = &m;
-    ca.max_reqs = 2;
-    ca.max_tokens = 8;
-    ca.max_context = 256;
-    ca.error = err;
-    ca.error_size = n;
+    sgl_attn_model m = tmodel(8, 2, 128, SGL_ATTN_DT_F16);
+    sgl_attn_create_args ca = tcreate_args(&m, 2, 8, 256, err, n);
     ca.host = tplugin_host;
     tp.opt_vals[0] = opt;
     if (env) setenv("SGL_ATTN_NPU_WORKSPACE_MB", env, 1);

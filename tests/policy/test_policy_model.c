@@ -19,6 +19,31 @@ static int inline_model(const char *json, int tp, sgl_attn_model *m, char *err, 
     return sgl_attn_model_from_json(json, strlen(json), "config.json", tp, m, err, n);
 }
 
+/* Expected fields of a model: EXPECT(m, W(num_q_heads, 16), W(dtype, SGL_ATTN_DT_BF16))
+ * checks each in turn, and a failure names the field, what it holds, what
+ * was expected and the EXPECT's line.  Every field named is a 32-bit integer
+ * (int32_t or uint32_t), which expect_fields checks too. */
+typedef struct want_field {
+    const char *name;
+    size_t offset, size;
+    int64_t value;
+} want_field;
+#define W(field, v) {#field, offsetof(sgl_attn_model, field), sizeof(((sgl_attn_model *)0)->field), (int64_t)(v)}
+#define EXPECT(m, ...) \
+    expect_fields(&(m), #m, (const want_field[]){__VA_ARGS__, {NULL, 0, 0, 0}}, __FILE__, __LINE__)
+
+static void expect_fields(const sgl_attn_model *m, const char *var, const want_field *w, const char *file, int line) {
+    for (; w->name; w++) {
+        assert_int_equal(w->size, sizeof(int32_t));
+        int32_t got;
+        memcpy(&got, (const char *)m + w->offset, sizeof got);
+        if (got != (int32_t)w->value) {
+            print_error("%s.%s = %d; expected %d\n", var, w->name, (int)got, (int)(int32_t)w->value);
+            _fail(file, line);
+        }
+    }
+}
+
 /* The full-attention layer ids as a "3,7,11" string. */
 static void full_ids(const sgl_attn_model *m, char *buf, size_t n) {
     buf[0] = 0;
@@ -33,22 +58,16 @@ static void test_llama_ours_and_hf_agree(void **state) {
     load("llama-3.1-8b-hf.json", 1, &b);
     assert_int_equal(a.num_layers, 32);
     assert_int_equal(b.num_layers, 32);
-    assert_int_equal(a.num_q_heads, b.num_q_heads);
-    assert_int_equal(a.num_kv_heads, 8);
-    assert_int_equal(b.num_kv_heads, 8);
-    assert_int_equal(b.head_dim_qk, 128);
-    assert_int_equal(b.dtype, SGL_ATTN_DT_BF16);
-    assert_int_equal(b.hybrid_kind, SGL_ATTN_HYBRID_NONE);
-    assert_int_equal(b.sliding_window, -1);
+    EXPECT(a, W(num_q_heads, b.num_q_heads), W(num_kv_heads, 8));
+    EXPECT(b, W(num_kv_heads, 8), W(head_dim_qk, 128), W(dtype, SGL_ATTN_DT_BF16), W(hybrid_kind, SGL_ATTN_HYBRID_NONE),
+           W(sliding_window, -1));
     assert_string_equal(b.model_type, "llama");
     assert_int_equal(model_mask_count(b.full_attention_mask), 32);
     /* tp 8: 4 q heads and 1 kv head per rank; tp 16 replicates the 8 kv heads. */
     load("llama-3.1-8b-hf.json", 8, &b);
-    assert_int_equal(b.num_q_heads, 4);
-    assert_int_equal(b.num_kv_heads, 1);
+    EXPECT(b, W(num_q_heads, 4), W(num_kv_heads, 1));
     load("llama-3.1-8b-hf.json", 16, &b);
-    assert_int_equal(b.num_q_heads, 2);
-    assert_int_equal(b.num_kv_heads, 1);
+    EXPECT(b, W(num_q_heads, 2), W(num_kv_heads, 1));
     char err[512];
     sgl_attn_model keep = b;
     assert_int_equal(sgl_attn_model_from_file(pt_src("examples/models/llama-3.1-8b-hf.json"), 3, &b, err, sizeof err),
@@ -61,39 +80,22 @@ static void test_deepseek_mla_and_dsa(void **state) {
     (void)state;
     sgl_attn_model m;
     load("deepseek-v3.json", 8, &m);
-    assert_true(m.is_mla);
-    assert_int_equal(m.head_dim_qk, 576);
-    assert_int_equal(m.head_dim_v, 512);
-    assert_int_equal(m.num_kv_heads, 1);
-    assert_int_equal(m.num_q_heads, 16);
-    assert_int_equal(m.kv_lora_rank, 512);
-    assert_int_equal(m.qk_nope_head_dim, 128);
-    assert_int_equal(m.index_topk, 0);
-    assert_int_equal(m.index_n_heads, 0);
-    assert_int_equal(m.index_head_dim, 0);
+    EXPECT(m, W(is_mla, 1), W(head_dim_qk, 576), W(head_dim_v, 512), W(num_kv_heads, 1), W(num_q_heads, 16),
+           W(kv_lora_rank, 512), W(qk_nope_head_dim, 128), W(index_topk, 0), W(index_n_heads, 0), W(index_head_dim, 0));
     /* The file: index_topk 2048, index_n_heads 64, index_head_dim 128; the
      * indexer is not split by tensor parallelism. */
     load("deepseek-v3.2-exp.json", 8, &m);
-    assert_int_equal(m.index_topk, 2048);
-    assert_int_equal(m.index_n_heads, 64);
-    assert_int_equal(m.index_head_dim, 128);
-    assert_int_equal(m.num_q_heads, 16);
+    EXPECT(m, W(index_topk, 2048), W(index_n_heads, 64), W(index_head_dim, 128), W(num_q_heads, 16));
 }
 
 static void test_encoder_decoder(void **state) {
     (void)state;
     sgl_attn_model m;
     load("whisper-large-v3.json", 1, &m);
-    assert_true(m.is_encoder_decoder);
-    assert_int_equal(m.num_q_heads, 20);
-    assert_int_equal(m.num_kv_heads, 20);
-    assert_int_equal(m.head_dim_qk, 64);
-    assert_int_equal(m.dtype, SGL_ATTN_DT_F16);
+    EXPECT(m, W(is_encoder_decoder, 1), W(num_q_heads, 20), W(num_kv_heads, 20), W(head_dim_qk, 64),
+           W(dtype, SGL_ATTN_DT_F16));
     load("mllama-3.2-11b-vision.json", 1, &m);
-    assert_true(m.is_encoder_decoder);
-    assert_int_equal(m.num_layers, 40);
-    assert_int_equal(m.num_kv_heads, 8);
-    assert_int_equal(m.head_dim_qk, 128);
+    EXPECT(m, W(is_encoder_decoder, 1), W(num_layers, 40), W(num_kv_heads, 8), W(head_dim_qk, 128));
     assert_string_equal(m.model_type, "mllama");
 }
 
@@ -101,27 +103,20 @@ static void test_window_softcap_sinks(void **state) {
     (void)state;
     sgl_attn_model m;
     load("gpt-oss-20b.json", 1, &m);
-    assert_true(m.has_sinks);
-    assert_int_equal(m.sliding_window, 127);
-    assert_int_equal(m.head_dim_qk, 64);
-    assert_int_equal(m.hybrid_kind, SGL_ATTN_HYBRID_NONE);
+    EXPECT(m, W(has_sinks, 1), W(sliding_window, 127), W(head_dim_qk, 64), W(hybrid_kind, SGL_ATTN_HYBRID_NONE));
     load("gemma-2-9b.json", 1, &m);
     assert_false(m.has_sinks);
     assert_true(m.logit_softcap == 50.0f);
-    assert_int_equal(m.sliding_window, 4095);
-    assert_int_equal(m.head_dim_qk, 256);
+    EXPECT(m, W(sliding_window, 4095), W(head_dim_qk, 256));
     /* "torch_dtype": "float32": served in bf16, as sglang's --dtype auto does for Gemma. */
-    assert_int_equal(m.config_dtype, SGL_ATTN_DT_F32);
-    assert_int_equal(m.dtype, SGL_ATTN_DT_BF16);
-    assert_int_equal(m.kv_dtype, SGL_ATTN_DT_BF16);
+    EXPECT(m, W(config_dtype, SGL_ATTN_DT_F32), W(dtype, SGL_ATTN_DT_BF16), W(kv_dtype, SGL_ATTN_DT_BF16));
     char err[512];
     /* A window that use_sliding_window turns off, or layer_types that use none. */
     assert_int_equal(inline_model("{\"model_type\": \"qwen2\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                                   "\"hidden_size\": 256, \"sliding_window\": 4096, \"use_sliding_window\": false}",
                                   1, &m, err, sizeof err),
                      SGL_ATTN_OK);
-    assert_int_equal(m.sliding_window, -1);
-    assert_int_equal(m.head_dim_qk, 64);
+    EXPECT(m, W(sliding_window, -1), W(head_dim_qk, 64));
 }
 
 static void test_qwen3_next_gdn(void **state) {
@@ -132,16 +127,10 @@ static void test_qwen3_next_gdn(void **state) {
     assert_int_equal(m.hybrid_kind, SGL_ATTN_HYBRID_GDN);
     full_ids(&m, ids, sizeof ids);
     assert_string_equal(ids, "3,7,11,15,19,23,27,31,35,39,43,47");
-    assert_int_equal(m.lin_num_k_heads, 16);
-    assert_int_equal(m.lin_num_v_heads, 32);
-    assert_int_equal(m.lin_head_k_dim, 128);
-    assert_int_equal(m.lin_head_v_dim, 128);
-    assert_int_equal(m.lin_conv_kernel, 4);
+    EXPECT(m, W(lin_num_k_heads, 16), W(lin_num_v_heads, 32), W(lin_head_k_dim, 128), W(lin_head_v_dim, 128),
+           W(lin_conv_kernel, 4));
     load("qwen3-next-80b-a3b.json", 4, &m);
-    assert_int_equal(m.num_q_heads, 4);
-    assert_int_equal(m.num_kv_heads, 1);
-    assert_int_equal(m.lin_num_k_heads, 4);
-    assert_int_equal(m.lin_num_v_heads, 8);
+    EXPECT(m, W(num_q_heads, 4), W(num_kv_heads, 1), W(lin_num_k_heads, 4), W(lin_num_v_heads, 8));
     /* Qwen3.5: layer_types nested in text_config. */
     char err[512];
     assert_int_equal(
@@ -184,12 +173,8 @@ static void test_mamba2_families(void **state) {
     assert_int_equal(m.hybrid_kind, SGL_ATTN_HYBRID_MAMBA2);
     full_ids(&m, ids, sizeof ids);
     assert_string_equal(ids, "7,18,29,40");
-    assert_int_equal(m.lin_num_k_heads, 8);
-    assert_int_equal(m.lin_num_v_heads, 128);
-    assert_int_equal(m.lin_head_k_dim, 128);
-    assert_int_equal(m.lin_head_v_dim, 64);
-    assert_int_equal(m.lin_conv_kernel, 4);
-    assert_int_equal(m.head_dim_qk, 128);
+    EXPECT(m, W(lin_num_k_heads, 8), W(lin_num_v_heads, 128), W(lin_head_k_dim, 128), W(lin_head_v_dim, 64),
+           W(lin_conv_kernel, 4), W(head_dim_qk, 128));
     assert_int_equal(
         inline_model("{\"model_type\": \"nemotron_h\", \"num_hidden_layers\": 5, \"num_attention_heads\": 8, "
                      "\"head_dim\": 64, \"hybrid_override_pattern\": \"M-M*\"}",
@@ -211,9 +196,8 @@ static void test_mamba2_families(void **state) {
         SGL_ATTN_OK);
     assert_int_equal(m.hybrid_kind, SGL_ATTN_HYBRID_MAMBA2);
     assert_int_equal(model_mask_count(m.full_attention_mask), 24);
-    assert_int_equal(m.lin_num_v_heads, 24);
-    assert_int_equal(m.lin_num_k_heads, 1); /* one group, replicated over tp */
-    assert_int_equal(m.lin_head_k_dim, 256);
+    /* lin_num_k_heads: one group, replicated over tp */
+    EXPECT(m, W(lin_num_v_heads, 24), W(lin_num_k_heads, 1), W(lin_head_k_dim, 256));
     /* Zamba2: layers_block_type, heads from expand * hidden / head dim. */
     assert_int_equal(
         inline_model("{\"model_type\": \"zamba2\", \"num_hidden_layers\": 6, \"num_attention_heads\": 32, "
@@ -224,8 +208,7 @@ static void test_mamba2_families(void **state) {
         SGL_ATTN_OK);
     full_ids(&m, ids, sizeof ids);
     assert_string_equal(ids, "2,5");
-    assert_int_equal(m.lin_num_v_heads, 80);
-    assert_int_equal(m.head_dim_qk, 160); /* 2 * hidden / heads */
+    EXPECT(m, W(lin_num_v_heads, 80), W(head_dim_qk, 160)); /* 2 * hidden / heads */
 }
 
 static void test_short_conv_kda_lightning_sparse(void **state) {
@@ -236,8 +219,7 @@ static void test_short_conv_kda_lightning_sparse(void **state) {
     assert_int_equal(m.hybrid_kind, SGL_ATTN_HYBRID_SHORT_CONV);
     full_ids(&m, ids, sizeof ids);
     assert_string_equal(ids, "2,5,8,10,12,14");
-    assert_int_equal(m.lin_hidden, 2048);
-    assert_int_equal(m.lin_conv_kernel, 3);
+    EXPECT(m, W(lin_hidden, 2048), W(lin_conv_kernel, 3));
     /* The older full_attn_idxs alone, and a disagreement with layer_types. */
     assert_int_equal(inline_model("{\"model_type\": \"lfm2\", \"num_hidden_layers\": 4, \"num_attention_heads\": 8, "
                                   "\"hidden_size\": 512, \"conv_L_cache\": 3, \"full_attn_idxs\": [1, 3]}",
@@ -254,13 +236,10 @@ static void test_short_conv_kda_lightning_sparse(void **state) {
     assert_non_null(strstr(err, "\"full_attn_idxs\" and \"layer_types\" disagree"));
 
     load("kimi-linear-48b-a3b.json", 1, &m);
-    assert_int_equal(m.hybrid_kind, SGL_ATTN_HYBRID_KDA);
-    assert_true(m.is_mla);
+    EXPECT(m, W(hybrid_kind, SGL_ATTN_HYBRID_KDA), W(is_mla, 1));
     full_ids(&m, ids, sizeof ids);
     assert_string_equal(ids, "3,7,11,15,19,23,26"); /* 1-based in the config */
-    assert_int_equal(m.lin_num_v_heads, 32);
-    assert_int_equal(m.lin_head_k_dim, 128);
-    assert_int_equal(m.lin_conv_kernel, 4);
+    EXPECT(m, W(lin_num_v_heads, 32), W(lin_head_k_dim, 128), W(lin_conv_kernel, 4));
     assert_int_equal(
         inline_model("{\"model_type\": \"kimi_linear\", \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
                      "\"head_dim\": 64, \"linear_attn_config\": {\"full_attn_layers\": [2], \"kda_layers\": [0], "
@@ -273,8 +252,7 @@ static void test_short_conv_kda_lightning_sparse(void **state) {
     assert_int_equal(m.hybrid_kind, SGL_ATTN_HYBRID_LIGHTNING);
     full_ids(&m, ids, sizeof ids);
     assert_string_equal(ids, "7,15,23,31,39,47,55,63,71,79");
-    assert_int_equal(m.lin_num_v_heads, 8);
-    assert_int_equal(m.lin_head_k_dim, 128);
+    EXPECT(m, W(lin_num_v_heads, 8), W(lin_head_k_dim, 128));
 
     load("minimax-m3-sparse.json", 1, &m);
     assert_int_equal(m.hybrid_kind, SGL_ATTN_HYBRID_MINIMAX_SPARSE);
@@ -283,8 +261,7 @@ static void test_short_conv_kda_lightning_sparse(void **state) {
     assert_true(sgl_attn_model_layer_is_sparse(&m, 3));
     assert_true(sgl_attn_model_layer_is_sparse(&m, 11));
     assert_false(sgl_attn_model_layer_is_sparse(&m, 2));
-    assert_int_equal(m.sparse_topk_blocks, 16);
-    assert_int_equal(m.sparse_block_size, 128);
+    EXPECT(m, W(sparse_topk_blocks, 16), W(sparse_block_size, 128));
     assert_int_equal(inline_model("{\"architectures\": [\"MiniMaxM3SparseForCausalLM\"], \"num_hidden_layers\": 2, "
                                   "\"num_attention_heads\": 4, \"head_dim\": 64}",
                                   1, &m, err, sizeof err),
@@ -383,19 +360,11 @@ static void test_dual_chunk(void **state) {
     (void)state;
     sgl_attn_model m;
     load("qwen2.5-7b-instruct-1m.json", 1, &m);
-    assert_int_equal(m.num_layers, 28);
-    assert_int_equal(m.num_q_heads, 28);
-    assert_int_equal(m.num_kv_heads, 4);
-    assert_int_equal(m.head_dim_qk, 128);
-    assert_int_equal(m.sliding_window, -1); /* use_sliding_window false */
-    assert_int_equal(m.dca_chunk_size, 262144);
-    assert_int_equal(m.dca_local_size, 8192);
-    assert_int_equal(m.dca_original_max_position, 262144);
-    assert_int_equal(m.dca_sparse, 0);
+    /* sliding_window -1: use_sliding_window is false */
+    EXPECT(m, W(num_layers, 28), W(num_q_heads, 28), W(num_kv_heads, 4), W(head_dim_qk, 128), W(sliding_window, -1),
+           W(dca_chunk_size, 262144), W(dca_local_size, 8192), W(dca_original_max_position, 262144), W(dca_sparse, 0));
     load("qwen2.5-7b-instruct-1m.json", 4, &m);
-    assert_int_equal(m.num_q_heads, 7);
-    assert_int_equal(m.num_kv_heads, 1);
-    assert_int_equal(m.dca_chunk_size, 262144);
+    EXPECT(m, W(num_q_heads, 7), W(num_kv_heads, 1), W(dca_chunk_size, 262144));
     load("llama-3.1-8b-hf.json", 1, &m);
     assert_int_equal(m.dca_chunk_size, 0);
 
@@ -407,19 +376,13 @@ static void test_dual_chunk(void **state) {
     /* Absent sizes: the engines' defaults; a sparse config turns sparse on. */
     snprintf(json, sizeof json, base, "{\"sparse_attention_config\": [{}]}");
     assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_OK);
-    assert_int_equal(m.dca_chunk_size, 8192);
-    assert_int_equal(m.dca_local_size, 1024);
-    assert_int_equal(m.dca_original_max_position, 0);
-    assert_int_equal(m.dca_sparse, 1);
-    assert_int_equal(m.dca_sparse_threshold, 32768);
+    EXPECT(m, W(dca_chunk_size, 8192), W(dca_local_size, 1024), W(dca_original_max_position, 0), W(dca_sparse, 1),
+           W(dca_sparse_threshold, 32768));
     snprintf(json, sizeof json, base,
              "{\"chunk_size\": 64, \"local_size\": 16, \"sparse_attention_config\": [{}], "
              "\"sparse_attention_enabled\": false, \"sparse_attention_threshold\": 100}");
     assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_OK);
-    assert_int_equal(m.dca_chunk_size, 64);
-    assert_int_equal(m.dca_local_size, 16);
-    assert_int_equal(m.dca_sparse, 0);
-    assert_int_equal(m.dca_sparse_threshold, 100);
+    EXPECT(m, W(dca_chunk_size, 64), W(dca_local_size, 16), W(dca_sparse, 0), W(dca_sparse_threshold, 100));
     snprintf(json, sizeof json, base, "{\"chunk_size\": 64, \"local_size\": 64}");
     assert_int_equal(inline_model(json, 1, &m, err, sizeof err), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "\"dual_chunk_attention_config\": local_size 64 must be below chunk_size 64"));

@@ -9,7 +9,8 @@
 
 static const char *get_option(void *ctx, const char *plugin, const char *key) {
     tplugin *tp = ctx;
-    (void)plugin;
+    /* The options are this plugin's: asked under another name, there are none. */
+    if (tp->p && (!plugin || strcmp(plugin, tp->p->name))) return NULL;
     for (int i = 0; i < 8 && tp->opt_keys[i]; i++)
         if (!strcmp(tp->opt_keys[i], key)) return tp->opt_vals[i];
     return NULL;
@@ -79,6 +80,38 @@ void tplugin_close(tplugin *tp) {
     if (tp->so && !getenv("SGL_ATTN_NO_UNLOAD")) dlclose(tp->so);
     tp->so = NULL;
     tp->p = NULL;
+}
+
+sgl_attn_model tmodel(int32_t hq, int32_t hkv, int32_t d, uint32_t dtype) {
+    sgl_attn_model m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.num_q_heads = hq;
+    m.num_kv_heads = hkv;
+    m.head_dim_qk = m.head_dim_v = d;
+    m.dtype = m.kv_dtype = dtype;
+    m.sliding_window = -1;
+    return m;
+}
+
+sgl_attn_create_args tcreate_args(const sgl_attn_model *m, int32_t max_reqs, int32_t max_tokens,
+                                  int32_t max_context, char *err, size_t err_size) {
+    sgl_attn_create_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.model = m;
+    a.max_reqs = max_reqs;
+    a.max_tokens = max_tokens;
+    a.max_context = max_context;
+    a.error = err;
+    a.error_size = err_size;
+    return a;
+}
+
+int tprobe(const sgl_attn_plugin *p, int32_t device, sgl_attn_caps *c) {
+    memset(c, 0, sizeof *c);
+    c->struct_size = sizeof *c;
+    return p->probe(device, c);
 }
 
 int dtensor_device_type = kDLOpenCL;

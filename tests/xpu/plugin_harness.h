@@ -1,5 +1,6 @@
-/* plugin_harness.h - loading one plugin .so with a stand-in host API, staging
- * tensors through its device_ops.  Shared by the xpu and npu tests. */
+/* plugin_harness.h - loading one plugin .so with a stand-in host API, the
+ * model, caps and create_args a test hands it, staging tensors through its
+ * device_ops.  Shared by the xpu, npu, hip and cuda plugin tests. */
 #ifndef SGL_TEST_PLUGIN_HARNESS_H
 #define SGL_TEST_PLUGIN_HARNESS_H
 
@@ -27,6 +28,16 @@ int tplugin_open(tplugin *tp, const char *path, char *err, size_t err_size);
 /* Call the entry again (after changing options). */
 int tplugin_renegotiate(tplugin *tp);
 void tplugin_close(tplugin *tp);
+
+/* A plain attention model: hq query and hkv KV heads of head dim d (qk and
+ * v), q and the KV pool in `dtype` (SGL_ATTN_DT_*), no sliding window. */
+sgl_attn_model tmodel(int32_t hq, int32_t hkv, int32_t d, uint32_t dtype);
+/* create_args for `m` and these limits, the error going to err[err_size];
+ * host, inner and device are left 0 for the test to set. */
+sgl_attn_create_args tcreate_args(const sgl_attn_model *m, int32_t max_reqs, int32_t max_tokens,
+                                  int32_t max_context, char *err, size_t err_size);
+/* p->probe(device) into a zeroed caps of this ABI's size; its status. */
+int tprobe(const sgl_attn_plugin *p, int32_t device, sgl_attn_caps *c);
 
 /* A device tensor: allocated through device_ops (host memory when NULL). */
 typedef struct dtensor {

@@ -46,9 +46,7 @@ static void test_probe_refuses_cpu_by_default(void **state) {
     unsetenv("SGL_ATTN_XPU_ALLOW_CPU");
     set_allow_cpu_option(NULL);
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    assert_int_equal(tp.p->probe(0, &c), SGL_ATTN_OK);
+    assert_int_equal(tprobe(tp.p, 0, &c), SGL_ATTN_OK);
     /* No GPU on this machine: unavailable, with Level Zero's and OpenCL's words. */
     assert_int_equal(c.available, 0);
     assert_non_null(strstr(c.reason, "Level Zero"));
@@ -64,9 +62,7 @@ static void test_probe_cpu_allowed_by_conf_option(void **state) {
     unsetenv("SGL_ATTN_XPU_ALLOW_CPU");
     set_allow_cpu_option("true");
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    assert_int_equal(tp.p->probe(0, &c), SGL_ATTN_OK);
+    assert_int_equal(tprobe(tp.p, 0, &c), SGL_ATTN_OK);
     assert_int_equal(c.available, 1);
     assert_true(strlen(c.device_name) > 0);
     assert_non_null(strstr(c.arch_name, "OpenCL C"));
@@ -83,9 +79,7 @@ static void test_probe_cpu_allowed_by_env(void **state) {
     if (!have_device) skip();
     setenv("SGL_ATTN_XPU_ALLOW_CPU", "1", 1);
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    assert_int_equal(tp.p->probe(0, &c), SGL_ATTN_OK);
+    assert_int_equal(tprobe(tp.p, 0, &c), SGL_ATTN_OK);
     assert_int_equal(c.available, 1);
     assert_non_null(strstr(c.reason, "SGL_ATTN_XPU_ALLOW_CPU"));
 }
@@ -359,23 +353,9 @@ static void test_bad_tensors(void **state) {
     if (!have_device) skip();
     setenv("SGL_ATTN_XPU_ALLOW_CPU", "1", 1);
     const sgl_attn_device_ops *ops = tp.p->device_ops;
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = 2;
-    m.num_kv_heads = 2;
-    m.head_dim_qk = m.head_dim_v = 32;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_F32;
+    sgl_attn_model m = tmodel(2, 2, 32, SGL_ATTN_DT_F32);
     char err[256] = "";
-    sgl_attn_create_args ca;
-    memset(&ca, 0, sizeof ca);
-    ca.struct_size = sizeof ca;
-    ca.model = &m;
-    ca.max_reqs = 4;
-    ca.max_tokens = 4;
-    ca.max_context = 16;
-    ca.error = err;
-    ca.error_size = sizeof err;
+    sgl_attn_create_args ca = tcreate_args(&m, 4, 4, 16, err, sizeof err);
     sgl_attn_backend *be = NULL;
     ca.device = 9;
     assert_int_equal(tp.p->create(&ca, &be), SGL_ATTN_E_NOT_FOUND);
@@ -486,9 +466,7 @@ static int group_setup(void **state) {
     }
     setenv("SGL_ATTN_XPU_ALLOW_CPU", "1", 1);
     sgl_attn_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = sizeof c;
-    tp.p->probe(0, &c);
+    tprobe(tp.p, 0, &c);
     have_device = c.available;
     snprintf(no_device_reason, sizeof no_device_reason, "%s", c.reason);
     if (!have_device) fprintf(stderr, "xpu_ocl: no OpenCL device, numeric tests skipped: %s\n", c.reason);
