@@ -77,6 +77,37 @@ TEST_STEPS += cuda-attn-emu
 # show any read or write of a kernel past a tensor or scratch buffer.
 CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick
+
+# cuda_mla the same way, in the same folder: its mma.sync kernels (decode,
+# verify and extend over the plan, DeepSeek sparse MLA over topk_indices), the
+# simple kernel, the combine, save_kv and the item check, emulated; the sm_90a
+# wide kernel is absent (mla_wide_absent.cpp), as cuda_attn's wgmma ones are.
+# The inline PTX has its twin under #ifdef LK_EMU in mla_mma_ops.cuh and
+# mla_decode_mma.cu.
+CUDA_MLA_EMU_OBJ := $(OBJDIR)/tests/cuda_emu/mla
+CUDA_MLA_EMU_SO := $(CUDA_EMU_PLUGDIR)/cuda_mla.so
+CUDA_MLA_EMU_CU := $(filter-out mla_decode_wide_sm90.cu,$(CUDA_MLA_CU))
+CUDA_MLA_EMU_KERNELS := $(addprefix $(CUDA_MLA_EMU_OBJ)/,$(CUDA_MLA_EMU_CU:.cu=.emu.o))
+CUDA_MLA_EMU_DEPS := $(wildcard plugins/cuda/mla/*.cuh plugins/cuda/mla/*.h) plugins/sdk/gpu_compat.h \
+                     plugins/sdk/gpu_fault.h $(EMU_DIR)/emu_prelude.h
+
+$(CUDA_MLA_EMU_OBJ)/%.emu.cpp: plugins/cuda/mla/%.cu $(EMU_DIR)/emu_cu.py
+	@mkdir -p $(@D)
+	python3 $(EMU_DIR)/emu_cu.py $< $@
+$(CUDA_MLA_EMU_OBJ)/%.emu.o: $(CUDA_MLA_EMU_OBJ)/%.emu.cpp $(CUDA_MLA_EMU_DEPS)
+	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mla -c $< -o $@
+$(CUDA_MLA_EMU_OBJ)/mla_wide_absent.o: tests/cuda_emu/mla_wide_absent.cpp plugins/cuda/mla/mla_kernels.h
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mla -c $< -o $@
+.SECONDARY: $(CUDA_MLA_EMU_KERNELS:.o=.cpp)
+
+$(CUDA_MLA_EMU_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KERNELS) $(CUDA_MLA_EMU_OBJ)/mla_wide_absent.o \
+                    $(EMU_SIMT_OBJ) $(EMU_CUDART_SM80_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(CUDA_MLA_EMU_SO)
+cuda_mla_emu: $(CUDA_MLA_EMU_SO)
+
 else
 SKIPPED += cuda_attn_emu
 SKIP_WHY_cuda_attn_emu := $(NO_NVCC_WHY) (the emulated cuda_attn reuses the plugin's build)
