@@ -1,13 +1,17 @@
-# tests/cuda_emu - cuda_attn's SM 8.x kernels and launchers, built by g++ for
-# the CPU emulator of CUDA (tests/emu/), in a plugin .so the harness checks
-# against cpu_ref's float64 reference, here, with no GPU:
+# tests/cuda_emu - cuda_attn's and cuda_mla's SM 8.x kernels and launchers,
+# built by g++ for the CPU emulator of CUDA (tests/emu/), in plugin .so files
+# the harness checks against cpu_ref's float64 reference, here, with no GPU:
 #   $(CUDA_EMU_SO)      cuda_attn with its kernels emulated (the emulated device reports SM 8.0, so the
 #                       sm_90a wgmma/TMA kernels are absent: wgmma_absent.cpp)
 #   $(CUDA_EMU_FP8HW_SO)  the same with fp8's SM 8.9+ conversions (EMU_FP8_HW_CVT)
 #   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways)
+#   $(CUDA_MLA_EMU_SO)  cuda_mla with its kernels emulated (SM 8.0; the sm_90a wide kernel absent:
+#                       mla_wide_absent.cpp), and $(CUDA_MLA_EMU_SM90_SO) over the SM 9.0 runtime
+#   make cuda-mla-emu   a step of `make test`: attnctl check on them (auto; mma=ring; simple; shuffled blocks)
 # Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
 # __shared__ arrays) and compiled as is; the inline PTX has its emulated twin
-# under #ifdef LK_EMU in the headers (mma_sm80.cuh, fp8_e4m3.cuh, gpu_compat.h) and decode_reg.cu.
+# under #ifdef LK_EMU in the headers (mma_sm80.cuh, fp8_e4m3.cuh, gpu_compat.h,
+# mla_mma_ops.cuh), decode_reg.cu and mla_decode_mma.cu.
 
 ifeq ($(HAVE_CUDA),1)
 include tests/emu/emu.mk
@@ -73,10 +77,13 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
 TEST_STEPS += cuda-attn-emu
 # sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
-# defaults under ASan + UBSan, where the runtime's exact-size host allocations
-# show any read or write of a kernel past a tensor or scratch buffer.
+# defaults under ASan + UBSan, cuda_attn's then cuda_mla's, where the runtime's
+# exact-size host allocations show any read or write of a kernel past a tensor
+# or scratch buffer.
 CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
-  env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick && \
+  echo "== asan attnctl check: cuda_mla on the emulator (the quick matrix)" && \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_MLA_EMU_CHECK) --no-conf --quick
 
 # cuda_mla the same way, in the same folder: its mma.sync kernels (decode,
 # verify and extend over the plan, DeepSeek sparse MLA over topk_indices), the
