@@ -1,8 +1,8 @@
 /*
  * emu_prelude.h - force-included (g++ -include) when CUDA kernels and their
  * launchers are built for the CPU emulator (-DLK_EMU): the linear kernels
- * (tests/cuda_linear) and cuda_attn's (tests/cuda_emu, whose .cu files
- * emu_cu.py rewrites first: their <<<>>> launches become lk_emu_launch_k).
+ * (tests/cuda_linear), cuda_attn's and cuda_mla's (tests/cuda_emu, whose .cu
+ * files emu_cu.py rewrites first: their <<<>>> launches become lk_emu_launch_k).
  * Each CUDA thread of a block is a fiber (emu_simt.cpp); what CUDA gives a
  * kernel is declared here and implemented there with the same semantics:
  * the block barrier (non-exited threads), warp collectives that check all 32
