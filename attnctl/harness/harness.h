@@ -360,11 +360,24 @@ typedef struct hbench_stats {
     int batches;
     long calls;        /* timed calls in all */
     long calls_per_batch;
+    long warmup_calls; /* untimed calls before the timed ones */
 } hbench_stats;
 
-/* Warm up, then time batches of calls with one synchronize per batch until
- * min_time seconds and at least 5 batches; per-call median. */
+/* Warm up (synchronised batches of 1, 2, 4, ... calls until 3 calls and
+ * 0.2 s), then time batches of calls with one synchronize per batch until
+ * min_time seconds and at least 5 batches; per-call median.  No call is
+ * queued unsynchronised past the clock's targets by more than one batch. */
 int hbench_time(const hbench *b, const hdev *d, double min_time, hbench_stats *out, char *err,
                 size_t err_size);
+
+/* The same on any clock and synchronize (tests/cli/test_bench_timing.c runs
+ * it on a simulated device with a launch queue). */
+typedef struct hbench_clock {
+    double (*now)(void *ctx);
+    int (*sync)(void *ctx, char *err, size_t err_size);
+    void *ctx;
+} hbench_clock;
+int hbench_time_on(const hbench *b, const hbench_clock *k, double min_time, hbench_stats *out, char *err,
+                   size_t err_size);
 
 #endif

@@ -1,20 +1,28 @@
 """Dual chunk attention against plain attention (bench/gpu/dual_chunk.sh):
-reads bench_dc_{decode,prefill}[_mma].json (attnctl bench --json) in OUT_DIR
-and prints per shape the plain medians (the defaults, and kernel=mma), the
-dual chunk medians (the model's sizes; chunk 32768 / local 4096, all three
-parts) and dual chunk / plain.  Issue 24's bar: <= 1.30x against the
-defaults; the ratio to kernel=mma is the cost of dual chunk over the same
-mma.sync design.  Exit 1 when a shape misses the bar or is missing.
+reads the attnctl bench --json files in OUT_DIR (bench_dc_decode.json,
+bench_dc_decode_mma.json; bench_dc_prefill_<len>_<variant>.json, one case
+each: plain (the defaults), mma (plain, kernel=mma), model and three (dual
+chunk, with the defaults' conf)) and prints per shape the plain medians (the
+defaults, and kernel=mma), the dual chunk medians (the model's sizes; chunk
+32768 / local 4096, all three parts) and dual chunk / plain.  Issue 24's bar:
+<= 1.30x against the defaults; the ratio to kernel=mma is the cost of dual
+chunk over the same mma.sync design.  Exit 1 when a shape misses the bar or
+is missing.
 usage: dual_chunk_summary.py OUT_DIR"""
-import json, os, sys
+import glob, json, os, sys
+
+PREFILL_LENS = (16384, 32768, 65536, 131072)
 
 
-def load(out, name):
-    try:
-        with open(os.path.join(out, name)) as f:
-            return {c.get("case", ""): c for c in json.load(f).get("cases", [])}
-    except Exception:
-        return {}
+def load(paths):
+    rows = {}
+    for path in paths:
+        try:
+            with open(path) as f:
+                rows.update({c.get("case", ""): c for c in json.load(f).get("cases", [])})
+        except Exception:
+            pass
+    return rows
 
 
 def us(rows, case):
@@ -24,16 +32,21 @@ def us(rows, case):
 def main(out):
     s = "hq=28,hkv=4,d=128,dtype=bf16,page=16"
     parts = {"model": "chunk=262144,local=8192,omp=262144", "3 parts": "chunk=32768,local=4096,omp=262144"}
+    j = lambda name: os.path.join(out, name)
+    auto = {"decode": load([j("bench_dc_decode.json")]),
+            "prefill": load(sorted(glob.glob(j("bench_dc_prefill_*_plain.json")) +
+                                   glob.glob(j("bench_dc_prefill_*_model.json")) +
+                                   glob.glob(j("bench_dc_prefill_*_three.json"))))}
+    mma = {"decode": load([j("bench_dc_decode_mma.json")]),
+           "prefill": load(sorted(glob.glob(j("bench_dc_prefill_*_mma.json"))))}
     shapes = [("decode", f"decode:b={b},l=262144,{s}") for b in (1, 8)]
-    shapes.append(("prefill", f"extend:b=1,l=131072,q=131072,{s}"))
+    shapes += [("prefill", f"extend:b=1,l={n},q={n},{s}") for n in PREFILL_LENS]
     bad = 0
     print(f"{'shape':<40} {'plain us':>10} {'mma us':>10} | {'sizes':<8} {'dual us':>10} {'/plain':>7} {'/mma':>6}")
     for kind, case in shapes:
-        auto = load(out, f"bench_dc_{kind}.json")
-        mma = load(out, f"bench_dc_{kind}_mma.json")
-        p, pm = us(auto, case), us(mma, case)
+        p, pm = us(auto[kind], case), us(mma[kind], case)
         for name, extra in parts.items():
-            d = us(auto, f"{case},{extra}")
+            d = us(auto[kind], f"{case},{extra}")
             r = d / p if d and p else None
             rm = d / pm if d and pm else None
             ok = r is not None and r <= 1.30

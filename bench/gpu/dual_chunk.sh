@@ -5,16 +5,19 @@
 # compute-sanitizer memcheck of the dual chunk cases and racecheck of the
 # quick ones, then the issue's timings through the public C API
 # (attnctl bench) at Qwen2.5-7B-Instruct-1M's per-rank shape (28 q / 4 kv
-# heads, d128, bf16, page 16): decode at 256k cached tokens (B 1 and 8) and a
-# 128k-token prefill (B 1), each beside the same shape through the plain
-# kernels (the defaults, and kernel=mma: the same mma.sync design the dual
-# chunk kernels use).  Dual chunk runs with the model's sizes (chunk 262144,
-# local 8192, original 262144) and with chunk 32768 / local 4096, where all
-# three parts work.  summary_dual_chunk.txt: dual chunk / plain per shape
-# (issue 24: <= 1.30x against the defaults).  ~2 minutes.
+# heads, d128, bf16, page 16): decode at 256k cached tokens (B 1 and 8) and
+# prefills of 16k, 32k, 64k and 128k tokens (B 1), each beside the same shape
+# through the plain kernels (the defaults, and kernel=mma: the same mma.sync
+# design the dual chunk kernels use).  Dual chunk runs with the model's sizes
+# (chunk 262144, local 8192, original 262144) and with chunk 32768 / local
+# 4096, where all three parts work.  Each prefill case is its own attnctl
+# under its own cap (15 / 20 / 30 / 45 s by length), shortest first; a
+# variant cut at one length skips the longer ones.  summary_dual_chunk.txt:
+# dual chunk / plain per shape (issue 24: <= 1.30x against the defaults).
+# ~3 minutes; DC_PREFILL_ONLY=1: the prefills alone (~1.5 minutes).
 # Passing: check lines "rc=0 ... 0 failed, ... 0 errors", memcheck "ERROR
-# SUMMARY: 0 errors", racecheck "RACECHECK SUMMARY: 0 hazards", and the
-# summary's ratios.
+# SUMMARY: 0 errors", racecheck "RACECHECK SUMMARY: 0 hazards", every prefill
+# line rc=0, and the summary's ratios.
 . "$(dirname "$0")/common.sh"
 need "$A" "$P/cuda_attn.so"
 for k in auto mma; do
@@ -55,13 +58,26 @@ timeout 120 "$A" bench --plugin cuda_attn --conf "$OUT/conf_auto.json" $dec --mi
 timeout 60 "$A" bench --plugin cuda_attn --conf "$OUT/conf_mma.json" $pdec --min-time 0.3 --json \
   > "$OUT/bench_dc_decode_mma.json" 2> "$OUT/bench_dc_decode_mma.log"; echo "decode (plain kernel=mma) rc=$?"
 fi
-step "bench: prefill of 128k tokens (B 1): plain, dual chunk (model sizes, three parts)"
-c="extend:b=1,l=131072,q=131072,$S"
-timeout ${DC_PREFILL_CAP:-150} "$A" bench --plugin cuda_attn --conf "$OUT/conf_auto.json" --case "$c" --case "$c,$MODEL" --case "$c,$THREE" \
-  --min-time 0.3 --json > "$OUT/bench_dc_prefill.json" 2> "$OUT/bench_dc_prefill.log"; echo "prefill (auto) rc=$?"
-timeout 90 "$A" bench --plugin cuda_attn --conf "$OUT/conf_mma.json" --case "$c" --min-time 0.3 --json \
-  > "$OUT/bench_dc_prefill_mma.json" 2> "$OUT/bench_dc_prefill_mma.log"; echo "prefill (plain kernel=mma) rc=$?"
-tail -n 4 "$OUT"/bench_dc_*.log
+step "bench: prefill of 16k, 32k, 64k, 128k tokens (B 1): plain (defaults, kernel=mma), dual chunk (model sizes, three parts)"
+# One attnctl a case, each under its cap, so a slow case costs its cap only.
+declare -A cut
+for l in 16384 32768 65536 131072; do
+  cap=$(( l <= 16384 ? 15 : l <= 32768 ? 20 : l <= 65536 ? 30 : 45 ))
+  c="extend:b=1,l=$l,q=$l,$S"
+  for v in plain mma model three; do
+    if [ -n "${cut[$v]:-}" ]; then echo "prefill $v l=$l: skipped (cut at l=${cut[$v]})"; continue; fi
+    case $v in
+      plain) conf=auto x="";; mma) conf=mma x="";; model) conf=auto x=",$MODEL";; three) conf=auto x=",$THREE";;
+    esac
+    f="$OUT/bench_dc_prefill_${l}_$v"
+    t0=$SECONDS
+    timeout "$cap" "$A" bench --plugin cuda_attn --conf "$OUT/conf_$conf.json" --case "$c$x" --min-time 0.3 --json \
+      > "$f.json" 2> "$f.log"
+    rc=$?
+    [ $rc = 124 ] && cut[$v]=$l
+    echo "prefill $v l=$l: rc=$rc in $((SECONDS - t0)) s (cap $cap s): $(grep -E '^  extend' "$f.log" | awk '$2 + 0 > 0 {print $2 " us"}')"
+  done
+done
 step "summary: dual chunk / plain at equal length (issue 24: <= 1.30x against the defaults)"
 python3 bench/cuda/dual_chunk_summary.py "$OUT" | tee "$OUT/summary_dual_chunk.txt"
 echo "dual_chunk: done [$SECONDS s]"

@@ -54,3 +54,13 @@ define cli_san_run
 	    --no-cpu-fallback --json > /dev/null; test $$? = 1
 	env $(SAN_ENV) $(1) $(ATTNCTL) report --no-isolate --plugin-path $(CLI_FAKES)/evil > /dev/null
 endef
+
+# attnctl bench's timing loop on a simulated device with a launch queue
+# (counts on the simulation's clock, not seconds of this machine).
+CLI_TEST_TIMING := $(TESTDIR)/test_bench_timing
+CFLAGS_tests_cli_ := -Iattnctl/harness
+$(CLI_TEST_TIMING): $(OBJDIR)/tests/cli/test_bench_timing.o $(OBJDIR)/attnctl/harness/timing.o \
+                    $(OBJDIR)/attnctl/harness/device.o
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LDFLAGS_COMMON) -lcmocka -lm
+TESTS += $(CLI_TEST_TIMING)
