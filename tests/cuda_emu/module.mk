@@ -96,6 +96,8 @@ TEST_STEPS += cuda-attn-emu
 # or scratch buffer.
 CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick && \
+  echo "== asan test_cuda_graph_emu: decode and verify graphs on the emulator (quick: kernel auto, portable)" && \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH) && \
   echo "== asan attnctl check: cuda_mla on the emulator (the quick matrix)" && \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_MLA_EMU_CHECK) --no-conf --quick
 

@@ -133,9 +133,9 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, int replay) {
     int rc = graph_match(b, g, replay, call);
     if (rc) return rc;
     /* verify: the plan kernels read every length on the device and make
-     * tokens_per_req items rows per request, at most ceil(num_tokens /
-     * block_m) + batch_size items, the grid bound of this capture; a replay
-     * of as many requests or fewer fits it. */
+     * ceil(tokens_per_req / block_m) items per request whatever its length,
+     * within the capture's grid bound of ceil(num_tokens / block_m) +
+     * batch_size items; a replay of as many requests or fewer fits it. */
     rc = ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
     if (rc || replay) return rc;
     const DLTensor *table = graph_table_of(g->batch);
