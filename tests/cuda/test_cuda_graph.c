@@ -626,6 +626,35 @@ static void run_verify(const char *kernel, int tree) {
     free(h.q), free(h.k), free(h.v), free(h.kc), free(h.vc), free(h.r2t), free(h.mask), free(out), free(out2);
 }
 
+/* A model that verifies nothing (an fp8 pool: cuda_attn serves it in decode
+ * only) refuses a verify capture by name, before planning anything. */
+static void verify_refused_fp8(void) {
+    g_kernel = "auto";
+    sgl_attn_model m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.num_q_heads = HQ, m.num_kv_heads = HKV, m.head_dim_qk = m.head_dim_v = D;
+    m.dtype = SGL_ATTN_DT_BF16, m.kv_dtype = SGL_ATTN_DT_FP8_E4M3, m.sliding_window = -1, m.num_layers = 1;
+    m.spec_tokens = TPR;
+    char err[512] = "";
+    sgl_attn_create_args ca = {sizeof ca, &m, 0, VBS, VT, VMAXCTX, NULL, NULL, err, sizeof err, &g_host};
+    sgl_attn_backend *be = NULL;
+    int rc = plugin->create(&ca, &be);
+    if (rc) fprintf(stderr, "create (fp8 pool): %s\n", err);
+    assert_int_equal(rc, 0);
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    bt.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY, bt.batch_size = VBS, bt.num_tokens = VT, bt.tokens_per_req = TPR;
+    bt.page_size = PAGE;
+    sgl_attn_graph_args g = {sizeof g, VBS, VT, SGL_ATTN_MODE_TARGET_VERIFY, &bt, NULL};
+    CK(be->ops->init_graph_state(be, VBS, VT));
+    assert_int_equal(be->ops->init_forward_metadata_capture(be, &g), SGL_ATTN_E_UNSUPPORTED);
+    printf("fp8 pool, verify capture: %s\n", be->ops->last_error(be));
+    assert_non_null(strstr(be->ops->last_error(be), "the model's KV pool is fp8_e4m3, served in decode only"));
+    be->ops->destroy(be);
+}
+
 static void test_graph_verify(void **state) {
     (void)state;
     sgl_attn_caps c;
@@ -645,6 +674,7 @@ static void test_graph_verify(void **state) {
         run_verify(kernels[k], 1);
         run_verify(kernels[k], 0);
     }
+    verify_refused_fp8();
 }
 
 static void test_graph(void **state) {
