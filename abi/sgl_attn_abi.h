@@ -148,7 +148,12 @@ enum {
     SGL_ATTN_FEAT_MLA_ROPE_SPLIT = 1u << 19, /* MLA q_rope / k_rope beside the latent parts */
     SGL_ATTN_FEAT_GRAPH_DEVICE_PLAN = 1u << 20, /* plans on the device: ops->init_forward_metadata_in_graph,
                                                  * needs no *_cpu lengths */
-    SGL_ATTN_FEAT_GRAPH_VERIFY = 1u << 21,   /* graph capture of TARGET_VERIFY batches */
+    SGL_ATTN_FEAT_GRAPH_VERIFY = 1u << 21,   /* graph capture of TARGET_VERIFY batches: one
+                                              * tokens_per_req and one mask kind (custom_mask
+                                              * or none) per init_graph_state, custom_mask /
+                                              * mask_indptr at the captured addresses, refilled;
+                                              * padded requests' seq_lens = fill + tokens_per_req
+                                              * (docs/abi.md, the backend vtable) */
     SGL_ATTN_FEAT_STRIDED_QKV = 1u << 22,    /* q/k/v as strided views (a fused qkv buffer) */
     SGL_ATTN_FEAT_DUAL_CHUNK = 1u << 23      /* forward_args.dual_chunk (docs/dual_chunk.md) */
 };
@@ -545,7 +550,9 @@ typedef struct sgl_attn_graph_args {
     int32_t batch_size;
     int32_t num_tokens;
     int32_t forward_mode;
-    const sgl_attn_batch *batch;   /* tensors at the addresses the graph captures */
+    const sgl_attn_batch *batch;   /* tensors at the addresses the graph captures; at
+                                    * replay the engine has refilled their contents (and
+                                    * batch_size / num_tokens, at most the replayed graph's) */
     /* ABI 1.2: graphs.  The stream the capture records on (replay: the
      * stream of the copies before it), so every call that launches names
      * its stream. */

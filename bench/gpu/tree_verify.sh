@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # bench/gpu/tree_verify.sh - cuda_attn's speculative verify (chain and tree
 # mask), draft extend and attention types (bidirectional, encoder-only) on the
-# GPU: their `attnctl check` cases against float64 with each value of the
-# plugin option kernel (auto: wgmma on the H200; mma; portable), memcheck and
+# GPU: verify captured in a CUDA graph and replayed (test_cuda_graph); their
+# `attnctl check` cases against float64 with each value of the plugin option
+# kernel (auto: wgmma on the H200; mma; portable), memcheck and
 # racecheck of them, the whole cuda_attn matrix, then a tree verify of 64
 # draft tokens per request beside a decode step of the same batch (B 64, L 4k,
 # GQA 32/8, d128, bf16, page 16) through attnctl bench, and PyTorch SDPA with
 # the same mask in the same call (bench/cuda/tree_verify_torch.py).  First
 # test_tree_mask_pack: the mask's packing kernel (tree_mask_pack.cu).
 # Issue 20's figure: tree verify / decode <= 1.5.  ~2 minutes.
-# Passing: "test_tree_mask_pack: rc=0 ... passed", every check line "rc=0 ... 0 failed" (the case count names the
+# Passing: "test_tree_mask_pack: rc=0 ... passed", "test_cuda_graph: rc=0 [  PASSED  ] 2 test(s)." with
+# every replay line's nmse below 1e-4, every check line "rc=0 ... 0 failed" (the case count names the
 # verify / tree / draft / attn cases), memcheck "ERROR SUMMARY: 0 errors",
 # racecheck "RACECHECK SUMMARY: 0 hazards", and the summary's ratio lines.
 . "$(dirname "$0")/common.sh"
-need "$A" "$P/cuda_attn.so" "$T/test_tree_mask_pack"
+need "$A" "$P/cuda_attn.so" "$T/test_tree_mask_pack" "$T/test_cuda_graph"
 step "test_tree_mask_pack: the tree mask's packing kernel against a host reference"
 timeout 30 "$T/test_tree_mask_pack" > "$OUT/tree_mask_pack.log" 2>&1
 echo "test_tree_mask_pack: rc=$? $(tail -1 "$OUT/tree_mask_pack.log")"; grep -E "^(PASS|FAIL)" "$OUT/tree_mask_pack.log"
+step "test_cuda_graph: verify batches (tree mask, chain) captured once and replayed (kernel auto, portable, mma)"
+timeout 60 "$T/test_cuda_graph" > "$OUT/graph_verify.log" 2>&1
+echo "test_cuda_graph: rc=$? $(grep -E 'PASSED|FAILED' "$OUT/graph_verify.log" | tr '\n' ' ')"
+grep -E "verify graph|replay,|ERROR" "$OUT/graph_verify.log" | head -40
 F='verify|tree|draft|attn='
 for k in auto mma portable; do
   printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "%s"}}}\n' "$k" > "$OUT/conf_$k.json"

@@ -578,6 +578,10 @@ int vl_check_graph_args(vl_ctx *c, const vl_backend *b, const sgl_attn_graph_arg
     if (g->forward_mode < SGL_ATTN_MODE_EXTEND || g->forward_mode > SGL_ATTN_MODE_DRAFT_EXTEND)
         return vl_fail(c, "graph_args->forward_mode = %d is not extend, decode, target_verify or draft_extend",
                        (int)g->forward_mode);
+    /* a verify batch in a graph: the backend's caps say it captures one */
+    if (g->forward_mode == SGL_ATTN_MODE_TARGET_VERIFY && !(b->caps.features & SGL_ATTN_FEAT_GRAPH_VERIFY))
+        return vl_fail(c, "graph_args->forward_mode is target_verify but the backend does not claim "
+                          "SGL_ATTN_FEAT_GRAPH_VERIFY (graph capture of verify batches)");
     if (!g->batch) return vl_fail(c, "graph_args->batch is NULL");
     if (g->batch->struct_size < SGL_ATTN_BATCH_SIZE_V1_0)
         return vl_fail(c, "graph_args->batch->struct_size = %u is smaller than the ABI 1.0 batch",

@@ -333,6 +333,10 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._graph_batches: Dict[Tuple[int, int], Batch] = {}
         self._bind_pending: Optional[Batch] = None
         self._verify_lens: Any = None
+        self._mask_indptr: Any = None
+        # sglang captures verify batches in graphs where the stack says it can
+        # (SGL_ATTN_FEAT_GRAPH_VERIFY); else it runs them eagerly
+        self.supports_target_verify_cuda_graph = "graph_verify" in self.backend.features
         self._torch = torch
         self._rows = 0
         self._planned: Any = None
@@ -437,8 +441,10 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 f"{why})")
 
     # ------------------------------------------------------------- metadata
-    def _fill(self, batch: Batch, fb: Any, kind: str, bs: Optional[int] = None) -> Batch:
-        """Refill `batch` from an sglang ForwardBatch."""
+    def _fill(self, batch: Batch, fb: Any, kind: str, bs: Optional[int] = None, replay: bool = False) -> Batch:
+        """Refill `batch` from an sglang ForwardBatch.  replay: `batch` is a
+        captured graph's, refilled for a replay (its tree mask stays at the
+        captured address, docs/abi.md)."""
         torch = self._torch
         bs = fb.batch_size if bs is None else bs
         r2t = self.req_to_token_pool.req_to_token
@@ -463,10 +469,25 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                               f"are served")
                 # sglang's mask: request i's [n, seq_len_i + n] bools, row-major, concatenated.  Our
                 # seq_lens count the draft tokens, so the block is [n, seq_lens_ours[i]] as the ABI says.
-                rows = (fb.seq_lens + n) * n
-                indptr = torch.zeros(bs + 1, dtype=rows.dtype, device=rows.device)
-                indptr[1:] = rows.cumsum(0)
-                tree = {"custom_mask": spec.custom_mask, "mask_indptr": indptr}
+                rows = (fb.seq_lens[:bs] + n) * n
+                # one buffer for every batch, so a graph's mask_indptr keeps its address
+                if self._mask_indptr is None or self._mask_indptr.shape[0] < bs + 1 or \
+                        self._mask_indptr.device != rows.device:
+                    self._mask_indptr = torch.zeros(bs + 1, dtype=torch.int64, device=rows.device)
+                indptr = self._mask_indptr[:bs + 1]
+                indptr[:1].zero_()
+                torch.cumsum(rows, 0, dtype=torch.int64, out=indptr[1:])
+                mask = spec.custom_mask
+                cap = batch.tensor("custom_mask") if replay else None
+                if cap is not None and cap is not mask:
+                    # sglang replays with the live batch's mask: into the captured buffer
+                    live, room = mask.reshape(-1), cap.view(-1)
+                    if live.numel() > room.numel():
+                        raise Error(f"sglattn: a verify replay's custom_mask holds {live.numel()} entries, more "
+                                    f"than the {room.numel()} of the one captured", "init_forward_metadata_replay")
+                    room[:live.numel()].copy_(live)
+                    mask = cap
+                tree = {"custom_mask": mask, "mask_indptr": indptr}
             if self._verify_lens is None or self._verify_lens.shape[0] < bs or \
                     self._verify_lens.device != fb.seq_lens.device:
                 self._verify_lens = torch.zeros(max(bs, 1), dtype=torch.int32, device=fb.seq_lens.device)
@@ -853,7 +874,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
             self._bind_pending = None
             self.backend.capture(batch)
             return
-        self._fill(batch, fb, kind).set_stream(self._stream())
+        self._fill(batch, fb, kind, replay=True).set_stream(self._stream())
         self.backend.replay(batch)
 
     def init_forward_metadata_in_graph(self, forward_batch: Any) -> None:
@@ -892,7 +913,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         fb = _GraphBatchView(forward_mode, bs, req_pool_indices[:bs], seq_lens[:bs], spec_info,
                              None if seq_lens_cpu is None else seq_lens_cpu[:bs], seq_lens_sum,
                              batch.tensor("out_cache_loc"), batch.tensor("positions"))
-        self._fill(batch, fb, _mode_kind(forward_mode)).set_stream(self._stream())
+        self._fill(batch, fb, _mode_kind(forward_mode), replay=True).set_stream(self._stream())
         self.backend.replay(batch)
 
     def _bind_graph_batch(self, fb: Any) -> None:

@@ -59,7 +59,19 @@ $(CUDA_EMU_FP8HW_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) \
 ALL += $(CUDA_EMU_FP8HW_SO)
 cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 
-# The step (about 100 s of one core): the harness's whole matrix with the
+# tests/cuda/test_cuda_graph.c over the emulated plugin (GRAPH_EMU: the
+# runtime calls go to the plugin's emulated runtime, which records and
+# replays the graph): decode and verify (tree and chain) capture / replay.
+CUDA_EMU_GRAPH := $(TESTDIR)/test_cuda_graph_emu
+$(CUDA_EMU_OBJ)/test_cuda_graph_emu.o: tests/cuda/test_cuda_graph.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(CUDA_CFLAGS) -DGRAPH_EMU -DCUDA_ATTN_SO='"$(CUDA_EMU_SO)"' -MMD -MP -c $< -o $@
+$(CUDA_EMU_GRAPH): $(CUDA_EMU_OBJ)/test_cuda_graph_emu.o | $(CUDA_EMU_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -ldl -lm
+ALL += $(CUDA_EMU_GRAPH)
+
+# The step (about 100 s of one core): the graph test above, the harness's whole matrix with the
 # defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
 # head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
 # fp8 decode and save_kv_fp8, the plans and save_kv), the quick matrix with
@@ -67,7 +79,9 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 # hip_attn shares), and the fp8 cases on the SM 8.9+ conversions.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
-cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
+cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH)
+	@echo "== cuda_attn on the emulator: graph capture / replay of decode and verify (test_cuda_graph_emu)"
+	$(CUDA_EMU_GRAPH)
 	@echo "== cuda_attn on the emulator, kernel=auto (the whole matrix)"
 	$(CUDA_EMU_CHECK) --no-conf
 	@set -e; for k in mma portable; do \
@@ -82,6 +96,8 @@ TEST_STEPS += cuda-attn-emu
 # or scratch buffer.
 CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick && \
+  echo "== asan test_cuda_graph_emu: decode and verify graphs on the emulator (quick: kernel auto, portable)" && \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH) && \
   echo "== asan attnctl check: cuda_mla on the emulator (the quick matrix)" && \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_MLA_EMU_CHECK) --no-conf --quick
 

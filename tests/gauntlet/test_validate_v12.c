@@ -98,6 +98,33 @@ static void test_ops_mirror_inner(void **state) {
     fx_free(&f);
 }
 
+/* A verify batch in a graph reaches the inner where the caps claim
+ * GRAPH_VERIFY, and is refused by the bit's name where they do not. */
+static void test_graph_verify_caps(void **state) {
+    uint64_t seed = *(uint64_t *)*state ^ 0x6a;
+    fx f;
+    build(&f, &seed, SGL_ATTN_MODE_DECODE, 1);
+    fake_inner in;
+    sgl_attn_backend *b = make_layer(&f, &in, VF_ALL);
+    sgl_attn_graph_args g = {sizeof g, 1, 1, SGL_ATTN_MODE_TARGET_VERIFY, &f.batch, NULL};
+    assert_int_equal(b->ops->init_graph_state(b, 1, 1), SGL_ATTN_OK);
+    assert_int_equal(b->ops->init_forward_metadata_capture(b, &g), SGL_ATTN_OK);
+    assert_int_equal(in.n_graph, 2);
+    b->ops->destroy(b);
+    f.caps.features &= ~(uint32_t)SGL_ATTN_FEAT_GRAPH_VERIFY;
+    b = make_layer(&f, &in, VF_ALL);
+    assert_int_equal(b->ops->init_graph_state(b, 1, 1), SGL_ATTN_OK);
+    const int calls = in.calls;
+    refused(b, b->ops->init_forward_metadata_capture(b, &g), SGL_ATTN_E_INVALID,
+            "init_forward_metadata_capture: graph_args->forward_mode is target_verify but the backend does not claim "
+            "SGL_ATTN_FEAT_GRAPH_VERIFY", &in, calls);
+    /* a decode batch in the same graph state still reaches it */
+    g.forward_mode = SGL_ATTN_MODE_DECODE;
+    assert_int_equal(b->ops->init_forward_metadata_capture(b, &g), SGL_ATTN_OK);
+    b->ops->destroy(b);
+    fx_free(&f);
+}
+
 /* A page table in place of req_to_token (NULL) reaches the inner; a bad page is named. */
 static void test_page_table(void **state) {
     uint64_t seed = *(uint64_t *)*state ^ 0x71;
@@ -375,6 +402,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_caps_pass_everything),
         cmocka_unit_test_prestate(test_ops_mirror_inner, &seed),
+        cmocka_unit_test_prestate(test_graph_verify_caps, &seed),
         cmocka_unit_test_prestate(test_page_table, &seed),
         cmocka_unit_test_prestate(test_tree_mask, &seed),
         cmocka_unit_test_prestate(test_forward_fields, &seed),

@@ -346,6 +346,44 @@ def test_graph_call_order_as_sglang_runs_it(rec_host, test_plugins, legacy):
     assert _events(rec) == ["meta 2 2 2 b2", "decode L0 T2 b2 save1 ocl1", "decode L1 T2 b2 save1 ocl1"]
 
 
+def test_verify_replay_keeps_the_mask_at_the_captured_addresses(rec_host):
+    """A verify graph's batch keeps custom_mask / mask_indptr where the capture
+    put them (docs/abi.md): sglang replays with the live batch's mask, which
+    the adapter copies into the captured buffer; mask_indptr is one buffer.
+    The recorder claims no graph_verify, so sglang is told not to capture."""
+    eng = Engine(lambda r: ss.SglAttnBackend(r, backend="recorder", host_=rec_host), layers=1, hq=4, hkv=2, d=64,
+                 dtype=torch.float32, draft_tokens=3)
+    be = eng.backend
+    assert be.supports_target_verify_cuda_graph is False
+    be.backend.features.append("tree_mask")  # the adapter's fill only; no plugin call below
+    a, b = eng.add(), eng.add()
+    eng.step(eng.extend_batch([(a, 5), (b, 2)]))
+
+    def tree_batch(fill):
+        fb = eng.verify_batch([a, b], 3)
+        fb.spec_info.topk = 2
+        n = int(((fb.seq_lens + 3) * 3).sum())
+        fb.spec_info.custom_mask = torch.full((n,), fill, dtype=torch.bool)
+        return fb, n
+
+    batch = sglattn.Batch("idle")
+    fb, n = tree_batch(True)
+    room = torch.zeros(4 * n, dtype=torch.bool)  # the runner's static buffer, larger than one batch
+    fb.spec_info.custom_mask = room
+    be._fill(batch, fb, "verify")
+    assert batch.tensor("custom_mask") is room
+    indptr = batch.tensor("mask_indptr")
+    assert indptr.tolist() == [0, (5 + 3) * 3, (5 + 3) * 3 + (2 + 3) * 3]
+    fb2, n2 = tree_batch(True)
+    be._fill(batch, fb2, "verify", replay=True)
+    assert batch.tensor("custom_mask") is room and bool(room[:n2].all()) and not bool(room[n2:].any())
+    assert batch.tensor("mask_indptr").data_ptr() == indptr.data_ptr()
+    fb3, n3 = tree_batch(True)
+    fb3.spec_info.custom_mask = torch.ones(4 * n + 1, dtype=torch.bool)
+    with pytest.raises(sglattn.Error, match="more than the"):
+        be._fill(batch, fb3, "verify", replay=True)
+
+
 def test_replay_of_a_shape_never_captured(rec_host):
     eng = Engine(lambda r: ss.SglAttnBackend(r, backend="recorder", host_=rec_host), layers=1, hq=4, hkv=2, d=64,
                  dtype=torch.float32)

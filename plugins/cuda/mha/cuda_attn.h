@@ -179,6 +179,17 @@ typedef struct ca_backend {
     int32_t paged;              /* 1: the batch has a page_table (the kernels' table) */
     int32_t page_size, page_shift; /* the page table's (page_size = 1 << page_shift); else 1, 0 */
     int32_t graph_max_bs, graph_max_tokens;
+    /* What the captured graphs' forwards took from the capture (graph_plan), which a replay
+     * must show again: the table (its address, rows, columns, page size: the kernels index it
+     * and size the packed mask's rows by it), and for verify graphs tokens_per_req (the items'
+     * rows and the mask's row stride), whether the batch had a tree mask (the kernels' TREE
+     * instantiation) and, for the portable extend that reads the bytes in the graph,
+     * custom_mask's and mask_indptr's addresses.  Reset by init_graph_state. */
+    const void *graph_table;
+    int32_t graph_rows, graph_cols, graph_page_shift, graph_paged;
+    int32_t graph_verify_tpr; /* 0: no verify batch captured */
+    int graph_verify_tree;
+    const void *graph_verify_mask, *graph_verify_indptr;
     char err[CA_ERR_MAX];
 } ca_backend;
 

@@ -47,10 +47,74 @@ static int ca_init_graph_state(sgl_attn_backend *bb, int32_t max_bs, int32_t max
     /* Every buffer was sized at create for the largest batch: nothing to allocate. */
     b->graph_max_bs = max_bs;
     b->graph_max_tokens = max_num_tokens;
+    b->graph_table = NULL; /* the next capture records what the graphs read */
+    b->graph_verify_tpr = 0;
     return SGL_ATTN_OK;
 }
 
-static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, const char *call) {
+/* The batch's table as graph_plan records it (NULL when the batch has none:
+ * ca_plan refuses that). */
+static const DLTensor *graph_table_of(const sgl_attn_batch *bt) {
+    const DLTensor *pt = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table);
+    return pt ? pt : bt->req_to_token;
+}
+
+/* A replay against what the captures recorded: the table every captured
+ * forward indexes, and for a verify batch tokens_per_req, the tree mask's
+ * presence and (portable extend) its addresses.  A verify capture after an
+ * earlier one must agree with it the same way: one record serves every
+ * verify graph of the instance, whichever the engine replays. */
+static int graph_match(ca_backend *b, const sgl_attn_graph_args *g, int replay, const char *call) {
+    const sgl_attn_batch *bt = g->batch;
+    const DLTensor *table = graph_table_of(bt);
+    const DLTensor *pt = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, page_table);
+    if (replay && b->graph_table && table && table->ndim == 2 && table->shape &&
+        (sgl_sdk_data(table) != b->graph_table || table->shape[0] != b->graph_rows ||
+         table->shape[1] != b->graph_cols || (pt != NULL) != b->graph_paged ||
+         (pt && bt->page_size != 1 << b->graph_page_shift))) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: batch.%s is not the table captured (address, shape or page_size): the captured forwards "
+                 "index the captured one",
+                 call, pt ? "page_table" : "req_to_token");
+        return SGL_ATTN_E_STATE;
+    }
+    if (g->forward_mode != SGL_ATTN_MODE_TARGET_VERIFY) return SGL_ATTN_OK;
+    if (b->kern.kv_fp8 || b->ragged_only) {
+        snprintf(b->err, sizeof b->err, "%s: forward_mode target_verify: %s, so cuda_attn captures no verify batch",
+                 call, b->kern.kv_fp8 ? "the model's KV pool is fp8_e4m3, served in decode only"
+                                      : "the model's head dims are served by forward_ragged only");
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    const int tree = SGL_ATTN_FIELD_OR_0(sgl_attn_batch, bt, custom_mask) != NULL;
+    if (!b->graph_verify_tpr) {
+        if (!replay) return SGL_ATTN_OK;
+        snprintf(b->err, sizeof b->err, "%s: forward_mode target_verify, but no verify batch was captured", call);
+        return SGL_ATTN_E_STATE;
+    }
+    const char *what = replay ? "replays" : "captures";
+    if (bt->tokens_per_req != b->graph_verify_tpr || tree != b->graph_verify_tree) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: a verify batch of tokens_per_req %d %s a tree mask: the verify graphs were captured with %d, "
+                 "%s (the captured forwards read the items' rows and the mask by them; one kind per "
+                 "init_graph_state)",
+                 call, bt->tokens_per_req, tree ? "with" : "without", b->graph_verify_tpr,
+                 b->graph_verify_tree ? "with one" : "without one");
+        return SGL_ATTN_E_STATE;
+    }
+    if (tree && b->kern.extend == ATTN_EXTEND_PORTABLE &&
+        (sgl_sdk_data(bt->custom_mask) != b->graph_verify_mask ||
+         sgl_sdk_data(bt->mask_indptr) != b->graph_verify_indptr)) {
+        snprintf(b->err, sizeof b->err,
+                 "%s: batch.%s is not at the captured address: the portable extend (option kernel=portable) reads the "
+                 "mask's bytes in the graph, so every verify graph %s it there",
+                 call, sgl_sdk_data(bt->custom_mask) != b->graph_verify_mask ? "custom_mask" : "mask_indptr", what);
+        return SGL_ATTN_E_STATE;
+    }
+    return SGL_ATTN_OK;
+}
+
+static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, int replay) {
+    const char *call = replay ? "init_forward_metadata_replay" : "init_forward_metadata_capture";
     b->err[0] = 0;
     if (!g || !g->batch) {
         snprintf(b->err, sizeof b->err, "%s: graph args or their batch is NULL", call);
@@ -66,28 +130,41 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, const char *c
                  call, g->batch_size, g->num_tokens, b->graph_max_bs, b->graph_max_tokens);
         return SGL_ATTN_E_INVALID;
     }
+    int rc = graph_match(b, g, replay, call);
+    if (rc) return rc;
+    /* verify: the plan kernels read every length on the device and make
+     * ceil(tokens_per_req / block_m) items per request whatever its length,
+     * within the capture's grid bound of ceil(num_tokens / block_m) +
+     * batch_size items; a replay of as many requests or fewer fits it. */
+    rc = ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
+    if (rc || replay) return rc;
+    const DLTensor *table = graph_table_of(g->batch);
+    b->graph_table = sgl_sdk_data(table);
+    b->graph_rows = b->r2t_rows;
+    b->graph_cols = (int32_t)table->shape[1];
+    b->graph_paged = b->paged;
+    b->graph_page_shift = b->page_shift;
     if (g->forward_mode == SGL_ATTN_MODE_TARGET_VERIFY) {
-        /* a captured batch pads its requests to length graph_seq_len_fill_value (1),
-         * shorter than a verify request's tokens: not declared (SGL_ATTN_FEAT_GRAPH_VERIFY) */
-        snprintf(b->err, sizeof b->err, "%s: forward_mode target_verify: cuda_attn does not capture verify batches",
-                 call);
-        return SGL_ATTN_E_UNSUPPORTED;
+        b->graph_verify_tpr = b->planned_tpr;
+        b->graph_verify_tree = b->planned_mask != NULL;
+        b->graph_verify_mask = b->planned_mask;
+        b->graph_verify_indptr = b->planned_mask_indptr.p;
     }
-    return ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
+    return SGL_ATTN_OK;
 }
 
 /* Capture: plan now; the forwards captured next launch grids bounded by this
- * batch size, and read the work lists from device memory. */
-static int ca_capture(sgl_attn_backend *bb, const sgl_attn_graph_args *g) {
-    return graph_plan(self(bb), g, "init_forward_metadata_capture");
-}
+ * batch size, and read the work lists (and a verify batch's packed mask) from
+ * device memory. */
+static int ca_capture(sgl_attn_backend *bb, const sgl_attn_graph_args *g) { return graph_plan(self(bb), g, 0); }
 
-/* Replay: re-plan into the same buffers; the captured kernels read them. */
-static int ca_replay(sgl_attn_backend *bb, const sgl_attn_graph_args *g) {
-    return graph_plan(self(bb), g, "init_forward_metadata_replay");
-}
+/* Replay: re-plan into the same buffers (a verify batch's mask repacked into
+ * the same bits); the captured kernels read them. */
+static int ca_replay(sgl_attn_backend *bb, const sgl_attn_graph_args *g) { return graph_plan(self(bb), g, 1); }
 
-/* Padded requests of a captured batch get length 1 (slot of column 0). */
+/* Padded requests of a captured batch get length 1 (slot of column 0); in a
+ * verify batch the engine adds the request's tokens_per_req, as to every
+ * verify length (docs/abi.md, graphs). */
 static int32_t ca_fill_value(sgl_attn_backend *b) {
     (void)b;
     return 1;

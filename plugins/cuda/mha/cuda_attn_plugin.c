@@ -25,8 +25,10 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
                      SGL_ATTN_FEAT_RAGGED | SGL_ATTN_FEAT_LSE |
                      SGL_ATTN_FEAT_DIFF_HEAD_DIMS |
                      /* verify (chain or tree), draft extend and attention types run on the extend
-                      * kernels (docs/cuda.md); graph capture of verify is not declared */
+                      * kernels (docs/cuda.md); verify batches are captured in graphs with every
+                      * kernel (the fp8 and ragged-only models, which verify nothing, refuse by name) */
                      SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_TREE_MASK | SGL_ATTN_FEAT_DRAFT_EXTEND |
+                     SGL_ATTN_FEAT_GRAPH_VERIFY |
                      SGL_ATTN_FEAT_ATTN_TYPES | SGL_ATTN_FEAT_DUAL_CHUNK |
                      /* cross layers save the encoder K/V through the save kernels */
                      SGL_ATTN_FEAT_ENCODER_LOC;
