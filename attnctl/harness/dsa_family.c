@@ -184,7 +184,7 @@ static const char *const sparse_matrix[] = {
     "sparse_decode:b=3,l=300,hq=16,dtype=bf16,page=1,topk=64,neg=1,ragged=1,rec=1",
     "sparse_decode:b=2,l=500,hq=128,dtype=bf16,page=64,topk=256,rec=1",
     "sparse_extend:b=3,l=300,q=100,hq=16,dtype=bf16,page=16,topk=64,ragged=1,rec=1",
-    "sparse_extend:b=2,l=200,q=150,hq=32,dtype=bf16,page=64,topk=512,neg=1,rec=1",
+    "sparse_extend:b=2,l=200,q=40,hq=32,dtype=bf16,page=64,topk=256,neg=1,rec=1",
     "sparse_verify:b=2,l=400,q=3,hq=16,dtype=bf16,page=64,topk=128,rec=1",
     NULL,
 };
