@@ -26,8 +26,9 @@
  * before the MMA reads it); the ring of records is 1.8x smaller than a ring
  * of bf16 rows, so the same stage counts fit.  The e4m3 bytes move into
  * f16 bit positions (the value times 2^-8, exact for normals and
- * subnormals alike) and the 2^8 joins the scale: the product equals
- * e4m3 x scale rounded once in fp32.
+ * subnormals alike; SM 8.9+ converts with the hardware cvt instead) and
+ * the 2^8 joins the scale: the product equals e4m3 x scale rounded once in
+ * fp32, then once to bf16.
  */
 #include "mla_mma_ops.cuh"
 #include "mla_sparse.h"
@@ -64,13 +65,35 @@ template <int RG, int STAGES, bool REC = false> struct SpCfg {
 #define REC_CHUNKS (MLA_REC_BYTES / 16)
 
 /* Two e4m3 bytes (the low 16 bits of x) times sc (the block scale x 2^8)
- * as a bf16 pair: the bytes' exponent and mantissa shifted into f16 bit
- * positions read as the value times 2^-8. */
+ * as a bf16 pair (low byte -> low half).  The bytes become an f16 pair worth
+ * the values times 2^-8 (exact for every finite code): SM 8.9+ by the
+ * hardware cvt, whose f16 are the values themselves (sc_hw = the scale), else
+ * by moving each byte's exponent and mantissa into f16 bit positions; one
+ * cvt.rn.bf16x2.f32 rounds the products.  The emulator runs the bit move and
+ * the software rounding (the same values: both round to nearest even). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(LK_EMU)
+#define REC_HW_CVT 1
+#define REC_UNIT 1.f
+#else
+#define REC_HW_CVT 0
+#define REC_UNIT 256.f
+#endif
 GC_DEV uint32_t rec_pair(uint32_t x, float sc) {
+#if REC_HW_CVT
+    uint32_t h;
+    asm("{\n.reg .b16 lo;\ncvt.u16.u32 lo, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(h) : "r"(x));
+#else
     const uint32_t w = __byte_perm(x, 0u, 0x1404u); /* byte i -> the high byte of half i */
     const uint32_t h = (w & 0x80008000u) | ((w >> 1) & 0x3f803f80u);
-    return mla_pack2<MLA_DT_BF16>(gc_to_f32<GC_F16>((uint16_t)(h & 0xffffu)) * sc,
-                                  gc_to_f32<GC_F16>((uint16_t)(h >> 16)) * sc);
+#endif
+    const float lo = gc_to_f32<GC_F16>((uint16_t)(h & 0xffffu)) * sc, hi = gc_to_f32<GC_F16>((uint16_t)(h >> 16)) * sc;
+#if defined(LK_EMU)
+    return mla_pack2<MLA_DT_BF16>(lo, hi);
+#else
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#endif
 }
 
 template <int RG, int STAGES, int DT, bool REC = false>
@@ -175,7 +198,7 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
                 uint4 v;
                 if (col < MLA_D_V / 8) {
                     const uint2 b = *(const uint2 *)(src + col * 8);
-                    const float sc = *(const float *)(src + REC_SCALES + (col >> 4) * 4) * 256.f;
+                    const float sc = *(const float *)(src + REC_SCALES + (col >> 4) * 4) * REC_UNIT;
                     v = make_uint4(rec_pair(b.x, sc), rec_pair(b.x >> 16, sc), rec_pair(b.y, sc),
                                    rec_pair(b.y >> 16, sc));
                 } else {
