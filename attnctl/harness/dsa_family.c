@@ -461,6 +461,7 @@ static void sparse_check(const harness_family *fam, const htarget *t, const hcas
             goto done;
         }
         fb.layer.k_cache = &rec.t;
+        fb.model.kv_dtype = SGL_ATTN_DT_FP8_E4M3; /* what an engine with the record declares (fp8 KV) */
     }
     fb.model.index_topk = (int32_t)topk; /* a DSA model: the indexer's DeepSeek-V3.2 shape */
     fb.model.index_n_heads = 64;
