@@ -1,7 +1,8 @@
 /* dsa_family.c - DeepSeek sparse attention's case families (docs/harness.md,
  * "DSA cases"), for plugins whose caps.dsa_ops declare them:
  *   sparse   sparse_decode / sparse_extend / sparse_verify: MLA forward over
- *            given topk_indices (SGL_ATTN_DSA_SPARSE_MLA)
+ *            given topk_indices (SGL_ATTN_DSA_SPARSE_MLA); rec=1 over
+ *            FlashMLA's fp8 record pool (SGL_ATTN_DSA_KV_FP8_RECORD)
  *   indexer  indexer_decode / indexer_extend / indexer_verify:
  *            backend_ops.indexer_topk (SGL_ATTN_DSA_INDEXER)
  * Both build their batch (ragged lengths, shuffled pages, req_to_token) with
@@ -176,6 +177,15 @@ static const char *const sparse_matrix[] = {
     "sparse_extend:b=2,l=300,q=150,hq=16,dtype=f16,page=1,topk=512,ragged=1",
     "sparse_verify:b=2,l=400,q=3,hq=16,dtype=bf16,page=64,topk=128",
     "sparse_verify:b=3,l=200,q=4,hq=16,dtype=f32,page=16,topk=16,neg=1,ragged=1",
+    /* FlashMLA's fp8 record pool: ragged (fewer cached tokens than topk),
+     * -1 entries and an all -1 row, pages of 1, 16 and 64, 16 / 32 / 128
+     * heads, decode / extend / verify; the saves quantised bit for bit */
+    "sparse_decode:b=4,l=600,hq=16,dtype=bf16,page=64,topk=128,ragged=1,rec=1",
+    "sparse_decode:b=3,l=300,hq=16,dtype=bf16,page=1,topk=64,neg=1,ragged=1,rec=1",
+    "sparse_decode:b=2,l=500,hq=128,dtype=bf16,page=64,topk=256,rec=1",
+    "sparse_extend:b=3,l=300,q=100,hq=16,dtype=bf16,page=16,topk=64,ragged=1,rec=1",
+    "sparse_extend:b=2,l=200,q=40,hq=32,dtype=bf16,page=64,topk=256,neg=1,rec=1",
+    "sparse_verify:b=2,l=400,q=3,hq=16,dtype=bf16,page=64,topk=128,rec=1",
     NULL,
 };
 
@@ -183,10 +193,11 @@ static const char *const sparse_quick[] = {
     "sparse_decode:b=3,l=300,hq=16,dtype=f32,page=16,topk=64,neg=1,ragged=1",
     "sparse_extend:b=2,l=200,q=80,hq=16,dtype=bf16,page=64,topk=32,ragged=1",
     "sparse_verify:b=2,l=200,q=3,hq=16,dtype=bf16,page=1,topk=64,neg=1",
+    "sparse_extend:b=2,l=200,q=60,hq=16,dtype=bf16,page=16,topk=64,neg=1,ragged=1,rec=1",
     NULL,
 };
 
-static const char *const sparse_drop[] = {"topk", "neg", NULL};
+static const char *const sparse_drop[] = {"topk", "neg", "rec", NULL};
 static const char *const sparse_add[] = {"mla", "1", NULL, NULL};
 
 /* Row t's selection: min(topk, pos + 1) distinct positions of t's request
@@ -224,25 +235,123 @@ static void sparse_rows(const fa_batch *fb, long topk, int neg, hrng *rng, int32
     free(cand);
 }
 
-/* out[t, h, :dv] = softmax over the row's valid slots of scale * q . k
- * (all d dims) times k's first dv dims; zeros for a row with none.  The
- * pool is the one before the call with the new tokens' k (rounded to the
- * pool dtype, fp8 by its scale) at their slots, dequantised. */
-static int sparse_reference(fa_batch *fb, const int32_t *rows, long topk, char *err, size_t err_size) {
-    const fa_case *c = &fb->c;
-    const long hq = c->hq, d = c->d, dv = c->dv;
-    double *pool = malloc(sizeof(double) * fb->k_cache.count);
-    double *ref = calloc((size_t)(fb->T > 0 ? fb->T : 1) * (size_t)(hq * dv), sizeof(double));
-    double *s = malloc(sizeof(double) * (size_t)topk);
-    double *qd = malloc(sizeof(double) * (fb->q.count ? fb->q.count : 1));
-    if (!pool || !ref || !s || !qd) {
-        free(pool), free(ref), free(s), free(qd);
-        snprintf(err, err_size, "out of host memory for the float64 sparse reference");
+/* ------------------------------------------------ FlashMLA's fp8 record */
+
+/* A record (abi/sgl_attn_abi.h, SGL_ATTN_DSA_KV_FP8_RECORD): 512 e4m3 bytes,
+ * 4 fp32 scales (one per block of 128 latent values), 64 bf16 RoPE values. */
+#define REC_BYTES 656
+#define REC_LATENT 512
+#define REC_SCALES 512
+#define REC_ROPE 528
+
+/* The record of one 576-value row x (float values of bf16): per block of
+ * 128 DeepSeek's act_quant (the indexer keys' rule: block_scale, then
+ * x / scale in fp32, clamped to +-448, rounded to the nearest code), the
+ * RoPE dims' bf16 bits as they are. */
+static void rec_quantise(const float *x, const uint16_t *rope_bits, unsigned char *rec) {
+    for (int blk = 0; blk < REC_LATENT / 128; blk++) {
+        float amax = 0;
+        for (int e = 0; e < 128; e++) amax = fabsf(x[blk * 128 + e]) > amax ? fabsf(x[blk * 128 + e]) : amax;
+        const float sc = block_scale(amax, 0);
+        for (int e = 0; e < 128; e++) {
+            float y = x[blk * 128 + e] / sc;
+            y = y > 448.f ? 448.f : y < -448.f ? -448.f : y;
+            rec[blk * 128 + e] = e4m3_round(y);
+        }
+        memcpy(rec + REC_SCALES + 4 * blk, &sc, 4);
+    }
+    memcpy(rec + REC_ROPE, rope_bits, 64 * 2);
+}
+
+/* Element e (0..575) of a record's row, dequantised. */
+static double rec_value(const unsigned char *rec, long e) {
+    if (e < REC_LATENT) {
+        float sc;
+        memcpy(&sc, rec + REC_SCALES + 4 * (e / 128), 4);
+        return e4m3_value(rec[e]) * (double)sc;
+    }
+    uint16_t b;
+    memcpy(&b, rec + REC_ROPE + 2 * (e - REC_LATENT), 2);
+    return hdtype_load(HDT_BF16, &b, 0);
+}
+
+/* The record pool for a rec=1 case: every slot of the bf16 pool the full
+ * family drew, each block of 128 first multiplied by a power of two from
+ * 2^-3 to 2^2 (so scales differ from block to block and slot to slot),
+ * quantised; and the pool expected after the call: the new tokens' k
+ * quantised at their slots. */
+static int rec_build(fa_batch *fb, const hdev *dev, htensor *rec, unsigned char **want, uint64_t seed, char *err,
+                     size_t err_size) {
+    const int64_t shape[3] = {fb->slots, 1, REC_BYTES};
+    if (htensor_alloc(rec, dev, "k_cache", HDT_U8, 3, shape, err, err_size)) return -1;
+    *want = malloc(rec->bytes + 1);
+    if (!*want) return snprintf(err, err_size, "out of host memory for the record pool"), -1;
+    e4m3_init();
+    hrng rng;
+    hrng_seed(&rng, seed ^ 0x656u);
+    float x[576];
+    uint16_t rope[64];
+    unsigned char *r = htensor_data(rec);
+    for (int64_t s = 0; s < fb->slots; s++) {
+        for (int e = 0; e < 576; e++) {
+            const double v = hdtype_load(HDT_BF16, fb->k_init, (size_t)s * 576 + (size_t)e);
+            x[e] = (float)v;
+            if (e >= REC_LATENT) rope[e - REC_LATENT] = ((const uint16_t *)fb->k_init)[s * 576 + e];
+        }
+        for (int blk = 0; blk < 4; blk++) {
+            const float f = ldexpf(1.f, (int)hrng_range(&rng, -3, 2));
+            for (int e = 0; e < 128; e++) x[blk * 128 + e] *= f;
+        }
+        rec_quantise(x, rope, r + s * REC_BYTES);
+    }
+    memcpy(*want, r, rec->bytes);
+    if (fb->c.save)
+        for (int t = 0; t < fb->T; t++) {
+            const uint16_t *k = (const uint16_t *)htensor_cdata(&fb->k) + (size_t)t * 576;
+            for (int e = 0; e < 576; e++) x[e] = (float)hdtype_load(HDT_BF16, k, (size_t)e);
+            rec_quantise(x, k + REC_LATENT, *want + htensor_get_index(&fb->ocl, (size_t)t) * REC_BYTES);
+        }
+    return htensor_upload(rec, err, err_size);
+}
+
+/* The record pool after the call against the expected one, byte for byte. */
+static int rec_verify(const fa_batch *fb, htensor *rec, const unsigned char *want, hresult *r) {
+    char err[512];
+    if (htensor_download(rec, err, sizeof err)) return hresult_fail(r, "%s", err), -1;
+    const unsigned char *got = htensor_cdata(rec);
+    for (size_t i = 0; i < rec->bytes; i++) {
+        if (got[i] == want[i]) continue;
+        const int64_t slot = (int64_t)(i / REC_BYTES), b = (int64_t)(i % REC_BYTES);
+        int64_t tok = -1;
+        for (int t = 0; fb->c.save && t < fb->T; t++)
+            if (htensor_get_index(&fb->ocl, (size_t)t) == slot) tok = t;
+        char who[64];
+        if (tok >= 0) snprintf(who, sizeof who, "new token %lld's", (long long)tok);
+        else snprintf(who, sizeof who, "no new token's (it must stay as it was)");
+        hresult_fail(r, "k_cache (fp8 record) slot %lld, %s byte %lld = 0x%02x; expected 0x%02x (%s record)",
+                     (long long)slot,
+                     b < REC_LATENT ? "e4m3 value" : b < REC_ROPE ? "block scale" : "RoPE (bf16)", (long long)b,
+                     got[i], want[i], who);
         return -1;
+    }
+    return 0;
+}
+
+/* The float64 pool the reference reads: the one before the call with the
+ * new tokens' k (rounded to the pool dtype, fp8 by its scale) at their
+ * slots, dequantised; or the expected record pool, dequantised. */
+static double *sparse_pool(const fa_batch *fb, const unsigned char *rec_want) {
+    const fa_case *c = &fb->c;
+    const long d = c->d;
+    double *pool = malloc(sizeof(double) * fb->k_cache.count);
+    if (!pool) return NULL;
+    if (rec_want) {
+        for (int64_t s = 0; s < fb->slots; s++)
+            for (long e = 0; e < d; e++) pool[s * d + e] = rec_value(rec_want + s * REC_BYTES, e);
+        return pool;
     }
     const double ks = fa_pool_scale(c, 0); /* 1 but for fp8 pools */
     for (size_t e = 0; e < fb->k_cache.count; e++) pool[e] = hdtype_load(c->kvdt, fb->k_init, e) * ks;
-    for (size_t e = 0; e < fb->q.count; e++) qd[e] = hdtype_load(fb->q.dt, htensor_cdata(&fb->q), e);
     if (c->save)
         for (int t = 0; t < fb->T; t++) {
             const int64_t slot = htensor_get_index(&fb->ocl, (size_t)t);
@@ -251,6 +360,26 @@ static int sparse_reference(fa_batch *fb, const int32_t *rows, long topk, char *
                     fa_pool_raw(c, 0, hdtype_load(fb->k.dt, htensor_cdata(&fb->k), (size_t)t * (size_t)d + (size_t)e)) *
                     ks;
         }
+    return pool;
+}
+
+/* out[t, h, :dv] = softmax over the row's valid slots of scale * q . k
+ * (all d dims) times k's first dv dims; zeros for a row with none, over
+ * sparse_pool's values. */
+static int sparse_reference(fa_batch *fb, const unsigned char *rec_want, const int32_t *rows, long topk, char *err,
+                            size_t err_size) {
+    const fa_case *c = &fb->c;
+    const long hq = c->hq, d = c->d, dv = c->dv;
+    double *pool = sparse_pool(fb, rec_want);
+    double *ref = calloc((size_t)(fb->T > 0 ? fb->T : 1) * (size_t)(hq * dv), sizeof(double));
+    double *s = malloc(sizeof(double) * (size_t)topk);
+    double *qd = malloc(sizeof(double) * (fb->q.count ? fb->q.count : 1));
+    if (!pool || !ref || !s || !qd) {
+        free(pool), free(ref), free(s), free(qd);
+        snprintf(err, err_size, "out of host memory for the float64 sparse reference");
+        return -1;
+    }
+    for (size_t e = 0; e < fb->q.count; e++) qd[e] = hdtype_load(fb->q.dt, htensor_cdata(&fb->q), e);
     for (int t = 0; t < fb->T; t++) {
         const int32_t *row = rows + (int64_t)t * topk;
         for (long h = 0; h < hq; h++) {
@@ -291,16 +420,18 @@ static int sparse_applies(const harness_family *f, const sgl_attn_plugin_info *i
 
 static void sparse_check(const harness_family *fam, const htarget *t, const hcase *c, uint64_t seed, hresult *r) {
     char err[768];
-    long topk, neg;
+    long topk, neg, recp;
     if (hcase_int(c, "topk", 64, 1, DSA_MAX_TOPK, &topk, err, sizeof err) ||
-        hcase_int(c, "neg", 0, 0, 1, &neg, err, sizeof err)) {
+        hcase_int(c, "neg", 0, 0, 1, &neg, err, sizeof err) || hcase_int(c, "rec", 0, 0, 1, &recp, err, sizeof err)) {
         hresult_error(r, "%s", err);
         return;
     }
     fa_batch fb;
     if (build(fam, t, c, sparse_drop, sparse_add, &seed, &fb, SGL_ATTN_DSA_SPARSE_MLA, r)) return;
-    htensor ti;
+    htensor ti, rec;
+    unsigned char *rec_want = NULL;
     memset(&ti, 0, sizeof ti);
+    memset(&rec, 0, sizeof rec);
     int32_t *rows = malloc(sizeof(int32_t) * (size_t)(fb.T > 0 ? fb.T : 1) * (size_t)topk);
     const int64_t shape[2] = {fb.T, topk};
     if (!rows || htensor_alloc(&ti, &t->dev, "topk_indices", HDT_I32, 2, shape, err, sizeof err)) {
@@ -314,6 +445,23 @@ static void sparse_check(const harness_family *fam, const htarget *t, const hcas
     if (htensor_upload(&ti, err, sizeof err)) {
         hresult_error(r, "%s", err);
         goto done;
+    }
+    if (recp) { /* the layer reads the record pool; the family's bf16 pool is only its source */
+        if (fb.c.dt != HDT_BF16 || fb.c.kvdt != HDT_BF16 || fb.c.d != 576 || fb.c.dv != 512) {
+            hresult_error(r, "case '%s': rec=1 cases are bf16 MLA 576 / 512 (the record's RoPE part is bf16)",
+                          c->text);
+            goto done;
+        }
+        if (!(t->caps.dsa_ops & SGL_ATTN_DSA_KV_FP8_RECORD)) {
+            hresult_unsupported(r, "the probe does not declare SGL_ATTN_DSA_KV_FP8_RECORD in caps.dsa_ops");
+            goto done;
+        }
+        if (rec_build(&fb, &t->dev, &rec, &rec_want, seed, err, sizeof err)) {
+            hresult_error(r, "%s", err);
+            goto done;
+        }
+        fb.layer.k_cache = &rec.t;
+        fb.model.kv_dtype = SGL_ATTN_DT_FP8_E4M3; /* what an engine with the record declares (fp8 KV) */
     }
     fb.model.index_topk = (int32_t)topk; /* a DSA model: the indexer's DeepSeek-V3.2 shape */
     fb.model.index_n_heads = 64;
@@ -332,16 +480,19 @@ static void sparse_check(const harness_family *fam, const htarget *t, const hcas
         r->ms_plugin = 1e3 * (htime_now() - t0);
         t0 = htime_now();
         htensor *in[] = {&ti};
-        if (sparse_reference(&fb, rows, topk, err, sizeof err)) {
+        if (sparse_reference(&fb, rec_want, rows, topk, err, sizeof err)) {
             hresult_error(r, "%s", err);
-        } else if (!inputs_kept(in, 1, r)) {
+        } else if (!inputs_kept(in, 1, r) && !(recp && rec_verify(&fb, &rec, rec_want, r))) {
             r->ms_ref = 1e3 * (htime_now() - t0);
+            if (recp) fb.c.save = 0; /* the bf16 pool was not the layer's: it must be as it was */
             fa_batch_verify(&fb, r);
         }
     }
     htarget_destroy(t, b);
 done:
     htensor_free(&ti);
+    htensor_free(&rec);
+    free(rec_want);
     free(rows);
     fa_batch_free(&fb);
 }

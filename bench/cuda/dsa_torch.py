@@ -14,6 +14,15 @@ fp32, einsum P V (in chunks of tokens where the gather would not fit).
 FLOPs are FlashMLA's count: 2 * tokens * topk * hq * (576 + 512), the full
 width of the index rows (-1 entries included); softmax not counted.
 
+Shapes named *_rec run over FlashMLA's fp8 record pool instead (uint8
+[slots, 1, 656]: 512 e4m3, 4 fp32 scales one per 128, 64 bf16 RoPE values;
+SGL_ATTN_DSA_KV_FP8_RECORD), the bf16 pool quantised per block of 128
+(amax floored at 1e-4, scale = amax / 448, the same rule the plugin's save
+uses); float64 is taken over the dequantised record, and torch's side
+gathers the records and dequantises them (e4m3 x scale to bf16) before the
+same einsums.  A plugin that does not declare the record reports the shape
+as "not supported" (rc stays 0).
+
   python3 bench/cuda/dsa_torch.py OUT.json [--plugin cuda_mla] [--small] [--device cpu]
 """
 from __future__ import annotations
@@ -66,13 +75,70 @@ def stage(bs: int, ctx: int, q_per_req: int, topk: int, neg: float, dev: str, g:
     return slots, r2t.to(dev), rows.to(dev)
 
 
+REC = 656  # FlashMLA's fp8 record: 512 e4m3 + 4 fp32 scales + 64 bf16
+
+
+def _e4m3_values(device):
+    """The 256 e4m3fn codes' values (0x7f / 0xff NaN), for a torch without float8."""
+    c = torch.arange(128)
+    e, m = c >> 3, (c & 7).double()
+    v = torch.where(e == 0, m / 8 * 2.0 ** -6, (1 + m / 8) * torch.pow(2.0, (e - 7).double()))
+    v[127] = float("nan")
+    return torch.cat([v, -v]).float().to(device)
+
+
+def _to_e4m3_bytes(y):
+    """fp32 values within +-448 -> e4m3 codes (uint8), nearest, ties to the even code."""
+    if hasattr(torch, "float8_e4m3fn"):
+        return y.to(torch.float8_e4m3fn).view(torch.uint8)
+    pos = _e4m3_values(y.device)[:127]  # codes 0..126, increasing
+    a = y.abs().contiguous()
+    hi = torch.searchsorted(pos, a).clamp(max=126)
+    lo = (hi - 1).clamp(min=0)
+    dl, dh = a - pos[lo], pos[hi] - a
+    code = torch.where(dl < dh, lo, torch.where(dh < dl, hi, torch.where(lo % 2 == 0, lo, hi)))
+    code = torch.where(pos[hi] == a, hi, code)
+    return (code | torch.where(y < 0, 128, 0)).to(torch.uint8)
+
+
+def _from_e4m3_bytes(b):
+    if hasattr(torch, "float8_e4m3fn"):
+        return b.contiguous().view(torch.float8_e4m3fn).float()
+    return _e4m3_values(b.device)[b.long()]
+
+
+def to_record(pool):
+    """[slots, 1, 576] bf16 -> the fp8 record pool [slots, 1, 656] uint8."""
+    x = pool[:, 0].float()
+    lat = x[:, :D_V].reshape(-1, 4, 128)
+    sc = lat.abs().amax(-1).clamp(min=1e-4) * (1.0 / 448.0)  # [slots, 4] fp32
+    codes = _to_e4m3_bytes((lat / sc[..., None]).clamp(-448.0, 448.0)).reshape(-1, D_V)
+    rec = torch.empty(pool.shape[0], REC, dtype=torch.uint8, device=pool.device)
+    rec[:, :D_V] = codes
+    rec[:, D_V:D_V + 16] = sc.contiguous().view(torch.uint8)
+    rec[:, D_V + 16:] = pool[:, 0, D_V:].contiguous().view(torch.uint8)
+    return rec[:, None, :]
+
+
+def from_record(rec, dtype=torch.bfloat16):
+    """Records [..., 656] uint8 -> their values [..., 576] in dtype."""
+    lat = _from_e4m3_bytes(rec[..., :D_V])
+    sc = rec[..., D_V:D_V + 16].contiguous().view(torch.float32)
+    lat = (lat.unflatten(-1, (4, 128)) * sc[..., None]).flatten(-2)
+    rope = rec[..., D_V + 16:].contiguous().view(torch.bfloat16).float()
+    return torch.cat([lat, rope], -1).to(dtype)
+
+
 def torch_sparse(q, pool, rows, scale, chunk):
-    """Gather + einsum + fp32 softmax, in chunks of tokens."""
+    """Gather + einsum + fp32 softmax, in chunks of tokens (a record pool:
+    the gathered records dequantised to q's dtype first)."""
     out = torch.empty(q.shape[0], q.shape[1], D_V, dtype=q.dtype, device=q.device)
     p2 = pool[:, 0]
     for t0 in range(0, q.shape[0], chunk):
         r = rows[t0:t0 + chunk]
-        kv = p2[r.clamp(min=0).long()]  # [c, topk, 576]
+        kv = p2[r.clamp(min=0).long()]  # [c, topk, 576] (a record pool: [c, topk, 656])
+        if kv.dtype == torch.uint8:
+            kv = from_record(kv, q.dtype)
         s = torch.einsum("thd,tkd->thk", q[t0:t0 + chunk], kv).float() * scale
         s = s.masked_fill((r < 0)[:, None, :], float("-inf"))
         p = torch.softmax(s, -1).nan_to_num(0.0).to(q.dtype)
@@ -122,7 +188,7 @@ def timed(fn, dev: str, min_s: float = 0.3):
     return meds[len(meds) // 2]
 
 
-def run_shape(host, plugin, name, mode, bs, q_per_req, ctx, hq, topk, neg, dev, chunk, g):
+def run_shape(host, plugin, name, mode, bs, q_per_req, ctx, hq, topk, neg, dev, chunk, g, rec=False):
     scale = 1.0 / (192 ** 0.5)
     slots, r2t, rows = stage(bs, ctx, q_per_req, topk, neg, dev, g)
     if neg > 0:
@@ -132,6 +198,14 @@ def run_shape(host, plugin, name, mode, bs, q_per_req, ctx, hq, topk, neg, dev, 
     q = (torch.randn(T, hq, D_QK, generator=g) * 0.5).bfloat16().to(dev)
     out = torch.empty(T, hq, D_V, dtype=torch.bfloat16, device=dev)
     be = host.create_stack([plugin], ds32(hq, topk), max_reqs=bs, max_tokens=max(T, bs), max_context=ctx)
+    ref_pool = pool
+    if rec:
+        if "kv_fp8_record" not in be.dsa_ops:
+            be.close()
+            print(f"{name:28s} not supported ({plugin} does not declare kv_fp8_record)", flush=True)
+            return {"name": name, "not_supported": True, "ok": True}
+        pool = to_record(pool)
+        ref_pool = from_record(pool[:, 0], torch.float64)[:, None, :]
     seq = [ctx] * bs
     it = lambda x: torch.tensor(x, dtype=torch.int32, device=dev)  # noqa: E731
     ocl = torch.cat([r2t[b, ctx - q_per_req:ctx] for b in range(bs)])
@@ -154,7 +228,7 @@ def run_shape(host, plugin, name, mode, bs, q_per_req, ctx, hq, topk, neg, dev, 
     if dev != "cpu":
         torch.cuda.synchronize()
     ts = sorted(set(t for t in (0, 1, T // 2, T - 1) if t < T))  # T may be 1 (B 1 decode)
-    ref = ref64(q, pool, rows, scale, ts)
+    ref = ref64(q, ref_pool, rows, scale, ts)
     err = (out[ts].double() - ref)
     nmse = float((err ** 2).sum() / max(float((ref ** 2).sum()), 1e-30))
     zero_row_ok = bool(neg <= 0 or float(out[0].abs().max()) == 0.0)
@@ -166,6 +240,7 @@ def run_shape(host, plugin, name, mode, bs, q_per_req, ctx, hq, topk, neg, dev, 
     be.close()
     flops = 2.0 * T * topk * hq * (D_QK + D_V)
     r = {"name": name, "mode": mode, "bs": bs, "tokens": T, "ctx": ctx, "hq": hq, "topk": topk, "neg": neg,
+         "pool": "fp8 record (656 B a row)" if rec else "bf16 (1152 B a row)",
          "flops": flops, "ours_s": t_ours, "torch_s": t_torch, "ours_tflops": flops / t_ours / 1e12,
          "torch_tflops": flops / t_torch / 1e12, "speedup_vs_torch": t_torch / t_ours, "nmse": nmse,
          "torch_nmse": t_nmse, "zero_row_ok": zero_row_ok, "ok": nmse < 1e-4 and zero_row_ok}
@@ -188,14 +263,19 @@ def main() -> int:
     if a.small:
         shapes = [("decode_b2_h16_k64", "decode", 2, 1, 300, 16, 64, 0.25, 8),
                   ("extend_b1_q8_h16_k32", "extend", 1, 8, 100, 16, 32, 0.0, 4),
-                  ("verify_b2_q3_h16_k64_neg", "verify", 2, 3, 200, 16, 64, 0.2, 4)]
+                  ("verify_b2_q3_h16_k64_neg", "verify", 2, 3, 200, 16, 64, 0.2, 4),
+                  ("decode_b2_h16_k64_rec", "decode", 2, 1, 300, 16, 64, 0.25, 8)]
     else:
         # (name, mode, bs, tokens a request, ctx, hq, topk, neg, torch chunk)
         shapes = [("decode_b64_h128_k2048", "decode", 64, 1, 4096, 128, 2048, 0.0, 64),
                   ("decode_b128_h128_k2048", "decode", 128, 1, 4096, 128, 2048, 0.0, 64),
                   ("decode_b1_h128_k2048", "decode", 1, 1, 4096, 128, 2048, 0.0, 1),
                   ("verify_b32_q4_h128_k2048_neg", "verify", 32, 4, 4096, 128, 2048, 0.1, 64),
-                  ("extend_b1_q4096_h128_k2048", "extend", 1, 4096, 8192, 128, 2048, 0.0, 128)]
+                  ("extend_b1_q4096_h128_k2048", "extend", 1, 4096, 8192, 128, 2048, 0.0, 128),
+                  # FlashMLA's fp8 record pool (the *_rec shapes)
+                  ("decode_b64_h128_k2048_rec", "decode", 64, 1, 4096, 128, 2048, 0.0, 64),
+                  ("verify_b32_q4_h128_k2048_neg_rec", "verify", 32, 4, 4096, 128, 2048, 0.1, 64),
+                  ("extend_b1_q4096_h128_k2048_rec", "extend", 1, 4096, 8192, 128, 2048, 0.0, 128)]
     res = {"device": torch.cuda.get_device_name(0) if dev != "cpu" else "cpu",
            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
            "commit": os.environ.get("SGL_ATTN_COMMIT", "unknown"), "plugin": a.plugin,
@@ -204,7 +284,8 @@ def main() -> int:
     for s in shapes:
         name, mode, bs, qpr, ctx, hq, topk, neg, chunk = s
         try:
-            r = run_shape(host, a.plugin, name, mode, bs, qpr, ctx, hq, topk, neg, dev, chunk, g)
+            r = run_shape(host, a.plugin, name, mode, bs, qpr, ctx, hq, topk, neg, dev, chunk, g,
+                          rec=name.endswith("_rec"))
             rc |= 0 if r["ok"] else 1
         except Exception as e:  # report and go on with the next shape
             print(f"{name:28s} ERROR {type(e).__name__}: {e}", flush=True)
@@ -213,10 +294,11 @@ def main() -> int:
         res["shapes"].append(r)
         with open(a.out, "w") as f:
             json.dump(res, f, indent=1)
-    d = [r for r in res["shapes"] if r.get("name", "").startswith("decode_b64_")]
-    if d and "ours_tflops" in d[0]:
-        print(f"issue 21: sparse decode B 64, 128 heads, topk 2048: {d[0]['ours_tflops']:.1f} TFLOP/s "
-              f"(target >= 300), torch {d[0]['torch_tflops']:.1f}, ratio x{d[0]['speedup_vs_torch']:.2f}")
+    for suffix, what in (("_rec", "fp8 record pool"), ("", "bf16 pool")):
+        d = [r for r in res["shapes"] if r.get("name", "") == "decode_b64_h128_k2048" + suffix]
+        if d and "ours_tflops" in d[0]:
+            print(f"issue 21: sparse decode B 64, 128 heads, topk 2048, {what}: {d[0]['ours_tflops']:.1f} TFLOP/s "
+                  f"(target >= 300), torch {d[0]['torch_tflops']:.1f}, ratio x{d[0]['speedup_vs_torch']:.2f}")
     return rc
 
 

@@ -355,8 +355,8 @@ static void test_fp8_scales(void **st) {
 }
 
 /* DSA sparse MLA: topk_indices [T, topk] int32 on the device goes into the
- * view; a wrong dtype, shape or device, an fp8 pool and FlashMLA's fp8
- * record are refused naming what is wrong. */
+ * view; a wrong dtype, shape or device and an fp8 [.., 576] pool are refused
+ * naming what is wrong; FlashMLA's fp8 record is served (test_record_view). */
 static void test_sparse_view(void **st) {
     (void)st;
     fx f;
@@ -391,10 +391,75 @@ static void test_sparse_view(void **st) {
     f.kc.dtype.bits = 8;
     assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
     assert_non_null(strstr(f.err, "topk_indices given with an fp8 pool"));
-    /* FlashMLA's 656-byte record */
+    /* FlashMLA's 656-byte record: served */
     f.kc = mk(rs, 3, kDLUInt, 8, (void *)(uintptr_t)0x10000);
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.kv_dt, MLA_DT_REC);
+}
+
+/* FlashMLA's fp8 record pool (uint8 [slots, 1, 656]): served by sparse MLA
+ * with a bf16 q; a wrong width, layout, dtype, device or alignment, dense
+ * MLA over it, an f16 q and a k_scale beside its own scales are refused,
+ * each naming the record. */
+static void test_record_view(void **st) {
+    (void)st;
+    fx f;
+    mla_fwd_view v;
+    int64_t ts[2] = {T, 64}, rs[3] = {SLOTS, 1, 656};
+    DLTensor ti = mk(ts, 2, kDLInt, 32, (void *)(uintptr_t)0x10000);
+    setup_fx(&f);
+    f.a.topk_indices = &ti;
+    f.kc = mk(rs, 3, kDLUInt, 8, (void *)(uintptr_t)0x10000);
+    assert_int_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_int_equal(v.kv_dt, MLA_DT_REC);
+    assert_ptr_equal(v.pool, f.kc.data);
+    assert_int_equal(v.num_slots, SLOTS);
+    /* dense MLA does not read it */
+    f.a.topk_indices = NULL;
     assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
-    assert_non_null(strstr(f.err, "SGL_ATTN_DSA_KV_FP8_RECORD"));
+    assert_non_null(strstr(f.err, "FlashMLA's fp8 record"));
+    assert_non_null(strstr(f.err, "sparse MLA only"));
+    f.a.topk_indices = &ti;
+    /* the width, the middle extent, the rank */
+    rs[2] = 640;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "[slots, 1, 656]"));
+    rs[2] = 656;
+    rs[1] = 2;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "[slots, 1, 656]"));
+    rs[1] = 1;
+    f.kc.ndim = 2;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "not 3-D"));
+    f.kc.ndim = 3;
+    /* 656 wide but not bytes */
+    f.kc.dtype.code = kDLBfloat;
+    f.kc.dtype.bits = 16;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "is uint8"));
+    f.kc.dtype.code = kDLUInt;
+    f.kc.dtype.bits = 8;
+    /* device, alignment */
+    f.kc.device.device_type = kDLCPU;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "k_cache"));
+    f.kc.device.device_type = kDLCUDA;
+    f.kc.data = (void *)(uintptr_t)0x10008;
+    assert_int_not_equal(run(&f, &v), SGL_ATTN_OK);
+    assert_non_null(strstr(f.err, "k_cache"));
+    f.kc.data = (void *)(uintptr_t)0x10000;
+    /* its own scales: no k_scale beside them */
+    f.layer.k_scale = 0.5f;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(f.err, "own scales"));
+    f.layer.k_scale = 1.f;
+    /* the RoPE part is bf16: q too */
+    f.q.dtype.code = kDLFloat;
+    f.out.dtype.code = kDLFloat;
+    f.k.dtype.code = kDLFloat;
+    assert_int_equal(run(&f, &v), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(f.err, "bf16 q"));
 }
 
 /* The split of each topk row: by the shape only, within the limits. */
@@ -591,6 +656,7 @@ int main(void) {
         cmocka_unit_test(test_valid_view),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_sparse_view),
+        cmocka_unit_test(test_record_view),
         cmocka_unit_test(test_sparse_splits),
         cmocka_unit_test(test_refuse_unserved),
         cmocka_unit_test(test_batch_lengths),

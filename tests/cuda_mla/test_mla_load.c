@@ -85,8 +85,8 @@ static void test_probe(void **st) {
     assert_true(c.features & SGL_ATTN_FEAT_DRAFT_EXTEND);
     assert_true(c.features & SGL_ATTN_FEAT_FP8_SCALES);
     assert_false(c.features & SGL_ATTN_FEAT_LSE);
-    /* DSA: sparse MLA over bf16/f16 pools; neither the indexer nor the fp8 record */
-    assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA);
+    /* DSA: sparse MLA over bf16/f16 pools and FlashMLA's fp8 record; no indexer */
+    assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_KV_FP8_RECORD);
     if (!c.available) {
         /* the runtime's own words, not an empty reason */
         assert_true(strlen(c.reason) > 8);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sdk_tensor.h"
+#include "mla_sparse.h"
 
 int mla_dtype_of(DLDataType t) {
     switch (sgl_attn_dtype_bit(t)) {
@@ -95,6 +96,58 @@ static int check_scales(const sgl_attn_layer *l, int fp8, int32_t device, const 
     if (rc) return rc;
     *k_scale_t = (const float *)sgl_sdk_data(kt);
     return SGL_ATTN_OK;
+}
+
+/* FlashMLA's fp8 record pool (DSA sparse MLA only): layer.k_cache of uint8
+ * [slots, 1, 656], compact, 16-byte rows on the device, with bf16 q and
+ * neither k_scale nor a scale tensor (the record holds its own scales).
+ * *rec 1: the pool is a record; 0: it is not (a 576-wide pool, checked by
+ * the caller).  SGL_ATTN_OK, or a status with err saying why. */
+static int check_record(const sgl_attn_layer *l, int sparse, int q_dt, int32_t device, int *rec, char *err,
+                        size_t n) {
+    const DLTensor *kc = l->k_cache;
+    *rec = 0;
+    if (!kc) return SGL_ATTN_OK;
+    const DLDataType dt = kc->dtype;
+    const int u8 = dt.code == kDLUInt && dt.bits == 8 && dt.lanes == 1;
+    const int wide = kc->ndim == 3 && kc->shape && kc->shape[2] == MLA_REC_BYTES;
+    if (!u8 && !wide) return SGL_ATTN_OK;
+    if (!u8) {
+        snprintf(err, n, "layer %d: k_cache [.., .., 656] of dtype code %d, %d bits: FlashMLA's fp8 record pool is "
+                         "uint8 [slots, 1, 656] (512 e4m3 bytes, 4 fp32 scales, 64 bf16 RoPE values)",
+                 l->layer_id, dt.code, dt.bits);
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!wide || kc->shape[1] != 1) {
+        snprintf(err, n, "layer %d: k_cache is uint8 %s: FlashMLA's fp8 record pool is [slots, 1, 656] (512 e4m3 "
+                         "bytes, 4 fp32 scales, 64 bf16 RoPE values)",
+                 l->layer_id, kc->ndim == 3 && kc->shape ? "of another shape" : "but not 3-D");
+        return SGL_ATTN_E_INVALID;
+    }
+    if (!sparse) {
+        snprintf(err, n, "layer %d: k_cache is FlashMLA's fp8 record (uint8 [slots, 1, 656]): cuda_mla reads it in DSA "
+                         "sparse MLA only (topk_indices given); dense MLA reads a [slots, 1, 576] pool",
+                 l->layer_id);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (q_dt != MLA_DT_BF16) {
+        snprintf(err, n, "layer %d: k_cache is FlashMLA's fp8 record, whose RoPE part is bf16, but q is f16; expected "
+                         "a bf16 q",
+                 l->layer_id);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
+    if (SGL_ATTN_FIELD_OR_0(sgl_attn_layer, l, k_scale_tensor) || l->k_scale != 1.f) {
+        snprintf(err, n, "layer %d: k_cache is FlashMLA's fp8 record, which holds its own scales; expected k_scale 1 "
+                         "and no k_scale_tensor",
+                 l->layer_id);
+        return SGL_ATTN_E_INVALID;
+    }
+    DLTensor bytes = *kc; /* the bytes as one-byte elements: the checker's shape, place and layout tests */
+    bytes.dtype.code = SGL_ATTN_DL_FLOAT8_E4M3FN_CODE;
+    int rc = check(&bytes, "k_cache", "slots, 1, 656: FlashMLA's fp8 record", 3, SGL_SDK_ANY, 1, MLA_REC_BYTES,
+                   SGL_ATTN_DT_FP8_E4M3, device, 1, err, n);
+    *rec = rc == SGL_ATTN_OK;
+    return rc;
 }
 
 static mla_index index_of(const DLTensor *t) {
@@ -212,16 +265,16 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
         return rc;
     v->out = (void *)sgl_sdk_data(a->out);
     const DLTensor *ti = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, topk_indices);
-    if (ti && l->k_cache && l->k_cache->ndim == 3 && l->k_cache->shape[2] == 656) {
-        snprintf(err, n, "layer %d: k_cache [.., 1, 656]: FlashMLA's fp8 record (SGL_ATTN_DSA_KV_FP8_RECORD) is not "
-                         "served by cuda_mla; its sparse MLA reads a bf16/f16 [slots, 1, 576] pool",
-                 l->layer_id);
-        return SGL_ATTN_E_UNSUPPORTED;
+    int rec;
+    if ((rc = check_record(l, ti != NULL, v->q_dt, device, &rec, err, n))) return rc;
+    if (rec) {
+        v->kv_dt = MLA_DT_REC;
+    } else {
+        if ((rc = check(l->k_cache, "k_cache", "slots, 1, 576: the latent pool", 3, SGL_SDK_ANY, 1, MLA_D_QK,
+                        q_bit | SGL_ATTN_DT_FP8_E4M3, device, 1, err, n)))
+            return rc;
+        v->kv_dt = mla_dtype_of(l->k_cache->dtype);
     }
-    if ((rc = check(l->k_cache, "k_cache", "slots, 1, 576: the latent pool", 3, SGL_SDK_ANY, 1, MLA_D_QK,
-                    q_bit | SGL_ATTN_DT_FP8_E4M3, device, 1, err, n)))
-        return rc;
-    v->kv_dt = mla_dtype_of(l->k_cache->dtype);
     v->num_slots = l->k_cache->shape[0];
     if (v->num_slots < 1) {
         snprintf(err, n, "k_cache has no slots; expected 1..%d", INT32_MAX);
@@ -246,9 +299,9 @@ int mla_check_forward(const sgl_attn_forward_args *a, int32_t device, int32_t t_
                      l->layer_id, qr ? "forward args q_rope" : "batch.custom_mask");
             return SGL_ATTN_E_UNSUPPORTED;
         }
-        if (v->kv_dt != v->q_dt) {
-            snprintf(err, n, "layer %d: topk_indices given with an fp8 pool: cuda_mla's sparse MLA takes a pool of "
-                             "q's dtype (bf16/f16)",
+        if (v->kv_dt != v->q_dt && v->kv_dt != MLA_DT_REC) {
+            snprintf(err, n, "layer %d: topk_indices given with an fp8 pool ([slots, 1, 576] e4m3): cuda_mla's sparse "
+                             "MLA takes a pool of q's dtype (bf16/f16) or FlashMLA's fp8 record (uint8 [slots, 1, 656])",
                      l->layer_id);
             return SGL_ATTN_E_UNSUPPORTED;
         }

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-enum { MLA_DT_F16 = 0, MLA_DT_BF16 = 1, MLA_DT_FP8 = 2 };
+enum { MLA_DT_F16 = 0, MLA_DT_BF16 = 1, MLA_DT_FP8 = 2, MLA_DT_REC = 3 /* FlashMLA's fp8 record (mla_sparse.h) */ };
 
 enum { MLA_KERNEL_AUTO = 0, MLA_KERNEL_SIMPLE = 1, MLA_KERNEL_MMA = 2, MLA_KERNEL_WIDE = 3 };
 
@@ -100,7 +100,7 @@ typedef struct mla_save_args {
     const void *k;
     const void *k_rope;
     int64_t k_ld, kr_ld;
-    void *pool;      /* [slots, 576] */
+    void *pool;      /* [slots, 576]; MLA_DT_REC: [slots, 656] bytes */
     mla_index loc;   /* out_cache_loc [T] */
     int64_t num_slots;
     int32_t t;

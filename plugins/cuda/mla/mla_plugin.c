@@ -35,7 +35,8 @@ static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
     for (int i = 0; i < 4; i++) caps->page_sizes[i] = pages[i];
     caps->page_size_max = 64;
     caps->max_gqa_ratio = 0;
-    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA; /* bf16/f16 pools; no indexer, no fp8 record */
+    /* sparse MLA over bf16/f16 pools and FlashMLA's fp8 record (bf16 q); no indexer */
+    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_KV_FP8_RECORD;
     caps->score = caps->available ? 60 : 0;
     return SGL_ATTN_OK;
 }

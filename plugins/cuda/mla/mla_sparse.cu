@@ -17,6 +17,18 @@
  *   through shared memory, P as 16-bit values in shared memory.
  * A row that saw no valid entry has l = 0 and writes zeros (or a partial of
  * lse -inf, weight 0 in the combine).
+ *
+ * REC (FlashMLA's fp8 record, bf16 q): the ring holds the gathered
+ * 656-byte records as they are (41 16-byte chunks a row, -1 rows
+ * zero-filled), and one 16-bit tile takes the dequantised rows of the
+ * current tile: value = e4m3 x its block's fp32 scale rounded to bf16, the
+ * RoPE dims copied.  One more barrier a tile (the dequantised tile complete
+ * before the MMA reads it); the ring of records is 1.8x smaller than a ring
+ * of bf16 rows, so the same stage counts fit.  The e4m3 bytes move into
+ * f16 bit positions (the value times 2^-8, exact for normals and
+ * subnormals alike; SM 8.9+ converts with the hardware cvt instead) and
+ * the 2^8 joins the scale: the product equals e4m3 x scale rounded once in
+ * fp32, then once to bf16.
  */
 #include "mla_mma_ops.cuh"
 #include "mla_sparse.h"
@@ -26,26 +38,68 @@
 #define SP_ROW (MLA_D_QK + 8) /* padded smem row, elements: ldmatrix conflict-free */
 #define SP_PROW (SP_BN + 8)
 
-template <int RG, int STAGES> struct SpCfg {
+template <int RG, int STAGES, bool REC = false> struct SpCfg {
     static constexpr int BM = 16 * RG;
     static constexpr int CG = 8 / RG;
     static constexpr int SW = CG < SP_BN / 8 ? CG : SP_BN / 8; /* S-warps per row group */
     static constexpr int KPW = SP_BN / SW;                      /* slots per S-warp */
     static constexpr int NCOL = MLA_D_V / CG;                   /* value columns per warp */
     static constexpr size_t Q_BYTES = (size_t)BM * SP_ROW * 2;
-    static constexpr size_t KV_BYTES = (size_t)STAGES * SP_BN * SP_ROW * 2;
+    static constexpr size_t KV_BYTES = (size_t)(REC ? 1 : STAGES) * SP_BN * SP_ROW * 2;
     static constexpr size_t P_BYTES = (size_t)BM * SP_PROW * 2;
     static constexpr size_t RED_BYTES = (size_t)2 * BM * SW * 4;
     static constexpr size_t OK_BYTES = (size_t)STAGES * SP_BN * 4;
-    static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + OK_BYTES;
+    static constexpr size_t RAW_BYTES = REC ? (size_t)STAGES * SP_BN * MLA_REC_BYTES : 0; /* the records' ring */
+    static constexpr size_t RAW_OFF = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + OK_BYTES;
+    static constexpr size_t SMEM = RAW_OFF + RAW_BYTES;
     static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
     static_assert(Q_BYTES % 16 == 0 && KV_BYTES % 16 == 0, "16-byte rows");
     static_assert(STAGES >= 2, "the loop reloads the stage of tile j - 1");
+    static_assert(RAW_OFF % 16 == 0 && MLA_REC_BYTES % 16 == 0, "16-byte record chunks");
+    static_assert(SP_BN * 72 % SP_THREADS == 0, "the dequantise loop covers the tile");
 };
 
-template <int RG, int STAGES, int DT>
+/* Record layout (bytes): 512 e4m3, 4 fp32 scales (one per 128 values), 64 bf16. */
+#define REC_SCALES MLA_D_V
+#define REC_ROPE (MLA_D_V + 16)
+#define REC_CHUNKS (MLA_REC_BYTES / 16)
+
+/* Two e4m3 bytes (the low 16 bits of x) times sc (the block scale x 2^8)
+ * as a bf16 pair (low byte -> low half).  The bytes become an f16 pair worth
+ * the values times 2^-8 (exact for every finite code): SM 8.9+ by the
+ * hardware cvt, whose f16 are the values themselves (sc_hw = the scale), else
+ * by moving each byte's exponent and mantissa into f16 bit positions; one
+ * cvt.rn.bf16x2.f32 rounds the products.  The emulator runs the bit move and
+ * the software rounding (the same values: both round to nearest even). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890 && !defined(LK_EMU)
+#define REC_HW_CVT 1
+#define REC_UNIT 1.f
+#else
+#define REC_HW_CVT 0
+#define REC_UNIT 256.f
+#endif
+GC_DEV uint32_t rec_pair(uint32_t x, float sc) {
+#if REC_HW_CVT
+    uint32_t h;
+    asm("{\n.reg .b16 lo;\ncvt.u16.u32 lo, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(h) : "r"(x));
+#else
+    const uint32_t w = __byte_perm(x, 0u, 0x1404u); /* byte i -> the high byte of half i */
+    const uint32_t h = (w & 0x80008000u) | ((w >> 1) & 0x3f803f80u);
+#endif
+    const float lo = gc_to_f32<GC_F16>((uint16_t)(h & 0xffffu)) * sc, hi = gc_to_f32<GC_F16>((uint16_t)(h >> 16)) * sc;
+#if defined(LK_EMU)
+    return mla_pack2<MLA_DT_BF16>(lo, hi);
+#else
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#endif
+}
+
+template <int RG, int STAGES, int DT, bool REC = false>
 __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_args a) {
-    typedef SpCfg<RG, STAGES> C;
+    typedef SpCfg<RG, STAGES, REC> C;
+    static_assert(!REC || DT == MLA_DT_BF16, "the record's RoPE part is bf16: q too");
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sQ = (uint16_t *)smem;
     uint16_t *sKV = (uint16_t *)(smem + C::Q_BYTES);
@@ -53,6 +107,7 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
     float *sMax = (float *)(smem + C::Q_BYTES + C::KV_BYTES + C::P_BYTES);
     float *sSum = sMax + C::BM * C::SW;
     int32_t *sOk = (int32_t *)(smem + C::Q_BYTES + C::KV_BYTES + C::P_BYTES + C::RED_BYTES);
+    unsigned char *sRaw = smem + C::RAW_OFF; /* REC: the records' ring */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int rg = warp / C::CG, cg = warp % C::CG;
@@ -87,13 +142,26 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
     };
     auto issue = [&](int tile, int64_t myslot) {
         const int st = tile % STAGES;
-        uint16_t *dst = sKV + (size_t)st * SP_BN * SP_ROW;
+        if (REC) {
+            unsigned char *dst = sRaw + (size_t)st * SP_BN * MLA_REC_BYTES;
 #pragma unroll
-        for (int i = 0; i < 9; i++) { /* 4 rows x 72 chunks = 288 = 9 x 32 */
-            const int c = lane + 32 * i, kk = c / 72, col = c % 72;
-            const int64_t s = __shfl_sync(0xffffffffu, myslot, kk);
-            const bool ok = s >= 0;
-            gc_cp_async16(dst + (warp + 8 * kk) * SP_ROW + col * 8, pool + (ok ? s : 0) * MLA_D_QK + col * 8, ok);
+            for (int i = 0; i < (4 * REC_CHUNKS + 31) / 32; i++) { /* 4 rows x 41 chunks = 164 */
+                const int c = lane + 32 * i, kk = c < 4 * REC_CHUNKS ? c / REC_CHUNKS : 0, col = c % REC_CHUNKS;
+                const int64_t s = __shfl_sync(0xffffffffu, myslot, kk);
+                const bool ok = s >= 0;
+                if (c < 4 * REC_CHUNKS)
+                    gc_cp_async16(dst + (warp + 8 * kk) * MLA_REC_BYTES + col * 16,
+                                  (const unsigned char *)a.pool + (ok ? s : 0) * MLA_REC_BYTES + col * 16, ok);
+            }
+        } else {
+            uint16_t *dst = sKV + (size_t)st * SP_BN * SP_ROW;
+#pragma unroll
+            for (int i = 0; i < 9; i++) { /* 4 rows x 72 chunks = 288 = 9 x 32 */
+                const int c = lane + 32 * i, kk = c / 72, col = c % 72;
+                const int64_t s = __shfl_sync(0xffffffffu, myslot, kk);
+                const bool ok = s >= 0;
+                gc_cp_async16(dst + (warp + 8 * kk) * SP_ROW + col * 8, pool + (ok ? s : 0) * MLA_D_QK + col * 8, ok);
+            }
         }
         if (lane < 4) sOk[st * SP_BN + warp + 8 * lane] = myslot >= 0;
     };
@@ -120,7 +188,26 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
         kq0 = kq1;
         kq1 = u + 2 < nt ? slot_of(u + 2) : -1;
         const int stage = j % STAGES;
-        const uint16_t *kv = sKV + (size_t)stage * SP_BN * SP_ROW;
+        const uint16_t *kv = sKV + (size_t)(REC ? 0 : stage) * SP_BN * SP_ROW;
+        if (REC) { /* tile j's records -> the 16-bit tile (free: the barrier above) */
+            const unsigned char *raw = sRaw + (size_t)stage * SP_BN * MLA_REC_BYTES;
+#pragma unroll
+            for (int i = 0; i < SP_BN * 72 / SP_THREADS; i++) { /* a row: 64 chunks of 8 e4m3, 8 of RoPE */
+                const int c = tid + SP_THREADS * i, r = c / 72, col = c % 72;
+                const unsigned char *src = raw + r * MLA_REC_BYTES;
+                uint4 v;
+                if (col < MLA_D_V / 8) {
+                    const uint2 b = *(const uint2 *)(src + col * 8);
+                    const float sc = *(const float *)(src + REC_SCALES + (col >> 4) * 4) * REC_UNIT;
+                    v = make_uint4(rec_pair(b.x, sc), rec_pair(b.x >> 16, sc), rec_pair(b.y, sc),
+                                   rec_pair(b.y >> 16, sc));
+                } else {
+                    v = *(const uint4 *)(src + REC_ROPE + (col - MLA_D_V / 8) * 16);
+                }
+                *(uint4 *)(sKV + r * SP_ROW + col * 8) = v;
+            }
+            __syncthreads(); /* the tile complete */
+        }
         const int32_t *ok = sOk + stage * SP_BN;
 
         float sacc[C::KPW / 8][4];
@@ -285,11 +372,11 @@ template <int DT> __global__ __launch_bounds__(SP_COMB_WARPS * 32) void mla_spar
     }
 }
 
-template <int RG, int STAGES, int DT> static int launch_t(const mla_sparse_args *a) {
+template <int RG, int STAGES, int DT, bool REC> static int launch_t(const mla_sparse_args *a) {
     const int bm = 16 * RG;
     dim3 grid((unsigned)((int64_t)a->num_tokens * ((a->hq + bm - 1) / bm)), (unsigned)a->nsplit);
     cudaStream_t st = (cudaStream_t)a->stream;
-    mla_sparse_kernel<RG, STAGES, DT><<<grid, SP_THREADS, SpCfg<RG, STAGES>::SMEM, st>>>(*a);
+    mla_sparse_kernel<RG, STAGES, DT, REC><<<grid, SP_THREADS, SpCfg<RG, STAGES, REC>::SMEM, st>>>(*a);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || a->nsplit <= 1) return (int)e;
     const int64_t rows = (int64_t)a->num_tokens * a->hq;
@@ -297,53 +384,61 @@ template <int RG, int STAGES, int DT> static int launch_t(const mla_sparse_args 
     return (int)cudaGetLastError();
 }
 
-/* The instantiations: 16-row blocks with 3 stages; 64-row blocks with 3
- * where the device holds them (SM 9.0), else 2. */
-static size_t smem_of(int rows, int stages) {
-    if (rows == 16) return stages == 3 ? SpCfg<1, 3>::SMEM : 0;
-    return stages == 3 ? SpCfg<4, 3>::SMEM : stages == 2 ? SpCfg<4, 2>::SMEM : 0;
+/* The instantiations, for 16-bit pools and the record alike: 16-row blocks
+ * with 3 stages; 64-row blocks with 3 where the device holds them (SM 9.0),
+ * else 2. */
+template <bool REC> static size_t smem_rec(int rows, int stages) {
+    if (rows == 16) return stages == 3 ? SpCfg<1, 3, REC>::SMEM : 0;
+    return stages == 3 ? SpCfg<4, 3, REC>::SMEM : stages == 2 ? SpCfg<4, 2, REC>::SMEM : 0;
 }
+static size_t smem_of(int rows, int stages, int rec) { return rec ? smem_rec<true>(rows, stages) : smem_rec<false>(rows, stages); }
 
-extern "C" int32_t mla_sparse_stages(int32_t hq, size_t smem_optin) {
+extern "C" int32_t mla_sparse_stages(int32_t hq, size_t smem_optin, int32_t rec) {
     const int rows = mla_sparse_rows(hq);
     for (int st = 3; st >= 2; st--)
-        if (smem_of(rows, st) && smem_of(rows, st) <= smem_optin) return st;
+        if (smem_of(rows, st, rec) && smem_of(rows, st, rec) <= smem_optin) return st;
     return 0;
 }
 
-extern "C" size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages) { return smem_of(mla_sparse_rows(hq), stages); }
+extern "C" size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec) {
+    return smem_of(mla_sparse_rows(hq), stages, rec);
+}
 
-template <int DT> static int launch_dt(const mla_sparse_args *a) {
-    if (mla_sparse_rows(a->hq) == 16) return a->stages == 3 ? launch_t<1, 3, DT>(a) : (int)cudaErrorInvalidValue;
-    return a->stages == 3 ? launch_t<4, 3, DT>(a) : a->stages == 2 ? launch_t<4, 2, DT>(a) : (int)cudaErrorInvalidValue;
+template <int DT, bool REC> static int launch_dt(const mla_sparse_args *a) {
+    if (mla_sparse_rows(a->hq) == 16) return a->stages == 3 ? launch_t<1, 3, DT, REC>(a) : (int)cudaErrorInvalidValue;
+    return a->stages == 3   ? launch_t<4, 3, DT, REC>(a)
+           : a->stages == 2 ? launch_t<4, 2, DT, REC>(a)
+                            : (int)cudaErrorInvalidValue;
 }
 
 extern "C" int mla_launch_sparse(const mla_sparse_args *a) {
     if (a->num_tokens <= 0 || a->hq <= 0) return 0;
     if (a->nsplit < 1 || a->nsplit > MLA_SPARSE_MAX_SPLITS || a->tiles_per_split < 1 || a->topk_k < 1)
         return (int)cudaErrorInvalidValue;
-    if (a->dt == MLA_DT_BF16) return launch_dt<MLA_DT_BF16>(a);
-    if (a->dt == MLA_DT_F16) return launch_dt<MLA_DT_F16>(a);
+    if (a->rec) return a->dt == MLA_DT_BF16 ? launch_dt<MLA_DT_BF16, true>(a) : (int)cudaErrorInvalidValue;
+    if (a->dt == MLA_DT_BF16) return launch_dt<MLA_DT_BF16, false>(a);
+    if (a->dt == MLA_DT_F16) return launch_dt<MLA_DT_F16, false>(a);
     return (int)cudaErrorInvalidValue;
 }
 
-template <int RG, int STAGES, int DT> static cudaError_t attr_t(size_t optin) {
-    if (SpCfg<RG, STAGES>::SMEM > optin) return cudaSuccess; /* never launched here */
-    return cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)SpCfg<RG, STAGES>::SMEM);
+template <int RG, int STAGES, int DT, bool REC> static cudaError_t attr_t(size_t optin) {
+    if (SpCfg<RG, STAGES, REC>::SMEM > optin) return cudaSuccess; /* never launched here */
+    return cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT, REC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)SpCfg<RG, STAGES, REC>::SMEM);
 }
 
-template <int DT> static cudaError_t attr_dt(size_t optin) {
-    cudaError_t e = attr_t<1, 3, DT>(optin);
-    if (e == cudaSuccess) e = attr_t<4, 3, DT>(optin);
-    if (e == cudaSuccess) e = attr_t<4, 2, DT>(optin);
+template <int DT, bool REC> static cudaError_t attr_dt(size_t optin) {
+    cudaError_t e = attr_t<1, 3, DT, REC>(optin);
+    if (e == cudaSuccess) e = attr_t<4, 3, DT, REC>(optin);
+    if (e == cudaSuccess) e = attr_t<4, 2, DT, REC>(optin);
     return e;
 }
 
 /* The instantiations this device's shared memory holds (the forward refuses
  * a head count none of them serves, by name). */
 extern "C" int mla_sparse_init(size_t smem_optin) {
-    cudaError_t e = attr_dt<MLA_DT_BF16>(smem_optin);
-    if (e == cudaSuccess) e = attr_dt<MLA_DT_F16>(smem_optin);
+    cudaError_t e = attr_dt<MLA_DT_BF16, false>(smem_optin);
+    if (e == cudaSuccess) e = attr_dt<MLA_DT_F16, false>(smem_optin);
+    if (e == cudaSuccess) e = attr_dt<MLA_DT_BF16, true>(smem_optin);
     return (int)e;
 }

@@ -10,6 +10,9 @@
  * flight), online softmax.
  * With few tokens the row is split and mla_sparse.cu's combine merges the
  * partial rows (part_o / part_lse of the backend, [nsplit][T * hq]).
+ * The pool is q's dtype [slots, 576], or FlashMLA's fp8 record (rec, bf16 q):
+ * uint8 [slots, 656], 512 e4m3 values, 4 fp32 scales (value = e4m3 x the
+ * scale of its block of 128), 64 bf16 RoPE values.
  */
 #ifndef SGL_MLA_SPARSE_H
 #define SGL_MLA_SPARSE_H
@@ -26,11 +29,12 @@ extern "C" {
 #define MLA_SPARSE_BN 32         /* slots a tile */
 #define MLA_SPARSE_MAX_SPLITS 32 /* the combine's weights fit shared memory */
 #define MLA_SPARSE_MIN_TILES 4   /* a split takes at least this many tiles */
+#define MLA_REC_BYTES 656        /* FlashMLA's fp8 record: 512 + 4 x 4 + 64 x 2 bytes */
 
 typedef struct mla_sparse_args {
     const void *q;        /* [T, hq, 576] */
     void *out;            /* [T, hq, 512] */
-    const void *pool;     /* [slots, 576], q's dtype */
+    const void *pool;     /* [slots, 576], q's dtype; rec: [slots, 656] bytes */
     int64_t num_slots;
     const int32_t *topk;  /* [T, topk_k] */
     int32_t topk_k;
@@ -43,6 +47,7 @@ typedef struct mla_sparse_args {
     float *part_o, *part_lse;
     void *stream;
     sgl_gpu_fault_ref fault; /* where a slot outside the pool is noted */
+    int32_t rec;             /* 1: the pool is FlashMLA's fp8 record (dt MLA_DT_BF16) */
 } mla_sparse_args;
 
 /* Head rows a CTA takes for hq heads: 16 up to 16 heads, else 64. */
@@ -66,11 +71,12 @@ static inline int32_t mla_sparse_splits(int32_t t, int32_t hq, int64_t topk_k, i
     return per > 0 ? (int32_t)((tiles + per - 1) / per) : 1;
 }
 
-/* Stages of the kernel that runs for hq heads on a device with smem_optin
- * bytes of shared memory per block: 3 or 2, 0 when none fits. */
-int32_t mla_sparse_stages(int32_t hq, size_t smem_optin);
+/* Stages of the kernel that runs for hq heads (rec: over the fp8 record) on
+ * a device with smem_optin bytes of shared memory per block: 3 or 2, 0 when
+ * none fits. */
+int32_t mla_sparse_stages(int32_t hq, size_t smem_optin, int32_t rec);
 /* Dynamic shared memory of that kernel (0: no such instantiation). */
-size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages);
+size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec);
 /* Kernel attributes (dynamic shared memory) of the instantiations that fit
  * smem_optin bytes; 0 or a cudaError_t. */
 int mla_sparse_init(size_t smem_optin);
