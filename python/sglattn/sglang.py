@@ -45,7 +45,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import _abi as A
 from .backend import Backend, Batch, DualChunk, Layer, LinearInputs, bind_alloc_forwards
 from .host import Host, Model
-from .errors import Error
+from .errors import Error, InvalidArgumentError
 
 log = logging.getLogger("sglattn.sglang")
 
@@ -138,8 +138,32 @@ def hybrid_backend(runner: Any, full_attn_backend: Any) -> Any:
     lin = getattr(full_attn_backend, "linear_backend", None)
     if not isinstance(full_attn_backend, SglAttnBackend) or lin is None:
         return None
+    return _hybrid_class()(full_attn_backend, lin, list(full_attn_backend.full_layers or []))
+
+
+_HYBRID_CLASSES: Dict[Any, Any] = {}
+
+
+def _hybrid_class() -> Any:
+    """sglang's HybridLinearAttnBackend with update_mamba_state_after_mtp_verify
+    (what sglang calls after a verify to commit each request's accepted
+    draft in every linear layer) going through the stack
+    (SglAttnBackend.commit_linear_verify): made once per sglang class."""
     from sglang.srt.layers.attention.hybrid_linear_attn_backend import HybridLinearAttnBackend
-    return HybridLinearAttnBackend(full_attn_backend, lin, list(full_attn_backend.full_layers or []))
+    cls = _HYBRID_CLASSES.get(HybridLinearAttnBackend)
+    if cls is None:
+        def update_mamba_state_after_mtp_verify(self: Any, last_correct_step_indices: Any,
+                                                mamba_track_indices: Any = None, mamba_steps_to_track: Any = None,
+                                                model: Any = None, req_pool_indices: Any = None) -> None:
+            self.full_attn_backend.commit_linear_verify(last_correct_step_indices, mamba_track_indices,
+                                                        mamba_steps_to_track)
+
+        cls = type("SglAttnHybridLinearAttnBackend", (HybridLinearAttnBackend,),
+                   {"update_mamba_state_after_mtp_verify": update_mamba_state_after_mtp_verify,
+                    "__doc__": "sglang's hybrid backend whose linear layers (and their verify commit) run on an "
+                               "sglattn stack.", "__module__": __name__})
+        _HYBRID_CLASSES[HybridLinearAttnBackend] = cls
+    return cls
 
 
 def _install_hybrid_wrapper(reg: Any) -> None:
@@ -312,7 +336,13 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.linear_backend: Optional[SglAttnLinearBackend] = None
         self.linear_refusal = ""
         self._lin_layers: Dict[int, Layer] = {}
-        self._state_indices: Any = None
+        self._lin_cache: Dict[int, _LinearLayer] = {}
+        self._verify_scratch: Optional[Tuple[Any, Any]] = None
+        self._verify_rows: Any = None
+        self._verify_gather: Any = None
+        self._verify_slots: Any = None
+        self._verify_planned: Any = None
+        self._mamba_pool: Any = None
         created = self._create_hybrid(model, backend, sizes) if model.is_hybrid else None
         if created is None:
             if model.is_hybrid:
@@ -381,6 +411,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.backend = be
         self.full_layers = model.full_attention_layers
         self.linear_backend = SglAttnLinearBackend(self)
+        self._mamba_pool = pool
         log.info("sglattn: %s also runs the linear-attention layers of %s on sglang's MambaPool (state in %s)",
                  sel.label, model.model_type, ssm_dt)
         return be
@@ -393,6 +424,49 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         translate = getattr(pool, "translate_mamba_indices", None)
         return translate(idx) if translate is not None else idx
 
+    def _linear_entry(self, layer: Any, lid: int, mc: Any) -> "_LinearLayer":
+        """A linear layer's cached call: its Layer and one LinearInputs over
+        the layer's MambaPool tensors and weights, made when the layer is
+        first seen and again when the pool's tensors (mc.conv[0],
+        mc.temporal) or the layer object are replaced; each call then only
+        points x, a, b and out at its own tensors."""
+        if self.linear_backend is None:
+            raise NotImplementedError(self._linear_refused(lid))
+        if self.full_layers is not None and lid in self.full_layers:
+            raise NotImplementedError(f"sglattn: layer {lid} is a full-attention layer; a linear-attention call "
+                                      f"(mixed_qkv, a, b) reached it")
+        act = getattr(layer, "activation", "silu")
+        if act not in ("silu", "swish"):
+            raise NotImplementedError(f"sglattn: linear-attention layer {lid} uses conv activation {act!r}; the gdn "
+                                      f"wrapper applies SiLU")
+        cache = self.req_to_token_pool.mamba2_layer_cache(lid)
+        weights = dict(conv_weight=layer.conv_weights, conv_bias=getattr(layer, "bias", None), A_log=layer.A_log,
+                       dt_bias=layer.dt_bias)
+        L = self._lin_layers.get(lid)
+        if L is None:
+            L = self._lin_layers[lid] = self.backend.layer(lid, None, None)
+        e = _LinearLayer(layer, mc.conv[0], mc.temporal, L,
+                         LinearInputs("gdn", conv_state=cache.conv[0], ssm_state=cache.temporal, **weights))
+        inter = getattr(cache, "intermediate_ssm", None)
+        if inter is not None:
+            # verify: the state before the drafts is gathered into rows of a scratch shaped like one layer's
+            # intermediates without the step axis, since sglang indexes its intermediates by batch row, the
+            # main state by slot, and the ABI indexes both by one index (docs/python.md, "sglang")
+            conv_i = cache.intermediate_conv_window[0]
+            sc = self._verify_scratch
+            if sc is None or sc[0].shape[0] != conv_i.shape[0] or sc[0].dtype != conv_i.dtype or \
+                    sc[0].device != conv_i.device:
+                torch = self._torch
+                sc = self._verify_scratch = (
+                    torch.zeros((conv_i.shape[0],) + tuple(conv_i.shape[2:]), dtype=conv_i.dtype,
+                                device=conv_i.device),
+                    torch.zeros((inter.shape[0],) + tuple(inter.shape[2:]), dtype=inter.dtype, device=inter.device))
+            e.verify = LinearInputs("gdn", keep_intermediate=True, conv_state=sc[0], ssm_state=sc[1],
+                                    intermediate_conv_state=conv_i, intermediate_ssm_state=inter, **weights)
+            e.main = (cache.conv[0], cache.temporal)
+        self._lin_cache[lid] = e
+        return e
+
     def forward_linear(self, layer: Any, forward_batch: Any, mixed_qkv: Any, a: Any, b: Any,
                        decode: bool) -> Any:
         """One GDN layer of the hybrid model, as sglang's GDN backend runs it:
@@ -400,35 +474,121 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         layer's conv weight and bias, A_log and dt_bias, on the layer's
         MambaPool tensors (conv [S, conv_dim, W-1], temporal [S, HV, V, K])
         as caller-owned state, slots from get_mamba_indices.  Returns the
-        core attention output [1, T, HV, V], as sglang's kernels do."""
-        lid = int(layer.layer_id)
-        if self.linear_backend is None:
-            raise NotImplementedError(self._linear_refused(lid))
-        if self.full_layers is not None and lid in self.full_layers:
-            raise NotImplementedError(f"sglattn: layer {lid} is a full-attention layer; a linear-attention call "
-                                      f"(mixed_qkv, a, b) reached it")
-        if forward_batch.forward_mode.is_target_verify():
-            raise NotImplementedError(
-                f"sglattn: target verify on linear-attention layer {lid}: sglang keeps the per-draft-token states "
-                f"in MambaPool's intermediate_ssm / intermediate_conv_window indexed by batch row (spec_state_size "
-                f"rows) and commits them itself (update_mamba_state_after_mtp_verify), while the ABI's "
-                f"intermediate tensors share the main state's slot index; not served through the adapter")
-        act = getattr(layer, "activation", "silu")
-        if act not in ("silu", "swish"):
-            raise NotImplementedError(f"sglattn: linear-attention layer {lid} uses conv activation {act!r}; the gdn "
-                                      f"wrapper applies SiLU")
-        cache = self.req_to_token_pool.mamba2_layer_cache(lid)
-        out = self._torch.empty((self._rows, int(layer.num_v_heads), int(layer.head_v_dim)), dtype=mixed_qkv.dtype,
+        core attention output [1, T, HV, V], as sglang's kernels do.  A
+        TARGET_VERIFY batch writes the state after each draft token into the
+        pool's intermediate_ssm / intermediate_conv_window at the request's
+        batch row, as sglang's GDN backend does, and leaves the main state
+        alone (update_mamba_state_after_mtp_verify commits it)."""
+        lid = layer.layer_id
+        e = self._lin_cache.get(lid)
+        mc = self._mamba_pool.mamba_cache
+        if e is None or e.layer is not layer or e.conv_all is not mc.conv[0] or e.ssm_all is not mc.temporal:
+            e = self._linear_entry(layer, int(lid), mc)
+        out = self._torch.empty((self._rows, layer.num_v_heads, layer.head_v_dim), dtype=mixed_qkv.dtype,
                                 device=mixed_qkv.device)
-        lin = LinearInputs("gdn", out=out, x=mixed_qkv, a=a, b=b, conv_weight=layer.conv_weights,
-                           conv_bias=getattr(layer, "bias", None), A_log=layer.A_log, dt_bias=layer.dt_bias,
-                           conv_state=cache.conv[0], ssm_state=cache.temporal)
-        L = self._lin_layers.get(lid)
-        if L is None:
-            L = self._lin_layers[lid] = self.backend.layer(lid, None, None)
-        (self.backend.forward_decode if decode else self.backend.forward_extend)(L, None, None, None, None,
+        if forward_batch.forward_mode.is_target_verify():
+            lin = self._verify_inputs(e, int(lid), forward_batch)
+            lin.set("out", out)
+            lin.set("x", mixed_qkv)
+            lin.set("a", a)
+            lin.set("b", b)
+            self.backend.forward_extend(e.L, None, None, None, None, linear=lin)
+            return out.unsqueeze(0)
+        lin = e.lin
+        lin.set("out", out)
+        lin.set("x", mixed_qkv)
+        lin.set("a", a)
+        lin.set("b", b)
+        (self.backend.forward_decode if decode else self.backend.forward_extend)(e.L, None, None, None, None,
                                                                                  linear=lin)
         return out.unsqueeze(0)
+
+    def _verify_inputs(self, e: "_LinearLayer", lid: int, fb: Any) -> LinearInputs:
+        """A verify call's LinearInputs for one layer: the batch's states
+        gathered into the scratch rows (request i at row i, a padded request
+        at row -1), the layer's intermediates at the same rows."""
+        lin = e.verify
+        if lin is None:
+            raise NotImplementedError(
+                f"sglattn: target verify on linear-attention layer {lid}: the MambaPool keeps no intermediate_ssm / "
+                f"intermediate_conv_window (sglang allocates them when it runs with speculative_num_draft_tokens)")
+        spec = fb.spec_info
+        if int(getattr(spec, "topk", 1) or 1) > 1:
+            raise NotImplementedError(
+                f"sglattn: tree verify (speculative topk {spec.topk} > 1) on linear-attention layer {lid}: the "
+                f"linear state follows one chain of draft tokens (sgl_attn_linear_io); chains (topk 1) are served")
+        rows = self._verify_rows
+        if rows is None or self._verify_planned is not fb:
+            rows = self._plan_verify_rows(fb)
+        torch = self._torch
+        n = rows.shape[0]
+        conv, ssm = e.main
+        assert self._verify_scratch is not None  # made with e.verify
+        sc_conv, sc_ssm = self._verify_scratch
+        if n > sc_conv.shape[0]:
+            raise NotImplementedError(f"sglattn: a verify batch of {n} requests; the MambaPool's intermediate states "
+                                      f"hold {sc_conv.shape[0]} rows (spec_state_size + 1)")
+        gather = self._verify_gather
+        torch.index_select(conv, 0, gather, out=sc_conv[:n])
+        torch.index_select(ssm, 0, gather, out=sc_ssm[:n])
+        lin.set("state_indices", rows)
+        return lin
+
+    def _plan_verify_rows(self, fb: Any) -> Any:
+        """Per verify batch: each request's row (i, or -1 for a padded one)
+        and the slot its state is gathered from (a padded request reads
+        slot 0, sglang's padding slot, into a row nothing uses)."""
+        torch = self._torch
+        assert self._batch is not None  # a verify batch is planned
+        slots = self._batch.tensor("state_indices")
+        n = slots.shape[0]
+        ar = torch.arange(n, dtype=torch.int32, device=slots.device)
+        self._verify_rows = torch.where(slots >= 0, ar, -1).to(torch.int32)
+        self._verify_gather = slots.clamp(min=0).to(torch.int64)
+        self._verify_slots = slots
+        self._verify_planned = fb
+        return self._verify_rows
+
+    def commit_linear_verify(self, last_correct_step_indices: Any, mamba_track_indices: Any = None,
+                             mamba_steps_to_track: Any = None) -> None:
+        """sglang's update_mamba_state_after_mtp_verify through the stack:
+        for request i of the last verify batch, the state after its draft
+        token last_correct_step_indices[i] becomes its slot's state (-1
+        keeps it), and with radix tracking the state after draft
+        mamba_steps_to_track[i] goes to slot mamba_track_indices[i] (-1:
+        none).  Per layer, state_batch's commit moves the chosen step into
+        the scratch row, and the row is copied to the slot; an entry that
+        commits nothing writes sglang's padding slot 0 instead."""
+        if self._verify_planned is None or self._verify_slots is None:
+            raise Error("sglattn: update_mamba_state_after_mtp_verify without a verify batch of linear layers "
+                        "before it", "update_mamba_state_after_mtp_verify")
+        torch = self._torch
+        steps = last_correct_step_indices
+        n = int(steps.shape[0])
+        rows = self._verify_rows[:n]
+        slots = self._verify_slots[:n].to(torch.int64)
+        dst = torch.where((slots >= 0) & (steps >= 0), slots, 0)
+        track = None
+        if mamba_track_indices is not None:
+            if mamba_steps_to_track is None:
+                raise InvalidArgumentError("sglattn: mamba_track_indices without mamba_steps_to_track")
+            tix = mamba_track_indices[:n]
+            translate = getattr(self.req_to_token_pool, "translate_mamba_indices", None)
+            if translate is not None:
+                tix = translate(tix)
+            tsteps = mamba_steps_to_track[:n]
+            track = (tsteps, torch.where((tix >= 0) & (tsteps >= 0), tix.to(torch.int64), 0))
+        assert self._verify_scratch is not None  # a verify ran
+        sc_conv, sc_ssm = self._verify_scratch
+        for e in self._lin_cache.values():
+            if e.verify is None:
+                continue
+            conv, ssm = e.main
+            for st, to in ((steps, dst),) + ((track,) if track is not None else ()):
+                self.backend.state_batch("commit", rows, steps=st, state=e.verify, stream=self._stream())
+                conv.index_copy_(0, to, sc_conv[:n])
+                ssm.index_copy_(0, to, sc_ssm[:n])
+        self._verify_planned = None
 
     def _linear_refused(self, lid: int) -> str:
         why = self.linear_refusal or "this backend serves full attention only"
@@ -961,6 +1121,23 @@ class SglAttnLinearBackend(_Base):  # type: ignore[misc]  # sglang's class, foun
     def forward_extend(self, layer: Any = None, forward_batch: Any = None, mixed_qkv: Any = None, a: Any = None,
                        b: Any = None, **kwargs: Any) -> Any:
         return self._call(layer, forward_batch, mixed_qkv, a, b, kwargs, False)
+
+
+class _LinearLayer:
+    """SglAttnBackend's cached call of one linear layer (_linear_entry):
+    what it was made for (the layer object, the pool's whole conv and
+    temporal tensors) and what it passes."""
+
+    __slots__ = ("layer", "conv_all", "ssm_all", "L", "lin", "verify", "main")
+
+    def __init__(self, layer: Any, conv_all: Any, ssm_all: Any, L: Layer, lin: LinearInputs) -> None:
+        self.layer = layer
+        self.conv_all = conv_all
+        self.ssm_all = ssm_all
+        self.L = L
+        self.lin = lin
+        self.verify: Optional[LinearInputs] = None
+        self.main: Tuple[Any, Any] = (None, None)
 
 
 class _GraphBatchView:

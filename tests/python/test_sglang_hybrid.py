@@ -322,3 +322,51 @@ def test_register_wraps_attn_backend_wrapper_once(registry):
     runner = types.SimpleNamespace(mambaish_config=None)
     other = object()
     assert w(runner, other) is other
+
+
+def test_linear_call_cached_per_layer_and_rebuilt_when_the_pool_tensors_change(registry, monkeypatch):
+    """A linear layer's LinearInputs is made once: decode steps make none,
+    and only point x, a, b and out at their tensors.  Replacing the pool's
+    tensors (sglang reallocating its MambaPool) makes a new one, and the
+    forwards then update the new tensors, not the old."""
+    made = []
+
+    class Counting(sglattn.LinearInputs):
+        def __init__(self, *args, **kw):
+            made.append(kw.get("conv_state"))
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(ss, "LinearInputs", Counting)
+    eng = HybridEngine(seed=6)
+    eng.add("a", 3)
+    g = eng.g
+
+    def step(items, mode):
+        fb = eng.batch(items, mode)
+        T = sum(n for _, n in items)
+        eng.backend.init_forward_metadata(fb)
+        outs = []
+        with forward_context(ForwardContext(eng.backend)):
+            for layer in eng.layers[:3]:
+                outs.append(layer.forward(fb, torch.randn(T, CONV, generator=g), torch.randn(T, HV, generator=g),
+                                          torch.randn(T, HV, generator=g)))
+        return outs
+
+    step([("a", 7)], ForwardMode.EXTEND)
+    assert len(made) == 3  # one per linear layer
+    entries = {l: eng.full._lin_cache[l] for l in range(3)}
+    for _ in range(3):
+        step([("a", 1)], ForwardMode.DECODE)
+    assert len(made) == 3
+    assert all(eng.full._lin_cache[l] is entries[l] for l in range(3))
+    # sglang replaces the pool's tensors: the next call describes the new ones
+    mc = eng.req_pool.mamba_pool.mamba_cache
+    old_conv, old_ssm = mc.conv[0], mc.temporal
+    mc.conv[0] = old_conv.clone()
+    object.__setattr__(mc, "temporal", old_ssm.clone())  # State is a frozen dataclass, as in sglang
+    snap = old_conv.clone(), old_ssm.clone()
+    step([("a", 1)], ForwardMode.DECODE)
+    assert len(made) == 6 and all(eng.full._lin_cache[l] is not entries[l] for l in range(3))
+    assert made[3].data_ptr() == mc.conv[0][0].data_ptr()
+    assert torch.equal(old_conv, snap[0]) and torch.equal(old_ssm, snap[1])  # the old tensors untouched
+    assert not torch.equal(mc.temporal[:, 3], snap[1][:, 3]) and not torch.equal(mc.conv[0][:, 3], snap[0][:, 3])
