@@ -32,7 +32,13 @@ the linear-attention layers: SglAttnLinearBackend (backend.linear_backend)
 takes the place of sglang's GDN backend inside sglang's own
 HybridLinearAttnBackend (register() wraps attn_backend_wrapper for that),
 and each linear layer runs on sglang's MambaPool tensors as caller-owned
-state.
+state, target verify included (the per-draft states in the pool's
+intermediate caches; sglang's update_mamba_state_after_mtp_verify commits
+the accepted step through the stack).
+
+For an encoder-decoder model (is_encoder_decoder) the batch carries the
+encoder lengths and slots, and cross-attention layers attend over each
+request's encoder tokens; see _init_enc_dec.
 """
 from __future__ import annotations
 
@@ -225,6 +231,10 @@ def _mode_kind(fm: Any) -> str:
                               f"SPLIT_PREFILL, DRAFT_EXTEND, DECODE, TARGET_VERIFY, IDLE)")
 
 
+# sglang's AttentionType values -> the ABI's attn_type (anything but causal
+# needs the stack's attn_types).
+_ATTN_TYPES = {"decoder": "causal", "decoder_bidirectional": "bidirectional", "encoder_only": "encoder_only"}
+
 # Keyword arguments sglang may pass to a forward, and why the stack cannot
 # honour them (sinks is taken when the stack serves sinks).
 _LSE = ("sglattn: mha_return_lse (the softmax LSE of each row): {why}")
@@ -305,11 +315,11 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.page_size = int(model_runner.page_size)
         sa = model_runner.server_args
         mc = model_runner.model_config
-        if getattr(mc, "is_encoder_decoder", False):
-            raise NotImplementedError("sglattn: encoder-decoder models (cross attention over encoder_lens / "
-                                      "encoder_out_cache_loc) are not served through the sglang adapter")
+        enc_dec = bool(getattr(mc, "is_encoder_decoder", False))
         self.host = host_ or host()
         model = Model.load(_config_dict(mc.hf_config), tp_size=int(getattr(model_runner, "tp_size", 1) or 1))
+        if enc_dec:
+            model.is_encoder_decoder = 1  # selection asks for a plugin that serves cross attention
         dual_chunk = int(model.dca_chunk_size) > 0
         mla = bool(int(model.is_mla))
         if bool(getattr(model_runner, "use_mla_backend", False)) != mla:
@@ -373,6 +383,10 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._mla = mla
         if mla:
             self._init_mla()
+        self.enc_dec = enc_dec
+        self._enc_loc_passed = False
+        if enc_dec:
+            self._init_enc_dec()
         log.info("sglattn: %s runs %s for %s", name, self.selection.label, model.model_type or model.name)
 
     # ---------------------------------------------------------------- hybrid
@@ -606,6 +620,9 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                       positions=fb.positions, page_size=self.page_size, batch_size=bs)
         if self.linear_backend is not None:
             common["state_indices"] = self._mamba_indices(fb)
+        enc = getattr(fb, "encoder_lens", None)
+        if enc is not None:
+            self._encoder_fields(common, fb, enc, bs)
         if kind == "decode":
             return batch.update("decode", r2t, seq_lens=fb.seq_lens, seq_lens_cpu=fb.seq_lens_cpu,
                                 seq_lens_sum=int(fb.seq_lens_sum), num_tokens=bs, **common)
@@ -665,12 +682,18 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 raise NotImplementedError(f"sglattn: layer {lid} is a linear-attention layer; its calls go through "
                                           f"linear_backend (mixed_qkv, a, b), not q/k/v")
             raise NotImplementedError(self._linear_refused(lid))
-        if layer.is_cross_attention:
-            raise NotImplementedError(f"sglattn: layer {lid} is a cross-attention layer (encoder KV); not served")
+        if layer.is_cross_attention and not self.enc_dec:
+            raise NotImplementedError(f"sglattn: layer {lid} is a cross-attention layer, but the model config is not "
+                                      f"encoder-decoder (is_encoder_decoder): there are no encoder_lens to attend over")
         attn_type = getattr(getattr(layer, "attn_type", None), "value", "decoder")
-        if attn_type != "decoder":
-            raise NotImplementedError(f"sglattn: layer {lid} has attn_type {attn_type!r}; only causal decoder "
-                                      f"attention is served")
+        abi_type = _ATTN_TYPES.get(attn_type)
+        if abi_type is None:
+            raise NotImplementedError(f"sglattn: layer {lid} has attn_type {attn_type!r}; served: "
+                                      f"{', '.join(_ATTN_TYPES)}")
+        if abi_type != "causal" and "attn_types" not in self.backend.features:
+            raise NotImplementedError(f"sglattn: layer {lid} has attn_type {attn_type!r} ({abi_type} attention): the "
+                                      f"stack {self.selection.label} does not declare attn_types "
+                                      f"(SGL_ATTN_FEAT_ATTN_TYPES)")
         if getattr(layer, "use_irope", False):
             raise NotImplementedError(f"sglattn: layer {lid} uses chunked local attention (use_irope); not served")
         if getattr(layer, "xai_temperature_len", -1) > 0:
@@ -686,7 +709,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                num_q_heads=layer.tp_q_head_num, num_kv_heads=layer.tp_k_head_num,
                                head_dim_qk=layer.qk_head_dim, head_dim_v=layer.v_head_dim, sm_scale=layer.scaling,
                                logit_softcap=cap, sliding_window=getattr(layer, "sliding_window_size", -1),
-                               k_scale=1.0 if ks is None else float(ks), v_scale=1.0 if vs is None else float(vs))
+                               k_scale=1.0 if ks is None else float(ks), v_scale=1.0 if vs is None else float(vs),
+                               is_cross=bool(layer.is_cross_attention), attn_type=abi_type)
         L.cols = layer.tp_q_head_num * layer.v_head_dim
         self._layers[lid] = L
         return L
@@ -772,6 +796,75 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                                      save_kv_cache)
         self.backend.forward_extend(L, q, k, v, out, save_kv_cache)
         return out
+
+    # ------------------------------------------------------- encoder-decoder
+    def _init_enc_dec(self) -> None:
+        """An encoder-decoder model (sglang's is_encoder_decoder: mllama,
+        whisper): each request's req_to_token row holds its encoder_lens[i]
+        encoder tokens first, then its decoder tokens (seq_lens count the
+        decoder's), as the ABI's batch does.  Cross layers (is_cross) attend
+        over the encoder tokens, non-causally.  Their forwards replace
+        forward_extend / forward_decode on this instance only, so the plain
+        path has no check for it."""
+        if "encoder_loc" not in self.backend.features:
+            raise NotImplementedError(
+                f"sglattn: encoder-decoder model {self.model.model_type or self.model.name!r}: the stack "
+                f"{self.selection.label} does not declare encoder_loc (SGL_ATTN_FEAT_ENCODER_LOC), so its cross layers "
+                f"could not save the encoder's K/V at forward_batch.encoder_out_cache_loc")
+        setattr(self, "forward_extend", self._forward_extend_enc_dec)
+        setattr(self, "forward_decode", self._forward_decode_enc_dec)
+
+    def _encoder_fields(self, common: Dict[str, Any], fb: Any, enc: Any, bs: int) -> None:
+        """The batch's encoder fields.  sglang's encoder_out_cache_loc covers
+        the requests whose encoder is not cached yet, the ABI's every
+        request's encoder tokens: it goes to the stack only when the two
+        agree (no request cached, or its length is every encoder length's
+        sum); otherwise the cross layers save here (_forward_enc_dec)."""
+        if not self.enc_dec:
+            raise NotImplementedError("sglattn: a batch with encoder_lens for a model whose config is not "
+                                      "encoder-decoder (is_encoder_decoder)")
+        cpu = getattr(fb, "encoder_lens_cpu", None)
+        common["encoder_lens"] = enc
+        common["encoder_lens_cpu"] = cpu
+        loc = getattr(fb, "encoder_out_cache_loc", None)
+        passed = False
+        if loc is not None and cpu is not None:
+            total = int(cpu[:bs].sum()) if hasattr(cpu, "sum") else sum(int(n) for n in list(cpu)[:bs])
+            passed = int(loc.shape[0]) == total
+        if passed:
+            common["encoder_out_cache_loc"] = loc
+        self._enc_loc_passed = passed
+
+    def _forward_enc_dec(self, q: Any, k: Any, v: Any, layer: Any, fb: Any, save_kv_cache: bool, decode: bool,
+                         kwargs: Dict[str, Any]) -> Any:
+        """A cross layer's call as sglang's backends take it: k and v are the
+        encoder's K/V of the requests whose encoder is not cached yet, saved
+        at encoder_out_cache_loc (by the stack when the batch carries it,
+        else here, with the pool's set_kv_buffer, as sglang's backends save),
+        or None once every request's encoder is cached: the layer then only
+        reads the encoder's slots."""
+        plain = SglAttnBackend.forward_decode if decode else SglAttnBackend.forward_extend
+        if not layer.is_cross_attention:
+            return plain(self, q, k, v, layer, fb, save_kv_cache, **kwargs)
+        if k is None or not save_kv_cache:
+            return plain(self, q, None, None, layer, fb, False, **kwargs)
+        if self._enc_loc_passed:
+            return plain(self, q, k, v, layer, fb, True, **kwargs)
+        loc = getattr(fb, "encoder_out_cache_loc", None)
+        if loc is None:
+            raise NotImplementedError(f"sglattn: cross-attention layer {layer.layer_id} was given the encoder's k / v "
+                                      f"to save, but the batch has no encoder_out_cache_loc")
+        self.token_to_kv_pool.set_kv_buffer(layer, loc, k, v, getattr(layer, "k_scale", None),
+                                            getattr(layer, "v_scale", None))
+        return plain(self, q, None, None, layer, fb, False, **kwargs)
+
+    def _forward_extend_enc_dec(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
+                                save_kv_cache: bool = True, **kwargs: Any) -> Any:
+        return self._forward_enc_dec(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
+
+    def _forward_decode_enc_dec(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
+                                save_kv_cache: bool = True, **kwargs: Any) -> Any:
+        return self._forward_enc_dec(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
 
     # ------------------------------------------------------ dual chunk attention
     def _init_dual_chunk(self) -> None:
@@ -1031,7 +1124,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                                  seq_lens: Any, encoder_lens: Any, forward_mode: Any,
                                                  spec_info: Any) -> None:
         if encoder_lens is not None:
-            raise NotImplementedError("sglattn: encoder_lens (encoder-decoder) is not served")
+            raise NotImplementedError("sglattn: encoder_lens (encoder-decoder) in the older graph capture methods "
+                                      "(init_forward_metadata_capture_cuda_graph) is not served")
         kind = _mode_kind(forward_mode)
         fb = _GraphBatchView(forward_mode, bs, req_pool_indices, seq_lens, spec_info, None)
         batch = self._graph_batches[(bs, int(forward_mode))] = Batch("idle")
