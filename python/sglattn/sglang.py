@@ -378,6 +378,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._planned: Any = None
         self._dev = torch.device(self.device)
         bind_alloc_forwards()
+        self.forwards: Optional[Callable[..., Any]] = None  # what _use_forwards put in place
         if dual_chunk:
             self._init_dual_chunk()
         self._mla = mla
@@ -797,6 +798,23 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.backend.forward_extend(L, q, k, v, out, save_kv_cache)
         return out
 
+    def _use_forwards(self, impl: Callable[..., Any]) -> None:
+        """Replace forward_extend / forward_decode on this instance (a model
+        that needs its own forwards: encoder-decoder, dual chunk, MLA) by
+        impl(q, k, v, layer, forward_batch, save_kv_cache, decode, kwargs),
+        so the plain path has no check for it."""
+        def forward_extend(q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
+                           **kwargs: Any) -> Any:
+            return impl(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
+
+        def forward_decode(q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
+                           **kwargs: Any) -> Any:
+            return impl(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
+
+        setattr(self, "forward_extend", forward_extend)
+        setattr(self, "forward_decode", forward_decode)
+        self.forwards = impl
+
     # ------------------------------------------------------- encoder-decoder
     def _init_enc_dec(self) -> None:
         """An encoder-decoder model (sglang's is_encoder_decoder: mllama,
@@ -811,8 +829,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 f"sglattn: encoder-decoder model {self.model.model_type or self.model.name!r}: the stack "
                 f"{self.selection.label} does not declare encoder_loc (SGL_ATTN_FEAT_ENCODER_LOC), so its cross layers "
                 f"could not save the encoder's K/V at forward_batch.encoder_out_cache_loc")
-        setattr(self, "forward_extend", self._forward_extend_enc_dec)
-        setattr(self, "forward_decode", self._forward_decode_enc_dec)
+        self._use_forwards(self._forward_enc_dec)
 
     def _encoder_fields(self, common: Dict[str, Any], fb: Any, enc: Any, bs: int) -> None:
         """The batch's encoder fields.  sglang's encoder_out_cache_loc covers
@@ -858,14 +875,6 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                             getattr(layer, "v_scale", None))
         return plain(self, q, None, None, layer, fb, False, **kwargs)
 
-    def _forward_extend_enc_dec(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                                save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_enc_dec(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
-
-    def _forward_decode_enc_dec(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                                save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_enc_dec(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
-
     # ------------------------------------------------------ dual chunk attention
     def _init_dual_chunk(self) -> None:
         """A dual chunk model: its forwards split sglang's five-variant q
@@ -878,8 +887,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                       f"so it would compute plain attention")
         m = self.model
         self._dca_sizes = (int(m.dca_chunk_size), int(m.dca_local_size), int(m.dca_original_max_position))
-        setattr(self, "forward_extend", self._forward_extend_dual_chunk)
-        setattr(self, "forward_decode", self._forward_decode_dual_chunk)
+        self._use_forwards(self._forward_dual_chunk)
 
     def _forward_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, fb: Any, save_kv_cache: bool, decode: bool,
                             kwargs: Dict[str, Any]) -> Any:
@@ -903,14 +911,6 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                                                                  save_kv_cache)
         return out
 
-    def _forward_extend_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                                   save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_dual_chunk(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
-
-    def _forward_decode_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                                   save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_dual_chunk(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
-
     # --------------------------------------------------------------------- MLA
     def _init_mla(self) -> None:
         """An MLA model (DeepSeek-V2/V3 shaped; sglang's use_mla_backend):
@@ -929,8 +929,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._mla_cu: Any = None
         self._mla_cu_cpu: Any = None
         self._mla_no_prefix = False
-        setattr(self, "forward_extend", self._forward_extend_mla)
-        setattr(self, "forward_decode", self._forward_decode_mla)
+        self._use_forwards(self._forward_mla)
 
     def _mla_plan(self, fb: Any, kind: str) -> None:
         """Per extend batch: whether any request has a cached prefix, and the
@@ -1060,14 +1059,6 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                     cu_seqlens_q_cpu=self._mla_cu_cpu, cu_seqlens_k_cpu=self._mla_cu_cpu)
         flat = out.view(-1, H * Dv)
         return (flat, lse) if lse is not None else flat
-
-    def _forward_extend_mla(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                            save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_mla(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
-
-    def _forward_decode_mla(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                            save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_mla(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
 
     # ---------------------------------------------------------------- graphs
     def _stream(self) -> Optional[int]:

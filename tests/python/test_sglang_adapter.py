@@ -310,7 +310,7 @@ def test_encoder_decoder_model_gets_the_cross_attention_path():
     cfg = dict(llama_config(1, 4, 2, 64, "float32"), is_encoder_decoder=True)
     eng = Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, hf_config=cfg)
     assert eng.backend.enc_dec and "encoder_loc" in eng.backend.backend.features
-    assert eng.backend.forward_extend.__func__ is ss.SglAttnBackend._forward_extend_enc_dec
+    assert eng.backend.forwards == eng.backend._forward_enc_dec
 
 
 # ------------------------------------------------------------------ graphs

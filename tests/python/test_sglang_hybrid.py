@@ -216,59 +216,12 @@ def full_reference(eng, fb, q):
     return out.view(-1, HQ * D)
 
 
-def test_hybrid_model_linear_layers_on_sglangs_mamba_pool(registry):
-    eng = HybridEngine(seed=4)
-    full, hyb = eng.full, eng.backend
-    assert isinstance(hyb, HybridLinearAttnBackend) and hyb.full_attn_backend is full
-    assert hyb.linear_attn_backend is full.linear_backend and hyb.full_attn_layers == FULL
-    assert full.stack == ["gdn", "cpu_ref"] and "caller_state" in full.backend.features
-    ref = LinearReference(sglattn.Host())
-    # engine slots past max_reqs (sglang's mamba pool is larger than the request pool)
-    slots = {"a": 9, "b": 4, "c": 11}
-    own = {"a": 0, "b": 1, "c": 2}
-    eng.add("a", 9)
-    eng.add("b", 4)
-    g = eng.g
-    steps = [([("a", 9), ("b", 70)], ForwardMode.EXTEND),          # prefill, b longer than one 64-token chunk
-             ([("a", 5), ("c", 12)], ForwardMode.EXTEND),          # extend over a prefix, c fresh
-             ([("a", 1), ("b", 1), ("c", 1)], ForwardMode.DECODE),
-             ([("b", 1), ("c", 6), ("a", 1)], ForwardMode.MIXED),
-             ([("a", 1), ("b", 1), ("c", 1)], ForwardMode.DECODE)]
-    for i, (items, mode) in enumerate(steps):
-        if i == 1:
-            eng.add("c", 11)
-        fb = eng.batch(items, mode)
-        rids = [r for r, _ in items]
-        ref.plan(fb, [own[r] for r in rids], [slots[r] for r in rids])
-        T = sum(n for _, n in items)
-        before = {l: [t.clone() for t in eng.mamba(l)] for l in range(3)}
-        hyb.init_forward_metadata(fb)
-        with forward_context(ForwardContext(hyb)):
-            for layer in eng.layers:
-                if layer.layer_id in FULL:
-                    q, k, v = (torch.randn(T, h * D, generator=g) for h in (HQ, HKV, HKV))
-                    out = layer.forward(q, k, v, fb)
-                    want = full_reference(eng, fb, q)
-                    assert (out.double() - want).abs().max() < 2e-5 * max(1.0, want.abs().max().item())
-                    continue
-                x, a, b = torch.randn(T, CONV, generator=g), torch.randn(T, HV, generator=g), torch.randn(T, HV,
-                                                                                                          generator=g)
-                out = layer.forward(fb, x, a, b)
-                assert out.shape == (1, T, HV, V) and torch.isfinite(out).all()
-                pool_out, out64 = ref.run(layer, x, a, b)
-                assert torch.equal(out[0], pool_out), (i, layer.layer_id)
-                assert (out[0].double() - out64).abs().max() < 1e-4 * max(1.0, out64.abs().max().item())
-                # the engine's tensors are the ones updated: the batch's slots changed, no other did
-                conv, ssm = eng.mamba(layer.layer_id)
-                used = [slots[r] for r in rids]
-                for s in range(MAMBA_SLOTS + 1):
-                    same = torch.equal(ssm[s], before[layer.layer_id][1][s]) and \
-                        torch.equal(conv[s], before[layer.layer_id][0][s])
-                    assert same == (s not in used), (i, layer.layer_id, s)
+def check_states(eng, ref, slots):
+    """The engine's MambaPool state at `slots` against the float64 path's."""
     for l in range(3):
         conv, ssm = eng.mamba(l)
         c64, s64 = ref.st64[l]
-        for s in slots.values():
+        for s in slots:
             assert (ssm[s].double() - s64[s]).abs().max() < 1e-4 * max(1.0, s64[s].abs().max().item())
             assert (conv[s].double() - c64[s]).abs().max() < 1e-6 * max(1.0, c64[s].abs().max().item())
 
@@ -300,6 +253,37 @@ def run_checked(eng, ref, items, mode, slots, own):
             assert torch.equal(out[0], pool_out), (mode, layer.layer_id)
             assert (out[0].double() - out64).abs().max() < 1e-4 * max(1.0, out64.abs().max().item())
     return before
+
+
+def test_hybrid_model_linear_layers_on_sglangs_mamba_pool(registry):
+    eng = HybridEngine(seed=4)
+    full, hyb = eng.full, eng.backend
+    assert isinstance(hyb, HybridLinearAttnBackend) and hyb.full_attn_backend is full
+    assert hyb.linear_attn_backend is full.linear_backend and hyb.full_attn_layers == FULL
+    assert full.stack == ["gdn", "cpu_ref"] and "caller_state" in full.backend.features
+    ref = LinearReference(sglattn.Host())
+    # engine slots past max_reqs (sglang's mamba pool is larger than the request pool)
+    slots = {"a": 9, "b": 4, "c": 11}
+    own = {"a": 0, "b": 1, "c": 2}
+    eng.add("a", 9)
+    eng.add("b", 4)
+    steps = [([("a", 9), ("b", 70)], ForwardMode.EXTEND),          # prefill, b longer than one 64-token chunk
+             ([("a", 5), ("c", 12)], ForwardMode.EXTEND),          # extend over a prefix, c fresh
+             ([("a", 1), ("b", 1), ("c", 1)], ForwardMode.DECODE),
+             ([("b", 1), ("c", 6), ("a", 1)], ForwardMode.MIXED),
+             ([("a", 1), ("b", 1), ("c", 1)], ForwardMode.DECODE)]
+    for i, (items, mode) in enumerate(steps):
+        if i == 1:
+            eng.add("c", 11)
+        before = run_checked(eng, ref, items, mode, slots, own)
+        # the engine's tensors are the ones updated: the batch's slots changed, no other did
+        used = [slots[r] for r, _ in items]
+        for l in range(3):
+            conv, ssm = eng.mamba(l)
+            for s in range(MAMBA_SLOTS + 1):
+                same = torch.equal(ssm[s], before[l][1][s]) and torch.equal(conv[s], before[l][0][s])
+                assert same == (s not in used), (i, l, s)
+    check_states(eng, ref, slots.values())
 
 
 def test_verify_on_linear_layers_then_commit_the_accepted_steps(registry):
@@ -356,12 +340,7 @@ def test_verify_on_linear_layers_then_commit_the_accepted_steps(registry):
         for r, n in zip(("a", "b"), accepted):
             eng.reqs[r][1] = prefix[r] + n
         run_checked(eng, ref, [("a", 1), ("b", 1)], ForwardMode.DECODE, slots, own)
-    for l in range(3):
-        conv, ssm = eng.mamba(l)
-        c64, s64 = ref.st64[l]
-        for s in slots.values():
-            assert (ssm[s].double() - s64[s]).abs().max() < 1e-4 * max(1.0, s64[s].abs().max().item())
-            assert (conv[s].double() - c64[s]).abs().max() < 1e-6 * max(1.0, c64[s].abs().max().item())
+    check_states(eng, ref, slots.values())
 
 
 def test_linear_verify_refused_by_name(registry):
