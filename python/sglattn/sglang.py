@@ -538,8 +538,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         torch = self._torch
         n = rows.shape[0]
         conv, ssm = e.main
-        assert self._verify_scratch is not None  # made with e.verify
-        sc_conv, sc_ssm = self._verify_scratch
+        sc_conv, sc_ssm = lin.tensor("conv_state"), lin.tensor("ssm_state")  # the scratch it was made with
         if n > sc_conv.shape[0]:
             raise NotImplementedError(f"sglattn: a verify batch of {n} requests; the MambaPool's intermediate states "
                                       f"hold {sc_conv.shape[0]} rows (spec_state_size + 1)")
@@ -593,12 +592,11 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 tix = translate(tix)
             tsteps = mamba_steps_to_track[:n]
             track = (tsteps, torch.where((tix >= 0) & (tsteps >= 0), tix.to(torch.int64), 0))
-        assert self._verify_scratch is not None  # a verify ran
-        sc_conv, sc_ssm = self._verify_scratch
         for e in self._lin_cache.values():
             if e.verify is None:
                 continue
             conv, ssm = e.main
+            sc_conv, sc_ssm = e.verify.tensor("conv_state"), e.verify.tensor("ssm_state")
             for st, to in ((steps, dst),) + ((track,) if track is not None else ()):
                 self.backend.state_batch("commit", rows, steps=st, state=e.verify, stream=self._stream())
                 conv.index_copy_(0, to, sc_conv[:n])
