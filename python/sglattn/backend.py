@@ -199,13 +199,45 @@ class LinearInputs:
         self.struct.kind = kind
         self.struct.keep_intermediate = int(keep_intermediate)
         self.struct.use_qk_l2norm = int(use_qk_l2norm)
-        self._refs = {}
+        self._refs: Dict[str, TensorRef] = {}
         for name, t in tensors.items():
             if t is not None:
                 r = describe(t)
                 self._refs[name] = r
                 setattr(self.struct, name, r.addr)
         self.addr = C.addressof(self.struct)
+
+    def set(self, name: str, t: Any) -> None:
+        """Point one field at `t` for the calls that follow (None: NULL), so
+        that an engine keeps one LinearInputs per layer and changes only its
+        per-call tensors (x, a, b, out).  A torch tensor of the shape, dtype,
+        device and strides the field held last costs one pointer write; any
+        other is described again into the field's own descriptor."""
+        if name not in self.FIELDS:
+            raise TypeError(f"LinearInputs.set: {name!r} is not one of {', '.join(self.FIELDS)}")
+        if t is None:
+            self._refs.pop(name, None)
+            setattr(self.struct, name, None)
+            return
+        ref = self._refs.get(name)
+        if ref is not None and ref.shape is not None and is_torch_tensor(t):
+            last = ref.owner
+            if (is_torch_tensor(last) and t.shape == last.shape and t.dtype is last.dtype and t.get_device() == last.get_device()
+                    and t.stride() == last.stride()):
+                ref.dl.data = t.data_ptr() or None
+                ref.owner = t
+                return
+            ref.set_torch(t)
+            return
+        ref = self._refs[name] = describe(t)
+        setattr(self.struct, name, ref.addr)
+
+    def tensor(self, name: str) -> Any:
+        """The object a field points at (None when NULL)."""
+        r = self._refs.get(name)
+        if r is None:
+            return None
+        return r.owner[1] if isinstance(r.owner, tuple) else r.owner
 
 
 class DualChunk:

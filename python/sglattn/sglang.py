@@ -32,7 +32,13 @@ the linear-attention layers: SglAttnLinearBackend (backend.linear_backend)
 takes the place of sglang's GDN backend inside sglang's own
 HybridLinearAttnBackend (register() wraps attn_backend_wrapper for that),
 and each linear layer runs on sglang's MambaPool tensors as caller-owned
-state.
+state, target verify included (the per-draft states in the pool's
+intermediate caches; sglang's update_mamba_state_after_mtp_verify commits
+the accepted step through the stack).
+
+For an encoder-decoder model (is_encoder_decoder) the batch carries the
+encoder lengths and slots, and cross-attention layers attend over each
+request's encoder tokens; see _init_enc_dec.
 """
 from __future__ import annotations
 
@@ -45,7 +51,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from . import _abi as A
 from .backend import Backend, Batch, DualChunk, Layer, LinearInputs, bind_alloc_forwards
 from .host import Host, Model
-from .errors import Error
+from .errors import Error, InvalidArgumentError
 
 log = logging.getLogger("sglattn.sglang")
 
@@ -138,8 +144,32 @@ def hybrid_backend(runner: Any, full_attn_backend: Any) -> Any:
     lin = getattr(full_attn_backend, "linear_backend", None)
     if not isinstance(full_attn_backend, SglAttnBackend) or lin is None:
         return None
+    return _hybrid_class()(full_attn_backend, lin, list(full_attn_backend.full_layers or []))
+
+
+_HYBRID_CLASSES: Dict[Any, Any] = {}
+
+
+def _hybrid_class() -> Any:
+    """sglang's HybridLinearAttnBackend with update_mamba_state_after_mtp_verify
+    (what sglang calls after a verify to commit each request's accepted
+    draft in every linear layer) going through the stack
+    (SglAttnBackend.commit_linear_verify): made once per sglang class."""
     from sglang.srt.layers.attention.hybrid_linear_attn_backend import HybridLinearAttnBackend
-    return HybridLinearAttnBackend(full_attn_backend, lin, list(full_attn_backend.full_layers or []))
+    cls = _HYBRID_CLASSES.get(HybridLinearAttnBackend)
+    if cls is None:
+        def update_mamba_state_after_mtp_verify(self: Any, last_correct_step_indices: Any,
+                                                mamba_track_indices: Any = None, mamba_steps_to_track: Any = None,
+                                                model: Any = None, req_pool_indices: Any = None) -> None:
+            self.full_attn_backend.commit_linear_verify(last_correct_step_indices, mamba_track_indices,
+                                                        mamba_steps_to_track)
+
+        cls = type("SglAttnHybridLinearAttnBackend", (HybridLinearAttnBackend,),
+                   {"update_mamba_state_after_mtp_verify": update_mamba_state_after_mtp_verify,
+                    "__doc__": "sglang's hybrid backend whose linear layers (and their verify commit) run on an "
+                               "sglattn stack.", "__module__": __name__})
+        _HYBRID_CLASSES[HybridLinearAttnBackend] = cls
+    return cls
 
 
 def _install_hybrid_wrapper(reg: Any) -> None:
@@ -200,6 +230,10 @@ def _mode_kind(fm: Any) -> str:
     raise NotImplementedError(f"sglattn: forward mode {name} is not supported (served: EXTEND, MIXED, "
                               f"SPLIT_PREFILL, DRAFT_EXTEND, DECODE, TARGET_VERIFY, IDLE)")
 
+
+# sglang's AttentionType values -> the ABI's attn_type (anything but causal
+# needs the stack's attn_types).
+_ATTN_TYPES = {"decoder": "causal", "decoder_bidirectional": "bidirectional", "encoder_only": "encoder_only"}
 
 # Keyword arguments sglang may pass to a forward, and why the stack cannot
 # honour them (sinks is taken when the stack serves sinks).
@@ -281,11 +315,11 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.page_size = int(model_runner.page_size)
         sa = model_runner.server_args
         mc = model_runner.model_config
-        if getattr(mc, "is_encoder_decoder", False):
-            raise NotImplementedError("sglattn: encoder-decoder models (cross attention over encoder_lens / "
-                                      "encoder_out_cache_loc) are not served through the sglang adapter")
+        enc_dec = bool(getattr(mc, "is_encoder_decoder", False))
         self.host = host_ or host()
         model = Model.load(_config_dict(mc.hf_config), tp_size=int(getattr(model_runner, "tp_size", 1) or 1))
+        if enc_dec:
+            model.is_encoder_decoder = 1  # selection asks for a plugin that serves cross attention
         dual_chunk = int(model.dca_chunk_size) > 0
         mla = bool(int(model.is_mla))
         if bool(getattr(model_runner, "use_mla_backend", False)) != mla:
@@ -312,7 +346,13 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.linear_backend: Optional[SglAttnLinearBackend] = None
         self.linear_refusal = ""
         self._lin_layers: Dict[int, Layer] = {}
-        self._state_indices: Any = None
+        self._lin_cache: Dict[int, _LinearLayer] = {}
+        self._verify_scratch: Optional[Tuple[Any, Any]] = None
+        self._verify_rows: Any = None
+        self._verify_gather: Any = None
+        self._verify_slots: Any = None
+        self._verify_planned: Any = None
+        self._mamba_pool: Any = None
         created = self._create_hybrid(model, backend, sizes) if model.is_hybrid else None
         if created is None:
             if model.is_hybrid:
@@ -342,11 +382,16 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._planned: Any = None
         self._dev = torch.device(self.device)
         bind_alloc_forwards()
+        self.forwards: Optional[Callable[..., Any]] = None  # what _use_forwards put in place
         if dual_chunk:
             self._init_dual_chunk()
         self._mla = mla
         if mla:
             self._init_mla()
+        self.enc_dec = enc_dec
+        self._enc_loc_passed = False
+        if enc_dec:
+            self._init_enc_dec()
         log.info("sglattn: %s runs %s for %s", name, self.selection.label, model.model_type or model.name)
 
     # ---------------------------------------------------------------- hybrid
@@ -385,6 +430,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.backend = be
         self.full_layers = model.full_attention_layers
         self.linear_backend = SglAttnLinearBackend(self)
+        self._mamba_pool = pool
         log.info("sglattn: %s also runs the linear-attention layers of %s on sglang's MambaPool (state in %s)",
                  sel.label, model.model_type, ssm_dt)
         return be
@@ -397,6 +443,49 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         translate = getattr(pool, "translate_mamba_indices", None)
         return translate(idx) if translate is not None else idx
 
+    def _linear_entry(self, layer: Any, lid: int, mc: Any) -> "_LinearLayer":
+        """A linear layer's cached call: its Layer and one LinearInputs over
+        the layer's MambaPool tensors and weights, made when the layer is
+        first seen and again when the pool's tensors (mc.conv[0],
+        mc.temporal) or the layer object are replaced; each call then only
+        points x, a, b and out at its own tensors."""
+        if self.linear_backend is None:
+            raise NotImplementedError(self._linear_refused(lid))
+        if self.full_layers is not None and lid in self.full_layers:
+            raise NotImplementedError(f"sglattn: layer {lid} is a full-attention layer; a linear-attention call "
+                                      f"(mixed_qkv, a, b) reached it")
+        act = getattr(layer, "activation", "silu")
+        if act not in ("silu", "swish"):
+            raise NotImplementedError(f"sglattn: linear-attention layer {lid} uses conv activation {act!r}; the gdn "
+                                      f"wrapper applies SiLU")
+        cache = self.req_to_token_pool.mamba2_layer_cache(lid)
+        weights = dict(conv_weight=layer.conv_weights, conv_bias=getattr(layer, "bias", None), A_log=layer.A_log,
+                       dt_bias=layer.dt_bias)
+        L = self._lin_layers.get(lid)
+        if L is None:
+            L = self._lin_layers[lid] = self.backend.layer(lid, None, None)
+        e = _LinearLayer(layer, mc.conv[0], mc.temporal, L,
+                         LinearInputs("gdn", conv_state=cache.conv[0], ssm_state=cache.temporal, **weights))
+        inter = getattr(cache, "intermediate_ssm", None)
+        if inter is not None:
+            # verify: the state before the drafts is gathered into rows of a scratch shaped like one layer's
+            # intermediates without the step axis, since sglang indexes its intermediates by batch row, the
+            # main state by slot, and the ABI indexes both by one index (docs/python.md, "sglang")
+            conv_i = cache.intermediate_conv_window[0]
+            sc = self._verify_scratch
+            if sc is None or sc[0].shape[0] != conv_i.shape[0] or sc[0].dtype != conv_i.dtype or \
+                    sc[0].device != conv_i.device:
+                torch = self._torch
+                sc = self._verify_scratch = (
+                    torch.zeros((conv_i.shape[0],) + tuple(conv_i.shape[2:]), dtype=conv_i.dtype,
+                                device=conv_i.device),
+                    torch.zeros((inter.shape[0],) + tuple(inter.shape[2:]), dtype=inter.dtype, device=inter.device))
+            e.verify = LinearInputs("gdn", keep_intermediate=True, conv_state=sc[0], ssm_state=sc[1],
+                                    intermediate_conv_state=conv_i, intermediate_ssm_state=inter, **weights)
+            e.main = (cache.conv[0], cache.temporal)
+        self._lin_cache[lid] = e
+        return e
+
     def forward_linear(self, layer: Any, forward_batch: Any, mixed_qkv: Any, a: Any, b: Any,
                        decode: bool) -> Any:
         """One GDN layer of the hybrid model, as sglang's GDN backend runs it:
@@ -404,35 +493,119 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         layer's conv weight and bias, A_log and dt_bias, on the layer's
         MambaPool tensors (conv [S, conv_dim, W-1], temporal [S, HV, V, K])
         as caller-owned state, slots from get_mamba_indices.  Returns the
-        core attention output [1, T, HV, V], as sglang's kernels do."""
-        lid = int(layer.layer_id)
-        if self.linear_backend is None:
-            raise NotImplementedError(self._linear_refused(lid))
-        if self.full_layers is not None and lid in self.full_layers:
-            raise NotImplementedError(f"sglattn: layer {lid} is a full-attention layer; a linear-attention call "
-                                      f"(mixed_qkv, a, b) reached it")
-        if forward_batch.forward_mode.is_target_verify():
-            raise NotImplementedError(
-                f"sglattn: target verify on linear-attention layer {lid}: sglang keeps the per-draft-token states "
-                f"in MambaPool's intermediate_ssm / intermediate_conv_window indexed by batch row (spec_state_size "
-                f"rows) and commits them itself (update_mamba_state_after_mtp_verify), while the ABI's "
-                f"intermediate tensors share the main state's slot index; not served through the adapter")
-        act = getattr(layer, "activation", "silu")
-        if act not in ("silu", "swish"):
-            raise NotImplementedError(f"sglattn: linear-attention layer {lid} uses conv activation {act!r}; the gdn "
-                                      f"wrapper applies SiLU")
-        cache = self.req_to_token_pool.mamba2_layer_cache(lid)
-        out = self._torch.empty((self._rows, int(layer.num_v_heads), int(layer.head_v_dim)), dtype=mixed_qkv.dtype,
+        core attention output [1, T, HV, V], as sglang's kernels do.  A
+        TARGET_VERIFY batch writes the state after each draft token into the
+        pool's intermediate_ssm / intermediate_conv_window at the request's
+        batch row, as sglang's GDN backend does, and leaves the main state
+        alone (update_mamba_state_after_mtp_verify commits it)."""
+        lid = layer.layer_id
+        e = self._lin_cache.get(lid)
+        mc = self._mamba_pool.mamba_cache
+        if e is None or e.layer is not layer or e.conv_all is not mc.conv[0] or e.ssm_all is not mc.temporal:
+            e = self._linear_entry(layer, int(lid), mc)
+        out = self._torch.empty((self._rows, layer.num_v_heads, layer.head_v_dim), dtype=mixed_qkv.dtype,
                                 device=mixed_qkv.device)
-        lin = LinearInputs("gdn", out=out, x=mixed_qkv, a=a, b=b, conv_weight=layer.conv_weights,
-                           conv_bias=getattr(layer, "bias", None), A_log=layer.A_log, dt_bias=layer.dt_bias,
-                           conv_state=cache.conv[0], ssm_state=cache.temporal)
-        L = self._lin_layers.get(lid)
-        if L is None:
-            L = self._lin_layers[lid] = self.backend.layer(lid, None, None)
-        (self.backend.forward_decode if decode else self.backend.forward_extend)(L, None, None, None, None,
+        if forward_batch.forward_mode.is_target_verify():
+            lin = self._verify_inputs(e, int(lid), forward_batch)
+            lin.set("out", out)
+            lin.set("x", mixed_qkv)
+            lin.set("a", a)
+            lin.set("b", b)
+            self.backend.forward_extend(e.L, None, None, None, None, linear=lin)
+            return out.unsqueeze(0)
+        lin = e.lin
+        lin.set("out", out)
+        lin.set("x", mixed_qkv)
+        lin.set("a", a)
+        lin.set("b", b)
+        (self.backend.forward_decode if decode else self.backend.forward_extend)(e.L, None, None, None, None,
                                                                                  linear=lin)
         return out.unsqueeze(0)
+
+    def _verify_inputs(self, e: "_LinearLayer", lid: int, fb: Any) -> LinearInputs:
+        """A verify call's LinearInputs for one layer: the batch's states
+        gathered into the scratch rows (request i at row i, a padded request
+        at row -1), the layer's intermediates at the same rows."""
+        lin = e.verify
+        if lin is None:
+            raise NotImplementedError(
+                f"sglattn: target verify on linear-attention layer {lid}: the MambaPool keeps no intermediate_ssm / "
+                f"intermediate_conv_window (sglang allocates them when it runs with speculative_num_draft_tokens)")
+        spec = fb.spec_info
+        if int(getattr(spec, "topk", 1) or 1) > 1:
+            raise NotImplementedError(
+                f"sglattn: tree verify (speculative topk {spec.topk} > 1) on linear-attention layer {lid}: the "
+                f"linear state follows one chain of draft tokens (sgl_attn_linear_io); chains (topk 1) are served")
+        rows = self._verify_rows
+        if rows is None or self._verify_planned is not fb:
+            rows = self._plan_verify_rows(fb)
+        torch = self._torch
+        n = rows.shape[0]
+        conv, ssm = e.main
+        sc_conv, sc_ssm = lin.tensor("conv_state"), lin.tensor("ssm_state")  # the scratch it was made with
+        if n > sc_conv.shape[0]:
+            raise NotImplementedError(f"sglattn: a verify batch of {n} requests; the MambaPool's intermediate states "
+                                      f"hold {sc_conv.shape[0]} rows (spec_state_size + 1)")
+        gather = self._verify_gather
+        torch.index_select(conv, 0, gather, out=sc_conv[:n])
+        torch.index_select(ssm, 0, gather, out=sc_ssm[:n])
+        lin.set("state_indices", rows)
+        return lin
+
+    def _plan_verify_rows(self, fb: Any) -> Any:
+        """Per verify batch: each request's row (i, or -1 for a padded one)
+        and the slot its state is gathered from (a padded request reads
+        slot 0, sglang's padding slot, into a row nothing uses)."""
+        torch = self._torch
+        assert self._batch is not None  # a verify batch is planned
+        slots = self._batch.tensor("state_indices")
+        n = slots.shape[0]
+        ar = torch.arange(n, dtype=torch.int32, device=slots.device)
+        self._verify_rows = torch.where(slots >= 0, ar, -1).to(torch.int32)
+        self._verify_gather = slots.clamp(min=0).to(torch.int64)
+        self._verify_slots = slots
+        self._verify_planned = fb
+        return self._verify_rows
+
+    def commit_linear_verify(self, last_correct_step_indices: Any, mamba_track_indices: Any = None,
+                             mamba_steps_to_track: Any = None) -> None:
+        """sglang's update_mamba_state_after_mtp_verify through the stack:
+        for request i of the last verify batch, the state after its draft
+        token last_correct_step_indices[i] becomes its slot's state (-1
+        keeps it), and with radix tracking the state after draft
+        mamba_steps_to_track[i] goes to slot mamba_track_indices[i] (-1:
+        none).  Per layer, state_batch's commit moves the chosen step into
+        the scratch row, and the row is copied to the slot; an entry that
+        commits nothing writes sglang's padding slot 0 instead."""
+        if self._verify_planned is None or self._verify_slots is None:
+            raise Error("sglattn: update_mamba_state_after_mtp_verify without a verify batch of linear layers "
+                        "before it", "update_mamba_state_after_mtp_verify")
+        torch = self._torch
+        steps = last_correct_step_indices
+        n = int(steps.shape[0])
+        rows = self._verify_rows[:n]
+        slots = self._verify_slots[:n].to(torch.int64)
+        dst = torch.where((slots >= 0) & (steps >= 0), slots, 0)
+        track = None
+        if mamba_track_indices is not None:
+            if mamba_steps_to_track is None:
+                raise InvalidArgumentError("sglattn: mamba_track_indices without mamba_steps_to_track")
+            tix = mamba_track_indices[:n]
+            translate = getattr(self.req_to_token_pool, "translate_mamba_indices", None)
+            if translate is not None:
+                tix = translate(tix)
+            tsteps = mamba_steps_to_track[:n]
+            track = (tsteps, torch.where((tix >= 0) & (tsteps >= 0), tix.to(torch.int64), 0))
+        for e in self._lin_cache.values():
+            if e.verify is None:
+                continue
+            conv, ssm = e.main
+            sc_conv, sc_ssm = e.verify.tensor("conv_state"), e.verify.tensor("ssm_state")
+            for st, to in ((steps, dst),) + ((track,) if track is not None else ()):
+                self.backend.state_batch("commit", rows, steps=st, state=e.verify, stream=self._stream())
+                conv.index_copy_(0, to, sc_conv[:n])
+                ssm.index_copy_(0, to, sc_ssm[:n])
+        self._verify_planned = None
 
     def _linear_refused(self, lid: int) -> str:
         why = self.linear_refusal or "this backend serves full attention only"
@@ -452,6 +625,9 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                       positions=fb.positions, page_size=self.page_size, batch_size=bs)
         if self.linear_backend is not None:
             common["state_indices"] = self._mamba_indices(fb)
+        enc = getattr(fb, "encoder_lens", None)
+        if enc is not None:
+            self._encoder_fields(common, fb, enc, bs)
         if kind == "decode":
             return batch.update("decode", r2t, seq_lens=fb.seq_lens, seq_lens_cpu=fb.seq_lens_cpu,
                                 seq_lens_sum=int(fb.seq_lens_sum), num_tokens=bs, **common)
@@ -526,12 +702,18 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 raise NotImplementedError(f"sglattn: layer {lid} is a linear-attention layer; its calls go through "
                                           f"linear_backend (mixed_qkv, a, b), not q/k/v")
             raise NotImplementedError(self._linear_refused(lid))
-        if layer.is_cross_attention:
-            raise NotImplementedError(f"sglattn: layer {lid} is a cross-attention layer (encoder KV); not served")
+        if layer.is_cross_attention and not self.enc_dec:
+            raise NotImplementedError(f"sglattn: layer {lid} is a cross-attention layer, but the model config is not "
+                                      f"encoder-decoder (is_encoder_decoder): there are no encoder_lens to attend over")
         attn_type = getattr(getattr(layer, "attn_type", None), "value", "decoder")
-        if attn_type != "decoder":
-            raise NotImplementedError(f"sglattn: layer {lid} has attn_type {attn_type!r}; only causal decoder "
-                                      f"attention is served")
+        abi_type = _ATTN_TYPES.get(attn_type)
+        if abi_type is None:
+            raise NotImplementedError(f"sglattn: layer {lid} has attn_type {attn_type!r}; served: "
+                                      f"{', '.join(_ATTN_TYPES)}")
+        if abi_type != "causal" and "attn_types" not in self.backend.features:
+            raise NotImplementedError(f"sglattn: layer {lid} has attn_type {attn_type!r} ({abi_type} attention): the "
+                                      f"stack {self.selection.label} does not declare attn_types "
+                                      f"(SGL_ATTN_FEAT_ATTN_TYPES)")
         if getattr(layer, "use_irope", False):
             raise NotImplementedError(f"sglattn: layer {lid} uses chunked local attention (use_irope); not served")
         if getattr(layer, "xai_temperature_len", -1) > 0:
@@ -547,7 +729,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                num_q_heads=layer.tp_q_head_num, num_kv_heads=layer.tp_k_head_num,
                                head_dim_qk=layer.qk_head_dim, head_dim_v=layer.v_head_dim, sm_scale=layer.scaling,
                                logit_softcap=cap, sliding_window=getattr(layer, "sliding_window_size", -1),
-                               k_scale=1.0 if ks is None else float(ks), v_scale=1.0 if vs is None else float(vs))
+                               k_scale=1.0 if ks is None else float(ks), v_scale=1.0 if vs is None else float(vs),
+                               is_cross=bool(layer.is_cross_attention), attn_type=abi_type)
         L.cols = layer.tp_q_head_num * layer.v_head_dim
         self._layers[lid] = L
         return L
@@ -634,6 +817,83 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self.backend.forward_extend(L, q, k, v, out, save_kv_cache)
         return out
 
+    def _use_forwards(self, impl: Callable[..., Any]) -> None:
+        """Replace forward_extend / forward_decode on this instance (a model
+        that needs its own forwards: encoder-decoder, dual chunk, MLA) by
+        impl(q, k, v, layer, forward_batch, save_kv_cache, decode, kwargs),
+        so the plain path has no check for it."""
+        def forward_extend(q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
+                           **kwargs: Any) -> Any:
+            return impl(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
+
+        def forward_decode(q: Any, k: Any, v: Any, layer: Any, forward_batch: Any, save_kv_cache: bool = True,
+                           **kwargs: Any) -> Any:
+            return impl(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
+
+        setattr(self, "forward_extend", forward_extend)
+        setattr(self, "forward_decode", forward_decode)
+        self.forwards = impl
+
+    # ------------------------------------------------------- encoder-decoder
+    def _init_enc_dec(self) -> None:
+        """An encoder-decoder model (sglang's is_encoder_decoder: mllama,
+        whisper): each request's req_to_token row holds its encoder_lens[i]
+        encoder tokens first, then its decoder tokens (seq_lens count the
+        decoder's), as the ABI's batch does.  Cross layers (is_cross) attend
+        over the encoder tokens, non-causally.  Their forwards replace
+        forward_extend / forward_decode on this instance only, so the plain
+        path has no check for it."""
+        if "encoder_loc" not in self.backend.features:
+            raise NotImplementedError(
+                f"sglattn: encoder-decoder model {self.model.model_type or self.model.name!r}: the stack "
+                f"{self.selection.label} does not declare encoder_loc (SGL_ATTN_FEAT_ENCODER_LOC), so its cross layers "
+                f"could not save the encoder's K/V at forward_batch.encoder_out_cache_loc")
+        self._use_forwards(self._forward_enc_dec)
+
+    def _encoder_fields(self, common: Dict[str, Any], fb: Any, enc: Any, bs: int) -> None:
+        """The batch's encoder fields.  sglang's encoder_out_cache_loc covers
+        the requests whose encoder is not cached yet, the ABI's every
+        request's encoder tokens: it goes to the stack only when the two
+        agree (no request cached, or its length is every encoder length's
+        sum); otherwise the cross layers save here (_forward_enc_dec)."""
+        if not self.enc_dec:
+            raise NotImplementedError("sglattn: a batch with encoder_lens for a model whose config is not "
+                                      "encoder-decoder (is_encoder_decoder)")
+        cpu = getattr(fb, "encoder_lens_cpu", None)
+        common["encoder_lens"] = enc
+        common["encoder_lens_cpu"] = cpu
+        loc = getattr(fb, "encoder_out_cache_loc", None)
+        passed = False
+        if loc is not None and cpu is not None:
+            total = int(cpu[:bs].sum()) if hasattr(cpu, "sum") else sum(int(n) for n in list(cpu)[:bs])
+            passed = int(loc.shape[0]) == total
+        if passed:
+            common["encoder_out_cache_loc"] = loc
+        self._enc_loc_passed = passed
+
+    def _forward_enc_dec(self, q: Any, k: Any, v: Any, layer: Any, fb: Any, save_kv_cache: bool, decode: bool,
+                         kwargs: Dict[str, Any]) -> Any:
+        """A cross layer's call as sglang's backends take it: k and v are the
+        encoder's K/V of the requests whose encoder is not cached yet, saved
+        at encoder_out_cache_loc (by the stack when the batch carries it,
+        else here, with the pool's set_kv_buffer, as sglang's backends save),
+        or None once every request's encoder is cached: the layer then only
+        reads the encoder's slots."""
+        plain = SglAttnBackend.forward_decode if decode else SglAttnBackend.forward_extend
+        if not layer.is_cross_attention:
+            return plain(self, q, k, v, layer, fb, save_kv_cache, **kwargs)
+        if k is None or not save_kv_cache:
+            return plain(self, q, None, None, layer, fb, False, **kwargs)
+        if self._enc_loc_passed:
+            return plain(self, q, k, v, layer, fb, True, **kwargs)
+        loc = getattr(fb, "encoder_out_cache_loc", None)
+        if loc is None:
+            raise NotImplementedError(f"sglattn: cross-attention layer {layer.layer_id} was given the encoder's k / v "
+                                      f"to save, but the batch has no encoder_out_cache_loc")
+        self.token_to_kv_pool.set_kv_buffer(layer, loc, k, v, getattr(layer, "k_scale", None),
+                                            getattr(layer, "v_scale", None))
+        return plain(self, q, None, None, layer, fb, False, **kwargs)
+
     # ------------------------------------------------------ dual chunk attention
     def _init_dual_chunk(self) -> None:
         """A dual chunk model: its forwards split sglang's five-variant q
@@ -646,8 +906,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                       f"so it would compute plain attention")
         m = self.model
         self._dca_sizes = (int(m.dca_chunk_size), int(m.dca_local_size), int(m.dca_original_max_position))
-        setattr(self, "forward_extend", self._forward_extend_dual_chunk)
-        setattr(self, "forward_decode", self._forward_decode_dual_chunk)
+        self._use_forwards(self._forward_dual_chunk)
 
     def _forward_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, fb: Any, save_kv_cache: bool, decode: bool,
                             kwargs: Dict[str, Any]) -> Any:
@@ -671,14 +930,6 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                                                                  save_kv_cache)
         return out
 
-    def _forward_extend_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                                   save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_dual_chunk(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
-
-    def _forward_decode_dual_chunk(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                                   save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_dual_chunk(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
-
     # --------------------------------------------------------------------- MLA
     def _init_mla(self) -> None:
         """An MLA model (DeepSeek-V2/V3 shaped; sglang's use_mla_backend):
@@ -697,8 +948,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._mla_cu: Any = None
         self._mla_cu_cpu: Any = None
         self._mla_no_prefix = False
-        setattr(self, "forward_extend", self._forward_extend_mla)
-        setattr(self, "forward_decode", self._forward_decode_mla)
+        self._use_forwards(self._forward_mla)
 
     def _mla_plan(self, fb: Any, kind: str) -> None:
         """Per extend batch: whether any request has a cached prefix, and the
@@ -829,14 +1079,6 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         flat = out.view(-1, H * Dv)
         return (flat, lse) if lse is not None else flat
 
-    def _forward_extend_mla(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                            save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_mla(q, k, v, layer, forward_batch, save_kv_cache, False, kwargs)
-
-    def _forward_decode_mla(self, q: Any, k: Any, v: Any, layer: Any, forward_batch: Any,
-                            save_kv_cache: bool = True, **kwargs: Any) -> Any:
-        return self._forward_mla(q, k, v, layer, forward_batch, save_kv_cache, True, kwargs)
-
     # ---------------------------------------------------------------- graphs
     def _stream(self) -> Optional[int]:
         torch = self._torch
@@ -892,7 +1134,8 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                                  seq_lens: Any, encoder_lens: Any, forward_mode: Any,
                                                  spec_info: Any) -> None:
         if encoder_lens is not None:
-            raise NotImplementedError("sglattn: encoder_lens (encoder-decoder) is not served")
+            raise NotImplementedError("sglattn: encoder_lens (encoder-decoder) in the older graph capture methods "
+                                      "(init_forward_metadata_capture_cuda_graph) is not served")
         kind = _mode_kind(forward_mode)
         fb = _GraphBatchView(forward_mode, bs, req_pool_indices, seq_lens, spec_info, None)
         batch = self._graph_batches[(bs, int(forward_mode))] = Batch("idle")
@@ -982,6 +1225,23 @@ class SglAttnLinearBackend(_Base):  # type: ignore[misc]  # sglang's class, foun
     def forward_extend(self, layer: Any = None, forward_batch: Any = None, mixed_qkv: Any = None, a: Any = None,
                        b: Any = None, **kwargs: Any) -> Any:
         return self._call(layer, forward_batch, mixed_qkv, a, b, kwargs, False)
+
+
+class _LinearLayer:
+    """SglAttnBackend's cached call of one linear layer (_linear_entry):
+    what it was made for (the layer object, the pool's whole conv and
+    temporal tensors) and what it passes."""
+
+    __slots__ = ("layer", "conv_all", "ssm_all", "L", "lin", "verify", "main")
+
+    def __init__(self, layer: Any, conv_all: Any, ssm_all: Any, L: Layer, lin: LinearInputs) -> None:
+        self.layer = layer
+        self.conv_all = conv_all
+        self.ssm_all = ssm_all
+        self.L = L
+        self.lin = lin
+        self.verify: Optional[LinearInputs] = None
+        self.main: Tuple[Any, Any] = (None, None)
 
 
 class _GraphBatchView:

@@ -304,10 +304,13 @@ def test_hybrid_model_linear_layers_are_refused_full_layers_served():
             eng.layers[0].forward(q, k, v, fb)
 
 
-def test_encoder_decoder_and_mla_models_are_refused():
+def test_encoder_decoder_model_gets_the_cross_attention_path():
+    """An encoder-decoder model is served (test_sglang_enc_dec.py runs it):
+    its forwards are the instance's cross-attention ones."""
     cfg = dict(llama_config(1, 4, 2, 64, "float32"), is_encoder_decoder=True)
-    with pytest.raises(NotImplementedError, match="encoder-decoder"):
-        Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, hf_config=cfg)
+    eng = Engine(cpu_ref, layers=1, hq=4, hkv=2, d=64, dtype=torch.float32, hf_config=cfg)
+    assert eng.backend.enc_dec and "encoder_loc" in eng.backend.backend.features
+    assert eng.backend.forwards == eng.backend._forward_enc_dec
 
 
 # ------------------------------------------------------------------ graphs

@@ -184,13 +184,20 @@ def test_length_scaling_changes_the_result():
     assert (outs[0] - outs[1]).abs().max() > 1e-3
 
 
-def test_variants_reach_the_plugin_as_views_of_sglangs_q():
+def one_extend(n: int) -> Tuple["DcaRun", ForwardBatch, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A one-layer float32 dual chunk model with one request's extend of n
+    tokens planned, and that step's q (five variants), k and v."""
     run = DcaRun(dtype=torch.float32, layers=1)
-    eng = run.eng
-    a = eng.add()
-    fb = eng.extend_batch([(a, 6)])
-    eng.metadata(fb)
+    a = run.eng.add()
+    fb = run.eng.extend_batch([(a, n)])
+    run.eng.metadata(fb)
     q5, k, v = run.inputs(fb)
+    return run, fb, q5, k, v
+
+
+def test_variants_reach_the_plugin_as_views_of_sglangs_q():
+    run, fb, q5, k, v = one_extend(6)
+    eng = run.eng
     with forward_context(ForwardContext(eng.backend)):
         eng.layers[0].forward(q5, k, v, fb)
     L = eng.backend._layers[0]
@@ -255,12 +262,8 @@ def test_sparse_prefill_is_refused_with_the_switch_to_turn_off(sparse):
 
 
 def test_a_q_without_the_five_variants_is_refused():
-    run = DcaRun(dtype=torch.float32, layers=1)
+    run, fb, q5, k, v = one_extend(4)
     eng = run.eng
-    a = eng.add()
-    fb = eng.extend_batch([(a, 4)])
-    eng.metadata(fb)
-    q5, k, v = run.inputs(fb)
     with pytest.raises(NotImplementedError, match=r"q has shape \[4, 128\]; expected sglang's 5 query variants "
                                                   r"side by side, \[tokens, 5 \* 4 heads \* 32\]"):
         eng.backend.forward_extend(q5[:, :128].contiguous(), k, v, eng.layers[0], fb)
@@ -268,25 +271,17 @@ def test_a_q_without_the_five_variants_is_refused():
 
 
 def test_mha_return_lse_is_refused():
-    run = DcaRun(dtype=torch.float32, layers=1)
+    run, fb, q5, k, v = one_extend(4)
     eng = run.eng
-    a = eng.add()
-    fb = eng.extend_batch([(a, 4)])
-    eng.metadata(fb)
     fb.mha_return_lse = True
-    q5, k, v = run.inputs(fb)
     with pytest.raises(NotImplementedError, match=r"mha_return_lse.*with dual chunk attention"):
         eng.backend.forward_extend(q5, k, v, eng.layers[0], fb)
 
 
 def test_cpu_ref_refuses_an_lse_output_with_dual_chunk():
     """Below the adapter: the plugin names it instead of leaving lse unwritten."""
-    run = DcaRun(dtype=torch.float32, layers=1)
+    run, fb, q5, k, v = one_extend(4)
     eng = run.eng
-    a = eng.add()
-    fb = eng.extend_batch([(a, 4)])
-    eng.metadata(fb)
-    q5, k, v = run.inputs(fb)
     L = eng.backend._layer(eng.layers[0])
     qi, qs, qn = ss._dual_chunk_queries(q5, 4, 32)
     L.set_dual_chunk(sglattn.DualChunk(CHUNK, LOCAL, q_succ=qs, q_inter=qn))

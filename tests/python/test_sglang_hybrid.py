@@ -61,15 +61,16 @@ class HybridEngine:
     sglang builds (factory, then attn_backend_wrapper) and the model's
     layers with random GDN weights."""
 
-    def __init__(self, conv_dtype=torch.float32, ssm_dtype=torch.float32, seed=0):
+    def __init__(self, conv_dtype=torch.float32, ssm_dtype=torch.float32, seed=0, draft_tokens=None):
         self.g = torch.Generator().manual_seed(seed)
         self.req_pool = HybridReqToTokenPool(size=MAX_REQS, mamba_size=MAMBA_SLOTS, max_context_len=CTX,
                                              device="cpu", mamba_layer_ids=[0, 1, 2], conv_shape=(CONV, W - 1),
-                                             temporal_shape=(HV, V, K), conv_dtype=conv_dtype, ssm_dtype=ssm_dtype)
+                                             temporal_shape=(HV, V, K), conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
+                                             speculative_num_draft_tokens=draft_tokens)
         self.req_pool.alloc(1)  # row 0: padding
         self.kv_pool = MHATokenToKVPool(TOKENS, 1, torch.float32, HKV, D, LAYERS, "cpu")
         sa = ServerArgs(page_size=1, max_running_requests=MAX_REQS, max_prefill_tokens=TOKENS,
-                        disable_cuda_graph=True)
+                        disable_cuda_graph=True, speculative_num_draft_tokens=draft_tokens)
         self.runner = ModelRunner(ModelConfig(CFG, context_len=CTX), sa, self.kv_pool, self.req_pool, "cpu",
                                   torch.float32)
         self.runner.mambaish_config = self.runner.hybrid_gdn_config = types.SimpleNamespace(
@@ -130,25 +131,44 @@ class LinearReference:
     slots 0..) and the float64 path on float64 state tensors at the engine's
     slots."""
 
-    def __init__(self, host):
-        self.pool = host.create_stack(["gdn", "cpu_ref"], sglattn.Model.load(CFG), max_reqs=MAX_REQS,
+    def __init__(self, host, draft_tokens=0):
+        spec = dict(spec_tokens=draft_tokens) if draft_tokens else {}
+        self.pool = host.create_stack(["gdn", "cpu_ref"], sglattn.Model.load(CFG, **spec), max_reqs=MAX_REQS,
                                       max_tokens=TOKENS, max_context=CTX)
-        self.f64 = host.create_stack(["gdn", "cpu_ref"], sglattn.Model.load(CFG, lin_state_dtype="f64"),
+        self.f64 = host.create_stack(["gdn", "cpu_ref"], sglattn.Model.load(CFG, lin_state_dtype="f64", **spec),
                                      max_reqs=MAX_REQS, max_tokens=TOKENS, max_context=CTX)
         self.lp = {i: self.pool.layer(i, None, None) for i in range(3)}
         self.l64 = {i: self.f64.layer(i, None, None) for i in range(3)}
         self.st64 = {i: (torch.zeros(MAMBA_SLOTS + 1, CONV, W - 1, dtype=torch.float64),
                          torch.zeros(MAMBA_SLOTS + 1, HV, V, K, dtype=torch.float64)) for i in range(3)}
+        # the float64 path's intermediates, by slot (the ABI's indexing)
+        steps = max(draft_tokens, 1)
+        self.inter64 = {i: (torch.zeros(MAMBA_SLOTS + 1, steps, CONV, W - 1, dtype=torch.float64),
+                            torch.zeros(MAMBA_SLOTS + 1, steps, HV, V, K, dtype=torch.float64)) for i in range(3)}
+        self.verify = False
+
+    def commit(self, own_slots, engine_slots, steps):
+        """Both paths' commit of each request's accepted step."""
+        steps = torch.tensor(steps, dtype=torch.int32)
+        self.pool.state_batch("commit", torch.tensor(own_slots, dtype=torch.int32), steps=steps)
+        for i in range(3):
+            (conv, ssm), (iconv, issm) = self.st64[i], self.inter64[i]
+            st = sglattn.LinearInputs("gdn", conv_state=conv, ssm_state=ssm, intermediate_conv_state=iconv,
+                                      intermediate_ssm_state=issm)
+            self.f64.state_batch("commit", torch.tensor(engine_slots, dtype=torch.int32), steps=steps, state=st)
 
     def plan(self, fb, own_slots, engine_slots):
         bs = fb.batch_size
         ext = [n for _, n in fb._items]
         kw = {}
-        if fb.forward_mode != ForwardMode.DECODE:
+        self.verify = fb.forward_mode == ForwardMode.TARGET_VERIFY
+        if self.verify:
+            kw = dict(tokens_per_req=ext[0])
+        elif fb.forward_mode != ForwardMode.DECODE:
             kw = dict(extend_prefix_lens=torch.tensor(fb._prefix, dtype=torch.int32),
                       extend_seq_lens=torch.tensor(ext, dtype=torch.int32), extend_prefix_lens_cpu=fb._prefix,
                       extend_seq_lens_cpu=ext)
-        mode = "decode" if fb.forward_mode == ForwardMode.DECODE else "extend"
+        mode = "decode" if fb.forward_mode == ForwardMode.DECODE else "verify" if self.verify else "extend"
         lens = [p + n for p, n in zip(fb._prefix, ext)]
         common = (torch.zeros(MAX_REQS, CTX, dtype=torch.int32), torch.arange(bs, dtype=torch.int32),
                   torch.tensor(lens, dtype=torch.int32), torch.zeros(sum(ext), dtype=torch.int64))
@@ -163,14 +183,17 @@ class LinearReference:
         w = dict(conv_weight=layer.conv_weights, conv_bias=layer.bias, A_log=layer.A_log, dt_bias=layer.dt_bias)
         T = x.shape[0]
         out = torch.full((T, HV, V), float("nan"))
-        lin = sglattn.LinearInputs("gdn", out=out, x=x, a=a, b=b, **w)
+        keep = self.verify
+        lin = sglattn.LinearInputs("gdn", keep_intermediate=keep, out=out, x=x, a=a, b=b, **w)
         (self.pool.forward_decode if self.decode else self.pool.forward_extend)(self.lp[layer.layer_id], None, None,
                                                                               None, None, linear=lin)
         out64 = torch.full((T, HV, V), float("nan"), dtype=torch.float64)
         conv, ssm = self.st64[layer.layer_id]
+        iconv, issm = self.inter64[layer.layer_id]
         w64 = {k: (t.double() if t is not None else None) for k, t in w.items()}
-        lin = sglattn.LinearInputs("gdn", out=out64, x=x.double(), a=a.double(), b=b.double(), conv_state=conv,
-                                   ssm_state=ssm, **w64)
+        lin = sglattn.LinearInputs("gdn", keep_intermediate=keep, out=out64, x=x.double(), a=a.double(),
+                                   b=b.double(), conv_state=conv, ssm_state=ssm, intermediate_conv_state=iconv,
+                                   intermediate_ssm_state=issm, **w64)
         (self.f64.forward_decode if self.decode else self.f64.forward_extend)(self.l64[layer.layer_id], None, None,
                                                                             None, None, linear=lin)
         return out, out64
@@ -193,6 +216,45 @@ def full_reference(eng, fb, q):
     return out.view(-1, HQ * D)
 
 
+def check_states(eng, ref, slots):
+    """The engine's MambaPool state at `slots` against the float64 path's."""
+    for l in range(3):
+        conv, ssm = eng.mamba(l)
+        c64, s64 = ref.st64[l]
+        for s in slots:
+            assert (ssm[s].double() - s64[s]).abs().max() < 1e-4 * max(1.0, s64[s].abs().max().item())
+            assert (conv[s].double() - c64[s]).abs().max() < 1e-6 * max(1.0, c64[s].abs().max().item())
+
+
+def run_checked(eng, ref, items, mode, slots, own):
+    """One forward of every layer: the full-attention layer against float64
+    attention over its pool, each linear layer bit for bit against
+    gdn/cpu_ref's own pool path and within float32 error of the float64
+    path.  Returns the engine's main state before the step."""
+    g = eng.g
+    fb = eng.batch(items, mode)
+    rids = [r for r, _ in items]
+    ref.plan(fb, [own[r] for r in rids], [slots[r] for r in rids])
+    T = sum(n for _, n in items)
+    before = {l: [t.clone() for t in eng.mamba(l)] for l in range(3)}
+    eng.backend.init_forward_metadata(fb)
+    with forward_context(ForwardContext(eng.backend)):
+        for layer in eng.layers:
+            if layer.layer_id in FULL:
+                q, k, v = (torch.randn(T, h * D, generator=g) for h in (HQ, HKV, HKV))
+                out = layer.forward(q, k, v, fb)
+                want = full_reference(eng, fb, q)
+                assert (out.double() - want).abs().max() < 2e-5 * max(1.0, want.abs().max().item())
+                continue
+            x, a, b = (torch.randn(T, n, generator=g) for n in (CONV, HV, HV))
+            out = layer.forward(fb, x, a, b)
+            assert out.shape == (1, T, HV, V) and torch.isfinite(out).all()
+            pool_out, out64 = ref.run(layer, x, a, b)
+            assert torch.equal(out[0], pool_out), (mode, layer.layer_id)
+            assert (out[0].double() - out64).abs().max() < 1e-4 * max(1.0, out64.abs().max().item())
+    return before
+
+
 def test_hybrid_model_linear_layers_on_sglangs_mamba_pool(registry):
     eng = HybridEngine(seed=4)
     full, hyb = eng.full, eng.backend
@@ -205,7 +267,6 @@ def test_hybrid_model_linear_layers_on_sglangs_mamba_pool(registry):
     own = {"a": 0, "b": 1, "c": 2}
     eng.add("a", 9)
     eng.add("b", 4)
-    g = eng.g
     steps = [([("a", 9), ("b", 70)], ForwardMode.EXTEND),          # prefill, b longer than one 64-token chunk
              ([("a", 5), ("c", 12)], ForwardMode.EXTEND),          # extend over a prefix, c fresh
              ([("a", 1), ("b", 1), ("c", 1)], ForwardMode.DECODE),
@@ -214,40 +275,72 @@ def test_hybrid_model_linear_layers_on_sglangs_mamba_pool(registry):
     for i, (items, mode) in enumerate(steps):
         if i == 1:
             eng.add("c", 11)
-        fb = eng.batch(items, mode)
-        rids = [r for r, _ in items]
-        ref.plan(fb, [own[r] for r in rids], [slots[r] for r in rids])
-        T = sum(n for _, n in items)
-        before = {l: [t.clone() for t in eng.mamba(l)] for l in range(3)}
-        hyb.init_forward_metadata(fb)
-        with forward_context(ForwardContext(hyb)):
-            for layer in eng.layers:
-                if layer.layer_id in FULL:
-                    q, k, v = (torch.randn(T, h * D, generator=g) for h in (HQ, HKV, HKV))
-                    out = layer.forward(q, k, v, fb)
-                    want = full_reference(eng, fb, q)
-                    assert (out.double() - want).abs().max() < 2e-5 * max(1.0, want.abs().max().item())
-                    continue
-                x, a, b = torch.randn(T, CONV, generator=g), torch.randn(T, HV, generator=g), torch.randn(T, HV,
-                                                                                                          generator=g)
-                out = layer.forward(fb, x, a, b)
-                assert out.shape == (1, T, HV, V) and torch.isfinite(out).all()
-                pool_out, out64 = ref.run(layer, x, a, b)
-                assert torch.equal(out[0], pool_out), (i, layer.layer_id)
-                assert (out[0].double() - out64).abs().max() < 1e-4 * max(1.0, out64.abs().max().item())
-                # the engine's tensors are the ones updated: the batch's slots changed, no other did
-                conv, ssm = eng.mamba(layer.layer_id)
-                used = [slots[r] for r in rids]
-                for s in range(MAMBA_SLOTS + 1):
-                    same = torch.equal(ssm[s], before[layer.layer_id][1][s]) and \
-                        torch.equal(conv[s], before[layer.layer_id][0][s])
-                    assert same == (s not in used), (i, layer.layer_id, s)
-    for l in range(3):
-        conv, ssm = eng.mamba(l)
-        c64, s64 = ref.st64[l]
-        for s in slots.values():
-            assert (ssm[s].double() - s64[s]).abs().max() < 1e-4 * max(1.0, s64[s].abs().max().item())
-            assert (conv[s].double() - c64[s]).abs().max() < 1e-6 * max(1.0, c64[s].abs().max().item())
+        before = run_checked(eng, ref, items, mode, slots, own)
+        # the engine's tensors are the ones updated: the batch's slots changed, no other did
+        used = [slots[r] for r, _ in items]
+        for l in range(3):
+            conv, ssm = eng.mamba(l)
+            for s in range(MAMBA_SLOTS + 1):
+                same = torch.equal(ssm[s], before[l][1][s]) and torch.equal(conv[s], before[l][0][s])
+                assert same == (s not in used), (i, l, s)
+    check_states(eng, ref, slots.values())
+
+
+def test_verify_on_linear_layers_then_commit_the_accepted_steps(registry):
+    """A Qwen3-Next-shaped model with MTP: prefill, a verify of 3 draft
+    tokens per request (sglang's intermediate_ssm / intermediate_conv_window
+    written at the request's batch row, the main state untouched), sglang's
+    update_mamba_state_after_mtp_verify with an accepted length per request
+    (and a radix track of one request's first draft), then decode; again
+    with other accepted lengths.  Outputs and states against gdn/cpu_ref's
+    own pool (verify with keep_intermediate, state_batch commit) and the
+    float64 path."""
+    N = 3
+    eng = HybridEngine(seed=8, draft_tokens=N)
+    ref = LinearReference(sglattn.Host(), draft_tokens=N)
+    assert type(eng.backend).__name__ == "SglAttnHybridLinearAttnBackend"
+    slots = {"a": 9, "b": 4}
+    own = {"a": 0, "b": 1}
+    eng.add("a", 9)
+    eng.add("b", 4)
+    spec = eng.req_pool.get_speculative_mamba2_params_all_layers()
+    run_checked(eng, ref, [("a", 9), ("b", 70)], ForwardMode.EXTEND, slots, own)
+    for accepted, track in (([2, 3], [0, -1]), ([3, 1], None)):
+        prefix = {r: eng.reqs[r][1] for r in slots}
+        before = run_checked(eng, ref, [("a", N), ("b", N)], ForwardMode.TARGET_VERIFY, slots, own)
+        for l in range(3):  # verify leaves the main state alone ...
+            conv, ssm = eng.mamba(l)
+            assert torch.equal(conv, before[l][0]) and torch.equal(ssm, before[l][1])
+            # ... and writes the state after each draft at the request's batch row, as the float64 path at its slot
+            for row, r in enumerate(("a", "b")):
+                i64c, i64s = ref.inter64[l][0][slots[r]], ref.inter64[l][1][slots[r]]
+                assert (spec.intermediate_ssm[l, row].double() - i64s).abs().max() < 1e-4 * max(1.0, i64s.abs().max())
+                assert (spec.intermediate_conv_window[0][l, row].double() - i64c).abs().max() < 1e-6 * max(
+                    1.0, i64c.abs().max())
+        inter = spec.intermediate_ssm.clone(), spec.intermediate_conv_window[0].clone()
+        last = torch.tensor([n - 1 for n in accepted], dtype=torch.int64)
+        kw = {}
+        if track is not None:  # sglang's radix cache keeps a's state after its first draft in spare slot 6
+            kw = dict(mamba_track_indices=torch.tensor([6, -1], dtype=torch.int64),
+                      mamba_steps_to_track=torch.tensor(track, dtype=torch.int64))
+        eng.backend.update_mamba_state_after_mtp_verify(last, kw.get("mamba_track_indices"),
+                                                        kw.get("mamba_steps_to_track"), None)
+        ref.commit([own[r] for r in ("a", "b")], [slots[r] for r in ("a", "b")], [n - 1 for n in accepted])
+        for l in range(3):
+            conv, ssm = eng.mamba(l)
+            for row, r in enumerate(("a", "b")):
+                assert torch.equal(ssm[slots[r]], inter[0][l, row, accepted[row] - 1])
+                assert torch.equal(conv[slots[r]], inter[1][l, row, accepted[row] - 1])
+            if track is not None:
+                assert torch.equal(ssm[6], inter[0][l, 0, 0]) and torch.equal(conv[6], inter[1][l, 0, 0])
+            for s in range(1, MAMBA_SLOTS + 1):  # nothing else but sglang's padding slot 0
+                if s not in (9, 4) and not (track is not None and s == 6):
+                    assert torch.equal(ssm[s], before[l][1][s]) and torch.equal(conv[s], before[l][0][s]), (l, s)
+        # sglang keeps the accepted tokens only
+        for r, n in zip(("a", "b"), accepted):
+            eng.reqs[r][1] = prefix[r] + n
+        run_checked(eng, ref, [("a", 1), ("b", 1)], ForwardMode.DECODE, slots, own)
+    check_states(eng, ref, slots.values())
 
 
 def test_linear_verify_refused_by_name(registry):
@@ -257,7 +350,21 @@ def test_linear_verify_refused_by_name(registry):
     fb = eng.batch([("a", 3)], ForwardMode.TARGET_VERIFY)
     eng.backend.init_forward_metadata(fb)
     with forward_context(ForwardContext(eng.backend)):
-        with pytest.raises(NotImplementedError, match=r"target verify on linear-attention layer 0: .*intermediate_ssm"):
+        # a pool without intermediate states (sglang without speculative_num_draft_tokens)
+        with pytest.raises(NotImplementedError, match=r"target verify on linear-attention layer 0: the MambaPool "
+                                                      r"keeps no intermediate_ssm"):
+            eng.layers[0].forward(fb, torch.randn(3, CONV), torch.randn(3, HV), torch.randn(3, HV))
+    with pytest.raises(sglattn.Error, match=r"update_mamba_state_after_mtp_verify without a verify batch"):
+        eng.backend.update_mamba_state_after_mtp_verify(torch.tensor([0]), None, None, None)
+    eng = HybridEngine(draft_tokens=3)
+    eng.add("a", 3)
+    eng.backend.init_forward_metadata(eng.batch([("a", 5)], ForwardMode.EXTEND))
+    fb = eng.batch([("a", 3)], ForwardMode.TARGET_VERIFY)
+    eng.backend.init_forward_metadata(fb)
+    fb.spec_info.topk = 2  # a tree (planned as a chain here): the linear state follows one chain
+    with forward_context(ForwardContext(eng.backend)):
+        with pytest.raises(NotImplementedError, match=r"tree verify \(speculative topk 2 > 1\) on linear-attention "
+                                                      r"layer 0"):
             eng.layers[0].forward(fb, torch.randn(3, CONV), torch.randn(3, HV), torch.randn(3, HV))
         with pytest.raises(NotImplementedError, match=r"layer 1 is a linear-attention layer; its calls go through "
                                                       r"linear_backend"):
@@ -322,3 +429,51 @@ def test_register_wraps_attn_backend_wrapper_once(registry):
     runner = types.SimpleNamespace(mambaish_config=None)
     other = object()
     assert w(runner, other) is other
+
+
+def test_linear_call_cached_per_layer_and_rebuilt_when_the_pool_tensors_change(registry, monkeypatch):
+    """A linear layer's LinearInputs is made once: decode steps make none,
+    and only point x, a, b and out at their tensors.  Replacing the pool's
+    tensors (sglang reallocating its MambaPool) makes a new one, and the
+    forwards then update the new tensors, not the old."""
+    made = []
+
+    class Counting(sglattn.LinearInputs):
+        def __init__(self, *args, **kw):
+            made.append(kw.get("conv_state"))
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(ss, "LinearInputs", Counting)
+    eng = HybridEngine(seed=6)
+    eng.add("a", 3)
+    g = eng.g
+
+    def step(items, mode):
+        fb = eng.batch(items, mode)
+        T = sum(n for _, n in items)
+        eng.backend.init_forward_metadata(fb)
+        outs = []
+        with forward_context(ForwardContext(eng.backend)):
+            for layer in eng.layers[:3]:
+                outs.append(layer.forward(fb, torch.randn(T, CONV, generator=g), torch.randn(T, HV, generator=g),
+                                          torch.randn(T, HV, generator=g)))
+        return outs
+
+    step([("a", 7)], ForwardMode.EXTEND)
+    assert len(made) == 3  # one per linear layer
+    entries = {l: eng.full._lin_cache[l] for l in range(3)}
+    for _ in range(3):
+        step([("a", 1)], ForwardMode.DECODE)
+    assert len(made) == 3
+    assert all(eng.full._lin_cache[l] is entries[l] for l in range(3))
+    # sglang replaces the pool's tensors: the next call describes the new ones
+    mc = eng.req_pool.mamba_pool.mamba_cache
+    old_conv, old_ssm = mc.conv[0], mc.temporal
+    mc.conv[0] = old_conv.clone()
+    object.__setattr__(mc, "temporal", old_ssm.clone())  # State is a frozen dataclass, as in sglang
+    snap = old_conv.clone(), old_ssm.clone()
+    step([("a", 1)], ForwardMode.DECODE)
+    assert len(made) == 6 and all(eng.full._lin_cache[l] is not entries[l] for l in range(3))
+    assert made[3].data_ptr() == mc.conv[0][0].data_ptr()
+    assert torch.equal(old_conv, snap[0]) and torch.equal(old_ssm, snap[1])  # the old tensors untouched
+    assert not torch.equal(mc.temporal[:, 3], snap[1][:, 3]) and not torch.equal(mc.conv[0][:, 3], snap[0][:, 3])

@@ -6,8 +6,11 @@ fp8 is stored as uint8 and viewed as float8 by the accessors.  MambaPool
 (its State: conv [layers, size + 1, conv_dim, W-1] and temporal
 [layers, size + 1, HV, V, K], per-layer views from mamba2_layer_cache) and
 HybridReqToTokenPool (a request row's mamba slot, get_mamba_indices, and
-the layer id -> mamba layer map), as read 2026-12-04; the speculative
-intermediate caches are not modelled.  MLATokenToKVPool (its class says
+the layer id -> mamba layer map), as read 2026-12-04; with
+speculative_num_draft_tokens, the SpeculativeState's intermediate_ssm
+[layers, spec_state_size + 1, draft tokens, HV, V, K] and
+intermediate_conv_window [layers, spec_state_size + 1, draft tokens,
+conv_dim, W-1], indexed by verify batch row, not by slot (commit 012945e).  MLATokenToKVPool (its class says
 what it holds)."""
 from __future__ import annotations
 
@@ -139,18 +142,39 @@ class MambaPool:
             kw = {}
             for f in fields(self):
                 v = getattr(self, f.name)
-                kw[f.name] = [c[layer] for c in v] if f.name == "conv" else v[layer]
+                kw[f.name] = [c[layer] for c in v] if f.name in ("conv", "intermediate_conv_window") else v[layer]
             return type(self)(**kw)
+
+    @dataclass(frozen=True)
+    class SpeculativeState(State):
+        intermediate_ssm: torch.Tensor
+        intermediate_conv_window: List[torch.Tensor]
 
     def __init__(self, *, size: int, conv_shape: Tuple[int, int], temporal_shape: Tuple[int, int, int],
                  num_mamba_layers: int, device: str, conv_dtype: torch.dtype = torch.float32,
-                 ssm_dtype: torch.dtype = torch.float32) -> None:
+                 ssm_dtype: torch.dtype = torch.float32, spec_state_size: Optional[int] = None,
+                 speculative_num_draft_tokens: Optional[int] = None) -> None:
         self.size = size
         self.device = device
         conv = [torch.zeros((num_mamba_layers, size + 1) + tuple(conv_shape), dtype=conv_dtype, device=device)]
         temporal = torch.zeros((num_mamba_layers, size + 1) + tuple(temporal_shape), dtype=ssm_dtype, device=device)
-        self.mamba_cache = self.State(conv=conv, temporal=temporal)
+        if speculative_num_draft_tokens is not None:
+            # per verify row (spec_state_size + 1 rows, not per slot): the state after each draft token
+            rows = (spec_state_size if spec_state_size is not None else size) + 1
+            n = speculative_num_draft_tokens
+            self.mamba_cache = self.SpeculativeState(
+                conv=conv, temporal=temporal,
+                intermediate_ssm=torch.zeros((num_mamba_layers, rows, n) + tuple(temporal_shape), dtype=ssm_dtype,
+                                             device=device),
+                intermediate_conv_window=[torch.zeros((num_mamba_layers, rows, n) + tuple(conv_shape),
+                                                      dtype=conv_dtype, device=device)])
+        else:
+            self.mamba_cache = self.State(conv=conv, temporal=temporal)
         self.num_mamba_layers = num_mamba_layers
+
+    def get_speculative_mamba2_params_all_layers(self) -> "MambaPool.SpeculativeState":
+        assert isinstance(self.mamba_cache, self.SpeculativeState)
+        return self.mamba_cache
 
     def mamba2_layer_cache(self, layer_id: int) -> "MambaPool.State":
         return self.mamba_cache.at_layer_idx(layer_id)
@@ -160,11 +184,12 @@ class HybridReqToTokenPool(ReqToTokenPool):
     def __init__(self, *, size: int, mamba_size: int, max_context_len: int, device: str, mamba_layer_ids: List[int],
                  conv_shape: Tuple[int, int], temporal_shape: Tuple[int, int, int],
                  conv_dtype: torch.dtype = torch.float32, ssm_dtype: torch.dtype = torch.float32,
-                 enable_memory_saver: bool = False) -> None:
+                 enable_memory_saver: bool = False, speculative_num_draft_tokens: Optional[int] = None) -> None:
         super().__init__(size, max_context_len, device, enable_memory_saver)
         self.mamba_pool = MambaPool(size=mamba_size, conv_shape=conv_shape, temporal_shape=temporal_shape,
                                     num_mamba_layers=len(mamba_layer_ids), device=device, conv_dtype=conv_dtype,
-                                    ssm_dtype=ssm_dtype)
+                                    ssm_dtype=ssm_dtype, spec_state_size=size,
+                                    speculative_num_draft_tokens=speculative_num_draft_tokens)
         self.mamba_map: Dict[int, int] = {lid: i for i, lid in enumerate(mamba_layer_ids)}
         self.req_index_to_mamba_index_mapping = torch.zeros(size, dtype=torch.int32, device=device)
 
@@ -173,3 +198,6 @@ class HybridReqToTokenPool(ReqToTokenPool):
 
     def mamba2_layer_cache(self, layer_id: int) -> MambaPool.State:
         return self.mamba_pool.mamba2_layer_cache(self.mamba_map[layer_id])
+
+    def get_speculative_mamba2_params_all_layers(self) -> MambaPool.SpeculativeState:
+        return self.mamba_pool.get_speculative_mamba2_params_all_layers()

@@ -71,6 +71,7 @@ class ForwardBatch:
     spec_info: Any = None
     seq_lens_cpu: Any = None
     encoder_lens_cpu: Optional[List[int]] = None
+    encoder_cached: Optional[List[bool]] = None
     positions: Any = None
     extend_num_tokens: Optional[int] = None
     extend_seq_lens: Any = None
