@@ -19,8 +19,10 @@ $(PY_PLUGDIR)/noop.so: $(TESTDIR)/fakes/noop/noop.so
 	@mkdir -p $(@D)
 	cp $< $@
 
+# The conf and the hybrid plugins: the conf and selection tests read the
+# installed conf, and the hybrid adapters stack gdn / mamba2 on cpu_ref.
 PY_TEST_DEPS = $(LIBSGLATTN) $(LIBSGLATTN_LINK) $(ATTNCTL) $(PY_RECORDER) $(PY_PLUGDIR)/noop.so \
-    $(filter %/gdn.so,$(PLUGINS))
+    $(HOST_CONF) $(HYB_PLUGINS)
 
 # mypy --strict over the package when python3-mypy is installed (install-deps
 # installs it), else said and skipped.
