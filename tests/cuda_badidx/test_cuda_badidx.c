@@ -187,16 +187,122 @@ static void reported_once(sgl_attn_backend *be, const sgl_attn_batch *bt, const 
     CHECK(rc == SGL_ATTN_OK, "%s: reported once, then clear: rc %d '%s'", label, rc, be->ops->last_error(be));
 }
 
+/* The requests both cuda_attn cases batch: request b is req_to_token row
+ * ROW_OF[b] (its page table row b) with SEQ_OF[b] tokens. */
+static const int64_t ROW_OF[BS] = {1, 3}, SEQ_OF[BS] = {20, 33};
+
+/* The good tables: req_to_token row r column k holds slot 16 + r * COLS + k
+ * (row 1 column 0 = slot 80); page table row b holds request b's pages of
+ * PS slots (the same slots: page-aligned). */
+static void good_tables(int64_t *r2t, int64_t *pt) {
+    for (int i = 0; i < ROWS * COLS; i++) r2t[i] = 16 + i;
+    for (int b = 0; b < BS; b++)
+        for (int j = 0; j < NP; j++) pt[b * NP + j] = r2t[ROW_OF[b] * COLS + j * PS] / PS;
+}
+
+/* What a cuda_attn case's forward reads and writes: q and out [T, HQ, D],
+ * the pool's K and V [SLOTS, HKV, D] and the new K and V [n_new, HKV, D],
+ * random bf16 on the device (out poisoned: NaN), with host copies: the pool's
+ * snapshot (hk0, hv0; io_saved makes it the expected pool), the pool after
+ * the forward (hk, hv) and the output (ho). */
+typedef struct attn_io {
+    dt q, out, k, v, nk, nv;
+    size_t nq, npool, nn;
+    uint16_t *hq, *hk0, *hv0, *hk, *hv, *hnk, *hnv, *ho;
+} attn_io;
+static void io_open(attn_io *io, int64_t T, int64_t n_new) {
+    const int64_t sq[3] = {T, HQ, D}, skv[3] = {SLOTS, HKV, D}, snew[3] = {n_new, HKV, D};
+    dmake(&io->q, 3, sq, kDLBfloat, 16);
+    dmake(&io->out, 3, sq, kDLBfloat, 16);
+    dmake(&io->k, 3, skv, kDLBfloat, 16);
+    dmake(&io->v, 3, skv, kDLBfloat, 16);
+    dmake(&io->nk, 3, snew, kDLBfloat, 16);
+    dmake(&io->nv, 3, snew, kDLBfloat, 16);
+    const size_t nq = io->nq = (size_t)T * HQ * D, npool = io->npool = (size_t)SLOTS * HKV * D,
+                 nn = io->nn = (size_t)n_new * HKV * D;
+    io->hq = malloc(nq * 2), io->ho = malloc(nq * 2), io->hk0 = malloc(npool * 2), io->hv0 = malloc(npool * 2);
+    io->hk = malloc(npool * 2), io->hv = malloc(npool * 2), io->hnk = malloc(nn * 2), io->hnv = malloc(nn * 2);
+    for (size_t i = 0; i < nq; i++) io->hq[i] = rnd_bf16();
+    for (size_t i = 0; i < npool; i++) io->hk0[i] = rnd_bf16(), io->hv0[i] = rnd_bf16();
+    for (size_t i = 0; i < nn; i++) io->hnk[i] = rnd_bf16(), io->hnv[i] = rnd_bf16();
+    CU(cudaMemcpy(io->q.p, io->hq, nq * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(io->k.p, io->hk0, npool * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(io->v.p, io->hv0, npool * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(io->nk.p, io->hnk, nn * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemcpy(io->nv.p, io->hnv, nn * 2, cudaMemcpyHostToDevice));
+    CU(cudaMemset(io->out.p, 0xff, nq * 2)); /* poison: NaN */
+}
+static void io_close(attn_io *io) {
+    dt *all[] = {&io->q, &io->out, &io->k, &io->v, &io->nk, &io->nv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cudaFree(all[i]->p));
+    free(io->hq), free(io->ho), free(io->hk0), free(io->hv0), free(io->hk), free(io->hv), free(io->hnk), free(io->hnv);
+}
+
+/* A batch of BS requests and T tokens over req_to_token and req_pool_indices
+ * (page_size 1), or over the page table when `paged`, on stream st; the
+ * layer (a cross layer when is_cross) over io's pool; the forward args over
+ * io's tensors, save_kv_cache on. */
+static void io_args(attn_io *io, int mode, int64_t T, dt *r2t, dt *rpi, dt *sl, dt *pt, int paged, int is_cross,
+                    cudaStream_t st, sgl_attn_batch *bt, sgl_attn_layer *ly, sgl_attn_forward_args *fa) {
+    memset(bt, 0, sizeof *bt);
+    bt->struct_size = sizeof *bt;
+    bt->forward_mode = mode;
+    bt->batch_size = BS, bt->num_tokens = (int32_t)T, bt->page_size = 1, bt->tokens_per_req = 1;
+    bt->req_to_token = &r2t->t, bt->req_pool_indices = &rpi->t, bt->seq_lens = &sl->t;
+    if (paged) bt->page_table = &pt->t, bt->page_size = PS, bt->req_to_token = NULL, bt->req_pool_indices = NULL;
+    bt->stream = st;
+    memset(ly, 0, sizeof *ly);
+    ly->struct_size = sizeof *ly;
+    ly->num_q_heads = HQ, ly->num_kv_heads = HKV, ly->head_dim_qk = ly->head_dim_v = D, ly->is_cross = is_cross;
+    ly->sm_scale = 0.088f, ly->sliding_window = -1, ly->k_cache = &io->k.t, ly->v_cache = &io->v.t;
+    ly->k_scale = ly->v_scale = 1;
+    memset(fa, 0, sizeof *fa);
+    fa->struct_size = sizeof *fa;
+    fa->layer = ly, fa->batch = bt, fa->q = &io->q.t, fa->out = &io->out.t, fa->k = &io->nk.t, fa->v = &io->nv.t;
+    fa->save_kv_cache = 1;
+}
+
+/* init_forward_metadata and the forward on fa's batch: both return OK (two
+ * checks; `label` names the case); then the pool and the output back in io. */
+static void io_run(sgl_attn_backend *be, attn_io *io, const sgl_attn_forward_args *fa, int extend, cudaStream_t st,
+                   const char *label) {
+    int rc = be->ops->init_forward_metadata(be, fa->batch);
+    CHECK(rc == SGL_ATTN_OK, "%s: metadata rc %d '%s'", label, rc, be->ops->last_error(be));
+    rc = extend ? be->ops->forward_extend(be, fa) : be->ops->forward_decode(be, fa);
+    CHECK(rc == SGL_ATTN_OK, "%s: forward rc %d '%s'", label, rc, be->ops->last_error(be));
+    CU(cudaStreamSynchronize(st));
+    CU(cudaMemcpy(io->hk, io->k.p, io->npool * 2, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(io->hv, io->v.p, io->npool * 2, cudaMemcpyDeviceToHost));
+    CU(cudaMemcpy(io->ho, io->out.p, io->nq * 2, cudaMemcpyDeviceToHost));
+}
+
+/* The expected pool: new row t saved at slot s. */
+static void io_saved(attn_io *io, int64_t s, int64_t t) {
+    const size_t row = (size_t)HKV * D;
+    memcpy(io->hk0 + (size_t)s * row, io->hnk + (size_t)t * row, row * 2);
+    memcpy(io->hv0 + (size_t)s * row, io->hnv + (size_t)t * row, row * 2);
+}
+
+/* The pool after the forward is the expected one, whole (one check). */
+static void io_pool_check(const attn_io *io, const char *label) {
+    const size_t row = (size_t)HKV * D;
+    int bad_slots = 0, first = -1;
+    for (int s = 0; s < SLOTS; s++)
+        if (memcmp(io->hk + s * row, io->hk0 + s * row, row * 2) ||
+            memcmp(io->hv + s * row, io->hv0 + s * row, row * 2)) {
+            if (first < 0) first = s;
+            bad_slots++;
+        }
+    CHECK(bad_slots == 0, "%s: %d pool slots differ from the expected (first %d)", label, bad_slots, first);
+}
+
 /* One cuda_attn case in one mode on backend be. */
 static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaStream_t st) {
-    const int64_t rows[BS] = {1, 3}, seq[BS] = {20, 33}, ext[BS] = {3, 5};
+    const int64_t *rows = ROW_OF, *seq = SEQ_OF, ext[BS] = {3, 5};
     int64_t qlen[BS], T = 0;
     for (int b = 0; b < BS; b++) T += qlen[b] = extend ? ext[b] : 1;
     int64_t r2t[ROWS * COLS], loc[MAXT], rpi[BS], sl[BS], el[BS], pt[BS * NP], map[SLOTS];
-    for (int r = 0; r < ROWS; r++)
-        for (int k = 0; k < COLS; k++) r2t[r * COLS + k] = 16 + r * COLS + k; /* row 1 col 0 = slot 80 */
-    for (int b = 0; b < BS; b++)
-        for (int j = 0; j < NP; j++) pt[b * NP + j] = r2t[rows[b] * COLS + j * PS] / PS;
+    good_tables(r2t, pt);
     const int mapped = c->tensor == T_MAP || c->tensor == T_MAPLOC;
     for (int s = 0; s < SLOTS; s++) map[s] = (s * 5 + 3) % SLOTS; /* a permutation of the layer's pool */
     for (int b = 0, t = 0; b < BS; b++) {
@@ -216,15 +322,10 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     case T_MAPLOC: value = map[loc[T - 1]] = bad_value(c, map[loc[T - 1]], SLOTS); break;
     }
     const int is64 = c->is64;
-    dt tq, to, tk, tv, nk, nv, tr2t, tloc, trpi, tsl, tel, tpt, tmap;
-    const int64_t sq[3] = {T, HQ, D}, skv[3] = {SLOTS, HKV, D}, snew[3] = {T, HKV, D}, sr[2] = {ROWS, COLS},
-                  sb[1] = {BS}, st1[1] = {T}, sp[2] = {BS, NP}, sm[1] = {SLOTS};
-    dmake(&tq, 3, sq, kDLBfloat, 16);
-    dmake(&to, 3, sq, kDLBfloat, 16);
-    dmake(&tk, 3, skv, kDLBfloat, 16);
-    dmake(&tv, 3, skv, kDLBfloat, 16);
-    dmake(&nk, 3, snew, kDLBfloat, 16);
-    dmake(&nv, 3, snew, kDLBfloat, 16);
+    attn_io io;
+    io_open(&io, T, T);
+    dt tr2t, tloc, trpi, tsl, tel, tpt, tmap;
+    const int64_t sr[2] = {ROWS, COLS}, sb[1] = {BS}, st1[1] = {T}, sp[2] = {BS, NP}, sm[1] = {SLOTS};
     dindex(&tr2t, 2, sr, r2t, is64 && c->tensor == T_R2T);
     dindex(&tloc, 1, st1, loc, is64 && c->tensor == T_LOC);
     dindex(&trpi, 1, sb, rpi, is64 && c->tensor == T_RPI);
@@ -232,84 +333,36 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     dindex(&tel, 1, sb, el, 0);
     dindex(&tpt, 2, sp, pt, is64 && c->tensor == T_PT);
     dindex(&tmap, 1, sm, map, is64 && mapped);
-    const size_t nq = (size_t)T * HQ * D, npool = (size_t)SLOTS * HKV * D, nn = (size_t)T * HKV * D;
-    uint16_t *hq = malloc(nq * 2), *hk0 = malloc(npool * 2), *hv0 = malloc(npool * 2), *hk = malloc(npool * 2),
-             *hv = malloc(npool * 2), *hnk = malloc(nn * 2), *hnv = malloc(nn * 2), *ho = malloc(nq * 2);
-    for (size_t i = 0; i < nq; i++) hq[i] = rnd_bf16();
-    for (size_t i = 0; i < npool; i++) hk0[i] = rnd_bf16(), hv0[i] = rnd_bf16();
-    for (size_t i = 0; i < nn; i++) hnk[i] = rnd_bf16(), hnv[i] = rnd_bf16();
-    CU(cudaMemcpy(tq.p, hq, nq * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(tk.p, hk0, npool * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(tv.p, hv0, npool * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(nk.p, hnk, nn * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(nv.p, hnv, nn * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemset(to.p, 0xff, nq * 2)); /* poison: NaN */
 
     sgl_attn_batch bt;
-    memset(&bt, 0, sizeof bt);
-    bt.struct_size = sizeof bt;
-    bt.forward_mode = extend ? SGL_ATTN_MODE_EXTEND : SGL_ATTN_MODE_DECODE;
-    bt.batch_size = BS, bt.num_tokens = (int32_t)T, bt.page_size = 1, bt.tokens_per_req = 1;
-    bt.req_to_token = &tr2t.t, bt.req_pool_indices = &trpi.t, bt.seq_lens = &tsl.t, bt.out_cache_loc = &tloc.t;
-    if (extend) bt.extend_seq_lens = &tel.t;
-    if (c->paged) bt.page_table = &tpt.t, bt.page_size = PS, bt.req_to_token = NULL, bt.req_pool_indices = NULL;
-    bt.stream = st;
     sgl_attn_layer ly;
-    memset(&ly, 0, sizeof ly);
-    ly.struct_size = sizeof ly;
-    ly.num_q_heads = HQ, ly.num_kv_heads = HKV, ly.head_dim_qk = ly.head_dim_v = D;
-    ly.sm_scale = 0.088f, ly.sliding_window = -1, ly.k_cache = &tk.t, ly.v_cache = &tv.t, ly.k_scale = ly.v_scale = 1;
-    if (mapped) ly.slot_map = &tmap.t;
     sgl_attn_forward_args fa;
-    memset(&fa, 0, sizeof fa);
-    fa.struct_size = sizeof fa;
-    fa.layer = &ly, fa.batch = &bt, fa.q = &tq.t, fa.out = &to.t, fa.k = &nk.t, fa.v = &nv.t, fa.save_kv_cache = 1;
-
-    const char *mode = extend ? "extend" : "decode";
-    int rc = be->ops->init_forward_metadata(be, &bt);
-    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s %s, %s: metadata rc %d '%s'", g_kernel, mode, c->name, rc,
-          be->ops->last_error(be));
-    rc = extend ? be->ops->forward_extend(be, &fa) : be->ops->forward_decode(be, &fa);
-    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s %s, %s: forward rc %d '%s'", g_kernel, mode, c->name, rc,
-          be->ops->last_error(be));
-    CU(cudaStreamSynchronize(st));
-    CU(cudaMemcpy(hk, tk.p, npool * 2, cudaMemcpyDeviceToHost));
-    CU(cudaMemcpy(hv, tv.p, npool * 2, cudaMemcpyDeviceToHost));
-    CU(cudaMemcpy(ho, to.p, nq * 2, cudaMemcpyDeviceToHost));
+    io_args(&io, extend ? SGL_ATTN_MODE_EXTEND : SGL_ATTN_MODE_DECODE, T, &tr2t, &trpi, &tsl, &tpt, c->paged, 0, st,
+            &bt, &ly, &fa);
+    bt.out_cache_loc = &tloc.t;
+    if (extend) bt.extend_seq_lens = &tel.t;
+    if (mapped) ly.slot_map = &tmap.t;
+    char label[160];
+    snprintf(label, sizeof label, "cuda_attn kernel=%s %s, %s", g_kernel, extend ? "extend" : "decode", c->name);
+    io_run(be, &io, &fa, extend, st, label);
     /* the expected pool: the snapshot with the good tokens' rows saved */
-    const size_t row = (size_t)HKV * D;
     for (int t = 0; t < T; t++) {
         const int64_t s = loc[t] >= 0 && loc[t] < SLOTS && mapped ? map[loc[t]] : loc[t]; /* through the map */
-        if (s >= 0 && s < SLOTS) {
-            memcpy(hk0 + (size_t)s * row, hnk + (size_t)t * row, row * 2);
-            memcpy(hv0 + (size_t)s * row, hnv + (size_t)t * row, row * 2);
-        }
+        if (s >= 0 && s < SLOTS) io_saved(&io, s, t);
     }
-    int bad_slots = 0, first = -1;
-    for (int s = 0; s < SLOTS; s++)
-        if (memcmp(hk + s * row, hk0 + s * row, row * 2) || memcmp(hv + s * row, hv0 + s * row, row * 2)) {
-            if (first < 0) first = s;
-            bad_slots++;
-        }
-    CHECK(bad_slots == 0, "cuda_attn kernel=%s %s, %s: %d pool slots differ from the expected (first %d)", g_kernel,
-          mode, c->name, bad_slots, first);
+    io_pool_check(&io, label);
     if (c->zero_out && !extend) { /* request 1's output rows: zero */
         int nz = 0;
-        for (size_t i = (size_t)1 * HQ * D; i < (size_t)2 * HQ * D; i++) nz += ho[i] != 0;
-        CHECK(nz == 0, "cuda_attn kernel=%s %s, %s: %d nonzero output values in the faulted request", g_kernel, mode,
-              c->name, nz);
+        for (size_t i = (size_t)1 * HQ * D; i < (size_t)2 * HQ * D; i++) nz += io.ho[i] != 0;
+        CHECK(nz == 0, "%s: %d nonzero output values in the faulted request", label, nz);
     }
     /* the report: the next metadata call, with a good batch */
-    char want[96];
-    snprintf(want, sizeof want, "%s", tensor_names[c->tensor]);
     char wantv[40];
     snprintf(wantv, sizeof wantv, "= %" PRId64, value);
     dt gr2t, grpi, gsl, gel, gpt;
     int64_t r2t_ok[ROWS * COLS], rpi_ok[BS] = {rows[0], rows[1]}, sl_ok[BS] = {seq[0], seq[1]},
                                  el_ok[BS] = {ext[0], ext[1]}, pt_ok[BS * NP];
-    for (int i = 0; i < ROWS * COLS; i++) r2t_ok[i] = 16 + i;
-    for (int b = 0; b < BS; b++)
-        for (int j = 0; j < NP; j++) pt_ok[b * NP + j] = r2t_ok[rows[b] * COLS + j * PS] / PS;
+    good_tables(r2t_ok, pt_ok);
     dindex(&gr2t, 2, sr, r2t_ok, 0);
     dindex(&grpi, 1, sb, rpi_ok, 0);
     dindex(&gsl, 1, sb, sl_ok, 0);
@@ -319,13 +372,11 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
     else bt.req_to_token = &gr2t.t, bt.req_pool_indices = &grpi.t;
     bt.seq_lens = &gsl.t;
     if (extend) bt.extend_seq_lens = &gel.t;
-    char label[160];
-    snprintf(label, sizeof label, "cuda_attn kernel=%s %s, %s", g_kernel, mode, c->name);
-    reported_once(be, &bt, want, wantv, label);
+    reported_once(be, &bt, tensor_names[c->tensor], wantv, label);
     CU(cudaStreamSynchronize(st));
-    dt *all[] = {&tq, &to, &tk, &tv, &nk, &nv, &tr2t, &tloc, &trpi, &tsl, &tel, &tpt, &tmap, &gr2t, &grpi, &gsl, &gel, &gpt};
+    dt *all[] = {&tr2t, &tloc, &trpi, &tsl, &tel, &tpt, &tmap, &gr2t, &grpi, &gsl, &gel, &gpt};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cudaFree(all[i]->p));
-    free(hq), free(hk0), free(hv0), free(hk), free(hv), free(hnk), free(hnv), free(ho);
+    io_close(&io);
 }
 
 /* Cross attention's encoder slots (batch.encoder_out_cache_loc): a decode
@@ -339,91 +390,43 @@ static void attn_case(sgl_attn_backend *be, const bad_case *c, int extend, cudaS
  * (kind 0: succeeds), the one after succeeds; paged: through a page table. */
 enum { ENC0 = 5, ENC1 = 7, NENC = ENC0 + ENC1 };
 static void enc_loc_case(sgl_attn_backend *be, int kind, int paged, cudaStream_t st) {
-    const int64_t rows[BS] = {1, 3}, seq[BS] = {20, 33}, enc[BS] = {ENC0, ENC1};
+    const int64_t enc[BS] = {ENC0, ENC1};
     int64_t r2t[ROWS * COLS], rpi[BS], sl[BS], en[BS], pt[BS * NP], loc[NENC + 1];
-    for (int i = 0; i < ROWS * COLS; i++) r2t[i] = 16 + i;
-    for (int b = 0; b < BS; b++) {
-        rpi[b] = rows[b], sl[b] = seq[b], en[b] = enc[b];
-        for (int j = 0; j < NP; j++) pt[b * NP + j] = r2t[rows[b] * COLS + j * PS] / PS;
-    }
+    good_tables(r2t, pt);
+    for (int b = 0; b < BS; b++) rpi[b] = ROW_OF[b], sl[b] = SEQ_OF[b], en[b] = enc[b];
     int n = 0;
     for (int b = 0; b < BS; b++)
-        for (int c = 0; c < enc[b]; c++) loc[n++] = r2t[rows[b] * COLS + c];
+        for (int c = 0; c < enc[b]; c++) loc[n++] = r2t[ROW_OF[b] * COLS + c];
     loc[n] = 300; /* kind 2's extra entry: a slot of no request */
     const int bad_e = ENC0 + 2;
     const int64_t want_slot = loc[bad_e];
     if (kind == 1) loc[bad_e] = 400;
     const int64_t nloc = kind == 2 ? NENC + 1 : kind == 3 ? NENC - 1 : NENC;
     const int T = BS;
-    dt tq, to, tk, tv, nk, nv, tr2t, trpi, tsl, ten, tpt, tloc;
-    const int64_t sq[3] = {T, HQ, D}, skv[3] = {SLOTS, HKV, D}, senc[3] = {nloc, HKV, D}, sr[2] = {ROWS, COLS},
-                  sb[1] = {BS}, sp[2] = {BS, NP}, sl1[1] = {nloc};
-    dmake(&tq, 3, sq, kDLBfloat, 16);
-    dmake(&to, 3, sq, kDLBfloat, 16);
-    dmake(&tk, 3, skv, kDLBfloat, 16);
-    dmake(&tv, 3, skv, kDLBfloat, 16);
-    dmake(&nk, 3, senc, kDLBfloat, 16);
-    dmake(&nv, 3, senc, kDLBfloat, 16);
+    attn_io io;
+    io_open(&io, T, nloc);
+    dt tr2t, trpi, tsl, ten, tpt, tloc;
+    const int64_t sr[2] = {ROWS, COLS}, sb[1] = {BS}, sp[2] = {BS, NP}, sl1[1] = {nloc};
     dindex(&tr2t, 2, sr, r2t, 0);
     dindex(&trpi, 1, sb, rpi, 1);
     dindex(&tsl, 1, sb, sl, 0);
     dindex(&ten, 1, sb, en, 0);
     dindex(&tpt, 2, sp, pt, 1);
     dindex(&tloc, 1, sl1, loc, kind & 1);
-    const size_t nq = (size_t)T * HQ * D, npool = (size_t)SLOTS * HKV * D, nn = (size_t)nloc * HKV * D;
-    uint16_t *hq = malloc(nq * 2), *hk0 = malloc(npool * 2), *hv0 = malloc(npool * 2), *hk = malloc(npool * 2),
-             *hv = malloc(npool * 2), *hnk = malloc(nn * 2), *hnv = malloc(nn * 2);
-    for (size_t i = 0; i < nq; i++) hq[i] = rnd_bf16();
-    for (size_t i = 0; i < npool; i++) hk0[i] = rnd_bf16(), hv0[i] = rnd_bf16();
-    for (size_t i = 0; i < nn; i++) hnk[i] = rnd_bf16(), hnv[i] = rnd_bf16();
-    CU(cudaMemcpy(tq.p, hq, nq * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(tk.p, hk0, npool * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(tv.p, hv0, npool * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(nk.p, hnk, nn * 2, cudaMemcpyHostToDevice));
-    CU(cudaMemcpy(nv.p, hnv, nn * 2, cudaMemcpyHostToDevice));
 
     sgl_attn_batch bt;
-    memset(&bt, 0, sizeof bt);
-    bt.struct_size = sizeof bt;
-    bt.forward_mode = SGL_ATTN_MODE_DECODE;
-    bt.batch_size = BS, bt.num_tokens = T, bt.page_size = 1, bt.tokens_per_req = 1;
-    bt.req_to_token = &tr2t.t, bt.req_pool_indices = &trpi.t, bt.seq_lens = &tsl.t, bt.encoder_lens = &ten.t;
-    bt.encoder_out_cache_loc = &tloc.t;
-    if (paged) bt.page_table = &tpt.t, bt.page_size = PS, bt.req_to_token = NULL, bt.req_pool_indices = NULL;
-    bt.stream = st;
     sgl_attn_layer ly;
-    memset(&ly, 0, sizeof ly);
-    ly.struct_size = sizeof ly;
-    ly.num_q_heads = HQ, ly.num_kv_heads = HKV, ly.head_dim_qk = ly.head_dim_v = D, ly.is_cross = 1;
-    ly.sm_scale = 0.088f, ly.sliding_window = -1, ly.k_cache = &tk.t, ly.v_cache = &tv.t, ly.k_scale = ly.v_scale = 1;
     sgl_attn_forward_args fa;
-    memset(&fa, 0, sizeof fa);
-    fa.struct_size = sizeof fa;
-    fa.layer = &ly, fa.batch = &bt, fa.q = &tq.t, fa.out = &to.t, fa.k = &nk.t, fa.v = &nv.t, fa.save_kv_cache = 1;
+    io_args(&io, SGL_ATTN_MODE_DECODE, T, &tr2t, &trpi, &tsl, &tpt, paged, 1, st, &bt, &ly, &fa);
+    bt.encoder_lens = &ten.t;
+    bt.encoder_out_cache_loc = &tloc.t;
     static const char *const kinds[] = {"good", "an entry not its column's slot", "one entry more", "one entry fewer"};
-    const char *tab = paged ? "page_table" : "req_to_token";
-    int rc = be->ops->init_forward_metadata(be, &bt);
-    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s encoder slots (%s, %s): metadata rc %d '%s'", g_kernel, kinds[kind],
-          tab, rc, be->ops->last_error(be));
-    rc = be->ops->forward_decode(be, &fa);
-    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s encoder slots (%s, %s): forward rc %d '%s'", g_kernel, kinds[kind],
-          tab, rc, be->ops->last_error(be));
-    CU(cudaStreamSynchronize(st));
-    CU(cudaMemcpy(hk, tk.p, npool * 2, cudaMemcpyDeviceToHost));
-    CU(cudaMemcpy(hv, tv.p, npool * 2, cudaMemcpyDeviceToHost));
-    const size_t row = (size_t)HKV * D;
-    for (int64_t e = 0; e < nloc; e++) {
-        memcpy(hk0 + (size_t)loc[e] * row, hnk + (size_t)e * row, row * 2);
-        memcpy(hv0 + (size_t)loc[e] * row, hnv + (size_t)e * row, row * 2);
-    }
-    int bad_slots = 0, first = -1;
-    for (int s2 = 0; s2 < SLOTS; s2++)
-        if (memcmp(hk + s2 * row, hk0 + s2 * row, row * 2) || memcmp(hv + s2 * row, hv0 + s2 * row, row * 2)) {
-            if (first < 0) first = s2;
-            bad_slots++;
-        }
-    CHECK(bad_slots == 0, "cuda_attn kernel=%s encoder slots (%s, %s): %d pool slots differ from the expected (first %d)",
-          g_kernel, kinds[kind], tab, bad_slots, first);
+    char label[160];
+    snprintf(label, sizeof label, "cuda_attn kernel=%s encoder slots (%s, %s)", g_kernel, kinds[kind],
+             paged ? "page_table" : "req_to_token");
+    io_run(be, &io, &fa, 0, st, label);
+    for (int64_t e = 0; e < nloc; e++) io_saved(&io, loc[e], e);
+    io_pool_check(&io, label);
     /* the report: the next metadata call (this batch again), then clear */
     char w1[96] = "", w2[96] = "";
     if (kind == 1) {
@@ -433,25 +436,22 @@ static void enc_loc_case(sgl_attn_backend *be, int kind, int paged, cudaStream_t
         snprintf(w1, sizeof w1, "encoder_out_cache_loc with %" PRId64 " entries", nloc);
         snprintf(w2, sizeof w2, "expected %d", NENC);
     }
-    rc = be->ops->init_forward_metadata(be, &bt);
+    int rc = be->ops->init_forward_metadata(be, &bt);
     const char *msg = be->ops->last_error(be);
     if (kind == 0)
-        CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s encoder slots (good, %s): the next call: rc %d '%s'", g_kernel,
-              tab, rc, msg);
+        CHECK(rc == SGL_ATTN_OK, "%s: the next call: rc %d '%s'", label, rc, msg);
     else
         CHECK(rc == SGL_ATTN_E_INVALID && contains(msg, w1) && contains(msg, w2),
-              "cuda_attn kernel=%s encoder slots (%s, %s): the next call: rc %d '%s' (want %s ... %s)", g_kernel,
-              kinds[kind], tab, rc, msg, w1, w2);
+              "%s: the next call: rc %d '%s' (want %s ... %s)", label, rc, msg, w1, w2);
     CU(cudaStreamSynchronize(st));
     /* the record is clear (kind 0: the good batch's check noted nothing either) */
     bt.encoder_out_cache_loc = NULL;
     rc = be->ops->init_forward_metadata(be, &bt);
-    CHECK(rc == SGL_ATTN_OK, "cuda_attn kernel=%s encoder slots (%s, %s): reported once, then clear: rc %d '%s'",
-          g_kernel, kinds[kind], tab, rc, be->ops->last_error(be));
+    CHECK(rc == SGL_ATTN_OK, "%s: reported once, then clear: rc %d '%s'", label, rc, be->ops->last_error(be));
     CU(cudaStreamSynchronize(st));
-    dt *all[] = {&tq, &to, &tk, &tv, &nk, &nv, &tr2t, &trpi, &tsl, &ten, &tpt, &tloc};
+    dt *all[] = {&tr2t, &trpi, &tsl, &ten, &tpt, &tloc};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CU(cudaFree(all[i]->p));
-    free(hq), free(hk0), free(hv0), free(hk), free(hv), free(hnk), free(hnv);
+    io_close(&io);
 }
 
 static int attn_tests(const char *dir) {

@@ -164,8 +164,8 @@ typedef struct ca_backend {
     int32_t planned_mask_words; /* tree verify: words per packed row of this batch (its table's columns) */
     int32_t planned_tpr; /* verify: tokens_per_req */
     /* cross attention's encoder slots (batch.encoder_out_cache_loc, checked on the device at
-     * planning): its data and entries; planned_enc_n -1 when the batch had none */
-    const void *planned_enc_data;
+     * planning): its entries and the tensor (planned_enc_loc.p is its data, the pointer a cross
+     * layer's save checks against); planned_enc_n -1 when the batch had none */
     int64_t planned_enc_n;
     attn_index planned_enc_loc;
     int32_t planned_bs, planned_tokens;

@@ -129,7 +129,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         return SGL_ATTN_E_INVALID;
     }
     b->planned_enc_n = -1;
-    b->planned_enc_data = NULL;
+    memset(&b->planned_enc_loc, 0, sizeof b->planned_enc_loc);
     int rc = SGL_ATTN_OK;
     /* An index fault a kernel of an earlier batch met (no sync: the record is
      * mapped host memory; it shows once that kernel has run). */
@@ -321,7 +321,6 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     b->planned_tokens = tokens;
     if (n_enc >= 0) {
         b->planned_enc_n = n_enc;
-        b->planned_enc_data = sgl_sdk_data(bt->encoder_out_cache_loc);
         b->planned_enc_loc = index_of(bt->encoder_out_cache_loc);
     }
     return SGL_ATTN_OK;
@@ -401,7 +400,7 @@ static int check_enc_save(ca_backend *b, const sgl_attn_forward_args *a, const c
                  call, a->layer->layer_id);
         return SGL_ATTN_E_INVALID;
     }
-    if (b->planned_enc_n < 0 || sgl_sdk_data(el) != b->planned_enc_data || el->ndim != 1 || !el->shape ||
+    if (b->planned_enc_n < 0 || sgl_sdk_data(el) != (const void *)b->planned_enc_loc.p || el->ndim != 1 || !el->shape ||
         el->shape[0] != b->planned_enc_n) {
         snprintf(b->err, sizeof b->err,
                  "%s: batch.encoder_out_cache_loc %s since init_forward_metadata: plan the batch again", call,
