@@ -21,3 +21,26 @@ $(CUDA_TEST_BADIDX): $(OBJDIR)/tests/cuda_badidx/test_cuda_badidx.o $(OBJDIR)/te
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -ldl -lm $(CUDA_LDLIBS)
 TESTS += $(CUDA_TEST_BADIDX)
 endif
+
+# The same test over the emulated plugins (tests/cuda_emu: cuda_attn and
+# cuda_mla built by g++ for the CPU emulator of CUDA), linked with the
+# emulator's runtime for its own buffers: every bad-index class through the
+# SM 8.x kernels in `make test`, here, without a GPU (about 10 s).  The step
+# fails unless the test ran its checks (a SKIP would pass vacuously).
+ifeq ($(HAVE_CUDA),1)
+CUDA_BADIDX_EMU := $(TESTDIR)/test_cuda_badidx_emu
+$(CUDA_BADIDX_EMU): $(OBJDIR)/tests/cuda_badidx/test_cuda_badidx.o $(OBJDIR)/tests/cuda_mla/mla_gpu_util.o \
+                    $$(EMU_CUDART_SM80_OBJ) $$(EMU_SIMT_OBJ)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -ldl -lm
+ALL += $(CUDA_BADIDX_EMU)
+
+cuda-badidx-emu: $(CUDA_BADIDX_EMU) $$(CUDA_EMU_SO) $$(CUDA_MLA_EMU_SO)
+	@echo "== test_cuda_badidx on the emulated cuda_attn and cuda_mla"
+	@out=$$($(CUDA_BADIDX_EMU) $(CUDA_EMU_PLUGDIR) 2>&1); rc=$$?; printf '%s\n' "$$out" | tail -3; \
+	  if [ $$rc -ne 0 ]; then printf '%s\n' "$$out" | grep -v '^ok' | head -40; exit 1; fi; \
+	  printf '%s\n' "$$out" | grep -Eq '^[1-9][0-9]* checks, 0 failures$$' || \
+	    { echo "cuda-badidx-emu: the test did not run its checks (SKIP?)"; exit 1; }
+TEST_STEPS += cuda-badidx-emu
+.PHONY: cuda-badidx-emu
+endif
