@@ -3,7 +3,7 @@
 # --kv-cache-dtype fp8_e4m3 with prefill / extend / verify on that pool: the
 # mma extend's F8 instantiations, on SM 9.0 too): the matrix's fp8 cases and
 # fp8 extend cases of every feature (d64 / d128, f16 / bf16, window, sinks,
-# soft-cap, scale tensors, page 1 / 16 / 64) against float64, memcheck of
+# soft-cap, scale tensors, page 1 / 16 / 64, the LSE output) against float64, memcheck of
 # them, then bf16 and fp8 extend timed through attnctl bench (GQA 32/8, d128,
 # page 16: prefills of 4k / 16k and extends over a cached prefix,
 # bench/cuda/fp8_extend_torch.py's shapes), bf16 again with kernel=mma (the
@@ -17,7 +17,9 @@ for c in \
   "extend:b=2,l=500,q=130,hq=8,hkv=8,d=128,dtype=f16,kvdtype=fp8_e4m3,page=16,kscale=0.37,vscale=2.5,scalet=1" \
   "extend:b=3,l=600,q=100,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16,window=128,sinks=1,softcap=30" \
   "extend:b=2,l=400,q=70,hq=4,hkv=1,d=64,dtype=bf16,kvdtype=fp8_e4m3,page=64,window=50,ragged=1" \
-  "extend:b=1,l=2048,q=1024,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16"; do
+  "extend:b=1,l=2048,q=1024,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16" \
+  "lse:op=extend,b=2,l=300,q=80,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=e4m3fn,kscale=0.5,vscale=0.25,page=16" \
+  "lse:op=verify,b=3,l=300,q=4,hq=8,hkv=2,d=64,dtype=f16,kvdtype=e4m3fn,kscale=0.3,vscale=3,page=16,window=64,sinks=1,softcap=30"; do
   CASES="$CASES --case $c"
 done
 step "check: the matrix's fp8 cases (cuda_attn), and the fp8 extend cases"
