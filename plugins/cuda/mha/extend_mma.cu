@@ -2,8 +2,8 @@
  * extend_mma.cu - paged extend / prefill / cross attention on tensor cores
  * with mma.sync m16n8k16 (CUDA, SM 8.0+): cuda_attn's extend where the wgmma
  * one (extend_wgmma_sm90.cu) does not run: SM 8.x, head dims 64 and 256, a
- * binary without the sm_90a image (cuda_attn_choice.c); every extend with
- * the option kernel=mma.
+ * binary without the sm_90a image, fp8 pools (cuda_attn_choice.c); every
+ * extend with the option kernel=mma.
  *
  * Grid: x = q head, y = work item (64 q rows of one request; the plan orders
  * items longest-first).  4 warps, 16 q rows each.  K/V tiles of BN tokens are
@@ -28,7 +28,9 @@
  * (kv_loader_rows), instead of the page gather.
  *
  * The same kernel, with the template parameter DCA, is the dual chunk
- * attention extend (dual_chunk.h), with its setup and launcher.
+ * attention extend (dual_chunk.h), with its setup and launcher; with F8 it
+ * reads an fp8 e4m3 pool (every fp8 extend, SM 9.0 included: the wgmma
+ * extend reads 16-bit pools only), with its loader, setup and launcher.
  */
 #include <limits.h>
 
@@ -52,7 +54,6 @@ template <int DQK, int DV = DQK, int NQ = 1, int EB = 2> struct extend_mma_cfg {
     static constexpr int Q_ELEMS = BM * DQK, K_ELEMS = BN * DQK * EB / 2, V_ELEMS = BN * DV * EB / 2; /* Q_ELEMS: one variant */
     static constexpr size_t SMEM = (size_t)(NQ * Q_ELEMS + STAGES * (K_ELEMS + V_ELEMS)) * 2;
 };
-
 
 /* ------------------------------------------------ fp8 e4m3 pools (F8) */
 
