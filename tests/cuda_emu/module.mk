@@ -1,13 +1,17 @@
-# tests/cuda_emu - cuda_attn's SM 8.x kernels and launchers, built by g++ for
-# the CPU emulator of CUDA (tests/emu/), in a plugin .so the harness checks
-# against cpu_ref's float64 reference, here, with no GPU:
+# tests/cuda_emu - cuda_attn's and cuda_mla's SM 8.x kernels and launchers,
+# built by g++ for the CPU emulator of CUDA (tests/emu/), in plugin .so files
+# the harness checks against cpu_ref's float64 reference, here, with no GPU:
 #   $(CUDA_EMU_SO)      cuda_attn with its kernels emulated (the emulated device reports SM 8.0, so the
 #                       sm_90a wgmma/TMA kernels are absent: wgmma_absent.cpp)
 #   $(CUDA_EMU_FP8HW_SO)  the same with fp8's SM 8.9+ conversions (EMU_FP8_HW_CVT)
 #   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways)
+#   $(CUDA_MLA_EMU_SO)  cuda_mla with its kernels emulated (SM 8.0; the sm_90a wide kernel absent:
+#                       mla_wide_absent.cpp), and $(CUDA_MLA_EMU_SM90_SO) over the SM 9.0 runtime
+#   make cuda-mla-emu   a step of `make test`: attnctl check on them (auto; mma=ring; simple; shuffled blocks)
 # Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
 # __shared__ arrays) and compiled as is; the inline PTX has its emulated twin
-# under #ifdef LK_EMU in the headers (mma_sm80.cuh, fp8_e4m3.cuh, gpu_compat.h) and decode_reg.cu.
+# under #ifdef LK_EMU in the headers (mma_sm80.cuh, fp8_e4m3.cuh, gpu_compat.h,
+# mla_mma_ops.cuh), decode_reg.cu and mla_decode_mma.cu.
 
 ifeq ($(HAVE_CUDA),1)
 include tests/emu/emu.mk
@@ -73,14 +77,85 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
 TEST_STEPS += cuda-attn-emu
 # sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
-# defaults under ASan + UBSan, where the runtime's exact-size host allocations
-# show any read or write of a kernel past a tensor or scratch buffer.
+# defaults under ASan + UBSan, cuda_attn's then cuda_mla's, where the runtime's
+# exact-size host allocations show any read or write of a kernel past a tensor
+# or scratch buffer.
 CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
-  env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick && \
+  echo "== asan attnctl check: cuda_mla on the emulator (the quick matrix)" && \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_MLA_EMU_CHECK) --no-conf --quick
+
+# cuda_mla the same way, in the same folder: its mma.sync kernels (decode,
+# verify and extend over the plan, DeepSeek sparse MLA over topk_indices), the
+# simple kernel, the combine, save_kv and the item check, emulated; the sm_90a
+# wide kernel is absent (mla_wide_absent.cpp), as cuda_attn's wgmma ones are.
+# The inline PTX has its twin under #ifdef LK_EMU in mla_mma_ops.cuh and
+# mla_decode_mma.cu.
+CUDA_MLA_EMU_OBJ := $(OBJDIR)/tests/cuda_emu/mla
+CUDA_MLA_EMU_SO := $(CUDA_EMU_PLUGDIR)/cuda_mla.so
+CUDA_MLA_EMU_CU := $(filter-out mla_decode_wide_sm90.cu,$(CUDA_MLA_CU))
+CUDA_MLA_EMU_KERNELS := $(addprefix $(CUDA_MLA_EMU_OBJ)/,$(CUDA_MLA_EMU_CU:.cu=.emu.o))
+CUDA_MLA_EMU_DEPS := $(wildcard plugins/cuda/mla/*.cuh plugins/cuda/mla/*.h) plugins/sdk/gpu_compat.h \
+                     plugins/sdk/gpu_fault.h $(EMU_DIR)/emu_prelude.h
+
+$(CUDA_MLA_EMU_OBJ)/%.emu.cpp: plugins/cuda/mla/%.cu $(EMU_DIR)/emu_cu.py
+	@mkdir -p $(@D)
+	python3 $(EMU_DIR)/emu_cu.py $< $@
+$(CUDA_MLA_EMU_OBJ)/%.emu.o: $(CUDA_MLA_EMU_OBJ)/%.emu.cpp $(CUDA_MLA_EMU_DEPS)
+	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mla -c $< -o $@
+$(CUDA_MLA_EMU_OBJ)/mla_wide_absent.o: tests/cuda_emu/mla_wide_absent.cpp plugins/cuda/mla/mla_kernels.h
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mla -c $< -o $@
+.SECONDARY: $(CUDA_MLA_EMU_KERNELS:.o=.cpp)
+
+$(CUDA_MLA_EMU_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KERNELS) $(CUDA_MLA_EMU_OBJ)/mla_wide_absent.o \
+                    $(EMU_SIMT_OBJ) $(EMU_CUDART_SM80_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(CUDA_MLA_EMU_SO)
+
+# The same objects over the runtime that reports SM 9.0 with the H200's
+# shared memory: with mma=ring there, the page-table ring at 16-row tiles and
+# two 32-row blocks an SM (MLA_MMA_TWO) fit and run, the configurations an
+# H200 asked for ring and SM 10.x run (A100's opt-in fits neither).  The
+# SM 9.0 bulk-copy configuration (the mma default there) traps on the
+# emulator; the conf never asks for it.
+CUDA_MLA_EMU_SM90_DIR := $(BUILD)/emu-plugins-sm90
+CUDA_MLA_EMU_SM90_SO := $(CUDA_MLA_EMU_SM90_DIR)/cuda_mla.so
+$(CUDA_MLA_EMU_SM90_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KERNELS) \
+                         $(CUDA_MLA_EMU_OBJ)/mla_wide_absent.o $(EMU_SIMT_OBJ) $(EMU_CUDART_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(CUDA_MLA_EMU_SM90_SO)
+cuda_mla_emu: $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
+
+# The step (about 100 s of one core): the harness's whole matrix with the
+# defaults on SM 8.0 (the mma kernel's base configuration at 16- and 64-row
+# tiles, split tiles and the combine, tree verify, draft extend, the rope
+# split, sparse MLA and its combine, fp8 pools on the simple kernel, save_kv,
+# the item check), the whole matrix on the SM 9.0 runtime with mma=ring
+# (ring and two), the dense MLA cases with kernel=simple (its tree mask
+# instantiation among them; sparse MLA has its own kernel whatever is asked),
+# and the quick matrix with every grid's blocks shuffled (EMU_ORDER=shuf).
+CUDA_MLA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_mla
+cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
+	@echo "== cuda_mla on the emulator, kernel=auto (the whole matrix)"
+	$(CUDA_MLA_EMU_CHECK) --no-conf
+	@echo "== cuda_mla on the emulator, SM 9.0's limits, kernel=mma, mma=ring (the whole matrix)"
+	$(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla --conf tests/cuda_emu/conf_mla_ring.json
+	@echo "== cuda_mla on the emulator, kernel=simple (the whole matrix's dense MLA cases)"
+	$(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_simple.json --filter 'mla=1|ropesplit'
+	@echo "== cuda_mla on the emulator, kernel=auto, blocks shuffled (the quick matrix)"
+	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --no-conf --quick
+TEST_STEPS += cuda-mla-emu
+
 else
-SKIPPED += cuda_attn_emu
+SKIPPED += cuda_attn_emu cuda_mla_emu
 SKIP_WHY_cuda_attn_emu := $(NO_NVCC_WHY) (the emulated cuda_attn reuses the plugin's build)
+SKIP_WHY_cuda_mla_emu := $(NO_NVCC_WHY) (the emulated cuda_mla reuses the plugin's build)
 cuda_attn_emu cuda-attn-emu:
 	@echo "cuda_attn_emu skipped: $(SKIP_WHY_cuda_attn_emu)"
+cuda_mla_emu cuda-mla-emu:
+	@echo "cuda_mla_emu skipped: $(SKIP_WHY_cuda_mla_emu)"
 endif
-.PHONY: cuda_attn_emu cuda-attn-emu
+.PHONY: cuda_attn_emu cuda-attn-emu cuda_mla_emu cuda-mla-emu

@@ -2,8 +2,8 @@
 # named barriers, warp collectives, ldmatrix / mma.sync fragments, cp.async
 # groups, a host-memory runtime), shared by the tests that run real kernels
 # built by g++ with -DLK_EMU: test_lin_emu (tests/cuda_linear) and the
-# emulated cuda_attn plugin (tests/cuda_emu).  Included by both module.mk
-# files (the top Makefile includes only module.mk files); read once.
+# emulated cuda_attn and cuda_mla plugins (tests/cuda_emu).  Included by both
+# module.mk files (the top Makefile includes only module.mk files); read once.
 ifndef EMU_MK_READ
 EMU_MK_READ := 1
 

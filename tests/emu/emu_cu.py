@@ -6,7 +6,7 @@ The two CUDA forms that are syntax, not names a header can define:
       -> lk_emu_launch_k("kern", grid, block, smem, stream, [](auto... a) { kern(a...); }, args)
          (the arguments are evaluated and copied at the launch, as CUDA does,
          so a captured graph replays the values of the capture)
-  extern __shared__ [__align__(n)] T name[];
+  extern __shared__ [__align__(n)] [unsigned|signed] T name[];
       -> T *name = (T *)lk_emu_dyn_smem();
 Everything else (inline PTX included) has its emulated twin under #ifdef
 LK_EMU in the headers, so the kernel bodies are compiled as written.
@@ -17,7 +17,9 @@ usage: emu_cu.py IN.cu OUT.cpp
 import re
 import sys
 
-SMEM = re.compile(r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?([A-Za-z_][\w:]*)\s+(\w+)\s*\[\s*\]\s*;")
+SMEM = re.compile(
+    r"extern\s+__shared__\s+(?:__align__\s*\(\s*\d+\s*\)\s+)?((?:(?:unsigned|signed)\s+)?[A-Za-z_][\w:]*)\s+(\w+)\s*\[\s*\]\s*;"
+)
 
 
 def fail(path, text, pos, what):

@@ -239,6 +239,10 @@ cudaError_t cudaEventCreate(cudaEvent_t *e) {
     *e = (cudaEvent_t)calloc(1, sizeof(double));
     return *e ? cudaSuccess : cudaErrorMemoryAllocation;
 }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags) {
+    (void)flags;
+    return cudaEventCreate(e);
+}
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t st) {
     no_capture(st, "cudaEventRecord");
     struct timespec ts;

@@ -1,8 +1,8 @@
 /*
  * emu_prelude.h - force-included (g++ -include) when CUDA kernels and their
  * launchers are built for the CPU emulator (-DLK_EMU): the linear kernels
- * (tests/cuda_linear) and cuda_attn's (tests/cuda_emu, whose .cu files
- * emu_cu.py rewrites first: their <<<>>> launches become lk_emu_launch_k).
+ * (tests/cuda_linear), cuda_attn's and cuda_mla's (tests/cuda_emu, whose .cu
+ * files emu_cu.py rewrites first: their <<<>>> launches become lk_emu_launch_k).
  * Each CUDA thread of a block is a fiber (emu_simt.cpp); what CUDA gives a
  * kernel is declared here and implemented there with the same semantics:
  * the block barrier (non-exited threads), warp collectives that check all 32
@@ -40,6 +40,15 @@ void __syncwarp(unsigned mask = 0xffffffffu);
 float __shfl_xor_sync(unsigned mask, float v, int lane_mask, int width = 32);
 int __shfl_sync(unsigned mask, int v, int src, int width = 32);
 float __shfl_sync(unsigned mask, float v, int src, int width = 32);
+/* 64-bit values as CUDA's overloads do: two 32-bit shuffles of the same source lane */
+static inline long long __shfl_sync(unsigned mask, long long v, int src, int width = 32) {
+    const uint32_t lo = (uint32_t)__shfl_sync(mask, (int)(uint32_t)(unsigned long long)v, src, width);
+    const uint32_t hi = (uint32_t)__shfl_sync(mask, (int)(uint32_t)((unsigned long long)v >> 32), src, width);
+    return (long long)((unsigned long long)hi << 32 | lo);
+}
+static inline long __shfl_sync(unsigned mask, long v, int src, int width = 32) {
+    return (long)__shfl_sync(mask, (long long)v, src, width);
+}
 long __shfl_up_sync(unsigned mask, long v, unsigned delta, int width = 32);
 unsigned __ballot_sync(unsigned mask, int pred);
 static inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
@@ -74,10 +83,16 @@ static inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
     for (int n = 0; n < 4; n++) r |= (unsigned)(in >> (8 * ((s >> (4 * n)) & 7)) & 0xffu) << (8 * n);
     return r;
 }
+/* trap: reported with the block and thread, then abort */
+[[noreturn]] void __trap(void);
 /* blocks run one after another: every write is visible to later blocks */
 static inline void __threadfence(void) {}
 static inline void __threadfence_system(void) {}
 float __ldcg(const float *p);
+static inline float4 __ldcg(const float4 *p) {
+    lk_emu_aligned(p, sizeof(float4));
+    return *p;
+}
 static inline float __uint_as_float(uint32_t u) {
     float f;
     std::memcpy(&f, &u, 4);

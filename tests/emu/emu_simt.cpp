@@ -323,6 +323,9 @@ int atomicCAS(int *address, int compare, int val) {
 
 float __ldcg(const float *p) { return *p; }
 
+/* lg2.approx (cuda_runtime.h declares it): log2f, within the hardware's error */
+extern "C" float __log2f(float x) __THROW { return log2f(x); }
+
 /* ------------------------------------------------------------ cp.async */
 
 static void cp_async(void *dst, const void *src, int n, bool dyn_only) {
@@ -367,6 +370,8 @@ void lk_emu_cp_async_wait_n(int n) {
 void lk_emu_aligned(const void *p, size_t n) {
     if ((uintptr_t)p % n) die("a vector access is not aligned to its size");
 }
+
+void __trap(void) { die("__trap (an instruction this device lacks, or a kernel's own trap)"); }
 
 /* ------------------------------------------------------ tensor cores */
 

@@ -92,7 +92,9 @@ template <int RG, int STAGES, int PTR = 0, int TMA = 0> struct MmaCfg {
 
 /* L2 prefetch of one latent row (1152 bytes). */
 GC_DEV void mma_prefetch_row(const uint16_t *row) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(LK_EMU) /* the CPU emulator of the tests: no cache, a prefetch does nothing */
+    (void)row;
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(row), "r"(MLA_D_QK * 2) : "memory");
 #else
 #pragma unroll
@@ -103,7 +105,9 @@ GC_DEV void mma_prefetch_row(const uint16_t *row) {
 
 /* 4-byte cp.async (page-table word); !ok: the word is zero-filled, src not read. */
 GC_DEV void mma_cp_async4(void *smem_dst, const void *gmem_src, bool ok) {
-#ifdef GC_HAVE_CP_ASYNC
+#if defined(LK_EMU) /* the CPU emulator of the tests: queued, landed at the wait */
+    lk_emu_cp_async_n(smem_dst, ok ? gmem_src : nullptr, 4);
+#elif defined(GC_HAVE_CP_ASYNC)
     const uint32_t d = (uint32_t)__cvta_generic_to_shared(smem_dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(gmem_src), "r"(ok ? 4 : 0)
                  : "memory");
@@ -180,7 +184,11 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
         auto pt_l2 = [&](int t) { /* warp 0 */
             bool ok;
             const int32_t *src = pt_src(t, ok);
+#ifndef LK_EMU /* the emulator of the tests has no cache */
             if (ok) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(src) : "memory");
+#else
+            (void)ok, (void)src;
+#endif
         };
         /* Lane kk < 4 of warp w: the slot of key w + 8 kk of tile t, from the ring. */
         auto slot_rd = [&](int tile) -> int64_t {

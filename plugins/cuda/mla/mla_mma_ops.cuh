@@ -7,6 +7,22 @@
 
 #include "mla_kern_common.cuh"
 
+#ifdef LK_EMU
+/* The CPU emulator of the tests (tests/emu/, LK_EMU): the same fragment
+ * semantics as the PTX below, warp collectives of all 32 lanes.  The shared
+ * address is only the SM 9.0 bulk copies' operand (they trap here). */
+GC_DEV uint32_t mla_smem_u32(const void *p) { return (uint32_t)(uintptr_t)p; }
+GC_DEV void mla_ldsm_x4(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 0); }
+GC_DEV void mla_ldsm_x4_t(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 1); }
+/* .x2: lanes 0..15 give the row addresses of matrices 0 and 1; lanes 16..31's
+ * are not read (any value), so every lane passes lane (lane & 15)'s to .x4. */
+GC_DEV void mla_ldsm_x2(uint32_t r[2], const void *p) {
+    const long long a = __shfl_sync(0xffffffffu, (long long)(uintptr_t)p, (int)(threadIdx.x & 15u));
+    uint32_t r4[4];
+    lk_emu_ldsm(r4, (const void *)(uintptr_t)a, 0);
+    r[0] = r4[0], r[1] = r4[1];
+}
+#else
 GC_DEV uint32_t mla_smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
 GC_DEV void mla_ldsm_x4(uint32_t r[4], const void *p) {
@@ -28,9 +44,13 @@ GC_DEV void mla_ldsm_x2(uint32_t r[2], const void *p) {
                  : "memory");
 }
 
+#endif
+
 /* d += a * b for one m16n8k16 tile (row-major A, column-major B). */
 template <int DT> GC_DEV void mla_mma(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(LK_EMU)
+    lk_emu_mma(d, a, b0, b1, DT == MLA_DT_BF16);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     if (DT == MLA_DT_BF16)
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
                      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
@@ -49,7 +69,8 @@ template <int DT> GC_DEV void mla_mma(float d[4], const uint32_t a[4], uint32_t 
 
 /* SM 9.0 bulk copies and mbarriers of the mma kernel's TMA configuration (MLA_MMA_TMA):
  * plain sm_90 PTX (no 'a' features), so the compute_90 PTX carries them too.
- * Below SM 9.0 they trap: the backend never selects that variant there. */
+ * Below SM 9.0 they trap: the backend never selects that variant there (nor
+ * on the emulator of the tests, LK_EMU, an SM 8.0 device whose __trap aborts). */
 GC_DEV void mma_mbar_init(uint32_t bar, uint32_t count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
