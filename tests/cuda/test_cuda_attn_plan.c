@@ -28,7 +28,7 @@ static uint32_t rnd(uint32_t n) { /* xorshift64*, [0, n) */
 static attn_tiles random_tiles(int d, int group) {
     attn_kernels k;
     memset(&k, 0, sizeof k);
-    ca_choose_kernels((int)rnd(CA_KERNEL_COUNT_), (int)rnd(2), d, group, &k);
+    ca_choose_kernels((int)rnd(CA_KERNEL_COUNT_), (int)rnd(2), d, group, (int)rnd(2), &k);
     k.head_dim = d;
     return attn_kernel_tiles(&k, group);
 }
@@ -187,28 +187,34 @@ static void test_kernel_option(void **state) {
 static void test_kernel_choice(void **state) {
     (void)state;
     static const struct {
-        int option, image, d, group, extend, decode;
+        int option, image, d, group, fp8, extend, decode;
     } rows[] = {
-        {CA_KERNEL_AUTO, 1, 128, 4, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 128, 1, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 128, 8, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 128, 9, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_AUTO, 1, 128, 16, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_AUTO, 1, 64, 4, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 256, 4, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_AUTO, 0, 128, 4, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 0, 64, 12, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_MMA, 1, 128, 4, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_MMA, 0, 64, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_PORTABLE, 1, 128, 4, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE},
-        {CA_KERNEL_PORTABLE, 0, 256, 16, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE},
+        {CA_KERNEL_AUTO, 1, 128, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 128, 1, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 128, 8, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 128, 9, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_AUTO, 1, 128, 16, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_AUTO, 1, 64, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 256, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_AUTO, 0, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 0, 64, 12, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_MMA, 1, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_MMA, 0, 64, 1, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        /* fp8 e4m3 pools: the mma extend, SM 9.0 included (the wgmma one reads 16-bit pools) */
+        {CA_KERNEL_AUTO, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 1, 64, 8, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
+        {CA_KERNEL_AUTO, 0, 128, 1, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
+        {CA_KERNEL_MMA, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
+        {CA_KERNEL_PORTABLE, 1, 128, 4, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE},
+        {CA_KERNEL_PORTABLE, 0, 256, 16, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         attn_kernels k;
         memset(&k, 0, sizeof k);
-        ca_choose_kernels(rows[i].option, rows[i].image, rows[i].d, rows[i].group, &k);
+        ca_choose_kernels(rows[i].option, rows[i].image, rows[i].d, rows[i].group, rows[i].fp8, &k);
         assert_int_equal(k.extend, rows[i].extend);
         assert_int_equal(k.decode, rows[i].decode);
+        assert_int_equal(k.kv_fp8, rows[i].fp8);
     }
     /* the tiles each plans with */
     attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1, 0, 0};

@@ -46,7 +46,7 @@ ALL += $(CUDA_EMU_SO)
 # cvt instructions' emulated twins, ATTN_FP8_UNIT 1) instead of SM 8.0's bit moves.
 CUDA_EMU_FP8HW_DIR := $(BUILD)/emu-plugins-fp8hw
 CUDA_EMU_FP8HW_SO := $(CUDA_EMU_FP8HW_DIR)/cuda_attn.so
-CUDA_EMU_FP8HW_CU := decode_reg save_kv_fp8
+CUDA_EMU_FP8HW_CU := decode_reg save_kv_fp8 extend_mma
 $(CUDA_EMU_OBJ)/fp8hw/%.emu.o: $(CUDA_EMU_OBJ)/%.emu.cpp $(CUDA_EMU_DEPS)
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_CXXFLAGS) -DEMU_FP8_HW_CVT -Iplugins/cuda/mha -c $< -o $@
@@ -74,7 +74,7 @@ ALL += $(CUDA_EMU_GRAPH)
 # The step (about 100 s of one core): the graph test above, the harness's whole matrix with the
 # defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
 # head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
-# fp8 decode and save_kv_fp8, the plans and save_kv), the quick matrix with
+# fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
 # hip_attn shares), and the fp8 cases on the SM 8.9+ conversions.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.

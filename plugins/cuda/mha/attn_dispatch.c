@@ -13,6 +13,9 @@ int attn_kernels_setup(attn_kernels *k) {
     k->tma = 0;
     if (k->decode == ATTN_DECODE_MMA) e = attn_decode_mma_setup(k->dtype, k->head_dim);
     if (!e && k->extend == ATTN_EXTEND_MMA) e = attn_extend_mma_setup(k->dtype, k->head_dim);
+    /* fp8 pools: the mma extend reads the pool's bytes (the 16-bit one above
+     * still serves an encoder-only layer's own k / v) */
+    if (!e && k->extend == ATTN_EXTEND_MMA && k->kv_fp8) e = attn_extend_mma_fp8_setup(k->dtype, k->head_dim);
     if (!e && k->extend == ATTN_EXTEND_WGMMA) e = attn_extend_wgmma_setup(k->dtype, k->head_dim, &k->tma);
     /* Dual chunk attention (dual_chunk.h), 16-bit pools: where its shared
      * memory does not fit (SM 8.6 / 8.9 at head dim 128 and 256) the plain
@@ -41,7 +44,9 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
     case ATTN_EXTEND_WGMMA:
         return attn_launch_extend_wgmma(k->dtype, k->head_dim, p, k->tma ? tm : NULL, k->sm_count, grid_items,
                                         stream);
-    case ATTN_EXTEND_MMA: return attn_launch_extend_mma(k->dtype, k->head_dim, p, grid_items, stream);
+    case ATTN_EXTEND_MMA:
+        return k->kv_fp8 ? attn_launch_extend_mma_fp8(k->dtype, k->head_dim, p, grid_items, stream)
+                         : attn_launch_extend_mma(k->dtype, k->head_dim, p, grid_items, stream);
     case ATTN_EXTEND_PORTABLE: return attn_launch_extend_portable(k->dtype, k->head_dim, p, grid_items, stream);
     default: return (int)cudaErrorInvalidValue;
     }

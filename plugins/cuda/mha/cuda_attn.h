@@ -43,8 +43,9 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 const char *ca_kernel_option_name(int option);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
- * this binary's sm_90a image (attn_wgmma_available). */
-void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, attn_kernels *k);
+ * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
+ * pool (the mma extend; sets k->kv_fp8). */
+void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k);
 
 /* ----------------------------------------------------------------- checks */
 

@@ -322,9 +322,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     attn_kernels kern;
     memset(&kern, 0, sizeof kern);
     const int wgmma_image = dev.sm_major == 9 && dev.sm_minor == 0 && attn_wgmma_available(a->device);
-    ca_choose_kernels(option, wgmma_image, m->head_dim_qk, m->num_q_heads / m->num_kv_heads, &kern);
+    ca_choose_kernels(option, wgmma_image, m->head_dim_qk, m->num_q_heads / m->num_kv_heads,
+                      m->kv_dtype == SGL_ATTN_DT_FP8_E4M3, &kern);
     kern.dtype = m->dtype == SGL_ATTN_DT_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16;
-    kern.kv_fp8 = m->kv_dtype == SGL_ATTN_DT_FP8_E4M3;
     if (kern.kv_fp8 && kern.decode != ATTN_DECODE_REG) {
         snprintf(err, err_size, "create: fp8_e4m3 KV runs on the register-fed decode only: option kernel=%s chose another",
                  ca_kernel_option_name(option));

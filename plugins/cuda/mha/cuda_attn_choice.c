@@ -10,6 +10,9 @@
  *   decode  register-fed (decode_reg.cu) at head dims 64 / 128 with GQA
  *           groups up to ATTN_DECODE_REG_MAX_GROUP; else the smem-staged mma
  *           decode (decode_mma.cu: head dim 256, larger groups).
+ * fp8 e4m3 pools (kv_fp8): the mma extend everywhere, SM 9.0 included (the
+ * wgmma extend reads 16-bit pools only), and the register-fed decode (create
+ * refuses the options that choose another decode for them).
  * kernel=mma runs the mma extend and the mma decode everywhere, kernel=portable
  * the kernels hip_attn shares (attn_kernels/): both exist to check those paths
  * on a device where the defaults would take over. */
@@ -27,7 +30,8 @@ const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
 
-void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, attn_kernels *k) {
+void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k) {
+    k->kv_fp8 = kv_fp8 != 0;
     if (option == CA_KERNEL_PORTABLE) {
         k->extend = ATTN_EXTEND_PORTABLE;
         k->decode = ATTN_DECODE_PORTABLE;
@@ -39,7 +43,7 @@ void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, att
         return;
     }
     const int reg = (head_dim == 64 || head_dim == 128) && group >= 1 && group <= ATTN_DECODE_REG_MAX_GROUP;
-    k->extend = wgmma_image && head_dim == 128 ? ATTN_EXTEND_WGMMA : ATTN_EXTEND_MMA;
+    k->extend = wgmma_image && head_dim == 128 && !kv_fp8 ? ATTN_EXTEND_WGMMA : ATTN_EXTEND_MMA;
     k->decode = reg ? ATTN_DECODE_REG : ATTN_DECODE_MMA;
 }
 

@@ -439,11 +439,6 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
                  "the LSE; the default kernels do", call);
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    if (b->kern.kv_fp8 && mode != SGL_ATTN_MODE_DECODE) {
-        snprintf(b->err, sizeof b->err, "%s: the model's KV pool is fp8_e4m3: cuda_attn serves fp8 KV in decode only",
-                 call);
-        return SGL_ATTN_E_UNSUPPORTED;
-    }
     if (b->planned_mode != mode) {
         snprintf(b->err, sizeof b->err, "%s: init_forward_metadata planned %s: call it with this mode first", call,
                  b->planned_mode == SGL_ATTN_MODE_DECODE ? "decode"
@@ -771,7 +766,11 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
                         "cuTensorMapEncodeTiled refused the pool of layer %d (CUresult %d): cp.async for it",
                         a->layer->layer_id, cu);
     }
-    const int ce = attn_launch_extend(&b->kern, &p, tm, b->grid_items, a->batch->stream);
+    /* an encoder-only layer's keys are its own k / v (16-bit) even on an fp8
+     * pool: the 16-bit kernel, no dequant scales (cpu_ref's rule) */
+    attn_kernels k16 = b->kern;
+    k16.kv_fp8 = 0;
+    const int ce = attn_launch_extend(direct ? &k16 : &b->kern, &p, tm, b->grid_items, a->batch->stream);
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;

@@ -17,7 +17,7 @@ static int ca_probe(uint32_t index, sgl_attn_caps *caps) {
     if (rc) return rc;
     caps->attn_kinds = SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_CROSS;
     caps->q_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16;
-    /* fp8 e4m3 pools: decode at head dims 64/128, groups up to 8 (docs/cuda.md) */
+    /* fp8 e4m3 pools: decode and extend at head dims 64/128, groups up to 8 (docs/cuda.md) */
     caps->kv_dtypes = SGL_ATTN_DT_F16 | SGL_ATTN_DT_BF16 | SGL_ATTN_DT_FP8_E4M3;
     caps->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW |
                      SGL_ATTN_FEAT_SOFTCAP | SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_GRAPH_CAPTURE |

@@ -19,7 +19,7 @@ extern "C" {
 /* The extend kernel of an instance. */
 enum attn_extend_kernel {
     ATTN_EXTEND_PORTABLE = 0, /* attn_kernels/extend_portable.cuh: hip_attn's, on CUDA */
-    ATTN_EXTEND_MMA = 1,      /* extend_mma.cu: mma.sync, SM 8.0+, every head dim */
+    ATTN_EXTEND_MMA = 1,      /* extend_mma.cu: mma.sync, SM 8.0+, every head dim; fp8 pools at 64 / 128 */
     ATTN_EXTEND_WGMMA = 2,    /* extend_wgmma_sm90.cu: warpgroup MMA, SM 9.0 (sm_90a), head dim 128 */
 };
 /* The decode kernel of an instance. */
@@ -39,7 +39,7 @@ typedef struct attn_kernels {
     int head_dim;
     int sm_count; /* wgmma extend: blocks of the persistent grid */
     int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
-    int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template) */
+    int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template, extend_mma.cu's F8) */
     int dual_chunk; /* the dual chunk kernels (dual_chunk.h) are set up: a 16-bit pool and their
                        shared memory fits the device (attn_kernels_setup) */
 } attn_kernels;
@@ -70,6 +70,10 @@ int attn_decode_mma_setup(int dtype, int head_dim);
 int attn_launch_decode_mma(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 int attn_extend_mma_setup(int dtype, int head_dim);
 int attn_launch_extend_mma(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
+/* The mma extend on an fp8 e4m3 pool (head dims 64 / 128): q / out dtype,
+ * the pool's bytes dequantised by attn_fwd's k / v scales. */
+int attn_extend_mma_fp8_setup(int dtype, int head_dim);
+int attn_launch_extend_mma_fp8(int dtype, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 /* 1 when the sm_90a image is in this binary and `device` (SM 9.0) runs it. */
 int attn_wgmma_available(int device);
 /* Both producers' kernels for dtype (head dim 128); *tma_ok 0 when the TMA
