@@ -626,8 +626,9 @@ static void run_verify(const char *kernel, int tree) {
     free(h.q), free(h.k), free(h.v), free(h.kc), free(h.vc), free(h.r2t), free(h.mask), free(out), free(out2);
 }
 
-/* A model that verifies nothing (an fp8 pool: cuda_attn serves it in decode
- * only) refuses a verify capture by name, before planning anything. */
+/* An fp8-pool model (its verify runs directly, on the mma extend; verify
+ * graphs are served on 16-bit pools) refuses a verify capture by name,
+ * before planning anything. */
 static void verify_refused_fp8(void) {
     g_kernel = "auto";
     sgl_attn_model m;
@@ -651,7 +652,7 @@ static void verify_refused_fp8(void) {
     CK(be->ops->init_graph_state(be, VBS, VT));
     assert_int_equal(be->ops->init_forward_metadata_capture(be, &g), SGL_ATTN_E_UNSUPPORTED);
     printf("fp8 pool, verify capture: %s\n", be->ops->last_error(be));
-    assert_non_null(strstr(be->ops->last_error(be), "the model's KV pool is fp8_e4m3, served in decode only"));
+    assert_non_null(strstr(be->ops->last_error(be), "the model's KV pool is fp8_e4m3 (verify graphs are served on 16-bit pools)"));
     be->ops->destroy(be);
 }
 

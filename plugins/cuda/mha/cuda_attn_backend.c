@@ -81,7 +81,7 @@ static int graph_match(ca_backend *b, const sgl_attn_graph_args *g, int replay, 
     if (g->forward_mode != SGL_ATTN_MODE_TARGET_VERIFY) return SGL_ATTN_OK;
     if (b->kern.kv_fp8 || b->ragged_only) {
         snprintf(b->err, sizeof b->err, "%s: forward_mode target_verify: %s, so cuda_attn captures no verify batch",
-                 call, b->kern.kv_fp8 ? "the model's KV pool is fp8_e4m3, served in decode only"
+                 call, b->kern.kv_fp8 ? "the model's KV pool is fp8_e4m3 (verify graphs are served on 16-bit pools)"
                                       : "the model's head dims are served by forward_ragged only");
         return SGL_ATTN_E_UNSUPPORTED;
     }
