@@ -45,6 +45,7 @@ static void mla_destroy(sgl_attn_backend *bk) {
         if (b->part_o) (void)cudaFree(b->part_o);
         if (b->part_lse) (void)cudaFree(b->part_lse);
         sgl_sdk_cuda_fault_free(&b->fault);
+        mla_indexer_destroy(b);
     }
     (void)cudaGetLastError();
     free(b->q_len);
@@ -279,6 +280,7 @@ static const sgl_attn_backend_ops k_ops = {
     .init_forward_metadata_capture = mla_capture,
     .init_forward_metadata_replay = mla_replay,
     .graph_seq_len_fill_value = mla_fill_value,
+    .indexer_topk = mla_indexer_topk,
     .last_error = mla_last_error,
     .destroy = mla_destroy,
     .state_clear = NULL,
@@ -472,6 +474,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         }
         b->mma_cfg_pref = MLA_MMA_RING;
     }
+    if ((rc = mla_indexer_create(b, a, msg, sizeof msg))) return create_fail(a, b, rc, msg);
     if (b->log)
         fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernel %s, wide kernel %s, mma %s\n",
                 b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,

@@ -35,7 +35,8 @@ static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
     for (int i = 0; i < 4; i++) caps->page_sizes[i] = pages[i];
     caps->page_size_max = 64;
     caps->max_gqa_ratio = 0;
-    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA; /* bf16/f16 pools; no indexer, no fp8 record */
+    /* bf16/f16 pools, the indexer (mla_indexer.h); no fp8 record */
+    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER;
     caps->score = caps->available ? 60 : 0;
     return SGL_ATTN_OK;
 }
@@ -65,7 +66,7 @@ static int mla_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps
 SGL_SDK_PLUGIN(mla_plugin,
     .name = MLA_NAME,
     .version = "0.1.0",
-    .description = "CUDA absorbed MLA (DeepSeek): split-KV decode/verify and extend, mma.sync + sm_90a wgmma; DSA sparse MLA",
+    .description = "CUDA absorbed MLA (DeepSeek): split-KV decode/verify and extend, mma.sync + sm_90a wgmma; DSA sparse MLA and indexer",
     .license = "Apache-2.0",
     .platform = SGL_ATTN_PLATFORM_CUDA,
     .role = SGL_ATTN_ROLE_FULL,
