@@ -21,7 +21,8 @@ int mla_indexer_create(mla_backend *b, const sgl_attn_create_args *a, char *msg,
     if (rc) { /* the SDK's message names the option, where it came from and the value */
         char why[512];
         snprintf(why, sizeof why, "%s", a->error && a->error_size ? a->error : "option indexer_scratch_mb: bad value");
-        snprintf(msg, n, "%s", why);
+        const size_t pre = strlen(MLA_NAME ": "); /* create_fail puts the plugin's name in front again */
+        snprintf(msg, n, "%s", strncmp(why, MLA_NAME ": ", pre) ? why : why + pre);
         return rc;
     }
     cudaError_t e = (cudaError_t)mla_indexer_init(b->dev.smem_per_block_optin);

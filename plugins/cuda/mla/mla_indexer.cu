@@ -386,11 +386,6 @@ template <int NT, int SPLIT> static size_t score_smem(int id) {
     return (size_t)(SPLIT * NT * 8 * id + MLA_IDX_TILE * SGL_ATTN_DSA_SCALE_BLOCK) * 2;
 }
 
-extern "C" size_t mla_idx_smem_bytes(int32_t ih, int32_t id, int32_t q_f32) {
-    const int nt = ih <= 16 ? 2 : ih <= 32 ? 4 : 8;
-    return (size_t)((q_f32 ? 2 : 1) * nt * 8 * id + MLA_IDX_TILE * SGL_ATTN_DSA_SCALE_BLOCK) * 2;
-}
-
 template <int NT, int SPLIT> static cudaError_t score_attr(size_t optin) {
     size_t need = score_smem<NT, SPLIT>(MLA_IDX_MAX_DIM);
     if (need > optin) need = optin;

@@ -96,7 +96,10 @@ typedef struct mla_idx_args {
 
 /* Dynamic shared memory of the score kernel for ih heads of id dims (q_f32:
  * an f32 q's two halves). */
-size_t mla_idx_smem_bytes(int32_t ih, int32_t id, int32_t q_f32);
+static inline size_t mla_idx_smem_bytes(int32_t ih, int32_t id, int32_t q_f32) {
+    const int32_t hp = ih <= 16 ? 16 : ih <= 32 ? 32 : 64; /* heads padded to 2, 4 or 8 mma n-tiles */
+    return (size_t)((q_f32 ? 2 : 1) * hp * id + MLA_IDX_TILE * SGL_ATTN_DSA_SCALE_BLOCK) * 2;
+}
 /* Kernel attributes (dynamic shared memory) up to smem_optin; 0 or a cudaError_t. */
 int mla_indexer_init(size_t smem_optin);
 /* Save (with save), then per pass of `rows` tokens the scores and the top-k;
