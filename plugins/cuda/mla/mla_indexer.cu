@@ -297,6 +297,19 @@ GC_DEV uint32_t idx_key(float s) {
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
+/* hist[bin] += 1 for each lane whose bin < IDX_BINS: scores of a row
+ * crowd a few bins of the high digits, so the lanes of one bin add once
+ * (warp-aggregated: one shared-memory atomic a bin a warp, not a lane). */
+GC_DEV void idx_hist_add(uint32_t *hist, uint32_t bin, int lane) {
+#ifdef LK_EMU
+    (void)lane;
+    if (bin < IDX_BINS) atomicAdd(&hist[bin], 1u);
+#else
+    const uint32_t same = __match_any_sync(0xffffffffu, bin);
+    if (bin < IDX_BINS && lane == __ffs(same) - 1) atomicAdd(&hist[bin], (uint32_t)__popc(same));
+#endif
+}
+
 /* One CTA a token: the row's `topk` best positions as pool slots (all of
  * them, then -1, when it has no more). */
 __global__ __launch_bounds__(IDX_TOPK_THREADS) void idx_topk_kernel(mla_idx_args a, int32_t t0) {
@@ -326,9 +339,11 @@ __global__ __launch_bounds__(IDX_TOPK_THREADS) void idx_topk_kernel(mla_idx_args
         const uint32_t nb = 1u << bits;
         for (int i = tid; i < IDX_BINS; i += IDX_TOPK_THREADS) hist[i] = 0;
         __syncthreads();
-        for (int32_t p = tid; p < n; p += IDX_TOPK_THREADS) {
-            const uint32_t k = idx_key(sc[p]);
-            if ((k & pmask) == prefix) atomicAdd(&hist[(k >> shift) & (nb - 1)], 1u);
+        for (int32_t base = 0; base < n; base += IDX_TOPK_THREADS) { /* every lane of a warp to the end */
+            const int32_t p = base + tid;
+            const uint32_t k = p < n ? idx_key(sc[p]) : 0u;
+            const bool in = p < n && (k & pmask) == prefix;
+            idx_hist_add(hist, in ? (k >> shift) & (nb - 1) : IDX_BINS, lane);
         }
         __syncthreads();
         /* thread tid owns bins 4 tid .. 4 tid + 3; suffix sums over threads */
@@ -366,7 +381,11 @@ __global__ __launch_bounds__(IDX_TOPK_THREADS) void idx_topk_kernel(mla_idx_args
         const int32_t p = base + tid;
         const uint32_t k = p < n ? idx_key(sc[p]) : 0u;
         const bool gt = p < n && k > prefix, eq = p < n && k == prefix;
-        if (gt) out[atomicAdd(&s_cnt, 1)] = (int32_t)idx_slot(a, tk.row, p);
+        const uint32_t mg = __ballot_sync(0xffffffffu, gt); /* one counter add a warp */
+        int32_t at = 0;
+        if (lane == 0 && mg) at = atomicAdd(&s_cnt, idx_popc(mg));
+        at = __shfl_sync(0xffffffffu, at, 0);
+        if (gt) out[at + idx_popc(mg & ((1u << lane) - 1u))] = (int32_t)idx_slot(a, tk.row, p);
         const uint32_t m = __ballot_sync(0xffffffffu, eq);
         if (lane == 0) warp_eq[wp] = idx_popc(m);
         __syncthreads();
