@@ -217,6 +217,7 @@ static void test_rows(void **state) {
     assert_int_equal(mla_idx_rows(256ll << 20, 32768, 8192), 2048);
     assert_int_equal(mla_idx_rows(1, 32768, 8192), 1);
     assert_int_equal(mla_idx_rows(1ll << 20, 1000, 8192), 262);
+    assert_int_equal(mla_idx_rows(1ll << 30, 128, 1 << 20), 65535);
     assert_int_equal(mla_idx_smem_bytes(64, 128, 0), (64 * 128 + 64 * 128) * 2);
     assert_int_equal(mla_idx_smem_bytes(4, 256, 1), (2 * 16 * 256 + 64 * 128) * 2);
     assert_int_equal(mla_idx_smem_bytes(20, 128, 0), (32 * 128 + 64 * 128) * 2);

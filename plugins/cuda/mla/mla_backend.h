@@ -81,6 +81,7 @@ typedef struct mla_backend {
      * fp32, allocated at create for a model with index_topk, else NULL */
     float *idx_scores;
     int32_t idx_rows;
+    int64_t idx_scratch_mb; /* option indexer_scratch_mb */
 } mla_backend;
 
 int mla_backend_create(const sgl_attn_create_args *args, sgl_attn_backend **out);

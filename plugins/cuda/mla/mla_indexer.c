@@ -1,5 +1,6 @@
 /* mla_indexer.c - cuda_mla's indexer_topk (mla_indexer.h): the score scratch
- * (allocated at create for a model with index_topk), the call's check and
+ * (allocated at create for a model with index_topk, option
+ * indexer_scratch_mb read with the others in mla_backend.c), the call's check and
  * launch.  The call reads no environment, file or clock, allocates nothing,
  * creates no event and never synchronises: the plan (init_forward_metadata)
  * gave the per-token requests and lengths on the device, create the scratch. */
@@ -10,27 +11,15 @@
 
 #include "mla_backend.h"
 #include "mla_indexer.h"
-#include "sdk_option.h"
 
 int mla_indexer_create(mla_backend *b, const sgl_attn_create_args *a, char *msg, size_t n) {
     if (a->model->index_topk <= 0) return SGL_ATTN_OK;
-    int64_t mb = MLA_IDX_SCRATCH_MB;
-    const sgl_sdk_opts opts = sgl_sdk_opts_of(a, MLA_NAME);
-    int rc = sgl_sdk_opt_int(&opts, "indexer_scratch_mb", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", MLA_IDX_SCRATCH_MB, 1,
-                             1 << 20, &mb);
-    if (rc) { /* the SDK's message names the option, where it came from and the value */
-        char why[512];
-        snprintf(why, sizeof why, "%s", a->error && a->error_size ? a->error : "option indexer_scratch_mb: bad value");
-        const size_t pre = strlen(MLA_NAME ": "); /* create_fail puts the plugin's name in front again */
-        snprintf(msg, n, "%s", strncmp(why, MLA_NAME ": ", pre) ? why : why + pre);
-        return rc;
-    }
     cudaError_t e = (cudaError_t)mla_indexer_init(b->dev.smem_per_block_optin);
     if (e != cudaSuccess) {
         snprintf(msg, n, "cudaFuncSetAttribute (indexer kernels): %s", cudaGetErrorString(e));
         return SGL_ATTN_E_DEVICE;
     }
-    b->idx_rows = mla_idx_rows(mb << 20, b->max_context, b->max_tokens);
+    b->idx_rows = mla_idx_rows(b->idx_scratch_mb << 20, b->max_context, b->max_tokens);
     e = cudaMalloc((void **)&b->idx_scores, (size_t)b->idx_rows * (size_t)b->max_context * sizeof(float));
     if (e != cudaSuccess) {
         b->idx_scores = NULL;

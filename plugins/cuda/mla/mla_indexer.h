@@ -71,10 +71,12 @@ int mla_check_indexer(const sgl_attn_indexer_args *a, int32_t device, int32_t t_
                       int32_t max_n, mla_idx_view *v, char *err, size_t err_size);
 
 /* Query tokens one pass of the score and top-k kernels takes: the score
- * scratch holds rows x max_context floats; at least 1, at most max_tokens. */
+ * scratch holds rows x max_context floats; at least 1, at most max_tokens
+ * and 65535 (the score grid's y extent). */
 static inline int32_t mla_idx_rows(int64_t scratch_bytes, int32_t max_context, int32_t max_tokens) {
     int64_t r = scratch_bytes / ((int64_t)(max_context > 0 ? max_context : 1) * 4);
     if (r > max_tokens) r = max_tokens;
+    if (r > 65535) r = 65535;
     return r < 1 ? 1 : (int32_t)r;
 }
 
