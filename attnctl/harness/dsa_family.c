@@ -374,6 +374,8 @@ static const char *const indexer_matrix[] = {
     "indexer_extend:b=2,l=400,q=120,ih=16,id=128,dtype=f32,page=1,topk=256,ragged=1",
     "indexer_verify:b=2,l=400,q=3,ih=8,id=128,dtype=bf16,page=16,topk=64",
     "indexer_verify:b=3,l=200,q=4,ih=8,id=256,dtype=f32,page=64,topk=16,ragged=1",
+    /* a tree verify's batch: the selection stays causal by position (the mask is attention's) */
+    "indexer_verify:b=3,l=300,q=4,ih=8,id=128,dtype=bf16,page=16,topk=64,tree=1,ragged=1",
     NULL,
 };
 
@@ -384,7 +386,7 @@ static const char *const indexer_quick[] = {
     NULL,
 };
 
-static const char *const indexer_keys[] = {"b",  "l",    "q",  "prefix", "page", "ragged", "idx",  "seed",
+static const char *const indexer_keys[] = {"b",  "l",    "q",  "prefix", "page", "ragged", "idx",  "seed", "tree",
                                            "ih", "id", "dtype", "topk",  "save", "pow2", NULL};
 static const char *const indexer_drop[] = {"ih", "id", "dtype", "topk", "save", "pow2", NULL};
 /* the MLA layer around the indexer (its pool is not read) */
