@@ -43,6 +43,7 @@ int mla_indexer_topk(sgl_attn_backend *bk, const sgl_attn_indexer_args *a) {
     if (!b->idx_scores)
         return mla_set_error(b, SGL_ATTN_E_STATE, "indexer_topk: the instance was created for a model without "
                                                   "index_topk: it has no score scratch");
+    if (b->t == 0 && a && a->struct_size >= sizeof *a) return SGL_ATTN_OK; /* an idle or empty batch: no token */
     int32_t max_n = 0;
     for (int32_t i = 0; i < b->bs; i++)
         if (b->prefix[i] + b->q_len[i] > max_n) max_n = b->prefix[i] + b->q_len[i];
@@ -57,7 +58,6 @@ int mla_indexer_topk(sgl_attn_backend *bk, const sgl_attn_indexer_args *a) {
                              "device %d allows %zu",
                              x.v.ih, x.v.id, x.v.q_dt == MLA_IDX_Q_F32 ? " (f32 q)" : "", smem, b->device,
                              (size_t)b->dev.smem_per_block_optin);
-    if (b->t == 0) return SGL_ATTN_OK;
     if ((rc = mla_ensure_device(b))) return rc;
     x.save = a->save_index_k != 0;
     x.pow2 = a->scale_pow2 != 0;
