@@ -149,9 +149,9 @@ def run_shape(host, plugin, name, bs, ctx, topk, dev, g, lut):
         r2t[b] = (pg[:, None] * page + torch.arange(page)[None, :]).reshape(-1).int()
     r2t = r2t.to(dev)
     T = bs
-    codes = torch.randint(0, 256, (nslots, ID), generator=g, dtype=torch.int32)
+    codes = torch.randint(0, 256, (nslots, ID), generator=g, dtype=torch.uint8)
     codes[(codes & 0x7f) == 0x7f] ^= 1  # no NaN codes
-    kc = codes.to(torch.uint8).to(dev)
+    kc = codes.to(dev)
     ks = (2.0 ** -7 * (0.5 + 1.5 * torch.rand(nslots, 1, generator=g))).float().to(dev)
     q = torch.randn(T, IH, ID, generator=g).bfloat16().to(dev)
     w = (torch.randn(T, IH, generator=g) * IH ** -0.5).float().to(dev)
