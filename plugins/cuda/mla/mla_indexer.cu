@@ -124,12 +124,22 @@ GC_DEV void idx_e4m3x4_to_f16(uint32_t x, uint32_t &lo, uint32_t &hi) {
  * `row_chunks` chunks a row: ldmatrix's 8 rows at one chunk hit 8 banks. */
 GC_DEV int idx_swz(int r, int c, int row_chunks) { return r * row_chunks * 8 + ((c ^ (r & 7)) << 3); }
 
-GC_DEV float idx_q_elem(const mla_idx_args &a, int64_t i) {
-    switch (a.v.q_dt) {
-    case MLA_IDX_Q_F32: return ((const float *)a.v.q)[i];
-    case MLA_IDX_Q_F16: return gc_to_f32<GC_F16>(((const uint16_t *)a.v.q)[i]);
-    case MLA_IDX_Q_BF16: return gc_to_f32<GC_BF16>(((const uint16_t *)a.v.q)[i]);
-    default: return mla_e4m3_to_f32(((const uint8_t *)a.v.q)[i]);
+/* q elements i .. i + 7 (i a multiple of 8: one aligned vector load, the
+ * tensor 16-byte aligned and compact) as floats. */
+GC_DEV void idx_q_load8(const mla_idx_args &a, int64_t i, float v[8]) {
+    if (a.v.q_dt == MLA_IDX_Q_F32) {
+        const float4 x = *(const float4 *)((const float *)a.v.q + i), y = *(const float4 *)((const float *)a.v.q + i + 4);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w, v[4] = y.x, v[5] = y.y, v[6] = y.z, v[7] = y.w;
+    } else if (a.v.q_dt == MLA_IDX_Q_FP8) {
+        const uint2 x = *(const uint2 *)((const uint8_t *)a.v.q + i);
+        for (int e = 0; e < 8; e++) v[e] = mla_e4m3_to_f32(((e < 4 ? x.x : x.y) >> (8 * (e & 3))) & 0xffu);
+    } else {
+        const uint4 x = *(const uint4 *)((const uint16_t *)a.v.q + i);
+        const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+        for (int e = 0; e < 8; e++) {
+            const uint16_t h = (uint16_t)(w[e >> 1] >> (16 * (e & 1)));
+            v[e] = a.v.q_dt == MLA_IDX_Q_BF16 ? gc_to_f32<GC_BF16>(h) : gc_to_f32<GC_F16>(h);
+        }
     }
 }
 
@@ -159,8 +169,11 @@ __global__ __launch_bounds__(IDX_SCORE_THREADS) void idx_score_kernel(mla_idx_ar
     for (int h = wp; h < HP; h += IDX_SCORE_THREADS / 32) {
         float amax = 0.f;
         if (h < a.v.ih)
-            for (int d = lane; d < id; d += 32)
-                amax = fmaxf(amax, fabsf(idx_q_elem(a, ((int64_t)t * a.v.ih + h) * id + d)));
+            for (int c = lane; c < qc; c += 32) {
+                float v[8];
+                idx_q_load8(a, ((int64_t)t * a.v.ih + h) * id + c * 8, v);
+                for (int e = 0; e < 8; e++) amax = fmaxf(amax, fabsf(v[e]));
+            }
         for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
         if (lane == 0) {
             int e = amax > 0.f ? (int)((__float_as_uint(amax) >> 23) & 0xffu) - 127 - 14 : 0;
@@ -175,8 +188,10 @@ __global__ __launch_bounds__(IDX_SCORE_THREADS) void idx_score_kernel(mla_idx_ar
         uint32_t hw[4] = {0, 0, 0, 0}, lw[4] = {0, 0, 0, 0};
         if (h < a.v.ih) {
             const float inv = idx_pow2(-e_s[h]);
+            float qv[8];
+            idx_q_load8(a, ((int64_t)t * a.v.ih + h) * id + cc * 8, qv);
             for (int e = 0; e < 8; e++) {
-                const float v = idx_q_elem(a, ((int64_t)t * a.v.ih + h) * id + cc * 8 + e) * inv;
+                const float v = qv[e] * inv;
                 const uint16_t hv = gc_from_f32<GC_F16>(v);
                 hw[e >> 1] |= (uint32_t)hv << (16 * (e & 1));
                 if (SPLIT == 2) lw[e >> 1] |= (uint32_t)gc_from_f32<GC_F16>(v - gc_to_f32<GC_F16>(hv)) << (16 * (e & 1));
