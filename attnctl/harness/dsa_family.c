@@ -520,11 +520,15 @@ static const char *const indexer_matrix[] = {
     "indexer_decode:b=2,l=3000,ih=64,id=128,dtype=bf16,page=64,topk=2048,ragged=1",
     "indexer_decode:b=2,l=300,ih=64,id=128,dtype=bf16,page=64,topk=128,save=0",
     "indexer_decode:b=3,l=300,ih=8,id=128,dtype=f16,page=16,topk=64,idx=64,pow2=1,ragged=1",
+    /* fp8 e4m3 index queries (their scale folded into the weights by the engine) */
+    "indexer_decode:b=3,l=500,ih=64,id=128,dtype=bf16,qdtype=fp8_e4m3,page=64,topk=256,ragged=1",
     "indexer_extend:b=3,l=300,q=100,ih=8,id=128,dtype=bf16,page=16,topk=32,ragged=1",
     "indexer_extend:b=2,l=200,q=200,ih=4,id=256,dtype=f16,page=64,topk=48,pow2=1",
     "indexer_extend:b=2,l=400,q=120,ih=16,id=128,dtype=f32,page=1,topk=256,ragged=1",
     "indexer_verify:b=2,l=400,q=3,ih=8,id=128,dtype=bf16,page=16,topk=64",
     "indexer_verify:b=3,l=200,q=4,ih=8,id=256,dtype=f32,page=64,topk=16,ragged=1",
+    /* a tree verify's batch: the selection stays causal by position (the mask is attention's) */
+    "indexer_verify:b=3,l=300,q=4,ih=8,id=128,dtype=bf16,page=16,topk=64,tree=1,ragged=1",
     NULL,
 };
 
@@ -535,9 +539,9 @@ static const char *const indexer_quick[] = {
     NULL,
 };
 
-static const char *const indexer_keys[] = {"b",  "l",    "q",  "prefix", "page", "ragged", "idx",  "seed",
-                                           "ih", "id", "dtype", "topk",  "save", "pow2", NULL};
-static const char *const indexer_drop[] = {"ih", "id", "dtype", "topk", "save", "pow2", NULL};
+static const char *const indexer_keys[] = {"b",  "l",    "q",  "prefix", "page", "ragged", "idx",  "seed", "tree",
+                                           "ih", "id", "dtype", "topk",  "save", "pow2", "qdtype", NULL};
+static const char *const indexer_drop[] = {"ih", "id", "dtype", "topk", "save", "pow2", "qdtype", NULL};
 /* the MLA layer around the indexer (its pool is not read) */
 static const char *const indexer_add[] = {"mla", "1", "hq", "16", "dtype", "bf16", NULL, NULL};
 
@@ -549,7 +553,7 @@ static double score_tol(hdtype dt) {
 
 typedef struct idx_state {
     long ih, id, topk, save, pow2;
-    hdtype dt;
+    hdtype dt, qdt; /* k's (and by default q's); q's */
     htensor q, w, k, kc, ks, out;
     uint8_t *kc_want;  /* the index-key cache after the call */
     float *ks_want;
@@ -631,7 +635,7 @@ static int idx_check_rows(const idx_state *x, const fa_batch *fb, hresult *r) {
         hresult_error(r, "out of host memory checking topk_indices");
         goto done;
     }
-    for (size_t e = 0; e < x->q.count; e++) qd[e] = hdtype_load(x->dt, htensor_cdata(&x->q), e);
+    for (size_t e = 0; e < x->q.count; e++) qd[e] = hdtype_load(x->qdt, htensor_cdata(&x->q), e);
     for (int i = 0, t = 0; i < fb->bs; i++) {
         for (int64_t s = 0; s < fb->slots; s++) pos_of[s] = -1;
         for (int64_t p = 0; p < fb->seq[i]; p++) pos_of[slot_of(fb, i, p)] = p;
@@ -666,7 +670,7 @@ static int idx_check_rows(const idx_state *x, const fa_batch *fb, hresult *r) {
                 tol_scale = bound > tol_scale ? bound : tol_scale;
             }
             qsort(sc, (size_t)n, sizeof *sc, by_score_desc);
-            const double kth = sc[want - 1].v, tol = score_tol(x->dt) * tol_scale + 1e-300;
+            const double kth = sc[want - 1].v, tol = score_tol(x->qdt) * tol_scale + 1e-300;
             const int32_t *row = out + (int64_t)t * x->topk;
             int64_t valid = 0;
             for (int64_t e = 0; e < x->topk; e++) {
@@ -748,13 +752,14 @@ static void indexer_check(const harness_family *fam, const htarget *t, const hca
         hcase_int(c, "topk", 64, 1, DSA_MAX_TOPK, &x.topk, err, sizeof err) ||
         hcase_int(c, "save", 1, 0, 1, &x.save, err, sizeof err) ||
         hcase_int(c, "pow2", 0, 0, 1, &x.pow2, err, sizeof err) ||
-        hcase_dtype(c, "dtype", HDT_BF16, &x.dt, err, sizeof err)) {
+        hcase_dtype(c, "dtype", HDT_BF16, &x.dt, err, sizeof err) ||
+        hcase_dtype(c, "qdtype", x.dt, &x.qdt, err, sizeof err)) {
         hresult_error(r, "%s", err);
         return;
     }
-    if (x.id % SGL_ATTN_DSA_SCALE_BLOCK || x.dt == HDT_F64 || x.dt == HDT_FP8_E4M3) {
-        hresult_error(r, "case '%s': id is a multiple of %d and dtype f32, f16 or bf16", c->text,
-                      SGL_ATTN_DSA_SCALE_BLOCK);
+    if (x.id % SGL_ATTN_DSA_SCALE_BLOCK || x.dt == HDT_F64 || x.dt == HDT_FP8_E4M3 || x.qdt == HDT_F64) {
+        hresult_error(r, "case '%s': id is a multiple of %d, dtype f32, f16 or bf16, qdtype those or fp8_e4m3",
+                      c->text, SGL_ATTN_DSA_SCALE_BLOCK);
         return;
     }
     fa_batch fb;
@@ -764,7 +769,7 @@ static void indexer_check(const harness_family *fam, const htarget *t, const hca
                   so[2] = {T, x.topk};
     x.kc_want = malloc((size_t)(fb.slots * x.id));
     x.ks_want = malloc(sizeof(float) * (size_t)(fb.slots * nblk));
-    if (!x.kc_want || !x.ks_want || htensor_alloc(&x.q, &t->dev, "indexer q", x.dt, 3, sq, err, sizeof err) ||
+    if (!x.kc_want || !x.ks_want || htensor_alloc(&x.q, &t->dev, "indexer q", x.qdt, 3, sq, err, sizeof err) ||
         htensor_alloc(&x.w, &t->dev, "weights", HDT_F32, 2, sw, err, sizeof err) ||
         htensor_alloc(&x.k, &t->dev, "indexer k", x.dt, 2, sk, err, sizeof err) ||
         htensor_alloc(&x.kc, &t->dev, "index_k_cache", HDT_FP8_E4M3, 2, sc, err, sizeof err) ||

@@ -11,9 +11,9 @@
 # of the record's 16-row (quick) and 64-row (hq 32 / 128) instantiations, and
 # the *_rec timed shapes (torch dequantises the gathered records before the
 # same einsums).  ~3 minutes.
-# Passing: every check rc=0 with 0 failed (the f32 cases and the indexer
-# cases are "not supported": cuda_mla claims bf16/f16 and no indexer; the
-# rec=1 cases pass), memcheck "ERROR SUMMARY: 0 errors", both racechecks
+# Passing: every check rc=0 with 0 failed (the f32 cases are "not
+# supported": cuda_mla claims bf16/f16; the indexer and rec=1 cases pass;
+# bench/gpu/dsa_indexer.sh checks and times the indexer itself), memcheck "ERROR SUMMARY: 0 errors", both racechecks
 # "0 hazards", test_cuda_badidx "ok" on every line (bad topk_indices among
 # them), every timed shape "ok"; the issue's figures are the last two lines
 # (B 64, 128 heads, topk 2048, fp8 record pool and bf16 pool: target >= 300

@@ -152,7 +152,9 @@ cuda_mla_emu: $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 # the item check), the whole matrix on the SM 9.0 runtime with mma=ring
 # (ring and two), the dense MLA cases with kernel=simple (its tree mask
 # instantiation among them; sparse MLA has its own kernel whatever is asked),
-# and the quick matrix with every grid's blocks shuffled (EMU_ORDER=shuf).
+# and the quick matrix with every grid's blocks shuffled (EMU_ORDER=shuf); the
+# DSA indexer's cases (in the whole matrix above) again with a 1 MB score
+# scratch, so a batch's tokens take several passes, blocks shuffled.
 CUDA_MLA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_mla
 cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	@echo "== cuda_mla on the emulator, kernel=auto (the whole matrix)"
@@ -163,6 +165,8 @@ cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	$(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_simple.json --filter 'mla=1|ropesplit'
 	@echo "== cuda_mla on the emulator, kernel=auto, blocks shuffled (the quick matrix)"
 	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --no-conf --quick
+	@echo "== cuda_mla's DSA indexer on the emulator, a 1 MB score scratch (several passes), blocks shuffled"
+	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_idx_rows.json --filter '^indexer_'
 TEST_STEPS += cuda-mla-emu
 
 else

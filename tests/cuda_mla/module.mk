@@ -1,6 +1,7 @@
 # tests/cuda_mla - cuda_mla's tests.
 #   test_mla_plan    the planner and kernel choice (pure C): everywhere
 #   test_mla_check   the input checks and batch lengths (pure C): everywhere
+#   test_mla_indexer_check  indexer_topk's checks (pure C): everywhere
 #   test_mla_load    the built plugin: loads, descriptor, probe, refusals, options (no GPU needed)
 #   test_mla_gpu     every kernel against a float64 reference, fp8, graph replay (GPU only;
 #                    skipped with the probe's reason elsewhere)
@@ -17,8 +18,13 @@ $(MLA_TEST_PLAN): $(OBJDIR)/tests/cuda_mla/test_mla_plan.o $(OBJDIR)/plugins/cud
 $(MLA_TEST_CHECK): $(OBJDIR)/tests/cuda_mla/test_mla_check.o $(OBJDIR)/plugins/cuda/mla/mla_check.o $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -lm
-TESTS += $(MLA_TEST_PLAN) $(MLA_TEST_CHECK)
-MLA_TESTS := $(MLA_TEST_PLAN) $(MLA_TEST_CHECK)
+MLA_TEST_IDX_CHECK := $(TESTDIR)/test_mla_indexer_check
+$(MLA_TEST_IDX_CHECK): $(OBJDIR)/tests/cuda_mla/test_mla_indexer_check.o $(OBJDIR)/plugins/cuda/mla/mla_indexer_check.o \
+                       $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -lm
+TESTS += $(MLA_TEST_PLAN) $(MLA_TEST_CHECK) $(MLA_TEST_IDX_CHECK)
+MLA_TESTS := $(MLA_TEST_PLAN) $(MLA_TEST_CHECK) $(MLA_TEST_IDX_CHECK)
 
 ifeq ($(HAVE_CUDA),1)
 CFLAGS_tests_cuda_mla_ += $(CUDA_CFLAGS)

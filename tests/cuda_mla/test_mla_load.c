@@ -85,8 +85,8 @@ static void test_probe(void **st) {
     assert_true(c.features & SGL_ATTN_FEAT_DRAFT_EXTEND);
     assert_true(c.features & SGL_ATTN_FEAT_FP8_SCALES);
     assert_false(c.features & SGL_ATTN_FEAT_LSE);
-    /* DSA: sparse MLA over bf16/f16 pools and FlashMLA's fp8 record; no indexer */
-    assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_KV_FP8_RECORD);
+    /* DSA: sparse MLA over bf16/f16 pools and FlashMLA's fp8 record; the indexer */
+    assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_KV_FP8_RECORD | SGL_ATTN_DSA_INDEXER);
     if (!c.available) {
         /* the runtime's own words, not an empty reason */
         assert_true(strlen(c.reason) > 8);
@@ -130,7 +130,7 @@ static void test_refusals(void **st) {
     m.is_mla = 1, m.num_kv_heads = 1, m.head_dim_qk = 576, m.head_dim_v = 512, m.num_q_heads = 16;
     m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16;
     assert_int_equal(p->supports_model(&m, &c, why, sizeof why), SGL_ATTN_OK);
-    m.index_topk = 2048; /* DeepSeek-V3.2: served (sparse MLA; the indexer runs in the engine) */
+    m.index_topk = 2048; /* DeepSeek-V3.2: served (sparse MLA and the indexer) */
     assert_int_equal(p->supports_model(&m, &c, why, sizeof why), SGL_ATTN_OK);
     m.index_topk = 0;
     /* create: a non-MLA model is refused before any device work; with no
@@ -172,6 +172,9 @@ static void test_refusals(void **st) {
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_STRICT", "maybe",
                           "environment SGL_ATTN_MLA_STRICT = \"maybe\": expected 1, true, yes, on, 0, false, no or off (or auto)");
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_LOG", "2", "environment SGL_ATTN_MLA_LOG = \"2\"");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "0",
+                          "environment SGL_ATTN_MLA_INDEXER_SCRATCH_MB = \"0\": expected an integer 1..1048576");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "big", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB");
     /* removed options are refused by name */
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_PREFETCH", "2",
                           "cuda_mla: environment SGL_ATTN_MLA_PREFETCH is no longer an option");
@@ -183,7 +186,8 @@ static void test_refusals(void **st) {
               {"SGL_ATTN_MLA_KERNEL", "wide"},  {"SGL_ATTN_MLA_MMA", "auto"},      {"SGL_ATTN_MLA_MMA", "base"},
               {"SGL_ATTN_MLA_MMA", "ring"},     {"SGL_ATTN_MLA_MMA", "tma"},       {"SGL_ATTN_MLA_STRICT", "1"},
               {"SGL_ATTN_MLA_STRICT", "false"}, {"SGL_ATTN_MLA_STRICT", "yes"},  {"SGL_ATTN_MLA_LOG", "0"},
-              {"SGL_ATTN_MLA_LOG", "true"},     {"SGL_ATTN_MLA_KERNEL", "MMA"}};
+              {"SGL_ATTN_MLA_LOG", "true"},     {"SGL_ATTN_MLA_KERNEL", "MMA"},  {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "1"},
+              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}};
     m.is_mla = 0;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv(ok[i].env, ok[i].value, 1);

@@ -11,6 +11,7 @@
 
 #include "cuda/sdk_cuda.h"
 #include "mla_check.h"
+#include "mla_indexer.h"
 #include "mla_sparse.h"
 #include "sdk_option.h"
 #include "sdk_tensor.h"
@@ -45,6 +46,7 @@ static void mla_destroy(sgl_attn_backend *bk) {
         if (b->part_o) (void)cudaFree(b->part_o);
         if (b->part_lse) (void)cudaFree(b->part_lse);
         sgl_sdk_cuda_fault_free(&b->fault);
+        mla_indexer_destroy(b);
     }
     (void)cudaGetLastError();
     free(b->q_len);
@@ -279,6 +281,7 @@ static const sgl_attn_backend_ops k_ops = {
     .init_forward_metadata_capture = mla_capture,
     .init_forward_metadata_replay = mla_replay,
     .graph_seq_len_fill_value = mla_fill_value,
+    .indexer_topk = mla_indexer_topk,
     .last_error = mla_last_error,
     .destroy = mla_destroy,
     .state_clear = NULL,
@@ -299,6 +302,7 @@ static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, co
 /* What the options chose (docs/cuda_mla.md). */
 typedef struct mla_options {
     int kernel, mma, strict, log;
+    int64_t idx_scratch_mb;
 } mla_options;
 
 /* The options, read once at create through the SDK (the environment
@@ -322,7 +326,9 @@ static int read_options(const sgl_attn_create_args *a, mla_options *o) {
                                  &o->kernel)) ||
         (rc = sgl_sdk_opt_choice(&opts, "mma", "SGL_ATTN_MLA_MMA", k_mma_names, 4, 0, &o->mma)) ||
         (rc = sgl_sdk_opt_bool(&opts, "strict", "SGL_ATTN_MLA_STRICT", 0, &o->strict)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "log", "SGL_ATTN_MLA_LOG", 0, &o->log)))
+        (rc = sgl_sdk_opt_bool(&opts, "log", "SGL_ATTN_MLA_LOG", 0, &o->log)) ||
+        (rc = sgl_sdk_opt_int(&opts, "indexer_scratch_mb", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", MLA_IDX_SCRATCH_MB, 1,
+                              1 << 20, &o->idx_scratch_mb)))
         return rc;
     return SGL_ATTN_OK;
 }
@@ -348,6 +354,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->mma_cfg_pref = k_mma_cfgs[opt.mma];
     b->strict = opt.strict;
     b->log = opt.log;
+    b->idx_scratch_mb = opt.idx_scratch_mb;
     if (!m->is_mla || m->head_dim_qk != MLA_D_QK || m->head_dim_v != MLA_D_V || m->num_kv_heads != 1) {
         snprintf(msg, sizeof msg,
                  "model %s: cuda_mla serves absorbed MLA only (is_mla, head dims 576/512, one KV head); "
@@ -472,6 +479,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         }
         b->mma_cfg_pref = MLA_MMA_RING;
     }
+    if ((rc = mla_indexer_create(b, a, msg, sizeof msg))) return create_fail(a, b, rc, msg);
     if (b->log)
         fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernel %s, wide kernel %s, mma %s\n",
                 b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,

@@ -77,6 +77,11 @@ typedef struct mla_backend {
     /* 1: planned by a graph hook; the forward sizes grids from the shape */
     int32_t graph;
     char err[768];
+    /* DSA's indexer (mla_indexer.c): score scratch [idx_rows, max_context]
+     * fp32, allocated at create for a model with index_topk, else NULL */
+    float *idx_scores;
+    int32_t idx_rows;
+    int64_t idx_scratch_mb; /* option indexer_scratch_mb */
 } mla_backend;
 
 int mla_backend_create(const sgl_attn_create_args *args, sgl_attn_backend **out);
@@ -90,6 +95,10 @@ int mla_cuda_fail(mla_backend *b, const char *what, int code);
 /* The option kernel's names by MLA_KERNEL_*: "auto", "simple", "mma", "wide". */
 extern const char *const mla_kernel_names[4];
 const char *mla_kernel_name(int32_t kernel);
+/* mla_indexer.c: the scratch at create (msg on failure) and destroy; the op */
+int mla_indexer_create(mla_backend *b, const sgl_attn_create_args *a, char *msg, size_t n);
+void mla_indexer_destroy(mla_backend *b);
+int mla_indexer_topk(sgl_attn_backend *bk, const struct sgl_attn_indexer_args *a);
 /* mla_forward.c */
 int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a);
 

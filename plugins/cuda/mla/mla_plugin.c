@@ -35,8 +35,9 @@ static int mla_probe(uint32_t index, sgl_attn_caps *caps) {
     for (int i = 0; i < 4; i++) caps->page_sizes[i] = pages[i];
     caps->page_size_max = 64;
     caps->max_gqa_ratio = 0;
-    /* sparse MLA over bf16/f16 pools and FlashMLA's fp8 record (bf16 q); no indexer */
-    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_KV_FP8_RECORD;
+    /* sparse MLA over bf16/f16 pools and FlashMLA's fp8 record (bf16 q); the
+     * indexer (mla_indexer.h) */
+    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_KV_FP8_RECORD | SGL_ATTN_DSA_INDEXER;
     caps->score = caps->available ? 60 : 0;
     return SGL_ATTN_OK;
 }
@@ -66,7 +67,7 @@ static int mla_supports_model(const sgl_attn_model *m, const sgl_attn_caps *caps
 SGL_SDK_PLUGIN(mla_plugin,
     .name = MLA_NAME,
     .version = "0.1.0",
-    .description = "CUDA absorbed MLA (DeepSeek): split-KV decode/verify and extend, mma.sync + sm_90a wgmma; DSA sparse MLA",
+    .description = "CUDA absorbed MLA (DeepSeek): split-KV decode/verify and extend, mma.sync + sm_90a wgmma; DSA sparse MLA and indexer",
     .license = "Apache-2.0",
     .platform = SGL_ATTN_PLATFORM_CUDA,
     .role = SGL_ATTN_ROLE_FULL,
