@@ -321,7 +321,8 @@ static void test_sparse_record(void **state) {
         for (int d = 0; d < 512; d++) {
             const int blk = d / 128;
             const double va = sa[blk], vb = 0.5;
-            const double vn = (blk == 0 ? (d == 0 ? 448 : 128) : blk == 1 ? 0 : blk == 2 ? -448 : 448) * (double)sn[blk];
+            const double code = blk == 0 ? (d == 0 ? 448 : 128) : blk == 1 ? 0 : blk == 2 ? -448 : 448;
+            const double vn = code * (double)sn[blk];
             const double want = (wa * va + wb * vb + wn * vn) / sum, got = tc_out(&r, (size_t)h * 512 + (size_t)d);
             if (!(fabs(got - want) <= 1e-2 * fmax(1, fabs(want))))
                 fail_msg("head %d dim %d: %.6g; expected %.6g", h, d, got, want);
@@ -343,7 +344,8 @@ static void test_sparse_record(void **state) {
     rc = tc_forward(&r, b);
     if (rc) fail_msg("forward with a strided q: %d: %s", rc, b->ops->last_error(b));
     for (int e = 0; e < 2 * 512; e++)
-        if (tc_out(&r, (size_t)e) != first[e]) fail_msg("strided q: out[%d] %g, compact q gave %g", e, tc_out(&r, (size_t)e), first[e]);
+        if (tc_out(&r, (size_t)e) != first[e])
+            fail_msg("strided q: out[%d] %g, compact q gave %g", e, tc_out(&r, (size_t)e), first[e]);
     r.args.q = q_compact;
     free(wide);
     free(first);
