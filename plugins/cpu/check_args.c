@@ -52,14 +52,21 @@ static int check_layer(cref_backend *b, const sgl_attn_layer *L, int save) {
     return SGL_ATTN_OK;
 }
 
-/* The pool: [slots, kv heads, dim]; MLA: k_cache only, value inside it. */
-static int check_pool(cref_backend *b, const sgl_attn_layer *L, int mla, uint32_t *kv_dt) {
+/* The pool: [slots, kv heads, dim]; MLA: k_cache only, value inside it;
+ * or FlashMLA's fp8 record (*rec, sparse_mla.c), read as e4m3 bytes. */
+static int check_pool(cref_backend *b, const sgl_attn_forward_args *a, int mla, uint32_t *kv_dt, int *rec) {
     int rc;
+    const sgl_attn_layer *L = a->layer;
     const int id = L->layer_id;
-    if ((rc = cref_check(b, L->k_cache, "layer.k_cache", "slots, num_kv_heads, head_dim_qk", CREF_KV_DTYPES, 0, 3,
-                         SGL_SDK_ANY, L->num_kv_heads, L->head_dim_qk)))
+    if ((rc = cref_record_check(b, a, rec))) return rc;
+    if (*rec) {
+        *kv_dt = SGL_ATTN_DT_FP8_E4M3;
+    } else if ((rc = cref_check(b, L->k_cache, "layer.k_cache", "slots, num_kv_heads, head_dim_qk", CREF_KV_DTYPES,
+                                0, 3, SGL_SDK_ANY, L->num_kv_heads, L->head_dim_qk))) {
         return rc;
-    *kv_dt = sgl_attn_dtype_bit(L->k_cache->dtype);
+    } else {
+        *kv_dt = sgl_attn_dtype_bit(L->k_cache->dtype);
+    }
     const int64_t slots = L->k_cache->shape[0];
     if (!mla) {
         if ((rc = cref_check(b, L->v_cache, "layer.v_cache", "k_cache's slots, num_kv_heads, head_dim_v", CREF_KV_DTYPES,
@@ -203,7 +210,8 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     }
     uint32_t kv_dt, q_dt, out_dt;
     int32_t dq_lat;
-    if ((rc = check_pool(b, L, mla, &kv_dt))) return rc;
+    int rec;
+    if ((rc = check_pool(b, a, mla, &kv_dt, &rec))) return rc;
     if ((rc = cref_rope_check(b, a, mla, b->num_tokens, &dq_lat))) return rc;
     if ((rc = check_io(b, a, mla, b->num_tokens, dq_lat, &q_dt, &out_dt))) return rc;
     if ((rc = cref_lse_check(b, SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse), "forward args lse",
@@ -245,11 +253,13 @@ int cref_check_args(cref_backend *b, const sgl_attn_forward_args *a) {
     }
     J->out = (unsigned char *)(uintptr_t)sgl_sdk_data(a->out);
     J->k_cache = sgl_sdk_data(L->k_cache);
+    J->rec = rec;
     J->k_slot = (int64_t)J->hkv * J->dqk;
     if (mla) {
         J->v_cache = J->k_cache;
         J->v_slot = J->k_slot;
         J->v_head = 0;
+        if (rec) J->k_slot = J->v_slot = CREF_REC_BYTES;
     } else {
         J->v_cache = sgl_sdk_data(L->v_cache);
         J->v_slot = (int64_t)J->hkv * J->dv;

@@ -9,10 +9,10 @@
  *   forward.c      forward: save K/V, attend, combine, on the thread pool
  *   threads.c      the persistent thread pool
  *   kernel_impl.h  the attention loops, compiled per variant by kernel_*.c
- *   save_kv.c      save_kv_cache: new K/V into the pool
+ *   save_kv.c      save_kv_cache: new K/V into the pool (or its fp8 records)
  *   tensor_check.c the SDK's tensor checks as cpu_ref reads tensors
  *   error.c        the instance's error message, bad-index notes (a leaf: calls no other file)
- *   sparse_mla.c   DSA: MLA forward over the slots of topk_indices
+ *   sparse_mla.c   DSA: MLA forward over the slots of topk_indices, FlashMLA's fp8 record
  *   dsa_indexer.c  DSA: the indexer (indexer_topk), fp8 index keys (cref_fp8.h)
  *   dual_chunk.c   dual chunk attention: its checks and float64 loops
  *   plan_engine.c  ABI 1.2 batch inputs: page tables, tree masks, encoder slots
@@ -47,6 +47,14 @@
 /* The pool may also be fp8 (e4m3: DLPack 1.1's e4m3fn or our private code; e5m2). */
 #define CREF_FP8_DTYPES (SGL_ATTN_DT_FP8_E4M3 | SGL_ATTN_DT_FP8_E5M2)
 #define CREF_KV_DTYPES (CREF_DTYPES | CREF_FP8_DTYPES)
+/* FlashMLA's fp8 KV record (SGL_ATTN_DSA_KV_FP8_RECORD, docs/abi.md), one
+ * per slot of a uint8 [slots, 1, 656] pool: the 512 latent values in e4m3,
+ * their 4 fp32 scales (one per 128), the 64 RoPE values in bf16. */
+#define CREF_REC_BYTES 656
+#define CREF_REC_LATENT 512 /* e4m3 bytes 0..511 */
+#define CREF_REC_SCALES 512 /* byte offset of the fp32 scales */
+#define CREF_REC_ROPE 528   /* byte offset of the bf16 RoPE values */
+#define CREF_REC_DIMS 576   /* head_dim_qk it holds; head_dim_v is CREF_REC_LATENT */
 
 /* ------------------------------------------------------------ threads.c */
 
@@ -116,6 +124,8 @@ typedef struct cref_job {
     const unsigned char *k_cache; /* slot s, head h at (s * k_slot + h * dqk) elements */
     const unsigned char *v_cache; /* MLA: = k_cache (value = first dv dims) */
     int64_t k_slot, v_slot, v_head;
+    int32_t rec;            /* k_cache is FlashMLA's fp8 record (sparse MLA only): kv_dt
+                             * is e4m3 so a slot is k_slot = CREF_REC_BYTES bytes */
     const void *r2t;        /* init_forward_metadata's view: data, dtype, width; NULL
                              * (ragged): key c of a request is slot row * r2t_cols + c */
     int r2t_64;
@@ -369,6 +379,9 @@ int cref_rope_check(cref_backend *b, const sgl_attn_forward_args *a, int mla, in
  * struct_size); check them (after cref_check_args); attend over them. */
 const DLTensor *cref_topk_of(const sgl_attn_forward_args *a);
 int cref_sparse_check(cref_backend *b, const sgl_attn_forward_args *a, const DLTensor *topk);
+/* The layer's k_cache when it is FlashMLA's fp8 record (*rec 1; uint8 or
+ * 656 wide, and then every refusal by name), else *rec 0 and nothing checked. */
+int cref_record_check(cref_backend *b, const sgl_attn_forward_args *a, int *rec);
 void cref_sparse_run(cref_backend *b);
 /* dsa_indexer.c: backend_ops.indexer_topk */
 int cref_indexer_topk(cref_backend *b, const sgl_attn_indexer_args *a);

@@ -1,6 +1,7 @@
 /* cref_fp8.h - fp8 e4m3 (OCP "fn": no infinities, max 448) as DSA's index
  * keys and an engine's fp8 KV pool store it, e5m2 (the KV pool's other fp8),
- * and DeepSeek's per-128 activation quantisation of index keys. */
+ * and DeepSeek's per-128 activation quantisation of index keys and of
+ * FlashMLA's fp8 KV record. */
 #ifndef CREF_FP8_H
 #define CREF_FP8_H
 
@@ -16,8 +17,11 @@ static inline double cref_e4m3_to_f64(uint8_t c) {
     const int e = (c >> 3) & 15, m = c & 7;
     double v;
     if (e == 15 && m == 7) v = NAN;
-    else if (e == 0) v = ldexp((double)m, -9); /* subnormal: m * 2^-6 / 8 */
-    else v = ldexp(1.0 + m / 8.0, e - 7);
+    else if (e == 0) v = m * 0x1p-9; /* subnormal: m * 2^-6 / 8 */
+    else { /* (1 + m / 8) * 2^(e - 7), built as the double's bits: the loops decode every pool byte */
+        const uint64_t u = (uint64_t)(e - 7 + 1023) << 52 | (uint64_t)m << 49;
+        memcpy(&v, &u, sizeof v);
+    }
     return (c & 0x80) ? -v : v;
 }
 
@@ -106,6 +110,20 @@ static inline uint8_t cref_e4m3_quant(float x, float scale) {
     if (y > CREF_E4M3_MAX) y = CREF_E4M3_MAX;
     if (y < -CREF_E4M3_MAX) y = -CREF_E4M3_MAX;
     return cref_f32_to_e4m3(y);
+}
+
+/* DeepSeek's act_quant of one block of n values (the indexer's keys, the
+ * latent part of FlashMLA's fp8 record): the block's scale from its largest
+ * magnitude, then each value's code into code[0..n).  Returns the scale. */
+static inline float cref_e4m3_quant_block(const float *x, int n, int pow2, uint8_t *code) {
+    float amax = 0;
+    for (int i = 0; i < n; i++) {
+        const float v = fabsf(x[i]);
+        amax = v > amax ? v : amax;
+    }
+    const float s = cref_e4m3_block_scale(amax, pow2);
+    for (int i = 0; i < n; i++) code[i] = cref_e4m3_quant(x[i], s);
+    return s;
 }
 
 #endif

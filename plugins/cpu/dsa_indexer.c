@@ -32,18 +32,12 @@ static double load_q(const idx_job *x, int64_t i) {
 
 /* Token t's new key into slot: per block of 128, the scale, then the bytes. */
 static void save_key(const idx_job *x, int64_t t, int64_t slot) {
+    float v[SGL_ATTN_DSA_SCALE_BLOCK];
     for (int64_t blk = 0; blk < x->nblk; blk++) {
         const int64_t i0 = t * x->di + blk * SGL_ATTN_DSA_SCALE_BLOCK;
-        float amax = 0;
-        for (int d = 0; d < SGL_ATTN_DSA_SCALE_BLOCK; d++) {
-            float v = fabsf((float)cref_load_f(x->k, i0 + d, x->k_dt));
-            amax = v > amax ? v : amax;
-        }
-        const float s = cref_e4m3_block_scale(amax, x->a->scale_pow2);
-        x->ks[slot * x->nblk + blk] = s;
-        for (int d = 0; d < SGL_ATTN_DSA_SCALE_BLOCK; d++)
-            x->kc[slot * x->di + blk * SGL_ATTN_DSA_SCALE_BLOCK + d] =
-                cref_e4m3_quant((float)cref_load_f(x->k, i0 + d, x->k_dt), s);
+        for (int d = 0; d < SGL_ATTN_DSA_SCALE_BLOCK; d++) v[d] = (float)cref_load_f(x->k, i0 + d, x->k_dt);
+        x->ks[slot * x->nblk + blk] = cref_e4m3_quant_block(v, SGL_ATTN_DSA_SCALE_BLOCK, x->a->scale_pow2,
+                                                            x->kc + slot * x->di + blk * SGL_ATTN_DSA_SCALE_BLOCK);
     }
 }
 

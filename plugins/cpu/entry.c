@@ -10,7 +10,8 @@
 #include "sdk_plugin.h"
 
 /* sglang's CPU fallback is the backend this one stands in for; it also
- * serves DeepSeek sparse attention (sparse_mla.c, dsa_indexer.c). */
+ * serves DeepSeek sparse attention (sparse_mla.c, dsa_indexer.c), over a
+ * pool of values or FlashMLA's fp8 record. */
 static const char *const cref_aliases[] = {"torch_native", "dsa", NULL};
 
 static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
@@ -50,7 +51,7 @@ static int cref_probe(uint32_t index, sgl_attn_caps *caps) {
     caps->n_page_sizes = 0;
     caps->max_gqa_ratio = 0;
     caps->score = 1; /* the fallback: chosen only when nothing faster is usable */
-    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER;
+    caps->dsa_ops = SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER | SGL_ATTN_DSA_KV_FP8_RECORD;
     return SGL_ATTN_OK;
 }
 

@@ -1,11 +1,28 @@
 /* save_kv.c - save_kv_cache: one new token's K (and V) into its pool slot,
  * converted to the pool dtype (round to nearest even; an fp8 pool takes
  * the value divided by its scale, saturating).  With MLA's k_rope the row is
- * the latent k, then k_rope. */
+ * the latent k, then k_rope.  FlashMLA's fp8 record takes the latent values
+ * quantised per block of 128 as the indexer's keys are (cref_fp8.h), the
+ * RoPE values in bf16. */
 #include <string.h>
 
 #include "cpu_ref.h"
 #include "cref_convert.h"
+
+/* k's 576 values (MLA's latent row, then its RoPE dims) as one record. */
+static void put_record(unsigned char *rec, const unsigned char *k, uint32_t k_dt) {
+    float x[CREF_REC_LATENT];
+    for (int d = 0; d < CREF_REC_LATENT; d++) x[d] = (float)cref_load_f(k, d, k_dt);
+    for (int blk = 0; blk < CREF_REC_LATENT / SGL_ATTN_DSA_SCALE_BLOCK; blk++) {
+        const float s = cref_e4m3_quant_block(x + blk * SGL_ATTN_DSA_SCALE_BLOCK, SGL_ATTN_DSA_SCALE_BLOCK, 0,
+                                              rec + blk * SGL_ATTN_DSA_SCALE_BLOCK);
+        memcpy(rec + CREF_REC_SCALES + sizeof s * (size_t)blk, &s, sizeof s);
+    }
+    for (int d = CREF_REC_LATENT; d < CREF_REC_DIMS; d++) {
+        const uint16_t v = sgl_sdk_f32_to_bf16((float)cref_load_f(k, d, k_dt));
+        memcpy(rec + CREF_REC_ROPE + sizeof v * (size_t)(d - CREF_REC_LATENT), &v, sizeof v);
+    }
+}
 
 static void put_row(unsigned char *dst, uint32_t dst_dt, const unsigned char *src, uint32_t src_dt, int64_t n,
                     double div) {
@@ -26,6 +43,10 @@ void cref_save_token(const cref_job *J, const unsigned char *k, uint32_t k_dt, c
     const size_t kvsz = cref_dt_size(J->kv_dt), ksz = cref_dt_size(k_dt);
     /* the pool is written through the read-only view the loops use */
     unsigned char *kc = (unsigned char *)(uintptr_t)J->k_cache + (size_t)(slot * J->k_slot) * kvsz;
+    if (J->rec) { /* sparse MLA's record: concatenated k only (sparse_mla.c refuses k_rope) */
+        put_record(kc, k + (size_t)(t * J->dqk) * ksz, k_dt);
+        return;
+    }
     if (J->k_rope) { /* MLA (one head): latent part from k, rope part from k_rope */
         const int64_t lat = J->dq_lat;
         put_row(kc, J->kv_dt, k + (size_t)(t * lat) * ksz, k_dt, lat, J->k_div);

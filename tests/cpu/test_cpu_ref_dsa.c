@@ -7,6 +7,8 @@
  *    256 codes, ties to the even code; scale amax / 448 or its power of two),
  *    scores summed here, causal top-k checked as a set (ragged batches,
  *    fewer cached tokens than top-k, the diagonal of a verify step);
+ *  - sparse MLA over FlashMLA's fp8 record (uint8 [slots, 1, 656]): a case
+ *    computed by hand, its save byte for byte, its refusals by name;
  *  - the refusals: a slot outside the pool, an index below -1, a dense layer. */
 #include <math.h>
 #include <setjmp.h>
@@ -227,6 +229,155 @@ static void test_sparse_refusals(void **state) {
     r.args.topk_indices = NULL;
     assert_int_equal(tc_forward(&r, b), SGL_ATTN_OK);
     b->ops->destroy(b);
+    tc_free(&r);
+}
+
+/* ------------------------------------------------ FlashMLA's fp8 record */
+
+/* A record pool (uint8 [slots, 1, 656]: 512 e4m3 bytes, 4 fp32 scales, 64
+ * bf16 RoPE values, docs/abi.md), every byte 0x7f (an e4m3 NaN) but the two
+ * records written here, so a slot read that is not selected shows. */
+#define REC 656
+
+static void put_rec(unsigned char *rec, uint8_t code, const float sc[4], uint16_t rope_bits) {
+    memset(rec, code, 512);
+    memcpy(rec + 512, sc, 16);
+    for (int e = 0; e < 64; e++) memcpy(rec + 528 + 2 * e, &rope_bits, 2);
+}
+
+/* Decode, one request at position 2 saving its token, 2 heads, scale 1,
+ * the row {B, -1, N, A} over three records computed by hand:
+ *   A (pos 0): code 0x38 (1.0), scales 1, 2, 0.5, 4 -> 1, 2, 0.5, 4 per block; RoPE 1.0
+ *   B (pos 1): code 0x40 (2.0), scales 0.25         -> 0.5 everywhere;      RoPE 0
+ *   N (pos 2, saved from bf16 k): block 0 3.5 then 1s (amax 3.5: scale
+ *     2^-7, codes 0x7e = 448 and 0x70 = 128), block 1 zeros (amax floored
+ *     at 1e-4: codes 0), block 2 all -2 (codes 0xfe), block 3 all 448
+ *     (codes 0x7e); RoPE 1.5 (bf16 0x3fc0)
+ * q: head 0 ones at dims 0 and 512, head 1 a one at dim 128, so the scores
+ * are head 0: A 1 + 1 = 2, B 0.5, N 3.5 + 1.5 = 5; head 1: A 2, B 0.5, N 0. */
+static void test_sparse_record(void **state) {
+    (void)state;
+    tc_spec s = {.mode = SGL_ATTN_MODE_DECODE, .bs = 1, .hq = 2, .hkv = 1, .dqk = 576, .dv = 512, .page = 1,
+                 .window = -1, .tpr = 1, .mla = 1, .dt = SGL_ATTN_DT_BF16, .kv_dt = SGL_ATTN_DT_BF16, .save = 1,
+                 .scale = 1, .seq = {3}};
+    tc_run r;
+    tc_build(&r, &s, 5, 6);
+    r.model.index_topk = 4;
+    r.model.index_n_heads = 4;
+    r.model.index_head_dim = 128;
+    r.model.kv_dtype = SGL_ATTN_DT_FP8_E4M3;
+    const int64_t A = tc_slot(&r, 0, 0), B = tc_slot(&r, 0, 1), N = tc_slot(&r, 0, 2);
+    unsigned char *pool = malloc((size_t)r.slots * REC);
+    memset(pool, 0x7f, (size_t)r.slots * REC);
+    const float sa[4] = {1, 2, 0.5f, 4}, sb[4] = {0.25f, 0.25f, 0.25f, 0.25f};
+    put_rec(pool + A * REC, 0x38, sa, 0x3f80);
+    put_rec(pool + B * REC, 0x40, sb, 0x0000);
+    int64_t sh_pool[3] = {r.slots, 1, REC};
+    DLTensor tp;
+    tensor(&tp, pool, (DLDataType){kDLUInt, 8, 1}, 3, sh_pool);
+    r.layer.k_cache = &tp;
+    for (int e = 0; e < 576; e++) {
+        const double v = e < 128 ? (e == 0 ? 3.5 : 1) : e < 256 ? 0 : e < 384 ? -2 : e < 512 ? 448 : 1.5;
+        tc_store(SGL_ATTN_DT_BF16, r.k, (size_t)e, v);
+    }
+    for (int e = 0; e < 2 * 576; e++) tc_store(SGL_ATTN_DT_BF16, r.q, (size_t)e, 0);
+    tc_store(SGL_ATTN_DT_BF16, r.q, 0, 1);
+    tc_store(SGL_ATTN_DT_BF16, r.q, 512, 1);
+    tc_store(SGL_ATTN_DT_BF16, r.q, 576 + 128, 1);
+    int32_t idx[4] = {(int32_t)B, -1, (int32_t)N, (int32_t)A};
+    int64_t sh_i[2] = {1, 4};
+    DLTensor ti;
+    tensor(&ti, idx, (DLDataType){kDLInt, 32, 1}, 2, sh_i);
+    r.args.topk_indices = &ti;
+    char err[512] = "";
+    sgl_attn_backend *b = tc_create(&r, err, sizeof err);
+    if (!b) fail_msg("create: %s", err);
+    int rc = tc_forward(&r, b);
+    if (rc) fail_msg("forward over the record: %d: %s", rc, b->ops->last_error(b));
+    /* N's record, byte for byte: the scales are act_quant's fp32 amax * (1/448) */
+    const float sn[4] = {0x1p-7f, 1e-4f * (1.0f / 448.0f), 2.0f * (1.0f / 448.0f), 448.0f * (1.0f / 448.0f)};
+    const unsigned char *rn = pool + N * REC;
+    for (int e = 0; e < 512; e++) {
+        const uint8_t want = e == 0 ? 0x7e : e < 128 ? 0x70 : e < 256 ? 0x00 : e < 384 ? 0xfe : 0x7e;
+        if (rn[e] != want) fail_msg("saved record byte %d = 0x%02x; expected 0x%02x", e, rn[e], want);
+    }
+    for (int blk = 0; blk < 4; blk++) {
+        float got;
+        memcpy(&got, rn + 512 + 4 * blk, 4);
+        if (got != sn[blk]) fail_msg("saved record scale %d = %.9g; expected %.9g", blk, (double)got, (double)sn[blk]);
+    }
+    for (int e = 0; e < 64; e++) {
+        uint16_t got;
+        memcpy(&got, rn + 528 + 2 * e, 2);
+        if (got != 0x3fc0) fail_msg("saved record RoPE %d = 0x%04x; expected 0x3fc0 (1.5)", e, got);
+    }
+    for (int64_t sl = 0; sl < r.slots; sl++) /* no other record written */
+        for (int e = 0; sl != A && sl != B && sl != N && e < REC; e++)
+            if (pool[sl * REC + e] != 0x7f) fail_msg("slot %lld byte %d written", (long long)sl, e);
+    /* the output, by hand: softmax weights of (A, B, N) times their values */
+    const double sc[2][3] = {{2, 0.5, 5}, {2, 0.5, 0}};
+    for (int h = 0; h < 2; h++) {
+        const double wa = exp(sc[h][0]), wb = exp(sc[h][1]), wn = exp(sc[h][2]), sum = wa + wb + wn;
+        for (int d = 0; d < 512; d++) {
+            const int blk = d / 128;
+            const double va = sa[blk], vb = 0.5;
+            const double code = blk == 0 ? (d == 0 ? 448 : 128) : blk == 1 ? 0 : blk == 2 ? -448 : 448;
+            const double vn = code * (double)sn[blk];
+            const double want = (wa * va + wb * vb + wn * vn) / sum, got = tc_out(&r, (size_t)h * 512 + (size_t)d);
+            if (!(fabs(got - want) <= 1e-2 * fmax(1, fabs(want))))
+                fail_msg("head %d dim %d: %.6g; expected %.6g", h, d, got, want);
+        }
+    }
+    /* q as a strided view (each head's row inside a wider one whose tail is
+     * NaN, as a fused buffer's would be other data): the same output */
+    double *first = malloc(sizeof(double) * 2 * 512);
+    for (int e = 0; e < 2 * 512; e++) first[e] = tc_out(&r, (size_t)e);
+    uint16_t *wide = malloc(sizeof(uint16_t) * 2 * 640);
+    for (int h = 0; h < 2; h++)
+        for (int e = 0; e < 640; e++) wide[h * 640 + e] = e < 576 ? ((const uint16_t *)r.q)[h * 576 + e] : 0x7fc0;
+    int64_t sh_wq[3] = {1, 2, 576}, st_wq[3] = {2 * 640, 640, 1};
+    DLTensor wq;
+    tensor(&wq, wide, (DLDataType){kDLBfloat, 16, 1}, 3, sh_wq);
+    wq.strides = st_wq;
+    const DLTensor *q_compact = r.args.q;
+    r.args.q = &wq;
+    rc = tc_forward(&r, b);
+    if (rc) fail_msg("forward with a strided q: %d: %s", rc, b->ops->last_error(b));
+    for (int e = 0; e < 2 * 512; e++)
+        if (tc_out(&r, (size_t)e) != first[e])
+            fail_msg("strided q: out[%d] %g, compact q gave %g", e, tc_out(&r, (size_t)e), first[e]);
+    r.args.q = q_compact;
+    free(wide);
+    free(first);
+    /* refusals by name, the record untouched by them */
+    memcpy(pool + N * REC, pool + A * REC, REC);
+    unsigned char *before = malloc((size_t)r.slots * REC);
+    memcpy(before, pool, (size_t)r.slots * REC);
+    r.args.topk_indices = NULL; /* dense MLA over the record */
+    assert_int_equal(tc_forward(&r, b), SGL_ATTN_E_UNSUPPORTED);
+    assert_non_null(strstr(b->ops->last_error(b), "sparse MLA only"));
+    r.args.topk_indices = &ti;
+    r.layer.k_scale = 2; /* a k_scale beside the record */
+    assert_int_equal(tc_forward(&r, b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(b->ops->last_error(b), "its own scales"));
+    r.layer.k_scale = 1;
+    tp.dtype = (DLDataType){kDLInt, 8, 1}; /* 656 wide but not uint8 */
+    assert_int_equal(tc_forward(&r, b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(b->ops->last_error(b), "uint8 [slots, 1, 656]"));
+    tp.dtype = (DLDataType){kDLUInt, 8, 1};
+    sh_pool[2] = 600; /* uint8 of another width */
+    assert_int_equal(tc_forward(&r, b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(b->ops->last_error(b), "another shape"));
+    sh_pool[2] = REC;
+    r.layer.head_dim_v = 256; /* the record is 576 / 512 */
+    assert_int_equal(tc_forward(&r, b), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(b->ops->last_error(b), "head_dim_v 512"));
+    r.layer.head_dim_v = 512;
+    assert_memory_equal(pool, before, (size_t)r.slots * REC);
+    assert_int_equal(tc_forward(&r, b), SGL_ATTN_OK); /* usable after the refusals */
+    b->ops->destroy(b);
+    free(before);
+    free(pool);
     tc_free(&r);
 }
 
@@ -515,6 +666,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sparse_mla),
         cmocka_unit_test(test_sparse_refusals),
+        cmocka_unit_test(test_sparse_record),
         cmocka_unit_test(test_indexer),
         cmocka_unit_test(test_fp8_codes),
     };

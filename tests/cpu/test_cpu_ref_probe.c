@@ -61,7 +61,8 @@ static void test_probe(void **state) {
     const uint32_t v12 = SGL_ATTN_FEAT_RAGGED | SGL_ATTN_FEAT_LSE | SGL_ATTN_FEAT_FP8_SCALES |
                          SGL_ATTN_FEAT_MLA_ROPE_SPLIT; /* ABI 1.2 additions cpu_ref serves */
     assert_int_equal(c.features & v12, v12);
-    assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER); /* not the fp8 record */
+    /* docs/cpu_ref.md: sparse MLA (over a pool of values or FlashMLA's fp8 record) and the indexer */
+    assert_int_equal(c.dsa_ops, SGL_ATTN_DSA_SPARSE_MLA | SGL_ATTN_DSA_INDEXER | SGL_ATTN_DSA_KV_FP8_RECORD);
     assert_int_equal(c.attn_kinds, SGL_ATTN_KIND_MHA | SGL_ATTN_KIND_GQA | SGL_ATTN_KIND_MQA | SGL_ATTN_KIND_MLA |
                                        SGL_ATTN_KIND_CROSS);
     assert_int_equal(p->probe(1, &c), SGL_ATTN_E_NOT_FOUND);
