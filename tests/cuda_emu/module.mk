@@ -22,7 +22,7 @@ CUDA_EMU_CU := $(filter-out extend_wgmma_sm90.cu,$(CUDA_ATTN_CU))
 CUDA_EMU_KERNELS := $(addprefix $(CUDA_EMU_OBJ)/,$(CUDA_EMU_CU:.cu=.emu.o))
 CUDA_EMU_DEPS := $(wildcard plugins/cuda/mha/*.cuh plugins/cuda/mha/*.h plugins/sdk/attn_kernels/*.cuh \
                             plugins/sdk/attn_kernels/*.h) plugins/sdk/gpu_compat.h plugins/sdk/gpu_fault.h \
-                 $(EMU_DIR)/emu_prelude.h
+                 $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_sm90.h
 
 $(CUDA_EMU_OBJ)/%.emu.cpp: plugins/cuda/mha/%.cu $(EMU_DIR)/emu_cu.py
 	@mkdir -p $(@D)
@@ -32,7 +32,7 @@ $(CUDA_EMU_OBJ)/%.emu.o: $(CUDA_EMU_OBJ)/%.emu.cpp $(CUDA_EMU_DEPS)
 $(CUDA_EMU_OBJ)/wgmma_absent.o: tests/cuda_emu/wgmma_absent.cpp plugins/cuda/mha/cuda_launch.h
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mha -c $< -o $@
-.SECONDARY: $(CUDA_EMU_KERNELS:.o=.cpp)
+.SECONDARY: $(CUDA_EMU_KERNELS:.o=.cpp) $(CUDA_EMU_OBJ)/extend_wgmma_sm90.emu.cpp
 
 # The plugin's C objects are cuda_attn.so's own (they call the runtime API,
 # which emu_cudart provides here).
@@ -57,7 +57,21 @@ $(CUDA_EMU_FP8HW_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) \
 	@mkdir -p $(@D)
 	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(CUDA_EMU_FP8HW_SO)
-cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
+
+# The same kernels plus the sm_90a wgmma extend (extend_wgmma_sm90.cu, its
+# wgmma, mbarriers, TMA and setmaxnreg on their LK_EMU twins in
+# wgmma_sm90.cuh) over the runtime that reports SM 9.0 with the H200's limits
+# and emulates the driver's tensor map encoder: create chooses the wgmma
+# extend (TMA producer for pages of a multiple of 16 tokens, cp.async for the
+# rest) and forward_ragged's wgmma kernels, as on an H200.
+CUDA_EMU_SM90_DIR := $(BUILD)/emu-plugins-sm90
+CUDA_EMU_SM90_SO := $(CUDA_EMU_SM90_DIR)/cuda_attn.so
+$(CUDA_EMU_SM90_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) $(CUDA_EMU_KERNELS) $(CUDA_EMU_OBJ)/extend_wgmma_sm90.emu.o \
+                     $(EMU_SIMT_OBJ) $(EMU_CUDART_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(CUDA_EMU_SM90_SO)
+cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO)
 
 # The step (about 100 s of one core): the harness's whole matrix with the
 # defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
