@@ -71,7 +71,17 @@ $(CUDA_EMU_SM90_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) $(CUDA_EMU_KERNELS) 
 	@mkdir -p $(@D)
 	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(CUDA_EMU_SM90_SO)
-cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO)
+# The Hopper primitives' own test (SS / RS wgmma, held accumulators, TMA +
+# mbarrier, the deadlock abort), before the kernel runs on them.
+WGMMA_EMU_TEST := $(TESTDIR)/test_wgmma_emu
+$(CUDA_EMU_OBJ)/test_wgmma_emu.o: tests/cuda_emu/test_wgmma_emu.cpp $(CUDA_EMU_DEPS)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mha -c $< -o $@
+$(WGMMA_EMU_TEST): $(CUDA_EMU_OBJ)/test_wgmma_emu.o $(EMU_SIMT_OBJ) $(EMU_CUDART_OBJ)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(WGMMA_EMU_TEST)
+cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST)
 
 # The step (about 100 s of one core): the harness's whole matrix with the
 # defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
@@ -81,7 +91,7 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO)
 # hip_attn shares), and the fp8 cases on the SM 8.9+ conversions.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
-cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
+cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, kernel=auto (the whole matrix)"
 	$(CUDA_EMU_CHECK) --no-conf
 	@set -e; for k in mma portable; do \
@@ -89,6 +99,9 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
+	$(WGMMA_EMU_TEST)
+	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf
 TEST_STEPS += cuda-attn-emu
 # sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
 # defaults under ASan + UBSan, cuda_attn's then cuda_mla's, where the runtime's
