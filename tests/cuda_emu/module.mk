@@ -4,14 +4,20 @@
 #   $(CUDA_EMU_SO)      cuda_attn with its kernels emulated (the emulated device reports SM 8.0, so the
 #                       sm_90a wgmma/TMA kernels are absent: wgmma_absent.cpp)
 #   $(CUDA_EMU_FP8HW_SO)  the same with fp8's SM 8.9+ conversions (EMU_FP8_HW_CVT)
-#   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways)
+#   $(CUDA_EMU_SM90_SO) cuda_attn over the SM 9.0 runtime with the sm_90a wgmma extend emulated
+#                       (wgmma, mbarriers, TMA: their twins in wgmma_sm90.cuh, tests/emu/emu_sm90.h)
+#   $(WGMMA_EMU_TEST)   those Hopper primitives against double products
+#   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways;
+#                       SM 9.0 with shuffled blocks) and the primitives' test
 #   $(CUDA_MLA_EMU_SO)  cuda_mla with its kernels emulated (SM 8.0; the sm_90a wide kernel absent:
 #                       mla_wide_absent.cpp), and $(CUDA_MLA_EMU_SM90_SO) over the SM 9.0 runtime
 #   make cuda-mla-emu   a step of `make test`: attnctl check on them (auto; mma=ring; simple; shuffled blocks)
 # Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
 # __shared__ arrays) and compiled as is; the inline PTX has its emulated twin
-# under #ifdef LK_EMU in the headers (mma_sm80.cuh, fp8_e4m3.cuh, gpu_compat.h,
-# mla_mma_ops.cuh), decode_reg.cu and mla_decode_mma.cu.
+# under #ifdef LK_EMU in the headers (mma_sm80.cuh, wgmma_sm90.cuh, fp8_e4m3.cuh,
+# gpu_compat.h, mla_mma_ops.cuh), decode_reg.cu and mla_decode_mma.cu (and a
+# header's extern __shared__ array, which emu_cu.py does not see, has its own:
+# extend_wgmma_sm90.cuh).
 
 ifeq ($(HAVE_CUDA),1)
 include tests/emu/emu.mk
@@ -83,12 +89,16 @@ $(WGMMA_EMU_TEST): $(CUDA_EMU_OBJ)/test_wgmma_emu.o $(EMU_SIMT_OBJ) $(EMU_CUDART
 ALL += $(WGMMA_EMU_TEST)
 cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST)
 
-# The step (about 100 s of one core): the harness's whole matrix with the
+# The step (about 150 s of one core): the harness's whole matrix with the
 # defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
 # head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
 # fp8 decode and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
-# hip_attn shares), and the fp8 cases on the SM 8.9+ conversions.  EMU_ORDER=rev
+# hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the Hopper
+# primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
+# with its TMA and cp.async producers, tree verify, the wgmma forward_ragged at
+# qk 128 / 192; the cases it does not serve take the mma extend as on an H200)
+# with every grid's blocks shuffled (about 50 s of the step).  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST)
@@ -104,11 +114,17 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf
 TEST_STEPS += cuda-attn-emu
 # sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
-# defaults under ASan + UBSan, cuda_attn's then cuda_mla's, where the runtime's
+# defaults under ASan + UBSan, cuda_attn's (SM 8.0, then the Hopper
+# primitives' test and the SM 9.0 build with the wgmma extend) then
+# cuda_mla's, where the runtime's
 # exact-size host allocations show any read or write of a kernel past a tensor
 # or scratch buffer.
 CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick && \
+  echo "== asan: the emulator's Hopper primitives (test_wgmma_emu)" && \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(WGMMA_EMU_TEST) && \
+  echo "== asan attnctl check: cuda_attn on the emulator, SM 9.0: the wgmma extend (the quick matrix)" && \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick && \
   echo "== asan attnctl check: cuda_mla on the emulator (the quick matrix)" && \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_MLA_EMU_CHECK) --no-conf --quick
 
@@ -156,7 +172,7 @@ $(CUDA_MLA_EMU_SM90_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KE
 ALL += $(CUDA_MLA_EMU_SM90_SO)
 cuda_mla_emu: $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 
-# The step (about 100 s of one core): the harness's whole matrix with the
+# The step (about 150 s of one core): the harness's whole matrix with the
 # defaults on SM 8.0 (the mma kernel's base configuration at 16- and 64-row
 # tiles, split tiles and the combine, tree verify, draft extend, the rope
 # split, sparse MLA and its combine, fp8 pools on the simple kernel, save_kv,

@@ -8,7 +8,13 @@
  * the kernel's block and thread, then abort) when lanes of one warp meet at
  * different collectives, when a lane has exited, or when no fiber can make
  * progress (a divergent barrier).  Shared memory is poisoned (NaN) before
- * every block so reads of unwritten values show. */
+ * every block so reads of unwritten values show.
+ *
+ * Hopper (emu_sm90.h): mbarriers (arrivals and transaction bytes per phase,
+ * parity waits that block the fiber: a phase that never completes ends in
+ * the no-progress abort), the TMA tiled load (data landed when its barrier's
+ * phase completes), and wgmma as a rendezvous of the warpgroup's 128 threads
+ * whose accumulators land at the wait_group that retires their group. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
