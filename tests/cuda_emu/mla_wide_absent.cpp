@@ -1,6 +1,7 @@
 /* mla_wide_absent.cpp - the sm_90a wide kernel's entry points
- * (mla_decode_wide_sm90.cu) for the emulated cuda_mla: the emulator runs SM
- * 8.x code only (no wgmma, TMA or setmaxnreg).  The image is absent, as
+ * (mla_decode_wide_sm90.cu) for the emulated cuda_mla: its own wgmma / TMA
+ * code (mla_wgmma_ops.cuh) has no emulated twins (cuda_attn's
+ * wgmma_sm90.cuh has).  The image is absent, as
  * in a binary without sm_90a: its shared memory fits no device (SIZE_MAX),
  * so mla_kernels_init skips its attribute and mla_wide_avail is 0, on the
  * SM 8.0 runtime and on the SM 9.0 one alike, and the backend takes its

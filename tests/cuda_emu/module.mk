@@ -4,14 +4,20 @@
 #   $(CUDA_EMU_SO)      cuda_attn with its kernels emulated (the emulated device reports SM 8.0, so the
 #                       sm_90a wgmma/TMA kernels are absent: wgmma_absent.cpp)
 #   $(CUDA_EMU_FP8HW_SO)  the same with fp8's SM 8.9+ conversions (EMU_FP8_HW_CVT)
-#   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways)
+#   $(CUDA_EMU_SM90_SO) cuda_attn over the SM 9.0 runtime with the sm_90a wgmma extend emulated
+#                       (wgmma, mbarriers, TMA: their twins in wgmma_sm90.cuh, tests/emu/emu_sm90.h)
+#   $(WGMMA_EMU_TEST)   those Hopper primitives against double products
+#   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways;
+#                       SM 9.0 with shuffled blocks) and the primitives' test
 #   $(CUDA_MLA_EMU_SO)  cuda_mla with its kernels emulated (SM 8.0; the sm_90a wide kernel absent:
 #                       mla_wide_absent.cpp), and $(CUDA_MLA_EMU_SM90_SO) over the SM 9.0 runtime
 #   make cuda-mla-emu   a step of `make test`: attnctl check on them (auto; mma=ring; simple; shuffled blocks)
 # Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
 # __shared__ arrays) and compiled as is; the inline PTX has its emulated twin
-# under #ifdef LK_EMU in the headers (mma_sm80.cuh, fp8_e4m3.cuh, gpu_compat.h,
-# mla_mma_ops.cuh), decode_reg.cu and mla_decode_mma.cu.
+# under #ifdef LK_EMU in the headers (mma_sm80.cuh, wgmma_sm90.cuh, fp8_e4m3.cuh,
+# gpu_compat.h, mla_mma_ops.cuh), decode_reg.cu and mla_decode_mma.cu (and a
+# header's extern __shared__ array, which emu_cu.py does not see, has its own:
+# extend_wgmma_sm90.cuh).
 
 ifeq ($(HAVE_CUDA),1)
 include tests/emu/emu.mk
@@ -22,7 +28,7 @@ CUDA_EMU_CU := $(filter-out extend_wgmma_sm90.cu,$(CUDA_ATTN_CU))
 CUDA_EMU_KERNELS := $(addprefix $(CUDA_EMU_OBJ)/,$(CUDA_EMU_CU:.cu=.emu.o))
 CUDA_EMU_DEPS := $(wildcard plugins/cuda/mha/*.cuh plugins/cuda/mha/*.h plugins/sdk/attn_kernels/*.cuh \
                             plugins/sdk/attn_kernels/*.h) plugins/sdk/gpu_compat.h plugins/sdk/gpu_fault.h \
-                 $(EMU_DIR)/emu_prelude.h
+                 $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_sm90.h
 
 $(CUDA_EMU_OBJ)/%.emu.cpp: plugins/cuda/mha/%.cu $(EMU_DIR)/emu_cu.py
 	@mkdir -p $(@D)
@@ -32,7 +38,7 @@ $(CUDA_EMU_OBJ)/%.emu.o: $(CUDA_EMU_OBJ)/%.emu.cpp $(CUDA_EMU_DEPS)
 $(CUDA_EMU_OBJ)/wgmma_absent.o: tests/cuda_emu/wgmma_absent.cpp plugins/cuda/mha/cuda_launch.h
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mha -c $< -o $@
-.SECONDARY: $(CUDA_EMU_KERNELS:.o=.cpp)
+.SECONDARY: $(CUDA_EMU_KERNELS:.o=.cpp) $(CUDA_EMU_OBJ)/extend_wgmma_sm90.emu.cpp
 
 # The plugin's C objects are cuda_attn.so's own (they call the runtime API,
 # which emu_cudart provides here).
@@ -57,7 +63,6 @@ $(CUDA_EMU_FP8HW_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) \
 	@mkdir -p $(@D)
 	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(CUDA_EMU_FP8HW_SO)
-cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO)
 
 # tests/cuda/test_cuda_graph.c over the emulated plugin (GRAPH_EMU: the
 # runtime calls go to the plugin's emulated runtime, which records and
@@ -71,15 +76,44 @@ $(CUDA_EMU_GRAPH): $(CUDA_EMU_OBJ)/test_cuda_graph_emu.o | $(CUDA_EMU_SO)
 	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -ldl -lm
 ALL += $(CUDA_EMU_GRAPH)
 
-# The step (about 100 s of one core): the graph test above, the harness's whole matrix with the
+# The same kernels plus the sm_90a wgmma extend (extend_wgmma_sm90.cu, its
+# wgmma, mbarriers, TMA and setmaxnreg on their LK_EMU twins in
+# wgmma_sm90.cuh) over the runtime that reports SM 9.0 with the H200's limits
+# and emulates the driver's tensor map encoder: create chooses the wgmma
+# extend (TMA producer for pages of a multiple of 16 tokens, cp.async for the
+# rest) and forward_ragged's wgmma kernels, as on an H200.
+CUDA_EMU_SM90_DIR := $(BUILD)/emu-plugins-sm90
+CUDA_EMU_SM90_SO := $(CUDA_EMU_SM90_DIR)/cuda_attn.so
+$(CUDA_EMU_SM90_SO): $(filter-out %.cu.o,$(CUDA_ATTN_OBJS)) $(CUDA_EMU_KERNELS) $(CUDA_EMU_OBJ)/extend_wgmma_sm90.emu.o \
+                     $(EMU_SIMT_OBJ) $(EMU_CUDART_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(CUDA_EMU_SM90_SO)
+# The Hopper primitives' own test (SS / RS wgmma, held accumulators, TMA +
+# mbarrier, the deadlock abort), before the kernel runs on them.
+WGMMA_EMU_TEST := $(TESTDIR)/test_wgmma_emu
+$(CUDA_EMU_OBJ)/test_wgmma_emu.o: tests/cuda_emu/test_wgmma_emu.cpp $(CUDA_EMU_DEPS)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mha -c $< -o $@
+$(WGMMA_EMU_TEST): $(CUDA_EMU_OBJ)/test_wgmma_emu.o $(EMU_SIMT_OBJ) $(EMU_CUDART_OBJ)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(WGMMA_EMU_TEST)
+cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST)
+
+# The step (about 165 s of one core): the graph test above, the harness's whole matrix with the
 # defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
 # head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
 # fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
-# hip_attn shares), and the fp8 cases on the SM 8.9+ conversions.  EMU_ORDER=rev
+# hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the Hopper
+# primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
+# with its TMA and cp.async producers, tree verify, the wgmma forward_ragged at
+# qk 128 / 192; the cases it does not serve take the mma extend as on an H200)
+# with every grid's blocks shuffled (about 50 s of the step).  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
-cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH)
+cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator: graph capture / replay of decode and verify (test_cuda_graph_emu)"
 	$(CUDA_EMU_GRAPH)
 	@echo "== cuda_attn on the emulator, kernel=auto (the whole matrix)"
@@ -89,15 +123,24 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH)
 	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
+	$(WGMMA_EMU_TEST)
+	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf
 TEST_STEPS += cuda-attn-emu
 # sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
-# defaults under ASan + UBSan, cuda_attn's then cuda_mla's, where the runtime's
+# defaults under ASan + UBSan, cuda_attn's (SM 8.0, then the Hopper
+# primitives' test and the SM 9.0 build with the wgmma extend) then
+# cuda_mla's, where the runtime's
 # exact-size host allocations show any read or write of a kernel past a tensor
 # or scratch buffer.
 CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the quick matrix)"; \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_EMU_CHECK) --no-conf --quick && \
   echo "== asan test_cuda_graph_emu: decode and verify graphs on the emulator (quick: kernel auto, portable)" && \
   env $(SAN_ENV) $(ASAN_RUN_ENV) SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH) && \
+  echo "== asan: the emulator's Hopper primitives (test_wgmma_emu)" && \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(WGMMA_EMU_TEST) && \
+  echo "== asan attnctl check: cuda_attn on the emulator, SM 9.0: the wgmma extend (the quick matrix)" && \
+  env $(SAN_ENV) $(ASAN_RUN_ENV) $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick && \
   echo "== asan attnctl check: cuda_mla on the emulator (the quick matrix)" && \
   env $(SAN_ENV) $(ASAN_RUN_ENV) $(CUDA_MLA_EMU_CHECK) --no-conf --quick
 
@@ -145,7 +188,7 @@ $(CUDA_MLA_EMU_SM90_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KE
 ALL += $(CUDA_MLA_EMU_SM90_SO)
 cuda_mla_emu: $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 
-# The step (about 100 s of one core): the harness's whole matrix with the
+# The step (about 150 s of one core): the harness's whole matrix with the
 # defaults on SM 8.0 (the mma kernel's base configuration at 16- and 64-row
 # tiles, split tiles and the combine, tree verify, draft extend, the rope
 # split, sparse MLA and its combine, fp8 pools on the simple kernel, save_kv,

@@ -1,7 +1,8 @@
 /* wgmma_absent.cpp - the sm_90a launchers (extend_wgmma_sm90.cu) for the
- * emulated cuda_attn: the emulator runs SM 8.x code only (no wgmma, TMA or
- * setmaxnreg), so the image is absent, as in a binary without sm_90a, and
- * the plugin takes its mma.sync paths.  The setups and launches are never
+ * emulated cuda_attn builds over the SM 8.0 runtime (build/emu-plugins,
+ * emu-plugins-fp8hw): the image is absent, as in a binary without sm_90a,
+ * and the plugin takes its mma.sync paths.  The SM 9.0 build
+ * (emu-plugins-sm90) links the real extend_wgmma_sm90.cu instead.  The setups and launches are never
  * reached; they refuse if they are. */
 #include "cuda_launch.h"
 

@@ -11,9 +11,11 @@
 #include <ctime>
 #include <vector>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "emu_prelude.h"
+#include "emu_sm90.h"
 
 #ifndef EMU_SM
 #define EMU_SM 90
@@ -161,13 +163,84 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d) {
     }
     return cudaSuccess;
 }
-/* No driver behind the emulator: the driver entry points (cuda_attn's tensor
- * maps, SM 9.0 only) are not found. */
+/* The driver's tensor map encoder, emulated: the map's parameters (checked
+ * as the driver checks them, for the cases the emulated TMA copy serves:
+ * up to 3 dims, element strides 1, no interleave) go into the opaque 128
+ * bytes, where lk_emu_tma_load reads them. */
+static CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *addr,
+                                 const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+                                 const cuuint32_t *estr, CUtensorMapInterleave il, CUtensorMapSwizzle sw,
+                                 CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
+    (void)l2;
+    emu_tmap m;
+    std::memset(&m, 0, sizeof m);
+    switch (type) {
+    case CU_TENSOR_MAP_DATA_TYPE_UINT8: m.elem = 1; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT16:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT16:
+    case CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: m.elem = 2; break;
+    case CU_TENSOR_MAP_DATA_TYPE_UINT32:
+    case CU_TENSOR_MAP_DATA_TYPE_INT32:
+    case CU_TENSOR_MAP_DATA_TYPE_FLOAT32: m.elem = 4; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!map || rank < 1 || rank > 3 || !addr || (uintptr_t)addr % 16 || il != CU_TENSOR_MAP_INTERLEAVE_NONE)
+        return CUDA_ERROR_INVALID_VALUE;
+    m.swizzle = sw == CU_TENSOR_MAP_SWIZZLE_NONE   ? 0
+                : sw == CU_TENSOR_MAP_SWIZZLE_32B  ? 32
+                : sw == CU_TENSOR_MAP_SWIZZLE_64B  ? 64
+                : sw == CU_TENSOR_MAP_SWIZZLE_128B ? 128
+                                                   : ~0u;
+    if (m.swizzle == ~0u) return CUDA_ERROR_INVALID_VALUE;
+    for (cuuint32_t i = 0; i < rank; i++) {
+        if (!dims[i] || dims[i] > (1ull << 32) || !box[i] || box[i] > 256 || estr[i] != 1)
+            return CUDA_ERROR_INVALID_VALUE;
+        m.dims[i] = dims[i];
+        m.box[i] = box[i];
+        if (i) {
+            if (strides[i - 1] % 16 || strides[i - 1] >= (1ull << 40)) return CUDA_ERROR_INVALID_VALUE;
+            m.strides[i - 1] = strides[i - 1];
+        }
+    }
+    for (cuuint32_t i = rank; i < 3; i++) m.dims[i] = m.box[i] = 1;
+    if ((box[0] * m.elem) % 16 || (m.swizzle && box[0] * m.elem > m.swizzle)) return CUDA_ERROR_INVALID_VALUE;
+    m.magic = EMU_TMAP_MAGIC;
+    m.rank = rank;
+    m.addr = (uint64_t)(uintptr_t)addr;
+    m.oob_nan = oob == CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA;
+    std::memset(map, 0, sizeof *map);
+    std::memcpy(map, &m, sizeof m);
+    return CUDA_SUCCESS;
+}
+
+/* The driver entry points: cuTensorMapEncodeTiled (emulated above); no other. */
 cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned cuda_version,
                                              unsigned long long flags, enum cudaDriverEntryPointQueryResult *st) {
-    (void)sym, (void)cuda_version, (void)flags;
-    *fn = nullptr;
-    if (st) *st = cudaDriverEntryPointSymbolNotFound;
+    (void)cuda_version, (void)flags;
+    const bool enc = !strcmp(sym, "cuTensorMapEncodeTiled");
+    *fn = enc ? (void *)&emu_encode_tiled : nullptr;
+    if (st) *st = enc ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess;
+}
+/* A __device__ variable is a host variable here. */
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t n, size_t offset, enum cudaMemcpyKind k) {
+    (void)k;
+    no_capture(nullptr, "cudaMemcpyFromSymbol");
+    std::memcpy(dst, (const char *)symbol + offset, n);
+    return cudaSuccess;
+}
+/* No registers on the emulator: numRegs is what nvcc gives the one kernel
+ * whose setup reads it (the wgmma extend, __launch_bounds__(384, 1): 168,
+ * ATTN_WG_REGS_ENTRY), so its setmaxnreg split's check passes as on the
+ * device. */
+#define EMU_FUNC_REGS 168
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *a, const void *f) {
+    (void)f;
+    std::memset(a, 0, sizeof *a);
+    a->numRegs = EMU_FUNC_REGS;
+    a->maxThreadsPerBlock = 1024;
+    a->maxDynamicSharedSizeBytes = 49152;
+    a->ptxVersion = a->binaryVersion = EMU_SM;
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError(void) { return cudaSuccess; }

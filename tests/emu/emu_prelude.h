@@ -111,6 +111,16 @@ template <class... P> static inline cudaError_t cudaFuncSetAttribute(void (*f)(P
     return cudaFuncSetAttribute((const void *)f, a, v);
 }
 
+template <class... P> static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *a, void (*f)(P...)) {
+    return cudaFuncGetAttributes(a, (const void *)f);
+}
+/* a __device__ variable is a host variable here */
+template <class T>
+static inline cudaError_t cudaMemcpyFromSymbol(void *dst, const T &symbol, size_t n, size_t offset = 0,
+                                               cudaMemcpyKind k = cudaMemcpyDeviceToHost) {
+    return cudaMemcpyFromSymbol(dst, (const void *)&symbol, n, offset, k);
+}
+
 /* the block's dynamic shared memory (poisoned before every block) */
 void *lk_emu_dyn_smem(void);
 /* run (or, under stream capture, record) a launch */

@@ -8,13 +8,20 @@
  * the kernel's block and thread, then abort) when lanes of one warp meet at
  * different collectives, when a lane has exited, or when no fiber can make
  * progress (a divergent barrier).  Shared memory is poisoned (NaN) before
- * every block so reads of unwritten values show. */
+ * every block so reads of unwritten values show.
+ *
+ * Hopper (emu_sm90.h): mbarriers (arrivals and transaction bytes per phase,
+ * parity waits that block the fiber: a phase that never completes ends in
+ * the no-progress abort), the TMA tiled load (data landed when its barrier's
+ * phase completes), and wgmma as a rendezvous of the warpgroup's 128 threads
+ * whose accumulators land at the wait_group that retires their group. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "emu_prelude.h"
+#include "emu_sm90.h"
 
 /* AddressSanitizer must know when the stack changes (emu runs under SAN=asan). */
 #if defined(__SANITIZE_ADDRESS__)
@@ -71,6 +78,17 @@ struct Fiber {
     unsigned committed;        /* cp.async groups committed so far */
     int nbar_id;               /* the named barrier it waits at (-1: none) */
     unsigned nbar_phase;       /* ... and that barrier's phase when it arrived */
+    bool on_mbar;              /* waits on the mbarrier at mbar_addr */
+    uint32_t mbar_addr;
+    bool on_wg;                /* waits at a warpgroup rendezvous (wgmma) */
+    struct WgAcc {             /* wgmma accumulators not yet retired by a wait_group */
+        unsigned group;
+        float *d;
+        int n;
+        float v[128];
+    };
+    std::vector<WgAcc> wg_acc;
+    unsigned wg_committed; /* wgmma commit groups so far */
 };
 
 struct Warp {
@@ -142,7 +160,7 @@ void wait_here() {
 
 void release_block() {
     for (auto &f : fibers)
-        if (f.state == WAIT && f.nbar_id < 0) f.state = RUN;
+        if (f.state == WAIT && f.nbar_id < 0 && !f.on_mbar && !f.on_wg) f.state = RUN;
     bar_arrived = 0;
     bar_or_result = bar_or_acc;
     bar_or_acc = 0;
@@ -154,6 +172,7 @@ void trampoline() {
 #endif
     (*body)();
     if (!cur->pending.empty()) die("a thread exited with cp.async copies it never waited for");
+    if (!cur->wg_acc.empty()) die("a thread exited with wgmma results it never waited for (wgmma.wait_group)");
     cur->state = DONE;
     live--;
     Warp &w = warps[cur->tid / 32];
@@ -182,7 +201,8 @@ void warp_collective(int op, const void *in, size_t in_n, void *out, size_t out_
         w.arrived = 0;
         w.op = OP_NONE;
         for (unsigned l = 0; l < 32; l++)
-            if (fibers[base + l].state == WAIT) fibers[base + l].state = RUN;
+            if (fibers[base + l].state == WAIT && !fibers[base + l].on_mbar && !fibers[base + l].on_wg)
+                fibers[base + l].state = RUN;
     } else {
         for (unsigned l = 0; l < 32; l++)
             if (fibers[base + l].state == DONE) die("a warp collective with an exited lane");
@@ -490,6 +510,288 @@ uint32_t lk_emu_cvt_e4m3_f32(float f) {
     return s | best;
 }
 
+/* ------------------------------------------------- Hopper (emu_sm90.h) */
+
+namespace {
+struct TmaChunk {
+    uint32_t addr;
+    unsigned char b[16];
+};
+struct Mbar {
+    uint32_t addr;
+    int expected, pending;   /* arrivals per phase, still missing in the open one */
+    long long tx;            /* the open phase's transaction bytes: expected minus completed */
+    unsigned phase;          /* phases completed */
+    std::vector<TmaChunk> land; /* TMA data of the open phase, landed when it completes */
+};
+std::vector<Mbar> mbars;
+struct WgIn {
+    float c[128], out[128];
+    uint32_t a[4];
+    int has_a, n, scale_d, tnsp, bf16;
+    uint64_t da, db;
+};
+struct WgMeet {
+    int arrived = 0;
+    WgIn *in[128];
+};
+std::vector<WgMeet> wgmeet;
+
+unsigned char *smem_at(uint32_t a, size_t n, const char *what) {
+    if (a < EMU_SMEM_WINDOW || (size_t)(a - EMU_SMEM_WINDOW) + n > dyn.size()) die(what);
+    return dyn.data() + (a - EMU_SMEM_WINDOW);
+}
+
+Mbar &mbar_get(uint32_t a) {
+    for (auto &b : mbars)
+        if (b.addr == a) return b;
+    die("an mbarrier operation at an address no mbarrier.init set up");
+}
+
+/* the open phase completes once every arrival and every byte are in */
+void mbar_complete_if_due(Mbar &b) {
+    if (b.pending || b.tx) return;
+    for (const TmaChunk &c : b.land) std::memcpy(smem_at(c.addr, 16, "TMA data outside shared memory"), c.b, 16);
+    b.land.clear();
+    b.phase++;
+    b.pending = b.expected;
+    for (auto &f : fibers)
+        if (f.state == WAIT && f.on_mbar && f.mbar_addr == b.addr) f.state = RUN;
+}
+
+/* the 128-byte swizzle of a shared-window address: bits [4:6] ^= bits [7:9] */
+uint32_t sw128(uint32_t a) { return a ^ (((a >> 7) & 7u) << 4); }
+
+void desc_check(uint64_t d) {
+    if ((d >> 62) != 1) die("a wgmma descriptor whose swizzle mode is not 128B (the only one the emulator reads)");
+    if ((d >> 49) & 7u) die("a wgmma descriptor with a nonzero base offset");
+}
+uint32_t desc_start(uint64_t d) { return (uint32_t)(d & 0x3FFFu) << 4; }
+uint32_t desc_lbo(uint64_t d) { return (uint32_t)((d >> 16) & 0x3FFFu) << 4; }
+uint32_t desc_sbo(uint64_t d) { return (uint32_t)((d >> 32) & 0x3FFFu) << 4; }
+float half_at(uint32_t a, int bf) {
+    uint16_t h;
+    std::memcpy(&h, smem_at(a, 2, "a wgmma operand outside shared memory"), 2);
+    return bf ? bf16f(h) : f16f(h);
+}
+/* element (row r, k) of a K-major sw128 operand: 8-row atoms SBO apart, rows 128 B apart */
+float kmajor(uint64_t d, int r, int k, int bf) {
+    return half_at(sw128(desc_start(d) + (uint32_t)(r >> 3) * desc_sbo(d) + (uint32_t)(r & 7) * 128u + 2u * k), bf);
+}
+/* element (k, n) of an MN-major sw128 B: 64-wide n blocks LBO apart, 8-k atoms SBO apart */
+float mnmajor(uint64_t d, int k, int n, int bf) {
+    return half_at(sw128(desc_start(d) + (uint32_t)(n >> 6) * desc_lbo(d) + (uint32_t)(k >> 3) * desc_sbo(d) +
+                         (uint32_t)(k & 7) * 128u + 2u * (n & 63)),
+                   bf);
+}
+
+void wgmma_compute(WgMeet &m) {
+    const WgIn &i0 = *m.in[0];
+    for (int t = 1; t < 128; t++) {
+        const WgIn &x = *m.in[t];
+        if (x.has_a != i0.has_a || x.n != i0.n || x.scale_d != i0.scale_d || x.tnsp != i0.tnsp || x.bf16 != i0.bf16 ||
+            x.db != i0.db || (!x.has_a && x.da != i0.da))
+            die("threads of a warpgroup disagree on a wgmma's shape, type, scale-d or descriptors");
+    }
+    const int N = i0.n, bf = i0.bf16;
+    static float A[64][16], B[16][256];
+    auto hv = [&](uint32_t v, int hi) {
+        const uint16_t h = (uint16_t)(hi ? v >> 16 : v & 0xffffu);
+        return bf ? bf16f(h) : f16f(h);
+    };
+    if (i0.has_a) { /* the m64k16 A fragment: a[i] = row 16w + g + 8 (i & 1), columns 8 (i >> 1) + 2q, +1 */
+        for (int t = 0; t < 128; t++) {
+            const int w = t / 32, g = t % 32 / 4, q = t % 4;
+            for (int i = 0; i < 4; i++) {
+                const int row = 16 * w + g + 8 * (i & 1), col = 8 * (i >> 1) + 2 * q;
+                A[row][col] = hv(m.in[t]->a[i], 0);
+                A[row][col + 1] = hv(m.in[t]->a[i], 1);
+            }
+        }
+    } else {
+        desc_check(i0.da);
+        for (int r = 0; r < 64; r++)
+            for (int k = 0; k < 16; k++) A[r][k] = kmajor(i0.da, r, k, bf);
+    }
+    desc_check(i0.db);
+    for (int k = 0; k < 16; k++)
+        for (int n = 0; n < N; n++) B[k][n] = i0.tnsp ? mnmajor(i0.db, k, n, bf) : kmajor(i0.db, n, k, bf);
+    /* D: d[4j + v] = row 16w + g + 8 (v >> 1), column 8j + 2q + (v & 1) */
+    for (int t = 0; t < 128; t++) {
+        const int w = t / 32, g = t % 32 / 4, q = t % 4;
+        WgIn &x = *m.in[t];
+        for (int j = 0; j < N / 8; j++)
+            for (int v = 0; v < 4; v++) {
+                const int row = 16 * w + g + 8 * (v >> 1), col = 8 * j + 2 * q + (v & 1);
+                float s = i0.scale_d ? x.c[4 * j + v] : 0.f;
+                for (int k = 0; k < 16; k++) s += A[row][k] * B[k][col];
+                x.out[4 * j + v] = s;
+            }
+    }
+}
+} // namespace
+
+void sm90_block_start(unsigned nthreads) {
+    mbars.clear();
+    wgmeet.assign((nthreads + 127) / 128, WgMeet());
+}
+
+void sm90_block_end(void) {
+    for (const Mbar &b : mbars)
+        if (!b.land.empty() || b.tx)
+            die("a block ended with an mbarrier phase still waiting for TMA bytes (expect_tx without its copy, or a "
+                "copy never awaited)");
+}
+
+uint32_t lk_emu_smem_addr(const void *p) {
+    const unsigned char *c = (const unsigned char *)p;
+    if (c < dyn.data() || c > dyn.data() + dyn.size()) die("a shared-window address of a pointer outside dynamic shared memory");
+    return EMU_SMEM_WINDOW + (uint32_t)(c - dyn.data());
+}
+
+void lk_emu_mbar_init(uint32_t a, uint32_t count) {
+    if (a % 8) die("mbarrier.init at an address not 8-byte aligned");
+    if (!count || count >= (1u << 20)) die("mbarrier.init with a count outside 1 .. 2^20 - 1");
+    std::memset(smem_at(a, 8, "mbarrier.init outside shared memory"), 0, 8);
+    for (auto &b : mbars)
+        if (b.addr == a) {
+            for (auto &f : fibers)
+                if (f.state == WAIT && f.on_mbar && f.mbar_addr == a) die("mbarrier.init of a barrier a thread waits on");
+            b = Mbar{a, (int)count, (int)count, 0, 0, {}};
+            return;
+        }
+    mbars.push_back(Mbar{a, (int)count, (int)count, 0, 0, {}});
+}
+
+void lk_emu_mbar_arrive(uint32_t a) {
+    Mbar &b = mbar_get(a);
+    if (b.pending <= 0) die("an mbarrier arrive past the phase's expected count");
+    b.pending--;
+    mbar_complete_if_due(b);
+}
+
+void lk_emu_mbar_expect_tx(uint32_t a, uint32_t bytes) {
+    Mbar &b = mbar_get(a);
+    b.tx += bytes;
+    mbar_complete_if_due(b);
+}
+
+bool lk_emu_mbar_test(uint32_t a, uint32_t parity) { return (mbar_get(a).phase & 1u) != (parity & 1u); }
+
+void lk_emu_mbar_wait(uint32_t a, uint32_t parity) {
+    while (!lk_emu_mbar_test(a, parity)) {
+        cur->on_mbar = true;
+        cur->mbar_addr = a;
+        wait_here();
+        cur->on_mbar = false;
+    }
+}
+
+void lk_emu_tma_load(uint32_t dst, const void *tmap, const int32_t *co, int rank, uint32_t bar) {
+    emu_tmap m;
+    std::memcpy(&m, tmap, sizeof m);
+    if (m.magic != EMU_TMAP_MAGIC) die("a TMA copy with a tensor map cuTensorMapEncodeTiled did not write");
+    if ((int)m.rank != rank) die("a TMA copy whose rank is not its tensor map's");
+    if (dst % 128) die("a TMA copy into shared memory not 128-byte aligned");
+    const uint32_t row = m.box[0] * m.elem;
+    if (m.swizzle && row != m.swizzle) die("a swizzled TMA box whose rows are not the swizzle span (not emulated)");
+    uint32_t nrows = 1;
+    for (int i = 1; i < rank; i++) nrows *= m.box[i];
+    const uint32_t bytes = row * nrows;
+    smem_at(dst, bytes, "a TMA copy past shared memory");
+    Mbar &b = mbar_get(bar);
+    const uint32_t mask = m.swizzle ? m.swizzle / 16 - 1 : 0;
+    for (uint32_t r = 0; r < nrows; r++) {
+        int64_t c[3] = {co[0], 0, 0};
+        bool row_in = true;
+        uint32_t rr = r;
+        for (int i = 1; i < rank; i++) {
+            c[i] = (int64_t)co[i] + rr % m.box[i];
+            rr /= m.box[i];
+            row_in = row_in && c[i] >= 0 && (uint64_t)c[i] < m.dims[i];
+        }
+        for (uint32_t ch = 0; ch < row / 16; ch++) {
+            TmaChunk t;
+            for (uint32_t e = 0; e < 16 / m.elem; e++) {
+                const int64_t x = c[0] + (int64_t)(ch * 16 / m.elem + e);
+                if (row_in && x >= 0 && (uint64_t)x < m.dims[0])
+                    std::memcpy(t.b + e * m.elem,
+                                (const unsigned char *)(uintptr_t)m.addr + x * m.elem + c[1] * (int64_t)m.strides[0] +
+                                    c[2] * (int64_t)m.strides[1],
+                                m.elem);
+                else
+                    std::memset(t.b + e * m.elem, m.oob_nan ? 0xff : 0, m.elem);
+            }
+            const uint32_t a = dst + r * row + ch * 16;
+            t.addr = a ^ (((a >> 7) & mask) << 4);
+            b.land.push_back(t);
+        }
+    }
+    b.tx -= bytes;
+    mbar_complete_if_due(b);
+}
+
+void lk_emu_wgmma(float *d, int n, const uint32_t *a, uint64_t da, uint64_t db, int scale_d, int tnsp_b, int bf16) {
+    if (n < 8 || n > 256 || n % 8) die("a wgmma of other than m64nNk16 with N = 8 .. 256 by 8");
+    const unsigned nthreads = blockDim.x * blockDim.y * blockDim.z, base = cur->tid / 128 * 128;
+    if (nthreads - base < 128) die("a wgmma in a partial warpgroup");
+    if (warps[cur->tid / 32].arrived) die("a wgmma while lanes of its warp wait at a warp collective");
+    WgIn in;
+    in.has_a = a != nullptr;
+    if (a) std::memcpy(in.a, a, 16);
+    in.n = n, in.scale_d = scale_d != 0, in.tnsp = tnsp_b != 0, in.bf16 = bf16 != 0, in.da = da, in.db = db;
+    /* the accumulators' value: the newest held result of an earlier wgmma on them, else the registers */
+    Fiber::WgAcc *held = nullptr;
+    for (auto it = cur->wg_acc.rbegin(); it != cur->wg_acc.rend(); ++it)
+        if (it->d == d) {
+            if (it->n != n / 2) die("wgmmas of different shapes on the same accumulators in flight");
+            held = &*it;
+            break;
+        }
+    std::memcpy(in.c, held ? held->v : d, sizeof(float) * (n / 2));
+    WgMeet &m = wgmeet[cur->tid / 128];
+    m.in[cur->tid % 128] = &in;
+    if (++m.arrived == 128) {
+        wgmma_compute(m);
+        m.arrived = 0;
+        for (unsigned l = 0; l < 128; l++) {
+            Fiber &f = fibers[base + l];
+            if (f.state == WAIT && f.on_wg) {
+                f.state = RUN;
+                f.on_wg = false;
+            }
+        }
+    } else {
+        for (unsigned l = 0; l < 128; l++)
+            if (fibers[base + l].state == DONE) die("a wgmma with an exited thread in its warpgroup");
+        cur->on_wg = true;
+        wait_here();
+        if (cur->on_wg) die("a wgmma waiter resumed early");
+    }
+    if (held && held->group == cur->wg_committed) {
+        std::memcpy(held->v, in.out, sizeof(float) * (n / 2));
+    } else {
+        Fiber::WgAcc acc;
+        acc.group = cur->wg_committed;
+        acc.d = d;
+        acc.n = n / 2;
+        std::memcpy(acc.v, in.out, sizeof(float) * (n / 2));
+        cur->wg_acc.push_back(acc);
+    }
+}
+
+void lk_emu_wgmma_commit(void) { cur->wg_committed++; }
+
+void lk_emu_wgmma_wait(int n) {
+    if (n < 0) die("wgmma.wait_group with a negative count");
+    std::vector<Fiber::WgAcc> rest;
+    for (const auto &e : cur->wg_acc) {
+        if (e.group + (unsigned)n < cur->wg_committed) std::memcpy(e.d, e.v, sizeof(float) * e.n);
+        else rest.push_back(e);
+    }
+    cur->wg_acc.swap(rest);
+}
+
 /* -------------------------------------------------------------- launch */
 
 void *lk_emu_dyn_smem(void) { return dyn.data(); }
@@ -517,6 +819,9 @@ static void run_block(unsigned nthreads) {
         f.pending.clear();
         f.committed = 0;
         f.nbar_id = -1;
+        f.on_mbar = f.on_wg = false;
+        f.wg_acc.clear();
+        f.wg_committed = 0;
 #ifdef EMU_ASAN
         __asan_unpoison_memory_region(f.stack, STACK); /* redzones of the last block's frames */
 #endif
@@ -528,6 +833,7 @@ static void run_block(unsigned nthreads) {
         f.sp = sp;
     }
     live = (int)nthreads;
+    sm90_block_start(nthreads);
     bar_arrived = bar_or_acc = bar_or_result = 0;
     std::memset(nbar, 0, sizeof nbar);
     for (;;) {
@@ -543,8 +849,16 @@ static void run_block(unsigned nthreads) {
             progress = true;
         }
         if (all_done) break;
-        if (!progress) die("no thread can make progress (a barrier not every thread reaches)");
+        if (!progress) {
+            for (unsigned i = 0; i < nthreads; i++)
+                if (fibers[i].state == WAIT && fibers[i].on_mbar) {
+                    cur = &fibers[i];
+                    die("no thread can make progress: an mbarrier wait whose phase never completes");
+                }
+            die("no thread can make progress (a barrier not every thread reaches)");
+        }
     }
+    sm90_block_end();
     for (const NamedBar &b : nbar)
         if (b.arrived) die("a block ended with a named barrier's phase open (unmatched bar.arrive)");
     cur = nullptr;

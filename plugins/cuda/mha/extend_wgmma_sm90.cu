@@ -19,12 +19,13 @@
 #include "cuda_launch.h"
 #include "extend_wgmma_sm90.cuh"
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#if (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || defined(LK_EMU)
 #define ATTN_WG_IMAGE 1
 #else
 #define ATTN_WG_IMAGE 0
 #endif
-/* 1 in the sm_90a image, 0 in the sm_80 and compute_90 ones. */
+/* 1 in the sm_90a image (and the CPU emulator's build), 0 in the sm_80 and
+ * compute_90 ones. */
 __device__ int attn_wgmma_image_flag = ATTN_WG_IMAGE;
 
 /* The head dim the kernel serves (extend_wg_cfg). */

@@ -646,7 +646,11 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
 template <int DT, int DQK, int DV, bool TMA, bool RAGGED, bool TREE>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<DQK, DV>;
+#ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
+    uint8_t *const wg_smem_raw = (uint8_t *)lk_emu_dyn_smem();
+#else
     extern __shared__ __align__(16) uint8_t wg_smem_raw[];
+#endif
     const uint32_t raw = wg_smem(wg_smem_raw);
     const uint32_t sbase = (raw + (ATTN_SW_ATOM_BYTES - 1)) & ~(uint32_t)(ATTN_SW_ATOM_BYTES - 1);
     uint8_t *sm = wg_smem_raw + (sbase - raw);

@@ -4,7 +4,8 @@
  * the wgmma instructions (SS and RS forms), wgmma / proxy fences, mbarriers,
  * setmaxnreg.  CUDA only; the device code exists only when compiling for
  * sm_90a (__CUDA_ARCH_FEAT_SM90_ALL), so the sm_80 and compute_90 passes see
- * just the host-visible layout arithmetic.
+ * just the host-visible layout arithmetic; the CPU emulator of the tests
+ * (LK_EMU) has its twin of each primitive at the end.
  *
  * Layout ("sw128 tile"): a tile of ROWS rows of W 16-bit values is stored as
  * W / 64 column blocks of ROWS x 128 bytes, one after the other; inside a
@@ -264,5 +265,49 @@ GC_DEV void wg_mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, in
     wg_mma_rs_n128<DT, TB>(d, a, db, scale_d);
 }
 
-#endif /* sm_90a */
+#elif defined(LK_EMU)
+/* The CPU emulator of the tests (tests/emu/emu_sm90.h, LK_EMU): every device
+ * primitive above with the same semantics, so the kernels run as written.
+ * Shared addresses are the emulator's shared-window offsets; the fences and
+ * setmaxnreg have nothing to order or move there; wgmma is a warpgroup
+ * rendezvous whose results land at the wait_group that retires them, and a
+ * TMA copy's data lands when its mbarrier phase completes. */
+#define ATTN_HAVE_WGMMA 1
+#include "emu_sm90.h"
+
+GC_DEV uint32_t wg_smem(const void *p) { return lk_emu_smem_addr(p); }
+GC_DEV void mbar_init(uint32_t bar, uint32_t count) { lk_emu_mbar_init(bar, count); }
+GC_DEV void mbar_init_fence() {}
+GC_DEV void mbar_arrive(uint32_t bar) { lk_emu_mbar_arrive(bar); }
+GC_DEV bool mbar_try_wait(uint32_t bar, uint32_t parity) { return lk_emu_mbar_test(bar, parity); }
+/* blocks the thread; a phase that never completes aborts the run (deadlock) */
+GC_DEV void mbar_wait(uint32_t bar, uint32_t parity) { lk_emu_mbar_wait(bar, parity); }
+GC_DEV void mbar_expect_tx(uint32_t bar, uint32_t bytes) { lk_emu_mbar_expect_tx(bar, bytes); }
+GC_DEV void tma_load_3d(uint32_t dst, const void *tmap, int32_t c0, int32_t c1, int32_t c2, uint32_t bar) {
+    const int32_t c[3] = {c0, c1, c2};
+    lk_emu_tma_load(dst, tmap, c, 3, bar);
+}
+GC_DEV void fence_proxy_async() {}
+template <int N> GC_DEV void setmaxnreg_inc() {
+    static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg range");
+}
+template <int N> GC_DEV void setmaxnreg_dec() {
+    static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg range");
+}
+GC_DEV void wg_fence() {}
+GC_DEV void wg_commit() { lk_emu_wgmma_commit(); }
+template <int N> GC_DEV void wg_wait() { lk_emu_wgmma_wait(N); }
+template <int N> GC_DEV void wg_pin(float (&)[N]) {}
+template <int N> GC_DEV void wg_pin(uint32_t (&)[N][4]) {}
+template <int N> GC_DEV void cp_async_wait() { lk_emu_cp_async_wait_n(N); }
+template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
+    static_assert(N == 128, "SS shape instantiated: n128");
+    lk_emu_wgmma(d, N, nullptr, da, db, scale_d, TB, DT == GC_BF16);
+}
+template <int DT, int N, int TB>
+GC_DEV void wg_mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+    static_assert(N == 128, "RS shape instantiated: n128");
+    lk_emu_wgmma(d, N, a, 0, db, scale_d, TB, DT == GC_BF16);
+}
+#endif /* sm_90a, LK_EMU */
 #endif
