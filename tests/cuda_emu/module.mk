@@ -99,7 +99,17 @@ $(WGMMA_EMU_TEST): $(CUDA_EMU_OBJ)/test_wgmma_emu.o $(EMU_SIMT_OBJ) $(EMU_CUDART
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(WGMMA_EMU_TEST)
-cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST)
+# The graph test again over the SM 9.0 build: verify and decode graphs whose
+# captured extends are the wgmma kernels (TMA producer at page 16).
+CUDA_EMU_GRAPH_SM90 := $(TESTDIR)/test_cuda_graph_emu_sm90
+$(CUDA_EMU_OBJ)/test_cuda_graph_emu_sm90.o: tests/cuda/test_cuda_graph.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) $(CUDA_CFLAGS) -DGRAPH_EMU -DCUDA_ATTN_SO='"$(CUDA_EMU_SM90_SO)"' -MMD -MP -c $< -o $@
+$(CUDA_EMU_GRAPH_SM90): $(CUDA_EMU_OBJ)/test_cuda_graph_emu_sm90.o | $(CUDA_EMU_SM90_SO)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS_COMMON) -o $@ $^ -lcmocka -ldl -lm
+ALL += $(CUDA_EMU_GRAPH_SM90)
+cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) $(CUDA_EMU_GRAPH_SM90)
 
 # The step (about 165 s of one core): the graph test above, the harness's whole matrix with the
 # defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
@@ -113,7 +123,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # with every grid's blocks shuffled (about 50 s of the step).  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
-cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST)
+cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
+               $(CUDA_EMU_GRAPH_SM90)
 	@echo "== cuda_attn on the emulator: graph capture / replay of decode and verify (test_cuda_graph_emu)"
 	$(CUDA_EMU_GRAPH)
 	@echo "== cuda_attn on the emulator, kernel=auto (the whole matrix)"
@@ -126,6 +137,8 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf
+	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
+	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 TEST_STEPS += cuda-attn-emu
 # sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
 # defaults under ASan + UBSan, cuda_attn's (SM 8.0, then the Hopper
