@@ -175,6 +175,25 @@ static double nmse(const uint16_t *got, const double *ref, size_t n) {
     return num / den;
 }
 
+/* A bf16-q instance of the test's model (GQA HQ / HKV, head dim D) made by
+ * the creating host above; create's error is printed before the assert. */
+static sgl_attn_backend *create_be(uint32_t kv_dtype, int32_t spec_tokens, int32_t max_reqs, int32_t max_tokens,
+                                   int32_t max_context) {
+    sgl_attn_model m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.num_q_heads = HQ, m.num_kv_heads = HKV, m.head_dim_qk = m.head_dim_v = D;
+    m.dtype = SGL_ATTN_DT_BF16, m.kv_dtype = kv_dtype, m.sliding_window = -1, m.num_layers = 1;
+    m.spec_tokens = spec_tokens;
+    char err[512] = "";
+    sgl_attn_create_args ca = {sizeof ca, &m, 0, max_reqs, max_tokens, max_context, NULL, NULL, err, sizeof err, &g_host};
+    sgl_attn_backend *be = NULL;
+    int rc = plugin->create(&ca, &be);
+    if (rc) fprintf(stderr, "create: %s\n", err);
+    assert_int_equal(rc, 0);
+    return be;
+}
+
 static void run_kernel(const char *kernel) {
     g_kernel = kernel;
     const size_t nq = (size_t)BS * HQ * D, nkv = (size_t)SLOTS * HKV * D;
@@ -209,17 +228,7 @@ static void run_kernel(const char *kernel) {
     lens_cpu.data = lens;
     lens_cpu.device.device_type = kDLCPU;
 
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = HQ, m.num_kv_heads = HKV, m.head_dim_qk = m.head_dim_v = D;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16, m.sliding_window = -1, m.num_layers = 1;
-    char err[512] = "";
-    sgl_attn_create_args ca = {sizeof ca, &m, 0, BS, BS, MAXCTX, NULL, NULL, err, sizeof err, &g_host};
-    sgl_attn_backend *be = NULL;
-    int rc = plugin->create(&ca, &be);
-    if (rc) fprintf(stderr, "create: %s\n", err);
-    assert_int_equal(rc, 0);
+    sgl_attn_backend *be = create_be(SGL_ATTN_DT_BF16, 0, BS, BS, MAXCTX);
     cudaStream_t st;
     CK(RT(cudaStreamCreateWithFlags)(&st, cudaStreamNonBlocking));
 
@@ -243,7 +252,7 @@ static void run_kernel(const char *kernel) {
 
     /* direct */
     CK(be->ops->init_forward_metadata(be, &bt));
-    rc = be->ops->forward_decode(be, &fa);
+    int rc = be->ops->forward_decode(be, &fa);
     if (rc) fprintf(stderr, "forward_decode: %s\n", be->ops->last_error(be));
     assert_int_equal(rc, 0);
     CK(RT(cudaStreamSynchronize)(st));
@@ -489,17 +498,7 @@ static void run_verify(const char *kernel, int tree) {
     lens_cpu.data = h.lens;
     lens_cpu.device.device_type = kDLCPU;
 
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = HQ, m.num_kv_heads = HKV, m.head_dim_qk = m.head_dim_v = D;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16, m.sliding_window = -1, m.num_layers = 1, m.spec_tokens = TPR;
-    char err[512] = "";
-    sgl_attn_create_args ca = {sizeof ca, &m, 0, VBS, VT, VMAXCTX, NULL, NULL, err, sizeof err, &g_host};
-    sgl_attn_backend *be = NULL;
-    int rc = plugin->create(&ca, &be);
-    if (rc) fprintf(stderr, "create: %s\n", err);
-    assert_int_equal(rc, 0);
+    sgl_attn_backend *be = create_be(SGL_ATTN_DT_BF16, TPR, VBS, VT, VMAXCTX);
     cudaStream_t st;
     CK(RT(cudaStreamCreateWithFlags)(&st, cudaStreamNonBlocking));
 
@@ -532,7 +531,7 @@ static void run_verify(const char *kernel, int tree) {
     vupload(&dv, &h);
     sgl_attn_graph_args g = {sizeof g, VBS, VT, SGL_ATTN_MODE_TARGET_VERIFY, &bt, st};
     CK(be->ops->init_graph_state(be, VBS, VT));
-    rc = be->ops->init_forward_metadata_capture(be, &g);
+    int rc = be->ops->init_forward_metadata_capture(be, &g);
     if (rc) fprintf(stderr, "capture: %s\n", be->ops->last_error(be));
     assert_int_equal(rc, 0);
     cudaGraph_t graph;
@@ -631,18 +630,7 @@ static void run_verify(const char *kernel, int tree) {
  * before planning anything. */
 static void verify_refused_fp8(void) {
     g_kernel = "auto";
-    sgl_attn_model m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = sizeof m;
-    m.num_q_heads = HQ, m.num_kv_heads = HKV, m.head_dim_qk = m.head_dim_v = D;
-    m.dtype = SGL_ATTN_DT_BF16, m.kv_dtype = SGL_ATTN_DT_FP8_E4M3, m.sliding_window = -1, m.num_layers = 1;
-    m.spec_tokens = TPR;
-    char err[512] = "";
-    sgl_attn_create_args ca = {sizeof ca, &m, 0, VBS, VT, VMAXCTX, NULL, NULL, err, sizeof err, &g_host};
-    sgl_attn_backend *be = NULL;
-    int rc = plugin->create(&ca, &be);
-    if (rc) fprintf(stderr, "create (fp8 pool): %s\n", err);
-    assert_int_equal(rc, 0);
+    sgl_attn_backend *be = create_be(SGL_ATTN_DT_FP8_E4M3, TPR, VBS, VT, VMAXCTX);
     sgl_attn_batch bt;
     memset(&bt, 0, sizeof bt);
     bt.struct_size = sizeof bt;
