@@ -29,11 +29,11 @@ import datetime
 import json
 import os
 import sys
-import time
 
 import torch
 
 import sglattn
+from dsa_torch import timed  # this folder: the same CUDA-event median
 from sglattn._tensor import describe
 
 IH, ID, TOPK = 64, 128, 2048
@@ -109,33 +109,6 @@ def check_rows(out, q, w, kc, ks, slots, topk, lut, ts):
         if float(sel.min()) < kth - tol:
             return False, f"token {t}: keeps a score {float(sel.min()):.6g} below the k-th best {kth:.6g} - {tol:.3g}"
     return True, ""
-
-
-def timed(fn, dev: str, min_s: float = 0.3):
-    if dev == "cpu":
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    fn()
-    e1.record()
-    torch.cuda.synchronize()
-    one = max(e0.elapsed_time(e1) / 1e3, 1e-6)
-    n = max(3, min(2000, int(min_s / one)))
-    meds = []
-    for _ in range(5):
-        e0.record()
-        for _ in range(n):
-            fn()
-        e1.record()
-        torch.cuda.synchronize()
-        meds.append(e0.elapsed_time(e1) / 1e3 / n)
-    meds.sort()
-    return meds[len(meds) // 2]
 
 
 def run_shape(host, plugin, name, bs, ctx, topk, dev, g, lut):
