@@ -107,7 +107,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
         b->bs = bs;
         b->t = 0;
         b->tree = 0;
-        b->n_items = b->n_comb = 0;
+        b->n_items = b->n_comb = b->max_keys = 0;
         b->planned = 1;
         b->checked_slots[0] = b->checked_slots[1] = INT64_MAX;
         return SGL_ATTN_OK;
@@ -146,8 +146,11 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     const int tree = tv.mask != NULL;
 
     /* The kernel, its tile rows, the plan. */
-    int32_t max_q = 0;
-    for (int32_t i = 0; i < bs; i++) max_q = b->q_len[i] > max_q ? b->q_len[i] : max_q;
+    int32_t max_q = 0, max_keys = 0;
+    for (int32_t i = 0; i < bs; i++) {
+        max_q = b->q_len[i] > max_q ? b->q_len[i] : max_q;
+        max_keys = b->prefix[i] + b->q_len[i] > max_keys ? b->prefix[i] + b->q_len[i] : max_keys;
+    }
     const int64_t rows64 = (int64_t)max_q * b->hq;
     const int32_t rows = rows64 > (1 << 24) ? (1 << 24) : (int32_t)rows64;
     const size_t optin = b->dev.smem_per_block_optin;
@@ -212,6 +215,7 @@ static int plan_batch(mla_backend *b, const sgl_attn_batch *batch) {
     b->page = batch->page_size;
     b->n_items = hdr->n_items;
     b->n_comb = hdr->n_comb;
+    b->max_keys = max_keys;
     b->planned = 1;
     b->checked_slots[0] = b->checked_slots[1] = INT64_MAX; /* the item check runs at the first forward */
     if (b->log) {

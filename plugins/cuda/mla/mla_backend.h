@@ -74,6 +74,7 @@ typedef struct mla_backend {
     int32_t ctas;     /* CTAs resident at once: the plan's target and the persistent grid */
     int32_t prefetch; /* L2 prefetch distance handed to the kernel */
     int32_t n_items, n_comb;
+    int32_t max_keys; /* the batch's longest request, prefix + new tokens (the indexer's key span) */
     /* 1: planned by a graph hook; the forward sizes grids from the shape */
     int32_t graph;
     char err[768];

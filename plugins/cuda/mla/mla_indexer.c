@@ -44,9 +44,7 @@ int mla_indexer_topk(sgl_attn_backend *bk, const sgl_attn_indexer_args *a) {
         return mla_set_error(b, SGL_ATTN_E_STATE, "indexer_topk: the instance was created for a model without "
                                                   "index_topk: it has no score scratch");
     if (b->t == 0 && a && a->struct_size >= sizeof *a) return SGL_ATTN_OK; /* an idle or empty batch: no token */
-    int32_t max_n = 0;
-    for (int32_t i = 0; i < b->bs; i++)
-        if (b->prefix[i] + b->q_len[i] > max_n) max_n = b->prefix[i] + b->q_len[i];
+    const int32_t max_n = b->max_keys;
     mla_idx_args x;
     memset(&x, 0, sizeof x);
     int rc = mla_check_indexer(a, b->device, b->t, b->bs, max_n, &x.v, b->err, sizeof b->err);

@@ -16,14 +16,22 @@
 
 #define SAVE_THREADS 128
 
-template <int KDT, int PDT> __global__ __launch_bounds__(SAVE_THREADS) void mla_save_kernel(mla_save_args s) {
+/* This block's token and its pool slot, or -1 when there is no token or its
+ * slot lies outside the pool (noted as a fault, never clamped). */
+__device__ __forceinline__ int64_t save_slot(const mla_save_args &s) {
     const int64_t t = blockIdx.x;
-    if (t >= s.t) return;
+    if (t >= s.t) return -1;
     const int64_t slot = mla_idx(s.loc, t);
     if ((uint64_t)slot >= (uint64_t)s.num_slots) {
         if (threadIdx.x == 0) sgl_fault_note(s.fault, SGL_FAULT_OUT_CACHE_LOC, t, slot, 0, s.num_slots);
-        return;
+        return -1;
     }
+    return slot;
+}
+
+template <int KDT, int PDT> __global__ __launch_bounds__(SAVE_THREADS) void mla_save_kernel(mla_save_args s) {
+    const int64_t t = blockIdx.x, slot = save_slot(s);
+    if (slot < 0) return;
     const uint16_t *src = (const uint16_t *)s.k + t * s.k_ld;
     const uint16_t *src_r = (const uint16_t *)s.k_rope + t * s.kr_ld;
     if (PDT == MLA_DT_FP8) {
@@ -45,13 +53,8 @@ template <int KDT, int PDT> __global__ __launch_bounds__(SAVE_THREADS) void mla_
  * (four a lane), lanes 0-7 of the block copy the RoPE part. */
 __global__ __launch_bounds__(SAVE_THREADS) void mla_save_record_kernel(mla_save_args s) {
     static_assert(SAVE_THREADS == 32 * (MLA_D_V / 128), "a warp per scale block");
-    const int64_t t = blockIdx.x;
-    if (t >= s.t) return;
-    const int64_t slot = mla_idx(s.loc, t);
-    if ((uint64_t)slot >= (uint64_t)s.num_slots) {
-        if (threadIdx.x == 0) sgl_fault_note(s.fault, SGL_FAULT_OUT_CACHE_LOC, t, slot, 0, s.num_slots);
-        return;
-    }
+    const int64_t t = blockIdx.x, slot = save_slot(s);
+    if (slot < 0) return;
     const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const uint2 raw = *(const uint2 *)((const uint16_t *)s.k + t * s.k_ld + w * 128 + lane * 4);
     float x[4] = {gc_bf16_to_f32((uint16_t)(raw.x & 0xffffu)), gc_bf16_to_f32((uint16_t)(raw.x >> 16)),

@@ -23,8 +23,8 @@
  * zero-filled), and one 16-bit tile takes the dequantised rows of the
  * current tile: value = e4m3 x its block's fp32 scale rounded to bf16, the
  * RoPE dims copied.  One more barrier a tile (the dequantised tile complete
- * before the MMA reads it); the ring of records is 1.8x smaller than a ring
- * of bf16 rows, so the same stage counts fit.  The e4m3 bytes move into
+ * before the MMA reads it); a record (656 bytes) is smaller than a bf16 row
+ * (1152 bytes), so the same stage counts fit beside the extra tile.  The e4m3 bytes move into
  * f16 bit positions (the value times 2^-8, exact for normals and
  * subnormals alike; SM 8.9+ converts with the hardware cvt instead) and
  * the 2^8 joins the scale: the product equals e4m3 x scale rounded once in
