@@ -29,8 +29,10 @@ import sys
 import torch
 
 import sglattn
-from dsa_torch import bench_args, run_shapes, timed  # this folder: the command line, shape loop, timer
 from sglattn._tensor import describe
+
+from dsa_torch import bench_args, run_shapes  # this folder: the command line, the shape loop
+from torch_timing import timed
 
 IH, ID, TOPK = 64, 128, 2048
 FP8_CODE = 10  # DLPack kDLFloat8_e4m3fn

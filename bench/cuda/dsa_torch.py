@@ -32,11 +32,11 @@ import datetime
 import json
 import os
 import sys
-import time
 
 import torch
 
 import sglattn
+from torch_timing import timed  # this folder
 
 D_QK, D_V = 576, 512
 
@@ -159,33 +159,6 @@ def ref64(q, pool, rows, scale, ts):
         s = torch.einsum("hd,kd->hk", q[t].double(), kv) * scale
         res.append(torch.einsum("hk,kd->hd", s.softmax(-1), kv[:, :D_V]))
     return torch.stack(res)
-
-
-def timed(fn, dev: str, min_s: float = 0.3):
-    if dev == "cpu":
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    fn()
-    e1.record()
-    torch.cuda.synchronize()
-    one = max(e0.elapsed_time(e1) / 1e3, 1e-6)
-    n = max(3, min(2000, int(min_s / one)))
-    meds = []
-    for _ in range(5):
-        e0.record()
-        for _ in range(n):
-            fn()
-        e1.record()
-        torch.cuda.synchronize()
-        meds.append(e0.elapsed_time(e1) / 1e3 / n)
-    meds.sort()
-    return meds[len(meds) // 2]
 
 
 def bench_args() -> argparse.Namespace:

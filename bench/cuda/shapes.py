@@ -11,3 +11,9 @@ def decode_case(b, l, page=16):
 
 def prefill_case(b, s, page=16):
     return f"extend:b={b},l={s},q={s},hq=16,hkv=16,d=128,dtype=bf16,page={page}"
+
+
+def case_keys(case):
+    """A case text's mode and keys (the harness may normalise the text: match on these)."""
+    mode, _, kv = case.partition(":")
+    return mode, dict(x.split("=", 1) for x in kv.split(",") if "=" in x)
