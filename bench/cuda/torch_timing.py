@@ -1,14 +1,14 @@
 """The timer of the benches that run PyTorch in the same process (dsa_torch.py,
 dsa_indexer_torch.py, prefill_torch.py): on a GPU, three warm-up calls, then
-five batches of calls (each about min_s seconds long, 3 to 2000 calls) between
-two CUDA events; the median batch's time per call.  On the CPU (a dry run) one
-call's wall time."""
+five batches of calls (each about min_s seconds long, `least` (3) to 2000
+calls) between two CUDA events; the median batch's time per call.  On the
+CPU (a dry run) one call's wall time."""
 import time
 
 import torch
 
 
-def timed(fn, dev: str, min_s: float = 0.3) -> float:
+def timed(fn, dev: str, min_s: float = 0.3, least: int = 3) -> float:
     if dev == "cpu":
         t0 = time.perf_counter()
         fn()
@@ -22,7 +22,7 @@ def timed(fn, dev: str, min_s: float = 0.3) -> float:
     e1.record()
     torch.cuda.synchronize()
     one = max(e0.elapsed_time(e1) / 1e3, 1e-6)
-    n = max(3, min(2000, int(min_s / one)))
+    n = max(least, min(2000, int(min_s / one)))
     meds = []
     for _ in range(5):
         e0.record()
