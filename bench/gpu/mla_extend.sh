@@ -5,7 +5,8 @@
 # (1k new over 7k cached, B 4; 4k over 12k, B 1), and at 16 heads on two prefills, beside PyTorch in
 # the same call: SDPA over the absorbed shapes (where a backend takes 576), the matmul path made
 # causal, and cuDNN over the expanded 192 / 128 heads an engine's MLA prefill runs (with and
-# without the up-projection); torch's outputs checked on sampled rows against float64 (~2 min).
+# without the up-projection); torch's outputs checked on sampled rows against float64 (~2 min;
+# run.sh cap 240).
 # The check covers the matrix's MLA extends and a prefill and an extend at 16 and 128 heads.
 # Steps: prefill_anchored in common.sh.  SGL_ATTN_MLA_LOG=1: the kernel each plan ran, in the logs.
 #   Dry run here: PREFILL_PLUGIN=cpu_ref PREFILL_SMALL=1 OUT=/tmp/x bash bench/gpu/mla_extend.sh
