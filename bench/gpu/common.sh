@@ -29,6 +29,26 @@ need() {
   for f; do [ -e "$f" ] || echo "MISSING $f (build here, bench/gpu/pack_build.sh, carry .carry)"; done
 }
 
+# kernel_confs KERNEL...: $OUT/conf_KERNEL.json for each, a conf that sets cuda_attn's kernel
+# option (the host reads options from a conf: attnctl --conf FILE, SGL_ATTN_CONF)
+kernel_confs() {
+  local k
+  for k; do
+    printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "%s"}}}\n' "$k" > "$OUT/conf_$k.json"
+  done
+}
+
+# sanitize TOOL CAP NAME CMD...: compute-sanitizer TOOL (memcheck, racecheck) over CMD, cut after
+# CAP seconds, its output in $OUT/NAME.log, no plugin unloaded (SGL_ATTN_NO_UNLOAD=1: reports keep
+# their symbols); prints "TOOL rc=N", the summary line and attnctl's "plugin checked" line
+sanitize() {
+  local tool=$1 cap=$2 log=$OUT/$3.log sum=ERROR
+  shift 3
+  [ "$tool" = racecheck ] && sum=RACECHECK
+  SGL_ATTN_NO_UNLOAD=1 timeout "$cap" compute-sanitizer --tool "$tool" --error-exitcode 9 "$@" > "$log" 2>&1
+  echo "$tool rc=$? $(grep -E "$sum SUMMARY" "$log" | tail -1) | $(grep -E 'plugin checked' "$log" | tail -1)"
+}
+
 # part_script SPEC: the command line of a part, "NAME[:CAP]" (bench/gpu/NAME.sh)
 # or "lever=NAME[:CAP]" (bench/gpu/lever.sh bench/gpu/levers/NAME.conf), or
 # nothing when it does not exist.
