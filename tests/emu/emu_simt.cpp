@@ -22,6 +22,7 @@
 
 #include "emu_prelude.h"
 #include "emu_sm90.h"
+#include "emu_pdl.h"
 
 /* AddressSanitizer must know when the stack changes (emu runs under SAN=asan). */
 #if defined(__SANITIZE_ADDRESS__)
@@ -934,4 +935,35 @@ void lk_emu_launch_fn(dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::
         run_block(nthreads);
     }
     body = nullptr;
+}
+
+/* ------------------------------------------------ programmatic dependent launch (emu_pdl.h) */
+namespace {
+int pdl_grid, pdl_waits;
+} // namespace
+
+void lk_emu_pdl_wait(void) {
+    if (pdl_grid) pdl_waits++;
+}
+void lk_emu_pdl_trigger(void) {}
+
+void lk_emu_launch_pdl_fn(int pdl, dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::function<void()> fn) {
+    if (!pdl) {
+        lk_emu_launch_fn(grid, block, smem, st, fn);
+        return;
+    }
+    if (emu_capturing(st)) { /* a programmatic edge in the graph: the same check at every replay */
+        capture.list->push_back([=] { lk_emu_launch_pdl_fn(pdl, grid, block, smem, nullptr, fn); });
+        return;
+    }
+    pdl_grid = 1;
+    pdl_waits = 0;
+    lk_emu_launch_fn(grid, block, smem, st, fn);
+    pdl_grid = 0;
+    if (!pdl_waits) {
+        fprintf(stderr, "EMU: a programmatic dependent launch (grid %u,%u,%u) none of whose threads ran "
+                        "griddepcontrol.wait: on the device it reads the grid before's output unordered\n",
+                grid.x, grid.y, grid.z);
+        abort();
+    }
 }
