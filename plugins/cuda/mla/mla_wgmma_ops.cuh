@@ -3,7 +3,8 @@
  * (mla_decode_wide_sm90.cu), as inline PTX: wgmma (SS and RS forms),
  * shared-memory matrix descriptors, TMA tile loads, mbarriers, named barriers,
  * proxy fences.  CUDA only; the caller compiles its kernel body only under
- * __CUDA_ARCH_FEAT_SM90_ALL.
+ * __CUDA_ARCH_FEAT_SM90_ALL, or for the CPU emulator of the tests (LK_EMU),
+ * whose twins of these primitives come first below.
  *
  * Shared-memory operand layouts (PTX ISA "matrix descriptor"; 128-byte swizzle,
  * every tile 1024-byte aligned so the descriptor's base offset stays 0):
