@@ -305,7 +305,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO;
-    if ((rc = ca_read_options(a, &option))) return rc;
+    int tree_ahead = 0;
+    if ((rc = ca_read_options(a, &option)) || (rc = ca_read_tree_ahead(a, &tree_ahead))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -331,6 +332,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return SGL_ATTN_E_UNSUPPORTED;
     }
     kern.head_dim = m->head_dim_qk;
+    kern.tree_ahead = tree_ahead;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
     ca_backend *b = calloc(1, sizeof *b);

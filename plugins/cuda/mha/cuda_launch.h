@@ -42,6 +42,7 @@ typedef struct attn_kernels {
     int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template, extend_mma.cu's F8) */
     int dual_chunk; /* the dual chunk kernels (dual_chunk.h) are set up: a 16-bit pool and their
                        shared memory fits the device (attn_kernels_setup) */
+    int tree_ahead; /* wgmma extend, tree verify: the mask words one tile ahead (option tree_mask_ahead) */
 } attn_kernels;
 
 /* The tiles the chosen kernels plan with (pure C, cuda_attn_choice.c). */
@@ -79,8 +80,8 @@ int attn_wgmma_available(int device);
 /* Both producers' kernels for dtype (head dim 128); *tma_ok 0 when the TMA
  * kernel's setup fails (the cp.async one then serves every page size). */
 int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok);
-int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
-                             int grid_items, void *stream);
+int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int tree_ahead,
+                             int sm_count, int grid_items, void *stream);
 
 /* ---------------------------------------------------------- forward_ragged */
 

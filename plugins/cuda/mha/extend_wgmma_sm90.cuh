@@ -78,6 +78,12 @@
 #define ATTN_WG_REGS_CONSUMER 224
 #endif
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
+/* The kernels' TREE parameter: no tree mask code; the mask words of a tile
+ * loaded during its S wgmma; or loaded one tile ahead (the option
+ * tree_mask_ahead: a lever timed against TILE). */
+#define ATTN_WG_TREE_NONE 0
+#define ATTN_WG_TREE_TILE 1
+#define ATTN_WG_TREE_AHEAD 2
 
 template <int DQK, int DV = DQK> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
@@ -431,7 +437,7 @@ struct wg_rows {
  * because scale > 0); with one, each score goes through attn_score first.
  * Masks (only on tiles that need them) are attn_visible as per-row column
  * bounds [clo, chi) and a select per score: no branch per score. */
-template <int BN, bool TREE>
+template <int BN, int TREE>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
                        bool need_mask, int q4, const uint32_t (&tbits)[2]) {
     const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
@@ -533,7 +539,7 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
 
 /* A consumer warpgroup: per tile, S = Q K^T, wait, the softmax, O += P V,
  * wait, release the stage; Q is released after the pair's last S. */
-template <int DT, int DQK, int DV, bool TREE>
+template <int DT, int DQK, int DV, int TREE>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_wg_cfg<DQK, DV>::STAGES> &bar,
                         long long total, int wg) {
     using C = extend_wg_cfg<DQK, DV>;
@@ -566,6 +572,26 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
             mrow += ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + row_lo) * p.mask_words;
             mfull += (int64_t)it.b * p.mask_words;
         }
+        /* TREE == AHEAD: the raw words and full flags of the next tile, loaded a
+         * whole tile before their use (the loads' latency hides behind the tile's
+         * softmax and both wgmmas); a word past seq_len or of a row past the item
+         * is 0, a flag past seq_len 1, as the TILE path reads them. */
+        uint64_t nw[2][BN / 64];
+        uint32_t nfl[BN / 64];
+        auto load_words = [&](int jt) {
+            const int c0 = jt * BN, seq = k.hi - k.lo;
+#pragma unroll
+            for (int ww = 0; ww < BN / 64; ww++) {
+                const bool in = c0 + 64 * ww < seq;
+                nfl[ww] = in ? (uint32_t)__ldg(mfull + (c0 >> 6) + ww) : 1u;
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    nw[h][ww] = in && row_lo + 8 * h < k.nrows
+                                    ? __ldg(mrow + (int64_t)(8 * h) * p.mask_words + (c0 >> 6) + ww)
+                                    : 0ull;
+            }
+        };
+        if (TREE == ATTN_WG_TREE_AHEAD && k.tree && !idle && k.ntiles > 0) load_words(0);
 #pragma unroll
         for (int i = 0; i < D / 2; i++) o[i] = 0.f;
         mbar_wait(bar.q_full(), kq & 1);
@@ -596,7 +622,21 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
              * all ones for every row (tfull: the tile takes no mask) */
             uint32_t tbits[2] = {0u, 0u};
             bool tfull = false;
-            if (TREE && k.tree) {
+            if (TREE == ATTN_WG_TREE_AHEAD && k.tree) {
+                /* the words load_words brought during the tile before (or before the
+                 * loop), then the next tile's */
+                tfull = true;
+#pragma unroll
+                for (int ww = 0; ww < BN / 64; ww++) tfull = tfull && nfl[ww] != 0u;
+                if (!tfull) {
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+#pragma unroll
+                        for (int ww = 0; ww < BN / 64; ww++)
+                            tbits[h] |= attn_bits_pairs(nw[h][ww] >> (2 * q4)) << (16 * ww);
+                }
+                if (j + 1 < k.ntiles) load_words(j + 1);
+            } else if (TREE == ATTN_WG_TREE_TILE && k.tree) {
                 const int c0 = j * BN, seq = k.hi - k.lo; /* the tile's first mask column */
                 tfull = true;
 #pragma unroll
@@ -643,7 +683,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
  * boxes) by TMA.  TREE: the instantiation for tree verify batches (the mask
  * bits in the consumer); the others carry no mask code. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int DQK, int DV, bool TMA, bool RAGGED, bool TREE>
+template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<DQK, DV>;
 #ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
@@ -677,7 +717,7 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
 }
 #endif
 
-template <int DT, int DQK, int DV = DQK, bool RAGGED = false, bool TREE = false>
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false, int TREE = ATTN_WG_TREE_NONE>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
     wg_kernel_body<DT, DQK, DV, false, RAGGED, TREE>(p, nullptr);
@@ -688,7 +728,7 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(c
 
 /* The pool's K and V tensor maps ride in the parameters (__grid_constant__:
  * the TMA reads them there). */
-template <int DT, int DQK, int DV = DQK, bool RAGGED = false, bool TREE = false>
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false, int TREE = ATTN_WG_TREE_NONE>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p,
                                                                                  const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
