@@ -55,7 +55,7 @@ done
     > "$OUT/racecheck_auto.rc" ) &
 wait
 cat "$OUT"/memcheck_*.rc "$OUT"/racecheck_auto.rc
-step "bench: decode vs verify (chain, tree) of 64 draft tokens, B 64 L 4k GQA 32/8 d128 bf16 page 16"
+step "bench: decode vs verify (chain; tree=1 and tree=2, the EAGLE mask) of 64 draft tokens, B 64 L 4k GQA 32/8 d128 bf16 page 16"
 S="hq=32,hkv=8,d=128,dtype=bf16,page=16"
 timeout 150 "$A" bench --plugin cuda_attn --min-time 0.3 --json \
   --case "decode:b=64,l=4096,$S" \

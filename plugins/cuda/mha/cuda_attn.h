@@ -41,6 +41,7 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 int ca_read_tree_ahead(const sgl_attn_create_args *a, int *ahead);
+int ca_read_head_pairs(const sgl_attn_create_args *a, int *pairs);
 const char *ca_kernel_option_name(int option);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
