@@ -54,9 +54,14 @@
  * A tree verify item (ATTN_VIS_TREE) masks each tile by the batch's packed
  * mask (tree_mask_pack.cu): each consumer thread loads its two rows' words
  * (one per 64 columns) while the tile's S wgmma runs, and a tile whose words
- * are all ones for every row (the prefix) takes no mask at all.  A consumer
+ * are all ones for every row (the prefix) takes no mask at all; TREE =
+ * ATTN_WG_TREE_AHEAD loads a tile's words one tile early instead.  A consumer
  * warpgroup whose rows all lie past a short item only keeps the barrier
- * counts.
+ * counts.  HP (head pairs: a verify batch whose items all have <= 64 rows,
+ * an even GQA group): a pair is (item, q heads h and h + 1 of one kv head);
+ * the Q tile's rows 64 g.. hold head h + g's rows, so consumer warpgroup g
+ * serves head h + g on the same K/V tiles: both warpgroups busy, half the
+ * pairs and K/V tile loads.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -78,6 +83,12 @@
 #define ATTN_WG_REGS_CONSUMER 224
 #endif
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
+/* The kernels' TREE parameter: no tree mask code; the mask words of a tile
+ * loaded during its S wgmma; or loaded one tile ahead (the option
+ * tree_mask_ahead: a lever timed against TILE). */
+#define ATTN_WG_TREE_NONE 0
+#define ATTN_WG_TREE_TILE 1
+#define ATTN_WG_TREE_AHEAD 2
 
 template <int DQK, int DV = DQK> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
@@ -122,17 +133,21 @@ template <int DQK, int DV = DQK> struct extend_wg_cfg {
                   "setmaxnreg: the consumers take only what the producer gave back");
 };
 
-/* What one (item, head) pair covers; both roles derive it the same way. */
+/* What one (item, head) pair covers; both roles derive it the same way.
+ * HP (head pairs, every item <= 64 rows, an even GQA group): pair w is
+ * (item w / (hq / 2), heads 2 (w % (hq / 2)) and the next one, of one kv
+ * head); `head` is the first, consumer warpgroup g serves head + g. */
 struct wg_work {
     int row, q_tok0, nrows, q_pos0, causal, tree, window; /* causal, tree: the item's ATTN_VIS_* */
     int lo, hi, ntiles, head, kvh;
     long long item;
 };
 
-template <int BN> GC_DEV wg_work wg_work_at(const attn_fwd &p, long long w) {
+template <int BN, bool HP = false> GC_DEV wg_work wg_work_at(const attn_fwd &p, long long w) {
     wg_work k;
-    k.item = w / p.hq;
-    k.head = (int)(w % p.hq);
+    const int nh = HP ? p.hq / 2 : p.hq;
+    k.item = w / nh;
+    k.head = (int)(w % nh) * (HP ? 2 : 1);
     const attn_extend_item it = p.eitems[k.item];
     k.kvh = k.head / p.group;
     k.row = it.row;
@@ -175,17 +190,19 @@ template <int WAIT> GC_DEV void wg_signal(uint32_t &pending) {
     pending = 0;
 }
 
-/* Q tile: BM rows of the item's q head; rows past the item (or past T) are zeros. */
-template <int DQK, int DV>
+/* Q tile: BM rows of the item's q head; rows past the item (or past T) are zeros.
+ * HP: rows 64 g.. are the item's rows of head + g. */
+template <int DQK, int DV, bool HP = false>
 GC_DEV void wg_load_q(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
     using C = extend_wg_cfg<DQK, DV>;
 #pragma unroll 4
     for (int i = 0; i < C::BM * C::CH / 128; i++) {
         const int e = i * 128 + t, r = e / C::CH, c = e % C::CH;
-        const int tok = k.q_tok0 + r;
-        const bool ok = r < k.nrows && tok < p.num_tokens;
+        const int ir = HP ? r & 63 : r, head = HP ? k.head + (r >> 6) : k.head; /* item row, q head */
+        const int tok = k.q_tok0 + ir;
+        const bool ok = ir < k.nrows && tok < p.num_tokens;
         const uint16_t *src =
-            (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t + (int64_t)k.head * p.q_stride_h + c * 8;
+            (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t + (int64_t)head * p.q_stride_h + c * 8;
         gc_cp_async16(qs + wg_sw_off<C::BM>(r, c), src, ok);
     }
 }
@@ -316,7 +333,7 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * behind a tile's wait and copies.  TMA: whole 16-row page boxes by TMA,
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
  * no page-table word (wg_tma_rows for the boxes). */
-template <int DQK, int DV, bool TMA, bool RAGGED>
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<extend_wg_cfg<DQK, DV>::STAGES> &bar,
                         long long total, const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<DQK, DV>;
@@ -366,7 +383,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<extend_wg_
         g++;
     };
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
-        const wg_work k = wg_work_at<C::BN>(p, w);
+        const wg_work k = wg_work_at<C::BN, HP>(p, w);
         if (k.ntiles > 0) {
             raw = tile_raw(k, 0);
             issue_tile(k, 0);
@@ -374,7 +391,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<extend_wg_
         wg_signal<0>(pending);
         mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
         fence_proxy_async();
-        wg_load_q<DQK, DV>(p, k, sm + C::OFF_Q, t);
+        wg_load_q<DQK, DV, HP>(p, k, sm + C::OFF_Q, t);
         gc_cp_async_commit();
         pending = bar.q_full();
         kq++;
@@ -431,7 +448,7 @@ struct wg_rows {
  * because scale > 0); with one, each score goes through attn_score first.
  * Masks (only on tiles that need them) are attn_visible as per-row column
  * bounds [clo, chi) and a select per score: no branch per score. */
-template <int BN, bool TREE>
+template <int BN, int TREE>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
                        bool need_mask, int q4, const uint32_t (&tbits)[2]) {
     const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
@@ -533,13 +550,14 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
 
 /* A consumer warpgroup: per tile, S = Q K^T, wait, the softmax, O += P V,
  * wait, release the stage; Q is released after the pair's last S. */
-template <int DT, int DQK, int DV, bool TREE>
+template <int DT, int DQK, int DV, int TREE, bool HP = false>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_wg_cfg<DQK, DV>::STAGES> &bar,
                         long long total, int wg) {
     using C = extend_wg_cfg<DQK, DV>;
     constexpr int BN = C::BN, ST = C::STAGES, D = DV;
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
-    const int row_lo = 64 * wg + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
+    const int wrow = HP ? 0 : 64 * wg; /* the item row of the warpgroup's first (HP: each serves rows 0..63) */
+    const int row_lo = wrow + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
     const uint32_t q_addr = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;
     const uint32_t k_addr = sbase + C::OFF_K, v_addr = sbase + C::OFF_V;
     float s[BN / 2], o[D / 2];
@@ -547,16 +565,17 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
     uint32_t g = 0, kq = 0;
 
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
-        const wg_work k = wg_work_at<BN>(p, w);
+        wg_work k = wg_work_at<BN, HP>(p, w);
+        if constexpr (HP) k.head += wg; /* this warpgroup's q head */
         wg_rows st;
         st.m[0] = st.m[1] = ATTN_NEG_INF;
         st.l[0] = st.l[1] = 0.f;
         st.qpos[0] = k.q_pos0 + row_lo;
         st.qpos[1] = st.qpos[0] + 8;
-        const int qmin = k.q_pos0 + 64 * wg, qmax = qmin + 63; /* this warpgroup's rows */
+        const int qmin = k.q_pos0 + wrow, qmax = qmin + 63; /* this warpgroup's rows */
         /* A warpgroup whose 64 rows all lie past the item (a short item: verify's
          * draft tokens) computes nothing: it only keeps the barriers' counts. */
-        const bool idle = 64 * wg >= k.nrows;
+        const bool idle = wrow >= k.nrows;
         /* Tree verify: the packed words of this thread's first row start at
          * mrow, its second row's 8 rows later; mfull: the request's flags. */
         const uint64_t *mrow = p.mask_bits;
@@ -566,6 +585,26 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
             mrow += ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + row_lo) * p.mask_words;
             mfull += (int64_t)it.b * p.mask_words;
         }
+        /* TREE == AHEAD: the raw words and full flags of the next tile, loaded a
+         * whole tile before their use (the loads' latency hides behind the tile's
+         * softmax and both wgmmas); a word past seq_len or of a row past the item
+         * is 0, a flag past seq_len 1, as the TILE path reads them. */
+        uint64_t nw[2][BN / 64];
+        uint32_t nfl[BN / 64];
+        auto load_words = [&](int jt) {
+            const int c0 = jt * BN, seq = k.hi - k.lo;
+#pragma unroll
+            for (int ww = 0; ww < BN / 64; ww++) {
+                const bool in = c0 + 64 * ww < seq;
+                nfl[ww] = in ? (uint32_t)__ldg(mfull + (c0 >> 6) + ww) : 1u;
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    nw[h][ww] = in && row_lo + 8 * h < k.nrows
+                                    ? __ldg(mrow + (int64_t)(8 * h) * p.mask_words + (c0 >> 6) + ww)
+                                    : 0ull;
+            }
+        };
+        if (TREE == ATTN_WG_TREE_AHEAD && k.tree && !idle && k.ntiles > 0) load_words(0);
 #pragma unroll
         for (int i = 0; i < D / 2; i++) o[i] = 0.f;
         mbar_wait(bar.q_full(), kq & 1);
@@ -596,7 +635,21 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
              * all ones for every row (tfull: the tile takes no mask) */
             uint32_t tbits[2] = {0u, 0u};
             bool tfull = false;
-            if (TREE && k.tree) {
+            if (TREE == ATTN_WG_TREE_AHEAD && k.tree) {
+                /* the words load_words brought during the tile before (or before the
+                 * loop), then the next tile's */
+                tfull = true;
+#pragma unroll
+                for (int ww = 0; ww < BN / 64; ww++) tfull = tfull && nfl[ww] != 0u;
+                if (!tfull) {
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+#pragma unroll
+                        for (int ww = 0; ww < BN / 64; ww++)
+                            tbits[h] |= attn_bits_pairs(nw[h][ww] >> (2 * q4)) << (16 * ww);
+                }
+                if (j + 1 < k.ntiles) load_words(j + 1);
+            } else if (TREE == ATTN_WG_TREE_TILE && k.tree) {
                 const int c0 = j * BN, seq = k.hi - k.lo; /* the tile's first mask column */
                 tfull = true;
 #pragma unroll
@@ -643,7 +696,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
  * boxes) by TMA.  TREE: the instantiation for tree verify batches (the mask
  * bits in the consumer); the others carry no mask code. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int DQK, int DV, bool TMA, bool RAGGED, bool TREE>
+template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
     using C = extend_wg_cfg<DQK, DV>;
 #ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
@@ -666,21 +719,21 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
     }
     __syncthreads();
     const int n = *p.num_items;
-    const long long total = (long long)(n > 0 ? n : 0) * p.hq;
+    const long long total = (long long)(n > 0 ? n : 0) * (HP ? p.hq / 2 : p.hq);
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        wg_producer<DQK, DV, TMA, RAGGED>(p, sm, bar, total, tm);
+        wg_producer<DQK, DV, TMA, RAGGED, HP>(p, sm, bar, total, tm);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, DQK, DV, TREE>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
+        wg_consumer<DT, DQK, DV, TREE, HP>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
     }
 }
 #endif
 
-template <int DT, int DQK, int DV = DQK, bool RAGGED = false, bool TREE = false>
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false, int TREE = ATTN_WG_TREE_NONE, bool HP = false>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, DQK, DV, false, RAGGED, TREE>(p, nullptr);
+    wg_kernel_body<DT, DQK, DV, false, RAGGED, TREE, HP>(p, nullptr);
 #else
     (void)p;
 #endif
@@ -688,11 +741,11 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_kernel(c
 
 /* The pool's K and V tensor maps ride in the parameters (__grid_constant__:
  * the TMA reads them there). */
-template <int DT, int DQK, int DV = DQK, bool RAGGED = false, bool TREE = false>
+template <int DT, int DQK, int DV = DQK, bool RAGGED = false, int TREE = ATTN_WG_TREE_NONE, bool HP = false>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kernel(const attn_fwd p,
                                                                                  const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, DQK, DV, true, RAGGED, TREE>(p, &tm);
+    wg_kernel_body<DT, DQK, DV, true, RAGGED, TREE, HP>(p, &tm);
 #else
     (void)p;
     (void)tm;
