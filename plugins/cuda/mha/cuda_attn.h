@@ -160,6 +160,8 @@ typedef struct ca_backend {
     float *sp_lse_new, *sp_lse_pre;
     int32_t sp_max_new, sp_max_pre;
     int planned_split;          /* the planned batch has the split's lists */
+    int sp_prefix;              /* ... and may have a prefix: 0 only when the host mirrors show none
+                                 * (then no prefix pass or merge is launched; graphs keep 1) */
     int32_t sp_grid_new, sp_grid_pre; /* their grid bounds (the batch's, or the capture's) */
     /* Tree verify's packed mask (tree_mask_pack.cu), sized at create for tmask_rows rows of
      * tmask_words 64-bit words (max_context columns) and max_reqs x tmask_words full flags;

@@ -138,6 +138,7 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, int replay) {
      * within the capture's grid bound of ceil(num_tokens / block_m) +
      * batch_size items; a replay of as many requests or fewer fits it. */
     rc = ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
+    b->sp_prefix = 1; /* a captured split extend launches its prefix pass, for any replay */
     if (rc || replay) return rc;
     const DLTensor *table = graph_table_of(g->batch);
     b->graph_table = sgl_sdk_data(table);

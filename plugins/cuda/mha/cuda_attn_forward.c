@@ -78,6 +78,17 @@ static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, in
     return SGL_ATTN_OK;
 }
 
+/* 1 when the host mirrors of an extend batch show that no request has a
+ * prefix (every seq_len equals its extend length): the split extend then
+ * launches its new-token pass alone.  Without both mirrors: 0. */
+static int no_prefix_shown(const sgl_attn_batch *bt, int32_t bs) {
+    const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu;
+    if (!sgl_sdk_host_index(sl, bs) || !sgl_sdk_host_index(el, bs)) return 0;
+    for (int32_t i = 0; i < bs; i++)
+        if (sgl_sdk_index_at(sl, i) != sgl_sdk_index_at(el, i)) return 0;
+    return 1;
+}
+
 /* Tree verify's mask (batch.custom_mask / mask_indptr) and what the batch's
  * self-attention items see (*self_vis: ATTN_SELF_*, from the model's
  * attn_type or the mask).  The blocks' lengths are checked by the plan kernel
@@ -302,6 +313,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             b->sp_grid_new = (int32_t)(gn < b->sp_max_new ? gn : b->sp_max_new);
             b->sp_grid_pre = gp < b->sp_max_pre ? gp : b->sp_max_pre;
             split = 1;
+            b->sp_prefix = !no_prefix_shown(bt, bs);
         }
         /* tree verify: the mask's bits, once for every layer and head of the batch */
         if (!ce && self_vis == ATTN_SELF_TREE)
@@ -785,27 +797,29 @@ static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const att
     const attn_kv_tmaps *tm = NULL;
     if (b->rg_tma && b->tmaps && !attn_tmap_ragged(b->tmaps, &n, 128, 128, &maps)) tm = &maps;
     int ce = attn_launch_ragged_wgmma(b->kern.dtype, 128, 128, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
-    attn_fwd q = *p; /* the prefix: the pool's columns before the new tokens */
-    q.out = b->sp_part;
-    q.o_stride_t = (int64_t)b->hq * 128;
-    q.o_stride_h = 128;
-    q.eitems = b->sp_pre;
-    q.num_items = b->sp_num + 1;
-    q.lse = b->sp_lse_pre;
-    if (!ce) ce = attn_launch_extend(&b->kern, &q, NULL, b->sp_grid_pre, stream);
-    attn_split_merge mg;
-    memset(&mg, 0, sizeof mg);
-    mg.out = p->out;
-    mg.lse = lse;
-    mg.part = b->sp_part;
-    mg.part_lse = b->sp_lse_pre;
-    mg.items = b->sp_pre;
-    mg.num_items = b->sp_num + 1;
-    mg.o_stride_t = p->o_stride_t;
-    mg.o_stride_h = p->o_stride_h;
-    mg.hq = b->hq;
-    mg.num_tokens = p->num_tokens;
-    if (!ce) ce = attn_launch_split_merge(b->kern.dtype, &mg, b->sp_grid_pre, stream);
+    if (!ce && b->sp_prefix) { /* else the mirrors showed no prefix: the new tokens are all */
+        attn_fwd q = *p; /* the prefix: the pool's columns before the new tokens */
+        q.out = b->sp_part;
+        q.o_stride_t = (int64_t)b->hq * 128;
+        q.o_stride_h = 128;
+        q.eitems = b->sp_pre;
+        q.num_items = b->sp_num + 1;
+        q.lse = b->sp_lse_pre;
+        ce = attn_launch_extend(&b->kern, &q, NULL, b->sp_grid_pre, stream);
+        attn_split_merge mg;
+        memset(&mg, 0, sizeof mg);
+        mg.out = p->out;
+        mg.lse = lse;
+        mg.part = b->sp_part;
+        mg.part_lse = b->sp_lse_pre;
+        mg.items = b->sp_pre;
+        mg.num_items = b->sp_num + 1;
+        mg.o_stride_t = p->o_stride_t;
+        mg.o_stride_h = p->o_stride_h;
+        mg.hq = b->hq;
+        mg.num_tokens = p->num_tokens;
+        if (!ce) ce = attn_launch_split_merge(b->kern.dtype, &mg, b->sp_grid_pre, stream);
+    }
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: split extend launch", ce);
         return SGL_ATTN_E_DEVICE;
