@@ -115,6 +115,11 @@ static const char *const matrix[] = {
     "decode:b=4,l=900," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,window=128,sinks=1,softcap=30,ragged=1",
     "decode:b=1,l=8192,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16",
     "extend:b=3,l=400,q=100," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=16,ragged=1",
+    /* the split extend on SM 9.0 (docs/cuda.md): several 128-row tiles over a prefix at page 1, a
+     * prefill with soft-cap (no prefix items), and layers that take the fp8 mma extend alone */
+    "extend:b=3,l=500,q=200,hq=16,hkv=4,d=128,dtype=f16,kvdtype=fp8_e4m3,page=1,ragged=1",
+    "extend:b=2,l=300,q=300,hq=16,hkv=2,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16,softcap=30",
+    "extend:b=3,l=500,q=200," GQA ",dtype=bf16,kvdtype=fp8_e4m3,page=64,window=128,sinks=1,ragged=1",
     "decode:b=4,l=1000,hq=16,mla=1,dtype=bf16,kvdtype=fp8_e4m3,page=64,ragged=1",
     /* ABI 1.2 engine inputs (full_engine.c; skipped where the caps lack the bit) */
     "verify:b=4,l=700,q=16," GQA ",dtype=bf16,page=16,tree=1,ragged=1",

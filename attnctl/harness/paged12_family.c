@@ -36,6 +36,9 @@ static const char *const matrix[] = {
     "fp8:op=extend,b=3,l=400,q=120,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=e4m3fn,scalet=1,kscale=0.25,vscale=0.5,"
     "page=16,ragged=1",
     "fp8:op=verify,b=3,l=300,q=3,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=e4m3fn,kscale=0.5,vscale=0.5,page=16",
+    /* the LSE of the fp8 split extend (SM 9.0): the two parts' merge */
+    "lse:op=extend,b=4,l=500,q=150,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=fp8_e4m3,kscale=0.5,vscale=0.25,"
+    "page=16,ragged=1",
     "fp8:op=decode,b=3,l=400,hq=16,mla=1,dtype=bf16,kvdtype=e4m3fn,kscale=0.25,page=64",
     "fp8:op=decode,b=3,l=400,hq=16,mla=1,dtype=bf16,kvdtype=e4m3fn,scalet=1,kscale=0.25,page=64",
     "fp8:op=extend,b=2,l=300,q=60,hq=16,mla=1,dtype=f16,kvdtype=e4m3fn,scalet=1,kscale=0.5,page=16,ragged=1",

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/gpu/fp8_extend.sh - cuda_attn's extend on fp8 e4m3 KV pools (sglang's
-# --kv-cache-dtype fp8_e4m3 with prefill / extend / verify on that pool: the
-# mma extend's F8 instantiations, on SM 9.0 too): the matrix's fp8 cases and
+# --kv-cache-dtype fp8_e4m3 with prefill / extend / verify on that pool: on
+# SM 9.0 at d128 the split extend (new tokens by the ragged wgmma kernel over
+# their dequantised rows, the prefix by the mma extend's F8 instantiation, an
+# LSE merge; docs/cuda.md), elsewhere the F8 mma extend): the matrix's fp8 cases and
 # fp8 extend cases of every feature (d64 / d128, f16 / bf16, window, sinks,
 # soft-cap, scale tensors, page 1 / 16 / 64, the LSE output) against float64, memcheck of
 # them, then bf16 and fp8 extend timed through attnctl bench (GQA 32/8, d128,
@@ -18,6 +20,9 @@ for c in \
   "extend:b=3,l=600,q=100,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16,window=128,sinks=1,softcap=30" \
   "extend:b=2,l=400,q=70,hq=4,hkv=1,d=64,dtype=bf16,kvdtype=fp8_e4m3,page=64,window=50,ragged=1" \
   "extend:b=1,l=2048,q=1024,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16" \
+  "extend:b=1,l=3000,q=3000,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16,softcap=30" \
+  "extend:b=5,l=900,q=300,hq=32,hkv=8,d=128,dtype=f16,kvdtype=fp8_e4m3,page=1,ragged=1" \
+  "lse:op=extend,b=4,l=700,q=250,hq=16,hkv=2,d=128,dtype=bf16,kvdtype=fp8_e4m3,kscale=0.5,vscale=0.25,page=64,ragged=1" \
   "lse:op=extend,b=2,l=300,q=80,hq=8,hkv=2,d=128,dtype=bf16,kvdtype=e4m3fn,kscale=0.5,vscale=0.25,page=16" \
   "lse:op=verify,b=3,l=300,q=4,hq=8,hkv=2,d=64,dtype=f16,kvdtype=e4m3fn,kscale=0.3,vscale=3,page=16,window=64,sinks=1,softcap=30"; do
   CASES="$CASES --case $c"

@@ -155,6 +155,22 @@ typedef struct ca_backend {
     int rg_tma;        /* ... with its TMA producer set up */
     void *rg_mem;      /* forward_ragged's items: [rg_max_items] attn_extend_item, then the count */
     int32_t rg_max_items;
+    /* The split extend on an fp8 pool (extend_fp8_split.cu; SM 9.0 d128 with the ragged
+     * wgmma kernel, a causal model): one allocation at create for the largest batch,
+     * carved into the two item lists and their counts, the dequantised new K / V rows
+     * ([max_tokens, hkv, 128] each, dtype), the prefix pass's output ([max_tokens, hq,
+     * 128], dtype) and the two passes' LSEs ([max_tokens, hq] fp32 each); NULL where the
+     * extend is the fp8 mma one alone. */
+    void *sp_mem;
+    attn_extend_item *sp_new, *sp_pre;
+    int32_t *sp_num;
+    void *sp_k, *sp_v, *sp_part;
+    float *sp_lse_new, *sp_lse_pre;
+    int32_t sp_max_new, sp_max_pre;
+    int planned_split;          /* the planned batch has the split's lists */
+    int sp_prefix;              /* ... and may have a prefix: 0 only when the host mirrors show none
+                                 * (then no prefix pass or merge is launched; graphs keep 1) */
+    int32_t sp_grid_new, sp_grid_pre; /* their grid bounds (the batch's, or the capture's) */
     /* Tree verify's packed mask (tree_mask_pack.cu), sized at create for tmask_rows rows of
      * tmask_words 64-bit words (max_context columns) and max_reqs x tmask_words full flags;
      * NULL for models that do not verify (spec_tokens <= 1) or take no tree mask

@@ -27,6 +27,7 @@ static void ca_destroy(sgl_attn_backend *bb) {
     (void)cudaSetDevice(b->device);
     if (b->dev_mem) (void)cudaFree(b->dev_mem);
     if (b->rg_mem) (void)cudaFree(b->rg_mem);
+    if (b->sp_mem) (void)cudaFree(b->sp_mem);
     if (b->iota) (void)cudaFree(b->iota);
     if (b->tmask_bits) (void)cudaFree(b->tmask_bits);
     if (b->tmask_full) (void)cudaFree(b->tmask_full);
@@ -137,6 +138,7 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, int replay) {
      * within the capture's grid bound of ceil(num_tokens / block_m) +
      * batch_size items; a replay of as many requests or fewer fits it. */
     rc = ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
+    b->sp_prefix = 1; /* a captured split extend launches its prefix pass, for any replay */
     if (rc || replay) return rc;
     const DLTensor *table = graph_table_of(g->batch);
     b->graph_table = sgl_sdk_data(table);
@@ -237,6 +239,57 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_at
         sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
+    return SGL_ATTN_OK;
+}
+
+/* The split extend's buffers (cuda_attn.h: sp_*), for an fp8 pool where
+ * forward_ragged runs the wgmma kernel at head dim 128 (SM 9.0, option auto)
+ * and the model's layers are causal; sized for max_tokens rows and the
+ * largest list of each kind, so no forward allocates. */
+static size_t sp_align(size_t n) { return (n + 255) & ~(size_t)255; }
+static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, size_t err_size) {
+    if (!b->kern.kv_fp8 || !b->rg_ok || !b->rg_wgmma || b->head_dim != 128 || b->ragged_only ||
+        b->model_attn_type != SGL_ATTN_TYPE_CAUSAL)
+        return SGL_ATTN_OK;
+    const int64_t t = a->max_tokens;
+    b->sp_max_new = (int32_t)((t + 127) / 128 + a->max_reqs);
+    b->sp_max_pre = b->sz.extend_max_items; /* the mma extend's tiles (64 rows), as the paged plan's */
+    const size_t row_kv = (size_t)b->hkv * 128 * 2, row_q = (size_t)b->hq * 128 * 2, row_l = (size_t)b->hq * 4;
+    size_t off = 0;
+    const size_t o_new = off;
+    off = sp_align(off + (size_t)b->sp_max_new * sizeof(attn_extend_item));
+    const size_t o_pre = off;
+    off = sp_align(off + (size_t)b->sp_max_pre * sizeof(attn_extend_item));
+    const size_t o_num = off;
+    off = sp_align(off + 2 * sizeof(int32_t));
+    const size_t o_k = off;
+    off = sp_align(off + (size_t)t * row_kv);
+    const size_t o_v = off;
+    off = sp_align(off + (size_t)t * row_kv);
+    const size_t o_part = off;
+    off = sp_align(off + (size_t)t * row_q);
+    const size_t o_ln = off;
+    off = sp_align(off + (size_t)t * row_l);
+    const size_t o_lp = off;
+    off = sp_align(off + (size_t)t * row_l);
+    cudaError_t ce = cudaMalloc(&b->sp_mem, off);
+    if (ce == cudaSuccess) ce = cudaMemset(b->sp_mem, 0, off);
+    if (ce != cudaSuccess) {
+        (void)cudaGetLastError();
+        char what[112];
+        snprintf(what, sizeof what, "create: cudaMalloc/cudaMemset(%zu bytes) for the fp8 pool's split extend", off);
+        sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
+        return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+    }
+    char *base = (char *)b->sp_mem;
+    b->sp_new = (attn_extend_item *)(base + o_new);
+    b->sp_pre = (attn_extend_item *)(base + o_pre);
+    b->sp_num = (int32_t *)(base + o_num);
+    b->sp_k = base + o_k;
+    b->sp_v = base + o_v;
+    b->sp_part = base + o_part;
+    b->sp_lse_new = (float *)(base + o_ln);
+    b->sp_lse_pre = (float *)(base + o_lp);
     return SGL_ATTN_OK;
 }
 
@@ -401,6 +454,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return rc;
     }
+    if ((rc = split_setup(b, a, err, err_size))) {
+        ca_destroy(&b->base);
+        return rc;
+    }
     /* The TMA producers' tensor maps: the pools' encoded per layer at its
      * first forward (or when its pool moves) into this cache, forward_ragged's
      * per call; without an encoder the cp.async producers serve. */
@@ -413,10 +470,11 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
-                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s%s%s%s, ragged %s%s%s, %zu bytes "
+                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s%s%s, ragged %s%s%s, %zu bytes "
                 "of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
+                b->sp_mem ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)" : "",
                 decode_names[b->kern.decode], b->kern.kv_fp8 ? " (fp8_cvt=" : "",
                 b->kern.kv_fp8 ? ca_fp8_cvt_name(b->kern.fp8_cvt) : "", b->kern.kv_fp8 ? ")" : "",
                 b->rg_wgmma ? "wgmma" : "mma", b->rg_tma && b->tmaps ? " (TMA)" : "",

@@ -11,8 +11,10 @@
  *           groups up to ATTN_DECODE_REG_MAX_GROUP; else the smem-staged mma
  *           decode (decode_mma.cu: head dim 256, larger groups).
  * fp8 e4m3 pools (kv_fp8): the mma extend everywhere, SM 9.0 included (the
- * wgmma extend reads 16-bit pools only), and the register-fed decode (create
- * refuses the options that choose another decode for them).
+ * wgmma extend reads 16-bit pools only; on SM 9.0 at d128 the forward splits
+ * off the new tokens to the ragged wgmma kernel: extend_fp8_split.cu), and the
+ * register-fed decode (create refuses the options that choose another decode
+ * for them).
  * kernel=mma runs the mma extend and the mma decode everywhere, kernel=portable
  * the kernels hip_attn shares (attn_kernels/): both exist to check those paths
  * on a device where the defaults would take over. */

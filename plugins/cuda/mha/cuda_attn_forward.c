@@ -78,6 +78,17 @@ static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, in
     return SGL_ATTN_OK;
 }
 
+/* 1 when the host mirrors of an extend batch show that no request has a
+ * prefix (every seq_len equals its extend length): the split extend then
+ * launches its new-token pass alone.  Without both mirrors: 0. */
+static int no_prefix_shown(const sgl_attn_batch *bt, int32_t bs) {
+    const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu;
+    if (!sgl_sdk_host_index(sl, bs) || !sgl_sdk_host_index(el, bs)) return 0;
+    for (int32_t i = 0; i < bs; i++)
+        if (sgl_sdk_index_at(sl, i) != sgl_sdk_index_at(el, i)) return 0;
+    return 1;
+}
+
 /* Tree verify's mask (batch.custom_mask / mask_indptr) and what the batch's
  * self-attention items see (*self_vis: ATTN_SELF_*, from the model's
  * attn_type or the mask).  The blocks' lengths are checked by the plan kernel
@@ -245,7 +256,8 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     in.fault = b->fault.dev;
     memset(b->has_dplan, 0, sizeof b->has_dplan);
     memset(b->has_eplan, 0, sizeof b->has_eplan);
-    int ce = 0;
+    b->planned_split = 0;
+    int ce = 0, split = 0;
     if (mode == SGL_ATTN_MODE_DECODE) {
         for (int set = 0; set < ATTN_DPLAN_COUNT && !ce; set++) {
             if (set == ATTN_DPLAN_WINDOW && b->model_window < 0) continue;
@@ -283,6 +295,26 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             b->has_eplan[set] = 1;
         }
         b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
+        /* an fp8 pool's split extend (extend_fp8_split.cu): its two lists, for the causal
+         * self-attention layers of the batch (the others run the fp8 mma extend alone) */
+        if (!ce && b->sp_mem && self_vis == ATTN_SELF_CAUSAL) {
+            attn_split_plan sp;
+            memset(&sp, 0, sizeof sp);
+            sp.fresh = b->sp_new;
+            sp.pre = b->sp_pre;
+            sp.num = b->sp_num;
+            sp.max_new = b->sp_max_new;
+            sp.max_pre = b->sp_max_pre;
+            sp.block_new = 128; /* the ragged wgmma kernel's rows */
+            sp.block_pre = b->sz.extend_block_m;
+            sp.block_n = b->sz.extend_block_n;
+            ce = attn_launch_split_plan(&in, &sp, bt->stream);
+            const int64_t gn = ((int64_t)tokens + 127) / 128 + bs, gp = attn_extend_grid_items(&b->sz, bs, tokens);
+            b->sp_grid_new = (int32_t)(gn < b->sp_max_new ? gn : b->sp_max_new);
+            b->sp_grid_pre = gp < b->sp_max_pre ? gp : b->sp_max_pre;
+            split = 1;
+            b->sp_prefix = !no_prefix_shown(bt, bs);
+        }
         /* tree verify: the mask's bits, once for every layer and head of the batch */
         if (!ce && self_vis == ATTN_SELF_TREE)
             ce = attn_launch_tree_mask_pack(b->planned_mask, bt->custom_mask->shape[0], b->planned_mask_indptr, bs,
@@ -314,6 +346,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     b->planned_mode = verify ? SGL_ATTN_MODE_EXTEND : mode;
     b->planned_verify = verify;
     b->planned_self = self_vis;
+    b->planned_split = split;
     b->planned_tpr = verify ? bt->tokens_per_req : 0;
     b->checked_slots = INT64_MAX; /* the item check runs at the first forward */
     b->checked_map = NULL;        /* and at the first forward with each slot map */
@@ -413,7 +446,7 @@ static int check_enc_save(ca_backend *b, const sgl_attn_forward_args *a, const c
 /* Checks shared by both forwards; fills p (all but the work lists) and, when
  * the forward has a dual_chunk block, *dual = 1 and dca. */
 static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode, const char *call, attn_fwd *p,
-                         int32_t *T, int *dual, attn_dca *dca) {
+                         int32_t *T, int *dual, attn_dca *dca, int *split) {
     ca_msg m = {b->err, sizeof b->err, call};
     b->err[0] = 0;
     if (!a || !a->layer || !a->batch) {
@@ -507,6 +540,11 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
     }
     if (rc) return rc;
     *dual = dc != NULL;
+    /* The split extend (extend_fp8_split.cu) where the batch planned it: a causal self
+     * layer without window, sinks or dual chunk that saves this call's K/V (the save
+     * writes the new rows it attends). */
+    *split = mode == SGL_ATTN_MODE_EXTEND && b->planned_split && !L->is_cross && !dc && L->sliding_window < 0 &&
+             !L->sinks && a->save_kv_cache && t > 0;
     memset(dca, 0, sizeof *dca);
     if (dc) {
         dca->q_succ = sgl_sdk_data(dc->q_succ);
@@ -601,6 +639,12 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
             c.num_items[c.nsets] = num_items_ptr(b, c.extend ? ATTN_DPLAN_COUNT + set : set);
             c.nsets++;
         }
+        /* the split's prefix items read the table too (its new-token items read none) */
+        if (c.extend && b->planned_split && c.nsets < ATTN_CHECK_SETS) {
+            c.items[c.nsets] = b->sp_pre;
+            c.num_items[c.nsets] = b->sp_num + 1;
+            c.nsets++;
+        }
         const int grid = b->grid_items < CA_CHECK_MAX_BLOCKS ? b->grid_items : CA_CHECK_MAX_BLOCKS;
         int ce = attn_launch_check_items(&c, grid, a->batch->stream);
         if (ce) {
@@ -651,7 +695,11 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.slot_map = p->slot_map;
         int ce;
         if (b->kern.kv_fp8) {
-            attn_save_fp8 s8 = {s, k_scale_dev, v_scale_dev, L->k_scale, L->v_scale};
+            attn_save_fp8 s8 = {s, k_scale_dev, v_scale_dev, L->k_scale, L->v_scale, NULL, NULL};
+            if (*split) {
+                s8.k_deq = b->sp_k;
+                s8.v_deq = b->sp_v;
+            }
             ce = attn_launch_save_kv_fp8(b->kern.dtype, &s8, a->batch->stream);
         } else {
             ce = attn_launch_save_kv(&s, a->batch->stream);
@@ -670,7 +718,8 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     attn_dca dca;
     int32_t T = 0;
     int dual = 0;
-    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T, &dual, &dca);
+    int split = 0;
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T, &dual, &dca, &split);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
     const sgl_attn_layer *L = a->layer;
@@ -722,15 +771,73 @@ static int direct_keys(ca_backend *b, const sgl_attn_forward_args *a, attn_fwd *
     return SGL_ATTN_OK;
 }
 
+/* The split extend on an fp8 pool (extend_fp8_split.cu), after the save wrote
+ * the new rows dequantised: the new tokens by the ragged wgmma kernel into
+ * out (its LSE into the caller's lse, else the split's), the prefix by the
+ * fp8 mma extend into the split's output, then their merge into out / lse. */
+static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const attn_fwd *p) {
+    void *stream = a->batch->stream;
+    DLTensor *lse_t = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse);
+    float *lse = lse_t ? (float *)sgl_sdk_data(lse_t) : b->sp_lse_new;
+    attn_fwd n = *p; /* the new tokens: their rows, as forward_ragged's K / V */
+    n.k_cache = b->sp_k;
+    n.v_cache = b->sp_v;
+    n.kc_stride_s = n.vc_stride_s = (int64_t)b->hkv * 128;
+    n.kc_stride_h = n.vc_stride_h = 128;
+    n.num_slots = b->sz.max_tokens; /* the rows sized at create: the maps do not change with the batch */
+    memset(&n.req_to_token, 0, sizeof n.req_to_token);
+    n.r2t_row_words = 0;
+    n.page_shift = n.page_mask = 0;
+    memset(&n.slot_map, 0, sizeof n.slot_map);
+    n.k_scale_dev = n.v_scale_dev = NULL;
+    n.eitems = b->sp_new;
+    n.num_items = b->sp_num;
+    n.lse = lse;
+    attn_kv_tmaps maps; /* the kernel takes them by value */
+    const attn_kv_tmaps *tm = NULL;
+    if (b->rg_tma && b->tmaps && !attn_tmap_ragged(b->tmaps, &n, 128, 128, &maps)) tm = &maps;
+    int ce = attn_launch_ragged_wgmma(b->kern.dtype, 128, 128, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
+    if (!ce && b->sp_prefix) { /* else the mirrors showed no prefix: the new tokens are all */
+        attn_fwd q = *p; /* the prefix: the pool's columns before the new tokens */
+        q.out = b->sp_part;
+        q.o_stride_t = (int64_t)b->hq * 128;
+        q.o_stride_h = 128;
+        q.eitems = b->sp_pre;
+        q.num_items = b->sp_num + 1;
+        q.lse = b->sp_lse_pre;
+        ce = attn_launch_extend(&b->kern, &q, NULL, b->sp_grid_pre, stream);
+        attn_split_merge mg;
+        memset(&mg, 0, sizeof mg);
+        mg.out = p->out;
+        mg.lse = lse;
+        mg.part = b->sp_part;
+        mg.part_lse = b->sp_lse_pre;
+        mg.items = b->sp_pre;
+        mg.num_items = b->sp_num + 1;
+        mg.o_stride_t = p->o_stride_t;
+        mg.o_stride_h = p->o_stride_h;
+        mg.hq = b->hq;
+        mg.num_tokens = p->num_tokens;
+        if (!ce) ce = attn_launch_split_merge(b->kern.dtype, &mg, b->sp_grid_pre, stream);
+    }
+    if (ce) {
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: split extend launch", ce);
+        return SGL_ATTN_E_DEVICE;
+    }
+    return SGL_ATTN_OK;
+}
+
 int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     ca_backend *b = (ca_backend *)bb;
     attn_fwd p;
     attn_dca dca;
     int32_t T = 0;
     int dual = 0;
-    int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T, &dual, &dca);
+    int split = 0;
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T, &dual, &dca, &split);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
+    if (split) return split_extend(b, a, &p);
     const int set = a->layer->is_cross ? ATTN_EPLAN_CROSS : ATTN_EPLAN_SELF;
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
     p.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);

@@ -72,6 +72,9 @@ typedef struct attn_save_fp8 {
     attn_save s;
     const float *k_scale_dev, *v_scale_dev;
     float k_scale, v_scale;
+    /* NULL, or [t, hkv, d] compact (dtype): each token's saved values
+     * dequantised (stored * scale), the new rows the split extend attends */
+    void *k_deq, *v_deq;
 } attn_save_fp8;
 int attn_launch_save_kv_fp8(int dtype, const attn_save_fp8 *s, void *stream);
 int attn_decode_mma_setup(int dtype, int head_dim);
@@ -144,6 +147,37 @@ int attn_launch_ragged_mma(int dtype, int dqk, int dv, const attn_fwd *p, int gr
 int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok);
 int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
+
+/* ------------------------------------------- the fp8 pool's split extend */
+
+/* The split extend's plan (extend_fp8_split.cu): from the batch as the paged
+ * plan reads it, the new-token items (block_new rows, for the ragged kernel
+ * over the dequantised new rows) and the prefix items (block_pre rows, for
+ * the fp8 extend over the pool's prefix columns); num[0] / num[1] their counts. */
+typedef struct attn_split_plan {
+    attn_extend_item *fresh, *pre;
+    int32_t *num;              /* [2] */
+    int32_t max_new, max_pre;  /* the lists' capacities */
+    int32_t block_new, block_pre;
+    int32_t block_n;           /* KV columns per cost unit (the order) */
+    int32_t reserved_;
+} attn_split_plan;
+int attn_launch_split_plan(const attn_plan_in *in, const attn_split_plan *pl, void *stream);
+/* The merge of the two passes' outputs by their LSEs over the prefix items'
+ * rows (head dim 128): out / lse (the new tokens' part, [T, hq, 128] with
+ * out's strides / compact [T, hq]) take the result; part ([T, hq, 128]
+ * compact, dtype) and part_lse the prefix's. */
+typedef struct attn_split_merge {
+    void *out;
+    float *lse;
+    const void *part;
+    const float *part_lse;
+    const attn_extend_item *items;
+    const int32_t *num_items;
+    int64_t o_stride_t, o_stride_h;
+    int32_t hq, num_tokens;
+} attn_split_merge;
+int attn_launch_split_merge(int dtype, const attn_split_merge *m, int grid_items, void *stream);
 
 #ifdef __cplusplus
 }
