@@ -408,14 +408,15 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     static const char *const decode_names[] = {"portable", "mma", "reg"};
     /* which kernels serve dual chunk attention (dual_chunk.h), or why none do */
     char dcw[96];
-    if (b->ragged_only || !b->kern.dual_chunk)
-        snprintf(dcw, sizeof dcw, "none (%s)",
-                 b->ragged_only ? "forward_ragged only" : b->kern.kv_fp8 ? "fp8 pool" : "shared memory");
+    if (b->ragged_only) /* the line's end says why */
+        snprintf(dcw, sizeof dcw, "none");
+    else if (!b->kern.dual_chunk)
+        snprintf(dcw, sizeof dcw, "none (%s)", b->kern.kv_fp8 ? "an fp8 pool" : "its shared memory does not fit");
     else
-        snprintf(dcw, sizeof dcw, "extend %s%s, decode mma", extend_names[b->kern.dc_extend],
+        snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
-                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s, ragged %s%s, dual chunk %s%s, "
+                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s, decode %s, ragged %s%s, dual chunk: %s%s, "
                 "%zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
