@@ -190,5 +190,6 @@ extern "C" int attn_launch_dual_chunk_extend_wgmma(int dtype, int head_dim, cons
     const long long pairs = (long long)grid_items * p->hq;
     const int blocks = pairs < sm_count ? (int)pairs : sm_count;
     const cudaStream_t st = (cudaStream_t)stream;
-    return dtype == ATTN_DT_BF16 ? dca_launch<GC_BF16>(p, dc, tm, blocks, st) : dca_launch<GC_F16>(p, dc, tm, blocks, st);
+    return dtype == ATTN_DT_BF16 ? dca_launch<GC_BF16>(p, dc, tm, blocks, st)
+                                 : dca_launch<GC_F16>(p, dc, tm, blocks, st);
 }

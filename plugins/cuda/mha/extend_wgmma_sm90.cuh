@@ -57,6 +57,13 @@
  * are all ones for every row (the prefix) takes no mask at all.  A consumer
  * warpgroup whose rows all lie past a short item only keeps the barrier
  * counts.
+ *
+ * DCA: dual chunk attention (dual_chunk.h) on the same body, the paged
+ * extend at head dim 128: the pair's Q is up to three 128-row tiles (q,
+ * q_succ, q_inter, the variants its keys meet), the K/V ring two stages
+ * deep to fit, and each score takes the variant of its key's part for its
+ * row (wg_consumer, wg_dca_boundary); the scale is the request's
+ * length-scaled one.  The barrier protocol is the plain kernel's.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -339,8 +346,9 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
  * query variants its keys meet (wg_load_q), one event as the single Q. */
 template <int DQK, int DV, bool TMA, bool RAGGED, bool DCA = false>
-GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar,
-                        long long total, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
+GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total,
+                        const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
@@ -615,8 +623,9 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
  * wg_dca_boundary rescores the elements of the further parts (Q is released
  * after it). */
 template <int DT, int DQK, int DV, bool TREE, bool DCA = false>
-GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar,
-                        long long total, int wg, const attn_dca *dc = nullptr) {
+GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total, int wg,
+                        const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
     constexpr int BN = C::BN, ST = C::STAGES, D = DV;
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
@@ -717,7 +726,9 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
             wg_wait<0>();
             wg_pin(s);
             if constexpr (DCA)
-                if (vlo != vhi) wg_dca_boundary<DT, DQK, BN>(s, q_addr, k_addr + sidx * C::K_BYTES, t0, vlo, c0min, c0max, c0r, cl, q4);
+                if (vlo != vhi)
+                    wg_dca_boundary<DT, DQK, BN>(s, q_addr, k_addr + sidx * C::K_BYTES, t0, vlo, c0min, c0max, c0r,
+                                                 cl, q4);
             if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
             wg_softmax<BN, TREE, DCA>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits, dsc);
