@@ -38,14 +38,15 @@ enum { FWD_EXTEND, FWD_DECODE, FWD_VERIFY };
 #define LF_MAXR 257
 
 typedef struct lcase {
-    int b, q, prefix, fwd, ragged, pad, caller;
+    int b, q, prefix, fwd, ragged, pad, caller, slow;
     int hk, hv, dk, dv, conv, hidden;
     hdtype dt, sdt;
 } lcase;
 
 static int parse_case(const lfam_kind *k, const hcase *c, lcase *lc, hresult *r) {
     static const char *const keys[] = {"b",  "q",  "prefix", "fwd",  "ragged", "pad",   "hk",   "hv",
-                                       "dk", "dv", "conv",   "hidden", "dtype", "state", "seed", "owner", NULL};
+                                       "dk", "dv", "conv",   "hidden", "dtype", "state", "seed", "owner",
+                                       "decay", NULL};
     char err[384];
     long v;
     memset(lc, 0, sizeof *lc);
@@ -55,6 +56,13 @@ static int parse_case(const lfam_kind *k, const hcase *c, lcase *lc, hresult *r)
             : !strcmp(f, "verify") ? FWD_VERIFY : -1;
     if (lc->fwd < 0) {
         hresult_error(r, "%s: fwd=%s; expected extend, decode or verify", c->text, f);
+        return -1;
+    }
+    const char *dc = hcase_get(c, "decay");
+    lc->slow = !dc || !strcmp(dc, "fast") ? 0 : !strcmp(dc, "slow") ? 1 : -1;
+    if (lc->slow < 0) {
+        hresult_error(r, "%s: decay=%s; expected fast (gates that forget most of a state within a few tokens) or "
+                      "slow (most of it kept across chunks)", c->text, dc);
         return -1;
     }
     const char *o = hcase_get(c, "owner");
@@ -185,10 +193,14 @@ static int make_params(lctx *x, hresult *r) {
         return -1;
     htensor_fill_normal(&x->cw, &x->rng, 0.5);
     htensor_fill_normal(&x->cb, &x->rng, 0.3);
-    htensor_fill_normal(&x->alog, &x->rng, 0.5);
+    /* decay=slow: gates near 1 (exp(A_log) about 1e-3), so a state carried across calls, chunks and
+     * segments still weighs in the outputs hundreds of tokens later; the default forgets in a few tokens */
+    if (x->lc.slow) fill_uniform(&x->alog, &x->rng, -7.0, -5.0);
+    else htensor_fill_normal(&x->alog, &x->rng, 0.5);
     htensor_fill_normal(&x->dtb, &x->rng, 0.5);
     htensor_fill_normal(&x->dd, &x->rng, 1.0);
-    fill_uniform(&x->decay, &x->rng, 0.05, 0.95);
+    if (x->lc.slow) fill_uniform(&x->decay, &x->rng, 0.001, 0.01);
+    else fill_uniform(&x->decay, &x->rng, 0.05, 0.95);
     if (!(x->cwd = dcopy(&x->cw)) || !(x->cbd = dcopy(&x->cb)) || !(x->alogd = dcopy(&x->alog)) ||
         !(x->dtbd = dcopy(&x->dtb)) || !(x->ddd = dcopy(&x->dd)) || !(x->decayd = dcopy(&x->decay))) {
         hresult_error(r, "out of memory");

@@ -23,18 +23,16 @@ bytes: tokens * ctx * (index_head_dim + 4) (the keys and scales read once).
 """
 from __future__ import annotations
 
-import argparse
 import ctypes as C
-import datetime
-import json
-import os
 import sys
 
 import torch
 
 import sglattn
-from dsa_torch import timed  # this folder: the same CUDA-event median
 from sglattn._tensor import describe
+
+from dsa_torch import bench_args, run_shapes  # this folder: the command line, the shape loop
+from torch_timing import timed
 
 IH, ID, TOPK = 64, 128, 2048
 FP8_CODE = 10  # DLPack kDLFloat8_e4m3fn
@@ -176,12 +174,7 @@ def run_shape(host, plugin, name, bs, ctx, topk, dev, g, lut):
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("--plugin", default="cuda_mla")
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--small", action="store_true", help="tiny shapes (a dry run on cpu_ref)")
-    a = ap.parse_args()
+    a = bench_args()
     dev = a.device
     g = torch.Generator().manual_seed(21)
     lut = e4m3_table()
@@ -193,25 +186,10 @@ def main() -> int:
         shapes = [("decode_b64_ctx32k_k2048", 64, 32768, TOPK), ("decode_b1_ctx32k_k2048", 1, 32768, TOPK),
                   ("decode_b128_ctx16k_k2048", 128, 16384, TOPK), ("decode_b64_ctx4k_k2048", 64, 4096, TOPK),
                   ("decode_b64_ctx2k_k2048", 64, 2000, TOPK)]
-    res = {"device": torch.cuda.get_device_name(0) if dev != "cpu" else "cpu",
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "commit": os.environ.get("SGL_ATTN_COMMIT", "unknown"), "plugin": a.plugin,
-           "flops": "2 * tokens * ctx * index_heads * index_head_dim (the scores' matmul)",
-           "torch": "gather + fp8->bf16 + einsum + relu + weights + sum + scale + torch.topk, same process",
-           "shapes": []}
-    rc = 0
-    for name, bs, ctx, topk in shapes:
-        try:
-            r = run_shape(host, a.plugin, name, bs, ctx, topk, dev, g, lut)
-            rc |= 0 if r["ok"] else 1
-        except Exception as e:  # report and go on with the next shape
-            print(f"{name:26s} ERROR {type(e).__name__}: {e}", flush=True)
-            r = {"name": name, "error": f"{type(e).__name__}: {e}"}
-            rc = 1
-        res["shapes"].append(r)
-        with open(a.out, "w") as f:
-            json.dump(res, f, indent=1)
-    d = [r for r in res["shapes"] if r.get("name", "").startswith("decode_b64_ctx32k")]
+    rc, rows = run_shapes(a, shapes, lambda s: run_shape(host, a.plugin, *s, dev, g, lut), 26,
+                          flops="2 * tokens * ctx * index_heads * index_head_dim (the scores' matmul)",
+                          torch="gather + fp8->bf16 + einsum + relu + weights + sum + scale + torch.topk, same process")
+    d = [r for r in rows if r.get("name", "").startswith("decode_b64_ctx32k")]
     if d and "ours_s" in d[0]:
         print(f"issue 21: indexer + top-k, B 64 at 32k cached tokens (64 heads x 128, topk 2048): "
               f"{d[0]['ours_s'] * 1e6:.1f} us, torch {d[0]['torch_s'] * 1e6:.1f} us, x{d[0]['speedup_vs_torch']:.2f}")

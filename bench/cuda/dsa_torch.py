@@ -32,11 +32,11 @@ import datetime
 import json
 import os
 import sys
-import time
 
 import torch
 
 import sglattn
+from torch_timing import timed  # this folder
 
 D_QK, D_V = 576, 512
 
@@ -161,31 +161,39 @@ def ref64(q, pool, rows, scale, ts):
     return torch.stack(res)
 
 
-def timed(fn, dev: str, min_s: float = 0.3):
-    if dev == "cpu":
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    fn()
-    e1.record()
-    torch.cuda.synchronize()
-    one = max(e0.elapsed_time(e1) / 1e3, 1e-6)
-    n = max(3, min(2000, int(min_s / one)))
-    meds = []
-    for _ in range(5):
-        e0.record()
-        for _ in range(n):
-            fn()
-        e1.record()
-        torch.cuda.synchronize()
-        meds.append(e0.elapsed_time(e1) / 1e3 / n)
-    meds.sort()
-    return meds[len(meds) // 2]
+def bench_args() -> argparse.Namespace:
+    """The command line of the DSA benches (this one and dsa_indexer_torch.py)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--plugin", default="cuda_mla")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--small", action="store_true", help="tiny shapes (a dry run on cpu_ref)")
+    return ap.parse_args()
+
+
+def run_shapes(a: argparse.Namespace, shapes, run_one, width: int, **head) -> tuple[int, list]:
+    """run_one(shape) on each shape (its name first); a shape that raises is
+    reported and the next one runs.  After each shape the JSON (device, date,
+    commit, plugin, `head`'s fields, the shapes so far) goes to a.out, so a
+    cut run keeps what it timed.  Returns (rc, rows): rc 1 when a shape failed
+    its check or raised."""
+    res = {"device": torch.cuda.get_device_name(0) if a.device != "cpu" else "cpu",
+           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "commit": os.environ.get("SGL_ATTN_COMMIT", "unknown"), "plugin": a.plugin, **head, "shapes": []}
+    rc = 0
+    for shape in shapes:
+        name = shape[0]
+        try:
+            r = run_one(shape)
+            rc |= 0 if r["ok"] else 1
+        except Exception as e:  # report and go on with the next shape
+            print(f"{name:{width}s} ERROR {type(e).__name__}: {e}", flush=True)
+            r = {"name": name, "error": f"{type(e).__name__}: {e}"}
+            rc = 1
+        res["shapes"].append(r)
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+    return rc, res["shapes"]
 
 
 def run_shape(host, plugin, name, mode, bs, q_per_req, ctx, hq, topk, neg, dev, chunk, g, rec=False):
@@ -251,12 +259,7 @@ def run_shape(host, plugin, name, mode, bs, q_per_req, ctx, hq, topk, neg, dev, 
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("out")
-    ap.add_argument("--plugin", default="cuda_mla")
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--small", action="store_true", help="tiny shapes (a dry run on cpu_ref)")
-    a = ap.parse_args()
+    a = bench_args()
     dev = a.device
     g = torch.Generator().manual_seed(21)
     host = sglattn.Host()
@@ -276,26 +279,12 @@ def main() -> int:
                   ("decode_b64_h128_k2048_rec", "decode", 64, 1, 4096, 128, 2048, 0.0, 64),
                   ("verify_b32_q4_h128_k2048_neg_rec", "verify", 32, 4, 4096, 128, 2048, 0.1, 64),
                   ("extend_b1_q4096_h128_k2048_rec", "extend", 1, 4096, 8192, 128, 2048, 0.0, 128)]
-    res = {"device": torch.cuda.get_device_name(0) if dev != "cpu" else "cpu",
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-           "commit": os.environ.get("SGL_ATTN_COMMIT", "unknown"), "plugin": a.plugin,
-           "flops": "2 * tokens * topk * hq * (576 + 512) (FlashMLA's count)", "shapes": []}
-    rc = 0
-    for s in shapes:
-        name, mode, bs, qpr, ctx, hq, topk, neg, chunk = s
-        try:
-            r = run_shape(host, a.plugin, name, mode, bs, qpr, ctx, hq, topk, neg, dev, chunk, g,
-                          rec=name.endswith("_rec"))
-            rc |= 0 if r["ok"] else 1
-        except Exception as e:  # report and go on with the next shape
-            print(f"{name:28s} ERROR {type(e).__name__}: {e}", flush=True)
-            r = {"name": name, "error": f"{type(e).__name__}: {e}"}
-            rc = 1
-        res["shapes"].append(r)
-        with open(a.out, "w") as f:
-            json.dump(res, f, indent=1)
+    def one(s):  # (name, mode, bs, q_per_req, ctx, hq, topk, neg, chunk)
+        return run_shape(host, a.plugin, *s[:8], dev, s[8], g, rec=s[0].endswith("_rec"))
+
+    rc, rows = run_shapes(a, shapes, one, 28, flops="2 * tokens * topk * hq * (576 + 512) (FlashMLA's count)")
     for suffix, what in (("_rec", "fp8 record pool"), ("", "bf16 pool")):
-        d = [r for r in res["shapes"] if r.get("name", "") == "decode_b64_h128_k2048" + suffix]
+        d = [r for r in rows if r.get("name", "") == "decode_b64_h128_k2048" + suffix]
         if d and "ours_tflops" in d[0]:
             print(f"issue 21: sparse decode B 64, 128 heads, topk 2048, {what}: {d[0]['ours_tflops']:.1f} TFLOP/s "
                   f"(target >= 300), torch {d[0]['torch_tflops']:.1f}, ratio x{d[0]['speedup_vs_torch']:.2f}")

@@ -3,15 +3,9 @@
 bf16 and fp8 medians, fp8 / bf16 (issue 20's bar: <= 0.60x at GQA 32/8, d128,
 B >= 64, L >= 4k) and torch's figures; exit 1 when a shape misses the bar.
 usage: fp8_summary.py OUT_DIR"""
-import json, os, sys
+import os, sys
 
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except Exception:
-        return None
+from bench_json import load  # this folder
 
 
 def key(case):

@@ -5,23 +5,12 @@ and torch_ragged.json in OUT_DIR; prints per shape the TFLOP/s of each, the
 ratio ragged 192/128 / paged d128 (issue 20's bar: >= 0.90 at every shape)
 and torch's TFLOP/s on the same shapes; exit 1 when a shape misses the bar.
 usage: ragged_summary.py OUT_DIR"""
-import json, os, sys
+import os, sys
+
+from bench_json import load  # this folder
+from shapes import case_keys as parse
 
 SHAPES = [(4, 4096), (2, 8192), (1, 16384)]
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except Exception:
-        return None
-
-
-def parse(case):
-    mode, _, kv = case.partition(":")
-    d = dict(x.split("=", 1) for x in kv.split(",") if "=" in x)
-    return mode, d
 
 
 def main(out):

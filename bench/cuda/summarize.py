@@ -4,18 +4,11 @@ usage: summarize.py OUT_DIR  (reads bench_<variant>*.json and torch.json there)
 Decode ratios: ours paged TB/s over cuDNN / flash contiguous TB/s (targets:
 >= 0.9x cuDNN at B >= 64, L >= 4k; >= 1.5x flash).  Prefill: ours TFLOP/s over
 flash (>= 1.0x) and cuDNN (>= 0.9x at s >= 4k).  Page 1 over page 16 time."""
-import glob, json, os, re, sys
+import glob, os, re, sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_json import load  # noqa: E402
 from shapes import DECODE, DECODE_PAGE1, PREFILL, decode_case, prefill_case  # noqa: E402
-
-
-def load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except Exception:
-        return None
 
 
 def ours_by_case(out):

@@ -25,17 +25,11 @@ timeout 120 "$A" check --plugin cuda_mla --filter '^(sparse|indexer)_' --json > 
   2> "$OUT/check_dsa.log"
 echo "rc=$?"; grep -E '^\s*(pass|FAIL|fail|error|not supported)' "$OUT/check_dsa.log" | cut -c1-150; tail -1 "$OUT/check_dsa.log"
 step "compute-sanitizer memcheck: the sparse cases"
-SGL_ATTN_NO_UNLOAD=1 timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
-  "$A" check --plugin cuda_mla --filter '^sparse_' > "$OUT/memcheck_sparse.log" 2>&1
-echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_sparse.log" | tail -1) | $(grep -E 'plugin checked' "$OUT/memcheck_sparse.log" | tail -1)"
+sanitize memcheck 300 memcheck_sparse "$A" check --plugin cuda_mla --filter '^sparse_'
 step "compute-sanitizer racecheck: the quick sparse cases"
-SGL_ATTN_NO_UNLOAD=1 timeout 150 compute-sanitizer --tool racecheck --error-exitcode 9 \
-  "$A" check --plugin cuda_mla --quick --filter '^sparse_' > "$OUT/racecheck_sparse.log" 2>&1
-echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_sparse.log" | tail -1) | $(grep -E 'plugin checked' "$OUT/racecheck_sparse.log" | tail -1)"
+sanitize racecheck 150 racecheck_sparse "$A" check --plugin cuda_mla --quick --filter '^sparse_'
 step "compute-sanitizer racecheck: the fp8 record's 64-row instantiation (hq 32 / 128, rec=1)"
-SGL_ATTN_NO_UNLOAD=1 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 \
-  "$A" check --plugin cuda_mla --filter '^sparse_.*hq=(32|128),.*rec=1' > "$OUT/racecheck_record.log" 2>&1
-echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_record.log" | tail -1) | $(grep -E 'plugin checked' "$OUT/racecheck_record.log" | tail -1)"
+sanitize racecheck 200 racecheck_record "$A" check --plugin cuda_mla --filter '^sparse_.*hq=(32|128),.*rec=1'
 step "bad topk_indices: skipped, reported at the next metadata call (test_cuda_badidx, with the other classes)"
 timeout 90 "$T/test_cuda_badidx" "$P" > "$OUT/badidx.log" 2>&1
 echo "rc=$?"; grep -E '^(ok|FAIL|SKIP)' "$OUT/badidx.log"; tail -1 "$OUT/badidx.log"

@@ -24,13 +24,9 @@ SGL_ATTN_MLA_INDEXER_SCRATCH_MB=1 timeout 120 "$A" check --plugin cuda_mla --fil
   > "$OUT/check_indexer_1mb.log" 2>&1
 echo "rc=$?"; grep -E '^\s*(FAIL|fail|error|not supported)' "$OUT/check_indexer_1mb.log" | cut -c1-150; tail -1 "$OUT/check_indexer_1mb.log"
 step "compute-sanitizer memcheck: the indexer cases"
-SGL_ATTN_NO_UNLOAD=1 timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
-  "$A" check --plugin cuda_mla --filter '^indexer_' > "$OUT/memcheck_indexer.log" 2>&1
-echo "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck_indexer.log" | tail -1) | $(grep -E 'plugin checked' "$OUT/memcheck_indexer.log" | tail -1)"
+sanitize memcheck 200 memcheck_indexer "$A" check --plugin cuda_mla --filter '^indexer_'
 step "compute-sanitizer racecheck: the quick indexer cases"
-SGL_ATTN_NO_UNLOAD=1 timeout 200 compute-sanitizer --tool racecheck --error-exitcode 9 \
-  "$A" check --plugin cuda_mla --quick --filter '^indexer_' > "$OUT/racecheck_indexer.log" 2>&1
-echo "racecheck rc=$? $(grep -E 'RACECHECK SUMMARY' "$OUT/racecheck_indexer.log" | tail -1) | $(grep -E 'plugin checked' "$OUT/racecheck_indexer.log" | tail -1)"
+sanitize racecheck 200 racecheck_indexer "$A" check --plugin cuda_mla --quick --filter '^indexer_'
 step "check: cuda_mla's whole matrix (nothing else broke)"
 timeout 200 "$A" check --plugin cuda_mla --json > "$OUT/check_all.json" 2> "$OUT/check_all.log"
 echo "rc=$?"; grep -E '^\s*(FAIL|fail|error)' "$OUT/check_all.log" | cut -c1-150; tail -1 "$OUT/check_all.log"

@@ -19,9 +19,7 @@
 # a fully scattered layer pool, the worst case, and it takes TMA off the extend).
 . "$(dirname "$0")/common.sh"
 need "$A" "$P/cuda_attn.so" "$T/test_cuda_badidx"
-for k in auto mma portable; do
-  printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "%s"}}}\n' "$k" > "$OUT/conf_$k.json"
-done
+kernel_confs auto mma portable
 step "1. check --filter 'ptable|smap' with kernel=auto, mma, portable; test_cuda_badidx"
 for k in auto mma portable; do
   ( timeout 60 "$A" check --plugin cuda_attn --conf "$OUT/conf_$k.json" --filter 'ptable|smap' --json \

@@ -13,9 +13,7 @@
 . "$(dirname "$0")/common.sh"
 need "$A" "$P/cuda_attn.so" "$T/test_cuda_graph" "$T/test_wgmma_primitives"
 # The option reaches the plugin through the conf the host reads.
-for k in auto mma portable; do
-  printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "%s"}}}\n' "$k" > "$OUT/conf_$k.json"
-done
+kernel_confs auto mma portable
 for k in auto mma portable; do
   ( timeout 60 $A check --plugin cuda_attn --conf "$OUT/conf_$k.json" --json > "$OUT/check_$k.json" 2> "$OUT/check_$k.log"
     echo "check kernel=$k: rc=$? $(tail -1 "$OUT/check_$k.log")" > "$OUT/check_$k.rc" ) &

@@ -20,9 +20,7 @@
 . "$(dirname "$0")/common.sh"
 need "$A" "$P/cuda_attn.so"
 F='^ragged:|^lse:'
-for k in auto mma; do
-  printf '{"sglattn_conf": 1, "plugin_options": {"cuda_attn": {"kernel": "%s"}}}\n' "$k" > "$OUT/conf_$k.json"
-done
+kernel_confs auto mma
 step "1. check: ragged and LSE cases against float64 (kernel=auto, kernel=mma)"
 for k in auto mma; do
   ( timeout 90 "$A" check --plugin cuda_attn --conf "$OUT/conf_$k.json" --filter "$F" --json > "$OUT/check_rl_$k.json" \

@@ -2,6 +2,7 @@
 #include "cref_fixture.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,7 +90,7 @@ static DLDataType dl_of(uint32_t dt) {
     return t;
 }
 
-static void wrap(DLTensor *t, void *data, DLDataType dt, int ndim, int64_t *shape) {
+void tc_wrap(DLTensor *t, void *data, DLDataType dt, int ndim, int64_t *shape) {
     memset(t, 0, sizeof *t);
     t->data = data;
     t->device.device_type = kDLCPU;
@@ -222,20 +223,20 @@ void tc_build(tc_run *r, const tc_spec *spec, uint64_t layout_seed, uint64_t val
     r->sh_v[0] = T, r->sh_v[1] = s->hkv, r->sh_v[2] = s->dv;
     r->sh_out[0] = T, r->sh_out[1] = s->hq, r->sh_out[2] = s->dv;
     r->sh_sink[0] = s->hq;
-    wrap(&r->t_kc, r->k_cache, dl_of(s->kv_dt), 3, r->sh_kc);
-    wrap(&r->t_vc, r->v_cache, dl_of(s->kv_dt), 3, r->sh_vc);
-    wrap(&r->t_r2t, r->r2t, it, 2, r->sh_r2t);
-    wrap(&r->t_req, r->req_idx, it, 1, r->sh_bs);
-    wrap(&r->t_seq, r->seq_lens, it, 1, r->sh_bs);
-    wrap(&r->t_pre, r->prefix_lens, it, 1, r->sh_bs);
-    wrap(&r->t_ext, r->ext_lens, it, 1, r->sh_bs);
-    wrap(&r->t_enc, r->enc_lens, it, 1, r->sh_bs);
-    wrap(&r->t_ocl, r->ocl, it, 1, r->sh_T);
-    wrap(&r->t_q, r->q, dl_of(s->dt), 3, r->sh_q);
-    wrap(&r->t_k, r->k, dl_of(s->dt), 3, r->sh_k);
-    wrap(&r->t_v, r->v, dl_of(s->dt), 3, r->sh_v);
-    wrap(&r->t_out, r->out, dl_of(s->dt), 3, r->sh_out);
-    wrap(&r->t_sink, r->sinks, dl_of(SGL_ATTN_DT_F32), 1, r->sh_sink);
+    tc_wrap(&r->t_kc, r->k_cache, dl_of(s->kv_dt), 3, r->sh_kc);
+    tc_wrap(&r->t_vc, r->v_cache, dl_of(s->kv_dt), 3, r->sh_vc);
+    tc_wrap(&r->t_r2t, r->r2t, it, 2, r->sh_r2t);
+    tc_wrap(&r->t_req, r->req_idx, it, 1, r->sh_bs);
+    tc_wrap(&r->t_seq, r->seq_lens, it, 1, r->sh_bs);
+    tc_wrap(&r->t_pre, r->prefix_lens, it, 1, r->sh_bs);
+    tc_wrap(&r->t_ext, r->ext_lens, it, 1, r->sh_bs);
+    tc_wrap(&r->t_enc, r->enc_lens, it, 1, r->sh_bs);
+    tc_wrap(&r->t_ocl, r->ocl, it, 1, r->sh_T);
+    tc_wrap(&r->t_q, r->q, dl_of(s->dt), 3, r->sh_q);
+    tc_wrap(&r->t_k, r->k, dl_of(s->dt), 3, r->sh_k);
+    tc_wrap(&r->t_v, r->v, dl_of(s->dt), 3, r->sh_v);
+    tc_wrap(&r->t_out, r->out, dl_of(s->dt), 3, r->sh_out);
+    tc_wrap(&r->t_sink, r->sinks, dl_of(SGL_ATTN_DT_F32), 1, r->sh_sink);
 
     sgl_attn_batch *b = &r->batch;
     b->struct_size = sizeof *b;
@@ -347,6 +348,31 @@ int tc_forward(tc_run *r, sgl_attn_backend *b) {
     if (rc) return rc;
     return r->s.mode == SGL_ATTN_MODE_EXTEND ? b->ops->forward_extend(b, &r->args)
                                              : b->ops->forward_decode(b, &r->args);
+}
+
+double tc_limit(uint32_t dt) {
+    switch (dt) {
+    case SGL_ATTN_DT_F64: return 1e-24;
+    case SGL_ATTN_DT_F32: return 1e-11;
+    case SGL_ATTN_DT_F16: return 2e-6;
+    default: return 3e-5;
+    }
+}
+
+sgl_attn_backend *tc_create_forward(tc_run *r, char *err, size_t err_size) {
+    char why[256] = "";
+    sgl_attn_backend *b = tc_create(r, why, sizeof why);
+    if (!b) {
+        snprintf(err, err_size, "create failed: %s", why);
+        return NULL;
+    }
+    const int rc = tc_forward(r, b);
+    if (rc) {
+        snprintf(err, err_size, "forward returned %d: %s", rc, b->ops->last_error(b));
+        b->ops->destroy(b);
+        return NULL;
+    }
+    return b;
 }
 
 size_t tc_out_count(const tc_run *r) { return (size_t)r->T * (size_t)r->s.hq * (size_t)r->s.dv; }

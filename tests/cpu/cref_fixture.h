@@ -67,6 +67,13 @@ int64_t tc_slot(const tc_run *r, int i, int64_t c);
 sgl_attn_backend *tc_create(const tc_run *r, char *err, size_t err_size);
 /* init_forward_metadata + forward; returns the status. */
 int tc_forward(tc_run *r, sgl_attn_backend *b);
+/* tc_create + tc_forward: the backend (the caller destroys it), or NULL with
+ * err saying which step failed and why. */
+sgl_attn_backend *tc_create_forward(tc_run *r, char *err, size_t err_size);
+/* The NMSE a run of dtype dt passes within (its rounding, summed over keys). */
+double tc_limit(uint32_t dt);
+/* A CPU DLTensor over data (compact: no strides). */
+void tc_wrap(DLTensor *t, void *data, DLDataType dt, int ndim, int64_t *shape);
 /* The naive reference for every output element [T, hq, dv], in double;
  * it applies save_kv_cache to its own copy of the pool first. */
 void tc_naive(const tc_run *r, double *ref);

@@ -43,15 +43,6 @@ static void token_pos(const tc_run *r, int t, int *req, int *pos) {
     fail_msg("token %d is past the batch", t);
 }
 
-static void tensor(DLTensor *t, void *data, DLDataType dt, int ndim, int64_t *shape) {
-    memset(t, 0, sizeof *t);
-    t->data = data;
-    t->device.device_type = kDLCPU;
-    t->ndim = ndim;
-    t->dtype = dt;
-    t->shape = shape;
-}
-
 /* ------------------------------------------------------------ sparse MLA */
 
 /* Row t: up to K slots of positions 0..pos of its request, picked at random,
@@ -108,7 +99,6 @@ static void sparse_ref(const tc_run *r, const unsigned char *pool, const int32_t
     free(sc);
 }
 
-static double limit_of(uint32_t dt) { return dt == SGL_ATTN_DT_F32 ? 1e-11 : dt == SGL_ATTN_DT_F16 ? 2e-6 : 3e-5; }
 
 static void sparse_case(const tc_spec *s0, int K, uint64_t seed, const char *what) {
     tc_spec s = *s0;
@@ -124,7 +114,7 @@ static void sparse_case(const tc_spec *s0, int K, uint64_t seed, const char *wha
     pick_indices(&r, K, &st, idx);
     int64_t sh[2] = {r.T, K};
     DLTensor ti;
-    tensor(&ti, idx, (DLDataType){kDLInt, 32, 1}, 2, sh);
+    tc_wrap(&ti, idx, (DLDataType){kDLInt, 32, 1}, 2, sh);
     r.args.topk_indices = &ti;
     /* the reference's pool: the new keys saved first, rounded to the pool */
     const size_t pool_bytes = (size_t)r.slots * (size_t)s.dqk * tc_size(s.kv_dt);
@@ -137,20 +127,18 @@ static void sparse_case(const tc_spec *s0, int K, uint64_t seed, const char *wha
                 tc_store(s.kv_dt, pool, (size_t)slot * s.dqk + e, tc_load(s.dt, r.k, (size_t)t * s.dqk + e));
         }
     char err[512] = "";
-    sgl_attn_backend *b = tc_create(&r, err, sizeof err);
-    if (!b) fail_msg("%s: create failed: %s", what, err);
-    int rc = tc_forward(&r, b);
-    if (rc) fail_msg("%s: forward returned %d: %s", what, rc, b->ops->last_error(b));
+    sgl_attn_backend *b = tc_create_forward(&r, err, sizeof err);
+    if (!b) fail_msg("%s: %s", what, err);
     double *ref = malloc(sizeof(double) * tc_out_count(&r) + 8);
     sparse_ref(&r, pool, idx, K, ref);
     double nmse = tc_nmse(&r, ref);
-    if (!(nmse <= limit_of(s.dt))) fail_msg("%s (seed %llu): NMSE %.3g", what, (unsigned long long)seed, nmse);
+    if (!(nmse <= tc_limit(s.dt))) fail_msg("%s (seed %llu): NMSE %.3g", what, (unsigned long long)seed, nmse);
     for (size_t e = 0; e < (size_t)s.hq * s.dv; e++) /* token 0 has no valid index */
         if (tc_out(&r, e) != 0) fail_msg("%s: token 0 has no index but out[%zu] = %g", what, e, tc_out(&r, e));
     /* dense over the same batch differs (the test could fail) */
     r.args.topk_indices = NULL;
     assert_int_equal(tc_forward(&r, b), SGL_ATTN_OK);
-    assert_true(tc_nmse(&r, ref) > 100 * limit_of(s.dt));
+    assert_true(tc_nmse(&r, ref) > 100 * tc_limit(s.dt));
     b->ops->destroy(b);
     free(ref);
     free(pool);
@@ -194,7 +182,7 @@ static void test_sparse_refusals(void **state) {
     idx[5] = (int32_t)tc_slot(&r, 1, 1);
     int64_t sh[2] = {2, 4};
     DLTensor ti;
-    tensor(&ti, idx, (DLDataType){kDLInt, 32, 1}, 2, sh);
+    tc_wrap(&ti, idx, (DLDataType){kDLInt, 32, 1}, 2, sh);
     r.args.topk_indices = &ti;
     char err[512] = "";
     sgl_attn_backend *b = tc_create(&r, err, sizeof err);
@@ -274,7 +262,7 @@ static void test_sparse_record(void **state) {
     put_rec(pool + B * REC, 0x40, sb, 0x0000);
     int64_t sh_pool[3] = {r.slots, 1, REC};
     DLTensor tp;
-    tensor(&tp, pool, (DLDataType){kDLUInt, 8, 1}, 3, sh_pool);
+    tc_wrap(&tp, pool, (DLDataType){kDLUInt, 8, 1}, 3, sh_pool);
     r.layer.k_cache = &tp;
     for (int e = 0; e < 576; e++) {
         const double v = e < 128 ? (e == 0 ? 3.5 : 1) : e < 256 ? 0 : e < 384 ? -2 : e < 512 ? 448 : 1.5;
@@ -287,7 +275,7 @@ static void test_sparse_record(void **state) {
     int32_t idx[4] = {(int32_t)B, -1, (int32_t)N, (int32_t)A};
     int64_t sh_i[2] = {1, 4};
     DLTensor ti;
-    tensor(&ti, idx, (DLDataType){kDLInt, 32, 1}, 2, sh_i);
+    tc_wrap(&ti, idx, (DLDataType){kDLInt, 32, 1}, 2, sh_i);
     r.args.topk_indices = &ti;
     char err[512] = "";
     sgl_attn_backend *b = tc_create(&r, err, sizeof err);
@@ -337,7 +325,7 @@ static void test_sparse_record(void **state) {
         for (int e = 0; e < 640; e++) wide[h * 640 + e] = e < 576 ? ((const uint16_t *)r.q)[h * 576 + e] : 0x7fc0;
     int64_t sh_wq[3] = {1, 2, 576}, st_wq[3] = {2 * 640, 640, 1};
     DLTensor wq;
-    tensor(&wq, wide, (DLDataType){kDLBfloat, 16, 1}, 3, sh_wq);
+    tc_wrap(&wq, wide, (DLDataType){kDLBfloat, 16, 1}, 3, sh_wq);
     wq.strides = st_wq;
     const DLTensor *q_compact = r.args.q;
     r.args.q = &wq;
@@ -496,12 +484,12 @@ static void indexer_case(const ix_case *c, uint64_t seed, const char *what) {
     int64_t sh_q[3] = {T, hi, di}, sh_w[2] = {T, hi}, sh_k[2] = {T, di}, sh_kc[2] = {slots, di},
             sh_ks[2] = {slots, nb}, sh_o[2] = {T, K};
     DLTensor tq, tw, tk, tkc, tks, to;
-    tensor(&tq, q, c->q_fp8 ? FP8_DT : (DLDataType){kDLBfloat, 16, 1}, 3, sh_q);
-    tensor(&tw, w, (DLDataType){kDLFloat, 32, 1}, 2, sh_w);
-    tensor(&tk, knew, (DLDataType){kDLBfloat, 16, 1}, 2, sh_k);
-    tensor(&tkc, kc, FP8_DT, 2, sh_kc);
-    tensor(&tks, ks, (DLDataType){kDLFloat, 32, 1}, 2, sh_ks);
-    tensor(&to, out, (DLDataType){kDLInt, 32, 1}, 2, sh_o);
+    tc_wrap(&tq, q, c->q_fp8 ? FP8_DT : (DLDataType){kDLBfloat, 16, 1}, 3, sh_q);
+    tc_wrap(&tw, w, (DLDataType){kDLFloat, 32, 1}, 2, sh_w);
+    tc_wrap(&tk, knew, (DLDataType){kDLBfloat, 16, 1}, 2, sh_k);
+    tc_wrap(&tkc, kc, FP8_DT, 2, sh_kc);
+    tc_wrap(&tks, ks, (DLDataType){kDLFloat, 32, 1}, 2, sh_ks);
+    tc_wrap(&to, out, (DLDataType){kDLInt, 32, 1}, 2, sh_o);
     sgl_attn_indexer_args a = {.struct_size = sizeof a, .topk = K, .save_index_k = 1, .scale_pow2 = c->pow2,
                                .batch = &r.batch, .q = &tq, .weights = &tw, .k = &tk, .index_k_cache = &tkc,
                                .index_k_scale = &tks, .topk_indices = &to};
@@ -636,12 +624,12 @@ static void test_fp8_codes(void **state) {
     int64_t sh_q[3] = {1, 1, di}, sh_w[2] = {1, 1}, sh_k[2] = {1, di}, sh_kc[2] = {r.slots, di}, sh_ks[2] = {r.slots, 4},
             sh_o[2] = {1, 1};
     DLTensor tq, tw, tk, tkc, tks, to;
-    tensor(&tq, q, (DLDataType){kDLBfloat, 16, 1}, 3, sh_q);
-    tensor(&tw, w, (DLDataType){kDLFloat, 32, 1}, 2, sh_w);
-    tensor(&tk, k, (DLDataType){kDLFloat, 32, 1}, 2, sh_k);
-    tensor(&tkc, kc, FP8_DT, 2, sh_kc);
-    tensor(&tks, ks, (DLDataType){kDLFloat, 32, 1}, 2, sh_ks);
-    tensor(&to, out, (DLDataType){kDLInt, 32, 1}, 2, sh_o);
+    tc_wrap(&tq, q, (DLDataType){kDLBfloat, 16, 1}, 3, sh_q);
+    tc_wrap(&tw, w, (DLDataType){kDLFloat, 32, 1}, 2, sh_w);
+    tc_wrap(&tk, k, (DLDataType){kDLFloat, 32, 1}, 2, sh_k);
+    tc_wrap(&tkc, kc, FP8_DT, 2, sh_kc);
+    tc_wrap(&tks, ks, (DLDataType){kDLFloat, 32, 1}, 2, sh_ks);
+    tc_wrap(&to, out, (DLDataType){kDLInt, 32, 1}, 2, sh_o);
     sgl_attn_indexer_args a = {.struct_size = sizeof a, .topk = 1, .save_index_k = 1, .batch = &r.batch, .q = &tq,
                                .weights = &tw, .k = &tk, .index_k_cache = &tkc, .index_k_scale = &tks,
                                .topk_indices = &to};

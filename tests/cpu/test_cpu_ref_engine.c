@@ -17,25 +17,7 @@
 
 #include "cref_fixture.h"
 
-static double limit_of(uint32_t dt) {
-    switch (dt) {
-    case SGL_ATTN_DT_F64: return 1e-24;
-    case SGL_ATTN_DT_F32: return 1e-11;
-    case SGL_ATTN_DT_F16: return 2e-6;
-    default: return 3e-5;
-    }
-}
-
 static const DLDataType i64 = {kDLInt, 64, 1}, u8 = {kDLUInt, 8, 1}, f32t = {kDLFloat, 32, 1};
-
-static void wrap1(DLTensor *t, void *data, DLDataType dt, int ndim, int64_t *shape) {
-    memset(t, 0, sizeof *t);
-    t->data = data;
-    t->device.device_type = kDLCPU;
-    t->ndim = ndim;
-    t->dtype = dt;
-    t->shape = shape;
-}
 
 /* What a case adds to the fixture's run. */
 typedef struct eng {
@@ -102,8 +84,8 @@ static void eng_tree(eng *e, uint64_t seed) {
     e->mask_ip[s->bs] = off;
     e->sh_mask[0] = off;
     e->sh_ip[0] = s->bs + 1;
-    wrap1(&e->t_mask, e->mask, u8, 1, e->sh_mask);
-    wrap1(&e->t_ip, e->mask_ip, i64, 1, e->sh_ip);
+    tc_wrap(&e->t_mask, e->mask, u8, 1, e->sh_mask);
+    tc_wrap(&e->t_ip, e->mask_ip, i64, 1, e->sh_ip);
     e->r.batch.custom_mask = &e->t_mask;
     e->r.batch.mask_indptr = &e->t_ip;
 }
@@ -126,7 +108,7 @@ static void eng_pages(eng *e) {
             e->pt[i * w + j] = c < (int64_t)s->enc[i] + s->seq[i] ? tc_slot(r, i, c) / s->page : 999999;
         }
     e->sh_pt[0] = s->bs, e->sh_pt[1] = w;
-    wrap1(&e->t_pt, e->pt, i64, 2, e->sh_pt);
+    tc_wrap(&e->t_pt, e->pt, i64, 2, e->sh_pt);
     r->batch.page_table = &e->t_pt;
     r->batch.req_to_token = NULL;
     r->batch.req_pool_indices = NULL;
@@ -155,7 +137,7 @@ static void eng_map(eng *e, uint64_t seed) {
     /* the full pool no longer holds the values: reading it instead shows */
     for (size_t i = 0; i < (size_t)n * krow; i++) tc_store(s->kv_dt, r->k_cache, i, 100.0);
     e->sh_map[0] = n;
-    wrap1(&e->t_map, e->map, i64, 1, e->sh_map);
+    tc_wrap(&e->t_map, e->map, i64, 1, e->sh_map);
     e->t_kc2 = r->t_kc;
     e->t_kc2.data = e->kc2;
     e->t_vc2 = r->t_vc;
@@ -185,7 +167,7 @@ static void eng_enc_save(eng *e, uint64_t seed) {
     e->sh_el[0] = e->n_enc;
     e->sh_ek[0] = e->n_enc, e->sh_ek[1] = s->hkv, e->sh_ek[2] = s->dqk;
     e->sh_ev[0] = e->n_enc, e->sh_ev[1] = s->hkv, e->sh_ev[2] = s->dv;
-    wrap1(&e->t_el, e->enc_loc, i64, 1, e->sh_el);
+    tc_wrap(&e->t_el, e->enc_loc, i64, 1, e->sh_el);
     e->t_ek = r->t_k;
     e->t_ek.data = e->ek, e->t_ek.shape = e->sh_ek;
     e->t_ev = r->t_v;
@@ -318,9 +300,9 @@ static void compare(eng *e, const char *what) {
     double *ref = malloc(sizeof(double) * tc_out_count(&e->r) + 8);
     eng_naive(e, ref);
     double nmse = tc_nmse(&e->r, ref);
-    uint32_t worst = limit_of(e->r.s.kv_dt) > limit_of(e->r.s.dt) ? e->r.s.kv_dt : e->r.s.dt;
+    uint32_t worst = tc_limit(e->r.s.kv_dt) > tc_limit(e->r.s.dt) ? e->r.s.kv_dt : e->r.s.dt;
     free(ref);
-    if (!(nmse <= limit_of(worst))) fail_msg("%s: NMSE %.3g > %.3g", what, nmse, limit_of(worst));
+    if (!(nmse <= tc_limit(worst))) fail_msg("%s: NMSE %.3g > %.3g", what, nmse, tc_limit(worst));
 }
 
 static sgl_attn_backend *create_for(eng *e, const char *what) {

@@ -50,11 +50,9 @@ static void clear(tc_run *r) {
 }
 
 static void run(tc_run *r) {
-    char err[256] = "";
-    sgl_attn_backend *b = tc_create(r, err, sizeof err);
-    if (!b) fail_msg("create: %s", err);
-    int rc = tc_forward(r, b);
-    if (rc) fail_msg("forward %d: %s", rc, b->ops->last_error(b));
+    char err[512] = "";
+    sgl_attn_backend *b = tc_create_forward(r, err, sizeof err);
+    if (!b) fail_msg("%s", err);
     b->ops->destroy(b);
 }
 

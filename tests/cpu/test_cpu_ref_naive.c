@@ -14,31 +14,20 @@
 
 #include "cref_fixture.h"
 
-static double limit_of(uint32_t dt) {
-    switch (dt) {
-    case SGL_ATTN_DT_F64: return 1e-24;
-    case SGL_ATTN_DT_F32: return 1e-11;
-    case SGL_ATTN_DT_F16: return 2e-6;
-    default: return 3e-5;
-    }
-}
-
 /* Run one spec with fresh layout/values; compare with the naive reference. */
 static void run_and_compare(const tc_spec *s, uint64_t seed, const char *what) {
     tc_run r;
     tc_build(&r, s, seed, seed ^ 0x5eed);
     char err[512] = "";
-    sgl_attn_backend *b = tc_create(&r, err, sizeof err);
-    if (!b) fail_msg("%s: create failed: %s", what, err);
-    int rc = tc_forward(&r, b);
-    if (rc) fail_msg("%s: forward returned %d: %s", what, rc, b->ops->last_error(b));
+    sgl_attn_backend *b = tc_create_forward(&r, err, sizeof err);
+    if (!b) fail_msg("%s: %s", what, err);
     double *ref = malloc(sizeof(double) * tc_out_count(&r) + 8);
     tc_naive(&r, ref);
     double nmse = tc_nmse(&r, ref);
     uint32_t worst = s->dt;
-    if (limit_of(s->kv_dt) > limit_of(worst)) worst = s->kv_dt;
-    if (!(nmse <= limit_of(worst)))
-        fail_msg("%s (seed %llu): NMSE %.3g > %.3g", what, (unsigned long long)seed, nmse, limit_of(worst));
+    if (tc_limit(s->kv_dt) > tc_limit(worst)) worst = s->kv_dt;
+    if (!(nmse <= tc_limit(worst)))
+        fail_msg("%s (seed %llu): NMSE %.3g > %.3g", what, (unsigned long long)seed, nmse, tc_limit(worst));
     /* the saved K/V are in the pool, rounded to its dtype */
     if (s->save && !s->cross) {
         const int64_t krow = (int64_t)r.s.hkv * r.s.dqk;

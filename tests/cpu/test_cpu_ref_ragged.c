@@ -40,15 +40,6 @@ static DLDataType dl(uint32_t dt) {
     return t;
 }
 
-static void wrap(DLTensor *t, void *p, DLDataType d, int nd, int64_t *sh) {
-    memset(t, 0, sizeof *t);
-    t->data = p;
-    t->device.device_type = kDLCPU;
-    t->dtype = d;
-    t->ndim = nd;
-    t->shape = sh;
-}
-
 /* Random q / k / v of g's lengths (value stream `seed`), every tensor wired into g->a. */
 static void rg_build(rg *g, uint64_t seed) {
     uint64_t st = seed;
@@ -73,13 +64,13 @@ static void rg_build(rg *g, uint64_t seed) {
     g->sh_o[0] = g->Tq, g->sh_o[1] = g->hq, g->sh_o[2] = g->dv;
     g->sh_l[0] = g->Tq, g->sh_l[1] = g->hq;
     g->sh_c[0] = g->bs + 1;
-    wrap(&g->tq, g->q, dl(g->dt), 3, g->sh_q);
-    wrap(&g->tk, g->k, dl(g->dt), 3, g->sh_k);
-    wrap(&g->tv, g->v, dl(g->dt), 3, g->sh_v);
-    wrap(&g->to, g->out, dl(g->dt), 3, g->sh_o);
-    wrap(&g->tl, g->lse, dl(SGL_ATTN_DT_F32), 2, g->sh_l);
-    wrap(&g->tcq, g->cq, (DLDataType){kDLInt, 32, 1}, 1, g->sh_c);
-    wrap(&g->tck, g->ck, (DLDataType){kDLInt, 32, 1}, 1, g->sh_c);
+    tc_wrap(&g->tq, g->q, dl(g->dt), 3, g->sh_q);
+    tc_wrap(&g->tk, g->k, dl(g->dt), 3, g->sh_k);
+    tc_wrap(&g->tv, g->v, dl(g->dt), 3, g->sh_v);
+    tc_wrap(&g->to, g->out, dl(g->dt), 3, g->sh_o);
+    tc_wrap(&g->tl, g->lse, dl(SGL_ATTN_DT_F32), 2, g->sh_l);
+    tc_wrap(&g->tcq, g->cq, (DLDataType){kDLInt, 32, 1}, 1, g->sh_c);
+    tc_wrap(&g->tck, g->ck, (DLDataType){kDLInt, 32, 1}, 1, g->sh_c);
     sgl_attn_ragged_args *a = &g->a;
     memset(a, 0, sizeof *a);
     a->struct_size = sizeof *a;

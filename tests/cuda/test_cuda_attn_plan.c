@@ -183,6 +183,55 @@ static void test_kernel_option(void **state) {
     assert_int_equal(o, CA_KERNEL_AUTO);
 }
 
+/* A host whose conf has plugin_options.cuda_attn.fp8_cvt = g_fp8_cvt (NULL: unset). */
+static const char *g_fp8_cvt;
+static const char *fp8_cvt_option(void *ctx, const char *plugin, const char *key) {
+    (void)ctx;
+    return !strcmp(plugin, "cuda_attn") && !strcmp(key, "fp8_cvt") ? g_fp8_cvt : NULL;
+}
+
+/* fp8_cvt: hw, int and split read as ATTN_FP8_CVT_*, unset as hw, an unknown
+ * value refused naming the option, the value and the accepted ones; the
+ * "kernel" option does not see it. */
+static void test_fp8_cvt_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
+                                 .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = fp8_cvt_option};
+    sgl_attn_create_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.host = &h;
+    a.error = err;
+    a.error_size = sizeof err;
+    int c = -7;
+    static const char *const names[] = {"hw", "int", "split"};
+    static const int want[] = {ATTN_FP8_CVT_HW, ATTN_FP8_CVT_INT, ATTN_FP8_CVT_SPLIT};
+    for (int v = 0; v < 3; v++) {
+        g_fp8_cvt = names[v];
+        assert_int_equal(ca_read_fp8_cvt(&a, &c), 0);
+        assert_int_equal(c, want[v]);
+        assert_string_equal(ca_fp8_cvt_name(c), names[v]);
+        int k = -7;
+        assert_int_equal(ca_read_options(&a, &k), 0);
+        assert_int_equal(k, CA_KERNEL_AUTO);
+    }
+    g_fp8_cvt = NULL;
+    c = -7;
+    assert_int_equal(ca_read_fp8_cvt(&a, &c), 0);
+    assert_int_equal(c, ATTN_FP8_CVT_HW);
+    const char *bad[] = {"bits", "cvt", "3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        g_fp8_cvt = bad[i];
+        assert_int_equal(ca_read_fp8_cvt(&a, &c), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "plugin option cuda_attn.fp8_cvt"));
+        assert_non_null(strstr(err, bad[i]));
+        assert_non_null(strstr(err, "expected hw, int or split"));
+    }
+    assert_string_equal(ca_fp8_cvt_name(ATTN_FP8_CVT_COUNT_), "?");
+}
+
 /* Which kernels run where (cuda_attn_choice.c's rules, written out here). */
 static void test_kernel_choice(void **state) {
     (void)state;
@@ -201,7 +250,7 @@ static void test_kernel_choice(void **state) {
         {CA_KERNEL_MMA, 1, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
         {CA_KERNEL_MMA, 0, 64, 1, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
         /* fp8 e4m3 pools: the mma extend, SM 9.0 included (the wgmma one reads 16-bit pools);
-         * (dual chunk refuses them; dc_extend follows the extend all the same) */
+         * dual chunk refuses them, and dc_extend follows the extend all the same */
         {CA_KERNEL_AUTO, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
         {CA_KERNEL_AUTO, 1, 64, 8, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
         {CA_KERNEL_AUTO, 0, 128, 1, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
@@ -219,7 +268,8 @@ static void test_kernel_choice(void **state) {
         assert_int_equal(k.dc_extend, rows[i].dc_extend);
     }
     /* the tiles each plans with */
-    attn_kernels k = {ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_DT_BF16, 128, 132, 1, 0, 0, ATTN_EXTEND_WGMMA, 0};
+    attn_kernels k = {.extend = ATTN_EXTEND_WGMMA, .decode = ATTN_DECODE_REG, .dtype = ATTN_DT_BF16, .head_dim = 128,
+                      .sm_count = 132, .tma = 1, .dc_extend = ATTN_EXTEND_WGMMA};
     attn_tiles t = attn_kernel_tiles(&k, 4);
     assert_int_equal(t.extend_block_m, 128);
     assert_int_equal(t.extend_block_n, 128);
@@ -925,7 +975,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_fp8_cvt_option),        cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),

@@ -9,9 +9,11 @@
 #   $(WGMMA_EMU_TEST)   those Hopper primitives against double products
 #   make cuda-attn-emu  a step of `make test`: attnctl check on them (kernel=auto, mma, portable; fp8 both ways;
 #                       SM 9.0 with shuffled blocks) and the primitives' test
-#   $(CUDA_MLA_EMU_SO)  cuda_mla with its kernels emulated (SM 8.0; the sm_90a wide kernel absent:
-#                       mla_wide_absent.cpp), and $(CUDA_MLA_EMU_SM90_SO) over the SM 9.0 runtime
-#   make cuda-mla-emu   a step of `make test`: attnctl check on them (auto; mma=ring; simple; shuffled blocks)
+#   $(CUDA_MLA_EMU_SO)  cuda_mla with its kernels emulated (SM 8.0: the mma.sync kernels), and
+#                       $(CUDA_MLA_EMU_SM90_SO) over the SM 9.0 runtime (the sm_90a wide kernel's wgmma, TMA
+#                       and mbarriers, the mma kernel's bulk copies: mla_wgmma_ops.cuh, mla_mma_ops.cuh)
+#   make cuda-mla-emu   a step of `make test`: attnctl check on them (auto on SM 8.0 and 9.0; mma=ring;
+#                       simple; shuffled blocks)
 # Each .cu is rewritten by tests/emu/emu_cu.py (its <<<>>> launches and extern
 # __shared__ arrays) and compiled as is; the inline PTX has its emulated twin
 # under #ifdef LK_EMU in the headers (mma_sm80.cuh, wgmma_sm90.cuh, fp8_e4m3.cuh,
@@ -116,7 +118,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
 # fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
-# hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the Hopper
+# hip_attn shares), the fp8 cases on the SM 8.9+ conversions (with each
+# fp8_cvt: hw, int, split), the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify, the wgmma forward_ragged at
 # qk 128 / 192; the cases it does not serve take the mma extend as on an H200)
@@ -134,6 +137,10 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
+	@set -e; for c in int split; do \
+	  echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions, fp8_cvt=$$c (the fp8 cases)"; \
+	  $(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_$$c.json \
+	    --filter 'fp8'; done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf
@@ -159,53 +166,59 @@ CUDA_EMU_ASAN = @echo "== asan attnctl check: cuda_attn on the emulator (the qui
 
 # cuda_mla the same way, in the same folder: its mma.sync kernels (decode,
 # verify and extend over the plan, DeepSeek sparse MLA over topk_indices), the
-# simple kernel, the combine, save_kv and the item check, emulated; the sm_90a
-# wide kernel is absent (mla_wide_absent.cpp), as cuda_attn's wgmma ones are.
-# The inline PTX has its twin under #ifdef LK_EMU in mla_mma_ops.cuh and
-# mla_decode_mma.cu.
+# simple kernel, the combine, save_kv, the item check and the sm_90a wide
+# kernel, emulated (the SM 8.0 runtime never selects the wide kernel, as an
+# A100 never does).  The inline PTX has its twin under #ifdef LK_EMU in
+# mla_mma_ops.cuh, mla_wgmma_ops.cuh, mla_decode_mma.cu and
+# mla_decode_wide_sm90.cu.
 CUDA_MLA_EMU_OBJ := $(OBJDIR)/tests/cuda_emu/mla
 CUDA_MLA_EMU_SO := $(CUDA_EMU_PLUGDIR)/cuda_mla.so
-CUDA_MLA_EMU_CU := $(filter-out mla_decode_wide_sm90.cu,$(CUDA_MLA_CU))
+CUDA_MLA_EMU_CU := $(CUDA_MLA_CU)
 CUDA_MLA_EMU_KERNELS := $(addprefix $(CUDA_MLA_EMU_OBJ)/,$(CUDA_MLA_EMU_CU:.cu=.emu.o))
 CUDA_MLA_EMU_DEPS := $(wildcard plugins/cuda/mla/*.cuh plugins/cuda/mla/*.h) plugins/sdk/gpu_compat.h \
-                     plugins/sdk/gpu_fault.h $(EMU_DIR)/emu_prelude.h
+                     plugins/sdk/gpu_fault.h $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_sm90.h
 
 $(CUDA_MLA_EMU_OBJ)/%.emu.cpp: plugins/cuda/mla/%.cu $(EMU_DIR)/emu_cu.py
 	@mkdir -p $(@D)
 	python3 $(EMU_DIR)/emu_cu.py $< $@
 $(CUDA_MLA_EMU_OBJ)/%.emu.o: $(CUDA_MLA_EMU_OBJ)/%.emu.cpp $(CUDA_MLA_EMU_DEPS)
 	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mla -c $< -o $@
-$(CUDA_MLA_EMU_OBJ)/mla_wide_absent.o: tests/cuda_emu/mla_wide_absent.cpp plugins/cuda/mla/mla_kernels.h
-	@mkdir -p $(@D)
-	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mla -c $< -o $@
+# (the wide kernel takes the 128-byte-aligned CUtensorMap by value: g++'s note
+# on that ABI, which GCC changed in 4.6, concerns no caller here)
+$(CUDA_MLA_EMU_OBJ)/mla_decode_wide_sm90.emu.o: EMU_CXXFLAGS += -Wno-psabi
 .SECONDARY: $(CUDA_MLA_EMU_KERNELS:.o=.cpp)
 
-$(CUDA_MLA_EMU_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KERNELS) $(CUDA_MLA_EMU_OBJ)/mla_wide_absent.o \
+$(CUDA_MLA_EMU_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KERNELS) \
                     $(EMU_SIMT_OBJ) $(EMU_CUDART_SM80_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(CUDA_MLA_EMU_SO)
 
 # The same objects over the runtime that reports SM 9.0 with the H200's
-# shared memory: with mma=ring there, the page-table ring at 16-row tiles and
-# two 32-row blocks an SM (MLA_MMA_TWO) fit and run, the configurations an
-# H200 asked for ring and SM 10.x run (A100's opt-in fits neither).  The
-# SM 9.0 bulk-copy configuration (the mma default there) traps on the
-# emulator; the conf never asks for it.
+# shared memory and the tensor map encoder: kernel=auto chooses as on an
+# H200, the wide kernel (wgmma, TMA boxes, mbarriers) for 64-row tiles of a
+# bf16 pool at page 16, 32 or a multiple of 64, and the mma kernel's
+# bulk-copy configuration (cp.async.bulk on mbarriers) for 16-row tiles;
+# with mma=ring, the page-table ring at 16-row tiles and two 32-row blocks an
+# SM (MLA_MMA_TWO) fit and run, the configurations an H200 asked for ring and
+# SM 10.x run (A100's opt-in fits neither).
 CUDA_MLA_EMU_SM90_DIR := $(BUILD)/emu-plugins-sm90
 CUDA_MLA_EMU_SM90_SO := $(CUDA_MLA_EMU_SM90_DIR)/cuda_mla.so
 $(CUDA_MLA_EMU_SM90_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KERNELS) \
-                         $(CUDA_MLA_EMU_OBJ)/mla_wide_absent.o $(EMU_SIMT_OBJ) $(EMU_CUDART_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+                         $(EMU_SIMT_OBJ) $(EMU_CUDART_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
 	@mkdir -p $(@D)
 	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(CUDA_MLA_EMU_SM90_SO)
 cuda_mla_emu: $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 
-# The step (about 150 s of one core): the harness's whole matrix with the
+# The step (about 195 s of one core): the harness's whole matrix with the
 # defaults on SM 8.0 (the mma kernel's base configuration at 16- and 64-row
 # tiles, split tiles and the combine, tree verify, draft extend, the rope
 # split, sparse MLA and its combine, fp8 pools on the simple kernel, save_kv,
-# the item check), the whole matrix on the SM 9.0 runtime with mma=ring
+# the item check), the whole matrix on the SM 9.0 runtime with the defaults,
+# blocks shuffled (the wide kernel at 64-token pages, a 16- and a 32-token
+# page case after it for its smaller TMA boxes, and the mma kernel's bulk
+# copies: about 45 s), the whole matrix on the SM 9.0 runtime with mma=ring
 # (ring and two), the dense MLA cases with kernel=simple (its tree mask
 # instantiation among them; sparse MLA has its own kernel whatever is asked),
 # and the quick matrix with every grid's blocks shuffled (EMU_ORDER=shuf); the
@@ -215,6 +228,12 @@ CUDA_MLA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin
 cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	@echo "== cuda_mla on the emulator, kernel=auto (the whole matrix)"
 	$(CUDA_MLA_EMU_CHECK) --no-conf
+	@echo "== cuda_mla on the emulator, SM 9.0, kernel=auto as on an H200 (wide kernel, bulk-copy mma), blocks shuffled (the whole matrix)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla --no-conf
+	@echo "== cuda_mla on the emulator, SM 9.0: the wide kernel at 16- and 32-token pages (TMA boxes of 16 / 32 rows), blocks shuffled"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla --no-conf \
+	  --case 'extend:b=2,l=300,q=100,hq=16,mla=1,dtype=bf16,page=16,ragged=1' \
+	  --case 'decode:b=2,l=500,hq=128,mla=1,dtype=bf16,page=32' --case 'verify:b=2,l=333,q=4,hq=32,mla=1,dtype=bf16,page=16'
 	@echo "== cuda_mla on the emulator, SM 9.0's limits, kernel=mma, mma=ring (the whole matrix)"
 	$(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla --conf tests/cuda_emu/conf_mla_ring.json
 	@echo "== cuda_mla on the emulator, kernel=simple (the whole matrix's dense MLA cases)"

@@ -8,6 +8,8 @@
 #   test_lin_e2e    a tiny hybrid model, gdn_cuda/cuda_attn against gdn/cpu_ref (GPU; SKIP elsewhere)
 #   bench_lin       the issue-9 decode / prefill timings (GPU; bench/gpu/final_linear.sh runs it)
 #   make cuda-linear-tests   build and run the tests
+#   make cuda-linear-emu     a step of `make test`: test_lin_emu and attnctl check of the five wrappers
+#                            built as emulated plugins, stacked on the emulated cuda_attn, blocks shuffled
 
 LINT_DIR := tests/cuda_linear
 LINT_OBJ = $(addprefix $(OBJDIR)/$(LINT_DIR)/,$(addsuffix .o,$(1)))
@@ -51,7 +53,7 @@ LINE_OBJ := $(OBJDIR)/$(LINT_DIR)/emu
 # *.cu.o (nvcc's, the same bytes in both trees) into the ASan tree, and these must be built with ASan.
 LINE_KERNELS := $(addprefix $(LINE_OBJ)/,$(addsuffix .emu.o,$(LIN_CU)))
 LINE_PLUGINS := $(foreach k,$(LIN_KINDS),$(LINE_OBJ)/lin_plugin.$(k).o)
-$(LINE_OBJ)/%.emu.o: $(LIN_DIR)/%.cu $(wildcard $(LIN_DIR)/*.cuh $(LIN_DIR)/*.h) $(EMU_DIR)/emu_prelude.h
+$(LINE_OBJ)/%.emu.o: $(LIN_DIR)/%.cu $(wildcard $(LIN_DIR)/*.cuh $(LIN_DIR)/*.h) $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_pdl.h
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
 $(LINE_OBJ)/lin_plugin.%.o: $(LIN_DIR)/lin_plugin.c
@@ -77,14 +79,80 @@ $(LINT_BENCH_EMU): $(call LINT_OBJ,bench_lin lt_check) $(LINE_OBJ)/lt_util.o $(L
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -lm
 ALL += $(LINT_BENCH_EMU)
 
+# The five wrappers as plugin .so files with the same emulated kernels, beside the emulated cuda_attn
+# (tests/cuda_emu), so that attnctl stacks them on it (gdn_cuda/cuda_attn) with no GPU: the plugin's
+# own C objects (lin_plugin.<kind>.o keeps its real entry point), the emulator objects above, and the
+# runtime that reports SM 8.0 (the wrappers' SM 8.x launches: no programmatic dependent launch);
+# $(LINE_SM90_DIR) the same over the SM 9.0 runtime, beside the emulated cuda_attn with the wgmma
+# extend, where the stream decode is a programmatic dependent launch of its prep.
+LINE_PLUGDIR := $(BUILD)/emu-plugins
+LINE_SM90_DIR := $(BUILD)/emu-plugins-sm90
+LINE_SOS := $(foreach k,$(LIN_KINDS),$(LINE_PLUGDIR)/$(k)_cuda.so)
+LINE_SM90_SOS := $(foreach k,$(LIN_KINDS),$(LINE_SM90_DIR)/$(k)_cuda.so)
+LINE_SO_OBJS := $(filter-out %.cu.o,$(LIN_OBJS)) $(LINE_KERNELS) $(EMU_SIMT_OBJ) $(SDK_CUDA_OBJS) $(SDK_LIB)
+$(LINE_PLUGDIR)/%_cuda.so: $(OBJDIR)/$(LIN_DIR)/lin_plugin.%.o $(LINE_SO_OBJS) $(EMU_CUDART_SM80_OBJ)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+$(LINE_SM90_DIR)/%_cuda.so: $(OBJDIR)/$(LIN_DIR)/lin_plugin.%.o $(LINE_SO_OBJS) $(EMU_CUDART_OBJ)
+	@mkdir -p $(@D)
+	$(CXX) -shared -Wl,--no-undefined $(LDFLAGS_COMMON) -o $@ $^ -lm
+ALL += $(LINE_SOS) $(LINE_SM90_SOS)
+cuda_linear_emu: $(LINE_SOS) $(LINE_SM90_SOS)
+
+# The step (about 3 minutes of one core), every grid's blocks shuffled (EMU_ORDER=shuf: a kernel may not
+# depend on the order its blocks run in; `unit` runs test_lin_emu in order):
+#  - test_lin_emu, every config (each kind and kernel, both state-pass tiles, f32 and bf16 state, f16 / bf16
+#    / f32 activations, state carried across extend calls, ragged batches across chunk boundaries, padded
+#    slots, the state pass by segments of 1-3 chunks at many chunk offsets, caller-owned state), the graphs
+#    and the bad inputs;
+#  - attnctl check of the five wrappers as plugins stacked on the emulated cuda_attn (SM 8.0): the whole
+#    matrix, then LINE_CASES (16-bit activations: the cases cuda_attn serves) at chunk boundaries for
+#    the four recurrent kinds on the tensor-core kernels, with the defaults and with conf_lin_emu_seg.json
+#    (the state pass by segments of 1-3 chunks, both tiles);
+#  - the same stacks on the SM 9.0 builds (the stream decode a programmatic dependent launch of its
+#    prep, cuda_attn's wgmma extend beneath): the whole matrix.
+# The cases: the last request of each batch has exactly the prefix and new tokens named (the others
+# ragged, one padded row); chunks are 64 tokens; K = 128 and V = 64, the dims the tensor-core kernels
+# take (the harness's default dims run token by token), and slowly decaying gates (decay=slow), so that
+# the state a chunk or segment starts from still shows in the outputs (by default most of it fades within
+# a few tokens, and a wrong start state passes).
+LINE_TC_DIMS := hk=1,hv=2,dk=128,dv=64,decay=slow
+LINE_CASE_SET := b=4,q=63,prefix=1 b=4,q=64,prefix=64 b=4,q=65,prefix=127 b=4,q=129,prefix=63 \
+                 b=3,q=200,ragged=0 b=2,q=260,prefix=190 b=5,fwd=decode,prefix=128 b=3,fwd=verify,q=4,prefix=62 \
+                 b=4,q=130,prefix=63,owner=caller b=3,fwd=verify,q=3,prefix=64,owner=caller
+LINE_CASES = $(foreach c,$(LINE_CASE_SET),--case $(1):$(c),dtype=bf16,$(LINE_TC_DIMS)) \
+             --case $(1):b=3,q=150,prefix=70,dtype=f16,$(LINE_TC_DIMS)
+LINE_CHECK = EMU_ORDER=shuf $(ATTNCTL) check --plugin-path
+cuda-linear-emu: $(LINT_EMU) $(ATTNCTL) $(LINE_SOS) $(LINE_SM90_SOS) $(CUDA_EMU_SO) $(CUDA_EMU_SM90_SO)
+	@echo "== test_lin_emu, blocks shuffled (every config, the graphs, the bad inputs)"
+	@out=$$(EMU_ORDER=shuf $(LINT_EMU) 2>&1); rc=$$?; printf '%s\n' "$$out" | grep -v '^ok' | tail -40; \
+	  echo "$$(printf '%s\n' "$$out" | grep -c '^ok') configs ok"; \
+	  if [ $$rc -ne 0 ]; then printf '%s\n' "$$out" | grep '^FAIL' | head -40; exit 1; fi; \
+	  printf '%s\n' "$$out" | grep -qx '0 failures' || { echo "cuda-linear-emu: test_lin_emu did not run (SKIP?)"; exit 1; }
+	@set -e; for k in $(LIN_KINDS); do \
+	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled (the whole matrix)"; \
+	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin $${k}_cuda/cuda_attn --no-conf; done
+	@set -e; for k in gdn kda mamba2 lightning; do \
+	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: chunk boundaries, the defaults"; \
+	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin $${k}_cuda/cuda_attn --no-conf $(call LINE_CASES,$$k); \
+	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: chunk boundaries, by segments"; \
+	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_seg.json \
+	    $(call LINE_CASES,$$k); done
+	@set -e; for k in $(LIN_KINDS); do \
+	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled (the whole matrix)"; \
+	  $(LINE_CHECK) $(LINE_SM90_DIR) --plugin $${k}_cuda/cuda_attn --no-conf; done
+TEST_STEPS += cuda-linear-emu
+
 TESTS += $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E) $(LINT_EMU)
 LINT_TESTS += $(LINT_EMU) $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E)
 ALL += $(LINT_BENCH)
 else
 SKIPPED += cuda_linear_tests
 SKIP_WHY_cuda_linear_tests := $(NO_NVCC_WHY); only the pure-C test of the CUDA linear wrappers is built
+cuda_linear_emu cuda-linear-emu:
+	@echo "cuda-linear-emu skipped: $(NO_NVCC_WHY) (the emulated wrappers reuse the plugins' build)"
 endif
 
 cuda-linear-tests: $(LINT_TESTS)
 	@set -e; for t in $(LINT_TESTS); do echo "== $$t"; $$t; done
-.PHONY: cuda-linear-tests
+.PHONY: cuda-linear-tests cuda_linear_emu cuda-linear-emu

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "mla_fake_tensor.h"
 #include "mla_indexer.h"
 
 enum { T = 5, BS = 3, IH = 64, ID = 128, SLOTS = 4096, ROWS = 8, COLS = 512, TOPK = 2048, MAXN = 300 };
@@ -23,20 +24,6 @@ typedef struct fx {
     char err[512];
 } fx;
 
-static DLTensor mk(int64_t *shape, int ndim, uint8_t code, uint8_t bits) {
-    DLTensor t;
-    memset(&t, 0, sizeof t);
-    t.data = (void *)(uintptr_t)0x10000; /* never dereferenced: device memory */
-    t.device.device_type = kDLCUDA;
-    t.device.device_id = 1;
-    t.ndim = ndim;
-    t.dtype.code = code;
-    t.dtype.bits = bits;
-    t.dtype.lanes = 1;
-    t.shape = shape;
-    return t;
-}
-
 static void setup_fx(fx *f) {
     memset(f, 0, sizeof *f);
     f->qs[0] = T, f->qs[1] = IH, f->qs[2] = ID;
@@ -48,15 +35,15 @@ static void setup_fx(fx *f) {
     f->r2s[0] = ROWS, f->r2s[1] = COLS;
     f->ps[0] = BS;
     f->ls[0] = T;
-    f->q = mk(f->qs, 3, kDLBfloat, 16);
-    f->w = mk(f->ws, 2, kDLFloat, 32);
-    f->k = mk(f->ks, 2, kDLBfloat, 16);
-    f->kc = mk(f->cs, 2, SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8);
-    f->ksc = mk(f->ss, 2, kDLFloat, 32);
-    f->out = mk(f->os, 2, kDLInt, 32);
-    f->r2t = mk(f->r2s, 2, kDLInt, 32);
-    f->rpi = mk(f->ps, 1, kDLInt, 64);
-    f->loc = mk(f->ls, 1, kDLInt, 64);
+    f->q = mla_fake_tensor(f->qs, 3, kDLBfloat, 16, MLA_FAKE_DEV);
+    f->w = mla_fake_tensor(f->ws, 2, kDLFloat, 32, MLA_FAKE_DEV);
+    f->k = mla_fake_tensor(f->ks, 2, kDLBfloat, 16, MLA_FAKE_DEV);
+    f->kc = mla_fake_tensor(f->cs, 2, SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8, MLA_FAKE_DEV);
+    f->ksc = mla_fake_tensor(f->ss, 2, kDLFloat, 32, MLA_FAKE_DEV);
+    f->out = mla_fake_tensor(f->os, 2, kDLInt, 32, MLA_FAKE_DEV);
+    f->r2t = mla_fake_tensor(f->r2s, 2, kDLInt, 32, MLA_FAKE_DEV);
+    f->rpi = mla_fake_tensor(f->ps, 1, kDLInt, 64, MLA_FAKE_DEV);
+    f->loc = mla_fake_tensor(f->ls, 1, kDLInt, 64, MLA_FAKE_DEV);
     f->batch.struct_size = sizeof f->batch;
     f->batch.forward_mode = SGL_ATTN_MODE_DECODE;
     f->batch.batch_size = BS;

@@ -2,7 +2,8 @@
 # named barriers, warp collectives, ldmatrix / mma.sync fragments, cp.async
 # groups; Hopper's mbarriers, wgmma and TMA (emu_sm90.h); a host-memory
 # runtime with the tensor map encoder), shared by the tests that run real kernels
-# built by g++ with -DLK_EMU: test_lin_emu (tests/cuda_linear) and the
+# built by g++ with -DLK_EMU: test_lin_emu and the emulated linear wrapper
+# plugins (tests/cuda_linear; programmatic dependent launch: emu_pdl.h) and the
 # emulated cuda_attn and cuda_mla plugins (tests/cuda_emu).  Included by both
 # module.mk files (the top Makefile includes only module.mk files); read once.
 ifndef EMU_MK_READ
@@ -19,7 +20,7 @@ EMU_SIMT_OBJ := $(EMU_OBJ)/emu_simt.o
 EMU_CUDART_OBJ := $(EMU_OBJ)/emu_cudart.o
 EMU_CUDART_SM80_OBJ := $(EMU_OBJ)/emu_cudart_sm80.o
 
-$(EMU_OBJ)/%.o: $(EMU_DIR)/%.cpp $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_sm90.h
+$(EMU_OBJ)/%.o: $(EMU_DIR)/%.cpp $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_sm90.h $(EMU_DIR)/emu_pdl.h
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_CXXFLAGS) -c $< -o $@
 $(EMU_CUDART_SM80_OBJ): $(EMU_DIR)/emu_cudart.cpp $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_sm90.h

@@ -12,9 +12,10 @@
  *
  * Hopper (emu_sm90.h): mbarriers (arrivals and transaction bytes per phase,
  * parity waits that block the fiber: a phase that never completes ends in
- * the no-progress abort), the TMA tiled load (data landed when its barrier's
- * phase completes), and wgmma as a rendezvous of the warpgroup's 128 threads
- * whose accumulators land at the wait_group that retires their group. */
+ * the no-progress abort), the TMA tiled load and the bulk copy (data landed
+ * when a thread observes its barrier's completed phase), and wgmma as a
+ * rendezvous of the warpgroup's 128 threads whose accumulators land at the
+ * wait_group that retires their group. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +23,7 @@
 
 #include "emu_prelude.h"
 #include "emu_sm90.h"
+#include "emu_pdl.h"
 
 /* AddressSanitizer must know when the stack changes (emu runs under SAN=asan). */
 #if defined(__SANITIZE_ADDRESS__)
@@ -243,7 +245,9 @@ int __syncthreads_or(int v) {
 
 void lk_emu_bar(int id, int n, int wait) {
     if (id < 1 || id > 15 || n <= 0 || n % 32) die("a named barrier with a bad id or thread count");
-    if (warps[cur->tid / 32].arrived) die("a named barrier while lanes of its warp wait at a warp collective");
+    /* bar.arrive does not block: lanes of its warp that ran on to the warp's
+     * next collective (fibers are not in lockstep) may wait there already */
+    if (wait && warps[cur->tid / 32].arrived) die("a named barrier while lanes of its warp wait at a warp collective");
     NamedBar &b = nbar[id];
     if (b.arrived && b.n != n) die("a named barrier's arrivals disagree on its thread count");
     b.n = n;
@@ -523,6 +527,7 @@ struct Mbar {
     long long tx;            /* the open phase's transaction bytes: expected minus completed */
     unsigned phase;          /* phases completed */
     std::vector<TmaChunk> land; /* TMA data of the open phase, landed when it completes */
+    std::vector<TmaChunk> held; /* ... of completed phases, landed when a thread observes one (try_wait) */
 };
 std::vector<Mbar> mbars;
 struct WgIn {
@@ -551,7 +556,11 @@ Mbar &mbar_get(uint32_t a) {
 /* the open phase completes once every arrival and every byte are in */
 void mbar_complete_if_due(Mbar &b) {
     if (b.pending || b.tx) return;
-    for (const TmaChunk &c : b.land) std::memcpy(smem_at(c.addr, 16, "TMA data outside shared memory"), c.b, 16);
+    /* the data lands when a thread first observes the completion (the
+     * latest moment a reader ordered by it can rely on), so a reader that
+     * no wait orders after the copy sees the poisoned bytes even where the
+     * phase completed long before */
+    b.held.insert(b.held.end(), b.land.begin(), b.land.end());
     b.land.clear();
     b.phase++;
     b.pending = b.expected;
@@ -657,10 +666,10 @@ void lk_emu_mbar_init(uint32_t a, uint32_t count) {
         if (b.addr == a) {
             for (auto &f : fibers)
                 if (f.state == WAIT && f.on_mbar && f.mbar_addr == a) die("mbarrier.init of a barrier a thread waits on");
-            b = Mbar{a, (int)count, (int)count, 0, 0, {}};
+            b = Mbar{a, (int)count, (int)count, 0, 0, {}, {}};
             return;
         }
-    mbars.push_back(Mbar{a, (int)count, (int)count, 0, 0, {}});
+    mbars.push_back(Mbar{a, (int)count, (int)count, 0, 0, {}, {}});
 }
 
 void lk_emu_mbar_arrive(uint32_t a) {
@@ -676,7 +685,15 @@ void lk_emu_mbar_expect_tx(uint32_t a, uint32_t bytes) {
     mbar_complete_if_due(b);
 }
 
-bool lk_emu_mbar_test(uint32_t a, uint32_t parity) { return (mbar_get(a).phase & 1u) != (parity & 1u); }
+bool lk_emu_mbar_test(uint32_t a, uint32_t parity) {
+    Mbar &b = mbar_get(a);
+    const bool done = (b.phase & 1u) != (parity & 1u);
+    if (done) {
+        for (const TmaChunk &c : b.held) std::memcpy(smem_at(c.addr, 16, "TMA data outside shared memory"), c.b, 16);
+        b.held.clear();
+    }
+    return done;
+}
 
 void lk_emu_mbar_wait(uint32_t a, uint32_t parity) {
     while (!lk_emu_mbar_test(a, parity)) {
@@ -726,6 +743,21 @@ void lk_emu_tma_load(uint32_t dst, const void *tmap, const int32_t *co, int rank
             t.addr = a ^ (((a >> 7) & mask) << 4);
             b.land.push_back(t);
         }
+    }
+    b.tx -= bytes;
+    mbar_complete_if_due(b);
+}
+
+void lk_emu_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
+    if (!bytes || bytes % 16) die("a bulk copy whose size is not a positive multiple of 16 bytes");
+    if (dst % 16 || (uintptr_t)src % 16) die("a bulk copy address not 16-byte aligned");
+    smem_at(dst, bytes, "a bulk copy past shared memory");
+    Mbar &b = mbar_get(bar);
+    for (uint32_t o = 0; o < bytes; o += 16) {
+        TmaChunk t;
+        t.addr = dst + o;
+        std::memcpy(t.b, (const unsigned char *)src + o, 16);
+        b.land.push_back(t);
     }
     b.tx -= bytes;
     mbar_complete_if_due(b);
@@ -934,4 +966,35 @@ void lk_emu_launch_fn(dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::
         run_block(nthreads);
     }
     body = nullptr;
+}
+
+/* ------------------------------------------------ programmatic dependent launch (emu_pdl.h) */
+namespace {
+int pdl_grid, pdl_waits;
+} // namespace
+
+void lk_emu_pdl_wait(void) {
+    if (pdl_grid) pdl_waits++;
+}
+void lk_emu_pdl_trigger(void) {}
+
+void lk_emu_launch_pdl_fn(int pdl, dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::function<void()> fn) {
+    if (!pdl) {
+        lk_emu_launch_fn(grid, block, smem, st, fn);
+        return;
+    }
+    if (emu_capturing(st)) { /* a programmatic edge in the graph: the same check at every replay */
+        capture.list->push_back([=] { lk_emu_launch_pdl_fn(pdl, grid, block, smem, nullptr, fn); });
+        return;
+    }
+    pdl_grid = 1;
+    pdl_waits = 0;
+    lk_emu_launch_fn(grid, block, smem, st, fn);
+    pdl_grid = 0;
+    if (!pdl_waits) {
+        fprintf(stderr, "EMU: a programmatic dependent launch (grid %u,%u,%u) none of whose threads ran "
+                        "griddepcontrol.wait: on the device it reads the grid before's output unordered\n",
+                grid.x, grid.y, grid.z);
+        abort();
+    }
 }

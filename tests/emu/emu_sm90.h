@@ -13,10 +13,12 @@
  * phase of that parity completed, and a wait that nothing can complete ends
  * in the scheduler's "no thread can make progress" abort.
  *
- * TMA (cp.async.bulk.tensor): the source is read at the issue, the bytes
- * complete on the mbarrier at once, and the data lands in shared memory when
- * that barrier's phase completes (the latest moment the hardware allows), so
- * a reader that skips the wait sees the poisoned (NaN) bytes.
+ * TMA (cp.async.bulk.tensor) and the plain bulk copy (cp.async.bulk): the
+ * source is read at the issue, the bytes complete on the mbarrier at once,
+ * and the data lands in shared memory when a thread first observes that
+ * barrier's completed phase (a wait or try_wait: the latest moment a reader
+ * ordered after the copy can rely on), so a reader that no wait orders after
+ * the copy sees the poisoned (NaN) bytes.
  *
  * wgmma: the 128 threads of a warpgroup meet (a rendezvous, as the warp
  * collectives do); the product is computed there from the shared-memory
@@ -48,6 +50,12 @@ void lk_emu_tma_load(uint32_t dst, const void *tmap, const int32_t *coords, int 
 void lk_emu_wgmma(float *d, int n, const uint32_t *a, uint64_t da, uint64_t db, int scale_d, int tnsp_b, int bf16);
 void lk_emu_wgmma_commit(void);
 void lk_emu_wgmma_wait(int n);
+/* cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes of
+ * `bytes` (a multiple of 16, both addresses 16-byte aligned) from global src
+ * to the shared-window address dst, complete_tx on bar: the source is read
+ * at the issue and lands when the barrier's phase completes, as a TMA
+ * copy's does (cuda_mla's mma kernel, SM 9.0 configuration) */
+void lk_emu_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar);
 
 /* The emulated CUtensorMap (128 opaque bytes): what the TMA copy needs. */
 struct emu_tmap {

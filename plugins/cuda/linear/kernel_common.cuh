@@ -17,6 +17,7 @@
  * kernels and launchers also build for the CPU emulator of the tests
  * (tests/emu, LK_EMU): there a "thread" is a fiber. */
 #ifdef LK_EMU
+#include "emu_pdl.h"
 #define LK_DYN_SMEM(T, name) T *name = (T *)lk_emu_dyn_smem()
 #define LK_ALIGNED(p, n) lk_emu_aligned((const void *)(p), (n))
 /* the emulator lands async copies only at the wait, as the hardware may */
@@ -26,11 +27,16 @@
 template <int N> static inline void lk_cp_async_wait(void) { lk_emu_cp_async_wait_n(N); }
 #define lk_bar_sync(id, n) lk_emu_bar((id), (n), 1)
 #define lk_bar_arrive(id, n) lk_emu_bar((id), (n), 0)
-#define LK_LAUNCH(kern, grid, block, smem, stream, ...) \
-    lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); })
-/* blocks run grid after grid: a programmatic dependent launch is a plain one */
-#define LK_LAUNCH_PDL(pdl, kern, grid, block, smem, stream, ...) \
-    ((void)(pdl), lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); }), cudaSuccess)
+#define LK_LAUNCH(kern, grid, block, smem, stream, ...)                                                \
+    (lk_emu_trace(#kern, dim3(grid), dim3(block), (size_t)(smem)),                                      \
+     lk_emu_launch(grid, block, smem, stream, [=] { kern(__VA_ARGS__); }))
+/* blocks run grid after grid: a programmatic dependent launch runs after the grid before it, and the
+ * emulator checks that the dependent waits for it (griddepcontrol.wait, lk_pdl_wait) */
+#define LK_LAUNCH_PDL(pdl, kern, grid, block, smem, stream, ...)                                       \
+    (lk_emu_trace(#kern, dim3(grid), dim3(block), (size_t)(smem)),                                      \
+     lk_emu_launch_pdl_fn((pdl), dim3(grid), dim3(block), (size_t)(smem), (stream),                     \
+                          std::function<void()>([=] { kern(__VA_ARGS__); })),                            \
+     cudaSuccess)
 #else
 #define LK_DYN_SMEM(T, name) extern __shared__ __align__(16) T name[]
 #define LK_ALIGNED(p, n) ((void)0)
@@ -79,17 +85,21 @@ static inline cudaError_t lk_launch_pdl(int pdl, void (*kern)(P...), dim3 grid, 
 #endif
 
 /* Programmatic dependent launch, device side (griddepcontrol, SM 9.0+; no-ops
- * on SM 8.x and in the emulator, where the launch is a plain one):
+ * on SM 8.x; in the emulator, counted):
  * lk_pdl_trigger lets the dependent grid start (no memory ordering);
  * lk_pdl_wait waits until the grid before has completed and its writes are
  * visible (a no-op when this launch has no programmatic dependency). */
 LK_DEV void lk_pdl_trigger(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(LK_EMU)
+    lk_emu_pdl_trigger();
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 LK_DEV void lk_pdl_wait(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(LK_EMU)
+    lk_emu_pdl_wait(); /* the emulator checks that a programmatic dependent launch waits */
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }

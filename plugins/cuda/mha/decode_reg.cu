@@ -32,13 +32,16 @@
  * The warps' (m, l, O) are merged through shared memory at the end and
  * attn_decode_finish writes out or combines splits, as in the other decodes.
  *
- * fp8 e4m3 pools (template KV = ATTN_KV_FP8): the same tiles and lanes on
+ * fp8 e4m3 pools (template KV = ATTN_KV_FP8*): the same tiles and lanes on
  * half the bytes.  The bytes become f16 mma operands in registers
  * (fp8_e4m3.cuh: exact), so both mma run in f16 (q converted once per item,
  * P packed as f16) and the dequant scales apply to the fp32 results: k_scale
  * to S before the softmax, v_scale to O at the end.  K takes 16-byte pieces
  * (lane t: pieces 4j + t of 16 values) with Q loaded in that permutation;
- * V keeps the 16-bit layout's elements per lane, in 8-byte loads.
+ * V keeps the 16-bit layout's elements per lane, in 8-byte loads.  The
+ * conversion is the SM 8.9+ cvt or integer moves four bytes at a time
+ * (dr_kv: the option fp8_cvt picks per instance); the moves pair a word's
+ * bytes 0 / 2 and 1 / 3, so Q's values are paired the same way.
  */
 #include <type_traits>
 
@@ -114,21 +117,32 @@ template <int N> GC_DEV uint32_t dr_word(const uint4 (&v)[N], int w) {
     return c == 0 ? q.x : c == 1 ? q.y : c == 2 ? q.z : q.w;
 }
 
-/* KV element types of the template. */
-enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1 };
+/* KV element types of the template: 16-bit, or fp8 e4m3 with its bytes
+ * converted to f16 by the SM 8.9+ cvt (K and V), by integer moves (K and V),
+ * or split (cvt for K, integer moves for V) to share the work between the
+ * conversion unit and the ALU.  Without the cvt (SM 8.0) all three move bits. */
+enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1, ATTN_KV_FP8_INT = 2, ATTN_KV_FP8_SPLIT = 3 };
+template <int KV> struct dr_kv {
+    static constexpr bool f8 = KV != ATTN_KV_16;
+    static constexpr bool kcvt = ATTN_FP8_HW_CVT && (KV == ATTN_KV_FP8 || KV == ATTN_KV_FP8_SPLIT);
+    static constexpr bool vcvt = ATTN_FP8_HW_CVT && KV == ATTN_KV_FP8;
+    /* what a converted K / V value is multiplied by to give the e4m3 value */
+    static constexpr float kunit = kcvt ? 1.0f : ATTN_FP8_INT_UNIT;
+    static constexpr float vunit = vcvt ? 1.0f : ATTN_FP8_INT_UNIT;
+};
 
-template <int D, int KV> struct dr_frag {
+template <int D, int KV, bool F8 = dr_kv<KV>::f8> struct dr_frag {
     uint4 k[2][decode_reg_cfg<D>::KU]; /* tokens g and 8 + g of the tile */
     uint4 v[4][decode_reg_cfg<D>::VU]; /* tokens 2t, 2t+1, 8+2t, 9+2t */
 };
-template <int D> struct dr_frag<D, ATTN_KV_FP8> {
+template <int D, int KV> struct dr_frag<D, KV, true> {
     uint4 k[2][decode_reg_cfg<D>::KU8]; /* tokens g and 8 + g: e4m3 bytes */
     uint2 v[4][decode_reg_cfg<D>::VU];  /* tokens 2t, 2t+1, 8+2t, 9+2t: e4m3 bytes */
 };
 
 /* What every warp of a block shares: the item, the pool rows it reads. */
 template <int KV> struct dr_ctx {
-    using E = typename std::conditional<KV == ATTN_KV_FP8, uint8_t, uint16_t>::type;
+    using E = typename std::conditional<dr_kv<KV>::f8, uint8_t, uint16_t>::type;
     const E *kbase, *vbase;        /* pool + kv head + this lane's piece offset */
     int64_t ks, vs;                /* slot strides (elements) */
     int beg, end, ntiles, row;
@@ -149,7 +163,7 @@ template <int KV> GC_DEV int32_t dr_fetch(const attn_fwd &p, const dr_ctx<KV> &x
 template <int D, int KV>
 GC_DEV void dr_issue(dr_frag<D, KV> &f, const dr_ctx<KV> &x, int32_t s, int half, int g, int t) {
     using C = decode_reg_cfg<D>;
-    constexpr bool F8 = KV == ATTN_KV_FP8;
+    constexpr bool F8 = dr_kv<KV>::f8;
     const int h = half * 16;
 #pragma unroll
     for (int nt = 0; nt < 2; nt++) {
@@ -173,19 +187,24 @@ GC_DEV void dr_issue(dr_frag<D, KV> &f, const dr_ctx<KV> &x, int32_t s, int half
     }
 }
 
-/* K word w of a tile (the B fragment's register: values 2w, 2w+1 of this
- * lane's K list) as the mma's operand type. */
+/* K word w of a tile (the B fragment's register) as the mma's operand type:
+ * values 2w, 2w+1 of this lane's K list; with integer moves on fp8 values
+ * 4(w/2) + (w%2) and that + 2 (bytes 0, 2 or 1, 3 of a word: Q is permuted
+ * the same way, dr_q_pairs). */
 template <int D, int KV> GC_DEV uint32_t dr_kword(const dr_frag<D, KV> &f, int nt, int w) {
-    if constexpr (KV == ATTN_KV_FP8)
+    if constexpr (dr_kv<KV>::kcvt)
         return fp8_pair(dr_word(f.k[nt], w >> 1), w & 1);
-    else
+    else if constexpr (dr_kv<KV>::f8) {
+        const uint32_t x = dr_word(f.k[nt], w >> 1);
+        return fp8_hi_bytes_f16((w & 1) ? x : x << 8);
+    } else
         return dr_word(f.k[nt], w);
 }
 
 /* V^T's A register: element e of this lane's V slice for tokens ta (low
  * half) and tb (high half) of the frag's four. */
 template <int D, int KV> GC_DEV uint32_t dr_vpair(const dr_frag<D, KV> &f, int ta, int tb, int e) {
-    if constexpr (KV == ATTN_KV_FP8) {
+    if constexpr (dr_kv<KV>::f8) {
         const uint2 &a = f.v[ta][e >> 3], &b = f.v[tb][e >> 3];
         const uint32_t wa = (e & 4) ? a.y : a.x, wb = (e & 4) ? b.y : b.x;
         const uint32_t c = (uint32_t)(e & 3);
@@ -194,6 +213,16 @@ template <int D, int KV> GC_DEV uint32_t dr_vpair(const dr_frag<D, KV> &f, int t
         const uint32_t sel = (e & 1) ? 0x7632u : 0x5410u; /* high or low halves of two words */
         return __byte_perm(dr_word(f.v[ta], e >> 1), dr_word(f.v[tb], e >> 1), sel);
     }
+}
+
+/* fp8 V by integer moves: dr_vpair's registers for elements e and e + 1 (e
+ * even) at once, from one byte permute of the two tokens' words. */
+template <int D, int KV>
+GC_DEV void dr_vpair2_int(const dr_frag<D, KV> &f, int ta, int tb, int e, uint32_t &r0, uint32_t &r1) {
+    const uint2 &a = f.v[ta][e >> 3], &b = f.v[tb][e >> 3];
+    const uint32_t wa = (e & 4) ? a.y : a.x, wb = (e & 4) ? b.y : b.x;
+    /* bytes (ta e, ta e+1, tb e, tb e+1): bytes 0, 2 -> element e, 1, 3 -> e + 1 */
+    fp8x4_to_f16x2x2_int(__byte_perm(wa, wb, (e & 2) ? 0x7632u : 0x5410u), r0, r1);
 }
 
 /* Per-warp online-softmax state. */
@@ -261,14 +290,27 @@ GC_DEV void dr_softmax(const attn_fwd &p, dr_state<D> &st, float s[2][4], int va
 /* O^T += V^T P^T: element ev of lane g's V slice is head-dim 64*(ev/8) + 8g + ev%8. */
 template <int CT, int D, int KV> GC_DEV void dr_pv(dr_state<D> &st, const dr_frag<D, KV> &f, const uint32_t pb[2]) {
     using C = decode_reg_cfg<D>;
+    if constexpr (dr_kv<KV>::f8 && !dr_kv<KV>::vcvt) { /* two m-tiles per byte permute */
 #pragma unroll
-    for (int mt = 0; mt < C::MT; mt++) {
-        const int e0 = mt, e1 = C::MT + mt; /* rows g and g + 8 of O^T */
-        const uint32_t a0 = dr_vpair(f, 0, 1, e0);
-        const uint32_t a1 = dr_vpair(f, 0, 1, e1);
-        const uint32_t a2 = dr_vpair(f, 2, 3, e0);
-        const uint32_t a3 = dr_vpair(f, 2, 3, e1);
-        dr_mma<CT>(st.o[mt], a0, a1, a2, a3, pb[0], pb[1]);
+        for (int mt = 0; mt < C::MT; mt += 2) {
+            uint32_t a0[2], a1[2], a2[2], a3[2];
+            dr_vpair2_int(f, 0, 1, mt, a0[0], a0[1]);
+            dr_vpair2_int(f, 0, 1, C::MT + mt, a1[0], a1[1]);
+            dr_vpair2_int(f, 2, 3, mt, a2[0], a2[1]);
+            dr_vpair2_int(f, 2, 3, C::MT + mt, a3[0], a3[1]);
+            dr_mma<CT>(st.o[mt], a0[0], a1[0], a2[0], a3[0], pb[0], pb[1]);
+            dr_mma<CT>(st.o[mt + 1], a0[1], a1[1], a2[1], a3[1], pb[0], pb[1]);
+        }
+    } else {
+#pragma unroll
+        for (int mt = 0; mt < C::MT; mt++) {
+            const int e0 = mt, e1 = C::MT + mt; /* rows g and g + 8 of O^T */
+            const uint32_t a0 = dr_vpair(f, 0, 1, e0);
+            const uint32_t a1 = dr_vpair(f, 0, 1, e1);
+            const uint32_t a2 = dr_vpair(f, 2, 3, e0);
+            const uint32_t a3 = dr_vpair(f, 2, 3, e1);
+            dr_mma<CT>(st.o[mt], a0, a1, a2, a3, pb[0], pb[1]);
+        }
     }
 }
 
@@ -287,10 +329,17 @@ template <int DT> GC_DEV uint4 dr_q_f16(uint4 v) {
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+/* Q in the K order of integer-moved fp8 words: (q0, q2), (q1, q3) of each
+ * four values (dr_kword). */
+GC_DEV uint4 dr_q_pairs(uint4 v) {
+    return make_uint4(__byte_perm(v.x, v.y, 0x5410u), __byte_perm(v.x, v.y, 0x7632u), __byte_perm(v.z, v.w, 0x5410u),
+                      __byte_perm(v.z, v.w, 0x7632u));
+}
+
 template <int DT, int D, int KV>
 __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_decode_reg_kernel(attn_fwd p) {
     using C = decode_reg_cfg<D>;
-    constexpr bool F8 = KV == ATTN_KV_FP8;
+    constexpr bool F8 = dr_kv<KV>::f8;
     constexpr int CT = F8 ? GC_F16 : DT; /* the mma's type */
     constexpr int NW = ATTN_DR_WARPS;
     __shared__ float wo[NW][ATTN_DR_HEADS][D];
@@ -321,7 +370,7 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
     x.kbase = (const E *)p.k_cache + (int64_t)kvh * p.kc_stride_h + (F8 ? 16 : 8) * t;
     x.vbase = (const E *)p.v_cache + (int64_t)kvh * p.vc_stride_h + 8 * g;
     /* fp8: the dequant scales, times what the loads' conversion leaves out */
-    const float kmul = F8 ? attn_kv_scale(p.k_scale_dev, p.k_scale) * ATTN_FP8_UNIT : 1.f;
+    const float kmul = F8 ? attn_kv_scale(p.k_scale_dev, p.k_scale) * dr_kv<KV>::kunit : 1.f;
 
     /* This warp's tiles: w, w + NW, ...; n of them. */
     const int n = x.ntiles > warp ? (x.ntiles - warp + NW - 1) / NW : 0;
@@ -345,6 +394,7 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
                 const int off = F8 ? 64 * (j >> 1) + 8 * (j & 1) : 32 * j;
                 q[j] = g < nh ? *(const uint4 *)(qp + off) : make_uint4(0, 0, 0, 0);
                 if (F8) q[j] = dr_q_f16<DT>(q[j]);
+                if (F8 && !dr_kv<KV>::kcvt) q[j] = dr_q_pairs(q[j]);
             }
         }
         dr_frag<D, KV> fa, fb;
@@ -379,7 +429,7 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_d
     st.l += __shfl_xor_sync(0xffffffffu, st.l, 1);
     st.l += __shfl_xor_sync(0xffffffffu, st.l, 2);
     if (F8) { /* O is linear in V: its dequant scale applies once, here */
-        const float vmul = attn_kv_scale(p.v_scale_dev, p.v_scale) * ATTN_FP8_UNIT;
+        const float vmul = attn_kv_scale(p.v_scale_dev, p.v_scale) * dr_kv<KV>::vunit;
 #pragma unroll
         for (int mt = 0; mt < C::MT; mt++)
 #pragma unroll
@@ -440,10 +490,16 @@ template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, 
     return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p, int grid_items, void *stream) {
+extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int fp8_cvt, int d, const attn_fwd *p, int grid_items,
+                                      void *stream) {
     if (grid_items <= 0) return 0;
     if (p->group < 1 || p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
     const cudaStream_t st = (cudaStream_t)stream;
-    return kv_fp8 ? decode_reg_kv<ATTN_KV_FP8>(dtype, d, p, grid_items, st)
-                  : decode_reg_kv<ATTN_KV_16>(dtype, d, p, grid_items, st);
+    if (!kv_fp8) return decode_reg_kv<ATTN_KV_16>(dtype, d, p, grid_items, st);
+    switch (fp8_cvt) {
+    case ATTN_FP8_CVT_HW: return decode_reg_kv<ATTN_KV_FP8>(dtype, d, p, grid_items, st);
+    case ATTN_FP8_CVT_INT: return decode_reg_kv<ATTN_KV_FP8_INT>(dtype, d, p, grid_items, st);
+    case ATTN_FP8_CVT_SPLIT: return decode_reg_kv<ATTN_KV_FP8_SPLIT>(dtype, d, p, grid_items, st);
+    default: return (int)cudaErrorInvalidValue;
+    }
 }

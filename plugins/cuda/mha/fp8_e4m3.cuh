@@ -51,6 +51,18 @@ GC_DEV uint32_t fp8x2_to_f16x2(uint32_t x) {
 #endif
 }
 
+/* Four e4m3 bytes of x -> two f16x2 by integer moves (any SM, the ALU
+ * pipe instead of the conversion unit): lo = bytes 0 and 2, hi = bytes 1 and
+ * 3 (the first byte in the low half), each value times 2^-8 as the SM 8.0
+ * move above (ATTN_FP8_INT_UNIT restores it).  Per byte at bits 8..15 of a
+ * half: the sign stays at bit 15, exponent and mantissa move down one bit. */
+#define ATTN_FP8_INT_UNIT 256.0f
+GC_DEV uint32_t fp8_hi_bytes_f16(uint32_t x) { return (x & 0x80008000u) | ((x >> 1) & 0x3f803f80u); }
+GC_DEV void fp8x4_to_f16x2x2_int(uint32_t x, uint32_t &lo, uint32_t &hi) {
+    hi = fp8_hi_bytes_f16(x);
+    lo = fp8_hi_bytes_f16(x << 8);
+}
+
 /* Bytes 2h, 2h+1 of word x -> f16x2 (h compile-time after unrolling). */
 GC_DEV uint32_t fp8_pair(uint32_t x, int h) { return fp8x2_to_f16x2(h ? x >> 16 : x); }
 

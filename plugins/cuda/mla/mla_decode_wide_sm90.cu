@@ -47,8 +47,8 @@ static_assert(WG_SMEM_ALLOC <= 232448, "the wide kernel's dynamic shared memory 
 #define BAR_B 2  /* WG1 -> WG0: m_b, alpha_b, P_b */
 #define BAR_WG0 4 /* inside one warpgroup (128) */
 
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define MLA_HAVE_WGMMA 1
+#if (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || defined(LK_EMU)
+#define MLA_HAVE_WGMMA 1 /* LK_EMU: the emulator's twins (mla_wgmma_ops.cuh, below) */
 #endif
 
 #ifdef MLA_HAVE_WGMMA
@@ -66,6 +66,9 @@ struct WideCtx {
 /* S[64x64] (+)= Q_rope (registers) x K^T with scale-d = 0 on k-step 0: the
  * first sub-tile of an in-loop S starts from zero without 32 zeroing moves. */
 GC_DEV void wide_qk_rs_first(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+#ifdef LK_EMU
+    lk_emu_wgmma(d, 64, a, 0, db, scale_d, 0, 1);
+#else
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -79,6 +82,7 @@ GC_DEV void wide_qk_rs_first(float (&d)[32], const uint32_t (&a)[4], uint64_t db
           "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
         : "memory");
+#endif
 }
 
 /* One sub-tile of S (+)= Q K^T: 8 value sub-tiles from Q in shared memory,
@@ -158,9 +162,13 @@ GC_DEV void wide_softmax(float (&s)[32], const WideCtx &c, int kb, const float m
  * compiler's eyes: an integer rounding made it carry S across the pair loop
  * as b32 registers. */
 GC_DEV uint32_t wide_pack(float a, float b) {
+#ifdef LK_EMU /* the emulator of the tests: the same rounding (to nearest even) */
+    return mla_pack2<MLA_DT_BF16>(a, b);
+#else
     uint32_t r;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
     return r;
+#endif
 }
 
 /* P (fp32 accumulator layout) as the A operand of m64nNk16: k-step k covers

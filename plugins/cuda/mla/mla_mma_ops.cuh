@@ -10,8 +10,10 @@
 #ifdef LK_EMU
 /* The CPU emulator of the tests (tests/emu/, LK_EMU): the same fragment
  * semantics as the PTX below, warp collectives of all 32 lanes.  The shared
- * address is only the SM 9.0 bulk copies' operand (they trap here). */
-GC_DEV uint32_t mla_smem_u32(const void *p) { return (uint32_t)(uintptr_t)p; }
+ * address is the emulator's shared-window offset (tests/emu/emu_sm90.h), the
+ * operand of the SM 9.0 bulk copies, mbarriers and wgmma descriptors. */
+#include "emu_sm90.h"
+GC_DEV uint32_t mla_smem_u32(const void *p) { return lk_emu_smem_addr(p); }
 GC_DEV void mla_ldsm_x4(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 0); }
 GC_DEV void mla_ldsm_x4_t(uint32_t r[4], const void *p) { lk_emu_ldsm(r, p, 1); }
 /* .x2: lanes 0..15 give the row addresses of matrices 0 and 1; lanes 16..31's
@@ -69,10 +71,13 @@ template <int DT> GC_DEV void mla_mma(float d[4], const uint32_t a[4], uint32_t 
 
 /* SM 9.0 bulk copies and mbarriers of the mma kernel's TMA configuration (MLA_MMA_TMA):
  * plain sm_90 PTX (no 'a' features), so the compute_90 PTX carries them too.
- * Below SM 9.0 they trap: the backend never selects that variant there (nor
- * on the emulator of the tests, LK_EMU, an SM 8.0 device whose __trap aborts). */
+ * Below SM 9.0 they trap: the backend never selects that variant there.  The
+ * emulator of the tests (LK_EMU) has their twins (tests/emu/emu_sm90.h); its
+ * SM 9.0 runtime selects the variant as an H200 does. */
 GC_DEV void mma_mbar_init(uint32_t bar, uint32_t count) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(LK_EMU)
+    lk_emu_mbar_init(bar, count);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 #else
@@ -81,7 +86,10 @@ GC_DEV void mma_mbar_init(uint32_t bar, uint32_t count) {
 #endif
 }
 GC_DEV void mma_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(LK_EMU)
+    lk_emu_mbar_expect_tx(bar, bytes); /* arrive.expect_tx: the bytes, then the arrival */
+    lk_emu_mbar_arrive(bar);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 #else
     (void)bar; (void)bytes;
@@ -89,7 +97,9 @@ GC_DEV void mma_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
 #endif
 }
 GC_DEV void mma_mbar_wait(uint32_t bar, uint32_t parity) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(LK_EMU)
+    lk_emu_mbar_wait(bar, parity);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("{\n.reg .pred p;\nMMA_MBAR_WAIT:\n"
                  "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
                  "@!p bra MMA_MBAR_WAIT;\n}\n" ::"r"(bar),
@@ -105,7 +115,9 @@ GC_DEV void mma_mbar_wait(uint32_t bar, uint32_t parity) {
  * shared::cta address is a valid shared::cluster one naming the executing CTA,
  * with or without a cluster launch). */
 GC_DEV void mma_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if defined(LK_EMU)
+    lk_emu_bulk_g2s(dst, src, bytes, bar);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
                  "l"(src), "r"(bytes), "r"(bar)
                  : "memory");

@@ -3,7 +3,8 @@
  * (mla_decode_wide_sm90.cu), as inline PTX: wgmma (SS and RS forms),
  * shared-memory matrix descriptors, TMA tile loads, mbarriers, named barriers,
  * proxy fences.  CUDA only; the caller compiles its kernel body only under
- * __CUDA_ARCH_FEAT_SM90_ALL.
+ * __CUDA_ARCH_FEAT_SM90_ALL, or for the CPU emulator of the tests (LK_EMU),
+ * whose twins of these primitives come first below.
  *
  * Shared-memory operand layouts (PTX ISA "matrix descriptor"; 128-byte swizzle,
  * every tile 1024-byte aligned so the descriptor's base offset stays 0):
@@ -31,6 +32,44 @@ GC_DEV uint64_t mla_desc_mnmajor(uint32_t saddr) {
            ((uint64_t)(1024 >> 4) << 32) | MLA_DESC_SW128;
 }
 
+#ifdef LK_EMU
+/* The CPU emulator of the tests (tests/emu/emu_sm90.h, LK_EMU): each
+ * primitive below with the PTX's semantics, so the wide kernel runs as
+ * written (tests/cuda_emu).  Shared addresses are the emulator's
+ * shared-window offsets (mla_smem_u32); the fences have nothing to order
+ * there; wgmma is a warpgroup rendezvous that reads the descriptors as the
+ * hardware does and whose accumulators land at the wait_group that retires
+ * them; a TMA copy's data lands when its mbarrier phase completes. */
+GC_DEV void mla_wgmma_fence(void) {}
+GC_DEV void mla_wgmma_commit(void) { lk_emu_wgmma_commit(); }
+template <int N> GC_DEV void mla_wgmma_wait(void) { lk_emu_wgmma_wait(N); }
+template <int N> GC_DEV void mla_fence_regs(float (&)[N]) {}
+template <int N> GC_DEV void mla_fence_regs(uint32_t (&)[N]) {}
+GC_DEV void mla_fence_proxy_async(void) {}
+GC_DEV void mla_bar_sync(int id, int n) { lk_emu_bar(id, n, 1); }
+#ifdef MLA_RACECHECK_SYNC_ONLY
+GC_DEV void mla_bar_arrive(int id, int n) { mla_bar_sync(id, n); }
+#else
+GC_DEV void mla_bar_arrive(int id, int n) { lk_emu_bar(id, n, 0); }
+#endif
+GC_DEV void mla_mbar_init(uint32_t bar, uint32_t count) { lk_emu_mbar_init(bar, count); }
+GC_DEV void mla_mbar_init_fence(void) {}
+/* arrive.expect_tx: the bytes, then the arrival */
+GC_DEV void mla_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+    lk_emu_mbar_expect_tx(bar, bytes);
+    lk_emu_mbar_arrive(bar);
+}
+/* blocks the thread; a phase that never completes aborts the run (deadlock) */
+GC_DEV void mla_mbar_wait(uint32_t bar, uint32_t parity) { lk_emu_mbar_wait(bar, parity); }
+GC_DEV void mla_tma_load_2d(uint32_t dst, const void *tmap, int32_t c0, int32_t c1, uint32_t bar) {
+    const int32_t c[2] = {c0, c1};
+    lk_emu_tma_load(dst, tmap, c, 2, bar);
+}
+GC_DEV void mla_wgmma_qk_ss(float d[32], uint64_t da, uint64_t db) { lk_emu_wgmma(d, 64, nullptr, da, db, 1, 0, 1); }
+GC_DEV void mla_wgmma_qk_rs(float d[32], const uint32_t a[4], uint64_t db) { lk_emu_wgmma(d, 64, a, 0, db, 1, 0, 1); }
+GC_DEV void mla_wgmma_pv_rs(float d[128], const uint32_t a[4], uint64_t db) { lk_emu_wgmma(d, 256, a, 0, db, 1, 1, 1); }
+GC_DEV void mla_wgmma_pv_ss(float d[128], uint64_t da, uint64_t db) { lk_emu_wgmma(d, 256, nullptr, da, db, 1, 1, 1); }
+#else
 GC_DEV void mla_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 GC_DEV void mla_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> GC_DEV void mla_wgmma_wait(void) {
@@ -192,5 +231,7 @@ GC_DEV void mla_wgmma_pv_ss(float d[128], uint64_t da, uint64_t db) {
         : "l"(da), "l"(db), "r"(1)
         : "memory");
 }
+
+#endif /* LK_EMU */
 
 #endif
