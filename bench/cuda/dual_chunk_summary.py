@@ -2,16 +2,19 @@
 reads the attnctl bench --json files in OUT_DIR (bench_dc_decode.json,
 bench_dc_decode_mma.json; bench_dc_prefill_<len>_<variant>.json, one case
 each: plain (the defaults), mma (plain, kernel=mma), model and three (dual
-chunk, with the defaults' conf)) and prints per shape the plain medians (the
-defaults, and kernel=mma), the dual chunk medians (the model's sizes; chunk
-32768 / local 4096, all three parts) and dual chunk / plain.  Issue 24's bar:
-<= 1.30x against the defaults; the ratio to kernel=mma is the cost of dual
-chunk over the same mma.sync design.  Exit 1 when a shape misses the bar or
-is missing.
+chunk, with the defaults' conf), three_mma (dual chunk, kernel=mma)) and
+prints per shape the plain medians (the defaults, and kernel=mma), the dual
+chunk medians (the model's sizes; chunk 32768 / local 4096, all three parts)
+and dual chunk / plain.  Issue 24's bar: <= 1.30x against the defaults; the
+ratio to kernel=mma is dual chunk against the plain mma.sync kernels.  Then,
+per prefill length, dual chunk with all three parts on the defaults' extend
+(the wgmma DCA kernel on SM 9.0) against kernel=mma's (the mma DCA kernel).
+Exit 1 when a shape misses the bar or is missing.
 usage: dual_chunk_summary.py OUT_DIR"""
 import glob, json, os, sys
 
-PREFILL_LENS = (16384, 32768, 65536, 131072)
+# DC_LENS: the lengths dual_chunk.sh timed when it was given other ones
+PREFILL_LENS = tuple(int(x) for x in os.environ.get("DC_LENS", "16384 32768 65536 131072").split())
 
 
 def load(paths):
@@ -38,7 +41,7 @@ def main(out):
                                    glob.glob(j("bench_dc_prefill_*_model.json")) +
                                    glob.glob(j("bench_dc_prefill_*_three.json"))))}
     mma = {"decode": load([j("bench_dc_decode_mma.json")]),
-           "prefill": load(sorted(glob.glob(j("bench_dc_prefill_*_mma.json"))))}
+           "prefill": load(sorted(p for p in glob.glob(j("bench_dc_prefill_*_mma.json")) if "_three_mma" not in p))}
     shapes = [("decode", f"decode:b={b},l=262144,{s}") for b in (1, 8)]
     shapes += [("prefill", f"extend:b=1,l={n},q={n},{s}") for n in PREFILL_LENS]
     bad = 0
@@ -54,6 +57,12 @@ def main(out):
             label = case.split(",hq=")[0]
             print(f"{label:<40} {p or 0:10.1f} {pm or 0:10.1f} | {name:<8} {d or 0:10.1f} "
                   f"{(f'{r:.3f}x' if r else '-'):>7} {(f'{rm:.2f}x' if rm else '-'):>6}  {'ok' if ok else 'MISS'}")
+    dmma = load(sorted(glob.glob(j("bench_dc_prefill_*_three_mma.json"))))
+    print(f"\n{'prefill, three parts':<40} {'dual us':>10} {'dual mma':>10} {'/mma':>7}")
+    for n in PREFILL_LENS:
+        case = f"extend:b=1,l={n},q={n},{s},{parts['3 parts']}"
+        d, dm = us(auto["prefill"], case), us(dmma, case)
+        print(f"{case.split(',hq=')[0]:<40} {d or 0:10.1f} {dm or 0:10.1f} {(f'{d / dm:.3f}x' if d and dm else '-'):>7}")
     print(f"shapes over 1.30x against the defaults (or missing): {bad}")
     return 1 if bad else 0
 

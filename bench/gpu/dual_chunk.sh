@@ -7,14 +7,18 @@
 # (attnctl bench) at Qwen2.5-7B-Instruct-1M's per-rank shape (28 q / 4 kv
 # heads, d128, bf16, page 16): decode at 256k cached tokens (B 1 and 8) and
 # prefills of 16k, 32k, 64k and 128k tokens (B 1), each beside the same shape
-# through the plain kernels (the defaults, and kernel=mma: the same mma.sync
-# design the dual chunk kernels use).  Dual chunk runs with the model's sizes
-# (chunk 262144, local 8192, original 262144) and with chunk 32768 / local
-# 4096, where all three parts work.  Each prefill case is its own attnctl
-# under its own cap (15 / 20 / 30 / 45 s by length), shortest first; a
-# variant cut at one length skips the longer ones.  summary_dual_chunk.txt:
-# dual chunk / plain per shape (issue 24: <= 1.30x against the defaults).
-# ~3 minutes; DC_PREFILL_ONLY=1: the prefills alone (~1.5 minutes).
+# through the plain kernels (the defaults, and kernel=mma).  Dual chunk runs
+# with the model's sizes (chunk 262144, local 8192, original 262144) and with
+# chunk 32768 / local 4096, where all three parts work; its decode is the mma
+# decode's DCA form, its extend the default extend's (on the H200 the wgmma
+# kernel's DCA form); the prefill with all three parts is also timed under
+# kernel=mma (the mma extend's DCA form) to show what the wgmma one gains.
+# Each prefill case is its own attnctl under its own cap (15 / 20 / 30 / 45 s
+# by length), shortest first; a variant cut at one length skips the longer
+# ones.  summary_dual_chunk.txt: dual chunk / plain per shape (issue 24:
+# <= 1.30x against the defaults).  ~3.5 minutes; DC_PREFILL_ONLY=1: the
+# prefills alone (~2 minutes, run.sh cap 240 s).  DC_LENS="256 512": other
+# prefill lengths (a dry run on the emulator: SGL_ATTN_PLUGIN_PATH=build/emu-plugins-sm90).
 # Passing: check lines "rc=0 ... 0 failed, ... 0 errors", memcheck "ERROR
 # SUMMARY: 0 errors", racecheck "RACECHECK SUMMARY: 0 hazards", every prefill
 # line rc=0, and the summary's ratios.
@@ -58,16 +62,17 @@ timeout 120 "$A" bench --plugin cuda_attn --conf "$OUT/conf_auto.json" $dec --mi
 timeout 60 "$A" bench --plugin cuda_attn --conf "$OUT/conf_mma.json" $pdec --min-time 0.3 --json \
   > "$OUT/bench_dc_decode_mma.json" 2> "$OUT/bench_dc_decode_mma.log"; echo "decode (plain kernel=mma) rc=$?"
 fi
-step "bench: prefill of 16k, 32k, 64k, 128k tokens (B 1): plain (defaults, kernel=mma), dual chunk (model sizes, three parts)"
+step "bench: prefill of 16k, 32k, 64k, 128k tokens (B 1): plain (defaults, kernel=mma), dual chunk (model sizes, three parts; three parts with kernel=mma)"
 # One attnctl a case, each under its cap, so a slow case costs its cap only.
 declare -A cut
-for l in 16384 32768 65536 131072; do
+for l in ${DC_LENS:-16384 32768 65536 131072}; do
   cap=$(( l <= 16384 ? 15 : l <= 32768 ? 20 : l <= 65536 ? 30 : 45 ))
   c="extend:b=1,l=$l,q=$l,$S"
-  for v in plain mma model three; do
+  for v in plain mma model three three_mma; do
     if [ -n "${cut[$v]:-}" ]; then echo "prefill $v l=$l: skipped (cut at l=${cut[$v]})"; continue; fi
     case $v in
       plain) conf=auto x="";; mma) conf=mma x="";; model) conf=auto x=",$MODEL";; three) conf=auto x=",$THREE";;
+      three_mma) conf=mma x=",$THREE";;
     esac
     f="$OUT/bench_dc_prefill_${l}_$v"
     t0=$SECONDS

@@ -305,26 +305,27 @@ static void test_head_pairs_option(void **state) {
 static void test_kernel_choice(void **state) {
     (void)state;
     static const struct {
-        int option, image, d, group, fp8, extend, decode;
+        int option, image, d, group, fp8, extend, decode, dc_extend; /* dc_extend: dual chunk's extend */
     } rows[] = {
-        {CA_KERNEL_AUTO, 1, 128, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 128, 1, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 128, 8, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 128, 9, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_AUTO, 1, 128, 16, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_AUTO, 1, 64, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 256, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_AUTO, 0, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 0, 64, 12, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_MMA, 1, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_MMA, 0, 64, 1, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        /* fp8 e4m3 pools: the mma extend, SM 9.0 included (the wgmma one reads 16-bit pools) */
-        {CA_KERNEL_AUTO, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 1, 64, 8, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
-        {CA_KERNEL_AUTO, 0, 128, 1, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG},
-        {CA_KERNEL_MMA, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA},
-        {CA_KERNEL_PORTABLE, 1, 128, 4, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE},
-        {CA_KERNEL_PORTABLE, 0, 256, 16, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE},
+        {CA_KERNEL_AUTO, 1, 128, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 128, 1, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 128, 8, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 128, 9, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 128, 16, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 64, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 1, 256, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 0, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 0, 64, 12, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_MMA, 1, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_MMA, 0, 64, 1, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        /* fp8 e4m3 pools: the mma extend, SM 9.0 included (the wgmma one reads 16-bit pools);
+         * dual chunk refuses them, and dc_extend follows the extend all the same */
+        {CA_KERNEL_AUTO, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 1, 64, 8, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 0, 128, 1, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_MMA, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_PORTABLE, 1, 128, 4, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE, ATTN_EXTEND_MMA},
+        {CA_KERNEL_PORTABLE, 0, 256, 16, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE, ATTN_EXTEND_MMA},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         attn_kernels k;
@@ -333,10 +334,11 @@ static void test_kernel_choice(void **state) {
         assert_int_equal(k.extend, rows[i].extend);
         assert_int_equal(k.decode, rows[i].decode);
         assert_int_equal(k.kv_fp8, rows[i].fp8);
+        assert_int_equal(k.dc_extend, rows[i].dc_extend);
     }
     /* the tiles each plans with */
     attn_kernels k = {.extend = ATTN_EXTEND_WGMMA, .decode = ATTN_DECODE_REG, .dtype = ATTN_DT_BF16, .head_dim = 128,
-                      .sm_count = 132, .tma = 1};
+                      .sm_count = 132, .tma = 1, .dc_extend = ATTN_EXTEND_WGMMA};
     attn_tiles t = attn_kernel_tiles(&k, 4);
     assert_int_equal(t.extend_block_m, 128);
     assert_int_equal(t.extend_block_n, 128);

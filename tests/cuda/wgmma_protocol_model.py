@@ -18,6 +18,11 @@ barrier operations.  With TMA the boxes' bytes complete the stage's full
 phase instead of the producer waiting for them; the consumers see the same
 thing (the phase completes only once every copy landed), so the model
 covers it, with the producer running ahead no further than in the kernel.
+Dual chunk (the DCA instantiation: two stages, the three query variants in
+one Q event): at a tile that crosses a part boundary the consumer issues
+further wgmma groups reading Q and the stage's K (wg_dca_boundary's slices,
+each waited on) after the tile's S and before it releases Q; the model
+marks random tiles so.
 The model must be kept in step with the kernel by hand.
 usage: wgmma_protocol_model.py [RUNS]   (exit 0: all runs clean)
 """
@@ -43,8 +48,8 @@ class MBar:
 
 
 class World:
-    def __init__(self, rng, stages, pairs):
-        self.rng, self.ST = rng, stages
+    def __init__(self, rng, stages, pairs, dca=False):
+        self.rng, self.ST, self.dca = rng, stages, dca
         self.pairs = pairs  # ntiles of each (item, head) pair this block walks
         self.full = [MBar(1) for _ in range(stages)]
         self.empty = [MBar(2) for _ in range(stages)]
@@ -151,6 +156,13 @@ def consumer(w, wg):
             read("K", s, (pi, j))
             commit([("Q", 0), ("K", s)])
             yield from wait(0)
+            if w.dca and w.rng.random() < 0.3:  # a boundary tile: 1 .. 8 slices, each a group waited on
+                for _ in range(w.rng.randint(1, 8)):
+                    yield None
+                    read("Q", 0, pi)
+                    read("K", s, (pi, j))
+                    commit([("Q", 0), ("K", s)])
+                    yield from wait(0)
             if j == nt - 1:
                 w.q_empty.arrive()
             yield None
@@ -164,9 +176,9 @@ def consumer(w, wg):
         yield None
 
 
-def run(seed, stages, pairs):
+def run(seed, stages, pairs, dca=False):
     rng = random.Random(seed)
-    w = World(rng, stages, pairs)
+    w = World(rng, stages, pairs, dca)
     live = {"P": producer(w), "C0": consumer(w, 0), "C1": consumer(w, 1)}
     waiting = {a: None for a in live}  # the predicate an agent is parked on
     for _ in range(1000000):
@@ -203,19 +215,20 @@ def run(seed, stages, pairs):
 def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
     bad = 0
-    # extend_wg_cfg<DQK, DV>::STAGES: 3 at qk 128, 2 at qk 192 (forward_ragged's DeepSeek shape)
-    for stages in (3, 2):
+    # extend_wg_cfg<DQK, DV, NQ>::STAGES: 3 at qk 128, 2 at qk 192 (forward_ragged's DeepSeek
+    # shape) and 2 for dual chunk (three Q tiles, boundary slices)
+    for stages, dca in ((3, False), (2, False), (2, True)):
         fails, first = 0, None
         for r in range(runs):
-            rng = random.Random(r * 7919 + stages)
+            rng = random.Random(r * 7919 + stages + 100 * dca)
             n = rng.randint(1, 6)
             pairs = [rng.choice([0, 1, 1, 2, 3, 5, 8]) for _ in range(n)]
-            res = run(r, stages, pairs)
+            res = run(r, stages, pairs, dca)
             if res:
                 fails += 1
                 first = first or f"{res} (pairs {pairs}, seed {r})"
-        print(f"{'PASS' if fails == 0 else 'FAIL'} stages {stages}: {fails}/{runs} runs failed"
-              + (f"; first: {first}" if first else ""))
+        print(f"{'PASS' if fails == 0 else 'FAIL'} stages {stages}{' dual chunk' if dca else ''}: "
+              f"{fails}/{runs} runs failed" + (f"; first: {first}" if first else ""))
         bad += fails
     return 1 if bad else 0
 

@@ -461,7 +461,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     /* The TMA producers' tensor maps: the pools' encoded per layer at its
      * first forward (or when its pool moves) into this cache, forward_ragged's
      * per call; without an encoder the cp.async producers serve. */
-    if ((b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma && !b->ragged_only) || b->rg_tma) {
+    if ((((b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma) || b->kern.dc_tma) && !b->ragged_only) || b->rg_tma) {
         b->tmaps = attn_tmap_cache_new();
         if (!b->tmaps)
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
@@ -469,15 +469,24 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
+    /* which kernels serve dual chunk attention (dual_chunk.h), or why none do */
+    char dcw[96];
+    if (b->ragged_only) /* the line's end says why */
+        snprintf(dcw, sizeof dcw, "none");
+    else if (!b->kern.dual_chunk)
+        snprintf(dcw, sizeof dcw, "none (%s)", b->kern.kv_fp8 ? "an fp8 pool" : "its shared memory does not fit");
+    else
+        snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
+                 b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
-                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s%s%s, ragged %s%s%s, %zu bytes "
-                "of work buffers",
+                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s%s%s, ragged %s%s, dual chunk: "
+                "%s%s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
                 b->sp_mem ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)" : "",
                 decode_names[b->kern.decode], b->kern.kv_fp8 ? " (fp8_cvt=" : "",
                 b->kern.kv_fp8 ? ca_fp8_cvt_name(b->kern.fp8_cvt) : "", b->kern.kv_fp8 ? ")" : "",
-                b->rg_wgmma ? "wgmma" : "mma", b->rg_tma && b->tmaps ? " (TMA)" : "",
+                b->rg_wgmma ? "wgmma" : "mma", b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,
                 b->ragged_only ? " (the model's qk / v dims: forward_ragged only)" : "", b->sz.total_bytes);
     *out = &b->base;
     return SGL_ATTN_OK;

@@ -17,7 +17,11 @@
  * for them).
  * kernel=mma runs the mma extend and the mma decode everywhere, kernel=portable
  * the kernels hip_attn shares (attn_kernels/): both exist to check those paths
- * on a device where the defaults would take over. */
+ * on a device where the defaults would take over.
+ * Dual chunk attention (dual_chunk.h) has DCA forms of the mma decode and of
+ * the mma and wgmma extends: its decode is always the mma one, its extend
+ * (dc_extend) the wgmma one where the plain extend is wgmma, else the mma
+ * one (kernel=portable too: the portable kernels have no DCA form). */
 #include "cuda_attn.h"
 #include "sdk_option.h"
 
@@ -58,6 +62,7 @@ const char *ca_fp8_cvt_name(int cvt) { return cvt >= 0 && cvt < ATTN_FP8_CVT_COU
 
 void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k) {
     k->kv_fp8 = kv_fp8 != 0;
+    k->dc_extend = ATTN_EXTEND_MMA;
     if (option == CA_KERNEL_PORTABLE) {
         k->extend = ATTN_EXTEND_PORTABLE;
         k->decode = ATTN_DECODE_PORTABLE;
@@ -71,6 +76,7 @@ void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int
     const int reg = (head_dim == 64 || head_dim == 128) && group >= 1 && group <= ATTN_DECODE_REG_MAX_GROUP;
     k->extend = wgmma_image && head_dim == 128 && !kv_fp8 ? ATTN_EXTEND_WGMMA : ATTN_EXTEND_MMA;
     k->decode = reg ? ATTN_DECODE_REG : ATTN_DECODE_MMA;
+    k->dc_extend = k->extend;
 }
 
 attn_tiles attn_kernel_tiles(const attn_kernels *k, int group) {

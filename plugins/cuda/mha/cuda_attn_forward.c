@@ -851,27 +851,29 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     }
     const int direct = !a->layer->is_cross && b->planned_self == ATTN_SELF_NEW_ONLY;
     if (direct && (rc = direct_keys(b, a, &p))) return rc;
-    if (dual) {
-        const int ce = attn_launch_dual_chunk_extend(b->kern.dtype, b->head_dim, &p, &dca, b->sz.extend_block_m,
-                                                     b->grid_items, a->batch->stream);
-        if (ce) {
-            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: dual chunk kernel launch", ce);
-            return SGL_ATTN_E_DEVICE;
-        }
-        return SGL_ATTN_OK;
-    }
-    /* The wgmma extend's TMA producer where its 16-row boxes lie in one page
-     * (page size a multiple of 16); the layer's maps are re-encoded only when
-     * its pool moved.  Other page sizes take the cp.async producer. */
+    /* The wgmma extend's TMA producer (plain, or dual chunk's DCA kernel)
+     * where its 16-row boxes lie in one page (page size a multiple of 16); the
+     * layer's maps are re-encoded only when its pool moved.  Other page sizes
+     * take the cp.async producer. */
+    const int wg_tma = dual ? b->kern.dc_extend == ATTN_EXTEND_WGMMA && b->kern.dc_tma
+                            : b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma;
     const attn_kv_tmaps *tm = NULL;
-    if (b->tmaps && !direct && b->kern.extend == ATTN_EXTEND_WGMMA && b->kern.tma && a->batch->page_size > 0 &&
-        a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
+    if (b->tmaps && !direct && wg_tma && a->batch->page_size > 0 && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
         int cu = 0;
         tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &p, b->head_dim, &cu);
         if (cu)
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
                         "cuTensorMapEncodeTiled refused the pool of layer %d (CUresult %d): cp.async for it",
                         a->layer->layer_id, cu);
+    }
+    if (dual) {
+        const int ce = attn_launch_dual_chunk_extend_k(&b->kern, &p, &dca, tm, b->sz.extend_block_m, b->grid_items,
+                                                       a->batch->stream);
+        if (ce) {
+            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: dual chunk kernel launch", ce);
+            return SGL_ATTN_E_DEVICE;
+        }
+        return SGL_ATTN_OK;
     }
     /* an encoder-only layer's keys are its own k / v (16-bit) even on an fp8
      * pool: the 16-bit kernel, no dequant scales (cpu_ref's rule) */

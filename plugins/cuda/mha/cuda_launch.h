@@ -49,13 +49,18 @@ typedef struct attn_kernels {
                        shared memory fits the device (attn_kernels_setup) */
     int tree_ahead; /* wgmma extend, tree verify: the mask words one tile ahead (option tree_mask_ahead) */
     int head_pairs; /* wgmma extend, verify: two q heads of a kv head per pair (option verify_head_pairs) */
+    int dc_extend;  /* attn_extend_kernel serving dual chunk's extend: wgmma where the plain
+                       extend is wgmma, else mma (cuda_attn_choice.c; mma where the wgmma DCA
+                       kernels' setup fails, attn_kernels_setup) */
+    int dc_tma;     /* dc_extend wgmma: its TMA-producer kernel is set up */
 } attn_kernels;
 
 /* The tiles the chosen kernels plan with (pure C, cuda_attn_choice.c). */
 attn_tiles attn_kernel_tiles(const attn_kernels *k, int group);
 
 /* Create time, on the instance's device: shared-memory limits and checks of
- * the chosen kernels; sets k->tma and k->dual_chunk (attn_dispatch.c). */
+ * the chosen kernels; sets k->tma, k->dual_chunk and k->dc_tma, and may move
+ * k->dc_extend to mma (attn_dispatch.c). */
 int attn_kernels_setup(attn_kernels *k);
 /* The forwards' launches (attn_dispatch.c).  tm: the pool's tensor maps for
  * the wgmma extend's TMA producer, NULL for the cp.async one. */

@@ -1,15 +1,19 @@
 /*
  * dual_chunk.h - cuda_attn's dual chunk attention (docs/dual_chunk.md): what
- * the forwards hand its kernels (decode_mma.cu, extend_mma.cu: template DCA)
- * beside attn_fwd, and their setup and launchers.
+ * the forwards hand its kernels (decode_mma.cu, extend_mma.cu and, on SM 9.0,
+ * extend_wgmma_sm90.cuh: template DCA) beside attn_fwd, and their setup and
+ * launchers.
  *
  * A query at position p, in chunk c0 = p - p % chunk_len, scores key column k
  * with q when k >= c0 (intra), with q_succ when c0 - chunk_len <= k < c0
  * (successor) and with q_inter below (inter).  The three LSE-merged parts
  * are one softmax over keys [0, p] whose logits take the variant of their
  * part, so the kernels make one flash pass over the KV with the three query
- * tiles in shared memory and pick the variant per key (per warp tile where
- * a tile lies in one part, per element at a boundary).
+ * tiles in shared memory and pick the variant per key (per warp / warpgroup
+ * tile where a tile lies in one part, per element at a boundary).  The extend
+ * kernel is the instance's plain extend where that has a DCA form (the
+ * wgmma one on SM 9.0 at head dim 128), else the mma one: attn_kernels'
+ * dc_extend (cuda_attn_choice.c, attn_dispatch.c).
  */
 #ifndef SGL_CUDA_ATTN_DUAL_CHUNK_H
 #define SGL_CUDA_ATTN_DUAL_CHUNK_H
@@ -38,6 +42,17 @@ int attn_launch_dual_chunk_decode(int dtype, int head_dim, const attn_fwd *p, co
 /* Extend over the planned extend items of up to block_m q rows (64-row sub-tiles). */
 int attn_launch_dual_chunk_extend(int dtype, int head_dim, const attn_fwd *p, const attn_dca *dc, int block_m,
                                   int grid_items, void *stream);
+/* The sm_90a wgmma extend's DCA kernels (extend_wgmma_sm90.cu, head dim 128):
+ * setup as attn_extend_wgmma_setup (*tma_ok: the TMA producer's kernel is
+ * set up too), launch over the plan's 128-row items; tm as
+ * attn_launch_extend_wgmma's. */
+int attn_dual_chunk_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok);
+int attn_launch_dual_chunk_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_dca *dc,
+                                        const attn_kv_tmaps *tm, int sm_count, int grid_items, void *stream);
+/* The instance's dual chunk extend (k->dc_extend; attn_dispatch.c); tm: the
+ * pool's maps for the wgmma kernel's TMA producer, or NULL. */
+int attn_launch_dual_chunk_extend_k(const attn_kernels *k, const attn_fwd *p, const attn_dca *dc,
+                                    const attn_kv_tmaps *tm, int block_m, int grid_items, void *stream);
 
 #ifdef __cplusplus
 }

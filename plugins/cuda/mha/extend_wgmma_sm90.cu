@@ -15,8 +15,12 @@
  * tokens (the caller passes the pool's tensor maps), the cp.async producer
  * for every other page size, and for all of them when the TMA kernel's setup
  * or the driver's map encoder is missing.
+ *
+ * Dual chunk attention (dual_chunk.h) runs on the same kernel body with its
+ * template parameter DCA: its own setup and launcher at the end.
  */
 #include "cuda_launch.h"
+#include "dual_chunk.h"
 #include "extend_wgmma_sm90.cuh"
 
 #if (defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)) || defined(LK_EMU)
@@ -60,13 +64,13 @@ extern "C" int attn_wgmma_available(int device) {
  * assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY registers and the
  * consumers' setmaxnreg.inc waits for exactly what the producer gives back;
  * a kernel built with fewer would hang there. */
-template <int DQK, int DV = DQK, typename K> static int setup_fn(K fn) {
+template <int DQK, int DV = DQK, int NQ = 1, typename K> static int setup_fn(K fn) {
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, fn);
     if (e != cudaSuccess) return (int)e;
     if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
     return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)extend_wg_cfg<DQK, DV>::SMEM);
+                                     (int)extend_wg_cfg<DQK, DV, NQ>::SMEM);
 }
 
 /* Every non-ragged instantiation the launcher may pick: TREE x HP, one
@@ -187,4 +191,41 @@ extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_f
     if (dtype == ATTN_DT_BF16)
         return dqk == 192 ? ragged_launch<GC_BF16, 192>(p, tm, blocks, st) : ragged_launch<GC_BF16, 128>(p, tm, blocks, st);
     return dqk == 192 ? ragged_launch<GC_F16, 192>(p, tm, blocks, st) : ragged_launch<GC_F16, 128>(p, tm, blocks, st);
+}
+
+/* Dual chunk attention's extend (the DCA instantiations): both producers,
+ * as attn_extend_wgmma_setup; head dim 128, 16-bit pools. */
+template <int DT> static int dca_setup(int *tma_ok) {
+    const int e = setup_fn<ATTN_WG_D, ATTN_WG_D, 3>(attn_extend_wgmma_dca_kernel<DT>);
+    *tma_ok = !e && setup_fn<ATTN_WG_D, ATTN_WG_D, 3>(attn_extend_wgmma_dca_tma_kernel<DT>) == 0;
+    return e;
+}
+
+extern "C" int attn_dual_chunk_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {
+    *tma_ok = 0;
+    if (head_dim != ATTN_WG_D) return (int)cudaErrorInvalidValue;
+    return dtype == ATTN_DT_BF16 ? dca_setup<GC_BF16>(tma_ok) : dca_setup<GC_F16>(tma_ok);
+}
+
+template <int DT>
+static int dca_launch(const attn_fwd *p, const attn_dca *dc, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D, ATTN_WG_D, 3>::SMEM;
+    if (tm)
+        attn_extend_wgmma_dca_tma_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm, *dc);
+    else
+        attn_extend_wgmma_dca_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *dc);
+    return (int)cudaGetLastError();
+}
+
+/* As attn_launch_extend_wgmma, over the plan's 128-row items. */
+extern "C" int attn_launch_dual_chunk_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_dca *dc,
+                                                   const attn_kv_tmaps *tm, int sm_count, int grid_items,
+                                                   void *stream) {
+    if (grid_items <= 0 || p->hq <= 0) return 0;
+    if (head_dim != ATTN_WG_D || sm_count <= 0) return (int)cudaErrorInvalidValue;
+    const long long pairs = (long long)grid_items * p->hq;
+    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    const cudaStream_t st = (cudaStream_t)stream;
+    return dtype == ATTN_DT_BF16 ? dca_launch<GC_BF16>(p, dc, tm, blocks, st)
+                                 : dca_launch<GC_F16>(p, dc, tm, blocks, st);
 }

@@ -62,6 +62,13 @@
  * the Q tile's rows 64 g.. hold head h + g's rows, so consumer warpgroup g
  * serves head h + g on the same K/V tiles: both warpgroups busy, half the
  * pairs and K/V tile loads.
+ *
+ * DCA: dual chunk attention (dual_chunk.h) on the same body, the paged
+ * extend at head dim 128: the pair's Q is up to three 128-row tiles (q,
+ * q_succ, q_inter, the variants its keys meet), the K/V ring two stages
+ * deep to fit, and each score takes the variant of its key's part for its
+ * row (wg_consumer, wg_dca_boundary); the scale is the request's
+ * length-scaled one.  The barrier protocol is the plain kernel's.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -69,6 +76,7 @@
 #include <limits.h>
 
 #include "attn_tmap.h"   /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
+#include "dual_chunk.h"  /* attn_dca, dca_part */
 #include "mma_sm80.cuh" /* pack2, attn_slot32 */
 #include "wgmma_sm90.cuh"
 
@@ -90,10 +98,13 @@
 #define ATTN_WG_TREE_TILE 1
 #define ATTN_WG_TREE_AHEAD 2
 
-template <int DQK, int DV = DQK> struct extend_wg_cfg {
+/* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
+ * q_succ, q_inter, one BM x DQK tile each). */
+template <int DQK, int DV = DQK, int NQ = 1> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
     static constexpr int BN = 128;   /* KV tokens per tile */
-    static constexpr int STAGES = DQK > 128 ? 2 : 3; /* K/V ring depth: what fits 227 KB */
+    /* K/V ring depth: what fits 227 KB beside the Q tiles */
+    static constexpr int STAGES = DQK > 128 || NQ > 1 ? 2 : 3;
     static constexpr int CH = DQK / 8; /* 16-byte chunks per Q / K row */
     static constexpr int CHV = DV / 8; /* per V row */
     static constexpr int DB = DQK / 64; /* 128-byte column blocks of Q / K */
@@ -102,7 +113,7 @@ template <int DQK, int DV = DQK> struct extend_wg_cfg {
     static constexpr uint32_t K_BYTES = wg_sw_bytes<BN, DQK>();
     static constexpr uint32_t V_BYTES = wg_sw_bytes<BN, DV>();
     static constexpr uint32_t OFF_Q = 0;
-    static constexpr uint32_t OFF_K = OFF_Q + Q_BYTES;
+    static constexpr uint32_t OFF_K = OFF_Q + NQ * Q_BYTES;
     static constexpr uint32_t OFF_V = OFF_K + STAGES * K_BYTES;
     static constexpr uint32_t OFF_BAR = OFF_V + STAGES * V_BYTES;
     static constexpr int NBAR = 2 * STAGES + 2; /* full[S], empty[S], q_full, q_empty */
@@ -115,6 +126,7 @@ template <int DQK, int DV = DQK> struct extend_wg_cfg {
 
     static_assert((DQK == 128 || DQK == 192) && DV == 128,
                   "the wgmma extend serves qk 128 / 192 with v 128; the mma extend serves the others");
+    static_assert(NQ == 1 || (NQ == 3 && DQK == 128), "dual chunk: three query variants at head dim 128");
     static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16");
     static_assert(BM == 128, "two consumer warpgroups of 64 rows");
     static_assert(STAGES >= 2, "the producer signals a tile after issuing the next one");
@@ -191,19 +203,36 @@ template <int WAIT> GC_DEV void wg_signal(uint32_t &pending) {
 }
 
 /* Q tile: BM rows of the item's q head; rows past the item (or past T) are zeros.
- * HP: rows 64 g.. are the item's rows of head + g. */
-template <int DQK, int DV, bool HP = false>
-GC_DEV void wg_load_q(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
+ * HP: rows 64 g.. are the item's rows of head + g.  DCA: the tiles of
+ * variants 0 .. nv - 1 (q, q_succ, q_inter: dca_q_row), one after the other;
+ * the variants the pair's keys never meet stay unloaded. */
+template <int DQK, int DV, bool HP = false, bool DCA = false>
+GC_DEV void wg_load_q(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t, const attn_dca *dc = nullptr,
+                      int nv = 1) {
+    static_assert(!(HP && DCA), "head pairs serve verify batches, DCA dual chunk extends");
     using C = extend_wg_cfg<DQK, DV>;
+    if constexpr (DCA) {
+        for (int v = 0; v < nv; v++) {
 #pragma unroll 4
-    for (int i = 0; i < C::BM * C::CH / 128; i++) {
-        const int e = i * 128 + t, r = e / C::CH, c = e % C::CH;
-        const int ir = HP ? r & 63 : r, head = HP ? k.head + (r >> 6) : k.head; /* item row, q head */
-        const int tok = k.q_tok0 + ir;
-        const bool ok = ir < k.nrows && tok < p.num_tokens;
-        const uint16_t *src =
-            (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t + (int64_t)head * p.q_stride_h + c * 8;
-        gc_cp_async16(qs + wg_sw_off<C::BM>(r, c), src, ok);
+            for (int i = 0; i < C::BM * C::CH / 128; i++) {
+                const int e = i * 128 + t, r = e / C::CH, c = e % C::CH;
+                const int tok = k.q_tok0 + r;
+                const bool ok = r < k.nrows && tok < p.num_tokens;
+                gc_cp_async16(qs + v * C::Q_BYTES + wg_sw_off<C::BM>(r, c),
+                              dca_q_row(p, *dc, v, ok ? tok : 0, k.head) + c * 8, ok);
+            }
+        }
+    } else {
+#pragma unroll 4
+        for (int i = 0; i < C::BM * C::CH / 128; i++) {
+            const int e = i * 128 + t, r = e / C::CH, c = e % C::CH;
+            const int ir = HP ? r & 63 : r, head = HP ? k.head + (r >> 6) : k.head; /* item row, q head */
+            const int tok = k.q_tok0 + ir;
+            const bool ok = ir < k.nrows && tok < p.num_tokens;
+            const uint16_t *src =
+                (const uint16_t *)p.q + (int64_t)(ok ? tok : 0) * p.q_stride_t + (int64_t)head * p.q_stride_h + c * 8;
+            gc_cp_async16(qs + wg_sw_off<C::BM>(r, c), src, ok);
+        }
     }
 }
 
@@ -332,11 +361,13 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * and clamped into the pool when tile j + 1 uses it, so its latency hides
  * behind a tile's wait and copies.  TMA: whole 16-row page boxes by TMA,
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
- * no page-table word (wg_tma_rows for the boxes). */
-template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false>
-GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<extend_wg_cfg<DQK, DV>::STAGES> &bar,
-                        long long total, const attn_kv_tmaps *tm) {
-    using C = extend_wg_cfg<DQK, DV>;
+ * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
+ * query variants its keys meet (wg_load_q), one event as the single Q. */
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false>
+GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total,
+                        const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
@@ -391,7 +422,15 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm, const wg_bars<extend_wg_
         wg_signal<0>(pending);
         mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
         fence_proxy_async();
-        wg_load_q<DQK, DV, HP>(p, k, sm + C::OFF_Q, t);
+        if constexpr (DCA) {
+            /* the farthest part any (row, key) pair of the item reaches: the
+             * last row's against the first key (dca_part is monotone in both) */
+            const int last = k.q_pos0 + k.nrows - 1, cl = dc->chunk_len;
+            const int nv = k.ntiles > 0 ? 1 + dca_part(k.lo, last - last % cl, cl) : 1;
+            wg_load_q<DQK, DV, false, true>(p, k, sm + C::OFF_Q, t, dc, nv);
+        } else {
+            wg_load_q<DQK, DV, HP>(p, k, sm + C::OFF_Q, t);
+        }
         gc_cp_async_commit();
         pending = bar.q_full();
         kq++;
@@ -447,15 +486,17 @@ struct wg_rows {
  * trick; the row max of the raw scores scales to the max of the scaled ones
  * because scale > 0); with one, each score goes through attn_score first.
  * Masks (only on tiles that need them) are attn_visible as per-row column
- * bounds [clo, chi) and a select per score: no branch per score. */
-template <int BN, int TREE>
+ * bounds [clo, chi) and a select per score: no branch per score.
+ * DCA: the scale is dsc (the request's length-scaled one, dual_chunk.h; dual
+ * chunk takes no soft-cap). */
+template <int BN, int TREE, bool DCA = false>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
-                       bool need_mask, int q4, const uint32_t (&tbits)[2]) {
-    const bool folded = !(p.softcap > 0.f) && p.scale_log2 > 0.f;
-    const float c = folded ? p.scale_log2 : 1.f;
+                       bool need_mask, int q4, const uint32_t (&tbits)[2], float dsc = 0.f) {
+    const bool folded = DCA ? dsc > 0.f : !(p.softcap > 0.f) && p.scale_log2 > 0.f;
+    const float c = folded ? (DCA ? dsc : p.scale_log2) : 1.f;
     if (!folded) {
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++) s[i] = attn_score(p, s[i]);
+        for (int i = 0; i < BN / 2; i++) s[i] = DCA ? s[i] * dsc : attn_score(p, s[i]);
     }
     if (need_mask) {
         int chi[2], clo[2];
@@ -543,17 +584,67 @@ GC_DEV void wg_store_o(const attn_fwd &p, const wg_work &k, const float (&o)[D /
     }
 }
 
+/* Dual chunk, a tile whose keys meet several parts for the warpgroup's rows
+ * (vlo < vhi; s holds the scores of variant vlo): per 32-column slice, each
+ * further part the slice's keys meet is scored (an SS m64n32 wgmma per k16
+ * step from that variant's Q tile, wait) and every element whose key lies in
+ * that part for its row (chunk start c0r[h]) takes it.  The parts of a slice
+ * lie between those of its last key for the first row (c0min) and its first
+ * key for the last row (c0max): warpgroup-uniform bounds, as wgmma needs. */
+template <int DT, int DQK, int BN>
+GC_DEV void wg_dca_boundary(float (&s)[BN / 2], uint32_t q_addr, uint32_t k_addr, int t0, int vlo, int c0min,
+                            int c0max, const int (&c0r)[2], int cl, int q4) {
+    constexpr int SL = 32;
+    constexpr uint32_t QB = wg_sw_bytes<ATTN_WG_BM, DQK>();
+#pragma unroll
+    for (int sl = 0; sl < BN / SL; sl++) {
+        const int a = t0 + sl * SL;
+        const int plo = dca_part(a + SL - 1, c0min, cl), phi = dca_part(a, c0max, cl);
+        for (int vv = plo; vv <= phi; vv++) {
+            if (vv == vlo) continue;
+            float t[SL / 2];
+            const uint64_t dq = wg_desc_k(q_addr + vv * QB), dk = wg_desc_k(k_addr + sl * SL * ATTN_SW_ROW_BYTES);
+            wg_pin(t);
+            wg_fence();
+#pragma unroll
+            for (int kb = 0; kb < DQK / 64; kb++)
+#pragma unroll
+                for (int kk = 0; kk < 4; kk++)
+                    wg_mma_ss<DT, SL, 0>(t, wg_desc_add(dq, kb * (ATTN_WG_BM * ATTN_SW_ROW_BYTES) + kk * 32),
+                                         wg_desc_add(dk, kb * (BN * ATTN_SW_ROW_BYTES) + kk * 32), (kb | kk) != 0);
+            wg_commit();
+            wg_wait<0>();
+            wg_pin(t);
+#pragma unroll
+            for (int j = 0; j < SL / 8; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int col = a + 8 * j + 2 * q4 + (i & 1);
+                    if (dca_part(col, c0r[i >> 1], cl) == vv) s[4 * (sl * SL / 8 + j) + i] = t[4 * j + i];
+                }
+        }
+    }
+}
+
 /* Lane 0 of each consumer warp releases a barrier (expected count 8). */
 GC_DEV void wg_release(uint32_t bar, int lane) {
     if (lane == 0) mbar_arrive(bar);
 }
 
 /* A consumer warpgroup: per tile, S = Q K^T, wait, the softmax, O += P V,
- * wait, release the stage; Q is released after the pair's last S. */
-template <int DT, int DQK, int DV, int TREE, bool HP = false>
-GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_wg_cfg<DQK, DV>::STAGES> &bar,
-                        long long total, int wg) {
-    using C = extend_wg_cfg<DQK, DV>;
+ * wait, release the stage; Q is released after the pair's last S.
+ * DCA (dual chunk, dual_chunk.h): a key's score takes the query variant of
+ * its part for the row.  The part is monotone in both (later keys: nearer
+ * parts; later rows: farther ones), so the warpgroup's 64 rows x a tile's
+ * keys lie in one part unless the tile crosses a row's boundary: S is the SS
+ * wgmma from that part's Q tile, as plain attention's from q; at a boundary
+ * wg_dca_boundary rescores the elements of the further parts (Q is released
+ * after it). */
+template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false>
+GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total, int wg,
+                        const attn_dca *dc = nullptr) {
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
     constexpr int BN = C::BN, ST = C::STAGES, D = DV;
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
     const int wrow = HP ? 0 : 64 * wg; /* the item row of the warpgroup's first (HP: each serves rows 0..63) */
@@ -576,6 +667,20 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
         /* A warpgroup whose 64 rows all lie past the item (a short item: verify's
          * draft tokens) computes nothing: it only keeps the barriers' counts. */
         const bool idle = wrow >= k.nrows;
+        /* DCA: the chunk starts of this thread's rows (c0r), of the warpgroup's
+         * first and last rows in the item (c0min, c0max: the producer loaded the
+         * variants up to the last row's farthest part), the request's scale */
+        [[maybe_unused]] int cl = 1, c0min = 0, c0max = 0, c0r[2] = {0, 0};
+        [[maybe_unused]] float dsc = 0.f;
+        if constexpr (DCA) {
+            cl = dc->chunk_len;
+            const int last = min(qmax, k.q_pos0 + k.nrows - 1);
+            c0min = qmin - qmin % cl;
+            c0max = last - last % cl;
+            c0r[0] = st.qpos[0] - st.qpos[0] % cl;
+            c0r[1] = st.qpos[1] - st.qpos[1] % cl;
+            dsc = dca_scale_log2(p.scale_log2, *dc, p.eitems[k.item].kv_hi);
+        }
         /* Tree verify: the packed words of this thread's first row start at
          * mrow, its second row's 8 rows later; mfull: the request's flags. */
         const uint64_t *mrow = p.mask_bits;
@@ -625,9 +730,15 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
                 continue;
             }
             fence_proxy_async();
+            /* DCA: the parts of the tile's keys for the warpgroup's rows (vlo == vhi: one part) */
+            [[maybe_unused]] int vlo = 0, vhi = 0;
+            if constexpr (DCA) {
+                vlo = dca_part(t0 + BN - 1, c0min, cl);
+                vhi = dca_part(t0, c0max, cl);
+            }
             wg_pin(s);
             wg_fence();
-            wg_qk<DT, DQK, BN>(s, q_addr, k_addr + sidx * C::K_BYTES);
+            wg_qk<DT, DQK, BN>(s, DCA ? q_addr + vlo * C::Q_BYTES : q_addr, k_addr + sidx * C::K_BYTES);
             wg_commit();
             /* tree verify: this tile's mask bits of the thread's two rows, loaded
              * while the S wgmma runs (bit 2j + e: column t0 + 8j + 2 q4 + e): one
@@ -668,9 +779,13 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
             }
             wg_wait<0>();
             wg_pin(s);
+            if constexpr (DCA)
+                if (vlo != vhi)
+                    wg_dca_boundary<DT, DQK, BN>(s, q_addr, k_addr + sidx * C::K_BYTES, t0, vlo, c0min, c0max, c0r,
+                                                 cl, q4);
             if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN, TREE>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits);
+            wg_softmax<BN, TREE, DCA>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits, dsc);
             wg_scale_o<D>(o, corr);
             wg_pack_p<DT, BN>(pa, s);
             wg_pin(o);
@@ -694,11 +809,14 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase, const wg_bars<extend_
  * producer as a template parameter: attn_extend_wgmma_kernel gathers with
  * cp.async, attn_extend_wgmma_tma_kernel takes page boxes (RAGGED: row
  * boxes) by TMA.  TREE: the instantiation for tree verify batches (the mask
- * bits in the consumer); the others carry no mask code. */
+ * bits in the consumer); the others carry no mask code.  DCA: dual chunk
+ * attention (attn_extend_wgmma_dca_kernel, the paged extend at head dim 128:
+ * three Q tiles, two K/V stages); the instantiations without it compile to
+ * the code they had before it existed. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP>
-GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
-    using C = extend_wg_cfg<DQK, DV>;
+template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false>
+GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
 #ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
     uint8_t *const wg_smem_raw = (uint8_t *)lk_emu_dyn_smem();
 #else
@@ -722,10 +840,10 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm) {
     const long long total = (long long)(n > 0 ? n : 0) * (HP ? p.hq / 2 : p.hq);
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        wg_producer<DQK, DV, TMA, RAGGED, HP>(p, sm, bar, total, tm);
+        wg_producer<DQK, DV, TMA, RAGGED, HP, DCA>(p, sm, bar, total, tm, dc);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, DQK, DV, TREE, HP>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1);
+        wg_consumer<DT, DQK, DV, TREE, HP, DCA>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
     }
 }
 #endif
@@ -749,6 +867,31 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kern
 #else
     (void)p;
     (void)tm;
+#endif
+}
+
+/* Dual chunk attention (dual_chunk.h) on the same body: the cp.async and the
+ * TMA producer, head dim 128, extend_wg_cfg<128, 128, 3>::SMEM bytes. */
+template <int DT>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_dca_kernel(const attn_fwd p,
+                                                                                 const __grid_constant__ attn_dca dc) {
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, 128, 128, false, false, ATTN_WG_TREE_NONE, false, true>(p, nullptr, &dc);
+#else
+    (void)p;
+    (void)dc;
+#endif
+}
+
+template <int DT>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_dca_tma_kernel(
+    const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm, const __grid_constant__ attn_dca dc) {
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, 128, 128, true, false, ATTN_WG_TREE_NONE, false, true>(p, &tm, &dc);
+#else
+    (void)p;
+    (void)tm;
+    (void)dc;
 #endif
 }
 

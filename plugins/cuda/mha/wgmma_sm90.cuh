@@ -253,11 +253,29 @@ GC_DEV void wg_mma_rs_n128(float (&d)[64], const uint32_t (&a)[4], uint64_t db, 
     else ATTN_WG_RS_N128(f16);
 }
 #undef ATTN_WG_RS_N128
-/* The shapes the kernel uses: S = Q K^T is n128 (128 KV columns), O += P V
- * is n128 (head dim 128). */
+/* m64n32k16 SS: the dual chunk extend scores a tile that crosses a part
+ * boundary in 32-column slices, once per further part. */
+#define ATTN_WG_SS_N32(TY)                                                                                                 \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                                              \
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32." #TY "." #TY " "                                             \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "                                \
+                 "%16, %17, p, 1, 1, 0, %19;\n}\n"                                                                         \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),         \
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])    \
+                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB))
+template <int DT, int TB>
+GC_DEV void wg_mma_ss_n32(float (&d)[16], uint64_t da, uint64_t db, int scale_d) {
+    if constexpr (DT == GC_BF16) ATTN_WG_SS_N32(bf16);
+    else ATTN_WG_SS_N32(f16);
+}
+#undef ATTN_WG_SS_N32
+
+/* The shapes the kernel uses: S = Q K^T is n128 (128 KV columns; n32 for the
+ * dual chunk boundary slices), O += P V is n128 (head dim 128). */
 template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
-    static_assert(N == 128, "SS shape instantiated: n128");
-    wg_mma_ss_n128<DT, TB>(d, da, db, scale_d);
+    static_assert(N == 128 || N == 32, "SS shapes instantiated: n128, n32");
+    if constexpr (N == 128) wg_mma_ss_n128<DT, TB>(d, da, db, scale_d);
+    else wg_mma_ss_n32<DT, TB>(d, da, db, scale_d);
 }
 template <int DT, int N, int TB>
 GC_DEV void wg_mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int scale_d) {
@@ -301,7 +319,7 @@ template <int N> GC_DEV void wg_pin(float (&)[N]) {}
 template <int N> GC_DEV void wg_pin(uint32_t (&)[N][4]) {}
 template <int N> GC_DEV void cp_async_wait() { lk_emu_cp_async_wait_n(N); }
 template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
-    static_assert(N == 128, "SS shape instantiated: n128");
+    static_assert(N == 128 || N == 32, "SS shapes instantiated: n128, n32");
     lk_emu_wgmma(d, N, nullptr, da, db, scale_d, TB, DT == GC_BF16);
 }
 template <int DT, int N, int TB>
