@@ -232,73 +232,46 @@ static void test_fp8_cvt_option(void **state) {
     assert_string_equal(ca_fp8_cvt_name(ATTN_FP8_CVT_COUNT_), "?");
 }
 
-/* The lever option tree_mask_ahead: a boolean, off when unset, a bad value
- * refused with the option's name. */
-static const char *g_ahead;
-static const char *ahead_option(void *ctx, const char *plugin, const char *key) {
+/* The lever options tree_mask_ahead and verify_head_pairs: booleans, off
+ * when unset, a bad value refused with the option's name. */
+static const char *g_bool_key, *g_bool_val;
+static const char *bool_option(void *ctx, const char *plugin, const char *key) {
     (void)ctx;
-    return !strcmp(plugin, "cuda_attn") && !strcmp(key, "tree_mask_ahead") ? g_ahead : NULL;
+    return !strcmp(plugin, "cuda_attn") && !strcmp(key, g_bool_key) ? g_bool_val : NULL;
 }
 
-static void test_tree_ahead_option(void **state) {
+static void test_lever_bool_options(void **state) {
     (void)state;
-    char err[256] = "";
-    const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
-                                 .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = ahead_option};
-    sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.host = &h;
-    a.error = err;
-    a.error_size = sizeof err;
+    const struct {
+        const char *key;
+        int (*read)(const sgl_attn_create_args *, int *);
+    } opts[] = {{"tree_mask_ahead", ca_read_tree_ahead}, {"verify_head_pairs", ca_read_head_pairs}};
     const struct {
         const char *v;
         int want;
-    } ok[] = {{NULL, 0}, {"", 0}, {"1", 1}, {"on", 1}, {"0", 0}, {"false", 0}};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    } ok[] = {{NULL, 0}, {"", 0}, {"1", 1}, {"on", 1}, {"yes", 1}, {"0", 0}, {"false", 0}, {"off", 0}};
+    for (size_t j = 0; j < sizeof opts / sizeof opts[0]; j++) {
+        char err[256] = "";
+        const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
+                                     .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = bool_option};
+        sgl_attn_create_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.host = &h;
+        a.error = err;
+        a.error_size = sizeof err;
+        g_bool_key = opts[j].key;
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+            int o = -7;
+            g_bool_val = ok[i].v;
+            assert_int_equal(opts[j].read(&a, &o), 0);
+            assert_int_equal(o, ok[i].want);
+        }
         int o = -7;
-        g_ahead = ok[i].v;
-        assert_int_equal(ca_read_tree_ahead(&a, &o), 0);
-        assert_int_equal(o, ok[i].want);
+        g_bool_val = "pairs";
+        assert_int_equal(opts[j].read(&a, &o), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, opts[j].key));
     }
-    int o = -7;
-    g_ahead = "2";
-    assert_int_equal(ca_read_tree_ahead(&a, &o), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "tree_mask_ahead"));
-}
-
-/* The lever option verify_head_pairs: the same rules. */
-static const char *g_pairs;
-static const char *pairs_option(void *ctx, const char *plugin, const char *key) {
-    (void)ctx;
-    return !strcmp(plugin, "cuda_attn") && !strcmp(key, "verify_head_pairs") ? g_pairs : NULL;
-}
-
-static void test_head_pairs_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
-                                 .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = pairs_option};
-    sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.host = &h;
-    a.error = err;
-    a.error_size = sizeof err;
-    const struct {
-        const char *v;
-        int want;
-    } ok[] = {{NULL, 0}, {"", 0}, {"1", 1}, {"yes", 1}, {"0", 0}, {"off", 0}};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        int o = -7;
-        g_pairs = ok[i].v;
-        assert_int_equal(ca_read_head_pairs(&a, &o), 0);
-        assert_int_equal(o, ok[i].want);
-    }
-    int o = -7;
-    g_pairs = "pairs";
-    assert_int_equal(ca_read_head_pairs(&a, &o), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "verify_head_pairs"));
 }
 
 /* Which kernels run where (cuda_attn_choice.c's rules, written out here). */
@@ -1044,7 +1017,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_fp8_cvt_option), cmocka_unit_test(test_tree_ahead_option), cmocka_unit_test(test_head_pairs_option),        cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_fp8_cvt_option), cmocka_unit_test(test_lever_bool_options),        cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),

@@ -189,6 +189,20 @@ static const sgl_attn_backend_ops ca_ops = {
     .forward_ragged = ca_forward_ragged,
 };
 
+/* A zeroed device buffer made at create: on failure the error names the
+ * size and what it is for (for: "" or " for ..."), and the rc says whether
+ * memory ran out. */
+static int alloc_zeroed(void **mem, size_t bytes, const char *for_what, char *err, size_t err_size) {
+    cudaError_t ce = cudaMalloc(mem, bytes);
+    if (ce == cudaSuccess) ce = cudaMemset(*mem, 0, bytes);
+    if (ce == cudaSuccess) return SGL_ATTN_OK;
+    (void)cudaGetLastError();
+    char what[128];
+    snprintf(what, sizeof what, "create: cudaMalloc/cudaMemset(%zu bytes)%s", bytes, for_what);
+    sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
+    return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+}
+
 /* forward_ragged's kernels (qk 128 and 192, v 128): the wgmma ones where the
  * paged extend would run wgmma (option auto on an SM 9.0 device with the
  * sm_90a image), else the mma ones; a wgmma setup that fails falls back to
@@ -230,16 +244,7 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_at
     const int64_t items = ((int64_t)a->max_tokens + 63) / 64 + a->max_reqs;
     b->rg_max_items = (int32_t)(items < INT32_MAX / 64 ? items : INT32_MAX / 64);
     const size_t bytes = (size_t)b->rg_max_items * sizeof(attn_extend_item) + 16;
-    cudaError_t ce = cudaMalloc(&b->rg_mem, bytes);
-    if (ce == cudaSuccess) ce = cudaMemset(b->rg_mem, 0, bytes);
-    if (ce != cudaSuccess) {
-        (void)cudaGetLastError();
-        char what[96];
-        snprintf(what, sizeof what, "create: cudaMalloc/cudaMemset(%zu bytes) for forward_ragged", bytes);
-        sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
-        return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
-    }
-    return SGL_ATTN_OK;
+    return alloc_zeroed(&b->rg_mem, bytes, " for forward_ragged", err, err_size);
 }
 
 /* The split extend's buffers (cuda_attn.h: sp_*), for an fp8 pool where
@@ -272,15 +277,8 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, 
     off = sp_align(off + (size_t)t * row_l);
     const size_t o_lp = off;
     off = sp_align(off + (size_t)t * row_l);
-    cudaError_t ce = cudaMalloc(&b->sp_mem, off);
-    if (ce == cudaSuccess) ce = cudaMemset(b->sp_mem, 0, off);
-    if (ce != cudaSuccess) {
-        (void)cudaGetLastError();
-        char what[112];
-        snprintf(what, sizeof what, "create: cudaMalloc/cudaMemset(%zu bytes) for the fp8 pool's split extend", off);
-        sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
-        return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
-    }
+    const int rc = alloc_zeroed(&b->sp_mem, off, " for the fp8 pool's split extend", err, err_size);
+    if (rc) return rc;
     char *base = (char *)b->sp_mem;
     b->sp_new = (attn_extend_item *)(base + o_new);
     b->sp_pre = (attn_extend_item *)(base + o_pre);
@@ -419,15 +417,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         free(b);
         return rc;
     }
-    ce = cudaMalloc(&b->dev_mem, b->sz.total_bytes);
-    if (ce == cudaSuccess) ce = cudaMemset(b->dev_mem, 0, b->sz.total_bytes);
-    if (ce != cudaSuccess) {
-        (void)cudaGetLastError();
-        char what[96];
-        snprintf(what, sizeof what, "create: cudaMalloc/cudaMemset(%zu bytes)", b->sz.total_bytes);
-        sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
+    if ((rc = alloc_zeroed(&b->dev_mem, b->sz.total_bytes, "", err, err_size))) {
         ca_destroy(&b->base);
-        return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
+        return rc;
     }
     if (b->model_attn_type == SGL_ATTN_TYPE_ENCODER_ONLY && (rc = alloc_iota(b, err, err_size))) {
         ca_destroy(&b->base);
