@@ -130,11 +130,23 @@ static void test_sizing_refuses(void **state) {
     assert_non_null(strstr(err, "num_q_heads 6"));
 }
 
-/* A host whose conf has plugin_options.cuda_attn.kernel = g_kernel (NULL: unset). */
-static const char *g_kernel;
-static const char *kernel_option(void *ctx, const char *plugin, const char *key) {
+/* A host whose conf sets plugin_options.cuda_attn.<g_opt_key> = g_opt_val
+ * (NULL: unset) and nothing else; option_args: create args over it. */
+static const char *g_opt_key, *g_opt_val;
+static const char *one_option(void *ctx, const char *plugin, const char *key) {
     (void)ctx;
-    return !strcmp(plugin, "cuda_attn") && !strcmp(key, "kernel") ? g_kernel : NULL;
+    return !strcmp(plugin, "cuda_attn") && !strcmp(key, g_opt_key) ? g_opt_val : NULL;
+}
+static const sgl_attn_host_api k_opt_host = {.struct_size = sizeof k_opt_host, .abi_major = SGL_ATTN_ABI_MAJOR,
+                                             .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = one_option};
+static void option_args(sgl_attn_create_args *a, const char *key, char *err, size_t err_size) {
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->host = &k_opt_host;
+    a->error = err;
+    a->error_size = err_size;
+    g_opt_key = key;
+    g_opt_val = NULL;
 }
 
 /* The option's values as the creating host gives them, unset and empty as
@@ -143,26 +155,20 @@ static const char *kernel_option(void *ctx, const char *plugin, const char *key)
 static void test_kernel_option(void **state) {
     (void)state;
     char err[256] = "";
-    const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
-                                 .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = kernel_option};
     sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.host = &h;
-    a.error = err;
-    a.error_size = sizeof err;
+    option_args(&a, "kernel", err, sizeof err);
     int o = -7;
     for (int v = 0; v < CA_KERNEL_COUNT_; v++) {
-        g_kernel = ca_kernel_option_name(v);
+        g_opt_val = ca_kernel_option_name(v);
         assert_int_equal(ca_read_options(&a, &o), 0);
         assert_int_equal(o, v);
     }
-    g_kernel = "MMA"; /* any case */
+    g_opt_val = "MMA"; /* any case */
     assert_int_equal(ca_read_options(&a, &o), 0);
     assert_int_equal(o, CA_KERNEL_MMA);
     const char *unset[] = {NULL, ""};
     for (size_t i = 0; i < 2; i++) {
-        g_kernel = unset[i];
+        g_opt_val = unset[i];
         o = -7;
         assert_int_equal(ca_read_options(&a, &o), 0);
         assert_int_equal(o, CA_KERNEL_AUTO);
@@ -170,7 +176,7 @@ static void test_kernel_option(void **state) {
     const char *bad[] = {"fast", "simple", "wgmma", "mma "};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
-        g_kernel = bad[i];
+        g_opt_val = bad[i];
         assert_int_equal(ca_read_options(&a, &o), SGL_ATTN_E_INVALID);
         assert_non_null(strstr(err, "plugin option cuda_attn.kernel"));
         assert_non_null(strstr(err, bad[i]));
@@ -178,16 +184,9 @@ static void test_kernel_option(void **state) {
     }
     /* a 1.0 host (no create_args.host): the defaults */
     a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
-    g_kernel = "bad";
+    g_opt_val = "bad";
     assert_int_equal(ca_read_options(&a, &o), 0);
     assert_int_equal(o, CA_KERNEL_AUTO);
-}
-
-/* A host whose conf has plugin_options.cuda_attn.fp8_cvt = g_fp8_cvt (NULL: unset). */
-static const char *g_fp8_cvt;
-static const char *fp8_cvt_option(void *ctx, const char *plugin, const char *key) {
-    (void)ctx;
-    return !strcmp(plugin, "cuda_attn") && !strcmp(key, "fp8_cvt") ? g_fp8_cvt : NULL;
 }
 
 /* fp8_cvt: hw, int and split read as ATTN_FP8_CVT_*, unset as hw, an unknown
@@ -196,19 +195,13 @@ static const char *fp8_cvt_option(void *ctx, const char *plugin, const char *key
 static void test_fp8_cvt_option(void **state) {
     (void)state;
     char err[256] = "";
-    const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
-                                 .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = fp8_cvt_option};
     sgl_attn_create_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.host = &h;
-    a.error = err;
-    a.error_size = sizeof err;
+    option_args(&a, "fp8_cvt", err, sizeof err);
     int c = -7;
     static const char *const names[] = {"hw", "int", "split"};
     static const int want[] = {ATTN_FP8_CVT_HW, ATTN_FP8_CVT_INT, ATTN_FP8_CVT_SPLIT};
     for (int v = 0; v < 3; v++) {
-        g_fp8_cvt = names[v];
+        g_opt_val = names[v];
         assert_int_equal(ca_read_fp8_cvt(&a, &c), 0);
         assert_int_equal(c, want[v]);
         assert_string_equal(ca_fp8_cvt_name(c), names[v]);
@@ -216,14 +209,14 @@ static void test_fp8_cvt_option(void **state) {
         assert_int_equal(ca_read_options(&a, &k), 0);
         assert_int_equal(k, CA_KERNEL_AUTO);
     }
-    g_fp8_cvt = NULL;
+    g_opt_val = NULL;
     c = -7;
     assert_int_equal(ca_read_fp8_cvt(&a, &c), 0);
     assert_int_equal(c, ATTN_FP8_CVT_HW);
     const char *bad[] = {"bits", "cvt", "3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
-        g_fp8_cvt = bad[i];
+        g_opt_val = bad[i];
         assert_int_equal(ca_read_fp8_cvt(&a, &c), SGL_ATTN_E_INVALID);
         assert_non_null(strstr(err, "plugin option cuda_attn.fp8_cvt"));
         assert_non_null(strstr(err, bad[i]));
@@ -234,12 +227,6 @@ static void test_fp8_cvt_option(void **state) {
 
 /* The lever options tree_mask_ahead and verify_head_pairs: booleans, off
  * when unset, a bad value refused with the option's name. */
-static const char *g_bool_key, *g_bool_val;
-static const char *bool_option(void *ctx, const char *plugin, const char *key) {
-    (void)ctx;
-    return !strcmp(plugin, "cuda_attn") && !strcmp(key, g_bool_key) ? g_bool_val : NULL;
-}
-
 static void test_lever_bool_options(void **state) {
     (void)state;
     const struct {
@@ -252,23 +239,16 @@ static void test_lever_bool_options(void **state) {
     } ok[] = {{NULL, 0}, {"", 0}, {"1", 1}, {"on", 1}, {"yes", 1}, {"0", 0}, {"false", 0}, {"off", 0}};
     for (size_t j = 0; j < sizeof opts / sizeof opts[0]; j++) {
         char err[256] = "";
-        const sgl_attn_host_api h = {.struct_size = sizeof h, .abi_major = SGL_ATTN_ABI_MAJOR,
-                                     .abi_minor_max = SGL_ATTN_ABI_MINOR, .get_option = bool_option};
         sgl_attn_create_args a;
-        memset(&a, 0, sizeof a);
-        a.struct_size = sizeof a;
-        a.host = &h;
-        a.error = err;
-        a.error_size = sizeof err;
-        g_bool_key = opts[j].key;
+        option_args(&a, opts[j].key, err, sizeof err);
         for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
             int o = -7;
-            g_bool_val = ok[i].v;
+            g_opt_val = ok[i].v;
             assert_int_equal(opts[j].read(&a, &o), 0);
             assert_int_equal(o, ok[i].want);
         }
         int o = -7;
-        g_bool_val = "pairs";
+        g_opt_val = "pairs";
         assert_int_equal(opts[j].read(&a, &o), SGL_ATTN_E_INVALID);
         assert_non_null(strstr(err, opts[j].key));
     }
