@@ -36,6 +36,11 @@ $(LINT_LOAD): $(call LINT_OBJ,test_lin_load lt_check) | $(LIN_SOS)
 $(LINT_GPU): $(call LINT_OBJ,test_lin_gpu lt_scen) $(LINT_UTIL) $(OBJDIR)/attnctl/harness/linear_ref.o | $(LIN_SOS)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -ldl -lm $(CUDA_LDLIBS)
+LINT_STACK_GRAPH := $(TESTDIR)/test_lin_stack_graph
+$(LINT_STACK_GRAPH): $(call LINT_OBJ,test_lin_stack_graph) $(LINT_UTIL) $(LIBSGLATTN) | $(LIN_SOS) $(LIBDIR)/libsglattn.so
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS_COMMON) -o $@ $(filter %.o,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' \
+	    -ldl -lm $(CUDA_LDLIBS)
 $(LINT_E2E): $(call LINT_OBJ,test_lin_e2e) $(LINT_UTIL) $(LIBSGLATTN) | $(LIN_SOS) $(LIBDIR)/libsglattn.so
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $(filter %.o,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' \
@@ -99,6 +104,17 @@ $(LINE_SM90_DIR)/%_cuda.so: $(OBJDIR)/$(LIN_DIR)/lin_plugin.%.o $(LINE_SO_OBJS) 
 ALL += $(LINE_SOS) $(LINE_SM90_SOS)
 cuda_linear_emu: $(LINE_SOS) $(LINE_SM90_SOS)
 
+# test_lin_stack_graph_emu: a verify graph through the stack gdn_cuda/cuda_attn of $(LINE_PLUGDIR).  The
+# test links the SM 8.0 emulated runtime and exports it (-rdynamic): each emulated plugin carries its own
+# copy, and the test's, found first, is the one both plugins then call, so that one stream capture records
+# the launches of both (each plugin's own copy would record only its own).
+LINT_STACK_GRAPH_EMU := $(TESTDIR)/test_lin_stack_graph_emu
+$(LINT_STACK_GRAPH_EMU): $(call LINT_OBJ,test_lin_stack_graph) $(LINT_UTIL) $(EMU_SIMT_OBJ) $(EMU_CUDART_SM80_OBJ) \
+                         $(LIBSGLATTN) | $(LINE_SOS) $(CUDA_EMU_SO) $(LIBDIR)/libsglattn.so
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS_COMMON) -rdynamic -o $@ $(filter %.o,$^) -L$(LIBDIR) -lsglattn -Wl,-rpath,'$$ORIGIN/../lib' \
+	    -ldl -lm
+
 # The step (about 3 minutes of one core), every grid's blocks shuffled (EMU_ORDER=shuf: a kernel may not
 # depend on the order its blocks run in; `unit` runs test_lin_emu in order):
 #  - test_lin_emu, every config (each kind and kernel, both state-pass tiles, f32 and bf16 state, f16 / bf16
@@ -123,12 +139,15 @@ LINE_CASE_SET := b=4,q=63,prefix=1 b=4,q=64,prefix=64 b=4,q=65,prefix=127 b=4,q=
 LINE_CASES = $(foreach c,$(LINE_CASE_SET),--case $(1):$(c),dtype=bf16,$(LINE_TC_DIMS)) \
              --case $(1):b=3,q=150,prefix=70,dtype=f16,$(LINE_TC_DIMS)
 LINE_CHECK = EMU_ORDER=shuf $(ATTNCTL) check --plugin-path
-cuda-linear-emu: $(LINT_EMU) $(ATTNCTL) $(LINE_SOS) $(LINE_SM90_SOS) $(CUDA_EMU_SO) $(CUDA_EMU_SM90_SO)
+cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LINE_SM90_SOS) $(CUDA_EMU_SO) \
+                 $(CUDA_EMU_SM90_SO)
 	@echo "== test_lin_emu, blocks shuffled (every config, the graphs, the bad inputs)"
 	@out=$$(EMU_ORDER=shuf $(LINT_EMU) 2>&1); rc=$$?; printf '%s\n' "$$out" | grep -v '^ok' | tail -40; \
 	  echo "$$(printf '%s\n' "$$out" | grep -c '^ok') configs ok"; \
 	  if [ $$rc -ne 0 ]; then printf '%s\n' "$$out" | grep '^FAIL' | head -40; exit 1; fi; \
 	  printf '%s\n' "$$out" | grep -qx '0 failures' || { echo "cuda-linear-emu: test_lin_emu did not run (SKIP?)"; exit 1; }
+	@echo "== a verify graph through gdn_cuda/cuda_attn on the emulator, blocks shuffled"
+	EMU_ORDER=shuf $(LINT_STACK_GRAPH_EMU) $(LINE_PLUGDIR)
 	@set -e; for k in $(LIN_KINDS); do \
 	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled (the whole matrix)"; \
 	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin $${k}_cuda/cuda_attn --no-conf; done
@@ -143,8 +162,8 @@ cuda-linear-emu: $(LINT_EMU) $(ATTNCTL) $(LINE_SOS) $(LINE_SM90_SOS) $(CUDA_EMU_
 	  $(LINE_CHECK) $(LINE_SM90_DIR) --plugin $${k}_cuda/cuda_attn --no-conf; done
 TEST_STEPS += cuda-linear-emu
 
-TESTS += $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E) $(LINT_EMU)
-LINT_TESTS += $(LINT_EMU) $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E)
+TESTS += $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E) $(LINT_EMU) $(LINT_STACK_GRAPH)
+LINT_TESTS += $(LINT_EMU) $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E) $(LINT_STACK_GRAPH)
 ALL += $(LINT_BENCH)
 else
 SKIPPED += cuda_linear_tests

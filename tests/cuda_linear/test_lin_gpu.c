@@ -345,6 +345,152 @@ static void graph_test(int kind, const lt_shape *sh, int caller) {
 }
 
 /* Bad inputs: a clear error naming the argument, nothing launched. */
+/* New random inputs in a layer's captured tensors (the replayed graph reads them there). */
+static void refill_io(lt_scen *s, lt_io *o) {
+    if (o->x.ref) lt_fill_normal(&o->x, &s->r, s->x_sigma);
+    if (o->a.ref) lt_fill_normal(&o->a, &s->r, 1.0);
+    if (o->b.ref) lt_fill_normal(&o->b, &s->r, 1.0);
+    if (o->q.ref) lt_fill_normal(&o->q, &s->r, 0.2);
+    if (o->k.ref) lt_fill_normal(&o->k, &s->r, 0.2);
+    if (o->v.ref) lt_fill_normal(&o->v, &s->r, 1.0);
+}
+
+/* One verify batch (SGL_ATTN_FEAT_GRAPH_VERIFY) of 4 requests x LT_STEPS
+ * draft tokens, keeping the draft states, captured once and replayed: the
+ * same batch, then other slots, padded requests (slot -1), a batch_size
+ * below the captured one (the plan pads the captured grid's other requests: the
+ * previous batch's third request had a slot this one uses),
+ * each with new inputs and followed by state_commit of random accepted steps,
+ * so that the next replay starts from the committed state.  Every replay's
+ * outputs against the float64 reference, padded rows exact zeros.  The hooks
+ * refuse a changed tokens_per_req (E_STATE, naming it) and a replay of a
+ * verify before any verify capture; the graph still replays after a refusal. */
+static void verify_graph_test(int kind, const lt_shape *sh, int caller) {
+    enum { VBS = 4, TPR = LT_STEPS, VT = VBS * TPR };
+    lt_weight_dt = LT_F32;
+    lt_caller_mode = caller;
+    setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
+    setenv("SGL_ATTN_LIN_VT", "auto", 1);
+    setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
+    lt_scen s;
+    char label[96];
+    snprintf(label, sizeof label, "%s verify graph capture/replay%s", plugin_name(kind),
+             caller ? " (caller state+indices)" : "");
+    const int opened = scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 123, label);
+    lt_caller_mode = 0;
+    if (opened != 0) {
+        LT_CHECK(0, "%s: could not create the instance", label);
+        scen_close(&s);
+        return;
+    }
+    const int before = lt_failures;
+    scen_batch(&s, SGL_ATTN_MODE_EXTEND, 6, (int[]){0, 1, 2, 3, 4, 5}, (int[]){5, 66, 1, 20, 9, 3},
+               (int[]){0, 0, 0, 0, 0, 0}, 0);
+    int rc = s.b->ops->init_graph_state(s.b, VBS, VT);
+    LT_CHECK(rc == SGL_ATTN_OK, "init_graph_state: %d %s", rc, s.b->ops->last_error(s.b));
+    int slots[VBS] = {0, 1, 2, 3}, n[VBS] = {TPR, TPR, TPR, TPR}, seq[VBS] = {5 + TPR, 66 + TPR, 1 + TPR, 20 + TPR};
+    lt_tensor si, sl;
+    lt_index_tensor(&si, VBS, slots, 0);
+    lt_index_tensor(&sl, VBS, seq, 0);
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    bt.struct_size = sizeof bt;
+    bt.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
+    bt.batch_size = VBS;
+    bt.num_tokens = VT;
+    bt.page_size = 1;
+    bt.tokens_per_req = TPR;
+    bt.state_indices = &si.t;
+    bt.seq_lens = &sl.t;
+    bt.stream = s.stream;
+    sgl_attn_graph_args g;
+    memset(&g, 0, sizeof g);
+    g.struct_size = sizeof g;
+    g.batch_size = VBS;
+    g.num_tokens = VT;
+    g.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
+    g.batch = &bt;
+    /* nothing captured yet: a verify replay is out of order */
+    rc = s.b->ops->init_forward_metadata_replay(s.b, &g);
+    LT_CHECK(rc == SGL_ATTN_E_STATE && contains(s.b->ops->last_error(s.b), "no verify batch was captured"),
+             "verify replay before a verify capture: %d %s", rc, s.b->ops->last_error(s.b));
+    rc = s.b->ops->init_forward_metadata_capture(s.b, &g);
+    LT_CHECK(rc == SGL_ATTN_OK, "capture hook: %d %s", rc, s.b->ops->last_error(s.b));
+    lt_io io[LT_OWN];
+    s.cur_bs = VBS;
+    memcpy(s.cur_slots, slots, sizeof slots);
+    for (int l = 0; l < LT_OWN; l++) lt_io_make(&s, l, VT, 1, &bt, &io[l]);
+    cudaStream_t st = (cudaStream_t)s.stream;
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
+    for (int l = 0; l < LT_OWN && e == cudaSuccess; l++) {
+        rc = s.b->ops->forward_decode(s.b, &io[l].fa);
+        LT_CHECK(rc == SGL_ATTN_OK, "verify forward under capture: %d %s", rc, s.b->ops->last_error(s.b));
+    }
+    if (e == cudaSuccess) e = cudaStreamEndCapture(st, &graph);
+    if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+    LT_CHECK(e == cudaSuccess, "capture: %s", cudaGetErrorString(e));
+    /* the replays: slots (-1 padding) and batch sizes */
+    static const int rslots[][VBS] = {{0, 1, 2, 3}, {3, 5, 0, 4}, {2, -1, 1, -1}, {1, 3, -1, -1}, {1, 4, 0, 2}};
+    static const int rbs[] = {VBS, VBS, VBS, 2, VBS};
+    static const int acc[][VBS] = {{2, 0, -1, 1}, {1, 2, 0, -1}, {0, -1, 2, -1}, {2, 1, -1, -1}, {1, 1, 0, 2}};
+    const int nrep = (int)(sizeof rbs / sizeof *rbs);
+    for (int rep = 0; rep < nrep && e == cudaSuccess; rep++) {
+        const int bs = rbs[rep], T = bs * TPR;
+        memcpy(slots, rslots[rep], sizeof slots);
+        for (int i = 0; i < VBS; i++) lt_set(&si, (size_t)i, slots[i]);
+        lt_upload(&si);
+        for (int l = 0; l < LT_OWN && caller == 2; l++) { /* the layers' own slots, in place; -1 past bs */
+            for (int i = 0; i < VBS; i++) lt_set(&io[l].csi, (size_t)i, i < bs ? scen_cslot(&s, slots[i]) : -1);
+            lt_upload(&io[l].csi);
+        }
+        for (int l = 0; l < LT_OWN; l++) refill_io(&s, &io[l]);
+        bt.batch_size = g.batch_size = bs;
+        bt.num_tokens = g.num_tokens = T;
+        if (rep == 1) { /* a changed tokens_per_req is refused, then the graph replays as captured */
+            bt.tokens_per_req = TPR - 1;
+            bt.num_tokens = g.num_tokens = bs * (TPR - 1);
+            rc = s.b->ops->init_forward_metadata_replay(s.b, &g);
+            LT_CHECK(rc == SGL_ATTN_E_STATE && contains(s.b->ops->last_error(s.b), "tokens_per_req = 2") &&
+                         contains(s.b->ops->last_error(s.b), "captured with 3"),
+                     "replay with another tokens_per_req: %d %s", rc, s.b->ops->last_error(s.b));
+            rc = s.b->ops->init_forward_metadata_capture(s.b, &g);
+            LT_CHECK(rc == SGL_ATTN_E_STATE && contains(s.b->ops->last_error(s.b), "tokens_per_req"),
+                     "capture with another tokens_per_req: %d %s", rc, s.b->ops->last_error(s.b));
+            bt.tokens_per_req = TPR;
+            bt.num_tokens = g.num_tokens = T;
+        }
+        rc = s.b->ops->init_forward_metadata_replay(s.b, &g);
+        LT_CHECK(rc == SGL_ATTN_OK, "replay hook %d: %d %s", rep, rc, s.b->ops->last_error(s.b));
+        for (int l = 0; l < LT_OWN; l++) lt_poison(&io[l].out);
+        e = cudaGraphLaunch(exec, st);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+        LT_CHECK(e == cudaSuccess, "replay %d: %s", rep, cudaGetErrorString(e));
+        for (int l = 0; l < LT_OWN && e == cudaSuccess; l++) {
+            const size_t full = io[l].out.n; /* the rows of this batch: the captured grid writes the rest */
+            io[l].out.n = full / VT * (size_t)T;
+            lt_io_check(&s, l, &io[l], SGL_ATTN_MODE_TARGET_VERIFY, bs, slots, n, NULL, 1, T);
+            io[l].out.n = full;
+        }
+        /* the replayed verify's draft states, committed (the wrapper's pool: state_commit) */
+        s.verify_bs = bs;
+        memcpy(s.verify_slots, slots, (size_t)bs * sizeof(int));
+        scen_commit(&s, acc[rep]);
+    }
+    scen_check_caller_state(&s);
+    LT_CHECK(s.inner.n_capture == 1 && s.inner.n_replay == nrep && s.inner.n_graph_init == 1,
+             "graph hooks reached the inner %d/%d/%d times (expected 1/1/%d)", s.inner.n_graph_init,
+             s.inner.n_capture, s.inner.n_replay, nrep);
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    for (int l = 0; l < LT_OWN; l++) lt_io_free(&io[l]);
+    lt_free(&si);
+    lt_free(&sl);
+    printf("%-4s %-70s worst NMSE %.3g\n", lt_failures == before ? "ok" : "FAIL", label, s.worst);
+    scen_close(&s);
+}
+
 static void error_tests(void) {
     lt_weight_dt = LT_F32;
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
@@ -868,6 +1014,12 @@ int main(int argc, char **argv) {
         graph_test(KDA, &SH_KDA, 0);
     }
     if (set & (F | Q11 | Q12)) graph_test(GDN, &SH_GDN, 2);
+    if (set & (F | Q1 | Q2 | Q4)) verify_graph_test(GDN, &SH_GDN, 0);
+    if (set & (F | Q4)) {
+        verify_graph_test(MAMBA2, &SH_MAMBA2, 0);
+        verify_graph_test(KDA, &SH_KDA, 0);
+    }
+    if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     if (set & (F | Q1)) error_tests();

@@ -413,6 +413,28 @@ static void test_intersection_random(void **state) {
     assert_true(ok > 100 && refused > 100);
 }
 
+/* A stack captures verify graphs only where both layers' backends do: the
+ * wrapper's own layers and the inner's full-attention layers are in one graph. */
+static void test_stack_graph_verify(void **state) {
+    (void)state;
+    char why[256];
+    for (int w = 0; w < 2; w++)
+        for (int i = 0; i < 2; i++) {
+            sgl_attn_caps own = valid_caps(), inner = valid_caps(), o;
+            own.features |= SGL_ATTN_FEAT_GRAPH_CAPTURE | SGL_ATTN_FEAT_CALLER_STATE;
+            inner.features |= SGL_ATTN_FEAT_GRAPH_CAPTURE;
+            inner.features &= ~(uint32_t)SGL_ATTN_FEAT_CALLER_STATE;
+            if (w) own.features |= SGL_ATTN_FEAT_GRAPH_VERIFY;
+            else own.features &= ~(uint32_t)SGL_ATTN_FEAT_GRAPH_VERIFY;
+            if (i) inner.features |= SGL_ATTN_FEAT_GRAPH_VERIFY;
+            else inner.features &= ~(uint32_t)SGL_ATTN_FEAT_GRAPH_VERIFY;
+            assert_int_equal(stack_caps_intersect(&own, &inner, &o, why, sizeof why), SGL_ATTN_OK);
+            assert_int_equal(!!(o.features & SGL_ATTN_FEAT_GRAPH_VERIFY), w && i);
+            assert_true(o.features & SGL_ATTN_FEAT_GRAPH_CAPTURE);
+            assert_true(o.features & SGL_ATTN_FEAT_CALLER_STATE); /* the wrapper's own, kept */
+        }
+}
+
 static void test_arch_range(void **state) {
     (void)state;
     sgl_attn_caps own = valid_caps(), inner = valid_caps(), o;
@@ -442,7 +464,8 @@ int main(void) {
         cmocka_unit_test(test_caps_check),      cmocka_unit_test(test_descriptor_check),
         cmocka_unit_test(test_negotiate),       cmocka_unit_test(test_elf_diagnosis),
         cmocka_unit_test(test_negotiate_versions),
-        cmocka_unit_test(test_intersection_random), cmocka_unit_test(test_arch_range),
+        cmocka_unit_test(test_intersection_random), cmocka_unit_test(test_stack_graph_verify),
+        cmocka_unit_test(test_arch_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@ the full-attention layer against float64 attention over its pool."""
 from __future__ import annotations
 
 import math
+import os
 import types
 
 import pytest
@@ -477,3 +478,46 @@ def test_linear_call_cached_per_layer_and_rebuilt_when_the_pool_tensors_change(r
     assert made[3].data_ptr() == mc.conv[0][0].data_ptr()
     assert torch.equal(old_conv, snap[0]) and torch.equal(old_ssm, snap[1])  # the old tensors untouched
     assert not torch.equal(mc.temporal[:, 3], snap[1][:, 3]) and not torch.equal(mc.conv[0][:, 3], snap[0][:, 3])
+
+
+def test_verify_graphs_follow_the_stacks_caps(registry, monkeypatch):
+    """sglang captures verify batches in graphs (supports_target_verify_cuda_graph)
+    only where the stack serving the hybrid model declares graph_verify
+    (SGL_ATTN_FEAT_GRAPH_VERIFY): gdn/cpu_ref does not (CPU, no graphs); the
+    same stack with the bit in its features does."""
+    eng = HybridEngine(draft_tokens=3)
+    assert eng.full.stack == ["gdn", "cpu_ref"] and eng.full.linear_backend is not None
+    assert "graph_verify" not in eng.full.backend.features
+    assert eng.full.supports_target_verify_cuda_graph is False
+    create = sglattn.host.Selection.create
+
+    def create_with_bit(self, **kw):
+        be = create(self, **kw)
+        be.features.append("graph_verify")
+        return be
+
+    monkeypatch.setattr(sglattn.host.Selection, "create", create_with_bit)
+    eng = HybridEngine(draft_tokens=3)
+    assert eng.full.stack == ["gdn", "cpu_ref"] and eng.full.linear_backend is not None
+    assert eng.full.supports_target_verify_cuda_graph is True
+
+
+def test_cuda_linear_stack_declares_verify_graphs(build_dir):
+    """The CUDA linear wrapper over cuda_attn (their emulated builds, which
+    probe as SM 8.0 devices) declares graph_verify as a stack: both layers
+    claim it; the CPU stack gdn/cpu_ref does not."""
+    emu = os.path.join(build_dir, "emu-plugins")
+    if not os.path.isfile(os.path.join(emu, "gdn_cuda.so")):
+        pytest.skip(f"no emulated CUDA plugins in {emu} (make cuda_linear_emu)")
+    h = sglattn.Host(emu)
+    try:
+        model = sglattn.Model.load(dict(CFG, torch_dtype="bfloat16"), spec_tokens=3)
+        for stack, want in ((["gdn_cuda", "cuda_attn"], True), (["gdn", "cpu_ref"], False)):
+            be = h.create_stack(stack, model, max_reqs=4, max_tokens=64, max_context=128)
+            try:
+                assert ("graph_verify" in be.features) == want, (stack, be.features)
+                assert "caller_state" in be.features
+            finally:
+                be.close()
+    finally:
+        h.close()

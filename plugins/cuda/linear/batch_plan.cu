@@ -127,6 +127,17 @@ __global__ __launch_bounds__(LIN_PLAN_THREADS) void lin_plan_kernel(lin_plan_arg
         *d.num_chunks = (int32_t)cincl;
     }
     __syncthreads();
+    /* a graph's grid may cover more requests than this batch: they are padding */
+    for (int i = a.bs + tid; i < a.pad_bs; i += nt) {
+        d.req_n[i] = 0;
+        d.req_slot[i] = -1;
+        d.req_init[i] = 0;
+        d.req_tok0[i] = (int32_t)min(tot[0], (int64_t)a.T);
+        d.req_nchunk[i] = 0;
+        d.req_chunk0[i] = (int32_t)tot[1];
+        if (a.verify) d.verify_slot[i] = -1;
+    }
+    for (int t = a.T + tid; t < a.pad_T; t += nt) d.tok_req[t] = -1;
     if (ext && tid == 0 && tot[0] < a.T) lk_flag(d.err, LIN_ERR_SUM, a.bs - 1, tot[0]);
 
     for (int t = tid; t < a.T; t += nt) {

@@ -182,6 +182,10 @@ typedef struct lin_inst {
     int32_t verify_n, verify_steps, verify_kept;
     int32_t graph_max_bs, graph_max_tokens;
     int32_t graph_replaying; /* 1 inside the replay hook: no sync_check */
+    int32_t graph_hook;      /* 1 inside the capture or replay hook: the plan pads to graph_max_bs / tokens */
+    /* verify graphs since init_graph_state: their tokens_per_req (0: none captured) and whether a captured
+     * forward kept intermediate states on the pool (a replay runs no forward, so state_commit needs it) */
+    int32_t graph_verify_tpr, graph_verify_kept;
     /* a batch slot past the pool (an error only for a layer on the pool): found on the host (host-memory
      * state_indices, or sync_check), request pool_over_i (-1: none known); else the device keeps it and the
      * next plan kernel reports it when pool_fwd says a layer used the pool */
@@ -190,6 +194,7 @@ typedef struct lin_inst {
     int32_t pool_fwd;      /* a layer of the planned batch ran on the pool */
     int32_t graph_pool_fwd; /* ... of a captured batch (a replay runs its layers without forward calls) */
     int32_t plan_capturing; /* the planned batch is under stream capture */
+    int32_t plan_graph;     /* ... or planned by the capture hook (the engine captures its forwards next) */
     lin_idx plan_si;       /* the batch's state_indices as the plan kernel read them (device or staged) */
     uint64_t *sb_keys;     /* [2 * max_reqs] state_batch's host check */
     sgl_sdk_cuda_fault fault; /* the plan kernel's first error, read by the next lin_plan (no sync) */

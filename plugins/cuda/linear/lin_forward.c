@@ -254,6 +254,7 @@ static int own_forward(lin_inst *w, const sgl_attn_forward_args *a) {
         w->pool_fwd = 1;
         if (w->plan_capturing) w->graph_pool_fwd = 1;
         if (keep) w->verify_kept = 1;
+        if (keep && w->plan_graph) w->graph_verify_kept = 1;
     }
     return SGL_ATTN_OK;
 }

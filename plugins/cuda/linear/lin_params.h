@@ -79,6 +79,9 @@ typedef struct lin_plan_args {
     lin_idx state_indices, ext_lens, ext_prefix; /* ext_*: extend only */
     int32_t mode, bs, T, tpr, max_reqs, chunk, verify;
     int32_t check_over; /* a layer of the previous batch used the pool: its over[] is a fault */
+    /* graph capture / replay: requests bs..pad_bs-1 and tokens T..pad_T-1 written as padding (no slot, no
+     * tokens), since a replayed graph's kernels run the captured batch's grid, which may be larger */
+    int32_t pad_bs, pad_T;
     sgl_gpu_fault_ref fault; /* the plan's first error, also noted here for the next metadata call */
 } lin_plan_args;
 

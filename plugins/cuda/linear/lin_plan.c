@@ -273,9 +273,14 @@ int lin_plan(lin_inst *w, const sgl_attn_batch *b, int32_t bs, int32_t T, int32_
     /* the previous plan's slot past the pool matters once a layer of its batch used the pool */
     pa.check_over = w->graph_replaying ? w->graph_pool_fwd : w->pool_fwd;
     w->pool_fwd = 0;
+    if (w->graph_hook) {
+        pa.pad_bs = w->graph_max_bs;
+        pa.pad_T = w->graph_max_tokens;
+    }
     pa.fault = w->fault.dev;
     w->plan_si = pa.state_indices;
     w->plan_capturing = capturing;
+    w->plan_graph = capturing || (w->graph_hook && !w->graph_replaying);
     if (capturing) w->graph_pool_fwd = 0;
     int ce = lin_launch_plan(&pa, b->stream);
     if (ce) {
@@ -339,6 +344,8 @@ int lin_init_graph_state(sgl_attn_backend *bb, int32_t max_bs, int32_t max_num_t
     }
     w->graph_max_bs = max_bs;
     w->graph_max_tokens = max_num_tokens;
+    w->graph_verify_tpr = 0;
+    w->graph_verify_kept = 0;
     int (*f)(sgl_attn_backend *, int32_t, int32_t) = LIN_INNER_OP(w, init_graph_state);
     int rc = f ? f(w->inner, max_bs, max_num_tokens) : SGL_ATTN_OK;
     return rc ? lin_inner_failed(w, rc, "init_graph_state") : SGL_ATTN_OK;
@@ -364,10 +371,28 @@ static int graph_meta(lin_inst *w, const sgl_attn_graph_args *g, int replay) {
                     call, g->batch_size, g->num_tokens, w->graph_max_bs, w->graph_max_tokens);
         return SGL_ATTN_E_INVALID;
     }
+    const int verify = g->forward_mode == SGL_ATTN_MODE_TARGET_VERIFY;
+    const int32_t tpr = g->batch->tokens_per_req > 0 ? g->batch->tokens_per_req : 1;
+    if (verify && replay && !w->graph_verify_tpr) {
+        lin_set_err(w, "%s: %s: forward_mode target_verify, but no verify batch was captured since "
+                    "init_graph_state", w->name, call);
+        return SGL_ATTN_E_STATE;
+    }
+    if (verify && w->graph_verify_tpr && tpr != w->graph_verify_tpr) {
+        lin_set_err(w, "%s: %s: batch.tokens_per_req = %d: the verify graphs were captured with %d (the captured "
+                    "kernels step and keep that many tokens per request; one tokens_per_req per init_graph_state)",
+                    w->name, call, tpr, w->graph_verify_tpr);
+        return SGL_ATTN_E_STATE;
+    }
     w->graph_replaying = replay;
+    w->graph_hook = 1;
     int rc = lin_plan(w, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
     w->graph_replaying = 0;
+    w->graph_hook = 0;
     if (rc) return rc;
+    if (verify && !replay) w->graph_verify_tpr = tpr;
+    /* a replayed verify ran its layers without forward calls: what the captures kept stands for them */
+    if (verify && replay) w->verify_kept = w->graph_verify_kept;
     int (*f)(sgl_attn_backend *, const sgl_attn_graph_args *) =
         replay ? LIN_INNER_OP(w, init_forward_metadata_replay) : LIN_INNER_OP(w, init_forward_metadata_capture);
     if (f && (rc = f(w->inner, g))) return lin_inner_failed(w, rc, replay ? "graph replay" : "graph capture");

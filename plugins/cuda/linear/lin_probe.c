@@ -19,6 +19,7 @@ int lin_probe(uint32_t index, sgl_attn_caps *c, int kind) {
     c->features = SGL_ATTN_FEAT_EXTEND | SGL_ATTN_FEAT_DECODE | SGL_ATTN_FEAT_SLIDING_WINDOW | SGL_ATTN_FEAT_SOFTCAP |
                   SGL_ATTN_FEAT_SINKS | SGL_ATTN_FEAT_SPEC_DECODE | SGL_ATTN_FEAT_MLA_EXTEND |
                   SGL_ATTN_FEAT_DIFF_HEAD_DIMS | SGL_ATTN_FEAT_GRAPH_CAPTURE |
+                  SGL_ATTN_FEAT_GRAPH_VERIFY | /* chains only: custom_mask is refused at the plan */
                   SGL_ATTN_FEAT_CALLER_STATE; /* linear_io state tensors, ops->state_batch */
     c->head_dim_qk_max = c->head_dim_v_max = LIN_DIM_MAX;
     c->n_head_dims = 0;
