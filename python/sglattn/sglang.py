@@ -375,8 +375,18 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._verify_lens: Any = None
         self._mask_indptr: Any = None
         # sglang captures verify batches in graphs where the stack says it can
-        # (SGL_ATTN_FEAT_GRAPH_VERIFY); else it runs them eagerly
-        self.supports_target_verify_cuda_graph = "graph_verify" in self.backend.features
+        # (SGL_ATTN_FEAT_GRAPH_VERIFY); else it runs them eagerly.  Not while this
+        # adapter serves linear layers: their verify gathers each request's state
+        # into scratch rows planned once per batch on the host side, and the
+        # commit reads the last plan's rows, neither of which a replay redoes
+        self.verify_graph_refusal = ""
+        if "graph_verify" in self.backend.features and self.linear_backend is not None:
+            self.verify_graph_refusal = (
+                "the linear layers' verify (state gathered into scratch rows per batch, committed from the last "
+                "batch's rows) is planned outside a graph; verify batches run eagerly")
+            log.info("sglattn: %s declares graph_verify, but %s", self.selection.label, self.verify_graph_refusal)
+        self.supports_target_verify_cuda_graph = "graph_verify" in self.backend.features and \
+            not self.verify_graph_refusal
         self._torch = torch
         self._rows = 0
         self._planned: Any = None

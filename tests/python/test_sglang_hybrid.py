@@ -482,13 +482,15 @@ def test_linear_call_cached_per_layer_and_rebuilt_when_the_pool_tensors_change(r
 
 def test_verify_graphs_follow_the_stacks_caps(registry, monkeypatch):
     """sglang captures verify batches in graphs (supports_target_verify_cuda_graph)
-    only where the stack serving the hybrid model declares graph_verify
-    (SGL_ATTN_FEAT_GRAPH_VERIFY): gdn/cpu_ref does not (CPU, no graphs); the
-    same stack with the bit in its features does."""
+    only where the stack declares graph_verify (SGL_ATTN_FEAT_GRAPH_VERIFY):
+    gdn/cpu_ref does not (CPU, no graphs).  With the bit, a stack that serves
+    the full-attention layers only (the linear ones stay with sglang) says
+    yes; one that also serves the linear layers says no, naming why: the
+    adapter plans their verify rows outside any graph."""
     eng = HybridEngine(draft_tokens=3)
     assert eng.full.stack == ["gdn", "cpu_ref"] and eng.full.linear_backend is not None
     assert "graph_verify" not in eng.full.backend.features
-    assert eng.full.supports_target_verify_cuda_graph is False
+    assert eng.full.supports_target_verify_cuda_graph is False and eng.full.verify_graph_refusal == ""
     create = sglattn.host.Selection.create
 
     def create_with_bit(self, **kw):
@@ -499,6 +501,10 @@ def test_verify_graphs_follow_the_stacks_caps(registry, monkeypatch):
     monkeypatch.setattr(sglattn.host.Selection, "create", create_with_bit)
     eng = HybridEngine(draft_tokens=3)
     assert eng.full.stack == ["gdn", "cpu_ref"] and eng.full.linear_backend is not None
+    assert eng.full.supports_target_verify_cuda_graph is False
+    assert "planned outside a graph" in eng.full.verify_graph_refusal
+    eng = HybridEngine(conv_dtype=torch.float64, draft_tokens=3)  # the linear layers stay with sglang
+    assert eng.full.stack == ["cpu_ref"] and eng.full.linear_backend is None
     assert eng.full.supports_target_verify_cuda_graph is True
 
 
