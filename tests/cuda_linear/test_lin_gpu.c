@@ -215,26 +215,33 @@ static void run_cfg(const cfg *c) {
     scen_close(&s);
 }
 
-/* Capture one decode step of both own layers in a CUDA graph; replay it,
- * then change the slots in device memory, re-plan with the replay hook and
- * replay again: the outputs follow the reference each time. */
-static void graph_test(int kind, const lt_shape *sh, int caller) {
+/* The scenario of a graph test: the fast kernels under the plan-time rules,
+ * f32 weights, bf16 activations, f32 state, caller-owned state when asked;
+ * label names the test.  Nonzero (the failure recorded) when it cannot open. */
+static int graph_scen_open(lt_scen *s, int kind, const lt_shape *sh, int caller, uint64_t seed, const char *what,
+                           char *label, size_t label_size) {
     lt_weight_dt = LT_F32;
     lt_caller_mode = caller; /* caller-owned state: the slot kernel and the tensors' pointers captured too */
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
     setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
-    lt_scen s;
-    char label[96];
-    snprintf(label, sizeof label, "%s graph capture/replay%s", plugin_name(kind),
-             caller ? " (caller state+indices)" : "");
-    const int opened = scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 99, label);
+    snprintf(label, label_size, "%s %s%s", plugin_name(kind), what, caller ? " (caller state+indices)" : "");
+    const int opened = scen_open(s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, seed, label);
     lt_caller_mode = 0;
     if (opened != 0) {
         LT_CHECK(0, "%s: could not create the instance", label);
-        scen_close(&s);
-        return;
+        scen_close(s);
     }
+    return opened;
+}
+
+/* Capture one decode step of both own layers in a CUDA graph; replay it,
+ * then change the slots in device memory, re-plan with the replay hook and
+ * replay again: the outputs follow the reference each time. */
+static void graph_test(int kind, const lt_shape *sh, int caller) {
+    lt_scen s;
+    char label[96];
+    if (graph_scen_open(&s, kind, sh, caller, 99, "graph capture/replay", label, sizeof label)) return;
     const int before = lt_failures;
     scen_batch(&s, SGL_ATTN_MODE_EXTEND, 4, (int[]){0, 1, 2, 3}, (int[]){5, 66, 1, 20}, (int[]){0, 0, 0, 0}, 0);
     int rc = s.b->ops->init_graph_state(s.b, 4, 4);
@@ -367,22 +374,9 @@ static void refill_io(lt_scen *s, lt_io *o) {
  * verify before any verify capture; the graph still replays after a refusal. */
 static void verify_graph_test(int kind, const lt_shape *sh, int caller) {
     enum { VBS = 4, TPR = LT_STEPS, VT = VBS * TPR };
-    lt_weight_dt = LT_F32;
-    lt_caller_mode = caller;
-    setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
-    setenv("SGL_ATTN_LIN_VT", "auto", 1);
-    setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
     lt_scen s;
     char label[96];
-    snprintf(label, sizeof label, "%s verify graph capture/replay%s", plugin_name(kind),
-             caller ? " (caller state+indices)" : "");
-    const int opened = scen_open(&s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, 123, label);
-    lt_caller_mode = 0;
-    if (opened != 0) {
-        LT_CHECK(0, "%s: could not create the instance", label);
-        scen_close(&s);
-        return;
-    }
+    if (graph_scen_open(&s, kind, sh, caller, 123, "verify graph capture/replay", label, sizeof label)) return;
     const int before = lt_failures;
     scen_batch(&s, SGL_ATTN_MODE_EXTEND, 6, (int[]){0, 1, 2, 3, 4, 5}, (int[]){5, 66, 1, 20, 9, 3},
                (int[]){0, 0, 0, 0, 0, 0}, 0);

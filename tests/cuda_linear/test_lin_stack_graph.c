@@ -33,11 +33,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include "lt_tiny_model.h"
 #include "lt_util.h"
 #include "sgl_attn.h"
 
-enum { LAYERS = 4, HQ = 4, HKV = 2, D = 128, HK = 2, HV = 4, KD = 128, VD = 128, CW = 4, CONV = 2 * HK * KD + HV * VD,
-       REQS = 6, CTX = 256, SLOTS = 1 + REQS * CTX, MAXT = 256, TPR = 3, VBS = 4, VT = VBS * TPR };
+enum { REQS = 6, CTX = 256, SLOTS = 1 + REQS * CTX, MAXT = 256, TPR = 3, VBS = 4, VT = VBS * TPR };
 
 typedef struct layer_t {
     lt_tensor conv_w, conv_b, A_log, dt_bias, kc, vc; /* weights (gdn) or the KV pool (full) */
@@ -432,24 +432,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     sgl_attn_model m;
-    sgl_attn_model_init(&m);
-    snprintf(m.name, sizeof m.name, "tiny-qwen3-next-mtp");
-    snprintf(m.model_type, sizeof m.model_type, "qwen3_next");
-    m.num_layers = LAYERS;
-    m.num_q_heads = HQ;
-    m.num_kv_heads = HKV;
-    m.head_dim_qk = m.head_dim_v = D;
-    m.dtype = m.kv_dtype = SGL_ATTN_DT_BF16;
-    m.sliding_window = -1;
-    m.hybrid_kind = SGL_ATTN_HYBRID_GDN;
-    memset(m.full_attention_mask, 0, sizeof m.full_attention_mask);
-    m.full_attention_mask[0] = (1u << 1) | (1u << 3);
-    m.lin_num_k_heads = HK;
-    m.lin_num_v_heads = HV;
-    m.lin_head_k_dim = KD;
-    m.lin_head_v_dim = VD;
-    m.lin_conv_kernel = CW;
-    m.lin_state_dtype = SGL_ATTN_DT_F32;
+    lt_tiny_model(&m, "tiny-qwen3-next-mtp");
     m.spec_tokens = TPR;
     run(h, &m);
     sgl_attn_host_close(h);
