@@ -218,9 +218,23 @@ typedef struct hcompare {
     size_t worst_index;
     size_t first_bad;     /* index of the first NaN/Inf/poison, or SIZE_MAX */
     int bad_kind;         /* 0 none, 1 NaN/Inf, 2 never written (poison) */
+    double sum_err2;      /* Σ(x − ref)² and Σ ref² over the finite elements: a family that */
+    double sum_ref2;      /* judges several calls as one output pools these */
 } hcompare;
 
 void hcompare_run(const htensor *x, const double *ref, hcompare *out);
+
+/* One call of a case made of several (the linear family: a prefix, then extend / decode / verify, then
+ * the decode after state_commit), as hcompare_run measured it. */
+typedef struct hcall_err {
+    const char *what;            /* the call, for the message */
+    double err2, ref2, max_abs;  /* Σ(out − ref)², Σ ref², the largest error */
+    size_t n, worst_at;          /* elements compared, where the largest error is */
+} hcall_err;
+/* The calls' verdict (docs/harness.md, "NMSE limits"): each call's mean squared error over the larger
+ * of its own mean squared output and that of all the calls together.  Returns the worst call's index
+ * and sets *score to its value (compared with the dtype's limit); -1 when n <= 0. */
+int hcalls_judge(const hcall_err *calls, int n, double *score);
 /* The documented NMSE limit of a dtype (docs/harness.md). */
 double hthreshold(hdtype t);
 

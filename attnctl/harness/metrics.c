@@ -28,6 +28,8 @@ void hcompare_run(const htensor *x, const double *ref, hcompare *out) {
     }
     out->nmse = den > 0 ? num / den : num;
     out->max_abs_err = worst;
+    out->sum_err2 = num;
+    out->sum_ref2 = den;
     /* An output with NaN, Inf or unwritten elements has no NMSE: NaN (null
      * in JSON), never the NMSE of what happened to be finite. */
     if (out->bad_kind) out->nmse = out->max_abs_err = NAN;

@@ -64,3 +64,8 @@ $(CLI_TEST_TIMING): $(OBJDIR)/tests/cli/test_bench_timing.o $(OBJDIR)/attnctl/ha
 	@mkdir -p $(@D)
 	$(CC) -o $@ $^ $(LDFLAGS_COMMON) -lcmocka -lm
 TESTS += $(CLI_TEST_TIMING)
+CLI_TEST_VERDICT := $(TESTDIR)/test_call_verdict
+$(CLI_TEST_VERDICT): $(OBJDIR)/tests/cli/test_call_verdict.o $(OBJDIR)/attnctl/harness/call_verdict.o
+	@mkdir -p $(@D)
+	$(CC) -o $@ $^ $(LDFLAGS_COMMON) -lcmocka -lm
+TESTS += $(CLI_TEST_VERDICT)
