@@ -34,7 +34,9 @@ HybridLinearAttnBackend (register() wraps attn_backend_wrapper for that),
 and each linear layer runs on sglang's MambaPool tensors as caller-owned
 state, target verify included (the per-draft states in the pool's
 intermediate caches; sglang's update_mamba_state_after_mtp_verify commits
-the accepted step through the stack).
+the accepted step through the stack), in CUDA graphs too where the stack
+declares graph_verify (each graph keeps its slots, verify rows and gather:
+_LinearRows).
 
 For an encoder-decoder model (is_encoder_decoder) the batch carries the
 encoder lengths and slots, and cross-attention layers attend over each

@@ -8,7 +8,9 @@ get_mamba_indices gives.  Prefill (a chunk longer than 64 tokens), extend
 over a prefix, decode and a mixed batch; the linear outputs are checked bit
 for bit against gdn/cpu_ref's pool-owned path and against the float64 path
 on float64 state tensors, the engine's state against that float64 state,
-the full-attention layer against float64 attention over its pool."""
+the full-attention layer against float64 attention over its pool.  Verify
+with its commit, eagerly and through sglang's verify graph order
+(tests/python/sgl_hybrid.py's VerifyGraphRunner) against an eager twin."""
 from __future__ import annotations
 
 import math
@@ -436,6 +438,17 @@ def test_verify_graphs_replay_the_batch_they_are_given(registry):
     res = verify_graphs_against_eager()
     assert res["stack"] == "gdn/cpu_ref"
     assert [(s["requests"], s["graph_bs"]) for s in res["steps"]] == [(4, 4), (3, 4), (1, 2), (2, 2), (4, 4)]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here; on the GPU: PARTS=hybrid_vgraph:180 "
+                                                            "bash bench/gpu/run.sh python_e2e (or this test there)")
+def test_verify_graphs_on_cuda_match_eager(registry):
+    """The same on the GPU with real torch.cuda graphs on gdn_cuda/cuda_attn
+    (bf16 model, float32 MambaPool state): each replay against the eager
+    twin within bf16 error (cuda_attn may split an eager batch of 3 unlike
+    the graph's of 4)."""
+    res = verify_graphs_against_eager("cuda", torch.bfloat16, "sglattn_cuda_attn", tol=2e-2)
+    assert res["stack"] == "gdn_cuda/cuda_attn" and res["supports_target_verify_cuda_graph"], res
 
 
 def test_verify_graph_padding_and_fill_value_slots(registry):
