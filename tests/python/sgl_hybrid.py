@@ -156,7 +156,9 @@ class VerifyGraphRunner:
     replay copies the real batch into the static buffers (a padded request:
     request row 0, seq_lens the fill value, slot 0 for its tokens; its input
     rows keep whatever they held), calls init_forward_metadata_out_graph
-    with the padded batch and replays.
+    with the padded batch and replays.  legacy: the older methods
+    (init_forward_metadata_capture_cuda_graph / _replay_cuda_graph, no
+    in-graph hook), called on both backends as sglang's hybrid backend does.
 
     With CUDA the capture is a torch.cuda.CUDAGraph.  On the CPU there is no
     graph: a replay runs the captured run_once again on the captured batch
@@ -169,12 +171,14 @@ class VerifyGraphRunner:
     init_forward_metadata (_host_graph_plans)."""
 
     HOST_PLAN = ("_fill", "_graph_slots", "_mamba_indices", "init_forward_metadata",
-                 "init_forward_metadata_out_graph")
+                 "init_forward_metadata_out_graph", "init_forward_metadata_capture_cuda_graph",
+                 "init_forward_metadata_replay_cuda_graph")
 
     def __init__(self, eng: HybridEngine, draft: int, capture_bs: Sequence[int] = (2, 4),
-                 cuda_graph: Optional[bool] = None) -> None:
+                 cuda_graph: Optional[bool] = None, legacy: bool = False) -> None:
         self.eng = eng
         self.draft = draft
+        self.legacy = legacy
         self.cuda = eng.device.startswith("cuda") if cuda_graph is None else cuda_graph
         self.capture_bs = sorted(capture_bs)
         self.max_bs = max(capture_bs)
@@ -209,6 +213,17 @@ class VerifyGraphRunner:
         be.init_graph_state = lambda max_bs, max_num_tokens: None
         be.capture = lambda batch, *a, **k: be.init_forward_metadata(batch)
         be.replay = lambda batch, *a, **k: be.init_forward_metadata(batch)
+        # cpu_ref plans from what the batch holds then; the older form's batch gets out_cache_loc and
+        # positions at the first captured forward, so the emulated plan runs again there
+        full = self.eng.full
+        bind = full._bind_graph_batch
+
+        def bind_and_plan(fb: Any) -> None:
+            batch = full._bind_pending
+            bind(fb)
+            be.init_forward_metadata(batch)
+
+        full._bind_graph_batch = bind_and_plan
 
     def _fb(self, bs: int, seq_lens_cpu: torch.Tensor) -> ForwardBatch:
         n = self.draft
@@ -219,14 +234,20 @@ class VerifyGraphRunner:
                             spec_info=EagleVerifyInput(topk=1, draft_token_num=n))
 
     def _run_once(self, bs: int, fb: ForwardBatch) -> List[Any]:
-        self.eng.backend.init_forward_metadata_in_graph(fb)
+        if not self.legacy:
+            self.eng.backend.init_forward_metadata_in_graph(fb)
         T = bs * self.draft
         return run_layers(self.eng, fb, [tuple(t[:T] for t in x) for x in self.inputs])
 
     def capture(self, bs: int) -> None:
         be = self.eng.backend
         fb = self._fb(bs, torch.full((bs,), self.fill, dtype=torch.int32))
-        be.init_forward_metadata_out_graph(fb, in_capture=True)
+        if self.legacy:  # sglang's hybrid backend calls both of its backends' older methods
+            for b in (self.eng.full, self.eng.full.linear_backend):
+                b.init_forward_metadata_capture_cuda_graph(bs, bs * self.draft, fb.req_pool_indices, fb.seq_lens,
+                                                           None, ForwardMode.TARGET_VERIFY, fb.spec_info)
+        else:
+            be.init_forward_metadata_out_graph(fb, in_capture=True)
         for _ in range(2):
             self._run_once(bs, fb)
         if self.cuda:
@@ -270,7 +291,14 @@ class VerifyGraphRunner:
         cpu = torch.full((bs,), self.fill, dtype=torch.int32)
         cpu[:raw] = fb.seq_lens_cpu
         be = self.eng.backend
-        be.init_forward_metadata_out_graph(self._fb(bs, cpu))
+        sfb = self._fb(bs, cpu)
+        if self.legacy:
+            for b in (self.eng.full, self.eng.full.linear_backend):
+                b.init_forward_metadata_replay_cuda_graph(bs, self.req_pool_indices, self.seq_lens,
+                                                          sfb.seq_lens_sum, None, ForwardMode.TARGET_VERIFY,
+                                                          sfb.spec_info, cpu)
+        else:
+            be.init_forward_metadata_out_graph(sfb)
         if self.graphs[bs] is not None:
             self.graphs[bs].replay()
             outs = self.outputs[bs]
@@ -318,7 +346,7 @@ def _close(a: torch.Tensor, b: torch.Tensor, tol: float) -> bool:
 
 def verify_graphs_against_eager(device: str = "cpu", dtype: torch.dtype = torch.float32,
                                 backend: str = "sglattn_cpu_ref", tol: float = 0.0,
-                                state_dtype: torch.dtype = torch.float32) -> Dict[str, Any]:
+                                state_dtype: torch.dtype = torch.float32, legacy: bool = False) -> Dict[str, Any]:
     """Two twins of one hybrid model (same weights, pools and inputs): one
     runs every step eagerly, the other captures verify graphs of 2 and 4
     requests x 3 draft tokens before any request exists, then replays
@@ -335,7 +363,7 @@ def verify_graphs_against_eager(device: str = "cpu", dtype: torch.dtype = torch.
     eager = HybridEngine(graphs=False, **kw)  # type: ignore[arg-type]
     graph = HybridEngine(graphs=device.startswith("cuda"), **kw)  # type: ignore[arg-type]
     assert graph.full.linear_backend is not None, graph.full.linear_refusal
-    runner = VerifyGraphRunner(graph, N, capture_bs=(2, 4))
+    runner = VerifyGraphRunner(graph, N, capture_bs=(2, 4), legacy=legacy)
     g = torch.Generator().manual_seed(5)
     slots = {"a": 9, "b": 4, "c": 7, "d": 2}
     for e in (eager, graph):

@@ -425,7 +425,8 @@ def test_verify_graphs_follow_the_stacks_caps(registry, monkeypatch):
     assert eng.full.supports_target_verify_cuda_graph is True
 
 
-def test_verify_graphs_replay_the_batch_they_are_given(registry):
+@pytest.mark.parametrize("legacy", [False, True], ids=["out_in_graph", "capture_replay"])
+def test_verify_graphs_replay_the_batch_they_are_given(registry, legacy):
     """The linear layers' verify through sglang's graph order on gdn/cpu_ref:
     graphs of 2 and 4 requests captured before any request exists, then
     verify batches of 4, 3 (padded to 4), 1 (padded to 2), 2 and 4 requests
@@ -434,8 +435,10 @@ def test_verify_graphs_replay_the_batch_they_are_given(registry):
     slot and the K/V pool bit for bit an eager twin's.  A CPU replay runs
     what the capture ran with every host-side plan call refused
     (VerifyGraphRunner), so rows or a gather planned outside the graph, or
-    a commit reading another graph's rows, fail here."""
-    res = verify_graphs_against_eager()
+    a commit reading another graph's rows, fail here.  Both graph forms:
+    the current one (rows derived in the in-graph hook) and the older
+    capture/replay methods (derived in their hooks)."""
+    res = verify_graphs_against_eager(legacy=legacy)
     assert res["stack"] == "gdn/cpu_ref"
     assert [(s["requests"], s["graph_bs"]) for s in res["steps"]] == [(4, 4), (3, 4), (1, 2), (2, 2), (4, 4)]
 
