@@ -561,25 +561,24 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
     def _graph_slots(self, key: Tuple[int, int], fb: Any, bs: int, capture: bool) -> "_LinearRows":
         """Outside the graph (capture, and before each replay): the graph's
         slot buffer refilled with the batch's MambaPool slots, -1 for its
-        padded requests.  sglang pads a graph batch at its end with requests
-        of seq_lens = the fill value (its own mamba backend counts them so);
-        here the trailing run of such lengths is padding, so a live request
-        of that length before a longer one stays live.  Two padded requests
-        would otherwise name one slot, which a plan refuses."""
+        padded requests, with device operations only (no host read, so a
+        replay does not wait for the GPU).  sglang's graph runner pads a
+        batch with requests of seq_lens = the fill value whose out_cache_loc
+        entries are 0, the padding slot no live token is given; a padded
+        request is one with both (the fill value alone would also catch a
+        live request of that length).  Two padded requests would otherwise
+        name one slot, which a plan refuses."""
         torch = self._torch
         rec = self._graph_lin.get(key)
         if rec is None or capture:
             rec = self._graph_lin[key] = _LinearRows(
                 torch, torch.full((bs,), -1, dtype=torch.int32, device=fb.req_pool_indices.device))
-        cpu = fb.seq_lens_cpu if fb.seq_lens_cpu is not None else fb.seq_lens
-        lens = [int(v) for v in (cpu.tolist() if hasattr(cpu, "tolist") else cpu)[:bs]]
-        live = len(lens)
-        while live > 0 and lens[live - 1] == self._graph_fill:
-            live -= 1
-        slots = rec.slots
-        if live:
-            slots[:live].copy_(self._mamba_indices(fb)[:live])
-        slots[live:].fill_(-1)
+        pad = fb.seq_lens[:bs] == self._graph_fill
+        ocl = getattr(fb, "out_cache_loc", None)  # the older capture method has none: every request is padding
+        per = int(fb.spec_info.draft_token_num) if fb.forward_mode.is_target_verify() else 1
+        if ocl is not None and int(ocl.shape[0]) >= bs * per:
+            pad &= ocl[0:bs * per:per] == 0
+        rec.slots.copy_(self._mamba_indices(fb)[:bs].masked_fill(pad, -1))
         return rec
 
     def commit_linear_verify(self, last_correct_step_indices: Any, mamba_track_indices: Any = None,

@@ -455,11 +455,12 @@ def test_verify_graphs_on_cuda_match_eager(registry):
 
 
 def test_verify_graph_padding_and_fill_value_slots(registry):
-    """A graph's slot buffer: a padded request (the trailing run of
-    seq_lens = the fill value, as sglang pads) gets slot -1, so no two
-    requests name one slot; a live request of the fill value's length before
-    a longer one keeps its slot; the rows follow the slots, and the commit
-    after a replay reads the replayed graph's rows, not the last captured."""
+    """A graph's slot buffer: a padded request (seq_lens the fill value and
+    its tokens at out_cache_loc 0, as sglang's runner pads) gets slot -1, so
+    no two requests name one slot; a live request whose length is the fill
+    value keeps its slot, at the end of the batch too; the rows follow the
+    slots, and the commit after a replay reads the replayed graph's rows,
+    not those of the graph captured last."""
     eng = HybridEngine(seed=2, draft_tokens=3)
     runner = VerifyGraphRunner(eng, 3, capture_bs=(2, 4))
     full = eng.full
@@ -468,15 +469,19 @@ def test_verify_graph_padding_and_fill_value_slots(registry):
     g = torch.Generator().manual_seed(3)
     eng.run(eng.batch([("a", 1), ("b", 6), ("c", 4)], ForwardMode.EXTEND), eng.inputs(11, g))
     key4, key2 = (4, int(ForwardMode.TARGET_VERIFY)), (2, int(ForwardMode.TARGET_VERIFY))
-    assert full._lin_verify is not full._graph_lin[key4]
-    runner.replay(eng.batch([("a", 3), ("b", 3), ("c", 3)], ForwardMode.TARGET_VERIFY), eng.inputs(9, g))
+    assert full._graph_lin[key2].slots.tolist() == [-1, -1]  # captured: all padding
+    assert full._lin_verify is None
+    out = runner.replay(eng.batch([("b", 3), ("c", 3), ("a", 3)], ForwardMode.TARGET_VERIFY), eng.inputs(9, g))
     rec = full._graph_lin[key4]
     assert full._lin_verify is rec  # not the graph of 2, captured last
-    assert rec.slots.tolist() == [9, 4, 7, -1]  # a: seq_len 1, the fill value, but not trailing
-    assert rec.rows.tolist() == [0, 1, 2, -1] and rec.gather.tolist() == [9, 4, 7, 0]
-    assert full._graph_lin[key2].slots.tolist() == [-1, -1]
-    full.commit_linear_verify(torch.tensor([0, 1, 2]))
+    assert rec.slots.tolist() == [4, 7, 9, -1]  # a: seq_len 1, the fill value, last of the live ones
+    assert rec.rows.tolist() == [0, 1, 2, -1] and rec.gather.tolist() == [4, 7, 9, 0]
+    assert all(torch.isfinite(o).all() for o in out)
+    full.commit_linear_verify(torch.tensor([-1, -1, -1]))  # nothing accepted
     assert full._lin_verify is None
+    eng.reqs["a"][1], eng.reqs["c"][1] = 1, 4
+    runner.replay(eng.batch([("c", 3), ("a", 3)], ForwardMode.TARGET_VERIFY), eng.inputs(6, g))
+    assert full._lin_verify is full._graph_lin[key2] and full._graph_lin[key2].slots.tolist() == [7, 9]
 
 
 def test_cuda_linear_stack_declares_verify_graphs(build_dir):
