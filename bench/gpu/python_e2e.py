@@ -22,8 +22,9 @@
             3 draft tokens captured in torch.cuda graphs of 2 and 4 requests, replayed
             with 4, 3 (padded), 1 (padded), 2 and 4 requests, each committed through
             update_mamba_state_after_mtp_verify; outputs, MambaPool states and the K/V
-            pool against an eager twin (verify_graphs_against_eager); eager and replay
-            times of one verify step of 4 requests
+            pool against an eager twin (verify_graphs_against_eager); decode graphs the
+            same way (decode_graphs_against_eager); eager and replay times of one
+            verify step of 4 requests
 
 Each part writes <out>/<part>.json with the GPU, date and commit, "ok", and its
 numbers; a part that fails writes its error and traceback.  --cpu runs the same
@@ -504,7 +505,7 @@ def part_hybrid(a: argparse.Namespace) -> Dict[str, Any]:
 
 def part_hybrid_vgraph(a: argparse.Namespace) -> Dict[str, Any]:
     import sglattn.sglang as ss
-    from sgl_hybrid import HybridEngine, VerifyGraphRunner, verify_graphs_against_eager
+    from sgl_hybrid import HybridEngine, HybridGraphRunner, decode_graphs_against_eager, verify_graphs_against_eager
     from sglang.srt.model_executor.forward_batch_info import ForwardMode
 
     ss.register()  # the stub sglang's registry, as the tests' fixture does
@@ -513,10 +514,11 @@ def part_hybrid_vgraph(a: argparse.Namespace) -> Dict[str, Any]:
         ("cuda", torch.bfloat16, "sglattn_cuda_attn", 2e-2)
     res: Dict[str, Any] = {"tolerance": tol or "bit for bit"}
     res.update(verify_graphs_against_eager(dev, dt, name, tol=tol))
+    res["decode_graphs"] = decode_graphs_against_eager(dev, dt, name, tol=tol)
     # one verify step of 4 requests x 3 draft tokens: eager (plan + 4 layers) against the replay
     # (out-of-graph call + graph), the model's layers only (no commit)
     eng = HybridEngine(seed=1, draft_tokens=3, device=dev, dtype=dt, backend=name, graphs=not cpu)
-    runner = VerifyGraphRunner(eng, 3, capture_bs=(4,))
+    runner = HybridGraphRunner(eng, 3, capture_bs=(4,))
     for i, s in enumerate((9, 4, 7, 2)):
         eng.add(f"r{i}", s)
     g = torch.Generator().manual_seed(2)

@@ -3,8 +3,8 @@ full-attention layer) as sglang builds and drives it, over the stub `sglang`
 package: its HybridReqToTokenPool / MambaPool and token pool, the model
 runner, the backend tree (a registered sglattn factory, then
 attn_backend_wrapper, which register() has wrapped) and the layers with
-random GDN weights.  VerifyGraphRunner captures TARGET_VERIFY batches in
-sglang's graph call order and replays real batches padded to the captured
+random GDN weights.  HybridGraphRunner captures TARGET_VERIFY (or DECODE)
+batches in sglang's graph call order and replays real batches padded to the captured
 size; verify_graphs_against_eager checks such replays against an eager twin.
 
 Used by tests/python/test_sglang_hybrid.py (CPU, gdn/cpu_ref) and
@@ -146,9 +146,9 @@ def run_layers(eng: HybridEngine, fb: ForwardBatch, inputs: Sequence[Tuple[torch
     return outs
 
 
-class VerifyGraphRunner:
+class HybridGraphRunner:
     """sglang's graph runner for TARGET_VERIFY batches (chains, `draft`
-    tokens per request), reduced to the attention calls and their order
+    tokens per request; or DECODE batches with mode= and draft 1), reduced to the attention calls and their order
     (the current form): init_cuda_graph_state once; per batch size, largest
     first, init_forward_metadata_out_graph(fb, in_capture=True) outside the
     graph, then run_once = init_forward_metadata_in_graph(fb) + every layer
@@ -175,10 +175,12 @@ class VerifyGraphRunner:
                  "init_forward_metadata_replay_cuda_graph")
 
     def __init__(self, eng: HybridEngine, draft: int, capture_bs: Sequence[int] = (2, 4),
-                 cuda_graph: Optional[bool] = None, legacy: bool = False) -> None:
+                 cuda_graph: Optional[bool] = None, legacy: bool = False,
+                 mode: ForwardMode = ForwardMode.TARGET_VERIFY) -> None:
         self.eng = eng
         self.draft = draft
         self.legacy = legacy
+        self.mode = mode
         self.cuda = eng.device.startswith("cuda") if cuda_graph is None else cuda_graph
         self.capture_bs = sorted(capture_bs)
         self.max_bs = max(capture_bs)
@@ -227,11 +229,12 @@ class VerifyGraphRunner:
 
     def _fb(self, bs: int, seq_lens_cpu: torch.Tensor) -> ForwardBatch:
         n = self.draft
-        return ForwardBatch(forward_mode=ForwardMode.TARGET_VERIFY, batch_size=bs, input_ids=None,
+        spec = EagleVerifyInput(topk=1, draft_token_num=n) if self.mode == ForwardMode.TARGET_VERIFY else None
+        return ForwardBatch(forward_mode=self.mode, batch_size=bs, input_ids=None,
                             req_pool_indices=self.req_pool_indices[:bs], seq_lens=self.seq_lens[:bs],
                             out_cache_loc=self.out_cache_loc[:bs * n], seq_lens_sum=int(seq_lens_cpu.sum()),
                             seq_lens_cpu=seq_lens_cpu, positions=self.positions[:bs * n],
-                            spec_info=EagleVerifyInput(topk=1, draft_token_num=n))
+                            spec_info=spec)
 
     def _run_once(self, bs: int, fb: ForwardBatch) -> List[Any]:
         if not self.legacy:
@@ -245,7 +248,7 @@ class VerifyGraphRunner:
         if self.legacy:  # sglang's hybrid backend calls both of its backends' older methods
             for b in (self.eng.full, self.eng.full.linear_backend):
                 b.init_forward_metadata_capture_cuda_graph(bs, bs * self.draft, fb.req_pool_indices, fb.seq_lens,
-                                                           None, ForwardMode.TARGET_VERIFY, fb.spec_info)
+                                                           None, self.mode, fb.spec_info)
         else:
             be.init_forward_metadata_out_graph(fb, in_capture=True)
         for _ in range(2):
@@ -295,7 +298,7 @@ class VerifyGraphRunner:
         if self.legacy:
             for b in (self.eng.full, self.eng.full.linear_backend):
                 b.init_forward_metadata_replay_cuda_graph(bs, self.req_pool_indices, self.seq_lens,
-                                                          sfb.seq_lens_sum, None, ForwardMode.TARGET_VERIFY,
+                                                          sfb.seq_lens_sum, None, self.mode,
                                                           sfb.spec_info, cpu)
         else:
             be.init_forward_metadata_out_graph(sfb)
@@ -310,7 +313,7 @@ class VerifyGraphRunner:
         full = self.eng.full
         # a replay runs no Python: what the adapter holds after it is what init_forward_metadata_out_graph left
         after_out_graph, bound = dict(full.__dict__), full.backend._batch
-        batch = full._graph_batches[(bs, int(ForwardMode.TARGET_VERIFY))]
+        batch = full._graph_batches[(bs, int(self.mode))]
         full._batch, full._rows = batch, batch.num_tokens
         full.backend._bind(batch)
 
@@ -363,7 +366,7 @@ def verify_graphs_against_eager(device: str = "cpu", dtype: torch.dtype = torch.
     eager = HybridEngine(graphs=False, **kw)  # type: ignore[arg-type]
     graph = HybridEngine(graphs=device.startswith("cuda"), **kw)  # type: ignore[arg-type]
     assert graph.full.linear_backend is not None, graph.full.linear_refusal
-    runner = VerifyGraphRunner(graph, N, capture_bs=(2, 4), legacy=legacy)
+    runner = HybridGraphRunner(graph, N, capture_bs=(2, 4), legacy=legacy)
     g = torch.Generator().manual_seed(5)
     slots = {"a": 9, "b": 4, "c": 7, "d": 2}
     for e in (eager, graph):
@@ -415,3 +418,42 @@ def verify_graphs_against_eager(device: str = "cpu", dtype: torch.dtype = torch.
         ran.append({"requests": len(rids), "graph_bs": runner.bucket(len(rids)), "accepted": accepted})
     return {"steps": ran, "stack": graph.full.selection.label,
             "supports_target_verify_cuda_graph": bool(graph.full.supports_target_verify_cuda_graph)}
+
+
+def decode_graphs_against_eager(device: str = "cpu", dtype: torch.dtype = torch.float32,
+                                backend: str = "sglattn_cpu_ref", tol: float = 0.0) -> Dict[str, Any]:
+    """A hybrid model without speculative decoding: decode graphs of 2 and 4
+    requests on one twin, replayed with 3 (padded), 4, 1 (padded) and 2
+    requests, against the eager twin: outputs, every MambaPool slot (each
+    replay writes the live requests' states, the padded ones none) and the
+    K/V pool."""
+    kw = dict(seed=12, device=device, dtype=dtype, backend=backend)
+    eager = HybridEngine(graphs=False, **kw)  # type: ignore[arg-type]
+    graph = HybridEngine(graphs=device.startswith("cuda"), **kw)  # type: ignore[arg-type]
+    assert graph.full.linear_backend is not None, graph.full.linear_refusal
+    runner = HybridGraphRunner(graph, 1, capture_bs=(2, 4), mode=ForwardMode.DECODE)
+    g = torch.Generator().manual_seed(6)
+    for e in (eager, graph):
+        for r, s in (("a", 9), ("b", 4), ("c", 7), ("d", 2)):
+            e.add(r, s)
+    prefill = [("a", 1), ("b", 20), ("c", 5), ("d", 70)]
+    x = eager.inputs(sum(n for _, n in prefill), g)
+    for e in (eager, graph):
+        e.run(e.batch(prefill, ForwardMode.EXTEND), x)
+    ran = []
+    for i, rids in enumerate((["b", "a", "c"], ["a", "b", "c", "d"], ["d"], ["c", "a"], ["d", "c", "b"])):
+        items = [(r, 1) for r in rids]
+        x = eager.inputs(len(rids), g)
+        want = eager.run(eager.batch(items, ForwardMode.DECODE), x)
+        got = runner.replay(graph.batch(items, ForwardMode.DECODE), x)
+        for lid, (o, w) in enumerate(zip(got, want)):
+            w = w[0] if w.dim() == 4 else w
+            assert _close(o, w, tol), f"decode step {i} ({len(rids)} requests): layer {lid}'s output"
+        for lid in range(3):
+            for t_e, t_g, what in zip(eager.mamba(lid), graph.mamba(lid), ("conv", "ssm")):
+                for s in range(1, MAMBA_SLOTS + 1):
+                    assert _close(t_g[s], t_e[s], tol), f"decode step {i}: layer {lid} {what} slot {s}"
+        for t_e, t_g in zip(eager.kv_pool.get_kv_buffer(3), graph.kv_pool.get_kv_buffer(3)):
+            assert _close(t_g[1:], t_e[1:], tol), f"decode step {i}: the full-attention layer's K/V pool"
+        ran.append({"requests": len(rids), "graph_bs": runner.bucket(len(rids))})
+    return {"steps": ran, "stack": graph.full.selection.label}

@@ -10,7 +10,7 @@ for bit against gdn/cpu_ref's pool-owned path and against the float64 path
 on float64 state tensors, the engine's state against that float64 state,
 the full-attention layer against float64 attention over its pool.  Verify
 with its commit, eagerly and through sglang's verify graph order
-(tests/python/sgl_hybrid.py's VerifyGraphRunner) against an eager twin."""
+(tests/python/sgl_hybrid.py's HybridGraphRunner) against an eager twin."""
 from __future__ import annotations
 
 import math
@@ -30,7 +30,7 @@ from sglang.srt.layers.radix_attention import RadixAttention
 from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
 from sgl_hybrid import (CFG, CONV, CTX, D, FULL, HKV, HQ, HV, MAMBA_SLOTS, MAX_REQS, TOKENS, K, V, W, HybridEngine,
-                        VerifyGraphRunner, verify_graphs_against_eager)
+                        HybridGraphRunner, decode_graphs_against_eager, verify_graphs_against_eager)
 
 
 @pytest.fixture()
@@ -434,13 +434,22 @@ def test_verify_graphs_replay_the_batch_they_are_given(registry, legacy):
     once) and some followed by a decode: every output row, every MambaPool
     slot and the K/V pool bit for bit an eager twin's.  A CPU replay runs
     what the capture ran with every host-side plan call refused
-    (VerifyGraphRunner), so rows or a gather planned outside the graph, or
+    (HybridGraphRunner), so rows or a gather planned outside the graph, or
     a commit reading another graph's rows, fail here.  Both graph forms:
     the current one (rows derived in the in-graph hook) and the older
     capture/replay methods (derived in their hooks)."""
     res = verify_graphs_against_eager(legacy=legacy)
     assert res["stack"] == "gdn/cpu_ref"
     assert [(s["requests"], s["graph_bs"]) for s in res["steps"]] == [(4, 4), (3, 4), (1, 2), (2, 2), (4, 4)]
+
+
+def test_decode_graphs_of_a_hybrid_model_pad_with_no_slot(registry):
+    """Decode graphs of the hybrid model (no speculative decoding): replays of
+    fewer requests than captured give the padded ones slot -1 (before, they
+    all named request row 0's slot, which a plan refuses), and every output,
+    state and K/V row is bit for bit an eager twin's."""
+    res = decode_graphs_against_eager()
+    assert [(s["requests"], s["graph_bs"]) for s in res["steps"]] == [(3, 4), (4, 4), (1, 2), (2, 2), (3, 4)]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here; on the GPU: PARTS=hybrid_vgraph:180 "
@@ -452,6 +461,7 @@ def test_verify_graphs_on_cuda_match_eager(registry):
     the graph's of 4)."""
     res = verify_graphs_against_eager("cuda", torch.bfloat16, "sglattn_cuda_attn", tol=2e-2)
     assert res["stack"] == "gdn_cuda/cuda_attn" and res["supports_target_verify_cuda_graph"], res
+    decode_graphs_against_eager("cuda", torch.bfloat16, "sglattn_cuda_attn", tol=2e-2)
 
 
 def test_verify_graph_padding_and_fill_value_slots(registry):
@@ -462,7 +472,7 @@ def test_verify_graph_padding_and_fill_value_slots(registry):
     slots, and the commit after a replay reads the replayed graph's rows,
     not those of the graph captured last."""
     eng = HybridEngine(seed=2, draft_tokens=3)
-    runner = VerifyGraphRunner(eng, 3, capture_bs=(2, 4))
+    runner = HybridGraphRunner(eng, 3, capture_bs=(2, 4))
     full = eng.full
     for r, s in (("a", 9), ("b", 4), ("c", 7)):
         eng.add(r, s)
