@@ -17,6 +17,14 @@
             full-attention layer through a Layer) against gdn/cpu_ref in float32; the
             sglang adapter on the same config; transformers' generate_batch with
             paged|sglattn on it, or why it could not run
+  hybrid_vgraph  the sglang adapter serving both halves of a tiny Qwen3-Next-shaped model
+            (tests/python/sgl_hybrid.py) on gdn_cuda/cuda_attn: TARGET_VERIFY batches of
+            3 draft tokens captured in torch.cuda graphs of 2 and 4 requests, replayed
+            with 4, 3 (padded), 1 (padded), 2 and 4 requests, each committed through
+            update_mamba_state_after_mtp_verify; outputs, MambaPool states and the K/V
+            pool against an eager twin (verify_graphs_against_eager); decode graphs the
+            same way (decode_graphs_against_eager); eager and replay times of one
+            verify step of 4 requests
 
 Each part writes <out>/<part>.json with the GPU, date and commit, "ok", and its
 numbers; a part that fails writes its error and traceback.  --cpu runs the same
@@ -495,7 +503,38 @@ def part_hybrid(a: argparse.Namespace) -> Dict[str, Any]:
     return res
 
 
-PARTS = {"overhead": part_overhead, "stub": part_stub, "models": part_models, "hybrid": part_hybrid}
+def part_hybrid_vgraph(a: argparse.Namespace) -> Dict[str, Any]:
+    import sglattn.sglang as ss
+    from sgl_hybrid import HybridEngine, HybridGraphRunner, decode_graphs_against_eager, verify_graphs_against_eager
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+
+    ss.register()  # the stub sglang's registry, as the tests' fixture does
+    cpu = a.cpu
+    dev, dt, name, tol = ("cpu", torch.float32, "sglattn_cpu_ref", 0.0) if cpu else \
+        ("cuda", torch.bfloat16, "sglattn_cuda_attn", 2e-2)
+    res: Dict[str, Any] = {"tolerance": tol or "bit for bit"}
+    res.update(verify_graphs_against_eager(dev, dt, name, tol=tol))
+    res["decode_graphs"] = decode_graphs_against_eager(dev, dt, name, tol=tol)
+    # one verify step of 4 requests x 3 draft tokens: eager (plan + 4 layers) against the replay
+    # (out-of-graph call + graph), the model's layers only (no commit)
+    eng = HybridEngine(seed=1, draft_tokens=3, device=dev, dtype=dt, backend=name, graphs=not cpu)
+    runner = HybridGraphRunner(eng, 3, capture_bs=(4,))
+    for i, s in enumerate((9, 4, 7, 2)):
+        eng.add(f"r{i}", s)
+    g = torch.Generator().manual_seed(2)
+    items = [(f"r{i}", 16) for i in range(4)]
+    eng.run(eng.batch(items, ForwardMode.EXTEND), eng.inputs(64, g))
+    fb = eng.batch([(r, 3) for r, _ in items], ForwardMode.TARGET_VERIFY)
+    x = eng.inputs(12, g)
+    reps = 5 if cpu else 200
+    res["verify_step_ms"] = {"eager": timed(lambda: eng.run(fb, x), cpu, reps),
+                             "graph_replay": timed(lambda: runner.replay(fb, x), cpu, reps)}
+    res["ok"] = True
+    return res
+
+
+PARTS = {"overhead": part_overhead, "stub": part_stub, "models": part_models, "hybrid": part_hybrid,
+         "hybrid_vgraph": part_hybrid_vgraph}
 
 
 def main() -> int:

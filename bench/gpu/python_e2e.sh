@@ -6,7 +6,9 @@
 # paged|sdpa against paged|sglattn on Llama and Qwen3), hybrid (a Qwen3-Next-shaped
 # stack through the package; what could not run).  Each part writes
 # $OUT/<part>.json (GPU, date, commit) and $OUT/<part>.log; a part that fails or
-# runs past its cap reports and the next one runs.
+# runs past its cap reports and the next one runs.  hybrid_vgraph (not a default
+# part): the adapter's verify graphs on a hybrid model against an eager twin
+# (tests/python/sgl_hybrid.py), PARTS="hybrid_vgraph:180".
 #   bash bench/gpu/run.sh python_e2e            (from the repo root, prebuilt build/ carried over)
 #   PARTS="stub hybrid" bash bench/gpu/run.sh python_e2e
 # Off the GPU (a dry run of the script on cpu_ref): E2E_ARGS=--cpu PYTHON=/usr/bin/python3

@@ -34,7 +34,9 @@ HybridLinearAttnBackend (register() wraps attn_backend_wrapper for that),
 and each linear layer runs on sglang's MambaPool tensors as caller-owned
 state, target verify included (the per-draft states in the pool's
 intermediate caches; sglang's update_mamba_state_after_mtp_verify commits
-the accepted step through the stack).
+the accepted step through the stack), in CUDA graphs too where the stack
+declares graph_verify (each graph keeps its slots, verify rows and gather:
+_LinearRows).
 
 For an encoder-decoder model (is_encoder_decoder) the batch carries the
 encoder lengths and slots, and cross-attention layers attend over each
@@ -348,10 +350,11 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._lin_layers: Dict[int, Layer] = {}
         self._lin_cache: Dict[int, _LinearLayer] = {}
         self._verify_scratch: Optional[Tuple[Any, Any]] = None
-        self._verify_rows: Any = None
-        self._verify_gather: Any = None
-        self._verify_slots: Any = None
-        self._verify_planned: Any = None
+        # the verify batch whose rows the next linear forwards use and the commit reads
+        self._lin_verify: Optional[_LinearRows] = None
+        # per captured graph (the _graph_batches key): its batch's slots, verify rows and gather
+        self._graph_lin: Dict[Tuple[int, int], _LinearRows] = {}
+        self._graph_fill = 1
         self._mamba_pool: Any = None
         created = self._create_hybrid(model, backend, sizes) if model.is_hybrid else None
         if created is None:
@@ -375,18 +378,10 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._verify_lens: Any = None
         self._mask_indptr: Any = None
         # sglang captures verify batches in graphs where the stack says it can
-        # (SGL_ATTN_FEAT_GRAPH_VERIFY); else it runs them eagerly.  Not while this
-        # adapter serves linear layers: their verify gathers each request's state
-        # into scratch rows planned once per batch on the host side, and the
-        # commit reads the last plan's rows, neither of which a replay redoes
-        self.verify_graph_refusal = ""
-        if "graph_verify" in self.backend.features and self.linear_backend is not None:
-            self.verify_graph_refusal = (
-                "the linear layers' verify (state gathered into scratch rows per batch, committed from the last "
-                "batch's rows) is planned outside a graph; verify batches run eagerly")
-            log.info("sglattn: %s declares graph_verify, but %s", self.selection.label, self.verify_graph_refusal)
-        self.supports_target_verify_cuda_graph = "graph_verify" in self.backend.features and \
-            not self.verify_graph_refusal
+        # (SGL_ATTN_FEAT_GRAPH_VERIFY); else it runs them eagerly.  With the linear
+        # layers served here too, their verify rows and state gather are derived
+        # inside the graph from each graph's own slot buffer (_LinearRows)
+        self.supports_target_verify_cuda_graph = "graph_verify" in self.backend.features
         self._torch = torch
         self._rows = 0
         self._planned: Any = None
@@ -546,36 +541,45 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
             raise NotImplementedError(
                 f"sglattn: tree verify (speculative topk {spec.topk} > 1) on linear-attention layer {lid}: the "
                 f"linear state follows one chain of draft tokens (sgl_attn_linear_io); chains (topk 1) are served")
-        rows = self._verify_rows
-        if rows is None or self._verify_planned is not fb:
-            rows = self._plan_verify_rows(fb)
+        rec = self._lin_verify
+        if rec is None:
+            raise Error(f"sglattn: a verify forward of linear-attention layer {lid} with no verify batch planned "
+                        f"(init_forward_metadata or the graph hooks) before it", "forward_extend")
         torch = self._torch
-        n = rows.shape[0]
+        n = rec.rows.shape[0]
         conv, ssm = e.main
         sc_conv, sc_ssm = lin.tensor("conv_state"), lin.tensor("ssm_state")  # the scratch it was made with
         if n > sc_conv.shape[0]:
             raise NotImplementedError(f"sglattn: a verify batch of {n} requests; the MambaPool's intermediate states "
                                       f"hold {sc_conv.shape[0]} rows (spec_state_size + 1)")
-        gather = self._verify_gather
-        torch.index_select(conv, 0, gather, out=sc_conv[:n])
-        torch.index_select(ssm, 0, gather, out=sc_ssm[:n])
-        lin.set("state_indices", rows)
+        # device ops at fixed addresses: a graph captured here replays them on its own rows
+        torch.index_select(conv, 0, rec.gather, out=sc_conv[:n])
+        torch.index_select(ssm, 0, rec.gather, out=sc_ssm[:n])
+        lin.set("state_indices", rec.rows)
         return lin
 
-    def _plan_verify_rows(self, fb: Any) -> Any:
-        """Per verify batch: each request's row (i, or -1 for a padded one)
-        and the slot its state is gathered from (a padded request reads
-        slot 0, sglang's padding slot, into a row nothing uses)."""
+    def _graph_slots(self, key: Tuple[int, int], fb: Any, bs: int, capture: bool) -> "_LinearRows":
+        """Outside the graph (capture, and before each replay): the graph's
+        slot buffer refilled with the batch's MambaPool slots, -1 for its
+        padded requests, with device operations only (no host read, so a
+        replay does not wait for the GPU).  sglang's graph runner pads a
+        batch with requests of seq_lens = the fill value whose out_cache_loc
+        entries are 0, the padding slot no live token is given; a padded
+        request is one with both (the fill value alone would also catch a
+        live request of that length).  Two padded requests would otherwise
+        name one slot, which a plan refuses."""
         torch = self._torch
-        assert self._batch is not None  # a verify batch is planned
-        slots = self._batch.tensor("state_indices")
-        n = slots.shape[0]
-        ar = torch.arange(n, dtype=torch.int32, device=slots.device)
-        self._verify_rows = torch.where(slots >= 0, ar, -1).to(torch.int32)
-        self._verify_gather = slots.clamp(min=0).to(torch.int64)
-        self._verify_slots = slots
-        self._verify_planned = fb
-        return self._verify_rows
+        rec = self._graph_lin.get(key)
+        if rec is None or capture:
+            rec = self._graph_lin[key] = _LinearRows(
+                torch, torch.full((bs,), -1, dtype=torch.int32, device=fb.req_pool_indices.device))
+        pad = fb.seq_lens[:bs] == self._graph_fill
+        ocl = getattr(fb, "out_cache_loc", None)  # the older capture method has none: every request is padding
+        per = int(fb.spec_info.draft_token_num) if fb.forward_mode.is_target_verify() else 1
+        if ocl is not None and int(ocl.shape[0]) >= bs * per:
+            pad &= ocl[0:bs * per:per] == 0
+        rec.slots.copy_(self._mamba_indices(fb)[:bs].masked_fill(pad, -1))
+        return rec
 
     def commit_linear_verify(self, last_correct_step_indices: Any, mamba_track_indices: Any = None,
                              mamba_steps_to_track: Any = None) -> None:
@@ -587,14 +591,15 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         none).  Per layer, state_batch's commit moves the chosen step into
         the scratch row, and the row is copied to the slot; an entry that
         commits nothing writes sglang's padding slot 0 instead."""
-        if self._verify_planned is None or self._verify_slots is None:
+        rec = self._lin_verify
+        if rec is None:
             raise Error("sglattn: update_mamba_state_after_mtp_verify without a verify batch of linear layers "
                         "before it", "update_mamba_state_after_mtp_verify")
         torch = self._torch
         steps = last_correct_step_indices
         n = int(steps.shape[0])
-        rows = self._verify_rows[:n]
-        slots = self._verify_slots[:n].to(torch.int64)
+        rows = rec.rows[:n]
+        slots = rec.slots[:n].to(torch.int64)
         dst = torch.where((slots >= 0) & (steps >= 0), slots, 0)
         track = None
         if mamba_track_indices is not None:
@@ -615,7 +620,7 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 self.backend.state_batch("commit", rows, steps=st, state=e.verify, stream=self._stream())
                 conv.index_copy_(0, to, sc_conv[:n])
                 ssm.index_copy_(0, to, sc_ssm[:n])
-        self._verify_planned = None
+        self._lin_verify = None
 
     def _linear_refused(self, lid: int) -> str:
         why = self.linear_refusal or "this backend serves full attention only"
@@ -624,17 +629,19 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 f"{why})")
 
     # ------------------------------------------------------------- metadata
-    def _fill(self, batch: Batch, fb: Any, kind: str, bs: Optional[int] = None, replay: bool = False) -> Batch:
+    def _fill(self, batch: Batch, fb: Any, kind: str, bs: Optional[int] = None, replay: bool = False,
+              slots: Any = None) -> Batch:
         """Refill `batch` from an sglang ForwardBatch.  replay: `batch` is a
         captured graph's, refilled for a replay (its tree mask stays at the
-        captured address, docs/abi.md)."""
+        captured address, docs/abi.md).  slots: the linear layers' slot of
+        each request (a graph's buffer, _graph_slots); else sglang's."""
         torch = self._torch
         bs = fb.batch_size if bs is None else bs
         r2t = self.req_to_token_pool.req_to_token
         common = dict(req_pool_indices=fb.req_pool_indices, out_cache_loc=fb.out_cache_loc,
                       positions=fb.positions, page_size=self.page_size, batch_size=bs)
         if self.linear_backend is not None:
-            common["state_indices"] = self._mamba_indices(fb)
+            common["state_indices"] = slots if slots is not None else self._mamba_indices(fb)
         enc = getattr(fb, "encoder_lens", None)
         if enc is not None:
             self._encoder_fields(common, fb, enc, bs)
@@ -701,6 +708,9 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         self._batch = self._fill(self._eager, forward_batch, kind)
         self._rows = self._batch.num_tokens
         self.backend.init_forward_metadata(self._batch)
+        self._lin_verify = None
+        if self.linear_backend is not None and kind == "verify":
+            self._lin_verify = _LinearRows(self._torch, self._batch.tensor("state_indices")).derive()
         if self._mla:
             self._mla_plan(forward_batch, kind)
 
@@ -1102,6 +1112,9 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                       f"graphs; start sglang with --disable-cuda-graph")
         self.backend.init_graph_state(max_bs, max_num_tokens)
         self._graph_batches = {}
+        self._graph_lin = {}
+        if self.linear_backend is not None:  # _graph_slots tells sglang's padded requests by it
+            self._graph_fill = self.backend.graph_seq_len_fill_value()
 
     def get_cuda_graph_seq_len_fill_value(self) -> int:
         return self.backend.graph_seq_len_fill_value()
@@ -1120,24 +1133,41 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                 raise Error(f"sglattn: replay of batch size {key[0]} ({fb.forward_mode.name}) that was never "
                             f"captured", "init_forward_metadata_out_graph")
             batch = self._graph_batches[key] = Batch("idle")
-            self._fill(batch, fb, kind).set_stream(self._stream())
+            slots = self._graph_slots(key, fb, key[0], True) if self.linear_backend is not None else None
+            self._fill(batch, fb, kind, slots=None if slots is None else slots.slots).set_stream(self._stream())
             self._batch = batch
             self._rows = batch.num_tokens
             self._bind_pending = None
             self.backend.capture(batch)
+            self._lin_verify = slots if kind == "verify" else None
             return
-        self._fill(batch, fb, kind, replay=True).set_stream(self._stream())
+        slots = self._graph_slots(key, fb, key[0], False) if self.linear_backend is not None else None
+        self._fill(batch, fb, kind, replay=True, slots=None if slots is None else slots.slots).set_stream(
+            self._stream())
         self.backend.replay(batch)
+        # the commit after this replay reads this graph's rows, which its replay derives
+        self._lin_verify = slots if kind == "verify" else None
 
     def init_forward_metadata_in_graph(self, forward_batch: Any) -> None:
         """Inside the capture: the forwards recorded next launch on the
-        capturing stream."""
+        capturing stream; a verify batch of linear layers derives its rows
+        and gather from its graph's slot buffer here, device ops only, so
+        each replay derives them again from the slots its out-of-graph call
+        wrote."""
         if self._batch is not None:
             self._batch.set_stream(self._stream())
             # a stack that plans on the device records that plan here (ABI 1.2)
             if "graph_device_plan" in self.backend.features and self.backend.supports(
                     "init_forward_metadata_in_graph"):
                 self.backend.in_graph(self._batch)
+        fb = forward_batch
+        if self.linear_backend is not None and fb.forward_mode.is_target_verify():
+            rec = self._graph_lin.get((int(fb.batch_size), int(fb.forward_mode)))
+            if rec is None:
+                raise Error(f"sglattn: init_forward_metadata_in_graph of a verify batch of {fb.batch_size} "
+                            f"requests that init_forward_metadata_out_graph did not capture",
+                            "init_forward_metadata_in_graph")
+            self._lin_verify = rec.derive()
 
     # the older names (sglang trees before the out_graph / in_graph contract)
     def init_forward_metadata_capture_cuda_graph(self, bs: int, num_tokens: int, req_pool_indices: Any,
@@ -1148,12 +1178,16 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
                                       "(init_forward_metadata_capture_cuda_graph) is not served")
         kind = _mode_kind(forward_mode)
         fb = _GraphBatchView(forward_mode, bs, req_pool_indices, seq_lens, spec_info, None)
-        batch = self._graph_batches[(bs, int(forward_mode))] = Batch("idle")
-        self._fill(batch, fb, kind).set_stream(self._stream())
+        key = (bs, int(forward_mode))
+        batch = self._graph_batches[key] = Batch("idle")
+        slots = self._graph_slots(key, fb, bs, True) if self.linear_backend is not None else None
+        self._fill(batch, fb, kind, slots=None if slots is None else slots.slots).set_stream(self._stream())
         self._batch = batch
         self._rows = batch.num_tokens
         self._bind_pending = batch  # out_cache_loc and positions come with the first forward
         self.backend.capture(batch, num_tokens=num_tokens)
+        # no in-graph hook in this form: the rows are derived here and before each replay, outside the graph
+        self._lin_verify = slots.derive() if slots is not None and kind == "verify" else None
 
     def init_forward_metadata_replay_cuda_graph(self, bs: int, req_pool_indices: Any, seq_lens: Any,
                                                 seq_lens_sum: int, encoder_lens: Any, forward_mode: Any,
@@ -1166,8 +1200,12 @@ class SglAttnBackend(_Base):  # type: ignore[misc]  # sglang's class, found at i
         fb = _GraphBatchView(forward_mode, bs, req_pool_indices[:bs], seq_lens[:bs], spec_info,
                              None if seq_lens_cpu is None else seq_lens_cpu[:bs], seq_lens_sum,
                              batch.tensor("out_cache_loc"), batch.tensor("positions"))
-        self._fill(batch, fb, _mode_kind(forward_mode), replay=True).set_stream(self._stream())
+        kind = _mode_kind(forward_mode)
+        slots = self._graph_slots(key, fb, bs, False) if self.linear_backend is not None else None
+        self._fill(batch, fb, kind, replay=True, slots=None if slots is None else slots.slots).set_stream(
+            self._stream())
         self.backend.replay(batch)
+        self._lin_verify = slots.derive() if slots is not None and kind == "verify" else None
 
     def _bind_graph_batch(self, fb: Any) -> None:
         """Older trees capture without out_cache_loc and positions: take the
@@ -1214,6 +1252,13 @@ class SglAttnLinearBackend(_Base):  # type: ignore[misc]  # sglang's class, foun
     def init_cuda_graph_state(self, max_bs: int, max_num_tokens: int) -> None:
         pass
 
+    # the older graph methods (sglang's hybrid backend calls both of its backends)
+    def init_forward_metadata_capture_cuda_graph(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def init_forward_metadata_replay_cuda_graph(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
     def get_cuda_graph_seq_len_fill_value(self) -> int:
         return 1
 
@@ -1252,6 +1297,34 @@ class _LinearLayer:
         self.lin = lin
         self.verify: Optional[LinearInputs] = None
         self.main: Tuple[Any, Any] = (None, None)
+
+
+class _LinearRows:
+    """One batch's linear-state indices on sglang's MambaPool: slots, each
+    request's slot (-1 padded; the batch's state_indices), and for verify
+    rows (request i's scratch and intermediate row: i, or -1 when padded)
+    and gather (the slot its state is gathered from; a padded request
+    reads slot 0 into a row nothing uses).  An eager verify batch has its
+    own; each captured graph keeps one at fixed addresses."""
+
+    __slots__ = ("slots", "rows", "gather", "arange")
+
+    def __init__(self, torch: Any, slots: Any) -> None:
+        n, dev = int(slots.shape[0]), slots.device
+        self.slots = slots
+        self.arange = torch.arange(n, dtype=torch.int32, device=dev)
+        self.rows = torch.full((n,), -1, dtype=torch.int32, device=dev)
+        self.gather = torch.zeros(n, dtype=torch.int64, device=dev)
+
+    def derive(self) -> "_LinearRows":
+        """rows and gather from slots, in place and on the device only (no
+        host read, no new buffer the forwards see): a graph that captures
+        this call replays it on the slots written before the replay."""
+        self.rows.copy_(self.arange)
+        self.rows.masked_fill_(self.slots < 0, -1)
+        self.gather.copy_(self.slots)
+        self.gather.clamp_(min=0)
+        return self
 
 
 class _GraphBatchView:

@@ -8,7 +8,9 @@ get_mamba_indices gives.  Prefill (a chunk longer than 64 tokens), extend
 over a prefix, decode and a mixed batch; the linear outputs are checked bit
 for bit against gdn/cpu_ref's pool-owned path and against the float64 path
 on float64 state tensors, the engine's state against that float64 state,
-the full-attention layer against float64 attention over its pool."""
+the full-attention layer against float64 attention over its pool.  Verify
+with its commit, eagerly and through sglang's verify graph order
+(tests/python/sgl_hybrid.py's HybridGraphRunner) against an eager twin."""
 from __future__ import annotations
 
 import math
@@ -21,28 +23,14 @@ import torch
 import sglattn
 import sglattn.sglang as ss
 from sglang.srt import server_args
-from sglang.srt.configs.model_config import ModelConfig
 from sglang.srt.layers.attention import attention_registry as reg
 from sglang.srt.layers.attention.hybrid_linear_attn_backend import HybridLinearAttnBackend
 from sglang.srt.layers.attention.linear.gdn_backend import GDNAttnBackend
 from sglang.srt.layers.radix_attention import RadixAttention
-from sglang.srt.layers.radix_linear_attention import RadixLinearAttention
-from sglang.srt.mem_cache.memory_pool import HybridReqToTokenPool, MHATokenToKVPool
-from sglang.srt.model_executor.forward_batch_info import ForwardBatch, ForwardMode
+from sglang.srt.model_executor.forward_batch_info import ForwardMode
 from sglang.srt.model_executor.forward_context import ForwardContext, forward_context
-from sglang.srt.model_executor.model_runner import ModelRunner
-from sglang.srt.server_args import ServerArgs
-from sglang.srt.speculative.spec_info import EagleVerifyInput
-
-HQ, HKV, D = 4, 2, 64                      # full attention
-HK, HV, K, V, W = 2, 4, 16, 8, 4           # linear (GDN)
-CONV = 2 * HK * K + HV * V
-LAYERS, FULL = 4, [3]
-MAX_REQS, MAMBA_SLOTS, CTX, TOKENS = 8, 12, 256, 1024
-CFG = {"model_type": "qwen3_next", "num_hidden_layers": LAYERS, "num_attention_heads": HQ,
-       "num_key_value_heads": HKV, "hidden_size": HQ * D, "head_dim": D, "full_attention_interval": 4,
-       "linear_num_key_heads": HK, "linear_num_value_heads": HV, "linear_key_head_dim": K,
-       "linear_value_head_dim": V, "linear_conv_kernel_dim": W, "torch_dtype": "float32"}
+from sgl_hybrid import (CFG, CONV, CTX, D, FULL, HKV, HQ, HV, MAMBA_SLOTS, MAX_REQS, TOKENS, K, V, W, HybridEngine,
+                        HybridGraphRunner, decode_graphs_against_eager, verify_graphs_against_eager)
 
 
 @pytest.fixture()
@@ -55,76 +43,6 @@ def registry(monkeypatch):
     ss._HOST = sglattn.Host()
     ss.register()
     return reg
-
-
-class HybridEngine:
-    """sglang's pools for a hybrid model, its model runner, the backend tree
-    sglang builds (factory, then attn_backend_wrapper) and the model's
-    layers with random GDN weights."""
-
-    def __init__(self, conv_dtype=torch.float32, ssm_dtype=torch.float32, seed=0, draft_tokens=None):
-        self.g = torch.Generator().manual_seed(seed)
-        self.req_pool = HybridReqToTokenPool(size=MAX_REQS, mamba_size=MAMBA_SLOTS, max_context_len=CTX,
-                                             device="cpu", mamba_layer_ids=[0, 1, 2], conv_shape=(CONV, W - 1),
-                                             temporal_shape=(HV, V, K), conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
-                                             speculative_num_draft_tokens=draft_tokens)
-        self.req_pool.alloc(1)  # row 0: padding
-        self.kv_pool = MHATokenToKVPool(TOKENS, 1, torch.float32, HKV, D, LAYERS, "cpu")
-        sa = ServerArgs(page_size=1, max_running_requests=MAX_REQS, max_prefill_tokens=TOKENS,
-                        disable_cuda_graph=True, speculative_num_draft_tokens=draft_tokens)
-        self.runner = ModelRunner(ModelConfig(CFG, context_len=CTX), sa, self.kv_pool, self.req_pool, "cpu",
-                                  torch.float32)
-        self.runner.mambaish_config = self.runner.hybrid_gdn_config = types.SimpleNamespace(
-            full_attention_layer_ids=FULL)
-        self.full = reg.ATTENTION_BACKENDS["sglattn_cpu_ref"](self.runner)
-        self.backend = reg.attn_backend_wrapper(self.runner, self.full)
-        self.runner.attn_backend = self.backend
-        r = lambda *s: torch.randn(*s, generator=self.g)  # noqa: E731
-        self.layers = [RadixLinearAttention(i, HK, HK, HV, K, K, V, r(CONV, W) * 0.5, r(CONV) * 0.1, "silu",
-                                            torch.rand(HV, generator=self.g), r(HV) * 0.1) for i in range(3)]
-        self.layers.append(RadixAttention(HQ, D, D ** -0.5, HKV, 3))
-        self.next_slot = 1
-        self.reqs = {}  # rid -> [row, length]
-
-    def add(self, rid, mamba_slot):
-        row = self.req_pool.alloc(1)[0]
-        self.req_pool.req_index_to_mamba_index_mapping[row] = mamba_slot
-        self.reqs[rid] = [row, 0]
-
-    def batch(self, items, mode):
-        """items [(rid, new tokens)]: an sglang ForwardBatch."""
-        rows, prefix, seq, locs, pos = [], [], [], [], []
-        for rid, n in items:
-            row, length = self.reqs[rid]
-            new = list(range(self.next_slot, self.next_slot + n))
-            self.next_slot += n
-            self.req_pool.req_to_token[row, length:length + n] = torch.tensor(new, dtype=torch.int32)
-            rows.append(row)
-            prefix.append(length)
-            seq.append(length + n)
-            locs += new
-            pos += list(range(length, length + n))
-            self.reqs[rid][1] = length + n
-        ext = [n for _, n in items]
-        i32 = lambda x: torch.tensor(x, dtype=torch.int32)  # noqa: E731
-        i64 = lambda x: torch.tensor(x, dtype=torch.int64)  # noqa: E731
-        kw = {}
-        if mode == ForwardMode.TARGET_VERIFY:
-            seq = prefix
-            kw["spec_info"] = EagleVerifyInput(topk=1, draft_token_num=ext[0])
-        elif mode != ForwardMode.DECODE:
-            kw = dict(extend_num_tokens=sum(ext), extend_seq_lens=i32(ext), extend_prefix_lens=i32(prefix),
-                      extend_start_loc=i32([sum(ext[:i]) for i in range(len(ext))]), extend_prefix_lens_cpu=prefix,
-                      extend_seq_lens_cpu=ext)
-        fb = ForwardBatch(forward_mode=mode, batch_size=len(items), input_ids=torch.zeros(sum(ext), dtype=torch.int64),
-                          req_pool_indices=i64(rows), seq_lens=i32(seq), out_cache_loc=i64(locs),
-                          seq_lens_sum=sum(seq), seq_lens_cpu=i32(seq), positions=i64(pos), **kw)
-        fb._items, fb._prefix = list(items), prefix
-        return fb
-
-    def mamba(self, layer):
-        c = self.req_pool.mamba2_layer_cache(layer)
-        return c.conv[0], c.temporal
 
 
 class LinearReference:
@@ -348,6 +266,8 @@ def test_linear_verify_refused_by_name(registry):
     eng = HybridEngine()
     eng.add("a", 3)
     eng.backend.init_forward_metadata(eng.batch([("a", 5)], ForwardMode.EXTEND))
+    with pytest.raises(sglattn.Error, match=r"update_mamba_state_after_mtp_verify without a verify batch"):
+        eng.backend.update_mamba_state_after_mtp_verify(torch.tensor([0]), None, None, None)
     fb = eng.batch([("a", 3)], ForwardMode.TARGET_VERIFY)
     eng.backend.init_forward_metadata(fb)
     with forward_context(ForwardContext(eng.backend)):
@@ -355,8 +275,6 @@ def test_linear_verify_refused_by_name(registry):
         with pytest.raises(NotImplementedError, match=r"target verify on linear-attention layer 0: the MambaPool "
                                                       r"keeps no intermediate_ssm"):
             eng.layers[0].forward(fb, torch.randn(3, CONV), torch.randn(3, HV), torch.randn(3, HV))
-    with pytest.raises(sglattn.Error, match=r"update_mamba_state_after_mtp_verify without a verify batch"):
-        eng.backend.update_mamba_state_after_mtp_verify(torch.tensor([0]), None, None, None)
     eng = HybridEngine(draft_tokens=3)
     eng.add("a", 3)
     eng.backend.init_forward_metadata(eng.batch([("a", 5)], ForwardMode.EXTEND))
@@ -482,15 +400,14 @@ def test_linear_call_cached_per_layer_and_rebuilt_when_the_pool_tensors_change(r
 
 def test_verify_graphs_follow_the_stacks_caps(registry, monkeypatch):
     """sglang captures verify batches in graphs (supports_target_verify_cuda_graph)
-    only where the stack declares graph_verify (SGL_ATTN_FEAT_GRAPH_VERIFY):
-    gdn/cpu_ref does not (CPU, no graphs).  With the bit, a stack that serves
-    the full-attention layers only (the linear ones stay with sglang) says
-    yes; one that also serves the linear layers says no, naming why: the
-    adapter plans their verify rows outside any graph."""
+    where the stack declares graph_verify (SGL_ATTN_FEAT_GRAPH_VERIFY):
+    gdn/cpu_ref does not (CPU, no graphs).  With the bit, the adapter says
+    yes whether it serves the linear layers too (their verify rows and
+    gather are derived inside the graph) or the full-attention ones only."""
     eng = HybridEngine(draft_tokens=3)
     assert eng.full.stack == ["gdn", "cpu_ref"] and eng.full.linear_backend is not None
     assert "graph_verify" not in eng.full.backend.features
-    assert eng.full.supports_target_verify_cuda_graph is False and eng.full.verify_graph_refusal == ""
+    assert eng.full.supports_target_verify_cuda_graph is False
     create = sglattn.host.Selection.create
 
     def create_with_bit(self, **kw):
@@ -501,11 +418,80 @@ def test_verify_graphs_follow_the_stacks_caps(registry, monkeypatch):
     monkeypatch.setattr(sglattn.host.Selection, "create", create_with_bit)
     eng = HybridEngine(draft_tokens=3)
     assert eng.full.stack == ["gdn", "cpu_ref"] and eng.full.linear_backend is not None
-    assert eng.full.supports_target_verify_cuda_graph is False
-    assert "planned outside a graph" in eng.full.verify_graph_refusal
+    assert eng.full.supports_target_verify_cuda_graph is True
+    assert not hasattr(eng.full, "verify_graph_refusal")
     eng = HybridEngine(conv_dtype=torch.float64, draft_tokens=3)  # the linear layers stay with sglang
     assert eng.full.stack == ["cpu_ref"] and eng.full.linear_backend is None
     assert eng.full.supports_target_verify_cuda_graph is True
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["out_in_graph", "capture_replay"])
+def test_verify_graphs_replay_the_batch_they_are_given(registry, legacy):
+    """The linear layers' verify through sglang's graph order on gdn/cpu_ref:
+    graphs of 2 and 4 requests captured before any request exists, then
+    verify batches of 4, 3 (padded to 4), 1 (padded to 2), 2 and 4 requests
+    replayed, each committed with other accepted lengths (a radix track
+    once) and some followed by a decode: every output row, every MambaPool
+    slot and the K/V pool bit for bit an eager twin's.  A CPU replay runs
+    what the capture ran with every host-side plan call refused
+    (HybridGraphRunner), so rows or a gather planned outside the graph, or
+    a commit reading another graph's rows, fail here.  Both graph forms:
+    the current one (rows derived in the in-graph hook) and the older
+    capture/replay methods (derived in their hooks)."""
+    res = verify_graphs_against_eager(legacy=legacy)
+    assert res["stack"] == "gdn/cpu_ref"
+    assert [(s["requests"], s["graph_bs"]) for s in res["steps"]] == [(4, 4), (3, 4), (1, 2), (2, 2), (4, 4)]
+
+
+def test_decode_graphs_of_a_hybrid_model_pad_with_no_slot(registry):
+    """Decode graphs of the hybrid model (no speculative decoding): replays of
+    fewer requests than captured give the padded ones slot -1 (before, they
+    all named request row 0's slot, which a plan refuses), and every output,
+    state and K/V row is bit for bit an eager twin's."""
+    res = decode_graphs_against_eager()
+    assert [(s["requests"], s["graph_bs"]) for s in res["steps"]] == [(3, 4), (4, 4), (1, 2), (2, 2), (3, 4)]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here; on the GPU: PARTS=hybrid_vgraph:180 "
+                                                            "bash bench/gpu/run.sh python_e2e (or this test there)")
+def test_verify_graphs_on_cuda_match_eager(registry):
+    """The same on the GPU with real torch.cuda graphs on gdn_cuda/cuda_attn
+    (bf16 model, float32 MambaPool state): each replay against the eager
+    twin within bf16 error (cuda_attn may split an eager batch of 3 unlike
+    the graph's of 4)."""
+    res = verify_graphs_against_eager("cuda", torch.bfloat16, "sglattn_cuda_attn", tol=2e-2)
+    assert res["stack"] == "gdn_cuda/cuda_attn" and res["supports_target_verify_cuda_graph"], res
+    decode_graphs_against_eager("cuda", torch.bfloat16, "sglattn_cuda_attn", tol=2e-2)
+
+
+def test_verify_graph_padding_and_fill_value_slots(registry):
+    """A graph's slot buffer: a padded request (seq_lens the fill value and
+    its tokens at out_cache_loc 0, as sglang's runner pads) gets slot -1, so
+    no two requests name one slot; a live request whose length is the fill
+    value keeps its slot, at the end of the batch too; the rows follow the
+    slots, and the commit after a replay reads the replayed graph's rows,
+    not those of the graph captured last."""
+    eng = HybridEngine(seed=2, draft_tokens=3)
+    runner = HybridGraphRunner(eng, 3, capture_bs=(2, 4))
+    full = eng.full
+    for r, s in (("a", 9), ("b", 4), ("c", 7)):
+        eng.add(r, s)
+    g = torch.Generator().manual_seed(3)
+    eng.run(eng.batch([("a", 1), ("b", 6), ("c", 4)], ForwardMode.EXTEND), eng.inputs(11, g))
+    key4, key2 = (4, int(ForwardMode.TARGET_VERIFY)), (2, int(ForwardMode.TARGET_VERIFY))
+    assert full._graph_lin[key2].slots.tolist() == [-1, -1]  # captured: all padding
+    assert full._lin_verify is None
+    out = runner.replay(eng.batch([("b", 3), ("c", 3), ("a", 3)], ForwardMode.TARGET_VERIFY), eng.inputs(9, g))
+    rec = full._graph_lin[key4]
+    assert full._lin_verify is rec  # not the graph of 2, captured last
+    assert rec.slots.tolist() == [4, 7, 9, -1]  # a: seq_len 1, the fill value, last of the live ones
+    assert rec.rows.tolist() == [0, 1, 2, -1] and rec.gather.tolist() == [4, 7, 9, 0]
+    assert all(torch.isfinite(o).all() for o in out)
+    full.commit_linear_verify(torch.tensor([-1, -1, -1]))  # nothing accepted
+    assert full._lin_verify is None
+    eng.reqs["a"][1], eng.reqs["c"][1] = 1, 4
+    runner.replay(eng.batch([("c", 3), ("a", 3)], ForwardMode.TARGET_VERIFY), eng.inputs(6, g))
+    assert full._lin_verify is full._graph_lin[key2] and full._graph_lin[key2].slots.tolist() == [7, 9]
 
 
 def test_cuda_linear_stack_declares_verify_graphs(build_dir):
