@@ -113,7 +113,7 @@ $(CUDA_EMU_GRAPH_SM90): $(CUDA_EMU_OBJ)/test_cuda_graph_emu_sm90.o | $(CUDA_EMU_
 ALL += $(CUDA_EMU_GRAPH_SM90)
 cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) $(CUDA_EMU_GRAPH_SM90)
 
-# The step (about 165 s of one core): the graph test above, the harness's whole matrix with the
+# The step (about 200 s of one core): the graph test above, the harness's whole matrix with the
 # defaults on SM 8.0 (the mma extend, the register-fed decode and the mma one at
 # head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
 # fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
@@ -123,7 +123,10 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify, the wgmma forward_ragged at
 # qk 128 / 192; the cases it does not serve take the mma extend as on an H200)
-# with every grid's blocks shuffled (about 50 s of the step).  EMU_ORDER=rev
+# with every grid's blocks shuffled (about 50 s of the step), then its fp8 cases
+# and quick matrix again with the driver's tensor map encoder refusing every map
+# and absent (EMU_TMAP=refuse / absent: every TMA producer, the fp8 split
+# extend's new rows among them, falls back to cp.async; about 35 s).  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
@@ -144,6 +147,10 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf
+	@set -e; for t in refuse absent; do \
+	  echo "== cuda_attn on the emulator, SM 9.0, EMU_TMAP=$$t: the TMA producers' cp.async fallbacks (the fp8 cases, the split extend's among them, and the quick matrix), blocks shuffled"; \
+	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'fp8'; \
+	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick; done
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 TEST_STEPS += cuda-attn-emu

@@ -1,7 +1,8 @@
 /* tests/cuda_linear/lt_tiny_model.h - the tiny Qwen3-Next-shaped hybrid model
  * that test_lin_e2e and test_lin_stack_graph run through gdn_cuda/cuda_attn:
  * four layers, 1 and 3 full attention (GQA 4/2, d128, bf16), 0 and 2 gated
- * delta rule (2 k heads, 4 v heads, 128 x 128, conv width 4, f32 state). */
+ * delta rule (2 k heads, 4 v heads, 128 x 128, conv width 4, f32 state); and
+ * the host both open over the plugin directory under test. */
 #ifndef LT_TINY_MODEL_H
 #define LT_TINY_MODEL_H
 
@@ -31,6 +32,25 @@ static inline void lt_tiny_model(sgl_attn_model *m, const char *name) {
     m->lin_head_v_dim = VD;
     m->lin_conv_kernel = CW;
     m->lin_state_dtype = SGL_ATTN_DT_F32;
+}
+
+/* The host over dir alone (no environment path, default dir or conf), so the
+ * plugins under test are the ones found; NULL after printing the FAIL line. */
+static inline sgl_attn_host *lt_tiny_host_open(const char *dir) {
+    sgl_attn_host_options ho;
+    memset(&ho, 0, sizeof ho);
+    ho.struct_size = sizeof ho;
+    ho.plugin_path = dir;
+    ho.ignore_env_path = 1;
+    ho.no_default_dir = 1;
+    ho.no_conf = 1;
+    sgl_attn_host *h = NULL;
+    char err[1024];
+    if (sgl_attn_host_open(&ho, &h, err, sizeof err) != SGL_ATTN_OK) {
+        printf("FAIL: host open: %s\n", err);
+        return NULL;
+    }
+    return h;
 }
 
 #endif

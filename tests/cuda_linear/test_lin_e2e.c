@@ -284,19 +284,8 @@ static int run_variant(sgl_attn_host *h, const char *variant, const sgl_attn_mod
 
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
-    sgl_attn_host_options ho;
-    memset(&ho, 0, sizeof ho);
-    ho.struct_size = sizeof ho;
-    ho.plugin_path = dir;
-    ho.ignore_env_path = 1;
-    ho.no_default_dir = 1;
-    ho.no_conf = 1;
-    sgl_attn_host *h = NULL;
-    char err[1024];
-    if (sgl_attn_host_open(&ho, &h, err, sizeof err) != SGL_ATTN_OK) {
-        printf("FAIL: host open: %s\n", err);
-        return 1;
-    }
+    sgl_attn_host *h = lt_tiny_host_open(dir);
+    if (!h) return 1;
     dryrun = getenv("LT_E2E_DRYRUN") && atoi(getenv("LT_E2E_DRYRUN"));
     const long gi = sgl_attn_host_find_plugin(h, "gdn_cuda"), ai = sgl_attn_host_find_plugin(h, "cuda_attn");
     sgl_attn_plugin_info info;
@@ -309,9 +298,10 @@ int main(int argc, char **argv) {
     }
     sgl_attn_host_plugin_info(h, (size_t)gi, &info);
     if (info.status != SGL_ATTN_PLUGIN_USABLE && !dryrun) {
-        snprintf(err, sizeof err, "gdn_cuda is %s here: %s", sgl_attn_plugin_status_name(info.status), info.reason);
+        char why[1024];
+        snprintf(why, sizeof why, "gdn_cuda is %s here: %s", sgl_attn_plugin_status_name(info.status), info.reason);
         sgl_attn_host_close(h);
-        lt_skip(err);
+        lt_skip(why);
     }
     sgl_attn_model m;
     lt_tiny_model(&m, "tiny-qwen3-next");

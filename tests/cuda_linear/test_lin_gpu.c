@@ -235,6 +235,20 @@ static int graph_scen_open(lt_scen *s, int kind, const lt_shape *sh, int caller,
     return opened;
 }
 
+/* The two graph tests' end: the graph, the layers' tensors and the batch's
+ * slots / lengths freed, the verdict line (failures since before), the
+ * scenario closed. */
+static void graph_scen_close(lt_scen *s, cudaGraphExec_t exec, cudaGraph_t graph, lt_io *io, lt_tensor *si,
+                             lt_tensor *sl, const char *label, int before) {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    for (int l = 0; l < LT_OWN; l++) lt_io_free(&io[l]);
+    lt_free(si);
+    lt_free(sl);
+    printf("%-4s %-70s worst NMSE %.3g\n", lt_failures == before ? "ok" : "FAIL", label, s->worst);
+    scen_close(s);
+}
+
 /* Capture one decode step of both own layers in a CUDA graph; replay it,
  * then change the slots in device memory, re-plan with the replay hook and
  * replay again: the outputs follow the reference each time. */
@@ -342,13 +356,7 @@ static void graph_test(int kind, const lt_shape *sh, int caller) {
              "graph hooks reached the inner %d/%d/%d times", s.inner.n_graph_init, s.inner.n_capture,
              s.inner.n_replay);
     LT_CHECK(s.b->ops->graph_seq_len_fill_value(s.b) == 7, "the fill value is the inner's");
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
-    for (int l = 0; l < LT_OWN; l++) lt_io_free(&io[l]);
-    lt_free(&si);
-    lt_free(&sl);
-    printf("%-4s %-70s worst NMSE %.3g\n", lt_failures == before ? "ok" : "FAIL", label, s.worst);
-    scen_close(&s);
+    graph_scen_close(&s, exec, graph, io, &si, &sl, label, before);
 }
 
 /* Bad inputs: a clear error naming the argument, nothing launched. */
@@ -476,13 +484,7 @@ static void verify_graph_test(int kind, const lt_shape *sh, int caller) {
     LT_CHECK(s.inner.n_capture == 1 && s.inner.n_replay == nrep && s.inner.n_graph_init == 1,
              "graph hooks reached the inner %d/%d/%d times (expected 1/1/%d)", s.inner.n_graph_init,
              s.inner.n_capture, s.inner.n_replay, nrep);
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
-    for (int l = 0; l < LT_OWN; l++) lt_io_free(&io[l]);
-    lt_free(&si);
-    lt_free(&sl);
-    printf("%-4s %-70s worst NMSE %.3g\n", lt_failures == before ? "ok" : "FAIL", label, s.worst);
-    scen_close(&s);
+    graph_scen_close(&s, exec, graph, io, &si, &sl, label, before);
 }
 
 static void error_tests(void) {

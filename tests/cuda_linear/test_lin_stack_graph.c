@@ -418,19 +418,8 @@ static void run(sgl_attn_host *h, const sgl_attn_model *m) {
 
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
-    sgl_attn_host_options ho;
-    memset(&ho, 0, sizeof ho);
-    ho.struct_size = sizeof ho;
-    ho.plugin_path = dir;
-    ho.ignore_env_path = 1;
-    ho.no_default_dir = 1;
-    ho.no_conf = 1;
-    sgl_attn_host *h = NULL;
-    char err[1024];
-    if (sgl_attn_host_open(&ho, &h, err, sizeof err) != SGL_ATTN_OK) {
-        printf("FAIL: host open: %s\n", err);
-        return 1;
-    }
+    sgl_attn_host *h = lt_tiny_host_open(dir);
+    if (!h) return 1;
     sgl_attn_model m;
     lt_tiny_model(&m, "tiny-qwen3-next-mtp");
     m.spec_tokens = TPR;

@@ -163,6 +163,18 @@ cudaError_t cudaDeviceGetAttribute(int *v, enum cudaDeviceAttr a, int d) {
     }
     return cudaSuccess;
 }
+/* EMU_TMAP=absent: the driver has no tensor map encoder (its entry point is
+ * not found); EMU_TMAP=refuse: the encoder refuses every map
+ * (CUDA_ERROR_INVALID_VALUE).  A test runs the plugins' TMA producers'
+ * fallbacks with them. */
+static int emu_tmap_mode(void) {
+    const char *m = getenv("EMU_TMAP");
+    if (!m || !*m) return 0;
+    if (!strcmp(m, "absent")) return 1;
+    if (!strcmp(m, "refuse")) return 2;
+    die("EMU_TMAP: expected absent or refuse");
+    return 0;
+}
 /* The driver's tensor map encoder, emulated: the map's parameters (checked
  * as the driver checks them, for the cases the emulated TMA copy serves:
  * up to 3 dims, element strides 1, no interleave) go into the opaque 128
@@ -172,6 +184,7 @@ static CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuu
                                  const cuuint32_t *estr, CUtensorMapInterleave il, CUtensorMapSwizzle sw,
                                  CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob) {
     (void)l2;
+    if (emu_tmap_mode() == 2) return CUDA_ERROR_INVALID_VALUE;
     emu_tmap m;
     std::memset(&m, 0, sizeof m);
     switch (type) {
@@ -217,7 +230,7 @@ static CUresult emu_encode_tiled(CUtensorMap *map, CUtensorMapDataType type, cuu
 cudaError_t cudaGetDriverEntryPointByVersion(const char *sym, void **fn, unsigned cuda_version,
                                              unsigned long long flags, enum cudaDriverEntryPointQueryResult *st) {
     (void)cuda_version, (void)flags;
-    const bool enc = !strcmp(sym, "cuTensorMapEncodeTiled");
+    const bool enc = !strcmp(sym, "cuTensorMapEncodeTiled") && emu_tmap_mode() != 1;
     *fn = enc ? (void *)&emu_encode_tiled : nullptr;
     if (st) *st = enc ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
     return cudaSuccess;

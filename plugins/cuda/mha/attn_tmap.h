@@ -44,6 +44,9 @@ typedef struct attn_tmap_entry {
 typedef struct attn_tmap_cache {
     void *encode_fn; /* cuTensorMapEncodeTiled */
     attn_tmap_entry e[ATTN_TMAP_CACHE + 1];
+    /* the fp8 split extend's dequantised new rows (buffers fixed at create):
+     * encoded once there by attn_tmap_ragged, so its forwards encode nothing */
+    attn_kv_tmaps split;
 } attn_tmap_cache;
 
 /* Create time: the cache, or NULL when the driver has no encoder (or out of

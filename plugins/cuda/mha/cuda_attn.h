@@ -167,6 +167,8 @@ typedef struct ca_backend {
     void *sp_k, *sp_v, *sp_part;
     float *sp_lse_new, *sp_lse_pre;
     int32_t sp_max_new, sp_max_pre;
+    const attn_kv_tmaps *sp_tmaps; /* the new rows' TMA maps, encoded at create (in tmaps: 64-byte
+                                    * aligned); NULL: the ragged wgmma gathers them by cp.async */
     int planned_split;          /* the planned batch has the split's lists */
     int sp_prefix;              /* ... and may have a prefix: 0 only when the host mirrors show none
                                  * (then no prefix pass or merge is launched; graphs keep 1) */

@@ -291,6 +291,29 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, 
     return SGL_ATTN_OK;
 }
 
+/* The split extend's new rows, as split_extend hands them to the ragged wgmma
+ * kernel ([max_tokens][hkv][128], dense), stay put for the instance's life:
+ * their TMA maps are encoded once, here.  Rows the encoder refuses are
+ * gathered by cp.async (as a refused forward_ragged call's are); create goes
+ * on. */
+static void split_tmaps(ca_backend *b) {
+    attn_fwd n;
+    memset(&n, 0, sizeof n);
+    n.k_cache = b->sp_k;
+    n.v_cache = b->sp_v;
+    n.kc_stride_s = n.vc_stride_s = (int64_t)b->hkv * 128;
+    n.kc_stride_h = n.vc_stride_h = 128;
+    n.num_slots = b->sz.max_tokens;
+    n.hkv = b->hkv;
+    const int cu = attn_tmap_ragged(b->tmaps, &n, 128, 128, &b->tmaps->split);
+    if (!cu)
+        b->sp_tmaps = &b->tmaps->split;
+    else
+        sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
+                    "cuTensorMapEncodeTiled refused the fp8 split extend's new rows (CUresult %d): cp.async for them",
+                    cu);
+}
+
 /* Encoder-only layers read their keys from the call's k / v: the extend
  * kernels' slot table becomes this identity (entry t = t, one word per row),
  * and each item's row is its request's offset (plan.cuh, ATTN_SELF_NEW_ONLY). */
@@ -459,6 +482,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
                         "no cuTensorMapEncodeTiled (or host memory): the wgmma extend gathers by cp.async");
     }
+    if (b->sp_mem && b->rg_tma && b->tmaps) split_tmaps(b);
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
     /* which kernels serve dual chunk attention (dual_chunk.h), or why none do */

@@ -793,10 +793,9 @@ static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const att
     n.eitems = b->sp_new;
     n.num_items = b->sp_num;
     n.lse = lse;
-    attn_kv_tmaps maps; /* the kernel takes them by value */
-    const attn_kv_tmaps *tm = NULL;
-    if (b->rg_tma && b->tmaps && !attn_tmap_ragged(b->tmaps, &n, 128, 128, &maps)) tm = &maps;
-    int ce = attn_launch_ragged_wgmma(b->kern.dtype, 128, 128, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
+    /* the rows' maps were encoded at create (NULL: cp.async) */
+    int ce = attn_launch_ragged_wgmma(b->kern.dtype, 128, 128, &n, b->sp_tmaps, b->kern.sm_count, b->sp_grid_new,
+                                      stream);
     if (!ce && b->sp_prefix) { /* else the mirrors showed no prefix: the new tokens are all */
         attn_fwd q = *p; /* the prefix: the pool's columns before the new tokens */
         q.out = b->sp_part;
