@@ -22,6 +22,7 @@ chunk-level segsum is quadratic in the 1,024 chunks of 64k), the state's contrib
 FLOPs: 4 * T * H * N * P, the same count.
 Self-checks first: each chunked prefill against its token-by-token recurrence on a tiny shape.
 `linear_torch.py --self-check` runs only those, on the GPU if there is one, else on the CPU.
+TORCH_LIN_SET=prefill: the GDN prefill shapes, then the KDA and Mamba2 ones (no decode).
 Writes JSON (GPU, date, commit, torch) to argv[1]."""
 import datetime
 import json
@@ -421,7 +422,8 @@ def main(out):
     res["self_check_nmse_kda"], res["self_check_nmse_mamba2"] = self_check_kda(gen), self_check_mamba2(gen)
     print("torch self-check kda %.3g, mamba2 %.3g" % (res["self_check_nmse_kda"], res["self_check_nmse_mamba2"]),
           flush=True)
-    for hk, hv, B in ((16, 32, 32), (16, 32, 256), (16, 32, 1024), (8, 16, 32), (8, 16, 1024)):
+    prefill_set = os.environ.get("TORCH_LIN_SET") == "prefill"  # the prefill part: no decode shapes
+    for hk, hv, B in () if prefill_set else ((16, 32, 32), (16, 32, 256), (16, 32, 1024), (8, 16, 32), (8, 16, 1024)):
         L = Layer(hk, hv, gen)
         x = torch.randn(B, L.C, device=DEV, generator=gen).bfloat16()
         a = torch.randn(B, hv, device=DEV, generator=gen).bfloat16()
@@ -446,7 +448,7 @@ def main(out):
         res["prefill"].append(row)
         print("torch prefill", row, flush=True)
         del x, a, b
-    if os.environ.get("TORCH_LIN_SET") == "prefill":
+    if prefill_set:
         prefill_kinds(res, gen)
     with open(out, "w") as f:
         json.dump(res, f, indent=1)

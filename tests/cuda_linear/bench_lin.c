@@ -16,7 +16,9 @@
  *                                     the cases whose name has it; BENCH_VARIANT=fast / simple;
  *                                     BENCH_VT=16 / 32: only the cases of that tile; BENCH_SET=prefill:
  *                                     the prefill shapes of issue 22 (gdn 1x64k, 1x32k, 16x8k,
- *                                     Qwen3-Next; kda and mamba2 1x64k, 16x8k)
+ *                                     Qwen3-Next; kda and mamba2 1x64k, 16x8k); BENCH_SMOKE=1: tiny
+ *                                     cases (the emulator runs them); BENCH_CREATE_ONLY=1: only create
+ *                                     each case's instance (the sizing of the big cases, on the emulator)
  * Each case: warm-up, then 5 timed runs of N calls between CUDA events on a
  * non-blocking stream; the median per call is reported.  The kernel variant
  * and the phase-2 tile are set per case through SGL_ATTN_LIN_KERNEL /
@@ -65,6 +67,30 @@ static const sgl_attn_plugin *plugin_for(int kind) {
         plugins[kind] = lt_load(plugin_dir, name, &h);
     }
     return plugins[kind];
+}
+
+/* x [rows][cols] ~ normal(sigma): the first fill_tile rows drawn on the host, the rest device copies of
+ * them.  The host draws and converts about 40 M values a second, and the 16 x 8k mamba2 case's x alone
+ * holds 1.3 G; the kernels' time does not depend on the values.  BENCH_SMOKE takes 64-row tiles, so
+ * that its cases copy tiles too. */
+static int fill_tile = 4096;
+static int create_only;
+static void fill_rows(lt_tensor *x, lt_rng *r, double sigma) {
+    const size_t rows = (size_t)x->shape[0];
+    if (rows <= (size_t)fill_tile) {
+        lt_fill_normal(x, r, sigma);
+        return;
+    }
+    lt_tensor head;
+    lt_make(&head, x->dt, 2, (int64_t[]){fill_tile, (int64_t)(x->n / rows)}, 0);
+    lt_fill_normal(&head, r, sigma);
+    const size_t tile = head.n * lt_esz(x->dt), bytes = x->n * lt_esz(x->dt);
+    cudaError_t e = cudaSuccess;
+    for (size_t at = 0; at < bytes && e == cudaSuccess; at += tile)
+        e = cudaMemcpy((char *)x->dev + at, head.dev, bytes - at < tile ? bytes - at : tile, cudaMemcpyDeviceToDevice);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) printf("fill_rows: %s\n", cudaGetErrorString(e));
+    lt_free(&head);
 }
 
 static int cmp_d(const void *a, const void *b) {
@@ -120,16 +146,21 @@ static void run_case(const bcase *c) {
         printf("%-44s %-7s create failed: %s\n", c->name, c->variant, err);
         return;
     }
+    if (create_only) { /* BENCH_CREATE_ONLY=1: the case's instance and its sizing, nothing run */
+        printf("%-44s %-7s created (%s_cuda, %d tokens in %d requests)\n", c->name, c->variant, kind_name(kind), T, bs);
+        b->ops->destroy(b);
+        return;
+    }
     lt_rng r = {0xbe11c4ull};
     lt_tensor x, ga, gb, cw, cb, al, dtb, dd, out, si, el, ep;
     lt_make(&x, c->io_dt, 2, (int64_t[]){T, C}, 0);
-    lt_fill_normal(&x, &r, 1.0);
+    fill_rows(&x, &r, 1.0);
     /* kda: one gate per key channel (a [T, HV K], dt_bias [HV K]); mamba2: dt [T, H], D [H], no b */
     const int64_t gw = kda ? (int64_t)c->hv * K : c->hv;
     lt_make(&ga, c->io_dt, 2, (int64_t[]){T, gw}, 0);
-    lt_fill_normal(&ga, &r, 1.0);
+    fill_rows(&ga, &r, 1.0);
     lt_make(&gb, c->io_dt, 2, (int64_t[]){T, c->hv}, 0);
-    lt_fill_normal(&gb, &r, 1.0);
+    fill_rows(&gb, &r, 1.0);
     lt_make(&cw, LT_F32, 2, (int64_t[]){C, W}, 0);
     lt_fill_normal(&cw, &r, 0.5);
     lt_make(&cb, LT_F32, 1, (int64_t[]){C}, 0);
@@ -350,6 +381,8 @@ int main(int argc, char **argv) {
          SGL_ATTN_HYBRID_MAMBA2, 128, 64},
     };
     const int smoke_on = getenv("BENCH_SMOKE") && atoi(getenv("BENCH_SMOKE"));
+    if (smoke_on) fill_tile = 64;
+    create_only = getenv("BENCH_CREATE_ONLY") && atoi(getenv("BENCH_CREATE_ONLY"));
     const int prefill_on = getenv("BENCH_SET") && !strcmp(getenv("BENCH_SET"), "prefill");
     const bcase *run = smoke_on ? smoke : prefill_on ? prefill : cases;
     const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke
