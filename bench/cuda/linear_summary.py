@@ -47,8 +47,9 @@ def prefill_table():
               f"{c['us'] / tus:10.3f} {tus / c['us']:7.1f}x  {tgt} {ok}")
     print("anchors: FlashInfer SM90 0.399 ms at Qwen3.5 TP8 1x64k and 188 TFLOP/s at 16x8k (H100); "
           "FlashQLA 0.320 ms at 1x32k (H200)")
-    print("torch rows: gdn 1 x 8k / 64k (Qwen3.5 TP8), kda and mamba2 at every shape; the others have none")
-    for k in ("self_check_nmse", "self_check_nmse_kda", "self_check_nmse_mamba2"):
+    print("torch rows: every shape (gdn 1 x 64k the single-sequence form, the other gdn shapes the batched one; "
+          "the bf16-state case beside the same fp32-state torch row)")
+    for k in ("self_check_nmse", "self_check_nmse_gdn_batch", "self_check_nmse_kda", "self_check_nmse_mamba2"):
         print(f"torch {k} (its chunked vs its recurrent form): {torch.get(k)}")
 
 

@@ -22,7 +22,9 @@ chunk-level segsum is quadratic in the 1,024 chunks of 64k), the state's contrib
 FLOPs: 4 * T * H * N * P, the same count.
 Self-checks first: each chunked prefill against its token-by-token recurrence on a tiny shape.
 `linear_torch.py --self-check` runs only those, on the GPU if there is one, else on the CPU.
-TORCH_LIN_SET=prefill: the GDN prefill shapes, then the KDA and Mamba2 ones (no decode).
+TORCH_LIN_SET=prefill: the GDN prefill shapes (1 x 8k, 1 x 64k as above; 1 x 32k, 16 x 8k and
+Qwen3-Next's 1 x 32k, 8 x 4k by the same steps over a batch of equal requests), then the KDA and Mamba2
+ones (no decode).
 Writes JSON (GPU, date, commit, torch) to argv[1]."""
 import datetime
 import json
@@ -170,6 +172,36 @@ class Layer:
             out[:, c] = QG[:, c] @ St + M[:, c] @ Unew
             S = S * eG[:, c, None, None] + Unew.transpose(-1, -2) @ KD[:, c]
         return out.permute(1, 2, 0, 3).reshape(n * chunk, hv, V)[:T].to(x.dtype)
+
+    def prefill_batch(self, x, a, b, chunk=64):
+        """B requests of L tokens from zero state (the prefill above over a batch): x [B, L, C], a/b [B, L, HV]
+        -> out [B, L, HV, V]."""
+        Bsz, L = x.shape[:2]
+        q, k, v = self.split(conv_silu(x, self.conv_w, self.conv_b))
+        g, beta = self.gates(a, b)
+        q, k, v = to_chunks(q, chunk) / math.sqrt(K), to_chunks(k, chunk), to_chunks(v, chunk)
+        g, beta = to_chunks(g, chunk), to_chunks(beta, chunk)  # [B, HV, n, chunk]
+        n = g.shape[2]
+        G = g.cumsum(-1)
+        lower = torch.ones(chunk, chunk, dtype=torch.bool, device=DEV).tril()
+        decay = torch.exp((G[..., :, None] - G[..., None, :]).masked_fill(~lower, float("-inf")))
+        eye = torch.eye(chunk, device=DEV)
+        A = beta[..., :, None] * (k @ k.transpose(-1, -2)) * decay * (1 - eye)
+        Tinv = torch.linalg.solve_triangular(eye + A, eye.expand_as(A), upper=False, unitriangular=True)
+        Wm = Tinv @ (beta[..., None] * k * torch.exp(G)[..., None])
+        U = Tinv @ (beta[..., None] * v)
+        M = (q @ k.transpose(-1, -2)) * decay
+        QG = q * torch.exp(G)[..., None]
+        KD = k * torch.exp(G[..., -1:] - G)[..., None]
+        eG = torch.exp(G[..., -1])  # [B, HV, n]
+        S = torch.zeros(Bsz, self.hv, V, K, device=DEV)
+        out = torch.empty(Bsz, self.hv, n, chunk, V, device=DEV)
+        for c in range(n):
+            St = S.transpose(-1, -2)
+            Unew = U[:, :, c] - Wm[:, :, c] @ St
+            out[:, :, c] = QG[:, :, c] @ St + M[:, :, c] @ Unew
+            S = S * eG[:, :, c, None, None] + Unew.transpose(-1, -2) @ KD[:, :, c]
+        return from_chunks(out, L).to(x.dtype)
 
 
 class KdaLayer:
@@ -322,6 +354,20 @@ def nmse(got, want):
     return ((got - want) ** 2).sum().item() / max((want**2).sum().item(), 1e-30)
 
 
+def self_check_gdn_batch(gen):
+    """The batched GDN prefill (2 requests of 200 tokens) equals token-by-token steps."""
+    L = Layer(2, 4, gen)
+    Bsz, T = 2, 200
+    x = torch.randn(Bsz, T, L.C, device=DEV, generator=gen).bfloat16()
+    a = torch.randn(Bsz, T, 4, device=DEV, generator=gen).bfloat16()
+    b = torch.randn(Bsz, T, 4, device=DEV, generator=gen).bfloat16()
+    chunked = L.prefill_batch(x, a, b).float()
+    cs = torch.zeros(Bsz, L.C, W - 1, device=DEV)
+    S = torch.zeros(Bsz, 4, V, K, device=DEV)
+    steps = torch.stack([L.decode(x[:, t], a[:, t], b[:, t], cs, S) for t in range(T)], dim=1).float()
+    return nmse(chunked, steps)
+
+
 def self_check_kda(gen):
     """KDA's chunked prefill (2 requests of 200 tokens, chunk groups of 5) equals token-by-token steps."""
     h, dk, dv, Bsz, T = 2, 32, 16, 2, 200
@@ -364,7 +410,21 @@ def self_check(gen):
 
 
 def prefill_kinds(res, gen):
-    """The issue-22 kda / mamba2 prefill shapes of bench_lin BENCH_SET=prefill (T tokens in B equal requests)."""
+    """The issue-22 prefill shapes of bench_lin BENCH_SET=prefill (T tokens in B equal requests): gdn's other
+    shapes (batched), kda, mamba2."""
+    for hk, hv, B, T in ((2, 8, 1, 32768), (2, 8, 16, 131072), (16, 32, 1, 32768), (16, 32, 8, 32768)):
+        L = Layer(hk, hv, gen)
+        x = torch.randn(B, T // B, L.C, device=DEV, generator=gen).bfloat16()
+        a = torch.randn(B, T // B, hv, device=DEV, generator=gen).bfloat16()
+        b = torch.randn(B, T // B, hv, device=DEV, generator=gen).bfloat16()
+        ms = timed_ms(lambda: L.prefill_batch(x, a, b), budget_ms=400.0)
+        flops = 4.0 * T * hv * K * V
+        row = {"kind": "gdn", "T": T, "B": B, "hv": hv, "hk": hk, "K": K, "V": V, "us": round(ms * 1e3, 2),
+               "tflops_std": round(flops / (ms * 1e-3) / 1e12, 3), "form": "batched"}
+        res["prefill"].append(row)
+        print("torch prefill", row, flush=True)
+        del x, a, b
+        torch.cuda.empty_cache()
     for B, T in ((1, 65536), (16, 131072)):
         L = KdaLayer(8, 128, 128, gen)
         x = torch.randn(B, T // B, L.C, device=DEV, generator=gen).bfloat16()
@@ -400,10 +460,11 @@ def self_check_only():
     gen = torch.Generator(device=DEV)
     gen.manual_seed(0)
     limit, bad = 1e-4, 0
-    for name, fn in (("gdn", self_check), ("kda", self_check_kda), ("mamba2", self_check_mamba2)):
+    for name, fn in (("gdn", self_check), ("gdn batched", self_check_gdn_batch), ("kda", self_check_kda),
+                     ("mamba2", self_check_mamba2)):
         e = fn(gen)
         bad += not e < limit
-        print("self-check %-6s on %s: NMSE %.3g (chunked vs token by token; limit %g) %s"
+        print("self-check %-11s on %s: NMSE %.3g (chunked vs token by token; limit %g) %s"
               % (name, DEV, e, limit, "ok" if e < limit else "FAIL"), flush=True)
     return 1 if bad else 0
 
@@ -419,9 +480,10 @@ def main(out):
            "decode": [], "prefill": []}
     res["self_check_nmse"] = self_check(gen)
     print("torch self-check (chunked vs token by token): NMSE %.3g" % res["self_check_nmse"], flush=True)
+    res["self_check_nmse_gdn_batch"] = self_check_gdn_batch(gen)
     res["self_check_nmse_kda"], res["self_check_nmse_mamba2"] = self_check_kda(gen), self_check_mamba2(gen)
-    print("torch self-check kda %.3g, mamba2 %.3g" % (res["self_check_nmse_kda"], res["self_check_nmse_mamba2"]),
-          flush=True)
+    print("torch self-check gdn batched %.3g, kda %.3g, mamba2 %.3g" % (
+        res["self_check_nmse_gdn_batch"], res["self_check_nmse_kda"], res["self_check_nmse_mamba2"]), flush=True)
     prefill_set = os.environ.get("TORCH_LIN_SET") == "prefill"  # the prefill part: no decode shapes
     for hk, hv, B in () if prefill_set else ((16, 32, 32), (16, 32, 256), (16, 32, 1024), (8, 16, 32), (8, 16, 1024)):
         L = Layer(hk, hv, gen)

@@ -4,7 +4,7 @@
 #   1. bench_lin BENCH_SET=prefill: gdn_cuda at Qwen3.5 TP8 1x64k, 1x32k, 16x8k (and 1x64k with a bf16
 #      state) and Qwen3-Next 1x32k, 8x4k; kda_cuda at Kimi-Linear-48B-A3B TP4 (8 heads, K = V = 128)
 #      1x64k, 16x8k; mamba2_cuda at Nemotron-H-8B (128 heads, P 64, 8 groups, N 128) 1x64k, 16x8k
-#   2. bench/cuda/linear_torch.py TORCH_LIN_SET=prefill: plain PyTorch GDN (1x8k, 1x64k), KDA and Mamba2
+#   2. bench/cuda/linear_torch.py TORCH_LIN_SET=prefill: plain PyTorch GDN (every gdn shape), KDA and Mamba2
 #      SSD at the shapes above, each after its chunked-vs-recurrent self-check
 #   3. the table (bench/cuda/linear_summary.py OUT prefill): us, TFLOP/s (4 T HV K V), the chunked
 #      matmuls' TFLOP/s, ours / torch, issue 22's targets
