@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # bench/gpu/linear_prefill.sh - issue 22's linear-attention prefill figures, ours and plain PyTorch in
-# one call: ~1-2 min on the H100 / H200 (cap 240).
+# one call: ~1-2 min on the H100 / H200 (an estimate, not yet run: the gdn half of step 1 took 50 s in
+# run 9 with the host filling every input row, now 4,096 rows; the plain PyTorch GDN 1x64k ~0.19 s a
+# call, each torch shape about 7 calls; cap 240).
 #   1. bench_lin BENCH_SET=prefill: gdn_cuda at Qwen3.5 TP8 1x64k, 1x32k, 16x8k (and 1x64k with a bf16
 #      state) and Qwen3-Next 1x32k, 8x4k; kda_cuda at Kimi-Linear-48B-A3B TP4 (8 heads, K = V = 128)
 #      1x64k, 16x8k; mamba2_cuda at Nemotron-H-8B (128 heads, P 64, 8 groups, N 128) 1x64k, 16x8k
