@@ -1,4 +1,4 @@
-/* bench_lin.c - times gdn_cuda on the issue-9 shapes (GPU only).
+/* bench_lin.c - times the CUDA linear wrappers on the issue-9 and issue-22 shapes (GPU only).
  *
  * Decode (Qwen3-Next: 32 value heads, 16 qk heads, K = V = 128, conv 4, fp32
  * state; also the TP2 shapes of the vLLM anchor: 16 / 8): one forward_decode
@@ -8,11 +8,17 @@
  * forward_extend of one 64k-token sequence.  FLOPs: FlashInfer's count,
  * 4 * T * HV * K * V (two matrix-vector products per token and head), and
  * the chunked algorithm's own matmul FLOPs (docs/cuda_linear.md).
+ * BENCH_SET=prefill adds kda_cuda (Kimi-Linear-48B-A3B TP4: 8 heads, K = V = 128)
+ * and mamba2_cuda (Nemotron-H-8B TP1: 128 heads of P = 64, 8 groups, N = 128)
+ * at 1 x 64k and 16 x 8k, counted the same way per kind (docs/cuda_linear.md).
  *
  *   bench_lin OUT.json [plugin_dir]     BENCH_QUICK=1: fewer repetitions; BENCH_FILTER=text: only
  *                                     the cases whose name has it; BENCH_VARIANT=fast / simple;
  *                                     BENCH_VT=16 / 32: only the cases of that tile; BENCH_SET=prefill:
- *                                     the prefill shapes of issue 22 (1x64k, 1x32k, 16x8k, Qwen3-Next)
+ *                                     the prefill shapes of issue 22 (gdn 1x64k, 1x32k, 16x8k,
+ *                                     Qwen3-Next; kda and mamba2 1x64k, 16x8k); BENCH_SMOKE=1: tiny
+ *                                     cases (the emulator runs them); BENCH_CREATE_ONLY=1: only create
+ *                                     each case's instance (the sizing of the big cases, on the emulator)
  * Each case: warm-up, then 5 timed runs of N calls between CUDA events on a
  * non-blocking stream; the median per call is reported.  The kernel variant
  * and the phase-2 tile are set per case through SGL_ATTN_LIN_KERNEL /
@@ -29,7 +35,9 @@
 #include "lt_util.h"
 
 
-static const sgl_attn_plugin *plugin;
+/* the loaded wrappers, by SGL_ATTN_HYBRID_* kind (gdn_cuda at start, the others at their first case) */
+static const sgl_attn_plugin *plugins[8];
+static const char *plugin_dir;
 static FILE *json;
 static int first_case = 1;
 static double peak_bw = 4.26e12; /* the H200's measured bandwidth (the issue) */
@@ -40,7 +48,50 @@ typedef struct bcase {
     int hk, hv, B, T;
     uint32_t state_dt;
     int io_dt;
+    /* the SGL_ATTN_HYBRID_* kind and its dims (mamba2: hk = groups G, hv = heads H, K = state N, V = head dim P) */
+    int kind, K, V;
 } bcase;
+/* the issue-9 cases: gdn, K = V = 128 */
+#define GDN_128 SGL_ATTN_HYBRID_GDN, 128, 128
+
+static const char *kind_name(int kind) {
+    return kind == SGL_ATTN_HYBRID_KDA ? "kda" : kind == SGL_ATTN_HYBRID_MAMBA2 ? "mamba2" : "gdn";
+}
+
+static const sgl_attn_plugin *plugin_for(int kind) {
+    if (kind < 0 || kind >= (int)(sizeof plugins / sizeof *plugins)) return NULL;
+    if (!plugins[kind]) {
+        char name[32];
+        void *h = NULL;
+        snprintf(name, sizeof name, "%s_cuda", kind_name(kind));
+        plugins[kind] = lt_load(plugin_dir, name, &h);
+    }
+    return plugins[kind];
+}
+
+/* x [rows][cols] ~ normal(sigma): the first fill_tile rows drawn on the host, the rest device copies of
+ * them.  The host draws and converts about 40 M values a second, and the 16 x 8k mamba2 case's x alone
+ * holds 1.3 G; the kernels' time does not depend on the values.  BENCH_SMOKE takes 64-row tiles, so
+ * that its cases copy tiles too. */
+static int fill_tile = 4096;
+static int create_only;
+static void fill_rows(lt_tensor *x, lt_rng *r, double sigma) {
+    const size_t rows = (size_t)x->shape[0];
+    if (rows <= (size_t)fill_tile) {
+        lt_fill_normal(x, r, sigma);
+        return;
+    }
+    lt_tensor head;
+    lt_make(&head, x->dt, 2, (int64_t[]){fill_tile, (int64_t)(x->n / rows)}, 0);
+    lt_fill_normal(&head, r, sigma);
+    const size_t tile = head.n * lt_esz(x->dt), bytes = x->n * lt_esz(x->dt);
+    cudaError_t e = cudaSuccess;
+    for (size_t at = 0; at < bytes && e == cudaSuccess; at += tile)
+        e = cudaMemcpy((char *)x->dev + at, head.dev, bytes - at < tile ? bytes - at : tile, cudaMemcpyDeviceToDevice);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) printf("fill_rows: %s\n", cudaGetErrorString(e));
+    lt_free(&head);
+}
 
 static int cmp_d(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
@@ -50,20 +101,26 @@ static int cmp_d(const void *a, const void *b) {
 static void run_case(const bcase *c) {
     setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
     setenv("SGL_ATTN_LIN_VT", c->vt, 1);
-    const int K = 128, V = 128, W = 4, C = 2 * c->hk * K + c->hv * V;
+    const int kind = c->kind, K = c->K, V = c->V, W = 4, C = 2 * c->hk * K + c->hv * V;
+    const int kda = kind == SGL_ATTN_HYBRID_KDA, mamba2 = kind == SGL_ATTN_HYBRID_MAMBA2;
+    const sgl_attn_plugin *plugin = plugin_for(kind);
+    if (!plugin) {
+        printf("%-44s %-7s cannot load %s_cuda from %s\n", c->name, c->variant, kind_name(kind), plugin_dir);
+        return;
+    }
     /* extend: B requests of T / B tokens each */
     const int T = c->mode == SGL_ATTN_MODE_DECODE ? c->B : c->T, bs = c->B;
     sgl_attn_model m;
     memset(&m, 0, sizeof m);
     m.struct_size = sizeof m;
     snprintf(m.name, sizeof m.name, "bench");
-    snprintf(m.model_type, sizeof m.model_type, "qwen3_next");
+    snprintf(m.model_type, sizeof m.model_type, "%s", kda ? "kimi_linear" : mamba2 ? "nemotron_h" : "qwen3_next");
     m.num_layers = 2;
     m.num_q_heads = 16;
     m.num_kv_heads = 2;
     m.head_dim_qk = m.head_dim_v = 256;
     m.dtype = m.kv_dtype = c->io_dt == LT_BF16 ? SGL_ATTN_DT_BF16 : SGL_ATTN_DT_F32;
-    m.hybrid_kind = SGL_ATTN_HYBRID_GDN;
+    m.hybrid_kind = (uint32_t)kind;
     m.full_attention_mask[0] = 2; /* layer 0 linear, layer 1 full */
     m.lin_num_k_heads = c->hk;
     m.lin_num_v_heads = c->hv;
@@ -89,22 +146,31 @@ static void run_case(const bcase *c) {
         printf("%-44s %-7s create failed: %s\n", c->name, c->variant, err);
         return;
     }
+    if (create_only) { /* BENCH_CREATE_ONLY=1: the case's instance and its sizing, nothing run */
+        printf("%-44s %-7s created (%s_cuda, %d tokens in %d requests)\n", c->name, c->variant, kind_name(kind), T, bs);
+        b->ops->destroy(b);
+        return;
+    }
     lt_rng r = {0xbe11c4ull};
-    lt_tensor x, ga, gb, cw, cb, al, dtb, out, si, el, ep;
+    lt_tensor x, ga, gb, cw, cb, al, dtb, dd, out, si, el, ep;
     lt_make(&x, c->io_dt, 2, (int64_t[]){T, C}, 0);
-    lt_fill_normal(&x, &r, 1.0);
-    lt_make(&ga, c->io_dt, 2, (int64_t[]){T, c->hv}, 0);
-    lt_fill_normal(&ga, &r, 1.0);
+    fill_rows(&x, &r, 1.0);
+    /* kda: one gate per key channel (a [T, HV K], dt_bias [HV K]); mamba2: dt [T, H], D [H], no b */
+    const int64_t gw = kda ? (int64_t)c->hv * K : c->hv;
+    lt_make(&ga, c->io_dt, 2, (int64_t[]){T, gw}, 0);
+    fill_rows(&ga, &r, 1.0);
     lt_make(&gb, c->io_dt, 2, (int64_t[]){T, c->hv}, 0);
-    lt_fill_normal(&gb, &r, 1.0);
+    fill_rows(&gb, &r, 1.0);
     lt_make(&cw, LT_F32, 2, (int64_t[]){C, W}, 0);
     lt_fill_normal(&cw, &r, 0.5);
     lt_make(&cb, LT_F32, 1, (int64_t[]){C}, 0);
     lt_fill_normal(&cb, &r, 0.2);
     lt_make(&al, LT_F32, 1, (int64_t[]){c->hv}, 0);
     lt_fill_uniform(&al, &r, -1.5, 0.5);
-    lt_make(&dtb, LT_F32, 1, (int64_t[]){c->hv}, 0);
+    lt_make(&dtb, LT_F32, 1, (int64_t[]){gw}, 0);
     lt_fill_normal(&dtb, &r, 0.5);
+    lt_make(&dd, LT_F32, 1, (int64_t[]){c->hv}, 0);
+    lt_fill_normal(&dd, &r, 1.0);
     lt_make(&out, c->io_dt, 3, (int64_t[]){T, c->hv, V}, 0);
     lt_make(&si, LT_I32, 1, (int64_t[]){bs}, 0);
     lt_make(&el, LT_I32, 1, (int64_t[]){bs}, 0);
@@ -136,16 +202,17 @@ static void run_case(const bcase *c) {
     sgl_attn_linear_io io;
     memset(&io, 0, sizeof io);
     io.struct_size = sizeof io;
-    io.kind = SGL_ATTN_HYBRID_GDN;
+    io.kind = kind;
     io.x = &x.t;
     io.a = &ga.t;
-    io.b = &gb.t;
+    io.b = mamba2 ? NULL : &gb.t;
     io.conv_weight = &cw.t;
     io.conv_bias = &cb.t;
     io.A_log = &al.t;
     io.dt_bias = &dtb.t;
+    io.D = mamba2 ? &dd.t : NULL;
     io.out = &out.t;
-    io.use_qk_l2norm = 1;
+    io.use_qk_l2norm = !mamba2;
     sgl_attn_layer L;
     memset(&L, 0, sizeof L);
     L.struct_size = sizeof L;
@@ -201,19 +268,26 @@ static void run_case(const bcase *c) {
                     esz == 2 ? "bf16" : "f32", us, bytes, bytes / sec / 1e12, bytes / sec / peak_bw);
         } else {
             const double std_flops = 4.0 * T * c->hv * K * V;
-            /* the chunked algorithm's matmuls per 64-token chunk: per key head q k^T
-             * and k k^T (2 C^2 K each); per value head W = T (b k e^G), U = T (b v)
-             * (2 C^2 K, 2 C^2 V), then W S^T, QG S^T, Unew^T KD (2 C K V each) and
-             * M Unew (2 C^2 V).  The T solve and the elementwise work are not counted. */
+            /* the chunked algorithm's matmuls per 64-token chunk (docs/cuda_linear.md):
+             *  gdn: per key head q k^T and k k^T (2 C^2 K each); per value head W = T (b k e^G),
+             *       U = T (b v) (2 C^2 K, 2 C^2 V), then W S^T, QG S^T, Unew^T KD (2 C K V each), M Unew (2 C^2 V);
+             *  kda: the same, but its per-channel gates make q k^T and k k^T per value head;
+             *  mamba2: per group C B^T (2 C^2 N); per head QG S^T, U^T KD (2 C N P each), M U (2 C^2 P)
+             *       (no delta rule: no k k^T, T, W or W S^T).
+             * The T solve and the elementwise work are not counted. */
             const double Cc = LIN_CHUNK, chunks = ceil(T / Cc);
-            const double real = chunks * (c->hk * 2 * (2 * Cc * Cc * K) +
-                                          c->hv * (2 * Cc * Cc * K + 2 * Cc * Cc * V + 3 * 2 * Cc * K * V + 2 * Cc * Cc * V));
+            const double delta_v = 2 * Cc * Cc * K + 2 * Cc * Cc * V + 3 * 2 * Cc * K * V + 2 * Cc * Cc * V;
+            const double real =
+                mamba2 ? chunks * (c->hk * 2 * Cc * Cc * K + c->hv * (2 * 2 * Cc * K * V + 2 * Cc * Cc * V))
+                : kda  ? chunks * c->hv * (2 * (2 * Cc * Cc * K) + delta_v)
+                       : chunks * (c->hk * 2 * (2 * Cc * Cc * K) + c->hv * delta_v);
             printf("%-44s %-7s vt=%-4s %9.1f us %7.1f TFLOP/s (FlashInfer count), %6.1f TFLOP/s of chunked matmuls\n",
                    c->name, c->variant, c->vt, us, std_flops / sec / 1e12, real / sec / 1e12);
-            fprintf(json, "%s\n  {\"case\": \"%s\", \"mode\": \"prefill\", \"variant\": \"%s\", \"vt\": \"%s\", \"T\": %d, "
-                    "\"B\": %d, \"hv\": %d, \"hk\": %d, \"us\": %.2f, \"flops_std\": %.0f, \"tflops_std\": %.3f, "
-                    "\"flops_chunked\": %.0f, \"tflops_chunked\": %.3f}", first_case ? "" : ",", c->name, c->variant,
-                    c->vt, T, c->B, c->hv, c->hk, us, std_flops, std_flops / sec / 1e12, real, real / sec / 1e12);
+            fprintf(json, "%s\n  {\"case\": \"%s\", \"mode\": \"prefill\", \"kind\": \"%s\", \"variant\": \"%s\", "
+                    "\"vt\": \"%s\", \"T\": %d, \"B\": %d, \"hv\": %d, \"hk\": %d, \"K\": %d, \"V\": %d, \"us\": %.2f, "
+                    "\"flops_std\": %.0f, \"tflops_std\": %.3f, \"flops_chunked\": %.0f, \"tflops_chunked\": %.3f}",
+                    first_case ? "" : ",", c->name, kind_name(kind), c->variant, c->vt, T, c->B, c->hv, c->hk, K, V, us,
+                    std_flops, std_flops / sec / 1e12, real, real / sec / 1e12);
         }
         first_case = 0;
         fflush(stdout);
@@ -222,18 +296,17 @@ static void run_case(const bcase *c) {
     }
     b->ops->destroy(b);
     cudaStreamDestroy(st);
-    lt_tensor *ts[] = {&x, &ga, &gb, &cw, &cb, &al, &dtb, &out, &si, &el, &ep};
+    lt_tensor *ts[] = {&x, &ga, &gb, &cw, &cb, &al, &dtb, &dd, &out, &si, &el, &ep};
     for (size_t i = 0; i < sizeof ts / sizeof *ts; i++) lt_free(ts[i]);
 }
 
 int main(int argc, char **argv) {
     const char *out = argc > 1 ? argv[1] : "bench_lin.json";
-    const char *dir = lt_plugdir(argc - 1, argv + 1);
+    plugin_dir = lt_plugdir(argc - 1, argv + 1);
     if (getenv("BENCH_PEAK_BW")) peak_bw = atof(getenv("BENCH_PEAK_BW")) * 1e12;
-    void *h = NULL;
-    plugin = lt_load(dir, "gdn_cuda", &h);
+    const sgl_attn_plugin *plugin = plugin_for(SGL_ATTN_HYBRID_GDN);
     if (!plugin) {
-        printf("FAIL: cannot load gdn_cuda from %s\n", dir);
+        printf("FAIL: cannot load gdn_cuda from %s\n", plugin_dir);
         return 1;
     }
     sgl_attn_caps caps;
@@ -258,35 +331,58 @@ int main(int argc, char **argv) {
             peak_bw / 1e12);
     printf("device %s (%s), %u SMs\n", caps.device_name, caps.arch_name, caps.compute_units);
     const bcase cases[] = {
-        {"decode qwen3-next hv32/hk16 B=32", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 32, 0, SGL_ATTN_DT_F32, LT_BF16},
-        {"decode qwen3-next hv32/hk16 B=256", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_F32, LT_BF16},
-        {"decode qwen3-next hv32/hk16 B=1024", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 1024, 0, SGL_ATTN_DT_F32, LT_BF16},
-        {"decode qwen3-next tp2 hv16/hk8 B=32", "fast", "auto", SGL_ATTN_MODE_DECODE, 8, 16, 32, 0, SGL_ATTN_DT_F32, LT_BF16},
-        {"decode qwen3-next tp2 hv16/hk8 B=1024", "fast", "auto", SGL_ATTN_MODE_DECODE, 8, 16, 1024, 0, SGL_ATTN_DT_F32, LT_BF16},
-        {"decode qwen3-next hv32/hk16 B=256 bf16 state", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_BF16, LT_BF16},
-        {"decode qwen3-next hv32/hk16 B=256", "simple", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3.5 tp8 hv8/hk2 T=65536", "fast", "16", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3.5 tp8 hv8/hk2 T=65536", "fast", "32", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "simple", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16},
+        {"decode qwen3-next hv32/hk16 B=32", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 32, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"decode qwen3-next hv32/hk16 B=256", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"decode qwen3-next hv32/hk16 B=1024", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 1024, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"decode qwen3-next tp2 hv16/hk8 B=32", "fast", "auto", SGL_ATTN_MODE_DECODE, 8, 16, 32, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"decode qwen3-next tp2 hv16/hk8 B=1024", "fast", "auto", SGL_ATTN_MODE_DECODE, 8, 16, 1024, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"decode qwen3-next hv32/hk16 B=256 bf16 state", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_BF16, LT_BF16, GDN_128},
+        {"decode qwen3-next hv32/hk16 B=256", "simple", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3.5 tp8 hv8/hk2 T=65536", "fast", "16", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3.5 tp8 hv8/hk2 T=65536", "fast", "32", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3.5 tp8 hv8/hk2 T=8192", "simple", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 8192, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
     };
     /* BENCH_SET=prefill: the prefill shapes of issue 22 (the segmented state pass cuts 1 x 64k and 1 x 32k;
      * SGL_ATTN_LIN_SEGMENT=0 times the serial pass on them), the tile by batch size as the default runs them */
     const bcase prefill[] = {
-        {"prefill qwen3.5 tp8 hv8/hk2 1x64k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3.5 tp8 hv8/hk2 1x32k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 32768, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3.5 tp8 hv8/hk2 16x8k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 16, 131072, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3-next hv32/hk16 1x32k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 16, 32, 1, 32768, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3-next hv32/hk16 8x4k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 16, 32, 8, 32768, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill qwen3.5 tp8 hv8/hk2 1x64k bf16 state", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_BF16, LT_BF16},
+        {"prefill qwen3.5 tp8 hv8/hk2 1x64k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3.5 tp8 hv8/hk2 1x32k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 32768, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3.5 tp8 hv8/hk2 16x8k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 16, 131072, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3-next hv32/hk16 1x32k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 16, 32, 1, 32768, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3-next hv32/hk16 8x4k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 16, 32, 8, 32768, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill qwen3.5 tp8 hv8/hk2 1x64k bf16 state", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_BF16, LT_BF16, GDN_128},
+        /* kda, Kimi-Linear-48B-A3B (config.json linear_attn_config: num_heads 32, head_dim 128,
+         * short_conv_kernel_size 4; q, k and v heads alike) at TP4: 8 heads per rank */
+        {"prefill kda kimi-linear tp4 h8 1x64k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 8, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16,
+         SGL_ATTN_HYBRID_KDA, 128, 128},
+        {"prefill kda kimi-linear tp4 h8 16x8k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 8, 8, 16, 131072, SGL_ATTN_DT_F32, LT_BF16,
+         SGL_ATTN_HYBRID_KDA, 128, 128},
+        /* mamba2, Nemotron-H-8B (config.json: mamba_num_heads 128, mamba_head_dim 64, ssm_state_size 128,
+         * n_groups 8, conv_kernel 4) at TP1: hk = groups, hv = heads, K = state, V = head dim */
+        {"prefill mamba2 nemotron-h-8b h128/g8 1x64k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 8, 128, 1, 65536, SGL_ATTN_DT_F32,
+         LT_BF16, SGL_ATTN_HYBRID_MAMBA2, 128, 64},
+        {"prefill mamba2 nemotron-h-8b h128/g8 16x8k", "fast", "auto", SGL_ATTN_MODE_EXTEND, 8, 128, 16, 131072, SGL_ATTN_DT_F32,
+         LT_BF16, SGL_ATTN_HYBRID_MAMBA2, 128, 64},
     };
     /* BENCH_SMOKE=1: tiny shapes, to check the tool itself (the CPU emulator runs it) */
     const bcase smoke[] = {
-        {"decode smoke hv4/hk2 B=3", "fast", "auto", SGL_ATTN_MODE_DECODE, 2, 4, 3, 0, SGL_ATTN_DT_F32, LT_BF16},
-        {"decode smoke hv4/hk2 B=3", "simple", "auto", SGL_ATTN_MODE_DECODE, 2, 4, 3, 0, SGL_ATTN_DT_F32, LT_BF16},
-        {"prefill smoke hv4/hk2 T=130", "fast", "16", SGL_ATTN_MODE_EXTEND, 2, 4, 1, 130, SGL_ATTN_DT_F32, LT_BF16},
+        {"decode smoke hv4/hk2 B=3", "fast", "auto", SGL_ATTN_MODE_DECODE, 2, 4, 3, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"decode smoke hv4/hk2 B=3", "simple", "auto", SGL_ATTN_MODE_DECODE, 2, 4, 3, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        {"prefill smoke hv4/hk2 T=130", "fast", "16", SGL_ATTN_MODE_EXTEND, 2, 4, 1, 130, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
+        /* the BENCH_SET=prefill kinds, tiny: one request across chunk boundaries and a batch of two */
+        {"prefill smoke kda h2 1x130", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 2, 1, 130, SGL_ATTN_DT_F32, LT_BF16,
+         SGL_ATTN_HYBRID_KDA, 128, 128},
+        {"prefill smoke kda h2 2x96", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 2, 2, 192, SGL_ATTN_DT_F32, LT_BF16,
+         SGL_ATTN_HYBRID_KDA, 128, 128},
+        {"prefill smoke mamba2 h4/g2 1x130", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 4, 1, 130, SGL_ATTN_DT_F32, LT_BF16,
+         SGL_ATTN_HYBRID_MAMBA2, 128, 64},
+        {"prefill smoke mamba2 h4/g2 2x96", "fast", "auto", SGL_ATTN_MODE_EXTEND, 2, 4, 2, 192, SGL_ATTN_DT_F32, LT_BF16,
+         SGL_ATTN_HYBRID_MAMBA2, 128, 64},
     };
     const int smoke_on = getenv("BENCH_SMOKE") && atoi(getenv("BENCH_SMOKE"));
+    if (smoke_on) fill_tile = 64;
+    create_only = getenv("BENCH_CREATE_ONLY") && atoi(getenv("BENCH_CREATE_ONLY"));
     const int prefill_on = getenv("BENCH_SET") && !strcmp(getenv("BENCH_SET"), "prefill");
     const bcase *run = smoke_on ? smoke : prefill_on ? prefill : cases;
     const size_t nrun = smoke_on ? sizeof smoke / sizeof *smoke

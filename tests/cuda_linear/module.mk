@@ -6,7 +6,8 @@
 #                   capture/replay, bad inputs (GPU; prints SKIP with the probe's reason elsewhere)
 #   test_lin_emu    test_lin_gpu's configs with the real kernels on a CPU emulator of CUDA (here)
 #   test_lin_e2e    a tiny hybrid model, gdn_cuda/cuda_attn against gdn/cpu_ref (GPU; SKIP elsewhere)
-#   bench_lin       the issue-9 decode / prefill timings (GPU; bench/gpu/final_linear.sh runs it)
+#   bench_lin       the issue-9 decode / prefill timings (GPU; bench/gpu/final_linear.sh runs it) and issue
+#                   22's gdn / kda / mamba2 prefills (BENCH_SET=prefill: bench/gpu/linear_prefill.sh)
 #   make cuda-linear-tests   build and run the tests
 #   make cuda-linear-emu     a step of `make test`: test_lin_emu and attnctl check of the five wrappers
 #                            built as emulated plugins, stacked on the emulated cuda_attn, blocks shuffled
