@@ -185,7 +185,7 @@ $(CUDA_MLA_EMU_OBJ)/%.emu.o: $(CUDA_MLA_EMU_OBJ)/%.emu.cpp $(CUDA_MLA_EMU_DEPS)
 	$(CXX) $(EMU_CXXFLAGS) -Iplugins/cuda/mla -c $< -o $@
 # (the wide kernel takes the 128-byte-aligned CUtensorMap by value: g++'s note
 # on that ABI, which GCC changed in 4.6, concerns no caller here)
-$(CUDA_MLA_EMU_OBJ)/mla_decode_wide_sm90.emu.o: EMU_CXXFLAGS += -Wno-psabi
+$(CUDA_MLA_EMU_OBJ)/mla_decode_wide_sm90.emu.o $(CUDA_MLA_EMU_OBJ)/mla_sparse_wide_sm90.emu.o: EMU_CXXFLAGS += -Wno-psabi
 .SECONDARY: $(CUDA_MLA_EMU_KERNELS:.o=.cpp)
 
 $(CUDA_MLA_EMU_SO): $(filter-out %.cu.o,$(CUDA_MLA_OBJS)) $(CUDA_MLA_EMU_KERNELS) \

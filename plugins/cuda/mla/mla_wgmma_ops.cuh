@@ -59,6 +59,7 @@ GC_DEV void mla_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
     lk_emu_mbar_expect_tx(bar, bytes);
     lk_emu_mbar_arrive(bar);
 }
+GC_DEV void mla_mbar_arrive(uint32_t bar) { lk_emu_mbar_arrive(bar); }
 /* blocks the thread; a phase that never completes aborts the run (deadlock) */
 GC_DEV void mla_mbar_wait(uint32_t bar, uint32_t parity) { lk_emu_mbar_wait(bar, parity); }
 GC_DEV void mla_tma_load_2d(uint32_t dst, const void *tmap, int32_t c0, int32_t c1, uint32_t bar) {
@@ -108,6 +109,11 @@ GC_DEV void mla_mbar_init(uint32_t bar, uint32_t count) {
 GC_DEV void mla_mbar_init_fence(void) { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
 GC_DEV void mla_mbar_expect_tx(uint32_t bar, uint32_t bytes) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+/* A plain arrival (release: the thread's earlier shared-memory writes are
+ * visible to a thread whose wait observes the phase). */
+GC_DEV void mla_mbar_arrive(uint32_t bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 /* The loop is inside the asm so the compiler sees no divergent branch before
  * the wgmma that follows (else it serialises them, ptxas C7520). */
