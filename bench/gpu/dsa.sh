@@ -11,7 +11,7 @@
 # of the record's 16-row (quick) and 64-row (hq 32 / 128) instantiations, and
 # the *_rec timed shapes (torch dequantises the gathered records before the
 # same einsums).  Then the same checks, a memcheck and the same timed shapes
-# with sparse_kernel=wgmma (the sm_90a kernel for bf16 pools at > 16 heads;
+# with sparse_kernel=wgmma (the sm_90a kernel for bf16 / f16 pools at > 16 heads;
 # bench_dsa_wgmma.json beside bench_dsa.json: the extend_b1_q4096 shape is
 # issue 21's prefill, target >= 450 TFLOP/s).  ~5 minutes.
 # Passing: every check rc=0 with 0 failed (the f32 cases are "not
@@ -51,7 +51,7 @@ step "check: the sparse cases with sparse_kernel=wgmma (and its own: splits, -1 
 env $WG_ENV timeout 150 "$A" check --plugin cuda_mla --filter '^sparse_' > "$OUT/check_dsa_wgmma.log" 2>&1
 echo "rc=$?"; grep -E '^\s*(FAIL|fail|error)' "$OUT/check_dsa_wgmma.log" | cut -c1-150; tail -1 "$OUT/check_dsa_wgmma.log"
 env $WG_ENV timeout 150 "$A" check --plugin cuda_mla \
-  --case 'sparse_decode:b=1,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
+  --case 'sparse_decode:b=2,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
   --case 'sparse_decode:b=3,l=700,hq=128,dtype=bf16,page=16,topk=200,neg=1,ragged=1' \
   --case 'sparse_decode:b=2,l=500,hq=40,dtype=bf16,page=1,topk=333,neg=1' \
   --case 'sparse_decode:b=2,l=100,hq=128,dtype=bf16,page=64,topk=20,neg=1' \

@@ -229,16 +229,17 @@ CUDA_MLA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin
 # the matrix's one 128-head bf16 case: a 16-way split of topk 2048 (two blocks
 # a split, the combine), -1 entries and an all -1 row, partial last blocks
 # (topk 200, 333, 20: one block, WG1 without a block), 40 heads (rows past
-# the heads), 64-head verify, a 128-head extend, pages 1 / 16 / 64; an f16
-# case runs the mma kernel (the option's fallback).
+# the heads), 64-head verify, a 128-head extend, pages 1 / 16 / 64, f16 decode
+# and verify (its f16 instantiation).
 CUDA_MLA_EMU_SPARSE_WG_CASES := \
-  --case 'sparse_decode:b=1,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
+  --case 'sparse_decode:b=2,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
   --case 'sparse_decode:b=3,l=700,hq=128,dtype=bf16,page=16,topk=200,neg=1,ragged=1' \
   --case 'sparse_decode:b=2,l=500,hq=40,dtype=bf16,page=1,topk=333,neg=1' \
   --case 'sparse_decode:b=2,l=100,hq=128,dtype=bf16,page=64,topk=20,neg=1' \
   --case 'sparse_verify:b=2,l=400,q=3,hq=64,dtype=bf16,page=64,topk=128' \
   --case 'sparse_extend:b=2,l=300,q=20,hq=128,dtype=bf16,page=64,topk=512,neg=1,ragged=1' \
-  --case 'sparse_decode:b=2,l=200,hq=128,dtype=f16,page=16,topk=512'
+  --case 'sparse_decode:b=2,l=200,hq=128,dtype=f16,page=16,topk=512' \
+  --case 'sparse_verify:b=2,l=300,q=2,hq=64,dtype=f16,page=1,topk=100,neg=1'
 cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	@echo "== cuda_mla on the emulator, kernel=auto (the whole matrix)"
 	$(CUDA_MLA_EMU_CHECK) --no-conf

@@ -515,7 +515,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,
                 mla_kernel_name(b->kernel_pref), b->wide_ok ? "runs here" : "cannot run here",
                 b->mma_cfg_pref == MLA_MMA_TMA ? "tma" : b->mma_cfg_pref == MLA_MMA_RING ? "ring" : "base",
-                b->sparse_wgmma ? "wgmma (bf16 pools, > 16 heads)" : "mma");
+                b->sparse_wgmma ? "wgmma (bf16 / f16 pools, > 16 heads)" : "mma");
     b->err[0] = 0;
     *out = &b->base;
     return SGL_ATTN_OK;

@@ -83,9 +83,9 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
                               .scale_log2 = v.scale_log2, .part_o = b->part_o, .part_lse = b->part_lse,
                               .stages = stages, .stream = stream, .fault = b->fault.dev, .rec = rec};
         sp.nsplit = mla_sparse_splits(b->t, v.hq, v.topk_k, b->dev.sm_count, b->part_rows, &sp.tiles_per_split);
-        /* sparse_kernel=wgmma: the sm_90a kernel for a bf16 pool where heads
+        /* sparse_kernel=wgmma: the sm_90a kernel for a 16-bit pool where heads
          * fill its 64-row blocks (16 heads or fewer stay on mma's 16-row blocks) */
-        if (b->sparse_wgmma && !rec && v.q_dt == MLA_DT_BF16 && mla_sparse_rows(v.hq) == 64) {
+        if (b->sparse_wgmma && !rec && mla_sparse_rows(v.hq) == 64) {
             int cu = 0;
             sp.tmap = layer_tmap(b, a->layer->layer_id, v.pool, v.num_slots, 1, &cu);
             if (!sp.tmap)

@@ -87,7 +87,7 @@ int mla_launch_sparse(const mla_sparse_args *a);
 int mla_launch_sparse_combine(const mla_sparse_args *a);
 
 /* The sm_90a wgmma kernel (mla_sparse_wide_sm90.cu): 64 head rows a CTA, the
- * grid and the splits of mla_launch_sparse, a bf16 pool [slots, 576] read by
+ * grid and the splits of mla_launch_sparse, a bf16 / f16 pool [slots, 576] read by
  * TMA boxes of one row (tmap).  Its dynamic shared memory; the kernel
  * attribute (SM 9.0 only); the launch (the combine not included).  0 or a
  * cudaError_t. */

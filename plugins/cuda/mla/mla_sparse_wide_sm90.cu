@@ -2,7 +2,7 @@
  * mla_sparse_wide_sm90.cu - DSA's sparse MLA (mla_sparse.h) on sm_90a
  * warpgroup MMA: the wide kernel's structure (mla_decode_wide_sm90.cu) with
  * the key blocks gathered from the row of topk_indices.  Option
- * sparse_kernel=wgmma runs it for a bf16 pool at more than 16 heads on SM 9.0
+ * sparse_kernel=wgmma runs it for a bf16 or f16 pool at more than 16 heads on SM 9.0
  * (docs/cuda_mla.md, "DSA sparse MLA").
  *
  * CTA (blockIdx.x = token * head blocks + head block, .y = split of the
@@ -96,7 +96,7 @@ GC_DEV void sw_softmax(float (&s)[32], const WideCtx &c, uint32_t lo, uint32_t h
         }
 }
 
-GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tmap) {
+template <int DT> GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tmap) {
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const uint32_t raw = mla_smem_u32(smem_raw);
     unsigned char *smem = smem_raw + (((raw + 1023u) & ~1023u) - raw);
@@ -227,7 +227,7 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
         const uint32_t kb = wg ? kbuf1 : kbuf0;
 #pragma unroll
         for (int sub = 0; sub < 9; sub++)
-            wide_qk_sub(s, c, qr, kb, sub == 0 ? 8 : sub - 1, bar0 + 8 * (9 * wg + (sub == 0 ? 8 : sub - 1)), 0u);
+            wide_qk_sub<false, DT>(s, c, qr, kb, sub == 0 ? 8 : sub - 1, bar0 + 8 * (9 * wg + (sub == 0 ? 8 : sub - 1)), 0u);
         mla_wgmma_commit();
         mla_wgmma_wait<0>();
         mla_fence_regs(s);
@@ -247,7 +247,7 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
 #pragma unroll
             for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] + ps[r];
             uint32_t pa[4][4];
-            wide_pack_a(s, pa);
+            wide_pack_a<DT>(s, pa);
             /* P0's last reader (WG1, previous pair) read it before BAR_B, which WG0 met */
             wide_put_pa(smem + SW_OFF_P0, c.t, pa);
             if (c.q4 == 0) {
@@ -260,7 +260,7 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
             wide_scale_o(o, al_a);
             mla_wgmma_fence();
 #pragma unroll
-            for (int k = 0; k < 4; k++) mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 2048 * k));
+            for (int k = 0; k < 4; k++) mla_wgmma_pv_rs<DT>(o, pa[k], mla_desc_mnmajor(kbuf0 + 2048 * k));
             mla_wgmma_commit();
             if (c.t < 32 && has_a2) issue(ja + 2, 8, slA); /* K0 rope: free since S_a */
             mla_wgmma_wait<0>();
@@ -278,21 +278,21 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
                 mla_wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < 4; k++)
-                    mla_wgmma_pv_ss(o, mla_desc_kmajor(c.sbase + SW_OFF_P1 + 32 * k), mla_desc_mnmajor(kbuf1 + 2048 * k));
+                    mla_wgmma_pv_ss<DT>(o, mla_desc_kmajor(c.sbase + SW_OFF_P1 + 32 * k), mla_desc_mnmajor(kbuf1 + 2048 * k));
                 mla_wgmma_commit();
             }
             if (has_a2) { /* (implies has_b) S of the next even block */
                 const uint32_t par_a2 = (uint32_t)(i + 1) & 1u;
-                wide_qk_sub<true>(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
+                wide_qk_sub<true, DT>(s, c, qr, kbuf0, 8, bar0 + 8 * 8, par_a2);
 #pragma unroll
-                for (int sub = 0; sub < 4; sub++) wide_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
+                for (int sub = 0; sub < 4; sub++) wide_qk_sub<false, DT>(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
                 mla_wgmma_commit();
                 mla_wgmma_wait<1>(); /* P_b V_bL is done: K1 sub-tiles 0-3 are free */
                 mla_fence_regs(o);
                 if (c.t < 32 && has_b2)
                     for (int sub = 0; sub < 4; sub++) issue(jb + 2, sub, slB);
 #pragma unroll
-                for (int sub = 4; sub < 8; sub++) wide_qk_sub(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
+                for (int sub = 4; sub < 8; sub++) wide_qk_sub<false, DT>(s, c, qr, kbuf0, sub, bar0 + 8 * sub, par_a2);
                 mla_wgmma_commit();
                 mla_wgmma_wait<0>();
                 mla_fence_regs(s);
@@ -309,7 +309,7 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
             wide_scale_o(o, al_a); /* o is idle: the previous pair waited for its P V */
             mla_wgmma_fence();
 #pragma unroll
-            for (int k = 0; k < 4; k++) mla_wgmma_pv_rs(o, pa[k], mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
+            for (int k = 0; k < 4; k++) mla_wgmma_pv_rs<DT>(o, pa[k], mla_desc_mnmajor(kbuf0 + 4 * WG_SUB + 2048 * k));
             mla_wgmma_commit();
             float al_b[2] = {1.f, 1.f};
             if (has_b) {
@@ -323,7 +323,7 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
 #pragma unroll
                 for (int r = 0; r < 2; r++) l[r] = l[r] * al_a[r] * al_b[r] + ps[r];
                 const float one[2] = {1.f, 1.f};
-                wide_store_p(smem + SW_OFF_P1, c, s, one);
+                wide_store_p<DT>(smem + SW_OFF_P1, c, s, one);
             } else {
                 m_run[0] = m_a[0];
                 m_run[1] = m_a[1];
@@ -347,20 +347,20 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
             if (has_b) {
                 wide_scale_o(o, al_b); /* O_R = (O_R a_a + P_a V_aR) a_b + P_b V_bR */
                 uint32_t pb[4][4];
-                wide_pack_a(s, pb);
+                wide_pack_a<DT>(s, pb);
                 mla_wgmma_fence();
 #pragma unroll
                 for (int k = 0; k < 4; k++)
-                    mla_wgmma_pv_rs(o, pb[k], mla_desc_mnmajor(kbuf1 + 4 * WG_SUB + 2048 * k));
+                    mla_wgmma_pv_rs<DT>(o, pb[k], mla_desc_mnmajor(kbuf1 + 4 * WG_SUB + 2048 * k));
                 mla_wgmma_commit();
                 if (has_b2) {
                     /* S of the next odd block behind P_b V_bR: rope and
                      * sub-tiles 0-3 first, then 4-7 once P_b V_bR is done and
                      * they reloaded */
                     const uint32_t par_b2 = (uint32_t)(i + 1) & 1u;
-                    wide_qk_sub<true>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
+                    wide_qk_sub<true, DT>(s, c, qr, kbuf1, 8, bar0 + 8 * (9 + 8), par_b2);
 #pragma unroll
-                    for (int sub = 0; sub < 4; sub++) wide_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                    for (int sub = 0; sub < 4; sub++) wide_qk_sub<false, DT>(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
                     mla_wgmma_commit();
                     mla_wgmma_wait<1>(); /* P_b V_bR is done: K1 sub-tiles 4-7 are free */
                     mla_fence_regs(o);
@@ -369,7 +369,7 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
                     if (c.t < 32)
                         for (int sub = 4; sub < 8; sub++) issue(jb + 2, sub, slB);
 #pragma unroll
-                    for (int sub = 4; sub < 8; sub++) wide_qk_sub(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
+                    for (int sub = 4; sub < 8; sub++) wide_qk_sub<false, DT>(s, c, qr, kbuf1, sub, bar0 + 8 * (9 + sub), par_b2);
                     mla_wgmma_commit();
                     mla_wgmma_wait<0>();
                     mla_fence_regs(s);
@@ -405,7 +405,7 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
             uint16_t *orow = (uint16_t *)a.out + (qrow0 + row) * MLA_D_V + 256 * wg + 2 * c.q4;
 #pragma unroll
             for (int j = 0; j < 32; j++)
-                *(uint32_t *)(orow + 8 * j) = mla_pack2<MLA_DT_BF16>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+                *(uint32_t *)(orow + 8 * j) = mla_pack2<DT>(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
         } else {
             const int64_t pr = (int64_t)split * a.num_tokens * a.hq + qrow0 + row;
             float *orow = a.part_o + pr * MLA_D_V + 256 * wg + 2 * c.q4;
@@ -419,10 +419,11 @@ GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, const CUtensorMap &tm
 
 #endif /* MLA_HAVE_WGMMA */
 
+template <int DT>
 __global__ __launch_bounds__(WG_THREADS, 1) void mla_sparse_wide_kernel(const __grid_constant__ mla_sparse_args a,
                                                                         const __grid_constant__ CUtensorMap tmap) {
 #ifdef MLA_HAVE_WGMMA
-    mla_sparse_wide_body(a, tmap);
+    mla_sparse_wide_body<DT>(a, tmap);
 #else
     (void)a;
     (void)tmap;
@@ -434,17 +435,24 @@ extern "C" size_t mla_sparse_wide_smem_bytes(void) { return SW_SMEM_ALLOC; }
 
 extern "C" int mla_launch_sparse_wide(const mla_sparse_args *a) {
     if (a->num_tokens <= 0 || a->hq <= 0) return 0;
-    if (a->dt != MLA_DT_BF16 || a->rec || !a->tmap || a->nsplit < 1 || a->nsplit > MLA_SPARSE_MAX_SPLITS ||
+    if ((a->dt != MLA_DT_BF16 && a->dt != MLA_DT_F16) || a->rec || !a->tmap || a->nsplit < 1 || a->nsplit > MLA_SPARSE_MAX_SPLITS ||
         a->tiles_per_split < 1 || a->topk_k < 1)
         return (int)cudaErrorInvalidValue;
     CUtensorMap tm;
     memcpy(&tm, a->tmap, sizeof tm);
     dim3 grid((unsigned)((int64_t)a->num_tokens * ((a->hq + 63) / 64)), (unsigned)a->nsplit);
-    mla_sparse_wide_kernel<<<grid, WG_THREADS, SW_SMEM_ALLOC, (cudaStream_t)a->stream>>>(*a, tm);
+    if (a->dt == MLA_DT_F16)
+        mla_sparse_wide_kernel<MLA_DT_F16><<<grid, WG_THREADS, SW_SMEM_ALLOC, (cudaStream_t)a->stream>>>(*a, tm);
+    else
+        mla_sparse_wide_kernel<MLA_DT_BF16><<<grid, WG_THREADS, SW_SMEM_ALLOC, (cudaStream_t)a->stream>>>(*a, tm);
     return (int)cudaGetLastError();
 }
 
 extern "C" int mla_sparse_wide_init(void) {
-    return (int)cudaFuncSetAttribute(mla_sparse_wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)SW_SMEM_ALLOC);
+    cudaError_t e = cudaFuncSetAttribute(mla_sparse_wide_kernel<MLA_DT_BF16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)SW_SMEM_ALLOC);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(mla_sparse_wide_kernel<MLA_DT_F16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)SW_SMEM_ALLOC);
+    return (int)e;
 }

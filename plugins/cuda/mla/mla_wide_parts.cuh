@@ -48,30 +48,36 @@ struct WideCtx {
 
 /* S[64x64] (+)= Q_rope (registers) x K^T with scale-d = 0 on k-step 0: the
  * first sub-tile of an in-loop S starts from zero without 32 zeroing moves. */
+#define WIDE_QK_RS_FIRST(TY) \
+    asm volatile( \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY " " \
+        "{" \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+        "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n" \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d) \
+        : "memory")
+template <int DT = MLA_DT_BF16>
 GC_DEV void wide_qk_rs_first(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
 #ifdef LK_EMU
-    lk_emu_wgmma(d, 64, a, 0, db, scale_d, 0, 1);
+    lk_emu_wgmma(d, 64, a, 0, db, scale_d, 0, DT == MLA_DT_BF16);
 #else
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
-        : "memory");
+    if constexpr (DT == MLA_DT_F16)
+        WIDE_QK_RS_FIRST("f16");
+    else
+        WIDE_QK_RS_FIRST("bf16");
 #endif
 }
 
 /* One sub-tile of S (+)= Q K^T: 8 value sub-tiles from Q in shared memory,
  * the rope sub-tile (8) from Q's rope part in registers.  FIRST (rope
  * sub-tile only): it starts S from zero. */
-template <bool FIRST = false>
+template <bool FIRST = false, int DT = MLA_DT_BF16>
 GC_DEV void wide_qk_sub(float (&s)[32], const WideCtx &c, const uint32_t (&qr)[4][4], uint32_t kbuf,
                         int sub, uint32_t bar, uint32_t parity) {
     mla_mbar_wait(bar, parity);
@@ -83,41 +89,44 @@ GC_DEV void wide_qk_sub(float (&s)[32], const WideCtx &c, const uint32_t (&qr)[4
         const uint32_t qb = c.sbase + WG_OFF_Q + sub * WG_SUB;
 #pragma unroll
         for (int k = 0; k < 4; k++)
-            mla_wgmma_qk_ss(s, mla_desc_kmajor(qb + 32 * k), mla_desc_kmajor(kb + 32 * k));
+            mla_wgmma_qk_ss<DT>(s, mla_desc_kmajor(qb + 32 * k), mla_desc_kmajor(kb + 32 * k));
     } else {
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             if constexpr (FIRST)
-                wide_qk_rs_first(s, qr[k], mla_desc_kmajor(kb + 32 * k), k);
+                wide_qk_rs_first<DT>(s, qr[k], mla_desc_kmajor(kb + 32 * k), k);
             else
-                mla_wgmma_qk_rs(s, qr[k], mla_desc_kmajor(kb + 32 * k));
+                mla_wgmma_qk_rs<DT>(s, qr[k], mla_desc_kmajor(kb + 32 * k));
         }
     }
 }
 
-/* Two floats to packed bf16 (lo = a), round to nearest even, in one
- * cvt.rn.bf16x2.f32 (P is finite).  It also keeps P a float value in the
+/* Two floats to a packed 16-bit pair of DT (lo = a), round to nearest even,
+ * in one cvt.rn.{bf16,f16}x2.f32 (P is finite).  It also keeps P a float value in the
  * compiler's eyes: an integer rounding made it carry S across the pair loop
  * as b32 registers. */
-GC_DEV uint32_t wide_pack(float a, float b) {
+template <int DT = MLA_DT_BF16> GC_DEV uint32_t wide_pack(float a, float b) {
 #ifdef LK_EMU /* the emulator of the tests: the same rounding (to nearest even) */
-    return mla_pack2<MLA_DT_BF16>(a, b);
+    return mla_pack2<DT>(a, b);
 #else
     uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+    if constexpr (DT == MLA_DT_F16)
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
+    else
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
     return r;
 #endif
 }
 
 /* P (fp32 accumulator layout) as the A operand of m64nNk16: k-step k covers
  * keys 16k..16k+15 = accumulator columns 8(2k) .. 8(2k+1)+7. */
-GC_DEV void wide_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
+template <int DT = MLA_DT_BF16> GC_DEV void wide_pack_a(const float (&s)[32], uint32_t (&pa)[4][4]) {
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        pa[k][0] = wide_pack(s[8 * k + 0], s[8 * k + 1]);
-        pa[k][1] = wide_pack(s[8 * k + 2], s[8 * k + 3]);
-        pa[k][2] = wide_pack(s[8 * k + 4], s[8 * k + 5]);
-        pa[k][3] = wide_pack(s[8 * k + 6], s[8 * k + 7]);
+        pa[k][0] = wide_pack<DT>(s[8 * k + 0], s[8 * k + 1]);
+        pa[k][1] = wide_pack<DT>(s[8 * k + 2], s[8 * k + 3]);
+        pa[k][2] = wide_pack<DT>(s[8 * k + 4], s[8 * k + 5]);
+        pa[k][3] = wide_pack<DT>(s[8 * k + 6], s[8 * k + 7]);
     }
 }
 
@@ -140,13 +149,13 @@ GC_DEV void wide_get_pa(const unsigned char *p0, int t, uint32_t (&pa)[4][4]) {
 }
 
 /* P * f (per row) into a 64 x 64 K-major swizzled tile in shared memory. */
-GC_DEV void wide_store_p(unsigned char *tile, const WideCtx &c, const float (&s)[32], const float f[2]) {
+template <int DT = MLA_DT_BF16> GC_DEV void wide_store_p(unsigned char *tile, const WideCtx &c, const float (&s)[32], const float f[2]) {
 #pragma unroll
     for (int j = 0; j < 8; j++) {
         const int chunk = (j ^ (c.g & 7)) << 4;
-        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) = wide_pack(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
+        *(uint32_t *)(tile + c.g * 128 + chunk + 4 * c.q4) = wide_pack<DT>(s[4 * j] * f[0], s[4 * j + 1] * f[0]);
         *(uint32_t *)(tile + (c.g + 8) * 128 + chunk + 4 * c.q4) =
-            wide_pack(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
+            wide_pack<DT>(s[4 * j + 2] * f[1], s[4 * j + 3] * f[1]);
     }
 }
 
