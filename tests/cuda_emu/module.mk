@@ -256,6 +256,9 @@ cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	  --conf tests/cuda_emu/conf_mla_sparse_wgmma.json $(CUDA_MLA_EMU_SPARSE_WG_CASES)
 	EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla \
 	  --conf tests/cuda_emu/conf_mla_sparse_wgmma.json $(CUDA_MLA_EMU_SPARSE_WG_CASES)
+	@echo "== cuda_mla on the emulator, SM 8.0 with sparse_kernel=wgmma and strict: create refused, naming what it needs"
+	$(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_sparse_wgmma.json \
+	  --case 'sparse_decode:b=2,l=100,hq=128,dtype=bf16,page=64,topk=20' 2>&1 | grep -q 'strict: sparse_kernel wgmma cannot run on device 0 .*it needs SM 9.0'
 	@echo "== cuda_mla on the emulator, SM 9.0's limits, kernel=mma, mma=ring (the whole matrix)"
 	$(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla --conf tests/cuda_emu/conf_mla_ring.json
 	@echo "== cuda_mla on the emulator, kernel=simple (the whole matrix's dense MLA cases)"
