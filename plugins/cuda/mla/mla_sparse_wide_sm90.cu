@@ -18,8 +18,9 @@
  * ^= bits 7-9), so a one-row box at r * 128 of a 1024-byte-aligned sub-tile
  * lands where the K-major descriptor reads row r.  Warp 0 of the warpgroup
  * that frees a sub-tile issues its reload: lane l takes rows l and l + 32,
- * whose slots it read at the start of the pair before (a slot outside the
- * pool is noted in the fault record and taken as -1).  A -1 row (or one past
+ * whose entries it loaded at the start of the pair and judges at the issue
+ * (a slot outside the pool is taken as -1, and noted in the fault record by
+ * the issuer of the block's rope sub-tile).  A -1 row (or one past
  * k1) is not loaded: its 128 bytes are zeroed by generic stores, fenced to the
  * async proxy, and its key is masked (-inf) in the softmax through a 64-bit
  * validity mask in shared memory (written with the rope sub-tile, read after
@@ -128,39 +129,42 @@ template <int DT> GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, con
     }
     __syncthreads();
 
-    /* Rows lane and lane + 32 of block j (-1: none, past the split, or
-     * outside the pool; the last noted by WG0's reader only). */
+    /* The entries of rows lane and lane + 32 of block j as read (-1 past
+     * the split): loaded here, a pair ahead, and judged only where issue
+     * uses them, so no warp waits for the load at the top of a pair. */
     auto slots = [&](int j, int32_t (&sl)[2]) {
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const int64_t e = k0 + 64 * (int64_t)j + lane + 32 * r;
-            int32_t s = -1;
-            if (j < nblk && e < k1) {
-                s = __ldg(trow + e);
-                if ((int64_t)s >= a.num_slots || s < -1) {
-                    if (wg == 0) sgl_fault_note(a.fault, SGL_FAULT_TOPK_INDICES, (int64_t)t * a.topk_k + e, s, -1, a.num_slots);
-                    s = -1;
-                }
-            }
-            sl[r] = s;
+            sl[r] = j < nblk && e < k1 ? __ldg(trow + e) : -1;
         }
     };
-    /* Sub-tile `sub` of block j into its buffer, by one whole warp. */
+    /* Sub-tile `sub` of block j into its buffer, by one whole warp.  An
+     * entry outside the pool (not -1) is taken as -1; the issue of the rope
+     * sub-tile (once a block) notes it in the fault record. */
     auto issue = [&](int j, int sub, const int32_t (&sl)[2]) {
         const int buf = j & 1;
         const uint32_t bar = bar0 + 8 * (9 * buf + sub);
         const uint32_t dst = (buf ? kbuf1 : kbuf0) + sub * WG_SUB;
-        const uint32_t v0 = __ballot_sync(0xffffffffu, sl[0] >= 0), v1 = __ballot_sync(0xffffffffu, sl[1] >= 0);
+        bool ok[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            ok[r] = sl[r] >= 0 && (int64_t)sl[r] < a.num_slots;
+            if (sub == 8 && !ok[r] && sl[r] != -1)
+                sgl_fault_note(a.fault, SGL_FAULT_TOPK_INDICES, (int64_t)t * a.topk_k + k0 + 64 * (int64_t)j + lane + 32 * r,
+                               sl[r], -1, a.num_slots);
+        }
+        const uint32_t v0 = __ballot_sync(0xffffffffu, ok[0]), v1 = __ballot_sync(0xffffffffu, ok[1]);
         if (sub == 8 && lane == 0) {
             sOk[2 * (j & 3)] = v0;
             sOk[2 * (j & 3) + 1] = v1;
         }
-        if (sl[0] < 0 || sl[1] < 0) {
+        if (!ok[0] || !ok[1]) {
             const uint4 z = make_uint4(0, 0, 0, 0);
             unsigned char *d = smem + (dst - c.sbase);
 #pragma unroll
             for (int r = 0; r < 2; r++)
-                if (sl[r] < 0)
+                if (!ok[r])
 #pragma unroll
                     for (int ch = 0; ch < 8; ch++) *(uint4 *)(d + (lane + 32 * r) * 128 + ch * 16) = z;
             mla_fence_proxy_async(); /* the zeros, for the wgmma that reads them */
@@ -171,7 +175,7 @@ template <int DT> GC_DEV void mla_sparse_wide_body(const mla_sparse_args &a, con
             mla_mbar_arrive(bar);
 #pragma unroll
         for (int r = 0; r < 2; r++)
-            if (sl[r] >= 0) mla_tma_load_2d(dst + (lane + 32 * r) * 128, &tmap, sub * 64, sl[r], bar);
+            if (ok[r]) mla_tma_load_2d(dst + (lane + 32 * r) * 128, &tmap, sub * 64, sl[r], bar);
     };
 
     int32_t slA[2], slB[2]; /* next even / odd block (warp 0 of each warpgroup) */
