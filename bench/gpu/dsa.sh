@@ -61,6 +61,9 @@ env $WG_ENV timeout 150 "$A" check --plugin cuda_mla \
 echo "rc=$?"; grep -E '^\s*(pass|FAIL|fail|error)' "$OUT/check_dsa_wgmma_own.log" | cut -c1-150; tail -1 "$OUT/check_dsa_wgmma_own.log"
 step "compute-sanitizer memcheck: the sparse cases at 40 / 64 / 128 heads with sparse_kernel=wgmma"
 (export $WG_ENV; sanitize memcheck 200 memcheck_sparse_wgmma "$A" check --plugin cuda_mla --filter '^sparse_.*hq=(40|64|128)')
+step "bad topk_indices with sparse_kernel=wgmma (its 128-head cases run the wgmma kernel)"
+env $WG_ENV timeout 90 "$T/test_cuda_badidx" "$P" > "$OUT/badidx_wgmma.log" 2>&1
+echo "rc=$?"; grep -E '^(FAIL|SKIP)|topk_indices' "$OUT/badidx_wgmma.log"; tail -1 "$OUT/badidx_wgmma.log"
 step "bench: sparse MLA with sparse_kernel=wgmma beside PyTorch, same process (the same shapes; the record's run mma)"
 env $WG_ENV SGLATTN_LIB="$PWD/build/lib/libsglattn.so.1" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
   timeout 360 python3 bench/cuda/dsa_torch.py "$OUT/bench_dsa_wgmma.json" > "$OUT/bench_dsa_wgmma.log" 2>&1
