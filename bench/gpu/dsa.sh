@@ -44,7 +44,7 @@ SGLATTN_LIB="$PWD/build/lib/libsglattn.so.1" PYTHONPATH="$PWD/python${PYTHONPATH
   timeout 360 python3 bench/cuda/dsa_torch.py "$OUT/bench_dsa.json" > "$OUT/bench_dsa.log" 2>&1
 echo "rc=$?"; tail -12 "$OUT/bench_dsa.log"
 # sparse_kernel=wgmma (bench/gpu/levers/sparse_wgmma.conf): the sm_90a kernel
-# for bf16 pools at > 16 heads; strict, so a device that cannot run it fails
+# for bf16 / f16 pools at > 16 heads; strict, so a device that cannot run it fails
 # create instead of timing the mma kernel under its name
 WG_ENV="SGL_ATTN_MLA_SPARSE_KERNEL=wgmma SGL_ATTN_MLA_STRICT=1"
 step "check: the sparse cases with sparse_kernel=wgmma (and its own: splits, -1 rows, partial blocks, 40 / 64 heads)"
@@ -57,10 +57,18 @@ env $WG_ENV timeout 150 "$A" check --plugin cuda_mla \
   --case 'sparse_decode:b=2,l=100,hq=128,dtype=bf16,page=64,topk=20,neg=1' \
   --case 'sparse_verify:b=2,l=400,q=3,hq=64,dtype=bf16,page=64,topk=128' \
   --case 'sparse_extend:b=2,l=300,q=20,hq=128,dtype=bf16,page=64,topk=512,neg=1,ragged=1' \
+  --case 'sparse_decode:b=2,l=200,hq=128,dtype=f16,page=16,topk=512' \
+  --case 'sparse_verify:b=2,l=300,q=2,hq=64,dtype=f16,page=1,topk=100,neg=1' \
   > "$OUT/check_dsa_wgmma_own.log" 2>&1
 echo "rc=$?"; grep -E '^\s*(pass|FAIL|fail|error)' "$OUT/check_dsa_wgmma_own.log" | cut -c1-150; tail -1 "$OUT/check_dsa_wgmma_own.log"
-step "compute-sanitizer memcheck: the sparse cases at 40 / 64 / 128 heads with sparse_kernel=wgmma"
-(export $WG_ENV; sanitize memcheck 200 memcheck_sparse_wgmma "$A" check --plugin cuda_mla --filter '^sparse_.*hq=(40|64|128)')
+step "compute-sanitizer memcheck: the wgmma kernel's cases (sparse_kernel=wgmma)"
+(export $WG_ENV; sanitize memcheck 200 memcheck_sparse_wgmma "$A" check --plugin cuda_mla \
+  --case 'sparse_decode:b=2,l=500,hq=128,dtype=bf16,page=64,topk=256' \
+  --case 'sparse_decode:b=2,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
+  --case 'sparse_decode:b=2,l=500,hq=40,dtype=bf16,page=1,topk=333,neg=1' \
+  --case 'sparse_decode:b=2,l=100,hq=128,dtype=bf16,page=64,topk=20,neg=1' \
+  --case 'sparse_extend:b=2,l=300,q=20,hq=128,dtype=bf16,page=64,topk=512,neg=1,ragged=1' \
+  --case 'sparse_decode:b=2,l=200,hq=128,dtype=f16,page=16,topk=512')
 step "bad topk_indices with sparse_kernel=wgmma (its 128-head cases run the wgmma kernel)"
 env $WG_ENV timeout 90 "$T/test_cuda_badidx" "$P" > "$OUT/badidx_wgmma.log" 2>&1
 echo "rc=$?"; grep -E '^(FAIL|SKIP)|topk_indices' "$OUT/badidx_wgmma.log"; tail -1 "$OUT/badidx_wgmma.log"
