@@ -418,60 +418,84 @@ static int sparse_applies(const harness_family *f, const sgl_attn_plugin_info *i
     return applies_op(info, caps, SGL_ATTN_DSA_SPARSE_MLA);
 }
 
+/* A sparse case staged: the full family's batch, the topk rows (host and
+ * device), the record pool and its expected bytes for rec=1; the model and
+ * the args carry them. */
+typedef struct sparse_run {
+    fa_batch fb;
+    htensor ti, rec;
+    unsigned char *rec_want; /* rec=1: the record pool expected after the call */
+    int32_t *rows;           /* [T, topk] */
+    long topk;
+    int recp;
+} sparse_run;
+
+static void sparse_run_free(sparse_run *x) {
+    htensor_free(&x->ti);
+    htensor_free(&x->rec);
+    free(x->rec_want);
+    free(x->rows);
+    fa_batch_free(&x->fb);
+}
+
+/* Stage case c (check and bench alike).  Returns 0, or -1 with r set (x
+ * then needs sparse_run_free all the same). */
+static int sparse_stage(const harness_family *fam, const htarget *t, const hcase *c, uint64_t *seed, sparse_run *x,
+                        hresult *r) {
+    char err[768];
+    long neg, recp;
+    memset(x, 0, sizeof *x);
+    if (hcase_int(c, "topk", 64, 1, DSA_MAX_TOPK, &x->topk, err, sizeof err) ||
+        hcase_int(c, "neg", 0, 0, 1, &neg, err, sizeof err) || hcase_int(c, "rec", 0, 0, 1, &recp, err, sizeof err))
+        return hresult_error(r, "%s", err), -1;
+    x->recp = (int)recp;
+    if (build(fam, t, c, sparse_drop, sparse_add, seed, &x->fb, SGL_ATTN_DSA_SPARSE_MLA, r)) return -1;
+    fa_batch *fb = &x->fb;
+    const long topk = x->topk;
+    x->rows = malloc(sizeof(int32_t) * (size_t)(fb->T > 0 ? fb->T : 1) * (size_t)topk);
+    const int64_t shape[2] = {fb->T, topk};
+    if (!x->rows || htensor_alloc(&x->ti, &t->dev, "topk_indices", HDT_I32, 2, shape, err, sizeof err))
+        return hresult_error(r, "%s", x->rows ? err : "out of host memory"), -1;
+    hrng rng;
+    hrng_seed(&rng, *seed ^ 0xd5a5u);
+    sparse_rows(fb, topk, (int)neg, &rng, x->rows);
+    memcpy(htensor_data(&x->ti), x->rows, x->ti.bytes);
+    if (htensor_upload(&x->ti, err, sizeof err)) return hresult_error(r, "%s", err), -1;
+    if (recp) { /* the layer reads the record pool; the family's bf16 pool is only its source */
+        if (fb->c.dt != HDT_BF16 || fb->c.kvdt != HDT_BF16 || fb->c.d != 576 || fb->c.dv != 512)
+            return hresult_error(r, "case '%s': rec=1 cases are bf16 MLA 576 / 512 (the record's RoPE part is bf16)",
+                                 c->text),
+                   -1;
+        if (!(t->caps.dsa_ops & SGL_ATTN_DSA_KV_FP8_RECORD))
+            return hresult_unsupported(r, "the probe does not declare SGL_ATTN_DSA_KV_FP8_RECORD in caps.dsa_ops"), -1;
+        if (rec_build(fb, &t->dev, &x->rec, &x->rec_want, *seed, err, sizeof err))
+            return hresult_error(r, "%s", err), -1;
+        fb->layer.k_cache = &x->rec.t;
+        fb->model.kv_dtype = SGL_ATTN_DT_FP8_E4M3; /* what an engine with the record declares (fp8 KV) */
+    }
+    fb->model.index_topk = (int32_t)topk; /* a DSA model: the indexer's DeepSeek-V3.2 shape */
+    fb->model.index_n_heads = 64;
+    fb->model.index_head_dim = 128;
+    fb->args.topk_indices = &x->ti.t;
+    return 0;
+}
+
 static void sparse_check(const harness_family *fam, const htarget *t, const hcase *c, uint64_t seed, hresult *r) {
     char err[768];
-    long topk, neg, recp;
-    if (hcase_int(c, "topk", 64, 1, DSA_MAX_TOPK, &topk, err, sizeof err) ||
-        hcase_int(c, "neg", 0, 0, 1, &neg, err, sizeof err) || hcase_int(c, "rec", 0, 0, 1, &recp, err, sizeof err)) {
-        hresult_error(r, "%s", err);
+    sparse_run x;
+    if (sparse_stage(fam, t, c, &seed, &x, r)) {
+        sparse_run_free(&x);
         return;
     }
-    fa_batch fb;
-    if (build(fam, t, c, sparse_drop, sparse_add, &seed, &fb, SGL_ATTN_DSA_SPARSE_MLA, r)) return;
-    htensor ti, rec;
-    unsigned char *rec_want = NULL;
-    memset(&ti, 0, sizeof ti);
-    memset(&rec, 0, sizeof rec);
-    int32_t *rows = malloc(sizeof(int32_t) * (size_t)(fb.T > 0 ? fb.T : 1) * (size_t)topk);
-    const int64_t shape[2] = {fb.T, topk};
-    if (!rows || htensor_alloc(&ti, &t->dev, "topk_indices", HDT_I32, 2, shape, err, sizeof err)) {
-        hresult_error(r, "%s", rows ? err : "out of host memory");
-        goto done;
-    }
-    hrng rng;
-    hrng_seed(&rng, seed ^ 0xd5a5u);
-    sparse_rows(&fb, topk, (int)neg, &rng, rows);
-    memcpy(htensor_data(&ti), rows, ti.bytes);
-    if (htensor_upload(&ti, err, sizeof err)) {
-        hresult_error(r, "%s", err);
-        goto done;
-    }
-    if (recp) { /* the layer reads the record pool; the family's bf16 pool is only its source */
-        if (fb.c.dt != HDT_BF16 || fb.c.kvdt != HDT_BF16 || fb.c.d != 576 || fb.c.dv != 512) {
-            hresult_error(r, "case '%s': rec=1 cases are bf16 MLA 576 / 512 (the record's RoPE part is bf16)",
-                          c->text);
-            goto done;
-        }
-        if (!(t->caps.dsa_ops & SGL_ATTN_DSA_KV_FP8_RECORD)) {
-            hresult_unsupported(r, "the probe does not declare SGL_ATTN_DSA_KV_FP8_RECORD in caps.dsa_ops");
-            goto done;
-        }
-        if (rec_build(&fb, &t->dev, &rec, &rec_want, seed, err, sizeof err)) {
-            hresult_error(r, "%s", err);
-            goto done;
-        }
-        fb.layer.k_cache = &rec.t;
-        fb.model.kv_dtype = SGL_ATTN_DT_FP8_E4M3; /* what an engine with the record declares (fp8 KV) */
-    }
-    fb.model.index_topk = (int32_t)topk; /* a DSA model: the indexer's DeepSeek-V3.2 shape */
-    fb.model.index_n_heads = 64;
-    fb.model.index_head_dim = 128;
-    fb.args.topk_indices = &ti.t;
+    fa_batch *fb = &x.fb;
     sgl_attn_backend *b = NULL;
-    if (htarget_create(t, &fb.model, &fb.opts, &b, r) != SGL_ATTN_OK) goto done;
+    if (htarget_create(t, &fb->model, &fb->opts, &b, r) != SGL_ATTN_OK) {
+        sparse_run_free(&x);
+        return;
+    }
     const char *what;
     double t0 = htime_now();
-    int rc = fa_batch_call(&fb, b, &what);
+    int rc = fa_batch_call(fb, b, &what);
     if (rc) {
         hresult_from_call(r, b, what, rc);
     } else if (hdev_sync(&t->dev, err, sizeof err)) {
@@ -479,22 +503,75 @@ static void sparse_check(const harness_family *fam, const htarget *t, const hcas
     } else {
         r->ms_plugin = 1e3 * (htime_now() - t0);
         t0 = htime_now();
-        htensor *in[] = {&ti};
-        if (sparse_reference(&fb, rec_want, rows, topk, err, sizeof err)) {
+        htensor *in[] = {&x.ti};
+        if (sparse_reference(fb, x.rec_want, x.rows, x.topk, err, sizeof err)) {
             hresult_error(r, "%s", err);
-        } else if (!inputs_kept(in, 1, r) && !(recp && rec_verify(&fb, &rec, rec_want, r))) {
+        } else if (!inputs_kept(in, 1, r) && !(x.recp && rec_verify(fb, &x.rec, x.rec_want, r))) {
             r->ms_ref = 1e3 * (htime_now() - t0);
-            if (recp) fb.c.save = 0; /* the bf16 pool was not the layer's: it must be as it was */
-            fa_batch_verify(&fb, r);
+            if (x.recp) fb->c.save = 0; /* the bf16 pool was not the layer's: it must be as it was */
+            fa_batch_verify(fb, r);
         }
     }
     htarget_destroy(t, b);
-done:
-    htensor_free(&ti);
-    htensor_free(&rec);
-    free(rec_want);
-    free(rows);
-    fa_batch_free(&fb);
+    sparse_run_free(&x);
+}
+
+/* attnctl bench of a sparse case: staged once, metadata once, then the
+ * forward alone per call (the save too where the case has save=1). */
+typedef struct sparse_bench {
+    sparse_run x;
+    sgl_attn_backend *b;
+    const htarget *t;
+} sparse_bench;
+
+static int sparse_bench_call(void *state, char *err, size_t err_size) {
+    sparse_bench *s = state;
+    int rc = s->x.fb.c.mode == SGL_ATTN_MODE_DECODE ? sgl_attn_forward_decode(s->b, &s->x.fb.args)
+                                                    : sgl_attn_forward_extend(s->b, &s->x.fb.args);
+    if (rc) snprintf(err, err_size, "forward returned %s: %s", sgl_attn_status_name(rc), sgl_attn_last_error(s->b));
+    return rc ? -1 : 0;
+}
+
+static void sparse_bench_release(void *state) {
+    sparse_bench *s = state;
+    if (!s) return;
+    htarget_destroy(s->t, s->b);
+    sparse_run_free(&s->x);
+    free(s);
+}
+
+/* FLOPs as FlashMLA counts them: 2 * tokens * topk * hq * (576 + 512), the
+ * full row width (-1 entries included); bytes: each row entry's pool row
+ * (1152 B bf16, 656 B the record), q in and out out. */
+static int sparse_bench_prepare(const harness_family *fam, const htarget *t, const hcase *c, uint64_t seed, hbench *hb,
+                                hresult *r) {
+    sparse_bench *s = calloc(1, sizeof *s);
+    if (!s) return hresult_error(r, "out of host memory"), -1;
+    s->t = t;
+    if (sparse_stage(fam, t, c, &seed, &s->x, r)) {
+        sparse_bench_release(s);
+        return -1;
+    }
+    const fa_batch *fb = &s->x.fb;
+    if (htarget_create(t, &fb->model, &fb->opts, &s->b, r) != SGL_ATTN_OK) {
+        s->b = NULL;
+        sparse_bench_release(s);
+        return -1;
+    }
+    int rc = sgl_attn_init_forward_metadata(s->b, &s->x.fb.batch);
+    if (rc) {
+        hresult_from_call(r, s->b, "init_forward_metadata", rc);
+        sparse_bench_release(s);
+        return -1;
+    }
+    const double T = (double)fb->T, hq = (double)fb->c.hq, d = (double)fb->c.d, dv = (double)fb->c.dv;
+    const double esz = (double)hdtype_size(fb->c.dt);
+    hb->state = s;
+    hb->call = sparse_bench_call;
+    hb->release = sparse_bench_release;
+    hb->flops = 2.0 * T * (double)s->x.topk * hq * (d + dv);
+    hb->bytes = T * (double)s->x.topk * (s->x.recp ? (double)REC_BYTES : d * esz) + T * hq * (d + dv) * esz;
+    return 0;
 }
 
 const harness_family harness_family_dsa_sparse = {
@@ -505,7 +582,7 @@ const harness_family harness_family_dsa_sparse = {
     .quick_matrix = sparse_quick,
     .bench_cases = sparse_quick,
     .check = sparse_check,
-    .bench_prepare = NULL,
+    .bench_prepare = sparse_bench_prepare,
 };
 
 /* ============================================================ indexer */

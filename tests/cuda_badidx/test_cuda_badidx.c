@@ -517,14 +517,15 @@ static int attn_tests(const char *dir) {
 
 enum { MLA_BS = 2 };
 
-/* Two requests of 40 tokens (4 new ones each when extending), 16 heads, bf16,
+/* Two requests of 40 tokens (4 new ones each when extending), hq heads, bf16,
  * pages of 16, drawn from `seed`, and a cuda_mla backend over them; NULL
  * (a failed check naming `what`) when either step fails. */
-static sgl_attn_backend *mla_open(const mg_plugin *pl, int extend, uint64_t seed, const char *what, mg_run *r) {
+static sgl_attn_backend *mla_open(const mg_plugin *pl, int extend, int hq, uint64_t seed, const char *what,
+                                  mg_run *r) {
     mg_case mc;
     memset(&mc, 0, sizeof mc);
     mc.mode = extend ? MG_EXTEND : MG_DECODE;
-    mc.bs = MLA_BS, mc.len = 40, mc.q = extend ? 4 : 1, mc.hq = 16, mc.page = 16;
+    mc.bs = MLA_BS, mc.len = 40, mc.q = extend ? 4 : 1, mc.hq = hq, mc.page = 16;
     mc.dt = MG_BF16, mc.kv_dt = MG_BF16;
     char err[512] = "";
     if (mg_setup(r, pl, &mc, seed, err, sizeof err)) {
@@ -544,7 +545,7 @@ static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
     if (c->tensor == T_SEQ || c->tensor == T_EXT) return; /* cuda_mla plans from host lengths: host-checked */
     if (c->paged || c->tensor >= T_PT) return;            /* ABI 1.2 page tables and slot maps: cuda_attn's */
     mg_run r;
-    sgl_attn_backend *be = mla_open(pl, extend, 7, "cuda_mla", &r);
+    sgl_attn_backend *be = mla_open(pl, extend, 16, 7, "cuda_mla", &r);
     if (!be) return;
     char err[512] = "";
     const char *mode = extend ? "extend" : "decode";
@@ -638,10 +639,12 @@ static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
 
 /* DSA sparse MLA: a topk_indices entry outside the pool (past it, or a
  * negative other than -1) is skipped like -1, the call succeeds, and the
- * next metadata call fails naming topk_indices and the value, once. */
-static void mla_sparse_case(const mg_plugin *pl, int extend, int32_t value) {
+ * next metadata call fails naming topk_indices and the value, once.  At 16
+ * heads (the 16-row kernel) and 128 (64-row blocks: the mma kernel's, or the
+ * sm_90a wgmma kernel's where the plugin's option sparse_kernel=wgmma runs it). */
+static void mla_sparse_case(const mg_plugin *pl, int extend, int hq, int32_t value) {
     mg_run r;
-    sgl_attn_backend *be = mla_open(pl, extend, 9, "cuda_mla sparse", &r);
+    sgl_attn_backend *be = mla_open(pl, extend, hq, 9, "cuda_mla sparse", &r);
     if (!be) return;
     char err[512] = "";
     const char *mode = extend ? "extend" : "decode";
@@ -655,12 +658,12 @@ static void mla_sparse_case(const mg_plugin *pl, int extend, int32_t value) {
     dindex(&tk, 2, shape, h, 0);
     r.fa.topk_indices = &tk.t;
     int rc = mg_forward(&r, be, err, sizeof err);
-    CHECK(rc == 0, "cuda_mla sparse %s, topk_indices %d: metadata + forward: %s", mode, (int)value, err);
+    CHECK(rc == 0, "cuda_mla sparse %s, %d heads, topk_indices %d: metadata + forward: %s", mode, hq, (int)value, err);
     CU(cudaStreamSynchronize((cudaStream_t)r.stream));
     r.fa.topk_indices = NULL;
     char wantv[40], label[160];
     snprintf(wantv, sizeof wantv, "= %d", (int)value);
-    snprintf(label, sizeof label, "cuda_mla sparse %s, topk_indices %d", mode, (int)value);
+    snprintf(label, sizeof label, "cuda_mla sparse %s, %d heads, topk_indices %d", mode, hq, (int)value);
     reported_once(be, &r.batch, "topk_indices", wantv, label);
     CU(cudaStreamSynchronize((cudaStream_t)r.stream));
     be->ops->destroy(be);
@@ -689,10 +692,11 @@ static void mla_tests(void) {
     printf("%-4s cuda_mla: bad out_cache_loc / req_to_token / req_pool_indices, decode and extend\n",
            failures == before ? "ok" : "FAIL");
     const int before_sparse = failures;
-    for (int extend = 0; extend < 2; extend++) {
-        mla_sparse_case(&pl, extend, (int32_t)1 << 30);
-        mla_sparse_case(&pl, extend, -2);
-    }
+    for (int extend = 0; extend < 2; extend++)
+        for (int hq = 16; hq <= 128; hq += 112) {
+            mla_sparse_case(&pl, extend, hq, (int32_t)1 << 30);
+            mla_sparse_case(&pl, extend, hq, -2);
+        }
     printf("%-4s cuda_mla: bad topk_indices (DSA sparse MLA), decode and extend\n",
            failures == before_sparse ? "ok" : "FAIL");
     mg_close(&pl);

@@ -172,6 +172,8 @@ static void test_refusals(void **st) {
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_STRICT", "maybe",
                           "environment SGL_ATTN_MLA_STRICT = \"maybe\": expected 1, true, yes, on, 0, false, no or off (or auto)");
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_LOG", "2", "environment SGL_ATTN_MLA_LOG = \"2\"");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_KERNEL", "wide",
+                          "cuda_mla: environment SGL_ATTN_MLA_SPARSE_KERNEL = \"wide\": expected auto, mma or wgmma");
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "0",
                           "environment SGL_ATTN_MLA_INDEXER_SCRATCH_MB = \"0\": expected an integer 1..1048576");
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "big", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB");
@@ -187,7 +189,8 @@ static void test_refusals(void **st) {
               {"SGL_ATTN_MLA_MMA", "ring"},     {"SGL_ATTN_MLA_MMA", "tma"},       {"SGL_ATTN_MLA_STRICT", "1"},
               {"SGL_ATTN_MLA_STRICT", "false"}, {"SGL_ATTN_MLA_STRICT", "yes"},  {"SGL_ATTN_MLA_LOG", "0"},
               {"SGL_ATTN_MLA_LOG", "true"},     {"SGL_ATTN_MLA_KERNEL", "MMA"},  {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "1"},
-              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}};
+              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}, {"SGL_ATTN_MLA_SPARSE_KERNEL", "auto"},
+              {"SGL_ATTN_MLA_SPARSE_KERNEL", "mma"},   {"SGL_ATTN_MLA_SPARSE_KERNEL", "wgmma"}};
     m.is_mla = 0;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv(ok[i].env, ok[i].value, 1);
