@@ -8,16 +8,13 @@
  * attention's grid (ca_pdl_wait), so this grid completes only after it: the
  * next kernel of the stream (the merge, the next layer) sees both finished.
  */
-#include "attn_kernels/common.cuh"
+#define ATTN_SAVE_KV_ROWS_ONLY /* save_kv.cuh's copy, without portable.cu's kernel */
+#include "attn_kernels/save_kv.cuh"
 #include "cuda_launch.h"
 #include "pdl_sm90.cuh"
-/* save_kv.cuh's copy; its kernel (portable.cu's) gets internal linkage here,
- * so the two objects define no symbol twice */
-namespace {
-#include "attn_kernels/save_kv.cuh"
-}
 
-__global__ __launch_bounds__(256) void attn_save_kv_after_kernel(attn_save s) {
+/* 8 blocks of 256 per SM (<= 32 registers), as the plain save's 30 allow */
+__global__ __launch_bounds__(256, 8) void attn_save_kv_after_kernel(attn_save s) {
     attn_save_kv_rows(s);
     if (blockIdx.x == 0 && threadIdx.x == 0) ca_pdl_wait();
 }

@@ -31,6 +31,8 @@ GC_DEV void attn_save_kv_rows(const attn_save &s) {
     }
 }
 
+#ifndef ATTN_SAVE_KV_ROWS_ONLY /* cuda_attn's save_kv_pdl.cu takes the copy alone */
 __global__ __launch_bounds__(256) void attn_save_kv_kernel(attn_save s) { attn_save_kv_rows(s); }
+#endif
 
 #endif
