@@ -137,7 +137,9 @@ static int graph_plan(ca_backend *b, const sgl_attn_graph_args *g, int replay) {
      * ceil(tokens_per_req / block_m) items per request whatever its length,
      * within the capture's grid bound of ceil(num_tokens / block_m) +
      * batch_size items; a replay of as many requests or fewer fits it. */
+    b->plan_graph = 1;
     rc = ca_plan(b, g->batch, g->batch_size, g->num_tokens, g->forward_mode);
+    b->plan_graph = 0;
     b->sp_prefix = 1; /* a captured split extend launches its prefix pass, for any replay */
     if (rc || replay) return rc;
     const DLTensor *table = graph_table_of(g->batch);
@@ -252,14 +254,30 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_at
  * and the model's layers are causal; sized for max_tokens rows and the
  * largest list of each kind, so no forward allocates. */
 static size_t sp_align(size_t n) { return (n + 255) & ~(size_t)255; }
-static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, size_t err_size) {
-    if (!b->kern.kv_fp8 || !b->rg_ok || !b->rg_wgmma || b->head_dim != 128 || b->ragged_only ||
-        b->model_attn_type != SGL_ATTN_TYPE_CAUSAL)
+/* direct (option extend_new_ragged; taken on a 16-bit pool whose extend is the
+ * wgmma one): the same buffers but the dequantised rows, which it does not need;
+ * the new-token kernel set up first (its failure leaves the option off, with
+ * a warning). */
+static int split_setup(ca_backend *b, const sgl_attn_create_args *a, int direct, char *err, size_t err_size) {
+    if (!b->rg_ok || !b->rg_wgmma || b->head_dim != 128 || b->ragged_only || b->model_attn_type != SGL_ATTN_TYPE_CAUSAL)
         return SGL_ATTN_OK;
+    direct = direct && !b->kern.kv_fp8 && b->kern.extend == ATTN_EXTEND_WGMMA; /* an fp8 pool splits as before */
+    if (direct) {
+        const int e = attn_new_wgmma_setup(b->kern.dtype, &b->sp_new_tma);
+        if (e) {
+            (void)cudaGetLastError();
+            sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
+                        "extend_new_ragged: the new-token kernel's setup failed (%d): the option is off", e);
+            return SGL_ATTN_OK;
+        }
+    } else if (!b->kern.kv_fp8) {
+        return SGL_ATTN_OK;
+    }
     const int64_t t = a->max_tokens;
     b->sp_max_new = (int32_t)((t + 127) / 128 + a->max_reqs);
-    b->sp_max_pre = b->sz.extend_max_items; /* the mma extend's tiles (64 rows), as the paged plan's */
-    const size_t row_kv = (size_t)b->hkv * 128 * 2, row_q = (size_t)b->hq * 128 * 2, row_l = (size_t)b->hq * 4;
+    b->sp_max_pre = b->sz.extend_max_items; /* the paged extend's tiles, as the paged plan's */
+    const size_t row_kv = direct ? 0 : (size_t)b->hkv * 128 * 2, row_q = (size_t)b->hq * 128 * 2,
+                 row_l = (size_t)b->hq * 4;
     size_t off = 0;
     const size_t o_new = off;
     off = sp_align(off + (size_t)b->sp_max_new * sizeof(attn_extend_item));
@@ -277,14 +295,16 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, 
     off = sp_align(off + (size_t)t * row_l);
     const size_t o_lp = off;
     off = sp_align(off + (size_t)t * row_l);
-    const int rc = alloc_zeroed(&b->sp_mem, off, " for the fp8 pool's split extend", err, err_size);
+    const int rc = alloc_zeroed(&b->sp_mem, off, direct ? " for the direct split extend" : " for the fp8 pool's split extend",
+                                err, err_size);
     if (rc) return rc;
     char *base = (char *)b->sp_mem;
+    b->sp_direct = direct;
     b->sp_new = (attn_extend_item *)(base + o_new);
     b->sp_pre = (attn_extend_item *)(base + o_pre);
     b->sp_num = (int32_t *)(base + o_num);
-    b->sp_k = base + o_k;
-    b->sp_v = base + o_v;
+    b->sp_k = direct ? NULL : base + o_k;
+    b->sp_v = direct ? NULL : base + o_v;
     b->sp_part = base + o_part;
     b->sp_lse_new = (float *)(base + o_ln);
     b->sp_lse_pre = (float *)(base + o_lp);
@@ -379,8 +399,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO, fp8_cvt = ATTN_FP8_CVT_HW;
-    int tree_ahead = 0, head_pairs = 0;
+    int tree_ahead = 0, head_pairs = 0, new_ragged = 0;
     if ((rc = ca_read_options(a, &option))) return rc;
+    if ((rc = ca_read_new_ragged(a, &new_ragged))) return rc;
     if ((rc = ca_read_fp8_cvt(a, &fp8_cvt))) return rc;
     if ((rc = ca_read_tree_ahead(a, &tree_ahead)) || (rc = ca_read_head_pairs(a, &head_pairs))) return rc;
     sgl_sdk_cuda_device dev;
@@ -469,7 +490,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return rc;
     }
-    if ((rc = split_setup(b, a, err, err_size))) {
+    if ((rc = split_setup(b, a, new_ragged, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }
@@ -482,7 +503,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
                         "no cuTensorMapEncodeTiled (or host memory): the wgmma extend gathers by cp.async");
     }
-    if (b->sp_mem && b->rg_tma && b->tmaps) split_tmaps(b);
+    if (b->sp_mem && !b->sp_direct && b->rg_tma && b->tmaps) split_tmaps(b); /* the direct split has no rows of its own */
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
     /* which kernels serve dual chunk attention (dual_chunk.h), or why none do */
@@ -499,7 +520,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 "%s%s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
-                b->sp_mem ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)" : "",
+                b->sp_direct ? " (extend_new_ragged: new tokens by the ragged wgmma from k / v, prefix by wgmma, "
+                               "LSE merge, save beside)"
+                : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
+                             : "",
                 decode_names[b->kern.decode], b->kern.kv_fp8 ? " (fp8_cvt=" : "",
                 b->kern.kv_fp8 ? ca_fp8_cvt_name(b->kern.fp8_cvt) : "", b->kern.kv_fp8 ? ")" : "",
                 b->rg_wgmma ? "wgmma" : "mma", b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,

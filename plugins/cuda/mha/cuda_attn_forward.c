@@ -296,8 +296,9 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         }
         b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
         /* an fp8 pool's split extend (extend_fp8_split.cu): its two lists, for the causal
-         * self-attention layers of the batch (the others run the fp8 mma extend alone) */
-        if (!ce && b->sp_mem && self_vis == ATTN_SELF_CAUSAL) {
+         * self-attention layers of the batch (the others run the fp8 mma extend alone); the
+         * direct split (option extend_new_ragged) takes neither verify batches nor graphs */
+        if (!ce && b->sp_mem && self_vis == ATTN_SELF_CAUSAL && !(b->sp_direct && (verify || b->plan_graph))) {
             attn_split_plan sp;
             memset(&sp, 0, sizeof sp);
             sp.fresh = b->sp_new;
@@ -446,7 +447,7 @@ static int check_enc_save(ca_backend *b, const sgl_attn_forward_args *a, const c
 /* Checks shared by both forwards; fills p (all but the work lists) and, when
  * the forward has a dual_chunk block, *dual = 1 and dca. */
 static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode, const char *call, attn_fwd *p,
-                         int32_t *T, int *dual, attn_dca *dca, int *split) {
+                         int32_t *T, int *dual, attn_dca *dca, int *split, attn_save *late) {
     ca_msg m = {b->err, sizeof b->err, call};
     b->err[0] = 0;
     if (!a || !a->layer || !a->batch) {
@@ -693,6 +694,10 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.d = b->head_dim;
         s.fault = b->fault.dev;
         s.slot_map = p->slot_map;
+        if (*split && b->sp_direct && late) { /* the direct split launches it after its new-token pass */
+            *late = s;
+            return SGL_ATTN_OK;
+        }
         int ce;
         if (b->kern.kv_fp8) {
             attn_save_fp8 s8 = {s, k_scale_dev, v_scale_dev, L->k_scale, L->v_scale, NULL, NULL};
@@ -719,7 +724,7 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     int32_t T = 0;
     int dual = 0;
     int split = 0;
-    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T, &dual, &dca, &split);
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T, &dual, &dca, &split, NULL);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
     const sgl_attn_layer *L = a->layer;
@@ -826,6 +831,81 @@ static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const att
     return SGL_ATTN_OK;
 }
 
+/* The direct split extend (option extend_new_ragged, 16-bit pools; docs/cuda.md):
+ * the split extend's passes with no copy.  The prefix (when the batch may have
+ * one) by the paged wgmma extend into the split's output; the new tokens by
+ * the ragged body over the call's k / v rows (sv: the save forward_setup
+ * checked and left) into out; then that save, as the new-token pass's
+ * programmatic dependent: neither pass reads a row it writes, so it runs
+ * beside the attention, and its grid completes after the attention's, so the
+ * merge (and whatever the stream runs next) sees out and the pool written. */
+static int direct_split_extend(ca_backend *b, const sgl_attn_forward_args *a, const attn_fwd *p,
+                               const attn_save *sv) {
+    void *stream = a->batch->stream;
+    DLTensor *lse_t = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse);
+    float *lse = lse_t ? (float *)sgl_sdk_data(lse_t) : b->sp_lse_new;
+    int ce = 0;
+    if (b->sp_prefix) { /* the pool's columns before the new tokens, every one visible */
+        attn_fwd q = *p;
+        q.out = b->sp_part;
+        q.o_stride_t = (int64_t)b->hq * 128;
+        q.o_stride_h = 128;
+        q.eitems = b->sp_pre;
+        q.num_items = b->sp_num + 1;
+        q.lse = b->sp_lse_pre;
+        const attn_kv_tmaps *tm = NULL;
+        if (b->tmaps && b->kern.tma && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
+            int cu = 0;
+            tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &q, b->head_dim, &cu);
+            if (cu)
+                sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
+                            "cuTensorMapEncodeTiled refused the pool of layer %d (CUresult %d): cp.async for it",
+                            a->layer->layer_id, cu);
+        }
+        ce = attn_launch_extend(&b->kern, &q, tm, b->sp_grid_pre, stream);
+    }
+    attn_fwd n = *p; /* the new tokens: the call's k / v rows, as forward_ragged's K / V */
+    n.k_cache = sv->k;
+    n.v_cache = sv->v;
+    n.kc_stride_s = sv->k_stride_t;
+    n.kc_stride_h = sv->k_stride_h;
+    n.vc_stride_s = sv->v_stride_t;
+    n.vc_stride_h = sv->v_stride_h;
+    n.num_slots = p->num_tokens;
+    memset(&n.req_to_token, 0, sizeof n.req_to_token);
+    n.r2t_row_words = 0;
+    n.page_shift = n.page_mask = 0;
+    memset(&n.slot_map, 0, sizeof n.slot_map);
+    n.eitems = b->sp_new;
+    n.num_items = b->sp_num;
+    n.lse = lse;
+    attn_kv_tmaps maps; /* the kernel takes them by value */
+    const attn_kv_tmaps *tm = NULL;
+    if (b->sp_new_tma && b->rg_tma && b->tmaps && !attn_tmap_ragged(b->tmaps, &n, 128, 128, &maps)) tm = &maps;
+    if (!ce) ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
+    if (!ce) ce = attn_launch_save_kv_after(sv, stream);
+    if (!ce && b->sp_prefix) {
+        attn_split_merge mg;
+        memset(&mg, 0, sizeof mg);
+        mg.out = p->out;
+        mg.lse = lse;
+        mg.part = b->sp_part;
+        mg.part_lse = b->sp_lse_pre;
+        mg.items = b->sp_pre;
+        mg.num_items = b->sp_num + 1;
+        mg.o_stride_t = p->o_stride_t;
+        mg.o_stride_h = p->o_stride_h;
+        mg.hq = b->hq;
+        mg.num_tokens = p->num_tokens;
+        ce = attn_launch_split_merge(b->kern.dtype, &mg, b->sp_grid_pre, stream);
+    }
+    if (ce) {
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: direct split extend launch", ce);
+        return SGL_ATTN_E_DEVICE;
+    }
+    return SGL_ATTN_OK;
+}
+
 int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     ca_backend *b = (ca_backend *)bb;
     attn_fwd p;
@@ -833,10 +913,12 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     int32_t T = 0;
     int dual = 0;
     int split = 0;
-    int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T, &dual, &dca, &split);
+    attn_save late;
+    memset(&late, 0, sizeof late);
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T, &dual, &dca, &split, &late);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
-    if (split) return split_extend(b, a, &p);
+    if (split) return b->sp_direct ? direct_split_extend(b, a, &p, &late) : split_extend(b, a, &p);
     const int set = a->layer->is_cross ? ATTN_EPLAN_CROSS : ATTN_EPLAN_SELF;
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
     p.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);

@@ -153,6 +153,19 @@ int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok);
 int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
 
+/* ------------------------------------------ the direct split extend (16-bit pools) */
+
+/* Option extend_new_ragged (cuda_attn_forward.c): the new tokens by the
+ * ragged wgmma body over the call's k / v (extend_wgmma_sm90.cu: a plain
+ * launch whose blocks trigger the next grid at their start), then the save
+ * of those k / v into the pool as its programmatic dependent
+ * (save_kv_pdl.cu: the copy beside the attention, its grid complete only
+ * after the attention's).  qk / v 128; *tma_ok as attn_ragged_wgmma_setup. */
+int attn_new_wgmma_setup(int dtype, int *tma_ok);
+int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
+                          void *stream);
+int attn_launch_save_kv_after(const attn_save *s, void *stream);
+
 /* ------------------------------------------- the fp8 pool's split extend */
 
 /* The split extend's plan (extend_fp8_split.cu): from the batch as the paged

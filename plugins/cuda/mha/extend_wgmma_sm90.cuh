@@ -78,6 +78,7 @@
 #include "attn_tmap.h"   /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
 #include "dual_chunk.h"  /* attn_dca, dca_part */
 #include "mma_sm80.cuh" /* pack2, attn_slot32 */
+#include "pdl_sm90.cuh"   /* ca_pdl_trigger: the direct split extend's new-token pass */
 #include "wgmma_sm90.cuh"
 
 #define ATTN_WG_THREADS 384
@@ -864,6 +865,33 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kern
                                                                                  const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
     wg_kernel_body<DT, DQK, DV, true, RAGGED, TREE, HP>(p, &tm);
+#else
+    (void)p;
+    (void)tm;
+#endif
+}
+
+/* The direct split extend's new-token pass (option extend_new_ragged,
+ * cuda_attn_forward.c): the RAGGED body at head dim 128 over the call's k / v
+ * rows, after a programmatic-dependent trigger (pdl_sm90.cuh) that lets the
+ * save-KV launched after it start beside it (it reads no row that save
+ * writes).  Separate entries, so the ragged kernels above keep their code. */
+template <int DT>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_kernel(const attn_fwd p) {
+#if defined(ATTN_HAVE_WGMMA)
+    ca_pdl_trigger();
+    wg_kernel_body<DT, 128, 128, false, true, ATTN_WG_TREE_NONE, false>(p, nullptr);
+#else
+    (void)p;
+#endif
+}
+
+template <int DT>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_tma_kernel(
+    const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm) {
+#if defined(ATTN_HAVE_WGMMA)
+    ca_pdl_trigger();
+    wg_kernel_body<DT, 128, 128, true, true, ATTN_WG_TREE_NONE, false>(p, &tm);
 #else
     (void)p;
     (void)tm;

@@ -9,7 +9,7 @@ CUDA_ATTN_C := cuda_attn_plugin.c cuda_attn_backend.c cuda_attn_forward.c cuda_a
 # One kernel role per .cu (docs/cuda.md); portable.cu launches the kernels
 # shared with hip_attn (plugins/sdk/attn_kernels/, sized by its sizing.c).
 CUDA_ATTN_CU := portable.cu decode_reg.cu decode_mma.cu extend_mma.cu extend_wgmma_sm90.cu save_kv_fp8.cu \
-               ragged_plan.cu tree_mask_pack.cu encoder_loc_check.cu extend_fp8_split.cu
+               ragged_plan.cu tree_mask_pack.cu encoder_loc_check.cu extend_fp8_split.cu save_kv_pdl.cu
 CUDA_ATTN_OBJS := $(addprefix $(OBJDIR)/plugins/cuda/mha/,$(CUDA_ATTN_C:.c=.o) $(CUDA_ATTN_CU:.cu=.cu.o)) \
                   $(OBJDIR)/plugins/sdk/attn_kernels/sizing.o
 # The pure-C parts tests/cuda/ links without CUDA.

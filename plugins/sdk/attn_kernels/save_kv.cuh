@@ -10,7 +10,9 @@
 
 #include "common.cuh"
 
-__global__ __launch_bounds__(256) void attn_save_kv_kernel(attn_save s) {
+/* The grid-stride copy, shared by the kernel below and cuda_attn's
+ * programmatic-dependent save (save_kv_pdl.cu). */
+GC_DEV void attn_save_kv_rows(const attn_save &s) {
     const int chunks = s.d / 8; /* 16-byte pieces per head row */
     const long long n = (long long)s.t * s.hkv * chunks;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -28,5 +30,9 @@ __global__ __launch_bounds__(256) void attn_save_kv_kernel(attn_save s) {
         *(uint4 *)vc = *(const uint4 *)v;
     }
 }
+
+#ifndef ATTN_SAVE_KV_ROWS_ONLY /* cuda_attn's save_kv_pdl.cu takes the copy alone */
+__global__ __launch_bounds__(256) void attn_save_kv_kernel(attn_save s) { attn_save_kv_rows(s); }
+#endif
 
 #endif
