@@ -136,42 +136,8 @@ class Layer:
         return o.to(x.dtype)
 
     def prefill(self, x, a, b, chunk=64):
-        """One sequence from zero state: x [T, C], a/b [T, HV] -> out [T, HV, V]."""
-        T, hv = x.shape[0], self.hv
-        y = F.conv1d(F.pad(x.float().t().unsqueeze(0), (W - 1, 0)), self.conv_w.unsqueeze(1), self.conv_b,
-                     groups=self.C)[0].t()
-        q, k, v = self.split(F.silu(y))
-        g, beta = self.gates(a, b)
-        n = (T + chunk - 1) // chunk
-        pad = n * chunk - T
-
-        def heads_first(t):  # [T, HV, ...] -> [HV, n, chunk, ...], zero padded
-            t = F.pad(t, (0, 0) * (t.dim() - 2) + (0, 0, 0, pad)) if t.dim() > 2 else F.pad(t, (0, 0, 0, pad))
-            return t.reshape(n, chunk, *t.shape[1:]).transpose(0, 2).transpose(1, 2).contiguous()
-
-        q, k, v = heads_first(q) / math.sqrt(K), heads_first(k), heads_first(v)
-        g, beta = heads_first(g), heads_first(beta)  # [HV, n, chunk]
-        G = g.cumsum(-1)
-        diff = G[..., :, None] - G[..., None, :]
-        lower = torch.ones(chunk, chunk, dtype=torch.bool, device=DEV).tril()
-        decay = torch.exp(diff.masked_fill(~lower, float("-inf")))  # exp(G_t - G_i), i <= t
-        eye = torch.eye(chunk, device=DEV)
-        A = beta[..., :, None] * (k @ k.transpose(-1, -2)) * decay * (1 - eye)
-        Tinv = torch.linalg.solve_triangular(eye + A, eye.expand_as(A), upper=False, unitriangular=True)
-        Wm = Tinv @ (beta[..., None] * k * torch.exp(G)[..., None])
-        U = Tinv @ (beta[..., None] * v)
-        M = (q @ k.transpose(-1, -2)) * decay
-        QG = q * torch.exp(G)[..., None]
-        KD = k * torch.exp(G[..., -1:] - G)[..., None]
-        eG = torch.exp(G[..., -1])  # [HV, n]
-        S = torch.zeros(hv, V, K, device=DEV)
-        out = torch.empty(hv, n, chunk, V, device=DEV)
-        for c in range(n):
-            St = S.transpose(-1, -2)
-            Unew = U[:, c] - Wm[:, c] @ St
-            out[:, c] = QG[:, c] @ St + M[:, c] @ Unew
-            S = S * eG[:, c, None, None] + Unew.transpose(-1, -2) @ KD[:, c]
-        return out.permute(1, 2, 0, 3).reshape(n * chunk, hv, V)[:T].to(x.dtype)
+        """One sequence from zero state: x [T, C], a/b [T, HV] -> out [T, HV, V] (prefill_batch of one)."""
+        return self.prefill_batch(x[None], a[None], b[None], chunk)[0]
 
     def prefill_batch(self, x, a, b, chunk=64):
         """B requests of L tokens from zero state (the prefill above over a batch): x [B, L, C], a/b [B, L, HV]

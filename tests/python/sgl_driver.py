@@ -274,6 +274,27 @@ class Engine:
         return self.kv_pool.get_key_buffer(layer)[idx], self.kv_pool.get_value_buffer(layer)[idx]
 
 
+def record_graph(runner: Any, bs: int, fb: Any) -> None:
+    """sglang's capture of one batch size after its metadata call: run_once twice to warm up, then once
+    recorded in a CUDA graph on a side stream sharing the runner's pool (runner.cuda), or once more on
+    the CPU, where nothing is recorded.  Keeps the graph and the outputs under bs."""
+    for _ in range(2):
+        runner._run_once(bs, fb)
+    if runner.cuda:
+        g = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.graph(g, pool=runner.pool, stream=stream):
+            outs = runner._run_once(bs, fb)
+        torch.cuda.current_stream().wait_stream(stream)
+        runner.pool = g.pool()
+        runner.graphs[bs] = g
+        runner.outputs[bs] = outs
+    else:
+        runner.outputs[bs] = runner._run_once(bs, fb)
+        runner.graphs[bs] = None
+
+
 class GraphRunner:
     """sglang's decode CUDA-graph runner, reduced to the attention calls and
     their order.  Current form: init_cuda_graph_state once; per batch size
@@ -333,21 +354,7 @@ class GraphRunner:
                                                         ForwardMode.DECODE, None)
         else:
             be.init_forward_metadata_out_graph(fb, in_capture=True)
-        for _ in range(2):
-            self._run_once(bs, fb)
-        if self.cuda:
-            g = torch.cuda.CUDAGraph()
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.graph(g, pool=self.pool, stream=stream):
-                outs = self._run_once(bs, fb)
-            torch.cuda.current_stream().wait_stream(stream)
-            self.pool = g.pool()
-            self.graphs[bs] = g
-            self.outputs[bs] = outs
-        else:
-            self.outputs[bs] = self._run_once(bs, fb)
-            self.graphs[bs] = None
+        record_graph(self, bs, fb)
         self.fbs = getattr(self, "fbs", {})
         self.fbs[bs] = fb
 

@@ -29,6 +29,8 @@ from sglang.srt.model_executor.model_runner import ModelRunner
 from sglang.srt.server_args import ServerArgs
 from sglang.srt.speculative.spec_info import EagleVerifyInput
 
+from sgl_driver import record_graph
+
 HQ, HKV, D = 4, 2, 64                      # full attention
 HK, HV, K, V, W = 2, 4, 16, 8, 4           # linear (GDN)
 CONV = 2 * HK * K + HV * V
@@ -251,21 +253,7 @@ class HybridGraphRunner:
                                                            None, self.mode, fb.spec_info)
         else:
             be.init_forward_metadata_out_graph(fb, in_capture=True)
-        for _ in range(2):
-            self._run_once(bs, fb)
-        if self.cuda:
-            graph = torch.cuda.CUDAGraph()
-            stream = torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.graph(graph, pool=self.pool, stream=stream):
-                outs = self._run_once(bs, fb)
-            torch.cuda.current_stream().wait_stream(stream)
-            self.pool = graph.pool()
-            self.graphs[bs] = graph
-            self.outputs[bs] = outs
-        else:
-            self.outputs[bs] = self._run_once(bs, fb)
-            self.graphs[bs] = None
+        record_graph(self, bs, fb)
         self.fbs[bs] = fb
 
     def bucket(self, raw_bs: int) -> int:

@@ -776,6 +776,24 @@ static int direct_keys(ca_backend *b, const sgl_attn_forward_args *a, attn_fwd *
     return SGL_ATTN_OK;
 }
 
+/* The split's LSE merge: the prefix pass's partial rows (sp_part, sp_lse_pre) joined into the new tokens'
+ * output and LSE, per the split plan's prefix items. */
+static int split_merge(const ca_backend *b, const attn_fwd *p, float *lse, void *stream) {
+    attn_split_merge mg;
+    memset(&mg, 0, sizeof mg);
+    mg.out = p->out;
+    mg.lse = lse;
+    mg.part = b->sp_part;
+    mg.part_lse = b->sp_lse_pre;
+    mg.items = b->sp_pre;
+    mg.num_items = b->sp_num + 1;
+    mg.o_stride_t = p->o_stride_t;
+    mg.o_stride_h = p->o_stride_h;
+    mg.hq = b->hq;
+    mg.num_tokens = p->num_tokens;
+    return attn_launch_split_merge(b->kern.dtype, &mg, b->sp_grid_pre, stream);
+}
+
 /* The split extend on an fp8 pool (extend_fp8_split.cu), after the save wrote
  * the new rows dequantised: the new tokens by the ragged wgmma kernel into
  * out (its LSE into the caller's lse, else the split's), the prefix by the
@@ -810,19 +828,7 @@ static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const att
         q.num_items = b->sp_num + 1;
         q.lse = b->sp_lse_pre;
         ce = attn_launch_extend(&b->kern, &q, NULL, b->sp_grid_pre, stream);
-        attn_split_merge mg;
-        memset(&mg, 0, sizeof mg);
-        mg.out = p->out;
-        mg.lse = lse;
-        mg.part = b->sp_part;
-        mg.part_lse = b->sp_lse_pre;
-        mg.items = b->sp_pre;
-        mg.num_items = b->sp_num + 1;
-        mg.o_stride_t = p->o_stride_t;
-        mg.o_stride_h = p->o_stride_h;
-        mg.hq = b->hq;
-        mg.num_tokens = p->num_tokens;
-        if (!ce) ce = attn_launch_split_merge(b->kern.dtype, &mg, b->sp_grid_pre, stream);
+        if (!ce) ce = split_merge(b, p, lse, stream);
     }
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: split extend launch", ce);
@@ -885,19 +891,7 @@ static int direct_split_extend(ca_backend *b, const sgl_attn_forward_args *a, co
     if (!ce) ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
     if (!ce) ce = attn_launch_save_kv_after(sv, stream);
     if (!ce && b->sp_prefix) {
-        attn_split_merge mg;
-        memset(&mg, 0, sizeof mg);
-        mg.out = p->out;
-        mg.lse = lse;
-        mg.part = b->sp_part;
-        mg.part_lse = b->sp_lse_pre;
-        mg.items = b->sp_pre;
-        mg.num_items = b->sp_num + 1;
-        mg.o_stride_t = p->o_stride_t;
-        mg.o_stride_h = p->o_stride_h;
-        mg.hq = b->hq;
-        mg.num_tokens = p->num_tokens;
-        ce = attn_launch_split_merge(b->kern.dtype, &mg, b->sp_grid_pre, stream);
+        ce = split_merge(b, p, lse, stream);
     }
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: direct split extend launch", ce);
