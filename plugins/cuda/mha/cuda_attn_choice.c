@@ -47,7 +47,7 @@ int ca_read_head_pairs(const sgl_attn_create_args *a, int *pairs) {
     return sgl_sdk_opt_bool(&o, "verify_head_pairs", NULL, 0, pairs);
 }
 
-/* extend_new_ragged (a lever, bench/gpu/levers/extend_new_ragged.conf): on a
+/* extend_new_ragged (option, 0 by default; docs/cuda.md "Options"): on a
  * 16-bit pool where the extend and forward_ragged are the wgmma kernels, an
  * extend that saves its K/V attends the new tokens from the call's k / v
  * (the ragged body), the prefix on the paged kernel, merged by LSE, with the

@@ -473,7 +473,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (b->strict && b->kernel_pref == MLA_KERNEL_WIDE && !b->wide_ok) {
         snprintf(msg, sizeof msg,
                  "strict: kernel wide cannot run on device %d (%s, SM %d.%d): it needs SM 9.0, the TMA encoder "
-                 "(%s) and %zu bytes of shared memory per block (opt-in %zu)",
+                 "(%s) and %zu bytes of shared memory per block (the device allows %zu)",
                  a->device, b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->encode_fn ? "found" : "not found",
                  mla_wide_smem_bytes(), (size_t)b->dev.smem_per_block_optin);
         return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
@@ -485,7 +485,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         if (!ok && b->strict) {
             snprintf(msg, sizeof msg,
                      "strict: sparse_kernel wgmma cannot run on device %d (%s, SM %d.%d): it needs SM 9.0, the TMA "
-                     "encoder (%s) and %zu bytes of shared memory per block (opt-in %zu)",
+                     "encoder (%s) and %zu bytes of shared memory per block (the device allows %zu)",
                      a->device, b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->encode_fn ? "found" : "not found",
                      mla_sparse_wide_smem_bytes(), (size_t)b->dev.smem_per_block_optin);
             return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
@@ -510,7 +510,7 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     if ((rc = mla_indexer_create(b, a, msg, sizeof msg))) return create_fail(a, b, rc, msg);
     if (b->log)
-        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, opt-in %zu B): kernel %s, wide kernel %s, mma %s, "
+        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, %zu B of shared memory per block): kernel %s, wide kernel %s, mma %s, "
                 "sparse %s\n",
                 b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,
                 mla_kernel_name(b->kernel_pref), b->wide_ok ? "runs here" : "cannot run here",

@@ -46,7 +46,7 @@
 #define SW_OFF_OK (SW_OFF_BAR + 18 * 8)       /* 4 x 64-bit validity masks */
 #define SW_SMEM_USED (SW_OFF_OK + 4 * 8)
 #define SW_SMEM_ALLOC (SW_SMEM_USED + 1024) /* room to align the base to 1024 */
-static_assert(SW_SMEM_ALLOC <= 232448, "the sparse wgmma kernel's shared memory is above the SM 9.0 opt-in (227 KB)");
+static_assert(SW_SMEM_ALLOC <= 232448, "the sparse wgmma kernel's shared memory is above SM 9.0's 227 KB per block");
 
 #ifdef MLA_HAVE_WGMMA
 
