@@ -13,6 +13,8 @@
 #      register-fed decode's sections and pipe utilisation with fp8_cvt=hw (the
 #      cvt), int and split (integer moves): which unit bounds it (only when
 #      PROFILE names it: PROFILE=5)
+#   6. cuda_mla DSA sparse decode B 64, 128 heads, top-k 2048 (issue 21): the gather
+#      kernel's durations and sections, combine included (only when PROFILE names it: PROFILE=6)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -78,5 +80,18 @@ PY
     grep -E "Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Issue Slots|Executed Ipc|Stall|Warp Cycles|Eligible|Registers|ALU|FMA|XU|Pipe" \
       "$OUT/fp8_decode_$cvt.txt" | head -30
   done
+fi
+if on 6; then
+  C="sparse_decode:b=64,l=4096,hq=128,dtype=bf16,page=64,topk=2048,save=0"
+  step "6a. cuda_mla sparse decode B64: kernel durations"
+  timeout 45 $NCU --metrics gpu__time_duration.sum -c 12 $A bench --plugin cuda_mla --case $C --min-time 0.01 \
+    > "$OUT/mla_sparse_durs.txt" 2>&1; echo "rc=$?"
+  grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/mla_sparse_durs.txt" | sed 's/(.*//' | head -30
+  step "6b. cuda_mla sparse gather kernel sections"
+  timeout 60 $NCU $SECS --section SourceCounters --section InstructionStats -k regex:mla_sparse_kernel -c 1 \
+    --launch-skip 2 $A bench --plugin cuda_mla --case $C --min-time 0.01 > "$OUT/mla_sparse_sections.txt" 2>&1
+  echo "rc=$?"
+  grep -E "Duration|Throughput|DRAM|L2|Stall|Warp Cycles|Eligible|Issued|Occupancy|Registers|Pipe" \
+    "$OUT/mla_sparse_sections.txt" | head -50
 fi
 echo "profile: done [$SECONDS s]"
