@@ -9,7 +9,9 @@
  * The model: 4 layers, full attention at 1 and 3, Gated DeltaNet at 0 and 2
  * (2 qk heads, 4 value heads, K = V = 128, conv 4), bf16, float32 state,
  * spec_tokens = TPR.  A prefill of 4 requests, init_graph_state, then one
- * verify of 4 requests x TPR draft tokens (keep_intermediate) captured; then
+ * verify of 4 requests x TPR draft tokens (keep_intermediate) captured, its
+ * capture hook planned on another stream than the one that captures (as
+ * sglang plans outside the graph and names the capturing stream inside); then
  * rounds of new batches in the captured tensors: other lengths and slots,
  * padded requests (req_pool_indices row 0, seq_lens = the stack's fill value
  * + TPR, state slot -1, out_cache_loc the spare slot 0), a batch_size below
@@ -220,9 +222,11 @@ static void run(sgl_attn_host *h, const sgl_attn_model *m) {
         return;
     }
     const sgl_attn_backend_ops *ops = be->ops;
-    cudaStream_t st = NULL;
-    if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) {
+    cudaStream_t st = NULL, plan_st = NULL;
+    if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess ||
+        cudaStreamCreateWithFlags(&plan_st, cudaStreamNonBlocking) != cudaSuccess) {
         LT_CHECK(0, "cudaStreamCreate");
+        if (st) cudaStreamDestroy(st);
         sgl_attn_destroy(be);
         sgl_attn_destroy(ref);
         return;
@@ -329,8 +333,14 @@ static void run(sgl_attn_host *h, const sgl_attn_model *m) {
         g.batch_size = bs;
         g.num_tokens = bs * TPR;
         if (k == 0) { /* capture the first batch */
+            /* as sglang does: the capture hook plans on the engine's stream, then the batch names the
+             * capturing stream (init_forward_metadata_in_graph); a forward that launched on the plan's stream
+             * would run now instead of being recorded, and the replays would show it */
+            V.bt.stream = plan_st;
             rc = ops->init_forward_metadata_capture(be, &g);
             LT_CHECK(rc == SGL_ATTN_OK, "capture hook: %d %s", rc, ops->last_error(be));
+            LT_CHECK(cudaStreamSynchronize(plan_st) == cudaSuccess, "capture hook sync");
+            V.bt.stream = st;
             cudaError_t e = cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal);
             if (e == cudaSuccess) forwards(be, w, "verify under capture");
             if (e == cudaSuccess) e = cudaStreamEndCapture(st, &graph);
@@ -414,6 +424,7 @@ static void run(sgl_attn_host *h, const sgl_attn_model *m) {
     sgl_attn_destroy(be);
     sgl_attn_destroy(ref);
     cudaStreamDestroy(st);
+    cudaStreamDestroy(plan_st);
 }
 
 int main(int argc, char **argv) {

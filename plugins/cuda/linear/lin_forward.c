@@ -42,7 +42,7 @@ static int check_io(lin_inst *w, const sgl_attn_forward_args *a, const sgl_attn_
  * per forward, then the slots of this forward by the slot kernel (bounded by
  * the tensors' S, repeats refused), and the kernels' state pointers, steps
  * and slots moved onto them: the pool path's kernels, unchanged. */
-static int caller_state(lin_inst *w, const sgl_attn_linear_io *io, int lid, int keep, lin_fwd *p) {
+static int caller_state(lin_inst *w, const sgl_attn_linear_io *io, int lid, int keep, lin_fwd *p, void *stream) {
     char pre[96];
     snprintf(pre, sizeof pre, "%s layer %d: ", w->name, lid);
     sgl_sdk_lin_state cs;
@@ -69,7 +69,7 @@ static int caller_state(lin_inst *w, const sgl_attn_linear_io *io, int lid, int 
     c.slots = cs.slots;
     c.bs = w->bs;
     c.fault = w->fault.dev;
-    const int ce = lin_launch_cslots(&c, w->stream);
+    const int ce = lin_launch_cslots(&c, stream);
     if (ce) {
         char what[96];
         snprintf(what, sizeof what, "%s layer %d: slot kernel launch", w->name, lid);
@@ -159,7 +159,7 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
 }
 
-static int launch(lin_inst *w, const lin_fwd *p, int lid) {
+static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {
     const lin_dims *d = &w->d;
     const int fast = w->variant == LIN_VARIANT_FAST;
     const int simple_ready = w->L.need_simple || d->kind == SGL_ATTN_HYBRID_LIGHTNING ||
@@ -167,7 +167,7 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
     const char *path = "token-by-token";
     int ce;
     if (d->kind == SGL_ATTN_HYBRID_SHORT_CONV) {
-        ce = lin_launch_token_step(p, w->stream);
+        ce = lin_launch_token_step(p, stream);
     } else if (w->mode == SGL_ATTN_MODE_EXTEND) {
         const lin_in act = d->kind == SGL_ATTN_HYBRID_LIGHTNING ? p->q : p->x;
         if (fast && w->L.need_tc && (act.dt == LIN_DT_BF16 || act.dt == LIN_DT_F16)) {
@@ -177,9 +177,9 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
             /* the state pass by segments when the batch leaves SMs idle (lin_seg_plan) */
             lin_fwd q = *p;
             q.seg_chunks = lin_seg_plan(&w->L, d, w->seg, w->sm_count, w->bs, w->T, vt, &q.seg_max);
-            ce = lin_launch_chunk(&q, act.dt, vt, w->stream);
+            ce = lin_launch_chunk(&q, act.dt, vt, stream);
         } else if (simple_ready) {
-            ce = lin_launch_token_step(p, w->stream);
+            ce = lin_launch_token_step(p, stream);
         } else {
             lin_set_err(w, "%s layer %d: extend with %s activations needs the token-by-token path, which this "
                         "instance did not allocate (it was created for a model with dtype 0x%x)", w->name, lid,
@@ -190,12 +190,12 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid) {
                lin_decode_stream_dims_ok(d, w->tpr)) {
         /* dq holds max(steps, 1) tokens per request */
         path = "stream decode";
-        ce = lin_launch_decode_stream(p, w->stream);
+        ce = lin_launch_decode_stream(p, stream);
     } else if (fast && lin_decode_fused_dims_ok(d, w->tpr)) {
         path = "fused decode";
-        ce = lin_launch_decode_fused(p, w->stream);
+        ce = lin_launch_decode_fused(p, stream);
     } else if (simple_ready) {
-        ce = lin_launch_token_step(p, w->stream);
+        ce = lin_launch_token_step(p, stream);
     } else {
         lin_set_err(w, "%s layer %d: %d tokens per request take the token-by-token path, which this instance did not "
                     "allocate (model.spec_tokens = %d)", w->name, lid, w->tpr, w->model.spec_tokens);
@@ -246,10 +246,14 @@ static int own_forward(lin_inst *w, const sgl_attn_forward_args *a) {
             return SGL_ATTN_E_INVALID;
         }
     }
+    /* The batch's stream now, not at its plan: an engine plans a graph's batch on its own stream and then
+     * points the batch at the capturing stream (sglang's init_forward_metadata_in_graph), and a launch
+     * anywhere else would run at capture instead of being recorded. */
+    void *stream = a->batch ? a->batch->stream : w->stream;
     lin_fwd p;
     fill_params(w, a, io, w->lin_index[lid], keep, &p);
-    if (caller && (rc = caller_state(w, io, lid, keep, &p))) return rc;
-    if ((rc = launch(w, &p, lid))) return rc;
+    if (caller && (rc = caller_state(w, io, lid, keep, &p, stream))) return rc;
+    if ((rc = launch(w, &p, lid, stream))) return rc;
     if (!caller) {
         w->pool_fwd = 1;
         if (w->plan_capturing) w->graph_pool_fwd = 1;
