@@ -295,6 +295,20 @@ def record_graph(runner: Any, bs: int, fb: Any) -> None:
         runner.graphs[bs] = None
 
 
+def load_static_batch(runner: Any, fb: Any, tokens: int) -> None:
+    """sglang's replay: the real batch into the runner's static buffers, the rest padding (request row 0,
+    seq_lens the fill value, slot 0 and position 0 for the tokens past the real ones)."""
+    raw = fb.batch_size
+    runner.req_pool_indices.zero_()
+    runner.req_pool_indices[:raw].copy_(fb.req_pool_indices)
+    runner.seq_lens.fill_(runner.fill)
+    runner.seq_lens[:raw].copy_(fb.seq_lens)
+    runner.out_cache_loc.zero_()
+    runner.out_cache_loc[:tokens].copy_(fb.out_cache_loc)
+    runner.positions.zero_()
+    runner.positions[:tokens].copy_(fb.positions)
+
+
 class GraphRunner:
     """sglang's decode CUDA-graph runner, reduced to the attention calls and
     their order.  Current form: init_cuda_graph_state once; per batch size
@@ -370,14 +384,7 @@ class GraphRunner:
         the bucket; returns each layer's output rows of the real requests."""
         raw = fb.batch_size
         bs = self.bucket(raw)
-        self.req_pool_indices.zero_()
-        self.req_pool_indices[:raw].copy_(fb.req_pool_indices)
-        self.seq_lens.fill_(self.fill)
-        self.seq_lens[:raw].copy_(fb.seq_lens)
-        self.out_cache_loc.zero_()
-        self.out_cache_loc[:raw].copy_(fb.out_cache_loc)
-        self.positions.zero_()
-        self.positions[:raw].copy_(fb.positions)
+        load_static_batch(self, fb, raw)
         for i, (q, k, v) in enumerate(inputs):
             self.q[i][:raw].copy_(q)
             self.k[i][:raw].copy_(k)

@@ -29,7 +29,7 @@ from sglang.srt.model_executor.model_runner import ModelRunner
 from sglang.srt.server_args import ServerArgs
 from sglang.srt.speculative.spec_info import EagleVerifyInput
 
-from sgl_driver import record_graph
+from sgl_driver import load_static_batch, record_graph
 
 HQ, HKV, D = 4, 2, 64                      # full attention
 HK, HV, K, V, W = 2, 4, 16, 8, 4           # linear (GDN)
@@ -268,14 +268,7 @@ class HybridGraphRunner:
         raw, n = fb.batch_size, self.draft
         bs = self.bucket(raw)
         T = raw * n
-        self.req_pool_indices.zero_()
-        self.req_pool_indices[:raw].copy_(fb.req_pool_indices)
-        self.seq_lens.fill_(self.fill)
-        self.seq_lens[:raw].copy_(fb.seq_lens)
-        self.out_cache_loc.zero_()
-        self.out_cache_loc[:T].copy_(fb.out_cache_loc)
-        self.positions.zero_()
-        self.positions[:T].copy_(fb.positions)
+        load_static_batch(self, fb, T)
         for static, live in zip(self.inputs, inputs):
             for s, x in zip(static, live):
                 s[:T].copy_(x)
