@@ -121,7 +121,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # hip_attn shares), the fp8 cases on the SM 8.9+ conversions (with each
 # fp8_cvt: hw, int, split), the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
-# with its TMA and cp.async producers, tree verify, the wgmma forward_ragged at
+# with its TMA and cp.async producers, tree verify with the mask words one tile
+# ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
 # qk 128 / 192; the cases it does not serve take the mma extend as on an H200)
 # with every grid's blocks shuffled (about 50 s of the step), then its fp8 cases
 # and quick matrix again with the driver's tensor map encoder refusing every map

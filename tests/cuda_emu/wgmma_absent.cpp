@@ -17,9 +17,9 @@ int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {
     *tma_ok = 0;
     return (int)cudaErrorInvalidDeviceFunction;
 }
-int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int variant,
-                             int sm_count, int grid_items, void *stream) {
-    (void)dtype, (void)head_dim, (void)p, (void)tm, (void)variant, (void)sm_count, (void)grid_items, (void)stream;
+int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                             int grid_items, void *stream) {
+    (void)dtype, (void)head_dim, (void)p, (void)tm, (void)sm_count, (void)grid_items, (void)stream;
     return (int)cudaErrorInvalidDeviceFunction;
 }
 int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok) {

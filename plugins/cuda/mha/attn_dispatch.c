@@ -52,9 +52,8 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
                        void *stream) {
     switch (k->extend) {
     case ATTN_EXTEND_WGMMA:
-        return attn_launch_extend_wgmma(k->dtype, k->head_dim, p, k->tma ? tm : NULL,
-                                        (k->tree_ahead ? ATTN_WG_AHEAD : 0) | (k->head_pairs ? ATTN_WG_PAIRS : 0),
-                                        k->sm_count, grid_items, stream);
+        return attn_launch_extend_wgmma(k->dtype, k->head_dim, p, k->tma ? tm : NULL, k->sm_count, grid_items,
+                                        stream);
     case ATTN_EXTEND_MMA:
         return k->kv_fp8 ? attn_launch_extend_mma_fp8(k->dtype, k->head_dim, p, grid_items, stream)
                          : attn_launch_extend_mma(k->dtype, k->head_dim, p, grid_items, stream);

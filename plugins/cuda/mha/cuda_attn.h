@@ -40,8 +40,6 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * option helper) into *kernel; a bad value fails with create_args.error
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
-int ca_read_tree_ahead(const sgl_attn_create_args *a, int *ahead);
-int ca_read_head_pairs(const sgl_attn_create_args *a, int *pairs);
 int ca_read_new_ragged(const sgl_attn_create_args *a, int *on);
 const char *ca_kernel_option_name(int option);
 /* The plugin option "fp8_cvt" (hw | int | split; unset: hw): how the fp8

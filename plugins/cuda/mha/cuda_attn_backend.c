@@ -399,11 +399,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO, fp8_cvt = ATTN_FP8_CVT_HW;
-    int tree_ahead = 0, head_pairs = 0, new_ragged = 0;
+    int new_ragged = 0;
     if ((rc = ca_read_options(a, &option))) return rc;
     if ((rc = ca_read_new_ragged(a, &new_ragged))) return rc;
     if ((rc = ca_read_fp8_cvt(a, &fp8_cvt))) return rc;
-    if ((rc = ca_read_tree_ahead(a, &tree_ahead)) || (rc = ca_read_head_pairs(a, &head_pairs))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -430,8 +429,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     kern.fp8_cvt = fp8_cvt;
     kern.head_dim = m->head_dim_qk;
-    kern.tree_ahead = tree_ahead;
-    kern.head_pairs = head_pairs;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
     ca_backend *b = calloc(1, sizeof *b);

@@ -32,21 +32,6 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
-/* tree_mask_ahead (a lever, bench/gpu/levers/tree_mask_ahead.conf): the wgmma
- * extend's tree verify loads a tile's mask words one tile ahead. */
-int ca_read_tree_ahead(const sgl_attn_create_args *a, int *ahead) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "tree_mask_ahead", NULL, 0, ahead);
-}
-
-/* verify_head_pairs (a lever, bench/gpu/levers/verify_head_pairs.conf): the
- * wgmma extend runs a verify batch of <= 64 tokens per request with an even
- * GQA group as (item, two q heads of one kv head) pairs. */
-int ca_read_head_pairs(const sgl_attn_create_args *a, int *pairs) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "verify_head_pairs", NULL, 0, pairs);
-}
-
 /* extend_new_ragged (option, 0 by default; docs/cuda.md "Options"): on a
  * 16-bit pool where the extend and forward_ragged are the wgmma kernels, an
  * extend that saves its K/V attends the new tokens from the call's k / v

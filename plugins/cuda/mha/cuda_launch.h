@@ -47,8 +47,6 @@ typedef struct attn_kernels {
     int fp8_cvt;  /* fp8 pools: ATTN_FP8_CVT_* of the register-fed decode (ca_read_fp8_cvt) */
     int dual_chunk; /* the dual chunk kernels (dual_chunk.h) are set up: a 16-bit pool and their
                        shared memory fits the device (attn_kernels_setup) */
-    int tree_ahead; /* wgmma extend, tree verify: the mask words one tile ahead (option tree_mask_ahead) */
-    int head_pairs; /* wgmma extend, verify: two q heads of a kv head per pair (option verify_head_pairs) */
     int dc_extend;  /* attn_extend_kernel serving dual chunk's extend: wgmma where the plain
                        extend is wgmma, else mma (cuda_attn_choice.c; mma where the wgmma DCA
                        kernels' setup fails, attn_kernels_setup) */
@@ -95,12 +93,8 @@ int attn_wgmma_available(int device);
 /* Both producers' kernels for dtype (head dim 128); *tma_ok 0 when the TMA
  * kernel's setup fails (the cp.async one then serves every page size). */
 int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok);
-/* variant: levers under timing, ATTN_WG_* bits (0: the defaults) */
-#define ATTN_WG_AHEAD 1 /* tree verify: the mask words one tile ahead (option tree_mask_ahead) */
-#define ATTN_WG_PAIRS 2 /* verify of <= 64 tokens per request, an even GQA group: two q heads per pair
-                           (option verify_head_pairs) */
-int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int variant,
-                             int sm_count, int grid_items, void *stream);
+int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                             int grid_items, void *stream);
 
 /* ---------------------------------------------------------- forward_ragged */
 

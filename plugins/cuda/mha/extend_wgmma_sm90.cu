@@ -76,21 +76,17 @@ template <int DQK, int DV = DQK, int NQ = 1, typename K> static int setup_fn(K f
 /* Every non-ragged instantiation the launcher may pick: TREE x HP, one
  * producer. */
 template <int DT, bool TMA_P> static int setup_all() {
-    constexpr int D = ATTN_WG_D, TN = ATTN_WG_TREE_NONE, TT = ATTN_WG_TREE_TILE, TA = ATTN_WG_TREE_AHEAD;
+    constexpr int D = ATTN_WG_D, TN = ATTN_WG_TREE_NONE, TA = ATTN_WG_TREE_AHEAD;
     if constexpr (TMA_P) {
         int e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TT, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TA, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, true>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TT, true>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TA, true>);
         return e;
     } else {
         int e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TT, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TA, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, true>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TT, true>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TA, true>);
         return e;
     }
@@ -121,37 +117,36 @@ static int launch_tree(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, c
     return (int)cudaGetLastError();
 }
 
-/* A batch with a tree mask runs a TREE instantiation: its mask words loaded
- * one tile ahead with ATTN_WG_AHEAD, else with the tile's S wgmma. */
+/* A batch with a tree mask runs the TREE instantiation (its mask words
+ * loaded one tile ahead of their use), any other the one without mask code. */
 template <int DT, bool HP>
-static int launch_hp(const attn_fwd *p, const attn_kv_tmaps *tm, int variant, int blocks, cudaStream_t st) {
-    if (!p->mask) return launch_tree<DT, ATTN_WG_TREE_NONE, HP>(p, tm, blocks, st);
-    return variant & ATTN_WG_AHEAD ? launch_tree<DT, ATTN_WG_TREE_AHEAD, HP>(p, tm, blocks, st)
-                                   : launch_tree<DT, ATTN_WG_TREE_TILE, HP>(p, tm, blocks, st);
+static int launch_hp(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    return p->mask ? launch_tree<DT, ATTN_WG_TREE_AHEAD, HP>(p, tm, blocks, st)
+                   : launch_tree<DT, ATTN_WG_TREE_NONE, HP>(p, tm, blocks, st);
 }
 
 template <int DT>
-static int launch(const attn_fwd *p, const attn_kv_tmaps *tm, int variant, bool hp, int blocks, cudaStream_t st) {
-    return hp ? launch_hp<DT, true>(p, tm, variant, blocks, st) : launch_hp<DT, false>(p, tm, variant, blocks, st);
+static int launch(const attn_fwd *p, const attn_kv_tmaps *tm, bool hp, int blocks, cudaStream_t st) {
+    return hp ? launch_hp<DT, true>(p, tm, blocks, st) : launch_hp<DT, false>(p, tm, blocks, st);
 }
 
 /* One persistent block per SM (fewer when the batch has fewer (item, head)
  * pairs); the kernel reads the planned item count from device memory, so a
  * captured graph replays any batch up to the capture's bound.  tm: the TMA
- * kernel with these maps (set up at create), NULL the cp.async one;
- * variant: ATTN_WG_* levers (cuda_launch.h). */
-extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, const attn_kv_tmaps *tm, int variant,
-                                        int sm_count, int grid_items, void *stream) {
+ * kernel with these maps (set up at create), NULL the cp.async one. */
+extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                                        int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     if (d != ATTN_WG_D || sm_count <= 0) return (int)cudaErrorInvalidValue;
-    /* head pairs: a verify batch (mask_q: its tokens per request, the rows of
-     * each of its items) of <= 64 rows per item, both heads of one kv head */
-    const bool hp = (variant & ATTN_WG_PAIRS) && p->mask_q > 0 && p->mask_q <= ATTN_WG_BM / 2 && p->group % 2 == 0;
+    /* head pairs (HP): a verify batch (mask_q: its tokens per request, the
+     * rows of each of its items) of <= 64 rows per item and an even GQA group
+     * runs both heads of one kv head in a pair, one per consumer warpgroup on
+     * the shared K/V tiles; an odd group or longer items keep one head a pair */
+    const bool hp = p->mask_q > 0 && p->mask_q <= ATTN_WG_BM / 2 && p->group % 2 == 0;
     const long long pairs = (long long)grid_items * (hp ? p->hq / 2 : p->hq);
     const int blocks = pairs < sm_count ? (int)pairs : sm_count;
     const cudaStream_t st = (cudaStream_t)stream;
-    return dtype == ATTN_DT_BF16 ? launch<GC_BF16>(p, tm, variant, hp, blocks, st)
-                                 : launch<GC_F16>(p, tm, variant, hp, blocks, st);
+    return dtype == ATTN_DT_BF16 ? launch<GC_BF16>(p, tm, hp, blocks, st) : launch<GC_F16>(p, tm, hp, blocks, st);
 }
 
 /* forward_ragged on the same kernel (RAGGED): qk 128 or 192, v 128.  Both

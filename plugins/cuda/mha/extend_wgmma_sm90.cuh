@@ -53,12 +53,13 @@
  *
  * A tree verify item (ATTN_VIS_TREE) masks each tile by the batch's packed
  * mask (tree_mask_pack.cu): each consumer thread loads its two rows' words
- * (one per 64 columns) while the tile's S wgmma runs, and a tile whose words
- * are all ones for every row (the prefix) takes no mask at all; TREE =
- * ATTN_WG_TREE_AHEAD loads a tile's words one tile early instead.  A consumer
- * warpgroup whose rows all lie past a short item only keeps the barrier
- * counts.  HP (head pairs: a verify batch whose items all have <= 64 rows,
- * an even GQA group): a pair is (item, q heads h and h + 1 of one kv head);
+ * (one per 64 columns) and the request's full flags one tile ahead of their
+ * use, so the loads' latency hides behind a whole tile's wgmmas and softmax,
+ * and a tile whose words are all ones for every row (the prefix) takes no
+ * mask at all.  A consumer warpgroup whose rows all lie past a short item
+ * only keeps the barrier counts.  HP (head pairs: a verify batch whose items
+ * all have <= 64 rows, an even GQA group; the others keep one q head a pair):
+ * a pair is (item, q heads h and h + 1 of one kv head);
  * the Q tile's rows 64 g.. hold head h + g's rows, so consumer warpgroup g
  * serves head h + g on the same K/V tiles: both warpgroups busy, half the
  * pairs and K/V tile loads.
@@ -92,12 +93,10 @@
 #define ATTN_WG_REGS_CONSUMER 224
 #endif
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
-/* The kernels' TREE parameter: no tree mask code; the mask words of a tile
- * loaded during its S wgmma; or loaded one tile ahead (the option
- * tree_mask_ahead: a lever timed against TILE). */
+/* The kernels' TREE parameter: no tree mask code, or the tree verify
+ * instantiation (the mask words loaded one tile ahead of their use). */
 #define ATTN_WG_TREE_NONE 0
-#define ATTN_WG_TREE_TILE 1
-#define ATTN_WG_TREE_AHEAD 2
+#define ATTN_WG_TREE_AHEAD 1
 
 /* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
  * q_succ, q_inter, one BM x DQK tile each). */
@@ -691,10 +690,10 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
             mrow += ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + row_lo) * p.mask_words;
             mfull += (int64_t)it.b * p.mask_words;
         }
-        /* TREE == AHEAD: the raw words and full flags of the next tile, loaded a
+        /* Tree verify: the raw words and full flags of the next tile, loaded a
          * whole tile before their use (the loads' latency hides behind the tile's
          * softmax and both wgmmas); a word past seq_len or of a row past the item
-         * is 0, a flag past seq_len 1, as the TILE path reads them. */
+         * is 0 (those rows see nothing), a flag past seq_len 1. */
         uint64_t nw[2][BN / 64];
         uint32_t nfl[BN / 64];
         auto load_words = [&](int jt) {
@@ -741,15 +740,14 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
             wg_fence();
             wg_qk<DT, DQK, BN>(s, DCA ? q_addr + vlo * C::Q_BYTES : q_addr, k_addr + sidx * C::K_BYTES);
             wg_commit();
-            /* tree verify: this tile's mask bits of the thread's two rows, loaded
-             * while the S wgmma runs (bit 2j + e: column t0 + 8j + 2 q4 + e): one
-             * packed word per row per 64 columns, none on a tile whose words are
-             * all ones for every row (tfull: the tile takes no mask) */
+            /* tree verify: this tile's mask bits of the thread's two rows (bit
+             * 2j + e: column t0 + 8j + 2 q4 + e) from the words load_words brought
+             * during the tile before (or before the loop), none on a tile whose
+             * words are all ones for every row (tfull: the tile takes no mask);
+             * then the next tile's words, while this S wgmma runs */
             uint32_t tbits[2] = {0u, 0u};
             bool tfull = false;
             if (TREE == ATTN_WG_TREE_AHEAD && k.tree) {
-                /* the words load_words brought during the tile before (or before the
-                 * loop), then the next tile's */
                 tfull = true;
 #pragma unroll
                 for (int ww = 0; ww < BN / 64; ww++) tfull = tfull && nfl[ww] != 0u;
@@ -761,22 +759,6 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
                             tbits[h] |= attn_bits_pairs(nw[h][ww] >> (2 * q4)) << (16 * ww);
                 }
                 if (j + 1 < k.ntiles) load_words(j + 1);
-            } else if (TREE == ATTN_WG_TREE_TILE && k.tree) {
-                const int c0 = j * BN, seq = k.hi - k.lo; /* the tile's first mask column */
-                tfull = true;
-#pragma unroll
-                for (int ww = 0; ww < BN / 64; ww++)
-                    tfull = tfull && (c0 + 64 * ww >= seq || __ldg(mfull + (c0 >> 6) + ww) != 0);
-                if (!tfull) {
-#pragma unroll
-                    for (int h = 0; h < 2; h++) {
-                        if (row_lo + 8 * h >= k.nrows) continue; /* rows past the item see nothing */
-                        const uint64_t *mr = mrow + (int64_t)(8 * h) * p.mask_words + (c0 >> 6);
-#pragma unroll
-                        for (int ww = 0; ww < BN / 64; ww++)
-                            if (c0 + 64 * ww < seq) tbits[h] |= attn_bits_pairs(__ldg(mr + ww) >> (2 * q4)) << (16 * ww);
-                    }
-                }
             }
             wg_wait<0>();
             wg_pin(s);
