@@ -442,8 +442,11 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * behind a tile's wait and copies.  TMA: whole 16-row page boxes by TMA,
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
  * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
- * query variants its keys meet (wg_load_q), one event as the single Q. */
-template <int DT, int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, bool F8 = false>
+ * query variants its keys meet (wg_load_q), one event as the single Q.
+ * F8: the fp8 pool's tiles and Q converted to f16 here (wg_load_kv_f8,
+ * wg_load_q_f8: st.shared, so each tile is signalled as soon as it is
+ * stored); DT: q's dtype, read only then. */
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, bool F8 = false, int DT = GC_BF16>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
                         const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total,
                         const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
@@ -936,7 +939,7 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const att
     const long long total = (long long)(n > 0 ? n : 0) * (HP ? p.hq / 2 : p.hq);
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        wg_producer<DT, DQK, DV, TMA, RAGGED, HP, DCA, F8>(p, sm, bar, total, tm, dc);
+        wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, F8, DT>(p, sm, bar, total, tm, dc);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
         wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
