@@ -130,7 +130,9 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # extend's new rows among them, falls back to cp.async; about 35 s), then the
 # whole matrix again with the option extend_new_ragged=1 (the direct split
 # extend: new tokens from k / v, prefix on the paged wgmma, LSE merge, save-KV
-# as a programmatic dependent) with the blocks reversed.  EMU_ORDER=rev
+# as a programmatic dependent) with the blocks reversed, then the fp8 cases
+# with the option fp8_prefix_kernel=wgmma (the fp8 split's prefix on the
+# wgmma extend's F8 form, a lever) with the blocks shuffled.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
@@ -157,6 +159,8 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick; done
 	@echo "== cuda_attn on the emulator, SM 9.0: extend_new_ragged=1 (the direct split extend), blocks reversed (the whole matrix)"
 	EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_new_ragged.json
+	@echo "== cuda_attn on the emulator, SM 9.0: fp8_prefix_kernel=wgmma (the fp8 split's prefix on the wgmma extend's F8 form), blocks shuffled (the fp8 cases)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_prefix_wgmma.json --filter fp8_e4m3
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 TEST_STEPS += cuda-attn-emu

@@ -42,6 +42,17 @@ int ca_read_new_ragged(const sgl_attn_create_args *a, int *on) {
     return sgl_sdk_opt_bool(&o, "extend_new_ragged", NULL, 0, on);
 }
 
+/* fp8_prefix_kernel (mma | wgmma; unset: mma; a lever,
+ * bench/gpu/levers/fp8_prefix_wgmma.conf): which kernel runs the fp8 split
+ * extend's prefix items (extend_fp8_split.cu): the fp8 mma extend, or the
+ * wgmma extend with its converting producer (extend_wgmma_sm90.cuh, F8). */
+static const char *const k_fp8_prefix[2] = {"mma", "wgmma"};
+
+int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *wgmma) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    return sgl_sdk_opt_choice(&o, "fp8_prefix_kernel", NULL, k_fp8_prefix, 2, 0, wgmma);
+}
+
 const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
