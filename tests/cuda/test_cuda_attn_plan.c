@@ -225,16 +225,14 @@ static void test_fp8_cvt_option(void **state) {
     assert_string_equal(ca_fp8_cvt_name(ATTN_FP8_CVT_COUNT_), "?");
 }
 
-/* The lever options tree_mask_ahead, verify_head_pairs and extend_new_ragged: booleans, off
+/* The lever options tree_mask_ahead and verify_head_pairs: booleans, off
  * when unset, a bad value refused with the option's name. */
 static void test_lever_bool_options(void **state) {
     (void)state;
     const struct {
         const char *key;
         int (*read)(const sgl_attn_create_args *, int *);
-    } opts[] = {{"tree_mask_ahead", ca_read_tree_ahead},
-                {"verify_head_pairs", ca_read_head_pairs},
-                {"extend_new_ragged", ca_read_new_ragged}};
+    } opts[] = {{"tree_mask_ahead", ca_read_tree_ahead}, {"verify_head_pairs", ca_read_head_pairs}};
     const struct {
         const char *v;
         int want;

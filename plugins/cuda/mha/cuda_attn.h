@@ -42,7 +42,6 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 int ca_read_tree_ahead(const sgl_attn_create_args *a, int *ahead);
 int ca_read_head_pairs(const sgl_attn_create_args *a, int *pairs);
-int ca_read_new_ragged(const sgl_attn_create_args *a, int *on);
 const char *ca_kernel_option_name(int option);
 /* The plugin option "fp8_cvt" (hw | int | split; unset: hw): how the fp8
  * register-fed decode converts the pool's bytes on SM 8.9+ (ATTN_FP8_CVT_*).
@@ -170,17 +169,17 @@ typedef struct ca_backend {
     int32_t sp_max_new, sp_max_pre;
     const attn_kv_tmaps *sp_tmaps; /* the new rows' TMA maps, encoded at create (in tmaps: 64-byte
                                     * aligned); NULL: the ragged wgmma gathers them by cp.async */
-    /* The direct split extend (option extend_new_ragged; 16-bit pools, SM 9.0 d128 with the
-     * wgmma extend and forward_ragged's wgmma kernel, a causal model): the same lists, prefix
-     * output and LSEs (no dequantised rows: sp_k / sp_v NULL), the new tokens read from the
-     * call's k / v, the prefix by the paged wgmma extend, the save after the new-token pass as
-     * its programmatic dependent (cuda_attn_forward.c, direct_split_extend). */
+    /* The direct extend (16-bit pools, SM 9.0 d128 with the wgmma extend and forward_ragged's
+     * wgmma kernel, a causal model) of a batch whose host mirrors show no prefix: the same
+     * lists and the new tokens' LSE (no dequantised rows, prefix output or prefix LSE: sp_k,
+     * sp_v, sp_part, sp_lse_pre NULL), the new tokens read from the call's k / v, the save
+     * after them as their programmatic dependent (cuda_attn_forward.c, direct_extend). */
     int sp_direct;
     int sp_new_tma;             /* ... the new-token kernel's TMA producer is set up */
-    int plan_graph;             /* ca_plan runs for a graph hook: no direct split (its lists stay unplanned) */
-    int planned_split;          /* the planned batch has the split's lists */
-    int sp_prefix;              /* ... and may have a prefix: 0 only when the host mirrors show none
-                                 * (then no prefix pass or merge is launched; graphs keep 1) */
+    int plan_graph;             /* ca_plan runs for a graph hook: no direct extend (its lists stay unplanned) */
+    int planned_split;          /* the planned batch has the split's lists (direct: no request has a prefix) */
+    int sp_prefix;              /* fp8 split: the batch may have a prefix: 0 only when the host mirrors show
+                                 * none (then no prefix pass or merge is launched; graphs keep 1) */
     int32_t sp_grid_new, sp_grid_pre; /* their grid bounds (the batch's, or the capture's) */
     /* Tree verify's packed mask (tree_mask_pack.cu), sized at create for tmask_rows rows of
      * tmask_words 64-bit words (max_context columns) and max_reqs x tmask_words full flags;

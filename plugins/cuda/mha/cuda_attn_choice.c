@@ -47,16 +47,6 @@ int ca_read_head_pairs(const sgl_attn_create_args *a, int *pairs) {
     return sgl_sdk_opt_bool(&o, "verify_head_pairs", NULL, 0, pairs);
 }
 
-/* extend_new_ragged (option, 0 by default; docs/cuda.md "Options"): on a
- * 16-bit pool where the extend and forward_ragged are the wgmma kernels, an
- * extend that saves its K/V attends the new tokens from the call's k / v
- * (the ragged body), the prefix on the paged kernel, merged by LSE, with the
- * save beside the attention (cuda_attn_forward.c, direct_split_extend). */
-int ca_read_new_ragged(const sgl_attn_create_args *a, int *on) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "extend_new_ragged", NULL, 0, on);
-}
-
 const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
