@@ -78,18 +78,6 @@ static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, in
     return SGL_ATTN_OK;
 }
 
-/* 1 when the host mirrors of an extend batch show that no request has a
- * prefix (every seq_len equals its extend length): the fp8 split extend then
- * launches its new-token pass alone, and a 16-bit pool's direct extend runs.
- * Without both mirrors: 0. */
-static int no_prefix_shown(const sgl_attn_batch *bt, int32_t bs) {
-    const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu;
-    if (!sgl_sdk_host_index(sl, bs) || !sgl_sdk_host_index(el, bs)) return 0;
-    for (int32_t i = 0; i < bs; i++)
-        if (sgl_sdk_index_at(sl, i) != sgl_sdk_index_at(el, i)) return 0;
-    return 1;
-}
-
 /* Tree verify's mask (batch.custom_mask / mask_indptr) and what the batch's
  * self-attention items see (*self_vis: ATTN_SELF_*, from the model's
  * attn_type or the mask).  The blocks' lengths are checked by the plan kernel
@@ -296,15 +284,13 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             b->has_eplan[set] = 1;
         }
         b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
-        /* an fp8 pool's split extend (extend_fp8_split.cu): its two lists, for the causal
-         * self-attention layers of the batch (the others run the fp8 mma extend alone).  A
-         * 16-bit pool's direct extend takes only a batch whose host mirrors show no prefix
-         * (it has no prefix pass), never a verify batch or one planned by a graph hook (a
-         * captured forward cannot choose per replay): the others keep the save-KV launch and
-         * the paged extend over all columns. */
-        const int no_prefix = b->sp_mem && self_vis == ATTN_SELF_CAUSAL && no_prefix_shown(bt, bs);
+        /* the split's lists (extend_fp8_split.cu), for the causal self-attention layers of
+         * the batch: an fp8 pool's split extend (the others run the fp8 mma extend alone), or
+         * a 16-bit pool's direct extend where ca_split_planned allows (the others keep the
+         * save-KV launch and the paged extend over all columns) */
+        const int no_prefix = b->sp_mem && self_vis == ATTN_SELF_CAUSAL && ca_no_prefix_shown(bt, bs);
         if (!ce && b->sp_mem && self_vis == ATTN_SELF_CAUSAL &&
-            (!b->sp_direct || (!verify && !b->plan_graph && no_prefix))) {
+            ca_split_planned(b->sp_direct, verify, b->plan_graph, no_prefix)) {
             attn_split_plan sp;
             memset(&sp, 0, sizeof sp);
             sp.fresh = b->sp_new;
