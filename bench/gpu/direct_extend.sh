@@ -16,7 +16,9 @@ need "$A" "$P/cuda_attn.so"
 pp=()
 [ -n "${DIRECT_PLUGIN_PATH:-}" ] && pp=(--plugin-path "$DIRECT_PLUGIN_PATH" --no-conf)
 E=hq=16,hkv=16,d=128,dtype=bf16
-if [ "${DIRECT_SMALL:-0}" = 1 ]; then # tiny shapes for the emulator
+QUICK=""
+if [ "${DIRECT_SMALL:-0}" = 1 ]; then # tiny shapes and the quick matrix for the emulator
+  QUICK=--quick
   CASES="extend:b=2,l=256,q=256,$E,page=16 extend:b=2,l=384,q=128,$E,page=16 extend:b=1,l=256,q=256,$E,page=1"
   SMALL=$CASES
 else
@@ -31,7 +33,7 @@ step "1. check: the benched shapes, then the matrix's extends"
 # shellcheck disable=SC2046 # the case list is words
 timeout 120 "$A" check "${pp[@]}" --plugin cuda_attn $(args $CASES) > "$OUT/check_shapes.log" 2>&1
 echo "check shapes: rc=$? $(tail -1 "$OUT/check_shapes.log")"
-timeout 120 "$A" check "${pp[@]}" --plugin cuda_attn --filter '^extend:' > "$OUT/check_matrix.log" 2>&1
+timeout 120 "$A" check "${pp[@]}" --plugin cuda_attn $QUICK --filter '^extend:' > "$OUT/check_matrix.log" 2>&1
 echo "check matrix extends: rc=$? $(tail -1 "$OUT/check_matrix.log")"
 
 step "2. sanitizers: one batch without a prefix, one with"
@@ -67,7 +69,7 @@ for case, c in now.items():
     r = ref.get(case, {})
     old = statistics.median(r["default_us"]) if r.get("default_us") else None
     lev = statistics.median(r["lever_us"]) if r.get("lever_us") else None
-    cell = lambda x, w=8: f"{x:{w}.1f}" if x else f"{'-':>{w}}"
-    print(f"{case:<66} {path:<7} {cell(us)} {cell(old)} {cell(lev)} {cell(old / us if old and us else None, 9)}")
+    cell = lambda x, w=8, p=1: f"{x:{w}.{p}f}" if x else f"{'-':>{w}}"
+    print(f"{case:<66} {path:<7} {cell(us)} {cell(old)} {cell(lev)} {cell(old / us if old and us else None, 9, 3)}")
 PY
 echo "direct_extend: done [$SECONDS s]"
