@@ -1037,7 +1037,6 @@ int main(void) {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_fp8_cvt_option), cmocka_unit_test(test_lever_bool_options),        cmocka_unit_test(test_kernel_choice),
-        cmocka_unit_test(test_direct_extend_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),
@@ -1045,6 +1044,7 @@ int main(void) {
         cmocka_unit_test(test_ragged_checks),
         cmocka_unit_test(test_served_fields),        cmocka_unit_test(test_mask_check),
         cmocka_unit_test(test_enc_loc_check),
+        cmocka_unit_test(test_direct_extend_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,16 +42,6 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 int ca_read_tree_ahead(const sgl_attn_create_args *a, int *ahead);
 int ca_read_head_pairs(const sgl_attn_create_args *a, int *pairs);
-/* 1 when an extend batch's host mirrors (seq_lens_cpu, extend_seq_lens_cpu)
- * show that no request has a prefix (every seq_len equals its extend length);
- * without both mirrors: 0. */
-int ca_no_prefix_shown(const sgl_attn_batch *bt, int32_t bs);
-/* Whether a causal extend batch plans the split extend's lists on an instance
- * that has them: an fp8 pool's split (direct 0) takes every one; the 16-bit
- * pool's direct extend (direct 1, no prefix pass) only a batch whose mirrors
- * show no prefix, neither a verify batch nor one planned by a graph hook (a
- * captured forward cannot choose per replay). */
-int ca_split_planned(int direct, int verify, int graph, int no_prefix);
 const char *ca_kernel_option_name(int option);
 /* The plugin option "fp8_cvt" (hw | int | split; unset: hw): how the fp8
  * register-fed decode converts the pool's bytes on SM 8.9+ (ATTN_FP8_CVT_*).
@@ -64,6 +54,16 @@ const char *ca_fp8_cvt_name(int cvt);
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
  * pool (the mma extend; sets k->kv_fp8). */
 void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k);
+/* 1 when an extend batch's host mirrors (seq_lens_cpu, extend_seq_lens_cpu)
+ * show that no request has a prefix (every seq_len equals its extend length);
+ * without both mirrors: 0. */
+int ca_no_prefix_shown(const sgl_attn_batch *bt, int32_t bs);
+/* Whether a causal extend batch plans the split extend's lists on an instance
+ * that has them: an fp8 pool's split (direct 0) takes every one; the 16-bit
+ * pool's direct extend (direct 1, no prefix pass) only a batch whose mirrors
+ * show no prefix, neither a verify batch nor one planned by a graph hook (a
+ * captured forward cannot choose per replay). */
+int ca_split_planned(int direct, int verify, int graph, int no_prefix);
 
 /* ----------------------------------------------------------------- checks */
 

@@ -47,21 +47,6 @@ int ca_read_head_pairs(const sgl_attn_create_args *a, int *pairs) {
     return sgl_sdk_opt_bool(&o, "verify_head_pairs", NULL, 0, pairs);
 }
 
-int ca_no_prefix_shown(const sgl_attn_batch *bt, int32_t bs) {
-    const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu;
-    if (!sgl_sdk_host_index(sl, bs) || !sgl_sdk_host_index(el, bs)) return 0;
-    for (int32_t i = 0; i < bs; i++)
-        if (sgl_sdk_index_at(sl, i) != sgl_sdk_index_at(el, i)) return 0;
-    return 1;
-}
-
-/* The direct extend attends the new tokens alone, so it runs only where the
- * host knows there is no prefix; over a prefix the split (prefix pass and
- * merge) lost to the paged extend (docs/lab/levers.md). */
-int ca_split_planned(int direct, int verify, int graph, int no_prefix) {
-    return !direct || (!verify && !graph && no_prefix);
-}
-
 const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
@@ -108,4 +93,19 @@ attn_tiles attn_kernel_tiles(const attn_kernels *k, int group) {
         t.extend_block_n = 128;
     }
     return t;
+}
+
+int ca_no_prefix_shown(const sgl_attn_batch *bt, int32_t bs) {
+    const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu;
+    if (!sgl_sdk_host_index(sl, bs) || !sgl_sdk_host_index(el, bs)) return 0;
+    for (int32_t i = 0; i < bs; i++)
+        if (sgl_sdk_index_at(sl, i) != sgl_sdk_index_at(el, i)) return 0;
+    return 1;
+}
+
+/* The direct extend attends the new tokens alone, so it runs only where the
+ * host knows there is no prefix; over a prefix the split (prefix pass and
+ * merge) lost to the paged extend (docs/lab/levers.md). */
+int ca_split_planned(int direct, int verify, int graph, int no_prefix) {
+    return !direct || (!verify && !graph && no_prefix);
 }
