@@ -225,35 +225,6 @@ static void test_fp8_cvt_option(void **state) {
     assert_string_equal(ca_fp8_cvt_name(ATTN_FP8_CVT_COUNT_), "?");
 }
 
-/* The lever option extend_new_ragged: a boolean, off when unset, a bad value refused with the
- * option's name. */
-static void test_lever_bool_options(void **state) {
-    (void)state;
-    const struct {
-        const char *key;
-        int (*read)(const sgl_attn_create_args *, int *);
-    } opts[] = {{"extend_new_ragged", ca_read_new_ragged}};
-    const struct {
-        const char *v;
-        int want;
-    } ok[] = {{NULL, 0}, {"", 0}, {"1", 1}, {"on", 1}, {"yes", 1}, {"0", 0}, {"false", 0}, {"off", 0}};
-    for (size_t j = 0; j < sizeof opts / sizeof opts[0]; j++) {
-        char err[256] = "";
-        sgl_attn_create_args a;
-        option_args(&a, opts[j].key, err, sizeof err);
-        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-            int o = -7;
-            g_opt_val = ok[i].v;
-            assert_int_equal(opts[j].read(&a, &o), 0);
-            assert_int_equal(o, ok[i].want);
-        }
-        int o = -7;
-        g_opt_val = "pairs";
-        assert_int_equal(opts[j].read(&a, &o), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, opts[j].key));
-    }
-}
-
 /* fp8_prefix_kernel: mma (0, also unset or empty) or wgmma (1), any case; an
  * unknown value refused naming the option, the value and the accepted ones. */
 static void test_fp8_prefix_option(void **state) {
@@ -363,6 +334,45 @@ static DLTensor tensor(void *data, int ndim, int64_t *shape, uint8_t code, uint8
     t.dtype.bits = bits;
     t.dtype.lanes = 1;
     return t;
+}
+
+/* Which extend batches take the direct extend (16-bit pools) or the fp8 split:
+ * the host mirrors' prefix test and the plan's rule. */
+static void test_direct_extend_choice(void **state) {
+    (void)state;
+    int32_t seq[3] = {100, 7, 300}, ext[3] = {100, 7, 300};
+    int64_t seq64[3] = {100, 7, 300}, n3[1] = {3};
+    DLTensor sl = tensor(seq, 1, n3, kDLInt, 32), el = tensor(ext, 1, n3, kDLInt, 32);
+    sl.device.device_type = el.device.device_type = kDLCPU;
+    sgl_attn_batch bt;
+    memset(&bt, 0, sizeof bt);
+    assert_int_equal(ca_no_prefix_shown(&bt, 3), 0); /* no mirrors: the host does not know */
+    bt.seq_lens_cpu = &sl;
+    assert_int_equal(ca_no_prefix_shown(&bt, 3), 0); /* one mirror only */
+    bt.extend_seq_lens_cpu = &el;
+    assert_int_equal(ca_no_prefix_shown(&bt, 3), 1);
+    seq[1] = 8; /* request 1 has one cached token */
+    assert_int_equal(ca_no_prefix_shown(&bt, 3), 0);
+    assert_int_equal(ca_no_prefix_shown(&bt, 1), 1); /* the first request alone has none */
+    seq[1] = 7;
+    assert_int_equal(ca_no_prefix_shown(&bt, 4), 0); /* mirrors shorter than the batch */
+    DLTensor sl64 = tensor(seq64, 1, n3, kDLInt, 64); /* int64 against int32 */
+    sl64.device.device_type = kDLCPU;
+    bt.seq_lens_cpu = &sl64;
+    assert_int_equal(ca_no_prefix_shown(&bt, 3), 1);
+    seq64[2] = 301;
+    assert_int_equal(ca_no_prefix_shown(&bt, 3), 0);
+    DLTensor sld = sl; /* a device tensor is no host mirror */
+    sld.device.device_type = kDLCUDA;
+    bt.seq_lens_cpu = &sld;
+    assert_int_equal(ca_no_prefix_shown(&bt, 3), 0);
+    /* the rule: direct, verify, graph, no_prefix -> planned */
+    static const int rows[][5] = {
+        {1, 0, 0, 1, 1}, {1, 0, 0, 0, 0}, {1, 1, 0, 1, 0}, {1, 0, 1, 1, 0}, {1, 1, 1, 0, 0},
+        {0, 0, 0, 0, 1}, {0, 0, 0, 1, 1}, {0, 1, 0, 0, 1}, {0, 0, 1, 0, 1}, /* the fp8 split: every causal batch */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        assert_int_equal(ca_split_planned(rows[i][0], rows[i][1], rows[i][2], rows[i][3]), rows[i][4]);
 }
 
 static void test_model_check(void **state) {
@@ -1026,7 +1036,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_fp8_cvt_option), cmocka_unit_test(test_lever_bool_options),        cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_fp8_cvt_option),        cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),
@@ -1035,6 +1045,7 @@ int main(void) {
         cmocka_unit_test(test_served_fields),        cmocka_unit_test(test_mask_check),
         cmocka_unit_test(test_enc_loc_check),
         cmocka_unit_test(test_fp8_prefix_option),
+        cmocka_unit_test(test_direct_extend_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

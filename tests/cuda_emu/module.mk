@@ -127,10 +127,10 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # with every grid's blocks shuffled (about 50 s of the step), then its fp8 cases
 # and quick matrix again with the driver's tensor map encoder refusing every map
 # and absent (EMU_TMAP=refuse / absent: every TMA producer, the fp8 split
-# extend's new rows among them, falls back to cp.async; about 35 s), then the
-# whole matrix again with the option extend_new_ragged=1 (the direct split
-# extend: new tokens from k / v, prefix on the paged wgmma, LSE merge, save-KV
-# as a programmatic dependent) with the blocks reversed, then the fp8 cases
+# extend's new rows among them, falls back to cp.async; about 35 s).  The
+# SM 9.0 matrix's 16-bit d128 extends without a prefix run the direct extend
+# (new tokens from k / v on the ragged wgmma, save-KV as its programmatic
+# dependent), those with one the save then the paged wgmma extend.  Then the fp8 cases
 # with the option fp8_prefix_kernel=wgmma (the fp8 split's prefix on the
 # wgmma extend's F8 form, a lever) with the blocks shuffled.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
@@ -157,8 +157,6 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  echo "== cuda_attn on the emulator, SM 9.0, EMU_TMAP=$$t: the TMA producers' cp.async fallbacks (the fp8 cases, the split extend's among them, and the quick matrix), blocks shuffled"; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'fp8'; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick; done
-	@echo "== cuda_attn on the emulator, SM 9.0: extend_new_ragged=1 (the direct split extend), blocks reversed (the whole matrix)"
-	EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_new_ragged.json
 	@echo "== cuda_attn on the emulator, SM 9.0: fp8_prefix_kernel=wgmma (the fp8 split's prefix on the wgmma extend's F8 form), blocks shuffled (the fp8 cases)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_prefix_wgmma.json --filter fp8_e4m3
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"

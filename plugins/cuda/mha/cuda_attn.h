@@ -40,7 +40,6 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * option helper) into *kernel; a bad value fails with create_args.error
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
-int ca_read_new_ragged(const sgl_attn_create_args *a, int *on);
 /* fp8_prefix_kernel: *wgmma 1 for "wgmma", 0 for "mma" (the default). */
 int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *wgmma);
 const char *ca_kernel_option_name(int option);
@@ -55,6 +54,16 @@ const char *ca_fp8_cvt_name(int cvt);
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
  * pool (the mma extend; sets k->kv_fp8). */
 void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k);
+/* 1 when an extend batch's host mirrors (seq_lens_cpu, extend_seq_lens_cpu)
+ * show that no request has a prefix (every seq_len equals its extend length);
+ * without both mirrors: 0. */
+int ca_no_prefix_shown(const sgl_attn_batch *bt, int32_t bs);
+/* Whether a causal extend batch plans the split extend's lists on an instance
+ * that has them: an fp8 pool's split (direct 0) takes every one; the 16-bit
+ * pool's direct extend (direct 1, no prefix pass) only a batch whose mirrors
+ * show no prefix, neither a verify batch nor one planned by a graph hook (a
+ * captured forward cannot choose per replay). */
+int ca_split_planned(int direct, int verify, int graph, int no_prefix);
 
 /* ----------------------------------------------------------------- checks */
 
@@ -170,17 +179,17 @@ typedef struct ca_backend {
     int32_t sp_max_new, sp_max_pre;
     const attn_kv_tmaps *sp_tmaps; /* the new rows' TMA maps, encoded at create (in tmaps: 64-byte
                                     * aligned); NULL: the ragged wgmma gathers them by cp.async */
-    /* The direct split extend (option extend_new_ragged; 16-bit pools, SM 9.0 d128 with the
-     * wgmma extend and forward_ragged's wgmma kernel, a causal model): the same lists, prefix
-     * output and LSEs (no dequantised rows: sp_k / sp_v NULL), the new tokens read from the
-     * call's k / v, the prefix by the paged wgmma extend, the save after the new-token pass as
-     * its programmatic dependent (cuda_attn_forward.c, direct_split_extend). */
+    /* The direct extend (16-bit pools, SM 9.0 d128 with the wgmma extend and forward_ragged's
+     * wgmma kernel, a causal model) of a batch whose host mirrors show no prefix: the same
+     * lists and the new tokens' LSE (no dequantised rows, prefix output or prefix LSE: sp_k,
+     * sp_v, sp_part, sp_lse_pre NULL), the new tokens read from the call's k / v, the save
+     * after them as their programmatic dependent (cuda_attn_forward.c, direct_extend). */
     int sp_direct;
     int sp_new_tma;             /* ... the new-token kernel's TMA producer is set up */
-    int plan_graph;             /* ca_plan runs for a graph hook: no direct split (its lists stay unplanned) */
-    int planned_split;          /* the planned batch has the split's lists */
-    int sp_prefix;              /* ... and may have a prefix: 0 only when the host mirrors show none
-                                 * (then no prefix pass or merge is launched; graphs keep 1) */
+    int plan_graph;             /* ca_plan runs for a graph hook: no direct extend (its lists stay unplanned) */
+    int planned_split;          /* the planned batch has the split's lists (direct: no request has a prefix) */
+    int sp_prefix;              /* fp8 split: the batch may have a prefix: 0 only when the host mirrors show
+                                 * none (then no prefix pass or merge is launched; graphs keep 1) */
     int32_t sp_grid_new, sp_grid_pre; /* their grid bounds (the batch's, or the capture's) */
     int sp_pre_wgmma;           /* fp8 split: its prefix items on the wgmma extend (option
                                  * fp8_prefix_kernel=wgmma, its kernel set up), 128 rows each;

@@ -249,25 +249,25 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_at
     return alloc_zeroed(&b->rg_mem, bytes, " for forward_ragged", err, err_size);
 }
 
-/* The split extend's buffers (cuda_attn.h: sp_*), for an fp8 pool where
- * forward_ragged runs the wgmma kernel at head dim 128 (SM 9.0, option auto)
- * and the model's layers are causal; sized for max_tokens rows and the
- * largest list of each kind, so no forward allocates. */
+/* The split extend's buffers (cuda_attn.h: sp_*), where forward_ragged runs
+ * the wgmma kernel at head dim 128 (SM 9.0, option auto) and the model's
+ * layers are causal: for an fp8 pool, and for a 16-bit pool whose extend is
+ * the wgmma one (the direct extend of batches without a prefix: the item
+ * lists and the new tokens' LSE only, its new-token kernel set up first; its
+ * failure leaves those batches on the paged extend, with a warning); sized
+ * for max_tokens rows and the largest list of each kind, so no forward
+ * allocates. */
 static size_t sp_align(size_t n) { return (n + 255) & ~(size_t)255; }
-/* direct (option extend_new_ragged; taken on a 16-bit pool whose extend is the
- * wgmma one): the same buffers but the dequantised rows, which it does not need;
- * the new-token kernel set up first (its failure leaves the option off, with
- * a warning). */
-static int split_setup(ca_backend *b, const sgl_attn_create_args *a, int direct, char *err, size_t err_size) {
+static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, size_t err_size) {
     if (!b->rg_ok || !b->rg_wgmma || b->head_dim != 128 || b->ragged_only || b->model_attn_type != SGL_ATTN_TYPE_CAUSAL)
         return SGL_ATTN_OK;
-    direct = direct && !b->kern.kv_fp8 && b->kern.extend == ATTN_EXTEND_WGMMA; /* an fp8 pool splits as before */
+    const int direct = !b->kern.kv_fp8 && b->kern.extend == ATTN_EXTEND_WGMMA;
     if (direct) {
         const int e = attn_new_wgmma_setup(b->kern.dtype, &b->sp_new_tma);
         if (e) {
             (void)cudaGetLastError();
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
-                        "extend_new_ragged: the new-token kernel's setup failed (%d): the option is off", e);
+                        "the direct extend's new-token kernel: setup failed (%d): every extend runs the paged one", e);
             return SGL_ATTN_OK;
         }
     } else if (!b->kern.kv_fp8) {
@@ -276,8 +276,9 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, int direct,
     const int64_t t = a->max_tokens;
     b->sp_max_new = (int32_t)((t + 127) / 128 + a->max_reqs);
     b->sp_max_pre = b->sz.extend_max_items; /* the paged extend's tiles, as the paged plan's */
-    const size_t row_kv = direct ? 0 : (size_t)b->hkv * 128 * 2, row_q = (size_t)b->hq * 128 * 2,
-                 row_l = (size_t)b->hq * 4;
+    /* the direct extend has no dequantised rows, prefix output or prefix LSE */
+    const size_t row_kv = direct ? 0 : (size_t)b->hkv * 128 * 2, row_q = direct ? 0 : (size_t)b->hq * 128 * 2,
+                 row_l = (size_t)b->hq * 4, row_lp = direct ? 0 : row_l;
     size_t off = 0;
     const size_t o_new = off;
     off = sp_align(off + (size_t)b->sp_max_new * sizeof(attn_extend_item));
@@ -294,8 +295,8 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, int direct,
     const size_t o_ln = off;
     off = sp_align(off + (size_t)t * row_l);
     const size_t o_lp = off;
-    off = sp_align(off + (size_t)t * row_l);
-    const int rc = alloc_zeroed(&b->sp_mem, off, direct ? " for the direct split extend" : " for the fp8 pool's split extend",
+    off = sp_align(off + (size_t)t * row_lp);
+    const int rc = alloc_zeroed(&b->sp_mem, off, direct ? " for the direct extend" : " for the fp8 pool's split extend",
                                 err, err_size);
     if (rc) return rc;
     char *base = (char *)b->sp_mem;
@@ -305,9 +306,9 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, int direct,
     b->sp_num = (int32_t *)(base + o_num);
     b->sp_k = direct ? NULL : base + o_k;
     b->sp_v = direct ? NULL : base + o_v;
-    b->sp_part = base + o_part;
+    b->sp_part = direct ? NULL : base + o_part;
     b->sp_lse_new = (float *)(base + o_ln);
-    b->sp_lse_pre = (float *)(base + o_lp);
+    b->sp_lse_pre = direct ? NULL : (float *)(base + o_lp);
     return SGL_ATTN_OK;
 }
 
@@ -399,9 +400,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO, fp8_cvt = ATTN_FP8_CVT_HW;
-    int new_ragged = 0, fp8_prefix = 0;
+    int fp8_prefix = 0;
     if ((rc = ca_read_options(a, &option))) return rc;
-    if ((rc = ca_read_new_ragged(a, &new_ragged))) return rc;
     if ((rc = ca_read_fp8_prefix(a, &fp8_prefix))) return rc;
     if ((rc = ca_read_fp8_cvt(a, &fp8_cvt))) return rc;
     sgl_sdk_cuda_device dev;
@@ -488,7 +488,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return rc;
     }
-    if ((rc = split_setup(b, a, new_ragged, err, err_size))) {
+    if ((rc = split_setup(b, a, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }
@@ -514,7 +514,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
                         "no cuTensorMapEncodeTiled (or host memory): the wgmma extend gathers by cp.async");
     }
-    if (b->sp_mem && !b->sp_direct && b->rg_tma && b->tmaps) split_tmaps(b); /* the direct split has no rows of its own */
+    if (b->sp_mem && !b->sp_direct && b->rg_tma && b->tmaps) split_tmaps(b); /* the direct extend has no rows of its own */
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
     /* which kernels serve dual chunk attention (dual_chunk.h), or why none do */
@@ -531,8 +531,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 "%s%s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
-                b->sp_direct ? " (extend_new_ragged: new tokens by the ragged wgmma from k / v, prefix by wgmma, "
-                               "LSE merge, save beside)"
+                b->sp_direct ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
                 : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",

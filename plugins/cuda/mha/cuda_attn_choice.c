@@ -32,16 +32,6 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
-/* extend_new_ragged (option, 0 by default; docs/cuda.md "Options"): on a
- * 16-bit pool where the extend and forward_ragged are the wgmma kernels, an
- * extend that saves its K/V attends the new tokens from the call's k / v
- * (the ragged body), the prefix on the paged kernel, merged by LSE, with the
- * save beside the attention (cuda_attn_forward.c, direct_split_extend). */
-int ca_read_new_ragged(const sgl_attn_create_args *a, int *on) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "extend_new_ragged", NULL, 0, on);
-}
-
 /* fp8_prefix_kernel (mma | wgmma; unset: mma; a lever,
  * bench/gpu/levers/fp8_prefix_wgmma.conf): which kernel runs the fp8 split
  * extend's prefix items (extend_fp8_split.cu): the fp8 mma extend, or the
@@ -99,4 +89,19 @@ attn_tiles attn_kernel_tiles(const attn_kernels *k, int group) {
         t.extend_block_n = 128;
     }
     return t;
+}
+
+int ca_no_prefix_shown(const sgl_attn_batch *bt, int32_t bs) {
+    const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu;
+    if (!sgl_sdk_host_index(sl, bs) || !sgl_sdk_host_index(el, bs)) return 0;
+    for (int32_t i = 0; i < bs; i++)
+        if (sgl_sdk_index_at(sl, i) != sgl_sdk_index_at(el, i)) return 0;
+    return 1;
+}
+
+/* The direct extend attends the new tokens alone, so it runs only where the
+ * host knows there is no prefix; over a prefix the split (prefix pass and
+ * merge) lost to the paged extend (docs/lab/levers.md). */
+int ca_split_planned(int direct, int verify, int graph, int no_prefix) {
+    return !direct || (!verify && !graph && no_prefix);
 }

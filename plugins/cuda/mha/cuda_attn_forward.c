@@ -78,17 +78,6 @@ static int check_mirrors(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, in
     return SGL_ATTN_OK;
 }
 
-/* 1 when the host mirrors of an extend batch show that no request has a
- * prefix (every seq_len equals its extend length): the split extend then
- * launches its new-token pass alone.  Without both mirrors: 0. */
-static int no_prefix_shown(const sgl_attn_batch *bt, int32_t bs) {
-    const DLTensor *sl = bt->seq_lens_cpu, *el = bt->extend_seq_lens_cpu;
-    if (!sgl_sdk_host_index(sl, bs) || !sgl_sdk_host_index(el, bs)) return 0;
-    for (int32_t i = 0; i < bs; i++)
-        if (sgl_sdk_index_at(sl, i) != sgl_sdk_index_at(el, i)) return 0;
-    return 1;
-}
-
 /* Tree verify's mask (batch.custom_mask / mask_indptr) and what the batch's
  * self-attention items see (*self_vis: ATTN_SELF_*, from the model's
  * attn_type or the mask).  The blocks' lengths are checked by the plan kernel
@@ -295,10 +284,13 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             b->has_eplan[set] = 1;
         }
         b->grid_items = attn_extend_grid_items(&b->sz, bs, tokens);
-        /* an fp8 pool's split extend (extend_fp8_split.cu): its two lists, for the causal
-         * self-attention layers of the batch (the others run the fp8 mma extend alone); the
-         * direct split (option extend_new_ragged) takes neither verify batches nor graphs */
-        if (!ce && b->sp_mem && self_vis == ATTN_SELF_CAUSAL && !(b->sp_direct && (verify || b->plan_graph))) {
+        /* the split's lists (extend_fp8_split.cu), for the causal self-attention layers of
+         * the batch: an fp8 pool's split extend (the others run the fp8 mma extend alone), or
+         * a 16-bit pool's direct extend where ca_split_planned allows (the others keep the
+         * save-KV launch and the paged extend over all columns) */
+        const int no_prefix = b->sp_mem && self_vis == ATTN_SELF_CAUSAL && ca_no_prefix_shown(bt, bs);
+        if (!ce && b->sp_mem && self_vis == ATTN_SELF_CAUSAL &&
+            ca_split_planned(b->sp_direct, verify, b->plan_graph, no_prefix)) {
             attn_split_plan sp;
             memset(&sp, 0, sizeof sp);
             sp.fresh = b->sp_new;
@@ -314,7 +306,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             b->sp_grid_new = (int32_t)(gn < b->sp_max_new ? gn : b->sp_max_new);
             b->sp_grid_pre = gp < b->sp_max_pre ? gp : b->sp_max_pre;
             split = 1;
-            b->sp_prefix = !no_prefix_shown(bt, bs);
+            b->sp_prefix = !no_prefix;
         }
         /* tree verify: the mask's bits, once for every layer and head of the batch */
         if (!ce && self_vis == ATTN_SELF_TREE)
@@ -694,7 +686,7 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
         s.d = b->head_dim;
         s.fault = b->fault.dev;
         s.slot_map = p->slot_map;
-        if (*split && b->sp_direct && late) { /* the direct split launches it after its new-token pass */
+        if (*split && b->sp_direct && late) { /* the direct extend launches it after its attention */
             *late = s;
             return SGL_ATTN_OK;
         }
@@ -840,39 +832,16 @@ static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const att
     return SGL_ATTN_OK;
 }
 
-/* The direct split extend (option extend_new_ragged, 16-bit pools; docs/cuda.md):
- * the split extend's passes with no copy.  The prefix (when the batch may have
- * one) by the paged wgmma extend into the split's output; the new tokens by
- * the ragged body over the call's k / v rows (sv: the save forward_setup
- * checked and left) into out; then that save, as the new-token pass's
- * programmatic dependent: neither pass reads a row it writes, so it runs
- * beside the attention, and its grid completes after the attention's, so the
- * merge (and whatever the stream runs next) sees out and the pool written. */
-static int direct_split_extend(ca_backend *b, const sgl_attn_forward_args *a, const attn_fwd *p,
-                               const attn_save *sv) {
+/* The direct extend (16-bit pools, SM 9.0 d128; docs/cuda.md "Save-KV"), for
+ * a batch planned with no prefix: the new tokens are every key, so the ragged
+ * body attends them from the call's k / v rows (sv: the save forward_setup
+ * checked and left) into out, then that save runs as the attention's
+ * programmatic dependent: neither reads a row the other writes, so the copy
+ * runs beside the attention, and its grid completes after the attention's, so
+ * whatever the stream runs next sees out and the pool written. */
+static int direct_extend(ca_backend *b, const sgl_attn_forward_args *a, const attn_fwd *p, const attn_save *sv) {
     void *stream = a->batch->stream;
     DLTensor *lse_t = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse);
-    float *lse = lse_t ? (float *)sgl_sdk_data(lse_t) : b->sp_lse_new;
-    int ce = 0;
-    if (b->sp_prefix) { /* the pool's columns before the new tokens, every one visible */
-        attn_fwd q = *p;
-        q.out = b->sp_part;
-        q.o_stride_t = (int64_t)b->hq * 128;
-        q.o_stride_h = 128;
-        q.eitems = b->sp_pre;
-        q.num_items = b->sp_num + 1;
-        q.lse = b->sp_lse_pre;
-        const attn_kv_tmaps *tm = NULL;
-        if (b->tmaps && b->kern.tma && a->batch->page_size % ATTN_TMA_BOX_ROWS == 0) {
-            int cu = 0;
-            tm = attn_tmap_for(b->tmaps, a->layer->layer_id, &q, b->head_dim, &cu);
-            if (cu)
-                sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
-                            "cuTensorMapEncodeTiled refused the pool of layer %d (CUresult %d): cp.async for it",
-                            a->layer->layer_id, cu);
-        }
-        ce = attn_launch_extend(&b->kern, &q, tm, b->sp_grid_pre, stream);
-    }
     attn_fwd n = *p; /* the new tokens: the call's k / v rows, as forward_ragged's K / V */
     n.k_cache = sv->k;
     n.v_cache = sv->v;
@@ -887,17 +856,14 @@ static int direct_split_extend(ca_backend *b, const sgl_attn_forward_args *a, co
     memset(&n.slot_map, 0, sizeof n.slot_map);
     n.eitems = b->sp_new;
     n.num_items = b->sp_num;
-    n.lse = lse;
+    n.lse = lse_t ? (float *)sgl_sdk_data(lse_t) : b->sp_lse_new;
     attn_kv_tmaps maps; /* the kernel takes them by value */
     const attn_kv_tmaps *tm = NULL;
     if (b->sp_new_tma && b->rg_tma && b->tmaps && !attn_tmap_ragged(b->tmaps, &n, 128, 128, &maps)) tm = &maps;
-    if (!ce) ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
+    int ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
     if (!ce) ce = attn_launch_save_kv_after(sv, stream);
-    if (!ce && b->sp_prefix) {
-        ce = split_merge(b, p, lse, stream);
-    }
     if (ce) {
-        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: direct split extend launch", ce);
+        sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: direct extend launch", ce);
         return SGL_ATTN_E_DEVICE;
     }
     return SGL_ATTN_OK;
@@ -915,7 +881,7 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     int rc = forward_setup(b, a, SGL_ATTN_MODE_EXTEND, "forward_extend", &p, &T, &dual, &dca, &split, &late);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
-    if (split) return b->sp_direct ? direct_split_extend(b, a, &p, &late) : split_extend(b, a, &p);
+    if (split) return b->sp_direct ? direct_extend(b, a, &p, &late) : split_extend(b, a, &p);
     const int set = a->layer->is_cross ? ATTN_EPLAN_CROSS : ATTN_EPLAN_SELF;
     p.eitems = (const attn_extend_item *)dev_at(b, b->sz.off_eitems[set]);
     p.num_items = num_items_ptr(b, ATTN_DPLAN_COUNT + set);

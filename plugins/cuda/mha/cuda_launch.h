@@ -153,9 +153,9 @@ int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok);
 int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
 
-/* ------------------------------------------ the direct split extend (16-bit pools) */
+/* ------------------------------------------ the direct extend (16-bit pools) */
 
-/* Option extend_new_ragged (cuda_attn_forward.c): the new tokens by the
+/* An extend without a prefix (cuda_attn_forward.c, direct_extend): the new tokens by the
  * ragged wgmma body over the call's k / v (extend_wgmma_sm90.cu: a plain
  * launch whose blocks trigger the next grid at their start), then the save
  * of those k / v into the pool as its programmatic dependent

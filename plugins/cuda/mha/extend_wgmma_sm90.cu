@@ -188,7 +188,7 @@ extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_f
     return dqk == 192 ? ragged_launch<GC_F16, 192>(p, tm, blocks, st) : ragged_launch<GC_F16, 128>(p, tm, blocks, st);
 }
 
-/* The direct split extend's new-token pass (attn_extend_wgmma_new_kernel:
+/* The direct extend's new-token pass (attn_extend_wgmma_new_kernel:
  * the ragged body at 128 / 128 after a programmatic-dependent trigger): both
  * producers, as ragged_setup. */
 template <int DT> static int new_setup(int *tma_ok) {

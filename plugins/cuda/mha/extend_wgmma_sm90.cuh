@@ -93,7 +93,7 @@
 #include "dual_chunk.h"  /* attn_dca, dca_part */
 #include "fp8_e4m3.cuh"  /* F8: fp8x2_to_f16x2, attn_kv_scale */
 #include "mma_sm80.cuh" /* pack2, attn_slot32 */
-#include "pdl_sm90.cuh"   /* ca_pdl_trigger: the direct split extend's new-token pass */
+#include "pdl_sm90.cuh"   /* ca_pdl_trigger: the direct extend's new-token pass */
 #include "wgmma_sm90.cuh"
 
 #define ATTN_WG_THREADS 384
@@ -951,7 +951,7 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kern
 #endif
 }
 
-/* The direct split extend's new-token pass (option extend_new_ragged,
+/* The direct extend's new-token pass (an extend without a prefix,
  * cuda_attn_forward.c): the RAGGED body at head dim 128 over the call's k / v
  * rows, after a programmatic-dependent trigger (pdl_sm90.cuh) that lets the
  * save-KV launched after it start beside it (it reads no row that save

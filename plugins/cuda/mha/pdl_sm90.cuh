@@ -1,5 +1,5 @@
 /*
- * pdl_sm90.cuh - programmatic dependent launch for cuda_attn's direct split
+ * pdl_sm90.cuh - programmatic dependent launch for cuda_attn's direct
  * extend (cuda_attn_forward.c, docs/cuda.md): the new tokens' wgmma pass
  * lets the save-KV kernel launched after it start at once, and the save
  * waits for it only at its end, so the two run side by side and whatever the

@@ -1,12 +1,12 @@
 /*
  * save_kv_pdl.cu - save-KV as a programmatic dependent of the attention
- * launched before it (the direct split extend, cuda_attn_forward.c: option
- * extend_new_ragged).  That attention reads the call's k / v and the pool's
- * prefix columns, never the rows this kernel writes, and lets this grid
+ * launched before it (the direct extend of a batch without a prefix,
+ * cuda_attn_forward.c).  That attention reads the call's k / v, never the
+ * rows this kernel writes, and lets this grid
  * start at once (pdl_sm90.cuh), so the copy runs beside it on the SMs it
  * frees.  The copy is save_kv.cuh's; block 0's thread 0 then waits for the
  * attention's grid (ca_pdl_wait), so this grid completes only after it: the
- * next kernel of the stream (the merge, the next layer) sees both finished.
+ * next kernel of the stream (the next layer's) sees both finished.
  */
 #define ATTN_SAVE_KV_ROWS_ONLY /* save_kv.cuh's copy, without portable.cu's kernel */
 #include "attn_kernels/save_kv.cuh"
