@@ -61,15 +61,6 @@ const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
 
-static const char *const k_fp8_cvt[ATTN_FP8_CVT_COUNT_] = {"hw", "int", "split"};
-
-int ca_read_fp8_cvt(const sgl_attn_create_args *a, int *cvt) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_choice(&o, "fp8_cvt", NULL, k_fp8_cvt, ATTN_FP8_CVT_COUNT_, ATTN_FP8_CVT_HW, cvt);
-}
-
-const char *ca_fp8_cvt_name(int cvt) { return cvt >= 0 && cvt < ATTN_FP8_CVT_COUNT_ ? k_fp8_cvt[cvt] : "?"; }
-
 void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k) {
     k->kv_fp8 = kv_fp8 != 0;
     k->dc_extend = ATTN_EXTEND_MMA;
