@@ -283,10 +283,7 @@ def main() -> int:
     def one(s):  # (name, mode, bs, q_per_req, ctx, hq, topk, neg, chunk)
         return run_shape(host, a.plugin, *s[:8], dev, s[8], g, rec=s[0].endswith("_rec"))
 
-    kern = os.environ.get("SGL_ATTN_MLA_SPARSE_KERNEL", "auto")  # cuda_mla's option (dsa.sh times mma and wgmma)
-    print(f"cuda_mla sparse_kernel: {kern}", flush=True)
-    rc, rows = run_shapes(a, shapes, one, 28, flops="2 * tokens * topk * hq * (576 + 512) (FlashMLA's count)",
-                          sparse_kernel=kern)
+    rc, rows = run_shapes(a, shapes, one, 28, flops="2 * tokens * topk * hq * (576 + 512) (FlashMLA's count)")
     for suffix, what in (("_rec", "fp8 record pool"), ("", "bf16 pool")):
         d = [r for r in rows if r.get("name", "") == "decode_b64_h128_k2048" + suffix]
         if d and "ours_tflops" in d[0]:

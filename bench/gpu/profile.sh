@@ -10,9 +10,8 @@
 #   4. cuda_mla: 128 rows (the wide kernel, compute-bound) and 16 heads (the mma
 #      kernel, memory-bound)
 #   5. cuda_attn fp8 decode b 64 x 4k (GQA 32/8, d128, page 16; issue 20): the
-#      register-fed decode's sections and pipe utilisation with fp8_cvt=hw (the
-#      cvt), int and split (integer moves): which unit bounds it (only when
-#      PROFILE names it: PROFILE=5)
+#      register-fed decode's sections and pipe utilisation: which unit bounds
+#      it (only when PROFILE names it: PROFILE=5)
 #   6. cuda_mla DSA sparse decode B 64, 128 heads, top-k 2048 (issue 21): the gather
 #      kernel's durations and sections, combine included (only when PROFILE names it: PROFILE=6)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
@@ -65,21 +64,11 @@ if on 4; then
 fi
 if on 5; then
   C="decode:b=64,l=4096,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16"
-  for cvt in hw int split; do
-    python3 - "$OUT/conf_fp8_$cvt.json" "$cvt" <<'PY'
-import json, os, sys
-base = next((p for p in ("build/etc/sglattn/sglattn.json", "conf/sglattn.json") if os.path.exists(p)), None)
-conf = json.load(open(base)) if base else {"sglattn_conf": 1}
-conf.setdefault("plugin_options", {}).setdefault("cuda_attn", {})["fp8_cvt"] = sys.argv[2]
-json.dump(conf, open(sys.argv[1], "w"), indent=1)
-PY
-    step "5. cuda_attn fp8 decode b64 x 4k, fp8_cvt=$cvt: decode_reg sections"
-    timeout 60 $NCU $SECS --section InstructionStats -k regex:attn_decode_reg -c 1 --launch-skip 2 \
-      $A bench --plugin cuda_attn --conf "$OUT/conf_fp8_$cvt.json" --case $C --min-time 0.01 \
-      > "$OUT/fp8_decode_$cvt.txt" 2>&1; echo "rc=$?"
-    grep -E "Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Issue Slots|Executed Ipc|Stall|Warp Cycles|Eligible|Registers|ALU|FMA|XU|Pipe" \
-      "$OUT/fp8_decode_$cvt.txt" | head -30
-  done
+  step "5. cuda_attn fp8 decode b64 x 4k: decode_reg sections"
+  timeout 60 $NCU $SECS --section InstructionStats -k regex:attn_decode_reg -c 1 --launch-skip 2 \
+    $A bench --plugin cuda_attn --case $C --min-time 0.01 > "$OUT/fp8_decode.txt" 2>&1; echo "rc=$?"
+  grep -E "Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Issue Slots|Executed Ipc|Stall|Warp Cycles|Eligible|Registers|ALU|FMA|XU|Pipe" \
+    "$OUT/fp8_decode.txt" | head -30
 fi
 if on 6; then
   C="sparse_decode:b=64,l=4096,hq=128,dtype=bf16,page=64,topk=2048,save=0"

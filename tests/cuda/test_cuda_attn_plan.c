@@ -189,40 +189,36 @@ static void test_kernel_option(void **state) {
     assert_int_equal(o, CA_KERNEL_AUTO);
 }
 
-/* fp8_cvt: hw, int and split read as ATTN_FP8_CVT_*, unset as hw, an unknown
- * value refused naming the option, the value and the accepted ones; the
- * "kernel" option does not see it. */
-static void test_fp8_cvt_option(void **state) {
+/* The removed options (levers deleted or made the only behaviour) are
+ * refused by name whatever their value; an unknown key is not an option of
+ * this plugin and is ignored. */
+static void test_removed_options_refused(void **state) {
     (void)state;
+    static const char *const keys[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged"};
+    static const char *const vals[] = {"hw", "int", "0", "1"};
+    for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) {
+        char err[256] = "";
+        sgl_attn_create_args a;
+        option_args(&a, keys[j], err, sizeof err);
+        for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+            err[0] = 0;
+            g_opt_val = vals[i];
+            int k = -7;
+            assert_int_equal(ca_read_options(&a, &k), SGL_ATTN_E_INVALID);
+            assert_non_null(strstr(err, keys[j]));
+            assert_non_null(strstr(err, "no longer an option"));
+        }
+    }
     char err[256] = "";
     sgl_attn_create_args a;
-    option_args(&a, "fp8_cvt", err, sizeof err);
-    int c = -7;
-    static const char *const names[] = {"hw", "int", "split"};
-    static const int want[] = {ATTN_FP8_CVT_HW, ATTN_FP8_CVT_INT, ATTN_FP8_CVT_SPLIT};
-    for (int v = 0; v < 3; v++) {
-        g_opt_val = names[v];
-        assert_int_equal(ca_read_fp8_cvt(&a, &c), 0);
-        assert_int_equal(c, want[v]);
-        assert_string_equal(ca_fp8_cvt_name(c), names[v]);
-        int k = -7;
-        assert_int_equal(ca_read_options(&a, &k), 0);
-        assert_int_equal(k, CA_KERNEL_AUTO);
-    }
-    g_opt_val = NULL;
-    c = -7;
-    assert_int_equal(ca_read_fp8_cvt(&a, &c), 0);
-    assert_int_equal(c, ATTN_FP8_CVT_HW);
-    const char *bad[] = {"bits", "cvt", "3"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = 0;
-        g_opt_val = bad[i];
-        assert_int_equal(ca_read_fp8_cvt(&a, &c), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "plugin option cuda_attn.fp8_cvt"));
-        assert_non_null(strstr(err, bad[i]));
-        assert_non_null(strstr(err, "expected hw, int or split"));
-    }
-    assert_string_equal(ca_fp8_cvt_name(ATTN_FP8_CVT_COUNT_), "?");
+    option_args(&a, "no_such_option", err, sizeof err);
+    g_opt_val = "1";
+    int k = -7, p = -7;
+    assert_int_equal(ca_read_options(&a, &k), 0);
+    assert_int_equal(k, CA_KERNEL_AUTO);
+    assert_int_equal(ca_read_fp8_prefix(&a, &p), 0);
+    assert_int_equal(p, 0);
+    assert_string_equal(err, "");
 }
 
 /* fp8_prefix_kernel: mma (0, also unset or empty) or wgmma (1), any case; an
@@ -1036,7 +1032,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_fp8_cvt_option),        cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused), cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),

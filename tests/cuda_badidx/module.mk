@@ -35,17 +35,9 @@ $(CUDA_BADIDX_EMU): $(OBJDIR)/tests/cuda_badidx/test_cuda_badidx.o $(OBJDIR)/tes
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -ldl -lm
 ALL += $(CUDA_BADIDX_EMU)
 
-# Then over the SM 9.0 plugins with cuda_mla's sparse_kernel=wgmma (strict):
-# the 128-head bad topk_indices cases on the sm_90a sparse kernel.
-cuda-badidx-emu: $(CUDA_BADIDX_EMU) $$(CUDA_EMU_SO) $$(CUDA_MLA_EMU_SO) $$(CUDA_EMU_SM90_SO) $$(CUDA_MLA_EMU_SM90_SO)
+cuda-badidx-emu: $(CUDA_BADIDX_EMU) $$(CUDA_EMU_SO) $$(CUDA_MLA_EMU_SO)
 	@echo "== test_cuda_badidx on the emulated cuda_attn and cuda_mla"
 	@out=$$($(CUDA_BADIDX_EMU) $(CUDA_EMU_PLUGDIR) 2>&1); rc=$$?; printf '%s\n' "$$out" | tail -3; \
-	  if [ $$rc -ne 0 ]; then printf '%s\n' "$$out" | grep -v '^ok' | head -40; exit 1; fi; \
-	  printf '%s\n' "$$out" | grep -Eq '^[1-9][0-9]* checks, 0 failures$$' || \
-	    { echo "cuda-badidx-emu: the test did not run its checks (SKIP?)"; exit 1; }
-	@echo "== test_cuda_badidx on the SM 9.0 emulated plugins, cuda_mla sparse_kernel=wgmma"
-	@out=$$(SGL_ATTN_MLA_SPARSE_KERNEL=wgmma SGL_ATTN_MLA_STRICT=1 $(CUDA_BADIDX_EMU) $(CUDA_EMU_SM90_DIR) 2>&1); rc=$$?; \
-	  printf '%s\n' "$$out" | tail -2; \
 	  if [ $$rc -ne 0 ]; then printf '%s\n' "$$out" | grep -v '^ok' | head -40; exit 1; fi; \
 	  printf '%s\n' "$$out" | grep -Eq '^[1-9][0-9]* checks, 0 failures$$' || \
 	    { echo "cuda-badidx-emu: the test did not run its checks (SKIP?)"; exit 1; }

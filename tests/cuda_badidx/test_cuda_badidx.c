@@ -640,8 +640,7 @@ static void mla_case(const mg_plugin *pl, const bad_case *c, int extend) {
 /* DSA sparse MLA: a topk_indices entry outside the pool (past it, or a
  * negative other than -1) is skipped like -1, the call succeeds, and the
  * next metadata call fails naming topk_indices and the value, once.  At 16
- * heads (the 16-row kernel) and 128 (64-row blocks: the mma kernel's, or the
- * sm_90a wgmma kernel's where the plugin's option sparse_kernel=wgmma runs it). */
+ * heads (16-row blocks) and 128 (64-row blocks). */
 static void mla_sparse_case(const mg_plugin *pl, int extend, int hq, int32_t value) {
     mg_run r;
     sgl_attn_backend *be = mla_open(pl, extend, hq, 9, "cuda_mla sparse", &r);

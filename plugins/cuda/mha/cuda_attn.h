@@ -43,12 +43,6 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 /* fp8_prefix_kernel: *wgmma 1 for "wgmma", 0 for "mma" (the default). */
 int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *wgmma);
 const char *ca_kernel_option_name(int option);
-/* The plugin option "fp8_cvt" (hw | int | split; unset: hw): how the fp8
- * register-fed decode converts the pool's bytes on SM 8.9+ (ATTN_FP8_CVT_*).
- * It exists to time the three against each other on a device
- * (bench/gpu/levers/fp8_cvt_*.conf) and goes with the losers. */
-int ca_read_fp8_cvt(const sgl_attn_create_args *a, int *cvt);
-const char *ca_fp8_cvt_name(int cvt);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3

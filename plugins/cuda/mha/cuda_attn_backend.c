@@ -399,11 +399,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, fp8_cvt = ATTN_FP8_CVT_HW;
+    int option = CA_KERNEL_AUTO;
     int fp8_prefix = 0;
     if ((rc = ca_read_options(a, &option))) return rc;
     if ((rc = ca_read_fp8_prefix(a, &fp8_prefix))) return rc;
-    if ((rc = ca_read_fp8_cvt(a, &fp8_cvt))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -428,7 +427,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    kern.fp8_cvt = fp8_cvt;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -527,7 +525,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
-                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s%s%s, ragged %s%s, dual chunk: "
+                "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s, ragged %s%s, dual chunk: "
                 "%s%s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
@@ -535,8 +533,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",
-                decode_names[b->kern.decode], b->kern.kv_fp8 ? " (fp8_cvt=" : "",
-                b->kern.kv_fp8 ? ca_fp8_cvt_name(b->kern.fp8_cvt) : "", b->kern.kv_fp8 ? ")" : "",
+                decode_names[b->kern.decode], b->kern.kv_fp8 ? " (fp8 e4m3 pool)" : "",
                 b->rg_wgmma ? "wgmma" : "mma", b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,
                 b->ragged_only ? " (the model's qk / v dims: forward_ragged only)" : "", b->sz.total_bytes);
     *out = &b->base;

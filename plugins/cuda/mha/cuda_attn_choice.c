@@ -24,11 +24,24 @@
  * one (kernel=portable too: the portable kernels have no DCA form). */
 #include "cuda_attn.h"
 #include "sdk_option.h"
+#include "sdk_text.h"
 
 static const char *const k_options[CA_KERNEL_COUNT_] = {"auto", "mma", "portable"};
 
+/* Options that chose a variant which lost its timing and was deleted
+ * (docs/lab/levers.md) or won and became the only behaviour: refused by name,
+ * so that a conf that still sets one does not run the default under its
+ * name. */
+static const char *const k_removed[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged"};
+
 int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    for (size_t i = 0; i < sizeof k_removed / sizeof k_removed[0]; i++) {
+        char from[96];
+        if (sgl_sdk_opt_raw(&o, k_removed[i], NULL, from, sizeof from))
+            return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "%s: %s is no longer an option (docs/lab/levers.md); "
+                                       "unset it", CA_NAME, from);
+    }
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
@@ -46,15 +59,6 @@ int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *wgmma) {
 const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
-
-static const char *const k_fp8_cvt[ATTN_FP8_CVT_COUNT_] = {"hw", "int", "split"};
-
-int ca_read_fp8_cvt(const sgl_attn_create_args *a, int *cvt) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_choice(&o, "fp8_cvt", NULL, k_fp8_cvt, ATTN_FP8_CVT_COUNT_, ATTN_FP8_CVT_HW, cvt);
-}
-
-const char *ca_fp8_cvt_name(int cvt) { return cvt >= 0 && cvt < ATTN_FP8_CVT_COUNT_ ? k_fp8_cvt[cvt] : "?"; }
 
 void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k) {
     k->kv_fp8 = kv_fp8 != 0;

@@ -30,10 +30,6 @@ enum attn_decode_kernel {
 };
 /* The largest GQA group (q heads per kv head) the register-fed decode serves. */
 #define ATTN_DECODE_REG_MAX_GROUP 8
-/* How the register-fed decode turns fp8 e4m3 bytes into f16 on SM 8.9+
- * (option fp8_cvt; SM 8.0 moves bits in all three): the cvt for K and V,
- * integer moves for both, or the cvt for K and integer moves for V. */
-enum { ATTN_FP8_CVT_HW = 0, ATTN_FP8_CVT_INT = 1, ATTN_FP8_CVT_SPLIT = 2, ATTN_FP8_CVT_COUNT_ };
 
 /* What create chose and set up for an instance; the launchers read it. */
 typedef struct attn_kernels {
@@ -44,7 +40,6 @@ typedef struct attn_kernels {
     int sm_count; /* wgmma extend: blocks of the persistent grid */
     int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
     int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template, extend_mma.cu's F8) */
-    int fp8_cvt;  /* fp8 pools: ATTN_FP8_CVT_* of the register-fed decode (ca_read_fp8_cvt) */
     int dual_chunk; /* the dual chunk kernels (dual_chunk.h) are set up: a 16-bit pool and their
                        shared memory fits the device (attn_kernels_setup) */
     int dc_extend;  /* attn_extend_kernel serving dual chunk's extend: wgmma where the plain
@@ -67,8 +62,7 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
                        void *stream);
 
 /* Per kernel, behind the two above. */
-int attn_launch_decode_reg(int dtype, int kv_fp8, int fp8_cvt, int head_dim, const attn_fwd *p, int grid_items,
-                           void *stream);
+int attn_launch_decode_reg(int dtype, int kv_fp8, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 /* fp8 pools: new K/V (dtype) quantised at out_cache_loc, value / scale
  * (save_kv_fp8.cu); the scales as attn_fwd's. */
 typedef struct attn_save_fp8 {

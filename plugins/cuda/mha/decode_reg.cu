@@ -39,9 +39,9 @@
  * to S before the softmax, v_scale to O at the end.  K takes 16-byte pieces
  * (lane t: pieces 4j + t of 16 values) with Q loaded in that permutation;
  * V keeps the 16-bit layout's elements per lane, in 8-byte loads.  The
- * conversion is the SM 8.9+ cvt or integer moves four bytes at a time
- * (dr_kv: the option fp8_cvt picks per instance); the moves pair a word's
- * bytes 0 / 2 and 1 / 3, so Q's values are paired the same way.
+ * conversion is the SM 8.9+ cvt; SM 8.0, which has none, moves bits four
+ * bytes at a time (dr_kv), pairing a word's bytes 0 / 2 and 1 / 3, so Q's
+ * values are paired the same way there.
  */
 #include <type_traits>
 
@@ -118,14 +118,13 @@ template <int N> GC_DEV uint32_t dr_word(const uint4 (&v)[N], int w) {
 }
 
 /* KV element types of the template: 16-bit, or fp8 e4m3 with its bytes
- * converted to f16 by the SM 8.9+ cvt (K and V), by integer moves (K and V),
- * or split (cvt for K, integer moves for V) to share the work between the
- * conversion unit and the ALU.  Without the cvt (SM 8.0) all three move bits. */
-enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1, ATTN_KV_FP8_INT = 2, ATTN_KV_FP8_SPLIT = 3 };
+ * converted to f16 by the SM 8.9+ cvt, or by integer moves where no cvt
+ * exists (SM 8.0). */
+enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1 };
 template <int KV> struct dr_kv {
     static constexpr bool f8 = KV != ATTN_KV_16;
-    static constexpr bool kcvt = ATTN_FP8_HW_CVT && (KV == ATTN_KV_FP8 || KV == ATTN_KV_FP8_SPLIT);
-    static constexpr bool vcvt = ATTN_FP8_HW_CVT && KV == ATTN_KV_FP8;
+    static constexpr bool kcvt = ATTN_FP8_HW_CVT && KV == ATTN_KV_FP8;
+    static constexpr bool vcvt = kcvt;
     /* what a converted K / V value is multiplied by to give the e4m3 value */
     static constexpr float kunit = kcvt ? 1.0f : ATTN_FP8_INT_UNIT;
     static constexpr float vunit = vcvt ? 1.0f : ATTN_FP8_INT_UNIT;
@@ -490,16 +489,10 @@ template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, 
     return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int fp8_cvt, int d, const attn_fwd *p, int grid_items,
-                                      void *stream) {
+extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     if (p->group < 1 || p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
     const cudaStream_t st = (cudaStream_t)stream;
     if (!kv_fp8) return decode_reg_kv<ATTN_KV_16>(dtype, d, p, grid_items, st);
-    switch (fp8_cvt) {
-    case ATTN_FP8_CVT_HW: return decode_reg_kv<ATTN_KV_FP8>(dtype, d, p, grid_items, st);
-    case ATTN_FP8_CVT_INT: return decode_reg_kv<ATTN_KV_FP8_INT>(dtype, d, p, grid_items, st);
-    case ATTN_FP8_CVT_SPLIT: return decode_reg_kv<ATTN_KV_FP8_SPLIT>(dtype, d, p, grid_items, st);
-    default: return (int)cudaErrorInvalidValue;
-    }
+    return decode_reg_kv<ATTN_KV_FP8>(dtype, d, p, grid_items, st);
 }

@@ -296,10 +296,6 @@ static const sgl_attn_backend_ops k_ops = {
 /* Option values, indexed by what they select. */
 static const char *const k_mma_names[] = {"auto", "base", "ring", "tma"};
 static const int32_t k_mma_cfgs[] = {-1, MLA_MMA_BASE, MLA_MMA_RING, MLA_MMA_TMA};
-/* sparse_kernel: auto = mma (the mma.sync gather kernel) until a GPU run
- * says otherwise; wgmma = the sm_90a kernel where it runs */
-enum { MLA_SPARSE_AUTO, MLA_SPARSE_MMA, MLA_SPARSE_WGMMA };
-static const char *const k_sparse_names[] = {"auto", "mma", "wgmma"};
 
 static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, const char *msg) {
     if (a->error && a->error_size) snprintf(a->error, a->error_size, "%s: %s", MLA_NAME, msg);
@@ -309,7 +305,7 @@ static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, co
 
 /* What the options chose (docs/cuda_mla.md). */
 typedef struct mla_options {
-    int kernel, mma, strict, log, sparse;
+    int kernel, mma, strict, log;
     int64_t idx_scratch_mb;
 } mla_options;
 
@@ -322,7 +318,9 @@ static int read_options(const sgl_attn_create_args *a, mla_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, MLA_NAME);
     static const struct {
         const char *env, *key;
-    } removed[] = {{"SGL_ATTN_MLA_PREFETCH", "prefetch"}, {"SGL_ATTN_MLA_PLAN", "plan"}};
+    } removed[] = {{"SGL_ATTN_MLA_PREFETCH", "prefetch"},
+                   {"SGL_ATTN_MLA_PLAN", "plan"},
+                   {"SGL_ATTN_MLA_SPARSE_KERNEL", "sparse_kernel"}};
     for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
         char from[96];
         if (sgl_sdk_opt_raw(&opts, removed[i].key, removed[i].env, from, sizeof from))
@@ -333,8 +331,6 @@ static int read_options(const sgl_attn_create_args *a, mla_options *o) {
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_MLA_KERNEL", mla_kernel_names, 4, MLA_KERNEL_AUTO,
                                  &o->kernel)) ||
         (rc = sgl_sdk_opt_choice(&opts, "mma", "SGL_ATTN_MLA_MMA", k_mma_names, 4, 0, &o->mma)) ||
-        (rc = sgl_sdk_opt_choice(&opts, "sparse_kernel", "SGL_ATTN_MLA_SPARSE_KERNEL", k_sparse_names, 3,
-                                 MLA_SPARSE_AUTO, &o->sparse)) ||
         (rc = sgl_sdk_opt_bool(&opts, "strict", "SGL_ATTN_MLA_STRICT", 0, &o->strict)) ||
         (rc = sgl_sdk_opt_bool(&opts, "log", "SGL_ATTN_MLA_LOG", 0, &o->log)) ||
         (rc = sgl_sdk_opt_int(&opts, "indexer_scratch_mb", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", MLA_IDX_SCRATCH_MB, 1,
@@ -478,25 +474,6 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  mla_wide_smem_bytes(), (size_t)b->dev.smem_per_block_optin);
         return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
     }
-    /* sparse_kernel=wgmma: the sm_90a kernel needs what the wide kernel needs
-     * (SM 9.0, the TMA encoder) and its own shared memory */
-    if (opt.sparse == MLA_SPARSE_WGMMA) {
-        const int ok = b->dev.sm_major == 9 && b->encode_fn && mla_sparse_wide_smem_bytes() <= b->dev.smem_per_block_optin;
-        if (!ok && b->strict) {
-            snprintf(msg, sizeof msg,
-                     "strict: sparse_kernel wgmma cannot run on device %d (%s, SM %d.%d): it needs SM 9.0, the TMA "
-                     "encoder (%s) and %zu bytes of shared memory per block (the device allows %zu)",
-                     a->device, b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->encode_fn ? "found" : "not found",
-                     mla_sparse_wide_smem_bytes(), (size_t)b->dev.smem_per_block_optin);
-            return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
-        }
-        if (ok && (rc = mla_sparse_wide_init())) {
-            snprintf(msg, sizeof msg, "cudaFuncSetAttribute (sparse MLA wgmma kernel): %s",
-                     cudaGetErrorString((cudaError_t)rc));
-            return create_fail(a, b, SGL_ATTN_E_DEVICE, msg);
-        }
-        b->sparse_wgmma = ok;
-    }
     /* mma auto: bulk-copy loads on SM 9.0, the page-table ring elsewhere; the
      * bulk copies are SM 9.0 code, so an explicit tma elsewhere runs ring */
     if (b->mma_cfg_pref < 0) b->mma_cfg_pref = b->dev.sm_major == 9 ? MLA_MMA_TMA : MLA_MMA_RING;
@@ -510,12 +487,10 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     if ((rc = mla_indexer_create(b, a, msg, sizeof msg))) return create_fail(a, b, rc, msg);
     if (b->log)
-        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, %zu B of shared memory per block): kernel %s, wide kernel %s, mma %s, "
-                "sparse %s\n",
+        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, %zu B of shared memory per block): kernel %s, wide kernel %s, mma %s\n",
                 b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,
                 mla_kernel_name(b->kernel_pref), b->wide_ok ? "runs here" : "cannot run here",
-                b->mma_cfg_pref == MLA_MMA_TMA ? "tma" : b->mma_cfg_pref == MLA_MMA_RING ? "ring" : "base",
-                b->sparse_wgmma ? "wgmma (bf16 / f16 pools, > 16 heads)" : "mma");
+                b->mma_cfg_pref == MLA_MMA_TMA ? "tma" : b->mma_cfg_pref == MLA_MMA_RING ? "ring" : "base");
     b->err[0] = 0;
     *out = &b->base;
     return SGL_ATTN_OK;

@@ -47,7 +47,6 @@ typedef struct mla_backend {
     int32_t strict;       /* 1: an asked kernel this device cannot run fails create */
     int32_t log;          /* 1: one stderr line per create and per plan (the kernel that runs) */
     int32_t wide_ok;      /* mla_wide_avail: this device runs the wide kernel */
-    int32_t sparse_wgmma; /* option sparse_kernel=wgmma and this device runs that kernel (SM 9.0, TMA, smem) */
     int32_t hq;           /* the model's q heads per rank: plans are made for them */
     int32_t model_q_dt, model_kv_dt;
     int32_t max_reqs, max_tokens, max_context;

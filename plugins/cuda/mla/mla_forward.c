@@ -83,21 +83,6 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
                               .scale_log2 = v.scale_log2, .part_o = b->part_o, .part_lse = b->part_lse,
                               .stages = stages, .stream = stream, .fault = b->fault.dev, .rec = rec};
         sp.nsplit = mla_sparse_splits(b->t, v.hq, v.topk_k, b->dev.sm_count, b->part_rows, &sp.tiles_per_split);
-        /* sparse_kernel=wgmma: the sm_90a kernel for a 16-bit pool where heads
-         * fill its 64-row blocks (16 heads or fewer stay on mma's 16-row blocks) */
-        if (b->sparse_wgmma && !rec && mla_sparse_rows(v.hq) == 64) {
-            int cu = 0;
-            sp.tmap = layer_tmap(b, a->layer->layer_id, v.pool, v.num_slots, 1, &cu);
-            if (!sp.tmap)
-                return mla_set_error(b, SGL_ATTN_E_DEVICE,
-                                     "cuTensorMapEncodeTiled for the pool of layer %d (%lld slots, one-row boxes): "
-                                     "CUresult %d",
-                                     a->layer->layer_id, (long long)v.num_slots, cu);
-            int e = mla_launch_sparse_wide(&sp);
-            if (e) return mla_cuda_fail(b, "sparse MLA wgmma kernel launch", e);
-            e = mla_launch_sparse_combine(&sp);
-            return e ? mla_cuda_fail(b, "sparse MLA combine launch", e) : SGL_ATTN_OK;
-        }
         int e = mla_launch_sparse(&sp);
         return e ? mla_cuda_fail(b, "sparse MLA kernel launch", e) : SGL_ATTN_OK;
     }

@@ -48,7 +48,6 @@ typedef struct mla_sparse_args {
     void *stream;
     sgl_gpu_fault_ref fault; /* where a slot outside the pool is noted */
     int32_t rec;             /* 1: the pool is FlashMLA's fp8 record (dt MLA_DT_BF16) */
-    const void *tmap;        /* wgmma kernel: the pool's TMA map (host memory, 128 bytes; boxes of one row) */
 } mla_sparse_args;
 
 /* Head rows a CTA takes for hq heads: 16 up to 16 heads, else 64. */
@@ -83,17 +82,6 @@ size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec);
 int mla_sparse_init(size_t smem_optin);
 /* The attention kernel and, for nsplit > 1, the combine; 0 or a cudaError_t. */
 int mla_launch_sparse(const mla_sparse_args *a);
-/* The split combine alone (after mla_launch_sparse_wide with nsplit > 1). */
-int mla_launch_sparse_combine(const mla_sparse_args *a);
-
-/* The sm_90a wgmma kernel (mla_sparse_wide_sm90.cu): 64 head rows a CTA, the
- * grid and the splits of mla_launch_sparse, a bf16 / f16 pool [slots, 576] read by
- * TMA boxes of one row (tmap).  Its dynamic shared memory; the kernel
- * attribute (SM 9.0 only); the launch (the combine not included).  0 or a
- * cudaError_t. */
-size_t mla_sparse_wide_smem_bytes(void);
-int mla_sparse_wide_init(void);
-int mla_launch_sparse_wide(const mla_sparse_args *a);
 
 #ifdef __cplusplus
 }

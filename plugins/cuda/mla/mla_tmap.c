@@ -1,7 +1,5 @@
 /*
- * mla_tmap.c - the pool's TMA descriptor for the wide kernel and the sparse
- * wgmma kernel (boxes of one row there; an f16 pool is read through the same
- * bf16 map: TMA copies the 16-bit words, no conversion).  The driver's
+ * mla_tmap.c - the pool's TMA descriptor for the wide kernel.  The driver's
  * cuTensorMapEncodeTiled is reached through the runtime's entry-point query
  * (the plugin never links libcuda); the encode itself is host-only work.
  */
