@@ -406,14 +406,7 @@ void scen_batch(lt_scen *s, int mode, int bs, const int *slots, const int *n, co
     lt_index_tensor(&eph, bs, pre, 1);
     lt_index_tensor(&slh, bs, seq, 1);
     sgl_attn_batch bt;
-    memset(&bt, 0, sizeof bt);
-    bt.struct_size = sizeof bt;
-    bt.forward_mode = mode;
-    bt.batch_size = bs;
-    bt.num_tokens = T;
-    bt.page_size = 1;
-    bt.tokens_per_req = mode == SGL_ATTN_MODE_EXTEND ? 1 : (bs ? n[0] : 1);
-    bt.state_indices = &si.t;
+    lt_batch_init(&bt, mode, bs, T, mode == SGL_ATTN_MODE_EXTEND ? 1 : (bs ? n[0] : 1), &si, s->stream);
     bt.seq_lens = &sl.t;
     bt.seq_lens_cpu = &slh.t;
     if (mode == SGL_ATTN_MODE_EXTEND) {
@@ -422,7 +415,6 @@ void scen_batch(lt_scen *s, int mode, int bs, const int *slots, const int *n, co
         bt.extend_seq_lens_cpu = &elh.t;
         bt.extend_prefix_lens_cpu = &eph.t;
     }
-    bt.stream = s->stream;
     s->cur_bs = bs;
     memcpy(s->cur_slots, slots, (size_t)bs * sizeof *slots);
     int rc = s->b->ops->init_forward_metadata(s->b, &bt);
@@ -498,6 +490,40 @@ void scen_clear(lt_scen *s, int slot) {
     }
 }
 
+void lt_batch_init(sgl_attn_batch *bt, int mode, int bs, int T, int tpr, lt_tensor *si, void *stream) {
+    memset(bt, 0, sizeof *bt);
+    bt->struct_size = sizeof *bt;
+    bt->forward_mode = mode;
+    bt->batch_size = bs;
+    bt->num_tokens = T;
+    bt->page_size = 1;
+    bt->tokens_per_req = tpr;
+    bt->state_indices = si ? &si->t : NULL;
+    bt->stream = stream;
+}
+
+void lt_graph_args_init(sgl_attn_graph_args *g, const sgl_attn_batch *bt) {
+    memset(g, 0, sizeof *g);
+    g->struct_size = sizeof *g;
+    g->batch_size = bt->batch_size;
+    g->num_tokens = bt->num_tokens;
+    g->forward_mode = bt->forward_mode;
+    g->batch = bt;
+}
+
+void lt_state_args(sgl_attn_state_batch_args *a, int op, int count, lt_tensor *dst, lt_tensor *src, lt_tensor *steps,
+                   sgl_attn_linear_io *state, void *stream) {
+    memset(a, 0, sizeof *a);
+    a->struct_size = sizeof *a;
+    a->op = op;
+    a->count = count;
+    a->dst = &dst->t;
+    a->src = src ? &src->t : NULL;
+    a->steps = steps ? &steps->t : NULL;
+    a->state = state;
+    a->stream = stream;
+}
+
 void scen_state_batch(lt_scen *s, int op, int n, const int *dst, const int *src, const int *steps, int on_host) {
     int md[LT_SLOTS], ms[LT_SLOTS];
     for (int i = 0; i < n; i++) {
@@ -511,14 +537,7 @@ void scen_state_batch(lt_scen *s, int op, int n, const int *dst, const int *src,
     if (src) lt_index_tensor(&ts, n, ms, on_host);
     if (steps) lt_index_tensor(&tt, n, steps, on_host);
     sgl_attn_state_batch_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.op = op;
-    a.count = n;
-    a.dst = &td.t;
-    a.src = src ? &ts.t : NULL;
-    a.steps = steps ? &tt.t : NULL;
-    a.stream = s->stream;
+    lt_state_args(&a, op, n, &td, src ? &ts : NULL, steps ? &tt : NULL, NULL, s->stream);
     for (int l = 0; l < (s->caller ? LT_OWN : 1); l++) {
         sgl_attn_linear_io io;
         if (s->caller) {

@@ -87,6 +87,14 @@ void scen_commit(lt_scen *s, const int *accepted);
 void scen_copy(lt_scen *s, int src, int dst);
 /* An int32 index tensor of n values (device memory, or host when on_host). */
 void lt_index_tensor(lt_tensor *t, int n, const int *v, int on_host);
+/* A batch of bs requests, T tokens, tpr tokens a request, page size 1, state
+ * indices si (NULL: none) on the stream; the caller adds the lengths. */
+void lt_batch_init(sgl_attn_batch *bt, int mode, int bs, int T, int tpr, lt_tensor *si, void *stream);
+/* The graph hooks' args for batch bt (its mode, size and tokens). */
+void lt_graph_args_init(sgl_attn_graph_args *g, const sgl_attn_batch *bt);
+/* state_batch args: op on count entries of dst; src, steps, state NULL for none. */
+void lt_state_args(sgl_attn_state_batch_args *a, int op, int count, lt_tensor *dst, lt_tensor *src, lt_tensor *steps,
+                   sgl_attn_linear_io *state, void *stream);
 
 /* The inputs of one own layer (random) and its forward args, for callers
  * that run the forward themselves (graph capture); lt_io_check computes the

@@ -265,23 +265,10 @@ static void graph_test(int kind, const lt_shape *sh, int caller) {
     lt_index_tensor(&si, 4, slots, 0);
     lt_index_tensor(&sl, 4, seq, 0);
     sgl_attn_batch bt;
-    memset(&bt, 0, sizeof bt);
-    bt.struct_size = sizeof bt;
-    bt.forward_mode = SGL_ATTN_MODE_DECODE;
-    bt.batch_size = 4;
-    bt.num_tokens = 4;
-    bt.page_size = 1;
-    bt.tokens_per_req = 1;
-    bt.state_indices = &si.t;
+    lt_batch_init(&bt, SGL_ATTN_MODE_DECODE, 4, 4, 1, &si, s.stream);
     bt.seq_lens = &sl.t;
-    bt.stream = s.stream;
     sgl_attn_graph_args g;
-    memset(&g, 0, sizeof g);
-    g.struct_size = sizeof g;
-    g.batch_size = 4;
-    g.num_tokens = 4;
-    g.forward_mode = SGL_ATTN_MODE_DECODE;
-    g.batch = &bt;
+    lt_graph_args_init(&g, &bt);
     rc = s.b->ops->init_forward_metadata_capture(s.b, &g);
     LT_CHECK(rc == SGL_ATTN_OK, "capture hook: %d %s", rc, s.b->ops->last_error(s.b));
     lt_io io[LT_OWN];
@@ -309,14 +296,7 @@ static void graph_test(int kind, const lt_shape *sh, int caller) {
             sgl_attn_linear_io sio;
             scen_state_io(&s, l, &sio);
             sgl_attn_state_batch_args sa;
-            memset(&sa, 0, sizeof sa);
-            sa.struct_size = sizeof sa;
-            sa.op = SGL_ATTN_STATE_COPY;
-            sa.count = 1;
-            sa.dst = &cd.t;
-            sa.src = &cs.t;
-            sa.state = &sio;
-            sa.stream = s.stream;
+            lt_state_args(&sa, SGL_ATTN_STATE_COPY, 1, &cd, &cs, NULL, &sio, s.stream);
             rc = s.b->ops->state_batch(s.b, &sa);
             LT_CHECK(rc == SGL_ATTN_OK, "state_batch under capture: %d %s", rc, s.b->ops->last_error(s.b));
         }
@@ -395,23 +375,10 @@ static void verify_graph_test(int kind, const lt_shape *sh, int caller) {
     lt_index_tensor(&si, VBS, slots, 0);
     lt_index_tensor(&sl, VBS, seq, 0);
     sgl_attn_batch bt;
-    memset(&bt, 0, sizeof bt);
-    bt.struct_size = sizeof bt;
-    bt.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
-    bt.batch_size = VBS;
-    bt.num_tokens = VT;
-    bt.page_size = 1;
-    bt.tokens_per_req = TPR;
-    bt.state_indices = &si.t;
+    lt_batch_init(&bt, SGL_ATTN_MODE_TARGET_VERIFY, VBS, VT, TPR, &si, s.stream);
     bt.seq_lens = &sl.t;
-    bt.stream = s.stream;
     sgl_attn_graph_args g;
-    memset(&g, 0, sizeof g);
-    g.struct_size = sizeof g;
-    g.batch_size = VBS;
-    g.num_tokens = VT;
-    g.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
-    g.batch = &bt;
+    lt_graph_args_init(&g, &bt);
     /* nothing captured yet: a verify replay is out of order */
     rc = s.b->ops->init_forward_metadata_replay(s.b, &g);
     LT_CHECK(rc == SGL_ATTN_E_STATE && contains(s.b->ops->last_error(s.b), "no verify batch was captured"),
@@ -506,15 +473,7 @@ static void error_tests(void) {
         lt_tensor si;
         lt_index_tensor(&si, 2, (int[]){1, 99}, 0);
         sgl_attn_batch bt;
-        memset(&bt, 0, sizeof bt);
-        bt.struct_size = sizeof bt;
-        bt.forward_mode = SGL_ATTN_MODE_DECODE;
-        bt.batch_size = 2;
-        bt.num_tokens = 2;
-        bt.page_size = 1;
-        bt.tokens_per_req = 1;
-        bt.stream = s.stream;
-        bt.state_indices = &si.t;
+        lt_batch_init(&bt, SGL_ATTN_MODE_DECODE, 2, 2, 1, &si, s.stream);
         int rc = s.b->ops->init_forward_metadata(s.b, &bt);
         LT_CHECK(rc == SGL_ATTN_OK, "device slot 99 without sync_check: rc %d, '%s'", rc, s.b->ops->last_error(s.b));
         /* a slot past the pool is a caller-owned layer's business; a layer on the pool makes it an error */
@@ -566,18 +525,10 @@ static void error_tests(void) {
     const sgl_attn_backend_ops *ops = s.b->ops;
     lt_tensor si, el, ep;
     sgl_attn_batch bt;
-    memset(&bt, 0, sizeof bt);
-    bt.struct_size = sizeof bt;
-    bt.forward_mode = SGL_ATTN_MODE_DECODE;
-    bt.batch_size = 2;
-    bt.num_tokens = 2;
-    bt.page_size = 1;
-    bt.tokens_per_req = 1;
-    bt.stream = s.stream;
+    lt_batch_init(&bt, SGL_ATTN_MODE_DECODE, 2, 2, 1, &si, s.stream);
     /* a slot past the pool, only on the device: the plan kernel finds it, and with sync_check a layer on the
      * pool refuses it at once (a caller-owned layer would take it) */
     lt_index_tensor(&si, 2, (int[]){1, 99}, 0);
-    bt.state_indices = &si.t;
     int rc = ops->init_forward_metadata(s.b, &bt);
     LT_CHECK(rc == SGL_ATTN_OK, "device slot 99 planned: rc %d, '%s'", rc, ops->last_error(s.b));
     {
@@ -595,12 +546,7 @@ static void error_tests(void) {
         lt_tensor d, sr;
         lt_index_tensor(&d, 2, (int[]){1, 99}, 0);
         sgl_attn_state_batch_args sa;
-        memset(&sa, 0, sizeof sa);
-        sa.struct_size = sizeof sa;
-        sa.op = SGL_ATTN_STATE_CLEAR;
-        sa.count = 2;
-        sa.dst = &d.t;
-        sa.stream = s.stream;
+        lt_state_args(&sa, SGL_ATTN_STATE_CLEAR, 2, &d, NULL, NULL, NULL, s.stream);
         rc = ops->state_batch(s.b, &sa);
         LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "state_batch dst[1] = 99"),
                  "state_batch dst 99 (device): rc %d, '%s'", rc, ops->last_error(s.b));
@@ -721,15 +667,7 @@ static void caller_error_tests(void) {
     lt_tensor si;
     lt_index_tensor(&si, 2, (int[]){0, 1}, 0);
     sgl_attn_batch bt;
-    memset(&bt, 0, sizeof bt);
-    bt.struct_size = sizeof bt;
-    bt.forward_mode = SGL_ATTN_MODE_DECODE;
-    bt.batch_size = 2;
-    bt.num_tokens = 2;
-    bt.page_size = 1;
-    bt.tokens_per_req = 1;
-    bt.stream = s.stream;
-    bt.state_indices = &si.t;
+    lt_batch_init(&bt, SGL_ATTN_MODE_DECODE, 2, 2, 1, &si, s.stream);
     s.cur_bs = 2;
     s.cur_slots[0] = 0;
     s.cur_slots[1] = 1;
@@ -810,14 +748,7 @@ static void caller_error_tests(void) {
         sgl_attn_linear_io sio;
         scen_state_io(&s, 0, &sio);
         sgl_attn_state_batch_args sa;
-        memset(&sa, 0, sizeof sa);
-        sa.struct_size = sizeof sa;
-        sa.op = SGL_ATTN_STATE_COMMIT;
-        sa.count = 2;
-        sa.dst = &d.t;
-        sa.steps = &st.t;
-        sa.state = &sio;
-        sa.stream = s.stream;
+        lt_state_args(&sa, SGL_ATTN_STATE_COMMIT, 2, &d, NULL, &st, &sio, s.stream);
         rc = ops->state_batch(s.b, &sa);
         LT_CHECK(rc == SGL_ATTN_E_INVALID && contains(ops->last_error(s.b), "dst[1] = 3 repeats dst[0]"),
                  "state_batch repeat (host): rc %d '%s'", rc, ops->last_error(s.b));

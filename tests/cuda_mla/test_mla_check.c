@@ -18,8 +18,9 @@
 enum { T = 6, HQ = 16, SLOTS = 4096, ROWS = 8, COLS = 512, BS = 3 };
 
 typedef struct fx {
-    int64_t qs[3], os[3], ks[3], kn[3], r2s[2], ps[1], ls[1];
-    DLTensor q, out, kc, k, r2t, rpi, loc;
+    int64_t qs[3], os[3], ks[3], kn[3];
+    DLTensor q, out, kc, k;
+    mla_fake_paged pg;
     sgl_attn_layer layer;
     sgl_attn_batch batch;
     sgl_attn_forward_args a;
@@ -32,16 +33,10 @@ static void setup_fx(fx *f) {
     f->os[0] = T, f->os[1] = HQ, f->os[2] = 512;
     f->ks[0] = SLOTS, f->ks[1] = 1, f->ks[2] = 576;
     f->kn[0] = T, f->kn[1] = 1, f->kn[2] = 576;
-    f->r2s[0] = ROWS, f->r2s[1] = COLS;
-    f->ps[0] = BS;
-    f->ls[0] = T;
     f->q = mla_fake_tensor(f->qs, 3, kDLBfloat, 16, MLA_FAKE_DEV);
     f->out = mla_fake_tensor(f->os, 3, kDLBfloat, 16, MLA_FAKE_DEV);
     f->kc = mla_fake_tensor(f->ks, 3, kDLBfloat, 16, MLA_FAKE_DEV);
     f->k = mla_fake_tensor(f->kn, 3, kDLBfloat, 16, MLA_FAKE_DEV);
-    f->r2t = mla_fake_tensor(f->r2s, 2, kDLInt, 32, MLA_FAKE_DEV);
-    f->rpi = mla_fake_tensor(f->ps, 1, kDLInt, 64, MLA_FAKE_DEV);
-    f->loc = mla_fake_tensor(f->ls, 1, kDLInt, 32, MLA_FAKE_DEV);
     f->layer.struct_size = sizeof f->layer;
     f->layer.layer_id = 7;
     f->layer.num_q_heads = HQ;
@@ -52,15 +47,8 @@ static void setup_fx(fx *f) {
     f->layer.sliding_window = -1;
     f->layer.k_cache = &f->kc;
     f->layer.k_scale = f->layer.v_scale = 1.f;
-    f->batch.struct_size = sizeof f->batch;
-    f->batch.forward_mode = SGL_ATTN_MODE_TARGET_VERIFY;
-    f->batch.batch_size = BS;
-    f->batch.num_tokens = T;
-    f->batch.page_size = 64;
+    mla_fake_batch(&f->pg, &f->batch, SGL_ATTN_MODE_TARGET_VERIFY, BS, T, ROWS, COLS, 32);
     f->batch.tokens_per_req = 2;
-    f->batch.req_to_token = &f->r2t;
-    f->batch.req_pool_indices = &f->rpi;
-    f->batch.out_cache_loc = &f->loc;
     f->a.struct_size = sizeof f->a;
     f->a.save_kv_cache = 1;
     f->a.layer = &f->layer;
@@ -121,7 +109,7 @@ static void test_refuse_unserved(void **st) {
     const sgl_attn_dual_chunk dca = {0};
     for (int i = 0; i < 7; i++) {
         setup_fx(&f);
-        DLTensor *t = &f.loc;
+        DLTensor *t = &f.pg.loc;
         const char *name = NULL;
         switch (i) {
         case 0: f.batch.page_table = t, name = "batch.page_table"; break;
@@ -493,8 +481,8 @@ static void test_refusals(void **st) {
         case 6: f.out.dtype.code = kDLFloat; break;
         case 7: f.out.device.device_id = 0; break;
         case 8: f.kc.dtype.code = kDLFloat; break;
-        case 9: f.r2t.dtype.code = kDLFloat; break;
-        case 10: f.ps[0] = 2; break;
+        case 9: f.pg.r2t.dtype.code = kDLFloat; break;
+        case 10: f.pg.ps[0] = 2; break;
         case 11: f.batch.out_cache_loc = NULL; break;
         case 12: f.batch.num_tokens = 4; break;
         case 13: f.q.strides = bad_strides; break;
@@ -503,7 +491,7 @@ static void test_refusals(void **st) {
         case 16: f.kn[1] = 2; break;
         case 17: f.ks[0] = (int64_t)INT32_MAX + 1; break;
         case 18: f.ks[0] = 0; break;
-        case 19: f.r2s[1] = 0; break;
+        case 19: f.pg.r2s[1] = 0; break;
         }
         int rc = run(&f, &v);
         if (rc != cases[i].rc || !strstr(f.err, cases[i].words))

@@ -16,8 +16,9 @@
 enum { T = 5, BS = 3, IH = 64, ID = 128, SLOTS = 4096, ROWS = 8, COLS = 512, TOPK = 2048, MAXN = 300 };
 
 typedef struct fx {
-    int64_t qs[3], ws[2], ks[2], cs[2], ss[2], os[2], r2s[2], ps[1], ls[1];
-    DLTensor q, w, k, kc, ksc, out, r2t, rpi, loc;
+    int64_t qs[3], ws[2], ks[2], cs[2], ss[2], os[2];
+    DLTensor q, w, k, kc, ksc, out;
+    mla_fake_paged pg;
     sgl_attn_batch batch;
     sgl_attn_indexer_args a;
     mla_idx_view v;
@@ -32,26 +33,13 @@ static void setup_fx(fx *f) {
     f->cs[0] = SLOTS, f->cs[1] = ID;
     f->ss[0] = SLOTS, f->ss[1] = ID / 128;
     f->os[0] = T, f->os[1] = TOPK;
-    f->r2s[0] = ROWS, f->r2s[1] = COLS;
-    f->ps[0] = BS;
-    f->ls[0] = T;
     f->q = mla_fake_tensor(f->qs, 3, kDLBfloat, 16, MLA_FAKE_DEV);
     f->w = mla_fake_tensor(f->ws, 2, kDLFloat, 32, MLA_FAKE_DEV);
     f->k = mla_fake_tensor(f->ks, 2, kDLBfloat, 16, MLA_FAKE_DEV);
     f->kc = mla_fake_tensor(f->cs, 2, SGL_ATTN_DL_FLOAT8_E4M3FN_CODE, 8, MLA_FAKE_DEV);
     f->ksc = mla_fake_tensor(f->ss, 2, kDLFloat, 32, MLA_FAKE_DEV);
     f->out = mla_fake_tensor(f->os, 2, kDLInt, 32, MLA_FAKE_DEV);
-    f->r2t = mla_fake_tensor(f->r2s, 2, kDLInt, 32, MLA_FAKE_DEV);
-    f->rpi = mla_fake_tensor(f->ps, 1, kDLInt, 64, MLA_FAKE_DEV);
-    f->loc = mla_fake_tensor(f->ls, 1, kDLInt, 64, MLA_FAKE_DEV);
-    f->batch.struct_size = sizeof f->batch;
-    f->batch.forward_mode = SGL_ATTN_MODE_DECODE;
-    f->batch.batch_size = BS;
-    f->batch.num_tokens = T;
-    f->batch.page_size = 64;
-    f->batch.req_to_token = &f->r2t;
-    f->batch.req_pool_indices = &f->rpi;
-    f->batch.out_cache_loc = &f->loc;
+    mla_fake_batch(&f->pg, &f->batch, SGL_ATTN_MODE_DECODE, BS, T, ROWS, COLS, 64);
     f->a.struct_size = sizeof f->a;
     f->a.topk = TOPK;
     f->a.save_index_k = 1;
@@ -140,25 +128,25 @@ static void test_bad_tensors(void **state) {
         DLTensor *ts[9];
         /* wrong dtype: an index tensor gets a float, a float tensor an int */
         setup_fx(&f);
-        ts[0] = &f.q, ts[1] = &f.w, ts[2] = &f.k, ts[3] = &f.kc, ts[4] = &f.ksc, ts[5] = &f.out, ts[6] = &f.r2t,
-        ts[7] = &f.rpi, ts[8] = &f.loc;
+        ts[0] = &f.q, ts[1] = &f.w, ts[2] = &f.k, ts[3] = &f.kc, ts[4] = &f.ksc, ts[5] = &f.out, ts[6] = &f.pg.r2t,
+        ts[7] = &f.pg.rpi, ts[8] = &f.pg.loc;
         if (i >= 5) ts[i]->dtype.code = kDLFloat, ts[i]->dtype.bits = 32;
         else ts[i]->dtype.code = kDLInt, ts[i]->dtype.bits = 32;
         if (run(&f) == SGL_ATTN_OK || !strstr(f.err, names[i]) || !strstr(f.err, "dtype"))
             fail_msg("%s with a wrong dtype: rc ok or message '%s'", names[i], f.err);
         /* wrong shape: one more in the first extent (req_to_token: any rows, so its columns) */
         setup_fx(&f);
-        ts[0] = &f.q, ts[1] = &f.w, ts[2] = &f.k, ts[3] = &f.kc, ts[4] = &f.ksc, ts[5] = &f.out, ts[6] = &f.r2t,
-        ts[7] = &f.rpi, ts[8] = &f.loc;
+        ts[0] = &f.q, ts[1] = &f.w, ts[2] = &f.k, ts[3] = &f.kc, ts[4] = &f.ksc, ts[5] = &f.out, ts[6] = &f.pg.r2t,
+        ts[7] = &f.pg.rpi, ts[8] = &f.pg.loc;
         if (i == 3) f.cs[1] = ID + 1;      /* the cache's dims differ from q's */
-        else if (i == 6) f.r2s[1] = MAXN - 1; /* narrower than the longest request */
+        else if (i == 6) f.pg.r2s[1] = MAXN - 1; /* narrower than the longest request */
         else ts[i]->shape[0] += 1;
         if (run(&f) == SGL_ATTN_OK || !strstr(f.err, names[i]))
             fail_msg("%s with a wrong shape: rc ok or message '%s'", names[i], f.err);
         /* host memory */
         setup_fx(&f);
-        ts[0] = &f.q, ts[1] = &f.w, ts[2] = &f.k, ts[3] = &f.kc, ts[4] = &f.ksc, ts[5] = &f.out, ts[6] = &f.r2t,
-        ts[7] = &f.rpi, ts[8] = &f.loc;
+        ts[0] = &f.q, ts[1] = &f.w, ts[2] = &f.k, ts[3] = &f.kc, ts[4] = &f.ksc, ts[5] = &f.out, ts[6] = &f.pg.r2t,
+        ts[7] = &f.pg.rpi, ts[8] = &f.pg.loc;
         ts[i]->device.device_type = kDLCPU;
         if (run(&f) == SGL_ATTN_OK || !strstr(f.err, names[i]))
             fail_msg("%s in host memory: rc ok or message '%s'", names[i], f.err);

@@ -145,33 +145,8 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
         __syncthreads(); /* Unew complete; nobody reads Sb any more this chunk */
 
         /* O += M Unew; store the chunk's rows */
-#pragma unroll
-        for (int k16 = 0; k16 < C / 16; k16++) {
-            uint32_t am[4];
-            lk_lda(am, Ms, CP, 16 * warp, 16 * k16);
-#pragma unroll
-            for (int np = 0; np < VT / 16; np++) {
-                uint32_t b[4];
-                lk_ldb_k(b, UB, VTP, 16 * k16, 16 * np);
-                lk_mma<OT>(O[2 * np], am, b[0], b[1]);
-                lk_mma<OT>(O[2 * np + 1], am, b[2], b[3]);
-            }
-        }
-#pragma unroll
-        for (int nt = 0; nt < VT / 8; nt++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
-                if (t >= len) continue;
-                const int64_t at = (ct0 + t) * HV * V + ocol + v;
-                float o0 = O[nt][2 * hf], o1 = O[nt][2 * hf + 1];
-                if (SKIP) {
-                    o0 += p.Sk[at];
-                    o1 += p.Sk[at + 1];
-                }
-                lk_st(p.out, p.out_dt, at, o0);
-                lk_st(p.out, p.out_dt, at + 1, o1);
-            }
+        lk_rows_mul_k<OT, C>(O, Ms, CP, UB, VTP, 16 * warp);
+        lk_store_out_rows(p, O, ct0, len, HV, V, ocol, VT, SKIP, warp, g, t4);
 
         /* S = S diag(eG) + Unew^T KD */
         lk_state_step<OT, MT, C>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);

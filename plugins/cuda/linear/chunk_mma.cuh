@@ -83,6 +83,76 @@ template <int OT> LK_DEV uint32_t lk_pack2(float lo, float hi) {
 }
 
 
+/* One warp's 16 rows r0 .. r0 + 15 of two products that share their B operand
+ * (n-major: NT n8 tiles of rows n, columns k .. KD), all tiles ld elements a row:
+ *   P += A1 B^T   and, when dual,   X += A2 B^T
+ * (q k^T and k k^T of phase 1: chunk_fused_ut.cu, chunk_prep_ut.cu).  The n16
+ * pairs past npmax are skipped (warp-uniform; NT / 2 - 1 skips none). */
+template <int OT, int KD, int NT>
+LK_DEV void lk_rows_mul_n2(float (&P)[NT][4], float (&X)[NT][4], const uint16_t *A1, const uint16_t *A2, bool dual,
+                           const uint16_t *B, int ld, int r0, int npmax) {
+#pragma unroll
+    for (int k16 = 0; k16 < KD / 16; k16++) {
+        uint32_t a1[4], a2[4];
+        lk_lda(a1, A1, ld, r0, 16 * k16);
+        if (dual) lk_lda(a2, A2, ld, r0, 16 * k16);
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            if (np > npmax) continue;
+            uint32_t b[4];
+            lk_ldb_n(b, B, ld, 16 * np, 16 * k16);
+            lk_mma<OT>(P[2 * np], a1, b[0], b[1]);
+            lk_mma<OT>(P[2 * np + 1], a1, b[2], b[3]);
+            if (dual) {
+                lk_mma<OT>(X[2 * np], a2, b[0], b[1]);
+                lk_mma<OT>(X[2 * np + 1], a2, b[2], b[3]);
+            }
+        }
+    }
+}
+
+/* acc += A[r0 .. r0 + 15][0 .. KD) B for the NT n8 tiles of B (k-major: rows k,
+ * columns n, ldb elements a row): one warp's 16 rows of M Unew in phase 2. */
+template <int OT, int KD, int NT>
+LK_DEV void lk_rows_mul_k(float (&acc)[NT][4], const uint16_t *A, int lda, const uint16_t *B, int ldb, int r0) {
+#pragma unroll
+    for (int k16 = 0; k16 < KD / 16; k16++) {
+        uint32_t a[4];
+        lk_lda(a, A, lda, r0, 16 * k16);
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            uint32_t b[4];
+            lk_ldb_k(b, B, ldb, 16 * k16, 16 * np);
+            lk_mma<OT>(acc[2 * np], a, b[0], b[1]);
+            lk_mma<OT>(acc[2 * np + 1], a, b[2], b[3]);
+        }
+    }
+}
+
+/* A warp's 16 output rows of phase 2 (accumulators O, rows 16 warp + ..,
+ * columns v < nv) to out rows ct0 + t < len (HV * V elements a token) from
+ * column ocol, in out's dtype;
+ * mamba2 (skip) adds its D x term Sk first. */
+template <int NT>
+LK_DEV void lk_store_out_rows(const lin_fwd &p, const float (&O)[NT][4], int64_t ct0, int len, int HV, int V,
+                              int64_t ocol, int nv, bool skip, int warp, int g, int t4) {
+#pragma unroll
+    for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+            if (t >= len || v >= nv) continue;
+            const int64_t at = (ct0 + t) * HV * V + ocol + v;
+            float o0 = O[nt][2 * hf], o1 = O[nt][2 * hf + 1];
+            if (skip) {
+                o0 += p.Sk[at];
+                o1 += p.Sk[at + 1];
+            }
+            lk_st(p.out, p.out_dt, at, o0);
+            lk_st(p.out, p.out_dt, at + 1, o1);
+        }
+}
+
 /* One chunk's state update of the phase-2 kernels (chunk_fused_state.cu,
  * chunk_state.cu), for warp w's columns 32 w .. 32 w + 31 of a [16 MT][K]
  * state tile held in float32 mma accumulators:  S = S diag(eG) + U^T KD

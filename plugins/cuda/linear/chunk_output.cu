@@ -95,18 +95,7 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_chunk_output_kernel(lin_fwd
     lk_rows_state_t<OT, K>(O, QGs, Ss, KP, 16 * warp); /* QG S^T */
     lk_cp_async_wait_all(); /* M, Unew */
     __syncthreads();
-#pragma unroll
-    for (int k16 = 0; k16 < C / 16; k16++) {
-        uint32_t am[4];
-        lk_lda(am, Ms, CP, 16 * warp, 16 * k16);
-#pragma unroll
-        for (int np = 0; np < VH / 16; np++) {
-            uint32_t b[4];
-            lk_ldb_k(b, Us, VHP, 16 * k16, 16 * np);
-            lk_mma<OT>(O[2 * np], am, b[0], b[1]);
-            lk_mma<OT>(O[2 * np + 1], am, b[2], b[3]);
-        }
-    }
+    lk_rows_mul_k<OT, C>(O, Ms, CP, Us, VHP, 16 * warp); /* M Unew */
     const bool SKIP = p.kind == LIN_MAMBA2;
     if (!SKIP && p.out_dt != LIN_DT_F32 && V % 8 == 0 && ((uintptr_t)p.out & 15) == 0) {
         /* the warp's 16 rows x VH columns, 16-bit, over its own QG rows (only this warp read them) */
@@ -133,21 +122,7 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_chunk_output_kernel(lin_fwd
         }
         return;
     }
-#pragma unroll
-    for (int nt = 0; nt < VH / 8; nt++)
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
-            if (t >= len || v >= nv) continue;
-            const int64_t at = (ct0 + t) * HV * V + ocol + v;
-            float o0 = O[nt][2 * hf], o1 = O[nt][2 * hf + 1];
-            if (SKIP) {
-                o0 += p.Sk[at];
-                o1 += p.Sk[at + 1];
-            }
-            lk_st(p.out, p.out_dt, at, o0);
-            lk_st(p.out, p.out_dt, at + 1, o1);
-        }
+    lk_store_out_rows(p, O, ct0, len, HV, V, ocol, nv, SKIP, warp, g, t4);
 }
 
 /* ------------------------------------------------------------ launchers */

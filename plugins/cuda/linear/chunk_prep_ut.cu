@@ -319,24 +319,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     for (int nt = 0; nt < C / 8; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) qk[nt][e] = kk[nt][e] = 0.f;
-#pragma unroll
-    for (int k16 = 0; k16 < K / 16; k16++) {
-        uint32_t aq[4], ak[4];
-        lk_lda(aq, qs, KP, 16 * warp, 16 * k16);
-        if (DELTA) lk_lda(ak, ks, KP, 16 * warp, 16 * k16);
-#pragma unroll
-        for (int np = 0; np < C / 16; np++) {
-            if (np > warp) continue; /* above the diagonal (warp-uniform) */
-            uint32_t b[4];
-            lk_ldb_n(b, ks, KP, 16 * np, 16 * k16);
-            lk_mma<OT>(qk[2 * np], aq, b[0], b[1]);
-            lk_mma<OT>(qk[2 * np + 1], aq, b[2], b[3]);
-            if (DELTA) {
-                lk_mma<OT>(kk[2 * np], ak, b[0], b[1]);
-                lk_mma<OT>(kk[2 * np + 1], ak, b[2], b[3]);
-            }
-        }
-    }
+    lk_rows_mul_n2<OT, K>(qk, kk, qs, ks, DELTA, ks, KP, 16 * warp, warp); /* not above the diagonal */
     /* ---- M (to global) and A (delta) */
     uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
 #pragma unroll

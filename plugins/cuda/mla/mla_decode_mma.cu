@@ -394,26 +394,7 @@ __global__ __launch_bounds__(MMA_THREADS, MINB) void mla_mma_kernel(mla_fwd_args
                 l[i] = l[i] * alpha[i] + ps;
                 m[i] = mnew[i];
             }
-#pragma unroll
-            for (int n = 0; n < C::NCOL / 8; n++) {
-                o[n][0] *= alpha[0];
-                o[n][1] *= alpha[0];
-                o[n][2] *= alpha[1];
-                o[n][3] *= alpha[1];
-            }
-#pragma unroll 2
-            for (int kk = 0; kk < MMA_BN / 16; kk++) {
-                uint32_t af[4];
-                mla_ldsm_x4(af, sP + (rg * 16 + (lane & 15)) * MMA_PROW + kk * 16 + (lane >> 4) * 8);
-#pragma unroll
-                for (int nn = 0; nn < C::NCOL / 16; nn++) {
-                    uint32_t bf[4];
-                    mla_ldsm_x4_t(bf, kv + (kk * 16 + (lane & 15)) * MMA_ROW + cg * C::NCOL + nn * 16 +
-                                          (lane >> 4) * 8);
-                    mla_mma<DT>(o[2 * nn], af, bf[0], bf[1]);
-                    mla_mma<DT>(o[2 * nn + 1], af, bf[2], bf[3]);
-                }
-            }
+            mla_mma_rescale_pv<C, DT, MMA_BN, MMA_ROW, MMA_PROW>(o, alpha, sP, kv, rg, cg, lane);
         }
         gc_cp_async_wait<0>();
 

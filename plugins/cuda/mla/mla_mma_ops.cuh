@@ -1,6 +1,7 @@
 /*
  * mla_mma_ops.cuh - the SM 8.0 building blocks of the mma kernel: ldmatrix
- * and mma.sync m16n8k16 (fp32 accumulate) for bf16 and fp16.  CUDA only.
+ * and mma.sync m16n8k16 (fp32 accumulate) for bf16 and fp16, and the P V step
+ * it shares with the sparse gather kernel (mla_sparse.cu).  CUDA only.
  */
 #ifndef SGL_MLA_MMA_OPS_CUH
 #define SGL_MLA_MMA_OPS_CUH
@@ -67,6 +68,34 @@ template <int DT> GC_DEV void mla_mma(float d[4], const uint32_t a[4], uint32_t 
     (void)d; (void)a; (void)b0; (void)b1;
     __trap();
 #endif
+}
+
+/* o = o * alpha (per row half) + P V for one warp's value columns cg * C::NCOL ..
+ * of rows rg * 16 .. + 15: P from sP (16-bit, rows of PROW elements), V from kv
+ * (the key tile's BN rows of ROW elements).  The P V step of the mma decode
+ * (mla_decode_mma.cu) and the sparse gather kernel (mla_sparse.cu). */
+template <typename C, int DT, int BN, int ROW, int PROW>
+GC_DEV void mla_mma_rescale_pv(float (&o)[C::NCOL / 8][4], const float (&alpha)[2], const uint16_t *sP,
+                               const uint16_t *kv, int rg, int cg, int lane) {
+#pragma unroll
+    for (int n = 0; n < C::NCOL / 8; n++) {
+        o[n][0] *= alpha[0];
+        o[n][1] *= alpha[0];
+        o[n][2] *= alpha[1];
+        o[n][3] *= alpha[1];
+    }
+#pragma unroll 2
+    for (int kk = 0; kk < BN / 16; kk++) {
+        uint32_t af[4];
+        mla_ldsm_x4(af, sP + (rg * 16 + (lane & 15)) * PROW + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+        for (int nn = 0; nn < C::NCOL / 16; nn++) {
+            uint32_t bf[4];
+            mla_ldsm_x4_t(bf, kv + (kk * 16 + (lane & 15)) * ROW + cg * C::NCOL + nn * 16 + (lane >> 4) * 8);
+            mla_mma<DT>(o[2 * nn], af, bf[0], bf[1]);
+            mla_mma<DT>(o[2 * nn + 1], af, bf[2], bf[3]);
+        }
+    }
 }
 
 /* SM 9.0 bulk copies and mbarriers of the mma kernel's TMA configuration (MLA_MMA_TMA):

@@ -284,25 +284,7 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
             l[i] = l[i] * alpha[i] + ps;
             m[i] = mnew[i];
         }
-#pragma unroll
-        for (int n = 0; n < C::NCOL / 8; n++) {
-            o[n][0] *= alpha[0];
-            o[n][1] *= alpha[0];
-            o[n][2] *= alpha[1];
-            o[n][3] *= alpha[1];
-        }
-#pragma unroll 2
-        for (int kk = 0; kk < SP_BN / 16; kk++) {
-            uint32_t af[4];
-            mla_ldsm_x4(af, sP + (rg * 16 + (lane & 15)) * SP_PROW + kk * 16 + (lane >> 4) * 8);
-#pragma unroll
-            for (int nn = 0; nn < C::NCOL / 16; nn++) {
-                uint32_t bf[4];
-                mla_ldsm_x4_t(bf, kv + (kk * 16 + (lane & 15)) * SP_ROW + cg * C::NCOL + nn * 16 + (lane >> 4) * 8);
-                mla_mma<DT>(o[2 * nn], af, bf[0], bf[1]);
-                mla_mma<DT>(o[2 * nn + 1], af, bf[2], bf[3]);
-            }
-        }
+        mla_mma_rescale_pv<C, DT, SP_BN, SP_ROW, SP_PROW>(o, alpha, sP, kv, rg, cg, lane);
     }
     gc_cp_async_wait<0>(); /* nothing in flight at exit, even with no tile */
 
