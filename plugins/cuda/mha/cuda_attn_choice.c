@@ -32,7 +32,8 @@ static const char *const k_options[CA_KERNEL_COUNT_] = {"auto", "mma", "portable
  * (docs/lab/levers.md) or won and became the only behaviour: refused by name,
  * so that a conf that still sets one does not run the default under its
  * name. */
-static const char *const k_removed[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged"};
+static const char *const k_removed[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
+                                        "fp8_prefix_kernel"};
 
 int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
@@ -43,17 +44,6 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
                                        "unset it", CA_NAME, from);
     }
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
-}
-
-/* fp8_prefix_kernel (mma | wgmma; unset: mma; a lever,
- * bench/gpu/levers/fp8_prefix_wgmma.conf): which kernel runs the fp8 split
- * extend's prefix items (extend_fp8_split.cu): the fp8 mma extend, or the
- * wgmma extend with its converting producer (extend_wgmma_sm90.cuh, F8). */
-static const char *const k_fp8_prefix[2] = {"mma", "wgmma"};
-
-int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *wgmma) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_choice(&o, "fp8_prefix_kernel", NULL, k_fp8_prefix, 2, 0, wgmma);
 }
 
 const char *ca_kernel_option_name(int option) {

@@ -70,19 +70,6 @@
  * deep to fit, and each score takes the variant of its key's part for its
  * row (wg_consumer, wg_dca_boundary); the scale is the request's
  * length-scaled one.  The barrier protocol is the plain kernel's.
- *
- * F8: an fp8 e4m3 pool (the fp8 split extend's prefix items, option
- * fp8_prefix_kernel=wgmma; the paged body at head dim 128, no TMA, tree, head
- * pairs or DCA).  wgmma reads 16-bit shared memory only, so the producer is
- * the conversion stage: each thread loads its 16-byte chunks of e4m3 rows
- * from the pool (4 loads in flight), converts them in registers to f16
- * (fp8_e4m3.cuh: exact) and stores them into the same swizzled tiles, and
- * loads Q as f16 the same way (bf16 q saturates at +-65504, as the fp8 mma
- * extend's q).  Both wgmma then run in f16, P packs as f16, and the dequant
- * scales apply to fp32 results as in the fp8 mma extend: k_scale (times
- * ATTN_FP8_UNIT) with the softmax scale, v_scale to O at the end; the output
- * and LSE are the mma path's, so split_merge joins them unchanged.  The
- * stores are generic-proxy writes: fence.proxy.async before the arrive.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -91,7 +78,6 @@
 
 #include "attn_tmap.h"   /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
 #include "dual_chunk.h"  /* attn_dca, dca_part */
-#include "fp8_e4m3.cuh"  /* F8: fp8x2_to_f16x2, attn_kv_scale */
 #include "mma_sm80.cuh" /* pack2, attn_slot32 */
 #include "pdl_sm90.cuh"   /* ca_pdl_trigger: the direct extend's new-token pass */
 #include "wgmma_sm90.cuh"
@@ -300,71 +286,6 @@ GC_DEV void wg_load_rows(const attn_fwd &p, const wg_work &k, int t0, uint8_t *k
     }
 }
 
-/* F8: two f16 words of a bf16 (DT) or f16 pair: beyond f16's range a value
- * saturates at +-65504, NaN stays NaN (the fp8 mma extend's q rule). */
-GC_DEV float wg_f16_range(float x) { return fabsf(x) > 65504.f ? copysignf(65504.f, x) : x; }
-template <int DT> GC_DEV uint32_t wg_f16x2(uint32_t w) {
-    if (DT == GC_F16) return w;
-    return pack2<GC_F16>(wg_f16_range(__uint_as_float(w << 16)), wg_f16_range(__uint_as_float(w & 0xffff0000u)));
-}
-
-/* F8's Q tile: as wg_load_q, each 16-byte chunk through registers as f16. */
-template <int DT, int DQK, int DV>
-GC_DEV void wg_load_q_f8(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
-    using C = extend_wg_cfg<DQK, DV>;
-#pragma unroll 4
-    for (int i = 0; i < C::BM * C::CH / 128; i++) {
-        const int e = i * 128 + t, r = e / C::CH, c = e % C::CH;
-        const int tok = k.q_tok0 + r;
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (r < k.nrows && tok < p.num_tokens)
-            v = __ldg((const uint4 *)((const uint16_t *)p.q + (int64_t)tok * p.q_stride_t +
-                                      (int64_t)k.head * p.q_stride_h + c * 8));
-        *(uint4 *)(qs + wg_sw_off<C::BM>(r, c)) =
-            make_uint4(wg_f16x2<DT>(v.x), wg_f16x2<DT>(v.y), wg_f16x2<DT>(v.z), wg_f16x2<DT>(v.w));
-    }
-}
-
-/* F8's K and V of the tile at column t0, rows as wg_load_kv's (lane l of warp
- * w holds the slot of row w RPW + l % RPW): a D-byte e4m3 row is D / 16
- * chunks of 16 bytes; chunk c becomes 16-bit chunks 2c and 2c + 1 of the
- * swizzled row.  The warp's K chunks then its V chunks, NB loads in flight
- * per batch (the producer's 56 registers); rows >= hi are zeros. */
-template <int D>
-GC_DEV void wg_load_kv_f8(const attn_fwd &p, const wg_work &k, int t0, int32_t slot, uint8_t *ks, uint8_t *vs,
-                          int warp, int lane) {
-    using C = extend_wg_cfg<D, D>;
-    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, CH8 = D / 16, IT = RPW * CH8 / 32, NB = 4;
-    static_assert((RPW * CH8) % 32 == 0 && (2 * IT) % NB == 0, "a warp's fp8 chunks in whole batches");
-    const uint8_t *kb = (const uint8_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
-    const uint8_t *vb = (const uint8_t *)p.v_cache + (int64_t)k.kvh * p.vc_stride_h;
-#pragma unroll 1
-    for (int i0 = 0; i0 < 2 * IT; i0 += NB) {
-        uint4 v[NB];
-#pragma unroll
-        for (int b = 0; b < NB; b++) {
-            const int i = i0 + b, isv = i >= IT, e = (isv ? i - IT : i) * 32 + lane, rl = e / CH8, c = e % CH8;
-            const int32_t sl = __shfl_sync(0xffffffffu, slot, rl);
-            v[b] = make_uint4(0u, 0u, 0u, 0u);
-            if (t0 + warp * RPW + rl < k.hi)
-                v[b] = __ldg((const uint4 *)(isv ? vb + (int64_t)sl * p.vc_stride_s + c * 16
-                                                 : kb + (int64_t)sl * p.kc_stride_s + c * 16));
-        }
-#pragma unroll
-        for (int b = 0; b < NB; b++) {
-            const int i = i0 + b, isv = i >= IT, e = (isv ? i - IT : i) * 32 + lane, rl = e / CH8, c = e % CH8;
-            const int r = warp * RPW + rl;
-            uint8_t *dst = isv ? vs : ks;
-            *(uint4 *)(dst + wg_sw_off<C::BN>(r, 2 * c)) =
-                make_uint4(fp8x2_to_f16x2(v[b].x), fp8x2_to_f16x2(v[b].x >> 16), fp8x2_to_f16x2(v[b].y),
-                           fp8x2_to_f16x2(v[b].y >> 16));
-            *(uint4 *)(dst + wg_sw_off<C::BN>(r, 2 * c + 1)) =
-                make_uint4(fp8x2_to_f16x2(v[b].z), fp8x2_to_f16x2(v[b].z >> 16), fp8x2_to_f16x2(v[b].w),
-                           fp8x2_to_f16x2(v[b].w >> 16));
-        }
-    }
-}
-
 /* The TMA boxes of a tile (the TMA producer; the host launches it only for
  * pages of a multiple of ATTN_TMA_BOX_ROWS tokens).  Warp w's rows [w RPW,
  * (w+1) RPW) of the tile split into boxes of 16 rows; box b goes by TMA (one
@@ -441,17 +362,13 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * behind a tile's wait and copies.  TMA: whole 16-row page boxes by TMA,
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
  * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
- * query variants its keys meet (wg_load_q), one event as the single Q.
- * F8: the fp8 pool's tiles and Q converted to f16 here (wg_load_kv_f8,
- * wg_load_q_f8: st.shared, so each tile is signalled as soon as it is
- * stored); DT: q's dtype, read only then. */
-template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, bool F8 = false, int DT = GC_BF16>
+ * query variants its keys meet (wg_load_q), one event as the single Q. */
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
                         const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total,
                         const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
-    static_assert(!F8 || (!TMA && !RAGGED && !HP && !DCA && DQK == DV), "F8: the paged body, converted by the producer");
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
     uint32_t g = 0, kq = 0, pending = 0;
@@ -470,9 +387,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
         mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
         fence_proxy_async(); /* the wgmma reads of the stage's old tile are done (async -> generic) */
         uint8_t *const kst = sm + C::OFF_K + s * C::K_BYTES, *const vst = sm + C::OFF_V + s * C::V_BYTES;
-        if constexpr (F8) {
-            wg_load_kv_f8<DQK>(p, k, t0, slot, kst, vst, warp, lane);
-        } else if constexpr (TMA) {
+        if constexpr (TMA) {
             const uint32_t sb = wg_smem(sm);
             uint32_t cov;
             if constexpr (RAGGED)
@@ -495,12 +410,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
         }
         gc_cp_async_commit();
         wg_signal<1>(pending);
-        if constexpr (F8) { /* the tile is in place (st.shared): signal it now */
-            fence_proxy_async();
-            mbar_arrive(bar.full(s));
-        } else {
-            pending = bar.full(s);
-        }
+        pending = bar.full(s);
         g++;
     };
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
@@ -518,8 +428,6 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
             const int last = k.q_pos0 + k.nrows - 1, cl = dc->chunk_len;
             const int nv = k.ntiles > 0 ? 1 + dca_part(k.lo, last - last % cl, cl) : 1;
             wg_load_q<DQK, DV, false, true>(p, k, sm + C::OFF_Q, t, dc, nv);
-        } else if constexpr (F8) {
-            wg_load_q_f8<DT, DQK, DV>(p, k, sm + C::OFF_Q, t);
         } else {
             wg_load_q<DQK, DV, HP>(p, k, sm + C::OFF_Q, t);
         }
@@ -581,15 +489,14 @@ struct wg_rows {
  * bounds [clo, chi) and a select per score: no branch per score.
  * DCA: the scale is dsc (the request's length-scaled one, dual_chunk.h; dual
  * chunk takes no soft-cap). */
-template <int BN, int TREE, bool DCA = false, bool F8 = false>
+template <int BN, int TREE, bool DCA = false>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
-                       bool need_mask, int q4, const uint32_t (&tbits)[2], float dsc = 0.f, float kmul = 1.f) {
+                       bool need_mask, int q4, const uint32_t (&tbits)[2], float dsc = 0.f) {
     const bool folded = DCA ? dsc > 0.f : !(p.softcap > 0.f) && p.scale_log2 > 0.f;
-    /* F8: kmul (k_scale times ATTN_FP8_UNIT) joins the softmax scale */
-    const float c = folded ? (DCA ? dsc : F8 ? p.scale_log2 * kmul : p.scale_log2) : 1.f;
+    const float c = folded ? (DCA ? dsc : p.scale_log2) : 1.f;
     if (!folded) {
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++) s[i] = DCA ? s[i] * dsc : attn_score(p, F8 ? s[i] * kmul : s[i]);
+        for (int i = 0; i < BN / 2; i++) s[i] = DCA ? s[i] * dsc : attn_score(p, s[i]);
     }
     if (need_mask) {
         int chi[2], clo[2];
@@ -647,9 +554,9 @@ template <int D> GC_DEV void wg_scale_o(float (&o)[D / 2], const float corr[2]) 
 
 /* Normalise (sinks join the denominator) and store this thread's two rows;
  * the LSE (p.lse set: a uniform branch) excludes the sinks. */
-template <int DT, int D, bool F8 = false>
+template <int DT, int D>
 GC_DEV void wg_store_o(const attn_fwd &p, const wg_work &k, const float (&o)[D / 2], wg_rows &st, int row_lo,
-                       int q4, float vmul = 1.f) {
+                       int q4) {
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         float l = st.l[h];
@@ -667,8 +574,7 @@ GC_DEV void wg_store_o(const attn_fwd &p, const wg_work &k, const float (&o)[D /
             w = attn_exp2_sub(st.m[h], mm);
             l = l * w + gc_exp2(sk - mm);
         }
-        float inv = l > 0.f ? w / l : 0.f;
-        if constexpr (F8) inv *= vmul; /* O is linear in V */
+        const float inv = l > 0.f ? w / l : 0.f;
         const int r = row_lo + 8 * h, tok = k.q_tok0 + r;
         if (r >= k.nrows || tok >= p.num_tokens) continue;
         uint16_t *out = (uint16_t *)p.out + (int64_t)tok * p.o_stride_t + (int64_t)k.head * p.o_stride_h + 2 * q4;
@@ -734,17 +640,13 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
  * wgmma from that part's Q tile, as plain attention's from q; at a boundary
  * wg_dca_boundary rescores the elements of the further parts (Q is released
  * after it). */
-template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false, bool F8 = false>
+template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
                         const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total, int wg,
                         const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
     constexpr int BN = C::BN, ST = C::STAGES, D = DV;
-    constexpr int CT = F8 ? GC_F16 : DT; /* the wgmma's type: F8's tiles are f16 */
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
-    /* F8: the dequant scales (fp8_e4m3.cuh), read once */
-    [[maybe_unused]] const float kmul = F8 ? attn_kv_scale(p.k_scale_dev, p.k_scale) * ATTN_FP8_UNIT : 1.f;
-    [[maybe_unused]] const float vmul = F8 ? attn_kv_scale(p.v_scale_dev, p.v_scale) * ATTN_FP8_UNIT : 1.f;
     const int wrow = HP ? 0 : 64 * wg; /* the item row of the warpgroup's first (HP: each serves rows 0..63) */
     const int row_lo = wrow + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
     const uint32_t q_addr = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;
@@ -836,7 +738,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
             }
             wg_pin(s);
             wg_fence();
-            wg_qk<CT, DQK, BN>(s, DCA ? q_addr + vlo * C::Q_BYTES : q_addr, k_addr + sidx * C::K_BYTES);
+            wg_qk<DT, DQK, BN>(s, DCA ? q_addr + vlo * C::Q_BYTES : q_addr, k_addr + sidx * C::K_BYTES);
             wg_commit();
             /* tree verify: this tile's mask bits of the thread's two rows (bit
              * 2j + e: column t0 + 8j + 2 q4 + e) from the words load_words brought
@@ -866,20 +768,20 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
                                                  cl, q4);
             if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN, TREE, DCA, F8>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits, dsc, kmul);
+            wg_softmax<BN, TREE, DCA>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits, dsc);
             wg_scale_o<D>(o, corr);
-            wg_pack_p<CT, BN>(pa, s);
+            wg_pack_p<DT, BN>(pa, s);
             wg_pin(o);
             wg_pin(pa);
             wg_fence();
-            wg_pv<CT, D, BN>(o, pa, v_addr + sidx * C::V_BYTES);
+            wg_pv<DT, D, BN>(o, pa, v_addr + sidx * C::V_BYTES);
             wg_commit();
             wg_wait<0>();
             wg_pin(o);
             wg_pin(pa);
             wg_release(bar.empty(sidx), lane);
         }
-        wg_store_o<DT, D, F8>(p, k, o, st, row_lo, q4, vmul);
+        wg_store_o<DT, D>(p, k, o, st, row_lo, q4);
     }
 }
 
@@ -895,7 +797,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
  * three Q tiles, two K/V stages); the instantiations without it compile to
  * the code they had before it existed. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool F8 = false>
+template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
 #ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
@@ -921,10 +823,10 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const att
     const long long total = (long long)(n > 0 ? n : 0) * (HP ? p.hq / 2 : p.hq);
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, F8, DT>(p, sm, bar, total, tm, dc);
+        wg_producer<DQK, DV, TMA, RAGGED, HP, DCA>(p, sm, bar, total, tm, dc);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
+        wg_consumer<DT, DQK, DV, TREE, HP, DCA>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
     }
 }
 #endif
@@ -1000,19 +902,6 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_dca_tma_
     (void)p;
     (void)tm;
     (void)dc;
-#endif
-}
-
-/* The fp8 split extend's prefix pass (option fp8_prefix_kernel=wgmma,
- * cuda_attn_forward.c): the paged body over an fp8 e4m3 pool (F8), the
- * cp.async-free converting producer, head dim 128, extend_wg_cfg<128>::SMEM
- * bytes.  A separate entry, so the 16-bit kernels keep their code. */
-template <int DT>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_fp8_kernel(const attn_fwd p) {
-#if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, 128, 128, false, false, ATTN_WG_TREE_NONE, false, false, true>(p, nullptr);
-#else
-    (void)p;
 #endif
 }
 
