@@ -90,3 +90,15 @@ int sgl_sdk_opt_choice(const sgl_sdk_opts *o, const char *key, const char *env, 
     if (!has_auto) sgl_sdk_append(want, sizeof want, " (or auto)");
     return bad(o, from, v, want);
 }
+
+int sgl_sdk_opt_removed(const sgl_sdk_opts *o, const char *const *keys, const char *const *envs, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char from[96];
+        if (sgl_sdk_opt_raw(o, keys[i], envs ? envs[i] : NULL, from, sizeof from)) {
+            sgl_sdk_str(o->err, o->err_size, "%s: %s is no longer an option (docs/lab/levers.md); unset it", o->plugin,
+                        from);
+            return SGL_ATTN_E_INVALID;
+        }
+    }
+    return SGL_ATTN_OK;
+}

@@ -39,5 +39,12 @@ int sgl_sdk_opt_bool(const sgl_sdk_opts *o, const char *key, const char *env, in
  * the name it equals (any case) in names[0..count). */
 int sgl_sdk_opt_choice(const sgl_sdk_opts *o, const char *key, const char *env, const char *const *names, int count,
                        int def, int *out);
+/* Options a plugin no longer has (a variant deleted or made the only
+ * behaviour: docs/lab/levers.md): keys[0..n) with their environment
+ * variables envs[0..n) (envs, or an entry, may be NULL).  Any of them set,
+ * whatever its value: SGL_ATTN_E_INVALID with "<plugin>: <where> is no longer
+ * an option (docs/lab/levers.md); unset it", so that a configuration written
+ * for the old choice does not run the default under its name.  Else OK. */
+int sgl_sdk_opt_removed(const sgl_sdk_opts *o, const char *const *keys, const char *const *envs, size_t n);
 
 #endif

@@ -367,6 +367,24 @@ static void test_options(void **state) {
     assert_int_equal(sgl_sdk_opt_choice(&o, "simd", NULL, names, 3, 9, &c), SGL_ATTN_E_INVALID);
     assert_string_equal(e, "toy: plugin option toy.simd = \"sse\": expected plain, avx2 or avx512 (or auto)");
 
+    /* Removed options: any value, from conf or the environment, is refused by name; none set is OK. */
+    static const char *const gone[] = {"old_a", "old_b"}, *const gone_env[] = {NULL, "SGL_SDK_TEST_OLD_B"};
+    g_opt_key = "other";
+    g_opt_val = "1";
+    e[0] = 0;
+    assert_int_equal(sgl_sdk_opt_removed(&o, gone, gone_env, 2), SGL_ATTN_OK);
+    assert_string_equal(e, "");
+    g_opt_key = "old_b";
+    g_opt_val = "0";
+    assert_int_equal(sgl_sdk_opt_removed(&o, gone, gone_env, 2), SGL_ATTN_E_INVALID);
+    assert_string_equal(e, "toy: plugin option toy.old_b is no longer an option (docs/lab/levers.md); unset it");
+    g_opt_key = NULL;
+    setenv("SGL_SDK_TEST_OLD_B", "auto", 1);
+    assert_int_equal(sgl_sdk_opt_removed(&o, gone, gone_env, 2), SGL_ATTN_E_INVALID);
+    assert_string_equal(e, "toy: environment SGL_SDK_TEST_OLD_B is no longer an option (docs/lab/levers.md); unset it");
+    unsetenv("SGL_SDK_TEST_OLD_B");
+    assert_int_equal(sgl_sdk_opt_removed(&o, gone, NULL, 2), SGL_ATTN_OK);
+
     /* An ABI 1.0 create (no host field): the environment only. */
     a.struct_size = offsetof(sgl_attn_create_args, host);
     o = sgl_sdk_opts_of(&a, "toy");

@@ -24,25 +24,17 @@
  * one (kernel=portable too: the portable kernels have no DCA form). */
 #include "cuda_attn.h"
 #include "sdk_option.h"
-#include "sdk_text.h"
 
 static const char *const k_options[CA_KERNEL_COUNT_] = {"auto", "mma", "portable"};
 
-/* Options that chose a variant which lost its timing and was deleted
- * (docs/lab/levers.md) or won and became the only behaviour: refused by name,
- * so that a conf that still sets one does not run the default under its
- * name. */
+/* Options of variants deleted or made the only behaviour (docs/lab/levers.md). */
 static const char *const k_removed[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
                                         "fp8_prefix_kernel"};
 
 int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    for (size_t i = 0; i < sizeof k_removed / sizeof k_removed[0]; i++) {
-        char from[96];
-        if (sgl_sdk_opt_raw(&o, k_removed[i], NULL, from, sizeof from))
-            return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "%s: %s is no longer an option (docs/lab/levers.md); "
-                                       "unset it", CA_NAME, from);
-    }
+    const int rc = sgl_sdk_opt_removed(&o, k_removed, NULL, sizeof k_removed / sizeof k_removed[0]);
+    if (rc) return rc;
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
@@ -93,9 +85,9 @@ int ca_no_prefix_shown(const sgl_attn_batch *bt, int32_t bs) {
     return 1;
 }
 
-/* The direct extend attends the new tokens alone, so it runs only where the
- * host knows there is no prefix; over a prefix the split (prefix pass and
- * merge) lost to the paged extend (docs/lab/levers.md). */
+/* The direct extend attends the new tokens alone, so it serves only a batch
+ * the host knows has no prefix; a batch with one runs the paged extend over
+ * every column (docs/lab/levers.md says why not a prefix pass and a merge). */
 int ca_split_planned(int direct, int verify, int graph, int no_prefix) {
     return !direct || (!verify && !graph && no_prefix);
 }

@@ -288,9 +288,9 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
          * the batch: an fp8 pool's split extend (the others run the fp8 mma extend alone), or
          * a 16-bit pool's direct extend where ca_split_planned allows (the others keep the
          * save-KV launch and the paged extend over all columns) */
-        const int no_prefix = b->sp_mem && self_vis == ATTN_SELF_CAUSAL && ca_no_prefix_shown(bt, bs);
-        if (!ce && b->sp_mem && self_vis == ATTN_SELF_CAUSAL &&
-            ca_split_planned(b->sp_direct, verify, b->plan_graph, no_prefix)) {
+        const int causal_split = !ce && b->sp_mem && self_vis == ATTN_SELF_CAUSAL;
+        const int no_prefix = causal_split && ca_no_prefix_shown(bt, bs);
+        if (causal_split && ca_split_planned(b->sp_direct, verify, b->plan_graph, no_prefix)) {
             attn_split_plan sp;
             memset(&sp, 0, sizeof sp);
             sp.fresh = b->sp_new;

@@ -316,19 +316,12 @@ typedef struct mla_options {
  * not measure the default under its name. */
 static int read_options(const sgl_attn_create_args *a, mla_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, MLA_NAME);
-    static const struct {
-        const char *env, *key;
-    } removed[] = {{"SGL_ATTN_MLA_PREFETCH", "prefetch"},
-                   {"SGL_ATTN_MLA_PLAN", "plan"},
-                   {"SGL_ATTN_MLA_SPARSE_KERNEL", "sparse_kernel"}};
-    for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
-        char from[96];
-        if (sgl_sdk_opt_raw(&opts, removed[i].key, removed[i].env, from, sizeof from))
-            return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "%s: %s is no longer an option (docs/lab/levers.md); "
-                                       "unset it", MLA_NAME, from);
-    }
+    static const char *const removed[] = {"prefetch", "plan", "sparse_kernel"};
+    static const char *const removed_env[] = {"SGL_ATTN_MLA_PREFETCH", "SGL_ATTN_MLA_PLAN",
+                                              "SGL_ATTN_MLA_SPARSE_KERNEL"};
     int rc;
-    if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_MLA_KERNEL", mla_kernel_names, 4, MLA_KERNEL_AUTO,
+    if ((rc = sgl_sdk_opt_removed(&opts, removed, removed_env, sizeof removed / sizeof removed[0])) ||
+        (rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_MLA_KERNEL", mla_kernel_names, 4, MLA_KERNEL_AUTO,
                                  &o->kernel)) ||
         (rc = sgl_sdk_opt_choice(&opts, "mma", "SGL_ATTN_MLA_MMA", k_mma_names, 4, 0, &o->mma)) ||
         (rc = sgl_sdk_opt_bool(&opts, "strict", "SGL_ATTN_MLA_STRICT", 0, &o->strict)) ||
