@@ -133,7 +133,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # with the option fp8_prefix_ring=1 (the fp8 split's prefix on the wgmma
 # extend's F8 form, its byte ring filled by cp.async; a lever) with the
 # blocks shuffled and reversed, and a batch of 384 prefix pairs (more than
-# the emulated 132 SMs: the producer's cursor crosses pairs) each way.  EMU_ORDER=rev
+# the emulated 132 SMs: the producer's cursor crosses pairs) and a chain
+# verify (causal: the split serves it) each way.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
@@ -158,7 +159,8 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  echo "== cuda_attn on the emulator, SM 9.0: fp8_prefix_ring=1 (the fp8 split's prefix on the wgmma extend's F8 form, its byte ring), EMU_ORDER=$$o (the fp8 cases)"; \
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_prefix_ring.json --filter fp8_e4m3; \
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_prefix_ring.json \
-	    --case extend:b=6,l=400,q=150,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16; done
+	    --case extend:b=6,l=400,q=150,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
+	    --case verify:b=3,l=700,q=4,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16; done
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 TEST_STEPS += cuda-attn-emu
