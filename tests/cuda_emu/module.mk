@@ -133,6 +133,15 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # wgmma extend's F8 form, a lever) with the blocks shuffled.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
+# The direct extend's kinds of batch (no prefix, d128: page 1 / 16, GQA, f16 / bf16, ragged lengths,
+# page table + slot map, the LSE output) for the lever save_in_extend; the harness compares the whole
+# pool after each (every new token's slot holds its row, every other slot is unchanged).
+CUDA_EMU_SAVE_IN_EXTEND := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
+  --case extend:b=1,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=1 \
+  --case extend:b=3,l=300,q=300,hq=8,hkv=2,d=128,dtype=f16,page=16,ragged=1 \
+  --case extend:b=2,l=200,q=200,hq=32,hkv=8,d=128,dtype=bf16,page=1 \
+  --case extend:b=2,l=300,q=300,hq=8,hkv=2,d=128,dtype=bf16,page=16,smap=1,ptable=1 \
+  --case lse:op=extend,b=2,l=200,q=200,hq=8,hkv=2,d=128,dtype=bf16,page=16
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
                $(CUDA_EMU_GRAPH_SM90)
 	@echo "== cuda_attn on the emulator: graph capture / replay of decode and verify (test_cuda_graph_emu)"
@@ -151,6 +160,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  echo "== cuda_attn on the emulator, SM 9.0, EMU_TMAP=$$t: the TMA producers' cp.async fallbacks (the fp8 cases, the split extend's among them, and the quick matrix), blocks shuffled"; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'fp8'; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick; done
+	@echo "== cuda_attn on the emulator, SM 9.0, save_in_extend=1 (a lever): the direct extend saving in its kernel, blocks shuffled, both producers"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	  --conf tests/cuda_emu/conf_save_in_extend.json $(CUDA_EMU_SAVE_IN_EXTEND)
+	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	  --conf tests/cuda_emu/conf_save_in_extend.json $(CUDA_EMU_SAVE_IN_EXTEND)
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 TEST_STEPS += cuda-attn-emu
