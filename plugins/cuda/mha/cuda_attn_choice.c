@@ -50,6 +50,11 @@ int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *ring) {
     return sgl_sdk_opt_bool(&o, "fp8_prefix_ring", NULL, 0, ring);
 }
 
+int ca_read_save_in_extend(const sgl_attn_create_args *a, int *on) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    return sgl_sdk_opt_bool(&o, "save_in_extend", NULL, 0, on);
+}
+
 const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
