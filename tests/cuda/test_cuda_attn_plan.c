@@ -196,7 +196,7 @@ static void test_removed_options_refused(void **state) {
     (void)state;
     static const char *const keys[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
                                        "fp8_prefix_kernel"};
-    static const char *const vals[] = {"hw", "int", "0", "1"};
+    static const char *const vals[] = {"hw", "int", "0", "1", "wgmma"};
     for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) {
         char err[256] = "";
         sgl_attn_create_args a;
@@ -214,10 +214,45 @@ static void test_removed_options_refused(void **state) {
     sgl_attn_create_args a;
     option_args(&a, "no_such_option", err, sizeof err);
     g_opt_val = "1";
-    int k = -7;
+    int k = -7, p = -7;
     assert_int_equal(ca_read_options(&a, &k), 0);
     assert_int_equal(k, CA_KERNEL_AUTO);
+    assert_int_equal(ca_read_fp8_prefix(&a, &p), 0);
+    assert_int_equal(p, 0);
     assert_string_equal(err, "");
+}
+
+/* fp8_prefix_ring: a boolean, 0 when unset, empty or auto; a value that is
+ * not one refused naming the option and the value.  The old lever's name
+ * (fp8_prefix_kernel) stays refused beside it (test_removed_options_refused). */
+static void test_fp8_prefix_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "fp8_prefix_ring", err, sizeof err);
+    const struct {
+        const char *v;
+        int want;
+    } ok[] = {{NULL, 0}, {"", 0}, {"auto", 0}, {"0", 0}, {"off", 0}, {"1", 1}, {"on", 1}, {"TRUE", 1}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int o = -7;
+        g_opt_val = ok[i].v;
+        assert_int_equal(ca_read_fp8_prefix(&a, &o), 0);
+        assert_int_equal(o, ok[i].want);
+    }
+    const char *bad[] = {"2", "wgmma", "ring"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int o = -7;
+        err[0] = 0;
+        g_opt_val = bad[i];
+        assert_int_equal(ca_read_fp8_prefix(&a, &o), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "fp8_prefix_ring"));
+        assert_non_null(strstr(err, bad[i]));
+    }
+    /* the ring's option is not a removed one: ca_read_options passes it by */
+    g_opt_val = "1";
+    int k = -7;
+    assert_int_equal(ca_read_options(&a, &k), 0);
 }
 
 /* save_in_extend (the direct extend's in-kernel save, a lever): off unless
@@ -1046,6 +1081,7 @@ int main(void) {
         cmocka_unit_test(test_ragged_checks),
         cmocka_unit_test(test_served_fields),        cmocka_unit_test(test_mask_check),
         cmocka_unit_test(test_enc_loc_check),
+        cmocka_unit_test(test_fp8_prefix_option),
         cmocka_unit_test(test_direct_extend_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,6 +23,14 @@ one Q event): at a tile that crosses a part boundary the consumer issues
 further wgmma groups reading Q and the stage's K (wg_dca_boundary's slices,
 each waited on) after the tile's S and before it releases Q; the model
 marks random tiles so.
+F8 (the fp8 prefix pass, wg_producer_f8: two stages): the producer's cp.async
+groups fill a 2-stage byte ring in the tiles' order across pairs, two tiles
+ahead; it converts tile c from its byte stage once its wait_group (1 while
+tile c + 1's group is in flight, else 0) returns and the 16-bit stage is
+free, stores it (st.shared: in place at once) and arrives on the stage's
+full barrier, then refills that byte stage with tile c + 2; Q is stored the
+same way.  Also checked: a conversion reads the byte stage holding its tile,
+landed, and no byte stage is refilled before its tile was converted.
 The model must be kept in step with the kernel by hand.
 usage: wgmma_protocol_model.py [RUNS]   (exit 0: all runs clean)
 """
@@ -48,8 +56,9 @@ class MBar:
 
 
 class World:
-    def __init__(self, rng, stages, pairs, dca=False):
-        self.rng, self.ST, self.dca = rng, stages, dca
+    def __init__(self, rng, stages, pairs, dca=False, f8=False):
+        self.rng, self.ST, self.dca, self.f8 = rng, stages, dca, f8
+        self.byte = [None] * 2  # F8's byte ring: landed content (pair, tile)
         self.pairs = pairs  # ntiles of each (item, head) pair this block walks
         self.full = [MBar(1) for _ in range(stages)]
         self.empty = [MBar(2) for _ in range(stages)]
@@ -120,6 +129,63 @@ def producer(w):
     yield from signal(0)
 
 
+def producer_f8(w):
+    """wg_producer_f8."""
+    ST, B8 = w.ST, 2
+    tiles = [(pi, j) for pi, nt in enumerate(w.pairs) for j in range(nt)]  # the cursor's order
+    issued = []  # the byte groups, in order
+    conv, kq = 0, 0
+
+    def issue():
+        n = len(issued)
+        if n >= len(tiles):
+            return
+        b = n % B8
+        if n - B8 >= conv:
+            w.err(f"producer refills byte stage {b} with tile {n} before tile {n - B8} was converted")
+        w.byte[b] = None  # being overwritten
+        gr = {"kind": "byte", "idx": b, "content": tiles[n], "landed": False}
+        w.groups.append(gr)
+        issued.append(gr)
+
+    def convert():
+        nonlocal conv
+        keep = 1 if len(issued) > conv + 1 else 0
+        mine = list(issued[:len(issued) - keep])
+        yield lambda: all(gr["landed"] for gr in mine)  # cp.async.wait_group keep
+        s = conv % ST
+        ph = ((conv // ST) & 1) ^ 1
+        yield lambda: w.empty[s].done(ph)
+        for kind in ("K", "V"):
+            if w.readers.get((kind, s)):
+                w.err(f"producer overwrites {kind} stage {s} while a wgmma reads it (tile {conv})")
+        if w.byte[conv % B8] != tiles[conv]:
+            w.err(f"conversion of tile {tiles[conv]} reads byte stage {conv % B8} = {w.byte[conv % B8]}")
+        w.stage[s] = tiles[conv]  # st.shared: in place at once
+        yield None
+        w.full[s].arrive()  # fence.proxy.async; mbarrier.arrive
+        conv += 1
+        issue()
+
+    for _ in range(B8):
+        issue()
+    for pi, nt in enumerate(w.pairs):
+        if nt > 0:
+            yield from convert()
+        ph = (kq & 1) ^ 1
+        yield lambda: w.q_empty.done(ph)
+        if w.readers.get(("Q", 0)):
+            w.err(f"producer overwrites Q while a wgmma reads it (pair {pi})")
+        w.q = pi  # wg_load_q_f8: st.shared
+        yield None
+        w.q_full.arrive()
+        kq += 1
+        for _ in range(1, nt):
+            yield from convert()
+    if conv != len(tiles):
+        w.err(f"producer converted {conv} of {len(tiles)} tiles")
+
+
 def consumer(w, wg):
     """wg_consumer."""
     ST = w.ST
@@ -176,10 +242,10 @@ def consumer(w, wg):
         yield None
 
 
-def run(seed, stages, pairs, dca=False):
+def run(seed, stages, pairs, dca=False, f8=False):
     rng = random.Random(seed)
-    w = World(rng, stages, pairs, dca)
-    live = {"P": producer(w), "C0": consumer(w, 0), "C1": consumer(w, 1)}
+    w = World(rng, stages, pairs, dca, f8)
+    live = {"P": producer_f8(w) if f8 else producer(w), "C0": consumer(w, 0), "C1": consumer(w, 1)}
     waiting = {a: None for a in live}  # the predicate an agent is parked on
     for _ in range(1000000):
         if not live and not w.groups:
@@ -194,6 +260,8 @@ def run(seed, stages, pairs, dca=False):
             gr["landed"] = True
             if gr["kind"] == "stage":
                 w.stage[gr["idx"]] = gr["content"]
+            elif gr["kind"] == "byte":
+                w.byte[gr["idx"]] = gr["content"]
             else:
                 w.q = gr["content"]
             continue
@@ -216,18 +284,19 @@ def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
     bad = 0
     # extend_wg_cfg<DQK, DV, NQ>::STAGES: 3 at qk 128, 2 at qk 192 (forward_ragged's DeepSeek
-    # shape) and 2 for dual chunk (three Q tiles, boundary slices)
-    for stages, dca in ((3, False), (2, False), (2, True)):
+    # shape), 2 for dual chunk (three Q tiles, boundary slices) and 2 for F8 (beside its byte ring)
+    for stages, dca, f8 in ((3, False, False), (2, False, False), (2, True, False), (2, False, True)):
         fails, first = 0, None
         for r in range(runs):
-            rng = random.Random(r * 7919 + stages + 100 * dca)
+            rng = random.Random(r * 7919 + stages + 100 * dca + 1000 * f8)
             n = rng.randint(1, 6)
             pairs = [rng.choice([0, 1, 1, 2, 3, 5, 8]) for _ in range(n)]
-            res = run(r, stages, pairs, dca)
+            res = run(r, stages, pairs, dca, f8)
             if res:
                 fails += 1
                 first = first or f"{res} (pairs {pairs}, seed {r})"
-        print(f"{'PASS' if fails == 0 else 'FAIL'} stages {stages}{' dual chunk' if dca else ''}: "
+        print(f"{'PASS' if fails == 0 else 'FAIL'} stages {stages}{' dual chunk' if dca else ''}"
+              f"{' fp8 byte ring' if f8 else ''}: "
               f"{fails}/{runs} runs failed" + (f"; first: {first}" if first else ""))
         bad += fails
     return 1 if bad else 0

@@ -130,7 +130,11 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # SM 9.0 matrix's 16-bit d128 extends without a prefix run the direct extend
 # (new tokens from k / v on the ragged wgmma, save-KV as its programmatic
 # dependent), those with one the save then the paged wgmma extend.  Then the fp8 cases
-# wgmma extend's F8 form, a lever) with the blocks shuffled.  EMU_ORDER=rev
+# with the option fp8_prefix_ring=1 (the fp8 split's prefix on the wgmma
+# extend's F8 form, its byte ring filled by cp.async; a lever) with the
+# blocks shuffled and reversed, and a batch of 384 prefix pairs (more than
+# the emulated 132 SMs: the producer's cursor crosses pairs) and a chain
+# verify (causal: the split serves it) each way.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 # The direct extend's kinds of batch (no prefix, d128: page 1 / 16, GQA, f16 / bf16, ragged lengths,
@@ -160,6 +164,12 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  echo "== cuda_attn on the emulator, SM 9.0, EMU_TMAP=$$t: the TMA producers' cp.async fallbacks (the fp8 cases, the split extend's among them, and the quick matrix), blocks shuffled"; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'fp8'; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick; done
+	@set -e; for o in shuf rev; do \
+	  echo "== cuda_attn on the emulator, SM 9.0: fp8_prefix_ring=1 (the fp8 split's prefix on the wgmma extend's F8 form, its byte ring), EMU_ORDER=$$o (the fp8 cases)"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_prefix_ring.json --filter fp8_e4m3; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_prefix_ring.json \
+	    --case extend:b=6,l=400,q=150,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
+	    --case verify:b=3,l=700,q=4,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16; done
 	@echo "== cuda_attn on the emulator, SM 9.0, save_in_extend=1 (a lever): the direct extend saving in its kernel, blocks shuffled, both producers"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
 	  --conf tests/cuda_emu/conf_save_in_extend.json $(CUDA_EMU_SAVE_IN_EXTEND)

@@ -22,6 +22,14 @@ int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const a
     (void)dtype, (void)head_dim, (void)p, (void)tm, (void)sm_count, (void)grid_items, (void)stream;
     return (int)cudaErrorInvalidDeviceFunction;
 }
+int attn_extend_wgmma_fp8_setup(int dtype) {
+    (void)dtype;
+    return (int)cudaErrorInvalidDeviceFunction;
+}
+int attn_launch_extend_wgmma_fp8(int dtype, const attn_fwd *p, int sm_count, int grid_items, void *stream) {
+    (void)dtype, (void)p, (void)sm_count, (void)grid_items, (void)stream;
+    return (int)cudaErrorInvalidDeviceFunction;
+}
 int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok) {
     (void)dtype, (void)dqk, (void)dv;
     *tma_ok = 0;

@@ -40,6 +40,8 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * option helper) into *kernel; a bad value fails with create_args.error
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
+/* fp8_prefix_ring (a boolean, unset: 0) into *ring. */
+int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *ring);
 const char *ca_kernel_option_name(int option);
 /* The option "save_in_extend" (bool, default off; a lever, issue 23): the
  * direct extend's new-token kernel writes the new K/V rows into the pool
@@ -189,6 +191,9 @@ typedef struct ca_backend {
     int sp_prefix;              /* fp8 split: the batch may have a prefix: 0 only when the host mirrors show
                                  * none (then no prefix pass or merge is launched; graphs keep 1) */
     int32_t sp_grid_new, sp_grid_pre; /* their grid bounds (the batch's, or the capture's) */
+    int sp_pre_wgmma;           /* fp8 split: its prefix items on the wgmma extend (option
+                                 * fp8_prefix_ring=1, its kernel set up), 128 rows each;
+                                 * else on the fp8 mma extend, block_m rows */
     /* Tree verify's packed mask (tree_mask_pack.cu), sized at create for tmask_rows rows of
      * tmask_words 64-bit words (max_context columns) and max_reqs x tmask_words full flags;
      * NULL for models that do not verify (spec_tokens <= 1) or take no tree mask

@@ -400,7 +400,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO;
+    int fp8_prefix = 0;
     if ((rc = ca_read_options(a, &option))) return rc;
+    if ((rc = ca_read_fp8_prefix(a, &fp8_prefix))) return rc;
     int save_in_extend = 0;
     if ((rc = ca_read_save_in_extend(a, &save_in_extend))) return rc;
     sgl_sdk_cuda_device dev;
@@ -491,6 +493,19 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return rc;
     }
+    /* fp8_prefix_ring=1: the fp8 split's prefix items on the wgmma extend (an
+     * fp8 pool that splits: SM 9.0 with the sm_90a image, d128); a failed setup leaves
+     * them on the fp8 mma extend, with a warning */
+    if (fp8_prefix && b->sp_mem && !b->sp_direct) {
+        const int e = attn_extend_wgmma_fp8_setup(b->kern.dtype);
+        if (e) {
+            (void)cudaGetLastError();
+            sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
+                        "fp8_prefix_ring=1: the kernel's setup failed (%d): the prefix runs on mma", e);
+        } else {
+            b->sp_pre_wgmma = 1;
+        }
+    }
     /* The TMA producers' tensor maps: the pools' encoded per layer at its
      * first forward (or when its pool moves) into this cache, forward_ragged's
      * per call; without an encoder the cp.async producers serve. */
@@ -519,6 +534,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
                 b->sp_direct && b->save_in_extend ? " (no prefix: the ragged wgmma from k / v, saving them itself)"
                 : b->sp_direct ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
+                : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma from a byte ring, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",
                 decode_names[b->kern.decode], b->kern.kv_fp8 ? " (fp8 e4m3 pool)" : "",

@@ -38,6 +38,18 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
+/* fp8_prefix_ring (0 | 1; unset: 0; a lever,
+ * bench/gpu/levers/fp8_prefix_ring.conf): the fp8 split extend's prefix items
+ * (extend_fp8_split.cu) on the wgmma extend whose producer keeps a ring of
+ * e4m3 bytes filled by cp.async and converts it to f16 tiles
+ * (extend_wgmma_sm90.cuh, F8), instead of on the fp8 mma extend.  A new name:
+ * fp8_prefix_kernel chose the synchronous converter, which lost and stays
+ * refused, so a conf written for that one does not run this one. */
+int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *ring) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    return sgl_sdk_opt_bool(&o, "fp8_prefix_ring", NULL, 0, ring);
+}
+
 int ca_read_save_in_extend(const sgl_attn_create_args *a, int *on) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
     return sgl_sdk_opt_bool(&o, "save_in_extend", NULL, 0, on);

@@ -299,7 +299,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             sp.max_new = b->sp_max_new;
             sp.max_pre = b->sp_max_pre;
             sp.block_new = 128; /* the ragged wgmma kernel's rows */
-            sp.block_pre = b->sz.extend_block_m;
+            sp.block_pre = b->sp_pre_wgmma ? 128 : b->sz.extend_block_m; /* the prefix kernel's rows */
             sp.block_n = b->sz.extend_block_n;
             ce = attn_launch_split_plan(&in, &sp, bt->stream);
             const int64_t gn = ((int64_t)tokens + 127) / 128 + bs, gp = attn_extend_grid_items(&b->sz, bs, tokens);
@@ -789,7 +789,8 @@ static int split_merge(const ca_backend *b, const attn_fwd *p, float *lse, void 
 /* The split extend on an fp8 pool (extend_fp8_split.cu), after the save wrote
  * the new rows dequantised: the new tokens by the ragged wgmma kernel into
  * out (its LSE into the caller's lse, else the split's), the prefix by the
- * fp8 mma extend into the split's output, then their merge into out / lse. */
+ * fp8 mma extend (option fp8_prefix_ring=1: the wgmma one) into the
+ * split's output, then their merge into out / lse. */
 static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const attn_fwd *p) {
     void *stream = a->batch->stream;
     DLTensor *lse_t = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse);
@@ -819,7 +820,9 @@ static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const att
         q.eitems = b->sp_pre;
         q.num_items = b->sp_num + 1;
         q.lse = b->sp_lse_pre;
-        ce = attn_launch_extend(&b->kern, &q, NULL, b->sp_grid_pre, stream);
+        ce = b->sp_pre_wgmma
+                 ? attn_launch_extend_wgmma_fp8(b->kern.dtype, &q, b->kern.sm_count, b->sp_grid_pre, stream)
+                 : attn_launch_extend(&b->kern, &q, NULL, b->sp_grid_pre, stream);
         if (!ce) ce = split_merge(b, p, lse, stream);
     }
     if (ce) {

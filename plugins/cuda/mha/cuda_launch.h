@@ -89,6 +89,13 @@ int attn_wgmma_available(int device);
 int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok);
 int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
+/* The fp8 split extend's prefix pass on the wgmma extend (option
+ * fp8_prefix_ring=1): the paged body over an fp8 e4m3 pool, its producer
+ * bringing the pool's bytes into a ring by cp.async and converting them to
+ * f16 tiles (head dim 128; q / out dtype;
+ * items of up to ATTN_WG_BM = 128 rows). */
+int attn_extend_wgmma_fp8_setup(int dtype);
+int attn_launch_extend_wgmma_fp8(int dtype, const attn_fwd *p, int sm_count, int grid_items, void *stream);
 
 /* ---------------------------------------------------------- forward_ragged */
 

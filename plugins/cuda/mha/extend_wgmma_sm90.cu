@@ -268,3 +268,39 @@ extern "C" int attn_launch_dual_chunk_extend_wgmma(int dtype, int head_dim, cons
     return dtype == ATTN_DT_BF16 ? dca_launch<GC_BF16>(p, dc, tm, blocks, st)
                                  : dca_launch<GC_F16>(p, dc, tm, blocks, st);
 }
+
+/* The fp8 split extend's prefix pass on wgmma (option fp8_prefix_ring=1:
+ * attn_extend_wgmma_fp8_kernel, the F8 body with its byte ring): q / out
+ * dtype, head dim 128, F8's shared memory (the byte ring in the third
+ * 16-bit stage's place). */
+using fp8_cfg = extend_wg_cfg<ATTN_WG_D, ATTN_WG_D, 1, true>;
+static_assert(fp8_cfg::SMEM <= ATTN_WG_SMEM_MAX, "F8's rings fit the SM 9.0 opt-in shared memory");
+template <int DT> static int fp8_setup(void) {
+    cudaFuncAttributes fa;
+    cudaError_t e = cudaFuncGetAttributes(&fa, attn_extend_wgmma_fp8_kernel<DT>);
+    if (e != cudaSuccess) return (int)e;
+    if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction; /* setup_fn's rule */
+    return (int)cudaFuncSetAttribute(attn_extend_wgmma_fp8_kernel<DT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)fp8_cfg::SMEM);
+}
+
+extern "C" int attn_extend_wgmma_fp8_setup(int dtype) {
+    return dtype == ATTN_DT_BF16 ? fp8_setup<GC_BF16>() : fp8_setup<GC_F16>();
+}
+
+/* As attn_launch_extend_wgmma over the split plan's prefix items (ATTN_WG_BM
+ * rows each: the plan's block_pre). */
+extern "C" int attn_launch_extend_wgmma_fp8(int dtype, const attn_fwd *p, int sm_count, int grid_items,
+                                            void *stream) {
+    if (grid_items <= 0 || p->hq <= 0) return 0;
+    if (sm_count <= 0) return (int)cudaErrorInvalidValue;
+    const long long pairs = (long long)grid_items * p->hq;
+    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    constexpr size_t SMEM = fp8_cfg::SMEM;
+    const cudaStream_t st = (cudaStream_t)stream;
+    if (dtype == ATTN_DT_BF16)
+        attn_extend_wgmma_fp8_kernel<GC_BF16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+    else
+        attn_extend_wgmma_fp8_kernel<GC_F16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+    return (int)cudaGetLastError();
+}

@@ -70,6 +70,22 @@
  * deep to fit, and each score takes the variant of its key's part for its
  * row (wg_consumer, wg_dca_boundary); the scale is the request's
  * length-scaled one.  The barrier protocol is the plain kernel's.
+ *
+ * F8: an fp8 e4m3 pool (the fp8 split extend's prefix items, option
+ * fp8_prefix_ring=1; the paged body at head dim 128, no TMA, tree, head
+ * pairs or DCA).  wgmma reads 16-bit shared memory only, so the producer is
+ * the conversion stage (wg_producer_f8): cp.async brings the pool's e4m3
+ * rows through the page table into a 2-stage byte ring, two tiles ahead of
+ * the conversion, and each thread converts the chunks it copied in
+ * registers to f16 (fp8_e4m3.cuh: exact) into the swizzled tiles of a
+ * 2-stage 16-bit ring (Q 32 KB + 2 x 64 KB f16 K/V + 2 x 32 KB bytes = 224
+ * KB, as the plain kernel's three 16-bit stages).  Q loads as f16 through
+ * registers (bf16 q saturates at +-65504, as the fp8 mma extend's q).  Both
+ * wgmma then run in f16, P packs as f16, and the dequant scales apply to
+ * fp32 results as in the fp8 mma extend: k_scale (times ATTN_FP8_UNIT) with
+ * the softmax scale, v_scale to O at the end; the output and LSE are the mma
+ * path's, so split_merge joins them unchanged.  The conversion's stores are
+ * generic-proxy writes: fence.proxy.async before the arrive.
  */
 #ifndef SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
 #define SGL_CUDA_ATTN_EXTEND_WGMMA_SM90_CUH
@@ -78,6 +94,7 @@
 
 #include "attn_tmap.h"   /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
 #include "dual_chunk.h"  /* attn_dca, dca_part */
+#include "fp8_e4m3.cuh"  /* F8: fp8x2_to_f16x2, attn_kv_scale */
 #include "mma_sm80.cuh" /* pack2, attn_slot32 */
 #include "pdl_sm90.cuh"   /* ca_pdl_trigger: the direct extend's new-token pass */
 #include "wgmma_sm90.cuh"
@@ -100,11 +117,11 @@
 
 /* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
  * q_succ, q_inter, one BM x DQK tile each). */
-template <int DQK, int DV = DQK, int NQ = 1> struct extend_wg_cfg {
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
     static constexpr int BN = 128;   /* KV tokens per tile */
-    /* K/V ring depth: what fits 227 KB beside the Q tiles */
-    static constexpr int STAGES = DQK > 128 || NQ > 1 ? 2 : 3;
+    /* K/V ring depth: what fits 227 KB beside the Q tiles (F8: and the byte ring) */
+    static constexpr int STAGES = F8 || DQK > 128 || NQ > 1 ? 2 : 3;
     static constexpr int CH = DQK / 8; /* 16-byte chunks per Q / K row */
     static constexpr int CHV = DV / 8; /* per V row */
     static constexpr int DB = DQK / 64; /* 128-byte column blocks of Q / K */
@@ -115,7 +132,12 @@ template <int DQK, int DV = DQK, int NQ = 1> struct extend_wg_cfg {
     static constexpr uint32_t OFF_Q = 0;
     static constexpr uint32_t OFF_K = OFF_Q + NQ * Q_BYTES;
     static constexpr uint32_t OFF_V = OFF_K + STAGES * K_BYTES;
-    static constexpr uint32_t OFF_BAR = OFF_V + STAGES * V_BYTES;
+    /* F8: the byte ring (wg_producer_f8), B8_STAGES stages of the pool's
+     * e4m3 K rows then V rows, DQK and DV bytes each; none otherwise */
+    static constexpr int B8_STAGES = F8 ? 2 : 0;
+    static constexpr uint32_t B8_BYTES = BN * (DQK + DV);
+    static constexpr uint32_t OFF_B8 = OFF_V + STAGES * V_BYTES;
+    static constexpr uint32_t OFF_BAR = OFF_B8 + B8_STAGES * B8_BYTES;
     static constexpr int NBAR = 2 * STAGES + 2; /* full[S], empty[S], q_full, q_empty */
     /* + 1024: the dynamic shared memory base is only 16-byte aligned; the
      * kernel rounds it up to the 1024 bytes the swizzle atoms need. */
@@ -127,6 +149,8 @@ template <int DQK, int DV = DQK, int NQ = 1> struct extend_wg_cfg {
     static_assert((DQK == 128 || DQK == 192) && DV == 128,
                   "the wgmma extend serves qk 128 / 192 with v 128; the mma extend serves the others");
     static_assert(NQ == 1 || (NQ == 3 && DQK == 128), "dual chunk: three query variants at head dim 128");
+    static_assert(!F8 || (NQ == 1 && DQK == DV), "F8: the paged body, K and V rows of one width");
+    static_assert(OFF_B8 % 16 == 0 && B8_BYTES % 16 == 0, "the byte ring takes 16-byte cp.async");
     static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16");
     static_assert(BM == 128, "two consumer warpgroups of 64 rows");
     static_assert(STAGES >= 2, "the producer signals a tile after issuing the next one");
@@ -283,6 +307,76 @@ GC_DEV void wg_load_rows(const attn_fwd &p, const wg_work &k, int t0, uint8_t *k
         row = row < last ? row : last;
         const uint16_t *src = isv ? vb + row * p.vc_stride_s : kb + row * p.kc_stride_s;
         gc_cp_async16((isv ? vs : ks) + wg_sw_off<C::BN>(r, c), src + c * 8, ok);
+    }
+}
+
+/* F8: two f16 words of a bf16 (DT) or f16 pair: beyond f16's range a value
+ * saturates at +-65504, NaN stays NaN (the fp8 mma extend's q rule). */
+GC_DEV float wg_f16_range(float x) { return fabsf(x) > 65504.f ? copysignf(65504.f, x) : x; }
+template <int DT> GC_DEV uint32_t wg_f16x2(uint32_t w) {
+    if (DT == GC_F16) return w;
+    return pack2<GC_F16>(wg_f16_range(__uint_as_float(w << 16)), wg_f16_range(__uint_as_float(w & 0xffff0000u)));
+}
+
+/* F8's Q tile: as wg_load_q, each 16-byte chunk through registers as f16. */
+template <int DT, int DQK, int DV>
+GC_DEV void wg_load_q_f8(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
+    using C = extend_wg_cfg<DQK, DV>;
+#pragma unroll 4
+    for (int i = 0; i < C::BM * C::CH / 128; i++) {
+        const int e = i * 128 + t, r = e / C::CH, c = e % C::CH;
+        const int tok = k.q_tok0 + r;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (r < k.nrows && tok < p.num_tokens)
+            v = __ldg((const uint4 *)((const uint16_t *)p.q + (int64_t)tok * p.q_stride_t +
+                                      (int64_t)k.head * p.q_stride_h + c * 8));
+        *(uint4 *)(qs + wg_sw_off<C::BM>(r, c)) =
+            make_uint4(wg_f16x2<DT>(v.x), wg_f16x2<DT>(v.y), wg_f16x2<DT>(v.z), wg_f16x2<DT>(v.w));
+    }
+}
+
+/* F8's byte ring: the K and V bytes of the tile at column t0 into byte
+ * stage b8 (row-major, D bytes a row: K's BN rows, then V's) by 16-byte
+ * cp.async through the page table.  Chunk e = i 32 + lane of warp w is row
+ * w RPW + e / (D / 16), bytes 16 (e % (D / 16)); lane l holds the slot of row
+ * w RPW + l % RPW (wg_load_kv's rule).  The thread converts exactly the
+ * chunks it copies (wg_f8_convert), so its own cp.async.wait_group orders the
+ * landing before the conversion: no barrier guards the byte ring.  Rows >= hi
+ * are zero-filled. */
+template <int D>
+GC_DEV void wg_f8_issue(const attn_fwd &p, const wg_work &k, int t0, int32_t slot, uint8_t *b8, int warp, int lane) {
+    using C = extend_wg_cfg<D, D, 1, true>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, CH8 = D / 16, IT = RPW * CH8 / 32;
+    static_assert((RPW * CH8) % 32 == 0, "a warp's fp8 chunks in whole rounds of its lanes");
+    const uint8_t *kb = (const uint8_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
+    const uint8_t *vb = (const uint8_t *)p.v_cache + (int64_t)k.kvh * p.vc_stride_h;
+#pragma unroll
+    for (int i = 0; i < IT; i++) {
+        const int e = i * 32 + lane, rl = e / CH8, c = e % CH8, r = warp * RPW + rl;
+        const int32_t sl = __shfl_sync(0xffffffffu, slot, rl);
+        const bool ok = t0 + r < k.hi;
+        gc_cp_async16(b8 + r * D + c * 16, kb + (int64_t)sl * p.kc_stride_s + c * 16, ok);
+        gc_cp_async16(b8 + C::BN * D + r * D + c * 16, vb + (int64_t)sl * p.vc_stride_s + c * 16, ok);
+    }
+}
+
+/* F8: the chunks wg_f8_issue copied into byte stage b8, converted in
+ * registers to f16 (fp8_e4m3.cuh: exact) into the 128B-swizzled K and V
+ * tiles: e4m3 chunk c of a row becomes 16-bit chunks 2c and 2c + 1.  A warp
+ * reads 512 contiguous bytes a round (no bank conflict). */
+template <int D> GC_DEV void wg_f8_convert(const uint8_t *b8, uint8_t *ks, uint8_t *vs, int warp, int lane) {
+    using C = extend_wg_cfg<D, D, 1, true>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, CH8 = D / 16, IT = RPW * CH8 / 32;
+#pragma unroll 4
+    for (int i = 0; i < 2 * IT; i++) {
+        const int isv = i >= IT, e = (isv ? i - IT : i) * 32 + lane, rl = e / CH8, c = e % CH8;
+        const int r = warp * RPW + rl;
+        const uint4 v = *(const uint4 *)(b8 + (isv ? C::BN * D : 0) + r * D + c * 16);
+        uint8_t *dst = isv ? vs : ks;
+        *(uint4 *)(dst + wg_sw_off<C::BN>(r, 2 * c)) = make_uint4(
+            fp8x2_to_f16x2(v.x), fp8x2_to_f16x2(v.x >> 16), fp8x2_to_f16x2(v.y), fp8x2_to_f16x2(v.y >> 16));
+        *(uint4 *)(dst + wg_sw_off<C::BN>(r, 2 * c + 1)) = make_uint4(
+            fp8x2_to_f16x2(v.z), fp8x2_to_f16x2(v.z >> 16), fp8x2_to_f16x2(v.w), fp8x2_to_f16x2(v.w >> 16));
     }
 }
 
@@ -471,6 +565,86 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
     (void)sv;
 }
 
+/* F8's producer (the fp8 split extend's prefix items: the paged body, head
+ * dim D, no TMA, tree, head pairs or DCA).  Two rings: the byte ring
+ * (B8_STAGES stages of e4m3 K and V bytes, wg_f8_issue) runs two tiles ahead
+ * of the 16-bit ring the consumers read (STAGES stages).  Tile c is
+ * converted (wg_f8_convert) once its bytes have landed (cp.async.wait_group
+ * 1: tile c + 1's stay in flight) and its 16-bit stage is free, then
+ * signalled (st.shared: fence.proxy.async before the arrive); its byte stage
+ * then takes tile c + 2.  A cursor runs the issue order ahead of the pairs'
+ * order, across pairs, so the next pair's first tiles land during this
+ * pair's last conversions and its Q load; the page-table word of the
+ * cursor's tile is read when the cursor moves, used at its issue.  Per pair:
+ * tile 0 converted, then Q (wg_load_q_f8, beside the consumers' last tile of
+ * the previous pair), then tiles 1.. . */
+template <int DT, int D>
+GC_DEV void wg_producer_f8(const attn_fwd &p, uint8_t *sm, const wg_bars<extend_wg_cfg<D, D, 1, true>::STAGES> &bar,
+                           long long total) {
+    using C = extend_wg_cfg<D, D, 1, true>;
+    constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
+    const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
+    const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
+    /* the cursor: tile nj of pair nw (its work nk) is the next to issue; nw >= total: none */
+    long long nw = blockIdx.x;
+    int nj = 0;
+    int32_t nraw = 0; /* its table word of row myrow (common.cuh), not yet a slot */
+    wg_work nk = {};
+    uint32_t issued = 0, conv = 0, kq = 0;
+    auto seek = [&]() { /* the cursor onto the first tile at or after (nw, nj) */
+        while (nw < total) {
+            if (nj < nk.ntiles) {
+                const int tok = nk.lo + nj * C::BN + myrow;
+                nraw = __ldg(attn_table_at(p, nk.row, tok < nk.hi ? tok : nk.hi - 1));
+                return;
+            }
+            nw += gridDim.x;
+            nj = 0;
+            if (nw < total) nk = wg_work_at<C::BN>(p, nw);
+        }
+    };
+    auto issue = [&]() { /* the cursor's tile into byte stage issued % B8_STAGES; the cursor on */
+        if (nw >= total) return;
+        const int t0 = nk.lo + nj * C::BN;
+        const int32_t slot = t0 + myrow < nk.hi ? (int32_t)attn_slot_of(p, nraw, t0 + myrow) : 0;
+        wg_f8_issue<D>(p, nk, t0, slot, sm + C::OFF_B8 + (issued % C::B8_STAGES) * C::B8_BYTES, warp, lane);
+        gc_cp_async_commit();
+        issued++;
+        nj++;
+        seek();
+    };
+    auto convert = [&]() { /* tile conv: bytes -> 16-bit stage, signalled; its byte stage refilled */
+        static_assert(C::B8_STAGES == 2, "the wait below keeps exactly the next tile's group in flight");
+        if (issued > conv + 1)
+            cp_async_wait<1>();
+        else
+            cp_async_wait<0>();
+        const int s = (int)(conv % C::STAGES);
+        mbar_wait(bar.empty(s), ((conv / C::STAGES) & 1) ^ 1);
+        fence_proxy_async(); /* the wgmma reads of the stage's old tile are done (async -> generic) */
+        wg_f8_convert<D>(sm + C::OFF_B8 + (conv % C::B8_STAGES) * C::B8_BYTES, sm + C::OFF_K + s * C::K_BYTES,
+                         sm + C::OFF_V + s * C::V_BYTES, warp, lane);
+        fence_proxy_async(); /* the stores are generic-proxy writes the wgmma reads (generic -> async) */
+        mbar_arrive(bar.full(s));
+        conv++;
+        issue();
+    };
+    if (nw < total) nk = wg_work_at<C::BN>(p, nw);
+    seek();
+    for (int i = 0; i < C::B8_STAGES; i++) issue();
+    for (long long w = blockIdx.x; w < total; w += gridDim.x) {
+        const wg_work k = wg_work_at<C::BN>(p, w);
+        if (k.ntiles > 0) convert();
+        mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
+        fence_proxy_async();
+        wg_load_q_f8<DT, D, D>(p, k, sm + C::OFF_Q, t);
+        fence_proxy_async();
+        mbar_arrive(bar.q_full());
+        kq++;
+        for (int j = 1; j < k.ntiles; j++) convert();
+    }
+}
+
 /* ------------------------------------------------------------- the consumers */
 
 /* S[64 x BN] = Q_wg[64 x D] K^T: D / 16 SS wgmmas (first one overwrites S). */
@@ -520,14 +694,15 @@ struct wg_rows {
  * bounds [clo, chi) and a select per score: no branch per score.
  * DCA: the scale is dsc (the request's length-scaled one, dual_chunk.h; dual
  * chunk takes no soft-cap). */
-template <int BN, int TREE, bool DCA = false>
+template <int BN, int TREE, bool DCA = false, bool F8 = false>
 GC_DEV void wg_softmax(float (&s)[BN / 2], wg_rows &st, float corr[2], const attn_fwd &p, const wg_work &k, int t0,
-                       bool need_mask, int q4, const uint32_t (&tbits)[2], float dsc = 0.f) {
+                       bool need_mask, int q4, const uint32_t (&tbits)[2], float dsc = 0.f, float kmul = 1.f) {
     const bool folded = DCA ? dsc > 0.f : !(p.softcap > 0.f) && p.scale_log2 > 0.f;
-    const float c = folded ? (DCA ? dsc : p.scale_log2) : 1.f;
+    /* F8: kmul (k_scale times ATTN_FP8_UNIT) joins the softmax scale */
+    const float c = folded ? (DCA ? dsc : F8 ? p.scale_log2 * kmul : p.scale_log2) : 1.f;
     if (!folded) {
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++) s[i] = DCA ? s[i] * dsc : attn_score(p, s[i]);
+        for (int i = 0; i < BN / 2; i++) s[i] = DCA ? s[i] * dsc : attn_score(p, F8 ? s[i] * kmul : s[i]);
     }
     if (need_mask) {
         int chi[2], clo[2];
@@ -585,9 +760,9 @@ template <int D> GC_DEV void wg_scale_o(float (&o)[D / 2], const float corr[2]) 
 
 /* Normalise (sinks join the denominator) and store this thread's two rows;
  * the LSE (p.lse set: a uniform branch) excludes the sinks. */
-template <int DT, int D>
+template <int DT, int D, bool F8 = false>
 GC_DEV void wg_store_o(const attn_fwd &p, const wg_work &k, const float (&o)[D / 2], wg_rows &st, int row_lo,
-                       int q4) {
+                       int q4, float vmul = 1.f) {
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         float l = st.l[h];
@@ -605,7 +780,8 @@ GC_DEV void wg_store_o(const attn_fwd &p, const wg_work &k, const float (&o)[D /
             w = attn_exp2_sub(st.m[h], mm);
             l = l * w + gc_exp2(sk - mm);
         }
-        const float inv = l > 0.f ? w / l : 0.f;
+        float inv = l > 0.f ? w / l : 0.f;
+        if constexpr (F8) inv *= vmul; /* O is linear in V */
         const int r = row_lo + 8 * h, tok = k.q_tok0 + r;
         if (r >= k.nrows || tok >= p.num_tokens) continue;
         uint16_t *out = (uint16_t *)p.out + (int64_t)tok * p.o_stride_t + (int64_t)k.head * p.o_stride_h + 2 * q4;
@@ -671,13 +847,17 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
  * wgmma from that part's Q tile, as plain attention's from q; at a boundary
  * wg_dca_boundary rescores the elements of the further parts (Q is released
  * after it). */
-template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false>
+template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false, bool F8 = false>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
-                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total, int wg,
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8>::STAGES> &bar, long long total, int wg,
                         const attn_dca *dc = nullptr) {
-    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8>;
     constexpr int BN = C::BN, ST = C::STAGES, D = DV;
+    constexpr int CT = F8 ? GC_F16 : DT; /* the wgmma's type: F8's tiles are f16 */
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
+    /* F8: the dequant scales (fp8_e4m3.cuh), read once */
+    [[maybe_unused]] const float kmul = F8 ? attn_kv_scale(p.k_scale_dev, p.k_scale) * ATTN_FP8_UNIT : 1.f;
+    [[maybe_unused]] const float vmul = F8 ? attn_kv_scale(p.v_scale_dev, p.v_scale) * ATTN_FP8_UNIT : 1.f;
     const int wrow = HP ? 0 : 64 * wg; /* the item row of the warpgroup's first (HP: each serves rows 0..63) */
     const int row_lo = wrow + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
     const uint32_t q_addr = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;
@@ -769,7 +949,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
             }
             wg_pin(s);
             wg_fence();
-            wg_qk<DT, DQK, BN>(s, DCA ? q_addr + vlo * C::Q_BYTES : q_addr, k_addr + sidx * C::K_BYTES);
+            wg_qk<CT, DQK, BN>(s, DCA ? q_addr + vlo * C::Q_BYTES : q_addr, k_addr + sidx * C::K_BYTES);
             wg_commit();
             /* tree verify: this tile's mask bits of the thread's two rows (bit
              * 2j + e: column t0 + 8j + 2 q4 + e) from the words load_words brought
@@ -799,20 +979,20 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
                                                  cl, q4);
             if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
-            wg_softmax<BN, TREE, DCA>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits, dsc);
+            wg_softmax<BN, TREE, DCA, F8>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits, dsc, kmul);
             wg_scale_o<D>(o, corr);
-            wg_pack_p<DT, BN>(pa, s);
+            wg_pack_p<CT, BN>(pa, s);
             wg_pin(o);
             wg_pin(pa);
             wg_fence();
-            wg_pv<DT, D, BN>(o, pa, v_addr + sidx * C::V_BYTES);
+            wg_pv<CT, D, BN>(o, pa, v_addr + sidx * C::V_BYTES);
             wg_commit();
             wg_wait<0>();
             wg_pin(o);
             wg_pin(pa);
             wg_release(bar.empty(sidx), lane);
         }
-        wg_store_o<DT, D>(p, k, o, st, row_lo, q4);
+        wg_store_o<DT, D, F8>(p, k, o, st, row_lo, q4, vmul);
     }
 }
 
@@ -828,10 +1008,13 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
  * three Q tiles, two K/V stages); the instantiations without it compile to
  * the code they had before it existed. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool SAVE = false>
+template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool SAVE = false,
+          bool F8 = false>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr,
                            const attn_save *sv = nullptr) {
-    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8>;
+    static_assert(!F8 || (!TMA && !RAGGED && !HP && !DCA && !SAVE && TREE == ATTN_WG_TREE_NONE),
+                  "F8: the paged body, its producer converting the pool's bytes");
 #ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
     uint8_t *const wg_smem_raw = (uint8_t *)lk_emu_dyn_smem();
 #else
@@ -855,10 +1038,13 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const att
     const long long total = (long long)(n > 0 ? n : 0) * (HP ? p.hq / 2 : p.hq);
     if (threadIdx.x < 128) {
         setmaxnreg_dec<ATTN_WG_REGS_PRODUCER>();
-        wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, SAVE>(p, sm, bar, total, tm, dc, sv);
+        if constexpr (F8)
+            wg_producer_f8<DT, DQK>(p, sm, bar, total);
+        else
+            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, SAVE>(p, sm, bar, total, tm, dc, sv);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, DQK, DV, TREE, HP, DCA>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
+        wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
     }
 }
 #endif
@@ -961,6 +1147,20 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_dca_tma_
     (void)p;
     (void)tm;
     (void)dc;
+#endif
+}
+
+/* The fp8 split extend's prefix pass (option fp8_prefix_ring=1,
+ * cuda_attn_forward.c): the paged body over an fp8 e4m3 pool (F8), the
+ * producer's byte ring and conversion (wg_producer_f8), head dim 128,
+ * extend_wg_cfg<128, 128, 1, true>::SMEM bytes.  A separate entry, so the
+ * 16-bit kernels keep their code. */
+template <int DT>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_fp8_kernel(const attn_fwd p) {
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, 128, 128, false, false, ATTN_WG_TREE_NONE, false, false, false, true>(p, nullptr);
+#else
+    (void)p;
 #endif
 }
 
