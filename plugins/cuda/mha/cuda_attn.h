@@ -41,6 +41,13 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 const char *ca_kernel_option_name(int option);
+/* The plugin option "fp8_dec_splits" (1..4; unset: 1): an fp8 e4m3 pool's
+ * decode plan aims at this many times the items a 16-bit pool's does (the
+ * sizing's blocks per SM times it), so a request's KV splits into more,
+ * shorter items and more register-fed decode warps run per SM.  It exists to
+ * time the factors on a device (bench/gpu/levers/fp8_dec_splits*.conf). */
+#define CA_FP8_DEC_SPLITS_MAX 4
+int ca_read_fp8_dec_splits(const sgl_attn_create_args *a, int *splits);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
@@ -148,6 +155,7 @@ typedef struct ca_backend {
     int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
+    int fp8_dec_splits; /* fp8 pools: the decode plan's items times this (option fp8_dec_splits; else 1) */
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */
     int ragged_only;   /* the model's head dims differ (qk 192 / v 128): no paged forwards */
