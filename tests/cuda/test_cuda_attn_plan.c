@@ -230,6 +230,41 @@ static void test_fp8_dec_splits_option(void **state) {
     }
 }
 
+/* fp8_dec_min_blocks: 4 and 6 read as given, unset / "" as 4, anything else
+ * (5, 8, words) refused naming the option, the value and the two accepted. */
+static void test_fp8_dec_min_blocks_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "fp8_dec_min_blocks", err, sizeof err);
+    static const char *const good[] = {"4", "6"};
+    for (int v = 0; v < 2; v++) {
+        g_opt_val = good[v];
+        int k = -7, s = -7;
+        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), 0);
+        assert_int_equal(k, 4 + 2 * v);
+        assert_int_equal(ca_read_fp8_dec_splits(&a, &s), 0);
+        assert_int_equal(s, 1);
+    }
+    const char *unset[] = {NULL, ""};
+    for (size_t i = 0; i < 2; i++) {
+        g_opt_val = unset[i];
+        int k = -7;
+        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), 0);
+        assert_int_equal(k, 4);
+    }
+    const char *bad[] = {"5", "8", "0", "six"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        g_opt_val = bad[i];
+        int k = -7;
+        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "plugin option cuda_attn.fp8_dec_min_blocks"));
+        assert_non_null(strstr(err, bad[i]));
+        assert_non_null(strstr(err, "expected 4 or 6"));
+    }
+}
+
 /* What the factor does to the benched shapes (GQA 32/8, d128, 132 SMs, the
  * tensor-core tiles): the split count per request of B requests of L tokens
  * at blocks per SM 4 (the default) and 4 * k (docs/lab/mha.md's prediction). */
@@ -1070,7 +1105,8 @@ int main(void) {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
-        cmocka_unit_test(test_fp8_dec_splits_option),  cmocka_unit_test(test_fp8_dec_splits_plan), cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_fp8_dec_splits_option),  cmocka_unit_test(test_fp8_dec_splits_plan),
+        cmocka_unit_test(test_fp8_dec_min_blocks_option), cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),

@@ -119,7 +119,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
 # hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases with
-# fp8_dec_splits=2 and 4 (a lever: more splits per request) on the SM 9.0 build, the Hopper
+# fp8_dec_splits=2 and 4 and with 4 beside fp8_dec_min_blocks=6 (levers: more splits per
+# request, 6 blocks per SM) on the SM 9.0 build, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
 # ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
@@ -149,12 +150,12 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
-	@set -e; for k in 2 4; do \
-	  echo "== cuda_attn on the emulator, SM 9.0, fp8_dec_splits=$$k (lever): the fp8 decode cases and two that it splits further, blocks shuffled"; \
+	@set -e; for k in splits2 splits4 b6s4; do \
+	  echo "== cuda_attn on the emulator, SM 9.0, fp8_dec_$$k (lever): the fp8 decode cases and two that it splits further, blocks shuffled"; \
 	  EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_fp8_dec_splits$$k.json --filter 'decode.*fp8_e4m3'; \
+	    --conf tests/cuda_emu/conf_fp8_dec_$$k.json --filter 'decode.*fp8_e4m3'; \
 	  EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_fp8_dec_splits$$k.json $(CUDA_EMU_FP8_SPLIT_CASES); done
+	    --conf tests/cuda_emu/conf_fp8_dec_$$k.json $(CUDA_EMU_FP8_SPLIT_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf

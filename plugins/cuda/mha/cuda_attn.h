@@ -48,6 +48,11 @@ const char *ca_kernel_option_name(int option);
  * time the factors on a device (bench/gpu/levers/fp8_dec_splits*.conf). */
 #define CA_FP8_DEC_SPLITS_MAX 4
 int ca_read_fp8_dec_splits(const sgl_attn_create_args *a, int *splits);
+/* The plugin option "fp8_dec_min_blocks" (4 | 6; unset: 4): the blocks per SM
+ * that the fp8 register-fed decode's registers must allow (its launch bound):
+ * 6 holds it to 168 registers, 12 warps per SM instead of 10 (ptxas spills a
+ * few bytes).  A lever beside fp8_dec_splits (bench/gpu/levers/fp8_dec_b6s4.conf). */
+int ca_read_fp8_dec_min_blocks(const sgl_attn_create_args *a, int *blocks);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3

@@ -402,6 +402,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     int option = CA_KERNEL_AUTO, fp8_dec_splits = 1;
     if ((rc = ca_read_options(a, &option))) return rc;
     if ((rc = ca_read_fp8_dec_splits(a, &fp8_dec_splits))) return rc;
+    int fp8_dec_min_blocks = 4;
+    if ((rc = ca_read_fp8_dec_min_blocks(a, &fp8_dec_min_blocks))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -426,6 +428,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
+    kern.fp8_dec_min_blocks = kern.kv_fp8 ? fp8_dec_min_blocks : 4;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -512,11 +515,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     else
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
-    char fp8_note[64];
-    if (b->fp8_dec_splits > 1)
-        snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, fp8_dec_splits=%d)", b->fp8_dec_splits);
-    else
-        snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool)");
+    char fp8_note[96];
+    snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, fp8_dec_splits=%d, fp8_dec_min_blocks=%d)",
+             b->fp8_dec_splits, b->kern.fp8_dec_min_blocks);
+    if (b->fp8_dec_splits == 1 && b->kern.fp8_dec_min_blocks == 4) snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool)");
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
                 "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s, ragged %s%s, dual chunk: "
                 "%s%s, %zu bytes of work buffers",
