@@ -322,6 +322,42 @@ static void test_removed_options_refused(void **state) {
     assert_string_equal(err, "");
 }
 
+/* save_in_extend (the direct extend's in-kernel save, a lever): off unless
+ * set, the bool spellings, a bad value refused naming the option and value. */
+static void test_save_in_extend_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "save_in_extend", err, sizeof err);
+    int on = -7;
+    const char *unset[] = {NULL, "", "auto"};
+    for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++) {
+        g_opt_val = unset[i];
+        on = -7;
+        assert_int_equal(ca_read_save_in_extend(&a, &on), 0);
+        assert_int_equal(on, 0);
+    }
+    const char *yes[] = {"1", "true", "ON"}, *no[] = {"0", "off", "No"};
+    for (size_t i = 0; i < 3; i++) {
+        g_opt_val = yes[i];
+        assert_int_equal(ca_read_save_in_extend(&a, &on), 0);
+        assert_int_equal(on, 1);
+        g_opt_val = no[i];
+        assert_int_equal(ca_read_save_in_extend(&a, &on), 0);
+        assert_int_equal(on, 0);
+    }
+    err[0] = 0;
+    g_opt_val = "maybe";
+    assert_int_equal(ca_read_save_in_extend(&a, &on), SGL_ATTN_E_INVALID);
+    assert_non_null(strstr(err, "save_in_extend"));
+    assert_non_null(strstr(err, "maybe"));
+    /* the kernel option does not see it */
+    int k = -7;
+    g_opt_val = "1";
+    assert_int_equal(ca_read_options(&a, &k), 0);
+    assert_int_equal(k, CA_KERNEL_AUTO);
+}
+
 /* Which kernels run where (cuda_attn_choice.c's rules, written out here). */
 static void test_kernel_choice(void **state) {
     (void)state;
@@ -1104,7 +1140,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_save_in_extend_option),
+        cmocka_unit_test(test_removed_options_refused),
         cmocka_unit_test(test_fp8_dec_splits_option),  cmocka_unit_test(test_fp8_dec_splits_plan),
         cmocka_unit_test(test_fp8_dec_min_blocks_option), cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),

@@ -139,6 +139,15 @@ CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cud
 # splits a request at the default, 8 at 2, 16 at 4; d64 on page 1: 4, then 8)
 CUDA_EMU_FP8_SPLIT_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
                             --case decode:b=32,l=1024,hq=16,hkv=4,d=64,dtype=f16,kvdtype=fp8_e4m3,page=1
+# The direct extend's kinds of batch (no prefix, d128: page 1 / 16, GQA, f16 / bf16, ragged lengths,
+# page table + slot map, the LSE output) for the lever save_in_extend; the harness compares the whole
+# pool after each (every new token's slot holds its row, every other slot is unchanged).
+CUDA_EMU_SAVE_IN_EXTEND := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
+  --case extend:b=1,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=1 \
+  --case extend:b=3,l=300,q=300,hq=8,hkv=2,d=128,dtype=f16,page=16,ragged=1 \
+  --case extend:b=2,l=200,q=200,hq=32,hkv=8,d=128,dtype=bf16,page=1 \
+  --case extend:b=2,l=300,q=300,hq=8,hkv=2,d=128,dtype=bf16,page=16,smap=1,ptable=1 \
+  --case lse:op=extend,b=2,l=200,q=200,hq=8,hkv=2,d=128,dtype=bf16,page=16
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
                $(CUDA_EMU_GRAPH_SM90)
 	@echo "== cuda_attn on the emulator: graph capture / replay of decode and verify (test_cuda_graph_emu)"
@@ -163,6 +172,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  echo "== cuda_attn on the emulator, SM 9.0, EMU_TMAP=$$t: the TMA producers' cp.async fallbacks (the fp8 cases, the split extend's among them, and the quick matrix), blocks shuffled"; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'fp8'; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick; done
+	@echo "== cuda_attn on the emulator, SM 9.0, save_in_extend=1 (a lever): the direct extend saving in its kernel, blocks shuffled, both producers"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	  --conf tests/cuda_emu/conf_save_in_extend.json $(CUDA_EMU_SAVE_IN_EXTEND)
+	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	  --conf tests/cuda_emu/conf_save_in_extend.json $(CUDA_EMU_SAVE_IN_EXTEND)
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 TEST_STEPS += cuda-attn-emu
@@ -242,8 +256,22 @@ cuda_mla_emu: $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 # instantiation among them; sparse MLA has its own kernel whatever is asked),
 # and the quick matrix with every grid's blocks shuffled (EMU_ORDER=shuf); the
 # DSA indexer's cases (in the whole matrix above) again with a 1 MB score
-# scratch, so a batch's tokens take several passes, blocks shuffled.
+# scratch, so a batch's tokens take several passes, blocks shuffled.  The
+# sparse cases with sparse_ctas=2 (the 4-warp 32-row kernel), blocks shuffled,
+# and that kernel's own cases shuffled and reversed: a 16-way split of topk
+# 2048 (token 0's row all -1, token 1's a quarter -1), partial last tiles
+# (topk 200, 333, 20), 40 heads (a second block of 8 rows), 24 heads in f16,
+# 64-head verify, a 128-head extend; a record case keeps the 64-row kernel.
 CUDA_MLA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_mla
+CUDA_MLA_EMU_SPARSE_2CTA_CASES := \
+  --case 'sparse_decode:b=2,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
+  --case 'sparse_decode:b=3,l=700,hq=128,dtype=bf16,page=16,topk=200,neg=1,ragged=1' \
+  --case 'sparse_decode:b=2,l=500,hq=40,dtype=bf16,page=1,topk=333,neg=1' \
+  --case 'sparse_decode:b=2,l=100,hq=128,dtype=bf16,page=64,topk=20,neg=1' \
+  --case 'sparse_decode:b=2,l=300,hq=24,dtype=f16,page=16,topk=512' \
+  --case 'sparse_verify:b=2,l=400,q=3,hq=64,dtype=bf16,page=64,topk=128' \
+  --case 'sparse_extend:b=2,l=300,q=20,hq=128,dtype=bf16,page=64,topk=512,neg=1,ragged=1' \
+  --case 'sparse_decode:b=2,l=500,hq=40,dtype=bf16,page=64,topk=256,neg=1,rec=1'
 cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	@echo "== cuda_mla on the emulator, kernel=auto (the whole matrix)"
 	$(CUDA_MLA_EMU_CHECK) --no-conf
@@ -261,6 +289,10 @@ cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --no-conf --quick
 	@echo "== cuda_mla's DSA indexer on the emulator, a 1 MB score scratch (several passes), blocks shuffled"
 	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_idx_rows.json --filter '^indexer_'
+	@echo "== cuda_mla on the emulator, sparse_ctas=2: the sparse cases, blocks shuffled, then the 2-CTA kernel's own cases shuffled and reversed"
+	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_sparse_ctas2.json --filter '^sparse_'
+	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_sparse_ctas2.json $(CUDA_MLA_EMU_SPARSE_2CTA_CASES)
+	EMU_ORDER=rev $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_sparse_ctas2.json $(CUDA_MLA_EMU_SPARSE_2CTA_CASES)
 TEST_STEPS += cuda-mla-emu
 
 else

@@ -417,24 +417,40 @@ static void test_sparse_splits(void **st) {
     (void)st;
     int32_t tps = 0;
     /* decode B 64 x 128 heads on 132 SMs: 128 CTAs already, no split */
-    assert_int_equal(mla_sparse_splits(64, 128, 2048, 132, 33792, &tps), 1);
+    assert_int_equal(mla_sparse_splits(64, 128, 2048, 132, 1, 33792, &tps), 1);
     assert_int_equal(tps, 64);
     /* one token, 128 heads: 2 CTAs; 66 wanted, capped at 64 tiles / 4 = 16 */
-    assert_int_equal(mla_sparse_splits(1, 128, 2048, 132, 33792, &tps), 16);
+    assert_int_equal(mla_sparse_splits(1, 128, 2048, 132, 1, 33792, &tps), 16);
     assert_int_equal(tps, 4);
     /* 2 tokens x 16 heads, topk 128 (4 tiles): one split of 4 tiles */
-    assert_int_equal(mla_sparse_splits(2, 16, 128, 132, 33792, &tps), 1);
+    assert_int_equal(mla_sparse_splits(2, 16, 128, 132, 1, 33792, &tps), 1);
     assert_int_equal(tps, 4);
     /* the partial rows bound it: 1 token x 16 heads, 1024 rows -> at most 64 splits, then the cap 32 */
-    assert_int_equal(mla_sparse_splits(1, 16, 65536, 132, 1024, &tps), MLA_SPARSE_MAX_SPLITS);
+    assert_int_equal(mla_sparse_splits(1, 16, 65536, 132, 1, 1024, &tps), MLA_SPARSE_MAX_SPLITS);
     assert_int_equal(tps, 64);
-    assert_int_equal(mla_sparse_splits(1, 16, 65536, 132, 48, &tps), 3);
+    assert_int_equal(mla_sparse_splits(1, 16, 65536, 132, 1, 48, &tps), 3);
     assert_int_equal(tps, 683);
     /* a ragged last split: every split has at least one tile */
-    assert_int_equal(mla_sparse_splits(1, 64, 33 * 32, 100, 33792, &tps), 7); /* 8 wanted: 5 tiles each */
+    assert_int_equal(mla_sparse_splits(1, 64, 33 * 32, 100, 1, 33792, &tps), 7); /* 8 wanted: 5 tiles each */
     assert_int_equal(tps, 5);
-    assert_int_equal(mla_sparse_rows(16), 16);
-    assert_int_equal(mla_sparse_rows(17), 64);
+    assert_int_equal(mla_sparse_rows(16, 1), 16);
+    assert_int_equal(mla_sparse_rows(17, 1), 64);
+    /* two CTAs an SM (sparse_ctas=2): 32-row blocks, 2 x 132 slots */
+    assert_int_equal(mla_sparse_rows(16, 2), 16);
+    assert_int_equal(mla_sparse_rows(17, 2), 32);
+    /* decode B 64 x 128 heads: 256 CTAs in 264 slots, one wave, no split */
+    assert_int_equal(mla_sparse_splits(64, 128, 2048, 132, 2, 33792, &tps), 1);
+    assert_int_equal(tps, 64);
+    /* B 64 x 32 heads: one block a token either way; 264 slots take 4 splits, 132 take 2 */
+    assert_int_equal(mla_sparse_splits(64, 32, 2048, 132, 2, 33792, &tps), 4);
+    assert_int_equal(tps, 16);
+    assert_int_equal(mla_sparse_splits(64, 32, 2048, 132, 1, 33792, &tps), 2);
+    assert_int_equal(tps, 32);
+    /* the option applies to 16-bit pools at > 16 heads only */
+    assert_int_equal(mla_sparse_ctas(128, 0, 2), 2);
+    assert_int_equal(mla_sparse_ctas(128, 1, 2), 1);
+    assert_int_equal(mla_sparse_ctas(16, 0, 2), 1);
+    assert_int_equal(mla_sparse_ctas(128, 0, 1), 1);
 }
 
 /* One broken field at a time: status and the words naming it. */

@@ -175,6 +175,9 @@ static void test_refusals(void **st) {
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "0",
                           "environment SGL_ATTN_MLA_INDEXER_SCRATCH_MB = \"0\": expected an integer 1..1048576");
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "big", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_CTAS", "3",
+                          "environment SGL_ATTN_MLA_SPARSE_CTAS = \"3\": expected an integer 1..2");
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_CTAS", "0", "SGL_ATTN_MLA_SPARSE_CTAS");
     /* removed options are refused by name */
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_PREFETCH", "2",
                           "cuda_mla: environment SGL_ATTN_MLA_PREFETCH is no longer an option");
@@ -191,7 +194,8 @@ static void test_refusals(void **st) {
               {"SGL_ATTN_MLA_MMA", "ring"},     {"SGL_ATTN_MLA_MMA", "tma"},       {"SGL_ATTN_MLA_STRICT", "1"},
               {"SGL_ATTN_MLA_STRICT", "false"}, {"SGL_ATTN_MLA_STRICT", "yes"},  {"SGL_ATTN_MLA_LOG", "0"},
               {"SGL_ATTN_MLA_LOG", "true"},     {"SGL_ATTN_MLA_KERNEL", "MMA"},  {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "1"},
-              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}};
+              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}, {"SGL_ATTN_MLA_SPARSE_CTAS", "1"},
+              {"SGL_ATTN_MLA_SPARSE_CTAS", "2"}, {"SGL_ATTN_MLA_SPARSE_CTAS", "auto"}};
     m.is_mla = 0;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv(ok[i].env, ok[i].value, 1);

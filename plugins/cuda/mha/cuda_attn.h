@@ -53,6 +53,11 @@ int ca_read_fp8_dec_splits(const sgl_attn_create_args *a, int *splits);
  * 6 holds it to 168 registers, 12 warps per SM instead of 10 (ptxas spills a
  * few bytes).  A lever beside fp8_dec_splits (bench/gpu/levers/fp8_dec_b6s4.conf). */
 int ca_read_fp8_dec_min_blocks(const sgl_attn_create_args *a, int *blocks);
+/* The option "save_in_extend" (bool, default off; a lever, issue 23): the
+ * direct extend's new-token kernel writes the new K/V rows into the pool
+ * itself (extend_wgmma_sm90.cuh, wg_save_rows) instead of the save-KV launch
+ * after it.  A bad value fails as ca_read_options. */
+int ca_read_save_in_extend(const sgl_attn_create_args *a, int *on);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
@@ -190,6 +195,7 @@ typedef struct ca_backend {
      * sp_v, sp_part, sp_lse_pre NULL), the new tokens read from the call's k / v, the save
      * after them as their programmatic dependent (cuda_attn_forward.c, direct_extend). */
     int sp_direct;
+    int save_in_extend;         /* option save_in_extend: the direct extend's kernel saves its new K/V rows */
     int sp_new_tma;             /* ... the new-token kernel's TMA producer is set up */
     int plan_graph;             /* ca_plan runs for a graph hook: no direct extend (its lists stay unplanned) */
     int planned_split;          /* the planned batch has the split's lists (direct: no request has a prefix) */

@@ -154,9 +154,13 @@ int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, cons
  * of those k / v into the pool as its programmatic dependent
  * (save_kv_pdl.cu: the copy beside the attention, its grid complete only
  * after the attention's).  qk / v 128; *tma_ok as attn_ragged_wgmma_setup. */
-int attn_new_wgmma_setup(int dtype, int *tma_ok);
-int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
-                          void *stream);
+int attn_new_wgmma_setup(int dtype, int save, int *tma_ok);
+/* save: NULL, the pass alone (attn_launch_save_kv_after follows); else the
+ * option save_in_extend's form, whose producer warpgroup writes *save's rows
+ * into the pool (each item's own rows, one q head per kv head), no launch after
+ * it (setup with save 1 first). */
+int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, const attn_save *save, int sm_count,
+                          int grid_items, void *stream);
 int attn_launch_save_kv_after(const attn_save *s, void *stream);
 
 /* ------------------------------------------- the fp8 pool's split extend */

@@ -2,14 +2,22 @@
  * mla_sparse.cu - DSA's sparse MLA (mla_sparse.h): mma.sync m16n8k16, SM 8.0+.
  *
  * CTA (blockIdx.x = token * head blocks + head block, .y split: the head
- * blocks of a token run side by side and share its rows in L2), 8 warps, BM = 16 RG
- * head rows against the slots of the token's topk row, MMA_BN = 32 a tile:
- *   slots:  lane kk < 4 of warp w reads entry w + 8 kk of a tile two tiles
+ * blocks of a token run side by side and share its rows in L2), NW warps (8, or 4
+ * for two CTAs an SM), BM = 16 RG head rows against the slots of the token's
+ * topk row, MMA_BN = 32 a tile:
+ *   slots:  lane kk < 32 / NW of warp w reads entry w + NW kk of a tile two tiles
  *           ahead (a slot outside the pool is noted in the fault record and
  *           taken as -1) and broadcasts it by shuffle to the lanes that copy
  *           that row; it also marks the entry valid in shared memory for the
  *           score mask.  A -1 row is zero-filled, never read.  STAGES tiles
  *           in flight (3 where shared memory holds them, else 2).
+ * Two CTAs an SM (option sparse_ctas=2, 16-bit pools at > 16 heads): NW 4,
+ * RG 2 (32 head rows), 2 stages: every warp's share (16 rows, 16 slots of S,
+ * 256 value columns) is the 8-warp 64-row kernel's, the registers fit
+ * __launch_bounds__(128, 2) and 115,456 B of shared memory fit twice in SM
+ * 9.0's 228 KB, so one CTA's cp.async waits and barriers run under the other's
+ * MMAs; each tile is gathered once per 32 heads instead of per 64 (twice the
+ * L2 -> SM traffic).
  *   S = Q K^T over all 576 dims, masked (-inf) where the entry is -1;
  *   O += P V with V the first 512 dims of the same gathered rows;
  *   the warp split and the softmax exchange are the mma kernel's
@@ -33,14 +41,15 @@
 #include "mla_mma_ops.cuh"
 #include "mla_sparse.h"
 
-#define SP_THREADS 256
 #define SP_BN MLA_SPARSE_BN
 #define SP_ROW (MLA_D_QK + 8) /* padded smem row, elements: ldmatrix conflict-free */
 #define SP_PROW (SP_BN + 8)
 
-template <int RG, int STAGES, bool REC = false> struct SpCfg {
+template <int RG, int STAGES, bool REC = false, int NW = 8> struct SpCfg {
+    static constexpr int THREADS = 32 * NW;
+    static constexpr int RPW = SP_BN / NW; /* gathered rows a warp: lane kk < RPW reads the slot of one */
     static constexpr int BM = 16 * RG;
-    static constexpr int CG = 8 / RG;
+    static constexpr int CG = NW / RG;
     static constexpr int SW = CG < SP_BN / 8 ? CG : SP_BN / 8; /* S-warps per row group */
     static constexpr int KPW = SP_BN / SW;                      /* slots per S-warp */
     static constexpr int NCOL = MLA_D_V / CG;                   /* value columns per warp */
@@ -56,7 +65,8 @@ template <int RG, int STAGES, bool REC = false> struct SpCfg {
     static_assert(Q_BYTES % 16 == 0 && KV_BYTES % 16 == 0, "16-byte rows");
     static_assert(STAGES >= 2, "the loop reloads the stage of tile j - 1");
     static_assert(RAW_OFF % 16 == 0 && MLA_REC_BYTES % 16 == 0, "16-byte record chunks");
-    static_assert(SP_BN * 72 % SP_THREADS == 0, "the dequantise loop covers the tile");
+    static_assert(SP_BN * 72 % THREADS == 0, "the dequantise loop covers the tile");
+    static_assert(NW % RG == 0 && SP_BN % NW == 0 && RPW * 72 % 32 == 0, "warp split of the heads and the gather");
 };
 
 /* Record layout (bytes): 512 e4m3, 4 fp32 scales (one per 128 values), 64 bf16. */
@@ -96,9 +106,9 @@ GC_DEV uint32_t rec_pair(uint32_t x, float sc) {
 #endif
 }
 
-template <int RG, int STAGES, int DT, bool REC = false>
-__global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_args a) {
-    typedef SpCfg<RG, STAGES, REC> C;
+template <int RG, int STAGES, int DT, bool REC = false, int NW = 8>
+__global__ __launch_bounds__(32 * NW, NW == 4 ? 2 : 1) void mla_sparse_kernel(mla_sparse_args a) {
+    typedef SpCfg<RG, STAGES, REC, NW> C;
     static_assert(!REC || DT == MLA_DT_BF16, "the record's RoPE part is bf16: q too");
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sQ = (uint16_t *)smem;
@@ -124,15 +134,15 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
     const int64_t qrow0 = (int64_t)t * a.hq + h0; /* this CTA's first q / out row */
 
     /* Q rows (past nrows zero); they join the first tile's group. */
-    for (int c = tid; c < C::BM * 72; c += SP_THREADS) {
+    for (int c = tid; c < C::BM * 72; c += C::THREADS) {
         const int r = c / 72, col = c % 72;
         const bool ok = r < nrows;
         gc_cp_async16(sQ + r * SP_ROW + col * 8, (const uint16_t *)a.q + (qrow0 + (ok ? r : 0)) * MLA_D_QK + col * 8, ok);
     }
-    /* Lane kk < 4 of warp w: the slot of entry w + 8 kk of tile `tile` (-1: none). */
+    /* Lane kk < RPW of warp w: the slot of entry w + NW kk of tile `tile` (-1: none). */
     auto slot_of = [&](int tile) -> int64_t {
-        const int e = (tile0 + tile) * SP_BN + warp + 8 * lane;
-        if (lane >= 4 || e >= a.topk_k) return -1;
+        const int e = (tile0 + tile) * SP_BN + warp + NW * lane;
+        if (lane >= C::RPW || e >= a.topk_k) return -1;
         const int64_t s = __ldg(row + e);
         if (s >= a.num_slots || s < -1) {
             sgl_fault_note(a.fault, SGL_FAULT_TOPK_INDICES, (int64_t)t * a.topk_k + e, s, -1, a.num_slots);
@@ -145,25 +155,25 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
         if (REC) {
             unsigned char *dst = sRaw + (size_t)st * SP_BN * MLA_REC_BYTES;
 #pragma unroll
-            for (int i = 0; i < (4 * REC_CHUNKS + 31) / 32; i++) { /* 4 rows x 41 chunks = 164 */
-                const int c = lane + 32 * i, kk = c < 4 * REC_CHUNKS ? c / REC_CHUNKS : 0, col = c % REC_CHUNKS;
+            for (int i = 0; i < (C::RPW * REC_CHUNKS + 31) / 32; i++) { /* RPW rows x 41 chunks */
+                const int c = lane + 32 * i, kk = c < C::RPW * REC_CHUNKS ? c / REC_CHUNKS : 0, col = c % REC_CHUNKS;
                 const int64_t s = __shfl_sync(0xffffffffu, myslot, kk);
                 const bool ok = s >= 0;
-                if (c < 4 * REC_CHUNKS)
-                    gc_cp_async16(dst + (warp + 8 * kk) * MLA_REC_BYTES + col * 16,
+                if (c < C::RPW * REC_CHUNKS)
+                    gc_cp_async16(dst + (warp + NW * kk) * MLA_REC_BYTES + col * 16,
                                   (const unsigned char *)a.pool + (ok ? s : 0) * MLA_REC_BYTES + col * 16, ok);
             }
         } else {
             uint16_t *dst = sKV + (size_t)st * SP_BN * SP_ROW;
 #pragma unroll
-            for (int i = 0; i < 9; i++) { /* 4 rows x 72 chunks = 288 = 9 x 32 */
+            for (int i = 0; i < C::RPW * 72 / 32; i++) { /* RPW rows x 72 chunks: 9 or 18 x 32 */
                 const int c = lane + 32 * i, kk = c / 72, col = c % 72;
                 const int64_t s = __shfl_sync(0xffffffffu, myslot, kk);
                 const bool ok = s >= 0;
-                gc_cp_async16(dst + (warp + 8 * kk) * SP_ROW + col * 8, pool + (ok ? s : 0) * MLA_D_QK + col * 8, ok);
+                gc_cp_async16(dst + (warp + NW * kk) * SP_ROW + col * 8, pool + (ok ? s : 0) * MLA_D_QK + col * 8, ok);
             }
         }
-        if (lane < 4) sOk[st * SP_BN + warp + 8 * lane] = myslot >= 0;
+        if (lane < C::RPW) sOk[st * SP_BN + warp + NW * lane] = myslot >= 0;
     };
 #pragma unroll
     for (int st = 0; st < STAGES - 1; st++) {
@@ -192,8 +202,8 @@ __global__ __launch_bounds__(SP_THREADS, 1) void mla_sparse_kernel(mla_sparse_ar
         if (REC) { /* tile j's records -> the 16-bit tile (free: the barrier above) */
             const unsigned char *raw = sRaw + (size_t)stage * SP_BN * MLA_REC_BYTES;
 #pragma unroll
-            for (int i = 0; i < SP_BN * 72 / SP_THREADS; i++) { /* a row: 64 chunks of 8 e4m3, 8 of RoPE */
-                const int c = tid + SP_THREADS * i, r = c / 72, col = c % 72;
+            for (int i = 0; i < SP_BN * 72 / C::THREADS; i++) { /* a row: 64 chunks of 8 e4m3, 8 of RoPE */
+                const int c = tid + C::THREADS * i, r = c / 72, col = c % 72;
                 const unsigned char *src = raw + r * MLA_REC_BYTES;
                 uint4 v;
                 if (col < MLA_D_V / 8) {
@@ -354,11 +364,11 @@ template <int DT> __global__ __launch_bounds__(SP_COMB_WARPS * 32) void mla_spar
     }
 }
 
-template <int RG, int STAGES, int DT, bool REC> static int launch_t(const mla_sparse_args *a) {
+template <int RG, int STAGES, int DT, bool REC, int NW = 8> static int launch_t(const mla_sparse_args *a) {
     const int bm = 16 * RG;
     dim3 grid((unsigned)((int64_t)a->num_tokens * ((a->hq + bm - 1) / bm)), (unsigned)a->nsplit);
     cudaStream_t st = (cudaStream_t)a->stream;
-    mla_sparse_kernel<RG, STAGES, DT, REC><<<grid, SP_THREADS, SpCfg<RG, STAGES, REC>::SMEM, st>>>(*a);
+    mla_sparse_kernel<RG, STAGES, DT, REC, NW><<<grid, 32 * NW, SpCfg<RG, STAGES, REC, NW>::SMEM, st>>>(*a);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || a->nsplit <= 1) return (int)e;
     const int64_t rows = (int64_t)a->num_tokens * a->hq;
@@ -368,26 +378,32 @@ template <int RG, int STAGES, int DT, bool REC> static int launch_t(const mla_sp
 
 /* The instantiations, for 16-bit pools and the record alike: 16-row blocks
  * with 3 stages; 64-row blocks with 3 where the device holds them (SM 9.0),
- * else 2. */
+ * else 2.  Two CTAs an SM (16-bit pools): 32-row 4-warp blocks with 2 stages. */
+typedef SpCfg<2, 2, false, 4> SpCfg2;
+/* Two CTAs of it fit SM 9.0's 228 KB an SM (1 KB reserved a CTA). */
+static_assert(2 * (SpCfg2::SMEM + 1024) <= 228 * 1024, "sparse_ctas=2: two CTAs an SM");
 template <bool REC> static size_t smem_rec(int rows, int stages) {
     if (rows == 16) return stages == 3 ? SpCfg<1, 3, REC>::SMEM : 0;
+    if (rows == 32) return !REC && stages == 2 ? SpCfg2::SMEM : 0;
     return stages == 3 ? SpCfg<4, 3, REC>::SMEM : stages == 2 ? SpCfg<4, 2, REC>::SMEM : 0;
 }
 static size_t smem_of(int rows, int stages, int rec) { return rec ? smem_rec<true>(rows, stages) : smem_rec<false>(rows, stages); }
 
-extern "C" int32_t mla_sparse_stages(int32_t hq, size_t smem_optin, int32_t rec) {
-    const int rows = mla_sparse_rows(hq);
+extern "C" int32_t mla_sparse_stages(int32_t hq, size_t smem_optin, int32_t rec, int32_t ctas) {
+    const int rows = mla_sparse_rows(hq, ctas);
     for (int st = 3; st >= 2; st--)
         if (smem_of(rows, st, rec) && smem_of(rows, st, rec) <= smem_optin) return st;
     return 0;
 }
 
-extern "C" size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec) {
-    return smem_of(mla_sparse_rows(hq), stages, rec);
+extern "C" size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec, int32_t ctas) {
+    return smem_of(mla_sparse_rows(hq, ctas), stages, rec);
 }
 
 template <int DT, bool REC> static int launch_dt(const mla_sparse_args *a) {
-    if (mla_sparse_rows(a->hq) == 16) return a->stages == 3 ? launch_t<1, 3, DT, REC>(a) : (int)cudaErrorInvalidValue;
+    const int rows = mla_sparse_rows(a->hq, a->ctas);
+    if (rows == 16) return a->stages == 3 ? launch_t<1, 3, DT, REC>(a) : (int)cudaErrorInvalidValue;
+    if (rows == 32) return !REC && a->stages == 2 ? launch_t<2, 2, DT, false, 4>(a) : (int)cudaErrorInvalidValue;
     return a->stages == 3   ? launch_t<4, 3, DT, REC>(a)
            : a->stages == 2 ? launch_t<4, 2, DT, REC>(a)
                             : (int)cudaErrorInvalidValue;
@@ -395,7 +411,8 @@ template <int DT, bool REC> static int launch_dt(const mla_sparse_args *a) {
 
 extern "C" int mla_launch_sparse(const mla_sparse_args *a) {
     if (a->num_tokens <= 0 || a->hq <= 0) return 0;
-    if (a->nsplit < 1 || a->nsplit > MLA_SPARSE_MAX_SPLITS || a->tiles_per_split < 1 || a->topk_k < 1)
+    if (a->nsplit < 1 || a->nsplit > MLA_SPARSE_MAX_SPLITS || a->tiles_per_split < 1 || a->topk_k < 1 ||
+        a->ctas < 1 || a->ctas > 2)
         return (int)cudaErrorInvalidValue;
     if (a->rec) return a->dt == MLA_DT_BF16 ? launch_dt<MLA_DT_BF16, true>(a) : (int)cudaErrorInvalidValue;
     if (a->dt == MLA_DT_BF16) return launch_dt<MLA_DT_BF16, false>(a);
@@ -403,16 +420,23 @@ extern "C" int mla_launch_sparse(const mla_sparse_args *a) {
     return (int)cudaErrorInvalidValue;
 }
 
-template <int RG, int STAGES, int DT, bool REC> static cudaError_t attr_t(size_t optin) {
-    if (SpCfg<RG, STAGES, REC>::SMEM > optin) return cudaSuccess; /* never launched here */
-    return cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT, REC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)SpCfg<RG, STAGES, REC>::SMEM);
+template <int RG, int STAGES, int DT, bool REC, int NW = 8> static cudaError_t attr_t(size_t optin) {
+    typedef SpCfg<RG, STAGES, REC, NW> C;
+    if (C::SMEM > optin) return cudaSuccess; /* never launched here */
+    cudaError_t e = cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT, REC, NW>,
+                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM);
+    /* two CTAs an SM: the whole carveout as shared memory, so the second fits */
+    if (e == cudaSuccess && NW == 4)
+        e = cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT, REC, NW>,
+                                 cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
+    return e;
 }
 
 template <int DT, bool REC> static cudaError_t attr_dt(size_t optin) {
     cudaError_t e = attr_t<1, 3, DT, REC>(optin);
     if (e == cudaSuccess) e = attr_t<4, 3, DT, REC>(optin);
     if (e == cudaSuccess) e = attr_t<4, 2, DT, REC>(optin);
+    if (e == cudaSuccess && !REC) e = attr_t<2, 2, DT, false, 4>(optin);
     return e;
 }
 

@@ -6,8 +6,11 @@
  *
  * One CTA takes (query token, block of heads, split of the row): the heads
  * are the M dimension of mma.sync (16 rows a block for up to 16 heads, else
- * 64), the row's slots are gathered 32 at a time by cp.async (2 or 3 tiles in
- * flight), online softmax.
+ * 64; 32 with cuda_mla's option sparse_ctas=2), the row's slots are gathered
+ * 32 at a time by cp.async (2 or 3 tiles in flight), online softmax.
+ * sparse_ctas=2 (16-bit pools, > 16 heads): 4-warp CTAs of 32 head rows with
+ * 2 stages, small enough in registers and shared memory for two CTAs an SM
+ * (SM 9.0), so one CTA's gather and barriers overlap the other's MMAs.
  * With few tokens the row is split and mla_sparse.cu's combine merges the
  * partial rows (part_o / part_lse of the backend, [nsplit][T * hq]).
  * The pool is q's dtype [slots, 576], or FlashMLA's fp8 record (rec, bf16 q):
@@ -48,20 +51,32 @@ typedef struct mla_sparse_args {
     void *stream;
     sgl_gpu_fault_ref fault; /* where a slot outside the pool is noted */
     int32_t rec;             /* 1: the pool is FlashMLA's fp8 record (dt MLA_DT_BF16) */
+    int32_t ctas;            /* CTAs an SM the kernel is shaped for: mla_sparse_ctas */
 } mla_sparse_args;
 
-/* Head rows a CTA takes for hq heads: 16 up to 16 heads, else 64. */
-static inline int32_t mla_sparse_rows(int32_t hq) { return hq <= 16 ? 16 : 64; }
+/* CTAs an SM the kernel for hq heads is shaped for, given the option
+ * sparse_ctas (1 or 2): 2 only for 16-bit pools (rec 0) at > 16 heads; the
+ * 16-row kernel and the record's keep one. */
+static inline int32_t mla_sparse_ctas(int32_t hq, int32_t rec, int32_t opt) {
+    return opt >= 2 && !rec && hq > 16 ? 2 : 1;
+}
 
-/* Splits of each row: enough CTAs for one wave of the device's SMs where
- * the tokens alone give fewer, each split MLA_SPARSE_MIN_TILES tiles or
- * more, the partials within part_rows.  Writes the tiles a split takes.
- * Depends on the shape only (a captured graph replays any indices). */
-static inline int32_t mla_sparse_splits(int32_t t, int32_t hq, int64_t topk_k, int32_t sm_count, int64_t part_rows,
-                                        int32_t *tiles_per_split) {
+/* Head rows a CTA takes for hq heads: 16 up to 16 heads, else 64, or 32
+ * where two CTAs share an SM (ctas 2). */
+static inline int32_t mla_sparse_rows(int32_t hq, int32_t ctas) { return hq <= 16 ? 16 : ctas >= 2 ? 32 : 64; }
+
+/* Splits of each row: enough CTAs for one wave of the device's SMs (ctas
+ * of them an SM) where the tokens alone give fewer, each split
+ * MLA_SPARSE_MIN_TILES tiles or more, the partials within part_rows.
+ * Writes the tiles a split takes.  Depends on the shape only (a captured
+ * graph replays any indices). */
+static inline int32_t mla_sparse_splits(int32_t t, int32_t hq, int64_t topk_k, int32_t sm_count, int32_t ctas,
+                                        int64_t part_rows, int32_t *tiles_per_split) {
     const int64_t tiles = (topk_k + MLA_SPARSE_BN - 1) / MLA_SPARSE_BN;
-    const int64_t ctas = (int64_t)t * ((hq + mla_sparse_rows(hq) - 1) / mla_sparse_rows(hq));
-    int64_t n = ctas > 0 ? (sm_count > 0 ? sm_count : 1) / ctas : 1;
+    const int32_t rows = mla_sparse_rows(hq, ctas);
+    const int64_t blocks = (int64_t)t * ((hq + rows - 1) / rows);
+    const int64_t slots = (int64_t)(sm_count > 0 ? sm_count : 1) * (ctas > 1 ? ctas : 1);
+    int64_t n = blocks > 0 ? slots / blocks : 1;
     if (n > tiles / MLA_SPARSE_MIN_TILES) n = tiles / MLA_SPARSE_MIN_TILES;
     if (n > MLA_SPARSE_MAX_SPLITS) n = MLA_SPARSE_MAX_SPLITS;
     if ((int64_t)t * hq > 0 && n > part_rows / ((int64_t)t * hq)) n = part_rows / ((int64_t)t * hq);
@@ -71,12 +86,12 @@ static inline int32_t mla_sparse_splits(int32_t t, int32_t hq, int64_t topk_k, i
     return per > 0 ? (int32_t)((tiles + per - 1) / per) : 1;
 }
 
-/* Stages of the kernel that runs for hq heads (rec: over the fp8 record) on
- * a device with smem_optin bytes of shared memory per block: 3 or 2, 0 when
- * none fits. */
-int32_t mla_sparse_stages(int32_t hq, size_t smem_optin, int32_t rec);
+/* Stages of the kernel that runs for hq heads (rec: over the fp8 record;
+ * ctas: mla_sparse_ctas) on a device with smem_optin bytes of shared memory
+ * per block: 3 or 2 (ctas 2: 2), 0 when none fits. */
+int32_t mla_sparse_stages(int32_t hq, size_t smem_optin, int32_t rec, int32_t ctas);
 /* Dynamic shared memory of that kernel (0: no such instantiation). */
-size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec);
+size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec, int32_t ctas);
 /* Kernel attributes (dynamic shared memory) of the instantiations that fit
  * smem_optin bytes; 0 or a cudaError_t. */
 int mla_sparse_init(size_t smem_optin);
