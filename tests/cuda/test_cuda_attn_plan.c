@@ -45,7 +45,9 @@ static void test_decode_bounds_random(void **state) {
         attn_tiles t = random_tiles(d, group);
         attn_sizing s;
         char err[256];
-        assert_int_equal(attn_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms, 4, err, sizeof err), 0);
+        /* blocks per SM: the default 4 times any fp8_dec_splits factor */
+        const int bps = 4 * (1 + (int)rnd(CA_FP8_DEC_SPLITS_MAX));
+        assert_int_equal(attn_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms, bps, err, sizeof err), 0);
         const int bs = 1 + (int)rnd((uint32_t)max_reqs);
         int64_t lens[512], total = 0;
         for (int i = 0; i < bs; i++) {
@@ -192,6 +194,106 @@ static void test_kernel_option(void **state) {
 /* The removed options (levers deleted or made the only behaviour) are
  * refused by name whatever their value; an unknown key is not an option of
  * this plugin and is ignored. */
+/* fp8_dec_splits: 1..4 read as given, unset / "" / auto as 1, anything else
+ * refused naming the option, the value and the range; the kernel option does
+ * not see it. */
+static void test_fp8_dec_splits_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "fp8_dec_splits", err, sizeof err);
+    static const char *const good[] = {"1", "2", "3", "4"};
+    for (int v = 0; v < 4; v++) {
+        g_opt_val = good[v];
+        int k = -7, o = -7;
+        assert_int_equal(ca_read_fp8_dec_splits(&a, &k), 0);
+        assert_int_equal(k, v + 1);
+        assert_int_equal(ca_read_options(&a, &o), 0);
+        assert_int_equal(o, CA_KERNEL_AUTO);
+    }
+    const char *unset[] = {NULL, "", "auto"};
+    for (size_t i = 0; i < 3; i++) {
+        g_opt_val = unset[i];
+        int k = -7;
+        assert_int_equal(ca_read_fp8_dec_splits(&a, &k), 0);
+        assert_int_equal(k, 1);
+    }
+    const char *bad[] = {"0", "5", "-1", "two", "2x"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        g_opt_val = bad[i];
+        int k = -7;
+        assert_int_equal(ca_read_fp8_dec_splits(&a, &k), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "plugin option cuda_attn.fp8_dec_splits"));
+        assert_non_null(strstr(err, bad[i]));
+        assert_non_null(strstr(err, "expected an integer 1..4"));
+    }
+}
+
+/* fp8_dec_min_blocks: 4 and 6 read as given, unset / "" as 4, anything else
+ * (5, 8, words) refused naming the option, the value and the two accepted. */
+static void test_fp8_dec_min_blocks_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "fp8_dec_min_blocks", err, sizeof err);
+    static const char *const good[] = {"4", "6"};
+    for (int v = 0; v < 2; v++) {
+        g_opt_val = good[v];
+        int k = -7, s = -7;
+        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), 0);
+        assert_int_equal(k, 4 + 2 * v);
+        assert_int_equal(ca_read_fp8_dec_splits(&a, &s), 0);
+        assert_int_equal(s, 1);
+    }
+    const char *unset[] = {NULL, ""};
+    for (size_t i = 0; i < 2; i++) {
+        g_opt_val = unset[i];
+        int k = -7;
+        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), 0);
+        assert_int_equal(k, 4);
+    }
+    const char *bad[] = {"5", "8", "0", "six"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        g_opt_val = bad[i];
+        int k = -7;
+        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "plugin option cuda_attn.fp8_dec_min_blocks"));
+        assert_non_null(strstr(err, bad[i]));
+        assert_non_null(strstr(err, "expected 4 or 6"));
+    }
+}
+
+/* What the factor does to the benched shapes (GQA 32/8, d128, 132 SMs, the
+ * tensor-core tiles): the split count per request of B requests of L tokens
+ * at blocks per SM 4 (the default) and 4 * k (docs/lab/mha.md's prediction). */
+static void test_fp8_dec_splits_plan(void **state) {
+    (void)state;
+    attn_kernels k;
+    memset(&k, 0, sizeof k);
+    ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, &k);
+    k.head_dim = 128;
+    const attn_tiles t = attn_kernel_tiles(&k, 4);
+    static const struct { int b, l, f, n; } rows[] = {
+        {64, 4096, 1, 1},   {64, 4096, 2, 2},   {64, 4096, 4, 4},   {64, 16384, 1, 1}, {64, 16384, 2, 2},
+        {64, 16384, 4, 4},  {128, 4096, 1, 1},  {128, 4096, 2, 1},  {128, 4096, 4, 2}, {128, 16384, 4, 2},
+        {64, 4096, 3, 3},   {128, 4096, 3, 1},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        attn_sizing s;
+        char err[256];
+        assert_int_equal(attn_sizing_compute(&s, 256, 4096, 65536, 32, 8, 128, &t, 132, 4 * rows[i].f, err, sizeof err), 0);
+        assert_int_equal(s.decode_target_items, 66 * rows[i].f);
+        const int64_t chunk = attn_plan_chunk((int64_t)rows[i].b * rows[i].l, s.decode_target_items, s.decode_min_chunk,
+                                              s.decode_chunk_align);
+        const int fit = attn_plan_nsplit_fit(rows[i].l, chunk);
+        const int n = attn_plan_nsplit(rows[i].l, attn_plan_split_len(rows[i].l, fit, s.decode_chunk_align));
+        assert_int_equal(n, rows[i].n);
+        assert_true((int64_t)rows[i].b * n <= attn_decode_grid_items(&s, rows[i].b));
+    }
+}
+
 static void test_removed_options_refused(void **state) {
     (void)state;
     static const char *const keys[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
@@ -1073,7 +1175,10 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_save_in_extend_option),        cmocka_unit_test(test_removed_options_refused), cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_save_in_extend_option),
+        cmocka_unit_test(test_removed_options_refused),
+        cmocka_unit_test(test_fp8_dec_splits_option),  cmocka_unit_test(test_fp8_dec_splits_plan),
+        cmocka_unit_test(test_fp8_dec_min_blocks_option), cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),

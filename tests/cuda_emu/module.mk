@@ -118,7 +118,9 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
 # fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
-# hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the Hopper
+# hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases with
+# fp8_dec_splits=2 and 4 and with 4 beside fp8_dec_min_blocks=6 (levers: more splits per
+# request, 6 blocks per SM) on the SM 9.0 build, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
 # ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
@@ -137,6 +139,10 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # verify (causal: the split serves it) each way.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
+# fp8 decodes whose split count fp8_dec_splits raises on the SM 9.0 build's 132 SMs (d128: 4
+# splits a request at the default, 8 at 2, 16 at 4; d64 on page 1: 4, then 8)
+CUDA_EMU_FP8_SPLIT_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
+                            --case decode:b=32,l=1024,hq=16,hkv=4,d=64,dtype=f16,kvdtype=fp8_e4m3,page=1
 # The direct extend's kinds of batch (no prefix, d128: page 1 / 16, GQA, f16 / bf16, ragged lengths,
 # page table + slot map, the LSE output) for the lever save_in_extend; the harness compares the whole
 # pool after each (every new token's slot holds its row, every other slot is unchanged).
@@ -157,6 +163,12 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
+	@set -e; for k in splits2 splits4 b6s4; do \
+	  echo "== cuda_attn on the emulator, SM 9.0, fp8_dec_$$k (lever): the fp8 decode cases and two that it splits further, blocks shuffled"; \
+	  EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	    --conf tests/cuda_emu/conf_fp8_dec_$$k.json --filter 'decode.*fp8_e4m3'; \
+	  EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	    --conf tests/cuda_emu/conf_fp8_dec_$$k.json $(CUDA_EMU_FP8_SPLIT_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf

@@ -43,6 +43,18 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 /* fp8_prefix_ring (a boolean, unset: 0) into *ring. */
 int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *ring);
 const char *ca_kernel_option_name(int option);
+/* The plugin option "fp8_dec_splits" (1..4; unset: 1): an fp8 e4m3 pool's
+ * decode plan aims at this many times the items a 16-bit pool's does (the
+ * sizing's blocks per SM times it), so a request's KV splits into more,
+ * shorter items and more register-fed decode warps run per SM.  It exists to
+ * time the factors on a device (bench/gpu/levers/fp8_dec_splits*.conf). */
+#define CA_FP8_DEC_SPLITS_MAX 4
+int ca_read_fp8_dec_splits(const sgl_attn_create_args *a, int *splits);
+/* The plugin option "fp8_dec_min_blocks" (4 | 6; unset: 4): the blocks per SM
+ * that the fp8 register-fed decode's registers must allow (its launch bound):
+ * 6 holds it to 168 registers, 12 warps per SM instead of 10 (ptxas spills a
+ * few bytes).  A lever beside fp8_dec_splits (bench/gpu/levers/fp8_dec_b6s4.conf). */
+int ca_read_fp8_dec_min_blocks(const sgl_attn_create_args *a, int *blocks);
 /* The option "save_in_extend" (bool, default off; a lever, issue 23): the
  * direct extend's new-token kernel writes the new K/V rows into the pool
  * itself (extend_wgmma_sm90.cuh, wg_save_rows) instead of the save-KV launch
@@ -155,6 +167,7 @@ typedef struct ca_backend {
     int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
+    int fp8_dec_splits; /* fp8 pools: the decode plan's items times this (option fp8_dec_splits; else 1) */
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */
     int ragged_only;   /* the model's head dims differ (qk 192 / v 128): no paged forwards */

@@ -399,10 +399,13 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO;
+    int option = CA_KERNEL_AUTO, fp8_dec_splits = 1;
     int fp8_prefix = 0;
     if ((rc = ca_read_options(a, &option))) return rc;
     if ((rc = ca_read_fp8_prefix(a, &fp8_prefix))) return rc;
+    if ((rc = ca_read_fp8_dec_splits(a, &fp8_dec_splits))) return rc;
+    int fp8_dec_min_blocks = 4;
+    if ((rc = ca_read_fp8_dec_min_blocks(a, &fp8_dec_min_blocks))) return rc;
     int save_in_extend = 0;
     if ((rc = ca_read_save_in_extend(a, &save_in_extend))) return rc;
     sgl_sdk_cuda_device dev;
@@ -429,6 +432,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
+    kern.fp8_dec_min_blocks = kern.kv_fp8 ? fp8_dec_min_blocks : 4;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -454,8 +458,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->model_window = m->sliding_window;
     b->model_attn_type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
+    /* an fp8 pool's decode aims at fp8_dec_splits times the items (half the bytes per token) */
+    b->fp8_dec_splits = kern.kv_fp8 ? fp8_dec_splits : 1;
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
-                             &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM, err, err_size);
+                             &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * b->fp8_dec_splits, err, err_size);
     if (rc) {
         free(b);
         return rc;
@@ -527,6 +533,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     else
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
+    char fp8_note[96];
+    snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, fp8_dec_splits=%d, fp8_dec_min_blocks=%d)",
+             b->fp8_dec_splits, b->kern.fp8_dec_min_blocks);
+    if (b->fp8_dec_splits == 1 && b->kern.fp8_dec_min_blocks == 4) snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool)");
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
                 "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s, ragged %s%s, dual chunk: "
                 "%s%s, %zu bytes of work buffers",
@@ -537,7 +547,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma from a byte ring, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",
-                decode_names[b->kern.decode], b->kern.kv_fp8 ? " (fp8 e4m3 pool)" : "",
+                decode_names[b->kern.decode], b->kern.kv_fp8 ? fp8_note : "",
                 b->rg_wgmma ? "wgmma" : "mma", b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,
                 b->ragged_only ? " (the model's qk / v dims: forward_ragged only)" : "", b->sz.total_bytes);
     *out = &b->base;

@@ -59,6 +59,24 @@ const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
 
+static const char *const k_fp8_min_blocks[] = {"4", "6"};
+
+int ca_read_fp8_dec_min_blocks(const sgl_attn_create_args *a, int *blocks) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    int i = 0;
+    const int rc = sgl_sdk_opt_choice(&o, "fp8_dec_min_blocks", NULL, k_fp8_min_blocks, 2, 0, &i);
+    if (!rc) *blocks = i ? 6 : 4;
+    return rc;
+}
+
+int ca_read_fp8_dec_splits(const sgl_attn_create_args *a, int *splits) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    int64_t v = 1;
+    const int rc = sgl_sdk_opt_int(&o, "fp8_dec_splits", NULL, 1, 1, CA_FP8_DEC_SPLITS_MAX, &v);
+    if (!rc) *splits = (int)v;
+    return rc;
+}
+
 void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k) {
     k->kv_fp8 = kv_fp8 != 0;
     k->dc_extend = ATTN_EXTEND_MMA;

@@ -120,10 +120,13 @@ template <int N> GC_DEV uint32_t dr_word(const uint4 (&v)[N], int w) {
 /* KV element types of the template: 16-bit, or fp8 e4m3 with its bytes
  * converted to f16 by the SM 8.9+ cvt, or by integer moves where no cvt
  * exists (SM 8.0). */
-enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1 };
+enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1, ATTN_KV_FP8_B6 = 2 };
 template <int KV> struct dr_kv {
     static constexpr bool f8 = KV != ATTN_KV_16;
-    static constexpr bool kcvt = ATTN_FP8_HW_CVT && KV == ATTN_KV_FP8;
+    static constexpr bool kcvt = ATTN_FP8_HW_CVT && f8;
+    /* blocks per SM the registers must allow: ATTN_KV_FP8_B6 is the fp8 kernel
+     * held to 6 (168 registers: 12 warps per SM; option fp8_dec_min_blocks) */
+    static constexpr int min_blocks = KV == ATTN_KV_FP8_B6 ? 6 : ATTN_DR_MIN_BLOCKS;
     static constexpr bool vcvt = kcvt;
     /* what a converted K / V value is multiplied by to give the e4m3 value */
     static constexpr float kunit = kcvt ? 1.0f : ATTN_FP8_INT_UNIT;
@@ -336,7 +339,7 @@ GC_DEV uint4 dr_q_pairs(uint4 v) {
 }
 
 template <int DT, int D, int KV>
-__global__ __launch_bounds__(ATTN_DR_WARPS * 32, ATTN_DR_MIN_BLOCKS) void attn_decode_reg_kernel(attn_fwd p) {
+__global__ __launch_bounds__(ATTN_DR_WARPS * 32, dr_kv<KV>::min_blocks) void attn_decode_reg_kernel(attn_fwd p) {
     using C = decode_reg_cfg<D>;
     constexpr bool F8 = dr_kv<KV>::f8;
     constexpr int CT = F8 ? GC_F16 : DT; /* the mma's type */
@@ -489,10 +492,12 @@ template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, 
     return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p, int grid_items, void *stream) {
+extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int fp8_min_blocks, int d, const attn_fwd *p,
+                                      int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     if (p->group < 1 || p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
     const cudaStream_t st = (cudaStream_t)stream;
     if (!kv_fp8) return decode_reg_kv<ATTN_KV_16>(dtype, d, p, grid_items, st);
+    if (fp8_min_blocks == 6) return decode_reg_kv<ATTN_KV_FP8_B6>(dtype, d, p, grid_items, st);
     return decode_reg_kv<ATTN_KV_FP8>(dtype, d, p, grid_items, st);
 }
