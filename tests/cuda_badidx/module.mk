@@ -25,7 +25,9 @@ endif
 # The same test over the emulated plugins (tests/cuda_emu: cuda_attn and
 # cuda_mla built by g++ for the CPU emulator of CUDA), linked with the
 # emulator's runtime for its own buffers: every bad-index class through the
-# SM 8.x kernels in `make test`, here, without a GPU (about 10 s).  The step
+# SM 8.x kernels in `make test`, here, without a GPU (about 10 s), then again
+# over the SM 9.0 runtime's plugins (emu-plugins-sm90: cuda_mla's 32-row
+# two-CTA sparse kernel, which SM 8.x does not run; about 14 s).  The step
 # fails unless the test ran its checks (a SKIP would pass vacuously).
 ifeq ($(HAVE_CUDA),1)
 CUDA_BADIDX_EMU := $(TESTDIR)/test_cuda_badidx_emu
@@ -35,12 +37,14 @@ $(CUDA_BADIDX_EMU): $(OBJDIR)/tests/cuda_badidx/test_cuda_badidx.o $(OBJDIR)/tes
 	$(CXX) $(LDFLAGS_COMMON) -o $@ $^ -ldl -lm
 ALL += $(CUDA_BADIDX_EMU)
 
-cuda-badidx-emu: $(CUDA_BADIDX_EMU) $$(CUDA_EMU_SO) $$(CUDA_MLA_EMU_SO)
-	@echo "== test_cuda_badidx on the emulated cuda_attn and cuda_mla"
-	@out=$$($(CUDA_BADIDX_EMU) $(CUDA_EMU_PLUGDIR) 2>&1); rc=$$?; printf '%s\n' "$$out" | tail -3; \
+cuda-badidx-emu: $(CUDA_BADIDX_EMU) $$(CUDA_EMU_SO) $$(CUDA_MLA_EMU_SO) $$(CUDA_EMU_SM90_SO) $$(CUDA_MLA_EMU_SM90_SO)
+	@for dir in $(CUDA_EMU_PLUGDIR) $(CUDA_MLA_EMU_SM90_DIR); do \
+	  echo "== test_cuda_badidx on the emulated cuda_attn and cuda_mla in $$dir"; \
+	  out=$$($(CUDA_BADIDX_EMU) $$dir 2>&1); rc=$$?; printf '%s\n' "$$out" | tail -3; \
 	  if [ $$rc -ne 0 ]; then printf '%s\n' "$$out" | grep -v '^ok' | head -40; exit 1; fi; \
 	  printf '%s\n' "$$out" | grep -Eq '^[1-9][0-9]* checks, 0 failures$$' || \
-	    { echo "cuda-badidx-emu: the test did not run its checks (SKIP?)"; exit 1; }
+	    { echo "cuda-badidx-emu: the test did not run its checks (SKIP?)"; exit 1; }; \
+	done
 TEST_STEPS += cuda-badidx-emu
 .PHONY: cuda-badidx-emu
 endif

@@ -267,12 +267,14 @@ cuda_mla_emu: $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 # and the quick matrix with every grid's blocks shuffled (EMU_ORDER=shuf); the
 # DSA indexer's cases (in the whole matrix above) again with a 1 MB score
 # scratch, so a batch's tokens take several passes, blocks shuffled.  The
-# sparse cases with sparse_ctas=2 (the 4-warp 32-row kernel), blocks shuffled,
-# and that kernel's own cases shuffled and reversed: a 16-way split of topk
+# sparse cases on SM 8.0 (the 64-row kernel), blocks shuffled; on the SM 9.0
+# runtime (where 16-bit pools at > 16 heads run the 4-warp 32-row kernel, two
+# CTAs an SM) that kernel's own cases shuffled and reversed: a 16-way split of topk
 # 2048 (token 0's row all -1, token 1's a quarter -1), partial last tiles
 # (topk 200, 333, 20), 40 heads (a second block of 8 rows), 24 heads in f16,
 # 64-head verify, a 128-head extend; a record case keeps the 64-row kernel.
 CUDA_MLA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_mla
+CUDA_MLA_EMU_SM90_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla --no-conf
 CUDA_MLA_EMU_SPARSE_2CTA_CASES := \
   --case 'sparse_decode:b=2,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
   --case 'sparse_decode:b=3,l=700,hq=128,dtype=bf16,page=16,topk=200,neg=1,ragged=1' \
@@ -299,10 +301,10 @@ cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --no-conf --quick
 	@echo "== cuda_mla's DSA indexer on the emulator, a 1 MB score scratch (several passes), blocks shuffled"
 	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_idx_rows.json --filter '^indexer_'
-	@echo "== cuda_mla on the emulator, sparse_ctas=2: the sparse cases, blocks shuffled, then the 2-CTA kernel's own cases shuffled and reversed"
-	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_sparse_ctas2.json --filter '^sparse_'
-	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_sparse_ctas2.json $(CUDA_MLA_EMU_SPARSE_2CTA_CASES)
-	EMU_ORDER=rev $(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_sparse_ctas2.json $(CUDA_MLA_EMU_SPARSE_2CTA_CASES)
+	@echo "== cuda_mla on the emulator, defaults: the sparse cases, blocks shuffled (SM 8.0: 64-row kernel), then the SM 9.0 2-CTA kernel's own cases shuffled and reversed"
+	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --no-conf --filter '^sparse_'
+	EMU_ORDER=shuf $(CUDA_MLA_EMU_SM90_CHECK) $(CUDA_MLA_EMU_SPARSE_2CTA_CASES)
+	EMU_ORDER=rev $(CUDA_MLA_EMU_SM90_CHECK) $(CUDA_MLA_EMU_SPARSE_2CTA_CASES)
 TEST_STEPS += cuda-mla-emu
 
 else

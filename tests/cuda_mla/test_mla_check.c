@@ -435,7 +435,7 @@ static void test_sparse_splits(void **st) {
     assert_int_equal(tps, 5);
     assert_int_equal(mla_sparse_rows(16, 1), 16);
     assert_int_equal(mla_sparse_rows(17, 1), 64);
-    /* two CTAs an SM (sparse_ctas=2): 32-row blocks, 2 x 132 slots */
+    /* two CTAs an SM (SM 9.0, 16-bit pools): 32-row blocks, 2 x 132 slots */
     assert_int_equal(mla_sparse_rows(16, 2), 16);
     assert_int_equal(mla_sparse_rows(17, 2), 32);
     /* decode B 64 x 128 heads: 256 CTAs in 264 slots, one wave, no split */
@@ -446,11 +446,12 @@ static void test_sparse_splits(void **st) {
     assert_int_equal(tps, 16);
     assert_int_equal(mla_sparse_splits(64, 32, 2048, 132, 1, 33792, &tps), 2);
     assert_int_equal(tps, 32);
-    /* the option applies to 16-bit pools at > 16 heads only */
-    assert_int_equal(mla_sparse_ctas(128, 0, 2), 2);
-    assert_int_equal(mla_sparse_ctas(128, 1, 2), 1);
-    assert_int_equal(mla_sparse_ctas(16, 0, 2), 1);
-    assert_int_equal(mla_sparse_ctas(128, 0, 1), 1);
+    /* two CTAs an SM for 16-bit pools at > 16 heads on SM 9.0 only */
+    assert_int_equal(mla_sparse_ctas(128, 0, 9), 2);
+    assert_int_equal(mla_sparse_ctas(17, 0, 9), 2);
+    assert_int_equal(mla_sparse_ctas(128, 1, 9), 1);
+    assert_int_equal(mla_sparse_ctas(16, 0, 9), 1);
+    assert_int_equal(mla_sparse_ctas(128, 0, 8), 1);
 }
 
 /* One broken field at a time: status and the words naming it. */

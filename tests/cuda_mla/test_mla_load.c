@@ -175,9 +175,6 @@ static void test_refusals(void **st) {
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "0",
                           "environment SGL_ATTN_MLA_INDEXER_SCRATCH_MB = \"0\": expected an integer 1..1048576");
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "big", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB");
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_CTAS", "3",
-                          "environment SGL_ATTN_MLA_SPARSE_CTAS = \"3\": expected an integer 1..2");
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_CTAS", "0", "SGL_ATTN_MLA_SPARSE_CTAS");
     /* removed options are refused by name */
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_PREFETCH", "2",
                           "cuda_mla: environment SGL_ATTN_MLA_PREFETCH is no longer an option");
@@ -186,6 +183,11 @@ static void test_refusals(void **st) {
     for (size_t i = 0; i < sizeof gone_sparse / sizeof gone_sparse[0]; i++)
         expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_KERNEL", gone_sparse[i],
                               "cuda_mla: environment SGL_ATTN_MLA_SPARSE_KERNEL is no longer an option");
+    /* sparse_ctas: its 2 is SM 9.0's default now; every value, 1 included, is refused */
+    static const char *const gone_ctas[] = {"1", "2", "auto"};
+    for (size_t i = 0; i < sizeof gone_ctas / sizeof gone_ctas[0]; i++)
+        expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_CTAS", gone_ctas[i],
+                              "cuda_mla: environment SGL_ATTN_MLA_SPARSE_CTAS is no longer an option");
     /* every accepted value passes the option check (the model check refuses next) */
     static const struct {
         const char *env, *value;
@@ -194,8 +196,7 @@ static void test_refusals(void **st) {
               {"SGL_ATTN_MLA_MMA", "ring"},     {"SGL_ATTN_MLA_MMA", "tma"},       {"SGL_ATTN_MLA_STRICT", "1"},
               {"SGL_ATTN_MLA_STRICT", "false"}, {"SGL_ATTN_MLA_STRICT", "yes"},  {"SGL_ATTN_MLA_LOG", "0"},
               {"SGL_ATTN_MLA_LOG", "true"},     {"SGL_ATTN_MLA_KERNEL", "MMA"},  {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "1"},
-              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}, {"SGL_ATTN_MLA_SPARSE_CTAS", "1"},
-              {"SGL_ATTN_MLA_SPARSE_CTAS", "2"}, {"SGL_ATTN_MLA_SPARSE_CTAS", "auto"}};
+              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}};
     m.is_mla = 0;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv(ok[i].env, ok[i].value, 1);
@@ -207,12 +208,13 @@ static void test_refusals(void **st) {
 }
 
 /* A host whose conf has plugin options for cuda_mla (get_option, ABI 1.1). */
-static const char *conf_kernel, *conf_mma;
+static const char *conf_kernel, *conf_mma, *conf_sparse_ctas;
 static const char *test_get_option(void *ctx, const char *plugin, const char *key) {
     assert_ptr_equal(ctx, (void *)&conf_kernel);
     assert_string_equal(plugin, "cuda_mla");
     if (!strcmp(key, "kernel")) return conf_kernel;
     if (!strcmp(key, "mma")) return conf_mma;
+    if (!strcmp(key, "sparse_ctas")) return conf_sparse_ctas;
     return NULL;
 }
 
@@ -243,8 +245,13 @@ static void test_conf_options(void **st) {
     conf_kernel = "wide", conf_mma = "two";
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
     assert_non_null(strstr(err, "plugin option cuda_mla.mma = \"two\""));
+    /* a removed option in the conf is refused by name (sparse_ctas=2 is SM 9.0's default now) */
+    conf_mma = "ring", conf_sparse_ctas = "2";
+    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
+    assert_null(b);
+    assert_non_null(strstr(err, "plugin option cuda_mla.sparse_ctas is no longer an option"));
+    conf_sparse_ctas = NULL;
     /* accepted: the model check is next */
-    conf_mma = "ring";
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
     assert_non_null(strstr(err, "absorbed MLA only"));
     /* the environment overrides the conf */

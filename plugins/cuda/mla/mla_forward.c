@@ -71,7 +71,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
 
     if (v.topk) { /* DSA: the given slots only; the plan's items are not used */
         const int32_t rec = v.kv_dt == MLA_DT_REC;
-        const int32_t ctas = mla_sparse_ctas(v.hq, rec, b->sparse_ctas);
+        const int32_t ctas = mla_sparse_ctas(v.hq, rec, b->dev.sm_major);
         const int32_t stages = mla_sparse_stages(v.hq, b->dev.smem_per_block_optin, rec, ctas);
         if (!stages)
             return mla_set_error(b, SGL_ATTN_E_UNSUPPORTED,

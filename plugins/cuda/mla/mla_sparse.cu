@@ -11,7 +11,7 @@
  *           that row; it also marks the entry valid in shared memory for the
  *           score mask.  A -1 row is zero-filled, never read.  STAGES tiles
  *           in flight (3 where shared memory holds them, else 2).
- * Two CTAs an SM (option sparse_ctas=2, 16-bit pools at > 16 heads): NW 4,
+ * Two CTAs an SM (SM 9.0, 16-bit pools at > 16 heads): NW 4,
  * RG 2 (32 head rows), 2 stages: every warp's share (16 rows, 16 slots of S,
  * 256 value columns) is the 8-warp 64-row kernel's, the registers fit
  * __launch_bounds__(128, 2) and 115,456 B of shared memory fit twice in SM
@@ -378,10 +378,10 @@ template <int RG, int STAGES, int DT, bool REC, int NW = 8> static int launch_t(
 
 /* The instantiations, for 16-bit pools and the record alike: 16-row blocks
  * with 3 stages; 64-row blocks with 3 where the device holds them (SM 9.0),
- * else 2.  Two CTAs an SM (16-bit pools): 32-row 4-warp blocks with 2 stages. */
+ * else 2.  Two CTAs an SM (SM 9.0, 16-bit pools): 32-row 4-warp blocks with 2 stages. */
 typedef SpCfg<2, 2, false, 4> SpCfg2;
 /* Two CTAs of it fit SM 9.0's 228 KB an SM (1 KB reserved a CTA). */
-static_assert(2 * (SpCfg2::SMEM + 1024) <= 228 * 1024, "sparse_ctas=2: two CTAs an SM");
+static_assert(2 * (SpCfg2::SMEM + 1024) <= 228 * 1024, "the 32-row sparse kernel: two CTAs an SM");
 template <bool REC> static size_t smem_rec(int rows, int stages) {
     if (rows == 16) return stages == 3 ? SpCfg<1, 3, REC>::SMEM : 0;
     if (rows == 32) return !REC && stages == 2 ? SpCfg2::SMEM : 0;

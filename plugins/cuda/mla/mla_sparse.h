@@ -6,11 +6,11 @@
  *
  * One CTA takes (query token, block of heads, split of the row): the heads
  * are the M dimension of mma.sync (16 rows a block for up to 16 heads, else
- * 64; 32 with cuda_mla's option sparse_ctas=2), the row's slots are gathered
- * 32 at a time by cp.async (2 or 3 tiles in flight), online softmax.
- * sparse_ctas=2 (16-bit pools, > 16 heads): 4-warp CTAs of 32 head rows with
- * 2 stages, small enough in registers and shared memory for two CTAs an SM
- * (SM 9.0), so one CTA's gather and barriers overlap the other's MMAs.
+ * 64; 32 for 16-bit pools on SM 9.0), the row's slots are gathered 32 at a
+ * time by cp.async (2 or 3 tiles in flight), online softmax.
+ * On SM 9.0, 16-bit pools at > 16 heads run 4-warp CTAs of 32 head rows with
+ * 2 stages, small enough in registers and shared memory for two CTAs an SM,
+ * so one CTA's gather and barriers overlap the other's MMAs.
  * With few tokens the row is split and mla_sparse.cu's combine merges the
  * partial rows (part_o / part_lse of the backend, [nsplit][T * hq]).
  * The pool is q's dtype [slots, 576], or FlashMLA's fp8 record (rec, bf16 q):
@@ -54,11 +54,11 @@ typedef struct mla_sparse_args {
     int32_t ctas;            /* CTAs an SM the kernel is shaped for: mla_sparse_ctas */
 } mla_sparse_args;
 
-/* CTAs an SM the kernel for hq heads is shaped for, given the option
- * sparse_ctas (1 or 2): 2 only for 16-bit pools (rec 0) at > 16 heads; the
- * 16-row kernel and the record's keep one. */
-static inline int32_t mla_sparse_ctas(int32_t hq, int32_t rec, int32_t opt) {
-    return opt >= 2 && !rec && hq > 16 ? 2 : 1;
+/* CTAs an SM the kernel for hq heads is shaped for on a device of SM major
+ * sm_major: 2 for 16-bit pools (rec 0) at > 16 heads on SM 9.0, whose 228 KB
+ * an SM hold two; the 16-row kernel, the record's and SM 8.x's keep one. */
+static inline int32_t mla_sparse_ctas(int32_t hq, int32_t rec, int32_t sm_major) {
+    return sm_major == 9 && !rec && hq > 16 ? 2 : 1;
 }
 
 /* Head rows a CTA takes for hq heads: 16 up to 16 heads, else 64, or 32
