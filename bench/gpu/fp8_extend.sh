@@ -2,7 +2,7 @@
 # bench/gpu/fp8_extend.sh - cuda_attn's extend on fp8 e4m3 KV pools (sglang's
 # --kv-cache-dtype fp8_e4m3 with prefill / extend / verify on that pool: on
 # SM 9.0 at d128 the split extend (new tokens by the ragged wgmma kernel over
-# their dequantised rows, the prefix by the mma extend's F8 instantiation, an
+# their dequantised rows, the prefix by the wgmma extend from a byte ring, an
 # LSE merge; docs/cuda.md), elsewhere the F8 mma extend): the matrix's fp8 cases and
 # fp8 extend cases of every feature (d64 / d128, f16 / bf16, window, sinks,
 # soft-cap, scale tensors, page 1 / 16 / 64, the LSE output) against float64, memcheck of

@@ -45,8 +45,8 @@ static void test_decode_bounds_random(void **state) {
         attn_tiles t = random_tiles(d, group);
         attn_sizing s;
         char err[256];
-        /* blocks per SM: the default 4 times any fp8_dec_splits factor */
-        const int bps = 4 * (1 + (int)rnd(CA_FP8_DEC_SPLITS_MAX));
+        /* blocks per SM: the default 4, times CA_FP8_DEC_SPLITS for an fp8 pool */
+        const int bps = 4 * (rnd(2) ? CA_FP8_DEC_SPLITS : 1);
         assert_int_equal(attn_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms, bps, err, sizeof err), 0);
         const int bs = 1 + (int)rnd((uint32_t)max_reqs);
         int64_t lens[512], total = 0;
@@ -194,80 +194,11 @@ static void test_kernel_option(void **state) {
 /* The removed options (levers deleted or made the only behaviour) are
  * refused by name whatever their value; an unknown key is not an option of
  * this plugin and is ignored. */
-/* fp8_dec_splits: 1..4 read as given, unset / "" / auto as 1, anything else
- * refused naming the option, the value and the range; the kernel option does
- * not see it. */
-static void test_fp8_dec_splits_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "fp8_dec_splits", err, sizeof err);
-    static const char *const good[] = {"1", "2", "3", "4"};
-    for (int v = 0; v < 4; v++) {
-        g_opt_val = good[v];
-        int k = -7, o = -7;
-        assert_int_equal(ca_read_fp8_dec_splits(&a, &k), 0);
-        assert_int_equal(k, v + 1);
-        assert_int_equal(ca_read_options(&a, &o), 0);
-        assert_int_equal(o, CA_KERNEL_AUTO);
-    }
-    const char *unset[] = {NULL, "", "auto"};
-    for (size_t i = 0; i < 3; i++) {
-        g_opt_val = unset[i];
-        int k = -7;
-        assert_int_equal(ca_read_fp8_dec_splits(&a, &k), 0);
-        assert_int_equal(k, 1);
-    }
-    const char *bad[] = {"0", "5", "-1", "two", "2x"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = 0;
-        g_opt_val = bad[i];
-        int k = -7;
-        assert_int_equal(ca_read_fp8_dec_splits(&a, &k), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "plugin option cuda_attn.fp8_dec_splits"));
-        assert_non_null(strstr(err, bad[i]));
-        assert_non_null(strstr(err, "expected an integer 1..4"));
-    }
-}
-
-/* fp8_dec_min_blocks: 4 and 6 read as given, unset / "" as 4, anything else
- * (5, 8, words) refused naming the option, the value and the two accepted. */
-static void test_fp8_dec_min_blocks_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "fp8_dec_min_blocks", err, sizeof err);
-    static const char *const good[] = {"4", "6"};
-    for (int v = 0; v < 2; v++) {
-        g_opt_val = good[v];
-        int k = -7, s = -7;
-        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), 0);
-        assert_int_equal(k, 4 + 2 * v);
-        assert_int_equal(ca_read_fp8_dec_splits(&a, &s), 0);
-        assert_int_equal(s, 1);
-    }
-    const char *unset[] = {NULL, ""};
-    for (size_t i = 0; i < 2; i++) {
-        g_opt_val = unset[i];
-        int k = -7;
-        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), 0);
-        assert_int_equal(k, 4);
-    }
-    const char *bad[] = {"5", "8", "0", "six"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = 0;
-        g_opt_val = bad[i];
-        int k = -7;
-        assert_int_equal(ca_read_fp8_dec_min_blocks(&a, &k), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "plugin option cuda_attn.fp8_dec_min_blocks"));
-        assert_non_null(strstr(err, bad[i]));
-        assert_non_null(strstr(err, "expected 4 or 6"));
-    }
-}
-
-/* What the factor does to the benched shapes (GQA 32/8, d128, 132 SMs, the
- * tensor-core tiles): the split count per request of B requests of L tokens
- * at blocks per SM 4 (the default) and 4 * k (docs/lab/mha.md's prediction). */
+/* What the fp8 pool's factor does to the benched shapes (GQA 32/8, d128, 132
+ * SMs, the tensor-core tiles): the decode plan aims at SMs x blocks per SM /
+ * kv heads items, blocks per SM 4 for a 16-bit pool and 4 x CA_FP8_DEC_SPLITS
+ * for an fp8 one; B requests of L tokens (chunks well above the minimum) then
+ * split max(1, target / B) ways each, within the grid bound. */
 static void test_fp8_dec_splits_plan(void **state) {
     (void)state;
     attn_kernels k;
@@ -275,30 +206,37 @@ static void test_fp8_dec_splits_plan(void **state) {
     ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, &k);
     k.head_dim = 128;
     const attn_tiles t = attn_kernel_tiles(&k, 4);
-    static const struct { int b, l, f, n; } rows[] = {
-        {64, 4096, 1, 1},   {64, 4096, 2, 2},   {64, 4096, 4, 4},   {64, 16384, 1, 1}, {64, 16384, 2, 2},
-        {64, 16384, 4, 4},  {128, 4096, 1, 1},  {128, 4096, 2, 1},  {128, 4096, 4, 2}, {128, 16384, 4, 2},
-        {64, 4096, 3, 3},   {128, 4096, 3, 1},
-    };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        attn_sizing s;
-        char err[256];
-        assert_int_equal(attn_sizing_compute(&s, 256, 4096, 65536, 32, 8, 128, &t, 132, 4 * rows[i].f, err, sizeof err), 0);
-        assert_int_equal(s.decode_target_items, 66 * rows[i].f);
-        const int64_t chunk = attn_plan_chunk((int64_t)rows[i].b * rows[i].l, s.decode_target_items, s.decode_min_chunk,
-                                              s.decode_chunk_align);
-        const int fit = attn_plan_nsplit_fit(rows[i].l, chunk);
-        const int n = attn_plan_nsplit(rows[i].l, attn_plan_split_len(rows[i].l, fit, s.decode_chunk_align));
-        assert_int_equal(n, rows[i].n);
-        assert_true((int64_t)rows[i].b * n <= attn_decode_grid_items(&s, rows[i].b));
-    }
+    static const int bs[] = {64, 128}, ls[] = {4096, 16384}, fs[] = {1, CA_FP8_DEC_SPLITS};
+    int more = 0; /* shapes where the fp8 factor gives more splits than 16-bit */
+    for (int bi = 0; bi < 2; bi++)
+        for (int li = 0; li < 2; li++) {
+            int n_at[2] = {0, 0};
+            for (int fi = 0; fi < 2; fi++) {
+                const int b = bs[bi], l = ls[li], bps = 4 * fs[fi];
+                attn_sizing s;
+                char err[256];
+                assert_int_equal(attn_sizing_compute(&s, 256, 4096, 65536, 32, 8, 128, &t, 132, bps, err, sizeof err), 0);
+                assert_int_equal(s.decode_target_items, 132 * bps / 8);
+                const int64_t chunk =
+                    attn_plan_chunk((int64_t)b * l, s.decode_target_items, s.decode_min_chunk, s.decode_chunk_align);
+                const int fit = attn_plan_nsplit_fit(l, chunk);
+                const int n = attn_plan_nsplit(l, attn_plan_split_len(l, fit, s.decode_chunk_align));
+                const int want = s.decode_target_items / b > 1 ? (int)(s.decode_target_items / b) : 1;
+                assert_int_equal(n, want);
+                assert_true((int64_t)b * n <= attn_decode_grid_items(&s, b));
+                n_at[fi] = n;
+            }
+            more += n_at[1] > n_at[0];
+        }
+    assert_true(more > 0);
 }
 
 static void test_removed_options_refused(void **state) {
     (void)state;
     static const char *const keys[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
-                                       "fp8_prefix_kernel"};
-    static const char *const vals[] = {"hw", "int", "0", "1", "wgmma"};
+                                       "fp8_prefix_kernel", "save_in_extend", "fp8_prefix_ring", "fp8_dec_splits",
+                                       "fp8_dec_min_blocks"};
+    static const char *const vals[] = {"hw", "int", "0", "1", "4", "6", "wgmma"};
     for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) {
         char err[256] = "";
         sgl_attn_create_args a;
@@ -316,81 +254,10 @@ static void test_removed_options_refused(void **state) {
     sgl_attn_create_args a;
     option_args(&a, "no_such_option", err, sizeof err);
     g_opt_val = "1";
-    int k = -7, p = -7;
+    int k = -7;
     assert_int_equal(ca_read_options(&a, &k), 0);
     assert_int_equal(k, CA_KERNEL_AUTO);
-    assert_int_equal(ca_read_fp8_prefix(&a, &p), 0);
-    assert_int_equal(p, 0);
     assert_string_equal(err, "");
-}
-
-/* fp8_prefix_ring: a boolean, 0 when unset, empty or auto; a value that is
- * not one refused naming the option and the value.  The old lever's name
- * (fp8_prefix_kernel) stays refused beside it (test_removed_options_refused). */
-static void test_fp8_prefix_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "fp8_prefix_ring", err, sizeof err);
-    const struct {
-        const char *v;
-        int want;
-    } ok[] = {{NULL, 0}, {"", 0}, {"auto", 0}, {"0", 0}, {"off", 0}, {"1", 1}, {"on", 1}, {"TRUE", 1}};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        int o = -7;
-        g_opt_val = ok[i].v;
-        assert_int_equal(ca_read_fp8_prefix(&a, &o), 0);
-        assert_int_equal(o, ok[i].want);
-    }
-    const char *bad[] = {"2", "wgmma", "ring"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int o = -7;
-        err[0] = 0;
-        g_opt_val = bad[i];
-        assert_int_equal(ca_read_fp8_prefix(&a, &o), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "fp8_prefix_ring"));
-        assert_non_null(strstr(err, bad[i]));
-    }
-    /* the ring's option is not a removed one: ca_read_options passes it by */
-    g_opt_val = "1";
-    int k = -7;
-    assert_int_equal(ca_read_options(&a, &k), 0);
-}
-
-/* save_in_extend (the direct extend's in-kernel save, a lever): off unless
- * set, the bool spellings, a bad value refused naming the option and value. */
-static void test_save_in_extend_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "save_in_extend", err, sizeof err);
-    int on = -7;
-    const char *unset[] = {NULL, "", "auto"};
-    for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++) {
-        g_opt_val = unset[i];
-        on = -7;
-        assert_int_equal(ca_read_save_in_extend(&a, &on), 0);
-        assert_int_equal(on, 0);
-    }
-    const char *yes[] = {"1", "true", "ON"}, *no[] = {"0", "off", "No"};
-    for (size_t i = 0; i < 3; i++) {
-        g_opt_val = yes[i];
-        assert_int_equal(ca_read_save_in_extend(&a, &on), 0);
-        assert_int_equal(on, 1);
-        g_opt_val = no[i];
-        assert_int_equal(ca_read_save_in_extend(&a, &on), 0);
-        assert_int_equal(on, 0);
-    }
-    err[0] = 0;
-    g_opt_val = "maybe";
-    assert_int_equal(ca_read_save_in_extend(&a, &on), SGL_ATTN_E_INVALID);
-    assert_non_null(strstr(err, "save_in_extend"));
-    assert_non_null(strstr(err, "maybe"));
-    /* the kernel option does not see it */
-    int k = -7;
-    g_opt_val = "1";
-    assert_int_equal(ca_read_options(&a, &k), 0);
-    assert_int_equal(k, CA_KERNEL_AUTO);
 }
 
 /* Which kernels run where (cuda_attn_choice.c's rules, written out here). */
@@ -1175,10 +1042,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_save_in_extend_option),
-        cmocka_unit_test(test_removed_options_refused),
-        cmocka_unit_test(test_fp8_dec_splits_option),  cmocka_unit_test(test_fp8_dec_splits_plan),
-        cmocka_unit_test(test_fp8_dec_min_blocks_option), cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
+        cmocka_unit_test(test_fp8_dec_splits_plan),  cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),
@@ -1186,7 +1051,6 @@ int main(void) {
         cmocka_unit_test(test_ragged_checks),
         cmocka_unit_test(test_served_fields),        cmocka_unit_test(test_mask_check),
         cmocka_unit_test(test_enc_loc_check),
-        cmocka_unit_test(test_fp8_prefix_option),
         cmocka_unit_test(test_direct_extend_choice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -118,9 +118,9 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # head dim 256, dual chunk, the tree mask packing, forward_ragged and its plan,
 # fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
-# hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases with
-# fp8_dec_splits=2 and 4 and with 4 beside fp8_dec_min_blocks=6 (levers: more splits per
-# request, 6 blocks per SM) on the SM 9.0 build, the Hopper
+# hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases and
+# two that the fp8 plan's 4x items split further (the 6-blocks-per-SM fp8 kernel) on the
+# SM 9.0 build with the blocks shuffled, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
 # ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
@@ -132,26 +132,16 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # SM 9.0 matrix's 16-bit d128 extends without a prefix run the direct extend
 # (new tokens from k / v on the ragged wgmma, save-KV as its programmatic
 # dependent), those with one the save then the paged wgmma extend.  Then the fp8 cases
-# with the option fp8_prefix_ring=1 (the fp8 split's prefix on the wgmma
-# extend's F8 form, its byte ring filled by cp.async; a lever) with the
-# blocks shuffled and reversed, and a batch of 384 prefix pairs (more than
+# (the fp8 split's prefix on the wgmma extend's F8 form, its byte ring filled
+# by cp.async) with the blocks shuffled and reversed, and a batch of 384 prefix pairs (more than
 # the emulated 132 SMs: the producer's cursor crosses pairs) and a chain
 # verify (causal: the split serves it) each way.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
-# fp8 decodes whose split count fp8_dec_splits raises on the SM 9.0 build's 132 SMs (d128: 4
-# splits a request at the default, 8 at 2, 16 at 4; d64 on page 1: 4, then 8)
+# fp8 decodes that the fp8 plan's 4x items split further on the SM 9.0 build's 132 SMs
+# (d128: 16 splits a request where a 16-bit pool's plan gives 4; d64 on page 1: 8 for 4)
 CUDA_EMU_FP8_SPLIT_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
                             --case decode:b=32,l=1024,hq=16,hkv=4,d=64,dtype=f16,kvdtype=fp8_e4m3,page=1
-# The direct extend's kinds of batch (no prefix, d128: page 1 / 16, GQA, f16 / bf16, ragged lengths,
-# page table + slot map, the LSE output) for the lever save_in_extend; the harness compares the whole
-# pool after each (every new token's slot holds its row, every other slot is unchanged).
-CUDA_EMU_SAVE_IN_EXTEND := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
-  --case extend:b=1,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=1 \
-  --case extend:b=3,l=300,q=300,hq=8,hkv=2,d=128,dtype=f16,page=16,ragged=1 \
-  --case extend:b=2,l=200,q=200,hq=32,hkv=8,d=128,dtype=bf16,page=1 \
-  --case extend:b=2,l=300,q=300,hq=8,hkv=2,d=128,dtype=bf16,page=16,smap=1,ptable=1 \
-  --case lse:op=extend,b=2,l=200,q=200,hq=8,hkv=2,d=128,dtype=bf16,page=16
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
                $(CUDA_EMU_GRAPH_SM90)
 	@echo "== cuda_attn on the emulator: graph capture / replay of decode and verify (test_cuda_graph_emu)"
@@ -163,12 +153,9 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
-	@set -e; for k in splits2 splits4 b6s4; do \
-	  echo "== cuda_attn on the emulator, SM 9.0, fp8_dec_$$k (lever): the fp8 decode cases and two that it splits further, blocks shuffled"; \
-	  EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_fp8_dec_$$k.json --filter 'decode.*fp8_e4m3'; \
-	  EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_fp8_dec_$$k.json $(CUDA_EMU_FP8_SPLIT_CASES); done
+	@echo "== cuda_attn on the emulator, SM 9.0: the fp8 decode cases and two that the fp8 plan's 4x items split further, blocks shuffled"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'decode.*fp8_e4m3'
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf $(CUDA_EMU_FP8_SPLIT_CASES)
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf
@@ -177,16 +164,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'fp8'; \
 	  EMU_TMAP=$$t EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --quick; done
 	@set -e; for o in shuf rev; do \
-	  echo "== cuda_attn on the emulator, SM 9.0: fp8_prefix_ring=1 (the fp8 split's prefix on the wgmma extend's F8 form, its byte ring), EMU_ORDER=$$o (the fp8 cases)"; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_prefix_ring.json --filter fp8_e4m3; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_prefix_ring.json \
+	  echo "== cuda_attn on the emulator, SM 9.0: the fp8 split's prefix on the wgmma extend's F8 form (its byte ring), EMU_ORDER=$$o (the fp8 cases)"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter fp8_e4m3; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
 	    --case extend:b=6,l=400,q=150,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
 	    --case verify:b=3,l=700,q=4,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16; done
-	@echo "== cuda_attn on the emulator, SM 9.0, save_in_extend=1 (a lever): the direct extend saving in its kernel, blocks shuffled, both producers"
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_save_in_extend.json $(CUDA_EMU_SAVE_IN_EXTEND)
-	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_save_in_extend.json $(CUDA_EMU_SAVE_IN_EXTEND)
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 TEST_STEPS += cuda-attn-emu

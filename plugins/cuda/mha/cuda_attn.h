@@ -40,26 +40,12 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * option helper) into *kernel; a bad value fails with create_args.error
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
-/* fp8_prefix_ring (a boolean, unset: 0) into *ring. */
-int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *ring);
 const char *ca_kernel_option_name(int option);
-/* The plugin option "fp8_dec_splits" (1..4; unset: 1): an fp8 e4m3 pool's
- * decode plan aims at this many times the items a 16-bit pool's does (the
- * sizing's blocks per SM times it), so a request's KV splits into more,
- * shorter items and more register-fed decode warps run per SM.  It exists to
- * time the factors on a device (bench/gpu/levers/fp8_dec_splits*.conf). */
-#define CA_FP8_DEC_SPLITS_MAX 4
-int ca_read_fp8_dec_splits(const sgl_attn_create_args *a, int *splits);
-/* The plugin option "fp8_dec_min_blocks" (4 | 6; unset: 4): the blocks per SM
- * that the fp8 register-fed decode's registers must allow (its launch bound):
- * 6 holds it to 168 registers, 12 warps per SM instead of 10 (ptxas spills a
- * few bytes).  A lever beside fp8_dec_splits (bench/gpu/levers/fp8_dec_b6s4.conf). */
-int ca_read_fp8_dec_min_blocks(const sgl_attn_create_args *a, int *blocks);
-/* The option "save_in_extend" (bool, default off; a lever, issue 23): the
- * direct extend's new-token kernel writes the new K/V rows into the pool
- * itself (extend_wgmma_sm90.cuh, wg_save_rows) instead of the save-KV launch
- * after it.  A bad value fails as ca_read_options. */
-int ca_read_save_in_extend(const sgl_attn_create_args *a, int *on);
+/* An fp8 e4m3 pool's decode plan aims at this many times the items a 16-bit
+ * pool's does (the sizing's blocks per SM times it): half the bytes per token,
+ * so a request's KV splits into more, shorter items and more register-fed
+ * decode warps run per SM (docs/cuda.md). */
+#define CA_FP8_DEC_SPLITS 4
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
@@ -167,7 +153,7 @@ typedef struct ca_backend {
     int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
-    int fp8_dec_splits; /* fp8 pools: the decode plan's items times this (option fp8_dec_splits; else 1) */
+    int fp8_dec_splits; /* the decode plan's items times this: CA_FP8_DEC_SPLITS on fp8 pools, else 1 */
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */
     int ragged_only;   /* the model's head dims differ (qk 192 / v 128): no paged forwards */
@@ -197,15 +183,14 @@ typedef struct ca_backend {
      * sp_v, sp_part, sp_lse_pre NULL), the new tokens read from the call's k / v, the save
      * after them as their programmatic dependent (cuda_attn_forward.c, direct_extend). */
     int sp_direct;
-    int save_in_extend;         /* option save_in_extend: the direct extend's kernel saves its new K/V rows */
     int sp_new_tma;             /* ... the new-token kernel's TMA producer is set up */
     int plan_graph;             /* ca_plan runs for a graph hook: no direct extend (its lists stay unplanned) */
     int planned_split;          /* the planned batch has the split's lists (direct: no request has a prefix) */
     int sp_prefix;              /* fp8 split: the batch may have a prefix: 0 only when the host mirrors show
                                  * none (then no prefix pass or merge is launched; graphs keep 1) */
     int32_t sp_grid_new, sp_grid_pre; /* their grid bounds (the batch's, or the capture's) */
-    int sp_pre_wgmma;           /* fp8 split: its prefix items on the wgmma extend (option
-                                 * fp8_prefix_ring=1, its kernel set up), 128 rows each;
+    int sp_pre_wgmma;           /* fp8 split: its prefix items on the wgmma extend (its
+                                 * kernel set up), 128 rows each;
                                  * else on the fp8 mma extend, block_m rows */
     /* Tree verify's packed mask (tree_mask_pack.cu), sized at create for tmask_rows rows of
      * tmask_words 64-bit words (max_context columns) and max_reqs x tmask_words full flags;

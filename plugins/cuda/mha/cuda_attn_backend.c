@@ -263,7 +263,7 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, 
         return SGL_ATTN_OK;
     const int direct = !b->kern.kv_fp8 && b->kern.extend == ATTN_EXTEND_WGMMA;
     if (direct) {
-        const int e = attn_new_wgmma_setup(b->kern.dtype, b->save_in_extend, &b->sp_new_tma);
+        const int e = attn_new_wgmma_setup(b->kern.dtype, &b->sp_new_tma);
         if (e) {
             (void)cudaGetLastError();
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
@@ -399,15 +399,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, fp8_dec_splits = 1;
-    int fp8_prefix = 0;
+    int option = CA_KERNEL_AUTO;
     if ((rc = ca_read_options(a, &option))) return rc;
-    if ((rc = ca_read_fp8_prefix(a, &fp8_prefix))) return rc;
-    if ((rc = ca_read_fp8_dec_splits(a, &fp8_dec_splits))) return rc;
-    int fp8_dec_min_blocks = 4;
-    if ((rc = ca_read_fp8_dec_min_blocks(a, &fp8_dec_min_blocks))) return rc;
-    int save_in_extend = 0;
-    if ((rc = ca_read_save_in_extend(a, &save_in_extend))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -432,7 +425,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    kern.fp8_dec_min_blocks = kern.kv_fp8 ? fp8_dec_min_blocks : 4;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -445,7 +437,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->base.ops_size = ca_ops.struct_size;
     b->base.device = a->device;
     b->device = a->device;
-    b->save_in_extend = save_in_extend;
     b->host = sgl_sdk_create_host(a);
     b->kern = kern;
     b->dt_bit = m->dtype;
@@ -458,8 +449,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->model_window = m->sliding_window;
     b->model_attn_type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
-    /* an fp8 pool's decode aims at fp8_dec_splits times the items (half the bytes per token) */
-    b->fp8_dec_splits = kern.kv_fp8 ? fp8_dec_splits : 1;
+    /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token) */
+    b->fp8_dec_splits = kern.kv_fp8 ? CA_FP8_DEC_SPLITS : 1;
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
                              &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * b->fp8_dec_splits, err, err_size);
     if (rc) {
@@ -499,15 +490,15 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return rc;
     }
-    /* fp8_prefix_ring=1: the fp8 split's prefix items on the wgmma extend (an
+    /* The fp8 split's prefix items on the wgmma extend from its byte ring (an
      * fp8 pool that splits: SM 9.0 with the sm_90a image, d128); a failed setup leaves
      * them on the fp8 mma extend, with a warning */
-    if (fp8_prefix && b->sp_mem && !b->sp_direct) {
+    if (b->sp_mem && !b->sp_direct) {
         const int e = attn_extend_wgmma_fp8_setup(b->kern.dtype);
         if (e) {
             (void)cudaGetLastError();
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
-                        "fp8_prefix_ring=1: the kernel's setup failed (%d): the prefix runs on mma", e);
+                        "the fp8 prefix's wgmma kernel: setup failed (%d): the prefix runs on mma", e);
         } else {
             b->sp_pre_wgmma = 1;
         }
@@ -534,16 +525,13 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     char fp8_note[96];
-    snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, fp8_dec_splits=%d, fp8_dec_min_blocks=%d)",
-             b->fp8_dec_splits, b->kern.fp8_dec_min_blocks);
-    if (b->fp8_dec_splits == 1 && b->kern.fp8_dec_min_blocks == 4) snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool)");
+    snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, %dx the items)", b->fp8_dec_splits);
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
                 "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s, ragged %s%s, dual chunk: "
                 "%s%s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
-                b->sp_direct && b->save_in_extend ? " (no prefix: the ragged wgmma from k / v, saving them itself)"
-                : b->sp_direct ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
+                b->sp_direct ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
                 : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma from a byte ring, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",

@@ -29,7 +29,8 @@ static const char *const k_options[CA_KERNEL_COUNT_] = {"auto", "mma", "portable
 
 /* Options of variants deleted or made the only behaviour (docs/lab/levers.md). */
 static const char *const k_removed[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
-                                        "fp8_prefix_kernel"};
+                                        "fp8_prefix_kernel", "save_in_extend", "fp8_prefix_ring",
+                                        "fp8_dec_splits", "fp8_dec_min_blocks"};
 
 int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
@@ -38,43 +39,8 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
-/* fp8_prefix_ring (0 | 1; unset: 0; a lever,
- * bench/gpu/levers/fp8_prefix_ring.conf): the fp8 split extend's prefix items
- * (extend_fp8_split.cu) on the wgmma extend whose producer keeps a ring of
- * e4m3 bytes filled by cp.async and converts it to f16 tiles
- * (extend_wgmma_sm90.cuh, F8), instead of on the fp8 mma extend.  A new name:
- * fp8_prefix_kernel chose the synchronous converter, which lost and stays
- * refused, so a conf written for that one does not run this one. */
-int ca_read_fp8_prefix(const sgl_attn_create_args *a, int *ring) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "fp8_prefix_ring", NULL, 0, ring);
-}
-
-int ca_read_save_in_extend(const sgl_attn_create_args *a, int *on) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "save_in_extend", NULL, 0, on);
-}
-
 const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
-}
-
-static const char *const k_fp8_min_blocks[] = {"4", "6"};
-
-int ca_read_fp8_dec_min_blocks(const sgl_attn_create_args *a, int *blocks) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    int i = 0;
-    const int rc = sgl_sdk_opt_choice(&o, "fp8_dec_min_blocks", NULL, k_fp8_min_blocks, 2, 0, &i);
-    if (!rc) *blocks = i ? 6 : 4;
-    return rc;
-}
-
-int ca_read_fp8_dec_splits(const sgl_attn_create_args *a, int *splits) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    int64_t v = 1;
-    const int rc = sgl_sdk_opt_int(&o, "fp8_dec_splits", NULL, 1, 1, CA_FP8_DEC_SPLITS_MAX, &v);
-    if (!rc) *splits = (int)v;
-    return rc;
 }
 
 void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k) {

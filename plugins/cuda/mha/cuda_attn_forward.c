@@ -789,7 +789,8 @@ static int split_merge(const ca_backend *b, const attn_fwd *p, float *lse, void 
 /* The split extend on an fp8 pool (extend_fp8_split.cu), after the save wrote
  * the new rows dequantised: the new tokens by the ragged wgmma kernel into
  * out (its LSE into the caller's lse, else the split's), the prefix by the
- * fp8 mma extend (option fp8_prefix_ring=1: the wgmma one) into the
+ * wgmma extend from its byte ring (the fp8 mma extend where that kernel's
+ * setup failed) into the
  * split's output, then their merge into out / lse. */
 static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const attn_fwd *p) {
     void *stream = a->batch->stream;
@@ -860,10 +861,8 @@ static int direct_extend(ca_backend *b, const sgl_attn_forward_args *a, const at
     attn_kv_tmaps maps; /* the kernel takes them by value */
     const attn_kv_tmaps *tm = NULL;
     if (b->sp_new_tma && b->rg_tma && b->tmaps && !attn_tmap_ragged(b->tmaps, &n, 128, 128, &maps)) tm = &maps;
-    /* option save_in_extend: the kernel writes sv's rows itself, no launch after it */
-    int ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->save_in_extend ? sv : NULL, b->kern.sm_count,
-                                   b->sp_grid_new, stream);
-    if (!ce && !b->save_in_extend) ce = attn_launch_save_kv_after(sv, stream);
+    int ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
+    if (!ce) ce = attn_launch_save_kv_after(sv, stream);
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: direct extend launch", ce);
         return SGL_ATTN_E_DEVICE;

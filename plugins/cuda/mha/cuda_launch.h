@@ -40,8 +40,6 @@ typedef struct attn_kernels {
     int sm_count; /* wgmma extend: blocks of the persistent grid */
     int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
     int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template, extend_mma.cu's F8) */
-    int fp8_dec_min_blocks; /* fp8 pools: blocks per SM the register-fed decode is held to: 4 or 6
-                               (option fp8_dec_min_blocks) */
     int dual_chunk; /* the dual chunk kernels (dual_chunk.h) are set up: a 16-bit pool and their
                        shared memory fits the device (attn_kernels_setup) */
     int dc_extend;  /* attn_extend_kernel serving dual chunk's extend: wgmma where the plain
@@ -64,10 +62,7 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
                        void *stream);
 
 /* Per kernel, behind the two above. */
-/* fp8_min_blocks (fp8 pools): 6 runs the fp8 kernel held to 6 blocks per SM (option
- * fp8_dec_min_blocks), else the default (4). */
-int attn_launch_decode_reg(int dtype, int kv_fp8, int fp8_min_blocks, int head_dim, const attn_fwd *p, int grid_items,
-                           void *stream);
+int attn_launch_decode_reg(int dtype, int kv_fp8, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 /* fp8 pools: new K/V (dtype) quantised at out_cache_loc, value / scale
  * (save_kv_fp8.cu); the scales as attn_fwd's. */
 typedef struct attn_save_fp8 {
@@ -94,8 +89,8 @@ int attn_wgmma_available(int device);
 int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok);
 int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
-/* The fp8 split extend's prefix pass on the wgmma extend (option
- * fp8_prefix_ring=1): the paged body over an fp8 e4m3 pool, its producer
+/* The fp8 split extend's prefix pass on the wgmma extend (SM 9.0 with the
+ * sm_90a image, head dim 128; the fp8 mma extend elsewhere): the paged body over an fp8 e4m3 pool, its producer
  * bringing the pool's bytes into a ring by cp.async and converting them to
  * f16 tiles (head dim 128; q / out dtype;
  * items of up to ATTN_WG_BM = 128 rows). */
@@ -161,13 +156,9 @@ int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, cons
  * of those k / v into the pool as its programmatic dependent
  * (save_kv_pdl.cu: the copy beside the attention, its grid complete only
  * after the attention's).  qk / v 128; *tma_ok as attn_ragged_wgmma_setup. */
-int attn_new_wgmma_setup(int dtype, int save, int *tma_ok);
-/* save: NULL, the pass alone (attn_launch_save_kv_after follows); else the
- * option save_in_extend's form, whose producer warpgroup writes *save's rows
- * into the pool (each item's own rows, one q head per kv head), no launch after
- * it (setup with save 1 first). */
-int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, const attn_save *save, int sm_count,
-                          int grid_items, void *stream);
+int attn_new_wgmma_setup(int dtype, int *tma_ok);
+int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
+                          void *stream);
 int attn_launch_save_kv_after(const attn_save *s, void *stream);
 
 /* ------------------------------------------- the fp8 pool's split extend */

@@ -191,45 +191,36 @@ extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_f
 /* The direct extend's new-token pass (attn_extend_wgmma_new_kernel:
  * the ragged body at 128 / 128 after a programmatic-dependent trigger): both
  * producers, as ragged_setup. */
-template <int DT> static int new_setup(int save, int *tma_ok) {
-    int e = setup_fn<ATTN_WG_D, ATTN_WG_D>(attn_extend_wgmma_new_kernel<DT>);
-    if (!e && save) e = setup_fn<ATTN_WG_D, ATTN_WG_D>(attn_extend_wgmma_new_save_kernel<DT>);
-    *tma_ok = !e && setup_fn<ATTN_WG_D, ATTN_WG_D>(attn_extend_wgmma_new_tma_kernel<DT>) == 0 &&
-              (!save || setup_fn<ATTN_WG_D, ATTN_WG_D>(attn_extend_wgmma_new_save_tma_kernel<DT>) == 0);
+template <int DT> static int new_setup(int *tma_ok) {
+    const int e = setup_fn<ATTN_WG_D, ATTN_WG_D>(attn_extend_wgmma_new_kernel<DT>);
+    *tma_ok = !e && setup_fn<ATTN_WG_D, ATTN_WG_D>(attn_extend_wgmma_new_tma_kernel<DT>) == 0;
     return e;
 }
 
-extern "C" int attn_new_wgmma_setup(int dtype, int save, int *tma_ok) {
+extern "C" int attn_new_wgmma_setup(int dtype, int *tma_ok) {
     *tma_ok = 0;
-    return dtype == ATTN_DT_BF16 ? new_setup<GC_BF16>(save, tma_ok) : new_setup<GC_F16>(save, tma_ok);
+    return dtype == ATTN_DT_BF16 ? new_setup<GC_BF16>(tma_ok) : new_setup<GC_F16>(tma_ok);
 }
 
-template <int DT>
-static int new_launch(const attn_fwd *p, const attn_kv_tmaps *tm, const attn_save *s, int blocks, cudaStream_t st) {
+template <int DT> static int new_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
     constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D, ATTN_WG_D>::SMEM;
-    if (s && tm)
-        attn_extend_wgmma_new_save_tma_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm, *s);
-    else if (s)
-        attn_extend_wgmma_new_save_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *s);
-    else if (tm)
+    if (tm)
         attn_extend_wgmma_new_tma_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
     else
         attn_extend_wgmma_new_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
-/* As attn_launch_ragged_wgmma at qk / v 128: save NULL, a plain launch (the
- * kernel is the primary of the save-KV launched after it,
- * attn_launch_save_kv_after); else the kernel writes *save's rows itself. */
-extern "C" int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, const attn_save *save,
-                                     int sm_count, int grid_items, void *stream) {
+/* As attn_launch_ragged_wgmma at qk / v 128 (a plain launch: the kernel is
+ * the primary of the save-KV launched after it, attn_launch_save_kv_after). */
+extern "C" int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                                     int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     if (sm_count <= 0) return (int)cudaErrorInvalidValue;
     const long long pairs = (long long)grid_items * p->hq;
     const int blocks = pairs < sm_count ? (int)pairs : sm_count;
     const cudaStream_t st = (cudaStream_t)stream;
-    return dtype == ATTN_DT_BF16 ? new_launch<GC_BF16>(p, tm, save, blocks, st)
-                                 : new_launch<GC_F16>(p, tm, save, blocks, st);
+    return dtype == ATTN_DT_BF16 ? new_launch<GC_BF16>(p, tm, blocks, st) : new_launch<GC_F16>(p, tm, blocks, st);
 }
 
 /* Dual chunk attention's extend (the DCA instantiations): both producers,
@@ -269,7 +260,7 @@ extern "C" int attn_launch_dual_chunk_extend_wgmma(int dtype, int head_dim, cons
                                  : dca_launch<GC_F16>(p, dc, tm, blocks, st);
 }
 
-/* The fp8 split extend's prefix pass on wgmma (option fp8_prefix_ring=1:
+/* The fp8 split extend's prefix pass on wgmma (its only form on SM 9.0:
  * attn_extend_wgmma_fp8_kernel, the F8 body with its byte ring): q / out
  * dtype, head dim 128, F8's shared memory (the byte ring in the third
  * 16-bit stage's place). */

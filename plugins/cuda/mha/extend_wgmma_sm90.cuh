@@ -71,8 +71,8 @@
  * row (wg_consumer, wg_dca_boundary); the scale is the request's
  * length-scaled one.  The barrier protocol is the plain kernel's.
  *
- * F8: an fp8 e4m3 pool (the fp8 split extend's prefix items, option
- * fp8_prefix_ring=1; the paged body at head dim 128, no TMA, tree, head
+ * F8: an fp8 e4m3 pool (the fp8 split extend's prefix items on SM 9.0;
+ * the paged body at head dim 128, no TMA, tree, head
  * pairs or DCA).  wgmma reads 16-bit shared memory only, so the producer is
  * the conversion stage (wg_producer_f8): cp.async brings the pool's e4m3
  * rows through the page table into a 2-stage byte ring, two tiles ahead of
@@ -446,32 +446,6 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
     return cov;
 }
 
-/* The direct extend's save in the kernel (SAVE: option save_in_extend): the
- * producer warpgroup writes the pair's own q rows' new K and V rows (tokens
- * q_tok0 .. q_tok0 + nrows of kv head kvh, the causal diagonal tile's keys)
- * from the call's k / v into the pool at their out_cache_loc slots, as
- * save_kv.cuh's copy does (attn_save_slot: the slot map, a slot outside the
- * pool skipped and noted once per token, by kv head 0's copier).  Only the
- * first q head of a GQA group copies, so the split plan's new-token items
- * (disjoint q rows covering the batch) write each row exactly once.  16-byte
- * loads and stores; two rows' chunks in flight per thread, as the producer's
- * 56 registers allow. */
-GC_DEV void wg_save_rows(const attn_save &s, const wg_work &k, int t) {
-    constexpr int CH = 128 / 8; /* 16-byte chunks per head row (d 128) */
-    const int n = k.nrows * CH;
-#pragma unroll 2
-    for (int e = t; e < n; e += 128) {
-        const int r = e / CH, c = e % CH, tok = k.q_tok0 + r;
-        if (tok >= s.t) break; /* rows grow with e */
-        const int64_t slot = attn_save_slot(s, tok, c == 0 && k.kvh == 0);
-        if (slot < 0) continue;
-        const uint4 kx = *(const uint4 *)((const uint16_t *)s.k + tok * s.k_stride_t + k.kvh * s.k_stride_h + c * 8);
-        const uint4 vx = *(const uint4 *)((const uint16_t *)s.v + tok * s.v_stride_t + k.kvh * s.v_stride_h + c * 8);
-        *(uint4 *)((uint16_t *)s.k_cache + slot * s.kc_stride_s + k.kvh * s.kc_stride_h + c * 8) = kx;
-        *(uint4 *)((uint16_t *)s.v_cache + slot * s.vc_stride_s + k.kvh * s.vc_stride_h + c * 8) = vx;
-    }
-}
-
 /* The producer warpgroup.  Per pair: tile 0 first (it needs only a free
  * stage, a tile >= 2 back and already signalled, so its copies overlap the
  * previous pair's last tile), then everything signalled and Q loaded once
@@ -483,10 +457,10 @@ GC_DEV void wg_save_rows(const attn_save &s, const wg_work &k, int t) {
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
  * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
  * query variants its keys meet (wg_load_q), one event as the single Q. */
-template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, bool SAVE = false>
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
                         const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1>::STAGES> &bar, long long total,
-                        const attn_kv_tmaps *tm, const attn_dca *dc = nullptr, const attn_save *sv = nullptr) {
+                        const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
@@ -540,10 +514,6 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
             issue_tile(k, 0);
         }
         wg_signal<0>(pending);
-        /* SAVE: the copy while the consumers finish the previous pair (the wait
-         * below is the producer's idle time); tile 0 is already signalled */
-        if constexpr (SAVE)
-            if (k.head % p.group == 0) wg_save_rows(*sv, k, t);
         mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
         fence_proxy_async();
         if constexpr (DCA) {
@@ -562,7 +532,6 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
     }
     wg_signal<0>(pending);
     (void)tm;
-    (void)sv;
 }
 
 /* F8's producer (the fp8 split extend's prefix items: the paged body, head
@@ -1008,12 +977,10 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
  * three Q tiles, two K/V stages); the instantiations without it compile to
  * the code they had before it existed. */
 #if defined(ATTN_HAVE_WGMMA)
-template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool SAVE = false,
-          bool F8 = false>
-GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr,
-                           const attn_save *sv = nullptr) {
+template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool F8 = false>
+GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8>;
-    static_assert(!F8 || (!TMA && !RAGGED && !HP && !DCA && !SAVE && TREE == ATTN_WG_TREE_NONE),
+    static_assert(!F8 || (!TMA && !RAGGED && !HP && !DCA && TREE == ATTN_WG_TREE_NONE),
                   "F8: the paged body, its producer converting the pool's bytes");
 #ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
     uint8_t *const wg_smem_raw = (uint8_t *)lk_emu_dyn_smem();
@@ -1041,7 +1008,7 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const att
         if constexpr (F8)
             wg_producer_f8<DT, DQK>(p, sm, bar, total);
         else
-            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, SAVE>(p, sm, bar, total, tm, dc, sv);
+            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA>(p, sm, bar, total, tm, dc);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
         wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
@@ -1098,33 +1065,6 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_tma_
 #endif
 }
 
-/* The same pass with the save in it (option save_in_extend): no save launch
- * follows (so no trigger); the producer warpgroup writes s's rows into the
- * pool itself (wg_save_rows, SAVE).  Entries of their own, so the two above
- * keep their code. */
-template <int DT>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_save_kernel(const attn_fwd p,
-                                                                                      const attn_save s) {
-#if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, 128, 128, false, true, ATTN_WG_TREE_NONE, false, false, true>(p, nullptr, nullptr, &s);
-#else
-    (void)p;
-    (void)s;
-#endif
-}
-
-template <int DT>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_save_tma_kernel(
-    const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm, const attn_save s) {
-#if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, 128, 128, true, true, ATTN_WG_TREE_NONE, false, false, true>(p, &tm, nullptr, &s);
-#else
-    (void)p;
-    (void)tm;
-    (void)s;
-#endif
-}
-
 /* Dual chunk attention (dual_chunk.h) on the same body: the cp.async and the
  * TMA producer, head dim 128, extend_wg_cfg<128, 128, 3>::SMEM bytes. */
 template <int DT>
@@ -1150,7 +1090,7 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_dca_tma_
 #endif
 }
 
-/* The fp8 split extend's prefix pass (option fp8_prefix_ring=1,
+/* The fp8 split extend's prefix pass (split_extend,
  * cuda_attn_forward.c): the paged body over an fp8 e4m3 pool (F8), the
  * producer's byte ring and conversion (wg_producer_f8), head dim 128,
  * extend_wg_cfg<128, 128, 1, true>::SMEM bytes.  A separate entry, so the
@@ -1158,7 +1098,7 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_dca_tma_
 template <int DT>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_fp8_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, 128, 128, false, false, ATTN_WG_TREE_NONE, false, false, false, true>(p, nullptr);
+    wg_kernel_body<DT, 128, 128, false, false, ATTN_WG_TREE_NONE, false, false, true>(p, nullptr);
 #else
     (void)p;
 #endif
