@@ -153,7 +153,6 @@ typedef struct ca_backend {
     int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
-    int fp8_dec_splits; /* the decode plan's items times this: CA_FP8_DEC_SPLITS on fp8 pools, else 1 */
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */
     int ragged_only;   /* the model's head dims differ (qk 192 / v 128): no paged forwards */

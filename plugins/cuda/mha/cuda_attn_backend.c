@@ -450,9 +450,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->model_attn_type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
     /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token) */
-    b->fp8_dec_splits = kern.kv_fp8 ? CA_FP8_DEC_SPLITS : 1;
+    const int fp8_dec_splits = kern.kv_fp8 ? CA_FP8_DEC_SPLITS : 1;
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
-                             &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * b->fp8_dec_splits, err, err_size);
+                             &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * fp8_dec_splits, err, err_size);
     if (rc) {
         free(b);
         return rc;
@@ -525,7 +525,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     char fp8_note[96];
-    snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, %dx the items)", b->fp8_dec_splits);
+    snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
                 "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s, ragged %s%s, dual chunk: "
                 "%s%s, %zu bytes of work buffers",

@@ -790,8 +790,7 @@ static int split_merge(const ca_backend *b, const attn_fwd *p, float *lse, void 
  * the new rows dequantised: the new tokens by the ragged wgmma kernel into
  * out (its LSE into the caller's lse, else the split's), the prefix by the
  * wgmma extend from its byte ring (the fp8 mma extend where that kernel's
- * setup failed) into the
- * split's output, then their merge into out / lse. */
+ * setup failed) into the split's output, then their merge into out / lse. */
 static int split_extend(ca_backend *b, const sgl_attn_forward_args *a, const attn_fwd *p) {
     void *stream = a->batch->stream;
     DLTensor *lse_t = SGL_ATTN_FIELD_OR_0(sgl_attn_forward_args, a, lse);

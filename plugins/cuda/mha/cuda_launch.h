@@ -90,10 +90,10 @@ int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok);
 int attn_launch_extend_wgmma(int dtype, int head_dim, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
 /* The fp8 split extend's prefix pass on the wgmma extend (SM 9.0 with the
- * sm_90a image, head dim 128; the fp8 mma extend elsewhere): the paged body over an fp8 e4m3 pool, its producer
- * bringing the pool's bytes into a ring by cp.async and converting them to
- * f16 tiles (head dim 128; q / out dtype;
- * items of up to ATTN_WG_BM = 128 rows). */
+ * sm_90a image; the fp8 mma extend elsewhere): the paged body over an fp8
+ * e4m3 pool at head dim 128, its producer bringing the pool's bytes into a
+ * ring by cp.async and converting them to f16 tiles; q / out dtype; items of
+ * up to ATTN_WG_BM = 128 rows. */
 int attn_extend_wgmma_fp8_setup(int dtype);
 int attn_launch_extend_wgmma_fp8(int dtype, const attn_fwd *p, int sm_count, int grid_items, void *stream);
 

@@ -317,19 +317,9 @@ template <int CT, int D, int KV> GC_DEV void dr_pv(dr_state<D> &st, const dr_fra
     }
 }
 
-/* A bf16 value for an f16 operand: beyond f16's range it saturates at
- * +-65504 (NaN stays NaN). */
-GC_DEV float dr_f16_range(float x) { return fabsf(x) > 65504.f ? copysignf(65504.f, x) : x; }
-
 /* 8 bf16 (DT) or f16 values as f16 (the fp8 path's mma type). */
 template <int DT> GC_DEV uint4 dr_q_f16(uint4 v) {
-    if (DT == GC_F16) return v;
-    uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        w[i] = pack2<GC_F16>(dr_f16_range(__uint_as_float(w[i] << 16)),
-                             dr_f16_range(__uint_as_float(w[i] & 0xffff0000u)));
-    return make_uint4(w[0], w[1], w[2], w[3]);
+    return make_uint4(attn_q_f16x2<DT>(v.x), attn_q_f16x2<DT>(v.y), attn_q_f16x2<DT>(v.z), attn_q_f16x2<DT>(v.w));
 }
 
 /* Q in the K order of integer-moved fp8 words: (q0, q2), (q1, q3) of each
@@ -493,8 +483,7 @@ template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, 
     return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p, int grid_items,
-                                      void *stream) {
+extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p, int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     if (p->group < 1 || p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
     const cudaStream_t st = (cudaStream_t)stream;

@@ -102,14 +102,6 @@ template <int D, int ROWS, int NT> struct kv_loader_pf8 {
     }
 };
 
-/* A bf16 (DT) or f16 pair as f16 (the fp8 path's mma type): beyond f16's
- * range a value saturates at +-65504, NaN stays NaN (decode_reg.cu's q). */
-GC_DEV float em_f16_range(float x) { return fabsf(x) > 65504.f ? copysignf(65504.f, x) : x; }
-template <int DT> GC_DEV uint32_t em_f16x2(uint32_t w) {
-    if (DT == GC_F16) return w;
-    return pack2<GC_F16>(em_f16_range(__uint_as_float(w << 16)), em_f16_range(__uint_as_float(w & 0xffff0000u)));
-}
-
 /* TREE: the instantiation for batches with a tree mask (p.mask set); the
  * others carry no mask code, so their registers are the plain kernel's.
  * DCA: dual chunk attention (dual_chunk.h; dc is read only then), paged, no
@@ -253,8 +245,8 @@ __global__ __launch_bounds__(ATTN_EM_THREADS) void attn_extend_mma_kernel(attn_f
 #pragma unroll
                     for (int h = 0; h < 2; h++) {
                         const uint2 w = *(const uint2 *)(qs + swz<DQK>(r0 + g + 8 * h, 2 * kk + (t4 >> 1)) + 4 * (t4 & 1));
-                        qf[kk][h] = em_f16x2<DT>(w.x);
-                        qf[kk][2 + h] = em_f16x2<DT>(w.y);
+                        qf[kk][h] = attn_q_f16x2<DT>(w.x);
+                        qf[kk][2 + h] = attn_q_f16x2<DT>(w.y);
                     }
             } else {
 #pragma unroll

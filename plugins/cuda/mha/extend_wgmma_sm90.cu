@@ -64,13 +64,20 @@ extern "C" int attn_wgmma_available(int device) {
  * assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY registers and the
  * consumers' setmaxnreg.inc waits for exactly what the producer gives back;
  * a kernel built with fewer would hang there. */
-template <int DQK, int DV = DQK, int NQ = 1, typename K> static int setup_fn(K fn) {
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, typename K> static int setup_fn(K fn) {
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, fn);
     if (e != cudaSuccess) return (int)e;
     if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
     return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)extend_wg_cfg<DQK, DV, NQ>::SMEM);
+                                     (int)extend_wg_cfg<DQK, DV, NQ, F8>::SMEM);
+}
+
+/* The persistent grid: one block per SM, fewer when the batch has fewer
+ * (item, head) pairs. */
+static int wg_blocks(int grid_items, int heads, int sm_count) {
+    const long long pairs = (long long)grid_items * heads;
+    return pairs < sm_count ? (int)pairs : sm_count;
 }
 
 /* Every non-ragged instantiation the launcher may pick: TREE x HP, one
@@ -130,10 +137,10 @@ static int launch(const attn_fwd *p, const attn_kv_tmaps *tm, bool hp, int block
     return hp ? launch_hp<DT, true>(p, tm, blocks, st) : launch_hp<DT, false>(p, tm, blocks, st);
 }
 
-/* One persistent block per SM (fewer when the batch has fewer (item, head)
- * pairs); the kernel reads the planned item count from device memory, so a
- * captured graph replays any batch up to the capture's bound.  tm: the TMA
- * kernel with these maps (set up at create), NULL the cp.async one. */
+/* The persistent grid (wg_blocks); the kernel reads the planned item count
+ * from device memory, so a captured graph replays any batch up to the
+ * capture's bound.  tm: the TMA kernel with these maps (set up at create),
+ * NULL the cp.async one. */
 extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                                         int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
@@ -143,8 +150,7 @@ extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, con
      * runs both heads of one kv head in a pair, one per consumer warpgroup on
      * the shared K/V tiles; an odd group or longer items keep one head a pair */
     const bool hp = p->mask_q > 0 && p->mask_q <= ATTN_WG_BM / 2 && p->group % 2 == 0;
-    const long long pairs = (long long)grid_items * (hp ? p->hq / 2 : p->hq);
-    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    const int blocks = wg_blocks(grid_items, hp ? p->hq / 2 : p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
     return dtype == ATTN_DT_BF16 ? launch<GC_BF16>(p, tm, hp, blocks, st) : launch<GC_F16>(p, tm, hp, blocks, st);
 }
@@ -180,8 +186,7 @@ extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_f
                                         int sm_count, int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     if (dv != 128 || (dqk != 128 && dqk != 192) || sm_count <= 0) return (int)cudaErrorInvalidValue;
-    const long long pairs = (long long)grid_items * p->hq;
-    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    const int blocks = wg_blocks(grid_items, p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
     if (dtype == ATTN_DT_BF16)
         return dqk == 192 ? ragged_launch<GC_BF16, 192>(p, tm, blocks, st) : ragged_launch<GC_BF16, 128>(p, tm, blocks, st);
@@ -217,8 +222,7 @@ extern "C" int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv
                                      int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     if (sm_count <= 0) return (int)cudaErrorInvalidValue;
-    const long long pairs = (long long)grid_items * p->hq;
-    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    const int blocks = wg_blocks(grid_items, p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
     return dtype == ATTN_DT_BF16 ? new_launch<GC_BF16>(p, tm, blocks, st) : new_launch<GC_F16>(p, tm, blocks, st);
 }
@@ -253,8 +257,7 @@ extern "C" int attn_launch_dual_chunk_extend_wgmma(int dtype, int head_dim, cons
                                                    void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     if (head_dim != ATTN_WG_D || sm_count <= 0) return (int)cudaErrorInvalidValue;
-    const long long pairs = (long long)grid_items * p->hq;
-    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    const int blocks = wg_blocks(grid_items, p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
     return dtype == ATTN_DT_BF16 ? dca_launch<GC_BF16>(p, dc, tm, blocks, st)
                                  : dca_launch<GC_F16>(p, dc, tm, blocks, st);
@@ -266,17 +269,10 @@ extern "C" int attn_launch_dual_chunk_extend_wgmma(int dtype, int head_dim, cons
  * 16-bit stage's place). */
 using fp8_cfg = extend_wg_cfg<ATTN_WG_D, ATTN_WG_D, 1, true>;
 static_assert(fp8_cfg::SMEM <= ATTN_WG_SMEM_MAX, "F8's rings fit the SM 9.0 opt-in shared memory");
-template <int DT> static int fp8_setup(void) {
-    cudaFuncAttributes fa;
-    cudaError_t e = cudaFuncGetAttributes(&fa, attn_extend_wgmma_fp8_kernel<DT>);
-    if (e != cudaSuccess) return (int)e;
-    if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction; /* setup_fn's rule */
-    return (int)cudaFuncSetAttribute(attn_extend_wgmma_fp8_kernel<DT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)fp8_cfg::SMEM);
-}
 
 extern "C" int attn_extend_wgmma_fp8_setup(int dtype) {
-    return dtype == ATTN_DT_BF16 ? fp8_setup<GC_BF16>() : fp8_setup<GC_F16>();
+    return dtype == ATTN_DT_BF16 ? setup_fn<ATTN_WG_D, ATTN_WG_D, 1, true>(attn_extend_wgmma_fp8_kernel<GC_BF16>)
+                                 : setup_fn<ATTN_WG_D, ATTN_WG_D, 1, true>(attn_extend_wgmma_fp8_kernel<GC_F16>);
 }
 
 /* As attn_launch_extend_wgmma over the split plan's prefix items (ATTN_WG_BM
@@ -285,8 +281,7 @@ extern "C" int attn_launch_extend_wgmma_fp8(int dtype, const attn_fwd *p, int sm
                                             void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     if (sm_count <= 0) return (int)cudaErrorInvalidValue;
-    const long long pairs = (long long)grid_items * p->hq;
-    const int blocks = pairs < sm_count ? (int)pairs : sm_count;
+    const int blocks = wg_blocks(grid_items, p->hq, sm_count);
     constexpr size_t SMEM = fp8_cfg::SMEM;
     const cudaStream_t st = (cudaStream_t)stream;
     if (dtype == ATTN_DT_BF16)

@@ -94,7 +94,7 @@
 
 #include "attn_tmap.h"   /* attn_kv_tmaps, ATTN_TMA_BOX_ROWS */
 #include "dual_chunk.h"  /* attn_dca, dca_part */
-#include "fp8_e4m3.cuh"  /* F8: fp8x2_to_f16x2, attn_kv_scale */
+#include "fp8_e4m3.cuh"  /* F8: fp8x2_to_f16x2, attn_kv_scale, attn_q_f16x2 */
 #include "mma_sm80.cuh" /* pack2, attn_slot32 */
 #include "pdl_sm90.cuh"   /* ca_pdl_trigger: the direct extend's new-token pass */
 #include "wgmma_sm90.cuh"
@@ -310,14 +310,6 @@ GC_DEV void wg_load_rows(const attn_fwd &p, const wg_work &k, int t0, uint8_t *k
     }
 }
 
-/* F8: two f16 words of a bf16 (DT) or f16 pair: beyond f16's range a value
- * saturates at +-65504, NaN stays NaN (the fp8 mma extend's q rule). */
-GC_DEV float wg_f16_range(float x) { return fabsf(x) > 65504.f ? copysignf(65504.f, x) : x; }
-template <int DT> GC_DEV uint32_t wg_f16x2(uint32_t w) {
-    if (DT == GC_F16) return w;
-    return pack2<GC_F16>(wg_f16_range(__uint_as_float(w << 16)), wg_f16_range(__uint_as_float(w & 0xffff0000u)));
-}
-
 /* F8's Q tile: as wg_load_q, each 16-byte chunk through registers as f16. */
 template <int DT, int DQK, int DV>
 GC_DEV void wg_load_q_f8(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t) {
@@ -331,7 +323,7 @@ GC_DEV void wg_load_q_f8(const attn_fwd &p, const wg_work &k, uint8_t *qs, int t
             v = __ldg((const uint4 *)((const uint16_t *)p.q + (int64_t)tok * p.q_stride_t +
                                       (int64_t)k.head * p.q_stride_h + c * 8));
         *(uint4 *)(qs + wg_sw_off<C::BM>(r, c)) =
-            make_uint4(wg_f16x2<DT>(v.x), wg_f16x2<DT>(v.y), wg_f16x2<DT>(v.z), wg_f16x2<DT>(v.w));
+            make_uint4(attn_q_f16x2<DT>(v.x), attn_q_f16x2<DT>(v.y), attn_q_f16x2<DT>(v.z), attn_q_f16x2<DT>(v.w));
     }
 }
 

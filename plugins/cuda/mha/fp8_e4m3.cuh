@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 
+#include "mma_sm80.cuh" /* pack2 */
+
 #ifndef GC_DEV
 #define GC_DEV __device__ __forceinline__
 #endif
@@ -90,5 +92,13 @@ GC_DEV uint32_t f32_to_e4m3(float f) {
 /* The layer's dequant scale: the device scalar when the engine passed one
  * (read here, so a graph replays with the value of the moment), else the float. */
 GC_DEV float attn_kv_scale(const float *dev, float host) { return dev ? __ldg(dev) : host; }
+
+/* A bf16 (DT) or f16 pair of q as f16, the fp8 paths' mma type: beyond f16's
+ * range a value saturates at +-65504, NaN stays NaN. */
+GC_DEV float attn_f16_range(float x) { return fabsf(x) > 65504.f ? copysignf(65504.f, x) : x; }
+template <int DT> GC_DEV uint32_t attn_q_f16x2(uint32_t w) {
+    if (DT == GC_F16) return w;
+    return pack2<GC_F16>(attn_f16_range(__uint_as_float(w << 16)), attn_f16_range(__uint_as_float(w & 0xffff0000u)));
+}
 
 #endif
