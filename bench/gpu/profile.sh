@@ -14,6 +14,13 @@
 #      it (only when PROFILE names it: PROFILE=5)
 #   6. cuda_mla DSA sparse decode B 64, 128 heads, top-k 2048 (issue 21): the gather
 #      kernel's durations and sections, combine included (only when PROFILE names it: PROFILE=6)
+#   7. cuda_attn verify of 64 draft tokens, B 64 L 4k (GQA 32/8, d128, page 16;
+#      issue 20): every launch's duration for the chain and the EAGLE mask
+#      (plan, mask pack, save-KV, extend), then the EAGLE extend's sections
+#      (PROFILE=7)
+#   8. cuda_attn ragged qk 192 / v 128 at 1 x 16k and 2 x 8k beside the d128
+#      ragged and the paged prefill without save (issue 20): a short bench, the
+#      launches' durations, the qk192 kernel's sections (PROFILE=8)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -82,5 +89,37 @@ if on 6; then
   echo "rc=$?"
   grep -E "Duration|Throughput|DRAM|L2|Stall|Warp Cycles|Eligible|Issued|Occupancy|Registers|Pipe" \
     "$OUT/mla_sparse_sections.txt" | head -50
+fi
+if on 7; then
+  S="hq=32,hkv=8,d=128,dtype=bf16,page=16"
+  for v in "verify:b=64,l=4096,q=64,$S" "verify:b=64,l=4096,q=64,$S,tree=2"; do
+    n=$(echo "$v" | grep -q tree && echo eagle || echo chain)
+    step "7a. cuda_attn $n verify B64 L4k: launch durations"
+    timeout 45 $NCU --metrics gpu__time_duration.sum -c 16 $A bench --plugin cuda_attn --case "$v" --min-time 0.01 \
+      > "$OUT/verify_${n}_durs.txt" 2>&1; echo "rc=$?"
+    grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/verify_${n}_durs.txt" | sed 's/(.*//' | head -34
+  done
+  step "7b. the EAGLE verify's extend sections"
+  timeout 60 $NCU $SECS --section InstructionStats -k regex:attn_extend_wgmma -c 1 --launch-skip 2 \
+    $A bench --plugin cuda_attn --case "verify:b=64,l=4096,q=64,$S,tree=2" --min-time 0.01 > "$OUT/verify_sections.txt" 2>&1
+  echo "rc=$?"
+  grep -E "Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Occupancy|Registers|Pipe" "$OUT/verify_sections.txt" | head -40
+fi
+if on 8; then
+  R="hq=16,hkv=16,dtype=bf16"
+  step "8a. ragged qk192 / d128 / paged prefill (save=0) at 1 x 16k and 2 x 8k"
+  timeout 60 $A bench --plugin cuda_attn --min-time 0.2 \
+    --case "ragged:b=1,lq=16384,$R,d=192,dv=128" --case "ragged:b=1,lq=16384,$R,d=128,lse=0" \
+    --case "extend:b=1,l=16384,q=16384,$R,d=128,page=16,save=0" \
+    --case "ragged:b=2,lq=8192,$R,d=192,dv=128" --case "extend:b=2,l=8192,q=8192,$R,d=128,page=16,save=0" \
+    > "$OUT/ragged_bench.txt" 2>&1; echo "rc=$?"; tail -8 "$OUT/ragged_bench.txt"
+  step "8b. ragged qk192 1 x 16k: launch durations, then the kernel's sections"
+  timeout 45 $NCU --metrics gpu__time_duration.sum -c 10 $A bench --plugin cuda_attn \
+    --case "ragged:b=1,lq=16384,$R,d=192,dv=128" --min-time 0.01 > "$OUT/ragged_durs.txt" 2>&1; echo "rc=$?"
+  grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/ragged_durs.txt" | sed 's/(.*//' | head -24
+  timeout 60 $NCU $SECS --section InstructionStats -k regex:attn_extend_wgmma -c 1 --launch-skip 1 \
+    $A bench --plugin cuda_attn --case "ragged:b=1,lq=16384,$R,d=192,dv=128" --min-time 0.01 > "$OUT/ragged_sections.txt" 2>&1
+  echo "rc=$?"
+  grep -E "attn_|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Occupancy|Registers|Shared Memory|Block Limit" "$OUT/ragged_sections.txt" | head -40
 fi
 echo "profile: done [$SECONDS s]"
