@@ -180,6 +180,10 @@ typedef struct attn_fwd {
     int32_t mask_words;
     const uint64_t *mask_bits;
     const uint8_t *mask_full;
+    /* Set (cuda_attn's option tree_prefix_plain): mask_first[b] is request b's first word that
+     * is not full (mask_words when all are), so the columns before 64 mask_first[b] need no mask
+     * and no word of the mask; NULL: only the flags say. */
+    const uint32_t *mask_first;
 } attn_fwd;
 
 /* The item check (attn_check_items_kernel): before the first forward of a
