@@ -350,8 +350,14 @@ static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, int32_t
     b->tmask_rows = (int32_t)(rows < a->max_tokens ? rows : a->max_tokens);
     const size_t nbits = (size_t)b->tmask_rows * (size_t)b->tmask_words * sizeof(uint64_t);
     const size_t nflags = (size_t)a->max_reqs * (size_t)b->tmask_words;
-    /* tree_prefix_plain: the requests' first words after the flags, 4-byte aligned */
+    /* tree_prefix_plain: the requests' first words after the flags, 16-byte aligned (the
+     * kernels find them at this offset from the flags: attn_fwd.mask_first_off, an int32) */
     const size_t first_off = (nflags + 15) & ~(size_t)15;
+    if (prefix_plain && first_off > INT32_MAX) {
+        snprintf(err, err_size, "create: option tree_prefix_plain: %zu bytes of full flags (max_reqs %d x %d words) "
+                 "exceed the kernels' 32-bit offset", nflags, (int)a->max_reqs, (int)b->tmask_words);
+        return SGL_ATTN_E_UNSUPPORTED;
+    }
     const size_t nfull = prefix_plain ? first_off + (size_t)a->max_reqs * sizeof(uint32_t) : nflags;
     cudaError_t ce = cudaMalloc((void **)&b->tmask_bits, nbits);
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&b->tmask_full, nfull);

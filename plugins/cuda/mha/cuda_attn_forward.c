@@ -891,7 +891,7 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     if (b->planned_mask) {
         p.mask_bits = b->tmask_bits;
         p.mask_full = b->tmask_full;
-        p.mask_first = b->tmask_first;
+        p.mask_first_off = b->tmask_first ? (int32_t)((const uint8_t *)b->tmask_first - b->tmask_full) : 0;
         p.mask_words = b->planned_mask_words;
     }
     const int direct = !a->layer->is_cross && b->planned_self == ATTN_SELF_NEW_ONLY;

@@ -135,7 +135,7 @@ static int launch_tree(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, c
 template <int DT, bool HP>
 static int launch_hp(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
     if (!p->mask) return launch_tree<DT, ATTN_WG_TREE_NONE, HP>(p, tm, blocks, st);
-    return p->mask_first ? launch_tree<DT, ATTN_WG_TREE_PLAIN, HP>(p, tm, blocks, st)
+    return p->mask_first_off > 0 ? launch_tree<DT, ATTN_WG_TREE_PLAIN, HP>(p, tm, blocks, st)
                          : launch_tree<DT, ATTN_WG_TREE_AHEAD, HP>(p, tm, blocks, st);
 }
 

@@ -112,8 +112,8 @@
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
 /* The kernels' TREE parameter: no tree mask code, or the tree verify
  * instantiation (the mask words loaded one tile ahead of their use); PLAIN
- * (option tree_prefix_plain, p.mask_first set): as AHEAD, but the tiles
- * before the request's first word that is not full (mask_first) load no
+ * (option tree_prefix_plain, p.mask_first_off set): as AHEAD, but the
+ * tiles before the request's first word that is not full load no
  * mask word and take no mask, and the later tiles load no full flag (a
  * thread masks where its two rows' words are not all ones). */
 #define ATTN_WG_TREE_NONE 0
@@ -870,7 +870,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
             mrow += ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + row_lo) * p.mask_words;
             mfull += (int64_t)it.b * p.mask_words;
             if constexpr (TREE == ATTN_WG_TREE_PLAIN) {
-                const uint32_t fw = __ldg(p.mask_first + it.b);
+                const uint32_t fw = __ldg((const uint32_t *)(p.mask_full + p.mask_first_off) + it.b);
                 jplain = (int)(fw < (uint32_t)p.mask_words ? fw : (uint32_t)p.mask_words) / (BN / 64);
             }
         }
