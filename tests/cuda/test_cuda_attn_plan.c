@@ -45,9 +45,8 @@ static void test_decode_bounds_random(void **state) {
         attn_tiles t = random_tiles(d, group);
         attn_sizing s;
         char err[256];
-        /* blocks per SM: the default 4, 6 (dec16_min_blocks=6), 4 x CA_FP8_DEC_SPLITS for an fp8 pool */
-        static const int bps_of[] = {4, 6, 4 * CA_FP8_DEC_SPLITS};
-        const int bps = bps_of[rnd(3)];
+        /* blocks per SM: the default 4, times CA_FP8_DEC_SPLITS for an fp8 pool */
+        const int bps = 4 * (rnd(2) ? CA_FP8_DEC_SPLITS : 1);
         assert_int_equal(attn_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms, bps, err, sizeof err), 0);
         const int bs = 1 + (int)rnd((uint32_t)max_reqs);
         int64_t lens[512], total = 0;
@@ -232,20 +231,20 @@ static void test_fp8_dec_splits_plan(void **state) {
     assert_true(more > 0);
 }
 
-/* dec16_min_blocks: 4 and 6 read as given, unset / "" as 4, anything else
- * (5, 8, words) refused naming the option, the value and the two accepted;
+/* dec16_fast_merge: 0 and 1 read as given, unset / "" as 0, anything else
+ * (2, yes, words) refused naming the option, the value and the two accepted;
  * the kernel option beside it reads as unset. */
-static void test_dec16_min_blocks_option(void **state) {
+static void test_dec16_fast_merge_option(void **state) {
     (void)state;
     char err[256] = "";
     sgl_attn_create_args a;
-    option_args(&a, "dec16_min_blocks", err, sizeof err);
-    static const char *const good[] = {"4", "6"};
+    option_args(&a, "dec16_fast_merge", err, sizeof err);
+    static const char *const good[] = {"0", "1"};
     for (int v = 0; v < 2; v++) {
         g_opt_val = good[v];
         int k = -7, o = -7;
-        assert_int_equal(ca_read_dec16_min_blocks(&a, &k), 0);
-        assert_int_equal(k, 4 + 2 * v);
+        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), 0);
+        assert_int_equal(k, v);
         assert_int_equal(ca_read_options(&a, &o), 0);
         assert_int_equal(o, CA_KERNEL_AUTO);
     }
@@ -253,77 +252,19 @@ static void test_dec16_min_blocks_option(void **state) {
     for (size_t i = 0; i < 2; i++) {
         g_opt_val = unset[i];
         int k = -7;
-        assert_int_equal(ca_read_dec16_min_blocks(&a, &k), 0);
-        assert_int_equal(k, 4);
+        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), 0);
+        assert_int_equal(k, 0);
     }
-    const char *bad[] = {"5", "8", "0", "six"};
+    const char *bad[] = {"2", "yes", "-1", "on"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
         g_opt_val = bad[i];
         int k = -7;
-        assert_int_equal(ca_read_dec16_min_blocks(&a, &k), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "plugin option cuda_attn.dec16_min_blocks"));
+        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "plugin option cuda_attn.dec16_fast_merge"));
         assert_non_null(strstr(err, bad[i]));
-        assert_non_null(strstr(err, "expected 4 or 6"));
+        assert_non_null(strstr(err, "expected 0 or 1"));
     }
-}
-
-/* What dec16_min_blocks=6 does to issue 23's decode shapes (GQA 32/8, d128,
- * a 16-bit pool, 132 SMs): the plan aims at 132 x 6 / 8 = 99 items (against
- * 66) and splits in multiples of 32 columns (against 64); each row's splits
- * per request worked out by hand from plan.cuh's rule (chunk = roundup(max(128
- * | 64, ceil(B L / target)), align); n = max(1, floor(L / chunk)); the split
- * length roundup(ceil(L / n), align); ceil(L / that) splits):
- *   B 16 x 1k: 4: chunk 256, 4 of 256;    6: chunk 192, 5 of 224
- *   B 16 x 4k: 4: chunk 1024, 4 of 1024;  6: chunk 672, 6 of 704
- *   B 16 x 16k: 4: chunk 4032, 4 of 4096;  6: chunk 2656, 6 of 2752
- *   B 64 / 256: one split a request either way (chunk >= L).
- * The blocks (B x splits x 8 kv heads) then fill 512 / 528 slots (one wave)
- * at 4 and 640 / 768 / 768 of 792 at 6 for B 16; B 256's 2048 blocks take
- * 2.6 rounds of 792 instead of 3.9 of 528.  Other kernel choices (fp8 pools,
- * the mma decode) keep the 64-column align whatever the option. */
-static void test_dec16_min_blocks_plan(void **state) {
-    (void)state;
-    static const struct {
-        int b, l, n4, n6;
-    } rows[] = {
-        {16, 1024, 4, 5},  {16, 4096, 4, 6},  {16, 16384, 4, 6}, {64, 1024, 1, 1},   {64, 4096, 1, 1},
-        {64, 16384, 1, 1}, {256, 1024, 1, 1}, {256, 4096, 1, 1}, {256, 16384, 1, 1},
-    };
-    for (int on = 0; on < 2; on++) {
-        attn_kernels k;
-        memset(&k, 0, sizeof k);
-        ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 0, &k);
-        k.head_dim = 128;
-        k.dec16_min_blocks = on ? 6 : 4;
-        const attn_tiles t = attn_kernel_tiles(&k, 4);
-        assert_int_equal(t.decode_chunk_align, on ? 32 : 64);
-        const int bps = on ? 6 : 4;
-        attn_sizing s;
-        char err[256];
-        assert_int_equal(attn_sizing_compute(&s, 256, 4096, 65536, 32, 8, 128, &t, 132, bps, err, sizeof err), 0);
-        assert_int_equal(s.decode_target_items, on ? 99 : 66);
-        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-            const int b = rows[i].b, l = rows[i].l;
-            const int64_t chunk =
-                attn_plan_chunk((int64_t)b * l, s.decode_target_items, s.decode_min_chunk, s.decode_chunk_align);
-            const int fit = attn_plan_nsplit_fit(l, chunk);
-            const int n = attn_plan_nsplit(l, attn_plan_split_len(l, fit, s.decode_chunk_align));
-            assert_int_equal(n, on ? rows[i].n6 : rows[i].n4);
-            assert_true((int64_t)b * n <= attn_decode_grid_items(&s, b));
-            if (b == 16) assert_true((int64_t)b * n * 8 <= 132LL * bps); /* within one wave of the slots */
-        }
-    }
-    /* the fp8 pool and the mma decode keep the 64-column splits with the option set */
-    attn_kernels k;
-    memset(&k, 0, sizeof k);
-    ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, &k);
-    k.dec16_min_blocks = 6;
-    assert_int_equal(attn_kernel_tiles(&k, 4).decode_chunk_align, 64);
-    memset(&k, 0, sizeof k);
-    ca_choose_kernels(CA_KERNEL_MMA, 1, 128, 4, 0, &k);
-    k.dec16_min_blocks = 6;
-    assert_int_equal(attn_kernel_tiles(&k, 4).decode_chunk_align, 64);
 }
 
 static void test_removed_options_refused(void **state) {
@@ -1139,7 +1080,7 @@ int main(void) {
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
         cmocka_unit_test(test_fp8_dec_splits_plan),
-        cmocka_unit_test(test_dec16_min_blocks_option), cmocka_unit_test(test_dec16_min_blocks_plan),  cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_dec16_fast_merge_option),  cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),

@@ -41,12 +41,13 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 const char *ca_kernel_option_name(int option);
-/* The plugin option "dec16_min_blocks" (4 | 6; unset: 4): a 16-bit pool's
- * register-fed decode held to that many blocks per SM (its launch bound: 6
- * holds it to 168 registers, 12 warps per SM instead of 8) and its decode plan
- * aiming at that many blocks per SM (6: 1.5x the items, so B 16's one wave
- * fills the extra slots).  A lever (bench/gpu/levers/dec16_b6.conf). */
-int ca_read_dec16_min_blocks(const sgl_attn_create_args *a, int *blocks);
+/* The plugin option "dec16_fast_merge" (0 | 1; unset: 0): 1 runs a 16-bit
+ * pool's register-fed decode whose split merge (the last block of a request's
+ * splits) first puts the splits' weights in a shared-memory table, then reads
+ * the partial outputs in 16-byte loads, all splits in flight, instead of the
+ * per-element loop that re-reads every split's LSE.  A lever
+ * (bench/gpu/levers/dec16_merge.conf). */
+int ca_read_dec16_fast_merge(const sgl_attn_create_args *a, int *on);
 /* An fp8 e4m3 pool's decode plan aims at this many times the items a 16-bit
  * pool's does (the sizing's blocks per SM times it): half the bytes per token,
  * so a request's KV splits into more, shorter items and more register-fed

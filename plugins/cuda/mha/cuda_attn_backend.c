@@ -401,8 +401,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO;
     if ((rc = ca_read_options(a, &option))) return rc;
-    int dec16_min_blocks = CA_DECODE_BLOCKS_PER_SM;
-    if ((rc = ca_read_dec16_min_blocks(a, &dec16_min_blocks))) return rc;
+    int dec16_fast_merge = 0;
+    if ((rc = ca_read_dec16_fast_merge(a, &dec16_fast_merge))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -427,7 +427,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    kern.dec16_min_blocks = kern.kv_fp8 ? CA_DECODE_BLOCKS_PER_SM : dec16_min_blocks;
+    kern.dec16_fast_merge = kern.kv_fp8 ? 0 : dec16_fast_merge;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -454,12 +454,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
     /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token) */
     const int fp8_dec_splits = kern.kv_fp8 ? CA_FP8_DEC_SPLITS : 1;
-    /* a 16-bit pool's at the blocks per SM its register-fed decode is held to (dec16_min_blocks);
-     * the other decodes keep the default's */
-    const int dec16_bps = kern.decode == ATTN_DECODE_REG ? kern.dec16_min_blocks : CA_DECODE_BLOCKS_PER_SM;
-    const int dec_bps = kern.kv_fp8 ? CA_DECODE_BLOCKS_PER_SM * fp8_dec_splits : dec16_bps;
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
-                             &b->tiles, dev.sm_count, dec_bps, err, err_size);
+                             &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * fp8_dec_splits, err, err_size);
     if (rc) {
         free(b);
         return rc;
@@ -534,9 +530,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     char dec_note[96];
     if (b->kern.kv_fp8)
         snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
-    else if (dec16_bps != CA_DECODE_BLOCKS_PER_SM)
-        snprintf(dec_note, sizeof dec_note, " (dec16_min_blocks=%d: %d blocks per SM, plan and launch bound)",
-                 dec16_bps, dec16_bps);
+    else if (b->kern.dec16_fast_merge && b->kern.decode == ATTN_DECODE_REG)
+        snprintf(dec_note, sizeof dec_note, " (dec16_fast_merge=1: the split merge from a weights table)");
     else
         dec_note[0] = 0;
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,

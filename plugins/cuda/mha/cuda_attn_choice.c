@@ -39,13 +39,13 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
-static const char *const k_dec16_min_blocks[] = {"4", "6"};
+static const char *const k_dec16_fast_merge[] = {"0", "1"};
 
-int ca_read_dec16_min_blocks(const sgl_attn_create_args *a, int *blocks) {
+int ca_read_dec16_fast_merge(const sgl_attn_create_args *a, int *on) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
     int i = 0;
-    const int rc = sgl_sdk_opt_choice(&o, "dec16_min_blocks", NULL, k_dec16_min_blocks, 2, 0, &i);
-    if (!rc) *blocks = i ? 6 : 4;
+    const int rc = sgl_sdk_opt_choice(&o, "dec16_fast_merge", NULL, k_dec16_fast_merge, 2, 0, &i);
+    if (!rc) *on = i;
     return rc;
 }
 
@@ -79,10 +79,6 @@ attn_tiles attn_kernel_tiles(const attn_kernels *k, int group) {
      * (the rows of one mma tile) and split KV in multiples of 64 columns */
     t.decode_heads_per_block = 16;
     t.decode_chunk_align = 64;
-    /* the register-fed decode held to 6 blocks per SM (dec16_min_blocks=6) reads
-     * 32-column rounds (2 warps x 16-token tiles): its splits in multiples of 32,
-     * so B 16's requests of 1k / 4k split 5 / 6 ways (not 4 / 5) at 1.5x the target */
-    if (k->decode == ATTN_DECODE_REG && !k->kv_fp8 && k->dec16_min_blocks == 6) t.decode_chunk_align = 32;
     t.extend_block_m = 64; /* extend_mma.cu */
     t.extend_block_n = k->head_dim == 256 ? 32 : 64;
     if (k->extend == ATTN_EXTEND_WGMMA) { /* extend_wgmma_sm90.cuh: 128-row items, 128-column tiles */
