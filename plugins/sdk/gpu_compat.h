@@ -189,14 +189,4 @@ GC_DEV float gc_ld_cg(const float *p) {
 #endif
 }
 
-/* The same, four floats at a 16-byte-aligned address in one load. */
-GC_DEV float4 gc_ld_cg4(const float *p) {
-#ifdef GC_HIP
-    const volatile float *v = p;
-    return make_float4(v[0], v[1], v[2], v[3]);
-#else
-    return __ldcg((const float4 *)p);
-#endif
-}
-
 #endif /* SGL_GPU_COMPAT_H */
