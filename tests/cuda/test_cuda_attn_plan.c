@@ -269,6 +269,42 @@ static void test_fp8_dec_splits_plan(void **state) {
     assert_true(more > 0);
 }
 
+/* dec16_fast_merge: 0 and 1 read as given, unset / "" as 0, anything else
+ * (2, yes, words) refused naming the option, the value and the two accepted;
+ * the kernel option beside it reads as unset. */
+static void test_dec16_fast_merge_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "dec16_fast_merge", err, sizeof err);
+    static const char *const good[] = {"0", "1"};
+    for (int v = 0; v < 2; v++) {
+        g_opt_val = good[v];
+        int k = -7, o = -7;
+        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), 0);
+        assert_int_equal(k, v);
+        assert_int_equal(ca_read_options(&a, &o), 0);
+        assert_int_equal(o, CA_KERNEL_AUTO);
+    }
+    const char *unset[] = {NULL, ""};
+    for (size_t i = 0; i < 2; i++) {
+        g_opt_val = unset[i];
+        int k = -7;
+        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), 0);
+        assert_int_equal(k, 0);
+    }
+    const char *bad[] = {"2", "yes", "-1", "on"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        g_opt_val = bad[i];
+        int k = -7;
+        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "plugin option cuda_attn.dec16_fast_merge"));
+        assert_non_null(strstr(err, bad[i]));
+        assert_non_null(strstr(err, "expected 0 or 1"));
+    }
+}
+
 static void test_removed_options_refused(void **state) {
     (void)state;
     static const char *const keys[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
@@ -1121,7 +1157,8 @@ int main(void) {
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
         cmocka_unit_test(test_tree_prefix_plain_option),
         cmocka_unit_test(test_ragged192_bn64_option),
-        cmocka_unit_test(test_fp8_dec_splits_plan),  cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_fp8_dec_splits_plan),
+        cmocka_unit_test(test_dec16_fast_merge_option),  cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),

@@ -120,7 +120,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
 # hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases and
 # two that the fp8 plan's 4x items split further (the 6-blocks-per-SM fp8 kernel) on the
-# SM 9.0 build with the blocks shuffled, the Hopper
+# SM 9.0 build with the blocks shuffled, the decode cases with dec16_fast_merge=1 (a
+# lever) on SM 8.0 and on SM 9.0 with three whose splits it merges, shuffled and reversed, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
 # ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
@@ -150,6 +151,12 @@ CUDA_EMU_EAGLE_CASES := --case verify:b=3,l=1500,q=64,hq=32,hkv=8,d=128,dtype=bf
                         --case verify:b=2,l=1000,q=48,hq=6,hkv=2,d=128,dtype=f16,page=16,tree=2 \
                         --case verify:b=3,l=900,q=32,hq=8,hkv=2,d=128,dtype=bf16,page=16,tree=1,ragged=1 \
                         --case verify:b=2,l=1300,q=64,hq=8,hkv=2,d=128,dtype=bf16,page=32,tree=2
+# 16-bit decodes whose splits dec16_fast_merge (a lever: the split merge from a weights table)
+# merges on the SM 9.0 build's 132 SMs: d128 B 16 L 2048 (4 splits a request), d64 with sinks
+# (23 splits), and one request of 156 splits (over the table's 64: the loop serves it)
+CUDA_EMU_DEC16_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=bf16,page=16 \
+                        --case decode:b=2,l=3000,hq=16,hkv=2,d=64,dtype=bf16,page=16,sinks=1 \
+                        --case decode:b=1,l=20000,hq=8,hkv=1,d=128,dtype=f16,page=1
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
                $(CUDA_EMU_GRAPH_SM90)
 	@echo "== cuda_attn on the emulator: graph capture / replay of decode and verify (test_cuda_graph_emu)"
@@ -164,6 +171,13 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	@echo "== cuda_attn on the emulator, SM 9.0: the fp8 decode cases and two that the fp8 plan's 4x items split further, blocks shuffled"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'decode.*fp8_e4m3'
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf $(CUDA_EMU_FP8_SPLIT_CASES)
+	@echo "== cuda_attn on the emulator, dec16_fast_merge=1 (lever): the decode cases on SM 8.0, and on SM 9.0 with three whose splits it merges, blocks shuffled and reversed"
+	$(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_dec16_merge.json --filter decode
+	@set -e; for o in shuf rev; do \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	    --conf tests/cuda_emu/conf_dec16_merge.json --filter decode; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	    --conf tests/cuda_emu/conf_dec16_merge.json $(CUDA_EMU_DEC16_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf

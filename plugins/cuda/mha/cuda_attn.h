@@ -45,6 +45,13 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
  * with no mask and no mask loads (bench/gpu/levers/eagle_prefix_plain.conf). */
 int ca_read_tree_prefix_plain(const sgl_attn_create_args *a, int *on);
 const char *ca_kernel_option_name(int option);
+/* The plugin option "dec16_fast_merge" (0 | 1; unset: 0): 1 runs a 16-bit
+ * pool's register-fed decode whose split merge (the last block of a request's
+ * splits) first puts the splits' weights in a shared-memory table, then reads
+ * the partial outputs in 16-byte loads, all splits in flight, instead of the
+ * per-element loop that re-reads every split's LSE.  A lever
+ * (bench/gpu/levers/dec16_merge.conf). */
+int ca_read_dec16_fast_merge(const sgl_attn_create_args *a, int *on);
 /* The option "ragged192_bn64" (a boolean, unset: 0; a lever, issue 20):
  * forward_ragged at qk 192 / v 128 on the wgmma kernel runs 64-column K/V
  * tiles four stages deep (extend_wgmma_sm90.cuh) instead of 128-column ones

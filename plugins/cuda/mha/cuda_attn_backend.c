@@ -414,6 +414,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO, prefix_plain = 0;
     if ((rc = ca_read_options(a, &option)) || (rc = ca_read_tree_prefix_plain(a, &prefix_plain))) return rc;
+    int dec16_fast_merge = 0;
+    if ((rc = ca_read_dec16_fast_merge(a, &dec16_fast_merge))) return rc;
     int rg192_bn64 = 0;
     if ((rc = ca_read_ragged192_bn64(a, &rg192_bn64))) return rc;
     sgl_sdk_cuda_device dev;
@@ -440,6 +442,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
+    kern.dec16_fast_merge = kern.kv_fp8 ? 0 : dec16_fast_merge;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -540,8 +543,13 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     else
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
-    char fp8_note[96];
-    snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
+    char dec_note[96];
+    if (b->kern.kv_fp8)
+        snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
+    else if (b->kern.dec16_fast_merge && b->kern.decode == ATTN_DECODE_REG)
+        snprintf(dec_note, sizeof dec_note, " (dec16_fast_merge=1: the split merge from a weights table)");
+    else
+        dec_note[0] = 0;
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
                 "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s, ragged %s%s, dual chunk: "
                 "%s%s, %zu bytes of work buffers",
@@ -551,7 +559,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma from a byte ring, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",
-                decode_names[b->kern.decode], b->kern.kv_fp8 ? fp8_note : "",
+                decode_names[b->kern.decode], dec_note,
                 b->rg192_bn64 ? "wgmma (qk 192: 64-column tiles)" : b->rg_wgmma ? "wgmma" : "mma",
                 b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,
                 b->ragged_only ? " (the model's qk / v dims: forward_ragged only)" : "", b->sz.total_bytes);

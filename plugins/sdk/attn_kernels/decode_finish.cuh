@@ -11,6 +11,12 @@
  * head-block index, whatever order the grid runs in): every block fences its
  * partial, then bumps the counter; the one that sees nsplit - 1 merges and
  * re-arms it to 0.
+ * FM (a lever, cuda_attn's dec16_fast_merge): the merging block puts each
+ * head's split weights, normalised, in a shared table first (one pass over
+ * the LSEs, ATTN_FM_SPLITS splits and ATTN_FM_HEADS heads at most: the loop
+ * below serves more), then reads the partial outputs four floats a load with
+ * the splits unrolled by 8, so a thread's loads are in flight together instead of
+ * one dependent LSE and output read per element and split.
  * Sinks join the denominator here, once.  The LSE output (p.lse set) is
  * written here too, from the same (m, l) or the splits' merge, sinks
  * excluded (attn_lse_ln).  Portable.
@@ -20,7 +26,20 @@
 
 #include "common.cuh"
 
-template <int DT, int D>
+#define ATTN_FM_SPLITS 64
+#define ATTN_FM_HEADS 16
+
+/* gc_ld_cg's four floats at a 16-byte-aligned address in one load (FM). */
+GC_DEV float4 attn_ld_cg4(const float *p) {
+#ifdef GC_HIP
+    const volatile float *v = p;
+    return make_float4(v[0], v[1], v[2], v[3]);
+#else
+    return __ldcg((const float4 *)p);
+#endif
+}
+
+template <int DT, int D, bool FM = false>
 GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, int qh0, int nh,
                                const float *so, const float *sm, const float *sl, int hblock) {
     const int tid = threadIdx.x, nt = blockDim.x;
@@ -64,6 +83,61 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
     if (!s_last) return;
     __threadfence();
     const int part0 = it.part - it.split;
+    if constexpr (FM) {
+        if (D % 4 == 0 && it.nsplit <= ATTN_FM_SPLITS && nh <= ATTN_FM_HEADS) {
+            __shared__ float s_w[ATTN_FM_HEADS * ATTN_FM_SPLITS]; /* [h][split]: LSE, then weight / den */
+            const int ns = it.nsplit;
+            for (int i = tid; i < nh * ns; i += nt) {
+                const int h = i / ns, s = i % ns;
+                s_w[i] = gc_ld_cg(p.part_lse + (int64_t)(part0 + s) * p.hq + qh0 + h);
+            }
+            __syncthreads();
+            for (int h = tid; h < nh; h += nt) {
+                float *w = s_w + h * ns;
+                float mx = ATTN_NEG_INF;
+                for (int s = 0; s < ns; s++) mx = w[s] > mx ? w[s] : mx;
+                if (p.lse) { /* the splits' merge without the sink */
+                    float sum = 0.f;
+                    for (int s = 0; s < ns; s++) sum += attn_exp2_sub(w[s], mx);
+                    p.lse[(int64_t)it.b * p.hq + qh0 + h] = attn_lse_ln(mx, sum);
+                }
+                float sk = ATTN_NEG_INF;
+                if (p.sinks) {
+                    sk = p.sinks[qh0 + h] * ATTN_LOG2E;
+                    mx = sk > mx ? sk : mx;
+                }
+                float den = p.sinks ? attn_exp2_sub(sk, mx) : 0.f;
+                for (int s = 0; s < ns; s++) {
+                    w[s] = attn_exp2_sub(w[s], mx);
+                    den += w[s];
+                }
+                const float r = den > 0.f ? 1.f / den : 0.f;
+                for (int s = 0; s < ns; s++) w[s] *= r;
+            }
+            __syncthreads();
+            const int64_t pst = (int64_t)p.hq * D; /* floats from one split's partial to the next */
+            for (int i = tid; i < nh * D / 4; i += nt) {
+                const int h = 4 * i / D, d = 4 * i % D;
+                const float *w = s_w + h * ns;
+                const float *po = p.part_o + ((int64_t)part0 * p.hq + qh0 + h) * D + d;
+                float a0 = 0.f, a1 = 0.f, a2 = 0.f, a3 = 0.f;
+#pragma unroll 8
+                for (int s = 0; s < ns; s++) {
+                    const float4 v = attn_ld_cg4(po + s * pst);
+                    a0 += w[s] * v.x;
+                    a1 += w[s] * v.y;
+                    a2 += w[s] * v.z;
+                    a3 += w[s] * v.w;
+                }
+                uint16_t *out = (uint16_t *)p.out + (int64_t)it.b * p.o_stride_t + (int64_t)(qh0 + h) * p.o_stride_h + d;
+                out[0] = gc_from_f32<DT>(a0);
+                out[1] = gc_from_f32<DT>(a1);
+                out[2] = gc_from_f32<DT>(a2);
+                out[3] = gc_from_f32<DT>(a3);
+            }
+            return;
+        }
+    }
     for (int i = tid; i < nh * D; i += nt) {
         const int h = i / D, d = i % D;
         const float *lse = p.part_lse + (int64_t)part0 * p.hq + qh0 + h;
@@ -98,7 +172,7 @@ GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, in
 template <int DT, int D>
 GC_DEV void attn_decode_finish(const attn_fwd &p, const attn_decode_item &it, int qh0, int nh,
                                const float *so, const float *sm, const float *sl) {
-    attn_decode_finish<DT, D>(p, it, qh0, nh, so, sm, sl, (int)blockIdx.y);
+    attn_decode_finish<DT, D, false>(p, it, qh0, nh, so, sm, sl, (int)blockIdx.y);
 }
 
 #endif
