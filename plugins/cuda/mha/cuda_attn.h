@@ -46,6 +46,21 @@ const char *ca_kernel_option_name(int option);
  * so a request's KV splits into more, shorter items and more register-fed
  * decode warps run per SM (docs/cuda.md). */
 #define CA_FP8_DEC_SPLITS 4
+/* The blocks per SM the fp8 decode_reg's registers allow: its launch bound
+ * (decode_reg.cu, dr_kv::min_blocks). */
+#define CA_FP8_DEC_SM_BLOCKS 6
+/* The option "fp8_dec_wave" (bool, unset: 0; a lever, issue 20,
+ * bench/gpu/levers/fp8_dec_wave.conf): an fp8 pool's decode plan picks each
+ * call's splits by the wave rule (plan_math.h, attn_plan_wave_splits) against
+ * SMs x CA_FP8_DEC_SM_BLOCKS block slots instead of aiming at
+ * CA_FP8_DEC_SPLITS x the items; the sizing then allows CA_FP8_DEC_WAVE_SPLITS
+ * x the 16-bit items, so B 128 may take 3 splits a request. */
+#define CA_FP8_DEC_WAVE_SPLITS 8
+int ca_read_fp8_dec_wave(const sgl_attn_create_args *a, int *on);
+/* The decode grid's items with the wave rule: the rule's aim for bs requests
+ * with the lengths unknown (no shorter-split cap, so never below the plan's
+ * aim) plus bs (the ceil rule's bound), within the sized items. */
+int32_t ca_dec_wave_grid_items(const attn_sizing *s, int32_t bs, int64_t slots, int32_t blocks_per_item);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
@@ -153,6 +168,9 @@ typedef struct ca_backend {
     int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
+    /* option fp8_dec_wave on an fp8 pool: the decode plan's wave rule on these
+     * block slots (SMs x CA_FP8_DEC_SM_BLOCKS) and blocks per item; else 0 */
+    int32_t dec_wave_slots, dec_wave_bpi;
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */
     int ragged_only;   /* the model's head dims differ (qk 192 / v 128): no paged forwards */

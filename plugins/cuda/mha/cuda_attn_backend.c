@@ -401,6 +401,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO;
     if ((rc = ca_read_options(a, &option))) return rc;
+    int fp8_dec_wave = 0;
+    if ((rc = ca_read_fp8_dec_wave(a, &fp8_dec_wave))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -449,13 +451,19 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->model_window = m->sliding_window;
     b->model_attn_type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
-    /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token) */
-    const int fp8_dec_splits = kern.kv_fp8 ? CA_FP8_DEC_SPLITS : 1;
+    /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token);
+     * with fp8_dec_wave its plan picks the splits per call within CA_FP8_DEC_WAVE_SPLITS times them */
+    const int wave = kern.kv_fp8 && fp8_dec_wave;
+    const int fp8_dec_splits = !kern.kv_fp8 ? 1 : wave ? CA_FP8_DEC_WAVE_SPLITS : CA_FP8_DEC_SPLITS;
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
                              &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * fp8_dec_splits, err, err_size);
     if (rc) {
         free(b);
         return rc;
+    }
+    if (wave) {
+        b->dec_wave_slots = kern.sm_count * CA_FP8_DEC_SM_BLOCKS;
+        b->dec_wave_bpi = b->hkv * b->sz.decode_hblocks;
     }
     if ((rc = alloc_zeroed(&b->dev_mem, b->sz.total_bytes, "", err, err_size))) {
         ca_destroy(&b->base);
@@ -525,7 +533,11 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     char fp8_note[96];
-    snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
+    if (wave)
+        snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, splits by the wave rule on %d block slots)",
+                 (int)b->dec_wave_slots);
+    else
+        snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
                 "device %d %s SM %d.%d, %d SMs, kernel=%s: extend %s%s%s, decode %s%s, ragged %s%s, dual chunk: "
                 "%s%s, %zu bytes of work buffers",

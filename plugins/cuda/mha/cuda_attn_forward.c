@@ -264,10 +264,13 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             pl.cross = set == ATTN_DPLAN_CROSS;
             pl.counters = (int32_t *)dev_at(b, b->sz.off_counters);
             pl.counters_per_req = b->sz.counters_per_req;
+            pl.wave_slots = b->dec_wave_slots;
+            pl.wave_blocks_per_item = b->dec_wave_bpi;
             ce = attn_launch_plan_decode(&in, &pl, bt->stream);
             b->has_dplan[set] = 1;
         }
-        b->grid_items = attn_decode_grid_items(&b->sz, bs);
+        b->grid_items = b->dec_wave_slots ? ca_dec_wave_grid_items(&b->sz, bs, b->dec_wave_slots, b->dec_wave_bpi)
+                                          : attn_decode_grid_items(&b->sz, bs);
     } else {
         for (int set = 0; set < ATTN_EPLAN_COUNT && !ce; set++) {
             if (set == ATTN_EPLAN_CROSS && !bt->encoder_lens) continue;

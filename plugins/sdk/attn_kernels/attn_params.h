@@ -116,6 +116,8 @@ typedef struct attn_decode_plan {
     int32_t cross;          /* 1: attend [0, enc); else [enc, enc + len) */
     int32_t *counters;      /* [max_reqs * counters_per_req], zeroed by the plan */
     int32_t counters_per_req;
+    int32_t wave_slots;     /* > 0: the wave rule (plan_math.h) on these resident block slots; 0: target_items */
+    int32_t wave_blocks_per_item; /* blocks of one item (kv heads x head blocks), for the wave rule */
 } attn_decode_plan;
 
 typedef struct attn_extend_plan {
