@@ -284,8 +284,10 @@ def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
     bad = 0
     # extend_wg_cfg<DQK, DV, NQ>::STAGES: 3 at qk 128, 2 at qk 192 (forward_ragged's DeepSeek
-    # shape), 2 for dual chunk (three Q tiles, boundary slices) and 2 for F8 (beside its byte ring)
-    for stages, dca, f8 in ((3, False, False), (2, False, False), (2, True, False), (2, False, True)):
+    # shape), 4 at qk 192 on 64-column tiles (option ragged192_bn64: the same protocol, a deeper
+    # ring), 2 for dual chunk (three Q tiles, boundary slices) and 2 for F8 (beside its byte ring)
+    for stages, dca, f8 in ((3, False, False), (2, False, False), (4, False, False), (2, True, False),
+                            (2, False, True)):
         fails, first = 0, None
         for r in range(runs):
             rng = random.Random(r * 7919 + stages + 100 * dca + 1000 * f8)
