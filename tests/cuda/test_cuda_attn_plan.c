@@ -73,12 +73,13 @@ static void test_decode_bounds_random(void **state) {
     }
 }
 
-/* The wave rule (option fp8_dec_wave): for any lengths the plan's items stay
- * under the host's grid bound and the buffers, the parts under theirs, and
- * the rule's n with the lengths known never exceeds the host's (lengths
- * unknown) n. */
+/* The wave rule (option fp8_dec_wave): create's table holds the rule's aim
+ * per batch size (within the target); for any lengths the plan at that aim
+ * with ceil splits stays under the grid bound and the item buffers, its
+ * parts under theirs. */
 static void test_decode_wave_bounds_random(void **state) {
     (void)state;
+    static int32_t aims[513];
     for (int trial = 0; trial < 2000; trial++) {
         const int hkv = 1 << rnd(5), group = 1 + (int)rnd(16), hq = hkv * group;
         const int d = 64 << rnd(2);
@@ -91,27 +92,27 @@ static void test_decode_wave_bounds_random(void **state) {
                                              4 * CA_FP8_DEC_WAVE_SPLITS, err, sizeof err), 0);
         const int64_t slots = (int64_t)sms * CA_FP8_DEC_SM_BLOCKS;
         const int bpi = hkv * s.decode_hblocks;
+        ca_dec_wave_aims(&s, slots, bpi, aims);
         const int bs = 1 + (int)rnd((uint32_t)max_reqs);
+        const int32_t aim = aims[bs];
+        assert_int_equal(aim, attn_plan_wave_aim(bs, s.decode_target_items, slots, bpi));
+        assert_true(aim >= 1 && aim <= s.decode_target_items);
+        const int n = attn_plan_wave_splits(bs, s.decode_target_items, slots, bpi);
+        assert_true(aim == (int64_t)n * bs || (n == 1 && aim == s.decode_target_items && bs > aim));
         int64_t lens[512], total = 0;
         for (int i = 0; i < bs; i++) {
             lens[i] = rnd(4) == 0 ? 0 : rnd((uint32_t)max_ctx + 1);
             total += lens[i];
         }
-        const int n_dev = attn_plan_wave_splits(total, bs, s.decode_target_items, s.decode_min_chunk, slots, bpi);
-        const int n_host = attn_plan_wave_splits(-1, bs, s.decode_target_items, s.decode_min_chunk, slots, bpi);
-        assert_true(n_dev >= 1 && n_dev <= n_host);
-        assert_true((int64_t)n_host * bs <= (s.decode_target_items > bs ? s.decode_target_items : bs));
-        const int32_t aim = attn_plan_wave_aim(total, bs, s.decode_target_items, s.decode_min_chunk, slots, bpi);
-        assert_true(aim <= (int64_t)n_dev * bs && aim <= s.decode_target_items);
         const int64_t chunk = attn_plan_chunk(total, aim, s.decode_min_chunk, s.decode_chunk_align);
         int64_t items = 0, parts = 0;
         for (int i = 0; i < bs; i++) {
-            int n = attn_plan_nsplit(lens[i], chunk);
-            n = attn_plan_nsplit(lens[i], attn_plan_split_len(lens[i], n, s.decode_chunk_align));
-            items += n;
-            if (n > 1) parts += n;
+            int ni = attn_plan_nsplit(lens[i], chunk);
+            ni = attn_plan_nsplit(lens[i], attn_plan_split_len(lens[i], ni, s.decode_chunk_align));
+            items += ni;
+            if (ni > 1) parts += ni;
         }
-        assert_true(items <= ca_dec_wave_grid_items(&s, bs, slots, bpi));
+        assert_true(items <= ca_dec_wave_grid_items(&s, aim, bs));
         assert_true(items <= s.decode_max_items);
         assert_true(parts <= s.decode_max_parts);
     }
@@ -303,37 +304,42 @@ static void test_fp8_dec_wave_plan(void **state) {
     assert_int_equal(slots, 792);
     const int bpi = 8 * s.decode_hblocks;
     assert_int_equal(bpi, 8);
+    static int32_t aims[257];
+    ca_dec_wave_aims(&s, slots, bpi, aims);
     static const struct {
         int b, l, n, split;
     } rows[] = {{64, 4096, 3, 1408},  {64, 8192, 3, 2752},  {64, 16384, 3, 5504},
                 {128, 4096, 3, 1408}, {128, 8192, 3, 2752}, {128, 16384, 3, 5504}};
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const int64_t total = (int64_t)rows[i].b * rows[i].l;
-        const int n = attn_plan_wave_splits(total, rows[i].b, s.decode_target_items, s.decode_min_chunk, slots, bpi);
+        const int n = attn_plan_wave_splits(rows[i].b, s.decode_target_items, slots, bpi);
         assert_int_equal(n, rows[i].n);
-        assert_int_equal(attn_plan_wave_splits(-1, rows[i].b, s.decode_target_items, s.decode_min_chunk, slots, bpi),
-                         rows[i].n);
-        const int64_t chunk = attn_plan_chunk(total, rows[i].b * n, s.decode_min_chunk, s.decode_chunk_align);
+        assert_int_equal(aims[rows[i].b], rows[i].b * rows[i].n);
+        const int64_t chunk = attn_plan_chunk(total, aims[rows[i].b], s.decode_min_chunk, s.decode_chunk_align);
         assert_int_equal(chunk, rows[i].split);
         const int ni = attn_plan_nsplit(rows[i].l, chunk);
         assert_int_equal(ni, rows[i].n);
         assert_int_equal(attn_plan_split_len(rows[i].l, ni, s.decode_chunk_align), rows[i].split);
         assert_int_equal(attn_plan_nsplit(rows[i].l, rows[i].split), rows[i].n);
         /* the grid: 3 B planned items + B spare, within the sized items */
-        assert_int_equal(ca_dec_wave_grid_items(&s, rows[i].b, slots, bpi), 4 * rows[i].b);
+        assert_int_equal(ca_dec_wave_grid_items(&s, aims[rows[i].b], rows[i].b), 4 * rows[i].b);
         assert_true(4 * rows[i].b <= s.decode_max_items);
     }
-    /* the emulator's second fp8 decode (B 16, L 2048): n_max = min(528 / 16, 32768 / (16 x 128)) = 16;
-     * blocks 128 n: n 6 768 / 792 = .970 is the best (12: 1536 / 1584 the same), so 6 splits of
-     * 384 columns, against 16 of 128 by the default rule (chunk max(128, ceil(32768 / 264)) = 128) */
-    assert_int_equal(attn_plan_wave_splits(16 * 2048, 16, 528, s.decode_min_chunk, slots, bpi), 6);
-    assert_int_equal(attn_plan_chunk(16 * 2048, 16 * 6, s.decode_min_chunk, s.decode_chunk_align), 384);
-    /* short requests: the min_chunk cap (B 4, L 300: 1200 / (4 x 128) = 2) */
-    assert_int_equal(attn_plan_wave_splits(4 * 300, 4, 528, 128, slots, bpi), 2);
+    /* the emulator's second fp8 decode (B 16, L 2048): n 1..33, blocks 128 n: n 6 768 / 792 = .970 is
+     * the best (12, 18, 24, 30 the same), so 6 splits of 384 columns, against 16 of 128 by the default
+     * aim (chunk max(128, ceil(32768 / 264)) = 128) */
+    assert_int_equal(attn_plan_wave_splits(16, 528, slots, bpi), 6);
+    assert_int_equal(attn_plan_chunk(16 * 2048, aims[16], s.decode_min_chunk, s.decode_chunk_align), 384);
+    /* one request: blocks 8 n, n 99 fills the 792 slots (1.000), the smallest within 95 % is 95 */
+    assert_int_equal(attn_plan_wave_splits(1, 528, slots, bpi), 95);
+    /* more requests than the target: one split each, the aim held at the target */
+    assert_int_equal(attn_plan_wave_splits(600, 528, slots, bpi), 1);
+    assert_int_equal(attn_plan_wave_aim(600, 528, slots, bpi), 528);
     /* degenerate inputs: one split */
-    assert_int_equal(attn_plan_wave_splits(4096, 0, 528, 128, slots, bpi), 1);
-    assert_int_equal(attn_plan_wave_splits(4096, 1, 0, 128, slots, bpi), 1);
-    assert_int_equal(attn_plan_wave_splits(4096, 1, 528, 128, 0, bpi), 1);
+    assert_int_equal(attn_plan_wave_splits(0, 528, slots, bpi), 1);
+    assert_int_equal(attn_plan_wave_splits(1, 0, slots, bpi), 1);
+    assert_int_equal(attn_plan_wave_splits(1, 528, 0, bpi), 1);
+    assert_int_equal(attn_plan_wave_aim(0, 528, slots, bpi), 1);
 }
 
 /* fp8_dec_wave's values: a boolean, unset or empty off; another value refused

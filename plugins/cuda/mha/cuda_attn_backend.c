@@ -33,6 +33,7 @@ static void ca_destroy(sgl_attn_backend *bb) {
     if (b->tmask_full) (void)cudaFree(b->tmask_full);
     sgl_sdk_cuda_fault_free(&b->fault);
     attn_tmap_cache_free(b->tmaps);
+    free(b->dec_wave_aim);
     free(b);
 }
 
@@ -466,9 +467,15 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         free(b);
         return rc;
     }
+    const int wave_slots = kern.sm_count * CA_FP8_DEC_SM_BLOCKS;
     if (wave) {
-        b->dec_wave_slots = kern.sm_count * CA_FP8_DEC_SM_BLOCKS;
-        b->dec_wave_bpi = b->hkv * b->sz.decode_hblocks;
+        b->dec_wave_aim = malloc(((size_t)b->sz.max_reqs + 1) * sizeof *b->dec_wave_aim);
+        if (!b->dec_wave_aim) {
+            free(b);
+            snprintf(err, err_size, "create: out of host memory");
+            return SGL_ATTN_E_NOMEM;
+        }
+        ca_dec_wave_aims(&b->sz, wave_slots, b->hkv * b->sz.decode_hblocks, b->dec_wave_aim);
     }
     if ((rc = alloc_zeroed(&b->dev_mem, b->sz.total_bytes, "", err, err_size))) {
         ca_destroy(&b->base);
@@ -540,7 +547,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     char fp8_note[96];
     if (wave)
         snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, splits by the wave rule on %d block slots)",
-                 (int)b->dec_wave_slots);
+                 wave_slots);
     else
         snprintf(fp8_note, sizeof fp8_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,

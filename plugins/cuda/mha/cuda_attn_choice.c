@@ -45,10 +45,13 @@ int ca_read_fp8_dec_wave(const sgl_attn_create_args *a, int *on) {
     return sgl_sdk_opt_bool(&o, "fp8_dec_wave", NULL, 0, on);
 }
 
-int32_t ca_dec_wave_grid_items(const attn_sizing *s, int32_t bs, int64_t slots, int32_t blocks_per_item) {
-    if (bs < 0) bs = 0;
-    const long long items =
-        (long long)attn_plan_wave_aim(-1, bs, s->decode_target_items, s->decode_min_chunk, slots, blocks_per_item) + bs;
+void ca_dec_wave_aims(const attn_sizing *s, int64_t slots, int32_t blocks_per_item, int32_t *aims) {
+    for (int32_t bs = 0; bs <= s->max_reqs; bs++)
+        aims[bs] = attn_plan_wave_aim(bs, s->decode_target_items, slots, blocks_per_item);
+}
+
+int32_t ca_dec_wave_grid_items(const attn_sizing *s, int32_t aim, int32_t bs) {
+    const long long items = (long long)(aim > 0 ? aim : 0) + (bs > 0 ? bs : 0);
     return (int32_t)(items < s->decode_max_items ? items : s->decode_max_items);
 }
 

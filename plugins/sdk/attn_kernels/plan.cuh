@@ -12,10 +12,10 @@
  * the items stay <= target_items + bs and the partial slots <= target_items
  * (<= 2 * target_items + 2, what the host sizes); ceil(len_i / split_i) <= n_i
  * keeps them there.  The host sizes the buffers and the grid from these.
- * With the wave rule (pl.wave_slots > 0, plan_math.h) the aim is
- * min(n * bs, target_items) items for the rule's n, and n_i = ceil(len_i /
- * chunk): the items stay <= total / chunk + bs <= aim + bs, and a split
- * request's n_i < 2 len_i / chunk keeps the partial slots < 2 * aim.
+ * With split_ceil (the wave rule's aim, plan_math.h) n_i = ceil(len_i /
+ * chunk): the items stay <= total / chunk + bs <= target_items + bs, and a
+ * split request's n_i < 2 len_i / chunk keeps the partial slots < 2 *
+ * target_items.
  *
  * Extend: one item per (request, q tile), ordered longest-first (most KV
  * tiles first) by a counting sort, so the causal tail does not idle the GPU.
@@ -160,15 +160,7 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
         local += r.hi - r.lo;
     }
     const long long total = plan_block_sum<long long>(local, tmp64);
-    /* the wave rule (wave_slots > 0): n splits a request on average, the chunk
-     * total / (n bs) rounded up, and a request ceil(len / chunk) splits (so a
-     * request of the mean length takes n, where floor would give n - 1 after the
-     * rounding); items <= total / chunk + bs <= n bs + bs <= target + bs */
-    const int wave = pl.wave_slots > 0;
-    const int32_t aim = wave ? attn_plan_wave_aim(total, in.bs, pl.target_items, pl.min_chunk, pl.wave_slots,
-                                                  pl.wave_blocks_per_item)
-                             : pl.target_items;
-    const long long chunk = attn_plan_chunk(total, aim, pl.min_chunk, pl.chunk_align);
+    const long long chunk = attn_plan_chunk(total, pl.target_items, pl.min_chunk, pl.chunk_align);
 
     if (t == 0) carry_items = carry_parts = 0;
     __syncthreads();
@@ -180,7 +172,9 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
         if (b < in.bs) {
             r = plan_decode_req(in, pl, b);
             const int len = r.hi - r.lo;
-            n = wave ? attn_plan_nsplit(len, chunk) : attn_plan_nsplit_fit(len, chunk);
+            /* ceil: a request of the mean length takes the wave rule's n, where
+             * floor could give n - 1 after the chunk's rounding up */
+            n = pl.split_ceil ? attn_plan_nsplit(len, chunk) : attn_plan_nsplit_fit(len, chunk);
             split = attn_plan_split_len(len, n, pl.chunk_align);
             n = attn_plan_nsplit(len, split); /* <= the fit count */
             parts = n > 1 ? n : 0;
