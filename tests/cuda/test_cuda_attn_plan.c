@@ -236,6 +236,44 @@ static void test_kernel_option(void **state) {
     assert_int_equal(o, CA_KERNEL_AUTO);
 }
 
+/* The lever option tree_prefix_plain: a boolean, off when unset or empty,
+ * off on a 1.0 host, a bad value refused with the option's name and value. */
+static void test_tree_prefix_plain_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "tree_prefix_plain", err, sizeof err);
+    static const struct {
+        const char *v;
+        int want;
+    } ok[] = {{NULL, 0}, {"", 0}, {"1", 1}, {"on", 1}, {"true", 1}, {"0", 0}, {"off", 0}, {"false", 0}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int o = -7;
+        g_opt_val = ok[i].v;
+        assert_int_equal(ca_read_tree_prefix_plain(&a, &o), 0);
+        assert_int_equal(o, ok[i].want);
+    }
+    static const char *const bad[] = {"2", "yes please", "plain"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int o = -7;
+        err[0] = 0;
+        g_opt_val = bad[i];
+        assert_int_equal(ca_read_tree_prefix_plain(&a, &o), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "tree_prefix_plain"));
+        assert_non_null(strstr(err, bad[i]));
+    }
+    /* the kernel option's reader does not see it (and it is no removed name) */
+    int k = -7;
+    g_opt_val = "1";
+    assert_int_equal(ca_read_options(&a, &k), 0);
+    assert_int_equal(k, CA_KERNEL_AUTO);
+    /* a 1.0 host (no create_args.host): off */
+    a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
+    int o = -7;
+    assert_int_equal(ca_read_tree_prefix_plain(&a, &o), 0);
+    assert_int_equal(o, 0);
+}
+
 /* The removed options (levers deleted or made the only behaviour) are
  * refused by name whatever their value; an unknown key is not an option of
  * this plugin and is ignored. */
@@ -1224,6 +1262,7 @@ int main(void) {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
+        cmocka_unit_test(test_tree_prefix_plain_option),
         cmocka_unit_test(test_ragged192_bn64_option),
         cmocka_unit_test(test_fp8_dec_splits_plan),  cmocka_unit_test(test_fp8_dec_wave_plan),
         cmocka_unit_test(test_fp8_dec_wave_option),  cmocka_unit_test(test_decode_wave_bounds_random),

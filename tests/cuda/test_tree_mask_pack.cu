@@ -6,8 +6,10 @@
  *      packed word) on random words, every shift a thread uses
  *   2. the packed bits and the full flags of batches of requests with seq_len
  *      not a multiple of 64, a whole-prefix request (full words), an all-zero
- *      request, and a request whose block does not split into rows (left as
- *      it was: the buffer's sentinel survives)
+ *      request, an EAGLE-shaped one (the prefix visible, the last mq columns
+ *      random), and a request whose block does not split into rows (left as
+ *      it was: the buffer's sentinel survives); each request's first word
+ *      whose flag is 0 (first[], option tree_prefix_plain)
  * Exit status: 0 passed (or no CUDA device: SKIP), 1 a mismatch, 2 a CUDA error.
  */
 #include <stdint.h>
@@ -69,7 +71,8 @@ static int test_pairs(void) {
     return bad != 0;
 }
 
-/* kind: 0 random (one key in ten hidden), 1 all visible, 2 none, 3 a block that is not mq rows */
+/* kind: 0 random (one key in ten hidden), 1 all visible, 2 none, 3 a block that is not mq rows,
+ * 4 EAGLE (columns before seq - mq visible, the last mq random) */
 static int test_pack(int bs, int mq, int words, const int *seq, const int *kind) {
     std::vector<int64_t> ip(bs + 1, 0);
     for (int b = 0; b < bs; b++) ip[b + 1] = ip[b] + (int64_t)mq * seq[b] + (kind[b] == 3 ? 1 : 0);
@@ -77,29 +80,38 @@ static int test_pack(int bs, int mq, int words, const int *seq, const int *kind)
     std::vector<uint8_t> m((size_t)len + 1);
     for (int b = 0; b < bs; b++)
         for (int64_t i = ip[b]; i < ip[b + 1]; i++)
-            m[i] = kind[b] == 1 ? (uint8_t)(1 + rnd() % 255) : kind[b] == 2 ? 0 : (uint8_t)(rnd() % 10 ? rnd() % 255 + 1 : 0);
+            m[i] = kind[b] == 1 || (kind[b] == 4 && (i - ip[b]) % seq[b] < seq[b] - mq) ? (uint8_t)(1 + rnd() % 255)
+                   : kind[b] == 2                                                    ? 0
+                   : kind[b] == 4                                                    ? (uint8_t)(rnd() % 2)
+                                                                                     : (uint8_t)(rnd() % 10 ? rnd() % 255 + 1 : 0);
     const size_t nbits = (size_t)bs * mq * words, nfull = (size_t)bs * words;
     uint8_t *dm;
     int64_t *dip;
     uint64_t *dbits;
     uint8_t *dfull;
+    uint32_t *dfirst;
     CK(cudaMalloc(&dm, len + 1));
     CK(cudaMalloc(&dip, (bs + 1) * 8));
     CK(cudaMalloc(&dbits, nbits * 8));
     CK(cudaMalloc(&dfull, nfull));
+    CK(cudaMalloc(&dfirst, bs * 4));
     CK(cudaMemcpy(dm, m.data(), len + 1, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dip, ip.data(), (bs + 1) * 8, cudaMemcpyHostToDevice));
     CK(cudaMemset(dbits, 0xA5, nbits * 8)); /* sentinel: what the kernel must not touch keeps it */
     CK(cudaMemset(dfull, 0xA5, nfull));
+    CK(cudaMemset(dfirst, 0xA5, bs * 4));
     attn_index ix = {(const int32_t *)dip, 1, bs + 1};
-    CK((cudaError_t)attn_launch_tree_mask_pack(dm, len, ix, bs, mq, words, dbits, dfull, 0));
+    CK((cudaError_t)attn_launch_tree_mask_pack(dm, len, ix, bs, mq, words, dbits, dfull, dfirst, 0));
     CK(cudaDeviceSynchronize());
     std::vector<uint64_t> bits(nbits);
     std::vector<uint8_t> full(nfull);
+    std::vector<uint32_t> first(bs);
+    CK(cudaMemcpy(first.data(), dfirst, bs * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(bits.data(), dbits, nbits * 8, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(full.data(), dfull, nfull, cudaMemcpyDeviceToHost));
     int bad = 0, nfullw = 0;
-    for (int b = 0; b < bs; b++)
+    for (int b = 0; b < bs; b++) {
+        uint32_t want_first = (uint32_t)words; /* a request left as is: its sentinel flags are nonzero */
         for (int w = 0; w < words; w++) {
             bool all = true;
             for (int r = 0; r < mq; r++) {
@@ -122,11 +134,15 @@ static int test_pack(int bs, int mq, int words, const int *seq, const int *kind)
             nfullw += wf == 1;
             if (full[(size_t)b * words + w] != wf && bad++ < 5)
                 fprintf(stderr, "  req %d word %d: full %d want %d\n", b, w, full[(size_t)b * words + w], wf);
+            if (wf == 0 && want_first == (uint32_t)words) want_first = (uint32_t)w;
         }
+        if (first[b] != want_first && bad++ < 5) fprintf(stderr, "  req %d: first %u want %u\n", b, first[b], want_first);
+    }
     CK(cudaFree(dm));
     CK(cudaFree(dip));
     CK(cudaFree(dbits));
     CK(cudaFree(dfull));
+    CK(cudaFree(dfirst));
     printf("%s 2. pack bs %d rows %d words %d: %d full words, %d wrong\n", bad ? "FAIL" : "PASS", bs, mq, words,
            nfullw, bad);
     return bad != 0;
@@ -147,8 +163,8 @@ int main(int argc, char **argv) {
         fail |= test_pack(6, 5, 12, seq, kind);
     }
     {
-        const int seq[4] = {4096, 4000, 4033, 64}, kind[4] = {1, 0, 1, 0};
-        fail |= test_pack(4, 64, 64, seq, kind);
+        const int seq[6] = {4096, 4000, 4033, 64, 4096, 2200}, kind[6] = {1, 0, 1, 0, 4, 4};
+        fail |= test_pack(6, 64, 64, seq, kind);
     }
     {
         const int seq[3] = {50, 130, 200}, kind[3] = {0, 1, 0};

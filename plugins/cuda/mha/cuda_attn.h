@@ -40,6 +40,10 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * option helper) into *kernel; a bad value fails with create_args.error
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
+/* Lever option tree_prefix_plain (bool, default 0): the wgmma extend's tree
+ * verify runs the tiles before a request's first mask word that is not full
+ * with no mask and no mask loads (bench/gpu/levers/eagle_prefix_plain.conf). */
+int ca_read_tree_prefix_plain(const sgl_attn_create_args *a, int *on);
 const char *ca_kernel_option_name(int option);
 /* The option "ragged192_bn64" (a boolean, unset: 0; a lever, issue 20):
  * forward_ragged at qk 192 / v 128 on the wgmma kernel runs 64-column K/V
@@ -225,6 +229,9 @@ typedef struct ca_backend {
      * (encoder-only, bidirectional, ragged-only). */
     uint64_t *tmask_bits;
     uint8_t *tmask_full;
+    /* option tree_prefix_plain on the wgmma extend: each request's first word that is not
+     * full (max_reqs entries, after the flags in tmask_full's allocation); NULL otherwise */
+    uint32_t *tmask_first;
     int32_t tmask_words;
     int32_t tmask_rows; /* rows the bits hold: min(max_tokens, max_reqs x the model's spec_tokens) */
     sgl_sdk_cuda_fault fault; /* index faults the kernels met (gpu_fault.h): read by ca_plan */

@@ -55,6 +55,11 @@ int32_t ca_dec_wave_grid_items(const attn_sizing *s, int32_t aim, int32_t bs) {
     return (int32_t)(items < s->decode_max_items ? items : s->decode_max_items);
 }
 
+int ca_read_tree_prefix_plain(const sgl_attn_create_args *a, int *on) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    return sgl_sdk_opt_bool(&o, "tree_prefix_plain", NULL, 0, on);
+}
+
 int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
     return sgl_sdk_opt_bool(&o, "ragged192_bn64", NULL, 0, on);

@@ -317,7 +317,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
         if (!ce && self_vis == ATTN_SELF_TREE)
             ce = attn_launch_tree_mask_pack(b->planned_mask, bt->custom_mask->shape[0], b->planned_mask_indptr, bs,
                                             bt->tokens_per_req, b->planned_mask_words, b->tmask_bits,
-                                            b->tmask_full, bt->stream);
+                                            b->tmask_full, b->tmask_first, bt->stream);
     }
     /* cross attention's encoder slots against the table (after the plan, which notes a bad row
      * or encoder length first) */
@@ -896,6 +896,7 @@ int ca_forward_extend(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     if (b->planned_mask) {
         p.mask_bits = b->tmask_bits;
         p.mask_full = b->tmask_full;
+        p.mask_first_off = b->tmask_first ? (int32_t)((const uint8_t *)b->tmask_first - b->tmask_full) : 0;
         p.mask_words = b->planned_mask_words;
     }
     const int direct = !a->layer->is_cross && b->planned_self == ATTN_SELF_NEW_ONLY;

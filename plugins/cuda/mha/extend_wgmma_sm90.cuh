@@ -111,9 +111,14 @@
 #endif
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
 /* The kernels' TREE parameter: no tree mask code, or the tree verify
- * instantiation (the mask words loaded one tile ahead of their use). */
+ * instantiation (the mask words loaded one tile ahead of their use); PLAIN
+ * (option tree_prefix_plain, p.mask_first_off set): as AHEAD, but the
+ * tiles before the request's first word that is not full load no
+ * mask word and take no mask, and the later tiles load no full flag (a
+ * thread masks where its two rows' words are not all ones). */
 #define ATTN_WG_TREE_NONE 0
 #define ATTN_WG_TREE_AHEAD 1
+#define ATTN_WG_TREE_PLAIN 2
 
 /* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
  * q_succ, q_inter, one BM x DQK tile each).  BNT: KV tokens per tile, 128;
@@ -863,10 +868,17 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
          * mrow, its second row's 8 rows later; mfull: the request's flags. */
         const uint64_t *mrow = p.mask_bits;
         const uint8_t *mfull = p.mask_full;
+        /* PLAIN: the tiles before jplain lie in the request's leading full words (no mask,
+         * no loads); its load is first used after the Q wait below */
+        [[maybe_unused]] int jplain = 0;
         if (TREE && k.tree) {
             const attn_extend_item it = p.eitems[k.item];
             mrow += ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + row_lo) * p.mask_words;
             mfull += (int64_t)it.b * p.mask_words;
+            if constexpr (TREE == ATTN_WG_TREE_PLAIN) {
+                const uint32_t fw = __ldg((const uint32_t *)(p.mask_full + p.mask_first_off) + it.b);
+                jplain = (int)(fw < (uint32_t)p.mask_words ? fw : (uint32_t)p.mask_words) / (BN / 64);
+            }
         }
         /* Tree verify: the raw words and full flags of the next tile, loaded a
          * whole tile before their use (the loads' latency hides behind the tile's
@@ -879,7 +891,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
 #pragma unroll
             for (int ww = 0; ww < BN / 64; ww++) {
                 const bool in = c0 + 64 * ww < seq;
-                nfl[ww] = in ? (uint32_t)__ldg(mfull + (c0 >> 6) + ww) : 1u;
+                if constexpr (TREE == ATTN_WG_TREE_AHEAD) nfl[ww] = in ? (uint32_t)__ldg(mfull + (c0 >> 6) + ww) : 1u;
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     nw[h][ww] = in && row_lo + 8 * h < k.nrows
@@ -887,7 +899,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
                                     : 0ull;
             }
         };
-        if (TREE == ATTN_WG_TREE_AHEAD && k.tree && !idle && k.ntiles > 0) load_words(0);
+        if (TREE && k.tree && !idle && k.ntiles > 0) load_words(0);
 #pragma unroll
         for (int i = 0; i < D / 2; i++) o[i] = 0.f;
         mbar_wait(bar.q_full(), kq & 1);
@@ -925,10 +937,23 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
              * then the next tile's words, while this S wgmma runs */
             uint32_t tbits[2] = {0u, 0u};
             bool tfull = false;
-            if (TREE == ATTN_WG_TREE_AHEAD && k.tree) {
+            if (TREE == ATTN_WG_TREE_PLAIN && k.tree && j < jplain) {
+                /* PLAIN: the leading full words: no mask; the first tile after them loads its words here */
                 tfull = true;
+                if (j + 1 == jplain && j + 1 < k.ntiles) load_words(j + 1);
+            } else if (TREE && k.tree) {
+                if constexpr (TREE == ATTN_WG_TREE_AHEAD) {
+                    tfull = true;
 #pragma unroll
-                for (int ww = 0; ww < BN / 64; ww++) tfull = tfull && nfl[ww] != 0u;
+                    for (int ww = 0; ww < BN / 64; ww++) tfull = tfull && nfl[ww] != 0u;
+                } else { /* PLAIN: this thread's two rows alone (no flag loads) */
+                    uint64_t all = ~0ull;
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+#pragma unroll
+                        for (int ww = 0; ww < BN / 64; ww++) all &= nw[h][ww];
+                    tfull = all == ~0ull;
+                }
                 if (!tfull) {
 #pragma unroll
                     for (int h = 0; h < 2; h++)

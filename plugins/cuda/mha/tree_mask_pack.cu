@@ -52,12 +52,44 @@ __global__ __launch_bounds__(TMP_THREADS) void attn_tree_mask_pack_kernel(const 
     }
 }
 
+/* first[b]: request b's first word whose full flag is 0 (words when every
+ * flag is 1), one warp per request, 32 flags a ballot, after the pack kernel
+ * wrote the flags (same stream).  The wgmma extend then runs the tiles before
+ * that word with no mask and loads none of their words (option
+ * tree_prefix_plain): sglang's EAGLE masks open the whole prefix. */
+__global__ __launch_bounds__(TMP_THREADS) void attn_tree_mask_first_kernel(const uint8_t *full, int32_t bs,
+                                                                         int32_t words, uint32_t *first) {
+    const int lane = threadIdx.x & 31;
+    const long long warps = (long long)gridDim.x * (TMP_THREADS / 32);
+    for (long long b = (long long)blockIdx.x * (TMP_THREADS / 32) + (threadIdx.x >> 5); b < bs; b += warps) {
+        const uint8_t *f = full + b * words;
+        int at = words;
+        for (int w0 = 0; w0 < words; w0 += 32) {
+            const uint32_t zero = __ballot_sync(0xffffffffu, w0 + lane < words && f[w0 + lane] == 0);
+            if (zero) { /* its lowest set bit (once per request) */
+                int lo = 0;
+                while (!((zero >> lo) & 1u)) lo++;
+                at = w0 + lo;
+                break;
+            }
+        }
+        if (lane == 0) first[b] = (uint32_t)at;
+    }
+}
+
 extern "C" int attn_launch_tree_mask_pack(const uint8_t *mask, int64_t mask_len, attn_index indptr, int32_t bs,
-                                          int32_t mq, int32_t words, uint64_t *bits, uint8_t *full, void *stream) {
+                                          int32_t mq, int32_t words, uint64_t *bits, uint8_t *full, uint32_t *first,
+                                          void *stream) {
     if (bs <= 0 || mq <= 0 || words <= 0) return 0;
     const long long pairs = (long long)bs * words;
     const unsigned grid = (unsigned)(pairs < 4096 ? pairs : 4096);
     attn_tree_mask_pack_kernel<<<grid, TMP_THREADS, 0, (cudaStream_t)stream>>>(mask, mask_len, indptr, bs, mq, words,
                                                                               bits, full);
+    if (first) {
+        const int per = TMP_THREADS / 32;
+        const long long blocks = ((long long)bs + per - 1) / per;
+        attn_tree_mask_first_kernel<<<(unsigned)(blocks < 4096 ? blocks : 4096), TMP_THREADS, 0,
+                                      (cudaStream_t)stream>>>(full, bs, words, first);
+    }
     return (int)cudaGetLastError();
 }

@@ -158,6 +158,12 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
+    /* Tree verify (cuda_attn's option tree_prefix_plain; 0 off): the byte offset from mask_full
+     * (below) of uint32 first[b], request b's first word that is not full (mask_words when all
+     * are): the columns before 64 first[b] need no mask and no word of it.  An offset in the
+     * 4-byte gap before k_scale_dev, so the struct and every kernel's parameters keep their
+     * layout. */
+    int32_t mask_first_off;
     /* fp8 KV pools (cuda_attn): value = stored * scale, the scale read on the
      * device from *_scale_dev when set (the engine's scale tensors), else the float */
     const float *k_scale_dev, *v_scale_dev;
