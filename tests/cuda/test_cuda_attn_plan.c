@@ -73,6 +73,51 @@ static void test_decode_bounds_random(void **state) {
     }
 }
 
+/* The wave rule (option fp8_dec_wave): create's table holds the rule's aim
+ * per batch size (within the target); for any lengths the plan at that aim
+ * with ceil splits stays under the grid bound and the item buffers, its
+ * parts under theirs. */
+static void test_decode_wave_bounds_random(void **state) {
+    (void)state;
+    static int32_t aims[513];
+    for (int trial = 0; trial < 2000; trial++) {
+        const int hkv = 1 << rnd(5), group = 1 + (int)rnd(16), hq = hkv * group;
+        const int d = 64 << rnd(2);
+        const int max_reqs = 1 + (int)rnd(512), max_ctx = 1 + (int)rnd(200000);
+        const int sms = 1 + (int)rnd(160);
+        attn_tiles t = random_tiles(d, group);
+        attn_sizing s;
+        char err[256];
+        assert_int_equal(attn_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms,
+                                             4 * CA_FP8_DEC_WAVE_SPLITS, err, sizeof err), 0);
+        const int64_t slots = (int64_t)sms * CA_FP8_DEC_SM_BLOCKS;
+        const int bpi = hkv * s.decode_hblocks;
+        ca_dec_wave_aims(&s, slots, bpi, aims);
+        const int bs = 1 + (int)rnd((uint32_t)max_reqs);
+        const int32_t aim = aims[bs];
+        assert_int_equal(aim, attn_plan_wave_aim(bs, s.decode_target_items, slots, bpi));
+        assert_true(aim >= 1 && aim <= s.decode_target_items);
+        const int n = attn_plan_wave_splits(bs, s.decode_target_items, slots, bpi);
+        assert_true(aim == (int64_t)n * bs || (n == 1 && aim == s.decode_target_items && bs > aim));
+        int64_t lens[512], total = 0;
+        for (int i = 0; i < bs; i++) {
+            lens[i] = rnd(4) == 0 ? 0 : rnd((uint32_t)max_ctx + 1);
+            total += lens[i];
+        }
+        const int64_t chunk = attn_plan_chunk(total, aim, s.decode_min_chunk, s.decode_chunk_align);
+        int64_t items = 0, parts = 0;
+        for (int i = 0; i < bs; i++) {
+            int ni = attn_plan_nsplit(lens[i], chunk);
+            ni = attn_plan_nsplit(lens[i], attn_plan_split_len(lens[i], ni, s.decode_chunk_align));
+            items += ni;
+            if (ni > 1) parts += ni;
+        }
+        assert_true(items <= ca_dec_wave_grid_items(&s, aim, bs));
+        assert_true(items <= s.decode_max_items);
+        assert_true(parts <= s.decode_max_parts);
+    }
+}
+
 static void test_extend_bounds_random(void **state) {
     (void)state;
     for (int trial = 0; trial < 2000; trial++) {
@@ -303,6 +348,102 @@ static void test_dec16_fast_merge_option(void **state) {
         assert_non_null(strstr(err, bad[i]));
         assert_non_null(strstr(err, "expected 0 or 1"));
     }
+/* fp8_dec_wave at the benched shapes (GQA 32/8, d128, 132 SMs x 6 fp8
+ * blocks = 792 slots, 8 blocks an item; sizing 4 x 8 blocks an SM: 528 items,
+ * so B 64 may take up to 8 splits, B 128 up to 4).  The rule's arithmetic by
+ * hand: blocks = 8 B n, efficiency blocks / (ceil(blocks / 792) x 792):
+ *   B 64:  n 1..8: 512 .646, 1024 .646, 1536 .970, 2048 .862, 2560 .808,
+ *          3072 .970, 3584 .905, 4096 .862: best .970, the smallest n within
+ *          95 % of it (>= .921) is 3;
+ *   B 128: n 1..4: 1024 .646, 2048 .862, 3072 .970, 4096 .862: 3.
+ * At 3 splits the chunk is ceil(L / 3) rounded up to 64 columns: 1408 / 2752 /
+ * 5504 at L 4k / 8k / 16k, so each request takes exactly 3 (the default's
+ * floor rule would give 2 from the rounded chunk).  Without the option the
+ * fp8 plan keeps 4 splits at B 64 and 2 at B 128 (2048 blocks, 2.6 rounds). */
+static void test_fp8_dec_wave_plan(void **state) {
+    (void)state;
+    attn_kernels k;
+    memset(&k, 0, sizeof k);
+    ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, &k);
+    k.head_dim = 128;
+    const attn_tiles t = attn_kernel_tiles(&k, 4);
+    attn_sizing s;
+    char err[256];
+    assert_int_equal(attn_sizing_compute(&s, 256, 4096, 65536, 32, 8, 128, &t, 132, 4 * CA_FP8_DEC_WAVE_SPLITS, err,
+                                         sizeof err), 0);
+    assert_int_equal(s.decode_target_items, 528);
+    const int64_t slots = 132 * CA_FP8_DEC_SM_BLOCKS;
+    assert_int_equal(slots, 792);
+    const int bpi = 8 * s.decode_hblocks;
+    assert_int_equal(bpi, 8);
+    static int32_t aims[257];
+    ca_dec_wave_aims(&s, slots, bpi, aims);
+    static const struct {
+        int b, l, n, split;
+    } rows[] = {{64, 4096, 3, 1408},  {64, 8192, 3, 2752},  {64, 16384, 3, 5504},
+                {128, 4096, 3, 1408}, {128, 8192, 3, 2752}, {128, 16384, 3, 5504}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const int64_t total = (int64_t)rows[i].b * rows[i].l;
+        const int n = attn_plan_wave_splits(rows[i].b, s.decode_target_items, slots, bpi);
+        assert_int_equal(n, rows[i].n);
+        assert_int_equal(aims[rows[i].b], rows[i].b * rows[i].n);
+        const int64_t chunk = attn_plan_chunk(total, aims[rows[i].b], s.decode_min_chunk, s.decode_chunk_align);
+        assert_int_equal(chunk, rows[i].split);
+        const int ni = attn_plan_nsplit(rows[i].l, chunk);
+        assert_int_equal(ni, rows[i].n);
+        assert_int_equal(attn_plan_split_len(rows[i].l, ni, s.decode_chunk_align), rows[i].split);
+        assert_int_equal(attn_plan_nsplit(rows[i].l, rows[i].split), rows[i].n);
+        /* the grid: 3 B planned items + B spare, within the sized items */
+        assert_int_equal(ca_dec_wave_grid_items(&s, aims[rows[i].b], rows[i].b), 4 * rows[i].b);
+        assert_true(4 * rows[i].b <= s.decode_max_items);
+    }
+    /* the emulator's second fp8 decode (B 16, L 2048): n 1..33, blocks 128 n: n 6 768 / 792 = .970 is
+     * the best (12, 18, 24, 30 the same), so 6 splits of 384 columns, against 16 of 128 by the default
+     * aim (chunk max(128, ceil(32768 / 264)) = 128) */
+    assert_int_equal(attn_plan_wave_splits(16, 528, slots, bpi), 6);
+    assert_int_equal(attn_plan_chunk(16 * 2048, aims[16], s.decode_min_chunk, s.decode_chunk_align), 384);
+    /* one request: blocks 8 n, n 99 fills the 792 slots (1.000), the smallest within 95 % is 95 */
+    assert_int_equal(attn_plan_wave_splits(1, 528, slots, bpi), 95);
+    /* more requests than the target: one split each, the aim held at the target */
+    assert_int_equal(attn_plan_wave_splits(600, 528, slots, bpi), 1);
+    assert_int_equal(attn_plan_wave_aim(600, 528, slots, bpi), 528);
+    /* degenerate inputs: one split */
+    assert_int_equal(attn_plan_wave_splits(0, 528, slots, bpi), 1);
+    assert_int_equal(attn_plan_wave_splits(1, 0, slots, bpi), 1);
+    assert_int_equal(attn_plan_wave_splits(1, 528, 0, bpi), 1);
+    assert_int_equal(attn_plan_wave_aim(0, 528, slots, bpi), 1);
+}
+
+/* fp8_dec_wave's values: a boolean, unset or empty off; another value refused
+ * with the option named. */
+static void test_fp8_dec_wave_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "fp8_dec_wave", err, sizeof err);
+    static const struct {
+        const char *v;
+        int on;
+    } ok[] = {{NULL, 0}, {"", 0}, {"0", 0}, {"1", 1}, {"true", 1}, {"false", 0}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        g_opt_val = ok[i].v;
+        int on = -7;
+        assert_int_equal(ca_read_fp8_dec_wave(&a, &on), 0);
+        assert_int_equal(on, ok[i].on);
+    }
+    static const char *const bad[] = {"2", "wave", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        g_opt_val = bad[i];
+        int on = -7;
+        assert_int_equal(ca_read_fp8_dec_wave(&a, &on), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "fp8_dec_wave"));
+        assert_non_null(strstr(err, bad[i]));
+    }
+    /* not among the removed names: ca_read_options takes it */
+    g_opt_val = "1";
+    int kk = -7;
+    assert_int_equal(ca_read_options(&a, &kk), 0);
 }
 
 static void test_removed_options_refused(void **state) {
@@ -1157,7 +1298,8 @@ int main(void) {
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
         cmocka_unit_test(test_tree_prefix_plain_option),
         cmocka_unit_test(test_ragged192_bn64_option),
-        cmocka_unit_test(test_fp8_dec_splits_plan),
+        cmocka_unit_test(test_fp8_dec_splits_plan),  cmocka_unit_test(test_fp8_dec_wave_plan),
+        cmocka_unit_test(test_fp8_dec_wave_option),  cmocka_unit_test(test_decode_wave_bounds_random),
         cmocka_unit_test(test_dec16_fast_merge_option),  cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),

@@ -140,7 +140,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 # fp8 decodes that the fp8 plan's 4x items split further on the SM 9.0 build's 132 SMs
-# (d128: 16 splits a request where a 16-bit pool's plan gives 4; d64 on page 1: 8 for 4)
+# (d128: 16 splits a request where a 16-bit pool's plan gives 4; d64 on page 1: 8 for 4; with
+# fp8_dec_wave=1 the wave rule gives 6 and 6)
 CUDA_EMU_FP8_SPLIT_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
                             --case decode:b=32,l=1024,hq=16,hkv=4,d=64,dtype=f16,kvdtype=fp8_e4m3,page=1
 # tree verify with sglang's EAGLE mask over prefixes of several 128-column tiles (lever
@@ -178,6 +179,10 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	    --conf tests/cuda_emu/conf_dec16_merge.json --filter decode; \
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
 	    --conf tests/cuda_emu/conf_dec16_merge.json $(CUDA_EMU_DEC16_CASES); done
+	@set -e; for o in shuf rev; do \
+	  echo "== cuda_attn on the emulator, SM 9.0, fp8_dec_wave=1 (lever): the fp8 decode cases and the two whose splits the wave rule changes, EMU_ORDER=$$o"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_dec_wave.json --filter 'decode.*fp8_e4m3'; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_dec_wave.json $(CUDA_EMU_FP8_SPLIT_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf

@@ -62,6 +62,25 @@ int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on);
  * so a request's KV splits into more, shorter items and more register-fed
  * decode warps run per SM (docs/cuda.md). */
 #define CA_FP8_DEC_SPLITS 4
+/* The blocks per SM the fp8 decode_reg's registers allow: its launch bound
+ * (decode_reg.cu, dr_kv::min_blocks). */
+#define CA_FP8_DEC_SM_BLOCKS 6
+/* The option "fp8_dec_wave" (bool, unset: 0; a lever, issue 20,
+ * bench/gpu/levers/fp8_dec_wave.conf): an fp8 pool's decode plan picks each
+ * call's splits by the wave rule (plan_math.h, attn_plan_wave_splits) against
+ * SMs x CA_FP8_DEC_SM_BLOCKS block slots instead of aiming at
+ * CA_FP8_DEC_SPLITS x the items; the sizing then allows CA_FP8_DEC_WAVE_SPLITS
+ * x the 16-bit items, so B 128 may take 3 splits a request. */
+#define CA_FP8_DEC_WAVE_SPLITS 8
+int ca_read_fp8_dec_wave(const sgl_attn_create_args *a, int *on);
+/* The wave rule's aim for every batch size 0..s->max_reqs into aims[] (create
+ * tabulates it, so a forward reads one entry): plan_math.h's
+ * attn_plan_wave_aim on `slots` block slots, blocks_per_item blocks an item,
+ * within the sized target. */
+void ca_dec_wave_aims(const attn_sizing *s, int64_t slots, int32_t blocks_per_item, int32_t *aims);
+/* The decode grid's items for a batch of bs requests planned at `aim` items
+ * with ceil splits: aim + bs, within the sized items. */
+int32_t ca_dec_wave_grid_items(const attn_sizing *s, int32_t aim, int32_t bs);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
@@ -169,6 +188,9 @@ typedef struct ca_backend {
     int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
+    /* option fp8_dec_wave on an fp8 pool: [max_reqs + 1] the decode plan's aim per
+     * batch size by the wave rule on SMs x CA_FP8_DEC_SM_BLOCKS slots; else NULL */
+    int32_t *dec_wave_aim;
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */
     int ragged_only;   /* the model's head dims differ (qk 192 / v 128): no paged forwards */

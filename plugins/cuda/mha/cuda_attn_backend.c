@@ -33,6 +33,7 @@ static void ca_destroy(sgl_attn_backend *bb) {
     if (b->tmask_full) (void)cudaFree(b->tmask_full);
     sgl_sdk_cuda_fault_free(&b->fault);
     attn_tmap_cache_free(b->tmaps);
+    free(b->dec_wave_aim);
     free(b);
 }
 
@@ -416,6 +417,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if ((rc = ca_read_options(a, &option)) || (rc = ca_read_tree_prefix_plain(a, &prefix_plain))) return rc;
     int dec16_fast_merge = 0;
     if ((rc = ca_read_dec16_fast_merge(a, &dec16_fast_merge))) return rc;
+    int fp8_dec_wave = 0;
+    if ((rc = ca_read_fp8_dec_wave(a, &fp8_dec_wave))) return rc;
     int rg192_bn64 = 0;
     if ((rc = ca_read_ragged192_bn64(a, &rg192_bn64))) return rc;
     sgl_sdk_cuda_device dev;
@@ -467,13 +470,25 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->model_window = m->sliding_window;
     b->model_attn_type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
-    /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token) */
-    const int fp8_dec_splits = kern.kv_fp8 ? CA_FP8_DEC_SPLITS : 1;
+    /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token);
+     * with fp8_dec_wave its plan picks the splits per call within CA_FP8_DEC_WAVE_SPLITS times them */
+    const int wave = kern.kv_fp8 && fp8_dec_wave;
+    const int fp8_dec_splits = !kern.kv_fp8 ? 1 : wave ? CA_FP8_DEC_WAVE_SPLITS : CA_FP8_DEC_SPLITS;
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
                              &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * fp8_dec_splits, err, err_size);
     if (rc) {
         free(b);
         return rc;
+    }
+    const int wave_slots = kern.sm_count * CA_FP8_DEC_SM_BLOCKS;
+    if (wave) {
+        b->dec_wave_aim = malloc(((size_t)b->sz.max_reqs + 1) * sizeof *b->dec_wave_aim);
+        if (!b->dec_wave_aim) {
+            free(b);
+            snprintf(err, err_size, "create: out of host memory");
+            return SGL_ATTN_E_NOMEM;
+        }
+        ca_dec_wave_aims(&b->sz, wave_slots, b->hkv * b->sz.decode_hblocks, b->dec_wave_aim);
     }
     if ((rc = alloc_zeroed(&b->dev_mem, b->sz.total_bytes, "", err, err_size))) {
         ca_destroy(&b->base);
@@ -544,7 +559,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     char dec_note[96];
-    if (b->kern.kv_fp8)
+    if (b->kern.kv_fp8 && wave)
+        snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, splits by the wave rule on %d block slots)", wave_slots);
+    else if (b->kern.kv_fp8)
         snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
     else if (b->kern.dec16_fast_merge && b->kern.decode == ATTN_DECODE_REG)
         snprintf(dec_note, sizeof dec_note, " (dec16_fast_merge=1: the split merge from a weights table)");

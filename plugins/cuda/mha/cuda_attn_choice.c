@@ -23,6 +23,7 @@
  * (dc_extend) the wgmma one where the plain extend is wgmma, else the mma
  * one (kernel=portable too: the portable kernels have no DCA form). */
 #include "cuda_attn.h"
+#include "attn_kernels/plan_math.h"
 #include "sdk_option.h"
 
 static const char *const k_options[CA_KERNEL_COUNT_] = {"auto", "mma", "portable"};
@@ -37,6 +38,21 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     const int rc = sgl_sdk_opt_removed(&o, k_removed, NULL, sizeof k_removed / sizeof k_removed[0]);
     if (rc) return rc;
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
+}
+
+int ca_read_fp8_dec_wave(const sgl_attn_create_args *a, int *on) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    return sgl_sdk_opt_bool(&o, "fp8_dec_wave", NULL, 0, on);
+}
+
+void ca_dec_wave_aims(const attn_sizing *s, int64_t slots, int32_t blocks_per_item, int32_t *aims) {
+    for (int32_t bs = 0; bs <= s->max_reqs; bs++)
+        aims[bs] = attn_plan_wave_aim(bs, s->decode_target_items, slots, blocks_per_item);
+}
+
+int32_t ca_dec_wave_grid_items(const attn_sizing *s, int32_t aim, int32_t bs) {
+    const long long items = (long long)(aim > 0 ? aim : 0) + (bs > 0 ? bs : 0);
+    return (int32_t)(items < s->decode_max_items ? items : s->decode_max_items);
 }
 
 int ca_read_tree_prefix_plain(const sgl_attn_create_args *a, int *on) {

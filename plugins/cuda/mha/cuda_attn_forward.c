@@ -248,6 +248,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
     b->planned_split = 0;
     int ce = 0, split = 0;
     if (mode == SGL_ATTN_MODE_DECODE) {
+        const int32_t wave_aim = b->dec_wave_aim ? b->dec_wave_aim[bs < b->sz.max_reqs ? bs : b->sz.max_reqs] : 0;
         for (int set = 0; set < ATTN_DPLAN_COUNT && !ce; set++) {
             if (set == ATTN_DPLAN_WINDOW && b->model_window < 0) continue;
             if (set == ATTN_DPLAN_CROSS && !bt->encoder_lens) continue;
@@ -264,10 +265,14 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             pl.cross = set == ATTN_DPLAN_CROSS;
             pl.counters = (int32_t *)dev_at(b, b->sz.off_counters);
             pl.counters_per_req = b->sz.counters_per_req;
+            if (wave_aim) { /* fp8_dec_wave: the wave rule's aim for bs, ceil splits */
+                pl.target_items = wave_aim;
+                pl.split_ceil = 1;
+            }
             ce = attn_launch_plan_decode(&in, &pl, bt->stream);
             b->has_dplan[set] = 1;
         }
-        b->grid_items = attn_decode_grid_items(&b->sz, bs);
+        b->grid_items = wave_aim ? ca_dec_wave_grid_items(&b->sz, wave_aim, bs) : attn_decode_grid_items(&b->sz, bs);
     } else {
         for (int set = 0; set < ATTN_EPLAN_COUNT && !ce; set++) {
             if (set == ATTN_EPLAN_CROSS && !bt->encoder_lens) continue;

@@ -116,6 +116,8 @@ typedef struct attn_decode_plan {
     int32_t cross;          /* 1: attend [0, enc); else [enc, enc + len) */
     int32_t *counters;      /* [max_reqs * counters_per_req], zeroed by the plan */
     int32_t counters_per_req;
+    int32_t split_ceil;     /* 1: a request takes ceil(len / chunk) splits (the wave rule's aim,
+                               plan_math.h); 0: floor(len / chunk), at least 1 */
 } attn_decode_plan;
 
 typedef struct attn_extend_plan {

@@ -12,6 +12,10 @@
  * the items stay <= target_items + bs and the partial slots <= target_items
  * (<= 2 * target_items + 2, what the host sizes); ceil(len_i / split_i) <= n_i
  * keeps them there.  The host sizes the buffers and the grid from these.
+ * With split_ceil (the wave rule's aim, plan_math.h) n_i = ceil(len_i /
+ * chunk): the items stay <= total / chunk + bs <= target_items + bs, and a
+ * split request's n_i < 2 len_i / chunk keeps the partial slots < 2 *
+ * target_items.
  *
  * Extend: one item per (request, q tile), ordered longest-first (most KV
  * tiles first) by a counting sort, so the causal tail does not idle the GPU.
@@ -168,7 +172,9 @@ __global__ __launch_bounds__(ATTN_PLAN_THREADS) void attn_plan_decode_kernel(att
         if (b < in.bs) {
             r = plan_decode_req(in, pl, b);
             const int len = r.hi - r.lo;
-            n = attn_plan_nsplit_fit(len, chunk);
+            /* ceil: a request of the mean length takes the wave rule's n, where
+             * floor could give n - 1 after the chunk's rounding up */
+            n = pl.split_ceil ? attn_plan_nsplit(len, chunk) : attn_plan_nsplit_fit(len, chunk);
             split = attn_plan_split_len(len, n, pl.chunk_align);
             n = attn_plan_nsplit(len, split); /* <= the fit count */
             parts = n > 1 ? n : 0;

@@ -53,4 +53,46 @@ ATTN_HD int64_t attn_plan_split_len(int64_t len, int32_t n, int32_t align) {
     return (c + align - 1) / align * align;
 }
 
+/* The wave rule (cuda_attn's option fp8_dec_wave): how many splits a request
+ * takes, n in 1..target / bs, where a batch of bs requests runs bs x n x
+ * blocks_per_item blocks on `slots` resident block slots (SMs x blocks per
+ * SM).  Each n's efficiency is its blocks over the slots of its whole
+ * rounds, blocks / (ceil(blocks / slots) x slots); the rule takes the
+ * smallest n within ATTN_PLAN_WAVE_PCT % of the best n's (fewer, longer items
+ * when the rounds fill as well: less combine work, the same tail).  It needs
+ * only bs, so the host tabulates it at create (per batch size) and the plan
+ * kernel gets the aim; a request shorter than n min_chunks gets fewer splits
+ * from the chunk's min_chunk floor, as with the default aim. */
+#define ATTN_PLAN_WAVE_PCT 95
+ATTN_HD int32_t attn_plan_wave_splits(int32_t bs, int32_t target, int64_t slots, int32_t blocks_per_item) {
+    if (bs < 1 || slots < 1 || blocks_per_item < 1) return 1;
+    const int64_t n_max = target / bs;
+    if (n_max < 1) return 1;
+    /* efficiency n = blocks_n / (rounds_n x slots); compared as cross products */
+    int64_t best_blocks = 0, best_rounds = 1;
+    for (int64_t n = 1; n <= n_max; n++) {
+        const int64_t blocks = (int64_t)bs * n * blocks_per_item, rounds = (blocks + slots - 1) / slots;
+        if (blocks * best_rounds > best_blocks * rounds) {
+            best_blocks = blocks;
+            best_rounds = rounds;
+        }
+    }
+    for (int64_t n = 1; n <= n_max; n++) {
+        const int64_t blocks = (int64_t)bs * n * blocks_per_item, rounds = (blocks + slots - 1) / slots;
+        if (blocks * best_rounds * 100 >= (int64_t)ATTN_PLAN_WAVE_PCT * best_blocks * rounds) return (int32_t)n;
+    }
+    return 1; /* never: the best one qualifies */
+}
+
+/* The items the wave rule's plan aims at: n x bs, never above the sized
+ * target (a batch of more requests than the target keeps the target, as the
+ * default aim does), at least 1.  With the ceil split count
+ * (attn_decode_plan.split_ceil) the items stay <= aim + bs and the partial
+ * slots < 2 x aim (plan.cuh). */
+ATTN_HD int32_t attn_plan_wave_aim(int32_t bs, int32_t target, int64_t slots, int32_t blocks_per_item) {
+    const int64_t aim = (int64_t)(bs > 0 ? bs : 0) * attn_plan_wave_splits(bs, target, slots, blocks_per_item);
+    const int64_t cap = target > 0 ? target : 1;
+    return (int32_t)(aim < 1 ? 1 : aim < cap ? aim : cap);
+}
+
 #endif
