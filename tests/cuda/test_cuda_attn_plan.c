@@ -191,6 +191,47 @@ static void test_kernel_option(void **state) {
     assert_int_equal(o, CA_KERNEL_AUTO);
 }
 
+/* prefill_qdbl (the direct extend with two Q buffers, a lever): off unless
+ * set, the bool spellings, a bad value refused naming the option and value;
+ * the kernel option does not see it. */
+static void test_prefill_qdbl_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "prefill_qdbl", err, sizeof err);
+    int on = -7;
+    const char *unset[] = {NULL, "", "auto"};
+    for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++) {
+        g_opt_val = unset[i];
+        on = -7;
+        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
+        assert_int_equal(on, 0);
+    }
+    const char *yes[] = {"1", "true", "ON"}, *no[] = {"0", "off", "No"};
+    for (size_t i = 0; i < 3; i++) {
+        g_opt_val = yes[i];
+        on = -7;
+        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
+        assert_int_equal(on, 1);
+        g_opt_val = no[i];
+        on = -7;
+        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
+        assert_int_equal(on, 0);
+    }
+    const char *bad[] = {"maybe", "2", "qdbl"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        g_opt_val = bad[i];
+        assert_int_equal(ca_read_prefill_qdbl(&a, &on), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "prefill_qdbl"));
+        assert_non_null(strstr(err, bad[i]));
+    }
+    int k = -7;
+    g_opt_val = "1";
+    assert_int_equal(ca_read_options(&a, &k), 0);
+    assert_int_equal(k, CA_KERNEL_AUTO);
+}
+
 /* The removed options (levers deleted or made the only behaviour) are
  * refused by name whatever their value; an unknown key is not an option of
  * this plugin and is ignored. */
@@ -1042,7 +1083,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_prefill_qdbl_option),
+        cmocka_unit_test(test_removed_options_refused),
         cmocka_unit_test(test_fp8_dec_splits_plan),  cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
