@@ -135,7 +135,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # (the fp8 split's prefix on the wgmma extend's F8 form, its byte ring filled
 # by cp.async) with the blocks shuffled and reversed, and a batch of 384 prefix pairs (more than
 # the emulated 132 SMs: the producer's cursor crosses pairs) and a chain
-# verify (causal: the split serves it) each way.  EMU_ORDER=rev
+# verify (causal: the split serves it) each way.  Then the direct extend's batches with the lever
+# prefill_qdbl=1 (two Q buffers), both producers.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 # fp8 decodes that the fp8 plan's 4x items split further on the SM 9.0 build's 132 SMs
@@ -180,12 +181,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
 	    --case extend:b=6,l=400,q=150,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
 	    --case verify:b=3,l=700,q=4,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16; done
-	@set -e; for o in shuf rev; do \
-	  echo "== cuda_attn on the emulator, SM 9.0, prefill_qdbl=1 (a lever): the direct extend with two Q buffers, EMU_ORDER=$$o, both producers"; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL); \
-	  EMU_TMAP=refuse EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL); done
+	@echo "== cuda_attn on the emulator, SM 9.0, prefill_qdbl=1 (a lever): the direct extend with two Q buffers, TMA row boxes (blocks shuffled) and cp.async (reversed)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)
+	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 TEST_STEPS += cuda-attn-emu
