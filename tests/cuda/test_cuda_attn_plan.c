@@ -295,7 +295,45 @@ static void test_removed_options_refused(void **state) {
     sgl_attn_create_args a;
     option_args(&a, "no_such_option", err, sizeof err);
     g_opt_val = "1";
+    int k = -7, bn64 = -7;
+    assert_int_equal(ca_read_options(&a, &k), 0);
+    assert_int_equal(k, CA_KERNEL_AUTO);
+    assert_int_equal(ca_read_ragged192_bn64(&a, &bn64), 0);
+    assert_int_equal(bn64, 0);
+    assert_string_equal(err, "");
+}
+
+/* ragged192_bn64 (the ragged qk 192 kernel on 64-column tiles, a lever): a
+ * boolean, 0 when unset, empty or auto; a value that is not one refused
+ * naming the option and the value; not a removed option. */
+static void test_ragged192_bn64_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "ragged192_bn64", err, sizeof err);
+    const struct {
+        const char *v;
+        int want;
+    } ok[] = {{NULL, 0}, {"", 0}, {"auto", 0}, {"0", 0}, {"off", 0}, {"no", 0}, {"1", 1}, {"on", 1}, {"TRUE", 1}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int o = -7;
+        g_opt_val = ok[i].v;
+        assert_int_equal(ca_read_ragged192_bn64(&a, &o), 0);
+        assert_int_equal(o, ok[i].want);
+    }
+    const char *bad[] = {"2", "64", "bn64", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int o = -7;
+        err[0] = 0;
+        g_opt_val = bad[i];
+        assert_int_equal(ca_read_ragged192_bn64(&a, &o), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "ragged192_bn64"));
+        assert_non_null(strstr(err, bad[i]));
+    }
+    /* not a removed option: ca_read_options passes it by */
+    g_opt_val = "1";
     int k = -7;
+    err[0] = 0;
     assert_int_equal(ca_read_options(&a, &k), 0);
     assert_int_equal(k, CA_KERNEL_AUTO);
     assert_string_equal(err, "");
@@ -1083,8 +1121,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
-        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_prefill_qdbl_option),
-        cmocka_unit_test(test_removed_options_refused),
+        cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
+        cmocka_unit_test(test_ragged192_bn64_option),
+        cmocka_unit_test(test_prefill_qdbl_option),
         cmocka_unit_test(test_fp8_dec_splits_plan),  cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),

@@ -181,6 +181,12 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
 	    --case extend:b=6,l=400,q=150,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
 	    --case verify:b=3,l=700,q=4,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16; done
+	@set -e; for o in shuf rev; do \
+	  echo "== cuda_attn on the emulator, SM 9.0: option ragged192_bn64 (qk 192 on 64-column tiles, four stages), EMU_ORDER=$$o (the ragged and LSE cases; cp.async with EMU_TMAP=refuse)"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	    --conf tests/cuda_emu/conf_ragged192_bn64.json --filter '^ragged:|^lse:'; \
+	  EMU_TMAP=refuse EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	    --conf tests/cuda_emu/conf_ragged192_bn64.json --filter '^ragged:'; done
 	@echo "== cuda_attn on the emulator, SM 9.0, prefill_qdbl=1 (a lever): the direct extend with two Q buffers, TMA row boxes (blocks shuffled) and cp.async (reversed)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
 	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)

@@ -41,6 +41,11 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 const char *ca_kernel_option_name(int option);
+/* The option "ragged192_bn64" (a boolean, unset: 0; a lever, issue 20):
+ * forward_ragged at qk 192 / v 128 on the wgmma kernel runs 64-column K/V
+ * tiles four stages deep (extend_wgmma_sm90.cuh) instead of 128-column ones
+ * two deep; qk 128 and every other kernel are unchanged. */
+int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on);
 /* The option "prefill_qdbl" (bool, default off; a lever, issue 23): the
  * direct extend's new-token kernel with two Q buffers and two K/V stages
  * (extend_wgmma_sm90.cuh, extend_wg_cfg's QB), so each pair's Q loads while
@@ -166,6 +171,7 @@ typedef struct ca_backend {
     char rg_why[160];
     int rg_wgmma;      /* forward_ragged runs the wgmma kernel (else the mma one) */
     int rg_tma;        /* ... with its TMA producer set up */
+    int rg192_bn64;    /* ... qk 192 on 64-column tiles, four stages (option ragged192_bn64) */
     void *rg_mem;      /* forward_ragged's items: [rg_max_items] attn_extend_item, then the count */
     int32_t rg_max_items;
     /* The split extend on an fp8 pool (extend_fp8_split.cu; SM 9.0 d128 with the ragged

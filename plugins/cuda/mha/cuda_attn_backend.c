@@ -209,14 +209,16 @@ static int alloc_zeroed(void **mem, size_t bytes, const char *for_what, char *er
  * paged extend would run wgmma (option auto on an SM 9.0 device with the
  * sm_90a image), else the mma ones; a wgmma setup that fails falls back to
  * mma with a warning.  Its item buffer: one allocation here. */
-static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_attn_create_args *a, char *err,
-                        size_t err_size) {
+static int ragged_setup(ca_backend *b, int option, int wgmma_image, int bn64, const sgl_attn_create_args *a,
+                        char *err, size_t err_size) {
     const int dt = b->kern.dtype;
     b->rg_wgmma = option == CA_KERNEL_AUTO && wgmma_image;
     if (b->rg_wgmma) {
         int t128 = 0, t192 = 0;
         int e = attn_ragged_wgmma_setup(dt, 128, CA_RAGGED_DV, &t128);
         if (!e) e = attn_ragged_wgmma_setup(dt, CA_RAGGED_DQK, CA_RAGGED_DV, &t192);
+        /* ragged192_bn64: qk 192 on the 64-column kernel (its own TMA producer) */
+        if (!e && bn64) e = attn_ragged192_bn64_setup(dt, &t192);
         if (e) {
             (void)cudaGetLastError();
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME, "forward_ragged: wgmma kernel setup failed (%d): mma for it",
@@ -224,6 +226,7 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_at
             b->rg_wgmma = 0;
         }
         b->rg_tma = b->rg_wgmma && t128 && t192;
+        b->rg192_bn64 = b->rg_wgmma && bn64;
     }
     b->rg_ok = 1;
     if (!b->rg_wgmma) {
@@ -401,6 +404,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     /* Options: read once, here; the instance keeps what they chose. */
     int option = CA_KERNEL_AUTO;
     if ((rc = ca_read_options(a, &option))) return rc;
+    int rg192_bn64 = 0;
+    if ((rc = ca_read_ragged192_bn64(a, &rg192_bn64))) return rc;
     int prefill_qdbl = 0;
     if ((rc = ca_read_prefill_qdbl(a, &prefill_qdbl))) return rc;
     sgl_sdk_cuda_device dev;
@@ -485,7 +490,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    if ((rc = ragged_setup(b, option, wgmma_image, a, err, err_size))) {
+    if ((rc = ragged_setup(b, option, wgmma_image, rg192_bn64, a, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }
@@ -540,7 +545,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",
                 decode_names[b->kern.decode], b->kern.kv_fp8 ? fp8_note : "",
-                b->rg_wgmma ? "wgmma" : "mma", b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,
+                b->rg192_bn64 ? "wgmma (qk 192: 64-column tiles)" : b->rg_wgmma ? "wgmma" : "mma",
+                b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,
                 b->ragged_only ? " (the model's qk / v dims: forward_ragged only)" : "", b->sz.total_bytes);
     *out = &b->base;
     return SGL_ATTN_OK;

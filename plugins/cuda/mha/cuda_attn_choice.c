@@ -39,6 +39,11 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
+int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    return sgl_sdk_opt_bool(&o, "ragged192_bn64", NULL, 0, on);
+}
+
 int ca_read_prefill_qdbl(const sgl_attn_create_args *a, int *on) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
     return sgl_sdk_opt_bool(&o, "prefill_qdbl", NULL, 0, on);

@@ -64,13 +64,14 @@ extern "C" int attn_wgmma_available(int device) {
  * assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY registers and the
  * consumers' setmaxnreg.inc waits for exactly what the producer gives back;
  * a kernel built with fewer would hang there. */
-template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int QB = 1, typename K> static int setup_fn(K fn) {
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int QB = 1, typename K>
+static int setup_fn(K fn) {
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, fn);
     if (e != cudaSuccess) return (int)e;
     if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
     return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)extend_wg_cfg<DQK, DV, NQ, F8, QB>::SMEM);
+                                     (int)extend_wg_cfg<DQK, DV, NQ, F8, BNT, QB>::SMEM);
 }
 
 /* The persistent grid: one block per SM, fewer when the batch has fewer
@@ -193,12 +194,51 @@ extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_f
     return dqk == 192 ? ragged_launch<GC_F16, 192>(p, tm, blocks, st) : ragged_launch<GC_F16, 128>(p, tm, blocks, st);
 }
 
+/* Option ragged192_bn64 (a lever): forward_ragged at qk 192 / v 128 on
+ * 64-column tiles, four K/V stages (attn_ragged192_bn64_kernel).  Both
+ * producers are set up at create; *tma_ok as above. */
+using rg64_cfg = extend_wg_cfg<192, 128, 1, false, 64>;
+static_assert(rg64_cfg::STAGES == 4 && rg64_cfg::SMEM <= ATTN_WG_SMEM_MAX, "four 40 KB stages beside Q");
+
+template <int DT> static int rg64_setup(int *tma_ok) {
+    const int e = setup_fn<192, 128, 1, false, 64>(attn_ragged192_bn64_kernel<DT>);
+    *tma_ok = !e && setup_fn<192, 128, 1, false, 64>(attn_ragged192_bn64_tma_kernel<DT>) == 0;
+    return e;
+}
+
+extern "C" int attn_ragged192_bn64_setup(int dtype, int *tma_ok) {
+    *tma_ok = 0;
+    return dtype == ATTN_DT_BF16 ? rg64_setup<GC_BF16>(tma_ok) : rg64_setup<GC_F16>(tma_ok);
+}
+
+/* As attn_launch_ragged_wgmma at qk 192 / v 128. */
+extern "C" int attn_launch_ragged192_bn64(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
+                                          int grid_items, void *stream) {
+    if (grid_items <= 0 || p->hq <= 0) return 0;
+    if (sm_count <= 0) return (int)cudaErrorInvalidValue;
+    const int blocks = wg_blocks(grid_items, p->hq, sm_count);
+    const cudaStream_t st = (cudaStream_t)stream;
+    constexpr size_t SMEM = rg64_cfg::SMEM;
+    if (dtype == ATTN_DT_BF16) {
+        if (tm)
+            attn_ragged192_bn64_tma_kernel<GC_BF16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+        else
+            attn_ragged192_bn64_kernel<GC_BF16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+    } else {
+        if (tm)
+            attn_ragged192_bn64_tma_kernel<GC_F16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+        else
+            attn_ragged192_bn64_kernel<GC_F16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+    }
+    return (int)cudaGetLastError();
+}
+
 /* The direct extend's new-token pass (attn_extend_wgmma_new_kernel:
  * the ragged body at 128 / 128 after a programmatic-dependent trigger): both
  * producers, as ragged_setup, with QB Q buffers (2: option prefill_qdbl). */
 template <int DT, int QB> static int new_setup_qb(int *tma_ok) {
-    const int e = setup_fn<ATTN_WG_D, ATTN_WG_D, 1, false, QB>(attn_extend_wgmma_new_kernel<DT, QB>);
-    *tma_ok = !e && setup_fn<ATTN_WG_D, ATTN_WG_D, 1, false, QB>(attn_extend_wgmma_new_tma_kernel<DT, QB>) == 0;
+    const int e = setup_fn<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>(attn_extend_wgmma_new_kernel<DT, QB>);
+    *tma_ok = !e && setup_fn<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>(attn_extend_wgmma_new_tma_kernel<DT, QB>) == 0;
     return e;
 }
 
@@ -212,7 +252,7 @@ extern "C" int attn_new_wgmma_setup(int dtype, int qdbl, int *tma_ok) {
 }
 
 template <int DT, int QB> static int new_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
-    constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D, ATTN_WG_D, 1, false, QB>::SMEM;
+    constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>::SMEM;
     if (tm)
         attn_extend_wgmma_new_tma_kernel<DT, QB><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
     else

@@ -116,15 +116,18 @@
 #define ATTN_WG_TREE_AHEAD 1
 
 /* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
- * q_succ, q_inter, one BM x DQK tile each).  QB: Q buffers (1; 2 for the
- * direct extend's option prefill_qdbl: pair i's Q in buffer i % 2, so the
- * producer loads the next pair's Q while the consumers still read this
- * one's; the second 32 KB takes the third K/V stage's room). */
-template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int QB = 1> struct extend_wg_cfg {
+ * q_succ, q_inter, one BM x DQK tile each).  BNT: KV tokens per tile, 128;
+ * 64 only for the ragged qk 192 kernel of option ragged192_bn64, whose
+ * 40 KB stages fit four deep (Q 48 KB + 4 x 40 KB) where 128-column ones
+ * fit two.  QB: Q buffers (1; 2 for the direct extend's option
+ * prefill_qdbl: pair i's Q in buffer i % 2, so the producer loads the next
+ * pair's Q while the consumers still read this one's; the second 32 KB
+ * takes the third K/V stage's room). */
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int QB = 1> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
-    static constexpr int BN = 128;   /* KV tokens per tile */
+    static constexpr int BN = BNT;   /* KV tokens per tile */
     /* K/V ring depth: what fits 227 KB beside the Q tiles (F8: and the byte ring) */
-    static constexpr int STAGES = F8 || DQK > 128 || NQ > 1 || QB > 1 ? 2 : 3;
+    static constexpr int STAGES = BNT == 64 ? 4 : F8 || DQK > 128 || NQ > 1 || QB > 1 ? 2 : 3;
     static constexpr int CH = DQK / 8; /* 16-byte chunks per Q / K row */
     static constexpr int CHV = DV / 8; /* per V row */
     static constexpr int DB = DQK / 64; /* 128-byte column blocks of Q / K */
@@ -152,6 +155,8 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int QB = 1> struct
     static_assert((DQK == 128 || DQK == 192) && DV == 128,
                   "the wgmma extend serves qk 128 / 192 with v 128; the mma extend serves the others");
     static_assert(NQ == 1 || (NQ == 3 && DQK == 128), "dual chunk: three query variants at head dim 128");
+    static_assert(BNT == 128 || (BNT == 64 && DQK == 192 && NQ == 1 && !F8),
+                  "64-column tiles: the ragged qk 192 kernel only (ragged192_bn64)");
     static_assert(!F8 || (NQ == 1 && DQK == DV), "F8: the paged body, K and V rows of one width");
     static_assert(QB == 1 || (QB == 2 && NQ == 1 && !F8 && DQK == 128), "two Q buffers: the plain body at head dim 128");
     static_assert(OFF_B8 % 16 == 0 && B8_BYTES % 16 == 0, "the byte ring takes 16-byte cp.async");
@@ -292,10 +297,10 @@ GC_DEV void wg_load_kv(const attn_fwd &p, const wg_work &k, int t0, int32_t slot
  * (no slot to shuffle), K rows DQK wide and V rows DV; rows >= hi are
  * zero-filled; COV as wg_load_kv (rows wg_tma_rows took).  Partly unrolled:
  * the producer's 56 registers hold a few rows' addresses at a time. */
-template <int DQK, int DV, bool COV = false>
+template <int DQK, int DV, bool COV = false, int BNT = 128>
 GC_DEV void wg_load_rows(const attn_fwd &p, const wg_work &k, int t0, uint8_t *ks, uint8_t *vs, int warp, int lane,
                          uint32_t cov = 0) {
-    using C = extend_wg_cfg<DQK, DV>;
+    using C = extend_wg_cfg<DQK, DV, 1, false, BNT>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const uint16_t *kb = (const uint16_t *)p.k_cache + (int64_t)k.kvh * p.kc_stride_h;
     const uint16_t *vb = (const uint16_t *)p.v_cache + (int64_t)k.kvh * p.vc_stride_h;
@@ -422,10 +427,10 @@ GC_DEV uint32_t wg_tma_boxes(const attn_fwd &p, const wg_work &k, int t0, int32_
  * the first NOPS issues box l / (DB + DBV), column block l % (DB + DBV)
  * (K's blocks first).  The rest as wg_tma_boxes: cp.async for the rows the
  * returned mask leaves out. */
-template <int DQK, int DV>
+template <int DQK, int DV, int BNT = 128>
 GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, uint32_t full,
                             const attn_kv_tmaps *tm, int warp, int lane) {
-    using C = extend_wg_cfg<DQK, DV>;
+    using C = extend_wg_cfg<DQK, DV, 1, false, BNT>;
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP, BR = ATTN_TMA_BOX_ROWS, NB = C::DB + C::DBV;
     constexpr int NOPS = RPW / BR * NB;
     static_assert(RPW % BR == 0 && NOPS <= 32 && BR == 16, "a warp's boxes, one copy per lane");
@@ -453,11 +458,12 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
  * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
  * query variants its keys meet (wg_load_q), one event as the single Q. */
-template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, int QB = 1>
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, int BNT = 128, int QB = 1>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
-                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, QB>::STAGES, QB> &bar,
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT, QB>::STAGES, QB> &bar,
                         long long total, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
-    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, QB>;
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT, QB>;
+    static_assert(BNT == 128 || (RAGGED && !HP && !DCA), "64-column tiles: the ragged kernel only");
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
@@ -481,7 +487,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
             const uint32_t sb = wg_smem(sm);
             uint32_t cov;
             if constexpr (RAGGED)
-                cov = wg_tma_rows<DQK, DV>(k, t0, sb + C::OFF_K + s * C::K_BYTES, sb + C::OFF_V + s * C::V_BYTES,
+                cov = wg_tma_rows<DQK, DV, BNT>(k, t0, sb + C::OFF_K + s * C::K_BYTES, sb + C::OFF_V + s * C::V_BYTES,
                                            bar.full(s), tm, warp, lane);
             else
                 cov = wg_tma_boxes<DQK>(p, k, t0, slot, sb + C::OFF_K + s * C::K_BYTES, sb + C::OFF_V + s * C::V_BYTES,
@@ -489,12 +495,12 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
             /* every box by TMA: nothing left for cp.async (warp-uniform) */
             if (cov != __ballot_sync(0xffffffffu, (myrow & (ATTN_TMA_BOX_ROWS - 1)) == 0)) {
                 if constexpr (RAGGED)
-                    wg_load_rows<DQK, DV, true>(p, k, t0, kst, vst, warp, lane, cov);
+                    wg_load_rows<DQK, DV, true, BNT>(p, k, t0, kst, vst, warp, lane, cov);
                 else
                     wg_load_kv<DQK, DV, true>(p, k, t0, slot, kst, vst, warp, lane, cov);
             }
         } else if constexpr (RAGGED) {
-            wg_load_rows<DQK, DV>(p, k, t0, kst, vst, warp, lane);
+            wg_load_rows<DQK, DV, false, BNT>(p, k, t0, kst, vst, warp, lane);
         } else {
             wg_load_kv<DQK, DV>(p, k, t0, slot, kst, vst, warp, lane);
         }
@@ -831,11 +837,12 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
  * wgmma from that part's Q tile, as plain attention's from q; at a boundary
  * wg_dca_boundary rescores the elements of the further parts (Q is released
  * after it). */
-template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false, bool F8 = false, int QB = 1>
+template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false, bool F8 = false, int BNT = 128,
+          int QB = 1>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
-                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, QB>::STAGES, QB> &bar, long long total,
-                        int wg, const attn_dca *dc = nullptr) {
-    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, QB>;
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT, QB>::STAGES, QB> &bar,
+                        long long total, int wg, const attn_dca *dc = nullptr) {
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT, QB>;
     constexpr int BN = C::BN, ST = C::STAGES, D = DV;
     constexpr int CT = F8 ? GC_F16 : DT; /* the wgmma's type: F8's tiles are f16 */
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
@@ -996,9 +1003,9 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
  * the code they had before it existed. */
 #if defined(ATTN_HAVE_WGMMA)
 template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool F8 = false,
-          int QB = 1>
+          int BNT = 128, int QB = 1>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
-    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, QB>;
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT, QB>;
     static_assert(!F8 || (!TMA && !RAGGED && !HP && !DCA && TREE == ATTN_WG_TREE_NONE),
                   "F8: the paged body, its producer converting the pool's bytes");
 #ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
@@ -1029,10 +1036,10 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const att
         if constexpr (F8)
             wg_producer_f8<DT, DQK>(p, sm, bar, total);
         else
-            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, QB>(p, sm, bar, total, tm, dc);
+            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, BNT, QB>(p, sm, bar, total, tm, dc);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8, QB>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
+        wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8, BNT, QB>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
     }
 }
 #endif
@@ -1068,7 +1075,7 @@ template <int DT, int QB = 1>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
     ca_pdl_trigger();
-    wg_kernel_body<DT, 128, 128, false, true, ATTN_WG_TREE_NONE, false, false, false, QB>(p, nullptr);
+    wg_kernel_body<DT, 128, 128, false, true, ATTN_WG_TREE_NONE, false, false, false, 128, QB>(p, nullptr);
 #else
     (void)p;
 #endif
@@ -1079,7 +1086,31 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_tma_
     const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
     ca_pdl_trigger();
-    wg_kernel_body<DT, 128, 128, true, true, ATTN_WG_TREE_NONE, false, false, false, QB>(p, &tm);
+    wg_kernel_body<DT, 128, 128, true, true, ATTN_WG_TREE_NONE, false, false, false, 128, QB>(p, &tm);
+#else
+    (void)p;
+    (void)tm;
+#endif
+}
+
+/* Option ragged192_bn64 (a lever): forward_ragged at qk 192 / v 128 on the
+ * RAGGED body with 64-column tiles, four K/V stages deep
+ * (extend_wg_cfg<192, 128, 1, false, 64>::SMEM bytes).  Separate entries,
+ * so the ragged kernels above keep their code. */
+template <int DT>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_bn64_kernel(const attn_fwd p) {
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, 192, 128, false, true, ATTN_WG_TREE_NONE, false, false, false, 64>(p, nullptr);
+#else
+    (void)p;
+#endif
+}
+
+template <int DT>
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_bn64_tma_kernel(
+    const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm) {
+#if defined(ATTN_HAVE_WGMMA)
+    wg_kernel_body<DT, 192, 128, true, true, ATTN_WG_TREE_NONE, false, false, false, 64>(p, &tm);
 #else
     (void)p;
     (void)tm;

@@ -270,11 +270,29 @@ GC_DEV void wg_mma_ss_n32(float (&d)[16], uint64_t da, uint64_t db, int scale_d)
 }
 #undef ATTN_WG_SS_N32
 
-/* The shapes the kernel uses: S = Q K^T is n128 (128 KV columns; n32 for the
- * dual chunk boundary slices), O += P V is n128 (head dim 128). */
+/* m64n64k16 SS: the ragged qk 192 kernel's 64-column tiles (option
+ * ragged192_bn64: four K/V stages fit where 128-column tiles fit two). */
+#define ATTN_WG_SS_N64(TY) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." #TY "." #TY " " \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+                 "%32, %33, p, 1, 1, 0, %35;\n}\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+                 : "l"(da), "l"(db), "r"(scale_d), "n"(TB))
+template <int DT, int TB>
+GC_DEV void wg_mma_ss_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+    if constexpr (DT == GC_BF16) ATTN_WG_SS_N64(bf16);
+    else ATTN_WG_SS_N64(f16);
+}
+#undef ATTN_WG_SS_N64
+
+/* The shapes the kernel uses: S = Q K^T is n128 (128 KV columns; n64 for
+ * ragged192_bn64's tiles, n32 for the dual chunk boundary slices), O += P V
+ * is n128 (head dim 128). */
 template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
-    static_assert(N == 128 || N == 32, "SS shapes instantiated: n128, n32");
+    static_assert(N == 128 || N == 64 || N == 32, "SS shapes instantiated: n128, n64, n32");
     if constexpr (N == 128) wg_mma_ss_n128<DT, TB>(d, da, db, scale_d);
+    else if constexpr (N == 64) wg_mma_ss_n64<DT, TB>(d, da, db, scale_d);
     else wg_mma_ss_n32<DT, TB>(d, da, db, scale_d);
 }
 template <int DT, int N, int TB>
@@ -319,7 +337,7 @@ template <int N> GC_DEV void wg_pin(float (&)[N]) {}
 template <int N> GC_DEV void wg_pin(uint32_t (&)[N][4]) {}
 template <int N> GC_DEV void cp_async_wait() { lk_emu_cp_async_wait_n(N); }
 template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
-    static_assert(N == 128 || N == 32, "SS shapes instantiated: n128, n32");
+    static_assert(N == 128 || N == 64 || N == 32, "SS shapes instantiated: n128, n64, n32");
     lk_emu_wgmma(d, N, nullptr, da, db, scale_d, TB, DT == GC_BF16);
 }
 template <int DT, int N, int TB>
