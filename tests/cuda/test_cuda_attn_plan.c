@@ -263,6 +263,41 @@ static void test_tree_prefix_plain_option(void **state) {
         assert_non_null(strstr(err, bad[i]));
     }
     /* the kernel option's reader does not see it (and it is no removed name) */
+/* prefill_qdbl (the direct extend with two Q buffers, a lever): off unless
+ * set, the bool spellings, a bad value refused naming the option and value;
+ * the kernel option does not see it. */
+static void test_prefill_qdbl_option(void **state) {
+    (void)state;
+    char err[256] = "";
+    sgl_attn_create_args a;
+    option_args(&a, "prefill_qdbl", err, sizeof err);
+    int on = -7;
+    const char *unset[] = {NULL, "", "auto"};
+    for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++) {
+        g_opt_val = unset[i];
+        on = -7;
+        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
+        assert_int_equal(on, 0);
+    }
+    const char *yes[] = {"1", "true", "ON"}, *no[] = {"0", "off", "No"};
+    for (size_t i = 0; i < 3; i++) {
+        g_opt_val = yes[i];
+        on = -7;
+        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
+        assert_int_equal(on, 1);
+        g_opt_val = no[i];
+        on = -7;
+        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
+        assert_int_equal(on, 0);
+    }
+    const char *bad[] = {"maybe", "2", "qdbl"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        g_opt_val = bad[i];
+        assert_int_equal(ca_read_prefill_qdbl(&a, &on), SGL_ATTN_E_INVALID);
+        assert_non_null(strstr(err, "prefill_qdbl"));
+        assert_non_null(strstr(err, bad[i]));
+    }
     int k = -7;
     g_opt_val = "1";
     assert_int_equal(ca_read_options(&a, &k), 0);
@@ -1298,6 +1333,7 @@ int main(void) {
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
         cmocka_unit_test(test_tree_prefix_plain_option),
         cmocka_unit_test(test_ragged192_bn64_option),
+        cmocka_unit_test(test_prefill_qdbl_option),
         cmocka_unit_test(test_fp8_dec_splits_plan),  cmocka_unit_test(test_fp8_dec_wave_plan),
         cmocka_unit_test(test_fp8_dec_wave_option),  cmocka_unit_test(test_decode_wave_bounds_random),
         cmocka_unit_test(test_dec16_fast_merge_option),  cmocka_unit_test(test_kernel_choice),

@@ -136,7 +136,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # (the fp8 split's prefix on the wgmma extend's F8 form, its byte ring filled
 # by cp.async) with the blocks shuffled and reversed, and a batch of 384 prefix pairs (more than
 # the emulated 132 SMs: the producer's cursor crosses pairs) and a chain
-# verify (causal: the split serves it) each way.  EMU_ORDER=rev
+# verify (causal: the split serves it) each way.  Then the direct extend's batches with the lever
+# prefill_qdbl=1 (two Q buffers), both producers.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 # fp8 decodes that the fp8 plan's 4x items split further on the SM 9.0 build's 132 SMs
@@ -158,6 +159,17 @@ CUDA_EMU_EAGLE_CASES := --case verify:b=3,l=1500,q=64,hq=32,hkv=8,d=128,dtype=bf
 CUDA_EMU_DEC16_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=bf16,page=16 \
                         --case decode:b=2,l=3000,hq=16,hkv=2,d=64,dtype=bf16,page=16,sinks=1 \
                         --case decode:b=1,l=20000,hq=8,hkv=1,d=128,dtype=f16,page=1
+# The direct extend's kinds of batch (no prefix, d128: page 1 / 16, GQA, f16 / bf16, ragged lengths,
+# page table + slot map, the LSE output) and two batches of more pairs than the emulated 132 SMs
+# (each block walks several pairs, so both Q buffers turn over) for the lever prefill_qdbl
+CUDA_EMU_PREFILL_QDBL := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
+  --case extend:b=1,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=1 \
+  --case extend:b=3,l=300,q=300,hq=8,hkv=2,d=128,dtype=f16,page=16,ragged=1 \
+  --case extend:b=2,l=200,q=200,hq=32,hkv=8,d=128,dtype=bf16,page=1 \
+  --case extend:b=2,l=300,q=300,hq=8,hkv=2,d=128,dtype=bf16,page=16,smap=1,ptable=1 \
+  --case lse:op=extend,b=2,l=200,q=200,hq=8,hkv=2,d=128,dtype=bf16,page=16 \
+  --case extend:b=4,l=640,q=640,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
+  --case extend:b=6,l=520,q=520,hq=16,hkv=4,d=128,dtype=f16,page=1
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
                $(CUDA_EMU_GRAPH_SM90)
 	@echo "== cuda_attn on the emulator: graph capture / replay of decode and verify (test_cuda_graph_emu)"
@@ -202,6 +214,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	    --conf tests/cuda_emu/conf_ragged192_bn64.json --filter '^ragged:|^lse:'; \
 	  EMU_TMAP=refuse EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
 	    --conf tests/cuda_emu/conf_ragged192_bn64.json --filter '^ragged:'; done
+	@echo "== cuda_attn on the emulator, SM 9.0, prefill_qdbl=1 (a lever): the direct extend with two Q buffers, TMA row boxes (blocks shuffled) and cp.async (reversed)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)
+	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 	@set -e; for o in shuf rev; do \

@@ -57,6 +57,12 @@ int ca_read_dec16_fast_merge(const sgl_attn_create_args *a, int *on);
  * tiles four stages deep (extend_wgmma_sm90.cuh) instead of 128-column ones
  * two deep; qk 128 and every other kernel are unchanged. */
 int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on);
+/* The option "prefill_qdbl" (bool, default off; a lever, issue 23): the
+ * direct extend's new-token kernel with two Q buffers and two K/V stages
+ * (extend_wgmma_sm90.cuh, extend_wg_cfg's QB), so each pair's Q loads while
+ * the consumers finish the pair before it.  A bad value fails as
+ * ca_read_options. */
+int ca_read_prefill_qdbl(const sgl_attn_create_args *a, int *on);
 /* An fp8 e4m3 pool's decode plan aims at this many times the items a 16-bit
  * pool's does (the sizing's blocks per SM times it): half the bytes per token,
  * so a request's KV splits into more, shorter items and more register-fed
@@ -221,6 +227,7 @@ typedef struct ca_backend {
      * sp_v, sp_part, sp_lse_pre NULL), the new tokens read from the call's k / v, the save
      * after them as their programmatic dependent (cuda_attn_forward.c, direct_extend). */
     int sp_direct;
+    int prefill_qdbl;           /* option prefill_qdbl: the new-token kernel with two Q buffers */
     int sp_new_tma;             /* ... the new-token kernel's TMA producer is set up */
     int plan_graph;             /* ca_plan runs for a graph hook: no direct extend (its lists stay unplanned) */
     int planned_split;          /* the planned batch has the split's lists (direct: no request has a prefix) */

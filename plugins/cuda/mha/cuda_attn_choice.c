@@ -75,6 +75,11 @@ int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on) {
     return sgl_sdk_opt_bool(&o, "ragged192_bn64", NULL, 0, on);
 }
 
+int ca_read_prefill_qdbl(const sgl_attn_create_args *a, int *on) {
+    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
+    return sgl_sdk_opt_bool(&o, "prefill_qdbl", NULL, 0, on);
+}
+
 const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
