@@ -263,6 +263,17 @@ static void test_tree_prefix_plain_option(void **state) {
         assert_non_null(strstr(err, bad[i]));
     }
     /* the kernel option's reader does not see it (and it is no removed name) */
+    int k = -7;
+    g_opt_val = "1";
+    assert_int_equal(ca_read_options(&a, &k), 0);
+    assert_int_equal(k, CA_KERNEL_AUTO);
+    /* a 1.0 host (no create_args.host): off */
+    a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
+    int o = -7;
+    assert_int_equal(ca_read_tree_prefix_plain(&a, &o), 0);
+    assert_int_equal(o, 0);
+}
+
 /* prefill_qdbl (the direct extend with two Q buffers, a lever): off unless
  * set, the bool spellings, a bad value refused naming the option and value;
  * the kernel option does not see it. */
@@ -302,16 +313,8 @@ static void test_prefill_qdbl_option(void **state) {
     g_opt_val = "1";
     assert_int_equal(ca_read_options(&a, &k), 0);
     assert_int_equal(k, CA_KERNEL_AUTO);
-    /* a 1.0 host (no create_args.host): off */
-    a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
-    int o = -7;
-    assert_int_equal(ca_read_tree_prefix_plain(&a, &o), 0);
-    assert_int_equal(o, 0);
 }
 
-/* The removed options (levers deleted or made the only behaviour) are
- * refused by name whatever their value; an unknown key is not an option of
- * this plugin and is ignored. */
 /* What the fp8 pool's factor does to the benched shapes (GQA 32/8, d128, 132
  * SMs, the tensor-core tiles): the decode plan aims at SMs x blocks per SM /
  * kv heads items, blocks per SM 4 for a 16-bit pool and 4 x CA_FP8_DEC_SPLITS
@@ -383,6 +386,8 @@ static void test_dec16_fast_merge_option(void **state) {
         assert_non_null(strstr(err, bad[i]));
         assert_non_null(strstr(err, "expected 0 or 1"));
     }
+}
+
 /* fp8_dec_wave at the benched shapes (GQA 32/8, d128, 132 SMs x 6 fp8
  * blocks = 792 slots, 8 blocks an item; sizing 4 x 8 blocks an SM: 528 items,
  * so B 64 may take up to 8 splits, B 128 up to 4).  The rule's arithmetic by
@@ -481,6 +486,9 @@ static void test_fp8_dec_wave_option(void **state) {
     assert_int_equal(ca_read_options(&a, &kk), 0);
 }
 
+/* The removed options (levers deleted or made the only behaviour) are
+ * refused by name whatever their value; an unknown key is not an option of
+ * this plugin and is ignored. */
 static void test_removed_options_refused(void **state) {
     (void)state;
     static const char *const keys[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
