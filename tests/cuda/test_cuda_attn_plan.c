@@ -236,85 +236,6 @@ static void test_kernel_option(void **state) {
     assert_int_equal(o, CA_KERNEL_AUTO);
 }
 
-/* The lever option tree_prefix_plain: a boolean, off when unset or empty,
- * off on a 1.0 host, a bad value refused with the option's name and value. */
-static void test_tree_prefix_plain_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "tree_prefix_plain", err, sizeof err);
-    static const struct {
-        const char *v;
-        int want;
-    } ok[] = {{NULL, 0}, {"", 0}, {"1", 1}, {"on", 1}, {"true", 1}, {"0", 0}, {"off", 0}, {"false", 0}};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        int o = -7;
-        g_opt_val = ok[i].v;
-        assert_int_equal(ca_read_tree_prefix_plain(&a, &o), 0);
-        assert_int_equal(o, ok[i].want);
-    }
-    static const char *const bad[] = {"2", "yes please", "plain"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int o = -7;
-        err[0] = 0;
-        g_opt_val = bad[i];
-        assert_int_equal(ca_read_tree_prefix_plain(&a, &o), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "tree_prefix_plain"));
-        assert_non_null(strstr(err, bad[i]));
-    }
-    /* the kernel option's reader does not see it (and it is no removed name) */
-    int k = -7;
-    g_opt_val = "1";
-    assert_int_equal(ca_read_options(&a, &k), 0);
-    assert_int_equal(k, CA_KERNEL_AUTO);
-    /* a 1.0 host (no create_args.host): off */
-    a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
-    int o = -7;
-    assert_int_equal(ca_read_tree_prefix_plain(&a, &o), 0);
-    assert_int_equal(o, 0);
-}
-
-/* prefill_qdbl (the direct extend with two Q buffers, a lever): off unless
- * set, the bool spellings, a bad value refused naming the option and value;
- * the kernel option does not see it. */
-static void test_prefill_qdbl_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "prefill_qdbl", err, sizeof err);
-    int on = -7;
-    const char *unset[] = {NULL, "", "auto"};
-    for (size_t i = 0; i < sizeof unset / sizeof unset[0]; i++) {
-        g_opt_val = unset[i];
-        on = -7;
-        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
-        assert_int_equal(on, 0);
-    }
-    const char *yes[] = {"1", "true", "ON"}, *no[] = {"0", "off", "No"};
-    for (size_t i = 0; i < 3; i++) {
-        g_opt_val = yes[i];
-        on = -7;
-        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
-        assert_int_equal(on, 1);
-        g_opt_val = no[i];
-        on = -7;
-        assert_int_equal(ca_read_prefill_qdbl(&a, &on), 0);
-        assert_int_equal(on, 0);
-    }
-    const char *bad[] = {"maybe", "2", "qdbl"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = 0;
-        g_opt_val = bad[i];
-        assert_int_equal(ca_read_prefill_qdbl(&a, &on), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "prefill_qdbl"));
-        assert_non_null(strstr(err, bad[i]));
-    }
-    int k = -7;
-    g_opt_val = "1";
-    assert_int_equal(ca_read_options(&a, &k), 0);
-    assert_int_equal(k, CA_KERNEL_AUTO);
-}
-
 /* What the fp8 pool's factor does to the benched shapes (GQA 32/8, d128, 132
  * SMs, the tensor-core tiles): the decode plan aims at SMs x blocks per SM /
  * kv heads items, blocks per SM 4 for a 16-bit pool and 4 x CA_FP8_DEC_SPLITS
@@ -350,42 +271,6 @@ static void test_fp8_dec_splits_plan(void **state) {
             more += n_at[1] > n_at[0];
         }
     assert_true(more > 0);
-}
-
-/* dec16_fast_merge: 0 and 1 read as given, unset / "" as 0, anything else
- * (2, yes, words) refused naming the option, the value and the two accepted;
- * the kernel option beside it reads as unset. */
-static void test_dec16_fast_merge_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "dec16_fast_merge", err, sizeof err);
-    static const char *const good[] = {"0", "1"};
-    for (int v = 0; v < 2; v++) {
-        g_opt_val = good[v];
-        int k = -7, o = -7;
-        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), 0);
-        assert_int_equal(k, v);
-        assert_int_equal(ca_read_options(&a, &o), 0);
-        assert_int_equal(o, CA_KERNEL_AUTO);
-    }
-    const char *unset[] = {NULL, ""};
-    for (size_t i = 0; i < 2; i++) {
-        g_opt_val = unset[i];
-        int k = -7;
-        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), 0);
-        assert_int_equal(k, 0);
-    }
-    const char *bad[] = {"2", "yes", "-1", "on"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        err[0] = 0;
-        g_opt_val = bad[i];
-        int k = -7;
-        assert_int_equal(ca_read_dec16_fast_merge(&a, &k), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "plugin option cuda_attn.dec16_fast_merge"));
-        assert_non_null(strstr(err, bad[i]));
-        assert_non_null(strstr(err, "expected 0 or 1"));
-    }
 }
 
 /* fp8_dec_wave at the benched shapes (GQA 32/8, d128, 132 SMs x 6 fp8
@@ -454,36 +339,54 @@ static void test_fp8_dec_wave_plan(void **state) {
     assert_int_equal(attn_plan_wave_aim(0, 528, slots, bpi), 1);
 }
 
-/* fp8_dec_wave's values: a boolean, unset or empty off; another value refused
- * with the option named. */
-static void test_fp8_dec_wave_option(void **state) {
+/* The levers' options (each an instance's switch, off by default): a
+ * boolean, off when unset or empty and on a 1.0 host (no create_args.host);
+ * a value that is not a boolean refused with the option and the value named;
+ * none of them a removed name, so the kernel option's reader passes it by. */
+typedef int (*bool_option_reader)(const sgl_attn_create_args *, int *);
+static void test_lever_options(void **state) {
     (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "fp8_dec_wave", err, sizeof err);
+    static const struct {
+        const char *name;
+        bool_option_reader read;
+    } levers[] = {{"tree_prefix_plain", ca_read_tree_prefix_plain}, {"prefill_qdbl", ca_read_prefill_qdbl},
+                  {"dec16_fast_merge", ca_read_dec16_fast_merge},   {"fp8_dec_wave", ca_read_fp8_dec_wave},
+                  {"ragged192_bn64", ca_read_ragged192_bn64}};
     static const struct {
         const char *v;
-        int on;
-    } ok[] = {{NULL, 0}, {"", 0}, {"0", 0}, {"1", 1}, {"true", 1}, {"false", 0}};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        g_opt_val = ok[i].v;
-        int on = -7;
-        assert_int_equal(ca_read_fp8_dec_wave(&a, &on), 0);
-        assert_int_equal(on, ok[i].on);
-    }
-    static const char *const bad[] = {"2", "wave", "-1"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int want;
+    } ok[] = {{NULL, 0}, {"", 0}, {"0", 0}, {"off", 0}, {"false", 0}, {"No", 0},
+              {"1", 1},  {"on", 1}, {"true", 1}, {"TRUE", 1}};
+    static const char *const bad[] = {"2", "-1", "maybe", "64"};
+    for (size_t l = 0; l < sizeof levers / sizeof levers[0]; l++) {
+        char err[256] = "";
+        sgl_attn_create_args a;
+        option_args(&a, levers[l].name, err, sizeof err);
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+            int on = -7;
+            g_opt_val = ok[i].v;
+            assert_int_equal(levers[l].read(&a, &on), 0);
+            assert_int_equal(on, ok[i].want);
+        }
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            int on = -7;
+            err[0] = 0;
+            g_opt_val = bad[i];
+            assert_int_equal(levers[l].read(&a, &on), SGL_ATTN_E_INVALID);
+            assert_non_null(strstr(err, levers[l].name));
+            assert_non_null(strstr(err, bad[i]));
+        }
+        int k = -7;
         err[0] = 0;
-        g_opt_val = bad[i];
+        g_opt_val = "1";
+        assert_int_equal(ca_read_options(&a, &k), 0);
+        assert_int_equal(k, CA_KERNEL_AUTO);
+        assert_string_equal(err, "");
+        a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
         int on = -7;
-        assert_int_equal(ca_read_fp8_dec_wave(&a, &on), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "fp8_dec_wave"));
-        assert_non_null(strstr(err, bad[i]));
+        assert_int_equal(levers[l].read(&a, &on), 0);
+        assert_int_equal(on, 0);
     }
-    /* not among the removed names: ca_read_options takes it */
-    g_opt_val = "1";
-    int kk = -7;
-    assert_int_equal(ca_read_options(&a, &kk), 0);
 }
 
 /* The removed options (levers deleted or made the only behaviour) are
@@ -517,42 +420,6 @@ static void test_removed_options_refused(void **state) {
     assert_int_equal(k, CA_KERNEL_AUTO);
     assert_int_equal(ca_read_ragged192_bn64(&a, &bn64), 0);
     assert_int_equal(bn64, 0);
-    assert_string_equal(err, "");
-}
-
-/* ragged192_bn64 (the ragged qk 192 kernel on 64-column tiles, a lever): a
- * boolean, 0 when unset, empty or auto; a value that is not one refused
- * naming the option and the value; not a removed option. */
-static void test_ragged192_bn64_option(void **state) {
-    (void)state;
-    char err[256] = "";
-    sgl_attn_create_args a;
-    option_args(&a, "ragged192_bn64", err, sizeof err);
-    const struct {
-        const char *v;
-        int want;
-    } ok[] = {{NULL, 0}, {"", 0}, {"auto", 0}, {"0", 0}, {"off", 0}, {"no", 0}, {"1", 1}, {"on", 1}, {"TRUE", 1}};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
-        int o = -7;
-        g_opt_val = ok[i].v;
-        assert_int_equal(ca_read_ragged192_bn64(&a, &o), 0);
-        assert_int_equal(o, ok[i].want);
-    }
-    const char *bad[] = {"2", "64", "bn64", "-1"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        int o = -7;
-        err[0] = 0;
-        g_opt_val = bad[i];
-        assert_int_equal(ca_read_ragged192_bn64(&a, &o), SGL_ATTN_E_INVALID);
-        assert_non_null(strstr(err, "ragged192_bn64"));
-        assert_non_null(strstr(err, bad[i]));
-    }
-    /* not a removed option: ca_read_options passes it by */
-    g_opt_val = "1";
-    int k = -7;
-    err[0] = 0;
-    assert_int_equal(ca_read_options(&a, &k), 0);
-    assert_int_equal(k, CA_KERNEL_AUTO);
     assert_string_equal(err, "");
 }
 
@@ -1339,12 +1206,9 @@ int main(void) {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
-        cmocka_unit_test(test_tree_prefix_plain_option),
-        cmocka_unit_test(test_ragged192_bn64_option),
-        cmocka_unit_test(test_prefill_qdbl_option),
-        cmocka_unit_test(test_fp8_dec_splits_plan),  cmocka_unit_test(test_fp8_dec_wave_plan),
-        cmocka_unit_test(test_fp8_dec_wave_option),  cmocka_unit_test(test_decode_wave_bounds_random),
-        cmocka_unit_test(test_dec16_fast_merge_option),  cmocka_unit_test(test_kernel_choice),
+        cmocka_unit_test(test_lever_options),        cmocka_unit_test(test_fp8_dec_splits_plan),
+        cmocka_unit_test(test_fp8_dec_wave_plan),    cmocka_unit_test(test_decode_wave_bounds_random),
+        cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
         cmocka_unit_test(test_dual_chunk_check),

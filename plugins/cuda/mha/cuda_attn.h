@@ -45,7 +45,7 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
  * with no mask and no mask loads (bench/gpu/levers/eagle_prefix_plain.conf). */
 int ca_read_tree_prefix_plain(const sgl_attn_create_args *a, int *on);
 const char *ca_kernel_option_name(int option);
-/* The plugin option "dec16_fast_merge" (0 | 1; unset: 0): 1 runs a 16-bit
+/* The plugin option "dec16_fast_merge" (a boolean; unset: off): on runs a 16-bit
  * pool's register-fed decode whose split merge (the last block of a request's
  * splits) first puts the splits' weights in a shared-memory table, then reads
  * the partial outputs in 16-byte loads, all splits in flight, instead of the

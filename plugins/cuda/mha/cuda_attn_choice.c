@@ -60,14 +60,9 @@ int ca_read_tree_prefix_plain(const sgl_attn_create_args *a, int *on) {
     return sgl_sdk_opt_bool(&o, "tree_prefix_plain", NULL, 0, on);
 }
 
-static const char *const k_dec16_fast_merge[] = {"0", "1"};
-
 int ca_read_dec16_fast_merge(const sgl_attn_create_args *a, int *on) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    int i = 0;
-    const int rc = sgl_sdk_opt_choice(&o, "dec16_fast_merge", NULL, k_dec16_fast_merge, 2, 0, &i);
-    if (!rc) *on = i;
-    return rc;
+    return sgl_sdk_opt_bool(&o, "dec16_fast_merge", NULL, 0, on);
 }
 
 int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on) {
