@@ -35,41 +35,55 @@ static attn_tiles random_tiles(int d, int group) {
 
 /* The decode plan's item and part counts stay under the buffers and the grid
  * bound for any lengths. */
+/* A random instance (kv heads, GQA group, head dim 64 << rnd(d_shift), max
+ * requests and context, SMs) sized for bps decode blocks per SM, and a random
+ * batch of it: bs requests, a quarter of them empty. */
+typedef struct {
+    attn_sizing s;
+    int hkv, sms, bs;
+    int64_t lens[512], total;
+} random_decode;
+static void random_decode_batch(random_decode *r, uint32_t d_shift, int bps) {
+    const int hkv = 1 << rnd(5), group = 1 + (int)rnd(16), hq = hkv * group;
+    const int d = 64 << rnd(d_shift);
+    const int max_reqs = 1 + (int)rnd(512), max_ctx = 1 + (int)rnd(200000);
+    r->hkv = hkv;
+    r->sms = 1 + (int)rnd(160);
+    attn_tiles t = random_tiles(d, group);
+    char err[256];
+    assert_int_equal(attn_sizing_compute(&r->s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, r->sms, bps, err, sizeof err),
+                     0);
+    r->bs = 1 + (int)rnd((uint32_t)max_reqs);
+    r->total = 0;
+    for (int i = 0; i < r->bs; i++) {
+        r->lens[i] = rnd(4) == 0 ? 0 : rnd((uint32_t)max_ctx + 1);
+        r->total += r->lens[i];
+    }
+}
+
 static void test_decode_bounds_random(void **state) {
     (void)state;
+    static random_decode r;
     for (int trial = 0; trial < 2000; trial++) {
-        const int hkv = 1 << rnd(5), group = 1 + (int)rnd(16), hq = hkv * group;
-        const int d = 64 << rnd(3);
-        const int max_reqs = 1 + (int)rnd(512), max_ctx = 1 + (int)rnd(200000);
-        const int sms = 1 + (int)rnd(160);
-        attn_tiles t = random_tiles(d, group);
-        attn_sizing s;
-        char err[256];
         /* blocks per SM: the default 4, times CA_FP8_DEC_SPLITS for an fp8 pool */
-        const int bps = 4 * (rnd(2) ? CA_FP8_DEC_SPLITS : 1);
-        assert_int_equal(attn_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms, bps, err, sizeof err), 0);
-        const int bs = 1 + (int)rnd((uint32_t)max_reqs);
-        int64_t lens[512], total = 0;
-        for (int i = 0; i < bs; i++) {
-            lens[i] = rnd(4) == 0 ? 0 : rnd((uint32_t)max_ctx + 1);
-            total += lens[i];
-        }
-        const int64_t chunk = attn_plan_chunk(total, s.decode_target_items, s.decode_min_chunk, s.decode_chunk_align);
-        assert_true(chunk >= s.decode_min_chunk && chunk % s.decode_chunk_align == 0);
+        random_decode_batch(&r, 3, 4 * (rnd(2) ? CA_FP8_DEC_SPLITS : 1));
+        const attn_sizing *s = &r.s;
+        const int64_t chunk = attn_plan_chunk(r.total, s->decode_target_items, s->decode_min_chunk, s->decode_chunk_align);
+        assert_true(chunk >= s->decode_min_chunk && chunk % s->decode_chunk_align == 0);
         int64_t items = 0, parts = 0;
-        for (int i = 0; i < bs; i++) {
-            const int n = attn_plan_nsplit(lens[i], chunk);
+        for (int i = 0; i < r.bs; i++) {
+            const int n = attn_plan_nsplit(r.lens[i], chunk);
             assert_true(n >= 1);
             /* the splits cover the request exactly: (n-1) chunks < len <= n chunks */
-            if (lens[i] > 0) assert_true((int64_t)(n - 1) * chunk < lens[i] && lens[i] <= (int64_t)n * chunk);
+            if (r.lens[i] > 0) assert_true((int64_t)(n - 1) * chunk < r.lens[i] && r.lens[i] <= (int64_t)n * chunk);
             items += n;
             if (n > 1) parts += n;
         }
-        assert_true(items <= attn_decode_grid_items(&s, bs));
-        assert_true(items <= s.decode_max_items);
-        assert_true(parts <= s.decode_max_parts);
+        assert_true(items <= attn_decode_grid_items(s, r.bs));
+        assert_true(items <= s->decode_max_items);
+        assert_true(parts <= s->decode_max_parts);
         /* every decode launch's grid.y fits the counters of a request */
-        assert_true(hkv * s.decode_hblocks <= s.counters_per_req);
+        assert_true(r.hkv * s->decode_hblocks <= s->counters_per_req);
     }
 }
 
@@ -80,41 +94,30 @@ static void test_decode_bounds_random(void **state) {
 static void test_decode_wave_bounds_random(void **state) {
     (void)state;
     static int32_t aims[513];
+    static random_decode r;
     for (int trial = 0; trial < 2000; trial++) {
-        const int hkv = 1 << rnd(5), group = 1 + (int)rnd(16), hq = hkv * group;
-        const int d = 64 << rnd(2);
-        const int max_reqs = 1 + (int)rnd(512), max_ctx = 1 + (int)rnd(200000);
-        const int sms = 1 + (int)rnd(160);
-        attn_tiles t = random_tiles(d, group);
-        attn_sizing s;
-        char err[256];
-        assert_int_equal(attn_sizing_compute(&s, max_reqs, 4096, max_ctx, hq, hkv, d, &t, sms,
-                                             4 * CA_FP8_DEC_WAVE_SPLITS, err, sizeof err), 0);
-        const int64_t slots = (int64_t)sms * CA_FP8_DEC_SM_BLOCKS;
-        const int bpi = hkv * s.decode_hblocks;
-        ca_dec_wave_aims(&s, slots, bpi, aims);
-        const int bs = 1 + (int)rnd((uint32_t)max_reqs);
+        random_decode_batch(&r, 2, 4 * CA_FP8_DEC_WAVE_SPLITS);
+        const attn_sizing *s = &r.s;
+        const int64_t slots = (int64_t)r.sms * CA_FP8_DEC_SM_BLOCKS;
+        const int bpi = r.hkv * s->decode_hblocks;
+        ca_dec_wave_aims(s, slots, bpi, aims);
+        const int bs = r.bs;
         const int32_t aim = aims[bs];
-        assert_int_equal(aim, attn_plan_wave_aim(bs, s.decode_target_items, slots, bpi));
-        assert_true(aim >= 1 && aim <= s.decode_target_items);
-        const int n = attn_plan_wave_splits(bs, s.decode_target_items, slots, bpi);
-        assert_true(aim == (int64_t)n * bs || (n == 1 && aim == s.decode_target_items && bs > aim));
-        int64_t lens[512], total = 0;
-        for (int i = 0; i < bs; i++) {
-            lens[i] = rnd(4) == 0 ? 0 : rnd((uint32_t)max_ctx + 1);
-            total += lens[i];
-        }
-        const int64_t chunk = attn_plan_chunk(total, aim, s.decode_min_chunk, s.decode_chunk_align);
+        assert_int_equal(aim, attn_plan_wave_aim(bs, s->decode_target_items, slots, bpi));
+        assert_true(aim >= 1 && aim <= s->decode_target_items);
+        const int n = attn_plan_wave_splits(bs, s->decode_target_items, slots, bpi);
+        assert_true(aim == (int64_t)n * bs || (n == 1 && aim == s->decode_target_items && bs > aim));
+        const int64_t chunk = attn_plan_chunk(r.total, aim, s->decode_min_chunk, s->decode_chunk_align);
         int64_t items = 0, parts = 0;
         for (int i = 0; i < bs; i++) {
-            int ni = attn_plan_nsplit(lens[i], chunk);
-            ni = attn_plan_nsplit(lens[i], attn_plan_split_len(lens[i], ni, s.decode_chunk_align));
+            int ni = attn_plan_nsplit(r.lens[i], chunk);
+            ni = attn_plan_nsplit(r.lens[i], attn_plan_split_len(r.lens[i], ni, s->decode_chunk_align));
             items += ni;
             if (ni > 1) parts += ni;
         }
-        assert_true(items <= ca_dec_wave_grid_items(&s, aim, bs));
-        assert_true(items <= s.decode_max_items);
-        assert_true(parts <= s.decode_max_parts);
+        assert_true(items <= ca_dec_wave_grid_items(s, aim, bs));
+        assert_true(items <= s->decode_max_items);
+        assert_true(parts <= s->decode_max_parts);
     }
 }
 
@@ -236,6 +239,16 @@ static void test_kernel_option(void **state) {
     assert_int_equal(o, CA_KERNEL_AUTO);
 }
 
+/* The tiles of the benched decode shapes: d128, GQA group 4, the default
+ * kernels of an SM 9.0 card. */
+static attn_tiles benched_decode_tiles(void) {
+    attn_kernels k;
+    memset(&k, 0, sizeof k);
+    ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, &k);
+    k.head_dim = 128;
+    return attn_kernel_tiles(&k, 4);
+}
+
 /* What the fp8 pool's factor does to the benched shapes (GQA 32/8, d128, 132
  * SMs, the tensor-core tiles): the decode plan aims at SMs x blocks per SM /
  * kv heads items, blocks per SM 4 for a 16-bit pool and 4 x CA_FP8_DEC_SPLITS
@@ -243,11 +256,7 @@ static void test_kernel_option(void **state) {
  * split max(1, target / B) ways each, within the grid bound. */
 static void test_fp8_dec_splits_plan(void **state) {
     (void)state;
-    attn_kernels k;
-    memset(&k, 0, sizeof k);
-    ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, &k);
-    k.head_dim = 128;
-    const attn_tiles t = attn_kernel_tiles(&k, 4);
+    const attn_tiles t = benched_decode_tiles();
     static const int bs[] = {64, 128}, ls[] = {4096, 16384}, fs[] = {1, CA_FP8_DEC_SPLITS};
     int more = 0; /* shapes where the fp8 factor gives more splits than 16-bit */
     for (int bi = 0; bi < 2; bi++)
@@ -287,11 +296,7 @@ static void test_fp8_dec_splits_plan(void **state) {
  * fp8 plan keeps 4 splits at B 64 and 2 at B 128 (2048 blocks, 2.6 rounds). */
 static void test_fp8_dec_wave_plan(void **state) {
     (void)state;
-    attn_kernels k;
-    memset(&k, 0, sizeof k);
-    ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, &k);
-    k.head_dim = 128;
-    const attn_tiles t = attn_kernel_tiles(&k, 4);
+    const attn_tiles t = benched_decode_tiles();
     attn_sizing s;
     char err[256];
     assert_int_equal(attn_sizing_compute(&s, 256, 4096, 65536, 32, 8, 128, &t, 132, 4 * CA_FP8_DEC_WAVE_SPLITS, err,
