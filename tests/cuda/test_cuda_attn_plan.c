@@ -348,15 +348,10 @@ static void test_fp8_dec_wave_plan(void **state) {
  * boolean, off when unset or empty and on a 1.0 host (no create_args.host);
  * a value that is not a boolean refused with the option and the value named;
  * none of them a removed name, so the kernel option's reader passes it by. */
-typedef int (*bool_option_reader)(const sgl_attn_create_args *, int *);
 static void test_lever_options(void **state) {
     (void)state;
-    static const struct {
-        const char *name;
-        bool_option_reader read;
-    } levers[] = {{"tree_prefix_plain", ca_read_tree_prefix_plain}, {"prefill_qdbl", ca_read_prefill_qdbl},
-                  {"dec16_fast_merge", ca_read_dec16_fast_merge},   {"fp8_dec_wave", ca_read_fp8_dec_wave},
-                  {"ragged192_bn64", ca_read_ragged192_bn64}};
+    static const char *const levers[] = {"tree_prefix_plain", "prefill_qdbl", "dec16_fast_merge", "fp8_dec_wave",
+                                         "ragged192_bn64"};
     static const struct {
         const char *v;
         int want;
@@ -366,19 +361,19 @@ static void test_lever_options(void **state) {
     for (size_t l = 0; l < sizeof levers / sizeof levers[0]; l++) {
         char err[256] = "";
         sgl_attn_create_args a;
-        option_args(&a, levers[l].name, err, sizeof err);
+        option_args(&a, levers[l], err, sizeof err);
         for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
             int on = -7;
             g_opt_val = ok[i].v;
-            assert_int_equal(levers[l].read(&a, &on), 0);
+            assert_int_equal(ca_read_lever(&a, levers[l], &on), 0);
             assert_int_equal(on, ok[i].want);
         }
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
             int on = -7;
             err[0] = 0;
             g_opt_val = bad[i];
-            assert_int_equal(levers[l].read(&a, &on), SGL_ATTN_E_INVALID);
-            assert_non_null(strstr(err, levers[l].name));
+            assert_int_equal(ca_read_lever(&a, levers[l], &on), SGL_ATTN_E_INVALID);
+            assert_non_null(strstr(err, levers[l]));
             assert_non_null(strstr(err, bad[i]));
         }
         int k = -7;
@@ -389,7 +384,7 @@ static void test_lever_options(void **state) {
         assert_string_equal(err, "");
         a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
         int on = -7;
-        assert_int_equal(levers[l].read(&a, &on), 0);
+        assert_int_equal(ca_read_lever(&a, levers[l], &on), 0);
         assert_int_equal(on, 0);
     }
 }
@@ -423,7 +418,7 @@ static void test_removed_options_refused(void **state) {
     int k = -7, bn64 = -7;
     assert_int_equal(ca_read_options(&a, &k), 0);
     assert_int_equal(k, CA_KERNEL_AUTO);
-    assert_int_equal(ca_read_ragged192_bn64(&a, &bn64), 0);
+    assert_int_equal(ca_read_lever(&a, "ragged192_bn64", &bn64), 0);
     assert_int_equal(bn64, 0);
     assert_string_equal(err, "");
 }

@@ -40,29 +40,24 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * option helper) into *kernel; a bad value fails with create_args.error
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
-/* Lever option tree_prefix_plain (bool, default 0): the wgmma extend's tree
- * verify runs the tiles before a request's first mask word that is not full
- * with no mask and no mask loads (bench/gpu/levers/eagle_prefix_plain.conf). */
-int ca_read_tree_prefix_plain(const sgl_attn_create_args *a, int *on);
+/* A lever's option (a boolean, unset or empty: off) into *on; a value that is
+ * not a boolean fails as ca_read_options.  The levers (docs/cuda.md's options,
+ * bench/gpu/levers/):
+ * - "tree_prefix_plain": the wgmma extend's tree verify runs the tiles before a
+ *   request's first mask word that is not full with no mask and no mask loads;
+ * - "dec16_fast_merge": a 16-bit pool's register-fed decode merges a split
+ *   request from a shared table of the splits' weights, the partials in
+ *   16-byte loads, instead of the per-element loop that re-reads every LSE;
+ * - "ragged192_bn64": forward_ragged at qk 192 / v 128 on the wgmma kernel runs
+ *   64-column K/V tiles four stages deep instead of 128-column ones two deep;
+ * - "prefill_qdbl": the direct extend's new-token kernel with two Q buffers and
+ *   two K/V stages (extend_wg_cfg's QB), so each pair's Q loads while the
+ *   consumers finish the pair before it;
+ * - "fp8_dec_wave": an fp8 pool's decode plan picks each call's splits by the
+ *   wave rule (plan_math.h) against SMs x CA_FP8_DEC_SM_BLOCKS block slots
+ *   instead of aiming at CA_FP8_DEC_SPLITS x the items. */
+int ca_read_lever(const sgl_attn_create_args *a, const char *name, int *on);
 const char *ca_kernel_option_name(int option);
-/* The plugin option "dec16_fast_merge" (a boolean; unset: off): on runs a 16-bit
- * pool's register-fed decode whose split merge (the last block of a request's
- * splits) first puts the splits' weights in a shared-memory table, then reads
- * the partial outputs in 16-byte loads, all splits in flight, instead of the
- * per-element loop that re-reads every split's LSE.  A lever
- * (bench/gpu/levers/dec16_merge.conf). */
-int ca_read_dec16_fast_merge(const sgl_attn_create_args *a, int *on);
-/* The option "ragged192_bn64" (a boolean, unset: 0; a lever, issue 20):
- * forward_ragged at qk 192 / v 128 on the wgmma kernel runs 64-column K/V
- * tiles four stages deep (extend_wgmma_sm90.cuh) instead of 128-column ones
- * two deep; qk 128 and every other kernel are unchanged. */
-int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on);
-/* The option "prefill_qdbl" (bool, default off; a lever, issue 23): the
- * direct extend's new-token kernel with two Q buffers and two K/V stages
- * (extend_wgmma_sm90.cuh, extend_wg_cfg's QB), so each pair's Q loads while
- * the consumers finish the pair before it.  A bad value fails as
- * ca_read_options. */
-int ca_read_prefill_qdbl(const sgl_attn_create_args *a, int *on);
 /* An fp8 e4m3 pool's decode plan aims at this many times the items a 16-bit
  * pool's does (the sizing's blocks per SM times it): half the bytes per token,
  * so a request's KV splits into more, shorter items and more register-fed
@@ -71,14 +66,9 @@ int ca_read_prefill_qdbl(const sgl_attn_create_args *a, int *on);
 /* The blocks per SM the fp8 decode_reg's registers allow: its launch bound
  * (decode_reg.cu, dr_kv::min_blocks). */
 #define CA_FP8_DEC_SM_BLOCKS 6
-/* The option "fp8_dec_wave" (bool, unset: 0; a lever, issue 20,
- * bench/gpu/levers/fp8_dec_wave.conf): an fp8 pool's decode plan picks each
- * call's splits by the wave rule (plan_math.h, attn_plan_wave_splits) against
- * SMs x CA_FP8_DEC_SM_BLOCKS block slots instead of aiming at
- * CA_FP8_DEC_SPLITS x the items; the sizing then allows CA_FP8_DEC_WAVE_SPLITS
- * x the 16-bit items, so B 128 may take 3 splits a request. */
+/* fp8_dec_wave's sizing (ca_read_lever): CA_FP8_DEC_WAVE_SPLITS x the 16-bit
+ * items, so B 128 may take 3 splits a request. */
 #define CA_FP8_DEC_WAVE_SPLITS 8
-int ca_read_fp8_dec_wave(const sgl_attn_create_args *a, int *on);
 /* The wave rule's aim for every batch size 0..s->max_reqs into aims[] (create
  * tabulates it, so a forward reads one entry): plan_math.h's
  * attn_plan_wave_aim on `slots` block slots, blocks_per_item blocks an item,

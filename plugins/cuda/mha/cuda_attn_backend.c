@@ -413,16 +413,13 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, prefix_plain = 0;
-    if ((rc = ca_read_options(a, &option)) || (rc = ca_read_tree_prefix_plain(a, &prefix_plain))) return rc;
-    int dec16_fast_merge = 0;
-    if ((rc = ca_read_dec16_fast_merge(a, &dec16_fast_merge))) return rc;
-    int fp8_dec_wave = 0;
-    if ((rc = ca_read_fp8_dec_wave(a, &fp8_dec_wave))) return rc;
-    int rg192_bn64 = 0;
-    if ((rc = ca_read_ragged192_bn64(a, &rg192_bn64))) return rc;
-    int prefill_qdbl = 0;
-    if ((rc = ca_read_prefill_qdbl(a, &prefill_qdbl))) return rc;
+    int option = CA_KERNEL_AUTO, prefix_plain = 0, dec16_fast_merge = 0, fp8_dec_wave = 0, rg192_bn64 = 0,
+        prefill_qdbl = 0;
+    if ((rc = ca_read_options(a, &option)) || (rc = ca_read_lever(a, "tree_prefix_plain", &prefix_plain)) ||
+        (rc = ca_read_lever(a, "dec16_fast_merge", &dec16_fast_merge)) ||
+        (rc = ca_read_lever(a, "fp8_dec_wave", &fp8_dec_wave)) ||
+        (rc = ca_read_lever(a, "ragged192_bn64", &rg192_bn64)) || (rc = ca_read_lever(a, "prefill_qdbl", &prefill_qdbl)))
+        return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;

@@ -40,9 +40,9 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     return sgl_sdk_opt_choice(&o, "kernel", NULL, k_options, CA_KERNEL_COUNT_, CA_KERNEL_AUTO, kernel);
 }
 
-int ca_read_fp8_dec_wave(const sgl_attn_create_args *a, int *on) {
+int ca_read_lever(const sgl_attn_create_args *a, const char *name, int *on) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "fp8_dec_wave", NULL, 0, on);
+    return sgl_sdk_opt_bool(&o, name, NULL, 0, on);
 }
 
 void ca_dec_wave_aims(const attn_sizing *s, int64_t slots, int32_t blocks_per_item, int32_t *aims) {
@@ -53,26 +53,6 @@ void ca_dec_wave_aims(const attn_sizing *s, int64_t slots, int32_t blocks_per_it
 int32_t ca_dec_wave_grid_items(const attn_sizing *s, int32_t aim, int32_t bs) {
     const long long items = (long long)(aim > 0 ? aim : 0) + (bs > 0 ? bs : 0);
     return (int32_t)(items < s->decode_max_items ? items : s->decode_max_items);
-}
-
-int ca_read_tree_prefix_plain(const sgl_attn_create_args *a, int *on) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "tree_prefix_plain", NULL, 0, on);
-}
-
-int ca_read_dec16_fast_merge(const sgl_attn_create_args *a, int *on) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "dec16_fast_merge", NULL, 0, on);
-}
-
-int ca_read_ragged192_bn64(const sgl_attn_create_args *a, int *on) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "ragged192_bn64", NULL, 0, on);
-}
-
-int ca_read_prefill_qdbl(const sgl_attn_create_args *a, int *on) {
-    const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
-    return sgl_sdk_opt_bool(&o, "prefill_qdbl", NULL, 0, on);
 }
 
 const char *ca_kernel_option_name(int option) {
