@@ -212,6 +212,34 @@ static int check_float(const DLTensor *t, const char *name, int device, int ndim
 
 /* The segmented state pass: its buffer at create and the per-call rule (lin_sizing.c), expectations worked
  * out by hand from the rule in docs/cuda_linear.md for 132 SMs. */
+/* fused_chunk: the kind and dims the fused chunk kernel serves, and the rule of its value 1 (requests x value
+ * heads fill half the SMs); 2 takes every batch, 0 none */
+static void test_fused_cp(void) {
+    char why[256];
+    lin_dims d;
+    sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 2, 8, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_cp_dims_ok(&d), "Qwen3.5 TP8 dims served");
+    LT_CHECK(lin_fused_cp_takes(1, &d, 132, 16) && lin_fused_cp_takes(1, &d, 132, 9), "16 x 8k, 9 requests: 128, 72 blocks");
+    LT_CHECK(!lin_fused_cp_takes(1, &d, 132, 8) && !lin_fused_cp_takes(1, &d, 132, 1), "8 requests, 1 x 64k: the unfused path");
+    LT_CHECK(lin_fused_cp_takes(2, &d, 132, 1) && !lin_fused_cp_takes(0, &d, 132, 16) && !lin_fused_cp_takes(2, &d, 132, 0),
+             "always / off / no request");
+    sgl_attn_model m2 = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m2, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_cp_takes(1, &d, 132, 3) && !lin_fused_cp_takes(1, &d, 132, 2), "Qwen3-Next: 3 requests fill half");
+    const struct { int kind, dk, dv, ok; } dims[] = {
+        {SGL_ATTN_HYBRID_GDN, 128, 64, 1}, {SGL_ATTN_HYBRID_GDN, 128, 96, 0}, {SGL_ATTN_HYBRID_GDN, 64, 64, 0},
+        {SGL_ATTN_HYBRID_KDA, 128, 128, 0}, {SGL_ATTN_HYBRID_MAMBA2, 128, 64, 0}};
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
+        lin_dims e = d;
+        e.kind = dims[i].kind;
+        e.dk = dims[i].dk;
+        e.dv = dims[i].dv;
+        LT_CHECK(lin_fused_cp_dims_ok(&e) == dims[i].ok && lin_fused_cp_takes(2, &e, 132, 16) == dims[i].ok,
+                 "kind %d K %d V %d: served %d", dims[i].kind, dims[i].dk, dims[i].dv, dims[i].ok);
+    }
+}
+
 static void test_segments(void) {
     char why[256];
     lin_dims d;
@@ -506,6 +534,7 @@ int main(void) {
     test_refusals();
     test_paths();
     test_segments();
+    test_fused_cp();
     test_checks();
     printf("test_lin_pure: %d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
     return lt_failures ? 1 : 0;

@@ -163,3 +163,15 @@ int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_cou
     *seg_max = (int32_t)smax;
     return (int32_t)sc;
 }
+
+int lin_fused_cp_dims_ok(const lin_dims *d) {
+    return d->kind == SGL_ATTN_HYBRID_GDN && d->dk == LIN_TC_K && (d->dv == 64 || d->dv == 128);
+}
+
+/* Stage 1 of the fused kernel runs each request's chunks in order in one block per (request, value
+ * head): it pays off only where those blocks fill the SMs (16 x 8k at Qwen3.5 TP8: 128 blocks); a few
+ * long requests keep the state pass by segments (docs/cuda_linear.md, "Fused chunk kernel"). */
+int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs) {
+    if (opt <= 0 || !lin_fused_cp_dims_ok(d) || bs <= 0) return 0;
+    return opt == 2 || (int64_t)bs * d->hv * 2 >= (int64_t)sm_count;
+}
