@@ -912,6 +912,15 @@ static const fcfg fused_configs[] = {
     {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, OFFS, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
+    /* by segments of 1-3 chunks (segment_chunks: the summaries, the join from 3 segments, the true runs) */
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SEGS, 0, "1"}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SEGS, 0, "2"}, 0},
+    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SEGS, 0, "3"}, 0},
+    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, OFFS, 0, "1"}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, LONG, 0, "2"}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, "2"}, 1},
+    /* one request of LT_LONG tokens on one head: the auto rule's segments (LT_LONG / 1024 of them) */
+    {{Q13, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL}, 0},
     {{F | Q13, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL}, 0},

@@ -113,9 +113,15 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
 #define LIN_SEG_AUTO_MIN_CHUNKS 512
 int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count, char *err, size_t n);
 /* fused_chunk (chunk_fused_cp.cu) for a batch of bs requests: the option (0 / 1 / 2), the kind and dims
- * it serves (gdn, K = 128, V 64 / 128), and the rule of 1 (bs x HV >= SMs / 2) */
+ * it serves (gdn, K = 128, V 64 / 128), and whether a batch fills the SMs unsegmented (bs x HV >= SMs / 2) */
 int lin_fused_cp_dims_ok(const lin_dims *d);
 int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs);
+/* ... and its plan for a batch (lin_forward.c): 0 the unfused kernels; 1 the fused kernel, unsegmented
+ * (*seg_chunks 0) or by segments of *seg_chunks chunks (*seg_max a request at most; Zs), from Zs sized by
+ * lin_layout_fused_cp at create */
+int lin_fused_cp_plan(const lin_layout *L, const lin_dims *d, int opt, int seg, int sm_count, int32_t bs, int32_t T,
+                      int32_t *seg_chunks, int32_t *seg_max);
+int lin_layout_fused_cp(lin_layout *L, const lin_dims *d, int opt, int seg, int sm_count, char *err, size_t n);
 int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_count, int32_t bs, int32_t T, int vt,
                      int32_t *seg_max);
 /* The option kernel's names, by LIN_VARIANT_* ("simple", "fast"). */

@@ -190,7 +190,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(kind, m, l) ? i++ : -1);
     if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, sgl_sdk_lin_verify_steps(m), opt.variant,
                                  tc_ok, why, sizeof why)) ||
-        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why))) {
+        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why)) ||
+        (rc = lin_layout_fused_cp(&w->L, &d, w->fused_cp, opt.seg, dev.sm_count, why, sizeof why))) {
         free(w);
         return sgl_sdk_create_fail(a, rc, "%s: %s", name, why);
     }
