@@ -3,7 +3,9 @@
  * state step and the outputs of every chunk of a request, in order, in one
  * block per (request, value head), so that no per-chunk intermediate (W, U,
  * QG, KD, M, the chunk start states Hs) goes through global memory and the
- * recurrence is not split over row tiles.
+ * recurrence is not split over row tiles.  Where a batch has too few
+ * (request, head) pairs to fill the SMs, the same kernel runs by segments
+ * (modes 1 and 2 below, with chunk_segment.cu's join between them).
  *
  * 8 warps, one block per SM (206 KiB of shared memory).  The state [V][128]
  * stays in float32 mma accumulators: warp w owns value rows (w / 4) V / 2 ..
