@@ -34,6 +34,11 @@
  *                  copy on caller-owned state; caller-state bad inputs
  *     LT_QUICK=12  LT_QUICK=11's first config (gdn's defaults), its graph and bad inputs (racecheck of the
  *                  caller-state kernels)
+ *     LT_QUICK=13  the stream decode's state kernel as the persistent ring (decode_ring=1, decode_ring.cu):
+ *                  each decode config (LT_QUICK=4's) first with the stream kernel (outputs recorded), then with
+ *                  the ring at a grid of 1, 3, 5 blocks or the default (each block walks many tiles and
+ *                  wraps its stages): the outputs the same bits and within the float64 limits; then the
+ *                  decode and verify graphs with the ring (the full run takes the quick set's decode configs)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -60,8 +65,8 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12 */
-enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512 };
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13 */
+enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4 };
@@ -188,6 +193,10 @@ static void run_cfg(const cfg *c) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " seg=%s", c->seg);
     }
+    if (getenv("SGL_ATTN_LIN_DECODE_RING")) { /* ring_tests */
+        const size_t l = strlen(label);
+        snprintf(label + l, sizeof label - l, " ring grid=%s", getenv("SGL_ATTN_LIN_DECODE_RING_GRID"));
+    }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
     lt_slow_decay = c->scen != SCEN;
@@ -225,7 +234,8 @@ static int graph_scen_open(lt_scen *s, int kind, const lt_shape *sh, int caller,
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
     setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
-    snprintf(label, label_size, "%s %s%s", plugin_name(kind), what, caller ? " (caller state+indices)" : "");
+    snprintf(label, label_size, "%s %s%s%s", plugin_name(kind), what, caller ? " (caller state+indices)" : "",
+             getenv("SGL_ATTN_LIN_DECODE_RING") ? " (decode_ring)" : "");
     const int opened = scen_open(s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, seed, label);
     lt_caller_mode = 0;
     if (opened != 0) {
@@ -887,6 +897,35 @@ static const ccfg caller_configs[] = {
     {{Q11, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
 };
 
+/* The ring (decode_ring=1): each decode config of the set (LT_QUICK=13: LT_QUICK=4's; the full run: those
+ * also in the quick set) with the stream kernel, outputs recorded, then with the ring at a grid small enough
+ * that each block walks many tiles (1, 3, 5) or the default: the same bits; then the graphs with the ring. */
+static void ring_tests(int set) {
+    static const char *const grids[] = {"1", "3", "auto", "5"};
+    int k = 0;
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+        if (!(configs[i].sets & Q4) || (set == F && !(configs[i].sets & Q1))) continue;
+        lt_rec_reset();
+        lt_rec_mode = 1;
+        run_cfg(&configs[i]);
+        setenv("SGL_ATTN_LIN_DECODE_RING", "1", 1);
+        setenv("SGL_ATTN_LIN_DECODE_RING_GRID", grids[k++ % 4], 1);
+        lt_rec_mode = 2;
+        run_cfg(&configs[i]);
+        lt_rec_mode = 0;
+        lt_rec_reset();
+        unsetenv("SGL_ATTN_LIN_DECODE_RING");
+        unsetenv("SGL_ATTN_LIN_DECODE_RING_GRID");
+    }
+    setenv("SGL_ATTN_LIN_DECODE_RING", "1", 1);
+    setenv("SGL_ATTN_LIN_DECODE_RING_GRID", "3", 1);
+    graph_test(GDN, &SH_GDN, 0);
+    verify_graph_test(GDN, &SH_GDN, 0);
+    verify_graph_test(MAMBA2, &SH_MAMBA2, 0);
+    unsetenv("SGL_ATTN_LIN_DECODE_RING");
+    unsetenv("SGL_ATTN_LIN_DECODE_RING_GRID");
+}
+
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -904,9 +943,10 @@ int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
-                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12 : 0;
+                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
+                    : quick == 13 ? Q13 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11 or 12 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12 or 13 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -931,7 +971,8 @@ int main(int argc, char **argv) {
     const char *const retired[] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
-                                   "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK"};
+                                   "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_DECODE_RING",
+                                   "SGL_ATTN_LIN_DECODE_RING_GRID"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -947,6 +988,7 @@ int main(int argc, char **argv) {
         verify_graph_test(KDA, &SH_KDA, 0);
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
+    if (set & (F | Q13)) ring_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     if (set & (F | Q1)) error_tests();

@@ -22,6 +22,7 @@
  *   decode_fused.cu     fused decode / verify, one launch (K = 32, 64, 256; K = 128 past the draft steps)
  *   decode_prep.cu      the stream decode's operand prep (gdn conv width 4; general)
  *   decode_stream.cu    the stream decode / verify: the state streamed after the prep (K = 128)
+ *   decode_ring.cu      its state kernel as a persistent ring of cp.async stages (option decode_ring)
  *   chunk_mma.cuh       mma.sync / ldmatrix helpers, the chunk state update
  *   chunk_tile.cuh      phase 1's conv tile and T products
  *   chunk_extend.cu     the chunked extend: which phase-1 / phase-2 kernels for which dtype and kind
@@ -166,6 +167,8 @@ typedef struct lin_inst {
     int vt;                /* chunked phase 2's state-row tile: 16, 32, or 0 = by batch size */
     int seg;               /* the state pass's segments: -1 by the batch (lin_seg_plan), 0 never, N chunks */
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
+    int dec_ring;          /* option decode_ring: the stream decode's state kernel as a persistent ring */
+    int dec_ring_grid;     /* option decode_ring_grid: the ring's blocks (0: LIN_RING_BLOCKS_PER_SM per SM) */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;
