@@ -8,11 +8,10 @@
  * and stores the current one.
  *
  * Why: the stream kernel's blocks load their 16 KB, then compute and store with
- * nothing in flight (ncu: 7.7 us per block, about half of it waiting on the
- * loads), so the bytes in flight per SM swing with the blocks' phases and the
- * kernel moves the state at 0.79 of the copy.  Here every block keeps two
- * tiles (32 KB) in flight at all times, 128 KB per SM, and no register holds a
- * byte in flight.
+ * nothing in flight, so the bytes in flight per SM swing with the blocks'
+ * phases (docs/lab/linear.md, "The stream decode's state kernel as a ring",
+ * has the profile).  Here every block keeps two tiles (32 KB) in flight at all
+ * times, 128 KB per SM, and no register holds a byte in flight.
  *
  * Each thread copies its own NLD 16-byte pieces of a tile into its own slots
  * of a stage and reads back only those (cp.async.wait_group of its own
@@ -28,7 +27,7 @@
 #define LK_RING_THREADS 128
 #define LK_RING_NLD 8 /* 16-byte state pieces per thread and tile (16 KB per tile) */
 #define LK_RING_NS 3  /* stages: 48 KB of shared memory, no opt-in */
-#define LK_RING_BPS 4 /* resident blocks per SM the registers are budgeted for (128 x 128) */
+#define LK_RING_BPS LIN_RING_BLOCKS_PER_SM /* resident blocks per SM the registers are budgeted for (128 x 128) */
 
 static_assert(LK_RING_NS * LK_RING_NLD * LK_RING_THREADS * 16 == LIN_RING_SMEM, "lin_params.h LIN_RING_SMEM");
 
