@@ -37,10 +37,12 @@
  *     LT_QUICK=13  the stream decode's state kernel as the persistent ring (decode_ring=1, decode_ring.cu):
  *                  each decode config (LT_QUICK=4's) first with the stream kernel (outputs recorded), then with
  *                  the ring at a grid of 1, 3, 5 blocks or the default (each block walks many tiles and
- *                  wraps its stages): the outputs the same bits and within the float64 limits; then the
- *                  decode and verify graphs with the ring (the full run takes the quick set's decode configs)
- *     LT_QUICK=14  the ring alone on gdn's defaults with f32 and bf16 state (grid 3) and the verify graph
- *                  (compute-sanitizer memcheck / racecheck of decode_ring.cu)
+ *                  wraps its stages), then the ring with the prep folded in (decode_ring_fold=1; where it
+ *                  does not apply, the prep and the ring): the outputs the same bits and within the float64
+ *                  limits; then the decode and verify graphs with the ring and with the fold (the full run
+ *                  takes the quick set's decode configs)
+ *     LT_QUICK=14  the ring and the fold alone on gdn's defaults with f32 and bf16 state (grid 3) and the
+ *                  verify graph (compute-sanitizer memcheck / racecheck of decode_ring.cu)
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -197,7 +199,8 @@ static void run_cfg(const cfg *c) {
     }
     if (getenv("SGL_ATTN_LIN_DECODE_RING")) { /* ring_tests */
         const size_t l = strlen(label);
-        snprintf(label + l, sizeof label - l, " ring grid=%s", getenv("SGL_ATTN_LIN_DECODE_RING_GRID"));
+        snprintf(label + l, sizeof label - l, " ring grid=%s%s", getenv("SGL_ATTN_LIN_DECODE_RING_GRID"),
+                 getenv("SGL_ATTN_LIN_DECODE_RING_FOLD") ? " fold" : "");
     }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
@@ -237,7 +240,9 @@ static int graph_scen_open(lt_scen *s, int kind, const lt_shape *sh, int caller,
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
     setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
     snprintf(label, label_size, "%s %s%s%s", plugin_name(kind), what, caller ? " (caller state+indices)" : "",
-             getenv("SGL_ATTN_LIN_DECODE_RING") ? " (decode_ring)" : "");
+             !getenv("SGL_ATTN_LIN_DECODE_RING")        ? ""
+             : getenv("SGL_ATTN_LIN_DECODE_RING_FOLD") ? " (decode_ring, fold)"
+                                                       : " (decode_ring)");
     const int opened = scen_open(s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, seed, label);
     lt_caller_mode = 0;
     if (opened != 0) {
@@ -922,18 +927,26 @@ static void ring_tests(int set) {
         setenv("SGL_ATTN_LIN_DECODE_RING_GRID", sanitize ? "3" : grids[k++ % 4], 1);
         lt_rec_mode = sanitize ? 0 : 2;
         run_cfg(c);
+        lt_rec_rewind();
+        setenv("SGL_ATTN_LIN_DECODE_RING_FOLD", "1", 1);
+        run_cfg(c);
         lt_rec_mode = 0;
         lt_rec_reset();
         unsetenv("SGL_ATTN_LIN_DECODE_RING");
         unsetenv("SGL_ATTN_LIN_DECODE_RING_GRID");
+        unsetenv("SGL_ATTN_LIN_DECODE_RING_FOLD");
     }
-    setenv("SGL_ATTN_LIN_DECODE_RING", "1", 1);
-    setenv("SGL_ATTN_LIN_DECODE_RING_GRID", "3", 1);
-    if (set != Q14) graph_test(GDN, &SH_GDN, 0);
-    verify_graph_test(GDN, &SH_GDN, 0);
-    if (set != Q14) verify_graph_test(MAMBA2, &SH_MAMBA2, 0);
-    unsetenv("SGL_ATTN_LIN_DECODE_RING");
-    unsetenv("SGL_ATTN_LIN_DECODE_RING_GRID");
+    for (int fold = 0; fold < 2; fold++) {
+        setenv("SGL_ATTN_LIN_DECODE_RING", "1", 1);
+        setenv("SGL_ATTN_LIN_DECODE_RING_GRID", "3", 1);
+        if (fold) setenv("SGL_ATTN_LIN_DECODE_RING_FOLD", "1", 1);
+        if (set != Q14) graph_test(GDN, &SH_GDN, 0);
+        verify_graph_test(GDN, &SH_GDN, 0);
+        if (set != Q14 && !fold) verify_graph_test(MAMBA2, &SH_MAMBA2, 0);
+        unsetenv("SGL_ATTN_LIN_DECODE_RING");
+        unsetenv("SGL_ATTN_LIN_DECODE_RING_GRID");
+        unsetenv("SGL_ATTN_LIN_DECODE_RING_FOLD");
+    }
 }
 
 static void run_caller_cfg(const ccfg *cc) {
@@ -982,7 +995,7 @@ int main(int argc, char **argv) {
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
                                    "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_DECODE_RING",
-                                   "SGL_ATTN_LIN_DECODE_RING_GRID"};
+                                   "SGL_ATTN_LIN_DECODE_RING_GRID", "SGL_ATTN_LIN_DECODE_RING_FOLD"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);

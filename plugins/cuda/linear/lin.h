@@ -82,6 +82,7 @@ typedef struct lin_layout {
     size_t Hs;                           /* its state pass -> output kernel: per-chunk states, 16-bit */
     int need_prep_ut;                    /* ... the prep + UT pair's buffers are there (not kda) */
     size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode_operands_per] */
+    size_t dcnt;                         /* stream decode, decode_ring_fold: counters [max_reqs][hk] (zero) */
     int need_stream;                     /* ... and its buffer is there (K = 128) */
     size_t stage;                        /* host-index staging: 6 x max_reqs int32 (the plan's 3, state_batch's 3) */
     size_t total;
@@ -169,6 +170,7 @@ typedef struct lin_inst {
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
     int dec_ring;          /* option decode_ring: the stream decode's state kernel as a persistent ring */
     int dec_ring_grid;     /* option decode_ring_grid: the ring's blocks (0: LIN_RING_BLOCKS_PER_SM per SM) */
+    int dec_fold;          /* option decode_ring_fold: the prep folded into the ring (decode_ring on) */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -60,6 +60,7 @@ typedef struct lin_options {
     int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
     int dec_ring;   /* decode_ring: the stream decode's state kernel as a persistent ring (decode_ring.cu) */
     int dec_ring_grid; /* decode_ring_grid: its blocks, 0 = LIN_RING_BLOCKS_PER_SM per SM */
+    int dec_fold;   /* decode_ring_fold: the prep folded into the ring's tiles (gdn, conv width 4) */
 } lin_options;
 
 /* The options, read once at create through the SDK (the environment variable
@@ -77,7 +78,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = sgl_sdk_opt_bool(&opts, "decode_ring", "SGL_ATTN_LIN_DECODE_RING", 0, &o->dec_ring)) ||
-        (rc = sgl_sdk_opt_int(&opts, "decode_ring_grid", "SGL_ATTN_LIN_DECODE_RING_GRID", 0, 0, 1 << 20, &ring_grid)))
+        (rc = sgl_sdk_opt_int(&opts, "decode_ring_grid", "SGL_ATTN_LIN_DECODE_RING_GRID", 0, 0, 1 << 20, &ring_grid)) ||
+        (rc = sgl_sdk_opt_bool(&opts, "decode_ring_fold", "SGL_ATTN_LIN_DECODE_RING_FOLD", 0, &o->dec_fold)))
         return rc;
     o->dec_ring_grid = (int)ring_grid;
     o->seg = (int)seg;
@@ -97,8 +99,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
-                                       "the options are kernel, value_tile, segment_chunks, decode_ring, decode_ring_grid and sync_check: "
-                                       "docs/cuda_linear.md)",
+                                       "the options are kernel, value_tile, segment_chunks, decode_ring, decode_ring_grid, "
+                                       "decode_ring_fold and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -157,6 +159,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->sync_check = opt.sync_check;
     w->dec_ring = opt.dec_ring;
     w->dec_ring_grid = opt.dec_ring_grid;
+    w->dec_fold = opt.dec_fold;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
     w->max_reqs = a->max_reqs;
@@ -200,7 +203,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                 "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "", w->L.need_stream ? " (stream decode)" : "",
-                w->L.need_stream && opt.dec_ring ? " (decode_ring)" : "",
+                w->L.need_stream && opt.dec_ring ? (opt.dec_fold ? " (decode_ring, fold)" : " (decode_ring)") : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;
