@@ -21,7 +21,10 @@
  * current tile has landed".  The prep (decode_prep.cu) is unchanged and runs
  * first; on SM 9.0+ this kernel is its programmatic dependent launch: the
  * ring's first tiles are issued before griddepcontrol.wait (the prep never
- * writes the state), the operands read after it. */
+ * writes the state), the operands read after it.
+ *
+ * lin_decode_ring_fold_kernel (below, option decode_ring_fold=1) is the same
+ * ring with the prep folded into its tiles: one launch, no prep. */
 #include "kernel_common.cuh"
 
 #define LK_RING_THREADS 128
@@ -527,7 +530,8 @@ extern "C" int lin_launch_decode_ring_fold(const lin_fwd *pp, void *stream) {
     const lin_fwd p = *pp;
     const int RT = LIN_STREAM_ROWS(p.st_dt);
     const int64_t items64 = (int64_t)p.bs * p.hv * ((p.V + RT - 1) / RT);
-    if (items64 > INT32_MAX || p.dec_ring <= 0 || !lk_ring_fold_ok(p)) return (int)cudaErrorInvalidValue;
+    if (items64 + (int64_t)LK_RING_NS * p.dec_ring > INT32_MAX || p.dec_ring <= 0 || !lk_ring_fold_ok(p))
+        return (int)cudaErrorInvalidValue;
     const int items = (int)items64;
     const int grid = items < p.dec_ring ? items : p.dec_ring;
     const size_t smem = LIN_RING_SMEM + (size_t)p.dq_per * sizeof(float) + 16;
@@ -540,7 +544,8 @@ extern "C" int lin_launch_decode_ring(const lin_fwd *pp, void *stream) {
     const lin_fwd p = *pp;
     const int RT = LIN_STREAM_ROWS(p.st_dt);
     const int64_t items64 = (int64_t)p.bs * p.hv * ((p.V + RT - 1) / RT);
-    if (items64 > INT32_MAX || p.dec_ring <= 0) return (int)cudaErrorInvalidValue;
+    /* the tile indices, up to NS - 1 grids past the last tile, fit an int */
+    if (items64 + (int64_t)LK_RING_NS * p.dec_ring > INT32_MAX || p.dec_ring <= 0) return (int)cudaErrorInvalidValue;
     const int items = (int)items64;
     const int grid = items < p.dec_ring ? items : p.dec_ring;
     cudaStream_t st = (cudaStream_t)stream;
