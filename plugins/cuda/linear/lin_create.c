@@ -61,7 +61,33 @@ typedef struct lin_options {
     int dec_ring;   /* decode_ring: the stream decode's state kernel as a persistent ring (decode_ring.cu) */
     int dec_ring_grid; /* decode_ring_grid: its blocks, 0 = LIN_RING_BLOCKS_PER_SM per SM */
     int dec_fold;   /* decode_ring_fold: the prep folded into the ring's tiles (gdn, conv width 4) */
+    int fused_cp;   /* fused_chunk: 0 off, 1 by the batch (lin_fused_cp_takes), 2 always */
 } lin_options;
+
+/* fused_chunk: unset, "", auto and the false spellings 0; the true spellings 1 (the fused chunk kernel
+ * where the batch's requests x value heads fill half the SMs); "always" 2 (every batch: tests) */
+static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *opts, const char *name, int *out) {
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off", "auto"};
+    char from[96];
+    const char *v = sgl_sdk_opt_raw(opts, "fused_chunk", "SGL_ATTN_LIN_FUSED_CHUNK", from, sizeof from);
+    *out = 0;
+    if (!v || !*v) return SGL_ATTN_OK;
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (!strcasecmp(v, no[i])) return SGL_ATTN_OK;
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        if (!strcasecmp(v, yes[i])) {
+            *out = 1;
+            return SGL_ATTN_OK;
+        }
+    if (!strcasecmp(v, "always")) {
+        *out = 2;
+        return SGL_ATTN_OK;
+    }
+    return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
+                               "%s: %s = \"%.64s\": expected 1, true, yes, on (the fused chunk kernel for gdn's bf16 "
+                               "extend where the batch fills the SMs), always, or 0, false, no, off, auto (off)",
+                               name, from, v);
+}
 
 /* The options, read once at create through the SDK (the environment variable
  * over the conf's plugin option <name>.<key>); a bad value fails create naming
@@ -79,7 +105,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = sgl_sdk_opt_bool(&opts, "decode_ring", "SGL_ATTN_LIN_DECODE_RING", 0, &o->dec_ring)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_ring_grid", "SGL_ATTN_LIN_DECODE_RING_GRID", 0, 0, 1 << 20, &ring_grid)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "decode_ring_fold", "SGL_ATTN_LIN_DECODE_RING_FOLD", 0, &o->dec_fold)))
+        (rc = sgl_sdk_opt_bool(&opts, "decode_ring_fold", "SGL_ATTN_LIN_DECODE_RING_FOLD", 0, &o->dec_fold)) ||
+        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)))
         return rc;
     o->dec_ring_grid = (int)ring_grid;
     o->seg = (int)seg;
@@ -99,8 +126,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
-                                       "the options are kernel, value_tile, segment_chunks, decode_ring, decode_ring_grid, "
-                                       "decode_ring_fold and sync_check: docs/cuda_linear.md)",
+                                       "the options are kernel, value_tile, segment_chunks, fused_chunk, decode_ring, "
+                                       "decode_ring_grid, decode_ring_fold and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -160,6 +187,11 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->dec_ring = opt.dec_ring;
     w->dec_ring_grid = opt.dec_ring_grid;
     w->dec_fold = opt.dec_fold;
+    /* fused_chunk serves gdn's bf16 extend at K = 128, V 64 / 128, with the kernel's shared memory (SM 9.0);
+     * everything else keeps the unfused kernels */
+    const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
+                      dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
+    w->fused_cp = cp_ok ? opt.fused_cp : 0;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
     w->max_reqs = a->max_reqs;
@@ -169,7 +201,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(kind, m, l) ? i++ : -1);
     if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, sgl_sdk_lin_verify_steps(m), opt.variant,
                                  tc_ok, why, sizeof why)) ||
-        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why))) {
+        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why)) ||
+        (rc = lin_layout_fused_cp(&w->L, &d, w->fused_cp, opt.seg, dev.sm_count, why, sizeof why))) {
         free(w);
         return sgl_sdk_create_fail(a, rc, "%s: %s", name, why);
     }
@@ -189,6 +222,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     }
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
+    if (ce == cudaSuccess && w->L.need_tc && w->fused_cp) ce = (cudaError_t)lin_chunk_fused_cp_setup();
     if (ce == cudaSuccess && w->L.need_stream && w->dec_ring) ce = (cudaError_t)lin_decode_ring_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
@@ -200,9 +234,13 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
-                w->L.need_tc ? " (chunked extend)" : "", w->L.need_stream ? " (stream decode)" : "",
+                w->L.need_tc ? " (chunked extend)" : "",
+                w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
+                : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs)"
+                : opt.fused_cp     ? " (fused_chunk ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
+                                   : "", w->L.need_stream ? " (stream decode)" : "",
                 w->L.need_stream && opt.dec_ring ? (opt.dec_fold ? " (decode_ring, fold)" : " (decode_ring)") : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
