@@ -119,8 +119,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
 # hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases and
-# two that the fp8 plan's 4x items split further (the 6-blocks-per-SM fp8 kernel) on the
-# SM 9.0 build with the blocks shuffled, the decode cases with dec16_fast_merge=1 (a
+# two that the wave rule splits further (the 6-blocks-per-SM fp8 kernel) on the
+# SM 9.0 build with the blocks shuffled and reversed, the decode cases with dec16_fast_merge=1 (a
 # lever) on SM 8.0 and on SM 9.0 with three whose splits it merges, shuffled and reversed, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
@@ -140,9 +140,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # prefill_qdbl=1 (two Q buffers), both producers.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
-# fp8 decodes that the fp8 plan's 4x items split further on the SM 9.0 build's 132 SMs
-# (d128: 16 splits a request where a 16-bit pool's plan gives 4; d64 on page 1: 8 for 4; with
-# fp8_dec_wave=1 the wave rule gives 6 and 6)
+# fp8 decodes that the wave rule splits further on the SM 9.0 build's 132 SMs (6 splits a
+# request each, where a 16-bit pool's plan gives 4)
 CUDA_EMU_FP8_SPLIT_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
                             --case decode:b=32,l=1024,hq=16,hkv=4,d=64,dtype=f16,kvdtype=fp8_e4m3,page=1
 # tree verify with sglang's EAGLE mask over prefixes of several 128-column tiles (lever
@@ -181,9 +180,10 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
-	@echo "== cuda_attn on the emulator, SM 9.0: the fp8 decode cases and two that the fp8 plan's 4x items split further, blocks shuffled"
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'decode.*fp8_e4m3'
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf $(CUDA_EMU_FP8_SPLIT_CASES)
+	@set -e; for o in shuf rev; do \
+	  echo "== cuda_attn on the emulator, SM 9.0: the fp8 decode cases and two whose splits the wave rule sets, EMU_ORDER=$$o"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'decode.*fp8_e4m3'; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf $(CUDA_EMU_FP8_SPLIT_CASES); done
 	@echo "== cuda_attn on the emulator, dec16_fast_merge=1 (lever): the decode cases on SM 8.0, and on SM 9.0 with three whose splits it merges, blocks shuffled and reversed"
 	$(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_dec16_merge.json --filter decode
 	@set -e; for o in shuf rev; do \
@@ -191,10 +191,6 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	    --conf tests/cuda_emu/conf_dec16_merge.json --filter decode; \
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
 	    --conf tests/cuda_emu/conf_dec16_merge.json $(CUDA_EMU_DEC16_CASES); done
-	@set -e; for o in shuf rev; do \
-	  echo "== cuda_attn on the emulator, SM 9.0, fp8_dec_wave=1 (lever): the fp8 decode cases and the two whose splits the wave rule changes, EMU_ORDER=$$o"; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_dec_wave.json --filter 'decode.*fp8_e4m3'; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_dec_wave.json $(CUDA_EMU_FP8_SPLIT_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf

@@ -52,22 +52,16 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
  *   64-column K/V tiles four stages deep instead of 128-column ones two deep;
  * - "prefill_qdbl": the direct extend's new-token kernel with two Q buffers and
  *   two K/V stages (extend_wg_cfg's QB), so each pair's Q loads while the
- *   consumers finish the pair before it;
- * - "fp8_dec_wave": an fp8 pool's decode plan picks each call's splits by the
- *   wave rule (plan_math.h) against SMs x CA_FP8_DEC_SM_BLOCKS block slots
- *   instead of aiming at CA_FP8_DEC_SPLITS x the items. */
+ *   consumers finish the pair before it. */
 int ca_read_lever(const sgl_attn_create_args *a, const char *name, int *on);
 const char *ca_kernel_option_name(int option);
-/* An fp8 e4m3 pool's decode plan aims at this many times the items a 16-bit
- * pool's does (the sizing's blocks per SM times it): half the bytes per token,
- * so a request's KV splits into more, shorter items and more register-fed
- * decode warps run per SM (docs/cuda.md). */
-#define CA_FP8_DEC_SPLITS 4
 /* The blocks per SM the fp8 decode_reg's registers allow: its launch bound
  * (decode_reg.cu, dr_kv::min_blocks). */
 #define CA_FP8_DEC_SM_BLOCKS 6
-/* fp8_dec_wave's sizing (ca_read_lever): CA_FP8_DEC_WAVE_SPLITS x the 16-bit
- * items, so B 128 may take 3 splits a request. */
+/* An fp8 e4m3 pool's decode: its plan picks each call's splits by the wave
+ * rule (plan_math.h) against SMs x CA_FP8_DEC_SM_BLOCKS block slots, within
+ * a sizing of CA_FP8_DEC_WAVE_SPLITS x the 16-bit items (half the bytes per
+ * token: more, shorter items; B 128 may take 3 splits a request). */
 #define CA_FP8_DEC_WAVE_SPLITS 8
 /* The wave rule's aim for every batch size 0..s->max_reqs into aims[] (create
  * tabulates it, so a forward reads one entry): plan_math.h's
@@ -184,8 +178,8 @@ typedef struct ca_backend {
     int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
-    /* option fp8_dec_wave on an fp8 pool: [max_reqs + 1] the decode plan's aim per
-     * batch size by the wave rule on SMs x CA_FP8_DEC_SM_BLOCKS slots; else NULL */
+    /* an fp8 pool: [max_reqs + 1] the decode plan's aim per batch size by the wave
+     * rule on SMs x CA_FP8_DEC_SM_BLOCKS slots; else NULL */
     int32_t *dec_wave_aim;
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */

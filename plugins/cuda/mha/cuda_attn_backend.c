@@ -413,11 +413,9 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, prefix_plain = 0, dec16_fast_merge = 0, fp8_dec_wave = 0, rg192_bn64 = 0,
-        prefill_qdbl = 0;
+    int option = CA_KERNEL_AUTO, prefix_plain = 0, dec16_fast_merge = 0, rg192_bn64 = 0, prefill_qdbl = 0;
     if ((rc = ca_read_options(a, &option)) || (rc = ca_read_lever(a, "tree_prefix_plain", &prefix_plain)) ||
         (rc = ca_read_lever(a, "dec16_fast_merge", &dec16_fast_merge)) ||
-        (rc = ca_read_lever(a, "fp8_dec_wave", &fp8_dec_wave)) ||
         (rc = ca_read_lever(a, "ragged192_bn64", &rg192_bn64)) || (rc = ca_read_lever(a, "prefill_qdbl", &prefill_qdbl)))
         return rc;
     sgl_sdk_cuda_device dev;
@@ -470,10 +468,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->model_window = m->sliding_window;
     b->model_attn_type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
-    /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token);
-     * with fp8_dec_wave its plan picks the splits per call within CA_FP8_DEC_WAVE_SPLITS times them */
-    const int wave = kern.kv_fp8 && fp8_dec_wave;
-    const int fp8_dec_splits = !kern.kv_fp8 ? 1 : wave ? CA_FP8_DEC_WAVE_SPLITS : CA_FP8_DEC_SPLITS;
+    /* an fp8 pool's decode plan picks each call's splits by the wave rule, within
+     * CA_FP8_DEC_WAVE_SPLITS times a 16-bit pool's items (half the bytes per token) */
+    const int wave = kern.kv_fp8;
+    const int fp8_dec_splits = wave ? CA_FP8_DEC_WAVE_SPLITS : 1;
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
                              &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * fp8_dec_splits, err, err_size);
     if (rc) {
@@ -559,10 +557,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     char dec_note[96];
-    if (b->kern.kv_fp8 && wave)
+    if (wave)
         snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, splits by the wave rule on %d block slots)", wave_slots);
-    else if (b->kern.kv_fp8)
-        snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
     else if (b->kern.dec16_fast_merge && b->kern.decode == ATTN_DECODE_REG)
         snprintf(dec_note, sizeof dec_note, " (dec16_fast_merge=1: the split merge from a weights table)");
     else

@@ -265,7 +265,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             pl.cross = set == ATTN_DPLAN_CROSS;
             pl.counters = (int32_t *)dev_at(b, b->sz.off_counters);
             pl.counters_per_req = b->sz.counters_per_req;
-            if (wave_aim) { /* fp8_dec_wave: the wave rule's aim for bs, ceil splits */
+            if (wave_aim) { /* an fp8 pool: the wave rule's aim for bs, ceil splits */
                 pl.target_items = wave_aim;
                 pl.split_ceil = 1;
             }

@@ -125,8 +125,8 @@ template <int KV> struct dr_kv {
     static constexpr bool f8 = KV == ATTN_KV_FP8;
     static constexpr bool kcvt = ATTN_FP8_HW_CVT && f8;
     /* blocks per SM the registers must allow: the fp8 kernel is held to 6
-     * (168 registers: 12 warps per SM), its plan aiming at 4x the items
-     * (CA_FP8_DEC_SPLITS), so more short items run beside each other */
+     * (168 registers: 12 warps per SM), its plan splitting by the wave rule
+     * on those slots (CA_FP8_DEC_SM_BLOCKS), so more short items run beside each other */
     static constexpr int min_blocks = f8 ? 6 : ATTN_DR_MIN_BLOCKS;
     /* ATTN_KV_16_FM: the 16-bit kernel whose split merge takes the weights
      * table and 16-byte loads (attn_decode_finish's FM; option dec16_fast_merge) */
