@@ -152,6 +152,14 @@ CUDA_EMU_EAGLE_CASES := --case verify:b=3,l=1500,q=64,hq=32,hkv=8,d=128,dtype=bf
                         --case verify:b=2,l=1000,q=48,hq=6,hkv=2,d=128,dtype=f16,page=16,tree=2 \
                         --case verify:b=3,l=900,q=32,hq=8,hkv=2,d=128,dtype=bf16,page=16,tree=1,ragged=1 \
                         --case verify:b=2,l=1300,q=64,hq=8,hkv=2,d=128,dtype=bf16,page=32,tree=2
+# forward_ragged at qk 192 over several 64-column tiles: ragged lengths with a longer K, not
+# causal, one long request, no LSE, a single query row at a page-offset start, and a qk 128 control
+CUDA_EMU_RAGGED192_CASES := --case ragged:b=3,lq=700,lk=1500,hq=16,hkv=16,d=192,dv=128,dtype=bf16,ragged=1 \
+  --case ragged:b=2,lq=1000,lk=1000,hq=16,hkv=16,d=192,dv=128,dtype=f16,causal=0,ragged=1 \
+  --case ragged:b=1,lq=2048,hq=16,hkv=16,d=192,dv=128,dtype=bf16 \
+  --case ragged:b=5,lq=333,lk=900,hq=16,hkv=16,d=192,dv=128,dtype=bf16,lse=0,ragged=1 \
+  --case ragged:b=2,lq=1,lk=3000,hq=16,hkv=16,d=192,dv=128,dtype=bf16,idx=64 \
+  --case ragged:b=4,lq=200,lk=600,hq=8,hkv=2,d=128,dtype=bf16,ragged=1
 # 16-bit decodes whose splits dec16_fast_merge (a lever: the split merge from a weights table)
 # merges on the SM 9.0 build's 132 SMs: d128 B 16 L 2048 (4 splits a request), d64 with sinks
 # (23 splits), and one request of 156 splits (over the table's 64: the loop serves it)
@@ -205,11 +213,13 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	    --case extend:b=6,l=400,q=150,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
 	    --case verify:b=3,l=700,q=4,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16; done
 	@set -e; for o in shuf rev; do \
-	  echo "== cuda_attn on the emulator, SM 9.0: option ragged192_bn64 (qk 192 on 64-column tiles, four stages), EMU_ORDER=$$o (the ragged and LSE cases; cp.async with EMU_TMAP=refuse)"; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_ragged192_bn64.json --filter '^ragged:|^lse:'; \
-	  EMU_TMAP=refuse EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_ragged192_bn64.json --filter '^ragged:'; done
+	  echo "== cuda_attn on the emulator, SM 9.0: forward_ragged (qk 192 on 64-column tiles, four stages), EMU_ORDER=$$o (the ragged and LSE cases and multi-tile qk 192 batches; cp.async with EMU_TMAP=refuse)"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    --filter '^ragged:|^lse:'; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    $(CUDA_EMU_RAGGED192_CASES); \
+	  EMU_TMAP=refuse EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    --filter '^ragged:'; done
 	@echo "== cuda_attn on the emulator, SM 9.0, prefill_qdbl=1 (a lever): the direct extend with two Q buffers, TMA row boxes (blocks shuffled) and cp.async (reversed)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
 	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)

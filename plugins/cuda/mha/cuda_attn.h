@@ -48,8 +48,6 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
  * - "dec16_fast_merge": a 16-bit pool's register-fed decode merges a split
  *   request from a shared table of the splits' weights, the partials in
  *   16-byte loads, instead of the per-element loop that re-reads every LSE;
- * - "ragged192_bn64": forward_ragged at qk 192 / v 128 on the wgmma kernel runs
- *   64-column K/V tiles four stages deep instead of 128-column ones two deep;
  * - "prefill_qdbl": the direct extend's new-token kernel with two Q buffers and
  *   two K/V stages (extend_wg_cfg's QB), so each pair's Q loads while the
  *   consumers finish the pair before it. */
@@ -188,7 +186,6 @@ typedef struct ca_backend {
     char rg_why[160];
     int rg_wgmma;      /* forward_ragged runs the wgmma kernel (else the mma one) */
     int rg_tma;        /* ... with its TMA producer set up */
-    int rg192_bn64;    /* ... qk 192 on 64-column tiles, four stages (option ragged192_bn64) */
     void *rg_mem;      /* forward_ragged's items: [rg_max_items] attn_extend_item, then the count */
     int32_t rg_max_items;
     /* The split extend on an fp8 pool (extend_fp8_split.cu; SM 9.0 d128 with the ragged

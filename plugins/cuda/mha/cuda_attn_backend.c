@@ -210,7 +210,7 @@ static int alloc_zeroed(void **mem, size_t bytes, const char *for_what, char *er
  * paged extend would run wgmma (option auto on an SM 9.0 device with the
  * sm_90a image), else the mma ones; a wgmma setup that fails falls back to
  * mma with a warning.  Its item buffer: one allocation here. */
-static int ragged_setup(ca_backend *b, int option, int wgmma_image, int bn64, const sgl_attn_create_args *a,
+static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_attn_create_args *a,
                         char *err, size_t err_size) {
     const int dt = b->kern.dtype;
     b->rg_wgmma = option == CA_KERNEL_AUTO && wgmma_image;
@@ -218,8 +218,6 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, int bn64, co
         int t128 = 0, t192 = 0;
         int e = attn_ragged_wgmma_setup(dt, 128, CA_RAGGED_DV, &t128);
         if (!e) e = attn_ragged_wgmma_setup(dt, CA_RAGGED_DQK, CA_RAGGED_DV, &t192);
-        /* ragged192_bn64: qk 192 on the 64-column kernel (its own TMA producer) */
-        if (!e && bn64) e = attn_ragged192_bn64_setup(dt, &t192);
         if (e) {
             (void)cudaGetLastError();
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME, "forward_ragged: wgmma kernel setup failed (%d): mma for it",
@@ -227,7 +225,6 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, int bn64, co
             b->rg_wgmma = 0;
         }
         b->rg_tma = b->rg_wgmma && t128 && t192;
-        b->rg192_bn64 = b->rg_wgmma && bn64;
     }
     b->rg_ok = 1;
     if (!b->rg_wgmma) {
@@ -413,10 +410,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, prefix_plain = 0, dec16_fast_merge = 0, rg192_bn64 = 0, prefill_qdbl = 0;
+    int option = CA_KERNEL_AUTO, prefix_plain = 0, dec16_fast_merge = 0, prefill_qdbl = 0;
     if ((rc = ca_read_options(a, &option)) || (rc = ca_read_lever(a, "tree_prefix_plain", &prefix_plain)) ||
         (rc = ca_read_lever(a, "dec16_fast_merge", &dec16_fast_merge)) ||
-        (rc = ca_read_lever(a, "ragged192_bn64", &rg192_bn64)) || (rc = ca_read_lever(a, "prefill_qdbl", &prefill_qdbl)))
+        (rc = ca_read_lever(a, "prefill_qdbl", &prefill_qdbl)))
         return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
@@ -514,7 +511,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    if ((rc = ragged_setup(b, option, wgmma_image, rg192_bn64, a, err, err_size))) {
+    if ((rc = ragged_setup(b, option, wgmma_image, a, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }
@@ -574,7 +571,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",
                 decode_names[b->kern.decode], dec_note,
-                b->rg192_bn64 ? "wgmma (qk 192: 64-column tiles)" : b->rg_wgmma ? "wgmma" : "mma",
+                b->rg_wgmma ? "wgmma" : "mma",
                 b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,
                 b->ragged_only ? " (the model's qk / v dims: forward_ragged only)" : "", b->sz.total_bytes);
     *out = &b->base;

@@ -154,11 +154,6 @@ int attn_launch_ragged_mma(int dtype, int dqk, int dv, const attn_fwd *p, int gr
 int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok);
 int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
-/* Option ragged192_bn64 (a lever): the wgmma ragged kernel at qk 192 / v 128
- * with 64-column tiles, four K/V stages; *tma_ok as attn_ragged_wgmma_setup. */
-int attn_ragged192_bn64_setup(int dtype, int *tma_ok);
-int attn_launch_ragged192_bn64(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
-                               void *stream);
 
 /* ------------------------------------------ the direct extend (16-bit pools) */
 

@@ -164,27 +164,46 @@ extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, con
 }
 
 /* forward_ragged on the same kernel (RAGGED): qk 128 or 192, v 128.  Both
- * producers are set up at create; *tma_ok as above. */
-template <int DT, int DQK> static int ragged_setup(int *tma_ok) {
-    const int e = setup_fn<DQK, 128>(attn_extend_wgmma_kernel<DT, DQK, 128, true>);
-    *tma_ok = !e && setup_fn<DQK, 128>(attn_extend_wgmma_tma_kernel<DT, DQK, 128, true>) == 0;
+ * producers are set up at create; *tma_ok as above.  qk 192 runs 64-column
+ * K/V tiles four stages deep (attn_ragged192_kernel: Q 48 KB + 4 x 40 KB),
+ * where 128-column ones fit two. */
+using rg192_cfg = extend_wg_cfg<192, 128, 1, false, 64>;
+static_assert(rg192_cfg::STAGES == 4 && rg192_cfg::SMEM <= ATTN_WG_SMEM_MAX, "four 40 KB stages beside Q");
+
+template <int DT> static int ragged128_setup(int *tma_ok) {
+    const int e = setup_fn<128, 128>(attn_extend_wgmma_kernel<DT, 128, 128, true>);
+    *tma_ok = !e && setup_fn<128, 128>(attn_extend_wgmma_tma_kernel<DT, 128, 128, true>) == 0;
+    return e;
+}
+
+template <int DT> static int ragged192_setup(int *tma_ok) {
+    const int e = setup_fn<192, 128, 1, false, 64>(attn_ragged192_kernel<DT>);
+    *tma_ok = !e && setup_fn<192, 128, 1, false, 64>(attn_ragged192_tma_kernel<DT>) == 0;
     return e;
 }
 
 extern "C" int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok) {
     *tma_ok = 0;
     if (dv != 128 || (dqk != 128 && dqk != 192)) return (int)cudaErrorInvalidValue;
-    if (dtype == ATTN_DT_BF16) return dqk == 192 ? ragged_setup<GC_BF16, 192>(tma_ok) : ragged_setup<GC_BF16, 128>(tma_ok);
-    return dqk == 192 ? ragged_setup<GC_F16, 192>(tma_ok) : ragged_setup<GC_F16, 128>(tma_ok);
+    if (dtype == ATTN_DT_BF16) return dqk == 192 ? ragged192_setup<GC_BF16>(tma_ok) : ragged128_setup<GC_BF16>(tma_ok);
+    return dqk == 192 ? ragged192_setup<GC_F16>(tma_ok) : ragged128_setup<GC_F16>(tma_ok);
 }
 
-template <int DT, int DQK>
-static int ragged_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
-    constexpr size_t SMEM = extend_wg_cfg<DQK, 128>::SMEM;
+template <int DT> static int ragged128_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr size_t SMEM = extend_wg_cfg<128, 128>::SMEM;
     if (tm)
-        attn_extend_wgmma_tma_kernel<DT, DQK, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+        attn_extend_wgmma_tma_kernel<DT, 128, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
     else
-        attn_extend_wgmma_kernel<DT, DQK, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+        attn_extend_wgmma_kernel<DT, 128, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+    return (int)cudaGetLastError();
+}
+
+template <int DT> static int ragged192_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr size_t SMEM = rg192_cfg::SMEM;
+    if (tm)
+        attn_ragged192_tma_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+    else
+        attn_ragged192_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
@@ -197,47 +216,8 @@ extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_f
     const int blocks = wg_blocks(grid_items, p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
     if (dtype == ATTN_DT_BF16)
-        return dqk == 192 ? ragged_launch<GC_BF16, 192>(p, tm, blocks, st) : ragged_launch<GC_BF16, 128>(p, tm, blocks, st);
-    return dqk == 192 ? ragged_launch<GC_F16, 192>(p, tm, blocks, st) : ragged_launch<GC_F16, 128>(p, tm, blocks, st);
-}
-
-/* Option ragged192_bn64 (a lever): forward_ragged at qk 192 / v 128 on
- * 64-column tiles, four K/V stages (attn_ragged192_bn64_kernel).  Both
- * producers are set up at create; *tma_ok as above. */
-using rg64_cfg = extend_wg_cfg<192, 128, 1, false, 64>;
-static_assert(rg64_cfg::STAGES == 4 && rg64_cfg::SMEM <= ATTN_WG_SMEM_MAX, "four 40 KB stages beside Q");
-
-template <int DT> static int rg64_setup(int *tma_ok) {
-    const int e = setup_fn<192, 128, 1, false, 64>(attn_ragged192_bn64_kernel<DT>);
-    *tma_ok = !e && setup_fn<192, 128, 1, false, 64>(attn_ragged192_bn64_tma_kernel<DT>) == 0;
-    return e;
-}
-
-extern "C" int attn_ragged192_bn64_setup(int dtype, int *tma_ok) {
-    *tma_ok = 0;
-    return dtype == ATTN_DT_BF16 ? rg64_setup<GC_BF16>(tma_ok) : rg64_setup<GC_F16>(tma_ok);
-}
-
-/* As attn_launch_ragged_wgmma at qk 192 / v 128. */
-extern "C" int attn_launch_ragged192_bn64(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
-                                          int grid_items, void *stream) {
-    if (grid_items <= 0 || p->hq <= 0) return 0;
-    if (sm_count <= 0) return (int)cudaErrorInvalidValue;
-    const int blocks = wg_blocks(grid_items, p->hq, sm_count);
-    const cudaStream_t st = (cudaStream_t)stream;
-    constexpr size_t SMEM = rg64_cfg::SMEM;
-    if (dtype == ATTN_DT_BF16) {
-        if (tm)
-            attn_ragged192_bn64_tma_kernel<GC_BF16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
-        else
-            attn_ragged192_bn64_kernel<GC_BF16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
-    } else {
-        if (tm)
-            attn_ragged192_bn64_tma_kernel<GC_F16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
-        else
-            attn_ragged192_bn64_kernel<GC_F16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
-    }
-    return (int)cudaGetLastError();
+        return dqk == 192 ? ragged192_launch<GC_BF16>(p, tm, blocks, st) : ragged128_launch<GC_BF16>(p, tm, blocks, st);
+    return dqk == 192 ? ragged192_launch<GC_F16>(p, tm, blocks, st) : ragged128_launch<GC_F16>(p, tm, blocks, st);
 }
 
 /* The direct extend's new-token pass (attn_extend_wgmma_new_kernel:

@@ -44,8 +44,8 @@
  *
  * Head dims are template parameters: DQK (Q and K: 128, or 192 for
  * DeepSeek's MLA prefill) and DV (V and O: 128); the consumers' registers
- * depend on DV and BN only, so DQK 192 costs shared memory (two stages
- * instead of three), not registers.  RAGGED: forward_ragged, whose K / V are
+ * depend on DV and BN only, so DQK 192 costs shared memory (64-column
+ * tiles, four stages), not registers.  RAGGED: forward_ragged, whose K / V are
  * tensors with cu_seqlens: the item's `row` is the request's first key row
  * and key column c is row row + c (no page-table read); the TMA producer
  * then takes every whole 16-row box of the tile (any start row) by TMA
@@ -122,7 +122,7 @@
 
 /* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
  * q_succ, q_inter, one BM x DQK tile each).  BNT: KV tokens per tile, 128;
- * 64 only for the ragged qk 192 kernel of option ragged192_bn64, whose
+ * 64 for the ragged qk 192 kernel (every qk 192 kernel), whose
  * 40 KB stages fit four deep (Q 48 KB + 4 x 40 KB) where 128-column ones
  * fit two.  QB: Q buffers (1; 2 for the direct extend's option
  * prefill_qdbl: pair i's Q in buffer i % 2, so the producer loads the next
@@ -132,7 +132,7 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int
     static constexpr int BM = ATTN_WG_BM;
     static constexpr int BN = BNT;   /* KV tokens per tile */
     /* K/V ring depth: what fits 227 KB beside the Q tiles (F8: and the byte ring) */
-    static constexpr int STAGES = BNT == 64 ? 4 : F8 || DQK > 128 || NQ > 1 || QB > 1 ? 2 : 3;
+    static constexpr int STAGES = BNT == 64 ? 4 : F8 || NQ > 1 || QB > 1 ? 2 : 3;
     static constexpr int CH = DQK / 8; /* 16-byte chunks per Q / K row */
     static constexpr int CHV = DV / 8; /* per V row */
     static constexpr int DB = DQK / 64; /* 128-byte column blocks of Q / K */
@@ -160,8 +160,8 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int
     static_assert((DQK == 128 || DQK == 192) && DV == 128,
                   "the wgmma extend serves qk 128 / 192 with v 128; the mma extend serves the others");
     static_assert(NQ == 1 || (NQ == 3 && DQK == 128), "dual chunk: three query variants at head dim 128");
-    static_assert(BNT == 128 || (BNT == 64 && DQK == 192 && NQ == 1 && !F8),
-                  "64-column tiles: the ragged qk 192 kernel only (ragged192_bn64)");
+    static_assert((BNT == 128 && DQK == 128) || (BNT == 64 && DQK == 192 && NQ == 1 && !F8),
+                  "qk 192 (the ragged kernel only) on 64-column tiles, qk 128 on 128-column ones");
     static_assert(!F8 || (NQ == 1 && DQK == DV), "F8: the paged body, K and V rows of one width");
     static_assert(QB == 1 || (QB == 2 && NQ == 1 && !F8 && DQK == 128), "two Q buffers: the plain body at head dim 128");
     static_assert(OFF_B8 % 16 == 0 && B8_BYTES % 16 == 0, "the byte ring takes 16-byte cp.async");
@@ -1118,12 +1118,11 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_tma_
 #endif
 }
 
-/* Option ragged192_bn64 (a lever): forward_ragged at qk 192 / v 128 on the
- * RAGGED body with 64-column tiles, four K/V stages deep
- * (extend_wg_cfg<192, 128, 1, false, 64>::SMEM bytes).  Separate entries,
- * so the ragged kernels above keep their code. */
+/* forward_ragged at qk 192 / v 128: the RAGGED body with 64-column tiles,
+ * four K/V stages deep (extend_wg_cfg<192, 128, 1, false, 64>::SMEM bytes;
+ * 128-column tiles fit two). */
 template <int DT>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_bn64_kernel(const attn_fwd p) {
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
     wg_kernel_body<DT, 192, 128, false, true, ATTN_WG_TREE_NONE, false, false, false, 64>(p, nullptr);
 #else
@@ -1132,7 +1131,7 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_bn64_kernel
 }
 
 template <int DT>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_bn64_tma_kernel(
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_tma_kernel(
     const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
     wg_kernel_body<DT, 192, 128, true, true, ATTN_WG_TREE_NONE, false, false, false, 64>(p, &tm);
