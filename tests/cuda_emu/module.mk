@@ -144,8 +144,8 @@ CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cud
 # request each, where a 16-bit pool's plan gives 4)
 CUDA_EMU_FP8_SPLIT_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
                             --case decode:b=32,l=1024,hq=16,hkv=4,d=64,dtype=f16,kvdtype=fp8_e4m3,page=1
-# tree verify with sglang's EAGLE mask over prefixes of several 128-column tiles (lever
-# tree_prefix_plain: the tiles before the first partial word run unmasked), page 1 / 16 / 32,
+# tree verify with sglang's EAGLE mask over prefixes of several 128-column tiles (the wgmma
+# extend runs the tiles before the first partial word unmasked), page 1 / 16 / 32,
 # GQA groups 4 and 3, and a random tree
 CUDA_EMU_EAGLE_CASES := --case verify:b=3,l=1500,q=64,hq=32,hkv=8,d=128,dtype=bf16,page=16,tree=2,ragged=1 \
                         --case verify:b=2,l=1100,q=64,hq=8,hkv=2,d=128,dtype=bf16,page=1,tree=2 \
@@ -228,11 +228,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 	@set -e; for o in shuf rev; do \
-	  echo "== cuda_attn on the emulator, SM 9.0, lever tree_prefix_plain=1: tree verify's full prefix tiles unmasked, EMU_ORDER=$$o (the verify / tree / draft / attn cases and longer EAGLE prefixes)"; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_tree_prefix_plain.json --filter 'verify|tree|draft|attn='; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_tree_prefix_plain.json $(CUDA_EMU_EAGLE_CASES); done
+	  echo "== cuda_attn on the emulator, SM 9.0: tree verify's full prefix tiles unmasked, EMU_ORDER=$$o (the verify / tree / draft / attn cases and longer EAGLE prefixes)"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    --filter 'verify|tree|draft|attn='; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    $(CUDA_EMU_EAGLE_CASES); done
 TEST_STEPS += cuda-attn-emu
 # sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
 # defaults under ASan + UBSan, cuda_attn's (SM 8.0, then the Hopper

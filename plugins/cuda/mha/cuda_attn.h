@@ -43,8 +43,6 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 /* A lever's option (a boolean, unset or empty: off) into *on; a value that is
  * not a boolean fails as ca_read_options.  The levers (docs/cuda.md's options,
  * bench/gpu/levers/):
- * - "tree_prefix_plain": the wgmma extend's tree verify runs the tiles before a
- *   request's first mask word that is not full with no mask and no mask loads;
  * - "dec16_fast_merge": a 16-bit pool's register-fed decode merges a split
  *   request from a shared table of the splits' weights, the partials in
  *   16-byte loads, instead of the per-element loop that re-reads every LSE;
@@ -224,8 +222,8 @@ typedef struct ca_backend {
      * (encoder-only, bidirectional, ragged-only). */
     uint64_t *tmask_bits;
     uint8_t *tmask_full;
-    /* option tree_prefix_plain on the wgmma extend: each request's first word that is not
-     * full (max_reqs entries, after the flags in tmask_full's allocation); NULL otherwise */
+    /* each request's first word that is not full (max_reqs entries, after the flags in
+     * tmask_full's allocation: the wgmma extend's plain prefix) */
     uint32_t *tmask_first;
     int32_t tmask_words;
     int32_t tmask_rows; /* rows the bits hold: min(max_tokens, max_reqs x the model's spec_tokens) */

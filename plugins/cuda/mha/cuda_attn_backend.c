@@ -344,22 +344,22 @@ static void split_tmaps(ca_backend *b) {
  * model that verifies (spec_tokens > 1) has it, with rows for max_reqs
  * requests of spec_tokens tokens (at most max_tokens): a plain model pays no
  * memory for it.  Models whose layers take no tree mask (not causal) have none. */
-static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, int32_t spec_tokens, int prefix_plain,
-                           char *err, size_t err_size) {
+static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, int32_t spec_tokens, char *err,
+                           size_t err_size) {
     b->tmask_words = (int32_t)(((int64_t)a->max_context + 63) / 64);
     const int64_t rows = (int64_t)a->max_reqs * spec_tokens;
     b->tmask_rows = (int32_t)(rows < a->max_tokens ? rows : a->max_tokens);
     const size_t nbits = (size_t)b->tmask_rows * (size_t)b->tmask_words * sizeof(uint64_t);
     const size_t nflags = (size_t)a->max_reqs * (size_t)b->tmask_words;
-    /* tree_prefix_plain: the requests' first words after the flags, 16-byte aligned (the
-     * kernels find them at this offset from the flags: attn_fwd.mask_first_off, an int32) */
+    /* the requests' first words that are not full after the flags, 16-byte aligned (the
+     * wgmma extend finds them at this offset from the flags: attn_fwd.mask_first_off, an int32) */
     const size_t first_off = (nflags + 15) & ~(size_t)15;
-    if (prefix_plain && first_off > INT32_MAX) {
-        snprintf(err, err_size, "create: option tree_prefix_plain: %zu bytes of full flags (max_reqs %d x %d words) "
+    if (first_off > INT32_MAX) {
+        snprintf(err, err_size, "create: tree verify's mask: %zu bytes of full flags (max_reqs %d x %d words) "
                  "exceed the kernels' 32-bit offset", nflags, (int)a->max_reqs, (int)b->tmask_words);
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    const size_t nfull = prefix_plain ? first_off + (size_t)a->max_reqs * sizeof(uint32_t) : nflags;
+    const size_t nfull = first_off + (size_t)a->max_reqs * sizeof(uint32_t);
     cudaError_t ce = cudaMalloc((void **)&b->tmask_bits, nbits);
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&b->tmask_full, nfull);
     if (ce != cudaSuccess) {
@@ -369,7 +369,7 @@ static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, int32_t
         sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    if (prefix_plain) b->tmask_first = (uint32_t *)(b->tmask_full + first_off);
+    b->tmask_first = (uint32_t *)(b->tmask_full + first_off);
     return 0;
 }
 
@@ -410,8 +410,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, prefix_plain = 0, dec16_fast_merge = 0, prefill_qdbl = 0;
-    if ((rc = ca_read_options(a, &option)) || (rc = ca_read_lever(a, "tree_prefix_plain", &prefix_plain)) ||
+    int option = CA_KERNEL_AUTO, dec16_fast_merge = 0, prefill_qdbl = 0;
+    if ((rc = ca_read_options(a, &option)) ||
         (rc = ca_read_lever(a, "dec16_fast_merge", &dec16_fast_merge)) ||
         (rc = ca_read_lever(a, "prefill_qdbl", &prefill_qdbl)))
         return rc;
@@ -495,8 +495,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     const int32_t spec_tokens = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, spec_tokens);
     if (!b->ragged_only && b->model_attn_type == SGL_ATTN_TYPE_CAUSAL && spec_tokens > 1 &&
-        (rc = alloc_tree_mask(b, a, spec_tokens, prefix_plain && kern.extend == ATTN_EXTEND_WGMMA, err,
-                              err_size))) {
+        (rc = alloc_tree_mask(b, a, spec_tokens, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }

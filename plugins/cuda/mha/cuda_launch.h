@@ -108,7 +108,7 @@ int attn_launch_extend_wgmma_fp8(int dtype, const attn_fwd *p, int sm_count, int
  * (tree_mask_pack.cu): bits[(b * mq + r) * words + (c >> 6)] bit c & 63 is
  * byte (r, c) of request b's block; full[b * words + w] = 1 when every row's
  * word w is all ones.  words * 64 >= every request's seq_len.  first (NULL:
- * not asked; option tree_prefix_plain): first[b] = request b's first word
+ * not asked; the wgmma extend reads it): first[b] = request b's first word
  * whose flag is 0, words when none is. */
 int attn_launch_tree_mask_pack(const uint8_t *mask, int64_t mask_len, attn_index indptr, int32_t bs, int32_t mq,
                                int32_t words, uint64_t *bits, uint8_t *full, uint32_t *first, void *stream);

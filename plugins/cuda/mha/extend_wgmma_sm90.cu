@@ -84,20 +84,16 @@ static int wg_blocks(int grid_items, int heads, int sm_count) {
 /* Every non-ragged instantiation the launcher may pick: TREE x HP, one
  * producer. */
 template <int DT, bool TMA_P> static int setup_all() {
-    constexpr int D = ATTN_WG_D, TN = ATTN_WG_TREE_NONE, TA = ATTN_WG_TREE_AHEAD, TP = ATTN_WG_TREE_PLAIN;
+    constexpr int D = ATTN_WG_D, TN = ATTN_WG_TREE_NONE, TP = ATTN_WG_TREE_PLAIN;
     if constexpr (TMA_P) {
         int e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TA, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, true>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TA, true>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TP, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TP, true>);
         return e;
     } else {
         int e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TA, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, true>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TA, true>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TP, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TP, true>);
         return e;
@@ -129,15 +125,15 @@ static int launch_tree(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, c
     return (int)cudaGetLastError();
 }
 
-/* A batch with a tree mask runs the TREE instantiation (its mask words
- * loaded one tile ahead of their use; PLAIN where the plan gave each
- * request's first word that is not full: option tree_prefix_plain), any
- * other the one without mask code. */
+/* A batch with a tree mask runs the TREE instantiation (no mask before
+ * each request's first word that is not full, which the pack gave at
+ * p->mask_first_off; the later words loaded one tile ahead of their use),
+ * any other the one without mask code. */
 template <int DT, bool HP>
 static int launch_hp(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
     if (!p->mask) return launch_tree<DT, ATTN_WG_TREE_NONE, HP>(p, tm, blocks, st);
-    return p->mask_first_off > 0 ? launch_tree<DT, ATTN_WG_TREE_PLAIN, HP>(p, tm, blocks, st)
-                         : launch_tree<DT, ATTN_WG_TREE_AHEAD, HP>(p, tm, blocks, st);
+    if (p->mask_first_off <= 0) return (int)cudaErrorInvalidValue;
+    return launch_tree<DT, ATTN_WG_TREE_PLAIN, HP>(p, tm, blocks, st);
 }
 
 template <int DT>

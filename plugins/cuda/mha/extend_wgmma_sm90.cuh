@@ -52,11 +52,12 @@
  * (wg_tma_rows), the rest by cp.async with its zero-fill.
  *
  * A tree verify item (ATTN_VIS_TREE) masks each tile by the batch's packed
- * mask (tree_mask_pack.cu): each consumer thread loads its two rows' words
- * (one per 64 columns) and the request's full flags one tile ahead of their
- * use, so the loads' latency hides behind a whole tile's wgmmas and softmax,
- * and a tile whose words are all ones for every row (the prefix) takes no
- * mask at all.  A consumer warpgroup whose rows all lie past a short item
+ * mask (tree_mask_pack.cu): the tiles before the request's first word
+ * that is not full (the prefix sglang's EAGLE masks open; first[] of the
+ * pack) take no mask and load no word; on the later tiles each consumer
+ * thread loads its two rows' words (one per 64 columns) one tile ahead of
+ * their use, so the loads' latency hides behind a whole tile's wgmmas and
+ * softmax, and masks where they are not all ones.  A consumer warpgroup whose rows all lie past a short item
  * only keeps the barrier counts.  HP (head pairs: a verify batch whose items
  * all have <= 64 rows, an even GQA group; the others keep one q head a pair):
  * a pair is (item, q heads h and h + 1 of one kv head);
@@ -111,14 +112,12 @@
 #endif
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
 /* The kernels' TREE parameter: no tree mask code, or the tree verify
- * instantiation (the mask words loaded one tile ahead of their use); PLAIN
- * (option tree_prefix_plain, p.mask_first_off set): as AHEAD, but the
- * tiles before the request's first word that is not full load no
- * mask word and take no mask, and the later tiles load no full flag (a
+ * instantiation (p.mask_first_off set): the tiles before the request's
+ * first word that is not full load no mask word and take no mask; the later
+ * ones load their words one tile ahead of their use and load no full flag (a
  * thread masks where its two rows' words are not all ones). */
 #define ATTN_WG_TREE_NONE 0
-#define ATTN_WG_TREE_AHEAD 1
-#define ATTN_WG_TREE_PLAIN 2
+#define ATTN_WG_TREE_PLAIN 1
 
 /* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
  * q_succ, q_inter, one BM x DQK tile each).  BNT: KV tokens per tile, 128;
@@ -889,33 +888,27 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
             dsc = dca_scale_log2(p.scale_log2, *dc, p.eitems[k.item].kv_hi);
         }
         /* Tree verify: the packed words of this thread's first row start at
-         * mrow, its second row's 8 rows later; mfull: the request's flags. */
+         * mrow, its second row's 8 rows later. */
         const uint64_t *mrow = p.mask_bits;
-        const uint8_t *mfull = p.mask_full;
-        /* PLAIN: the tiles before jplain lie in the request's leading full words (no mask,
+        /* the tiles before jplain lie in the request's leading full words (no mask,
          * no loads); its load is first used after the Q wait below */
         [[maybe_unused]] int jplain = 0;
         if (TREE && k.tree) {
             const attn_extend_item it = p.eitems[k.item];
             mrow += ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + row_lo) * p.mask_words;
-            mfull += (int64_t)it.b * p.mask_words;
-            if constexpr (TREE == ATTN_WG_TREE_PLAIN) {
-                const uint32_t fw = __ldg((const uint32_t *)(p.mask_full + p.mask_first_off) + it.b);
-                jplain = (int)(fw < (uint32_t)p.mask_words ? fw : (uint32_t)p.mask_words) / (BN / 64);
-            }
+            const uint32_t fw = __ldg((const uint32_t *)(p.mask_full + p.mask_first_off) + it.b);
+            jplain = (int)(fw < (uint32_t)p.mask_words ? fw : (uint32_t)p.mask_words) / (BN / 64);
         }
-        /* Tree verify: the raw words and full flags of the next tile, loaded a
-         * whole tile before their use (the loads' latency hides behind the tile's
-         * softmax and both wgmmas); a word past seq_len or of a row past the item
-         * is 0 (those rows see nothing), a flag past seq_len 1. */
+        /* Tree verify: the raw words of the next tile, loaded a whole tile
+         * before their use (the loads' latency hides behind the tile's softmax
+         * and both wgmmas); a word past seq_len or of a row past the item is 0
+         * (those rows see nothing). */
         uint64_t nw[2][BN / 64];
-        uint32_t nfl[BN / 64];
         auto load_words = [&](int jt) {
             const int c0 = jt * BN, seq = k.hi - k.lo;
 #pragma unroll
             for (int ww = 0; ww < BN / 64; ww++) {
                 const bool in = c0 + 64 * ww < seq;
-                if constexpr (TREE == ATTN_WG_TREE_AHEAD) nfl[ww] = in ? (uint32_t)__ldg(mfull + (c0 >> 6) + ww) : 1u;
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     nw[h][ww] = in && row_lo + 8 * h < k.nrows
@@ -964,23 +957,18 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
              * then the next tile's words, while this S wgmma runs */
             uint32_t tbits[2] = {0u, 0u};
             bool tfull = false;
-            if (TREE == ATTN_WG_TREE_PLAIN && k.tree && j < jplain) {
-                /* PLAIN: the leading full words: no mask; the first tile after them loads its words here */
+            if (TREE && k.tree && j < jplain) {
+                /* the leading full words: no mask; the first tile after them loads its words here */
                 tfull = true;
                 if (j + 1 == jplain && j + 1 < k.ntiles) load_words(j + 1);
             } else if (TREE && k.tree) {
-                if constexpr (TREE == ATTN_WG_TREE_AHEAD) {
-                    tfull = true;
+                /* this thread's two rows alone (no flag loads) */
+                uint64_t all = ~0ull;
 #pragma unroll
-                    for (int ww = 0; ww < BN / 64; ww++) tfull = tfull && nfl[ww] != 0u;
-                } else { /* PLAIN: this thread's two rows alone (no flag loads) */
-                    uint64_t all = ~0ull;
+                for (int h = 0; h < 2; h++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++)
-#pragma unroll
-                        for (int ww = 0; ww < BN / 64; ww++) all &= nw[h][ww];
-                    tfull = all == ~0ull;
-                }
+                    for (int ww = 0; ww < BN / 64; ww++) all &= nw[h][ww];
+                tfull = all == ~0ull;
                 if (!tfull) {
 #pragma unroll
                     for (int h = 0; h < 2; h++)
