@@ -316,7 +316,7 @@ static void test_fp8_dec_wave_plan(void **state) {
  * none of them a removed name, so the kernel option's reader passes it by. */
 static void test_lever_options(void **state) {
     (void)state;
-    static const char *const levers[] = {"prefill_qdbl", "dec16_fast_merge"};
+    static const char *const levers[] = {"prefill_qdbl"};
     static const struct {
         const char *v;
         int want;
@@ -362,7 +362,7 @@ static void test_removed_options_refused(void **state) {
     static const char *const keys[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
                                        "fp8_prefix_kernel", "save_in_extend", "fp8_prefix_ring", "fp8_dec_splits",
                                        "fp8_dec_min_blocks", "fp8_dec_wave", "ragged192_bn64",
-                                       "tree_prefix_plain"};
+                                       "tree_prefix_plain", "dec16_fast_merge"};
     static const char *const vals[] = {"hw", "int", "0", "1", "4", "6", "wgmma"};
     for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) {
         char err[256] = "";

@@ -120,8 +120,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
 # hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases and
 # two that the wave rule splits further (the 6-blocks-per-SM fp8 kernel) on the
-# SM 9.0 build with the blocks shuffled and reversed, the decode cases with dec16_fast_merge=1 (a
-# lever) on SM 8.0 and on SM 9.0 with three whose splits it merges, shuffled and reversed, the Hopper
+# SM 9.0 build with the blocks shuffled and reversed, the decode cases on SM 9.0 with
+# three whose splits the 16-bit decode merges from its weights table, shuffled and reversed, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
 # ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
@@ -160,8 +160,8 @@ CUDA_EMU_RAGGED192_CASES := --case ragged:b=3,lq=700,lk=1500,hq=16,hkv=16,d=192,
   --case ragged:b=5,lq=333,lk=900,hq=16,hkv=16,d=192,dv=128,dtype=bf16,lse=0,ragged=1 \
   --case ragged:b=2,lq=1,lk=3000,hq=16,hkv=16,d=192,dv=128,dtype=bf16,idx=64 \
   --case ragged:b=4,lq=200,lk=600,hq=8,hkv=2,d=128,dtype=bf16,ragged=1
-# 16-bit decodes whose splits dec16_fast_merge (a lever: the split merge from a weights table)
-# merges on the SM 9.0 build's 132 SMs: d128 B 16 L 2048 (4 splits a request), d64 with sinks
+# 16-bit decodes whose splits the register-fed decode merges from a weights table on the SM 9.0
+# build's 132 SMs: d128 B 16 L 2048 (4 splits a request), d64 with sinks
 # (23 splits), and one request of 156 splits (over the table's 64: the loop serves it)
 CUDA_EMU_DEC16_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=bf16,page=16 \
                         --case decode:b=2,l=3000,hq=16,hkv=2,d=64,dtype=bf16,page=16,sinks=1 \
@@ -192,13 +192,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  echo "== cuda_attn on the emulator, SM 9.0: the fp8 decode cases and two whose splits the wave rule sets, EMU_ORDER=$$o"; \
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'decode.*fp8_e4m3'; \
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf $(CUDA_EMU_FP8_SPLIT_CASES); done
-	@echo "== cuda_attn on the emulator, dec16_fast_merge=1 (lever): the decode cases on SM 8.0, and on SM 9.0 with three whose splits it merges, blocks shuffled and reversed"
-	$(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_dec16_merge.json --filter decode
 	@set -e; for o in shuf rev; do \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_dec16_merge.json --filter decode; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_dec16_merge.json $(CUDA_EMU_DEC16_CASES); done
+	  echo "== cuda_attn on the emulator, SM 9.0: the decode cases and three whose splits the 16-bit decode merges from its weights table, EMU_ORDER=$$o"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter decode; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    $(CUDA_EMU_DEC16_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf

@@ -43,9 +43,6 @@ int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 /* A lever's option (a boolean, unset or empty: off) into *on; a value that is
  * not a boolean fails as ca_read_options.  The levers (docs/cuda.md's options,
  * bench/gpu/levers/):
- * - "dec16_fast_merge": a 16-bit pool's register-fed decode merges a split
- *   request from a shared table of the splits' weights, the partials in
- *   16-byte loads, instead of the per-element loop that re-reads every LSE;
  * - "prefill_qdbl": the direct extend's new-token kernel with two Q buffers and
  *   two K/V stages (extend_wg_cfg's QB), so each pair's Q loads while the
  *   consumers finish the pair before it. */

@@ -410,9 +410,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, dec16_fast_merge = 0, prefill_qdbl = 0;
+    int option = CA_KERNEL_AUTO, prefill_qdbl = 0;
     if ((rc = ca_read_options(a, &option)) ||
-        (rc = ca_read_lever(a, "dec16_fast_merge", &dec16_fast_merge)) ||
         (rc = ca_read_lever(a, "prefill_qdbl", &prefill_qdbl)))
         return rc;
     sgl_sdk_cuda_device dev;
@@ -439,7 +438,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    kern.dec16_fast_merge = kern.kv_fp8 ? 0 : dec16_fast_merge;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -555,8 +553,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     char dec_note[96];
     if (wave)
         snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, splits by the wave rule on %d block slots)", wave_slots);
-    else if (b->kern.dec16_fast_merge && b->kern.decode == ATTN_DECODE_REG)
-        snprintf(dec_note, sizeof dec_note, " (dec16_fast_merge=1: the split merge from a weights table)");
     else
         dec_note[0] = 0;
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,

@@ -40,8 +40,6 @@ typedef struct attn_kernels {
     int sm_count; /* wgmma extend: blocks of the persistent grid */
     int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
     int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template, extend_mma.cu's F8) */
-    int dec16_fast_merge; /* 16-bit pools: 1 runs the register-fed decode whose split merge takes
-                             the weights table and 16-byte loads (option dec16_fast_merge) */
     int dual_chunk; /* the dual chunk kernels (dual_chunk.h) are set up: a 16-bit pool and their
                        shared memory fits the device (attn_kernels_setup) */
     int dc_extend;  /* attn_extend_kernel serving dual chunk's extend: wgmma where the plain
@@ -64,10 +62,9 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
                        void *stream);
 
 /* Per kernel, behind the two above. */
-/* fast_merge16 (16-bit pools): 1 runs the kernel whose split merge takes the weights
- * table (option dec16_fast_merge); fp8 pools ignore it. */
-int attn_launch_decode_reg(int dtype, int kv_fp8, int fast_merge16, int head_dim, const attn_fwd *p, int grid_items,
-                           void *stream);
+/* 16-bit pools: the kernel whose split merge takes the weights table and 16-byte
+ * loads (attn_decode_finish's FM); fp8 pools: the per-element merge. */
+int attn_launch_decode_reg(int dtype, int kv_fp8, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 /* fp8 pools: new K/V (dtype) quantised at out_cache_loc, value / scale
  * (save_kv_fp8.cu); the scales as attn_fwd's. */
 typedef struct attn_save_fp8 {
