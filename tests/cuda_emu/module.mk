@@ -136,8 +136,8 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # (the fp8 split's prefix on the wgmma extend's F8 form, its byte ring filled
 # by cp.async) with the blocks shuffled and reversed, and a batch of 384 prefix pairs (more than
 # the emulated 132 SMs: the producer's cursor crosses pairs) and a chain
-# verify (causal: the split serves it) each way.  Then the direct extend's batches with the lever
-# prefill_qdbl=1 (two Q buffers), both producers.  EMU_ORDER=rev
+# verify (causal: the split serves it) each way.  Then the direct extend's batches (two with more
+# pairs than SMs), both producers.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
 # fp8 decodes that the wave rule splits further on the SM 9.0 build's 132 SMs (6 splits a
@@ -168,8 +168,8 @@ CUDA_EMU_DEC16_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,k
                         --case decode:b=1,l=20000,hq=8,hkv=1,d=128,dtype=f16,page=1
 # The direct extend's kinds of batch (no prefix, d128: page 1 / 16, GQA, f16 / bf16, ragged lengths,
 # page table + slot map, the LSE output) and two batches of more pairs than the emulated 132 SMs
-# (each block walks several pairs, so both Q buffers turn over) for the lever prefill_qdbl
-CUDA_EMU_PREFILL_QDBL := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
+# (each block walks several pairs, so the Q buffer turns over)
+CUDA_EMU_DIRECT_CASES := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
   --case extend:b=1,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=1 \
   --case extend:b=3,l=300,q=300,hq=8,hkv=2,d=128,dtype=f16,page=16,ragged=1 \
   --case extend:b=2,l=200,q=200,hq=32,hkv=8,d=128,dtype=bf16,page=1 \
@@ -218,11 +218,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	    $(CUDA_EMU_RAGGED192_CASES); \
 	  EMU_TMAP=refuse EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
 	    --filter '^ragged:'; done
-	@echo "== cuda_attn on the emulator, SM 9.0, prefill_qdbl=1 (a lever): the direct extend with two Q buffers, TMA row boxes (blocks shuffled) and cp.async (reversed)"
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)
-	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)
+	@echo "== cuda_attn on the emulator, SM 9.0: the direct extend's batches, TMA row boxes (blocks shuffled) and cp.async (reversed)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	  $(CUDA_EMU_DIRECT_CASES)
+	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	  $(CUDA_EMU_DIRECT_CASES)
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 	@set -e; for o in shuf rev; do \

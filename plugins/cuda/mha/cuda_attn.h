@@ -41,11 +41,8 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 /* A lever's option (a boolean, unset or empty: off) into *on; a value that is
- * not a boolean fails as ca_read_options.  The levers (docs/cuda.md's options,
- * bench/gpu/levers/):
- * - "prefill_qdbl": the direct extend's new-token kernel with two Q buffers and
- *   two K/V stages (extend_wg_cfg's QB), so each pair's Q loads while the
- *   consumers finish the pair before it. */
+ * not a boolean fails as ca_read_options.  The levers' options are read with it
+ * at create (docs/cuda.md's options, bench/gpu/levers/); none is live now. */
 int ca_read_lever(const sgl_attn_create_args *a, const char *name, int *on);
 const char *ca_kernel_option_name(int option);
 /* The blocks per SM the fp8 decode_reg's registers allow: its launch bound
@@ -203,7 +200,6 @@ typedef struct ca_backend {
      * sp_v, sp_part, sp_lse_pre NULL), the new tokens read from the call's k / v, the save
      * after them as their programmatic dependent (cuda_attn_forward.c, direct_extend). */
     int sp_direct;
-    int prefill_qdbl;           /* option prefill_qdbl: the new-token kernel with two Q buffers */
     int sp_new_tma;             /* ... the new-token kernel's TMA producer is set up */
     int plan_graph;             /* ca_plan runs for a graph hook: no direct extend (its lists stay unplanned) */
     int planned_split;          /* the planned batch has the split's lists (direct: no request has a prefix) */

@@ -264,7 +264,7 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, 
         return SGL_ATTN_OK;
     const int direct = !b->kern.kv_fp8 && b->kern.extend == ATTN_EXTEND_WGMMA;
     if (direct) {
-        const int e = attn_new_wgmma_setup(b->kern.dtype, b->prefill_qdbl, &b->sp_new_tma);
+        const int e = attn_new_wgmma_setup(b->kern.dtype, &b->sp_new_tma);
         if (e) {
             (void)cudaGetLastError();
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
@@ -410,10 +410,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, prefill_qdbl = 0;
-    if ((rc = ca_read_options(a, &option)) ||
-        (rc = ca_read_lever(a, "prefill_qdbl", &prefill_qdbl)))
-        return rc;
+    int option = CA_KERNEL_AUTO;
+    if ((rc = ca_read_options(a, &option))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -450,7 +448,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->base.ops_size = ca_ops.struct_size;
     b->base.device = a->device;
     b->device = a->device;
-    b->prefill_qdbl = prefill_qdbl;
     b->host = sgl_sdk_create_host(a);
     b->kern = kern;
     b->dt_bit = m->dtype;
@@ -560,8 +557,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 "%s%s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
-                b->sp_direct && b->prefill_qdbl ? " (no prefix: the ragged wgmma from k / v, two Q buffers, save-KV beside)"
-                : b->sp_direct ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
+                b->sp_direct    ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
                 : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma from a byte ring, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",

@@ -160,11 +160,9 @@ int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, cons
  * of those k / v into the pool as its programmatic dependent
  * (save_kv_pdl.cu: the copy beside the attention, its grid complete only
  * after the attention's).  qk / v 128; *tma_ok as attn_ragged_wgmma_setup. */
-/* qdbl: the option prefill_qdbl's instantiation (two Q buffers, two K/V
- * stages: extend_wg_cfg's QB 2), set up and launched in place of the plain one. */
-int attn_new_wgmma_setup(int dtype, int qdbl, int *tma_ok);
-int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int qdbl, int sm_count,
-                          int grid_items, void *stream);
+int attn_new_wgmma_setup(int dtype, int *tma_ok);
+int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
+                          void *stream);
 int attn_launch_save_kv_after(const attn_save *s, void *stream);
 
 /* ------------------------------------------- the fp8 pool's split extend */

@@ -64,14 +64,14 @@ extern "C" int attn_wgmma_available(int device) {
  * assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY registers and the
  * consumers' setmaxnreg.inc waits for exactly what the producer gives back;
  * a kernel built with fewer would hang there. */
-template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int QB = 1, typename K>
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, typename K>
 static int setup_fn(K fn) {
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, fn);
     if (e != cudaSuccess) return (int)e;
     if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
     return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)extend_wg_cfg<DQK, DV, NQ, F8, BNT, QB>::SMEM);
+                                     (int)extend_wg_cfg<DQK, DV, NQ, F8, BNT>::SMEM);
 }
 
 /* The persistent grid: one block per SM, fewer when the batch has fewer
@@ -218,43 +218,36 @@ extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_f
 
 /* The direct extend's new-token pass (attn_extend_wgmma_new_kernel:
  * the ragged body at 128 / 128 after a programmatic-dependent trigger): both
- * producers, as ragged_setup, with QB Q buffers (2: option prefill_qdbl). */
-template <int DT, int QB> static int new_setup_qb(int *tma_ok) {
-    const int e = setup_fn<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>(attn_extend_wgmma_new_kernel<DT, QB>);
-    *tma_ok = !e && setup_fn<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>(attn_extend_wgmma_new_tma_kernel<DT, QB>) == 0;
+ * producers, as ragged_setup. */
+template <int DT> static int new_setup(int *tma_ok) {
+    const int e = setup_fn<ATTN_WG_D>(attn_extend_wgmma_new_kernel<DT>);
+    *tma_ok = !e && setup_fn<ATTN_WG_D>(attn_extend_wgmma_new_tma_kernel<DT>) == 0;
     return e;
 }
 
-template <int DT> static int new_setup(int qdbl, int *tma_ok) {
-    return qdbl ? new_setup_qb<DT, 2>(tma_ok) : new_setup_qb<DT, 1>(tma_ok);
-}
-
-extern "C" int attn_new_wgmma_setup(int dtype, int qdbl, int *tma_ok) {
+extern "C" int attn_new_wgmma_setup(int dtype, int *tma_ok) {
     *tma_ok = 0;
-    return dtype == ATTN_DT_BF16 ? new_setup<GC_BF16>(qdbl, tma_ok) : new_setup<GC_F16>(qdbl, tma_ok);
+    return dtype == ATTN_DT_BF16 ? new_setup<GC_BF16>(tma_ok) : new_setup<GC_F16>(tma_ok);
 }
 
-template <int DT, int QB> static int new_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
-    constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>::SMEM;
+template <int DT> static int new_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D>::SMEM;
     if (tm)
-        attn_extend_wgmma_new_tma_kernel<DT, QB><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+        attn_extend_wgmma_new_tma_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
     else
-        attn_extend_wgmma_new_kernel<DT, QB><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+        attn_extend_wgmma_new_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
 /* As attn_launch_ragged_wgmma at qk / v 128 (a plain launch: the kernel is
- * the primary of the save-KV launched after it, attn_launch_save_kv_after);
- * qdbl: the two-Q-buffer instantiation (set up with qdbl 1). */
-extern "C" int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int qdbl, int sm_count,
+ * the primary of the save-KV launched after it, attn_launch_save_kv_after). */
+extern "C" int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                                      int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     if (sm_count <= 0) return (int)cudaErrorInvalidValue;
     const int blocks = wg_blocks(grid_items, p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
-    if (dtype == ATTN_DT_BF16)
-        return qdbl ? new_launch<GC_BF16, 2>(p, tm, blocks, st) : new_launch<GC_BF16, 1>(p, tm, blocks, st);
-    return qdbl ? new_launch<GC_F16, 2>(p, tm, blocks, st) : new_launch<GC_F16, 1>(p, tm, blocks, st);
+    return dtype == ATTN_DT_BF16 ? new_launch<GC_BF16>(p, tm, blocks, st) : new_launch<GC_F16>(p, tm, blocks, st);
 }
 
 /* Dual chunk attention's extend (the DCA instantiations): both producers,
