@@ -128,7 +128,7 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128> str
     static constexpr int BM = ATTN_WG_BM;
     static constexpr int BN = BNT;   /* KV tokens per tile */
     /* K/V ring depth: what fits 227 KB beside the Q tiles (F8: and the byte ring) */
-    static constexpr int STAGES = BNT == 64 ? 4 : F8 || NQ > 1 ? 2 : 3;
+    static constexpr int STAGES = BNT == 64 ? 4 : F8 || DQK > 128 || NQ > 1 ? 2 : 3;
     static constexpr int CH = DQK / 8; /* 16-byte chunks per Q / K row */
     static constexpr int CHV = DV / 8; /* per V row */
     static constexpr int DB = DQK / 64; /* 128-byte column blocks of Q / K */
@@ -156,8 +156,8 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128> str
     static_assert((DQK == 128 || DQK == 192) && DV == 128,
                   "the wgmma extend serves qk 128 / 192 with v 128; the mma extend serves the others");
     static_assert(NQ == 1 || (NQ == 3 && DQK == 128), "dual chunk: three query variants at head dim 128");
-    static_assert((BNT == 128 && DQK == 128) || (BNT == 64 && DQK == 192 && NQ == 1 && !F8),
-                  "qk 192 (the ragged kernel only) on 64-column tiles, qk 128 on 128-column ones");
+    static_assert(BNT == 128 || (BNT == 64 && DQK == 192 && NQ == 1 && !F8),
+                  "64-column tiles: the ragged qk 192 kernel only");
     static_assert(!F8 || (NQ == 1 && DQK == DV), "F8: the paged body, K and V rows of one width");
     static_assert(OFF_B8 % 16 == 0 && B8_BYTES % 16 == 0, "the byte ring takes 16-byte cp.async");
     static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16");
