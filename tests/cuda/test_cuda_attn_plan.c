@@ -260,7 +260,7 @@ static attn_tiles benched_decode_tiles(void) {
  * At 3 splits the chunk is ceil(L / 3) rounded up to 64 columns: 1408 / 2752 /
  * 5504 at L 4k / 8k / 16k, so each request takes exactly 3 (the 16-bit
  * plan's floor rule would give 2 from the rounded chunk). */
-static void test_fp8_dec_wave_plan(void **state) {
+static void test_fp8_wave_plan(void **state) {
     (void)state;
     const attn_tiles t = benched_decode_tiles();
     attn_sizing s;
@@ -1174,7 +1174,7 @@ int main(void) {
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
         cmocka_unit_test(test_lever_options),
-        cmocka_unit_test(test_fp8_dec_wave_plan),    cmocka_unit_test(test_decode_wave_bounds_random),
+        cmocka_unit_test(test_fp8_wave_plan),    cmocka_unit_test(test_decode_wave_bounds_random),
         cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),
