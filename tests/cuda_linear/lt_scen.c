@@ -74,7 +74,7 @@ static void rec_outputs(lt_scen *s, const double *got, size_t n) {
         if (rec_at + n <= rec_n)
             for (size_t e = 0; e < n && bad == n; e++)
                 if (memcmp(&got[e], &rec_buf[rec_at + e], sizeof *got) != 0) bad = e;
-        LT_CHECK(rec_at + n <= rec_n && bad == n, "%s: output %zu differs from the pool run's (%g vs %g)", s->label,
+        LT_CHECK(rec_at + n <= rec_n && bad == n, "%s: output %zu differs from the recorded run's (%g vs %g)", s->label,
                  rec_at + (bad < n ? bad : 0), bad < n ? got[bad] : 0.0,
                  bad < n && rec_at + bad < rec_n ? rec_buf[rec_at + bad] : 0.0);
         rec_at += n;

@@ -34,6 +34,11 @@
  *                  copy on caller-owned state; caller-state bad inputs
  *     LT_QUICK=12  LT_QUICK=11's first config (gdn's defaults), its graph and bad inputs (racecheck of the
  *                  caller-state kernels)
+ *     LT_QUICK=13  the chunked prep as a stream along time (prep_stream, chunk_prep_stream.cu): gdn configs
+ *                  run with the option off (outputs recorded) and on, every output the same bits, both within
+ *                  the float64 limits (V 64 / 96 / 128, an odd tile count, both state dtypes, bf16 conv
+ *                  weights, l2norm off, long ragged requests with a padded one, segments, conv width 2)
+ * SGL_ATTN_LIN_PREP_STREAM set by the caller reaches every config but LT_QUICK=13's pairs (a lever run).
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -60,8 +65,8 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12 */
-enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512 };
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13 */
+enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4 };
@@ -89,7 +94,8 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_GDN128 = {1, 2, 128, 128, 4, 0}, /* the output kernel's two column halves */
                       SH_GDN_W2 = {2, 4, 128, 64, 2, 0},  /* conv width 2: the general preps for gdn */
                       SH_GDN256 = {1, 1, 256, 32, 4, 0},  /* K = 256: the fused decode's widest rows */
-                      SH_GDN_LONG = {1, 1, 128, 64, 4, 0}; /* LT_QUICK=9: one head keeps the reference short */
+                      SH_GDN_LONG = {1, 1, 128, 64, 4, 0}, /* LT_QUICK=9: one head keeps the reference short */
+                      SH_GDN_HV3 = {1, 3, 128, 64, 4, 0};  /* 5 head tiles: prep_stream's padding tile */
 
 static double tol_of(const cfg *c) {
     if (c->st == SGL_ATTN_DT_BF16) return 2e-3; /* the state itself rounded every step */
@@ -187,6 +193,11 @@ static void run_cfg(const cfg *c) {
     if (c->seg) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " seg=%s", c->seg);
+    }
+    const char *ps = getenv("SGL_ATTN_LIN_PREP_STREAM");
+    if (ps && *ps) {
+        const size_t l = strlen(label);
+        snprintf(label + l, sizeof label - l, " prep_stream=%s", ps);
     }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
@@ -887,6 +898,40 @@ static const ccfg caller_configs[] = {
     {{Q11, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
 };
 
+/* prep_stream (LT_QUICK=13; the full run): the gdn shapes the w4 prep serves, each run with the option off
+ * (outputs recorded) and on (every output the same bits: same operations in the same order); scenarios with
+ * ragged batches across chunk boundaries, state carried across extend calls, a restarted slot, an empty
+ * request, long requests with a padded one, segment ends at many chunk offsets; and conv width 2, which
+ * the stream prep does not take (the option changes nothing there) */
+static const cfg prep_configs[] = {
+    {F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q13, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 1, NULL},
+    {F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL},
+    {F | Q13, GDN, SH_GDN_HV3, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
+    {F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 1, NULL},
+    {F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "2"},
+    {F | Q13, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+};
+
+static void run_prep_pair(const cfg *c) {
+    char had[32] = "";
+    const char *e = getenv("SGL_ATTN_LIN_PREP_STREAM");
+    const int was_set = e != NULL;
+    if (e) snprintf(had, sizeof had, "%s", e);
+    lt_rec_reset();
+    lt_rec_mode = 1;
+    setenv("SGL_ATTN_LIN_PREP_STREAM", "0", 1);
+    run_cfg(c);
+    lt_rec_mode = 2;
+    setenv("SGL_ATTN_LIN_PREP_STREAM", "1", 1);
+    run_cfg(c);
+    lt_rec_mode = 0;
+    lt_rec_reset();
+    if (was_set) setenv("SGL_ATTN_LIN_PREP_STREAM", had, 1);
+    else unsetenv("SGL_ATTN_LIN_PREP_STREAM");
+}
+
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -904,9 +949,10 @@ int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
-                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12 : 0;
+                    : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
+                    : quick == 13 ? Q13 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11 or 12 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12 or 13 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -949,6 +995,8 @@ int main(int argc, char **argv) {
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
+    for (size_t i = 0; i < sizeof prep_configs / sizeof *prep_configs; i++)
+        if (prep_configs[i].sets & set) run_prep_pair(&prep_configs[i]);
     if (set & (F | Q1)) error_tests();
     if (set & (F | Q11 | Q12)) caller_error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

@@ -58,6 +58,7 @@ typedef struct lin_options {
     int vt;         /* value_tile: 16, 32, or 0 = by batch size */
     int sync_check; /* debug: planning and state_commit wait for the device to report what only it can check */
     int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
+    int prep_stream; /* prep_stream: the chunked prep of gdn conv width 4 as a stream along time */
 } lin_options;
 
 /* The options, read once at create through the SDK (the environment variable
@@ -73,7 +74,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
                                  &o->variant)) ||
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
-        (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)))
+        (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
+        (rc = sgl_sdk_opt_bool(&opts, "prep_stream", "SGL_ATTN_LIN_PREP_STREAM", 0, &o->prep_stream)))
         return rc;
     o->seg = (int)seg;
     char from[96];
@@ -92,7 +94,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
-                                       "the options are kernel, value_tile, segment_chunks and sync_check: docs/cuda_linear.md)",
+                                       "the options are kernel, value_tile, segment_chunks, prep_stream and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -148,6 +150,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->variant = opt.variant;
     w->vt = opt.vt;
     w->seg = opt.seg;
+    w->prep_stream = opt.prep_stream;
     w->sync_check = opt.sync_check;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
