@@ -125,7 +125,8 @@ $(LINT_STACK_GRAPH_EMU): $(call LINT_OBJ,test_lin_stack_graph) $(LINT_UTIL) $(EM
 #  - attnctl check of the five wrappers as plugins stacked on the emulated cuda_attn (SM 8.0): the whole
 #    matrix, then LINE_CASES (16-bit activations: the cases cuda_attn serves) at chunk boundaries for
 #    the four recurrent kinds on the tensor-core kernels, with the defaults and with conf_lin_emu_seg.json
-#    (the state pass by segments of 1-3 chunks, both tiles);
+#    (the state pass by segments of 1-3 chunks, both tiles), and gdn's with conf_lin_emu_prep_stream.json
+#    (the lever prep_stream; one case more with 3 value heads: an odd head-tile count);
 #  - the same stacks on the SM 9.0 builds (the stream decode a programmatic dependent launch of its
 #    prep, cuda_attn's wgmma extend beneath): the whole matrix.
 # The cases: the last request of each batch has exactly the prefix and new tokens named (the others
@@ -161,6 +162,9 @@ cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LI
 	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: chunk boundaries, by segments"; \
 	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_seg.json \
 	    $(call LINE_CASES,$$k); done
+	@echo "== gdn_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: chunk boundaries, prep_stream=1 (conf_lin_emu_prep_stream.json)"
+	$(LINE_CHECK) $(LINE_PLUGDIR) --plugin gdn_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_prep_stream.json \
+	  $(call LINE_CASES,gdn) --case gdn:b=3,q=97,prefix=33,dtype=bf16,hk=1,hv=3,dk=128,dv=128,decay=slow
 	@echo "== gdn_cuda/cuda_attn: a one-token prefix at seeds whose lone q.k nearly cancels (the case judged as one output)"
 	@set -e; for s in 10 17 22 24 26 82 0x7b84f6d256919363; do \
 	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin gdn_cuda/cuda_attn --no-conf --seed $$s \
