@@ -128,7 +128,9 @@ $(LINT_STACK_GRAPH_EMU): $(call LINT_OBJ,test_lin_stack_graph) $(LINT_UTIL) $(EM
 #    (the state pass by segments of 1-3 chunks, both tiles), and gdn's with conf_lin_emu_prep_stream.json
 #    (the lever prep_stream; one case more with 3 value heads: an odd head-tile count);
 #  - the same stacks on the SM 9.0 builds (the stream decode a programmatic dependent launch of its
-#    prep, cuda_attn's wgmma extend beneath): the whole matrix.
+#    prep, cuda_attn's wgmma extend beneath): the whole matrix; gdn's LINE_CASES and a V = 128 case on
+#    the fused chunk kernel (conf_lin_emu_fused.json: fused_chunk=always; SM 8.0's shared memory is too
+#    small for it).
 # The cases: the last request of each batch has exactly the prefix and new tokens named (the others
 # ragged, one padded row); chunks are 64 tokens; K = 128 and V = 64, the dims the tensor-core kernels
 # take (the harness's default dims run token by token), and slowly decaying gates (decay=slow), so that
@@ -172,6 +174,9 @@ cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LI
 	@set -e; for k in $(LIN_KINDS); do \
 	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled (the whole matrix)"; \
 	  $(LINE_CHECK) $(LINE_SM90_DIR) --plugin $${k}_cuda/cuda_attn --no-conf; done
+	@echo "== gdn_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled: chunk boundaries, the fused chunk kernel (fused_chunk=always)"
+	$(LINE_CHECK) $(LINE_SM90_DIR) --plugin gdn_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_fused.json \
+	  $(call LINE_CASES,gdn) --case gdn:b=3,q=200,prefix=70,dtype=bf16,hk=2,hv=4,dk=128,dv=128,decay=slow
 TEST_STEPS += cuda-linear-emu
 
 TESTS += $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E) $(LINT_EMU) $(LINT_STACK_GRAPH)

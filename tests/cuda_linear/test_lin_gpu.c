@@ -34,11 +34,14 @@
  *                  copy on caller-owned state; caller-state bad inputs
  *     LT_QUICK=12  LT_QUICK=11's first config (gdn's defaults), its graph and bad inputs (racecheck of the
  *                  caller-state kernels)
- *     LT_QUICK=13  the chunked prep as a stream along time (prep_stream, chunk_prep_stream.cu): gdn configs
+ *     LT_QUICK=13  the fused chunk kernel (fused_chunk = always, chunk_fused_cp.cu): gdn at V 64 / 128, both
+ *                  state dtypes, every scenario with an extend, chunk ends at every offset, caller-owned
+ *                  state; the configs the option does not serve (memcheck / racecheck of the kernel)
+ *     LT_QUICK=14  the chunked prep as a stream along time (prep_stream, chunk_prep_stream.cu): gdn configs
  *                  run with the option off (outputs recorded) and on, every output the same bits, both within
  *                  the float64 limits (V 64 / 96 / 128, an odd tile count, both state dtypes, bf16 conv
  *                  weights, l2norm off, long ragged requests with a padded one, segments, conv width 2)
- * SGL_ATTN_LIN_PREP_STREAM set by the caller reaches every config but LT_QUICK=13's pairs (a lever run).
+ * SGL_ATTN_LIN_PREP_STREAM set by the caller reaches every config but LT_QUICK=14's pairs (a lever run).
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -65,11 +68,12 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13 */
-enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024 };
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14 */
+enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
+       Q14 = 2048 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
-enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4 };
+enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5 };
 
 typedef struct cfg {
     int sets;
@@ -167,6 +171,27 @@ static void scenario_seg(lt_scen *s) {
     scen_batch(s, SGL_ATTN_MODE_DECODE, 4, (int[]){2, 6, 0, 3}, (int[]){1, 1, 1, 1}, NULL, 0);
 }
 
+/* Chunk ends at every offset: 8 extend calls of 8 requests, request k of call b with 8 b + k new tokens
+ * mod 64 (64 for 0), one or two chunks, each call continuing the slots' states (so a request's chunk
+ * boundaries fall at every offset of its history too); then a call with a padded request, and a decode
+ * step reading the pool (lt_max_tokens >= 1024) */
+static void scenario_offsets(lt_scen *s) {
+    int pre[8] = {0};
+    for (int b = 0; b < 8; b++) {
+        int slots[8], lens[8], pfx[8];
+        for (int k = 0; k < 8; k++) {
+            const int r = 8 * b + k;
+            slots[k] = k;
+            lens[k] = 64 * ((b + k) & 1) + (r ? r : 64);
+            pfx[k] = pre[k];
+            pre[k] += lens[k];
+        }
+        scen_batch(s, SGL_ATTN_MODE_EXTEND, 8, slots, lens, pfx, 0);
+    }
+    scen_batch(s, SGL_ATTN_MODE_EXTEND, 3, (int[]){3, -1, 5}, (int[]){70, 33, 1}, (int[]){pre[3], 0, pre[5]}, 0);
+    scen_batch(s, SGL_ATTN_MODE_DECODE, 4, (int[]){0, 3, 5, 7}, (int[]){1, 1, 1, 1}, NULL, 0);
+}
+
 /* One request of LT_LONG tokens from zero, then LT_LONG / 2 more on its state */
 static int long_tokens(void) {
     const int t = getenv("LT_LONG") ? atoi(getenv("LT_LONG")) : 16384;
@@ -185,6 +210,7 @@ static void run_cfg(const cfg *c) {
              c->sh.dk, c->sh.dv, c->sh.conv_w,
              c->scen == LONG ? " (long requests)" : c->scen == HUGE ? " (one request of LT_LONG tokens)"
              : c->scen == SEGS ? " (segments)"
+             : c->scen == OFFS ? " (chunk ends at every offset)"
              : lt_caller_mode == 1 ? " caller state"
              : lt_caller_mode == 2 ? " caller state+indices"
              : c->scen == OPS  ? " pool+state_batch"
@@ -199,7 +225,7 @@ static void run_cfg(const cfg *c) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " prep_stream=%s", ps);
     }
-    lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == HUGE ? long_tokens() : 512;
+    lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
     lt_slow_decay = c->scen != SCEN;
     setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
@@ -218,6 +244,7 @@ static void run_cfg(const cfg *c) {
     if (c->scen == LONG) scenario_long(&s);
     else if (c->scen == HUGE) scenario_one_long(&s);
     else if (c->scen == SEGS) scenario_seg(&s);
+    else if (c->scen == OFFS) scenario_offsets(&s);
     else if (c->scen == OPS) scenario_ops(&s);
     else scenario(&s);
     scen_check_caller_state(&s);
@@ -877,6 +904,40 @@ static const cfg configs[] = {
     {Q9, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0, NULL},
 };
 
+/* The fused chunk kernel (option fused_chunk = always: every batch, whatever its size; LT_QUICK=13):
+ * gdn's bf16 extend at V 64 and 128 on both state dtypes, through the common scenario (state carried
+ * across calls, ragged batches across chunk boundaries, a restart, an empty request), long ragged requests
+ * with a padded one, the segment scenario's lengths, chunk ends at every offset; caller-owned state; and
+ * where the option does not apply (V 96, f16 activations, mamba2) the unfused kernels under it */
+typedef struct fcfg {
+    cfg c;
+    int mode; /* caller-owned state as in ccfg (0: the pool only) */
+} fcfg;
+static const fcfg fused_configs[] = {
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, LONG, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SEGS, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OFFS, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, OFFS, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
+    /* by segments of 1-3 chunks (segment_chunks: the summaries, the join from 3 segments, the true runs) */
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SEGS, 0, "1"}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SEGS, 0, "2"}, 0},
+    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SEGS, 0, "3"}, 0},
+    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, OFFS, 0, "1"}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, LONG, 0, "2"}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, "2"}, 1},
+    /* one request of LT_LONG tokens on one head: the auto rule's segments (LT_LONG / 1024 of them) */
+    {{Q13, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL}, 0},
+    {{F | Q13, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL}, 0},
+    {{F | Q13, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL}, 0},
+};
+
 /* Caller-owned state (LT_QUICK=11; the full run takes three): each config runs scenario_ops on the pool (recorded),
  * then with the state in the test's tensors (mode 1: the batch's slots; 2: linear.state_indices), the outputs
  * the same bits.  Each kind's defaults (the stream decode, the chunked extend, the fused decode for the long
@@ -898,20 +959,20 @@ static const ccfg caller_configs[] = {
     {{Q11, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
 };
 
-/* prep_stream (LT_QUICK=13; the full run): the gdn shapes the w4 prep serves, each run with the option off
+/* prep_stream (LT_QUICK=14; the full run): the gdn shapes the w4 prep serves, each run with the option off
  * (outputs recorded) and on (every output the same bits: same operations in the same order); scenarios with
  * ragged batches across chunk boundaries, state carried across extend calls, a restarted slot, an empty
  * request, long requests with a padded one, segment ends at many chunk offsets; and conv width 2, which
  * the stream prep does not take (the option changes nothing there) */
 static const cfg prep_configs[] = {
-    {F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
-    {F | Q13, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
-    {F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 1, NULL},
-    {F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL},
-    {F | Q13, GDN, SH_GDN_HV3, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
-    {F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 1, NULL},
-    {F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "2"},
-    {F | Q13, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q14, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q14, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q14, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 1, NULL},
+    {F | Q14, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL},
+    {F | Q14, GDN, SH_GDN_HV3, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
+    {F | Q14, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 1, NULL},
+    {F | Q14, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "2"},
+    {F | Q14, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
 };
 
 static void run_prep_pair(const cfg *c) {
@@ -945,14 +1006,25 @@ static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
 }
 
+static void run_fused_cfg(const fcfg *fc) {
+    setenv("SGL_ATTN_LIN_FUSED_CHUNK", "always", 1);
+    if (fc->mode) {
+        const ccfg cc = {fc->c, fc->mode};
+        run_caller_cfg(&cc);
+    } else {
+        run_cfg(&fc->c);
+    }
+    unsetenv("SGL_ATTN_LIN_FUSED_CHUNK");
+}
+
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : 0;
+                    : quick == 13 ? Q13 : quick == 14 ? Q14 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12 or 13 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13 or 14 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -977,7 +1049,7 @@ int main(int argc, char **argv) {
     const char *const retired[] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
-                                   "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK"};
+                                   "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_FUSED_CHUNK"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -995,6 +1067,8 @@ int main(int argc, char **argv) {
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
+    for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)
+        if (fused_configs[i].c.sets & set) run_fused_cfg(&fused_configs[i]);
     for (size_t i = 0; i < sizeof prep_configs / sizeof *prep_configs; i++)
         if (prep_configs[i].sets & set) run_prep_pair(&prep_configs[i]);
     if (set & (F | Q1)) error_tests();

@@ -127,8 +127,8 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, prep_stream and sync_check take their values or auto (a GPU-less create then fails
-         * later, at the device); anything else is refused naming the option and what it accepts; the options
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, prep_stream and sync_check take their values or
+         * auto (a GPU-less create then fails later, at the device); anything else is refused naming the option and what it accepts; the options
          * of kernels that are gone accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
@@ -157,6 +157,14 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_SYNC_CHECK", "true", NULL},
             {"SGL_ATTN_LIN_SYNC_CHECK", "auto", NULL},
             {"SGL_ATTN_LIN_SYNC_CHECK", "2", "environment SGL_ATTN_LIN_SYNC_CHECK = \"2\": expected 1, true, yes, on"},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "1", NULL},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "On", NULL},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "yes", NULL},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "ALWAYS", NULL},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "off", NULL},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "auto", NULL},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "2", "environment SGL_ATTN_LIN_FUSED_CHUNK = \"2\": expected 1, true, yes, on"},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "fused", "SGL_ATTN_LIN_FUSED_CHUNK = \"fused\": expected 1, true, yes, on"},
             {"SGL_ATTN_LIN_CSTATE", "auto", NULL},
             {"SGL_ATTN_LIN_CSTATE", "", NULL},
             {"SGL_ATTN_LIN_CSTATE", "v4", "SGL_ATTN_LIN_CSTATE = \"v4\": expected auto (the kernels it chose between"},

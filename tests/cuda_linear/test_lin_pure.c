@@ -212,6 +212,63 @@ static int check_float(const DLTensor *t, const char *name, int device, int ndim
 
 /* The segmented state pass: its buffer at create and the per-call rule (lin_sizing.c), expectations worked
  * out by hand from the rule in docs/cuda_linear.md for 132 SMs. */
+/* fused_chunk: the kind and dims the fused chunk kernel serves, and the rule of its value 1 (requests x value
+ * heads fill half the SMs); 2 takes every batch, 0 none */
+static void test_fused_cp(void) {
+    char why[256];
+    lin_dims d;
+    sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 2, 8, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_cp_dims_ok(&d), "Qwen3.5 TP8 dims served");
+    LT_CHECK(lin_fused_cp_takes(1, &d, 132, 16) && lin_fused_cp_takes(1, &d, 132, 9), "16 x 8k, 9 requests: 128, 72 blocks");
+    LT_CHECK(!lin_fused_cp_takes(1, &d, 132, 8) && !lin_fused_cp_takes(1, &d, 132, 1), "8 requests, 1 x 64k: the unfused path");
+    LT_CHECK(lin_fused_cp_takes(2, &d, 132, 1) && !lin_fused_cp_takes(0, &d, 132, 16) && !lin_fused_cp_takes(2, &d, 132, 0),
+             "always / off / no request");
+    sgl_attn_model m2 = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m2, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_cp_takes(1, &d, 132, 3) && !lin_fused_cp_takes(1, &d, 132, 2), "Qwen3-Next: 3 requests fill half");
+    /* the plan: Qwen3.5 TP8 (8 value heads) on 132 SMs, Zs sized for the fused kernel's segments */
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    lin_layout L;
+    int32_t sc = -1, smax = -1;
+    LT_CHECK(lin_layout_compute(&L, &d, 16, 131072, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
+                 lin_layout_segments(&L, &d, -1, 132, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    const size_t zs0 = L.Zs, tot0 = L.total;
+    LT_CHECK(lin_layout_fused_cp(&L, &d, 0, -1, 132, why, sizeof why) == SGL_ATTN_OK && L.total == tot0, "off: Zs as is");
+    LT_CHECK(lin_layout_fused_cp(&L, &d, 1, -1, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 36 && L.Zs == zs0 &&
+                 L.total == zs0 + (size_t)36 * 8 * 256 * 128 * 4, "fused: 2 x 16 + 4 slots over the auto rule's (%d)", L.seg_cap);
+    LT_CHECK(lin_fused_cp_plan(&L, &d, 1, -1, 132, 16, 131072, &sc, &smax) == 1 && sc == 0 && smax == 1, "16 x 8k: unsegmented");
+    LT_CHECK(lin_fused_cp_plan(&L, &d, 1, -1, 132, 1, 65536, &sc, &smax) == 1 && sc == 64 && smax == 16,
+             "1 x 64k: 16 segments of 64 chunks (%d, %d)", sc, smax);
+    LT_CHECK(lin_fused_cp_plan(&L, &d, 1, -1, 132, 1, 32768, &sc, &smax) == 1 && sc == 32 && smax == 16,
+             "1 x 32k: 16 segments of 32 (%d, %d)", sc, smax);
+    LT_CHECK(lin_fused_cp_plan(&L, &d, 1, -1, 132, 2, 65536, &sc, &smax) == 1 && sc == 128 && smax == 8,
+             "2 requests: 8 segments of the longest possible (%d, %d)", sc, smax);
+    LT_CHECK(lin_fused_cp_plan(&L, &d, 1, -1, 132, 1, 2048, &sc, &smax) == 0 && sc == 0,
+             "1 x 2k (32 chunks, 2 segments of 16): the unfused kernels");
+    LT_CHECK(lin_fused_cp_plan(&L, &d, 2, -1, 132, 1, 2048, &sc, &smax) == 1 && sc == 0, "always: unsegmented there");
+    LT_CHECK(lin_fused_cp_plan(&L, &d, 1, 0, 132, 1, 65536, &sc, &smax) == 0 && lin_fused_cp_plan(&L, &d, 2, 0, 132, 1, 65536, &sc, &smax) == 1 &&
+                 sc == 0, "segment_chunks 0: no segments");
+    LT_CHECK(lin_fused_cp_plan(&L, &d, 0, -1, 132, 16, 131072, &sc, &smax) == 0, "off");
+    lin_layout L2;
+    LT_CHECK(lin_layout_compute(&L2, &d, 16, 131072, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
+                 lin_layout_segments(&L2, &d, 3, 132, why, sizeof why) == SGL_ATTN_OK &&
+                 lin_layout_fused_cp(&L2, &d, 2, 3, 132, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_cp_plan(&L2, &d, 2, 3, 132, 2, 1000, &sc, &smax) == 1 && sc == 3 && smax == 6,
+             "segment_chunks 3: 1000 tokens, 16 chunks, 6 segments of 3 (%d, %d)", sc, smax);
+    const struct { int kind, dk, dv, ok; } dims[] = {
+        {SGL_ATTN_HYBRID_GDN, 128, 64, 1}, {SGL_ATTN_HYBRID_GDN, 128, 96, 0}, {SGL_ATTN_HYBRID_GDN, 64, 64, 0},
+        {SGL_ATTN_HYBRID_KDA, 128, 128, 0}, {SGL_ATTN_HYBRID_MAMBA2, 128, 64, 0}};
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
+        lin_dims e = d;
+        e.kind = dims[i].kind;
+        e.dk = dims[i].dk;
+        e.dv = dims[i].dv;
+        LT_CHECK(lin_fused_cp_dims_ok(&e) == dims[i].ok && lin_fused_cp_takes(2, &e, 132, 16) == dims[i].ok,
+                 "kind %d K %d V %d: served %d", dims[i].kind, dims[i].dk, dims[i].dv, dims[i].ok);
+    }
+}
+
 static void test_segments(void) {
     char why[256];
     lin_dims d;
@@ -506,6 +563,7 @@ int main(void) {
     test_refusals();
     test_paths();
     test_segments();
+    test_fused_cp();
     test_checks();
     printf("test_lin_pure: %d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
     return lt_failures ? 1 : 0;

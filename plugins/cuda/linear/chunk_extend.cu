@@ -8,6 +8,8 @@
  *   phase 2   bf16: the state pass, then the outputs (chunk_state.cu, chunk_output.cu); the state
  *             pass by segments in parallel where few requests leave SMs idle (chunk_segment.cu)
  *             f16:  the fused state pass with outputs (chunk_fused_state.cu)
+ *   fused     option fused_chunk (gdn, bf16, p.fused_cp): the prep, the conv history, then UT, state
+ *             pass and outputs in one kernel per (request, value head) (chunk_fused_cp.cu)
  *
  * The prep + UT pair, the state pass and the output kernel are built for
  * bf16 operands only: f16 models are rare, and each .so carries every kernel. */
@@ -29,6 +31,10 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
         (ot != LIN_DT_BF16 && ot != LIN_DT_F16))
         return (int)cudaErrorInvalidValue;
     const bool bf = ot == LIN_DT_BF16;
+    if (p.fused_cp) { /* the prep launcher skips its UT kernel: the fused kernel makes W, U, ... itself */
+        int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(pp, ot, stream) : (int)cudaErrorInvalidValue;
+        return e ? e : lin_launch_chunk_fused_cp(pp, stream);
+    }
     /* phase 1 (with the conv history moved on) */
     int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(pp, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;

@@ -482,7 +482,7 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     }
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
-    if (e) return e;
+    if (e || p.fused_cp) return e; /* fused_chunk: chunk_fused_cp.cu makes UT in its pass */
     void (*k1)(lin_fwd) = lin_chunk_ut_kernel<LIN_DT_BF16>;
     LK_LAUNCH(k1, g1, LK_U_THREADS, LK_U_SMEM, st, p);
     return (int)cudaGetLastError();

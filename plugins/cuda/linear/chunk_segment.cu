@@ -64,11 +64,15 @@ extern "C" int lin_launch_chunk_segments(const lin_fwd *pp, int vt, void *stream
     const lin_fwd &p = *pp;
     if (!p.Zs || p.seg_chunks < 1 || p.seg_max < 1 || p.V % LK_SJ_ROWS) return (int)cudaErrorInvalidValue;
     int e = lin_launch_chunk_state_mode(pp, vt, 1, stream);
-    if (e) return e;
-    if (p.seg_max > 2) {
-        const dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / LK_SJ_ROWS)));
-        LK_LAUNCH(lin_seg_join_kernel, grid, LK_SJ_THREADS, 0, (cudaStream_t)stream, p);
-        if ((e = (int)cudaGetLastError())) return e;
-    }
-    return lin_launch_chunk_state_mode(pp, vt, 2, stream);
+    if (!e && p.seg_max > 2) e = lin_launch_seg_join(pp, stream);
+    return e ? e : lin_launch_chunk_state_mode(pp, vt, 2, stream);
+}
+
+/* the join alone (also after chunk_fused_cp.cu's summaries, which leave Zs in the same layout) */
+extern "C" int lin_launch_seg_join(const lin_fwd *pp, void *stream) {
+    const lin_fwd &p = *pp;
+    if (!p.Zs || p.seg_chunks < 1 || p.V % LK_SJ_ROWS) return (int)cudaErrorInvalidValue;
+    const dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / LK_SJ_ROWS)));
+    LK_LAUNCH(lin_seg_join_kernel, grid, LK_SJ_THREADS, 0, (cudaStream_t)stream, p);
+    return (int)cudaGetLastError();
 }

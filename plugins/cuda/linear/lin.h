@@ -32,6 +32,7 @@
  *   chunk_segment.cu    phase 2, bf16: the state pass by segments in parallel, joined in float32
  *   chunk_output.cu     phase 2, bf16: the outputs, parallel over chunks
  *   chunk_fused_state.cu  phase 2 in one serial pass with the outputs: f16
+ *   chunk_fused_cp.cu   option fused_chunk, gdn, bf16: UT + state step + outputs per chunk in one kernel
  *
  * The semantics are the CPU wrappers' (plugins/hybrid/, docs/hybrid.md), and
  * so are the shape formulas: what a kind reads from the model, the state per
@@ -112,6 +113,16 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
  * extra launches and the summaries cost more than the shorter chain saves (docs/lab/linear.md) */
 #define LIN_SEG_AUTO_MIN_CHUNKS 512
 int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count, char *err, size_t n);
+/* fused_chunk (chunk_fused_cp.cu) for a batch of bs requests: the option (0 / 1 / 2), the kind and dims
+ * it serves (gdn, K = 128, V 64 / 128), and whether a batch fills the SMs unsegmented (bs x HV >= SMs / 2) */
+int lin_fused_cp_dims_ok(const lin_dims *d);
+int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs);
+/* ... and its plan for a batch (lin_forward.c): 0 the unfused kernels; 1 the fused kernel, unsegmented
+ * (*seg_chunks 0) or by segments of *seg_chunks chunks (*seg_max a request at most; Zs), from Zs sized by
+ * lin_layout_fused_cp at create */
+int lin_fused_cp_plan(const lin_layout *L, const lin_dims *d, int opt, int seg, int sm_count, int32_t bs, int32_t T,
+                      int32_t *seg_chunks, int32_t *seg_max);
+int lin_layout_fused_cp(lin_layout *L, const lin_dims *d, int opt, int seg, int sm_count, char *err, size_t n);
 int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_count, int32_t bs, int32_t T, int vt,
                      int32_t *seg_max);
 /* The option kernel's names, by LIN_VARIANT_* ("simple", "fast"). */
@@ -168,6 +179,8 @@ typedef struct lin_inst {
     int seg;               /* the state pass's segments: -1 by the batch (lin_seg_plan), 0 never, N chunks */
     int prep_stream;       /* the chunked prep of gdn conv width 4 by chunk_prep_stream.cu (option, default 0) */
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
+    int fused_cp;          /* fused_chunk: 0 off, 1 where requests x value heads fill half the SMs, 2 always;
+                            * 0 also where the kernel cannot run (lin_fused_cp_applies) */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -58,8 +58,34 @@ typedef struct lin_options {
     int vt;         /* value_tile: 16, 32, or 0 = by batch size */
     int sync_check; /* debug: planning and state_commit wait for the device to report what only it can check */
     int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
+    int fused_cp;   /* fused_chunk: 0 off, 1 by the batch (lin_fused_cp_takes), 2 always */
     int prep_stream; /* prep_stream: the chunked prep of gdn conv width 4 as a stream along time */
 } lin_options;
+
+/* fused_chunk: unset, "", auto and the false spellings 0; the true spellings 1 (the fused chunk kernel
+ * where the batch's requests x value heads fill half the SMs); "always" 2 (every batch: tests) */
+static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *opts, const char *name, int *out) {
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off", "auto"};
+    char from[96];
+    const char *v = sgl_sdk_opt_raw(opts, "fused_chunk", "SGL_ATTN_LIN_FUSED_CHUNK", from, sizeof from);
+    *out = 0;
+    if (!v || !*v) return SGL_ATTN_OK;
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (!strcasecmp(v, no[i])) return SGL_ATTN_OK;
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        if (!strcasecmp(v, yes[i])) {
+            *out = 1;
+            return SGL_ATTN_OK;
+        }
+    if (!strcasecmp(v, "always")) {
+        *out = 2;
+        return SGL_ATTN_OK;
+    }
+    return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
+                               "%s: %s = \"%.64s\": expected 1, true, yes, on (the fused chunk kernel for gdn's bf16 "
+                               "extend where the batch fills the SMs), always, or 0, false, no, off, auto (off)",
+                               name, from, v);
+}
 
 /* The options, read once at create through the SDK (the environment variable
  * over the conf's plugin option <name>.<key>); a bad value fails create naming
@@ -75,6 +101,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
+        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
         (rc = sgl_sdk_opt_bool(&opts, "prep_stream", "SGL_ATTN_LIN_PREP_STREAM", 0, &o->prep_stream)))
         return rc;
     o->seg = (int)seg;
@@ -94,7 +121,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
-                                       "the options are kernel, value_tile, segment_chunks, prep_stream and sync_check: docs/cuda_linear.md)",
+                                       "the options are kernel, value_tile, segment_chunks, fused_chunk, prep_stream and "
+                                       "sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -152,6 +180,11 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->seg = opt.seg;
     w->prep_stream = opt.prep_stream;
     w->sync_check = opt.sync_check;
+    /* fused_chunk serves gdn's bf16 extend at K = 128, V 64 / 128, with the kernel's shared memory (SM 9.0);
+     * everything else keeps the unfused kernels */
+    const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
+                      dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
+    w->fused_cp = cp_ok ? opt.fused_cp : 0;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
     w->max_reqs = a->max_reqs;
@@ -161,7 +194,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(kind, m, l) ? i++ : -1);
     if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, sgl_sdk_lin_verify_steps(m), opt.variant,
                                  tc_ok, why, sizeof why)) ||
-        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why))) {
+        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why)) ||
+        (rc = lin_layout_fused_cp(&w->L, &d, w->fused_cp, opt.seg, dev.sm_count, why, sizeof why))) {
         free(w);
         return sgl_sdk_create_fail(a, rc, "%s: %s", name, why);
     }
@@ -181,6 +215,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     }
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
+    if (ce == cudaSuccess && w->L.need_tc && w->fused_cp) ce = (cudaError_t)lin_chunk_fused_cp_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];
@@ -191,9 +226,13 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
-                w->L.need_tc ? " (chunked extend)" : "", w->L.need_stream ? " (stream decode)" : "",
+                w->L.need_tc ? " (chunked extend)" : "",
+                w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
+                : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs)"
+                : opt.fused_cp     ? " (fused_chunk ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
+                                   : "", w->L.need_stream ? " (stream decode)" : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;

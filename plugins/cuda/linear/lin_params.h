@@ -115,6 +115,9 @@ typedef struct lin_fwd {
      * segment) pair */
     float *Zs;
     int32_t seg_chunks, seg_max;
+    /* fused_chunk (chunk_fused_cp.cu): this call's gdn extend after the prep is one kernel per (request,
+     * value head); the UT kernel, the state pass and the output kernel do not run */
+    int32_t fused_cp;
     /* the stream decode: the prep kernel's operands per (request, key head group), dq_per floats each,
      * in decode_operands.cuh's layout */
     float *dq;
@@ -198,6 +201,13 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
      LIN_TC_K * 4)
 #define LIN_FUSED_STATE_SMEM(vt) \
     ((size_t)(2 * LIN_FUSED_STATE_STAGE(vt) + (vt) * (LIN_TC_K + 8) * 2 + LIN_CHUNK * ((vt) + 8) * 2))
+/* chunk_fused_cp.cu (option fused_chunk): two stages of q | k | beta v ([64][136] 16-bit each), W (A in
+ * float32 while T is made), U (T in float32), KD, M and T (16-bit [64][72]), the state's 16-bit copy
+ * [128][136], five gate rows of 64 floats: 211,200 B, one block per SM on SM 9.0 (SM 8.0's 163 KiB a block
+ * keeps the unfused kernels) */
+#define LIN_FUSED_CP_SMEM                                                                              \
+    ((size_t)(6 * LIN_CHUNK * (LIN_TC_K + 8) * 2 + 3 * LIN_CHUNK * (LIN_TC_K + 8) * 2 +                  \
+              2 * LIN_CHUNK * (LIN_CHUNK + 8) * 2 + LIN_TC_VMAX * (LIN_TC_K + 8) * 2 + 5 * LIN_CHUNK * 4))
 
 /* The Zs slot of segment s of request i whose first chunk is chunk0 (the plan's chunk list is in request
  * order, so these are distinct for distinct pairs and below ceil(chunks / sc) + bs). */
@@ -230,11 +240,16 @@ int lin_chunk_fused_ut_setup(void);
 int lin_launch_chunk_state(const lin_fwd *p, int vt, void *stream); /* chunk_state.cu: bf16 */
 int lin_launch_chunk_state_mode(const lin_fwd *p, int vt, int mode, void *stream); /* 0 serial, 1 / 2 segments */
 int lin_launch_chunk_segments(const lin_fwd *p, int vt, void *stream); /* chunk_segment.cu: modes 1, join, 2 */
+int lin_launch_seg_join(const lin_fwd *p, void *stream); /* chunk_segment.cu: the join alone */
 int lin_chunk_state_setup(void);
 int lin_launch_chunk_output(const lin_fwd *p, void *stream); /* chunk_output.cu: bf16 */
 int lin_chunk_output_setup(void);
 int lin_launch_chunk_fused_state(const lin_fwd *p, int vt, void *stream); /* chunk_fused_state.cu: f16 */
 int lin_chunk_fused_state_setup(void);
+/* chunk_fused_cp.cu: option fused_chunk, gdn, bf16, K = 128, V 64 / 128; its setup only on devices with
+ * LIN_FUSED_CP_SMEM of opt-in shared memory a block */
+int lin_launch_chunk_fused_cp(const lin_fwd *p, void *stream);
+int lin_chunk_fused_cp_setup(void);
 
 #ifdef __cplusplus
 }

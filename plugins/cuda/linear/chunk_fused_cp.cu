@@ -1,0 +1,454 @@
+/* chunk_fused_cp.cu - the gdn chunked extend after the prep in one kernel
+ * (option fused_chunk, bf16 activations, K = 128, V = 64 or 128): UT, the
+ * state step and the outputs of every chunk of a request, in order, in one
+ * block per (request, value head), so that no per-chunk intermediate (W, U,
+ * QG, KD, M, the chunk start states Hs) goes through global memory and the
+ * recurrence is not split over row tiles.  Where a batch has too few
+ * (request, head) pairs to fill the SMs, the same kernel runs by segments
+ * (modes 1 and 2 below, with chunk_segment.cu's join between them).
+ *
+ * 8 warps, one block per SM (206 KiB of shared memory).  The state [V][128]
+ * stays in float32 mma accumulators: warp w owns value rows (w / 4) V / 2 ..
+ * and key columns 32 (w % 4) .. (64 floats a thread at V = 128); the product
+ * steps put warp w on token rows 16 (w % 4) .. and value columns (w / 4) V / 2
+ * ..  The prep's q, k (key head h / gsz) and beta v (head h) of the next chunk,
+ * and its raw gate inputs, land by cp.async (a second stage) while the
+ * current chunk computes.  Per chunk (the equations of chunk_prep_ut.cu's UT
+ * kernel and the state pass / output kernel, the same products in the same
+ * order, so the precision is the unfused path's):
+ *   gates       g, beta; G = cumulative g (warp scan); e^G, e^(G_last - G)
+ *   q k^T       warps 0-3, k k^T warps 4-7 (lower triangle)
+ *   M, A        M = scale q k^T . e^(G_t - G_i) (16-bit), A = beta k k^T ... (f32)
+ *   T           (I + A)^-1 by 16 x 16 blocks: diagonal blocks by warps 0-3
+ *               while warps 4-7 make QG = scale q e^G (over q), KD = k e^(G_last - G),
+ *               beta k e^G (over k); then the off-diagonal blocks by levels
+ *   W, U        T (beta k e^G), T (beta v)
+ *   X, O        W S^T, QG S^T (S as its 16-bit copy Sb)
+ *   Unew        U - X (over U)
+ *   O          += M Unew  -> out
+ *   S           S e^(G_last) + Unew^T KD (float32), and its 16-bit copy Sb
+ * The pool's state is read at the start (zero without a prefix), written at
+ * the end; padded requests get zero outputs.  Shared memory: two stages of
+ * q | k | v, then W (A in f32 during T), U (T in f32 during T), KD, M, T
+ * (16-bit), Sb, the gates. */
+#include "chunk_mma.cuh"
+
+#define LK_CP_THREADS 256
+
+/* 8 16-bit values <-> floats (one 16-byte word) */
+template <int OT> LK_DEV void lk_cp_unpack8(const uint16_t *src, float f[8]) {
+    LK_ALIGNED(src, 16);
+    const uint4 v = *(const uint4 *)src;
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        f[2 * q] = lk_from16<OT>((uint16_t)(w[q] & 0xffffu));
+        f[2 * q + 1] = lk_from16<OT>((uint16_t)(w[q] >> 16));
+    }
+}
+template <int OT> LK_DEV void lk_cp_pack8(uint16_t *dst, const float f[8]) {
+    uint4 v;
+    v.x = lk_pack2<OT>(f[0], f[1]);
+    v.y = lk_pack2<OT>(f[2], f[3]);
+    v.z = lk_pack2<OT>(f[4], f[5]);
+    v.w = lk_pack2<OT>(f[6], f[7]);
+    LK_ALIGNED(dst, 16);
+    *(uint4 *)dst = v;
+}
+
+/* dst[16 wr ..][col0 .. col0 + NC) = T (64 x 64, 16-bit A fragments at) times src (k-major, rows of lds
+ * elements) at the same columns, 16-bit, into shared memory (rows of ldd elements); 32 columns a pass
+ * (the accumulators of chunk_tile.cuh's lk_tmul_store, same order of products) */
+template <int OT, int NC>
+LK_DEV void lk_cp_tmul(const uint32_t (&at)[LIN_CHUNK / 16][4], const uint16_t *src, int lds, int col0, uint16_t *dst,
+                       int ldd, int wr, int g, int t4) {
+    static_assert(NC % 32 == 0, "32 columns a pass");
+#pragma unroll
+    for (int cc = 0; cc < NC; cc += 32) {
+        const int c0 = col0 + cc;
+        float acc[4][4];
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < LIN_CHUNK / 16; kk++)
+#pragma unroll
+            for (int np = 0; np < 2; np++) {
+                uint32_t b[4];
+                lk_ldb_k(b, src, lds, 16 * kk, c0 + 16 * np);
+                lk_mma<OT>(acc[2 * np], at[kk], b[0], b[1]);
+                lk_mma<OT>(acc[2 * np + 1], at[kk], b[2], b[3]);
+            }
+#pragma unroll
+        for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int t = 16 * wr + g + 8 * hf, c = c0 + 8 * nt + 2 * t4;
+                *(uint32_t *)(dst + t * ldd + c) = lk_pack2<OT>(acc[nt][2 * hf], acc[nt][2 * hf + 1]);
+            }
+    }
+}
+
+template <int V> struct lk_cp {
+    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
+    static constexpr int TILE = C * KP * 2;                 /* one [C][KP] 16-bit tile (also [C][VP]) */
+    static constexpr int STAGE = 3 * TILE;                  /* q | k | v */
+    static constexpr int W0 = 2 * STAGE, U0 = W0 + TILE, KD0 = U0 + TILE, M0 = KD0 + TILE;
+    static constexpr int T0 = M0 + C * CP * 2, SB0 = T0 + C * CP * 2, G0 = SB0 + LIN_TC_VMAX * KP * 2;
+    static constexpr int SMEM = G0 + 5 * C * 4;             /* G, beta, e^G, e^(G_last - G), e^G_last */
+};
+static_assert(lk_cp<128>::SMEM == (int)LIN_FUSED_CP_SMEM, "lin_params.h LIN_FUSED_CP_SMEM differs");
+static_assert(LIN_CHUNK * (LIN_CHUNK + 1) * 4 <= lk_cp<128>::TILE, "A and T (f32) fit over W and U");
+static_assert(LIN_TC_VMAX + 8 == LIN_TC_K + 8, "the value tile's rows are the key tile's");
+
+template <int OT, int V, int MODE>
+__global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(lin_fwd p) {
+    using L = lk_cp<V>;
+    constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VP = L::VP, AP = L::AP;
+    constexpr int VH = V / 2, NX = VH / 8, MT = VH / 16; /* a warp's value columns / rows */
+    LK_DYN_SMEM(unsigned char, smraw);
+    uint16_t *Wb = (uint16_t *)(smraw + L::W0), *Ub = (uint16_t *)(smraw + L::U0);
+    uint16_t *KDb = (uint16_t *)(smraw + L::KD0), *Mb = (uint16_t *)(smraw + L::M0);
+    uint16_t *t16 = (uint16_t *)(smraw + L::T0), *Sb = (uint16_t *)(smraw + L::SB0);
+    float *Af = (float *)Wb, *Tf = (float *)Ub;
+    float *Gs = (float *)(smraw + L::G0), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C, *eL = eGr + C;
+
+    /* MODE 0: one block per (request, head) over all its chunks.  By segments of p.seg_chunks chunks
+     * (blockIdx.x = request * p.seg_max + segment):
+     *   1  segment 0 from its true start (outputs; its end state, segment 1's start, to Zs unless it is
+     *      the last), and each middle segment's summary from zero: blockIdx.z 0 its V value rows from a
+     *      zero state (Z), z >= 1 the K product rows (z - 1) V .. from identity rows with U = 0 (P, the
+     *      product of the chunks' diag(e^G_last) - W^T KD), both float32 to Zs[slot][h][V + K][K]; no
+     *      outputs;
+     *   2  segments 1 .. from their true starts (Zs of the previous segment's slot, after the join),
+     *      outputs; the last one's end state to the pool. */
+    const int i = MODE == 0 ? (int)blockIdx.x : (int)blockIdx.x / p.seg_max, h = blockIdx.y;
+    const int sg = MODE == 0 ? 0 : (int)blockIdx.x % p.seg_max;
+    const int prow = MODE == 1 ? (int)blockIdx.z : 0; /* product rows (z - 1) V .. (mode 1) */
+    const int n = p.pl.req_n[i];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[i];
+    const int64_t tok0 = p.pl.req_tok0[i];
+    const int HV = p.hv, HK = p.hk, kh = h / p.gsz;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int wr = warp & 3, wh = warp >> 2; /* token-row / key-column quarter; value half */
+    const int vb = VH * wh;                  /* this warp's first value row (state) / column (products) */
+    if (slot < 0) { /* padding: zero outputs (one block of the request's head), state untouched */
+        const int nz = MODE == 2 || sg || prow ? 0 : n * V;
+        for (int idx = tid; idx < nz; idx += LK_CP_THREADS)
+            lk_st(p.out, p.out_dt, (tok0 + idx / V) * HV * V + (int64_t)h * V + idx % V, 0.f);
+        return;
+    }
+    const int rc0 = p.pl.req_chunk0[i], rnch = p.pl.req_nchunk[i];
+    const int sc = MODE == 0 ? rnch : p.seg_chunks;
+    const int nseg = MODE == 0 ? 1 : (rnch + sc - 1) / sc;
+    if (MODE == 1 && (sg >= nseg || (sg > 0 && sg == nseg - 1) || (sg == 0 && prow))) return;
+    if (MODE == 2 && (sg == 0 || sg >= nseg)) return;
+    const bool last = sg == nseg - 1;
+    const bool real = MODE != 1 || sg == 0; /* the true states: outputs stored */
+    const int c0 = rc0 + sg * (MODE == 0 ? 0 : sc), nch = MODE == 0 ? rnch : min(sc, rnch - sg * sc);
+    /* the start: 0 zero, 1 the pool, 2 an identity row, 3 Zs of the previous segment's slot */
+    const int init = MODE == 2 ? 3 : prow ? 2 : real ? p.pl.req_init[i] : 0;
+    float *zs = MODE == 0 ? NULL : p.Zs + (LIN_SEG_SLOT(rc0, i, sg, sc) * HV + h) * (int64_t)(V + LIN_TC_K) * K;
+    const float *zprev = MODE == 2 ? p.Zs + (LIN_SEG_SLOT(rc0, i, sg - 1, sc) * HV + h) * (int64_t)(V + LIN_TC_K) * K
+                                   : NULL;
+    const int pr0 = prow ? (prow - 1) * V : 0; /* the first product row of this block */
+    const bool SBF = p.st_dt == LIN_DT_BF16;
+    const float scale = p.scale;
+    const float nA = -expf(lk_in(p.A_log, h)), dtb = lk_in(p.dt_bias, h);
+
+    /* one chunk's q, k, v into stage s (rows past the chunk's length zero), and its raw gate inputs */
+    float ra = 0.f, rb = 0.f;
+    auto issue = [&](int s, int jc) {
+        uint16_t *qs = (uint16_t *)(smraw + s * L::STAGE), *ks = qs + C * KP, *vs = ks + C * KP;
+        const int64_t ct0 = p.pl.chunk_tok0[jc];
+        const int len = p.pl.chunk_len[jc];
+        for (int idx = tid; idx < C * (K / 8); idx += LK_CP_THREADS) {
+            const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
+            const bool ok = t < len;
+            const int64_t src = ((ct0 + (ok ? t : 0)) * HK + kh) * K + cc;
+            lk_cp_async16(qs + t * KP + cc, (const uint16_t *)p.Qc + src, ok);
+            lk_cp_async16(ks + t * KP + cc, (const uint16_t *)p.Kc + src, ok);
+        }
+        for (int idx = tid; idx < (prow ? 0 : C * (V / 8)); idx += LK_CP_THREADS) {
+            const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
+            const bool ok = t < len;
+            lk_cp_async16(vs + t * VP + cc, (const uint16_t *)p.Vc + ((ct0 + (ok ? t : 0)) * HV + h) * V + cc, ok);
+        }
+        if (tid < C) {
+            ra = rb = 0.f;
+            if (tid < len) {
+                ra = lk_in(p.a, (ct0 + tid) * HV + h);
+                rb = lk_in(p.b, (ct0 + tid) * HV + h);
+            }
+        }
+    };
+
+    /* the state: element e of (m-tile a, n-tile b) is value row vb + 16a + g + 8(e >> 1), key column
+     * 32 wr + 8b + 2 t4 + (e & 1) */
+    float S[MT][4][4];
+    const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)h * V * K;
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int v = vb + 16 * a + g + 8 * hf, c = 32 * wr + 8 * b + 2 * t4;
+                if (init == 0) {
+                    S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
+                } else if (init == 2) {
+                    S[a][b][2 * hf] = pr0 + v == c ? 1.f : 0.f;
+                    S[a][b][2 * hf + 1] = pr0 + v == c + 1 ? 1.f : 0.f;
+                } else if (init == 3) {
+                    S[a][b][2 * hf] = zprev[(int64_t)v * K + c];
+                    S[a][b][2 * hf + 1] = zprev[(int64_t)v * K + c + 1];
+                } else if (SBF) {
+                    lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                } else {
+                    lk_sld<LIN_DT_F32, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                }
+                *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
+            }
+    if (nch > 0) issue(0, c0);
+    lk_cp_async_commit();
+
+    for (int q = 0; q < nch; q++) {
+        const int jc = c0 + q;
+        const int64_t ct0 = p.pl.chunk_tok0[jc];
+        const int len = p.pl.chunk_len[jc];
+        uint16_t *qs = (uint16_t *)(smraw + (q & 1) * L::STAGE), *ks = qs + C * KP, *vs = ks + C * KP;
+        /* ---- gates of this chunk (its raw inputs came with its tiles) */
+        if (tid < C) {
+            Gs[tid] = tid < len ? nA * lk_softplus(ra + dtb) : 0.f;
+            bs[tid] = tid < len ? lk_sigmoid(rb) : 0.f;
+        }
+        lk_cp_async_wait_all();
+        __syncthreads(); /* chunk q landed; every warp is done with chunk q - 1 (its stage is free) */
+        if (q + 1 < nch) issue((q + 1) & 1, jc + 1);
+        lk_cp_async_commit();
+        if (warp == 0) { /* G = cumulative g; lane l: tokens 2l, 2l + 1 */
+            const float a0 = Gs[2 * lane], a1 = a0 + Gs[2 * lane + 1];
+            float incl = a1;
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                const float y = gc_shfl(incl, lane >= d ? lane - d : 0);
+                if (lane >= d) incl += y;
+            }
+            const float ex = incl - a1;
+            Gs[2 * lane] = ex + a0;
+            Gs[2 * lane + 1] = incl;
+            __syncwarp();
+            const float GL = Gs[C - 1];
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int t = 2 * lane + e;
+                eGt[t] = expf(Gs[t]);
+                eGr[t] = expf(fminf(GL - Gs[t], 0.f)); /* G_last <= G_t (up to the scan's rounding) */
+            }
+            if (lane == 0) eL[0] = expf(GL);
+        }
+        __syncthreads();
+
+        /* ---- q k^T (warps 0-3) and k k^T (warps 4-7), rows 16 wr .., up to the diagonal; M, A */
+        {
+            float P[C / 8][4], Xd[C / 8][4];
+#pragma unroll
+            for (int nt = 0; nt < C / 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) P[nt][e] = 0.f;
+            lk_rows_mul_n2<OT, K>(P, Xd, wh ? ks : qs, ks, false, ks, KP, 16 * wr, wr);
+#pragma unroll
+            for (int nt = 0; nt < C / 8; nt++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int t = 16 * wr + g + 8 * hf, i0 = 8 * nt + 2 * t4;
+                    float m2[2];
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        const int ii = i0 + e;
+                        const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
+                        if (wh) Af[t * AP + ii] = ii < t ? bs[t] * dec * P[nt][2 * hf + e] : 0.f;
+                        else m2[e] = scale * dec * P[nt][2 * hf + e];
+                    }
+                    if (!wh) *(uint32_t *)(Mb + t * CP + i0) = lk_pack2<OT>(m2[0], m2[1]);
+                }
+        }
+        __syncthreads(); /* A complete; q and k read by the products */
+
+        if (warp < 4) {
+            /* ---- T's diagonal 16 x 16 blocks: warp b -> block b, lane c -> column c (lanes 16..31
+             * compute zeros and store nothing) */
+            const int b = warp, c = lane;
+            float col[16];
+#pragma unroll
+            for (int r = 0; r < 16; r++) {
+                float acc = 0.f;
+#pragma unroll
+                for (int m = 0; m < r; m++) acc += Af[(16 * b + r) * AP + 16 * b + m] * col[m];
+                col[r] = r < c ? 0.f : r == c ? 1.f : -acc;
+            }
+            if (lane < 16)
+#pragma unroll
+                for (int r = 0; r < 16; r++) Tf[(16 * b + r) * AP + 16 * b + c] = col[r];
+        } else {
+            /* ---- QG over q, KD, beta k e^G over k (8 values a thread and step) */
+            for (int idx = tid - 128; idx < C * (K / 8); idx += 128) {
+                const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
+                float qg[8], kv[8], kd[8];
+                lk_cp_unpack8<OT>(qs + t * KP + c, qg);
+                lk_cp_unpack8<OT>(ks + t * KP + c, kv);
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    qg[e] = scale * qg[e] * eGt[t];
+                    kd[e] = kv[e] * eGr[t];
+                    kv[e] = bs[t] * kv[e] * eGt[t];
+                }
+                lk_cp_pack8<OT>(qs + t * KP + c, qg);
+                lk_cp_pack8<OT>(KDb + t * KP + c, kd);
+                lk_cp_pack8<OT>(ks + t * KP + c, kv);
+            }
+        }
+        __syncthreads();
+        /* ---- T's blocks below the diagonal, by distance d (chunk_prep_ut.cu's levels) */
+        for (int d = 1; d < 4; d++) {
+            const int nb = 4 - d;
+            for (int e = tid; e < nb * 256; e += LK_CP_THREADS) {
+                const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
+                float acc = 0.f;
+                for (int kb = jb; kb < ib; kb++)
+#pragma unroll
+                    for (int m = 0; m < 16; m++)
+                        acc += Af[(16 * ib + r) * AP + 16 * kb + m] * Tf[(16 * kb + m) * AP + 16 * jb + c];
+                Tf[(16 * jb + r) * AP + 16 * ib + c] = acc;
+            }
+            __syncthreads();
+            for (int e = tid; e < nb * 256; e += LK_CP_THREADS) {
+                const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
+                float acc = 0.f;
+#pragma unroll
+                for (int m = 0; m < 16; m++)
+                    if (m <= r) acc += Tf[(16 * ib + r) * AP + 16 * ib + m] * Tf[(16 * jb + m) * AP + 16 * ib + c];
+                Tf[(16 * ib + r) * AP + 16 * jb + c] = -acc;
+            }
+            __syncthreads();
+        }
+        for (int idx = tid; idx < C * C; idx += LK_CP_THREADS) {
+            const int t = idx / C, ii = idx % C;
+            t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);
+        }
+        __syncthreads(); /* A and T (f32) are dead: W and U go there */
+
+        /* ---- W = T (beta k e^G): key columns 64 wh ..; U = T (beta v): value columns vb .. */
+        {
+            uint32_t at[C / 16][4];
+#pragma unroll
+            for (int k16 = 0; k16 < C / 16; k16++) lk_lda(at[k16], t16, CP, 16 * wr, 16 * k16);
+            lk_cp_tmul<OT, K / 2>(at, ks, KP, 64 * wh, Wb, KP, wr, g, t4);
+            if (!prow) lk_cp_tmul<OT, VH>(at, vs, VP, vb, Ub, VP, wr, g, t4);
+        }
+        __syncthreads();
+
+        /* ---- X = W S^T, O = QG S^T: token rows 16 wr .., value columns vb .. */
+        float X[NX][4], O[NX][4];
+#pragma unroll
+        for (int nt = 0; nt < NX; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) X[nt][e] = O[nt][e] = 0.f;
+#pragma unroll
+        for (int k16 = 0; k16 < K / 16; k16++) {
+            uint32_t aq[4], aw[4];
+            lk_lda(aq, qs, KP, 16 * wr, 16 * k16);
+            lk_lda(aw, Wb, KP, 16 * wr, 16 * k16);
+#pragma unroll
+            for (int np = 0; np < NX / 2; np++) {
+                uint32_t b[4];
+                lk_ldb_n(b, Sb, KP, vb + 16 * np, 16 * k16);
+                lk_mma<OT>(O[2 * np], aq, b[0], b[1]);
+                lk_mma<OT>(O[2 * np + 1], aq, b[2], b[3]);
+                lk_mma<OT>(X[2 * np], aw, b[0], b[1]);
+                lk_mma<OT>(X[2 * np + 1], aw, b[2], b[3]);
+            }
+        }
+        /* Unew = U - W S^T (16-bit, over U: each element read and written by its own thread) */
+#pragma unroll
+        for (int nt = 0; nt < NX; nt++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int t = 16 * wr + g + 8 * hf, v = vb + 8 * nt + 2 * t4;
+                const float u0 = (prow ? 0.f : lk_from16<OT>(Ub[t * VP + v])) - X[nt][2 * hf];
+                const float u1 = (prow ? 0.f : lk_from16<OT>(Ub[t * VP + v + 1])) - X[nt][2 * hf + 1];
+                *(uint32_t *)(Ub + t * VP + v) = lk_pack2<OT>(u0, u1);
+            }
+        __syncthreads(); /* Unew complete; nobody reads Sb any more this chunk */
+
+        /* ---- O += M Unew -> out; S = S e^G_last + Unew^T KD (and Sb) */
+        lk_rows_mul_k<OT, C>(O, Mb, CP, Ub + vb, VP, 16 * wr);
+        if (real) lk_store_out_rows(p, O, ct0, len, HV, V, (int64_t)h * V + vb, VH, false, wr, g, t4);
+        lk_state_step<OT, MT, C>(S, eL, false, KDb, KP, Ub + vb, VP, Sb + vb * KP, wr, g, t4);
+    }
+    lk_cp_async_wait_all();
+    /* the end state: the pool (the request's last segment), Zs (mode 1: segment 0's true end, a middle
+     * segment's Z or P rows), or nothing (mode 2 before the last segment: the join made the next start) */
+    if (MODE == 2 && !last) return;
+    const bool pool = last && real;
+    float *zrow = pool ? NULL : zs + (int64_t)(prow ? V + pr0 : 0) * K;
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int v = vb + 16 * a + g + 8 * hf, c = 32 * wr + 8 * b + 2 * t4;
+                if (!pool) {
+                    zrow[(int64_t)v * K + c] = S[a][b][2 * hf];
+                    zrow[(int64_t)v * K + c + 1] = S[a][b][2 * hf + 1];
+                } else if (SBF) {
+                    lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                } else {
+                    lk_sst<LIN_DT_F32, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
+                }
+            }
+}
+
+/* ------------------------------------------------------------ launchers */
+
+template <int V> static void lk_cp_kernels(void (*k[3])(lin_fwd)) {
+    k[0] = lin_chunk_fused_cp_kernel<LIN_DT_BF16, V, 0>;
+    k[1] = lin_chunk_fused_cp_kernel<LIN_DT_BF16, V, 1>;
+    k[2] = lin_chunk_fused_cp_kernel<LIN_DT_BF16, V, 2>;
+}
+
+extern "C" int lin_chunk_fused_cp_setup(void) {
+    void (*k[2][3])(lin_fwd);
+    lk_cp_kernels<64>(k[0]);
+    lk_cp_kernels<128>(k[1]);
+    int e = 0;
+    for (int i = 0; i < 6 && !e; i++)
+        e = (int)cudaFuncSetAttribute((const void *)k[i / 3][i % 3], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)LIN_FUSED_CP_SMEM);
+    return e;
+}
+
+/* the kernel's dims: gdn, K = 128, V 64 or 128 (lin_fused_cp_dims_ok); by segments when p->seg_chunks > 0
+ * (p->Zs, p->seg_max): the summaries, the join (chunk_segment.cu, from 3 segments), the true runs */
+extern "C" int lin_launch_chunk_fused_cp(const lin_fwd *pp, void *stream) {
+    const lin_fwd &p = *pp;
+    if (p.kind != LIN_GDN || p.K != LIN_TC_K || (p.V != 64 && p.V != 128) || !p.Qc || !p.Kc || !p.Vc)
+        return (int)cudaErrorInvalidValue;
+    void (*k[3])(lin_fwd);
+    if (p.V == 64) lk_cp_kernels<64>(k);
+    else lk_cp_kernels<128>(k);
+    cudaStream_t st = (cudaStream_t)stream;
+    if (p.seg_chunks <= 0) {
+        LK_LAUNCH(k[0], dim3((unsigned)p.bs, (unsigned)p.hv), LK_CP_THREADS, LIN_FUSED_CP_SMEM, st, p);
+        return (int)cudaGetLastError();
+    }
+    if (!p.Zs || p.seg_max < 1) return (int)cudaErrorInvalidValue;
+    const unsigned nx = (unsigned)p.bs * (unsigned)p.seg_max;
+    LK_LAUNCH(k[1], dim3(nx, (unsigned)p.hv, (unsigned)(1 + LIN_TC_K / p.V)), LK_CP_THREADS, LIN_FUSED_CP_SMEM, st, p);
+    int e = (int)cudaGetLastError();
+    if (!e && p.seg_max > 2) e = lin_launch_seg_join(pp, stream);
+    if (e) return e;
+    LK_LAUNCH(k[2], dim3(nx, (unsigned)p.hv), LK_CP_THREADS, LIN_FUSED_CP_SMEM, st, p);
+    return (int)cudaGetLastError();
+}
