@@ -337,6 +337,7 @@ int main(int argc, char **argv) {
         {"decode qwen3-next tp2 hv16/hk8 B=32", "fast", "auto", SGL_ATTN_MODE_DECODE, 8, 16, 32, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
         {"decode qwen3-next tp2 hv16/hk8 B=1024", "fast", "auto", SGL_ATTN_MODE_DECODE, 8, 16, 1024, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
         {"decode qwen3-next hv32/hk16 B=256 bf16 state", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_BF16, LT_BF16, GDN_128},
+        {"decode qwen3-next hv32/hk16 B=1024 bf16 state", "fast", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 1024, 0, SGL_ATTN_DT_BF16, LT_BF16, GDN_128},
         {"decode qwen3-next hv32/hk16 B=256", "simple", "auto", SGL_ATTN_MODE_DECODE, 16, 32, 256, 0, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
         {"prefill qwen3.5 tp8 hv8/hk2 T=65536", "fast", "16", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16, GDN_128},
         {"prefill qwen3.5 tp8 hv8/hk2 T=65536", "fast", "32", SGL_ATTN_MODE_EXTEND, 2, 8, 1, 65536, SGL_ATTN_DT_F32, LT_BF16, GDN_128},

@@ -51,6 +51,8 @@ int lt_caller_mode = 0, lt_rec_mode = 0;
 static double *rec_buf;
 static size_t rec_n, rec_cap, rec_at;
 
+void lt_rec_rewind(void) { rec_at = 0; }
+
 void lt_rec_reset(void) {
     free(rec_buf);
     rec_buf = NULL;

@@ -55,6 +55,7 @@ typedef struct lt_scen {
  * 2 compares every output with the recorded ones (exactly: the same kernels on the same data), 0 neither. */
 extern int lt_caller_mode, lt_rec_mode;
 void lt_rec_reset(void);
+void lt_rec_rewind(void); /* lt_rec_mode 2 compares from the first recorded output again */
 /* ops->state_batch: op on n entries (scenario slots; -1 skip), on the pool or (caller mode) on each own
  * layer's tensors; index tensors in host memory when on_host; the reference follows. */
 void scen_state_batch(lt_scen *s, int op, int n, const int *dst, const int *src, const int *steps, int on_host);
