@@ -65,8 +65,8 @@ static void test_decode_bounds_random(void **state) {
     (void)state;
     static random_decode r;
     for (int trial = 0; trial < 2000; trial++) {
-        /* blocks per SM: the default 4, times CA_FP8_DEC_SPLITS for an fp8 pool */
-        random_decode_batch(&r, 3, 4 * (rnd(2) ? CA_FP8_DEC_SPLITS : 1));
+        /* blocks per SM: the default 4, times CA_FP8_DEC_WAVE_SPLITS for an fp8 pool's sizing */
+        random_decode_batch(&r, 3, 4 * (rnd(2) ? CA_FP8_DEC_WAVE_SPLITS : 1));
         const attn_sizing *s = &r.s;
         const int64_t chunk = attn_plan_chunk(r.total, s->decode_target_items, s->decode_min_chunk, s->decode_chunk_align);
         assert_true(chunk >= s->decode_min_chunk && chunk % s->decode_chunk_align == 0);
@@ -87,7 +87,7 @@ static void test_decode_bounds_random(void **state) {
     }
 }
 
-/* The wave rule (option fp8_dec_wave): create's table holds the rule's aim
+/* The wave rule (an fp8 pool's decode plan): create's table holds the rule's aim
  * per batch size (within the target); for any lengths the plan at that aim
  * with ceil splits stays under the grid bound and the item buffers, its
  * parts under theirs. */
@@ -249,40 +249,7 @@ static attn_tiles benched_decode_tiles(void) {
     return attn_kernel_tiles(&k, 4);
 }
 
-/* What the fp8 pool's factor does to the benched shapes (GQA 32/8, d128, 132
- * SMs, the tensor-core tiles): the decode plan aims at SMs x blocks per SM /
- * kv heads items, blocks per SM 4 for a 16-bit pool and 4 x CA_FP8_DEC_SPLITS
- * for an fp8 one; B requests of L tokens (chunks well above the minimum) then
- * split max(1, target / B) ways each, within the grid bound. */
-static void test_fp8_dec_splits_plan(void **state) {
-    (void)state;
-    const attn_tiles t = benched_decode_tiles();
-    static const int bs[] = {64, 128}, ls[] = {4096, 16384}, fs[] = {1, CA_FP8_DEC_SPLITS};
-    int more = 0; /* shapes where the fp8 factor gives more splits than 16-bit */
-    for (int bi = 0; bi < 2; bi++)
-        for (int li = 0; li < 2; li++) {
-            int n_at[2] = {0, 0};
-            for (int fi = 0; fi < 2; fi++) {
-                const int b = bs[bi], l = ls[li], bps = 4 * fs[fi];
-                attn_sizing s;
-                char err[256];
-                assert_int_equal(attn_sizing_compute(&s, 256, 4096, 65536, 32, 8, 128, &t, 132, bps, err, sizeof err), 0);
-                assert_int_equal(s.decode_target_items, 132 * bps / 8);
-                const int64_t chunk =
-                    attn_plan_chunk((int64_t)b * l, s.decode_target_items, s.decode_min_chunk, s.decode_chunk_align);
-                const int fit = attn_plan_nsplit_fit(l, chunk);
-                const int n = attn_plan_nsplit(l, attn_plan_split_len(l, fit, s.decode_chunk_align));
-                const int want = s.decode_target_items / b > 1 ? (int)(s.decode_target_items / b) : 1;
-                assert_int_equal(n, want);
-                assert_true((int64_t)b * n <= attn_decode_grid_items(&s, b));
-                n_at[fi] = n;
-            }
-            more += n_at[1] > n_at[0];
-        }
-    assert_true(more > 0);
-}
-
-/* fp8_dec_wave at the benched shapes (GQA 32/8, d128, 132 SMs x 6 fp8
+/* The fp8 pool's wave rule at the benched shapes (GQA 32/8, d128, 132 SMs x 6 fp8
  * blocks = 792 slots, 8 blocks an item; sizing 4 x 8 blocks an SM: 528 items,
  * so B 64 may take up to 8 splits, B 128 up to 4).  The rule's arithmetic by
  * hand: blocks = 8 B n, efficiency blocks / (ceil(blocks / 792) x 792):
@@ -291,10 +258,9 @@ static void test_fp8_dec_splits_plan(void **state) {
  *          95 % of it (>= .921) is 3;
  *   B 128: n 1..4: 1024 .646, 2048 .862, 3072 .970, 4096 .862: 3.
  * At 3 splits the chunk is ceil(L / 3) rounded up to 64 columns: 1408 / 2752 /
- * 5504 at L 4k / 8k / 16k, so each request takes exactly 3 (the default's
- * floor rule would give 2 from the rounded chunk).  Without the option the
- * fp8 plan keeps 4 splits at B 64 and 2 at B 128 (2048 blocks, 2.6 rounds). */
-static void test_fp8_dec_wave_plan(void **state) {
+ * 5504 at L 4k / 8k / 16k, so each request takes exactly 3 (the 16-bit
+ * plan's floor rule would give 2 from the rounded chunk). */
+static void test_fp8_wave_plan(void **state) {
     (void)state;
     const attn_tiles t = benched_decode_tiles();
     attn_sizing s;
@@ -344,14 +310,14 @@ static void test_fp8_dec_wave_plan(void **state) {
     assert_int_equal(attn_plan_wave_aim(0, 528, slots, bpi), 1);
 }
 
-/* The levers' options (each an instance's switch, off by default): a
- * boolean, off when unset or empty and on a 1.0 host (no create_args.host);
- * a value that is not a boolean refused with the option and the value named;
- * none of them a removed name, so the kernel option's reader passes it by. */
+/* The levers' reader (each lever an instance's switch, off by default; none
+ * is live now, so a name no option has stands in): a boolean, off when unset
+ * or empty and on a 1.0 host (no create_args.host); a value that is not a
+ * boolean refused with the option and the value named; not a removed name,
+ * so the kernel option's reader passes it by. */
 static void test_lever_options(void **state) {
     (void)state;
-    static const char *const levers[] = {"tree_prefix_plain", "prefill_qdbl", "dec16_fast_merge", "fp8_dec_wave",
-                                         "ragged192_bn64"};
+    static const char *const levers[] = {"next_lever"};
     static const struct {
         const char *v;
         int want;
@@ -396,7 +362,8 @@ static void test_removed_options_refused(void **state) {
     (void)state;
     static const char *const keys[] = {"fp8_cvt", "verify_head_pairs", "tree_mask_ahead", "extend_new_ragged",
                                        "fp8_prefix_kernel", "save_in_extend", "fp8_prefix_ring", "fp8_dec_splits",
-                                       "fp8_dec_min_blocks"};
+                                       "fp8_dec_min_blocks", "fp8_dec_wave", "ragged192_bn64",
+                                       "tree_prefix_plain", "dec16_fast_merge", "prefill_qdbl"};
     static const char *const vals[] = {"hw", "int", "0", "1", "4", "6", "wgmma"};
     for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) {
         char err[256] = "";
@@ -415,11 +382,11 @@ static void test_removed_options_refused(void **state) {
     sgl_attn_create_args a;
     option_args(&a, "no_such_option", err, sizeof err);
     g_opt_val = "1";
-    int k = -7, bn64 = -7;
+    int k = -7, on = -7;
     assert_int_equal(ca_read_options(&a, &k), 0);
     assert_int_equal(k, CA_KERNEL_AUTO);
-    assert_int_equal(ca_read_lever(&a, "ragged192_bn64", &bn64), 0);
-    assert_int_equal(bn64, 0);
+    assert_int_equal(ca_read_lever(&a, "some_lever", &on), 0);
+    assert_int_equal(on, 0);
     assert_string_equal(err, "");
 }
 
@@ -1206,8 +1173,8 @@ int main(void) {
         cmocka_unit_test(test_decode_bounds_random), cmocka_unit_test(test_extend_bounds_random),
         cmocka_unit_test(test_layout),               cmocka_unit_test(test_sizing_refuses),
         cmocka_unit_test(test_kernel_option),        cmocka_unit_test(test_removed_options_refused),
-        cmocka_unit_test(test_lever_options),        cmocka_unit_test(test_fp8_dec_splits_plan),
-        cmocka_unit_test(test_fp8_dec_wave_plan),    cmocka_unit_test(test_decode_wave_bounds_random),
+        cmocka_unit_test(test_lever_options),
+        cmocka_unit_test(test_fp8_wave_plan),    cmocka_unit_test(test_decode_wave_bounds_random),
         cmocka_unit_test(test_kernel_choice),
         cmocka_unit_test(test_model_check),          cmocka_unit_test(test_tensor_checks),
         cmocka_unit_test(test_refuse_unserved),      cmocka_unit_test(test_kv_scales),

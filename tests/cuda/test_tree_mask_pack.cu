@@ -9,7 +9,7 @@
  *      request, an EAGLE-shaped one (the prefix visible, the last mq columns
  *      random), and a request whose block does not split into rows (left as
  *      it was: the buffer's sentinel survives); each request's first word
- *      whose flag is 0 (first[], option tree_prefix_plain)
+ *      whose flag is 0 (first[], what the wgmma extend reads)
  * Exit status: 0 passed (or no CUDA device: SKIP), 1 a mismatch, 2 a CUDA error.
  */
 #include <stdint.h>

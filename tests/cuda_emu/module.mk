@@ -119,9 +119,9 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # fp8 decode, extend and verify and save_kv_fp8, the plans and save_kv), the quick matrix with
 # kernel=mma (the mma decode everywhere) and kernel=portable (the kernels
 # hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases and
-# two that the fp8 plan's 4x items split further (the 6-blocks-per-SM fp8 kernel) on the
-# SM 9.0 build with the blocks shuffled, the decode cases with dec16_fast_merge=1 (a
-# lever) on SM 8.0 and on SM 9.0 with three whose splits it merges, shuffled and reversed, the Hopper
+# two that the wave rule splits further (the 6-blocks-per-SM fp8 kernel) on the
+# SM 9.0 build with the blocks shuffled and reversed, the decode cases on SM 9.0 with
+# three whose splits the 16-bit decode merges from its weights table, shuffled and reversed, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
 # ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
@@ -136,33 +136,40 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # (the fp8 split's prefix on the wgmma extend's F8 form, its byte ring filled
 # by cp.async) with the blocks shuffled and reversed, and a batch of 384 prefix pairs (more than
 # the emulated 132 SMs: the producer's cursor crosses pairs) and a chain
-# verify (causal: the split serves it) each way.  Then the direct extend's batches with the lever
-# prefill_qdbl=1 (two Q buffers), both producers.  EMU_ORDER=rev
+# verify (causal: the split serves it) each way.  Then the direct extend's batches (two with more
+# pairs than SMs), both producers.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
-# fp8 decodes that the fp8 plan's 4x items split further on the SM 9.0 build's 132 SMs
-# (d128: 16 splits a request where a 16-bit pool's plan gives 4; d64 on page 1: 8 for 4; with
-# fp8_dec_wave=1 the wave rule gives 6 and 6)
+# fp8 decodes that the wave rule splits further on the SM 9.0 build's 132 SMs (6 splits a
+# request each, where a 16-bit pool's plan gives 4)
 CUDA_EMU_FP8_SPLIT_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
                             --case decode:b=32,l=1024,hq=16,hkv=4,d=64,dtype=f16,kvdtype=fp8_e4m3,page=1
-# tree verify with sglang's EAGLE mask over prefixes of several 128-column tiles (lever
-# tree_prefix_plain: the tiles before the first partial word run unmasked), page 1 / 16 / 32,
+# tree verify with sglang's EAGLE mask over prefixes of several 128-column tiles (the wgmma
+# extend runs the tiles before the first partial word unmasked), page 1 / 16 / 32,
 # GQA groups 4 and 3, and a random tree
 CUDA_EMU_EAGLE_CASES := --case verify:b=3,l=1500,q=64,hq=32,hkv=8,d=128,dtype=bf16,page=16,tree=2,ragged=1 \
                         --case verify:b=2,l=1100,q=64,hq=8,hkv=2,d=128,dtype=bf16,page=1,tree=2 \
                         --case verify:b=2,l=1000,q=48,hq=6,hkv=2,d=128,dtype=f16,page=16,tree=2 \
                         --case verify:b=3,l=900,q=32,hq=8,hkv=2,d=128,dtype=bf16,page=16,tree=1,ragged=1 \
                         --case verify:b=2,l=1300,q=64,hq=8,hkv=2,d=128,dtype=bf16,page=32,tree=2
-# 16-bit decodes whose splits dec16_fast_merge (a lever: the split merge from a weights table)
-# merges on the SM 9.0 build's 132 SMs: d128 B 16 L 2048 (4 splits a request), d64 with sinks
+# forward_ragged at qk 192 over several 64-column tiles: ragged lengths with a longer K, not
+# causal, one long request, no LSE, a single query row at a page-offset start, and a qk 128 control
+CUDA_EMU_RAGGED192_CASES := --case ragged:b=3,lq=700,lk=1500,hq=16,hkv=16,d=192,dv=128,dtype=bf16,ragged=1 \
+  --case ragged:b=2,lq=1000,lk=1000,hq=16,hkv=16,d=192,dv=128,dtype=f16,causal=0,ragged=1 \
+  --case ragged:b=1,lq=2048,hq=16,hkv=16,d=192,dv=128,dtype=bf16 \
+  --case ragged:b=5,lq=333,lk=900,hq=16,hkv=16,d=192,dv=128,dtype=bf16,lse=0,ragged=1 \
+  --case ragged:b=2,lq=1,lk=3000,hq=16,hkv=16,d=192,dv=128,dtype=bf16,idx=64 \
+  --case ragged:b=4,lq=200,lk=600,hq=8,hkv=2,d=128,dtype=bf16,ragged=1
+# 16-bit decodes whose splits the register-fed decode merges from a weights table on the SM 9.0
+# build's 132 SMs: d128 B 16 L 2048 (4 splits a request), d64 with sinks
 # (23 splits), and one request of 156 splits (over the table's 64: the loop serves it)
 CUDA_EMU_DEC16_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=bf16,page=16 \
                         --case decode:b=2,l=3000,hq=16,hkv=2,d=64,dtype=bf16,page=16,sinks=1 \
                         --case decode:b=1,l=20000,hq=8,hkv=1,d=128,dtype=f16,page=1
 # The direct extend's kinds of batch (no prefix, d128: page 1 / 16, GQA, f16 / bf16, ragged lengths,
 # page table + slot map, the LSE output) and two batches of more pairs than the emulated 132 SMs
-# (each block walks several pairs, so both Q buffers turn over) for the lever prefill_qdbl
-CUDA_EMU_PREFILL_QDBL := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
+# (each block walks several pairs, so the Q buffer turns over)
+CUDA_EMU_DIRECT_CASES := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
   --case extend:b=1,l=256,q=256,hq=16,hkv=16,d=128,dtype=bf16,page=1 \
   --case extend:b=3,l=300,q=300,hq=8,hkv=2,d=128,dtype=f16,page=16,ragged=1 \
   --case extend:b=2,l=200,q=200,hq=32,hkv=8,d=128,dtype=bf16,page=1 \
@@ -181,20 +188,15 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  $(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_$$k.json --quick; done
 	@echo "== cuda_attn on the emulator, fp8 with the SM 8.9+ conversions (the whole matrix's fp8 cases)"
 	$(ATTNCTL) check --plugin-path $(CUDA_EMU_FP8HW_DIR) --plugin cuda_attn --no-conf --filter 'fp8'
-	@echo "== cuda_attn on the emulator, SM 9.0: the fp8 decode cases and two that the fp8 plan's 4x items split further, blocks shuffled"
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'decode.*fp8_e4m3'
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf $(CUDA_EMU_FP8_SPLIT_CASES)
-	@echo "== cuda_attn on the emulator, dec16_fast_merge=1 (lever): the decode cases on SM 8.0, and on SM 9.0 with three whose splits it merges, blocks shuffled and reversed"
-	$(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_dec16_merge.json --filter decode
 	@set -e; for o in shuf rev; do \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_dec16_merge.json --filter decode; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_dec16_merge.json $(CUDA_EMU_DEC16_CASES); done
+	  echo "== cuda_attn on the emulator, SM 9.0: the fp8 decode cases and two whose splits the wave rule sets, EMU_ORDER=$$o"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter 'decode.*fp8_e4m3'; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf $(CUDA_EMU_FP8_SPLIT_CASES); done
 	@set -e; for o in shuf rev; do \
-	  echo "== cuda_attn on the emulator, SM 9.0, fp8_dec_wave=1 (lever): the fp8 decode cases and the two whose splits the wave rule changes, EMU_ORDER=$$o"; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_dec_wave.json --filter 'decode.*fp8_e4m3'; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --conf tests/cuda_emu/conf_fp8_dec_wave.json $(CUDA_EMU_FP8_SPLIT_CASES); done
+	  echo "== cuda_attn on the emulator, SM 9.0: the decode cases and three whose splits the 16-bit decode merges from its weights table, EMU_ORDER=$$o"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter decode; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    $(CUDA_EMU_DEC16_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf
@@ -209,24 +211,26 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	    --case extend:b=6,l=400,q=150,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
 	    --case verify:b=3,l=700,q=4,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16; done
 	@set -e; for o in shuf rev; do \
-	  echo "== cuda_attn on the emulator, SM 9.0: option ragged192_bn64 (qk 192 on 64-column tiles, four stages), EMU_ORDER=$$o (the ragged and LSE cases; cp.async with EMU_TMAP=refuse)"; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_ragged192_bn64.json --filter '^ragged:|^lse:'; \
-	  EMU_TMAP=refuse EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_ragged192_bn64.json --filter '^ragged:'; done
-	@echo "== cuda_attn on the emulator, SM 9.0, prefill_qdbl=1 (a lever): the direct extend with two Q buffers, TMA row boxes (blocks shuffled) and cp.async (reversed)"
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)
-	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_prefill_qdbl.json $(CUDA_EMU_PREFILL_QDBL)
+	  echo "== cuda_attn on the emulator, SM 9.0: forward_ragged (qk 192 on 64-column tiles, four stages), EMU_ORDER=$$o (the ragged and LSE cases and multi-tile qk 192 batches; cp.async with EMU_TMAP=refuse)"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    --filter '^ragged:|^lse:'; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    $(CUDA_EMU_RAGGED192_CASES); \
+	  EMU_TMAP=refuse EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    --filter '^ragged:'; done
+	@echo "== cuda_attn on the emulator, SM 9.0: the direct extend's batches, TMA row boxes (blocks shuffled) and cp.async (reversed)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	  $(CUDA_EMU_DIRECT_CASES)
+	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	  $(CUDA_EMU_DIRECT_CASES)
 	@echo "== cuda_attn on the emulator, SM 9.0: decode and verify graphs over the wgmma extend (quick: kernel auto, portable)"
 	SGL_ATTN_TEST_QUICK=1 $(CUDA_EMU_GRAPH_SM90)
 	@set -e; for o in shuf rev; do \
-	  echo "== cuda_attn on the emulator, SM 9.0, lever tree_prefix_plain=1: tree verify's full prefix tiles unmasked, EMU_ORDER=$$o (the verify / tree / draft / attn cases and longer EAGLE prefixes)"; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_tree_prefix_plain.json --filter 'verify|tree|draft|attn='; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_tree_prefix_plain.json $(CUDA_EMU_EAGLE_CASES); done
+	  echo "== cuda_attn on the emulator, SM 9.0: tree verify's full prefix tiles unmasked, EMU_ORDER=$$o (the verify / tree / draft / attn cases and longer EAGLE prefixes)"; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    --filter 'verify|tree|draft|attn='; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    $(CUDA_EMU_EAGLE_CASES); done
 TEST_STEPS += cuda-attn-emu
 # sanitize-asan's part (tests/sanitize/module.mk): the quick matrix with the
 # defaults under ASan + UBSan, cuda_attn's (SM 8.0, then the Hopper

@@ -40,24 +40,14 @@ int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, cons
     (void)dtype, (void)dqk, (void)dv, (void)p, (void)tm, (void)sm_count, (void)grid_items, (void)stream;
     return (int)cudaErrorInvalidDeviceFunction;
 }
-int attn_ragged192_bn64_setup(int dtype, int *tma_ok) {
+int attn_new_wgmma_setup(int dtype, int *tma_ok) {
     (void)dtype;
     *tma_ok = 0;
     return (int)cudaErrorInvalidDeviceFunction;
 }
-int attn_launch_ragged192_bn64(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
-                               void *stream) {
+int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
+                          void *stream) {
     (void)dtype, (void)p, (void)tm, (void)sm_count, (void)grid_items, (void)stream;
-    return (int)cudaErrorInvalidDeviceFunction;
-}
-int attn_new_wgmma_setup(int dtype, int qdbl, int *tma_ok) {
-    (void)dtype, (void)qdbl;
-    *tma_ok = 0;
-    return (int)cudaErrorInvalidDeviceFunction;
-}
-int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int qdbl, int sm_count,
-                          int grid_items, void *stream) {
-    (void)dtype, (void)p, (void)tm, (void)qdbl, (void)sm_count, (void)grid_items, (void)stream;
     return (int)cudaErrorInvalidDeviceFunction;
 }
 int attn_dual_chunk_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {

@@ -41,7 +41,7 @@ int attn_kernels_setup(attn_kernels *k) {
 int attn_launch_decode(const attn_kernels *k, const attn_fwd *p, int grid_items, void *stream) {
     switch (k->decode) {
     case ATTN_DECODE_REG:
-        return attn_launch_decode_reg(k->dtype, k->kv_fp8, k->dec16_fast_merge, k->head_dim, p, grid_items, stream);
+        return attn_launch_decode_reg(k->dtype, k->kv_fp8, k->head_dim, p, grid_items, stream);
     case ATTN_DECODE_MMA: return attn_launch_decode_mma(k->dtype, k->head_dim, p, grid_items, stream);
     case ATTN_DECODE_PORTABLE: return attn_launch_decode_portable(k->dtype, k->head_dim, p, grid_items, stream);
     default: return (int)cudaErrorInvalidValue;

@@ -41,33 +41,17 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
  * naming the option, the value and the accepted ones. */
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 /* A lever's option (a boolean, unset or empty: off) into *on; a value that is
- * not a boolean fails as ca_read_options.  The levers (docs/cuda.md's options,
- * bench/gpu/levers/):
- * - "tree_prefix_plain": the wgmma extend's tree verify runs the tiles before a
- *   request's first mask word that is not full with no mask and no mask loads;
- * - "dec16_fast_merge": a 16-bit pool's register-fed decode merges a split
- *   request from a shared table of the splits' weights, the partials in
- *   16-byte loads, instead of the per-element loop that re-reads every LSE;
- * - "ragged192_bn64": forward_ragged at qk 192 / v 128 on the wgmma kernel runs
- *   64-column K/V tiles four stages deep instead of 128-column ones two deep;
- * - "prefill_qdbl": the direct extend's new-token kernel with two Q buffers and
- *   two K/V stages (extend_wg_cfg's QB), so each pair's Q loads while the
- *   consumers finish the pair before it;
- * - "fp8_dec_wave": an fp8 pool's decode plan picks each call's splits by the
- *   wave rule (plan_math.h) against SMs x CA_FP8_DEC_SM_BLOCKS block slots
- *   instead of aiming at CA_FP8_DEC_SPLITS x the items. */
+ * not a boolean fails as ca_read_options.  The levers' options are read with it
+ * at create (docs/cuda.md's options, bench/gpu/levers/); none is live now. */
 int ca_read_lever(const sgl_attn_create_args *a, const char *name, int *on);
 const char *ca_kernel_option_name(int option);
-/* An fp8 e4m3 pool's decode plan aims at this many times the items a 16-bit
- * pool's does (the sizing's blocks per SM times it): half the bytes per token,
- * so a request's KV splits into more, shorter items and more register-fed
- * decode warps run per SM (docs/cuda.md). */
-#define CA_FP8_DEC_SPLITS 4
 /* The blocks per SM the fp8 decode_reg's registers allow: its launch bound
  * (decode_reg.cu, dr_kv::min_blocks). */
 #define CA_FP8_DEC_SM_BLOCKS 6
-/* fp8_dec_wave's sizing (ca_read_lever): CA_FP8_DEC_WAVE_SPLITS x the 16-bit
- * items, so B 128 may take 3 splits a request. */
+/* An fp8 e4m3 pool's decode: its plan picks each call's splits by the wave
+ * rule (plan_math.h) against SMs x CA_FP8_DEC_SM_BLOCKS block slots, within
+ * a sizing of CA_FP8_DEC_WAVE_SPLITS x the 16-bit items (half the bytes per
+ * token: more, shorter items; B 128 may take 3 splits a request). */
 #define CA_FP8_DEC_WAVE_SPLITS 8
 /* The wave rule's aim for every batch size 0..s->max_reqs into aims[] (create
  * tabulates it, so a forward reads one entry): plan_math.h's
@@ -184,8 +168,8 @@ typedef struct ca_backend {
     int32_t *iota;     /* encoder-only models: [max_tokens] identity table (else NULL) */
     attn_tiles tiles;
     attn_sizing sz;
-    /* option fp8_dec_wave on an fp8 pool: [max_reqs + 1] the decode plan's aim per
-     * batch size by the wave rule on SMs x CA_FP8_DEC_SM_BLOCKS slots; else NULL */
+    /* an fp8 pool: [max_reqs + 1] the decode plan's aim per batch size by the wave
+     * rule on SMs x CA_FP8_DEC_SM_BLOCKS slots; else NULL */
     int32_t *dec_wave_aim;
     void *dev_mem;     /* one allocation, carved by sz */
     attn_tmap_cache *tmaps; /* wgmma extend / ragged with a TMA kernel: the encoder (and the pools' maps); else NULL */
@@ -194,7 +178,6 @@ typedef struct ca_backend {
     char rg_why[160];
     int rg_wgmma;      /* forward_ragged runs the wgmma kernel (else the mma one) */
     int rg_tma;        /* ... with its TMA producer set up */
-    int rg192_bn64;    /* ... qk 192 on 64-column tiles, four stages (option ragged192_bn64) */
     void *rg_mem;      /* forward_ragged's items: [rg_max_items] attn_extend_item, then the count */
     int32_t rg_max_items;
     /* The split extend on an fp8 pool (extend_fp8_split.cu; SM 9.0 d128 with the ragged
@@ -217,7 +200,6 @@ typedef struct ca_backend {
      * sp_v, sp_part, sp_lse_pre NULL), the new tokens read from the call's k / v, the save
      * after them as their programmatic dependent (cuda_attn_forward.c, direct_extend). */
     int sp_direct;
-    int prefill_qdbl;           /* option prefill_qdbl: the new-token kernel with two Q buffers */
     int sp_new_tma;             /* ... the new-token kernel's TMA producer is set up */
     int plan_graph;             /* ca_plan runs for a graph hook: no direct extend (its lists stay unplanned) */
     int planned_split;          /* the planned batch has the split's lists (direct: no request has a prefix) */
@@ -233,8 +215,8 @@ typedef struct ca_backend {
      * (encoder-only, bidirectional, ragged-only). */
     uint64_t *tmask_bits;
     uint8_t *tmask_full;
-    /* option tree_prefix_plain on the wgmma extend: each request's first word that is not
-     * full (max_reqs entries, after the flags in tmask_full's allocation); NULL otherwise */
+    /* each request's first word that is not full (max_reqs entries, after the flags in
+     * tmask_full's allocation: the wgmma extend's plain prefix) */
     uint32_t *tmask_first;
     int32_t tmask_words;
     int32_t tmask_rows; /* rows the bits hold: min(max_tokens, max_reqs x the model's spec_tokens) */

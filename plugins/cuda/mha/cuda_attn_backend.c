@@ -210,7 +210,7 @@ static int alloc_zeroed(void **mem, size_t bytes, const char *for_what, char *er
  * paged extend would run wgmma (option auto on an SM 9.0 device with the
  * sm_90a image), else the mma ones; a wgmma setup that fails falls back to
  * mma with a warning.  Its item buffer: one allocation here. */
-static int ragged_setup(ca_backend *b, int option, int wgmma_image, int bn64, const sgl_attn_create_args *a,
+static int ragged_setup(ca_backend *b, int option, int wgmma_image, const sgl_attn_create_args *a,
                         char *err, size_t err_size) {
     const int dt = b->kern.dtype;
     b->rg_wgmma = option == CA_KERNEL_AUTO && wgmma_image;
@@ -218,8 +218,6 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, int bn64, co
         int t128 = 0, t192 = 0;
         int e = attn_ragged_wgmma_setup(dt, 128, CA_RAGGED_DV, &t128);
         if (!e) e = attn_ragged_wgmma_setup(dt, CA_RAGGED_DQK, CA_RAGGED_DV, &t192);
-        /* ragged192_bn64: qk 192 on the 64-column kernel (its own TMA producer) */
-        if (!e && bn64) e = attn_ragged192_bn64_setup(dt, &t192);
         if (e) {
             (void)cudaGetLastError();
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME, "forward_ragged: wgmma kernel setup failed (%d): mma for it",
@@ -227,7 +225,6 @@ static int ragged_setup(ca_backend *b, int option, int wgmma_image, int bn64, co
             b->rg_wgmma = 0;
         }
         b->rg_tma = b->rg_wgmma && t128 && t192;
-        b->rg192_bn64 = b->rg_wgmma && bn64;
     }
     b->rg_ok = 1;
     if (!b->rg_wgmma) {
@@ -267,7 +264,7 @@ static int split_setup(ca_backend *b, const sgl_attn_create_args *a, char *err, 
         return SGL_ATTN_OK;
     const int direct = !b->kern.kv_fp8 && b->kern.extend == ATTN_EXTEND_WGMMA;
     if (direct) {
-        const int e = attn_new_wgmma_setup(b->kern.dtype, b->prefill_qdbl, &b->sp_new_tma);
+        const int e = attn_new_wgmma_setup(b->kern.dtype, &b->sp_new_tma);
         if (e) {
             (void)cudaGetLastError();
             sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
@@ -347,22 +344,22 @@ static void split_tmaps(ca_backend *b) {
  * model that verifies (spec_tokens > 1) has it, with rows for max_reqs
  * requests of spec_tokens tokens (at most max_tokens): a plain model pays no
  * memory for it.  Models whose layers take no tree mask (not causal) have none. */
-static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, int32_t spec_tokens, int prefix_plain,
-                           char *err, size_t err_size) {
+static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, int32_t spec_tokens, char *err,
+                           size_t err_size) {
     b->tmask_words = (int32_t)(((int64_t)a->max_context + 63) / 64);
     const int64_t rows = (int64_t)a->max_reqs * spec_tokens;
     b->tmask_rows = (int32_t)(rows < a->max_tokens ? rows : a->max_tokens);
     const size_t nbits = (size_t)b->tmask_rows * (size_t)b->tmask_words * sizeof(uint64_t);
     const size_t nflags = (size_t)a->max_reqs * (size_t)b->tmask_words;
-    /* tree_prefix_plain: the requests' first words after the flags, 16-byte aligned (the
-     * kernels find them at this offset from the flags: attn_fwd.mask_first_off, an int32) */
+    /* the requests' first words that are not full after the flags, 16-byte aligned (the
+     * wgmma extend finds them at this offset from the flags: attn_fwd.mask_first_off, an int32) */
     const size_t first_off = (nflags + 15) & ~(size_t)15;
-    if (prefix_plain && first_off > INT32_MAX) {
-        snprintf(err, err_size, "create: option tree_prefix_plain: %zu bytes of full flags (max_reqs %d x %d words) "
+    if (first_off > INT32_MAX) {
+        snprintf(err, err_size, "create: tree verify's mask: %zu bytes of full flags (max_reqs %d x %d words) "
                  "exceed the kernels' 32-bit offset", nflags, (int)a->max_reqs, (int)b->tmask_words);
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    const size_t nfull = prefix_plain ? first_off + (size_t)a->max_reqs * sizeof(uint32_t) : nflags;
+    const size_t nfull = first_off + (size_t)a->max_reqs * sizeof(uint32_t);
     cudaError_t ce = cudaMalloc((void **)&b->tmask_bits, nbits);
     if (ce == cudaSuccess) ce = cudaMalloc((void **)&b->tmask_full, nfull);
     if (ce != cudaSuccess) {
@@ -372,7 +369,7 @@ static int alloc_tree_mask(ca_backend *b, const sgl_attn_create_args *a, int32_t
         sgl_sdk_cuda_format_error(err, err_size, what, (int)ce);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    if (prefix_plain) b->tmask_first = (uint32_t *)(b->tmask_full + first_off);
+    b->tmask_first = (uint32_t *)(b->tmask_full + first_off);
     return 0;
 }
 
@@ -413,13 +410,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, prefix_plain = 0, dec16_fast_merge = 0, fp8_dec_wave = 0, rg192_bn64 = 0,
-        prefill_qdbl = 0;
-    if ((rc = ca_read_options(a, &option)) || (rc = ca_read_lever(a, "tree_prefix_plain", &prefix_plain)) ||
-        (rc = ca_read_lever(a, "dec16_fast_merge", &dec16_fast_merge)) ||
-        (rc = ca_read_lever(a, "fp8_dec_wave", &fp8_dec_wave)) ||
-        (rc = ca_read_lever(a, "ragged192_bn64", &rg192_bn64)) || (rc = ca_read_lever(a, "prefill_qdbl", &prefill_qdbl)))
-        return rc;
+    int option = CA_KERNEL_AUTO;
+    if ((rc = ca_read_options(a, &option))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -444,7 +436,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    kern.dec16_fast_merge = kern.kv_fp8 ? 0 : dec16_fast_merge;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -457,7 +448,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->base.ops_size = ca_ops.struct_size;
     b->base.device = a->device;
     b->device = a->device;
-    b->prefill_qdbl = prefill_qdbl;
     b->host = sgl_sdk_create_host(a);
     b->kern = kern;
     b->dt_bit = m->dtype;
@@ -470,10 +460,10 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->model_window = m->sliding_window;
     b->model_attn_type = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, attn_type);
     b->tiles = attn_kernel_tiles(&b->kern, b->group);
-    /* an fp8 pool's decode aims at CA_FP8_DEC_SPLITS times the items (half the bytes per token);
-     * with fp8_dec_wave its plan picks the splits per call within CA_FP8_DEC_WAVE_SPLITS times them */
-    const int wave = kern.kv_fp8 && fp8_dec_wave;
-    const int fp8_dec_splits = !kern.kv_fp8 ? 1 : wave ? CA_FP8_DEC_WAVE_SPLITS : CA_FP8_DEC_SPLITS;
+    /* an fp8 pool's decode plan picks each call's splits by the wave rule, within
+     * CA_FP8_DEC_WAVE_SPLITS times a 16-bit pool's items (half the bytes per token) */
+    const int wave = kern.kv_fp8;
+    const int fp8_dec_splits = wave ? CA_FP8_DEC_WAVE_SPLITS : 1;
     rc = attn_sizing_compute(&b->sz, a->max_reqs, a->max_tokens, a->max_context, b->hq, b->hkv, b->head_dim,
                              &b->tiles, dev.sm_count, CA_DECODE_BLOCKS_PER_SM * fp8_dec_splits, err, err_size);
     if (rc) {
@@ -500,8 +490,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     const int32_t spec_tokens = SGL_ATTN_FIELD_OR_0(sgl_attn_model, m, spec_tokens);
     if (!b->ragged_only && b->model_attn_type == SGL_ATTN_TYPE_CAUSAL && spec_tokens > 1 &&
-        (rc = alloc_tree_mask(b, a, spec_tokens, prefix_plain && kern.extend == ATTN_EXTEND_WGMMA, err,
-                              err_size))) {
+        (rc = alloc_tree_mask(b, a, spec_tokens, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }
@@ -516,7 +505,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         ca_destroy(&b->base);
         return SGL_ATTN_E_DEVICE;
     }
-    if ((rc = ragged_setup(b, option, wgmma_image, rg192_bn64, a, err, err_size))) {
+    if ((rc = ragged_setup(b, option, wgmma_image, a, err, err_size))) {
         ca_destroy(&b->base);
         return rc;
     }
@@ -559,12 +548,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         snprintf(dcw, sizeof dcw, "extend %s%s / decode mma", extend_names[b->kern.dc_extend],
                  b->tmaps && b->kern.dc_tma ? " (TMA)" : "");
     char dec_note[96];
-    if (b->kern.kv_fp8 && wave)
+    if (wave)
         snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, splits by the wave rule on %d block slots)", wave_slots);
-    else if (b->kern.kv_fp8)
-        snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, %dx the items)", fp8_dec_splits);
-    else if (b->kern.dec16_fast_merge && b->kern.decode == ATTN_DECODE_REG)
-        snprintf(dec_note, sizeof dec_note, " (dec16_fast_merge=1: the split merge from a weights table)");
     else
         dec_note[0] = 0;
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,
@@ -572,13 +557,12 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 "%s%s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
-                b->sp_direct && b->prefill_qdbl ? " (no prefix: the ragged wgmma from k / v, two Q buffers, save-KV beside)"
-                : b->sp_direct ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
+                b->sp_direct    ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
                 : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma from a byte ring, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",
                 decode_names[b->kern.decode], dec_note,
-                b->rg192_bn64 ? "wgmma (qk 192: 64-column tiles)" : b->rg_wgmma ? "wgmma" : "mma",
+                b->rg_wgmma ? "wgmma" : "mma",
                 b->rg_tma && b->tmaps ? " (TMA)" : "", dcw,
                 b->ragged_only ? " (the model's qk / v dims: forward_ragged only)" : "", b->sz.total_bytes);
     *out = &b->base;

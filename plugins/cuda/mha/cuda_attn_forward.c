@@ -265,7 +265,7 @@ int ca_plan(ca_backend *b, const sgl_attn_batch *bt, int32_t bs, int32_t tokens,
             pl.cross = set == ATTN_DPLAN_CROSS;
             pl.counters = (int32_t *)dev_at(b, b->sz.off_counters);
             pl.counters_per_req = b->sz.counters_per_req;
-            if (wave_aim) { /* fp8_dec_wave: the wave rule's aim for bs, ceil splits */
+            if (wave_aim) { /* an fp8 pool: the wave rule's aim for bs, ceil splits */
                 pl.target_items = wave_aim;
                 pl.split_ceil = 1;
             }
@@ -865,7 +865,7 @@ static int direct_extend(ca_backend *b, const sgl_attn_forward_args *a, const at
     attn_kv_tmaps maps; /* the kernel takes them by value */
     const attn_kv_tmaps *tm = NULL;
     if (b->sp_new_tma && b->rg_tma && b->tmaps && !attn_tmap_ragged(b->tmaps, &n, 128, 128, &maps)) tm = &maps;
-    int ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->prefill_qdbl, b->kern.sm_count, b->sp_grid_new, stream);
+    int ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
     if (!ce) ce = attn_launch_save_kv_after(sv, stream);
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: direct extend launch", ce);

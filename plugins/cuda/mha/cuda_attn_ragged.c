@@ -142,10 +142,7 @@ int ca_forward_ragged(sgl_attn_backend *bb, const sgl_attn_ragged_args *a) {
             const int cu = attn_tmap_ragged(b->tmaps, &p, dqk, dv, &maps);
             if (!cu) tm = &maps; /* else a layout TMA cannot describe: cp.async */
         }
-        if (b->rg192_bn64 && dqk == CA_RAGGED_DQK)
-            ce = attn_launch_ragged192_bn64(b->kern.dtype, &p, tm, b->kern.sm_count, (int)items, a->stream);
-        else
-            ce = attn_launch_ragged_wgmma(b->kern.dtype, dqk, dv, &p, tm, b->kern.sm_count, (int)items, a->stream);
+        ce = attn_launch_ragged_wgmma(b->kern.dtype, dqk, dv, &p, tm, b->kern.sm_count, (int)items, a->stream);
     } else {
         ce = attn_launch_ragged_mma(b->kern.dtype, dqk, dv, &p, (int)items, a->stream);
     }

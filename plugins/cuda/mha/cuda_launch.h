@@ -40,8 +40,6 @@ typedef struct attn_kernels {
     int sm_count; /* wgmma extend: blocks of the persistent grid */
     int tma;      /* wgmma extend: the TMA-producer kernel is set up (attn_kernels_setup) */
     int kv_fp8;   /* 1: the pool is fp8 e4m3 (decode_reg.cu's KV template, extend_mma.cu's F8) */
-    int dec16_fast_merge; /* 16-bit pools: 1 runs the register-fed decode whose split merge takes
-                             the weights table and 16-byte loads (option dec16_fast_merge) */
     int dual_chunk; /* the dual chunk kernels (dual_chunk.h) are set up: a 16-bit pool and their
                        shared memory fits the device (attn_kernels_setup) */
     int dc_extend;  /* attn_extend_kernel serving dual chunk's extend: wgmma where the plain
@@ -64,10 +62,9 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
                        void *stream);
 
 /* Per kernel, behind the two above. */
-/* fast_merge16 (16-bit pools): 1 runs the kernel whose split merge takes the weights
- * table (option dec16_fast_merge); fp8 pools ignore it. */
-int attn_launch_decode_reg(int dtype, int kv_fp8, int fast_merge16, int head_dim, const attn_fwd *p, int grid_items,
-                           void *stream);
+/* 16-bit pools: the kernel whose split merge takes the weights table and 16-byte
+ * loads (attn_decode_finish's FM); fp8 pools: the per-element merge. */
+int attn_launch_decode_reg(int dtype, int kv_fp8, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 /* fp8 pools: new K/V (dtype) quantised at out_cache_loc, value / scale
  * (save_kv_fp8.cu); the scales as attn_fwd's. */
 typedef struct attn_save_fp8 {
@@ -108,7 +105,7 @@ int attn_launch_extend_wgmma_fp8(int dtype, const attn_fwd *p, int sm_count, int
  * (tree_mask_pack.cu): bits[(b * mq + r) * words + (c >> 6)] bit c & 63 is
  * byte (r, c) of request b's block; full[b * words + w] = 1 when every row's
  * word w is all ones.  words * 64 >= every request's seq_len.  first (NULL:
- * not asked; option tree_prefix_plain): first[b] = request b's first word
+ * not asked; the wgmma extend reads it): first[b] = request b's first word
  * whose flag is 0, words when none is. */
 int attn_launch_tree_mask_pack(const uint8_t *mask, int64_t mask_len, attn_index indptr, int32_t bs, int32_t mq,
                                int32_t words, uint64_t *bits, uint8_t *full, uint32_t *first, void *stream);
@@ -154,11 +151,6 @@ int attn_launch_ragged_mma(int dtype, int dqk, int dv, const attn_fwd *p, int gr
 int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok);
 int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                              int grid_items, void *stream);
-/* Option ragged192_bn64 (a lever): the wgmma ragged kernel at qk 192 / v 128
- * with 64-column tiles, four K/V stages; *tma_ok as attn_ragged_wgmma_setup. */
-int attn_ragged192_bn64_setup(int dtype, int *tma_ok);
-int attn_launch_ragged192_bn64(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
-                               void *stream);
 
 /* ------------------------------------------ the direct extend (16-bit pools) */
 
@@ -168,11 +160,9 @@ int attn_launch_ragged192_bn64(int dtype, const attn_fwd *p, const attn_kv_tmaps
  * of those k / v into the pool as its programmatic dependent
  * (save_kv_pdl.cu: the copy beside the attention, its grid complete only
  * after the attention's).  qk / v 128; *tma_ok as attn_ragged_wgmma_setup. */
-/* qdbl: the option prefill_qdbl's instantiation (two Q buffers, two K/V
- * stages: extend_wg_cfg's QB 2), set up and launched in place of the plain one. */
-int attn_new_wgmma_setup(int dtype, int qdbl, int *tma_ok);
-int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int qdbl, int sm_count,
-                          int grid_items, void *stream);
+int attn_new_wgmma_setup(int dtype, int *tma_ok);
+int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
+                          void *stream);
 int attn_launch_save_kv_after(const attn_save *s, void *stream);
 
 /* ------------------------------------------- the fp8 pool's split extend */

@@ -120,17 +120,17 @@ template <int N> GC_DEV uint32_t dr_word(const uint4 (&v)[N], int w) {
 /* KV element types of the template: 16-bit, or fp8 e4m3 with its bytes
  * converted to f16 by the SM 8.9+ cvt, or by integer moves where no cvt
  * exists (SM 8.0). */
-enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1, ATTN_KV_16_FM = 2 };
+enum { ATTN_KV_16 = 0, ATTN_KV_FP8 = 1 };
 template <int KV> struct dr_kv {
     static constexpr bool f8 = KV == ATTN_KV_FP8;
     static constexpr bool kcvt = ATTN_FP8_HW_CVT && f8;
     /* blocks per SM the registers must allow: the fp8 kernel is held to 6
-     * (168 registers: 12 warps per SM), its plan aiming at 4x the items
-     * (CA_FP8_DEC_SPLITS), so more short items run beside each other */
+     * (168 registers: 12 warps per SM), its plan splitting by the wave rule
+     * on those slots (CA_FP8_DEC_SM_BLOCKS), so more short items run beside each other */
     static constexpr int min_blocks = f8 ? 6 : ATTN_DR_MIN_BLOCKS;
-    /* ATTN_KV_16_FM: the 16-bit kernel whose split merge takes the weights
-     * table and 16-byte loads (attn_decode_finish's FM; option dec16_fast_merge) */
-    static constexpr bool fm = KV == ATTN_KV_16_FM;
+    /* the 16-bit kernel's split merge takes the weights table and 16-byte
+     * loads (attn_decode_finish's FM); the fp8 one keeps the per-element loop */
+    static constexpr bool fm = KV == ATTN_KV_16;
     static constexpr bool vcvt = kcvt;
     /* what a converted K / V value is multiplied by to give the e4m3 value */
     static constexpr float kunit = kcvt ? 1.0f : ATTN_FP8_INT_UNIT;
@@ -486,12 +486,11 @@ template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, 
     return (int)cudaErrorInvalidValue;
 }
 
-extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int fast_merge16, int d, const attn_fwd *p,
+extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p,
                                       int grid_items, void *stream) {
     if (grid_items <= 0) return 0;
     if (p->group < 1 || p->group > ATTN_DR_HEADS) return (int)cudaErrorInvalidValue;
     const cudaStream_t st = (cudaStream_t)stream;
-    if (!kv_fp8 && fast_merge16) return decode_reg_kv<ATTN_KV_16_FM>(dtype, d, p, grid_items, st);
     if (!kv_fp8) return decode_reg_kv<ATTN_KV_16>(dtype, d, p, grid_items, st);
     return decode_reg_kv<ATTN_KV_FP8>(dtype, d, p, grid_items, st);
 }

@@ -64,14 +64,14 @@ extern "C" int attn_wgmma_available(int device) {
  * assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY registers and the
  * consumers' setmaxnreg.inc waits for exactly what the producer gives back;
  * a kernel built with fewer would hang there. */
-template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int QB = 1, typename K>
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, typename K>
 static int setup_fn(K fn) {
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, fn);
     if (e != cudaSuccess) return (int)e;
     if (fa.numRegs != ATTN_WG_REGS_ENTRY) return (int)cudaErrorInvalidDeviceFunction;
     return (int)cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)extend_wg_cfg<DQK, DV, NQ, F8, BNT, QB>::SMEM);
+                                     (int)extend_wg_cfg<DQK, DV, NQ, F8, BNT>::SMEM);
 }
 
 /* The persistent grid: one block per SM, fewer when the batch has fewer
@@ -84,20 +84,16 @@ static int wg_blocks(int grid_items, int heads, int sm_count) {
 /* Every non-ragged instantiation the launcher may pick: TREE x HP, one
  * producer. */
 template <int DT, bool TMA_P> static int setup_all() {
-    constexpr int D = ATTN_WG_D, TN = ATTN_WG_TREE_NONE, TA = ATTN_WG_TREE_AHEAD, TP = ATTN_WG_TREE_PLAIN;
+    constexpr int D = ATTN_WG_D, TN = ATTN_WG_TREE_NONE, TP = ATTN_WG_TREE_PLAIN;
     if constexpr (TMA_P) {
         int e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TA, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, true>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TA, true>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TP, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TP, true>);
         return e;
     } else {
         int e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TA, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, true>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TA, true>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TP, false>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TP, true>);
         return e;
@@ -129,15 +125,15 @@ static int launch_tree(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, c
     return (int)cudaGetLastError();
 }
 
-/* A batch with a tree mask runs the TREE instantiation (its mask words
- * loaded one tile ahead of their use; PLAIN where the plan gave each
- * request's first word that is not full: option tree_prefix_plain), any
- * other the one without mask code. */
+/* A batch with a tree mask runs the TREE instantiation (no mask before
+ * each request's first word that is not full, which the pack gave at
+ * p->mask_first_off; the later words loaded one tile ahead of their use),
+ * any other the one without mask code. */
 template <int DT, bool HP>
 static int launch_hp(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
     if (!p->mask) return launch_tree<DT, ATTN_WG_TREE_NONE, HP>(p, tm, blocks, st);
-    return p->mask_first_off > 0 ? launch_tree<DT, ATTN_WG_TREE_PLAIN, HP>(p, tm, blocks, st)
-                         : launch_tree<DT, ATTN_WG_TREE_AHEAD, HP>(p, tm, blocks, st);
+    if (p->mask_first_off <= 0) return (int)cudaErrorInvalidValue;
+    return launch_tree<DT, ATTN_WG_TREE_PLAIN, HP>(p, tm, blocks, st);
 }
 
 template <int DT>
@@ -164,27 +160,46 @@ extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, con
 }
 
 /* forward_ragged on the same kernel (RAGGED): qk 128 or 192, v 128.  Both
- * producers are set up at create; *tma_ok as above. */
-template <int DT, int DQK> static int ragged_setup(int *tma_ok) {
-    const int e = setup_fn<DQK, 128>(attn_extend_wgmma_kernel<DT, DQK, 128, true>);
-    *tma_ok = !e && setup_fn<DQK, 128>(attn_extend_wgmma_tma_kernel<DT, DQK, 128, true>) == 0;
+ * producers are set up at create; *tma_ok as above.  qk 192 runs 64-column
+ * K/V tiles four stages deep (attn_ragged192_kernel: Q 48 KB + 4 x 40 KB),
+ * where 128-column ones fit two. */
+using rg192_cfg = extend_wg_cfg<192, 128, 1, false, 64>;
+static_assert(rg192_cfg::STAGES == 4 && rg192_cfg::SMEM <= ATTN_WG_SMEM_MAX, "four 40 KB stages beside Q");
+
+template <int DT> static int ragged128_setup(int *tma_ok) {
+    const int e = setup_fn<128, 128>(attn_extend_wgmma_kernel<DT, 128, 128, true>);
+    *tma_ok = !e && setup_fn<128, 128>(attn_extend_wgmma_tma_kernel<DT, 128, 128, true>) == 0;
+    return e;
+}
+
+template <int DT> static int ragged192_setup(int *tma_ok) {
+    const int e = setup_fn<192, 128, 1, false, 64>(attn_ragged192_kernel<DT>);
+    *tma_ok = !e && setup_fn<192, 128, 1, false, 64>(attn_ragged192_tma_kernel<DT>) == 0;
     return e;
 }
 
 extern "C" int attn_ragged_wgmma_setup(int dtype, int dqk, int dv, int *tma_ok) {
     *tma_ok = 0;
     if (dv != 128 || (dqk != 128 && dqk != 192)) return (int)cudaErrorInvalidValue;
-    if (dtype == ATTN_DT_BF16) return dqk == 192 ? ragged_setup<GC_BF16, 192>(tma_ok) : ragged_setup<GC_BF16, 128>(tma_ok);
-    return dqk == 192 ? ragged_setup<GC_F16, 192>(tma_ok) : ragged_setup<GC_F16, 128>(tma_ok);
+    if (dtype == ATTN_DT_BF16) return dqk == 192 ? ragged192_setup<GC_BF16>(tma_ok) : ragged128_setup<GC_BF16>(tma_ok);
+    return dqk == 192 ? ragged192_setup<GC_F16>(tma_ok) : ragged128_setup<GC_F16>(tma_ok);
 }
 
-template <int DT, int DQK>
-static int ragged_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
-    constexpr size_t SMEM = extend_wg_cfg<DQK, 128>::SMEM;
+template <int DT> static int ragged128_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr size_t SMEM = extend_wg_cfg<128, 128>::SMEM;
     if (tm)
-        attn_extend_wgmma_tma_kernel<DT, DQK, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+        attn_extend_wgmma_tma_kernel<DT, 128, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
     else
-        attn_extend_wgmma_kernel<DT, DQK, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+        attn_extend_wgmma_kernel<DT, 128, 128, true><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+    return (int)cudaGetLastError();
+}
+
+template <int DT> static int ragged192_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr size_t SMEM = rg192_cfg::SMEM;
+    if (tm)
+        attn_ragged192_tma_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+    else
+        attn_ragged192_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
@@ -197,88 +212,42 @@ extern "C" int attn_launch_ragged_wgmma(int dtype, int dqk, int dv, const attn_f
     const int blocks = wg_blocks(grid_items, p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
     if (dtype == ATTN_DT_BF16)
-        return dqk == 192 ? ragged_launch<GC_BF16, 192>(p, tm, blocks, st) : ragged_launch<GC_BF16, 128>(p, tm, blocks, st);
-    return dqk == 192 ? ragged_launch<GC_F16, 192>(p, tm, blocks, st) : ragged_launch<GC_F16, 128>(p, tm, blocks, st);
-}
-
-/* Option ragged192_bn64 (a lever): forward_ragged at qk 192 / v 128 on
- * 64-column tiles, four K/V stages (attn_ragged192_bn64_kernel).  Both
- * producers are set up at create; *tma_ok as above. */
-using rg64_cfg = extend_wg_cfg<192, 128, 1, false, 64>;
-static_assert(rg64_cfg::STAGES == 4 && rg64_cfg::SMEM <= ATTN_WG_SMEM_MAX, "four 40 KB stages beside Q");
-
-template <int DT> static int rg64_setup(int *tma_ok) {
-    const int e = setup_fn<192, 128, 1, false, 64>(attn_ragged192_bn64_kernel<DT>);
-    *tma_ok = !e && setup_fn<192, 128, 1, false, 64>(attn_ragged192_bn64_tma_kernel<DT>) == 0;
-    return e;
-}
-
-extern "C" int attn_ragged192_bn64_setup(int dtype, int *tma_ok) {
-    *tma_ok = 0;
-    return dtype == ATTN_DT_BF16 ? rg64_setup<GC_BF16>(tma_ok) : rg64_setup<GC_F16>(tma_ok);
-}
-
-/* As attn_launch_ragged_wgmma at qk 192 / v 128. */
-extern "C" int attn_launch_ragged192_bn64(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
-                                          int grid_items, void *stream) {
-    if (grid_items <= 0 || p->hq <= 0) return 0;
-    if (sm_count <= 0) return (int)cudaErrorInvalidValue;
-    const int blocks = wg_blocks(grid_items, p->hq, sm_count);
-    const cudaStream_t st = (cudaStream_t)stream;
-    constexpr size_t SMEM = rg64_cfg::SMEM;
-    if (dtype == ATTN_DT_BF16) {
-        if (tm)
-            attn_ragged192_bn64_tma_kernel<GC_BF16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
-        else
-            attn_ragged192_bn64_kernel<GC_BF16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
-    } else {
-        if (tm)
-            attn_ragged192_bn64_tma_kernel<GC_F16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
-        else
-            attn_ragged192_bn64_kernel<GC_F16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
-    }
-    return (int)cudaGetLastError();
+        return dqk == 192 ? ragged192_launch<GC_BF16>(p, tm, blocks, st) : ragged128_launch<GC_BF16>(p, tm, blocks, st);
+    return dqk == 192 ? ragged192_launch<GC_F16>(p, tm, blocks, st) : ragged128_launch<GC_F16>(p, tm, blocks, st);
 }
 
 /* The direct extend's new-token pass (attn_extend_wgmma_new_kernel:
  * the ragged body at 128 / 128 after a programmatic-dependent trigger): both
- * producers, as ragged_setup, with QB Q buffers (2: option prefill_qdbl). */
-template <int DT, int QB> static int new_setup_qb(int *tma_ok) {
-    const int e = setup_fn<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>(attn_extend_wgmma_new_kernel<DT, QB>);
-    *tma_ok = !e && setup_fn<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>(attn_extend_wgmma_new_tma_kernel<DT, QB>) == 0;
+ * producers, as ragged_setup. */
+template <int DT> static int new_setup(int *tma_ok) {
+    const int e = setup_fn<ATTN_WG_D>(attn_extend_wgmma_new_kernel<DT>);
+    *tma_ok = !e && setup_fn<ATTN_WG_D>(attn_extend_wgmma_new_tma_kernel<DT>) == 0;
     return e;
 }
 
-template <int DT> static int new_setup(int qdbl, int *tma_ok) {
-    return qdbl ? new_setup_qb<DT, 2>(tma_ok) : new_setup_qb<DT, 1>(tma_ok);
-}
-
-extern "C" int attn_new_wgmma_setup(int dtype, int qdbl, int *tma_ok) {
+extern "C" int attn_new_wgmma_setup(int dtype, int *tma_ok) {
     *tma_ok = 0;
-    return dtype == ATTN_DT_BF16 ? new_setup<GC_BF16>(qdbl, tma_ok) : new_setup<GC_F16>(qdbl, tma_ok);
+    return dtype == ATTN_DT_BF16 ? new_setup<GC_BF16>(tma_ok) : new_setup<GC_F16>(tma_ok);
 }
 
-template <int DT, int QB> static int new_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
-    constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D, ATTN_WG_D, 1, false, 128, QB>::SMEM;
+template <int DT> static int new_launch(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
+    constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D>::SMEM;
     if (tm)
-        attn_extend_wgmma_new_tma_kernel<DT, QB><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
+        attn_extend_wgmma_new_tma_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm);
     else
-        attn_extend_wgmma_new_kernel<DT, QB><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
+        attn_extend_wgmma_new_kernel<DT><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p);
     return (int)cudaGetLastError();
 }
 
 /* As attn_launch_ragged_wgmma at qk / v 128 (a plain launch: the kernel is
- * the primary of the save-KV launched after it, attn_launch_save_kv_after);
- * qdbl: the two-Q-buffer instantiation (set up with qdbl 1). */
-extern "C" int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int qdbl, int sm_count,
+ * the primary of the save-KV launched after it, attn_launch_save_kv_after). */
+extern "C" int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                                      int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
     if (sm_count <= 0) return (int)cudaErrorInvalidValue;
     const int blocks = wg_blocks(grid_items, p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
-    if (dtype == ATTN_DT_BF16)
-        return qdbl ? new_launch<GC_BF16, 2>(p, tm, blocks, st) : new_launch<GC_BF16, 1>(p, tm, blocks, st);
-    return qdbl ? new_launch<GC_F16, 2>(p, tm, blocks, st) : new_launch<GC_F16, 1>(p, tm, blocks, st);
+    return dtype == ATTN_DT_BF16 ? new_launch<GC_BF16>(p, tm, blocks, st) : new_launch<GC_F16>(p, tm, blocks, st);
 }
 
 /* Dual chunk attention's extend (the DCA instantiations): both producers,

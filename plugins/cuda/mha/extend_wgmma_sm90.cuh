@@ -44,19 +44,20 @@
  *
  * Head dims are template parameters: DQK (Q and K: 128, or 192 for
  * DeepSeek's MLA prefill) and DV (V and O: 128); the consumers' registers
- * depend on DV and BN only, so DQK 192 costs shared memory (two stages
- * instead of three), not registers.  RAGGED: forward_ragged, whose K / V are
+ * depend on DV and BN only, so DQK 192 costs shared memory (64-column
+ * tiles, four stages), not registers.  RAGGED: forward_ragged, whose K / V are
  * tensors with cu_seqlens: the item's `row` is the request's first key row
  * and key column c is row row + c (no page-table read); the TMA producer
  * then takes every whole 16-row box of the tile (any start row) by TMA
  * (wg_tma_rows), the rest by cp.async with its zero-fill.
  *
  * A tree verify item (ATTN_VIS_TREE) masks each tile by the batch's packed
- * mask (tree_mask_pack.cu): each consumer thread loads its two rows' words
- * (one per 64 columns) and the request's full flags one tile ahead of their
- * use, so the loads' latency hides behind a whole tile's wgmmas and softmax,
- * and a tile whose words are all ones for every row (the prefix) takes no
- * mask at all.  A consumer warpgroup whose rows all lie past a short item
+ * mask (tree_mask_pack.cu): the tiles before the request's first word
+ * that is not full (the prefix sglang's EAGLE masks open; first[] of the
+ * pack) take no mask and load no word; on the later tiles each consumer
+ * thread loads its two rows' words (one per 64 columns) one tile ahead of
+ * their use, so the loads' latency hides behind a whole tile's wgmmas and
+ * softmax, and masks where they are not all ones.  A consumer warpgroup whose rows all lie past a short item
  * only keeps the barrier counts.  HP (head pairs: a verify batch whose items
  * all have <= 64 rows, an even GQA group; the others keep one q head a pair):
  * a pair is (item, q heads h and h + 1 of one kv head);
@@ -111,28 +112,23 @@
 #endif
 #define ATTN_WG_SMEM_MAX 232448 /* sharedMemPerBlockOptin on SM 9.0 (227 KB) */
 /* The kernels' TREE parameter: no tree mask code, or the tree verify
- * instantiation (the mask words loaded one tile ahead of their use); PLAIN
- * (option tree_prefix_plain, p.mask_first_off set): as AHEAD, but the
- * tiles before the request's first word that is not full load no
- * mask word and take no mask, and the later tiles load no full flag (a
+ * instantiation (p.mask_first_off set): the tiles before the request's
+ * first word that is not full load no mask word and take no mask; the later
+ * ones load their words one tile ahead of their use and load no full flag (a
  * thread masks where its two rows' words are not all ones). */
 #define ATTN_WG_TREE_NONE 0
-#define ATTN_WG_TREE_AHEAD 1
-#define ATTN_WG_TREE_PLAIN 2
+#define ATTN_WG_TREE_PLAIN 1
 
 /* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
  * q_succ, q_inter, one BM x DQK tile each).  BNT: KV tokens per tile, 128;
- * 64 only for the ragged qk 192 kernel of option ragged192_bn64, whose
+ * 64 for the ragged qk 192 kernel (every qk 192 kernel), whose
  * 40 KB stages fit four deep (Q 48 KB + 4 x 40 KB) where 128-column ones
- * fit two.  QB: Q buffers (1; 2 for the direct extend's option
- * prefill_qdbl: pair i's Q in buffer i % 2, so the producer loads the next
- * pair's Q while the consumers still read this one's; the second 32 KB
- * takes the third K/V stage's room). */
-template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int QB = 1> struct extend_wg_cfg {
+ * fit two. */
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
     static constexpr int BN = BNT;   /* KV tokens per tile */
     /* K/V ring depth: what fits 227 KB beside the Q tiles (F8: and the byte ring) */
-    static constexpr int STAGES = BNT == 64 ? 4 : F8 || DQK > 128 || NQ > 1 || QB > 1 ? 2 : 3;
+    static constexpr int STAGES = BNT == 64 ? 4 : F8 || DQK > 128 || NQ > 1 ? 2 : 3;
     static constexpr int CH = DQK / 8; /* 16-byte chunks per Q / K row */
     static constexpr int CHV = DV / 8; /* per V row */
     static constexpr int DB = DQK / 64; /* 128-byte column blocks of Q / K */
@@ -141,7 +137,7 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int
     static constexpr uint32_t K_BYTES = wg_sw_bytes<BN, DQK>();
     static constexpr uint32_t V_BYTES = wg_sw_bytes<BN, DV>();
     static constexpr uint32_t OFF_Q = 0;
-    static constexpr uint32_t OFF_K = OFF_Q + NQ * QB * Q_BYTES;
+    static constexpr uint32_t OFF_K = OFF_Q + NQ * Q_BYTES;
     static constexpr uint32_t OFF_V = OFF_K + STAGES * K_BYTES;
     /* F8: the byte ring (wg_producer_f8), B8_STAGES stages of the pool's
      * e4m3 K rows then V rows, DQK and DV bytes each; none otherwise */
@@ -149,7 +145,7 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int
     static constexpr uint32_t B8_BYTES = BN * (DQK + DV);
     static constexpr uint32_t OFF_B8 = OFF_V + STAGES * V_BYTES;
     static constexpr uint32_t OFF_BAR = OFF_B8 + B8_STAGES * B8_BYTES;
-    static constexpr int NBAR = 2 * STAGES + 2 * QB; /* full[S], empty[S], q_full[QB], q_empty[QB] */
+    static constexpr int NBAR = 2 * STAGES + 2; /* full[S], empty[S], q_full, q_empty */
     /* + 1024: the dynamic shared memory base is only 16-byte aligned; the
      * kernel rounds it up to the 1024 bytes the swizzle atoms need. */
     static constexpr size_t SMEM = OFF_BAR + NBAR * 8 + 1024;
@@ -161,9 +157,8 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, int
                   "the wgmma extend serves qk 128 / 192 with v 128; the mma extend serves the others");
     static_assert(NQ == 1 || (NQ == 3 && DQK == 128), "dual chunk: three query variants at head dim 128");
     static_assert(BNT == 128 || (BNT == 64 && DQK == 192 && NQ == 1 && !F8),
-                  "64-column tiles: the ragged qk 192 kernel only (ragged192_bn64)");
+                  "64-column tiles: the ragged qk 192 kernel only");
     static_assert(!F8 || (NQ == 1 && DQK == DV), "F8: the paged body, K and V rows of one width");
-    static_assert(QB == 1 || (QB == 2 && NQ == 1 && !F8 && DQK == 128), "two Q buffers: the plain body at head dim 128");
     static_assert(OFF_B8 % 16 == 0 && B8_BYTES % 16 == 0, "the byte ring takes 16-byte cp.async");
     static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16");
     static_assert(BM == 128, "two consumer warpgroups of 64 rows");
@@ -219,13 +214,13 @@ template <int BN, bool HP = false> GC_DEV wg_work wg_work_at(const attn_fwd &p, 
 
 #if defined(ATTN_HAVE_WGMMA)
 
-/* Barrier addresses (shared-window offsets); b: the Q buffer (QB of them). */
-template <int STAGES, int QB = 1> struct wg_bars {
+/* Barrier addresses (shared-window offsets). */
+template <int STAGES> struct wg_bars {
     uint32_t base;
     GC_DEV uint32_t full(int s) const { return base + 8u * s; }
     GC_DEV uint32_t empty(int s) const { return base + 8u * (STAGES + s); }
-    GC_DEV uint32_t q_full(int b = 0) const { return base + 8u * (2 * STAGES + b); }
-    GC_DEV uint32_t q_empty(int b = 0) const { return base + 8u * (2 * STAGES + QB + b); }
+    GC_DEV uint32_t q_full() const { return base + 8u * (2 * STAGES); }
+    GC_DEV uint32_t q_empty() const { return base + 8u * (2 * STAGES + 1); }
 };
 
 /* ------------------------------------------------------------- the producer */
@@ -463,11 +458,11 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
  * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
  * query variants its keys meet (wg_load_q), one event as the single Q. */
-template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, int BNT = 128, int QB = 1>
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, int BNT = 128>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
-                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT, QB>::STAGES, QB> &bar,
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT>::STAGES> &bar,
                         long long total, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
-    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT, QB>;
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT>;
     static_assert(BNT == 128 || (RAGGED && !HP && !DCA), "64-column tiles: the ragged kernel only");
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
@@ -516,25 +511,6 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
     };
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
         const wg_work k = wg_work_at<C::BN, HP>(p, w);
-        if constexpr (QB > 1) {
-            /* Two Q buffers: the pair's Q first, into buffer kq % QB, free once
-             * the consumers' last S of pair kq - QB completed (long done: the
-             * producer reaches this pair when it has issued the previous one's
-             * last tile), so it lands while they finish the previous pair.  Then
-             * tiles 0.. .  Each event is signalled after the next is issued. */
-            static_assert(!DCA && !HP, "two Q buffers: the plain body");
-            const int qb = (int)(kq % QB);
-            if (k.ntiles > 0) raw = tile_raw(k, 0);
-            mbar_wait(bar.q_empty(qb), ((kq / QB) & 1) ^ 1);
-            fence_proxy_async();
-            wg_load_q<DQK, DV>(p, k, sm + C::OFF_Q + qb * C::Q_BYTES, t);
-            gc_cp_async_commit();
-            wg_signal<1>(pending);
-            pending = bar.q_full(qb);
-            kq++;
-            for (int j = 0; j < k.ntiles; j++) issue_tile(k, j);
-            continue;
-        }
         if (k.ntiles > 0) {
             raw = tile_raw(k, 0);
             issue_tile(k, 0);
@@ -842,12 +818,11 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
  * wgmma from that part's Q tile, as plain attention's from q; at a boundary
  * wg_dca_boundary rescores the elements of the further parts (Q is released
  * after it). */
-template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false, bool F8 = false, int BNT = 128,
-          int QB = 1>
+template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false, bool F8 = false, int BNT = 128>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
-                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT, QB>::STAGES, QB> &bar,
-                        long long total, int wg, const attn_dca *dc = nullptr) {
-    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT, QB>;
+                        const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT>::STAGES> &bar, long long total,
+                        int wg, const attn_dca *dc = nullptr) {
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT>;
     constexpr int BN = C::BN, ST = C::STAGES, D = DV;
     constexpr int CT = F8 ? GC_F16 : DT; /* the wgmma's type: F8's tiles are f16 */
     const int t = (int)threadIdx.x - 128 * (1 + wg), lane = t & 31, q4 = lane & 3;
@@ -856,7 +831,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
     [[maybe_unused]] const float vmul = F8 ? attn_kv_scale(p.v_scale_dev, p.v_scale) * ATTN_FP8_UNIT : 1.f;
     const int wrow = HP ? 0 : 64 * wg; /* the item row of the warpgroup's first (HP: each serves rows 0..63) */
     const int row_lo = wrow + 16 * (t >> 5) + (lane >> 2); /* item row of this thread's d[4j + 0/1] */
-    const uint32_t q_base = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;
+    const uint32_t q_addr = sbase + C::OFF_Q + wg * 64 * ATTN_SW_ROW_BYTES;
     const uint32_t k_addr = sbase + C::OFF_K, v_addr = sbase + C::OFF_V;
     float s[BN / 2], o[D / 2];
     uint32_t pa[BN / 16][4];
@@ -889,33 +864,27 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
             dsc = dca_scale_log2(p.scale_log2, *dc, p.eitems[k.item].kv_hi);
         }
         /* Tree verify: the packed words of this thread's first row start at
-         * mrow, its second row's 8 rows later; mfull: the request's flags. */
+         * mrow, its second row's 8 rows later. */
         const uint64_t *mrow = p.mask_bits;
-        const uint8_t *mfull = p.mask_full;
-        /* PLAIN: the tiles before jplain lie in the request's leading full words (no mask,
+        /* the tiles before jplain lie in the request's leading full words (no mask,
          * no loads); its load is first used after the Q wait below */
         [[maybe_unused]] int jplain = 0;
         if (TREE && k.tree) {
             const attn_extend_item it = p.eitems[k.item];
             mrow += ((int64_t)it.b * p.mask_q + it.q_pos0 - (it.kv_hi - p.mask_q) + row_lo) * p.mask_words;
-            mfull += (int64_t)it.b * p.mask_words;
-            if constexpr (TREE == ATTN_WG_TREE_PLAIN) {
-                const uint32_t fw = __ldg((const uint32_t *)(p.mask_full + p.mask_first_off) + it.b);
-                jplain = (int)(fw < (uint32_t)p.mask_words ? fw : (uint32_t)p.mask_words) / (BN / 64);
-            }
+            const uint32_t fw = __ldg((const uint32_t *)(p.mask_full + p.mask_first_off) + it.b);
+            jplain = (int)(fw < (uint32_t)p.mask_words ? fw : (uint32_t)p.mask_words) / (BN / 64);
         }
-        /* Tree verify: the raw words and full flags of the next tile, loaded a
-         * whole tile before their use (the loads' latency hides behind the tile's
-         * softmax and both wgmmas); a word past seq_len or of a row past the item
-         * is 0 (those rows see nothing), a flag past seq_len 1. */
+        /* Tree verify: the raw words of the next tile, loaded a whole tile
+         * before their use (the loads' latency hides behind the tile's softmax
+         * and both wgmmas); a word past seq_len or of a row past the item is 0
+         * (those rows see nothing). */
         uint64_t nw[2][BN / 64];
-        uint32_t nfl[BN / 64];
         auto load_words = [&](int jt) {
             const int c0 = jt * BN, seq = k.hi - k.lo;
 #pragma unroll
             for (int ww = 0; ww < BN / 64; ww++) {
                 const bool in = c0 + 64 * ww < seq;
-                if constexpr (TREE == ATTN_WG_TREE_AHEAD) nfl[ww] = in ? (uint32_t)__ldg(mfull + (c0 >> 6) + ww) : 1u;
 #pragma unroll
                 for (int h = 0; h < 2; h++)
                     nw[h][ww] = in && row_lo + 8 * h < k.nrows
@@ -926,13 +895,10 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
         if (TREE && k.tree && !idle && k.ntiles > 0) load_words(0);
 #pragma unroll
         for (int i = 0; i < D / 2; i++) o[i] = 0.f;
-        /* the pair's Q buffer (QB > 1: pair kq's is kq % QB) */
-        const int qb = (int)(kq % QB);
-        const uint32_t q_addr = q_base + qb * C::Q_BYTES;
-        mbar_wait(bar.q_full(qb), (kq / QB) & 1);
+        mbar_wait(bar.q_full(), kq & 1);
         fence_proxy_async();
         kq++;
-        if (k.ntiles == 0) wg_release(bar.q_empty(qb), lane);
+        if (k.ntiles == 0) wg_release(bar.q_empty(), lane);
         /* mask only where some (row, column) pair of the tile can be invisible */
         auto need_mask = [&](int t0, bool tfull) {
             return (TREE && k.tree && !tfull) || t0 + BN > k.hi || (k.causal && t0 + BN - 1 > qmin) ||
@@ -942,7 +908,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
             const int sidx = (int)(g % ST), t0 = k.lo + j * BN;
             mbar_wait(bar.full(sidx), (g / ST) & 1);
             if (idle) {
-                if (j == k.ntiles - 1) wg_release(bar.q_empty(qb), lane);
+                if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
                 wg_release(bar.empty(sidx), lane);
                 continue;
             }
@@ -964,23 +930,18 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
              * then the next tile's words, while this S wgmma runs */
             uint32_t tbits[2] = {0u, 0u};
             bool tfull = false;
-            if (TREE == ATTN_WG_TREE_PLAIN && k.tree && j < jplain) {
-                /* PLAIN: the leading full words: no mask; the first tile after them loads its words here */
+            if (TREE && k.tree && j < jplain) {
+                /* the leading full words: no mask; the first tile after them loads its words here */
                 tfull = true;
                 if (j + 1 == jplain && j + 1 < k.ntiles) load_words(j + 1);
             } else if (TREE && k.tree) {
-                if constexpr (TREE == ATTN_WG_TREE_AHEAD) {
-                    tfull = true;
+                /* this thread's two rows alone (no flag loads) */
+                uint64_t all = ~0ull;
 #pragma unroll
-                    for (int ww = 0; ww < BN / 64; ww++) tfull = tfull && nfl[ww] != 0u;
-                } else { /* PLAIN: this thread's two rows alone (no flag loads) */
-                    uint64_t all = ~0ull;
+                for (int h = 0; h < 2; h++)
 #pragma unroll
-                    for (int h = 0; h < 2; h++)
-#pragma unroll
-                        for (int ww = 0; ww < BN / 64; ww++) all &= nw[h][ww];
-                    tfull = all == ~0ull;
-                }
+                    for (int ww = 0; ww < BN / 64; ww++) all &= nw[h][ww];
+                tfull = all == ~0ull;
                 if (!tfull) {
 #pragma unroll
                     for (int h = 0; h < 2; h++)
@@ -996,7 +957,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
                 if (vlo != vhi)
                     wg_dca_boundary<DT, DQK, BN>(s, q_addr, k_addr + sidx * C::K_BYTES, t0, vlo, c0min, c0max, c0r,
                                                  cl, q4);
-            if (j == k.ntiles - 1) wg_release(bar.q_empty(qb), lane);
+            if (j == k.ntiles - 1) wg_release(bar.q_empty(), lane);
             float corr[2];
             wg_softmax<BN, TREE, DCA, F8>(s, st, corr, p, k, t0, need_mask(t0, tfull), q4, tbits, dsc, kmul);
             wg_scale_o<D>(o, corr);
@@ -1028,9 +989,9 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
  * the code they had before it existed. */
 #if defined(ATTN_HAVE_WGMMA)
 template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool F8 = false,
-          int BNT = 128, int QB = 1>
+          int BNT = 128>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
-    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT, QB>;
+    using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT>;
     static_assert(!F8 || (!TMA && !RAGGED && !HP && !DCA && TREE == ATTN_WG_TREE_NONE),
                   "F8: the paged body, its producer converting the pool's bytes");
 #ifdef LK_EMU /* the CPU emulator (tests/emu/): emu_cu.py rewrites the .cu files' declarations, not a header's */
@@ -1041,16 +1002,14 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const att
     const uint32_t raw = wg_smem(wg_smem_raw);
     const uint32_t sbase = (raw + (ATTN_SW_ATOM_BYTES - 1)) & ~(uint32_t)(ATTN_SW_ATOM_BYTES - 1);
     uint8_t *sm = wg_smem_raw + (sbase - raw);
-    const wg_bars<C::STAGES, QB> bar{sbase + C::OFF_BAR};
+    const wg_bars<C::STAGES> bar{sbase + C::OFF_BAR};
     if (threadIdx.x == 0) {
         for (int s = 0; s < C::STAGES; s++) {
             mbar_init(bar.full(s), 128);
             mbar_init(bar.empty(s), 8);
         }
-        for (int b = 0; b < QB; b++) {
-            mbar_init(bar.q_full(b), 128);
-            mbar_init(bar.q_empty(b), 8);
-        }
+        mbar_init(bar.q_full(), 128);
+        mbar_init(bar.q_empty(), 8);
         mbar_init_fence();
     }
     __syncthreads();
@@ -1061,10 +1020,10 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const att
         if constexpr (F8)
             wg_producer_f8<DT, DQK>(p, sm, bar, total);
         else
-            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, BNT, QB>(p, sm, bar, total, tm, dc);
+            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, BNT>(p, sm, bar, total, tm, dc);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
-        wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8, BNT, QB>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
+        wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8, BNT>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
     }
 }
 #endif
@@ -1096,34 +1055,33 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_tma_kern
  * rows, after a programmatic-dependent trigger (pdl_sm90.cuh) that lets the
  * save-KV launched after it start beside it (it reads no row that save
  * writes).  Separate entries, so the ragged kernels above keep their code. */
-template <int DT, int QB = 1>
+template <int DT>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
     ca_pdl_trigger();
-    wg_kernel_body<DT, 128, 128, false, true, ATTN_WG_TREE_NONE, false, false, false, 128, QB>(p, nullptr);
+    wg_kernel_body<DT, 128, 128, false, true, ATTN_WG_TREE_NONE, false>(p, nullptr);
 #else
     (void)p;
 #endif
 }
 
-template <int DT, int QB = 1>
+template <int DT>
 __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_tma_kernel(
     const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
     ca_pdl_trigger();
-    wg_kernel_body<DT, 128, 128, true, true, ATTN_WG_TREE_NONE, false, false, false, 128, QB>(p, &tm);
+    wg_kernel_body<DT, 128, 128, true, true, ATTN_WG_TREE_NONE, false>(p, &tm);
 #else
     (void)p;
     (void)tm;
 #endif
 }
 
-/* Option ragged192_bn64 (a lever): forward_ragged at qk 192 / v 128 on the
- * RAGGED body with 64-column tiles, four K/V stages deep
- * (extend_wg_cfg<192, 128, 1, false, 64>::SMEM bytes).  Separate entries,
- * so the ragged kernels above keep their code. */
+/* forward_ragged at qk 192 / v 128: the RAGGED body with 64-column tiles,
+ * four K/V stages deep (extend_wg_cfg<192, 128, 1, false, 64>::SMEM bytes;
+ * 128-column tiles fit two). */
 template <int DT>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_bn64_kernel(const attn_fwd p) {
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_kernel(const attn_fwd p) {
 #if defined(ATTN_HAVE_WGMMA)
     wg_kernel_body<DT, 192, 128, false, true, ATTN_WG_TREE_NONE, false, false, false, 64>(p, nullptr);
 #else
@@ -1132,7 +1090,7 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_bn64_kernel
 }
 
 template <int DT>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_bn64_tma_kernel(
+__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_ragged192_tma_kernel(
     const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm) {
 #if defined(ATTN_HAVE_WGMMA)
     wg_kernel_body<DT, 192, 128, true, true, ATTN_WG_TREE_NONE, false, false, false, 64>(p, &tm);

@@ -55,8 +55,8 @@ __global__ __launch_bounds__(TMP_THREADS) void attn_tree_mask_pack_kernel(const 
 /* first[b]: request b's first word whose full flag is 0 (words when every
  * flag is 1), one warp per request, 32 flags a ballot, after the pack kernel
  * wrote the flags (same stream).  The wgmma extend then runs the tiles before
- * that word with no mask and loads none of their words (option
- * tree_prefix_plain): sglang's EAGLE masks open the whole prefix. */
+ * that word with no mask and loads none of their words: sglang's EAGLE
+ * masks open the whole prefix. */
 __global__ __launch_bounds__(TMP_THREADS) void attn_tree_mask_first_kernel(const uint8_t *full, int32_t bs,
                                                                          int32_t words, uint32_t *first) {
     const int lane = threadIdx.x & 31;

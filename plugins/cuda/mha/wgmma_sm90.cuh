@@ -270,8 +270,8 @@ GC_DEV void wg_mma_ss_n32(float (&d)[16], uint64_t da, uint64_t db, int scale_d)
 }
 #undef ATTN_WG_SS_N32
 
-/* m64n64k16 SS: the ragged qk 192 kernel's 64-column tiles (option
- * ragged192_bn64: four K/V stages fit where 128-column tiles fit two). */
+/* m64n64k16 SS: the ragged qk 192 kernel's 64-column tiles (four K/V
+ * stages fit where 128-column tiles fit two). */
 #define ATTN_WG_SS_N64(TY) \
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
                  "wgmma.mma_async.sync.aligned.m64n64k16.f32." #TY "." #TY " " \
@@ -287,7 +287,7 @@ GC_DEV void wg_mma_ss_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d)
 #undef ATTN_WG_SS_N64
 
 /* The shapes the kernel uses: S = Q K^T is n128 (128 KV columns; n64 for
- * ragged192_bn64's tiles, n32 for the dual chunk boundary slices), O += P V
+ * the ragged qk 192 kernel's tiles, n32 for the dual chunk boundary slices), O += P V
  * is n128 (head dim 128). */
 template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
     static_assert(N == 128 || N == 64 || N == 32, "SS shapes instantiated: n128, n64, n32");

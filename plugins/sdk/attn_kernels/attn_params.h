@@ -158,7 +158,7 @@ typedef struct attn_fwd {
     float *part_lse;    /* [max_parts, hq] (log2 domain) */
     int32_t *counters;  /* [max_reqs, counters_per_req] */
     int32_t counters_per_req;
-    /* Tree verify (cuda_attn's option tree_prefix_plain; 0 off): the byte offset from mask_full
+    /* Tree verify (cuda_attn's wgmma extend; 0 where none): the byte offset from mask_full
      * (below) of uint32 first[b], request b's first word that is not full (mask_words when all
      * are): the columns before 64 first[b] need no mask and no word of it.  An offset in the
      * 4-byte gap before k_scale_dev, so the struct and every kernel's parameters keep their

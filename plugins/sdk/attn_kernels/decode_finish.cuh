@@ -11,7 +11,7 @@
  * head-block index, whatever order the grid runs in): every block fences its
  * partial, then bumps the counter; the one that sees nsplit - 1 merges and
  * re-arms it to 0.
- * FM (a lever, cuda_attn's dec16_fast_merge): the merging block puts each
+ * FM (cuda_attn's 16-bit register-fed decode): the merging block puts each
  * head's split weights, normalised, in a shared table first (one pass over
  * the LSEs, ATTN_FM_SPLITS splits and ATTN_FM_HEADS heads at most: the loop
  * below serves more), then reads the partial outputs four floats a load with

@@ -53,7 +53,7 @@ ATTN_HD int64_t attn_plan_split_len(int64_t len, int32_t n, int32_t align) {
     return (c + align - 1) / align * align;
 }
 
-/* The wave rule (cuda_attn's option fp8_dec_wave): how many splits a request
+/* The wave rule (cuda_attn's fp8 e4m3 decode plan): how many splits a request
  * takes, n in 1..target / bs, where a batch of bs requests runs bs x n x
  * blocks_per_item blocks on `slots` resident block slots (SMs x blocks per
  * SM).  Each n's efficiency is its blocks over the slots of its whole
@@ -62,7 +62,7 @@ ATTN_HD int64_t attn_plan_split_len(int64_t len, int32_t n, int32_t align) {
  * when the rounds fill as well: less combine work, the same tail).  It needs
  * only bs, so the host tabulates it at create (per batch size) and the plan
  * kernel gets the aim; a request shorter than n min_chunks gets fewer splits
- * from the chunk's min_chunk floor, as with the default aim. */
+ * from the chunk's min_chunk floor. */
 #define ATTN_PLAN_WAVE_PCT 95
 ATTN_HD int32_t attn_plan_wave_splits(int32_t bs, int32_t target, int64_t slots, int32_t blocks_per_item) {
     if (bs < 1 || slots < 1 || blocks_per_item < 1) return 1;
