@@ -21,6 +21,10 @@
 #   8. cuda_attn ragged qk 192 / v 128 at 1 x 16k and 2 x 8k beside the d128
 #      ragged and the paged prefill without save (issue 20): a short bench, the
 #      launches' durations, the qk192 kernel's sections (PROFILE=8)
+#   9. gdn's fused chunk kernel (fused_chunk=1) at Qwen3.5 TP8 16 x 8k (issue 22):
+#      one launch of lin_chunk_fused_cp_kernel, speed of light, warp states,
+#      scheduler and memory sections: why a chunk step takes ~21 us and not ~4
+#      (barrier / shared-memory / issue bound; docs/lab/linear.md) (PROFILE=9)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -121,5 +125,14 @@ if on 8; then
     $A bench --plugin cuda_attn --case "ragged:b=1,lq=16384,$R,d=192,dv=128" --min-time 0.01 > "$OUT/ragged_sections.txt" 2>&1
   echo "rc=$?"
   grep -E "attn_|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Occupancy|Registers|Shared Memory|Block Limit" "$OUT/ragged_sections.txt" | head -40
+fi
+if on 9; then
+  step "9. gdn fused chunk kernel, Qwen3.5 TP8 16 x 8k, fused_chunk=1: one launch's sections"
+  SGL_ATTN_LIN_FUSED_CHUNK=1 BENCH_SET=prefill BENCH_FILTER="hv8/hk2 16x8k" BENCH_QUICK=1 timeout 120 $NCU \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+    -k regex:lin_chunk_fused_cp_kernel -c 1 $T/bench_lin /dev/null $P > "$OUT/lin_fused_cp_sections.txt" 2>&1
+  echo "rc=$?"
+  grep -E "lin_chunk_fused_cp|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Issue Slot|No Eligible|Active Warps|Bank|Shared" \
+    "$OUT/lin_fused_cp_sections.txt" | head -50
 fi
 echo "profile: done [$SECONDS s]"

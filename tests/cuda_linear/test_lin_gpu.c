@@ -50,6 +50,9 @@
  *                  run with the option off (outputs recorded) and on, every output the same bits, both within
  *                  the float64 limits (V 64 / 96 / 128, an odd tile count, both state dtypes, bf16 conv
  *                  weights, l2norm off, long ragged requests with a padded one, segments, conv width 2)
+ *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
+ *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
+ *                  within the lever's cap
  * SGL_ATTN_LIN_PREP_STREAM set by the caller reaches every config but LT_QUICK=16's pairs (a lever run).
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
@@ -79,7 +82,7 @@ static const sgl_attn_plugin *plugins[8];
 
 /* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024, Q14 = 2048,
-       Q15 = 4096, Q16 = 8192 };
+       Q15 = 4096, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5 };
@@ -931,24 +934,19 @@ typedef struct fcfg {
     int mode; /* caller-owned state as in ccfg (0: the pool only) */
 } fcfg;
 static const fcfg fused_configs[] = {
-    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL}, 0},
+    {{F | Q13 | Q17, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SCEN, 1, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, LONG, 0, NULL}, 0},
-    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SEGS, 0, NULL}, 0},
+    {{F | Q13 | Q17, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SEGS, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OFFS, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, OFFS, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
-    /* by segments of 1-3 chunks (segment_chunks: the summaries, the join from 3 segments, the true runs) */
-    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SEGS, 0, "1"}, 0},
-    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, SEGS, 0, "2"}, 0},
-    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SEGS, 0, "3"}, 0},
-    {{F | Q13, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "auto", 1, 1, OFFS, 0, "1"}, 0},
-    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, LONG, 0, "2"}, 0},
-    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, "2"}, 1},
-    /* one request of LT_LONG tokens on one head: the auto rule's segments (LT_LONG / 1024 of them) */
+    /* segment_chunks set: the fused kernel takes the batch unsegmented (it has no segmented mode) */
+    {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SEGS, 0, "2"}, 0},
+    /* one request of LT_LONG tokens on one head: the precision of one long chain of chunks */
     {{Q13, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL}, 0},
@@ -1084,9 +1082,10 @@ int main(int argc, char **argv) {
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : 0;
+                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16
+                    : quick == 17 ? Q17 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15 or 16 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};

@@ -3,9 +3,9 @@
  * state step and the outputs of every chunk of a request, in order, in one
  * block per (request, value head), so that no per-chunk intermediate (W, U,
  * QG, KD, M, the chunk start states Hs) goes through global memory and the
- * recurrence is not split over row tiles.  Where a batch has too few
- * (request, head) pairs to fill the SMs, the same kernel runs by segments
- * (modes 1 and 2 below, with chunk_segment.cu's join between them).
+ * recurrence is not split over row tiles.  It serves batches whose
+ * (request, head) pairs fill half the SMs (lin_fused_cp_takes); the
+ * others keep the unfused kernels.
  *
  * 8 warps, one block per SM (206 KiB of shared memory).  The state [V][128]
  * stays in float32 mma accumulators: warp w owns value rows (w / 4) V / 2 ..
@@ -100,7 +100,7 @@ static_assert(lk_cp<128>::SMEM == (int)LIN_FUSED_CP_SMEM, "lin_params.h LIN_FUSE
 static_assert(LIN_CHUNK * (LIN_CHUNK + 1) * 4 <= lk_cp<128>::TILE, "A and T (f32) fit over W and U");
 static_assert(LIN_TC_VMAX + 8 == LIN_TC_K + 8, "the value tile's rows are the key tile's");
 
-template <int OT, int V, int MODE>
+template <int OT, int V>
 __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(lin_fwd p) {
     using L = lk_cp<V>;
     constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VP = L::VP, AP = L::AP;
@@ -112,18 +112,8 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
     float *Af = (float *)Wb, *Tf = (float *)Ub;
     float *Gs = (float *)(smraw + L::G0), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C, *eL = eGr + C;
 
-    /* MODE 0: one block per (request, head) over all its chunks.  By segments of p.seg_chunks chunks
-     * (blockIdx.x = request * p.seg_max + segment):
-     *   1  segment 0 from its true start (outputs; its end state, segment 1's start, to Zs unless it is
-     *      the last), and each middle segment's summary from zero: blockIdx.z 0 its V value rows from a
-     *      zero state (Z), z >= 1 the K product rows (z - 1) V .. from identity rows with U = 0 (P, the
-     *      product of the chunks' diag(e^G_last) - W^T KD), both float32 to Zs[slot][h][V + K][K]; no
-     *      outputs;
-     *   2  segments 1 .. from their true starts (Zs of the previous segment's slot, after the join),
-     *      outputs; the last one's end state to the pool. */
-    const int i = MODE == 0 ? (int)blockIdx.x : (int)blockIdx.x / p.seg_max, h = blockIdx.y;
-    const int sg = MODE == 0 ? 0 : (int)blockIdx.x % p.seg_max;
-    const int prow = MODE == 1 ? (int)blockIdx.z : 0; /* product rows (z - 1) V .. (mode 1) */
+    /* one block per (request, head) over all its chunks */
+    const int i = (int)blockIdx.x, h = blockIdx.y;
     const int n = p.pl.req_n[i];
     if (n <= 0) return;
     const int slot = p.pl.req_slot[i];
@@ -133,25 +123,12 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
     const int wr = warp & 3, wh = warp >> 2; /* token-row / key-column quarter; value half */
     const int vb = VH * wh;                  /* this warp's first value row (state) / column (products) */
     if (slot < 0) { /* padding: zero outputs (one block of the request's head), state untouched */
-        const int nz = MODE == 2 || sg || prow ? 0 : n * V;
-        for (int idx = tid; idx < nz; idx += LK_CP_THREADS)
+        for (int idx = tid; idx < n * V; idx += LK_CP_THREADS)
             lk_st(p.out, p.out_dt, (tok0 + idx / V) * HV * V + (int64_t)h * V + idx % V, 0.f);
         return;
     }
-    const int rc0 = p.pl.req_chunk0[i], rnch = p.pl.req_nchunk[i];
-    const int sc = MODE == 0 ? rnch : p.seg_chunks;
-    const int nseg = MODE == 0 ? 1 : (rnch + sc - 1) / sc;
-    if (MODE == 1 && (sg >= nseg || (sg > 0 && sg == nseg - 1) || (sg == 0 && prow))) return;
-    if (MODE == 2 && (sg == 0 || sg >= nseg)) return;
-    const bool last = sg == nseg - 1;
-    const bool real = MODE != 1 || sg == 0; /* the true states: outputs stored */
-    const int c0 = rc0 + sg * (MODE == 0 ? 0 : sc), nch = MODE == 0 ? rnch : min(sc, rnch - sg * sc);
-    /* the start: 0 zero, 1 the pool, 2 an identity row, 3 Zs of the previous segment's slot */
-    const int init = MODE == 2 ? 3 : prow ? 2 : real ? p.pl.req_init[i] : 0;
-    float *zs = MODE == 0 ? NULL : p.Zs + (LIN_SEG_SLOT(rc0, i, sg, sc) * HV + h) * (int64_t)(V + LIN_TC_K) * K;
-    const float *zprev = MODE == 2 ? p.Zs + (LIN_SEG_SLOT(rc0, i, sg - 1, sc) * HV + h) * (int64_t)(V + LIN_TC_K) * K
-                                   : NULL;
-    const int pr0 = prow ? (prow - 1) * V : 0; /* the first product row of this block */
+    const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
+    const int init = p.pl.req_init[i]; /* the start: 0 zero, 1 the pool */
     const bool SBF = p.st_dt == LIN_DT_BF16;
     const float scale = p.scale;
     const float nA = -expf(lk_in(p.A_log, h)), dtb = lk_in(p.dt_bias, h);
@@ -169,7 +146,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
             lk_cp_async16(qs + t * KP + cc, (const uint16_t *)p.Qc + src, ok);
             lk_cp_async16(ks + t * KP + cc, (const uint16_t *)p.Kc + src, ok);
         }
-        for (int idx = tid; idx < (prow ? 0 : C * (V / 8)); idx += LK_CP_THREADS) {
+        for (int idx = tid; idx < C * (V / 8); idx += LK_CP_THREADS) {
             const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
             const bool ok = t < len;
             lk_cp_async16(vs + t * VP + cc, (const uint16_t *)p.Vc + ((ct0 + (ok ? t : 0)) * HV + h) * V + cc, ok);
@@ -196,12 +173,6 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
                 const int v = vb + 16 * a + g + 8 * hf, c = 32 * wr + 8 * b + 2 * t4;
                 if (init == 0) {
                     S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
-                } else if (init == 2) {
-                    S[a][b][2 * hf] = pr0 + v == c ? 1.f : 0.f;
-                    S[a][b][2 * hf + 1] = pr0 + v == c + 1 ? 1.f : 0.f;
-                } else if (init == 3) {
-                    S[a][b][2 * hf] = zprev[(int64_t)v * K + c];
-                    S[a][b][2 * hf + 1] = zprev[(int64_t)v * K + c + 1];
                 } else if (SBF) {
                     lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
                 } else {
@@ -344,7 +315,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 #pragma unroll
             for (int k16 = 0; k16 < C / 16; k16++) lk_lda(at[k16], t16, CP, 16 * wr, 16 * k16);
             lk_cp_tmul<OT, K / 2>(at, ks, KP, 64 * wh, Wb, KP, wr, g, t4);
-            if (!prow) lk_cp_tmul<OT, VH>(at, vs, VP, vb, Ub, VP, wr, g, t4);
+            lk_cp_tmul<OT, VH>(at, vs, VP, vb, Ub, VP, wr, g, t4);
         }
         __syncthreads();
 
@@ -375,23 +346,19 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const int t = 16 * wr + g + 8 * hf, v = vb + 8 * nt + 2 * t4;
-                const float u0 = (prow ? 0.f : lk_from16<OT>(Ub[t * VP + v])) - X[nt][2 * hf];
-                const float u1 = (prow ? 0.f : lk_from16<OT>(Ub[t * VP + v + 1])) - X[nt][2 * hf + 1];
+                const float u0 = lk_from16<OT>(Ub[t * VP + v]) - X[nt][2 * hf];
+                const float u1 = lk_from16<OT>(Ub[t * VP + v + 1]) - X[nt][2 * hf + 1];
                 *(uint32_t *)(Ub + t * VP + v) = lk_pack2<OT>(u0, u1);
             }
         __syncthreads(); /* Unew complete; nobody reads Sb any more this chunk */
 
         /* ---- O += M Unew -> out; S = S e^G_last + Unew^T KD (and Sb) */
         lk_rows_mul_k<OT, C>(O, Mb, CP, Ub + vb, VP, 16 * wr);
-        if (real) lk_store_out_rows(p, O, ct0, len, HV, V, (int64_t)h * V + vb, VH, false, wr, g, t4);
+        lk_store_out_rows(p, O, ct0, len, HV, V, (int64_t)h * V + vb, VH, false, wr, g, t4);
         lk_state_step<OT, MT, C>(S, eL, false, KDb, KP, Ub + vb, VP, Sb + vb * KP, wr, g, t4);
     }
     lk_cp_async_wait_all();
-    /* the end state: the pool (the request's last segment), Zs (mode 1: segment 0's true end, a middle
-     * segment's Z or P rows), or nothing (mode 2 before the last segment: the join made the next start) */
-    if (MODE == 2 && !last) return;
-    const bool pool = last && real;
-    float *zrow = pool ? NULL : zs + (int64_t)(prow ? V + pr0 : 0) * K;
+    /* the end state to the pool */
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll
@@ -399,10 +366,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const int v = vb + 16 * a + g + 8 * hf, c = 32 * wr + 8 * b + 2 * t4;
-                if (!pool) {
-                    zrow[(int64_t)v * K + c] = S[a][b][2 * hf];
-                    zrow[(int64_t)v * K + c + 1] = S[a][b][2 * hf + 1];
-                } else if (SBF) {
+                if (SBF) {
                     lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
                 } else {
                     lk_sst<LIN_DT_F32, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
@@ -412,43 +376,23 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 
 /* ------------------------------------------------------------ launchers */
 
-template <int V> static void lk_cp_kernels(void (*k[3])(lin_fwd)) {
-    k[0] = lin_chunk_fused_cp_kernel<LIN_DT_BF16, V, 0>;
-    k[1] = lin_chunk_fused_cp_kernel<LIN_DT_BF16, V, 1>;
-    k[2] = lin_chunk_fused_cp_kernel<LIN_DT_BF16, V, 2>;
-}
-
 extern "C" int lin_chunk_fused_cp_setup(void) {
-    void (*k[2][3])(lin_fwd);
-    lk_cp_kernels<64>(k[0]);
-    lk_cp_kernels<128>(k[1]);
+    void (*k[2])(lin_fwd) = {lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128>};
     int e = 0;
-    for (int i = 0; i < 6 && !e; i++)
-        e = (int)cudaFuncSetAttribute((const void *)k[i / 3][i % 3], cudaFuncAttributeMaxDynamicSharedMemorySize,
+    for (int i = 0; i < 2 && !e; i++)
+        e = (int)cudaFuncSetAttribute((const void *)k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_CP_SMEM);
     return e;
 }
 
-/* the kernel's dims: gdn, K = 128, V 64 or 128 (lin_fused_cp_dims_ok); by segments when p->seg_chunks > 0
- * (p->Zs, p->seg_max): the summaries, the join (chunk_segment.cu, from 3 segments), the true runs */
+/* the kernel's dims: gdn, K = 128, V 64 or 128 (lin_fused_cp_dims_ok); one block per (request, value head) */
 extern "C" int lin_launch_chunk_fused_cp(const lin_fwd *pp, void *stream) {
     const lin_fwd &p = *pp;
-    if (p.kind != LIN_GDN || p.K != LIN_TC_K || (p.V != 64 && p.V != 128) || !p.Qc || !p.Kc || !p.Vc)
+    if (p.kind != LIN_GDN || p.K != LIN_TC_K || (p.V != 64 && p.V != 128) || !p.Qc || !p.Kc || !p.Vc ||
+        p.seg_chunks > 0)
         return (int)cudaErrorInvalidValue;
-    void (*k[3])(lin_fwd);
-    if (p.V == 64) lk_cp_kernels<64>(k);
-    else lk_cp_kernels<128>(k);
-    cudaStream_t st = (cudaStream_t)stream;
-    if (p.seg_chunks <= 0) {
-        LK_LAUNCH(k[0], dim3((unsigned)p.bs, (unsigned)p.hv), LK_CP_THREADS, LIN_FUSED_CP_SMEM, st, p);
-        return (int)cudaGetLastError();
-    }
-    if (!p.Zs || p.seg_max < 1) return (int)cudaErrorInvalidValue;
-    const unsigned nx = (unsigned)p.bs * (unsigned)p.seg_max;
-    LK_LAUNCH(k[1], dim3(nx, (unsigned)p.hv, (unsigned)(1 + LIN_TC_K / p.V)), LK_CP_THREADS, LIN_FUSED_CP_SMEM, st, p);
-    int e = (int)cudaGetLastError();
-    if (!e && p.seg_max > 2) e = lin_launch_seg_join(pp, stream);
-    if (e) return e;
-    LK_LAUNCH(k[2], dim3(nx, (unsigned)p.hv), LK_CP_THREADS, LIN_FUSED_CP_SMEM, st, p);
+    void (*k)(lin_fwd) =
+        p.V == 64 ? lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64> : lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128>;
+    LK_LAUNCH(k, dim3((unsigned)p.bs, (unsigned)p.hv), LK_CP_THREADS, LIN_FUSED_CP_SMEM, (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

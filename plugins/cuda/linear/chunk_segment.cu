@@ -59,20 +59,20 @@ __global__ __launch_bounds__(LK_SJ_THREADS) void lin_seg_join_kernel(lin_fwd p) 
     }
 }
 
-/* bf16 operands; vt 16 or 32; p->Zs, p->seg_chunks >= 1, p->seg_max (segments per request at most) */
-extern "C" int lin_launch_chunk_segments(const lin_fwd *pp, int vt, void *stream) {
-    const lin_fwd &p = *pp;
-    if (!p.Zs || p.seg_chunks < 1 || p.seg_max < 1 || p.V % LK_SJ_ROWS) return (int)cudaErrorInvalidValue;
-    int e = lin_launch_chunk_state_mode(pp, vt, 1, stream);
-    if (!e && p.seg_max > 2) e = lin_launch_seg_join(pp, stream);
-    return e ? e : lin_launch_chunk_state_mode(pp, vt, 2, stream);
-}
-
-/* the join alone (also after chunk_fused_cp.cu's summaries, which leave Zs in the same layout) */
-extern "C" int lin_launch_seg_join(const lin_fwd *pp, void *stream) {
+/* the join alone */
+static int lk_launch_seg_join(const lin_fwd *pp, void *stream) {
     const lin_fwd &p = *pp;
     if (!p.Zs || p.seg_chunks < 1 || p.V % LK_SJ_ROWS) return (int)cudaErrorInvalidValue;
     const dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / LK_SJ_ROWS)));
     LK_LAUNCH(lin_seg_join_kernel, grid, LK_SJ_THREADS, 0, (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
+}
+
+/* bf16 operands; vt 16 or 32; p->Zs, p->seg_chunks >= 1, p->seg_max (segments per request at most) */
+extern "C" int lin_launch_chunk_segments(const lin_fwd *pp, int vt, void *stream) {
+    const lin_fwd &p = *pp;
+    if (!p.Zs || p.seg_chunks < 1 || p.seg_max < 1 || p.V % LK_SJ_ROWS) return (int)cudaErrorInvalidValue;
+    int e = lin_launch_chunk_state_mode(pp, vt, 1, stream);
+    if (!e && p.seg_max > 2) e = lk_launch_seg_join(pp, stream);
+    return e ? e : lin_launch_chunk_state_mode(pp, vt, 2, stream);
 }

@@ -116,15 +116,10 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
 #define LIN_SEG_AUTO_MIN_CHUNKS 512
 int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count, char *err, size_t n);
 /* fused_chunk (chunk_fused_cp.cu) for a batch of bs requests: the option (0 / 1 / 2), the kind and dims
- * it serves (gdn, K = 128, V 64 / 128), and whether a batch fills the SMs unsegmented (bs x HV >= SMs / 2) */
+ * it serves (gdn, K = 128, V 64 / 128), and whether the fused kernel takes the batch (option 1: bs x HV >=
+ * SMs / 2; option 2: always); a batch it does not take runs the unfused kernels */
 int lin_fused_cp_dims_ok(const lin_dims *d);
 int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs);
-/* ... and its plan for a batch (lin_forward.c): 0 the unfused kernels; 1 the fused kernel, unsegmented
- * (*seg_chunks 0) or by segments of *seg_chunks chunks (*seg_max a request at most; Zs), from Zs sized by
- * lin_layout_fused_cp at create */
-int lin_fused_cp_plan(const lin_layout *L, const lin_dims *d, int opt, int seg, int sm_count, int32_t bs, int32_t T,
-                      int32_t *seg_chunks, int32_t *seg_max);
-int lin_layout_fused_cp(lin_layout *L, const lin_dims *d, int opt, int seg, int sm_count, char *err, size_t n);
 int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_count, int32_t bs, int32_t T, int vt,
                      int32_t *seg_max);
 /* The option kernel's names, by LIN_VARIANT_* ("simple", "fast"). */
@@ -185,7 +180,8 @@ typedef struct lin_inst {
     int dec_ring_grid;     /* option decode_ring_grid: the ring's blocks (0: LIN_RING_BLOCKS_PER_SM per SM) */
     int dec_fold;          /* option decode_ring_fold: the prep folded into the ring (decode_ring on) */
     int fused_cp;          /* fused_chunk: 0 off, 1 where requests x value heads fill half the SMs, 2 always;
-                            * 0 also where the kernel cannot run (lin_fused_cp_applies) */
+                            * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
+                            * kernel's shared memory) */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

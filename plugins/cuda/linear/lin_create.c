@@ -204,8 +204,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(kind, m, l) ? i++ : -1);
     if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, sgl_sdk_lin_verify_steps(m), opt.variant,
                                  tc_ok, why, sizeof why)) ||
-        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why)) ||
-        (rc = lin_layout_fused_cp(&w->L, &d, w->fused_cp, opt.seg, dev.sm_count, why, sizeof why))) {
+        (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why))) {
         free(w);
         return sgl_sdk_create_fail(a, rc, "%s: %s", name, why);
     }
@@ -241,7 +240,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
-                : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs)"
+                : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs; "
+                                     "smaller ones the unfused kernels)"
                 : opt.fused_cp     ? " (fused_chunk ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "", w->L.need_stream ? " (stream decode)" : "",
                 w->L.need_stream && opt.dec_ring ? (opt.dec_fold ? " (decode_ring, fold)" : " (decode_ring)") : "",

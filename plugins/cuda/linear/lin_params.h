@@ -252,7 +252,6 @@ int lin_chunk_fused_ut_setup(void);
 int lin_launch_chunk_state(const lin_fwd *p, int vt, void *stream); /* chunk_state.cu: bf16 */
 int lin_launch_chunk_state_mode(const lin_fwd *p, int vt, int mode, void *stream); /* 0 serial, 1 / 2 segments */
 int lin_launch_chunk_segments(const lin_fwd *p, int vt, void *stream); /* chunk_segment.cu: modes 1, join, 2 */
-int lin_launch_seg_join(const lin_fwd *p, void *stream); /* chunk_segment.cu: the join alone */
 int lin_chunk_state_setup(void);
 int lin_launch_chunk_output(const lin_fwd *p, void *stream); /* chunk_output.cu: bf16 */
 int lin_chunk_output_setup(void);

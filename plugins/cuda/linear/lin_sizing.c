@@ -169,59 +169,12 @@ int lin_fused_cp_dims_ok(const lin_dims *d) {
     return d->kind == SGL_ATTN_HYBRID_GDN && d->dk == LIN_TC_K && (d->dv == 64 || d->dv == 128);
 }
 
-/* The fused kernel's blocks are (request, value head) pairs, each a chain over its chunks: a batch whose
- * pairs fill half the SMs runs them as they are (16 x 8k at Qwen3.5 TP8: 128 blocks) */
+/* The fused kernel's blocks are (request, value head) pairs, each a serial chain over its chunks: option 1
+ * takes a batch whose pairs fill half the SMs (16 x 8k at Qwen3.5 TP8: 128 blocks; 8 x 4k at Qwen3-Next:
+ * 256); fewer pairs keep the unfused kernels, whose state pass runs by segments (lin_seg_plan).  Option 2
+ * (always, for the tests) takes every batch, unsegmented. */
 int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs) {
     if (opt <= 0 || !lin_fused_cp_dims_ok(d) || bs <= 0) return 0;
     return opt == 2 || (int64_t)bs * d->hv * 2 >= (int64_t)sm_count;
 }
 
-/* Fewer pairs are cut into segments (chunk_fused_cp.cu's modes 1 and 2): n = SMs / (bs x HV) of at
- * least LIN_SEG_MIN_CHUNKS chunks of the longest possible request, so that the true runs (mode 2) fill
- * the SMs once and the summaries (value and product rows, twice the blocks) twice; 16 at 1 x 64k and
- * 1 x 32k (8 heads). Below 3 segments, or where Zs is short, the unfused kernels (option 1; 2: the
- * fused kernel unsegmented). segment_chunks N (>= 1) cuts every batch into N-chunk segments. */
-int lin_fused_cp_plan(const lin_layout *L, const lin_dims *d, int opt, int seg, int sm_count, int32_t bs, int32_t T,
-                      int32_t *seg_chunks, int32_t *seg_max) {
-    *seg_chunks = 0;
-    *seg_max = 1;
-    if (opt <= 0 || !lin_fused_cp_dims_ok(d) || bs <= 0 || T <= 0) return 0;
-    if (seg > 0) {
-        *seg_chunks = lin_seg_plan(L, d, seg, sm_count, bs, T, 16, seg_max);
-        return 1;
-    }
-    const int fills = lin_fused_cp_takes(1, d, sm_count, bs);
-    if (fills || seg == 0) return fills || opt == 2;
-    const int64_t cmax = ((int64_t)T + LIN_CHUNK - 1) / LIN_CHUNK;
-    int64_t n = (int64_t)sm_count / ((int64_t)bs * d->hv);
-    if (n > cmax / LIN_SEG_MIN_CHUNKS) n = cmax / LIN_SEG_MIN_CHUNKS;
-    if (n >= 3 && L->seg_cap) {
-        const int64_t sc = (cmax + n - 1) / n, smax = (cmax + sc - 1) / sc;
-        if (smax >= 3 && (cmax + bs + sc - 1) / sc + bs <= L->seg_cap && smax * bs <= INT32_MAX / 2) {
-            *seg_chunks = (int32_t)sc;
-            *seg_max = (int32_t)smax;
-            return 1;
-        }
-    }
-    return opt == 2;
-}
-
-/* Zs for lin_fused_cp_plan's auto segments: 2 (SMs / HV) + 4 slots (the slots LIN_SEG_SLOT reaches with
- * n <= SMs / (bs HV) segments and bs <= SMs / (2 HV)), after everything else like lin_layout_segments' */
-int lin_layout_fused_cp(lin_layout *L, const lin_dims *d, int opt, int seg, int sm_count, char *err, size_t n) {
-    if (opt <= 0 || seg >= 0 || !L->need_tc || !lin_fused_cp_dims_ok(d) || d->hv < 1) return SGL_ATTN_OK;
-    const int64_t cap = 2 * ((int64_t)sm_count / d->hv) + 4;
-    if (cap <= L->seg_cap) return SGL_ATTN_OK;
-    const size_t base = L->seg_cap ? L->Zs : L->total;
-    size_t bytes, acc = base;
-    if (cap > INT32_MAX || __builtin_mul_overflow((size_t)cap, (size_t)d->hv * (size_t)(d->dv + d->dk) * (size_t)d->dk * 4,
-                                                  &bytes) ||
-        __builtin_add_overflow(acc, bytes, &acc)) {
-        sgl_sdk_str(err, n, "the fused chunk kernel's segment buffer overflows size_t: %lld segments", (long long)cap);
-        return SGL_ATTN_E_NOMEM;
-    }
-    L->Zs = base;
-    L->seg_cap = (int32_t)cap;
-    L->total = (acc + 255) & ~(size_t)255;
-    return SGL_ATTN_OK;
-}
