@@ -25,7 +25,7 @@
  *
  * lin_decode_ring_fold_kernel (below, option decode_ring_fold=1) is the same
  * ring with the prep folded into its tiles: one launch, no prep. */
-#include "kernel_common.cuh"
+#include "decode_row.cuh"
 
 #define LK_RING_THREADS 128
 #define LK_RING_NLD 8 /* 16-byte state pieces per thread and tile (16 KB per tile) */
@@ -34,10 +34,8 @@
 
 static_assert(LK_RING_NS * LK_RING_NLD * LK_RING_THREADS * 16 == LIN_RING_SMEM, "lin_params.h LIN_RING_SMEM");
 
-template <int SDT> struct lk_ring {
-    static constexpr int K = LIN_TC_K, ESZ = SDT == LIN_DT_F32 ? 4 : 2, CPL = 16 / ESZ, LPR = K / CPL,
-                         RPI = 32 / LPR, RPW = LK_RING_NLD * RPI, RT = 4 * RPW;
-};
+static_assert(LK_RING_THREADS == LK_ROWS_THREADS, "decode_row.cuh's tile is 4 warps");
+template <int SDT> using lk_ring = lk_rows<SDT, LK_RING_NLD>;
 static_assert(lk_ring<LIN_DT_F32>::RT == LIN_STREAM_ROWS(LIN_DT_F32) &&
                   lk_ring<LIN_DT_BF16>::RT == LIN_STREAM_ROWS(LIN_DT_BF16),
               "lin_params.h LIN_STREAM_ROWS and the ring's tile differ");
@@ -80,113 +78,38 @@ LK_DEV void lk_ring_issue(const lin_fwd &p, int it, int items, unsigned char *st
     lk_cp_async_commit();
 }
 
-/* One tile's math for the fold, lin_decode_ring_kernel's (the stream kernel's) in the same order: the state
- * from this thread's pieces of `stage`, the operands from op (decode_operands.cuh's layout of the tile's
- * (request, group), in shared memory), the outputs and the new state stored. */
+/* One tile's math for the fold, lin_decode_ring_kernel's (the stream kernel's): the state from this
+ * thread's pieces of `stage`, the operands from op (decode_operands.cuh's layout of the tile's (request,
+ * group), in shared memory), the outputs and the new state stored. */
 template <int SDT>
 LK_DEV void lk_ring_tile(const lin_fwd &p, const lk_ring_item &t, int n, int slot, int64_t tok0,
                          const unsigned char *stage, const float *op) {
     using D = lk_ring<SDT>;
-    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_RING_NLD;
+    constexpr int K = D::K, CPL = D::CPL, RT = D::RT, NLD = LK_RING_NLD;
     const int KIND = p.kind;
-    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
-    const int GC = GCH ? K : 1;
     const int V = p.V, HV = p.hv, gsz = p.gsz;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int sub = lane / LPR, cc = (lane % LPR) * CPL;
     const int jh = t.head % gsz, R0 = t.r0, NR = min(RT, V - R0);
     const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)t.head * V * K;
     float s[NLD][CPL];
 #pragma unroll
     for (int l = 0; l < NLD; l++) /* rows past V landed as zeros (the copy's source size 0) */
         lk_sld<SDT, CPL>(stage, ((int64_t)l * LK_RING_THREADS + threadIdx.x) * CPL, s[l]);
-
-    const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
-              osk = obb + n * gsz;
-    for (int j = 0; j < n; j++) {
-        const int hj = j * gsz + jh;
-        float kj[CPL], qj[CPL], ec[CPL];
-        lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
-        lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
-        if (GCH) {
-#pragma unroll
-            for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
-        } else {
-            const float e1 = op[oee + hj];
-#pragma unroll
-            for (int e = 0; e < CPL; e++) ec[e] = e1;
-        }
-        const float beta = DELTA ? op[obb + hj] : 0.f, kqj = DELTA ? op[okq + j] : 0.f;
-        float a1[NLD], a2[NLD];
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            a1[l] = a2[l] = 0.f;
-            if (DELTA) {
-#pragma unroll
-                for (int e = 0; e < CPL; e++) {
-                    a1[l] += s[l][e] * (ec[e] * kj[e]);
-                    a2[l] += s[l][e] * (ec[e] * qj[e]);
-                }
-            } else {
-                const int rl = warp * RPW + l * RPI + sub;
-                const float v = rl < NR ? op[ovv + hj * V + R0 + rl] : 0.f;
-#pragma unroll
-                for (int e = 0; e < CPL; e++) {
-                    s[l][e] = ec[e] * s[l][e] + v * kj[e];
-                    a2[l] += s[l][e] * qj[e];
-                }
-            }
-        }
-#pragma unroll
-        for (int o = LPR / 2; o; o >>= 1)
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                if (DELTA) a1[l] += gc_shfl_xor(a1[l], o);
-                a2[l] += gc_shfl_xor(a2[l], o);
-            }
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            const int rl = warp * RPW + l * RPI + sub, r = R0 + rl;
-            const bool live = rl < NR;
-            float out;
-            if (DELTA) {
-                const float u = live ? beta * (op[ovv + hj * V + r] - a1[l]) : 0.f;
-#pragma unroll
-                for (int e = 0; e < CPL; e++) s[l][e] = ec[e] * s[l][e] + u * kj[e];
-                out = p.scale * (a2[l] + u * kqj);
-            } else {
-                out = p.scale * a2[l] + (M2 && live ? op[osk + hj * V + r] : 0.f);
-            }
-            if (live) {
-                if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + t.head) * V + r, out);
-                if (p.keep)
-                    lk_sst<SDT, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + ((int64_t)t.head * V + r) * K + cc,
-                                     s[l]);
-            }
-        }
-    }
-    if (!p.keep)
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            const int r = R0 + warp * RPW + l * RPI + sub;
-            if (r < V) lk_sst<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
-        }
+    lk_rows_steps<SDT, NLD>(p, s, op, n, slot, tok0, KIND, V, HV, gsz, lane, warp, [&] { return t.head; }, [&] { return jh; },
+                            [&] { return R0; }, [&] { return NR; });
+    lk_rows_store<SDT, NLD>(p, s, sbase, V, R0, lane, warp);
 }
 
-/* The ring after the prep: lk_ring_tile's math written out in the kernel (as a call, ptxas spills the bf16
- * tile at the 128-register budget) */
+/* The ring after the prep */
 template <int SDT>
 __global__ __launch_bounds__(LK_RING_THREADS, LK_RING_BPS) void lin_decode_ring_kernel(lin_fwd p, int items) {
     using D = lk_ring<SDT>;
-    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_RING_NLD,
-                  NS = LK_RING_NS, STAGE = NLD * LK_RING_THREADS * 16;
+    constexpr int K = D::K, CPL = D::CPL, RT = D::RT, NLD = LK_RING_NLD, NS = LK_RING_NS,
+                  STAGE = NLD * LK_RING_THREADS * 16;
     LK_DYN_SMEM(unsigned char, ring);
     const int KIND = p.kind;
-    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
-    const int GC = GCH ? K : 1;
     const int V = p.V, HV = p.hv, gsz = p.gsz, G = (int)gridDim.x;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int sub = lane / LPR, cc = (lane % LPR) * CPL;
 
 #pragma unroll
     for (int k = 0; k < NS - 1; k++) lk_ring_issue<SDT>(p, (int)blockIdx.x + k * G, items, ring + k * STAGE);
@@ -206,84 +129,18 @@ __global__ __launch_bounds__(LK_RING_THREADS, LK_RING_BPS) void lin_decode_ring_
         const int slot = p.pl.req_slot[t.req];
         if (slot < 0) continue; /* padding: the prep kernel wrote its zero outputs */
         const int64_t tok0 = p.pl.req_tok0[t.req];
+        /* lk_ring_tile written out, the operand pointer after the state reads (as a call, ptxas spills the
+         * bf16 tile at the 128-register budget) */
         const int grp = t.head / gsz, jh = t.head % gsz, R0 = t.r0, NR = min(RT, V - R0);
         const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)t.head * V * K;
         float s[NLD][CPL];
 #pragma unroll
         for (int l = 0; l < NLD; l++) /* rows past V landed as zeros (the copy's source size 0) */
             lk_sld<SDT, CPL>(stage, ((int64_t)l * LK_RING_THREADS + threadIdx.x) * CPL, s[l]);
-
         const float *op = p.dq + (int64_t)(t.req * p.hk + grp) * p.dq_per;
-        const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
-                  osk = obb + n * gsz;
-        for (int j = 0; j < n; j++) {
-            const int hj = j * gsz + jh;
-            float kj[CPL], qj[CPL], ec[CPL];
-            lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
-            lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
-            if (GCH) {
-#pragma unroll
-                for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
-            } else {
-                const float e1 = op[oee + hj];
-#pragma unroll
-                for (int e = 0; e < CPL; e++) ec[e] = e1;
-            }
-            const float beta = DELTA ? op[obb + hj] : 0.f, kqj = DELTA ? op[okq + j] : 0.f;
-            float a1[NLD], a2[NLD];
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                a1[l] = a2[l] = 0.f;
-                if (DELTA) {
-#pragma unroll
-                    for (int e = 0; e < CPL; e++) {
-                        a1[l] += s[l][e] * (ec[e] * kj[e]);
-                        a2[l] += s[l][e] * (ec[e] * qj[e]);
-                    }
-                } else {
-                    const int rl = warp * RPW + l * RPI + sub;
-                    const float v = rl < NR ? op[ovv + hj * V + R0 + rl] : 0.f;
-#pragma unroll
-                    for (int e = 0; e < CPL; e++) {
-                        s[l][e] = ec[e] * s[l][e] + v * kj[e];
-                        a2[l] += s[l][e] * qj[e];
-                    }
-                }
-            }
-#pragma unroll
-            for (int o = LPR / 2; o; o >>= 1)
-#pragma unroll
-                for (int l = 0; l < NLD; l++) {
-                    if (DELTA) a1[l] += gc_shfl_xor(a1[l], o);
-                    a2[l] += gc_shfl_xor(a2[l], o);
-                }
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                const int rl = warp * RPW + l * RPI + sub, r = R0 + rl;
-                const bool live = rl < NR;
-                float out;
-                if (DELTA) {
-                    const float u = live ? beta * (op[ovv + hj * V + r] - a1[l]) : 0.f;
-#pragma unroll
-                    for (int e = 0; e < CPL; e++) s[l][e] = ec[e] * s[l][e] + u * kj[e];
-                    out = p.scale * (a2[l] + u * kqj);
-                } else {
-                    out = p.scale * a2[l] + (M2 && live ? op[osk + hj * V + r] : 0.f);
-                }
-                if (live) {
-                    if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + t.head) * V + r, out);
-                    if (p.keep)
-                        lk_sst<SDT, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + ((int64_t)t.head * V + r) * K + cc,
-                                         s[l]);
-                }
-            }
-        }
-        if (!p.keep)
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                const int r = R0 + warp * RPW + l * RPI + sub;
-                if (r < V) lk_sst<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
-            }
+        lk_rows_steps<SDT, NLD>(p, s, op, n, slot, tok0, KIND, V, HV, gsz, lane, warp, [&] { return t.head; },
+                                [&] { return jh; }, [&] { return R0; }, [&] { return NR; });
+        lk_rows_store<SDT, NLD>(p, s, sbase, V, R0, lane, warp);
     }
     lk_cp_async_wait_all(); /* nothing left in flight at exit (the groups past the end are empty) */
 }
