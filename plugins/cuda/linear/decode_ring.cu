@@ -25,6 +25,7 @@
  *
  * lin_decode_ring_fold_kernel (below, option decode_ring_fold=1) is the same
  * ring with the prep folded into its tiles: one launch, no prep. */
+#include "decode_operands.cuh"
 #include "decode_row.cuh"
 
 #define LK_RING_THREADS 128
@@ -175,18 +176,7 @@ LK_DEV void lk_fold_operands(const lin_fwd &p, const lk_ring_item &t, int n, int
                                                               : 2 * HK * K + grp * gsz * V + (live ? r2 : 0);
     const int64_t at = (int64_t)slot * p.conv_elems + (int64_t)ch * H;
     float hist[4 * H], wt[4 * W], bias[4] = {0.f, 0.f, 0.f, 0.f}, x[4] = {0.f, 0.f, 0.f, 0.f};
-    if (live) {
-#pragma unroll
-        for (int m = 0; m < H; m++) lk_sld<SDT, 4>(p.conv_state, at + 4 * m, hist + 4 * m);
-        lk_sld<WDT, 4 * W>(p.conv_weight.p, (int64_t)ch * W, wt);
-        if (p.conv_bias.p) lk_sld<WDT, 4>(p.conv_bias.p, ch, bias);
-        lk_sld<XDT, 4>(p.x.p, tok0 * p.x_dim + ch, x);
-    } else {
-#pragma unroll
-        for (int m = 0; m < 4 * H; m++) hist[m] = 0.f;
-#pragma unroll
-        for (int m = 0; m < 4 * W; m++) wt[m] = 0.f;
-    }
+    lk_w4_load<SDT, XDT, WDT, W>(p, live, ch, at, tok0, hist, wt, bias, x);
     const int okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz;
     float ga = 0.f, gb = 0.f, gl = 0.f, gd = 0.f;
     const bool gate = warp == 1 && lane == 0; /* the tile's head only */
@@ -201,32 +191,14 @@ LK_DEV void lk_fold_operands(const lin_fwd &p, const lk_ring_item &t, int n, int
     for (int j = 0; j < n; j++) {
         if (j > 0 && live) lk_sld<XDT, 4>(p.x.p, (tok0 + j) * p.x_dim + ch, x);
         float o[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            float acc = bias[c];
-#pragma unroll
-            for (int m = 0; m < H; m++) acc += wt[c * W + m] * hist[c * H + m];
-            acc += wt[c * W + H] * x[c];
-#pragma unroll
-            for (int m = 0; m + 1 < H; m++) hist[c * H + m] = hist[c * H + m + 1];
-            hist[c * H + H - 1] = x[c];
-            o[c] = lk_silu(acc);
-        }
+        lk_w4_conv<W>(bias, wt, hist, x, o);
         if (live && p.keep && (warp >= 2 || qk_owner)) {
             const int64_t sc = ((int64_t)slot * p.steps + j) * p.conv_elems + (int64_t)ch * H;
 #pragma unroll
             for (int m = 0; m < H; m++) lk_sst<SDT, 4>(p.iconv, sc + 4 * m, hist + 4 * m);
         }
         if (warp < 2) {
-            if (p.l2norm) {
-                float ss = 0.f;
-#pragma unroll
-                for (int c = 0; c < 4; c++) ss += o[c] * o[c];
-                ss = lk_warp_sum(ss);
-                const float inv = 1.f / sqrtf(ss + 1e-6f);
-#pragma unroll
-                for (int c = 0; c < 4; c++) o[c] *= inv;
-            }
+            if (p.l2norm) lk_w4_l2norm(o);
             lk_sst<LIN_DT_F32, 4>(op, (int64_t)(warp * n + j) * K + 4 * lane, o);
         } else if (live) {
 #pragma unroll
@@ -237,17 +209,14 @@ LK_DEV void lk_fold_operands(const lin_fwd &p, const lk_ring_item &t, int n, int
                 ga = lk_in(p.a, (tok0 + j) * HV + t.head);
                 gb = lk_in(p.b, (tok0 + j) * HV + t.head);
             }
-            const float g = -expf(gl) * lk_softplus(ga + gd);
-            op[oee + j * gsz + jh] = expf(g);
+            op[oee + j * gsz + jh] = lk_gdn_decay(gl, gd, ga);
             op[obb + j * gsz + jh] = lk_sigmoid(gb);
         }
         __syncthreads(); /* k of token j in op */
         if (warp == 0) {
-            float kk[4], d = 0.f;
+            float kk[4];
             lk_sld<LIN_DT_F32, 4>(op, (int64_t)(n + j) * K + 4 * lane, kk);
-#pragma unroll
-            for (int c = 0; c < 4; c++) d += kk[c] * o[c];
-            d = lk_warp_sum(d);
+            const float d = lk_w4_dot(kk, o);
             if (lane == 0) op[okq + j] = d;
         }
     }
