@@ -25,6 +25,20 @@ template <int SDT, int NLD> struct lk_rows {
                          RPI = 32 / LPR, RPW = NLD * RPI, RT = 4 * RPW;
 };
 
+/* Per row l: a2[l] (and a1[l] when both) summed over the W lanes that hold the row (a butterfly of xor
+ * shuffles, W a power of 2), every lane left with the sum; the order of the fused decode's (decode_fused.cu,
+ * W = 32) and the stream tile's (W = LPR) reductions */
+template <int N, int W>
+LK_DEV void lk_rows_xor_sum(float (&a1)[N], float (&a2)[N], bool both) {
+#pragma unroll
+    for (int o = W / 2; o; o >>= 1)
+#pragma unroll
+        for (int l = 0; l < N; l++) {
+            if (both) a1[l] += gc_shfl_xor(a1[l], o);
+            a2[l] += gc_shfl_xor(a2[l], o);
+        }
+}
+
 /* The n tokens of one tile on this thread's rows s (the new state stored by lk_rows_store).
  * head, jh, r0 and nr (the tile's value head, its index in the group, its first row, its rows) are
  * callables: the stream kernel reads its block indices again at each use rather than holding them in
@@ -78,13 +92,7 @@ LK_DEV void lk_rows_steps(const lin_fwd &p, float (&s)[NLD][lk_rows<SDT, NLD>::C
                 }
             }
         }
-#pragma unroll
-        for (int o = LPR / 2; o; o >>= 1)
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                if (DELTA) a1[l] += gc_shfl_xor(a1[l], o);
-                a2[l] += gc_shfl_xor(a2[l], o);
-            }
+        lk_rows_xor_sum<NLD, LPR>(a1, a2, DELTA);
 #pragma unroll
         for (int l = 0; l < NLD; l++) {
             const int rl = warp * RPW + l * RPI + sub, r = R0() + rl;
