@@ -79,6 +79,19 @@ LK_DEV void lk_ring_issue(const lin_fwd &p, int it, int items, unsigned char *st
     lk_cp_async_commit();
 }
 
+/* The walk's step to tile it (st: its stage): the tile NS - 1 ahead goes into the stage this thread emptied
+ * last (its values are used), then tile it's group is waited for; returns tile it's stage, st moved on */
+template <int SDT>
+LK_DEV const unsigned char *lk_ring_advance(const lin_fwd &p, int it, int items, int G, unsigned char *ring,
+                                            int &st) {
+    constexpr int NS = LK_RING_NS, STAGE = LK_RING_NLD * LK_RING_THREADS * 16;
+    lk_ring_issue<SDT>(p, it + (NS - 1) * G, items, ring + (st == 0 ? NS - 1 : st - 1) * STAGE);
+    lk_cp_async_wait<NS - 1>();
+    const unsigned char *stage = ring + st * STAGE;
+    st = st == NS - 1 ? 0 : st + 1;
+    return stage;
+}
+
 /* One tile's math for the fold, lin_decode_ring_kernel's (the stream kernel's): the state from this
  * thread's pieces of `stage`, the operands from op (decode_operands.cuh's layout of the tile's (request,
  * group), in shared memory), the outputs and the new state stored. */
@@ -119,11 +132,7 @@ __global__ __launch_bounds__(LK_RING_THREADS, LK_RING_BPS) void lin_decode_ring_
 
     int st = 0; /* the stage of tile it */
     for (int it = (int)blockIdx.x; it < items; it += G) {
-        /* the tile NS - 1 ahead goes into the stage this thread emptied last (its values are used) */
-        lk_ring_issue<SDT>(p, it + (NS - 1) * G, items, ring + (st == 0 ? NS - 1 : st - 1) * STAGE);
-        lk_cp_async_wait<NS - 1>();
-        const unsigned char *stage = ring + st * STAGE;
-        st = st == NS - 1 ? 0 : st + 1;
+        const unsigned char *stage = lk_ring_advance<SDT>(p, it, items, G, ring, st);
         const lk_ring_item t = lk_ring_at(p, it, RT);
         const int n = p.pl.req_n[t.req];
         if (n <= 0) continue;
@@ -276,10 +285,7 @@ lin_decode_ring_fold_kernel(lin_fwd p, int items) {
     /* no kernel of this forward runs before it: nothing to wait for (a plain launch) */
     int st = 0;
     for (int it = (int)blockIdx.x; it < items; it += G) {
-        lk_ring_issue<SDT>(p, it + (NS - 1) * G, items, ring + (st == 0 ? NS - 1 : st - 1) * STAGE);
-        lk_cp_async_wait<NS - 1>();
-        const unsigned char *stage = ring + st * STAGE;
-        st = st == NS - 1 ? 0 : st + 1;
+        const unsigned char *stage = lk_ring_advance<SDT>(p, it, items, G, ring, st);
         const lk_ring_item t = lk_ring_at(p, it, RT);
         const int n = p.pl.req_n[t.req];
         if (n <= 0) continue;
