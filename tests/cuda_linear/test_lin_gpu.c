@@ -46,6 +46,11 @@
  *                  takes the quick set's decode configs)
  *     LT_QUICK=15  the ring and the fold alone on gdn's defaults with f32 and bf16 state (grid 3) and the
  *                  verify graph (compute-sanitizer memcheck / racecheck of decode_ring.cu)
+ *     LT_QUICK=16  the chunked prep as a stream along time (prep_stream, chunk_prep_stream.cu): gdn configs
+ *                  run with the option off (outputs recorded) and on, every output the same bits, both within
+ *                  the float64 limits (V 64 / 96 / 128, an odd tile count, both state dtypes, bf16 conv
+ *                  weights, l2norm off, long ragged requests with a padded one, segments, conv width 2)
+ * SGL_ATTN_LIN_PREP_STREAM set by the caller reaches every config but LT_QUICK=16's pairs (a lever run).
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -72,9 +77,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024, Q14 = 2048,
-       Q15 = 4096 };
+       Q15 = 4096, Q16 = 8192 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5 };
@@ -102,7 +107,8 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_GDN128 = {1, 2, 128, 128, 4, 0}, /* the output kernel's two column halves */
                       SH_GDN_W2 = {2, 4, 128, 64, 2, 0},  /* conv width 2: the general preps for gdn */
                       SH_GDN256 = {1, 1, 256, 32, 4, 0},  /* K = 256: the fused decode's widest rows */
-                      SH_GDN_LONG = {1, 1, 128, 64, 4, 0}; /* LT_QUICK=9: one head keeps the reference short */
+                      SH_GDN_LONG = {1, 1, 128, 64, 4, 0}, /* LT_QUICK=9: one head keeps the reference short */
+                      SH_GDN_HV3 = {1, 3, 128, 64, 4, 0};  /* 5 head tiles: prep_stream's padding tile */
 
 static double tol_of(const cfg *c) {
     if (c->st == SGL_ATTN_DT_BF16) return 2e-3; /* the state itself rounded every step */
@@ -222,6 +228,11 @@ static void run_cfg(const cfg *c) {
     if (c->seg) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " seg=%s", c->seg);
+    }
+    const char *ps = getenv("SGL_ATTN_LIN_PREP_STREAM");
+    if (ps && *ps) {
+        const size_t l = strlen(label);
+        snprintf(label + l, sizeof label - l, " prep_stream=%s", ps);
     }
     if (getenv("SGL_ATTN_LIN_DECODE_RING")) { /* ring_tests */
         const size_t l = strlen(label);
@@ -965,6 +976,40 @@ static const ccfg caller_configs[] = {
     {{Q11, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
 };
 
+/* prep_stream (LT_QUICK=16; the full run): the gdn shapes the w4 prep serves, each run with the option off
+ * (outputs recorded) and on (every output the same bits: same operations in the same order); scenarios with
+ * ragged batches across chunk boundaries, state carried across extend calls, a restarted slot, an empty
+ * request, long requests with a padded one, segment ends at many chunk offsets; and conv width 2, which
+ * the stream prep does not take (the option changes nothing there) */
+static const cfg prep_configs[] = {
+    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q16, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q16, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 1, NULL},
+    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL},
+    {F | Q16, GDN, SH_GDN_HV3, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
+    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 1, NULL},
+    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "2"},
+    {F | Q16, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+};
+
+static void run_prep_pair(const cfg *c) {
+    char had[32] = "";
+    const char *e = getenv("SGL_ATTN_LIN_PREP_STREAM");
+    const int was_set = e != NULL;
+    if (e) snprintf(had, sizeof had, "%s", e);
+    lt_rec_reset();
+    lt_rec_mode = 1;
+    setenv("SGL_ATTN_LIN_PREP_STREAM", "0", 1);
+    run_cfg(c);
+    lt_rec_mode = 2;
+    setenv("SGL_ATTN_LIN_PREP_STREAM", "1", 1);
+    run_cfg(c);
+    lt_rec_mode = 0;
+    lt_rec_reset();
+    if (was_set) setenv("SGL_ATTN_LIN_PREP_STREAM", had, 1);
+    else unsetenv("SGL_ATTN_LIN_PREP_STREAM");
+}
+
 /* The ring (decode_ring=1): each decode config of the set (LT_QUICK=14: LT_QUICK=4's; the full run: those
  * also in the quick set) with the stream kernel, outputs recorded, then with the ring at a grid small enough
  * that each block walks many tiles (1, 3, 5) or the default: the same bits; then the graphs with the ring.
@@ -1039,9 +1084,9 @@ int main(int argc, char **argv) {
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : 0;
+                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14 or 15 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15 or 16 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -1089,6 +1134,8 @@ int main(int argc, char **argv) {
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)
         if (fused_configs[i].c.sets & set) run_fused_cfg(&fused_configs[i]);
+    for (size_t i = 0; i < sizeof prep_configs / sizeof *prep_configs; i++)
+        if (prep_configs[i].sets & set) run_prep_pair(&prep_configs[i]);
     if (set & (F | Q1)) error_tests();
     if (set & (F | Q11 | Q12)) caller_error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

@@ -468,14 +468,18 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     if (chunks <= 0) return 0;
     cudaStream_t st = (cudaStream_t)stream;
     const dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv)), g1((unsigned)chunks, (unsigned)p.hv);
-    if (lk_prep_w4_ok(p)) {
+    int e;
+    if (p.prep_stream && lk_prep_w4_ok(p)) { /* the same outputs, streamed along time (chunk_prep_stream.cu) */
+        e = lin_launch_chunk_prep_stream(pp, stream);
+    } else if (lk_prep_w4_ok(p)) {
         void (*k0)(lin_fwd) = lin_chunk_prep_w4_kernel<LIN_DT_BF16>;
         LK_LAUNCH(k0, g0, LK_P2_THREADS, LK_P2_SMEM, st, p);
+        e = (int)cudaGetLastError();
     } else {
         void (*k0)(lin_fwd) = lin_chunk_prep_kernel<LIN_DT_BF16>;
         LK_LAUNCH(k0, g0, LK_P0_THREADS, LK_P0_SMEM, st, p);
+        e = (int)cudaGetLastError();
     }
-    int e = (int)cudaGetLastError();
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e || p.fused_cp) return e; /* fused_chunk: chunk_fused_cp.cu makes UT in its pass */

@@ -27,6 +27,7 @@
  *   chunk_tile.cuh      phase 1's conv tile and T products
  *   chunk_extend.cu     the chunked extend: which phase-1 / phase-2 kernels for which dtype and kind
  *   chunk_prep_ut.cu    phase 1, bf16, scalar gates: prep (conv, l2norm) + UT (gates, M, T, W, U)
+ *   chunk_prep_stream.cu  phase 1's prep for gdn, conv width 4, as a stream along time (prep_stream=1)
  *   chunk_fused_ut.cu   phase 1 in one kernel per key head group: kda, f16
  *   chunk_state.cu      phase 2, bf16: the serial state pass (warp-specialised), and its segment modes
  *   chunk_segment.cu    phase 2, bf16: the state pass by segments in parallel, joined in float32
@@ -178,6 +179,7 @@ typedef struct lin_inst {
     int variant;
     int vt;                /* chunked phase 2's state-row tile: 16, 32, or 0 = by batch size */
     int seg;               /* the state pass's segments: -1 by the batch (lin_seg_plan), 0 never, N chunks */
+    int prep_stream;       /* the chunked prep of gdn conv width 4 by chunk_prep_stream.cu (option, default 0) */
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
     int dec_ring;          /* option decode_ring: the stream decode's state kernel as a persistent ring */
     int dec_ring_grid;     /* option decode_ring_grid: the ring's blocks (0: LIN_RING_BLOCKS_PER_SM per SM) */

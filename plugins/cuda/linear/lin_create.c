@@ -62,6 +62,7 @@ typedef struct lin_options {
     int dec_ring_grid; /* decode_ring_grid: its blocks, 0 = LIN_RING_BLOCKS_PER_SM per SM */
     int dec_fold;   /* decode_ring_fold: the prep folded into the ring's tiles (gdn, conv width 4) */
     int fused_cp;   /* fused_chunk: 0 off, 1 by the batch (lin_fused_cp_takes), 2 always */
+    int prep_stream; /* prep_stream: the chunked prep of gdn conv width 4 as a stream along time */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the false spellings 0; the true spellings 1 (the fused chunk kernel
@@ -106,7 +107,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_bool(&opts, "decode_ring", "SGL_ATTN_LIN_DECODE_RING", 0, &o->dec_ring)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_ring_grid", "SGL_ATTN_LIN_DECODE_RING_GRID", 0, 0, 1 << 20, &ring_grid)) ||
         (rc = sgl_sdk_opt_bool(&opts, "decode_ring_fold", "SGL_ATTN_LIN_DECODE_RING_FOLD", 0, &o->dec_fold)) ||
-        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)))
+        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
+        (rc = sgl_sdk_opt_bool(&opts, "prep_stream", "SGL_ATTN_LIN_PREP_STREAM", 0, &o->prep_stream)))
         return rc;
     o->dec_ring_grid = (int)ring_grid;
     o->seg = (int)seg;
@@ -127,7 +129,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, decode_ring, "
-                                       "decode_ring_grid, decode_ring_fold and sync_check: docs/cuda_linear.md)",
+                                       "decode_ring_grid, decode_ring_fold, prep_stream and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -183,6 +185,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->variant = opt.variant;
     w->vt = opt.vt;
     w->seg = opt.seg;
+    w->prep_stream = opt.prep_stream;
     w->sync_check = opt.sync_check;
     w->dec_ring = opt.dec_ring;
     w->dec_ring_grid = opt.dec_ring_grid;
