@@ -20,6 +20,7 @@
  * Verify with keep writes the state after each token to the step copies and
  * leaves the main state (and conv history) alone. */
 #include "decode_operands.cuh"
+#include "decode_row.cuh"
 
 #define LK_DEC_RPW 4 /* rows per warp in flight */
 
@@ -111,13 +112,7 @@ __global__ __launch_bounds__(LK_DEC_THREADS, 2) void lin_decode_fused_kernel(lin
                     }
                 }
             }
-#pragma unroll
-            for (int o = 16; o; o >>= 1)
-#pragma unroll
-                for (int q = 0; q < LK_DEC_RPW; q++) {
-                    if (DELTA) a1[q] += gc_shfl_xor(a1[q], o);
-                    a2[q] += gc_shfl_xor(a2[q], o);
-                }
+            lk_rows_xor_sum<LK_DEC_RPW, 32>(a1, a2, DELTA);
 #pragma unroll
             for (int q = 0; q < LK_DEC_RPW; q++) {
                 const int hj = j * gsz + jh[q];

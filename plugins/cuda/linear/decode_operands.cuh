@@ -147,4 +147,74 @@ LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int 
     __syncthreads();
 }
 
+/* ---- the w4 form's pieces (gdn, conv width W = 4): a thread owns 4 consecutive channels ch .. ch+3, its
+ * history hist[c * H + m] (oldest first per channel), weights wt[c * W + m], bias and x in registers.
+ * Shared by decode_prep.cu's lin_decode_prep_w4_kernel and decode_ring.cu's fold, whose operands must be
+ * the same bits. */
+
+/* Every load of the 4 channels first: history, weights, bias, the first token's x (zeros where !live:
+ * idle lanes stay for the barriers) */
+template <int SDT, int XDT, int WDT, int W>
+LK_DEV void lk_w4_load(const lin_fwd &p, bool live, int ch, int64_t at, int64_t tok0, float (&hist)[4 * (W - 1)],
+                       float (&wt)[4 * W], float (&bias)[4], float (&x)[4]) {
+    constexpr int H = W - 1;
+    if (live) {
+#pragma unroll
+        for (int m = 0; m < H; m++) lk_sld<SDT, 4>(p.conv_state, at + 4 * m, hist + 4 * m);
+        lk_sld<WDT, 4 * W>(p.conv_weight.p, (int64_t)ch * W, wt);
+        if (p.conv_bias.p) lk_sld<WDT, 4>(p.conv_bias.p, ch, bias);
+        lk_sld<XDT, 4>(p.x.p, tok0 * p.x_dim + ch, x);
+    } else {
+#pragma unroll
+        for (int m = 0; m < 4 * H; m++) hist[m] = 0.f;
+#pragma unroll
+        for (int m = 0; m < 4 * W; m++) wt[m] = 0.f;
+    }
+}
+
+/* One token of the conv1d + SiLU on the 4 channels, lk_dec_operands' order (bias, history oldest first, then
+ * the newest input), the history moved on by x */
+template <int W>
+LK_DEV void lk_w4_conv(const float (&bias)[4], const float (&wt)[4 * W], float (&hist)[4 * (W - 1)],
+                       const float (&x)[4], float (&o)[4]) {
+    constexpr int H = W - 1;
+#pragma unroll
+    for (int c = 0; c < 4; c++) { /* the 4 channels' histories are 12 consecutive elements */
+        float acc = bias[c];
+#pragma unroll
+        for (int m = 0; m < H; m++) acc += wt[c * W + m] * hist[c * H + m];
+        acc += wt[c * W + H] * x[c];
+#pragma unroll
+        for (int m = 0; m + 1 < H; m++) hist[c * H + m] = hist[c * H + m + 1];
+        hist[c * H + H - 1] = x[c];
+        o[c] = lk_silu(acc);
+    }
+}
+
+/* l2norm of a 128-vector held 4 per lane by one warp, lk_dec_operands' order: the lane's 4 squares, then
+ * the warp sum */
+LK_DEV void lk_w4_l2norm(float (&o)[4]) {
+    float ss = 0.f;
+#pragma unroll
+    for (int c = 0; c < 4; c++) ss += o[c] * o[c];
+    ss = lk_warp_sum(ss);
+    const float inv = 1.f / sqrtf(ss + 1e-6f);
+#pragma unroll
+    for (int c = 0; c < 4; c++) o[c] *= inv;
+}
+
+/* k.q of a 128-vector pair held 4 per lane by one warp, lk_dec_operands' order (the warp's sum) */
+LK_DEV float lk_w4_dot(const float (&k)[4], const float (&q)[4]) {
+    float d = 0.f;
+#pragma unroll
+    for (int c = 0; c < 4; c++) d += k[c] * q[c];
+    return lk_warp_sum(d);
+}
+
+/* gdn's decay gate of one (token, head): e = exp(-exp(A_log) softplus(a + dt_bias)) (beta = sigmoid(b)) */
+LK_DEV float lk_gdn_decay(float A_log, float dt_bias, float a) {
+    const float g = -expf(A_log) * lk_softplus(a + dt_bias);
+    return expf(g);
+}
+
 #endif

@@ -94,18 +94,7 @@ __global__ __launch_bounds__(LK_DP_W4_NTMAX, LK_DP_W4_MINB) void lin_decode_prep
 
     /* ---- every load first: history (oldest first per channel), weights, bias, the first token's x */
     float hist[4 * H], wt[4 * W], bias[4] = {0.f, 0.f, 0.f, 0.f}, x[4] = {0.f, 0.f, 0.f, 0.f};
-    if (live) {
-#pragma unroll
-        for (int m = 0; m < H; m++) lk_sld<SDT, 4>(p.conv_state, at + 4 * m, hist + 4 * m);
-        lk_sld<WDT, 4 * W>(p.conv_weight.p, (int64_t)ch * W, wt);
-        if (p.conv_bias.p) lk_sld<WDT, 4>(p.conv_bias.p, ch, bias);
-        lk_sld<XDT, 4>(p.x.p, tok0 * p.x_dim + ch, x);
-    } else { /* idle lanes of the last value warp: they stay for the barriers */
-#pragma unroll
-        for (int m = 0; m < 4 * H; m++) hist[m] = 0.f;
-#pragma unroll
-        for (int m = 0; m < 4 * W; m++) wt[m] = 0.f;
-    }
+    lk_w4_load<SDT, XDT, WDT, W>(p, live, ch, at, tok0, hist, wt, bias, x); /* idle lanes: zeros */
     /* the gates of the first token: lanes 0 .. gsz-1 of warp 1, after their conv loads are out */
     const int okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz;
     float *dst = p.dq + (int64_t)(i * HK + grp) * p.dq_per;
@@ -121,32 +110,14 @@ __global__ __launch_bounds__(LK_DP_W4_NTMAX, LK_DP_W4_MINB) void lin_decode_prep
     for (int j = 0; j < n; j++) {
         if (j > 0 && live) lk_sld<XDT, 4>(p.x.p, (tok0 + j) * p.x_dim + ch, x);
         float o[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) { /* the 4 channels' histories are 12 consecutive elements */
-            float acc = bias[c];
-#pragma unroll
-            for (int m = 0; m < H; m++) acc += wt[c * W + m] * hist[c * H + m];
-            acc += wt[c * W + H] * x[c];
-#pragma unroll
-            for (int m = 0; m + 1 < H; m++) hist[c * H + m] = hist[c * H + m + 1];
-            hist[c * H + H - 1] = x[c];
-            o[c] = lk_silu(acc);
-        }
+        lk_w4_conv<W>(bias, wt, hist, x, o);
         if (live && p.keep) {
             const int64_t st = ((int64_t)slot * p.steps + j) * p.conv_elems + (int64_t)ch * H;
 #pragma unroll
             for (int m = 0; m < H; m++) lk_sst<SDT, 4>(p.iconv, st + 4 * m, hist + 4 * m);
         }
         if (warp < 2) {
-            if (p.l2norm) { /* lk_dec_operands' order: the lane's 4 squares, then the warp sum */
-                float ss = 0.f;
-#pragma unroll
-                for (int c = 0; c < 4; c++) ss += o[c] * o[c];
-                ss = lk_warp_sum(ss);
-                const float inv = 1.f / sqrtf(ss + 1e-6f);
-#pragma unroll
-                for (int c = 0; c < 4; c++) o[c] *= inv;
-            }
+            if (p.l2norm) lk_w4_l2norm(o);
             lk_sst<LIN_DT_F32, 4>(dst, (int64_t)(warp * n + j) * K + 4 * lane, o);
             if (warp == 1) lk_sst<LIN_DT_F32, 4>(ks, (int64_t)j * K + 4 * lane, o);
         } else if (live) { /* v[j][r2 ..]: the offset 2nK + n leaves it unaligned for n % 4 != 0 */
@@ -158,17 +129,14 @@ __global__ __launch_bounds__(LK_DP_W4_NTMAX, LK_DP_W4_MINB) void lin_decode_prep
                 ga = lk_in(p.a, (tok0 + j) * HV + h0 + lane);
                 gb = lk_in(p.b, (tok0 + j) * HV + h0 + lane);
             }
-            const float g = -expf(gl) * lk_softplus(ga + gd);
-            dst[oee + j * gsz + lane] = expf(g);
+            dst[oee + j * gsz + lane] = lk_gdn_decay(gl, gd, ga);
             dst[obb + j * gsz + lane] = lk_sigmoid(gb);
         }
         __syncthreads(); /* k of token j in ks */
-        if (warp == 0) { /* k.q, lk_dec_operands' order */
-            float kk[4], d = 0.f;
+        if (warp == 0) { /* k.q */
+            float kk[4];
             lk_sld<LIN_DT_F32, 4>(ks, (int64_t)j * K + 4 * lane, kk);
-#pragma unroll
-            for (int c = 0; c < 4; c++) d += kk[c] * o[c];
-            d = lk_warp_sum(d);
+            const float d = lk_w4_dot(kk, o);
             if (lane == 0) dst[okq + j] = d;
         }
     }

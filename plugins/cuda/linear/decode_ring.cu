@@ -25,7 +25,8 @@
  *
  * lin_decode_ring_fold_kernel (below, option decode_ring_fold=1) is the same
  * ring with the prep folded into its tiles: one launch, no prep. */
-#include "kernel_common.cuh"
+#include "decode_operands.cuh"
+#include "decode_row.cuh"
 
 #define LK_RING_THREADS 128
 #define LK_RING_NLD 8 /* 16-byte state pieces per thread and tile (16 KB per tile) */
@@ -34,10 +35,8 @@
 
 static_assert(LK_RING_NS * LK_RING_NLD * LK_RING_THREADS * 16 == LIN_RING_SMEM, "lin_params.h LIN_RING_SMEM");
 
-template <int SDT> struct lk_ring {
-    static constexpr int K = LIN_TC_K, ESZ = SDT == LIN_DT_F32 ? 4 : 2, CPL = 16 / ESZ, LPR = K / CPL,
-                         RPI = 32 / LPR, RPW = LK_RING_NLD * RPI, RT = 4 * RPW;
-};
+static_assert(LK_RING_THREADS == LK_ROWS_THREADS, "decode_row.cuh's tile is 4 warps");
+template <int SDT> using lk_ring = lk_rows<SDT, LK_RING_NLD>;
 static_assert(lk_ring<LIN_DT_F32>::RT == LIN_STREAM_ROWS(LIN_DT_F32) &&
                   lk_ring<LIN_DT_BF16>::RT == LIN_STREAM_ROWS(LIN_DT_BF16),
               "lin_params.h LIN_STREAM_ROWS and the ring's tile differ");
@@ -80,113 +79,51 @@ LK_DEV void lk_ring_issue(const lin_fwd &p, int it, int items, unsigned char *st
     lk_cp_async_commit();
 }
 
-/* One tile's math for the fold, lin_decode_ring_kernel's (the stream kernel's) in the same order: the state
- * from this thread's pieces of `stage`, the operands from op (decode_operands.cuh's layout of the tile's
- * (request, group), in shared memory), the outputs and the new state stored. */
+/* The walk's step to tile it (st: its stage): the tile NS - 1 ahead goes into the stage this thread emptied
+ * last (its values are used), then tile it's group is waited for; returns tile it's stage, st moved on */
+template <int SDT>
+LK_DEV const unsigned char *lk_ring_advance(const lin_fwd &p, int it, int items, int G, unsigned char *ring,
+                                            int &st) {
+    constexpr int NS = LK_RING_NS, STAGE = LK_RING_NLD * LK_RING_THREADS * 16;
+    lk_ring_issue<SDT>(p, it + (NS - 1) * G, items, ring + (st == 0 ? NS - 1 : st - 1) * STAGE);
+    lk_cp_async_wait<NS - 1>();
+    const unsigned char *stage = ring + st * STAGE;
+    st = st == NS - 1 ? 0 : st + 1;
+    return stage;
+}
+
+/* One tile's math for the fold, lin_decode_ring_kernel's (the stream kernel's): the state from this
+ * thread's pieces of `stage`, the operands from op (decode_operands.cuh's layout of the tile's (request,
+ * group), in shared memory), the outputs and the new state stored. */
 template <int SDT>
 LK_DEV void lk_ring_tile(const lin_fwd &p, const lk_ring_item &t, int n, int slot, int64_t tok0,
                          const unsigned char *stage, const float *op) {
     using D = lk_ring<SDT>;
-    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_RING_NLD;
+    constexpr int K = D::K, CPL = D::CPL, RT = D::RT, NLD = LK_RING_NLD;
     const int KIND = p.kind;
-    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
-    const int GC = GCH ? K : 1;
     const int V = p.V, HV = p.hv, gsz = p.gsz;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int sub = lane / LPR, cc = (lane % LPR) * CPL;
     const int jh = t.head % gsz, R0 = t.r0, NR = min(RT, V - R0);
     const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)t.head * V * K;
     float s[NLD][CPL];
 #pragma unroll
     for (int l = 0; l < NLD; l++) /* rows past V landed as zeros (the copy's source size 0) */
         lk_sld<SDT, CPL>(stage, ((int64_t)l * LK_RING_THREADS + threadIdx.x) * CPL, s[l]);
-
-    const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
-              osk = obb + n * gsz;
-    for (int j = 0; j < n; j++) {
-        const int hj = j * gsz + jh;
-        float kj[CPL], qj[CPL], ec[CPL];
-        lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
-        lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
-        if (GCH) {
-#pragma unroll
-            for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
-        } else {
-            const float e1 = op[oee + hj];
-#pragma unroll
-            for (int e = 0; e < CPL; e++) ec[e] = e1;
-        }
-        const float beta = DELTA ? op[obb + hj] : 0.f, kqj = DELTA ? op[okq + j] : 0.f;
-        float a1[NLD], a2[NLD];
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            a1[l] = a2[l] = 0.f;
-            if (DELTA) {
-#pragma unroll
-                for (int e = 0; e < CPL; e++) {
-                    a1[l] += s[l][e] * (ec[e] * kj[e]);
-                    a2[l] += s[l][e] * (ec[e] * qj[e]);
-                }
-            } else {
-                const int rl = warp * RPW + l * RPI + sub;
-                const float v = rl < NR ? op[ovv + hj * V + R0 + rl] : 0.f;
-#pragma unroll
-                for (int e = 0; e < CPL; e++) {
-                    s[l][e] = ec[e] * s[l][e] + v * kj[e];
-                    a2[l] += s[l][e] * qj[e];
-                }
-            }
-        }
-#pragma unroll
-        for (int o = LPR / 2; o; o >>= 1)
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                if (DELTA) a1[l] += gc_shfl_xor(a1[l], o);
-                a2[l] += gc_shfl_xor(a2[l], o);
-            }
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            const int rl = warp * RPW + l * RPI + sub, r = R0 + rl;
-            const bool live = rl < NR;
-            float out;
-            if (DELTA) {
-                const float u = live ? beta * (op[ovv + hj * V + r] - a1[l]) : 0.f;
-#pragma unroll
-                for (int e = 0; e < CPL; e++) s[l][e] = ec[e] * s[l][e] + u * kj[e];
-                out = p.scale * (a2[l] + u * kqj);
-            } else {
-                out = p.scale * a2[l] + (M2 && live ? op[osk + hj * V + r] : 0.f);
-            }
-            if (live) {
-                if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + t.head) * V + r, out);
-                if (p.keep)
-                    lk_sst<SDT, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + ((int64_t)t.head * V + r) * K + cc,
-                                     s[l]);
-            }
-        }
-    }
-    if (!p.keep)
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            const int r = R0 + warp * RPW + l * RPI + sub;
-            if (r < V) lk_sst<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
-        }
+    lk_rows_steps<SDT, NLD>(p, s, op, n, slot, tok0, KIND, V, HV, gsz, lane, warp, [&] { return t.head; }, [&] { return jh; },
+                            [&] { return R0; }, [&] { return NR; });
+    lk_rows_store<SDT, NLD>(p, s, sbase, V, R0, lane, warp);
 }
 
-/* The ring after the prep: lk_ring_tile's math written out in the kernel (as a call, ptxas spills the bf16
- * tile at the 128-register budget) */
+/* The ring after the prep */
 template <int SDT>
 __global__ __launch_bounds__(LK_RING_THREADS, LK_RING_BPS) void lin_decode_ring_kernel(lin_fwd p, int items) {
     using D = lk_ring<SDT>;
-    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_RING_NLD,
-                  NS = LK_RING_NS, STAGE = NLD * LK_RING_THREADS * 16;
+    constexpr int K = D::K, CPL = D::CPL, RT = D::RT, NLD = LK_RING_NLD, NS = LK_RING_NS,
+                  STAGE = NLD * LK_RING_THREADS * 16;
     LK_DYN_SMEM(unsigned char, ring);
     const int KIND = p.kind;
-    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
-    const int GC = GCH ? K : 1;
     const int V = p.V, HV = p.hv, gsz = p.gsz, G = (int)gridDim.x;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int sub = lane / LPR, cc = (lane % LPR) * CPL;
 
 #pragma unroll
     for (int k = 0; k < NS - 1; k++) lk_ring_issue<SDT>(p, (int)blockIdx.x + k * G, items, ring + k * STAGE);
@@ -195,95 +132,25 @@ __global__ __launch_bounds__(LK_RING_THREADS, LK_RING_BPS) void lin_decode_ring_
 
     int st = 0; /* the stage of tile it */
     for (int it = (int)blockIdx.x; it < items; it += G) {
-        /* the tile NS - 1 ahead goes into the stage this thread emptied last (its values are used) */
-        lk_ring_issue<SDT>(p, it + (NS - 1) * G, items, ring + (st == 0 ? NS - 1 : st - 1) * STAGE);
-        lk_cp_async_wait<NS - 1>();
-        const unsigned char *stage = ring + st * STAGE;
-        st = st == NS - 1 ? 0 : st + 1;
+        const unsigned char *stage = lk_ring_advance<SDT>(p, it, items, G, ring, st);
         const lk_ring_item t = lk_ring_at(p, it, RT);
         const int n = p.pl.req_n[t.req];
         if (n <= 0) continue;
         const int slot = p.pl.req_slot[t.req];
         if (slot < 0) continue; /* padding: the prep kernel wrote its zero outputs */
         const int64_t tok0 = p.pl.req_tok0[t.req];
+        /* lk_ring_tile written out, the operand pointer after the state reads (as a call, ptxas spills the
+         * bf16 tile at the 128-register budget) */
         const int grp = t.head / gsz, jh = t.head % gsz, R0 = t.r0, NR = min(RT, V - R0);
         const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)t.head * V * K;
         float s[NLD][CPL];
 #pragma unroll
         for (int l = 0; l < NLD; l++) /* rows past V landed as zeros (the copy's source size 0) */
             lk_sld<SDT, CPL>(stage, ((int64_t)l * LK_RING_THREADS + threadIdx.x) * CPL, s[l]);
-
         const float *op = p.dq + (int64_t)(t.req * p.hk + grp) * p.dq_per;
-        const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
-                  osk = obb + n * gsz;
-        for (int j = 0; j < n; j++) {
-            const int hj = j * gsz + jh;
-            float kj[CPL], qj[CPL], ec[CPL];
-            lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
-            lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
-            if (GCH) {
-#pragma unroll
-                for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
-            } else {
-                const float e1 = op[oee + hj];
-#pragma unroll
-                for (int e = 0; e < CPL; e++) ec[e] = e1;
-            }
-            const float beta = DELTA ? op[obb + hj] : 0.f, kqj = DELTA ? op[okq + j] : 0.f;
-            float a1[NLD], a2[NLD];
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                a1[l] = a2[l] = 0.f;
-                if (DELTA) {
-#pragma unroll
-                    for (int e = 0; e < CPL; e++) {
-                        a1[l] += s[l][e] * (ec[e] * kj[e]);
-                        a2[l] += s[l][e] * (ec[e] * qj[e]);
-                    }
-                } else {
-                    const int rl = warp * RPW + l * RPI + sub;
-                    const float v = rl < NR ? op[ovv + hj * V + R0 + rl] : 0.f;
-#pragma unroll
-                    for (int e = 0; e < CPL; e++) {
-                        s[l][e] = ec[e] * s[l][e] + v * kj[e];
-                        a2[l] += s[l][e] * qj[e];
-                    }
-                }
-            }
-#pragma unroll
-            for (int o = LPR / 2; o; o >>= 1)
-#pragma unroll
-                for (int l = 0; l < NLD; l++) {
-                    if (DELTA) a1[l] += gc_shfl_xor(a1[l], o);
-                    a2[l] += gc_shfl_xor(a2[l], o);
-                }
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                const int rl = warp * RPW + l * RPI + sub, r = R0 + rl;
-                const bool live = rl < NR;
-                float out;
-                if (DELTA) {
-                    const float u = live ? beta * (op[ovv + hj * V + r] - a1[l]) : 0.f;
-#pragma unroll
-                    for (int e = 0; e < CPL; e++) s[l][e] = ec[e] * s[l][e] + u * kj[e];
-                    out = p.scale * (a2[l] + u * kqj);
-                } else {
-                    out = p.scale * a2[l] + (M2 && live ? op[osk + hj * V + r] : 0.f);
-                }
-                if (live) {
-                    if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + t.head) * V + r, out);
-                    if (p.keep)
-                        lk_sst<SDT, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + ((int64_t)t.head * V + r) * K + cc,
-                                         s[l]);
-                }
-            }
-        }
-        if (!p.keep)
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                const int r = R0 + warp * RPW + l * RPI + sub;
-                if (r < V) lk_sst<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
-            }
+        lk_rows_steps<SDT, NLD>(p, s, op, n, slot, tok0, KIND, V, HV, gsz, lane, warp, [&] { return t.head; },
+                                [&] { return jh; }, [&] { return R0; }, [&] { return NR; });
+        lk_rows_store<SDT, NLD>(p, s, sbase, V, R0, lane, warp);
     }
     lk_cp_async_wait_all(); /* nothing left in flight at exit (the groups past the end are empty) */
 }
@@ -318,18 +185,7 @@ LK_DEV void lk_fold_operands(const lin_fwd &p, const lk_ring_item &t, int n, int
                                                               : 2 * HK * K + grp * gsz * V + (live ? r2 : 0);
     const int64_t at = (int64_t)slot * p.conv_elems + (int64_t)ch * H;
     float hist[4 * H], wt[4 * W], bias[4] = {0.f, 0.f, 0.f, 0.f}, x[4] = {0.f, 0.f, 0.f, 0.f};
-    if (live) {
-#pragma unroll
-        for (int m = 0; m < H; m++) lk_sld<SDT, 4>(p.conv_state, at + 4 * m, hist + 4 * m);
-        lk_sld<WDT, 4 * W>(p.conv_weight.p, (int64_t)ch * W, wt);
-        if (p.conv_bias.p) lk_sld<WDT, 4>(p.conv_bias.p, ch, bias);
-        lk_sld<XDT, 4>(p.x.p, tok0 * p.x_dim + ch, x);
-    } else {
-#pragma unroll
-        for (int m = 0; m < 4 * H; m++) hist[m] = 0.f;
-#pragma unroll
-        for (int m = 0; m < 4 * W; m++) wt[m] = 0.f;
-    }
+    lk_w4_load<SDT, XDT, WDT, W>(p, live, ch, at, tok0, hist, wt, bias, x);
     const int okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz;
     float ga = 0.f, gb = 0.f, gl = 0.f, gd = 0.f;
     const bool gate = warp == 1 && lane == 0; /* the tile's head only */
@@ -344,32 +200,14 @@ LK_DEV void lk_fold_operands(const lin_fwd &p, const lk_ring_item &t, int n, int
     for (int j = 0; j < n; j++) {
         if (j > 0 && live) lk_sld<XDT, 4>(p.x.p, (tok0 + j) * p.x_dim + ch, x);
         float o[4];
-#pragma unroll
-        for (int c = 0; c < 4; c++) {
-            float acc = bias[c];
-#pragma unroll
-            for (int m = 0; m < H; m++) acc += wt[c * W + m] * hist[c * H + m];
-            acc += wt[c * W + H] * x[c];
-#pragma unroll
-            for (int m = 0; m + 1 < H; m++) hist[c * H + m] = hist[c * H + m + 1];
-            hist[c * H + H - 1] = x[c];
-            o[c] = lk_silu(acc);
-        }
+        lk_w4_conv<W>(bias, wt, hist, x, o);
         if (live && p.keep && (warp >= 2 || qk_owner)) {
             const int64_t sc = ((int64_t)slot * p.steps + j) * p.conv_elems + (int64_t)ch * H;
 #pragma unroll
             for (int m = 0; m < H; m++) lk_sst<SDT, 4>(p.iconv, sc + 4 * m, hist + 4 * m);
         }
         if (warp < 2) {
-            if (p.l2norm) {
-                float ss = 0.f;
-#pragma unroll
-                for (int c = 0; c < 4; c++) ss += o[c] * o[c];
-                ss = lk_warp_sum(ss);
-                const float inv = 1.f / sqrtf(ss + 1e-6f);
-#pragma unroll
-                for (int c = 0; c < 4; c++) o[c] *= inv;
-            }
+            if (p.l2norm) lk_w4_l2norm(o);
             lk_sst<LIN_DT_F32, 4>(op, (int64_t)(warp * n + j) * K + 4 * lane, o);
         } else if (live) {
 #pragma unroll
@@ -380,17 +218,14 @@ LK_DEV void lk_fold_operands(const lin_fwd &p, const lk_ring_item &t, int n, int
                 ga = lk_in(p.a, (tok0 + j) * HV + t.head);
                 gb = lk_in(p.b, (tok0 + j) * HV + t.head);
             }
-            const float g = -expf(gl) * lk_softplus(ga + gd);
-            op[oee + j * gsz + jh] = expf(g);
+            op[oee + j * gsz + jh] = lk_gdn_decay(gl, gd, ga);
             op[obb + j * gsz + jh] = lk_sigmoid(gb);
         }
         __syncthreads(); /* k of token j in op */
         if (warp == 0) {
-            float kk[4], d = 0.f;
+            float kk[4];
             lk_sld<LIN_DT_F32, 4>(op, (int64_t)(n + j) * K + 4 * lane, kk);
-#pragma unroll
-            for (int c = 0; c < 4; c++) d += kk[c] * o[c];
-            d = lk_warp_sum(d);
+            const float d = lk_w4_dot(kk, o);
             if (lane == 0) op[okq + j] = d;
         }
     }
@@ -450,10 +285,7 @@ lin_decode_ring_fold_kernel(lin_fwd p, int items) {
     /* no kernel of this forward runs before it: nothing to wait for (a plain launch) */
     int st = 0;
     for (int it = (int)blockIdx.x; it < items; it += G) {
-        lk_ring_issue<SDT>(p, it + (NS - 1) * G, items, ring + (st == 0 ? NS - 1 : st - 1) * STAGE);
-        lk_cp_async_wait<NS - 1>();
-        const unsigned char *stage = ring + st * STAGE;
-        st = st == NS - 1 ? 0 : st + 1;
+        const unsigned char *stage = lk_ring_advance<SDT>(p, it, items, G, ring, st);
         const lk_ring_item t = lk_ring_at(p, it, RT);
         const int n = p.pl.req_n[t.req];
         if (n <= 0) continue;

@@ -27,14 +27,14 @@
  * plainly (the griddepcontrol instructions compile to nothing there).
  * Verify with keep writes the state after each token to the step copies and
  * leaves the main state alone (the prep: the conv step copies). */
-#include "kernel_common.cuh"
+#include "decode_row.cuh"
 
 #define LK_STREAM_THREADS 128
 #define LK_STREAM_NLD 8 /* 16-byte state loads per thread */
 
-template <int SDT> struct lk_stream {
-    static constexpr int K = LIN_TC_K, ESZ = SDT == LIN_DT_F32 ? 4 : 2, CPL = 16 / ESZ, LPR = K / CPL,
-                         RPI = 32 / LPR, RPW = LK_STREAM_NLD * RPI, RT = 4 * RPW;
+static_assert(LK_STREAM_THREADS == LK_ROWS_THREADS, "decode_row.cuh's tile is 4 warps");
+
+template <int SDT> struct lk_stream : lk_rows<SDT, LK_STREAM_NLD> {
     /* resident blocks per SM the registers are budgeted for (fp32: 6 x 16 KB in flight, 80 registers; at
      * 8 blocks ptxas spills) */
     static constexpr int MINB = SDT == LIN_DT_F32 ? 6 : 4;
@@ -52,8 +52,6 @@ __global__ __launch_bounds__(LK_STREAM_THREADS, lk_stream<SDT>::MINB) void lin_d
     using D = lk_stream<SDT>;
     constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_STREAM_NLD;
     const int KIND = p.kind;
-    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
-    const int GC = GCH ? K : 1;
     auto R0 = [&] { return (int)blockIdx.z * RT; };
     const int n = p.pl.req_n[(int)blockIdx.x];
     if (n <= 0) return;
@@ -85,78 +83,8 @@ __global__ __launch_bounds__(LK_STREAM_THREADS, lk_stream<SDT>::MINB) void lin_d
      * state loads above stay in flight; the plan arrays read before were written by an earlier kernel) */
     lk_pdl_wait();
     const float *op = p.dq + (int64_t)((int)blockIdx.x * p.hk + GRP()) * p.dq_per;
-    /* offsets from op (32-bit: fewer registers than eight pointers) */
-    const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
-              osk = obb + n * gsz;
-
-    for (int j = 0; j < n; j++) {
-        const int hj = j * gsz + JH();
-        float kj[CPL], qj[CPL], ec[CPL];
-        lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
-        lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
-        if (GCH) { /* kda: per channel, scalar loads (the layout leaves them unaligned) */
-#pragma unroll
-            for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
-        } else {
-            const float e1 = op[oee + hj];
-#pragma unroll
-            for (int e = 0; e < CPL; e++) ec[e] = e1;
-        }
-        const float beta = DELTA ? op[obb + hj] : 0.f, kqj = DELTA ? op[okq + j] : 0.f;
-        float a1[NLD], a2[NLD];
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            a1[l] = a2[l] = 0.f;
-            if (DELTA) {
-#pragma unroll
-                for (int e = 0; e < CPL; e++) {
-                    a1[l] += s[l][e] * (ec[e] * kj[e]);
-                    a2[l] += s[l][e] * (ec[e] * qj[e]);
-                }
-            } else {
-                const int rl = warp * RPW + l * RPI + sub;
-                const float v = rl < NR() ? op[ovv + hj * V + R0() + rl] : 0.f;
-#pragma unroll
-                for (int e = 0; e < CPL; e++) {
-                    s[l][e] = ec[e] * s[l][e] + v * kj[e];
-                    a2[l] += s[l][e] * qj[e];
-                }
-            }
-        }
-#pragma unroll
-        for (int o = LPR / 2; o; o >>= 1)
-#pragma unroll
-            for (int l = 0; l < NLD; l++) {
-                if (DELTA) a1[l] += gc_shfl_xor(a1[l], o);
-                a2[l] += gc_shfl_xor(a2[l], o);
-            }
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            const int rl = warp * RPW + l * RPI + sub, r = R0() + rl;
-            const bool live = rl < NR();
-            float out;
-            if (DELTA) {
-                const float u = live ? beta * (op[ovv + hj * V + r] - a1[l]) : 0.f;
-#pragma unroll
-                for (int e = 0; e < CPL; e++) s[l][e] = ec[e] * s[l][e] + u * kj[e];
-                out = p.scale * (a2[l] + u * kqj);
-            } else {
-                out = p.scale * a2[l] + (M2 && live ? op[osk + hj * V + r] : 0.f);
-            }
-            if (live) {
-                if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + (int)blockIdx.y) * V + r, out);
-                if (p.keep)
-                    lk_sst<SDT, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems + ((int64_t)(int)blockIdx.y * V + r) * K + cc,
-                                     s[l]);
-            }
-        }
-    }
-    if (!p.keep)
-#pragma unroll
-        for (int l = 0; l < NLD; l++) {
-            const int r = R0() + warp * RPW + l * RPI + sub;
-            if (r < V) lk_sst<SDT, CPL>(p.ssm_state, sbase + (int64_t)r * K + cc, s[l]);
-        }
+    lk_rows_steps<SDT, NLD>(p, s, op, n, slot, tok0, KIND, V, HV, gsz, lane, warp, [&] { return (int)blockIdx.y; }, JH, R0, NR);
+    lk_rows_store<SDT, NLD>(p, s, sbase, V, R0(), lane, warp);
 }
 
 extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
