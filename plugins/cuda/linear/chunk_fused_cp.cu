@@ -31,34 +31,13 @@
  * the end; padded requests get zero outputs.  Shared memory: two stages of
  * q | k | v, then W (A in f32 during T), U (T in f32 during T), KD, M, T
  * (16-bit), Sb, the gates. */
-#include "chunk_mma.cuh"
+#include "chunk_tile.cuh"
 
 #define LK_CP_THREADS 256
 
-/* 8 16-bit values <-> floats (one 16-byte word) */
-template <int OT> LK_DEV void lk_cp_unpack8(const uint16_t *src, float f[8]) {
-    LK_ALIGNED(src, 16);
-    const uint4 v = *(const uint4 *)src;
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-        f[2 * q] = lk_from16<OT>((uint16_t)(w[q] & 0xffffu));
-        f[2 * q + 1] = lk_from16<OT>((uint16_t)(w[q] >> 16));
-    }
-}
-template <int OT> LK_DEV void lk_cp_pack8(uint16_t *dst, const float f[8]) {
-    uint4 v;
-    v.x = lk_pack2<OT>(f[0], f[1]);
-    v.y = lk_pack2<OT>(f[2], f[3]);
-    v.z = lk_pack2<OT>(f[4], f[5]);
-    v.w = lk_pack2<OT>(f[6], f[7]);
-    LK_ALIGNED(dst, 16);
-    *(uint4 *)dst = v;
-}
-
 /* dst[16 wr ..][col0 .. col0 + NC) = T (64 x 64, 16-bit A fragments at) times src (k-major, rows of lds
  * elements) at the same columns, 16-bit, into shared memory (rows of ldd elements); 32 columns a pass
- * (the accumulators of chunk_tile.cuh's lk_tmul_store, same order of products) */
+ * (chunk_tile.cuh's lk_tmul_acc32, as lk_tmul_store) */
 template <int OT, int NC>
 LK_DEV void lk_cp_tmul(const uint32_t (&at)[LIN_CHUNK / 16][4], const uint16_t *src, int lds, int col0, uint16_t *dst,
                        int ldd, int wr, int g, int t4) {
@@ -67,17 +46,7 @@ LK_DEV void lk_cp_tmul(const uint32_t (&at)[LIN_CHUNK / 16][4], const uint16_t *
     for (int cc = 0; cc < NC; cc += 32) {
         const int c0 = col0 + cc;
         float acc[4][4];
-#pragma unroll
-        for (int nt = 0; nt < 4; nt++) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
-#pragma unroll
-        for (int kk = 0; kk < LIN_CHUNK / 16; kk++)
-#pragma unroll
-            for (int np = 0; np < 2; np++) {
-                uint32_t b[4];
-                lk_ldb_k(b, src, lds, 16 * kk, c0 + 16 * np);
-                lk_mma<OT>(acc[2 * np], at[kk], b[0], b[1]);
-                lk_mma<OT>(acc[2 * np + 1], at[kk], b[2], b[3]);
-            }
+        lk_tmul_acc32<OT>(acc, at, src, lds, c0);
 #pragma unroll
         for (int nt = 0; nt < 4; nt++)
 #pragma unroll
@@ -89,7 +58,7 @@ LK_DEV void lk_cp_tmul(const uint32_t (&at)[LIN_CHUNK / 16][4], const uint16_t *
 }
 
 template <int V> struct lk_cp {
-    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
+    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = LK_TAP;
     static constexpr int TILE = C * KP * 2;                 /* one [C][KP] 16-bit tile (also [C][VP]) */
     static constexpr int STAGE = 3 * TILE;                  /* q | k | v */
     static constexpr int W0 = 2 * STAGE, U0 = W0 + TILE, KD0 = U0 + TILE, M0 = KD0 + TILE;
@@ -129,7 +98,6 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
     }
     const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
     const int init = p.pl.req_init[i]; /* the start: 0 zero, 1 the pool */
-    const bool SBF = p.st_dt == LIN_DT_BF16;
     const float scale = p.scale;
     const float nA = -expf(lk_in(p.A_log, h)), dtb = lk_in(p.dt_bias, h);
 
@@ -160,26 +128,10 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         }
     };
 
-    /* the state: element e of (m-tile a, n-tile b) is value row vb + 16a + g + 8(e >> 1), key column
-     * 32 wr + 8b + 2 t4 + (e & 1) */
+    /* the state: value rows vb .., key columns 32 wr .. (chunk_mma.cuh's lk_state_load layout) */
     float S[MT][4][4];
-    const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)h * V * K;
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < 4; b++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int v = vb + 16 * a + g + 8 * hf, c = 32 * wr + 8 * b + 2 * t4;
-                if (init == 0) {
-                    S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
-                } else if (SBF) {
-                    lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                } else {
-                    lk_sld<LIN_DT_F32, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                }
-                *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
-            }
+    const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)h * V * K + (int64_t)vb * K;
+    lk_state_load<OT, MT>(p, sbase, init != 0, S, Sb + vb * KP, KP, wr, g, t4);
     if (nch > 0) issue(0, c0);
     lk_cp_async_commit();
 
@@ -197,17 +149,8 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         __syncthreads(); /* chunk q landed; every warp is done with chunk q - 1 (its stage is free) */
         if (q + 1 < nch) issue((q + 1) & 1, jc + 1);
         lk_cp_async_commit();
-        if (warp == 0) { /* G = cumulative g; lane l: tokens 2l, 2l + 1 */
-            const float a0 = Gs[2 * lane], a1 = a0 + Gs[2 * lane + 1];
-            float incl = a1;
-#pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                const float y = gc_shfl(incl, lane >= d ? lane - d : 0);
-                if (lane >= d) incl += y;
-            }
-            const float ex = incl - a1;
-            Gs[2 * lane] = ex + a0;
-            Gs[2 * lane + 1] = incl;
+        if (warp == 0) { /* G = cumulative g */
+            lk_gate_cumsum(Gs, lane);
             __syncwarp();
             const float GL = Gs[C - 1];
 #pragma unroll
@@ -247,66 +190,29 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         __syncthreads(); /* A complete; q and k read by the products */
 
         if (warp < 4) {
-            /* ---- T's diagonal 16 x 16 blocks: warp b -> block b, lane c -> column c (lanes 16..31
-             * compute zeros and store nothing) */
-            const int b = warp, c = lane;
-            float col[16];
-#pragma unroll
-            for (int r = 0; r < 16; r++) {
-                float acc = 0.f;
-#pragma unroll
-                for (int m = 0; m < r; m++) acc += Af[(16 * b + r) * AP + 16 * b + m] * col[m];
-                col[r] = r < c ? 0.f : r == c ? 1.f : -acc;
-            }
-            if (lane < 16)
-#pragma unroll
-                for (int r = 0; r < 16; r++) Tf[(16 * b + r) * AP + 16 * b + c] = col[r];
+            lk_t_diag(Af, Tf, warp, lane); /* ---- T's diagonal 16 x 16 blocks: warp b -> block b */
         } else {
             /* ---- QG over q, KD, beta k e^G over k (8 values a thread and step) */
             for (int idx = tid - 128; idx < C * (K / 8); idx += 128) {
                 const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
                 float qg[8], kv[8], kd[8];
-                lk_cp_unpack8<OT>(qs + t * KP + c, qg);
-                lk_cp_unpack8<OT>(ks + t * KP + c, kv);
+                lk_unpack8<OT>(qs + t * KP + c, qg);
+                lk_unpack8<OT>(ks + t * KP + c, kv);
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
                     qg[e] = scale * qg[e] * eGt[t];
                     kd[e] = kv[e] * eGr[t];
                     kv[e] = bs[t] * kv[e] * eGt[t];
                 }
-                lk_cp_pack8<OT>(qs + t * KP + c, qg);
-                lk_cp_pack8<OT>(KDb + t * KP + c, kd);
-                lk_cp_pack8<OT>(ks + t * KP + c, kv);
+                lk_pack8<OT>(qs + t * KP + c, qg);
+                lk_pack8<OT>(KDb + t * KP + c, kd);
+                lk_pack8<OT>(ks + t * KP + c, kv);
             }
         }
         __syncthreads();
-        /* ---- T's blocks below the diagonal, by distance d (chunk_prep_ut.cu's levels) */
-        for (int d = 1; d < 4; d++) {
-            const int nb = 4 - d;
-            for (int e = tid; e < nb * 256; e += LK_CP_THREADS) {
-                const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
-                float acc = 0.f;
-                for (int kb = jb; kb < ib; kb++)
-#pragma unroll
-                    for (int m = 0; m < 16; m++)
-                        acc += Af[(16 * ib + r) * AP + 16 * kb + m] * Tf[(16 * kb + m) * AP + 16 * jb + c];
-                Tf[(16 * jb + r) * AP + 16 * ib + c] = acc;
-            }
-            __syncthreads();
-            for (int e = tid; e < nb * 256; e += LK_CP_THREADS) {
-                const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
-                float acc = 0.f;
-#pragma unroll
-                for (int m = 0; m < 16; m++)
-                    if (m <= r) acc += Tf[(16 * ib + r) * AP + 16 * ib + m] * Tf[(16 * jb + m) * AP + 16 * ib + c];
-                Tf[(16 * ib + r) * AP + 16 * jb + c] = -acc;
-            }
-            __syncthreads();
-        }
-        for (int idx = tid; idx < C * C; idx += LK_CP_THREADS) {
-            const int t = idx / C, ii = idx % C;
-            t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);
-        }
+        /* ---- T's blocks below the diagonal, T in 16 bits */
+        lk_t_offdiag<LK_CP_THREADS>(Af, Tf, tid);
+        lk_t_to16<OT, LK_CP_THREADS>(Tf, t16, tid);
         __syncthreads(); /* A and T (f32) are dead: W and U go there */
 
         /* ---- W = T (beta k e^G): key columns 64 wh ..; U = T (beta v): value columns vb .. */
@@ -358,20 +264,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         lk_state_step<OT, MT, C>(S, eL, false, KDb, KP, Ub + vb, VP, Sb + vb * KP, wr, g, t4);
     }
     lk_cp_async_wait_all();
-    /* the end state to the pool */
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < 4; b++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int v = vb + 16 * a + g + 8 * hf, c = 32 * wr + 8 * b + 2 * t4;
-                if (SBF) {
-                    lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                } else {
-                    lk_sst<LIN_DT_F32, 2>(p.ssm_state, sbase + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                }
-            }
+    lk_state_store<MT>(p, sbase, S, wr, g, t4); /* the end state to the pool */
 }
 
 /* ------------------------------------------------------------ launchers */

@@ -23,7 +23,6 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
-    const bool SBF = p.st_dt == LIN_DT_BF16;
     constexpr int STAGE = LIN_FUSED_STATE_STAGE(VT);
     static_assert(STAGE == 3 * C * KP * 2 + C * CP * 2 + C * VTP * 2 + K * 4, "lin_params.h LIN_FUSED_STATE_STAGE differs");
     LK_DYN_SMEM(unsigned char, smraw);
@@ -79,18 +78,7 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
      * column 32 warp + 8b + 2 t4 + (e & 1) */
     float S[MT][4][4];
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < 4; b++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
-                if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
-                else if (SBF) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                else lk_sld<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                *(uint32_t *)(Sb + v * KP + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
-            }
+    lk_state_load<OT, MT>(p, sb, init, S, Sb, KP, warp, g, t4);
     if (nch > 0) issue(0, c0);
     lk_cp_async_commit();
 
@@ -152,16 +140,7 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
         lk_state_step<OT, MT, C>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
     }
     lk_cp_async_wait_all();
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < 4; b++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
-                if (SBF) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-                else lk_sst<LIN_DT_F32, 2>(p.ssm_state, sb + (int64_t)v * K + c, &S[a][b][2 * hf]);
-            }
+    lk_state_store<MT>(p, sb, S, warp, g, t4);
 }
 
 /* ------------------------------------------------------------ launchers */

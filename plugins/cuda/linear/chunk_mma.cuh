@@ -195,4 +195,42 @@ LK_DEV void lk_state_step(float (&S)[MT][4][4], const float *eGs, bool gch, cons
             }
 }
 
+/* The phase-2 state tile's float32 accumulators (lk_state_step's layout: element e of (m-tile a,
+ * n-tile b) is row 16 a + g + 8 (e >> 1), key column 32 warp + 8 b + 2 t4 + (e & 1)) from the pool's
+ * rows at `base` (LIN_TC_K elements a row; zeros when !init), and their 16-bit copy to Sb (rows of kp)
+ * for the first chunk's products. */
+template <int OT, int MT>
+LK_DEV void lk_state_load(const lin_fwd &p, int64_t base, bool init, float (&S)[MT][4][4], uint16_t *Sb, int kp,
+                          int warp, int g, int t4) {
+    const bool sbf = p.st_dt == LIN_DT_BF16;
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
+                else if (sbf) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, base + (int64_t)v * LIN_TC_K + c, &S[a][b][2 * hf]);
+                else lk_sld<LIN_DT_F32, 2>(p.ssm_state, base + (int64_t)v * LIN_TC_K + c, &S[a][b][2 * hf]);
+                *(uint32_t *)(Sb + v * kp + c) = lk_pack2<OT>(S[a][b][2 * hf], S[a][b][2 * hf + 1]);
+            }
+}
+
+/* The state tile back to the pool's rows at `base` (lk_state_load's layout). */
+template <int MT>
+LK_DEV void lk_state_store(const lin_fwd &p, int64_t base, const float (&S)[MT][4][4], int warp, int g, int t4) {
+    const bool sbf = p.st_dt == LIN_DT_BF16;
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < 4; b++)
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                if (sbf) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, base + (int64_t)v * LIN_TC_K + c, &S[a][b][2 * hf]);
+                else lk_sst<LIN_DT_F32, 2>(p.ssm_state, base + (int64_t)v * LIN_TC_K + c, &S[a][b][2 * hf]);
+            }
+}
+
 #endif

@@ -209,32 +209,11 @@ __global__ __launch_bounds__(LK_P2_THREADS) void lin_chunk_prep_w4_kernel(lin_fw
     }
 }
 
-/* 8 16-bit values <-> floats (one 16-byte word) */
-template <int OT> LK_DEV void lk_unpack8(const uint16_t *src, float f[8]) {
-    LK_ALIGNED(src, 16);
-    const uint4 v = *(const uint4 *)src;
-    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-    for (int q = 0; q < 4; q++) {
-        f[2 * q] = lk_from16<OT>((uint16_t)(w[q] & 0xffffu));
-        f[2 * q + 1] = lk_from16<OT>((uint16_t)(w[q] >> 16));
-    }
-}
-template <int OT> LK_DEV void lk_pack8(uint16_t *dst, const float f[8]) {
-    uint4 v;
-    v.x = lk_pack2<OT>(f[0], f[1]);
-    v.y = lk_pack2<OT>(f[2], f[3]);
-    v.z = lk_pack2<OT>(f[4], f[5]);
-    v.w = lk_pack2<OT>(f[6], f[7]);
-    LK_ALIGNED(dst, 16);
-    *(uint4 *)dst = v;
-}
-
 /* The element-wise passes (QG, KD; beta k e^G) move 8 values per thread and step with 16-byte shared and
  * global accesses; the values load late, over q / T, so that the kernel needs 51 KiB (4 blocks per SM). */
 template <int OT>
 __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
-    constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = C + 1;
+    constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = LK_TAP;
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN, M2 = KIND == LIN_MAMBA2;
     LK_DYN_SMEM(unsigned char, smraw);
@@ -293,18 +272,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
         bs[t] = bv_;
     }
     __syncthreads();
-    if (warp == 0) { /* lane l: tokens 2l, 2l+1 */
-        const float a0 = Gs[2 * lane], a1 = a0 + Gs[2 * lane + 1];
-        float incl = a1;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            const float y = gc_shfl(incl, lane >= d ? lane - d : 0);
-            if (lane >= d) incl += y;
-        }
-        const float ex = incl - a1;
-        Gs[2 * lane] = ex + a0;
-        Gs[2 * lane + 1] = incl;
-    }
+    if (warp == 0) lk_gate_cumsum(Gs, lane);
     __syncthreads();
     for (int t = tid; t < C; t += LK_U_THREADS) {
         eGt[t] = expf(Gs[t]);
@@ -379,52 +347,12 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
         for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * eGt[t];
         lk_pack8<OT>(ks + t * KP + c, kv);
     }
-    /* ---- T = (I + A)^-1: the diagonal 16 x 16 blocks, warp b -> block b, lane c -> column c
-     * (lanes 16..31 compute zeros and store nothing) */
-    {
-        const int b = warp, c = lane;
-        float col[16];
-#pragma unroll
-        for (int r = 0; r < 16; r++) {
-            float acc = 0.f;
-#pragma unroll
-            for (int m = 0; m < r; m++) acc += Af[(16 * b + r) * AP + 16 * b + m] * col[m];
-            col[r] = r < c ? 0.f : r == c ? 1.f : -acc;
-        }
-        if (lane < 16)
-#pragma unroll
-            for (int r = 0; r < 16; r++) Tf[(16 * b + r) * AP + 16 * b + c] = col[r];
-    }
+    /* ---- T = (I + A)^-1: the diagonal 16 x 16 blocks (warp b -> block b), then the blocks below
+     * them; T in 16 bits over A (done with it) */
+    lk_t_diag(Af, Tf, warp, lane);
     __syncthreads();
-    /* the blocks below the diagonal, by distance d: X_ij = sum_{k=j}^{i-1} A_ik T_kj goes to the
-     * (unused) upper block (j, i), then T_ij = -T_ii X_ij */
-    for (int d = 1; d < 4; d++) {
-        const int nb = 4 - d;
-        for (int e = tid; e < nb * 256; e += LK_U_THREADS) {
-            const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
-            float acc = 0.f;
-            for (int kb = jb; kb < ib; kb++)
-#pragma unroll
-                for (int m = 0; m < 16; m++)
-                    acc += Af[(16 * ib + r) * AP + 16 * kb + m] * Tf[(16 * kb + m) * AP + 16 * jb + c];
-            Tf[(16 * jb + r) * AP + 16 * ib + c] = acc;
-        }
-        __syncthreads();
-        for (int e = tid; e < nb * 256; e += LK_U_THREADS) {
-            const int jb = e >> 8, ib = jb + d, r = (e >> 4) & 15, c = e & 15;
-            float acc = 0.f;
-#pragma unroll
-            for (int m = 0; m < 16; m++)
-                if (m <= r) acc += Tf[(16 * ib + r) * AP + 16 * ib + m] * Tf[(16 * jb + m) * AP + 16 * ib + c];
-            Tf[(16 * ib + r) * AP + 16 * jb + c] = -acc;
-        }
-        __syncthreads();
-    }
-    /* T in 16 bits (over A: done with it); zero above the diagonal */
-    for (int idx = tid; idx < C * C; idx += LK_U_THREADS) {
-        const int t = idx / C, ii = idx % C;
-        t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);
-    }
+    lk_t_offdiag<LK_U_THREADS>(Af, Tf, tid);
+    lk_t_to16<OT, LK_U_THREADS>(Tf, t16, tid);
     __syncthreads(); /* T (f32) is dead: the values land there while W is made */
     load_v();
     lk_cp_async_commit();
