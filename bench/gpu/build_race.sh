@@ -23,5 +23,11 @@ eval "${cc//$O\/chunk_state.cu.o/$R/chunk_state.race.o} -DLK_RACECHECK_SYNC_ONLY
 links=${links//$O\/chunk_state.cu.o/$R/chunk_state.race.o}
 eval "${links//build\/lib\/sglattn\/plugins\//$R/plugins/}"
 rm -f $R/chunk_state.race.o $R/chunk_state.race.o.d
-strip --strip-debug $R/plugins/*.so
+# LT_QUICK=7 runs gdn's configs only, but test_lin_gpu loads all five plugins:
+# the other four are links to the normal build, which keeps the device call's
+# carry under its limit
+for so in $R/plugins/*.so; do
+  case $so in */gdn_cuda.so) ;; *) ln -sf ../../lib/sglattn/plugins/$(basename $so) $so;; esac
+done
+strip --strip-debug $R/plugins/gdn_cuda.so
 ls -la $R/plugins
