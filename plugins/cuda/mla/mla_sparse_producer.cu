@@ -17,10 +17,12 @@
  * Hand-over by named barriers, one pair a stage: FULL(s) (the producer's
  * bar.arrive after its cp.async group of the tile landed, the consumers'
  * bar.sync) and EMPTY(s) (the consumers' bar.arrive after their last read of
- * the stage, the producer's bar.sync before it refills it).  The consumers'
- * softmax exchange uses a barrier of their own 256 threads, so the producer
- * never waits on the math except for a free stage, and the consumers never
- * wait on a cp.async of their own.  The producer publishes tile d before it
+ * the stage, the producer's bar.sync before it refills it).  The softmax
+ * exchange (row maxima, P, row sums) stays inside a row group: its two warps
+ * meet at a barrier of 64 threads, so the four row groups run apart within a
+ * tile and the whole CTA meets once a tile, at FULL.  The producer never
+ * waits on the math except for a free stage, and the consumers never wait on
+ * a cp.async of their own.  The producer publishes tile d before it
  * waits for tile d - 1's stage, so the consumers find tile d full while it
  * issues tile d + STAGES - 1.
  * Each tile is gathered once per 64 heads (the 64-row kernel's L2 -> SM
@@ -61,8 +63,8 @@ template <int STAGES> struct PrCfg {
     static constexpr size_t RED_BYTES = (size_t)2 * BM * SW * 4;
     static constexpr size_t OK_BYTES = (size_t)STAGES * PR_BN * 4;
     static constexpr size_t SMEM = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + OK_BYTES;
-    static constexpr int FULL0 = 1, EMPTY0 = 1 + STAGES, CONS = 1 + 2 * STAGES;
-    static_assert(CONS <= 15, "named barrier ids");
+    static constexpr int FULL0 = 1, EMPTY0 = 1 + STAGES, PAIR0 = 1 + 2 * STAGES;
+    static_assert(PAIR0 + RG - 1 <= 15, "named barrier ids");
     static_assert(STAGES >= 2, "the producer refills tile d - 1's stage while tile d is computed");
     static_assert(RG * CG == PR_CW && KPW % 8 == 0 && NCOL % 16 == 0, "warp split");
     static_assert(Q_BYTES % 16 == 0 && KV_BYTES % 16 == 0, "16-byte rows");
@@ -198,7 +200,7 @@ __global__ __launch_bounds__(PR_THREADS, 1) void mla_sparse_producer_kernel(mla_
                 if (q4 == 0) sMax[(rg * 16 + g + 8 * i) * C::SW + cg] = mx[i];
             }
         }
-        pr_bar_sync(C::CONS, PR_CT); /* row maxima of the tile */
+        pr_bar_sync(C::PAIR0 + rg, 32 * C::CG); /* row maxima of the tile (the row group's warps) */
         float mnew[2], alpha[2];
 #pragma unroll
         for (int i = 0; i < 2; i++) {
@@ -227,7 +229,7 @@ __global__ __launch_bounds__(PR_THREADS, 1) void mla_sparse_producer_kernel(mla_
                 if (q4 == 0) sSum[(rg * 16 + g + 8 * i) * C::SW + cg] = ps[i];
             }
         }
-        pr_bar_sync(C::CONS, PR_CT); /* P and the row sums */
+        pr_bar_sync(C::PAIR0 + rg, 32 * C::CG); /* P and the row sums (the row group's) */
 #pragma unroll
         for (int i = 0; i < 2; i++) {
             float ps = 0.f;
