@@ -26,8 +26,10 @@
  * waits for tile d - 1's stage, so the consumers find tile d full while it
  * issues tile d + STAGES - 1.
  * Each tile is gathered once per 64 heads (the 64-row kernel's L2 -> SM
- * bytes, half the 32-row kernel's).  Registers: 288 threads a CTA, so
- * __launch_bounds__(288, 1) caps a thread at 224.
+ * bytes, half the 32-row kernel's).  Registers: under __launch_bounds__(288,
+ * 1) ptxas holds a thread to 168, as three of the 9 warps share one of the
+ * SM's four 16,384-register files (3 x 32 x 168 = 16,128); the MMA warps'
+ * 128 accumulators fit it without spilling.
  * A row that saw no valid entry has l = 0 and writes zeros (or a partial of
  * lse -inf, weight 0 in mla_sparse.cu's combine).
  */
