@@ -127,8 +127,7 @@ $(LINT_STACK_GRAPH_EMU): $(call LINT_OBJ,test_lin_stack_graph) $(LINT_UTIL) $(EM
 #    the four recurrent kinds on the tensor-core kernels, with the defaults and with conf_lin_emu_seg.json
 #    (the state pass by segments of 1-3 chunks, both tiles); the decode / verify cases with
 #    conf_lin_emu_ring.json (the stream decode's state kernel as the ring, grids of 1-3 blocks), on SM 9.0;
-#    gdn's chunk boundaries with conf_lin_emu_prep_stream.json (the lever prep_stream; one case more with
-#    3 value heads: an odd head-tile count);
+#    gdn with 3 value heads (an odd head-tile count for the stream prep);
 #  - the same stacks on the SM 9.0 builds (the stream decode a programmatic dependent launch of its
 #    prep, cuda_attn's wgmma extend beneath): the whole matrix; gdn's LINE_CASES and a V = 128 case on
 #    the fused chunk kernel (conf_lin_emu_fused.json: fused_chunk=always; SM 8.0's shared memory is too
@@ -170,9 +169,8 @@ cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LI
 	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: chunk boundaries, by segments"; \
 	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_seg.json \
 	    $(call LINE_CASES,$$k); done
-	@echo "== gdn_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: chunk boundaries, prep_stream=1 (conf_lin_emu_prep_stream.json)"
-	$(LINE_CHECK) $(LINE_PLUGDIR) --plugin gdn_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_prep_stream.json \
-	  $(call LINE_CASES,gdn) --case gdn:b=3,q=97,prefix=33,dtype=bf16,hk=1,hv=3,dk=128,dv=128,decay=slow
+	@echo "== gdn_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: 3 value heads (the stream prep's odd tile count)"
+	$(LINE_CHECK) $(LINE_PLUGDIR) --plugin gdn_cuda/cuda_attn --no-conf --case gdn:b=3,q=97,prefix=33,dtype=bf16,hk=1,hv=3,dk=128,dv=128,decay=slow
 	@set -e; for k in gdn kda mamba2 lightning; do \
 	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled: decode / verify with decode_ring"; \
 	  $(LINE_CHECK) $(LINE_SM90_DIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_ring.json \

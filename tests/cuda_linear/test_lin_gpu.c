@@ -46,14 +46,13 @@
  *                  takes the quick set's decode configs)
  *     LT_QUICK=15  the ring and the fold alone on gdn's defaults with f32 and bf16 state (grid 3) and the
  *                  verify graph (compute-sanitizer memcheck / racecheck of decode_ring.cu)
- *     LT_QUICK=16  the chunked prep as a stream along time (prep_stream, chunk_prep_stream.cu): gdn configs
- *                  run with the option off (outputs recorded) and on, every output the same bits, both within
- *                  the float64 limits (V 64 / 96 / 128, an odd tile count, both state dtypes, bf16 conv
- *                  weights, l2norm off, long ragged requests with a padded one, segments, conv width 2)
+ *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
+ *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
+ *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
+ *                  and conv width 2, which takes the general prep)
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
- * SGL_ATTN_LIN_PREP_STREAM set by the caller reaches every config but LT_QUICK=16's pairs (a lever run).
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -111,7 +110,7 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_GDN_W2 = {2, 4, 128, 64, 2, 0},  /* conv width 2: the general preps for gdn */
                       SH_GDN256 = {1, 1, 256, 32, 4, 0},  /* K = 256: the fused decode's widest rows */
                       SH_GDN_LONG = {1, 1, 128, 64, 4, 0}, /* LT_QUICK=9: one head keeps the reference short */
-                      SH_GDN_HV3 = {1, 3, 128, 64, 4, 0};  /* 5 head tiles: prep_stream's padding tile */
+                      SH_GDN_HV3 = {1, 3, 128, 64, 4, 0};  /* 5 head tiles: the stream prep pads to even */
 
 static double tol_of(const cfg *c) {
     if (c->st == SGL_ATTN_DT_BF16) return 2e-3; /* the state itself rounded every step */
@@ -231,11 +230,6 @@ static void run_cfg(const cfg *c) {
     if (c->seg) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " seg=%s", c->seg);
-    }
-    const char *ps = getenv("SGL_ATTN_LIN_PREP_STREAM");
-    if (ps && *ps) {
-        const size_t l = strlen(label);
-        snprintf(label + l, sizeof label - l, " prep_stream=%s", ps);
     }
     if (getenv("SGL_ATTN_LIN_DECODE_RING")) { /* ring_tests */
         const size_t l = strlen(label);
@@ -974,11 +968,9 @@ static const ccfg caller_configs[] = {
     {{Q11, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
 };
 
-/* prep_stream (LT_QUICK=16; the full run): the gdn shapes the w4 prep serves, each run with the option off
- * (outputs recorded) and on (every output the same bits: same operations in the same order); scenarios with
- * ragged batches across chunk boundaries, state carried across extend calls, a restarted slot, an empty
- * request, long requests with a padded one, segment ends at many chunk offsets; and conv width 2, which
- * the stream prep does not take (the option changes nothing there) */
+/* The stream prep (LT_QUICK=16; the full run): the gdn shapes it serves, in scenarios with ragged batches
+ * across chunk boundaries, state carried across extend calls, a restarted slot, an empty request, long
+ * requests with a padded one, segment ends at many chunk offsets; and conv width 2, which it does not take */
 static const cfg prep_configs[] = {
     {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
     {F | Q16, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
@@ -989,24 +981,6 @@ static const cfg prep_configs[] = {
     {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "2"},
     {F | Q16, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
 };
-
-static void run_prep_pair(const cfg *c) {
-    char had[32] = "";
-    const char *e = getenv("SGL_ATTN_LIN_PREP_STREAM");
-    const int was_set = e != NULL;
-    if (e) snprintf(had, sizeof had, "%s", e);
-    lt_rec_reset();
-    lt_rec_mode = 1;
-    setenv("SGL_ATTN_LIN_PREP_STREAM", "0", 1);
-    run_cfg(c);
-    lt_rec_mode = 2;
-    setenv("SGL_ATTN_LIN_PREP_STREAM", "1", 1);
-    run_cfg(c);
-    lt_rec_mode = 0;
-    lt_rec_reset();
-    if (was_set) setenv("SGL_ATTN_LIN_PREP_STREAM", had, 1);
-    else unsetenv("SGL_ATTN_LIN_PREP_STREAM");
-}
 
 /* The ring (decode_ring=1): each decode config of the set (LT_QUICK=14: LT_QUICK=4's; the full run: those
  * also in the quick set) with the stream kernel, outputs recorded, then with the ring at a grid small enough
@@ -1112,7 +1086,7 @@ int main(int argc, char **argv) {
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
                                    "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_FUSED_CHUNK",
                                    "SGL_ATTN_LIN_DECODE_RING", "SGL_ATTN_LIN_DECODE_RING_GRID",
-                                   "SGL_ATTN_LIN_DECODE_RING_FOLD"};
+                                   "SGL_ATTN_LIN_DECODE_RING_FOLD", "SGL_ATTN_LIN_PREP_STREAM"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -1134,7 +1108,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)
         if (fused_configs[i].c.sets & set) run_fused_cfg(&fused_configs[i]);
     for (size_t i = 0; i < sizeof prep_configs / sizeof *prep_configs; i++)
-        if (prep_configs[i].sets & set) run_prep_pair(&prep_configs[i]);
+        if (prep_configs[i].sets & set) run_cfg(&prep_configs[i]);
     if (set & (F | Q1)) error_tests();
     if (set & (F | Q11 | Q12)) caller_error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_ring, decode_ring_grid, decode_ring_fold, prep_stream and sync_check take their values or auto (a GPU-less create then fails
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_ring, decode_ring_grid, decode_ring_fold and sync_check take their values or auto (a GPU-less create then fails
          * later, at the device); anything else is refused naming the option and what it accepts; the options
          * of kernels that are gone accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
@@ -162,12 +162,9 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_DECODE_RING_FOLD", "yes", NULL},
             {"SGL_ATTN_LIN_DECODE_RING_FOLD", "0", NULL},
             {"SGL_ATTN_LIN_DECODE_RING_FOLD", "fold", "environment SGL_ATTN_LIN_DECODE_RING_FOLD = \"fold\": expected 1, true"},
-            {"SGL_ATTN_LIN_PREP_STREAM", "1", NULL},
-            {"SGL_ATTN_LIN_PREP_STREAM", "on", NULL},
-            {"SGL_ATTN_LIN_PREP_STREAM", "0", NULL},
             {"SGL_ATTN_LIN_PREP_STREAM", "auto", NULL},
-            {"SGL_ATTN_LIN_PREP_STREAM", "2", "environment SGL_ATTN_LIN_PREP_STREAM = \"2\": expected 1, true, yes, on"},
-            {"SGL_ATTN_LIN_PREP_STREAM", "v2", "SGL_ATTN_LIN_PREP_STREAM = \"v2\": expected 1, true, yes, on"},
+            {"SGL_ATTN_LIN_PREP_STREAM", "1", "SGL_ATTN_LIN_PREP_STREAM = \"1\": expected auto (the kernels it chose between"},
+            {"SGL_ATTN_LIN_PREP_STREAM", "off", "SGL_ATTN_LIN_PREP_STREAM = \"off\": expected auto"},
             {"SGL_ATTN_LIN_SYNC_CHECK", "1", NULL},
             {"SGL_ATTN_LIN_SYNC_CHECK", "true", NULL},
             {"SGL_ATTN_LIN_SYNC_CHECK", "auto", NULL},
@@ -178,8 +175,8 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_FUSED_CHUNK", "ALWAYS", NULL},
             {"SGL_ATTN_LIN_FUSED_CHUNK", "off", NULL},
             {"SGL_ATTN_LIN_FUSED_CHUNK", "auto", NULL},
-            {"SGL_ATTN_LIN_FUSED_CHUNK", "2", "environment SGL_ATTN_LIN_FUSED_CHUNK = \"2\": expected 1, true, yes, on"},
-            {"SGL_ATTN_LIN_FUSED_CHUNK", "fused", "SGL_ATTN_LIN_FUSED_CHUNK = \"fused\": expected 1, true, yes, on"},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "2", "environment SGL_ATTN_LIN_FUSED_CHUNK = \"2\": expected auto, 1, true, yes, on"},
+            {"SGL_ATTN_LIN_FUSED_CHUNK", "fused", "SGL_ATTN_LIN_FUSED_CHUNK = \"fused\": expected auto, 1, true"},
             {"SGL_ATTN_LIN_CSTATE", "auto", NULL},
             {"SGL_ATTN_LIN_CSTATE", "", NULL},
             {"SGL_ATTN_LIN_CSTATE", "v4", "SGL_ATTN_LIN_CSTATE = \"v4\": expected auto (the kernels it chose between"},

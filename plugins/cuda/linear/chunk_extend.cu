@@ -8,7 +8,7 @@
  *   phase 2   bf16: the state pass, then the outputs (chunk_state.cu, chunk_output.cu); the state
  *             pass by segments in parallel where few requests leave SMs idle (chunk_segment.cu)
  *             f16:  the fused state pass with outputs (chunk_fused_state.cu)
- *   fused     option fused_chunk (gdn, bf16, p.fused_cp): the prep, the conv history, then UT, state
+ *   fused     gdn, bf16, batches that fill the SMs (p.fused_cp; option fused_chunk): the prep, the conv history, then UT, state
  *             pass and outputs in one kernel per (request, value head) (chunk_fused_cp.cu)
  *
  * The prep + UT pair, the state pass and the output kernel are built for

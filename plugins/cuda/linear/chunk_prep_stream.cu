@@ -1,10 +1,9 @@
 /* chunk_prep_stream.cu - the chunked extend's prep for gdn with conv width 4
- * and 16-byte bf16 x rows as a stream along time (option prep_stream=1):
- * the same q / k / v as lin_chunk_prep_w4_kernel (chunk_prep_ut.cu), bit for
- * bit, so the UT, state and output kernels read them unchanged.
+ * and 16-byte bf16 x rows as a stream along time: q / k / v [T][heads][128]
+ * 16-bit for the UT, state and output kernels (or the fused chunk kernel).
  *
- * Why: the w4 prep gives each block one chunk's 64 tokens of one head tile;
- * a block waits on its plan words, then on its 7 input rows per thread (3 of
+ * Why: where a block has one chunk's 64 tokens of one head tile (the prep
+ * this one replaced, docs/lab/levers.md), it waits on its plan words, then on its 7 input rows per thread (3 of
  * them re-read history), then on a barrier for the weights, then computes and
  * stores with nothing in flight, and 117 registers x 256 threads leave 2
  * blocks (16 warps) per SM: latency-bound at a fifth of DRAM.
@@ -27,7 +26,7 @@
  * tile (the butterfly's shuffles see all 32 lanes).  A run never crosses a
  * chunk, so it never crosses a request.
  *
- * Same operations in the same order as the w4 prep: conv = bias, then the
+ * Same operations in the same order as the general prep: conv = bias, then the
  * taps oldest first (acc += w * x); SiLU; for q / k the sum of the lane's 8
  * squares in channel order, the 16-lane butterfly (8, 4, 2, 1), 1 / sqrtf;
  * for the values sigmoid(b) * conv; 16-bit stores of 8 channels. */
@@ -201,7 +200,7 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
     lk_cp_async_wait_all();
 }
 
-/* The grid covers the chunks the w4 prep's grid covers (the plan's count is on the device): runs x the
+/* The grid covers every chunk the plan may make (the plan's count is on the device): runs x the
  * tiles padded to even, in 16-lane groups, 8 a block. */
 extern "C" int lin_launch_chunk_prep_stream(const lin_fwd *pp, void *stream) {
     const lin_fwd &p = *pp;

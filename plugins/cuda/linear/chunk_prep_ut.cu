@@ -8,10 +8,11 @@
  * heads, the value heads): the conv tile + SiLU, l2norm of q and k, and for
  * the value heads beta v (delta) / dt x (mamba2, with the skip D x) / v
  * (lightning), stored 16-bit: q, k [T][hk][K], v [T][hv][V].  Every chunk
- * and head at once, latency hidden by the number of blocks.  Two forms:
- * lin_chunk_prep_w4_kernel for gdn with conv width 4 and 16-byte bf16 x rows
- * (every Qwen3-Next / Qwen3.5 layer), lin_chunk_prep_kernel for every other
- * case (mamba2, lightning, other conv widths, x rows not 16-byte aligned).
+ * and head at once, latency hidden by the number of blocks.  gdn with conv
+ * width 4 and 16-byte bf16 x rows (every Qwen3-Next / Qwen3.5 layer) takes
+ * the stream prep instead (chunk_prep_stream.cu: each x row read once, a
+ * ring of loads in flight per thread), every other case (mamba2, lightning,
+ * other conv widths, x rows not 16-byte aligned) lin_chunk_prep_kernel.
  * Then the conv history moves on (lin_convstate_kernel).
  *
  * UT: one block per (chunk, value head), 4 warps, 51 KiB of shared memory (4
@@ -95,119 +96,7 @@ __global__ __launch_bounds__(LK_P0_THREADS) void lin_chunk_prep_kernel(lin_fwd p
     }
 }
 
-/* The prep for gdn with conv width 4 and 16-byte bf16 x rows: the same
- * outputs as lin_chunk_prep_kernel with nothing serial and no shared-memory
- * rows.  Why: the general prep convolves each channel by one thread walking
- * the chunk's 64 tokens through shared memory (a dependent chain per block,
- * 34 KB of shared memory, scalar 2-byte loads and stores).  Here one block per
- * (chunk, head tile), 256 threads: lane group of 16 threads per token slice,
- * thread (slice s, octet o) owns channels 8o .. 8o+7 of tokens 4s .. 4s+3; it
- * loads its 4 + 3 input rows (16-byte loads, all issued before any use;
- * history rows from the slot), convolves in registers (same order of
- * additions: bias, oldest first), l2norm by a butterfly over the 16 threads
- * of its slice, and stores 16 bytes per token. */
-#define LK_P2_THREADS 256
-#define LK_P2_TPT 4 /* tokens per thread */
-#define LK_P2_W 4   /* conv width served */
-#define LK_P2_SMEM (LIN_TC_VMAX * (LK_P2_W + 1) * 4)
-
-template <int OT>
-__global__ __launch_bounds__(LK_P2_THREADS) void lin_chunk_prep_w4_kernel(lin_fwd p) {
-    constexpr int K = LIN_TC_K, W = LK_P2_W, H = W - 1, TPT = LK_P2_TPT, R = TPT + H;
-    LK_DYN_SMEM(float, wsm); /* [128][W] weights | [128] biases */
-    const int j = blockIdx.x;
-    if (j >= *p.pl.num_chunks) return;
-    const int y = blockIdx.y, i = p.pl.chunk_req[j], slot = p.pl.req_slot[i];
-    if (slot < 0) return; /* padding: the outputs are zeroed by phase 2 */
-    const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
-    const int len = p.pl.chunk_len[j], init = p.pl.req_init[i], crel = (int)(ct0 - rt0);
-    const int HV = p.hv, HK = p.hk, V = p.V;
-    const int which = y < HK ? 0 : y < 2 * HK ? 1 : 2, hh = which == 0 ? y : which == 1 ? y - HK : y - 2 * HK;
-    const int nch = which < 2 ? K : V;
-    const int o = threadIdx.x & 15, s = threadIdx.x >> 4, t0 = TPT * s;
-    const int cb = which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V;
-    /* idle threads (V < 128) load nothing; every q/k thread stays for the butterfly */
-    const bool live = 8 * o < nch;
-    const int ch = cb + (live ? 8 * o : 0);
-
-    /* rows r = 0 .. R-1: the input at chunk token t0 - H + r */
-    float e[R][8];
-#pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int tc = t0 - H + r, pos = crel + tc;
-        if (pos >= 0 && tc < len && live) {
-            const uint16_t *src = (const uint16_t *)p.x.p + (rt0 + pos) * p.x_dim + ch;
-            LK_ALIGNED(src, 16);
-            const uint4 v = *(const uint4 *)src;
-            const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int q = 0; q < 4; q++) {
-                e[r][2 * q] = gc_bf16_to_f32((uint16_t)(wv[q] & 0xffffu));
-                e[r][2 * q + 1] = gc_bf16_to_f32((uint16_t)(wv[q] >> 16));
-            }
-        } else {
-#pragma unroll
-            for (int c = 0; c < 8; c++)
-                e[r][c] = pos < 0 && init && live
-                              ? lk_sget(p.conv_state, p.st_dt, (int64_t)slot * p.conv_elems + (int64_t)(ch + c) * H + H + pos)
-                              : 0.f;
-        }
-    }
-    /* the tile's weights and biases in shared memory (registers for the rows: 3 blocks per SM) */
-    for (int idx = threadIdx.x; idx < nch * W; idx += LK_P2_THREADS) wsm[idx] = lk_in(p.conv_weight, (int64_t)cb * W + idx);
-    for (int c = threadIdx.x; c < nch; c += LK_P2_THREADS) wsm[LIN_TC_VMAX * W + c] = lk_in0(p.conv_bias, cb + c);
-    __syncthreads();
-    if (which == 2 && (!live || t0 >= len)) return;
-    const float *wt = wsm + 8 * o * W, *bias = wsm + LIN_TC_VMAX * W + 8 * o;
-    /* output u overwrites row u: its last reader */
-#pragma unroll
-    for (int u = 0; u < TPT; u++)
-#pragma unroll
-        for (int c = 0; c < 8; c++) {
-            float acc = bias[c];
-#pragma unroll
-            for (int m = 0; m < W; m++) acc += wt[c * W + m] * e[u + m][c];
-            e[u][c] = lk_silu(acc);
-        }
-    if (which < 2) { /* q or k: l2norm over the 16 threads of the slice, 16-bit */
-        uint16_t *dst = (uint16_t *)(which ? p.Kc : p.Qc) + (ct0 * HK + hh) * K + 8 * o;
-#pragma unroll
-        for (int u = 0; u < TPT; u++) {
-            float inv = 1.f;
-            if (p.l2norm) {
-                float ss = 0.f;
-#pragma unroll
-                for (int c = 0; c < 8; c++) ss += e[u][c] * e[u][c];
-#pragma unroll
-                for (int d = 8; d; d >>= 1) ss += gc_shfl_xor(ss, d);
-                inv = 1.f / sqrtf(ss + 1e-6f);
-            }
-            if (t0 + u < len) {
-                uint4 v;
-                v.x = lk_pack2<OT>(e[u][0] * inv, e[u][1] * inv);
-                v.y = lk_pack2<OT>(e[u][2] * inv, e[u][3] * inv);
-                v.z = lk_pack2<OT>(e[u][4] * inv, e[u][5] * inv);
-                v.w = lk_pack2<OT>(e[u][6] * inv, e[u][7] * inv);
-                LK_ALIGNED(dst + (int64_t)(t0 + u) * HK * K, 16);
-                *(uint4 *)(dst + (int64_t)(t0 + u) * HK * K) = v;
-            }
-        }
-    } else { /* beta v */
-        uint16_t *dst = (uint16_t *)p.Vc + (ct0 * HV + hh) * V + 8 * o;
-#pragma unroll
-        for (int u = 0; u < TPT; u++) {
-            if (t0 + u >= len) break;
-            const float sc = lk_sigmoid(lk_in(p.b, (ct0 + t0 + u) * HV + hh));
-            uint4 v;
-            v.x = lk_pack2<OT>(sc * e[u][0], sc * e[u][1]);
-            v.y = lk_pack2<OT>(sc * e[u][2], sc * e[u][3]);
-            v.z = lk_pack2<OT>(sc * e[u][4], sc * e[u][5]);
-            v.w = lk_pack2<OT>(sc * e[u][6], sc * e[u][7]);
-            LK_ALIGNED(dst + (int64_t)(t0 + u) * HV * V, 16);
-            *(uint4 *)(dst + (int64_t)(t0 + u) * HV * V) = v;
-        }
-    }
-}
+#define LK_P2_W 4 /* the conv width chunk_prep_stream.cu serves */
 
 /* The element-wise passes (QG, KD; beta k e^G) move 8 values per thread and step with 16-byte shared and
  * global accesses; the values load late, over q / T, so that the kernel needs 51 KiB (4 blocks per SM). */
@@ -379,8 +268,8 @@ extern "C" int lin_chunk_prep_ut_setup(void) {
     return e;
 }
 
-/* the w4 prep serves gdn with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, 16-byte aligned
- * base); anything else takes the general prep */
+/* the stream prep (chunk_prep_stream.cu) serves gdn with conv width 4, bf16 x in 16-byte rows (x_dim a
+ * multiple of 8, 16-byte aligned base); anything else takes the general prep */
 static bool lk_prep_w4_ok(const lin_fwd &p) {
     return p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
            ((uintptr_t)p.x.p & 15) == 0 && p.K == LIN_TC_K && p.V % 8 == 0;
@@ -397,12 +286,8 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     cudaStream_t st = (cudaStream_t)stream;
     const dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv)), g1((unsigned)chunks, (unsigned)p.hv);
     int e;
-    if (p.prep_stream && lk_prep_w4_ok(p)) { /* the same outputs, streamed along time (chunk_prep_stream.cu) */
+    if (lk_prep_w4_ok(p)) {
         e = lin_launch_chunk_prep_stream(pp, stream);
-    } else if (lk_prep_w4_ok(p)) {
-        void (*k0)(lin_fwd) = lin_chunk_prep_w4_kernel<LIN_DT_BF16>;
-        LK_LAUNCH(k0, g0, LK_P2_THREADS, LK_P2_SMEM, st, p);
-        e = (int)cudaGetLastError();
     } else {
         void (*k0)(lin_fwd) = lin_chunk_prep_kernel<LIN_DT_BF16>;
         LK_LAUNCH(k0, g0, LK_P0_THREADS, LK_P0_SMEM, st, p);

@@ -27,13 +27,13 @@
  *   chunk_tile.cuh      phase 1's conv tile and T products
  *   chunk_extend.cu     the chunked extend: which phase-1 / phase-2 kernels for which dtype and kind
  *   chunk_prep_ut.cu    phase 1, bf16, scalar gates: prep (conv, l2norm) + UT (gates, M, T, W, U)
- *   chunk_prep_stream.cu  phase 1's prep for gdn, conv width 4, as a stream along time (prep_stream=1)
+ *   chunk_prep_stream.cu  phase 1's prep for gdn, conv width 4, as a stream along time
  *   chunk_fused_ut.cu   phase 1 in one kernel per key head group: kda, f16
  *   chunk_state.cu      phase 2, bf16: the serial state pass (warp-specialised), and its segment modes
  *   chunk_segment.cu    phase 2, bf16: the state pass by segments in parallel, joined in float32
  *   chunk_output.cu     phase 2, bf16: the outputs, parallel over chunks
  *   chunk_fused_state.cu  phase 2 in one serial pass with the outputs: f16
- *   chunk_fused_cp.cu   option fused_chunk, gdn, bf16: UT + state step + outputs per chunk in one kernel
+ *   chunk_fused_cp.cu   gdn, bf16, batches that fill the SMs: UT + state step + outputs per chunk in one kernel
  *
  * The semantics are the CPU wrappers' (plugins/hybrid/, docs/hybrid.md), and
  * so are the shape formulas: what a kind reads from the model, the state per
@@ -174,12 +174,11 @@ typedef struct lin_inst {
     int variant;
     int vt;                /* chunked phase 2's state-row tile: 16, 32, or 0 = by batch size */
     int seg;               /* the state pass's segments: -1 by the batch (lin_seg_plan), 0 never, N chunks */
-    int prep_stream;       /* the chunked prep of gdn conv width 4 by chunk_prep_stream.cu (option, default 0) */
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
     int dec_ring;          /* option decode_ring: the stream decode's state kernel as a persistent ring */
     int dec_ring_grid;     /* option decode_ring_grid: the ring's blocks (0: LIN_RING_BLOCKS_PER_SM per SM) */
     int dec_fold;          /* option decode_ring_fold: the prep folded into the ring (decode_ring on) */
-    int fused_cp;          /* fused_chunk: 0 off, 1 where requests x value heads fill half the SMs, 2 always;
+    int fused_cp;          /* fused_chunk: 1 where requests x value heads fill half the SMs (default), 0 off, 2 always;
                             * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
                             * kernel's shared memory) */
     int sm_count;

@@ -61,23 +61,23 @@ typedef struct lin_options {
     int dec_ring;   /* decode_ring: the stream decode's state kernel as a persistent ring (decode_ring.cu) */
     int dec_ring_grid; /* decode_ring_grid: its blocks, 0 = LIN_RING_BLOCKS_PER_SM per SM */
     int dec_fold;   /* decode_ring_fold: the prep folded into the ring's tiles (gdn, conv width 4) */
-    int fused_cp;   /* fused_chunk: 0 off, 1 by the batch (lin_fused_cp_takes), 2 always */
-    int prep_stream; /* prep_stream: the chunked prep of gdn conv width 4 as a stream along time */
+    int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
 } lin_options;
 
-/* fused_chunk: unset, "", auto and the false spellings 0; the true spellings 1 (the fused chunk kernel
- * where the batch's requests x value heads fill half the SMs); "always" 2 (every batch: tests) */
+/* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
+ * value heads fill half the SMs: the default); the false spellings 0 (the unfused kernels for every batch);
+ * "always" 2 (every batch: tests) */
 static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *opts, const char *name, int *out) {
-    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no", "off", "auto"};
+    static const char *const yes[] = {"1", "true", "yes", "on", "auto"}, *const no[] = {"0", "false", "no", "off"};
     char from[96];
     const char *v = sgl_sdk_opt_raw(opts, "fused_chunk", "SGL_ATTN_LIN_FUSED_CHUNK", from, sizeof from);
-    *out = 0;
+    *out = 1;
     if (!v || !*v) return SGL_ATTN_OK;
-    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
-        if (!strcasecmp(v, no[i])) return SGL_ATTN_OK;
     for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
-        if (!strcasecmp(v, yes[i])) {
-            *out = 1;
+        if (!strcasecmp(v, yes[i])) return SGL_ATTN_OK;
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        if (!strcasecmp(v, no[i])) {
+            *out = 0;
             return SGL_ATTN_OK;
         }
     if (!strcasecmp(v, "always")) {
@@ -85,8 +85,9 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
         return SGL_ATTN_OK;
     }
     return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
-                               "%s: %s = \"%.64s\": expected 1, true, yes, on (the fused chunk kernel for gdn's bf16 "
-                               "extend where the batch fills the SMs), always, or 0, false, no, off, auto (off)",
+                               "%s: %s = \"%.64s\": expected auto, 1, true, yes, on (the default: the fused chunk kernel "
+                               "for gdn's bf16 extend where the batch fills the SMs), always (every batch), or 0, "
+                               "false, no, off (the unfused kernels)",
                                name, from, v);
 }
 
@@ -107,8 +108,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_bool(&opts, "decode_ring", "SGL_ATTN_LIN_DECODE_RING", 0, &o->dec_ring)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_ring_grid", "SGL_ATTN_LIN_DECODE_RING_GRID", 0, 0, 1 << 20, &ring_grid)) ||
         (rc = sgl_sdk_opt_bool(&opts, "decode_ring_fold", "SGL_ATTN_LIN_DECODE_RING_FOLD", 0, &o->dec_fold)) ||
-        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "prep_stream", "SGL_ATTN_LIN_PREP_STREAM", 0, &o->prep_stream)))
+        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)))
         return rc;
     o->dec_ring_grid = (int)ring_grid;
     o->seg = (int)seg;
@@ -122,14 +122,15 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_DECODE", "decode"},       {"SGL_ATTN_LIN_CHUNK1", "chunk1"}, {"SGL_ATTN_LIN_CHUNK2", "chunk2"},
         {"SGL_ATTN_LIN_PREP", "prep"},           {"SGL_ATTN_LIN_UT", "ut"},         {"SGL_ATTN_LIN_COUT", "cout"},
         {"SGL_ATTN_LIN_CSTATE", "cstate"},       {"SGL_ATTN_LIN_CSCAN_M", "cscan_group"},
-        {"SGL_ATTN_LIN_CSCAN_VT", "cscan_tile"}, {"SGL_ATTN_LIN_DECPREP", "decprep"}};
+        {"SGL_ATTN_LIN_CSCAN_VT", "cscan_tile"}, {"SGL_ATTN_LIN_DECPREP", "decprep"},
+        {"SGL_ATTN_LIN_PREP_STREAM", "prep_stream"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, decode_ring, "
-                                       "decode_ring_grid, decode_ring_fold, prep_stream and sync_check: docs/cuda_linear.md)",
+                                       "decode_ring_grid, decode_ring_fold and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -185,7 +186,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->variant = opt.variant;
     w->vt = opt.vt;
     w->seg = opt.seg;
-    w->prep_stream = opt.prep_stream;
     w->sync_check = opt.sync_check;
     w->dec_ring = opt.dec_ring;
     w->dec_ring_grid = opt.dec_ring_grid;
@@ -242,7 +242,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
                 : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs; "
                                      "smaller ones the unfused kernels)"
-                : opt.fused_cp     ? " (fused_chunk ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
+                : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "", w->L.need_stream ? " (stream decode)" : "",
                 w->L.need_stream && opt.dec_ring ? (opt.dec_fold ? " (decode_ring, fold)" : " (decode_ring)") : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",

@@ -108,7 +108,6 @@ typedef struct lin_fwd {
      * beta v (delta) / dt x (mamba2) / v (lightning); NULL for kda (the fused phase 1) */
     void *Qc, *Kc, *Vc;
     int32_t prep_ut;    /* phase 1 is the prep + UT pair (Qc, Kc, Vc there) */
-    int32_t prep_stream; /* option prep_stream: the w4 prep's shapes take chunk_prep_stream.cu's kernel */
     void *Hs;           /* state pass -> output kernel: the state at each chunk's start, 16-bit [chunk][hv][V][K] */
     /* the segmented state pass (chunk_segment.cu), bf16: segments of seg_chunks chunks (0: the serial pass),
      * at most seg_max per request; Zs [slot][hv][V + K][K] float32, slot LIN_SEG_SLOT of each (request,
@@ -245,7 +244,7 @@ int lin_chunk_setup(void); /* cudaFuncSetAttribute of every chunked kernel (> 48
 /* its pieces */
 int lin_launch_chunk_prep_ut(const lin_fwd *p, int ot, void *stream); /* chunk_prep_ut.cu: bf16 */
 int lin_chunk_prep_ut_setup(void);
-/* chunk_prep_stream.cu: the prep of the w4 prep's shapes as a stream along time (option prep_stream) */
+/* chunk_prep_stream.cu: gdn's chunked prep (conv width 4, 16-byte bf16 x rows) as a stream along time */
 int lin_launch_chunk_prep_stream(const lin_fwd *p, void *stream);
 int lin_launch_chunk_fused_ut(const lin_fwd *p, int ot, void *stream); /* chunk_fused_ut.cu */
 int lin_chunk_fused_ut_setup(void);

@@ -170,7 +170,7 @@ int lin_fused_cp_dims_ok(const lin_dims *d) {
 }
 
 /* The fused kernel's blocks are (request, value head) pairs, each a serial chain over its chunks: option 1
- * takes a batch whose pairs fill half the SMs (16 x 8k at Qwen3.5 TP8: 128 blocks; 8 x 4k at Qwen3-Next:
+ * (fused_chunk's default) takes a batch whose pairs fill half the SMs (16 x 8k at Qwen3.5 TP8: 128 blocks; 8 x 4k at Qwen3-Next:
  * 256); fewer pairs keep the unfused kernels, whose state pass runs by segments (lin_seg_plan).  Option 2
  * (always, for the tests) takes every batch, unsegmented. */
 int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs) {
