@@ -37,7 +37,8 @@
  *         M / A epilogue and M Unew on the 16 x 16 blocks on or below the diagonal only (the blocks
  *         above are zero in both: M's are never read, A's never written)
  *   TMMA  T's blocks below the diagonal by tf32 mma, one warp per half block column, no block barrier
- *         between them (chunk_tinv_mma.cuh) */
+ *         between them, each put in 16 bits as it is made (chunk_tinv_mma.cuh); A and T in rows of
+ *         LK_TAP_MMA floats */
 #include "chunk_tinv_mma.cuh"
 
 #define LK_CP_THREADS 256
@@ -99,7 +100,7 @@ LK_DEV void lk_cp_rows_mul_k_lower(float (&acc)[NT][4], const uint16_t *A, int l
 }
 
 template <int V> struct lk_cp {
-    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = LK_TAP;
+    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8;
     static constexpr int TILE = C * KP * 2;                 /* one [C][KP] 16-bit tile (also [C][VP]) */
     static constexpr int STAGE = 3 * TILE;                  /* q | k | v */
     static constexpr int W0 = 2 * STAGE, U0 = W0 + TILE, KD0 = U0 + TILE, M0 = KD0 + TILE;
@@ -107,13 +108,14 @@ template <int V> struct lk_cp {
     static constexpr int SMEM = G0 + 5 * C * 4;             /* G, beta, e^G, e^(G_last - G), e^G_last */
 };
 static_assert(lk_cp<128>::SMEM == (int)LIN_FUSED_CP_SMEM, "lin_params.h LIN_FUSED_CP_SMEM differs");
-static_assert(LIN_CHUNK * (LIN_CHUNK + 1) * 4 <= lk_cp<128>::TILE, "A and T (f32) fit over W and U");
+static_assert(LIN_CHUNK * LK_TAP_MMA * 4 <= lk_cp<128>::TILE && LK_TAP <= LK_TAP_MMA, "A and T (f32) fit over W and U");
 static_assert(LIN_TC_VMAX + 8 == LIN_TC_K + 8, "the value tile's rows are the key tile's");
 
 template <int OT, int V, int EX2, int TMMA>
 __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(lin_fwd p) {
     using L = lk_cp<V>;
-    constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VP = L::VP, AP = L::AP;
+    constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VP = L::VP;
+    constexpr int AP = TMMA ? LK_TAP_MMA : LK_TAP; /* A and T's float32 rows (chunk_tinv_mma.cuh) */
     constexpr int VH = V / 2, NX = VH / 8, MT = VH / 16; /* a warp's value columns / rows */
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *Wb = (uint16_t *)(smraw + L::W0), *Ub = (uint16_t *)(smraw + L::U0);
@@ -174,6 +176,8 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
     float S[MT][4][4];
     const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)h * V * K + (int64_t)vb * K;
     lk_state_load<OT, MT>(p, sbase, init != 0, S, Sb + vb * KP, KP, wr, g, t4);
+    if (TMMA) /* T's 16-bit blocks above the diagonal stay zero: lk_t_offdiag_mma writes only the others */
+        for (int idx = tid; idx < C * CP / 2; idx += LK_CP_THREADS) ((uint32_t *)t16)[idx] = 0u;
     if (nch > 0) issue(0, c0);
     lk_cp_async_commit();
 
@@ -237,7 +241,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         __syncthreads(); /* A complete; q and k read by the products */
 
         if (warp < 4) {
-            lk_t_diag(Af, Tf, warp, lane); /* ---- T's diagonal 16 x 16 blocks: warp b -> block b */
+            lk_t_diag<AP>(Af, Tf, warp, lane); /* ---- T's diagonal 16 x 16 blocks: warp b -> block b */
         } else {
             /* ---- QG over q, KD, beta k e^G over k (8 values a thread and step) */
             for (int idx = tid - 128; idx < C * (K / 8); idx += 128) {
@@ -259,12 +263,11 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         __syncthreads();
         /* ---- T's blocks below the diagonal, T in 16 bits */
         if (TMMA) {
-            lk_t_offdiag_mma(Af, Tf, warp, lane);
-            __syncthreads();
+            lk_t_offdiag_mma<OT>(Af, Tf, t16, warp, lane); /* T in 16 bits as well */
         } else {
             lk_t_offdiag<LK_CP_THREADS>(Af, Tf, tid);
+            lk_t_to16<OT, LK_CP_THREADS, AP>(Tf, t16, tid);
         }
-        lk_t_to16<OT, LK_CP_THREADS>(Tf, t16, tid);
         __syncthreads(); /* A and T (f32) are dead: W and U go there */
 
         /* ---- W = T (beta k e^G): key columns 64 wh ..; U = T (beta v): value columns vb .. */

@@ -48,13 +48,25 @@ LK_DEV void lk_lda_tf32(uint32_t a[4], const float *base, int ld, int r0, int c0
     a[3] = lk_tf32(base[(r0 + g + 8) * ld + c0 + t4 + 4]);
 }
 
+/* Rows of A and T (float32) for this variant: 68 floats, 4 banks apart, so the A fragments' 32
+ * addresses (rows g, columns t) fall in 32 banks (LK_TAP's 65 puts 4 lanes on a bank) */
+#define LK_TAP_MMA (LIN_CHUNK + 4)
+
 /* T's blocks below the diagonal (the diagonal ones done and visible to every warp), both float32 in
- * rows of LK_TAP: warp w < 6 makes rows 16 (j + 1) .. 63 of columns 16 j + 8 h .. + 7 (j = w / 2,
- * h = w % 2); X_ij goes through the unused upper block (j, i) at the warp's own 8 columns.  Warps 6
- * and 7 have nothing to do.  No block barrier: the caller syncs before reading T. */
-LK_DEV void lk_t_offdiag_mma(const float *Af, float *Tf, int warp, int lane) {
-    constexpr int AP = LK_TAP;
-    if (warp >= 6) return;
+ * rows of LK_TAP_MMA, and T in 16 bits (t16, rows of LIN_CHUNK + 8; lk_t_to16's form): warp w < 6
+ * makes rows 16 (j + 1) .. 63 of columns 16 j + 8 h .. + 7 (j = w / 2, h = w % 2), in float32 for its
+ * later blocks and in 16 bits; X_ij goes through the unused upper block (j, i) at the warp's own 8
+ * columns.  Warps 6 and 7 put the diagonal blocks in 16 bits.  t16's blocks above the diagonal are
+ * not written (the caller zeroes them once).  No block barrier: the caller syncs before reading t16. */
+template <int OT> LK_DEV void lk_t_offdiag_mma(const float *Af, float *Tf, uint16_t *t16, int warp, int lane) {
+    constexpr int AP = LK_TAP_MMA, CP = LIN_CHUNK + 8;
+    if (warp >= 6) {
+        for (int e = 32 * (warp - 6) + lane; e < 4 * 256; e += 64) {
+            const int b = e >> 8, r = (e >> 4) & 15, c = e & 15;
+            t16[(16 * b + r) * CP + 16 * b + c] = lk_to16<OT>(c <= r ? Tf[(16 * b + r) * AP + 16 * b + c] : 0.f);
+        }
+        return;
+    }
     const int jb = warp >> 1, col0 = 16 * jb + 8 * (warp & 1), g = lane >> 2, t4 = lane & 3;
     for (int ib = jb + 1; ib < 4; ib++) {
         /* X = sum_k A_ik T_kj (16 x 8): k from 16 jb to 16 ib, 8 at a step; two chains */
@@ -90,8 +102,12 @@ LK_DEV void lk_t_offdiag_mma(const float *Af, float *Tf, int warp, int lane) {
         }
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
-            Tf[(16 * ib + g + 8 * hf) * AP + col0 + 2 * t4] = -y[2 * hf];
-            Tf[(16 * ib + g + 8 * hf) * AP + col0 + 2 * t4 + 1] = -y[2 * hf + 1];
+            const int t = 16 * ib + g + 8 * hf, i = col0 + 2 * t4;
+            if (ib + 1 < 4) { /* a later block of the column reads it */
+                Tf[t * AP + i] = -y[2 * hf];
+                Tf[t * AP + i + 1] = -y[2 * hf + 1];
+            }
+            *(uint32_t *)(t16 + t * CP + i) = lk_pack2<OT>(-y[2 * hf], -y[2 * hf + 1]);
         }
         __syncwarp(); /* this block is the next one's B operand, and xs is rewritten */
     }
