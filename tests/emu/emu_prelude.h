@@ -165,5 +165,8 @@ uint32_t lk_emu_cvt_f16x2_e4m3x2(uint32_t x);
 uint32_t lk_emu_cvt_e4m3_f32(float f);
 /* mma.sync m16n8k16 row.col, f32 accumulate; bf16 or f16 operands */
 void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int bf16);
+/* cvt.rna.tf32.f32 (nearest, ties away) and mma.sync m16n8k8 row.col with tf32 operands, f32 accumulate */
+uint32_t lk_emu_cvt_tf32(float f);
+void lk_emu_mma_tf32(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
 
 #endif

@@ -61,7 +61,7 @@ emu_ctx_switch:
 namespace {
 
 enum { RUN = 0, WAIT = 1, DONE = 2 };
-enum { OP_NONE = 0, OP_SYNCWARP, OP_SHFL, OP_LDSM, OP_MMA, OP_VOTE };
+enum { OP_NONE = 0, OP_SYNCWARP, OP_SHFL, OP_LDSM, OP_MMA, OP_VOTE, OP_MMA_TF32 };
 constexpr size_t STACK = 192 * 1024;
 
 struct Copy {
@@ -470,6 +470,51 @@ void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int b
                 const int row = g + 8 * (e >> 1), col = 2 * q + (e & 1);
                 float s = C[row][col];
                 for (int k = 0; k < 16; k++) s += A[row][k] * B[k][col];
+                d[e] = s;
+            }
+            std::memcpy(w.out[l], d, 16);
+        }
+    });
+}
+
+/* cvt.rna.tf32.f32: the 19 high bits, rounded to nearest with ties away from zero (NaN and inf kept) */
+uint32_t lk_emu_cvt_tf32(float f) {
+    const uint32_t u = __float_as_uint(f);
+    if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0xffffe000u) | ((u & 0x7fffffu) ? 0x400000u : 0u);
+    return (u + 0x1000u) & 0xffffe000u;
+}
+
+/* mma.sync m16n8k8 row.col f32.tf32.tf32.f32: the operands' low 13 bits are ignored, as on the device */
+void lk_emu_mma_tf32(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    struct In { uint32_t a[4], b[2]; float c[4]; } x;
+    std::memcpy(x.a, a, 16);
+    x.b[0] = b0, x.b[1] = b1;
+    std::memcpy(x.c, c, 16);
+    warp_collective(OP_MMA_TF32, &x, sizeof x, c, 16, [](Warp &w, int) {
+        float A[16][8], B[8][8], C[16][8];
+        auto cv = [](uint32_t v) { return __uint_as_float(v & 0xffffe000u); };
+        for (int l = 0; l < 32; l++) {
+            In t;
+            std::memcpy(&t, w.in[l], sizeof t);
+            const int g = l / 4, q = l % 4;
+            A[g][q] = cv(t.a[0]);
+            A[g + 8][q] = cv(t.a[1]);
+            A[g][q + 4] = cv(t.a[2]);
+            A[g + 8][q + 4] = cv(t.a[3]);
+            B[q][g] = cv(t.b[0]);
+            B[q + 4][g] = cv(t.b[1]);
+            for (int k = 0; k < 2; k++) {
+                C[g][2 * q + k] = t.c[k];
+                C[g + 8][2 * q + k] = t.c[2 + k];
+            }
+        }
+        for (int l = 0; l < 32; l++) {
+            const int g = l / 4, q = l % 4;
+            float d[4];
+            for (int e = 0; e < 4; e++) {
+                const int row = g + 8 * (e >> 1), col = 2 * q + (e & 1);
+                float s = C[row][col];
+                for (int k = 0; k < 8; k++) s += A[row][k] * B[k][col];
                 d[e] = s;
             }
             std::memcpy(w.out[l], d, 16);

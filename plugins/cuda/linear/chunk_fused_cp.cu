@@ -30,8 +30,16 @@
  * The pool's state is read at the start (zero without a prefix), written at
  * the end; padded requests get zero outputs.  Shared memory: two stages of
  * q | k | v, then W (A in f32 during T), U (T in f32 during T), KD, M, T
- * (16-bit), Sb, the gates. */
-#include "chunk_tile.cuh"
+ * (16-bit), Sb, the gates.
+ *
+ * Variants (template EX2, TMMA; options fused_exp2, fused_tmma, chosen at create):
+ *   EX2   the gates scaled by log2(e) once, every exponential an ex2.approx of a difference, and the
+ *         M / A epilogue and M Unew on the 16 x 16 blocks on or below the diagonal only (the blocks
+ *         above are zero in both: M's are never read, A's never written)
+ *   TMMA  T's blocks below the diagonal by tf32 mma, one warp per half block column, no block barrier
+ *         between them, each put in 16 bits as it is made (chunk_tinv_mma.cuh); A and T in rows of
+ *         LK_TAP_MMA floats */
+#include "chunk_tinv_mma.cuh"
 
 #define LK_CP_THREADS 256
 
@@ -57,8 +65,42 @@ LK_DEV void lk_cp_tmul(const uint32_t (&at)[LIN_CHUNK / 16][4], const uint16_t *
     }
 }
 
+/* 2^x: ex2.approx.ftz (the emulator: exp2f) */
+LK_DEV float lk_ex2(float x) {
+#ifdef LK_EMU
+    return exp2f(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+#endif
+}
+
+/* e^x of the gates: x in natural units (accurate expf), or already scaled by log2(e) (EX2) */
+template <int EX2> LK_DEV float lk_cp_exp(float x) { return EX2 ? lk_ex2(x) : expf(x); }
+
+/* acc += A[r0 .. r0 + 15][0 .. 16 kmax + 15] B (B k-major): chunk_mma.cuh's lk_rows_mul_k over the k16
+ * blocks up to kmax (warp-uniform; A zero past it) */
+template <int OT, int NT>
+LK_DEV void lk_cp_rows_mul_k_lower(float (&acc)[NT][4], const uint16_t *A, int lda, const uint16_t *B, int ldb,
+                                   int r0, int kmax) {
+#pragma unroll
+    for (int k16 = 0; k16 < LIN_CHUNK / 16; k16++) {
+        if (k16 > kmax) break;
+        uint32_t a[4];
+        lk_lda(a, A, lda, r0, 16 * k16);
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            uint32_t b[4];
+            lk_ldb_k(b, B, ldb, 16 * k16, 16 * np);
+            lk_mma<OT>(acc[2 * np], a, b[0], b[1]);
+            lk_mma<OT>(acc[2 * np + 1], a, b[2], b[3]);
+        }
+    }
+}
+
 template <int V> struct lk_cp {
-    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = LK_TAP;
+    static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8;
     static constexpr int TILE = C * KP * 2;                 /* one [C][KP] 16-bit tile (also [C][VP]) */
     static constexpr int STAGE = 3 * TILE;                  /* q | k | v */
     static constexpr int W0 = 2 * STAGE, U0 = W0 + TILE, KD0 = U0 + TILE, M0 = KD0 + TILE;
@@ -66,13 +108,14 @@ template <int V> struct lk_cp {
     static constexpr int SMEM = G0 + 5 * C * 4;             /* G, beta, e^G, e^(G_last - G), e^G_last */
 };
 static_assert(lk_cp<128>::SMEM == (int)LIN_FUSED_CP_SMEM, "lin_params.h LIN_FUSED_CP_SMEM differs");
-static_assert(LIN_CHUNK * (LIN_CHUNK + 1) * 4 <= lk_cp<128>::TILE, "A and T (f32) fit over W and U");
+static_assert(LIN_CHUNK * LK_TAP_MMA * 4 <= lk_cp<128>::TILE && LK_TAP <= LK_TAP_MMA, "A and T (f32) fit over W and U");
 static_assert(LIN_TC_VMAX + 8 == LIN_TC_K + 8, "the value tile's rows are the key tile's");
 
-template <int OT, int V>
+template <int OT, int V, int EX2, int TMMA>
 __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(lin_fwd p) {
     using L = lk_cp<V>;
-    constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VP = L::VP, AP = L::AP;
+    constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VP = L::VP;
+    constexpr int AP = TMMA ? LK_TAP_MMA : LK_TAP; /* A and T's float32 rows (chunk_tinv_mma.cuh) */
     constexpr int VH = V / 2, NX = VH / 8, MT = VH / 16; /* a warp's value columns / rows */
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *Wb = (uint16_t *)(smraw + L::W0), *Ub = (uint16_t *)(smraw + L::U0);
@@ -99,7 +142,8 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
     const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
     const int init = p.pl.req_init[i]; /* the start: 0 zero, 1 the pool */
     const float scale = p.scale;
-    const float nA = -expf(lk_in(p.A_log, h)), dtb = lk_in(p.dt_bias, h);
+    /* EX2: the gates in log2 units, so each exponential is one ex2 of a difference */
+    const float nA = -expf(lk_in(p.A_log, h)) * (EX2 ? 1.4426950408889634f : 1.f), dtb = lk_in(p.dt_bias, h);
 
     /* one chunk's q, k, v into stage s (rows past the chunk's length zero), and its raw gate inputs */
     float ra = 0.f, rb = 0.f;
@@ -132,6 +176,8 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
     float S[MT][4][4];
     const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)h * V * K + (int64_t)vb * K;
     lk_state_load<OT, MT>(p, sbase, init != 0, S, Sb + vb * KP, KP, wr, g, t4);
+    if (TMMA) /* T's 16-bit blocks above the diagonal stay zero: lk_t_offdiag_mma writes only the others */
+        for (int idx = tid; idx < C * CP / 2; idx += LK_CP_THREADS) ((uint32_t *)t16)[idx] = 0u;
     if (nch > 0) issue(0, c0);
     lk_cp_async_commit();
 
@@ -156,10 +202,10 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int t = 2 * lane + e;
-                eGt[t] = expf(Gs[t]);
-                eGr[t] = expf(fminf(GL - Gs[t], 0.f)); /* G_last <= G_t (up to the scan's rounding) */
+                eGt[t] = lk_cp_exp<EX2>(Gs[t]);
+                eGr[t] = lk_cp_exp<EX2>(fminf(GL - Gs[t], 0.f)); /* G_last <= G_t (up to the scan's rounding) */
             }
-            if (lane == 0) eL[0] = expf(GL);
+            if (lane == 0) eL[0] = lk_cp_exp<EX2>(GL);
         }
         __syncthreads();
 
@@ -172,7 +218,10 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
                 for (int e = 0; e < 4; e++) P[nt][e] = 0.f;
             lk_rows_mul_n2<OT, K>(P, Xd, wh ? ks : qs, ks, false, ks, KP, 16 * wr, wr);
 #pragma unroll
-            for (int nt = 0; nt < C / 8; nt++)
+            for (int nt = 0; nt < C / 8; nt++) {
+                /* EX2: the n8 tiles right of the warp's diagonal block are zero in M and A (M's never
+                 * read: O += M Unew stops at the diagonal block; A's never read by T) */
+                if (EX2 && nt > 2 * wr + 1) break;
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
                     const int t = 16 * wr + g + 8 * hf, i0 = 8 * nt + 2 * t4;
@@ -180,17 +229,19 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         const int ii = i0 + e;
-                        const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
+                        const float dec = EX2 ? (nt < 2 * wr || ii <= t ? lk_ex2(Gs[t] - Gs[ii]) : 0.f)
+                                              : ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
                         if (wh) Af[t * AP + ii] = ii < t ? bs[t] * dec * P[nt][2 * hf + e] : 0.f;
                         else m2[e] = scale * dec * P[nt][2 * hf + e];
                     }
                     if (!wh) *(uint32_t *)(Mb + t * CP + i0) = lk_pack2<OT>(m2[0], m2[1]);
                 }
+            }
         }
         __syncthreads(); /* A complete; q and k read by the products */
 
         if (warp < 4) {
-            lk_t_diag(Af, Tf, warp, lane); /* ---- T's diagonal 16 x 16 blocks: warp b -> block b */
+            lk_t_diag<AP>(Af, Tf, warp, lane); /* ---- T's diagonal 16 x 16 blocks: warp b -> block b */
         } else {
             /* ---- QG over q, KD, beta k e^G over k (8 values a thread and step) */
             for (int idx = tid - 128; idx < C * (K / 8); idx += 128) {
@@ -211,8 +262,12 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         }
         __syncthreads();
         /* ---- T's blocks below the diagonal, T in 16 bits */
-        lk_t_offdiag<LK_CP_THREADS>(Af, Tf, tid);
-        lk_t_to16<OT, LK_CP_THREADS>(Tf, t16, tid);
+        if (TMMA) {
+            lk_t_offdiag_mma<OT>(Af, Tf, t16, warp, lane); /* T in 16 bits as well */
+        } else {
+            lk_t_offdiag<LK_CP_THREADS>(Af, Tf, tid);
+            lk_t_to16<OT, LK_CP_THREADS, AP>(Tf, t16, tid);
+        }
         __syncthreads(); /* A and T (f32) are dead: W and U go there */
 
         /* ---- W = T (beta k e^G): key columns 64 wh ..; U = T (beta v): value columns vb .. */
@@ -259,7 +314,8 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         __syncthreads(); /* Unew complete; nobody reads Sb any more this chunk */
 
         /* ---- O += M Unew -> out; S = S e^G_last + Unew^T KD (and Sb) */
-        lk_rows_mul_k<OT, C>(O, Mb, CP, Ub + vb, VP, 16 * wr);
+        if (EX2) lk_cp_rows_mul_k_lower<OT, NX>(O, Mb, CP, Ub + vb, VP, 16 * wr, wr);
+        else lk_rows_mul_k<OT, C>(O, Mb, CP, Ub + vb, VP, 16 * wr);
         lk_store_out_rows(p, O, ct0, len, HV, V, (int64_t)h * V + vb, VH, false, wr, g, t4);
         lk_state_step<OT, MT, C>(S, eL, false, KDb, KP, Ub + vb, VP, Sb + vb * KP, wr, g, t4);
     }
@@ -269,11 +325,22 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 
 /* ------------------------------------------------------------ launchers */
 
+/* the instantiation of V (64 / 128) and the variant bits (LIN_FUSED_EXP2 | LIN_FUSED_TMMA) */
+typedef void (*lk_cp_fn)(lin_fwd);
+static lk_cp_fn lk_cp_kernel_of(int v128, int var) {
+    static const lk_cp_fn k[2][4] = {
+        {lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64, 0, 0>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64, 1, 0>,
+         lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64, 0, 1>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64, 1, 1>},
+        {lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128, 0, 0>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128, 1, 0>,
+         lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128, 0, 1>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128, 1, 1>}};
+    return k[v128 ? 1 : 0][var & (LIN_FUSED_EXP2 | LIN_FUSED_TMMA)];
+}
+
 extern "C" int lin_chunk_fused_cp_setup(void) {
-    void (*k[2])(lin_fwd) = {lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128>};
     int e = 0;
-    for (int i = 0; i < 2 && !e; i++)
-        e = (int)cudaFuncSetAttribute((const void *)k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+    for (int i = 0; i < 8 && !e; i++)
+        e = (int)cudaFuncSetAttribute((const void *)lk_cp_kernel_of(i >> 2, i & 3),
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_CP_SMEM);
     return e;
 }
@@ -284,8 +351,7 @@ extern "C" int lin_launch_chunk_fused_cp(const lin_fwd *pp, void *stream) {
     if (p.kind != LIN_GDN || p.K != LIN_TC_K || (p.V != 64 && p.V != 128) || !p.Qc || !p.Kc || !p.Vc ||
         p.seg_chunks > 0)
         return (int)cudaErrorInvalidValue;
-    void (*k)(lin_fwd) =
-        p.V == 64 ? lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64> : lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128>;
+    const lk_cp_fn k = lk_cp_kernel_of(p.V == 128, p.fused_var);
     LK_LAUNCH(k, dim3((unsigned)p.bs, (unsigned)p.hv), LK_CP_THREADS, LIN_FUSED_CP_SMEM, (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

@@ -131,12 +131,11 @@ LK_DEV void lk_gate_cumsum(float *Gs, int lane) {
     Gs[2 * lane + 1] = incl;
 }
 
-/* T = (I + A)^-1 for the chunk's strictly lower A, both float32 in rows of LK_TAP.  The diagonal
- * 16 x 16 block b by forward substitution, one warp: lane c -> column c (lanes 16..31 compute zeros
- * and store nothing). */
+/* T = (I + A)^-1 for the chunk's strictly lower A, both float32 in rows of AP (LK_TAP; the fused
+ * kernel's tf32 variant LK_TAP_MMA).  The diagonal 16 x 16 block b by forward substitution, one warp:
+ * lane c -> column c (lanes 16..31 compute zeros and store nothing). */
 #define LK_TAP (LIN_CHUNK + 1)
-LK_DEV void lk_t_diag(const float *Af, float *Tf, int b, int lane) {
-    constexpr int AP = LK_TAP;
+template <int AP = LK_TAP> LK_DEV void lk_t_diag(const float *Af, float *Tf, int b, int lane) {
     const int c = lane;
     float col[16];
 #pragma unroll
@@ -181,8 +180,8 @@ template <int NT> LK_DEV void lk_t_offdiag(const float *Af, float *Tf, int tid) 
 }
 
 /* T in 16 bits, rows of LIN_CHUNK + 8, zero above the diagonal (the A fragments of lk_tmul_*) */
-template <int OT, int NT> LK_DEV void lk_t_to16(const float *Tf, uint16_t *t16, int tid) {
-    constexpr int C = LIN_CHUNK, AP = LK_TAP, CP = LIN_CHUNK + 8;
+template <int OT, int NT, int AP = LK_TAP> LK_DEV void lk_t_to16(const float *Tf, uint16_t *t16, int tid) {
+    constexpr int C = LIN_CHUNK, CP = LIN_CHUNK + 8;
     for (int idx = tid; idx < C * C; idx += NT) {
         const int t = idx / C, ii = idx % C;
         t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);
