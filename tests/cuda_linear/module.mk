@@ -125,8 +125,7 @@ $(LINT_STACK_GRAPH_EMU): $(call LINT_OBJ,test_lin_stack_graph) $(LINT_UTIL) $(EM
 #  - attnctl check of the five wrappers as plugins stacked on the emulated cuda_attn (SM 8.0): the whole
 #    matrix, then LINE_CASES (16-bit activations: the cases cuda_attn serves) at chunk boundaries for
 #    the four recurrent kinds on the tensor-core kernels, with the defaults and with conf_lin_emu_seg.json
-#    (the state pass by segments of 1-3 chunks, both tiles); the decode / verify cases with
-#    conf_lin_emu_ring.json (the stream decode's state kernel as the ring, grids of 1-3 blocks), on SM 9.0;
+#    (the state pass by segments of 1-3 chunks, both tiles);
 #    gdn with 3 value heads (an odd head-tile count for the stream prep);
 #  - the same stacks on the SM 9.0 builds (the stream decode a programmatic dependent launch of its
 #    prep, cuda_attn's wgmma extend beneath): the whole matrix; gdn's LINE_CASES and a V = 128 case on
@@ -146,10 +145,6 @@ LINE_CASE_SET := b=4,q=63,prefix=1 b=4,q=64,prefix=64 b=4,q=65,prefix=127 b=4,q=
                  b=4,q=130,prefix=63,owner=caller b=3,fwd=verify,q=3,prefix=64,owner=caller
 LINE_CASES = $(foreach c,$(LINE_CASE_SET),--case $(1):$(c),dtype=bf16,$(LINE_TC_DIMS)) \
              --case $(1):b=3,q=150,prefix=70,dtype=f16,$(LINE_TC_DIMS)
-# the decode and verify cases (and the extends that give them a state), for the stream decode's ring
-LINE_RING_SET := b=5,fwd=decode,prefix=128 b=3,fwd=verify,q=4,prefix=62 b=3,fwd=verify,q=3,prefix=64,owner=caller \
-                 b=6,fwd=decode,prefix=70,owner=caller
-LINE_RING_CASES = $(foreach c,$(LINE_RING_SET),--case $(1):$(c),dtype=bf16,$(LINE_TC_DIMS))
 LINE_CHECK = EMU_ORDER=shuf $(ATTNCTL) check --plugin-path
 cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LINE_SM90_SOS) $(CUDA_EMU_SO) \
                  $(CUDA_EMU_SM90_SO)
@@ -171,10 +166,6 @@ cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LI
 	    $(call LINE_CASES,$$k); done
 	@echo "== gdn_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: 3 value heads (the stream prep's odd tile count)"
 	$(LINE_CHECK) $(LINE_PLUGDIR) --plugin gdn_cuda/cuda_attn --no-conf --case gdn:b=3,q=97,prefix=33,dtype=bf16,hk=1,hv=3,dk=128,dv=128,decay=slow
-	@set -e; for k in gdn kda mamba2 lightning; do \
-	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled: decode / verify with decode_ring"; \
-	  $(LINE_CHECK) $(LINE_SM90_DIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_ring.json \
-	    $(call LINE_RING_CASES,$$k); done
 	@echo "== gdn_cuda/cuda_attn: a one-token prefix at seeds whose lone q.k nearly cancels (the case judged as one output)"
 	@set -e; for s in 10 17 22 24 26 82 0x7b84f6d256919363; do \
 	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin gdn_cuda/cuda_attn --no-conf --seed $$s \

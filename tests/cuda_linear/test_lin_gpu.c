@@ -37,15 +37,6 @@
  *     LT_QUICK=13  the fused chunk kernel (fused_chunk = always, chunk_fused_cp.cu): gdn at V 64 / 128, both
  *                  state dtypes, every scenario with an extend, chunk ends at every offset, caller-owned
  *                  state; the configs the option does not serve (memcheck / racecheck of the kernel)
- *     LT_QUICK=14  the stream decode's state kernel as the persistent ring (decode_ring=1, decode_ring.cu):
- *                  each decode config (LT_QUICK=4's) first with the stream kernel (outputs recorded), then with
- *                  the ring at a grid of 1, 3, 5 blocks or the default (each block walks many tiles and
- *                  wraps its stages), then the ring with the prep folded in (decode_ring_fold=1; where it
- *                  does not apply, the prep and the ring): the outputs the same bits and within the float64
- *                  limits; then the decode and verify graphs with the ring and with the fold (the full run
- *                  takes the quick set's decode configs)
- *     LT_QUICK=15  the ring and the fold alone on gdn's defaults with f32 and bf16 state (grid 3) and the
- *                  verify graph (compute-sanitizer memcheck / racecheck of decode_ring.cu)
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -83,9 +74,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 */
-enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024, Q14 = 2048,
-       Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768 };
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 16, 17, 18 */
+enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
+       Q16 = 8192, Q17 = 16384, Q18 = 32768 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5 };
@@ -244,11 +235,6 @@ static void run_cfg(const cfg *c) {
             snprintf(label + l, sizeof label - l, " %s=%s", fvar[i][1], fv);
         }
     }
-    if (getenv("SGL_ATTN_LIN_DECODE_RING")) { /* ring_tests */
-        const size_t l = strlen(label);
-        snprintf(label + l, sizeof label - l, " ring grid=%s%s", getenv("SGL_ATTN_LIN_DECODE_RING_GRID"),
-                 getenv("SGL_ATTN_LIN_DECODE_RING_FOLD") ? " fold" : "");
-    }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
     lt_slow_decay = c->scen != SCEN;
@@ -287,10 +273,7 @@ static int graph_scen_open(lt_scen *s, int kind, const lt_shape *sh, int caller,
     setenv("SGL_ATTN_LIN_KERNEL", "fast", 1);
     setenv("SGL_ATTN_LIN_VT", "auto", 1);
     setenv("SGL_ATTN_LIN_SEGMENT", "auto", 1);
-    snprintf(label, label_size, "%s %s%s%s", plugin_name(kind), what, caller ? " (caller state+indices)" : "",
-             !getenv("SGL_ATTN_LIN_DECODE_RING")        ? ""
-             : getenv("SGL_ATTN_LIN_DECODE_RING_FOLD") ? " (decode_ring, fold)"
-                                                       : " (decode_ring)");
+    snprintf(label, label_size, "%s %s%s", plugin_name(kind), what, caller ? " (caller state+indices)" : "");
     const int opened = scen_open(s, plugins[kind], kind, sh, LT_BF16, SGL_ATTN_DT_F32, 1e-4, seed, label);
     lt_caller_mode = 0;
     if (opened != 0) {
@@ -996,51 +979,6 @@ static const cfg prep_configs[] = {
     {F | Q16, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
 };
 
-/* The ring (decode_ring=1): each decode config of the set (LT_QUICK=14: LT_QUICK=4's; the full run: those
- * also in the quick set) with the stream kernel, outputs recorded, then with the ring at a grid small enough
- * that each block walks many tiles (1, 3, 5) or the default: the same bits; then the graphs with the ring.
- * LT_QUICK=15: the ring and the fold alone (grid 3) on gdn's defaults with f32 and bf16 state, and the verify graph. */
-static void ring_tests(int set) {
-    static const char *const grids[] = {"1", "3", "auto", "5"};
-    int k = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (!(c->sets & Q4) || (set == F && !(c->sets & Q1))) continue;
-        const int sanitize = set == Q15;
-        if (sanitize && !(c->kind == GDN && c->sh.dv == SH_GDN.dv && c->sh.conv_w == SH_GDN.conv_w &&
-                          c->io_dt == LT_BF16 && !c->w16 && !strcmp(c->vt, "auto") && c->l2norm))
-            continue;
-        lt_rec_reset();
-        if (!sanitize) {
-            lt_rec_mode = 1;
-            run_cfg(c);
-        }
-        setenv("SGL_ATTN_LIN_DECODE_RING", "1", 1);
-        setenv("SGL_ATTN_LIN_DECODE_RING_GRID", sanitize ? "3" : grids[k++ % 4], 1);
-        lt_rec_mode = sanitize ? 0 : 2;
-        run_cfg(c);
-        lt_rec_rewind();
-        setenv("SGL_ATTN_LIN_DECODE_RING_FOLD", "1", 1);
-        run_cfg(c);
-        lt_rec_mode = 0;
-        lt_rec_reset();
-        unsetenv("SGL_ATTN_LIN_DECODE_RING");
-        unsetenv("SGL_ATTN_LIN_DECODE_RING_GRID");
-        unsetenv("SGL_ATTN_LIN_DECODE_RING_FOLD");
-    }
-    for (int fold = 0; fold < 2; fold++) {
-        setenv("SGL_ATTN_LIN_DECODE_RING", "1", 1);
-        setenv("SGL_ATTN_LIN_DECODE_RING_GRID", "3", 1);
-        if (fold) setenv("SGL_ATTN_LIN_DECODE_RING_FOLD", "1", 1);
-        if (set != Q15) graph_test(GDN, &SH_GDN, 0);
-        verify_graph_test(GDN, &SH_GDN, 0);
-        if (set != Q15 && !fold) verify_graph_test(MAMBA2, &SH_MAMBA2, 0);
-        unsetenv("SGL_ATTN_LIN_DECODE_RING");
-        unsetenv("SGL_ATTN_LIN_DECODE_RING_GRID");
-        unsetenv("SGL_ATTN_LIN_DECODE_RING_FOLD");
-    }
-}
-
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1075,10 +1013,9 @@ int main(int argc, char **argv) {
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16
-                    : quick == 17 ? Q17 : quick == 18 ? Q18 : 0;
+                    : quick == 13 ? Q13 : quick == 16 ? Q16 : quick == 17 ? Q17 : quick == 18 ? Q18 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 or 18 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 16, 17 or 18 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -1121,7 +1058,6 @@ int main(int argc, char **argv) {
         verify_graph_test(KDA, &SH_KDA, 0);
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
-    if (set & (F | Q14 | Q15)) ring_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

@@ -127,9 +127,10 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, fused_exp2, fused_tmma, decode_ring, decode_ring_grid, decode_ring_fold and sync_check take their values or auto (a GPU-less create then fails
-         * later, at the device); anything else is refused naming the option and what it accepts; the options
-         * of kernels that are gone accept only auto */
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, fused_exp2, fused_tmma and sync_check
+         * take their values or auto (a GPU-less create then fails later, at the device); anything else is
+         * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
+         * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold) accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
             const char *env, *val, *refusal; /* NULL: passes the option check */
@@ -147,21 +148,6 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_SEGMENT", "64", NULL},
             {"SGL_ATTN_LIN_SEGMENT", "-1", "environment SGL_ATTN_LIN_SEGMENT = \"-1\": expected an integer 0..1048576 or auto"},
             {"SGL_ATTN_LIN_SEGMENT", "off", "SGL_ATTN_LIN_SEGMENT = \"off\": expected an integer 0..1048576 or auto"},
-            {"SGL_ATTN_LIN_DECODE_RING", "1", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING", "on", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING", "OFF", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING", "auto", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING", "ring", "environment SGL_ATTN_LIN_DECODE_RING = \"ring\": expected 1, true, yes, on"},
-            {"SGL_ATTN_LIN_DECODE_RING", "2", "environment SGL_ATTN_LIN_DECODE_RING = \"2\": expected 1, true, yes, on"},
-            {"SGL_ATTN_LIN_DECODE_RING_GRID", "528", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING_GRID", "auto", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING_GRID", "0", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING_GRID", "-3",
-             "environment SGL_ATTN_LIN_DECODE_RING_GRID = \"-3\": expected an integer 0..1048576 or auto"},
-            {"SGL_ATTN_LIN_DECODE_RING_GRID", "4x", "SGL_ATTN_LIN_DECODE_RING_GRID = \"4x\": expected an integer"},
-            {"SGL_ATTN_LIN_DECODE_RING_FOLD", "yes", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING_FOLD", "0", NULL},
-            {"SGL_ATTN_LIN_DECODE_RING_FOLD", "fold", "environment SGL_ATTN_LIN_DECODE_RING_FOLD = \"fold\": expected 1, true"},
             {"SGL_ATTN_LIN_PREP_STREAM", "auto", NULL},
             {"SGL_ATTN_LIN_PREP_STREAM", "1", "SGL_ATTN_LIN_PREP_STREAM = \"1\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_PREP_STREAM", "off", "SGL_ATTN_LIN_PREP_STREAM = \"off\": expected auto"},
@@ -203,6 +189,13 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_DECPREP", "v3", "SGL_ATTN_LIN_DECPREP = \"v3\": expected auto"},
             {"SGL_ATTN_LIN_CSCAN_M", "16", "SGL_ATTN_LIN_CSCAN_M = \"16\": expected auto"},
             {"SGL_ATTN_LIN_CSCAN_VT", "64", "SGL_ATTN_LIN_CSCAN_VT = \"64\": expected auto"},
+            {"SGL_ATTN_LIN_DECODE_RING", "auto", NULL},
+            {"SGL_ATTN_LIN_DECODE_RING", "1", "SGL_ATTN_LIN_DECODE_RING = \"1\": expected auto (the kernels it chose"},
+            {"SGL_ATTN_LIN_DECODE_RING", "off", "SGL_ATTN_LIN_DECODE_RING = \"off\": expected auto"},
+            {"SGL_ATTN_LIN_DECODE_RING_GRID", "528", "SGL_ATTN_LIN_DECODE_RING_GRID = \"528\": expected auto"},
+            {"SGL_ATTN_LIN_DECODE_RING_GRID", "0", "SGL_ATTN_LIN_DECODE_RING_GRID = \"0\": expected auto"},
+            {"SGL_ATTN_LIN_DECODE_RING_FOLD", "yes", "SGL_ATTN_LIN_DECODE_RING_FOLD = \"yes\": expected auto"},
+            {"SGL_ATTN_LIN_DECODE_RING_FOLD", "", NULL},
         };
         for (size_t i = 0; i < sizeof ov / sizeof *ov; i++) {
             setenv(ov[i].env, ov[i].val, 1);

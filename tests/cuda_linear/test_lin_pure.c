@@ -90,7 +90,7 @@ static void test_dims(void) {
         int no = 0;
         offs[no++] = L.conv, offs[no++] = L.ssm, offs[no++] = L.iconv, offs[no++] = L.issm;
         for (int i = 0; i < 16; i++) offs[no++] = L.plan[i];
-        size_t more[] = {L.X, L.G, L.B, L.Wt, L.QGt, L.KDt, L.Ut, L.Mt, L.eG, L.Sk, L.dq, L.dcnt, L.Qc, L.Kc, L.Vc, L.Hs, L.stage};
+        size_t more[] = {L.X, L.G, L.B, L.Wt, L.QGt, L.KDt, L.Ut, L.Mt, L.eG, L.Sk, L.dq, L.Qc, L.Kc, L.Vc, L.Hs, L.stage};
         for (size_t i = 0; i < sizeof more / sizeof *more; i++) offs[no++] = more[i];
         for (int i = 0; i < no; i++) {
             LT_CHECK(offs[i] % 256 == 0 && offs[i] <= L.total, "offset %d = %zu (total %zu)", i, offs[i], L.total);
@@ -149,9 +149,6 @@ static void test_paths(void) {
     LT_CHECK(L.Qc > L.dq && L.Qc - L.dq >= (size_t)64 * 16 * lin_decode_operands_per(LIN_GDN, 128, 128, 2, 1, 4) * 4 &&
                  lin_decode_operands_per(LIN_GDN, 128, 128, 2, 1, 4) % 4 == 0,
              "stream decode scratch: %zu bytes", L.Qc - L.dq);
-    LT_CHECK(L.dcnt > L.dq && L.dcnt - L.dq >= (size_t)64 * 16 * lin_decode_operands_per(LIN_GDN, 128, 128, 2, 1, 4) * 4 &&
-                 L.Qc - L.dcnt >= (size_t)64 * 16 * sizeof(int32_t),
-             "decode_ring_fold's counters: %zu bytes", L.Qc - L.dcnt);
     LT_CHECK(L.Kc - L.Qc >= (size_t)8192 * 16 * 128 * 2 && L.Hs - L.Vc >= (size_t)8192 * 32 * 128 * 2 &&
                  L.stage - L.Hs >= (size_t)L.max_chunks * 32 * 128 * 128 * 2,
              "prep + UT and state scratch");

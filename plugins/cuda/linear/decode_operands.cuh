@@ -149,8 +149,7 @@ LK_DEV void lk_dec_operands(const lin_fwd &p, float *sm, int grp, int slot, int 
 
 /* ---- the w4 form's pieces (gdn, conv width W = 4): a thread owns 4 consecutive channels ch .. ch+3, its
  * history hist[c * H + m] (oldest first per channel), weights wt[c * W + m], bias and x in registers.
- * Shared by decode_prep.cu's lin_decode_prep_w4_kernel and decode_ring.cu's fold, whose operands must be
- * the same bits. */
+ * Run by decode_prep.cu's lin_decode_prep_w4_kernel. */
 
 /* Every load of the 4 channels first: history, weights, bias, the first token's x (zeros where !live:
  * idle lanes stay for the barriers) */

@@ -1,8 +1,6 @@
-/* decode_row.cuh - the stream decode's state step of one tile of rows, written
- * once for the kernels that run it: lin_decode_stream_kernel (decode_stream.cu),
- * lin_decode_ring_kernel and the fold's lk_ring_tile (decode_ring.cu).  The
- * ring and the fold promise the stream kernel's bits, so they share its code
- * rather than a copy of it.
+/* decode_row.cuh - the stream decode's state step of one tile of rows, run by
+ * lin_decode_stream_kernel (decode_stream.cu); its xor-butterfly row sum is
+ * also the fused decode's (decode_fused.cu), so both reduce in one order.
  *
  * A tile is RT = 4 warps x NLD x RPI rows of one (request, value head); lane
  * `lane` of warp `warp` holds CPL consecutive channels (from cc) of rows
@@ -42,7 +40,7 @@ LK_DEV void lk_rows_xor_sum(float (&a1)[N], float (&a2)[N], bool both) {
 /* The n tokens of one tile on this thread's rows s (the new state stored by lk_rows_store).
  * head, jh, r0 and nr (the tile's value head, its index in the group, its first row, its rows) are
  * callables: the stream kernel reads its block indices again at each use rather than holding them in
- * registers (its fp32 tile is at its register budget); the ring passes values.  KIND, V, HV, gsz are p.kind,
+ * registers (its fp32 tile is at its register budget).  KIND, V, HV, gsz are p.kind,
  * p.V, p.hv, p.gsz read by the caller at its start: read here, after the stream kernel's griddepcontrol.wait
  * (a memory clobber), they are loaded again and the kernel's code changes. */
 template <int SDT, int NLD, class FH, class FJ, class FR, class FN>

@@ -97,11 +97,8 @@ extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
         return (int)cudaErrorInvalidValue;
     /* the scratch stride: the whole call's tokens per request (no request has more) */
     p.dq_per = (int32_t)lin_decode_operands_per(p.kind, p.K, p.V, p.gsz, p.gc, p.tpr);
-    if (p.dec_ring > 0 && p.dec_fold && lin_decode_ring_fold_ok(&p)) /* options decode_ring + decode_ring_fold */
-        return lin_launch_decode_ring_fold(&p, stream);
     int e = lin_launch_decode_prep(&p, stream);
     if (e) return e;
-    if (p.dec_ring > 0) return lin_launch_decode_ring(&p, stream); /* option decode_ring */
     cudaStream_t st = (cudaStream_t)stream;
     const int RT = LIN_STREAM_ROWS(p.st_dt);
     const dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));

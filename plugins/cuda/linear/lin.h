@@ -22,7 +22,6 @@
  *   decode_fused.cu     fused decode / verify, one launch (K = 32, 64, 256; K = 128 past the draft steps)
  *   decode_prep.cu      the stream decode's operand prep (gdn conv width 4; general)
  *   decode_stream.cu    the stream decode / verify: the state streamed after the prep (K = 128)
- *   decode_ring.cu      its state kernel as a persistent ring of cp.async stages (option decode_ring)
  *   chunk_mma.cuh       mma.sync / ldmatrix helpers, the chunk state update
  *   chunk_tile.cuh      phase 1's conv tile and T products
  *   chunk_extend.cu     the chunked extend: which phase-1 / phase-2 kernels for which dtype and kind
@@ -84,7 +83,6 @@ typedef struct lin_layout {
     size_t Hs;                           /* its state pass -> output kernel: per-chunk states, 16-bit */
     int need_prep_ut;                    /* ... the prep + UT pair's buffers are there (not kda) */
     size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode_operands_per] */
-    size_t dcnt;                         /* stream decode, decode_ring_fold: counters [max_reqs][hk] (zero) */
     int need_stream;                     /* ... and its buffer is there (K = 128) */
     size_t stage;                        /* host-index staging: 6 x max_reqs int32 (the plan's 3, state_batch's 3) */
     size_t total;
@@ -175,9 +173,6 @@ typedef struct lin_inst {
     int vt;                /* chunked phase 2's state-row tile: 16, 32, or 0 = by batch size */
     int seg;               /* the state pass's segments: -1 by the batch (lin_seg_plan), 0 never, N chunks */
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
-    int dec_ring;          /* option decode_ring: the stream decode's state kernel as a persistent ring */
-    int dec_ring_grid;     /* option decode_ring_grid: the ring's blocks (0: LIN_RING_BLOCKS_PER_SM per SM) */
-    int dec_fold;          /* option decode_ring_fold: the prep folded into the ring (decode_ring on) */
     int fused_cp;          /* fused_chunk: 1 where requests x value heads fill half the SMs (default), 0 off, 2 always;
                             * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
                             * kernel's shared memory) */

@@ -58,9 +58,6 @@ typedef struct lin_options {
     int vt;         /* value_tile: 16, 32, or 0 = by batch size */
     int sync_check; /* debug: planning and state_commit wait for the device to report what only it can check */
     int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
-    int dec_ring;   /* decode_ring: the stream decode's state kernel as a persistent ring (decode_ring.cu) */
-    int dec_ring_grid; /* decode_ring_grid: its blocks, 0 = LIN_RING_BLOCKS_PER_SM per SM */
-    int dec_fold;   /* decode_ring_fold: the prep folded into the ring's tiles (gdn, conv width 4) */
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int fused_exp2; /* fused_exp2: the fused chunk kernel's M / A epilogue on the lower triangle, by ex2.approx */
     int fused_tmma; /* fused_tmma: the fused chunk kernel's T blocks below the diagonal by tf32 mma */
@@ -100,21 +97,17 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
  * written for those builds does not silently run something else. */
 static int read_options(const sgl_attn_create_args *a, const char *name, lin_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, name);
-    int64_t vt = 0, seg = -1, ring_grid = 0;
+    int64_t vt = 0, seg = -1;
     int rc;
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_LIN_KERNEL", lin_variant_names, 2, LIN_VARIANT_FAST,
                                  &o->variant)) ||
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "decode_ring", "SGL_ATTN_LIN_DECODE_RING", 0, &o->dec_ring)) ||
-        (rc = sgl_sdk_opt_int(&opts, "decode_ring_grid", "SGL_ATTN_LIN_DECODE_RING_GRID", 0, 0, 1 << 20, &ring_grid)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "decode_ring_fold", "SGL_ATTN_LIN_DECODE_RING_FOLD", 0, &o->dec_fold)) ||
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
         (rc = sgl_sdk_opt_bool(&opts, "fused_exp2", "SGL_ATTN_LIN_FUSED_EXP2", 0, &o->fused_exp2)) ||
         (rc = sgl_sdk_opt_bool(&opts, "fused_tmma", "SGL_ATTN_LIN_FUSED_TMMA", 0, &o->fused_tmma)))
         return rc;
-    o->dec_ring_grid = (int)ring_grid;
     o->seg = (int)seg;
     char from[96];
     if (vt != 0 && vt != 16 && vt != 32) {
@@ -127,15 +120,16 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_PREP", "prep"},           {"SGL_ATTN_LIN_UT", "ut"},         {"SGL_ATTN_LIN_COUT", "cout"},
         {"SGL_ATTN_LIN_CSTATE", "cstate"},       {"SGL_ATTN_LIN_CSCAN_M", "cscan_group"},
         {"SGL_ATTN_LIN_CSCAN_VT", "cscan_tile"}, {"SGL_ATTN_LIN_DECPREP", "decprep"},
-        {"SGL_ATTN_LIN_PREP_STREAM", "prep_stream"}};
+        {"SGL_ATTN_LIN_PREP_STREAM", "prep_stream"},
+        {"SGL_ATTN_LIN_DECODE_RING", "decode_ring"}, {"SGL_ATTN_LIN_DECODE_RING_GRID", "decode_ring_grid"},
+        {"SGL_ATTN_LIN_DECODE_RING_FOLD", "decode_ring_fold"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, fused_exp2, "
-                                       "fused_tmma, decode_ring, decode_ring_grid, decode_ring_fold and sync_check: "
-                                       "docs/cuda_linear.md)",
+                                       "fused_tmma and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -192,9 +186,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->vt = opt.vt;
     w->seg = opt.seg;
     w->sync_check = opt.sync_check;
-    w->dec_ring = opt.dec_ring;
-    w->dec_ring_grid = opt.dec_ring_grid;
-    w->dec_fold = opt.dec_fold;
     /* fused_chunk serves gdn's bf16 extend at K = 128, V 64 / 128, with the kernel's shared memory (SM 9.0);
      * everything else keeps the unfused kernels */
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
@@ -232,7 +223,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
     if (ce == cudaSuccess && w->L.need_tc && w->fused_cp) ce = (cudaError_t)lin_chunk_fused_cp_setup();
-    if (ce == cudaSuccess && w->L.need_stream && w->dec_ring) ce = (cudaError_t)lin_decode_ring_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];
@@ -243,7 +233,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
@@ -255,7 +245,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                                          : w->fused_var == LIN_FUSED_TMMA                  ? " (fused_tmma)"
                                                                                            : "",
                 w->L.need_stream ? " (stream decode)" : "",
-                w->L.need_stream && opt.dec_ring ? (opt.dec_fold ? " (decode_ring, fold)" : " (decode_ring)") : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;

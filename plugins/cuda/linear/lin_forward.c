@@ -157,9 +157,6 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
-    p->dec_ring = !w->dec_ring ? 0 : w->dec_ring_grid ? w->dec_ring_grid : w->sm_count * LIN_RING_BLOCKS_PER_SM;
-    p->dec_fold = w->dec_ring && w->dec_fold;
-    p->dcnt = L->need_stream ? (int32_t *)(w->dev + L->dcnt) : NULL;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {

@@ -125,10 +125,6 @@ typedef struct lin_fwd {
     float *dq;
     int32_t dq_per;   /* floats per group (lin_launch_decode_stream sets it) */
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
-    int32_t dec_ring; /* option decode_ring: the state kernel as the persistent ring (decode_ring.cu) of at most
-                       * this many blocks; 0: the stream kernel */
-    int32_t dec_fold; /* option decode_ring_fold: the prep folded into the ring's tiles where it applies */
-    int32_t *dcnt;    /* the fold's per-(request, key head group) counters [max_reqs][hk], zero between calls */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
@@ -186,9 +182,6 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
     return (lin_decode_smem_bytes(kind, K, V, gsz, gc, n) / sizeof(float) + 3) & ~(size_t)3;
 }
 #define LIN_STREAM_ROWS(st_dt) ((st_dt) == LIN_DT_F32 ? 32 : 64)
-/* decode_ring.cu: 3 stages of 16 KB per block (48 KB: no opt-in), 4 blocks per SM */
-#define LIN_RING_SMEM 49152
-#define LIN_RING_BLOCKS_PER_SM 4
 
 /* Shared memory of the fused chunked kernels (K = 128, chunk 64), the
  * largest of the chunked extend's (lin_create.c checks the device has it).
@@ -239,11 +232,6 @@ int lin_launch_decode_fused(const lin_fwd *p, void *stream);
  * (K = 128; lin_decode_stream_dims_ok; p->dq) */
 int lin_launch_decode_stream(const lin_fwd *p, void *stream);
 int lin_launch_decode_prep(const lin_fwd *p, void *stream); /* p->dq_per set */
-/* decode_ring.cu: the stream decode's state kernel as a persistent ring (p->dec_ring > 0; after the prep) */
-int lin_launch_decode_ring(const lin_fwd *p, void *stream);
-int lin_decode_ring_setup(void); /* its shared-memory carve-out */
-int lin_decode_ring_fold_ok(const lin_fwd *p); /* the prep folded into the ring applies (p->dq_per set) */
-int lin_launch_decode_ring_fold(const lin_fwd *p, void *stream); /* ... one launch, no prep */
 /* chunk_extend.cu: the chunked extend (phase 1, conv history, phase 2).  ot: LIN_DT_F16/BF16, vt: 16/32 */
 int lin_launch_chunk(const lin_fwd *p, int ot, int vt, void *stream);
 int lin_chunk_setup(void); /* cudaFuncSetAttribute of every chunked kernel (> 48 KiB of shared memory) */

@@ -91,7 +91,6 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     ok &= add(&acc, &L->Sk, d->kind == SGL_ATTN_HYBRID_MAMBA2 ? tc : 0, V, sizeof(float));
     ok &= add(&acc, &L->dq, L->need_stream ? R * (size_t)d->hk : 0,
               lin_decode_operands_per(d->kind, d->dk, d->dv, d->gsz, d->gc, (int)S), sizeof(float));
-    ok &= add(&acc, &L->dcnt, L->need_stream ? R * (size_t)d->hk : 0, 1, sizeof(int32_t));
     ok &= add(&acc, &L->Qc, L->need_prep_ut ? T * (size_t)d->hk : 0, K, 2);
     ok &= add(&acc, &L->Kc, L->need_prep_ut ? T * (size_t)d->hk : 0, K, 2);
     ok &= add(&acc, &L->Vc, L->need_prep_ut ? T * HV : 0, V, 2);

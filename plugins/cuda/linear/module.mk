@@ -8,7 +8,7 @@
 LIN_DIR := plugins/cuda/linear
 LIN_KINDS := gdn kda mamba2 short_conv lightning
 LIN_C := lin_sizing lin_check lin_probe lin_create lin_instance lin_plan lin_forward lin_state
-LIN_CU := batch_plan state_commit token_step decode_fused decode_prep decode_stream decode_ring chunk_extend chunk_prep_ut chunk_prep_stream \
+LIN_CU := batch_plan state_commit token_step decode_fused decode_prep decode_stream chunk_extend chunk_prep_ut chunk_prep_stream \
           chunk_fused_ut chunk_state chunk_segment chunk_output chunk_fused_state chunk_fused_cp
 LIN_OBJS := $(addprefix $(OBJDIR)/$(LIN_DIR)/,$(addsuffix .o,$(LIN_C)) $(addsuffix .cu.o,$(LIN_CU)))
 # The pure-C parts tests/cuda_linear links without CUDA.
