@@ -46,7 +46,6 @@ typedef struct mla_backend {
     int32_t mma_cfg_pref; /* MLA_MMA_TMA / _RING / _BASE: option mma, auto resolved for the device */
     int32_t strict;       /* 1: an asked kernel this device cannot run fails create */
     int32_t log;          /* 1: one stderr line per create and per plan (the kernel that runs) */
-    int32_t sparse_producer; /* option sparse_producer: DSA sparse MLA on the producer-warp kernel (mla_sparse.h) */
     int32_t wide_ok;      /* mla_wide_avail: this device runs the wide kernel */
     int32_t hq;           /* the model's q heads per rank: plans are made for them */
     int32_t model_q_dt, model_kv_dt;

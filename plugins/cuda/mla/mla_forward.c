@@ -71,24 +71,20 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
 
     if (v.topk) { /* DSA: the given slots only; the plan's items are not used */
         const int32_t rec = v.kv_dt == MLA_DT_REC;
-        /* option sparse_producer: 16-bit pools at > 16 heads, 64 rows, one CTA an SM */
-        const int32_t prod = b->sparse_producer && !rec && v.hq > 16;
-        const int32_t ctas = prod ? 1 : mla_sparse_ctas(v.hq, rec, b->dev.sm_major);
-        const int32_t stages = prod ? mla_sparse_producer_stages(b->dev.smem_per_block_optin)
-                                    : mla_sparse_stages(v.hq, b->dev.smem_per_block_optin, rec, ctas);
+        const int32_t ctas = mla_sparse_ctas(v.hq, rec, b->dev.sm_major);
+        const int32_t stages = mla_sparse_stages(v.hq, b->dev.smem_per_block_optin, rec, ctas);
         if (!stages)
             return mla_set_error(b, SGL_ATTN_E_UNSUPPORTED,
                                  "layer %d: topk_indices given: the sparse MLA kernel for %d heads needs %zu bytes "
                                  "of shared memory per block; device %d allows %zu",
                                  a->layer->layer_id, v.hq,
-                                 prod ? mla_sparse_producer_smem_bytes(2)
-                                      : mla_sparse_smem_bytes(v.hq, mla_sparse_rows(v.hq, ctas) == 16 ? 3 : 2, rec, ctas),
+                                 mla_sparse_smem_bytes(v.hq, mla_sparse_rows(v.hq, ctas) == 16 ? 3 : 2, rec, ctas),
                                  b->device, (size_t)b->dev.smem_per_block_optin);
         mla_sparse_args sp = {.q = v.q, .out = v.out, .pool = v.pool, .num_slots = v.num_slots, .topk = v.topk,
                               .topk_k = v.topk_k, .hq = v.hq, .num_tokens = b->t, .dt = v.q_dt,
                               .scale_log2 = v.scale_log2, .part_o = b->part_o, .part_lse = b->part_lse,
                               .stages = stages, .stream = stream, .fault = b->fault.dev, .rec = rec,
-                              .ctas = ctas, .producer = prod};
+                              .ctas = ctas};
         sp.nsplit = mla_sparse_splits(b->t, v.hq, v.topk_k, b->dev.sm_count, ctas, b->part_rows, &sp.tiles_per_split);
         int e = mla_launch_sparse(&sp);
         return e ? mla_cuda_fail(b, "sparse MLA kernel launch", e) : SGL_ATTN_OK;

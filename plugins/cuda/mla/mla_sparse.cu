@@ -364,14 +364,6 @@ template <int DT> __global__ __launch_bounds__(SP_COMB_WARPS * 32) void mla_spar
     }
 }
 
-/* The combine after an attention kernel that left partials (nsplit > 1). */
-template <int DT> static int launch_combine(const mla_sparse_args *a) {
-    const int64_t rows = (int64_t)a->num_tokens * a->hq;
-    mla_sparse_combine<DT><<<(unsigned)((rows + SP_COMB_WARPS - 1) / SP_COMB_WARPS), SP_COMB_WARPS * 32, 0,
-                             (cudaStream_t)a->stream>>>(*a);
-    return (int)cudaGetLastError();
-}
-
 template <int RG, int STAGES, int DT, bool REC, int NW = 8> static int launch_t(const mla_sparse_args *a) {
     const int bm = 16 * RG;
     dim3 grid((unsigned)((int64_t)a->num_tokens * ((a->hq + bm - 1) / bm)), (unsigned)a->nsplit);
@@ -379,7 +371,9 @@ template <int RG, int STAGES, int DT, bool REC, int NW = 8> static int launch_t(
     mla_sparse_kernel<RG, STAGES, DT, REC, NW><<<grid, 32 * NW, SpCfg<RG, STAGES, REC, NW>::SMEM, st>>>(*a);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || a->nsplit <= 1) return (int)e;
-    return launch_combine<DT>(a);
+    const int64_t rows = (int64_t)a->num_tokens * a->hq;
+    mla_sparse_combine<DT><<<(unsigned)((rows + SP_COMB_WARPS - 1) / SP_COMB_WARPS), SP_COMB_WARPS * 32, 0, st>>>(*a);
+    return (int)cudaGetLastError();
 }
 
 /* The instantiations, for 16-bit pools and the record alike: 16-row blocks
@@ -420,12 +414,6 @@ extern "C" int mla_launch_sparse(const mla_sparse_args *a) {
     if (a->nsplit < 1 || a->nsplit > MLA_SPARSE_MAX_SPLITS || a->tiles_per_split < 1 || a->topk_k < 1 ||
         a->ctas < 1 || a->ctas > 2)
         return (int)cudaErrorInvalidValue;
-    if (a->producer) { /* option sparse_producer: mla_sparse_producer.cu's kernel, this combine */
-        if (a->ctas != 1 || (a->dt != MLA_DT_BF16 && a->dt != MLA_DT_F16)) return (int)cudaErrorInvalidValue;
-        const int e = mla_sparse_producer_launch(a);
-        if (e || a->nsplit <= 1) return e;
-        return a->dt == MLA_DT_BF16 ? launch_combine<MLA_DT_BF16>(a) : launch_combine<MLA_DT_F16>(a);
-    }
     if (a->rec) return a->dt == MLA_DT_BF16 ? launch_dt<MLA_DT_BF16, true>(a) : (int)cudaErrorInvalidValue;
     if (a->dt == MLA_DT_BF16) return launch_dt<MLA_DT_BF16, false>(a);
     if (a->dt == MLA_DT_F16) return launch_dt<MLA_DT_F16, false>(a);
@@ -458,6 +446,5 @@ extern "C" int mla_sparse_init(size_t smem_optin) {
     cudaError_t e = attr_dt<MLA_DT_BF16, false>(smem_optin);
     if (e == cudaSuccess) e = attr_dt<MLA_DT_F16, false>(smem_optin);
     if (e == cudaSuccess) e = attr_dt<MLA_DT_BF16, true>(smem_optin);
-    if (e == cudaSuccess) e = (cudaError_t)mla_sparse_producer_init(smem_optin);
     return (int)e;
 }

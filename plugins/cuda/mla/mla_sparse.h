@@ -52,7 +52,6 @@ typedef struct mla_sparse_args {
     sgl_gpu_fault_ref fault; /* where a slot outside the pool is noted */
     int32_t rec;             /* 1: the pool is FlashMLA's fp8 record (dt MLA_DT_BF16) */
     int32_t ctas;            /* CTAs an SM the kernel is shaped for: mla_sparse_ctas */
-    int32_t producer;        /* 1: mla_sparse_producer.cu's kernel (option sparse_producer; ctas 1) */
 } mla_sparse_args;
 
 /* CTAs an SM the kernel for hq heads is shaped for on a device of SM major
@@ -98,20 +97,6 @@ size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec, int32_t ct
 int mla_sparse_init(size_t smem_optin);
 /* The attention kernel and, for nsplit > 1, the combine; 0 or a cudaError_t. */
 int mla_launch_sparse(const mla_sparse_args *a);
-
-/* Option sparse_producer (mla_sparse_producer.cu): for 16-bit pools at > 16
- * heads, 64 head rows a CTA of 8 MMA warps that issue no loads and one
- * producer warp that gathers the key tiles into a ring of stages, handed over
- * by named barriers; one CTA an SM (the 64-row kernel's grid and splits:
- * ctas 1).  Stages: 4 where smem_optin holds them, else 2, 0 when neither
- * fits. */
-int32_t mla_sparse_producer_stages(size_t smem_optin);
-/* Dynamic shared memory of the kernel at that many stages (0: none). */
-size_t mla_sparse_producer_smem_bytes(int32_t stages);
-/* Its kernel attributes where smem_optin holds it; 0 or a cudaError_t. */
-int mla_sparse_producer_init(size_t smem_optin);
-/* Its attention kernel alone (mla_launch_sparse adds the combine). */
-int mla_sparse_producer_launch(const mla_sparse_args *a);
 
 #ifdef __cplusplus
 }
