@@ -44,10 +44,6 @@
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
- *     LT_QUICK=18  the fused chunk kernel's variants (fused_exp2, fused_tmma: chunk_fused_cp.cu's EX2 / TMMA
- *                  instantiations): LT_QUICK=13's configs that the kernel serves, each with fused_exp2, with
- *                  fused_tmma and with both, within the same float64 limits
- * SGL_ATTN_LIN_FUSED_EXP2 / SGL_ATTN_LIN_FUSED_TMMA set by the caller reach LT_QUICK=13's (a lever run).
  * Exit 0 when everything passed (or SKIP), 1 on a failure. */
 #include <math.h>
 #include <stdio.h>
@@ -74,9 +70,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 16, 17, 18 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q16 = 8192, Q17 = 16384, Q18 = 32768 };
+       Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5 };
@@ -225,15 +221,6 @@ static void run_cfg(const cfg *c) {
     if (c->seg) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " seg=%s", c->seg);
-    }
-    static const char *const fvar[][2] = {{"SGL_ATTN_LIN_FUSED_EXP2", "fused_exp2"},
-                                          {"SGL_ATTN_LIN_FUSED_TMMA", "fused_tmma"}};
-    for (int i = 0; i < 2; i++) {
-        const char *fv = getenv(fvar[i][0]);
-        if (fv && *fv) {
-            const size_t l = strlen(label);
-            snprintf(label + l, sizeof label - l, " %s=%s", fvar[i][1], fv);
-        }
     }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
@@ -938,7 +925,7 @@ static const fcfg fused_configs[] = {
     {{F | Q13, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SEGS, 0, "2"}, 0},
     /* one request of LT_LONG tokens on one head: the precision of one long chain of chunks */
     {{Q13, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0, NULL}, 0},
-    /* the configs below keep the unfused kernels under the option (LT_QUICK=18 leaves them out) */
+    /* the configs below keep the unfused kernels under the option */
     {{F | Q13, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL}, 0},
     {{F | Q13, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL}, 0},
     {{F | Q13, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL}, 0},
@@ -992,11 +979,6 @@ static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
 }
 
-/* LT_QUICK=18: the fused kernel's variants on the configs it serves (gdn, bf16 activations, V 64 / 128) */
-static int fused_served(const cfg *c) {
-    return c->kind == GDN && c->io_dt == LT_BF16 && c->sh.dk == 128 && (c->sh.dv == 64 || c->sh.dv == 128);
-}
-
 static void run_fused_cfg(const fcfg *fc) {
     setenv("SGL_ATTN_LIN_FUSED_CHUNK", "always", 1);
     if (fc->mode) {
@@ -1013,9 +995,9 @@ int main(int argc, char **argv) {
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : quick == 16 ? Q16 : quick == 17 ? Q17 : quick == 18 ? Q18 : 0;
+                    : quick == 13 ? Q13 : quick == 16 ? Q16 : quick == 17 ? Q17 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 16, 17 or 18 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 16 or 17 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -1042,7 +1024,8 @@ int main(int argc, char **argv) {
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
                                    "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_FUSED_CHUNK",
                                    "SGL_ATTN_LIN_DECODE_RING", "SGL_ATTN_LIN_DECODE_RING_GRID",
-                                   "SGL_ATTN_LIN_DECODE_RING_FOLD", "SGL_ATTN_LIN_PREP_STREAM"};
+                                   "SGL_ATTN_LIN_DECODE_RING_FOLD", "SGL_ATTN_LIN_PREP_STREAM",
+                                   "SGL_ATTN_LIN_FUSED_EXP2", "SGL_ATTN_LIN_FUSED_TMMA"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -1062,21 +1045,6 @@ int main(int argc, char **argv) {
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)
         if (fused_configs[i].c.sets & set) run_fused_cfg(&fused_configs[i]);
-    if (set & (F | Q18)) { /* each variant alone, then both */
-        static const char *const var[][2] = {{"1", NULL}, {NULL, "1"}, {"1", "1"}};
-        for (int v = 0; v < 3; v++) {
-            unsetenv("SGL_ATTN_LIN_FUSED_EXP2"); /* a lever run's own setting does not leak in */
-            unsetenv("SGL_ATTN_LIN_FUSED_TMMA");
-            if (var[v][0]) setenv("SGL_ATTN_LIN_FUSED_EXP2", var[v][0], 1);
-            if (var[v][1]) setenv("SGL_ATTN_LIN_FUSED_TMMA", var[v][1], 1);
-            for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)
-                if ((fused_configs[i].c.sets & Q13) && fused_served(&fused_configs[i].c) &&
-                    (set == Q18 || (fused_configs[i].c.sets & F)))
-                    run_fused_cfg(&fused_configs[i]);
-            unsetenv("SGL_ATTN_LIN_FUSED_EXP2");
-            unsetenv("SGL_ATTN_LIN_FUSED_TMMA");
-        }
-    }
     for (size_t i = 0; i < sizeof prep_configs / sizeof *prep_configs; i++)
         if (prep_configs[i].sets & set) run_cfg(&prep_configs[i]);
     if (set & (F | Q1)) error_tests();

@@ -430,6 +430,22 @@ void lk_emu_ldsm(uint32_t r[4], const void *p, int trans) {
     });
 }
 
+/* each lane's d = C + A B at its four accumulator places (row g or g + 8, columns 2q, 2q + 1): the
+ * m16n8k16 and m16n8k8 collectives' common output */
+template <int K> static void mma_out(Warp &w, const float (&A)[16][K], const float (&B)[K][8], const float (&C)[16][8]) {
+    for (int l = 0; l < 32; l++) {
+        const int g = l / 4, q = l % 4;
+        float d[4];
+        for (int e = 0; e < 4; e++) {
+            const int row = g + 8 * (e >> 1), col = 2 * q + (e & 1);
+            float s = C[row][col];
+            for (int k = 0; k < K; k++) s += A[row][k] * B[k][col];
+            d[e] = s;
+        }
+        std::memcpy(w.out[l], d, 16);
+    }
+}
+
 void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int bf16) {
     struct In { uint32_t a[4], b[2]; float c[4]; int bf; } x;
     std::memcpy(x.a, a, 16);
@@ -463,17 +479,7 @@ void lk_emu_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1, int b
                 C[g + 8][2 * q + k] = t.c[2 + k];
             }
         }
-        for (int l = 0; l < 32; l++) {
-            const int g = l / 4, q = l % 4;
-            float d[4];
-            for (int e = 0; e < 4; e++) {
-                const int row = g + 8 * (e >> 1), col = 2 * q + (e & 1);
-                float s = C[row][col];
-                for (int k = 0; k < 16; k++) s += A[row][k] * B[k][col];
-                d[e] = s;
-            }
-            std::memcpy(w.out[l], d, 16);
-        }
+        mma_out(w, A, B, C);
     });
 }
 
@@ -508,17 +514,7 @@ void lk_emu_mma_tf32(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) 
                 C[g + 8][2 * q + k] = t.c[2 + k];
             }
         }
-        for (int l = 0; l < 32; l++) {
-            const int g = l / 4, q = l % 4;
-            float d[4];
-            for (int e = 0; e < 4; e++) {
-                const int row = g + 8 * (e >> 1), col = 2 * q + (e & 1);
-                float s = C[row][col];
-                for (int k = 0; k < 8; k++) s += A[row][k] * B[k][col];
-                d[e] = s;
-            }
-            std::memcpy(w.out[l], d, 16);
-        }
+        mma_out(w, A, B, C);
     });
 }
 

@@ -32,13 +32,13 @@
  * q | k | v, then W (A in f32 during T), U (T in f32 during T), KD, M, T
  * (16-bit), Sb, the gates.
  *
- * Variants (template EX2, TMMA; options fused_exp2, fused_tmma, chosen at create):
- *   EX2   the gates scaled by log2(e) once, every exponential an ex2.approx of a difference, and the
- *         M / A epilogue and M Unew on the 16 x 16 blocks on or below the diagonal only (the blocks
- *         above are zero in both: M's are never read, A's never written)
- *   TMMA  T's blocks below the diagonal by tf32 mma, one warp per half block column, no block barrier
- *         between them, each put in 16 bits as it is made (chunk_tinv_mma.cuh); A and T in rows of
- *         LK_TAP_MMA floats */
+ * The step's scalar work is kept short (each measured on the H100, docs/lab/linear.md):
+ *   the gates are scaled by log2(e) once, so every exponential is an ex2.approx of a difference, and
+ *   the M / A epilogue and M Unew cover the 16 x 16 blocks on or below the diagonal only (the blocks
+ *   above are zero in both: M's are never read, A's never written);
+ *   T's blocks below the diagonal are tf32 mma products, one warp per half block column with no block
+ *   barrier between them, each put in 16 bits as it is made (chunk_tinv_mma.cuh); A and T live in
+ *   rows of LK_TAP_MMA floats */
 #include "chunk_tinv_mma.cuh"
 
 #define LK_CP_THREADS 256
@@ -76,29 +76,6 @@ LK_DEV float lk_ex2(float x) {
 #endif
 }
 
-/* e^x of the gates: x in natural units (accurate expf), or already scaled by log2(e) (EX2) */
-template <int EX2> LK_DEV float lk_cp_exp(float x) { return EX2 ? lk_ex2(x) : expf(x); }
-
-/* acc += A[r0 .. r0 + 15][0 .. 16 kmax + 15] B (B k-major): chunk_mma.cuh's lk_rows_mul_k over the k16
- * blocks up to kmax (warp-uniform; A zero past it) */
-template <int OT, int NT>
-LK_DEV void lk_cp_rows_mul_k_lower(float (&acc)[NT][4], const uint16_t *A, int lda, const uint16_t *B, int ldb,
-                                   int r0, int kmax) {
-#pragma unroll
-    for (int k16 = 0; k16 < LIN_CHUNK / 16; k16++) {
-        if (k16 > kmax) break;
-        uint32_t a[4];
-        lk_lda(a, A, lda, r0, 16 * k16);
-#pragma unroll
-        for (int np = 0; np < NT / 2; np++) {
-            uint32_t b[4];
-            lk_ldb_k(b, B, ldb, 16 * k16, 16 * np);
-            lk_mma<OT>(acc[2 * np], a, b[0], b[1]);
-            lk_mma<OT>(acc[2 * np + 1], a, b[2], b[3]);
-        }
-    }
-}
-
 template <int V> struct lk_cp {
     static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8;
     static constexpr int TILE = C * KP * 2;                 /* one [C][KP] 16-bit tile (also [C][VP]) */
@@ -111,11 +88,11 @@ static_assert(lk_cp<128>::SMEM == (int)LIN_FUSED_CP_SMEM, "lin_params.h LIN_FUSE
 static_assert(LIN_CHUNK * LK_TAP_MMA * 4 <= lk_cp<128>::TILE && LK_TAP <= LK_TAP_MMA, "A and T (f32) fit over W and U");
 static_assert(LIN_TC_VMAX + 8 == LIN_TC_K + 8, "the value tile's rows are the key tile's");
 
-template <int OT, int V, int EX2, int TMMA>
+template <int OT, int V>
 __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(lin_fwd p) {
     using L = lk_cp<V>;
     constexpr int C = L::C, K = L::K, KP = L::KP, CP = L::CP, VP = L::VP;
-    constexpr int AP = TMMA ? LK_TAP_MMA : LK_TAP; /* A and T's float32 rows (chunk_tinv_mma.cuh) */
+    constexpr int AP = LK_TAP_MMA; /* A and T's float32 rows (chunk_tinv_mma.cuh) */
     constexpr int VH = V / 2, NX = VH / 8, MT = VH / 16; /* a warp's value columns / rows */
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *Wb = (uint16_t *)(smraw + L::W0), *Ub = (uint16_t *)(smraw + L::U0);
@@ -142,8 +119,8 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
     const int c0 = p.pl.req_chunk0[i], nch = p.pl.req_nchunk[i];
     const int init = p.pl.req_init[i]; /* the start: 0 zero, 1 the pool */
     const float scale = p.scale;
-    /* EX2: the gates in log2 units, so each exponential is one ex2 of a difference */
-    const float nA = -expf(lk_in(p.A_log, h)) * (EX2 ? 1.4426950408889634f : 1.f), dtb = lk_in(p.dt_bias, h);
+    /* the gates in log2 units, so each exponential is one ex2 of a difference */
+    const float nA = -expf(lk_in(p.A_log, h)) * 1.4426950408889634f, dtb = lk_in(p.dt_bias, h);
 
     /* one chunk's q, k, v into stage s (rows past the chunk's length zero), and its raw gate inputs */
     float ra = 0.f, rb = 0.f;
@@ -176,8 +153,8 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
     float S[MT][4][4];
     const int64_t sbase = (int64_t)slot * p.ssm_elems + (int64_t)h * V * K + (int64_t)vb * K;
     lk_state_load<OT, MT>(p, sbase, init != 0, S, Sb + vb * KP, KP, wr, g, t4);
-    if (TMMA) /* T's 16-bit blocks above the diagonal stay zero: lk_t_offdiag_mma writes only the others */
-        for (int idx = tid; idx < C * CP / 2; idx += LK_CP_THREADS) ((uint32_t *)t16)[idx] = 0u;
+    /* T's 16-bit blocks above the diagonal stay zero: lk_t_offdiag_mma writes only the others */
+    for (int idx = tid; idx < C * CP / 2; idx += LK_CP_THREADS) ((uint32_t *)t16)[idx] = 0u;
     if (nch > 0) issue(0, c0);
     lk_cp_async_commit();
 
@@ -202,10 +179,10 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int t = 2 * lane + e;
-                eGt[t] = lk_cp_exp<EX2>(Gs[t]);
-                eGr[t] = lk_cp_exp<EX2>(fminf(GL - Gs[t], 0.f)); /* G_last <= G_t (up to the scan's rounding) */
+                eGt[t] = lk_ex2(Gs[t]);
+                eGr[t] = lk_ex2(fminf(GL - Gs[t], 0.f)); /* G_last <= G_t (up to the scan's rounding) */
             }
-            if (lane == 0) eL[0] = lk_cp_exp<EX2>(GL);
+            if (lane == 0) eL[0] = lk_ex2(GL);
         }
         __syncthreads();
 
@@ -219,9 +196,9 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
             lk_rows_mul_n2<OT, K>(P, Xd, wh ? ks : qs, ks, false, ks, KP, 16 * wr, wr);
 #pragma unroll
             for (int nt = 0; nt < C / 8; nt++) {
-                /* EX2: the n8 tiles right of the warp's diagonal block are zero in M and A (M's never
+                /* the n8 tiles right of the warp's diagonal block are zero in M and A (M's never
                  * read: O += M Unew stops at the diagonal block; A's never read by T) */
-                if (EX2 && nt > 2 * wr + 1) break;
+                if (nt > 2 * wr + 1) break;
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
                     const int t = 16 * wr + g + 8 * hf, i0 = 8 * nt + 2 * t4;
@@ -229,8 +206,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         const int ii = i0 + e;
-                        const float dec = EX2 ? (nt < 2 * wr || ii <= t ? lk_ex2(Gs[t] - Gs[ii]) : 0.f)
-                                              : ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
+                        const float dec = nt < 2 * wr || ii <= t ? lk_ex2(Gs[t] - Gs[ii]) : 0.f;
                         if (wh) Af[t * AP + ii] = ii < t ? bs[t] * dec * P[nt][2 * hf + e] : 0.f;
                         else m2[e] = scale * dec * P[nt][2 * hf + e];
                     }
@@ -262,12 +238,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         }
         __syncthreads();
         /* ---- T's blocks below the diagonal, T in 16 bits */
-        if (TMMA) {
-            lk_t_offdiag_mma<OT>(Af, Tf, t16, warp, lane); /* T in 16 bits as well */
-        } else {
-            lk_t_offdiag<LK_CP_THREADS>(Af, Tf, tid);
-            lk_t_to16<OT, LK_CP_THREADS, AP>(Tf, t16, tid);
-        }
+        lk_t_offdiag_mma<OT>(Af, Tf, t16, warp, lane); /* T in 16 bits as well */
         __syncthreads(); /* A and T (f32) are dead: W and U go there */
 
         /* ---- W = T (beta k e^G): key columns 64 wh ..; U = T (beta v): value columns vb .. */
@@ -314,8 +285,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         __syncthreads(); /* Unew complete; nobody reads Sb any more this chunk */
 
         /* ---- O += M Unew -> out; S = S e^G_last + Unew^T KD (and Sb) */
-        if (EX2) lk_cp_rows_mul_k_lower<OT, NX>(O, Mb, CP, Ub + vb, VP, 16 * wr, wr);
-        else lk_rows_mul_k<OT, C>(O, Mb, CP, Ub + vb, VP, 16 * wr);
+        lk_rows_mul_k<OT, C>(O, Mb, CP, Ub + vb, VP, 16 * wr, wr); /* M is zero past the diagonal block */
         lk_store_out_rows(p, O, ct0, len, HV, V, (int64_t)h * V + vb, VH, false, wr, g, t4);
         lk_state_step<OT, MT, C>(S, eL, false, KDb, KP, Ub + vb, VP, Sb + vb * KP, wr, g, t4);
     }
@@ -325,21 +295,16 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 
 /* ------------------------------------------------------------ launchers */
 
-/* the instantiation of V (64 / 128) and the variant bits (LIN_FUSED_EXP2 | LIN_FUSED_TMMA) */
+/* the instantiation of V (64 / 128) */
 typedef void (*lk_cp_fn)(lin_fwd);
-static lk_cp_fn lk_cp_kernel_of(int v128, int var) {
-    static const lk_cp_fn k[2][4] = {
-        {lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64, 0, 0>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64, 1, 0>,
-         lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64, 0, 1>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64, 1, 1>},
-        {lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128, 0, 0>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128, 1, 0>,
-         lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128, 0, 1>, lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128, 1, 1>}};
-    return k[v128 ? 1 : 0][var & (LIN_FUSED_EXP2 | LIN_FUSED_TMMA)];
+static lk_cp_fn lk_cp_kernel_of(int v128) {
+    return v128 ? lin_chunk_fused_cp_kernel<LIN_DT_BF16, 128> : lin_chunk_fused_cp_kernel<LIN_DT_BF16, 64>;
 }
 
 extern "C" int lin_chunk_fused_cp_setup(void) {
     int e = 0;
-    for (int i = 0; i < 8 && !e; i++)
-        e = (int)cudaFuncSetAttribute((const void *)lk_cp_kernel_of(i >> 2, i & 3),
+    for (int i = 0; i < 2 && !e; i++)
+        e = (int)cudaFuncSetAttribute((const void *)lk_cp_kernel_of(i),
                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_CP_SMEM);
     return e;
@@ -351,7 +316,7 @@ extern "C" int lin_launch_chunk_fused_cp(const lin_fwd *pp, void *stream) {
     if (p.kind != LIN_GDN || p.K != LIN_TC_K || (p.V != 64 && p.V != 128) || !p.Qc || !p.Kc || !p.Vc ||
         p.seg_chunks > 0)
         return (int)cudaErrorInvalidValue;
-    const lk_cp_fn k = lk_cp_kernel_of(p.V == 128, p.fused_var);
+    const lk_cp_fn k = lk_cp_kernel_of(p.V == 128);
     LK_LAUNCH(k, dim3((unsigned)p.bs, (unsigned)p.hv), LK_CP_THREADS, LIN_FUSED_CP_SMEM, (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

@@ -112,11 +112,15 @@ LK_DEV void lk_rows_mul_n2(float (&P)[NT][4], float (&X)[NT][4], const uint16_t 
 }
 
 /* acc += A[r0 .. r0 + 15][0 .. KD) B for the NT n8 tiles of B (k-major: rows k,
- * columns n, ldb elements a row): one warp's 16 rows of M Unew in phase 2. */
+ * columns n, ldb elements a row): one warp's 16 rows of M Unew in phase 2.  kmax
+ * (warp-uniform) stops after k16 block kmax, where A is zero past it (a lower-
+ * triangular M); the default takes every block and compiles to no test. */
 template <int OT, int KD, int NT>
-LK_DEV void lk_rows_mul_k(float (&acc)[NT][4], const uint16_t *A, int lda, const uint16_t *B, int ldb, int r0) {
+LK_DEV void lk_rows_mul_k(float (&acc)[NT][4], const uint16_t *A, int lda, const uint16_t *B, int ldb, int r0,
+                          int kmax = KD / 16 - 1) {
 #pragma unroll
     for (int k16 = 0; k16 < KD / 16; k16++) {
+        if (k16 > kmax) break;
         uint32_t a[4];
         lk_lda(a, A, lda, r0, 16 * k16);
 #pragma unroll

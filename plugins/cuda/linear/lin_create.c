@@ -59,8 +59,6 @@ typedef struct lin_options {
     int sync_check; /* debug: planning and state_commit wait for the device to report what only it can check */
     int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
-    int fused_exp2; /* fused_exp2: the fused chunk kernel's M / A epilogue on the lower triangle, by ex2.approx */
-    int fused_tmma; /* fused_tmma: the fused chunk kernel's T blocks below the diagonal by tf32 mma */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -104,9 +102,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
-        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "fused_exp2", "SGL_ATTN_LIN_FUSED_EXP2", 0, &o->fused_exp2)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "fused_tmma", "SGL_ATTN_LIN_FUSED_TMMA", 0, &o->fused_tmma)))
+        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)))
         return rc;
     o->seg = (int)seg;
     char from[96];
@@ -122,14 +118,15 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_CSCAN_VT", "cscan_tile"}, {"SGL_ATTN_LIN_DECPREP", "decprep"},
         {"SGL_ATTN_LIN_PREP_STREAM", "prep_stream"},
         {"SGL_ATTN_LIN_DECODE_RING", "decode_ring"}, {"SGL_ATTN_LIN_DECODE_RING_GRID", "decode_ring_grid"},
-        {"SGL_ATTN_LIN_DECODE_RING_FOLD", "decode_ring_fold"}};
+        {"SGL_ATTN_LIN_DECODE_RING_FOLD", "decode_ring_fold"}, {"SGL_ATTN_LIN_FUSED_EXP2", "fused_exp2"},
+        {"SGL_ATTN_LIN_FUSED_TMMA", "fused_tmma"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
-                                       "the options are kernel, value_tile, segment_chunks, fused_chunk, fused_exp2, "
-                                       "fused_tmma and sync_check: docs/cuda_linear.md)",
+                                       "the options are kernel, value_tile, segment_chunks, fused_chunk and "
+                                       "sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -191,8 +188,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
-    /* fused_exp2 / fused_tmma choose the fused kernel's instantiation; without it they change nothing */
-    w->fused_var = w->fused_cp ? (opt.fused_exp2 ? LIN_FUSED_EXP2 : 0) | (opt.fused_tmma ? LIN_FUSED_TMMA : 0) : 0;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
     w->max_reqs = a->max_reqs;
@@ -233,17 +228,14 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
                 : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs; "
                                      "smaller ones the unfused kernels)"
                 : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
-                                   : "", w->fused_var == (LIN_FUSED_EXP2 | LIN_FUSED_TMMA) ? " (fused_exp2, fused_tmma)"
-                                         : w->fused_var == LIN_FUSED_EXP2                  ? " (fused_exp2)"
-                                         : w->fused_var == LIN_FUSED_TMMA                  ? " (fused_tmma)"
-                                                                                           : "",
+                                   : "",
                 w->L.need_stream ? " (stream decode)" : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);

@@ -177,7 +177,6 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {
             /* the state pass by segments when the batch leaves SMs idle (lin_seg_plan) */
             lin_fwd q = *p;
             q.fused_cp = act.dt == LIN_DT_BF16 && lin_fused_cp_takes(w->fused_cp, d, w->sm_count, w->bs);
-            q.fused_var = q.fused_cp ? w->fused_var : 0;
             if (q.fused_cp) path = "chunked (fused)";
             else q.seg_chunks = lin_seg_plan(&w->L, d, w->seg, w->sm_count, w->bs, w->T, vt, &q.seg_max);
             ce = lin_launch_chunk(&q, act.dt, vt, stream);

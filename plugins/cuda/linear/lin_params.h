@@ -117,9 +117,6 @@ typedef struct lin_fwd {
     /* fused_chunk (chunk_fused_cp.cu): this call's gdn extend after the prep is one kernel per (request,
      * value head); the UT kernel, the state pass and the output kernel do not run */
     int32_t fused_cp;
-    /* its variant (options fused_exp2, fused_tmma): LIN_FUSED_EXP2, the M / A epilogue on the lower
-     * triangle by ex2.approx; LIN_FUSED_TMMA, T's blocks below the diagonal by tf32 mma */
-    int32_t fused_var;
     /* the stream decode: the prep kernel's operands per (request, key head group), dq_per floats each,
      * in decode_operands.cuh's layout */
     float *dq;
@@ -210,9 +207,6 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
 #define LIN_FUSED_CP_SMEM                                                                              \
     ((size_t)(6 * LIN_CHUNK * (LIN_TC_K + 8) * 2 + 3 * LIN_CHUNK * (LIN_TC_K + 8) * 2 +                  \
               2 * LIN_CHUNK * (LIN_CHUNK + 8) * 2 + LIN_TC_VMAX * (LIN_TC_K + 8) * 2 + 5 * LIN_CHUNK * 4))
-/* the fused kernel's variant bits (lin_fwd.fused_var; options fused_exp2, fused_tmma) */
-#define LIN_FUSED_EXP2 1
-#define LIN_FUSED_TMMA 2
 
 /* The Zs slot of segment s of request i whose first chunk is chunk0 (the plan's chunk list is in request
  * order, so these are distinct for distinct pairs and below ceil(chunks / sc) + bs). */
