@@ -899,6 +899,17 @@ static const cfg configs[] = {
     {F, GDN, SH_GDN, LT_F32, SGL_ATTN_DT_F32, "simple", "auto", 0, 0.05, SCEN, 0, NULL},
     /* one long request (LT_QUICK=9 only) */
     {Q9, GDN, SH_GDN_LONG, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, HUGE, 0, NULL},
+    /* the stream prep (LT_QUICK=16): the gdn shapes it serves, in scenarios with ragged batches across chunk
+     * boundaries, state carried across extend calls, a restarted slot, an empty request, long requests with a
+     * padded one, segment ends at many chunk offsets; and conv width 2, which it does not take */
+    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q16, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q16, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 1, NULL},
+    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL},
+    {F | Q16, GDN, SH_GDN_HV3, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
+    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 1, NULL},
+    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "2"},
+    {F | Q16, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
 };
 
 /* The fused chunk kernel (option fused_chunk = always: every batch, whatever its size; LT_QUICK=13):
@@ -952,19 +963,6 @@ static const ccfg caller_configs[] = {
     {{Q11, KDA, SH_KDA_SMALL, LT_F32, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL}, 2},
 };
 
-/* The stream prep (LT_QUICK=16; the full run): the gdn shapes it serves, in scenarios with ragged batches
- * across chunk boundaries, state carried across extend calls, a restarted slot, an empty request, long
- * requests with a padded one, segment ends at many chunk offsets; and conv width 2, which it does not take */
-static const cfg prep_configs[] = {
-    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
-    {F | Q16, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
-    {F | Q16, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 1, NULL},
-    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 0, 0.05, SCEN, 0, NULL},
-    {F | Q16, GDN, SH_GDN_HV3, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, LONG, 0, NULL},
-    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 1, NULL},
-    {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "2"},
-    {F | Q16, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
-};
 
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
@@ -1045,8 +1043,6 @@ int main(int argc, char **argv) {
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)
         if (fused_configs[i].c.sets & set) run_fused_cfg(&fused_configs[i]);
-    for (size_t i = 0; i < sizeof prep_configs / sizeof *prep_configs; i++)
-        if (prep_configs[i].sets & set) run_cfg(&prep_configs[i]);
     if (set & (F | Q1)) error_tests();
     if (set & (F | Q11 | Q12)) caller_error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

@@ -85,7 +85,7 @@ template <int V> struct lk_cp {
     static constexpr int SMEM = G0 + 5 * C * 4;             /* G, beta, e^G, e^(G_last - G), e^G_last */
 };
 static_assert(lk_cp<128>::SMEM == (int)LIN_FUSED_CP_SMEM, "lin_params.h LIN_FUSED_CP_SMEM differs");
-static_assert(LIN_CHUNK * LK_TAP_MMA * 4 <= lk_cp<128>::TILE && LK_TAP <= LK_TAP_MMA, "A and T (f32) fit over W and U");
+static_assert(LIN_CHUNK * LK_TAP_MMA * 4 <= lk_cp<128>::TILE, "A and T (f32) fit over W and U");
 static_assert(LIN_TC_VMAX + 8 == LIN_TC_K + 8, "the value tile's rows are the key tile's");
 
 template <int OT, int V>

@@ -200,13 +200,19 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
     lk_cp_async_wait_all();
 }
 
+/* gdn with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, a 16-byte aligned base), K = 128,
+ * V a multiple of 8 up to LIN_TC_VMAX, and the chunked operand buffers */
+extern "C" int lin_chunk_prep_stream_serves(const lin_fwd *p) {
+    return p->kind == LIN_GDN && p->conv_w == 4 && p->x.dt == LIN_DT_BF16 && p->x_dim % 8 == 0 &&
+           ((uintptr_t)p->x.p & 15) == 0 && p->K == LIN_TC_K && p->V % 8 == 0 && p->V <= LIN_TC_VMAX && p->Qc &&
+           p->Kc && p->Vc;
+}
+
 /* The grid covers every chunk the plan may make (the plan's count is on the device): runs x the
  * tiles padded to even, in 16-lane groups, 8 a block. */
 extern "C" int lin_launch_chunk_prep_stream(const lin_fwd *pp, void *stream) {
     const lin_fwd &p = *pp;
-    if (p.kind != LIN_GDN || p.conv_w != 4 || p.x.dt != LIN_DT_BF16 || p.x_dim % 8 || ((uintptr_t)p.x.p & 15) ||
-        p.K != LIN_TC_K || p.V % 8 || p.V > LIN_TC_VMAX || !p.Qc || !p.Kc || !p.Vc)
-        return (int)cudaErrorInvalidValue;
+    if (!lin_chunk_prep_stream_serves(pp)) return (int)cudaErrorInvalidValue;
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
     if (chunks > p.max_chunks) chunks = p.max_chunks;
     if (chunks <= 0) return 0;

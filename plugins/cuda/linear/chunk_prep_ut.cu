@@ -96,7 +96,6 @@ __global__ __launch_bounds__(LK_P0_THREADS) void lin_chunk_prep_kernel(lin_fwd p
     }
 }
 
-#define LK_P2_W 4 /* the conv width chunk_prep_stream.cu serves */
 
 /* The element-wise passes (QG, KD; beta k e^G) move 8 values per thread and step with 16-byte shared and
  * global accesses; the values load late, over q / T, so that the kernel needs 51 KiB (4 blocks per SM). */
@@ -268,13 +267,6 @@ extern "C" int lin_chunk_prep_ut_setup(void) {
     return e;
 }
 
-/* the stream prep (chunk_prep_stream.cu) serves gdn with conv width 4, bf16 x in 16-byte rows (x_dim a
- * multiple of 8, 16-byte aligned base); anything else takes the general prep */
-static bool lk_prep_w4_ok(const lin_fwd &p) {
-    return p.kind == LIN_GDN && p.conv_w == LK_P2_W && p.x.dt == LIN_DT_BF16 && p.x_dim % 8 == 0 &&
-           ((uintptr_t)p.x.p & 15) == 0 && p.K == LIN_TC_K && p.V % 8 == 0;
-}
-
 extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream) {
     const lin_fwd &p = *pp;
     /* bf16 operands only (the binary's size: f16 takes the fused phase 1) */
@@ -286,7 +278,7 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     cudaStream_t st = (cudaStream_t)stream;
     const dim3 g0((unsigned)chunks, (unsigned)(2 * p.hk + p.hv)), g1((unsigned)chunks, (unsigned)p.hv);
     int e;
-    if (lk_prep_w4_ok(p)) {
+    if (lin_chunk_prep_stream_serves(pp)) { /* else the general prep */
         e = lin_launch_chunk_prep_stream(pp, stream);
     } else {
         void (*k0)(lin_fwd) = lin_chunk_prep_kernel<LIN_DT_BF16>;

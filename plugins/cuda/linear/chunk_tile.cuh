@@ -180,8 +180,8 @@ template <int NT> LK_DEV void lk_t_offdiag(const float *Af, float *Tf, int tid) 
 }
 
 /* T in 16 bits, rows of LIN_CHUNK + 8, zero above the diagonal (the A fragments of lk_tmul_*) */
-template <int OT, int NT, int AP = LK_TAP> LK_DEV void lk_t_to16(const float *Tf, uint16_t *t16, int tid) {
-    constexpr int C = LIN_CHUNK, CP = LIN_CHUNK + 8;
+template <int OT, int NT> LK_DEV void lk_t_to16(const float *Tf, uint16_t *t16, int tid) {
+    constexpr int C = LIN_CHUNK, CP = LIN_CHUNK + 8, AP = LK_TAP;
     for (int idx = tid; idx < C * C; idx += NT) {
         const int t = idx / C, ii = idx % C;
         t16[t * CP + ii] = lk_to16<OT>(ii <= t ? Tf[t * AP + ii] : 0.f);

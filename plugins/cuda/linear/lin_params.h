@@ -232,7 +232,9 @@ int lin_chunk_setup(void); /* cudaFuncSetAttribute of every chunked kernel (> 48
 /* its pieces */
 int lin_launch_chunk_prep_ut(const lin_fwd *p, int ot, void *stream); /* chunk_prep_ut.cu: bf16 */
 int lin_chunk_prep_ut_setup(void);
-/* chunk_prep_stream.cu: gdn's chunked prep (conv width 4, 16-byte bf16 x rows) as a stream along time */
+/* chunk_prep_stream.cu: gdn's chunked prep (conv width 4, 16-byte bf16 x rows) as a stream along time;
+ * lin_chunk_prep_stream_serves says whether it serves p (else the general prep in chunk_prep_ut.cu) */
+int lin_chunk_prep_stream_serves(const lin_fwd *p);
 int lin_launch_chunk_prep_stream(const lin_fwd *p, void *stream);
 int lin_launch_chunk_fused_ut(const lin_fwd *p, int ot, void *stream); /* chunk_fused_ut.cu */
 int lin_chunk_fused_ut_setup(void);
