@@ -26,17 +26,20 @@ def prefill_table():
     """Every prefill case of bench_prefill.json beside the same-call torch row of its kind and shape."""
     ours = load("bench_prefill.json") or {"cases": []}
     torch = load("torch_prefill.json") or {"prefill": []}
+    fla = load("fla_prefill.json") or {"prefill": []}
     print(f"== linear prefill (issue 22), bf16 activations  GPU {ours.get('gpu')}  commit {ours.get('commit')}")
     print("TFLOP/s = 4 T HV K V / t (FlashInfer's count; mamba2: HV = heads, K = state N, V = head dim P); "
           "chunked mm = the chunked algorithm's matmuls (docs/cuda_linear.md)")
     print(f"{'case':<46} {'ours us':>9} {'TFLOP/s':>8} {'chunked mm':>10} {'torch us':>10} {'ours/torch':>10} "
-          f"{'speedup':>8}  target")
+          f"{'speedup':>8} {'fla us':>9} {'fla/ours':>8}  target")
     tpre = {(r.get("kind", "gdn"), r.get("B", 1), r["T"], r["hv"]): r for r in torch.get("prefill", [])}
+    fpre = {(r["kind"], r["B"], r["T"], r["hv"]): r for r in fla.get("prefill", [])}
     for c in ours["cases"]:
         if c["mode"] != "prefill":
             continue
-        t = tpre.get((c.get("kind", "gdn"), c["B"], c["T"], c["hv"]), {})
-        tus = t.get("us") or nan
+        key = (c.get("kind", "gdn"), c["B"], c["T"], c["hv"])
+        tus = tpre.get(key, {}).get("us") or nan
+        fus = fpre.get(key, {}).get("us") or nan
         tgt = ok = ""
         if c.get("kind", "gdn") == "gdn" and c["hv"] == 8 and "state" not in c["case"]:
             if c["B"] == 1 and c["T"] == 65536:
@@ -44,13 +47,19 @@ def prefill_table():
             elif c["B"] == 16:
                 tgt, ok = ">= 150 TFLOP/s", "ok" if c["tflops_std"] >= 150 else "MISS"
         print(f"{c['case']:<46} {c['us']:9.1f} {c['tflops_std']:8.1f} {c['tflops_chunked']:10.1f} {tus:10.1f} "
-              f"{c['us'] / tus:10.3f} {tus / c['us']:7.1f}x  {tgt} {ok}")
+              f"{c['us'] / tus:10.3f} {tus / c['us']:7.1f}x {fus:9.1f} {fus / c['us']:8.3f}  {tgt} {ok}")
     print("anchors: FlashInfer SM90 0.399 ms at Qwen3.5 TP8 1x64k and 188 TFLOP/s at 16x8k (H100); "
           "FlashQLA 0.320 ms at 1x32k (H200)")
     print("torch rows: every shape (gdn 1 x 64k the single-sequence form, the other gdn shapes the batched one; "
           "the bf16-state case beside the same fp32-state torch row)")
     for k in ("self_check_nmse", "self_check_nmse_gdn_batch", "self_check_nmse_kda", "self_check_nmse_mamba2"):
         print(f"torch {k} (its chunked vs its recurrent form): {torch.get(k)}")
+    if fla.get("prefill"):
+        print(f"fla rows: flash-linear-attention {fla.get('fla')} (Triton {fla.get('triton')}), the same call; "
+              f"fla/ours = its time over ours (above 1: ours is faster); its self-check against float64: "
+              f"gdn {fla.get('self_check_nmse_gdn')}, kda {fla.get('self_check_nmse_kda')}")
+    else:
+        print("fla rows: none (no .carry/fla-src.tgz in this call, or linear_fla.py failed: fla_prefill.log)")
 
 
 if sys.argv[2:3] == ["prefill"]:

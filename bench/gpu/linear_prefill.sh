@@ -8,8 +8,10 @@
 #      1x64k, 16x8k; mamba2_cuda at Nemotron-H-8B (128 heads, P 64, 8 groups, N 128) 1x64k, 16x8k
 #   2. bench/cuda/linear_torch.py TORCH_LIN_SET=prefill: plain PyTorch GDN (every gdn shape), KDA and Mamba2
 #      SSD at the shapes above, each after its chunked-vs-recurrent self-check
-#   3. the table (bench/cuda/linear_summary.py OUT prefill): us, TFLOP/s (4 T HV K V), the chunked
-#      matmuls' TFLOP/s, ours / torch, issue 22's targets
+#   3. flash-linear-attention's Triton GDN and KDA on the gdn and kda shapes (bench/cuda/linear_fla.py),
+#      when the call carries .carry/fla-src.tgz (bench/gpu/pack_build.sh with FLA_SRC / EINOPS_SRC)
+#   4. the table (bench/cuda/linear_summary.py OUT prefill): us, TFLOP/s (4 T HV K V), the chunked
+#      matmuls' TFLOP/s, ours / torch, FLA / ours, issue 22's targets
 # LIN_PREFILL_DRY=1 (here, no GPU): bench_lin_emu BENCH_SMOKE=1 (the tiny gdn, kda and mamba2 cases on the
 # CPU emulator of CUDA), the torch self-checks on the CPU, the table over the smoke JSON.
 . "$(dirname "$0")/common.sh"
@@ -30,7 +32,16 @@ else
   TORCH_LIN_SET=prefill timeout 150 python3 bench/cuda/linear_torch.py "$OUT/torch_prefill.json" \
     > "$OUT/torch_prefill.log" 2>&1
   echo "rc=$?"; tail -10 "$OUT/torch_prefill.log"
+  step "3. flash-linear-attention (same-call anchor)"
+  if [ -f .carry/fla-src.tgz ]; then
+    FLA_PATH=$(mktemp -d) && tar xzf .carry/fla-src.tgz -C "$FLA_PATH" && cat "$FLA_PATH/COMMIT"
+    FLA_PATH=$FLA_PATH timeout 240 python3 bench/cuda/linear_fla.py "$OUT/fla_prefill.json" > "$OUT/fla_prefill.log" 2>&1
+    echo "rc=$?"; grep -E "self-check|fla prefill|Error" "$OUT/fla_prefill.log" | tail -12
+    rm -rf "$FLA_PATH"
+  else
+    echo "no .carry/fla-src.tgz: no FLA rows"
+  fi
 fi
-step "3. summary"
+step "4. summary"
 python3 bench/cuda/linear_summary.py "$OUT" prefill | tee "$OUT/summary_prefill.txt"
 echo "linear_prefill: done [$SECONDS s]"

@@ -7,6 +7,11 @@
 # build/commit.txt: the commit the build is of (-dirty: with uncommitted
 # changes), which the scripts put in their JSON.  The tree is the first
 # argument (default: the checkout this script is in).
+# With FLA_SRC and EINOPS_SRC set (git directories of flash-linear-attention
+# and einops, e.g. from the tool library's fetch), it also packs
+# .carry/fla-src.tgz: issue 22's same-call anchor for linear_prefill.sh, FLA's
+# fla/ package without its layers and models (the ops need neither) and
+# einops, with a COMMIT file.  It is carried, never committed.
 set -e
 cd "${1:-$(dirname "$0")/../..}"
 [ -d build ] && [ ! -L build ] || { echo "pack_build.sh: no build/ directory in $PWD"; exit 1; }
@@ -29,7 +34,16 @@ done
 echo "$(git rev-parse --short=7 HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo -dirty)" > build-gpu/commit.txt
 find build-gpu -type f \( -name '*.so*' -o -perm -u+x \) -exec strip --strip-debug {} \; 2>/dev/null || true
 mkdir -p .carry && tar czf .carry/build-gpu.tgz build-gpu && rm -rf build-gpu
+if [ -n "${FLA_SRC:-}" ]; then
+  fla=$(mktemp -d)
+  git --git-dir="$FLA_SRC" archive HEAD fla | tar -x -C "$fla"
+  git --git-dir="${EINOPS_SRC:?set EINOPS_SRC beside FLA_SRC}" archive HEAD einops | tar -x -C "$fla"
+  rm -rf "$fla/fla/layers" "$fla/fla/models"
+  echo "fla $(git --git-dir="$FLA_SRC" rev-parse HEAD) einops $(git --git-dir="$EINOPS_SRC" rev-parse HEAD)" > "$fla/COMMIT"
+  tar czf .carry/fla-src.tgz -C "$fla" . && rm -rf "$fla"
+  echo "$(wc -c < .carry/fla-src.tgz) bytes .carry/fla-src.tgz"
+fi
 ls -la .carry/build-gpu.tgz
-size=$(stat -c %s .carry/build-gpu.tgz)
+size=$(cat .carry/*.tgz | wc -c)
 [ "$size" -le $((64 * 1024 * 1024)) ] || echo "pack_build.sh: $size bytes, over the device call's 64 MiB carry"
 echo "commit $(tar xzOf .carry/build-gpu.tgz build-gpu/commit.txt)"
