@@ -9,7 +9,8 @@
 #   2. bench/cuda/linear_torch.py TORCH_LIN_SET=prefill: plain PyTorch GDN (every gdn shape), KDA and Mamba2
 #      SSD at the shapes above, each after its chunked-vs-recurrent self-check
 #   3. flash-linear-attention's Triton GDN and KDA on the gdn and kda shapes (bench/cuda/linear_fla.py),
-#      when the call carries .carry/fla-src.tgz (bench/gpu/pack_build.sh with FLA_SRC / EINOPS_SRC)
+#      when the call carries .carry/fla-src.tgz (bench/gpu/pack_build.sh with FLA_SRC / EINOPS_SRC); its
+#      Triton autotuning takes ~1 min a shape (FLA_TIMEOUT, default 480 s; FLA_SHAPES picks shapes)
 #   4. the table (bench/cuda/linear_summary.py OUT prefill): us, TFLOP/s (4 T HV K V), the chunked
 #      matmuls' TFLOP/s, ours / torch, FLA / ours, issue 22's targets
 # LIN_PREFILL_DRY=1 (here, no GPU): bench_lin_emu BENCH_SMOKE=1 (the tiny gdn, kda and mamba2 cases on the
@@ -35,7 +36,7 @@ else
   step "3. flash-linear-attention (same-call anchor)"
   if [ -f .carry/fla-src.tgz ]; then
     FLA_PATH=$(mktemp -d) && tar xzf .carry/fla-src.tgz -C "$FLA_PATH" && cat "$FLA_PATH/COMMIT"
-    FLA_PATH=$FLA_PATH timeout 240 python3 bench/cuda/linear_fla.py "$OUT/fla_prefill.json" > "$OUT/fla_prefill.log" 2>&1
+    FLA_PATH=$FLA_PATH FLA_SHAPES=${FLA_SHAPES:-} timeout "${FLA_TIMEOUT:-480}" python3 bench/cuda/linear_fla.py "$OUT/fla_prefill.json" > "$OUT/fla_prefill.log" 2>&1
     echo "rc=$?"; grep -E "self-check|fla prefill|Error" "$OUT/fla_prefill.log" | tail -12
     rm -rf "$FLA_PATH"
   else
