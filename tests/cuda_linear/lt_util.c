@@ -259,6 +259,13 @@ const sgl_attn_host_api *lt_host_api(void) {
 }
 
 #ifdef LT_EMU
+extern long long lk_emu_l2_prefetch_bytes; /* tests/emu/emu_simt.cpp */
+long long lt_l2_prefetch_bytes(void) { return lk_emu_l2_prefetch_bytes; }
+#else
+long long lt_l2_prefetch_bytes(void) { return -1; }
+#endif
+
+#ifdef LT_EMU
 /* the CPU emulator build links the five plugins in, entries renamed */
 int emu_entry_gdn_cuda(const sgl_attn_host_api *, sgl_attn_plugin_answer *);
 int emu_entry_kda_cuda(const sgl_attn_host_api *, sgl_attn_plugin_answer *);

@@ -53,6 +53,8 @@ void lt_sync(void);
 /* ------------------------------------------------------------- plugins */
 /* Load dir/<name>.so and negotiate; NULL with a note when it fails. */
 const sgl_attn_plugin *lt_load(const char *dir, const char *name, void **handle);
+/* the bytes the stream decode's L2 prefetches asked for so far (the CPU emulator counts them; -1 on a GPU) */
+long long lt_l2_prefetch_bytes(void);
 /* The host API the tests hand plugins (no log, no options). */
 const sgl_attn_host_api *lt_host_api(void);
 

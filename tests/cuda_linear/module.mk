@@ -130,7 +130,8 @@ $(LINT_STACK_GRAPH_EMU): $(call LINT_OBJ,test_lin_stack_graph) $(LINT_UTIL) $(EM
 #  - the same stacks on the SM 9.0 builds (the stream decode a programmatic dependent launch of its
 #    prep, cuda_attn's wgmma extend beneath): the whole matrix; gdn's LINE_CASES and a V = 128 case on
 #    the fused chunk kernel (conf_lin_emu_fused.json: fused_chunk=always; SM 8.0's shared memory is too
-#    small for it).
+#    small for it); gdn's and mamba2's decode / verify cases with the stream decode's L2 prefetch 3 / 1
+#    blocks ahead (conf_lin_emu_l2a.json: the option through the host's conf).
 # The cases: the last request of each batch has exactly the prefix and new tokens named (the others
 # ragged, one padded row); chunks are 64 tokens; K = 128 and V = 64, the dims the tensor-core kernels
 # take (the harness's default dims run token by token), and slowly decaying gates (decay=slow), so that
@@ -176,6 +177,11 @@ cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LI
 	@echo "== gdn_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled: chunk boundaries, the fused chunk kernel (fused_chunk=always)"
 	$(LINE_CHECK) $(LINE_SM90_DIR) --plugin gdn_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_fused.json \
 	  $(call LINE_CASES,gdn) --case gdn:b=3,q=200,prefix=70,dtype=bf16,hk=2,hv=4,dk=128,dv=128,decay=slow
+	@set -e; for k in gdn mamba2; do \
+	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled: decode / verify with decode_l2_ahead_blocks"; \
+	  $(LINE_CHECK) $(LINE_SM90_DIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_l2a.json \
+	    --case $$k:b=5,fwd=decode,prefix=128,dtype=bf16,$(LINE_TC_DIMS) --case $$k:b=3,fwd=verify,q=4,prefix=62,dtype=bf16,$(LINE_TC_DIMS) \
+	    --case $$k:b=3,fwd=verify,q=3,prefix=64,owner=caller,dtype=bf16,$(LINE_TC_DIMS); done
 TEST_STEPS += cuda-linear-emu
 
 TESTS += $(LINT_LOAD) $(LINT_GPU) $(LINT_E2E) $(LINT_EMU) $(LINT_STACK_GRAPH)

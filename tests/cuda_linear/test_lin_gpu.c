@@ -37,6 +37,14 @@
  *     LT_QUICK=13  the fused chunk kernel (fused_chunk = always, chunk_fused_cp.cu): gdn at V 64 / 128, both
  *                  state dtypes, every scenario with an extend, chunk ends at every offset, caller-owned
  *                  state; the configs the option does not serve (memcheck / racecheck of the kernel)
+ *     LT_QUICK=14  the stream decode's L2 prefetch ahead (decode_l2_ahead): each decode config (LT_QUICK=4's)
+ *                  with the option off (outputs recorded), then with the prefetch 1, 3, 5 or 7 blocks ahead
+ *                  (decode_l2_ahead_blocks: the tests' grids are far smaller than a wave), then one wave ahead
+ *                  (decode_l2_ahead=1: past every test grid, so nothing is prefetched): the outputs the same
+ *                  bits; on the emulator the prefetched bytes counted (some where the stream decode runs, none
+ *                  past the grid or without it; the emulator also reads each prefetch's first and last byte,
+ *                  for ASan); then the decode and verify graphs with the option (the full run takes the
+ *                  quick set's decode configs)
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -70,9 +78,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 16, 17 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q16 = 8192, Q17 = 16384 };
+       Q14 = 2048, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5 };
@@ -221,6 +229,11 @@ static void run_cfg(const cfg *c) {
     if (c->seg) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " seg=%s", c->seg);
+    }
+    const char *l2a_w = getenv("SGL_ATTN_LIN_DECODE_L2_AHEAD"), *l2a_b = getenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
+    if (l2a_w || l2a_b) { /* l2a_tests */
+        const size_t l = strlen(label);
+        snprintf(label + l, sizeof label - l, " l2_ahead=%s %s", l2a_b ? l2a_b : l2a_w, l2a_b ? "blocks" : "waves");
     }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
@@ -964,6 +977,54 @@ static const ccfg caller_configs[] = {
 };
 
 
+/* decode_l2_ahead (LT_QUICK=14; the full run: the decode configs also in the quick set): each config with the
+ * option off (outputs recorded), then prefetching 1, 3, 5 or 7 blocks ahead, then one wave ahead (132 or 108
+ * SMs x 6 or 4 blocks on the emulator: past every grid here): the same bits.  Where the emulator counts the
+ * prefetched bytes: some where the stream decode runs (K = 128, the fast variant), none past the grid, none
+ * with the option off or without the stream decode.  Then the decode and verify graphs, 2 blocks ahead. */
+static void l2a_tests(int set) {
+    static const char *const dist[] = {"1", "3", "5", "7"};
+    const int counted = lt_l2_prefetch_bytes() >= 0; /* the emulator */
+    int k = 0;
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+        const cfg *c = &configs[i];
+        if (!(c->sets & Q4) || (set == F && !(c->sets & Q1))) continue;
+        const int stream = c->kind != SHORT && c->sh.dk == 128 && !strcmp(c->variant, "fast");
+        lt_rec_reset();
+        lt_rec_mode = 1;
+        long long b0 = lt_l2_prefetch_bytes();
+        run_cfg(c);
+        long long b1 = lt_l2_prefetch_bytes();
+        LT_CHECK(!counted || b1 == b0, "config %zu, decode_l2_ahead off: %lld bytes prefetched", i, b1 - b0);
+        const char *d = dist[k++ % 4];
+        setenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", d, 1);
+        lt_rec_mode = 2;
+        run_cfg(c);
+        b0 = b1;
+        b1 = lt_l2_prefetch_bytes();
+        LT_CHECK(!counted || (stream ? b1 > b0 : b1 == b0), "config %zu, decode_l2_ahead_blocks=%s: %lld bytes prefetched "
+                 "(the stream decode %s)", i, d, b1 - b0, stream ? "runs: expected some" : "does not run: expected none");
+        unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
+        setenv("SGL_ATTN_LIN_DECODE_L2_AHEAD", "1", 1);
+        lt_rec_rewind();
+        run_cfg(c);
+        b0 = b1;
+        b1 = lt_l2_prefetch_bytes();
+        LT_CHECK(!counted || b1 == b0, "config %zu, decode_l2_ahead=1 (one wave, past the grid): %lld bytes prefetched", i,
+                 b1 - b0);
+        unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD");
+        lt_rec_mode = 0;
+        lt_rec_reset();
+    }
+    setenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "2", 1);
+    const long long g0 = lt_l2_prefetch_bytes();
+    graph_test(GDN, &SH_GDN, 0);
+    verify_graph_test(GDN, &SH_GDN, 0);
+    verify_graph_test(MAMBA2, &SH_MAMBA2, 0);
+    LT_CHECK(!counted || lt_l2_prefetch_bytes() > g0, "decode_l2_ahead_blocks=2: the graphs prefetched nothing");
+    unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
+}
+
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -993,9 +1054,9 @@ int main(int argc, char **argv) {
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : quick == 16 ? Q16 : quick == 17 ? Q17 : 0;
+                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 16 ? Q16 : quick == 17 ? Q17 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 16 or 17 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 16 or 17 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -1023,7 +1084,8 @@ int main(int argc, char **argv) {
                                    "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_FUSED_CHUNK",
                                    "SGL_ATTN_LIN_DECODE_RING", "SGL_ATTN_LIN_DECODE_RING_GRID",
                                    "SGL_ATTN_LIN_DECODE_RING_FOLD", "SGL_ATTN_LIN_PREP_STREAM",
-                                   "SGL_ATTN_LIN_FUSED_EXP2", "SGL_ATTN_LIN_FUSED_TMMA"};
+                                   "SGL_ATTN_LIN_FUSED_EXP2", "SGL_ATTN_LIN_FUSED_TMMA",
+                                   "SGL_ATTN_LIN_DECODE_L2_AHEAD", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -1039,6 +1101,7 @@ int main(int argc, char **argv) {
         verify_graph_test(KDA, &SH_KDA, 0);
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
+    if (set & (F | Q14)) l2a_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

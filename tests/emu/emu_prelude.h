@@ -150,6 +150,11 @@ void lk_emu_cp_async_wait(void);
 /* cp.async of 16 bytes (pred false: zeros) into any shared memory, static
  * __shared__ arrays included (gpu_compat.h's gc_cp_async16) */
 void lk_emu_cp_async16_any(void *dst, const void *src, bool pred);
+/* an L2 prefetch of n bytes at p: no cache here, so nothing changes; an address not 16-byte aligned or a
+ * size not a multiple of 16 aborts (cp.async.bulk.prefetch.L2's rules), the range's first and last bytes are
+ * read (a prefetch outside its buffer fails the ASan build) and n is added to lk_emu_l2_prefetch_bytes */
+void lk_emu_l2_prefetch(const void *p, size_t n);
+extern "C" long long lk_emu_l2_prefetch_bytes;
 /* cp.async.commit_group / cp.async.wait_group n: the copies of all but the
  * newest n committed groups land (copies not yet committed stay queued) */
 void lk_emu_cp_async_commit(void);

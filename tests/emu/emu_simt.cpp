@@ -1009,6 +1009,24 @@ void lk_emu_launch_fn(dim3 grid, dim3 block, size_t smem, cudaStream_t st, std::
     body = nullptr;
 }
 
+/* ------------------------------------------------ L2 prefetch */
+extern "C" {
+long long lk_emu_l2_prefetch_bytes = 0;
+}
+void lk_emu_l2_prefetch(const void *p, size_t n) {
+    /* cp.async.bulk.prefetch.L2's rules: a 16-byte aligned address, a size a multiple of 16 (and a sane one) */
+    if (((uintptr_t)p & 15) || (n & 15) || n > ((size_t)1 << 30)) {
+        fprintf(stderr, "EMU: L2 prefetch of %zu bytes at %p: expected a 16-byte aligned address and a multiple of 16 "
+                        "bytes (at most 1 GiB)\n", n, p);
+        abort();
+    }
+    if (!n) return;
+    const volatile unsigned char *b = (const volatile unsigned char *)p;
+    (void)b[0];
+    (void)b[n - 1];
+    lk_emu_l2_prefetch_bytes += (long long)n;
+}
+
 /* ------------------------------------------------ programmatic dependent launch (emu_pdl.h) */
 namespace {
 int pdl_grid, pdl_waits;

@@ -26,7 +26,16 @@
  * (griddepcontrol.wait) to read dq.  On SM 8.x the same kernel is launched
  * plainly (the griddepcontrol instructions compile to nothing there).
  * Verify with keep writes the state after each token to the step copies and
- * leaves the main state alone (the prep: the conv step copies). */
+ * leaves the main state alone (the prep: the conv step copies).
+ * Option decode_l2_ahead (p.dec_l2a = D > 0; the kernel's L2A instantiation):
+ * each block also asks L2 for the state tile of block b + D, b its own index
+ * in launch order (x fastest, then y, then z), D by default a whole number of
+ * waves of resident blocks: blocks start roughly in that order, so the tile
+ * is in L2 when its block starts and loads it, and the DRAM reads no longer
+ * rise and fall with the resident blocks' load / compute phases.  The tile is
+ * contiguous (RT rows of K): one cp.async.bulk.prefetch.L2 by one thread on
+ * SM 9.0, one prefetch.global.L2 per 128-byte line on SM 8.x.  A prefetch
+ * changes no value: the outputs and state are the default's bits. */
 #include "decode_row.cuh"
 
 #define LK_STREAM_THREADS 128
@@ -37,26 +46,68 @@ static_assert(LK_STREAM_THREADS == LK_ROWS_THREADS, "decode_row.cuh's tile is 4 
 template <int SDT> struct lk_stream : lk_rows<SDT, LK_STREAM_NLD> {
     /* resident blocks per SM the registers are budgeted for (fp32: 6 x 16 KB in flight, 80 registers; at
      * 8 blocks ptxas spills) */
-    static constexpr int MINB = SDT == LIN_DT_F32 ? 6 : 4;
+    static constexpr int MINB = LIN_STREAM_MINB(SDT);
+    static constexpr int TILE_BYTES = lk_rows<SDT, LK_STREAM_NLD>::RT * LIN_TC_K * lk_rows<SDT, LK_STREAM_NLD>::ESZ;
 };
 
 static_assert(lk_stream<LIN_DT_F32>::RT == LIN_STREAM_ROWS(LIN_DT_F32) &&
                   lk_stream<LIN_DT_BF16>::RT == LIN_STREAM_ROWS(LIN_DT_BF16),
               "lin_params.h LIN_STREAM_ROWS and the kernel's tile differ");
 
+static_assert(lk_stream<LIN_DT_F32>::TILE_BYTES == LK_STREAM_THREADS * 128 &&
+                  lk_stream<LIN_DT_BF16>::TILE_BYTES == LK_STREAM_THREADS * 128,
+              "the SM 8.x L2 prefetch: one 128-byte line of the tile per thread");
+
+/* L2 prefetch of bytes (a multiple of 128, a 16-byte aligned address) at a, by the block's threads: one bulk
+ * prefetch by thread 0 on SM 9.0; below, thread t the 128-byte line t (the tile has one line per thread).  The
+ * CPU emulator has no cache (lk_emu_l2_prefetch: a bounds check and a byte count, once a block). */
+LK_DEV void lk_l2_prefetch(const char *a, int bytes) {
+#if defined(LK_EMU)
+    if (threadIdx.x == 0) lk_emu_l2_prefetch(a, (size_t)bytes);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x == 0) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(a), "r"(bytes));
+#else
+    if ((int)threadIdx.x * 128 < bytes) asm volatile("prefetch.global.L2 [%0];" ::"l"(a + threadIdx.x * 128));
+#endif
+}
+
+/* decode_l2_ahead: the state tile of the block p.dec_l2a blocks after this one in launch order, unless that is
+ * past the grid or its request is padding or empty (the plan words: written by an earlier kernel, so read
+ * before lk_pdl_wait; a warp that waits on them waits once, with its own state loads already in flight) */
+template <int SDT> LK_DEV void lk_stream_l2_ahead(const lin_fwd &p) {
+    using D = lk_stream<SDT>;
+#if !defined(LK_EMU) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (threadIdx.x != 0) return; /* one bulk prefetch: the other warps go on to their math at once */
+#endif
+    const unsigned gx = gridDim.x, gxy = gridDim.x * gridDim.y;
+    const unsigned b = blockIdx.x + gx * blockIdx.y + gxy * blockIdx.z + (unsigned)p.dec_l2a;
+    if (b >= gxy * gridDim.z) return;
+    const int x = (int)(b % gx), y = (int)(b % gxy / gx), r0 = (int)(b / gxy) * D::RT;
+    const int n = p.pl.req_n[x], slot = p.pl.req_slot[x]; /* both in flight together (x < bs) */
+    if (n <= 0 || slot < 0) return;
+    const int64_t e = (int64_t)slot * p.ssm_elems + ((int64_t)y * p.V + r0) * D::K;
+    lk_l2_prefetch((const char *)p.ssm_state + e * D::ESZ, min(D::RT, p.V - r0) * D::K * D::ESZ);
+}
+
 /* One stream tile: request blockIdx.x, value head blockIdx.y, rows blockIdx.z * RT ..  The block indices
  * are read again at each use (the lambdas) rather than held in registers: the fp32 tile is at its
  * register budget. */
-template <int SDT>
+template <int SDT, bool L2A>
 __global__ __launch_bounds__(LK_STREAM_THREADS, lk_stream<SDT>::MINB) void lin_decode_stream_kernel(lin_fwd p) {
     using D = lk_stream<SDT>;
     constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, RT = D::RT, NLD = LK_STREAM_NLD;
     const int KIND = p.kind;
     auto R0 = [&] { return (int)blockIdx.z * RT; };
     const int n = p.pl.req_n[(int)blockIdx.x];
-    if (n <= 0) return;
+    if (n <= 0) {
+        if constexpr (L2A) lk_stream_l2_ahead<SDT>(p);
+        return;
+    }
     const int slot = p.pl.req_slot[(int)blockIdx.x];
-    if (slot < 0) return; /* padding: the prep kernel wrote its zero outputs */
+    if (slot < 0) { /* padding: the prep kernel wrote its zero outputs */
+        if constexpr (L2A) lk_stream_l2_ahead<SDT>(p);
+        return;
+    }
     const int64_t tok0 = p.pl.req_tok0[(int)blockIdx.x];
     const int V = p.V, HV = p.hv, gsz = p.gsz;
     auto GRP = [&] { return (int)blockIdx.y / gsz; };
@@ -78,6 +129,9 @@ __global__ __launch_bounds__(LK_STREAM_THREADS, lk_stream<SDT>::MINB) void lin_d
             for (int e = 0; e < CPL; e++) s[l][e] = 0.f;
         }
     }
+
+    /* ---- decode_l2_ahead: after this tile's loads, which it does not delay */
+    if constexpr (L2A) lk_stream_l2_ahead<SDT>(p);
 
     /* ---- the operands of the prep kernel (decode_operands.cuh's layout), after the prep grid is done (the
      * state loads above stay in flight; the plan arrays read before were written by an earlier kernel) */
@@ -102,10 +156,13 @@ extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
     cudaStream_t st = (cudaStream_t)stream;
     const int RT = LIN_STREAM_ROWS(p.st_dt);
     const dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));
+    const bool l2a = p.dec_l2a > 0; /* option decode_l2_ahead */
     const cudaError_t ce =
         p.st_dt == LIN_DT_BF16
-            ? LK_LAUNCH_PDL(p.dq_pdl, lin_decode_stream_kernel<LIN_DT_BF16>, grid, LK_STREAM_THREADS, 0, st, p)
-            : LK_LAUNCH_PDL(p.dq_pdl, lin_decode_stream_kernel<LIN_DT_F32>, grid, LK_STREAM_THREADS, 0, st, p);
+            ? (l2a ? LK_LAUNCH_PDL(p.dq_pdl, (lin_decode_stream_kernel<LIN_DT_BF16, true>), grid, LK_STREAM_THREADS, 0, st, p)
+                   : LK_LAUNCH_PDL(p.dq_pdl, (lin_decode_stream_kernel<LIN_DT_BF16, false>), grid, LK_STREAM_THREADS, 0, st, p))
+            : (l2a ? LK_LAUNCH_PDL(p.dq_pdl, (lin_decode_stream_kernel<LIN_DT_F32, true>), grid, LK_STREAM_THREADS, 0, st, p)
+                   : LK_LAUNCH_PDL(p.dq_pdl, (lin_decode_stream_kernel<LIN_DT_F32, false>), grid, LK_STREAM_THREADS, 0, st, p));
     if (ce != cudaSuccess) { /* cudaLaunchKernelEx's refusal: not left behind for a later call */
         (void)cudaGetLastError();
         return (int)ce;

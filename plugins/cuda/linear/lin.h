@@ -173,6 +173,8 @@ typedef struct lin_inst {
     int vt;                /* chunked phase 2's state-row tile: 16, 32, or 0 = by batch size */
     int seg;               /* the state pass's segments: -1 by the batch (lin_seg_plan), 0 never, N chunks */
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
+    int l2a_waves;         /* decode_l2_ahead: the stream decode's L2 prefetch distance in waves (0: off) */
+    int l2a_blocks;        /* decode_l2_ahead_blocks: the same in blocks, over the waves (0: by the waves) */
     int fused_cp;          /* fused_chunk: 1 where requests x value heads fill half the SMs (default), 0 off, 2 always;
                             * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
                             * kernel's shared memory) */

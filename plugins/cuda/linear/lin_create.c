@@ -59,6 +59,8 @@ typedef struct lin_options {
     int sync_check; /* debug: planning and state_commit wait for the device to report what only it can check */
     int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
+    int l2a_waves;  /* decode_l2_ahead: the stream decode's L2 prefetch distance in waves of resident blocks (0 off) */
+    int l2a_blocks; /* decode_l2_ahead_blocks: ... in blocks, over the waves (0: by the waves) */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -95,16 +97,21 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
  * written for those builds does not silently run something else. */
 static int read_options(const sgl_attn_create_args *a, const char *name, lin_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, name);
-    int64_t vt = 0, seg = -1;
+    int64_t vt = 0, seg = -1, l2a_waves = 0, l2a_blocks = 0;
     int rc;
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_LIN_KERNEL", lin_variant_names, 2, LIN_VARIANT_FAST,
                                  &o->variant)) ||
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
-        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)))
+        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
+        (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead", "SGL_ATTN_LIN_DECODE_L2_AHEAD", 0, 0, 8, &l2a_waves)) ||
+        (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", 0, 0, 1 << 20,
+                              &l2a_blocks)))
         return rc;
     o->seg = (int)seg;
+    o->l2a_waves = (int)l2a_waves;
+    o->l2a_blocks = (int)l2a_blocks;
     char from[96];
     if (vt != 0 && vt != 16 && vt != 32) {
         sgl_sdk_opt_raw(&opts, "value_tile", "SGL_ATTN_LIN_VT", from, sizeof from);
@@ -125,8 +132,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
-                                       "the options are kernel, value_tile, segment_chunks, fused_chunk and "
-                                       "sync_check: docs/cuda_linear.md)",
+                                       "the options are kernel, value_tile, segment_chunks, fused_chunk, "
+                                       "decode_l2_ahead, decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -183,6 +190,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->vt = opt.vt;
     w->seg = opt.seg;
     w->sync_check = opt.sync_check;
+    w->l2a_waves = opt.l2a_waves;
+    w->l2a_blocks = opt.l2a_blocks;
     /* fused_chunk serves gdn's bf16 extend at K = 128, V 64 / 128, with the kernel's shared memory (SM 9.0);
      * everything else keeps the unfused kernels */
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
@@ -228,7 +237,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
@@ -237,6 +246,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                 : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "",
                 w->L.need_stream ? " (stream decode)" : "",
+                w->L.need_stream && (opt.l2a_waves || opt.l2a_blocks) ? " (decode_l2_ahead)" : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;
