@@ -59,6 +59,7 @@ typedef struct lin_options {
     int sync_check; /* debug: planning and state_commit wait for the device to report what only it can check */
     int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
+    int dp_wave;    /* decode_prep_wave (0 off) with decode_prep_wave_grid: lin_inst.dp_wave */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -95,16 +96,20 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
  * written for those builds does not silently run something else. */
 static int read_options(const sgl_attn_create_args *a, const char *name, lin_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, name);
-    int64_t vt = 0, seg = -1;
-    int rc;
+    int64_t vt = 0, seg = -1, dpw_grid = 0;
+    int rc, dpw = 0;
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_LIN_KERNEL", lin_variant_names, 2, LIN_VARIANT_FAST,
                                  &o->variant)) ||
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
-        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)))
+        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
+        (rc = sgl_sdk_opt_bool(&opts, "decode_prep_wave", "SGL_ATTN_LIN_DECODE_PREP_WAVE", 0, &dpw)) ||
+        (rc = sgl_sdk_opt_int(&opts, "decode_prep_wave_grid", "SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", 0, 0, 1 << 16,
+                              &dpw_grid)))
         return rc;
     o->seg = (int)seg;
+    o->dp_wave = !dpw ? 0 : dpw_grid > 0 ? (int)dpw_grid : -1;
     char from[96];
     if (vt != 0 && vt != 16 && vt != 32) {
         sgl_sdk_opt_raw(&opts, "value_tile", "SGL_ATTN_LIN_VT", from, sizeof from);
@@ -125,8 +130,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
-                                       "the options are kernel, value_tile, segment_chunks, fused_chunk and "
-                                       "sync_check: docs/cuda_linear.md)",
+                                       "the options are kernel, value_tile, segment_chunks, fused_chunk, "
+                                       "decode_prep_wave(_grid) and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -188,6 +193,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
+    w->dp_wave = opt.dp_wave;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
     w->max_reqs = a->max_reqs;
@@ -236,7 +242,8 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                                      "smaller ones the unfused kernels)"
                 : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "",
-                w->L.need_stream ? " (stream decode)" : "",
+                !w->L.need_stream ? "" : w->dp_wave ? " (stream decode, its prep in one wave: decode_prep_wave)"
+                                                    : " (stream decode)",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;

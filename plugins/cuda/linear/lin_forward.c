@@ -157,6 +157,8 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
+    p->dp_wave = w->dp_wave;
+    p->sms = w->sm_count;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {
