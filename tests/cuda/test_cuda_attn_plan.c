@@ -310,14 +310,14 @@ static void test_fp8_wave_plan(void **state) {
     assert_int_equal(attn_plan_wave_aim(0, 528, slots, bpi), 1);
 }
 
-/* The levers' reader (each lever an instance's switch, off by default; none
- * is live now, so a name no option has stands in): a boolean, off when unset
+/* The levers' reader (each lever an instance's switch, off by default), over
+ * the live levers' names: a boolean, off when unset
  * or empty and on a 1.0 host (no create_args.host); a value that is not a
  * boolean refused with the option and the value named; not a removed name,
  * so the kernel option's reader passes it by. */
 static void test_lever_options(void **state) {
     (void)state;
-    static const char *const levers[] = {"next_lever"};
+    static const char *const levers[] = {"decode_fused_save"};
     static const struct {
         const char *v;
         int want;

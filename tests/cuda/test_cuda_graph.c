@@ -1,11 +1,13 @@
 /* test_cuda_graph.c - cuda_attn under CUDA-graph capture and replay.  For
  * each value of the option kernel (auto, mma, portable), given through the
  * creating host's get_option:
- *   decode: plan + decode directly against a float64 reference; then
- *     init_graph_state, the capture hook, capture forward_decode into a graph,
- *     change the lengths in the device tensors, run the replay hook and replay:
+ *   decode (saving the new tokens' K/V at their table slots): plan + decode
+ *     directly against a float64 reference; then init_graph_state, the
+ *     capture hook, capture forward_decode into a graph, change the lengths
+ *     and out_cache_loc in the device tensors, run the replay hook and replay:
  *     the output must match the reference for the new lengths and, bit for
- *     bit, a direct forward of the same batch;
+ *     bit, a direct forward of the same batch; with kernel=auto also with the
+ *     lever decode_fused_save=1 (the decode grid saves the tokens, one node);
  *   verify (target verify, SGL_ATTN_FEAT_GRAPH_VERIFY), with a tree mask and
  *     without one (a chain, causal): capture one batch of VBS requests of TPR
  *     tokens, then replay batches with new lengths, new slots (a fresh page
@@ -54,11 +56,13 @@ enum { BS = 5, HQ = 8, HKV = 2, D = 128, MAXCTX = 640, PAGE = 16, SLOTS = BS * M
 
 static const sgl_attn_plugin *plugin;
 
-/* The creating host: plugin_options.cuda_attn.kernel = g_kernel. */
-static const char *g_kernel;
+/* The creating host: plugin_options.cuda_attn.kernel = g_kernel,
+ * decode_fused_save = g_fused. */
+static const char *g_kernel, *g_fused;
 static const char *kernel_option(void *ctx, const char *p, const char *k) {
     (void)ctx;
-    return p && k && !strcmp(p, "cuda_attn") && !strcmp(k, "kernel") ? g_kernel : NULL;
+    if (!p || !k || strcmp(p, "cuda_attn")) return NULL;
+    return !strcmp(k, "kernel") ? g_kernel : !strcmp(k, "decode_fused_save") ? g_fused : NULL;
 }
 /* The plugin's log lines (create names the kernels it chose). */
 static void host_log(void *ctx, int level, const char *who, const char *fmt, ...) {
@@ -194,11 +198,23 @@ static sgl_attn_backend *create_be(uint32_t kv_dtype, int32_t spec_tokens, int32
     return be;
 }
 
-static void run_kernel(const char *kernel) {
+/* The new tokens' slots (their table entries) into ocl, and their K / V
+ * (knew / vnew, [BS, HKV, D]) into the host pool there, as the save writes. */
+static void new_slots(const int32_t *r2t, const int32_t *lens, const int32_t *rows, const uint16_t *knew,
+                      const uint16_t *vnew, uint16_t *kc, uint16_t *vc, int32_t *ocl) {
+    for (int b = 0; b < BS; b++) {
+        ocl[b] = r2t[rows[b] * MAXCTX + lens[b] - 1];
+        memcpy(kc + (size_t)ocl[b] * HKV * D, knew + (size_t)b * HKV * D, (size_t)HKV * D * 2);
+        memcpy(vc + (size_t)ocl[b] * HKV * D, vnew + (size_t)b * HKV * D, (size_t)HKV * D * 2);
+    }
+}
+
+static void run_kernel(const char *kernel, const char *fused) {
     g_kernel = kernel;
-    const size_t nq = (size_t)BS * HQ * D, nkv = (size_t)SLOTS * HKV * D;
+    g_fused = fused;
+    const size_t nq = (size_t)BS * HQ * D, nkv = (size_t)SLOTS * HKV * D, nnew = (size_t)BS * HKV * D;
     uint16_t *q = malloc(nq * 2), *kc = malloc(nkv * 2), *vc = malloc(nkv * 2), *o1 = malloc(nq * 2),
-             *o2 = malloc(nq * 2);
+             *o2 = malloc(nq * 2), *knew = malloc(nnew * 2), *vnew = malloc(nnew * 2);
     double *ref = malloc(nq * sizeof(double));
     int32_t *r2t = malloc(sizeof(int32_t) * BS * MAXCTX), lens[BS], rows[BS];
     for (size_t i = 0; i < nq; i++) q[i] = to_bf16((float)(nrand() * 1.4));
@@ -214,9 +230,11 @@ static void run_kernel(const char *kernel) {
     for (int r = 0; r < BS; r++)
         for (int i = 0; i < MAXCTX; i++) r2t[r * MAXCTX + i] = pages[(r * MAXCTX + i) / PAGE] * PAGE + i % PAGE;
     for (int b = 0; b < BS; b++) rows[b] = BS - 1 - b, lens[b] = 1 + (int)(urand() * (MAXCTX - 1));
+    for (size_t i = 0; i < nnew; i++) knew[i] = to_bf16((float)nrand()), vnew[i] = to_bf16((float)nrand());
+    int32_t ocl[BS];
 
-    dtensor tq, to, tk, tv, tr2t, trows, tlens;
-    int64_t s3[3] = {BS, HQ, D}, skv[3] = {SLOTS, HKV, D}, sr[2] = {BS, MAXCTX}, sb[1] = {BS};
+    dtensor tq, to, tk, tv, tr2t, trows, tlens, tkn, tvn, tocl;
+    int64_t s3[3] = {BS, HQ, D}, skv[3] = {SLOTS, HKV, D}, sr[2] = {BS, MAXCTX}, sb[1] = {BS}, sn[3] = {BS, HKV, D};
     dalloc(&tq, 3, s3, kDLBfloat, 16, q);
     dalloc(&to, 3, s3, kDLBfloat, 16, NULL);
     dalloc(&tk, 3, skv, kDLBfloat, 16, kc);
@@ -224,6 +242,10 @@ static void run_kernel(const char *kernel) {
     dalloc(&tr2t, 2, sr, kDLInt, 32, r2t);
     dalloc(&trows, 1, sb, kDLInt, 32, rows);
     dalloc(&tlens, 1, sb, kDLInt, 32, lens);
+    dalloc(&tkn, 3, sn, kDLBfloat, 16, knew);
+    dalloc(&tvn, 3, sn, kDLBfloat, 16, vnew);
+    new_slots(r2t, lens, rows, knew, vnew, kc, vc, ocl); /* the device pool is the one before the save */
+    dalloc(&tocl, 1, sb, kDLInt, 32, ocl);
     DLTensor lens_cpu = tlens.t;
     lens_cpu.data = lens;
     lens_cpu.device.device_type = kDLCPU;
@@ -238,6 +260,7 @@ static void run_kernel(const char *kernel) {
     bt.forward_mode = SGL_ATTN_MODE_DECODE, bt.batch_size = BS, bt.num_tokens = BS, bt.page_size = PAGE;
     bt.tokens_per_req = 1;
     bt.req_to_token = &tr2t.t, bt.req_pool_indices = &trows.t, bt.seq_lens = &tlens.t, bt.seq_lens_cpu = &lens_cpu;
+    bt.out_cache_loc = &tocl.t;
     bt.stream = st;
     sgl_attn_layer ly;
     memset(&ly, 0, sizeof ly);
@@ -249,6 +272,7 @@ static void run_kernel(const char *kernel) {
     memset(&fa, 0, sizeof fa);
     fa.struct_size = sizeof fa;
     fa.layer = &ly, fa.batch = &bt, fa.q = &tq.t, fa.out = &to.t;
+    fa.k = &tkn.t, fa.v = &tvn.t, fa.save_kv_cache = 1;
 
     /* direct */
     CK(be->ops->init_forward_metadata(be, &bt));
@@ -259,7 +283,7 @@ static void run_kernel(const char *kernel) {
     CK(plugin->device_ops->copy_to_host(0, o1, to.p, nq * 2));
     ref_decode(q, kc, vc, r2t, lens, rows, ly.sm_scale, ref);
     double e1 = nmse(o1, ref, nq);
-    printf("kernel=%s direct decode: nmse %.3g\n", kernel, e1);
+    printf("kernel=%s%s direct decode: nmse %.3g\n", kernel, fused ? " decode_fused_save=1" : "", e1);
     assert_true(e1 < 1e-4);
 
     /* capture */
@@ -275,9 +299,11 @@ static void run_kernel(const char *kernel) {
     CK(ce);
     CK(RT(cudaGraphInstantiate)(&exec, graph, 0));
 
-    /* new lengths, replay */
+    /* new lengths (new slots for the new tokens), replay */
     for (int b = 0; b < BS; b++) lens[b] = 1 + (int)(urand() * (MAXCTX - 1));
+    new_slots(r2t, lens, rows, knew, vnew, kc, vc, ocl);
     CK(plugin->device_ops->copy_to_device(0, tlens.p, lens, sizeof lens));
+    CK(plugin->device_ops->copy_to_device(0, tocl.p, ocl, sizeof ocl));
     CK(RT(cudaMemsetAsync)(to.p, 0xff, nq * 2, st)); /* poison: NaN in bf16 */
     CK(be->ops->init_forward_metadata_replay(be, &g));
     CK(RT(cudaGraphLaunch)(exec, st));
@@ -285,8 +311,15 @@ static void run_kernel(const char *kernel) {
     CK(plugin->device_ops->copy_to_host(0, o2, to.p, nq * 2));
     ref_decode(q, kc, vc, r2t, lens, rows, ly.sm_scale, ref);
     double e2 = nmse(o2, ref, nq);
-    printf("kernel=%s graph replay: nmse %.3g\n", kernel, e2);
+    printf("kernel=%s%s graph replay: nmse %.3g\n", kernel, fused ? " decode_fused_save=1" : "", e2);
     assert_true(e2 < 1e-4);
+    /* the pool: the saved rows and every other slot as the host's */
+    uint16_t *kd = malloc(nkv * 2), *vd = malloc(nkv * 2);
+    CK(plugin->device_ops->copy_to_host(0, kd, tk.p, nkv * 2));
+    CK(plugin->device_ops->copy_to_host(0, vd, tv.p, nkv * 2));
+    assert_memory_equal(kd, kc, nkv * 2);
+    assert_memory_equal(vd, vc, nkv * 2);
+    free(kd), free(vd);
     /* the same batch directly: bit-identical */
     CK(be->ops->init_forward_metadata(be, &bt));
     CK(be->ops->forward_decode(be, &fa));
@@ -298,9 +331,9 @@ static void run_kernel(const char *kernel) {
     CK(RT(cudaGraphDestroy)(graph));
     CK(RT(cudaStreamDestroy)(st));
     be->ops->destroy(be);
-    dtensor *all[] = {&tq, &to, &tk, &tv, &tr2t, &trows, &tlens};
-    for (int i = 0; i < 7; i++) CK(plugin->device_ops->free(0, all[i]->p));
-    free(q), free(kc), free(vc), free(o1), free(o2), free(ref), free(r2t);
+    dtensor *all[] = {&tq, &to, &tk, &tv, &tr2t, &trows, &tlens, &tkn, &tvn, &tocl};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CK(plugin->device_ops->free(0, all[i]->p));
+    free(q), free(kc), free(vc), free(o1), free(o2), free(ref), free(r2t), free(knew), free(vnew);
 }
 
 /* ---------------------------------------------------------------- verify */
@@ -468,6 +501,7 @@ static void vcheck(vhost *h, const vdev *dv, const vscen *sc, int tree, double s
 
 static void run_verify(const char *kernel, int tree) {
     g_kernel = kernel;
+    g_fused = NULL;
     const sgl_attn_device_ops *o = plugin->device_ops;
     vhost h;
     memset(&h, 0, sizeof h);
@@ -676,9 +710,10 @@ static void test_graph(void **state) {
         printf("SKIP graph capture test: no usable CUDA device (%s)\n", c.reason);
         skip();
     }
-    run_kernel("auto");
-    run_kernel("mma");
-    run_kernel("portable");
+    run_kernel("auto", NULL);
+    run_kernel("auto", "1");
+    run_kernel("mma", NULL);
+    run_kernel("portable", NULL);
 }
 
 int main(void) {

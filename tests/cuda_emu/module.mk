@@ -121,7 +121,9 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases and
 # two that the wave rule splits further (the 6-blocks-per-SM fp8 kernel) on the
 # SM 9.0 build with the blocks shuffled and reversed, the decode cases on SM 9.0 with
-# three whose splits the 16-bit decode merges from its weights table, shuffled and reversed, the Hopper
+# three whose splits the 16-bit decode merges from its weights table, shuffled and reversed, the
+# decode cases with decode_fused_save=1 (a lever) on SM 8.0 against the default's results and on
+# SM 9.0 with those three, shuffled and reversed, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
 # ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
@@ -197,6 +199,16 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter decode; \
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
 	    $(CUDA_EMU_DEC16_CASES); done
+	@echo "== cuda_attn on the emulator, decode_fused_save=1 (lever: the decode grid saves the new tokens): the decode cases on SM 8.0 against the default's (same seed: the same NMSE and max error, the pools exact), and on SM 9.0 with the three split cases, blocks shuffled and reversed"
+	$(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_decode_fused_save.json --filter decode --seed 23 --json \
+	  > $(BUILD)/emu_fused_save_on.json
+	$(CUDA_EMU_CHECK) --no-conf --filter decode --seed 23 --json > $(BUILD)/emu_fused_save_off.json
+	python3 tests/cuda_emu/same_results.py $(BUILD)/emu_fused_save_on.json $(BUILD)/emu_fused_save_off.json
+	@set -e; for o in shuf rev; do \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	    --conf tests/cuda_emu/conf_decode_fused_save.json --filter decode; \
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
+	    --conf tests/cuda_emu/conf_decode_fused_save.json $(CUDA_EMU_DEC16_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf

@@ -93,6 +93,10 @@ static inline float4 __ldcg(const float4 *p) {
     lk_emu_aligned(p, sizeof(float4));
     return *p;
 }
+static inline uint4 __ldcg(const uint4 *p) {
+    lk_emu_aligned(p, sizeof(uint4));
+    return *p;
+}
 static inline float __uint_as_float(uint32_t u) {
     float f;
     std::memcpy(&f, &u, 4);

@@ -442,7 +442,9 @@ static int check_enc_save(ca_backend *b, const sgl_attn_forward_args *a, const c
 }
 
 /* Checks shared by both forwards; fills p (all but the work lists) and, when
- * the forward has a dual_chunk block, *dual = 1 and dca. */
+ * the forward has a dual_chunk block, *dual = 1 and dca.  The new tokens'
+ * save goes to *late instead of a launch where the caller's kernel does it
+ * (the direct extend's programmatic dependent; decode_fused_save's decode). */
 static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode, const char *call, attn_fwd *p,
                          int32_t *T, int *dual, attn_dca *dca, int *split, attn_save *late) {
     ca_msg m = {b->err, sizeof b->err, call};
@@ -695,6 +697,12 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
             *late = s;
             return SGL_ATTN_OK;
         }
+        /* option decode_fused_save: the register-fed decode saves them itself,
+         * each request's last split block before its loads (decode_reg.cu) */
+        if (mode == SGL_ATTN_MODE_DECODE && b->kern.dec_save && !L->is_cross && !*dual && late) {
+            *late = s;
+            return SGL_ATTN_OK;
+        }
         int ce;
         if (b->kern.kv_fp8) {
             attn_save_fp8 s8 = {s, k_scale_dev, v_scale_dev, L->k_scale, L->v_scale, NULL, NULL};
@@ -721,7 +729,9 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
     int32_t T = 0;
     int dual = 0;
     int split = 0;
-    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T, &dual, &dca, &split, NULL);
+    attn_save fused; /* set (t > 0) where the decode grid saves the new tokens */
+    memset(&fused, 0, sizeof fused);
+    int rc = forward_setup(b, a, SGL_ATTN_MODE_DECODE, "forward_decode", &p, &T, &dual, &dca, &split, &fused);
     if (rc) return rc;
     if (T == 0) return SGL_ATTN_OK;
     const sgl_attn_layer *L = a->layer;
@@ -732,8 +742,10 @@ int ca_forward_decode(sgl_attn_backend *bb, const sgl_attn_forward_args *a) {
         set = ATTN_DPLAN_WINDOW; /* planned for this window; the kernel still applies it */
     p.ditems = (const attn_decode_item *)dev_at(b, b->sz.off_ditems[set]);
     p.num_items = num_items_ptr(b, set);
-    int ce = dual ? attn_launch_dual_chunk_decode(b->kern.dtype, b->head_dim, &p, &dca, b->grid_items, a->batch->stream)
-                  : attn_launch_decode(&b->kern, &p, b->grid_items, a->batch->stream);
+    void *st = a->batch->stream;
+    int ce = dual          ? attn_launch_dual_chunk_decode(b->kern.dtype, b->head_dim, &p, &dca, b->grid_items, st)
+             : fused.t > 0 ? attn_launch_decode_reg_save(b->kern.dtype, b->head_dim, &p, &fused, b->grid_items, st)
+                           : attn_launch_decode(&b->kern, &p, b->grid_items, st);
     if (ce) {
         sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_decode: kernel launch", ce);
         return SGL_ATTN_E_DEVICE;

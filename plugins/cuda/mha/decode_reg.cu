@@ -42,10 +42,21 @@
  * conversion is the SM 8.9+ cvt; SM 8.0, which has none, moves bits four
  * bytes at a time (dr_kv), pairing a word's bytes 0 / 2 and 1 / 3, so Q's
  * values are paired the same way there.
+ *
+ * Fused save (template FS, option decode_fused_save; 16-bit pools): the
+ * block of a request's last split (the one whose columns end at the new
+ * token) first copies that token's K and V rows of its kv head into the pool
+ * with save_kv.cuh's copy, then a block barrier, then the decode as above, so
+ * the forward needs no save launch.  No other block reads that row: a
+ * request's splits partition its columns, a kv head's rows are its own and a
+ * block serves one (item, kv head).  Its pool loads are ld.global.cg
+ * (dr_ldg's CO): the non-coherent path may not read what the kernel wrote.
  */
 #include <type_traits>
 
 #include "attn_kernels/decode_finish.cuh"
+#define ATTN_SAVE_KV_ROWS_ONLY /* save_kv.cuh's copy, without portable.cu's kernel */
+#include "attn_kernels/save_kv.cuh"
 #include "cuda_launch.h"
 #include "fp8_e4m3.cuh"
 #include "mma_sm80.cuh"
@@ -86,8 +97,13 @@ GC_DEV void dr_mma(float c[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a
 #endif
 }
 
-/* 16 bytes of the pool: read-only for the kernel, no reuse (L1 not allocated). */
-GC_DEV uint4 dr_ldg(const uint16_t *p) {
+/* 16 bytes of the pool: read-only for the kernel, no reuse (L1 not allocated).
+ * CO: the coherent load at L2 (ld.global.cg, neither .nc nor L1), for the
+ * fused save's kernel, which reads rows its own block wrote before a barrier:
+ * the compiler keeps it after the barrier, the non-coherent path may not see
+ * the write. */
+template <bool CO = false> GC_DEV uint4 dr_ldg(const uint16_t *p) {
+    if constexpr (CO) return __ldcg((const uint4 *)p);
 #ifdef LK_EMU
     return __ldg((const uint4 *)p);
 #else
@@ -165,8 +181,8 @@ template <int KV> GC_DEV int32_t dr_fetch(const attn_fwd &p, const dr_ctx<KV> &x
 }
 
 /* Issue the loads (K, then V) of one tile whose slots sit in lanes
- * half*16 .. half*16+15 of s. */
-template <int D, int KV>
+ * half*16 .. half*16+15 of s (CO: coherent loads, dr_ldg). */
+template <int D, int KV, bool CO = false>
 GC_DEV void dr_issue(dr_frag<D, KV> &f, const dr_ctx<KV> &x, int32_t s, int half, int g, int t) {
     using C = decode_reg_cfg<D>;
     constexpr bool F8 = dr_kv<KV>::f8;
@@ -176,7 +192,7 @@ GC_DEV void dr_issue(dr_frag<D, KV> &f, const dr_ctx<KV> &x, int32_t s, int half
         const int32_t sl = __shfl_sync(0xffffffffu, s, h + nt * 8 + g);
         const auto *kp = x.kbase + (int64_t)sl * x.ks;
 #pragma unroll
-        for (int j = 0; j < (F8 ? C::KU8 : C::KU); j++) f.k[nt][j] = dr_ldg((const uint16_t *)(kp + (F8 ? 64 : 32) * j));
+        for (int j = 0; j < (F8 ? C::KU8 : C::KU); j++) f.k[nt][j] = dr_ldg<CO>((const uint16_t *)(kp + (F8 ? 64 : 32) * j));
     }
 #pragma unroll
     for (int i = 0; i < 4; i++) {
@@ -188,7 +204,7 @@ GC_DEV void dr_issue(dr_frag<D, KV> &f, const dr_ctx<KV> &x, int32_t s, int half
             if constexpr (F8)
                 f.v[i][u] = dr_ldg8(vp + 64 * u);
             else
-                f.v[i][u] = dr_ldg((const uint16_t *)(vp + 64 * u));
+                f.v[i][u] = dr_ldg<CO>((const uint16_t *)(vp + 64 * u));
         }
     }
 }
@@ -332,8 +348,25 @@ GC_DEV uint4 dr_q_pairs(uint4 v) {
                       __byte_perm(v.z, v.w, 0x7632u));
 }
 
-template <int DT, int D, int KV>
-__global__ __launch_bounds__(ATTN_DR_WARPS * 32, dr_kv<KV>::min_blocks) void attn_decode_reg_kernel(attn_fwd p) {
+/* The fused save (FS): a block of a request's last split copies the
+ * request's new token's row of kv head kvh into the pool as the save kernel
+ * would, then a block barrier, before any warp loads a slot.  That split
+ * holds the token's column (plan.cuh gives every request one, an empty one
+ * too).  The branch is block-uniform.  Without FS (no s): nothing. */
+template <int D> GC_DEV void dr_fused_save(const attn_decode_item &, int) {}
+template <int D> GC_DEV void dr_fused_save(const attn_decode_item &it, int kvh, const attn_save &s) {
+    static_assert(D / 8 <= ATTN_DR_WARPS * 32, "the fused save: a 16-byte piece a thread");
+    if (it.split != it.nsplit - 1) return;
+    if ((int)threadIdx.x < D / 8) attn_save_kv_piece(s, it.b, kvh, (int)threadIdx.x, threadIdx.x == 0 && kvh == 0);
+    __syncthreads();
+}
+
+/* S: empty, or the attn_save of the fused save (FS; 16-bit pools). */
+template <int DT, int D, int KV, class... S>
+__global__ __launch_bounds__(ATTN_DR_WARPS * 32, dr_kv<KV>::min_blocks) void attn_decode_reg_kernel(attn_fwd p,
+                                                                                                  S... s) {
+    constexpr bool FS = sizeof...(S) > 0;
+    static_assert(!FS || !dr_kv<KV>::f8, "the fused save: 16-bit pools");
     using C = decode_reg_cfg<D>;
     constexpr bool F8 = dr_kv<KV>::f8;
     constexpr int CT = F8 ? GC_F16 : DT; /* the mma's type */
@@ -353,6 +386,7 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, dr_kv<KV>::min_blocks) void att
     const int nh = min(ATTN_DR_HEADS, p.group - (hblock % hblocks) * ATTN_DR_HBLOCK);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int g = lane >> 2, t = lane & 3;
+    dr_fused_save<D>(it, kvh, s...);
 
     dr_ctx<KV> x;
     x.beg = it.kv_begin;
@@ -396,7 +430,7 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, dr_kv<KV>::min_blocks) void att
         dr_frag<D, KV> fa, fb;
         int32_t s_first = dr_fetch(p, x, DR_TILE(0), DR_TILE(0), lane);
         int32_t s_pair = dr_fetch(p, x, DR_TILE(1), DR_TILE(2), lane); /* tiles i+1, i+2 */
-        dr_issue<D>(fa, x, s_first, 0, g, t);
+        dr_issue<D, KV, FS>(fa, x, s_first, 0, g, t);
 
         for (int i = 0; i < n; i += 2) {
             const int32_t s_next = dr_fetch(p, x, DR_TILE(i + 3), DR_TILE(i + 4), lane);
@@ -411,7 +445,7 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, dr_kv<KV>::min_blocks) void att
                 const int valid = x.end - (x.beg + DR_TILE(ii) * ATTN_DR_TILE);
                 float s[2][4];
                 uint32_t pb[2];
-                if (more) dr_issue<D, KV>(nxt, x, s_pair, u, g, t);
+                if (more) dr_issue<D, KV, FS>(nxt, x, s_pair, u, g, t);
                 dr_scores<CT, D, KV>(s, cur, q);
                 dr_softmax<CT, D, F8>(p, st, s, valid, t, pb, kmul);
                 dr_pv<CT, D, KV>(st, cur, pb);
@@ -482,6 +516,29 @@ template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, 
     } else {
         if (d == 64) return decode_reg<GC_F16, 64, KV>(p, grid_items, st);
         if (d == 128) return decode_reg<GC_F16, 128, KV>(p, grid_items, st);
+    }
+    return (int)cudaErrorInvalidValue;
+}
+
+template <int DT, int D> static int decode_reg_save(const attn_fwd *p, const attn_save *s, int grid_items, cudaStream_t st) {
+    dim3 grid((unsigned)grid_items, (unsigned)p->hkv); /* group <= ATTN_DR_HBLOCK: one block of q heads */
+    attn_decode_reg_kernel<DT, D, ATTN_KV_16, attn_save><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p, *s);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int attn_launch_decode_reg_save(int dtype, int d, const attn_fwd *p, const attn_save *s, int grid_items,
+                                           void *stream) {
+    /* no grid would leave the tokens unsaved */
+    if (grid_items <= 0 || p->group < 1 || p->group > ATTN_DR_HEADS || s->hkv != p->hkv || s->d != d ||
+        s->t != p->num_tokens)
+        return (int)cudaErrorInvalidValue;
+    const cudaStream_t st = (cudaStream_t)stream;
+    if (dtype == ATTN_DT_BF16) {
+        if (d == 64) return decode_reg_save<GC_BF16, 64>(p, s, grid_items, st);
+        if (d == 128) return decode_reg_save<GC_BF16, 128>(p, s, grid_items, st);
+    } else {
+        if (d == 64) return decode_reg_save<GC_F16, 64>(p, s, grid_items, st);
+        if (d == 128) return decode_reg_save<GC_F16, 128>(p, s, grid_items, st);
     }
     return (int)cudaErrorInvalidValue;
 }

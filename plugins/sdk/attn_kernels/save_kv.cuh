@@ -10,6 +10,22 @@
 
 #include "common.cuh"
 
+/* Piece c (16 bytes) of token tok's K and V rows of kv head h into the pool
+ * slot the token saves to: the one copy of every save, the grid-stride one
+ * below and cuda_attn's decode that saves its requests' new tokens itself
+ * (decode_reg.cu, option decode_fused_save).  A bad slot is noted once per
+ * token, by the piece that passes note. */
+GC_DEV void attn_save_kv_piece(const attn_save &s, int tok, int h, int c, bool note) {
+    const int64_t slot = attn_save_slot(s, tok, note);
+    if (slot < 0) return;
+    const uint16_t *k = (const uint16_t *)s.k + tok * s.k_stride_t + h * s.k_stride_h + c * 8;
+    const uint16_t *v = (const uint16_t *)s.v + tok * s.v_stride_t + h * s.v_stride_h + c * 8;
+    uint16_t *kc = (uint16_t *)s.k_cache + slot * s.kc_stride_s + h * s.kc_stride_h + c * 8;
+    uint16_t *vc = (uint16_t *)s.v_cache + slot * s.vc_stride_s + h * s.vc_stride_h + c * 8;
+    *(uint4 *)kc = *(const uint4 *)k;
+    *(uint4 *)vc = *(const uint4 *)v;
+}
+
 /* The grid-stride copy, shared by the kernel below and cuda_attn's
  * programmatic-dependent save (save_kv_pdl.cu). */
 GC_DEV void attn_save_kv_rows(const attn_save &s) {
@@ -20,14 +36,7 @@ GC_DEV void attn_save_kv_rows(const attn_save &s) {
         const int c = (int)(i % chunks);
         const int h = (int)((i / chunks) % s.hkv);
         const int tok = (int)(i / ((long long)chunks * s.hkv));
-        const int64_t slot = attn_save_slot(s, tok, c == 0 && h == 0); /* one note per token */
-        if (slot < 0) continue;
-        const uint16_t *k = (const uint16_t *)s.k + tok * s.k_stride_t + h * s.k_stride_h + c * 8;
-        const uint16_t *v = (const uint16_t *)s.v + tok * s.v_stride_t + h * s.v_stride_h + c * 8;
-        uint16_t *kc = (uint16_t *)s.k_cache + slot * s.kc_stride_s + h * s.kc_stride_h + c * 8;
-        uint16_t *vc = (uint16_t *)s.v_cache + slot * s.vc_stride_s + h * s.vc_stride_h + c * 8;
-        *(uint4 *)kc = *(const uint4 *)k;
-        *(uint4 *)vc = *(const uint4 *)v;
+        attn_save_kv_piece(s, tok, h, c, c == 0 && h == 0); /* one note per token */
     }
 }
 
