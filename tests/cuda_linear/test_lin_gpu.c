@@ -45,11 +45,6 @@
  *                  past the grid or without it; the emulator also reads each prefetch's first and last byte,
  *                  for ASan); then the decode and verify graphs with the option (the full run takes the
  *                  quick set's decode configs)
- *     LT_QUICK=15  the stream decode's prep in one wave (decode_prep_wave=1, decode_prep.cu): each decode config
- *                  (LT_QUICK=4's, the stream prep's gdn shapes, the 7-request decode after batched state
- *                  operations) with the default prep, outputs recorded, then with the one-wave prep at 1, 2, 3
- *                  blocks per group (each block walks several requests, padded and empty ones among them) or
- *                  the grid by SMs: the same bits; then the decode and verify graphs with it
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -83,9 +78,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
+       Q14 = 2048, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations */
 enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5 };
@@ -239,10 +234,6 @@ static void run_cfg(const cfg *c) {
     if (l2a_w || l2a_b) { /* l2a_tests */
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " l2_ahead=%s %s", l2a_b ? l2a_b : l2a_w, l2a_b ? "blocks" : "waves");
-    }
-    if (getenv("SGL_ATTN_LIN_DECODE_PREP_WAVE")) { /* wave_tests */
-        const size_t l = strlen(label);
-        snprintf(label + l, sizeof label - l, " prep_wave grid=%s", getenv("SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID"));
     }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
@@ -1034,54 +1025,6 @@ static void l2a_tests(int set) {
     unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
 }
 
-/* The one-wave prep (decode_prep_wave=1): each decode config (LT_QUICK=4's, the stream prep's gdn shapes, and
- * gdn at V 128 through the batched state operations, whose last decode has 7 requests; the full run: those
- * also in the quick set) with the default prep, outputs recorded, then with the one-wave prep at a grid of 1,
- * 2, 3 blocks per key head group (each block walks several requests, padded and empty ones among them) or
- * the grid by SMs (0): the same bits, so the operands, the states and the conv histories the later steps
- * read are the same; then the decode and verify graphs with it (LT_QUICK=15). */
-static void wave_on(const char *grid) {
-    setenv("SGL_ATTN_LIN_DECODE_PREP_WAVE", "1", 1);
-    setenv("SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", grid, 1);
-}
-static void wave_off(void) {
-    unsetenv("SGL_ATTN_LIN_DECODE_PREP_WAVE");
-    unsetenv("SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID");
-}
-static void wave_cfg(const cfg *c, const char *grid) {
-    lt_rec_reset();
-    lt_rec_mode = 1;
-    run_cfg(c);
-    wave_on(grid);
-    lt_rec_mode = 2;
-    run_cfg(c);
-    lt_rec_mode = 0;
-    lt_rec_reset();
-    wave_off();
-}
-static void wave_tests(int set) {
-    static const char *const grids[] = {"1", "2", "3", "0"};
-    static const cfg ops = {Q15, GDN, SH_GDN128, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OPS, 0, NULL};
-    int k = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (!(c->sets & Q4) || (set == F && !(c->sets & Q1))) continue;
-        wave_cfg(c, grids[k++ % 4]);
-    }
-    int nprep = 0; /* the stream prep's configs (LT_QUICK=16's); the full run takes its first two */
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (!(c->sets & Q16) || c->kind != GDN || c->sh.conv_w != 4 || (set == F && nprep >= 2)) continue;
-        nprep++;
-        wave_cfg(c, grids[k++ % 4]);
-    }
-    wave_cfg(&ops, "2");
-    wave_on("1");
-    graph_test(GDN, &SH_GDN, 0);
-    verify_graph_test(GDN, &SH_GDN, 0);
-    wave_off();
-}
-
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1111,11 +1054,9 @@ int main(int argc, char **argv) {
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16
-                    : quick == 17 ? Q17 : 0;
+                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 16 ? Q16 : quick == 17 ? Q17 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
-               quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 16 or 17 (or unset: everything)\n", quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -1166,7 +1107,6 @@ int main(int argc, char **argv) {
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)
         if (fused_configs[i].c.sets & set) run_fused_cfg(&fused_configs[i]);
-    if (set & (F | Q15)) wave_tests(set);
     if (set & (F | Q1)) error_tests();
     if (set & (F | Q11 | Q12)) caller_error_tests();
     printf("%d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

@@ -194,6 +194,8 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_DECODE_RING_GRID", "0", "SGL_ATTN_LIN_DECODE_RING_GRID = \"0\": expected auto"},
             {"SGL_ATTN_LIN_DECODE_RING_FOLD", "yes", "SGL_ATTN_LIN_DECODE_RING_FOLD = \"yes\": expected auto"},
             {"SGL_ATTN_LIN_DECODE_RING_FOLD", "", NULL},
+            {"SGL_ATTN_LIN_DECODE_PREP_WAVE", "1", "SGL_ATTN_LIN_DECODE_PREP_WAVE = \"1\": expected auto"},
+            {"SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", "2", "SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID = \"2\": expected auto"},
         };
         for (size_t i = 0; i < sizeof ov / sizeof *ov; i++) {
             setenv(ov[i].env, ov[i].val, 1);

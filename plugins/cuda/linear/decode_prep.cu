@@ -9,9 +9,7 @@
  * lin_decode_prep_w4_kernel serves gdn with conv width 4 (every Qwen3-Next /
  * Qwen3.5 layer), x bf16 / f32, conv weights f32 / bf16, aligned rows
  * (lk_dp_w4_ok); lin_decode_prep_kernel, decode_operands.cuh's loop, every
- * other case (kda, mamba2, lightning, other widths, f16 x).  With the option
- * decode_prep_wave the w4 cases take lin_decode_prep_wave_kernel instead: one
- * wave of blocks, each walking the requests of its group (below).
+ * other case (kda, mamba2, lightning, other widths, f16 x).
  *
  * Why the w4 form: the general kernel is latency-bound: each of its 256
  * threads walks 2 channels one after the other with scalar loads, the gates
@@ -68,27 +66,47 @@ __global__ __launch_bounds__(LK_DEC_THREADS, 6) void lin_decode_prep_kernel(lin_
 #define LK_DP_W4_MINB 4
 #endif
 
-/* A padding row's zero outputs (the stream kernel skips the row) */
-LK_DEV void lk_dp_pad(const lin_fwd &p, int n, int64_t tok0, int h0, int tid, int NT) {
-    const int V = p.V, HV = p.hv, gsz = p.gsz;
-    for (int idx = tid; idx < n * gsz * V; idx += NT) {
-        const int j = idx / (gsz * V), rem = idx % (gsz * V);
-        lk_st(p.out, p.out_dt, ((tok0 + j) * HV + h0 + rem / V) * V + rem % V, 0.f);
+template <int SDT, int XDT, int WDT>
+__global__ __launch_bounds__(LK_DP_W4_NTMAX, LK_DP_W4_MINB) void lin_decode_prep_w4_kernel(lin_fwd p) {
+    constexpr int K = LIN_TC_K, W = LK_DP_W4, H = W - 1;
+    LK_DYN_SMEM(float, ks); /* [n][K]: k after l2norm, for k.q */
+    lk_pdl_trigger(); /* as the general prep: the stream kernel may start (it waits for this grid before reading dq) */
+    const int i = blockIdx.x, grp = blockIdx.y, NT = (int)blockDim.x;
+    /* the plan's three words in one round trip (i < bs: always there) */
+    const int n = p.pl.req_n[i], slot = p.pl.req_slot[i];
+    const int64_t tok0 = p.pl.req_tok0[i];
+    if (n <= 0) return;
+    const int V = p.V, HV = p.hv, HK = p.hk, gsz = p.gsz, h0 = grp * gsz, tid = threadIdx.x;
+    const int lane = tid & 31, warp = tid >> 5;
+    if (slot < 0) { /* padding: zero outputs; the stream kernel skips it */
+        for (int idx = tid; idx < n * gsz * V; idx += NT) {
+            const int j = idx / (gsz * V), rem = idx % (gsz * V);
+            lk_st(p.out, p.out_dt, ((tok0 + j) * HV + h0 + rem / V) * V + rem % V, 0.f);
+        }
+        return;
     }
-}
+    /* my 4 channels: q (warp 0), k (warp 1), v (warps 2..: value channel r2 of the group) */
+    const int r2 = 4 * (tid - 64);
+    const bool live = warp < 2 || r2 < gsz * V;
+    const int ch = warp == 0 ? grp * K + 4 * lane : warp == 1 ? (HK + grp) * K + 4 * lane
+                                                              : 2 * HK * K + h0 * V + (live ? r2 : 0);
+    const int64_t at = (int64_t)slot * p.conv_elems + (int64_t)ch * H;
 
-/* The w4 form's tokens of one (request, group) once its loads are issued: per token the conv (the history
- * moved on in registers), l2norm, the operands to dst, the gates, k.q (one barrier: k through ks); then the
- * slot's new history.  ga / gb: the gate lanes' first-token a / b, loaded by the caller. */
-template <int SDT, int XDT, int W>
-LK_DEV void lk_dp_w4_item(const lin_fwd &p, float *ks, float *dst, bool live, bool gate, int ch, int64_t at,
-                          int slot, int n, int64_t tok0, int h0, int warp, int lane, float gl, float gd, float ga,
-                          float gb, float (&hist)[4 * (W - 1)], const float (&wt)[4 * W], const float (&bias)[4],
-                          float (&x)[4]) {
-    constexpr int K = LIN_TC_K, H = W - 1;
-    const int HV = p.hv, gsz = p.gsz, V = p.V;
-    const int r2 = 4 * ((int)threadIdx.x - 64);
+    /* ---- every load first: history (oldest first per channel), weights, bias, the first token's x */
+    float hist[4 * H], wt[4 * W], bias[4] = {0.f, 0.f, 0.f, 0.f}, x[4] = {0.f, 0.f, 0.f, 0.f};
+    lk_w4_load<SDT, XDT, WDT, W>(p, live, ch, at, tok0, hist, wt, bias, x); /* idle lanes: zeros */
+    /* the gates of the first token: lanes 0 .. gsz-1 of warp 1, after their conv loads are out */
     const int okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz;
+    float *dst = p.dq + (int64_t)(i * HK + grp) * p.dq_per;
+    float ga = 0.f, gb = 0.f, gl = 0.f, gd = 0.f;
+    const bool gate = warp == 1 && lane < gsz;
+    if (gate) {
+        gl = lk_in(p.A_log, h0 + lane);
+        gd = lk_in(p.dt_bias, h0 + lane);
+        ga = lk_in(p.a, tok0 * HV + h0 + lane);
+        gb = lk_in(p.b, tok0 * HV + h0 + lane);
+    }
+
     for (int j = 0; j < n; j++) {
         if (j > 0 && live) lk_sld<XDT, 4>(p.x.p, (tok0 + j) * p.x_dim + ch, x);
         float o[4];
@@ -127,156 +145,6 @@ LK_DEV void lk_dp_w4_item(const lin_fwd &p, float *ks, float *dst, bool live, bo
         for (int m = 0; m < H; m++) lk_sst<SDT, 4>(p.conv_state, at + 4 * m, hist + 4 * m);
 }
 
-/* my 4 channels: q (warp 0), k (warp 1), v (warps 2..: value channel 4 (tid - 64) of the group) */
-LK_DEV int lk_dp_w4_channel(const lin_fwd &p, int grp, int tid, bool &live) {
-    constexpr int K = LIN_TC_K;
-    const int warp = tid >> 5, lane = tid & 31, r2 = 4 * (tid - 64);
-    live = warp < 2 || r2 < p.gsz * p.V;
-    return warp == 0 ? grp * K + 4 * lane : warp == 1 ? (p.hk + grp) * K + 4 * lane
-                                                      : 2 * p.hk * K + grp * p.gsz * p.V + (live ? r2 : 0);
-}
-
-template <int SDT, int XDT, int WDT>
-__global__ __launch_bounds__(LK_DP_W4_NTMAX, LK_DP_W4_MINB) void lin_decode_prep_w4_kernel(lin_fwd p) {
-    constexpr int W = LK_DP_W4, H = W - 1;
-    LK_DYN_SMEM(float, ks); /* [n][K]: k after l2norm, for k.q */
-    lk_pdl_trigger(); /* as the general prep: the stream kernel may start (it waits for this grid before reading dq) */
-    const int i = blockIdx.x, grp = blockIdx.y, NT = (int)blockDim.x;
-    /* the plan's three words in one round trip (i < bs: always there) */
-    const int n = p.pl.req_n[i], slot = p.pl.req_slot[i];
-    const int64_t tok0 = p.pl.req_tok0[i];
-    if (n <= 0) return;
-    const int HV = p.hv, HK = p.hk, gsz = p.gsz, h0 = grp * gsz, tid = threadIdx.x;
-    const int lane = tid & 31, warp = tid >> 5;
-    if (slot < 0) {
-        lk_dp_pad(p, n, tok0, h0, tid, NT);
-        return;
-    }
-    bool live;
-    const int ch = lk_dp_w4_channel(p, grp, tid, live);
-    const int64_t at = (int64_t)slot * p.conv_elems + (int64_t)ch * H;
-
-    /* ---- every load first: history (oldest first per channel), weights, bias, the first token's x */
-    float hist[4 * H], wt[4 * W], bias[4] = {0.f, 0.f, 0.f, 0.f}, x[4] = {0.f, 0.f, 0.f, 0.f};
-    lk_w4_load<SDT, XDT, WDT, W>(p, live, ch, at, tok0, hist, wt, bias, x); /* idle lanes: zeros */
-    /* the gates of the first token: lanes 0 .. gsz-1 of warp 1, after their conv loads are out */
-    float *dst = p.dq + (int64_t)(i * HK + grp) * p.dq_per;
-    float ga = 0.f, gb = 0.f, gl = 0.f, gd = 0.f;
-    const bool gate = warp == 1 && lane < gsz;
-    if (gate) {
-        gl = lk_in(p.A_log, h0 + lane);
-        gd = lk_in(p.dt_bias, h0 + lane);
-        ga = lk_in(p.a, tok0 * HV + h0 + lane);
-        gb = lk_in(p.b, tok0 * HV + h0 + lane);
-    }
-    lk_dp_w4_item<SDT, XDT, W>(p, ks, dst, live, gate, ch, at, slot, n, tok0, h0, warp, lane, gl, gd, ga, gb, hist,
-                               wt, bias, x);
-}
-
-/* The one-wave prep (option decode_prep_wave; the w4 form's cases): gridDim.x blocks per group, each walking
- * the requests blockIdx.x, blockIdx.x + gridDim.x, ...  The default grid has a block per (request, group): at
- * B 256 about 4 waves, and each block waits on two dependent round trips (the plan's words, then its
- * history and x) with nothing else in flight, so most of the prep's time is latency with DRAM idle.  Here
- * a block loads its group's gate constants once, and while it computes one request it has the next
- * request's history, x and first gates in flight (two register sets, walked alternately so that no copy
- * waits on a load) and the plan's words of the one after.  The operands, the history and the order of
- * every sum are the w4 form's (lk_dp_w4_item), so the bits are the same. */
-#define LK_DP_WAVE_MINB 2 /* blocks of 256 threads per SM (128 registers: two requests' loads in flight; at 3, ptxas spills) */
-
-/* one request's prefetchable loads: the plan's words, then the history, x, the gate lanes' first a / b */
-template <int H> struct lk_dp_req {
-    int n, slot;
-    int64_t tok0;
-    float hist[4 * H], x[4], ga, gb;
-};
-
-template <int H>
-LK_DEV void lk_dp_req_plan(const lin_fwd &p, int i, lk_dp_req<H> &r) {
-    r.n = 0;
-    r.slot = -1;
-    r.tok0 = 0;
-    if (i < p.bs) { /* the three words in one round trip */
-        r.n = p.pl.req_n[i];
-        r.slot = p.pl.req_slot[i];
-        r.tok0 = p.pl.req_tok0[i];
-    }
-}
-
-template <int SDT, int XDT, int H>
-LK_DEV void lk_dp_req_load(const lin_fwd &p, bool live, bool gate, int ch, int h0, int lane, lk_dp_req<H> &r) {
-#pragma unroll
-    for (int m = 0; m < 4 * H; m++) r.hist[m] = 0.f;
-#pragma unroll
-    for (int c = 0; c < 4; c++) r.x[c] = 0.f;
-    r.ga = r.gb = 0.f;
-    if (r.n <= 0 || r.slot < 0) return;
-    if (live) {
-        const int64_t at = (int64_t)r.slot * p.conv_elems + (int64_t)ch * H;
-#pragma unroll
-        for (int m = 0; m < H; m++) lk_sld<SDT, 4>(p.conv_state, at + 4 * m, r.hist + 4 * m);
-        lk_sld<XDT, 4>(p.x.p, r.tok0 * p.x_dim + ch, r.x);
-    }
-    if (gate) {
-        r.ga = lk_in(p.a, r.tok0 * p.hv + h0 + lane);
-        r.gb = lk_in(p.b, r.tok0 * p.hv + h0 + lane);
-    }
-}
-
-template <int SDT, int XDT, int WDT>
-__global__ __launch_bounds__(LK_DP_W4_NTMAX, LK_DP_WAVE_MINB) void lin_decode_prep_wave_kernel(lin_fwd p) {
-    constexpr int W = LK_DP_W4, H = W - 1;
-    LK_DYN_SMEM(float, ks); /* [n][K]: k after l2norm, for k.q */
-    lk_pdl_trigger();       /* as the w4 form */
-    const int grp = blockIdx.y, NT = (int)blockDim.x, G = (int)gridDim.x;
-    const int h0 = grp * p.gsz, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    bool live;
-    const int ch = lk_dp_w4_channel(p, grp, tid, live);
-    const bool gate = warp == 1 && lane < p.gsz;
-    lk_dp_req<H> ra, rb;
-    lk_dp_req_plan<H>(p, (int)blockIdx.x, ra);
-    lk_dp_req_load<SDT, XDT, H>(p, live, gate, ch, h0, lane, ra);
-    lk_dp_req_plan<H>(p, (int)blockIdx.x + G, rb);
-    /* the group's gate constants, once */
-    float gl = 0.f, gd = 0.f;
-    if (gate) {
-        gl = lk_in(p.A_log, h0 + lane);
-        gd = lk_in(p.dt_bias, h0 + lane);
-    }
-    /* request i from cur (its loads in flight; nxt's plan words landed a request ago): nxt's loads out, the
-     * plan words of the request after nxt into cur's (cur's own kept first), then request i */
-    auto step = [&](int i, lk_dp_req<H> &cur, lk_dp_req<H> &nxt) {
-        const int n = cur.n, slot = cur.slot;
-        const int64_t tok0 = cur.tok0;
-        lk_dp_req_load<SDT, XDT, H>(p, live, gate, ch, h0, lane, nxt);
-        lk_dp_req_plan<H>(p, i + 2 * G, cur);
-        if (n <= 0) return;
-        if (slot < 0) {
-            lk_dp_pad(p, n, tok0, h0, tid, NT);
-            return;
-        }
-        /* the weights and bias again for each request (L1 hits after the first): two requests' loads in
-         * flight leave no registers to hold them across the walk */
-        float wt[4 * W], bias[4] = {0.f, 0.f, 0.f, 0.f};
-        if (live) {
-            lk_sld<WDT, 4 * W>(p.conv_weight.p, (int64_t)ch * W, wt);
-            if (p.conv_bias.p) lk_sld<WDT, 4>(p.conv_bias.p, ch, bias);
-        } else {
-#pragma unroll
-            for (int m = 0; m < 4 * W; m++) wt[m] = 0.f;
-        }
-        float *dst = p.dq + (int64_t)(i * p.hk + grp) * p.dq_per;
-        const int64_t at = (int64_t)slot * p.conv_elems + (int64_t)ch * H;
-        lk_dp_w4_item<SDT, XDT, W>(p, ks, dst, live, gate, ch, at, slot, n, tok0, h0, warp, lane, gl, gd, cur.ga,
-                                   cur.gb, cur.hist, wt, bias, cur.x);
-        __syncthreads(); /* warp 0's last k.q read of ks before a later request's k lands there */
-    };
-    for (int i = (int)blockIdx.x; i < p.bs; i += 2 * G) {
-        step(i, ra, rb);
-        if (i + G >= p.bs) break;
-        step(i + G, rb, ra);
-    }
-}
-
 /* the w4 form serves gdn, conv width 4, K = 128, V % 4 == 0, gsz V <= 768 (8 warps), gsz <= 32 (the gate
  * lanes), x bf16 / f32 and conv weights (+ bias) f32 / bf16, every vector access aligned (x rows, conv state
  * rows, dq) */
@@ -292,10 +160,7 @@ static bool lk_dp_w4_ok(const lin_fwd &p) {
 }
 
 template <int SDT, int XDT>
-static void (*lk_dp_w4_pick(int wdt, bool wave))(lin_fwd) {
-    if (wave)
-        return wdt == LIN_DT_F32 ? lin_decode_prep_wave_kernel<SDT, XDT, LIN_DT_F32>
-                                 : lin_decode_prep_wave_kernel<SDT, XDT, LIN_DT_BF16>;
+static void (*lk_dp_w4_pick(int wdt))(lin_fwd) {
     return wdt == LIN_DT_F32 ? lin_decode_prep_w4_kernel<SDT, XDT, LIN_DT_F32>
                              : lin_decode_prep_w4_kernel<SDT, XDT, LIN_DT_BF16>;
 }
@@ -304,7 +169,7 @@ static void (*lk_dp_w4_pick(int wdt, bool wave))(lin_fwd) {
 extern "C" int lin_launch_decode_prep(const lin_fwd *pp, void *stream) {
     const lin_fwd &p = *pp;
     cudaStream_t st = (cudaStream_t)stream;
-    dim3 grid((unsigned)p.bs, (unsigned)p.hk); /* lightning: hk = hv, one head per group */
+    const dim3 grid((unsigned)p.bs, (unsigned)p.hk); /* lightning: hk = hv, one head per group */
     if (!lk_dp_w4_ok(p)) {
         LK_LAUNCH(lin_decode_prep_kernel, grid, LK_DEC_THREADS,
                   lin_decode_smem_bytes(p.kind, p.K, p.V, p.gsz, p.gc, p.tpr), st, p);
@@ -312,17 +177,10 @@ extern "C" int lin_launch_decode_prep(const lin_fwd *pp, void *stream) {
     }
     void (*k)(lin_fwd);
     const int wd = p.conv_weight.dt;
-    const bool wave = p.dp_wave != 0;
-    if (p.st_dt == LIN_DT_F32) k = p.x.dt == LIN_DT_F32 ? lk_dp_w4_pick<LIN_DT_F32, LIN_DT_F32>(wd, wave)
-                                                         : lk_dp_w4_pick<LIN_DT_F32, LIN_DT_BF16>(wd, wave);
-    else k = p.x.dt == LIN_DT_F32 ? lk_dp_w4_pick<LIN_DT_BF16, LIN_DT_F32>(wd, wave)
-                                  : lk_dp_w4_pick<LIN_DT_BF16, LIN_DT_BF16>(wd, wave);
+    if (p.st_dt == LIN_DT_F32) k = p.x.dt == LIN_DT_F32 ? lk_dp_w4_pick<LIN_DT_F32, LIN_DT_F32>(wd)
+                                                         : lk_dp_w4_pick<LIN_DT_F32, LIN_DT_BF16>(wd);
+    else k = p.x.dt == LIN_DT_F32 ? lk_dp_w4_pick<LIN_DT_BF16, LIN_DT_F32>(wd) : lk_dp_w4_pick<LIN_DT_BF16, LIN_DT_BF16>(wd);
     const int nt = 32 * (2 + (p.gsz * p.V + 127) / 128);
-    if (wave) { /* blocks per group: the option's, or as many as one wave holds (LK_DP_WAVE_MINB's budget) */
-        const int per_sm = LK_DP_WAVE_MINB * LK_DP_W4_NTMAX / nt;
-        const int g = p.dp_wave > 0 ? p.dp_wave : (int)((int64_t)p.sms * per_sm / p.hk);
-        grid.x = (unsigned)(g < 1 ? 1 : g < p.bs ? g : p.bs);
-    }
     LK_LAUNCH(k, grid, nt, (size_t)p.tpr * LIN_TC_K * sizeof(float), st, p);
     return (int)cudaGetLastError();
 }

@@ -61,7 +61,6 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_waves;  /* decode_l2_ahead: the stream decode's L2 prefetch distance in waves of resident blocks (0 off) */
     int l2a_blocks; /* decode_l2_ahead_blocks: ... in blocks, over the waves (0: by the waves) */
-    int dp_wave;    /* decode_prep_wave (0 off) with decode_prep_wave_grid: lin_inst.dp_wave */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -98,8 +97,8 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
  * written for those builds does not silently run something else. */
 static int read_options(const sgl_attn_create_args *a, const char *name, lin_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, name);
-    int64_t vt = 0, seg = -1, l2a_waves = 0, l2a_blocks = 0, dpw_grid = 0;
-    int rc, dpw = 0;
+    int64_t vt = 0, seg = -1, l2a_waves = 0, l2a_blocks = 0;
+    int rc;
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_LIN_KERNEL", lin_variant_names, 2, LIN_VARIANT_FAST,
                                  &o->variant)) ||
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
@@ -108,15 +107,11 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead", "SGL_ATTN_LIN_DECODE_L2_AHEAD", 0, 0, 8, &l2a_waves)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", 0, 0, 1 << 20,
-                              &l2a_blocks)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "decode_prep_wave", "SGL_ATTN_LIN_DECODE_PREP_WAVE", 0, &dpw)) ||
-        (rc = sgl_sdk_opt_int(&opts, "decode_prep_wave_grid", "SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", 0, 0, 1 << 16,
-                              &dpw_grid)))
+                              &l2a_blocks)))
         return rc;
     o->seg = (int)seg;
     o->l2a_waves = (int)l2a_waves;
     o->l2a_blocks = (int)l2a_blocks;
-    o->dp_wave = !dpw ? 0 : dpw_grid > 0 ? (int)dpw_grid : -1;
     char from[96];
     if (vt != 0 && vt != 16 && vt != 32) {
         sgl_sdk_opt_raw(&opts, "value_tile", "SGL_ATTN_LIN_VT", from, sizeof from);
@@ -131,15 +126,15 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_PREP_STREAM", "prep_stream"},
         {"SGL_ATTN_LIN_DECODE_RING", "decode_ring"}, {"SGL_ATTN_LIN_DECODE_RING_GRID", "decode_ring_grid"},
         {"SGL_ATTN_LIN_DECODE_RING_FOLD", "decode_ring_fold"}, {"SGL_ATTN_LIN_FUSED_EXP2", "fused_exp2"},
-        {"SGL_ATTN_LIN_FUSED_TMMA", "fused_tmma"}};
+        {"SGL_ATTN_LIN_FUSED_TMMA", "fused_tmma"}, {"SGL_ATTN_LIN_DECODE_PREP_WAVE", "decode_prep_wave"},
+        {"SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", "decode_prep_wave_grid"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead, decode_l2_ahead_blocks, decode_prep_wave(_grid) and sync_check: "
-                                       "docs/cuda_linear.md)",
+                                       "decode_l2_ahead, decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -203,7 +198,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
-    w->dp_wave = opt.dp_wave;
     w->sm_count = dev.sm_count;
     w->sm_major = dev.sm_major;
     w->max_reqs = a->max_reqs;
@@ -252,8 +246,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                                      "smaller ones the unfused kernels)"
                 : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "",
-                !w->L.need_stream ? "" : w->dp_wave ? " (stream decode, its prep in one wave: decode_prep_wave)"
-                                                    : " (stream decode)",
+                w->L.need_stream ? " (stream decode)" : "",
                 w->L.need_stream && (opt.l2a_waves || opt.l2a_blocks) ? " (decode_l2_ahead)" : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);

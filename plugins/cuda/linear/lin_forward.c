@@ -161,8 +161,6 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->dec_l2a = !L->need_stream ? 0
                  : w->l2a_blocks ? w->l2a_blocks
                                  : w->l2a_waves * w->sm_count * LIN_STREAM_MINB(p->st_dt);
-    p->dp_wave = w->dp_wave;
-    p->sms = w->sm_count;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {

@@ -124,10 +124,6 @@ typedef struct lin_fwd {
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
     int32_t dec_l2a;  /* option decode_l2_ahead: each stream block asks L2 for the state tile of the block this
                        * many blocks after it in launch order (0: off) */
-    /* option decode_prep_wave (decode_prep.cu's w4 cases): 0 a prep block per (request, group); -1 one wave
-     * of blocks that walk the requests (by sms); N > 0: N blocks per group (tests) */
-    int32_t dp_wave;
-    int32_t sms;      /* the device's SMs */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
