@@ -17,11 +17,9 @@ written here; the NMSE goes into the JSON and a miss fails the script.
 Triton autotunes every new shape (about a minute each on the H100), so the part needs ~8 minutes for all
 seven shapes; FLA_SHAPES=i,j,... picks some (indices into SHAPES), and the JSON is written after each.
 usage: FLA_PATH=dir [FLA_SHAPES=...] linear_fla.py OUT.json"""
-import datetime
 import json
 import math
 import os
-import subprocess
 import sys
 import time
 
@@ -32,7 +30,7 @@ sys.path.insert(0, os.environ.get("FLA_PATH", ""))
 from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: E402  (FLA_PATH first)
 from fla.ops.kda import chunk_kda  # noqa: E402
 
-from linear_torch import timed_ms  # noqa: E402
+from linear_torch import run_start, timed_ms  # noqa: E402
 
 DEV = "cuda"
 K = V = 128
@@ -113,20 +111,14 @@ def self_check(kind, gen):
 
 
 def main(out):
-    torch.backends.cuda.matmul.allow_tf32 = False
-    gen = torch.Generator(device=DEV)
-    gen.manual_seed(0)
-    commit = os.environ.get("SGL_ATTN_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    gen, res = run_start("bench/cuda/linear_fla.py")
     try:
         with open(os.path.join(os.environ.get("FLA_PATH", ""), "COMMIT")) as f:
             fla_commit = f.read().strip()
     except OSError:
         fla_commit = "unknown"
     import triton
-    res = {"tool": "bench/cuda/linear_fla.py", "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "triton": triton.__version__, "fla": fla_commit,
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "commit": commit, "prefill": []}
+    res.update({"triton": triton.__version__, "fla": fla_commit, "prefill": []})
     bad = 0
     for kind in ("gdn", "kda"):
         e = self_check(kind, gen)

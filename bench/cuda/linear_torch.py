@@ -435,15 +435,20 @@ def self_check_only():
     return 1 if bad else 0
 
 
-def main(out):
+def run_start(tool):
+    """fp32 matmuls without TF32, a seeded generator, and the JSON's head: tool, GPU, torch, date, commit."""
     torch.backends.cuda.matmul.allow_tf32 = False
     gen = torch.Generator(device=DEV)
     gen.manual_seed(0)
     commit = os.environ.get("SGL_ATTN_COMMIT") or subprocess.run(
         ["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    res = {"tool": "bench/cuda/linear_torch.py", "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "commit": commit,
-           "decode": [], "prefill": []}
+    return gen, {"tool": tool, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                 "date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "commit": commit}
+
+
+def main(out):
+    gen, res = run_start("bench/cuda/linear_torch.py")
+    res.update({"decode": [], "prefill": []})
     res["self_check_nmse"] = self_check(gen)
     print("torch self-check (chunked vs token by token): NMSE %.3g" % res["self_check_nmse"], flush=True)
     res["self_check_nmse_gdn_batch"] = self_check_gdn_batch(gen)
