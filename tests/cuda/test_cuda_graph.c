@@ -6,8 +6,10 @@
  *     capture hook, capture forward_decode into a graph, change the lengths
  *     and out_cache_loc in the device tensors, run the replay hook and replay:
  *     the output must match the reference for the new lengths and, bit for
- *     bit, a direct forward of the same batch; with kernel=auto also with the
- *     lever decode_fused_save=1 (the decode grid saves the tokens, one node);
+ *     bit, a direct forward of the same batch, and the pool must hold the
+ *     saved rows (kernel=auto: the register-fed decode saves the tokens in
+ *     its grid, one node; mma / portable: the save-KV launch, then the
+ *     decode);
  *   verify (target verify, SGL_ATTN_FEAT_GRAPH_VERIFY), with a tree mask and
  *     without one (a chain, causal): capture one batch of VBS requests of TPR
  *     tokens, then replay batches with new lengths, new slots (a fresh page
@@ -56,13 +58,11 @@ enum { BS = 5, HQ = 8, HKV = 2, D = 128, MAXCTX = 640, PAGE = 16, SLOTS = BS * M
 
 static const sgl_attn_plugin *plugin;
 
-/* The creating host: plugin_options.cuda_attn.kernel = g_kernel,
- * decode_fused_save = g_fused. */
-static const char *g_kernel, *g_fused;
+/* The creating host: plugin_options.cuda_attn.kernel = g_kernel. */
+static const char *g_kernel;
 static const char *kernel_option(void *ctx, const char *p, const char *k) {
     (void)ctx;
-    if (!p || !k || strcmp(p, "cuda_attn")) return NULL;
-    return !strcmp(k, "kernel") ? g_kernel : !strcmp(k, "decode_fused_save") ? g_fused : NULL;
+    return p && k && !strcmp(p, "cuda_attn") && !strcmp(k, "kernel") ? g_kernel : NULL;
 }
 /* The plugin's log lines (create names the kernels it chose). */
 static void host_log(void *ctx, int level, const char *who, const char *fmt, ...) {
@@ -209,9 +209,8 @@ static void new_slots(const int32_t *r2t, const int32_t *lens, const int32_t *ro
     }
 }
 
-static void run_kernel(const char *kernel, const char *fused) {
+static void run_kernel(const char *kernel) {
     g_kernel = kernel;
-    g_fused = fused;
     const size_t nq = (size_t)BS * HQ * D, nkv = (size_t)SLOTS * HKV * D, nnew = (size_t)BS * HKV * D;
     uint16_t *q = malloc(nq * 2), *kc = malloc(nkv * 2), *vc = malloc(nkv * 2), *o1 = malloc(nq * 2),
              *o2 = malloc(nq * 2), *knew = malloc(nnew * 2), *vnew = malloc(nnew * 2);
@@ -283,7 +282,7 @@ static void run_kernel(const char *kernel, const char *fused) {
     CK(plugin->device_ops->copy_to_host(0, o1, to.p, nq * 2));
     ref_decode(q, kc, vc, r2t, lens, rows, ly.sm_scale, ref);
     double e1 = nmse(o1, ref, nq);
-    printf("kernel=%s%s direct decode: nmse %.3g\n", kernel, fused ? " decode_fused_save=1" : "", e1);
+    printf("kernel=%s direct decode: nmse %.3g\n", kernel, e1);
     assert_true(e1 < 1e-4);
 
     /* capture */
@@ -311,7 +310,7 @@ static void run_kernel(const char *kernel, const char *fused) {
     CK(plugin->device_ops->copy_to_host(0, o2, to.p, nq * 2));
     ref_decode(q, kc, vc, r2t, lens, rows, ly.sm_scale, ref);
     double e2 = nmse(o2, ref, nq);
-    printf("kernel=%s%s graph replay: nmse %.3g\n", kernel, fused ? " decode_fused_save=1" : "", e2);
+    printf("kernel=%s graph replay: nmse %.3g\n", kernel, e2);
     assert_true(e2 < 1e-4);
     /* the pool: the saved rows and every other slot as the host's */
     uint16_t *kd = malloc(nkv * 2), *vd = malloc(nkv * 2);
@@ -501,7 +500,6 @@ static void vcheck(vhost *h, const vdev *dv, const vscen *sc, int tree, double s
 
 static void run_verify(const char *kernel, int tree) {
     g_kernel = kernel;
-    g_fused = NULL;
     const sgl_attn_device_ops *o = plugin->device_ops;
     vhost h;
     memset(&h, 0, sizeof h);
@@ -710,10 +708,9 @@ static void test_graph(void **state) {
         printf("SKIP graph capture test: no usable CUDA device (%s)\n", c.reason);
         skip();
     }
-    run_kernel("auto", NULL);
-    run_kernel("auto", "1");
-    run_kernel("mma", NULL);
-    run_kernel("portable", NULL);
+    run_kernel("auto");
+    run_kernel("mma");
+    run_kernel("portable");
 }
 
 int main(void) {

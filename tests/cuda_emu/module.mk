@@ -121,9 +121,11 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # hip_attn shares), the fp8 cases on the SM 8.9+ conversions, the fp8 decode cases and
 # two that the wave rule splits further (the 6-blocks-per-SM fp8 kernel) on the
 # SM 9.0 build with the blocks shuffled and reversed, the decode cases on SM 9.0 with
-# three whose splits the 16-bit decode merges from its weights table, shuffled and reversed, the
-# decode cases with decode_fused_save=1 (a lever) on SM 8.0 against the default's results and on
-# SM 9.0 with those three, shuffled and reversed, the Hopper
+# three whose splits the 16-bit decode merges from its weights table, shuffled and reversed
+# (the matrix's decodes save their new tokens: on a 16-bit pool the register-fed decode
+# saves them in its grid, the pools checked exactly), the 16-bit register-fed decode
+# without a save (save=0: the kernel without it, the pool left as it was) on SM 8.0 and,
+# shuffled and reversed, on SM 9.0, the Hopper
 # primitives' test, and the whole matrix on the SM 9.0 build (the wgmma extend
 # with its TMA and cp.async producers, tree verify with the mask words one tile
 # ahead, verify on head pairs at the even GQA groups, the wgmma forward_ragged at
@@ -142,6 +144,11 @@ cuda_attn_emu: $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_SM90_SO) $(WGMMA_E
 # pairs than SMs), both producers.  EMU_ORDER=rev
 # / shuf runs every grid's blocks in reverse / shuffled order.
 CUDA_EMU_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_EMU_PLUGDIR) --plugin cuda_attn
+# 16-bit register-fed decodes that save nothing (save=0: the decode kernel without the save,
+# no save-KV launch): d128 / d64, GQA 4 / MQA / MHA, one split and several
+CUDA_EMU_DEC16_NOSAVE_CASES := --case decode:b=4,l=600,hq=8,hkv=2,d=128,dtype=bf16,page=16,save=0,ragged=1 \
+  --case decode:b=3,l=500,hq=8,hkv=1,d=64,dtype=f16,page=1,save=0 \
+  --case decode:b=1,l=3000,hq=8,hkv=8,d=128,dtype=f16,page=64,save=0
 # fp8 decodes that the wave rule splits further on the SM 9.0 build's 132 SMs (6 splits a
 # request each, where a 16-bit pool's plan gives 4)
 CUDA_EMU_FP8_SPLIT_CASES := --case decode:b=16,l=2048,hq=32,hkv=8,d=128,dtype=bf16,kvdtype=fp8_e4m3,page=16 \
@@ -199,16 +206,11 @@ cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) 
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf --filter decode; \
 	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
 	    $(CUDA_EMU_DEC16_CASES); done
-	@echo "== cuda_attn on the emulator, decode_fused_save=1 (lever: the decode grid saves the new tokens): the decode cases on SM 8.0 against the default's (same seed: the same NMSE and max error, the pools exact), and on SM 9.0 with the three split cases, blocks shuffled and reversed"
-	$(CUDA_EMU_CHECK) --conf tests/cuda_emu/conf_decode_fused_save.json --filter decode --seed 23 --json \
-	  > $(BUILD)/emu_fused_save_on.json
-	$(CUDA_EMU_CHECK) --no-conf --filter decode --seed 23 --json > $(BUILD)/emu_fused_save_off.json
-	python3 tests/cuda_emu/same_results.py $(BUILD)/emu_fused_save_on.json $(BUILD)/emu_fused_save_off.json
+	@echo "== cuda_attn on the emulator: the 16-bit register-fed decode without a save (save=0), SM 8.0, then SM 9.0 shuffled and reversed"
+	$(CUDA_EMU_CHECK) --no-conf $(CUDA_EMU_DEC16_NOSAVE_CASES)
 	@set -e; for o in shuf rev; do \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_decode_fused_save.json --filter decode; \
-	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	    --conf tests/cuda_emu/conf_decode_fused_save.json $(CUDA_EMU_DEC16_CASES); done
+	  EMU_ORDER=$$o $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	    $(CUDA_EMU_DEC16_NOSAVE_CASES); done
 	$(WGMMA_EMU_TEST)
 	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend, kernel=auto, blocks shuffled (the whole matrix)"
 	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf

@@ -42,10 +42,7 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 /* A lever's option (a boolean, unset or empty: off) into *on; a value that is
  * not a boolean fails as ca_read_options.  The levers' options are read with it
- * at create (docs/cuda.md's options, bench/gpu/levers/):
- * - "decode_fused_save": a 16-bit pool's register-fed decode saves the new
- *   tokens' K / V itself (each request's last split block, before its loads)
- *   in place of the save-KV launch before it (attn_kernels.dec_save). */
+ * at create (docs/cuda.md's options, bench/gpu/levers/); none is live now. */
 int ca_read_lever(const sgl_attn_create_args *a, const char *name, int *on);
 const char *ca_kernel_option_name(int option);
 /* The blocks per SM the fp8 decode_reg's registers allow: its launch bound

@@ -410,9 +410,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, decode_fused_save = 0;
-    if ((rc = ca_read_options(a, &option)) || (rc = ca_read_lever(a, "decode_fused_save", &decode_fused_save)))
-        return rc;
+    int option = CA_KERNEL_AUTO;
+    if ((rc = ca_read_options(a, &option))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -437,7 +436,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                  ca_kernel_option_name(option));
         return SGL_ATTN_E_UNSUPPORTED;
     }
-    kern.dec_save = decode_fused_save && !kern.kv_fp8 && kern.decode == ATTN_DECODE_REG;
+    kern.dec_save = !kern.kv_fp8 && kern.decode == ATTN_DECODE_REG;
     kern.head_dim = m->head_dim_qk;
     kern.sm_count = dev.sm_count > 0 ? dev.sm_count : 1;
 
@@ -553,7 +552,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if (wave)
         snprintf(dec_note, sizeof dec_note, " (fp8 e4m3 pool, splits by the wave rule on %d block slots)", wave_slots);
     else if (b->kern.dec_save)
-        snprintf(dec_note, sizeof dec_note, " (decode_fused_save=1: the new tokens saved by the decode grid)");
+        snprintf(dec_note, sizeof dec_note, " (16-bit pool: a saving decode saves the new tokens in its grid)");
     else
         dec_note[0] = 0;
     sgl_sdk_log(b->host, SGL_ATTN_LOG_INFO, CA_NAME,

@@ -444,7 +444,7 @@ static int check_enc_save(ca_backend *b, const sgl_attn_forward_args *a, const c
 /* Checks shared by both forwards; fills p (all but the work lists) and, when
  * the forward has a dual_chunk block, *dual = 1 and dca.  The new tokens'
  * save goes to *late instead of a launch where the caller's kernel does it
- * (the direct extend's programmatic dependent; decode_fused_save's decode). */
+ * (the direct extend's programmatic dependent; the 16-bit register-fed decode). */
 static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode, const char *call, attn_fwd *p,
                          int32_t *T, int *dual, attn_dca *dca, int *split, attn_save *late) {
     ca_msg m = {b->err, sizeof b->err, call};
@@ -697,8 +697,11 @@ static int forward_setup(ca_backend *b, const sgl_attn_forward_args *a, int mode
             *late = s;
             return SGL_ATTN_OK;
         }
-        /* option decode_fused_save: the register-fed decode saves them itself,
-         * each request's last split block before its loads (decode_reg.cu) */
+        /* a 16-bit pool's register-fed decode saves them itself, each request's
+         * last split block before its loads (decode_reg.cu): one launch a decode
+         * forward.  Cross attention (the encoder's rows, no new token a request),
+         * dual chunk, fp8 pools, the other decodes and every extend keep the
+         * save-KV launch before their kernel. */
         if (mode == SGL_ATTN_MODE_DECODE && b->kern.dec_save && !L->is_cross && !*dual && late) {
             *late = s;
             return SGL_ATTN_OK;

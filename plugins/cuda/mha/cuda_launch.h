@@ -46,9 +46,9 @@ typedef struct attn_kernels {
                        extend is wgmma, else mma (cuda_attn_choice.c; mma where the wgmma DCA
                        kernels' setup fails, attn_kernels_setup) */
     int dc_tma;     /* dc_extend wgmma: its TMA-producer kernel is set up */
-    int dec_save;   /* option decode_fused_save on a 16-bit pool's register-fed decode: a
-                       self-attention decode without dual chunk saves its new tokens in the
-                       decode grid (attn_launch_decode_reg_save), not a launch before it */
+    int dec_save;   /* a 16-bit pool's register-fed decode: a self-attention decode without
+                       dual chunk that saves its new tokens does so in the decode grid
+                       (attn_launch_decode_reg_save), not a launch before it */
 } attn_kernels;
 
 /* The tiles the chosen kernels plan with (pure C, cuda_attn_choice.c). */
@@ -69,7 +69,8 @@ int attn_launch_extend(const attn_kernels *k, const attn_fwd *p, const attn_kv_t
  * loads (attn_decode_finish's FM); fp8 pools: the per-element merge. */
 int attn_launch_decode_reg(int dtype, int kv_fp8, int head_dim, const attn_fwd *p, int grid_items, void *stream);
 /* The same 16-bit decode (bf16 / f16 pool) saving the batch's new tokens
- * itself (option decode_fused_save): the block of each request's last split
+ * itself (the decode forward's launch where save_kv_cache is set, the layer is
+ * self attention and not dual chunk; kernels.dec_save): the block of each request's last split
  * writes the token's K / V row of its kv head as s says (save_kv.cuh's copy)
  * before it reads the pool; s.t must be p->num_tokens (one token a request). */
 int attn_launch_decode_reg_save(int dtype, int head_dim, const attn_fwd *p, const attn_save *s, int grid_items,

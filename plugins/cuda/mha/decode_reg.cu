@@ -43,8 +43,11 @@
  * bytes at a time (dr_kv), pairing a word's bytes 0 / 2 and 1 / 3, so Q's
  * values are paired the same way there.
  *
- * Fused save (template FS, option decode_fused_save; 16-bit pools): the
- * block of a request's last split (the one whose columns end at the new
+ * Fused save (template FS; 16-bit pools): a decode forward that saves its
+ * new tokens (save_kv_cache set, self attention, not dual chunk) launches
+ * this kernel with the save (attn_launch_decode_reg_save); one that does not
+ * save, and every fp8 pool, launches it without (attn_launch_decode_reg).
+ * With the save, the block of a request's last split (the one whose columns end at the new
  * token) first copies that token's K and V rows of its kv head into the pool
  * with save_kv.cuh's copy, then a block barrier, then the decode as above, so
  * the forward needs no save launch.  No other block reads that row: a

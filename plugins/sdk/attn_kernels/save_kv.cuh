@@ -13,7 +13,7 @@
 /* Piece c (16 bytes) of token tok's K and V rows of kv head h into the pool
  * slot the token saves to: the one copy of every save, the grid-stride one
  * below and cuda_attn's decode that saves its requests' new tokens itself
- * (decode_reg.cu, option decode_fused_save).  A bad slot is noted once per
+ * (decode_reg.cu, 16-bit pools).  A bad slot is noted once per
  * token, by the piece that passes note. */
 GC_DEV void attn_save_kv_piece(const attn_save &s, int tok, int h, int c, bool note) {
     const int64_t slot = attn_save_slot(s, tok, note);
