@@ -147,6 +147,7 @@ int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *s
     a.max_context = 1024;
     a.inner = &s->inner.base;
     a.inner_caps = &caps;
+    a.host = lt_host_api(); /* the create line: lt_create_log */
     a.error = err;
     a.error_size = sizeof err;
     int rc = pl->create(&a, &s->b);

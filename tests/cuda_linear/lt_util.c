@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,8 +239,23 @@ void lt_sync(void) { die_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 
 /* ------------------------------------------------------------- plugins */
 
+char lt_create_log[512];
+
+/* keeps the wrappers' create line (the kernels an instance chose); prints nothing */
 static void host_log(void *ctx, int level, const char *plugin, const char *fmt, ...) {
-    (void)ctx, (void)level, (void)plugin, (void)fmt;
+    (void)ctx, (void)level;
+    if (!plugin || strcmp(plugin, "cuda_linear")) return;
+    char line[sizeof lt_create_log];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (strstr(line, " bytes on the device")) memcpy(lt_create_log, line, sizeof line);
+}
+
+int lt_sm_count(void) {
+    int v = 0;
+    return cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess ? v : -1;
 }
 static const char *host_option(void *ctx, const char *plugin, const char *key) {
     (void)ctx, (void)plugin, (void)key;

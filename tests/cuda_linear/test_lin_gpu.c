@@ -37,14 +37,15 @@
  *     LT_QUICK=13  the fused chunk kernel (fused_chunk = always, chunk_fused_cp.cu): gdn at V 64 / 128, both
  *                  state dtypes, every scenario with an extend, chunk ends at every offset, caller-owned
  *                  state; the configs the option does not serve (memcheck / racecheck of the kernel)
- *     LT_QUICK=14  the stream decode's L2 prefetch ahead (decode_l2_ahead): each decode config (LT_QUICK=4's)
- *                  with the option off (outputs recorded), then with the prefetch 1, 3, 5 or 7 blocks ahead
- *                  (decode_l2_ahead_blocks: the tests' grids are far smaller than a wave), then one wave ahead
- *                  (decode_l2_ahead=1: past every test grid, so nothing is prefetched): the outputs the same
- *                  bits; on the emulator the prefetched bytes counted (some where the stream decode runs, none
- *                  past the grid or without it; the emulator also reads each prefetch's first and last byte,
- *                  for ASan); then the decode and verify graphs with the option (the full run takes the
- *                  quick set's decode configs)
+ *     LT_QUICK=14  the stream decode's L2 prefetch ahead: each decode config (LT_QUICK=4's) without it
+ *                  (decode_l2_ahead_blocks=0; outputs recorded), then with the prefetch 1, 3, 5 or 7 blocks
+ *                  ahead (the tests' grids are far smaller than the default distance), then with the option
+ *                  unset (the default: SMs blocks ahead for the bf16 state, past every test grid; none for
+ *                  the float32 state): the outputs the same bits, the create line naming the distance; on the
+ *                  emulator the prefetched bytes counted (some where the stream decode runs, none past the
+ *                  grid or without it; the emulator also reads each prefetch's first and last byte, for
+ *                  ASan); then the decode and verify graphs with the option (the full run takes the quick
+ *                  set's decode configs)
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -230,10 +231,10 @@ static void run_cfg(const cfg *c) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " seg=%s", c->seg);
     }
-    const char *l2a_w = getenv("SGL_ATTN_LIN_DECODE_L2_AHEAD"), *l2a_b = getenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
-    if (l2a_w || l2a_b) { /* l2a_tests */
+    const char *l2a_b = getenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
+    if (l2a_b) { /* l2a_tests */
         const size_t l = strlen(label);
-        snprintf(label + l, sizeof label - l, " l2_ahead=%s %s", l2a_b ? l2a_b : l2a_w, l2a_b ? "blocks" : "waves");
+        snprintf(label + l, sizeof label - l, " l2_ahead=%s blocks", l2a_b);
     }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
@@ -977,42 +978,64 @@ static const ccfg caller_configs[] = {
 };
 
 
-/* decode_l2_ahead (LT_QUICK=14; the full run: the decode configs also in the quick set): each config with the
- * option off (outputs recorded), then prefetching 1, 3, 5 or 7 blocks ahead, then one wave ahead (132 or 108
- * SMs x 6 or 4 blocks on the emulator: past every grid here): the same bits.  Where the emulator counts the
- * prefetched bytes: some where the stream decode runs (K = 128, the fast variant), none past the grid, none
- * with the option off or without the stream decode.  Then the decode and verify graphs, 2 blocks ahead. */
+/* The stream decode's L2 prefetch ahead (LT_QUICK=14; the full run: the decode configs also in the quick set):
+ * each config without it (decode_l2_ahead_blocks=0; outputs recorded), then prefetching 1, 3, 5 or 7 blocks
+ * ahead, then with the option unset (the default: one block per SM for the bf16 state, 132 or 108 on the
+ * emulator, past every grid here; none for the float32 state): the same bits.  The create line names the
+ * distance where the stream decode runs (K = 128, the fast variant): the option's, else the default's (SMs for
+ * the bf16 state, none for the float32 state; lin_decode_l2a_blocks, test_lin_pure).  Where the emulator counts
+ * the prefetched bytes: some at the small distances where the stream decode runs, none at 0, past the grid or
+ * without the stream decode.  Then the decode and verify graphs, 2 blocks ahead. */
 static void l2a_tests(int set) {
     static const char *const dist[] = {"1", "3", "5", "7"};
     const int counted = lt_l2_prefetch_bytes() >= 0; /* the emulator */
+    const int sms = lt_sm_count();
+    LT_CHECK(sms > 0, "the device's SM count: %d", sms);
     int k = 0;
+    char want[96];
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const cfg *c = &configs[i];
         if (!(c->sets & Q4) || (set == F && !(c->sets & Q1))) continue;
         const int stream = c->kind != SHORT && c->sh.dk == 128 && !strcmp(c->variant, "fast");
         lt_rec_reset();
         lt_rec_mode = 1;
+        setenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "0", 1);
         long long b0 = lt_l2_prefetch_bytes();
+        lt_create_log[0] = 0;
         run_cfg(c);
         long long b1 = lt_l2_prefetch_bytes();
-        LT_CHECK(!counted || b1 == b0, "config %zu, decode_l2_ahead off: %lld bytes prefetched", i, b1 - b0);
+        LT_CHECK(!counted || b1 == b0, "config %zu, decode_l2_ahead_blocks=0: %lld bytes prefetched", i, b1 - b0);
+        LT_CHECK(!strstr(lt_create_log, "L2 prefetch") && (!stream || strstr(lt_create_log, "(stream decode)")),
+                 "config %zu, decode_l2_ahead_blocks=0: the create line \"%s\"", i, lt_create_log);
         const char *d = dist[k++ % 4];
         setenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", d, 1);
         lt_rec_mode = 2;
+        lt_create_log[0] = 0;
         run_cfg(c);
         b0 = b1;
         b1 = lt_l2_prefetch_bytes();
         LT_CHECK(!counted || (stream ? b1 > b0 : b1 == b0), "config %zu, decode_l2_ahead_blocks=%s: %lld bytes prefetched "
                  "(the stream decode %s)", i, d, b1 - b0, stream ? "runs: expected some" : "does not run: expected none");
+        snprintf(want, sizeof want, "(stream decode, L2 prefetch %s blocks ahead)", d);
+        LT_CHECK(stream ? !!strstr(lt_create_log, want) : !strstr(lt_create_log, "L2 prefetch"),
+                 "config %zu, decode_l2_ahead_blocks=%s: the create line \"%s\"", i, d, lt_create_log);
         unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
-        setenv("SGL_ATTN_LIN_DECODE_L2_AHEAD", "1", 1);
         lt_rec_rewind();
+        lt_create_log[0] = 0;
         run_cfg(c);
         b0 = b1;
         b1 = lt_l2_prefetch_bytes();
-        LT_CHECK(!counted || b1 == b0, "config %zu, decode_l2_ahead=1 (one wave, past the grid): %lld bytes prefetched", i,
-                 b1 - b0);
-        unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD");
+        LT_CHECK(!counted || b1 == b0, "config %zu, the default distance (past every test grid): %lld bytes prefetched",
+                 i, b1 - b0);
+        if (stream && c->st == SGL_ATTN_DT_BF16) {
+            snprintf(want, sizeof want, "(stream decode, L2 prefetch %d blocks ahead)", sms);
+            LT_CHECK(!!strstr(lt_create_log, want), "config %zu, bf16 state, the default: the create line \"%s\" "
+                     "lacks \"%s\"", i, lt_create_log, want);
+        } else {
+            LT_CHECK(!strstr(lt_create_log, "L2 prefetch") && (!stream || strstr(lt_create_log, "(stream decode)")),
+                     "config %zu, %s, the default: no prefetch expected; the create line \"%s\"", i,
+                     stream ? "f32 state" : "no stream decode", lt_create_log);
+        }
         lt_rec_mode = 0;
         lt_rec_reset();
     }

@@ -127,11 +127,11 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead, decode_l2_ahead_blocks and
-         * sync_check
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks and sync_check
          * take their values or auto (a GPU-less create then fails later, at the device); anything else is
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
-         * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma) accept only auto */
+         * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
+         * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead) accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
             const char *env, *val, *refusal; /* NULL: passes the option check */
@@ -164,11 +164,12 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_FUSED_CHUNK", "auto", NULL},
             {"SGL_ATTN_LIN_FUSED_CHUNK", "2", "environment SGL_ATTN_LIN_FUSED_CHUNK = \"2\": expected auto, 1, true, yes, on"},
             {"SGL_ATTN_LIN_FUSED_CHUNK", "fused", "SGL_ATTN_LIN_FUSED_CHUNK = \"fused\": expected auto, 1, true"},
-            {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "1", NULL},
             {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "auto", NULL},
-            {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "9", "environment SGL_ATTN_LIN_DECODE_L2_AHEAD = \"9\": expected an integer 0..8 or auto"},
-            {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "on", "SGL_ATTN_LIN_DECODE_L2_AHEAD = \"on\": expected an integer 0..8"},
+            {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "1", "SGL_ATTN_LIN_DECODE_L2_AHEAD = \"1\": expected auto (the kernels it chose between"},
+            {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "0", "SGL_ATTN_LIN_DECODE_L2_AHEAD = \"0\": expected auto"},
             {"SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "7", NULL},
+            {"SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "0", NULL},
+            {"SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "auto", NULL},
             {"SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "-1", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS = \"-1\": expected an integer 0..1048576"},
             {"SGL_ATTN_LIN_FUSED_EXP2", "auto", NULL},
             {"SGL_ATTN_LIN_FUSED_EXP2", "1", "SGL_ATTN_LIN_FUSED_EXP2 = \"1\": expected auto (the kernels it chose between"},

@@ -212,6 +212,19 @@ static int check_float(const DLTensor *t, const char *name, int device, int ndim
 
 /* The segmented state pass: its buffer at create and the per-call rule (lin_sizing.c), expectations worked
  * out by hand from the rule in docs/cuda_linear.md for 132 SMs. */
+/* The stream decode's L2 prefetch distance: the option where set (any state dtype, 0 included), else one block
+ * per SM for the bf16 state and none for the float32 state */
+static void test_l2a_rule(void) {
+    LT_CHECK(lin_decode_l2a_blocks(-1, LIN_DT_BF16, 132) == 132 && lin_decode_l2a_blocks(-1, LIN_DT_BF16, 108) == 108,
+             "auto, bf16 state: one block per SM (132: %d, 108: %d)", lin_decode_l2a_blocks(-1, LIN_DT_BF16, 132),
+             lin_decode_l2a_blocks(-1, LIN_DT_BF16, 108));
+    LT_CHECK(lin_decode_l2a_blocks(-1, LIN_DT_F32, 132) == 0, "auto, f32 state: no prefetch (%d)",
+             lin_decode_l2a_blocks(-1, LIN_DT_F32, 132));
+    LT_CHECK(lin_decode_l2a_blocks(0, LIN_DT_BF16, 132) == 0 && lin_decode_l2a_blocks(7, LIN_DT_BF16, 132) == 7 &&
+                 lin_decode_l2a_blocks(396, LIN_DT_F32, 132) == 396 && lin_decode_l2a_blocks(3, LIN_DT_F32, 108) == 3,
+             "the option's distance over the rule, either state dtype");
+}
+
 /* fused_chunk: the kind and dims the fused chunk kernel serves, and the rule of its value 1 (requests x value
  * heads fill half the SMs; smaller batches the unfused kernels); 2 takes every batch, 0 none */
 static void test_fused_cp(void) {
@@ -546,6 +559,7 @@ int main(void) {
     test_paths();
     test_segments();
     test_fused_cp();
+    test_l2a_rule();
     test_checks();
     printf("test_lin_pure: %d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");
     return lt_failures ? 1 : 0;

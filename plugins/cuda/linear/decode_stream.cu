@@ -27,15 +27,19 @@
  * plainly (the griddepcontrol instructions compile to nothing there).
  * Verify with keep writes the state after each token to the step copies and
  * leaves the main state alone (the prep: the conv step copies).
- * Option decode_l2_ahead (p.dec_l2a = D > 0; the kernel's L2A instantiation):
+ * The L2 prefetch ahead (p.dec_l2a = D > 0; the kernel's L2A instantiation):
  * each block also asks L2 for the state tile of block b + D, b its own index
- * in launch order (x fastest, then y, then z), D by default a whole number of
- * waves of resident blocks: blocks start roughly in that order, so the tile
- * is in L2 when its block starts and loads it, and the DRAM reads no longer
- * rise and fall with the resident blocks' load / compute phases.  The tile is
- * contiguous (RT rows of K): one cp.async.bulk.prefetch.L2 by one thread on
- * SM 9.0, one prefetch.global.L2 per 128-byte line on SM 8.x.  A prefetch
- * changes no value: the outputs and state are the default's bits. */
+ * in launch order (x fastest, then y, then z): blocks start roughly in that
+ * order, so the tile is in L2 when its block starts and loads it, and the
+ * DRAM reads no longer rise and fall with the resident blocks' load / compute
+ * phases.  D is one block per SM for the bf16 state by default and 0 (the
+ * instantiation without it) for the float32 state, whose decode it speeds up
+ * by too little (lin_decode_l2a_blocks; the option decode_l2_ahead_blocks
+ * sets D for either); a grid of D blocks or fewer has nothing to prefetch
+ * and takes the kernel without it.  The tile is contiguous (RT rows of K):
+ * one cp.async.bulk.prefetch.L2 by one thread on SM 9.0, one
+ * prefetch.global.L2 per 128-byte line on SM 8.x.  A prefetch changes no
+ * value: the outputs and state are the default's bits. */
 #include "decode_row.cuh"
 
 #define LK_STREAM_THREADS 128
@@ -71,7 +75,7 @@ LK_DEV void lk_l2_prefetch(const char *a, int bytes) {
 #endif
 }
 
-/* decode_l2_ahead: the state tile of the block p.dec_l2a blocks after this one in launch order, unless that is
+/* The L2 prefetch ahead: the state tile of the block p.dec_l2a blocks after this one in launch order, unless that is
  * past the grid or its request is padding or empty (the plan words: written by an earlier kernel, so read
  * before lk_pdl_wait; a warp that waits on them waits once, with its own state loads already in flight) */
 template <int SDT> LK_DEV void lk_stream_l2_ahead(const lin_fwd &p) {
@@ -130,7 +134,7 @@ __global__ __launch_bounds__(LK_STREAM_THREADS, lk_stream<SDT>::MINB) void lin_d
         }
     }
 
-    /* ---- decode_l2_ahead: after this tile's loads, which it does not delay */
+    /* ---- the L2 prefetch ahead: after this tile's loads, which it does not delay */
     if constexpr (L2A) lk_stream_l2_ahead<SDT>(p);
 
     /* ---- the operands of the prep kernel (decode_operands.cuh's layout), after the prep grid is done (the
@@ -156,7 +160,8 @@ extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
     cudaStream_t st = (cudaStream_t)stream;
     const int RT = LIN_STREAM_ROWS(p.st_dt);
     const dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));
-    const bool l2a = p.dec_l2a > 0; /* option decode_l2_ahead */
+    /* the L2 prefetch ahead where some block has a successor D blocks on */
+    const bool l2a = p.dec_l2a > 0 && (int64_t)p.dec_l2a < (int64_t)grid.x * grid.y * grid.z;
     const cudaError_t ce =
         p.st_dt == LIN_DT_BF16
             ? (l2a ? LK_LAUNCH_PDL(p.dq_pdl, (lin_decode_stream_kernel<LIN_DT_BF16, true>), grid, LK_STREAM_THREADS, 0, st, p)

@@ -120,6 +120,10 @@ int lin_fused_cp_dims_ok(const lin_dims *d);
 int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs);
 int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_count, int32_t bs, int32_t T, int vt,
                      int32_t *seg_max);
+/* The stream decode's L2 prefetch distance in blocks (decode_stream.cu; 0: none): the option
+ * decode_l2_ahead_blocks where it is set (opt >= 0), else by the state dtype: bf16 one block per SM
+ * (sm_count), float32 none (its prefetch gains too little: docs/lab/linear.md) */
+int lin_decode_l2a_blocks(int opt, int st_dt, int sm_count);
 /* The option kernel's names, by LIN_VARIANT_* ("simple", "fast"). */
 extern const char *const lin_variant_names[2];
 const char *lin_variant_name(int v);
@@ -173,8 +177,8 @@ typedef struct lin_inst {
     int vt;                /* chunked phase 2's state-row tile: 16, 32, or 0 = by batch size */
     int seg;               /* the state pass's segments: -1 by the batch (lin_seg_plan), 0 never, N chunks */
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
-    int l2a_waves;         /* decode_l2_ahead: the stream decode's L2 prefetch distance in waves (0: off) */
-    int l2a_blocks;        /* decode_l2_ahead_blocks: the same in blocks, over the waves (0: by the waves) */
+    int l2a_blocks;        /* the stream decode's L2 prefetch distance in blocks (0: none): the option
+                            * decode_l2_ahead_blocks, else by the state dtype (lin_decode_l2a_blocks) */
     int fused_cp;          /* fused_chunk: 1 where requests x value heads fill half the SMs (default), 0 off, 2 always;
                             * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
                             * kernel's shared memory) */

@@ -59,8 +59,8 @@ typedef struct lin_options {
     int sync_check; /* debug: planning and state_commit wait for the device to report what only it can check */
     int seg;        /* segment_chunks: -1 auto, 0 off, N chunks per segment */
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
-    int l2a_waves;  /* decode_l2_ahead: the stream decode's L2 prefetch distance in waves of resident blocks (0 off) */
-    int l2a_blocks; /* decode_l2_ahead_blocks: ... in blocks, over the waves (0: by the waves) */
+    int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
+                     * the state dtype: lin_decode_l2a_blocks) */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -97,7 +97,7 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
  * written for those builds does not silently run something else. */
 static int read_options(const sgl_attn_create_args *a, const char *name, lin_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, name);
-    int64_t vt = 0, seg = -1, l2a_waves = 0, l2a_blocks = 0;
+    int64_t vt = 0, seg = -1, l2a_blocks = -1;
     int rc;
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_LIN_KERNEL", lin_variant_names, 2, LIN_VARIANT_FAST,
                                  &o->variant)) ||
@@ -105,12 +105,10 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
-        (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead", "SGL_ATTN_LIN_DECODE_L2_AHEAD", 0, 0, 8, &l2a_waves)) ||
-        (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", 0, 0, 1 << 20,
+        (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
                               &l2a_blocks)))
         return rc;
     o->seg = (int)seg;
-    o->l2a_waves = (int)l2a_waves;
     o->l2a_blocks = (int)l2a_blocks;
     char from[96];
     if (vt != 0 && vt != 16 && vt != 32) {
@@ -127,14 +125,15 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_DECODE_RING", "decode_ring"}, {"SGL_ATTN_LIN_DECODE_RING_GRID", "decode_ring_grid"},
         {"SGL_ATTN_LIN_DECODE_RING_FOLD", "decode_ring_fold"}, {"SGL_ATTN_LIN_FUSED_EXP2", "fused_exp2"},
         {"SGL_ATTN_LIN_FUSED_TMMA", "fused_tmma"}, {"SGL_ATTN_LIN_DECODE_PREP_WAVE", "decode_prep_wave"},
-        {"SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", "decode_prep_wave_grid"}};
+        {"SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", "decode_prep_wave_grid"},
+        {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "decode_l2_ahead"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead, decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -191,14 +190,13 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->vt = opt.vt;
     w->seg = opt.seg;
     w->sync_check = opt.sync_check;
-    w->l2a_waves = opt.l2a_waves;
-    w->l2a_blocks = opt.l2a_blocks;
     /* fused_chunk serves gdn's bf16 extend at K = 128, V 64 / 128, with the kernel's shared memory (SM 9.0);
      * everything else keeps the unfused kernels */
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
     w->sm_count = dev.sm_count;
+    w->l2a_blocks = lin_decode_l2a_blocks(opt.l2a_blocks, lin_state_dt(&d), dev.sm_count);
     w->sm_major = dev.sm_major;
     w->max_reqs = a->max_reqs;
     w->max_tokens = a->max_tokens;
@@ -237,8 +235,13 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         destroy(&w->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
+    char stream_what[64] = "";
+    if (w->L.need_stream && w->l2a_blocks)
+        snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
+    else if (w->L.need_stream)
+        snprintf(stream_what, sizeof stream_what, " (stream decode)");
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
@@ -246,8 +249,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                                      "smaller ones the unfused kernels)"
                 : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "",
-                w->L.need_stream ? " (stream decode)" : "",
-                w->L.need_stream && (opt.l2a_waves || opt.l2a_blocks) ? " (decode_l2_ahead)" : "",
+                stream_what,
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;

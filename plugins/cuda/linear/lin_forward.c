@@ -157,10 +157,8 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
-    /* decode_l2_ahead: a wave is the stream kernel's resident blocks, SMs x its launch bounds' blocks per SM */
-    p->dec_l2a = !L->need_stream ? 0
-                 : w->l2a_blocks ? w->l2a_blocks
-                                 : w->l2a_waves * w->sm_count * LIN_STREAM_MINB(p->st_dt);
+    /* the stream decode's L2 prefetch distance (create chose it: lin_decode_l2a_blocks) */
+    p->dec_l2a = L->need_stream ? w->l2a_blocks : 0;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {

@@ -122,8 +122,8 @@ typedef struct lin_fwd {
     float *dq;
     int32_t dq_per;   /* floats per group (lin_launch_decode_stream sets it) */
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
-    int32_t dec_l2a;  /* option decode_l2_ahead: each stream block asks L2 for the state tile of the block this
-                       * many blocks after it in launch order (0: off) */
+    int32_t dec_l2a;  /* the L2 prefetch ahead: each stream block asks L2 for the state tile of the block this
+                       * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
@@ -181,7 +181,7 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
     return (lin_decode_smem_bytes(kind, K, V, gsz, gc, n) / sizeof(float) + 3) & ~(size_t)3;
 }
 #define LIN_STREAM_ROWS(st_dt) ((st_dt) == LIN_DT_F32 ? 32 : 64)
-/* the stream kernel's resident blocks per SM (its launch bounds; decode_l2_ahead's wave) */
+/* the stream kernel's resident blocks per SM (its launch bounds) */
 #define LIN_STREAM_MINB(st_dt) ((st_dt) == LIN_DT_F32 ? 6 : 4)
 
 /* Shared memory of the fused chunked kernels (K = 128, chunk 64), the
