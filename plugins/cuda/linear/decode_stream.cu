@@ -50,7 +50,7 @@ static_assert(LK_STREAM_THREADS == LK_ROWS_THREADS, "decode_row.cuh's tile is 4 
 template <int SDT> struct lk_stream : lk_rows<SDT, LK_STREAM_NLD> {
     /* resident blocks per SM the registers are budgeted for (fp32: 6 x 16 KB in flight, 80 registers; at
      * 8 blocks ptxas spills) */
-    static constexpr int MINB = LIN_STREAM_MINB(SDT);
+    static constexpr int MINB = SDT == LIN_DT_F32 ? 6 : 4;
     static constexpr int TILE_BYTES = lk_rows<SDT, LK_STREAM_NLD>::RT * LIN_TC_K * lk_rows<SDT, LK_STREAM_NLD>::ESZ;
 };
 

@@ -181,8 +181,6 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
     return (lin_decode_smem_bytes(kind, K, V, gsz, gc, n) / sizeof(float) + 3) & ~(size_t)3;
 }
 #define LIN_STREAM_ROWS(st_dt) ((st_dt) == LIN_DT_F32 ? 32 : 64)
-/* the stream kernel's resident blocks per SM (its launch bounds) */
-#define LIN_STREAM_MINB(st_dt) ((st_dt) == LIN_DT_F32 ? 6 : 4)
 
 /* Shared memory of the fused chunked kernels (K = 128, chunk 64), the
  * largest of the chunked extend's (lin_create.c checks the device has it).

@@ -179,9 +179,8 @@ int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs) {
 
 int lin_decode_l2a_blocks(int opt, int st_dt, int sm_count) {
     if (opt >= 0) return opt;
-    /* measured on the decode set (docs/lab/linear.md): the bf16 state's decode is about 1.13x faster with
-     * the prefetch one block per SM ahead, the best of the distances tried (a quarter of that to two
-     * waves); the float32 state's gains at most 1.02x at any distance and loses at a wave or more, so it
-     * keeps no prefetch */
+    /* the bf16 state's stream kernel (4 blocks an SM, issue-bound) gains most from tiles landed in L2 one
+     * block per SM ahead; the float32 state's (6 blocks an SM) keeps more of its own loads in flight and
+     * gains too little from any distance to pay for the plan reads (docs/lab/linear.md) */
     return st_dt == LIN_DT_BF16 && sm_count > 0 ? sm_count : 0;
 }

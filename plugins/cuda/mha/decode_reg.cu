@@ -357,6 +357,7 @@ GC_DEV uint4 dr_q_pairs(uint4 v) {
  * holds the token's column (plan.cuh gives every request one, an empty one
  * too).  The branch is block-uniform.  Without FS (no s): nothing. */
 template <int D> GC_DEV void dr_fused_save(const attn_decode_item &, int) {}
+static_assert(ATTN_DR_HEADS <= ATTN_DR_HBLOCK, "the fused save: one block per (item, kv head) writes and reads its row");
 template <int D> GC_DEV void dr_fused_save(const attn_decode_item &it, int kvh, const attn_save &s) {
     static_assert(D / 8 <= ATTN_DR_WARPS * 32, "the fused save: a 16-byte piece a thread");
     if (it.split != it.nsplit - 1) return;
@@ -504,29 +505,26 @@ __global__ __launch_bounds__(ATTN_DR_WARPS * 32, dr_kv<KV>::min_blocks) void att
     attn_decode_finish<DT, D, dr_kv<KV>::fm>(p, it, qh0, nh, so, sm, sl, hblock);
 }
 
-template <int DT, int D, int KV> static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st) {
+/* S: nothing, or the fused save's attn_save (16-bit pools) */
+template <int DT, int D, int KV, class... S>
+static int decode_reg(const attn_fwd *p, int grid_items, cudaStream_t st, const S &...s) {
     /* grid.y as the plan sized it: kv heads x blocks of 16 q heads (one when group <= 8) */
     const int hblocks = (p->group + ATTN_DR_HBLOCK - 1) / ATTN_DR_HBLOCK;
     dim3 grid((unsigned)grid_items, (unsigned)(p->hkv * hblocks));
-    attn_decode_reg_kernel<DT, D, KV><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p);
+    attn_decode_reg_kernel<DT, D, KV, S...><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p, s...);
     return (int)cudaGetLastError();
 }
 
-template <int KV> static int decode_reg_kv(int dtype, int d, const attn_fwd *p, int grid_items, cudaStream_t st) {
+template <int KV, class... S>
+static int decode_reg_kv(int dtype, int d, const attn_fwd *p, int grid_items, cudaStream_t st, const S &...s) {
     if (dtype == ATTN_DT_BF16) {
-        if (d == 64) return decode_reg<GC_BF16, 64, KV>(p, grid_items, st);
-        if (d == 128) return decode_reg<GC_BF16, 128, KV>(p, grid_items, st);
+        if (d == 64) return decode_reg<GC_BF16, 64, KV>(p, grid_items, st, s...);
+        if (d == 128) return decode_reg<GC_BF16, 128, KV>(p, grid_items, st, s...);
     } else {
-        if (d == 64) return decode_reg<GC_F16, 64, KV>(p, grid_items, st);
-        if (d == 128) return decode_reg<GC_F16, 128, KV>(p, grid_items, st);
+        if (d == 64) return decode_reg<GC_F16, 64, KV>(p, grid_items, st, s...);
+        if (d == 128) return decode_reg<GC_F16, 128, KV>(p, grid_items, st, s...);
     }
     return (int)cudaErrorInvalidValue;
-}
-
-template <int DT, int D> static int decode_reg_save(const attn_fwd *p, const attn_save *s, int grid_items, cudaStream_t st) {
-    dim3 grid((unsigned)grid_items, (unsigned)p->hkv); /* group <= ATTN_DR_HBLOCK: one block of q heads */
-    attn_decode_reg_kernel<DT, D, ATTN_KV_16, attn_save><<<grid, ATTN_DR_WARPS * 32, 0, st>>>(*p, *s);
-    return (int)cudaGetLastError();
 }
 
 extern "C" int attn_launch_decode_reg_save(int dtype, int d, const attn_fwd *p, const attn_save *s, int grid_items,
@@ -535,15 +533,7 @@ extern "C" int attn_launch_decode_reg_save(int dtype, int d, const attn_fwd *p, 
     if (grid_items <= 0 || p->group < 1 || p->group > ATTN_DR_HEADS || s->hkv != p->hkv || s->d != d ||
         s->t != p->num_tokens)
         return (int)cudaErrorInvalidValue;
-    const cudaStream_t st = (cudaStream_t)stream;
-    if (dtype == ATTN_DT_BF16) {
-        if (d == 64) return decode_reg_save<GC_BF16, 64>(p, s, grid_items, st);
-        if (d == 128) return decode_reg_save<GC_BF16, 128>(p, s, grid_items, st);
-    } else {
-        if (d == 64) return decode_reg_save<GC_F16, 64>(p, s, grid_items, st);
-        if (d == 128) return decode_reg_save<GC_F16, 128>(p, s, grid_items, st);
-    }
-    return (int)cudaErrorInvalidValue;
+    return decode_reg_kv<ATTN_KV_16>(dtype, d, p, grid_items, (cudaStream_t)stream, *s);
 }
 
 extern "C" int attn_launch_decode_reg(int dtype, int kv_fp8, int d, const attn_fwd *p,
