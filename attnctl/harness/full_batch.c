@@ -45,6 +45,12 @@ void fa_batch_visible(const fa_batch *fb, int i, int j, int64_t *lo, int64_t *hi
         *hi = fb->enc[i];
         return;
     }
+    /* the attention types of abi/sgl_attn.h: the count follows what each one lets a token see */
+    if (fb->c.attn == SGL_ATTN_TYPE_BIDIRECTIONAL || fb->c.attn == SGL_ATTN_TYPE_ENCODER_ONLY) {
+        *lo = fb->c.attn == SGL_ATTN_TYPE_ENCODER_ONLY ? fb->prefix[i] : 0;
+        *hi = fb->seq[i];
+        return;
+    }
     const int64_t pos = (int64_t)fb->prefix[i] + j;
     *hi = pos + 1;
     *lo = fb->c.window >= 0 && pos - fb->c.window > 0 ? pos - fb->c.window : 0;

@@ -479,3 +479,16 @@ def test_report_is_one_block_with_what_a_bug_report_needs():
     for part in ("system: ", "conf: ", "search paths:", "environment:", "plugins:", "devices:", "default: "):
         assert any(ln.startswith(part) for ln in lines), part
     assert "  CUDA_VISIBLE_DEVICES=1,0" in lines and "word39 END" in out
+
+
+def test_bench_counts_the_pairs_each_attention_type_sees():
+    """docs/harness.md counts 2 * hq * visible pairs * (d + dv); the visible pairs follow
+    abi/sgl_attn.h's attention types: causal (a token sees the prefix and the new tokens up to
+    itself), bidirectional (every key of its request), encoder-only (the new tokens only)."""
+    hq, d, prefix, new = 2, 64, 64, 32
+    pairs = {0: sum(prefix + j + 1 for j in range(new)), 1: new * (prefix + new), 2: new * new}
+    for attn, n in pairs.items():
+        case = f"extend:b=1,l={prefix + new},q={new},hq={hq},hkv={hq},d={d},dtype=f32,page=16,attn={attn}"
+        r = attnctl("bench", "--plugin", "cpu_ref", "--case", case, "--min-time", "0.01", "--json", check_rc=0)
+        got = as_json(r)["cases"][0]
+        assert got["flops"] == 2 * hq * n * (d + d), (attn, got["flops"])
