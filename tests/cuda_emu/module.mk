@@ -340,19 +340,6 @@ CUDA_MLA_EMU_SPARSE_2CTA_CASES := \
   --case 'sparse_verify:b=2,l=400,q=3,hq=64,dtype=bf16,page=64,topk=128' \
   --case 'sparse_extend:b=2,l=300,q=20,hq=128,dtype=bf16,page=64,topk=512,neg=1,ragged=1' \
   --case 'sparse_decode:b=2,l=500,hq=40,dtype=bf16,page=64,topk=256,neg=1,rec=1'
-# The option sparse_bulk (the 32-row kernel gathering each row by one bulk
-# copy on a stage mbarrier; SM 9.0 only, ignored elsewhere): the sparse
-# matrix, then the 2-CTA list (the record case keeps the 64-row kernel) and a
-# 16-way split of one token, fewer cached tokens than topk (-1 tails, whole
-# -1 tiles), causality at the diagonal of a 150-token extend, an
-# indexer-width row of 64, shuffled and reversed.
-CUDA_MLA_EMU_SPARSE_BULK_CASES := $(CUDA_MLA_EMU_SPARSE_2CTA_CASES) \
-  --case 'sparse_decode:b=1,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
-  --case 'sparse_decode:b=3,l=200,hq=64,dtype=bf16,page=16,topk=512,ragged=1' \
-  --case 'sparse_extend:b=2,l=300,q=150,hq=32,dtype=f16,page=1,topk=512,ragged=1' \
-  --case 'sparse_decode:b=3,l=300,hq=64,dtype=bf16,page=16,topk=64,idx=64,neg=1,ragged=1'
-CUDA_MLA_EMU_BULK_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla \
-  --conf tests/cuda_emu/conf_mla_sparse_bulk.json
 cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	@echo "== cuda_mla on the emulator, kernel=auto (the whole matrix)"
 	$(CUDA_MLA_EMU_CHECK) --no-conf
@@ -374,10 +361,6 @@ cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	EMU_ORDER=shuf $(CUDA_MLA_EMU_CHECK) --no-conf --filter '^sparse_'
 	EMU_ORDER=shuf $(CUDA_MLA_EMU_SM90_CHECK) $(CUDA_MLA_EMU_SPARSE_2CTA_CASES)
 	EMU_ORDER=rev $(CUDA_MLA_EMU_SM90_CHECK) $(CUDA_MLA_EMU_SPARSE_2CTA_CASES)
-	@echo "== cuda_mla on the emulator, SM 9.0, sparse_bulk=1: the sparse matrix shuffled, the bulk gather's cases shuffled and reversed"
-	EMU_ORDER=shuf $(CUDA_MLA_EMU_BULK_CHECK) --filter '^sparse_'
-	EMU_ORDER=shuf $(CUDA_MLA_EMU_BULK_CHECK) $(CUDA_MLA_EMU_SPARSE_BULK_CASES)
-	EMU_ORDER=rev $(CUDA_MLA_EMU_BULK_CHECK) $(CUDA_MLA_EMU_SPARSE_BULK_CASES)
 TEST_STEPS += cuda-mla-emu
 
 else

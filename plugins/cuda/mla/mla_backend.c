@@ -305,7 +305,7 @@ static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, co
 
 /* What the options chose (docs/cuda_mla.md). */
 typedef struct mla_options {
-    int kernel, mma, strict, log, sparse_bulk;
+    int kernel, mma, strict, log;
     int64_t idx_scratch_mb;
 } mla_options;
 
@@ -316,9 +316,11 @@ typedef struct mla_options {
  * not measure the default under its name. */
 static int read_options(const sgl_attn_create_args *a, mla_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, MLA_NAME);
-    static const char *const removed[] = {"prefetch", "plan", "sparse_kernel", "sparse_ctas", "sparse_producer"};
+    static const char *const removed[] = {"prefetch", "plan", "sparse_kernel", "sparse_ctas", "sparse_producer",
+                                          "sparse_bulk"};
     static const char *const removed_env[] = {"SGL_ATTN_MLA_PREFETCH", "SGL_ATTN_MLA_PLAN", "SGL_ATTN_MLA_SPARSE_KERNEL",
-                                              "SGL_ATTN_MLA_SPARSE_CTAS", "SGL_ATTN_MLA_SPARSE_PRODUCER"};
+                                              "SGL_ATTN_MLA_SPARSE_CTAS", "SGL_ATTN_MLA_SPARSE_PRODUCER",
+                                              "SGL_ATTN_MLA_SPARSE_BULK"};
     int rc;
     if ((rc = sgl_sdk_opt_removed(&opts, removed, removed_env, sizeof removed / sizeof removed[0])) ||
         (rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_MLA_KERNEL", mla_kernel_names, 4, MLA_KERNEL_AUTO,
@@ -327,8 +329,7 @@ static int read_options(const sgl_attn_create_args *a, mla_options *o) {
         (rc = sgl_sdk_opt_bool(&opts, "strict", "SGL_ATTN_MLA_STRICT", 0, &o->strict)) ||
         (rc = sgl_sdk_opt_bool(&opts, "log", "SGL_ATTN_MLA_LOG", 0, &o->log)) ||
         (rc = sgl_sdk_opt_int(&opts, "indexer_scratch_mb", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", MLA_IDX_SCRATCH_MB, 1,
-                              1 << 20, &o->idx_scratch_mb)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "sparse_bulk", "SGL_ATTN_MLA_SPARSE_BULK", 0, &o->sparse_bulk)))
+                              1 << 20, &o->idx_scratch_mb)))
         return rc;
     return SGL_ATTN_OK;
 }
@@ -355,7 +356,6 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     b->strict = opt.strict;
     b->log = opt.log;
     b->idx_scratch_mb = opt.idx_scratch_mb;
-    b->sparse_bulk = opt.sparse_bulk;
     if (!m->is_mla || m->head_dim_qk != MLA_D_QK || m->head_dim_v != MLA_D_V || m->num_kv_heads != 1) {
         snprintf(msg, sizeof msg,
                  "model %s: cuda_mla serves absorbed MLA only (is_mla, head dims 576/512, one KV head); "

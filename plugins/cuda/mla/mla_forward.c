@@ -84,7 +84,7 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
                               .topk_k = v.topk_k, .hq = v.hq, .num_tokens = b->t, .dt = v.q_dt,
                               .scale_log2 = v.scale_log2, .part_o = b->part_o, .part_lse = b->part_lse,
                               .stages = stages, .stream = stream, .fault = b->fault.dev, .rec = rec,
-                              .ctas = ctas, .bulk = b->sparse_bulk && ctas == 2};
+                              .ctas = ctas};
         sp.nsplit = mla_sparse_splits(b->t, v.hq, v.topk_k, b->dev.sm_count, ctas, b->part_rows, &sp.tiles_per_split);
         int e = mla_launch_sparse(&sp);
         return e ? mla_cuda_fail(b, "sparse MLA kernel launch", e) : SGL_ATTN_OK;

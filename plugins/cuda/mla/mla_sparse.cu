@@ -18,15 +18,6 @@
  * 9.0's 228 KB, so one CTA's cp.async waits and barriers run under the other's
  * MMAs; each tile is gathered once per 32 heads instead of per 64 (twice the
  * L2 -> SM traffic).
- * BULK (that kernel only, option sparse_bulk): lane i of warp 0 reads slot i
- * of the tile two tiles ahead and copies row i whole by one cp.async.bulk
- * (1152 bytes, global -> the padded row) on the stage's full mbarrier, armed
- * by lane 0's arrive.expect_tx of the valid rows' bytes; the CTA waits on the
- * mbarrier instead of a cp.async group, so one warp issues 32 copies a tile
- * where the default's 128 threads issue 2304 16-byte cp.async.  A -1 row is not copied:
- * the ring is zeroed once at the start, so a stale row is zeros or an
- * earlier valid row, finite for P = 0 x V (its score is masked as before).
- * The top-of-tile barrier still frees the stage that is refilled next.
  *   S = Q K^T over all 576 dims, masked (-inf) where the entry is -1;
  *   O += P V with V the first 512 dims of the same gathered rows;
  *   the warp split and the softmax exchange are the mma kernel's
@@ -54,7 +45,7 @@
 #define SP_ROW (MLA_D_QK + 8) /* padded smem row, elements: ldmatrix conflict-free */
 #define SP_PROW (SP_BN + 8)
 
-template <int RG, int STAGES, bool REC = false, int NW = 8, bool BULK = false> struct SpCfg {
+template <int RG, int STAGES, bool REC = false, int NW = 8> struct SpCfg {
     static constexpr int THREADS = 32 * NW;
     static constexpr int RPW = SP_BN / NW; /* gathered rows a warp: lane kk < RPW reads the slot of one */
     static constexpr int BM = 16 * RG;
@@ -69,16 +60,13 @@ template <int RG, int STAGES, bool REC = false, int NW = 8, bool BULK = false> s
     static constexpr size_t OK_BYTES = (size_t)STAGES * SP_BN * 4;
     static constexpr size_t RAW_BYTES = REC ? (size_t)STAGES * SP_BN * MLA_REC_BYTES : 0; /* the records' ring */
     static constexpr size_t RAW_OFF = Q_BYTES + KV_BYTES + P_BYTES + RED_BYTES + OK_BYTES;
-    static constexpr size_t BAR_OFF = RAW_OFF + RAW_BYTES;            /* BULK: a full mbarrier a stage */
-    static constexpr size_t SMEM = BAR_OFF + (BULK ? (size_t)STAGES * 8 : 0);
+    static constexpr size_t SMEM = RAW_OFF + RAW_BYTES;
     static_assert(KPW % 8 == 0 && NCOL % 16 == 0, "tile split");
     static_assert(Q_BYTES % 16 == 0 && KV_BYTES % 16 == 0, "16-byte rows");
     static_assert(STAGES >= 2, "the loop reloads the stage of tile j - 1");
     static_assert(RAW_OFF % 16 == 0 && MLA_REC_BYTES % 16 == 0, "16-byte record chunks");
     static_assert(SP_BN * 72 % THREADS == 0, "the dequantise loop covers the tile");
     static_assert(NW % RG == 0 && SP_BN % NW == 0 && RPW * 72 % 32 == 0, "warp split of the heads and the gather");
-    static_assert(!BULK || (!REC && SP_BN == 32 && BAR_OFF % 8 == 0 && (SP_ROW * 2) % 16 == 0),
-                  "bulk gather: 16-bit rows, lane i of warp 0 copies row i, 8-byte mbarriers, 16-byte rows");
 };
 
 /* Record layout (bytes): 512 e4m3, 4 fp32 scales (one per 128 values), 64 bf16. */
@@ -118,30 +106,9 @@ GC_DEV uint32_t rec_pair(uint32_t x, float sc) {
 #endif
 }
 
-/* BULK: the valid rows of a tile (bits of a ballot). */
-GC_DEV uint32_t sp_popc(uint32_t x) {
-#ifdef LK_EMU
-    return (uint32_t)__builtin_popcount(x);
-#else
-    return (uint32_t)__popc(x);
-#endif
-}
-/* BULK: this thread's generic-proxy shared-memory writes (the ring's zeros)
- * ordered before the bulk copies (async proxy) that later land on the same
- * bytes, once a barrier joins them.  The emulator applies both in program
- * order: nothing to fence.  Below SM 9.0 it traps: BULK runs on SM 9.0 only. */
-GC_DEV void sp_fence_proxy_async(void) {
-#if defined(LK_EMU)
-#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#else
-    __trap();
-#endif
-}
-
-template <int RG, int STAGES, int DT, bool REC = false, int NW = 8, bool BULK = false>
+template <int RG, int STAGES, int DT, bool REC = false, int NW = 8>
 __global__ __launch_bounds__(32 * NW, NW == 4 ? 2 : 1) void mla_sparse_kernel(mla_sparse_args a) {
-    typedef SpCfg<RG, STAGES, REC, NW, BULK> C;
+    typedef SpCfg<RG, STAGES, REC, NW> C;
     static_assert(!REC || DT == MLA_DT_BF16, "the record's RoPE part is bf16: q too");
     extern __shared__ __align__(16) unsigned char smem[];
     uint16_t *sQ = (uint16_t *)smem;
@@ -151,7 +118,6 @@ __global__ __launch_bounds__(32 * NW, NW == 4 ? 2 : 1) void mla_sparse_kernel(ml
     float *sSum = sMax + C::BM * C::SW;
     int32_t *sOk = (int32_t *)(smem + C::Q_BYTES + C::KV_BYTES + C::P_BYTES + C::RED_BYTES);
     unsigned char *sRaw = smem + C::RAW_OFF; /* REC: the records' ring */
-    const uint32_t bar0 = mla_smem_u32(smem + C::BAR_OFF); /* BULK: stage st's mbarrier at bar0 + 8 st */
 
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int rg = warp / C::CG, cg = warp % C::CG;
@@ -173,11 +139,10 @@ __global__ __launch_bounds__(32 * NW, NW == 4 ? 2 : 1) void mla_sparse_kernel(ml
         const bool ok = r < nrows;
         gc_cp_async16(sQ + r * SP_ROW + col * 8, (const uint16_t *)a.q + (qrow0 + (ok ? r : 0)) * MLA_D_QK + col * 8, ok);
     }
-    /* Lane kk < RPW of warp w: the slot of entry w + NW kk of tile `tile` (-1: none).
-     * BULK: lane i of warp 0 the slot of entry i (the other warps read none). */
+    /* Lane kk < RPW of warp w: the slot of entry w + NW kk of tile `tile` (-1: none). */
     auto slot_of = [&](int tile) -> int64_t {
-        const int e = (tile0 + tile) * SP_BN + (BULK ? lane : warp + NW * lane);
-        if ((BULK ? warp != 0 : lane >= C::RPW) || e >= a.topk_k) return -1;
+        const int e = (tile0 + tile) * SP_BN + warp + NW * lane;
+        if (lane >= C::RPW || e >= a.topk_k) return -1;
         const int64_t s = __ldg(row + e);
         if (s >= a.num_slots || s < -1) {
             sgl_fault_note(a.fault, SGL_FAULT_TOPK_INDICES, (int64_t)t * a.topk_k + e, s, -1, a.num_slots);
@@ -187,18 +152,6 @@ __global__ __launch_bounds__(32 * NW, NW == 4 ? 2 : 1) void mla_sparse_kernel(ml
     };
     auto issue = [&](int tile, int64_t myslot) {
         const int st = tile % STAGES;
-        if (BULK) { /* warp 0: lane i copies row i whole, one bulk copy on the stage's mbarrier */
-            if (warp != 0) return;
-            const bool ok = myslot >= 0;
-            const uint32_t bar = bar0 + 8u * (uint32_t)st;
-            const uint32_t n = sp_popc(__ballot_sync(0xffffffffu, ok));
-            if (lane == 0) mma_mbar_expect_tx(bar, n * (uint32_t)(MLA_D_QK * 2)); /* the valid rows' bytes */
-            __syncwarp();
-            if (ok) mma_bulk_g2s(mla_smem_u32(sKV + ((size_t)st * SP_BN + lane) * SP_ROW), pool + myslot * MLA_D_QK,
-                                 (uint32_t)(MLA_D_QK * 2), bar);
-            sOk[st * SP_BN + lane] = ok;
-            return;
-        }
         if (REC) {
             unsigned char *dst = sRaw + (size_t)st * SP_BN * MLA_REC_BYTES;
 #pragma unroll
@@ -222,26 +175,10 @@ __global__ __launch_bounds__(32 * NW, NW == 4 ? 2 : 1) void mla_sparse_kernel(ml
         }
         if (lane < C::RPW) sOk[st * SP_BN + warp + NW * lane] = myslot >= 0;
     };
-    if (BULK) {
-        /* A -1 row is not copied: its stale shared memory must be finite for
-         * P = 0 x V, so the ring starts as zeros (later it holds earlier
-         * valid rows).  The zeros' generic-proxy writes are fenced before
-         * the bulk copies (async proxy) that may land on them. */
-        gc_cp_async_commit(); /* Q's group */
-        for (int c = tid; c < (int)(C::KV_BYTES / 16); c += C::THREADS) ((uint4 *)sKV)[c] = make_uint4(0u, 0u, 0u, 0u);
-        if (tid < STAGES) mma_mbar_init(bar0 + 8u * (uint32_t)tid, 1u); /* warp 0 lane 0's arrive.expect_tx */
-        sp_fence_proxy_async();
-        __syncthreads();
 #pragma unroll
-        for (int st = 0; st < STAGES - 1; st++)
-            if (st < nt) issue(st, slot_of(st));
-        gc_cp_async_wait<0>(); /* Q: the loop's first barrier publishes it */
-    } else {
-#pragma unroll
-        for (int st = 0; st < STAGES - 1; st++) {
-            if (st < nt) issue(st, slot_of(st));
-            gc_cp_async_commit();
-        }
+    for (int st = 0; st < STAGES - 1; st++) {
+        if (st < nt) issue(st, slot_of(st));
+        gc_cp_async_commit();
     }
     /* the slots of tiles u and u + 1 (u = the next tile to load): read two
      * iterations before their loads are issued */
@@ -253,15 +190,14 @@ __global__ __launch_bounds__(32 * NW, NW == 4 ? 2 : 1) void mla_sparse_kernel(ml
     for (int n = 0; n < C::NCOL / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.f;
 
     for (int j = 0; j < nt; j++) {
-        if (!BULK) gc_cp_async_wait<STAGES - 2>();
-        __syncthreads(); /* tile j visible (BULK: its validity); everyone is done with tile j - 1 (its stage is reloaded next) */
+        gc_cp_async_wait<STAGES - 2>();
+        __syncthreads(); /* tile j visible; everyone is done with tile j - 1 (its stage is reloaded next) */
         const int u = j + STAGES - 1;
         if (u < nt) issue(u, kq0);
-        if (!BULK) gc_cp_async_commit(); /* one group an iteration, empty or not: the wait above counts them */
+        gc_cp_async_commit(); /* one group an iteration, empty or not: the wait above counts them */
         kq0 = kq1;
         kq1 = u + 2 < nt ? slot_of(u + 2) : -1;
         const int stage = j % STAGES;
-        if (BULK) mma_mbar_wait(bar0 + 8u * (uint32_t)stage, (uint32_t)((j / STAGES) & 1)); /* tile j's rows landed */
         const uint16_t *kv = sKV + (size_t)(REC ? 0 : stage) * SP_BN * SP_ROW;
         if (REC) { /* tile j's records -> the 16-bit tile (free: the barrier above) */
             const unsigned char *raw = sRaw + (size_t)stage * SP_BN * MLA_REC_BYTES;
@@ -428,11 +364,11 @@ template <int DT> __global__ __launch_bounds__(SP_COMB_WARPS * 32) void mla_spar
     }
 }
 
-template <int RG, int STAGES, int DT, bool REC, int NW = 8, bool BULK = false> static int launch_t(const mla_sparse_args *a) {
+template <int RG, int STAGES, int DT, bool REC, int NW = 8> static int launch_t(const mla_sparse_args *a) {
     const int bm = 16 * RG;
     dim3 grid((unsigned)((int64_t)a->num_tokens * ((a->hq + bm - 1) / bm)), (unsigned)a->nsplit);
     cudaStream_t st = (cudaStream_t)a->stream;
-    mla_sparse_kernel<RG, STAGES, DT, REC, NW, BULK><<<grid, 32 * NW, SpCfg<RG, STAGES, REC, NW, BULK>::SMEM, st>>>(*a);
+    mla_sparse_kernel<RG, STAGES, DT, REC, NW><<<grid, 32 * NW, SpCfg<RG, STAGES, REC, NW>::SMEM, st>>>(*a);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess || a->nsplit <= 1) return (int)e;
     const int64_t rows = (int64_t)a->num_tokens * a->hq;
@@ -446,7 +382,6 @@ template <int RG, int STAGES, int DT, bool REC, int NW = 8, bool BULK = false> s
 typedef SpCfg<2, 2, false, 4> SpCfg2;
 /* Two CTAs of it fit SM 9.0's 228 KB an SM (1 KB reserved a CTA). */
 static_assert(2 * (SpCfg2::SMEM + 1024) <= 228 * 1024, "the 32-row sparse kernel: two CTAs an SM");
-static_assert(2 * (SpCfg<2, 2, false, 4, true>::SMEM + 1024) <= 228 * 1024, "its bulk-gather variant too");
 template <bool REC> static size_t smem_rec(int rows, int stages) {
     if (rows == 16) return stages == 3 ? SpCfg<1, 3, REC>::SMEM : 0;
     if (rows == 32) return !REC && stages == 2 ? SpCfg2::SMEM : 0;
@@ -468,10 +403,7 @@ extern "C" size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec,
 template <int DT, bool REC> static int launch_dt(const mla_sparse_args *a) {
     const int rows = mla_sparse_rows(a->hq, a->ctas);
     if (rows == 16) return a->stages == 3 ? launch_t<1, 3, DT, REC>(a) : (int)cudaErrorInvalidValue;
-    if (rows == 32) /* two CTAs an SM (SM 9.0 only); bulk: option sparse_bulk */
-        return REC || a->stages != 2 ? (int)cudaErrorInvalidValue
-               : a->bulk             ? launch_t<2, 2, DT, false, 4, true>(a)
-                                     : launch_t<2, 2, DT, false, 4>(a);
+    if (rows == 32) return !REC && a->stages == 2 ? launch_t<2, 2, DT, false, 4>(a) : (int)cudaErrorInvalidValue;
     return a->stages == 3   ? launch_t<4, 3, DT, REC>(a)
            : a->stages == 2 ? launch_t<4, 2, DT, REC>(a)
                             : (int)cudaErrorInvalidValue;
@@ -488,14 +420,14 @@ extern "C" int mla_launch_sparse(const mla_sparse_args *a) {
     return (int)cudaErrorInvalidValue;
 }
 
-template <int RG, int STAGES, int DT, bool REC, int NW = 8, bool BULK = false> static cudaError_t attr_t(size_t optin) {
-    typedef SpCfg<RG, STAGES, REC, NW, BULK> C;
+template <int RG, int STAGES, int DT, bool REC, int NW = 8> static cudaError_t attr_t(size_t optin) {
+    typedef SpCfg<RG, STAGES, REC, NW> C;
     if (C::SMEM > optin) return cudaSuccess; /* never launched here */
-    cudaError_t e = cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT, REC, NW, BULK>,
+    cudaError_t e = cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT, REC, NW>,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)C::SMEM);
     /* two CTAs an SM: the whole carveout as shared memory, so the second fits */
     if (e == cudaSuccess && NW == 4)
-        e = cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT, REC, NW, BULK>,
+        e = cudaFuncSetAttribute(mla_sparse_kernel<RG, STAGES, DT, REC, NW>,
                                  cudaFuncAttributePreferredSharedMemoryCarveout, (int)cudaSharedmemCarveoutMaxShared);
     return e;
 }
@@ -505,7 +437,6 @@ template <int DT, bool REC> static cudaError_t attr_dt(size_t optin) {
     if (e == cudaSuccess) e = attr_t<4, 3, DT, REC>(optin);
     if (e == cudaSuccess) e = attr_t<4, 2, DT, REC>(optin);
     if (e == cudaSuccess && !REC) e = attr_t<2, 2, DT, false, 4>(optin);
-    if (e == cudaSuccess && !REC) e = attr_t<2, 2, DT, false, 4, true>(optin);
     return e;
 }
 

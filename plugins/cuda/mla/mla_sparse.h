@@ -52,7 +52,6 @@ typedef struct mla_sparse_args {
     sgl_gpu_fault_ref fault; /* where a slot outside the pool is noted */
     int32_t rec;             /* 1: the pool is FlashMLA's fp8 record (dt MLA_DT_BF16) */
     int32_t ctas;            /* CTAs an SM the kernel is shaped for: mla_sparse_ctas */
-    int32_t bulk;            /* 1: the 32-row kernel (ctas 2) gathers each row by one bulk copy (option sparse_bulk) */
 } mla_sparse_args;
 
 /* CTAs an SM the kernel for hq heads is shaped for on a device of SM major
