@@ -15,6 +15,8 @@
  * off the new tokens to the ragged wgmma kernel: extend_fp8_split.cu), and the
  * register-fed decode (create refuses the options that choose another decode
  * for them).
+ * Option extend_wgmma_dims=1 (a lever, off by default): the wgmma extend at
+ * head dims 64 and 256 too (16-bit pools, SM 9.0, kernel=auto).
  * kernel=mma runs the mma extend and the mma decode everywhere, kernel=portable
  * the kernels hip_attn shares (attn_kernels/): both exist to check those paths
  * on a device where the defaults would take over.
@@ -61,7 +63,8 @@ const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
 
-void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k) {
+void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, int wg_dims,
+                       attn_kernels *k) {
     k->kv_fp8 = kv_fp8 != 0;
     k->dc_extend = ATTN_EXTEND_MMA;
     if (option == CA_KERNEL_PORTABLE) {
@@ -75,9 +78,13 @@ void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int
         return;
     }
     const int reg = (head_dim == 64 || head_dim == 128) && group >= 1 && group <= ATTN_DECODE_REG_MAX_GROUP;
-    k->extend = wgmma_image && head_dim == 128 && !kv_fp8 ? ATTN_EXTEND_WGMMA : ATTN_EXTEND_MMA;
+    /* wg_dims (option extend_wgmma_dims): head dims 64 and 256 on the wgmma
+     * extend too; dual chunk keeps its mma extend there (its wgmma form is
+     * head dim 128's) */
+    const int wg_d = head_dim == 128 || (wg_dims && (head_dim == 64 || head_dim == 256));
+    k->extend = wgmma_image && wg_d && !kv_fp8 ? ATTN_EXTEND_WGMMA : ATTN_EXTEND_MMA;
     k->decode = reg ? ATTN_DECODE_REG : ATTN_DECODE_MMA;
-    k->dc_extend = k->extend;
+    k->dc_extend = head_dim == 128 ? k->extend : ATTN_EXTEND_MMA;
 }
 
 attn_tiles attn_kernel_tiles(const attn_kernels *k, int group) {
@@ -89,9 +96,9 @@ attn_tiles attn_kernel_tiles(const attn_kernels *k, int group) {
     t.decode_chunk_align = 64;
     t.extend_block_m = 64; /* extend_mma.cu */
     t.extend_block_n = k->head_dim == 256 ? 32 : 64;
-    if (k->extend == ATTN_EXTEND_WGMMA) { /* extend_wgmma_sm90.cuh: 128-row items, 128-column tiles */
+    if (k->extend == ATTN_EXTEND_WGMMA) { /* extend_wgmma_sm90.cuh: 128-row items, 128-column tiles (64 at d256) */
         t.extend_block_m = 128;
-        t.extend_block_n = 128;
+        t.extend_block_n = k->head_dim == 256 ? 64 : 128;
     }
     return t;
 }

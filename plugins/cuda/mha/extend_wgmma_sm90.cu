@@ -32,7 +32,8 @@
  * compute_90 ones. */
 __device__ int attn_wgmma_image_flag = ATTN_WG_IMAGE;
 
-/* The head dim the kernel serves (extend_wg_cfg). */
+/* The head dim the kernel serves by default (extend_wg_cfg); 64 and 256 with
+ * the option extend_wgmma_dims (no head pairs there). */
 #define ATTN_WG_D 128
 
 extern "C" int attn_wgmma_available(int device) {
@@ -64,7 +65,7 @@ extern "C" int attn_wgmma_available(int device) {
  * assumes: the block starts with 384 x ATTN_WG_REGS_ENTRY registers and the
  * consumers' setmaxnreg.inc waits for exactly what the producer gives back;
  * a kernel built with fewer would hang there. */
-template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128, typename K>
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = wg_paged_bn(DQK), typename K>
 static int setup_fn(K fn) {
     cudaFuncAttributes fa;
     cudaError_t e = cudaFuncGetAttributes(&fa, fn);
@@ -81,42 +82,66 @@ static int wg_blocks(int grid_items, int heads, int sm_count) {
     return pairs < sm_count ? (int)pairs : sm_count;
 }
 
-/* Every non-ragged instantiation the launcher may pick: TREE x HP, one
- * producer. */
-template <int DT, bool TMA_P> static int setup_all() {
-    constexpr int D = ATTN_WG_D, TN = ATTN_WG_TREE_NONE, TP = ATTN_WG_TREE_PLAIN;
+/* Every non-ragged instantiation the launcher may pick at head dim D:
+ * TREE x HP at 128; TREE alone at 64 and 256 (option extend_wgmma_dims: no
+ * head pairs there, a verify batch runs one q head a pair); one producer. */
+template <int DT, int D, bool TMA_P> static int setup_all() {
+    constexpr int TN = ATTN_WG_TREE_NONE, TP = ATTN_WG_TREE_PLAIN;
+    constexpr bool PAIRS = D == ATTN_WG_D;
     if constexpr (TMA_P) {
         int e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, true>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TP, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TP, true>);
+        if constexpr (PAIRS) {
+            if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TN, true>);
+            if (!e) e = setup_fn<D>(attn_extend_wgmma_tma_kernel<DT, D, D, false, TP, true>);
+        }
         return e;
     } else {
         int e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, true>);
         if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TP, false>);
-        if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TP, true>);
+        if constexpr (PAIRS) {
+            if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TN, true>);
+            if (!e) e = setup_fn<D>(attn_extend_wgmma_kernel<DT, D, D, false, TP, true>);
+        }
         return e;
     }
 }
 
-template <int DT> static int setup(int *tma_ok) {
-    const int e = setup_all<DT, false>();
-    *tma_ok = !e && setup_all<DT, true>() == 0;
+template <int DT, int D> static int setup(int *tma_ok) {
+    const int e = setup_all<DT, D, false>();
+    *tma_ok = !e && setup_all<DT, D, true>() == 0;
     return e;
 }
 
+/* Head dims 64 and 256 (option extend_wgmma_dims): d256 on 64-column tiles
+ * two stages deep (Q 64 KB + 2 x 64 KB), d64 on 128-column ones four deep
+ * (Q 16 KB + 4 x 32 KB); the d128 kernel's configuration stays as it was. */
+using d64_cfg = extend_wg_cfg<64>;
+using d128_cfg = extend_wg_cfg<128>;
+using d256_cfg = extend_wg_cfg<256>;
+static_assert(d128_cfg::BN == 128 && d128_cfg::STAGES == 3 && extend_wg_cfg<128, 128, 3>::STAGES == 2 &&
+                  extend_wg_cfg<128, 128, 1, true>::STAGES == 2,
+              "the head dim 128 kernels keep their tiles and rings");
+static_assert(d64_cfg::BN == 128 && d64_cfg::STAGES == 4 && d64_cfg::SMEM <= ATTN_WG_SMEM_MAX, "d64: four stages");
+static_assert(d256_cfg::BN == 64 && d256_cfg::STAGES == 2 && d256_cfg::SMEM <= ATTN_WG_SMEM_MAX,
+              "d256: two 64-column stages beside the 64 KB Q tile");
+
 /* Create time, on the create's device (current), which attn_wgmma_available
- * accepted. */
+ * accepted.  Head dim 128, or 64 / 256 when the instance chose them
+ * (extend_wgmma_dims). */
 extern "C" int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {
     *tma_ok = 0;
-    if (head_dim != ATTN_WG_D) return (int)cudaErrorInvalidValue;
-    return dtype == ATTN_DT_BF16 ? setup<GC_BF16>(tma_ok) : setup<GC_F16>(tma_ok);
+    const bool bf = dtype == ATTN_DT_BF16;
+    switch (head_dim) {
+    case 64: return bf ? setup<GC_BF16, 64>(tma_ok) : setup<GC_F16, 64>(tma_ok);
+    case 128: return bf ? setup<GC_BF16, 128>(tma_ok) : setup<GC_F16, 128>(tma_ok);
+    case 256: return bf ? setup<GC_BF16, 256>(tma_ok) : setup<GC_F16, 256>(tma_ok);
+    default: return (int)cudaErrorInvalidValue;
+    }
 }
 
-template <int DT, int TREE, bool HP>
+template <int DT, int D, int TREE, bool HP>
 static int launch_tree(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
-    constexpr int D = ATTN_WG_D;
     const size_t sm = extend_wg_cfg<D>::SMEM;
     if (tm)
         attn_extend_wgmma_tma_kernel<DT, D, D, false, TREE, HP><<<blocks, ATTN_WG_THREADS, sm, st>>>(*p, *tm);
@@ -129,16 +154,24 @@ static int launch_tree(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, c
  * each request's first word that is not full, which the pack gave at
  * p->mask_first_off; the later words loaded one tile ahead of their use),
  * any other the one without mask code. */
-template <int DT, bool HP>
+template <int DT, int D, bool HP>
 static int launch_hp(const attn_fwd *p, const attn_kv_tmaps *tm, int blocks, cudaStream_t st) {
-    if (!p->mask) return launch_tree<DT, ATTN_WG_TREE_NONE, HP>(p, tm, blocks, st);
+    if (!p->mask) return launch_tree<DT, D, ATTN_WG_TREE_NONE, HP>(p, tm, blocks, st);
     if (p->mask_first_off <= 0) return (int)cudaErrorInvalidValue;
-    return launch_tree<DT, ATTN_WG_TREE_PLAIN, HP>(p, tm, blocks, st);
+    return launch_tree<DT, D, ATTN_WG_TREE_PLAIN, HP>(p, tm, blocks, st);
 }
 
-template <int DT>
+template <int DT, int D>
 static int launch(const attn_fwd *p, const attn_kv_tmaps *tm, bool hp, int blocks, cudaStream_t st) {
-    return hp ? launch_hp<DT, true>(p, tm, blocks, st) : launch_hp<DT, false>(p, tm, blocks, st);
+    if constexpr (D == ATTN_WG_D)
+        return hp ? launch_hp<DT, D, true>(p, tm, blocks, st) : launch_hp<DT, D, false>(p, tm, blocks, st);
+    else
+        return launch_hp<DT, D, false>(p, tm, blocks, st);
+}
+
+template <int D>
+static int launch_d(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, bool hp, int blocks, cudaStream_t st) {
+    return dtype == ATTN_DT_BF16 ? launch<GC_BF16, D>(p, tm, hp, blocks, st) : launch<GC_F16, D>(p, tm, hp, blocks, st);
 }
 
 /* The persistent grid (wg_blocks); the kernel reads the planned item count
@@ -148,15 +181,18 @@ static int launch(const attn_fwd *p, const attn_kv_tmaps *tm, bool hp, int block
 extern "C" int attn_launch_extend_wgmma(int dtype, int d, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count,
                                         int grid_items, void *stream) {
     if (grid_items <= 0 || p->hq <= 0) return 0;
-    if (d != ATTN_WG_D || sm_count <= 0) return (int)cudaErrorInvalidValue;
-    /* head pairs (HP): a verify batch (mask_q: its tokens per request, the
-     * rows of each of its items) of <= 64 rows per item and an even GQA group
-     * runs both heads of one kv head in a pair, one per consumer warpgroup on
-     * the shared K/V tiles; an odd group or longer items keep one head a pair */
-    const bool hp = p->mask_q > 0 && p->mask_q <= ATTN_WG_BM / 2 && p->group % 2 == 0;
+    if ((d != 64 && d != ATTN_WG_D && d != 256) || sm_count <= 0) return (int)cudaErrorInvalidValue;
+    /* head pairs (HP, head dim 128): a verify batch (mask_q: its tokens per
+     * request, the rows of each of its items) of <= 64 rows per item and an
+     * even GQA group runs both heads of one kv head in a pair, one per consumer
+     * warpgroup on the shared K/V tiles; an odd group or longer items keep one
+     * head a pair */
+    const bool hp = d == ATTN_WG_D && p->mask_q > 0 && p->mask_q <= ATTN_WG_BM / 2 && p->group % 2 == 0;
     const int blocks = wg_blocks(grid_items, hp ? p->hq / 2 : p->hq, sm_count);
     const cudaStream_t st = (cudaStream_t)stream;
-    return dtype == ATTN_DT_BF16 ? launch<GC_BF16>(p, tm, hp, blocks, st) : launch<GC_F16>(p, tm, hp, blocks, st);
+    if (d == 64) return launch_d<64>(dtype, p, tm, false, blocks, st);
+    if (d == 256) return launch_d<256>(dtype, p, tm, false, blocks, st);
+    return launch_d<ATTN_WG_D>(dtype, p, tm, hp, blocks, st);
 }
 
 /* forward_ragged on the same kernel (RAGGED): qk 128 or 192, v 128.  Both

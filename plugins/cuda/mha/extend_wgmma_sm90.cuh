@@ -1,7 +1,8 @@
 /*
  * extend_wgmma_sm90.cuh - paged extend / prefill / cross attention on Hopper
- * warpgroup MMA at head dim 128: cuda_attn's extend on an SM 9.0 device
- * (cuda_attn_choice.c; extend_wgmma_sm90.cu launches it).  sm_90a only:
+ * warpgroup MMA at head dim 128 (and 64 / 256 with the option
+ * extend_wgmma_dims: 64-column tiles at 256, wg_paged_bn): cuda_attn's extend
+ * on an SM 9.0 device (cuda_attn_choice.c; extend_wgmma_sm90.cu launches it).  sm_90a only:
  * every other pass compiles the kernel to an empty stub, and the launcher
  * never starts it there.
  *
@@ -43,7 +44,8 @@
  * LSE output (p.lse set) is m + log2(l) per row in natural-log units.
  *
  * Head dims are template parameters: DQK (Q and K: 128, or 192 for
- * DeepSeek's MLA prefill) and DV (V and O: 128); the consumers' registers
+ * DeepSeek's MLA prefill; 64 / 256 with DV = DQK on the paged body) and DV
+ * (V and O: 128); the consumers' registers
  * depend on DV and BN only, so DQK 192 costs shared memory (64-column
  * tiles, four stages), not registers.  RAGGED: forward_ragged, whose K / V are
  * tensors with cu_seqlens: the item's `row` is the request's first key row
@@ -121,14 +123,24 @@
 
 /* NQ: the query variants a pair's Q tiles hold (1; 3 for dual chunk: q,
  * q_succ, q_inter, one BM x DQK tile each).  BNT: KV tokens per tile, 128;
- * 64 for the ragged qk 192 kernel (every qk 192 kernel), whose
+ * 64 for the paged head dim 256 kernel (wg_paged_bn) and the ragged qk 192
+ * kernel (every qk 192 kernel), whose
  * 40 KB stages fit four deep (Q 48 KB + 4 x 40 KB) where 128-column ones
  * fit two. */
-template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128> struct extend_wg_cfg {
+/* The paged kernel's tile width by head dim: 64 columns at 256 (Q 64 KB and
+ * 64 KB stages: two fit, where 128-column 128 KB stages do not fit beside Q),
+ * 128 at the others. */
+GC_HD constexpr int wg_paged_bn(int dqk) { return dqk == 256 ? 64 : 128; }
+
+template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = wg_paged_bn(DQK)> struct extend_wg_cfg {
     static constexpr int BM = ATTN_WG_BM;
     static constexpr int BN = BNT;   /* KV tokens per tile */
-    /* K/V ring depth: what fits 227 KB beside the Q tiles (F8: and the byte ring) */
-    static constexpr int STAGES = BNT == 64 ? 4 : F8 || DQK > 128 || NQ > 1 ? 2 : 3;
+    /* K/V ring depth: what fits 227 KB beside the Q tiles (F8: and the byte
+     * ring); head dim 64 (16 KB Q, 32 KB stages) stops at four */
+    static constexpr int STAGES = BNT == 64 ? (DQK == 256 ? 2 : 4)
+                                  : F8 || DQK > 128 || NQ > 1 ? 2
+                                  : DQK == 64                 ? 4
+                                                              : 3;
     static constexpr int CH = DQK / 8; /* 16-byte chunks per Q / K row */
     static constexpr int CHV = DV / 8; /* per V row */
     static constexpr int DB = DQK / 64; /* 128-byte column blocks of Q / K */
@@ -153,11 +165,12 @@ template <int DQK, int DV = DQK, int NQ = 1, bool F8 = false, int BNT = 128> str
     static constexpr int PRODUCER_ITERS = PRODUCER_ROWS_PER_WARP * CH / 32; /* cp.async of K per tile */
     static constexpr int PRODUCER_ITERS_V = PRODUCER_ROWS_PER_WARP * CHV / 32; /* of V */
 
-    static_assert((DQK == 128 || DQK == 192) && DV == 128,
-                  "the wgmma extend serves qk 128 / 192 with v 128; the mma extend serves the others");
+    static_assert(((DQK == 128 || DQK == 192) && DV == 128) || ((DQK == 64 || DQK == 256) && DV == DQK && !F8),
+                  "the wgmma extend serves qk 128 / 192 with v 128, and qk = v 64 / 256 (16-bit); the mma extend "
+                  "serves the others");
     static_assert(NQ == 1 || (NQ == 3 && DQK == 128), "dual chunk: three query variants at head dim 128");
-    static_assert(BNT == 128 || (BNT == 64 && DQK == 192 && NQ == 1 && !F8),
-                  "64-column tiles: the ragged qk 192 kernel only");
+    static_assert(BNT == 128 || (BNT == 64 && (DQK == 192 || DQK == 256) && NQ == 1 && !F8),
+                  "64-column tiles: the ragged qk 192 kernel and the paged head dim 256 one");
     static_assert(!F8 || (NQ == 1 && DQK == DV), "F8: the paged body, K and V rows of one width");
     static_assert(OFF_B8 % 16 == 0 && B8_BYTES % 16 == 0, "the byte ring takes 16-byte cp.async");
     static_assert(BN % 16 == 0 && BN <= 128 && BN >= 64, "S = Q K^T is an SS wgmma m64nBNk16");
@@ -458,12 +471,13 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
  * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
  * query variants its keys meet (wg_load_q), one event as the single Q. */
-template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, int BNT = 128>
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, int BNT = wg_paged_bn(DQK)>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
                         const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT>::STAGES> &bar,
                         long long total, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT>;
-    static_assert(BNT == 128 || (RAGGED && !HP && !DCA), "64-column tiles: the ragged kernel only");
+    static_assert(BNT == 128 || (RAGGED && !HP && !DCA) || (BNT == wg_paged_bn(DQK) && !DCA),
+                  "64-column tiles: the ragged kernel and the paged head dim 256 one");
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
@@ -630,12 +644,20 @@ template <int DT, int D, int BN> GC_DEV void wg_qk(float (&s)[BN / 2], uint32_t 
                                  wg_desc_add(dk, kb * (BN * ATTN_SW_ROW_BYTES) + kk * 32), (kb | kk) != 0);
 }
 
-/* O[64 x D] += P[64 x BN] V[BN x D]: BN / 16 RS wgmmas, V MN-major. */
+/* O[64 x D] += P[64 x BN] V[BN x D]: BN / 16 RS wgmmas, V MN-major.  D 256
+ * runs as two n128 halves (O's columns 0..127 are o[0..63], the second
+ * half's V starts two 64-column blocks on), the RS shapes being n64 / n128. */
 template <int DT, int D, int BN>
 GC_DEV void wg_pv(float (&o)[D / 2], const uint32_t (&pa)[BN / 16][4], uint32_t v_addr) {
+    constexpr int NW = D > 128 ? 128 : D, NH = D / NW; /* the wgmma's width, the halves */
     const uint64_t dv = wg_desc_mn<BN>(v_addr);
 #pragma unroll
-    for (int kt = 0; kt < BN / 16; kt++) wg_mma_rs<DT, D, 1>(o, pa[kt], wg_desc_add(dv, kt * 16 * ATTN_SW_ROW_BYTES), 1);
+    for (int h = 0; h < NH; h++)
+#pragma unroll
+        for (int kt = 0; kt < BN / 16; kt++)
+            wg_mma_rs<DT, NW, 1>(*reinterpret_cast<float(*)[NW / 2]>(o + h * (NW / 2)), pa[kt],
+                                 wg_desc_add(dv, h * (NW / 64) * (BN * ATTN_SW_ROW_BYTES) + kt * 16 * ATTN_SW_ROW_BYTES),
+                                 1);
 }
 
 /* P (16-bit) as the m64k16 A fragments, from the S accumulator layout:
@@ -818,7 +840,8 @@ GC_DEV void wg_release(uint32_t bar, int lane) {
  * wgmma from that part's Q tile, as plain attention's from q; at a boundary
  * wg_dca_boundary rescores the elements of the further parts (Q is released
  * after it). */
-template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false, bool F8 = false, int BNT = 128>
+template <int DT, int DQK, int DV, int TREE, bool HP = false, bool DCA = false, bool F8 = false,
+          int BNT = wg_paged_bn(DQK)>
 GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
                         const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT>::STAGES> &bar, long long total,
                         int wg, const attn_dca *dc = nullptr) {
@@ -989,7 +1012,7 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
  * the code they had before it existed. */
 #if defined(ATTN_HAVE_WGMMA)
 template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool F8 = false,
-          int BNT = 128>
+          int BNT = wg_paged_bn(DQK)>
 GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT>;
     static_assert(!F8 || (!TMA && !RAGGED && !HP && !DCA && TREE == ATTN_WG_TREE_NONE),

@@ -286,9 +286,24 @@ GC_DEV void wg_mma_ss_n64(float (&d)[32], uint64_t da, uint64_t db, int scale_d)
 }
 #undef ATTN_WG_SS_N64
 
+/* m64n64k16 RS: O += P V at head dim 64. */
+#define ATTN_WG_RS_N64(TY) \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." #TY "." #TY " " \
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, " \
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]) \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB))
+template <int DT, int TB>
+GC_DEV void wg_mma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+    if constexpr (DT == GC_BF16) ATTN_WG_RS_N64(bf16);
+    else ATTN_WG_RS_N64(f16);
+}
+#undef ATTN_WG_RS_N64
+
 /* The shapes the kernel uses: S = Q K^T is n128 (128 KV columns; n64 for
- * the ragged qk 192 kernel's tiles, n32 for the dual chunk boundary slices), O += P V
- * is n128 (head dim 128). */
+ * the 64-column tiles, n32 for the dual chunk boundary slices), O += P V
+ * is n128 (head dims 128 and, in two halves, 256) or n64 (head dim 64). */
 template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64_t da, uint64_t db, int scale_d) {
     static_assert(N == 128 || N == 64 || N == 32, "SS shapes instantiated: n128, n64, n32");
     if constexpr (N == 128) wg_mma_ss_n128<DT, TB>(d, da, db, scale_d);
@@ -297,8 +312,9 @@ template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64
 }
 template <int DT, int N, int TB>
 GC_DEV void wg_mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int scale_d) {
-    static_assert(N == 128, "RS shape instantiated: n128");
-    wg_mma_rs_n128<DT, TB>(d, a, db, scale_d);
+    static_assert(N == 128 || N == 64, "RS shapes instantiated: n128, n64");
+    if constexpr (N == 128) wg_mma_rs_n128<DT, TB>(d, a, db, scale_d);
+    else wg_mma_rs_n64<DT, TB>(d, a, db, scale_d);
 }
 
 #elif defined(LK_EMU)
@@ -342,7 +358,7 @@ template <int DT, int N, int TB> GC_DEV void wg_mma_ss(float (&d)[N / 2], uint64
 }
 template <int DT, int N, int TB>
 GC_DEV void wg_mma_rs(float (&d)[N / 2], const uint32_t (&a)[4], uint64_t db, int scale_d) {
-    static_assert(N == 128, "RS shape instantiated: n128");
+    static_assert(N == 128 || N == 64, "RS shapes instantiated: n128, n64");
     lk_emu_wgmma(d, N, a, 0, db, scale_d, TB, DT == GC_BF16);
 }
 #endif /* sm_90a, LK_EMU */
