@@ -13,7 +13,8 @@
  * at 1 x 64k and 16 x 8k, counted the same way per kind (docs/cuda_linear.md).
  *
  *   bench_lin OUT.json [plugin_dir]     BENCH_QUICK=1: fewer repetitions; BENCH_FILTER=text: only
- *                                     the cases whose name has it; BENCH_VARIANT=fast / simple;
+ *                                     the cases whose name has it (a|b: either; a,b: both, since the
+ *                                     lever confs split on spaces); BENCH_VARIANT=fast / simple;
  *                                     BENCH_VT=16 / 32: only the cases of that tile; BENCH_SET=prefill:
  *                                     the prefill shapes of issue 22 (gdn 1x64k, 1x32k, 16x8k,
  *                                     Qwen3-Next; kda and mamba2 1x64k, 16x8k); BENCH_SMOKE=1: tiny
@@ -34,6 +35,24 @@
 #include "lin_params.h"
 #include "lt_util.h"
 
+
+/* BENCH_FILTER: '|' separates alternatives, ',' words that must all be in the name */
+static int filter_takes(const char *name, const char *filt) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", filt);
+    for (char *alt = buf, *next; alt; alt = next) {
+        next = strchr(alt, '|');
+        if (next) *next++ = 0;
+        int all = 1;
+        for (char *w = alt, *wn; w && all; w = wn) {
+            wn = strchr(w, ',');
+            if (wn) *wn++ = 0;
+            all = strstr(name, w) != NULL;
+        }
+        if (all) return 1;
+    }
+    return 0;
+}
 
 /* the loaded wrappers, by SGL_ATTN_HYBRID_* kind (gdn_cuda at start, the others at their first case) */
 static const sgl_attn_plugin *plugins[8];
@@ -393,7 +412,7 @@ int main(int argc, char **argv) {
      * cases of that phase-2 tile): a subset (bench/gpu/profile.sh) */
     const char *filt = getenv("BENCH_FILTER"), *var = getenv("BENCH_VARIANT"), *vtf = getenv("BENCH_VT");
     for (size_t i = 0; i < nrun; i++)
-        if ((!filt || strstr(run[i].name, filt)) && (!var || !strcmp(run[i].variant, var)) &&
+        if ((!filt || filter_takes(run[i].name, filt)) && (!var || !strcmp(run[i].variant, var)) &&
             (!vtf || !strcmp(run[i].vt, vtf)))
             run_case(&run[i]);
     fprintf(json, "\n]}\n");

@@ -185,13 +185,14 @@ int scen_open(lt_scen *s, const sgl_attn_plugin *pl, int kind, const lt_shape *s
             lt_fill_normal(&w->conv_b, &s->r, 0.2);
         }
         lt_make(&w->A_log, LT_F32, 1, (int64_t[]){HV}, 0);
-        lt_fill_uniform(&w->A_log, &s->r, lt_slow_decay ? -7.0 : -1.5, lt_slow_decay ? -5.0 : 0.5);
+        lt_fill_uniform(&w->A_log, &s->r, lt_slow_decay > 0 ? -7.0 : lt_slow_decay < 0 ? 0.5 : -1.5,
+                        lt_slow_decay > 0 ? -5.0 : lt_slow_decay < 0 ? 1.5 : 0.5);
         lt_make(&w->dt_bias, LT_F32, 1, (int64_t[]){kind == SGL_ATTN_HYBRID_KDA ? HK : HV}, 0);
         lt_fill_normal(&w->dt_bias, &s->r, 0.5);
         lt_make(&w->D, LT_F32, 1, (int64_t[]){HV}, 0);
         lt_fill_normal(&w->D, &s->r, 1.0);
         lt_make(&w->decay, LT_F32, 1, (int64_t[]){HV}, 0);
-        lt_fill_uniform(&w->decay, &s->r, lt_slow_decay ? 0.001 : 0.05, lt_slow_decay ? 0.01 : 0.8);
+        lt_fill_uniform(&w->decay, &s->r, lt_slow_decay > 0 ? 0.001 : 0.05, lt_slow_decay > 0 ? 0.01 : 0.8);
     }
     cudaStream_t st = NULL;
     if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) != cudaSuccess) {

@@ -67,8 +67,9 @@ int scen_cslot(const lt_scen *s, int k);
 void scen_state_io(lt_scen *s, int l, sgl_attn_linear_io *io);
 
 /* create's max_tokens for the next scen_open (default 512); lt_slow_decay: its layers' gates decay
- * slowly (A_log in [-7, -5], lightning decay in [0.001, 0.01]: states remembered over thousands of
- * tokens, so that a long chain's errors show); lt_weight_dt: the dtype of its conv weights and bias
+ * slowly (1: A_log in [-7, -5], lightning decay in [0.001, 0.01]: states remembered over thousands of
+ * tokens, so that a long chain's errors show) or strongly (-1: A_log in [0.5, 1.5], the other gates as
+ * by default: a chunk's cumulative log-decay spans hundreds, past float32's exp range); lt_weight_dt: the dtype of its conv weights and bias
  * (LT_F32, the default, or LT_BF16) */
 extern int lt_max_tokens, lt_slow_decay, lt_weight_dt;
 

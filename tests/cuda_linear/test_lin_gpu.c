@@ -46,6 +46,11 @@
  *                  grid or without it; the emulator also reads each prefetch's first and last byte, for
  *                  ASan); then the decode and verify graphs with the option (the full run takes the quick
  *                  set's decode configs)
+ *     LT_QUICK=15  kda_tc (kda's phase-1 q.k and k.k sums on tensor cores): each kda config of the chunked
+ *                  extend without the option (its worst NMSE recorded), then with it: within the same float64
+ *                  limits and within 4x the default's NMSE (or 1e-6); the common scenario (bf16 / f16
+ *                  activations, both state dtypes), long ragged requests with a padded one, chunk ends at
+ *                  every offset, segments, and strong gates (a chunk's log-decay spanning hundreds)
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -79,12 +84,13 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 16, 17 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q16 = 8192, Q17 = 16384 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
- * common one then batched state operations */
-enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5 };
+ * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
+ * gates */
+enum { SCEN = 0, LONG = 1, HUGE = 2, SEGS = 3, OPS = 4, OFFS = 5, STRONG = 6 };
 
 typedef struct cfg {
     int sets;
@@ -214,12 +220,15 @@ static void scenario_one_long(lt_scen *s) {
     scen_batch(s, SGL_ATTN_MODE_EXTEND, 1, (int[]){3}, (int[]){t / 2}, (int[]){t}, 0);
 }
 
+static double lt_last_worst; /* run_cfg's worst NMSE (kda_tc_tests) */
+
 static void run_cfg(const cfg *c) {
     char label[128];
     snprintf(label, sizeof label, "%s %s vt=%s io=%s state=%s%s K=%d V=%d W=%d%s", plugin_name(c->kind), c->variant,
              c->vt, lt_dt_name(c->io_dt), c->st == SGL_ATTN_DT_BF16 ? "bf16" : "f32", c->l2norm ? "" : " l2norm=0",
              c->sh.dk, c->sh.dv, c->sh.conv_w,
-             c->scen == LONG ? " (long requests)" : c->scen == HUGE ? " (one request of LT_LONG tokens)"
+             c->scen == LONG ? " (long requests)" : c->scen == STRONG ? " (long requests, strong gates)"
+             : c->scen == HUGE ? " (one request of LT_LONG tokens)"
              : c->scen == SEGS ? " (segments)"
              : c->scen == OFFS ? " (chunk ends at every offset)"
              : lt_caller_mode == 1 ? " caller state"
@@ -236,9 +245,14 @@ static void run_cfg(const cfg *c) {
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " l2_ahead=%s blocks", l2a_b);
     }
-    lt_max_tokens = c->scen == LONG || c->scen == SEGS ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
+    const char *kda_tc = getenv("SGL_ATTN_LIN_KDA_TC");
+    if (kda_tc) { /* kda_tc_tests */
+        const size_t l = strlen(label);
+        snprintf(label + l, sizeof label - l, " kda_tc=%s", kda_tc);
+    }
+    lt_max_tokens = c->scen == LONG || c->scen == SEGS || c->scen == STRONG ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
-    lt_slow_decay = c->scen != SCEN;
+    lt_slow_decay = c->scen == STRONG ? -1 : c->scen != SCEN;
     setenv("SGL_ATTN_LIN_KERNEL", c->variant, 1);
     setenv("SGL_ATTN_LIN_VT", c->vt, 1);
     setenv("SGL_ATTN_LIN_SEGMENT", c->seg ? c->seg : "auto", 1);
@@ -252,7 +266,7 @@ static void run_cfg(const cfg *c) {
     }
     s.l2norm = c->l2norm;
     s.x_sigma = c->x_sigma;
-    if (c->scen == LONG) scenario_long(&s);
+    if (c->scen == LONG || c->scen == STRONG) scenario_long(&s);
     else if (c->scen == HUGE) scenario_one_long(&s);
     else if (c->scen == SEGS) scenario_seg(&s);
     else if (c->scen == OFFS) scenario_offsets(&s);
@@ -261,6 +275,7 @@ static void run_cfg(const cfg *c) {
     scen_check_caller_state(&s);
     printf("%-4s %-70s worst NMSE %.3g (limit %.1g)\n", lt_failures == before ? "ok" : "FAIL", label, s.worst, s.tol);
     fflush(stdout);
+    lt_last_worst = s.worst;
     scen_close(&s);
 }
 
@@ -1061,6 +1076,41 @@ static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
 }
 
+/* kda_tc (LT_QUICK=15; the full run too): kda's chunked extend without the option (worst NMSE recorded), then
+ * with it (SGL_ATTN_LIN_KDA_TC=1): the float64 limits of the config, and at most 4x the default's worst NMSE
+ * (or 1e-6, where the default is far inside its limit).  The common scenario with bf16 and f16 activations (the
+ * kernel's two operand types) and both state dtypes, long ragged requests with a padded one and state carried
+ * in, chunk ends at every offset, segments of one chunk, and strong gates (A_log in [0.5, 1.5]: a chunk's
+ * per-channel log-decay spans hundreds, so exp(G_t - G_i) of the chunk's ends underflows float32: the factored
+ * operands must not overflow where the plain exp would) */
+static const cfg kda_tc_configs[] = {
+    {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q15, KDA, SH_KDA, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL},
+    {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, LONG, 0, NULL},
+    {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OFFS, 0, NULL},
+    {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SEGS, 0, "1"},
+    {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, STRONG, 0, NULL},
+    {F | Q15, KDA, SH_KDA, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, STRONG, 0, NULL},
+};
+
+static void kda_tc_tests(int set) {
+    for (size_t i = 0; i < sizeof kda_tc_configs / sizeof *kda_tc_configs; i++) {
+        const cfg *c = &kda_tc_configs[i];
+        if (!(c->sets & set)) continue;
+        unsetenv("SGL_ATTN_LIN_KDA_TC");
+        run_cfg(c);
+        const double def = lt_last_worst;
+        setenv("SGL_ATTN_LIN_KDA_TC", "1", 1);
+        run_cfg(c);
+        const double tc = lt_last_worst;
+        unsetenv("SGL_ATTN_LIN_KDA_TC");
+        const double bar = 4 * def > 1e-6 ? 4 * def : 1e-6;
+        LT_CHECK(tc <= bar, "kda_tc config %zu: worst NMSE %.3g, the default's %.3g (bar %.3g)", i, tc, def, bar);
+        printf("%-4s kda_tc config %zu: worst NMSE default %.3g, kda_tc %.3g\n", tc <= bar ? "ok" : "FAIL", i, def, tc);
+    }
+}
+
 static void run_fused_cfg(const fcfg *fc) {
     setenv("SGL_ATTN_LIN_FUSED_CHUNK", "always", 1);
     if (fc->mode) {
@@ -1077,9 +1127,11 @@ int main(int argc, char **argv) {
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 16 ? Q16 : quick == 17 ? Q17 : 0;
+                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
+                    : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 16 or 17 (or unset: everything)\n", quick);
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
+               quick);
         return 1;
     }
     void *handles[8] = {0};
@@ -1109,7 +1161,8 @@ int main(int argc, char **argv) {
                                    "SGL_ATTN_LIN_DECODE_RING_FOLD", "SGL_ATTN_LIN_PREP_STREAM",
                                    "SGL_ATTN_LIN_FUSED_EXP2", "SGL_ATTN_LIN_FUSED_TMMA",
                                    "SGL_ATTN_LIN_DECODE_L2_AHEAD", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS",
-                                   "SGL_ATTN_LIN_DECODE_PREP_WAVE", "SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID"};
+                                   "SGL_ATTN_LIN_DECODE_PREP_WAVE", "SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID",
+                                   "SGL_ATTN_LIN_KDA_TC"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -1126,6 +1179,7 @@ int main(int argc, char **argv) {
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
+    if (set & (F | Q15)) kda_tc_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

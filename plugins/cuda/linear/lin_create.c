@@ -61,6 +61,7 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
+    int kda_tc;     /* kda_tc: kda's phase-1 q.k and k.k sums on tensor cores (a lever; off by default) */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -105,6 +106,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
+        (rc = sgl_sdk_opt_bool(&opts, "kda_tc", "SGL_ATTN_LIN_KDA_TC", 0, &o->kda_tc)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
                               &l2a_blocks)))
         return rc;
@@ -133,7 +135,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks, kda_tc and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -190,6 +192,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->vt = opt.vt;
     w->seg = opt.seg;
     w->sync_check = opt.sync_check;
+    w->kda_tc = opt.kda_tc && kind == SGL_ATTN_HYBRID_KDA; /* the other kinds ignore it (the create line says so) */
     /* fused_chunk serves gdn's bf16 extend at K = 128, V 64 / 128, with the kernel's shared memory (SM 9.0);
      * everything else keeps the unfused kernels */
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
@@ -241,7 +244,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     else if (w->L.need_stream)
         snprintf(stream_what, sizeof stream_what, " (stream decode)");
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
@@ -250,6 +253,9 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                 : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "",
                 stream_what,
+                w->kda_tc      ? " (kda_tc: phase-1 q.k and k.k on tensor cores)"
+                : opt.kda_tc   ? " (kda_tc ignored: it serves kda)"
+                               : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;
