@@ -214,7 +214,9 @@ LK_DEV void lk_bulk_tile_wait(void *bar) {
 
 /* lk_rows_steps (decode_row.cuh) with this thread's rows in the shared tile ts (row rl at ts + rl K) rather than
  * in registers: each is read where the register kernel reads s[l] and written back where it writes s[l], so the
- * formulas and their order are the same; rows past the tile's are zeros, as the register kernel's */
+ * formulas and their order are the same; rows past the tile's are zeros, as the register kernel's.  A copy rather
+ * than lk_rows_steps over a state accessor: that would change the default kernel's code while this is a lever
+ * (docs/lab/linear.md); whichever loses on the GPU goes. */
 template <class FH, class FJ, class FR, class FN>
 LK_DEV void lk_bulk_steps(const lin_fwd &p, float *ts, const float *op, int n, int slot, int64_t tok0, int KIND, int V,
                           int HV, int gsz, int lane, int warp, FH head, FJ jh, FR R0, FN NR) {
@@ -351,6 +353,13 @@ __global__ __launch_bounds__(LK_STREAM_THREADS, LK_STREAM_BULK_MINB) void lin_de
     lk_bulk_steps(p, ts, op, n, slot, tok0, KIND, V, HV, gsz, lane, warp, [&] { return (int)blockIdx.y; }, JH, R0, NR);
 }
 
+/* 8 blocks of 16 KB an SM need shared memory's largest carveout: asked for once, at create, so that the driver
+ * does not choose a smaller one by the kernel's size */
+extern "C" int lin_decode_stream_bulk_setup(void) {
+    return (int)cudaFuncSetAttribute((const void *)lin_decode_stream_bulk_kernel,
+                                     cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+}
+
 extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
     lin_fwd p = *pp;
     if (p.T <= 0 || p.bs <= 0) return 0;
@@ -369,14 +378,9 @@ extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
     /* the L2 prefetch ahead where some block has a successor D blocks on */
     const bool l2a = p.dec_l2a > 0 && (int64_t)p.dec_l2a < (int64_t)grid.x * grid.y * grid.z;
     cudaError_t ce;
-    if (p.dec_bulk && p.st_dt == LIN_DT_F32) {
-        /* 8 blocks of 16 KB an SM: shared memory's largest carveout; no L2 prefetch ahead */
-        ce = cudaFuncSetAttribute((const void *)lin_decode_stream_bulk_kernel,
-                                  cudaFuncAttributePreferredSharedMemoryCarveout, 100);
-        if (ce == cudaSuccess)
-            ce = LK_LAUNCH_PDL(p.dq_pdl, lin_decode_stream_bulk_kernel, grid, LK_STREAM_THREADS, LK_STREAM_BULK_SMEM,
-                               st, p);
-    } else
+    if (p.dec_bulk && p.st_dt == LIN_DT_F32) /* its carveout set at create (lin_decode_stream_bulk_setup) */
+        ce = LK_LAUNCH_PDL(p.dq_pdl, lin_decode_stream_bulk_kernel, grid, LK_STREAM_THREADS, LK_STREAM_BULK_SMEM, st, p);
+    else
         ce =
         p.st_dt == LIN_DT_BF16
             ? (l2a ? LK_LAUNCH_PDL(p.dq_pdl, (lin_decode_stream_kernel<LIN_DT_BF16, true>), grid, LK_STREAM_THREADS, 0, st, p)

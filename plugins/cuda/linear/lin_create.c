@@ -231,6 +231,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
     if (ce == cudaSuccess && w->L.need_tc && w->fused_cp) ce = (cudaError_t)lin_chunk_fused_cp_setup();
+    if (ce == cudaSuccess && w->L.need_stream && w->dec_bulk) ce = (cudaError_t)lin_decode_stream_bulk_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];

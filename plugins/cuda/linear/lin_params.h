@@ -230,6 +230,7 @@ int lin_launch_decode_fused(const lin_fwd *p, void *stream);
  * (K = 128; lin_decode_stream_dims_ok; p->dq) */
 int lin_launch_decode_stream(const lin_fwd *p, void *stream);
 int lin_launch_decode_prep(const lin_fwd *p, void *stream); /* p->dq_per set */
+int lin_decode_stream_bulk_setup(void); /* decode_bulk_state's kernel: shared memory's largest carveout (create) */
 /* chunk_extend.cu: the chunked extend (phase 1, conv history, phase 2).  ot: LIN_DT_F16/BF16, vt: 16/32 */
 int lin_launch_chunk(const lin_fwd *p, int ot, int vt, void *stream);
 int lin_chunk_setup(void); /* cudaFuncSetAttribute of every chunked kernel (> 48 KiB of shared memory) */
