@@ -789,6 +789,9 @@ void lk_emu_tma_load(uint32_t dst, const void *tmap, const int32_t *co, int rank
     mbar_complete_if_due(b);
 }
 
+extern "C" {
+long long lk_emu_bulk_g2s_bytes = 0;
+}
 void lk_emu_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
     if (!bytes || bytes % 16) die("a bulk copy whose size is not a positive multiple of 16 bytes");
     if (dst % 16 || (uintptr_t)src % 16) die("a bulk copy address not 16-byte aligned");
@@ -801,6 +804,7 @@ void lk_emu_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar
         b.land.push_back(t);
     }
     b.tx -= bytes;
+    lk_emu_bulk_g2s_bytes += bytes;
     mbar_complete_if_due(b);
 }
 

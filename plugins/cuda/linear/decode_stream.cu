@@ -39,8 +39,22 @@
  * and takes the kernel without it.  The tile is contiguous (RT rows of K):
  * one cp.async.bulk.prefetch.L2 by one thread on SM 9.0, one
  * prefetch.global.L2 per 128-byte line on SM 8.x.  A prefetch changes no
- * value: the outputs and state are the default's bits. */
+ * value: the outputs and state are the default's bits.
+ * The bulk state tile (p.dec_bulk = option decode_bulk_state, the float32
+ * state on SM 9.0; lin_decode_stream_bulk_kernel): thread 0 arms an mbarrier
+ * for the tile's bytes and issues one cp.async.bulk of the tile (RT rows of K,
+ * contiguous) into shared memory, before griddepcontrol.wait (this kernel has
+ * no L2 prefetch ahead); the threads then wait on the barrier and read and write
+ * their rows' values there, token by token, and store them as the default
+ * does.  No register holds a byte in flight or the tile between tokens, so the
+ * kernel fits 64 registers and 8 blocks an SM (16 KB of shared memory each)
+ * rather than 6, with the same formulas in the same order: the default's
+ * bits.  A 16-bit state keeps the register kernel: between tokens it is
+ * float32 in registers, which a 16-bit tile in shared memory would round. */
 #include "decode_row.cuh"
+#if defined(LK_EMU)
+#include "emu_sm90.h"
+#endif
 
 #define LK_STREAM_THREADS 128
 #define LK_STREAM_NLD 8 /* 16-byte state loads per thread */
@@ -145,6 +159,207 @@ __global__ __launch_bounds__(LK_STREAM_THREADS, lk_stream<SDT>::MINB) void lin_d
     lk_rows_store<SDT, NLD>(p, s, sbase, V, R0(), lane, warp);
 }
 
+/* ---- the bulk state tile (p.dec_bulk) */
+#define LK_STREAM_BULK_MINB 8 /* resident blocks per SM: 64 registers a thread */
+using lk_bulk = lk_stream<LIN_DT_F32>;
+/* the tile, then its mbarrier */
+#define LK_STREAM_BULK_SMEM (lk_bulk::TILE_BYTES + 16)
+
+LK_DEV uint32_t lk_smem_u32(const void *a) {
+#if defined(LK_EMU)
+    return lk_emu_smem_addr(a);
+#else
+    return (uint32_t)__cvta_generic_to_shared(a);
+#endif
+}
+
+/* By one thread: the barrier at bar initialised for one arrival, armed for `bytes` (its arrival) and the bulk
+ * copy of them from global src to shared dst issued, completing on it.  Below SM 9.0 it traps: the launcher
+ * never takes the bulk kernel there. */
+LK_DEV void lk_bulk_tile_issue(void *dst, const void *src, uint32_t bytes, void *bar) {
+    const uint32_t d = lk_smem_u32(dst), b = lk_smem_u32(bar);
+#if defined(LK_EMU)
+    lk_emu_mbar_init(b, 1);
+    lk_emu_mbar_expect_tx(b, bytes);
+    lk_emu_mbar_arrive(b);
+    lk_emu_bulk_g2s(d, src, bytes, b);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(b) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(bytes) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(d),
+                 "l"(src), "r"(bytes), "r"(b)
+                 : "memory");
+#else
+    (void)d, (void)b, (void)src, (void)bytes;
+    __trap();
+#endif
+}
+
+/* Every thread: until the barrier's first phase (the tile's bytes) completes */
+LK_DEV void lk_bulk_tile_wait(void *bar) {
+    const uint32_t b = lk_smem_u32(bar);
+#if defined(LK_EMU)
+    lk_emu_mbar_wait(b, 0);
+#elif defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("{\n.reg .pred p;\nLK_BULK_TILE_WAIT:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n"
+                 "@!p bra LK_BULK_TILE_WAIT;\n}\n" ::"r"(b)
+                 : "memory");
+#else
+    (void)b;
+    __trap();
+#endif
+}
+
+/* lk_rows_steps (decode_row.cuh) with this thread's rows in the shared tile ts (row rl at ts + rl K) rather than
+ * in registers: each is read where the register kernel reads s[l] and written back where it writes s[l], so the
+ * formulas and their order are the same; rows past the tile's are zeros, as the register kernel's.  A copy rather
+ * than lk_rows_steps over a state accessor: that would change the default kernel's code while this is a lever
+ * (docs/lab/linear.md); whichever loses on the GPU goes. */
+template <class FH, class FJ, class FR, class FN>
+LK_DEV void lk_bulk_steps(const lin_fwd &p, float *ts, const float *op, int n, int slot, int64_t tok0, int KIND, int V,
+                          int HV, int gsz, int lane, int warp, FH head, FJ jh, FR R0, FN NR) {
+    using D = lk_bulk;
+    constexpr int K = D::K, CPL = D::CPL, LPR = D::LPR, RPI = D::RPI, RPW = D::RPW, NLD = LK_STREAM_NLD;
+    const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, M2 = KIND == LIN_MAMBA2;
+    const int GC = GCH ? K : 1;
+    const int sub = lane / LPR, cc = (lane % LPR) * CPL;
+    const int okv = n * K, okq = 2 * n * K, ovv = okq + n, oee = ovv + n * gsz * V, obb = oee + n * gsz * GC,
+              osk = obb + n * gsz;
+    auto ROW = [&](int l) { return ts + (warp * RPW + l * RPI + sub) * K + cc; };
+    auto LD = [&](int l, float (&s)[CPL]) {
+        if (warp * RPW + l * RPI + sub < NR()) {
+            const float4 v = *(const float4 *)ROW(l);
+            s[0] = v.x, s[1] = v.y, s[2] = v.z, s[3] = v.w;
+        } else {
+#pragma unroll
+            for (int e = 0; e < CPL; e++) s[e] = 0.f;
+        }
+    };
+    auto ST = [&](int l, const float (&s)[CPL]) {
+        if (warp * RPW + l * RPI + sub < NR()) *(float4 *)ROW(l) = make_float4(s[0], s[1], s[2], s[3]);
+    };
+    static_assert(CPL == 4, "the float32 tile: a float4 per lane and row");
+
+    for (int j = 0; j < n; j++) {
+        const int hj = j * gsz + jh();
+        float kj[CPL], qj[CPL], ec[CPL];
+        lk_sld<LIN_DT_F32, CPL>(op, okv + j * K + cc, kj);
+        lk_sld<LIN_DT_F32, CPL>(op, j * K + cc, qj);
+        if (GCH) {
+#pragma unroll
+            for (int e = 0; e < CPL; e++) ec[e] = op[oee + hj * K + cc + e];
+        } else {
+            const float e1 = op[oee + hj];
+#pragma unroll
+            for (int e = 0; e < CPL; e++) ec[e] = e1;
+        }
+        const float beta = DELTA ? op[obb + hj] : 0.f, kqj = DELTA ? op[okq + j] : 0.f;
+        float a1[NLD], a2[NLD];
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            float s[CPL];
+            LD(l, s);
+            a1[l] = a2[l] = 0.f;
+            if (DELTA) {
+#pragma unroll
+                for (int e = 0; e < CPL; e++) {
+                    a1[l] += s[e] * (ec[e] * kj[e]);
+                    a2[l] += s[e] * (ec[e] * qj[e]);
+                }
+            } else {
+                const int rl = warp * RPW + l * RPI + sub;
+                const float v = rl < NR() ? op[ovv + hj * V + R0() + rl] : 0.f;
+#pragma unroll
+                for (int e = 0; e < CPL; e++) {
+                    s[e] = ec[e] * s[e] + v * kj[e];
+                    a2[l] += s[e] * qj[e];
+                }
+                ST(l, s);
+            }
+        }
+        lk_rows_xor_sum<NLD, LPR>(a1, a2, DELTA);
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            const int rl = warp * RPW + l * RPI + sub, r = R0() + rl;
+            const bool live = rl < NR();
+            float out, s[CPL];
+            if (DELTA) {
+                LD(l, s);
+                const float u = live ? beta * (op[ovv + hj * V + r] - a1[l]) : 0.f;
+#pragma unroll
+                for (int e = 0; e < CPL; e++) s[e] = ec[e] * s[e] + u * kj[e];
+                ST(l, s);
+                out = p.scale * (a2[l] + u * kqj);
+            } else {
+                out = p.scale * a2[l] + (M2 && live ? op[osk + hj * V + r] : 0.f);
+            }
+            if (live) {
+                if (lane % LPR == 0) lk_st(p.out, p.out_dt, ((tok0 + j) * HV + head()) * V + r, out);
+                if (p.keep) {
+                    if (!DELTA) LD(l, s);
+                    lk_sst<LIN_DT_F32, CPL>(p.issm, ((int64_t)slot * p.steps + j) * p.ssm_elems +
+                                                        ((int64_t)head() * V + r) * K + cc,
+                                            s);
+                }
+            }
+        }
+    }
+    /* without keep, the tile's rows stored to the state, as lk_rows_store */
+    if (!p.keep)
+#pragma unroll
+        for (int l = 0; l < NLD; l++) {
+            const int rl = warp * RPW + l * RPI + sub;
+            if (rl < NR()) {
+                float s[CPL];
+                LD(l, s);
+                lk_sst<LIN_DT_F32, CPL>(p.ssm_state, (int64_t)slot * p.ssm_elems + ((int64_t)head() * V + R0() + rl) * K + cc, s);
+            }
+        }
+}
+
+/* One stream tile of the float32 state by one bulk copy (the grid and block of lin_decode_stream_kernel).  No L2
+ * prefetch ahead (the float32 state's default has none; with it ptxas spills at 64 registers). */
+__global__ __launch_bounds__(LK_STREAM_THREADS, LK_STREAM_BULK_MINB) void lin_decode_stream_bulk_kernel(lin_fwd p) {
+    using D = lk_bulk;
+    constexpr int K = D::K, RT = D::RT;
+    LK_DYN_SMEM(float, ts); /* the tile (RT rows of K), then its mbarrier */
+    void *bar = (void *)(ts + RT * K);
+    const int KIND = p.kind;
+    auto R0 = [&] { return (int)blockIdx.z * RT; };
+    const int n = p.pl.req_n[(int)blockIdx.x];
+    if (n <= 0) return;
+    const int slot = p.pl.req_slot[(int)blockIdx.x];
+    if (slot < 0) return; /* padding: the prep kernel wrote its zero outputs */
+    const int V = p.V;
+    auto NR = [&] { return min(RT, V - R0()); };
+    /* ---- the tile: contiguous rows R0 .. R0 + NR - 1 of the slot's value head, one copy before anything else
+     * (the prep never writes the state; the plan words were written by an earlier kernel) */
+    if (threadIdx.x == 0)
+        lk_bulk_tile_issue(ts,
+                           (const float *)p.ssm_state + (int64_t)slot * p.ssm_elems +
+                               ((int64_t)(int)blockIdx.y * V + R0()) * K,
+                           (uint32_t)(NR() * K * D::ESZ), bar);
+    const int64_t tok0 = p.pl.req_tok0[(int)blockIdx.x];
+    const int HV = p.hv, gsz = p.gsz;
+    auto GRP = [&] { return (int)blockIdx.y / gsz; };
+    auto JH = [&] { return (int)blockIdx.y % gsz; };
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads(); /* the barrier's initialisation before any thread waits on it */
+    lk_pdl_wait();
+    const float *op = p.dq + (int64_t)((int)blockIdx.x * p.hk + GRP()) * p.dq_per;
+    lk_bulk_tile_wait(bar);
+    lk_bulk_steps(p, ts, op, n, slot, tok0, KIND, V, HV, gsz, lane, warp, [&] { return (int)blockIdx.y; }, JH, R0, NR);
+}
+
+/* 8 blocks of 16 KB an SM need shared memory's largest carveout: asked for once, at create, so that the driver
+ * does not choose a smaller one by the kernel's size */
+extern "C" int lin_decode_stream_bulk_setup(void) {
+    return (int)cudaFuncSetAttribute((const void *)lin_decode_stream_bulk_kernel,
+                                     cudaFuncAttributePreferredSharedMemoryCarveout, 100);
+}
+
 extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
     lin_fwd p = *pp;
     if (p.T <= 0 || p.bs <= 0) return 0;
@@ -162,7 +377,11 @@ extern "C" int lin_launch_decode_stream(const lin_fwd *pp, void *stream) {
     const dim3 grid((unsigned)p.bs, (unsigned)p.hv, (unsigned)((p.V + RT - 1) / RT));
     /* the L2 prefetch ahead where some block has a successor D blocks on */
     const bool l2a = p.dec_l2a > 0 && (int64_t)p.dec_l2a < (int64_t)grid.x * grid.y * grid.z;
-    const cudaError_t ce =
+    cudaError_t ce;
+    if (p.dec_bulk && p.st_dt == LIN_DT_F32) /* its carveout set at create (lin_decode_stream_bulk_setup) */
+        ce = LK_LAUNCH_PDL(p.dq_pdl, lin_decode_stream_bulk_kernel, grid, LK_STREAM_THREADS, LK_STREAM_BULK_SMEM, st, p);
+    else
+        ce =
         p.st_dt == LIN_DT_BF16
             ? (l2a ? LK_LAUNCH_PDL(p.dq_pdl, (lin_decode_stream_kernel<LIN_DT_BF16, true>), grid, LK_STREAM_THREADS, 0, st, p)
                    : LK_LAUNCH_PDL(p.dq_pdl, (lin_decode_stream_kernel<LIN_DT_BF16, false>), grid, LK_STREAM_THREADS, 0, st, p))
