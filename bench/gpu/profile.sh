@@ -26,7 +26,7 @@
 #      scheduler and memory sections: why a chunk step takes ~21 us and not ~4
 #      (barrier / shared-memory / issue bound; docs/lab/linear.md) (PROFILE=9)
 #  10. kda's chunked prefill at Kimi-Linear TP4 1 x 64k (issue 22): every kernel's
-#      duration in one forward, with the float32 phase 1 and with kda_tc=1 (PROFILE=10)
+#      duration in one forward (PROFILE=10)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -138,12 +138,10 @@ if on 9; then
     "$OUT/lin_fused_cp_sections.txt" | head -50
 fi
 if on 10; then
-  for tc in 0 1; do
-    step "10. kda prefill 1 x 64k, kda_tc=$tc: kernel durations of one forward"
-    SGL_ATTN_LIN_KDA_TC=$tc BENCH_SET=prefill BENCH_FILTER="kda,1x64k" BENCH_QUICK=1 timeout 90 $NCU \
-      --metrics gpu__time_duration.sum -c 12 $T/bench_lin /dev/null $P > "$OUT/kda_durs_tc$tc.txt" 2>&1
-    echo "rc=$?"
-    grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/kda_durs_tc$tc.txt" | sed 's/(lin_fwd.*//' | head -30
-  done
+  step "10. kda prefill 1 x 64k: kernel durations of one forward"
+  BENCH_SET=prefill BENCH_FILTER="kda,1x64k" BENCH_QUICK=1 timeout 90 $NCU \
+    --metrics gpu__time_duration.sum -c 12 $T/bench_lin /dev/null $P > "$OUT/kda_durs.txt" 2>&1
+  echo "rc=$?"
+  grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/kda_durs.txt" | sed 's/(lin_fwd.*//' | head -30
 fi
 echo "profile: done [$SECONDS s]"

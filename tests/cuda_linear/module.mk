@@ -168,9 +168,6 @@ cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LI
 	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: chunk boundaries, by segments"; \
 	  $(LINE_CHECK) $(LINE_PLUGDIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_seg.json \
 	    $(call LINE_CASES,$$k); done
-	@echo "== kda_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: chunk boundaries, kda_tc (q.k and k.k on tensor cores)"
-	$(LINE_CHECK) $(LINE_PLUGDIR) --plugin kda_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_kdatc.json \
-	  $(call LINE_CASES,kda)
 	@echo "== gdn_cuda/cuda_attn on the emulator, SM 8.0, blocks shuffled: 3 value heads (the stream prep's odd tile count)"
 	$(LINE_CHECK) $(LINE_PLUGDIR) --plugin gdn_cuda/cuda_attn --no-conf --case gdn:b=3,q=97,prefix=33,dtype=bf16,hk=1,hv=3,dk=128,dv=128,decay=slow
 	@echo "== gdn_cuda/cuda_attn: a one-token prefix at seeds whose lone q.k nearly cancels (the case judged as one output)"

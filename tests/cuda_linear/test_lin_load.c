@@ -127,12 +127,12 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks, kda_tc (every
-         * kind takes it; the others ignore it), decode_bulk_state and sync_check
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks, decode_bulk_state
+         * and sync_check
          * take their values or auto (a GPU-less create then fails later, at the device); anything else is
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
          * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
-         * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead) accept only auto */
+         * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead, kda_tc) accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
             const char *env, *val, *refusal; /* NULL: passes the option check */
@@ -172,12 +172,11 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "0", NULL},
             {"SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "auto", NULL},
             {"SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", "-1", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS = \"-1\": expected an integer 0..1048576"},
-            {"SGL_ATTN_LIN_KDA_TC", "1", NULL},
-            {"SGL_ATTN_LIN_KDA_TC", "on", NULL},
-            {"SGL_ATTN_LIN_KDA_TC", "0", NULL},
             {"SGL_ATTN_LIN_KDA_TC", "auto", NULL},
-            {"SGL_ATTN_LIN_KDA_TC", "tc", "environment SGL_ATTN_LIN_KDA_TC = \"tc\": expected 1, true, yes, on"},
-            {"SGL_ATTN_LIN_KDA_TC", "2", "SGL_ATTN_LIN_KDA_TC = \"2\": expected 1, true, yes, on"},
+            {"SGL_ATTN_LIN_KDA_TC", "", NULL},
+            {"SGL_ATTN_LIN_KDA_TC", "1", "environment SGL_ATTN_LIN_KDA_TC = \"1\": expected auto (the kernels it chose between"},
+            {"SGL_ATTN_LIN_KDA_TC", "0", "SGL_ATTN_LIN_KDA_TC = \"0\": expected auto"},
+            {"SGL_ATTN_LIN_KDA_TC", "on", "SGL_ATTN_LIN_KDA_TC = \"on\": expected auto"},
             {"SGL_ATTN_LIN_DECODE_BULK_STATE", "1", NULL},
             {"SGL_ATTN_LIN_DECODE_BULK_STATE", "on", NULL},
             {"SGL_ATTN_LIN_DECODE_BULK_STATE", "0", NULL},

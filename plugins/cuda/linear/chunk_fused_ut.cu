@@ -19,14 +19,14 @@
  * S <- S diag(eG) + Unew^T KD  per chunk (delta_rule.c's chunked form); the
  * outputs are the prep + UT pair's, so either phase 2 follows.
  * Matmuls on tensor cores (q k^T, k k^T: scalar-gate kinds; T products: all
- * delta kinds); kda's per-channel decays inside the q.k and k.k sums are
- * computed in float32, never as exp of a positive number, or with the option
- * kda_tc on tensor cores, factored at a reference row (lk_kda_tc_rows). */
+ * delta kinds; kda's q.k and k.k sums too, their per-channel decays factored
+ * at a reference row inside the chunk: lk_kda_tc_rows), never exp of a
+ * positive number. */
 #include "chunk_tile.cuh"
 
 #define LK_FU_THREADS 128
 
-/* kda_tc (the option; off: the float32 loop below): kda's
+/* kda's
  *   P[t][i] = sum_c x_t[c] k_i[c] exp(G_t[c] - G_i[c])   (x = q: M, x = k: A)
  * on tensor cores by a reference row r with i <= r <= t:
  *   exp(G_t - G_i) = exp(G_t - G_r) exp(G_r - G_i),
@@ -35,7 +35,7 @@
  * is as small.  Warp w's rows t = 16 w .. 16 w + 15 take r = 16 w against
  * the columns of the earlier 16-row blocks, r = 16 w + 8 for its rows
  * 16 w + 8 .. against columns 16 w .. 16 w + 7; the two 8 x 8 blocks on the
- * diagonal stay on the float32 loop (no r between i and t for all of them).
+ * diagonal stay in float32 (no r lies between i and t for all of them).
  * The A operand: lane's rows r0 + g (zero unless lo), r0 + g + 8, columns
  * c0 + 2 t4 .. (+ 8) of x scaled by exp(G_t - G_ref), for x = q and k. */
 template <int OT>
@@ -298,7 +298,7 @@ __global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_f
                     }
                     if (t < len) *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
                 }
-        } else if (p.kda_tc) {
+        } else { /* kda: q.k and k.k on tensor cores, the diagonal 8 x 8 blocks in float32 (lk_kda_tc_rows) */
             float q8[4], k8[4], qd[2][2], kd[2][2];
             lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
 #pragma unroll
@@ -319,19 +319,6 @@ __global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_f
                     }
                     if (t < len) *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
                 }
-        } else {
-            for (int idx = tid; idx < C * C; idx += LK_FU_THREADS) {
-                const int t = idx / C, ii = idx % C;
-                float akk = 0.f, aqk = 0.f;
-                if (ii <= t && t < len)
-                    for (int c = 0; c < K; c++) {
-                        const float d = expf(Gc[t * K + c] - Gc[ii * K + c]) * lk_from16<OT>(ks[ii * KP + c]);
-                        akk += lk_from16<OT>(ks[t * KP + c]) * d;
-                        aqk += lk_from16<OT>(qs[t * KP + c]) * d;
-                    }
-                Af[t * AP + ii] = ii < t ? bs[t] * akk : 0.f;
-                if (t < len) Mg[t * hrow * C + ii] = lk_to16<OT>(scale * aqk);
-            }
         }
         __syncthreads();
 

@@ -61,7 +61,6 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
-    int kda_tc;     /* kda_tc: kda's phase-1 q.k and k.k sums on tensor cores (a lever; off by default) */
     int dec_bulk;   /* decode_bulk_state: the float32 state's stream decode tile by one bulk copy (0 off) */
 } lin_options;
 
@@ -107,7 +106,6 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "kda_tc", "SGL_ATTN_LIN_KDA_TC", 0, &o->kda_tc)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
                               &l2a_blocks)) ||
         (rc = sgl_sdk_opt_bool(&opts, "decode_bulk_state", "SGL_ATTN_LIN_DECODE_BULK_STATE", 0, &o->dec_bulk)))
@@ -130,14 +128,14 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_DECODE_RING_FOLD", "decode_ring_fold"}, {"SGL_ATTN_LIN_FUSED_EXP2", "fused_exp2"},
         {"SGL_ATTN_LIN_FUSED_TMMA", "fused_tmma"}, {"SGL_ATTN_LIN_DECODE_PREP_WAVE", "decode_prep_wave"},
         {"SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", "decode_prep_wave_grid"},
-        {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "decode_l2_ahead"}};
+        {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "decode_l2_ahead"}, {"SGL_ATTN_LIN_KDA_TC", "kda_tc"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead_blocks, kda_tc, decode_bulk_state and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks, decode_bulk_state and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -194,7 +192,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->vt = opt.vt;
     w->seg = opt.seg;
     w->sync_check = opt.sync_check;
-    w->kda_tc = opt.kda_tc && kind == SGL_ATTN_HYBRID_KDA; /* the other kinds ignore it (the create line says so) */
     /* fused_chunk serves gdn's bf16 extend at K = 128, V 64 / 128, with the kernel's shared memory (SM 9.0);
      * everything else keeps the unfused kernels */
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
@@ -257,7 +254,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         snprintf(stream_what + l, sizeof stream_what - l, " (decode_bulk_state ignored: SM 9.0, float32 state)");
     }
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
@@ -266,9 +263,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                 : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "",
                 stream_what,
-                w->kda_tc      ? " (kda_tc: phase-1 q.k and k.k on tensor cores)"
-                : opt.kda_tc   ? " (kda_tc ignored: it serves kda)"
-                               : "",
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;

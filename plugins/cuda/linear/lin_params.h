@@ -124,7 +124,6 @@ typedef struct lin_fwd {
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
     int32_t dec_l2a;  /* the L2 prefetch ahead: each stream block asks L2 for the state tile of the block this
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
-    int32_t kda_tc;   /* option kda_tc: kda's phase-1 q.k and k.k sums on tensor cores (chunk_fused_ut.cu) */
     int32_t dec_bulk; /* the float32 state's stream kernel takes its tile by one bulk copy into shared memory
                        * (decode_bulk_state; SM 9.0): the kernel's bulk instantiation */
 } lin_fwd;
