@@ -28,7 +28,7 @@ static uint32_t rnd(uint32_t n) { /* xorshift64*, [0, n) */
 static attn_tiles random_tiles(int d, int group) {
     attn_kernels k;
     memset(&k, 0, sizeof k);
-    ca_choose_kernels((int)rnd(CA_KERNEL_COUNT_), (int)rnd(2), d, group, (int)rnd(2), (int)rnd(2), &k);
+    ca_choose_kernels((int)rnd(CA_KERNEL_COUNT_), (int)rnd(2), d, group, (int)rnd(2), &k);
     k.head_dim = d;
     return attn_kernel_tiles(&k, group);
 }
@@ -244,7 +244,7 @@ static void test_kernel_option(void **state) {
 static attn_tiles benched_decode_tiles(void) {
     attn_kernels k;
     memset(&k, 0, sizeof k);
-    ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, 0, &k);
+    ca_choose_kernels(CA_KERNEL_AUTO, 1, 128, 4, 1, &k);
     k.head_dim = 128;
     return attn_kernel_tiles(&k, 4);
 }
@@ -311,13 +311,13 @@ static void test_fp8_wave_plan(void **state) {
 }
 
 /* The levers' reader (each lever an instance's switch, off by default:
- * extend_wgmma_dims, and a name no option has): a boolean, off when unset
+ * prefill_tma_save, and a name no option has): a boolean, off when unset
  * or empty and on a 1.0 host (no create_args.host); a value that is not a
  * boolean refused with the option and the value named; not a removed name,
  * so the kernel option's reader passes it by. */
 static void test_lever_options(void **state) {
     (void)state;
-    static const char *const levers[] = {"extend_wgmma_dims", "next_lever"};
+    static const char *const levers[] = {"prefill_tma_save", "next_lever"};
     static const struct {
         const char *v;
         int want;
@@ -364,7 +364,7 @@ static void test_removed_options_refused(void **state) {
                                        "fp8_prefix_kernel", "save_in_extend", "fp8_prefix_ring", "fp8_dec_splits",
                                        "fp8_dec_min_blocks", "fp8_dec_wave", "ragged192_bn64",
                                        "tree_prefix_plain", "dec16_fast_merge", "prefill_qdbl",
-                                       "decode_fused_save"};
+                                       "decode_fused_save", "extend_wgmma_dims"};
     static const char *const vals[] = {"hw", "int", "0", "1", "4", "6", "wgmma"};
     for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) {
         char err[256] = "";
@@ -396,43 +396,41 @@ static void test_kernel_choice(void **state) {
     (void)state;
     static const struct {
         int option, image, d, group, fp8, extend, decode, dc_extend; /* dc_extend: dual chunk's extend */
-        int wg_dims;                                                  /* option extend_wgmma_dims */
     } rows[] = {
-        {CA_KERNEL_AUTO, 1, 128, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA, 0},
-        {CA_KERNEL_AUTO, 1, 128, 1, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA, 0},
-        {CA_KERNEL_AUTO, 1, 128, 8, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA, 0},
-        {CA_KERNEL_AUTO, 1, 128, 9, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_WGMMA, 0},
-        {CA_KERNEL_AUTO, 1, 128, 16, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_WGMMA, 0},
-        {CA_KERNEL_AUTO, 1, 64, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_AUTO, 1, 256, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_AUTO, 0, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_AUTO, 0, 64, 12, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_MMA, 1, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_MMA, 0, 64, 1, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 0},
+        {CA_KERNEL_AUTO, 1, 128, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 128, 1, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 128, 8, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 128, 9, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 1, 128, 16, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_WGMMA},
+        {CA_KERNEL_AUTO, 0, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 0, 64, 12, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_MMA, 1, 128, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_MMA, 0, 64, 1, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
         /* fp8 e4m3 pools: the mma extend, SM 9.0 included (the wgmma one reads 16-bit pools);
          * dual chunk refuses them, and dc_extend follows the extend all the same */
-        {CA_KERNEL_AUTO, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_AUTO, 1, 64, 8, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_AUTO, 0, 128, 1, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_MMA, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_PORTABLE, 1, 128, 4, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE, ATTN_EXTEND_MMA, 0},
-        {CA_KERNEL_PORTABLE, 0, 256, 16, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE, ATTN_EXTEND_MMA, 0},
-        /* extend_wgmma_dims: the wgmma extend at d64 / d256 on SM 9.0 with 16-bit pools and
-         * kernel=auto only; dual chunk keeps its mma extend there; d128 and the others unchanged */
-        {CA_KERNEL_AUTO, 1, 64, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA, 1},
-        {CA_KERNEL_AUTO, 1, 256, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 1},
-        {CA_KERNEL_AUTO, 1, 128, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_WGMMA, 1},
-        {CA_KERNEL_AUTO, 1, 96, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 1},
-        {CA_KERNEL_AUTO, 0, 256, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 1},
-        {CA_KERNEL_AUTO, 1, 64, 8, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA, 1},
-        {CA_KERNEL_AUTO, 1, 256, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 1},
-        {CA_KERNEL_MMA, 1, 256, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA, 1},
-        {CA_KERNEL_PORTABLE, 1, 64, 4, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE, ATTN_EXTEND_MMA, 1},
+        {CA_KERNEL_AUTO, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 1, 64, 8, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 0, 128, 1, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_MMA, 1, 128, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_PORTABLE, 1, 128, 4, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE, ATTN_EXTEND_MMA},
+        {CA_KERNEL_PORTABLE, 0, 256, 16, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE, ATTN_EXTEND_MMA},
+        /* the wgmma extend at d64 / d256 too on SM 9.0 with 16-bit pools and kernel=auto only;
+         * dual chunk keeps its mma extend there (its wgmma form is d128's) */
+        {CA_KERNEL_AUTO, 1, 64, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 1, 64, 12, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 1, 256, 4, 0, ATTN_EXTEND_WGMMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 0, 64, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 1, 96, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 0, 256, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 1, 64, 8, 1, ATTN_EXTEND_MMA, ATTN_DECODE_REG, ATTN_EXTEND_MMA},
+        {CA_KERNEL_AUTO, 1, 256, 4, 1, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_MMA, 1, 256, 4, 0, ATTN_EXTEND_MMA, ATTN_DECODE_MMA, ATTN_EXTEND_MMA},
+        {CA_KERNEL_PORTABLE, 1, 64, 4, 0, ATTN_EXTEND_PORTABLE, ATTN_DECODE_PORTABLE, ATTN_EXTEND_MMA},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         attn_kernels k;
         memset(&k, 0, sizeof k);
-        ca_choose_kernels(rows[i].option, rows[i].image, rows[i].d, rows[i].group, rows[i].fp8, rows[i].wg_dims, &k);
+        ca_choose_kernels(rows[i].option, rows[i].image, rows[i].d, rows[i].group, rows[i].fp8, &k);
         assert_int_equal(k.extend, rows[i].extend);
         assert_int_equal(k.decode, rows[i].decode);
         assert_int_equal(k.kv_fp8, rows[i].fp8);
@@ -446,7 +444,7 @@ static void test_kernel_choice(void **state) {
     assert_int_equal(t.extend_block_n, 128);
     assert_int_equal(t.decode_heads_per_block, 16);
     assert_int_equal(t.decode_chunk_align, 64);
-    k.head_dim = 256; /* extend_wgmma_dims: 128-row items, 64-column tiles */
+    k.head_dim = 256; /* the wgmma extend at d256: 128-row items, 64-column tiles */
     t = attn_kernel_tiles(&k, 4);
     assert_int_equal(t.extend_block_m, 128);
     assert_int_equal(t.extend_block_n, 64);

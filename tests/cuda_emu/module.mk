@@ -189,10 +189,12 @@ CUDA_EMU_DIRECT_CASES := --case extend:b=2,l=256,q=256,hq=16,hkv=16,d=128,dtype=
   --case lse:op=extend,b=2,l=200,q=200,hq=8,hkv=2,d=128,dtype=bf16,page=16 \
   --case extend:b=4,l=640,q=640,hq=16,hkv=16,d=128,dtype=bf16,page=16 \
   --case extend:b=6,l=520,q=520,hq=16,hkv=4,d=128,dtype=f16,page=1
-# extend_wgmma_dims (conf_wgdims.json): the wgmma extend at head dims 64 and
-# 256: pages 1 / 16 / 64, ragged lengths, GQA and MHA, causal and not, window
-# and sinks, tree verify, the LSE, two batches with more pairs than the 132
-# emulated SMs (each block turns its Q tile and K/V ring over)
+# The wgmma extend at head dims 64 and 256 (the SM 9.0 build's default there;
+# the whole matrix's d64 / d256 cases run it in the shuffled SM 9.0 step, and
+# the SM 8.0 build's whole matrix runs the mma extend at those dims): pages
+# 1 / 16 / 64, ragged lengths, GQA and MHA, causal and not, window and sinks,
+# tree verify, the LSE, two batches with more pairs than the 132 emulated SMs
+# (each block turns its Q tile and K/V ring over)
 CUDA_EMU_WGDIMS_CASES := --case extend:b=3,l=400,q=150,hq=8,hkv=2,d=64,dtype=bf16,page=1 \
   --case extend:b=2,l=300,q=300,hq=8,hkv=2,d=64,dtype=f16,page=64 \
   --case extend:b=2,l=300,q=300,hq=8,hkv=2,d=64,dtype=bf16,page=16,attn=2 \
@@ -205,15 +207,13 @@ CUDA_EMU_WGDIMS_CASES := --case extend:b=3,l=400,q=150,hq=8,hkv=2,d=64,dtype=bf1
   --case lse:op=extend,b=2,l=200,q=200,hq=8,hkv=2,d=256,dtype=bf16,page=16 \
   --case extend:b=4,l=300,q=300,hq=32,hkv=8,d=64,dtype=bf16,page=16 \
   --case extend:b=3,l=300,q=300,hq=16,hkv=4,d=256,dtype=f16,page=16
-# the lever's step (a prerequisite of cuda-attn-emu; alone: make cuda-attn-emu-wgdims)
+# its step (a prerequisite of cuda-attn-emu; alone: make cuda-attn-emu-wgdims)
 cuda-attn-emu-wgdims: $(ATTNCTL) $(CUDA_EMU_SM90_SO)
-	@echo "== cuda_attn on the emulator, SM 9.0, extend_wgmma_dims=1: the wgmma extend at d64 / d256 (the matrix's extend, verify and LSE cases at those dims, blocks shuffled; the lever's cases TMA shuffled and cp.async reversed)"
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_wgdims.json --filter '^(extend|verify|lse).*d=(64|256),'
-	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_wgdims.json $(CUDA_EMU_WGDIMS_CASES)
-	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn \
-	  --conf tests/cuda_emu/conf_wgdims.json $(CUDA_EMU_WGDIMS_CASES)
+	@echo "== cuda_attn on the emulator, SM 9.0: the wgmma extend at d64 / d256 (more batches at those dims: TMA shuffled, cp.async reversed)"
+	EMU_ORDER=shuf $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	  $(CUDA_EMU_WGDIMS_CASES)
+	EMU_TMAP=refuse EMU_ORDER=rev $(ATTNCTL) check --plugin-path $(CUDA_EMU_SM90_DIR) --plugin cuda_attn --no-conf \
+	  $(CUDA_EMU_WGDIMS_CASES)
 .PHONY: cuda-attn-emu-wgdims
 cuda-attn-emu: $(ATTNCTL) $(CUDA_EMU_SO) $(CUDA_EMU_FP8HW_SO) $(CUDA_EMU_GRAPH) $(CUDA_EMU_SM90_SO) $(WGMMA_EMU_TEST) \
                $(CUDA_EMU_GRAPH_SM90) cuda-attn-emu-wgdims

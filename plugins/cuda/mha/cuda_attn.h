@@ -67,10 +67,8 @@ int32_t ca_dec_wave_grid_items(const attn_sizing *s, int32_t aim, int32_t bs);
 /* The kernels an instance runs (k->extend, k->decode) for the option, the
  * model's head dim and GQA group; wgmma_image: an SM 9.0 device that runs
  * this binary's sm_90a image (attn_wgmma_available); kv_fp8: an fp8 e4m3
- * pool (the mma extend; sets k->kv_fp8); wg_dims: the option
- * extend_wgmma_dims (the wgmma extend at head dims 64 and 256 too). */
-void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, int wg_dims,
-                       attn_kernels *k);
+ * pool (the mma extend; sets k->kv_fp8). */
+void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k);
 /* 1 when an extend batch's host mirrors (seq_lens_cpu, extend_seq_lens_cpu)
  * show that no request has a prefix (every seq_len equals its extend length);
  * without both mirrors: 0. */

@@ -413,10 +413,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     int option = CA_KERNEL_AUTO, prefill_tma_save = 0;
     if ((rc = ca_read_options(a, &option)) || (rc = ca_read_lever(a, "prefill_tma_save", &prefill_tma_save)))
         return rc;
-    /* lever: the wgmma extend at head dims 64 and 256 (qk = v) */
-    int wg_dims = 0;
-    if ((rc = ca_read_lever(a, "extend_wgmma_dims", &wg_dims))) return rc;
-    if (m->head_dim_v > 0 && m->head_dim_v != m->head_dim_qk) wg_dims = 0;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -434,7 +430,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     memset(&kern, 0, sizeof kern);
     const int wgmma_image = dev.sm_major == 9 && dev.sm_minor == 0 && attn_wgmma_available(a->device);
     ca_choose_kernels(option, wgmma_image, m->head_dim_qk, m->num_q_heads / m->num_kv_heads,
-                      m->kv_dtype == SGL_ATTN_DT_FP8_E4M3, wg_dims, &kern);
+                      m->kv_dtype == SGL_ATTN_DT_FP8_E4M3, &kern);
     kern.dtype = m->dtype == SGL_ATTN_DT_BF16 ? ATTN_DT_BF16 : ATTN_DT_F16;
     if (kern.kv_fp8 && kern.decode != ATTN_DECODE_REG) {
         snprintf(err, err_size, "create: fp8_e4m3 KV runs on the register-fed decode only: option kernel=%s chose another",

@@ -3,10 +3,11 @@
  * tests/cuda/test_cuda_attn_plan.c).
  *
  * Defaults (option kernel=auto):
- *   extend  wgmma (extend_wgmma_sm90.cu) on an SM 9.0 device at head dim 128
- *           when the binary's sm_90a image loads there; else mma
- *           (extend_mma.cu: SM 8.x, head dims 64 and 256, a binary without
- *           the sm_90a image).
+ *   extend  wgmma (extend_wgmma_sm90.cu) on an SM 9.0 device at head dims
+ *           64, 128 and 256 when the binary's sm_90a image loads there
+ *           (d64: 128-column tiles, four stages; d128: 128-column tiles,
+ *           three stages; d256: 64-column tiles, two stages); else mma
+ *           (extend_mma.cu: SM 8.x, a binary without the sm_90a image).
  *   decode  register-fed (decode_reg.cu) at head dims 64 / 128 with GQA
  *           groups up to ATTN_DECODE_REG_MAX_GROUP; else the smem-staged mma
  *           decode (decode_mma.cu: head dim 256, larger groups).
@@ -15,15 +16,14 @@
  * off the new tokens to the ragged wgmma kernel: extend_fp8_split.cu), and the
  * register-fed decode (create refuses the options that choose another decode
  * for them).
- * Option extend_wgmma_dims=1 (a lever, off by default): the wgmma extend at
- * head dims 64 and 256 too (16-bit pools, SM 9.0, kernel=auto).
  * kernel=mma runs the mma extend and the mma decode everywhere, kernel=portable
  * the kernels hip_attn shares (attn_kernels/): both exist to check those paths
  * on a device where the defaults would take over.
  * Dual chunk attention (dual_chunk.h) has DCA forms of the mma decode and of
  * the mma and wgmma extends: its decode is always the mma one, its extend
- * (dc_extend) the wgmma one where the plain extend is wgmma, else the mma
- * one (kernel=portable too: the portable kernels have no DCA form). */
+ * (dc_extend) the wgmma one where the plain extend is wgmma at head dim 128,
+ * else the mma one (kernel=portable too: the portable kernels have no DCA
+ * form; the wgmma DCA form is head dim 128's). */
 #include "cuda_attn.h"
 #include "attn_kernels/plan_math.h"
 #include "sdk_option.h"
@@ -35,7 +35,8 @@ static const char *const k_removed[] = {"fp8_cvt", "verify_head_pairs", "tree_ma
                                         "fp8_prefix_kernel", "save_in_extend", "fp8_prefix_ring",
                                         "fp8_dec_splits", "fp8_dec_min_blocks", "fp8_dec_wave",
                                         "ragged192_bn64", "tree_prefix_plain",
-                                        "dec16_fast_merge", "prefill_qdbl", "decode_fused_save"};
+                                        "dec16_fast_merge", "prefill_qdbl", "decode_fused_save",
+                                        "extend_wgmma_dims"};
 
 int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);
@@ -63,8 +64,7 @@ const char *ca_kernel_option_name(int option) {
     return option >= 0 && option < CA_KERNEL_COUNT_ ? k_options[option] : "?";
 }
 
-void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, int wg_dims,
-                       attn_kernels *k) {
+void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int kv_fp8, attn_kernels *k) {
     k->kv_fp8 = kv_fp8 != 0;
     k->dc_extend = ATTN_EXTEND_MMA;
     if (option == CA_KERNEL_PORTABLE) {
@@ -78,10 +78,11 @@ void ca_choose_kernels(int option, int wgmma_image, int head_dim, int group, int
         return;
     }
     const int reg = (head_dim == 64 || head_dim == 128) && group >= 1 && group <= ATTN_DECODE_REG_MAX_GROUP;
-    /* wg_dims (option extend_wgmma_dims): head dims 64 and 256 on the wgmma
-     * extend too; dual chunk keeps its mma extend there (its wgmma form is
-     * head dim 128's) */
-    const int wg_d = head_dim == 128 || (wg_dims && (head_dim == 64 || head_dim == 256));
+    /* The wgmma extend serves head dims 64, 128 and 256 (qk = v: the model
+     * check refuses qk != v at 64 and 256); the mma extend serves the rest
+     * (SM 8.x, no sm_90a image, fp8 pools). Dual chunk keeps its mma extend
+     * at 64 and 256: its wgmma form is head dim 128's. */
+    const int wg_d = head_dim == 64 || head_dim == 128 || head_dim == 256;
     k->extend = wgmma_image && wg_d && !kv_fp8 ? ATTN_EXTEND_WGMMA : ATTN_EXTEND_MMA;
     k->decode = reg ? ATTN_DECODE_REG : ATTN_DECODE_MMA;
     k->dc_extend = head_dim == 128 ? k->extend : ATTN_EXTEND_MMA;

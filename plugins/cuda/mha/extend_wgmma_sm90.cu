@@ -32,8 +32,8 @@
  * compute_90 ones. */
 __device__ int attn_wgmma_image_flag = ATTN_WG_IMAGE;
 
-/* The head dim the kernel serves by default (extend_wg_cfg); 64 and 256 with
- * the option extend_wgmma_dims (no head pairs there). */
+/* The head dim whose kernels pair q heads (extend_wg_cfg); 64 and 256 run
+ * without head pairs. */
 #define ATTN_WG_D 128
 
 extern "C" int attn_wgmma_available(int device) {
@@ -83,8 +83,8 @@ static int wg_blocks(int grid_items, int heads, int sm_count) {
 }
 
 /* Every non-ragged instantiation the launcher may pick at head dim D:
- * TREE x HP at 128; TREE alone at 64 and 256 (option extend_wgmma_dims: no
- * head pairs there, a verify batch runs one q head a pair); one producer. */
+ * TREE x HP at 128; TREE alone at 64 and 256 (no head pairs there, a verify
+ * batch runs one q head a pair); one producer. */
 template <int DT, int D, bool TMA_P> static int setup_all() {
     constexpr int TN = ATTN_WG_TREE_NONE, TP = ATTN_WG_TREE_PLAIN;
     constexpr bool PAIRS = D == ATTN_WG_D;
@@ -113,7 +113,7 @@ template <int DT, int D> static int setup(int *tma_ok) {
     return e;
 }
 
-/* Head dims 64 and 256 (option extend_wgmma_dims): d256 on 64-column tiles
+/* Head dims 64 and 256: d256 on 64-column tiles
  * two stages deep (Q 64 KB + 2 x 64 KB), d64 on 128-column ones four deep
  * (Q 16 KB + 4 x 32 KB); the d128 kernel's configuration stays as it was. */
 using d64_cfg = extend_wg_cfg<64>;
@@ -127,8 +127,7 @@ static_assert(d256_cfg::BN == 64 && d256_cfg::STAGES == 2 && d256_cfg::SMEM <= A
               "d256: two 64-column stages beside the 64 KB Q tile");
 
 /* Create time, on the create's device (current), which attn_wgmma_available
- * accepted.  Head dim 128, or 64 / 256 when the instance chose them
- * (extend_wgmma_dims). */
+ * accepted.  Head dims 64, 128 and 256. */
 extern "C" int attn_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {
     *tma_ok = 0;
     const bool bf = dtype == ATTN_DT_BF16;

@@ -1,7 +1,7 @@
 /*
  * extend_wgmma_sm90.cuh - paged extend / prefill / cross attention on Hopper
- * warpgroup MMA at head dim 128 (and 64 / 256 with the option
- * extend_wgmma_dims: 64-column tiles at 256, wg_paged_bn): cuda_attn's extend
+ * warpgroup MMA at head dims 64, 128 and 256 (64-column tiles at 256,
+ * wg_paged_bn): cuda_attn's extend
  * on an SM 9.0 device (cuda_attn_choice.c; extend_wgmma_sm90.cu launches it).  sm_90a only:
  * every other pass compiles the kernel to an empty stub, and the launcher
  * never starts it there.
