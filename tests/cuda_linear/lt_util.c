@@ -257,10 +257,6 @@ int lt_sm_count(void) {
     int v = 0;
     return cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0) == cudaSuccess ? v : -1;
 }
-int lt_sm_major(void) {
-    int v = 0;
-    return cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess ? v : -1;
-}
 static const char *host_option(void *ctx, const char *plugin, const char *key) {
     (void)ctx, (void)plugin, (void)key;
     return NULL;
@@ -281,11 +277,8 @@ const sgl_attn_host_api *lt_host_api(void) {
 #ifdef LT_EMU
 extern long long lk_emu_l2_prefetch_bytes; /* tests/emu/emu_simt.cpp */
 long long lt_l2_prefetch_bytes(void) { return lk_emu_l2_prefetch_bytes; }
-extern long long lk_emu_bulk_g2s_bytes; /* tests/emu/emu_simt.cpp */
-long long lt_bulk_g2s_bytes(void) { return lk_emu_bulk_g2s_bytes; }
 #else
 long long lt_l2_prefetch_bytes(void) { return -1; }
-long long lt_bulk_g2s_bytes(void) { return -1; }
 #endif
 
 #ifdef LT_EMU

@@ -55,16 +55,12 @@ void lt_sync(void);
 const sgl_attn_plugin *lt_load(const char *dir, const char *name, void **handle);
 /* the bytes the stream decode's L2 prefetches asked for so far (the CPU emulator counts them; -1 on a GPU) */
 long long lt_l2_prefetch_bytes(void);
-/* the bytes of the bulk copies into shared memory so far (the CPU emulator counts them; -1 on a GPU) */
-long long lt_bulk_g2s_bytes(void);
 /* The host API the tests hand plugins (no options; the log keeps the CUDA linear wrappers' last create line in
  * lt_create_log and prints nothing). */
 const sgl_attn_host_api *lt_host_api(void);
 extern char lt_create_log[512];
 /* device 0's SMs (-1 when the runtime does not say) */
 int lt_sm_count(void);
-/* device 0's compute capability major (-1 when the runtime does not say) */
-int lt_sm_major(void);
 
 /* ----------------------------------------------------------- fake inner */
 typedef struct lt_inner {

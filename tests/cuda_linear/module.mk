@@ -59,8 +59,7 @@ LINE_OBJ := $(OBJDIR)/$(LINT_DIR)/emu
 # *.cu.o (nvcc's, the same bytes in both trees) into the ASan tree, and these must be built with ASan.
 LINE_KERNELS := $(addprefix $(LINE_OBJ)/,$(addsuffix .emu.o,$(LIN_CU)))
 LINE_PLUGINS := $(foreach k,$(LIN_KINDS),$(LINE_OBJ)/lin_plugin.$(k).o)
-$(LINE_OBJ)/%.emu.o: $(LIN_DIR)/%.cu $(wildcard $(LIN_DIR)/*.cuh $(LIN_DIR)/*.h) $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_pdl.h \
-                     $(EMU_DIR)/emu_sm90.h
+$(LINE_OBJ)/%.emu.o: $(LIN_DIR)/%.cu $(wildcard $(LIN_DIR)/*.cuh $(LIN_DIR)/*.h) $(EMU_DIR)/emu_prelude.h $(EMU_DIR)/emu_pdl.h
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_CXXFLAGS) -x c++ -c $< -o $@
 $(LINE_OBJ)/lin_plugin.%.o: $(LIN_DIR)/lin_plugin.c
@@ -132,9 +131,7 @@ $(LINT_STACK_GRAPH_EMU): $(call LINT_OBJ,test_lin_stack_graph) $(LINT_UTIL) $(EM
 #    prep, cuda_attn's wgmma extend beneath): the whole matrix; gdn's LINE_CASES and a V = 128 case on
 #    the fused chunk kernel (conf_lin_emu_fused.json: fused_chunk=always; SM 8.0's shared memory is too
 #    small for it); gdn's and mamba2's decode / verify cases with the stream decode's L2 prefetch 3 / 1
-#    blocks ahead (conf_lin_emu_l2a.json: the option through the host's conf); gdn's and kda's decode
-#    (B 1 / 5 / 32) and verify cases with the float32 state tile by one bulk copy (conf_lin_emu_bulk.json:
-#    decode_bulk_state=1).
+#    blocks ahead (conf_lin_emu_l2a.json: the option through the host's conf).
 # The cases: the last request of each batch has exactly the prefix and new tokens named (the others
 # ragged, one padded row); chunks are 64 tokens; K = 128 and V = 64, the dims the tensor-core kernels
 # take (the harness's default dims run token by token), and slowly decaying gates (decay=slow), so that
@@ -184,12 +181,6 @@ cuda-linear-emu: $(LINT_EMU) $(LINT_STACK_GRAPH_EMU) $(ATTNCTL) $(LINE_SOS) $(LI
 	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled: decode / verify with decode_l2_ahead_blocks"; \
 	  $(LINE_CHECK) $(LINE_SM90_DIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_l2a.json \
 	    --case $$k:b=5,fwd=decode,prefix=128,dtype=bf16,$(LINE_TC_DIMS) --case $$k:b=3,fwd=verify,q=4,prefix=62,dtype=bf16,$(LINE_TC_DIMS) \
-	    --case $$k:b=3,fwd=verify,q=3,prefix=64,owner=caller,dtype=bf16,$(LINE_TC_DIMS); done
-	@set -e; for k in gdn kda; do \
-	  echo "== $${k}_cuda/cuda_attn on the emulator, SM 9.0, blocks shuffled: decode / verify with decode_bulk_state (B 1 / 5 / 32)"; \
-	  $(LINE_CHECK) $(LINE_SM90_DIR) --plugin $${k}_cuda/cuda_attn --conf tests/cuda_linear/conf_lin_emu_bulk.json \
-	    --case $$k:b=1,fwd=decode,prefix=16,dtype=bf16,$(LINE_TC_DIMS) --case $$k:b=5,fwd=decode,prefix=128,dtype=bf16,$(LINE_TC_DIMS) \
-	    --case $$k:b=32,fwd=decode,prefix=16,dtype=bf16,$(LINE_TC_DIMS) --case $$k:b=3,fwd=verify,q=4,prefix=62,dtype=bf16,$(LINE_TC_DIMS) \
 	    --case $$k:b=3,fwd=verify,q=3,prefix=64,owner=caller,dtype=bf16,$(LINE_TC_DIMS); done
 TEST_STEPS += cuda-linear-emu
 

@@ -50,12 +50,6 @@
  *                  reference row): kda configs within the float64 limits: the common scenario (bf16 / f16
  *                  activations, both state dtypes), long ragged requests with a padded one, chunk ends at
  *                  every offset, segments, and strong gates (a chunk's log-decay spanning hundreds)
- *     LT_QUICK=18  the stream decode's state tile by one bulk copy (decode_bulk_state): each decode config
- *                  (LT_QUICK=4's) with the option unset (outputs recorded), then with it: the same bits, the
- *                  create line saying whether it serves (the float32 state on SM 9.0) or is ignored; on the
- *                  emulator the bulk-copied bytes counted (some where it serves, none otherwise); then the
- *                  decode and verify graphs and caller-owned state (the wrapper's pool and the option unset
- *                  recorded, the caller's tensors with the option compared)
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -89,9 +83,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -247,10 +241,6 @@ static void run_cfg(const cfg *c) {
     if (l2a_b) { /* l2a_tests */
         const size_t l = strlen(label);
         snprintf(label + l, sizeof label - l, " l2_ahead=%s blocks", l2a_b);
-    }
-    if (getenv("SGL_ATTN_LIN_DECODE_BULK_STATE")) { /* bulk_tests */
-        const size_t l = strlen(label);
-        snprintf(label + l, sizeof label - l, " decode_bulk_state");
     }
     lt_max_tokens = c->scen == LONG || c->scen == SEGS || c->scen == STRONG ? 2048 : c->scen == OFFS ? 1024 : c->scen == HUGE ? long_tokens() : 512;
     lt_weight_dt = c->w16 ? LT_BF16 : LT_F32;
@@ -1072,75 +1062,6 @@ static void l2a_tests(int set) {
     unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
 }
 
-/* The stream decode's state tile by one bulk copy (LT_QUICK=18; the full run: the decode configs also in the
- * quick set): each config with the option unset (outputs recorded), then with decode_bulk_state=1: the same bits.
- * It serves where the stream decode runs (K = 128, the fast variant) with a float32 state on SM 9.0 (the create
- * line says so, or that it is ignored); where the emulator counts the bulk-copied bytes, some there and none
- * elsewhere or with the option unset.  Then the decode and verify graphs with it, and caller-owned state: the
- * wrapper's pool with the option unset recorded, the caller's tensors with it compared. */
-static void bulk_tests(int set) {
-    const int counted = lt_bulk_g2s_bytes() >= 0; /* the emulator */
-    const char *serves = "(decode_bulk_state: the state tile by one bulk copy)";
-    int ran = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (!(c->sets & Q4) || (set == F && !(c->sets & Q1))) continue;
-        const int stream = c->kind != SHORT && c->sh.dk == 128 && !strcmp(c->variant, "fast");
-        const int bulk = stream && c->st == SGL_ATTN_DT_F32 && lt_sm_major() >= 9;
-        lt_rec_reset();
-        lt_rec_mode = 1;
-        long long b0 = lt_bulk_g2s_bytes();
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        long long b1 = lt_bulk_g2s_bytes();
-        LT_CHECK(!counted || b1 == b0, "config %zu, decode_bulk_state unset: %lld bytes bulk-copied", i, b1 - b0);
-        LT_CHECK(!strstr(lt_create_log, "decode_bulk_state"), "config %zu, the option unset: the create line \"%s\"", i,
-                 lt_create_log);
-        setenv("SGL_ATTN_LIN_DECODE_BULK_STATE", "1", 1);
-        lt_rec_mode = 2;
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        b0 = b1;
-        b1 = lt_bulk_g2s_bytes();
-        LT_CHECK(!counted || (bulk ? b1 > b0 : b1 == b0), "config %zu, decode_bulk_state=1: %lld bytes bulk-copied "
-                 "(%s)", i, b1 - b0, bulk ? "it serves: expected some" : "it does not serve: expected none");
-        LT_CHECK(bulk ? !!strstr(lt_create_log, serves) : !strstr(lt_create_log, serves),
-                 "config %zu, decode_bulk_state=1 (%s): the create line \"%s\"", i, bulk ? "serves" : "does not serve",
-                 lt_create_log);
-        LT_CHECK(!stream || bulk || strstr(lt_create_log, "decode_bulk_state ignored"),
-                 "config %zu, decode_bulk_state=1 on a bf16 state / SM 8.x: the create line \"%s\"", i, lt_create_log);
-        ran += bulk;
-        unsetenv("SGL_ATTN_LIN_DECODE_BULK_STATE");
-        lt_rec_mode = 0;
-        lt_rec_reset();
-    }
-    LT_CHECK(lt_sm_major() < 9 || ran > 0, "decode_bulk_state: no config served");
-    setenv("SGL_ATTN_LIN_DECODE_BULK_STATE", "1", 1);
-    const long long g0 = lt_bulk_g2s_bytes();
-    graph_test(GDN, &SH_GDN, 0);
-    verify_graph_test(GDN, &SH_GDN, 0);
-    verify_graph_test(MAMBA2, &SH_MAMBA2, 0);
-    verify_graph_test(KDA, &SH_KDA, 0);
-    LT_CHECK(!counted || lt_bulk_g2s_bytes() > g0, "decode_bulk_state=1: the graphs bulk-copied nothing");
-    unsetenv("SGL_ATTN_LIN_DECODE_BULK_STATE");
-    for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++) {
-        const ccfg *cc = &caller_configs[i];
-        if (!(cc->c.sets & Q11) || cc->c.kind == SHORT) continue;
-        lt_rec_reset();
-        lt_rec_mode = 1;
-        lt_caller_mode = 0;
-        run_cfg(&cc->c);
-        setenv("SGL_ATTN_LIN_DECODE_BULK_STATE", "1", 1);
-        lt_rec_mode = 2;
-        lt_caller_mode = cc->mode;
-        run_cfg(&cc->c);
-        unsetenv("SGL_ATTN_LIN_DECODE_BULK_STATE");
-        lt_rec_mode = 0;
-        lt_caller_mode = 0;
-        lt_rec_reset();
-    }
-}
-
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1170,10 +1091,10 @@ int main(int argc, char **argv) {
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
-                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17 : quick == 18 ? Q18
+                    : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
                     : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 or 18 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1223,7 +1144,6 @@ int main(int argc, char **argv) {
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
-    if (set & (F | Q18)) bulk_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

@@ -127,12 +127,11 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks, decode_bulk_state
-         * and sync_check
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks and sync_check
          * take their values or auto (a GPU-less create then fails later, at the device); anything else is
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
          * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
-         * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead, kda_tc) accept only auto */
+         * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead, kda_tc, decode_bulk_state) accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
             const char *env, *val, *refusal; /* NULL: passes the option check */
@@ -177,12 +176,10 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_KDA_TC", "1", "environment SGL_ATTN_LIN_KDA_TC = \"1\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_KDA_TC", "0", "SGL_ATTN_LIN_KDA_TC = \"0\": expected auto"},
             {"SGL_ATTN_LIN_KDA_TC", "on", "SGL_ATTN_LIN_KDA_TC = \"on\": expected auto"},
-            {"SGL_ATTN_LIN_DECODE_BULK_STATE", "1", NULL},
-            {"SGL_ATTN_LIN_DECODE_BULK_STATE", "on", NULL},
-            {"SGL_ATTN_LIN_DECODE_BULK_STATE", "0", NULL},
             {"SGL_ATTN_LIN_DECODE_BULK_STATE", "auto", NULL},
-            {"SGL_ATTN_LIN_DECODE_BULK_STATE", "2", "environment SGL_ATTN_LIN_DECODE_BULK_STATE = \"2\": expected 1, true, yes, on"},
-            {"SGL_ATTN_LIN_DECODE_BULK_STATE", "bulk", "SGL_ATTN_LIN_DECODE_BULK_STATE = \"bulk\": expected 1, true"},
+            {"SGL_ATTN_LIN_DECODE_BULK_STATE", "", NULL},
+            {"SGL_ATTN_LIN_DECODE_BULK_STATE", "1", "environment SGL_ATTN_LIN_DECODE_BULK_STATE = \"1\": expected auto (the kernels it chose between"},
+            {"SGL_ATTN_LIN_DECODE_BULK_STATE", "0", "SGL_ATTN_LIN_DECODE_BULK_STATE = \"0\": expected auto"},
             {"SGL_ATTN_LIN_FUSED_EXP2", "auto", NULL},
             {"SGL_ATTN_LIN_FUSED_EXP2", "1", "SGL_ATTN_LIN_FUSED_EXP2 = \"1\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_FUSED_TMMA", "on", "SGL_ATTN_LIN_FUSED_TMMA = \"on\": expected auto"},

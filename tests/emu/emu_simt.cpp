@@ -799,10 +799,6 @@ void lk_emu_tma_load(uint32_t dst, const void *tmap, const int32_t *co, int rank
     mbar_complete_if_due(b);
 }
 
-extern "C" {
-long long lk_emu_bulk_g2s_bytes = 0;
-}
-
 void lk_emu_tma_store(uint32_t src, const void *tmap, const int32_t *co, int rank) {
     emu_tmap m;
     std::memcpy(&m, tmap, sizeof m);
@@ -862,7 +858,6 @@ void lk_emu_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar
         b.land.push_back(t);
     }
     b.tx -= bytes;
-    lk_emu_bulk_g2s_bytes += bytes;
     mbar_complete_if_due(b);
 }
 

@@ -56,8 +56,6 @@ void lk_emu_wgmma_wait(int n);
  * at the issue and lands when the barrier's phase completes, as a TMA
  * copy's does (cuda_mla's mma kernel, SM 9.0 configuration) */
 void lk_emu_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar);
-/* the bytes of every lk_emu_bulk_g2s so far (the tests ask whether a bulk path ran) */
-extern "C" long long lk_emu_bulk_g2s_bytes;
 
 /* cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group: the box at coords
  * from the shared-window address src (128-byte aligned, the map's swizzle

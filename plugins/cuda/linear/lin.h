@@ -179,8 +179,6 @@ typedef struct lin_inst {
     int sync_check;        /* debug: synchronise after planning and commit to report device-found errors */
     int l2a_blocks;        /* the stream decode's L2 prefetch distance in blocks (0: none): the option
                             * decode_l2_ahead_blocks, else by the state dtype (lin_decode_l2a_blocks) */
-    int dec_bulk;          /* decode_bulk_state: the float32 state's stream decode takes its tile by one bulk copy
-                            * into shared memory (SM 9.0 and a float32 state only; else 0) */
     int fused_cp;          /* fused_chunk: 1 where requests x value heads fill half the SMs (default), 0 off, 2 always;
                             * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
                             * kernel's shared memory) */

@@ -61,7 +61,6 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
-    int dec_bulk;   /* decode_bulk_state: the float32 state's stream decode tile by one bulk copy (0 off) */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -107,8 +106,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
-                              &l2a_blocks)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "decode_bulk_state", "SGL_ATTN_LIN_DECODE_BULK_STATE", 0, &o->dec_bulk)))
+                              &l2a_blocks)))
         return rc;
     o->seg = (int)seg;
     o->l2a_blocks = (int)l2a_blocks;
@@ -128,14 +126,15 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_DECODE_RING_FOLD", "decode_ring_fold"}, {"SGL_ATTN_LIN_FUSED_EXP2", "fused_exp2"},
         {"SGL_ATTN_LIN_FUSED_TMMA", "fused_tmma"}, {"SGL_ATTN_LIN_DECODE_PREP_WAVE", "decode_prep_wave"},
         {"SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", "decode_prep_wave_grid"},
-        {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "decode_l2_ahead"}, {"SGL_ATTN_LIN_KDA_TC", "kda_tc"}};
+        {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "decode_l2_ahead"}, {"SGL_ATTN_LIN_KDA_TC", "kda_tc"},
+        {"SGL_ATTN_LIN_DECODE_BULK_STATE", "decode_bulk_state"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead_blocks, decode_bulk_state and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -200,9 +199,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     w->sm_count = dev.sm_count;
     w->l2a_blocks = lin_decode_l2a_blocks(opt.l2a_blocks, lin_state_dt(&d), dev.sm_count);
     w->sm_major = dev.sm_major;
-    /* the bulk copy and its mbarrier are SM 9.0's; the bulk kernel keeps a float32 state exactly in shared memory
-     * between tokens (a 16-bit one would round there) */
-    w->dec_bulk = opt.dec_bulk && dev.sm_major >= 9 && lin_state_dt(&d) == LIN_DT_F32;
     w->max_reqs = a->max_reqs;
     w->max_tokens = a->max_tokens;
     w->max_context = a->max_context;
@@ -231,7 +227,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
     if (ce == cudaSuccess && w->L.need_tc && w->fused_cp) ce = (cudaError_t)lin_chunk_fused_cp_setup();
-    if (ce == cudaSuccess && w->L.need_stream && w->dec_bulk) ce = (cudaError_t)lin_decode_stream_bulk_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];
@@ -241,18 +236,11 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         destroy(&w->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    char stream_what[128] = "";
+    char stream_what[64] = "";
     if (w->L.need_stream && w->l2a_blocks)
         snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
     else if (w->L.need_stream)
         snprintf(stream_what, sizeof stream_what, " (stream decode)");
-    if (w->L.need_stream && w->dec_bulk) {
-        const size_t l = strlen(stream_what);
-        snprintf(stream_what + l, sizeof stream_what - l, " (decode_bulk_state: the state tile by one bulk copy)");
-    } else if (w->L.need_stream && opt.dec_bulk) {
-        const size_t l = strlen(stream_what);
-        snprintf(stream_what + l, sizeof stream_what - l, " (decode_bulk_state ignored: SM 9.0, float32 state)");
-    }
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
                 "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),

@@ -124,8 +124,6 @@ typedef struct lin_fwd {
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
     int32_t dec_l2a;  /* the L2 prefetch ahead: each stream block asks L2 for the state tile of the block this
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
-    int32_t dec_bulk; /* the float32 state's stream kernel takes its tile by one bulk copy into shared memory
-                       * (decode_bulk_state; SM 9.0): the kernel's bulk instantiation */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
@@ -230,7 +228,6 @@ int lin_launch_decode_fused(const lin_fwd *p, void *stream);
  * (K = 128; lin_decode_stream_dims_ok; p->dq) */
 int lin_launch_decode_stream(const lin_fwd *p, void *stream);
 int lin_launch_decode_prep(const lin_fwd *p, void *stream); /* p->dq_per set */
-int lin_decode_stream_bulk_setup(void); /* decode_bulk_state's kernel: shared memory's largest carveout (create) */
 /* chunk_extend.cu: the chunked extend (phase 1, conv history, phase 2).  ot: LIN_DT_F16/BF16, vt: 16/32 */
 int lin_launch_chunk(const lin_fwd *p, int ot, int vt, void *stream);
 int lin_chunk_setup(void); /* cudaFuncSetAttribute of every chunked kernel (> 48 KiB of shared memory) */
