@@ -3,7 +3,8 @@
  * kind, and their shared-memory setup (at create).
  *
  *   phase 1   bf16, gdn / mamba2 / lightning: the prep + UT pair (chunk_prep_ut.cu)
- *             kda, or f16 activations:        the fused kernel (chunk_fused_ut.cu)
+ *             kda, or f16 activations:        the fused kernel (chunk_fused_ut.cu); kda bf16 under
+ *                                             option kda_pair: the pair, with per-channel gates
  *             then the conv history moves on (after phase 1 read the old one)
  *   phase 2   bf16: the state pass, then the outputs (chunk_state.cu, chunk_output.cu); the state
  *             pass by segments in parallel where few requests leave SMs idle (chunk_segment.cu)

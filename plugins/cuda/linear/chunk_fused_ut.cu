@@ -26,118 +26,6 @@
 
 #define LK_FU_THREADS 128
 
-/* kda's
- *   P[t][i] = sum_c x_t[c] k_i[c] exp(G_t[c] - G_i[c])   (x = q: M, x = k: A)
- * on tensor cores by a reference row r with i <= r <= t:
- *   exp(G_t - G_i) = exp(G_t - G_r) exp(G_r - G_i),
- * both factors <= 1 (G is non-increasing along the chunk), so neither 16-bit
- * operand overflows and a factor that underflows belongs to a product that
- * is as small.  Warp w's rows t = 16 w .. 16 w + 15 take r = 16 w against
- * the columns of the earlier 16-row blocks, r = 16 w + 8 for its rows
- * 16 w + 8 .. against columns 16 w .. 16 w + 7; the two 8 x 8 blocks on the
- * diagonal stay in float32 (no r lies between i and t for all of them).
- * The A operand: lane's rows r0 + g (zero unless lo), r0 + g + 8, columns
- * c0 + 2 t4 .. (+ 8) of x scaled by exp(G_t - G_ref), for x = q and k. */
-template <int OT>
-LK_DEV void lk_kda_tc_a(uint32_t (&aq)[4], uint32_t (&ak)[4], const uint16_t *qs, const uint16_t *ks,
-                        const float *Gc, int r0, int ref, bool lo, int c0, int g, int t4) {
-    constexpr int K = LIN_TC_K, KP = K + 8;
-#pragma unroll
-    for (int kh = 0; kh < 2; kh++)
-#pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const int t = r0 + g + 8 * hf, c = c0 + 8 * kh + 2 * t4, e = hf + 2 * kh;
-            if (hf == 0 && !lo) {
-                aq[e] = ak[e] = 0u;
-                continue;
-            }
-            const float f0 = expf(Gc[t * K + c] - Gc[ref * K + c]), f1 = expf(Gc[t * K + c + 1] - Gc[ref * K + c + 1]);
-            aq[e] = lk_pack2<OT>(lk_from16<OT>(qs[t * KP + c]) * f0, lk_from16<OT>(qs[t * KP + c + 1]) * f1);
-            ak[e] = lk_pack2<OT>(lk_from16<OT>(ks[t * KP + c]) * f0, lk_from16<OT>(ks[t * KP + c + 1]) * f1);
-        }
-}
-
-/* The B operand of the n8 tile of columns i0 .. i0 + 7: k_i scaled by exp(G_ref - G_i) (i <= ref). */
-template <int OT>
-LK_DEV void lk_kda_tc_b(uint32_t (&b)[2], const uint16_t *ks, const float *Gc, int i0, int ref, int c0, int g, int t4) {
-    constexpr int K = LIN_TC_K, KP = K + 8;
-    const int i = i0 + g;
-#pragma unroll
-    for (int kh = 0; kh < 2; kh++) {
-        const int c = c0 + 8 * kh + 2 * t4;
-        const float f0 = expf(Gc[ref * K + c] - Gc[i * K + c]), f1 = expf(Gc[ref * K + c + 1] - Gc[i * K + c + 1]);
-        b[kh] = lk_pack2<OT>(lk_from16<OT>(ks[i * KP + c]) * f0, lk_from16<OT>(ks[i * KP + c + 1]) * f1);
-    }
-}
-
-/* Warp w's rows of q.k (P) and k.k (X) in the accumulator layout of
- * lk_rows_mul_n2 (n8 tile nt: columns 8 nt ..): tiles nt < 2 w in P, X; tile
- * 2 w's rows r0 + 8 .. in P8, X8 (elements 2, 3); the diagonal 8 x 8 blocks
- * in Pd, Xd [m][e] (lane's row r0 + 8 m + g, column r0 + 8 m + 2 t4 + e).
- * The tiles of the warp's own block stay apart from P, X: filling P[2 w]
- * would index the accumulators by the warp, which puts them in local memory. */
-template <int OT>
-LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 8][4], float (&P8)[4], float (&X8)[4],
-                           float (&Pd)[2][2], float (&Xd)[2][2], const uint16_t *qs, const uint16_t *ks,
-                           const float *Gc, int warp, int lane) {
-    constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8;
-    const int g = lane >> 2, t4 = lane & 3, r0 = 16 * warp;
-#pragma unroll
-    for (int nt = 0; nt < C / 8; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) P[nt][e] = X[nt][e] = 0.f;
-#pragma unroll
-    for (int e = 0; e < 4; e++) P8[e] = X8[e] = 0.f;
-    /* the earlier 16-row blocks, reference r0 */
-    if (warp > 0) {
-#pragma unroll 1
-        for (int k16 = 0; k16 < K / 16; k16++) {
-            uint32_t aq[4], ak[4];
-            lk_kda_tc_a<OT>(aq, ak, qs, ks, Gc, r0, r0, true, 16 * k16, g, t4);
-#pragma unroll
-            for (int nt = 0; nt < C / 8 - 2; nt++) {
-                if (nt >= 2 * warp) continue;
-                uint32_t b[2];
-                lk_kda_tc_b<OT>(b, ks, Gc, 8 * nt, r0, 16 * k16, g, t4);
-                lk_mma<OT>(P[nt], aq, b[0], b[1]);
-                lk_mma<OT>(X[nt], ak, b[0], b[1]);
-            }
-        }
-    }
-    /* rows r0 + 8 .. against columns r0 .. r0 + 7, reference r0 + 8 */
-#pragma unroll 1
-    for (int k16 = 0; k16 < K / 16; k16++) {
-        uint32_t aq[4], ak[4], b[2];
-        lk_kda_tc_a<OT>(aq, ak, qs, ks, Gc, r0, r0 + 8, false, 16 * k16, g, t4);
-        lk_kda_tc_b<OT>(b, ks, Gc, r0, r0 + 8, 16 * k16, g, t4);
-        lk_mma<OT>(P8, aq, b[0], b[1]);
-        lk_mma<OT>(X8, ak, b[0], b[1]);
-    }
-    /* the two 8 x 8 diagonal blocks m (rows and columns r0 + 8 m ..) in float32: lane's row r0 + 8 m + g,
-     * columns r0 + 8 m + 2 t4 + e; each lane starts at its own channel so the warp's G reads hit 32 banks */
-#pragma unroll
-    for (int m = 0; m < 2; m++)
-#pragma unroll
-        for (int e = 0; e < 2; e++) Pd[m][e] = Xd[m][e] = 0.f;
-#pragma unroll 1
-    for (int cc = 0; cc < K; cc++) {
-        const int c = (cc + lane) & (K - 1);
-#pragma unroll
-        for (int m = 0; m < 2; m++) {
-            const int t = r0 + 8 * m + g;
-            const float gt = Gc[t * K + c], qt = lk_from16<OT>(qs[t * KP + c]), kt = lk_from16<OT>(ks[t * KP + c]);
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int ii = r0 + 8 * m + 2 * t4 + e;
-                if (ii > t) continue;
-                const float d = expf(gt - Gc[ii * K + c]) * lk_from16<OT>(ks[ii * KP + c]);
-                Pd[m][e] += qt * d;
-                Xd[m][e] += kt * d;
-            }
-        }
-    }
-}
-
 /* The kind is a runtime value (uniform branches): one kernel per operand type. */
 template <int OT>
 __global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_fwd p) {
@@ -207,17 +95,7 @@ __global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_f
         __syncthreads(); /* the previous head is done with the shared tiles */
         /* ---- gates: G (cumulative), beta (mamba2: dt) */
         if (GCH) {
-            const float negA = -expf(lk_in(p.A_log, h));
-            for (int c = tid; c < K; c += LK_FU_THREADS) {
-                float G = 0.f;
-                for (int t = 0; t < C; t++) {
-                    if (t < len) {
-                        const float raw = lk_in(p.a, ((ct0 + t) * HV + h) * K + c) + lk_in(p.dt_bias, (int64_t)h * K + c);
-                        G += negA * lk_softplus(raw);
-                    }
-                    Gc[t * K + c] = G;
-                }
-            }
+            lk_kda_gates<LK_FU_THREADS>(p, Gc, ct0, len, h, tid);
             for (int t = tid; t < C; t += LK_FU_THREADS)
                 bs[t] = t < len ? lk_sigmoid(lk_in(p.b, (ct0 + t) * HV + h)) : 0.f;
         } else {
@@ -298,27 +176,10 @@ __global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_f
                     }
                     if (t < len) *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
                 }
-        } else { /* kda: q.k and k.k on tensor cores, the diagonal 8 x 8 blocks in float32 (lk_kda_tc_rows) */
+        } else { /* kda: q.k and k.k on tensor cores, the diagonal 8 x 8 blocks in float32 */
             float q8[4], k8[4], qd[2][2], kd[2][2];
             lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
-#pragma unroll
-            for (int nt = 0; nt < C / 8; nt++)
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    const int t = 16 * warp + g + 8 * hf, i0 = 8 * nt + 2 * t4;
-                    float m2[2];
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int ii = i0 + e;
-                        /* which accumulator holds (t, ii): selects, never an index by the warp */
-                        const bool own = nt == 2 * warp + hf, low8 = hf == 1 && nt == 2 * warp;
-                        const float vq = own ? qd[hf][e] : low8 ? q8[2 + e] : qk[nt][2 * hf + e];
-                        const float vk = own ? kd[hf][e] : low8 ? k8[2 + e] : kk[nt][2 * hf + e];
-                        m2[e] = ii <= t ? scale * vq : 0.f;
-                        Af[t * AP + ii] = ii < t && t < len ? bs[t] * vk : 0.f;
-                    }
-                    if (t < len) *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
-                }
+            lk_kda_ma<OT, AP>(qk, kk, q8, k8, qd, kd, Af, Mg, hrow * C, bs, scale, len, warp, lane);
         }
         __syncthreads();
 

@@ -200,10 +200,10 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
     lk_cp_async_wait_all();
 }
 
-/* gdn with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, a 16-byte aligned base), K = 128,
+/* gdn (and kda under option kda_pair) with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, a 16-byte aligned base), K = 128,
  * V a multiple of 8 up to LIN_TC_VMAX, and the chunked operand buffers */
 extern "C" int lin_chunk_prep_stream_serves(const lin_fwd *p) {
-    return p->kind == LIN_GDN && p->conv_w == 4 && p->x.dt == LIN_DT_BF16 && p->x_dim % 8 == 0 &&
+    return (p->kind == LIN_GDN || p->kind == LIN_KDA) && p->conv_w == 4 && p->x.dt == LIN_DT_BF16 && p->x_dim % 8 == 0 &&
            ((uintptr_t)p->x.p & 15) == 0 && p->K == LIN_TC_K && p->V % 8 == 0 && p->V <= LIN_TC_VMAX && p->Qc &&
            p->Kc && p->Vc;
 }

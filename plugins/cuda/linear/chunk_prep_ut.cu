@@ -1,8 +1,9 @@
 /* chunk_prep_ut.cu - phase 1 of the chunked extend for the scalar-gate kinds
- * (gdn, mamba2, lightning) with bf16 activations, in two kernels, with the
- * same outputs as the fused phase 1 (chunk_fused_ut.cu: W, U, QG, KD, M,
- * exp(G_last), the mamba2 skip), so either phase 2 follows it.  kda and f16
- * activations take the fused phase 1.
+ * (gdn, mamba2, lightning) with bf16 activations, and kda's under option
+ * kda_pair, in two kernels, with the same outputs as the fused phase 1
+ * (chunk_fused_ut.cu: W, U, QG, KD, M, exp(G_last), the mamba2 skip), so
+ * either phase 2 follows it.  f16 activations (and kda without the option)
+ * take the fused phase 1.
  *
  * Prep: one block per (chunk, 128-channel head tile: the q heads, the k
  * heads, the value heads): the conv tile + SiLU, l2norm of q and k, and for
@@ -16,9 +17,11 @@
  * Then the conv history moves on (lin_convstate_kernel).
  *
  * UT: one block per (chunk, value head), 4 warps, 51 KiB of shared memory (4
- * blocks per SM): q and k in by cp.async while the gates are computed
- * (cumulative log-decay by a warp scan), q k^T and k k^T on tensor cores
- * (lower triangle only), M -> global and A in float32, QG, KD, exp(G_last)
+ * blocks per SM; kda 84 KiB with its G per channel, 2 blocks): q and k in by
+ * cp.async while the gates are computed (cumulative log-decay by a warp scan;
+ * kda: lk_kda_gates), q k^T and k k^T on tensor cores (lower triangle only;
+ * kda: lk_kda_tc_rows, the decays factored at reference rows), M -> global
+ * and A in float32, QG, KD, exp(G_last)
  * -> global (16-byte element-wise passes), then (delta) T = (I + A)^-1 in
  * float32 by blocks of 16: the four diagonal blocks by forward substitution
  * (one warp each, a lane per column, in registers), then the off-diagonal
@@ -36,6 +39,8 @@
 #define LK_U_R0 (LIN_CHUNK * (LIN_TC_K + 8) * 2)
 #define LK_U_R3 (LIN_CHUNK * (LIN_CHUNK + 1) * 4)
 #define LK_U_SMEM (2 * LK_U_R0 + LK_U_R3 + 4 * LIN_CHUNK * 4)
+/* kda (option kda_pair) adds its per-channel G [C][K] float32 behind the gates: 84 KiB, 2 blocks per SM */
+#define LK_U_SMEM_KDA (LK_U_SMEM + LIN_CHUNK * LIN_TC_K * 4)
 #define LK_P0_SMEM ((LIN_CHUNK + LIN_CONV_W_MAX - 1) * LIN_TC_VMAX * 4)
 
 template <int OT>
@@ -103,7 +108,7 @@ template <int OT>
 __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = LK_TAP;
     const int KIND = p.kind;
-    const bool DELTA = KIND == LIN_GDN, M2 = KIND == LIN_MAMBA2;
+    const bool GCH = KIND == LIN_KDA, DELTA = KIND == LIN_GDN || GCH, M2 = KIND == LIN_MAMBA2;
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0);
     uint16_t *vs = (uint16_t *)smraw;                              /* over q / T, at the end */
@@ -111,6 +116,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     float *Af = (float *)(smraw + 2 * LK_U_R0);                    /* A, then ... */
     uint16_t *t16 = (uint16_t *)Af;                                /* ... T in 16 bits */
     float *Gs = (float *)(smraw + 2 * LK_U_R0 + LK_U_R3), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    float *Gc = eGr + C; /* kda: G per channel [C][K] (LK_U_SMEM_KDA) */
     static_assert(C * (LIN_TC_VMAX + 8) * 2 <= LK_U_R0, "the values fit over q");
     static_assert(C * AP * 4 <= LK_U_R0 && C * CP * 2 <= LK_U_R3, "the UT kernel's shared-memory reuse");
 
@@ -142,13 +148,14 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     };
     lk_cp_async_commit();
 
-    /* ---- gates while the tiles fly: g, beta; G = cumulative g (warp 0 scans) */
+    /* ---- gates while the tiles fly: g, beta; G = cumulative g (warp 0 scans; kda: a thread per channel) */
+    if (GCH) lk_kda_gates<LK_U_THREADS>(p, Gc, ct0, len, h, tid);
     for (int t = tid; t < C; t += LK_U_THREADS) {
         float gv = 0.f, bv_ = 0.f;
         if (t < len) {
             const int64_t tok = ct0 + t;
-            if (KIND == LIN_GDN) {
-                gv = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, tok * HV + h) + lk_in(p.dt_bias, h));
+            if (DELTA) { /* kda: beta only here */
+                if (!GCH) gv = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, tok * HV + h) + lk_in(p.dt_bias, h));
                 bv_ = lk_sigmoid(lk_in(p.b, tok * HV + h));
             } else if (M2) {
                 gv = -expf(lk_in(p.A_log, h)) * lk_softplus(lk_in(p.a, tok * HV + h) + lk_in(p.dt_bias, h));
@@ -175,27 +182,33 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     for (int nt = 0; nt < C / 8; nt++)
 #pragma unroll
         for (int e = 0; e < 4; e++) qk[nt][e] = kk[nt][e] = 0.f;
-    lk_rows_mul_n2<OT, K>(qk, kk, qs, ks, DELTA, ks, KP, 16 * warp, warp); /* not above the diagonal */
-    /* ---- M (to global) and A (delta) */
     uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
+    if (GCH) { /* q.k and k.k with the per-channel decays (chunk_tile.cuh) */
+        float q8[4], k8[4], qd[2][2], kd[2][2];
+        lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
+        lk_kda_ma<OT, AP>(qk, kk, q8, k8, qd, kd, Af, Mg, hrow * C, bs, scale, len, warp, lane);
+    } else {
+        lk_rows_mul_n2<OT, K>(qk, kk, qs, ks, DELTA, ks, KP, 16 * warp, warp); /* not above the diagonal */
+        /* ---- M (to global) and A (delta) */
 #pragma unroll
-    for (int nt = 0; nt < C / 8; nt++)
+        for (int nt = 0; nt < C / 8; nt++)
 #pragma unroll
-        for (int hf = 0; hf < 2; hf++) {
-            const int t = 16 * warp + g + 8 * hf, i0 = 8 * nt + 2 * t4;
-            float m2[2];
+            for (int hf = 0; hf < 2; hf++) {
+                const int t = 16 * warp + g + 8 * hf, i0 = 8 * nt + 2 * t4;
+                float m2[2];
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int ii = i0 + e;
-                const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
-                m2[e] = scale * dec * qk[nt][2 * hf + e];
-                if (DELTA) Af[t * AP + ii] = ii < t ? bs[t] * dec * kk[nt][2 * hf + e] : 0.f;
+                for (int e = 0; e < 2; e++) {
+                    const int ii = i0 + e;
+                    const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
+                    m2[e] = scale * dec * qk[nt][2 * hf + e];
+                    if (DELTA) Af[t * AP + ii] = ii < t ? bs[t] * dec * kk[nt][2 * hf + e] : 0.f;
+                }
+                if (t < len) {
+                    LK_ALIGNED(Mg + t * hrow * C + i0, 4);
+                    *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
+                }
             }
-            if (t < len) {
-                LK_ALIGNED(Mg + t * hrow * C + i0, 4);
-                *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
-            }
-        }
+    }
     /* ---- QG, KD (pairs of columns), exp(G_last) */
     {
         uint16_t *QGg = (uint16_t *)p.QGt + (ct0 * hrow + h) * K, *KDg = (uint16_t *)p.KDt + (ct0 * hrow + h) * K;
@@ -204,16 +217,26 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
             float qg[8], kd[8];
             lk_unpack8<OT>(qs + t * KP + c, qg);
             lk_unpack8<OT>(ks + t * KP + c, kd);
+            if (GCH) { /* never exp of a positive: G is non-increasing along the chunk per channel */
 #pragma unroll
-            for (int e = 0; e < 8; e++) {
-                qg[e] = scale * qg[e] * eGt[t];
-                kd[e] = kd[e] * eGr[t];
+                for (int e = 0; e < 8; e++) {
+                    const float gt = Gc[t * K + c + e];
+                    qg[e] = scale * qg[e] * expf(gt);
+                    kd[e] = kd[e] * expf(Gc[(C - 1) * K + c + e] - gt);
+                }
+            } else {
+#pragma unroll
+                for (int e = 0; e < 8; e++) {
+                    qg[e] = scale * qg[e] * eGt[t];
+                    kd[e] = kd[e] * eGr[t];
+                }
             }
             lk_pack8<OT>(QGg + t * hrow * K + c, qg);
             lk_pack8<OT>(KDg + t * hrow * K + c, kd);
         }
         const float eL = expf(Gs[C - 1]);
-        for (int c = tid; c < K; c += LK_U_THREADS) p.eG[((int64_t)j * HV + h) * K + c] = eL;
+        for (int c = tid; c < K; c += LK_U_THREADS)
+            p.eG[((int64_t)j * HV + h) * K + c] = GCH ? expf(Gc[(C - 1) * K + c]) : eL;
     }
     __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
 
@@ -232,7 +255,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
         float kv[8];
         lk_unpack8<OT>(ks + t * KP + c, kv);
 #pragma unroll
-        for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * eGt[t];
+        for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * (GCH ? expf(Gc[t * K + c + e]) : eGt[t]);
         lk_pack8<OT>(ks + t * KP + c, kv);
     }
     /* ---- T = (I + A)^-1: the diagonal 16 x 16 blocks (warp b -> block b), then the blocks below
@@ -256,12 +279,12 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
 
 /* ------------------------------------------------------------ launchers */
 
-static_assert(LK_U_SMEM <= (int)LIN_FUSED_UT_SMEM && LK_P0_SMEM <= (int)LIN_FUSED_UT_SMEM,
+static_assert(LK_U_SMEM_KDA <= (int)LIN_FUSED_UT_SMEM && LK_P0_SMEM <= (int)LIN_FUSED_UT_SMEM,
               "the prep + UT kernels need at most the fused phase 1's shared memory (lin_create.c checks that one)");
 
 extern "C" int lin_chunk_prep_ut_setup(void) {
     const void *k[2] = {(const void *)lin_chunk_prep_kernel<LIN_DT_BF16>, (const void *)lin_chunk_ut_kernel<LIN_DT_BF16>};
-    const int sm[2] = {LK_P0_SMEM, LK_U_SMEM};
+    const int sm[2] = {LK_P0_SMEM, LK_U_SMEM_KDA};
     int e = 0;
     for (int i = 0; i < 2 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     return e;
@@ -270,7 +293,7 @@ extern "C" int lin_chunk_prep_ut_setup(void) {
 extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream) {
     const lin_fwd &p = *pp;
     /* bf16 operands only (the binary's size: f16 takes the fused phase 1) */
-    if (!p.Qc || !p.Kc || !p.Vc || p.kind == LIN_KDA || p.kind == LIN_SHORT_CONV || ot != LIN_DT_BF16)
+    if (!p.Qc || !p.Kc || !p.Vc || p.kind == LIN_SHORT_CONV || ot != LIN_DT_BF16)
         return (int)cudaErrorInvalidValue;
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
     if (chunks > p.max_chunks) chunks = p.max_chunks;
@@ -289,6 +312,6 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e || p.fused_cp) return e; /* fused_chunk: chunk_fused_cp.cu makes UT in its pass */
     void (*k1)(lin_fwd) = lin_chunk_ut_kernel<LIN_DT_BF16>;
-    LK_LAUNCH(k1, g1, LK_U_THREADS, LK_U_SMEM, st, p);
+    LK_LAUNCH(k1, g1, LK_U_THREADS, p.kind == LIN_KDA ? LK_U_SMEM_KDA : LK_U_SMEM, st, p);
     return (int)cudaGetLastError();
 }
