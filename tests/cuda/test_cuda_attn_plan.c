@@ -310,14 +310,14 @@ static void test_fp8_wave_plan(void **state) {
     assert_int_equal(attn_plan_wave_aim(0, 528, slots, bpi), 1);
 }
 
-/* The levers' reader (each lever an instance's switch, off by default:
- * prefill_tma_save, and a name no option has): a boolean, off when unset
+/* The levers' reader (each lever an instance's switch, off by default; none
+ * is live now, so a name no option has stands in): a boolean, off when unset
  * or empty and on a 1.0 host (no create_args.host); a value that is not a
  * boolean refused with the option and the value named; not a removed name,
  * so the kernel option's reader passes it by. */
 static void test_lever_options(void **state) {
     (void)state;
-    static const char *const levers[] = {"prefill_tma_save", "next_lever"};
+    static const char *const levers[] = {"next_lever"};
     static const struct {
         const char *v;
         int want;
@@ -364,7 +364,7 @@ static void test_removed_options_refused(void **state) {
                                        "fp8_prefix_kernel", "save_in_extend", "fp8_prefix_ring", "fp8_dec_splits",
                                        "fp8_dec_min_blocks", "fp8_dec_wave", "ragged192_bn64",
                                        "tree_prefix_plain", "dec16_fast_merge", "prefill_qdbl",
-                                       "decode_fused_save", "extend_wgmma_dims"};
+                                       "decode_fused_save", "extend_wgmma_dims", "prefill_tma_save"};
     static const char *const vals[] = {"hw", "int", "0", "1", "4", "6", "wgmma"};
     for (size_t j = 0; j < sizeof keys / sizeof keys[0]; j++) {
         char err[256] = "";

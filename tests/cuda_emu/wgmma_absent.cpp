@@ -50,15 +50,6 @@ int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm,
     (void)dtype, (void)p, (void)tm, (void)sm_count, (void)grid_items, (void)stream;
     return (int)cudaErrorInvalidDeviceFunction;
 }
-int attn_new_wgmma_save_setup(int dtype) {
-    (void)dtype;
-    return (int)cudaErrorInvalidDeviceFunction;
-}
-int attn_launch_new_wgmma_save(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, const attn_kv_tmaps *pm,
-                               const attn_save *sv, int sm_count, int grid_items, void *stream) {
-    (void)dtype, (void)p, (void)tm, (void)pm, (void)sv, (void)sm_count, (void)grid_items, (void)stream;
-    return (int)cudaErrorInvalidDeviceFunction;
-}
 int attn_dual_chunk_extend_wgmma_setup(int dtype, int head_dim, int *tma_ok) {
     (void)dtype, (void)head_dim;
     *tma_ok = 0;

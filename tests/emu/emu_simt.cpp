@@ -681,22 +681,12 @@ void wgmma_compute(WgMeet &m) {
 }
 } // namespace
 
-/* Per thread: TMA stores in its open bulk group, and its committed groups no
- * bulk wait retired yet (lk_emu_tma_store). */
-static std::vector<unsigned> bulk_open, bulk_groups;
-
 void sm90_block_start(unsigned nthreads) {
     mbars.clear();
     wgmeet.assign((nthreads + 127) / 128, WgMeet());
-    bulk_open.assign(nthreads, 0u);
-    bulk_groups.assign(nthreads, 0u);
 }
 
 void sm90_block_end(void) {
-    for (size_t t = 0; t < bulk_open.size(); t++) {
-        if (bulk_open[t]) die("a block ended with TMA stores in a bulk group never committed");
-        if (bulk_groups[t]) die("a block ended with a bulk group of TMA stores no cp.async.bulk.wait_group retired");
-    }
     for (const Mbar &b : mbars)
         if (!b.land.empty() || b.tx)
             die("a block ended with an mbarrier phase still waiting for TMA bytes (expect_tx without its copy, or a "
@@ -799,52 +789,6 @@ void lk_emu_tma_load(uint32_t dst, const void *tmap, const int32_t *co, int rank
     mbar_complete_if_due(b);
 }
 
-void lk_emu_tma_store(uint32_t src, const void *tmap, const int32_t *co, int rank) {
-    emu_tmap m;
-    std::memcpy(&m, tmap, sizeof m);
-    if (m.magic != EMU_TMAP_MAGIC) die("a TMA store with a tensor map cuTensorMapEncodeTiled did not write");
-    if ((int)m.rank != rank) die("a TMA store whose rank is not its tensor map's");
-    if (src % 128) die("a TMA store from shared memory not 128-byte aligned");
-    const uint32_t row = m.box[0] * m.elem;
-    if (m.swizzle && row != m.swizzle) die("a swizzled TMA box whose rows are not the swizzle span (not emulated)");
-    uint32_t nrows = 1;
-    for (int i = 1; i < rank; i++) nrows *= m.box[i];
-    smem_at(src, row * nrows, "a TMA store past shared memory");
-    const uint32_t mask = m.swizzle ? m.swizzle / 16 - 1 : 0;
-    for (uint32_t r = 0; r < nrows; r++) {
-        int64_t c[3] = {co[0], 0, 0};
-        bool row_in = true;
-        uint32_t rr = r;
-        for (int i = 1; i < rank; i++) {
-            c[i] = (int64_t)co[i] + rr % m.box[i];
-            rr /= m.box[i];
-            row_in = row_in && c[i] >= 0 && (uint64_t)c[i] < m.dims[i];
-        }
-        if (!row_in) continue; /* the hardware clips the box to the tensor */
-        for (uint32_t ch = 0; ch < row / 16; ch++) {
-            const uint32_t a = src + r * row + ch * 16;
-            const unsigned char *from = smem_at(a ^ (((a >> 7) & mask) << 4), 16, "a TMA store past shared memory");
-            for (uint32_t e = 0; e < 16 / m.elem; e++) {
-                const int64_t x = c[0] + (int64_t)(ch * 16 / m.elem + e);
-                if (x < 0 || (uint64_t)x >= m.dims[0]) continue;
-                std::memcpy((unsigned char *)(uintptr_t)m.addr + x * m.elem + c[1] * (int64_t)m.strides[0] +
-                                c[2] * (int64_t)m.strides[1],
-                            from + e * m.elem, m.elem);
-            }
-        }
-    }
-    bulk_open[cur->tid]++;
-}
-
-void lk_emu_bulk_commit(void) {
-    if (bulk_open[cur->tid]) bulk_groups[cur->tid]++;
-    bulk_open[cur->tid] = 0;
-}
-
-void lk_emu_bulk_wait(int n) {
-    if (n < 0) die("cp.async.bulk.wait_group with a negative count");
-    if (bulk_groups[cur->tid] > (unsigned)n) bulk_groups[cur->tid] = (unsigned)n;
-}
 
 void lk_emu_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar) {
     if (!bytes || bytes % 16) die("a bulk copy whose size is not a positive multiple of 16 bytes");

@@ -57,19 +57,6 @@ void lk_emu_wgmma_wait(int n);
  * copy's does (cuda_mla's mma kernel, SM 9.0 configuration) */
 void lk_emu_bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar);
 
-/* cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group: the box at coords
- * from the shared-window address src (128-byte aligned, the map's swizzle
- * applied by address bits as the load's) into the tensor; rows and elements
- * outside the tensor are not written.  The shared bytes are read and the
- * tensor written at the issue, and the store joins the thread's open bulk
- * group; a block that ends with a store in an uncommitted group, or with a
- * committed group no bulk wait retired, is an error. */
-void lk_emu_tma_store(uint32_t src, const void *tmap, const int32_t *coords, int rank);
-/* cp.async.bulk.commit_group / cp.async.bulk.wait_group[.read] n: the
- * thread's groups (counts only: the stores are done at their issue) */
-void lk_emu_bulk_commit(void);
-void lk_emu_bulk_wait(int n);
-
 /* The emulated CUtensorMap (128 opaque bytes): what the TMA copy needs. */
 struct emu_tmap {
     uint32_t magic; /* EMU_TMAP_MAGIC once encoded */

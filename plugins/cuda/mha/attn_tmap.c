@@ -3,7 +3,6 @@
  * driver's cuTensorMapEncodeTiled comes through the runtime's entry-point
  * query: the plugin links the static cudart and never libcuda.
  */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,20 +38,15 @@ void attn_tmap_cache_free(attn_tmap_cache *c) { free(c); }
 
 /* One operand: dims (innermost first) D elements, hkv heads, slots; 16-bit
  * elements (the copy moves bytes: fp16 and bf16 alike). */
-static int encode_box(encode_tiled_fn enc, unsigned char *map, const void *pool, int32_t d, int32_t hkv,
-                      int64_t slots, int64_t stride_s, int64_t stride_h, uint32_t box_rows) {
+static int encode(encode_tiled_fn enc, unsigned char *map, const void *pool, int32_t d, int32_t hkv, int64_t slots,
+                  int64_t stride_s, int64_t stride_h) {
     const cuuint64_t dims[3] = {(cuuint64_t)d, (cuuint64_t)hkv, (cuuint64_t)slots};
     const cuuint64_t strides[2] = {(cuuint64_t)stride_h * 2, (cuuint64_t)stride_s * 2}; /* bytes */
-    const cuuint32_t box[3] = {64, 1, box_rows}; /* 128 bytes: the 128-byte swizzle's span */
+    const cuuint32_t box[3] = {64, 1, ATTN_TMA_BOX_ROWS}; /* 128 bytes: the 128-byte swizzle's span */
     const cuuint32_t estr[3] = {1, 1, 1};
     return (int)enc((CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, (void *)pool, dims, strides, box, estr,
                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-}
-
-static int encode(encode_tiled_fn enc, unsigned char *map, const void *pool, int32_t d, int32_t hkv, int64_t slots,
-                  int64_t stride_s, int64_t stride_h) {
-    return encode_box(enc, map, pool, d, hkv, slots, stride_s, stride_h, ATTN_TMA_BOX_ROWS);
 }
 
 const attn_kv_tmaps *attn_tmap_for(attn_tmap_cache *c, int32_t layer_id, const attn_fwd *p, int32_t d, int *cu_err) {
@@ -90,15 +84,5 @@ int attn_tmap_ragged(const attn_tmap_cache *c, const attn_fwd *p, int32_t dqk, i
     encode_tiled_fn enc = (encode_tiled_fn)c->encode_fn;
     int e = encode(enc, out->k, p->k_cache, dqk, p->hkv, p->num_slots, p->kc_stride_s, p->kc_stride_h);
     if (!e) e = encode(enc, out->v, p->v_cache, dv, p->hkv, p->num_slots, p->vc_stride_s, p->vc_stride_h);
-    return e;
-}
-
-int attn_tmap_save(const attn_tmap_cache *c, const attn_save *s, attn_kv_tmaps *out) {
-    if (!c || !s || !out || !s->k_cache || !s->v_cache || s->d < 64 || s->d % 64 || s->hkv < 1 || s->num_slots < 1 ||
-        s->num_slots > INT32_MAX)
-        return (int)CUDA_ERROR_INVALID_VALUE;
-    encode_tiled_fn enc = (encode_tiled_fn)c->encode_fn;
-    int e = encode_box(enc, out->k, s->k_cache, s->d, s->hkv, s->num_slots, s->kc_stride_s, s->kc_stride_h, 1);
-    if (!e) e = encode_box(enc, out->v, s->v_cache, s->d, s->hkv, s->num_slots, s->vc_stride_s, s->vc_stride_h, 1);
     return e;
 }

@@ -65,14 +65,6 @@ const attn_kv_tmaps *attn_tmap_for(attn_tmap_cache *c, int32_t layer_id, const a
  * the cp.async producer). */
 int attn_tmap_ragged(const attn_tmap_cache *c, const attn_fwd *p, int32_t dqk, int32_t dv, attn_kv_tmaps *out);
 
-/* The direct extend's TMA stores (option prefill_tma_save): the pool of the
- * save s (k_cache / v_cache [slots][hkv][d], its strides and num_slots) with
- * boxes of one slot (64 elements x 1 head x 1 slot, the 128-byte swizzle of
- * the K/V stages, so one store writes a half row of one (slot, head) out of
- * the stage's swizzled row), encoded into *out each call (host-only work);
- * 0 or the encoder's CUresult (the caller then keeps the save launch). */
-int attn_tmap_save(const attn_tmap_cache *c, const attn_save *s, attn_kv_tmaps *out);
-
 #ifdef __cplusplus
 }
 #endif

@@ -42,10 +42,7 @@ enum { CA_KERNEL_AUTO = 0, CA_KERNEL_MMA = 1, CA_KERNEL_PORTABLE = 2, CA_KERNEL_
 int ca_read_options(const sgl_attn_create_args *a, int *kernel);
 /* A lever's option (a boolean, unset or empty: off) into *on; a value that is
  * not a boolean fails as ca_read_options.  The levers' options are read with it
- * at create (docs/cuda.md's options, bench/gpu/levers/):
- * - "prefill_tma_save": the direct extend's new-token pass (TMA row boxes)
- *   writes the new tokens' K / V into the pool by TMA stores out of its K/V
- *   stages in place of the save-KV launch after it (sp_tma_save). */
+ * at create (docs/cuda.md's options, bench/gpu/levers/); none is live now. */
 int ca_read_lever(const sgl_attn_create_args *a, const char *name, int *on);
 const char *ca_kernel_option_name(int option);
 /* The blocks per SM the fp8 decode_reg's registers allow: its launch bound
@@ -204,8 +201,6 @@ typedef struct ca_backend {
      * after them as their programmatic dependent (cuda_attn_forward.c, direct_extend). */
     int sp_direct;
     int sp_new_tma;             /* ... the new-token kernel's TMA producer is set up */
-    int sp_tma_save;            /* ... option prefill_tma_save: that TMA producer saves the new rows by
-                                 * TMA stores (attn_extend_wgmma_new_save_kernel), no save launch */
     int plan_graph;             /* ca_plan runs for a graph hook: no direct extend (its lists stay unplanned) */
     int planned_split;          /* the planned batch has the split's lists (direct: no request has a prefix) */
     int sp_prefix;              /* fp8 split: the batch may have a prefix: 0 only when the host mirrors show

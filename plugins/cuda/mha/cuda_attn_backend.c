@@ -410,9 +410,8 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
         return rc;
     }
     /* Options: read once, here; the instance keeps what they chose. */
-    int option = CA_KERNEL_AUTO, prefill_tma_save = 0;
-    if ((rc = ca_read_options(a, &option)) || (rc = ca_read_lever(a, "prefill_tma_save", &prefill_tma_save)))
-        return rc;
+    int option = CA_KERNEL_AUTO;
+    if ((rc = ca_read_options(a, &option))) return rc;
     sgl_sdk_cuda_device dev;
     rc = sgl_sdk_cuda_device_query(a->device, &dev, err, err_size);
     if (rc) return rc;
@@ -538,19 +537,6 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                         "no cuTensorMapEncodeTiled (or host memory): the wgmma extend gathers by cp.async");
     }
     if (b->sp_mem && !b->sp_direct && b->rg_tma && b->tmaps) split_tmaps(b); /* the direct extend has no rows of its own */
-    /* Option prefill_tma_save: the direct extend's new-token pass (TMA row
-     * boxes) saves the new rows by TMA stores; a failed setup keeps the save
-     * launch, with a warning */
-    if (prefill_tma_save && b->sp_direct && b->sp_new_tma && b->rg_tma && b->tmaps) {
-        const int e = attn_new_wgmma_save_setup(b->kern.dtype);
-        if (e) {
-            (void)cudaGetLastError();
-            sgl_sdk_log(b->host, SGL_ATTN_LOG_WARN, CA_NAME,
-                        "prefill_tma_save: the saving new-token kernel's setup failed (%d): the save stays a launch", e);
-        } else {
-            b->sp_tma_save = 1;
-        }
-    }
     static const char *const extend_names[] = {"portable", "mma", "wgmma"};
     static const char *const decode_names[] = {"portable", "mma", "reg"};
     /* which kernels serve dual chunk attention (dual_chunk.h), or why none do */
@@ -574,8 +560,7 @@ int ca_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
                 "%s%s, %zu bytes of work buffers",
                 a->device, dev.name, dev.sm_major, dev.sm_minor, dev.sm_count, ca_kernel_option_name(option),
                 extend_names[b->kern.extend], b->tmaps && b->kern.tma ? " (extend: TMA)" : "",
-                b->sp_tma_save  ? " (no prefix: the ragged wgmma from k / v, saving by TMA stores: prefill_tma_save=1)"
-                : b->sp_direct    ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
+                b->sp_direct    ? " (no prefix: the ragged wgmma from k / v, save-KV beside)"
                 : b->sp_pre_wgmma ? " (fp8 pool: new tokens by the ragged wgmma, prefix by wgmma from a byte ring, LSE merge)"
                 : b->sp_mem  ? " (fp8 pool: new tokens by the ragged wgmma, prefix by mma, LSE merge)"
                              : "",

@@ -36,7 +36,7 @@ static const char *const k_removed[] = {"fp8_cvt", "verify_head_pairs", "tree_ma
                                         "fp8_dec_splits", "fp8_dec_min_blocks", "fp8_dec_wave",
                                         "ragged192_bn64", "tree_prefix_plain",
                                         "dec16_fast_merge", "prefill_qdbl", "decode_fused_save",
-                                        "extend_wgmma_dims"};
+                                        "extend_wgmma_dims", "prefill_tma_save"};
 
 int ca_read_options(const sgl_attn_create_args *a, int *kernel) {
     const sgl_sdk_opts o = sgl_sdk_opts_of(a, CA_NAME);

@@ -880,19 +880,6 @@ static int direct_extend(ca_backend *b, const sgl_attn_forward_args *a, const at
     attn_kv_tmaps maps; /* the kernel takes them by value */
     const attn_kv_tmaps *tm = NULL;
     if (b->sp_new_tma && b->rg_tma && b->tmaps && !attn_tmap_ragged(b->tmaps, &n, 128, 128, &maps)) tm = &maps;
-    /* option prefill_tma_save: the new-token pass writes the rows itself by TMA
-     * stores out of its stages, through the pool's one-slot maps (a pool the
-     * encoder refuses keeps the save launch) */
-    attn_kv_tmaps pool;
-    if (tm && b->sp_tma_save && !attn_tmap_save(b->tmaps, sv, &pool)) {
-        const int ce = attn_launch_new_wgmma_save(b->kern.dtype, &n, tm, &pool, sv, b->kern.sm_count, b->sp_grid_new,
-                                                  stream);
-        if (ce) {
-            sgl_sdk_cuda_format_error(b->err, sizeof b->err, "forward_extend: direct extend launch", ce);
-            return SGL_ATTN_E_DEVICE;
-        }
-        return SGL_ATTN_OK;
-    }
     int ce = attn_launch_new_wgmma(b->kern.dtype, &n, tm, b->kern.sm_count, b->sp_grid_new, stream);
     if (!ce) ce = attn_launch_save_kv_after(sv, stream);
     if (ce) {

@@ -174,12 +174,6 @@ int attn_new_wgmma_setup(int dtype, int *tma_ok);
 int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, int sm_count, int grid_items,
                           void *stream);
 int attn_launch_save_kv_after(const attn_save *s, void *stream);
-/* Option prefill_tma_save (a lever): the new-token pass over TMA row boxes
- * (tm) that also writes the save sv's rows into the pool by TMA stores out of
- * its K/V stages (pm: attn_tmap_save's maps), so no save-KV is launched. */
-int attn_new_wgmma_save_setup(int dtype);
-int attn_launch_new_wgmma_save(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm, const attn_kv_tmaps *pm,
-                               const attn_save *sv, int sm_count, int grid_items, void *stream);
 
 /* ------------------------------------------- the fp8 pool's split extend */
 

@@ -285,30 +285,6 @@ extern "C" int attn_launch_new_wgmma(int dtype, const attn_fwd *p, const attn_kv
     return dtype == ATTN_DT_BF16 ? new_launch<GC_BF16>(p, tm, blocks, st) : new_launch<GC_F16>(p, tm, blocks, st);
 }
 
-/* Option prefill_tma_save: the new-token pass that saves the new rows by
- * TMA stores itself (attn_extend_wgmma_new_save_kernel; TMA row boxes only). */
-extern "C" int attn_new_wgmma_save_setup(int dtype) {
-    return dtype == ATTN_DT_BF16 ? setup_fn<ATTN_WG_D>(attn_extend_wgmma_new_save_kernel<GC_BF16>)
-                                 : setup_fn<ATTN_WG_D>(attn_extend_wgmma_new_save_kernel<GC_F16>);
-}
-
-/* As attn_launch_new_wgmma with the TMA maps tm and the pool's one-slot maps
- * pm (attn_tmap_save) for the save sv, which it does: no save-KV after it. */
-extern "C" int attn_launch_new_wgmma_save(int dtype, const attn_fwd *p, const attn_kv_tmaps *tm,
-                                          const attn_kv_tmaps *pm, const attn_save *sv, int sm_count,
-                                          int grid_items, void *stream) {
-    if (grid_items <= 0 || p->hq <= 0) return 0;
-    if (sm_count <= 0 || !tm || !pm || !sv) return (int)cudaErrorInvalidValue;
-    const int blocks = wg_blocks(grid_items, p->hq, sm_count);
-    constexpr size_t SMEM = extend_wg_cfg<ATTN_WG_D>::SMEM;
-    const cudaStream_t st = (cudaStream_t)stream;
-    if (dtype == ATTN_DT_BF16)
-        attn_extend_wgmma_new_save_kernel<GC_BF16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm, *pm, *sv);
-    else
-        attn_extend_wgmma_new_save_kernel<GC_F16><<<blocks, ATTN_WG_THREADS, SMEM, st>>>(*p, *tm, *pm, *sv);
-    return (int)cudaGetLastError();
-}
-
 /* Dual chunk attention's extend (the DCA instantiations): both producers,
  * as attn_extend_wgmma_setup; head dim 128, 16-bit pools. */
 template <int DT> static int dca_setup(int *tma_ok) {

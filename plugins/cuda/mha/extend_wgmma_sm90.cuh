@@ -471,56 +471,17 @@ GC_DEV uint32_t wg_tma_rows(const wg_work &k, int t0, uint32_t ks, uint32_t vs, 
  * the rest by cp.async (wg_tma_boxes).  RAGGED: the slot is row + column,
  * no page-table word (wg_tma_rows for the boxes).  DCA: the pair's Q is the
  * query variants its keys meet (wg_load_q), one event as the single Q. */
-template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, int BNT = wg_paged_bn(DQK),
-          bool SAVE = false>
+template <int DQK, int DV, bool TMA, bool RAGGED, bool HP = false, bool DCA = false, int BNT = wg_paged_bn(DQK)>
 GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
                         const wg_bars<extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT>::STAGES> &bar,
-                        long long total, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr,
-                        const attn_save *sv = nullptr, const attn_kv_tmaps *pm = nullptr) {
+                        long long total, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, false, BNT>;
     static_assert(BNT == 128 || (RAGGED && !HP && !DCA) || (BNT == wg_paged_bn(DQK) && !DCA),
                   "64-column tiles: the ragged kernel and the paged head dim 256 one");
-    static_assert(!SAVE || (TMA && RAGGED && !HP && !DCA && DQK == DV && C::BN == ATTN_WG_BM &&
-                            C::PRODUCER_ROWS_PER_WARP == 32 && C::STAGES <= 32),
-                  "SAVE: the direct extend's new-token pass, one tile row a producer thread");
     constexpr int RPW = C::PRODUCER_ROWS_PER_WARP;
     const int t = (int)threadIdx.x, warp = t >> 5, lane = t & 31;
     const int myrow = warp * RPW + lane % RPW; /* the tile row whose slot this lane holds */
     uint32_t g = 0, kq = 0, pending = 0;
-    /* SAVE (option prefill_tma_save): the tile signalled next holds this
-     * thread's row myrow of a pair's own q rows (the first q head of its GQA
-     * group): its token (-1: nothing to save) and kv head; the tile is
-     * always g - 1 when its signal is given (the signal follows the next
-     * tile's issue, or the flush at a pair's Q), so its stage and parity come
-     * from g.  svm: the stages this thread's TMA stores may still read. */
-    int sv_tok = -1, sv_kvh = 0;
-    uint32_t svm = 0;
-    /* After a signal: the saved tile's full barrier (every row landed, the
-     * TMA bytes and the cp.async rows), then its row myrow to the token's
-     * pool slot as four TMA stores (K, V x two 64-column blocks, one slot a
-     * box) out of the stage, in one bulk group.  A bad slot is skipped and
-     * noted once a token (kv head 0's thread), as the save kernel does. */
-    auto save_signalled = [&]() {
-        if constexpr (SAVE) {
-            if (sv_tok < 0) return;
-            const int sv_stage = (int)((g - 1) % C::STAGES);
-            mbar_wait(bar.full(sv_stage), ((g - 1) / C::STAGES) & 1);
-            fence_proxy_async(); /* the cp.async rows' generic writes -> the store's async-proxy reads */
-            const int64_t slot = attn_save_slot(*sv, sv_tok, sv_kvh == 0);
-            if (slot >= 0) {
-                const uint32_t ko = wg_smem(sm) + C::OFF_K + sv_stage * C::K_BYTES + myrow * ATTN_SW_ROW_BYTES;
-                const uint32_t vo = wg_smem(sm) + C::OFF_V + sv_stage * C::V_BYTES + myrow * ATTN_SW_ROW_BYTES;
-#pragma unroll
-                for (int cb = 0; cb < C::DB; cb++) {
-                    tma_store_3d(pm->k, ko + cb * (C::BN * ATTN_SW_ROW_BYTES), cb * 64, sv_kvh, (int32_t)slot);
-                    tma_store_3d(pm->v, vo + cb * (C::BN * ATTN_SW_ROW_BYTES), cb * 64, sv_kvh, (int32_t)slot);
-                }
-                bulk_commit();
-                svm |= 1u << sv_stage;
-            }
-            sv_tok = -1;
-        }
-    };
     int32_t raw = 0; /* table word of the next tile's row myrow (common.cuh), not yet a slot */
     auto tile_raw = [&](const wg_work &k, int j) -> int32_t {
         const int tok = k.lo + j * C::BN + myrow;
@@ -535,16 +496,6 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
         const int s = (int)(g % C::STAGES);
         mbar_wait(bar.empty(s), ((g / C::STAGES) & 1) ^ 1);
         fence_proxy_async(); /* the wgmma reads of the stage's old tile are done (async -> generic) */
-        if constexpr (SAVE) {
-            /* this thread's stores out of the stage have read it (every group:
-             * a save is one tile a pair, so the older ones are long done);
-             * the warp's other lanes refill the row only after the sync */
-            if ((svm >> s) & 1u) {
-                bulk_wait_read<0>();
-                svm = 0;
-            }
-            __syncwarp();
-        }
         uint8_t *const kst = sm + C::OFF_K + s * C::K_BYTES, *const vst = sm + C::OFF_V + s * C::V_BYTES;
         if constexpr (TMA) {
             const uint32_t sb = wg_smem(sm);
@@ -569,18 +520,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
         }
         gc_cp_async_commit();
         wg_signal<1>(pending);
-        save_signalled();
         pending = bar.full(s);
-        if constexpr (SAVE) {
-            /* the pair's own q rows [q_pos0, q_pos0 + nrows) among this tile's
-             * columns (valid ones: < hi), saved once per kv head: by the pair
-             * of the group's first q head */
-            const int col = t0 + myrow;
-            if (k.head % p.group == 0 && col >= k.q_pos0 && col < k.q_pos0 + k.nrows && col < k.hi) {
-                sv_tok = k.row + col;
-                sv_kvh = k.kvh;
-            }
-        }
         g++;
     };
     for (long long w = blockIdx.x; w < total; w += gridDim.x) {
@@ -590,7 +530,6 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
             issue_tile(k, 0);
         }
         wg_signal<0>(pending);
-        save_signalled();
         mbar_wait(bar.q_empty(), (kq & 1) ^ 1);
         fence_proxy_async();
         if constexpr (DCA) {
@@ -608,11 +547,7 @@ GC_DEV void wg_producer(const attn_fwd &p, uint8_t *sm,
         for (int j = 1; j < k.ntiles; j++) issue_tile(k, j);
     }
     wg_signal<0>(pending);
-    save_signalled();
-    if constexpr (SAVE) bulk_wait<0>(); /* the pool rows written before the grid ends */
     (void)tm;
-    (void)sv;
-    (void)pm;
 }
 
 /* F8's producer (the fp8 split extend's prefix items: the paged body, head
@@ -1077,9 +1012,8 @@ GC_DEV void wg_consumer(const attn_fwd &p, uint32_t sbase,
  * the code they had before it existed. */
 #if defined(ATTN_HAVE_WGMMA)
 template <int DT, int DQK, int DV, bool TMA, bool RAGGED, int TREE, bool HP, bool DCA = false, bool F8 = false,
-          int BNT = wg_paged_bn(DQK), bool SAVE = false>
-GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr,
-                           const attn_save *sv = nullptr, const attn_kv_tmaps *pm = nullptr) {
+          int BNT = wg_paged_bn(DQK)>
+GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const attn_dca *dc = nullptr) {
     using C = extend_wg_cfg<DQK, DV, DCA ? 3 : 1, F8, BNT>;
     static_assert(!F8 || (!TMA && !RAGGED && !HP && !DCA && TREE == ATTN_WG_TREE_NONE),
                   "F8: the paged body, its producer converting the pool's bytes");
@@ -1109,7 +1043,7 @@ GC_DEV void wg_kernel_body(const attn_fwd &p, const attn_kv_tmaps *tm, const att
         if constexpr (F8)
             wg_producer_f8<DT, DQK>(p, sm, bar, total);
         else
-            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, BNT, SAVE>(p, sm, bar, total, tm, dc, sv, pm);
+            wg_producer<DQK, DV, TMA, RAGGED, HP, DCA, BNT>(p, sm, bar, total, tm, dc);
     } else {
         setmaxnreg_inc<ATTN_WG_REGS_CONSUMER>();
         wg_consumer<DT, DQK, DV, TREE, HP, DCA, F8, BNT>(p, sbase, bar, total, (int)(threadIdx.x >> 7) - 1, dc);
@@ -1163,28 +1097,6 @@ __global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_tma_
 #else
     (void)p;
     (void)tm;
-#endif
-}
-
-/* The direct extend's new-token pass with option prefill_tma_save: as the
- * TMA entry above, and the producer writes the new tokens' K / V rows into
- * the pool by TMA stores out of the stages that hold them (wg_producer's
- * SAVE: each pair of a GQA group's first q head saves its own q rows' keys,
- * the pool map pm of one-slot boxes, attn_tmap_save), so no save-KV follows
- * it: no programmatic trigger either.  The save's parameters are taken by
- * address from the parameter space (__grid_constant__: no local copy). */
-template <int DT>
-__global__ __launch_bounds__(ATTN_WG_THREADS, 1) void attn_extend_wgmma_new_save_kernel(
-    const attn_fwd p, const __grid_constant__ attn_kv_tmaps tm, const __grid_constant__ attn_kv_tmaps pm,
-    const __grid_constant__ attn_save sv) {
-#if defined(ATTN_HAVE_WGMMA)
-    wg_kernel_body<DT, 128, 128, true, true, ATTN_WG_TREE_NONE, false, false, false, 128, true>(p, &tm, nullptr, &sv,
-                                                                                                &pm);
-#else
-    (void)p;
-    (void)tm;
-    (void)pm;
-    (void)sv;
 #endif
 }
 

@@ -163,27 +163,6 @@ GC_DEV void tma_load_3d(uint32_t dst, const void *tmap, int32_t c0, int32_t c1, 
                  : "memory");
 }
 
-/* TMA store: the box at coordinates (c0, c1, c2) of a 3-D tensor map from
- * shared memory at src (the map's swizzle applied by address bits, as
- * tma_load_3d's; rows outside the tensor are not written), in this thread's
- * current bulk group.  The shared bytes must be visible to the async proxy
- * (fence.proxy.async after the generic writes or the barrier wait); the
- * group's reads end at bulk_wait_read, its writes at bulk_wait. */
-GC_DEV void tma_store_3d(const void *tmap, uint32_t src, int32_t c0, int32_t c1, int32_t c2) {
-    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
-                     (uint64_t)tmap),
-                 "r"(c0), "r"(c1), "r"(c2), "r"(src)
-                 : "memory");
-}
-/* Close this thread's bulk group (the TMA stores issued since the last). */
-GC_DEV void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-/* Until at most N of this thread's bulk groups still read shared memory. */
-template <int N> GC_DEV void bulk_wait_read() {
-    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
-}
-/* Until at most N of this thread's bulk groups are still incomplete (writes done). */
-template <int N> GC_DEV void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
-
 /* Generic-proxy shared-memory writes (st.shared, cp.async) <-> async-proxy
  * accesses (wgmma operand reads).  Writers fence before they release; readers
  * fence again after they acquire (cheap, and covers either reading of the
@@ -360,13 +339,6 @@ GC_DEV void tma_load_3d(uint32_t dst, const void *tmap, int32_t c0, int32_t c1, 
     const int32_t c[3] = {c0, c1, c2};
     lk_emu_tma_load(dst, tmap, c, 3, bar);
 }
-GC_DEV void tma_store_3d(const void *tmap, uint32_t src, int32_t c0, int32_t c1, int32_t c2) {
-    const int32_t c[3] = {c0, c1, c2};
-    lk_emu_tma_store(src, tmap, c, 3);
-}
-GC_DEV void bulk_commit() { lk_emu_bulk_commit(); }
-template <int N> GC_DEV void bulk_wait_read() { lk_emu_bulk_wait(N); }
-template <int N> GC_DEV void bulk_wait() { lk_emu_bulk_wait(N); }
 GC_DEV void fence_proxy_async() {}
 template <int N> GC_DEV void setmaxnreg_inc() {
     static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg range");
