@@ -26,9 +26,8 @@
 #      scheduler and memory sections: why a chunk step takes ~21 us and not ~4
 #      (barrier / shared-memory / issue bound; docs/lab/linear.md) (PROFILE=9)
 #  10. kda's chunked prefill at Kimi-Linear TP4 1 x 64k (issue 22): every kernel's
-#      duration in one forward (PROFILE=10)
-#  11. the same forward with option kda_pair (issue 22's lever: kda's phase 1 on the prep + UT pair),
-#      set here because common.sh clears inherited options (PROFILE=11)
+#      duration in one forward, then the UT kernel's sections (occupancy, warp
+#      states, scheduler) (PROFILE=10)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -140,23 +139,17 @@ if on 9; then
     "$OUT/lin_fused_cp_sections.txt" | head -50
 fi
 if on 10; then
-  step "10. kda prefill 1 x 64k: kernel durations of one forward"
+  step "10a. kda prefill 1 x 64k: kernel durations of one forward"
   BENCH_SET=prefill BENCH_FILTER="kda,1x64k" BENCH_QUICK=1 timeout 90 $NCU \
     --metrics gpu__time_duration.sum -c 12 $T/bench_lin /dev/null $P > "$OUT/kda_durs.txt" 2>&1
   echo "rc=$?"
   grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/kda_durs.txt" | sed 's/(lin_fwd.*//' | head -30
-fi
-if on 11; then
-  step "11. kda prefill 1 x 64k with kda_pair: kernel durations of one forward"
-  SGL_ATTN_LIN_KDA_PAIR=1 BENCH_SET=prefill BENCH_FILTER="kda,1x64k" BENCH_QUICK=1 timeout 90 $NCU \
-    --metrics gpu__time_duration.sum -c 12 $T/bench_lin /dev/null $P > "$OUT/kda_pair_durs.txt" 2>&1
-  echo "rc=$?"
-  grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/kda_pair_durs.txt" | sed 's/(lin_fwd.*//' | head -30
-  SGL_ATTN_LIN_KDA_PAIR=1 BENCH_SET=prefill BENCH_FILTER="kda,1x64k" BENCH_QUICK=1 timeout 90 $NCU \
+  step "10b. kda prefill 1 x 64k: the UT kernel's sections"
+  BENCH_SET=prefill BENCH_FILTER="kda,1x64k" BENCH_QUICK=1 timeout 90 $NCU \
     --section SpeedOfLight --section Occupancy --section WarpStateStats --section SchedulerStats \
-    -k regex:lin_chunk_ut_kernel -c 1 $T/bench_lin /dev/null $P > "$OUT/kda_pair_ut_sections.txt" 2>&1
+    -k regex:lin_chunk_ut_kernel -c 1 $T/bench_lin /dev/null $P > "$OUT/kda_ut_sections.txt" 2>&1
   echo "rc=$?"
   grep -E "Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|No Eligible|Active Warps|Occupancy|Block Limit" \
-    "$OUT/kda_pair_ut_sections.txt" | head -40
+    "$OUT/kda_ut_sections.txt" | head -40
 fi
 echo "profile: done [$SECONDS s]"

@@ -47,13 +47,11 @@
  *                  ASan); then the decode and verify graphs with the option (the full run takes the quick
  *                  set's decode configs)
  *     LT_QUICK=15  kda's chunked extend (phase 1's q.k and k.k on tensor cores, the decays factored at a
- *                  reference row): kda configs within the float64 limits: the common scenario (bf16 / f16
- *                  activations, both state dtypes), long ragged requests with a padded one, chunk ends at
- *                  every offset, segments, and strong gates (a chunk's log-decay spanning hundreds)
- *     LT_QUICK=19  kda's phase 1 on the prep + UT pair (option kda_pair): LT_QUICK=15's kda configs with the
- *                  option, against float64; bf16 activations take the pair (the stream prep at conv width 4, the
- *                  general prep at conv width 2: the create line says so), f16 keeps the fused kernel; l2norm
- *                  off; caller-owned state and kda's decode / verify graphs with it
+ *                  reference row; bf16 activations on the prep + UT pair, f16 on the fused kernel): kda configs
+ *                  within the float64 limits: the common scenario (bf16 / f16 activations, both state dtypes),
+ *                  long ragged requests with a padded one, chunk ends at every offset, segments, strong gates
+ *                  (a chunk's log-decay spanning hundreds), conv width 2 (the general prep; width 4 takes the
+ *                  stream prep), and l2norm off with a bf16 state and bf16 conv weights
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -87,9 +85,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q19 = 32768 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -120,7 +118,7 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_GDN256 = {1, 1, 256, 32, 4, 0},  /* K = 256: the fused decode's widest rows */
                       SH_GDN_LONG = {1, 1, 128, 64, 4, 0}, /* LT_QUICK=9: one head keeps the reference short */
                       SH_GDN_HV3 = {1, 3, 128, 64, 4, 0},  /* 5 head tiles: the stream prep pads to even */
-                      SH_KDA_W2 = {2, 2, 128, 128, 2, 0};  /* conv width 2: the general prep for kda_pair */
+                      SH_KDA_W2 = {2, 2, 128, 128, 2, 0};  /* conv width 2: the general prep for kda */
 
 static double tol_of(const cfg *c) {
     if (c->st == SGL_ATTN_DT_BF16) return 2e-3; /* the state itself rounded every step */
@@ -917,13 +915,17 @@ static const cfg configs[] = {
     /* f16 activations keep the fused phase 2, serial: the option changes nothing there */
     {F | Q10, GDN, SH_GDN, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SEGS, 0, "1"},
     /* kda's phase 1 (q.k and k.k on tensor cores, the decays factored at a reference row; LT_QUICK=15 with the
-     * kda configs above): f16 activations (the kernel's other operand type), chunk ends at every offset, and
-     * strong gates (A_log in [0.5, 1.5]: a chunk's per-channel log-decay spans hundreds, so exp(G_t - G_i) of
-     * the chunk's ends underflows float32: the factored operands must not overflow where the plain exp would) */
+     * kda configs above; bf16 on the prep + UT pair, f16 on the fused kernel): f16 activations (the fused
+     * kernel), chunk ends at every offset, strong gates (A_log in [0.5, 1.5]: a chunk's per-channel log-decay
+     * spans hundreds, so exp(G_t - G_i) of the chunk's ends underflows float32: the factored operands must not
+     * overflow where the plain exp would), conv width 2 (the general prep; width 4 takes the stream prep), and
+     * l2norm off with a bf16 state and bf16 conv weights */
     {F | Q15, KDA, SH_KDA, LT_F16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL},
     {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, OFFS, 0, NULL},
     {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, STRONG, 0, NULL},
     {F | Q15, KDA, SH_KDA, LT_F16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, STRONG, 0, NULL},
+    {F | Q15, KDA, SH_KDA_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 0, 0.05, LONG, 1, NULL},
     /* shapes the fast kernels do not take: K 96 (token by token), V 40 (extend token by token, a partial
      * stream tile), and the token-by-token variant on them; l2norm off token by token */
     {F, GDN, SH_GDN_ODD, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
@@ -1091,49 +1093,15 @@ static void run_fused_cfg(const fcfg *fc) {
     unsetenv("SGL_ATTN_LIN_FUSED_CHUNK");
 }
 
-/* kda's phase 1 on the prep + UT pair (option kda_pair; LT_QUICK=19, the full run its first two configs):
- * LT_QUICK=15's kda configs and the two below with the option, each against float64 as every config; the
- * create line names the pair exactly where it serves (bf16 activations), and f16 keeps the fused kernel.
- * Then caller-owned state (the pool recorded, the caller's tensors compared) and kda's graphs with it. */
-static const cfg pair_extra[] = {
-    {Q19, KDA, SH_KDA_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL},
-    {Q19, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 0, 0.05, LONG, 1, NULL},
-};
-static void pair_one(const cfg *c) {
-    lt_create_log[0] = 0;
-    run_cfg(c);
-    const int serves = c->io_dt == LT_BF16;
-    LT_CHECK(serves == !!strstr(lt_create_log, "kda_pair: bf16 phase 1 on the prep + UT pair"),
-             "kda_pair, %s activations, conv width %d: the create line \"%s\" (the pair %s)",
-             c->io_dt == LT_BF16 ? "bf16" : "f16", c->sh.conv_w, lt_create_log, serves ? "expected" : "not expected");
-}
-static void pair_tests(int set) {
-    setenv("SGL_ATTN_LIN_KDA_PAIR", "1", 1);
-    int n = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
-        if (configs[i].kind == KDA && (configs[i].sets & Q15) && (set != F || n < 2)) {
-            pair_one(&configs[i]);
-            n++;
-        }
-    if (set != F) {
-        for (size_t i = 0; i < sizeof pair_extra / sizeof *pair_extra; i++) pair_one(&pair_extra[i]);
-        for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
-            if (caller_configs[i].c.kind == KDA) run_caller_cfg(&caller_configs[i]);
-        graph_test(KDA, &SH_KDA, 0);
-        verify_graph_test(KDA, &SH_KDA, 0);
-    }
-    unsetenv("SGL_ATTN_LIN_KDA_PAIR");
-}
-
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 19 ? Q19 : 0;
+                    : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 or 19 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1183,7 +1151,6 @@ int main(int argc, char **argv) {
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
-    if (set & (F | Q19)) pair_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

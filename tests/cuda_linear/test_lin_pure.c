@@ -84,7 +84,7 @@ static void test_dims(void) {
         /* the layout: 256-aligned, disjoint, inside the total */
         lin_layout L;
         rc = lin_layout_compute(&L, &d, lt_rand(&rs, 1, 64), lt_rand(&rs, 1, 4096), lt_rand(&rs, 0, 5),
-                                lt_rand(&rs, 0, 1), lt_rand(&rs, 0, 1), 0, why, sizeof why);
+                                lt_rand(&rs, 0, 1), lt_rand(&rs, 0, 1), why, sizeof why);
         LT_CHECK(rc == SGL_ATTN_OK, "layout: %s", why);
         size_t offs[40];
         int no = 0;
@@ -143,7 +143,7 @@ static void test_paths(void) {
     lin_layout L;
     /* fast, 16-bit activations: the chunked extend's scratch (the prep + UT pair's, the per-chunk states) and
      * the stream decode's operand scratch, no token-by-token scratch */
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, 0, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 4, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(L.need_tc && !L.need_simple && L.need_stream && L.need_prep_ut, "fast, bf16: chunked extend, stream decode");
     LT_CHECK(L.Wt < L.QGt && L.QGt - L.Wt >= (size_t)8192 * 32 * 128 * 2, "W scratch size");
     LT_CHECK(L.Qc > L.dq && L.Qc - L.dq >= (size_t)64 * 16 * lin_decode_operands_per(LIN_GDN, 128, 128, 2, 1, 4) * 4 &&
@@ -153,34 +153,31 @@ static void test_paths(void) {
                  L.stage - L.Hs >= (size_t)L.max_chunks * 32 * 128 * 128 * 2,
              "prep + UT and state scratch");
     /* f32 activations: the token-by-token path, still the stream decode */
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 0, 0, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 0, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(!L.need_tc && L.need_simple && L.need_stream && !L.need_prep_ut && L.Hs == L.Qc && L.stage == L.Hs,
              "fast, f32 activations: the token-by-token extend");
     /* kernel=simple: only the token-by-token path */
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_SIMPLE, 1, 0, why, sizeof why) == SGL_ATTN_OK, "%s",
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_SIMPLE, 1, why, sizeof why) == SGL_ATTN_OK, "%s",
              why);
     LT_CHECK(!L.need_tc && L.need_simple && !L.need_stream && L.G < L.B && L.B - L.G >= (size_t)8192 * 32 * 4 &&
                  L.Qc == L.dq,
              "simple: X, G, B only");
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 32, LIN_VARIANT_FAST, 1, 0, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 32, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(L.need_tc && L.need_simple && L.steps == 32, "32 verify tokens: the fused kernel cannot take them");
     LT_CHECK(L.issm - L.iconv >= (size_t)d.n_lin * 64 * 32 * (size_t)d.conv_elems * 4, "verify copies");
-    /* kda: the fused phase 1, no prep + UT scratch; the per-chunk states still */
+    /* kda: the prep + UT pair too: the prep's q, k [T][hk][K] and values [T][hv][V], 16-bit, before the
+     * per-chunk states */
     d.kind = SGL_ATTN_HYBRID_KDA;
-    LT_CHECK(!lin_prep_ut_kind_ok(&d) && lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, 0, why, sizeof why) ==
-                                             SGL_ATTN_OK &&
-                 L.need_tc && !L.need_prep_ut && L.Vc == L.Qc && L.Hs == L.Qc && L.stage > L.Hs,
-             "kda: no prep + UT scratch");
-    /* kda_pair: the prep's q, k [T][hk][K] and values [T][hv][V], 16-bit, before the per-chunk states */
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, 1, why, sizeof why) == SGL_ATTN_OK &&
+    LT_CHECK(lin_prep_ut_kind_ok(&d) && lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, why, sizeof why) ==
+                                            SGL_ATTN_OK &&
                  L.need_tc && L.need_prep_ut && L.Kc - L.Qc >= (size_t)8192 * d.hk * d.dk * 2 &&
                  L.Vc - L.Kc >= (size_t)8192 * d.hk * d.dk * 2 && L.Hs - L.Vc >= (size_t)8192 * d.hv * d.dv * 2,
-             "kda, kda_pair: the prep + UT scratch (Qc %zu, Kc %zu, Vc %zu, Hs %zu)", L.Qc, L.Kc, L.Vc, L.Hs);
+             "kda: the prep + UT scratch (Qc %zu, Kc %zu, Vc %zu, Hs %zu)", L.Qc, L.Kc, L.Vc, L.Hs);
     d.kind = SGL_ATTN_HYBRID_GDN;
     d.dk = 96;
     LT_CHECK(!lin_tc_dims_ok(&d) && !lin_decode_fused_dims_ok(&d, 1) && !lin_decode_stream_dims_ok(&d, 1),
              "K = 96: token-by-token");
-    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, 0, why, sizeof why) == SGL_ATTN_OK &&
+    LT_CHECK(lin_layout_compute(&L, &d, 64, 8192, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
                  !L.need_stream && !L.need_tc && L.need_simple,
              "K = 96: no stream decode scratch");
     d.dk = 256;
@@ -201,7 +198,7 @@ static void test_paths(void) {
     /* overflow is an error, not a wrap */
     sgl_attn_model big = model_of(SGL_ATTN_HYBRID_GDN, 64, 1024, 1024, 1024, 8, 0, SGL_ATTN_DT_F32, 1024, 0);
     LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &big, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(lin_layout_compute(&L, &d, 1 << 30, 1 << 30, 16, LIN_VARIANT_FAST, 1, 0, why, sizeof why) == SGL_ATTN_E_NOMEM &&
+    LT_CHECK(lin_layout_compute(&L, &d, 1 << 30, 1 << 30, 16, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_E_NOMEM &&
                  strstr(why, "overflow"), "overflow: %s", why);
 }
 
@@ -252,7 +249,7 @@ static void test_fused_cp(void) {
     LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     lin_layout L;
     int32_t smax = -1;
-    LT_CHECK(lin_layout_compute(&L, &d, 16, 131072, 0, LIN_VARIANT_FAST, 1, 0, why, sizeof why) == SGL_ATTN_OK &&
+    LT_CHECK(lin_layout_compute(&L, &d, 16, 131072, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
                  lin_layout_segments(&L, &d, -1, 132, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     LT_CHECK(!lin_fused_cp_takes(1, &d, 132, 1) && lin_seg_plan(&L, &d, -1, 132, 1, 65536, 16, &smax) > 0 && smax >= 3,
              "1 x 64k: the unfused kernels' segments (%d)", smax);
@@ -277,7 +274,7 @@ static void test_segments(void) {
     lin_layout L;
     int32_t smax = -1;
     /* Qwen3.5 TP8 (8 value heads): 64 serial blocks at tile 16 -> 3 segments, 2 x 3 + 4 slots */
-    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, 0, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK, "%s", why);
     const size_t before = L.total;
     LT_CHECK(lin_layout_segments(&L, &d, -1, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 10 &&
                  L.Zs == before && L.total == before + (size_t)10 * 8 * 256 * 128 * 4,
@@ -292,7 +289,7 @@ static void test_segments(void) {
     LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 2048, 16, &smax) == 0, "32 chunks: 2 segments of 16 at least, serial");
     LT_CHECK(lin_seg_plan(&L, &d, -1, 132, 1, 1024, 16, &smax) == 0, "16 chunks: one segment, serial");
     /* off */
-    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, 0, why, sizeof why) == SGL_ATTN_OK &&
+    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
                  lin_layout_segments(&L, &d, 0, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 0 &&
                  L.total == before && lin_seg_plan(&L, &d, 0, 132, 1, 65536, 16, &smax) == 0,
              "segment_chunks=0: no buffer, the serial pass");
@@ -302,13 +299,13 @@ static void test_segments(void) {
     LT_CHECK(lin_seg_plan(&L, &d, 4, 132, 3, 1000, 16, &smax) == 4 && smax == 4, "N = 4, 16 chunks: 4 segments");
     LT_CHECK(lin_seg_plan(&L, &d, 4, 132, 3, 200, 16, &smax) == 0, "N = 4, 4 chunks: one segment, serial");
     /* the token-by-token variant has no chunked extend: no buffer */
-    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_SIMPLE, 1, 0, why, sizeof why) == SGL_ATTN_OK &&
+    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_SIMPLE, 1, why, sizeof why) == SGL_ATTN_OK &&
                  lin_layout_segments(&L, &d, 4, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 0,
              "simple: no segment buffer");
     /* Qwen3-Next (32 value heads): the serial pass fills the SMs, auto sizes nothing */
     m = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
     LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, 0, why, sizeof why) == SGL_ATTN_OK &&
+    LT_CHECK(lin_layout_compute(&L, &d, 8, 65536, 0, LIN_VARIANT_FAST, 1, why, sizeof why) == SGL_ATTN_OK &&
                  lin_layout_segments(&L, &d, -1, 132, why, sizeof why) == SGL_ATTN_OK && L.seg_cap == 0 &&
                  lin_seg_plan(&L, &d, -1, 132, 1, 32768, 16, &smax) == 0,
              "qwen3-next: the serial pass");

@@ -2,9 +2,8 @@
  * 128, 16-bit activations): which kernels run for which operand type and
  * kind, and their shared-memory setup (at create).
  *
- *   phase 1   bf16, gdn / mamba2 / lightning: the prep + UT pair (chunk_prep_ut.cu)
- *             kda, or f16 activations:        the fused kernel (chunk_fused_ut.cu); kda bf16 under
- *                                             option kda_pair: the pair, with per-channel gates
+ *   phase 1   bf16, every kind: the prep + UT pair (chunk_prep_ut.cu; kda with per-channel gates)
+ *             f16, every kind:  the fused kernel (chunk_fused_ut.cu)
  *             then the conv history moves on (after phase 1 read the old one)
  *   phase 2   bf16: the state pass, then the outputs (chunk_state.cu, chunk_output.cu); the state
  *             pass by segments in parallel where few requests leave SMs idle (chunk_segment.cu)

@@ -1,9 +1,9 @@
 /* chunk_fused_ut.cu - phase 1 of the chunked extend (K = 128, chunks of 64
  * tokens that never cross a request) in one kernel: everything about a chunk
- * that does not depend on the state, for every chunk at once.  It runs for
- * kda (its per-channel gates; the prep + UT pair of chunk_prep_ut.cu serves
- * the scalar-gate kinds) and for f16 activations of every kind (the pair is
- * built for bf16 only).  One block per (chunk, key head
+ * that does not depend on the state, for every chunk at once.  It serves
+ * f16 activations of every kind (gdn, kda, mamba2, lightning); bf16 takes
+ * the prep + UT pair of chunk_prep_ut.cu, built for bf16 only, so this
+ * kernel is instantiated for f16 only.  One block per (chunk, key head
  * group), 4 warps; it builds the group's q and k once (conv + SiLU from x and
  * the slot's conv history, l2norm; lightning: the forward's q, k), then for
  * each value head of the group, with G_t the cumulative log-decay in the
@@ -245,12 +245,10 @@ __global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_f
     }
 }
 
+/* f16 only: every bf16 extend takes the prep + UT pair (chunk_extend.cu), so no bf16 instance ships */
 extern "C" int lin_chunk_fused_ut_setup(void) {
-    void (*k[2])(lin_fwd) = {lin_chunk_fused_ut_kernel<LIN_DT_BF16>, lin_chunk_fused_ut_kernel<LIN_DT_F16>};
-    cudaError_t e = cudaSuccess;
-    for (int i = 0; i < 2 && e == cudaSuccess; i++)
-        e = cudaFuncSetAttribute((const void *)k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, (int)LIN_FUSED_UT_SMEM);
-    return (int)e;
+    return (int)cudaFuncSetAttribute((const void *)lin_chunk_fused_ut_kernel<LIN_DT_F16>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)LIN_FUSED_UT_SMEM);
 }
 
 extern "C" int lin_launch_chunk_fused_ut(const lin_fwd *pp, int ot, void *stream) {
@@ -258,10 +256,10 @@ extern "C" int lin_launch_chunk_fused_ut(const lin_fwd *pp, int ot, void *stream
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
     if (chunks > p.max_chunks) chunks = p.max_chunks;
     if (chunks <= 0) return 0;
-    if (p.kind != LIN_GDN && p.kind != LIN_KDA && p.kind != LIN_MAMBA2 && p.kind != LIN_LIGHTNING)
+    if (ot != LIN_DT_F16 || (p.kind != LIN_GDN && p.kind != LIN_KDA && p.kind != LIN_MAMBA2 && p.kind != LIN_LIGHTNING))
         return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)chunks, (unsigned)p.hk); /* lightning: hk = hv */
-    void (*k)(lin_fwd) = ot == LIN_DT_BF16 ? lin_chunk_fused_ut_kernel<LIN_DT_BF16> : lin_chunk_fused_ut_kernel<LIN_DT_F16>;
+    void (*k)(lin_fwd) = lin_chunk_fused_ut_kernel<LIN_DT_F16>;
     LK_LAUNCH(k, grid, LK_FU_THREADS, LIN_FUSED_UT_SMEM, (cudaStream_t)stream, p);
     int e = (int)cudaGetLastError();
     /* the conv history moves on only after phase 1 read the old one */

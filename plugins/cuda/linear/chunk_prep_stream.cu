@@ -1,5 +1,5 @@
-/* chunk_prep_stream.cu - the chunked extend's prep for gdn with conv width 4
- * and 16-byte bf16 x rows as a stream along time: q / k / v [T][heads][128]
+/* chunk_prep_stream.cu - the chunked extend's prep for gdn and kda with conv
+ * width 4 and 16-byte bf16 x rows as a stream along time: q / k / v [T][heads][128]
  * 16-bit for the UT, state and output kernels (or the fused chunk kernel).
  *
  * Why: where a block has one chunk's 64 tokens of one head tile (the prep
@@ -200,7 +200,7 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
     lk_cp_async_wait_all();
 }
 
-/* gdn (and kda under option kda_pair) with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, a 16-byte aligned base), K = 128,
+/* gdn and kda with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, a 16-byte aligned base), K = 128,
  * V a multiple of 8 up to LIN_TC_VMAX, and the chunked operand buffers */
 extern "C" int lin_chunk_prep_stream_serves(const lin_fwd *p) {
     return (p->kind == LIN_GDN || p->kind == LIN_KDA) && p->conv_w == 4 && p->x.dt == LIN_DT_BF16 && p->x_dim % 8 == 0 &&

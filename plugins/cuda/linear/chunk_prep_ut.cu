@@ -1,19 +1,19 @@
-/* chunk_prep_ut.cu - phase 1 of the chunked extend for the scalar-gate kinds
- * (gdn, mamba2, lightning) with bf16 activations, and kda's under option
- * kda_pair, in two kernels, with the same outputs as the fused phase 1
- * (chunk_fused_ut.cu: W, U, QG, KD, M, exp(G_last), the mamba2 skip), so
- * either phase 2 follows it.  f16 activations (and kda without the option)
- * take the fused phase 1.
+/* chunk_prep_ut.cu - phase 1 of the chunked extend with bf16 activations,
+ * every kind (gdn, mamba2, lightning, and kda with its per-channel gates), in
+ * two kernels, with the same outputs as the fused phase 1 (chunk_fused_ut.cu:
+ * W, U, QG, KD, M, exp(G_last), the mamba2 skip), so either phase 2 follows
+ * it.  f16 activations take the fused phase 1.
  *
  * Prep: one block per (chunk, 128-channel head tile: the q heads, the k
  * heads, the value heads): the conv tile + SiLU, l2norm of q and k, and for
  * the value heads beta v (delta) / dt x (mamba2, with the skip D x) / v
  * (lightning), stored 16-bit: q, k [T][hk][K], v [T][hv][V].  Every chunk
- * and head at once, latency hidden by the number of blocks.  gdn with conv
- * width 4 and 16-byte bf16 x rows (every Qwen3-Next / Qwen3.5 layer) takes
- * the stream prep instead (chunk_prep_stream.cu: each x row read once, a
- * ring of loads in flight per thread), every other case (mamba2, lightning,
- * other conv widths, x rows not 16-byte aligned) lin_chunk_prep_kernel.
+ * and head at once, latency hidden by the number of blocks.  gdn and kda
+ * with conv width 4 and 16-byte bf16 x rows (every Qwen3-Next / Qwen3.5
+ * layer) take the stream prep instead (chunk_prep_stream.cu: each x row
+ * read once, a ring of loads in flight per thread), every other case
+ * (mamba2, lightning, other conv widths, x rows not 16-byte aligned)
+ * lin_chunk_prep_kernel.
  * Then the conv history moves on (lin_convstate_kernel).
  *
  * UT: one block per (chunk, value head), 4 warps, 51 KiB of shared memory (4

@@ -25,9 +25,9 @@
  *   chunk_mma.cuh       mma.sync / ldmatrix helpers, the chunk state update
  *   chunk_tile.cuh      phase 1's conv tile and T products
  *   chunk_extend.cu     the chunked extend: which phase-1 / phase-2 kernels for which dtype and kind
- *   chunk_prep_ut.cu    phase 1, bf16, scalar gates (kda too under kda_pair): prep (conv, l2norm) + UT (gates, M, T, W, U)
- *   chunk_prep_stream.cu  phase 1's prep for gdn, conv width 4, as a stream along time
- *   chunk_fused_ut.cu   phase 1 in one kernel per key head group: kda, f16
+ *   chunk_prep_ut.cu    phase 1, bf16, every kind: prep (conv, l2norm) + UT (gates, M, T, W, U)
+ *   chunk_prep_stream.cu  phase 1's prep for gdn and kda, conv width 4, as a stream along time
+ *   chunk_fused_ut.cu   phase 1 in one kernel per key head group: f16, every kind
  *   chunk_state.cu      phase 2, bf16: the serial state pass (warp-specialised), and its segment modes
  *   chunk_segment.cu    phase 2, bf16: the state pass by segments in parallel, joined in float32
  *   chunk_output.cu     phase 2, bf16: the outputs, parallel over chunks
@@ -81,7 +81,7 @@ typedef struct lin_layout {
     size_t Wt, QGt, KDt, Ut, Mt, eG, Sk; /* chunked extend */
     size_t Qc, Kc, Vc;                   /* its prep + UT pair: the prep's outputs, 16-bit */
     size_t Hs;                           /* its state pass -> output kernel: per-chunk states, 16-bit */
-    int need_prep_ut;                    /* ... the prep + UT pair's buffers are there (kda: option kda_pair) */
+    int need_prep_ut;                    /* ... the prep + UT pair's buffers are there */
     size_t dq;                           /* stream decode: operands [max_reqs][hk][lin_decode_operands_per] */
     int need_stream;                     /* ... and its buffer is there (K = 128) */
     size_t stage;                        /* host-index staging: 6 x max_reqs int32 (the plan's 3, state_batch's 3) */
@@ -94,15 +94,15 @@ typedef struct lin_layout {
 int lin_tc_dims_ok(const lin_dims *d);
 /* 1 when the stream decode serves these dims with n tokens per request. */
 int lin_decode_stream_dims_ok(const lin_dims *d, int n);
-/* 1 when the chunked extend's phase 1 is the prep + UT pair for the kind (scalar gates: not kda). */
+/* 1 when the chunked extend's phase 1 is the prep + UT pair for the kind (bf16: gdn, mamba2, lightning, kda). */
 int lin_prep_ut_kind_ok(const lin_dims *d);
 /* 1 when the fused decode kernel serves these dims with n tokens per request. */
 int lin_decode_fused_dims_ok(const lin_dims *d, int n);
 /* Lay the allocation out; SGL_ATTN_E_NOMEM with a message on overflow.
  * tc_ok: the model's activations are 16-bit and the device has the shared
- * memory of the chunked kernels; kda_pair: kda's phase 1 takes the prep + UT pair. */
+ * memory of the chunked kernels. */
 int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens,
-                       int32_t steps, int variant, int tc_ok, int kda_pair, char *err, size_t n);
+                       int32_t steps, int variant, int tc_ok, char *err, size_t n);
 /* The segmented state pass (chunk_segment.cu): seg is the option (-1 auto, 0 off, N chunks per segment).
  * lin_layout_segments appends its buffer to a computed layout (after lin_layout_compute; none when the
  * bf16 chunked path is absent or the rule can never choose segments on sm_count SMs); lin_seg_plan is the

@@ -61,7 +61,6 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
-    int kda_pair;   /* kda_pair: kda's bf16 chunked phase 1 on the prep + UT pair instead of the fused kernel (0 off) */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -107,8 +106,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
-                              &l2a_blocks)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "kda_pair", "SGL_ATTN_LIN_KDA_PAIR", 0, &o->kda_pair)))
+                              &l2a_blocks)))
         return rc;
     o->seg = (int)seg;
     o->l2a_blocks = (int)l2a_blocks;
@@ -129,14 +127,14 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_FUSED_TMMA", "fused_tmma"}, {"SGL_ATTN_LIN_DECODE_PREP_WAVE", "decode_prep_wave"},
         {"SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID", "decode_prep_wave_grid"},
         {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "decode_l2_ahead"}, {"SGL_ATTN_LIN_KDA_TC", "kda_tc"},
-        {"SGL_ATTN_LIN_DECODE_BULK_STATE", "decode_bulk_state"}};
+        {"SGL_ATTN_LIN_DECODE_BULK_STATE", "decode_bulk_state"}, {"SGL_ATTN_LIN_KDA_PAIR", "kda_pair"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead_blocks, kda_pair and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -207,7 +205,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     for (int l = 0, i = 0; l < SGL_ATTN_MAX_LAYERS; l++)
         w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(kind, m, l) ? i++ : -1);
     if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, sgl_sdk_lin_verify_steps(m), opt.variant,
-                                 tc_ok, opt.kda_pair, why, sizeof why)) ||
+                                 tc_ok, why, sizeof why)) ||
         (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why))) {
         free(w);
         return sgl_sdk_create_fail(a, rc, "%s: %s", name, why);
@@ -246,10 +244,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
                 "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
-                w->L.need_tc ? (w->L.need_prep_ut && kind == SGL_ATTN_HYBRID_KDA && m->dtype == SGL_ATTN_DT_BF16 ? " (chunked extend; kda_pair: bf16 phase 1 "
-                                                                                  "on the prep + UT pair)"
-                                                                                : " (chunked extend)")
-                             : "",
+                w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
                 : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs; "
                                      "smaller ones the unfused kernels)"

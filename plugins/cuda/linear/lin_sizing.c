@@ -23,7 +23,8 @@ int lin_decode_stream_dims_ok(const lin_dims *d, int n) {
 }
 
 int lin_prep_ut_kind_ok(const lin_dims *d) {
-    return d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_MAMBA2 || d->kind == SGL_ATTN_HYBRID_LIGHTNING;
+    return d->kind == SGL_ATTN_HYBRID_GDN || d->kind == SGL_ATTN_HYBRID_MAMBA2 || d->kind == SGL_ATTN_HYBRID_LIGHTNING ||
+           d->kind == SGL_ATTN_HYBRID_KDA;
 }
 
 int lin_decode_fused_dims_ok(const lin_dims *d, int n) {
@@ -43,7 +44,7 @@ static int add(size_t *acc, size_t *at, size_t a, size_t b, size_t c) {
 }
 
 int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32_t max_tokens, int32_t steps,
-                       int variant, int tc_ok, int kda_pair, char *err, size_t n) {
+                       int variant, int tc_ok, char *err, size_t n) {
     memset(L, 0, sizeof *L);
     if (max_reqs < 1 || max_tokens < 1) {
         sgl_sdk_str(err, n, "max_reqs = %d, max_tokens = %d; expected both >= 1", max_reqs, max_tokens);
@@ -62,9 +63,9 @@ int lin_layout_compute(lin_layout *L, const lin_dims *d, int32_t max_reqs, int32
     const int decode_ok = lin_decode_fused_dims_ok(d, L->steps > 0 ? L->steps : 1);
     L->need_simple = recurrent && d->kind != SGL_ATTN_HYBRID_LIGHTNING &&
                      (variant == LIN_VARIANT_SIMPLE || !L->need_tc || !decode_ok);
-    /* the stream decode (K = 128) and the chunked extend's prep + UT pair (scalar-gate kinds) */
+    /* the stream decode (K = 128) and the chunked extend's prep + UT pair */
     L->need_stream = variant == LIN_VARIANT_FAST && recurrent && d->dk == LIN_TC_K && d->kind != SGL_ATTN_HYBRID_SHORT_CONV;
-    L->need_prep_ut = L->need_tc && (lin_prep_ut_kind_ok(d) || (kda_pair && d->kind == SGL_ATTN_HYBRID_KDA));
+    L->need_prep_ut = L->need_tc && lin_prep_ut_kind_ok(d);
     const size_t esz = (size_t)d->esz, R = (size_t)max_reqs, T = (size_t)max_tokens;
     const size_t S = (size_t)(L->steps ? L->steps : 1);
     const size_t HV = (size_t)d->hv, K = (size_t)d->dk, V = (size_t)d->dv, CH = (size_t)L->max_chunks;
