@@ -57,6 +57,9 @@
  *     LT_QUICK=20  kda's UT kernel with A over its dead G (option kda_ut_alias, 3 blocks an SM): each bf16
  *                  kda config of LT_QUICK=15 on the pair without it (outputs recorded), then with it: the
  *                  same bits, the create line naming it
+ *     LT_QUICK=21  kda's UT kernel with G in log2 units and exp2 factors (option kda_exp2): each kda config of
+ *                  LT_QUICK=15 on the pair with it, against float64; the create line naming it; then with
+ *                  kda_ut_alias too
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -90,9 +93,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20, 21 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q19 = 32768, Q20 = 65536 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q19 = 32768, Q20 = 65536, Q21 = 131072 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1156,15 +1159,42 @@ static void alias_tests(int set) {
     unsetenv("SGL_ATTN_LIN_KDA_PAIR");
 }
 
+/* kda's UT kernel with exp2 factors (option kda_exp2; LT_QUICK=21, the full run its first config): each kda
+ * config of LT_QUICK=15 against float64 as every config, the create line naming the option where the pair
+ * serves (bf16); then the bf16 ones with kda_ut_alias as well. */
+static void exp2_tests(int set) {
+    int n = 0;
+    setenv("SGL_ATTN_LIN_KDA_PAIR", "1", 1);
+    setenv("SGL_ATTN_LIN_KDA_EXP2", "1", 1);
+    for (int both = 0; both < 2; both++) {
+        if (both) setenv("SGL_ATTN_LIN_KDA_UT_ALIAS", "1", 1);
+        for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+            const cfg *c = &configs[i];
+            if (c->kind != KDA || !(c->sets & Q15) || (both && c->io_dt != LT_BF16) || (set == F && n >= 1)) continue;
+            n++;
+            lt_create_log[0] = 0;
+            run_cfg(c);
+            const int serves = c->io_dt == LT_BF16;
+            LT_CHECK(serves == !!strstr(lt_create_log, "kda_exp2: exp2 factors") &&
+                         (!both || !!strstr(lt_create_log, "kda_ut_alias: A over G")),
+                     "kda_exp2%s, config %zu: the create line \"%s\"", both ? " + kda_ut_alias" : "", i, lt_create_log);
+        }
+    }
+    LT_CHECK(n > 0, "kda_exp2: no kda config ran");
+    unsetenv("SGL_ATTN_LIN_KDA_UT_ALIAS");
+    unsetenv("SGL_ATTN_LIN_KDA_EXP2");
+    unsetenv("SGL_ATTN_LIN_KDA_PAIR");
+}
+
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 19 ? Q19 : quick == 20 ? Q20 : 0;
+                    : quick == 19 ? Q19 : quick == 20 ? Q20 : quick == 21 ? Q21 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19 or 20 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 20 or 21 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1197,7 +1227,7 @@ int main(int argc, char **argv) {
                                    "SGL_ATTN_LIN_DECODE_L2_AHEAD", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS",
                                    "SGL_ATTN_LIN_DECODE_PREP_WAVE", "SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID",
                                    "SGL_ATTN_LIN_KDA_TC",
-                                   "SGL_ATTN_LIN_DECODE_BULK_STATE", "SGL_ATTN_LIN_KDA_PAIR", "SGL_ATTN_LIN_KDA_UT_ALIAS"};
+                                   "SGL_ATTN_LIN_DECODE_BULK_STATE", "SGL_ATTN_LIN_KDA_PAIR", "SGL_ATTN_LIN_KDA_UT_ALIAS", "SGL_ATTN_LIN_KDA_EXP2"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -1216,6 +1246,7 @@ int main(int argc, char **argv) {
     if (set & (F | Q14)) l2a_tests(set);
     if (set & (F | Q19)) pair_tests(set);
     if (set & (F | Q20)) alias_tests(set);
+    if (set & (F | Q21)) exp2_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

@@ -112,6 +112,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     const int KIND = p.kind;
     const bool GCH = KIND == LIN_KDA, DELTA = KIND == LIN_GDN || GCH, M2 = KIND == LIN_MAMBA2;
     const bool ALIAS = GCH && p.kda_alias; /* A over G: the gates follow k, A waits until G is dead */
+    const bool E2 = GCH && p.kda_exp2;     /* G in log2 units, exp2 factors */
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0);
     uint16_t *vs = (uint16_t *)smraw;                              /* over q / T, at the end */
@@ -153,7 +154,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     lk_cp_async_commit();
 
     /* ---- gates while the tiles fly: g, beta; G = cumulative g (warp 0 scans; kda: a thread per channel) */
-    if (GCH) lk_kda_gates<LK_U_THREADS>(p, Gc, ct0, len, h, tid);
+    if (GCH) lk_kda_gates<LK_U_THREADS>(p, Gc, ct0, len, h, tid, E2 ? 1.4426950408889634f : 1.f);
     for (int t = tid; t < C; t += LK_U_THREADS) {
         float gv = 0.f, bv_ = 0.f;
         if (t < len) {
@@ -189,7 +190,10 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
     float q8[4], k8[4], qd[2][2], kd[2][2];
     if (GCH) { /* q.k and k.k with the per-channel decays (chunk_tile.cuh); ALIAS: M and A after the passes */
-        lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
+        if (E2)
+            lk_kda_tc_rows<OT, true>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
+        else
+            lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
         if (!ALIAS) lk_kda_ma<OT, AP>(qk, kk, q8, k8, qd, kd, Af, Mg, hrow * C, bs, scale, len, warp, lane);
     } else {
         lk_rows_mul_n2<OT, K>(qk, kk, qs, ks, DELTA, ks, KP, 16 * warp, warp); /* not above the diagonal */
@@ -225,8 +229,9 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
                     const float gt = Gc[t * K + c + e];
-                    qg[e] = scale * qg[e] * expf(gt);
-                    kd[e] = kd[e] * expf(Gc[(C - 1) * K + c + e] - gt);
+                    qg[e] = scale * qg[e] * (E2 ? exp2f(gt) : expf(gt));
+                    const float dl = Gc[(C - 1) * K + c + e] - gt;
+                    kd[e] = kd[e] * (E2 ? exp2f(dl) : expf(dl));
                 }
             } else {
 #pragma unroll
@@ -240,7 +245,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
         }
         const float eL = expf(Gs[C - 1]);
         for (int c = tid; c < K; c += LK_U_THREADS)
-            p.eG[((int64_t)j * HV + h) * K + c] = GCH ? expf(Gc[(C - 1) * K + c]) : eL;
+            p.eG[((int64_t)j * HV + h) * K + c] = !GCH ? eL : E2 ? exp2f(Gc[(C - 1) * K + c]) : expf(Gc[(C - 1) * K + c]);
     }
     __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
 
@@ -259,7 +264,8 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
         float kv[8];
         lk_unpack8<OT>(ks + t * KP + c, kv);
 #pragma unroll
-        for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * (GCH ? expf(Gc[t * K + c + e]) : eGt[t]);
+        for (int e = 0; e < 8; e++)
+            kv[e] = bs[t] * kv[e] * (!GCH ? eGt[t] : E2 ? exp2f(Gc[t * K + c + e]) : expf(Gc[t * K + c + e]));
         lk_pack8<OT>(ks + t * KP + c, kv);
     }
     if (ALIAS) { /* G is dead once every thread passed beta k e^G: M and A from the registers, A over G */

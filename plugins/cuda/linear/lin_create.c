@@ -63,6 +63,7 @@ typedef struct lin_options {
                      * the state dtype: lin_decode_l2a_blocks) */
     int kda_pair;   /* kda_pair: kda's bf16 chunked phase 1 on the prep + UT pair instead of the fused kernel (0 off) */
     int kda_alias;  /* kda_ut_alias: kda's UT kernel with A over its dead G, 3 blocks an SM (0 off) */
+    int kda_exp2;   /* kda_exp2: kda's UT kernel with G in log2 units and exp2 factors (0 off) */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -110,7 +111,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
                               &l2a_blocks)) ||
         (rc = sgl_sdk_opt_bool(&opts, "kda_pair", "SGL_ATTN_LIN_KDA_PAIR", 0, &o->kda_pair)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "kda_ut_alias", "SGL_ATTN_LIN_KDA_UT_ALIAS", 0, &o->kda_alias)))
+        (rc = sgl_sdk_opt_bool(&opts, "kda_ut_alias", "SGL_ATTN_LIN_KDA_UT_ALIAS", 0, &o->kda_alias)) ||
+        (rc = sgl_sdk_opt_bool(&opts, "kda_exp2", "SGL_ATTN_LIN_KDA_EXP2", 0, &o->kda_exp2)))
         return rc;
     o->seg = (int)seg;
     o->l2a_blocks = (int)l2a_blocks;
@@ -138,7 +140,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead_blocks, kda_pair, kda_ut_alias and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks, kda_pair, kda_ut_alias, kda_exp2 and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -201,6 +203,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
     w->kda_alias = opt.kda_alias && kind == SGL_ATTN_HYBRID_KDA;
+    w->kda_exp2 = opt.kda_exp2 && kind == SGL_ATTN_HYBRID_KDA;
     w->sm_count = dev.sm_count;
     w->l2a_blocks = lin_decode_l2a_blocks(opt.l2a_blocks, lin_state_dt(&d), dev.sm_count);
     w->sm_major = dev.sm_major;
@@ -210,7 +213,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     for (int l = 0, i = 0; l < SGL_ATTN_MAX_LAYERS; l++)
         w->lin_index[l] = (int16_t)(sgl_sdk_lin_layer_is_own(kind, m, l) ? i++ : -1);
     if ((rc = lin_layout_compute(&w->L, &d, a->max_reqs, a->max_tokens, sgl_sdk_lin_verify_steps(m), opt.variant,
-                                 tc_ok, opt.kda_pair || w->kda_alias, why, sizeof why)) ||
+                                 tc_ok, opt.kda_pair || w->kda_alias || w->kda_exp2, why, sizeof why)) ||
         (rc = lin_layout_segments(&w->L, &d, opt.seg, dev.sm_count, why, sizeof why))) {
         free(w);
         return sgl_sdk_create_fail(a, rc, "%s: %s", name, why);
@@ -246,14 +249,18 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
     else if (w->L.need_stream)
         snprintf(stream_what, sizeof stream_what, " (stream decode)");
+    /* the chunked extend, and for kda's bf16 phase 1 on the pair its levers */
+    char chunk_what[160] = "";
+    const int kda_pair_runs = w->L.need_prep_ut && kind == SGL_ATTN_HYBRID_KDA && m->dtype == SGL_ATTN_DT_BF16;
+    if (w->L.need_tc)
+        snprintf(chunk_what, sizeof chunk_what, " (chunked extend%s%s%s)",
+                 kda_pair_runs ? "; kda_pair: bf16 phase 1 on the prep + UT pair" : "",
+                 kda_pair_runs && w->kda_alias ? "; kda_ut_alias: A over G" : "",
+                 kda_pair_runs && w->kda_exp2 ? "; kda_exp2: exp2 factors" : "");
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
                 "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
-                w->L.need_tc ? (w->L.need_prep_ut && kind == SGL_ATTN_HYBRID_KDA && m->dtype == SGL_ATTN_DT_BF16 ? (w->kda_alias ? " (chunked extend; kda_pair: bf16 phase 1 on the prep + UT pair; kda_ut_alias: A over G)"
-                                                                                  : " (chunked extend; kda_pair: bf16 phase 1 "
-                                                                                  "on the prep + UT pair)")
-                                                                                : " (chunked extend)")
-                             : "",
+                chunk_what,
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
                 : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs; "
                                      "smaller ones the unfused kernels)"
