@@ -45,7 +45,7 @@ __global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_f
     if (slot < 0) return; /* padding: phase 2 zeroes the output */
     const int64_t ct0 = p.pl.chunk_tok0[j], rt0 = p.pl.req_tok0[i];
     const int len = p.pl.chunk_len[j], init = p.pl.req_init[i], crel = (int)(ct0 - rt0);
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int HV = p.hv, HK = p.hk, V = p.V, gsz = p.gsz;
     const int CH = KIND == LIN_LIGHTNING ? 0 : p.conv_w - 1; /* conv history rows in front of a conv tile */
     const float scale = p.scale;
@@ -161,21 +161,12 @@ __global__ __launch_bounds__(LK_FU_THREADS) void lin_chunk_fused_ut_kernel(lin_f
         float *Af = f32, *Tf = f32 + C * AP;
         uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
         if (!GCH) {
-#pragma unroll
-            for (int nt = 0; nt < C / 8; nt++)
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    const int t = 16 * warp + g + 8 * hf, i0 = 8 * nt + 2 * t4;
-                    float m2[2];
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        const int ii = i0 + e;
-                        const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f; /* never exp of a positive */
-                        m2[e] = scale * dec * qk[nt][2 * hf + e];
-                        if (DELTA) Af[t * AP + ii] = ii < t ? bs[t] * dec * kk[nt][2 * hf + e] : 0.f;
-                    }
-                    if (t < len) *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
-                }
+            lk_store_ma<OT, AP>(Af, Mg, hrow * C, len, DELTA, warp, lane,
+                                [&](int nt, int hf, int e, int t, int ii, float &m, float &a) {
+                                    const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f; /* never exp of a positive */
+                                    m = scale * dec * qk[nt][2 * hf + e];
+                                    a = ii < t ? bs[t] * dec * kk[nt][2 * hf + e] : 0.f;
+                                });
         } else { /* kda: q.k and k.k on tensor cores, the diagonal 8 x 8 blocks in float32 */
             float q8[4], k8[4], qd[2][2], kd[2][2];
             lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);

@@ -131,7 +131,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     if (slot < 0) return;
     const int64_t ct0 = p.pl.chunk_tok0[j];
     const int len = p.pl.chunk_len[j];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int HV = p.hv, HK = p.hk, V = p.V, kh = h / p.gsz;
     const float scale = p.scale;
     const int64_t hrow = HV; /* token-row stride of the per-head scratch, in heads */
@@ -198,24 +198,12 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     } else {
         lk_rows_mul_n2<OT, K>(qk, kk, qs, ks, DELTA, ks, KP, 16 * warp, warp); /* not above the diagonal */
         /* ---- M (to global) and A (delta) */
-#pragma unroll
-        for (int nt = 0; nt < C / 8; nt++)
-#pragma unroll
-            for (int hf = 0; hf < 2; hf++) {
-                const int t = 16 * warp + g + 8 * hf, i0 = 8 * nt + 2 * t4;
-                float m2[2];
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int ii = i0 + e;
-                    const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
-                    m2[e] = scale * dec * qk[nt][2 * hf + e];
-                    if (DELTA) Af[t * AP + ii] = ii < t ? bs[t] * dec * kk[nt][2 * hf + e] : 0.f;
-                }
-                if (t < len) {
-                    LK_ALIGNED(Mg + t * hrow * C + i0, 4);
-                    *(uint32_t *)(Mg + t * hrow * C + i0) = lk_pack2<OT>(m2[0], m2[1]);
-                }
-            }
+        lk_store_ma<OT, AP>(Af, Mg, hrow * C, len, DELTA, warp, lane,
+                            [&](int nt, int hf, int e, int t, int ii, float &m, float &a) {
+                                const float dec = ii <= t ? expf(Gs[t] - Gs[ii]) : 0.f;
+                                m = scale * dec * qk[nt][2 * hf + e];
+                                a = ii < t ? bs[t] * dec * kk[nt][2 * hf + e] : 0.f;
+                            });
     }
     /* ---- QG, KD (pairs of columns), exp(G_last) */
     {

@@ -306,12 +306,11 @@ LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 
     }
 }
 
-/* Warp w's rows of M (16-bit, to global: row t at Mg + t mrow) and of A (float32, rows of AP) from the
- * accumulators of lk_kda_tc_rows: M = scale P on and below the diagonal, A = beta X below it (0 past len). */
-template <int OT, int AP>
-LK_DEV void lk_kda_ma(const float (&P)[LIN_CHUNK / 8][4], const float (&X)[LIN_CHUNK / 8][4], const float (&P8)[4],
-                      const float (&X8)[4], const float (&Pd)[2][2], const float (&Xd)[2][2], float *Af, uint16_t *Mg,
-                      int64_t mrow, const float *bs, float scale, int len, int warp, int lane) {
+/* Warp w's rows of M (16-bit, to global: row t at Mg + t mrow; rows past len not stored) and, where wa, of A
+ * (float32, rows of AP) from accumulators in the m16n8 layout of lk_rows_mul_n2: at(nt, hf, e, t, ii, m, a)
+ * gives element (t, ii)'s values, lane's n8 tile nt, row half hf, column e of its pair. */
+template <int OT, int AP, class F>
+LK_DEV void lk_store_ma(float *Af, uint16_t *Mg, int64_t mrow, int len, bool wa, int warp, int lane, F &&at) {
     constexpr int C = LIN_CHUNK;
     const int g = lane >> 2, t4 = lane & 3;
 #pragma unroll
@@ -323,15 +322,31 @@ LK_DEV void lk_kda_ma(const float (&P)[LIN_CHUNK / 8][4], const float (&X)[LIN_C
 #pragma unroll
             for (int e = 0; e < 2; e++) {
                 const int ii = i0 + e;
-                /* which accumulator holds (t, ii): selects, never an index by the warp */
-                const bool own = nt == 2 * warp + hf, low8 = hf == 1 && nt == 2 * warp;
-                const float vq = own ? Pd[hf][e] : low8 ? P8[2 + e] : P[nt][2 * hf + e];
-                const float vk = own ? Xd[hf][e] : low8 ? X8[2 + e] : X[nt][2 * hf + e];
-                m2[e] = ii <= t ? scale * vq : 0.f;
-                Af[t * AP + ii] = ii < t && t < len ? bs[t] * vk : 0.f;
+                float a;
+                at(nt, hf, e, t, ii, m2[e], a);
+                if (wa) Af[t * AP + ii] = a;
             }
-            if (t < len) *(uint32_t *)(Mg + t * mrow + i0) = lk_pack2<OT>(m2[0], m2[1]);
+            if (t < len) {
+                LK_ALIGNED(Mg + t * mrow + i0, 4);
+                *(uint32_t *)(Mg + t * mrow + i0) = lk_pack2<OT>(m2[0], m2[1]);
+            }
         }
+}
+
+/* The same from the accumulators of lk_kda_tc_rows: M = scale P on and below the diagonal, A = beta X below
+ * it (0 past len). */
+template <int OT, int AP>
+LK_DEV void lk_kda_ma(const float (&P)[LIN_CHUNK / 8][4], const float (&X)[LIN_CHUNK / 8][4], const float (&P8)[4],
+                      const float (&X8)[4], const float (&Pd)[2][2], const float (&Xd)[2][2], float *Af, uint16_t *Mg,
+                      int64_t mrow, const float *bs, float scale, int len, int warp, int lane) {
+    lk_store_ma<OT, AP>(Af, Mg, mrow, len, true, warp, lane, [&](int nt, int hf, int e, int t, int ii, float &m, float &a) {
+        /* which accumulator holds (t, ii): selects, never an index by the warp */
+        const bool own = nt == 2 * warp + hf, low8 = hf == 1 && nt == 2 * warp;
+        const float vq = own ? Pd[hf][e] : low8 ? P8[2 + e] : P[nt][2 * hf + e];
+        const float vk = own ? Xd[hf][e] : low8 ? X8[2 + e] : X[nt][2 * hf + e];
+        m = ii <= t ? scale * vq : 0.f;
+        a = ii < t && t < len ? bs[t] * vk : 0.f;
+    });
 }
 
 /* kda's cumulative log-decays of head h, per channel: Gc[t][c] = sum_{s <= t, s < len} -e^A_log
