@@ -47,17 +47,12 @@
  *                  ASan); then the decode and verify graphs with the option (the full run takes the quick
  *                  set's decode configs)
  *     LT_QUICK=15  kda's chunked extend (phase 1's q.k and k.k on tensor cores, the decays factored at a
- *                  reference row; bf16 activations on the prep + UT pair, f16 on the fused kernel): kda configs
+ *                  reference row; bf16 activations on the prep + UT pair, whose UT kernel writes A over kda's
+ *                  dead G, f16 on the fused kernel): kda configs
  *                  within the float64 limits: the common scenario (bf16 / f16 activations, both state dtypes),
  *                  long ragged requests with a padded one, chunk ends at every offset, segments, strong gates
  *                  (a chunk's log-decay spanning hundreds), conv width 2 (the general prep; width 4 takes the
  *                  stream prep), and l2norm off with a bf16 state and bf16 conv weights
- *     LT_QUICK=20  kda's UT kernel with A over its dead G (option kda_ut_alias, 3 blocks an SM): each bf16
- *                  kda config of LT_QUICK=15 on the pair without it (outputs recorded), then with it: the
- *                  same bits, the create line naming it
- *     LT_QUICK=21  kda's UT kernel with G in log2 units and exp2 factors (option kda_exp2): each kda config of
- *                  LT_QUICK=15 on the pair with it, against float64; the create line naming it; then with
- *                  kda_ut_alias too
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
@@ -91,9 +86,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 20, 21 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q20 = 32768, Q21 = 65536 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1099,66 +1094,15 @@ static void run_fused_cfg(const fcfg *fc) {
     unsetenv("SGL_ATTN_LIN_FUSED_CHUNK");
 }
 
-/* kda's UT kernel with A over its dead G (option kda_ut_alias; LT_QUICK=20, the full run its first two
- * configs): the same operations in the same order as without it, so the same bits; the create line names it. */
-static void alias_tests(int set) {
-    int n = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (c->kind != KDA || !(c->sets & Q15) || c->io_dt != LT_BF16 || (set == F && n >= 2)) continue;
-        n++;
-        lt_rec_reset();
-        lt_rec_mode = 1;
-        unsetenv("SGL_ATTN_LIN_KDA_UT_ALIAS");
-        run_cfg(c);
-        setenv("SGL_ATTN_LIN_KDA_UT_ALIAS", "1", 1);
-        lt_rec_mode = 2;
-        lt_rec_rewind();
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        LT_CHECK(!!strstr(lt_create_log, "kda_ut_alias: A over G"), "kda_ut_alias, config %zu: the create line \"%s\"",
-                 i, lt_create_log);
-        unsetenv("SGL_ATTN_LIN_KDA_UT_ALIAS");
-        lt_rec_mode = 0;
-        lt_rec_reset();
-    }
-    LT_CHECK(n > 0, "kda_ut_alias: no bf16 kda config ran");
-}
-
-/* kda's UT kernel with exp2 factors (option kda_exp2; LT_QUICK=21, the full run its first config): each kda
- * config of LT_QUICK=15 against float64 as every config, the create line naming the option where the pair
- * serves (bf16); then the bf16 ones with kda_ut_alias as well. */
-static void exp2_tests(int set) {
-    int n = 0;
-    setenv("SGL_ATTN_LIN_KDA_EXP2", "1", 1);
-    for (int both = 0; both < 2; both++) {
-        if (both) setenv("SGL_ATTN_LIN_KDA_UT_ALIAS", "1", 1);
-        for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-            const cfg *c = &configs[i];
-            if (c->kind != KDA || !(c->sets & Q15) || (both && c->io_dt != LT_BF16) || (set == F && n >= 1)) continue;
-            n++;
-            lt_create_log[0] = 0;
-            run_cfg(c);
-            const int serves = c->io_dt == LT_BF16;
-            LT_CHECK(serves == !!strstr(lt_create_log, "kda_exp2: exp2 factors") &&
-                         (!both || !!strstr(lt_create_log, "kda_ut_alias: A over G")),
-                     "kda_exp2%s, config %zu: the create line \"%s\"", both ? " + kda_ut_alias" : "", i, lt_create_log);
-        }
-    }
-    LT_CHECK(n > 0, "kda_exp2: no kda config ran");
-    unsetenv("SGL_ATTN_LIN_KDA_UT_ALIAS");
-    unsetenv("SGL_ATTN_LIN_KDA_EXP2");
-}
-
 int main(int argc, char **argv) {
     const char *dir = lt_plugdir(argc, argv);
     const int quick = getenv("LT_QUICK") ? atoi(getenv("LT_QUICK")) : 0;
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 20 ? Q20 : quick == 21 ? Q21 : 0;
+                    : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 20 or 21 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1208,8 +1152,6 @@ int main(int argc, char **argv) {
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
-    if (set & (F | Q20)) alias_tests(set);
-    if (set & (F | Q21)) exp2_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

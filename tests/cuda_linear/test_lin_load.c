@@ -131,7 +131,8 @@ int main(int argc, char **argv) {
          * take their values or auto (a GPU-less create then fails later, at the device); anything else is
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
          * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
-         * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead, kda_tc, decode_bulk_state, kda_pair) accept only
+         * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead, kda_tc, decode_bulk_state, kda_pair, kda_ut_alias,
+         * kda_exp2) accept only
          * auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
@@ -186,6 +187,10 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_KDA_PAIR", "1", "environment SGL_ATTN_LIN_KDA_PAIR = \"1\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_KDA_PAIR", "0", "SGL_ATTN_LIN_KDA_PAIR = \"0\": expected auto"},
             {"SGL_ATTN_LIN_KDA_PAIR", "on", "SGL_ATTN_LIN_KDA_PAIR = \"on\": expected auto"},
+            {"SGL_ATTN_LIN_KDA_UT_ALIAS", "auto", NULL},
+            {"SGL_ATTN_LIN_KDA_UT_ALIAS", "1", "SGL_ATTN_LIN_KDA_UT_ALIAS = \"1\": expected auto"},
+            {"SGL_ATTN_LIN_KDA_EXP2", "", NULL},
+            {"SGL_ATTN_LIN_KDA_EXP2", "0", "SGL_ATTN_LIN_KDA_EXP2 = \"0\": expected auto"},
             {"SGL_ATTN_LIN_FUSED_EXP2", "auto", NULL},
             {"SGL_ATTN_LIN_FUSED_EXP2", "1", "SGL_ATTN_LIN_FUSED_EXP2 = \"1\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_FUSED_TMMA", "on", "SGL_ATTN_LIN_FUSED_TMMA = \"on\": expected auto"},

@@ -17,11 +17,13 @@
  * Then the conv history moves on (lin_convstate_kernel).
  *
  * UT: one block per (chunk, value head), 4 warps, 51 KiB of shared memory (4
- * blocks per SM; kda 84 KiB with its G per channel, 2 blocks): q and k in by
+ * blocks per SM; kda 67 KiB, 3 blocks: its G per channel [64][128] float32
+ * in place of the A region, A written over G once G is dead): q and k in by
  * cp.async while the gates are computed (cumulative log-decay by a warp scan;
  * kda: lk_kda_gates), q k^T and k k^T on tensor cores (lower triangle only;
  * kda: lk_kda_tc_rows, the decays factored at reference rows), M -> global
- * and A in float32, QG, KD, exp(G_last)
+ * and A in float32 (kda: after the passes that read G, from the registers),
+ * QG, KD, exp(G_last)
  * -> global (16-byte element-wise passes), then (delta) T = (I + A)^-1 in
  * float32 by blocks of 16: the four diagonal blocks by forward substitution
  * (one warp each, a lane per column, in registers), then the off-diagonal
@@ -39,10 +41,9 @@
 #define LK_U_R0 (LIN_CHUNK * (LIN_TC_K + 8) * 2)
 #define LK_U_R3 (LIN_CHUNK * (LIN_CHUNK + 1) * 4)
 #define LK_U_SMEM (2 * LK_U_R0 + LK_U_R3 + 4 * LIN_CHUNK * 4)
-/* kda adds its per-channel G [C][K] float32 behind the gates: 84 KiB, 2 blocks per SM */
-#define LK_U_SMEM_KDA (LK_U_SMEM + LIN_CHUNK * LIN_TC_K * 4)
-/* ... and with A over G once G is dead (p.kda_alias): no A region, 67 KiB, 3 blocks per SM */
-#define LK_U_SMEM_KDA3 (2 * LK_U_R0 + 4 * LIN_CHUNK * 4 + LIN_CHUNK * LIN_TC_K * 4)
+/* kda: q, k, the gates, then its per-channel G [C][K] float32, which A overwrites once G is dead: 67 KiB, 3 blocks
+ * per SM (the A region of the scalar kinds would make it 84 KiB and 2) */
+#define LK_U_SMEM_KDA (2 * LK_U_R0 + 4 * LIN_CHUNK * 4 + LIN_CHUNK * LIN_TC_K * 4)
 #define LK_P0_SMEM ((LIN_CHUNK + LIN_CONV_W_MAX - 1) * LIN_TC_VMAX * 4)
 
 template <int OT>
@@ -111,15 +112,13 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = LK_TAP;
     const int KIND = p.kind;
     const bool GCH = KIND == LIN_KDA, DELTA = KIND == LIN_GDN || GCH, M2 = KIND == LIN_MAMBA2;
-    const bool ALIAS = GCH && p.kda_alias; /* A over G: the gates follow k, A waits until G is dead */
-    const bool E2 = GCH && p.kda_exp2;     /* G in log2 units, exp2 factors */
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *qs = (uint16_t *)smraw, *ks = (uint16_t *)(smraw + LK_U_R0);
     uint16_t *vs = (uint16_t *)smraw;                              /* over q / T, at the end */
     float *Tf = (float *)smraw;                                    /* over q, once QG is out */
-    float *Gs = (float *)(smraw + 2 * LK_U_R0 + (ALIAS ? 0 : LK_U_R3)), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
+    float *Gs = (float *)(smraw + 2 * LK_U_R0 + (GCH ? 0 : LK_U_R3)), *bs = Gs + C, *eGt = bs + C, *eGr = eGt + C;
     float *Gc = eGr + C;                                              /* kda: G per channel [C][K] */
-    float *Af = ALIAS ? Gc : (float *)(smraw + 2 * LK_U_R0);          /* A, then ... */
+    float *Af = GCH ? Gc : (float *)(smraw + 2 * LK_U_R0);            /* A (kda: over its dead G), then ... */
     uint16_t *t16 = (uint16_t *)Af;                                   /* ... T in 16 bits */
     static_assert(C * AP * 4 <= C * K * 4, "A fits over kda's G");
     static_assert(C * (LIN_TC_VMAX + 8) * 2 <= LK_U_R0, "the values fit over q");
@@ -154,7 +153,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     lk_cp_async_commit();
 
     /* ---- gates while the tiles fly: g, beta; G = cumulative g (warp 0 scans; kda: a thread per channel) */
-    if (GCH) lk_kda_gates<LK_U_THREADS>(p, Gc, ct0, len, h, tid, E2 ? 1.4426950408889634f : 1.f);
+    if (GCH) lk_kda_gates<LK_U_THREADS>(p, Gc, ct0, len, h, tid);
     for (int t = tid; t < C; t += LK_U_THREADS) {
         float gv = 0.f, bv_ = 0.f;
         if (t < len) {
@@ -189,12 +188,8 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
         for (int e = 0; e < 4; e++) qk[nt][e] = kk[nt][e] = 0.f;
     uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
     float q8[4], k8[4], qd[2][2], kd[2][2];
-    if (GCH) { /* q.k and k.k with the per-channel decays (chunk_tile.cuh); ALIAS: M and A after the passes */
-        if (E2)
-            lk_kda_tc_rows<OT, true>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
-        else
-            lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
-        if (!ALIAS) lk_kda_ma<OT, AP>(qk, kk, q8, k8, qd, kd, Af, Mg, hrow * C, bs, scale, len, warp, lane);
+    if (GCH) { /* q.k and k.k with the per-channel decays (chunk_tile.cuh); M and A once G is dead, below */
+        lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
     } else {
         lk_rows_mul_n2<OT, K>(qk, kk, qs, ks, DELTA, ks, KP, 16 * warp, warp); /* not above the diagonal */
         /* ---- M (to global) and A (delta) */
@@ -217,9 +212,8 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
 #pragma unroll
                 for (int e = 0; e < 8; e++) {
                     const float gt = Gc[t * K + c + e];
-                    qg[e] = scale * qg[e] * (E2 ? exp2f(gt) : expf(gt));
-                    const float dl = Gc[(C - 1) * K + c + e] - gt;
-                    kd[e] = kd[e] * (E2 ? exp2f(dl) : expf(dl));
+                    qg[e] = scale * qg[e] * expf(gt);
+                    kd[e] = kd[e] * expf(Gc[(C - 1) * K + c + e] - gt);
                 }
             } else {
 #pragma unroll
@@ -233,7 +227,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
         }
         const float eL = expf(Gs[C - 1]);
         for (int c = tid; c < K; c += LK_U_THREADS)
-            p.eG[((int64_t)j * HV + h) * K + c] = !GCH ? eL : E2 ? exp2f(Gc[(C - 1) * K + c]) : expf(Gc[(C - 1) * K + c]);
+            p.eG[((int64_t)j * HV + h) * K + c] = GCH ? expf(Gc[(C - 1) * K + c]) : eL;
     }
     __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
 
@@ -252,11 +246,10 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
         float kv[8];
         lk_unpack8<OT>(ks + t * KP + c, kv);
 #pragma unroll
-        for (int e = 0; e < 8; e++)
-            kv[e] = bs[t] * kv[e] * (!GCH ? eGt[t] : E2 ? exp2f(Gc[t * K + c + e]) : expf(Gc[t * K + c + e]));
+        for (int e = 0; e < 8; e++) kv[e] = bs[t] * kv[e] * (GCH ? expf(Gc[t * K + c + e]) : eGt[t]);
         lk_pack8<OT>(ks + t * KP + c, kv);
     }
-    if (ALIAS) { /* G is dead once every thread passed beta k e^G: M and A from the registers, A over G */
+    if (GCH) { /* G is dead once every thread passed beta k e^G: M and A from the registers, A over G */
         __syncthreads();
         lk_kda_ma<OT, AP>(qk, kk, q8, k8, qd, kd, Af, Mg, hrow * C, bs, scale, len, warp, lane);
         __syncthreads();
@@ -315,7 +308,7 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e || p.fused_cp) return e; /* fused_chunk: chunk_fused_cp.cu makes UT in its pass */
     void (*k1)(lin_fwd) = lin_chunk_ut_kernel<LIN_DT_BF16>;
-    const int usm = p.kind != LIN_KDA ? LK_U_SMEM : p.kda_alias ? LK_U_SMEM_KDA3 : LK_U_SMEM_KDA;
+    const int usm = p.kind == LIN_KDA ? LK_U_SMEM_KDA : LK_U_SMEM;
     LK_LAUNCH(k1, g1, LK_U_THREADS, usm, st, p);
     return (int)cudaGetLastError();
 }

@@ -201,10 +201,7 @@ template <int OT, int NT> LK_DEV void lk_t_to16(const float *Tf, uint16_t *t16, 
  * diagonal stay in float32 (no r lies between i and t for all of them).
  * The A operand: lane's rows r0 + g (zero unless lo), r0 + g + 8, columns
  * c0 + 2 t4 .. (+ 8) of x scaled by exp(G_t - G_ref), for x = q and k. */
-/* E2: G is in log2 units (G log2 e; option kda_exp2) and the factors are exp2 of the differences. */
-template <bool E2> LK_DEV float lk_kda_exp(float x) { return E2 ? exp2f(x) : expf(x); }
-
-template <int OT, bool E2 = false>
+template <int OT>
 LK_DEV void lk_kda_tc_a(uint32_t (&aq)[4], uint32_t (&ak)[4], const uint16_t *qs, const uint16_t *ks,
                         const float *Gc, int r0, int ref, bool lo, int c0, int g, int t4) {
     constexpr int K = LIN_TC_K, KP = K + 8;
@@ -217,23 +214,21 @@ LK_DEV void lk_kda_tc_a(uint32_t (&aq)[4], uint32_t (&ak)[4], const uint16_t *qs
                 aq[e] = ak[e] = 0u;
                 continue;
             }
-            const float f0 = lk_kda_exp<E2>(Gc[t * K + c] - Gc[ref * K + c]),
-                        f1 = lk_kda_exp<E2>(Gc[t * K + c + 1] - Gc[ref * K + c + 1]);
+            const float f0 = expf(Gc[t * K + c] - Gc[ref * K + c]), f1 = expf(Gc[t * K + c + 1] - Gc[ref * K + c + 1]);
             aq[e] = lk_pack2<OT>(lk_from16<OT>(qs[t * KP + c]) * f0, lk_from16<OT>(qs[t * KP + c + 1]) * f1);
             ak[e] = lk_pack2<OT>(lk_from16<OT>(ks[t * KP + c]) * f0, lk_from16<OT>(ks[t * KP + c + 1]) * f1);
         }
 }
 
 /* The B operand of the n8 tile of columns i0 .. i0 + 7: k_i scaled by exp(G_ref - G_i) (i <= ref). */
-template <int OT, bool E2 = false>
+template <int OT>
 LK_DEV void lk_kda_tc_b(uint32_t (&b)[2], const uint16_t *ks, const float *Gc, int i0, int ref, int c0, int g, int t4) {
     constexpr int K = LIN_TC_K, KP = K + 8;
     const int i = i0 + g;
 #pragma unroll
     for (int kh = 0; kh < 2; kh++) {
         const int c = c0 + 8 * kh + 2 * t4;
-        const float f0 = lk_kda_exp<E2>(Gc[ref * K + c] - Gc[i * K + c]),
-                    f1 = lk_kda_exp<E2>(Gc[ref * K + c + 1] - Gc[i * K + c + 1]);
+        const float f0 = expf(Gc[ref * K + c] - Gc[i * K + c]), f1 = expf(Gc[ref * K + c + 1] - Gc[i * K + c + 1]);
         b[kh] = lk_pack2<OT>(lk_from16<OT>(ks[i * KP + c]) * f0, lk_from16<OT>(ks[i * KP + c + 1]) * f1);
     }
 }
@@ -244,7 +239,7 @@ LK_DEV void lk_kda_tc_b(uint32_t (&b)[2], const uint16_t *ks, const float *Gc, i
  * in Pd, Xd [m][e] (lane's row r0 + 8 m + g, column r0 + 8 m + 2 t4 + e).
  * The tiles of the warp's own block stay apart from P, X: filling P[2 w]
  * would index the accumulators by the warp, which puts them in local memory. */
-template <int OT, bool E2 = false>
+template <int OT>
 LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 8][4], float (&P8)[4], float (&X8)[4],
                            float (&Pd)[2][2], float (&Xd)[2][2], const uint16_t *qs, const uint16_t *ks,
                            const float *Gc, int warp, int lane) {
@@ -261,12 +256,12 @@ LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 
 #pragma unroll 1
         for (int k16 = 0; k16 < K / 16; k16++) {
             uint32_t aq[4], ak[4];
-            lk_kda_tc_a<OT, E2>(aq, ak, qs, ks, Gc, r0, r0, true, 16 * k16, g, t4);
+            lk_kda_tc_a<OT>(aq, ak, qs, ks, Gc, r0, r0, true, 16 * k16, g, t4);
 #pragma unroll
             for (int nt = 0; nt < C / 8 - 2; nt++) {
                 if (nt >= 2 * warp) continue;
                 uint32_t b[2];
-                lk_kda_tc_b<OT, E2>(b, ks, Gc, 8 * nt, r0, 16 * k16, g, t4);
+                lk_kda_tc_b<OT>(b, ks, Gc, 8 * nt, r0, 16 * k16, g, t4);
                 lk_mma<OT>(P[nt], aq, b[0], b[1]);
                 lk_mma<OT>(X[nt], ak, b[0], b[1]);
             }
@@ -276,8 +271,8 @@ LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 
 #pragma unroll 1
     for (int k16 = 0; k16 < K / 16; k16++) {
         uint32_t aq[4], ak[4], b[2];
-        lk_kda_tc_a<OT, E2>(aq, ak, qs, ks, Gc, r0, r0 + 8, false, 16 * k16, g, t4);
-        lk_kda_tc_b<OT, E2>(b, ks, Gc, r0, r0 + 8, 16 * k16, g, t4);
+        lk_kda_tc_a<OT>(aq, ak, qs, ks, Gc, r0, r0 + 8, false, 16 * k16, g, t4);
+        lk_kda_tc_b<OT>(b, ks, Gc, r0, r0 + 8, 16 * k16, g, t4);
         lk_mma<OT>(P8, aq, b[0], b[1]);
         lk_mma<OT>(X8, ak, b[0], b[1]);
     }
@@ -298,7 +293,7 @@ LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 
             for (int e = 0; e < 2; e++) {
                 const int ii = r0 + 8 * m + 2 * t4 + e;
                 if (ii > t) continue;
-                const float d = lk_kda_exp<E2>(gt - Gc[ii * K + c]) * lk_from16<OT>(ks[ii * KP + c]);
+                const float d = expf(gt - Gc[ii * K + c]) * lk_from16<OT>(ks[ii * KP + c]);
                 Pd[m][e] += qt * d;
                 Xd[m][e] += kt * d;
             }
@@ -350,11 +345,10 @@ LK_DEV void lk_kda_ma(const float (&P)[LIN_CHUNK / 8][4], const float (&X)[LIN_C
 }
 
 /* kda's cumulative log-decays of head h, per channel: Gc[t][c] = sum_{s <= t, s < len} -e^A_log
- * softplus(a_s[c] + dt_bias[c]), in token order (the CPU form's), stored times gscale (1, or log2 e for
- * exp2 factors: the sums themselves unchanged); rows past len repeat the last.  NT
+ * softplus(a_s[c] + dt_bias[c]), in token order (the CPU form's); rows past len repeat the last.  NT
  * threads, a channel each (NT >= K); 16 tokens' loads in flight before their sums. */
 template <int NT>
-LK_DEV void lk_kda_gates(const lin_fwd &p, float *Gc, int64_t ct0, int len, int h, int tid, float gscale = 1.f) {
+LK_DEV void lk_kda_gates(const lin_fwd &p, float *Gc, int64_t ct0, int len, int h, int tid) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, U = 16;
     static_assert(NT >= K, "a thread per channel");
     if (tid >= K) return;
@@ -368,7 +362,7 @@ LK_DEV void lk_kda_gates(const lin_fwd &p, float *Gc, int64_t ct0, int len, int 
 #pragma unroll
         for (int u = 0; u < U; u++) {
             if (t0 + u < len) G += negA * lk_softplus(raw[u] + db);
-            Gc[(t0 + u) * K + c] = G * gscale;
+            Gc[(t0 + u) * K + c] = G;
         }
     }
 }
