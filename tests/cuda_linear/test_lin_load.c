@@ -132,8 +132,7 @@ int main(int argc, char **argv) {
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
          * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
          * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead, kda_tc, decode_bulk_state, kda_pair, kda_ut_alias,
-         * kda_exp2) accept only
-         * auto */
+         * kda_exp2) accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
             const char *env, *val, *refusal; /* NULL: passes the option check */

@@ -275,6 +275,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
 
 /* ------------------------------------------------------------ launchers */
 
+static_assert(LK_U_SMEM <= LK_U_SMEM_KDA, "the UT kernel's shared-memory attribute (kda's carve) covers both carves");
 static_assert(LK_U_SMEM_KDA <= (int)LIN_FUSED_UT_SMEM && LK_P0_SMEM <= (int)LIN_FUSED_UT_SMEM,
               "the prep + UT kernels need at most the fused phase 1's shared memory (lin_create.c checks that one)");
 
