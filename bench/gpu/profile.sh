@@ -28,6 +28,10 @@
 #  10. kda's chunked prefill at Kimi-Linear TP4 1 x 64k (issue 22): every kernel's
 #      duration in one forward, then the UT kernel's sections (occupancy, warp
 #      states, scheduler) (PROFILE=10)
+#  11. where the linear prefill's instructions go (issue 22): every kernel's
+#      duration in one forward of gdn 1 x 64k, mamba2 1 x 64k and kda 16 x 8k,
+#      then kda's UT kernel (1 x 64k) by SASS instruction: executed count and
+#      stall samples per instruction, the opcode mix (PROFILE=11)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -151,5 +155,26 @@ if on 10; then
   echo "rc=$?"
   grep -E "Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|No Eligible|Active Warps|Occupancy|Block Limit" \
     "$OUT/kda_ut_sections.txt" | head -40
+fi
+if on 11; then
+  for f in "hv8/hk2,1x64k" "mamba2,1x64k" "kda,16x8k"; do
+    n=$(echo "$f" | tr -c 'a-z0-9\n' _)
+    step "11a. linear prefill $f: kernel durations of one forward"
+    BENCH_SET=prefill BENCH_FILTER="$f" BENCH_QUICK=1 timeout 90 $NCU \
+      --metrics gpu__time_duration.sum -c 10 $T/bench_lin /dev/null $P > "$OUT/durs_$n.txt" 2>&1
+    echo "rc=$?"
+    grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/durs_$n.txt" | sed 's/(lin_fwd.*//' | head -24
+  done
+  step "11b. kda 1 x 64k: the UT kernel by SASS instruction"
+  BENCH_SET=prefill BENCH_FILTER="kda,1x64k" BENCH_QUICK=1 timeout 150 $NCU \
+    --section SourceCounters --section InstructionStats --section WarpStateStats \
+    -k regex:lin_chunk_ut_kernel -c 1 -o "$OUT/kda_ut" $T/bench_lin /dev/null $P > "$OUT/kda_ut_src.log" 2>&1
+  echo "rc=$?"
+  ncu -i "$OUT/kda_ut.ncu-rep" --page details --print-details all > "$OUT/kda_ut_details.txt" 2>&1
+  grep -E "Duration|Executed Instructions|Stall|Warp Cycles|Issued" "$OUT/kda_ut_details.txt" | head -30
+  ncu -i "$OUT/kda_ut.ncu-rep" --page source --csv --print-source sass > "$OUT/kda_ut_sass.csv" 2>&1
+  echo "sass rc=$? lines $(wc -l < "$OUT/kda_ut_sass.csv")"
+  head -c 600 "$OUT/kda_ut_sass.csv"; echo
+  rm -f "$OUT/kda_ut.ncu-rep"
 fi
 echo "profile: done [$SECONDS s]"
