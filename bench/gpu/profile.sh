@@ -175,6 +175,7 @@ if on 11; then
   ncu -i "$OUT/kda_ut.ncu-rep" --page source --csv --print-source sass > "$OUT/kda_ut_sass.csv" 2>&1
   echo "sass rc=$? lines $(wc -l < "$OUT/kda_ut_sass.csv")"
   head -c 600 "$OUT/kda_ut_sass.csv"; echo
+  gzip -9 "$OUT/kda_ut_sass.csv"
   rm -f "$OUT/kda_ut.ncu-rep"
 fi
 echo "profile: done [$SECONDS s]"

@@ -57,6 +57,9 @@
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
  *                  and conv width 2, which takes the general prep)
+ *     LT_QUICK=18  kda's UT kernel with its diagonal blocks summed over the lanes (option kda_diag_lanes): each
+ *                  kda config of LT_QUICK=15 with it, against float64; the create line naming it where it
+ *                  serves (bf16 activations; f16 keeps the fused phase 1)
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -88,7 +91,7 @@ static const sgl_attn_plugin *plugins[8];
 
 /* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1070,6 +1073,26 @@ static void l2a_tests(int set) {
     unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
 }
 
+/* kda's diagonal blocks by lanes (option kda_diag_lanes; LT_QUICK=18, the full run its first two configs): each
+ * kda config of LT_QUICK=15 against float64 as every config, the create line naming the option where the UT
+ * kernel runs kda (bf16 activations). */
+static void diag_lanes_tests(int set) {
+    int n = 0;
+    setenv("SGL_ATTN_LIN_KDA_DIAG_LANES", "1", 1);
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+        const cfg *c = &configs[i];
+        if (c->kind != KDA || !(c->sets & Q15) || (set == F && n >= 2)) continue;
+        n++;
+        lt_create_log[0] = 0;
+        run_cfg(c);
+        const int serves = c->io_dt == LT_BF16;
+        LT_CHECK(serves == !!strstr(lt_create_log, "kda_diag_lanes: diagonal blocks by lanes"),
+                 "kda_diag_lanes, config %zu: the create line \"%s\"", i, lt_create_log);
+    }
+    LT_CHECK(n > 0, "kda_diag_lanes: no kda config ran");
+    unsetenv("SGL_ATTN_LIN_KDA_DIAG_LANES");
+}
+
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1100,9 +1123,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : 0;
+                    : quick == 18 ? Q18 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 or 18 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1125,7 +1148,8 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
-    const char *const retired[] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
+    const char *const retired[] = {"SGL_ATTN_LIN_KDA_DIAG_LANES", /* a lever, set where tested */
+                                   "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
                                    "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_FUSED_CHUNK",
@@ -1152,6 +1176,7 @@ int main(int argc, char **argv) {
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
+    if (set & (F | Q18)) diag_lanes_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

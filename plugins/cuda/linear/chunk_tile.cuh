@@ -233,18 +233,88 @@ LK_DEV void lk_kda_tc_b(uint32_t (&b)[2], const uint16_t *ks, const float *Gc, i
     }
 }
 
+/* One step of a warp's reduce-scatter: v holds N partial sums indexed k; the lanes whose lane bit LB is 0 keep
+ * the k with index bit KB clear, the others those with it set, each adding its partner's (lane ^ 2^LB) copy of
+ * what it keeps.  w gets the N / 2 kept sums, indexed k with bit KB removed. */
+template <int N, int KB, int LB> LK_DEV void lk_rs_step(const float (&v)[N], float (&w)[N / 2], int lane) {
+    const bool up = (lane >> LB) & 1;
+#pragma unroll
+    for (int i = 0; i < N / 2; i++) {
+        const int lo = (i & ((1 << KB) - 1)) | ((i >> KB) << (KB + 1)), hi = lo | (1 << KB);
+        const float keep = up ? v[hi] : v[lo], send = up ? v[lo] : v[hi];
+        w[i] = keep + gc_shfl_xor(send, 1 << LB);
+    }
+}
+
+/* kda's two 8 x 8 diagonal blocks of warp w's rows in float32 with the channels split over the lanes (lever
+ * kda_diag_lanes): lane l sums channels l, l + 32, l + 64, l + 96 of every (t, i) pair with i <= t of a block,
+ * so each channel's decays exp(G_t - G_i) come from the 7 one-step factors d_s = exp(G_s - G_{s-1}) of the
+ * block's rows by products down a column (factors <= 1: no overflow), and a reduce-scatter over the lanes
+ * leaves lane (g, t4) the layout of Pd, Xd [m][e] (row r0 + 8 m + g, column r0 + 8 m + 2 t4 + e; 0 above the
+ * diagonal).  The row-per-lane loop below evaluates 512 exp a lane, this one 56. */
+template <int OT>
+LK_DEV void lk_kda_diag_lanes(float (&Pd)[2][2], float (&Xd)[2][2], const uint16_t *qs, const uint16_t *ks,
+                              const float *Gc, int warp, int lane) {
+    constexpr int K = LIN_TC_K, KP = K + 8;
+#pragma unroll /* Pd / Xd indexed by m stay in registers */
+    for (int m = 0; m < 2; m++) {
+        const int r0 = 16 * warp + 8 * m;
+        float acc[128]; /* k = which * 64 + t * 8 + i: which 0 = q.k (P), 1 = k.k (X); 0 above the diagonal */
+#pragma unroll
+        for (int k = 0; k < 128; k++) acc[k] = 0.f;
+#pragma unroll 1
+        for (int cj = 0; cj < K / 32; cj++) {
+            const int c = lane + 32 * cj;
+            float G[8], q[8], kx[8];
+#pragma unroll
+            for (int a = 0; a < 8; a++) {
+                G[a] = Gc[(r0 + a) * K + c];
+                q[a] = lk_from16<OT>(qs[(r0 + a) * KP + c]);
+                kx[a] = lk_from16<OT>(ks[(r0 + a) * KP + c]);
+            }
+            float d[8];
+#pragma unroll
+            for (int a = 1; a < 8; a++) d[a] = expf(G[a] - G[a - 1]);
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                float w = kx[i]; /* k_i exp(G_t - G_i), t walking down from i */
+#pragma unroll
+                for (int t = i; t < 8; t++) {
+                    if (t > i) w *= d[t];
+                    acc[t * 8 + i] += q[t] * w;
+                    acc[64 + t * 8 + i] += kx[t] * w;
+                }
+            }
+        }
+        /* lane bits 4 .. 0 are index bits 5 .. 1 (t's three, then i's upper two) */
+        float r64[64], r32[32], r16[16], r8[8], r4[4];
+        lk_rs_step<128, 5, 4>(acc, r64, lane);
+        lk_rs_step<64, 4, 3>(r64, r32, lane);
+        lk_rs_step<32, 3, 2>(r32, r16, lane);
+        lk_rs_step<16, 2, 1>(r16, r8, lane);
+        lk_rs_step<8, 1, 0>(r8, r4, lane);
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            Pd[m][e] = r4[e];
+            Xd[m][e] = r4[2 + e];
+        }
+    }
+}
+
 /* Warp w's rows of q.k (P) and k.k (X) in the accumulator layout of
  * lk_rows_mul_n2 (n8 tile nt: columns 8 nt ..): tiles nt < 2 w in P, X; tile
  * 2 w's rows r0 + 8 .. in P8, X8 (elements 2, 3); the diagonal 8 x 8 blocks
  * in Pd, Xd [m][e] (lane's row r0 + 8 m + g, column r0 + 8 m + 2 t4 + e).
  * The tiles of the warp's own block stay apart from P, X: filling P[2 w]
  * would index the accumulators by the warp, which puts them in local memory. */
-template <int OT>
+template <int OT, bool DL = false>
 LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 8][4], float (&P8)[4], float (&X8)[4],
                            float (&Pd)[2][2], float (&Xd)[2][2], const uint16_t *qs, const uint16_t *ks,
                            const float *Gc, int warp, int lane) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8;
     const int g = lane >> 2, t4 = lane & 3, r0 = 16 * warp;
+    /* first, while none of the tensor-core accumulators below is live */
+    if (DL) lk_kda_diag_lanes<OT>(Pd, Xd, qs, ks, Gc, warp, lane);
 #pragma unroll
     for (int nt = 0; nt < C / 8; nt++)
 #pragma unroll
@@ -278,24 +348,26 @@ LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 
     }
     /* the two 8 x 8 diagonal blocks m (rows and columns r0 + 8 m ..) in float32: lane's row r0 + 8 m + g,
      * columns r0 + 8 m + 2 t4 + e; each lane starts at its own channel so the warp's G reads hit 32 banks */
+    if (!DL) {
 #pragma unroll
-    for (int m = 0; m < 2; m++)
+        for (int m = 0; m < 2; m++)
 #pragma unroll
-        for (int e = 0; e < 2; e++) Pd[m][e] = Xd[m][e] = 0.f;
+            for (int e = 0; e < 2; e++) Pd[m][e] = Xd[m][e] = 0.f;
 #pragma unroll 1
-    for (int cc = 0; cc < K; cc++) {
-        const int c = (cc + lane) & (K - 1);
+        for (int cc = 0; cc < K; cc++) {
+            const int c = (cc + lane) & (K - 1);
 #pragma unroll
-        for (int m = 0; m < 2; m++) {
-            const int t = r0 + 8 * m + g;
-            const float gt = Gc[t * K + c], qt = lk_from16<OT>(qs[t * KP + c]), kt = lk_from16<OT>(ks[t * KP + c]);
+            for (int m = 0; m < 2; m++) {
+                const int t = r0 + 8 * m + g;
+                const float gt = Gc[t * K + c], qt = lk_from16<OT>(qs[t * KP + c]), kt = lk_from16<OT>(ks[t * KP + c]);
 #pragma unroll
-            for (int e = 0; e < 2; e++) {
-                const int ii = r0 + 8 * m + 2 * t4 + e;
-                if (ii > t) continue;
-                const float d = expf(gt - Gc[ii * K + c]) * lk_from16<OT>(ks[ii * KP + c]);
-                Pd[m][e] += qt * d;
-                Xd[m][e] += kt * d;
+                for (int e = 0; e < 2; e++) {
+                    const int ii = r0 + 8 * m + 2 * t4 + e;
+                    if (ii > t) continue;
+                    const float d = expf(gt - Gc[ii * K + c]) * lk_from16<OT>(ks[ii * KP + c]);
+                    Pd[m][e] += qt * d;
+                    Xd[m][e] += kt * d;
+                }
             }
         }
     }

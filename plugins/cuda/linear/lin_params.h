@@ -108,6 +108,7 @@ typedef struct lin_fwd {
      * beta v (delta) / dt x (mamba2) / v (lightning); NULL for kda (the fused phase 1) */
     void *Qc, *Kc, *Vc;
     int32_t prep_ut;    /* phase 1 is the prep + UT pair (Qc, Kc, Vc there) */
+    int32_t kda_diag;   /* kda's UT kernel sums its diagonal blocks with the channels over the lanes (kda_diag_lanes) */
     void *Hs;           /* state pass -> output kernel: the state at each chunk's start, 16-bit [chunk][hv][V][K] */
     /* the segmented state pass (chunk_segment.cu), bf16: segments of seg_chunks chunks (0: the serial pass),
      * at most seg_max per request; Zs [slot][hv][V + K][K] float32, slot LIN_SEG_SLOT of each (request,
