@@ -53,7 +53,7 @@ LK_DEV void lk_ps_unpack(const uint4 v, float f[8]) {
     }
 }
 
-template <int OT>
+template <int OT, bool M2 = false> /* M2: mamba2 (option mamba2_stream_prep) */
 __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stream_kernel(lin_fwd p) {
     constexpr int K = LIN_TC_K, W = 4, H = W - 1, RUN = LK_PS_RUN, D = LK_PS_DEPTH, RPC = LIN_CHUNK / RUN;
     /* the ring: x rows of tokens u .. u + D - 1 of the run, each thread's own 16 bytes (its copies, its
@@ -77,7 +77,10 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
     const bool val = which >= 2;
     /* idle lanes (V < 128, the padding tile) load and store nothing but stay for the values' shuffles */
     const bool live = which < 2 || (which == 2 && 8 * o < V);
-    const int ch = live ? (which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V) + 8 * o : 0;
+    /* mamba2: x [H*P] | B [G*N] | C [G*N]: q = C, k = B; the values dt x and the skip D x */
+    const int ch = !live ? 0
+                   : M2  ? (which == 0 ? HV * V + HK * K + hh * K : which == 1 ? HV * V + hh * K : hh * V) + 8 * o
+                         : (which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V) + 8 * o;
     const int n = min(RUN, len - tb);
     const int64_t xd = p.x_dim;
     const uint16_t *xs = (const uint16_t *)p.x.p + (ct0 + tb) * xd + ch; /* token u of the run: xs + u xd */
@@ -97,13 +100,14 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
             hx[r] = *(const uint4 *)(xs + (int64_t)(r - H) * xd);
         }
     }
-    /* the values: lane o of a group makes sigmoid(b) of tokens o and o + 16 of the run for its head; the lane
-     * computing token u's values takes it by a shuffle */
+    /* the values: lane o of a group makes the scale of tokens o and o + 16 of the run for its head (sigmoid(b);
+     * mamba2: dt = softplus(a + dt_bias)); the lane computing token u's values takes it by a shuffle */
     float sb[2] = {0.f, 0.f};
     if (which == 2)
 #pragma unroll
         for (int h2 = 0; h2 < 2; h2++)
-            if (o + 16 * h2 < n) sb[h2] = lk_in(p.b, (ct0 + tb + o + 16 * h2) * HV + hh);
+            if (o + 16 * h2 < n) sb[h2] = lk_in(M2 ? p.a : p.b, (ct0 + tb + o + 16 * h2) * HV + hh);
+    const float dskip = M2 && which == 2 ? lk_in0(p.D, hh) : 0.f;
     /* the conv weights and biases of the lane's 8 channels, for the whole run */
     float wt[8][W], bias[8];
 #pragma unroll
@@ -135,14 +139,19 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
                                        : 0.f;
         }
     }
-    if (which == 2) {
+    if (which == 2 && M2) {
+        const float db = lk_in(p.dt_bias, hh);
+        sb[0] = lk_softplus(sb[0] + db);
+        sb[1] = lk_softplus(sb[1] + db);
+    } else if (which == 2) {
         sb[0] = lk_sigmoid(sb[0]);
         sb[1] = lk_sigmoid(sb[1]);
     }
     uint16_t *dst = (uint16_t *)(which == 0 ? p.Qc : which == 1 ? p.Kc : p.Vc) +
                     (which == 0 || which == 1 ? ((ct0 + tb) * HK + hh) * K : ((ct0 + tb) * HV + hh) * V) + 8 * o;
     const int64_t dstride = which < 2 ? (int64_t)HK * K : (int64_t)HV * V;
-    const int l2 = p.l2norm;
+    const int l2 = p.l2norm && !M2;
+    float *skip = M2 && which == 2 ? p.Sk + ((ct0 + tb) * HV + hh) * V + 8 * o : NULL; /* D x, float32 */
 
     for (int u0 = 0; u0 < n; u0 += D) {
 #pragma unroll
@@ -183,7 +192,13 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
                     v.y = lk_pack2<OT>(s[2] * inv, s[3] * inv);
                     v.z = lk_pack2<OT>(s[4] * inv, s[5] * inv);
                     v.w = lk_pack2<OT>(s[6] * inv, s[7] * inv);
-                } else { /* beta v */
+                } else { /* beta v; mamba2 dt x, and the skip D x */
+                    if (skip && live) {
+                        LK_ALIGNED(skip + (int64_t)u * dstride, 16);
+                        float4 *sk = (float4 *)(skip + (int64_t)u * dstride);
+                        sk[0] = make_float4(dskip * s[0], dskip * s[1], dskip * s[2], dskip * s[3]);
+                        sk[1] = make_float4(dskip * s[4], dskip * s[5], dskip * s[6], dskip * s[7]);
+                    }
                     const float sc = gc_shfl(u & 16 ? sb[1] : sb[0], (lane & 16) | (u & 15));
                     v.x = lk_pack2<OT>(sc * s[0], sc * s[1]);
                     v.y = lk_pack2<OT>(sc * s[2], sc * s[3]);
@@ -203,7 +218,8 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
 /* gdn and kda with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, a 16-byte aligned base), K = 128,
  * V a multiple of 8 up to LIN_TC_VMAX, and the chunked operand buffers */
 extern "C" int lin_chunk_prep_stream_serves(const lin_fwd *p) {
-    return (p->kind == LIN_GDN || p->kind == LIN_KDA) && p->conv_w == 4 && p->x.dt == LIN_DT_BF16 && p->x_dim % 8 == 0 &&
+    return (p->kind == LIN_GDN || p->kind == LIN_KDA || (p->kind == LIN_MAMBA2 && p->m2_stream && p->Sk)) &&
+           p->conv_w == 4 && p->x.dt == LIN_DT_BF16 && p->x_dim % 8 == 0 &&
            ((uintptr_t)p->x.p & 15) == 0 && p->K == LIN_TC_K && p->V % 8 == 0 && p->V <= LIN_TC_VMAX && p->Qc &&
            p->Kc && p->Vc;
 }
@@ -219,7 +235,8 @@ extern "C" int lin_launch_chunk_prep_stream(const lin_fwd *pp, void *stream) {
     const int64_t nt = 2 * (int64_t)p.hk + p.hv, groups = chunks * (LIN_CHUNK / LK_PS_RUN) * (nt + (nt & 1));
     const int64_t blocks = (groups + LK_PS_GROUPS - 1) / LK_PS_GROUPS;
     if (blocks > 0x7fffffff) return (int)cudaErrorInvalidValue;
-    void (*k0)(lin_fwd) = lin_chunk_prep_stream_kernel<LIN_DT_BF16>;
+    void (*k0)(lin_fwd) = p.kind == LIN_MAMBA2 ? lin_chunk_prep_stream_kernel<LIN_DT_BF16, true>
+                                                : lin_chunk_prep_stream_kernel<LIN_DT_BF16>;
     LK_LAUNCH(k0, dim3((unsigned)blocks), LK_PS_THREADS, 0, (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

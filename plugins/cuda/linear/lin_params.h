@@ -108,7 +108,6 @@ typedef struct lin_fwd {
      * beta v (delta) / dt x (mamba2) / v (lightning); NULL for kda (the fused phase 1) */
     void *Qc, *Kc, *Vc;
     int32_t prep_ut;    /* phase 1 is the prep + UT pair (Qc, Kc, Vc there) */
-    int32_t kda_diag;   /* kda's UT kernel sums its diagonal blocks with the channels over the lanes (kda_diag_lanes) */
     void *Hs;           /* state pass -> output kernel: the state at each chunk's start, 16-bit [chunk][hv][V][K] */
     /* the segmented state pass (chunk_segment.cu), bf16: segments of seg_chunks chunks (0: the serial pass),
      * at most seg_max per request; Zs [slot][hv][V + K][K] float32, slot LIN_SEG_SLOT of each (request,
@@ -125,6 +124,9 @@ typedef struct lin_fwd {
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
     int32_t dec_l2a;  /* the L2 prefetch ahead: each stream block asks L2 for the state tile of the block this
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
+    /* levers, at the end so that the kernels without them keep their parameter offsets */
+    int32_t m2_stream;  /* mamba2's prep as the stream along time (option mamba2_stream_prep) */
+    int32_t kda_diag;   /* kda's UT kernel sums its diagonal blocks with the channels over the lanes (kda_diag_lanes) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
