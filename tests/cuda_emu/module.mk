@@ -366,33 +366,7 @@ CUDA_MLA_EMU_SPARSE_2CTA_CASES := \
   --case 'sparse_verify:b=2,l=400,q=3,hq=64,dtype=bf16,page=64,topk=128' \
   --case 'sparse_extend:b=2,l=300,q=20,hq=128,dtype=bf16,page=64,topk=512,neg=1,ragged=1' \
   --case 'sparse_decode:b=2,l=500,hq=40,dtype=bf16,page=64,topk=256,neg=1,rec=1'
-# The option sparse_seesaw (the sm_90a producer warpgroup gathering by
-# cp.async beside the wide kernel's two consumer warpgroups; 16-bit pools at
-# > 16 heads on SM 9.0): the sparse matrix shuffled, then the 2-CTA list (40,
-# 24 and 64 heads: one partial 64-row block; the record case keeps the
-# 64-row kernel) and a 16-way split of one token (token 0's row all -1: whole
-# -1 blocks), fewer cached tokens than topk (-1 tails), causality at the
-# diagonal of a 150-token extend, an indexer-width row of 64 (one block),
-# shuffled (with EMU_YIELD=arrive: a consumer the producer's FULL arrival
-# releases runs before the producer's next instruction, so a signal ahead of
-# its cp.async.wait_group reads unlanded rows) and reversed; on SM 8.0 with
-# strict, create is refused by name.
-CUDA_MLA_EMU_SPARSE_SEESAW_CASES := $(CUDA_MLA_EMU_SPARSE_2CTA_CASES) \
-  --case 'sparse_decode:b=1,l=3000,hq=128,dtype=bf16,page=64,topk=2048,neg=1' \
-  --case 'sparse_decode:b=3,l=200,hq=64,dtype=bf16,page=16,topk=512,ragged=1' \
-  --case 'sparse_extend:b=2,l=300,q=150,hq=32,dtype=f16,page=1,topk=512,ragged=1' \
-  --case 'sparse_decode:b=3,l=300,hq=64,dtype=bf16,page=16,topk=64,idx=64,neg=1,ragged=1'
-CUDA_MLA_EMU_SEESAW_CHECK = $(ATTNCTL) check --plugin-path $(CUDA_MLA_EMU_SM90_DIR) --plugin cuda_mla \
-  --conf tests/cuda_emu/conf_mla_sparse_seesaw.json
-cuda-mla-emu-seesaw: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
-	@echo "== cuda_mla on the emulator, SM 9.0, sparse_seesaw=1: the sparse matrix shuffled, the seesaw's cases shuffled and reversed"
-	EMU_ORDER=shuf $(CUDA_MLA_EMU_SEESAW_CHECK) --filter '^sparse_'
-	EMU_YIELD=arrive EMU_ORDER=shuf $(CUDA_MLA_EMU_SEESAW_CHECK) $(CUDA_MLA_EMU_SPARSE_SEESAW_CASES)
-	EMU_ORDER=rev $(CUDA_MLA_EMU_SEESAW_CHECK) $(CUDA_MLA_EMU_SPARSE_SEESAW_CASES)
-	@echo "== cuda_mla on the emulator, SM 8.0 with sparse_seesaw=1 and strict: create refused, naming what it needs"
-	$(CUDA_MLA_EMU_CHECK) --conf tests/cuda_emu/conf_mla_sparse_seesaw_strict.json \
-	  --case 'sparse_decode:b=2,l=100,hq=128,dtype=bf16,page=64,topk=20' 2>&1 | grep -q 'strict: sparse_seesaw cannot run on device 0 .*it needs SM 9.0'
-cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO) cuda-mla-emu-seesaw
+cuda-mla-emu: $(ATTNCTL) $(CUDA_MLA_EMU_SO) $(CUDA_MLA_EMU_SM90_SO)
 	@echo "== cuda_mla on the emulator, kernel=auto (the whole matrix)"
 	$(CUDA_MLA_EMU_CHECK) --no-conf
 	@echo "== cuda_mla on the emulator, SM 9.0, kernel=auto as on an H200 (wide kernel, bulk-copy mma), blocks shuffled (the whole matrix)"
@@ -421,7 +395,7 @@ SKIP_WHY_cuda_attn_emu := $(NO_NVCC_WHY) (the emulated cuda_attn reuses the plug
 SKIP_WHY_cuda_mla_emu := $(NO_NVCC_WHY) (the emulated cuda_mla reuses the plugin's build)
 cuda_attn_emu cuda-attn-emu:
 	@echo "cuda_attn_emu skipped: $(SKIP_WHY_cuda_attn_emu)"
-cuda_mla_emu cuda-mla-emu cuda-mla-emu-seesaw:
+cuda_mla_emu cuda-mla-emu:
 	@echo "cuda_mla_emu skipped: $(SKIP_WHY_cuda_mla_emu)"
 endif
-.PHONY: cuda_attn_emu cuda-attn-emu cuda_mla_emu cuda-mla-emu cuda-mla-emu-seesaw
+.PHONY: cuda_attn_emu cuda-attn-emu cuda_mla_emu cuda-mla-emu

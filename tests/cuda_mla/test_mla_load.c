@@ -189,17 +189,14 @@ static void test_refusals(void **st) {
     /* sparse_bulk: the lever was flat and is gone; any value is refused by name */
     expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_BULK", "1",
                           "cuda_mla: environment SGL_ATTN_MLA_SPARSE_BULK is no longer an option");
+    /* sparse_seesaw: the lever lost and is gone; any value is refused by name */
+    expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_SEESAW", "1",
+                          "cuda_mla: environment SGL_ATTN_MLA_SPARSE_SEESAW is no longer an option");
     /* sparse_ctas: its 2 is SM 9.0's default now; every value, 1 included, is refused */
     static const char *const gone_ctas[] = {"1", "2", "auto"};
     for (size_t i = 0; i < sizeof gone_ctas / sizeof gone_ctas[0]; i++)
         expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_CTAS", gone_ctas[i],
                               "cuda_mla: environment SGL_ATTN_MLA_SPARSE_CTAS is no longer an option");
-    /* sparse_seesaw (the sm_90a producer / seesaw sparse kernel): a boolean, refused by value */
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_SEESAW", "2",
-                          "cuda_mla: environment SGL_ATTN_MLA_SPARSE_SEESAW = \"2\": expected 1, true, yes, on, 0, "
-                          "false, no or off (or auto)");
-    expect_option_refused(&a, &m, "SGL_ATTN_MLA_SPARSE_SEESAW", "wgmma",
-                          "environment SGL_ATTN_MLA_SPARSE_SEESAW = \"wgmma\"");
     /* every accepted value passes the option check (the model check refuses next) */
     static const struct {
         const char *env, *value;
@@ -208,10 +205,7 @@ static void test_refusals(void **st) {
               {"SGL_ATTN_MLA_MMA", "ring"},     {"SGL_ATTN_MLA_MMA", "tma"},       {"SGL_ATTN_MLA_STRICT", "1"},
               {"SGL_ATTN_MLA_STRICT", "false"}, {"SGL_ATTN_MLA_STRICT", "yes"},  {"SGL_ATTN_MLA_LOG", "0"},
               {"SGL_ATTN_MLA_LOG", "true"},     {"SGL_ATTN_MLA_KERNEL", "MMA"},  {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "1"},
-              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}, {"SGL_ATTN_MLA_SPARSE_SEESAW", "1"},
-              {"SGL_ATTN_MLA_SPARSE_SEESAW", "on"},       {"SGL_ATTN_MLA_SPARSE_SEESAW", "TRUE"},
-              {"SGL_ATTN_MLA_SPARSE_SEESAW", "0"},        {"SGL_ATTN_MLA_SPARSE_SEESAW", "off"},
-              {"SGL_ATTN_MLA_SPARSE_SEESAW", "auto"}};
+              {"SGL_ATTN_MLA_INDEXER_SCRATCH_MB", "4096"}};
     m.is_mla = 0;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         setenv(ok[i].env, ok[i].value, 1);
@@ -223,14 +217,13 @@ static void test_refusals(void **st) {
 }
 
 /* A host whose conf has plugin options for cuda_mla (get_option, ABI 1.1). */
-static const char *conf_kernel, *conf_mma, *conf_sparse_ctas, *conf_sparse_seesaw;
+static const char *conf_kernel, *conf_mma, *conf_sparse_ctas;
 static const char *test_get_option(void *ctx, const char *plugin, const char *key) {
     assert_ptr_equal(ctx, (void *)&conf_kernel);
     assert_string_equal(plugin, "cuda_mla");
     if (!strcmp(key, "kernel")) return conf_kernel;
     if (!strcmp(key, "mma")) return conf_mma;
     if (!strcmp(key, "sparse_ctas")) return conf_sparse_ctas;
-    if (!strcmp(key, "sparse_seesaw")) return conf_sparse_seesaw;
     return NULL;
 }
 
@@ -267,12 +260,6 @@ static void test_conf_options(void **st) {
     assert_null(b);
     assert_non_null(strstr(err, "plugin option cuda_mla.sparse_ctas is no longer an option"));
     conf_sparse_ctas = NULL;
-    /* sparse_seesaw from the conf: checked and named as a plugin option; yes is accepted */
-    conf_sparse_seesaw = "maybe";
-    assert_int_equal(p->create(&a, &b), SGL_ATTN_E_INVALID);
-    assert_null(b);
-    assert_non_null(strstr(err, "plugin option cuda_mla.sparse_seesaw = \"maybe\": expected 1, true, yes"));
-    conf_sparse_seesaw = "yes";
     /* accepted: the model check is next */
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
     assert_non_null(strstr(err, "absorbed MLA only"));
@@ -286,7 +273,7 @@ static void test_conf_options(void **st) {
     /* a create args struct of ABI 1.0 (no host field) reads the environment only */
     a.struct_size = (uint32_t)offsetof(sgl_attn_create_args, host);
     assert_int_equal(p->create(&a, &b), SGL_ATTN_E_UNSUPPORTED);
-    conf_kernel = conf_mma = conf_sparse_seesaw = NULL;
+    conf_kernel = conf_mma = NULL;
 }
 
 int main(void) {

@@ -15,10 +15,7 @@
  * the no-progress abort), the TMA tiled load and the bulk copy (data landed
  * when a thread observes its barrier's completed phase), and wgmma as a
  * rendezvous of the warpgroup's 128 threads whose accumulators land at the
- * wait_group that retires their group.  A fiber runs until it waits;
- * EMU_YIELD=arrive also makes it yield after every mbarrier arrive, so a
- * waiter the arrival releases runs before the arriving thread's next
- * instruction (a signal issued ahead of the work it announces shows). */
+ * wait_group that retires their group. */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -721,18 +718,6 @@ void lk_emu_mbar_arrive(uint32_t a) {
     if (b.pending <= 0) die("an mbarrier arrive past the phase's expected count");
     b.pending--;
     mbar_complete_if_due(b);
-    /* EMU_YIELD=arrive: the thread lets every other runnable thread go
-     * before its next instruction, so a waiter the arrival released runs
-     * between a producer's signal and what the producer does after it (the
-     * copies it lands at a later cp.async.wait_group stay unlanded) */
-    static const int yield = [] {
-        const char *y = getenv("EMU_YIELD");
-        return y && !strcmp(y, "arrive");
-    }();
-    if (yield) {
-        leave(false);
-        set_thread(cur);
-    }
 }
 
 void lk_emu_mbar_expect_tx(uint32_t a, uint32_t bytes) {

@@ -305,7 +305,7 @@ static int create_fail(const sgl_attn_create_args *a, mla_backend *b, int rc, co
 
 /* What the options chose (docs/cuda_mla.md). */
 typedef struct mla_options {
-    int kernel, mma, strict, log, sparse_seesaw;
+    int kernel, mma, strict, log;
     int64_t idx_scratch_mb;
 } mla_options;
 
@@ -317,10 +317,10 @@ typedef struct mla_options {
 static int read_options(const sgl_attn_create_args *a, mla_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, MLA_NAME);
     static const char *const removed[] = {"prefetch", "plan", "sparse_kernel", "sparse_ctas", "sparse_producer",
-                                          "sparse_bulk"};
+                                          "sparse_bulk", "sparse_seesaw"};
     static const char *const removed_env[] = {"SGL_ATTN_MLA_PREFETCH", "SGL_ATTN_MLA_PLAN", "SGL_ATTN_MLA_SPARSE_KERNEL",
                                               "SGL_ATTN_MLA_SPARSE_CTAS", "SGL_ATTN_MLA_SPARSE_PRODUCER",
-                                              "SGL_ATTN_MLA_SPARSE_BULK"};
+                                              "SGL_ATTN_MLA_SPARSE_BULK", "SGL_ATTN_MLA_SPARSE_SEESAW"};
     int rc;
     if ((rc = sgl_sdk_opt_removed(&opts, removed, removed_env, sizeof removed / sizeof removed[0])) ||
         (rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_MLA_KERNEL", mla_kernel_names, 4, MLA_KERNEL_AUTO,
@@ -329,8 +329,7 @@ static int read_options(const sgl_attn_create_args *a, mla_options *o) {
         (rc = sgl_sdk_opt_bool(&opts, "strict", "SGL_ATTN_MLA_STRICT", 0, &o->strict)) ||
         (rc = sgl_sdk_opt_bool(&opts, "log", "SGL_ATTN_MLA_LOG", 0, &o->log)) ||
         (rc = sgl_sdk_opt_int(&opts, "indexer_scratch_mb", "SGL_ATTN_MLA_INDEXER_SCRATCH_MB", MLA_IDX_SCRATCH_MB, 1,
-                              1 << 20, &o->idx_scratch_mb)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "sparse_seesaw", "SGL_ATTN_MLA_SPARSE_SEESAW", 0, &o->sparse_seesaw)))
+                              1 << 20, &o->idx_scratch_mb)))
         return rc;
     return SGL_ATTN_OK;
 }
@@ -405,26 +404,6 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     if ((rc = mla_sparse_init(b->dev.smem_per_block_optin))) {
         snprintf(msg, sizeof msg, "cudaFuncSetAttribute (sparse MLA kernels): %s", cudaGetErrorString((cudaError_t)rc));
         return create_fail(a, b, SGL_ATTN_E_DEVICE, msg);
-    }
-    /* sparse_seesaw: the sm_90a kernel runs on SM 9.0 where its shared memory
-     * fits; elsewhere the option is ignored (a fleet-wide conf must not fail
-     * create on an A100) unless strict asks for it */
-    if (opt.sparse_seesaw) {
-        const int ok = b->dev.sm_major == 9 && mla_sparse_seesaw_smem_bytes() <= b->dev.smem_per_block_optin;
-        if (!ok && b->strict) {
-            snprintf(msg, sizeof msg,
-                     "strict: sparse_seesaw cannot run on device %d (%s, SM %d.%d): it needs SM 9.0 and %zu bytes of "
-                     "shared memory per block (the device allows %zu)",
-                     a->device, b->dev.name, b->dev.sm_major, b->dev.sm_minor, mla_sparse_seesaw_smem_bytes(),
-                     (size_t)b->dev.smem_per_block_optin);
-            return create_fail(a, b, SGL_ATTN_E_UNSUPPORTED, msg);
-        }
-        if (ok && (rc = mla_sparse_seesaw_init())) {
-            snprintf(msg, sizeof msg, "cudaFuncSetAttribute (sparse MLA seesaw kernel): %s",
-                     cudaGetErrorString((cudaError_t)rc));
-            return create_fail(a, b, SGL_ATTN_E_DEVICE, msg);
-        }
-        b->sparse_seesaw = ok;
     }
 
     /* Partial rows: enough for the planner's splits (4 waves of 64-row tiles;
@@ -503,11 +482,10 @@ int mla_backend_create(const sgl_attn_create_args *a, sgl_attn_backend **out) {
     }
     if ((rc = mla_indexer_create(b, a, msg, sizeof msg))) return create_fail(a, b, rc, msg);
     if (b->log)
-        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, %zu B of shared memory per block): kernel %s, wide kernel %s, mma %s%s\n",
+        fprintf(stderr, "cuda_mla: create on %s (SM %d.%d, %d SMs, %zu B of shared memory per block): kernel %s, wide kernel %s, mma %s\n",
                 b->dev.name, b->dev.sm_major, b->dev.sm_minor, b->dev.sm_count, (size_t)b->dev.smem_per_block_optin,
                 mla_kernel_name(b->kernel_pref), b->wide_ok ? "runs here" : "cannot run here",
-                b->mma_cfg_pref == MLA_MMA_TMA ? "tma" : b->mma_cfg_pref == MLA_MMA_RING ? "ring" : "base",
-                b->sparse_seesaw ? ", sparse seesaw (16-bit pools, > 16 heads)" : "");
+                b->mma_cfg_pref == MLA_MMA_TMA ? "tma" : b->mma_cfg_pref == MLA_MMA_RING ? "ring" : "base");
     b->err[0] = 0;
     *out = &b->base;
     return SGL_ATTN_OK;

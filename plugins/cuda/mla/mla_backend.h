@@ -83,7 +83,6 @@ typedef struct mla_backend {
     float *idx_scores;
     int32_t idx_rows;
     int64_t idx_scratch_mb; /* option indexer_scratch_mb */
-    int32_t sparse_seesaw;  /* option sparse_seesaw and this device runs that kernel (SM 9.0, its shared memory) */
 } mla_backend;
 
 int mla_backend_create(const sgl_attn_create_args *args, sgl_attn_backend **out);

@@ -71,19 +71,6 @@ int mla_forward(sgl_attn_backend *bk, const sgl_attn_forward_args *a) {
 
     if (v.topk) { /* DSA: the given slots only; the plan's items are not used */
         const int32_t rec = v.kv_dt == MLA_DT_REC;
-        /* sparse_seesaw: the sm_90a producer / seesaw kernel for a 16-bit pool
-         * at > 16 heads, 64 head rows a CTA, one CTA an SM */
-        if (b->sparse_seesaw && !rec && v.hq > 16) {
-            mla_sparse_args sw = {.q = v.q, .out = v.out, .pool = v.pool, .num_slots = v.num_slots, .topk = v.topk,
-                                  .topk_k = v.topk_k, .hq = v.hq, .num_tokens = b->t, .dt = v.q_dt,
-                                  .scale_log2 = v.scale_log2, .part_o = b->part_o, .part_lse = b->part_lse,
-                                  .stages = 0, .stream = stream, .fault = b->fault.dev, .rec = 0, .ctas = 1};
-            sw.nsplit = mla_sparse_splits(b->t, v.hq, v.topk_k, b->dev.sm_count, 1, b->part_rows, &sw.tiles_per_split);
-            int e = mla_launch_sparse_seesaw(&sw);
-            if (e) return mla_cuda_fail(b, "sparse MLA seesaw kernel launch", e);
-            e = mla_launch_sparse_combine(&sw);
-            return e ? mla_cuda_fail(b, "sparse MLA combine launch", e) : SGL_ATTN_OK;
-        }
         const int32_t ctas = mla_sparse_ctas(v.hq, rec, b->dev.sm_major);
         const int32_t stages = mla_sparse_stages(v.hq, b->dev.smem_per_block_optin, rec, ctas);
         if (!stages)

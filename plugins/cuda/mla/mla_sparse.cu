@@ -376,17 +376,6 @@ template <int RG, int STAGES, int DT, bool REC, int NW = 8> static int launch_t(
     return (int)cudaGetLastError();
 }
 
-extern "C" int mla_launch_sparse_combine(const mla_sparse_args *a) {
-    if (a->num_tokens <= 0 || a->hq <= 0 || a->nsplit <= 1) return 0;
-    const int64_t rows = (int64_t)a->num_tokens * a->hq;
-    const unsigned grid = (unsigned)((rows + SP_COMB_WARPS - 1) / SP_COMB_WARPS);
-    cudaStream_t st = (cudaStream_t)a->stream;
-    if (a->dt == MLA_DT_BF16) mla_sparse_combine<MLA_DT_BF16><<<grid, SP_COMB_WARPS * 32, 0, st>>>(*a);
-    else if (a->dt == MLA_DT_F16) mla_sparse_combine<MLA_DT_F16><<<grid, SP_COMB_WARPS * 32, 0, st>>>(*a);
-    else return (int)cudaErrorInvalidValue;
-    return (int)cudaGetLastError();
-}
-
 /* The instantiations, for 16-bit pools and the record alike: 16-row blocks
  * with 3 stages; 64-row blocks with 3 where the device holds them (SM 9.0),
  * else 2.  Two CTAs an SM (SM 9.0, 16-bit pools): 32-row 4-warp blocks with 2 stages. */

@@ -97,18 +97,6 @@ size_t mla_sparse_smem_bytes(int32_t hq, int32_t stages, int32_t rec, int32_t ct
 int mla_sparse_init(size_t smem_optin);
 /* The attention kernel and, for nsplit > 1, the combine; 0 or a cudaError_t. */
 int mla_launch_sparse(const mla_sparse_args *a);
-/* The split combine alone (after mla_launch_sparse_seesaw with nsplit > 1). */
-int mla_launch_sparse_combine(const mla_sparse_args *a);
-
-/* The sm_90a seesaw (mla_sparse_seesaw_sm90.cu, option sparse_seesaw): 64
- * head rows a CTA, one CTA an SM (the splits of ctas 1), a producer
- * warpgroup gathering the rows by cp.async beside the wide kernel's two
- * consumer warpgroups; bf16 / f16 pools at > 16 heads.  Its dynamic shared
- * memory; the kernel attribute (SM 9.0 only); the launch (the combine not
- * included).  0 or a cudaError_t. */
-size_t mla_sparse_seesaw_smem_bytes(void);
-int mla_sparse_seesaw_init(void);
-int mla_launch_sparse_seesaw(const mla_sparse_args *a);
 
 #ifdef __cplusplus
 }

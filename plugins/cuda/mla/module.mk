@@ -7,7 +7,7 @@ CUDA_MLA_SO := $(PLUGDIR)/cuda_mla.so
 CUDA_MLA_C := mla_plugin.c mla_backend.c mla_forward.c mla_instance.c mla_check.c mla_plan.c mla_tmap.c \
              mla_indexer.c mla_indexer_check.c
 CUDA_MLA_CU := mla_decode_simple.cu mla_decode_mma.cu mla_decode_wide_sm90.cu mla_combine.cu mla_save.cu mla_item_check.cu \
-               mla_launch.cu mla_sparse.cu mla_sparse_seesaw_sm90.cu mla_indexer.cu
+               mla_launch.cu mla_sparse.cu mla_indexer.cu
 CUDA_MLA_OBJS := $(addprefix $(OBJDIR)/plugins/cuda/mla/,$(CUDA_MLA_C:.c=.o) $(CUDA_MLA_CU:.cu=.cu.o))
 # The pure-C parts tests/cuda_mla/ links without CUDA.
 CUDA_MLA_PURE_OBJS := $(OBJDIR)/plugins/cuda/mla/mla_check.o $(OBJDIR)/plugins/cuda/mla/mla_plan.o \
