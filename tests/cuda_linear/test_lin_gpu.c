@@ -47,22 +47,18 @@
  *                  ASan); then the decode and verify graphs with the option (the full run takes the quick
  *                  set's decode configs)
  *     LT_QUICK=15  kda's chunked extend (phase 1's q.k and k.k on tensor cores, the decays factored at a
- *                  reference row; bf16 activations on the prep + UT pair, whose UT kernel writes A over kda's
- *                  dead G, f16 on the fused kernel): kda configs
+ *                  reference row, the diagonal 8 x 8 blocks in float32 with the channels over the lanes; bf16
+ *                  activations on the prep + UT pair, whose UT kernel writes A over kda's dead G, f16 on the
+ *                  fused kernel): kda configs
  *                  within the float64 limits: the common scenario (bf16 / f16 activations, both state dtypes),
  *                  long ragged requests with a padded one, chunk ends at every offset, segments, strong gates
  *                  (a chunk's log-decay spanning hundreds), conv width 2 (the general prep; width 4 takes the
  *                  stream prep), and l2norm off with a bf16 state and bf16 conv weights
- *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4):
+ *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4;
+ *                  mamba2's bf16 configs of the sets 1, 3 and 10 take it too):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
  *                  and conv width 2, which takes the general prep)
- *     LT_QUICK=18  kda's UT kernel with its diagonal blocks summed over the lanes (option kda_diag_lanes): each
- *                  kda config of LT_QUICK=15 with it, against float64; the create line naming it where it
- *                  serves (bf16 activations; f16 keeps the fused phase 1)
- *     LT_QUICK=19  mamba2's chunked prep as the stream along time (option mamba2_stream_prep): each bf16 mamba2
- *                  config of the sets 1, 3, 10 and 13 (both state dtypes, both state-pass tiles, long requests,
- *                  segments) with it, against float64; the create line naming it
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -94,7 +90,7 @@ static const sgl_attn_plugin *plugins[8];
 
 /* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q19 = 65536 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1076,46 +1072,6 @@ static void l2a_tests(int set) {
     unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
 }
 
-/* kda's diagonal blocks by lanes (option kda_diag_lanes; LT_QUICK=18, the full run its first two configs): each
- * kda config of LT_QUICK=15 against float64 as every config, the create line naming the option where the UT
- * kernel runs kda (bf16 activations). */
-static void diag_lanes_tests(int set) {
-    int n = 0;
-    setenv("SGL_ATTN_LIN_KDA_DIAG_LANES", "1", 1);
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (c->kind != KDA || !(c->sets & Q15) || (set == F && n >= 2)) continue;
-        n++;
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        const int serves = c->io_dt == LT_BF16;
-        LT_CHECK(serves == !!strstr(lt_create_log, "kda_diag_lanes: diagonal blocks by lanes"),
-                 "kda_diag_lanes, config %zu: the create line \"%s\"", i, lt_create_log);
-    }
-    LT_CHECK(n > 0, "kda_diag_lanes: no kda config ran");
-    unsetenv("SGL_ATTN_LIN_KDA_DIAG_LANES");
-}
-
-/* mamba2's stream prep (option mamba2_stream_prep; LT_QUICK=19, the full run its first two configs): each bf16
- * mamba2 config of the sets 1, 3, 10 and 13 against float64 as every config, the create line naming the option. */
-static void m2_stream_tests(int set) {
-    int n = 0;
-    setenv("SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "1", 1);
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (c->kind != MAMBA2 || c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || !(c->sets & (Q1 | Q3 | Q10 | Q13)) ||
-            (set == F && n >= 2))
-            continue;
-        n++;
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        LT_CHECK(!!strstr(lt_create_log, "mamba2_stream_prep: the stream prep"),
-                 "mamba2_stream_prep, config %zu: the create line \"%s\"", i, lt_create_log);
-    }
-    LT_CHECK(n > 0, "mamba2_stream_prep: no mamba2 config ran");
-    unsetenv("SGL_ATTN_LIN_MAMBA2_STREAM_PREP");
-}
-
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1146,9 +1102,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 18 ? Q18 : quick == 19 ? Q19 : 0;
+                    : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 or 19 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1171,8 +1127,7 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
-    const char *const retired[] = {"SGL_ATTN_LIN_KDA_DIAG_LANES", "SGL_ATTN_LIN_MAMBA2_STREAM_PREP", /* levers, set where tested */
-                                   "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
+    const char *const retired[] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
                                    "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_FUSED_CHUNK",
@@ -1182,7 +1137,8 @@ int main(int argc, char **argv) {
                                    "SGL_ATTN_LIN_DECODE_L2_AHEAD", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS",
                                    "SGL_ATTN_LIN_DECODE_PREP_WAVE", "SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID",
                                    "SGL_ATTN_LIN_KDA_TC",
-                                   "SGL_ATTN_LIN_DECODE_BULK_STATE", "SGL_ATTN_LIN_KDA_PAIR", "SGL_ATTN_LIN_KDA_UT_ALIAS", "SGL_ATTN_LIN_KDA_EXP2"};
+                                   "SGL_ATTN_LIN_DECODE_BULK_STATE", "SGL_ATTN_LIN_KDA_PAIR", "SGL_ATTN_LIN_KDA_UT_ALIAS", "SGL_ATTN_LIN_KDA_EXP2",
+                                   "SGL_ATTN_LIN_KDA_DIAG_LANES", "SGL_ATTN_LIN_MAMBA2_STREAM_PREP"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -1199,8 +1155,6 @@ int main(int argc, char **argv) {
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
-    if (set & (F | Q18)) diag_lanes_tests(set);
-    if (set & (F | Q19)) m2_stream_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

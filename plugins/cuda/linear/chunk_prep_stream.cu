@@ -1,6 +1,7 @@
-/* chunk_prep_stream.cu - the chunked extend's prep for gdn and kda with conv
- * width 4 and 16-byte bf16 x rows as a stream along time: q / k / v [T][heads][128]
- * 16-bit for the UT, state and output kernels (or the fused chunk kernel).
+/* chunk_prep_stream.cu - the chunked extend's prep for gdn, kda and mamba2 with
+ * conv width 4 and 16-byte bf16 x rows as a stream along time: q / k / v
+ * [T][heads][128] 16-bit for the UT, state and output kernels (or the fused
+ * chunk kernel); mamba2 (the M2 instance) also the skip D x in float32.
  *
  * Why: where a block has one chunk's 64 tokens of one head tile (the prep
  * this one replaced, docs/lab/levers.md), it waits on its plan words, then on its 7 input rows per thread (3 of
@@ -53,7 +54,7 @@ LK_DEV void lk_ps_unpack(const uint4 v, float f[8]) {
     }
 }
 
-template <int OT, bool M2 = false> /* M2: mamba2 (option mamba2_stream_prep) */
+template <int OT, bool M2 = false> /* M2: mamba2's layout, scale and skip */
 __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stream_kernel(lin_fwd p) {
     constexpr int K = LIN_TC_K, W = 4, H = W - 1, RUN = LK_PS_RUN, D = LK_PS_DEPTH, RPC = LIN_CHUNK / RUN;
     /* the ring: x rows of tokens u .. u + D - 1 of the run, each thread's own 16 bytes (its copies, its
@@ -215,13 +216,12 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
     lk_cp_async_wait_all();
 }
 
-/* gdn and kda with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, a 16-byte aligned base), K = 128,
- * V a multiple of 8 up to LIN_TC_VMAX, and the chunked operand buffers */
+/* gdn, kda and mamba2 (with its skip buffer) with conv width 4, bf16 x in 16-byte rows (x_dim a multiple of 8, a
+ * 16-byte aligned base), K = 128, V a multiple of 8 up to LIN_TC_VMAX, and the chunked operand buffers */
 extern "C" int lin_chunk_prep_stream_serves(const lin_fwd *p) {
-    return (p->kind == LIN_GDN || p->kind == LIN_KDA || (p->kind == LIN_MAMBA2 && p->m2_stream && p->Sk)) &&
-           p->conv_w == 4 && p->x.dt == LIN_DT_BF16 && p->x_dim % 8 == 0 &&
-           ((uintptr_t)p->x.p & 15) == 0 && p->K == LIN_TC_K && p->V % 8 == 0 && p->V <= LIN_TC_VMAX && p->Qc &&
-           p->Kc && p->Vc;
+    return (p->kind == LIN_GDN || p->kind == LIN_KDA || (p->kind == LIN_MAMBA2 && p->Sk)) && p->conv_w == 4 &&
+           p->x.dt == LIN_DT_BF16 && p->x_dim % 8 == 0 && ((uintptr_t)p->x.p & 15) == 0 && p->K == LIN_TC_K &&
+           p->V % 8 == 0 && p->V <= LIN_TC_VMAX && p->Qc && p->Kc && p->Vc;
 }
 
 /* The grid covers every chunk the plan may make (the plan's count is on the device): runs x the

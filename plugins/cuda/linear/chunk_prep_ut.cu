@@ -8,12 +8,12 @@
  * heads, the value heads): the conv tile + SiLU, l2norm of q and k, and for
  * the value heads beta v (delta) / dt x (mamba2, with the skip D x) / v
  * (lightning), stored 16-bit: q, k [T][hk][K], v [T][hv][V].  Every chunk
- * and head at once, latency hidden by the number of blocks.  gdn and kda
- * with conv width 4 and 16-byte bf16 x rows (every Qwen3-Next / Qwen3.5
- * layer) take the stream prep instead (chunk_prep_stream.cu: each x row
- * read once, a ring of loads in flight per thread), every other case
- * (mamba2, lightning, other conv widths, x rows not 16-byte aligned)
- * lin_chunk_prep_kernel.
+ * and head at once, latency hidden by the number of blocks.  gdn, kda and
+ * mamba2 with conv width 4 and 16-byte bf16 x rows (every Qwen3-Next /
+ * Qwen3.5, Kimi-Linear and Nemotron-H layer) take the stream prep instead
+ * (chunk_prep_stream.cu: each x row read once, a ring of loads in flight
+ * per thread), every other case (lightning, other conv widths, x rows not
+ * 16-byte aligned) lin_chunk_prep_kernel.
  * Then the conv history moves on (lin_convstate_kernel).
  *
  * UT: one block per (chunk, value head), 4 warps, 51 KiB of shared memory (4
@@ -107,7 +107,7 @@ __global__ __launch_bounds__(LK_P0_THREADS) void lin_chunk_prep_kernel(lin_fwd p
 
 /* The element-wise passes (QG, KD; beta k e^G) move 8 values per thread and step with 16-byte shared and
  * global accesses; the values load late, over q / T, so that the kernel needs 51 KiB (4 blocks per SM). */
-template <int OT, bool DL = false> /* DL: kda's diagonal blocks by lanes (option kda_diag_lanes) */
+template <int OT>
 __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8, AP = LK_TAP;
     const int KIND = p.kind;
@@ -189,7 +189,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     uint16_t *Mg = (uint16_t *)p.Mt + (ct0 * hrow + h) * C;
     float q8[4], k8[4], qd[2][2], kd[2][2];
     if (GCH) { /* q.k and k.k with the per-channel decays (chunk_tile.cuh); M and A once G is dead, below */
-        lk_kda_tc_rows<OT, DL>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
+        lk_kda_tc_rows<OT>(qk, kk, q8, k8, qd, kd, qs, ks, Gc, warp, lane);
     } else {
         lk_rows_mul_n2<OT, K>(qk, kk, qs, ks, DELTA, ks, KP, 16 * warp, warp); /* not above the diagonal */
         /* ---- M (to global) and A (delta) */
@@ -280,11 +280,10 @@ static_assert(LK_U_SMEM_KDA <= (int)LIN_FUSED_UT_SMEM && LK_P0_SMEM <= (int)LIN_
               "the prep + UT kernels need at most the fused phase 1's shared memory (lin_create.c checks that one)");
 
 extern "C" int lin_chunk_prep_ut_setup(void) {
-    const void *k[3] = {(const void *)lin_chunk_prep_kernel<LIN_DT_BF16>, (const void *)lin_chunk_ut_kernel<LIN_DT_BF16>,
-                        (const void *)lin_chunk_ut_kernel<LIN_DT_BF16, true>};
-    const int sm[3] = {LK_P0_SMEM, LK_U_SMEM_KDA, LK_U_SMEM_KDA};
+    const void *k[2] = {(const void *)lin_chunk_prep_kernel<LIN_DT_BF16>, (const void *)lin_chunk_ut_kernel<LIN_DT_BF16>};
+    const int sm[2] = {LK_P0_SMEM, LK_U_SMEM_KDA};
     int e = 0;
-    for (int i = 0; i < 3 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
+    for (int i = 0; i < 2 && !e; i++) e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize, sm[i]);
     return e;
 }
 
@@ -309,7 +308,7 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
     if (e || p.fused_cp) return e; /* fused_chunk: chunk_fused_cp.cu makes UT in its pass */
-    void (*k1)(lin_fwd) = p.kda_diag ? lin_chunk_ut_kernel<LIN_DT_BF16, true> : lin_chunk_ut_kernel<LIN_DT_BF16>;
+    void (*k1)(lin_fwd) = lin_chunk_ut_kernel<LIN_DT_BF16>;
     const int usm = p.kind == LIN_KDA ? LK_U_SMEM_KDA : LK_U_SMEM;
     LK_LAUNCH(k1, g1, LK_U_THREADS, usm, st, p);
     return (int)cudaGetLastError();

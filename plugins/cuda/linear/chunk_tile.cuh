@@ -246,12 +246,12 @@ template <int N, int KB, int LB> LK_DEV void lk_rs_step(const float (&v)[N], flo
     }
 }
 
-/* kda's two 8 x 8 diagonal blocks of warp w's rows in float32 with the channels split over the lanes (lever
- * kda_diag_lanes): lane l sums channels l, l + 32, l + 64, l + 96 of every (t, i) pair with i <= t of a block,
- * so each channel's decays exp(G_t - G_i) come from the 7 one-step factors d_s = exp(G_s - G_{s-1}) of the
- * block's rows by products down a column (factors <= 1: no overflow), and a reduce-scatter over the lanes
- * leaves lane (g, t4) the layout of Pd, Xd [m][e] (row r0 + 8 m + g, column r0 + 8 m + 2 t4 + e; 0 above the
- * diagonal).  The row-per-lane loop below evaluates 512 exp a lane, this one 56. */
+/* kda's two 8 x 8 diagonal blocks of warp w's rows in float32 with the channels split over the lanes: lane l
+ * sums channels l, l + 32, l + 64, l + 96 of every (t, i) pair with i <= t of a block, so each channel's
+ * decays exp(G_t - G_i) come from the 7 one-step factors d_s = exp(G_s - G_{s-1}) of the block's rows by
+ * products down a column (factors <= 1: no overflow), and a reduce-scatter over the lanes leaves lane
+ * (g, t4) the layout of Pd, Xd [m][e] (row r0 + 8 m + g, column r0 + 8 m + 2 t4 + e; 0 above the
+ * diagonal).  56 exp a lane, where a row and two columns a lane over all 128 channels would take 512. */
 template <int OT>
 LK_DEV void lk_kda_diag_lanes(float (&Pd)[2][2], float (&Xd)[2][2], const uint16_t *qs, const uint16_t *ks,
                               const float *Gc, int warp, int lane) {
@@ -307,14 +307,14 @@ LK_DEV void lk_kda_diag_lanes(float (&Pd)[2][2], float (&Xd)[2][2], const uint16
  * in Pd, Xd [m][e] (lane's row r0 + 8 m + g, column r0 + 8 m + 2 t4 + e).
  * The tiles of the warp's own block stay apart from P, X: filling P[2 w]
  * would index the accumulators by the warp, which puts them in local memory. */
-template <int OT, bool DL = false>
+template <int OT>
 LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 8][4], float (&P8)[4], float (&X8)[4],
                            float (&Pd)[2][2], float (&Xd)[2][2], const uint16_t *qs, const uint16_t *ks,
                            const float *Gc, int warp, int lane) {
-    constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8;
+    constexpr int C = LIN_CHUNK, K = LIN_TC_K;
     const int g = lane >> 2, t4 = lane & 3, r0 = 16 * warp;
-    /* first, while none of the tensor-core accumulators below is live */
-    if (DL) lk_kda_diag_lanes<OT>(Pd, Xd, qs, ks, Gc, warp, lane);
+    /* the diagonal blocks first, while none of the tensor-core accumulators below is live */
+    lk_kda_diag_lanes<OT>(Pd, Xd, qs, ks, Gc, warp, lane);
 #pragma unroll
     for (int nt = 0; nt < C / 8; nt++)
 #pragma unroll
@@ -345,31 +345,6 @@ LK_DEV void lk_kda_tc_rows(float (&P)[LIN_CHUNK / 8][4], float (&X)[LIN_CHUNK / 
         lk_kda_tc_b<OT>(b, ks, Gc, r0, r0 + 8, 16 * k16, g, t4);
         lk_mma<OT>(P8, aq, b[0], b[1]);
         lk_mma<OT>(X8, ak, b[0], b[1]);
-    }
-    /* the two 8 x 8 diagonal blocks m (rows and columns r0 + 8 m ..) in float32: lane's row r0 + 8 m + g,
-     * columns r0 + 8 m + 2 t4 + e; each lane starts at its own channel so the warp's G reads hit 32 banks */
-    if (!DL) {
-#pragma unroll
-        for (int m = 0; m < 2; m++)
-#pragma unroll
-            for (int e = 0; e < 2; e++) Pd[m][e] = Xd[m][e] = 0.f;
-#pragma unroll 1
-        for (int cc = 0; cc < K; cc++) {
-            const int c = (cc + lane) & (K - 1);
-#pragma unroll
-            for (int m = 0; m < 2; m++) {
-                const int t = r0 + 8 * m + g;
-                const float gt = Gc[t * K + c], qt = lk_from16<OT>(qs[t * KP + c]), kt = lk_from16<OT>(ks[t * KP + c]);
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    const int ii = r0 + 8 * m + 2 * t4 + e;
-                    if (ii > t) continue;
-                    const float d = expf(gt - Gc[ii * K + c]) * lk_from16<OT>(ks[ii * KP + c]);
-                    Pd[m][e] += qt * d;
-                    Xd[m][e] += kt * d;
-                }
-            }
-        }
     }
 }
 

@@ -182,8 +182,6 @@ typedef struct lin_inst {
     int fused_cp;          /* fused_chunk: 1 where requests x value heads fill half the SMs (default), 0 off, 2 always;
                             * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
                             * kernel's shared memory) */
-    int m2_stream;         /* mamba2_stream_prep: mamba2's chunked prep as the stream along time (conv width 4) */
-    int kda_diag;          /* kda_diag_lanes: kda's UT kernel sums its diagonal blocks with the channels over the lanes */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -124,9 +124,6 @@ typedef struct lin_fwd {
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
     int32_t dec_l2a;  /* the L2 prefetch ahead: each stream block asks L2 for the state tile of the block this
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
-    /* levers, at the end so that the kernels without them keep their parameter offsets */
-    int32_t m2_stream;  /* mamba2's prep as the stream along time (option mamba2_stream_prep) */
-    int32_t kda_diag;   /* kda's UT kernel sums its diagonal blocks with the channels over the lanes (kda_diag_lanes) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
@@ -237,8 +234,8 @@ int lin_chunk_setup(void); /* cudaFuncSetAttribute of every chunked kernel (> 48
 /* its pieces */
 int lin_launch_chunk_prep_ut(const lin_fwd *p, int ot, void *stream); /* chunk_prep_ut.cu: bf16 */
 int lin_chunk_prep_ut_setup(void);
-/* chunk_prep_stream.cu: gdn's chunked prep (conv width 4, 16-byte bf16 x rows) as a stream along time;
- * lin_chunk_prep_stream_serves says whether it serves p (else the general prep in chunk_prep_ut.cu) */
+/* chunk_prep_stream.cu: gdn's, kda's and mamba2's chunked prep (conv width 4, 16-byte bf16 x rows) as a stream
+ * along time; lin_chunk_prep_stream_serves says whether it serves p (else the general prep in chunk_prep_ut.cu) */
 int lin_chunk_prep_stream_serves(const lin_fwd *p);
 int lin_launch_chunk_prep_stream(const lin_fwd *p, void *stream);
 int lin_launch_chunk_fused_ut(const lin_fwd *p, int ot, void *stream); /* chunk_fused_ut.cu */
