@@ -127,7 +127,7 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks and sync_check
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks, u_in_place and sync_check
          * take their values or auto (a GPU-less create then fails later, at the device); anything else is
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
          * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
@@ -188,6 +188,9 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_KDA_PAIR", "on", "SGL_ATTN_LIN_KDA_PAIR = \"on\": expected auto"},
             {"SGL_ATTN_LIN_KDA_UT_ALIAS", "auto", NULL},
             {"SGL_ATTN_LIN_KDA_UT_ALIAS", "1", "SGL_ATTN_LIN_KDA_UT_ALIAS = \"1\": expected auto"},
+            {"SGL_ATTN_LIN_U_IN_PLACE", "1", NULL},
+            {"SGL_ATTN_LIN_U_IN_PLACE", "no", NULL},
+            {"SGL_ATTN_LIN_U_IN_PLACE", "values", "environment SGL_ATTN_LIN_U_IN_PLACE = \"values\": expected 1, true, yes, on"},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "auto", NULL},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "yes", "environment SGL_ATTN_LIN_MAMBA2_STREAM_PREP = \"yes\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_KDA_DIAG_LANES", "", NULL},

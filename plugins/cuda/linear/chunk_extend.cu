@@ -35,14 +35,18 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
         int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(pp, ot, stream) : (int)cudaErrorInvalidValue;
         return e ? e : lin_launch_chunk_fused_cp(pp, stream);
     }
+    /* u_in_place (mamba2, lightning: no delta rule, so U is the prep's values): phase 2 reads U where the prep
+     * wrote the values, and the UT kernel does not copy them (it copies only where Ut is not Vc) */
+    lin_fwd q = p;
+    if (bf && p.prep_ut && p.u_in_place && (p.kind == LIN_MAMBA2 || p.kind == LIN_LIGHTNING)) q.Ut = q.Vc;
     /* phase 1 (with the conv history moved on) */
-    int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(pp, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
+    int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(&q, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;
     if (!bf) return lin_launch_chunk_fused_state(pp, vt, stream);
     if (!p.Hs) return (int)cudaErrorInvalidValue;
     /* the segmented pass where the plan-time rule chose segments (lin_seg_plan); the serial pass for
      * batches that fill the SMs with requests, and for f16 (the fused phase 2) */
-    if ((e = p.seg_chunks > 0 && p.Zs ? lin_launch_chunk_segments(pp, vt, stream) : lin_launch_chunk_state(pp, vt, stream)))
+    if ((e = p.seg_chunks > 0 && p.Zs ? lin_launch_chunk_segments(&q, vt, stream) : lin_launch_chunk_state(&q, vt, stream)))
         return e;
-    return lin_launch_chunk_output(pp, stream);
+    return lin_launch_chunk_output(&q, stream);
 }

@@ -232,7 +232,8 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
 
     uint16_t *Ug = (uint16_t *)p.Ut + (ct0 * hrow + h) * V;
-    if (!DELTA) { /* U = the values, global to global */
+    if (!DELTA) { /* U = the values, global to global (none where phase 2 reads them in place: u_in_place) */
+        if (p.Ut == p.Vc) return;
         for (int idx = tid; idx < len * (V / 8); idx += LK_U_THREADS) {
             const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
             LK_ALIGNED(Ug + t * hrow * V + cc, 16);
