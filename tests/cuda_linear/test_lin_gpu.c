@@ -59,9 +59,6 @@
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
  *                  and conv width 2, which takes the general prep)
- *     LT_QUICK=18  mamba2's and lightning's U read where the prep wrote the values (option u_in_place): each
- *                  bf16 mamba2 / lightning config of the sets 1, 3 and 10 without it (outputs recorded), then
- *                  with it: the same bits, the create line naming it
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -93,7 +90,7 @@ static const sgl_attn_plugin *plugins[8];
 
 /* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1075,33 +1072,6 @@ static void l2a_tests(int set) {
     unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
 }
 
-/* U where the prep wrote the values (option u_in_place; LT_QUICK=18, the full run its first two configs): each
- * bf16 mamba2 / lightning config of the sets 1, 3 and 10 without the option (outputs recorded), then with it:
- * the same bits (the UT kernel's copy is the identity), the create line naming it. */
-static void u_in_place_tests(int set) {
-    int n = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if ((c->kind != MAMBA2 && c->kind != LIGHT) || c->io_dt != LT_BF16 || strcmp(c->variant, "fast") ||
-            !(c->sets & (Q1 | Q3 | Q10)) || (set == F && n >= 2))
-            continue;
-        n++;
-        lt_rec_reset();
-        lt_rec_mode = 1;
-        run_cfg(c);
-        setenv("SGL_ATTN_LIN_U_IN_PLACE", "1", 1);
-        lt_rec_mode = 2;
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        LT_CHECK(!!strstr(lt_create_log, "u_in_place: U read where the prep wrote the values"),
-                 "u_in_place, config %zu: the create line \"%s\"", i, lt_create_log);
-        unsetenv("SGL_ATTN_LIN_U_IN_PLACE");
-        lt_rec_mode = 0;
-        lt_rec_reset();
-    }
-    LT_CHECK(n > 0, "u_in_place: no mamba2 / lightning config ran");
-}
-
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1132,9 +1102,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 18 ? Q18 : 0;
+                    : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 or 18 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1157,8 +1127,7 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
-    const char *const retired[] = {"SGL_ATTN_LIN_U_IN_PLACE", /* a lever, set where tested */
-                                   "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
+    const char *const retired[] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
                                    "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_FUSED_CHUNK",
@@ -1169,7 +1138,7 @@ int main(int argc, char **argv) {
                                    "SGL_ATTN_LIN_DECODE_PREP_WAVE", "SGL_ATTN_LIN_DECODE_PREP_WAVE_GRID",
                                    "SGL_ATTN_LIN_KDA_TC",
                                    "SGL_ATTN_LIN_DECODE_BULK_STATE", "SGL_ATTN_LIN_KDA_PAIR", "SGL_ATTN_LIN_KDA_UT_ALIAS", "SGL_ATTN_LIN_KDA_EXP2",
-                                   "SGL_ATTN_LIN_KDA_DIAG_LANES", "SGL_ATTN_LIN_MAMBA2_STREAM_PREP"};
+                                   "SGL_ATTN_LIN_KDA_DIAG_LANES", "SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "SGL_ATTN_LIN_U_IN_PLACE"};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) unsetenv(retired[i]);
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
         if (configs[i].sets & set) run_cfg(&configs[i]);
@@ -1186,7 +1155,6 @@ int main(int argc, char **argv) {
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
-    if (set & (F | Q18)) u_in_place_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

@@ -127,12 +127,12 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks, u_in_place and sync_check
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks and sync_check
          * take their values or auto (a GPU-less create then fails later, at the device); anything else is
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
          * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
          * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead, kda_tc, decode_bulk_state, kda_pair, kda_ut_alias,
-         * kda_exp2, kda_diag_lanes, mamba2_stream_prep) accept only auto */
+         * kda_exp2, kda_diag_lanes, mamba2_stream_prep, u_in_place) accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
             const char *env, *val, *refusal; /* NULL: passes the option check */
@@ -188,9 +188,8 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_KDA_PAIR", "on", "SGL_ATTN_LIN_KDA_PAIR = \"on\": expected auto"},
             {"SGL_ATTN_LIN_KDA_UT_ALIAS", "auto", NULL},
             {"SGL_ATTN_LIN_KDA_UT_ALIAS", "1", "SGL_ATTN_LIN_KDA_UT_ALIAS = \"1\": expected auto"},
-            {"SGL_ATTN_LIN_U_IN_PLACE", "1", NULL},
-            {"SGL_ATTN_LIN_U_IN_PLACE", "no", NULL},
-            {"SGL_ATTN_LIN_U_IN_PLACE", "values", "environment SGL_ATTN_LIN_U_IN_PLACE = \"values\": expected 1, true, yes, on"},
+            {"SGL_ATTN_LIN_U_IN_PLACE", "auto", NULL},
+            {"SGL_ATTN_LIN_U_IN_PLACE", "1", "environment SGL_ATTN_LIN_U_IN_PLACE = \"1\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "auto", NULL},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "yes", "environment SGL_ATTN_LIN_MAMBA2_STREAM_PREP = \"yes\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_KDA_DIAG_LANES", "", NULL},

@@ -35,10 +35,10 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
         int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(pp, ot, stream) : (int)cudaErrorInvalidValue;
         return e ? e : lin_launch_chunk_fused_cp(pp, stream);
     }
-    /* u_in_place (mamba2, lightning: no delta rule, so U is the prep's values): phase 2 reads U where the prep
-     * wrote the values, and the UT kernel does not copy them (it copies only where Ut is not Vc) */
+    /* mamba2, lightning (no delta rule, so U is the prep's values): phase 2 reads U where the prep wrote the
+     * values; the UT kernel makes no U for them */
     lin_fwd q = p;
-    if (bf && p.prep_ut && p.u_in_place && (p.kind == LIN_MAMBA2 || p.kind == LIN_LIGHTNING)) q.Ut = q.Vc;
+    if (bf && p.prep_ut && (p.kind == LIN_MAMBA2 || p.kind == LIN_LIGHTNING)) q.Ut = q.Vc;
     /* phase 1 (with the conv history moved on) */
     int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(&q, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;

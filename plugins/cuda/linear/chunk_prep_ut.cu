@@ -232,15 +232,7 @@ __global__ __launch_bounds__(LK_U_THREADS) void lin_chunk_ut_kernel(lin_fwd p) {
     __syncthreads(); /* q is free (T goes there); A is complete; k was read for KD */
 
     uint16_t *Ug = (uint16_t *)p.Ut + (ct0 * hrow + h) * V;
-    if (!DELTA) { /* U = the values, global to global (none where phase 2 reads them in place: u_in_place) */
-        if (p.Ut == p.Vc) return;
-        for (int idx = tid; idx < len * (V / 8); idx += LK_U_THREADS) {
-            const int t = idx / (V / 8), cc = (idx % (V / 8)) * 8;
-            LK_ALIGNED(Ug + t * hrow * V + cc, 16);
-            *(uint4 *)(Ug + t * hrow * V + cc) = *(const uint4 *)((const uint16_t *)p.Vc + ((ct0 + t) * HV + h) * V + cc);
-        }
-        return;
-    }
+    if (!DELTA) return; /* U is the prep's values, read there by phase 2 (Ut is Vc: the launcher checks) */
     /* ---- beta k e^G, in place of k */
     for (int idx = tid; idx < C * (K / 8); idx += LK_U_THREADS) {
         const int t = idx / (K / 8), c = 8 * (idx % (K / 8));
@@ -293,6 +285,8 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     /* bf16 operands only (the binary's size: f16 takes the fused phase 1) */
     if (!p.Qc || !p.Kc || !p.Vc || p.kind == LIN_SHORT_CONV || ot != LIN_DT_BF16)
         return (int)cudaErrorInvalidValue;
+    /* without a delta rule the UT kernel makes no U: phase 2 must read the values in place */
+    if ((p.kind == LIN_MAMBA2 || p.kind == LIN_LIGHTNING) && p.Ut != p.Vc) return (int)cudaErrorInvalidValue;
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
     if (chunks > p.max_chunks) chunks = p.max_chunks;
     if (chunks <= 0) return 0;

@@ -61,7 +61,6 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
-    int u_in_place; /* u_in_place: mamba2 / lightning read U where the prep wrote the values (0 off) */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -107,8 +106,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
-                              &l2a_blocks)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "u_in_place", "SGL_ATTN_LIN_U_IN_PLACE", 0, &o->u_in_place)))
+                              &l2a_blocks)))
         return rc;
     o->seg = (int)seg;
     o->l2a_blocks = (int)l2a_blocks;
@@ -131,14 +129,15 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_DECODE_L2_AHEAD", "decode_l2_ahead"}, {"SGL_ATTN_LIN_KDA_TC", "kda_tc"},
         {"SGL_ATTN_LIN_DECODE_BULK_STATE", "decode_bulk_state"}, {"SGL_ATTN_LIN_KDA_PAIR", "kda_pair"},
         {"SGL_ATTN_LIN_KDA_UT_ALIAS", "kda_ut_alias"}, {"SGL_ATTN_LIN_KDA_EXP2", "kda_exp2"},
-        {"SGL_ATTN_LIN_KDA_DIAG_LANES", "kda_diag_lanes"}, {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "mamba2_stream_prep"}};
+        {"SGL_ATTN_LIN_KDA_DIAG_LANES", "kda_diag_lanes"}, {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "mamba2_stream_prep"},
+        {"SGL_ATTN_LIN_U_IN_PLACE", "u_in_place"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead_blocks, u_in_place and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -200,7 +199,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
-    w->u_in_place = opt.u_in_place && (kind == SGL_ATTN_HYBRID_MAMBA2 || kind == SGL_ATTN_HYBRID_LIGHTNING);
     w->sm_count = dev.sm_count;
     w->l2a_blocks = lin_decode_l2a_blocks(opt.l2a_blocks, lin_state_dt(&d), dev.sm_count);
     w->sm_major = dev.sm_major;
@@ -249,10 +247,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
                 "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
-                !w->L.need_tc ? ""
-                : w->u_in_place && w->L.need_prep_ut && m->dtype == SGL_ATTN_DT_BF16
-                    ? " (chunked extend; u_in_place: U read where the prep wrote the values)"
-                    : " (chunked extend)",
+                w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
                 : w->fused_cp == 1 ? " (fused chunk kernel: bf16 extends whose requests x value heads fill half the SMs; "
                                      "smaller ones the unfused kernels)"

@@ -151,7 +151,6 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->Kc = L->need_prep_ut ? w->dev + L->Kc : NULL;
     p->Vc = L->need_prep_ut ? w->dev + L->Vc : NULL;
     p->prep_ut = L->need_prep_ut;
-    p->u_in_place = w->u_in_place;
     p->Hs = L->need_tc ? w->dev + L->Hs : NULL;
     p->Zs = L->seg_cap ? (float *)(w->dev + L->Zs) : NULL;
     p->seg_chunks = 0; /* the serial state pass unless launch() chooses segments */

@@ -124,8 +124,6 @@ typedef struct lin_fwd {
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
     int32_t dec_l2a;  /* the L2 prefetch ahead: each stream block asks L2 for the state tile of the block this
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
-    /* a lever, at the end so that the kernels without it keep their parameter offsets */
-    int32_t u_in_place; /* mamba2 / lightning, bf16: U is read where the prep wrote the values (option u_in_place) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
