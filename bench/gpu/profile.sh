@@ -32,6 +32,9 @@
 #      duration in one forward of gdn 1 x 64k, mamba2 1 x 64k and kda 16 x 8k,
 #      then kda's UT kernel (1 x 64k) by SASS instruction: executed count and
 #      stall samples per instruction, the opcode mix (PROFILE=11)
+#  12. the same SASS view of gdn's segmented state pass (first pass) at Qwen3.5
+#      TP8 1 x 64k and of mamba2's UT and output kernels at Nemotron-H 1 x 64k
+#      (PROFILE=12)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -177,5 +180,26 @@ if on 11; then
   head -c 600 "$OUT/kda_ut_sass.csv"; echo
   gzip -9 "$OUT/kda_ut_sass.csv"
   rm -f "$OUT/kda_ut.ncu-rep"
+fi
+# one kernel's launch by SASS instruction: sass_of NAME FILTER KERNEL-REGEX [SKIP]
+sass_of() {
+  BENCH_SET=prefill BENCH_FILTER="$2" BENCH_QUICK=1 timeout 150 $NCU \
+    --section SourceCounters --section InstructionStats --section WarpStateStats \
+    -k "regex:$3" -c 1 --launch-skip "${4:-0}" -o "$OUT/$1" $T/bench_lin /dev/null $P > "$OUT/$1_src.log" 2>&1
+  echo "rc=$?"
+  ncu -i "$OUT/$1.ncu-rep" --page details --print-details all > "$OUT/$1_details.txt" 2>&1
+  grep -E "Executed Instructions  |Warp Cycles Per Issued|Issued Warp" "$OUT/$1_details.txt" | head -4
+  ncu -i "$OUT/$1.ncu-rep" --page source --csv --print-source sass > "$OUT/$1_sass.csv" 2>&1
+  echo "sass rc=$? lines $(wc -l < "$OUT/$1_sass.csv")"
+  gzip -9 "$OUT/$1_sass.csv"
+  rm -f "$OUT/$1.ncu-rep"
+}
+if on 12; then
+  step "12a. gdn 1 x 64k: the segmented state pass (first pass) by SASS instruction"
+  sass_of gdn_state1 "hv8/hk2,1x64k" "lin_chunk_state_kernel"
+  step "12b. mamba2 1 x 64k: the UT kernel by SASS instruction"
+  sass_of m2_ut "mamba2,1x64k" "lin_chunk_ut_kernel"
+  step "12c. mamba2 1 x 64k: the output kernel by SASS instruction"
+  sass_of m2_out "mamba2,1x64k" "lin_chunk_output_kernel"
 fi
 echo "profile: done [$SECONDS s]"
