@@ -59,6 +59,9 @@
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
  *                  and conv width 2, which takes the general prep)
+ *     LT_QUICK=18  the bf16 phase 2 in one kernel (option fused_phase2, chunk_fused_state.cu): each bf16 config
+ *                  of the sets 3 and 10 with K = 128, then with fused_phase2 = 64, 32 and 16 where they divide V:
+ *                  within the limits, the create line naming the tile, and for mamba2 / lightning the same bits
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -88,9 +91,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1072,6 +1075,47 @@ static void l2a_tests(int set) {
     unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
 }
 
+/* The bf16 phase 2 in one kernel (option fused_phase2; LT_QUICK=18, the full run one config of each kind at one
+ * tile): each bf16 config of the sets 3 and 10 with K = 128 without it, then with each tile of 16, 32 and 64 state
+ * rows that divides V, within the float64 reference's limits (run_cfg) and with the create line naming the tile.
+ * Without a delta rule (mamba2, lightning) the outputs are also the same bits as without the option: the state
+ * pass and the output kernel make the same products in the same order.  With one, W S^T sums its k-steps in two
+ * chains in the state pass and in one here, so only the limits hold. */
+static void fused_phase2_tests(int set) {
+    static const int tiles[] = {64, 32, 16};
+    int n = 0, kinds_seen = 0;
+    char want[96], v[8];
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+        const cfg *c = &configs[i];
+        if (c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || c->kind == SHORT || c->sh.dk != 128 ||
+            c->sh.dv % 32 || !(c->sets & (Q3 | Q10)) || (set == F && (kinds_seen & (1 << c->kind))))
+            continue;
+        const int same_bits = c->kind == MAMBA2 || c->kind == LIGHT;
+        kinds_seen |= 1 << c->kind;
+        n++;
+        lt_rec_reset();
+        lt_rec_mode = same_bits;
+        run_cfg(c);
+        for (size_t t = 0, runs = 0; t < sizeof tiles / sizeof *tiles && !(set == F && runs); t++) {
+            if (c->sh.dv % tiles[t]) continue;
+            runs++;
+            snprintf(v, sizeof v, "%d", tiles[t]);
+            setenv("SGL_ATTN_LIN_FUSED_PHASE2", v, 1);
+            lt_rec_mode = same_bits ? 2 : 0;
+            lt_rec_rewind();
+            lt_create_log[0] = 0;
+            run_cfg(c);
+            snprintf(want, sizeof want, "(fused_phase2: bf16 phase 2 in one kernel, %d-row state tiles)", tiles[t]);
+            LT_CHECK(!!strstr(lt_create_log, want), "fused_phase2=%d, config %zu: the create line \"%s\" lacks \"%s\"",
+                     tiles[t], i, lt_create_log, want);
+        }
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
+        lt_rec_mode = 0;
+        lt_rec_reset();
+    }
+    LT_CHECK(n > 0, "fused_phase2: no bf16 chunked config ran");
+}
+
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1102,9 +1146,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : 0;
+                    : quick == 18 ? Q18 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16 or 17 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 or 18 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1127,7 +1171,8 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
-    const char *const retired[] = {"SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
+    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", /* a lever, set where tested */
+                                   "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
                                    "SGL_ATTN_LIN_DECPREP", "SGL_ATTN_LIN_SYNC_CHECK", "SGL_ATTN_LIN_FUSED_CHUNK",
@@ -1155,6 +1200,7 @@ int main(int argc, char **argv) {
     }
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
+    if (set & (F | Q18)) fused_phase2_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

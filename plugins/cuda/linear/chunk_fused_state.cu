@@ -1,6 +1,7 @@
-/* chunk_fused_state.cu - phase 2 of the chunked extend in one kernel for f16
- * activations (the state pass and output kernel, chunk_state.cu and
- * chunk_output.cu, are built for bf16 only): the state passes through a
+/* chunk_fused_state.cu - phase 2 of the chunked extend in one kernel: f16
+ * activations always (the state pass and output kernel, chunk_state.cu and
+ * chunk_output.cu, are built for bf16 only), bf16 under the lever
+ * fused_phase2 (no chunk start states Hs through memory): the state passes through a
  * request's chunks in order and the outputs are made on the way.  One block
  * per (request, value head, tile of VT state rows), 4 warps; the tile
  * [VT][128] stays in float32 registers as mma
@@ -155,11 +156,28 @@ extern "C" int lin_chunk_fused_state_setup(void) {
     return e;
 }
 
-/* f16 operands; vt 16 or 32 */
-extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int vt, void *stream) {
+static void (*fused_state_kernel(int ot, int vt))(lin_fwd) {
+    if (ot == LIN_DT_F16) return vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
+                                 : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr;
+    return vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 16>
+         : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 32>
+         : vt == 64 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64> : nullptr;
+}
+
+/* the bf16 instance of tile vt (16, 32, 64; option fused_phase2), at create where it is chosen */
+extern "C" int lin_chunk_fused_state_bf16_setup(int vt) {
+    void (*k)(lin_fwd) = fused_state_kernel(LIN_DT_BF16, vt);
+    return k ? (int)cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)LIN_FUSED_STATE_SMEM(vt))
+             : (int)cudaErrorInvalidValue;
+}
+
+/* ot: f16 (vt 16 or 32) or bf16 (vt 16, 32 or 64, after lin_chunk_fused_state_bf16_setup(vt)) */
+extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
+    void (*k)(lin_fwd) = fused_state_kernel(ot, vt);
+    if (!k || p.V % vt) return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    void (*k)(lin_fwd) = vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16> : lin_chunk_fused_state_kernel<LIN_DT_F16, 32>;
     LK_LAUNCH(k, grid, LK_FS_THREADS, LIN_FUSED_STATE_SMEM(vt), (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

@@ -182,6 +182,8 @@ typedef struct lin_inst {
     int fused_cp;          /* fused_chunk: 1 where requests x value heads fill half the SMs (default), 0 off, 2 always;
                             * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
                             * kernel's shared memory) */
+    int fused_p2;          /* fused_phase2 (a lever): bf16 phase 2 in chunk_fused_state.cu with tiles of this many
+                            * state rows where the serial state pass would run; 0 off */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -61,6 +61,7 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
+    int fused_p2;   /* fused_phase2: 0 off, 16, 32 or 64 state rows a tile */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -97,7 +98,7 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
  * written for those builds does not silently run something else. */
 static int read_options(const sgl_attn_create_args *a, const char *name, lin_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, name);
-    int64_t vt = 0, seg = -1, l2a_blocks = -1;
+    int64_t vt = 0, seg = -1, l2a_blocks = -1, fused_p2 = 0;
     int rc;
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_LIN_KERNEL", lin_variant_names, 2, LIN_VARIANT_FAST,
                                  &o->variant)) ||
@@ -106,7 +107,8 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
         (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
-                              &l2a_blocks)))
+                              &l2a_blocks)) ||
+        (rc = sgl_sdk_opt_int(&opts, "fused_phase2", "SGL_ATTN_LIN_FUSED_PHASE2", 0, 0, 64, &fused_p2)))
         return rc;
     o->seg = (int)seg;
     o->l2a_blocks = (int)l2a_blocks;
@@ -116,6 +118,13 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "%s: %s = %d: expected 16, 32 or auto", name, from, (int)vt);
     }
     o->vt = (int)vt;
+    if (fused_p2 != 0 && fused_p2 != 16 && fused_p2 != 32 && fused_p2 != 64) {
+        sgl_sdk_opt_raw(&opts, "fused_phase2", "SGL_ATTN_LIN_FUSED_PHASE2", from, sizeof from);
+        return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
+                                   "%s: %s = %d: expected 16, 32 or 64 (state rows a tile of the fused phase 2) or 0 / "
+                                   "auto (off)", name, from, (int)fused_p2);
+    }
+    o->fused_p2 = (int)fused_p2;
     static const char *const retired[][2] = {
         {"SGL_ATTN_LIN_DECODE", "decode"},       {"SGL_ATTN_LIN_CHUNK1", "chunk1"}, {"SGL_ATTN_LIN_CHUNK2", "chunk2"},
         {"SGL_ATTN_LIN_PREP", "prep"},           {"SGL_ATTN_LIN_UT", "ut"},         {"SGL_ATTN_LIN_COUT", "cout"},
@@ -137,7 +146,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead_blocks and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks, fused_phase2 and sync_check: docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -199,6 +208,12 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
+    /* fused_phase2 serves the bf16 chunked extend where V is a multiple of the tile and the device has the
+     * kernel's shared memory */
+    w->fused_p2 = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && opt.variant == LIN_VARIANT_FAST && opt.fused_p2 &&
+                          d.dv % opt.fused_p2 == 0 && dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM(opt.fused_p2)
+                      ? opt.fused_p2
+                      : 0;
     w->sm_count = dev.sm_count;
     w->l2a_blocks = lin_decode_l2a_blocks(opt.l2a_blocks, lin_state_dt(&d), dev.sm_count);
     w->sm_major = dev.sm_major;
@@ -230,6 +245,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
     if (ce == cudaSuccess && w->L.need_tc && w->fused_cp) ce = (cudaError_t)lin_chunk_fused_cp_setup();
+    if (ce == cudaSuccess && w->L.need_tc && w->fused_p2) ce = (cudaError_t)lin_chunk_fused_state_bf16_setup(w->fused_p2);
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];
@@ -239,13 +255,18 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         destroy(&w->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    char stream_what[64] = "";
+    char stream_what[64] = "", p2_what[96] = "";
+    if (w->L.need_tc && w->fused_p2)
+        snprintf(p2_what, sizeof p2_what, " (fused_phase2: bf16 phase 2 in one kernel, %d-row state tiles)", w->fused_p2);
+    else if (opt.fused_p2)
+        snprintf(p2_what, sizeof p2_what, " (fused_phase2=%d ignored: bf16 chunked extend, V %% %d, shared memory)",
+                 opt.fused_p2, opt.fused_p2);
     if (w->L.need_stream && w->l2a_blocks)
         snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
     else if (w->L.need_stream)
         snprintf(stream_what, sizeof stream_what, " (stream decode)");
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
-                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s, %zu bytes on the device", name, a->device,
+                "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),
                 w->L.need_tc ? " (chunked extend)" : "",
                 w->fused_cp == 2   ? " (fused chunk kernel: every bf16 extend)"
@@ -253,7 +274,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                                      "smaller ones the unfused kernels)"
                 : opt.fused_cp == 2 ? " (fused_chunk=always ignored: it serves gdn, bf16, K 128, V 64 / 128, SM 9.0's shared memory)"
                                    : "",
-                stream_what,
+                p2_what, stream_what,
                 w->L.need_simple ? " (token-by-token path ready)" : "", opt.sync_check ? " (sync_check: debug)" : "",
                 w->L.total);
     *out = &w->base;

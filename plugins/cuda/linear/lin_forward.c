@@ -159,6 +159,7 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
     /* the stream decode's L2 prefetch distance (create chose it: lin_decode_l2a_blocks) */
     p->dec_l2a = L->need_stream ? w->l2a_blocks : 0;
+    p->fused_p2 = L->need_tc ? w->fused_p2 : 0;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {
