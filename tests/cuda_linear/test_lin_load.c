@@ -192,6 +192,7 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_U_IN_PLACE", "1", "environment SGL_ATTN_LIN_U_IN_PLACE = \"1\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_FUSED_PHASE2", "64", NULL},
             {"SGL_ATTN_LIN_FUSED_PHASE2", "auto", NULL},
+            {"SGL_ATTN_LIN_FUSED_PHASE2", "1", NULL},
             {"SGL_ATTN_LIN_FUSED_PHASE2", "48", "environment SGL_ATTN_LIN_FUSED_PHASE2 = 48: expected 16, 32 or 64"},
             {"SGL_ATTN_LIN_FUSED_PHASE2", "128", "SGL_ATTN_LIN_FUSED_PHASE2"},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "auto", NULL},

@@ -227,6 +227,32 @@ static void test_l2a_rule(void) {
              "the option's distance over the rule, either state dtype");
 }
 
+/* fused_phase2's tile: the option's fixed tiles for every kind; by the batch (1) the largest tile whose blocks fill
+ * 7/8 of the SMs, for gdn and kda only, none where 16 rows leave SMs idle */
+static void test_fused_p2_tile(void) {
+    char why[256];
+    lin_dims d;
+    sgl_attn_model m = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &m, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 1, 64) == 32, "Qwen3-Next 1 request: 32 value heads x 4 tiles of 32");
+    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 4, 64) == 64 && lin_fused_p2_tile(1, &d, 132, 4, 32) == 32,
+             "4 requests: tile 64 (256 blocks), 32 where the device lacks 64's shared memory");
+    LT_CHECK(lin_fused_p2_tile(1, &d, 264, 1, 64) == 16 && lin_fused_p2_tile(1, &d, 586, 1, 64) == 0,
+             "more SMs: tile 16 (256 blocks fill 7/8 of 264), none where 16 rows leave SMs idle");
+    LT_CHECK(lin_fused_p2_tile(0, &d, 132, 1, 64) == 0 && lin_fused_p2_tile(1, &d, 132, 0, 64) == 0 &&
+                 lin_fused_p2_tile(1, &d, 0, 1, 64) == 0, "off / no request / no SM count");
+    LT_CHECK(lin_fused_p2_tile(16, &d, 132, 1, 64) == 16 && lin_fused_p2_tile(64, &d, 132, 100, 64) == 64,
+             "the fixed tiles whatever the batch");
+    sgl_attn_model mk = model_of(SGL_ATTN_HYBRID_KDA, 8, 8, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_KDA, &mk, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 16, 64) == 64 && lin_fused_p2_tile(1, &d, 132, 1, 64) == 0,
+             "kda Kimi-Linear TP4: 16 x 8k tile 64 (256 blocks); 1 request none (64 blocks at 16 rows)");
+    sgl_attn_model mm = model_of(SGL_ATTN_HYBRID_MAMBA2, 8, 128, 128, 64, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_MAMBA2, &mm, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 16, 64) == 0 && lin_fused_p2_tile(32, &d, 132, 16, 64) == 32,
+             "mamba2: never by the batch; the fixed tiles still");
+}
+
 /* fused_chunk: the kind and dims the fused chunk kernel serves, and the rule of its value 1 (requests x value
  * heads fill half the SMs; smaller batches the unfused kernels); 2 takes every batch, 0 none */
 static void test_fused_cp(void) {
@@ -561,6 +587,7 @@ int main(void) {
     test_paths();
     test_segments();
     test_fused_cp();
+    test_fused_p2_tile();
     test_l2a_rule();
     test_checks();
     printf("test_lin_pure: %d failure%s\n", lt_failures, lt_failures == 1 ? "" : "s");

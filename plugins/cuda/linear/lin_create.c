@@ -61,7 +61,7 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
-    int fused_p2;   /* fused_phase2: 0 off, 16, 32 or 64 state rows a tile */
+    int fused_p2;   /* fused_phase2: 0 off, 1 by the batch, 16, 32 or 64 state rows a tile */
 } lin_options;
 
 /* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
@@ -118,11 +118,11 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "%s: %s = %d: expected 16, 32 or auto", name, from, (int)vt);
     }
     o->vt = (int)vt;
-    if (fused_p2 != 0 && fused_p2 != 16 && fused_p2 != 32 && fused_p2 != 64) {
+    if (fused_p2 != 0 && fused_p2 != 1 && fused_p2 != 16 && fused_p2 != 32 && fused_p2 != 64) {
         sgl_sdk_opt_raw(&opts, "fused_phase2", "SGL_ATTN_LIN_FUSED_PHASE2", from, sizeof from);
         return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
-                                   "%s: %s = %d: expected 16, 32 or 64 (state rows a tile of the fused phase 2) or 0 / "
-                                   "auto (off)", name, from, (int)fused_p2);
+                                   "%s: %s = %d: expected 16, 32 or 64 (state rows a tile of the fused phase 2), 1 (by "
+                                   "the batch, gdn and kda) or 0 / auto (off)", name, from, (int)fused_p2);
     }
     o->fused_p2 = (int)fused_p2;
     static const char *const retired[][2] = {
@@ -209,11 +209,12 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
     /* fused_phase2 serves the bf16 chunked extend where V is a multiple of the tile and the device has the
-     * kernel's shared memory */
-    w->fused_p2 = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && opt.variant == LIN_VARIANT_FAST && opt.fused_p2 &&
-                          d.dv % opt.fused_p2 == 0 && dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM(opt.fused_p2)
-                      ? opt.fused_p2
-                      : 0;
+     * kernel's shared memory (value 1: tile 32 at least, and gdn / kda) */
+    w->fused_p2_max = dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM(64) ? 64 : 32;
+    const int p2_tile_ok = opt.fused_p2 == 1 ? kind == SGL_ATTN_HYBRID_GDN || kind == SGL_ATTN_HYBRID_KDA
+                                             : opt.fused_p2 && d.dv % opt.fused_p2 == 0 &&
+                                                   opt.fused_p2 <= w->fused_p2_max;
+    w->fused_p2 = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && opt.variant == LIN_VARIANT_FAST && p2_tile_ok ? opt.fused_p2 : 0;
     w->sm_count = dev.sm_count;
     w->l2a_blocks = lin_decode_l2a_blocks(opt.l2a_blocks, lin_state_dt(&d), dev.sm_count);
     w->sm_major = dev.sm_major;
@@ -245,7 +246,9 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
     if (ce == cudaSuccess && w->L.need_tc && w->fused_cp) ce = (cudaError_t)lin_chunk_fused_cp_setup();
-    if (ce == cudaSuccess && w->L.need_tc && w->fused_p2) ce = (cudaError_t)lin_chunk_fused_state_bf16_setup(w->fused_p2);
+    for (int t = 16; t <= 64 && ce == cudaSuccess && w->L.need_tc && w->fused_p2; t *= 2)
+        if (w->fused_p2 == t || (w->fused_p2 == 1 && t <= w->fused_p2_max))
+            ce = (cudaError_t)lin_chunk_fused_state_bf16_setup(t);
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];
@@ -255,12 +258,14 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         destroy(&w->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    char stream_what[64] = "", p2_what[96] = "";
-    if (w->L.need_tc && w->fused_p2)
+    char stream_what[64] = "", p2_what[128] = "";
+    if (w->L.need_tc && w->fused_p2 == 1)
+        snprintf(p2_what, sizeof p2_what, " (fused_phase2: bf16 phase 2 in one kernel for batches that fill the SMs)");
+    else if (w->L.need_tc && w->fused_p2)
         snprintf(p2_what, sizeof p2_what, " (fused_phase2: bf16 phase 2 in one kernel, %d-row state tiles)", w->fused_p2);
     else if (opt.fused_p2)
-        snprintf(p2_what, sizeof p2_what, " (fused_phase2=%d ignored: bf16 chunked extend, V %% %d, shared memory)",
-                 opt.fused_p2, opt.fused_p2);
+        snprintf(p2_what, sizeof p2_what, " (fused_phase2=%d ignored: bf16 chunked extend%s)", opt.fused_p2,
+                 opt.fused_p2 == 1 ? ", gdn and kda" : ", V a multiple of the tile, shared memory");
     if (w->L.need_stream && w->l2a_blocks)
         snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
     else if (w->L.need_stream)

@@ -154,12 +154,12 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->Hs = L->need_tc ? w->dev + L->Hs : NULL;
     p->Zs = L->seg_cap ? (float *)(w->dev + L->Zs) : NULL;
     p->seg_chunks = 0; /* the serial state pass unless launch() chooses segments */
+    p->fused_p2 = 0;   /* launch() chooses fused_phase2's tile */
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
     /* the stream decode's L2 prefetch distance (create chose it: lin_decode_l2a_blocks) */
     p->dec_l2a = L->need_stream ? w->l2a_blocks : 0;
-    p->fused_p2 = L->need_tc ? w->fused_p2 : 0;
 }
 
 static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {
@@ -182,6 +182,10 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {
             q.fused_cp = act.dt == LIN_DT_BF16 && lin_fused_cp_takes(w->fused_cp, d, w->sm_count, w->bs);
             if (q.fused_cp) path = "chunked (fused)";
             else q.seg_chunks = lin_seg_plan(&w->L, d, w->seg, w->sm_count, w->bs, w->T, vt, &q.seg_max);
+            /* fused_phase2 (a lever): where the serial state pass would run */
+            q.fused_p2 = act.dt == LIN_DT_BF16 && !q.fused_cp && q.seg_chunks <= 0
+                             ? lin_fused_p2_tile(w->fused_p2, d, w->sm_count, w->bs, w->fused_p2_max)
+                             : 0;
             ce = lin_launch_chunk(&q, act.dt, vt, stream);
         } else if (simple_ready) {
             ce = lin_launch_token_step(p, stream);
