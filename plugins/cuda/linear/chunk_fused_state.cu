@@ -18,8 +18,10 @@
 #define LK_FS_THREADS 128
 
 /* The kind and the state dtype are runtime values (uniform branches): one
- * kernel per (operand type, tile). */
-template <int OT, int VT>
+ * kernel per (operand type, tile).  SKS (the bf16 instances): mamba2's skip
+ * D x lands in shared memory with the chunk's operands (LIN_FUSED_STATE_SKIP)
+ * instead of being read from global memory when the outputs are stored. */
+template <int OT, int VT, bool SKS = false>
 __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     const int KIND = p.kind;
@@ -29,6 +31,7 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *Sb = (uint16_t *)(smraw + 2 * STAGE); /* [VT][KP] */
     uint16_t *Ub = Sb + VT * KP;                   /* [C][VTP] */
+    float *Skb = (float *)(Ub + C * VTP);          /* SKS: two stages of [C][VTP] float32 */
 
     const int nvt = p.V / VT;
     const int i = blockIdx.x, h = blockIdx.y / nvt, vt = blockIdx.y % nvt;
@@ -73,6 +76,12 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
         }
         for (int idx = tid; idx < K / 4; idx += LK_FS_THREADS)
             lk_cp_async16(eGs + idx * 4, p.eG + ((int64_t)jc * HV + h) * K + idx * 4, true);
+        if (SKS && SKIP)
+            for (int idx = tid; idx < C * (VT / 4); idx += LK_FS_THREADS) {
+                const int t = idx / (VT / 4), cc = (idx % (VT / 4)) * 4;
+                const bool ok = t < len;
+                lk_cp_async16(Skb + (s * C + t) * VTP + cc, p.Sk + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
+            }
     };
 
     /* the state tile: element e of (m-tile a, n-tile b) is row 16a + g + 8(e >> 1),
@@ -135,7 +144,18 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
 
         /* O += M Unew; store the chunk's rows */
         lk_rows_mul_k<OT, C>(O, Ms, CP, UB, VTP, 16 * warp);
-        lk_store_out_rows(p, O, ct0, len, HV, V, ocol, VT, SKIP, warp, g, t4);
+        if (SKS && SKIP) { /* o + D x from this stage's skip rows */
+            const float *Sks = Skb + (q & 1) * C * VTP;
+#pragma unroll
+            for (int nt = 0; nt < VT / 8; nt++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+                    O[nt][2 * hf] += Sks[t * VTP + v];
+                    O[nt][2 * hf + 1] += Sks[t * VTP + v + 1];
+                }
+        }
+        lk_store_out_rows(p, O, ct0, len, HV, V, ocol, VT, SKIP && !SKS, warp, g, t4);
 
         /* S = S diag(eG) + Unew^T KD */
         lk_state_step<OT, MT, C>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
@@ -159,16 +179,16 @@ extern "C" int lin_chunk_fused_state_setup(void) {
 static void (*fused_state_kernel(int ot, int vt))(lin_fwd) {
     if (ot == LIN_DT_F16) return vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                  : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr;
-    return vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 16>
-         : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 32>
-         : vt == 64 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64> : nullptr;
+    return vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 16, true>
+         : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 32, true>
+         : vt == 64 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true> : nullptr;
 }
 
 /* the bf16 instance of tile vt (16, 32, 64; option fused_phase2), at create where it is chosen */
 extern "C" int lin_chunk_fused_state_bf16_setup(int vt) {
     void (*k)(lin_fwd) = fused_state_kernel(LIN_DT_BF16, vt);
     return k ? (int)cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)LIN_FUSED_STATE_SMEM(vt))
+                                         (int)LIN_FUSED_STATE_SMEM_BF16(vt))
              : (int)cudaErrorInvalidValue;
 }
 
@@ -178,6 +198,7 @@ extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, v
     void (*k)(lin_fwd) = fused_state_kernel(ot, vt);
     if (!k || p.V % vt) return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    LK_LAUNCH(k, grid, LK_FS_THREADS, LIN_FUSED_STATE_SMEM(vt), (cudaStream_t)stream, p);
+    LK_LAUNCH(k, grid, LK_FS_THREADS, ot == LIN_DT_F16 ? LIN_FUSED_STATE_SMEM(vt) : LIN_FUSED_STATE_SMEM_BF16(vt),
+              (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

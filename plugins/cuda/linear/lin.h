@@ -185,7 +185,7 @@ typedef struct lin_inst {
                             * kernel's shared memory) */
     int fused_p2;          /* fused_phase2 (a lever): bf16 phase 2 in chunk_fused_state.cu where the serial state
                             * pass would run, tiles of this many state rows, 1 by the batch (lin_fused_p2_tile); 0 off */
-    int fused_p2_max;      /* its largest tile the device's shared memory takes (32 or 64) */
+    int fused_p2_max;      /* its largest tile the device's shared memory takes (16, 32, 64; 0 none) */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -209,9 +209,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
     /* fused_phase2 serves the bf16 chunked extend where V is a multiple of the tile and the device has the
-     * kernel's shared memory (value 1: tile 32 at least, and gdn / kda) */
-    w->fused_p2_max = dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM(64) ? 64 : 32;
-    const int p2_tile_ok = opt.fused_p2 == 1 ? kind == SGL_ATTN_HYBRID_GDN || kind == SGL_ATTN_HYBRID_KDA
+     * kernel's shared memory (value 1: gdn and kda, up to the largest tile the shared memory takes) */
+    for (int t = 64; t >= 16 && !w->fused_p2_max; t /= 2)
+        if (dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM_BF16(t)) w->fused_p2_max = t;
+    const int p2_tile_ok = opt.fused_p2 == 1 ? (kind == SGL_ATTN_HYBRID_GDN || kind == SGL_ATTN_HYBRID_KDA) && w->fused_p2_max
                                              : opt.fused_p2 && d.dv % opt.fused_p2 == 0 &&
                                                    opt.fused_p2 <= w->fused_p2_max;
     w->fused_p2 = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && opt.variant == LIN_VARIANT_FAST && p2_tile_ok ? opt.fused_p2 : 0;

@@ -212,6 +212,10 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
 #define LIN_FUSED_CP_SMEM                                                                              \
     ((size_t)(6 * LIN_CHUNK * (LIN_TC_K + 8) * 2 + 3 * LIN_CHUNK * (LIN_TC_K + 8) * 2 +                  \
               2 * LIN_CHUNK * (LIN_CHUNK + 8) * 2 + LIN_TC_VMAX * (LIN_TC_K + 8) * 2 + 5 * LIN_CHUNK * 4))
+/* the bf16 instances (option fused_phase2) also stage mamba2's float32 skip D x of each chunk, [C][vt + 8] a
+ * stage, so that the outputs do not wait on global loads inside the serial chain */
+#define LIN_FUSED_STATE_SKIP(vt) ((size_t)2 * LIN_CHUNK * ((vt) + 8) * 4)
+#define LIN_FUSED_STATE_SMEM_BF16(vt) (LIN_FUSED_STATE_SMEM(vt) + LIN_FUSED_STATE_SKIP(vt))
 
 /* The Zs slot of segment s of request i whose first chunk is chunk0 (the plan's chunk list is in request
  * order, so these are distinct for distinct pairs and below ceil(chunks / sc) + bs). */
