@@ -62,7 +62,7 @@
  *     LT_QUICK=18  the bf16 phase 2 in one kernel (option fused_phase2, chunk_fused_state.cu): each bf16 config
  *                  of the sets 3 and 10 with K = 128, then with fused_phase2 = 64, 32 and 16 where they divide V:
  *                  within the limits, the create line naming the tile, and for mamba2 / lightning the same bits;
- *                  then fused_phase2 = 1 (by the batch: gdn and kda only; the rule is test_lin_pure's)
+ *                  then fused_phase2 = 1 (by the batch: mamba2 only; the rule is test_lin_pure's)
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -1095,7 +1095,7 @@ static void fused_phase2_tests(int set) {
         kinds_seen |= 1 << c->kind;
         n++;
         lt_rec_reset();
-        lt_rec_mode = same_bits;
+        lt_rec_mode = 1;
         run_cfg(c);
         for (size_t t = 0, runs = 0; t < sizeof tiles / sizeof *tiles && !(set == F && runs); t++) {
             if (c->sh.dv % tiles[t]) continue;
@@ -1110,15 +1110,16 @@ static void fused_phase2_tests(int set) {
             LT_CHECK(!!strstr(lt_create_log, want), "fused_phase2=%d, config %zu: the create line \"%s\" lacks \"%s\"",
                      tiles[t], i, lt_create_log, want);
         }
-        /* by the batch (1): gdn and kda where the batch fills the SMs, else the state pass; mamba2 and lightning
-         * never (the create line says it is ignored, and the bits are the default's) */
+        /* by the batch (1): mamba2 at tile 64 where the batch fills the SMs, else the state pass (the same bits
+         * either way); the other kinds never (the create line says it is ignored) */
         setenv("SGL_ATTN_LIN_FUSED_PHASE2", "1", 1);
-        lt_rec_mode = same_bits ? 2 : 0;
+        lt_rec_mode = 2;
         lt_rec_rewind();
         lt_create_log[0] = 0;
         run_cfg(c);
-        const char *want1 = same_bits ? "(fused_phase2=1 ignored: bf16 chunked extend, gdn and kda)"
-                                      : "(fused_phase2: bf16 phase 2 in one kernel for batches that fill the SMs)";
+        const char *want1 = c->kind == MAMBA2 && c->sh.dv % 64 == 0
+                                ? "(fused_phase2: bf16 phase 2 in one kernel for batches that fill the SMs)"
+                                : "(fused_phase2=1 ignored: bf16 chunked extend, mamba2, V a multiple of 64)";
         LT_CHECK(!!strstr(lt_create_log, want1), "fused_phase2=1, config %zu: the create line \"%s\" lacks \"%s\"", i,
                  lt_create_log, want1);
         unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");

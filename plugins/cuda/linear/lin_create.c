@@ -122,7 +122,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         sgl_sdk_opt_raw(&opts, "fused_phase2", "SGL_ATTN_LIN_FUSED_PHASE2", from, sizeof from);
         return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                    "%s: %s = %d: expected 16, 32 or 64 (state rows a tile of the fused phase 2), 1 (by "
-                                   "the batch, gdn and kda) or 0 / auto (off)", name, from, (int)fused_p2);
+                                   "the batch, mamba2) or 0 / auto (off)", name, from, (int)fused_p2);
     }
     o->fused_p2 = (int)fused_p2;
     static const char *const retired[][2] = {
@@ -209,10 +209,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
     /* fused_phase2 serves the bf16 chunked extend where V is a multiple of the tile and the device has the
-     * kernel's shared memory (value 1: gdn and kda, up to the largest tile the shared memory takes) */
+     * kernel's shared memory (value 1: mamba2 at tile 64) */
     for (int t = 64; t >= 16 && !w->fused_p2_max; t /= 2)
         if (dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM_BF16(t)) w->fused_p2_max = t;
-    const int p2_tile_ok = opt.fused_p2 == 1 ? (kind == SGL_ATTN_HYBRID_GDN || kind == SGL_ATTN_HYBRID_KDA) && w->fused_p2_max
+    const int p2_tile_ok = opt.fused_p2 == 1 ? kind == SGL_ATTN_HYBRID_MAMBA2 && w->fused_p2_max >= 64 && d.dv % 64 == 0
                                              : opt.fused_p2 && d.dv % opt.fused_p2 == 0 &&
                                                    opt.fused_p2 <= w->fused_p2_max;
     w->fused_p2 = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && opt.variant == LIN_VARIANT_FAST && p2_tile_ok ? opt.fused_p2 : 0;
@@ -266,7 +266,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         snprintf(p2_what, sizeof p2_what, " (fused_phase2: bf16 phase 2 in one kernel, %d-row state tiles)", w->fused_p2);
     else if (opt.fused_p2)
         snprintf(p2_what, sizeof p2_what, " (fused_phase2=%d ignored: bf16 chunked extend%s)", opt.fused_p2,
-                 opt.fused_p2 == 1 ? ", gdn and kda" : ", V a multiple of the tile, shared memory");
+                 opt.fused_p2 == 1 ? ", mamba2, V a multiple of 64" : ", V a multiple of the tile, shared memory");
     if (w->L.need_stream && w->l2a_blocks)
         snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
     else if (w->L.need_stream)

@@ -179,18 +179,14 @@ int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs) {
 }
 
 /* fused_phase2's tile (0: the state pass and the output kernel).  16, 32 and 64 are that tile for every kind
- * (tests, timings); 1 chooses by the batch for the delta rule's kinds only (gdn, kda: H100 run 27, 1.055x at
- * Qwen3-Next 1 x 32k with tile 32 and 1.027x at kda 16 x 8k with 64; mamba2 lost 0.78-0.84x at both tiles): the
- * largest tile of at most max_tile rows dividing V whose blocks, bs x hv x V / tile, fill 7/8 of the SMs (one
- * block an SM), and none where even 16 rows leave SMs idle (the serial pass's 8 warps a block, 2 blocks an SM,
- * keep those). */
+ * (tests, timings); 1 chooses by the batch for mamba2 only: tile 64 (at most max_tile, dividing V) where its
+ * blocks, bs x hv x V / 64, fill 7/8 of the SMs (one block an SM).  H200 run 1 of 2026-12-06: mamba2 1.076x /
+ * 1.108x at Nemotron-H 1 x 64k / 16 x 8k; gdn and kda lost there (0.964x / 0.966x), and the smaller tiles
+ * were not timed with the skip staged. */
 int lin_fused_p2_tile(int opt, const lin_dims *d, int sm_count, int32_t bs, int max_tile) {
     if (opt != 1) return opt == 16 || opt == 32 || opt == 64 ? opt : 0;
-    if ((d->kind != SGL_ATTN_HYBRID_GDN && d->kind != SGL_ATTN_HYBRID_KDA) || bs <= 0 || sm_count <= 0) return 0;
-    for (int t = 64; t >= 16; t /= 2)
-        if (t <= max_tile && d->dv % t == 0 && (int64_t)bs * d->hv * (d->dv / t) * 8 >= (int64_t)sm_count * 7)
-            return t;
-    return 0;
+    if (d->kind != SGL_ATTN_HYBRID_MAMBA2 || bs <= 0 || sm_count <= 0 || max_tile < 64 || d->dv % 64) return 0;
+    return (int64_t)bs * d->hv * (d->dv / 64) * 8 >= (int64_t)sm_count * 7 ? 64 : 0;
 }
 
 int lin_decode_l2a_blocks(int opt, int st_dt, int sm_count) {
