@@ -59,10 +59,9 @@
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
  *                  and conv width 2, which takes the general prep)
- *     LT_QUICK=18  the bf16 phase 2 in one kernel (option fused_phase2, chunk_fused_state.cu): each bf16 config
- *                  of the sets 3 and 10 with K = 128, then with fused_phase2 = 64, 32 and 16 where they divide V:
- *                  within the limits, the create line naming the tile, and for mamba2 / lightning the same bits;
- *                  then fused_phase2 = 1 (by the batch: mamba2 only; the rule is test_lin_pure's)
+ *     LT_QUICK=18  mamba2's bf16 fused phase 2 (chunk_fused_state.cu; option fused_phase2 = always, since the
+ *                  tests' batches do not fill the SMs): each bf16 mamba2 config of the sets 1, 3 and 10 the same
+ *                  bits as with it off; the other kinds refuse always on the create line
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -1076,57 +1075,54 @@ static void l2a_tests(int set) {
     unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
 }
 
-/* The bf16 phase 2 in one kernel (option fused_phase2; LT_QUICK=18, the full run one config of each kind at one
- * tile): each bf16 config of the sets 3 and 10 with K = 128 without it, then with each tile of 16, 32 and 64 state
- * rows that divides V, within the float64 reference's limits (run_cfg) and with the create line naming the tile.
- * Without a delta rule (mamba2, lightning) the outputs are also the same bits as without the option: the state
- * pass and the output kernel make the same products in the same order.  With one, W S^T sums its k-steps in two
- * chains in the state pass and in one here, so only the limits hold. */
+/* mamba2's bf16 fused phase 2 (chunk_fused_state.cu; LT_QUICK=18, the full run its first config): the tests'
+ * batches do not fill the SMs, so each bf16 mamba2 config of the sets 1, 3 and 10 runs with fused_phase2 = off
+ * (the state pass and the output kernel; outputs recorded), then always (the fused phase 2 at tile 64 where V is a
+ * multiple of 64): the same bits (the same products in the same order, the skip added in the same place), the
+ * create line naming it; then the default, the same bits again.  The other kinds refuse always on the create line. */
 static void fused_phase2_tests(int set) {
-    static const int tiles[] = {64, 32, 16};
-    int n = 0, kinds_seen = 0;
-    char want[96], v[8];
+    int n = 0;
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const cfg *c = &configs[i];
-        if (c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || c->kind == SHORT || c->sh.dk != 128 ||
-            c->sh.dv % 32 || !(c->sets & (Q3 | Q10)) || (set == F && (kinds_seen & (1 << c->kind))))
+        if (c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || c->sh.dk != 128 || c->sh.dv % 32 ||
+            !(c->sets & (Q1 | Q3 | Q10)) || (set == F && n >= 1 && c->kind == MAMBA2))
             continue;
-        const int same_bits = c->kind == MAMBA2 || c->kind == LIGHT;
-        kinds_seen |= 1 << c->kind;
+        if (c->kind != MAMBA2) { /* one create line of each other kind */
+            if (set == F) continue;
+            setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
+            lt_create_log[0] = 0;
+            run_cfg(c);
+            LT_CHECK(!!strstr(lt_create_log, "(fused_phase2=always ignored: it serves mamba2, bf16, V a multiple of 64)"),
+                     "fused_phase2=always, config %zu (not mamba2): the create line \"%s\"", i, lt_create_log);
+            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
+            continue;
+        }
+        const int served = c->sh.dv % 64 == 0;
         n++;
         lt_rec_reset();
         lt_rec_mode = 1;
+        setenv("SGL_ATTN_LIN_FUSED_PHASE2", "off", 1);
+        lt_create_log[0] = 0;
         run_cfg(c);
-        for (size_t t = 0, runs = 0; t < sizeof tiles / sizeof *tiles && !(set == F && runs); t++) {
-            if (c->sh.dv % tiles[t]) continue;
-            runs++;
-            snprintf(v, sizeof v, "%d", tiles[t]);
-            setenv("SGL_ATTN_LIN_FUSED_PHASE2", v, 1);
-            lt_rec_mode = same_bits ? 2 : 0;
-            lt_rec_rewind();
-            lt_create_log[0] = 0;
-            run_cfg(c);
-            snprintf(want, sizeof want, "(fused_phase2: bf16 phase 2 in one kernel, %d-row state tiles)", tiles[t]);
-            LT_CHECK(!!strstr(lt_create_log, want), "fused_phase2=%d, config %zu: the create line \"%s\" lacks \"%s\"",
-                     tiles[t], i, lt_create_log, want);
-        }
-        /* by the batch (1): mamba2 at tile 64 where the batch fills the SMs, else the state pass (the same bits
-         * either way); the other kinds never (the create line says it is ignored) */
-        setenv("SGL_ATTN_LIN_FUSED_PHASE2", "1", 1);
+        LT_CHECK(!strstr(lt_create_log, "fused phase 2"), "fused_phase2=off, config %zu: the create line \"%s\"", i,
+                 lt_create_log);
+        setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
         lt_rec_mode = 2;
+        lt_create_log[0] = 0;
+        run_cfg(c);
+        LT_CHECK(served ? !!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always)")
+                        : !!strstr(lt_create_log, "(fused_phase2=always ignored"),
+                 "fused_phase2=always, config %zu (V %d): the create line \"%s\"", i, c->sh.dv, lt_create_log);
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
         lt_rec_rewind();
         lt_create_log[0] = 0;
         run_cfg(c);
-        const char *want1 = c->kind == MAMBA2 && c->sh.dv % 64 == 0
-                                ? "(fused_phase2: bf16 phase 2 in one kernel for batches that fill the SMs)"
-                                : "(fused_phase2=1 ignored: bf16 chunked extend, mamba2, V a multiple of 64)";
-        LT_CHECK(!!strstr(lt_create_log, want1), "fused_phase2=1, config %zu: the create line \"%s\" lacks \"%s\"", i,
-                 lt_create_log, want1);
-        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
+        LT_CHECK(!served || strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends whose heads fill the SMs)"),
+                 "the default, config %zu: the create line \"%s\"", i, lt_create_log);
         lt_rec_mode = 0;
         lt_rec_reset();
     }
-    LT_CHECK(n > 0, "fused_phase2: no bf16 chunked config ran");
+    LT_CHECK(n > 0, "fused_phase2: no bf16 mamba2 config ran");
 }
 
 static void run_caller_cfg(const ccfg *cc) {
@@ -1184,7 +1180,7 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
-    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", /* a lever, set where tested */
+    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", /* set where tested */
                                    "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",

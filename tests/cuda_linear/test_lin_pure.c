@@ -227,33 +227,33 @@ static void test_l2a_rule(void) {
              "the option's distance over the rule, either state dtype");
 }
 
-/* fused_phase2's tile: the option's fixed tiles for every kind; by the batch (1) tile 64 for mamba2 where its
- * blocks fill 7/8 of the SMs, none for the other kinds */
+/* The fused phase 2's tile: mamba2 at 64 rows where its blocks fill 7/8 of the SMs (option 1, the default),
+ * every batch (2), none (0); no other kind, no V but a multiple of 64 */
 static void test_fused_p2_tile(void) {
     char why[256];
     lin_dims d;
     sgl_attn_model mm = model_of(SGL_ATTN_HYBRID_MAMBA2, 8, 128, 128, 64, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
     LT_CHECK(dims_of(SGL_ATTN_HYBRID_MAMBA2, &mm, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 1, 64) == 64 && lin_fused_p2_tile(1, &d, 132, 16, 64) == 64,
+    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 1) == 64 && lin_fused_p2_tile(1, &d, 132, 16) == 64,
              "Nemotron-H 8B, 128 heads: 1 x 64k (128 blocks fill 7/8 of 132 SMs) and 16 x 8k at tile 64");
-    LT_CHECK(lin_fused_p2_tile(1, &d, 147, 1, 64) == 0 && lin_fused_p2_tile(1, &d, 146, 1, 64) == 64,
+    LT_CHECK(lin_fused_p2_tile(1, &d, 147, 1) == 0 && lin_fused_p2_tile(1, &d, 146, 1) == 64,
              "the 7/8 boundary: 128 blocks fill 7/8 of 146 SMs, not of 147");
-    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 1, 32) == 0 && lin_fused_p2_tile(0, &d, 132, 1, 64) == 0 &&
-                 lin_fused_p2_tile(1, &d, 132, 0, 64) == 0 && lin_fused_p2_tile(1, &d, 0, 1, 64) == 0,
-             "without tile 64's shared memory / off / no request / no SM count");
-    LT_CHECK(lin_fused_p2_tile(16, &d, 132, 1, 64) == 16 && lin_fused_p2_tile(32, &d, 132, 100, 64) == 32,
-             "the fixed tiles whatever the batch");
+    LT_CHECK(lin_fused_p2_tile(2, &d, 1000, 1) == 64 && lin_fused_p2_tile(0, &d, 132, 16) == 0 &&
+                 lin_fused_p2_tile(1, &d, 132, 0) == 0 && lin_fused_p2_tile(2, &d, 132, 0) == 0,
+             "always / off / no request");
     sgl_attn_model m16 = model_of(SGL_ATTN_HYBRID_MAMBA2, 1, 16, 128, 64, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
     LT_CHECK(dims_of(SGL_ATTN_HYBRID_MAMBA2, &m16, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 1, 64) == 0 && lin_fused_p2_tile(1, &d, 132, 8, 64) == 64,
+    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 1) == 0 && lin_fused_p2_tile(1, &d, 132, 8) == 64,
              "16 heads: 1 request leaves SMs idle, 8 fill them");
+    sgl_attn_model m48 = model_of(SGL_ATTN_HYBRID_MAMBA2, 1, 256, 128, 96, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
+    LT_CHECK(dims_of(SGL_ATTN_HYBRID_MAMBA2, &m48, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
+    LT_CHECK(lin_fused_p2_tile(2, &d, 132, 4) == 0, "V 96: not a multiple of the tile");
     sgl_attn_model mg = model_of(SGL_ATTN_HYBRID_GDN, 16, 32, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
     LT_CHECK(dims_of(SGL_ATTN_HYBRID_GDN, &mg, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 4, 64) == 0 && lin_fused_p2_tile(64, &d, 132, 4, 64) == 64,
-             "gdn: never by the batch; the fixed tiles still");
+    LT_CHECK(lin_fused_p2_tile(2, &d, 132, 4) == 0 && lin_fused_p2_tile(1, &d, 132, 16) == 0, "gdn: never");
     sgl_attn_model mk = model_of(SGL_ATTN_HYBRID_KDA, 8, 8, 128, 128, 4, 0, SGL_ATTN_DT_F32, 48, 0x888888888888ull);
     LT_CHECK(dims_of(SGL_ATTN_HYBRID_KDA, &mk, &d, why, sizeof why) == SGL_ATTN_OK, "%s", why);
-    LT_CHECK(lin_fused_p2_tile(1, &d, 132, 16, 64) == 0, "kda: never by the batch");
+    LT_CHECK(lin_fused_p2_tile(2, &d, 132, 16) == 0, "kda: never");
 }
 
 /* fused_chunk: the kind and dims the fused chunk kernel serves, and the rule of its value 1 (requests x value

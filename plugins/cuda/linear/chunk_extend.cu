@@ -7,8 +7,8 @@
  *             then the conv history moves on (after phase 1 read the old one)
  *   phase 2   bf16: the state pass, then the outputs (chunk_state.cu, chunk_output.cu); the state
  *             pass by segments in parallel where few requests leave SMs idle (chunk_segment.cu)
- *             f16:  the fused state pass with outputs (chunk_fused_state.cu); bf16 too under the
- *                   lever fused_phase2 where the serial pass would run
+ *             f16:  the fused state pass with outputs (chunk_fused_state.cu); mamba2 at bf16 too,
+ *                   where the serial pass would run and its heads fill the SMs (lin_fused_p2_tile)
  *   fused     gdn, bf16, batches that fill the SMs (p.fused_cp; option fused_chunk): the prep, the conv history, then UT, state
  *             pass and outputs in one kernel per (request, value head) (chunk_fused_cp.cu)
  *
@@ -44,7 +44,7 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
     int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(&q, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;
     if (!bf) return lin_launch_chunk_fused_state(pp, ot, vt, stream);
-    /* fused_phase2: the state pass with the outputs on the way, where the serial pass would run */
+    /* mamba2's fused phase 2: the state pass with the outputs on the way, where the serial pass would run */
     if (p.fused_p2 && !(p.seg_chunks > 0 && p.Zs)) return lin_launch_chunk_fused_state(&q, ot, p.fused_p2, stream);
     if (!p.Hs) return (int)cudaErrorInvalidValue;
     /* the segmented pass where the plan-time rule chose segments (lin_seg_plan); the serial pass for

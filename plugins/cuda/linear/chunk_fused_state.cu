@@ -1,7 +1,8 @@
 /* chunk_fused_state.cu - phase 2 of the chunked extend in one kernel: f16
  * activations always (the state pass and output kernel, chunk_state.cu and
- * chunk_output.cu, are built for bf16 only), bf16 under the lever
- * fused_phase2 (no chunk start states Hs through memory): the state passes through a
+ * chunk_output.cu, are built for bf16 only), and mamba2's bf16 extends whose
+ * heads fill the SMs (no chunk start states Hs through memory, QG and M read
+ * once; lin_fused_p2_tile): the state passes through a
  * request's chunks in order and the outputs are made on the way.  One block
  * per (request, value head, tile of VT state rows), 4 warps; the tile
  * [VT][128] stays in float32 registers as mma
@@ -18,9 +19,10 @@
 #define LK_FS_THREADS 128
 
 /* The kind and the state dtype are runtime values (uniform branches): one
- * kernel per (operand type, tile).  SKS (the bf16 instances): mamba2's skip
+ * kernel per (operand type, tile).  SKS (the bf16 instance): mamba2's skip
  * D x lands in shared memory with the chunk's operands (LIN_FUSED_STATE_SKIP)
- * instead of being read from global memory when the outputs are stored. */
+ * instead of being read from global memory inside the serial chain when the
+ * outputs are stored. */
 template <int OT, int VT, bool SKS = false>
 __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
@@ -179,20 +181,16 @@ extern "C" int lin_chunk_fused_state_setup(void) {
 static void (*fused_state_kernel(int ot, int vt))(lin_fwd) {
     if (ot == LIN_DT_F16) return vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                  : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr;
-    return vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 16, true>
-         : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 32, true>
-         : vt == 64 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true> : nullptr;
+    return vt == 64 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true> : nullptr;
 }
 
-/* the bf16 instance of tile vt (16, 32, 64; option fused_phase2), at create where it is chosen */
-extern "C" int lin_chunk_fused_state_bf16_setup(int vt) {
-    void (*k)(lin_fwd) = fused_state_kernel(LIN_DT_BF16, vt);
-    return k ? (int)cudaFuncSetAttribute((const void *)k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)LIN_FUSED_STATE_SMEM_BF16(vt))
-             : (int)cudaErrorInvalidValue;
+/* the bf16 instance (mamba2), at create where it runs */
+extern "C" int lin_chunk_fused_state_bf16_setup(void) {
+    return (int)cudaFuncSetAttribute((const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)LIN_FUSED_STATE_SMEM_BF16(64));
 }
 
-/* ot: f16 (vt 16 or 32) or bf16 (vt 16, 32 or 64, after lin_chunk_fused_state_bf16_setup(vt)) */
+/* ot: f16 (vt 16 or 32) or bf16 (vt 64, after lin_chunk_fused_state_bf16_setup) */
 extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
     void (*k)(lin_fwd) = fused_state_kernel(ot, vt);

@@ -118,7 +118,7 @@ int lin_layout_segments(lin_layout *L, const lin_dims *d, int seg, int sm_count,
  * SMs / 2; option 2: always); a batch it does not take runs the unfused kernels */
 int lin_fused_cp_dims_ok(const lin_dims *d);
 int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs);
-int lin_fused_p2_tile(int opt, const lin_dims *d, int sm_count, int32_t bs, int max_tile);
+int lin_fused_p2_tile(int opt, const lin_dims *d, int sm_count, int32_t bs);
 int32_t lin_seg_plan(const lin_layout *L, const lin_dims *d, int seg, int sm_count, int32_t bs, int32_t T, int vt,
                      int32_t *seg_max);
 /* The stream decode's L2 prefetch distance in blocks (decode_stream.cu; 0: none): the option
@@ -183,9 +183,9 @@ typedef struct lin_inst {
     int fused_cp;          /* fused_chunk: 1 where requests x value heads fill half the SMs (default), 0 off, 2 always;
                             * 0 also where the kernel cannot run (lin_create.c: gdn, bf16, K 128, V 64 / 128, the
                             * kernel's shared memory) */
-    int fused_p2;          /* fused_phase2 (a lever): bf16 phase 2 in chunk_fused_state.cu where the serial state
-                            * pass would run, tiles of this many state rows, 1 by the batch (lin_fused_p2_tile); 0 off */
-    int fused_p2_max;      /* its largest tile the device's shared memory takes (16, 32, 64; 0 none) */
+    int fused_p2;          /* fused_phase2: mamba2's bf16 phase 2 in chunk_fused_state.cu where the serial state pass
+                            * would run: 1 where the batch fills the SMs (lin_fused_p2_tile; default), 2 always, 0
+                            * never; 0 also where the kernel cannot run (lin_create.c) */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -61,16 +61,16 @@ typedef struct lin_options {
     int fused_cp;   /* fused_chunk: 1 by the batch (lin_fused_cp_takes; the default), 0 never, 2 always */
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
-    int fused_p2;   /* fused_phase2: 0 off, 1 by the batch, 16, 32 or 64 state rows a tile */
+    int fused_p2;   /* fused_phase2: 1 by the batch (lin_fused_p2_tile; the default), 0 never, 2 always */
 } lin_options;
 
-/* fused_chunk: unset, "", auto and the true spellings 1 (the fused chunk kernel where the batch's requests x
- * value heads fill half the SMs: the default); the false spellings 0 (the unfused kernels for every batch);
- * "always" 2 (every batch: tests) */
-static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *opts, const char *name, int *out) {
+/* fused_chunk, fused_phase2: unset, "", auto and the true spellings 1 (the kernel where the batch fills the SMs:
+ * the default); the false spellings 0 (never); "always" 2 (every batch it serves: tests) */
+static int read_auto_always(const sgl_attn_create_args *a, const sgl_sdk_opts *opts, const char *name, const char *key,
+                            const char *env, const char *what, int *out) {
     static const char *const yes[] = {"1", "true", "yes", "on", "auto"}, *const no[] = {"0", "false", "no", "off"};
     char from[96];
-    const char *v = sgl_sdk_opt_raw(opts, "fused_chunk", "SGL_ATTN_LIN_FUSED_CHUNK", from, sizeof from);
+    const char *v = sgl_sdk_opt_raw(opts, key, env, from, sizeof from);
     *out = 1;
     if (!v || !*v) return SGL_ATTN_OK;
     for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
@@ -85,10 +85,9 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
         return SGL_ATTN_OK;
     }
     return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
-                               "%s: %s = \"%.64s\": expected auto, 1, true, yes, on (the default: the fused chunk kernel "
-                               "for gdn's bf16 extend where the batch fills the SMs), always (every batch), or 0, "
-                               "false, no, off (the unfused kernels)",
-                               name, from, v);
+                               "%s: %s = \"%.64s\": expected auto, 1, true, yes, on (the default: %s), always (every "
+                               "batch), or 0, false, no, off (the unfused kernels)",
+                               name, from, v, what);
 }
 
 /* The options, read once at create through the SDK (the environment variable
@@ -98,17 +97,19 @@ static int read_fused_chunk(const sgl_attn_create_args *a, const sgl_sdk_opts *o
  * written for those builds does not silently run something else. */
 static int read_options(const sgl_attn_create_args *a, const char *name, lin_options *o) {
     const sgl_sdk_opts opts = sgl_sdk_opts_of(a, name);
-    int64_t vt = 0, seg = -1, l2a_blocks = -1, fused_p2 = 0;
+    int64_t vt = 0, seg = -1, l2a_blocks = -1;
     int rc;
     if ((rc = sgl_sdk_opt_choice(&opts, "kernel", "SGL_ATTN_LIN_KERNEL", lin_variant_names, 2, LIN_VARIANT_FAST,
                                  &o->variant)) ||
         (rc = sgl_sdk_opt_int(&opts, "value_tile", "SGL_ATTN_LIN_VT", 0, 0, 32, &vt)) ||
         (rc = sgl_sdk_opt_bool(&opts, "sync_check", "SGL_ATTN_LIN_SYNC_CHECK", 0, &o->sync_check)) ||
         (rc = sgl_sdk_opt_int(&opts, "segment_chunks", "SGL_ATTN_LIN_SEGMENT", -1, 0, 1 << 20, &seg)) ||
-        (rc = read_fused_chunk(a, &opts, name, &o->fused_cp)) ||
+        (rc = read_auto_always(a, &opts, name, "fused_chunk", "SGL_ATTN_LIN_FUSED_CHUNK",
+                               "the fused chunk kernel for gdn's bf16 extend where the batch fills the SMs", &o->fused_cp)) ||
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
                               &l2a_blocks)) ||
-        (rc = sgl_sdk_opt_int(&opts, "fused_phase2", "SGL_ATTN_LIN_FUSED_PHASE2", 0, 0, 64, &fused_p2)))
+        (rc = read_auto_always(a, &opts, name, "fused_phase2", "SGL_ATTN_LIN_FUSED_PHASE2",
+                               "mamba2's bf16 phase 2 in one kernel where the batch fills the SMs", &o->fused_p2)))
         return rc;
     o->seg = (int)seg;
     o->l2a_blocks = (int)l2a_blocks;
@@ -118,13 +119,6 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID, "%s: %s = %d: expected 16, 32 or auto", name, from, (int)vt);
     }
     o->vt = (int)vt;
-    if (fused_p2 != 0 && fused_p2 != 1 && fused_p2 != 16 && fused_p2 != 32 && fused_p2 != 64) {
-        sgl_sdk_opt_raw(&opts, "fused_phase2", "SGL_ATTN_LIN_FUSED_PHASE2", from, sizeof from);
-        return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
-                                   "%s: %s = %d: expected 16, 32 or 64 (state rows a tile of the fused phase 2), 1 (by "
-                                   "the batch, mamba2) or 0 / auto (off)", name, from, (int)fused_p2);
-    }
-    o->fused_p2 = (int)fused_p2;
     static const char *const retired[][2] = {
         {"SGL_ATTN_LIN_DECODE", "decode"},       {"SGL_ATTN_LIN_CHUNK1", "chunk1"}, {"SGL_ATTN_LIN_CHUNK2", "chunk2"},
         {"SGL_ATTN_LIN_PREP", "prep"},           {"SGL_ATTN_LIN_UT", "ut"},         {"SGL_ATTN_LIN_COUT", "cout"},
@@ -208,14 +202,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     const int cp_ok = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && lin_fused_cp_dims_ok(&d) && opt.variant == LIN_VARIANT_FAST &&
                       dev.smem_per_block_optin >= LIN_FUSED_CP_SMEM;
     w->fused_cp = cp_ok ? opt.fused_cp : 0;
-    /* fused_phase2 serves the bf16 chunked extend where V is a multiple of the tile and the device has the
-     * kernel's shared memory (value 1: mamba2 at tile 64) */
-    for (int t = 64; t >= 16 && !w->fused_p2_max; t /= 2)
-        if (dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM_BF16(t)) w->fused_p2_max = t;
-    const int p2_tile_ok = opt.fused_p2 == 1 ? kind == SGL_ATTN_HYBRID_MAMBA2 && w->fused_p2_max >= 64 && d.dv % 64 == 0
-                                             : opt.fused_p2 && d.dv % opt.fused_p2 == 0 &&
-                                                   opt.fused_p2 <= w->fused_p2_max;
-    w->fused_p2 = tc_ok && m->dtype == SGL_ATTN_DT_BF16 && opt.variant == LIN_VARIANT_FAST && p2_tile_ok ? opt.fused_p2 : 0;
+    /* fused_phase2 serves mamba2's bf16 chunked extend at V a multiple of 64, with the kernel's shared memory */
+    const int p2_ok = tc_ok && kind == SGL_ATTN_HYBRID_MAMBA2 && m->dtype == SGL_ATTN_DT_BF16 && d.dv % 64 == 0 &&
+                      opt.variant == LIN_VARIANT_FAST && dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM_BF16(64);
+    w->fused_p2 = p2_ok ? opt.fused_p2 : 0;
     w->sm_count = dev.sm_count;
     w->l2a_blocks = lin_decode_l2a_blocks(opt.l2a_blocks, lin_state_dt(&d), dev.sm_count);
     w->sm_major = dev.sm_major;
@@ -247,9 +237,7 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     if (ce == cudaSuccess) ce = cudaDeviceSynchronize(); /* the memset is done before any stream uses it */
     if (ce == cudaSuccess && w->L.need_tc) ce = (cudaError_t)lin_chunk_setup();
     if (ce == cudaSuccess && w->L.need_tc && w->fused_cp) ce = (cudaError_t)lin_chunk_fused_cp_setup();
-    for (int t = 16; t <= 64 && ce == cudaSuccess && w->L.need_tc && w->fused_p2; t *= 2)
-        if (w->fused_p2 == t || (w->fused_p2 == 1 && t <= w->fused_p2_max))
-            ce = (cudaError_t)lin_chunk_fused_state_bf16_setup(t);
+    if (ce == cudaSuccess && w->L.need_tc && w->fused_p2) ce = (cudaError_t)lin_chunk_fused_state_bf16_setup();
     if (ce != cudaSuccess) {
         (void)cudaGetLastError();
         char what[160];
@@ -260,17 +248,11 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     char stream_what[64] = "", p2_what[128] = "";
-    if (w->L.need_tc && w->fused_p2 == 1)
-        snprintf(p2_what, sizeof p2_what, " (fused_phase2: bf16 phase 2 in one kernel for batches that fill the SMs)");
-    else if (w->L.need_tc && w->fused_p2)
-        snprintf(p2_what, sizeof p2_what, " (fused_phase2: bf16 phase 2 in one kernel, %d-row state tiles)", w->fused_p2);
-    else if (opt.fused_p2)
-        snprintf(p2_what, sizeof p2_what, " (fused_phase2=%d ignored: bf16 chunked extend%s)", opt.fused_p2,
-                 opt.fused_p2 == 1 ? ", mamba2, V a multiple of 64" : ", V a multiple of the tile, shared memory");
-    if (w->L.need_stream && w->l2a_blocks)
-        snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
-    else if (w->L.need_stream)
-        snprintf(stream_what, sizeof stream_what, " (stream decode)");
+    if (w->L.need_tc && w->fused_p2)
+        snprintf(p2_what, sizeof p2_what, " (fused phase 2: mamba2's bf16 extends %s)",
+                 w->fused_p2 == 2 ? "always" : "whose heads fill the SMs");
+    else if (opt.fused_p2 == 2)
+        snprintf(p2_what, sizeof p2_what, " (fused_phase2=always ignored: it serves mamba2, bf16, V a multiple of 64)");
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",
                 "%s on device %d (%s, SM %d.%d): kernels %s%s%s%s%s%s%s, %zu bytes on the device", name, a->device,
                 dev.name, dev.sm_major, dev.sm_minor, lin_variant_name(opt.variant),

@@ -154,7 +154,7 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->Hs = L->need_tc ? w->dev + L->Hs : NULL;
     p->Zs = L->seg_cap ? (float *)(w->dev + L->Zs) : NULL;
     p->seg_chunks = 0; /* the serial state pass unless launch() chooses segments */
-    p->fused_p2 = 0;   /* launch() chooses fused_phase2's tile */
+    p->fused_p2 = 0;   /* launch() chooses the fused phase 2 (lin_fused_p2_tile) */
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */
@@ -182,10 +182,11 @@ static int launch(lin_inst *w, const lin_fwd *p, int lid, void *stream) {
             q.fused_cp = act.dt == LIN_DT_BF16 && lin_fused_cp_takes(w->fused_cp, d, w->sm_count, w->bs);
             if (q.fused_cp) path = "chunked (fused)";
             else q.seg_chunks = lin_seg_plan(&w->L, d, w->seg, w->sm_count, w->bs, w->T, vt, &q.seg_max);
-            /* fused_phase2 (a lever): where the serial state pass would run */
+            /* mamba2's fused phase 2 where the serial state pass would run */
             q.fused_p2 = act.dt == LIN_DT_BF16 && !q.fused_cp && q.seg_chunks <= 0
-                             ? lin_fused_p2_tile(w->fused_p2, d, w->sm_count, w->bs, w->fused_p2_max)
+                             ? lin_fused_p2_tile(w->fused_p2, d, w->sm_count, w->bs)
                              : 0;
+            if (q.fused_p2) path = "chunked (fused phase 2)";
             ce = lin_launch_chunk(&q, act.dt, vt, stream);
         } else if (simple_ready) {
             ce = lin_launch_token_step(p, stream);

@@ -124,9 +124,8 @@ typedef struct lin_fwd {
     int32_t dq_pdl;   /* SM 9.0+: the stream kernel is a programmatic dependent launch of the prep */
     int32_t dec_l2a;  /* the L2 prefetch ahead: each stream block asks L2 for the state tile of the block this
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
-    /* a lever, at the end so that the kernels without it keep their parameter offsets */
-    int32_t fused_p2; /* bf16: phase 2 in chunk_fused_state.cu with tiles of this many state rows where the serial
-                       * state pass would run (option fused_phase2; 0: the state pass and the output kernel) */
+    int32_t fused_p2; /* mamba2, bf16: phase 2 in chunk_fused_state.cu with tiles of this many (64) state rows
+                       * (lin_fused_p2_tile; 0: the state pass and the output kernel) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
@@ -212,7 +211,7 @@ static inline size_t lin_decode_operands_per(int kind, int K, int V, int gsz, in
 #define LIN_FUSED_CP_SMEM                                                                              \
     ((size_t)(6 * LIN_CHUNK * (LIN_TC_K + 8) * 2 + 3 * LIN_CHUNK * (LIN_TC_K + 8) * 2 +                  \
               2 * LIN_CHUNK * (LIN_CHUNK + 8) * 2 + LIN_TC_VMAX * (LIN_TC_K + 8) * 2 + 5 * LIN_CHUNK * 4))
-/* the bf16 instances (option fused_phase2) also stage mamba2's float32 skip D x of each chunk, [C][vt + 8] a
+/* the bf16 instance (mamba2) also stages its float32 skip D x of each chunk, [C][vt + 8] a
  * stage, so that the outputs do not wait on global loads inside the serial chain */
 #define LIN_FUSED_STATE_SKIP(vt) ((size_t)2 * LIN_CHUNK * ((vt) + 8) * 4)
 #define LIN_FUSED_STATE_SMEM_BF16(vt) (LIN_FUSED_STATE_SMEM(vt) + LIN_FUSED_STATE_SKIP(vt))
@@ -253,10 +252,10 @@ int lin_launch_chunk_segments(const lin_fwd *p, int vt, void *stream); /* chunk_
 int lin_chunk_state_setup(void);
 int lin_launch_chunk_output(const lin_fwd *p, void *stream); /* chunk_output.cu: bf16 */
 int lin_chunk_output_setup(void);
-/* chunk_fused_state.cu: f16 (vt 16 / 32); bf16 under fused_phase2 (vt 16 / 32 / 64, its setup at create) */
+/* chunk_fused_state.cu: f16 (vt 16 / 32); mamba2 at bf16 (vt 64, its setup at create where it runs) */
 int lin_launch_chunk_fused_state(const lin_fwd *p, int ot, int vt, void *stream);
 int lin_chunk_fused_state_setup(void);
-int lin_chunk_fused_state_bf16_setup(int vt);
+int lin_chunk_fused_state_bf16_setup(void);
 /* chunk_fused_cp.cu: option fused_chunk, gdn, bf16, K = 128, V 64 / 128; its setup only on devices with
  * LIN_FUSED_CP_SMEM of opt-in shared memory a block */
 int lin_launch_chunk_fused_cp(const lin_fwd *p, void *stream);

@@ -178,15 +178,14 @@ int lin_fused_cp_takes(int opt, const lin_dims *d, int sm_count, int32_t bs) {
     return opt == 2 || (int64_t)bs * d->hv * 2 >= (int64_t)sm_count;
 }
 
-/* fused_phase2's tile (0: the state pass and the output kernel).  16, 32 and 64 are that tile for every kind
- * (tests, timings); 1 chooses by the batch for mamba2 only: tile 64 (at most max_tile, dividing V) where its
- * blocks, bs x hv x V / 64, fill 7/8 of the SMs (one block an SM).  H200 run 1 of 2026-12-06: mamba2 1.076x /
- * 1.108x at Nemotron-H 1 x 64k / 16 x 8k; gdn and kda lost there (0.964x / 0.966x), and the smaller tiles
- * were not timed with the skip staged. */
-int lin_fused_p2_tile(int opt, const lin_dims *d, int sm_count, int32_t bs, int max_tile) {
-    if (opt != 1) return opt == 16 || opt == 32 || opt == 64 ? opt : 0;
-    if (d->kind != SGL_ATTN_HYBRID_MAMBA2 || bs <= 0 || sm_count <= 0 || max_tile < 64 || d->dv % 64) return 0;
-    return (int64_t)bs * d->hv * (d->dv / 64) * 8 >= (int64_t)sm_count * 7 ? 64 : 0;
+/* The fused phase 2's tile for mamba2 (0: the state pass and the output kernel): 64 rows, one block an SM, a
+ * serial chain per (request, head, tile).  Option 1 (the default) takes a batch whose blocks, bs x hv x V / 64,
+ * fill 7/8 of the SMs (Nemotron-H 8B, 128 heads: one request); fewer keep the state pass, whose 8 warps a block
+ * and 2 blocks an SM hide more latency when blocks are few (not timed against it).  2 (always, tests) takes
+ * every batch.  create leaves the option 0 where the kernel cannot run. */
+int lin_fused_p2_tile(int opt, const lin_dims *d, int sm_count, int32_t bs) {
+    if (opt <= 0 || d->kind != SGL_ATTN_HYBRID_MAMBA2 || d->dv % 64 || bs <= 0) return 0;
+    return opt == 2 || (int64_t)bs * d->hv * (d->dv / 64) * 8 >= (int64_t)sm_count * 7 ? 64 : 0;
 }
 
 int lin_decode_l2a_blocks(int opt, int st_dt, int sm_count) {
