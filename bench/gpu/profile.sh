@@ -35,10 +35,9 @@
 #  12. the same SASS view of gdn's segmented state pass (first pass) at Qwen3.5
 #      TP8 1 x 64k and of mamba2's UT and output kernels at Nemotron-H 1 x 64k
 #      (PROFILE=12)
-#  13. the bf16 fused phase 2 (fused_phase2=64, chunk_fused_state.cu) at mamba2
-#      Nemotron-H 1 x 64k (issue 22): one launch's speed of light, warp states,
-#      scheduler and memory sections, then by SASS instruction: why a chunk step
-#      takes ~11 us where ~2 were predicted (PROFILE=13)
+#  13. mamba2's fused phase 2 (chunk_fused_state.cu, tile 64) at Nemotron-H
+#      1 x 64k (issue 22): one launch's speed of light, warp states, scheduler
+#      and memory sections, then by SASS instruction (PROFILE=13)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -140,14 +139,18 @@ if on 8; then
   echo "rc=$?"
   grep -E "attn_|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Occupancy|Registers|Shared Memory|Block Limit" "$OUT/ragged_sections.txt" | head -40
 fi
+# one linear kernel's launch: speed of light, warp states, scheduler, memory: lin_sections NAME FILTER KERNEL
+lin_sections() {
+  BENCH_SET=prefill BENCH_FILTER="$2" BENCH_QUICK=1 timeout 120 $NCU \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
+    -k "regex:$3" -c 1 $T/bench_lin /dev/null $P > "$OUT/$1_sections.txt" 2>&1
+  echo "rc=$?"
+  grep -E "$3|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Issue Slot|No Eligible|Active Warps|Bank|Shared" \
+    "$OUT/$1_sections.txt" | head -50
+}
 if on 9; then
   step "9. gdn fused chunk kernel, Qwen3.5 TP8 16 x 8k, fused_chunk=1: one launch's sections"
-  SGL_ATTN_LIN_FUSED_CHUNK=1 BENCH_SET=prefill BENCH_FILTER="hv8/hk2 16x8k" BENCH_QUICK=1 timeout 120 $NCU \
-    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-    -k regex:lin_chunk_fused_cp_kernel -c 1 $T/bench_lin /dev/null $P > "$OUT/lin_fused_cp_sections.txt" 2>&1
-  echo "rc=$?"
-  grep -E "lin_chunk_fused_cp|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Issue Slot|No Eligible|Active Warps|Bank|Shared" \
-    "$OUT/lin_fused_cp_sections.txt" | head -50
+  SGL_ATTN_LIN_FUSED_CHUNK=1 lin_sections lin_fused_cp "hv8/hk2 16x8k" lin_chunk_fused_cp_kernel
 fi
 if on 10; then
   step "10a. kda prefill 1 x 64k: kernel durations of one forward"
@@ -207,14 +210,9 @@ if on 12; then
   sass_of m2_out "mamba2,1x64k" "lin_chunk_output_kernel"
 fi
 if on 13; then
-  step "13a. mamba2 1 x 64k, fused_phase2=64: the fused phase 2's sections"
-  SGL_ATTN_LIN_FUSED_PHASE2=64 BENCH_SET=prefill BENCH_FILTER="mamba2,1x64k" BENCH_QUICK=1 timeout 120 $NCU \
-    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section MemoryWorkloadAnalysis \
-    -k regex:lin_chunk_fused_state_kernel -c 1 $T/bench_lin /dev/null $P > "$OUT/m2_fs_sections.txt" 2>&1
-  echo "rc=$?"
-  grep -E "lin_chunk_fused_state|Duration|Throughput|Stall|Warp Cycles|Eligible|Issued|Issue Slot|No Eligible|Active Warps" \
-    "$OUT/m2_fs_sections.txt" | head -40
-  step "13b. mamba2 1 x 64k, fused_phase2=64: the fused phase 2 by SASS instruction"
-  SGL_ATTN_LIN_FUSED_PHASE2=64 sass_of m2_fs "mamba2,1x64k" "lin_chunk_fused_state_kernel"
+  step "13a. mamba2 1 x 64k: the fused phase 2's sections"
+  lin_sections m2_fs "mamba2,1x64k" lin_chunk_fused_state_kernel
+  step "13b. mamba2 1 x 64k: the fused phase 2 by SASS instruction"
+  sass_of m2_fs "mamba2,1x64k" "lin_chunk_fused_state_kernel"
 fi
 echo "profile: done [$SECONDS s]"
