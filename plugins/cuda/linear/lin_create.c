@@ -248,6 +248,10 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
     char stream_what[64] = "", p2_what[128] = "";
+    if (w->L.need_stream && w->l2a_blocks)
+        snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
+    else if (w->L.need_stream)
+        snprintf(stream_what, sizeof stream_what, " (stream decode)");
     if (w->L.need_tc && w->fused_p2)
         snprintf(p2_what, sizeof p2_what, " (fused phase 2: mamba2's bf16 extends %s)",
                  w->fused_p2 == 2 ? "always" : "whose heads fill the SMs");
