@@ -44,8 +44,9 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
     int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(&q, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;
     if (!bf) return lin_launch_chunk_fused_state(pp, ot, vt, stream);
-    /* mamba2's fused phase 2: the state pass with the outputs on the way, where the serial pass would run */
-    if (p.fused_p2 && !(p.seg_chunks > 0 && p.Zs)) return lin_launch_chunk_fused_state(&q, ot, p.fused_p2, stream);
+    /* mamba2's fused phase 2: the state pass with the outputs on the way (forward sets fused_p2 only where the
+     * serial pass would run) */
+    if (p.fused_p2) return lin_launch_chunk_fused_state(&q, ot, p.fused_p2, stream);
     if (!p.Hs) return (int)cudaErrorInvalidValue;
     /* the segmented pass where the plan-time rule chose segments (lin_seg_plan); the serial pass for
      * batches that fill the SMs with requests, and for f16 (the fused phase 2) */

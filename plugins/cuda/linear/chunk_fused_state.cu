@@ -146,18 +146,9 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
 
         /* O += M Unew; store the chunk's rows */
         lk_rows_mul_k<OT, C>(O, Ms, CP, UB, VTP, 16 * warp);
-        if (SKS && SKIP) { /* o + D x from this stage's skip rows */
-            const float *Sks = Skb + (q & 1) * C * VTP;
-#pragma unroll
-            for (int nt = 0; nt < VT / 8; nt++)
-#pragma unroll
-                for (int hf = 0; hf < 2; hf++) {
-                    const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
-                    O[nt][2 * hf] += Sks[t * VTP + v];
-                    O[nt][2 * hf + 1] += Sks[t * VTP + v + 1];
-                }
-        }
-        lk_store_out_rows(p, O, ct0, len, HV, V, ocol, VT, SKIP && !SKS, warp, g, t4);
+        /* mamba2 adds D x from this stage's skip rows (SKS) or from global memory */
+        const float *sk = !SKIP ? nullptr : SKS ? Skb + (q & 1) * C * VTP : p.Sk + ct0 * HV * V + ocol;
+        lk_store_out_rows(p, O, ct0, len, HV, V, ocol, VT, sk, SKS ? (int64_t)VTP : (int64_t)HV * V, 16 * warp, g, t4);
 
         /* S = S diag(eG) + Unew^T KD */
         lk_state_step<OT, MT, C>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);

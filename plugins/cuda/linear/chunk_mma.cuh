@@ -133,24 +133,23 @@ LK_DEV void lk_rows_mul_k(float (&acc)[NT][4], const uint16_t *A, int lda, const
     }
 }
 
-/* A warp's 16 output rows of phase 2 (accumulators O, rows 16 warp + ..,
- * columns v < nv) to out rows ct0 + t < len (HV * V elements a token) from
- * column ocol, in out's dtype;
- * mamba2 (skip) adds its D x term Sk first. */
+/* A warp's 16 output rows of phase 2 (accumulators O, rows r0 + .., columns v < nv) to out rows ct0 + t < len
+ * (HV * V elements a token) from column ocol, in out's dtype; mamba2 adds its D x term first, element (t, v) of
+ * sk (rows of ldsk floats: the skip in global memory, or a stage of it in shared memory), where sk is given. */
 template <int NT>
 LK_DEV void lk_store_out_rows(const lin_fwd &p, const float (&O)[NT][4], int64_t ct0, int len, int HV, int V,
-                              int64_t ocol, int nv, bool skip, int warp, int g, int t4) {
+                              int64_t ocol, int nv, const float *sk, int64_t ldsk, int r0, int g, int t4) {
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
 #pragma unroll
         for (int hf = 0; hf < 2; hf++) {
-            const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+            const int t = r0 + g + 8 * hf, v = 8 * nt + 2 * t4;
             if (t >= len || v >= nv) continue;
             const int64_t at = (ct0 + t) * HV * V + ocol + v;
             float o0 = O[nt][2 * hf], o1 = O[nt][2 * hf + 1];
-            if (skip) {
-                o0 += p.Sk[at];
-                o1 += p.Sk[at + 1];
+            if (sk) {
+                o0 += sk[t * ldsk + v];
+                o1 += sk[t * ldsk + v + 1];
             }
             lk_st(p.out, p.out_dt, at, o0);
             lk_st(p.out, p.out_dt, at + 1, o1);

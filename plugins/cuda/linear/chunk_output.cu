@@ -122,7 +122,8 @@ __global__ __launch_bounds__(LK_S3_THREADS) void lin_chunk_output_kernel(lin_fwd
         }
         return;
     }
-    lk_store_out_rows(p, O, ct0, len, HV, V, ocol, nv, SKIP, warp, g, t4);
+    lk_store_out_rows(p, O, ct0, len, HV, V, ocol, nv, SKIP ? p.Sk + ct0 * HV * V + ocol : nullptr, (int64_t)HV * V,
+                      16 * warp, g, t4);
 }
 
 /* ------------------------------------------------------------ launchers */
