@@ -62,6 +62,8 @@
  *     LT_QUICK=18  mamba2's bf16 fused phase 2 (chunk_fused_state.cu; option fused_phase2 = always, since the
  *                  tests' batches do not fill the SMs): each bf16 mamba2 config of the sets 1, 3 and 10 the same
  *                  bits as with it off; the other kinds refuse always on the create line
+ *     LT_QUICK=19  the lever fused_phase2_8w: each bf16 mamba2 config of the sets 1, 3 and 10 at V a multiple of 64,
+ *                  fused phase 2 on 8 warps a block the same bits as on 4
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -91,9 +93,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q19 = 65536 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1127,6 +1129,39 @@ static void fused_phase2_tests(int set) {
     LT_CHECK(n > 0, "fused_phase2: no bf16 mamba2 config ran");
 }
 
+/* The lever fused_phase2_8w (LT_QUICK=19, the full run its first config): each bf16 mamba2 config of the sets 1,
+ * 3 and 10 at V a multiple of 64 runs the fused phase 2 (fused_phase2 = always) on 4 warps (outputs recorded),
+ * then on 8: the same bits in every output (each element is the same products in the same order), the create
+ * line naming the 8 warps. */
+static void fused_phase2_8w_tests(int set) {
+    int n = 0;
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+        const cfg *c = &configs[i];
+        if (c->kind != MAMBA2 || c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || c->sh.dk != 128 ||
+            c->sh.dv % 64 || !(c->sets & (Q1 | Q3 | Q10)) || (set == F && n >= 1))
+            continue;
+        n++;
+        lt_rec_reset();
+        lt_rec_mode = 1;
+        setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
+        lt_create_log[0] = 0;
+        run_cfg(c);
+        LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always)"),
+                 "fused_phase2_8w off, config %zu: the create line \"%s\"", i, lt_create_log);
+        setenv("SGL_ATTN_LIN_FUSED_PHASE2_8W", "1", 1);
+        lt_rec_mode = 2;
+        lt_create_log[0] = 0;
+        run_cfg(c);
+        LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always, 8 warps a block)"),
+                 "fused_phase2_8w on, config %zu: the create line \"%s\"", i, lt_create_log);
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_8W");
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
+        lt_rec_mode = 0;
+        lt_rec_reset();
+    }
+    LT_CHECK(n > 0, "fused_phase2_8w: no bf16 mamba2 config at V a multiple of 64 ran");
+}
+
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1157,9 +1192,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 18 ? Q18 : 0;
+                    : quick == 18 ? Q18 : quick == 19 ? Q19 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 or 18 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 or 19 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1182,7 +1217,7 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
-    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", /* set where tested */
+    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", "SGL_ATTN_LIN_FUSED_PHASE2_8W", /* set where tested */
                                    "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
@@ -1212,6 +1247,7 @@ int main(int argc, char **argv) {
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
     if (set & (F | Q18)) fused_phase2_tests(set);
+    if (set & (F | Q19)) fused_phase2_8w_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

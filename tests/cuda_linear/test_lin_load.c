@@ -127,7 +127,8 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks and sync_check
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks, fused_phase2,
+         * fused_phase2_8w and sync_check
          * take their values or auto (a GPU-less create then fails later, at the device); anything else is
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
          * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
@@ -194,6 +195,9 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_FUSED_PHASE2", "auto", NULL},
             {"SGL_ATTN_LIN_FUSED_PHASE2", "Off", NULL},
             {"SGL_ATTN_LIN_FUSED_PHASE2", "64", "environment SGL_ATTN_LIN_FUSED_PHASE2 = \"64\": expected auto, 1, true, yes, on (the default: mamba2's"},
+            {"SGL_ATTN_LIN_FUSED_PHASE2_8W", "1", NULL},
+            {"SGL_ATTN_LIN_FUSED_PHASE2_8W", "off", NULL},
+            {"SGL_ATTN_LIN_FUSED_PHASE2_8W", "8", "environment SGL_ATTN_LIN_FUSED_PHASE2_8W = \"8\": expected 1, true, yes, on"},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "auto", NULL},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "yes", "environment SGL_ATTN_LIN_MAMBA2_STREAM_PREP = \"yes\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_KDA_DIAG_LANES", "", NULL},

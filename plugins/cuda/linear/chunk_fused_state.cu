@@ -4,9 +4,9 @@
  * heads fill the SMs (no chunk start states Hs through memory, QG and M read
  * once; lin_fused_p2_tile): the state passes through a
  * request's chunks in order and the outputs are made on the way.  One block
- * per (request, value head, tile of VT state rows), 4 warps; the tile
- * [VT][128] stays in float32 registers as mma
- * accumulators (warp w owns columns 32w .. 32w+31).  Per chunk (its W, QG,
+ * per (request, value head, tile of VT state rows), 4 warps (8 under the
+ * lever fused_phase2_8w); the tile [VT][128] stays in float32 registers as mma
+ * accumulators (warp w of NW owns columns 128 w / NW ..).  Per chunk (its W, QG,
  * KD, M, U tile and exp(G_last) double-buffered in shared memory by cp.async):
  *   Unew = U - W S^T                      (declin: Unew = U)
  *   o    = QG S^T + M Unew  (+ D x)       -> out, rows of the chunk
@@ -16,16 +16,20 @@
  * written at the end. */
 #include "chunk_mma.cuh"
 
-#define LK_FS_THREADS 128
-
 /* The kind and the state dtype are runtime values (uniform branches): one
- * kernel per (operand type, tile).  SKS (the bf16 instance): mamba2's skip
- * D x lands in shared memory with the chunk's operands (LIN_FUSED_STATE_SKIP)
- * instead of being read from global memory inside the serial chain when the
- * outputs are stored. */
-template <int OT, int VT, bool SKS = false>
-__global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
+ * kernel per (operand type, tile, warps).  SKS (the bf16 instance): mamba2's
+ * skip D x lands in shared memory with the chunk's operands
+ * (LIN_FUSED_STATE_SKIP) instead of being read from global memory inside the
+ * serial chain when the outputs are stored.  NW = 8 (the lever
+ * fused_phase2_8w): the same products in the same order over twice the
+ * warps, so that each scheduler has two warps to issue from in the serial
+ * chain; warp w owns state columns 16 w .. 16 w + 15 and, of the chunk's
+ * outputs, rows 16 (w % 4) .. and columns (w / 4) VT / 2 .. */
+template <int OT, int VT, bool SKS = false, int NW = 4>
+__global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
+    constexpr int NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
+    static_assert((NW == 4 || NW == 8) && NB % 2 == 0 && VW % 16 == 0, "4 or 8 warps over 128 key columns");
     const int KIND = p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
     constexpr int STAGE = LIN_FUSED_STATE_STAGE(VT);
@@ -42,9 +46,10 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
     const int slot = p.pl.req_slot[i], init = p.pl.req_init[i];
     const int64_t tok0 = p.pl.req_tok0[i];
     const int V = p.V, HV = p.hv, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2, t4 = lane & 3;
+    const int rg = NW == 4 ? warp : warp % 4, cofs = NW == 4 ? 0 : (warp / 4) * VW; /* output rows 16 rg .., columns cofs .. */
     const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of an out row */
     if (slot < 0) { /* padding */
-        for (int idx = tid; idx < n * VT; idx += LK_FS_THREADS)
+        for (int idx = tid; idx < n * VT; idx += NTH)
             lk_st(p.out, p.out_dt, (tok0 + idx / VT) * HV * V + ocol + idx % VT, 0.f);
         return;
     }
@@ -58,7 +63,7 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
         float *eGs = (float *)(Us + C * VTP);
         const int64_t ct0 = p.pl.chunk_tok0[jc];
         const int len = p.pl.chunk_len[jc];
-        for (int idx = tid; idx < C * (K / 8); idx += LK_FS_THREADS) {
+        for (int idx = tid; idx < C * (K / 8); idx += NTH) {
             const int t = idx / (K / 8), cc = (idx % (K / 8)) * 8;
             const bool ok = t < len;
             const int64_t src = ((ct0 + (ok ? t : 0)) * HV + h) * K + cc;
@@ -66,20 +71,20 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
             lk_cp_async16(QGs + t * KP + cc, (const uint16_t *)p.QGt + src, ok);
             lk_cp_async16(KDs + t * KP + cc, (const uint16_t *)p.KDt + src, ok);
         }
-        for (int idx = tid; idx < C * (C / 8); idx += LK_FS_THREADS) {
+        for (int idx = tid; idx < C * (C / 8); idx += NTH) {
             const int t = idx / (C / 8), cc = (idx % (C / 8)) * 8;
             const bool ok = t < len;
             lk_cp_async16(Ms + t * CP + cc, (const uint16_t *)p.Mt + ((ct0 + (ok ? t : 0)) * HV + h) * C + cc, ok);
         }
-        for (int idx = tid; idx < C * (VT / 8); idx += LK_FS_THREADS) {
+        for (int idx = tid; idx < C * (VT / 8); idx += NTH) {
             const int t = idx / (VT / 8), cc = (idx % (VT / 8)) * 8;
             const bool ok = t < len;
             lk_cp_async16(Us + t * VTP + cc, (const uint16_t *)p.Ut + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
         }
-        for (int idx = tid; idx < K / 4; idx += LK_FS_THREADS)
+        for (int idx = tid; idx < K / 4; idx += NTH)
             lk_cp_async16(eGs + idx * 4, p.eG + ((int64_t)jc * HV + h) * K + idx * 4, true);
         if (SKS && SKIP)
-            for (int idx = tid; idx < C * (VT / 4); idx += LK_FS_THREADS) {
+            for (int idx = tid; idx < C * (VT / 4); idx += NTH) {
                 const int t = idx / (VT / 4), cc = (idx % (VT / 4)) * 4;
                 const bool ok = t < len;
                 lk_cp_async16(Skb + (s * C + t) * VTP + cc, p.Sk + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
@@ -87,10 +92,10 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
     };
 
     /* the state tile: element e of (m-tile a, n-tile b) is row 16a + g + 8(e >> 1),
-     * column 32 warp + 8b + 2 t4 + (e & 1) */
-    float S[MT][4][4];
+     * column 8 NB warp + 8b + 2 t4 + (e & 1) */
+    float S[MT][NB][4];
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
-    lk_state_load<OT, MT>(p, sb, init, S, Sb, KP, warp, g, t4);
+    lk_state_load<OT, MT, NB>(p, sb, init, S, Sb, KP, warp, g, t4);
     if (nch > 0) issue(0, c0);
     lk_cp_async_commit();
 
@@ -106,21 +111,21 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
         const int64_t ct0 = p.pl.chunk_tok0[c0 + q];
         const int len = p.pl.chunk_len[c0 + q];
 
-        /* X = W S^T and O = QG S^T: rows 16 warp .. (tokens), VT columns */
-        float X[VT / 8][4], O[VT / 8][4];
+        /* X = W S^T and O = QG S^T: rows 16 rg .. (tokens), VW columns from cofs */
+        float X[VW / 8][4], O[VW / 8][4];
 #pragma unroll
-        for (int nt = 0; nt < VT / 8; nt++)
+        for (int nt = 0; nt < VW / 8; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) X[nt][e] = O[nt][e] = 0.f;
 #pragma unroll
         for (int k16 = 0; k16 < K / 16; k16++) {
             uint32_t aq[4], aw[4];
-            lk_lda(aq, QGs, KP, 16 * warp, 16 * k16);
-            if (DELTA) lk_lda(aw, Ws, KP, 16 * warp, 16 * k16);
+            lk_lda(aq, QGs, KP, 16 * rg, 16 * k16);
+            if (DELTA) lk_lda(aw, Ws, KP, 16 * rg, 16 * k16);
 #pragma unroll
-            for (int np = 0; np < VT / 16; np++) {
+            for (int np = 0; np < VW / 16; np++) {
                 uint32_t b[4];
-                lk_ldb_n(b, Sb, KP, 16 * np, 16 * k16);
+                lk_ldb_n(b, Sb, KP, cofs + 16 * np, 16 * k16);
                 lk_mma<OT>(O[2 * np], aq, b[0], b[1]);
                 lk_mma<OT>(O[2 * np + 1], aq, b[2], b[3]);
                 if (DELTA) {
@@ -132,10 +137,10 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
         const uint16_t *UB = Us;
         if (DELTA) { /* Unew = U - W S^T, 16-bit, for both products below */
 #pragma unroll
-            for (int nt = 0; nt < VT / 8; nt++)
+            for (int nt = 0; nt < VW / 8; nt++)
 #pragma unroll
                 for (int hf = 0; hf < 2; hf++) {
-                    const int t = 16 * warp + g + 8 * hf, v = 8 * nt + 2 * t4;
+                    const int t = 16 * rg + g + 8 * hf, v = cofs + 8 * nt + 2 * t4;
                     const float u0 = lk_from16<OT>(Us[t * VTP + v]) - X[nt][2 * hf];
                     const float u1 = lk_from16<OT>(Us[t * VTP + v + 1]) - X[nt][2 * hf + 1];
                     *(uint32_t *)(Ub + t * VTP + v) = lk_pack2<OT>(u0, u1);
@@ -145,16 +150,17 @@ __global__ __launch_bounds__(LK_FS_THREADS, 1) void lin_chunk_fused_state_kernel
         __syncthreads(); /* Unew complete; nobody reads Sb any more this chunk */
 
         /* O += M Unew; store the chunk's rows */
-        lk_rows_mul_k<OT, C>(O, Ms, CP, UB, VTP, 16 * warp);
+        lk_rows_mul_k<OT, C>(O, Ms, CP, UB + cofs, VTP, 16 * rg);
         /* mamba2 adds D x from this stage's skip rows (SKS) or from global memory */
-        const float *sk = !SKIP ? nullptr : SKS ? Skb + (q & 1) * C * VTP : p.Sk + ct0 * HV * V + ocol;
-        lk_store_out_rows(p, O, ct0, len, HV, V, ocol, VT, sk, SKS ? (int64_t)VTP : (int64_t)HV * V, 16 * warp, g, t4);
+        const float *sk = !SKIP ? nullptr : SKS ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
+        lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, SKS ? (int64_t)VTP : (int64_t)HV * V, 16 * rg, g,
+                          t4);
 
         /* S = S diag(eG) + Unew^T KD */
-        lk_state_step<OT, MT, C>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
+        lk_state_step<OT, MT, C, NB>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
     }
     lk_cp_async_wait_all();
-    lk_state_store<MT>(p, sb, S, warp, g, t4);
+    lk_state_store<MT, NB>(p, sb, S, warp, g, t4);
 }
 
 /* ------------------------------------------------------------ launchers */
@@ -169,25 +175,33 @@ extern "C" int lin_chunk_fused_state_setup(void) {
     return e;
 }
 
-static void (*fused_state_kernel(int ot, int vt))(lin_fwd) {
-    if (ot == LIN_DT_F16) return vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
+static void (*fused_state_kernel(int ot, int vt, bool w8))(lin_fwd) {
+    if (ot == LIN_DT_F16) return w8 ? nullptr
+                                 : vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                  : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr;
-    return vt == 64 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true> : nullptr;
+    if (vt != 64) return nullptr;
+    return w8 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8> : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>;
 }
 
-/* the bf16 instance (mamba2), at create where it runs */
+/* the bf16 instances (mamba2), at create where they run */
 extern "C" int lin_chunk_fused_state_bf16_setup(void) {
-    return (int)cudaFuncSetAttribute((const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)LIN_FUSED_STATE_SMEM_BF16(64));
+    const void *k[2] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8>};
+    int e = 0;
+    for (int i = 0; i < 2 && !e; i++)
+        e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      (int)LIN_FUSED_STATE_SMEM_BF16(64));
+    return e;
 }
 
-/* ot: f16 (vt 16 or 32) or bf16 (vt 64, after lin_chunk_fused_state_bf16_setup) */
+/* ot: f16 (vt 16 or 32) or bf16 (vt 64, after lin_chunk_fused_state_bf16_setup; 8 warps where p.fused_p2_8w) */
 extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
-    void (*k)(lin_fwd) = fused_state_kernel(ot, vt);
+    const bool w8 = ot == LIN_DT_BF16 && p.fused_p2_8w;
+    void (*k)(lin_fwd) = fused_state_kernel(ot, vt, w8);
     if (!k || p.V % vt) return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    LK_LAUNCH(k, grid, LK_FS_THREADS, ot == LIN_DT_F16 ? LIN_FUSED_STATE_SMEM(vt) : LIN_FUSED_STATE_SMEM_BF16(vt),
+    LK_LAUNCH(k, grid, w8 ? 256 : 128, ot == LIN_DT_F16 ? LIN_FUSED_STATE_SMEM(vt) : LIN_FUSED_STATE_SMEM_BF16(vt),
               (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

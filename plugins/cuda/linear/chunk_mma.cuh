@@ -157,14 +157,14 @@ LK_DEV void lk_store_out_rows(const lin_fwd &p, const float (&O)[NT][4], int64_t
 }
 
 /* One chunk's state update of the phase-2 kernels (chunk_fused_state.cu,
- * chunk_state.cu), for warp w's columns 32 w .. 32 w + 31 of a [16 MT][K]
- * state tile held in float32 mma accumulators:  S = S diag(eG) + U^T KD
- * (C = 64 tokens), then the 16-bit copy Sb the next chunk's products read.
- * eGs: per key column (gch, kda) or one value. */
-template <int OT, int MT, int C>
-LK_DEV void lk_state_step(float (&S)[MT][4][4], const float *eGs, bool gch, const uint16_t *KDs, int kp,
+ * chunk_state.cu), for warp w's NB n8 tiles of key columns, 8 NB w .. 8 NB w + 8 NB - 1
+ * (4 warps: 32 columns each; 8 warps: 16), of a [16 MT][K] state tile held in float32
+ * mma accumulators:  S = S diag(eG) + U^T KD (C = 64 tokens), then the 16-bit copy Sb
+ * the next chunk's products read.  eGs: per key column (gch, kda) or one value. */
+template <int OT, int MT, int C, int NB = 4>
+LK_DEV void lk_state_step(float (&S)[MT][NB][4], const float *eGs, bool gch, const uint16_t *KDs, int kp,
                           const uint16_t *U, int ldu, uint16_t *Sb, int warp, int g, int t4) {
-    constexpr int NB = 4;
+    static_assert(NB % 2 == 0, "the KD fragments come in n16 pairs");
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll
@@ -199,20 +199,20 @@ LK_DEV void lk_state_step(float (&S)[MT][4][4], const float *eGs, bool gch, cons
 }
 
 /* The phase-2 state tile's float32 accumulators (lk_state_step's layout: element e of (m-tile a,
- * n-tile b) is row 16 a + g + 8 (e >> 1), key column 32 warp + 8 b + 2 t4 + (e & 1)) from the pool's
+ * n-tile b) is row 16 a + g + 8 (e >> 1), key column 8 NB warp + 8 b + 2 t4 + (e & 1)) from the pool's
  * rows at `base` (LIN_TC_K elements a row; zeros when !init), and their 16-bit copy to Sb (rows of kp)
  * for the first chunk's products. */
-template <int OT, int MT>
-LK_DEV void lk_state_load(const lin_fwd &p, int64_t base, bool init, float (&S)[MT][4][4], uint16_t *Sb, int kp,
+template <int OT, int MT, int NB = 4>
+LK_DEV void lk_state_load(const lin_fwd &p, int64_t base, bool init, float (&S)[MT][NB][4], uint16_t *Sb, int kp,
                           int warp, int g, int t4) {
     const bool sbf = p.st_dt == LIN_DT_BF16;
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll
-        for (int b = 0; b < 4; b++)
+        for (int b = 0; b < NB; b++)
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
-                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                const int v = 16 * a + g + 8 * hf, c = 8 * NB * warp + 8 * b + 2 * t4;
                 if (!init) S[a][b][2 * hf] = S[a][b][2 * hf + 1] = 0.f;
                 else if (sbf) lk_sld<LIN_DT_BF16, 2>(p.ssm_state, base + (int64_t)v * LIN_TC_K + c, &S[a][b][2 * hf]);
                 else lk_sld<LIN_DT_F32, 2>(p.ssm_state, base + (int64_t)v * LIN_TC_K + c, &S[a][b][2 * hf]);
@@ -221,16 +221,16 @@ LK_DEV void lk_state_load(const lin_fwd &p, int64_t base, bool init, float (&S)[
 }
 
 /* The state tile back to the pool's rows at `base` (lk_state_load's layout). */
-template <int MT>
-LK_DEV void lk_state_store(const lin_fwd &p, int64_t base, const float (&S)[MT][4][4], int warp, int g, int t4) {
+template <int MT, int NB = 4>
+LK_DEV void lk_state_store(const lin_fwd &p, int64_t base, const float (&S)[MT][NB][4], int warp, int g, int t4) {
     const bool sbf = p.st_dt == LIN_DT_BF16;
 #pragma unroll
     for (int a = 0; a < MT; a++)
 #pragma unroll
-        for (int b = 0; b < 4; b++)
+        for (int b = 0; b < NB; b++)
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
-                const int v = 16 * a + g + 8 * hf, c = 32 * warp + 8 * b + 2 * t4;
+                const int v = 16 * a + g + 8 * hf, c = 8 * NB * warp + 8 * b + 2 * t4;
                 if (sbf) lk_sst<LIN_DT_BF16, 2>(p.ssm_state, base + (int64_t)v * LIN_TC_K + c, &S[a][b][2 * hf]);
                 else lk_sst<LIN_DT_F32, 2>(p.ssm_state, base + (int64_t)v * LIN_TC_K + c, &S[a][b][2 * hf]);
             }

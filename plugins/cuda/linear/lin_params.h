@@ -126,6 +126,8 @@ typedef struct lin_fwd {
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
     int32_t fused_p2; /* mamba2, bf16: phase 2 in chunk_fused_state.cu with tiles of this many (64) state rows
                        * (lin_fused_p2_tile; 0: the state pass and the output kernel) */
+    /* a lever, at the end so that the kernels without it keep their parameter offsets */
+    int32_t fused_p2_8w; /* the fused phase 2 above over 8 warps a block (option fused_phase2_8w) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
