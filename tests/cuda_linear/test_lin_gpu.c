@@ -64,6 +64,8 @@
  *                  bits as with it off; the other kinds refuse always on the create line
  *     LT_QUICK=19  the lever fused_phase2_8w: each bf16 mamba2 config of the sets 1, 3 and 10 at V a multiple of 64,
  *                  fused phase 2 on 8 warps a block the same bits as on 4
+ *     LT_QUICK=20  the lever fused_phase2_lean: the same configs, the fused phase 2's lean form (alone and on 8
+ *                  warps) the same bits as the default form
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -93,9 +95,10 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
+ * 20 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q19 = 65536 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q19 = 65536, Q20 = 131072 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1129,11 +1132,17 @@ static void fused_phase2_tests(int set) {
     LT_CHECK(n > 0, "fused_phase2: no bf16 mamba2 config ran");
 }
 
-/* The lever fused_phase2_8w (LT_QUICK=19, the full run its first config): each bf16 mamba2 config of the sets 1,
- * 3 and 10 at V a multiple of 64 runs the fused phase 2 (fused_phase2 = always) on 4 warps (outputs recorded),
- * then on 8: the same bits in every output (each element is the same products in the same order), the create
- * line naming the 8 warps. */
-static void fused_phase2_8w_tests(int set) {
+/* The levers on mamba2's fused phase 2 (LT_QUICK=19: fused_phase2_8w; 20: fused_phase2_lean, alone and with
+ * fused_phase2_8w; the full run their first config): each bf16 mamba2 config of the sets 1, 3 and 10 at V a
+ * multiple of 64 runs the fused phase 2 (fused_phase2 = always) in its default form (outputs recorded), then in
+ * each lever's form: the same bits in every output (each element is the same products in the same order, the
+ * same rounding), the create line naming the form. */
+static void fused_phase2_form_tests(int set, int lean) {
+    static const struct {
+        const char *w8, *lean, *line;
+    } forms[] = {{"1", NULL, "(fused phase 2: mamba2's bf16 extends always, 8 warps a block)"},
+                 {NULL, "1", "(fused phase 2: mamba2's bf16 extends always, lean)"},
+                 {"1", "1", "(fused phase 2: mamba2's bf16 extends always, 8 warps a block, lean)"}};
     int n = 0;
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const cfg *c = &configs[i];
@@ -1147,19 +1156,24 @@ static void fused_phase2_8w_tests(int set) {
         lt_create_log[0] = 0;
         run_cfg(c);
         LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always)"),
-                 "fused_phase2_8w off, config %zu: the create line \"%s\"", i, lt_create_log);
-        setenv("SGL_ATTN_LIN_FUSED_PHASE2_8W", "1", 1);
-        lt_rec_mode = 2;
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always, 8 warps a block)"),
-                 "fused_phase2_8w on, config %zu: the create line \"%s\"", i, lt_create_log);
-        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_8W");
+                 "the fused phase 2's default form, config %zu: the create line \"%s\"", i, lt_create_log);
+        for (size_t f = lean ? 1 : 0; f < (lean ? 3u : 1u); f++) {
+            if (forms[f].w8) setenv("SGL_ATTN_LIN_FUSED_PHASE2_8W", forms[f].w8, 1);
+            if (forms[f].lean) setenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN", forms[f].lean, 1);
+            lt_rec_rewind();
+            lt_rec_mode = 2;
+            lt_create_log[0] = 0;
+            run_cfg(c);
+            LT_CHECK(!!strstr(lt_create_log, forms[f].line), "config %zu: the create line \"%s\", expected \"%s\"", i,
+                     lt_create_log, forms[f].line);
+            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_8W");
+            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN");
+        }
         unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
         lt_rec_mode = 0;
         lt_rec_reset();
     }
-    LT_CHECK(n > 0, "fused_phase2_8w: no bf16 mamba2 config at V a multiple of 64 ran");
+    LT_CHECK(n > 0, "the fused phase 2's forms: no bf16 mamba2 config at V a multiple of 64 ran");
 }
 
 static void run_caller_cfg(const ccfg *cc) {
@@ -1192,9 +1206,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 18 ? Q18 : quick == 19 ? Q19 : 0;
+                    : quick == 18 ? Q18 : quick == 19 ? Q19 : quick == 20 ? Q20 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 or 19 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 or 20 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1218,6 +1232,7 @@ int main(int argc, char **argv) {
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
     const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", "SGL_ATTN_LIN_FUSED_PHASE2_8W", /* set where tested */
+                                   "SGL_ATTN_LIN_FUSED_PHASE2_LEAN",
                                    "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
@@ -1247,7 +1262,8 @@ int main(int argc, char **argv) {
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
     if (set & (F | Q18)) fused_phase2_tests(set);
-    if (set & (F | Q19)) fused_phase2_8w_tests(set);
+    if (set & (F | Q19)) fused_phase2_form_tests(set, 0);
+    if (set & (F | Q20)) fused_phase2_form_tests(set, 1);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

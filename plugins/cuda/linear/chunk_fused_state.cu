@@ -16,6 +16,23 @@
  * written at the end. */
 #include "chunk_mma.cuh"
 
+/* Rows 0 .. C - 1 of a chunk's tile of U16 16-byte units a row into shared memory (rows ld elements apart) from
+ * global rows rs elements apart starting at g, rows at or past len zero-filled.  Thread tid copies unit tid % U16
+ * of rows tid / U16 + j NTH / U16: a fixed column and a fixed row step, so the offsets are set once and the
+ * loop unrolls (the lean form, LEAN below). */
+template <int NTH, int C, int U16, typename T>
+LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid) {
+    constexpr int R = NTH / U16, E = 16 / (int)sizeof(T);
+    static_assert(NTH % U16 == 0 && C % R == 0, "whole rows a pass");
+    const int t0 = tid / U16, c = (tid % U16) * E;
+#pragma unroll
+    for (int j = 0; j < C / R; j++) {
+        const int t = t0 + j * R;
+        const bool ok = t < len;
+        lk_cp_async16(s + t * ld + c, g + (ok ? t : 0) * rs + c, ok);
+    }
+}
+
 /* The kind and the state dtype are runtime values (uniform branches): one
  * kernel per (operand type, tile, warps).  SKS (the bf16 instance): mamba2's
  * skip D x lands in shared memory with the chunk's operands
@@ -24,13 +41,18 @@
  * fused_phase2_8w): the same products in the same order over twice the
  * warps, so that each scheduler has two warps to issue from in the serial
  * chain; warp w owns state columns 16 w .. 16 w + 15 and, of the chunk's
- * outputs, rows 16 (w % 4) .. and columns (w / 4) VT / 2 .. */
-template <int OT, int VT, bool SKS = false, int NW = 4>
+ * outputs, rows 16 (w % 4) .. and columns (w / 4) VT / 2 .. .  LEAN (the lever
+ * fused_phase2_lean; SKS instances, which serve mamba2 only): the kind fixed
+ * at compile time (no predicated W S^T products, no per-column decays), each
+ * chunk's copies by lk_rows_async instead of index arithmetic per copy, and
+ * bf16 outputs stored in pairs. */
+template <int OT, int VT, bool SKS = false, int NW = 4, bool LEAN = false>
 __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     constexpr int NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
     static_assert((NW == 4 || NW == 8) && NB % 2 == 0 && VW % 16 == 0, "4 or 8 warps over 128 key columns");
-    const int KIND = p.kind;
+    static_assert(!LEAN || SKS, "the lean form is mamba2's");
+    const int KIND = LEAN ? (int)LIN_MAMBA2 : p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
     constexpr int STAGE = LIN_FUSED_STATE_STAGE(VT);
     static_assert(STAGE == 3 * C * KP * 2 + C * CP * 2 + C * VTP * 2 + K * 4, "lin_params.h LIN_FUSED_STATE_STAGE differs");
@@ -91,18 +113,41 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
             }
     };
 
+    /* the lean form's copies of chunk jc into stage s (mamba2: no W; eG's first value is the chunk's decay) */
+    auto issue_lean = [&](int s, int jc) {
+        unsigned char *base = smraw + s * STAGE;
+        uint16_t *QGs = (uint16_t *)base + C * KP, *KDs = QGs + C * KP, *Ms = KDs + C * KP, *Us = Ms + C * CP;
+        float *eGs = (float *)(Us + C * VTP);
+        const int64_t ct0 = p.pl.chunk_tok0[jc], r0 = ct0 * HV + h, rv = ct0 * HV * V + ocol;
+        const int len = p.pl.chunk_len[jc];
+        lk_rows_async<NTH, C, K / 8>(QGs, KP, (const uint16_t *)p.QGt + r0 * K, (int64_t)HV * K, len, tid);
+        lk_rows_async<NTH, C, K / 8>(KDs, KP, (const uint16_t *)p.KDt + r0 * K, (int64_t)HV * K, len, tid);
+        lk_rows_async<NTH, C, C / 8>(Ms, CP, (const uint16_t *)p.Mt + r0 * C, (int64_t)HV * C, len, tid);
+        lk_rows_async<NTH, C, VT / 8>(Us, VTP, (const uint16_t *)p.Ut + rv, (int64_t)HV * V, len, tid);
+        lk_rows_async<NTH, C, VT / 4>(Skb + s * C * VTP, VTP, (const float *)p.Sk + rv, (int64_t)HV * V, len, tid);
+        if (tid == 0) lk_cp_async16(eGs, p.eG + ((int64_t)jc * HV + h) * K, true);
+    };
+    /* the lean form stores bf16 outputs in pairs (4-byte stores) */
+    const bool o2 = LEAN && p.out_dt == LIN_DT_BF16 && ((uintptr_t)p.out & 3) == 0 && V % 2 == 0;
+
     /* the state tile: element e of (m-tile a, n-tile b) is row 16a + g + 8(e >> 1),
      * column 8 NB warp + 8b + 2 t4 + (e & 1) */
     float S[MT][NB][4];
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
     lk_state_load<OT, MT, NB>(p, sb, init, S, Sb, KP, warp, g, t4);
-    if (nch > 0) issue(0, c0);
+    if (nch > 0) {
+        if constexpr (LEAN) issue_lean(0, c0);
+        else issue(0, c0);
+    }
     lk_cp_async_commit();
 
     for (int q = 0; q < nch; q++) {
         lk_cp_async_wait_all();
         __syncthreads(); /* chunk q landed; Sb holds S; every warp is done with chunk q-1 */
-        if (q + 1 < nch) issue((q + 1) & 1, c0 + q + 1);
+        if (q + 1 < nch) {
+            if constexpr (LEAN) issue_lean((q + 1) & 1, c0 + q + 1);
+            else issue((q + 1) & 1, c0 + q + 1);
+        }
         lk_cp_async_commit();
         unsigned char *base = smraw + (q & 1) * STAGE;
         const uint16_t *Ws = (const uint16_t *)base, *QGs = Ws + C * KP, *KDs = QGs + C * KP, *Ms = KDs + C * KP,
@@ -153,8 +198,11 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
         lk_rows_mul_k<OT, C>(O, Ms, CP, UB + cofs, VTP, 16 * rg);
         /* mamba2 adds D x from this stage's skip rows (SKS) or from global memory */
         const float *sk = !SKIP ? nullptr : SKS ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
-        lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, SKS ? (int64_t)VTP : (int64_t)HV * V, 16 * rg, g,
-                          t4);
+        if (o2)
+            lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, VTP, 16 * rg, g, t4);
+        else
+            lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, SKS ? (int64_t)VTP : (int64_t)HV * V, 16 * rg,
+                              g, t4);
 
         /* S = S diag(eG) + Unew^T KD */
         lk_state_step<OT, MT, C, NB>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
@@ -175,30 +223,37 @@ extern "C" int lin_chunk_fused_state_setup(void) {
     return e;
 }
 
-static void (*fused_state_kernel(int ot, int vt, bool w8))(lin_fwd) {
-    if (ot == LIN_DT_F16) return w8 ? nullptr
+static void (*fused_state_kernel(int ot, int vt, bool w8, bool lean))(lin_fwd) {
+    if (ot == LIN_DT_F16) return w8 || lean ? nullptr
                                  : vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                  : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr;
     if (vt != 64) return nullptr;
+    if (lean)
+        return w8 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true>
+                  : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 4, true>;
     return w8 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8> : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>;
 }
 
 /* the bf16 instances (mamba2), at create where they run */
 extern "C" int lin_chunk_fused_state_bf16_setup(void) {
-    const void *k[2] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8>};
+    const void *k[4] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 4, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true>};
     int e = 0;
-    for (int i = 0; i < 2 && !e; i++)
+    for (int i = 0; i < 4 && !e; i++)
         e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_STATE_SMEM_BF16(64));
     return e;
 }
 
-/* ot: f16 (vt 16 or 32) or bf16 (vt 64, after lin_chunk_fused_state_bf16_setup; 8 warps where p.fused_p2_8w) */
+/* ot: f16 (vt 16 or 32) or bf16 (vt 64, after lin_chunk_fused_state_bf16_setup; 8 warps where p.fused_p2_8w, the
+ * lean form where p.fused_p2_lean: mamba2 only) */
 extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
-    const bool w8 = ot == LIN_DT_BF16 && p.fused_p2_8w;
-    void (*k)(lin_fwd) = fused_state_kernel(ot, vt, w8);
+    const bool bf = ot == LIN_DT_BF16, w8 = bf && p.fused_p2_8w, lean = bf && p.fused_p2_lean;
+    if (lean && p.kind != LIN_MAMBA2) return (int)cudaErrorInvalidValue;
+    void (*k)(lin_fwd) = fused_state_kernel(ot, vt, w8, lean);
     if (!k || p.V % vt) return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
     LK_LAUNCH(k, grid, w8 ? 256 : 128, ot == LIN_DT_F16 ? LIN_FUSED_STATE_SMEM(vt) : LIN_FUSED_STATE_SMEM_BF16(vt),

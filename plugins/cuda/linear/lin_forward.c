@@ -156,6 +156,7 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->seg_chunks = 0; /* the serial state pass unless launch() chooses segments */
     p->fused_p2 = 0;   /* launch() chooses the fused phase 2 (lin_fused_p2_tile) */
     p->fused_p2_8w = w->fused_p2_8w;
+    p->fused_p2_lean = w->fused_p2_lean;
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */

@@ -128,6 +128,7 @@ typedef struct lin_fwd {
                        * (lin_fused_p2_tile; 0: the state pass and the output kernel) */
     /* a lever, at the end so that the kernels without it keep their parameter offsets */
     int32_t fused_p2_8w; /* the fused phase 2 above over 8 warps a block (option fused_phase2_8w) */
+    int32_t fused_p2_lean; /* mamba2's fused phase 2 in its lean form (option fused_phase2_lean) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
