@@ -66,6 +66,8 @@
  *                  fused phase 2 on 8 warps a block the same bits as on 4
  *     LT_QUICK=20  the lever fused_phase2_lean: the same configs, the fused phase 2's lean form (alone and on 8
  *                  warps) the same bits as the default form
+ *     LT_QUICK=21  the lever fused_phase2_skip16: the same configs in the lean 8-warp form with the skip in bf16,
+ *                  against the float64 reference
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -96,9 +98,9 @@ static const char *plugin_name(int kind) {
 static const sgl_attn_plugin *plugins[8];
 
 /* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
- * 20 */
+ * 20, 21 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q19 = 65536, Q20 = 131072 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q19 = 65536, Q20 = 131072, Q21 = 262144 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1176,6 +1178,35 @@ static void fused_phase2_form_tests(int set, int lean) {
     LT_CHECK(n > 0, "the fused phase 2's forms: no bf16 mamba2 config at V a multiple of 64 ran");
 }
 
+/* The lever fused_phase2_skip16 (LT_QUICK=21, the full run its first config): each bf16 mamba2 config of the sets
+ * 1, 3 and 10 at V a multiple of 64 with the fused phase 2 in its lean 8-warp form and the skip D x in bf16 (the
+ * stream prep writes it at conv width 4; other widths keep the float32 skip): the scenario's outputs against the
+ * float64 reference within the config's limits (the bits differ from the float32 skip's), the create line naming
+ * it. */
+static void fused_phase2_skip16_tests(int set) {
+    int n = 0;
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+        const cfg *c = &configs[i];
+        if (c->kind != MAMBA2 || c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || c->sh.dk != 128 ||
+            c->sh.dv % 64 || !(c->sets & (Q1 | Q3 | Q10)) || (set == F && n >= 1))
+            continue;
+        n++;
+        setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
+        setenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN", "1", 1);
+        setenv("SGL_ATTN_LIN_FUSED_PHASE2_8W", "1", 1);
+        setenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", "1", 1);
+        lt_create_log[0] = 0;
+        run_cfg(c);
+        LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always, 8 warps a block, lean, the skip in bf16)"),
+                 "fused_phase2_skip16, config %zu: the create line \"%s\"", i, lt_create_log);
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN");
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_8W");
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16");
+    }
+    LT_CHECK(n > 0, "fused_phase2_skip16: no bf16 mamba2 config at V a multiple of 64 ran");
+}
+
 static void run_caller_cfg(const ccfg *cc) {
     lt_rec_reset();
     lt_rec_mode = 1;
@@ -1206,9 +1237,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 18 ? Q18 : quick == 19 ? Q19 : quick == 20 ? Q20 : 0;
+                    : quick == 18 ? Q18 : quick == 19 ? Q19 : quick == 20 ? Q20 : quick == 21 ? Q21 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19 or 20 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 or 21 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1232,7 +1263,7 @@ int main(int argc, char **argv) {
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
     const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", "SGL_ATTN_LIN_FUSED_PHASE2_8W", /* set where tested */
-                                   "SGL_ATTN_LIN_FUSED_PHASE2_LEAN",
+                                   "SGL_ATTN_LIN_FUSED_PHASE2_LEAN", "SGL_ATTN_LIN_FUSED_PHASE2_SKIP16",
                                    "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
@@ -1264,6 +1295,7 @@ int main(int argc, char **argv) {
     if (set & (F | Q18)) fused_phase2_tests(set);
     if (set & (F | Q19)) fused_phase2_form_tests(set, 0);
     if (set & (F | Q20)) fused_phase2_form_tests(set, 1);
+    if (set & (F | Q21)) fused_phase2_skip16_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

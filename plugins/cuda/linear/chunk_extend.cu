@@ -40,6 +40,8 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
      * values; the UT kernel makes no U for them */
     lin_fwd q = p;
     if (bf && p.prep_ut && (p.kind == LIN_MAMBA2 || p.kind == LIN_LIGHTNING)) q.Ut = q.Vc;
+    /* fused_phase2_skip16: the skip in bf16 where the stream prep makes it and the fused phase 2 reads it */
+    q.sk16 = bf && p.prep_ut && p.fused_p2 && p.fused_p2_sk16 && lin_chunk_prep_stream_serves(&q);
     /* phase 1 (with the conv history moved on) */
     int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(&q, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;

@@ -286,7 +286,7 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
 
         /* ---- O += M Unew -> out; S = S e^G_last + Unew^T KD (and Sb) */
         lk_rows_mul_k<OT, C>(O, Mb, CP, Ub + vb, VP, 16 * wr, wr); /* M is zero past the diagonal block */
-        lk_store_out_rows(p, O, ct0, len, HV, V, (int64_t)h * V + vb, VH, nullptr, 0, 16 * wr, g, t4);
+        lk_store_out_rows(p, O, ct0, len, HV, V, (int64_t)h * V + vb, VH, (const float *)nullptr, 0, 16 * wr, g, t4);
         lk_state_step<OT, MT, C>(S, eL, false, KDb, KP, Ub + vb, VP, Sb + vb * KP, wr, g, t4);
     }
     lk_cp_async_wait_all();

@@ -46,12 +46,13 @@ LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid
  * at compile time (no predicated W S^T products, no per-column decays), each
  * chunk's copies by lk_rows_async instead of index arithmetic per copy, and
  * bf16 outputs stored in pairs. */
-template <int OT, int VT, bool SKS = false, int NW = 4, bool LEAN = false>
+template <int OT, int VT, bool SKS = false, int NW = 4, bool LEAN = false, bool SK16 = false>
 __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     constexpr int NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
     static_assert((NW == 4 || NW == 8) && NB % 2 == 0 && VW % 16 == 0, "4 or 8 warps over 128 key columns");
     static_assert(!LEAN || SKS, "the lean form is mamba2's");
+    static_assert(!SK16 || (LEAN && NW == 8), "the bf16 skip is the lean 8-warp form's (fused_phase2_skip16)");
     const int KIND = LEAN ? (int)LIN_MAMBA2 : p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
     constexpr int STAGE = LIN_FUSED_STATE_STAGE(VT);
@@ -60,6 +61,7 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
     uint16_t *Sb = (uint16_t *)(smraw + 2 * STAGE); /* [VT][KP] */
     uint16_t *Ub = Sb + VT * KP;                   /* [C][VTP] */
     float *Skb = (float *)(Ub + C * VTP);          /* SKS: two stages of [C][VTP] float32 */
+    uint16_t *Skh = (uint16_t *)Skb;               /* SK16: two stages of [C][VTP] bf16 */
 
     const int nvt = p.V / VT;
     const int i = blockIdx.x, h = blockIdx.y / nvt, vt = blockIdx.y % nvt;
@@ -124,7 +126,10 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
         lk_rows_async<NTH, C, K / 8>(KDs, KP, (const uint16_t *)p.KDt + r0 * K, (int64_t)HV * K, len, tid);
         lk_rows_async<NTH, C, C / 8>(Ms, CP, (const uint16_t *)p.Mt + r0 * C, (int64_t)HV * C, len, tid);
         lk_rows_async<NTH, C, VT / 8>(Us, VTP, (const uint16_t *)p.Ut + rv, (int64_t)HV * V, len, tid);
-        lk_rows_async<NTH, C, VT / 4>(Skb + s * C * VTP, VTP, (const float *)p.Sk + rv, (int64_t)HV * V, len, tid);
+        if constexpr (SK16)
+            lk_rows_async<NTH, C, VT / 8>(Skh + s * C * VTP, VTP, (const uint16_t *)p.Sk + rv, (int64_t)HV * V, len, tid);
+        else
+            lk_rows_async<NTH, C, VT / 4>(Skb + s * C * VTP, VTP, (const float *)p.Sk + rv, (int64_t)HV * V, len, tid);
         if (tid == 0) lk_cp_async16(eGs, p.eG + ((int64_t)jc * HV + h) * K, true);
     };
     /* the lean form stores bf16 outputs in pairs (4-byte stores) */
@@ -198,7 +203,11 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
         lk_rows_mul_k<OT, C>(O, Ms, CP, UB + cofs, VTP, 16 * rg);
         /* mamba2 adds D x from this stage's skip rows (SKS) or from global memory */
         const float *sk = !SKIP ? nullptr : SKS ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
-        if (o2)
+        if constexpr (SK16) {
+            const uint16_t *sk2 = Skh + (q & 1) * C * VTP + cofs;
+            if (o2) lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk2, VTP, 16 * rg, g, t4);
+            else lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk2, VTP, 16 * rg, g, t4);
+        } else if (o2)
             lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, VTP, 16 * rg, g, t4);
         else
             lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, SKS ? (int64_t)VTP : (int64_t)HV * V, 16 * rg,
@@ -223,7 +232,9 @@ extern "C" int lin_chunk_fused_state_setup(void) {
     return e;
 }
 
-static void (*fused_state_kernel(int ot, int vt, bool w8, bool lean))(lin_fwd) {
+static void (*fused_state_kernel(int ot, int vt, bool w8, bool lean, bool sk16))(lin_fwd) {
+    if (sk16) return ot == LIN_DT_BF16 && vt == 64 && w8 && lean ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true, true>
+                                                                : nullptr;
     if (ot == LIN_DT_F16) return w8 || lean ? nullptr
                                  : vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                  : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr;
@@ -236,12 +247,13 @@ static void (*fused_state_kernel(int ot, int vt, bool w8, bool lean))(lin_fwd) {
 
 /* the bf16 instances (mamba2), at create where they run */
 extern "C" int lin_chunk_fused_state_bf16_setup(void) {
-    const void *k[4] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+    const void *k[5] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
                         (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8>,
                         (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 4, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true>};
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true, true>};
     int e = 0;
-    for (int i = 0; i < 4 && !e; i++)
+    for (int i = 0; i < 5 && !e; i++)
         e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_STATE_SMEM_BF16(64));
     return e;
@@ -253,7 +265,7 @@ extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, v
     const lin_fwd &p = *pp;
     const bool bf = ot == LIN_DT_BF16, w8 = bf && p.fused_p2_8w, lean = bf && p.fused_p2_lean;
     if (lean && p.kind != LIN_MAMBA2) return (int)cudaErrorInvalidValue;
-    void (*k)(lin_fwd) = fused_state_kernel(ot, vt, w8, lean);
+    void (*k)(lin_fwd) = fused_state_kernel(ot, vt, w8, lean, bf && p.sk16);
     if (!k || p.V % vt) return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
     LK_LAUNCH(k, grid, w8 ? 256 : 128, ot == LIN_DT_F16 ? LIN_FUSED_STATE_SMEM(vt) : LIN_FUSED_STATE_SMEM_BF16(vt),

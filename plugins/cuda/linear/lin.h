@@ -188,6 +188,7 @@ typedef struct lin_inst {
                             * never; 0 also where the kernel cannot run (lin_create.c) */
     int fused_p2_8w;       /* fused_phase2_8w (a lever): the fused phase 2 over 8 warps a block */
     int fused_p2_lean;     /* fused_phase2_lean (a lever): the fused phase 2's lean form */
+    int fused_p2_sk16;     /* fused_phase2_skip16 (a lever): the lean 8-warp form with the skip in bf16 */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -157,6 +157,8 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->fused_p2 = 0;   /* launch() chooses the fused phase 2 (lin_fused_p2_tile) */
     p->fused_p2_8w = w->fused_p2_8w;
     p->fused_p2_lean = w->fused_p2_lean;
+    p->fused_p2_sk16 = w->fused_p2_sk16;
+    p->sk16 = 0; /* lin_launch_chunk sets it */
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */

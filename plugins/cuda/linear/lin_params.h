@@ -129,6 +129,9 @@ typedef struct lin_fwd {
     /* a lever, at the end so that the kernels without it keep their parameter offsets */
     int32_t fused_p2_8w; /* the fused phase 2 above over 8 warps a block (option fused_phase2_8w) */
     int32_t fused_p2_lean; /* mamba2's fused phase 2 in its lean form (option fused_phase2_lean) */
+    int32_t fused_p2_sk16; /* option fused_phase2_skip16: the lean 8-warp form reads the skip in bf16 where the
+                            * stream prep writes it so (lin_launch_chunk sets sk16 for the call) */
+    int32_t sk16;          /* this call's skip D x is bf16 (the stream prep writes it, the fused phase 2 reads it) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
