@@ -33,8 +33,8 @@
 #      then kda's UT kernel (1 x 64k) by SASS instruction: executed count and
 #      stall samples per instruction, the opcode mix (PROFILE=11)
 #  12. the same SASS view of gdn's segmented state pass (first pass) at Qwen3.5
-#      TP8 1 x 64k and of mamba2's UT and output kernels at Nemotron-H 1 x 64k
-#      (PROFILE=12)
+#      TP8 1 x 64k and of mamba2's UT kernel at Nemotron-H 1 x 64k, then the
+#      sections of mamba2's UT kernel and stream prep (PROFILE=12)
 #  13. mamba2's fused phase 2 (chunk_fused_state.cu, tile 64) at Nemotron-H
 #      1 x 64k (issue 22): one launch's speed of light, warp states, scheduler
 #      and memory sections, then by SASS instruction (PROFILE=13); the same in its lean 8-warp form, the levers
@@ -207,8 +207,9 @@ if on 12; then
   sass_of gdn_state1 "hv8/hk2,1x64k" "lin_chunk_state_kernel"
   step "12b. mamba2 1 x 64k: the UT kernel by SASS instruction"
   sass_of m2_ut "mamba2,1x64k" "lin_chunk_ut_kernel"
-  step "12c. mamba2 1 x 64k: the output kernel by SASS instruction"
-  sass_of m2_out "mamba2,1x64k" "lin_chunk_output_kernel"
+  step "12c. mamba2 1 x 64k: the UT kernel's and the stream prep's sections"
+  lin_sections m2_ut "mamba2,1x64k" lin_chunk_ut_kernel
+  lin_sections m2_prep "mamba2,1x64k" lin_chunk_prep_stream_kernel
 fi
 if on 13; then
   step "13a. mamba2 1 x 64k: the fused phase 2's sections"
