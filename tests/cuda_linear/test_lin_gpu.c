@@ -1134,6 +1134,13 @@ static void fused_phase2_tests(int set) {
     LT_CHECK(n > 0, "fused_phase2: no bf16 mamba2 config ran");
 }
 
+/* A bf16 mamba2 config of the sets 1, 3 and 10 that the fused phase 2 serves (V a multiple of 64): the levers'
+ * tests run these. */
+static int m2_fused_cfg(const cfg *c) {
+    return c->kind == MAMBA2 && c->io_dt == LT_BF16 && !strcmp(c->variant, "fast") && c->sh.dk == 128 &&
+           c->sh.dv % 64 == 0 && (c->sets & (Q1 | Q3 | Q10));
+}
+
 /* The levers on mamba2's fused phase 2 (LT_QUICK=19: fused_phase2_8w; 20: fused_phase2_lean, alone and with
  * fused_phase2_8w; the full run their first config): each bf16 mamba2 config of the sets 1, 3 and 10 at V a
  * multiple of 64 runs the fused phase 2 (fused_phase2 = always) in its default form (outputs recorded), then in
@@ -1148,9 +1155,7 @@ static void fused_phase2_form_tests(int set, int lean) {
     int n = 0;
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const cfg *c = &configs[i];
-        if (c->kind != MAMBA2 || c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || c->sh.dk != 128 ||
-            c->sh.dv % 64 || !(c->sets & (Q1 | Q3 | Q10)) || (set == F && n >= 1))
-            continue;
+        if (!m2_fused_cfg(c) || (set == F && n >= 1)) continue;
         n++;
         lt_rec_reset();
         lt_rec_mode = 1;
@@ -1187,9 +1192,7 @@ static void fused_phase2_skip16_tests(int set) {
     int n = 0;
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const cfg *c = &configs[i];
-        if (c->kind != MAMBA2 || c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || c->sh.dk != 128 ||
-            c->sh.dv % 64 || !(c->sets & (Q1 | Q3 | Q10)) || (set == F && n >= 1))
-            continue;
+        if (!m2_fused_cfg(c) || (set == F && n >= 1)) continue;
         n++;
         setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
         setenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN", "1", 1);
