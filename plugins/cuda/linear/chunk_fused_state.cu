@@ -201,17 +201,17 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
 
         /* O += M Unew; store the chunk's rows */
         lk_rows_mul_k<OT, C>(O, Ms, CP, UB + cofs, VTP, 16 * rg);
-        /* mamba2 adds D x from this stage's skip rows (SKS) or from global memory */
-        const float *sk = !SKIP ? nullptr : SKS ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
+        /* mamba2 adds D x from this stage's skip rows (SKS; bf16 under SK16) or from global memory */
+        auto store = [&](const auto *sk, int64_t ldsk) {
+            if (o2) lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, ldsk, 16 * rg, g, t4);
+            else lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, ldsk, 16 * rg, g, t4);
+        };
         if constexpr (SK16) {
-            const uint16_t *sk2 = Skh + (q & 1) * C * VTP + cofs;
-            if (o2) lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk2, VTP, 16 * rg, g, t4);
-            else lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk2, VTP, 16 * rg, g, t4);
-        } else if (o2)
-            lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, VTP, 16 * rg, g, t4);
-        else
-            lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, SKS ? (int64_t)VTP : (int64_t)HV * V, 16 * rg,
-                              g, t4);
+            store(Skh + (q & 1) * C * VTP + cofs, VTP);
+        } else {
+            const float *sk = !SKIP ? nullptr : SKS ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
+            store(sk, SKS ? (int64_t)VTP : (int64_t)HV * V);
+        }
 
         /* S = S diag(eG) + Unew^T KD */
         lk_state_step<OT, MT, C, NB>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
