@@ -37,8 +37,8 @@
 #      sections of mamba2's UT kernel and stream prep (PROFILE=12)
 #  13. mamba2's fused phase 2 (chunk_fused_state.cu, tile 64) at Nemotron-H
 #      1 x 64k (issue 22): one launch's speed of light, warp states, scheduler
-#      and memory sections, then by SASS instruction (PROFILE=13); the same in its lean 8-warp form, the levers
-#      fused_phase2_lean and fused_phase2_8w (PROFILE=14)
+#      and memory sections, then by SASS instruction (PROFILE=13); the same
+#      with the skip in bf16, the lever fused_phase2_skip16 (PROFILE=14)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -218,9 +218,9 @@ if on 13; then
   sass_of m2_fs "mamba2,1x64k" "lin_chunk_fused_state_kernel"
 fi
 if on 14; then
-  step "14a. mamba2 1 x 64k: the fused phase 2's sections, lean on 8 warps (fused_phase2_lean=1, fused_phase2_8w=1)"
-  SGL_ATTN_LIN_FUSED_PHASE2_LEAN=1 SGL_ATTN_LIN_FUSED_PHASE2_8W=1 lin_sections m2_fsl "mamba2,1x64k" lin_chunk_fused_state_kernel
-  step "14b. mamba2 1 x 64k: the lean 8-warp fused phase 2 by SASS instruction"
-  SGL_ATTN_LIN_FUSED_PHASE2_LEAN=1 SGL_ATTN_LIN_FUSED_PHASE2_8W=1 sass_of m2_fsl "mamba2,1x64k" "lin_chunk_fused_state_kernel"
+  step "14a. mamba2 1 x 64k: the fused phase 2's sections, the skip in bf16 (fused_phase2_skip16=1)"
+  SGL_ATTN_LIN_FUSED_PHASE2_SKIP16=1 lin_sections m2_fs16 "mamba2,1x64k" lin_chunk_fused_state_kernel
+  step "14b. mamba2 1 x 64k: the fused phase 2 with the skip in bf16 by SASS instruction"
+  SGL_ATTN_LIN_FUSED_PHASE2_SKIP16=1 sass_of m2_fs16 "mamba2,1x64k" "lin_chunk_fused_state_kernel"
 fi
 echo "profile: done [$SECONDS s]"

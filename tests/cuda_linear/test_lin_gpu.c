@@ -62,12 +62,11 @@
  *     LT_QUICK=18  mamba2's bf16 fused phase 2 (chunk_fused_state.cu; option fused_phase2 = always, since the
  *                  tests' batches do not fill the SMs): each bf16 mamba2 config of the sets 1, 3 and 10 the same
  *                  bits as with it off; the other kinds refuse always on the create line
- *     LT_QUICK=19  the lever fused_phase2_8w: each bf16 mamba2 config of the sets 1, 3 and 10 at V a multiple of 64,
- *                  fused phase 2 on 8 warps a block the same bits as on 4
- *     LT_QUICK=20  the lever fused_phase2_lean: the same configs, the fused phase 2's lean form (alone and on 8
- *                  warps) the same bits as the default form
- *     LT_QUICK=21  the lever fused_phase2_skip16: the same configs in the lean 8-warp form with the skip in bf16,
- *                  against the float64 reference
+ *     LT_QUICK=21  the lever fused_phase2_skip16: each bf16 mamba2 config of the sets 1, 3 and 10 at V a multiple
+ *                  of 64, the fused phase 2 with the skip in bf16, against the float64 reference
+ *     LT_QUICK=22  the lever fused_phase2_group: the same configs, the fused phase 2 with C and B per group and
+ *                  the decays applied in it (no UT kernel), alone and with the skip in bf16, against the float64
+ *                  reference
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -97,10 +96,10 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19,
- * 20, 21 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 21,
+ * 22 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q19 = 65536, Q20 = 131072, Q21 = 262144 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q21 = 65536, Q22 = 131072 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1134,57 +1133,15 @@ static void fused_phase2_tests(int set) {
     LT_CHECK(n > 0, "fused_phase2: no bf16 mamba2 config ran");
 }
 
-/* A bf16 mamba2 config of the sets 1, 3 and 10 that the fused phase 2 serves (V a multiple of 64): the levers'
- * tests run these. */
+/* A bf16 mamba2 config of the sets 1, 3 and 10 that the fused phase 2 serves (V a multiple of 64): the lever's
+ * test runs these. */
 static int m2_fused_cfg(const cfg *c) {
     return c->kind == MAMBA2 && c->io_dt == LT_BF16 && !strcmp(c->variant, "fast") && c->sh.dk == 128 &&
            c->sh.dv % 64 == 0 && (c->sets & (Q1 | Q3 | Q10));
 }
 
-/* The levers on mamba2's fused phase 2 (LT_QUICK=19: fused_phase2_8w; 20: fused_phase2_lean, alone and with
- * fused_phase2_8w; the full run their first config): each bf16 mamba2 config of the sets 1, 3 and 10 at V a
- * multiple of 64 runs the fused phase 2 (fused_phase2 = always) in its default form (outputs recorded), then in
- * each lever's form: the same bits in every output (each element is the same products in the same order, the
- * same rounding), the create line naming the form. */
-static void fused_phase2_form_tests(int set, int lean) {
-    static const struct {
-        const char *w8, *lean, *line;
-    } forms[] = {{"1", NULL, "(fused phase 2: mamba2's bf16 extends always, 8 warps a block)"},
-                 {NULL, "1", "(fused phase 2: mamba2's bf16 extends always, lean)"},
-                 {"1", "1", "(fused phase 2: mamba2's bf16 extends always, 8 warps a block, lean)"}};
-    int n = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (!m2_fused_cfg(c) || (set == F && n >= 1)) continue;
-        n++;
-        lt_rec_reset();
-        lt_rec_mode = 1;
-        setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always)"),
-                 "the fused phase 2's default form, config %zu: the create line \"%s\"", i, lt_create_log);
-        for (size_t f = lean ? 1 : 0; f < (lean ? 3u : 1u); f++) {
-            if (forms[f].w8) setenv("SGL_ATTN_LIN_FUSED_PHASE2_8W", forms[f].w8, 1);
-            if (forms[f].lean) setenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN", forms[f].lean, 1);
-            lt_rec_rewind();
-            lt_rec_mode = 2;
-            lt_create_log[0] = 0;
-            run_cfg(c);
-            LT_CHECK(!!strstr(lt_create_log, forms[f].line), "config %zu: the create line \"%s\", expected \"%s\"", i,
-                     lt_create_log, forms[f].line);
-            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_8W");
-            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN");
-        }
-        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
-        lt_rec_mode = 0;
-        lt_rec_reset();
-    }
-    LT_CHECK(n > 0, "the fused phase 2's forms: no bf16 mamba2 config at V a multiple of 64 ran");
-}
-
 /* The lever fused_phase2_skip16 (LT_QUICK=21, the full run its first config): each bf16 mamba2 config of the sets
- * 1, 3 and 10 at V a multiple of 64 with the fused phase 2 in its lean 8-warp form and the skip D x in bf16 (the
+ * 1, 3 and 10 at V a multiple of 64 with the fused phase 2's skip D x in bf16 (the
  * stream prep writes it at conv width 4; other widths keep the float32 skip): the scenario's outputs against the
  * float64 reference within the config's limits (the bits differ from the float32 skip's), the create line naming
  * it. */
@@ -1195,19 +1152,46 @@ static void fused_phase2_skip16_tests(int set) {
         if (!m2_fused_cfg(c) || (set == F && n >= 1)) continue;
         n++;
         setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
-        setenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN", "1", 1);
-        setenv("SGL_ATTN_LIN_FUSED_PHASE2_8W", "1", 1);
         setenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", "1", 1);
         lt_create_log[0] = 0;
         run_cfg(c);
-        LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always, 8 warps a block, lean, the skip in bf16)"),
+        LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always, the skip in bf16)"),
                  "fused_phase2_skip16, config %zu: the create line \"%s\"", i, lt_create_log);
         unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
-        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_LEAN");
-        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_8W");
         unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16");
     }
     LT_CHECK(n > 0, "fused_phase2_skip16: no bf16 mamba2 config at V a multiple of 64 ran");
+}
+
+/* The lever fused_phase2_group (LT_QUICK=22, the full run its first config): each bf16 mamba2 config of the sets 1,
+ * 3 and 10 at V a multiple of 64 with the fused phase 2 reading C and B per group (the stream prep writes the gates,
+ * no UT kernel; conv widths other than 4 keep the UT kernel), then the same with the skip in bf16: the scenario's
+ * outputs and states against the float64 reference within the config's limits (the decays are applied in float32
+ * where the default folds them into 16-bit operands, so the bits differ), the create line naming the form. */
+static void fused_phase2_group_tests(int set) {
+    static const struct {
+        const char *sk16, *line;
+    } forms[] = {{NULL, "(fused phase 2: mamba2's bf16 extends always, C and B per group)"},
+                 {"1", "(fused phase 2: mamba2's bf16 extends always, the skip in bf16, C and B per group)"}};
+    int n = 0;
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+        const cfg *c = &configs[i];
+        if (!m2_fused_cfg(c) || (set == F && n >= 1)) continue;
+        n++;
+        for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+            setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
+            setenv("SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "1", 1);
+            if (forms[f].sk16) setenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", forms[f].sk16, 1);
+            lt_create_log[0] = 0;
+            run_cfg(c);
+            LT_CHECK(!!strstr(lt_create_log, forms[f].line), "fused_phase2_group, config %zu: the create line \"%s\", expected \"%s\"",
+                     i, lt_create_log, forms[f].line);
+            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
+            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_GROUP");
+            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16");
+        }
+    }
+    LT_CHECK(n > 0, "fused_phase2_group: no bf16 mamba2 config at V a multiple of 64 ran");
 }
 
 static void run_caller_cfg(const ccfg *cc) {
@@ -1240,9 +1224,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 18 ? Q18 : quick == 19 ? Q19 : quick == 20 ? Q20 : quick == 21 ? Q21 : 0;
+                    : quick == 18 ? Q18 : quick == 21 ? Q21 : quick == 22 ? Q22 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20 or 21 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 21 or 22 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1265,8 +1249,9 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
-    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", "SGL_ATTN_LIN_FUSED_PHASE2_8W", /* set where tested */
-                                   "SGL_ATTN_LIN_FUSED_PHASE2_LEAN", "SGL_ATTN_LIN_FUSED_PHASE2_SKIP16",
+    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", "SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", /* set where tested */
+                                   "SGL_ATTN_LIN_FUSED_PHASE2_GROUP",
+                                   "SGL_ATTN_LIN_FUSED_PHASE2_8W", "SGL_ATTN_LIN_FUSED_PHASE2_LEAN",
                                    "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
@@ -1296,9 +1281,8 @@ int main(int argc, char **argv) {
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
     if (set & (F | Q18)) fused_phase2_tests(set);
-    if (set & (F | Q19)) fused_phase2_form_tests(set, 0);
-    if (set & (F | Q20)) fused_phase2_form_tests(set, 1);
     if (set & (F | Q21)) fused_phase2_skip16_tests(set);
+    if (set & (F | Q22)) fused_phase2_group_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

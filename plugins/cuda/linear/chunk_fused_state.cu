@@ -4,8 +4,8 @@
  * heads fill the SMs (no chunk start states Hs through memory, QG and M read
  * once; lin_fused_p2_tile): the state passes through a
  * request's chunks in order and the outputs are made on the way.  One block
- * per (request, value head, tile of VT state rows), 4 warps (8 under the
- * lever fused_phase2_8w); the tile [VT][128] stays in float32 registers as mma
+ * per (request, value head, tile of VT state rows), 4 warps (8 in mamba2's bf16
+ * form); the tile [VT][128] stays in float32 registers as mma
  * accumulators (warp w of NW owns columns 128 w / NW ..).  Per chunk (its W, QG,
  * KD, M, U tile and exp(G_last) double-buffered in shared memory by cp.async):
  *   Unew = U - W S^T                      (declin: Unew = U)
@@ -14,12 +14,12 @@
  * S enters the products as 16-bit (a copy in shared memory); it is carried in
  * float32.  The pool's state is read at the start (zero without a prefix) and
  * written at the end. */
-#include "chunk_mma.cuh"
+#include "chunk_tile.cuh"
 
 /* Rows 0 .. C - 1 of a chunk's tile of U16 16-byte units a row into shared memory (rows ld elements apart) from
  * global rows rs elements apart starting at g, rows at or past len zero-filled.  Thread tid copies unit tid % U16
  * of rows tid / U16 + j NTH / U16: a fixed column and a fixed row step, so the offsets are set once and the
- * loop unrolls (the lean form, LEAN below). */
+ * loop unrolls (mamba2's bf16 form, M2 below). */
 template <int NTH, int C, int U16, typename T>
 LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid) {
     constexpr int R = NTH / U16, E = 16 / (int)sizeof(T);
@@ -33,34 +33,44 @@ LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid
     }
 }
 
-/* The kind and the state dtype are runtime values (uniform branches): one
- * kernel per (operand type, tile, warps).  SKS (the bf16 instance): mamba2's
- * skip D x lands in shared memory with the chunk's operands
- * (LIN_FUSED_STATE_SKIP) instead of being read from global memory inside the
- * serial chain when the outputs are stored.  NW = 8 (the lever
- * fused_phase2_8w): the same products in the same order over twice the
- * warps, so that each scheduler has two warps to issue from in the serial
- * chain; warp w owns state columns 16 w .. 16 w + 15 and, of the chunk's
- * outputs, rows 16 (w % 4) .. and columns (w / 4) VT / 2 .. .  LEAN (the lever
- * fused_phase2_lean; SKS instances, which serve mamba2 only): the kind fixed
- * at compile time (no predicated W S^T products, no per-column decays), each
- * chunk's copies by lk_rows_async instead of index arithmetic per copy, and
- * bf16 outputs stored in pairs. */
-template <int OT, int VT, bool SKS = false, int NW = 4, bool LEAN = false, bool SK16 = false>
-__global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
+/* f16 (M2 false): the kind and the state dtype are runtime values (uniform
+ * branches), 4 warps, mamba2's skip D x read from global memory when the
+ * outputs are stored.  M2 (mamba2's bf16 form, the only bf16 instance): the
+ * kind fixed at compile time (no predicated W S^T products, no per-column
+ * decays), each chunk's copies by lk_rows_async instead of index arithmetic
+ * per copy, the skip landing in shared memory with the chunk's operands
+ * (LIN_FUSED_STATE_SKIP), bf16 outputs stored in pairs, and 8 warps with the
+ * same products in the same order: warp w owns state columns 16 w .. 16 w + 15
+ * and, of the chunk's outputs, rows 16 (w % 4) .. and columns (w / 4) VT / 2 ..,
+ * so each scheduler has two warps to issue from in the serial chain (and the
+ * accumulators fit 128 registers).  SK16 (the lever fused_phase2_skip16, M2
+ * only): the skip staged as bf16, as the stream prep writes it.  GRP (the lever
+ * fused_phase2_group, M2 only): QG, KD and M of a head differ from its group's
+ * C, B and C B^T only by per-token scalars, so the kernel reads C and B per
+ * group (shared through L2 by the group's heads; no UT kernel runs) and the
+ * chunk's gates g_t as the stream prep wrote them, scans them to G in every
+ * warp's registers, and applies the decays where they are used:
+ *   o = scale e^{G_t} (C S^T)_t + M U,  M = scale (C B^T) o e^{G_t - G_i} (i <= t)
+ *   S = e^{G_L} S + (U o e^{G_L - G_i})^T B
+ * Warp w makes M's 16 x 16 blocks (16 (w % 4), 16 j) for j <= w % 4 of its
+ * parity (j = w / 4, w / 4 + 2) with the C fragments of its C S^T, into the
+ * stage's M region; M U stops at the diagonal block. */
+template <int OT, int VT, bool M2 = false, bool SK16 = false, bool GRP = false>
+__global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
-    constexpr int NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
-    static_assert((NW == 4 || NW == 8) && NB % 2 == 0 && VW % 16 == 0, "4 or 8 warps over 128 key columns");
-    static_assert(!LEAN || SKS, "the lean form is mamba2's");
-    static_assert(!SK16 || (LEAN && NW == 8), "the bf16 skip is the lean 8-warp form's (fused_phase2_skip16)");
-    const int KIND = LEAN ? (int)LIN_MAMBA2 : p.kind;
+    constexpr int NW = M2 ? 8 : 4, NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
+    static_assert(NB % 2 == 0 && VW % 16 == 0, "whole n16 tiles a warp");
+    static_assert(!SK16 || M2, "the bf16 skip is mamba2's bf16 form's (fused_phase2_skip16)");
+    static_assert(!GRP || (M2 && C == 64 && VT == 64), "the group form is mamba2's bf16 form's (fused_phase2_group)");
+    static_assert(M2 == (OT == LIN_DT_BF16), "bf16 is mamba2's form, f16 the general one");
+    const int KIND = M2 ? (int)LIN_MAMBA2 : p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
     constexpr int STAGE = LIN_FUSED_STATE_STAGE(VT);
     static_assert(STAGE == 3 * C * KP * 2 + C * CP * 2 + C * VTP * 2 + K * 4, "lin_params.h LIN_FUSED_STATE_STAGE differs");
     LK_DYN_SMEM(unsigned char, smraw);
     uint16_t *Sb = (uint16_t *)(smraw + 2 * STAGE); /* [VT][KP] */
     uint16_t *Ub = Sb + VT * KP;                   /* [C][VTP] */
-    float *Skb = (float *)(Ub + C * VTP);          /* SKS: two stages of [C][VTP] float32 */
+    float *Skb = (float *)(Ub + C * VTP);          /* M2: two stages of [C][VTP] float32 */
     uint16_t *Skh = (uint16_t *)Skb;               /* SK16: two stages of [C][VTP] bf16 */
 
     const int nvt = p.V / VT;
@@ -107,33 +117,34 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
         }
         for (int idx = tid; idx < K / 4; idx += NTH)
             lk_cp_async16(eGs + idx * 4, p.eG + ((int64_t)jc * HV + h) * K + idx * 4, true);
-        if (SKS && SKIP)
-            for (int idx = tid; idx < C * (VT / 4); idx += NTH) {
-                const int t = idx / (VT / 4), cc = (idx % (VT / 4)) * 4;
-                const bool ok = t < len;
-                lk_cp_async16(Skb + (s * C + t) * VTP + cc, p.Sk + (ct0 + (ok ? t : 0)) * HV * V + ocol + cc, ok);
-            }
     };
 
-    /* the lean form's copies of chunk jc into stage s (mamba2: no W; eG's first value is the chunk's decay) */
+    /* M2's copies of chunk jc into stage s (mamba2: no W; eG's first value is the chunk's decay) */
     auto issue_lean = [&](int s, int jc) {
         unsigned char *base = smraw + s * STAGE;
         uint16_t *QGs = (uint16_t *)base + C * KP, *KDs = QGs + C * KP, *Ms = KDs + C * KP, *Us = Ms + C * CP;
         float *eGs = (float *)(Us + C * VTP);
         const int64_t ct0 = p.pl.chunk_tok0[jc], r0 = ct0 * HV + h, rv = ct0 * HV * V + ocol;
         const int len = p.pl.chunk_len[jc];
-        lk_rows_async<NTH, C, K / 8>(QGs, KP, (const uint16_t *)p.QGt + r0 * K, (int64_t)HV * K, len, tid);
-        lk_rows_async<NTH, C, K / 8>(KDs, KP, (const uint16_t *)p.KDt + r0 * K, (int64_t)HV * K, len, tid);
-        lk_rows_async<NTH, C, C / 8>(Ms, CP, (const uint16_t *)p.Mt + r0 * C, (int64_t)HV * C, len, tid);
+        if constexpr (GRP) { /* C and B of the head's group into the QG and KD regions, the gates into eG's */
+            const int64_t rk = ct0 * p.hk + h / p.gsz;
+            lk_rows_async<NTH, C, K / 8>(QGs, KP, (const uint16_t *)p.Qc + rk * K, (int64_t)p.hk * K, len, tid);
+            lk_rows_async<NTH, C, K / 8>(KDs, KP, (const uint16_t *)p.Kc + rk * K, (int64_t)p.hk * K, len, tid);
+            if (tid < C / 4) lk_cp_async16(eGs + 4 * tid, p.eG + ((int64_t)jc * HV + h) * K + 4 * tid, true);
+        } else {
+            lk_rows_async<NTH, C, K / 8>(QGs, KP, (const uint16_t *)p.QGt + r0 * K, (int64_t)HV * K, len, tid);
+            lk_rows_async<NTH, C, K / 8>(KDs, KP, (const uint16_t *)p.KDt + r0 * K, (int64_t)HV * K, len, tid);
+            lk_rows_async<NTH, C, C / 8>(Ms, CP, (const uint16_t *)p.Mt + r0 * C, (int64_t)HV * C, len, tid);
+        }
         lk_rows_async<NTH, C, VT / 8>(Us, VTP, (const uint16_t *)p.Ut + rv, (int64_t)HV * V, len, tid);
         if constexpr (SK16)
             lk_rows_async<NTH, C, VT / 8>(Skh + s * C * VTP, VTP, (const uint16_t *)p.Sk + rv, (int64_t)HV * V, len, tid);
         else
             lk_rows_async<NTH, C, VT / 4>(Skb + s * C * VTP, VTP, (const float *)p.Sk + rv, (int64_t)HV * V, len, tid);
-        if (tid == 0) lk_cp_async16(eGs, p.eG + ((int64_t)jc * HV + h) * K, true);
+        if (!GRP && tid == 0) lk_cp_async16(eGs, p.eG + ((int64_t)jc * HV + h) * K, true);
     };
-    /* the lean form stores bf16 outputs in pairs (4-byte stores) */
-    const bool o2 = LEAN && p.out_dt == LIN_DT_BF16 && ((uintptr_t)p.out & 3) == 0 && V % 2 == 0;
+    /* M2 stores bf16 outputs in pairs (4-byte stores) */
+    const bool o2 = M2 && p.out_dt == LIN_DT_BF16 && ((uintptr_t)p.out & 3) == 0 && V % 2 == 0;
 
     /* the state tile: element e of (m-tile a, n-tile b) is row 16a + g + 8(e >> 1),
      * column 8 NB warp + 8b + 2 t4 + (e & 1) */
@@ -141,7 +152,7 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
     lk_state_load<OT, MT, NB>(p, sb, init, S, Sb, KP, warp, g, t4);
     if (nch > 0) {
-        if constexpr (LEAN) issue_lean(0, c0);
+        if constexpr (M2) issue_lean(0, c0);
         else issue(0, c0);
     }
     lk_cp_async_commit();
@@ -150,7 +161,7 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
         lk_cp_async_wait_all();
         __syncthreads(); /* chunk q landed; Sb holds S; every warp is done with chunk q-1 */
         if (q + 1 < nch) {
-            if constexpr (LEAN) issue_lean((q + 1) & 1, c0 + q + 1);
+            if constexpr (M2) issue_lean((q + 1) & 1, c0 + q + 1);
             else issue((q + 1) & 1, c0 + q + 1);
         }
         lk_cp_async_commit();
@@ -161,12 +172,17 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
         const int64_t ct0 = p.pl.chunk_tok0[c0 + q];
         const int len = p.pl.chunk_len[c0 + q];
 
-        /* X = W S^T and O = QG S^T: rows 16 rg .. (tokens), VW columns from cofs */
-        float X[VW / 8][4], O[VW / 8][4];
+        /* X = W S^T and O = QG S^T: rows 16 rg .. (tokens), VW columns from cofs (GRP: C S^T, and this warp's
+         * blocks of C B^T) */
+        float X[VW / 8][4], O[VW / 8][4], CB[2][2][4];
 #pragma unroll
         for (int nt = 0; nt < VW / 8; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) X[nt][e] = O[nt][e] = 0.f;
+#pragma unroll
+        for (int bi = 0; bi < 2; bi++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) CB[bi][e / 4][e % 4] = 0.f;
 #pragma unroll
         for (int k16 = 0; k16 < K / 16; k16++) {
             uint32_t aq[4], aw[4];
@@ -183,8 +199,78 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
                     lk_mma<OT>(X[2 * np + 1], aw, b[2], b[3]);
                 }
             }
+            if constexpr (GRP)
+#pragma unroll
+                for (int bi = 0; bi < 2; bi++) {
+                    const int jb = warp / 4 + 2 * bi; /* warp-uniform */
+                    if (jb > rg) continue;
+                    uint32_t b[4];
+                    lk_ldb_n(b, KDs, KP, 16 * jb, 16 * k16);
+                    lk_mma<OT>(CB[bi][0], aq, b[0], b[1]);
+                    lk_mma<OT>(CB[bi][1], aq, b[2], b[3]);
+                }
         }
         const uint16_t *UB = Us;
+        float eL = 0.f; /* GRP: e^{G_L} */
+        if constexpr (GRP) {
+            /* the chunk's cumulative log-decay in every warp: lane l holds G at tokens 2l, 2l + 1 (gates past
+             * len count 0, so G_63 is the chunk's last) */
+            const float g0 = 2 * lane < len ? eGs[2 * lane] : 0.f, g1 = 2 * lane + 1 < len ? eGs[2 * lane + 1] : 0.f;
+            float incl = g0 + g1;
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                const float y = gc_shfl(incl, lane >= d ? lane - d : 0);
+                if (lane >= d) incl += y;
+            }
+            const float G0 = incl - g1, G1 = incl, GL = gc_shfl(G1, 31);
+            auto Gat = [&](int t) {
+                const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1);
+                return (t & 1) ? x1 : x0;
+            };
+            eL = expf(GL);
+            const float scale = p.scale;
+            const float Gr[2] = {Gat(16 * rg + g), Gat(16 * rg + g + 8)};
+            /* o rows: scale e^{G_t} (C S^T) */
+            const float f0 = scale * expf(Gr[0]), f1 = scale * expf(Gr[1]);
+#pragma unroll
+            for (int nt = 0; nt < VW / 8; nt++) {
+                O[nt][0] *= f0;
+                O[nt][1] *= f0;
+                O[nt][2] *= f1;
+                O[nt][3] *= f1;
+            }
+            /* M's blocks of this warp, 16-bit, into the stage's M region (zero above the diagonal) */
+            uint16_t *Mw = (uint16_t *)Ms;
+#pragma unroll
+            for (int bi = 0; bi < 2; bi++) {
+                const int jb = warp / 4 + 2 * bi;
+                if (jb > rg) continue;
+#pragma unroll
+                for (int hf2 = 0; hf2 < 2; hf2++) {
+                    const int col = 16 * jb + 8 * hf2 + 2 * t4;
+                    const float c0 = gc_shfl(G0, col >> 1), c1 = gc_shfl(G1, col >> 1);
+#pragma unroll
+                    for (int hf = 0; hf < 2; hf++) {
+                        const int row = 16 * rg + g + 8 * hf;
+                        const float m0 = col <= row ? scale * expf(Gr[hf] - c0) * CB[bi][hf2][2 * hf] : 0.f;
+                        const float m1 = col + 1 <= row ? scale * expf(Gr[hf] - c1) * CB[bi][hf2][2 * hf + 1] : 0.f;
+                        *(uint32_t *)(Mw + row * CP + col) = lk_pack2<OT>(m0, m1);
+                    }
+                }
+            }
+            /* U o e^{G_L - G_t} for the state update: thread tid scales 16 values of row tid / 4 */
+            static_assert(NTH * 16 == C * VT, "16 values a thread");
+            const int t = tid >> 2, v0 = (tid & 3) * 16;
+            const float fu = expf(fminf(GL - Gat(t), 0.f));
+#pragma unroll
+            for (int hv = 0; hv < 2; hv++) {
+                float u[8];
+                lk_unpack8<OT>(Us + t * VTP + v0 + 8 * hv, u);
+#pragma unroll
+                for (int e = 0; e < 8; e++) u[e] *= fu;
+                lk_pack8<OT>(Ub + t * VTP + v0 + 8 * hv, u);
+            }
+        }
         if (DELTA) { /* Unew = U - W S^T, 16-bit, for both products below */
 #pragma unroll
             for (int nt = 0; nt < VW / 8; nt++)
@@ -199,9 +285,9 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
         }
         __syncthreads(); /* Unew complete; nobody reads Sb any more this chunk */
 
-        /* O += M Unew; store the chunk's rows */
-        lk_rows_mul_k<OT, C>(O, Ms, CP, UB + cofs, VTP, 16 * rg);
-        /* mamba2 adds D x from this stage's skip rows (SKS; bf16 under SK16) or from global memory */
+        /* O += M Unew (GRP: M is zero past the diagonal block); store the chunk's rows */
+        lk_rows_mul_k<OT, C>(O, Ms, CP, UB + cofs, VTP, 16 * rg, GRP ? rg : C / 16 - 1);
+        /* mamba2 adds D x from this stage's skip rows (M2; bf16 under SK16) or from global memory */
         auto store = [&](const auto *sk, int64_t ldsk) {
             if (o2) lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, ldsk, 16 * rg, g, t4);
             else lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, ldsk, 16 * rg, g, t4);
@@ -209,12 +295,13 @@ __global__ __launch_bounds__(32 * NW, 1) void lin_chunk_fused_state_kernel(lin_f
         if constexpr (SK16) {
             store(Skh + (q & 1) * C * VTP + cofs, VTP);
         } else {
-            const float *sk = !SKIP ? nullptr : SKS ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
-            store(sk, SKS ? (int64_t)VTP : (int64_t)HV * V);
+            const float *sk = !SKIP ? nullptr : M2 ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
+            store(sk, M2 ? (int64_t)VTP : (int64_t)HV * V);
         }
 
-        /* S = S diag(eG) + Unew^T KD */
-        lk_state_step<OT, MT, C, NB>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
+        /* S = S diag(eG) + Unew^T KD (GRP: e^{G_L} S + (U o e^{G_L - G_i})^T B) */
+        if constexpr (GRP) lk_state_step<OT, MT, C, NB>(S, &eL, false, KDs, KP, Ub, VTP, Sb, warp, g, t4);
+        else lk_state_step<OT, MT, C, NB>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
     }
     lk_cp_async_wait_all();
     lk_state_store<MT, NB>(p, sb, S, warp, g, t4);
@@ -232,43 +319,34 @@ extern "C" int lin_chunk_fused_state_setup(void) {
     return e;
 }
 
-static void (*fused_state_kernel(int ot, int vt, bool w8, bool lean, bool sk16))(lin_fwd) {
-    if (sk16) return ot == LIN_DT_BF16 && vt == 64 && w8 && lean ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true, true>
-                                                                : nullptr;
-    if (ot == LIN_DT_F16) return w8 || lean ? nullptr
-                                 : vt == 16 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
-                                 : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr;
-    if (vt != 64) return nullptr;
-    if (lean)
-        return w8 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true>
-                  : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 4, true>;
-    return w8 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8> : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>;
-}
-
-/* the bf16 instances (mamba2), at create where they run */
+/* the bf16 instances (mamba2's form), at create where they run */
 extern "C" int lin_chunk_fused_state_bf16_setup(void) {
-    const void *k[5] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 4, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, 8, true, true>};
+    const void *k[4] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>};
     int e = 0;
-    for (int i = 0; i < 5 && !e; i++)
+    for (int i = 0; i < 4 && !e; i++)
         e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_STATE_SMEM_BF16(64));
     return e;
 }
 
-/* ot: f16 (vt 16 or 32) or bf16 (vt 64, after lin_chunk_fused_state_bf16_setup; 8 warps where p.fused_p2_8w, the
- * lean form where p.fused_p2_lean: mamba2 only) */
+/* ot: f16 (vt 16 or 32) or bf16 (vt 64, mamba2 only, after lin_chunk_fused_state_bf16_setup; the skip in bf16
+ * where p.sk16, C and B per group where p.grp) */
 extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
-    const bool bf = ot == LIN_DT_BF16, w8 = bf && p.fused_p2_8w, lean = bf && p.fused_p2_lean;
-    if (lean && p.kind != LIN_MAMBA2) return (int)cudaErrorInvalidValue;
-    void (*k)(lin_fwd) = fused_state_kernel(ot, vt, w8, lean, bf && p.sk16);
+    const bool bf = ot == LIN_DT_BF16;
+    void (*k)(lin_fwd) = ot == LIN_DT_F16 ? (vt == 16   ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
+                                             : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr)
+                         : bf && vt == 64 && p.kind == LIN_MAMBA2
+                             ? (p.grp ? (p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>
+                                                : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true>)
+                                : p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>
+                                         : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>)
+                             : nullptr;
     if (!k || p.V % vt) return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    LK_LAUNCH(k, grid, w8 ? 256 : 128, ot == LIN_DT_F16 ? LIN_FUSED_STATE_SMEM(vt) : LIN_FUSED_STATE_SMEM_BF16(vt),
-              (cudaStream_t)stream, p);
+    LK_LAUNCH(k, grid, bf ? 256 : 128, bf ? LIN_FUSED_STATE_SMEM_BF16(vt) : LIN_FUSED_STATE_SMEM(vt), (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

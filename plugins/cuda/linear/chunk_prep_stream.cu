@@ -144,6 +144,12 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
         const float db = lk_in(p.dt_bias, hh);
         sb[0] = lk_softplus(sb[0] + db);
         sb[1] = lk_softplus(sb[1] + db);
+        if (p.grp) { /* the fused phase 2's group form scans the gates -e^{A_log} dt itself: eG [chunk][head][t] */
+            const float na = -expf(lk_in(p.A_log, hh));
+            float *gv = p.eG + ((int64_t)j * HV + hh) * K + tb + o;
+            if (o < n) gv[0] = na * sb[0];
+            if (o + 16 < n) gv[16] = na * sb[1];
+        }
     } else if (which == 2) {
         sb[0] = lk_sigmoid(sb[0]);
         sb[1] = lk_sigmoid(sb[1]);

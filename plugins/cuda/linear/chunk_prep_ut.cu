@@ -302,7 +302,9 @@ extern "C" int lin_launch_chunk_prep_ut(const lin_fwd *pp, int ot, void *stream)
     }
     /* the conv history moves on only after the prep read the old one */
     if (!e && p.conv_w > 1) e = lin_launch_convstate(pp, stream);
-    if (e || p.fused_cp) return e; /* fused_chunk: chunk_fused_cp.cu makes UT in its pass */
+    /* fused_chunk: chunk_fused_cp.cu makes UT in its pass; the fused phase 2's group form reads C, B and the
+     * gates in place */
+    if (e || p.fused_cp || p.grp) return e;
     void (*k1)(lin_fwd) = lin_chunk_ut_kernel<LIN_DT_BF16>;
     const int usm = p.kind == LIN_KDA ? LK_U_SMEM_KDA : LK_U_SMEM;
     LK_LAUNCH(k1, g1, LK_U_THREADS, usm, st, p);

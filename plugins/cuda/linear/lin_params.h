@@ -127,11 +127,13 @@ typedef struct lin_fwd {
     int32_t fused_p2; /* mamba2, bf16: phase 2 in chunk_fused_state.cu with tiles of this many (64) state rows
                        * (lin_fused_p2_tile; 0: the state pass and the output kernel) */
     /* a lever, at the end so that the kernels without it keep their parameter offsets */
-    int32_t fused_p2_8w; /* the fused phase 2 above over 8 warps a block (option fused_phase2_8w) */
-    int32_t fused_p2_lean; /* mamba2's fused phase 2 in its lean form (option fused_phase2_lean) */
-    int32_t fused_p2_sk16; /* option fused_phase2_skip16: the lean 8-warp form reads the skip in bf16 where the
+    int32_t fused_p2_sk16; /* option fused_phase2_skip16: the fused phase 2 reads the skip in bf16 where the
                             * stream prep writes it so (lin_launch_chunk sets sk16 for the call) */
     int32_t sk16;          /* this call's skip D x is bf16 (the stream prep writes it, the fused phase 2 reads it) */
+    /* a lever (option fused_phase2_group): the fused phase 2 reads C and B per group and applies the decays */
+    int32_t fused_p2_grp;
+    int32_t grp;           /* this call: the stream prep writes the gates to eG, no UT kernel runs, the fused phase 2
+                            * reads Qc / Kc per group (lin_launch_chunk sets it) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
