@@ -44,6 +44,9 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
     q.sk16 = bf && p.prep_ut && p.fused_p2 && p.fused_p2_sk16 && lin_chunk_prep_stream_serves(&q);
     /* fused_phase2_group: C and B per group and the gates from the stream prep, no UT kernel */
     q.grp = bf && p.prep_ut && p.fused_p2 && p.fused_p2_grp && lin_chunk_prep_stream_serves(&q);
+    /* fused_phase2_x (with the group form): the prep writes x and dt, the fused phase 2 makes dt x and D x */
+    q.gx = q.grp && p.fused_p2_gx;
+    if (q.gx) q.sk16 = 0;
     /* phase 1 (with the conv history moved on) */
     int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(&q, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;

@@ -54,14 +54,18 @@ LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid
  *   S = e^{G_L} S + (U o e^{G_L - G_i})^T B
  * Warp w makes M's 16 x 16 blocks (16 (w % 4), 16 j) for j <= w % 4 of its
  * parity (j = w / 4, w / 4 + 2) with the C fragments of its C S^T, into the
- * stage's M region; M U stops at the diagonal block. */
-template <int OT, int VT, bool M2 = false, bool SK16 = false, bool GRP = false>
+ * stage's M region; M U stops at the diagonal block.  GX (the lever
+ * fused_phase2_x, with GRP): the stream prep writes the conv output x and dt
+ * (not dt x, the gates and the skip), and the kernel takes dt into M's columns
+ * and U's update scale (M diag(dt) x = M (dt x)) and adds D x from the staged x. */
+template <int OT, int VT, bool M2 = false, bool SK16 = false, bool GRP = false, bool GX = false>
 __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     constexpr int NW = M2 ? 8 : 4, NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
     static_assert(NB % 2 == 0 && VW % 16 == 0, "whole n16 tiles a warp");
     static_assert(!SK16 || M2, "the bf16 skip is mamba2's bf16 form's (fused_phase2_skip16)");
     static_assert(!GRP || (M2 && C == 64 && VT == 64), "the group form is mamba2's bf16 form's (fused_phase2_group)");
+    static_assert(!GX || (GRP && !SK16), "x and dt in place of dt x and the skip: the group form's (fused_phase2_x)");
     static_assert(M2 == (OT == LIN_DT_BF16), "bf16 is mamba2's form, f16 the general one");
     const int KIND = M2 ? (int)LIN_MAMBA2 : p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
@@ -139,10 +143,12 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         lk_rows_async<NTH, C, VT / 8>(Us, VTP, (const uint16_t *)p.Ut + rv, (int64_t)HV * V, len, tid);
         if constexpr (SK16)
             lk_rows_async<NTH, C, VT / 8>(Skh + s * C * VTP, VTP, (const uint16_t *)p.Sk + rv, (int64_t)HV * V, len, tid);
-        else
+        else if constexpr (!GX)
             lk_rows_async<NTH, C, VT / 4>(Skb + s * C * VTP, VTP, (const float *)p.Sk + rv, (int64_t)HV * V, len, tid);
         if (!GRP && tid == 0) lk_cp_async16(eGs, p.eG + ((int64_t)jc * HV + h) * K, true);
     };
+    /* GX: the head's -e^{A_log} (gates = it times dt) and D */
+    const float na = GX ? -expf(lk_in(p.A_log, h)) : 0.f, dsk = GX ? lk_in0(p.D, h) : 0.f;
     /* M2 stores bf16 outputs in pairs (4-byte stores) */
     const bool o2 = M2 && p.out_dt == LIN_DT_BF16 && ((uintptr_t)p.out & 3) == 0 && V % 2 == 0;
 
@@ -215,7 +221,8 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         if constexpr (GRP) {
             /* the chunk's cumulative log-decay in every warp: lane l holds G at tokens 2l, 2l + 1 (gates past
              * len count 0, so G_63 is the chunk's last) */
-            const float g0 = 2 * lane < len ? eGs[2 * lane] : 0.f, g1 = 2 * lane + 1 < len ? eGs[2 * lane + 1] : 0.f;
+            const float d0 = 2 * lane < len ? eGs[2 * lane] : 0.f, d1 = 2 * lane + 1 < len ? eGs[2 * lane + 1] : 0.f;
+            const float g0 = GX ? na * d0 : d0, g1 = GX ? na * d1 : d1; /* GX: eG holds dt */
             float incl = g0 + g1;
 #pragma unroll
             for (int d = 1; d < 32; d <<= 1) {
@@ -249,19 +256,23 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
                 for (int hf2 = 0; hf2 < 2; hf2++) {
                     const int col = 16 * jb + 8 * hf2 + 2 * t4;
                     const float c0 = gc_shfl(G0, col >> 1), c1 = gc_shfl(G1, col >> 1);
+                    const float dc0 = GX ? gc_shfl(d0, col >> 1) : 1.f, dc1 = GX ? gc_shfl(d1, col >> 1) : 1.f;
 #pragma unroll
                     for (int hf = 0; hf < 2; hf++) {
                         const int row = 16 * rg + g + 8 * hf;
-                        const float m0 = col <= row ? scale * expf(Gr[hf] - c0) * CB[bi][hf2][2 * hf] : 0.f;
-                        const float m1 = col + 1 <= row ? scale * expf(Gr[hf] - c1) * CB[bi][hf2][2 * hf + 1] : 0.f;
+                        const float m0 = col <= row ? scale * expf(Gr[hf] - c0) * dc0 * CB[bi][hf2][2 * hf] : 0.f;
+                        const float m1 = col + 1 <= row ? scale * expf(Gr[hf] - c1) * dc1 * CB[bi][hf2][2 * hf + 1] : 0.f;
                         *(uint32_t *)(Mw + row * CP + col) = lk_pack2<OT>(m0, m1);
                     }
                 }
             }
-            /* U o e^{G_L - G_t} for the state update: thread tid scales 16 values of row tid / 4 */
+            /* U o e^{G_L - G_t} (GX: x o dt_t e^{G_L - G_t}) for the state update: thread tid scales 16 values
+             * of row tid / 4 */
             static_assert(NTH * 16 == C * VT, "16 values a thread");
             const int t = tid >> 2, v0 = (tid & 3) * 16;
-            const float fu = expf(fminf(GL - Gat(t), 0.f));
+            const float dt0 = gc_shfl(d0, t >> 1), dt1 = gc_shfl(d1, t >> 1); /* every lane shuffles */
+            const float dt = GX ? ((t & 1) ? dt1 : dt0) : 1.f;
+            const float fu = dt * expf(fminf(GL - Gat(t), 0.f));
 #pragma unroll
             for (int hv = 0; hv < 2; hv++) {
                 float u[8];
@@ -294,6 +305,16 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         };
         if constexpr (SK16) {
             store(Skh + (q & 1) * C * VTP + cofs, VTP);
+        } else if constexpr (GX) { /* D x from the staged x */
+#pragma unroll
+            for (int nt = 0; nt < VW / 8; nt++)
+#pragma unroll
+                for (int hf = 0; hf < 2; hf++) {
+                    const int t = 16 * rg + g + 8 * hf, v = cofs + 8 * nt + 2 * t4;
+                    O[nt][2 * hf] += dsk * lk_from16<OT>(Us[t * VTP + v]);
+                    O[nt][2 * hf + 1] += dsk * lk_from16<OT>(Us[t * VTP + v + 1]);
+                }
+            store((const float *)nullptr, 0);
         } else {
             const float *sk = !SKIP ? nullptr : M2 ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
             store(sk, M2 ? (int64_t)VTP : (int64_t)HV * V);
@@ -321,26 +342,28 @@ extern "C" int lin_chunk_fused_state_setup(void) {
 
 /* the bf16 instances (mamba2's form), at create where they run */
 extern "C" int lin_chunk_fused_state_bf16_setup(void) {
-    const void *k[4] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+    const void *k[5] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
                         (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>,
                         (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>};
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true>};
     int e = 0;
-    for (int i = 0; i < 4 && !e; i++)
+    for (int i = 0; i < 5 && !e; i++)
         e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_STATE_SMEM_BF16(64));
     return e;
 }
 
 /* ot: f16 (vt 16 or 32) or bf16 (vt 64, mamba2 only, after lin_chunk_fused_state_bf16_setup; the skip in bf16
- * where p.sk16, C and B per group where p.grp) */
+ * where p.sk16, C and B per group where p.grp, x and dt where p.gx) */
 extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
     const bool bf = ot == LIN_DT_BF16;
     void (*k)(lin_fwd) = ot == LIN_DT_F16 ? (vt == 16   ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                              : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr)
                          : bf && vt == 64 && p.kind == LIN_MAMBA2
-                             ? (p.grp ? (p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>
+                             ? (p.grp ? (p.gx     ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true>
+                                         : p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>
                                                 : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true>)
                                 : p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>
                                          : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>)

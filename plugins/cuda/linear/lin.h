@@ -188,6 +188,7 @@ typedef struct lin_inst {
                             * never; 0 also where the kernel cannot run (lin_create.c) */
     int fused_p2_sk16;     /* fused_phase2_skip16 (a lever): the fused phase 2 with the skip in bf16 */
     int fused_p2_grp;      /* fused_phase2_group (a lever): the fused phase 2 with C and B per group */
+    int fused_p2_gx;       /* fused_phase2_x (a lever, with fused_phase2_group): x and dt from the prep */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -134,6 +134,9 @@ typedef struct lin_fwd {
     int32_t fused_p2_grp;
     int32_t grp;           /* this call: the stream prep writes the gates to eG, no UT kernel runs, the fused phase 2
                             * reads Qc / Kc per group (lin_launch_chunk sets it) */
+    /* a lever (option fused_phase2_x, with fused_phase2_group): the prep writes x and dt, not dt x and the skip */
+    int32_t fused_p2_gx;
+    int32_t gx;            /* this call (lin_launch_chunk sets it): Vc holds x, eG dt; Sk is not written */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
