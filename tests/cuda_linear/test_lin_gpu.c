@@ -65,8 +65,9 @@
  *     LT_QUICK=21  the lever fused_phase2_skip16: each bf16 mamba2 config of the sets 1, 3 and 10 at V a multiple
  *                  of 64, the fused phase 2 with the skip in bf16, against the float64 reference
  *     LT_QUICK=22  the lever fused_phase2_group: the same configs, the fused phase 2 with C and B per group and
- *                  the decays applied in it (no UT kernel), alone, with the skip in bf16 and with x and dt from the
- *                  prep (fused_phase2_x), against the float64 reference
+ *                  the decays applied in it (no UT kernel), alone, with the skip in bf16, with x and dt from the
+ *                  prep (fused_phase2_x) and with M made by warps of its own (fused_phase2_mwarps, with and
+ *                  without x), against the float64 reference
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -1166,15 +1167,18 @@ static void fused_phase2_skip16_tests(int set) {
 /* The lever fused_phase2_group (LT_QUICK=22, the full run its first config): each bf16 mamba2 config of the sets 1,
  * 3 and 10 at V a multiple of 64 with the fused phase 2 reading C and B per group (the stream prep writes the gates,
  * no UT kernel; conv widths other than 4 keep the UT kernel), then the same with the skip in bf16, then with x and dt
- * from the prep in place of dt x and the skip (the lever fused_phase2_x): the scenario's
+ * from the prep in place of dt x and the skip (the lever fused_phase2_x), then with M and the scaled U made by 4 warps
+ * of their own (fused_phase2_mwarps), without and with x: the scenario's
  * outputs and states against the float64 reference within the config's limits (the decays are applied in float32
  * where the default folds them into 16-bit operands, so the bits differ), the create line naming the form. */
 static void fused_phase2_group_tests(int set) {
     static const struct {
-        const char *sk16, *x, *line;
-    } forms[] = {{NULL, NULL, "(fused phase 2: mamba2's bf16 extends always, C and B per group)"},
-                 {"1", NULL, "(fused phase 2: mamba2's bf16 extends always, the skip in bf16, C and B per group)"},
-                 {"1", "1", "(fused phase 2: mamba2's bf16 extends always, C and B per group, x and dt)"}};
+        const char *sk16, *x, *mw, *line;
+    } forms[] = {{NULL, NULL, NULL, "(fused phase 2: mamba2's bf16 extends always, C and B per group)"},
+                 {"1", NULL, NULL, "(fused phase 2: mamba2's bf16 extends always, the skip in bf16, C and B per group)"},
+                 {"1", "1", NULL, "(fused phase 2: mamba2's bf16 extends always, C and B per group, x and dt)"},
+                 {"1", NULL, "1", "(fused phase 2: mamba2's bf16 extends always, C and B per group, M's warps)"},
+                 {NULL, "1", "1", "(fused phase 2: mamba2's bf16 extends always, C and B per group, x and dt, M's warps)"}};
     int n = 0;
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const cfg *c = &configs[i];
@@ -1185,6 +1189,7 @@ static void fused_phase2_group_tests(int set) {
             setenv("SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "1", 1);
             if (forms[f].sk16) setenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", forms[f].sk16, 1);
             if (forms[f].x) setenv("SGL_ATTN_LIN_FUSED_PHASE2_X", forms[f].x, 1);
+            if (forms[f].mw) setenv("SGL_ATTN_LIN_FUSED_PHASE2_MWARPS", forms[f].mw, 1);
             lt_create_log[0] = 0;
             run_cfg(c);
             LT_CHECK(!!strstr(lt_create_log, forms[f].line), "fused_phase2_group, config %zu: the create line \"%s\", expected \"%s\"",
@@ -1193,6 +1198,7 @@ static void fused_phase2_group_tests(int set) {
             unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_GROUP");
             unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16");
             unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_X");
+            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_MWARPS");
         }
     }
     LT_CHECK(n > 0, "fused_phase2_group: no bf16 mamba2 config at V a multiple of 64 ran");
@@ -1254,7 +1260,7 @@ int main(int argc, char **argv) {
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
     const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", "SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", /* set where tested */
-                                   "SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "SGL_ATTN_LIN_FUSED_PHASE2_X",
+                                   "SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "SGL_ATTN_LIN_FUSED_PHASE2_X", "SGL_ATTN_LIN_FUSED_PHASE2_MWARPS",
                                    "SGL_ATTN_LIN_FUSED_PHASE2_8W", "SGL_ATTN_LIN_FUSED_PHASE2_LEAN",
                                    "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",

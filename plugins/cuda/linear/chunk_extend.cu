@@ -46,7 +46,8 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
     q.grp = bf && p.prep_ut && p.fused_p2 && p.fused_p2_grp && lin_chunk_prep_stream_serves(&q);
     /* fused_phase2_x (with the group form): the prep writes x and dt, the fused phase 2 makes dt x and D x */
     q.gx = q.grp && p.fused_p2_gx;
-    if (q.gx) q.sk16 = 0;
+    q.mw = q.grp && p.fused_p2_mw; /* fused_phase2_mwarps: M made by 4 warps of its own */
+    if (q.gx || q.mw) q.sk16 = 0;
     /* phase 1 (with the conv history moved on) */
     int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(&q, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;

@@ -57,15 +57,20 @@ LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid
  * stage's M region; M U stops at the diagonal block.  GX (the lever
  * fused_phase2_x, with GRP): the stream prep writes the conv output x and dt
  * (not dt x, the gates and the skip), and the kernel takes dt into M's columns
- * and U's update scale (M diag(dt) x = M (dt x)) and adds D x from the staged x. */
-template <int OT, int VT, bool M2 = false, bool SK16 = false, bool GRP = false, bool GX = false>
-__global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
+ * and U's update scale (M diag(dt) x = M (dt x)) and adds D x from the staged x.
+ * PW (the lever fused_phase2_mwarps, with GRP): 4 more warps make M's ten
+ * blocks and the scaled U while the 8 state warps make C S^T, so neither is on
+ * the other's chain; they meet at the chunk's barrier. */
+template <int OT, int VT, bool M2 = false, bool SK16 = false, bool GRP = false, bool GX = false, bool PW = false>
+__global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     constexpr int NW = M2 ? 8 : 4, NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
     static_assert(NB % 2 == 0 && VW % 16 == 0, "whole n16 tiles a warp");
     static_assert(!SK16 || M2, "the bf16 skip is mamba2's bf16 form's (fused_phase2_skip16)");
     static_assert(!GRP || (M2 && C == 64 && VT == 64), "the group form is mamba2's bf16 form's (fused_phase2_group)");
     static_assert(!GX || (GRP && !SK16), "x and dt in place of dt x and the skip: the group form's (fused_phase2_x)");
+    static_assert(!PW || GRP, "M's warps are the group form's (fused_phase2_mwarps)");
+    constexpr int NTT = NTH + (PW ? 128 : 0); /* threads a block: the state warps, then PW's M warps */
     static_assert(M2 == (OT == LIN_DT_BF16), "bf16 is mamba2's form, f16 the general one");
     const int KIND = M2 ? (int)LIN_MAMBA2 : p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
@@ -87,7 +92,7 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
     const int rg = NW == 4 ? warp : warp % 4, cofs = NW == 4 ? 0 : (warp / 4) * VW; /* output rows 16 rg .., columns cofs .. */
     const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of an out row */
     if (slot < 0) { /* padding */
-        for (int idx = tid; idx < n * VT; idx += NTH)
+        for (int idx = tid; idx < n * VT; idx += NTT)
             lk_st(p.out, p.out_dt, (tok0 + idx / VT) * HV * V + ocol + idx % VT, 0.f);
         return;
     }
@@ -156,8 +161,66 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
      * column 8 NB warp + 8b + 2 t4 + (e & 1) */
     float S[MT][NB][4];
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
-    lk_state_load<OT, MT, NB>(p, sb, init, S, Sb, KP, warp, g, t4);
-    if (nch > 0) {
+    const bool prod = PW && warp >= NW; /* PW: an M warp (no state, no copies) */
+    if (!prod) lk_state_load<OT, MT, NB>(p, sb, init, S, Sb, KP, warp, g, t4);
+    else
+#pragma unroll
+        for (int e = 0; e < MT * NB * 4; e++) S[e / (NB * 4)][e / 4 % NB][e % 4] = 0.f;
+    /* GRP: the chunk's cumulative log-decay in every warp: lane l holds G at tokens 2l, 2l + 1 (gates past len
+     * count 0, so G_63 is the chunk's last); d0, d1 what eG holds there (GX: dt) */
+    auto gate_scan = [&](const float *eGs, int len, float &d0, float &d1, float &G0, float &G1) {
+        d0 = 2 * lane < len ? eGs[2 * lane] : 0.f;
+        d1 = 2 * lane + 1 < len ? eGs[2 * lane + 1] : 0.f;
+        const float g0 = GX ? na * d0 : d0, g1 = GX ? na * d1 : d1;
+        float incl = g0 + g1;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const float y = gc_shfl(incl, lane >= d ? lane - d : 0);
+            if (lane >= d) incl += y;
+        }
+        G0 = incl - g1;
+        G1 = incl;
+    };
+    /* GRP: M's block (16 rb, 16 jb) from C B^T's accumulators, 16-bit, into Mw (zero above the diagonal) */
+    auto write_m = [&](uint16_t *Mw, const float (&acc)[2][4], int rb, int jb, float G0, float G1, float d0, float d1) {
+        const float scale = p.scale;
+        float Gr[2];
+#pragma unroll
+        for (int hf = 0; hf < 2; hf++) {
+            const int t = 16 * rb + g + 8 * hf;
+            const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1);
+            Gr[hf] = (t & 1) ? x1 : x0;
+        }
+#pragma unroll
+        for (int hf2 = 0; hf2 < 2; hf2++) {
+            const int col = 16 * jb + 8 * hf2 + 2 * t4;
+            const float c0 = gc_shfl(G0, col >> 1), c1 = gc_shfl(G1, col >> 1);
+            const float dc0 = GX ? gc_shfl(d0, col >> 1) : 1.f, dc1 = GX ? gc_shfl(d1, col >> 1) : 1.f;
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int row = 16 * rb + g + 8 * hf;
+                const float m0 = col <= row ? scale * expf(Gr[hf] - c0) * dc0 * acc[hf2][2 * hf] : 0.f;
+                const float m1 = col + 1 <= row ? scale * expf(Gr[hf] - c1) * dc1 * acc[hf2][2 * hf + 1] : 0.f;
+                *(uint32_t *)(Mw + row * CP + col) = lk_pack2<OT>(m0, m1);
+            }
+        }
+    };
+    /* GRP: U's row t, nv values from v0, times e^{G_L - G_t} (GX: dt_t e^{G_L - G_t}) into Ub for the state update */
+    auto scale_u = [&](const uint16_t *Us, int t, int v0, int nv, float G0, float G1, float GL, float d0, float d1) {
+        const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1); /* every lane shuffles */
+        const float dt0 = gc_shfl(d0, t >> 1), dt1 = gc_shfl(d1, t >> 1);
+        const float dt = GX ? ((t & 1) ? dt1 : dt0) : 1.f;
+        const float fu = dt * expf(fminf(GL - ((t & 1) ? x1 : x0), 0.f));
+#pragma unroll
+        for (int h8 = 0; h8 < nv / 8; h8++) {
+            float u[8];
+            lk_unpack8<OT>(Us + t * VTP + v0 + 8 * h8, u);
+#pragma unroll
+            for (int e = 0; e < 8; e++) u[e] *= fu;
+            lk_pack8<OT>(Ub + t * VTP + v0 + 8 * h8, u);
+        }
+    };
+    if (nch > 0 && !prod) {
         if constexpr (M2) issue_lean(0, c0);
         else issue(0, c0);
     }
@@ -166,7 +229,7 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
     for (int q = 0; q < nch; q++) {
         lk_cp_async_wait_all();
         __syncthreads(); /* chunk q landed; Sb holds S; every warp is done with chunk q-1 */
-        if (q + 1 < nch) {
+        if (q + 1 < nch && !prod) {
             if constexpr (M2) issue_lean((q + 1) & 1, c0 + q + 1);
             else issue((q + 1) & 1, c0 + q + 1);
         }
@@ -177,6 +240,29 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         const float *eGs = (const float *)(Us + C * VTP);
         const int64_t ct0 = p.pl.chunk_tok0[c0 + q];
         const int len = p.pl.chunk_len[c0 + q];
+        if constexpr (PW)
+            if (prod) { /* M's ten blocks over the 4 M warps (3, 3, 2, 2), then U's scaled rows, 32 values a thread */
+                float d0, d1, G0, G1;
+                gate_scan(eGs, len, d0, d1, G0, G1);
+                for (int bk = warp - NW; bk < 10; bk += 4) {
+                    const int rb = bk < 1 ? 0 : bk < 3 ? 1 : bk < 6 ? 2 : 3, jb = bk - rb * (rb + 1) / 2;
+                    float acc[2][4] = {};
+#pragma unroll
+                    for (int k16 = 0; k16 < K / 16; k16++) {
+                        uint32_t a[4], b[4];
+                        lk_lda(a, QGs, KP, 16 * rb, 16 * k16);
+                        lk_ldb_n(b, KDs, KP, 16 * jb, 16 * k16);
+                        lk_mma<OT>(acc[0], a, b[0], b[1]);
+                        lk_mma<OT>(acc[1], a, b[2], b[3]);
+                    }
+                    write_m((uint16_t *)Ms, acc, rb, jb, G0, G1, d0, d1);
+                }
+                const int pt = tid - NTH;
+                static_assert(128 * 32 == C * VT, "32 values an M thread");
+                scale_u(Us, pt >> 1, (pt & 1) * 32, 32, G0, G1, gc_shfl(G1, 31), d0, d1);
+                __syncthreads(); /* the state warps' chunk barrier: M and Ub complete */
+                continue;
+            }
 
         /* X = W S^T and O = QG S^T: rows 16 rg .. (tokens), VW columns from cofs (GRP: C S^T, and this warp's
          * blocks of C B^T) */
@@ -205,7 +291,7 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
                     lk_mma<OT>(X[2 * np + 1], aw, b[2], b[3]);
                 }
             }
-            if constexpr (GRP)
+            if constexpr (GRP && !PW)
 #pragma unroll
                 for (int bi = 0; bi < 2; bi++) {
                     const int jb = warp / 4 + 2 * bi; /* warp-uniform */
@@ -219,67 +305,34 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         const uint16_t *UB = Us;
         float eL = 0.f; /* GRP: e^{G_L} */
         if constexpr (GRP) {
-            /* the chunk's cumulative log-decay in every warp: lane l holds G at tokens 2l, 2l + 1 (gates past
-             * len count 0, so G_63 is the chunk's last) */
-            const float d0 = 2 * lane < len ? eGs[2 * lane] : 0.f, d1 = 2 * lane + 1 < len ? eGs[2 * lane + 1] : 0.f;
-            const float g0 = GX ? na * d0 : d0, g1 = GX ? na * d1 : d1; /* GX: eG holds dt */
-            float incl = g0 + g1;
-#pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                const float y = gc_shfl(incl, lane >= d ? lane - d : 0);
-                if (lane >= d) incl += y;
-            }
-            const float G0 = incl - g1, G1 = incl, GL = gc_shfl(G1, 31);
-            auto Gat = [&](int t) {
-                const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1);
-                return (t & 1) ? x1 : x0;
-            };
+            float d0, d1, G0, G1;
+            gate_scan(eGs, len, d0, d1, G0, G1);
+            const float GL = gc_shfl(G1, 31);
             eL = expf(GL);
-            const float scale = p.scale;
-            const float Gr[2] = {Gat(16 * rg + g), Gat(16 * rg + g + 8)};
             /* o rows: scale e^{G_t} (C S^T) */
-            const float f0 = scale * expf(Gr[0]), f1 = scale * expf(Gr[1]);
+            float f[2];
+#pragma unroll
+            for (int hf = 0; hf < 2; hf++) {
+                const int t = 16 * rg + g + 8 * hf;
+                const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1);
+                f[hf] = p.scale * expf((t & 1) ? x1 : x0);
+            }
 #pragma unroll
             for (int nt = 0; nt < VW / 8; nt++) {
-                O[nt][0] *= f0;
-                O[nt][1] *= f0;
-                O[nt][2] *= f1;
-                O[nt][3] *= f1;
+                O[nt][0] *= f[0];
+                O[nt][1] *= f[0];
+                O[nt][2] *= f[1];
+                O[nt][3] *= f[1];
             }
-            /* M's blocks of this warp, 16-bit, into the stage's M region (zero above the diagonal) */
-            uint16_t *Mw = (uint16_t *)Ms;
+            if constexpr (!PW) {
+                /* M's blocks of this warp, then U's scaled rows: thread tid scales 16 values of row tid / 4 */
 #pragma unroll
-            for (int bi = 0; bi < 2; bi++) {
-                const int jb = warp / 4 + 2 * bi;
-                if (jb > rg) continue;
-#pragma unroll
-                for (int hf2 = 0; hf2 < 2; hf2++) {
-                    const int col = 16 * jb + 8 * hf2 + 2 * t4;
-                    const float c0 = gc_shfl(G0, col >> 1), c1 = gc_shfl(G1, col >> 1);
-                    const float dc0 = GX ? gc_shfl(d0, col >> 1) : 1.f, dc1 = GX ? gc_shfl(d1, col >> 1) : 1.f;
-#pragma unroll
-                    for (int hf = 0; hf < 2; hf++) {
-                        const int row = 16 * rg + g + 8 * hf;
-                        const float m0 = col <= row ? scale * expf(Gr[hf] - c0) * dc0 * CB[bi][hf2][2 * hf] : 0.f;
-                        const float m1 = col + 1 <= row ? scale * expf(Gr[hf] - c1) * dc1 * CB[bi][hf2][2 * hf + 1] : 0.f;
-                        *(uint32_t *)(Mw + row * CP + col) = lk_pack2<OT>(m0, m1);
-                    }
+                for (int bi = 0; bi < 2; bi++) {
+                    const int jb = warp / 4 + 2 * bi;
+                    if (jb <= rg) write_m((uint16_t *)Ms, CB[bi], rg, jb, G0, G1, d0, d1);
                 }
-            }
-            /* U o e^{G_L - G_t} (GX: x o dt_t e^{G_L - G_t}) for the state update: thread tid scales 16 values
-             * of row tid / 4 */
-            static_assert(NTH * 16 == C * VT, "16 values a thread");
-            const int t = tid >> 2, v0 = (tid & 3) * 16;
-            const float dt0 = gc_shfl(d0, t >> 1), dt1 = gc_shfl(d1, t >> 1); /* every lane shuffles */
-            const float dt = GX ? ((t & 1) ? dt1 : dt0) : 1.f;
-            const float fu = dt * expf(fminf(GL - Gat(t), 0.f));
-#pragma unroll
-            for (int hv = 0; hv < 2; hv++) {
-                float u[8];
-                lk_unpack8<OT>(Us + t * VTP + v0 + 8 * hv, u);
-#pragma unroll
-                for (int e = 0; e < 8; e++) u[e] *= fu;
-                lk_pack8<OT>(Ub + t * VTP + v0 + 8 * hv, u);
+                static_assert(PW || NTH * 16 == C * VT, "16 values a thread");
+                scale_u(Us, tid >> 2, (tid & 3) * 16, 16, G0, G1, GL, d0, d1);
             }
         }
         if (DELTA) { /* Unew = U - W S^T, 16-bit, for both products below */
@@ -325,7 +378,7 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         else lk_state_step<OT, MT, C, NB>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
     }
     lk_cp_async_wait_all();
-    lk_state_store<MT, NB>(p, sb, S, warp, g, t4);
+    if (!prod) lk_state_store<MT, NB>(p, sb, S, warp, g, t4);
 }
 
 /* ------------------------------------------------------------ launchers */
@@ -342,27 +395,31 @@ extern "C" int lin_chunk_fused_state_setup(void) {
 
 /* the bf16 instances (mamba2's form), at create where they run */
 extern "C" int lin_chunk_fused_state_bf16_setup(void) {
-    const void *k[5] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+    const void *k[7] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
                         (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>,
                         (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true>,
                         (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true>};
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, false, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true, true>};
     int e = 0;
-    for (int i = 0; i < 5 && !e; i++)
+    for (int i = 0; i < 7 && !e; i++)
         e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_STATE_SMEM_BF16(64));
     return e;
 }
 
 /* ot: f16 (vt 16 or 32) or bf16 (vt 64, mamba2 only, after lin_chunk_fused_state_bf16_setup; the skip in bf16
- * where p.sk16, C and B per group where p.grp, x and dt where p.gx) */
+ * where p.sk16, C and B per group where p.grp, x and dt where p.gx, M's warps where p.mw) */
 extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
     const bool bf = ot == LIN_DT_BF16;
     void (*k)(lin_fwd) = ot == LIN_DT_F16 ? (vt == 16   ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                              : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr)
                          : bf && vt == 64 && p.kind == LIN_MAMBA2
-                             ? (p.grp ? (p.gx     ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true>
+                             ? (p.grp ? (p.mw     ? (p.gx ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true, true>
+                                                          : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, false, true>)
+                                         : p.gx   ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true>
                                          : p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>
                                                 : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true>)
                                 : p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>
@@ -370,6 +427,6 @@ extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, v
                              : nullptr;
     if (!k || p.V % vt) return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    LK_LAUNCH(k, grid, bf ? 256 : 128, bf ? LIN_FUSED_STATE_SMEM_BF16(vt) : LIN_FUSED_STATE_SMEM(vt), (cudaStream_t)stream, p);
+    LK_LAUNCH(k, grid, bf ? (p.grp && p.mw ? 384 : 256) : 128, bf ? LIN_FUSED_STATE_SMEM_BF16(vt) : LIN_FUSED_STATE_SMEM(vt), (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

@@ -161,6 +161,8 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->grp = 0; /* lin_launch_chunk sets it */
     p->fused_p2_gx = w->fused_p2_gx;
     p->gx = 0; /* lin_launch_chunk sets it */
+    p->fused_p2_mw = w->fused_p2_mw;
+    p->mw = 0; /* lin_launch_chunk sets it */
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */

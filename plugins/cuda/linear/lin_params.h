@@ -137,6 +137,9 @@ typedef struct lin_fwd {
     /* a lever (option fused_phase2_x, with fused_phase2_group): the prep writes x and dt, not dt x and the skip */
     int32_t fused_p2_gx;
     int32_t gx;            /* this call (lin_launch_chunk sets it): Vc holds x, eG dt; Sk is not written */
+    /* a lever (option fused_phase2_mwarps, with fused_phase2_group): M and the scaled U by 4 more warps a block */
+    int32_t fused_p2_mw;
+    int32_t mw;            /* this call (lin_launch_chunk sets it) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
