@@ -37,8 +37,7 @@
 #      sections of mamba2's UT kernel and stream prep (PROFILE=12)
 #  13. mamba2's fused phase 2 (chunk_fused_state.cu, tile 64) at Nemotron-H
 #      1 x 64k (issue 22): one launch's speed of light, warp states, scheduler
-#      and memory sections, then by SASS instruction (PROFILE=13); the same
-#      with the skip in bf16, the lever fused_phase2_skip16 (PROFILE=14)
+#      and memory sections, then by SASS instruction (PROFILE=13)
 #  15. mamba2 1 x 64k with C and B per group (the levers fused_phase2_group
 #      and fused_phase2_x): kernel durations of one forward in the default,
 #      group and group + x forms, then the fused phase 2's and the stream
@@ -220,12 +219,6 @@ if on 13; then
   lin_sections m2_fs "mamba2,1x64k" lin_chunk_fused_state_kernel
   step "13b. mamba2 1 x 64k: the fused phase 2 by SASS instruction"
   sass_of m2_fs "mamba2,1x64k" "lin_chunk_fused_state_kernel"
-fi
-if on 14; then
-  step "14a. mamba2 1 x 64k: the fused phase 2's sections, the skip in bf16 (fused_phase2_skip16=1)"
-  SGL_ATTN_LIN_FUSED_PHASE2_SKIP16=1 lin_sections m2_fs16 "mamba2,1x64k" lin_chunk_fused_state_kernel
-  step "14b. mamba2 1 x 64k: the fused phase 2 with the skip in bf16 by SASS instruction"
-  SGL_ATTN_LIN_FUSED_PHASE2_SKIP16=1 sass_of m2_fs16 "mamba2,1x64k" "lin_chunk_fused_state_kernel"
 fi
 if on 15; then
   for f in "0 0" "1 0" "1 1"; do

@@ -62,12 +62,9 @@
  *     LT_QUICK=18  mamba2's bf16 fused phase 2 (chunk_fused_state.cu; option fused_phase2 = always, since the
  *                  tests' batches do not fill the SMs): each bf16 mamba2 config of the sets 1, 3 and 10 the same
  *                  bits as with it off; the other kinds refuse always on the create line
- *     LT_QUICK=21  the lever fused_phase2_skip16: each bf16 mamba2 config of the sets 1, 3 and 10 at V a multiple
- *                  of 64, the fused phase 2 with the skip in bf16, against the float64 reference
- *     LT_QUICK=22  the lever fused_phase2_group: the same configs, the fused phase 2 with C and B per group and
- *                  the decays applied in it (no UT kernel), alone, with the skip in bf16, with x and dt from the
- *                  prep (fused_phase2_x) and with M made by warps of its own (fused_phase2_mwarps, with and
- *                  without x), against the float64 reference
+ *     LT_QUICK=22  the lever fused_phase2_group: each bf16 mamba2 config of the sets 1, 3 and 10 at V a multiple
+ *                  of 64, the fused phase 2 with C and B per group and the decays applied in it (no UT kernel),
+ *                  alone and with x and dt from the prep (fused_phase2_x), against the float64 reference
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -97,10 +94,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 21,
- * 22 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 22 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q21 = 65536, Q22 = 131072 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q22 = 65536 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -1141,44 +1137,17 @@ static int m2_fused_cfg(const cfg *c) {
            c->sh.dv % 64 == 0 && (c->sets & (Q1 | Q3 | Q10));
 }
 
-/* The lever fused_phase2_skip16 (LT_QUICK=21, the full run its first config): each bf16 mamba2 config of the sets
- * 1, 3 and 10 at V a multiple of 64 with the fused phase 2's skip D x in bf16 (the
- * stream prep writes it at conv width 4; other widths keep the float32 skip): the scenario's outputs against the
- * float64 reference within the config's limits (the bits differ from the float32 skip's), the create line naming
- * it. */
-static void fused_phase2_skip16_tests(int set) {
-    int n = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (!m2_fused_cfg(c) || (set == F && n >= 1)) continue;
-        n++;
-        setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
-        setenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", "1", 1);
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        LT_CHECK(!!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always, the skip in bf16)"),
-                 "fused_phase2_skip16, config %zu: the create line \"%s\"", i, lt_create_log);
-        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
-        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16");
-    }
-    LT_CHECK(n > 0, "fused_phase2_skip16: no bf16 mamba2 config at V a multiple of 64 ran");
-}
-
 /* The lever fused_phase2_group (LT_QUICK=22, the full run its first config): each bf16 mamba2 config of the sets 1,
  * 3 and 10 at V a multiple of 64 with the fused phase 2 reading C and B per group (the stream prep writes the gates,
- * no UT kernel; conv widths other than 4 keep the UT kernel), then the same with the skip in bf16, then with x and dt
- * from the prep in place of dt x and the skip (the lever fused_phase2_x), then with M and the scaled U made by 4 warps
- * of their own (fused_phase2_mwarps), without and with x: the scenario's
+ * no UT kernel; conv widths other than 4 keep the UT kernel), then with x and dt from the prep in place of dt x and
+ * the skip (the lever fused_phase2_x): the scenario's
  * outputs and states against the float64 reference within the config's limits (the decays are applied in float32
  * where the default folds them into 16-bit operands, so the bits differ), the create line naming the form. */
 static void fused_phase2_group_tests(int set) {
     static const struct {
-        const char *sk16, *x, *mw, *line;
-    } forms[] = {{NULL, NULL, NULL, "(fused phase 2: mamba2's bf16 extends always, C and B per group)"},
-                 {"1", NULL, NULL, "(fused phase 2: mamba2's bf16 extends always, the skip in bf16, C and B per group)"},
-                 {"1", "1", NULL, "(fused phase 2: mamba2's bf16 extends always, C and B per group, x and dt)"},
-                 {"1", NULL, "1", "(fused phase 2: mamba2's bf16 extends always, C and B per group, M's warps)"},
-                 {NULL, "1", "1", "(fused phase 2: mamba2's bf16 extends always, C and B per group, x and dt, M's warps)"}};
+        const char *x, *line;
+    } forms[] = {{NULL, "(fused phase 2: mamba2's bf16 extends always, C and B per group)"},
+                 {"1", "(fused phase 2: mamba2's bf16 extends always, C and B per group, x and dt)"}};
     int n = 0;
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const cfg *c = &configs[i];
@@ -1187,18 +1156,14 @@ static void fused_phase2_group_tests(int set) {
         for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
             setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
             setenv("SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "1", 1);
-            if (forms[f].sk16) setenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", forms[f].sk16, 1);
             if (forms[f].x) setenv("SGL_ATTN_LIN_FUSED_PHASE2_X", forms[f].x, 1);
-            if (forms[f].mw) setenv("SGL_ATTN_LIN_FUSED_PHASE2_MWARPS", forms[f].mw, 1);
             lt_create_log[0] = 0;
             run_cfg(c);
             LT_CHECK(!!strstr(lt_create_log, forms[f].line), "fused_phase2_group, config %zu: the create line \"%s\", expected \"%s\"",
                      i, lt_create_log, forms[f].line);
             unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
             unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_GROUP");
-            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_SKIP16");
             unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_X");
-            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_MWARPS");
         }
     }
     LT_CHECK(n > 0, "fused_phase2_group: no bf16 mamba2 config at V a multiple of 64 ran");
@@ -1234,9 +1199,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 18 ? Q18 : quick == 21 ? Q21 : quick == 22 ? Q22 : 0;
+                    : quick == 18 ? Q18 : quick == 22 ? Q22 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 21 or 22 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 or 22 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1259,9 +1224,10 @@ int main(int argc, char **argv) {
     }
     printf("device: %s (%s)%s\n", caps.device_name, caps.arch_name, quick ? ", a subset" : "");
     /* the options under test come from each config; the caller's do not leak in */
-    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", "SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", /* set where tested */
-                                   "SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "SGL_ATTN_LIN_FUSED_PHASE2_X", "SGL_ATTN_LIN_FUSED_PHASE2_MWARPS",
-                                   "SGL_ATTN_LIN_FUSED_PHASE2_8W", "SGL_ATTN_LIN_FUSED_PHASE2_LEAN",
+    const char *const retired[] = {"SGL_ATTN_LIN_FUSED_PHASE2", "SGL_ATTN_LIN_FUSED_PHASE2_GROUP", /* set where tested */
+                                   "SGL_ATTN_LIN_FUSED_PHASE2_X", "SGL_ATTN_LIN_FUSED_PHASE2_8W",
+                                   "SGL_ATTN_LIN_FUSED_PHASE2_LEAN", "SGL_ATTN_LIN_FUSED_PHASE2_SKIP16",
+                                   "SGL_ATTN_LIN_FUSED_PHASE2_MWARPS",
                                    "SGL_ATTN_LIN_DECODE", "SGL_ATTN_LIN_CHUNK1", "SGL_ATTN_LIN_CHUNK2",
                                    "SGL_ATTN_LIN_PREP",   "SGL_ATTN_LIN_UT",     "SGL_ATTN_LIN_COUT",
                                    "SGL_ATTN_LIN_CSTATE", "SGL_ATTN_LIN_CSCAN_M", "SGL_ATTN_LIN_CSCAN_VT",
@@ -1291,7 +1257,6 @@ int main(int argc, char **argv) {
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
     if (set & (F | Q18)) fused_phase2_tests(set);
-    if (set & (F | Q21)) fused_phase2_skip16_tests(set);
     if (set & (F | Q22)) fused_phase2_group_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);

@@ -43,8 +43,7 @@ LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid
  * same products in the same order: warp w owns state columns 16 w .. 16 w + 15
  * and, of the chunk's outputs, rows 16 (w % 4) .. and columns (w / 4) VT / 2 ..,
  * so each scheduler has two warps to issue from in the serial chain (and the
- * accumulators fit 128 registers).  SK16 (the lever fused_phase2_skip16, M2
- * only): the skip staged as bf16, as the stream prep writes it.  GRP (the lever
+ * accumulators fit 128 registers).  GRP (the lever
  * fused_phase2_group, M2 only): QG, KD and M of a head differ from its group's
  * C, B and C B^T only by per-token scalars, so the kernel reads C and B per
  * group (shared through L2 by the group's heads; no UT kernel runs) and the
@@ -57,20 +56,14 @@ LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid
  * stage's M region; M U stops at the diagonal block.  GX (the lever
  * fused_phase2_x, with GRP): the stream prep writes the conv output x and dt
  * (not dt x, the gates and the skip), and the kernel takes dt into M's columns
- * and U's update scale (M diag(dt) x = M (dt x)) and adds D x from the staged x.
- * PW (the lever fused_phase2_mwarps, with GRP): 4 more warps make M's ten
- * blocks and the scaled U while the 8 state warps make C S^T, so neither is on
- * the other's chain; they meet at the chunk's barrier. */
-template <int OT, int VT, bool M2 = false, bool SK16 = false, bool GRP = false, bool GX = false, bool PW = false>
-__global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
+ * and U's update scale (M diag(dt) x = M (dt x)) and adds D x from the staged x. */
+template <int OT, int VT, bool M2 = false, bool GRP = false, bool GX = false>
+__global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     constexpr int NW = M2 ? 8 : 4, NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
     static_assert(NB % 2 == 0 && VW % 16 == 0, "whole n16 tiles a warp");
-    static_assert(!SK16 || M2, "the bf16 skip is mamba2's bf16 form's (fused_phase2_skip16)");
     static_assert(!GRP || (M2 && C == 64 && VT == 64), "the group form is mamba2's bf16 form's (fused_phase2_group)");
-    static_assert(!GX || (GRP && !SK16), "x and dt in place of dt x and the skip: the group form's (fused_phase2_x)");
-    static_assert(!PW || GRP, "M's warps are the group form's (fused_phase2_mwarps)");
-    constexpr int NTT = NTH + (PW ? 128 : 0); /* threads a block: the state warps, then PW's M warps */
+    static_assert(!GX || GRP, "x and dt in place of dt x and the skip: the group form's (fused_phase2_x)");
     static_assert(M2 == (OT == LIN_DT_BF16), "bf16 is mamba2's form, f16 the general one");
     const int KIND = M2 ? (int)LIN_MAMBA2 : p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
@@ -80,7 +73,6 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
     uint16_t *Sb = (uint16_t *)(smraw + 2 * STAGE); /* [VT][KP] */
     uint16_t *Ub = Sb + VT * KP;                   /* [C][VTP] */
     float *Skb = (float *)(Ub + C * VTP);          /* M2: two stages of [C][VTP] float32 */
-    uint16_t *Skh = (uint16_t *)Skb;               /* SK16: two stages of [C][VTP] bf16 */
 
     const int nvt = p.V / VT;
     const int i = blockIdx.x, h = blockIdx.y / nvt, vt = blockIdx.y % nvt;
@@ -92,7 +84,7 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
     const int rg = NW == 4 ? warp : warp % 4, cofs = NW == 4 ? 0 : (warp / 4) * VW; /* output rows 16 rg .., columns cofs .. */
     const int64_t ocol = (int64_t)h * V + vt * VT; /* this tile's first column of an out row */
     if (slot < 0) { /* padding */
-        for (int idx = tid; idx < n * VT; idx += NTT)
+        for (int idx = tid; idx < n * VT; idx += NTH)
             lk_st(p.out, p.out_dt, (tok0 + idx / VT) * HV * V + ocol + idx % VT, 0.f);
         return;
     }
@@ -146,9 +138,7 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
             lk_rows_async<NTH, C, C / 8>(Ms, CP, (const uint16_t *)p.Mt + r0 * C, (int64_t)HV * C, len, tid);
         }
         lk_rows_async<NTH, C, VT / 8>(Us, VTP, (const uint16_t *)p.Ut + rv, (int64_t)HV * V, len, tid);
-        if constexpr (SK16)
-            lk_rows_async<NTH, C, VT / 8>(Skh + s * C * VTP, VTP, (const uint16_t *)p.Sk + rv, (int64_t)HV * V, len, tid);
-        else if constexpr (!GX)
+        if constexpr (!GX)
             lk_rows_async<NTH, C, VT / 4>(Skb + s * C * VTP, VTP, (const float *)p.Sk + rv, (int64_t)HV * V, len, tid);
         if (!GRP && tid == 0) lk_cp_async16(eGs, p.eG + ((int64_t)jc * HV + h) * K, true);
     };
@@ -161,11 +151,7 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
      * column 8 NB warp + 8b + 2 t4 + (e & 1) */
     float S[MT][NB][4];
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
-    const bool prod = PW && warp >= NW; /* PW: an M warp (no state, no copies) */
-    if (!prod) lk_state_load<OT, MT, NB>(p, sb, init, S, Sb, KP, warp, g, t4);
-    else
-#pragma unroll
-        for (int e = 0; e < MT * NB * 4; e++) S[e / (NB * 4)][e / 4 % NB][e % 4] = 0.f;
+    lk_state_load<OT, MT, NB>(p, sb, init, S, Sb, KP, warp, g, t4);
     /* GRP: the chunk's cumulative log-decay in every warp: lane l holds G at tokens 2l, 2l + 1 (gates past len
      * count 0, so G_63 is the chunk's last); d0, d1 what eG holds there (GX: dt) */
     auto gate_scan = [&](const float *eGs, int len, float &d0, float &d1, float &G0, float &G1) {
@@ -205,14 +191,14 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
             }
         }
     };
-    /* GRP: U's row t, nv values from v0, times e^{G_L - G_t} (GX: dt_t e^{G_L - G_t}) into Ub for the state update */
-    auto scale_u = [&](const uint16_t *Us, int t, int v0, int nv, float G0, float G1, float GL, float d0, float d1) {
+    /* GRP: U's row t, 16 values from v0, times e^{G_L - G_t} (GX: dt_t e^{G_L - G_t}) into Ub for the state update */
+    auto scale_u = [&](const uint16_t *Us, int t, int v0, float G0, float G1, float GL, float d0, float d1) {
         const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1); /* every lane shuffles */
         const float dt0 = gc_shfl(d0, t >> 1), dt1 = gc_shfl(d1, t >> 1);
         const float dt = GX ? ((t & 1) ? dt1 : dt0) : 1.f;
         const float fu = dt * expf(fminf(GL - ((t & 1) ? x1 : x0), 0.f));
 #pragma unroll
-        for (int h8 = 0; h8 < nv / 8; h8++) {
+        for (int h8 = 0; h8 < 2; h8++) {
             float u[8];
             lk_unpack8<OT>(Us + t * VTP + v0 + 8 * h8, u);
 #pragma unroll
@@ -220,7 +206,7 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
             lk_pack8<OT>(Ub + t * VTP + v0 + 8 * h8, u);
         }
     };
-    if (nch > 0 && !prod) {
+    if (nch > 0) {
         if constexpr (M2) issue_lean(0, c0);
         else issue(0, c0);
     }
@@ -229,7 +215,7 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
     for (int q = 0; q < nch; q++) {
         lk_cp_async_wait_all();
         __syncthreads(); /* chunk q landed; Sb holds S; every warp is done with chunk q-1 */
-        if (q + 1 < nch && !prod) {
+        if (q + 1 < nch) {
             if constexpr (M2) issue_lean((q + 1) & 1, c0 + q + 1);
             else issue((q + 1) & 1, c0 + q + 1);
         }
@@ -240,30 +226,6 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
         const float *eGs = (const float *)(Us + C * VTP);
         const int64_t ct0 = p.pl.chunk_tok0[c0 + q];
         const int len = p.pl.chunk_len[c0 + q];
-        if constexpr (PW)
-            if (prod) { /* M's ten blocks over the 4 M warps (3, 3, 2, 2), then U's scaled rows, 32 values a thread */
-                float d0, d1, G0, G1;
-                gate_scan(eGs, len, d0, d1, G0, G1);
-                for (int bk = warp - NW; bk < 10; bk += 4) {
-                    const int rb = bk < 1 ? 0 : bk < 3 ? 1 : bk < 6 ? 2 : 3, jb = bk - rb * (rb + 1) / 2;
-                    float acc[2][4] = {};
-#pragma unroll
-                    for (int k16 = 0; k16 < K / 16; k16++) {
-                        uint32_t a[4], b[4];
-                        lk_lda(a, QGs, KP, 16 * rb, 16 * k16);
-                        lk_ldb_n(b, KDs, KP, 16 * jb, 16 * k16);
-                        lk_mma<OT>(acc[0], a, b[0], b[1]);
-                        lk_mma<OT>(acc[1], a, b[2], b[3]);
-                    }
-                    write_m((uint16_t *)Ms, acc, rb, jb, G0, G1, d0, d1);
-                }
-                const int pt = tid - NTH;
-                static_assert(128 * 32 == C * VT, "32 values an M thread");
-                scale_u(Us, pt >> 1, (pt & 1) * 32, 32, G0, G1, gc_shfl(G1, 31), d0, d1);
-                __syncthreads(); /* the state warps' chunk barrier: M and Ub complete */
-                continue;
-            }
-
         /* X = W S^T and O = QG S^T: rows 16 rg .. (tokens), VW columns from cofs (GRP: C S^T, and this warp's
          * blocks of C B^T) */
         float X[VW / 8][4], O[VW / 8][4], CB[2][2][4];
@@ -291,7 +253,7 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
                     lk_mma<OT>(X[2 * np + 1], aw, b[2], b[3]);
                 }
             }
-            if constexpr (GRP && !PW)
+            if constexpr (GRP)
 #pragma unroll
                 for (int bi = 0; bi < 2; bi++) {
                     const int jb = warp / 4 + 2 * bi; /* warp-uniform */
@@ -324,16 +286,14 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
                 O[nt][2] *= f[1];
                 O[nt][3] *= f[1];
             }
-            if constexpr (!PW) {
-                /* M's blocks of this warp, then U's scaled rows: thread tid scales 16 values of row tid / 4 */
+            /* M's blocks of this warp, then U's scaled rows: thread tid scales 16 values of row tid / 4 */
 #pragma unroll
-                for (int bi = 0; bi < 2; bi++) {
-                    const int jb = warp / 4 + 2 * bi;
-                    if (jb <= rg) write_m((uint16_t *)Ms, CB[bi], rg, jb, G0, G1, d0, d1);
-                }
-                static_assert(PW || NTH * 16 == C * VT, "16 values a thread");
-                scale_u(Us, tid >> 2, (tid & 3) * 16, 16, G0, G1, GL, d0, d1);
+            for (int bi = 0; bi < 2; bi++) {
+                const int jb = warp / 4 + 2 * bi;
+                if (jb <= rg) write_m((uint16_t *)Ms, CB[bi], rg, jb, G0, G1, d0, d1);
             }
+            static_assert(NTH * 16 == C * VT, "16 values a thread");
+            scale_u(Us, tid >> 2, (tid & 3) * 16, G0, G1, GL, d0, d1);
         }
         if (DELTA) { /* Unew = U - W S^T, 16-bit, for both products below */
 #pragma unroll
@@ -351,14 +311,12 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
 
         /* O += M Unew (GRP: M is zero past the diagonal block); store the chunk's rows */
         lk_rows_mul_k<OT, C>(O, Ms, CP, UB + cofs, VTP, 16 * rg, GRP ? rg : C / 16 - 1);
-        /* mamba2 adds D x from this stage's skip rows (M2; bf16 under SK16) or from global memory */
-        auto store = [&](const auto *sk, int64_t ldsk) {
+        /* mamba2 adds D x from this stage's skip rows (M2; GX: from its x) or from global memory */
+        auto store = [&](const float *sk, int64_t ldsk) {
             if (o2) lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, ldsk, 16 * rg, g, t4);
             else lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, ldsk, 16 * rg, g, t4);
         };
-        if constexpr (SK16) {
-            store(Skh + (q & 1) * C * VTP + cofs, VTP);
-        } else if constexpr (GX) { /* D x from the staged x */
+        if constexpr (GX) { /* D x from the staged x */
 #pragma unroll
             for (int nt = 0; nt < VW / 8; nt++)
 #pragma unroll
@@ -367,7 +325,7 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
                     O[nt][2 * hf] += dsk * lk_from16<OT>(Us[t * VTP + v]);
                     O[nt][2 * hf + 1] += dsk * lk_from16<OT>(Us[t * VTP + v + 1]);
                 }
-            store((const float *)nullptr, 0);
+            store(nullptr, 0);
         } else {
             const float *sk = !SKIP ? nullptr : M2 ? Skb + (q & 1) * C * VTP + cofs : p.Sk + ct0 * HV * V + ocol + cofs;
             store(sk, M2 ? (int64_t)VTP : (int64_t)HV * V);
@@ -378,7 +336,7 @@ __global__ __launch_bounds__(M2 ? (PW ? 384 : 256) : 128, 1) void lin_chunk_fuse
         else lk_state_step<OT, MT, C, NB>(S, eGs, GCH, KDs, KP, UB, VTP, Sb, warp, g, t4);
     }
     lk_cp_async_wait_all();
-    if (!prod) lk_state_store<MT, NB>(p, sb, S, warp, g, t4);
+    lk_state_store<MT, NB>(p, sb, S, warp, g, t4);
 }
 
 /* ------------------------------------------------------------ launchers */
@@ -395,38 +353,30 @@ extern "C" int lin_chunk_fused_state_setup(void) {
 
 /* the bf16 instances (mamba2's form), at create where they run */
 extern "C" int lin_chunk_fused_state_bf16_setup(void) {
-    const void *k[7] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+    const void *k[3] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
                         (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, false, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true, true>};
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>};
     int e = 0;
-    for (int i = 0; i < 7 && !e; i++)
+    for (int i = 0; i < 3 && !e; i++)
         e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_STATE_SMEM_BF16(64));
     return e;
 }
 
-/* ot: f16 (vt 16 or 32) or bf16 (vt 64, mamba2 only, after lin_chunk_fused_state_bf16_setup; the skip in bf16
- * where p.sk16, C and B per group where p.grp, x and dt where p.gx, M's warps where p.mw) */
+/* ot: f16 (vt 16 or 32) or bf16 (vt 64, mamba2 only, after lin_chunk_fused_state_bf16_setup; C and B per group
+ * where p.grp, x and dt too where p.gx) */
 extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
     const bool bf = ot == LIN_DT_BF16;
     void (*k)(lin_fwd) = ot == LIN_DT_F16 ? (vt == 16   ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                              : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr)
                          : bf && vt == 64 && p.kind == LIN_MAMBA2
-                             ? (p.grp ? (p.mw     ? (p.gx ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true, true>
-                                                          : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, false, true>)
-                                         : p.gx   ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true, true>
-                                         : p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>
-                                                : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, false, true>)
-                                : p.sk16 ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>
-                                         : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>)
+                             ? (p.grp ? (p.gx ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>
+                                              : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>)
+                                      : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>)
                              : nullptr;
     if (!k || p.V % vt) return (int)cudaErrorInvalidValue;
     dim3 grid((unsigned)p.bs, (unsigned)(p.hv * (p.V / vt)));
-    LK_LAUNCH(k, grid, bf ? (p.grp && p.mw ? 384 : 256) : 128, bf ? LIN_FUSED_STATE_SMEM_BF16(vt) : LIN_FUSED_STATE_SMEM(vt), (cudaStream_t)stream, p);
+    LK_LAUNCH(k, grid, bf ? 256 : 128, bf ? LIN_FUSED_STATE_SMEM_BF16(vt) : LIN_FUSED_STATE_SMEM(vt), (cudaStream_t)stream, p);
     return (int)cudaGetLastError();
 }

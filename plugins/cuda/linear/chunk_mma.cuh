@@ -136,11 +136,10 @@ LK_DEV void lk_rows_mul_k(float (&acc)[NT][4], const uint16_t *A, int lda, const
 /* A warp's 16 output rows of phase 2 (accumulators O, rows r0 + .., columns v < nv) to out rows ct0 + t < len
  * (HV * V elements a token) from column ocol, in out's dtype; mamba2 adds its D x term first, element (t, v) of
  * sk (rows of ldsk floats: the skip in global memory, or a stage of it in shared memory), where sk is given.
- * ODT = LIN_DT_BF16: out is bf16, 4-byte aligned at even columns (the caller checks), stored a pair at a time.
- * SKT: the skip's element type (float, or uint16_t for bf16). */
-template <int NT, int ODT = -1, typename SKT = float>
+ * ODT = LIN_DT_BF16: out is bf16, 4-byte aligned at even columns (the caller checks), stored a pair at a time. */
+template <int NT, int ODT = -1>
 LK_DEV void lk_store_out_rows(const lin_fwd &p, const float (&O)[NT][4], int64_t ct0, int len, int HV, int V,
-                              int64_t ocol, int nv, const SKT *sk, int64_t ldsk, int r0, int g, int t4) {
+                              int64_t ocol, int nv, const float *sk, int64_t ldsk, int r0, int g, int t4) {
 #pragma unroll
     for (int nt = 0; nt < NT; nt++)
 #pragma unroll
@@ -150,13 +149,8 @@ LK_DEV void lk_store_out_rows(const lin_fwd &p, const float (&O)[NT][4], int64_t
             const int64_t at = (ct0 + t) * HV * V + ocol + v;
             float o0 = O[nt][2 * hf], o1 = O[nt][2 * hf + 1];
             if (sk) {
-                if constexpr (sizeof(SKT) == 2) {
-                    o0 += lk_from16<LIN_DT_BF16>(sk[t * ldsk + v]);
-                    o1 += lk_from16<LIN_DT_BF16>(sk[t * ldsk + v + 1]);
-                } else {
-                    o0 += sk[t * ldsk + v];
-                    o1 += sk[t * ldsk + v + 1];
-                }
+                o0 += sk[t * ldsk + v];
+                o1 += sk[t * ldsk + v + 1];
             }
             if constexpr (ODT == LIN_DT_BF16) {
                 *(uint32_t *)((uint16_t *)p.out + at) = lk_pack2<LIN_DT_BF16>(o0, o1);

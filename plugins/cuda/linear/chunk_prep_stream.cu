@@ -202,14 +202,7 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
                     v.z = lk_pack2<OT>(s[4] * inv, s[5] * inv);
                     v.w = lk_pack2<OT>(s[6] * inv, s[7] * inv);
                 } else { /* beta v; mamba2 dt x, and the skip D x */
-                    if (skip && live && p.sk16) { /* bf16 for the fused phase 2's skip16 form, same element offsets */
-                        uint16_t *sk = (uint16_t *)p.Sk + (skip - p.Sk) + (int64_t)u * dstride;
-                        LK_ALIGNED(sk, 16);
-                        *(uint4 *)sk = make_uint4(lk_pack2<LIN_DT_BF16>(dskip * s[0], dskip * s[1]),
-                                                  lk_pack2<LIN_DT_BF16>(dskip * s[2], dskip * s[3]),
-                                                  lk_pack2<LIN_DT_BF16>(dskip * s[4], dskip * s[5]),
-                                                  lk_pack2<LIN_DT_BF16>(dskip * s[6], dskip * s[7]));
-                    } else if (skip && live) {
+                    if (skip && live) {
                         LK_ALIGNED(skip + (int64_t)u * dstride, 16);
                         float4 *sk = (float4 *)(skip + (int64_t)u * dstride);
                         sk[0] = make_float4(dskip * s[0], dskip * s[1], dskip * s[2], dskip * s[3]);

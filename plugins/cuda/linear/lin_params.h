@@ -126,20 +126,14 @@ typedef struct lin_fwd {
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
     int32_t fused_p2; /* mamba2, bf16: phase 2 in chunk_fused_state.cu with tiles of this many (64) state rows
                        * (lin_fused_p2_tile; 0: the state pass and the output kernel) */
-    /* a lever, at the end so that the kernels without it keep their parameter offsets */
-    int32_t fused_p2_sk16; /* option fused_phase2_skip16: the fused phase 2 reads the skip in bf16 where the
-                            * stream prep writes it so (lin_launch_chunk sets sk16 for the call) */
-    int32_t sk16;          /* this call's skip D x is bf16 (the stream prep writes it, the fused phase 2 reads it) */
-    /* a lever (option fused_phase2_group): the fused phase 2 reads C and B per group and applies the decays */
+    /* levers, at the end so that the kernels without them keep their parameter offsets */
+    /* option fused_phase2_group: the fused phase 2 reads C and B per group and applies the decays */
     int32_t fused_p2_grp;
     int32_t grp;           /* this call: the stream prep writes the gates to eG, no UT kernel runs, the fused phase 2
                             * reads Qc / Kc per group (lin_launch_chunk sets it) */
-    /* a lever (option fused_phase2_x, with fused_phase2_group): the prep writes x and dt, not dt x and the skip */
+    /* option fused_phase2_x, with fused_phase2_group: the prep writes x and dt, not dt x and the skip */
     int32_t fused_p2_gx;
     int32_t gx;            /* this call (lin_launch_chunk sets it): Vc holds x, eG dt; Sk is not written */
-    /* a lever (option fused_phase2_mwarps, with fused_phase2_group): M and the scaled U by 4 more warps a block */
-    int32_t fused_p2_mw;
-    int32_t mw;            /* this call (lin_launch_chunk sets it) */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
