@@ -42,6 +42,9 @@
 #      and fused_phase2_x): kernel durations of one forward in the default,
 #      group and group + x forms, then the fused phase 2's and the stream
 #      prep's sections in the group + x form (PROFILE=15)
+#  16. the group + x form by SASS instruction: mamba2 1 x 64k's fused phase 2
+#      and stream prep (executed count and stall samples per instruction)
+#      (PROFILE=16)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -234,6 +237,14 @@ if on 15; then
   export SGL_ATTN_LIN_FUSED_PHASE2_GROUP=1 SGL_ATTN_LIN_FUSED_PHASE2_X=1
   lin_sections m2_fsgx "mamba2,1x64k" lin_chunk_fused_state_kernel
   lin_sections m2_prepx "mamba2,1x64k" lin_chunk_prep_stream_kernel
+  unset SGL_ATTN_LIN_FUSED_PHASE2_GROUP SGL_ATTN_LIN_FUSED_PHASE2_X
+fi
+if on 16; then
+  export SGL_ATTN_LIN_FUSED_PHASE2_GROUP=1 SGL_ATTN_LIN_FUSED_PHASE2_X=1
+  step "16a. mamba2 1 x 64k, group + x: the fused phase 2 by SASS instruction"
+  sass_of m2_fsgx "mamba2,1x64k" "lin_chunk_fused_state_kernel"
+  step "16b. mamba2 1 x 64k, group + x: the stream prep by SASS instruction"
+  sass_of m2_prepx "mamba2,1x64k" "lin_chunk_prep_stream_kernel"
   unset SGL_ATTN_LIN_FUSED_PHASE2_GROUP SGL_ATTN_LIN_FUSED_PHASE2_X
 fi
 echo "profile: done [$SECONDS s]"
