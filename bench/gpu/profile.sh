@@ -38,13 +38,9 @@
 #  13. mamba2's fused phase 2 (chunk_fused_state.cu, tile 64) at Nemotron-H
 #      1 x 64k (issue 22): one launch's speed of light, warp states, scheduler
 #      and memory sections, then by SASS instruction (PROFILE=13)
-#  15. mamba2 1 x 64k with C and B per group (the levers fused_phase2_group
-#      and fused_phase2_x): kernel durations of one forward in the default,
-#      group and group + x forms, then the fused phase 2's and the stream
-#      prep's sections in the group + x form (PROFILE=15)
-#  16. the group + x form by SASS instruction: mamba2 1 x 64k's fused phase 2
-#      and stream prep (executed count and stall samples per instruction)
-#      (PROFILE=16)
+#  16. mamba2 1 x 64k's stream prep (which writes x and dt for the fused
+#      phase 2's group form) by SASS instruction: executed count and stall
+#      samples per instruction (PROFILE=16)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -223,28 +219,8 @@ if on 13; then
   step "13b. mamba2 1 x 64k: the fused phase 2 by SASS instruction"
   sass_of m2_fs "mamba2,1x64k" "lin_chunk_fused_state_kernel"
 fi
-if on 15; then
-  for f in "0 0" "1 0" "1 1"; do
-    set -- $f
-    step "15a. mamba2 1 x 64k: kernel durations of one forward, fused_phase2_group=$1 fused_phase2_x=$2"
-    SGL_ATTN_LIN_FUSED_PHASE2_GROUP=$1 SGL_ATTN_LIN_FUSED_PHASE2_X=$2 BENCH_SET=prefill BENCH_FILTER="mamba2,1x64k" \
-      BENCH_QUICK=1 timeout 90 $NCU --metrics gpu__time_duration.sum -c 10 $T/bench_lin /dev/null $P \
-      > "$OUT/m2_durs_g$1x$2.txt" 2>&1
-    echo "rc=$?"
-    grep -E "^  [a-z_].*\(|gpu__time_duration" "$OUT/m2_durs_g$1x$2.txt" | sed 's/(lin_fwd.*//' | head -24
-  done
-  step "15b. mamba2 1 x 64k, group + x: the fused phase 2's and the stream prep's sections"
-  export SGL_ATTN_LIN_FUSED_PHASE2_GROUP=1 SGL_ATTN_LIN_FUSED_PHASE2_X=1
-  lin_sections m2_fsgx "mamba2,1x64k" lin_chunk_fused_state_kernel
-  lin_sections m2_prepx "mamba2,1x64k" lin_chunk_prep_stream_kernel
-  unset SGL_ATTN_LIN_FUSED_PHASE2_GROUP SGL_ATTN_LIN_FUSED_PHASE2_X
-fi
 if on 16; then
-  export SGL_ATTN_LIN_FUSED_PHASE2_GROUP=1 SGL_ATTN_LIN_FUSED_PHASE2_X=1
-  step "16a. mamba2 1 x 64k, group + x: the fused phase 2 by SASS instruction"
-  sass_of m2_fsgx "mamba2,1x64k" "lin_chunk_fused_state_kernel"
-  step "16b. mamba2 1 x 64k, group + x: the stream prep by SASS instruction"
+  step "16. mamba2 1 x 64k: the stream prep by SASS instruction"
   sass_of m2_prepx "mamba2,1x64k" "lin_chunk_prep_stream_kernel"
-  unset SGL_ATTN_LIN_FUSED_PHASE2_GROUP SGL_ATTN_LIN_FUSED_PHASE2_X
 fi
 echo "profile: done [$SECONDS s]"

@@ -46,6 +46,7 @@ static double *zalloc(size_t n) {
 
 int lt_max_tokens = 512, lt_slow_decay = 0, lt_weight_dt = LT_F32;
 int lt_caller_mode = 0, lt_rec_mode = 0;
+size_t lt_rec_ndiff = 0;
 
 /* the recorded outputs (lt_rec_mode 1) and the read position (2) */
 static double *rec_buf;
@@ -79,6 +80,11 @@ static void rec_outputs(lt_scen *s, const double *got, size_t n) {
         LT_CHECK(rec_at + n <= rec_n && bad == n, "%s: output %zu differs from the recorded run's (%g vs %g)", s->label,
                  rec_at + (bad < n ? bad : 0), bad < n ? got[bad] : 0.0,
                  bad < n && rec_at + bad < rec_n ? rec_buf[rec_at + bad] : 0.0);
+        rec_at += n;
+    } else if (lt_rec_mode == 3) {
+        LT_CHECK(rec_at + n <= rec_n, "%s: %zu outputs past the recorded run's %zu", s->label, rec_at + n, rec_n);
+        for (size_t e = 0; e < n && rec_at + e < rec_n; e++)
+            lt_rec_ndiff += memcmp(&got[e], &rec_buf[rec_at + e], sizeof *got) != 0;
         rec_at += n;
     }
 }

@@ -52,8 +52,11 @@ typedef struct lt_scen {
 /* lt_caller_mode for the next scen_open: 0 the wrapper's pool; 1 caller-owned tensors at the batch's
  * slots; 2 caller-owned tensors with linear.state_indices giving scenario slot k the tensors' slot
  * LT_CSLOTS - 1 - k (past create's max_reqs for the low slots).  lt_rec_mode: 1 records every output,
- * 2 compares every output with the recorded ones (exactly: the same kernels on the same data), 0 neither. */
+ * 2 compares every output with the recorded ones (exactly: the same kernels on the same data), 3 counts
+ * the outputs whose bits differ from the recorded ones in lt_rec_ndiff (other kernels on the same data),
+ * 0 none of these. */
 extern int lt_caller_mode, lt_rec_mode;
+extern size_t lt_rec_ndiff;
 void lt_rec_reset(void);
 void lt_rec_rewind(void); /* lt_rec_mode 2 compares from the first recorded output again */
 /* ops->state_batch: op on n entries (scenario slots; -1 skip), on the pool or (caller mode) on each own

@@ -60,11 +60,11 @@
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
  *                  and conv width 2, which takes the general prep)
  *     LT_QUICK=18  mamba2's bf16 fused phase 2 (chunk_fused_state.cu; option fused_phase2 = always, since the
- *                  tests' batches do not fill the SMs): each bf16 mamba2 config of the sets 1, 3 and 10 the same
- *                  bits as with it off; the other kinds refuse always on the create line
- *     LT_QUICK=22  the lever fused_phase2_group: each bf16 mamba2 config of the sets 1, 3 and 10 at V a multiple
- *                  of 64, the fused phase 2 with C and B per group and the decays applied in it (no UT kernel),
- *                  alone and with x and dt from the prep (fused_phase2_x), against the float64 reference
+ *                  tests' batches do not fill the SMs): each bf16 mamba2 config of the sets 1, 3 and 10 against
+ *                  the float64 reference, at conv width 4 in the group form (C and B per group, x and dt from
+ *                  the stream prep, no UT kernel: other bits than with it off), at conv width 2 (the general
+ *                  prep) in the per-head form (the same bits as with it off); the other kinds refuse always on
+ *                  the create line
  *     LT_QUICK=17  two of LT_QUICK=13's configs (V 64 f32 state through the common scenario, V 128 bf16
  *                  state at the segment scenario's lengths): a racecheck of chunk_fused_cp.cu that ends
  *                  within the lever's cap
@@ -94,9 +94,9 @@ static const char *plugin_name(int kind) {
 
 static const sgl_attn_plugin *plugins[8];
 
-/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 22 */
+/* the sets a config belongs to: the full run, LT_QUICK = 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 */
 enum { F = 1, Q1 = 2, Q2 = 4, Q3 = 8, Q4 = 16, Q7 = 32, Q9 = 64, Q10 = 128, Q11 = 256, Q12 = 512, Q13 = 1024,
-       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768, Q22 = 65536 };
+       Q14 = 2048, Q15 = 4096, Q16 = 8192, Q17 = 16384, Q18 = 32768 };
 /* scenario: the common one, long ragged requests, one request of LT_LONG tokens, segment boundaries, the
  * common one then batched state operations, chunk ends at every offset, long ragged requests under strong
  * gates */
@@ -121,6 +121,7 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_MAMBA2 = {2, 4, 128, 64, 4, 0}, SH_LIGHT = {2, 2, 128, 128, 0, 0},
                       SH_SHORT = {0, 0, 0, 0, 3, 200}, SH_GDN_ODD = {1, 3, 96, 40, 4, 0},
                       SH_MAMBA2_ODD = {1, 2, 64, 48, 2, 0}, SH_KDA_SMALL = {1, 1, 32, 32, 3, 0},
+                      SH_MAMBA2_W2 = {2, 4, 128, 64, 2, 0}, /* the general prep: the fused phase 2's per-head form */
                       SH_GDN96 = {1, 2, 128, 96, 4, 0}, SH_GDN40 = {1, 2, 128, 40, 4, 0},
                       SH_GDN128 = {1, 2, 128, 128, 4, 0}, /* the output kernel's two column halves */
                       SH_GDN_W2 = {2, 4, 128, 64, 2, 0},  /* conv width 2: the general preps for gdn */
@@ -896,6 +897,7 @@ static const cfg configs[] = {
      * output kernel) and 128 (two), conv width 2 (the general chunk and decode preps for gdn), l2norm off */
     {F | Q3 | Q4 | Q15, KDA, SH_KDA, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
     {F | Q3, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_F32, "fast", "16", 1, 1, SCEN, 0, NULL},
+    {F | Q3, MAMBA2, SH_MAMBA2_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
     {F | Q3 | Q4, MAMBA2, SH_MAMBA2, LT_BF16, SGL_ATTN_DT_BF16, "fast", "32", 1, 1, SCEN, 0, NULL},
     {F | Q3 | Q4, LIGHT, SH_LIGHT, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, SCEN, 0, NULL},
     {F | Q3, GDN, SH_GDN96, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SCEN, 0, NULL},
@@ -1078,18 +1080,23 @@ static void l2a_tests(int set) {
     unsetenv("SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS");
 }
 
-/* mamba2's bf16 fused phase 2 (chunk_fused_state.cu; LT_QUICK=18, the full run its first config): the tests'
- * batches do not fill the SMs, so each bf16 mamba2 config of the sets 1, 3 and 10 runs with fused_phase2 = off
- * (the state pass and the output kernel; outputs recorded), then always (the fused phase 2 at tile 64 where V is a
- * multiple of 64): the same bits (the same products in the same order, the skip added in the same place), the
- * create line naming it; then the default, the same bits again.  The other kinds refuse always on the create line. */
+/* mamba2's bf16 fused phase 2 (chunk_fused_state.cu; LT_QUICK=18, the full run the first config of each form):
+ * the tests' batches do not fill the SMs, so each bf16 mamba2 config of the sets 1, 3 and 10 runs with
+ * fused_phase2 = off (the state pass and the output kernel; outputs recorded), then always (the fused phase 2 at
+ * tile 64 where V is a multiple of 64), then with the option unset (the default: off for these batches, so the
+ * recorded bits again).  Every run is checked against the float64 reference.  Under always, conv width 4 takes the
+ * stream prep and so the group form (the decays applied in float32 in the kernel where the per-head kernels fold
+ * them into 16-bit operands): its outputs must differ in some bits from the recorded ones, or it did not run; the
+ * general prep (conv width 2) keeps the per-head form: the same bits (the same products in the same order, the skip
+ * added in the same place), as do forced segments (the segmented state pass runs).  The create line names the fused phase 2; the other kinds refuse always on it. */
 static void fused_phase2_tests(int set) {
     int n = 0;
-    unsigned other_seen = 0; /* the kinds whose create line was read */
+    unsigned forms_seen = 0;  /* the full run: 1 the group form's config ran, 2 the per-head form's */
+    unsigned other_seen = 0;  /* the kinds whose create line was read */
     for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
         const cfg *c = &configs[i];
         if (c->io_dt != LT_BF16 || strcmp(c->variant, "fast") || c->sh.dk != 128 || c->sh.dv % 32 ||
-            !(c->sets & (Q1 | Q3 | Q10)) || (set == F && n >= 1 && c->kind == MAMBA2))
+            !(c->sets & (Q1 | Q3 | Q10)))
             continue;
         if (c->kind != MAMBA2) { /* one create line of each other kind */
             if (set == F || (other_seen & 1u << c->kind)) continue;
@@ -1102,7 +1109,11 @@ static void fused_phase2_tests(int set) {
             unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
             continue;
         }
-        const int served = c->sh.dv % 64 == 0;
+        /* forced segments take the segmented state pass, not the fused phase 2 */
+        const int served = c->sh.dv % 64 == 0, group = served && !c->seg && c->sh.conv_w == 4;
+        const unsigned form = group ? 1u : 2u;
+        if (set == F && (forms_seen & form)) continue;
+        forms_seen |= form;
         n++;
         lt_rec_reset();
         lt_rec_mode = 1;
@@ -1112,61 +1123,30 @@ static void fused_phase2_tests(int set) {
         LT_CHECK(!strstr(lt_create_log, "fused phase 2"), "fused_phase2=off, config %zu: the create line \"%s\"", i,
                  lt_create_log);
         setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
+        lt_rec_mode = group ? 3 : 2;
+        lt_rec_ndiff = 0;
+        lt_create_log[0] = 0;
+        run_cfg(c);
+        LT_CHECK(served ? !!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always; C and B per group where "
+                                                  "the stream prep runs)")
+                        : !!strstr(lt_create_log, "(fused_phase2=always ignored"),
+                 "fused_phase2=always, config %zu (V %d): the create line \"%s\"", i, c->sh.dv, lt_create_log);
+        LT_CHECK(!group || lt_rec_ndiff > 0,
+                 "fused_phase2=always, config %zu (conv width 4): every output has the unfused kernels' bits, so the "
+                 "group form did not run", i);
+        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
+        lt_rec_rewind();
         lt_rec_mode = 2;
         lt_create_log[0] = 0;
         run_cfg(c);
-        LT_CHECK(served ? !!strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends always)")
-                        : !!strstr(lt_create_log, "(fused_phase2=always ignored"),
-                 "fused_phase2=always, config %zu (V %d): the create line \"%s\"", i, c->sh.dv, lt_create_log);
-        unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
-        lt_rec_rewind();
-        lt_create_log[0] = 0;
-        run_cfg(c);
-        LT_CHECK(!served || strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends whose heads fill the SMs)"),
+        LT_CHECK(!served || strstr(lt_create_log, "(fused phase 2: mamba2's bf16 extends whose heads fill the SMs;"),
                  "the default, config %zu: the create line \"%s\"", i, lt_create_log);
         lt_rec_mode = 0;
         lt_rec_reset();
     }
     LT_CHECK(n > 0, "fused_phase2: no bf16 mamba2 config ran");
-}
-
-/* A bf16 mamba2 config of the sets 1, 3 and 10 that the fused phase 2 serves (V a multiple of 64): the lever's
- * test runs these. */
-static int m2_fused_cfg(const cfg *c) {
-    return c->kind == MAMBA2 && c->io_dt == LT_BF16 && !strcmp(c->variant, "fast") && c->sh.dk == 128 &&
-           c->sh.dv % 64 == 0 && (c->sets & (Q1 | Q3 | Q10));
-}
-
-/* The lever fused_phase2_group (LT_QUICK=22, the full run its first config): each bf16 mamba2 config of the sets 1,
- * 3 and 10 at V a multiple of 64 with the fused phase 2 reading C and B per group (the stream prep writes the gates,
- * no UT kernel; conv widths other than 4 keep the UT kernel), then with x and dt from the prep in place of dt x and
- * the skip (the lever fused_phase2_x): the scenario's
- * outputs and states against the float64 reference within the config's limits (the decays are applied in float32
- * where the default folds them into 16-bit operands, so the bits differ), the create line naming the form. */
-static void fused_phase2_group_tests(int set) {
-    static const struct {
-        const char *x, *line;
-    } forms[] = {{NULL, "(fused phase 2: mamba2's bf16 extends always, C and B per group)"},
-                 {"1", "(fused phase 2: mamba2's bf16 extends always, C and B per group, x and dt)"}};
-    int n = 0;
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-        const cfg *c = &configs[i];
-        if (!m2_fused_cfg(c) || (set == F && n >= 1)) continue;
-        n++;
-        for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
-            setenv("SGL_ATTN_LIN_FUSED_PHASE2", "always", 1);
-            setenv("SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "1", 1);
-            if (forms[f].x) setenv("SGL_ATTN_LIN_FUSED_PHASE2_X", forms[f].x, 1);
-            lt_create_log[0] = 0;
-            run_cfg(c);
-            LT_CHECK(!!strstr(lt_create_log, forms[f].line), "fused_phase2_group, config %zu: the create line \"%s\", expected \"%s\"",
-                     i, lt_create_log, forms[f].line);
-            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2");
-            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_GROUP");
-            unsetenv("SGL_ATTN_LIN_FUSED_PHASE2_X");
-        }
-    }
-    LT_CHECK(n > 0, "fused_phase2_group: no bf16 mamba2 config at V a multiple of 64 ran");
+    LT_CHECK(set != F || forms_seen == 3, "fused_phase2: the full run ran %s", forms_seen & 1 ? "no per-head form's config"
+                                                                               : "no group form's config");
 }
 
 static void run_caller_cfg(const ccfg *cc) {
@@ -1199,9 +1179,9 @@ int main(int argc, char **argv) {
     const int set = quick == 0 ? F : quick == 1 ? Q1 : quick == 2 ? Q2 : quick == 3 ? Q3 : quick == 4 ? Q4
                     : quick == 7 ? Q7 : quick == 9 ? Q9 : quick == 10 ? Q10 : quick == 11 ? Q11 : quick == 12 ? Q12
                     : quick == 13 ? Q13 : quick == 14 ? Q14 : quick == 15 ? Q15 : quick == 16 ? Q16 : quick == 17 ? Q17
-                    : quick == 18 ? Q18 : quick == 22 ? Q22 : 0;
+                    : quick == 18 ? Q18 : 0;
     if (!set) {
-        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18 or 22 (or unset: everything)\n",
+        printf("FAIL: LT_QUICK=%d; expected 1, 2, 3, 4, 7, 9, 10, 11, 12, 13, 14, 15, 16, 17 or 18 (or unset: everything)\n",
                quick);
         return 1;
     }
@@ -1257,7 +1237,6 @@ int main(int argc, char **argv) {
     if (set & (F | Q11 | Q12)) verify_graph_test(GDN, &SH_GDN, 2);
     if (set & (F | Q14)) l2a_tests(set);
     if (set & (F | Q18)) fused_phase2_tests(set);
-    if (set & (F | Q22)) fused_phase2_group_tests(set);
     for (size_t i = 0; i < sizeof caller_configs / sizeof *caller_configs; i++)
         if (caller_configs[i].c.sets & set) run_caller_cfg(&caller_configs[i]);
     for (size_t i = 0; i < sizeof fused_configs / sizeof *fused_configs; i++)

@@ -127,14 +127,13 @@ int main(int argc, char **argv) {
         m.lin_state_dtype = SGL_ATTN_DT_F64;
         LT_CHECK(p->create(&a, &b) == SGL_ATTN_E_UNSUPPORTED && !b && strstr(err, "lin_state_dtype"),
                  "%s: f64 state: %s", kinds[k].name, err);
-        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks, fused_phase2,
-         * fused_phase2_group, fused_phase2_x and sync_check
-         * take their values or auto (a GPU-less create then fails later, at the device); anything else is
+        /* the options: kernel, value_tile, segment_chunks, fused_chunk, decode_l2_ahead_blocks, fused_phase2 and
+         * sync_check take their values or auto (a GPU-less create then fails later, at the device); anything else is
          * refused naming the option and what it accepts; the options of kernels that are gone (decode, ...,
          * prep_stream, decode_ring, decode_ring_grid, decode_ring_fold, fused_exp2, fused_tmma,
          * decode_prep_wave, decode_prep_wave_grid, decode_l2_ahead, kda_tc, decode_bulk_state, kda_pair, kda_ut_alias,
          * kda_exp2, kda_diag_lanes, mamba2_stream_prep, u_in_place, fused_phase2_8w, fused_phase2_lean,
-         * fused_phase2_skip16, fused_phase2_mwarps) accept only auto */
+         * fused_phase2_skip16, fused_phase2_mwarps, fused_phase2_group, fused_phase2_x) accept only auto */
         m.lin_state_dtype = SGL_ATTN_DT_F32;
         const struct {
             const char *env, *val, *refusal; /* NULL: passes the option check */
@@ -202,12 +201,12 @@ int main(int argc, char **argv) {
             {"SGL_ATTN_LIN_FUSED_PHASE2_LEAN", "yes", "SGL_ATTN_LIN_FUSED_PHASE2_LEAN = \"yes\": expected auto"},
             {"SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", "auto", NULL},
             {"SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", "on", "environment SGL_ATTN_LIN_FUSED_PHASE2_SKIP16 = \"on\": expected auto (the kernels it chose between"},
-            {"SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "yes", NULL},
-            {"SGL_ATTN_LIN_FUSED_PHASE2_X", "on", NULL},
+            {"SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "auto", NULL},
+            {"SGL_ATTN_LIN_FUSED_PHASE2_X", "", NULL},
             {"SGL_ATTN_LIN_FUSED_PHASE2_MWARPS", "", NULL},
             {"SGL_ATTN_LIN_FUSED_PHASE2_MWARPS", "1", "SGL_ATTN_LIN_FUSED_PHASE2_MWARPS = \"1\": expected auto"},
-            {"SGL_ATTN_LIN_FUSED_PHASE2_X", "x", "environment SGL_ATTN_LIN_FUSED_PHASE2_X = \"x\": expected 1, true, yes, on"},
-            {"SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "group", "environment SGL_ATTN_LIN_FUSED_PHASE2_GROUP = \"group\": expected 1, true, yes, on"},
+            {"SGL_ATTN_LIN_FUSED_PHASE2_X", "on", "environment SGL_ATTN_LIN_FUSED_PHASE2_X = \"on\": expected auto (the kernels it chose between"},
+            {"SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "1", "SGL_ATTN_LIN_FUSED_PHASE2_GROUP = \"1\": expected auto"},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "auto", NULL},
             {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "yes", "environment SGL_ATTN_LIN_MAMBA2_STREAM_PREP = \"yes\": expected auto (the kernels it chose between"},
             {"SGL_ATTN_LIN_KDA_DIAG_LANES", "", NULL},

@@ -40,10 +40,10 @@ extern "C" int lin_launch_chunk(const lin_fwd *pp, int ot, int vt, void *stream)
      * values; the UT kernel makes no U for them */
     lin_fwd q = p;
     if (bf && p.prep_ut && (p.kind == LIN_MAMBA2 || p.kind == LIN_LIGHTNING)) q.Ut = q.Vc;
-    /* fused_phase2_group: C and B per group and the gates from the stream prep, no UT kernel */
-    q.grp = bf && p.prep_ut && p.fused_p2 && p.fused_p2_grp && lin_chunk_prep_stream_serves(&q);
-    /* fused_phase2_x (with the group form): the prep writes x and dt, the fused phase 2 makes dt x and D x */
-    q.gx = q.grp && p.fused_p2_gx;
+    /* the fused phase 2's group form where the stream prep runs: the prep writes x and dt, no UT kernel runs, and
+     * the fused phase 2 reads C and B per group and makes the decays, dt x and D x (chunk_fused_state.cu); the
+     * general prep's batches keep the UT kernel and the per-head form */
+    q.grp = bf && p.prep_ut && p.fused_p2 && lin_chunk_prep_stream_serves(&q);
     /* phase 1 (with the conv history moved on) */
     int e = bf && p.prep_ut ? lin_launch_chunk_prep_ut(&q, ot, stream) : lin_launch_chunk_fused_ut(pp, ot, stream);
     if (e) return e;

@@ -43,27 +43,27 @@ LK_DEV void lk_rows_async(T *s, int ld, const T *g, int64_t rs, int len, int tid
  * same products in the same order: warp w owns state columns 16 w .. 16 w + 15
  * and, of the chunk's outputs, rows 16 (w % 4) .. and columns (w / 4) VT / 2 ..,
  * so each scheduler has two warps to issue from in the serial chain (and the
- * accumulators fit 128 registers).  GRP (the lever
- * fused_phase2_group, M2 only): QG, KD and M of a head differ from its group's
+ * accumulators fit 128 registers).  GRP (M2 only, where the stream prep
+ * runs: lin_launch_chunk): QG, KD and M of a head differ from its group's
  * C, B and C B^T only by per-token scalars, so the kernel reads C and B per
- * group (shared through L2 by the group's heads; no UT kernel runs) and the
- * chunk's gates g_t as the stream prep wrote them, scans them to G in every
- * warp's registers, and applies the decays where they are used:
+ * group (shared through L2 by the group's heads; no UT kernel runs), and the
+ * chunk's dt as the stream prep wrote them; it makes the gates -e^{A_log} dt,
+ * scans them to G in every warp's registers, and applies the decays where
+ * they are used:
  *   o = scale e^{G_t} (C S^T)_t + M U,  M = scale (C B^T) o e^{G_t - G_i} (i <= t)
  *   S = e^{G_L} S + (U o e^{G_L - G_i})^T B
  * Warp w makes M's 16 x 16 blocks (16 (w % 4), 16 j) for j <= w % 4 of its
  * parity (j = w / 4, w / 4 + 2) with the C fragments of its C S^T, into the
- * stage's M region; M U stops at the diagonal block.  GX (the lever
- * fused_phase2_x, with GRP): the stream prep writes the conv output x and dt
- * (not dt x, the gates and the skip), and the kernel takes dt into M's columns
- * and U's update scale (M diag(dt) x = M (dt x)) and adds D x from the staged x. */
-template <int OT, int VT, bool M2 = false, bool GRP = false, bool GX = false>
+ * stage's M region; M U stops at the diagonal block.  The prep writes the
+ * conv output x (not dt x, and no skip), so the kernel takes dt into M's
+ * columns and U's update scale (M diag(dt) x = M (dt x)) and adds D x from the
+ * staged x: the prep's bytes are 16-bit x alone, not dt x and a float32 skip. */
+template <int OT, int VT, bool M2 = false, bool GRP = false>
 __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kernel(lin_fwd p) {
     constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VTP = VT + 8, MT = VT / 16;
     constexpr int NW = M2 ? 8 : 4, NTH = 32 * NW, NB = K / (8 * NW), VW = VT * 4 / NW; /* state n8 tiles, output columns a warp */
     static_assert(NB % 2 == 0 && VW % 16 == 0, "whole n16 tiles a warp");
-    static_assert(!GRP || (M2 && C == 64 && VT == 64), "the group form is mamba2's bf16 form's (fused_phase2_group)");
-    static_assert(!GX || GRP, "x and dt in place of dt x and the skip: the group form's (fused_phase2_x)");
+    static_assert(!GRP || (M2 && C == 64 && VT == 64), "the group form is mamba2's bf16 form's");
     static_assert(M2 == (OT == LIN_DT_BF16), "bf16 is mamba2's form, f16 the general one");
     const int KIND = M2 ? (int)LIN_MAMBA2 : p.kind;
     const bool DELTA = KIND == LIN_GDN || KIND == LIN_KDA, GCH = KIND == LIN_KDA, SKIP = KIND == LIN_MAMBA2;
@@ -138,12 +138,12 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
             lk_rows_async<NTH, C, C / 8>(Ms, CP, (const uint16_t *)p.Mt + r0 * C, (int64_t)HV * C, len, tid);
         }
         lk_rows_async<NTH, C, VT / 8>(Us, VTP, (const uint16_t *)p.Ut + rv, (int64_t)HV * V, len, tid);
-        if constexpr (!GX)
+        if constexpr (!GRP)
             lk_rows_async<NTH, C, VT / 4>(Skb + s * C * VTP, VTP, (const float *)p.Sk + rv, (int64_t)HV * V, len, tid);
         if (!GRP && tid == 0) lk_cp_async16(eGs, p.eG + ((int64_t)jc * HV + h) * K, true);
     };
-    /* GX: the head's -e^{A_log} (gates = it times dt) and D */
-    const float na = GX ? -expf(lk_in(p.A_log, h)) : 0.f, dsk = GX ? lk_in0(p.D, h) : 0.f;
+    /* GRP: the head's -e^{A_log} (gates = it times dt) and D */
+    const float na = GRP ? -expf(lk_in(p.A_log, h)) : 0.f, dsk = GRP ? lk_in0(p.D, h) : 0.f;
     /* M2 stores bf16 outputs in pairs (4-byte stores) */
     const bool o2 = M2 && p.out_dt == LIN_DT_BF16 && ((uintptr_t)p.out & 3) == 0 && V % 2 == 0;
 
@@ -153,11 +153,11 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
     const int64_t sb = (int64_t)slot * p.ssm_elems + ocol * K;
     lk_state_load<OT, MT, NB>(p, sb, init, S, Sb, KP, warp, g, t4);
     /* GRP: the chunk's cumulative log-decay in every warp: lane l holds G at tokens 2l, 2l + 1 (gates past len
-     * count 0, so G_63 is the chunk's last); d0, d1 what eG holds there (GX: dt) */
+     * count 0, so G_63 is the chunk's last); d0, d1 what eG holds there: dt */
     auto gate_scan = [&](const float *eGs, int len, float &d0, float &d1, float &G0, float &G1) {
         d0 = 2 * lane < len ? eGs[2 * lane] : 0.f;
         d1 = 2 * lane + 1 < len ? eGs[2 * lane + 1] : 0.f;
-        const float g0 = GX ? na * d0 : d0, g1 = GX ? na * d1 : d1;
+        const float g0 = na * d0, g1 = na * d1;
         float incl = g0 + g1;
 #pragma unroll
         for (int d = 1; d < 32; d <<= 1) {
@@ -181,7 +181,7 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         for (int hf2 = 0; hf2 < 2; hf2++) {
             const int col = 16 * jb + 8 * hf2 + 2 * t4;
             const float c0 = gc_shfl(G0, col >> 1), c1 = gc_shfl(G1, col >> 1);
-            const float dc0 = GX ? gc_shfl(d0, col >> 1) : 1.f, dc1 = GX ? gc_shfl(d1, col >> 1) : 1.f;
+            const float dc0 = gc_shfl(d0, col >> 1), dc1 = gc_shfl(d1, col >> 1);
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const int row = 16 * rb + g + 8 * hf;
@@ -191,11 +191,11 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
             }
         }
     };
-    /* GRP: U's row t, 16 values from v0, times e^{G_L - G_t} (GX: dt_t e^{G_L - G_t}) into Ub for the state update */
+    /* GRP: U's row t, 16 values of x from v0, times dt_t e^{G_L - G_t} into Ub for the state update */
     auto scale_u = [&](const uint16_t *Us, int t, int v0, float G0, float G1, float GL, float d0, float d1) {
         const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1); /* every lane shuffles */
         const float dt0 = gc_shfl(d0, t >> 1), dt1 = gc_shfl(d1, t >> 1);
-        const float dt = GX ? ((t & 1) ? dt1 : dt0) : 1.f;
+        const float dt = (t & 1) ? dt1 : dt0;
         const float fu = dt * expf(fminf(GL - ((t & 1) ? x1 : x0), 0.f));
 #pragma unroll
         for (int h8 = 0; h8 < 2; h8++) {
@@ -311,12 +311,12 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
 
         /* O += M Unew (GRP: M is zero past the diagonal block); store the chunk's rows */
         lk_rows_mul_k<OT, C>(O, Ms, CP, UB + cofs, VTP, 16 * rg, GRP ? rg : C / 16 - 1);
-        /* mamba2 adds D x from this stage's skip rows (M2; GX: from its x) or from global memory */
+        /* mamba2 adds D x from this stage's skip rows (M2; GRP: from its x) or from global memory */
         auto store = [&](const float *sk, int64_t ldsk) {
             if (o2) lk_store_out_rows<VW / 8, LIN_DT_BF16>(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, ldsk, 16 * rg, g, t4);
             else lk_store_out_rows(p, O, ct0, len, HV, V, ocol + cofs, VW, sk, ldsk, 16 * rg, g, t4);
         };
-        if constexpr (GX) { /* D x from the staged x */
+        if constexpr (GRP) { /* D x from the staged x */
 #pragma unroll
             for (int nt = 0; nt < VW / 8; nt++)
 #pragma unroll
@@ -353,26 +353,24 @@ extern "C" int lin_chunk_fused_state_setup(void) {
 
 /* the bf16 instances (mamba2's form), at create where they run */
 extern "C" int lin_chunk_fused_state_bf16_setup(void) {
-    const void *k[3] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>,
-                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>};
+    const void *k[2] = {(const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>,
+                        (const void *)lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>};
     int e = 0;
-    for (int i = 0; i < 3 && !e; i++)
+    for (int i = 0; i < 2 && !e; i++)
         e = (int)cudaFuncSetAttribute(k[i], cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       (int)LIN_FUSED_STATE_SMEM_BF16(64));
     return e;
 }
 
-/* ot: f16 (vt 16 or 32) or bf16 (vt 64, mamba2 only, after lin_chunk_fused_state_bf16_setup; C and B per group
- * where p.grp, x and dt too where p.gx) */
+/* ot: f16 (vt 16 or 32) or bf16 (vt 64, mamba2 only, after lin_chunk_fused_state_bf16_setup; the group form, C
+ * and B per group with x and dt from the stream prep, where p.grp) */
 extern "C" int lin_launch_chunk_fused_state(const lin_fwd *pp, int ot, int vt, void *stream) {
     const lin_fwd &p = *pp;
     const bool bf = ot == LIN_DT_BF16;
     void (*k)(lin_fwd) = ot == LIN_DT_F16 ? (vt == 16   ? lin_chunk_fused_state_kernel<LIN_DT_F16, 16>
                                              : vt == 32 ? lin_chunk_fused_state_kernel<LIN_DT_F16, 32> : nullptr)
                          : bf && vt == 64 && p.kind == LIN_MAMBA2
-                             ? (p.grp ? (p.gx ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true, true>
-                                              : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>)
+                             ? (p.grp ? lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true, true>
                                       : lin_chunk_fused_state_kernel<LIN_DT_BF16, 64, true>)
                              : nullptr;
     if (!k || p.V % vt) return (int)cudaErrorInvalidValue;

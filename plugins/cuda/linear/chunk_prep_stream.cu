@@ -144,12 +144,11 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
         const float db = lk_in(p.dt_bias, hh);
         sb[0] = lk_softplus(sb[0] + db);
         sb[1] = lk_softplus(sb[1] + db);
-        if (p.grp) { /* the fused phase 2's group form scans the gates -e^{A_log} dt itself (fused_phase2_x: takes dt):
+        if (p.grp) { /* the fused phase 2's group form takes dt and makes the gates -e^{A_log} dt itself:
                       * eG [chunk][head][t] */
-            const float na = p.gx ? 1.f : -expf(lk_in(p.A_log, hh));
             float *gv = p.eG + ((int64_t)j * HV + hh) * K + tb + o;
-            if (o < n) gv[0] = na * sb[0];
-            if (o + 16 < n) gv[16] = na * sb[1];
+            if (o < n) gv[0] = sb[0];
+            if (o + 16 < n) gv[16] = sb[1];
         }
     } else if (which == 2) {
         sb[0] = lk_sigmoid(sb[0]);
@@ -159,8 +158,8 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
                     (which == 0 || which == 1 ? ((ct0 + tb) * HK + hh) * K : ((ct0 + tb) * HV + hh) * V) + 8 * o;
     const int64_t dstride = which < 2 ? (int64_t)HK * K : (int64_t)HV * V;
     const int l2 = p.l2norm && !M2;
-    /* D x, float32 (none under fused_phase2_x: the fused phase 2 makes it from x) */
-    float *skip = M2 && which == 2 && !p.gx ? p.Sk + ((ct0 + tb) * HV + hh) * V + 8 * o : NULL;
+    /* D x, float32 (none for the fused phase 2's group form: it makes it from x) */
+    float *skip = M2 && which == 2 && !p.grp ? p.Sk + ((ct0 + tb) * HV + hh) * V + 8 * o : NULL;
 
     for (int u0 = 0; u0 < n; u0 += D) {
 #pragma unroll
@@ -208,8 +207,8 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
                         sk[0] = make_float4(dskip * s[0], dskip * s[1], dskip * s[2], dskip * s[3]);
                         sk[1] = make_float4(dskip * s[4], dskip * s[5], dskip * s[6], dskip * s[7]);
                     }
-                    /* fused_phase2_x: x itself (the fused phase 2 takes dt from eG) */
-                    const float sc = M2 && p.gx ? 1.f : gc_shfl(u & 16 ? sb[1] : sb[0], (lane & 16) | (u & 15));
+                    /* the group form: x itself (the fused phase 2 takes dt from eG) */
+                    const float sc = M2 && p.grp ? 1.f : gc_shfl(u & 16 ? sb[1] : sb[0], (lane & 16) | (u & 15));
                     v.x = lk_pack2<OT>(sc * s[0], sc * s[1]);
                     v.y = lk_pack2<OT>(sc * s[2], sc * s[3]);
                     v.z = lk_pack2<OT>(sc * s[4], sc * s[5]);

@@ -186,8 +186,6 @@ typedef struct lin_inst {
     int fused_p2;          /* fused_phase2: mamba2's bf16 phase 2 in chunk_fused_state.cu where the serial state pass
                             * would run: 1 where the batch fills the SMs (lin_fused_p2_tile; default), 2 always, 0
                             * never; 0 also where the kernel cannot run (lin_create.c) */
-    int fused_p2_grp;      /* fused_phase2_group (a lever): the fused phase 2 with C and B per group */
-    int fused_p2_gx;       /* fused_phase2_x (a lever, with fused_phase2_group): x and dt from the prep */
     int sm_count;
     int sm_major;          /* the stream decode: programmatic dependent launch on 9 and newer */
     int32_t max_reqs, max_tokens, max_context;

@@ -62,8 +62,6 @@ typedef struct lin_options {
     int l2a_blocks; /* decode_l2_ahead_blocks: the stream decode's L2 prefetch distance in blocks (-1: auto, by
                      * the state dtype: lin_decode_l2a_blocks) */
     int fused_p2;   /* fused_phase2: 1 by the batch (lin_fused_p2_tile; the default), 0 never, 2 always */
-    int fused_p2_grp;  /* fused_phase2_group (a lever): the fused phase 2 with C and B per group */
-    int fused_p2_gx;   /* fused_phase2_x (a lever, with fused_phase2_group): x and dt from the prep */
 } lin_options;
 
 /* fused_chunk, fused_phase2: unset, "", auto and the true spellings 1 (the kernel where the batch fills the SMs:
@@ -111,9 +109,7 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         (rc = sgl_sdk_opt_int(&opts, "decode_l2_ahead_blocks", "SGL_ATTN_LIN_DECODE_L2_AHEAD_BLOCKS", -1, 0, 1 << 20,
                               &l2a_blocks)) ||
         (rc = read_auto_always(a, &opts, name, "fused_phase2", "SGL_ATTN_LIN_FUSED_PHASE2",
-                               "mamba2's bf16 phase 2 in one kernel where the batch fills the SMs", &o->fused_p2)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "fused_phase2_group", "SGL_ATTN_LIN_FUSED_PHASE2_GROUP", 0, &o->fused_p2_grp)) ||
-        (rc = sgl_sdk_opt_bool(&opts, "fused_phase2_x", "SGL_ATTN_LIN_FUSED_PHASE2_X", 0, &o->fused_p2_gx)))
+                               "mamba2's bf16 phase 2 in one kernel where the batch fills the SMs", &o->fused_p2)))
         return rc;
     o->seg = (int)seg;
     o->l2a_blocks = (int)l2a_blocks;
@@ -139,15 +135,16 @@ static int read_options(const sgl_attn_create_args *a, const char *name, lin_opt
         {"SGL_ATTN_LIN_KDA_DIAG_LANES", "kda_diag_lanes"}, {"SGL_ATTN_LIN_MAMBA2_STREAM_PREP", "mamba2_stream_prep"},
         {"SGL_ATTN_LIN_U_IN_PLACE", "u_in_place"}, {"SGL_ATTN_LIN_FUSED_PHASE2_8W", "fused_phase2_8w"},
         {"SGL_ATTN_LIN_FUSED_PHASE2_LEAN", "fused_phase2_lean"}, {"SGL_ATTN_LIN_FUSED_PHASE2_SKIP16", "fused_phase2_skip16"},
-        {"SGL_ATTN_LIN_FUSED_PHASE2_MWARPS", "fused_phase2_mwarps"}};
+        {"SGL_ATTN_LIN_FUSED_PHASE2_MWARPS", "fused_phase2_mwarps"},
+        {"SGL_ATTN_LIN_FUSED_PHASE2_GROUP", "fused_phase2_group"}, {"SGL_ATTN_LIN_FUSED_PHASE2_X", "fused_phase2_x"}};
     for (size_t i = 0; i < sizeof retired / sizeof *retired; i++) {
         const char *v = sgl_sdk_opt_raw(&opts, retired[i][1], retired[i][0], from, sizeof from);
         if (v && *v && strcasecmp(v, "auto"))
             return sgl_sdk_create_fail(a, SGL_ATTN_E_INVALID,
                                        "%s: %s = \"%.64s\": expected auto (the kernels it chose between are gone; "
                                        "the options are kernel, value_tile, segment_chunks, fused_chunk, "
-                                       "decode_l2_ahead_blocks, fused_phase2, fused_phase2_group, "
-                                       "fused_phase2_x and sync_check: docs/cuda_linear.md)",
+                                       "decode_l2_ahead_blocks, fused_phase2 and sync_check: "
+                                       "docs/cuda_linear.md)",
                                        name, from, v);
     }
     return SGL_ATTN_OK;
@@ -213,8 +210,6 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
     const int p2_ok = tc_ok && kind == SGL_ATTN_HYBRID_MAMBA2 && m->dtype == SGL_ATTN_DT_BF16 && d.dv % 64 == 0 &&
                       opt.variant == LIN_VARIANT_FAST && dev.smem_per_block_optin >= LIN_FUSED_STATE_SMEM_BF16(64);
     w->fused_p2 = p2_ok ? opt.fused_p2 : 0;
-    w->fused_p2_grp = w->fused_p2 && opt.fused_p2_grp;
-    w->fused_p2_gx = w->fused_p2_grp && opt.fused_p2_gx;
     w->sm_count = dev.sm_count;
     w->l2a_blocks = lin_decode_l2a_blocks(opt.l2a_blocks, lin_state_dt(&d), dev.sm_count);
     w->sm_major = dev.sm_major;
@@ -256,15 +251,15 @@ int lin_create(int kind, const char *name, const sgl_attn_create_args *a, sgl_at
         destroy(&w->base);
         return ce == cudaErrorMemoryAllocation ? SGL_ATTN_E_NOMEM : SGL_ATTN_E_DEVICE;
     }
-    char stream_what[64] = "", p2_what[128] = "";
+    char stream_what[64] = "", p2_what[160] = "";
     if (w->L.need_stream && w->l2a_blocks)
         snprintf(stream_what, sizeof stream_what, " (stream decode, L2 prefetch %d blocks ahead)", w->l2a_blocks);
     else if (w->L.need_stream)
         snprintf(stream_what, sizeof stream_what, " (stream decode)");
     if (w->L.need_tc && w->fused_p2)
-        snprintf(p2_what, sizeof p2_what, " (fused phase 2: mamba2's bf16 extends %s%s%s)",
-                 w->fused_p2 == 2 ? "always" : "whose heads fill the SMs", w->fused_p2_grp ? ", C and B per group" : "",
-                 w->fused_p2_gx ? ", x and dt" : "");
+        snprintf(p2_what, sizeof p2_what,
+                 " (fused phase 2: mamba2's bf16 extends %s; C and B per group where the stream prep runs)",
+                 w->fused_p2 == 2 ? "always" : "whose heads fill the SMs");
     else if (opt.fused_p2 == 2)
         snprintf(p2_what, sizeof p2_what, " (fused_phase2=always ignored: it serves mamba2, bf16, V a multiple of 64)");
     sgl_sdk_log(w->host, SGL_ATTN_LOG_INFO, "cuda_linear",

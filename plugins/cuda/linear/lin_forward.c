@@ -155,10 +155,7 @@ static void fill_params(lin_inst *w, const sgl_attn_forward_args *a, const sgl_a
     p->Zs = L->seg_cap ? (float *)(w->dev + L->Zs) : NULL;
     p->seg_chunks = 0; /* the serial state pass unless launch() chooses segments */
     p->fused_p2 = 0;   /* launch() chooses the fused phase 2 (lin_fused_p2_tile) */
-    p->fused_p2_grp = w->fused_p2_grp;
     p->grp = 0; /* lin_launch_chunk sets it */
-    p->fused_p2_gx = w->fused_p2_gx;
-    p->gx = 0; /* lin_launch_chunk sets it */
     p->seg_max = 1;
     p->dq = L->need_stream ? (float *)(w->dev + L->dq) : NULL;
     p->dq_pdl = w->sm_major >= 9; /* griddepcontrol: SM 9.0; on 8.x the same kernels, plain launches */

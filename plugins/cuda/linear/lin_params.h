@@ -126,14 +126,9 @@ typedef struct lin_fwd {
                        * many blocks after it in launch order (0: none; lin_decode_l2a_blocks) */
     int32_t fused_p2; /* mamba2, bf16: phase 2 in chunk_fused_state.cu with tiles of this many (64) state rows
                        * (lin_fused_p2_tile; 0: the state pass and the output kernel) */
-    /* levers, at the end so that the kernels without them keep their parameter offsets */
-    /* option fused_phase2_group: the fused phase 2 reads C and B per group and applies the decays */
-    int32_t fused_p2_grp;
-    int32_t grp;           /* this call: the stream prep writes the gates to eG, no UT kernel runs, the fused phase 2
-                            * reads Qc / Kc per group (lin_launch_chunk sets it) */
-    /* option fused_phase2_x, with fused_phase2_group: the prep writes x and dt, not dt x and the skip */
-    int32_t fused_p2_gx;
-    int32_t gx;            /* this call (lin_launch_chunk sets it): Vc holds x, eG dt; Sk is not written */
+    int32_t grp;      /* this call, mamba2 with fused_p2 and the stream prep (lin_launch_chunk sets it): the fused
+                       * phase 2's group form; the prep writes x to Vc and dt to eG and no skip, no UT kernel
+                       * runs, and the fused phase 2 reads Qc / Kc per group */
 } lin_fwd;
 
 /* After verify: copy step accepted[i] of request i into its main state. */
