@@ -259,11 +259,25 @@ LK_DEV void *lk_sptr(void *base, int dt, int64_t i) { return (char *)base + (siz
 
 /* ------------------------------------------------------------ gating */
 
+/* a / b for b >= 1 by the fast divide (a reciprocal and a multiply, within 2 ulp for b below 2^126, 0 above).
+ * The IEEE division's range check sends a whole warp to a slow-path subroutine when any lane's operands leave
+ * its fast range: in the conv loops of the preps that subroutine was a third of the instructions.  The
+ * emulator divides exactly. */
+LK_DEV float lk_div_ge1(float a, float b) {
+#ifdef LK_EMU
+    return a / b;
+#else
+    return __fdividef(a, b);
+#endif
+}
+
 /* torch softplus(beta=1, threshold=20), sigmoid and SiLU, in float32 with the
- * accurate expf/log1pf (the CPU wrappers' forms). */
+ * accurate expf/log1pf (the CPU wrappers' forms); the divisor 1 + e^{-x} is at
+ * least 1, and past 2^126 (x below -87) sigmoid and SiLU, below 1e-35 in
+ * magnitude, come out 0. */
 LK_DEV float lk_softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
-LK_DEV float lk_sigmoid(float x) { return 1.f / (1.f + expf(-x)); }
-LK_DEV float lk_silu(float x) { return x / (1.f + expf(-x)); }
+LK_DEV float lk_sigmoid(float x) { return lk_div_ge1(1.f, 1.f + expf(-x)); }
+LK_DEV float lk_silu(float x) { return lk_div_ge1(x, 1.f + expf(-x)); }
 
 LK_DEV float lk_warp_sum(float v) {
 #pragma unroll
