@@ -271,13 +271,24 @@ LK_DEV float lk_div_ge1(float a, float b) {
 #endif
 }
 
-/* torch softplus(beta=1, threshold=20), sigmoid and SiLU, in float32 with the
- * accurate expf/log1pf (the CPU wrappers' forms); the divisor 1 + e^{-x} is at
- * least 1, and past 2^126 (x below -87) sigmoid and SiLU, below 1e-35 in
- * magnitude, come out 0. */
+/* e^x by ex2.approx of x log2 e (2 + 1.17 |x| ulp, ~2e-6 relative at |x| = 20): SiLU's and sigmoid's e^{-x} only, whose results are rounded
+ * to 16 bits or feed a float32 state through products that already carry 16-bit rounding; the accurate expf's
+ * range reduction was ~6 instructions an element in the preps' conv loops.  The emulator takes expf. */
+LK_DEV float lk_exp_fast(float x) {
+#ifdef LK_EMU
+    return expf(x);
+#else
+    return __expf(x);
+#endif
+}
+
+/* torch softplus(beta=1, threshold=20) with the accurate expf/log1pf, sigmoid
+ * and SiLU in float32 (the CPU wrappers' forms, within ~2e-6 relative); the divisor
+ * 1 + e^{-x} is at least 1, and past 2^126 (x below -87) sigmoid and SiLU, below
+ * 1e-35 in magnitude, come out 0. */
 LK_DEV float lk_softplus(float x) { return x > 20.f ? x : log1pf(expf(x)); }
-LK_DEV float lk_sigmoid(float x) { return lk_div_ge1(1.f, 1.f + expf(-x)); }
-LK_DEV float lk_silu(float x) { return lk_div_ge1(x, 1.f + expf(-x)); }
+LK_DEV float lk_sigmoid(float x) { return lk_div_ge1(1.f, 1.f + lk_exp_fast(-x)); }
+LK_DEV float lk_silu(float x) { return lk_div_ge1(x, 1.f + lk_exp_fast(-x)); }
 
 LK_DEV float lk_warp_sum(float v) {
 #pragma unroll
