@@ -55,7 +55,7 @@
  *                  (a chunk's log-decay spanning hundreds), conv width 2 (the general prep; width 4 takes the
  *                  stream prep), and l2norm off with a bf16 state and bf16 conv weights
  *     LT_QUICK=16  the chunked prep as a stream along time (chunk_prep_stream.cu, gdn's prep at conv width 4;
- *                  mamba2's bf16 configs of the sets 1, 3 and 10 take it too):
+ *                  mamba2's bf16 configs of the sets 1, 3 and 10 take it too, and an odd head count's):
  *                  gdn configs within the float64 limits (V 64 / 96 / 128, an odd tile count, both state
  *                  dtypes, bf16 conv weights, l2norm off, long ragged requests with a padded one, segments,
  *                  and conv width 2, which takes the general prep)
@@ -127,7 +127,9 @@ static const lt_shape SH_GDN = {2, 4, 128, 64, 4, 0}, SH_KDA = {2, 2, 128, 128, 
                       SH_GDN_W2 = {2, 4, 128, 64, 2, 0},  /* conv width 2: the general preps for gdn */
                       SH_GDN256 = {1, 1, 256, 32, 4, 0},  /* K = 256: the fused decode's widest rows */
                       SH_GDN_LONG = {1, 1, 128, 64, 4, 0}, /* LT_QUICK=9: one head keeps the reference short */
-                      SH_GDN_HV3 = {1, 3, 128, 64, 4, 0},  /* 5 head tiles: the stream prep pads to even */
+                      SH_GDN_HV3 = {1, 3, 128, 64, 4, 0},  /* the stream prep: 3 value heads at V 64 in two tiles
+                                                            * (the second's upper half past HV), 4 tiles in all */
+                      SH_MAMBA2_HV3 = {1, 3, 128, 64, 4, 0},
                       SH_KDA_W2 = {2, 2, 128, 128, 2, 0};  /* conv width 2: the general prep for kda */
 
 static double tol_of(const cfg *c) {
@@ -956,6 +958,9 @@ static const cfg configs[] = {
     {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_BF16, "fast", "16", 1, 1, LONG, 1, NULL},
     {F | Q16, GDN, SH_GDN, LT_BF16, SGL_ATTN_DT_F32, "fast", "32", 1, 1, SEGS, 0, "2"},
     {F | Q16, GDN, SH_GDN_W2, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, SCEN, 0, NULL},
+    /* mamba2 with an odd head count: its values, scales and gates at V 64 two heads a tile, the last tile half
+     * past HV (LT_QUICK=18 runs it under fused_phase2 = always too: the group form's gates) */
+    {F | Q16 | Q3, MAMBA2, SH_MAMBA2_HV3, LT_BF16, SGL_ATTN_DT_F32, "fast", "auto", 1, 1, LONG, 0, NULL},
 };
 
 /* The fused chunk kernel (option fused_chunk = always: every batch, whatever its size; LT_QUICK=13):

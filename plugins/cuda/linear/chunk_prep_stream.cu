@@ -21,6 +21,10 @@
  * request's first token (zeros without a prefix), else the 3 x rows before
  * the run (one re-read per run: 3 / LK_PS_RUN of the loads, L2 hits).
  *
+ * A value tile is 128 channels: one head where V is not 64 (lanes past V
+ * idle), two heads at V = 64 (lanes 0-7 the first, 8-15 the second, each with
+ * its own scale), so mamba2's and gdn's 64-wide heads leave no lane idle.
+ *
  * Grid: groups (run, tile) in run-major order, tiles padded to an even count,
  * 8 groups per 128-thread block, so a warp's two groups share a run (every
  * exit and the loop are warp-uniform) and a q / k warp never holds a value
@@ -44,6 +48,14 @@ static_assert(LK_PS_RUN == 32, "the values' sigmoid(b): two tokens per lane of a
 static_assert(LK_PS_GROUPS % 2 == 0, "a warp's two groups share a run");
 static_assert(LK_PS_RUN % LK_PS_DEPTH == 0, "the loop's unrolled body is the ring");
 
+/* value heads a 128-channel value tile holds (docs above) */
+GC_HD int lk_ps_heads_per_tile(int V) { return V == 64 ? 2 : 1; }
+/* q and k tiles, then the value tiles */
+GC_HD int lk_ps_tiles(int HK, int HV, int V) {
+    const int vpt = lk_ps_heads_per_tile(V);
+    return 2 * HK + (HV + vpt - 1) / vpt;
+}
+
 /* 8 bf16 of a 16-byte row -> floats (exact) */
 LK_DEV void lk_ps_unpack(const uint4 v, float f[8]) {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -61,7 +73,7 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
      * waits, its reads: no barrier) */
     __shared__ __align__(16) uint4 ring[D][LK_PS_THREADS];
     const int HV = p.hv, HK = p.hk, V = p.V;
-    const int nt = 2 * HK + HV, ntp = nt + (nt & 1);
+    const int vpt = lk_ps_heads_per_tile(V), nt = lk_ps_tiles(HK, HV, V), ntp = nt + (nt & 1);
     const int tid = threadIdx.x, lane = tid & 31, o = tid & 15;
     const int64_t grp = (int64_t)blockIdx.x * LK_PS_GROUPS + (tid >> 4);
     const int64_t run = grp / ntp;
@@ -73,15 +85,19 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
     const int nc = *p.pl.num_chunks, len = p.pl.chunk_len[j], i = p.pl.chunk_req[j];
     const int64_t ct0 = p.pl.chunk_tok0[j];
     if (j >= nc || tb >= len) return;
-    /* which: 0 q, 1 k, 2 values, 3 the padding tile; a warp is all q / k or all values / padding */
-    const int which = y < HK ? 0 : y < 2 * HK ? 1 : y < nt ? 2 : 3, hh = which == 0 ? y : which == 1 ? y - HK : y - 2 * HK;
-    const bool val = which >= 2;
-    /* idle lanes (V < 128, the padding tile) load and store nothing but stay for the values' shuffles */
-    const bool live = which < 2 || (which == 2 && 8 * o < V);
+    /* which: 0 q, 1 k, 2 values, 3 the padding tile; a warp is all q / k or all values / padding; hh the lane's
+     * head, co its first channel in the head */
+    const int which = y < HK ? 0 : y < 2 * HK ? 1 : y < nt ? 2 : 3;
+    const int hh = which == 0 ? y : which == 1 ? y - HK : (y - 2 * HK) * vpt + (vpt == 2 ? o >> 3 : 0);
+    const int co = which >= 2 && vpt == 2 ? 8 * (o & 7) : 8 * o;
+    const bool val = which >= 2, vhead = which == 2 && hh < HV; /* a value head (not past HV in the last pair) */
+    /* idle lanes (V < 128 but 64, the padding tile, the half past HV) load and store nothing but stay for the
+     * values' shuffles */
+    const bool live = which < 2 || (vhead && co < V);
     /* mamba2: x [H*P] | B [G*N] | C [G*N]: q = C, k = B; the values dt x and the skip D x */
     const int ch = !live ? 0
-                   : M2  ? (which == 0 ? HV * V + HK * K + hh * K : which == 1 ? HV * V + hh * K : hh * V) + 8 * o
-                         : (which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V) + 8 * o;
+                   : M2  ? (which == 0 ? HV * V + HK * K + hh * K : which == 1 ? HV * V + hh * K : hh * V) + co
+                         : (which == 0 ? hh * K : which == 1 ? (HK + hh) * K : 2 * HK * K + hh * V) + co;
     const int n = min(RUN, len - tb);
     const int64_t xd = p.x_dim;
     const uint16_t *xs = (const uint16_t *)p.x.p + (ct0 + tb) * xd + ch; /* token u of the run: xs + u xd */
@@ -101,14 +117,16 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
             hx[r] = *(const uint4 *)(xs + (int64_t)(r - H) * xd);
         }
     }
-    /* the values: lane o of a group makes the scale of tokens o and o + 16 of the run for its head (sigmoid(b);
-     * mamba2: dt = softplus(a + dt_bias)); the lane computing token u's values takes it by a shuffle */
-    float sb[2] = {0.f, 0.f};
-    if (which == 2)
+    /* the values: lane o of a group makes the scale (sigmoid(b); mamba2: dt = softplus(a + dt_bias)) of its head
+     * at tokens o and o + 16 of the run (two heads a tile: tokens (o & 7) + 8 q, q < 4); the lane computing token
+     * u's values takes it by a shuffle */
+    float sb[4] = {0.f, 0.f, 0.f, 0.f};
+    auto sb_tok = [&](int q) { return vpt == 2 ? (o & 7) + 8 * q : o + 16 * q; };
+    if (vhead)
 #pragma unroll
-        for (int h2 = 0; h2 < 2; h2++)
-            if (o + 16 * h2 < n) sb[h2] = lk_in(M2 ? p.a : p.b, (ct0 + tb + o + 16 * h2) * HV + hh);
-    const float dskip = M2 && which == 2 ? lk_in0(p.D, hh) : 0.f;
+        for (int q = 0; q < 4; q++)
+            if (q < 2 * vpt && sb_tok(q) < n) sb[q] = lk_in(M2 ? p.a : p.b, (ct0 + tb + sb_tok(q)) * HV + hh);
+    const float dskip = M2 && vhead ? lk_in0(p.D, hh) : 0.f;
     /* the conv weights and biases of the lane's 8 channels, for the whole run */
     float wt[8][W], bias[8];
 #pragma unroll
@@ -140,26 +158,29 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
                                        : 0.f;
         }
     }
-    if (which == 2 && M2) {
+    if (vhead && M2) {
         const float db = lk_in(p.dt_bias, hh);
-        sb[0] = lk_softplus(sb[0] + db);
-        sb[1] = lk_softplus(sb[1] + db);
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            if (q < 2 * vpt) sb[q] = lk_softplus(sb[q] + db);
         if (p.grp) { /* the fused phase 2's group form takes dt and makes the gates -e^{A_log} dt itself:
                       * eG [chunk][head][t] */
-            float *gv = p.eG + ((int64_t)j * HV + hh) * K + tb + o;
-            if (o < n) gv[0] = sb[0];
-            if (o + 16 < n) gv[16] = sb[1];
+            float *gv = p.eG + ((int64_t)j * HV + hh) * K + tb;
+#pragma unroll
+            for (int q = 0; q < 4; q++)
+                if (q < 2 * vpt && sb_tok(q) < n) gv[sb_tok(q)] = sb[q];
         }
-    } else if (which == 2) {
-        sb[0] = lk_sigmoid(sb[0]);
-        sb[1] = lk_sigmoid(sb[1]);
+    } else if (vhead) {
+#pragma unroll
+        for (int q = 0; q < 4; q++)
+            if (q < 2 * vpt) sb[q] = lk_sigmoid(sb[q]);
     }
     uint16_t *dst = (uint16_t *)(which == 0 ? p.Qc : which == 1 ? p.Kc : p.Vc) +
-                    (which == 0 || which == 1 ? ((ct0 + tb) * HK + hh) * K : ((ct0 + tb) * HV + hh) * V) + 8 * o;
+                    (which == 0 || which == 1 ? ((ct0 + tb) * HK + hh) * K : ((ct0 + tb) * HV + hh) * V) + co;
     const int64_t dstride = which < 2 ? (int64_t)HK * K : (int64_t)HV * V;
     const int l2 = p.l2norm && !M2;
     /* D x, float32 (none for the fused phase 2's group form: it makes it from x) */
-    float *skip = M2 && which == 2 && !p.grp ? p.Sk + ((ct0 + tb) * HV + hh) * V + 8 * o : NULL;
+    float *skip = M2 && vhead && !p.grp ? p.Sk + ((ct0 + tb) * HV + hh) * V + co : NULL;
 
     for (int u0 = 0; u0 < n; u0 += D) {
 #pragma unroll
@@ -208,7 +229,10 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
                         sk[1] = make_float4(dskip * s[4], dskip * s[5], dskip * s[6], dskip * s[7]);
                     }
                     /* the group form: x itself (the fused phase 2 takes dt from eG) */
-                    const float sc = M2 && p.grp ? 1.f : gc_shfl(u & 16 ? sb[1] : sb[0], (lane & 16) | (u & 15));
+                    const float sc = M2 && p.grp ? 1.f
+                                     : vpt == 2 ? gc_shfl(u & 16 ? (u & 8 ? sb[3] : sb[2]) : (u & 8 ? sb[1] : sb[0]),
+                                                          (lane & 24) | (u & 7))
+                                                : gc_shfl(u & 16 ? sb[1] : sb[0], (lane & 16) | (u & 15));
                     v.x = lk_pack2<OT>(sc * s[0], sc * s[1]);
                     v.y = lk_pack2<OT>(sc * s[2], sc * s[3]);
                     v.z = lk_pack2<OT>(sc * s[4], sc * s[5]);
@@ -240,7 +264,7 @@ extern "C" int lin_launch_chunk_prep_stream(const lin_fwd *pp, void *stream) {
     int64_t chunks = (p.T + LIN_CHUNK - 1) / LIN_CHUNK + p.bs; /* >= the plan's chunk count */
     if (chunks > p.max_chunks) chunks = p.max_chunks;
     if (chunks <= 0) return 0;
-    const int64_t nt = 2 * (int64_t)p.hk + p.hv, groups = chunks * (LIN_CHUNK / LK_PS_RUN) * (nt + (nt & 1));
+    const int64_t nt = lk_ps_tiles(p.hk, p.hv, p.V), groups = chunks * (LIN_CHUNK / LK_PS_RUN) * (nt + (nt & 1));
     const int64_t blocks = (groups + LK_PS_GROUPS - 1) / LK_PS_GROUPS;
     if (blocks > 0x7fffffff) return (int)cudaErrorInvalidValue;
     void (*k0)(lin_fwd) = p.kind == LIN_MAMBA2 ? lin_chunk_prep_stream_kernel<LIN_DT_BF16, true>
