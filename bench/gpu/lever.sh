@@ -15,7 +15,8 @@
 # default_plugins=DIR (bench_lin only) times the default side with another
 # build's plugins (a directory the call carries) and this build's as the
 # lever: an adopted default re-timed against the one it replaced, in place of
-# a switch.
+# a switch; lever_plugins=DIR puts a third build on the lever side (two
+# changes of one call, each against the build before it).
 set -u
 
 example() {
@@ -51,7 +52,7 @@ CONF_NAME=${CONF#"$PWD"/}
 # plugin themselves, without the host, see no conf option (env= reaches them)
 TESTS="test_lin_gpu test_lin_e2e test_lin_load test_mla_gpu test_cuda_graph test_wgmma_primitives"
 HOSTLESS="test_lin_gpu test_mla_gpu test_cuda_graph test_wgmma_primitives bench_lin mla_gpu_bench"
-what="" plugin="" sanitize="" sanitize_run="" bench="" rounds=2 default_plugins=""
+what="" plugin="" sanitize="" sanitize_run="" bench="" rounds=2 default_plugins="" lever_plugins=""
 cap_test=60 cap_check=60 cap_sanitize=120 cap_bench=60
 options=() envs=() tests=() checks=()
 errors=0
@@ -65,12 +66,12 @@ while IFS= read -r line || [ -n "$line" ]; do
   case $line in *=*) ;; *) bad "line $n: '$line': expected KEY=value"; continue;; esac
   k=${line%%=*} v=${line#*=}
   case $k in
-    what|plugin|sanitize|sanitize_run|bench|rounds|cap_test|cap_check|cap_sanitize|cap_bench|default_plugins) printf -v "$k" '%s' "$v";;
+    what|plugin|sanitize|sanitize_run|bench|rounds|cap_test|cap_check|cap_sanitize|cap_bench|default_plugins|lever_plugins) printf -v "$k" '%s' "$v";;
     option) options+=("$v");;
     env) envs+=("$v");;
     test) tests+=("$v");;
     check) checks+=("$v");;
-    *) bad "line $n: unknown key '$k' (expected what, plugin, option, env, test, check, sanitize, sanitize_run, bench, rounds, cap_test, cap_check, cap_sanitize, cap_bench, default_plugins)";;
+    *) bad "line $n: unknown key '$k' (expected what, plugin, option, env, test, check, sanitize, sanitize_run, bench, rounds, cap_test, cap_check, cap_sanitize, cap_bench, default_plugins, lever_plugins)";;
   esac
 done < "$CONF"
 
@@ -80,6 +81,9 @@ done < "$CONF"
   bad "no switch: give option=KEY=VALUE (a conf plugin option), env=NAME=VALUE or default_plugins=DIR"
 [[ -z $default_plugins || $default_plugins =~ ^[A-Za-z0-9_./-]+$ ]] ||
   bad "default_plugins='$default_plugins': expected a directory under the repo root"
+[[ -z $lever_plugins || $lever_plugins =~ ^[A-Za-z0-9_./-]+$ ]] ||
+  bad "lever_plugins='$lever_plugins': expected a directory under the repo root"
+[ -z "$lever_plugins" ] || [ -n "$default_plugins" ] || bad "lever_plugins= without default_plugins="
 for o in "${options[@]}"; do [[ $o =~ ^[a-z0-9_]+=[^[:space:]]+$ ]] || bad "option='$o': expected KEY=VALUE"; done
 for e in "${envs[@]}"; do [[ $e =~ ^SGL_ATTN_[A-Z0-9_]+=[^[:space:]]+$ ]] || bad "env='$e': expected SGL_ATTN_NAME=VALUE"; done
 [ ${#tests[@]} -gt 0 ] || [ ${#checks[@]} -gt 0 ] || bad "no correctness step: give test= or check="
@@ -152,6 +156,7 @@ else
   . bench/gpu/common.sh
   need "$A" "$P/$plugin.so"
   [ -z "$default_plugins" ] || need "$default_plugins/$plugin.so"
+  [ -z "$lever_plugins" ] || need "$lever_plugins/$plugin.so"
 fi
 # the switch: the environment forms, and the conf made from the build's with the options added
 sw_env=("${envs[@]}")
@@ -246,7 +251,7 @@ for r in $(seq 1 "$rounds"); do
     j="$OUT/bench_${side}_$r.json" l="$OUT/bench_${side}_$r.log"
     case $bin in
       attnctl) run "bench_${side}_$r" "$cap_bench" "$j" "$l" "${e[@]}" "${vars[@]}" "$A" bench "${args[@]}" "${c[@]}" --json;;
-      bench_lin) d=$P; [ $side = lever ] || d=${default_plugins:-$P}
+      bench_lin) d=${lever_plugins:-$P}; [ $side = lever ] || d=${default_plugins:-$P}
                  run "bench_${side}_$r" "$cap_bench" "$l" - "${e[@]}" "${vars[@]}" "$T/bench_lin" "$j" "$d";;
       mla_gpu_bench) ml=("${args[@]}" auto auto) # the variant lists, memory- and compute-bound (default: auto)
                      run "bench_${side}_$r" "$cap_bench" "$l" - "${e[@]}" "${vars[@]}" "$T/mla_gpu_bench" "$j" \
@@ -260,6 +265,8 @@ step "summary"
 LEVER_GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /dev/null | head -1) \
 LEVER_DEFAULT_PLUGINS=$default_plugins \
 LEVER_DEFAULT_COMMIT=$([ -n "$default_plugins" ] && cat "$default_plugins/commit.txt" 2> /dev/null) \
+LEVER_LEVER_PLUGINS=$lever_plugins \
+LEVER_LEVER_COMMIT=$([ -n "$lever_plugins" ] && cat "$lever_plugins/commit.txt" 2> /dev/null) \
 python3 - "$OUT" "$NAME" "$what" "$plugin" "$rounds" "$bench" "${options[*]:-}" "${envs[*]:-}" <<'PY'
 import csv, datetime, json, math, os, statistics, sys
 sys.path.insert(0, "bench/cuda")
@@ -288,6 +295,8 @@ res = {"tool": "bench/gpu/lever.sh", "lever": name, "what": what, "plugin": plug
        "option": options.split(), "env": envs.split(), "gpu": os.environ.get("LEVER_GPU") or None,
        "default_plugins": os.environ.get("LEVER_DEFAULT_PLUGINS") or None,
        "default_commit": os.environ.get("LEVER_DEFAULT_COMMIT") or None,
+       "lever_plugins": os.environ.get("LEVER_LEVER_PLUGINS") or None,
+       "lever_commit": os.environ.get("LEVER_LEVER_COMMIT") or None,
        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
        "commit": os.environ.get("SGL_ATTN_COMMIT"), "config": open(os.path.join(out, "lever.conf")).read(),
        "steps": steps, "bench": {"command": bench, "rounds": rounds, "cases": cases,
