@@ -167,9 +167,7 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         G0 = incl - g1;
         G1 = incl;
     };
-    /* GRP: M's block (16 rb, 16 jb) from C B^T's accumulators, 16-bit, into Mw (zero above the diagonal).  The
-     * decays here, U's and the o rows' take ex2.approx (lk_exp_fast: ~1e-5 relative at |x| = 80, below the
-     * 16-bit rounding of M, U and the outputs); e^{G_L}, which scales the float32 state every chunk, keeps expf */
+    /* GRP: M's block (16 rb, 16 jb) from C B^T's accumulators, 16-bit, into Mw (zero above the diagonal) */
     auto write_m = [&](uint16_t *Mw, const float (&acc)[2][4], int rb, int jb, float G0, float G1, float d0, float d1) {
         const float scale = p.scale;
         float Gr[2];
@@ -187,8 +185,8 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
 #pragma unroll
             for (int hf = 0; hf < 2; hf++) {
                 const int row = 16 * rb + g + 8 * hf;
-                const float m0 = col <= row ? scale * lk_exp_fast(Gr[hf] - c0) * dc0 * acc[hf2][2 * hf] : 0.f;
-                const float m1 = col + 1 <= row ? scale * lk_exp_fast(Gr[hf] - c1) * dc1 * acc[hf2][2 * hf + 1] : 0.f;
+                const float m0 = col <= row ? scale * expf(Gr[hf] - c0) * dc0 * acc[hf2][2 * hf] : 0.f;
+                const float m1 = col + 1 <= row ? scale * expf(Gr[hf] - c1) * dc1 * acc[hf2][2 * hf + 1] : 0.f;
                 *(uint32_t *)(Mw + row * CP + col) = lk_pack2<OT>(m0, m1);
             }
         }
@@ -198,7 +196,7 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
         const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1); /* every lane shuffles */
         const float dt0 = gc_shfl(d0, t >> 1), dt1 = gc_shfl(d1, t >> 1);
         const float dt = (t & 1) ? dt1 : dt0;
-        const float fu = dt * lk_exp_fast(fminf(GL - ((t & 1) ? x1 : x0), 0.f));
+        const float fu = dt * expf(fminf(GL - ((t & 1) ? x1 : x0), 0.f));
 #pragma unroll
         for (int h8 = 0; h8 < 2; h8++) {
             float u[8];
@@ -279,7 +277,7 @@ __global__ __launch_bounds__(M2 ? 256 : 128, 1) void lin_chunk_fused_state_kerne
             for (int hf = 0; hf < 2; hf++) {
                 const int t = 16 * rg + g + 8 * hf;
                 const float x0 = gc_shfl(G0, t >> 1), x1 = gc_shfl(G1, t >> 1);
-                f[hf] = p.scale * lk_exp_fast((t & 1) ? x1 : x0);
+                f[hf] = p.scale * expf((t & 1) ? x1 : x0);
             }
 #pragma unroll
             for (int nt = 0; nt < VW / 8; nt++) {

@@ -271,10 +271,10 @@ LK_DEV float lk_div_ge1(float a, float b) {
 #endif
 }
 
-/* e^x by ex2.approx of x log2 e (2 + 1.17 |x| ulp, ~2e-6 relative at |x| = 20): SiLU's and sigmoid's e^{-x} and
- * the per-element decays of mamba2's group form, whose results are rounded to 16 bits or feed a float32 state
- * through products that carry 16-bit rounding already; the accurate expf's range reduction was ~6 instructions
- * an element in the preps' conv loops.  The emulator takes expf. */
+/* e^x by ex2.approx of x log2 e (2 + 1.17 |x| ulp, ~2e-6 relative at |x| = 20): SiLU's and sigmoid's e^{-x},
+ * whose results are rounded to 16 bits or feed a float32 state through products that carry 16-bit rounding
+ * already; the accurate expf's range reduction was ~6 instructions an element in the preps' conv loops.  (In
+ * mamba2's fused phase 2 it lost: docs/lab/levers.md.)  The emulator takes expf. */
 LK_DEV float lk_exp_fast(float x) {
 #ifdef LK_EMU
     return expf(x);
