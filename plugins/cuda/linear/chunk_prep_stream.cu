@@ -1,7 +1,8 @@
 /* chunk_prep_stream.cu - the chunked extend's prep for gdn, kda and mamba2 with
  * conv width 4 and 16-byte bf16 x rows as a stream along time: q / k / v
  * [T][heads][128] 16-bit for the UT, state and output kernels (or the fused
- * chunk kernel); mamba2 (the M2 instance) also the skip D x in float32.
+ * chunk kernel); mamba2 (the M2 instance) also the skip D x in float32, or,
+ * for the fused phase 2's group form, x and dt in place of dt x and the skip.
  *
  * Why: where a block has one chunk's 64 tokens of one head tile (the prep
  * this one replaced, docs/lab/levers.md), it waits on its plan words, then on its 7 input rows per thread (3 of
@@ -91,8 +92,8 @@ __global__ __launch_bounds__(LK_PS_THREADS, LK_PS_MINB) void lin_chunk_prep_stre
     const int hh = which == 0 ? y : which == 1 ? y - HK : (y - 2 * HK) * vpt + (vpt == 2 ? o >> 3 : 0);
     const int co = which >= 2 && vpt == 2 ? 8 * (o & 7) : 8 * o;
     const bool val = which >= 2, vhead = which == 2 && hh < HV; /* a value head (not past HV in the last pair) */
-    /* idle lanes (V < 128 but 64, the padding tile, the half past HV) load and store nothing but stay for the
-     * values' shuffles */
+    /* idle lanes (channels past V in a one-head tile, the padding tile, a pair's half past HV) load and store
+     * nothing but stay for the values' shuffles */
     const bool live = which < 2 || (vhead && co < V);
     /* mamba2: x [H*P] | B [G*N] | C [G*N]: q = C, k = B; the values dt x and the skip D x */
     const int ch = !live ? 0
