@@ -261,8 +261,8 @@ LK_DEV void *lk_sptr(void *base, int dt, int64_t i) { return (char *)base + (siz
 
 /* a / b for b >= 1 by the fast divide (a reciprocal and a multiply, within 2 ulp for b below 2^126, 0 above).
  * The IEEE division's range check sends a whole warp to a slow-path subroutine when any lane's operands leave
- * its fast range: in the conv loops of the preps that subroutine was a third of the instructions.  The
- * emulator divides exactly. */
+ * its fast range, which the preps' conv loops cannot afford for every channel of every token.  The emulator
+ * divides exactly. */
 LK_DEV float lk_div_ge1(float a, float b) {
 #ifdef LK_EMU
     return a / b;
@@ -273,8 +273,8 @@ LK_DEV float lk_div_ge1(float a, float b) {
 
 /* e^x by ex2.approx of x log2 e (2 + 1.17 |x| ulp, ~2e-6 relative at |x| = 20): SiLU's and sigmoid's e^{-x},
  * whose results are rounded to 16 bits or feed a float32 state through products that carry 16-bit rounding
- * already; the accurate expf's range reduction was ~6 instructions an element in the preps' conv loops.  (In
- * mamba2's fused phase 2 it lost: docs/lab/levers.md.)  The emulator takes expf. */
+ * already; the accurate expf's range reduction costs ~6 instructions an element in the preps' conv loops.  The
+ * emulator takes expf. */
 LK_DEV float lk_exp_fast(float x) {
 #ifdef LK_EMU
     return expf(x);
