@@ -41,6 +41,9 @@
 #  16. mamba2 1 x 64k's stream prep (which writes x and dt for the fused
 #      phase 2's group form) by SASS instruction: executed count and stall
 #      samples per instruction (PROFILE=16)
+#  17. gdn's fused chunk kernel (the default at 16 x 8k) at Qwen3.5 TP8 16 x 8k
+#      by SASS instruction: executed count and stall samples per instruction,
+#      so the chunk step's ~30,000 cycles are placed by phase (PROFILE=17)
 # Raw ncu output in $OUT/*.txt; the console gets the lines that matter.
 . "$(dirname "$0")/common.sh"
 need "$A" "$T/bench_lin" "$T/mla_gpu_bench"
@@ -222,5 +225,9 @@ fi
 if on 16; then
   step "16. mamba2 1 x 64k: the stream prep by SASS instruction"
   sass_of m2_prepx "mamba2,1x64k" "lin_chunk_prep_stream_kernel"
+fi
+if on 17; then
+  step "17. gdn 16 x 8k: the fused chunk kernel by SASS instruction"
+  sass_of gdn_fused_cp "hv8/hk2,16x8k" "lin_chunk_fused_cp_kernel"
 fi
 echo "profile: done [$SECONDS s]"
