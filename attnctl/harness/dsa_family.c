@@ -171,6 +171,7 @@ static const char *const sparse_matrix[] = {
     "sparse_decode:b=2,l=500,hq=128,dtype=bf16,page=64,topk=256",
     "sparse_decode:b=2,l=3000,hq=16,dtype=bf16,page=64,topk=2048,ragged=1",
     "sparse_decode:b=3,l=300,hq=16,dtype=bf16,page=16,topk=64,idx=64,neg=1,ragged=1",
+    "sparse_decode:b=3,l=300,hq=16,dtype=bf16,page=16,topk=128,near=1,neg=1,ragged=1",
     /* extend and verify: every query selects its own (just saved) token */
     "sparse_extend:b=3,l=300,q=100,hq=16,dtype=bf16,page=64,topk=64,ragged=1",
     "sparse_extend:b=2,l=200,q=200,hq=16,dtype=f32,page=16,topk=32,neg=1",
@@ -197,14 +198,16 @@ static const char *const sparse_quick[] = {
     NULL,
 };
 
-static const char *const sparse_drop[] = {"topk", "neg", "rec", NULL};
+static const char *const sparse_drop[] = {"topk", "neg", "rec", "near", NULL};
 static const char *const sparse_add[] = {"mla", "1", NULL, NULL};
 
 /* Row t's selection: min(topk, pos + 1) distinct positions of t's request
  * at 0..pos, always pos itself (the diagonal, saved by this call), as pool
  * slots; neg=1 drops a quarter of the others to -1; the rest of the row is
- * -1; the row shuffled so -1 stands anywhere. */
-static void sparse_rows(const fa_batch *fb, long topk, int neg, hrng *rng, int32_t *rows) {
+ * -1; the row shuffled so -1 stands anywhere.  near=1: the positions are the
+ * most recent ones, in order and unshuffled (the pool read page by page, as
+ * a dense decode reads it: the access pattern without the random rows). */
+static void sparse_rows(const fa_batch *fb, long topk, int neg, int near, hrng *rng, int32_t *rows) {
     int64_t *cand = malloc(sizeof(int64_t) * (size_t)(fb->cols > 0 ? fb->cols : 1));
     if (!cand) return;
     for (int i = 0, t = 0; i < fb->bs; i++)
@@ -214,6 +217,12 @@ static void sparse_rows(const fa_batch *fb, long topk, int neg, hrng *rng, int32
             int64_t n = 0;
             for (int64_t p = 0; p < pos; p++) cand[p] = p;
             const int64_t want = pos + 1 < topk ? pos + 1 : topk;
+            if (near && !(neg && t == 0)) {
+                for (int64_t p = pos + 1 - want; p <= pos; p++)
+                    row[n++] = neg && p != pos && hrng_uniform(rng) < 0.25 ? -1 : (int32_t)slot_of(fb, i, p);
+                while (n < topk) row[n++] = -1;
+                continue;
+            }
             if (!(neg && t == 0)) {
                 row[n++] = (int32_t)slot_of(fb, i, pos);
                 for (int64_t x = 0; x < want - 1; x++) { /* a partial Fisher-Yates draw */
@@ -443,10 +452,11 @@ static void sparse_run_free(sparse_run *x) {
 static int sparse_stage(const harness_family *fam, const htarget *t, const hcase *c, uint64_t *seed, sparse_run *x,
                         hresult *r) {
     char err[768];
-    long neg, recp;
+    long neg, recp, near;
     memset(x, 0, sizeof *x);
     if (hcase_int(c, "topk", 64, 1, DSA_MAX_TOPK, &x->topk, err, sizeof err) ||
-        hcase_int(c, "neg", 0, 0, 1, &neg, err, sizeof err) || hcase_int(c, "rec", 0, 0, 1, &recp, err, sizeof err))
+        hcase_int(c, "neg", 0, 0, 1, &neg, err, sizeof err) || hcase_int(c, "rec", 0, 0, 1, &recp, err, sizeof err) ||
+        hcase_int(c, "near", 0, 0, 1, &near, err, sizeof err))
         return hresult_error(r, "%s", err), -1;
     x->recp = (int)recp;
     if (build(fam, t, c, sparse_drop, sparse_add, seed, &x->fb, SGL_ATTN_DSA_SPARSE_MLA, r)) return -1;
@@ -458,7 +468,7 @@ static int sparse_stage(const harness_family *fam, const htarget *t, const hcase
         return hresult_error(r, "%s", x->rows ? err : "out of host memory"), -1;
     hrng rng;
     hrng_seed(&rng, *seed ^ 0xd5a5u);
-    sparse_rows(fb, topk, (int)neg, &rng, x->rows);
+    sparse_rows(fb, topk, (int)neg, (int)near, &rng, x->rows);
     memcpy(htensor_data(&x->ti), x->rows, x->ti.bytes);
     if (htensor_upload(&x->ti, err, sizeof err)) return hresult_error(r, "%s", err), -1;
     if (recp) { /* the layer reads the record pool; the family's bf16 pool is only its source */
