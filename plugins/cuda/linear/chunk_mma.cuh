@@ -76,9 +76,10 @@ template <int OT> LK_DEV void lk_mma(float c[4], const uint32_t a[4], uint32_t b
 }
 
 /* 16-bit operand values */
-template <int OT> LK_DEV uint16_t lk_to16(float f) { return OT == LIN_DT_BF16 ? gc_f32_to_bf16(f) : gc_f32_to_f16(f); }
+template <int OT> LK_DEV uint16_t lk_to16(float f) { return OT == LIN_DT_BF16 ? lk_bf16(f) : gc_f32_to_f16(f); }
 template <int OT> LK_DEV float lk_from16(uint16_t h) { return OT == LIN_DT_BF16 ? gc_bf16_to_f32(h) : gc_f16_to_f32(h); }
 template <int OT> LK_DEV uint32_t lk_pack2(float lo, float hi) {
+    if (OT == LIN_DT_BF16) return lk_bf16x2(lo, hi);
     return (uint32_t)lk_to16<OT>(lo) | ((uint32_t)lk_to16<OT>(hi) << 16);
 }
 

@@ -13,6 +13,32 @@
 
 #define LK_DEV GC_DEV
 
+/* float -> bf16, round to nearest even.  On the GPU the hardware cvt: one
+ * instruction for a value, one for a pair (cvt.rn.bf16x2.f32), where the
+ * SDK's integer form (gpu_compat.h) takes five or six a value, and the
+ * 16-bit operands, states and outputs of the chunk kernels are made by the
+ * thousand a chunk.  The emulator keeps the integer form: both give the same
+ * bits for every value but NaN, which stays a NaN (its payload may differ). */
+LK_DEV uint16_t lk_bf16(float f) {
+#ifdef LK_EMU
+    return gc_f32_to_bf16(f);
+#else
+    uint16_t h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#endif
+}
+/* lo in the low half, hi in the high half */
+LK_DEV uint32_t lk_bf16x2(float lo, float hi) {
+#ifdef LK_EMU
+    return (uint32_t)gc_f32_to_bf16(lo) | ((uint32_t)gc_f32_to_bf16(hi) << 16);
+#else
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#endif
+}
+
 /* Dynamic shared memory and kernel launches go through these, so the same
  * kernels and launchers also build for the CPU emulator of the tests
  * (tests/emu, LK_EMU): there a "thread" is a fiber. */
@@ -117,7 +143,7 @@ LK_DEV float lk_in0(const lin_in &t, int64_t i) { return t.p ? lk_ld(t.p, t.dt, 
 
 LK_DEV void lk_st(void *p, int dt, int64_t i, float v) {
     if (dt == LIN_DT_F32) ((float *)p)[i] = v;
-    else if (dt == LIN_DT_BF16) ((uint16_t *)p)[i] = gc_f32_to_bf16(v);
+    else if (dt == LIN_DT_BF16) ((uint16_t *)p)[i] = lk_bf16(v);
     else ((uint16_t *)p)[i] = gc_f32_to_f16(v);
 }
 
@@ -165,7 +191,7 @@ template <int SDT> LK_DEV float lk_s1(const void *base, int64_t i) {
 }
 template <int SDT> LK_DEV void lk_s1st(void *base, int64_t i, float v) {
     if (SDT == LIN_DT_F32) ((float *)base)[i] = v;
-    else ((uint16_t *)base)[i] = gc_f32_to_bf16(v);
+    else ((uint16_t *)base)[i] = lk_bf16(v);
 }
 
 template <int SDT, int N> LK_DEV void lk_sld(const void *base, int64_t i, float *o) {
@@ -220,16 +246,18 @@ template <int SDT, int N> LK_DEV void lk_sst(void *base, int64_t i, const float 
         uint16_t *p = (uint16_t *)base + i;
         if (N % 8 == 0) {
 #pragma unroll
-            for (int k = 0; k < N; k += 8) *(uint4 *)(p + k) = gc_pack8<GC_BF16>(v + k);
+            for (int k = 0; k < N; k += 8)
+                *(uint4 *)(p + k) = make_uint4(lk_bf16x2(v[k], v[k + 1]), lk_bf16x2(v[k + 2], v[k + 3]),
+                                               lk_bf16x2(v[k + 4], v[k + 5]), lk_bf16x2(v[k + 6], v[k + 7]));
         } else if (N == 4) {
             uint2 u;
-            u.x = (uint32_t)gc_f32_to_bf16(v[0]) | ((uint32_t)gc_f32_to_bf16(v[1]) << 16);
-            u.y = (uint32_t)gc_f32_to_bf16(v[2]) | ((uint32_t)gc_f32_to_bf16(v[3]) << 16);
+            u.x = lk_bf16x2(v[0], v[1]);
+            u.y = lk_bf16x2(v[2], v[3]);
             *(uint2 *)p = u;
         } else if (N == 2) {
-            *(uint32_t *)p = (uint32_t)gc_f32_to_bf16(v[0]) | ((uint32_t)gc_f32_to_bf16(v[1]) << 16);
+            *(uint32_t *)p = lk_bf16x2(v[0], v[1]);
         } else {
-            p[0] = gc_f32_to_bf16(v[0]);
+            p[0] = lk_bf16(v[0]);
         }
     }
 }
@@ -251,7 +279,7 @@ LK_DEV float lk_sget(const void *base, int dt, int64_t i) {
 }
 LK_DEV void lk_sput(void *base, int dt, int64_t i, float v) {
     if (dt == LIN_DT_F32) ((float *)base)[i] = v;
-    else ((uint16_t *)base)[i] = gc_f32_to_bf16(v);
+    else ((uint16_t *)base)[i] = lk_bf16(v);
 }
 LK_DEV size_t lk_sesz(int dt) { return dt == LIN_DT_F32 ? 4 : 2; }
 /* element offset -> pointer, for any state dtype */
