@@ -12,11 +12,12 @@
 # lever's median times and the lever's speed over the default's (default time /
 # lever time; above 1: the lever is faster), with the geomean, minimum and
 # maximum over the cases: the ratio of a docs/lab/levers.md row.
-# default_plugins=DIR (bench_lin only) times the default side with another
-# build's plugins (a directory the call carries) and this build's as the
-# lever: an adopted default re-timed against the one it replaced, in place of
-# a switch; lever_plugins=DIR puts a third build on the lever side (two
-# changes of one call, each against the build before it).
+# default_plugins=DIR (bench_lin, or attnctl bench through --plugin-path,
+# whose plugin of the timed name shadows the build's) times the default side
+# with another build's plugins (a directory the call carries) and this
+# build's as the lever: an adopted default re-timed against the one it
+# replaced, in place of a switch; lever_plugins=DIR puts a third build on the
+# lever side (two changes of one call, each against the build before it).
 set -u
 
 example() {
@@ -127,8 +128,8 @@ case $bin in
   bench_lin|mla_gpu_bench) ;;
   *) bad "bench='$bench': expected 'attnctl ARGS', 'bench_lin [VAR=value ...]' or 'mla_gpu_bench [VAR=value ...] [MEM CMP]'";;
 esac
-[ -z "$default_plugins" ] || [ "$bin" = bench_lin ] ||
-  bad "default_plugins= with bench='$bench': only bench_lin takes a plugin directory"
+[ -z "$default_plugins" ] || [ "$bin" = bench_lin ] || [ "$bin" = attnctl ] ||
+  bad "default_plugins= with bench='$bench': only bench_lin and attnctl bench take a plugin directory"
 if [ ${#envs[@]} = 0 ] && [ -z "$default_plugins" ]; then
   case " $HOSTLESS " in *" $bin "*) bad "bench='$bench': $bin loads the plugin without the host, so a conf option does not reach it: give env= or time with attnctl bench";; esac
 fi
@@ -250,7 +251,9 @@ for r in $(seq 1 "$rounds"); do
     if [ $side = default ]; then e=(env "${unset_env[@]}" "${def_env[@]}"); c=("${def_conf[@]}"); else e=(env "${sw_env[@]}"); c=("${conf_args[@]}"); fi
     j="$OUT/bench_${side}_$r.json" l="$OUT/bench_${side}_$r.log"
     case $bin in
-      attnctl) run "bench_${side}_$r" "$cap_bench" "$j" "$l" "${e[@]}" "${vars[@]}" "$A" bench "${args[@]}" "${c[@]}" --json;;
+      attnctl) d=$lever_plugins; [ $side = lever ] || d=$default_plugins
+               pp=(); [ -z "$d" ] || pp=(--plugin-path "$d")
+               run "bench_${side}_$r" "$cap_bench" "$j" "$l" "${e[@]}" "${vars[@]}" "$A" bench "${args[@]}" "${pp[@]}" "${c[@]}" --json;;
       bench_lin) d=${lever_plugins:-$P}; [ $side = lever ] || d=${default_plugins:-$P}
                  run "bench_${side}_$r" "$cap_bench" "$l" - "${e[@]}" "${vars[@]}" "$T/bench_lin" "$j" "$d";;
       mla_gpu_bench) ml=("${args[@]}" auto auto) # the variant lists, memory- and compute-bound (default: auto)

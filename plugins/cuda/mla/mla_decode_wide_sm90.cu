@@ -157,19 +157,10 @@ GC_DEV void wide_softmax(float (&s)[32], const WideCtx &c, int kb, const float m
         }
 }
 
-/* Two floats to packed bf16 (lo = a), round to nearest even, in one
- * cvt.rn.bf16x2.f32 (P is finite).  It also keeps P a float value in the
- * compiler's eyes: an integer rounding made it carry S across the pair loop
- * as b32 registers. */
-GC_DEV uint32_t wide_pack(float a, float b) {
-#ifdef LK_EMU /* the emulator of the tests: the same rounding (to nearest even) */
-    return mla_pack2<MLA_DT_BF16>(a, b);
-#else
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
-    return r;
-#endif
-}
+/* Two floats to packed bf16 (lo = a) in one cvt.rn.bf16x2.f32 (mla_pack2's).
+ * It also keeps P a float value in the compiler's eyes: an integer rounding
+ * made it carry S across the pair loop as b32 registers. */
+GC_DEV uint32_t wide_pack(float a, float b) { return mla_pack2<MLA_DT_BF16>(a, b); }
 
 /* P (fp32 accumulator layout) as the A operand of m64nNk16: k-step k covers
  * keys 16k..16k+15 = accumulator columns 8(2k) .. 8(2k+1)+7. */
