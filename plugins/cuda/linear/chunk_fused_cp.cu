@@ -76,17 +76,6 @@ LK_DEV float lk_ex2(float x) {
 #endif
 }
 
-/* Block j (0..2) of warp wr's share of the 10 16 x 16 blocks on or below the diagonal of a 64 x 64
- * product: (row block rb, column block cb), rb = -1 past the share.  Three, three, two and two
- * blocks, so no warp makes the whole last row of blocks (four) while another makes one.
- *   wr 0: (3,0) (3,1) (3,2)   wr 1: (3,3) (2,0) (2,1)   wr 2: (2,2) (1,0)   wr 3: (1,1) (0,0) */
-LK_DEV void lk_cp_tri_block(int wr, int j, int &rb, int &cb) {
-    const uint32_t tab = wr == 0 ? 0x323130u : wr == 1 ? 0x212033u : wr == 2 ? 0xff1022u : 0xff0011u;
-    const uint32_t e = (tab >> (8 * j)) & 0xffu;
-    rb = e == 0xffu ? -1 : (int)(e >> 4);
-    cb = (int)(e & 15u);
-}
-
 template <int V> struct lk_cp {
     static constexpr int C = LIN_CHUNK, K = LIN_TC_K, KP = K + 8, CP = C + 8, VP = LIN_TC_VMAX + 8;
     static constexpr int TILE = C * KP * 2;                 /* one [C][KP] 16-bit tile (also [C][VP]) */
@@ -197,50 +186,32 @@ __global__ __launch_bounds__(LK_CP_THREADS, 1) void lin_chunk_fused_cp_kernel(li
         }
         __syncthreads();
 
-        /* ---- q k^T (warps 0-3) and k k^T (warps 4-7) on and below the diagonal; M, A.  The blocks
-         * right of the diagonal are zero in M and A and never computed (M's never read: O += M Unew
-         * stops at the diagonal block; A's never read by T). */
+        /* ---- q k^T (warps 0-3) and k k^T (warps 4-7), rows 16 wr .., up to the diagonal; M, A */
         {
-            int rb[3], cb[3];
+            float P[C / 8][4], Xd[C / 8][4];
 #pragma unroll
-            for (int j = 0; j < 3; j++) lk_cp_tri_block(wr, j, rb[j], cb[j]);
-            float P[3][2][4];
+            for (int nt = 0; nt < C / 8; nt++)
 #pragma unroll
-            for (int j = 0; j < 3; j++)
+                for (int e = 0; e < 4; e++) P[nt][e] = 0.f;
+            lk_rows_mul_n2<OT, K>(P, Xd, wh ? ks : qs, ks, false, ks, KP, 16 * wr, wr);
 #pragma unroll
-                for (int n = 0; n < 2; n++)
+            for (int nt = 0; nt < C / 8; nt++) {
+                /* the n8 tiles right of the warp's diagonal block are zero in M and A (M's never
+                 * read: O += M Unew stops at the diagonal block; A's never read by T) */
+                if (nt > 2 * wr + 1) break;
 #pragma unroll
-                    for (int e = 0; e < 4; e++) P[j][n][e] = 0.f;
-            const uint16_t *A1 = wh ? ks : qs;
+                for (int hf = 0; hf < 2; hf++) {
+                    const int t = 16 * wr + g + 8 * hf, i0 = 8 * nt + 2 * t4;
+                    float m2[2];
 #pragma unroll
-            for (int k16 = 0; k16 < K / 16; k16++)
-#pragma unroll
-                for (int j = 0; j < 3; j++) {
-                    if (rb[j] < 0) continue; /* warp-uniform: warps 2 and 3 have two blocks */
-                    uint32_t a[4], b[4];
-                    lk_lda(a, A1, KP, 16 * rb[j], 16 * k16);
-                    lk_ldb_n(b, ks, KP, 16 * cb[j], 16 * k16);
-                    lk_mma<OT>(P[j][0], a, b[0], b[1]);
-                    lk_mma<OT>(P[j][1], a, b[2], b[3]);
-                }
-#pragma unroll
-            for (int j = 0; j < 3; j++) {
-                if (rb[j] < 0) continue;
-#pragma unroll
-                for (int n = 0; n < 2; n++)
-#pragma unroll
-                    for (int hf = 0; hf < 2; hf++) {
-                        const int t = 16 * rb[j] + g + 8 * hf, i0 = 16 * cb[j] + 8 * n + 2 * t4;
-                        float m2[2];
-#pragma unroll
-                        for (int e = 0; e < 2; e++) {
-                            const int ii = i0 + e;
-                            const float dec = cb[j] < rb[j] || ii <= t ? lk_ex2(Gs[t] - Gs[ii]) : 0.f;
-                            if (wh) Af[t * AP + ii] = ii < t ? bs[t] * dec * P[j][n][2 * hf + e] : 0.f;
-                            else m2[e] = scale * dec * P[j][n][2 * hf + e];
-                        }
-                        if (!wh) *(uint32_t *)(Mb + t * CP + i0) = lk_pack2<OT>(m2[0], m2[1]);
+                    for (int e = 0; e < 2; e++) {
+                        const int ii = i0 + e;
+                        const float dec = nt < 2 * wr || ii <= t ? lk_ex2(Gs[t] - Gs[ii]) : 0.f;
+                        if (wh) Af[t * AP + ii] = ii < t ? bs[t] * dec * P[nt][2 * hf + e] : 0.f;
+                        else m2[e] = scale * dec * P[nt][2 * hf + e];
                     }
+                    if (!wh) *(uint32_t *)(Mb + t * CP + i0) = lk_pack2<OT>(m2[0], m2[1]);
+                }
             }
         }
         __syncthreads(); /* A complete; q and k read by the products */

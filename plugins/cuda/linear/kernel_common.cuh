@@ -28,10 +28,15 @@ LK_DEV uint16_t lk_bf16(float f) {
     return h;
 #endif
 }
+/* The SDK's integer form of a pair, on the GPU too: for a kernel at its
+ * register cap, where the cvt's schedule spills (chunk_state.cu). */
+LK_DEV uint32_t lk_bf16x2_int(float lo, float hi) {
+    return (uint32_t)gc_f32_to_bf16(lo) | ((uint32_t)gc_f32_to_bf16(hi) << 16);
+}
 /* lo in the low half, hi in the high half */
 LK_DEV uint32_t lk_bf16x2(float lo, float hi) {
 #ifdef LK_EMU
-    return (uint32_t)gc_f32_to_bf16(lo) | ((uint32_t)gc_f32_to_bf16(hi) << 16);
+    return lk_bf16x2_int(lo, hi);
 #else
     uint32_t r;
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
