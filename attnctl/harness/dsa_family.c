@@ -215,7 +215,6 @@ static void sparse_rows(const fa_batch *fb, long topk, int neg, int near, hrng *
             const int64_t pos = (int64_t)fb->prefix[i] + j;
             int32_t *row = rows + (int64_t)t * topk;
             int64_t n = 0;
-            for (int64_t p = 0; p < pos; p++) cand[p] = p;
             const int64_t want = pos + 1 < topk ? pos + 1 : topk;
             if (near && !(neg && t == 0)) {
                 for (int64_t p = pos + 1 - want; p <= pos; p++)
@@ -223,6 +222,7 @@ static void sparse_rows(const fa_batch *fb, long topk, int neg, int near, hrng *
                 while (n < topk) row[n++] = -1;
                 continue;
             }
+            for (int64_t p = 0; p < pos; p++) cand[p] = p;
             if (!(neg && t == 0)) {
                 row[n++] = (int32_t)slot_of(fb, i, pos);
                 for (int64_t x = 0; x < want - 1; x++) { /* a partial Fisher-Yates draw */

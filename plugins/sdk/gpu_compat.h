@@ -102,6 +102,33 @@ GC_DEV uint16_t gc_f32_to_bf16(float f) {
     u += 0x7fffu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
 }
+/* A pair by that integer form (lo in the low half). */
+GC_DEV uint32_t gc_bf16x2_int(float lo, float hi) {
+    return (uint32_t)gc_f32_to_bf16(lo) | ((uint32_t)gc_f32_to_bf16(hi) << 16);
+}
+/* The same roundings by the hardware cvt on CUDA SM 8.0+ (cvt.rn.bf16.f32,
+ * one cvt.rn.bf16x2.f32 a pair, where the integer form takes five or six
+ * instructions a value); elsewhere (HIP, the tests' CPU emulator) the
+ * integer form.  Both give the same bits for every value but NaN, which
+ * stays a NaN (its payload may differ). */
+GC_DEV uint16_t gc_bf16_rn(float f) {
+#if defined(GC_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint16_t h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    return gc_f32_to_bf16(f);
+#endif
+}
+GC_DEV uint32_t gc_bf16x2_rn(float lo, float hi) {
+#if defined(GC_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint32_t r;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+#else
+    return gc_bf16x2_int(lo, hi);
+#endif
+}
 GC_DEV float gc_f16_to_f32(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 GC_DEV uint16_t gc_f32_to_f16(float f) { return __half_as_ushort(__float2half_rn(f)); }
 

@@ -271,7 +271,7 @@ __global__ __launch_bounds__(LK_S2_THREADS, (lk_s2_occ<VT, MODE>::MINB)) void li
                     const float u1 = lk_from16<OT>(Us[t * VTP + v + 1]) - x1;
                     /* bf16 Unew by the integer rounding: with the cvt the 128-register instance
                      * (tile 16, two blocks an SM) spills */
-                    const uint32_t pk = OT == LIN_DT_BF16 ? lk_bf16x2_int(u0, u1) : lk_pack2<OT>(u0, u1);
+                    const uint32_t pk = OT == LIN_DT_BF16 ? gc_bf16x2_int(u0, u1) : lk_pack2<OT>(u0, u1);
                     *(uint32_t *)(Ub + t * VTP + v) = pk;
                     if (t < len && real) { /* a summary keeps U for the true pass */
                         LK_ALIGNED(Ug + (int64_t)t * HV * V + v, 4);

@@ -13,37 +13,6 @@
 
 #define LK_DEV GC_DEV
 
-/* float -> bf16, round to nearest even.  On the GPU the hardware cvt: one
- * instruction for a value, one for a pair (cvt.rn.bf16x2.f32), where the
- * SDK's integer form (gpu_compat.h) takes five or six a value, and the
- * 16-bit operands, states and outputs of the chunk kernels are made by the
- * thousand a chunk.  The emulator keeps the integer form: both give the same
- * bits for every value but NaN, which stays a NaN (its payload may differ). */
-LK_DEV uint16_t lk_bf16(float f) {
-#ifdef LK_EMU
-    return gc_f32_to_bf16(f);
-#else
-    uint16_t h;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-#endif
-}
-/* The SDK's integer form of a pair, on the GPU too: for a kernel at its
- * register cap, where the cvt's schedule spills (chunk_state.cu). */
-LK_DEV uint32_t lk_bf16x2_int(float lo, float hi) {
-    return (uint32_t)gc_f32_to_bf16(lo) | ((uint32_t)gc_f32_to_bf16(hi) << 16);
-}
-/* lo in the low half, hi in the high half */
-LK_DEV uint32_t lk_bf16x2(float lo, float hi) {
-#ifdef LK_EMU
-    return lk_bf16x2_int(lo, hi);
-#else
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-#endif
-}
-
 /* Dynamic shared memory and kernel launches go through these, so the same
  * kernels and launchers also build for the CPU emulator of the tests
  * (tests/emu, LK_EMU): there a "thread" is a fiber. */
@@ -148,7 +117,7 @@ LK_DEV float lk_in0(const lin_in &t, int64_t i) { return t.p ? lk_ld(t.p, t.dt, 
 
 LK_DEV void lk_st(void *p, int dt, int64_t i, float v) {
     if (dt == LIN_DT_F32) ((float *)p)[i] = v;
-    else if (dt == LIN_DT_BF16) ((uint16_t *)p)[i] = lk_bf16(v);
+    else if (dt == LIN_DT_BF16) ((uint16_t *)p)[i] = gc_bf16_rn(v);
     else ((uint16_t *)p)[i] = gc_f32_to_f16(v);
 }
 
@@ -196,7 +165,7 @@ template <int SDT> LK_DEV float lk_s1(const void *base, int64_t i) {
 }
 template <int SDT> LK_DEV void lk_s1st(void *base, int64_t i, float v) {
     if (SDT == LIN_DT_F32) ((float *)base)[i] = v;
-    else ((uint16_t *)base)[i] = lk_bf16(v);
+    else ((uint16_t *)base)[i] = gc_bf16_rn(v);
 }
 
 template <int SDT, int N> LK_DEV void lk_sld(const void *base, int64_t i, float *o) {
@@ -252,17 +221,17 @@ template <int SDT, int N> LK_DEV void lk_sst(void *base, int64_t i, const float 
         if (N % 8 == 0) {
 #pragma unroll
             for (int k = 0; k < N; k += 8)
-                *(uint4 *)(p + k) = make_uint4(lk_bf16x2(v[k], v[k + 1]), lk_bf16x2(v[k + 2], v[k + 3]),
-                                               lk_bf16x2(v[k + 4], v[k + 5]), lk_bf16x2(v[k + 6], v[k + 7]));
+                *(uint4 *)(p + k) = make_uint4(gc_bf16x2_rn(v[k], v[k + 1]), gc_bf16x2_rn(v[k + 2], v[k + 3]),
+                                               gc_bf16x2_rn(v[k + 4], v[k + 5]), gc_bf16x2_rn(v[k + 6], v[k + 7]));
         } else if (N == 4) {
             uint2 u;
-            u.x = lk_bf16x2(v[0], v[1]);
-            u.y = lk_bf16x2(v[2], v[3]);
+            u.x = gc_bf16x2_rn(v[0], v[1]);
+            u.y = gc_bf16x2_rn(v[2], v[3]);
             *(uint2 *)p = u;
         } else if (N == 2) {
-            *(uint32_t *)p = lk_bf16x2(v[0], v[1]);
+            *(uint32_t *)p = gc_bf16x2_rn(v[0], v[1]);
         } else {
-            p[0] = lk_bf16(v[0]);
+            p[0] = gc_bf16_rn(v[0]);
         }
     }
 }
@@ -284,7 +253,7 @@ LK_DEV float lk_sget(const void *base, int dt, int64_t i) {
 }
 LK_DEV void lk_sput(void *base, int dt, int64_t i, float v) {
     if (dt == LIN_DT_F32) ((float *)base)[i] = v;
-    else ((uint16_t *)base)[i] = lk_bf16(v);
+    else ((uint16_t *)base)[i] = gc_bf16_rn(v);
 }
 LK_DEV size_t lk_sesz(int dt) { return dt == LIN_DT_F32 ? 4 : 2; }
 /* element offset -> pointer, for any state dtype */

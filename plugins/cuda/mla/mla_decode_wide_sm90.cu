@@ -157,10 +157,10 @@ GC_DEV void wide_softmax(float (&s)[32], const WideCtx &c, int kb, const float m
         }
 }
 
-/* Two floats to packed bf16 (lo = a) in one cvt.rn.bf16x2.f32 (mla_pack2's).
- * It also keeps P a float value in the compiler's eyes: an integer rounding
- * made it carry S across the pair loop as b32 registers. */
-GC_DEV uint32_t wide_pack(float a, float b) { return mla_pack2<MLA_DT_BF16>(a, b); }
+/* Two floats to packed bf16 (lo = a) in one cvt.rn.bf16x2.f32.  It also keeps
+ * P a float value in the compiler's eyes: an integer rounding made it carry S
+ * across the pair loop as b32 registers. */
+GC_DEV uint32_t wide_pack(float a, float b) { return gc_bf16x2_rn(a, b); }
 
 /* P (fp32 accumulator layout) as the A operand of m64nNk16: k-step k covers
  * keys 16k..16k+15 = accumulator columns 8(2k) .. 8(2k+1)+7. */

@@ -109,31 +109,15 @@ template <int DT> GC_DEV float mla_q_elem(const void *p, int64_t i) {
     return gc_to_f32<DT == MLA_DT_BF16 ? GC_BF16 : GC_F16>(((const uint16_t *)p)[i]);
 }
 
-/* float -> 16 bits, round to nearest even.  bf16 on the GPU by the hardware
- * cvt (one instruction a value, one cvt.rn.bf16x2.f32 a pair) where the
- * SDK's integer form takes five or six a value: P is rounded every tile.
- * The emulator of the tests keeps the integer form; both give the same bits
- * for every value but NaN, which stays a NaN. */
+/* float -> 16 bits, round to nearest even; bf16 by the hardware cvt on the
+ * GPU (gpu_compat.h's gc_bf16_rn): P is rounded every tile. */
 template <int DT> GC_DEV uint16_t mla_from_f32(float f) {
-#ifndef LK_EMU
-    if (DT == MLA_DT_BF16) {
-        uint16_t h;
-        asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-        return h;
-    }
-#endif
-    return gc_from_f32<DT == MLA_DT_BF16 ? GC_BF16 : GC_F16>(f);
+    return DT == MLA_DT_BF16 ? gc_bf16_rn(f) : gc_f32_to_f16(f);
 }
 
 /* Two floats to a packed pair of 16-bit values (lo = a). */
 template <int DT> GC_DEV uint32_t mla_pack2(float a, float b) {
-#ifndef LK_EMU
-    if (DT == MLA_DT_BF16) {
-        uint32_t r;
-        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(b), "f"(a));
-        return r;
-    }
-#endif
+    if (DT == MLA_DT_BF16) return gc_bf16x2_rn(a, b);
     return (uint32_t)mla_from_f32<DT>(a) | ((uint32_t)mla_from_f32<DT>(b) << 16);
 }
 

@@ -97,13 +97,7 @@ GC_DEV uint32_t rec_pair(uint32_t x, float sc) {
     const uint32_t h = (w & 0x80008000u) | ((w >> 1) & 0x3f803f80u);
 #endif
     const float lo = gc_to_f32<GC_F16>((uint16_t)(h & 0xffffu)) * sc, hi = gc_to_f32<GC_F16>((uint16_t)(h >> 16)) * sc;
-#if defined(LK_EMU)
-    return mla_pack2<MLA_DT_BF16>(lo, hi);
-#else
-    uint32_t r;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-    return r;
-#endif
+    return gc_bf16x2_rn(lo, hi);
 }
 
 template <int RG, int STAGES, int DT, bool REC = false, int NW = 8>
